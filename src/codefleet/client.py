@@ -1,0 +1,245 @@
+"""The one HTTP client of the wire API, used by the runner, the CLI and the dashboards.
+
+Base URL, timeouts, paths, the `X-Agent-Epoch` header, the bearer token and
+the decoding of the error envelope live here and nowhere else. A refusal in
+the envelope comes back as the matching `codefleet.errors` class
+(`StaleEpoch`, `NotOwner`, `NotFound`, ...); a server that cannot be reached
+or times out raises `ServerUnavailable`, which callers on the write path must
+treat as a denial (fail closed).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+
+from codefleet.errors import ERRORS_BY_CODE, DomainError
+
+__all__ = ["ApiError", "FleetClient", "ServerUnavailable"]
+
+DEFAULT_TIMEOUT_S = 10.0
+
+
+class ServerUnavailable(Exception):
+    """The coordination server could not be reached or did not answer in time."""
+
+
+class ApiError(DomainError):
+    """An error envelope whose code has no dedicated class."""
+
+    def __init__(self, status: int, code: str, message: str, detail: dict[str, Any]) -> None:
+        super().__init__(message, detail)
+        self.status_code = status
+        self.error_code = code
+
+
+def _raise_for(response: httpx.Response) -> None:
+    if response.status_code < 400:
+        return
+    try:
+        error = response.json()["error"]
+        code, message, detail = error["code"], error["message"], error.get("detail") or {}
+    except (ValueError, KeyError, TypeError):
+        code, message, detail = "http_error", response.text[:500], {}
+    cls = ERRORS_BY_CODE.get(code)
+    if cls is not None:
+        raise cls(message, detail)
+    raise ApiError(response.status_code, code, message, detail)
+
+
+class FleetClient:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    async def __aenter__(self) -> FleetClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        epoch: int | None = None,
+        params: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> httpx.Response:
+        headers = {"X-Agent-Epoch": str(epoch)} if epoch is not None else None
+        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        try:
+            response = await self._http.request(
+                method, path, json=body, headers=headers, params=params, **extra
+            )
+        except (httpx.TransportError, httpx.TimeoutException) as err:
+            raise ServerUnavailable(f"{method} {path}: {type(err).__name__}: {err}") from err
+        _raise_for(response)
+        return response
+
+    async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = await self._call(method, path, **kwargs)
+        return response.json() if response.content else None
+
+    # -- runner-facing ------------------------------------------------------------------
+
+    async def register(self, name: str, workdir: str | None, pid: int | None) -> dict[str, Any]:
+        body = {"name": name, "workdir": workdir, "pid": pid}
+        result: dict[str, Any] = await self._json("POST", "/agents/register", body=body)
+        return result
+
+    async def heartbeat(self, agent_id: str, epoch: int) -> dict[str, Any]:
+        result: dict[str, Any] = await self._json(
+            "POST", f"/agents/{agent_id}/heartbeat", body={}, epoch=epoch
+        )
+        return result
+
+    async def leave(self, agent_id: str, epoch: int) -> None:
+        await self._call("DELETE", f"/agents/{agent_id}", epoch=epoch)
+
+    async def assignment(self, agent_id: str, epoch: int, wait: float = 0) -> dict[str, Any] | None:
+        """The assigned task, waiting up to `wait` s for one; None when there is none."""
+        response = await self._call(
+            "GET",
+            f"/agents/{agent_id}/assignment",
+            epoch=epoch,
+            params={"wait": wait},
+            timeout=wait + DEFAULT_TIMEOUT_S,
+        )
+        if response.status_code == 204:
+            return None
+        task: dict[str, Any] = response.json()["task"]
+        return task
+
+    async def start(self, task_id: str, agent_id: str, epoch: int) -> dict[str, Any]:
+        result: dict[str, Any] = await self._json(
+            "POST", f"/tasks/{task_id}/start", body={"agent_id": agent_id}, epoch=epoch
+        )
+        return result
+
+    async def acquire(
+        self, agent_id: str, epoch: int, task_id: str, paths: list[str], tool: str
+    ) -> dict[str, Any]:
+        body = {"agent_id": agent_id, "task_id": task_id, "paths": paths, "tool": tool}
+        result: dict[str, Any] = await self._json("POST", "/leases/acquire", body=body, epoch=epoch)
+        return result
+
+    async def record_change(
+        self, agent_id: str, epoch: int, task_id: str, path: str, tool: str
+    ) -> None:
+        body = {"agent_id": agent_id, "task_id": task_id, "path": path, "tool": tool}
+        await self._call("POST", "/changes", body=body, epoch=epoch)
+
+    async def complete(
+        self, task_id: str, agent_id: str, epoch: int, report: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        body = {"agent_id": agent_id, **report}
+        result: dict[str, Any] = await self._json(
+            "POST", f"/tasks/{task_id}/complete", body=body, epoch=epoch
+        )
+        return result
+
+    # -- operator-facing ------------------------------------------------------------------
+
+    async def create_tasks(self, tasks: list[dict[str, Any]]) -> list[str]:
+        result = await self._json("POST", "/tasks", body={"tasks": tasks}, timeout=120.0)
+        return list(result["created"])
+
+    async def tasks(
+        self, status: str | None = None, limit: int = 100_000, offset: int = 0
+    ) -> list[dict[str, Any]]:
+        params: dict[str, Any] = {"limit": limit, "offset": offset}
+        if status:
+            params["status"] = status
+        result = await self._json("GET", "/tasks", params=params)
+        return list(result["tasks"])
+
+    async def task(self, task_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self._json("GET", f"/tasks/{task_id}")
+        return result
+
+    async def cancel(self, task_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self._json("POST", f"/tasks/{task_id}/cancel")
+        return result
+
+    async def retry(self, task_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self._json("POST", f"/tasks/{task_id}/retry")
+        return result
+
+    async def agents(self) -> list[dict[str, Any]]:
+        return list((await self._json("GET", "/agents"))["agents"])
+
+    async def leases(self) -> list[dict[str, Any]]:
+        return list((await self._json("GET", "/leases"))["leases"])
+
+    async def conflicts(self, resolved: bool | None = None) -> list[dict[str, Any]]:
+        params = {} if resolved is None else {"resolved": str(resolved).lower()}
+        return list((await self._json("GET", "/conflicts", params=params))["conflicts"])
+
+    async def events(
+        self, since: int = 0, limit: int = 10_000, type_: str | None = None
+    ) -> list[dict[str, Any]]:
+        params: dict[str, Any] = {"since": since, "limit": limit}
+        if type_:
+            params["type"] = type_
+        return list((await self._json("GET", "/events", params=params))["events"])
+
+    async def all_events(self, since: int = 0) -> list[dict[str, Any]]:
+        """Every event after `since`, paging through `/events`."""
+        found: list[dict[str, Any]] = []
+        while page := await self.events(since):
+            found.extend(page)
+            since = page[-1]["id"]
+        return found
+
+    async def state(self) -> dict[str, Any]:
+        result: dict[str, Any] = await self._json("GET", "/state")
+        return result
+
+    async def health(self) -> dict[str, Any]:
+        result: dict[str, Any] = await self._json("GET", "/health", timeout=2.0)
+        return result
+
+    async def reset(self) -> None:
+        await self._call("POST", "/reset")
+
+    async def fleet_started(self, **payload: Any) -> None:
+        await self._call("POST", "/fleet/started", body=payload)
+
+    async def fleet_finished(self, **payload: Any) -> None:
+        await self._call("POST", "/fleet/finished", body=payload)
+
+    async def stream(self, since: int = 0) -> AsyncIterator[dict[str, Any]]:
+        """Events after `since`, replayed then live, parsed from the SSE stream."""
+        try:
+            async with self._http.stream(
+                "GET", "/events/stream", params={"since": since}, timeout=httpx.Timeout(None)
+            ) as response:
+                _raise_for(response)
+                data: list[str] = []
+                async for line in response.aiter_lines():
+                    if line.startswith("data:"):
+                        data.append(line[5:].strip())
+                    elif not line and data:
+                        yield json.loads("\n".join(data))
+                        data = []
+        except (httpx.TransportError, httpx.TimeoutException) as err:
+            raise ServerUnavailable(f"event stream: {type(err).__name__}: {err}") from err

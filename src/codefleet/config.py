@@ -1,0 +1,51 @@
+"""One `Settings` object, read from `CODEFLEET_*` environment variables and `.env`.
+
+Every field here is also a flag on the command it applies to (see `cli`), and
+`.env.example` lists them all; a test keeps the three in step. Defaults are the
+ones in DESIGN §6. The server URL the clients use is derived from host and
+port unless `server_url` is given.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="CODEFLEET_", env_file=".env", extra="ignore", frozen=True
+    )
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8099, ge=0, le=65535)
+    server_url: str | None = None
+    db: Path = Path("codefleet.db")
+    workdir: Path = Path("examples/demo-repo")
+    runners: int = Field(default=3, ge=1, le=256)
+    model: str | None = None
+    task_timeout: float = Field(default=600.0, gt=0)
+    task_budget_usd: float = Field(default=0.50, gt=0)
+    max_turns: int = Field(default=40, ge=1)
+    heartbeat_interval: float = Field(default=5.0, gt=0)
+    stale_after: float = Field(default=20.0, gt=0)
+    poll_interval: float = Field(default=1.0, ge=0)
+    tick_interval: float = Field(default=0.5, gt=0)
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    backoff_base: float = Field(default=2.0, ge=0)
+    backoff_cap: float = Field(default=30.0, ge=0)
+    run_dir: Path = Path("runs")
+    allow_reset: bool = False
+    token: str | None = None
+
+    @property
+    def url(self) -> str:
+        """Base URL of the coordination server, for clients."""
+        if self.server_url:
+            return self.server_url.rstrip("/")
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
+        return f"http://{host}:{self.port}"

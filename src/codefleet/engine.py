@@ -1,0 +1,614 @@
+"""The engine: every state transition, and the tick loop that applies the scheduler.
+
+The engine is the only code that changes task, agent or lease state. Each
+public method is one transition and runs in ONE store transaction; its event
+type shares its name (grep `requeue` and you find the method, the store call
+and `task_requeued`). The engine runs on the server's event loop thread and
+never awaits inside a transition, so transitions are serialized without locks.
+
+A tick takes a snapshot of the live index, calls the pure `schedule`, and
+applies the returned decisions in order in one transaction; a decision that
+went stale against current state is skipped with a logged reason. Ticks run
+reactively (any transition that can create readiness kicks one) and on a timer.
+
+Lease exclusion is the primary key of `file_leases`; the in-memory lease map
+is a mirror for answering denials with the holder's name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from codefleet import scheduler as sched
+from codefleet.engine_agents import AgentsMixin, AgentState
+from codefleet.engine_graph import GraphMixin
+from codefleet.errors import InvalidState, NotFound, NotOwner
+from codefleet.index import LiveIndex, LiveTask
+from codefleet.models import (
+    RETRYABLE_KINDS,
+    AgentStatus,
+    ErrorKind,
+    EventType,
+    ReleaseReason,
+    TaskStatus,
+    from_iso,
+    to_iso,
+    utcnow,
+)
+from codefleet.paths import TreeRoot
+from codefleet.store import Row, Store
+
+__all__ = ["Engine", "EngineConfig", "Report"]
+
+log = logging.getLogger(__name__)
+BASE_WINDOW = 64
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    stale_after: float = 20.0
+    task_timeout: float = 600.0
+    backoff_base: float = 2.0
+    backoff_cap: float = 30.0
+    heartbeat_interval: float = 5.0
+    poll_interval: float = 1.0
+    tick_interval: float = 0.5
+    max_attempts: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What a runner says about one attempt of one task."""
+
+    attempt: int
+    ok: bool
+    summary: str | None = None
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+    blocked_on_path: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    duration_ms: int | None = None
+    session_id: str | None = None
+
+
+class Engine(AgentsMixin, GraphMixin):
+    def __init__(
+        self,
+        store: Store,
+        tree: TreeRoot,
+        config: EngineConfig | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.store = store
+        self.tree = tree
+        self.config = config or EngineConfig()
+        self.clock = clock
+        self.index = LiveIndex()
+        self.agents: dict[str, AgentState] = {}
+        self.agent_ids: dict[str, str] = {}
+        self.leases: dict[str, tuple[str, str]] = {}
+        self.task_leases: dict[str, set[str]] = {}
+        self.idle_announced = True
+        self._waiters: dict[str, asyncio.Event] = {}
+        self._tick_scheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.load()
+
+    @property
+    def default_max_attempts(self) -> int:
+        return self.config.max_attempts
+
+    # -- start-up -------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Rebuild the live index from SQLite (after a restart nothing is lost)."""
+        idx = self.index = LiveIndex()
+        idx.status = {k: TaskStatus(v) for k, v in self.store.task_statuses().items()}
+        idx.add_edges(self.store.edges())
+        for row in self.store.live_tasks():
+            task = _live_task(row)
+            task.unmet = idx.unmet_of(task.id)
+            idx.add_live(task)
+            if task.status is TaskStatus.PENDING:
+                idx.place_pending(task)
+            else:
+                idx.set_status(task, task.status)
+        idx.compute_chains(list(idx.live))
+        self._load_agents()
+        self.leases = {}
+        self.task_leases = {}
+        for lease in self.store.leases():
+            self._mirror_lease(lease["path"], lease["agent_id"], lease["task_id"])
+        self.idle_announced = not idx.live
+
+    def _mirror_lease(self, path: str, agent_id: str, task_id: str) -> None:
+        self.leases[path] = (agent_id, task_id)
+        self.task_leases.setdefault(task_id, set()).add(path)
+
+    # -- ticking --------------------------------------------------------------------
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def kick(self) -> None:
+        """Ask for a tick soon; many kicks before it runs coalesce into one."""
+        if self._loop is None or self._tick_scheduled:
+            return
+        self._tick_scheduled = True
+        self._loop.call_soon(self._kicked_tick)
+
+    def _kicked_tick(self) -> None:
+        self._tick_scheduled = False
+        self.tick()
+
+    async def run_ticker(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.tick_interval)
+            try:
+                self.tick()
+            except Exception:  # a loop boundary: one bad tick must not stop the timer
+                log.exception("tick failed")
+
+    def snapshot(self, now: datetime, window: int = BASE_WINDOW) -> sched.FleetState:
+        idx = self.index
+        idx.promote_backoff(now)
+        candidates, more = idx.candidates(window)
+        return sched.FleetState(
+            candidates=tuple(candidates),
+            more_candidates=more,
+            exhausted=tuple(idx.live[t].view() for t in sorted(idx.exhausted)),
+            in_flight=tuple(t.view() for t in idx.in_flight.values()),
+            agents=tuple(a.view() for a in self.agents.values()),
+            leases=tuple((path, holder[1]) for path, holder in self.leases.items()),
+            live_tasks=len(idx.live),
+            idle_announced=self.idle_announced,
+            stale_after=timedelta(seconds=self.config.stale_after),
+            task_timeout=timedelta(seconds=self.config.task_timeout),
+        )
+
+    def tick(self) -> list[sched.Decision]:
+        """Snapshot, schedule, apply in one transaction; returns what was decided."""
+        now = self.clock()
+        window = BASE_WINDOW
+        while True:
+            state = self.snapshot(now, window)
+            decisions = sched.schedule(state, now)
+            if not sched.wants_wider_window(state, decisions):
+                break
+            window *= 4
+        if not decisions:
+            return decisions
+        with self.store.transaction():
+            for decision in decisions:
+                self._apply(decision, now)
+        if any(not isinstance(d, sched.Assign | sched.FleetIdle) for d in decisions):
+            self.kick()
+        return decisions
+
+    def _apply(self, decision: sched.Decision, now: datetime) -> None:
+        match decision:
+            case sched.MarkOffline(agent_id):
+                self._mark_offline(agent_id, ReleaseReason.AGENT_STALE, now)
+            case sched.Requeue(task_id, kind, reason):
+                task = self.index.in_flight.get(task_id)
+                if task is None:
+                    log.info("skip stale Requeue of %s: no longer in flight", task_id)
+                    return
+                self._take_back(task, kind, reason, now)
+            case sched.FailTask(task_id, kind, reason):
+                live = self.index.live.get(task_id)
+                if live is None:
+                    log.info("skip stale FailTask of %s: already terminal", task_id)
+                    return
+                self._end_attempt(live, ReleaseReason(_release_for(reason)), now)
+                self._fail(live, kind, reason, now)
+            case sched.Assign(task_id, agent_id):
+                self._assign(task_id, agent_id, now)
+            case sched.FleetIdle():
+                self.idle_announced = True
+                self.store.emit(EventType.FLEET_IDLE, counts=self.store.task_counts())
+            case _:
+                raise TypeError(f"unknown decision {decision!r}")
+
+    # -- task transitions ---------------------------------------------------------------
+
+    def _assign(self, task_id: str, agent_id: str, now: datetime) -> None:
+        task = self.index.live.get(task_id)
+        agent = self.agents.get(agent_id)
+        if task is None or task.status is not TaskStatus.PENDING or task.ready_key is None:
+            log.info("skip stale Assign of %s: not ready", task_id)
+            return
+        if agent is None or agent.status is not AgentStatus.IDLE:
+            log.info("skip stale Assign to %s: agent not idle", agent_id)
+            return
+        task.attempts += 1
+        task.agent_id = agent_id
+        task.assigned_at = now
+        self.index.set_status(task, TaskStatus.ASSIGNED)
+        at = to_iso(now)
+        self.store.update_task(
+            task_id,
+            status=TaskStatus.ASSIGNED,
+            assigned_agent_id=agent_id,
+            attempts=task.attempts,
+            assigned_at=at,
+            started_at=None,
+            backoff_until=None,
+            updated_at=at,
+        )
+        agent.status = AgentStatus.BUSY
+        agent.current_task_id = task_id
+        self.store.update_agent(
+            agent_id,
+            status=AgentStatus.BUSY,
+            current_task_id=task_id,
+            last_assigned_at=at,
+            updated_at=at,
+        )
+        self.store.emit(
+            EventType.TASK_ASSIGNED,
+            task_id=task_id,
+            agent_id=agent_id,
+            agent_name=agent.name,
+            attempt=task.attempts,
+        )
+        self._wake(agent_id)
+
+    def start(self, task_id: str, agent_id: str, epoch: int) -> dict[str, Any]:
+        self.check_epoch(agent_id, epoch)
+        task = self._owned(task_id, agent_id)
+        if task.status is TaskStatus.RUNNING:
+            return {"status": task.status}
+        now = self.clock()
+        with self.store.transaction():
+            self.index.set_status(task, TaskStatus.RUNNING)
+            self.store.update_task(
+                task_id, status=TaskStatus.RUNNING, started_at=to_iso(now), updated_at=to_iso(now)
+            )
+            self.store.emit(
+                EventType.TASK_STARTED, task_id=task_id, agent_id=agent_id, attempt=task.attempts
+            )
+        return {"status": task.status}
+
+    def _owned(self, task_id: str, agent_id: str) -> LiveTask:
+        task = self.index.in_flight.get(task_id)
+        if task is None or task.agent_id != agent_id:
+            self.require_task(task_id)
+            raise NotOwner(f"agent {agent_id} does not own task {task_id}", {"task_id": task_id})
+        return task
+
+    def require_task(self, task_id: str) -> TaskStatus:
+        status = self.index.status.get(task_id)
+        if status is None:
+            raise NotFound(f"no task {task_id}", {"task_id": task_id})
+        return status
+
+    def complete(self, task_id: str, agent_id: str, epoch: int, report: Report) -> dict[str, Any]:
+        """Apply one attempt's outcome, once; an outdated report is a no-op duplicate."""
+        self.check_epoch(agent_id, epoch)
+        self.require_task(task_id)
+        task = self.index.live.get(task_id)
+        if task is None or report.attempt < task.attempts:
+            return self._task_answer(task_id, duplicate=True)
+        if (
+            task.agent_id != agent_id
+            or task.status not in (TaskStatus.ASSIGNED, TaskStatus.RUNNING)
+            or report.attempt != task.attempts
+        ):
+            raise NotOwner(
+                f"agent {agent_id} does not own attempt {report.attempt} of {task_id}",
+                {"task_id": task_id, "attempt": task.attempts},
+            )
+        now = self.clock()
+        with self.store.transaction():
+            self._record_usage(task, agent_id, report)
+            self._end_attempt(task, ReleaseReason.TASK_ENDED, now)
+            if report.ok:
+                self._succeed(task, report, now)
+            else:
+                self._settle_failure(task, report, now)
+        self.kick()
+        return self._task_answer(task_id, duplicate=False)
+
+    def _task_answer(self, task_id: str, duplicate: bool) -> dict[str, Any]:
+        row = self.store.task(task_id)
+        assert row is not None
+        return {
+            "status": row["status"],
+            "attempts": row["attempts"],
+            "backoff_until": row["backoff_until"],
+            "duplicate": duplicate,
+        }
+
+    def _record_usage(self, task: LiveTask, agent_id: str, report: Report) -> None:
+        self.store.add_usage(
+            task.id,
+            agent_id,
+            report.input_tokens,
+            report.output_tokens,
+            report.cost_usd,
+            succeeded=report.ok,
+        )
+        self.store.update_task(
+            task.id,
+            duration_ms=report.duration_ms,
+            session_id=report.session_id,
+            result_summary=report.summary,
+        )
+
+    def _succeed(self, task: LiveTask, report: Report, now: datetime) -> None:
+        at = to_iso(now)
+        self.index.finish(task, TaskStatus.SUCCEEDED)
+        self.store.update_task(
+            task.id,
+            status=TaskStatus.SUCCEEDED,
+            error=None,
+            error_kind=None,
+            completed_at=at,
+            updated_at=at,
+        )
+        self.store.emit(
+            EventType.TASK_SUCCEEDED,
+            task_id=task.id,
+            agent_id=task.agent_id,
+            attempt=task.attempts,
+            summary=report.summary,
+            cost_usd=report.cost_usd,
+        )
+        for child_id in self.index.children.get(task.id, ()):
+            child = self.index.live.get(child_id)
+            if child is None:
+                continue
+            child.unmet -= 1
+            if child.unmet == 0:
+                self.index.place_pending(child)
+                self.store.emit(EventType.TASK_UNBLOCKED, task_id=child_id, by=task.id)
+
+    def _settle_failure(self, task: LiveTask, report: Report, now: datetime) -> None:
+        kind = report.error_kind or ErrorKind.AGENT_ERROR
+        error = report.error or kind.value
+        if kind not in RETRYABLE_KINDS:
+            self._fail(task, kind, error, now)
+            return
+        widen = None
+        if kind is ErrorKind.VETO and report.blocked_on_path:
+            widen = self._canonical_or_none(report.blocked_on_path)
+        self._requeue(task, kind, error, now, blocked_on_path=widen)
+
+    def _canonical_or_none(self, raw: str) -> str | None:
+        try:
+            return self.tree.canonical(raw)
+        except ValueError:
+            return None
+
+    def _take_back(self, task: LiveTask, kind: ErrorKind, reason: str, now: datetime) -> None:
+        """Requeue an in-flight task the server itself takes away from its agent."""
+        if task.agent_id and task.agent_id in self.agents:
+            self.fence(task.agent_id, now)
+        self._end_attempt(task, ReleaseReason(_release_for(reason)), now)
+        self._requeue(task, kind, reason, now)
+
+    def _requeue(
+        self,
+        task: LiveTask,
+        kind: ErrorKind,
+        error: str,
+        now: datetime,
+        blocked_on_path: str | None = None,
+    ) -> None:
+        """Back to pending; a veto folds the path into scope and waits on it, not on a timer."""
+        backoff = None
+        if kind is not ErrorKind.VETO:
+            seconds = min(self.config.backoff_base * task.attempts, self.config.backoff_cap)
+            backoff = now + timedelta(seconds=seconds) if seconds > 0 else None
+        if blocked_on_path:
+            task.scope = task.scope | {blocked_on_path}
+        task.backoff_until = backoff
+        task.agent_id = None
+        task.assigned_at = None
+        self.index.set_status(task, TaskStatus.PENDING)
+        self.index.place_pending(task)
+        self.idle_announced = False
+        at = to_iso(now)
+        self.store.update_task(
+            task.id,
+            status=TaskStatus.PENDING,
+            assigned_agent_id=None,
+            backoff_until=to_iso(backoff) if backoff else None,
+            error=error,
+            error_kind=kind,
+            blocked_on_path=blocked_on_path,
+            file_scope=sorted(task.scope),
+            updated_at=at,
+        )
+        self.store.emit(
+            EventType.TASK_REQUEUED,
+            task_id=task.id,
+            error_kind=kind,
+            reason=error,
+            attempt=task.attempts,
+            backoff_until=to_iso(backoff) if backoff else None,
+            blocked_on_path=blocked_on_path,
+            file_scope=sorted(task.scope),
+        )
+
+    def _fail(self, task: LiveTask, kind: ErrorKind, error: str, now: datetime) -> None:
+        at = to_iso(now)
+        self.index.finish(task, TaskStatus.FAILED)
+        self.store.update_task(
+            task.id,
+            status=TaskStatus.FAILED,
+            error=error,
+            error_kind=kind,
+            assigned_agent_id=None,
+            completed_at=at,
+            updated_at=at,
+        )
+        self.store.emit(
+            EventType.TASK_FAILED,
+            task_id=task.id,
+            error_kind=kind,
+            error=error,
+            attempt=task.attempts,
+        )
+        self._block_dependents(task.id, now)
+
+    def _block_dependents(self, root_id: str, now: datetime) -> None:
+        """Every transitive live dependent of a failed or cancelled task is blocked."""
+        at = to_iso(now)
+        queue = deque(self.index.children.get(root_id, ()))
+        while queue:
+            child = self.index.live.get(queue.popleft())
+            if child is None or child.status is not TaskStatus.PENDING:
+                continue
+            self.index.finish(child, TaskStatus.BLOCKED_UPSTREAM)
+            message = f"upstream task {root_id} did not succeed"
+            self.store.update_task(
+                child.id, status=TaskStatus.BLOCKED_UPSTREAM, error=message, updated_at=at
+            )
+            self.store.emit(EventType.TASK_BLOCKED_UPSTREAM, task_id=child.id, upstream=root_id)
+            queue.extend(self.index.children.get(child.id, ()))
+
+    def _end_attempt(self, task: LiveTask, reason: ReleaseReason, now: datetime) -> None:
+        """Release the attempt's leases and free its agent, in the caller's transaction."""
+        self.release(task.id, reason)
+        agent = self.agents.get(task.agent_id or "")
+        if agent and agent.current_task_id == task.id:
+            self.free_agent(agent, now)
+
+    def release(self, task_id: str, reason: ReleaseReason) -> None:
+        paths = self.task_leases.pop(task_id, set())
+        if not paths:
+            return
+        self.store.delete_leases_of_task(task_id)
+        for path in sorted(paths):
+            agent_id, _ = self.leases.pop(path)
+            self.store.emit(
+                EventType.LEASE_RELEASED,
+                task_id=task_id,
+                agent_id=agent_id,
+                path=path,
+                reason=reason,
+            )
+
+    # -- operator transitions -------------------------------------------------------------
+
+    def cancel(self, task_id: str) -> dict[str, Any]:
+        status = self.require_task(task_id)
+        task = self.index.live.get(task_id)
+        if task is None:
+            raise InvalidState(f"task {task_id} is already {status}", {"status": status})
+        now = self.clock()
+        with self.store.transaction():
+            if task.agent_id and task.status in (TaskStatus.ASSIGNED, TaskStatus.RUNNING):
+                self.fence(task.agent_id, now)
+            self._end_attempt(task, ReleaseReason.CANCELLED, now)
+            at = to_iso(now)
+            self.index.finish(task, TaskStatus.CANCELLED)
+            self.store.update_task(
+                task_id,
+                status=TaskStatus.CANCELLED,
+                error_kind=ErrorKind.CANCELLED,
+                error="cancelled by operator",
+                assigned_agent_id=None,
+                completed_at=at,
+                updated_at=at,
+            )
+            self.store.emit(EventType.TASK_CANCELLED, task_id=task_id)
+            self._block_dependents(task_id, now)
+        self.kick()
+        return {"status": TaskStatus.CANCELLED}
+
+    def retry(self, task_id: str) -> dict[str, Any]:
+        """A failed or cancelled task starts over; its blocked dependents come back."""
+        status = self.require_task(task_id)
+        if status not in (TaskStatus.FAILED, TaskStatus.CANCELLED):
+            raise InvalidState(
+                f"only failed or cancelled tasks can be retried; {task_id} is {status}"
+            )
+        now = self.clock()
+        with self.store.transaction():
+            self._revive(task_id, now, reason="retry")
+            queue = deque(self.index.children.get(task_id, ()))
+            while queue:
+                child_id = queue.popleft()
+                if self.index.status.get(child_id) is not TaskStatus.BLOCKED_UPSTREAM:
+                    continue
+                if any(
+                    self.index.status.get(p) in _DEAD for p in self.index.parents.get(child_id, ())
+                ):
+                    continue
+                self._revive(child_id, now, reason="upstream_retried")
+                queue.extend(self.index.children.get(child_id, ()))
+        self.kick()
+        return {"status": TaskStatus.PENDING}
+
+    def _revive(self, task_id: str, now: datetime, reason: str) -> None:
+        row = self.store.task(task_id)
+        assert row is not None
+        row.update(
+            status=TaskStatus.PENDING, attempts=0, backoff_until=None, assigned_agent_id=None
+        )
+        task = _live_task(row)
+        task.unmet = self.index.unmet_of(task_id)
+        self.index.add_live(task)
+        self.index.place_pending(task)
+        self.index.compute_chains([task_id])
+        self.idle_announced = False
+        self.store.update_task(
+            task_id,
+            status=TaskStatus.PENDING,
+            attempts=0,
+            backoff_until=None,
+            error=None,
+            error_kind=None,
+            blocked_on_path=None,
+            completed_at=None,
+            updated_at=to_iso(now),
+        )
+        self.store.emit(EventType.TASK_REQUEUED, task_id=task_id, reason=reason, attempt=0)
+
+    def fleet_event(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """The run's bookends (`fleet_started`, `run_finished`): events only."""
+        event_type = EventType(kind)
+        if event_type not in (EventType.FLEET_STARTED, EventType.RUN_FINISHED):
+            raise ValueError(f"{kind} is not a fleet event")
+        with self.store.transaction():
+            event = self.store.emit(event_type, **payload)
+        return {"event_id": event["id"]}
+
+    def reset(self) -> None:
+        with self.store.transaction():
+            self.store.reset()
+        self.load()
+
+
+_DEAD = frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.BLOCKED_UPSTREAM})
+
+
+def _release_for(reason: str) -> str:
+    known = {r.value for r in ReleaseReason}
+    return reason if reason in known else ReleaseReason.TASK_ENDED.value
+
+
+def _live_task(row: Row) -> LiveTask:
+    return LiveTask(
+        id=row["id"],
+        priority=row["priority"],
+        scope=frozenset(row["file_scope"]),
+        status=TaskStatus(row["status"]),
+        attempts=row["attempts"],
+        max_attempts=row["max_attempts"],
+        created_at=row["created_at"],
+        backoff_until=from_iso(row["backoff_until"]) if row["backoff_until"] else None,
+        agent_id=row["assigned_agent_id"],
+        assigned_at=from_iso(row["assigned_at"]) if row["assigned_at"] else None,
+    )

@@ -1,0 +1,358 @@
+"""Agent and lease transitions of the engine: registration, liveness, fencing, leases.
+
+Fencing: an agent's `epoch` is bumped on every registration and every forced
+take-back (stale, deadline, cancel, re-registration). Every runner call but
+register carries the epoch it was given; a mismatch is `StaleEpoch`, after
+which the runner drops what it was doing and registers again.
+
+Leases: acquisition is all-or-nothing over the canonical paths of one
+request, inside one transaction; the decision is whether the primary-key row
+is ours. A denial is an answer (with the holder), never a wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from codefleet.errors import NotFound, StaleEpoch
+from codefleet.models import (
+    AgentStatus,
+    DenyReason,
+    ErrorKind,
+    EventType,
+    ReleaseReason,
+    TaskStatus,
+    from_iso,
+    new_agent_id,
+    to_iso,
+)
+from codefleet.paths import PathRejected
+from codefleet.scheduler import AgentView
+
+if TYPE_CHECKING:
+    from codefleet.index import LiveIndex, LiveTask
+    from codefleet.paths import TreeRoot
+    from codefleet.store import Store
+
+__all__ = ["AgentState", "AgentsMixin"]
+
+
+@dataclass(slots=True)
+class AgentState:
+    id: str
+    name: str
+    status: AgentStatus
+    epoch: int
+    last_heartbeat_at: datetime
+    idle_since: datetime
+    current_task_id: str | None = None
+
+    def view(self) -> AgentView:
+        return AgentView(self.id, self.name, self.status, self.last_heartbeat_at, self.idle_since)
+
+
+class AgentsMixin:
+    store: Store
+    tree: TreeRoot
+    index: LiveIndex
+    clock: Callable[[], datetime]
+    agents: dict[str, AgentState]
+    agent_ids: dict[str, str]
+    leases: dict[str, tuple[str, str]]
+    task_leases: dict[str, set[str]]
+    _waiters: dict[str, asyncio.Event]
+
+    if TYPE_CHECKING:
+
+        def kick(self) -> None: ...
+        def release(self, task_id: str, reason: ReleaseReason) -> None: ...
+        def _take_back(
+            self, task: LiveTask, kind: ErrorKind, reason: str, now: datetime
+        ) -> None: ...
+        def _mirror_lease(self, path: str, agent_id: str, task_id: str) -> None: ...
+
+    def _load_agents(self) -> None:
+        now = self.clock()
+        self.agents = {}
+        self.agent_ids = {}
+        for row in self.store.agents():
+            # Every agent gets a full stale window after a server restart to check in.
+            agent = AgentState(
+                id=row["id"],
+                name=row["name"],
+                status=AgentStatus(row["status"]),
+                epoch=row["epoch"],
+                last_heartbeat_at=max(from_iso(row["last_heartbeat_at"]), now),
+                idle_since=from_iso(row["idle_since"]),
+                current_task_id=row["current_task_id"],
+            )
+            self.agents[agent.id] = agent
+            self.agent_ids[agent.name] = agent.id
+
+    # -- liveness -------------------------------------------------------------------
+
+    def check_epoch(self, agent_id: str, epoch: int) -> AgentState:
+        agent = self.agents.get(agent_id)
+        if agent is None:
+            raise NotFound(f"no agent {agent_id}", {"agent_id": agent_id})
+        if epoch != agent.epoch:
+            raise StaleEpoch(
+                f"epoch {epoch} of {agent.name} is stale (current {agent.epoch}); register again",
+                {"agent_id": agent_id, "epoch": agent.epoch},
+            )
+        return agent
+
+    def register(self, name: str, workdir: str | None, pid: int | None) -> dict[str, Any]:
+        """Upsert by name; a previous incarnation's task and leases are taken back."""
+        now = self.clock()
+        at = to_iso(now)
+        with self.store.transaction():
+            agent_id = self.agent_ids.get(name)
+            if agent_id is None:
+                agent = AgentState(new_agent_id(), name, AgentStatus.IDLE, 1, now, now)
+                self.store.insert_agent(
+                    {
+                        "id": agent.id, "name": name, "status": agent.status, "epoch": 1,
+                        "workdir": workdir, "pid": pid, "last_heartbeat_at": at,
+                        "idle_since": at, "registered_at": at, "updated_at": at,
+                    }
+                )  # fmt: skip
+                self.agents[agent.id] = agent
+                self.agent_ids[name] = agent.id
+                was_offline = False
+            else:
+                agent = self.agents[agent_id]
+                was_offline = agent.status is AgentStatus.OFFLINE
+                self._take_back_current(agent, ReleaseReason.AGENT_REREGISTERED, now)
+                agent.epoch += 1
+                agent.status = AgentStatus.IDLE
+                agent.last_heartbeat_at = agent.idle_since = now
+                self.store.update_agent(
+                    agent.id, status=agent.status, epoch=agent.epoch, workdir=workdir, pid=pid,
+                    last_heartbeat_at=at, idle_since=at, current_task_id=None, updated_at=at,
+                )  # fmt: skip
+            self.store.emit(
+                EventType.AGENT_REGISTERED, agent_id=agent.id, name=name, epoch=agent.epoch, pid=pid
+            )
+            if was_offline:
+                self.store.emit(EventType.AGENT_ONLINE, agent_id=agent.id, name=name)
+        self.kick()
+        return {"agent_id": agent.id, "epoch": agent.epoch, "status": agent.status}
+
+    def heartbeat(self, agent_id: str, epoch: int) -> dict[str, Any]:
+        agent = self.check_epoch(agent_id, epoch)
+        now = self.clock()
+        agent.last_heartbeat_at = now
+        with self.store.transaction():
+            fields: dict[str, Any] = {"last_heartbeat_at": to_iso(now)}
+            if agent.status is AgentStatus.OFFLINE:
+                agent.status = AgentStatus.IDLE
+                agent.idle_since = now
+                fields.update(status=agent.status, idle_since=to_iso(now))
+                self.store.emit(EventType.AGENT_ONLINE, agent_id=agent_id, name=agent.name)
+                self.kick()
+            self.store.update_agent(agent_id, **fields)
+        return {"status": agent.status, "epoch": agent.epoch}
+
+    def touch(self, agent: AgentState) -> None:
+        """Any authenticated runner call is proof of life (memory only)."""
+        agent.last_heartbeat_at = max(agent.last_heartbeat_at, self.clock())
+
+    def leave(self, agent_id: str, epoch: int) -> None:
+        self.check_epoch(agent_id, epoch)
+        with self.store.transaction():
+            self._mark_offline(agent_id, ReleaseReason.AGENT_LEFT, self.clock())
+        self.kick()
+
+    def _mark_offline(self, agent_id: str, reason: ReleaseReason, now: datetime) -> None:
+        """Offline + fence + release; a graceful leave also requeues its task here."""
+        agent = self.agents[agent_id]
+        if reason is ReleaseReason.AGENT_LEFT:
+            self._take_back_current(agent, reason, now)
+        elif agent.current_task_id is not None:
+            self.release(agent.current_task_id, reason)
+        agent.status = AgentStatus.OFFLINE
+        agent.epoch += 1
+        self.store.update_agent(
+            agent_id, status=agent.status, epoch=agent.epoch, updated_at=to_iso(now)
+        )
+        self.store.emit(EventType.AGENT_OFFLINE, agent_id=agent_id, name=agent.name, reason=reason)
+
+    def _take_back_current(self, agent: AgentState, reason: ReleaseReason, now: datetime) -> None:
+        task = self.index.in_flight.get(agent.current_task_id or "")
+        if task is not None and task.agent_id == agent.id:
+            self._take_back(task, ErrorKind.INFRA, reason.value, now)
+
+    def fence(self, agent_id: str, now: datetime) -> None:
+        """Force-take the agent's work back: its epoch moves on, its calls become stale."""
+        agent = self.agents[agent_id]
+        agent.epoch += 1
+        self.store.update_agent(agent_id, epoch=agent.epoch, updated_at=to_iso(now))
+
+    def free_agent(self, agent: AgentState, now: datetime) -> None:
+        agent.current_task_id = None
+        at = to_iso(now)
+        if agent.status is not AgentStatus.OFFLINE:
+            agent.status = AgentStatus.IDLE
+            agent.idle_since = now
+        self.store.update_agent(
+            agent.id, status=agent.status, current_task_id=None, idle_since=at, updated_at=at
+        )
+
+    # -- assignment -------------------------------------------------------------------
+
+    def assignment(self, agent_id: str, epoch: int) -> dict[str, Any] | None:
+        agent = self.check_epoch(agent_id, epoch)
+        self.touch(agent)
+        task = self.index.in_flight.get(agent.current_task_id or "")
+        if task is None or task.status is not TaskStatus.ASSIGNED:
+            return None
+        row = self.store.task(task.id)
+        assert row is not None and task.assigned_at is not None
+        deadline = task.assigned_at.timestamp() + self.config_task_timeout()
+        return {
+            "id": task.id,
+            "title": row["title"],
+            "description": row["description"],
+            "priority": task.priority,
+            "file_scope": sorted(task.scope),
+            "attempts": task.attempts,
+            "deadline": to_iso(datetime.fromtimestamp(deadline, task.assigned_at.tzinfo)),
+            "blocked_on_path": row["blocked_on_path"],
+            "error": row["error"],
+        }
+
+    async def wait_assignment(
+        self, agent_id: str, epoch: int, wait: float
+    ) -> dict[str, Any] | None:
+        """Long-poll: answer as soon as an assignment exists, or None after `wait` s."""
+        found = self.assignment(agent_id, epoch)
+        if found is not None or wait <= 0:
+            return found
+        event = self._waiters.setdefault(agent_id, asyncio.Event())
+        event.clear()
+        self.kick()
+        try:
+            await asyncio.wait_for(event.wait(), timeout=wait)
+        except TimeoutError:
+            pass
+        finally:
+            if self._waiters.get(agent_id) is event:
+                del self._waiters[agent_id]
+        return self.assignment(agent_id, epoch)
+
+    def _wake(self, agent_id: str) -> None:
+        event = self._waiters.get(agent_id)
+        if event is not None:
+            event.set()
+
+    def config_task_timeout(self) -> float:
+        config = getattr(self, "config")  # noqa: B009 - the Engine owns config
+        return float(config.task_timeout)
+
+    # -- leases -----------------------------------------------------------------------
+
+    def acquire(
+        self, agent_id: str, epoch: int, task_id: str, paths: list[str], tool: str
+    ) -> dict[str, Any]:
+        """All-or-nothing lease grant for one write; always an answer, never an error."""
+        agent = self.check_epoch(agent_id, epoch)
+        self.touch(agent)
+        task = self.index.in_flight.get(task_id)
+        if task is None or task.agent_id != agent_id:
+            return _deny(
+                [_denial(p, DenyReason.NOT_OWNER) for p in paths], f"task {task_id} is not yours"
+            )
+        keys, rejected = self._canonical_all(paths)
+        if rejected:
+            return _deny(rejected, "; ".join(d["message"] for d in rejected))
+        held = [
+            (k, self.leases[k]) for k in keys if k in self.leases and self.leases[k][1] != task_id
+        ]
+        with self.store.transaction():
+            if held:
+                return self._deny_held(agent, task_id, held, tool)
+            granted = []
+            at = to_iso(self.clock())
+            for key in keys:
+                if key in self.leases:
+                    continue  # re-acquiring your own lease is allow
+                if not self.store.insert_lease(key, agent_id, task_id, at):
+                    raise RuntimeError(f"lease mirror out of step with the table for {key}")
+                self._mirror_lease(key, agent_id, task_id)
+                granted.append(key)
+                self.store.emit(
+                    EventType.LEASE_ACQUIRED,
+                    task_id=task_id,
+                    agent_id=agent_id,
+                    path=key,
+                    tool=tool,
+                )
+        return {"decision": "allow", "granted": keys}
+
+    def _canonical_all(self, paths: list[str]) -> tuple[list[str], list[dict[str, Any]]]:
+        keys: list[str] = []
+        rejected: list[dict[str, Any]] = []
+        for raw in paths:
+            try:
+                key = self.tree.canonical(raw)
+            except PathRejected as err:
+                rejected.append(_denial(raw, err.reason, err.message))
+                continue
+            if key not in keys:
+                keys.append(key)
+        if not paths:
+            rejected.append(_denial("", DenyReason.INVALID_PATH, "no path to lease"))
+        return keys, rejected
+
+    def _deny_held(
+        self, agent: AgentState, task_id: str, held: list[tuple[str, tuple[str, str]]], tool: str
+    ) -> dict[str, Any]:
+        denied: list[dict[str, Any]] = []
+        for path, (holder_agent, holder_task) in held:
+            holder_name = self.agents[holder_agent].name if holder_agent in self.agents else None
+            denied.append(
+                {
+                    "path": path, "holder_agent_id": holder_agent, "holder_agent_name": holder_name,
+                    "holder_task_id": holder_task, "reason": DenyReason.HELD,
+                    "message": f"{path} is held by {holder_name} for task {holder_task}",
+                }
+            )  # fmt: skip
+            self.store.emit(
+                EventType.LEASE_DENIED, task_id=task_id, agent_id=agent.id, path=path, tool=tool,
+                holder_agent_id=holder_agent, holder_agent_name=holder_name,
+                holder_task_id=holder_task, requester_name=agent.name,
+            )  # fmt: skip
+        return _deny(denied, "; ".join(d["message"] for d in denied))
+
+    def record_change(self, agent_id: str, epoch: int, task_id: str, path: str, tool: str) -> None:
+        """Ledger row from PostToolUse; never vetoes, never read by the scheduler."""
+        self.check_epoch(agent_id, epoch)
+        try:
+            key = self.tree.canonical(path)
+        except PathRejected:
+            key = path
+        with self.store.transaction():
+            self.store.insert_change(task_id, agent_id, key, tool, to_iso(self.clock()))
+            self.store.emit(
+                EventType.FILE_CHANGED, task_id=task_id, agent_id=agent_id, path=key, tool=tool
+            )
+
+
+def _denial(path: str, reason: DenyReason, message: str | None = None) -> dict[str, Any]:
+    return {
+        "path": path,
+        "holder_agent_id": None,
+        "holder_agent_name": None,
+        "holder_task_id": None,
+        "reason": reason,
+        "message": message or f"{path}: {reason}",
+    }
+
+
+def _deny(denied: list[dict[str, Any]], message: str) -> dict[str, Any]:
+    return {"decision": "deny", "denied": denied, "message": message}

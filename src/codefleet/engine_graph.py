@@ -1,0 +1,189 @@
+"""Graph loading: a batch of tasks lands whole or not at all.
+
+Validation happens before the first write: ids well-formed and new, every
+dependency known (in the batch or already stored), no cycle (self-dependency
+included), every declared scope path canonical and inside the tree. A task
+whose dependency has already failed is born `blocked_upstream`. Critical-path
+lengths of the new tasks and of their ancestors are refreshed in the index.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from codefleet.errors import InvalidGraph
+from codefleet.index import LiveTask
+from codefleet.models import EventType, TaskStatus, new_task_id, to_iso
+from codefleet.paths import PathRejected
+
+if TYPE_CHECKING:
+    from codefleet.index import LiveIndex
+    from codefleet.paths import TreeRoot
+    from codefleet.store import Store
+
+__all__ = ["GraphMixin", "NewTask"]
+
+TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+_DEAD = (TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.BLOCKED_UPSTREAM)
+
+
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    title: str
+    id: str | None = None
+    description: str = ""
+    priority: int = 3
+    file_scope: Sequence[str] = ()
+    depends_on: Sequence[str] = ()
+    max_attempts: int | None = None
+
+
+@dataclass
+class _Batch:
+    ids: list[str] = field(default_factory=list)
+    scopes: dict[str, list[str]] = field(default_factory=dict)
+
+
+class GraphMixin:
+    store: Store
+    tree: TreeRoot
+    index: LiveIndex
+    clock: Callable[[], datetime]
+    idle_announced: bool
+
+    if TYPE_CHECKING:
+
+        def kick(self) -> None: ...
+        @property
+        def default_max_attempts(self) -> int: ...
+
+    def create_tasks(self, specs: Sequence[NewTask]) -> list[str]:
+        """Validate the whole batch, then insert it in one transaction."""
+        batch = self._validate(specs)
+        now = self.clock()
+        at = to_iso(now)
+        seq = self.store.max_seq()
+        rows: list[dict[str, Any]] = []
+        edges: list[tuple[str, str]] = []
+        for n, (spec, task_id) in enumerate(zip(specs, batch.ids, strict=True), start=1):
+            rows.append(
+                {
+                    "id": task_id, "seq": seq + n, "title": spec.title,
+                    "description": spec.description, "status": TaskStatus.PENDING,
+                    "priority": spec.priority, "file_scope": batch.scopes[task_id],
+                    "max_attempts": spec.max_attempts or self.default_max_attempts,
+                    "created_at": at, "updated_at": at,
+                }
+            )  # fmt: skip
+            edges.extend((task_id, dep) for dep in dict.fromkeys(spec.depends_on))
+        with self.store.transaction():
+            self.store.insert_tasks(rows, edges)
+            for row, spec in zip(rows, specs, strict=True):
+                self.store.emit(
+                    EventType.TASK_CREATED, task_id=str(row["id"]), title=row["title"],
+                    priority=row["priority"], file_scope=row["file_scope"],
+                    depends_on=list(spec.depends_on),
+                )  # fmt: skip
+            self._index_batch(rows, edges)
+        self.kick()
+        return batch.ids
+
+    def _index_batch(self, rows: list[dict[str, Any]], edges: list[tuple[str, str]]) -> None:
+        idx = self.index
+        idx.add_edges(edges)
+        for row in rows:
+            task = LiveTask(
+                id=row["id"], priority=row["priority"], scope=frozenset(row["file_scope"]),
+                status=TaskStatus.PENDING, attempts=0, max_attempts=row["max_attempts"],
+                created_at=row["created_at"],
+            )  # fmt: skip
+            task.unmet = idx.unmet_of(task.id)
+            idx.add_live(task)
+        self._block_born_dead([r["id"] for r in rows])
+        live_ids = [r["id"] for r in rows if r["id"] in idx.live]
+        for task_id in live_ids:
+            idx.place_pending(idx.live[task_id])
+        idx.compute_chains(live_ids)
+        if live_ids:
+            self.idle_announced = False
+
+    def _block_born_dead(self, ids: list[str]) -> None:
+        idx = self.index
+        for task_id in ids:  # batch order is topological enough: parents are checked live
+            dead = [p for p in idx.parents.get(task_id, ()) if idx.status.get(p) in _DEAD]
+            if dead:
+                idx.finish(idx.live[task_id], TaskStatus.BLOCKED_UPSTREAM)
+                message = f"upstream task {dead[0]} did not succeed"
+                self.store.update_task(task_id, status=TaskStatus.BLOCKED_UPSTREAM, error=message)
+                self.store.emit(EventType.TASK_BLOCKED_UPSTREAM, task_id=task_id, upstream=dead[0])
+
+    def _validate(self, specs: Sequence[NewTask]) -> _Batch:
+        if not specs:
+            raise InvalidGraph("the graph has no tasks", {"problem": "empty"})
+        batch = _Batch(ids=[spec.id or new_task_id() for spec in specs])
+        seen: set[str] = set()
+        for task_id in batch.ids:
+            if not TASK_ID.match(task_id):
+                raise InvalidGraph(
+                    f"task id {task_id!r} must be 1-64 letters, digits, '_', '.', ':' or '-'",
+                    {"problem": "invalid_id", "task_id": task_id},
+                )
+            if task_id in seen or task_id in self.index.status:
+                raise InvalidGraph(
+                    f"task id {task_id} is used twice",
+                    {"problem": "duplicate_id", "task_id": task_id},
+                )
+            seen.add(task_id)
+        for spec, task_id in zip(specs, batch.ids, strict=True):
+            for dep in spec.depends_on:
+                if dep not in seen and dep not in self.index.status:
+                    raise InvalidGraph(
+                        f"task {task_id} depends on unknown task {dep}",
+                        {"problem": "unknown_dependency", "task_id": task_id, "depends_on": dep},
+                    )
+            batch.scopes[task_id] = self._canonical_scope(task_id, spec.file_scope)
+        _reject_cycles(specs, batch.ids)
+        return batch
+
+    def _canonical_scope(self, task_id: str, scope: Sequence[str]) -> list[str]:
+        keys: list[str] = []
+        for raw in scope:
+            try:
+                key = self.tree.canonical(raw)
+            except PathRejected as err:
+                raise InvalidGraph(
+                    f"task {task_id}: file_scope entry {err.raw!r}: {err.message}",
+                    {"problem": "invalid_path", "task_id": task_id, "reason": err.reason},
+                ) from None
+            keys.append(key)
+        return sorted(set(keys))
+
+
+def _reject_cycles(specs: Sequence[NewTask], ids: list[str]) -> None:
+    """Kahn's algorithm over the batch; existing tasks cannot depend on new ones."""
+    in_batch = set(ids)
+    parents = {
+        t: [d for d in s.depends_on if d in in_batch] for s, t in zip(specs, ids, strict=True)
+    }
+    children: dict[str, list[str]] = {t: [] for t in ids}
+    for child, deps in parents.items():
+        for dep in deps:
+            children[dep].append(child)
+    waiting = {t: len(set(deps)) for t, deps in parents.items()}
+    queue = deque(t for t, n in waiting.items() if n == 0)
+    while queue:
+        for child in set(children[queue.popleft()]):
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                queue.append(child)
+    stuck = sorted(t for t, n in waiting.items() if n > 0)
+    if stuck:
+        raise InvalidGraph(
+            f"the graph has a dependency cycle through {', '.join(stuck[:10])}",
+            {"problem": "cycle", "task_ids": stuck},
+        )

@@ -1,0 +1,71 @@
+"""Domain errors: the ordinary refusals of the coordination rules.
+
+The engine raises these; the server turns each into the one wire error shape
+`{"error": {"code", "message", "detail"}}` with the status code named here;
+the client turns that shape back into the same classes. Refusals that are an
+ordinary outcome (a lease denial, a duplicate report) are answers, not errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "DomainError",
+    "Forbidden",
+    "InvalidGraph",
+    "InvalidState",
+    "NotFound",
+    "NotOwner",
+    "StaleEpoch",
+]
+
+
+class DomainError(Exception):
+    status: ClassVar[int] = 400
+    code: ClassVar[str] = "bad_request"
+
+    def __init__(self, message: str, detail: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail or {}
+
+    def envelope(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "detail": self.detail}}
+
+
+class NotFound(DomainError):
+    status = 404
+    code = "not_found"
+
+
+class StaleEpoch(DomainError):
+    """The caller's epoch is not the agent's current one: it was fenced."""
+
+    status = 409
+    code = "stale_epoch"
+
+
+class NotOwner(DomainError):
+    status = 409
+    code = "not_owner"
+
+
+class InvalidState(DomainError):
+    status = 409
+    code = "invalid_state"
+
+
+class InvalidGraph(DomainError):
+    status = 422
+    code = "invalid_graph"
+
+
+class Forbidden(DomainError):
+    status = 403
+    code = "forbidden"
+
+
+ERRORS_BY_CODE: dict[str, type[DomainError]] = {
+    cls.code: cls for cls in (NotFound, StaleEpoch, NotOwner, InvalidState, InvalidGraph, Forbidden)
+}

@@ -1,0 +1,160 @@
+"""Enums, constants, entities and time helpers shared by every layer.
+
+This module owns the vocabulary of CodeFleet: task and agent statuses, error
+kinds, event types, lease reasons and the gated write-tool set. Each name is
+defined once here; the store validates event types against `EventType`, the
+scheduler and engine speak in `TaskStatus`, and the hook gates exactly
+`WRITE_TOOLS`.
+
+Timestamps are timezone-aware UTC everywhere. On the wire and in SQLite they
+are ISO-8601 text with milliseconds and a `Z` suffix; `to_iso` refuses naive
+datetimes so a local time can never slip in.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Final
+
+__all__ = [
+    "RETRYABLE_KINDS",
+    "TERMINAL_STATUSES",
+    "WRITE_TOOLS",
+    "AgentStatus",
+    "DenyReason",
+    "ErrorKind",
+    "EventType",
+    "TaskStatus",
+    "from_iso",
+    "new_agent_id",
+    "new_task_id",
+    "to_iso",
+    "utcnow",
+]
+
+
+class TaskStatus(StrEnum):
+    PENDING = "pending"
+    ASSIGNED = "assigned"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    BLOCKED_UPSTREAM = "blocked_upstream"
+    CANCELLED = "cancelled"
+
+
+TERMINAL_STATUSES: Final = frozenset(
+    {
+        TaskStatus.SUCCEEDED,
+        TaskStatus.FAILED,
+        TaskStatus.BLOCKED_UPSTREAM,
+        TaskStatus.CANCELLED,
+    }
+)
+IN_FLIGHT_STATUSES: Final = frozenset({TaskStatus.ASSIGNED, TaskStatus.RUNNING})
+
+
+class AgentStatus(StrEnum):
+    IDLE = "idle"
+    BUSY = "busy"
+    OFFLINE = "offline"
+
+
+class ErrorKind(StrEnum):
+    AGENT_ERROR = "agent_error"
+    VETO = "veto"
+    TIMEOUT = "timeout"
+    BUDGET = "budget"
+    INFRA = "infra"
+    ATTEMPTS_EXHAUSTED = "attempts_exhausted"
+    CANCELLED = "cancelled"
+    VERIFY_FAILED = "verify_failed"
+    RATE_LIMITED = "rate_limited"
+
+
+RETRYABLE_KINDS: Final = frozenset(
+    {
+        ErrorKind.AGENT_ERROR,
+        ErrorKind.VETO,
+        ErrorKind.TIMEOUT,
+        ErrorKind.INFRA,
+        ErrorKind.VERIFY_FAILED,
+        ErrorKind.RATE_LIMITED,
+    }
+)
+
+
+class EventType(StrEnum):
+    TASK_CREATED = "task_created"
+    TASK_ASSIGNED = "task_assigned"
+    TASK_STARTED = "task_started"
+    TASK_SUCCEEDED = "task_succeeded"
+    TASK_FAILED = "task_failed"
+    TASK_REQUEUED = "task_requeued"
+    TASK_UNBLOCKED = "task_unblocked"
+    TASK_BLOCKED_UPSTREAM = "task_blocked_upstream"
+    TASK_CANCELLED = "task_cancelled"
+    TASK_RETRIED = "task_retried"
+    LEASE_ACQUIRED = "lease_acquired"
+    LEASE_DENIED = "lease_denied"
+    LEASE_RELEASED = "lease_released"
+    FILE_CHANGED = "file_changed"
+    AGENT_REGISTERED = "agent_registered"
+    AGENT_ONLINE = "agent_online"
+    AGENT_OFFLINE = "agent_offline"
+    FLEET_STARTED = "fleet_started"
+    FLEET_IDLE = "fleet_idle"
+    RUN_FINISHED = "run_finished"
+
+
+class DenyReason(StrEnum):
+    """Why a lease request was refused; the hook turns it into an instruction."""
+
+    HELD = "held"
+    OUTSIDE_WORKDIR = "outside_workdir"
+    PROTECTED_PATH = "protected_path"
+    INVALID_PATH = "invalid_path"
+    NOT_OWNER = "not_owner"
+
+
+class ReleaseReason(StrEnum):
+    TASK_ENDED = "task_ended"
+    AGENT_STALE = "agent_stale"
+    AGENT_LEFT = "agent_left"
+    AGENT_REREGISTERED = "agent_reregistered"
+    DEADLINE = "deadline"
+    CANCELLED = "cancelled"
+
+
+# The tools whose every call must pass the lease check. One definition: the
+# hook matcher, the pre-write path and the docs are derived from it.
+WRITE_TOOLS: Final = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def to_iso(moment: datetime) -> str:
+    """ISO-8601 UTC with milliseconds and `Z`; naive datetimes are a bug."""
+    if moment.tzinfo is None:
+        raise ValueError("naive datetime: CodeFleet timestamps must be timezone-aware UTC")
+    text = moment.astimezone(UTC).isoformat(timespec="milliseconds")
+    return text.replace("+00:00", "Z")
+
+
+def from_iso(text: str) -> datetime:
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        raise ValueError(f"timestamp without a timezone: {text!r}")
+    return moment.astimezone(UTC)
+
+
+def new_task_id() -> str:
+    return f"t_{secrets.token_hex(6)}"
+
+
+def new_agent_id() -> str:
+    return f"a_{secrets.token_hex(6)}"

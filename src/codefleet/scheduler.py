@@ -1,0 +1,218 @@
+"""The scheduling policy: one pure function from a snapshot to ordered decisions.
+
+`schedule(state, now)` does no I/O, reads no clock and touches no database.
+It returns decisions in this order, and the engine applies them top to bottom
+in ONE transaction:
+
+1. mark stale agents offline (their leases are released by that decision);
+2. take back their in-flight tasks: requeue, or fail when out of attempts;
+3. take back tasks past their server-side deadline the same way;
+4. fail pending tasks that are out of attempts;
+5. assign runnable tasks to idle agents;
+6. announce that the fleet is idle.
+
+The order is the contract: assignment must see the state the earlier steps
+leave behind. A lease held by a runner that just went stale is released by
+step 1, so step 5 must not count that path as busy, and a task taken back in
+step 2 must not be handed to the agent that just went offline.
+
+Ties break on ids, so the output is a total order for a given snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from codefleet.models import AgentStatus, ErrorKind
+
+__all__ = [
+    "AgentView",
+    "Assign",
+    "Decision",
+    "FailTask",
+    "FleetIdle",
+    "FleetState",
+    "MarkOffline",
+    "Requeue",
+    "TaskView",
+    "schedule",
+]
+
+DEADLINE_GRACE = timedelta(seconds=60)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskView:
+    id: str
+    priority: int
+    file_scope: frozenset[str]
+    attempts: int
+    max_attempts: int
+    backoff_until: datetime | None = None
+    assigned_agent_id: str | None = None
+    assigned_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentView:
+    id: str
+    name: str
+    status: AgentStatus
+    last_heartbeat_at: datetime
+    idle_since: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class FleetState:
+    """What the scheduler may look at.
+
+    `candidates` are pending tasks whose dependencies have all succeeded, best
+    first (priority, critical path, age, id); `more_candidates` says the list
+    was cut to a window and more exist behind it.
+    """
+
+    candidates: tuple[TaskView, ...] = ()
+    more_candidates: bool = False
+    exhausted: tuple[TaskView, ...] = ()
+    in_flight: tuple[TaskView, ...] = ()
+    agents: tuple[AgentView, ...] = ()
+    leases: tuple[tuple[str, str], ...] = ()  # (path, holder task id)
+    live_tasks: int = 0
+    idle_announced: bool = True
+    stale_after: timedelta = timedelta(seconds=20)
+    task_timeout: timedelta = timedelta(seconds=600)
+
+
+@dataclass(frozen=True, slots=True)
+class MarkOffline:
+    agent_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Requeue:
+    task_id: str
+    error_kind: ErrorKind
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class FailTask:
+    task_id: str
+    error_kind: ErrorKind
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Assign:
+    task_id: str
+    agent_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class FleetIdle:
+    pass
+
+
+Decision = MarkOffline | Requeue | FailTask | Assign | FleetIdle
+
+
+@dataclass(slots=True)
+class _Plan:
+    decisions: list[Decision] = field(default_factory=list)
+    offline: set[str] = field(default_factory=set)
+    taken_back: set[str] = field(default_factory=set)
+
+
+def schedule(state: FleetState, now: datetime) -> list[Decision]:
+    """Decide everything that should change at `now`, in contract order."""
+    plan = _Plan()
+    _take_back_stale_agents(state, now, plan)
+    _take_back_overdue(state, now, plan)
+    for task in state.exhausted:
+        plan.decisions.append(FailTask(task.id, ErrorKind.ATTEMPTS_EXHAUSTED, "out of attempts"))
+    _assign(state, now, plan)
+    if state.live_tasks == 0 and not state.idle_announced:
+        plan.decisions.append(FleetIdle())
+    return plan.decisions
+
+
+def is_runnable(task: TaskView, now: datetime) -> bool:
+    """Pending-and-ready is given; attempts and backoff are checked here."""
+    if task.attempts >= task.max_attempts:
+        return False
+    return task.backoff_until is None or task.backoff_until <= now
+
+
+def _take_back(task: TaskView, kind: ErrorKind, reason: str, plan: _Plan) -> None:
+    plan.taken_back.add(task.id)
+    if task.attempts >= task.max_attempts:
+        plan.decisions.append(FailTask(task.id, ErrorKind.ATTEMPTS_EXHAUSTED, reason))
+    else:
+        plan.decisions.append(Requeue(task.id, kind, reason))
+
+
+def _take_back_stale_agents(state: FleetState, now: datetime, plan: _Plan) -> None:
+    cutoff = now - state.stale_after
+    for agent in sorted(state.agents, key=lambda a: a.id):
+        if agent.status is AgentStatus.OFFLINE or agent.last_heartbeat_at >= cutoff:
+            continue
+        plan.decisions.append(MarkOffline(agent.id))
+        plan.offline.add(agent.id)
+        for task in state.in_flight:
+            if task.assigned_agent_id == agent.id:
+                _take_back(task, ErrorKind.INFRA, "agent_stale", plan)
+
+
+def _take_back_overdue(state: FleetState, now: datetime, plan: _Plan) -> None:
+    limit = state.task_timeout + DEADLINE_GRACE
+    for task in sorted(state.in_flight, key=lambda t: t.id):
+        if task.id in plan.taken_back or task.assigned_at is None:
+            continue
+        if task.assigned_at + limit <= now:
+            _take_back(task, ErrorKind.TIMEOUT, "deadline", plan)
+
+
+def _busy_scope(state: FleetState, plan: _Plan) -> set[str]:
+    busy: set[str] = set()
+    for task in state.in_flight:
+        if task.id not in plan.taken_back:
+            busy |= task.file_scope
+    busy.update(path for path, holder in state.leases if holder not in plan.taken_back)
+    return busy
+
+
+def _idle_agents(state: FleetState, now: datetime, plan: _Plan) -> list[AgentView]:
+    cutoff = now - state.stale_after
+    idle = [
+        a
+        for a in state.agents
+        if a.status is AgentStatus.IDLE
+        and a.id not in plan.offline
+        and a.last_heartbeat_at >= cutoff
+    ]
+    return sorted(idle, key=lambda a: (a.idle_since, a.name, a.id))
+
+
+def _assign(state: FleetState, now: datetime, plan: _Plan) -> None:
+    agents = _idle_agents(state, now, plan)
+    if not agents:
+        return
+    busy = _busy_scope(state, plan)
+    for task in state.candidates:
+        if not agents:
+            return
+        if not is_runnable(task, now) or not busy.isdisjoint(task.file_scope):
+            continue  # skipped, never head-of-line blocking
+        plan.decisions.append(Assign(task.id, agents.pop(0).id))
+        busy |= task.file_scope
+
+
+def wants_wider_window(state: FleetState, decisions: Sequence[Decision]) -> bool:
+    """True when idle agents were left over only because the window was cut."""
+    if not state.more_candidates:
+        return False
+    assigned = sum(isinstance(d, Assign) for d in decisions)
+    idle = sum(1 for a in state.agents if a.status is AgentStatus.IDLE)
+    return assigned < idle

@@ -1,0 +1,88 @@
+-- CodeFleet schema. Invariants live here: lease exclusion is the primary key
+-- of file_leases; the graph exists only as task_dependencies; events are
+-- append-only and their id is the stream cursor.
+
+CREATE TABLE IF NOT EXISTS tasks (
+    id               TEXT PRIMARY KEY,
+    seq              INTEGER NOT NULL UNIQUE,
+    title            TEXT NOT NULL,
+    description      TEXT NOT NULL DEFAULT '',
+    status           TEXT NOT NULL,
+    priority         INTEGER NOT NULL DEFAULT 3 CHECK (priority BETWEEN 1 AND 5),
+    file_scope       TEXT NOT NULL DEFAULT '[]',
+    assigned_agent_id TEXT,
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    max_attempts     INTEGER NOT NULL DEFAULT 3,
+    backoff_until    TEXT,
+    result_summary   TEXT,
+    error            TEXT,
+    error_kind       TEXT,
+    blocked_on_path  TEXT,
+    input_tokens     INTEGER NOT NULL DEFAULT 0,
+    output_tokens    INTEGER NOT NULL DEFAULT 0,
+    cost_usd         REAL NOT NULL DEFAULT 0,
+    duration_ms      INTEGER,
+    session_id       TEXT,
+    created_at       TEXT NOT NULL,
+    updated_at       TEXT NOT NULL,
+    assigned_at      TEXT,
+    started_at       TEXT,
+    completed_at     TEXT
+);
+CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks(status);
+
+CREATE TABLE IF NOT EXISTS task_dependencies (
+    task_id       TEXT NOT NULL REFERENCES tasks(id),
+    depends_on_id TEXT NOT NULL REFERENCES tasks(id),
+    PRIMARY KEY (task_id, depends_on_id),
+    CHECK (task_id <> depends_on_id)
+);
+CREATE INDEX IF NOT EXISTS deps_by_parent ON task_dependencies(depends_on_id);
+
+CREATE TABLE IF NOT EXISTS agents (
+    id                TEXT PRIMARY KEY,
+    name              TEXT NOT NULL UNIQUE,
+    status            TEXT NOT NULL,
+    epoch             INTEGER NOT NULL,
+    current_task_id   TEXT,
+    workdir           TEXT,
+    pid               INTEGER,
+    last_heartbeat_at TEXT NOT NULL,
+    last_assigned_at  TEXT,
+    idle_since        TEXT NOT NULL,
+    tasks_succeeded   INTEGER NOT NULL DEFAULT 0,
+    tasks_failed      INTEGER NOT NULL DEFAULT 0,
+    input_tokens      INTEGER NOT NULL DEFAULT 0,
+    output_tokens     INTEGER NOT NULL DEFAULT 0,
+    cost_usd          REAL NOT NULL DEFAULT 0,
+    registered_at     TEXT NOT NULL,
+    updated_at        TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS file_leases (
+    path        TEXT PRIMARY KEY,
+    agent_id    TEXT NOT NULL,
+    task_id     TEXT NOT NULL,
+    acquired_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS leases_by_task ON file_leases(task_id);
+
+CREATE TABLE IF NOT EXISTS file_changes (
+    id       INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id  TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    path     TEXT NOT NULL,
+    tool     TEXT NOT NULL,
+    at       TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS changes_by_task ON file_changes(task_id);
+
+CREATE TABLE IF NOT EXISTS events (
+    id       INTEGER PRIMARY KEY AUTOINCREMENT,
+    at       TEXT NOT NULL,
+    type     TEXT NOT NULL,
+    task_id  TEXT,
+    agent_id TEXT,
+    payload  TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS events_by_type ON events(type);

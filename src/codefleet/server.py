@@ -1,0 +1,277 @@
+"""The HTTP surface: a thin FastAPI layer over the engine, plus the SSE stream.
+
+Routes parse and validate (Pydantic, in `wire`), call ONE engine method, and
+shape the answer. Every error leaves in the one envelope
+`{"error": {"code", "message", "detail"}}`: domain refusals with their own
+status, validation problems as 422 (without echoing the input back), an
+oversized body as 413, and anything unexpected as a logged 500.
+
+Handlers are `async` and call the engine synchronously, so each transition
+runs whole on the event loop thread: the engine needs no locks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from codefleet import __version__
+from codefleet.config import Settings
+from codefleet.engine import Engine, EngineConfig, Report
+from codefleet.engine_graph import NewTask
+from codefleet.errors import DomainError, Forbidden
+from codefleet.limits import BodyLimit
+from codefleet.models import to_iso, utcnow
+from codefleet.paths import TreeRoot
+from codefleet.server_reads import Reads
+from codefleet.sse import EventHub
+from codefleet.store import Store
+from codefleet.wire import (
+    AcquireBody,
+    ChangeBody,
+    CompleteBody,
+    FleetBody,
+    GraphBody,
+    HeartbeatBody,
+    RegisterBody,
+    StartBody,
+)
+
+__all__ = ["create_app"]
+
+log = logging.getLogger(__name__)
+Epoch = Annotated[int, Header(alias="X-Agent-Epoch")]
+MAX_WAIT_S = 30.0
+
+
+def _json(data: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(data, status_code=status)
+
+
+def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
+    workdir = settings.workdir
+    if not workdir.is_dir():
+        raise FileNotFoundError(f"working tree {workdir} does not exist or is not a directory")
+    store = Store(settings.db, on_commit=hub.publish if hub else None)
+    tree = TreeRoot(workdir, protected=[settings.db, settings.run_dir])
+    config = EngineConfig(
+        stale_after=settings.stale_after,
+        task_timeout=settings.task_timeout,
+        backoff_base=settings.backoff_base,
+        backoff_cap=settings.backoff_cap,
+        heartbeat_interval=settings.heartbeat_interval,
+        poll_interval=settings.poll_interval,
+        tick_interval=settings.tick_interval,
+        max_attempts=settings.max_attempts,
+    )
+    return Engine(store, tree, config)
+
+
+def create_app(settings: Settings) -> FastAPI:
+    hub = EventHub()
+    engine = build_engine(settings, hub)
+    reads = Reads(engine, settings)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        engine.attach(asyncio.get_running_loop())
+        ticker = asyncio.create_task(engine.run_ticker())
+        engine.kick()
+        try:
+            yield
+        finally:
+            ticker.cancel()
+            with suppress(asyncio.CancelledError):
+                await ticker
+            hub.close()
+            engine.store.close()
+
+    app = FastAPI(title="CodeFleet", version=__version__, lifespan=lifespan)
+    app.state.engine = engine
+    app.state.hub = hub
+    app.add_middleware(BodyLimit)
+    _install_errors(app)
+    _runner_routes(app, engine, settings)
+    _operator_routes(app, engine, reads, settings)
+    _fleet_routes(app, engine, reads, settings)
+    _event_routes(app, engine, hub)
+    return app
+
+
+def _install_errors(app: FastAPI) -> None:
+    @app.exception_handler(DomainError)
+    async def domain_error(_: Request, exc: DomainError) -> JSONResponse:
+        return _json(exc.envelope(), exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in exc.errors()
+        ]
+        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+        where = ".".join(str(p) for p in first["loc"])
+        message = f"{where}: {first['msg']}" if where else str(first["msg"])
+        body = {
+            "error": {"code": "invalid_request", "message": message, "detail": {"errors": errors}}
+        }
+        return _json(body, 422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(
+            exc.status_code, "http_error"
+        )
+        return _json(
+            {"error": {"code": code, "message": str(exc.detail), "detail": {}}}, exc.status_code
+        )
+
+    @app.exception_handler(Exception)
+    async def internal(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")  # an infrastructure fault, never a refusal
+        body = {"error": {"code": "internal", "message": type(exc).__name__, "detail": {}}}
+        return _json(body, 500)
+
+
+def _runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> None:
+    @app.post("/agents/register")
+    async def register(body: RegisterBody) -> JSONResponse:
+        answer = engine.register(body.name, body.workdir, body.pid)
+        answer.update(
+            heartbeat_interval_s=settings.heartbeat_interval,
+            poll_interval_s=settings.poll_interval,
+            task_timeout_s=settings.task_timeout,
+            server_time=to_iso(utcnow()),
+        )
+        return _json(answer)
+
+    @app.post("/agents/{agent_id}/heartbeat")
+    async def heartbeat(
+        agent_id: str, epoch: Epoch, body: HeartbeatBody | None = None
+    ) -> JSONResponse:
+        return _json(engine.heartbeat(agent_id, epoch))
+
+    @app.delete("/agents/{agent_id}", status_code=204)
+    async def leave(agent_id: str, epoch: Epoch) -> Response:
+        engine.leave(agent_id, epoch)
+        return Response(status_code=204)
+
+    @app.get("/agents/{agent_id}/assignment")
+    async def assignment(
+        agent_id: str, epoch: Epoch, wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S)] = 0
+    ) -> Response:
+        task = await engine.wait_assignment(agent_id, epoch, wait)
+        return _json({"task": task}) if task else Response(status_code=204)
+
+    @app.post("/tasks/{task_id}/start")
+    async def start(task_id: str, body: StartBody, epoch: Epoch) -> JSONResponse:
+        return _json(engine.start(task_id, body.agent_id, epoch))
+
+    @app.post("/leases/acquire")
+    async def acquire(body: AcquireBody, epoch: Epoch) -> JSONResponse:
+        return _json(engine.acquire(body.agent_id, epoch, body.task_id, body.paths, body.tool))
+
+    @app.post("/changes", status_code=202)
+    async def change(body: ChangeBody, epoch: Epoch) -> JSONResponse:
+        engine.record_change(body.agent_id, epoch, body.task_id, body.path, body.tool)
+        return _json({}, 202)
+
+    @app.post("/tasks/{task_id}/complete")
+    async def complete(task_id: str, body: CompleteBody, epoch: Epoch) -> JSONResponse:
+        fields = body.model_dump(exclude={"agent_id", "files_written"})
+        return _json(engine.complete(task_id, body.agent_id, epoch, Report(**fields)))
+
+
+def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings) -> None:
+    @app.post("/tasks", status_code=201)
+    async def create(body: GraphBody) -> JSONResponse:
+        specs = [NewTask(**spec.model_dump()) for spec in body.tasks]
+        return _json({"created": engine.create_tasks(specs)}, 201)
+
+    @app.get("/tasks")
+    async def tasks(
+        status: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
+        offset: Annotated[int, Query(ge=0)] = 0,
+    ) -> JSONResponse:
+        return _json({"tasks": reads.tasks(status, limit, offset)})
+
+    @app.get("/tasks/{task_id}")
+    async def task(task_id: str) -> JSONResponse:
+        return _json(reads.task(task_id))
+
+    @app.post("/tasks/{task_id}/cancel")
+    async def cancel(task_id: str) -> JSONResponse:
+        return _json(engine.cancel(task_id))
+
+    @app.post("/tasks/{task_id}/retry")
+    async def retry(task_id: str) -> JSONResponse:
+        return _json(engine.retry(task_id))
+
+
+def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings) -> None:
+    @app.get("/agents")
+    async def agents() -> JSONResponse:
+        return _json({"agents": reads.agents()})
+
+    @app.get("/leases")
+    async def leases() -> JSONResponse:
+        return _json({"leases": reads.leases()})
+
+    @app.get("/conflicts")
+    async def conflicts(resolved: bool | None = None) -> JSONResponse:
+        return _json({"conflicts": reads.conflicts(resolved)})
+
+    @app.get("/state")
+    async def state() -> JSONResponse:
+        return _json(reads.state())
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        return _json(reads.health())
+
+    @app.post("/fleet/started")
+    async def fleet_started(body: FleetBody) -> JSONResponse:
+        return _json(engine.fleet_event("fleet_started", body.model_dump(exclude_none=True)))
+
+    @app.post("/fleet/finished")
+    async def fleet_finished(body: FleetBody) -> JSONResponse:
+        return _json(engine.fleet_event("run_finished", body.model_dump(exclude_none=True)))
+
+    @app.post("/reset")
+    async def reset() -> JSONResponse:
+        if not settings.allow_reset:
+            raise Forbidden("reset is disabled; set CODEFLEET_ALLOW_RESET=1 on the server")
+        engine.reset()
+        return _json({"reset": True})
+
+
+def _event_routes(app: FastAPI, engine: Engine, hub: EventHub) -> None:
+    @app.get("/events")
+    async def events(
+        since: Annotated[int, Query(ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+        type: str | None = None,
+    ) -> JSONResponse:
+        return _json({"events": engine.store.events(since, limit, type)})
+
+    @app.get("/events/stream")
+    async def stream(
+        request: Request,
+        since: Annotated[int, Query(ge=0)] = 0,
+        last_event_id: Annotated[int | None, Header(alias="Last-Event-ID")] = None,
+    ) -> StreamingResponse:
+        cursor = last_event_id if last_event_id is not None else since
+        return StreamingResponse(
+            hub.frames(engine.store, cursor),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )

@@ -1,0 +1,67 @@
+"""Run the coordination server in a background thread on a free loopback port.
+
+Used by `codefleet demo` (which starts its own server) and by the tests (a
+real server on 127.0.0.1, real SQLite, real HTTP). The thread owns its own
+event loop; `stop()` asks uvicorn to exit and joins it.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import uvicorn
+
+from codefleet.config import Settings
+from codefleet.server import create_app
+
+__all__ = ["ServerThread", "free_port"]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class ServerThread:
+    def __init__(self, settings: Settings) -> None:
+        if settings.port == 0:
+            settings = settings.model_copy(update={"port": free_port(settings.host)})
+        self.settings = settings
+        self.app = create_app(settings)
+        config = uvicorn.Config(
+            self.app,
+            host=settings.host,
+            port=settings.port,
+            log_level="warning",
+            lifespan="on",
+            loop="asyncio",
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="codefleet-server", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.settings.host}:{self.settings.port}"
+
+    def start(self, timeout: float = 10.0) -> ServerThread:
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not start on {self.url}")
+            time.sleep(0.005)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()

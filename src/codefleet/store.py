@@ -1,0 +1,355 @@
+"""SQLite persistence: the only module that speaks SQL.
+
+One connection, owned by the server process (the single writer), in WAL mode
+with a busy timeout. Every write runs inside `transaction()`, a re-entrant
+`BEGIN IMMEDIATE` block: nested calls join the outer transaction, and the
+events emitted inside it are handed to the `on_commit` listener only after
+COMMIT succeeds, so a subscriber never sees an event that was rolled back.
+
+Invariants held by the schema, not by code: one lease row per path (primary
+key), no self-dependency, event ids strictly increasing. Statements are named
+module constants so a grep finds every query.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+from codefleet.models import EventType, to_iso, utcnow
+
+__all__ = ["Row", "Store"]
+
+Row = dict[str, Any]
+
+TASK_COLUMNS: Final = frozenset(
+    [
+        "title",
+        "description",
+        "status",
+        "priority",
+        "file_scope",
+        "assigned_agent_id",
+        "attempts",
+        "max_attempts",
+        "backoff_until",
+        "result_summary",
+        "error",
+        "error_kind",
+        "blocked_on_path",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "duration_ms",
+        "session_id",
+        "updated_at",
+        "assigned_at",
+        "started_at",
+        "completed_at",
+    ]
+)
+AGENT_COLUMNS: Final = frozenset(
+    [
+        "status",
+        "epoch",
+        "current_task_id",
+        "workdir",
+        "pid",
+        "last_heartbeat_at",
+        "last_assigned_at",
+        "idle_since",
+        "tasks_succeeded",
+        "tasks_failed",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "updated_at",
+    ]
+)
+
+INSERT_TASK: Final = """INSERT INTO tasks (id, seq, title, description, status, priority,
+    file_scope, max_attempts, created_at, updated_at)
+    VALUES (:id, :seq, :title, :description, :status, :priority, :file_scope,
+    :max_attempts, :created_at, :updated_at)"""
+INSERT_DEPENDENCY: Final = "INSERT INTO task_dependencies (task_id, depends_on_id) VALUES (?, ?)"
+ADD_TASK_USAGE: Final = """UPDATE tasks SET input_tokens = input_tokens + ?,
+    output_tokens = output_tokens + ?, cost_usd = cost_usd + ? WHERE id = ?"""
+ADD_AGENT_USAGE: Final = """UPDATE agents SET input_tokens = input_tokens + ?,
+    output_tokens = output_tokens + ?, cost_usd = cost_usd + ?,
+    tasks_succeeded = tasks_succeeded + ?, tasks_failed = tasks_failed + ? WHERE id = ?"""
+SELECT_TASK: Final = "SELECT * FROM tasks WHERE id = ?"
+SELECT_TASKS_PAGE: Final = "SELECT * FROM tasks ORDER BY seq LIMIT ? OFFSET ?"
+SELECT_TASKS_BY_STATUS: Final = "SELECT * FROM tasks WHERE status = ? ORDER BY seq LIMIT ? OFFSET ?"
+SELECT_LIVE_TASKS: Final = (
+    "SELECT * FROM tasks WHERE status IN ('pending', 'assigned', 'running') ORDER BY seq"
+)
+SELECT_TASK_STATUSES: Final = "SELECT id, status FROM tasks"
+SELECT_MAX_SEQ: Final = "SELECT COALESCE(MAX(seq), 0) FROM tasks"
+SELECT_DEPENDENCIES: Final = "SELECT depends_on_id FROM task_dependencies WHERE task_id = ?"
+SELECT_DEPENDENTS: Final = "SELECT task_id FROM task_dependencies WHERE depends_on_id = ?"
+SELECT_ALL_EDGES: Final = "SELECT task_id, depends_on_id FROM task_dependencies"
+COUNT_TASKS_BY_STATUS: Final = "SELECT status, COUNT(*) FROM tasks GROUP BY status"
+SUM_TASK_USAGE: Final = """SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
+    COALESCE(SUM(cost_usd), 0) FROM tasks"""
+
+INSERT_AGENT: Final = """INSERT INTO agents (id, name, status, epoch, workdir, pid,
+    last_heartbeat_at, idle_since, registered_at, updated_at)
+    VALUES (:id, :name, :status, :epoch, :workdir, :pid, :last_heartbeat_at,
+    :idle_since, :registered_at, :updated_at)"""
+SELECT_AGENT: Final = "SELECT * FROM agents WHERE id = ?"
+SELECT_AGENT_BY_NAME: Final = "SELECT * FROM agents WHERE name = ?"
+SELECT_AGENTS: Final = "SELECT * FROM agents ORDER BY name"
+
+INSERT_LEASE: Final = """INSERT OR IGNORE INTO file_leases (path, agent_id, task_id, acquired_at)
+    VALUES (?, ?, ?, ?)"""
+SELECT_LEASES: Final = "SELECT * FROM file_leases ORDER BY path"
+SELECT_LEASES_OF_TASK: Final = "SELECT * FROM file_leases WHERE task_id = ? ORDER BY path"
+DELETE_LEASES_OF_TASK: Final = "DELETE FROM file_leases WHERE task_id = ?"
+
+INSERT_CHANGE: Final = """INSERT INTO file_changes (task_id, agent_id, path, tool, at)
+    VALUES (?, ?, ?, ?, ?)"""
+SELECT_CHANGES_OF_TASK: Final = "SELECT * FROM file_changes WHERE task_id = ? ORDER BY id"
+
+INSERT_EVENT: Final = """INSERT INTO events (at, type, task_id, agent_id, payload)
+    VALUES (?, ?, ?, ?, ?)"""
+SELECT_EVENTS: Final = "SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?"
+SELECT_EVENTS_OF_TYPE: Final = "SELECT * FROM events WHERE id > ? AND type = ? ORDER BY id LIMIT ?"
+SELECT_LAST_EVENT_ID: Final = "SELECT COALESCE(MAX(id), 0) FROM events"
+
+RESET_TABLES: Final = (
+    "file_changes",
+    "file_leases",
+    "task_dependencies",
+    "tasks",
+    "agents",
+    "events",
+)
+
+
+def _decode_event(row: sqlite3.Row) -> Row:
+    event = dict(row)
+    event["payload"] = json.loads(event["payload"])
+    return event
+
+
+def _decode_task(row: sqlite3.Row) -> Row:
+    task = dict(row)
+    task["file_scope"] = json.loads(task["file_scope"])
+    return task
+
+
+class Store:
+    """A SQLite database file with CodeFleet's schema."""
+
+    def __init__(self, path: Path | str, on_commit: Callable[[list[Row]], None] | None = None):
+        self.path = Path(path)
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._db.executescript(resources.files("codefleet").joinpath("schema.sql").read_text())
+        self._depth = 0
+        self._pending: list[Row] = []
+        self.on_commit = on_commit
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Re-entrant BEGIN IMMEDIATE; events are published after the outer COMMIT."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            self._pending.clear()
+            raise
+        else:
+            self._db.execute("COMMIT")
+        finally:
+            self._depth = 0
+        published, self._pending = self._pending, []
+        if published and self.on_commit:
+            self.on_commit(published)
+
+    def _write(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> sqlite3.Cursor:
+        if not self._depth:
+            raise RuntimeError("store writes must run inside transaction()")
+        return self._db.execute(sql, params)
+
+    def _one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
+        row: sqlite3.Row | None = self._db.execute(sql, params).fetchone()
+        return row
+
+    # -- events ---------------------------------------------------------------
+
+    def emit(
+        self,
+        type_: EventType | str,
+        *,
+        task_id: str | None = None,
+        agent_id: str | None = None,
+        **payload: Any,
+    ) -> Row:
+        """Append one event; the type must be a known `EventType`."""
+        kind = EventType(type_)
+        at = to_iso(utcnow())
+        body = json.dumps(payload, separators=(",", ":"), default=str)
+        cur = self._write(INSERT_EVENT, (at, kind.value, task_id, agent_id, body))
+        event: Row = {
+            "id": cur.lastrowid,
+            "at": at,
+            "type": kind.value,
+            "task_id": task_id,
+            "agent_id": agent_id,
+            "payload": payload,
+        }
+        self._pending.append(event)
+        return event
+
+    def events(self, since: int = 0, limit: int = 1000, type_: str | None = None) -> list[Row]:
+        if type_:
+            rows = self._db.execute(SELECT_EVENTS_OF_TYPE, (since, type_, limit))
+        else:
+            rows = self._db.execute(SELECT_EVENTS, (since, limit))
+        return [_decode_event(r) for r in rows]
+
+    def last_event_id(self) -> int:
+        row = self._one(SELECT_LAST_EVENT_ID)
+        return int(row[0]) if row else 0
+
+    # -- tasks ----------------------------------------------------------------
+
+    def insert_tasks(self, tasks: Iterable[Row], edges: Iterable[tuple[str, str]]) -> None:
+        rows = [{**t, "file_scope": json.dumps(t["file_scope"])} for t in tasks]
+        if not self._depth:
+            raise RuntimeError("store writes must run inside transaction()")
+        self._db.executemany(INSERT_TASK, rows)
+        self._db.executemany(INSERT_DEPENDENCY, list(edges))
+
+    def update_task(self, task_id: str, **fields: Any) -> None:
+        unknown = set(fields) - TASK_COLUMNS
+        if unknown:
+            raise ValueError(f"unknown task columns: {sorted(unknown)}")
+        if "file_scope" in fields:
+            fields["file_scope"] = json.dumps(fields["file_scope"])
+        assignments = ", ".join(f"{name} = :{name}" for name in fields)
+        self._write(f"UPDATE tasks SET {assignments} WHERE id = :id", {**fields, "id": task_id})
+
+    def add_usage(
+        self,
+        task_id: str,
+        agent_id: str,
+        tokens_in: int,
+        tokens_out: int,
+        cost: float,
+        *,
+        succeeded: bool,
+    ) -> None:
+        """Add one attempt's usage to the task's and the agent's running totals."""
+        self._write(ADD_TASK_USAGE, (tokens_in, tokens_out, cost, task_id))
+        done = (1, 0) if succeeded else (0, 1)
+        self._write(ADD_AGENT_USAGE, (tokens_in, tokens_out, cost, *done, agent_id))
+
+    def task(self, task_id: str) -> Row | None:
+        row = self._one(SELECT_TASK, (task_id,))
+        return _decode_task(row) if row else None
+
+    def tasks(self, status: str | None = None, limit: int = 1000, offset: int = 0) -> list[Row]:
+        if status:
+            rows = self._db.execute(SELECT_TASKS_BY_STATUS, (status, limit, offset))
+        else:
+            rows = self._db.execute(SELECT_TASKS_PAGE, (limit, offset))
+        return [_decode_task(r) for r in rows]
+
+    def live_tasks(self) -> list[Row]:
+        return [_decode_task(r) for r in self._db.execute(SELECT_LIVE_TASKS)]
+
+    def task_statuses(self) -> dict[str, str]:
+        return {r[0]: r[1] for r in self._db.execute(SELECT_TASK_STATUSES)}
+
+    def max_seq(self) -> int:
+        row = self._one(SELECT_MAX_SEQ)
+        return int(row[0]) if row else 0
+
+    def dependencies(self, task_id: str) -> list[str]:
+        return [r[0] for r in self._db.execute(SELECT_DEPENDENCIES, (task_id,))]
+
+    def dependents(self, task_id: str) -> list[str]:
+        return [r[0] for r in self._db.execute(SELECT_DEPENDENTS, (task_id,))]
+
+    def edges(self) -> list[tuple[str, str]]:
+        return [(r[0], r[1]) for r in self._db.execute(SELECT_ALL_EDGES)]
+
+    def task_counts(self) -> dict[str, int]:
+        return {r[0]: r[1] for r in self._db.execute(COUNT_TASKS_BY_STATUS)}
+
+    def usage_totals(self) -> tuple[int, int, float]:
+        row = self._one(SUM_TASK_USAGE)
+        assert row is not None
+        return int(row[0]), int(row[1]), float(row[2])
+
+    # -- agents ---------------------------------------------------------------
+
+    def insert_agent(self, agent: Row) -> None:
+        self._write(INSERT_AGENT, agent)
+
+    def update_agent(self, agent_id: str, **fields: Any) -> None:
+        unknown = set(fields) - AGENT_COLUMNS
+        if unknown:
+            raise ValueError(f"unknown agent columns: {sorted(unknown)}")
+        assignments = ", ".join(f"{name} = :{name}" for name in fields)
+        self._write(f"UPDATE agents SET {assignments} WHERE id = :id", {**fields, "id": agent_id})
+
+    def agent(self, agent_id: str) -> Row | None:
+        row = self._one(SELECT_AGENT, (agent_id,))
+        return dict(row) if row else None
+
+    def agent_by_name(self, name: str) -> Row | None:
+        row = self._one(SELECT_AGENT_BY_NAME, (name,))
+        return dict(row) if row else None
+
+    def agents(self) -> list[Row]:
+        return [dict(r) for r in self._db.execute(SELECT_AGENTS)]
+
+    # -- leases and the change ledger -------------------------------------------
+
+    def insert_lease(self, path: str, agent_id: str, task_id: str, at: str) -> bool:
+        """Insert-or-nothing; True when the row is now ours (the PK decides)."""
+        cur = self._write(INSERT_LEASE, (path, agent_id, task_id, at))
+        return cur.rowcount == 1
+
+    def leases(self) -> list[Row]:
+        return [dict(r) for r in self._db.execute(SELECT_LEASES)]
+
+    def leases_of_task(self, task_id: str) -> list[Row]:
+        return [dict(r) for r in self._db.execute(SELECT_LEASES_OF_TASK, (task_id,))]
+
+    def delete_leases_of_task(self, task_id: str) -> None:
+        self._write(DELETE_LEASES_OF_TASK, (task_id,))
+
+    def insert_change(self, task_id: str, agent_id: str, path: str, tool: str, at: str) -> None:
+        self._write(INSERT_CHANGE, (task_id, agent_id, path, tool, at))
+
+    def changes_of_task(self, task_id: str) -> list[Row]:
+        return [dict(r) for r in self._db.execute(SELECT_CHANGES_OF_TASK, (task_id,))]
+
+    def reset(self) -> None:
+        for table in RESET_TABLES:
+            self._write(f"DELETE FROM {table}")  # event ids stay monotonic: cursors survive
