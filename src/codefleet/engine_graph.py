@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from codefleet.paths import TreeRoot
     from codefleet.store import Store
 
-__all__ = ["GraphMixin", "NewTask"]
+__all__ = ["GraphMixin", "NewTask", "reject_cycles"]
 
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 _DEAD = (TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.BLOCKED_UPSTREAM)
@@ -147,7 +147,7 @@ class GraphMixin:
                         {"problem": "unknown_dependency", "task_id": task_id, "depends_on": dep},
                     )
             batch.scopes[task_id] = self._canonical_scope(task_id, spec.file_scope)
-        _reject_cycles(specs, batch.ids)
+        reject_cycles(specs, batch.ids)
         return batch
 
     def _canonical_scope(self, task_id: str, scope: Sequence[str]) -> list[str]:
@@ -164,7 +164,7 @@ class GraphMixin:
         return sorted(set(keys))
 
 
-def _reject_cycles(specs: Sequence[NewTask], ids: list[str]) -> None:
+def reject_cycles(specs: Sequence[NewTask], ids: list[str]) -> None:
     """Kahn's algorithm over the batch; existing tasks cannot depend on new ones."""
     in_batch = set(ids)
     parents = {

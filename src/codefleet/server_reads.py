@@ -121,5 +121,6 @@ class Reads:
             "version": __version__,
             "workdir": str(self.engine.tree.root),
             "last_event_id": self.engine.store.last_event_id(),
+            "live_tasks": len(self.engine.index.live),
             "server_time": to_iso(utcnow()),
         }

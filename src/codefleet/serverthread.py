@@ -41,7 +41,9 @@ class ServerThread:
             loop="asyncio",
         )
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="codefleet-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.run, name="codefleet-server", daemon=True
+        )
 
     @property
     def url(self) -> str:

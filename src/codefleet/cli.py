@@ -1,0 +1,122 @@
+"""The `codefleet` command line: `serve`, `load`, `reset` here; the fleet commands in `cli_fleet`.
+
+Every setting is a `CODEFLEET_*` environment variable and a flag; see `cli_common`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from codefleet import cli_fleet  # noqa: F401 - registers run, runner, demo, watch, tasks, doctor
+from codefleet.cli_common import (
+    JsonOpt,
+    RunDirOpt,
+    ServerOpt,
+    TokenOpt,
+    WorkdirOpt,
+    app,
+    call_server,
+    console,
+    fail,
+    print_json,
+    settings_from,
+)
+from codefleet.graph import GraphError, load_graph
+
+__all__ = ["app"]
+
+
+# -- serve, load, reset ---------------------------------------------------------------
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Address to bind [CODEFLEET_HOST].")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to bind [CODEFLEET_PORT].")] = None,
+    db: Annotated[Path | None, typer.Option(help="SQLite database file [CODEFLEET_DB].")] = None,
+    workdir: WorkdirOpt = None,
+    run_dir: RunDirOpt = None,
+    task_timeout: Annotated[
+        float | None, typer.Option(help="Seconds a task attempt may run [CODEFLEET_TASK_TIMEOUT].")
+    ] = None,
+    stale_after: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds without a heartbeat before a runner is stale [CODEFLEET_STALE_AFTER]."
+        ),
+    ] = None,
+    heartbeat_interval: Annotated[
+        float | None,
+        typer.Option(help="Seconds between runner heartbeats [CODEFLEET_HEARTBEAT_INTERVAL]."),
+    ] = None,
+    poll_interval: Annotated[
+        float | None,
+        typer.Option(help="Long-poll wait for an assignment, seconds [CODEFLEET_POLL_INTERVAL]."),
+    ] = None,
+    tick_interval: Annotated[
+        float | None, typer.Option(help="Reconciliation tick, seconds [CODEFLEET_TICK_INTERVAL].")
+    ] = None,
+    max_attempts: Annotated[
+        int | None, typer.Option(help="Default attempts per task [CODEFLEET_MAX_ATTEMPTS].")
+    ] = None,
+    allow_reset: Annotated[
+        bool | None,
+        typer.Option(
+            "--allow-reset/--no-allow-reset", help="Allow POST /reset [CODEFLEET_ALLOW_RESET]."
+        ),
+    ] = None,
+    token: TokenOpt = None,
+) -> None:
+    """Run the coordination server (the one process that owns the database)."""
+    import uvicorn
+
+    from codefleet.server import create_app
+
+    settings = settings_from(
+        host=host, port=port, db=db, workdir=workdir, run_dir=run_dir, task_timeout=task_timeout,
+        stale_after=stale_after, heartbeat_interval=heartbeat_interval,
+        poll_interval=poll_interval, tick_interval=tick_interval, max_attempts=max_attempts,
+        allow_reset=allow_reset, token=token,
+    )  # fmt: skip
+    try:
+        application = create_app(settings)
+    except FileNotFoundError as err:
+        raise fail(f"{err}. Set --workdir or CODEFLEET_WORKDIR to your repository.") from None
+    console.print(
+        f"CodeFleet server on {settings.url} · tree {settings.workdir.resolve()} · db {settings.db}"
+    )
+    uvicorn.run(application, host=settings.host, port=settings.port, log_level="warning")
+
+
+@app.command()
+def load(
+    graph: Annotated[Path, typer.Argument(help="Task graph YAML (see examples/demo-tasks.yaml).")],
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Post a task graph to the server; the batch lands whole or not at all."""
+    try:
+        tasks = load_graph(graph, standalone=False)
+    except GraphError as err:
+        raise fail(str(err)) from None
+    settings = settings_from(server_url=server, token=token)
+    created = call_server(settings, lambda c: c.create_tasks(tasks))
+    if json_out:
+        print_json({"created": created})
+    else:
+        console.print(f"created {len(created)} task(s): {' '.join(created)}")
+
+
+@app.command()
+def reset(server: ServerOpt = None, token: TokenOpt = None) -> None:
+    """Delete every task, agent, lease and event. Needs CODEFLEET_ALLOW_RESET=1."""
+    if os.environ.get("CODEFLEET_ALLOW_RESET") not in ("1", "true", "yes"):
+        raise fail("reset deletes everything; set CODEFLEET_ALLOW_RESET=1 to confirm")
+    settings = settings_from(server_url=server, token=token)
+    call_server(settings, lambda c: c.reset())
+    console.print("reset: the database is empty")

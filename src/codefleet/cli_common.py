@@ -1,0 +1,87 @@
+"""Shared pieces of the `codefleet` command line: the Typer app, options, helpers.
+
+Every setting of `config.Settings` is a `CODEFLEET_*` environment variable and
+a flag on the commands it applies to; a flag wins over the environment, which
+wins over `.env`. Read commands print JSON with `--json`. The CLI is an HTTP
+client of the server (through `client`) except for `serve`, `demo` (which
+start a server) and `doctor` (which checks the machine before anything runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from codefleet.client import FleetClient, ServerUnavailable
+from codefleet.config import Settings
+from codefleet.errors import DomainError
+
+__all__ = ["app", "console", "settings_from"]
+
+app = typer.Typer(
+    help="CodeFleet: several Claude Code agents edit ONE working tree at once, "
+    "and a per-file lease refuses any write that would collide.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+ServerOpt = Annotated[
+    str | None, typer.Option("--server", help="Server URL (default: from CODEFLEET_HOST/PORT).")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+WorkdirOpt = Annotated[
+    Path | None,
+    typer.Option("--workdir", help="The shared working tree the agents edit [CODEFLEET_WORKDIR]."),
+]
+RunDirOpt = Annotated[
+    Path | None,
+    typer.Option("--run-dir", help="Where runs keep logs and workspaces [CODEFLEET_RUN_DIR]."),
+]
+TokenOpt = Annotated[
+    str | None, typer.Option("--token", help="Bearer token for the server [CODEFLEET_TOKEN].")
+]
+
+
+def settings_from(**overrides: Any) -> Settings:
+    """Settings from env/.env with the flags the user actually gave on top."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    return Settings(**given)
+
+
+def make_client(settings: Settings) -> FleetClient:
+    return FleetClient(settings.url, token=settings.token)
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    err_console.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    return typer.Exit(code)
+
+
+def call_server(settings: Settings, action: Any) -> Any:
+    """Run one async client action, turning transport and API errors into messages."""
+
+    async def go() -> Any:
+        async with make_client(settings) as client:
+            return await action(client)
+
+    try:
+        return asyncio.run(go())
+    except ServerUnavailable:
+        raise fail(
+            f"no CodeFleet server answers at {settings.url}; start one with `codefleet serve`"
+        ) from None
+    except DomainError as err:
+        raise fail(f"{err.message}") from None
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")

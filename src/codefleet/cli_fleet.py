@@ -1,0 +1,244 @@
+"""Fleet commands: `runner`, `run`, `demo`, `tasks`, `watch`, `doctor`.
+
+`run` starts its runners as asyncio tasks in this process (fast to start,
+one process to stop); `runner --name` runs ONE runner as its own process, so
+runners can be started, killed and restarted one by one, or on another host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from codefleet.cli_common import (
+    JsonOpt,
+    RunDirOpt,
+    ServerOpt,
+    TokenOpt,
+    WorkdirOpt,
+    app,
+    call_server,
+    console,
+    fail,
+    make_client,
+    print_json,
+    settings_from,
+)
+from codefleet.config import Settings
+from codefleet.executor import Executor
+from codefleet.scripted import ScriptedExecutor, ScriptError, load_script
+
+__all__ = ["demo", "doctor", "run", "runner", "tasks", "watch"]
+
+DryRunOpt = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Scripted agents instead of Claude sessions: no key, no cost."),
+]
+ScriptOpt = Annotated[
+    Path | None,
+    typer.Option("--script", help="With --dry-run: the script the scripted agents play."),
+]
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--task-timeout", help="Wall clock per task attempt, seconds [CODEFLEET_TASK_TIMEOUT]."
+    ),
+]
+
+
+def _executor(dry_run: bool, script: Path | None, settings: Settings) -> Executor:
+    if dry_run:
+        try:
+            return ScriptedExecutor(load_script(script) if script else None)
+        except ScriptError as err:
+            raise fail(str(err)) from None
+    raise fail("real Claude sessions are not available in this build yet; use --dry-run")
+
+
+@app.command()
+def runner(
+    name: Annotated[
+        str, typer.Option("--name", help="This runner's unique slot name, e.g. runner-1.")
+    ],
+    server: ServerOpt = None,
+    workdir: WorkdirOpt = None,
+    run_dir: RunDirOpt = None,
+    dry_run: DryRunOpt = False,
+    script: ScriptOpt = None,
+    task_timeout: TimeoutOpt = None,
+    exit_when_drained: Annotated[
+        bool, typer.Option(help="Exit once no task is pending or running.")
+    ] = False,
+    token: TokenOpt = None,
+) -> None:
+    """Run ONE runner as its own process until interrupted (or the fleet drains)."""
+    from codefleet.client import FleetClient
+    from codefleet.runner import Runner, RunnerOptions
+
+    settings = settings_from(
+        server_url=server, workdir=workdir, run_dir=run_dir, token=token, task_timeout=task_timeout
+    )
+    executor = _executor(dry_run, script, settings)
+    options = RunnerOptions(
+        name=name,
+        workdir=settings.workdir,
+        run_dir=settings.run_dir,
+        task_timeout=task_timeout,
+        poll_wait=settings.poll_interval,
+        exit_when_drained=exit_when_drained,
+        protected=(settings.db, settings.run_dir),
+    )
+
+    async def go() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        async with FleetClient(settings.url, token=settings.token) as client:
+            await Runner(client, executor, options).run(stop)
+
+    if not settings.workdir.is_dir():
+        raise fail(f"working tree {settings.workdir} does not exist")
+    console.print(f"{name}: serving {settings.url} in {settings.workdir.resolve()}")
+    asyncio.run(go())
+
+
+@app.command()
+def run(
+    runners: Annotated[
+        int | None, typer.Option("--runners", "-n", help="How many runners [CODEFLEET_RUNNERS].")
+    ] = None,
+    verify: Annotated[
+        str | None,
+        typer.Option(
+            "--verify", help="Shell command run in the tree after the drain; its exit code decides."
+        ),
+    ] = None,
+    dry_run: DryRunOpt = False,
+    script: ScriptOpt = None,
+    server: ServerOpt = None,
+    workdir: WorkdirOpt = None,
+    run_dir: RunDirOpt = None,
+    task_timeout: TimeoutOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Start N runners against a running server, wait for the graph to drain, print a verdict.
+
+    Exits 0 only if every task succeeded (and --verify passed).
+    """
+    from codefleet.fleet import run_fleet
+    from codefleet.report import print_result
+
+    settings = settings_from(
+        runners=runners, server_url=server, workdir=workdir, run_dir=run_dir,
+        task_timeout=task_timeout, token=token,
+    )  # fmt: skip
+    executor = _executor(dry_run, script, settings)
+
+    async def go() -> tuple[Any, list[dict[str, Any]]]:
+        result = await run_fleet(
+            settings.url, settings.runners, lambda _: executor, settings.workdir,
+            settings.run_dir, verify=verify, token=settings.token, task_timeout=task_timeout,
+            protected=(settings.db, settings.run_dir),
+        )  # fmt: skip
+        async with make_client(settings) as client:
+            return result, await client.conflicts()
+
+    result, conflicts = call_server(settings, lambda _: go())
+    if json_out:
+        print_json({"ok": result.ok, "tasks": result.tasks, "conflicts": conflicts,
+                    "verify": result.verify and {"exit_code": result.verify.exit_code, "output": result.verify.output}})  # fmt: skip
+    else:
+        print_result(console, result, conflicts)
+    raise typer.Exit(0 if result.ok else 1)
+
+
+@app.command()
+def demo(
+    dry_run: DryRunOpt = False,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline",
+            help="Real Claude Code sessions against the built-in scripted model: no key, no cost.",
+        ),
+    ] = False,
+    runners: Annotated[int, typer.Option("--runners", "-n", help="How many runners.")] = 3,
+    run_dir: RunDirOpt = None,
+) -> None:
+    """The whole thing on a copy of the demo repo: server, fleet, the veto, a verdict.
+
+    Your checkout is never touched: the demo works in a fresh workspace under the run dir.
+    """
+    from codefleet.demo import run_demo
+
+    settings = settings_from(run_dir=run_dir)
+    mode = "dry-run" if dry_run else "offline" if offline else "live"
+    try:
+        ok = run_demo(mode, settings.run_dir, runners, console)
+    except NotImplementedError as err:
+        raise fail(str(err)) from None
+    raise typer.Exit(0 if ok else 1)
+
+
+@app.command()
+def tasks(
+    task_id: Annotated[str | None, typer.Argument(help="Show one task in full.")] = None,
+    status: Annotated[str | None, typer.Option(help="Only tasks with this status.")] = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List the tasks (or one task with its dependencies and file changes)."""
+    from codefleet.report import task_table
+
+    settings = settings_from(server_url=server, token=token)
+    if task_id:
+        data = call_server(settings, lambda c: c.task(task_id))
+        if json_out:
+            print_json(data)
+        else:
+            console.print_json(data=data)
+        return
+    rows = call_server(settings, lambda c: c.tasks(status))
+    if json_out:
+        print_json(rows)
+    else:
+        console.print(task_table(rows))
+
+
+@app.command()
+def watch(server: ServerOpt = None, token: TokenOpt = None) -> None:
+    """Live dashboard of a running server (read-only; Ctrl-C to leave)."""
+    from codefleet.dashboard import watch as run_dashboard
+
+    settings = settings_from(server_url=server, token=token)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run_dashboard(settings.url, settings.token, console))
+
+
+@app.command()
+def doctor(
+    graph: Annotated[
+        Path | None, typer.Option("--graph", help="Also check this task graph parses.")
+    ] = None,
+    workdir: WorkdirOpt = None,
+    server: ServerOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Check what makes a run fail minutes in: Python, port, tree, graph, SDK."""
+    from codefleet.doctor import print_checks, run_checks
+
+    settings = settings_from(workdir=workdir, server_url=server)
+    checks = run_checks(settings, graph)
+    if json_out:
+        print_json([c.as_dict() for c in checks])
+    else:
+        print_checks(console, checks)
+    raise typer.Exit(0 if all(c.ok for c in checks) else 1)

@@ -1,0 +1,165 @@
+"""Running a fleet: N in-process runners against a server, until the graph drains.
+
+`codefleet run` and `codefleet demo` use this. The runners are asyncio tasks in
+this process (each with its own HTTP client, each exactly the `Runner` a
+`codefleet runner` process would run); `codefleet runner --name` starts one
+as its own process instead. The fleet is drained when the server reports no
+pending, assigned or running task: we wait for the `fleet_idle` event on the
+stream, so there is no polling delay. Then the runners leave, the optional
+verify command runs in the working tree, and `run_finished` is recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codefleet.client import FleetClient
+from codefleet.executor import Executor
+from codefleet.models import EventType, TaskStatus
+from codefleet.runner import Runner, RunnerOptions
+
+__all__ = ["FleetResult", "VerifyResult", "run_fleet", "run_verify", "wait_drained"]
+
+VERIFY_OUTPUT_CHARS = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyResult:
+    command: str
+    exit_code: int
+    output: str
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+@dataclass(slots=True)
+class FleetResult:
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    verify: VerifyResult | None = None
+    duration_s: float = 0.0
+
+    @property
+    def all_succeeded(self) -> bool:
+        return bool(self.tasks) and all(t["status"] == TaskStatus.SUCCEEDED for t in self.tasks)
+
+    @property
+    def ok(self) -> bool:
+        return self.all_succeeded and (self.verify is None or self.verify.ok)
+
+
+async def wait_drained(client: FleetClient) -> None:
+    """Return once nothing is pending, assigned or running (event-driven)."""
+    health = await client.health()
+    if int(health["live_tasks"]) == 0:
+        return
+    async for event in client.stream(int(health["last_event_id"])):
+        if event["type"] == EventType.FLEET_IDLE:
+            return
+
+
+async def run_verify(command: str, workdir: Path, timeout: float = 900.0) -> VerifyResult:
+    """Run the operator's verify command in the tree; output is kept, capped."""
+    started = time.monotonic()
+    proc = await asyncio.create_subprocess_shell(
+        command,
+        cwd=workdir,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+        code = proc.returncode if proc.returncode is not None else -1
+    except TimeoutError:
+        proc.kill()
+        out, code = f"timed out after {timeout:.0f}s".encode(), -1
+    text = out.decode(errors="replace")[-VERIFY_OUTPUT_CHARS:]
+    return VerifyResult(command, code, text, time.monotonic() - started)
+
+
+def python_command(args: str) -> str:
+    """A shell command running this interpreter (the demo's tests need no venv of their own)."""
+    return f'"{sys.executable}" {args}'
+
+
+async def run_fleet(
+    url: str,
+    runners: int,
+    make_executor: Callable[[int], Executor],
+    workdir: Path,
+    run_dir: Path,
+    *,
+    verify: str | None = None,
+    token: str | None = None,
+    task_timeout: float | None = None,
+    protected: tuple[Path, ...] = (),
+) -> FleetResult:
+    started = time.monotonic()
+    async with FleetClient(url, token=token) as client:
+        await client.fleet_started(runners=runners)
+        stop = asyncio.Event()
+        fleet = [
+            _start_runner(
+                url, token, make_executor(n), n, workdir, run_dir, task_timeout, protected, stop
+            )
+            for n in range(1, runners + 1)
+        ]
+        try:
+            await wait_drained(client)
+        finally:
+            stop.set()
+            await asyncio.gather(*fleet, return_exceptions=True)
+        result = FleetResult(tasks=await client.tasks())
+        if verify:
+            result.verify = await run_verify(verify, workdir)
+        result.duration_s = time.monotonic() - started
+        await client.fleet_finished(
+            ok=result.ok,
+            runners=runners,
+            verify=_verify_payload(result.verify),
+            summary={"duration_s": round(result.duration_s, 3), "tasks": len(result.tasks)},
+        )
+    return result
+
+
+def _verify_payload(verify: VerifyResult | None) -> dict[str, Any] | None:
+    if verify is None:
+        return None
+    return {"command": verify.command, "exit_code": verify.exit_code, "ok": verify.ok}
+
+
+def _start_runner(
+    url: str,
+    token: str | None,
+    executor: Executor,
+    n: int,
+    workdir: Path,
+    run_dir: Path,
+    task_timeout: float | None,
+    protected: tuple[Path, ...],
+    stop: asyncio.Event,
+) -> asyncio.Task[None]:
+    options = RunnerOptions(
+        name=f"runner-{n}",
+        workdir=workdir,
+        run_dir=run_dir,
+        task_timeout=task_timeout,
+        protected=protected,
+    )
+
+    async def work() -> None:
+        async with FleetClient(url, token=token) as client:
+            with contextlib.suppress(asyncio.CancelledError):
+                await Runner(client, executor, options).run(stop)
+
+    return asyncio.create_task(work(), name=options.name)

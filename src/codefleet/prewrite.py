@@ -1,0 +1,152 @@
+"""The pre-write path: one function between an agent's write and the disk.
+
+Both executors call it: the scripted executor before every file it writes,
+the SDK executor from the `PreToolUse` hook. Given a tool name and its input it
+extracts every target path (`file_path`, `notebook_path`, `path`, and the
+paths of an `edits` list), normalizes each against the working tree (symlinks
+resolved), refuses locally anything outside the tree or with no path at all,
+then asks the server for the leases, all or nothing.
+
+It fails closed: an unreachable server, a timeout, a fenced runner or any
+unexpected error is a denial. A denial carries an instruction for the model
+("... Do not retry this file or edit around it. Stop now ..."), and the first
+path refused because another task holds it is remembered as `blocked_on`,
+which the runner reports so the server can widen the task's scope.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from codefleet.client import FleetClient
+from codefleet.errors import StaleEpoch
+from codefleet.models import WRITE_TOOLS, DenyReason
+from codefleet.paths import PathRejected, TreeRoot
+
+__all__ = ["Verdict", "WriteGate", "extract_paths"]
+
+log = logging.getLogger(__name__)
+PATH_KEYS = ("file_path", "notebook_path", "path")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    allowed: bool
+    paths: tuple[str, ...] = ()
+    reason: str = ""
+    blocked_on: str | None = None
+
+
+def extract_paths(tool_input: Any) -> list[str]:
+    """Every target path named by a write tool's input, in order, without repeats."""
+    found: list[str] = []
+    if not isinstance(tool_input, dict):
+        return found
+    sources = [tool_input]
+    edits = tool_input.get("edits")
+    if isinstance(edits, list):
+        sources.extend(e for e in edits if isinstance(e, dict))
+    for source in sources:
+        for key in PATH_KEYS:
+            value = source.get(key)
+            if isinstance(value, str) and value and value not in found:
+                found.append(value)
+    return found
+
+
+def stop_instruction(path: str, why: str) -> str:
+    return (
+        f"{why}. Do not retry this file or edit around it. "
+        f"Stop now and report that you are blocked on {path}."
+    )
+
+
+@dataclass
+class WriteGate:
+    """The pre-write check for one attempt of one task by one runner."""
+
+    client: FleetClient
+    tree: TreeRoot
+    agent_id: str
+    epoch: int
+    task_id: str
+    blocked_on: str | None = None
+    fenced: bool = False
+    written: list[str] = field(default_factory=list)
+
+    async def check(self, tool_name: str, tool_input: Any) -> Verdict:
+        """Allow or deny one tool call; never raises (fails closed)."""
+        if tool_name not in WRITE_TOOLS:
+            return Verdict(True)
+        try:
+            return await self._check(tool_name, tool_input)
+        except Exception as err:  # the write path fails closed on anything unexpected
+            log.exception("pre-write check failed; denying")
+            return Verdict(
+                False,
+                reason=f"The write could not be checked ({type(err).__name__}); it was refused. Stop now and report the failure.",
+            )
+
+    async def _check(self, tool_name: str, tool_input: Any) -> Verdict:
+        raw = extract_paths(tool_input)
+        if not raw:
+            return Verdict(False, reason=f"{tool_name} named no file path; the write was refused.")
+        keys: list[str] = []
+        for path in raw:
+            try:
+                keys.append(self.tree.canonical(path))
+            except PathRejected as err:
+                return Verdict(False, reason=_local_refusal(err))
+        return await self._ask(tool_name, keys)
+
+    async def _ask(self, tool_name: str, keys: list[str]) -> Verdict:
+        try:
+            answer = await self.client.acquire(
+                self.agent_id, self.epoch, self.task_id, keys, tool_name
+            )
+        except StaleEpoch:
+            self.fenced = True
+            return Verdict(False, tuple(keys), "This runner was fenced by the server; stop now.")
+        except Exception as err:  # unreachable server, timeout, bad answer: deny
+            return Verdict(
+                False,
+                tuple(keys),
+                f"The coordination server could not grant the lease ({type(err).__name__}). Stop now and report that the write was refused.",
+            )
+        if answer.get("decision") == "allow":
+            return Verdict(True, tuple(keys))
+        return self._denied(keys, answer)
+
+    def _denied(self, keys: list[str], answer: dict[str, Any]) -> Verdict:
+        denied = answer.get("denied") or []
+        held = [d for d in denied if d.get("reason") == DenyReason.HELD]
+        if held:
+            first = held[0]
+            path = str(first["path"])
+            if self.blocked_on is None:
+                self.blocked_on = path
+            why = f"{path} is held by {first.get('holder_agent_name')} for task {first.get('holder_task_id')}"
+            return Verdict(False, tuple(keys), stop_instruction(path, why), blocked_on=path)
+        message = answer.get("message") or "the server refused the lease"
+        return Verdict(False, tuple(keys), f"The write was refused: {message}. Do not retry it.")
+
+    async def record(self, path: str, tool_name: str) -> None:
+        """Ledger row for a write that happened; best effort, never blocks a write."""
+        try:
+            key = self.tree.canonical(path)
+        except PathRejected:
+            return
+        if key not in self.written:
+            self.written.append(key)
+        try:
+            await self.client.record_change(self.agent_id, self.epoch, self.task_id, key, tool_name)
+        except Exception:  # the ledger is a record, not a gate
+            log.warning("could not record change of %s", key, exc_info=True)
+
+
+def _local_refusal(err: PathRejected) -> str:
+    if err.reason is DenyReason.OUTSIDE_WORKDIR:
+        return f"{err.raw} is outside the shared working tree; writes there are refused. Do not retry it."
+    return f"The write to {err.raw} was refused: {err.message}. Do not retry it."

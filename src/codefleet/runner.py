@@ -1,0 +1,210 @@
+"""The thin runner: register, heartbeat, long-poll, start, run one attempt, report.
+
+A runner holds no queue and makes no policy decision; it talks to the server
+only through `client` (it imports neither the store nor the scheduler). Its
+heartbeat runs as a separate task. It enforces the task's wall clock by
+cancelling the executor (which must stop what it started).
+
+Fencing: when any call answers `stale_epoch`, the runner cancels the running
+attempt, drops its result and registers again. A `not_owner` answer means the
+task moved on without us; the runner simply asks for new work. While the
+server is unreachable it retries with capped backoff, and the write path
+denies every write meanwhile (fail closed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from codefleet.client import FleetClient, ServerUnavailable
+from codefleet.errors import NotFound, NotOwner, StaleEpoch
+from codefleet.executor import Attempt, Executor, Outcome
+from codefleet.models import ErrorKind
+from codefleet.paths import TreeRoot
+from codefleet.prewrite import WriteGate
+
+__all__ = ["Runner", "RunnerOptions"]
+
+log = logging.getLogger(__name__)
+MAX_RETRY_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerOptions:
+    name: str
+    workdir: Path
+    run_dir: Path
+    task_timeout: float | None = None  # None: use the server's
+    poll_wait: float = 1.0
+    exit_when_drained: bool = False
+    protected: tuple[Path, ...] = ()
+
+
+class Fenced(Exception):
+    """This runner's epoch was superseded; drop everything and register again."""
+
+
+class Runner:
+    def __init__(self, client: FleetClient, executor: Executor, options: RunnerOptions) -> None:
+        self.client = client
+        self.executor = executor
+        self.options = options
+        self.tree = TreeRoot(options.workdir, protected=options.protected)
+        self.agent_id = ""
+        self.epoch = 0
+        self.heartbeat_s = 5.0
+        self.task_timeout = options.task_timeout or 600.0
+        self.fenced = asyncio.Event()
+        self.completed = 0
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    async def register(self) -> None:
+        answer = await self._retrying(
+            lambda: self.client.register(self.options.name, str(self.tree.root), os.getpid())
+        )
+        self.agent_id, self.epoch = answer["agent_id"], answer["epoch"]
+        self.heartbeat_s = float(answer.get("heartbeat_interval_s", 5.0))
+        self.task_timeout = self.options.task_timeout or float(answer.get("task_timeout_s", 600.0))
+        self.fenced.clear()
+        log.info("%s registered as %s epoch %s", self.options.name, self.agent_id, self.epoch)
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Work until `stop` is set (or the fleet drains, with exit_when_drained)."""
+        stop = stop or asyncio.Event()
+        await self.register()
+        beat = asyncio.create_task(self._heartbeat_loop(), name=f"{self.options.name}-heartbeat")
+        try:
+            await self._work_loop(stop)
+        finally:
+            beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beat
+            with contextlib.suppress(Exception):  # leaving is a courtesy; stale detection covers it
+                await self.client.leave(self.agent_id, self.epoch)
+
+    async def _work_loop(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                task = await self._next_task(stop)
+                if task is None:
+                    if self.options.exit_when_drained and await self._drained():
+                        return
+                    continue
+                await self.run_task(task)
+            except (StaleEpoch, Fenced):
+                await self.register()
+            except NotFound:  # the server forgot us (reset): register again
+                await self.register()
+            except ServerUnavailable:
+                await asyncio.sleep(0.5)
+
+    async def _next_task(self, stop: asyncio.Event) -> dict[str, Any] | None:
+        poll = asyncio.create_task(
+            self.client.assignment(self.agent_id, self.epoch, self.options.poll_wait)
+        )
+        stopper = asyncio.create_task(stop.wait())
+        done, _ = await asyncio.wait({poll, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        stopper.cancel()
+        if poll not in done:
+            poll.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await poll
+            return None
+        return poll.result()
+
+    async def _drained(self) -> bool:
+        return int((await self.client.health()).get("live_tasks", 1)) == 0
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_s)
+            try:
+                await self.client.heartbeat(self.agent_id, self.epoch)
+            except StaleEpoch:
+                self.fenced.set()
+            except Exception:  # a loop boundary: a missed beat is retried next interval
+                log.warning("%s: heartbeat failed", self.options.name, exc_info=True)
+
+    async def _retrying(self, call: Any) -> Any:
+        delay = 0.1
+        while True:
+            try:
+                return await call()
+            except ServerUnavailable:
+                log.warning("%s: server unavailable, retrying in %.1fs", self.options.name, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, MAX_RETRY_S)
+
+    # -- one attempt ------------------------------------------------------------------
+
+    async def run_task(self, task: dict[str, Any]) -> None:
+        try:
+            await self.client.start(task["id"], self.agent_id, self.epoch)
+        except NotOwner:
+            return  # the task moved on before we started it
+        gate = WriteGate(self.client, self.tree, self.agent_id, self.epoch, task["id"])
+        attempt = Attempt(task, gate, self.tree.root, self.options.run_dir, self.options.name)
+        started = time.monotonic()
+        outcome = await self._execute(attempt)
+        if outcome is None or gate.fenced:
+            raise Fenced  # drop the result: the server already took the task back
+        await self._report(task, outcome, int((time.monotonic() - started) * 1000))
+
+    async def _execute(self, attempt: Attempt) -> Outcome | None:
+        """The executor's outcome, a timeout outcome, or None when fenced mid-run."""
+        work = asyncio.create_task(self.executor.run(attempt))
+        fence = asyncio.create_task(self.fenced.wait())
+        done, _ = await asyncio.wait(
+            {work, fence}, timeout=self.task_timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        fence.cancel()
+        if work in done:
+            try:
+                return work.result()
+            except Exception as err:  # an executor crash is the attempt's failure, not ours
+                log.exception("executor failed on %s", attempt.task_id)
+                return Outcome(
+                    False, error=f"executor crashed: {err!r}", error_kind=ErrorKind.AGENT_ERROR
+                )
+        work.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await work
+        if fence in done:
+            return None
+        return Outcome(
+            False,
+            error=f"timed out after {self.task_timeout:.0f}s",
+            error_kind=ErrorKind.TIMEOUT,
+            blocked_on_path=attempt.gate.blocked_on,
+        )
+
+    async def _report(self, task: dict[str, Any], outcome: Outcome, duration_ms: int) -> None:
+        report = {
+            "attempt": task["attempts"],
+            "ok": outcome.ok,
+            "summary": outcome.summary,
+            "error": outcome.error,
+            "error_kind": outcome.error_kind,
+            "blocked_on_path": outcome.blocked_on_path,
+            "input_tokens": outcome.input_tokens,
+            "output_tokens": outcome.output_tokens,
+            "cost_usd": outcome.cost_usd,
+            "duration_ms": duration_ms,
+            "session_id": outcome.session_id,
+            "files_written": outcome.files_written,
+        }
+        try:
+            await self._retrying(
+                lambda: self.client.complete(task["id"], self.agent_id, self.epoch, report)
+            )
+        except NotOwner:
+            return  # someone took the task back; our report no longer applies
+        self.completed += 1

@@ -1,0 +1,191 @@
+"""The scripted executor: a deterministic agent brain for dry runs and tests.
+
+A script maps a task id to a list of steps, each a one-key mapping with an
+optional `attempt: N` (run the step only on that attempt):
+
+    write: {path, content}      edit: {path, old, new}     append: {path, text}
+    sleep: SECONDS              wait_leased: PATH           wait_denied: PATH
+    fail: MESSAGE
+
+Every file change goes through the attempt's `WriteGate` first, exactly as a
+real session's hook does; a denied write ends the attempt as a veto naming the
+blocking path. `wait_leased` / `wait_denied` ask the server (through the
+client) until another task holds a path, or until some task was denied it,
+which is how a collision is staged deterministically, without timing luck.
+A task with no script succeeds without writing anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from codefleet.executor import Attempt, Outcome
+from codefleet.models import ErrorKind, EventType
+
+__all__ = ["ScriptError", "ScriptedExecutor", "Step", "load_script"]
+
+STEP_KINDS: Final = frozenset(
+    {"write", "edit", "append", "sleep", "wait_leased", "wait_denied", "fail"}
+)
+WAIT_POLL_S: Final = 0.01
+
+
+class ScriptError(ValueError):
+    """A script file that cannot be played."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    kind: str
+    arg: Any
+    attempt: int | None = None
+
+
+def _parse_step(task_id: str, raw: Any) -> Step:
+    if not isinstance(raw, dict):
+        raise ScriptError(f"{task_id}: each step must be a mapping, got {raw!r}")
+    attempt = raw.get("attempt")
+    kinds = [k for k in raw if k != "attempt"]
+    if len(kinds) != 1 or kinds[0] not in STEP_KINDS:
+        raise ScriptError(f"{task_id}: a step needs exactly one of {sorted(STEP_KINDS)}: {raw!r}")
+    if attempt is not None and not isinstance(attempt, int):
+        raise ScriptError(f"{task_id}: attempt must be a number")
+    return Step(kinds[0], raw[kinds[0]], attempt)
+
+
+def parse_script(raw: Any) -> dict[str, list[Step]]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ScriptError("a script is a mapping of task id to a list of steps")
+    script: dict[str, list[Step]] = {}
+    for task_id, steps in raw.items():
+        if not isinstance(steps, list):
+            raise ScriptError(f"{task_id}: steps must be a list")
+        script[str(task_id)] = [_parse_step(str(task_id), s) for s in steps]
+    return script
+
+
+def load_script(path: Path) -> dict[str, list[Step]]:
+    try:
+        return parse_script(yaml.safe_load(path.read_text()))
+    except yaml.YAMLError as err:
+        raise ScriptError(f"{path}: not valid YAML: {err}") from err
+
+
+class _StepFailed(Exception):
+    def __init__(self, outcome: Outcome) -> None:
+        self.outcome = outcome
+
+
+class ScriptedExecutor:
+    def __init__(
+        self, script: Mapping[str, Sequence[Step]] | None = None, wait_timeout: float = 10.0
+    ) -> None:
+        self.script = dict(script or {})
+        self.wait_timeout = wait_timeout
+
+    async def run(self, attempt: Attempt) -> Outcome:
+        steps = [
+            s
+            for s in self.script.get(attempt.task_id, ())
+            if s.attempt is None or s.attempt == attempt.number
+        ]
+        try:
+            for step in steps:
+                await self._play(step, attempt)
+        except _StepFailed as failed:
+            return failed.outcome
+        written = list(attempt.gate.written)
+        return Outcome(
+            True, summary=f"scripted: {len(written)} file(s) written", files_written=written
+        )
+
+    async def _play(self, step: Step, attempt: Attempt) -> None:
+        match step.kind:
+            case "write":
+                await self._change(attempt, "Write", step.arg, _write)
+            case "edit":
+                await self._change(attempt, "Edit", step.arg, _edit)
+            case "append":
+                await self._change(attempt, "Edit", step.arg, _append)
+            case "sleep":
+                await asyncio.sleep(float(step.arg))
+            case "wait_leased":
+                await self._wait(attempt, step.arg, self._leased_by_other)
+            case "wait_denied":
+                await self._wait(attempt, step.arg, self._was_denied)
+            case "fail":
+                raise _StepFailed(
+                    Outcome(False, error=str(step.arg), error_kind=ErrorKind.AGENT_ERROR)
+                )
+            case _:
+                raise ScriptError(f"unknown step {step.kind}")
+
+    async def _change(self, attempt: Attempt, tool: str, arg: dict[str, Any], apply: Any) -> None:
+        target = attempt.workdir / str(arg["path"])
+        tool_input = {"file_path": str(target), **{k: v for k, v in arg.items() if k != "path"}}
+        verdict = await attempt.gate.check(tool, tool_input)
+        if not verdict.allowed:
+            raise _StepFailed(
+                Outcome(
+                    False,
+                    error=verdict.reason,
+                    error_kind=ErrorKind.VETO if verdict.blocked_on else ErrorKind.AGENT_ERROR,
+                    blocked_on_path=verdict.blocked_on,
+                    files_written=list(attempt.gate.written),
+                )
+            )
+        try:
+            apply(target, arg)
+        except (OSError, ValueError) as err:
+            raise _StepFailed(
+                Outcome(
+                    False, error=f"{tool} {arg['path']}: {err}", error_kind=ErrorKind.AGENT_ERROR
+                )
+            ) from err
+        await attempt.gate.record(str(target), tool)
+
+    async def _wait(self, attempt: Attempt, path: str, condition: Any) -> None:
+        deadline = time.monotonic() + self.wait_timeout
+        while not await condition(attempt, path):
+            if time.monotonic() > deadline:
+                raise _StepFailed(
+                    Outcome(
+                        False, error=f"gave up waiting on {path}", error_kind=ErrorKind.AGENT_ERROR
+                    )
+                )
+            await asyncio.sleep(WAIT_POLL_S)
+
+    async def _leased_by_other(self, attempt: Attempt, path: str) -> bool:
+        leases = await attempt.gate.client.leases()
+        return any(x["path"] == path and x["task_id"] != attempt.task_id for x in leases)
+
+    async def _was_denied(self, attempt: Attempt, path: str) -> bool:
+        events = await attempt.gate.client.events(type_=EventType.LEASE_DENIED)
+        return any(e["payload"].get("path") == path for e in events)
+
+
+def _write(target: Path, arg: dict[str, Any]) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(str(arg["content"]))
+
+
+def _edit(target: Path, arg: dict[str, Any]) -> None:
+    text = target.read_text()
+    old, new = str(arg["old"]), str(arg["new"])
+    if old not in text:
+        raise ValueError("the text to replace was not found")
+    target.write_text(text.replace(old, new, 1))
+
+
+def _append(target: Path, arg: dict[str, Any]) -> None:
+    with target.open("a") as handle:
+        handle.write(str(arg["text"]))
