@@ -29,6 +29,8 @@ from codefleet.graph import GraphError, load_graph
 
 __all__ = ["app"]
 
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
 
 # -- serve, load, reset ---------------------------------------------------------------
 
@@ -82,6 +84,11 @@ def serve(
         poll_interval=poll_interval, tick_interval=tick_interval, max_attempts=max_attempts,
         allow_reset=allow_reset, token=token,
     )  # fmt: skip
+    if settings.host not in LOOPBACK and not settings.token:
+        raise fail(
+            f"refusing to bind {settings.host} without a token: anyone who reaches the port could "
+            "hand agents work. Set CODEFLEET_TOKEN (or --token), or bind 127.0.0.1."
+        )
     try:
         application = create_app(settings)
     except FileNotFoundError as err:
@@ -120,3 +127,7 @@ def reset(server: ServerOpt = None, token: TokenOpt = None) -> None:
     settings = settings_from(server_url=server, token=token)
     call_server(settings, lambda c: c.reset())
     console.print("reset: the database is empty")
+
+
+if __name__ == "__main__":
+    app()

@@ -57,7 +57,16 @@ def _executor(dry_run: bool, script: Path | None, settings: Settings) -> Executo
             return ScriptedExecutor(load_script(script) if script else None)
         except ScriptError as err:
             raise fail(str(err)) from None
-    raise fail("real Claude sessions are not available in this build yet; use --dry-run")
+    from codefleet.session import SessionExecutor, credentials_problem
+
+    problem = credentials_problem()
+    if problem:
+        raise fail(problem)
+    return SessionExecutor(
+        model=settings.model,
+        max_turns=settings.max_turns,
+        max_budget_usd=settings.task_budget_usd,
+    )
 
 
 @app.command()

@@ -89,9 +89,9 @@ def _describe(event: dict[str, Any], names: dict[str, str]) -> Text | None:
     return None
 
 
-async def _follow(url: str, console: Console) -> None:
+async def _follow(url: str, token: str | None, console: Console) -> None:
     names: dict[str, str] = {}
-    async with FleetClient(url) as client:
+    async with FleetClient(url, token=token) as client:
         async for event in client.stream(0):
             line = _describe(event, names)
             if line is not None:
@@ -99,19 +99,36 @@ async def _follow(url: str, console: Console) -> None:
 
 
 def demo_executor(mode: str, examples: Path) -> Executor:
+    """The agents of one demo runner: scripted, real CLI + fake model, or real Claude."""
     if mode == "dry-run":
         return ScriptedExecutor(load_script(examples / "demo-script.yaml"))
-    raise NotImplementedError(f"demo mode {mode!r} needs the SDK executor, which is not built yet")
+    from codefleet.session import MissingCredentials, SessionExecutor, credentials_problem
+
+    limits = Settings()  # model, turn and budget limits from CODEFLEET_* / .env
+    if mode == "offline":
+        from codefleet.offline import offline_executor
+
+        return offline_executor(
+            examples / "demo-model.yaml",
+            max_turns=limits.max_turns,
+            max_budget_usd=limits.task_budget_usd,
+        )
+    problem = credentials_problem()
+    if problem:
+        raise MissingCredentials(problem)
+    return SessionExecutor(
+        model=limits.model, max_turns=limits.max_turns, max_budget_usd=limits.task_budget_usd
+    )
 
 
 async def _demo(settings: Settings, mode: str, runners: int, console: Console) -> bool:
     examples = examples_dir()
     graph = load_graph(examples / "demo-tasks.yaml")
     with ServerThread(settings) as server:
-        async with FleetClient(server.url) as client:
+        async with FleetClient(server.url, token=settings.token) as client:
             await client.create_tasks(graph)
         console.print(f"[bold]server[/] {server.url}  ·  tree {settings.workdir}")
-        follower = asyncio.create_task(_follow(server.url, console))
+        follower = asyncio.create_task(_follow(server.url, settings.token, console))
         try:
             result = await run_fleet(
                 server.url,
@@ -120,6 +137,7 @@ async def _demo(settings: Settings, mode: str, runners: int, console: Console) -
                 settings.workdir,
                 settings.run_dir,
                 verify=python_command(DEMO_VERIFY),
+                token=settings.token,
                 protected=(settings.db, settings.run_dir / "runners"),
             )
         finally:
@@ -127,7 +145,7 @@ async def _demo(settings: Settings, mode: str, runners: int, console: Console) -
             follower.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await follower
-        async with FleetClient(server.url) as client:
+        async with FleetClient(server.url, token=settings.token) as client:
             conflicts = await client.conflicts()
     print_result(console, result, conflicts)
     return result.ok
@@ -143,6 +161,9 @@ def run_demo(mode: str, run_dir: Path, runners: int = 3, console: Console | None
         workdir=workspace / "tree",
         run_dir=workspace,
         runners=runners,
+        token=secrets.token_urlsafe(
+            24
+        ),  # a per-run token: nothing else on the machine can drive it
     )
     console.print(f"[bold]CodeFleet demo[/] ({mode}) in {workspace}")
     return asyncio.run(_demo(settings, mode, runners, console))

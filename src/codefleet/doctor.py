@@ -9,6 +9,8 @@ graph, and looks for the Claude Code CLI the SDK bundles and for a key.
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
+import importlib.util
 import os
 import socket
 import subprocess
@@ -90,12 +92,18 @@ def check_graph(path: Path | None) -> Check:
     return Check("graph", True, f"{path}: {len(tasks)} task(s), no cycle, every dependency known")
 
 
+def bundled_cli() -> Path | None:
+    """The Claude Code CLI the SDK ships, found without importing the SDK."""
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / "_bundled" / "claude"
+
+
 def check_cli() -> Check:
-    try:
-        import claude_agent_sdk
-    except ImportError:
+    bundled = bundled_cli()
+    if bundled is None:
         return Check("claude-cli", False, "claude-agent-sdk is not installed", "run `uv sync`")
-    bundled = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
     if not bundled.exists():
         return Check("claude-cli", False, f"no bundled CLI at {bundled}")
     try:
@@ -105,9 +113,8 @@ def check_cli() -> Check:
     except (OSError, subprocess.TimeoutExpired) as err:
         return Check("claude-cli", False, f"{bundled} does not run: {err}")
     version = out.stdout.strip() or out.stderr.strip()
-    return Check(
-        "claude-cli", out.returncode == 0, f"{version} (SDK {claude_agent_sdk.__version__})"
-    )
+    sdk = importlib.metadata.version("claude-agent-sdk")
+    return Check("claude-cli", out.returncode == 0, f"{version} (SDK {sdk})")
 
 
 def check_key() -> Check:

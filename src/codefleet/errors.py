@@ -18,6 +18,7 @@ __all__ = [
     "NotFound",
     "NotOwner",
     "StaleEpoch",
+    "Unauthorized",
 ]
 
 
@@ -61,11 +62,17 @@ class InvalidGraph(DomainError):
     code = "invalid_graph"
 
 
+class Unauthorized(DomainError):
+    status = 401
+    code = "unauthorized"
+
+
 class Forbidden(DomainError):
     status = 403
     code = "forbidden"
 
 
 ERRORS_BY_CODE: dict[str, type[DomainError]] = {
-    cls.code: cls for cls in (NotFound, StaleEpoch, NotOwner, InvalidState, InvalidGraph, Forbidden)
+    cls.code: cls
+    for cls in (NotFound, StaleEpoch, NotOwner, InvalidState, InvalidGraph, Forbidden, Unauthorized)
 }

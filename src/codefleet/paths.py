@@ -39,7 +39,9 @@ class TreeRoot:
         resolved = (Path(os.path.realpath(p)) for p in protected)
         # A protected directory that contains the whole tree would forbid everything: it only
         # matters when it lies inside the tree.
-        self._protected = tuple(p for p in resolved if p != self.root and p not in self.root.parents)
+        self._protected = tuple(
+            p for p in resolved if p != self.root and p not in self.root.parents
+        )
 
     def canonical(self, raw: str) -> str:
         """The lease key for `raw`, or `PathRejected`."""

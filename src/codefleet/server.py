@@ -28,7 +28,7 @@ from codefleet.config import Settings
 from codefleet.engine import Engine, EngineConfig, Report
 from codefleet.engine_graph import NewTask
 from codefleet.errors import DomainError, Forbidden
-from codefleet.limits import BodyLimit
+from codefleet.guards import BodyLimit, TokenAuth
 from codefleet.models import to_iso, utcnow
 from codefleet.paths import TreeRoot
 from codefleet.server_reads import Reads
@@ -98,6 +98,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.engine = engine
     app.state.hub = hub
     app.add_middleware(BodyLimit)
+    app.add_middleware(TokenAuth, token=settings.token)
     _install_errors(app)
     _runner_routes(app, engine, settings)
     _operator_routes(app, engine, reads, settings)

@@ -1,0 +1,304 @@
+"""Coordination tests: the real runner and scripted executor against a real server.
+
+Only the agent's brain is scripted; the runner, the pre-write gate, the HTTP
+client, the server, the engine and SQLite are the real ones. Nothing sleeps to
+synchronize: tests wait on the drained fleet or on a condition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from codefleet.client import FleetClient
+from codefleet.fleet import run_fleet, wait_drained
+from codefleet.models import EventType
+from codefleet.runner import Runner, RunnerOptions
+from codefleet.scripted import ScriptedExecutor, parse_script
+from codefleet.serverthread import ServerThread
+
+FAST = {"heartbeat_interval": 0.1, "stale_after": 1.0, "tick_interval": 0.05, "backoff_base": 0.0}
+
+
+async def drain(
+    server: ServerThread, workdir: Path, script: dict[str, Any], runners: int = 3
+) -> Any:
+    executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
+    return await run_fleet(
+        server.url, runners, lambda _: executor, workdir, workdir.parent / "runs"
+    )
+
+
+async def events_of(client: FleetClient, kind: str) -> list[dict[str, Any]]:
+    return [e for e in await client.all_events() if e["type"] == kind]
+
+
+async def test_a_single_runner_takes_tasks_best_priority_first(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": "low", "title": "l", "priority": 1}, {"id": "high", "title": "h", "priority": 5},
+             {"id": "mid", "title": "m", "priority": 3}]
+        )  # fmt: skip
+        result = await drain(server, workdir, {}, runners=1)
+        assigned = [e["task_id"] for e in await events_of(client, "task_assigned")]
+    assert result.all_succeeded
+    assert assigned == ["high", "mid", "low"]
+
+
+async def test_a_dependent_runs_only_after_its_dependency_succeeded(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST)
+    script = {"A": [{"write": {"path": "made.txt", "content": "by A\n"}}],
+              "B": [{"append": {"path": "made.txt", "text": "by B\n"}}]}  # fmt: skip
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": "B", "title": "b", "depends_on": ["A"]}, {"id": "A", "title": "a"}]
+        )
+        result = await drain(server, workdir, script)
+        order = [(e["type"], e["task_id"]) for e in await client.all_events()]
+    assert result.all_succeeded
+    assert order.index(("task_succeeded", "A")) < order.index(("task_unblocked", "B"))
+    assert order.index(("task_unblocked", "B")) < order.index(("task_assigned", "B"))
+    assert (workdir / "made.txt").read_text() == "by A\nby B\n"
+
+
+async def test_a_vetoed_task_gets_the_path_in_scope_and_runs_after_the_holder(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST)
+    script = {
+        "holder": [{"edit": {"path": "a.py", "old": "A = 1", "new": "A = 10"}},
+                   {"wait_denied": "a.py", "attempt": 1}],
+        "late": [{"wait_leased": "a.py", "attempt": 1},
+                 {"append": {"path": "a.py", "text": "LATE = True\n"}},
+                 {"write": {"path": "late.py", "content": "X = 1\n"}}],
+    }  # fmt: skip
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": "holder", "title": "h", "file_scope": ["a.py"]},
+             {"id": "late", "title": "l", "file_scope": ["late.py"]}]
+        )  # fmt: skip
+        result = await drain(server, workdir, script)
+        late = await client.task("late")
+        events = await client.all_events()
+    assert result.all_succeeded
+    denied = [e for e in events if e["type"] == "lease_denied"]
+    assert [
+        (e["task_id"], e["payload"]["path"], e["payload"]["holder_task_id"]) for e in denied
+    ] == [("late", "a.py", "holder")]
+    assert late["attempts"] == 2 and "a.py" in late["file_scope"]
+    ids = [(e["type"], e["task_id"]) for e in events]
+    retry_at = [i for i, x in enumerate(ids) if x == ("task_assigned", "late")][1]
+    assert ids.index(("task_succeeded", "holder")) < retry_at
+    assert (workdir / "a.py").read_text() == "A = 10\nLATE = True\n"
+
+
+async def test_eight_runners_appending_to_one_file_lose_no_line(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST, max_attempts=20)
+    script = {
+        f"w{n}": [{"append": {"path": "shared.txt", "text": f"line {n}\n"}}] for n in range(8)
+    }
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": f"w{n}", "title": f"writer {n}"} for n in range(8)])
+        result = await drain(server, workdir, script, runners=8)
+        acquired = await events_of(client, "lease_acquired")
+    assert result.all_succeeded
+    lines = (workdir / "shared.txt").read_text().splitlines()
+    assert sorted(lines) == sorted(f"line {n}" for n in range(8))
+    assert len(acquired) == 8  # one grant per writer, never two at once (the PK)
+
+
+async def test_attempt_exhaustion_fails_the_task_and_blocks_its_dependents(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": "bad", "title": "b", "max_attempts": 2}, {"id": "child", "title": "c", "depends_on": ["bad"]},
+             {"id": "grandchild", "title": "g", "depends_on": ["child"]}]
+        )  # fmt: skip
+        result = await drain(server, workdir, {"bad": [{"fail": "scripted failure"}]})
+        rows = {t["id"]: t for t in result.tasks}
+    assert not result.ok
+    assert rows["bad"]["status"] == "failed" and rows["bad"]["attempts"] == 2
+    assert rows["bad"]["error_kind"] == "attempts_exhausted"
+    assert rows["child"]["status"] == rows["grandchild"]["status"] == "blocked_upstream"
+
+
+async def test_cancelling_a_running_task_stops_its_runner_and_blocks_dependents(
+    wait_until: Any, make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST)
+    script = {"slow": [{"write": {"path": "half.txt", "content": "x"}}, {"sleep": 60}]}
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": "slow", "title": "s"}, {"id": "after", "title": "a", "depends_on": ["slow"]}]
+        )
+        fleet = asyncio.create_task(drain(server, workdir, script, runners=1))
+        await wait_until(lambda: client.leases())
+        await client.cancel("slow")
+        result = await asyncio.wait_for(fleet, 10)
+        rows = {t["id"]: t for t in result.tasks}
+        agent = (await client.agents())[0]
+        leases = await client.leases()
+    assert rows["slow"]["status"] == "cancelled"
+    assert rows["after"]["status"] == "blocked_upstream"
+    assert agent["epoch"] >= 2  # fenced by the cancel, then registered again
+    assert leases == []
+
+
+async def test_a_zombie_runner_is_fenced_and_its_late_write_never_lands(
+    wait_until: Any, make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path
+) -> None:
+    server = make_server(**FAST)
+    zombie_script = parse_script(
+        {"job": [{"sleep": 1.5}, {"write": {"path": "zombie.txt", "content": "late"}}]}
+    )
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "job", "title": "j"}])
+        zombie = Runner(
+            FleetClient(server.url), ScriptedExecutor(zombie_script),
+            RunnerOptions("zombie", workdir, tmp_path / "runs"),
+        )  # fmt: skip
+        zombie.heartbeat_s = 3600.0  # its heartbeat never comes: the server will think it died
+        stop = asyncio.Event()
+        zombie_task = asyncio.create_task(_register_and_run(zombie, stop))
+        await wait_until(lambda: _status(client, "job", "running"))
+        await wait_until(
+            lambda: _status(client, "job", "pending"), timeout=5
+        )  # taken back as stale
+        result = await drain(
+            server,
+            workdir,
+            {"job": [{"write": {"path": "healthy.txt", "content": "ok"}}]},
+            runners=1,
+        )
+        stop.set()
+        await asyncio.wait_for(zombie_task, 10)
+        succeeded = await events_of(client, "task_succeeded")
+    assert result.all_succeeded
+    assert [e["task_id"] for e in succeeded] == ["job"]
+    assert (workdir / "healthy.txt").exists()
+    assert not (workdir / "zombie.txt").exists()  # the fenced runner's write was refused
+
+
+async def _register_and_run(runner: Runner, stop: asyncio.Event) -> None:
+    beat = runner.heartbeat_s
+    await runner.register()
+    runner.heartbeat_s = beat
+    runner.register = _keep_beat(runner, runner.register)  # type: ignore[method-assign]
+    await runner._work_loop(stop)
+
+
+def _keep_beat(runner: Runner, register: Any) -> Any:
+    async def again() -> None:
+        await register()
+        runner.heartbeat_s = 3600.0
+
+    return again
+
+
+async def _status(client: FleetClient, task_id: str, status: str) -> bool:
+    return (await client.task(task_id))["status"] == status
+
+
+async def test_a_killed_runner_process_has_its_task_requeued_to_another_runner(
+    wait_until: Any, make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path
+) -> None:
+    server = make_server(**FAST)
+    script_file = tmp_path / "script.yaml"
+    script_file.write_text(yaml.safe_dump({"job": [{"sleep": 30, "attempt": 1},
+                                                   {"write": {"path": "done.txt", "content": "ok"}}]}))  # fmt: skip
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "job", "title": "j"}])
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "codefleet.cli", "runner", "--name", "doomed", "--dry-run",
+             "--script", str(script_file), "--server", server.url, "--workdir", str(workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "CODEFLEET_RUN_DIR": str(tmp_path / "runs")},
+        )  # fmt: skip
+        try:
+            await wait_until(lambda: _status(client, "job", "running"), timeout=20)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        result = await drain(
+            server, workdir, {"job": [{"write": {"path": "done.txt", "content": "ok"}}]}, runners=1
+        )
+        requeued = await events_of(client, "task_requeued")
+        offline = await events_of(client, "agent_offline")
+    assert result.all_succeeded
+    assert [e["payload"]["reason"] for e in requeued] == ["agent_stale"]
+    assert offline[0]["payload"]["reason"] == "agent_stale"
+    assert (workdir / "done.txt").read_text() == "ok"
+
+
+def test_run_exits_by_the_verify_command(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    codes = {}
+    for verify in ("true", "exit 3"):
+        server = make_server(**FAST)
+        asyncio.run(_load(server.url, [{"id": "t", "title": "t"}]))
+        done = subprocess.run(
+            [sys.executable, "-m", "codefleet.cli", "run", "--dry-run", "--runners", "2",
+             "--verify", verify, "--server", server.url, "--workdir", str(workdir)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        codes[verify] = done.returncode
+    assert codes == {"true": 0, "exit 3": 1}
+
+
+async def _load(url: str, tasks: list[dict[str, Any]]) -> None:
+    async with FleetClient(url) as client:
+        await client.create_tasks(tasks)
+
+
+async def test_every_event_type_is_emitted_by_a_scripted_fleet(
+    wait_until: Any, make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path
+) -> None:
+    """The demo's staged veto plus a failure, a cancel and a runner that goes stale and returns."""
+    server = make_server(**FAST, max_attempts=1)
+    script = {
+        "hold": [{"edit": {"path": "a.py", "old": "A = 1", "new": "A = 2"}}, {"wait_denied": "a.py", "attempt": 1}],
+        "grab": [{"wait_leased": "a.py", "attempt": 1}, {"append": {"path": "a.py", "text": "G = 1\n"}}],
+        "doomed": [{"fail": "scripted failure"}],
+    }  # fmt: skip
+    async with FleetClient(server.url) as client:
+        ghost = await client.register("ghost", str(workdir), None)
+        await wait_until(lambda: _agent_status(client, "ghost", "offline"), timeout=5)
+        back = await client.register("ghost", str(workdir), None)  # comes back: agent_online
+        await client.leave(ghost["agent_id"], back["epoch"])
+        await client.create_tasks(
+            [{"id": "hold", "title": "h", "file_scope": ["a.py"]}, {"id": "grab", "title": "g", "max_attempts": 2},
+             {"id": "next", "title": "n", "depends_on": ["hold"]}, {"id": "doomed", "title": "d"},
+             {"id": "orphan", "title": "o", "depends_on": ["doomed"]}, {"id": "dropped", "title": "x", "depends_on": ["next"]}]
+        )  # fmt: skip
+        await client.cancel("dropped")
+        await client.retry("dropped")
+        await client.cancel("dropped")
+        await drain(server, workdir, script)
+        seen = {e["type"] for e in await client.all_events()}
+    assert seen == {t.value for t in EventType}
+
+
+async def _agent_status(client: FleetClient, name: str, status: str) -> bool:
+    return any(a["name"] == name and a["status"] == status for a in await client.agents())
+
+
+async def test_wait_drained_returns_at_once_when_nothing_is_live(server: ServerThread) -> None:
+    async with FleetClient(server.url) as client:
+        await asyncio.wait_for(wait_drained(client), 5)
