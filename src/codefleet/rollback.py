@@ -1,0 +1,173 @@
+"""Pre-images, restore and patches: a failed attempt leaves nothing behind.
+
+When the server first grants a path to a task attempt it captures the file's
+state at that moment (`capture`): its bytes and mode, or that it was absent,
+plus the directories that did not exist yet. While the lease is held nobody
+else can write the file, so when the attempt ends without success `restore`
+puts that state back exactly (rewrite, or delete and remove the directories
+the attempt created if they are empty) before the lease is released. On
+success, `make_patch` turns pre-image and final content into a `git apply`-able
+unified diff: the task's own change, attributed in one shared tree.
+
+Everything here is plain file I/O on paths under a resolved tree root; the
+engine decides when to call it and records the results in SQLite.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["PatchFile", "PreImage", "TooLarge", "capture", "make_patch", "restore"]
+
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+
+
+class TooLarge(ValueError):
+    def __init__(self, key: str, size: int, limit: int) -> None:
+        super().__init__(f"{key} is {size} bytes, over the {limit}-byte pre-image limit")
+        self.key, self.size, self.limit = key, size, limit
+
+
+@dataclass(frozen=True, slots=True)
+class PreImage:
+    path: str
+    existed: bool
+    content: bytes = b""
+    mode: int | None = None
+    created_dirs: tuple[str, ...] = ()  # relative, deepest first, absent at capture
+
+
+@dataclass(frozen=True, slots=True)
+class PatchFile:
+    path: str
+    diff: str
+    added: int
+    removed: int
+    binary: bool
+
+
+def capture(root: Path, key: str, max_bytes: int = DEFAULT_MAX_BYTES) -> PreImage:
+    """The state of `root/key` now; refuses files larger than `max_bytes`."""
+    target = root / key
+    try:
+        info = target.lstat()
+    except FileNotFoundError:
+        return PreImage(key, False, created_dirs=_missing_dirs(root, key))
+    if info.st_size > max_bytes:
+        raise TooLarge(key, info.st_size, max_bytes)
+    return PreImage(key, True, target.read_bytes(), stat.S_IMODE(info.st_mode))
+
+
+def _missing_dirs(root: Path, key: str) -> tuple[str, ...]:
+    missing: list[str] = []
+    parent = Path(key).parent
+    while parent != Path(".") and not (root / parent).exists():
+        missing.append(parent.as_posix())
+        parent = parent.parent
+    return tuple(missing)
+
+
+def restore(root: Path, image: PreImage) -> bool:
+    """Put `image` back; idempotent. True when the file on disk changed."""
+    target = root / image.path
+    if image.existed:
+        return _rewrite(target, image)
+    changed = False
+    if target.is_file() or target.is_symlink():
+        target.unlink()
+        changed = True
+    for rel in image.created_dirs:  # deepest first
+        with_dir = root / rel
+        if with_dir.is_dir() and not any(with_dir.iterdir()):
+            with_dir.rmdir()
+    return changed
+
+
+def _rewrite(target: Path, image: PreImage) -> bool:
+    mode = image.mode if image.mode is not None else 0o644
+    try:
+        same = target.read_bytes() == image.content and stat.S_IMODE(target.stat().st_mode) == mode
+    except OSError:
+        same = False
+    if same:
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink() or target.is_dir():
+        raise IsADirectoryError(f"{target} is no longer a regular file; cannot restore it")
+    tmp = target.with_name(f".{target.name}.codefleet-restore")
+    tmp.write_bytes(image.content)
+    os.chmod(tmp, mode)
+    os.replace(tmp, target)
+    return True
+
+
+def current_state(root: Path, key: str) -> PreImage:
+    target = root / key
+    if not target.is_file():
+        return PreImage(key, False)
+    return PreImage(key, True, target.read_bytes(), stat.S_IMODE(target.stat().st_mode))
+
+
+def make_patch(before: PreImage, after: PreImage) -> PatchFile | None:
+    """A git-style diff from `before` to `after`; None when nothing changed."""
+    if (
+        before.existed == after.existed
+        and before.content == after.content
+        and before.mode == after.mode
+    ):
+        return None
+    key = before.path
+    header = [f"diff --git a/{key} b/{key}"]
+    if not before.existed:
+        header.append(f"new file mode {_git_mode(after.mode)}")
+    elif not after.existed:
+        header.append(f"deleted file mode {_git_mode(before.mode)}")
+    elif before.mode != after.mode:
+        header += [f"old mode {_git_mode(before.mode)}", f"new mode {_git_mode(after.mode)}"]
+    old_text, new_text = _text(before.content), _text(after.content)
+    if old_text is None or new_text is None:
+        body = [f"Binary files a/{key} and b/{key} differ"]
+        return PatchFile(key, "\n".join(header + body) + "\n", 0, 0, True)
+    lines = _hunks(key, before, after, old_text, new_text)
+    added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
+    removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
+    return PatchFile(
+        key,
+        "".join(line if line.endswith("\n") else line + "\n" for line in header + lines),
+        added,
+        removed,
+        False,
+    )
+
+
+def _hunks(key: str, before: PreImage, after: PreImage, old: str, new: str) -> list[str]:
+    if old == new:
+        return []
+    fromfile = f"a/{key}" if before.existed else "/dev/null"
+    tofile = f"b/{key}" if after.existed else "/dev/null"
+    out: list[str] = []
+    for line in difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile, tofile
+    ):
+        if line.endswith("\n"):
+            out.append(line)
+        else:  # the last line of a file without a trailing newline
+            out += [line + "\n", "\\ No newline at end of file\n"]
+    return out
+
+
+def _text(content: bytes) -> str | None:
+    if b"\x00" in content:
+        return None
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _git_mode(mode: int | None) -> str:
+    return "100755" if mode is not None and mode & 0o111 else "100644"

@@ -1,0 +1,82 @@
+"""Pre-image capture, restore and patches, on real files in a temp tree."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from codefleet.rollback import TooLarge, capture, current_state, make_patch, restore
+
+
+def test_restoring_an_absent_file_deletes_it_and_the_directories_the_attempt_made(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "kept").mkdir()
+    image = capture(tmp_path, "kept/new/deeper/file.py")
+    (tmp_path / "kept/new/deeper").mkdir(parents=True)
+    (tmp_path / "kept/new/deeper/file.py").write_text("x = 1\n")
+    assert restore(tmp_path, image) is True
+    assert not (tmp_path / "kept/new").exists()
+    assert (tmp_path / "kept").is_dir()
+
+
+def test_a_binary_file_and_its_mode_survive_a_round_trip(tmp_path: Path) -> None:
+    blob = bytes(range(256)) * 4
+    target = tmp_path / "tool.bin"
+    target.write_bytes(blob)
+    os.chmod(target, 0o751)
+    image = capture(tmp_path, "tool.bin")
+    target.write_bytes(b"overwritten")
+    os.chmod(target, 0o600)
+    restore(tmp_path, image)
+    assert target.read_bytes() == blob
+    assert stat.S_IMODE(target.stat().st_mode) == 0o751
+
+
+def test_restore_is_idempotent(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("one\n")
+    image = capture(tmp_path, "a.txt")
+    (tmp_path / "a.txt").write_text("two\n")
+    assert restore(tmp_path, image) is True
+    assert restore(tmp_path, image) is False
+    assert (tmp_path / "a.txt").read_text() == "one\n"
+
+
+def test_a_file_over_the_size_cap_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "big").write_bytes(b"x" * 2048)
+    with pytest.raises(TooLarge, match="2048 bytes"):
+        capture(tmp_path, "big", max_bytes=1024)
+
+
+def test_an_unchanged_file_has_no_patch(tmp_path: Path) -> None:
+    (tmp_path / "same.txt").write_text("same\n")
+    image = capture(tmp_path, "same.txt")
+    assert make_patch(image, current_state(tmp_path, "same.txt")) is None
+
+
+def test_git_apply_of_the_patches_reproduces_the_change(tmp_path: Path) -> None:
+    before, after = tmp_path / "before", tmp_path / "after"
+    before.mkdir()
+    (before / "edit.txt").write_text("a\nb\nc")  # no trailing newline
+    (before / "gone.txt").write_text("bye\n")
+    (before / "run.sh").write_text("echo hi\n")
+    shutil.copytree(before, after)
+    keys = ["edit.txt", "gone.txt", "run.sh", "new/file.txt"]
+    images = [capture(after, k) for k in keys]
+    (after / "edit.txt").write_text("a\nB\nc\nd\n")
+    (after / "gone.txt").unlink()
+    os.chmod(after / "run.sh", 0o755)
+    (after / "new").mkdir()
+    (after / "new/file.txt").write_text("hello\n")
+    patches = [make_patch(i, current_state(after, i.path)) for i in images]
+    text = "".join(p.diff for p in patches if p)
+    subprocess.run(["git", "apply", "-"], cwd=before, input=text, text=True, check=True)
+    for key in ("edit.txt", "run.sh", "new/file.txt"):
+        assert (before / key).read_bytes() == (after / key).read_bytes()
+    assert not (before / "gone.txt").exists()
+    assert os.access(before / "run.sh", os.X_OK)
