@@ -208,6 +208,8 @@ class Engine(AgentsMixin, GraphMixin):
                 if live is None:
                     log.info("skip stale FailTask of %s: already terminal", task_id)
                     return
+                if task_id in self.index.in_flight:
+                    self._fence_owner(live, now)  # an overdue last attempt is a take-back too
                 self._end_attempt(live, ReleaseReason(_release_for(reason)), now)
                 self._fail(live, kind, reason, now)
             case sched.Assign(task_id, agent_id):
@@ -391,10 +393,15 @@ class Engine(AgentsMixin, GraphMixin):
 
     def _take_back(self, task: LiveTask, kind: ErrorKind, reason: str, now: datetime) -> None:
         """Requeue an in-flight task the server itself takes away from its agent."""
-        if task.agent_id and task.agent_id in self.agents:
-            self.fence(task.agent_id, now)
+        self._fence_owner(task, now)
         self._end_attempt(task, ReleaseReason(_release_for(reason)), now)
         self._requeue(task, kind, reason, now)
+
+    def _fence_owner(self, task: LiveTask, now: datetime) -> None:
+        """Bump the owner's epoch, unless going offline already did (one bump per take-back)."""
+        agent = self.agents.get(task.agent_id or "")
+        if agent is not None and agent.status is not AgentStatus.OFFLINE:
+            self.fence(agent.id, now)
 
     def _requeue(
         self,
@@ -574,7 +581,7 @@ class Engine(AgentsMixin, GraphMixin):
             completed_at=None,
             updated_at=to_iso(now),
         )
-        self.store.emit(EventType.TASK_REQUEUED, task_id=task_id, reason=reason, attempt=0)
+        self.store.emit(EventType.TASK_RETRIED, task_id=task_id, reason=reason, attempt=0)
 
     def fleet_event(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         """The run's bookends (`fleet_started`, `run_finished`): events only."""

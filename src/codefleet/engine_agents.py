@@ -3,7 +3,9 @@
 Fencing: an agent's `epoch` is bumped on every registration and every forced
 take-back (stale, deadline, cancel, re-registration). Every runner call but
 register carries the epoch it was given; a mismatch is `StaleEpoch`, after
-which the runner drops what it was doing and registers again.
+which the runner drops what it was doing and registers again. Until it does,
+a fenced agent is not handed new work: its runner is still busy aborting, and
+the re-registration would take that work straight back.
 
 Leases: acquisition is all-or-nothing over the canonical paths of one
 request, inside one transaction; the decision is whether the primary-key row
@@ -50,9 +52,13 @@ class AgentState:
     last_heartbeat_at: datetime
     idle_since: datetime
     current_task_id: str | None = None
+    fenced: bool = False  # its runner must register again before it is handed new work
 
     def view(self) -> AgentView:
-        return AgentView(self.id, self.name, self.status, self.last_heartbeat_at, self.idle_since)
+        status = (
+            AgentStatus.BUSY if self.fenced and self.status is AgentStatus.IDLE else self.status
+        )
+        return AgentView(self.id, self.name, status, self.last_heartbeat_at, self.idle_since)
 
 
 class AgentsMixin:
@@ -74,6 +80,7 @@ class AgentsMixin:
             self, task: LiveTask, kind: ErrorKind, reason: str, now: datetime
         ) -> None: ...
         def _mirror_lease(self, path: str, agent_id: str, task_id: str) -> None: ...
+        def require_task(self, task_id: str) -> TaskStatus: ...
 
     def _load_agents(self) -> None:
         now = self.clock()
@@ -130,6 +137,7 @@ class AgentsMixin:
                 self._take_back_current(agent, ReleaseReason.AGENT_REREGISTERED, now)
                 agent.epoch += 1
                 agent.status = AgentStatus.IDLE
+                agent.fenced = False
                 agent.last_heartbeat_at = agent.idle_since = now
                 self.store.update_agent(
                     agent.id, status=agent.status, epoch=agent.epoch, workdir=workdir, pid=pid,
@@ -191,6 +199,7 @@ class AgentsMixin:
         """Force-take the agent's work back: its epoch moves on, its calls become stale."""
         agent = self.agents[agent_id]
         agent.epoch += 1
+        agent.fenced = True
         self.store.update_agent(agent_id, epoch=agent.epoch, updated_at=to_iso(now))
 
     def free_agent(self, agent: AgentState, now: datetime) -> None:
@@ -332,6 +341,7 @@ class AgentsMixin:
     def record_change(self, agent_id: str, epoch: int, task_id: str, path: str, tool: str) -> None:
         """Ledger row from PostToolUse; never vetoes, never read by the scheduler."""
         self.check_epoch(agent_id, epoch)
+        self.require_task(task_id)
         try:
             key = self.tree.canonical(path)
         except PathRejected:
