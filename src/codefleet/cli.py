@@ -65,6 +65,13 @@ def serve(
     max_attempts: Annotated[
         int | None, typer.Option(help="Default attempts per task [CODEFLEET_MAX_ATTEMPTS].")
     ] = None,
+    keep_failed_edits: Annotated[
+        bool | None,
+        typer.Option(
+            "--keep-failed-edits/--rollback-failed-edits",
+            help="Leave a failed attempt's edits in the tree instead of restoring the files [CODEFLEET_KEEP_FAILED_EDITS].",
+        ),
+    ] = None,
     allow_reset: Annotated[
         bool | None,
         typer.Option(
@@ -82,7 +89,7 @@ def serve(
         host=host, port=port, db=db, workdir=workdir, run_dir=run_dir, task_timeout=task_timeout,
         stale_after=stale_after, heartbeat_interval=heartbeat_interval,
         poll_interval=poll_interval, tick_interval=tick_interval, max_attempts=max_attempts,
-        allow_reset=allow_reset, token=token,
+        allow_reset=allow_reset, token=token, keep_failed_edits=keep_failed_edits,
     )  # fmt: skip
     if settings.host not in LOOPBACK and not settings.token:
         raise fail(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -200,6 +201,9 @@ def demo(
 def tasks(
     task_id: Annotated[str | None, typer.Argument(help="Show one task in full.")] = None,
     status: Annotated[str | None, typer.Option(help="Only tasks with this status.")] = None,
+    patch: Annotated[
+        bool, typer.Option("--patch", help="With ID: print the task's recorded change as a diff.")
+    ] = False,
     server: ServerOpt = None,
     token: TokenOpt = None,
     json_out: JsonOpt = False,
@@ -208,6 +212,13 @@ def tasks(
     from codefleet.report import task_table
 
     settings = settings_from(server_url=server, token=token)
+    if task_id and patch:
+        found = call_server(settings, lambda c: c.patch(task_id))
+        if json_out:
+            print_json(found)
+        else:
+            sys.stdout.write("".join(f["diff"] for f in found["files"]))
+        return
     if task_id:
         data = call_server(settings, lambda c: c.task(task_id))
         if json_out:

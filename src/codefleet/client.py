@@ -176,6 +176,13 @@ class FleetClient:
         result: dict[str, Any] = await self._json("GET", f"/tasks/{task_id}")
         return result
 
+    async def patch(self, task_id: str) -> dict[str, Any]:
+        """The task's recorded change: `files` (path, diff, added, removed, binary) and totals."""
+        result: dict[str, Any] = await self._json(
+            "GET", f"/tasks/{task_id}/patch", params={"format": "json"}
+        )
+        return result
+
     async def cancel(self, task_id: str) -> dict[str, Any]:
         result: dict[str, Any] = await self._json("POST", f"/tasks/{task_id}/cancel")
         return result

@@ -39,6 +39,8 @@ class Settings(BaseSettings):
     backoff_base: float = Field(default=2.0, ge=0)
     backoff_cap: float = Field(default=30.0, ge=0)
     run_dir: Path = Path("runs")
+    keep_failed_edits: bool = False
+    preimage_max_bytes: int = Field(default=10 * 1024 * 1024, ge=0)
     allow_reset: bool = False
     token: str | None = None
 

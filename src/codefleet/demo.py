@@ -106,9 +106,9 @@ def demo_executor(mode: str, examples: Path) -> Executor:
 
     limits = Settings()  # model, turn and budget limits from CODEFLEET_* / .env
     if mode == "offline":
-        from codefleet.offline import offline_executor
+        from codefleet.offline import model_file_executor
 
-        return offline_executor(
+        return model_file_executor(
             examples / "demo-model.yaml",
             max_turns=limits.max_turns,
             max_budget_usd=limits.task_budget_usd,

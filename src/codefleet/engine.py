@@ -27,6 +27,7 @@ from typing import Any
 
 from codefleet import scheduler as sched
 from codefleet.engine_agents import AgentsMixin, AgentState
+from codefleet.engine_files import FilesMixin
 from codefleet.engine_graph import GraphMixin
 from codefleet.errors import InvalidState, NotFound, NotOwner
 from codefleet.index import LiveIndex, LiveTask
@@ -60,6 +61,8 @@ class EngineConfig:
     poll_interval: float = 1.0
     tick_interval: float = 0.5
     max_attempts: int = 3
+    rollback: bool = True
+    preimage_max_bytes: int = 10 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +82,7 @@ class Report:
     session_id: str | None = None
 
 
-class Engine(AgentsMixin, GraphMixin):
+class Engine(AgentsMixin, GraphMixin, FilesMixin):
     def __init__(
         self,
         store: Store,
@@ -91,6 +94,9 @@ class Engine(AgentsMixin, GraphMixin):
         self.tree = tree
         self.config = config or EngineConfig()
         self.clock = clock
+        self.rollback = self.config.rollback
+        self.preimage_max_bytes = self.config.preimage_max_bytes
+        self.store.on_rollback = self.load
         self.index = LiveIndex()
         self.agents: dict[str, AgentState] = {}
         self.agent_ids: dict[str, str] = {}
@@ -312,7 +318,7 @@ class Engine(AgentsMixin, GraphMixin):
         now = self.clock()
         with self.store.transaction():
             self._record_usage(task, agent_id, report)
-            self._end_attempt(task, ReleaseReason.TASK_ENDED, now)
+            self._end_attempt(task, ReleaseReason.TASK_ENDED, now, succeeded=report.ok)
             if report.ok:
                 self._succeed(task, report, now)
             else:
@@ -484,17 +490,22 @@ class Engine(AgentsMixin, GraphMixin):
             self.store.emit(EventType.TASK_BLOCKED_UPSTREAM, task_id=child.id, upstream=root_id)
             queue.extend(self.index.children.get(child.id, ()))
 
-    def _end_attempt(self, task: LiveTask, reason: ReleaseReason, now: datetime) -> None:
-        """Release the attempt's leases and free its agent, in the caller's transaction."""
-        self.release(task.id, reason)
+    def _end_attempt(
+        self, task: LiveTask, reason: ReleaseReason, now: datetime, succeeded: bool = False
+    ) -> None:
+        """Settle files, release the attempt's leases, free its agent: the caller's transaction."""
+        self.release(task.id, reason, succeeded)
         agent = self.agents.get(task.agent_id or "")
         if agent and agent.current_task_id == task.id:
             self.free_agent(agent, now)
 
-    def release(self, task_id: str, reason: ReleaseReason) -> None:
-        paths = self.task_leases.pop(task_id, set())
+    def release(self, task_id: str, reason: ReleaseReason, succeeded: bool = False) -> None:
+        """Restore-before-release (see `engine_files`), then drop every lease of the task."""
+        paths = self.task_leases.get(task_id)
         if not paths:
             return
+        self.settle_files(task_id, succeeded)
+        self.task_leases.pop(task_id)
         self.store.delete_leases_of_task(task_id)
         for path in sorted(paths):
             agent_id, _ = self.leases.pop(path)

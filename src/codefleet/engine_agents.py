@@ -75,7 +75,8 @@ class AgentsMixin:
     if TYPE_CHECKING:
 
         def kick(self) -> None: ...
-        def release(self, task_id: str, reason: ReleaseReason) -> None: ...
+        def release(self, task_id: str, reason: ReleaseReason, succeeded: bool = False) -> None: ...
+        def capture_preimages(self, task_id: str, keys: list[str]) -> list[dict[str, Any]]: ...
         def _take_back(
             self, task: LiveTask, kind: ErrorKind, reason: str, now: datetime
         ) -> None: ...
@@ -285,6 +286,11 @@ class AgentsMixin:
         with self.store.transaction():
             if held:
                 return self._deny_held(agent, task_id, held, tool)
+            fresh = [key for key in keys if key not in self.leases]
+            refused = self.capture_preimages(task_id, fresh)
+            if refused:
+                return _deny([_denial(d["path"], d["reason"], d["message"]) for d in refused],
+                             "; ".join(d["message"] for d in refused))  # fmt: skip
             granted = []
             at = to_iso(self.clock())
             for key in keys:

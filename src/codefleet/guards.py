@@ -1,8 +1,10 @@
 """ASGI guards in front of every route: the bearer token and the body-size limit.
 
-`TokenAuth`: when the server has a token, every request but `GET /health`
-must carry `Authorization: Bearer <token>` (compared in constant time), or it
-is refused with 401 in the error envelope.
+`TokenAuth`: when the server has a token, every request must carry
+`Authorization: Bearer <token>` (compared in constant time), or it is refused
+with 401 in the error envelope. Exempt: `/health`, and a GET or HEAD of the web
+dashboard's static shell (`/` and `/web/<file>`: HTML, CSS, JS, no data; every
+read the page makes sends the token).
 
 `BodyLimit`: bodies above `MAX_BODY_BYTES` are refused with 413, checked from
 `Content-Length` before the body is read and counted while reading chunked
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
+from typing import Final
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -20,6 +24,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from codefleet.wire import MAX_BODY_BYTES
 
 __all__ = ["BodyLimit", "TokenAuth"]
+
+# The web dashboard's static files: a flat directory, so no slash or `..` can follow `web/`.
+PUBLIC_SHELL: Final = re.compile(r"/(?:web/[A-Za-z0-9_-]+\.[a-z]{1,4})?")
 
 
 class _TooLarge(HTTPException):
@@ -46,7 +53,7 @@ class TokenAuth:
         self.expected = f"Bearer {token}".encode() if token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.expected is None or scope["type"] != "http" or scope.get("path") == "/health":
+        if self.expected is None or scope["type"] != "http" or _public(scope):
             await self.app(scope, receive, send)
             return
         given = dict(scope.get("headers") or []).get(b"authorization", b"")
@@ -55,6 +62,13 @@ class TokenAuth:
             await _send_json(send, 401, body)
             return
         await self.app(scope, receive, send)
+
+
+def _public(scope: Scope) -> bool:
+    path = str(scope.get("path", ""))
+    if path == "/health":
+        return True
+    return scope.get("method") in ("GET", "HEAD") and PUBLIC_SHELL.fullmatch(path) is not None
 
 
 class BodyLimit:

@@ -101,6 +101,7 @@ class EventType(StrEnum):
     LEASE_DENIED = "lease_denied"
     LEASE_RELEASED = "lease_released"
     FILE_CHANGED = "file_changed"
+    FILE_RESTORED = "file_restored"
     AGENT_REGISTERED = "agent_registered"
     AGENT_ONLINE = "agent_online"
     AGENT_OFFLINE = "agent_offline"
@@ -116,6 +117,7 @@ class DenyReason(StrEnum):
     OUTSIDE_WORKDIR = "outside_workdir"
     PROTECTED_PATH = "protected_path"
     INVALID_PATH = "invalid_path"
+    TOO_LARGE = "too_large"
     NOT_OWNER = "not_owner"
 
 

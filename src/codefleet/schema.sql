@@ -86,3 +86,28 @@ CREATE TABLE IF NOT EXISTS events (
     payload  TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS events_by_type ON events(type);
+
+-- The state of each path when it was first granted to the current attempt of
+-- a task; restored if the attempt fails, turned into a patch if it succeeds,
+-- deleted in the same transaction that releases the lease.
+CREATE TABLE IF NOT EXISTS preimages (
+    task_id      TEXT NOT NULL,
+    path         TEXT NOT NULL,
+    existed      INTEGER NOT NULL,
+    content      BLOB,
+    mode         INTEGER,
+    created_dirs TEXT NOT NULL DEFAULT '[]',
+    captured_at  TEXT NOT NULL,
+    PRIMARY KEY (task_id, path)
+);
+
+-- Each succeeded task's change, per file, as a git-style unified diff.
+CREATE TABLE IF NOT EXISTS patches (
+    task_id  TEXT NOT NULL,
+    path     TEXT NOT NULL,
+    diff     TEXT NOT NULL,
+    added    INTEGER NOT NULL,
+    removed  INTEGER NOT NULL,
+    binary   INTEGER NOT NULL,
+    PRIMARY KEY (task_id, path)
+);

@@ -34,6 +34,7 @@ from codefleet.paths import TreeRoot
 from codefleet.server_reads import Reads
 from codefleet.sse import EventHub
 from codefleet.store import Store
+from codefleet.web_routes import install_web
 from codefleet.wire import (
     AcquireBody,
     ChangeBody,
@@ -71,6 +72,8 @@ def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
         poll_interval=settings.poll_interval,
         tick_interval=settings.tick_interval,
         max_attempts=settings.max_attempts,
+        rollback=not settings.keep_failed_edits,
+        preimage_max_bytes=settings.preimage_max_bytes,
     )
     return Engine(store, tree, config)
 
@@ -104,6 +107,7 @@ def create_app(settings: Settings) -> FastAPI:
     _operator_routes(app, engine, reads, settings)
     _fleet_routes(app, engine, reads, settings)
     _event_routes(app, engine, hub)
+    install_web(app)
     return app
 
 
@@ -208,6 +212,16 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
     @app.get("/tasks/{task_id}")
     async def task(task_id: str) -> JSONResponse:
         return _json(reads.task(task_id))
+
+    @app.get("/tasks/{task_id}/patch", response_model=None)
+    async def patch(
+        task_id: str, format: Annotated[str, Query(pattern="^(text|json)$")] = "text"
+    ) -> Response:
+        found = reads.patch(task_id)
+        if format == "json":
+            return _json(found)
+        text = "".join(f["diff"] for f in found["files"])
+        return Response(text, media_type="text/x-diff")
 
     @app.post("/tasks/{task_id}/cancel")
     async def cancel(task_id: str) -> JSONResponse:

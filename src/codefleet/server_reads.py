@@ -55,7 +55,24 @@ class Reads:
         task["dependents"] = list(self.engine.index.children.get(task_id, ()))
         task["file_changes"] = store.changes_of_task(task_id)
         task["leases"] = store.leases_of_task(task_id)
+        files = store.patches_of_task(task_id)
+        task["patch"] = {
+            "files": len(files),
+            "added": sum(f["added"] for f in files),
+            "removed": sum(f["removed"] for f in files),
+        }
         return task
+
+    def patch(self, task_id: str) -> Row:
+        """The task's recorded change: per-file git-style diffs with stats."""
+        self.engine.require_task(task_id)
+        files = self.engine.store.patches_of_task(task_id)
+        return {
+            "task_id": task_id,
+            "files": files,
+            "added": sum(f["added"] for f in files),
+            "removed": sum(f["removed"] for f in files),
+        }
 
     def agents(self) -> list[Row]:
         now = utcnow()

@@ -6,6 +6,9 @@ with a busy timeout. Every write runs inside `transaction()`, a re-entrant
 events emitted inside it are handed to the `on_commit` listener only after
 COMMIT succeeds, so a subscriber never sees an event that was rolled back.
 
+A rolled-back transaction calls `on_rollback`, so a caller that mirrors rows
+in memory (the engine's live index) can re-read them instead of drifting.
+
 Invariants held by the schema, not by code: one lease row per path (primary
 key), no self-dependency, event ids strictly increasing. Statements are named
 module constants so a grep finds every query.
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from codefleet.models import EventType, to_iso, utcnow
+from codefleet.rollback import PatchFile, PreImage
 
 __all__ = ["Row", "Store"]
 
@@ -121,7 +125,17 @@ SELECT_EVENTS: Final = "SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?"
 SELECT_EVENTS_OF_TYPE: Final = "SELECT * FROM events WHERE id > ? AND type = ? ORDER BY id LIMIT ?"
 SELECT_LAST_EVENT_ID: Final = "SELECT COALESCE(MAX(id), 0) FROM events"
 
+INSERT_PREIMAGE: Final = """INSERT OR IGNORE INTO preimages (task_id, path, existed, content,
+    mode, created_dirs, captured_at) VALUES (?, ?, ?, ?, ?, ?, ?)"""
+SELECT_PREIMAGES_OF_TASK: Final = "SELECT * FROM preimages WHERE task_id = ? ORDER BY path"
+DELETE_PREIMAGES_OF_TASK: Final = "DELETE FROM preimages WHERE task_id = ?"
+INSERT_PATCH: Final = """INSERT OR REPLACE INTO patches (task_id, path, diff, added, removed, binary)
+    VALUES (?, ?, ?, ?, ?, ?)"""
+SELECT_PATCHES_OF_TASK: Final = "SELECT * FROM patches WHERE task_id = ? ORDER BY path"
+
 RESET_TABLES: Final = (
+    "patches",
+    "preimages",
     "file_changes",
     "file_leases",
     "task_dependencies",
@@ -146,7 +160,12 @@ def _decode_task(row: sqlite3.Row) -> Row:
 class Store:
     """A SQLite database file with CodeFleet's schema."""
 
-    def __init__(self, path: Path | str, on_commit: Callable[[list[Row]], None] | None = None):
+    def __init__(
+        self,
+        path: Path | str,
+        on_commit: Callable[[list[Row]], None] | None = None,
+        on_rollback: Callable[[], None] | None = None,
+    ):
         self.path = Path(path)
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.row_factory = sqlite3.Row
@@ -158,6 +177,7 @@ class Store:
         self._depth = 0
         self._pending: list[Row] = []
         self.on_commit = on_commit
+        self.on_rollback = on_rollback
 
     def close(self) -> None:
         self._db.close()
@@ -179,6 +199,9 @@ class Store:
         except BaseException:
             self._db.execute("ROLLBACK")
             self._pending.clear()
+            self._depth = 0
+            if self.on_rollback:
+                self.on_rollback()  # whoever mirrors the tables in memory must re-read them
             raise
         else:
             self._db.execute("COMMIT")
@@ -349,6 +372,44 @@ class Store:
 
     def changes_of_task(self, task_id: str) -> list[Row]:
         return [dict(r) for r in self._db.execute(SELECT_CHANGES_OF_TASK, (task_id,))]
+
+    # -- pre-images and patches ---------------------------------------------------------
+
+    def insert_preimage(self, task_id: str, image: PreImage, at: str) -> None:
+        """First capture wins: a re-grant within the attempt never overwrites it."""
+        dirs = json.dumps(list(image.created_dirs))
+        content = image.content if image.existed else None
+        self._write(
+            INSERT_PREIMAGE,
+            (task_id, image.path, int(image.existed), content, image.mode, dirs, at),
+        )
+
+    def preimages_of_task(self, task_id: str) -> list[PreImage]:
+        return [
+            PreImage(
+                path=r["path"],
+                existed=bool(r["existed"]),
+                content=bytes(r["content"] or b""),
+                mode=r["mode"],
+                created_dirs=tuple(json.loads(r["created_dirs"])),
+            )
+            for r in self._db.execute(SELECT_PREIMAGES_OF_TASK, (task_id,))
+        ]
+
+    def delete_preimages_of_task(self, task_id: str) -> None:
+        self._write(DELETE_PREIMAGES_OF_TASK, (task_id,))
+
+    def insert_patch(self, task_id: str, patch: PatchFile) -> None:
+        self._write(
+            INSERT_PATCH,
+            (task_id, patch.path, patch.diff, patch.added, patch.removed, int(patch.binary)),
+        )
+
+    def patches_of_task(self, task_id: str) -> list[Row]:
+        rows = [dict(r) for r in self._db.execute(SELECT_PATCHES_OF_TASK, (task_id,))]
+        for row in rows:
+            row["binary"] = bool(row["binary"])
+        return rows
 
     def reset(self) -> None:
         for table in RESET_TABLES:

@@ -156,6 +156,7 @@ async def test_cancelling_a_running_task_stops_its_runner_and_blocks_dependents(
         agent = (await client.agents())[0]
         leases = await client.leases()
     assert rows["slow"]["status"] == "cancelled"
+    assert not (workdir / "half.txt").exists()  # the cancelled attempt's write was rolled back
     assert rows["after"]["status"] == "blocked_upstream"
     assert agent["epoch"] >= 2  # fenced by the cancel, then registered again
     assert leases == []
@@ -166,8 +167,9 @@ async def test_a_zombie_runner_is_fenced_and_its_late_write_never_lands(
 ) -> None:
     server = make_server(**FAST)
     zombie_script = parse_script(
-        {"job": [{"sleep": 1.5}, {"write": {"path": "zombie.txt", "content": "late"}}]}
-    )
+        {"job": [{"edit": {"path": "a.py", "old": "A = 1", "new": "A = 666"}}, {"sleep": 1.5},
+                 {"write": {"path": "zombie.txt", "content": "late"}}]}
+    )  # fmt: skip
     async with FleetClient(server.url) as client:
         await client.create_tasks([{"id": "job", "title": "j"}])
         zombie = Runner(
@@ -194,6 +196,7 @@ async def test_a_zombie_runner_is_fenced_and_its_late_write_never_lands(
     assert [e["task_id"] for e in succeeded] == ["job"]
     assert (workdir / "healthy.txt").exists()
     assert not (workdir / "zombie.txt").exists()  # the fenced runner's write was refused
+    assert (workdir / "a.py").read_text() == "A = 1\n"  # its early edit was rolled back
 
 
 async def _register_and_run(runner: Runner, stop: asyncio.Event) -> None:
@@ -275,7 +278,7 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
     script = {
         "hold": [{"edit": {"path": "a.py", "old": "A = 1", "new": "A = 2"}}, {"wait_denied": "a.py", "attempt": 1}],
         "grab": [{"wait_leased": "a.py", "attempt": 1}, {"append": {"path": "a.py", "text": "G = 1\n"}}],
-        "doomed": [{"fail": "scripted failure"}],
+        "doomed": [{"write": {"path": "doomed.txt", "content": "half"}}, {"fail": "scripted failure"}],
     }  # fmt: skip
     async with FleetClient(server.url) as client:
         ghost = await client.register("ghost", str(workdir), None)
