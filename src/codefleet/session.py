@@ -1,0 +1,498 @@
+"""The SDK executor: one attempt = one real Claude Code session (DESIGN §7).
+
+The only module that imports `claude_agent_sdk`. Each attempt runs the CLI the
+SDK bundles with `dontAsk`, the read/write file tools and nothing else (no
+Bash, no subagents), no filesystem settings, strict MCP config, cwd = the
+shared tree, and the model, turn and budget limits from settings.
+
+The PreToolUse hook (matcher `Write|Edit|MultiEdit|NotebookEdit`,
+`on_failure="block"`) calls the attempt's `WriteGate` and answers `{}` (no
+objection: never `permissionDecision: "allow"`, which would override
+`dontAsk`) or `deny(reason)`. Anything unexpected in the hook is a denial; a
+raised exception, `None`, a malformed answer or a timeout is blocked by the
+CLI itself because of `on_failure="block"`. PostToolUse records the ledger
+row in the background (bounded, never vetoes). The hook times itself (entry
+to decision) so the coordination overhead can be reported.
+
+Failures, mapped in `session_outcome` (whose docstring has the full order):
+a vetoed write -> VETO; budget or turn stop -> BUDGET; an API error result ->
+INFRA (429 -> RATE_LIMITED); a CLI that cannot start or whose pipe breaks
+(`CLIConnectionError`, incl. not found) or that dies without a result frame
+(`ProcessError`, JSON garbage) -> INFRA, since the environment failed, not the
+agent; a result with `is_error` otherwise -> AGENT_ERROR. A `ResultError`
+raised after the `ResultMessage` was yielded is expected: the result decides.
+
+Cancellation (the runner's wall clock, or fencing) kills the CLI process with
+SIGKILL before the SDK closes the transport, so nothing outlives the attempt.
+The SDK does not expose the child, so we build its `SubprocessCLITransport`
+ourselves and read its `_process` (pinned SDK 0.2.189; a CLI test pins it).
+
+Every attempt leaves `run_dir/sessions/<task>-attempt<n>.json`: the CLI's
+`init` frame (tools, model, permission mode, cwd, MCP servers: the proof the
+session was hermetic), the outcome, and the hook timings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any, Final, Literal
+
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKError,
+    CLIConnectionError,
+    HookCallback,
+    HookContext,
+    HookInput,
+    HookJSONOutput,
+    HookMatcher,
+    ResultMessage,
+    SystemMessage,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+    query,
+)
+from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+
+from codefleet.executor import Attempt, Outcome
+from codefleet.models import WRITE_TOOLS, ErrorKind, to_iso, utcnow
+from codefleet.prewrite import WriteGate, extract_paths
+from codefleet.session_outcome import (
+    Crash,
+    HookRecord,
+    SessionResult,
+    session_outcome,
+    timing_summary,
+)
+from codefleet.session_prompt import build_prompt
+
+__all__ = [
+    "SESSION_TOOLS",
+    "WRITE_MATCHER",
+    "MissingCredentials",
+    "SessionExecutor",
+    "credentials_problem",
+    "deny",
+    "make_post_tool_use",
+    "make_pre_tool_use",
+]
+
+log = logging.getLogger(__name__)
+
+SESSION_TOOLS: Final = ("Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Glob", "Grep")
+WRITE_MATCHER: Final = "Write|Edit|MultiEdit|NotebookEdit"
+HOOK_TIMEOUT_S: Final = 8.0  # the CLI blocks the write if the hook takes longer
+CHECK_MARGIN_S: Final = 1.0  # our own check gives up first, with a readable reason
+RECORD_TIMEOUT_S: Final = 2.0
+MAX_BUFFER_SIZE: Final = 16 * 1024 * 1024  # one stream-json line can carry a whole file
+REAP_WAIT_S: Final = 5.0
+# How CLI 2.1.332 words a tool_result for a write it blocked because the hook failed or was
+# too slow (with on_failure="block"); a timeout is NOT listed in `permission_denials`.
+CLI_HOOK_BLOCK_PREFIX: Final = "PreToolUse"
+CREDENTIAL_VARS: Final = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+)
+UNCHECKED = (
+    "The write could not be checked against the other agents' leases, so it was refused. "
+    "Do not retry it. Stop now and report that the write was refused."
+)
+
+EnvFor = Callable[[Attempt], Mapping[str, str]]
+MarkerFor = Callable[[Attempt], str | None]
+
+
+class MissingCredentials(NotImplementedError):
+    """Live sessions need a key or a login (a NotImplementedError so `demo` prints it)."""
+
+
+def credentials_problem() -> str | None:
+    """Why live sessions cannot authenticate, or None when a key or login is present."""
+    if any(os.environ.get(name) for name in CREDENTIAL_VARS):
+        return None
+    if (Path.home() / ".claude" / ".credentials.json").is_file():
+        return None
+    return (
+        "real Claude sessions need ANTHROPIC_API_KEY (or a `claude` login). Without one, use "
+        "--offline (the real Claude Code CLI against the built-in scripted model) or "
+        "--dry-run (scripted agents, no CLI)."
+    )
+
+
+def deny(reason: str) -> HookJSONOutput:
+    """THE PreToolUse denial (DESIGN §7); every refusal the hook makes goes through here."""
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    }
+
+
+@dataclass
+class AttemptLog:
+    """What one attempt's hooks and message drain collect; read after the session."""
+
+    gate: WriteGate
+    check_timeout: float
+    hook_ms: list[float] = field(default_factory=list)
+    refusals: list[dict[str, Any]] = field(default_factory=list)
+    pending: set[asyncio.Task[None]] = field(default_factory=set)
+    init: dict[str, Any] | None = None
+    write_calls: dict[str, str] = field(default_factory=dict)  # tool_use_id -> tool name
+    transport: SubprocessCLITransport | None = None
+    cli_pid: int | None = None
+
+    def hook_record(self) -> HookRecord:
+        return HookRecord(
+            blocked_on=self.gate.blocked_on,
+            refusals=tuple(str(r["reason"]) for r in self.refusals),
+            written=tuple(self.gate.written),
+        )
+
+
+# -- the hooks ----------------------------------------------------------------------
+
+
+def make_pre_tool_use(attempt_log: AttemptLog) -> HookCallback:
+    """The PreToolUse callback: ask the gate, answer `{}` or `deny(...)`, time itself."""
+
+    async def pre_tool_use(
+        input_data: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        started = time.perf_counter()
+        try:
+            answer = await _decide(attempt_log, dict(input_data))
+        except Exception:  # the hook fails closed: anything unexpected is a denial
+            log.exception("PreToolUse hook failed; denying the write")
+            answer = _refuse(attempt_log, "?", [], UNCHECKED)
+        attempt_log.hook_ms.append((time.perf_counter() - started) * 1000.0)
+        return answer
+
+    return pre_tool_use
+
+
+async def _decide(attempt_log: AttemptLog, data: dict[str, Any]) -> HookJSONOutput:
+    tool, tool_input = str(data.get("tool_name") or ""), data.get("tool_input")
+    blocked_on = attempt_log.gate.blocked_on
+    if tool not in WRITE_TOOLS:  # the matcher only sends write tools; anything else is suspect
+        return _refuse(attempt_log, tool, [], f"{tool or 'A tool'} is not a write tool; refused.")
+    if blocked_on is not None:  # after a veto the attempt is over: enforce the stop
+        return _refuse(attempt_log, tool, extract_paths(tool_input), _after_veto(blocked_on))
+    try:
+        verdict = await asyncio.wait_for(
+            attempt_log.gate.check(tool, tool_input), attempt_log.check_timeout
+        )
+    except TimeoutError:
+        return _refuse(attempt_log, tool, extract_paths(tool_input), UNCHECKED)
+    if verdict.allowed:
+        return {}
+    return _refuse(attempt_log, tool, list(verdict.paths), verdict.reason)
+
+
+def _after_veto(path: str) -> str:
+    return (
+        f"You were already refused {path}, so this attempt is over and every further write is "
+        f"refused. Stop now and report that you are blocked on {path}."
+    )
+
+
+def _refuse(attempt_log: AttemptLog, tool: str, paths: list[str], reason: str) -> HookJSONOutput:
+    attempt_log.refusals.append({"tool": tool, "paths": paths, "reason": reason, "by": "hook"})
+    return deny(reason)
+
+
+def make_post_tool_use(attempt_log: AttemptLog) -> HookCallback:
+    """The PostToolUse callback: record the ledger row in the background; never vetoes."""
+
+    async def post_tool_use(
+        input_data: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        data = dict(input_data)
+        tool = str(data.get("tool_name") or "")
+        for path in extract_paths(data.get("tool_input")):
+            task = asyncio.create_task(_record(attempt_log.gate, path, tool))
+            attempt_log.pending.add(task)
+            task.add_done_callback(attempt_log.pending.discard)
+        return {}
+
+    return post_tool_use
+
+
+async def _record(gate: WriteGate, path: str, tool: str) -> None:
+    with contextlib.suppress(TimeoutError):  # the ledger is a record, not a gate
+        await asyncio.wait_for(gate.record(path, tool), RECORD_TIMEOUT_S)
+
+
+# -- the executor -------------------------------------------------------------------
+
+
+class SessionExecutor:
+    """Runs each attempt as a real Claude Code session; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        max_turns: int = 40,
+        max_budget_usd: float = 0.50,
+        env: EnvFor | None = None,
+        prompt_marker: MarkerFor | None = None,
+        hook_timeout: float = HOOK_TIMEOUT_S,
+    ) -> None:
+        self.model = model
+        self.max_turns = max_turns
+        self.max_budget_usd = max_budget_usd
+        self.env = env
+        self.prompt_marker = prompt_marker
+        self.hook_timeout = hook_timeout
+        self.hook_timings_ms: list[float] = []  # every hook call of every attempt, for reports
+
+    async def run(self, attempt: Attempt) -> Outcome:
+        attempt_log = AttemptLog(attempt.gate, max(0.5, self.hook_timeout - CHECK_MARGIN_S))
+        started = utcnow()
+        outcome: Outcome | None = None
+        result: SessionResult | None = None
+        try:
+            with _StderrFile(_stderr_path(attempt), attempt) as stderr:
+                options = self.options(attempt, attempt_log, stderr.write)
+                result, crash = await _reaping(self._prompt(attempt), options, attempt_log)
+            await _settle(attempt_log.pending)
+            outcome = session_outcome(result, crash, attempt_log.hook_record())
+            return outcome
+        finally:
+            self.hook_timings_ms.extend(attempt_log.hook_ms)
+            _save_record(attempt, attempt_log, result, outcome, started)
+
+    def options(
+        self, attempt: Attempt, attempt_log: AttemptLog, stderr: Callable[[str], None]
+    ) -> ClaudeAgentOptions:
+        """The session options of DESIGN §7 for this attempt."""
+        return ClaudeAgentOptions(
+            tools=list(SESSION_TOOLS),
+            allowed_tools=list(SESSION_TOOLS),
+            permission_mode="dontAsk",
+            setting_sources=[],
+            strict_mcp_config=True,
+            cwd=str(attempt.workdir),
+            model=self.model,
+            max_turns=self.max_turns,
+            max_budget_usd=self.max_budget_usd,
+            max_buffer_size=MAX_BUFFER_SIZE,
+            stderr=stderr,
+            env=dict(self.env(attempt)) if self.env else {},
+            hooks=self.hooks(attempt_log),
+            system_prompt={"type": "preset", "preset": "claude_code"},
+        )
+
+    def hooks(self, attempt_log: AttemptLog) -> dict[Any, list[HookMatcher]]:
+        pre = HookMatcher(
+            matcher=WRITE_MATCHER,
+            hooks=[make_pre_tool_use(attempt_log)],
+            timeout=self.hook_timeout,
+            on_failure="block",
+        )
+        post = HookMatcher(
+            matcher=WRITE_MATCHER,
+            hooks=[make_post_tool_use(attempt_log)],
+            timeout=RECORD_TIMEOUT_S * 2,
+        )
+        return {"PreToolUse": [pre], "PostToolUse": [post]}
+
+    def _prompt(self, attempt: Attempt) -> str:
+        marker = self.prompt_marker(attempt) if self.prompt_marker else None
+        return build_prompt(attempt.task, marker)
+
+
+# -- running and reaping the CLI ------------------------------------------------------
+
+
+async def _reaping(
+    prompt: str, options: ClaudeAgentOptions, attempt_log: AttemptLog
+) -> tuple[SessionResult | None, Crash | None]:
+    """Drain the session; if we are cancelled, SIGKILL the CLI first, then let the SDK close."""
+    drain = asyncio.create_task(_drain(prompt, options, attempt_log))
+    try:
+        return await asyncio.shield(drain)
+    except asyncio.CancelledError:
+        _kill_cli(attempt_log)
+        drain.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await asyncio.wait_for(drain, REAP_WAIT_S)
+        raise
+
+
+async def _drain(
+    prompt: str, options: ClaudeAgentOptions, attempt_log: AttemptLog
+) -> tuple[SessionResult | None, Crash | None]:
+    """Keep the init frame and the result; an error result is yielded, then raised."""
+    transport = SubprocessCLITransport(prompt=prompt, options=options)
+    attempt_log.transport = transport
+    result: ResultMessage | None = None
+    try:
+        async for message in query(prompt=prompt, options=options, transport=transport):
+            attempt_log.cli_pid = attempt_log.cli_pid or _cli_pid(transport)
+            if isinstance(message, SystemMessage) and message.subtype == "init":
+                attempt_log.init = dict(message.data)
+            elif isinstance(message, ResultMessage):
+                result = message
+            else:
+                _watch_writes(message, attempt_log)
+    except ClaudeSDKError as err:  # ResultError after a yielded result, or a CLI failure
+        if result is None:
+            return None, classify_crash(err)
+        log.debug("session raised after its result: %r", err)
+    return (_session_result(result) if result else None), None
+
+
+def _watch_writes(message: Any, attempt_log: AttemptLog) -> None:
+    """Note write calls, and the ones the CLI itself blocked because the hook failed."""
+    if isinstance(message, AssistantMessage):
+        for block in message.content:
+            if isinstance(block, ToolUseBlock) and block.name in WRITE_TOOLS:
+                attempt_log.write_calls[block.id] = block.name
+    elif isinstance(message, UserMessage) and isinstance(message.content, list):
+        for block in message.content:
+            if isinstance(block, ToolResultBlock) and block.is_error:
+                tool = attempt_log.write_calls.get(block.tool_use_id)
+                text = _result_text(block.content)
+                if tool and text.startswith(CLI_HOOK_BLOCK_PREFIX):
+                    attempt_log.refusals.append(
+                        {"tool": tool, "paths": [], "reason": text, "by": "cli"}
+                    )
+
+
+def _result_text(content: str | list[dict[str, Any]] | None) -> str:
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return content or ""
+
+
+def classify_crash(err: BaseException) -> Crash:
+    """A session failure without a result frame: the environment's fault -> INFRA."""
+    what = (
+        "could not start or talk to the Claude Code CLI"
+        if isinstance(err, CLIConnectionError)
+        else "the Claude Code CLI failed"
+    )
+    return Crash(ErrorKind.INFRA, f"{what}: {type(err).__name__}: {err}"[:2000])
+
+
+def _session_result(message: ResultMessage) -> SessionResult:
+    return SessionResult(
+        subtype=message.subtype,
+        is_error=message.is_error,
+        text=message.result,
+        session_id=message.session_id,
+        total_cost_usd=message.total_cost_usd,
+        model_usage={k: dict(v) for k, v in (message.model_usage or {}).items()},
+        api_error_status=message.api_error_status,
+        terminal_reason=message.terminal_reason,
+        errors=tuple(message.errors or ()),
+        permission_denials=len(message.permission_denials or ()),
+    )
+
+
+def _cli_pid(transport: SubprocessCLITransport) -> int | None:
+    process = getattr(transport, "_process", None)
+    pid = getattr(process, "pid", None)
+    return pid if isinstance(pid, int) else None
+
+
+def _kill_cli(attempt_log: AttemptLog) -> None:
+    """SIGKILL the attempt's CLI process if it is still running."""
+    process = getattr(attempt_log.transport, "_process", None)
+    if process is None or process.returncode is not None:
+        return
+    attempt_log.cli_pid = attempt_log.cli_pid or process.pid
+    with contextlib.suppress(ProcessLookupError):
+        process.kill()
+
+
+async def _settle(pending: set[asyncio.Task[None]]) -> None:
+    """Wait (bounded) for the background ledger writes of this attempt."""
+    if pending:
+        await asyncio.wait(set(pending), timeout=RECORD_TIMEOUT_S)
+
+
+# -- the per-runner stderr file and the per-attempt record ----------------------------
+
+
+def _stderr_path(attempt: Attempt) -> Path:
+    return attempt.run_dir / "runners" / f"{attempt.runner_name}.stderr.log"
+
+
+class _StderrFile:
+    """The runner's CLI stderr log, appended to per attempt; late lines are dropped."""
+
+    def __init__(self, path: Path, attempt: Attempt) -> None:
+        self.path = path
+        self.header = f"--- {to_iso(utcnow())} {attempt.task_id} attempt {attempt.number}\n"
+        self._handle: IO[str] | None = None
+
+    def __enter__(self) -> _StderrFile:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle = self.path.open("a", encoding="utf-8")
+        self._handle.write(self.header)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            handle.close()
+
+    def write(self, line: str) -> None:
+        if self._handle is not None:
+            self._handle.write(line.rstrip("\n") + "\n")
+
+
+def record_path(attempt: Attempt) -> Path:
+    """Where the attempt's session record is written."""
+    return attempt.run_dir / "sessions" / f"{attempt.task_id}-attempt{attempt.number}.json"
+
+
+def _save_record(
+    attempt: Attempt,
+    attempt_log: AttemptLog,
+    result: SessionResult | None,
+    outcome: Outcome | None,
+    started: datetime,
+) -> None:
+    record = {
+        "task_id": attempt.task_id,
+        "attempt": attempt.number,
+        "runner": attempt.runner_name,
+        "started_at": to_iso(started),
+        "ended_at": to_iso(utcnow()),
+        "cli_pid": attempt_log.cli_pid,
+        "init": attempt_log.init,
+        "result": asdict(result) if result else None,
+        "outcome": _outcome_dict(outcome),
+        "hook": {**timing_summary(attempt_log.hook_ms), "timings_ms": attempt_log.hook_ms},
+        "refusals": attempt_log.refusals,
+    }
+    path = record_path(attempt)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record, indent=2, default=str) + "\n")
+    except OSError:  # the record is evidence, not a reason to fail the attempt
+        log.warning("could not write session record %s", path, exc_info=True)
+
+
+def _outcome_dict(outcome: Outcome | None) -> dict[str, Any] | Literal["cancelled"]:
+    return asdict(outcome) if outcome is not None else "cancelled"

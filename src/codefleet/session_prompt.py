@@ -1,0 +1,69 @@
+"""The prompt one Claude Code session gets for one attempt of one task.
+
+It states the rules of the shared tree before the task: other agents edit the
+same files at the same time, the declared file scope is a hint and not a
+permission, and a refused write is final (stop, do not retry, do not edit
+around it, name the file that blocked you). Then the task title and
+description, and on a retry the previous attempt's error, so the agent knows
+why it is running again. A `marker` (the offline fake model's script selector)
+is appended only when given; live prompts never carry one.
+
+Pure text: no I/O, no SDK import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["RULES", "build_prompt"]
+
+RULES = """\
+You are one of several coding agents working at the same time in ONE shared working tree \
+(your current directory). Other agents are editing other files in this tree right now.
+
+Rules of the shared tree:
+- Before every write, CodeFleet checks that no other agent holds the file. The file list \
+below ("expected files") is only a hint about what you will probably touch; it is not a \
+permission and not a limit. Edit whatever the task really needs.
+- If a write is refused, the refusal is final. Do NOT retry that file, do NOT write the same \
+change somewhere else or edit around it. Stop working immediately and reply with one short \
+message saying which file blocked you. CodeFleet will run your task again later, when the \
+file is free.
+- Work only inside the current directory. You cannot run commands; make the change with the \
+file tools (Read, Edit, Write, Glob, Grep). Do not create summary or notes files.
+- When you are done, reply with a short summary of what you changed."""
+
+
+def build_prompt(task: Mapping[str, Any], marker: str | None = None) -> str:
+    """The whole user prompt for `task` (a runner assignment dict)."""
+    parts = [RULES, _task_section(task)]
+    previous = _previous_error(task)
+    if previous:
+        parts.append(previous)
+    if marker:
+        parts.append(marker)
+    return "\n\n".join(parts) + "\n"
+
+
+def _task_section(task: Mapping[str, Any]) -> str:
+    scope = ", ".join(str(p) for p in task.get("file_scope") or []) or "(none declared)"
+    description = str(task.get("description") or "").strip() or "(no description)"
+    return (
+        f"# Task {task.get('id', '?')}: {task.get('title', '')}\n\n"
+        f"Expected files (a hint): {scope}\n\n{description}"
+    )
+
+
+def _previous_error(task: Mapping[str, Any]) -> str:
+    error = task.get("error")
+    attempt = int(task.get("attempts") or 1)
+    if not error or attempt <= 1:
+        return ""
+    blocked = task.get("blocked_on_path")
+    note = f" It was blocked on {blocked}, which is free now." if blocked else ""
+    return (
+        f"This is attempt {attempt}. The previous attempt ended with this error:{note}\n"
+        f"{str(error).strip()}\n"
+        "Read the files again before you edit them: they may have changed since."
+    )

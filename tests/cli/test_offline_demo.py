@@ -1,0 +1,109 @@
+"""`codefleet demo --offline`: the whole demo through real Claude Code sessions.
+
+The full run is the real thing: the demo graph, three runners, the bundled CLI per
+attempt, the real hook and lease server, the fake model playing
+examples/demo-model.yaml. It must show the staged veto (T4 refused api.py while T3
+holds it), retry T4 to success, and end with the demo repository's tests passing.
+The other tests keep the model file equivalent to the dry-run script and check the
+live mode refuses to start without credentials.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from codefleet.cli import app
+from codefleet.demo import examples_dir, run_demo
+from codefleet.offline import load_model_scripts, shared_model
+from codefleet.scripted import Step, load_script
+from codefleet.session import CREDENTIAL_VARS
+from codefleet.testing.fakemodel import ToolUse
+
+STORE_TAIL = "    def __len__(self) -> int:\n        return len(self._items)\n"
+VETOED_AFTER = {"T4-a1": 1}  # the staged veto: T4's first attempt makes one (refused) edit
+
+
+def test_the_offline_demo_vetoes_t4_on_api_py_retries_it_and_passes(tmp_path: Path) -> None:
+    out = io.StringIO()
+
+    ok = run_demo("offline", tmp_path, runners=3, console=Console(file=out, width=200))
+
+    text = out.getvalue()
+    assert ok, text
+    [workspace] = tmp_path.glob("demo-*")
+    records = {p.stem: json.loads(p.read_text()) for p in (workspace / "sessions").glob("*.json")}
+    first, retry = records["T4-attempt1"]["outcome"], records["T4-attempt2"]["outcome"]
+    assert (first["error_kind"], first["blocked_on_path"]) == ("veto", "api.py")
+    assert retry["ok"] is True
+    assert all(r["init"]["permissionMode"] == "dontAsk" for r in records.values())
+    assert sorted(records) == [
+        "T1-attempt1", "T2-attempt1", "T3-attempt1", "T4-attempt1", "T4-attempt2", "T5-attempt1",
+    ]  # fmt: skip
+    assert "refused api.py: held by" in text and "PASS" in text
+    fake, _ = shared_model((examples_dir() / "demo-model.yaml").resolve())
+    assert fake.wait_timeouts() == [], "the veto was staged by the scripts, not by a give-up"
+
+
+def _as_tool_calls(steps: list[Step]) -> list[tuple[str, dict[str, Any]]]:
+    """The dry-run steps as the Claude Code tool calls that make the same change."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for step in steps:
+        arg = step.arg
+        match step.kind:
+            case "write":
+                calls.append(("Write", {"file_path": arg["path"], "content": arg["content"]}))
+            case "edit":
+                calls.append(("Edit", {"file_path": arg["path"], "old_string": arg["old"], "new_string": arg["new"]}))  # fmt: skip
+            case "append":
+                new = STORE_TAIL + arg["text"]
+                calls.append(("Edit", {"file_path": arg["path"], "old_string": STORE_TAIL, "new_string": new}))  # fmt: skip
+    return calls
+
+
+def test_the_model_scripts_make_the_same_changes_as_the_dry_run_script() -> None:
+    examples = examples_dir()
+    dry = load_script(examples / "demo-script.yaml")
+    model = load_model_scripts(examples / "demo-model.yaml")
+
+    for script_id, turns in model.items():
+        task, _, attempt = script_id.partition("-a")
+        steps = [s for s in dry[task] if s.attempt in (None, int(attempt or 1))]
+        expected = _as_tool_calls(steps)[: VETOED_AFTER.get(script_id)]
+        made = [
+            (item.name, dict(item.input))
+            for turn in turns
+            for item in turn.content
+            if isinstance(item, ToolUse) and item.name in ("Write", "Edit")
+        ]
+        assert made == expected, script_id
+    assert set(dry) == {sid.partition("-a")[0] for sid in model}
+
+
+def test_the_store_tail_the_append_edits_is_unique_in_the_demo_repo() -> None:
+    assert (examples_dir() / "demo-repo" / "store.py").read_text().count(STORE_TAIL) == 1
+
+
+@pytest.fixture
+def no_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in CREDENTIAL_VARS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+@pytest.mark.usefixtures("no_credentials")
+@pytest.mark.parametrize("args", [["demo"], ["run", "--server", "http://127.0.0.1:9"]])
+def test_live_mode_without_a_key_fails_with_a_hint_at_offline_and_dry_run(
+    args: list[str], tmp_path: Path
+) -> None:
+    result = CliRunner().invoke(app, [*args, "--run-dir", str(tmp_path / "runs")])
+
+    assert result.exit_code == 1
+    message = " ".join(result.output.split())
+    assert "ANTHROPIC_API_KEY" in message and "--offline" in message and "--dry-run" in message

@@ -1,0 +1,103 @@
+"""The architecture, tested: which module may import what, stated as data."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "codefleet"
+
+
+def imports_of(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts).removesuffix(".__init__")
+
+
+MODULES = {module_name(p): imports_of(p) for p in SRC.rglob("*.py")}
+
+
+def importers_of(prefix: str) -> set[str]:
+    return {
+        name
+        for name, imported in MODULES.items()
+        if any(i == prefix or i.startswith(prefix + ".") for i in imported)
+    }
+
+
+# (library, the only modules allowed to import it, why)
+EXCLUSIVE = [
+    (
+        "httpx",
+        {"codefleet.client"},
+        "one HTTP client of the wire API: base URL, epoch header, error decoding live there only",
+    ),
+    ("sqlite3", {"codefleet.store"}, "only the store speaks SQL"),
+    (
+        "claude_agent_sdk",
+        {"codefleet.session"},
+        "only the session module touches the SDK; everything else runs without it",
+    ),
+]
+
+# (module, imports it must never make, why)
+FORBIDDEN = [
+    (
+        "codefleet.runner",
+        {"codefleet.store", "codefleet.scheduler", "codefleet.engine", "codefleet.index"},
+        "runners are thin: all policy lives server-side",
+    ),
+    (
+        "codefleet.scheduler",
+        {"sqlite3", "asyncio", "time", "codefleet.store", "codefleet.engine", "httpx", "fastapi"},
+        "the scheduler is a pure function: no I/O, no clock, no database",
+    ),
+    (
+        "codefleet.engine",
+        {"fastapi", "starlette", "uvicorn", "httpx"},
+        "the engine knows no web framework",
+    ),
+    (
+        "codefleet.engine_agents",
+        {"fastapi", "starlette", "uvicorn", "httpx"},
+        "the engine knows no web framework",
+    ),
+    (
+        "codefleet.engine_graph",
+        {"fastapi", "starlette", "uvicorn", "httpx"},
+        "the engine knows no web framework",
+    ),
+]
+
+
+@pytest.mark.parametrize(("library", "allowed", "why"), EXCLUSIVE, ids=[e[0] for e in EXCLUSIVE])
+def test_only_the_owning_module_imports_the_library(
+    library: str, allowed: set[str], why: str
+) -> None:
+    importers = importers_of(library)
+    assert importers <= allowed, f"{sorted(importers - allowed)} import {library}: {why}"
+    assert importers == allowed, f"guard: {sorted(allowed)} should import {library} (did it move?)"
+
+
+@pytest.mark.parametrize(("module", "forbidden", "why"), FORBIDDEN, ids=[f[0] for f in FORBIDDEN])
+def test_a_module_never_crosses_its_boundary(module: str, forbidden: set[str], why: str) -> None:
+    assert module in MODULES, f"guard: {module} no longer exists; update this boundary"
+    crossed = {
+        i for i in MODULES[module] if any(i == f or i.startswith(f + ".") for f in forbidden)
+    }
+    assert not crossed, f"{module} imports {sorted(crossed)}: {why}"
+
+
+def test_the_runner_speaks_to_the_server_only_through_the_client() -> None:
+    assert "codefleet.client" in MODULES["codefleet.runner"]
