@@ -1,0 +1,183 @@
+// CodeFleet's web dashboard: read-only, live over the event stream.
+//
+// Start: GET /health (the server clock), GET /state (the snapshot) and
+// GET /conflicts, then read /events/stream?since=<last id held> and fold every
+// event into the model. When the stream drops, reconnect with the last id, so
+// nothing is missed or counted twice; the same code replays a finished run.
+// The snapshot and the conflicts are re-read shortly after events that change
+// what only the server knows (tokens, cost, resolution of a conflict).
+
+import { Api, AuthError, saveToken, takeToken } from "./api.js";
+import { renderGraph } from "./graph.js";
+import { EventLog } from "./log.js";
+import { Model } from "./model.js";
+import { renderConflicts, renderCost, renderLeases, renderStats, renderStory } from "./panels.js";
+import { Timeline } from "./timeline.js";
+import { Tooltip } from "./tooltip.js";
+
+const STATE_AFTER = new Set([
+  "task_created", "task_succeeded", "task_failed", "task_requeued", "task_cancelled", "task_retried",
+  "agent_registered", "agent_offline", "fleet_idle", "run_finished",
+]);
+const CONFLICTS_AFTER = new Set(["lease_denied", "task_succeeded", "task_failed", "task_retried"]);
+const CONN_TEXT = {
+  connecting: "Connecting…",
+  live: "Live",
+  offline: "Disconnected · retrying",
+  auth: "Token needed",
+};
+const RUN_TEXT = { idle: "waiting for a fleet", running: "running", finishing: "drained, finishing", finished: "finished" };
+
+const $ = (selector) => document.querySelector(selector);
+
+const model = new Model();
+const tooltip = new Tooltip();
+let api = new Api(takeToken());
+let conn = "connecting";
+let selected = null;
+let clockOffset = 0;
+let frame = 0;
+
+const timeline = new Timeline($("#timeline-view"), { tooltip, onSelect: select });
+const log = new EventLog($("#log-view"));
+log.onChange = requestRender;
+log.onClearSelection = () => select(null);
+
+function now() {
+  return Date.now() + clockOffset;
+}
+
+function select(taskId) {
+  selected = taskId && taskId !== selected ? taskId : null;
+  requestRender();
+}
+
+function requestRender() {
+  if (!frame) frame = requestAnimationFrame(render);
+}
+
+function render() {
+  frame = 0;
+  const view = { model, now: now(), live: conn === "live", selected };
+  const run = model.runState();
+  document.body.dataset.conn = conn;
+  document.body.dataset.run = run;
+  document.body.dataset.lastEvent = String(model.lastId);
+  $("#conn").textContent = conn === "live" ? `${CONN_TEXT.live} · ${RUN_TEXT[run]}` : CONN_TEXT[conn];
+  $("#conn").className = `pill conn-${conn} run-${run}`;
+  renderStats($("#stats"), view);
+  renderStory($("#story"), view);
+  timeline.render(view);
+  const hasTasks = renderGraph($("#graph-view"), view, { tooltip, onSelect: select });
+  $("#graph-empty").hidden = hasTasks;
+  renderLeases($("#leases-view"), view);
+  renderConflicts($("#conflicts-view"), view);
+  renderCost($("#cost-view"), view);
+  log.render(view);
+}
+
+/** Run `fn` at most once per `wait` ms, and always once after the last call. */
+function throttled(fn, wait) {
+  let timer = 0;
+  return () => {
+    if (timer) return;
+    timer = setTimeout(async () => {
+      timer = 0;
+      await fn();
+    }, wait);
+  };
+}
+
+async function readSnapshot() {
+  model.setSnapshot(await api.get("/state"));
+}
+
+async function readConflicts() {
+  model.conflicts = (await api.get("/conflicts")).conflicts;
+}
+
+function quietly(read) {
+  return async () => {
+    try {
+      await read();
+      requestRender();
+    } catch (err) {
+      if (err instanceof AuthError) askForToken();
+      // else: the stream loop notices a dead server and reconnects; nothing to do here
+    }
+  };
+}
+
+const refreshState = throttled(quietly(readSnapshot), 250);
+const refreshConflicts = throttled(quietly(readConflicts), 250);
+
+function onEvents(batch) {
+  const fresh = model.add(batch);
+  if (fresh.some((e) => STATE_AFTER.has(e.type))) refreshState();
+  if (fresh.some((e) => CONFLICTS_AFTER.has(e.type))) refreshConflicts();
+  if (fresh.length) requestRender();
+}
+
+function setConn(value) {
+  conn = value;
+  requestRender();
+}
+
+const sleep = (millis) => new Promise((resolve) => setTimeout(resolve, millis));
+
+async function connect() {
+  let delay = 500;
+  for (;;) {
+    try {
+      const health = await api.get("/health");
+      clockOffset = Date.parse(health.server_time) - Date.now();
+      await readSnapshot();
+      await readConflicts();
+      requestRender();
+      await api.stream(model.lastId, {
+        onOpen: () => {
+          delay = 500;
+          setConn("live");
+        },
+        onEvents,
+      });
+    } catch (err) {
+      if (err instanceof AuthError) return askForToken();
+    }
+    setConn("offline");
+    await sleep(delay);
+    delay = Math.min(delay * 2, 5000);
+  }
+}
+
+function askForToken() {
+  setConn("auth");
+  const form = $("#auth");
+  form.hidden = false;
+  $("#token-input").focus();
+}
+
+$("#auth").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const token = $("#token-input").value.trim();
+  if (!token) return;
+  saveToken(token);
+  api = new Api(token);
+  $("#auth").hidden = true;
+  setConn("connecting");
+  connect();
+});
+
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape") {
+    tooltip.hide();
+    if (selected) select(null);
+  }
+});
+
+window.addEventListener("resize", requestRender);
+setInterval(() => {
+  if (conn === "live" && (model.history.open.size || model.live.leases.size)) requestRender();
+}, 1000);
+
+connect();

@@ -1,0 +1,336 @@
+// The dashboard's data, folded from the event log. No DOM here.
+//
+// Two folds over the same ordered events:
+//   - history: every event since id 0 builds the timeline (one attempt per
+//     task_assigned, closed by task_succeeded / task_failed / task_requeued /
+//     task_cancelled), the vetoes (lease_denied), per-file contention and the
+//     log. It never needs a snapshot.
+//   - live: the current tasks, runners and leases are the last `/state`
+//     snapshot plus the events after its `last_event_id`, so a snapshot taken
+//     at any moment and the stream never disagree or count an event twice.
+
+export const TERMINAL = new Set(["succeeded", "failed", "blocked_upstream", "cancelled"]);
+export const IN_FLIGHT = new Set(["assigned", "running"]);
+
+export function ms(iso) {
+  return iso ? Date.parse(iso) : NaN;
+}
+
+function emptyHistory() {
+  return {
+    lanes: new Map(), // agent id -> {id, name}
+    attempts: [], // in order of assignment
+    open: new Map(), // task id -> its open attempt
+    vetoes: [],
+    files: new Map(), // path -> {path, tasks: [task ids in lease order], denials}
+    titles: new Map(), // task id -> title (from task_created)
+    typeCounts: new Map(),
+    fleetStarts: [],
+    idles: [],
+    finished: null, // the last run_finished: {at, payload}
+    first: NaN,
+    last: NaN,
+  };
+}
+
+export class Model {
+  constructor() {
+    this.events = [];
+    this.lastId = 0;
+    this.snapshot = null;
+    this.conflicts = [];
+    this.history = emptyHistory();
+    this.live = { tasks: new Map(), agents: new Map(), leases: new Map() };
+  }
+
+  /** Append events in id order; returns those that were new. */
+  add(batch) {
+    const fresh = [];
+    for (const event of batch) {
+      if (event.id <= this.lastId) continue;
+      this.lastId = event.id;
+      this.events.push(event);
+      foldHistory(this.history, event);
+      if (this.snapshot && event.id > this.snapshot.last_event_id) foldLive(this.live, event);
+      fresh.push(event);
+    }
+    return fresh;
+  }
+
+  /** A `/state` answer: the live view becomes it plus every later event we hold. */
+  setSnapshot(state) {
+    this.snapshot = state;
+    this.live = {
+      tasks: new Map(state.tasks.map((t) => [t.id, { ...t }])),
+      agents: new Map(state.agents.map((a) => [a.id, { ...a }])),
+      leases: new Map(state.leases.map((l) => [l.path, { ...l }])),
+    };
+    for (const event of this.events) {
+      if (event.id > state.last_event_id) foldLive(this.live, event);
+    }
+  }
+
+  laneName(agentId) {
+    return (
+      this.history.lanes.get(agentId)?.name ?? this.live.agents.get(agentId)?.name ?? agentId ?? "?"
+    );
+  }
+
+  title(taskId) {
+    return this.live.tasks.get(taskId)?.title ?? this.history.titles.get(taskId) ?? "";
+  }
+
+  /** Ordered lanes: every runner that registered or holds an attempt, by name. */
+  lanes() {
+    const lanes = new Map(this.history.lanes);
+    for (const agent of this.live.agents.values()) {
+      if (!lanes.has(agent.id)) lanes.set(agent.id, { id: agent.id, name: agent.name });
+    }
+    return [...lanes.values()].sort((a, b) => naturalCompare(a.name, b.name));
+  }
+
+  attemptsOf(taskId) {
+    return this.history.attempts.filter((a) => a.task === taskId);
+  }
+
+  /** idle (no fleet yet) | running | finishing (drained, verify running) | finished. */
+  runState() {
+    const h = this.history;
+    const lastStart = h.fleetStarts.at(-1);
+    if (h.finished && (lastStart === undefined || h.finished.at >= lastStart)) return "finished";
+    const tasks = [...this.live.tasks.values()];
+    if (h.open.size > 0 || tasks.some((t) => IN_FLIGHT.has(t.status))) return "running";
+    if (lastStart !== undefined) {
+      const idle = h.idles.at(-1);
+      return idle !== undefined && idle >= lastStart ? "finishing" : "running";
+    }
+    return tasks.length && tasks.every((t) => TERMINAL.has(t.status)) ? "finished" : "idle";
+  }
+}
+
+function attemptFor(h, event) {
+  return h.open.get(event.task_id) ?? null;
+}
+
+function close(h, event, outcome, extra) {
+  const attempt = attemptFor(h, event);
+  if (!attempt) return;
+  Object.assign(attempt, { end: ms(event.at), outcome, endEvent: event.id }, extra);
+  h.open.delete(event.task_id);
+}
+
+function fileEntry(h, path) {
+  let entry = h.files.get(path);
+  if (!entry) {
+    entry = { path, tasks: [], denials: 0 };
+    h.files.set(path, entry);
+  }
+  return entry;
+}
+
+function foldHistory(h, event) {
+  const at = ms(event.at);
+  const body = event.payload ?? {};
+  if (Number.isNaN(h.first)) h.first = at;
+  h.last = at;
+  h.typeCounts.set(event.type, (h.typeCounts.get(event.type) ?? 0) + 1);
+  switch (event.type) {
+    case "task_created":
+      h.titles.set(event.task_id, body.title ?? "");
+      break;
+    case "agent_registered":
+    case "agent_online":
+      h.lanes.set(event.agent_id, { id: event.agent_id, name: body.name ?? event.agent_id });
+      break;
+    case "task_assigned": {
+      close(h, event, "interrupted", {});
+      if (!h.lanes.has(event.agent_id)) {
+        h.lanes.set(event.agent_id, { id: event.agent_id, name: body.agent_name ?? event.agent_id });
+      }
+      const attempt = {
+        key: `${event.task_id}#${body.attempt}#${event.id}`,
+        task: event.task_id,
+        n: body.attempt,
+        agent: event.agent_id,
+        start: at,
+        started: NaN,
+        end: NaN,
+        outcome: "running",
+        files: [],
+        changes: 0,
+        vetoes: [],
+      };
+      h.attempts.push(attempt);
+      h.open.set(event.task_id, attempt);
+      break;
+    }
+    case "task_started": {
+      const attempt = attemptFor(h, event);
+      if (attempt) attempt.started = at;
+      break;
+    }
+    case "lease_acquired": {
+      attemptFor(h, event)?.files.push(body.path);
+      const entry = fileEntry(h, body.path);
+      if (entry.tasks.at(-1) !== event.task_id) entry.tasks.push(event.task_id);
+      break;
+    }
+    case "file_changed": {
+      const attempt = attemptFor(h, event);
+      if (attempt) attempt.changes += 1;
+      break;
+    }
+    case "lease_denied": {
+      const veto = {
+        id: event.id,
+        at,
+        task: event.task_id,
+        agent: event.agent_id,
+        path: body.path,
+        tool: body.tool,
+        holderAgent: body.holder_agent_id,
+        holderName: body.holder_agent_name,
+        holderTask: body.holder_task_id,
+        attempt: attemptFor(h, event),
+      };
+      h.vetoes.push(veto);
+      veto.attempt?.vetoes.push(veto);
+      fileEntry(h, body.path).denials += 1;
+      break;
+    }
+    case "task_succeeded":
+      close(h, event, "succeeded", { cost: body.cost_usd ?? 0, summary: body.summary ?? "" });
+      break;
+    case "task_requeued":
+      close(h, event, body.error_kind === "veto" ? "vetoed" : "requeued", {
+        kind: body.error_kind,
+        reason: body.reason ?? "",
+        blockedOn: body.blocked_on_path ?? null,
+      });
+      break;
+    case "task_failed":
+      close(h, event, "failed", { kind: body.error_kind, reason: body.error ?? "" });
+      break;
+    case "task_cancelled":
+      close(h, event, "cancelled", { kind: "cancelled", reason: "cancelled" });
+      break;
+    case "fleet_started":
+      h.fleetStarts.push(at);
+      break;
+    case "fleet_idle":
+      h.idles.push(at);
+      break;
+    case "run_finished":
+      h.finished = { at, payload: body };
+      break;
+    default:
+      break;
+  }
+}
+
+function freeAgentOf(live, taskId) {
+  for (const agent of live.agents.values()) {
+    if (agent.current_task_id === taskId) {
+      agent.current_task_id = null;
+      if (agent.status === "busy") agent.status = "idle";
+    }
+  }
+}
+
+function setTask(live, event, fields) {
+  const task = live.tasks.get(event.task_id);
+  if (task) Object.assign(task, fields);
+  return task;
+}
+
+function foldLive(live, event) {
+  const body = event.payload ?? {};
+  switch (event.type) {
+    case "task_created":
+      live.tasks.set(event.task_id, {
+        id: event.task_id,
+        title: body.title ?? "",
+        priority: body.priority,
+        file_scope: body.file_scope ?? [],
+        depends_on: body.depends_on ?? [],
+        status: "pending",
+        attempts: 0,
+        max_attempts: null,
+        input_tokens: 0,
+        output_tokens: 0,
+        cost_usd: 0,
+      });
+      break;
+    case "task_assigned": {
+      setTask(live, event, {
+        status: "assigned",
+        attempts: body.attempt,
+        assigned_agent_id: event.agent_id,
+      });
+      const agent = live.agents.get(event.agent_id);
+      if (agent) Object.assign(agent, { status: "busy", current_task_id: event.task_id });
+      break;
+    }
+    case "task_started":
+      setTask(live, event, { status: "running" });
+      break;
+    case "task_succeeded": {
+      const task = setTask(live, event, { status: "succeeded" });
+      if (task) task.cost_usd = (task.cost_usd ?? 0) + (body.cost_usd ?? 0);
+      freeAgentOf(live, event.task_id);
+      break;
+    }
+    case "task_requeued":
+      setTask(live, event, {
+        status: "pending",
+        file_scope: body.file_scope ?? [],
+        error_kind: body.error_kind,
+      });
+      freeAgentOf(live, event.task_id);
+      break;
+    case "task_failed":
+      setTask(live, event, { status: "failed", error_kind: body.error_kind, error: body.error });
+      freeAgentOf(live, event.task_id);
+      break;
+    case "task_blocked_upstream":
+      setTask(live, event, { status: "blocked_upstream" });
+      break;
+    case "task_cancelled":
+      setTask(live, event, { status: "cancelled" });
+      freeAgentOf(live, event.task_id);
+      break;
+    case "task_retried":
+      setTask(live, event, { status: "pending", attempts: 0 });
+      break;
+    case "lease_acquired":
+      live.leases.set(body.path, {
+        path: body.path,
+        agent_id: event.agent_id,
+        task_id: event.task_id,
+        acquired_at: event.at,
+      });
+      break;
+    case "lease_released":
+      live.leases.delete(body.path);
+      break;
+    case "agent_registered":
+    case "agent_online": {
+      const agent = live.agents.get(event.agent_id) ?? { id: event.agent_id, tasks_succeeded: 0 };
+      live.agents.set(event.agent_id, { ...agent, name: body.name, status: "idle" });
+      break;
+    }
+    case "agent_offline": {
+      const agent = live.agents.get(event.agent_id);
+      if (agent) Object.assign(agent, { status: "offline", current_task_id: null });
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
+
+export function naturalCompare(a, b) {
+  return collator.compare(String(a ?? ""), String(b ?? ""));
+}

@@ -1,0 +1,239 @@
+// The header (figures and a plain-language account of the run), the lease
+// map, the conflicts, and cost and tokens. Each render* function redraws its
+// container from the model; none holds state.
+
+import { shownStatus } from "./graph.js";
+import { naturalCompare, TERMINAL } from "./model.js";
+import { runOrigin } from "./timeline.js";
+import { clock, fill, fmtCost, fmtCount, fmtDuration, fmtOffset, h, plural, truncate } from "./util.js";
+
+function runEnd(model, view) {
+  return model.runState() === "running" && view.live ? view.now : model.history.last;
+}
+
+// -- header -------------------------------------------------------------------------
+
+export function renderStats(container, view) {
+  const { model } = view;
+  const tasks = [...model.live.tasks.values()];
+  const ok = tasks.filter((t) => t.status === "succeeded").length;
+  const bad = tasks.filter((t) => t.status === "failed" || t.status === "blocked_upstream").length;
+  const tokens = tasks.reduce((n, t) => n + (t.input_tokens || 0) + (t.output_tokens || 0), 0);
+  const cost = tasks.reduce((n, t) => n + (t.cost_usd || 0), 0);
+  const t0 = runOrigin(model);
+  const verify = model.history.finished?.payload?.verify;
+  const stat = (label, value, cls = "") => h("div", { class: `stat ${cls}` }, h("dt", { text: label }), h("dd", { text: value }));
+  fill(
+    container,
+    stat("Tasks", `${ok}/${tasks.length} succeeded`, bad ? "bad" : ok && ok === tasks.length ? "good" : ""),
+    stat("Vetoes", String(model.history.vetoes.length), model.history.vetoes.length ? "has-veto" : ""),
+    stat("Runners", String(model.lanes().length)),
+    stat("Duration", model.history.attempts.length ? fmtDuration(runEnd(model, view) - t0) : "–"),
+    stat("Tokens", fmtCount(tokens)),
+    stat("Cost", fmtCost(cost)),
+    verify ? stat("Verify", verify.ok ? "passed" : `failed (exit ${verify.exit_code})`, verify.ok ? "good" : "bad") : null,
+  );
+}
+
+function holderAttemptAt(model, veto) {
+  return model.history.attempts.find(
+    (a) => a.task === veto.holderTask && a.start <= veto.at && !(a.end < veto.at),
+  );
+}
+
+/** One sentence per veto: who reached for which file, who held it, what became of the task. */
+export function vetoSentence(model, veto) {
+  const when = fmtOffset(veto.at - runOrigin(model));
+  const who = `${model.laneName(veto.agent)} (${veto.task})`;
+  const holder = `${veto.holderName ?? "?"} (${veto.holderTask ?? "?"})`;
+  const parts = [`At ${when}, ${who} tried to write ${veto.path} while ${holder} held it, and `, h("strong", { class: "veto-text", text: "the write was refused" })];
+  const attempts = model.attemptsOf(veto.task);
+  const next = attempts[attempts.indexOf(veto.attempt) + 1];
+  const task = model.live.tasks.get(veto.task);
+  if (next) {
+    const held = holderAttemptAt(model, veto);
+    const after = held && Number.isFinite(held.end) && held.end <= next.start ? ` after ${veto.holderTask} finished` : "";
+    const wait = Number.isFinite(veto.attempt?.end) ? ` (${fmtDuration(next.start - veto.attempt.end)} later)` : "";
+    const outcome = { succeeded: " and succeeded", running: " and is running", vetoed: " and was refused again" }[next.outcome] ?? ` and ${next.outcome}`;
+    parts.push(`; ${veto.task} ran again on ${model.laneName(next.agent)}${after}${wait}${outcome}.`);
+  } else if (task && !TERMINAL.has(task.status)) {
+    parts.push(`; ${veto.task} is back in the queue until ${veto.holderTask} is done.`);
+  } else {
+    parts.push(".");
+  }
+  return parts;
+}
+
+function outcomeSentence(model, state) {
+  const tasks = [...model.live.tasks.values()];
+  const by = (status) => tasks.filter((t) => t.status === status).map((t) => t.id).sort(naturalCompare);
+  const ok = by("succeeded");
+  if (state === "finished" || state === "finishing") {
+    if (ok.length === tasks.length) return `All ${plural(tasks.length, "task")} succeeded.`;
+    const failed = by("failed");
+    const blocked = by("blocked_upstream");
+    return [
+      `${ok.length} of ${plural(tasks.length, "task")} succeeded`,
+      failed.length ? `; failed: ${failed.join(", ")}` : "",
+      blocked.length ? `; blocked by a failure: ${blocked.join(", ")}` : "",
+      ".",
+    ].join("");
+  }
+  const shown = tasks.map((t) => shownStatus(model.live.tasks, t));
+  const count = (...statuses) => shown.filter((st) => statuses.includes(st)).length;
+  return `${ok.length} done, ${count("assigned", "running")} running, ${count("pending")} ready, ${count("waiting")} waiting on dependencies.`;
+}
+
+export function renderStory(container, view) {
+  const { model } = view;
+  const tasks = model.live.tasks;
+  const hist = model.history;
+  const state = model.runState();
+  if (!model.snapshot) return fill(container, "Connecting to the server…");
+  if (!tasks.size) return fill(container, "No task graph loaded yet: post one with `codefleet load GRAPH.yaml`.");
+  const sentences = [];
+  if (!hist.attempts.length) {
+    sentences.push(`${plural(tasks.size, "task")} loaded; none has started yet.`);
+  } else {
+    const verb = state === "running" ? "are working through" : "worked through";
+    const took = fmtDuration(runEnd(model, view) - runOrigin(model));
+    sentences.push(`${plural(model.lanes().length, "runner")} ${verb} ${plural(tasks.size, "task")} in ${took}.`);
+  }
+  for (const veto of hist.vetoes.slice(0, 3)) sentences.push(vetoSentence(model, veto));
+  if (hist.vetoes.length > 3) sentences.push(`${hist.vetoes.length - 3} more vetoes under Conflicts.`);
+  sentences.push(outcomeSentence(model, state));
+  const verify = hist.finished?.payload?.verify;
+  if (verify) sentences.push(verify.ok ? "The verify command passed." : `The verify command failed (exit ${verify.exit_code}).`);
+  fill(container, sentences.map((parts) => h("span", { class: "sentence" }, parts)));
+}
+
+// -- lease map ----------------------------------------------------------------------
+
+export function renderLeases(container, view) {
+  const { model, now } = view;
+  const leases = [...model.live.leases.values()].sort((a, b) => naturalCompare(a.path, b.path));
+  const held = leases.length
+    ? h(
+        "table",
+        { class: "table", "data-held": leases.length },
+        h("caption", { class: "sr-only", text: "Files leased right now" }),
+        h("thead", {}, h("tr", {}, h("th", { scope: "col", text: "File" }), h("th", { scope: "col", text: "Runner" }), h("th", { scope: "col", text: "Task" }), h("th", { scope: "col", class: "num", text: "Held for" }))),
+        h(
+          "tbody",
+          {},
+          leases.map((l) =>
+            h("tr", { "data-lease": l.path }, h("td", { class: "path", text: l.path }), h("td", { text: model.laneName(l.agent_id) }), h("td", { text: l.task_id }), h("td", { class: "num", text: fmtDuration(now - Date.parse(l.acquired_at)) })),
+          ),
+        ),
+      )
+    : h("p", { class: "empty", "data-held": 0, text: "No file is leased right now." });
+  fill(container, h("h3", { text: `Held now (${leases.length})` }), held, h("h3", { text: "Files of the run, most contested first" }), contention(model));
+}
+
+function contention(model) {
+  const files = [...model.history.files.values()];
+  if (!files.length) return h("p", { class: "empty", text: "No file has been leased yet." });
+  files.sort((a, b) => b.denials - a.denials || naturalCompare(a.path, b.path));
+  const shown = files.slice(0, 24);
+  const tiles = shown.map((f) => {
+    const holder = model.live.leases.get(f.path);
+    return h(
+      "li",
+      { class: `tile${f.denials ? " contested" : ""}${holder ? " held" : ""}`, "data-file": f.path, "data-denials": f.denials },
+      h("span", { class: "path", text: f.path }),
+      f.denials ? h("span", { class: "denials", text: plural(f.denials, "veto", "vetoes") }) : null,
+      h("span", { class: "small muted", text: holder ? `held by ${model.laneName(holder.agent_id)} · ${holder.task_id}` : `leased by ${f.tasks.join(" → ")}` }),
+    );
+  });
+  const more = files.length > shown.length ? h("p", { class: "muted small", text: `and ${plural(files.length - shown.length, "more file")}` }) : null;
+  const none = model.history.vetoes.length ? null : h("p", { class: "muted small", text: "No write was refused in this run." });
+  return [none, h("ul", { class: "tiles", "aria-label": "Files leased in this run, most contested first" }, tiles), more];
+}
+
+// -- conflicts ----------------------------------------------------------------------
+
+export function renderConflicts(container, view) {
+  const { model } = view;
+  const rows = model.conflicts;
+  if (!rows.length) return fill(container, h("p", { class: "empty", text: "No conflicts: no write has been refused." }));
+  const t0 = runOrigin(model);
+  fill(
+    container,
+    h(
+      "table",
+      { class: "table" },
+      h("caption", { class: "sr-only", text: "Refused writes" }),
+      h("thead", {}, h("tr", {}, ["When", "File", "Refused", "Held by", "Outcome"].map((c) => h("th", { scope: "col", text: c })))),
+      h(
+        "tbody",
+        {},
+        rows.map((c) =>
+          h(
+            "tr",
+            { "data-conflict": c.event_id },
+            h("td", { class: "num", title: clock(c.at), text: fmtOffset(Date.parse(c.at) - t0) }),
+            h("td", { class: "path", text: c.path }),
+            h("td", { text: `${c.agent_name ?? "?"} · ${c.task_id}` }),
+            h("td", { text: `${c.holder_agent_name ?? "?"} · ${c.holder_task_id ?? "?"}` }),
+            h("td", { class: c.resolved ? "good" : "warn", text: c.resolved ? `✓ ${c.task_id} succeeded later` : "open" }),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+// -- cost and tokens ----------------------------------------------------------------
+
+function shareBar(value, total) {
+  const fillEl = h("span", { class: "meter-fill" });
+  fillEl.style.width = total > 0 ? `${(100 * value) / total}%` : "0";
+  return h("span", { class: "meter", "aria-hidden": "true" }, fillEl);
+}
+
+function usageTable(caption, head, rows, totals) {
+  return h(
+    "table",
+    { class: "table usage" },
+    h("caption", { class: "sr-only", text: caption }),
+    h("thead", {}, h("tr", {}, head.map(([text, cls]) => h("th", { scope: "col", class: cls, text })))),
+    h("tbody", {}, rows),
+    totals ? h("tfoot", {}, totals) : null,
+  );
+}
+
+function attemptSummary(model, agentId) {
+  const counts = new Map();
+  for (const a of model.history.attempts) if (a.agent === agentId) counts.set(a.outcome, (counts.get(a.outcome) ?? 0) + 1);
+  return [...counts].map(([outcome, n]) => `${n} ${outcome}`).join(" · ");
+}
+
+export function renderCost(container, view) {
+  const { model } = view;
+  const tasks = [...model.live.tasks.values()].sort((a, b) => naturalCompare(a.id, b.id));
+  const agents = [...model.live.agents.values()].sort((a, b) => naturalCompare(a.name, b.name));
+  const tok = (x) => (x.input_tokens || 0) + (x.output_tokens || 0);
+  const totalCost = tasks.reduce((n, t) => n + (t.cost_usd || 0), 0);
+  const totalTokens = tasks.reduce((n, t) => n + tok(t), 0);
+  const byCost = totalCost > 0;
+  const weight = (x) => (byCost ? x.cost_usd || 0 : tok(x));
+  const total = byCost ? totalCost : totalTokens;
+  const num = (text) => h("td", { class: "num", text });
+  const head = (first) => [[first, ""], ["In", "num"], ["Out", "num"], ["Cost", "num"], [byCost ? "Cost share" : "Token share", "share"]];
+  const runnerRows = agents.map((a) =>
+    h("tr", { "data-runner": a.name }, h("td", {}, a.name, h("span", { class: "muted small", text: ` ${attemptSummary(model, a.id)}` })), num(fmtCount(a.input_tokens)), num(fmtCount(a.output_tokens)), num(fmtCost(a.cost_usd)), h("td", { class: "share" }, shareBar(weight(a), total))),
+  );
+  const taskRows = tasks.map((t) =>
+    h("tr", { "data-task-cost": t.id }, h("td", { title: t.title }, t.id, h("span", { class: "muted small", text: ` ${truncate(t.title, 28)}${t.attempts > 1 ? ` · ${t.attempts} tries` : ""}` })), num(fmtCount(t.input_tokens)), num(fmtCount(t.output_tokens)), num(fmtCost(t.cost_usd)), h("td", { class: "share" }, shareBar(weight(t), total))),
+  );
+  const totals = h("tr", {}, h("th", { scope: "row", text: "Total" }), num(fmtCount(tasks.reduce((n, t) => n + (t.input_tokens || 0), 0))), num(fmtCount(tasks.reduce((n, t) => n + (t.output_tokens || 0), 0))), num(fmtCost(totalCost)), h("td", {}));
+  const note = total > 0 ? null : h("p", { class: "muted small", text: "No usage reported yet (a dry run uses no model)." });
+  fill(
+    container,
+    note,
+    h("h3", { text: "Per runner" }),
+    agents.length ? usageTable("Tokens and cost per runner", head("Runner"), runnerRows) : h("p", { class: "empty", text: "No runner yet." }),
+    h("h3", { text: "Per task" }),
+    usageTable("Tokens and cost per task", head("Task"), taskRows, totals),
+  );
+}

@@ -1,0 +1,441 @@
+// The timeline: one lane per runner, one bar per attempt (task_assigned to its
+// end), colored by outcome; a veto marker where a write was refused, with a
+// dashed line to the lane of the runner that held the file; a dotted link from
+// a failed attempt to the task's next attempt, labeled with the wait.
+//
+// Every bar and marker is focusable (tab order = time order; arrow keys move
+// along and across lanes) and carries an aria-label with what the tooltip says.
+
+import { fmtCost, fmtDuration, fmtOffset, h, plural, s, truncate } from "./util.js";
+
+const LANE_H = 62;
+const BAR_Y = 24;
+const BAR_H = 28;
+const AXIS_H = 26;
+const FOOT_H = 26;
+const PAD_L = 10;
+const PAD_R = 28;
+const MIN_SPAN_MS = 50;
+const MIN_WIDTH = 280; // below this the lanes scroll sideways instead of squeezing
+const ZOOMS = [1, 1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];
+
+export const OUTCOME_TEXT = {
+  running: "running",
+  succeeded: "succeeded",
+  vetoed: "vetoed",
+  requeued: "requeued",
+  failed: "failed",
+  cancelled: "cancelled",
+  interrupted: "interrupted",
+};
+
+function niceStep(raw) {
+  const power = 10 ** Math.floor(Math.log10(Math.max(raw, 1)));
+  for (const m of [1, 2, 5, 10]) if (m * power >= raw) return m * power;
+  return 10 * power;
+}
+
+function charWidth(text) {
+  return text.length * 6.6; // 12px sans-serif, roughly; only used to place labels
+}
+
+/** The words the tooltip and the screen reader get for one attempt. */
+export function describeAttempt(model, attempt, t0) {
+  const task = model.live.tasks.get(attempt.task);
+  const of = task?.max_attempts ? ` of ${task.max_attempts}` : "";
+  const end = Number.isFinite(attempt.end) ? attempt.end : NaN;
+  const lines = [
+    `${attempt.task} · ${model.title(attempt.task)}`,
+    `attempt ${attempt.n}${of} on ${model.laneName(attempt.agent)}`,
+    Number.isFinite(end)
+      ? `${fmtOffset(attempt.start - t0)} → ${fmtOffset(end - t0)} (${fmtDuration(end - attempt.start)})`
+      : `${fmtOffset(attempt.start - t0)} → running`,
+  ];
+  for (const veto of attempt.vetoes) {
+    lines.push(`refused ${veto.path}: held by ${veto.holderName ?? "?"} (${veto.holderTask ?? "?"})`);
+  }
+  if (attempt.outcome === "succeeded") {
+    lines.push(`succeeded · ${fmtCost(attempt.cost)} · ${plural(attempt.changes, "file change")}`);
+  } else if (attempt.outcome === "vetoed") {
+    const path = attempt.blockedOn ? ` with ${attempt.blockedOn} added to its scope` : "";
+    lines.push(`vetoed: the write never landed; ${attempt.task} went back to the queue${path}`);
+  } else if (attempt.outcome !== "running") {
+    lines.push(`${OUTCOME_TEXT[attempt.outcome]}${attempt.kind ? ` (${attempt.kind})` : ""}`);
+    if (attempt.reason) lines.push(truncate(attempt.reason, 160));
+  }
+  if (attempt.files.length) lines.push(`leased: ${truncate(attempt.files.join(", "), 160)}`);
+  return lines;
+}
+
+export function describeVeto(model, veto, t0) {
+  return [
+    `VETO at ${fmtOffset(veto.at - t0)}`,
+    `${model.laneName(veto.agent)} (${veto.task}) was refused ${veto.path}`,
+    `held by ${veto.holderName ?? "?"} (${veto.holderTask ?? "?"})`,
+    `the write never reached the disk; ${veto.task} went back to the queue`,
+  ];
+}
+
+export class Timeline {
+  constructor(root, { tooltip, onSelect }) {
+    this.tooltip = tooltip;
+    this.onSelect = onSelect;
+    this.zoom = 1;
+    this.followEnd = true;
+    this.zoomLabel = h("span", { class: "zoom-level", "aria-live": "polite", text: "1×" });
+    const button = (label, text, action) =>
+      h("button", { type: "button", class: "btn", "aria-label": label, title: label, onclick: action }, text);
+    const tools = h(
+      "div",
+      { class: "tl-tools", role: "group", "aria-label": "Timeline zoom" },
+      button("Zoom out", "−", () => this.setZoom(this.stepZoom(-1))),
+      this.zoomLabel,
+      button("Zoom in", "+", () => this.setZoom(this.stepZoom(1))),
+      button("Fit the whole run", "Fit", () => this.setZoom(1)),
+    );
+    this.labels = h("div", { class: "tl-labels", "aria-hidden": "true" });
+    this.scroller = h("div", { class: "tl-scroll" });
+    this.empty = h("p", { class: "empty", hidden: true });
+    root.append(
+      h("div", { class: "tl-head" }, legend(), tools),
+      h("div", { class: "tl-body" }, this.labels, this.scroller),
+      this.empty,
+    );
+    this.scroller.addEventListener("wheel", (e) => this.onWheel(e), { passive: false });
+    this.scroller.addEventListener("scroll", () => {
+      const max = this.scroller.scrollWidth - this.scroller.clientWidth;
+      this.followEnd = this.scroller.scrollLeft >= max - 4;
+    });
+    root.addEventListener("keydown", (e) => this.onKey(e));
+    this.view = null;
+  }
+
+  stepZoom(direction) {
+    const at = ZOOMS.findIndex((z) => z >= this.zoom - 1e-9);
+    const index = Math.min(ZOOMS.length - 1, Math.max(0, (at < 0 ? 0 : at) + direction));
+    return ZOOMS[index];
+  }
+
+  setZoom(zoom, anchorFraction = 0.5) {
+    const sc = this.scroller;
+    const anchorX = sc.clientWidth * anchorFraction;
+    const at = (sc.scrollLeft + anchorX) / Math.max(1, sc.scrollWidth);
+    this.zoom = zoom;
+    this.zoomLabel.textContent = `${zoom}×`;
+    if (this.view) this.render(this.view);
+    sc.scrollLeft = at * sc.scrollWidth - anchorX;
+  }
+
+  onWheel(event) {
+    if (!(event.ctrlKey || event.metaKey)) return;
+    event.preventDefault();
+    const box = this.scroller.getBoundingClientRect();
+    const fraction = (event.clientX - box.left) / Math.max(1, box.width);
+    this.setZoom(this.stepZoom(event.deltaY < 0 ? 1 : -1), fraction);
+  }
+
+  onKey(event) {
+    if (event.target.closest?.("input, button")) return;
+    if (event.key === "+" || event.key === "=") this.setZoom(this.stepZoom(1));
+    else if (event.key === "-" || event.key === "_") this.setZoom(this.stepZoom(-1));
+    else if (event.key === "0") this.setZoom(1);
+    else return this.onArrow(event);
+    event.preventDefault();
+  }
+
+  onArrow(event) {
+    const current = event.target.closest?.("[data-key]");
+    if (!current || !this.scroller.contains(current)) return;
+    const items = [...this.scroller.querySelectorAll("[data-key]")];
+    const index = items.indexOf(current);
+    let next = null;
+    if (event.key === "ArrowRight") next = items[index + 1];
+    else if (event.key === "ArrowLeft") next = items[index - 1];
+    else if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      const lane = Number(current.dataset.laneIndex) + (event.key === "ArrowDown" ? 1 : -1);
+      const t = Number(current.dataset.t);
+      const candidates = items.filter((i) => Number(i.dataset.laneIndex) === lane);
+      candidates.sort((a, b) => Math.abs(a.dataset.t - t) - Math.abs(b.dataset.t - t));
+      next = candidates[0];
+    } else if (event.key === "Enter" || event.key === " ") {
+      this.onSelect(current.dataset.task);
+    } else return;
+    event.preventDefault();
+    next?.focus();
+  }
+
+  /** view: {model, now, live, selected} */
+  render(view) {
+    this.view = view;
+    const { model } = view;
+    const lanes = model.lanes();
+    const hist = model.history;
+    const focusedKey = document.activeElement?.closest?.("[data-key]")?.dataset.key;
+    if (!lanes.length) {
+      this.empty.hidden = false;
+      this.empty.textContent = "No runner has registered yet: start a fleet (`codefleet run`).";
+      this.labels.replaceChildren();
+      this.scroller.replaceChildren();
+      return;
+    }
+    this.empty.hidden = true;
+    const t0 = runOrigin(model);
+    const open = hist.open.size > 0 && view.live;
+    let t1 = Math.max(hist.last, ...hist.attempts.map((a) => a.start));
+    if (open) t1 = Math.max(t1, view.now);
+    const span = Math.max(t1 - t0, MIN_SPAN_MS) * 1.02;
+    const width = Math.max(MIN_WIDTH, this.scroller.clientWidth || 800) * this.zoom;
+    const x = (t) => PAD_L + ((t - t0) / span) * (width - PAD_L - PAD_R);
+    const laneIndex = new Map(lanes.map((lane, i) => [lane.id, i]));
+    const laneTop = (agent) => AXIS_H + (laneIndex.get(agent) ?? 0) * LANE_H;
+    const height = AXIS_H + lanes.length * LANE_H + FOOT_H;
+    const geo = { x, laneTop, laneIndex, t0, now: view.now, width, height, model, view };
+
+    const svg = s(
+      "svg",
+      {
+        class: "tl-svg",
+        width,
+        height,
+        viewBox: `0 0 ${width} ${height}`,
+        role: "group",
+        "aria-label": `Timeline of ${plural(hist.attempts.length, "attempt")} on ${plural(lanes.length, "runner")}`,
+      },
+      defs(),
+      lanes.map((lane, i) =>
+        s("rect", { class: `lane ${i % 2 ? "odd" : "even"}`, x: 0, y: AXIS_H + i * LANE_H, width, height: LANE_H }),
+      ),
+      axis(geo, span),
+      milestones(geo),
+      retryLinks(geo),
+      focusables(geo, this),
+    );
+    this.labels.replaceChildren(
+      h("div", { class: "tl-axis-spacer" }),
+      ...lanes.map((lane) => laneLabel(model, lane)),
+    );
+    const atEnd = this.followEnd;
+    this.scroller.replaceChildren(svg);
+    if (atEnd && this.zoom > 1) this.scroller.scrollLeft = this.scroller.scrollWidth;
+    if (focusedKey) this.scroller.querySelector(`[data-key="${CSS.escape(focusedKey)}"]`)?.focus({ preventScroll: true });
+    this.tooltip.refresh(this.scroller);
+  }
+}
+
+/** Time zero: the first fleet start, else the first assignment, else the first event. */
+export function runOrigin(model) {
+  const h = model.history;
+  const candidates = [h.fleetStarts[0], h.attempts[0]?.start].filter(Number.isFinite);
+  return candidates.length ? Math.min(...candidates) : h.first;
+}
+
+function legend() {
+  const item = (cls, text) => h("li", {}, h("span", { class: `swatch ${cls}`, "aria-hidden": "true" }), text);
+  return h(
+    "ul",
+    { class: "legend", "aria-label": "Legend" },
+    item("out-succeeded", "succeeded"),
+    item("out-running", "running"),
+    item("out-vetoed", "vetoed (write refused)"),
+    item("out-requeued", "requeued"),
+    item("out-failed", "failed"),
+    h("li", {}, h("span", { class: "veto-key", "aria-hidden": "true" }), "veto"),
+  );
+}
+
+function defs() {
+  return s(
+    "defs",
+    {},
+    s(
+      "marker",
+      { id: "arrow-veto", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
+      s("path", { d: "M0,0 L10,5 L0,10 z", class: "arrow-veto" }),
+    ),
+    s(
+      "marker",
+      { id: "arrow-retry", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse" },
+      s("path", { d: "M0,0 L10,5 L0,10 z", class: "arrow-retry" }),
+    ),
+  );
+}
+
+function laneLabel(model, lane) {
+  const agent = model.live.agents.get(lane.id);
+  const count = model.history.attempts.filter((a) => a.agent === lane.id).length;
+  const status = agent?.status ?? "";
+  return h(
+    "div",
+    { class: "tl-label", "data-lane": lane.name },
+    h("strong", { text: lane.name }),
+    h("span", { class: `agent-status st-${status}`, text: `${status}${status ? " · " : ""}${plural(count, "attempt")}` }),
+  );
+}
+
+function axis(geo, span) {
+  const { x, width, height, t0 } = geo;
+  const step = niceStep(span / Math.max(2, Math.floor(width / 110)));
+  const ticks = [];
+  for (let t = 0; t <= span; t += step) {
+    const px = x(t0 + t);
+    const text = t === 0 ? "0" : fmtOffset(t);
+    ticks.push(s("line", { class: "tick", x1: px, x2: px, y1: AXIS_H - 6, y2: height - FOOT_H }));
+    if (px + 3 + charWidth(text) <= width) ticks.push(s("text", { class: "tick-label", x: px + 3, y: AXIS_H - 9, text }));
+  }
+  return s("g", { class: "axis", "aria-hidden": "true" }, ticks);
+}
+
+function milestones(geo) {
+  const { x, model, height, view } = geo;
+  const hist = model.history;
+  const marks = [
+    ...hist.fleetStarts.map((t) => [t, "fleet started", "ms-start", 1]),
+    ...hist.idles.map((t) => [t, "drained", "ms-idle", 0]),
+  ];
+  if (hist.finished) {
+    const ok = hist.finished.payload.ok;
+    marks.push([hist.finished.at, ok === false ? "finished ✗" : "finished ✓", ok === false ? "ms-bad" : "ms-done", 2]);
+  }
+  if (view.live && hist.open.size > 0) marks.push([geo.now, "now", "ms-now", 3]);
+  const lines = marks.map(([t, , cls]) => s("line", { class: `milestone ${cls}`, x1: x(t), x2: x(t), y1: AXIS_H, y2: height - FOOT_H + 4 }));
+  const placed = []; // [left, right] of the labels drawn so far, most important first
+  const labels = [];
+  for (const [t, text, cls] of [...marks].sort((a, b) => b[3] - a[3])) {
+    const px = x(t);
+    const w = charWidth(text);
+    const anchorEnd = px + 3 + w > geo.width - 4;
+    const left = anchorEnd ? px - 3 - w : px + 3;
+    if (placed.some(([l, r]) => left < r + 8 && left + w > l - 8)) continue; // the line alone says it
+    placed.push([left, left + w]);
+    labels.push(s("text", { class: `milestone-label ${cls}`, x: anchorEnd ? px - 3 : px + 3, y: height - 8, "text-anchor": anchorEnd ? "end" : "start", text }));
+  }
+  return s("g", { class: "milestones", "aria-hidden": "true" }, lines, labels);
+}
+
+function barEnd(geo, attempt) {
+  return Number.isFinite(attempt.end) ? attempt.end : Math.max(geo.now, attempt.start);
+}
+
+function retryLinks(geo) {
+  const { x, laneTop, model } = geo;
+  const byTask = new Map();
+  for (const attempt of model.history.attempts) {
+    if (!byTask.has(attempt.task)) byTask.set(attempt.task, []);
+    byTask.get(attempt.task).push(attempt);
+  }
+  const out = [];
+  for (const attempts of byTask.values()) {
+    for (let i = 1; i < attempts.length; i++) {
+      const [a, b] = [attempts[i - 1], attempts[i]];
+      if (!Number.isFinite(a.end)) continue;
+      const x1 = x(a.end);
+      const x2 = x(b.start);
+      const y1 = laneTop(a.agent) + BAR_Y + BAR_H / 2;
+      const y2 = laneTop(b.agent) + BAR_Y + BAR_H / 2;
+      const bend = Math.max(12, (x2 - x1) / 2);
+      out.push(
+        s("path", { class: "retry-link", d: `M${x1},${y1} C${x1 + bend},${y1} ${x2 - bend},${y2} ${x2 - 1},${y2}`, "marker-end": "url(#arrow-retry)" }),
+        s("text", { class: "retry-label", x: x2 + 2, y: laneTop(b.agent) + BAR_Y - 6, text: `↻ retry after ${fmtDuration(b.start - a.end)}` }),
+      );
+    }
+  }
+  return s("g", { class: "retries", "aria-hidden": "true" }, out);
+}
+
+function focusables(geo, timeline) {
+  const { model } = geo;
+  const items = [
+    ...model.history.attempts.map((a) => [a.start, 0, () => bar(geo, a, timeline)]),
+    ...model.history.vetoes.map((v) => [v.at, 1, () => vetoMark(geo, v, timeline)]),
+  ];
+  items.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  return s("g", { class: "items" }, items.map(([, , make]) => make()));
+}
+
+function interactive(node, timeline, lines, task) {
+  timeline.tooltip.attach(node, lines);
+  node.addEventListener("click", () => timeline.onSelect(task));
+  return node;
+}
+
+function bar(geo, attempt, timeline) {
+  const { x, laneTop, model, laneIndex, view } = geo;
+  const x1 = x(attempt.start);
+  const w = Math.max(3, x(barEnd(geo, attempt)) - x1);
+  const y = laneTop(attempt.agent) + BAR_Y;
+  const multi = model.attemptsOf(attempt.task).length > 1 || attempt.n > 1;
+  const name = `${attempt.task}${multi ? ` #${attempt.n}` : ""}`;
+  const lines = describeAttempt(model, attempt, geo.t0);
+  const selected = view.selected && view.selected === attempt.task;
+  const dim = view.selected && !selected;
+  const room = Math.floor((w - 12) / 6.6);
+  const label =
+    room >= name.length
+      ? s("text", { class: "bar-label", x: x1 + 6, y: y + BAR_H / 2 + 4, text: truncate(`${name}  ${model.title(attempt.task)}`, room) })
+      : null;
+  const group = s(
+    "g",
+    {
+      class: `bar out-${attempt.outcome}${selected ? " selected" : ""}${dim ? " dim" : ""}`,
+      tabindex: 0,
+      role: "button",
+      "aria-label": lines.join(". "),
+      "data-key": attempt.key,
+      "data-task": attempt.task,
+      "data-outcome": attempt.outcome,
+      "data-lane": model.laneName(attempt.agent),
+      "data-lane-index": laneIndex.get(attempt.agent) ?? 0,
+      "data-t": attempt.start,
+    },
+    s("rect", { class: "bar-body", x: x1, y, width: w, height: BAR_H, rx: 4 }),
+    label,
+  );
+  return interactive(group, timeline, lines, attempt.task);
+}
+
+/** The marker's words and where they start: beside the marker, the long form if it fits. */
+function vetoLabel(veto, px, width) {
+  const long = `VETO ${veto.path} · held by ${veto.holderName ?? "?"} (${veto.holderTask ?? "?"})`;
+  for (const text of [long, `VETO ${veto.path}`]) {
+    const w = charWidth(text);
+    if (px + 11 + w <= width - 4) return [text, px + 11];
+    if (px - 11 - w >= 4) return [text, px - 11 - w];
+  }
+  return ["VETO", px + 11 + charWidth("VETO") <= width - 4 ? px + 11 : px - 11 - charWidth("VETO")];
+}
+
+function vetoMark(geo, veto, timeline) {
+  const { x, laneTop, laneIndex, model, width } = geo;
+  const px = x(veto.at);
+  const top = laneTop(veto.agent);
+  const cy = top + BAR_Y - 10;
+  const lines = describeVeto(model, veto, geo.t0);
+  const parts = [];
+  if (veto.holderAgent && laneIndex.has(veto.holderAgent) && veto.holderAgent !== veto.agent) {
+    const holderTop = laneTop(veto.holderAgent);
+    const down = holderTop > top;
+    const y2 = down ? holderTop + BAR_Y - 1 : holderTop + BAR_Y + BAR_H + 1;
+    parts.push(s("line", { class: "veto-link", x1: px, y1: down ? cy + 6 : cy - 6, x2: px, y2, "marker-end": "url(#arrow-veto)" }));
+  }
+  parts.push(s("line", { class: "veto-cut", x1: px, x2: px, y1: cy, y2: top + BAR_Y + BAR_H + 3 }));
+  parts.push(s("path", { class: "veto-diamond", d: `M${px},${cy - 7} L${px + 7},${cy} L${px},${cy + 7} L${px - 7},${cy} z` }));
+  const [text, left] = vetoLabel(veto, px, width);
+  parts.push(s("text", { class: "veto-label", x: left, y: cy + 4, text }));
+  const group = s(
+    "g",
+    {
+      class: "veto",
+      tabindex: 0,
+      role: "button",
+      "aria-label": lines.join(". "),
+      "data-key": `veto-${veto.id}`,
+      "data-task": veto.task,
+      "data-lane": model.laneName(veto.agent),
+      "data-lane-index": laneIndex.get(veto.agent) ?? 0,
+      "data-t": veto.at,
+      "data-path": veto.path,
+    },
+    parts,
+  );
+  return interactive(group, timeline, lines, veto.task);
+}

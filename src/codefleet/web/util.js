@@ -1,0 +1,87 @@
+// DOM and SVG builders and number formatting. Text always goes in through
+// textContent (never innerHTML): paths, titles and summaries come from agents.
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+function setAttrs(node, attrs) {
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "text") node.textContent = String(value);
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+}
+
+function appendAll(node, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+}
+
+/** An HTML element: h("td", {class: "num"}, "12"). */
+export function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  setAttrs(node, attrs);
+  appendAll(node, children);
+  return node;
+}
+
+/** An SVG element. */
+export function s(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(SVG_NS, tag);
+  setAttrs(node, attrs);
+  appendAll(node, children);
+  return node;
+}
+
+export function fmtDuration(millis) {
+  if (!Number.isFinite(millis)) return "–";
+  const abs = Math.abs(millis);
+  if (abs < 1000) return `${Math.round(millis)} ms`;
+  if (abs < 10_000) return `${(millis / 1000).toFixed(2)} s`;
+  if (abs < 60_000) return `${(millis / 1000).toFixed(1)} s`;
+  const minutes = Math.floor(abs / 60_000);
+  const seconds = Math.round((abs % 60_000) / 1000);
+  if (minutes < 60) return `${minutes} min ${String(seconds).padStart(2, "0")} s`;
+  return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, "0")} min`;
+}
+
+/** A time relative to the run's start: "+1.25 s". */
+export function fmtOffset(millis) {
+  if (!Number.isFinite(millis)) return "–";
+  return `${millis < 0 ? "−" : "+"}${fmtDuration(Math.abs(millis))}`;
+}
+
+export function fmtCost(usd) {
+  const value = Number(usd) || 0;
+  return `$${value.toFixed(value >= 100 ? 2 : 4)}`;
+}
+
+export function fmtCount(n) {
+  const value = Number(n) || 0;
+  if (value < 1000) return String(value);
+  if (value < 1_000_000) return `${(value / 1000).toFixed(value < 10_000 ? 1 : 0)}k`;
+  return `${(value / 1_000_000).toFixed(1)}M`;
+}
+
+export function plural(n, one, many = `${one}s`) {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+export function truncate(text, max) {
+  const value = String(text ?? "");
+  return value.length <= max ? value : `${value.slice(0, Math.max(1, max - 1))}…`;
+}
+
+/** Wall-clock time of day for an ISO timestamp, in the viewer's zone. */
+export function clock(iso) {
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? "" : date.toLocaleTimeString([], { hour12: false });
+}
+
+/** Replace the children of `node`. */
+export function fill(node, ...children) {
+  node.replaceChildren();
+  appendAll(node, children);
+}
