@@ -62,6 +62,19 @@ def serve(
     tick_interval: Annotated[
         float | None, typer.Option(help="Reconciliation tick, seconds [CODEFLEET_TICK_INTERVAL].")
     ] = None,
+    backoff_base: Annotated[
+        float | None,
+        typer.Option(help="Retry backoff: seconds per attempt so far [CODEFLEET_BACKOFF_BASE]."),
+    ] = None,
+    backoff_cap: Annotated[
+        float | None, typer.Option(help="Retry backoff ceiling, seconds [CODEFLEET_BACKOFF_CAP].")
+    ] = None,
+    preimage_max_bytes: Annotated[
+        int | None,
+        typer.Option(
+            help="Largest file a task may lease while rollback is on [CODEFLEET_PREIMAGE_MAX_BYTES]."
+        ),
+    ] = None,
     max_attempts: Annotated[
         int | None, typer.Option(help="Default attempts per task [CODEFLEET_MAX_ATTEMPTS].")
     ] = None,
@@ -90,6 +103,7 @@ def serve(
         stale_after=stale_after, heartbeat_interval=heartbeat_interval,
         poll_interval=poll_interval, tick_interval=tick_interval, max_attempts=max_attempts,
         allow_reset=allow_reset, token=token, keep_failed_edits=keep_failed_edits,
+        backoff_base=backoff_base, backoff_cap=backoff_cap, preimage_max_bytes=preimage_max_bytes,
     )  # fmt: skip
     if settings.host not in LOOPBACK and not settings.token:
         raise fail(

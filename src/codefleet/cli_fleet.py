@@ -44,6 +44,18 @@ ScriptOpt = Annotated[
     Path | None,
     typer.Option("--script", help="With --dry-run: the script the scripted agents play."),
 ]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", help="Claude model for real sessions [CODEFLEET_MODEL].")
+]
+MaxTurnsOpt = Annotated[
+    int | None, typer.Option("--max-turns", help="Turn cap per session [CODEFLEET_MAX_TURNS].")
+]
+BudgetOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--task-budget-usd", help="Spend cap per session, USD [CODEFLEET_TASK_BUDGET_USD]."
+    ),
+]
 TimeoutOpt = Annotated[
     float | None,
     typer.Option(
@@ -85,14 +97,19 @@ def runner(
         bool, typer.Option(help="Exit once no task is pending or running.")
     ] = False,
     token: TokenOpt = None,
+    model: ModelOpt = None,
+    max_turns: MaxTurnsOpt = None,
+    task_budget_usd: BudgetOpt = None,
 ) -> None:
     """Run ONE runner as its own process until interrupted (or the fleet drains)."""
     from codefleet.client import FleetClient
     from codefleet.runner import Runner, RunnerOptions
 
     settings = settings_from(
-        server_url=server, workdir=workdir, run_dir=run_dir, token=token, task_timeout=task_timeout
-    )
+        server_url=server, workdir=workdir, run_dir=run_dir, token=token,
+        task_timeout=task_timeout, model=model, max_turns=max_turns,
+        task_budget_usd=task_budget_usd,
+    )  # fmt: skip
     executor = _executor(dry_run, script, settings)
     options = RunnerOptions(
         name=name,
@@ -136,6 +153,9 @@ def run(
     run_dir: RunDirOpt = None,
     task_timeout: TimeoutOpt = None,
     token: TokenOpt = None,
+    model: ModelOpt = None,
+    max_turns: MaxTurnsOpt = None,
+    task_budget_usd: BudgetOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Start N runners against a running server, wait for the graph to drain, print a verdict.
@@ -147,7 +167,8 @@ def run(
 
     settings = settings_from(
         runners=runners, server_url=server, workdir=workdir, run_dir=run_dir,
-        task_timeout=task_timeout, token=token,
+        task_timeout=task_timeout, token=token, model=model, max_turns=max_turns,
+        task_budget_usd=task_budget_usd,
     )  # fmt: skip
     executor = _executor(dry_run, script, settings)
 
