@@ -1,0 +1,222 @@
+"""The dashboard's pure half on literal data: event wording, the view model, the frame."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console
+
+from codefleet.dashboard_view import (
+    VETO_STYLE,
+    AgentRow,
+    LeaseRow,
+    LogLine,
+    TaskRow,
+    ViewModel,
+    build_view,
+    describe,
+    render,
+)
+
+NOW = datetime(2026, 7, 31, 18, 4, 30, tzinfo=UTC)
+NAMES = {"a_1": "runner-1", "a_2": "runner-2"}
+
+
+def event(id_: int, type_: str, task_id: str | None = None, agent_id: str | None = None, **payload: Any) -> dict[str, Any]:  # fmt: skip
+    return {"id": id_, "at": "2026-07-31T18:04:22.117Z", "type": type_, "task_id": task_id,
+            "agent_id": agent_id, "payload": payload}  # fmt: skip
+
+
+def frame(view: ViewModel, height: int = 40, width: int = 120) -> str:
+    console = Console(record=True, width=width, height=height, file=io.StringIO())
+    console.print(render(view))
+    return console.export_text()
+
+
+def literal_view(**overrides: Any) -> ViewModel:
+    fields: dict[str, Any] = {
+        "server": "http://127.0.0.1:8099",
+        "connection": "live",
+        "tasks": (
+            TaskRow("T3", "api routes", "succeeded", 1, 3, 0.0123, "added routes"),
+            TaskRow("T4", "request ids", "pending", 1, 3, 0.0, "last attempt: blocked on api.py"),
+        ),
+        "agents": (
+            AgentRow("runner-1", "busy", "T2", 1.0, False, 1, 0, 0.0123),
+            AgentRow("runner-2", "idle", None, 31.0, True, 0, 1, 0.0),
+        ),
+        "leases": (LeaseRow("api.py", "runner-1", "T2", 4.0),),
+        "log": (
+            LogLine(
+                7,
+                "18:04:22",
+                "VETO runner-2 (T4) refused api.py: held by runner-1 (T3)",
+                VETO_STYLE,
+                veto=True,
+            ),
+            LogLine(8, "18:04:22", "T4 requeued (veto) blocked on api.py", "yellow"),
+        ),
+        "counts": (("pending", 1), ("succeeded", 1)),
+        "cost_usd": 0.0123,
+        "input_tokens": 1500,
+        "output_tokens": 20,
+        "vetoes": 1,
+        "last_event_id": 8,
+    }
+    fields.update(overrides)
+    return ViewModel(**fields)
+
+
+# -- describe ---------------------------------------------------------------------------
+
+
+def test_a_veto_names_the_refused_runner_the_path_and_the_holder_in_bold_red() -> None:
+    denied = event(
+        7, "lease_denied", "T4", "a_2", path="api.py", holder_agent_id="a_1",
+        holder_agent_name="runner-1", holder_task_id="T3", requester_name="runner-2", reason="held",
+    )  # fmt: skip
+    line = describe(denied, NAMES)
+    assert line.event_id == 7
+    assert line.text == "VETO runner-2 (T4) refused api.py: held by runner-1 (T3)"
+    assert line.style == VETO_STYLE and line.veto
+
+
+def test_a_denial_that_is_not_a_held_lease_gives_its_reason_instead_of_a_holder() -> None:
+    denied = event(3, "lease_denied", "T1", "a_1", path="../etc", reason="outside_workdir")
+    assert describe(denied, NAMES).text == "VETO runner-1 (T1) refused ../etc: outside_workdir"
+
+
+def test_requeues_are_yellow_and_successes_green_with_the_runner_name() -> None:
+    requeued = event(8, "task_requeued", "T4", error_kind="veto", blocked_on_path="api.py")
+    succeeded = event(9, "task_succeeded", "T3", "a_1", attempt=1)
+    assert (describe(requeued, NAMES).text, describe(requeued, NAMES).style) == (
+        "T4 requeued (veto) blocked on api.py",
+        "yellow",
+    )
+    assert (describe(succeeded, NAMES).text, describe(succeeded, NAMES).style) == (
+        "runner-1 ✓ T3 succeeded",
+        "green",
+    )
+
+
+def test_an_unknown_runner_is_shown_by_id_and_an_unworded_event_by_its_type() -> None:
+    assert describe(event(1, "task_started", "T1", "a_9"), NAMES).text == "a_9 started T1"
+    assert describe(event(2, "fleet_idle"), NAMES).text == "fleet idle"
+
+
+# -- build_view -------------------------------------------------------------------------
+
+
+def state(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "tasks": [
+            {"id": "T1", "title": "one", "status": "succeeded", "attempts": 1, "max_attempts": 3,
+             "cost_usd": 0.5, "result_summary": "done", "error": "old"},
+            {"id": "T2", "title": "two", "status": "running", "attempts": 2, "max_attempts": 3,
+             "cost_usd": 0.0, "error": "blocked on a.py"},
+            {"id": "T3", "title": "three", "status": "failed", "attempts": 3, "max_attempts": 3,
+             "cost_usd": 0.0, "error": "boom"},
+        ],
+        "agents": [
+            {"id": "a_1", "name": "runner-1", "status": "busy", "current_task_id": "T2",
+             "last_heartbeat_at": "2026-07-31T18:04:25.000Z", "stale": False,
+             "tasks_succeeded": 1, "tasks_failed": 0, "cost_usd": 0.5},
+        ],
+        "leases": [
+            {"path": "a.py", "agent_id": "a_1", "task_id": "T2", "holder_agent_name": "runner-1",
+             "acquired_at": "2026-07-31T18:04:00.000Z", "age_s": 1.0},
+        ],
+        "counters": {"tasks": {"running": 1, "succeeded": 1, "failed": 1}, "input_tokens": 10,
+                     "output_tokens": 5, "cost_usd": 0.5},
+        "last_event_id": 20,
+    }  # fmt: skip
+    base.update(overrides)
+    return base
+
+
+def view_of(raw: dict[str, Any] | None, **kwargs: Any) -> ViewModel:
+    return build_view(
+        raw, (), server="s", connection="live", vetoes=0, last_event_id=20, now=NOW, **kwargs
+    )
+
+
+def test_the_view_takes_statuses_notes_and_counters_from_the_state_in_status_order() -> None:
+    view = view_of(state())
+    assert [(t.id, t.status, t.note) for t in view.tasks] == [
+        ("T1", "succeeded", "done"),
+        ("T2", "running", "last attempt: blocked on a.py"),
+        ("T3", "failed", "boom"),
+    ]
+    assert view.counts == (("running", 1), ("succeeded", 1), ("failed", 1))
+    assert (view.cost_usd, view.input_tokens, view.output_tokens) == (0.5, 10, 5)
+
+
+def test_ages_are_measured_from_the_server_timestamps_to_now() -> None:
+    view = view_of(state())
+    assert view.agents[0].heartbeat_age_s == 5.0
+    assert view.leases[0] == LeaseRow("a.py", "runner-1", "T2", 30.0)
+
+
+def test_a_cut_task_table_keeps_the_tasks_in_flight_and_failed_and_counts_the_rest() -> None:
+    view = view_of(state(), max_task_rows=2)
+    assert [t.id for t in view.tasks] == ["T2", "T3"]
+    assert view.hidden_tasks == 1
+
+
+def test_before_the_first_state_the_view_has_only_the_connection_and_the_log() -> None:
+    log = (LogLine(1, "18:04:22", "x"),)
+    view = build_view(
+        None, log, server="s", connection="connecting…", vetoes=0, last_event_id=1, now=NOW
+    )
+    assert view == ViewModel(server="s", connection="connecting…", log=log, last_event_id=1)
+
+
+# -- render -----------------------------------------------------------------------------
+
+
+def test_the_frame_shows_the_summary_tasks_agents_leases_and_the_veto_line() -> None:
+    text = frame(literal_view())
+    lines = text.splitlines()
+    assert lines[0] == (
+        "● live │ pending 1 · succeeded 1 │ $0.0123 · 1.5k/20 tok · vetoes 1 · event #8"
+        " │ http://127.0.0.1:8099"
+    )
+    assert "T3     api routes" in text and "succeeded    1/3   0.0123   added routes" in text
+    assert "pending      1/3   0.0000   last attempt: blocked on api.py" in text
+    assert "runner-2     idle      -       31s    STALE    0/1       0.0000" in text
+    assert "api.py                         runner-1   T2     4s" in text
+    veto = "#7     18:04:22 VETO runner-2 (T4) refused api.py: held by runner-1 (T3)"
+    assert text.count(veto) == 2, "pinned above the log, and in it"
+    assert "Vetoes (1 in all, newest 1)" in text
+
+
+def test_the_veto_line_is_bold_red_and_a_lost_connection_yellow() -> None:
+    console = Console(force_terminal=True, color_system="standard", width=120, file=io.StringIO())
+    console.print(render(literal_view(connection="reconnecting… (server unreachable)")))
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "\x1b[1;37;41mVETO\x1b[0m\x1b[1;31m runner-2 (T4) refused api.py" in out
+    assert "\x1b[1;33m● reconnecting… (server unreachable)" in out
+
+
+def test_the_log_shows_the_newest_lines_that_fit_the_height() -> None:
+    log = tuple(LogLine(i, "18:04:22", f"event {i}") for i in range(1, 101))
+    text = frame(literal_view(log=log), height=30)
+    assert len(text.splitlines()) <= 30
+    assert "event 100" in text
+    assert "event 1 " not in text and "event 50" not in text
+
+
+def test_a_veto_the_log_has_scrolled_past_stays_pinned_above_it() -> None:
+    first = literal_view().log
+    later = tuple(LogLine(i, "18:04:23", f"event {i}") for i in range(9, 109))
+    text = frame(literal_view(log=first + later), height=30)
+    assert "event 108" in text and "event 9 " not in text
+    assert "VETO runner-2 (T4) refused api.py: held by runner-1 (T3)" in text
+
+
+def test_an_empty_view_renders_without_tables_to_fill() -> None:
+    text = frame(ViewModel(server="s", connection="connecting…"))
+    assert text.startswith("● connecting… │ no tasks │ $0.0000 · 0/0 tok · vetoes 0 · event #0")
+    assert "no file is leased" in text
