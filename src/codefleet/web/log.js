@@ -2,7 +2,7 @@
 // match on task, runner or file, and by the task selected elsewhere.
 
 import { naturalCompare } from "./model.js";
-import { runOrigin } from "./timeline.js";
+import { runOrigin } from "./describe.js";
 import { clock, fmtCost, fmtOffset, h, truncate } from "./util.js";
 
 const MAX_ROWS = 300;
@@ -10,7 +10,8 @@ const MAX_ROWS = 300;
 const ORDER = [
   "task_created", "task_assigned", "task_started", "task_succeeded", "task_requeued", "task_failed",
   "task_unblocked", "task_blocked_upstream", "task_cancelled", "task_retried",
-  "lease_acquired", "lease_denied", "lease_released", "file_changed",
+  "lease_acquired", "lease_denied", "lease_released", "file_changed", "file_restored",
+  "check_defined", "check_started", "check_finished",
   "agent_registered", "agent_online", "agent_offline", "fleet_started", "fleet_idle", "run_finished",
 ];
 
@@ -18,7 +19,7 @@ export function category(type) {
   if (type === "lease_denied") return "veto";
   if (type === "task_succeeded") return "ok";
   if (type === "task_failed" || type === "task_blocked_upstream") return "bad";
-  if (type === "task_requeued") return "warn";
+  if (type === "task_requeued" || type === "file_restored") return "warn";
   return type.split("_")[0];
 }
 
@@ -40,6 +41,10 @@ export function describeEvent(model, e) {
     case "lease_denied": return `VETO ${b.path}: held by ${b.holder_agent_name ?? "?"} (${b.holder_task_id ?? "?"})`;
     case "lease_released": return `${b.path} (${b.reason})`;
     case "file_changed": return `${b.path} (${b.tool})`;
+    case "file_restored": return `${b.path} ${b.existed === false ? "removed: it did not exist before the attempt" : "restored to its state before the attempt"}`;
+    case "check_defined": return `${b.name}: ${truncate(b.command, 120)}${b.replaced ? " (replaced)" : ""}`;
+    case "check_started": return `${b.name} (${b.purpose}) started`;
+    case "check_finished": return `${b.name}: ${b.timed_out ? "timed out" : b.passed ? "passed" : "failed"}${b.exit_code != null ? ` (exit ${b.exit_code})` : ""}${b.duration_ms != null ? ` in ${b.duration_ms} ms` : ""}`;
     case "agent_registered": return `${b.name} registered (epoch ${b.epoch})`;
     case "agent_online": return `${b.name} back online`;
     case "agent_offline": return `${b.name} offline (${b.reason})`;

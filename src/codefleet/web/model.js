@@ -3,8 +3,8 @@
 // Two folds over the same ordered events:
 //   - history: every event since id 0 builds the timeline (one attempt per
 //     task_assigned, closed by task_succeeded / task_failed / task_requeued /
-//     task_cancelled), the vetoes (lease_denied), per-file contention and the
-//     log. It never needs a snapshot.
+//     task_cancelled), the vetoes (lease_denied), the rollbacks (file_restored),
+//     per-file contention and the log. It never needs a snapshot.
 //   - live: the current tasks, runners and leases are the last `/state`
 //     snapshot plus the events after its `last_event_id`, so a snapshot taken
 //     at any moment and the stream never disagree or count an event twice.
@@ -22,6 +22,7 @@ function emptyHistory() {
     attempts: [], // in order of assignment
     open: new Map(), // task id -> its open attempt
     vetoes: [],
+    restores: [], // file_restored: the attempt's edits undone before its leases went
     files: new Map(), // path -> {path, tasks: [task ids in lease order], denials}
     titles: new Map(), // task id -> title (from task_created)
     typeCounts: new Map(),
@@ -159,6 +160,8 @@ function foldHistory(h, event) {
         files: [],
         changes: 0,
         vetoes: [],
+        restored: [],
+        checks: [],
       };
       h.attempts.push(attempt);
       h.open.set(event.task_id, attempt);
@@ -198,6 +201,17 @@ function foldHistory(h, event) {
       fileEntry(h, body.path).denials += 1;
       break;
     }
+    case "file_restored": {
+      const restore = { id: event.id, at, task: event.task_id, path: body.path, existed: body.existed !== false };
+      const attempt = attemptFor(h, event);
+      restore.attempt = attempt;
+      h.restores.push(restore);
+      attempt?.restored.push(restore);
+      break;
+    }
+    case "check_finished":
+      attemptFor(h, event)?.checks.push({ at, name: body.name, passed: body.passed === true, exitCode: body.exit_code, timedOut: body.timed_out === true });
+      break;
     case "task_succeeded":
       close(h, event, "succeeded", { cost: body.cost_usd ?? 0, summary: body.summary ?? "" });
       break;

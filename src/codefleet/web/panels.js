@@ -4,7 +4,7 @@
 
 import { shownStatus } from "./graph.js";
 import { naturalCompare, TERMINAL } from "./model.js";
-import { runOrigin } from "./timeline.js";
+import { runOrigin } from "./describe.js";
 import { clock, fill, fmtCost, fmtCount, fmtDuration, fmtOffset, h, plural, truncate } from "./util.js";
 
 function runEnd(model, view) {
@@ -47,6 +47,7 @@ export function vetoSentence(model, veto) {
   const who = `${model.laneName(veto.agent)} (${veto.task})`;
   const holder = `${veto.holderName ?? "?"} (${veto.holderTask ?? "?"})`;
   const parts = [`At ${when}, ${who} tried to write ${veto.path} while ${holder} held it, and `, h("strong", { class: "veto-text", text: "the write was refused" })];
+  if (veto.attempt?.restored.length) parts.push(`; its earlier edits were rolled back`);
   const attempts = model.attemptsOf(veto.task);
   const next = attempts[attempts.indexOf(veto.attempt) + 1];
   const task = model.live.tasks.get(veto.task);
@@ -54,13 +55,31 @@ export function vetoSentence(model, veto) {
     const held = holderAttemptAt(model, veto);
     const after = held && Number.isFinite(held.end) && held.end <= next.start ? ` after ${veto.holderTask} finished` : "";
     const wait = Number.isFinite(veto.attempt?.end) ? ` (${fmtDuration(next.start - veto.attempt.end)} later)` : "";
-    const outcome = { succeeded: " and succeeded", running: " and is running", vetoed: " and was refused again" }[next.outcome] ?? ` and ${next.outcome}`;
-    parts.push(`; ${veto.task} ran again on ${model.laneName(next.agent)}${after}${wait}${outcome}.`);
+    parts.push(`; ${veto.task} ran again on ${model.laneName(next.agent)}${after}${wait}${nextOutcome(next)}.`);
   } else if (task && !TERMINAL.has(task.status)) {
     parts.push(`; ${veto.task} is back in the queue until ${veto.holderTask} is done.`);
   } else {
     parts.push(".");
   }
+  return parts;
+}
+
+function nextOutcome(attempt) {
+  return { succeeded: " and succeeded", running: " and is running", vetoed: " and was refused again" }[attempt.outcome] ?? ` and was ${attempt.outcome} again`;
+}
+
+/** An attempt that ended without success for another reason: a failed check, an error, a timeout. */
+export function setbackSentence(model, attempt) {
+  const when = fmtOffset(attempt.end - runOrigin(model));
+  const who = `${attempt.task}'s attempt ${attempt.n} on ${model.laneName(attempt.agent)}`;
+  const failedCheck = attempt.checks.filter((c) => !c.passed).at(-1);
+  const why = attempt.kind === "verify_failed" && failedCheck ? `failed its verify check "${failedCheck.name}"` : `ended with ${attempt.kind ?? attempt.outcome}`;
+  const parts = [`At ${when}, ${who} `, h("strong", { class: "warn", text: why })];
+  if (attempt.restored.length) parts.push(`; its edits were rolled back (${plural(attempt.restored.length, "file")})`);
+  const attempts = model.attemptsOf(attempt.task);
+  const next = attempts[attempts.indexOf(attempt) + 1];
+  if (next) parts.push(`; it ran again on ${model.laneName(next.agent)}${nextOutcome(next)}.`);
+  else parts.push(attempt.outcome === "failed" ? "; the task failed." : "; it is back in the queue.");
   return parts;
 }
 
@@ -95,12 +114,21 @@ export function renderStory(container, view) {
   if (!hist.attempts.length) {
     sentences.push(`${plural(tasks.size, "task")} loaded; none has started yet.`);
   } else {
-    const verb = state === "running" ? "are working through" : "worked through";
     const took = fmtDuration(runEnd(model, view) - runOrigin(model));
-    sentences.push(`${plural(model.lanes().length, "runner")} ${verb} ${plural(tasks.size, "task")} in ${took}.`);
+    const runners = plural(model.lanes().length, "runner");
+    sentences.push(
+      state === "running"
+        ? `${runners} have been working through ${plural(tasks.size, "task")} for ${took}.`
+        : `${runners} worked through ${plural(tasks.size, "task")} in ${took}.`,
+    );
   }
-  for (const veto of hist.vetoes.slice(0, 3)) sentences.push(vetoSentence(model, veto));
-  if (hist.vetoes.length > 3) sentences.push(`${hist.vetoes.length - 3} more vetoes under Conflicts.`);
+  const setbacks = hist.attempts.filter((a) => a.vetoes.length || a.outcome === "requeued" || a.outcome === "failed");
+  const when = (a) => (a.vetoes.length ? a.vetoes[0].at : a.end);
+  setbacks.sort((a, b) => when(a) - when(b));
+  for (const attempt of setbacks.slice(0, 3)) {
+    sentences.push(attempt.vetoes.length ? vetoSentence(model, attempt.vetoes[0]) : setbackSentence(model, attempt));
+  }
+  if (setbacks.length > 3) sentences.push(`${plural(setbacks.length - 3, "more attempt")} ended early: see the timeline.`);
   sentences.push(outcomeSentence(model, state));
   const verify = hist.finished?.payload?.verify;
   if (verify) sentences.push(verify.ok ? "The verify command passed." : `The verify command failed (exit ${verify.exit_code}).`);
@@ -146,7 +174,7 @@ function contention(model) {
     );
   });
   const more = files.length > shown.length ? h("p", { class: "muted small", text: `and ${plural(files.length - shown.length, "more file")}` }) : null;
-  const none = model.history.vetoes.length ? null : h("p", { class: "muted small", text: "No write was refused in this run." });
+  const none = model.history.vetoes.length ? null : h("p", { class: "muted small", text: "No write has been refused." });
   return [none, h("ul", { class: "tiles", "aria-label": "Files leased in this run, most contested first" }, tiles), more];
 }
 

@@ -1,12 +1,16 @@
 // The timeline: one lane per runner, one bar per attempt (task_assigned to its
 // end), colored by outcome; a veto marker where a write was refused, with a
 // dashed line to the lane of the runner that held the file; a dotted link from
-// a failed attempt to the task's next attempt, labeled with the wait.
+// a failed attempt to the task's next attempt, labeled with the wait; a ↺ where
+// a failed attempt's edits were rolled back; a tick inside a bar per check run.
 //
-// Every bar and marker is focusable (tab order = time order; arrow keys move
-// along and across lanes) and carries an aria-label with what the tooltip says.
+// Bars and markers are one tab stop (a roving tabindex, so a long run is not
+// a hundred Tab presses): Tab enters at the last one focused, arrow keys move
+// in time order (left, right) and across lanes (up, down). Each carries an
+// aria-label with what its tooltip says.
 
-import { fmtCost, fmtDuration, fmtOffset, h, plural, s, truncate } from "./util.js";
+import { describeAttempt, describeRollback, describeVeto, runOrigin } from "./describe.js";
+import { fmtDuration, fmtOffset, h, plural, s, truncate } from "./util.js";
 
 const LANE_H = 62;
 const BAR_Y = 24;
@@ -19,16 +23,6 @@ const MIN_SPAN_MS = 50;
 const MIN_WIDTH = 280; // below this the lanes scroll sideways instead of squeezing
 const ZOOMS = [1, 1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];
 
-export const OUTCOME_TEXT = {
-  running: "running",
-  succeeded: "succeeded",
-  vetoed: "vetoed",
-  requeued: "requeued",
-  failed: "failed",
-  cancelled: "cancelled",
-  interrupted: "interrupted",
-};
-
 function niceStep(raw) {
   const power = 10 ** Math.floor(Math.log10(Math.max(raw, 1)));
   for (const m of [1, 2, 5, 10]) if (m * power >= raw) return m * power;
@@ -37,43 +31,6 @@ function niceStep(raw) {
 
 function charWidth(text) {
   return text.length * 6.6; // 12px sans-serif, roughly; only used to place labels
-}
-
-/** The words the tooltip and the screen reader get for one attempt. */
-export function describeAttempt(model, attempt, t0) {
-  const task = model.live.tasks.get(attempt.task);
-  const of = task?.max_attempts ? ` of ${task.max_attempts}` : "";
-  const end = Number.isFinite(attempt.end) ? attempt.end : NaN;
-  const lines = [
-    `${attempt.task} · ${model.title(attempt.task)}`,
-    `attempt ${attempt.n}${of} on ${model.laneName(attempt.agent)}`,
-    Number.isFinite(end)
-      ? `${fmtOffset(attempt.start - t0)} → ${fmtOffset(end - t0)} (${fmtDuration(end - attempt.start)})`
-      : `${fmtOffset(attempt.start - t0)} → running`,
-  ];
-  for (const veto of attempt.vetoes) {
-    lines.push(`refused ${veto.path}: held by ${veto.holderName ?? "?"} (${veto.holderTask ?? "?"})`);
-  }
-  if (attempt.outcome === "succeeded") {
-    lines.push(`succeeded · ${fmtCost(attempt.cost)} · ${plural(attempt.changes, "file change")}`);
-  } else if (attempt.outcome === "vetoed") {
-    const path = attempt.blockedOn ? ` with ${attempt.blockedOn} added to its scope` : "";
-    lines.push(`vetoed: the write never landed; ${attempt.task} went back to the queue${path}`);
-  } else if (attempt.outcome !== "running") {
-    lines.push(`${OUTCOME_TEXT[attempt.outcome]}${attempt.kind ? ` (${attempt.kind})` : ""}`);
-    if (attempt.reason) lines.push(truncate(attempt.reason, 160));
-  }
-  if (attempt.files.length) lines.push(`leased: ${truncate(attempt.files.join(", "), 160)}`);
-  return lines;
-}
-
-export function describeVeto(model, veto, t0) {
-  return [
-    `VETO at ${fmtOffset(veto.at - t0)}`,
-    `${model.laneName(veto.agent)} (${veto.task}) was refused ${veto.path}`,
-    `held by ${veto.holderName ?? "?"} (${veto.holderTask ?? "?"})`,
-    `the write never reached the disk; ${veto.task} went back to the queue`,
-  ];
 }
 
 export class Timeline {
@@ -107,6 +64,8 @@ export class Timeline {
       this.followEnd = this.scroller.scrollLeft >= max - 4;
     });
     root.addEventListener("keydown", (e) => this.onKey(e));
+    this.scroller.addEventListener("focusin", (e) => this.rove(e.target.closest?.("[data-key]")));
+    this.current = null; // the one bar or marker in the tab order; arrows move from there
     this.view = null;
   }
 
@@ -164,6 +123,14 @@ export class Timeline {
     next?.focus();
   }
 
+  /** Make `item` the timeline's single tab stop (a roving tabindex). */
+  rove(item) {
+    if (!item) return;
+    this.current = item.dataset.key;
+    for (const other of this.scroller.querySelectorAll('[data-key][tabindex="0"]')) other.setAttribute("tabindex", "-1");
+    item.setAttribute("tabindex", "0");
+  }
+
   /** view: {model, now, live, selected} */
   render(view) {
     this.view = view;
@@ -190,6 +157,7 @@ export class Timeline {
     const laneTop = (agent) => AXIS_H + (laneIndex.get(agent) ?? 0) * LANE_H;
     const height = AXIS_H + lanes.length * LANE_H + FOOT_H;
     const geo = { x, laneTop, laneIndex, t0, now: view.now, width, height, model, view };
+    geo.vetoLabels = placeLabels(geo);
 
     const svg = s(
       "svg",
@@ -217,16 +185,12 @@ export class Timeline {
     const atEnd = this.followEnd;
     this.scroller.replaceChildren(svg);
     if (atEnd && this.zoom > 1) this.scroller.scrollLeft = this.scroller.scrollWidth;
-    if (focusedKey) this.scroller.querySelector(`[data-key="${CSS.escape(focusedKey)}"]`)?.focus({ preventScroll: true });
+    const find = (key) => (key ? this.scroller.querySelector(`[data-key="${CSS.escape(key)}"]`) : null);
+    const stop = find(this.current) ?? this.scroller.querySelector("[data-key]");
+    stop?.setAttribute("tabindex", "0");
+    if (focusedKey) find(focusedKey)?.focus({ preventScroll: true });
     this.tooltip.refresh(this.scroller);
   }
-}
-
-/** Time zero: the first fleet start, else the first assignment, else the first event. */
-export function runOrigin(model) {
-  const h = model.history;
-  const candidates = [h.fleetStarts[0], h.attempts[0]?.start].filter(Number.isFinite);
-  return candidates.length ? Math.min(...candidates) : h.first;
 }
 
 function legend() {
@@ -240,6 +204,7 @@ function legend() {
     item("out-requeued", "requeued"),
     item("out-failed", "failed"),
     h("li", {}, h("span", { class: "veto-key", "aria-hidden": "true" }), "veto"),
+    h("li", {}, h("span", { class: "rollback-key", "aria-hidden": "true", text: "↺" }), "rollback"),
   );
 }
 
@@ -316,8 +281,43 @@ function barEnd(geo, attempt) {
   return Number.isFinite(attempt.end) ? attempt.end : Math.max(geo.now, attempt.start);
 }
 
+/** Place the veto labels, then the rollback labels; the spans they take, per lane, go in `taken`. */
+function placeLabels(geo) {
+  geo.taken = new Map();
+  const placed = new Map();
+  for (const veto of geo.model.history.vetoes) {
+    const [text, left] = vetoLabel(veto, geo.x(veto.at), geo.width);
+    placed.set(veto.id, [text, left]);
+    take(geo, geo.laneIndex.get(veto.agent), left, left + charWidth(text));
+  }
+  geo.rollbackLabels = new Map();
+  for (const attempt of geo.model.history.attempts) {
+    if (!attempt.restored.length) continue;
+    const lane = geo.laneIndex.get(attempt.agent);
+    const px = geo.x(attempt.restored[0].at) + 12;
+    const many = attempt.restored.length > 1;
+    for (const text of [`undone: ${many ? `${attempt.restored.length} files` : attempt.restored[0].path}`, "undone"]) {
+      const right = Math.min(px + charWidth(text), geo.width - 2);
+      if (!isFree(geo, lane, right - charWidth(text), right)) continue;
+      take(geo, lane, right - charWidth(text), right);
+      geo.rollbackLabels.set(attempt.key, [text, right - charWidth(text)]);
+      break;
+    }
+  }
+  return placed;
+}
+
+function take(geo, lane, left, right) {
+  if (!geo.taken.has(lane)) geo.taken.set(lane, []);
+  geo.taken.get(lane).push([left, right]);
+}
+
+function isFree(geo, lane, left, right) {
+  return !(geo.taken.get(lane) ?? []).some(([l, r]) => left < r + 6 && right > l - 6);
+}
+
 function retryLinks(geo) {
-  const { x, laneTop, model } = geo;
+  const { x, laneTop, laneIndex, model } = geo;
   const byTask = new Map();
   for (const attempt of model.history.attempts) {
     if (!byTask.has(attempt.task)) byTask.set(attempt.task, []);
@@ -333,10 +333,17 @@ function retryLinks(geo) {
       const y1 = laneTop(a.agent) + BAR_Y + BAR_H / 2;
       const y2 = laneTop(b.agent) + BAR_Y + BAR_H / 2;
       const bend = Math.max(12, (x2 - x1) / 2);
-      out.push(
-        s("path", { class: "retry-link", d: `M${x1},${y1} C${x1 + bend},${y1} ${x2 - bend},${y2} ${x2 - 1},${y2}`, "marker-end": "url(#arrow-retry)" }),
-        s("text", { class: "retry-label", x: x2 + 2, y: laneTop(b.agent) + BAR_Y - 6, text: `↻ retry after ${fmtDuration(b.start - a.end)}` }),
-      );
+      out.push(s("path", { class: "retry-link", d: `M${x1},${y1} C${x1 + bend},${y1} ${x2 - bend},${y2} ${x2 - 1},${y2}`, "marker-end": "url(#arrow-retry)" }));
+      const lane = laneIndex.get(b.agent);
+      const wait = fmtDuration(b.start - a.end);
+      for (const text of [`↻ retry after ${wait}`, `↻ ${wait}`]) {
+        const right = Math.min(x2 + 2 + charWidth(text), geo.width - 2);
+        const left = right - charWidth(text);
+        if (!isFree(geo, lane, left, right)) continue; // else the bar's tooltip still says it
+        take(geo, lane, left, right);
+        out.push(s("text", { class: "retry-label", x: left, y: laneTop(b.agent) + BAR_Y - 6, text }));
+        break;
+      }
     }
   }
   return s("g", { class: "retries", "aria-hidden": "true" }, out);
@@ -347,6 +354,9 @@ function focusables(geo, timeline) {
   const items = [
     ...model.history.attempts.map((a) => [a.start, 0, () => bar(geo, a, timeline)]),
     ...model.history.vetoes.map((v) => [v.at, 1, () => vetoMark(geo, v, timeline)]),
+    ...model.history.attempts
+      .filter((a) => a.restored.length)
+      .map((a) => [a.restored[0].at, 2, () => rollbackMark(geo, a, timeline)]),
   ];
   items.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   return s("g", { class: "items" }, items.map(([, , make]) => make()));
@@ -368,16 +378,15 @@ function bar(geo, attempt, timeline) {
   const lines = describeAttempt(model, attempt, geo.t0);
   const selected = view.selected && view.selected === attempt.task;
   const dim = view.selected && !selected;
-  const room = Math.floor((w - 12) / 6.6);
-  const label =
-    room >= name.length
-      ? s("text", { class: "bar-label", x: x1 + 6, y: y + BAR_H / 2 + 4, text: truncate(`${name}  ${model.title(attempt.task)}`, room) })
-      : null;
+  const room = Math.floor((w - 12) / 7.2); // bold 12px characters that fit inside the bar
+  const full = `${name}  ${model.title(attempt.task)}`;
+  const text = room >= name.length + 4 ? truncate(full, room) : room >= name.length ? name : null;
+  const label = text ? s("text", { class: "bar-label", x: x1 + 6, y: y + BAR_H / 2 + 4, text }) : null;
   const group = s(
     "g",
     {
       class: `bar out-${attempt.outcome}${selected ? " selected" : ""}${dim ? " dim" : ""}`,
-      tabindex: 0,
+      tabindex: -1,
       role: "button",
       "aria-label": lines.join(". "),
       "data-key": attempt.key,
@@ -389,6 +398,7 @@ function bar(geo, attempt, timeline) {
     },
     s("rect", { class: "bar-body", x: x1, y, width: w, height: BAR_H, rx: 4 }),
     label,
+    attempt.checks.map((c) => s("rect", { class: `check-mark ${c.passed ? "pass" : "fail"}`, x: x(c.at) - 2, y: y + BAR_H - 7, width: 4, height: 7, rx: 1 })),
   );
   return interactive(group, timeline, lines, attempt.task);
 }
@@ -405,7 +415,7 @@ function vetoLabel(veto, px, width) {
 }
 
 function vetoMark(geo, veto, timeline) {
-  const { x, laneTop, laneIndex, model, width } = geo;
+  const { x, laneTop, laneIndex, model } = geo;
   const px = x(veto.at);
   const top = laneTop(veto.agent);
   const cy = top + BAR_Y - 10;
@@ -419,13 +429,13 @@ function vetoMark(geo, veto, timeline) {
   }
   parts.push(s("line", { class: "veto-cut", x1: px, x2: px, y1: cy, y2: top + BAR_Y + BAR_H + 3 }));
   parts.push(s("path", { class: "veto-diamond", d: `M${px},${cy - 7} L${px + 7},${cy} L${px},${cy + 7} L${px - 7},${cy} z` }));
-  const [text, left] = vetoLabel(veto, px, width);
+  const [text, left] = geo.vetoLabels.get(veto.id);
   parts.push(s("text", { class: "veto-label", x: left, y: cy + 4, text }));
   const group = s(
     "g",
     {
-      class: "veto",
-      tabindex: 0,
+      class: `veto${geo.view.selected && geo.view.selected !== veto.task ? " dim" : ""}`,
+      tabindex: -1,
       role: "button",
       "aria-label": lines.join(". "),
       "data-key": `veto-${veto.id}`,
@@ -438,4 +448,31 @@ function vetoMark(geo, veto, timeline) {
     parts,
   );
   return interactive(group, timeline, lines, veto.task);
+}
+
+function rollbackMark(geo, attempt, timeline) {
+  const { x, laneTop, laneIndex, model } = geo;
+  const px = x(attempt.restored[0].at);
+  const cy = laneTop(attempt.agent) + BAR_Y + BAR_H / 2;
+  const lines = describeRollback(model, attempt, geo.t0);
+  const label = geo.rollbackLabels.get(attempt.key);
+  const group = s(
+    "g",
+    {
+      class: `rollback${geo.view.selected && geo.view.selected !== attempt.task ? " dim" : ""}`,
+      tabindex: -1,
+      role: "button",
+      "aria-label": lines.join(". "),
+      "data-key": `rollback-${attempt.key}`,
+      "data-task": attempt.task,
+      "data-lane": model.laneName(attempt.agent),
+      "data-lane-index": laneIndex.get(attempt.agent) ?? 0,
+      "data-t": attempt.restored[0].at,
+      "data-paths": attempt.restored.map((r) => r.path).join(" "),
+    },
+    s("circle", { class: "rollback-dot", cx: px, cy, r: 9 }),
+    s("text", { class: "rollback-glyph", x: px, y: cy + 4, "text-anchor": "middle", text: "↺" }),
+    label ? s("text", { class: "rollback-label", x: label[1], y: laneTop(attempt.agent) + BAR_Y - 6, text: label[0] }) : null,
+  );
+  return interactive(group, timeline, lines, attempt.task);
 }

@@ -1,0 +1,77 @@
+// Plain words for what the timeline draws: the tooltip and the aria-label of
+// an attempt or a veto, and where the run's clock starts.
+
+import { fmtCost, fmtDuration, fmtOffset, plural, truncate } from "./util.js";
+
+export const OUTCOME_TEXT = {
+  running: "running",
+  succeeded: "succeeded",
+  vetoed: "vetoed",
+  requeued: "requeued",
+  failed: "failed",
+  cancelled: "cancelled",
+  interrupted: "interrupted",
+};
+
+/** Time zero: the first fleet start, else the first assignment, else the first event. */
+export function runOrigin(model) {
+  const h = model.history;
+  const candidates = [h.fleetStarts[0], h.attempts[0]?.start].filter(Number.isFinite);
+  return candidates.length ? Math.min(...candidates) : h.first;
+}
+
+/** The words the tooltip and the screen reader get for one attempt. */
+export function describeAttempt(model, attempt, t0) {
+  const task = model.live.tasks.get(attempt.task);
+  const of = task?.max_attempts ? ` of ${task.max_attempts}` : "";
+  const end = Number.isFinite(attempt.end) ? attempt.end : NaN;
+  const lines = [
+    `${attempt.task} · ${model.title(attempt.task)}`,
+    `attempt ${attempt.n}${of} on ${model.laneName(attempt.agent)}`,
+    Number.isFinite(end)
+      ? `${fmtOffset(attempt.start - t0)} → ${fmtOffset(end - t0)} (${fmtDuration(end - attempt.start)})`
+      : `${fmtOffset(attempt.start - t0)} → running`,
+  ];
+  const earlier = model.attemptsOf(attempt.task).filter((a) => a.start < attempt.start).at(-1);
+  if (earlier && Number.isFinite(earlier.end)) {
+    lines.push(`retry: started ${fmtDuration(attempt.start - earlier.end)} after attempt ${earlier.n} ended`);
+  }
+  for (const veto of attempt.vetoes) {
+    lines.push(`refused ${veto.path}: held by ${veto.holderName ?? "?"} (${veto.holderTask ?? "?"})`);
+  }
+  for (const check of attempt.checks) {
+    const how = check.timedOut ? "timed out" : check.passed ? "passed" : `failed${check.exitCode != null ? ` (exit ${check.exitCode})` : ""}`;
+    lines.push(`check ${check.name} ${how} at ${fmtOffset(check.at - t0)}`);
+  }
+  if (attempt.restored.length) lines.push(`rolled back: ${truncate(attempt.restored.map((r) => r.path).join(", "), 120)}`);
+  if (attempt.outcome === "succeeded") {
+    lines.push(`succeeded · ${fmtCost(attempt.cost)} · ${plural(attempt.changes, "file change")}`);
+  } else if (attempt.outcome === "vetoed") {
+    const path = attempt.blockedOn ? ` with ${attempt.blockedOn} added to its scope` : "";
+    lines.push(`vetoed: the write never landed; ${attempt.task} went back to the queue${path}`);
+  } else if (attempt.outcome !== "running") {
+    lines.push(`${OUTCOME_TEXT[attempt.outcome]}${attempt.kind ? ` (${attempt.kind})` : ""}`);
+    if (attempt.reason) lines.push(truncate(attempt.reason, 160));
+  }
+  if (attempt.files.length) lines.push(`leased: ${truncate(attempt.files.join(", "), 160)}`);
+  return lines;
+}
+
+export function describeVeto(model, veto, t0) {
+  return [
+    `VETO at ${fmtOffset(veto.at - t0)}`,
+    `${model.laneName(veto.agent)} (${veto.task}) was refused ${veto.path}`,
+    `held by ${veto.holderName ?? "?"} (${veto.holderTask ?? "?"})`,
+    `the write never reached the disk; ${veto.task} went back to the queue`,
+  ];
+}
+
+export function describeRollback(model, attempt, t0) {
+  const restored = attempt.restored;
+  return [
+    `ROLLBACK at ${fmtOffset(restored[0].at - t0)}`,
+    `${attempt.task} attempt ${attempt.n} on ${model.laneName(attempt.agent)} ended without success`,
+    ...restored.map((r) => `${r.path}: ${r.existed ? "restored to its content before the attempt" : "removed (it did not exist before)"}`),
+    "undone while the task still held the lease, so nobody else saw the edit",
+  ];
+}

@@ -1,0 +1,295 @@
+"""The web dashboard in a real headless Chromium, against a real server and a scripted fleet.
+
+The fleet is the demo: five tasks, three runners, one staged veto on `api.py`.
+"Live" is proven, not timed: T4's first attempt does not start until the
+lease map shows api.py held for T3, its retry not until the page shows the
+veto marker, and T5's agent waits until the page shows T5 running, so the run
+cannot finish unless the page follows it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from playwright.async_api import Page, Route, expect
+from web_support import (
+    NARROW,
+    TOKEN,
+    Browser,
+    attempt_outcomes,
+    load_demo_graph,
+    run_demo_fleet,
+    server_view,
+)
+
+from codefleet.client import FleetClient
+from codefleet.executor import Attempt
+from codefleet.fleet import run_fleet
+from codefleet.scripted import ScriptedExecutor, parse_script
+from codefleet.serverthread import ServerThread
+from codefleet.sse import frame
+
+SCREENSHOT_COPY = "CODEFLEET_DASHBOARD_PNG"  # set it to refresh docs/dashboard.png from a run
+# Read in one go: the page redraws whenever the server has news.
+MARKER_IN_LANE = """([eventId, runner]) => {
+  const cut = document.querySelector(`g.veto[data-key="veto-${eventId}"] .veto-cut`)
+    .getBoundingClientRect();
+  const lane = document.querySelector(`.tl-label[data-lane="${runner}"]`).getBoundingClientRect();
+  const middle = cut.top + cut.height / 2;
+  return lane.top <= middle && middle <= lane.bottom;
+}"""
+
+
+async def bars(page: Page) -> list[list[str]]:
+    return await page.locator(".bar").evaluate_all(
+        "els => els.map(e => [e.dataset.task, e.dataset.outcome, e.dataset.lane])"
+    )
+
+
+async def open_dashboard(browser: Browser, server: ServerThread, **kwargs: Any) -> Page:
+    page = await browser.open(f"{server.url}/?token={TOKEN}", **kwargs)
+    await expect(page.locator("body")).to_have_attribute("data-conn", "live")
+    return page
+
+
+async def assert_vetoes_and_rollbacks_sit_where_they_happened(
+    page: Page, server: dict[str, Any]
+) -> None:
+    conflicts = server["conflicts"]
+    assert conflicts and {c["path"] for c in conflicts} >= {"api.py"}
+
+    # every veto sits on the lane of the runner that was refused, and names the file
+    await expect(page.locator("g.veto")).to_have_count(len(conflicts))
+    for conflict in conflicts:
+        marker = page.locator(f'g.veto[data-key="veto-{conflict["event_id"]}"]')
+        await expect(marker).to_have_attribute("data-lane", conflict["agent_name"])
+        await expect(marker).to_have_attribute("data-path", conflict["path"])
+        assert await page.evaluate(MARKER_IN_LANE, [conflict["event_id"], conflict["agent_name"]])
+        vetoed = page.locator(
+            f'.bar[data-task="{conflict["task_id"]}"][data-outcome="vetoed"]'
+            f'[data-lane="{conflict["agent_name"]}"]'
+        )
+        await expect(vetoed).to_have_count(1)
+    assert Counter(outcome for _, outcome, _ in await bars(page)) == attempt_outcomes(
+        server["events"]
+    )
+    restored = {e["task_id"] for e in server["events"] if e["type"] == "file_restored"}
+    rollbacks = await page.locator("g.rollback").evaluate_all("gs => gs.map(g => g.dataset.task)")
+    assert set(rollbacks) == restored
+
+
+async def assert_leases_conflicts_cost_and_story_match_the_server(
+    page: Page, server: dict[str, Any]
+) -> None:
+    conflicts = server["conflicts"]
+    assert server["state"]["leases"] == []
+    await expect(page.locator('#leases-view [data-held="0"]')).to_have_text(
+        "No file is leased right now."
+    )
+    await expect(page.locator('#leases-view [data-file="api.py"]')).to_contain_text("veto")
+    for conflict in conflicts:
+        row = page.locator(f'[data-conflict="{conflict["event_id"]}"]')
+        await expect(row).to_contain_text(conflict["path"])
+        await expect(row.locator("td").last).to_have_text(
+            f"✓ {conflict['task_id']} succeeded later"
+        )
+
+    for agent in server["state"]["agents"]:
+        row = page.locator(f'[data-runner="{agent["name"]}"]')
+        await expect(row).to_contain_text(f"${agent['cost_usd']:.4f}")
+    total = sum(t["cost_usd"] for t in server["state"]["tasks"])
+    await expect(page.locator(".stat", has_text="Cost")).to_contain_text(f"${total:.4f}")
+    story = page.locator("#story")
+    first = conflicts[0]
+    await expect(story).to_contain_text(
+        f"{first['agent_name']} ({first['task_id']}) tried to write {first['path']}"
+    )
+    await expect(story).to_contain_text("All 5 tasks succeeded.")
+
+
+async def test_the_page_follows_a_demo_run_live_and_a_new_page_replays_it_the_same(
+    demo_server: ServerThread, browser: Browser, tmp_path: Path
+) -> None:
+    await load_demo_graph(demo_server)
+    page = await open_dashboard(browser, demo_server)
+    assert "token" not in page.url  # the token left the address bar for this tab's storage
+    await expect(page.locator('[data-node][data-status="pending"]')).to_have_count(5)
+
+    async def lease_of_t3_shown(_: Attempt) -> None:  # T3 keeps api.py until T4 is refused
+        await expect(page.locator('[data-lease="api.py"]')).to_contain_text("T3")
+
+    async def veto_marker_shown(_: Attempt) -> None:
+        await expect(page.locator("g.veto").first).to_be_visible()
+        await expect(page.locator('.bar[data-task="T4"][data-outcome="vetoed"]')).to_be_visible()
+
+    async def t5_shown_running(_: Attempt) -> None:
+        await expect(page.locator('[data-node="T5"]')).to_have_attribute("data-status", "running")
+
+    result = await run_demo_fleet(
+        demo_server,
+        {("T4", 1): lease_of_t3_shown, ("T4", 2): veto_marker_shown, ("T5", 1): t5_shown_running},
+    )
+    assert result.ok
+
+    await expect(page.locator("body")).to_have_attribute("data-run", "finished")
+    await expect(page.locator('[data-node][data-status="succeeded"]')).to_have_count(5)
+    server = await server_view(demo_server)
+    await assert_vetoes_and_rollbacks_sit_where_they_happened(page, server)
+    await assert_leases_conflicts_cost_and_story_match_the_server(page, server)
+
+    shot = tmp_path / "dashboard.png"
+    await page.mouse.move(0, 0)
+    await page.screenshot(path=shot)
+    assert shot.stat().st_size > 10_000
+    if os.environ.get(SCREENSHOT_COPY):
+        shutil.copyfile(shot, os.environ[SCREENSHOT_COPY])
+
+    replay = await open_dashboard(browser, demo_server)
+    await expect(replay.locator("body")).to_have_attribute("data-run", "finished")
+    last_event = await page.locator("body").get_attribute("data-last-event")
+    await expect(replay.locator("body")).to_have_attribute("data-last-event", str(last_event))
+    assert await bars(replay) == await bars(page)
+    assert browser.errors == []
+
+
+async def test_a_finished_run_reads_by_keyboard_and_in_a_narrow_window(
+    demo_server: ServerThread, browser: Browser, tmp_path: Path
+) -> None:
+    await load_demo_graph(demo_server)
+    assert (await run_demo_fleet(demo_server)).ok
+    attempts = sum(attempt_outcomes((await server_view(demo_server))["events"]).values())
+    page = await open_dashboard(browser, demo_server, viewport=NARROW)
+    await expect(page.locator("body")).to_have_attribute("data-run", "finished")
+    await expect(page.locator(".bar")).to_have_count(attempts)
+
+    overflow = await page.evaluate("document.documentElement.scrollWidth")
+    assert overflow <= NARROW["width"]  # the timeline scrolls inside its own box, not the page
+
+    for _ in range(30):  # tab order: skip link, sections, zoom, then the timeline
+        await page.keyboard.press("Tab")
+        if await page.evaluate("document.activeElement.classList.contains('bar')"):
+            break
+    focused = page.locator(":focus")
+    await expect(focused).to_have_class(re.compile(r"^bar out-"))
+    first = await focused.get_attribute("data-key")
+    task = await focused.get_attribute("data-task")
+    assert task is not None and task in (await focused.get_attribute("aria-label") or "")
+    tooltip = page.locator("#tooltip")
+    await expect(tooltip).to_be_visible()
+    await expect(tooltip).to_contain_text(task)
+
+    await page.keyboard.press("ArrowRight")
+    assert await focused.get_attribute("data-key") != first
+    await page.keyboard.press("Enter")
+    chosen = await focused.get_attribute("data-task")
+    await expect(page.locator("#log-view .selection button")).to_have_text(f"only {chosen} ✕")
+    rows = await page.locator("#log-view tbody tr").evaluate_all(
+        "rows => rows.map(r => [r.dataset.type, r.cells[3].textContent])"
+    )
+    assert rows and all(task == chosen or kind == "lease_denied" for kind, task in rows)
+    await page.keyboard.press("Escape")
+    await expect(page.locator("#log-view .selection button")).to_have_count(0)
+
+    width = float(await page.locator(".tl-svg").get_attribute("width") or 0)
+    await page.keyboard.press("+")
+    await expect(page.locator(".zoom-level")).to_have_text("1.5\N{MULTIPLICATION SIGN}")
+    assert float(await page.locator(".tl-svg").get_attribute("width") or 0) == width * 1.5
+
+    await page.keyboard.press("Tab")  # the timeline is one tab stop: next comes the graph
+    await expect(page.locator(":focus")).to_have_attribute("data-node", "T1")
+
+    await page.screenshot(path=tmp_path / "narrow.png", full_page=True)
+    assert browser.errors == []
+
+
+async def test_without_its_token_the_page_asks_for_it_then_connects(
+    demo_server: ServerThread, browser: Browser
+) -> None:
+    await load_demo_graph(demo_server)
+    page = await browser.open(f"{demo_server.url}/")
+    await expect(page.locator("body")).to_have_attribute("data-conn", "auth")
+    await expect(page.locator("#token-input")).to_be_focused()
+
+    await page.locator("#token-input").fill(TOKEN)
+    await page.keyboard.press("Enter")
+    await expect(page.locator("body")).to_have_attribute("data-conn", "live")
+    await expect(page.locator("[data-node]")).to_have_count(5)
+    await expect(page.locator("#auth")).to_be_hidden()
+    # the one refused read is the browser's own report of the 401 that asked for the token
+    assert all("401" in error for error in browser.errors), browser.errors
+
+
+async def test_a_dropped_stream_resumes_after_the_last_event_it_delivered(
+    demo_server: ServerThread, browser: Browser
+) -> None:
+    await load_demo_graph(demo_server)
+    assert (await run_demo_fleet(demo_server)).ok
+    async with FleetClient(demo_server.url, token=TOKEN) as client:
+        events = await client.all_events()
+    cursors: list[str] = []
+
+    async def first_stream_ends_early(route: Route) -> None:
+        cursors.append(route.request.url.rsplit("since=", 1)[1])
+        if len(cursors) == 1:  # the first ten events, then the connection closes
+            body = "".join(frame(e) for e in events[:10])
+            await route.fulfill(status=200, content_type="text/event-stream", body=body)
+        else:
+            await route.continue_()
+
+    page = await browser.context.new_page()
+    await page.route("**/events/stream?*", first_stream_ends_early)
+    page.on("console", lambda m: browser.errors.append(m.text) if m.type == "error" else None)
+    await page.goto(f"{demo_server.url}/?token={TOKEN}")
+
+    await expect(page.locator("body")).to_have_attribute("data-last-event", str(events[-1]["id"]))
+    assert cursors[:2] == ["0", str(events[9]["id"])]
+    await expect(page.locator("#log-view [aria-live]")).to_have_text(
+        f"{len(events)} of {len(events)} events."
+    )
+    await expect(page.locator(".bar")).to_have_count(sum(attempt_outcomes(events).values()))
+    assert browser.errors == []
+
+
+async def test_a_rolled_back_attempt_is_marked_on_its_runners_lane(
+    demo_server: ServerThread, browser: Browser, tmp_path: Path
+) -> None:
+    script = {
+        "holder": [{"write": {"path": "held.py", "content": "HELD = 1\n"}},
+                   {"wait_denied": "held.py", "attempt": 1}],
+        "eager": [{"wait_leased": "held.py", "attempt": 1},
+                  {"write": {"path": "fresh.py", "content": "FRESH = 1\n"}},
+                  {"append": {"path": "held.py", "text": "EAGER = 1\n"}}],
+    }  # fmt: skip
+    async with FleetClient(demo_server.url, token=TOKEN) as client:
+        await client.create_tasks(
+            [{"id": "holder", "title": "Holds held.py", "file_scope": ["held.py"]},
+             {"id": "eager", "title": "Writes fresh.py, then held.py", "file_scope": ["fresh.py"]}]
+        )  # fmt: skip
+    executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
+    settings = demo_server.settings
+    result = await run_fleet(
+        demo_server.url, 2, lambda _: executor, settings.workdir, settings.run_dir, token=TOKEN
+    )
+    assert result.ok
+    server = await server_view(demo_server)
+    (conflict,) = server["conflicts"]
+
+    page = await open_dashboard(browser, demo_server)
+    await expect(page.locator("body")).to_have_attribute("data-run", "finished")
+    rollback = page.locator("g.rollback")
+    await expect(rollback).to_have_count(1)
+    await expect(rollback).to_have_attribute("data-task", "eager")
+    await expect(rollback).to_have_attribute("data-lane", conflict["agent_name"])
+    await expect(rollback).to_have_attribute("data-paths", "fresh.py")
+    await expect(rollback).to_have_attribute("aria-label", re.compile("fresh.py: removed"))
+    await expect(page.locator('#log-view tr[data-type="file_restored"]')).to_contain_text(
+        "fresh.py removed"
+    )
+    await expect(page.locator("#story")).to_contain_text("its earlier edits were rolled back")
+    await page.screenshot(path=tmp_path / "rollback.png")
+    assert browser.errors == []
