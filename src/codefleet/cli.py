@@ -13,6 +13,7 @@ import typer
 
 from codefleet import cli_fleet  # noqa: F401 - registers run, runner, demo, watch, tasks, doctor
 from codefleet.cli_common import (
+    CheckOpt,
     JsonOpt,
     RunDirOpt,
     ServerOpt,
@@ -22,6 +23,7 @@ from codefleet.cli_common import (
     call_server,
     console,
     fail,
+    parse_check_options,
     print_json,
     settings_from,
 )
@@ -97,6 +99,7 @@ def serve(
     import uvicorn
 
     from codefleet.server import create_app
+    from codefleet.serverthread import FleetServer
 
     settings = settings_from(
         host=host, port=port, db=db, workdir=workdir, run_dir=run_dir, task_timeout=task_timeout,
@@ -117,23 +120,28 @@ def serve(
     console.print(
         f"CodeFleet server on {settings.url} · tree {settings.workdir.resolve()} · db {settings.db}"
     )
-    uvicorn.run(application, host=settings.host, port=settings.port, log_level="warning")
+    config = uvicorn.Config(
+        application, host=settings.host, port=settings.port, log_level="warning"
+    )
+    FleetServer(config, application.state.hub).run()
 
 
 @app.command()
 def load(
     graph: Annotated[Path, typer.Argument(help="Task graph YAML (see examples/demo-tasks.yaml).")],
+    check: CheckOpt = None,
     server: ServerOpt = None,
     token: TokenOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Post a task graph to the server; the batch lands whole or not at all."""
+    """Post a task graph (and its checks) to the server; the batch lands whole or not at all."""
     try:
         tasks = load_graph(graph, standalone=False)
     except GraphError as err:
         raise fail(str(err)) from None
+    checks = {**tasks.checks, **parse_check_options(check)}
     settings = settings_from(server_url=server, token=token)
-    created = call_server(settings, lambda c: c.create_tasks(tasks))
+    created = call_server(settings, lambda c: c.create_tasks(tasks, checks))
     if json_out:
         print_json({"created": created})
     else:

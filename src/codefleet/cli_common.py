@@ -20,7 +20,7 @@ from rich.console import Console
 
 from codefleet.client import FleetClient, ServerUnavailable
 from codefleet.config import Settings
-from codefleet.errors import DomainError
+from codefleet.errors import DomainError, Unauthorized
 
 __all__ = ["app", "console", "settings_from"]
 
@@ -49,6 +49,29 @@ RunDirOpt = Annotated[
 TokenOpt = Annotated[
     str | None, typer.Option("--token", help="Bearer token for the server [CODEFLEET_TOKEN].")
 ]
+CheckOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--check",
+        help="A named check NAME=COMMAND the agents may run and `verify:` may name (repeatable).",
+    ),
+]
+
+
+def parse_check_options(values: list[str] | None) -> dict[str, str]:
+    """`--check NAME=CMD` values as `{name: command}`, validated like the graph's `checks:`."""
+    from codefleet.graph import GraphError, parse_checks
+
+    checks: dict[str, str] = {}
+    for value in values or ():
+        name, sep, command = value.partition("=")
+        if not sep:
+            raise fail(f"--check {value!r}: expected NAME=COMMAND")
+        checks[name.strip()] = command.strip()
+    try:
+        return parse_checks(checks, "--check")
+    except GraphError as err:
+        raise fail(str(err)) from None
 
 
 def settings_from(**overrides: Any) -> Settings:
@@ -79,8 +102,15 @@ def call_server(settings: Settings, action: Any) -> Any:
         raise fail(
             f"no CodeFleet server answers at {settings.url}; start one with `codefleet serve`"
         ) from None
+    except Unauthorized:
+        raise fail(unauthorized_message(settings)) from None
     except DomainError as err:
         raise fail(f"{err.message}") from None
+
+
+def unauthorized_message(settings: Settings) -> str:
+    given = "the token given was refused" if settings.token else "it needs a token"
+    return f"the server at {settings.url} refused the request: {given}; pass --token or set CODEFLEET_TOKEN"
 
 
 def print_json(data: Any) -> None:

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from codefleet.cli_common import (
+    CheckOpt,
     JsonOpt,
     RunDirOpt,
     ServerOpt,
@@ -27,10 +28,13 @@ from codefleet.cli_common import (
     console,
     fail,
     make_client,
+    parse_check_options,
     print_json,
     settings_from,
+    unauthorized_message,
 )
 from codefleet.config import Settings
+from codefleet.errors import Unauthorized
 from codefleet.executor import Executor
 from codefleet.scripted import ScriptedExecutor, ScriptError, load_script
 
@@ -60,6 +64,20 @@ TimeoutOpt = Annotated[
     float | None,
     typer.Option(
         "--task-timeout", help="Wall clock per task attempt, seconds [CODEFLEET_TASK_TIMEOUT]."
+    ),
+]
+CheckTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--check-timeout", help="Time limit of one check run, seconds [CODEFLEET_CHECK_TIMEOUT]."
+    ),
+]
+CheckDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--check-dir",
+        help="Where checks' throwaway copies of the tree are made (default: the system temp "
+        "dir) [CODEFLEET_CHECK_DIR].",
     ),
 ]
 
@@ -93,6 +111,8 @@ def runner(
     dry_run: DryRunOpt = False,
     script: ScriptOpt = None,
     task_timeout: TimeoutOpt = None,
+    check_timeout: CheckTimeoutOpt = None,
+    check_dir: CheckDirOpt = None,
     exit_when_drained: Annotated[
         bool, typer.Option(help="Exit once no task is pending or running.")
     ] = False,
@@ -108,7 +128,7 @@ def runner(
     settings = settings_from(
         server_url=server, workdir=workdir, run_dir=run_dir, token=token,
         task_timeout=task_timeout, model=model, max_turns=max_turns,
-        task_budget_usd=task_budget_usd,
+        task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
     )  # fmt: skip
     executor = _executor(dry_run, script, settings)
     options = RunnerOptions(
@@ -119,6 +139,8 @@ def runner(
         poll_wait=settings.poll_interval,
         exit_when_drained=exit_when_drained,
         protected=(settings.db, settings.run_dir),
+        check_timeout=settings.check_timeout,
+        check_dir=settings.check_dir,
     )
 
     async def go() -> None:
@@ -132,7 +154,10 @@ def runner(
     if not settings.workdir.is_dir():
         raise fail(f"working tree {settings.workdir} does not exist")
     console.print(f"{name}: serving {settings.url} in {settings.workdir.resolve()}")
-    asyncio.run(go())
+    try:
+        asyncio.run(go())
+    except Unauthorized:  # a runner keeps retrying an absent server, never a wrong token
+        raise fail(unauthorized_message(settings)) from None
 
 
 @app.command()
@@ -146,12 +171,15 @@ def run(
             "--verify", help="Shell command run in the tree after the drain; its exit code decides."
         ),
     ] = None,
+    check: CheckOpt = None,
     dry_run: DryRunOpt = False,
     script: ScriptOpt = None,
     server: ServerOpt = None,
     workdir: WorkdirOpt = None,
     run_dir: RunDirOpt = None,
     task_timeout: TimeoutOpt = None,
+    check_timeout: CheckTimeoutOpt = None,
+    check_dir: CheckDirOpt = None,
     token: TokenOpt = None,
     model: ModelOpt = None,
     max_turns: MaxTurnsOpt = None,
@@ -160,7 +188,8 @@ def run(
 ) -> None:
     """Start N runners against a running server, wait for the graph to drain, print a verdict.
 
-    Exits 0 only if every task succeeded (and --verify passed).
+    Exits 0 only if every task succeeded (and --verify passed). Each --check is defined on
+    the server first, for the agents' run_check tool and for tasks' `verify`.
     """
     from codefleet.fleet import run_fleet
     from codefleet.report import print_result
@@ -168,15 +197,20 @@ def run(
     settings = settings_from(
         runners=runners, server_url=server, workdir=workdir, run_dir=run_dir,
         task_timeout=task_timeout, token=token, model=model, max_turns=max_turns,
-        task_budget_usd=task_budget_usd,
+        task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
     )  # fmt: skip
+    checks = parse_check_options(check)
     executor = _executor(dry_run, script, settings)
 
     async def go() -> tuple[Any, list[dict[str, Any]]]:
+        if checks:
+            async with make_client(settings) as client:
+                await client.define_checks(checks)
         result = await run_fleet(
             settings.url, settings.runners, lambda _: executor, settings.workdir,
             settings.run_dir, verify=verify, token=settings.token, task_timeout=task_timeout,
-            protected=(settings.db, settings.run_dir),
+            protected=(settings.db, settings.run_dir), check_timeout=settings.check_timeout,
+            check_dir=settings.check_dir,
         )  # fmt: skip
         async with make_client(settings) as client:
             return result, await client.conflicts()

@@ -21,6 +21,7 @@ from codefleet.errors import ERRORS_BY_CODE, DomainError
 __all__ = ["ApiError", "FleetClient", "ServerUnavailable"]
 
 DEFAULT_TIMEOUT_S = 10.0
+STREAM_READ_TIMEOUT_S = 40.0  # the server pings every 15 s: silence this long is a dead link
 
 
 class ServerUnavailable(Exception):
@@ -157,11 +158,42 @@ class FleetClient:
         )
         return result
 
+    async def check_event(
+        self, task_id: str, agent_id: str, epoch: int, report: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Record a `check_started` / `check_finished` event for the owner's attempt."""
+        body = {"agent_id": agent_id, **report}
+        result: dict[str, Any] = await self._json(
+            "POST", f"/tasks/{task_id}/checks", body=body, epoch=epoch
+        )
+        return result
+
+    async def foreign_preimages(self, task_id: str) -> dict[str, Any]:
+        """Pre-images (base64) of every path leased by a task other than `task_id`."""
+        result: dict[str, Any] = await self._json("GET", f"/tasks/{task_id}/foreign-preimages")
+        return result
+
     # -- operator-facing ------------------------------------------------------------------
 
-    async def create_tasks(self, tasks: list[dict[str, Any]]) -> list[str]:
-        result = await self._json("POST", "/tasks", body={"tasks": tasks}, timeout=120.0)
+    async def create_tasks(
+        self, tasks: list[dict[str, Any]], checks: Mapping[str, str] | None = None
+    ) -> list[str]:
+        """Post a graph atomically; a loaded graph (`graph.GraphTasks`) brings its checks."""
+        checks = checks if checks is not None else getattr(tasks, "checks", None)
+        body: dict[str, Any] = {"tasks": list(tasks)}
+        if checks:
+            body["checks"] = dict(checks)
+        result = await self._json("POST", "/tasks", body=body, timeout=120.0)
         return list(result["created"])
+
+    async def checks(self) -> dict[str, str]:
+        """The named checks: `{name: command}`."""
+        rows = (await self._json("GET", "/checks"))["checks"]
+        return {str(r["name"]): str(r["command"]) for r in rows}
+
+    async def define_checks(self, checks: Mapping[str, str]) -> dict[str, Any]:
+        result: dict[str, Any] = await self._json("POST", "/checks", body={"checks": dict(checks)})
+        return result
 
     async def tasks(
         self, status: str | None = None, limit: int = 100_000, offset: int = 0
@@ -238,7 +270,10 @@ class FleetClient:
         """Events after `since`, replayed then live, parsed from the SSE stream."""
         try:
             async with self._http.stream(
-                "GET", "/events/stream", params={"since": since}, timeout=httpx.Timeout(None)
+                "GET",
+                "/events/stream",
+                params={"since": since},
+                timeout=httpx.Timeout(DEFAULT_TIMEOUT_S, read=STREAM_READ_TIMEOUT_S),
             ) as response:
                 _raise_for(response)
                 data: list[str] = []

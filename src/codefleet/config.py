@@ -41,6 +41,8 @@ class Settings(BaseSettings):
     run_dir: Path = Path("runs")
     keep_failed_edits: bool = False
     preimage_max_bytes: int = Field(default=10 * 1024 * 1024, ge=0)
+    check_timeout: float = Field(default=300.0, gt=0)
+    check_dir: Path | None = None
     allow_reset: bool = False
     token: str | None = None
 

@@ -3,9 +3,11 @@
 The demo copies the shipped demo repository into a new workspace under the
 run directory (your checkout is never touched), starts a server on a free
 loopback port with its own database in that workspace, loads the five-task
-demo graph, runs three runners over it, prints the live event log (the veto
-in red), then runs the demo repository's own test suite in the workspace.
-Exit 0 only when every task succeeded and the tests passed.
+demo graph with its named check `test` (the repository's suite, run with the
+interpreter running CodeFleet), runs three runners over it, prints the live
+event log (the veto in red, each check's verdict), then runs the demo
+repository's own test suite in the workspace. Exit 0 only when every task
+succeeded and the tests passed.
 
 `--dry-run` plays `demo-script.yaml` through the scripted executor: same
 server, scheduler, leases and veto, no model, deterministic.
@@ -14,19 +16,17 @@ server, scheduler, leases and veto, no model, deterministic.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import secrets
 import shutil
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
-from rich.text import Text
 
 from codefleet.client import FleetClient
 from codefleet.config import Settings
+from codefleet.dashboard import follow_compact
 from codefleet.executor import Executor
 from codefleet.fleet import python_command, run_fleet
 from codefleet.graph import load_graph
@@ -37,6 +37,9 @@ from codefleet.serverthread import ServerThread
 __all__ = ["examples_dir", "make_workspace", "run_demo"]
 
 DEMO_VERIFY = "-m unittest discover -s tests -q"
+# The graph file says `python -m unittest ...` (readable, and right wherever `python` is the
+# interpreter you want); the demo pins the one running CodeFleet instead of trusting PATH.
+DEMO_CHECKS = {"test": python_command(DEMO_VERIFY)}
 
 
 def examples_dir() -> Path:
@@ -52,50 +55,6 @@ def make_workspace(run_dir: Path) -> Path:
     workspace = (run_dir / f"demo-{stamp}-{secrets.token_hex(2)}").resolve()
     shutil.copytree(examples_dir() / "demo-repo", workspace / "tree")
     return workspace
-
-
-def _describe(event: dict[str, Any], names: dict[str, str]) -> Text | None:
-    kind, body, task = event["type"], event["payload"], event["task_id"]
-    who = names.get(event.get("agent_id") or "", "")
-    match kind:
-        case "agent_registered":
-            names[event["agent_id"]] = body["name"]
-            return None
-        case "task_assigned":
-            return Text(
-                f"  {body['agent_name']:<9} ← {task} (attempt {body['attempt']})", style="cyan"
-            )
-        case "lease_acquired":
-            return Text(f"  {who:<9} lease {body['path']} for {task}", style="dim")
-        case "lease_denied":
-            line = Text(" VETO ", style="bold white on red")
-            line.append(
-                f" {who} ({task}) refused {body['path']}: held by "
-                f"{body['holder_agent_name']} ({body['holder_task_id']})",
-                style="bold red",
-            )
-            return line
-        case "task_requeued":
-            return Text(
-                f"  {task} requeued ({body['error_kind']}); scope now {body['file_scope']}",
-                style="yellow",
-            )
-        case "task_succeeded":
-            return Text(f"  {who:<9} ✓ {task} succeeded", style="green")
-        case "task_failed":
-            return Text(f"  {task} FAILED: {body['error']}", style="bold red")
-        case "task_unblocked":
-            return Text(f"  {task} unblocked by {body['by']}", style="dim")
-    return None
-
-
-async def _follow(url: str, token: str | None, console: Console) -> None:
-    names: dict[str, str] = {}
-    async with FleetClient(url, token=token) as client:
-        async for event in client.stream(0):
-            line = _describe(event, names)
-            if line is not None:
-                console.print(line)
 
 
 def demo_executor(mode: str, examples: Path) -> Executor:
@@ -126,9 +85,10 @@ async def _demo(settings: Settings, mode: str, runners: int, console: Console) -
     graph = load_graph(examples / "demo-tasks.yaml")
     with ServerThread(settings) as server:
         async with FleetClient(server.url, token=settings.token) as client:
-            await client.create_tasks(graph)
+            await client.create_tasks(graph, {**graph.checks, **DEMO_CHECKS})
         console.print(f"[bold]server[/] {server.url}  ·  tree {settings.workdir}")
-        follower = asyncio.create_task(_follow(server.url, settings.token, console))
+        stop = asyncio.Event()
+        follower = asyncio.create_task(follow_compact(server.url, settings.token, console, stop))
         try:
             result = await run_fleet(
                 server.url,
@@ -141,10 +101,8 @@ async def _demo(settings: Settings, mode: str, runners: int, console: Console) -
                 protected=(settings.db, settings.run_dir / "runners"),
             )
         finally:
-            await asyncio.sleep(0)  # let the follower print the last events
-            follower.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await follower
+            stop.set()
+            await follower  # it prints up to the server's last event, then returns
         async with FleetClient(server.url, token=settings.token) as client:
             conflicts = await client.conflicts()
     print_result(console, result, conflicts)

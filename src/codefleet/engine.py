@@ -27,6 +27,7 @@ from typing import Any
 
 from codefleet import scheduler as sched
 from codefleet.engine_agents import AgentsMixin, AgentState
+from codefleet.engine_checks import ChecksMixin
 from codefleet.engine_files import FilesMixin
 from codefleet.engine_graph import GraphMixin
 from codefleet.errors import InvalidState, NotFound, NotOwner
@@ -49,6 +50,9 @@ __all__ = ["Engine", "EngineConfig", "Report"]
 
 log = logging.getLogger(__name__)
 BASE_WINDOW = 64
+# A veto waits on the holder (its scope), a failed verify has the output to act on:
+# a timer adds nothing to either (docs/decisions.md, "A veto requeues without backoff").
+NO_BACKOFF = frozenset({ErrorKind.VETO, ErrorKind.VERIFY_FAILED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +86,7 @@ class Report:
     session_id: str | None = None
 
 
-class Engine(AgentsMixin, GraphMixin, FilesMixin):
+class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
     def __init__(
         self,
         store: Store,
@@ -417,9 +421,9 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin):
         now: datetime,
         blocked_on_path: str | None = None,
     ) -> None:
-        """Back to pending; a veto folds the path into scope and waits on it, not on a timer."""
+        """Back to pending; a veto waits on its path, a failed verify retries at once."""
         backoff = None
-        if kind is not ErrorKind.VETO:
+        if kind not in NO_BACKOFF:
             seconds = min(self.config.backoff_base * task.attempts, self.config.backoff_cap)
             backoff = now + timedelta(seconds=seconds) if seconds > 0 else None
         if blocked_on_path:

@@ -234,6 +234,8 @@ class AgentsMixin:
             "deadline": to_iso(datetime.fromtimestamp(deadline, task.assigned_at.tzinfo)),
             "blocked_on_path": row["blocked_on_path"],
             "error": row["error"],
+            "error_kind": row["error_kind"],
+            "verify": row["verify"],
         }
 
     async def wait_assignment(

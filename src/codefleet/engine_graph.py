@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from codefleet.engine_checks import validated_checks
 from codefleet.errors import InvalidGraph
 from codefleet.index import LiveTask
 from codefleet.models import EventType, TaskStatus, new_task_id, to_iso
@@ -41,6 +42,7 @@ class NewTask:
     file_scope: Sequence[str] = ()
     depends_on: Sequence[str] = ()
     max_attempts: int | None = None
+    verify: str | None = None
 
 
 @dataclass
@@ -61,10 +63,16 @@ class GraphMixin:
         def kick(self) -> None: ...
         @property
         def default_max_attempts(self) -> int: ...
+        def known_checks(self) -> dict[str, str]: ...
+        def _store_checks(self, checks: Mapping[str, str], at: str) -> list[str]: ...
 
-    def create_tasks(self, specs: Sequence[NewTask]) -> list[str]:
-        """Validate the whole batch, then insert it in one transaction."""
+    def create_tasks(
+        self, specs: Sequence[NewTask], checks: Mapping[str, str] | None = None
+    ) -> list[str]:
+        """Validate the whole batch, then insert it (and its checks) in one transaction."""
+        checks = validated_checks(checks or {})
         batch = self._validate(specs)
+        self._validate_verify(specs, batch.ids, {**self.known_checks(), **checks})
         now = self.clock()
         at = to_iso(now)
         seq = self.store.max_seq()
@@ -77,11 +85,12 @@ class GraphMixin:
                     "description": spec.description, "status": TaskStatus.PENDING,
                     "priority": spec.priority, "file_scope": batch.scopes[task_id],
                     "max_attempts": spec.max_attempts or self.default_max_attempts,
-                    "created_at": at, "updated_at": at,
+                    "verify": spec.verify, "created_at": at, "updated_at": at,
                 }
             )  # fmt: skip
             edges.extend((task_id, dep) for dep in dict.fromkeys(spec.depends_on))
         with self.store.transaction():
+            self._store_checks(checks, at)
             self.store.insert_tasks(rows, edges)
             for row, spec in zip(rows, specs, strict=True):
                 self.store.emit(
@@ -149,6 +158,18 @@ class GraphMixin:
             batch.scopes[task_id] = self._canonical_scope(task_id, spec.file_scope)
         reject_cycles(specs, batch.ids)
         return batch
+
+    def _validate_verify(
+        self, specs: Sequence[NewTask], ids: list[str], checks: Mapping[str, str]
+    ) -> None:
+        for spec, task_id in zip(specs, ids, strict=True):
+            if spec.verify is not None and spec.verify not in checks:
+                known = ", ".join(sorted(checks)) or "none are defined"
+                raise InvalidGraph(
+                    f"task {task_id}: verify names unknown check {spec.verify!r} "
+                    f"(known checks: {known}); define it under `checks:` or with --check",
+                    {"problem": "unknown_check", "task_id": task_id, "check": spec.verify},
+                )
 
     def _canonical_scope(self, task_id: str, scope: Sequence[str]) -> list[str]:
         keys: list[str] = []

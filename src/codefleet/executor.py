@@ -1,7 +1,9 @@
 """The seam between the runner and an agent's brain: the `Executor` protocol.
 
 An executor runs ONE attempt of one task and returns an `Outcome`. It writes
-files only through the attempt's `WriteGate` (the pre-write path). Two
+files only through the attempt's `WriteGate` (the pre-write path), and runs
+commands only as named checks through the attempt's `Checker` (None when the
+operator defined no check). Two
 implementations exist and are held to one contract test: `scripted` (a
 deterministic script, for `--dry-run` and the coordination tests) and
 `session` (a real Claude Code session through the Claude Agent SDK).
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from codefleet.checks import Checker
 from codefleet.models import ErrorKind
 from codefleet.prewrite import WriteGate
 
@@ -29,6 +32,7 @@ class Attempt:
     workdir: Path
     run_dir: Path
     runner_name: str
+    checks: Checker | None = None
 
     @property
     def task_id(self) -> str:

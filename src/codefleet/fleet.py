@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codefleet.checks import DEFAULT_CHECK_TIMEOUT_S
 from codefleet.client import FleetClient
 from codefleet.executor import Executor
 from codefleet.models import EventType, TaskStatus
@@ -103,16 +104,22 @@ async def run_fleet(
     token: str | None = None,
     task_timeout: float | None = None,
     protected: tuple[Path, ...] = (),
+    check_timeout: float = DEFAULT_CHECK_TIMEOUT_S,
+    check_dir: Path | None = None,
 ) -> FleetResult:
     started = time.monotonic()
     async with FleetClient(url, token=token) as client:
         await client.fleet_started(runners=runners)
         stop = asyncio.Event()
-        fleet = [
-            _start_runner(
-                url, token, make_executor(n), n, workdir, run_dir, task_timeout, protected, stop
+        options = [
+            RunnerOptions(
+                name=f"runner-{n}", workdir=workdir, run_dir=run_dir, task_timeout=task_timeout,
+                protected=protected, check_timeout=check_timeout, check_dir=check_dir,
             )
             for n in range(1, runners + 1)
+        ]  # fmt: skip
+        fleet = [
+            _start_runner(url, token, make_executor(n), o, stop) for n, o in enumerate(options, 1)
         ]
         try:
             await wait_drained(client)
@@ -139,24 +146,8 @@ def _verify_payload(verify: VerifyResult | None) -> dict[str, Any] | None:
 
 
 def _start_runner(
-    url: str,
-    token: str | None,
-    executor: Executor,
-    n: int,
-    workdir: Path,
-    run_dir: Path,
-    task_timeout: float | None,
-    protected: tuple[Path, ...],
-    stop: asyncio.Event,
+    url: str, token: str | None, executor: Executor, options: RunnerOptions, stop: asyncio.Event
 ) -> asyncio.Task[None]:
-    options = RunnerOptions(
-        name=f"runner-{n}",
-        workdir=workdir,
-        run_dir=run_dir,
-        task_timeout=task_timeout,
-        protected=protected,
-    )
-
     async def work() -> None:
         async with FleetClient(url, token=token) as client:
             with contextlib.suppress(asyncio.CancelledError):

@@ -1,11 +1,15 @@
 """Reading a task graph file: YAML in, validated task specs out, with clear errors.
 
-The file is a mapping with one key, `tasks`, a list of tasks whose keys are
-those of `wire.TaskSpec` (unknown keys are an error, not silently dropped).
-Problems are reported with the task's position and id so a person can find
-them: malformed YAML (with its line), the wrong top-level shape, a bad field.
-Cycles and unknown dependencies are checked here too, so `doctor` can catch
-them before a server is involved; the server checks them again on load.
+The file is a mapping with a `tasks` list, whose keys are those of
+`wire.TaskSpec` (unknown keys are an error, not silently dropped), and an
+optional `checks` mapping of check name to shell command. The result is a
+`GraphTasks`: the task specs as `POST /tasks` expects them, carrying the
+checks, which `FleetClient.create_tasks` posts with them. Problems are
+reported with the task's position and id so a person can find them:
+malformed YAML (with its line), the wrong top-level shape, a bad field.
+Cycles, unknown dependencies and a `verify` naming no check of the file are
+checked here too, so `doctor` can catch them before a server is involved; the
+server checks them again on load.
 """
 
 from __future__ import annotations
@@ -18,36 +22,47 @@ from pydantic import ValidationError
 
 from codefleet.engine_graph import NewTask, reject_cycles
 from codefleet.errors import InvalidGraph
-from codefleet.wire import TaskSpec
+from codefleet.wire import ChecksBody, TaskSpec
 
-__all__ = ["GraphError", "load_graph", "parse_graph"]
+__all__ = ["GraphError", "GraphTasks", "load_graph", "parse_checks", "parse_graph"]
 
-TOP_LEVEL_KEYS = frozenset({"tasks"})
+TOP_LEVEL_KEYS = frozenset({"tasks", "checks"})
 
 
 class GraphError(ValueError):
     """A graph file that cannot be loaded, with a message meant for a person."""
 
 
-def load_graph(path: Path, standalone: bool = True) -> list[dict[str, Any]]:
-    """Task specs from a YAML file, as `POST /tasks` expects them.
+class GraphTasks(list[dict[str, Any]]):
+    """A loaded graph: its task specs (a list, as before) plus its named checks."""
 
-    `standalone=False` allows dependencies on tasks already on the server.
+    def __init__(self, tasks: list[dict[str, Any]], checks: dict[str, str] | None = None) -> None:
+        super().__init__(tasks)
+        self.checks: dict[str, str] = dict(checks or {})
+
+
+def load_graph(path: Path, standalone: bool = True) -> GraphTasks:
+    """Task specs (and checks) from a YAML file, as `POST /tasks` expects them.
+
+    `standalone=False` allows dependencies on tasks, and `verify` on checks,
+    already on the server.
     """
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise GraphError(f"cannot read {path}: {err.strerror or err}") from err
+    except UnicodeDecodeError as err:
+        raise GraphError(f"{path} is not UTF-8 text: {err.reason} at byte {err.start}") from err
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise GraphError(f"{path} is not valid YAML: {err}") from err
+    except RecursionError:
+        raise GraphError(f"{path} is nested too deeply to be a task graph") from None
     return parse_graph(raw, str(path), standalone)
 
 
-def parse_graph(
-    raw: Any, where: str = "the graph", standalone: bool = True
-) -> list[dict[str, Any]]:
+def parse_graph(raw: Any, where: str = "the graph", standalone: bool = True) -> GraphTasks:
     if not isinstance(raw, dict):
         raise GraphError(f"{where} must be a mapping with a 'tasks' list")
     unknown = sorted(set(raw) - TOP_LEVEL_KEYS)
@@ -56,9 +71,28 @@ def parse_graph(
     tasks = raw.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         raise GraphError(f"{where}: 'tasks' must be a non-empty list")
+    checks = parse_checks(raw.get("checks") or {}, where)
     specs = [_spec(where, n, item) for n, item in enumerate(tasks, start=1)]
     _check_graph(where, specs, standalone)
-    return [spec.model_dump(exclude_none=True) for spec in specs]
+    for spec in specs if standalone else ():
+        if spec.verify is not None and spec.verify not in checks:
+            raise GraphError(
+                f"{where}: task {spec.id or spec.title!r} verifies with unknown check "
+                f"{spec.verify!r}; define it under 'checks:'"
+            )
+    return GraphTasks([spec.model_dump(exclude_none=True) for spec in specs], checks)
+
+
+def parse_checks(raw: Any, where: str = "the graph") -> dict[str, str]:
+    """`{name: command}` validated like `POST /checks` (names `^[a-z][a-z0-9_-]{0,31}$`)."""
+    if not isinstance(raw, dict):
+        raise GraphError(f"{where}: 'checks' must be a mapping of check name to command")
+    try:
+        return dict(ChecksBody.model_validate({"checks": raw}).checks)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(p) for p in first["loc"][1:]) or "checks"
+        raise GraphError(f"{where}: checks: {field}: {first['msg']}") from None
 
 
 def _spec(where: str, n: int, item: Any) -> TaskSpec:

@@ -19,10 +19,12 @@ from enum import StrEnum
 from typing import Final
 
 __all__ = [
+    "CHECK_NAME_PATTERN",
     "RETRYABLE_KINDS",
     "TERMINAL_STATUSES",
     "WRITE_TOOLS",
     "AgentStatus",
+    "CheckPurpose",
     "DenyReason",
     "ErrorKind",
     "EventType",
@@ -102,12 +104,22 @@ class EventType(StrEnum):
     LEASE_RELEASED = "lease_released"
     FILE_CHANGED = "file_changed"
     FILE_RESTORED = "file_restored"
+    CHECK_DEFINED = "check_defined"
+    CHECK_STARTED = "check_started"
+    CHECK_FINISHED = "check_finished"
     AGENT_REGISTERED = "agent_registered"
     AGENT_ONLINE = "agent_online"
     AGENT_OFFLINE = "agent_offline"
     FLEET_STARTED = "fleet_started"
     FLEET_IDLE = "fleet_idle"
     RUN_FINISHED = "run_finished"
+
+
+class CheckPurpose(StrEnum):
+    """Why a check ran: an agent's `run_check` call, or the runner verifying a session."""
+
+    TOOL = "tool"
+    VERIFY = "verify"
 
 
 class DenyReason(StrEnum):
@@ -129,6 +141,9 @@ class ReleaseReason(StrEnum):
     DEADLINE = "deadline"
     CANCELLED = "cancelled"
 
+
+# The names an operator may give a check; an agent only ever passes such a name.
+CHECK_NAME_PATTERN: Final = r"^[a-z][a-z0-9_-]{0,31}$"
 
 # The tools whose every call must pass the lease check. One definition: the
 # hook matcher, the pre-write path and the docs are derived from it.

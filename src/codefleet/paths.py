@@ -21,6 +21,8 @@ from codefleet.models import DenyReason
 __all__ = ["MAX_PATH_CHARS", "PathRejected", "TreeRoot"]
 
 MAX_PATH_CHARS = 4096
+# Writing SQLite's side files rewrites the database as surely as writing the database itself.
+SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
 class PathRejected(ValueError):
@@ -36,7 +38,8 @@ class TreeRoot:
 
     def __init__(self, root: Path, protected: Iterable[Path] = ()) -> None:
         self.root = Path(os.path.realpath(root))
-        resolved = (Path(os.path.realpath(p)) for p in protected)
+        resolved = [Path(os.path.realpath(p)) for p in protected]
+        resolved += [p.with_name(p.name + side) for p in resolved for side in SQLITE_SIDE_FILES]
         # A protected directory that contains the whole tree would forbid everything: it only
         # matters when it lies inside the tree.
         self._protected = tuple(
@@ -61,7 +64,11 @@ class TreeRoot:
             raise PathRejected(raw, DenyReason.INVALID_PATH, f"{raw} names the tree itself")
         if rel.parts[0] == ".git" or self._is_protected(resolved):
             raise PathRejected(raw, DenyReason.PROTECTED_PATH, f"{raw} is a protected path")
-        if resolved.is_dir():
+        try:
+            is_dir = resolved.is_dir()
+        except OSError as err:  # e.g. a name longer than the file system allows
+            raise PathRejected(raw, DenyReason.INVALID_PATH, f"{raw}: {err.strerror}") from None
+        if is_dir:
             raise PathRejected(raw, DenyReason.INVALID_PATH, f"{raw} is a directory")
         return rel.as_posix()
 

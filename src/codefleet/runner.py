@@ -5,6 +5,13 @@ only through `client` (it imports neither the store nor the scheduler). Its
 heartbeat runs as a separate task. It enforces the task's wall clock by
 cancelling the executor (which must stop what it started).
 
+Checks: at the start of each attempt the runner reads the server's named
+checks and hands the executor a `Checker` for them. When a session of a task
+with `verify` ends successfully, the runner runs that check in the isolated
+view (within what is left of the attempt's wall clock); a failure turns the
+attempt into `verify_failed` whose error carries the check's output, so the
+next attempt's prompt shows what to fix.
+
 Fencing: when any call answers `stale_epoch`, the runner cancels the running
 attempt, drops its result and registers again. A `not_owner` answer means the
 task moved on without us; the runner simply asks for new work. While the
@@ -19,20 +26,22 @@ import contextlib
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from codefleet.checks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS, Checker, CheckLimits
 from codefleet.client import FleetClient, ServerUnavailable
 from codefleet.errors import NotFound, NotOwner, StaleEpoch
 from codefleet.executor import Attempt, Executor, Outcome
-from codefleet.models import ErrorKind
+from codefleet.models import CheckPurpose, ErrorKind
 from codefleet.paths import TreeRoot
 from codefleet.prewrite import WriteGate
 
 __all__ = ["Runner", "RunnerOptions"]
 
 log = logging.getLogger(__name__)
+RETRY_START_S = 0.1
 MAX_RETRY_S = 5.0
 
 
@@ -45,6 +54,9 @@ class RunnerOptions:
     poll_wait: float = 1.0
     exit_when_drained: bool = False
     protected: tuple[Path, ...] = ()
+    check_timeout: float = DEFAULT_CHECK_TIMEOUT_S
+    check_output_chars: int = OUTPUT_CHARS
+    check_dir: Path | None = None
 
 
 class Fenced(Exception):
@@ -91,9 +103,11 @@ class Runner:
                 await self.client.leave(self.agent_id, self.epoch)
 
     async def _work_loop(self, stop: asyncio.Event) -> None:
+        delay = RETRY_START_S
         while not stop.is_set():
             try:
                 task = await self._next_task(stop)
+                delay = RETRY_START_S
                 if task is None:
                     if self.options.exit_when_drained and await self._drained():
                         return
@@ -104,7 +118,8 @@ class Runner:
             except NotFound:  # the server forgot us (reset): register again
                 await self.register()
             except ServerUnavailable:
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, MAX_RETRY_S)
 
     async def _next_task(self, stop: asyncio.Event) -> dict[str, Any] | None:
         poll = asyncio.create_task(
@@ -134,7 +149,7 @@ class Runner:
                 log.warning("%s: heartbeat failed", self.options.name, exc_info=True)
 
     async def _retrying(self, call: Any) -> Any:
-        delay = 0.1
+        delay = RETRY_START_S
         while True:
             try:
                 return await call()
@@ -146,17 +161,48 @@ class Runner:
     # -- one attempt ------------------------------------------------------------------
 
     async def run_task(self, task: dict[str, Any]) -> None:
-        try:
-            await self.client.start(task["id"], self.agent_id, self.epoch)
+        commands = await self.client.checks()
+        try:  # retried: a start applied just before a server crash must not be lost (idempotent)
+            await self._retrying(lambda: self.client.start(task["id"], self.agent_id, self.epoch))
         except NotOwner:
             return  # the task moved on before we started it
         gate = WriteGate(self.client, self.tree, self.agent_id, self.epoch, task["id"])
-        attempt = Attempt(task, gate, self.tree.root, self.options.run_dir, self.options.name)
+        checker = self._checker(gate, commands, int(task["attempts"]))
+        attempt = Attempt(
+            task, gate, self.tree.root, self.options.run_dir, self.options.name, checker
+        )
         started = time.monotonic()
         outcome = await self._execute(attempt)
+        if outcome is not None and not gate.fenced:
+            outcome = await self._verify(attempt, outcome, started)
         if outcome is None or gate.fenced:
             raise Fenced  # drop the result: the server already took the task back
         await self._report(task, outcome, int((time.monotonic() - started) * 1000))
+
+    def _checker(self, gate: WriteGate, commands: dict[str, str], attempt: int) -> Checker | None:
+        if not commands:
+            return None
+        opts = self.options
+        limits = CheckLimits(
+            opts.check_timeout, opts.check_output_chars, opts.protected, opts.check_dir
+        )
+        return Checker(gate, commands, attempt, limits)
+
+    async def _verify(self, attempt: Attempt, outcome: Outcome, started: float) -> Outcome:
+        """Run the task's `verify` check after a successful session; failure -> verify_failed."""
+        name = attempt.task.get("verify")
+        if not outcome.ok or not name:
+            return outcome
+        if attempt.checks is None:
+            return replace(outcome, ok=False, error_kind=ErrorKind.INFRA,
+                           error=f"task verifies with check {name!r} but no check is defined")  # fmt: skip
+        left = self.task_timeout - (time.monotonic() - started)
+        result = await attempt.checks.run(name, CheckPurpose.VERIFY, timeout=max(1.0, left))
+        if result.passed:
+            summary = f"{outcome.summary or 'done'} (verified: check {name} passed)"
+            return replace(outcome, summary=summary)
+        kind = ErrorKind.INFRA if result.infra else ErrorKind.VERIFY_FAILED
+        return replace(outcome, ok=False, error=result.failure_text(), error_kind=kind)
 
     async def _execute(self, attempt: Attempt) -> Outcome | None:
         """The executor's outcome, a timeout outcome, or None when fenced mid-run."""

@@ -27,7 +27,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     updated_at       TEXT NOT NULL,
     assigned_at      TEXT,
     started_at       TEXT,
-    completed_at     TEXT
+    completed_at     TEXT,
+    verify           TEXT  -- the name of the check that verifies a finished session
 );
 CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks(status);
 
@@ -110,4 +111,12 @@ CREATE TABLE IF NOT EXISTS patches (
     removed  INTEGER NOT NULL,
     binary   INTEGER NOT NULL,
     PRIMARY KEY (task_id, path)
+);
+
+-- The operator's named checks. Agents only ever name one; runners run its
+-- command in an isolated copy of the tree (see docs/decisions.md).
+CREATE TABLE IF NOT EXISTS checks (
+    name       TEXT PRIMARY KEY,
+    command    TEXT NOT NULL,
+    defined_at TEXT NOT NULL
 );

@@ -5,13 +5,19 @@ optional `attempt: N` (run the step only on that attempt):
 
     write: {path, content}      edit: {path, old, new}     append: {path, text}
     sleep: SECONDS              wait_leased: PATH           wait_denied: PATH
-    fail: MESSAGE
+    fail: MESSAGE               check: NAME                 expect_check: pass|fail
+    expect_error: TEXT
 
 Every file change goes through the attempt's `WriteGate` first, exactly as a
 real session's hook does; a denied write ends the attempt as a veto naming the
 blocking path. `wait_leased` / `wait_denied` ask the server (through the
 client) until another task holds a path, or until some task was denied it,
 which is how a collision is staged deterministically, without timing luck.
+`check` runs a named check through the attempt's `Checker`, as the real
+session's `run_check` tool does; `expect_check` ends the attempt as an agent
+error unless the last check passed (or failed), and `expect_error` unless the
+assignment's `error` (the previous attempt's, e.g. a failed verification's
+output) contains TEXT: how the scripted tier observes what a retry is told.
 A task with no script succeeds without writing anything.
 """
 
@@ -20,20 +26,24 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import yaml
 
+from codefleet.checks import CheckResult
 from codefleet.executor import Attempt, Outcome
-from codefleet.models import ErrorKind, EventType
+from codefleet.models import CheckPurpose, ErrorKind, EventType
 
 __all__ = ["ScriptError", "ScriptedExecutor", "Step", "load_script"]
 
 STEP_KINDS: Final = frozenset(
-    {"write", "edit", "append", "sleep", "wait_leased", "wait_denied", "fail"}
-)
+    {
+        "write", "edit", "append", "sleep", "wait_leased", "wait_denied", "fail",
+        "check", "expect_check", "expect_error",
+    }
+)  # fmt: skip
 WAIT_POLL_S: Final = 0.01
 
 
@@ -85,22 +95,33 @@ class _StepFailed(Exception):
         self.outcome = outcome
 
 
+@dataclass
+class _Played:
+    """What one attempt has done so far (an executor is shared by every runner)."""
+
+    checks: list[CheckResult] = field(default_factory=list)
+
+
 class ScriptedExecutor:
     def __init__(
         self, script: Mapping[str, Sequence[Step]] | None = None, wait_timeout: float = 10.0
     ) -> None:
         self.script = dict(script or {})
         self.wait_timeout = wait_timeout
+        self.assignments: list[dict[str, Any]] = []  # every attempt's task, as handed over
+        self.check_results: list[tuple[str, int, CheckResult]] = []
 
     async def run(self, attempt: Attempt) -> Outcome:
+        self.assignments.append(dict(attempt.task))
         steps = [
             s
             for s in self.script.get(attempt.task_id, ())
             if s.attempt is None or s.attempt == attempt.number
         ]
+        played = _Played()
         try:
             for step in steps:
-                await self._play(step, attempt)
+                await self._play(step, attempt, played)
         except _StepFailed as failed:
             return failed.outcome
         written = list(attempt.gate.written)
@@ -108,7 +129,7 @@ class ScriptedExecutor:
             True, summary=f"scripted: {len(written)} file(s) written", files_written=written
         )
 
-    async def _play(self, step: Step, attempt: Attempt) -> None:
+    async def _play(self, step: Step, attempt: Attempt, played: _Played) -> None:
         match step.kind:
             case "write":
                 await self._change(attempt, "Write", step.arg, _write)
@@ -126,6 +147,8 @@ class ScriptedExecutor:
                 raise _StepFailed(
                     Outcome(False, error=str(step.arg), error_kind=ErrorKind.AGENT_ERROR)
                 )
+            case "check" | "expect_check" | "expect_error":
+                await self._checks(step, attempt, played)
             case _:
                 raise ScriptError(f"unknown step {step.kind}")
 
@@ -153,6 +176,26 @@ class ScriptedExecutor:
             ) from err
         await attempt.gate.record(str(target), tool)
 
+    async def _checks(self, step: Step, attempt: Attempt, played: _Played) -> None:
+        if step.kind == "check":
+            await self._check(attempt, str(step.arg), played)
+        elif step.kind == "expect_check":
+            last = played.checks[-1] if played.checks else None
+            if last is None or last.passed != (step.arg == "pass"):
+                _give_up(f"expected the last check to {step.arg}: {last and last.verdict}")
+        elif str(step.arg) not in str(attempt.task.get("error") or ""):  # expect_error
+            _give_up(f"the assignment's error does not mention {step.arg!r}")
+
+    async def _check(self, attempt: Attempt, name: str, played: _Played) -> None:
+        if attempt.checks is None:
+            result = CheckResult(name, CheckPurpose.TOOL, refused="no check is defined")
+        else:
+            result = await attempt.checks.run(name)
+        if attempt.gate.fenced:
+            _give_up("fenced while running a check")
+        played.checks.append(result)
+        self.check_results.append((attempt.task_id, attempt.number, result))
+
     async def _wait(self, attempt: Attempt, path: str, condition: Any) -> None:
         deadline = time.monotonic() + self.wait_timeout
         while not await condition(attempt, path):
@@ -171,6 +214,10 @@ class ScriptedExecutor:
     async def _was_denied(self, attempt: Attempt, path: str) -> bool:
         events = await attempt.gate.client.events(type_=EventType.LEASE_DENIED)
         return any(e["payload"].get("path") == path for e in events)
+
+
+def _give_up(message: str) -> NoReturn:
+    raise _StepFailed(Outcome(False, error=message, error_kind=ErrorKind.AGENT_ERROR))
 
 
 def _write(target: Path, arg: dict[str, Any]) -> None:

@@ -36,8 +36,11 @@ from codefleet.sse import EventHub
 from codefleet.store import Store
 from codefleet.web_routes import install_web
 from codefleet.wire import (
+    MAX_INT,
     AcquireBody,
     ChangeBody,
+    CheckEventBody,
+    ChecksBody,
     CompleteBody,
     FleetBody,
     GraphBody,
@@ -86,6 +89,7 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         engine.attach(asyncio.get_running_loop())
+        hub.attach(asyncio.get_running_loop())
         ticker = asyncio.create_task(engine.run_ticker())
         engine.kick()
         try:
@@ -194,18 +198,34 @@ def _runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> None:
         fields = body.model_dump(exclude={"agent_id", "files_written"})
         return _json(engine.complete(task_id, body.agent_id, epoch, Report(**fields)))
 
+    @app.post("/tasks/{task_id}/checks")
+    async def check_event(task_id: str, body: CheckEventBody, epoch: Epoch) -> JSONResponse:
+        return _json(engine.record_check(task_id, body.agent_id, epoch, body.model_dump()))
+
+    @app.get("/tasks/{task_id}/foreign-preimages")
+    async def foreign_preimages(task_id: str) -> JSONResponse:
+        return _json(engine.foreign_preimages(task_id))
+
 
 def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings) -> None:
     @app.post("/tasks", status_code=201)
     async def create(body: GraphBody) -> JSONResponse:
         specs = [NewTask(**spec.model_dump()) for spec in body.tasks]
-        return _json({"created": engine.create_tasks(specs)}, 201)
+        return _json({"created": engine.create_tasks(specs, body.checks)}, 201)
+
+    @app.get("/checks")
+    async def checks() -> JSONResponse:
+        return _json({"checks": engine.store.checks()})
+
+    @app.post("/checks")
+    async def define_checks(body: ChecksBody) -> JSONResponse:
+        return _json(engine.define_checks(body.checks))
 
     @app.get("/tasks")
     async def tasks(
         status: str | None = None,
         limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
     ) -> JSONResponse:
         return _json({"tasks": reads.tasks(status, limit, offset)})
 
@@ -272,7 +292,7 @@ def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings
 def _event_routes(app: FastAPI, engine: Engine, hub: EventHub) -> None:
     @app.get("/events")
     async def events(
-        since: Annotated[int, Query(ge=0)] = 0,
+        since: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
         limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
         type: str | None = None,
     ) -> JSONResponse:
@@ -281,8 +301,10 @@ def _event_routes(app: FastAPI, engine: Engine, hub: EventHub) -> None:
     @app.get("/events/stream")
     async def stream(
         request: Request,
-        since: Annotated[int, Query(ge=0)] = 0,
-        last_event_id: Annotated[int | None, Header(alias="Last-Event-ID")] = None,
+        since: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+        last_event_id: Annotated[
+            int | None, Header(alias="Last-Event-ID", ge=0, le=MAX_INT)
+        ] = None,
     ) -> StreamingResponse:
         cursor = last_event_id if last_event_id is not None else since
         return StreamingResponse(

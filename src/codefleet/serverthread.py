@@ -10,13 +10,15 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from types import FrameType
 
 import uvicorn
 
 from codefleet.config import Settings
 from codefleet.server import create_app
+from codefleet.sse import EventHub
 
-__all__ = ["ServerThread", "free_port"]
+__all__ = ["FleetServer", "ServerThread", "free_port"]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -24,6 +26,23 @@ def free_port(host: str = "127.0.0.1") -> int:
         sock.bind((host, 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+class FleetServer(uvicorn.Server):
+    """uvicorn, ending the live event streams first when asked to exit.
+
+    uvicorn waits for open responses before it shuts down, and an SSE stream
+    never finishes on its own: without this, Ctrl-C (or `stop()`) would hang
+    while a dashboard is connected.
+    """
+
+    def __init__(self, config: uvicorn.Config, hub: EventHub) -> None:
+        super().__init__(config)
+        self.hub = hub
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.hub.close_threadsafe()
+        super().handle_exit(sig, frame)
 
 
 class ServerThread:
@@ -40,7 +59,7 @@ class ServerThread:
             lifespan="on",
             loop="asyncio",
         )
-        self._server = uvicorn.Server(config)
+        self._server = FleetServer(config, self.app.state.hub)
         self._thread = threading.Thread(
             target=self._server.run, name="codefleet-server", daemon=True
         )
@@ -59,6 +78,7 @@ class ServerThread:
         return self
 
     def stop(self) -> None:
+        self._server.hub.close_threadsafe()
         self._server.should_exit = True
         self._thread.join(timeout=10)
 

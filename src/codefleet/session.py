@@ -27,24 +27,27 @@ SIGKILL before the SDK closes the transport, so nothing outlives the attempt.
 The SDK does not expose the child, so we build its `SubprocessCLITransport`
 ourselves and read its `_process` (pinned SDK 0.2.189; a CLI test pins it).
 
-Every attempt leaves `run_dir/sessions/<task>-attempt<n>.json`: the CLI's
-`init` frame (tools, model, permission mode, cwd, MCP servers: the proof the
-session was hermetic), the outcome, and the hook timings.
+Checks: when the operator defined named checks, the session also gets one
+in-process MCP tool, `run_check(name)` (`mcp__codefleet__run_check`, in
+`tools` and `allowed_tools`), which calls the attempt's `Checker`; without
+checks no MCP server is configured (docs/decisions.md, "The check tool is an
+in-process MCP server").
+
+Every attempt leaves `run_dir/sessions/<task>-attempt<n>.json` and a stderr
+log (`session_record`): the CLI's `init` frame (tools, model, permission mode,
+cwd, MCP servers: the proof the session was hermetic), the outcome, the hook
+timings and the checks the agent ran.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
-from datetime import datetime
-from pathlib import Path
-from typing import IO, Any, Final, Literal
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 from claude_agent_sdk import (
     AssistantMessage,
@@ -56,42 +59,51 @@ from claude_agent_sdk import (
     HookInput,
     HookJSONOutput,
     HookMatcher,
+    McpSdkServerConfig,
     ResultMessage,
     SystemMessage,
+    ToolAnnotations,
     ToolResultBlock,
     ToolUseBlock,
     UserMessage,
+    create_sdk_mcp_server,
     query,
+    tool,
 )
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
+from codefleet.checks import CHECK_TOOL, Checker
+from codefleet.credentials import CREDENTIAL_VARS, MissingCredentials, credentials_problem
 from codefleet.executor import Attempt, Outcome
-from codefleet.models import WRITE_TOOLS, ErrorKind, to_iso, utcnow
+from codefleet.models import WRITE_TOOLS, CheckPurpose, ErrorKind, utcnow
 from codefleet.prewrite import WriteGate, extract_paths
-from codefleet.session_outcome import (
-    Crash,
-    HookRecord,
-    SessionResult,
-    session_outcome,
-    timing_summary,
-)
+from codefleet.session_outcome import Crash, HookRecord, SessionResult, session_outcome
 from codefleet.session_prompt import build_prompt
+from codefleet.session_record import StderrFile, record_path, save_record, stderr_path
 
 __all__ = [
+    "CHECK_TOOL_NAME",
+    "CREDENTIAL_VARS",
     "SESSION_TOOLS",
     "WRITE_MATCHER",
     "MissingCredentials",
     "SessionExecutor",
     "credentials_problem",
     "deny",
+    "make_check_server",
     "make_post_tool_use",
     "make_pre_tool_use",
+    "record_path",
 ]
 
 log = logging.getLogger(__name__)
 
 SESSION_TOOLS: Final = ("Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Glob", "Grep")
 WRITE_MATCHER: Final = "Write|Edit|MultiEdit|NotebookEdit"
+CHECK_SERVER: Final = "codefleet"
+CHECK_TOOL_NAME: Final = f"mcp__{CHECK_SERVER}__{CHECK_TOOL}"
+CHECK_RESULT_CHARS: Final = 50_000  # the CLI keeps a tool result up to this size inline
+MCP_TIMEOUT_MARGIN_S: Final = 60.0  # the CLI's own limit on a tool call, past the check's
 HOOK_TIMEOUT_S: Final = 8.0  # the CLI blocks the write if the hook takes longer
 CHECK_MARGIN_S: Final = 1.0  # our own check gives up first, with a readable reason
 RECORD_TIMEOUT_S: Final = 2.0
@@ -100,13 +112,6 @@ REAP_WAIT_S: Final = 5.0
 # How CLI 2.1.332 words a tool_result for a write it blocked because the hook failed or was
 # too slow (with on_failure="block"); a timeout is NOT listed in `permission_denials`.
 CLI_HOOK_BLOCK_PREFIX: Final = "PreToolUse"
-CREDENTIAL_VARS: Final = (
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "CLAUDE_CODE_OAUTH_TOKEN",
-    "CLAUDE_CODE_USE_BEDROCK",
-    "CLAUDE_CODE_USE_VERTEX",
-)
 UNCHECKED = (
     "The write could not be checked against the other agents' leases, so it was refused. "
     "Do not retry it. Stop now and report that the write was refused."
@@ -114,23 +119,6 @@ UNCHECKED = (
 
 EnvFor = Callable[[Attempt], Mapping[str, str]]
 MarkerFor = Callable[[Attempt], str | None]
-
-
-class MissingCredentials(NotImplementedError):
-    """Live sessions need a key or a login (a NotImplementedError so `demo` prints it)."""
-
-
-def credentials_problem() -> str | None:
-    """Why live sessions cannot authenticate, or None when a key or login is present."""
-    if any(os.environ.get(name) for name in CREDENTIAL_VARS):
-        return None
-    if (Path.home() / ".claude" / ".credentials.json").is_file():
-        return None
-    return (
-        "real Claude sessions need ANTHROPIC_API_KEY (or a `claude` login). Without one, use "
-        "--offline (the real Claude Code CLI against the built-in scripted model) or "
-        "--dry-run (scripted agents, no CLI)."
-    )
 
 
 def deny(reason: str) -> HookJSONOutput:
@@ -239,6 +227,32 @@ async def _record(gate: WriteGate, path: str, tool: str) -> None:
         await asyncio.wait_for(gate.record(path, tool), RECORD_TIMEOUT_S)
 
 
+# -- the check tool -----------------------------------------------------------------
+
+
+def make_check_server(checker: Checker) -> McpSdkServerConfig:
+    """The in-process MCP server with the one `run_check(name)` tool of this attempt."""
+    description = (
+        "Run one of the operator's named checks (tests, linters) in a private copy of the "
+        "shared tree holding your edits and all finished work, never other agents' unfinished "
+        "edits; nothing it writes reaches the tree. Returns the verdict, exit code and output "
+        f"(tail). Available checks: {', '.join(checker.names)}."
+    )
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "description": "The check's name."}},
+        "required": ["name"],
+    }
+
+    @tool(CHECK_TOOL, description, schema, ToolAnnotations(maxResultSizeChars=CHECK_RESULT_CHARS))
+    async def run_check(args: dict[str, Any]) -> dict[str, Any]:
+        result = await checker.run(str(args.get("name") or ""), CheckPurpose.TOOL)
+        text = {"type": "text", "text": result.render()}
+        return {"content": [text], "is_error": result.refused is not None}
+
+    return create_sdk_mcp_server(CHECK_SERVER, tools=[run_check])
+
+
 # -- the executor -------------------------------------------------------------------
 
 
@@ -269,7 +283,7 @@ class SessionExecutor:
         outcome: Outcome | None = None
         result: SessionResult | None = None
         try:
-            with _StderrFile(_stderr_path(attempt), attempt) as stderr:
+            with StderrFile(stderr_path(attempt), attempt) as stderr:
                 options = self.options(attempt, attempt_log, stderr.write)
                 result, crash = await _reaping(self._prompt(attempt), options, attempt_log)
             await _settle(attempt_log.pending)
@@ -277,15 +291,25 @@ class SessionExecutor:
             return outcome
         finally:
             self.hook_timings_ms.extend(attempt_log.hook_ms)
-            _save_record(attempt, attempt_log, result, outcome, started)
+            evidence = {"cli_pid": attempt_log.cli_pid, "init": attempt_log.init,
+                        "refusals": attempt_log.refusals}  # fmt: skip
+            save_record(attempt, evidence, attempt_log.hook_ms, result, outcome, started)
 
     def options(
         self, attempt: Attempt, attempt_log: AttemptLog, stderr: Callable[[str], None]
     ) -> ClaudeAgentOptions:
-        """The session options of DESIGN §7 for this attempt."""
+        """The session options of DESIGN §7 for this attempt (plus the check tool, if any)."""
+        tools, servers = list(SESSION_TOOLS), dict[str, Any]()
+        env = dict(self.env(attempt)) if self.env else {}
+        if attempt.checks is not None:
+            tools.append(CHECK_TOOL_NAME)
+            servers[CHECK_SERVER] = make_check_server(attempt.checks)
+            limit = attempt.checks.limits.timeout + MCP_TIMEOUT_MARGIN_S
+            env.setdefault("MCP_TOOL_TIMEOUT", str(int(limit * 1000)))
         return ClaudeAgentOptions(
-            tools=list(SESSION_TOOLS),
-            allowed_tools=list(SESSION_TOOLS),
+            tools=tools,
+            allowed_tools=list(tools),
+            mcp_servers=servers,
             permission_mode="dontAsk",
             setting_sources=[],
             strict_mcp_config=True,
@@ -295,7 +319,7 @@ class SessionExecutor:
             max_budget_usd=self.max_budget_usd,
             max_buffer_size=MAX_BUFFER_SIZE,
             stderr=stderr,
-            env=dict(self.env(attempt)) if self.env else {},
+            env=env,
             hooks=self.hooks(attempt_log),
             system_prompt={"type": "preset", "preset": "claude_code"},
         )
@@ -316,7 +340,8 @@ class SessionExecutor:
 
     def _prompt(self, attempt: Attempt) -> str:
         marker = self.prompt_marker(attempt) if self.prompt_marker else None
-        return build_prompt(attempt.task, marker)
+        checks = attempt.checks.names if attempt.checks else ()
+        return build_prompt(attempt.task, marker, checks)
 
 
 # -- running and reaping the CLI ------------------------------------------------------
@@ -428,71 +453,3 @@ async def _settle(pending: set[asyncio.Task[None]]) -> None:
     """Wait (bounded) for the background ledger writes of this attempt."""
     if pending:
         await asyncio.wait(set(pending), timeout=RECORD_TIMEOUT_S)
-
-
-# -- the per-runner stderr file and the per-attempt record ----------------------------
-
-
-def _stderr_path(attempt: Attempt) -> Path:
-    return attempt.run_dir / "runners" / f"{attempt.runner_name}.stderr.log"
-
-
-class _StderrFile:
-    """The runner's CLI stderr log, appended to per attempt; late lines are dropped."""
-
-    def __init__(self, path: Path, attempt: Attempt) -> None:
-        self.path = path
-        self.header = f"--- {to_iso(utcnow())} {attempt.task_id} attempt {attempt.number}\n"
-        self._handle: IO[str] | None = None
-
-    def __enter__(self) -> _StderrFile:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = self.path.open("a", encoding="utf-8")
-        self._handle.write(self.header)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        handle, self._handle = self._handle, None
-        if handle is not None:
-            handle.close()
-
-    def write(self, line: str) -> None:
-        if self._handle is not None:
-            self._handle.write(line.rstrip("\n") + "\n")
-
-
-def record_path(attempt: Attempt) -> Path:
-    """Where the attempt's session record is written."""
-    return attempt.run_dir / "sessions" / f"{attempt.task_id}-attempt{attempt.number}.json"
-
-
-def _save_record(
-    attempt: Attempt,
-    attempt_log: AttemptLog,
-    result: SessionResult | None,
-    outcome: Outcome | None,
-    started: datetime,
-) -> None:
-    record = {
-        "task_id": attempt.task_id,
-        "attempt": attempt.number,
-        "runner": attempt.runner_name,
-        "started_at": to_iso(started),
-        "ended_at": to_iso(utcnow()),
-        "cli_pid": attempt_log.cli_pid,
-        "init": attempt_log.init,
-        "result": asdict(result) if result else None,
-        "outcome": _outcome_dict(outcome),
-        "hook": {**timing_summary(attempt_log.hook_ms), "timings_ms": attempt_log.hook_ms},
-        "refusals": attempt_log.refusals,
-    }
-    path = record_path(attempt)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(record, indent=2, default=str) + "\n")
-    except OSError:  # the record is evidence, not a reason to fail the attempt
-        log.warning("could not write session record %s", path, exc_info=True)
-
-
-def _outcome_dict(outcome: Outcome | None) -> dict[str, Any] | Literal["cancelled"]:
-    return asdict(outcome) if outcome is not None else "cancelled"

@@ -3,9 +3,11 @@
 It states the rules of the shared tree before the task: other agents edit the
 same files at the same time, the declared file scope is a hint and not a
 permission, and a refused write is final (stop, do not retry, do not edit
-around it, name the file that blocked you). Then the task title and
-description, and on a retry the previous attempt's error, so the agent knows
-why it is running again. A `marker` (the offline fake model's script selector)
+around it, name the file that blocked you). When the operator defined named
+checks, the prompt lists them (the `run_check` tool) and says which one will
+verify the task. Then the task title and description, and on a retry the
+previous attempt's error (for a failed verification: the check's output), so
+the agent knows why it is running again and what to fix. A `marker` (the offline fake model's script selector)
 is appended only when given; live prompts never carry one.
 
 Pure text: no I/O, no SDK import.
@@ -13,10 +15,17 @@ Pure text: no I/O, no SDK import.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["RULES", "build_prompt"]
+
+CHECKS = """\
+Checks: you cannot run shell commands, but you can run the operator's named checks with the \
+run_check tool, by name: {names}. A check runs in a private copy of the tree holding your edits \
+and all finished work, never other agents' unfinished edits; nothing it writes reaches the \
+shared tree. Run the relevant check before you finish and fix what it reports."""
+VERIFY = "When you finish, CodeFleet runs the check `{name}`; if it fails, the task is retried."
 
 RULES = """\
 You are one of several coding agents working at the same time in ONE shared working tree \
@@ -35,9 +44,17 @@ file tools (Read, Edit, Write, Glob, Grep). Do not create summary or notes files
 - When you are done, reply with a short summary of what you changed."""
 
 
-def build_prompt(task: Mapping[str, Any], marker: str | None = None) -> str:
-    """The whole user prompt for `task` (a runner assignment dict)."""
-    parts = [RULES, _task_section(task)]
+def build_prompt(
+    task: Mapping[str, Any], marker: str | None = None, checks: Sequence[str] = ()
+) -> str:
+    """The whole user prompt for `task` (a runner assignment dict) and the check names."""
+    parts = [RULES]
+    if checks:
+        verify = task.get("verify")
+        parts.append(CHECKS.format(names=", ".join(checks)))
+        if verify:
+            parts[-1] += " " + VERIFY.format(name=verify)
+    parts.append(_task_section(task))
     previous = _previous_error(task)
     if previous:
         parts.append(previous)
@@ -62,6 +79,11 @@ def _previous_error(task: Mapping[str, Any]) -> str:
         return ""
     blocked = task.get("blocked_on_path")
     note = f" It was blocked on {blocked}, which is free now." if blocked else ""
+    if task.get("error_kind") == "verify_failed":
+        note = (
+            " Its verification failed and its edits were rolled back, so redo the work and "
+            "fix what the output below shows."
+        )
     return (
         f"This is attempt {attempt}. The previous attempt ended with this error:{note}\n"
         f"{str(error).strip()}\n"

@@ -35,14 +35,23 @@ class EventHub:
         self._wakeups: set[asyncio.Event] = set()
         self._closed = False
         self.ping_interval = ping_interval
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
 
     def publish(self, events: list[Row]) -> None:
         for wakeup in self._wakeups:
             wakeup.set()
 
     def close(self) -> None:
+        """End every stream (their responses complete, so a shutdown is not held up)."""
         self._closed = True
         self.publish([])
+
+    def close_threadsafe(self) -> None:
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self.close)
 
     async def frames(self, store: Store, cursor: int) -> AsyncIterator[str]:
         wakeup = asyncio.Event()

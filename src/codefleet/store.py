@@ -77,9 +77,11 @@ AGENT_COLUMNS: Final = frozenset(
 )
 
 INSERT_TASK: Final = """INSERT INTO tasks (id, seq, title, description, status, priority,
-    file_scope, max_attempts, created_at, updated_at)
+    file_scope, max_attempts, verify, created_at, updated_at)
     VALUES (:id, :seq, :title, :description, :status, :priority, :file_scope,
-    :max_attempts, :created_at, :updated_at)"""
+    :max_attempts, :verify, :created_at, :updated_at)"""
+TASK_TABLE_COLUMNS: Final = "PRAGMA table_info(tasks)"
+ADD_TASK_VERIFY: Final = "ALTER TABLE tasks ADD COLUMN verify TEXT"  # databases made before checks
 INSERT_DEPENDENCY: Final = "INSERT INTO task_dependencies (task_id, depends_on_id) VALUES (?, ?)"
 ADD_TASK_USAGE: Final = """UPDATE tasks SET input_tokens = input_tokens + ?,
     output_tokens = output_tokens + ?, cost_usd = cost_usd + ? WHERE id = ?"""
@@ -132,8 +134,15 @@ DELETE_PREIMAGES_OF_TASK: Final = "DELETE FROM preimages WHERE task_id = ?"
 INSERT_PATCH: Final = """INSERT OR REPLACE INTO patches (task_id, path, diff, added, removed, binary)
     VALUES (?, ?, ?, ?, ?, ?)"""
 SELECT_PATCHES_OF_TASK: Final = "SELECT * FROM patches WHERE task_id = ? ORDER BY path"
+SELECT_FOREIGN_PREIMAGES: Final = """SELECT p.* FROM preimages p JOIN file_leases l
+    ON l.path = p.path AND l.task_id = p.task_id WHERE l.task_id <> ? ORDER BY p.path"""
+
+UPSERT_CHECK: Final = """INSERT INTO checks (name, command, defined_at) VALUES (?, ?, ?)
+    ON CONFLICT (name) DO UPDATE SET command = excluded.command, defined_at = excluded.defined_at"""
+SELECT_CHECKS: Final = "SELECT * FROM checks ORDER BY name"
 
 RESET_TABLES: Final = (
+    "checks",
     "patches",
     "preimages",
     "file_changes",
@@ -149,6 +158,16 @@ def _decode_event(row: sqlite3.Row) -> Row:
     event = dict(row)
     event["payload"] = json.loads(event["payload"])
     return event
+
+
+def _preimage(row: sqlite3.Row) -> PreImage:
+    return PreImage(
+        path=row["path"],
+        existed=bool(row["existed"]),
+        content=bytes(row["content"] or b""),
+        mode=row["mode"],
+        created_dirs=tuple(json.loads(row["created_dirs"])),
+    )
 
 
 def _decode_task(row: sqlite3.Row) -> Row:
@@ -174,6 +193,8 @@ class Store:
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.execute("PRAGMA foreign_keys=ON")
         self._db.executescript(resources.files("codefleet").joinpath("schema.sql").read_text())
+        if "verify" not in {r["name"] for r in self._db.execute(TASK_TABLE_COLUMNS)}:
+            self._db.execute(ADD_TASK_VERIFY)
         self._depth = 0
         self._pending: list[Row] = []
         self.on_commit = on_commit
@@ -260,7 +281,7 @@ class Store:
     # -- tasks ----------------------------------------------------------------
 
     def insert_tasks(self, tasks: Iterable[Row], edges: Iterable[tuple[str, str]]) -> None:
-        rows = [{**t, "file_scope": json.dumps(t["file_scope"])} for t in tasks]
+        rows = [{"verify": None, **t, "file_scope": json.dumps(t["file_scope"])} for t in tasks]
         if not self._depth:
             raise RuntimeError("store writes must run inside transaction()")
         self._db.executemany(INSERT_TASK, rows)
@@ -385,16 +406,12 @@ class Store:
         )
 
     def preimages_of_task(self, task_id: str) -> list[PreImage]:
-        return [
-            PreImage(
-                path=r["path"],
-                existed=bool(r["existed"]),
-                content=bytes(r["content"] or b""),
-                mode=r["mode"],
-                created_dirs=tuple(json.loads(r["created_dirs"])),
-            )
-            for r in self._db.execute(SELECT_PREIMAGES_OF_TASK, (task_id,))
-        ]
+        return [_preimage(r) for r in self._db.execute(SELECT_PREIMAGES_OF_TASK, (task_id,))]
+
+    def foreign_preimages(self, task_id: str) -> list[tuple[str, PreImage]]:
+        """(holder task, pre-image) of every path leased by a task other than `task_id`."""
+        rows = self._db.execute(SELECT_FOREIGN_PREIMAGES, (task_id,))
+        return [(r["task_id"], _preimage(r)) for r in rows]
 
     def delete_preimages_of_task(self, task_id: str) -> None:
         self._write(DELETE_PREIMAGES_OF_TASK, (task_id,))
@@ -410,6 +427,14 @@ class Store:
         for row in rows:
             row["binary"] = bool(row["binary"])
         return rows
+
+    # -- checks ---------------------------------------------------------------------------
+
+    def upsert_check(self, name: str, command: str, at: str) -> None:
+        self._write(UPSERT_CHECK, (name, command, at))
+
+    def checks(self) -> list[Row]:
+        return [dict(r) for r in self._db.execute(SELECT_CHECKS)]
 
     def reset(self) -> None:
         for table in RESET_TABLES:

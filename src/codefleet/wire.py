@@ -8,15 +8,26 @@ constants so the docs and the tests can cite them.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import json
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+)
 
-from codefleet.models import ErrorKind
+from codefleet.models import CHECK_NAME_PATTERN, CheckPurpose, ErrorKind
 
 __all__ = [
     "AcquireBody",
     "ChangeBody",
+    "CheckEventBody",
+    "ChecksBody",
     "CompleteBody",
     "FleetBody",
     "GraphBody",
@@ -32,8 +43,39 @@ MAX_PATH = 4096
 MAX_SCOPE = 1000
 MAX_TASKS = 50_000
 MAX_BODY_BYTES = 32 * 1024 * 1024
+MAX_INT = 2**63 - 1  # SQLite's INTEGER: a larger number is a 422, never an overflow (500)
+MAX_COST_USD = 1_000_000.0
+MAX_JSON_DEPTH = 32
+MAX_CHECKS = 100
+MAX_CHECK_COMMAND = 4096
+MAX_CHECK_TAIL = 4000  # output kept in a check_finished event; the agent gets more
+
+CheckName = Annotated[StrictStr, Field(pattern=CHECK_NAME_PATTERN)]
+CheckCommand = Annotated[StrictStr, Field(min_length=1, max_length=MAX_CHECK_COMMAND)]
+Checks = Annotated[dict[CheckName, CheckCommand], Field(max_length=MAX_CHECKS)]
 
 Path_ = Annotated[StrictStr, Field(min_length=1, max_length=MAX_PATH)]
+
+
+def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
+    """A free-form object lands in the event log: every reader must be able to parse it."""
+    if _depth(value) > MAX_JSON_DEPTH:  # ~950 levels parse here but break every later read
+        raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
+    json.dumps(value, allow_nan=False, ensure_ascii=False).encode()  # NaN, lone surrogates
+    return value
+
+
+def _depth(value: Any, level: int = 1) -> int:
+    """How many objects and arrays deep `value` goes (stops counting past the limit)."""
+    if level > MAX_JSON_DEPTH:
+        return level
+    if not isinstance(value, dict | list):
+        return level - 1
+    items = value.values() if isinstance(value, dict) else value
+    return max((_depth(item, level + 1) for item in items), default=level)
+
+
+JsonObject = Annotated[dict[str, Any], AfterValidator(_json_safe)]
 TaskId = Annotated[StrictStr, Field(min_length=1, max_length=64)]
 
 
@@ -51,16 +93,24 @@ class TaskSpec(_Body):
     file_scope: Annotated[list[Path_], Field(max_length=MAX_SCOPE)] = []
     depends_on: Annotated[list[TaskId], Field(max_length=MAX_SCOPE)] = []
     max_attempts: Annotated[StrictInt, Field(ge=1, le=100)] | None = None
+    verify: CheckName | None = None
 
 
 class GraphBody(_Body):
     tasks: Annotated[list[TaskSpec], Field(min_length=1, max_length=MAX_TASKS)]
+    checks: Checks = {}
+
+
+class ChecksBody(_Body):
+    """`POST /checks`: define or redefine named checks (operator-facing)."""
+
+    checks: Checks
 
 
 class RegisterBody(_Body):
     name: Annotated[StrictStr, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")]
     workdir: Annotated[StrictStr, Field(max_length=MAX_PATH)] | None = None
-    pid: StrictInt | None = None
+    pid: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
 
 
 class HeartbeatBody(_Body):
@@ -87,24 +137,44 @@ class ChangeBody(_Body):
 
 class CompleteBody(_Body):
     agent_id: StrictStr
-    attempt: Annotated[StrictInt, Field(ge=1)]
+    attempt: Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
     ok: StrictBool
     summary: Annotated[StrictStr, Field(max_length=MAX_DESCRIPTION)] | None = None
     error: Annotated[StrictStr, Field(max_length=MAX_DESCRIPTION)] | None = None
     error_kind: ErrorKind | None = None
     blocked_on_path: Annotated[StrictStr, Field(max_length=MAX_PATH)] | None = None
-    input_tokens: Annotated[StrictInt, Field(ge=0)] = 0
-    output_tokens: Annotated[StrictInt, Field(ge=0)] = 0
-    cost_usd: Annotated[float, Field(ge=0)] = 0.0
-    duration_ms: Annotated[StrictInt, Field(ge=0)] | None = None
+    input_tokens: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] = 0
+    output_tokens: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] = 0
+    cost_usd: Annotated[float, Field(ge=0, le=MAX_COST_USD, allow_inf_nan=False)] = 0.0
+    duration_ms: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
     session_id: Annotated[StrictStr, Field(max_length=200)] | None = None
     files_written: Annotated[list[Path_], Field(max_length=10_000)] = []
+
+
+class CheckEventBody(_Body):
+    """`POST /tasks/{id}/checks`: the runner reports a check it starts or finished."""
+
+    agent_id: StrictStr
+    attempt: Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
+    name: CheckName
+    phase: Literal["started", "finished"]
+    purpose: CheckPurpose
+    exit_code: StrictInt | None = None
+    passed: StrictBool | None = None
+    timed_out: StrictBool = False
+    error: Annotated[StrictStr, Field(max_length=MAX_CHECK_TAIL)] | None = None
+    duration_ms: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
+    view_ms: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
+    view_files: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
+    isolated: Annotated[list[Path_], Field(max_length=1000)] = []
+    output_bytes: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
+    output_tail: Annotated[StrictStr, Field(max_length=MAX_CHECK_TAIL)] | None = None
 
 
 class FleetBody(_Body):
     """`POST /fleet/started` and `/fleet/finished`: the run's own bookends."""
 
-    runners: StrictInt | None = None
+    runners: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
     ok: StrictBool | None = None
-    verify: dict[str, Any] | None = None
-    summary: dict[str, Any] | None = None
+    verify: JsonObject | None = None
+    summary: JsonObject | None = None

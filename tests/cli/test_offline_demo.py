@@ -3,7 +3,8 @@
 The full run is the real thing: the demo graph, three runners, the bundled CLI per
 attempt, the real hook and lease server, the fake model playing
 examples/demo-model.yaml. It must show the staged veto (T4 refused api.py while T3
-holds it), retry T4 to success, and end with the demo repository's tests passing.
+holds it), retry T4 to success, show the verify loop (T1 calls the check tool, its
+verification fails, the retry passes), and end with the demo repository's tests passing.
 The other tests keep the model file equivalent to the dry-run script and check the
 live mode refuses to start without credentials.
 """
@@ -20,10 +21,12 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from codefleet.cli import app
-from codefleet.demo import examples_dir, run_demo
+from codefleet.demo import DEMO_VERIFY, examples_dir, run_demo
+from codefleet.graph import load_graph
 from codefleet.offline import load_model_scripts, shared_model
 from codefleet.scripted import Step, load_script
-from codefleet.session import CREDENTIAL_VARS
+from codefleet.session import CHECK_TOOL_NAME, CREDENTIAL_VARS
+from codefleet.store import Store
 from codefleet.testing.fakemodel import ToolUse
 
 STORE_TAIL = "    def __len__(self) -> int:\n        return len(self._items)\n"
@@ -44,15 +47,24 @@ def test_the_offline_demo_vetoes_t4_on_api_py_retries_it_and_passes(tmp_path: Pa
     assert retry["ok"] is True
     assert all(r["init"]["permissionMode"] == "dontAsk" for r in records.values())
     assert sorted(records) == [
-        "T1-attempt1", "T2-attempt1", "T3-attempt1", "T4-attempt1", "T4-attempt2", "T5-attempt1",
+        "T1-attempt1", "T1-attempt2", "T2-attempt1", "T3-attempt1", "T4-attempt1",
+        "T4-attempt2", "T5-attempt1",
     ]  # fmt: skip
+    assert [(c["name"], c["passed"]) for c in records["T1-attempt1"]["checks"]] == [("test", True)]
+    store = Store(workspace / "codefleet.db")
+    checks = [e["payload"] for e in store.events(0, 10_000, "check_finished")]
+    store.close()
+    assert [(c["attempt"], c["purpose"], c["passed"]) for c in checks] == [
+        (1, "tool", True), (1, "verify", False), (2, "verify", True),
+    ]  # fmt: skip
+    assert "invalid tag 'DOCS'" in checks[1]["output_tail"]
     assert "refused api.py: held by" in text and "PASS" in text
     fake, _ = shared_model((examples_dir() / "demo-model.yaml").resolve())
     assert fake.wait_timeouts() == [], "the veto was staged by the scripts, not by a give-up"
 
 
 def _as_tool_calls(steps: list[Step]) -> list[tuple[str, dict[str, Any]]]:
-    """The dry-run steps as the Claude Code tool calls that make the same change."""
+    """The dry-run steps as the Claude Code tool calls that make the same change (or check)."""
     calls: list[tuple[str, dict[str, Any]]] = []
     for step in steps:
         arg = step.arg
@@ -64,6 +76,8 @@ def _as_tool_calls(steps: list[Step]) -> list[tuple[str, dict[str, Any]]]:
             case "append":
                 new = STORE_TAIL + arg["text"]
                 calls.append(("Edit", {"file_path": arg["path"], "old_string": STORE_TAIL, "new_string": new}))  # fmt: skip
+            case "check":
+                calls.append((CHECK_TOOL_NAME, {"name": arg}))
     return calls
 
 
@@ -80,10 +94,17 @@ def test_the_model_scripts_make_the_same_changes_as_the_dry_run_script() -> None
             (item.name, dict(item.input))
             for turn in turns
             for item in turn.content
-            if isinstance(item, ToolUse) and item.name in ("Write", "Edit")
+            if isinstance(item, ToolUse) and item.name in ("Write", "Edit", CHECK_TOOL_NAME)
         ]
         assert made == expected, script_id
     assert set(dry) == {sid.partition("-a")[0] for sid in model}
+
+
+def test_the_demo_graphs_test_check_is_the_suite_the_demo_runs_at_the_end() -> None:
+    graph = load_graph(examples_dir() / "demo-tasks.yaml")
+
+    assert graph.checks == {"test": f"python {DEMO_VERIFY}"}
+    assert [t["id"] for t in graph if t.get("verify") == "test"] == ["T1"]
 
 
 def test_the_store_tail_the_append_edits_is_unique_in_the_demo_repo() -> None:

@@ -209,11 +209,5 @@ async def test_the_compact_printer_prints_notable_events_and_catches_up_before_i
 
 
 def crash(server: ServerThread) -> None:
-    """Take `server` down with a dashboard attached: end its open streams, then stop it.
-
-    uvicorn waits for open responses before it exits, and an SSE stream never
-    ends on its own, so the hub is closed first (on the server's own loop).
-    """
-    loop = server.app.state.engine._loop
-    loop.call_soon_threadsafe(server.app.state.hub.close)
+    """Take `server` down with a dashboard attached (stop() ends the open streams first)."""
     server.stop()

@@ -273,12 +273,13 @@ async def _load(url: str, tasks: list[dict[str, Any]]) -> None:
 async def test_every_event_type_is_emitted_by_a_scripted_fleet(
     wait_until: Any, make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path
 ) -> None:
-    """The demo's staged veto plus a failure, a cancel and a runner that goes stale and returns."""
+    """The demo's staged veto plus a failure, a cancel, a check and a runner that goes stale."""
     server = make_server(**FAST, max_attempts=1)
     script = {
         "hold": [{"edit": {"path": "a.py", "old": "A = 1", "new": "A = 2"}}, {"wait_denied": "a.py", "attempt": 1}],
         "grab": [{"wait_leased": "a.py", "attempt": 1}, {"append": {"path": "a.py", "text": "G = 1\n"}}],
         "doomed": [{"write": {"path": "doomed.txt", "content": "half"}}, {"fail": "scripted failure"}],
+        "next": [{"check": "ok"}],
     }  # fmt: skip
     async with FleetClient(server.url) as client:
         ghost = await client.register("ghost", str(workdir), None)
@@ -288,7 +289,8 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
         await client.create_tasks(
             [{"id": "hold", "title": "h", "file_scope": ["a.py"]}, {"id": "grab", "title": "g", "max_attempts": 2},
              {"id": "next", "title": "n", "depends_on": ["hold"]}, {"id": "doomed", "title": "d"},
-             {"id": "orphan", "title": "o", "depends_on": ["doomed"]}, {"id": "dropped", "title": "x", "depends_on": ["next"]}]
+             {"id": "orphan", "title": "o", "depends_on": ["doomed"]}, {"id": "dropped", "title": "x", "depends_on": ["next"]}],
+            checks={"ok": "true"},
         )  # fmt: skip
         await client.cancel("dropped")
         await client.retry("dropped")

@@ -78,6 +78,16 @@ FORBIDDEN = [
         {"fastapi", "starlette", "uvicorn", "httpx"},
         "the engine knows no web framework",
     ),
+    (
+        "codefleet.engine_checks",
+        {"fastapi", "starlette", "uvicorn", "httpx"},
+        "the engine knows no web framework",
+    ),
+    (
+        "codefleet.checks",
+        {"codefleet.store", "codefleet.scheduler", "codefleet.engine", "codefleet.index"},
+        "checks run in the runner, which is thin: it reaches the server only through the client",
+    ),
 ]
 
 
