@@ -203,15 +203,31 @@ def run(
     executor = _executor(dry_run, script, settings)
 
     async def go() -> tuple[Any, list[dict[str, Any]]]:
-        if checks:
-            async with make_client(settings) as client:
+        from codefleet.dashboard import follow_compact
+
+        async with make_client(settings) as client:
+            if checks:
                 await client.define_checks(checks)
-        result = await run_fleet(
-            settings.url, settings.runners, lambda _: executor, settings.workdir,
-            settings.run_dir, verify=verify, token=settings.token, task_timeout=task_timeout,
-            protected=(settings.db, settings.run_dir), check_timeout=settings.check_timeout,
-            check_dir=settings.check_dir,
-        )  # fmt: skip
+            since = int((await client.health())["last_event_id"])
+        stop = asyncio.Event()
+        follower = (
+            None
+            if json_out
+            else asyncio.create_task(
+                follow_compact(settings.url, settings.token, console, stop, since=since)
+            )
+        )
+        try:
+            result = await run_fleet(
+                settings.url, settings.runners, lambda _: executor, settings.workdir,
+                settings.run_dir, verify=verify, token=settings.token, task_timeout=task_timeout,
+                protected=(settings.db, settings.run_dir), check_timeout=settings.check_timeout,
+                check_dir=settings.check_dir,
+            )  # fmt: skip
+        finally:
+            stop.set()
+            if follower is not None:
+                await follower
         async with make_client(settings) as client:
             return result, await client.conflicts()
 

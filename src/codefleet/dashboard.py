@@ -57,6 +57,7 @@ NOTABLE_EVENTS: Final = frozenset(
         EventType.TASK_FAILED,
         EventType.TASK_BLOCKED_UPSTREAM,
         EventType.TASK_CANCELLED,
+        EventType.CHECK_FINISHED,
     }
 )
 

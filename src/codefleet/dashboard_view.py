@@ -165,6 +165,16 @@ def _other_words(kind: str, body: Mapping[str, Any], task: str, who: str) -> tup
             return f"{body.get('name', who)} {kind.removeprefix('agent_')}", "dim"
         case EventType.AGENT_OFFLINE:
             return f"{body.get('name', who)} offline ({body.get('reason')})", "yellow"
+        case EventType.CHECK_FINISHED:
+            verdict = (
+                "passed"
+                if body.get("passed")
+                else "timed out"
+                if body.get("timed_out")
+                else "FAILED"
+            )
+            line = f"{who} check {body.get('name')} {verdict} for {task} ({body.get('purpose')})"
+            return line, "green" if body.get("passed") else "bold yellow"
     return None
 
 

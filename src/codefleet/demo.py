@@ -87,6 +87,9 @@ async def _demo(settings: Settings, mode: str, runners: int, console: Console) -
         async with FleetClient(server.url, token=settings.token) as client:
             await client.create_tasks(graph, {**graph.checks, **DEMO_CHECKS})
         console.print(f"[bold]server[/] {server.url}  ·  tree {settings.workdir}")
+        console.print(
+            f"[bold]dashboard[/] {server.url}/?token={settings.token}  (while the demo runs)"
+        )
         stop = asyncio.Event()
         follower = asyncio.create_task(follow_compact(server.url, settings.token, console, stop))
         try:
