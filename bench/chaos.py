@@ -1,0 +1,525 @@
+"""Chaos run: real processes killed with SIGKILL mid-run, then the invariant checker.
+
+    uv run python bench/chaos.py --seed 1 --tasks 500 --runners 8 --duration 300
+
+A seeded workload (`build_workload`): a task graph over a small tree in which
+every task writes its own notes file, edits one line of each dependency's
+notes (so it can only succeed after them), appends to one or two of a few hot
+shared files (declared in its scope only half the time, so vetoes happen),
+sleeps a little between steps, and sometimes fails its first attempt on
+purpose after writing. The scripted executor plays it through the real
+`WriteGate`.
+
+The driver starts `codefleet serve` and N `codefleet runner --dry-run` processes
+(a fresh per-run token), loads the graph, streams the events like a dashboard
+would (reconnecting after every server death), and plays a seeded fault plan:
+each fault fires once the graph is that far along (and a minimum gap after the
+previous one), so the plan fires at the same points of progress on any machine.
+A fault SIGKILLs a random runner (restarted after a short pause, same name) or
+the server (restarted on the same database and port). When the graph drains it
+stops the runners, kills and restarts the server once more to check the final
+state reloads unchanged, and runs `codefleet.invariants` over everything: the
+event log and the stream, the ledger, the lease replay, the task rows, and the
+tree rebuilt from the original by `git apply` of every succeeded task's patch in
+completion order. `--duration` bounds the whole run; a graph that has not
+drained by then is a failure.
+
+Prints one JSON summary (also `--json FILE`); exits 0 only with zero violations,
+every task terminal, and no process dying on its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from codefleet.client import FleetClient, ServerUnavailable
+from codefleet.invariants import Evidence, Violation, check, collect, compare_trees, replay_patches
+
+HOST = "127.0.0.1"
+STOP_WAIT_S = 15.0
+
+
+# -- the workload ----------------------------------------------------------------------------
+
+
+@dataclass
+class Workload:
+    graph: list[dict[str, Any]]
+    script: dict[str, list[dict[str, Any]]]
+    files: dict[str, str]
+
+
+def build_workload(seed: int, tasks: int, hot_files: int = 12, fail_rate: float = 0.05) -> Workload:
+    """The seeded graph, the script the scripted agents play, and the original tree."""
+    rng = random.Random(seed)
+    ids = [f"T{n:04d}" for n in range(1, tasks + 1)]
+    hot = [f"shared/hot{k:02d}.txt" for k in range(hot_files)]
+    weights = [1.0 / (k + 1) for k in range(hot_files)]  # a few files are much hotter
+    deps: dict[str, list[str]] = {}
+    for n, task_id in enumerate(ids):
+        window = ids[max(0, n - 40) : n]
+        count = rng.choice((0, 0, 1, 1, 2)) if window else 0
+        deps[task_id] = sorted(rng.sample(window, min(count, len(window))))
+    children: dict[str, list[str]] = {t: [] for t in ids}
+    for task_id, parents in deps.items():
+        for parent in parents:
+            children[parent].append(task_id)
+    graph, script = [], {}
+    for task_id in ids:
+        appends = sorted(set(rng.choices(hot, weights, k=rng.choice((1, 1, 2)))))
+        steps = _steps(rng, task_id, deps[task_id], children[task_id], appends, fail_rate)
+        script[task_id] = steps
+        graph.append(
+            {
+                "id": task_id,
+                "title": f"chaos task {task_id}",
+                "description": "scripted",
+                "priority": rng.randint(1, 5),
+                "depends_on": deps[task_id],
+                "file_scope": appends if rng.random() < 0.5 else [],
+                "max_attempts": 50,
+            }
+        )
+    files = {path: f"# {path}\n" for path in hot}
+    files |= {"README.md": "chaos tree\n", "out/.keep": ""}
+    return Workload(graph, script, files)
+
+
+def _steps(
+    rng: random.Random,
+    task_id: str,
+    parents: list[str],
+    kids: list[str],
+    appends: list[str],
+    fail_rate: float,
+) -> list[dict[str, Any]]:
+    notes = "".join(f"child {kid}: todo\n" for kid in kids)
+    steps: list[dict[str, Any]] = [
+        {"write": {"path": f"out/{task_id}/notes.txt", "content": f"# {task_id}\n{notes}"}}
+    ]
+    for parent in parents:
+        old = f"child {task_id}: todo"
+        steps.append(
+            {
+                "edit": {
+                    "path": f"out/{parent}/notes.txt",
+                    "old": old,
+                    "new": f"child {task_id}: done",
+                }
+            }
+        )
+    for path in appends:
+        steps.append({"sleep": round(rng.uniform(0.01, 0.08), 3)})
+        steps.append({"append": {"path": path, "text": f"{task_id}\n"}})
+    if rng.random() < fail_rate:
+        steps.append({"fail": f"{task_id} fails its first attempt on purpose", "attempt": 1})
+    return steps
+
+
+# -- processes ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Proc:
+    name: str
+    command: list[str]
+    log: Path
+    env: dict[str, str]
+    cwd: Path
+    popen: subprocess.Popen[bytes] | None = None
+    killed_by_us: bool = False
+
+    def start(self) -> None:
+        self.killed_by_us = False
+        with self.log.open("ab") as out:
+            out.write(f"\n--- start {time.strftime('%H:%M:%S')}\n".encode())
+            self.popen = subprocess.Popen(
+                self.command, cwd=self.cwd, env=self.env, stdout=out, stderr=subprocess.STDOUT
+            )
+
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def kill(self) -> None:
+        if self.popen is not None and self.alive():
+            self.killed_by_us = True
+            self.popen.send_signal(signal.SIGKILL)
+            self.popen.wait()
+
+    def stop(self, timeout: float = STOP_WAIT_S) -> int | None:
+        """SIGTERM (a runner leaves gracefully), SIGKILL if it does not exit in time."""
+        if self.popen is None or not self.alive():
+            return None if self.popen is None else self.popen.returncode
+        self.killed_by_us = True
+        self.popen.send_signal(signal.SIGTERM)
+        try:
+            return self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            return self.popen.wait()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+# -- the run --------------------------------------------------------------------------------
+
+
+@dataclass
+class Fault:
+    kind: str  # "runner" or "server"
+    at_progress: float
+    target: int = 0
+    down_s: float = 0.0
+    fired_at_s: float | None = None
+
+
+@dataclass
+class Summary:
+    seed: int
+    tasks: int
+    runners: int
+    duration_s: float = 0.0
+    phases_s: dict[str, float] = field(default_factory=dict)
+    drained: bool = False
+    faults_planned: dict[str, int] = field(default_factory=dict)
+    faults_injected: dict[str, int] = field(default_factory=dict)
+    fault_log: list[str] = field(default_factory=list)
+    unexpected_exits: list[str] = field(default_factory=list)
+    statuses: dict[str, int] = field(default_factory=dict)
+    events: int = 0
+    observed_events: int = 0
+    vetoes: int = 0
+    fail_closed: int = 0  # writes refused because the server could not be asked
+    restores: int = 0
+    requeues: dict[str, int] = field(default_factory=dict)
+    final_restart_identical: bool = False
+    violations: list[str] = field(default_factory=list)
+    workdir: str = ""
+
+    @property
+    def ok(self) -> bool:
+        all_terminal = sum(self.statuses.values()) == self.tasks and self.drained
+        return all_terminal and not self.violations and not self.unexpected_exits
+
+
+def plan_faults(
+    rng: random.Random, runners: int, server_kills: int, runner_kills: int, rogue_writes: int = 0
+) -> list[Fault]:
+    faults = [
+        Fault("rogue", rng.uniform(0.1, 0.9), rng.randrange(1000)) for _ in range(rogue_writes)
+    ]
+    faults += [
+        Fault("server", rng.uniform(0.05, 0.85), down_s=rng.uniform(0.2, 1.5))
+        for _ in range(server_kills)
+    ]
+    faults += [
+        Fault("runner", rng.uniform(0.02, 0.9), rng.randrange(runners), rng.uniform(0.0, 1.5))
+        for _ in range(runner_kills)
+    ]
+    return sorted(faults, key=lambda f: f.at_progress)
+
+
+class Chaos:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.rng = random.Random(args.seed)
+        self.base = Path(tempfile.mkdtemp(prefix=f"codefleet-chaos-{args.seed}-"))
+        self.tree, self.original = self.base / "tree", self.base / "original"
+        self.port = free_port()
+        self.url = f"http://{HOST}:{self.port}"
+        self.token = secrets.token_urlsafe(16)
+        self.summary = Summary(args.seed, args.tasks, args.runners, workdir=str(self.base))
+        self.observed: list[dict[str, Any]] = []
+        self.started = self._lap = time.monotonic()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CODEFLEET_")}
+        env |= {
+            "CODEFLEET_BACKOFF_BASE": "0.2",
+            "CODEFLEET_BACKOFF_CAP": "2",
+            "CODEFLEET_TOKEN": self.token,
+        }
+        self.env = env
+        self.exe = str(Path(sys.executable).parent / "codefleet")
+        self.server = self._server_proc()
+        self.runners = [self._runner_proc(n) for n in range(1, args.runners + 1)]
+
+    def lap(self, phase: str) -> None:
+        """Seconds since the previous lap, recorded under `phase`."""
+        now = time.monotonic()
+        self.summary.phases_s[phase] = round(now - self._lap, 1)
+        self._lap = now
+
+    # -- set-up -------------------------------------------------------------------------
+
+    def prepare(self, workload: Workload) -> None:
+        for rel, text in workload.files.items():
+            target = self.tree / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+        shutil.copytree(self.tree, self.original)
+        (self.base / "script.yaml").write_text(yaml.safe_dump(workload.script, sort_keys=False))
+        (self.base / "logs").mkdir()
+
+    def _server_proc(self) -> Proc:
+        cmd = [self.exe, "serve", "--port", str(self.port), "--db", str(self.base / "chaos.db")]
+        cmd += ["--workdir", str(self.tree), "--run-dir", str(self.base / "runs")]
+        cmd += ["--stale-after", "10", "--heartbeat-interval", "1", "--tick-interval", "0.1"]
+        cmd += ["--poll-interval", "1", "--task-timeout", "60"]  # the token: in the environment
+        return Proc("server", cmd, self.base / "logs" / "server.log", self.env, self.base)
+
+    def _runner_proc(self, n: int) -> Proc:
+        name = f"runner-{n}"
+        script = str(self.base / "script.yaml")
+        cmd = [self.exe, "runner", "--name", name, "--dry-run", "--script", script]
+        cmd += ["--server", self.url, "--workdir", str(self.tree), "--task-timeout", "60"]
+        cmd += ["--run-dir", str(self.base / "runs")]
+        return Proc(name, cmd, self.base / "logs" / f"{name}.log", self.env, self.base)
+
+    async def wait_up(self, client: FleetClient, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(ServerUnavailable):
+                await client.health()
+                return
+            if not self.server.alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not come up; see {self.server.log}")
+            await asyncio.sleep(0.05)
+
+    # -- the observer ---------------------------------------------------------------------
+
+    async def observe(self) -> None:
+        """Stream every event like a dashboard, resuming from the last id after each outage."""
+        async with FleetClient(self.url, token=self.token) as client:
+            while True:
+                since = self.observed[-1]["id"] if self.observed else 0
+                try:
+                    async for event in client.stream(since):
+                        self.observed.append(event)
+                except ServerUnavailable:
+                    await asyncio.sleep(0.1)
+
+    # -- faults ------------------------------------------------------------------------------
+
+    async def inject(self, fault: Fault, client: FleetClient) -> None:
+        fault.fired_at_s = round(time.monotonic() - self.started, 2)
+        if fault.kind == "rogue":  # the control: a write that bypasses the lock must be caught
+            hot = sorted((self.tree / "shared").iterdir())
+            target = hot[fault.target % len(hot)]
+            with target.open("a") as handle:
+                handle.write("rogue line, written around the lock\n")
+            self.summary.faults_injected["rogue"] = self.summary.faults_injected.get("rogue", 0) + 1
+            self.summary.fault_log.append(f"{fault.fired_at_s}s: rogue append to {target.name}")
+            return
+        if fault.kind == "server":
+            self.server.kill()
+            await asyncio.sleep(fault.down_s)
+            self.server.start()
+            await self.wait_up(client)
+        else:
+            proc = self.runners[fault.target]
+            proc.kill()
+            await asyncio.sleep(fault.down_s)
+            proc.start()
+        self.summary.faults_injected[fault.kind] = (
+            self.summary.faults_injected.get(fault.kind, 0) + 1
+        )
+        who = "server" if fault.kind == "server" else self.runners[fault.target].name
+        self.summary.fault_log.append(
+            f"{fault.fired_at_s}s @{fault.at_progress:.0%}: SIGKILL {who}, back after {fault.down_s:.1f}s"
+        )
+
+    def reap_unexpected(self) -> None:
+        """A process that died without our SIGKILL is a finding: note it, restart it."""
+        for proc in [self.server, *self.runners]:
+            if proc.popen is not None and not proc.alive() and not proc.killed_by_us:
+                self.summary.unexpected_exits.append(f"{proc.name} exited {proc.popen.returncode}")
+                proc.start()
+
+    async def drive(self, client: FleetClient, faults: list[Fault]) -> None:
+        deadline = self.started + self.args.duration
+        last_fault = 0.0
+        pending = list(faults)
+        while time.monotonic() < deadline:
+            self.reap_unexpected()
+            try:
+                health = await client.health()
+            except ServerUnavailable:
+                await asyncio.sleep(0.1)
+                continue
+            live = int(health["live_tasks"])
+            if live == 0:
+                self.summary.drained = True
+                return
+            progress = 1 - live / self.args.tasks
+            now = time.monotonic()
+            if (
+                pending
+                and progress >= pending[0].at_progress
+                and now - last_fault >= self.args.min_gap
+            ):
+                await self.inject(pending.pop(0), client)
+                last_fault = time.monotonic()
+            await asyncio.sleep(0.1)
+
+    # -- the end ---------------------------------------------------------------------------
+
+    async def finish(self, client: FleetClient) -> None:
+        for proc in self.runners:
+            proc.stop()
+        await self._catch_up(client)
+        before = await _state(client)
+        self.server.kill()  # one last crash: the final state must reload unchanged
+        self.server.start()
+        await self.wait_up(client)
+        self.summary.final_restart_identical = before == await _state(client)
+        evidence = await collect(client)
+        violations = check(evidence, self.observed)
+        violations += self._tree(evidence)
+        if not self.summary.final_restart_identical:
+            violations.append(Violation("restart", "the state read back after a restart differs"))
+        self._figures(evidence, violations)
+
+    async def _catch_up(self, client: FleetClient, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            last = int((await client.health())["last_event_id"])
+            if self.observed and self.observed[-1]["id"] >= last:
+                return
+            await asyncio.sleep(0.05)
+
+    def _tree(self, evidence: Evidence) -> list[Violation]:
+        rebuilt = self.base / "rebuilt"
+        found = replay_patches(self.original, evidence, rebuilt)
+        return found or compare_trees(rebuilt, self.tree)
+
+    def _figures(self, evidence: Evidence, violations: list[Violation]) -> None:
+        s = self.summary
+        kinds = Counter(e["type"] for e in evidence.events)
+        s.statuses = dict(Counter(t["status"] for t in evidence.tasks.values()))
+        s.events, s.observed_events = len(evidence.events), len(self.observed)
+        s.vetoes, s.restores = kinds["lease_denied"], kinds["file_restored"]
+        s.fail_closed = sum(
+            1
+            for e in evidence.events
+            if e["type"] == "task_requeued" and "could not grant" in str(e["payload"].get("reason"))
+        )
+        s.requeues = dict(
+            Counter(
+                str(e["payload"].get("error_kind"))
+                for e in evidence.events
+                if e["type"] == "task_requeued"
+            )
+        )
+        s.violations = [str(v) for v in violations]
+
+    def cleanup(self, keep: bool) -> None:
+        for proc in [*self.runners, self.server]:
+            proc.stop(timeout=5)
+        if not keep:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+
+async def _state(client: FleetClient) -> dict[str, Any]:
+    """What must survive a restart: tasks, leases, events (not the live heartbeat times)."""
+    tasks = [{k: v for k, v in t.items() if k != "runnable"} for t in await client.tasks()]
+    leases = [{k: v for k, v in x.items() if k != "age_s"} for x in await client.leases()]
+    return {"tasks": tasks, "leases": leases, "events": await client.all_events()}
+
+
+async def run(args: argparse.Namespace) -> Summary:
+    chaos = Chaos(args)
+    workload = build_workload(args.seed, args.tasks, args.hot_files, args.fail_rate)
+    chaos.prepare(workload)
+    faults = plan_faults(
+        chaos.rng, args.runners, args.server_kills, args.runner_kills, args.rogue_writes
+    )
+    chaos.summary.faults_planned = dict(Counter(f.kind for f in faults))
+    observer: asyncio.Task[None] | None = None
+    try:
+        async with FleetClient(chaos.url, token=chaos.token) as client:
+            chaos.server.start()
+            await chaos.wait_up(client)
+            await client.create_tasks(workload.graph)
+            observer = asyncio.create_task(chaos.observe())
+            for proc in chaos.runners:
+                proc.start()
+            chaos.lap("start")
+            await chaos.drive(client, faults)
+            chaos.lap("drain")
+            await chaos.finish(client)
+            chaos.lap("check")
+    finally:
+        if observer is not None:
+            observer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await observer
+        chaos.summary.duration_s = round(time.monotonic() - chaos.started, 1)
+        chaos.cleanup(keep=args.keep or not chaos.summary.ok)
+    return chaos.summary
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--tasks", type=int, default=500)
+    parser.add_argument("--runners", type=int, default=8)
+    parser.add_argument("--duration", type=float, default=300.0, help="bound on the whole run, s")
+    parser.add_argument(
+        "--server-kills", type=int, default=None, help="default: 1 per 100 tasks, at least 2"
+    )
+    parser.add_argument("--runner-kills", type=int, default=None, help="default: 3 per 100 tasks")
+    parser.add_argument("--min-gap", type=float, default=1.0, help="seconds between two faults")
+    parser.add_argument("--hot-files", type=int, default=12)
+    parser.add_argument(
+        "--rogue-writes",
+        type=int,
+        default=0,
+        help="the control: append to hot files behind the lock's back (must be caught)",
+    )
+    parser.add_argument("--fail-rate", type=float, default=0.05)
+    parser.add_argument("--json", type=Path, default=None, help="also write the summary here")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the run directory (kept on failure)"
+    )
+    args = parser.parse_args(argv)
+    if args.server_kills is None:
+        args.server_kills = max(2, args.tasks // 100)
+    if args.runner_kills is None:
+        args.runner_kills = max(2, 3 * args.tasks // 100)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    summary = asyncio.run(run(args))
+    text = json.dumps({**asdict(summary), "ok": summary.ok}, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
+    return 0 if summary.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""The short chaos run, in CI: real processes, SIGKILLs, then the invariant checker.
+
+`bench/chaos.py` runs as its own process exactly as by hand, smaller: a seeded
+40-task graph, 3 `codefleet runner --dry-run` processes, one SIGKILL of the
+`codefleet serve` process (restarted on the same database) and two of runners,
+plus the final kill-and-restart that must reload the state unchanged. It must
+drain with every task succeeded and zero invariant violations. The long run
+(500 tasks, 8 runners, about 20 faults) is run by hand; see docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+CHAOS = Path(__file__).resolve().parents[2] / "bench" / "chaos.py"
+RUN_BOUND_S = 150
+
+
+def test_a_short_chaos_run_with_a_server_kill_and_runner_kills_breaks_no_invariant(
+    tmp_path: Path,
+) -> None:
+    summary_file = tmp_path / "chaos.json"
+    args = ["--seed", "7", "--tasks", "40", "--runners", "3", "--server-kills", "1",
+            "--runner-kills", "2", "--hot-files", "4", "--min-gap", "0.5", "--duration", "120",
+            "--json", str(summary_file)]  # fmt: skip
+
+    done = subprocess.run(
+        [sys.executable, str(CHAOS), *args], capture_output=True, text=True, timeout=RUN_BOUND_S
+    )
+
+    assert summary_file.exists(), done.stderr[-3000:]
+    summary = json.loads(summary_file.read_text())
+    assert summary["violations"] == [], summary
+    assert summary["faults_injected"] == {"server": 1, "runner": 2}, summary["fault_log"]
+    assert summary["unexpected_exits"] == []
+    assert summary["drained"] and summary["statuses"] == {"succeeded": 40}
+    assert summary["final_restart_identical"]
+    assert summary["observed_events"] == summary["events"]
+    assert summary["vetoes"] > 0 and summary["restores"] > 0  # the faults met real contention
+    assert done.returncode == 0 and summary["ok"]

@@ -1,0 +1,260 @@
+"""The invariant checker catches what it claims to: one broken history per rule.
+
+A clean two-task run (B depends on A, both write `x.txt`) is checked first; then
+each test breaks it in one way and expects exactly that rule to fire. The tree
+checks use real `git apply` on real files.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codefleet.invariants import Evidence, check, compare_trees, replay_patches
+from codefleet.rollback import PreImage, make_patch
+
+
+def history() -> list[tuple[str, str | None, dict[str, Any]]]:
+    """(type, task, payload) of a clean run: A then B, each holding x.txt while it writes."""
+    return [
+        ("task_created", "A", {}),
+        ("task_created", "B", {"depends_on": ["A"]}),
+        ("agent_registered", None, {"name": "runner-1"}),
+        ("task_assigned", "A", {"attempt": 1}),
+        ("task_started", "A", {"attempt": 1}),
+        ("lease_acquired", "A", {"path": "x.txt", "tool": "Write"}),
+        ("file_changed", "A", {"path": "x.txt", "tool": "Write"}),
+        ("lease_released", "A", {"path": "x.txt", "reason": "task_ended"}),
+        ("task_succeeded", "A", {"attempt": 1}),
+        ("task_unblocked", "B", {"by": "A"}),
+        ("task_assigned", "B", {"attempt": 1}),
+        ("task_started", "B", {"attempt": 1}),
+        ("lease_acquired", "B", {"path": "x.txt", "tool": "Edit"}),
+        ("file_changed", "B", {"path": "x.txt", "tool": "Edit"}),
+        ("lease_released", "B", {"path": "x.txt", "reason": "task_ended"}),
+        ("task_succeeded", "B", {"attempt": 1}),
+    ]
+
+
+def events_of(steps: list[tuple[str, str | None, dict[str, Any]]]) -> list[dict[str, Any]]:
+    return [
+        {"id": n, "at": f"2026-01-01T00:00:{n:02d}.000Z", "type": kind, "task_id": task,
+         "agent_id": "a1", "payload": payload}
+        for n, (kind, task, payload) in enumerate(steps, start=1)
+    ]  # fmt: skip
+
+
+def evidence(steps: list[tuple[str, str | None, dict[str, Any]]] | None = None) -> Evidence:
+    return Evidence(
+        events=events_of(steps if steps is not None else history()),
+        tasks={
+            "A": {"id": "A", "status": "succeeded", "attempts": 1, "depends_on": []},
+            "B": {"id": "B", "status": "succeeded", "attempts": 1, "depends_on": ["A"]},
+        },
+        ledger={
+            "A": [{"path": "x.txt", "tool": "Write"}],
+            "B": [{"path": "x.txt", "tool": "Edit"}],
+        },
+        agents=[{"name": "runner-1", "tasks_succeeded": 2}],
+        leases=[],
+    )
+
+
+def rules(found: list[Any]) -> set[str]:
+    return {v.rule for v in found}
+
+
+def test_a_clean_history_proves_every_invariant() -> None:
+    found = check(evidence(), observed=evidence().events)
+
+    assert found == []
+
+
+def test_a_grant_of_a_path_someone_holds_is_two_holders() -> None:
+    steps = history()
+    steps.insert(7, ("lease_acquired", "B", {"path": "x.txt"}))  # B while A still holds x.txt
+
+    assert "two_holders" in rules(check(evidence(steps)))
+
+
+def test_a_release_by_a_task_that_does_not_hold_the_path_is_two_holders() -> None:
+    steps = history()
+    steps[7] = ("lease_released", "B", {"path": "x.txt"})
+
+    assert "two_holders" in rules(check(evidence(steps)))
+
+
+def test_a_denial_naming_the_wrong_holder_is_caught() -> None:
+    steps = history()
+    steps.insert(6, ("lease_denied", "B", {"path": "x.txt", "holder_task_id": "C"}))
+
+    assert rules(check(evidence(steps))) == {"two_holders"}
+
+
+def test_a_ledger_row_written_without_the_lease_is_caught() -> None:
+    steps = history()
+    steps.insert(9, ("file_changed", "A", {"path": "x.txt", "tool": "Write"}))  # after release
+    proof = evidence(steps)
+    proof.ledger["A"].append({"path": "x.txt", "tool": "Write"})
+
+    assert rules(check(proof)) == {"ledger"}
+
+
+def test_ledger_rows_that_differ_from_the_events_are_caught() -> None:
+    proof = evidence()
+    proof.ledger["B"] = []
+
+    assert rules(check(proof)) == {"ledger"}
+
+
+def test_a_lease_kept_past_the_end_of_its_attempt_is_caught() -> None:
+    steps = history()
+    del steps[7]  # A never releases x.txt before it succeeds
+
+    assert "lease_outside_attempt" in rules(check(evidence(steps)))
+
+
+def test_a_missing_event_id_is_caught() -> None:
+    proof = evidence()
+    for event in proof.events[5:]:
+        event["id"] += 1
+
+    found = check(proof)
+
+    assert [v.rule for v in found] == ["event_ids"]
+    assert "6..6 are missing" in found[0].message
+
+
+def test_a_reused_event_id_is_caught() -> None:
+    proof = evidence()
+    proof.events[6]["id"] = proof.events[5]["id"]
+
+    assert "event_ids" in rules(check(proof))
+
+
+def test_a_streamed_event_that_changed_or_vanished_from_the_log_is_caught() -> None:
+    proof = evidence()
+    observed = copy.deepcopy(proof.events)
+    observed[3]["payload"] = {"attempt": 9}  # the id was re-used for something else
+    observed.append({**observed[-1], "id": 99})  # the stream saw an event the log lost
+
+    found = check(proof, observed=observed)
+
+    assert rules(found) == {"stream"}
+    assert len(found) == 3  # changed, skipped 17..98, lost
+
+
+def test_an_attempt_that_ends_twice_is_a_completion_applied_twice() -> None:
+    steps = history()
+    steps.insert(9, ("task_succeeded", "A", {"attempt": 1}))
+
+    found = rules(check(evidence(steps)))
+
+    assert {"completion_applied_twice", "succeeded_twice"} <= found
+
+
+def test_agents_counting_more_successes_than_events_is_a_double_completion() -> None:
+    proof = evidence()
+    proof.agents[0]["tasks_succeeded"] = 3
+
+    assert rules(check(proof)) == {"completion_applied_twice"}
+
+
+def test_a_task_assigned_before_its_dependency_succeeded_is_caught() -> None:
+    steps = history()
+    steps[10:12] = [("task_started", "B", {"attempt": 1})]  # B's assignment moves up...
+    steps.insert(4, ("task_assigned", "B", {"attempt": 1}))  # ...before A has even started
+
+    assert rules(check(evidence(steps))) == {"dependency"}
+
+
+def test_a_task_left_pending_fails_the_terminal_check_unless_not_required() -> None:
+    steps = [s for s in history() if s[1] != "B" or s[0] == "task_created"]
+    proof = evidence(steps)
+    proof.tasks["B"].update(status="pending", attempts=0)
+    proof.ledger["B"] = []
+    proof.agents[0]["tasks_succeeded"] = 1
+
+    assert rules(check(proof)) == {"not_terminal"}
+    assert check(proof, require_terminal=False) == []
+
+
+def test_a_row_that_disagrees_with_its_events_is_caught() -> None:
+    proof = evidence()
+    proof.tasks["A"]["attempts"] = 2
+
+    assert rules(check(proof)) == {"row_mismatch"}
+
+
+def test_a_lease_row_the_replay_does_not_explain_is_caught() -> None:
+    proof = evidence()
+    proof.leases = [{"path": "x.txt", "task_id": "B"}]
+
+    assert rules(check(proof)) == {"two_holders"}
+
+
+# -- the tree ---------------------------------------------------------------------------------
+
+
+def patch(path: str, before: str | None, after: str) -> str:
+    old = PreImage(path, before is not None, (before or "").encode(), 0o644 if before else None)
+    made = make_patch(old, PreImage(path, True, after.encode(), 0o644))
+    assert made is not None
+    return made.diff
+
+
+@pytest.fixture
+def trees(tmp_path: Path) -> tuple[Path, Path, Evidence]:
+    original, final = tmp_path / "original", tmp_path / "final"
+    original.mkdir()
+    (original / "x.txt").write_text("1\n")
+    final.mkdir()
+    (final / "x.txt").write_text("1\nA\nB\n")
+    (final / "new").mkdir()
+    (final / "new" / "b.txt").write_text("made by B\n")
+    proof = evidence()
+    proof.patches = {
+        "A": patch("x.txt", "1\n", "1\nA\n"),
+        "B": patch("x.txt", "1\nA\n", "1\nA\nB\n") + patch("new/b.txt", None, "made by B\n"),
+    }
+    return original, final, proof
+
+
+def test_the_patches_replayed_in_completion_order_rebuild_the_final_tree(
+    trees: tuple[Path, Path, Evidence], tmp_path: Path
+) -> None:
+    original, final, proof = trees
+
+    assert replay_patches(original, proof, tmp_path / "rebuilt") == []
+    assert compare_trees(tmp_path / "rebuilt", final) == []
+
+
+def test_patches_replayed_out_of_order_do_not_apply(
+    trees: tuple[Path, Path, Evidence], tmp_path: Path
+) -> None:
+    original, _, proof = trees
+    proof.events = [e for e in proof.events if e["task_id"] != "A" or e["type"] != "task_succeeded"]
+    proof.events.append({**evidence().events[8], "id": 99})  # A now completes after B
+
+    found = replay_patches(original, proof, tmp_path / "rebuilt")
+
+    assert [v.rule for v in found] == ["tree"] and "patch of B does not apply" in found[0].message
+
+
+def test_a_write_no_patch_explains_is_caught(
+    trees: tuple[Path, Path, Evidence], tmp_path: Path
+) -> None:
+    original, final, proof = trees
+    (final / "x.txt").write_text("1\nA\nB\nstray\n")
+    (final / "stray.txt").write_text("?")
+
+    replay_patches(original, proof, tmp_path / "rebuilt")
+    found = compare_trees(tmp_path / "rebuilt", final)
+
+    assert sorted(v.message for v in found) == [
+        "stray.txt is in the final tree but no patch made it",
+        "x.txt differs from its patches replayed in order",
+    ]
