@@ -148,6 +148,7 @@ class GraphMixin:
                     {"problem": "duplicate_id", "task_id": task_id},
                 )
             seen.add(task_id)
+        spellings: dict[str, str] = {}
         for spec, task_id in zip(specs, batch.ids, strict=True):
             for dep in spec.depends_on:
                 if dep not in seen and dep not in self.index.status:
@@ -155,7 +156,7 @@ class GraphMixin:
                         f"task {task_id} depends on unknown task {dep}",
                         {"problem": "unknown_dependency", "task_id": task_id, "depends_on": dep},
                     )
-            batch.scopes[task_id] = self._canonical_scope(task_id, spec.file_scope)
+            batch.scopes[task_id] = self._canonical_scope(task_id, spec.file_scope, spellings)
         reject_cycles(specs, batch.ids)
         return batch
 
@@ -171,11 +172,17 @@ class GraphMixin:
                     {"problem": "unknown_check", "task_id": task_id, "check": spec.verify},
                 )
 
-    def _canonical_scope(self, task_id: str, scope: Sequence[str]) -> list[str]:
+    def _canonical_scope(
+        self, task_id: str, scope: Sequence[str], seen: dict[str, str]
+    ) -> list[str]:
+        """Canonical scope keys; `seen` caches spellings across one batch (graphs repeat them)."""
         keys: list[str] = []
         for raw in scope:
+            if raw in seen:
+                keys.append(seen[raw])
+                continue
             try:
-                key = self.tree.canonical(raw)
+                key = seen[raw] = self.tree.canonical(raw)
             except PathRejected as err:
                 raise InvalidGraph(
                     f"task {task_id}: file_scope entry {err.raw!r}: {err.message}",

@@ -13,6 +13,7 @@ with a `PathRejected` naming the reason.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -43,34 +44,40 @@ class TreeRoot:
         # A protected directory that contains the whole tree would forbid everything: it only
         # matters when it lies inside the tree.
         self._protected = tuple(
-            p for p in resolved if p != self.root and p not in self.root.parents
+            str(p) for p in resolved if p != self.root and p not in self.root.parents
         )
+        self._root = str(self.root)
+        self._prefix = self._root.rstrip(os.sep) + os.sep
 
     def canonical(self, raw: str) -> str:
-        """The lease key for `raw`, or `PathRejected`."""
+        """The lease key for `raw`, or `PathRejected`.
+
+        On the lease hot path: plain `os.path` string work plus the `realpath`
+        and `stat` calls that symlink resolution needs, no `pathlib` objects.
+        """
         if not isinstance(raw, str) or not raw.strip():
             raise PathRejected(str(raw), DenyReason.INVALID_PATH, "empty path")
         if "\x00" in raw or len(raw) > MAX_PATH_CHARS:
             raise PathRejected(raw[:200], DenyReason.INVALID_PATH, "unusable path")
-        given = Path(raw)
-        resolved = Path(os.path.realpath(given if given.is_absolute() else self.root / given))
-        try:
-            rel = resolved.relative_to(self.root)
-        except ValueError:
+        resolved = os.path.realpath(os.path.join(self._root, raw))  # an absolute raw wins the join
+        if not resolved.startswith(self._prefix):
+            if resolved == self._root:
+                raise PathRejected(raw, DenyReason.INVALID_PATH, f"{raw} names the tree itself")
             raise PathRejected(
                 raw, DenyReason.OUTSIDE_WORKDIR, f"{raw} resolves outside the working tree"
-            ) from None
-        if not rel.parts:
-            raise PathRejected(raw, DenyReason.INVALID_PATH, f"{raw} names the tree itself")
-        if rel.parts[0] == ".git" or self._is_protected(resolved):
+            )
+        rel = resolved[len(self._prefix) :]
+        if rel.partition("/")[0] == ".git" or self._is_protected(resolved):
             raise PathRejected(raw, DenyReason.PROTECTED_PATH, f"{raw} is a protected path")
         try:
-            is_dir = resolved.is_dir()
+            is_dir = stat.S_ISDIR(os.stat(resolved).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            is_dir = False
         except OSError as err:  # e.g. a name longer than the file system allows
             raise PathRejected(raw, DenyReason.INVALID_PATH, f"{raw}: {err.strerror}") from None
         if is_dir:
             raise PathRejected(raw, DenyReason.INVALID_PATH, f"{raw} is a directory")
-        return rel.as_posix()
+        return rel
 
-    def _is_protected(self, resolved: Path) -> bool:
-        return any(resolved == p or p in resolved.parents for p in self._protected)
+    def _is_protected(self, resolved: str) -> bool:
+        return any(resolved == p or resolved.startswith(p + os.sep) for p in self._protected)
