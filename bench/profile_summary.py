@@ -42,9 +42,46 @@ def collapsed(path: Path) -> tuple[Counter[str], Counter[str], int]:
     return inclusive, own, total
 
 
+ENGINE = re.compile(
+    r"codefleet/(engine\w*|store|paths|index|scheduler|models|rollback|invariants)\.py"
+)
+FRAMEWORK = re.compile(r"(fastapi|starlette|pydantic|codefleet/server\w*|codefleet/guards)")
+
+
+def bucket(frames: list[str]) -> str:
+    """Where one sample's time belongs: the engine, the socket write, the framework, or below."""
+    engine = [f for f in frames if ENGINE.search(f)]
+    if engine:
+        leaf = next((f for f in reversed(frames) if "codefleet/" in f), engine[-1])
+        module = re.search(r"codefleet/(\w+)\.py", leaf)
+        return f"engine: {module.group(1) if module else '?'} (leaf-most codefleet module)"
+    if any("RequestResponseCycle.send" in f for f in frames):
+        return "uvicorn: response write (socket send; includes being preempted by the woken client)"
+    if any(FRAMEWORK.search(f) for f in frames):
+        return "framework: FastAPI/Starlette routing, validation, responses"
+    if any("uvicorn/" in f for f in frames):
+        return "uvicorn: request parsing, connection handling"
+    return "event loop and other"
+
+
+def buckets(path: Path) -> tuple[Counter[str], int]:
+    found: Counter[str] = Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if stack and count.isdigit():
+            found[bucket(stack.split(";"))] += int(count)
+            total += int(count)
+    return found, total
+
+
 def print_collapsed(path: Path, top: int, match: str | None) -> None:
+    found, all_samples = buckets(path)
+    print(f"-- where the server's time goes ({all_samples} samples) --")
+    for name, samples in found.most_common():
+        print(f"{100 * samples / all_samples:6.1f}%  {name}")
     inclusive, own, total = collapsed(path)
-    print(f"{path}: {total} samples (server on CPU)")
+    print(f"\n{path}: {total} samples (server on CPU)")
     for title, table in (("inclusive", inclusive), ("self", own)):
         print(f"\n-- top {top} by {title} time --")
         shown = 0
