@@ -25,12 +25,16 @@ from codefleet.errors import DomainError, Unauthorized
 __all__ = ["app", "console", "settings_from"]
 
 app = typer.Typer(
-    help="CodeFleet: several Claude Code agents edit ONE working tree at once, "
-    "and a per-file lease refuses any write that would collide.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",  # paragraphs reflow to the terminal's width
 )
+# Help panels: `@app.command(rich_help_panel=RUN)` files a command under one.
+START = "Start here"
+RUN = "Run a fleet"
+OPERATE = "Inspect and operate"
+
 console = Console()
 err_console = Console(stderr=True)
 
@@ -115,3 +119,47 @@ def unauthorized_message(settings: Settings) -> str:
 
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+# -- options shared by the fleet commands (run, runner, demo) ---------------------
+
+DryRunOpt = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Scripted agents instead of Claude sessions: no key, no cost."),
+]
+ScriptOpt = Annotated[
+    Path | None,
+    typer.Option("--script", help="With --dry-run: the script the scripted agents play."),
+]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", help="Claude model for real sessions [CODEFLEET_MODEL].")
+]
+MaxTurnsOpt = Annotated[
+    int | None, typer.Option("--max-turns", help="Turn cap per session [CODEFLEET_MAX_TURNS].")
+]
+BudgetOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--task-budget-usd", help="Spend cap per session, USD [CODEFLEET_TASK_BUDGET_USD]."
+    ),
+]
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--task-timeout", help="Wall clock per task attempt, seconds [CODEFLEET_TASK_TIMEOUT]."
+    ),
+]
+CheckTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--check-timeout", help="Time limit of one check run, seconds [CODEFLEET_CHECK_TIMEOUT]."
+    ),
+]
+CheckDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--check-dir",
+        help="Where checks' throwaway copies of the tree are made (default: the system temp "
+        "dir) [CODEFLEET_CHECK_DIR].",
+    ),
+]

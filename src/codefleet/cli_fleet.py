@@ -1,4 +1,4 @@
-"""Fleet commands: `runner`, `run`, `demo`, `tasks`, `watch`, `doctor`.
+"""Fleet commands: `run` (N runners in this process) and `runner` (one, as its own process).
 
 `run` starts its runners as asyncio tasks in this process (fast to start,
 one process to stop); `runner --name` runs ONE runner as its own process, so
@@ -8,19 +8,26 @@ runners can be started, killed and restarted one by one, or on another host.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from codefleet.cli_common import (
+    RUN,
+    BudgetOpt,
+    CheckDirOpt,
     CheckOpt,
+    CheckTimeoutOpt,
+    DryRunOpt,
     JsonOpt,
+    MaxTurnsOpt,
+    ModelOpt,
     RunDirOpt,
+    ScriptOpt,
     ServerOpt,
+    TimeoutOpt,
     TokenOpt,
     WorkdirOpt,
     app,
@@ -38,48 +45,7 @@ from codefleet.errors import Unauthorized
 from codefleet.executor import Executor
 from codefleet.scripted import ScriptedExecutor, ScriptError, load_script
 
-__all__ = ["demo", "doctor", "run", "runner", "tasks", "watch"]
-
-DryRunOpt = Annotated[
-    bool,
-    typer.Option("--dry-run", help="Scripted agents instead of Claude sessions: no key, no cost."),
-]
-ScriptOpt = Annotated[
-    Path | None,
-    typer.Option("--script", help="With --dry-run: the script the scripted agents play."),
-]
-ModelOpt = Annotated[
-    str | None, typer.Option("--model", help="Claude model for real sessions [CODEFLEET_MODEL].")
-]
-MaxTurnsOpt = Annotated[
-    int | None, typer.Option("--max-turns", help="Turn cap per session [CODEFLEET_MAX_TURNS].")
-]
-BudgetOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--task-budget-usd", help="Spend cap per session, USD [CODEFLEET_TASK_BUDGET_USD]."
-    ),
-]
-TimeoutOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--task-timeout", help="Wall clock per task attempt, seconds [CODEFLEET_TASK_TIMEOUT]."
-    ),
-]
-CheckTimeoutOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--check-timeout", help="Time limit of one check run, seconds [CODEFLEET_CHECK_TIMEOUT]."
-    ),
-]
-CheckDirOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--check-dir",
-        help="Where checks' throwaway copies of the tree are made (default: the system temp "
-        "dir) [CODEFLEET_CHECK_DIR].",
-    ),
-]
+__all__ = ["run", "runner"]
 
 
 def _executor(dry_run: bool, script: Path | None, settings: Settings) -> Executor:
@@ -100,7 +66,7 @@ def _executor(dry_run: bool, script: Path | None, settings: Settings) -> Executo
     )
 
 
-@app.command()
+@app.command(rich_help_panel=RUN)
 def runner(
     name: Annotated[
         str, typer.Option("--name", help="This runner's unique slot name, e.g. runner-1.")
@@ -160,7 +126,7 @@ def runner(
         raise fail(unauthorized_message(settings)) from None
 
 
-@app.command()
+@app.command(rich_help_panel=RUN)
 def run(
     runners: Annotated[
         int | None, typer.Option("--runners", "-n", help="How many runners [CODEFLEET_RUNNERS].")
@@ -238,98 +204,3 @@ def run(
     else:
         print_result(console, result, conflicts)
     raise typer.Exit(0 if result.ok else 1)
-
-
-@app.command()
-def demo(
-    dry_run: DryRunOpt = False,
-    offline: Annotated[
-        bool,
-        typer.Option(
-            "--offline",
-            help="Real Claude Code sessions against the built-in scripted model: no key, no cost.",
-        ),
-    ] = False,
-    runners: Annotated[int, typer.Option("--runners", "-n", help="How many runners.")] = 3,
-    run_dir: RunDirOpt = None,
-) -> None:
-    """The whole thing on a copy of the demo repo: server, fleet, the veto, a verdict.
-
-    Your checkout is never touched: the demo works in a fresh workspace under the run dir.
-    """
-    from codefleet.demo import run_demo
-
-    settings = settings_from(run_dir=run_dir)
-    mode = "dry-run" if dry_run else "offline" if offline else "live"
-    try:
-        ok = run_demo(mode, settings.run_dir, runners, console)
-    except NotImplementedError as err:
-        raise fail(str(err)) from None
-    raise typer.Exit(0 if ok else 1)
-
-
-@app.command()
-def tasks(
-    task_id: Annotated[str | None, typer.Argument(help="Show one task in full.")] = None,
-    status: Annotated[str | None, typer.Option(help="Only tasks with this status.")] = None,
-    patch: Annotated[
-        bool, typer.Option("--patch", help="With ID: print the task's recorded change as a diff.")
-    ] = False,
-    server: ServerOpt = None,
-    token: TokenOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """List the tasks (or one task with its dependencies and file changes)."""
-    from codefleet.report import task_table
-
-    settings = settings_from(server_url=server, token=token)
-    if task_id and patch:
-        found = call_server(settings, lambda c: c.patch(task_id))
-        if json_out:
-            print_json(found)
-        else:
-            sys.stdout.write("".join(f["diff"] for f in found["files"]))
-        return
-    if task_id:
-        data = call_server(settings, lambda c: c.task(task_id))
-        if json_out:
-            print_json(data)
-        else:
-            console.print_json(data=data)
-        return
-    rows = call_server(settings, lambda c: c.tasks(status))
-    if json_out:
-        print_json(rows)
-    else:
-        console.print(task_table(rows))
-
-
-@app.command()
-def watch(server: ServerOpt = None, token: TokenOpt = None) -> None:
-    """Live dashboard of a running server (read-only; Ctrl-C to leave)."""
-    from codefleet.dashboard import watch as run_dashboard
-
-    settings = settings_from(server_url=server, token=token)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run_dashboard(settings.url, settings.token, console))
-
-
-@app.command()
-def doctor(
-    graph: Annotated[
-        Path | None, typer.Option("--graph", help="Also check this task graph parses.")
-    ] = None,
-    workdir: WorkdirOpt = None,
-    server: ServerOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """Check what makes a run fail minutes in: Python, port, tree, graph, SDK."""
-    from codefleet.doctor import print_checks, run_checks
-
-    settings = settings_from(workdir=workdir, server_url=server)
-    checks = run_checks(settings, graph)
-    if json_out:
-        print_json([c.as_dict() for c in checks])
-    else:
-        print_checks(console, checks)
-    raise typer.Exit(0 if all(c.ok for c in checks) else 1)

@@ -1,0 +1,112 @@
+"""`codefleet serve`: the coordination server, the one process that owns the database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from codefleet.cli_common import (
+    RUN,
+    RunDirOpt,
+    TokenOpt,
+    WorkdirOpt,
+    app,
+    console,
+    fail,
+    settings_from,
+)
+
+__all__ = ["serve"]
+
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+@app.command(rich_help_panel=RUN)
+def serve(
+    host: Annotated[str | None, typer.Option(help="Address to bind [CODEFLEET_HOST].")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to bind [CODEFLEET_PORT].")] = None,
+    db: Annotated[Path | None, typer.Option(help="SQLite database file [CODEFLEET_DB].")] = None,
+    workdir: WorkdirOpt = None,
+    run_dir: RunDirOpt = None,
+    task_timeout: Annotated[
+        float | None, typer.Option(help="Seconds a task attempt may run [CODEFLEET_TASK_TIMEOUT].")
+    ] = None,
+    stale_after: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds without a heartbeat before a runner is stale [CODEFLEET_STALE_AFTER]."
+        ),
+    ] = None,
+    heartbeat_interval: Annotated[
+        float | None,
+        typer.Option(help="Seconds between runner heartbeats [CODEFLEET_HEARTBEAT_INTERVAL]."),
+    ] = None,
+    poll_interval: Annotated[
+        float | None,
+        typer.Option(help="Long-poll wait for an assignment, seconds [CODEFLEET_POLL_INTERVAL]."),
+    ] = None,
+    tick_interval: Annotated[
+        float | None, typer.Option(help="Reconciliation tick, seconds [CODEFLEET_TICK_INTERVAL].")
+    ] = None,
+    backoff_base: Annotated[
+        float | None,
+        typer.Option(help="Retry backoff: seconds per attempt so far [CODEFLEET_BACKOFF_BASE]."),
+    ] = None,
+    backoff_cap: Annotated[
+        float | None, typer.Option(help="Retry backoff ceiling, seconds [CODEFLEET_BACKOFF_CAP].")
+    ] = None,
+    preimage_max_bytes: Annotated[
+        int | None,
+        typer.Option(
+            help="Largest file a task may lease while rollback is on [CODEFLEET_PREIMAGE_MAX_BYTES]."
+        ),
+    ] = None,
+    max_attempts: Annotated[
+        int | None, typer.Option(help="Default attempts per task [CODEFLEET_MAX_ATTEMPTS].")
+    ] = None,
+    keep_failed_edits: Annotated[
+        bool | None,
+        typer.Option(
+            "--keep-failed-edits/--rollback-failed-edits",
+            help="Leave a failed attempt's edits in the tree instead of restoring the files [CODEFLEET_KEEP_FAILED_EDITS].",
+        ),
+    ] = None,
+    allow_reset: Annotated[
+        bool | None,
+        typer.Option(
+            "--allow-reset/--no-allow-reset", help="Allow POST /reset [CODEFLEET_ALLOW_RESET]."
+        ),
+    ] = None,
+    token: TokenOpt = None,
+) -> None:
+    """Run the coordination server (the one process that owns the database)."""
+    import uvicorn
+
+    from codefleet.server import create_app
+    from codefleet.serverthread import FleetServer
+
+    settings = settings_from(
+        host=host, port=port, db=db, workdir=workdir, run_dir=run_dir, task_timeout=task_timeout,
+        stale_after=stale_after, heartbeat_interval=heartbeat_interval,
+        poll_interval=poll_interval, tick_interval=tick_interval, max_attempts=max_attempts,
+        allow_reset=allow_reset, token=token, keep_failed_edits=keep_failed_edits,
+        backoff_base=backoff_base, backoff_cap=backoff_cap, preimage_max_bytes=preimage_max_bytes,
+    )  # fmt: skip
+    if settings.host not in LOOPBACK and not settings.token:
+        raise fail(
+            f"refusing to bind {settings.host} without a token: anyone who reaches the port could "
+            "hand agents work. Set CODEFLEET_TOKEN (or --token), or bind 127.0.0.1."
+        )
+    try:
+        application = create_app(settings)
+    except FileNotFoundError as err:
+        raise fail(f"{err}. Set --workdir or CODEFLEET_WORKDIR to your repository.") from None
+    console.print(
+        f"CodeFleet server on {settings.url} · tree {settings.workdir.resolve()} · db {settings.db}"
+    )
+    config = uvicorn.Config(
+        application, host=settings.host, port=settings.port, log_level="warning"
+    )
+    FleetServer(config, application.state.hub).run()
