@@ -101,16 +101,18 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         self.rollback = self.config.rollback
         self.preimage_max_bytes = self.config.preimage_max_bytes
         self.store.on_rollback = self.load
+        self.store.clock = clock  # events are stamped with the engine's time
         self.index = LiveIndex()
         self.agents: dict[str, AgentState] = {}
         self.agent_ids: dict[str, str] = {}
         self.leases: dict[str, tuple[str, str]] = {}
         self.task_leases: dict[str, set[str]] = {}
         self.idle_announced = True
-        self._waiters: dict[str, asyncio.Event] = {}
+        self._waiters: dict[str, set[asyncio.Event]] = {}
         self._tick_scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self.load()
+        self._block_orphans()
 
     @property
     def default_max_attempts(self) -> int:
@@ -390,6 +392,10 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         if kind not in RETRYABLE_KINDS:
             self._fail(task, kind, error, now)
             return
+        if task.attempts >= task.max_attempts:  # the last attempt: no requeue to wait out
+            spent = f"out of attempts ({task.attempts}/{task.max_attempts}); last: {kind}: {error}"
+            self._fail(task, ErrorKind.ATTEMPTS_EXHAUSTED, spent, now, last_error_kind=kind)
+            return
         widen = None
         if kind is ErrorKind.VETO and report.blocked_on_path:
             widen = self._canonical_or_none(report.blocked_on_path)
@@ -457,7 +463,15 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
             file_scope=sorted(task.scope),
         )
 
-    def _fail(self, task: LiveTask, kind: ErrorKind, error: str, now: datetime) -> None:
+    def _fail(
+        self,
+        task: LiveTask,
+        kind: ErrorKind,
+        error: str,
+        now: datetime,
+        last_error_kind: ErrorKind | None = None,
+    ) -> None:
+        """Terminal failure; its dependents are blocked in the same transaction."""
         at = to_iso(now)
         self.index.finish(task, TaskStatus.FAILED)
         self.store.update_task(
@@ -475,24 +489,30 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
             error_kind=kind,
             error=error,
             attempt=task.attempts,
+            **({"last_error_kind": last_error_kind} if last_error_kind else {}),
         )
-        self._block_dependents(task.id, now)
+        self._block_dependents([task.id], now)
 
-    def _block_dependents(self, root_id: str, now: datetime) -> None:
-        """Every transitive live dependent of a failed or cancelled task is blocked."""
+    def _block_dependents(self, roots: list[str], now: datetime) -> None:
+        """Every transitive pending dependent of `roots` (tasks that did not succeed) is blocked.
+
+        Docs: decisions.md, "The cascade is a closure".
+        """
         at = to_iso(now)
-        queue = deque(self.index.children.get(root_id, ()))
-        while queue:
-            child = self.index.live.get(queue.popleft())
-            if child is None or child.status is not TaskStatus.PENDING:
-                continue
-            self.index.finish(child, TaskStatus.BLOCKED_UPSTREAM)
-            message = f"upstream task {root_id} did not succeed"
+        for task_id, root in self.index.pending_below(roots):
+            self.index.finish(self.index.live[task_id], TaskStatus.BLOCKED_UPSTREAM)
+            message = f"upstream task {root} did not succeed"
             self.store.update_task(
-                child.id, status=TaskStatus.BLOCKED_UPSTREAM, error=message, updated_at=at
+                task_id, status=TaskStatus.BLOCKED_UPSTREAM, error=message, updated_at=at
             )
-            self.store.emit(EventType.TASK_BLOCKED_UPSTREAM, task_id=child.id, upstream=root_id)
-            queue.extend(self.index.children.get(child.id, ()))
+            self.store.emit(EventType.TASK_BLOCKED_UPSTREAM, task_id=task_id, upstream=root)
+
+    def _block_orphans(self) -> None:
+        """At start: block pending tasks a dead ancestor left behind (older databases)."""
+        roots = self.index.dead_parents(list(self.index.live), _DEAD)
+        if roots:
+            with self.store.transaction():
+                self._block_dependents(roots, self.clock())
 
     def _end_attempt(
         self, task: LiveTask, reason: ReleaseReason, now: datetime, succeeded: bool = False
@@ -545,7 +565,7 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
                 updated_at=at,
             )
             self.store.emit(EventType.TASK_CANCELLED, task_id=task_id)
-            self._block_dependents(task_id, now)
+            self._block_dependents([task_id], now)
         self.kick()
         return {"status": TaskStatus.CANCELLED}
 

@@ -70,7 +70,7 @@ class AgentsMixin:
     agent_ids: dict[str, str]
     leases: dict[str, tuple[str, str]]
     task_leases: dict[str, set[str]]
-    _waiters: dict[str, asyncio.Event]
+    _waiters: dict[str, set[asyncio.Event]]
 
     if TYPE_CHECKING:
 
@@ -245,21 +245,22 @@ class AgentsMixin:
         found = self.assignment(agent_id, epoch)
         if found is not None or wait <= 0:
             return found
-        event = self._waiters.setdefault(agent_id, asyncio.Event())
-        event.clear()
+        event = asyncio.Event()  # one per poll: concurrent polls of one agent all wake
+        parked = self._waiters.setdefault(agent_id, set())
+        parked.add(event)
         self.kick()
         try:
             await asyncio.wait_for(event.wait(), timeout=wait)
         except TimeoutError:
             pass
         finally:
-            if self._waiters.get(agent_id) is event:
+            parked.discard(event)
+            if not parked and self._waiters.get(agent_id) is parked:
                 del self._waiters[agent_id]
         return self.assignment(agent_id, epoch)
 
     def _wake(self, agent_id: str) -> None:
-        event = self._waiters.get(agent_id)
-        if event is not None:
+        for event in self._waiters.get(agent_id, ()):
             event.set()
 
     def config_task_timeout(self) -> float:

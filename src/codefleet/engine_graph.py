@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["GraphMixin", "NewTask", "reject_cycles"]
 
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
-_DEAD = (TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.BLOCKED_UPSTREAM)
+_DEAD = frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.BLOCKED_UPSTREAM})
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +65,7 @@ class GraphMixin:
         def default_max_attempts(self) -> int: ...
         def known_checks(self) -> dict[str, str]: ...
         def _store_checks(self, checks: Mapping[str, str], at: str) -> list[str]: ...
+        def _block_dependents(self, roots: list[str], now: datetime) -> None: ...
 
     def create_tasks(
         self, specs: Sequence[NewTask], checks: Mapping[str, str] | None = None
@@ -122,14 +123,10 @@ class GraphMixin:
             self.idle_announced = False
 
     def _block_born_dead(self, ids: list[str]) -> None:
-        idx = self.index
-        for task_id in ids:  # batch order is topological enough: parents are checked live
-            dead = [p for p in idx.parents.get(task_id, ()) if idx.status.get(p) in _DEAD]
-            if dead:
-                idx.finish(idx.live[task_id], TaskStatus.BLOCKED_UPSTREAM)
-                message = f"upstream task {dead[0]} did not succeed"
-                self.store.update_task(task_id, status=TaskStatus.BLOCKED_UPSTREAM, error=message)
-                self.store.emit(EventType.TASK_BLOCKED_UPSTREAM, task_id=task_id, upstream=dead[0])
+        """The whole batch below an already-dead parent is born blocked, in any listing order."""
+        roots = self.index.dead_parents(ids, _DEAD)
+        if roots:
+            self._block_dependents(roots, self.clock())
 
     def _validate(self, specs: Sequence[NewTask]) -> _Batch:
         if not specs:

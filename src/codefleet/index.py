@@ -87,6 +87,34 @@ class LiveIndex:
             if self.status.get(p) is not TaskStatus.SUCCEEDED
         )
 
+    def pending_below(self, roots: Iterable[str]) -> list[tuple[str, str]]:
+        """`(task, root)` for each live pending task below `roots`, breadth first, once each.
+
+        The walk goes through pending tasks only: every dependent of a task that
+        did not succeed is already blocked (the cascade keeps that true), so a
+        non-pending dependent has nothing pending below it that another root
+        would not reach. The result is the transitive closure whatever the order
+        the tasks were listed or created in.
+        """
+        found: list[tuple[str, str]] = []
+        seen: set[str] = set()
+        queue = deque((child, root) for root in roots for child in self.children.get(root, ()))
+        while queue:
+            task_id, root = queue.popleft()
+            task = self.live.get(task_id)
+            if task_id in seen or task is None or task.status is not TaskStatus.PENDING:
+                continue
+            seen.add(task_id)
+            found.append((task_id, root))
+            queue.extend((child, root) for child in self.children.get(task_id, ()))
+        return found
+
+    def dead_parents(self, task_ids: Iterable[str], dead: frozenset[TaskStatus]) -> list[str]:
+        """The parents of `task_ids` whose status is in `dead`, each once, sorted."""
+        return sorted(
+            {p for t in task_ids for p in self.parents.get(t, ()) if self.status.get(p) in dead}
+        )
+
     def compute_chains(self, task_ids: Iterable[str]) -> None:
         """Longest chain of live dependents below each task, then lift ancestors."""
         pending = list(task_ids)

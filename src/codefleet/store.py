@@ -20,6 +20,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
@@ -197,6 +198,7 @@ class Store:
             self._db.execute(ADD_TASK_VERIFY)
         self._depth = 0
         self._pending: list[Row] = []
+        self.clock: Callable[[], datetime] = utcnow  # the engine sets its own
         self.on_commit = on_commit
         self.on_rollback = on_rollback
 
@@ -253,7 +255,7 @@ class Store:
     ) -> Row:
         """Append one event; the type must be a known `EventType`."""
         kind = EventType(type_)
-        at = to_iso(utcnow())
+        at = to_iso(self.clock())
         body = json.dumps(payload, separators=(",", ":"), default=str)
         cur = self._write(INSERT_EVENT, (at, kind.value, task_id, agent_id, body))
         event: Row = {

@@ -476,16 +476,17 @@ def test_a_graceful_leave_requeues_the_task_and_releases_the_leases(fleet: Fleet
 # -- attempts, backoff, vetoes --------------------------------------------------------------
 
 
-def test_running_out_of_attempts_fails_the_task_and_blocks_its_dependents(fleet: Fleet):
+def test_a_pending_task_out_of_attempts_fails_at_the_next_tick_and_blocks_its_dependents(
+    make_fleet: Callable[..., Fleet],
+):
+    """A spent task left pending (a database from before exhaustion failed at once)."""
+    fleet = make_fleet()
     fleet.add("T", max_attempts=2)
     fleet.add("D", deps=("T",))
-    fleet.register("runner-1")
-    fleet.run("T", ok=False, error_kind=ErrorKind.AGENT_ERROR)
-    fleet.clock.advance(2)
-    fleet.run("T", ok=False, error_kind=ErrorKind.AGENT_ERROR)
-    assert fleet.task("T")["status"] == TaskStatus.PENDING  # requeued, but spent
+    with fleet.engine.store.transaction():
+        fleet.engine.store.update_task("T", attempts=2)
+    fleet = make_fleet()
 
-    fleet.clock.advance(5)
     decisions = fleet.tick()
 
     assert decisions == [sched.FailTask("T", ErrorKind.ATTEMPTS_EXHAUSTED, "out of attempts")]

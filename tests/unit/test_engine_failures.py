@@ -1,0 +1,178 @@
+"""Failure semantics of the engine: the cascade, exhaustion, long polls, event time.
+
+Same harness as `test_engine.py` (a real SQLite file, a scratch tree, an
+injected clock, no event loop unless a test needs one for a long poll).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+import test_engine
+from test_engine import T0, Fleet
+
+from codefleet import scheduler as sched
+from codefleet.engine_graph import NewTask
+from codefleet.models import ErrorKind, EventType, TaskStatus, to_iso
+
+make_fleet = test_engine.make_fleet  # the engine harness's fixtures
+fleet = test_engine.fleet
+
+# -- the cascade is a transitive closure, whatever the listing order ---------------------
+
+
+def _fail_root(fleet: Fleet, task_id: str = "X") -> None:
+    fleet.add(task_id, max_attempts=1)
+    fleet.register("runner-1")
+    fleet.run(task_id, ok=False, error_kind=ErrorKind.BUDGET)
+    assert fleet.task(task_id)["status"] == TaskStatus.FAILED
+
+
+def test_a_child_listed_before_its_parent_is_born_blocked_when_the_grandparent_failed(
+    fleet: Fleet,
+):
+    _fail_root(fleet)
+
+    fleet.engine.create_tasks(
+        [
+            NewTask(title="child", id="child", depends_on=("parent",)),
+            NewTask(title="parent", id="parent", depends_on=("X",)),
+        ]
+    )
+
+    assert fleet.task("parent")["status"] == TaskStatus.BLOCKED_UPSTREAM
+    assert fleet.task("child")["status"] == TaskStatus.BLOCKED_UPSTREAM
+    assert "X" in fleet.task("child")["error"]
+    blocked = {
+        e["task_id"]: e["payload"]["upstream"]
+        for e in fleet.events(EventType.TASK_BLOCKED_UPSTREAM)
+    }
+    assert blocked == {"parent": "X", "child": "X"}
+    assert fleet.engine.index.live == {}
+    assert [type(d) for d in fleet.tick()] == [sched.FleetIdle]
+
+
+def test_a_deep_chain_listed_leaf_first_is_blocked_whole(fleet: Fleet):
+    _fail_root(fleet)
+    chain = [f"c{n}" for n in range(6)]
+    specs = [
+        NewTask(title=t, id=t, depends_on=(chain[n - 1] if n else "X",))
+        for n, t in enumerate(chain)
+    ]
+
+    fleet.engine.create_tasks(list(reversed(specs)))
+
+    assert {fleet.task(t)["status"] for t in chain} == {TaskStatus.BLOCKED_UPSTREAM}
+
+
+def test_a_restart_blocks_pending_tasks_left_below_a_dead_ancestor(
+    make_fleet: Callable[..., Fleet],
+):
+    """A database written before the closure fix is repaired when the engine loads it."""
+    fleet = make_fleet()
+    fleet.add("X")
+    fleet.add("parent", deps=("X",))
+    fleet.add("child", deps=("parent",))
+    with fleet.engine.store.transaction():  # the state the listing-order bug left behind
+        fleet.engine.store.update_task("X", status=TaskStatus.FAILED)
+        fleet.engine.store.update_task("parent", status=TaskStatus.BLOCKED_UPSTREAM)
+
+    again = make_fleet()
+
+    assert again.task("child")["status"] == TaskStatus.BLOCKED_UPSTREAM
+    assert again.engine.index.live == {}
+    [event] = again.events(EventType.TASK_BLOCKED_UPSTREAM)
+    assert (event["task_id"], event["payload"]["upstream"]) == ("child", "parent")
+
+
+# -- the report that uses up the last attempt ----------------------------------------------
+
+
+@pytest.mark.parametrize("kind", [ErrorKind.AGENT_ERROR, ErrorKind.TIMEOUT, ErrorKind.VETO])
+def test_the_report_that_uses_up_the_last_attempt_answers_failed_and_cascades_at_once(
+    make_fleet: Callable[..., Fleet], kind: ErrorKind
+):
+    fleet = make_fleet(backoff_base=2, backoff_cap=30)
+    fleet.add("T", max_attempts=1)
+    fleet.add("D", deps=("T",))
+    fleet.add("E", deps=("D",))
+    fleet.register("runner-1")
+
+    answer = fleet.run("T", ok=False, error_kind=kind, error="it broke")
+
+    assert (answer["status"], answer["attempts"], answer["backoff_until"]) == ("failed", 1, None)
+    row = fleet.task("T")
+    assert (row["status"], row["error_kind"]) == (TaskStatus.FAILED, ErrorKind.ATTEMPTS_EXHAUSTED)
+    assert "it broke" in row["error"]
+    assert fleet.task("D")["status"] == TaskStatus.BLOCKED_UPSTREAM
+    assert fleet.task("E")["status"] == TaskStatus.BLOCKED_UPSTREAM
+    [failed] = fleet.events(EventType.TASK_FAILED)
+    assert failed["payload"]["error_kind"] == ErrorKind.ATTEMPTS_EXHAUSTED
+    assert failed["payload"]["last_error_kind"] == kind
+    assert fleet.events(EventType.TASK_REQUEUED) == []
+    assert [type(d) for d in fleet.tick()] == [sched.FleetIdle]  # nothing left to decide
+
+
+def test_a_retryable_failure_with_attempts_left_still_requeues(fleet: Fleet):
+    fleet.add("T", max_attempts=2)
+    fleet.register("runner-1")
+
+    answer = fleet.run("T", ok=False, error_kind=ErrorKind.AGENT_ERROR)
+
+    assert (answer["status"], answer["attempts"]) == ("pending", 1)
+
+
+# -- event time is the engine's clock --------------------------------------------------------
+
+
+def test_events_are_stamped_with_the_engines_clock_not_the_wall_clock(fleet: Fleet):
+    fleet.add("T")
+    fleet.clock.advance(90)
+    fleet.register("runner-1")
+
+    stamps = [(e["type"], e["at"]) for e in fleet.events()]
+
+    assert stamps[0] == (EventType.TASK_CREATED, to_iso(T0))
+    assert (EventType.AGENT_REGISTERED, to_iso(fleet.clock())) in stamps
+    assert all(at in (to_iso(T0), to_iso(fleet.clock())) for _, at in stamps)
+
+
+# -- two long polls from one agent -------------------------------------------------------------
+
+
+async def test_a_second_long_poll_of_one_agent_still_wakes_after_the_first_one_ended(
+    fleet: Fleet,
+):
+    fleet.engine.attach(asyncio.get_running_loop())
+    agent = fleet.register("runner-1")
+    epoch = fleet.epoch(agent)
+    first = asyncio.create_task(fleet.engine.wait_assignment(agent, epoch, 30))
+    second = asyncio.create_task(fleet.engine.wait_assignment(agent, epoch, 30))
+    await asyncio.sleep(0)  # both are parked
+    first.cancel()  # the first poll goes away (its client hung up, or its wait ran out)
+    with pytest.raises(asyncio.CancelledError):
+        await first
+
+    fleet.add("T")
+    fleet.tick()
+
+    task = await asyncio.wait_for(second, timeout=5)  # a liveness bound, not a measurement
+    assert task is not None and task["id"] == "T"
+
+
+async def test_two_concurrent_long_polls_of_one_agent_both_wake_with_the_same_assignment(
+    fleet: Fleet,
+):
+    fleet.engine.attach(asyncio.get_running_loop())
+    agent = fleet.register("runner-1")
+    epoch = fleet.epoch(agent)
+    polls = [asyncio.create_task(fleet.engine.wait_assignment(agent, epoch, 30)) for _ in range(2)]
+    await asyncio.sleep(0)
+
+    fleet.add("T")
+    fleet.tick()
+
+    answers = await asyncio.wait_for(asyncio.gather(*polls), timeout=5)
+    assert [a and a["id"] for a in answers] == ["T", "T"]
