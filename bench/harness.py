@@ -580,6 +580,7 @@ def build_graph(
             {
                 "id": task_id,
                 "title": f"bench task {task_id}",
+                "description": "do it",
                 "file_scope": [f"src/{prefix.lower()}{len(tasks):05d}.py"],
                 "depends_on": list(depends_on),
             }

@@ -192,7 +192,12 @@ def run_once(args: argparse.Namespace, agents: int) -> dict[str, Any]:
     rounds = per_agent // args.rotate + 2 if args.rotate else 1
     with server_from(args) as server:
         specs = [
-            {"id": f"L{i:05d}", "title": f"lease task {i}", "file_scope": [f"scope/t{i:05d}.txt"]}
+            {
+                "id": f"L{i:05d}",
+                "title": f"lease task {i}",
+                "description": "do it",
+                "file_scope": [f"scope/t{i:05d}.txt"],
+            }
             for i in range(agents * rounds)
         ]
         created = httpx.post(

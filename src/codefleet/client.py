@@ -275,6 +275,8 @@ class FleetClient:
                 params={"since": since},
                 timeout=httpx.Timeout(DEFAULT_TIMEOUT_S, read=STREAM_READ_TIMEOUT_S),
             ) as response:
+                if response.status_code >= 400:
+                    await response.aread()  # the error envelope is in the body: read it first
                 _raise_for(response)
                 data: list[str] = []
                 async for line in response.aiter_lines():

@@ -29,7 +29,7 @@ from codefleet.engine import Engine, EngineConfig, Report
 from codefleet.engine_graph import NewTask
 from codefleet.errors import DomainError, Forbidden
 from codefleet.guards import BodyLimit, TokenAuth
-from codefleet.models import to_iso, utcnow
+from codefleet.models import EventType, TaskStatus, to_iso, utcnow
 from codefleet.paths import TreeRoot
 from codefleet.server_reads import Reads
 from codefleet.sse import EventHub
@@ -223,7 +223,7 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
 
     @app.get("/tasks")
     async def tasks(
-        status: str | None = None,
+        status: TaskStatus | None = None,
         limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
         offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
     ) -> JSONResponse:
@@ -294,7 +294,7 @@ def _event_routes(app: FastAPI, engine: Engine, hub: EventHub) -> None:
     async def events(
         since: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
         limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
-        type: str | None = None,
+        type: EventType | None = None,
     ) -> JSONResponse:
         return _json({"events": engine.store.events(since, limit, type)})
 

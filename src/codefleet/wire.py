@@ -75,7 +75,17 @@ def _depth(value: Any, level: int = 1) -> int:
     return max((_depth(item, level + 1) for item in items), default=level)
 
 
+def _not_blank(text: str) -> str:
+    """A description is the agent's prompt: empty or only whitespace is no task."""
+    if not text.strip():
+        raise ValueError("a task needs a description: it is the agent's prompt")
+    return text
+
+
 JsonObject = Annotated[dict[str, Any], AfterValidator(_json_safe)]
+Description = Annotated[
+    StrictStr, Field(min_length=1, max_length=MAX_DESCRIPTION), AfterValidator(_not_blank)
+]
 TaskId = Annotated[StrictStr, Field(min_length=1, max_length=64)]
 
 
@@ -88,7 +98,7 @@ class TaskSpec(_Body):
 
     id: TaskId | None = None
     title: Annotated[StrictStr, Field(min_length=1, max_length=MAX_TITLE)]
-    description: Annotated[StrictStr, Field(max_length=MAX_DESCRIPTION)] = ""
+    description: Description
     priority: Annotated[StrictInt, Field(ge=1, le=5)] = 3
     file_scope: Annotated[list[Path_], Field(max_length=MAX_SCOPE)] = []
     depends_on: Annotated[list[TaskId], Field(max_length=MAX_SCOPE)] = []

@@ -267,8 +267,8 @@ async def test_a_rolled_back_attempt_is_marked_on_its_runners_lane(
     }  # fmt: skip
     async with FleetClient(demo_server.url, token=TOKEN) as client:
         await client.create_tasks(
-            [{"id": "holder", "title": "Holds held.py", "file_scope": ["held.py"]},
-             {"id": "eager", "title": "Writes fresh.py, then held.py", "file_scope": ["fresh.py"]}]
+            [{"id": "holder", "title": "Holds held.py", "description": "do it", "file_scope": ["held.py"]},
+             {"id": "eager", "title": "Writes fresh.py, then held.py", "description": "do it", "file_scope": ["fresh.py"]}]
         )  # fmt: skip
     executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
     settings = demo_server.settings

@@ -74,7 +74,9 @@ async def test_a_failed_verification_reaches_the_next_sessions_prompt_and_the_re
     fake_model.add_script("V-a1", [write("v.txt", "bad"), Turn(content=(Text("Done."),))])
     fake_model.add_script("V-a2", [write("v.txt", "good"), Turn(content=(Text("Fixed."),))])
     check = f'"{sys.executable}" -c "{V_SAYS}"'
-    await client.create_tasks([{"id": "V", "title": "v", "verify": "test"}], {"test": check})
+    await client.create_tasks(
+        [{"id": "V", "title": "v", "description": "do it", "verify": "test"}], {"test": check}
+    )
     executor = offline_executor(fake_model, ["V-a1", "V-a2"])
     options = RunnerOptions("runner-1", workdir, runs, poll_wait=0.2, exit_when_drained=True)
 

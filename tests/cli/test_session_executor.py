@@ -69,7 +69,9 @@ async def test_allowed_writes_land_and_the_task_row_has_the_ledger_usage_and_cos
             say("Done: new.py and a.py.", Usage(500, 10)),
         ],
     )
-    await client.create_tasks([{"id": "T1", "title": "t", "file_scope": ["new.py"]}])
+    await client.create_tasks(
+        [{"id": "T1", "title": "t", "description": "do it", "file_scope": ["new.py"]}]
+    )
     executor = offline()
 
     await drain_one(client, executor, workdir, runs)
@@ -320,7 +322,9 @@ async def test_the_wall_clock_timeout_kills_the_cli_and_the_task_fails_as_timeou
     fake_model: FakeModel, client: FleetClient, workdir: Path, runs: Path, offline: Offline
 ) -> None:
     fake_model.add_script("T1", [Turn(content=(Text("thinking..."),), delay_s=60)])
-    await client.create_tasks([{"id": "T1", "title": "slow", "max_attempts": 1}])
+    await client.create_tasks(
+        [{"id": "T1", "title": "slow", "description": "do it", "max_attempts": 1}]
+    )
     assert claude_children() == []
     started = time.monotonic()
 

@@ -51,7 +51,9 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fixture]:
     with ServerThread(settings) as server, httpx.Client(base_url=server.url) as http:
         agent = http.post("/agents/register", json={"name": "runner-1"}).json()
         headers = {"X-Agent-Epoch": str(agent["epoch"])}
-        http.post("/tasks", json={"tasks": [{"id": "T1", "title": "t"}]}).raise_for_status()
+        http.post(
+            "/tasks", json={"tasks": [{"id": "T1", "title": "t", "description": "do it"}]}
+        ).raise_for_status()
         task = http.get(f"/agents/{agent['agent_id']}/assignment?wait=5", headers=headers)
         assert task.json()["task"]["id"] == "T1"
         started = http.post(
@@ -81,7 +83,7 @@ def assert_envelope(response: httpx.Response, status: int, code: str) -> dict[st
 
 
 def task(**fields: Any) -> dict[str, Any]:
-    return {"tasks": [{"id": "NEW", "title": "new", **fields}]}
+    return {"tasks": [{"id": "NEW", "title": "new", "description": "do it", **fields}]}
 
 
 BAD_GRAPHS: dict[str, Any] = {
@@ -96,12 +98,12 @@ BAD_GRAPHS: dict[str, Any] = {
     "priority as a bool": task(priority=True),
     "max_attempts zero": task(max_attempts=0),
     "an unknown key in a task": task(blocked_by=["T1"]),
-    "an unknown top-level key": {"tasks": [{"title": "x"}], "extra": 1},
+    "an unknown top-level key": {"tasks": [{"title": "x", "description": "do it"}], "extra": 1},
     "a missing title": {"tasks": [{"id": "NEW"}]},
     "an empty title": task(title=""),
     "a missing task list": {},
     "an empty task list": {"tasks": []},
-    "the task list as an object": {"tasks": {"id": "NEW", "title": "new"}},
+    "the task list as an object": {"tasks": {"id": "NEW", "title": "new", "description": "do it"}},
     "an array body": [{"id": "NEW", "title": "new"}],
     "a null body": None,
     "a multi-megabyte description": task(description="x" * (3 * 1024 * 1024)),
@@ -132,7 +134,7 @@ async def test_a_validation_error_does_not_echo_the_input_back(
 
 @pytest.mark.parametrize(
     "content",
-    [b'{"tasks": [', b"not json at all", b'{"tasks": [{"title": "x",}]}'],
+    [b'{"tasks": [', b"not json at all", b'{"tasks": [{"title": "x", "description": "do it",}]}'],
     ids=["truncated", "prose", "trailing comma"],
 )
 async def test_malformed_json_is_a_422_that_writes_nothing(
@@ -168,7 +170,9 @@ async def test_a_body_that_is_not_declared_json_is_a_422(
     before = fleet.tables()
 
     response = await http.post(
-        "/tasks", content=b'{"tasks": [{"title": "x"}]}', headers={"content-type": content_type}
+        "/tasks",
+        content=b'{"tasks": [{"title": "x", "description": "do it"}]}',
+        headers={"content-type": content_type},
     )
 
     assert_envelope(response, 422, "invalid_request")

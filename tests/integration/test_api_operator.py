@@ -35,7 +35,13 @@ def statuses(tasks: list[dict[str, Any]]) -> dict[str, str]:
 
 async def test_creating_tasks_answers_201_with_the_created_ids_in_order(http: httpx.AsyncClient):
     response = await http.post(
-        "/tasks", json={"tasks": [{"id": "T1", "title": "a"}, {"title": "b"}]}
+        "/tasks",
+        json={
+            "tasks": [
+                {"id": "T1", "title": "a", "description": "do it"},
+                {"title": "b", "description": "do it"},
+            ]
+        },
     )
 
     assert response.status_code == 201
@@ -46,14 +52,21 @@ async def test_creating_tasks_answers_201_with_the_created_ids_in_order(http: ht
 
 INVALID_GRAPHS = {
     "cycle": [
-        {"id": "A", "title": "a", "depends_on": ["B"]},
-        {"id": "B", "title": "b", "depends_on": ["A"]},
+        {"id": "A", "title": "a", "description": "do it", "depends_on": ["B"]},
+        {"id": "B", "title": "b", "description": "do it", "depends_on": ["A"]},
     ],
-    "self dependency": [{"id": "A", "title": "a", "depends_on": ["A"]}],
-    "unknown dependency": [{"id": "A", "title": "a", "depends_on": ["ghost"]}],
-    "duplicate id": [{"id": "A", "title": "a"}, {"id": "A", "title": "again"}],
-    "invalid id": [{"id": "has space", "title": "a"}],
-    "scope outside the tree": [{"id": "A", "title": "a", "file_scope": ["../../etc/passwd"]}],
+    "self dependency": [{"id": "A", "title": "a", "description": "do it", "depends_on": ["A"]}],
+    "unknown dependency": [
+        {"id": "A", "title": "a", "description": "do it", "depends_on": ["ghost"]}
+    ],
+    "duplicate id": [
+        {"id": "A", "title": "a", "description": "do it"},
+        {"id": "A", "title": "again", "description": "do it"},
+    ],
+    "invalid id": [{"id": "has space", "title": "a", "description": "do it"}],
+    "scope outside the tree": [
+        {"id": "A", "title": "a", "description": "do it", "file_scope": ["../../etc/passwd"]}
+    ],
 }
 
 
@@ -62,7 +75,7 @@ async def test_an_invalid_graph_is_a_422_invalid_graph_and_nothing_is_written(
     http: httpx.AsyncClient, client: FleetClient, case: str
 ):
     before = await client.state()
-    batch = [{"id": "fine", "title": "fine"}, *INVALID_GRAPHS[case]]
+    batch = [{"id": "fine", "title": "fine", "description": "do it"}, *INVALID_GRAPHS[case]]
 
     response = await http.post("/tasks", json={"tasks": batch})
 
@@ -76,10 +89,15 @@ async def test_an_invalid_graph_is_a_422_invalid_graph_and_nothing_is_written(
 
 
 async def test_a_duplicate_of_a_stored_task_rejects_the_whole_batch(client: FleetClient):
-    await client.create_tasks([{"id": "A", "title": "a"}])
+    await client.create_tasks([{"id": "A", "title": "a", "description": "do it"}])
 
     with pytest.raises(InvalidGraph):
-        await client.create_tasks([{"id": "B", "title": "b"}, {"id": "A", "title": "again"}])
+        await client.create_tasks(
+            [
+                {"id": "B", "title": "b", "description": "do it"},
+                {"id": "A", "title": "again", "description": "do it"},
+            ]
+        )
 
     assert [t["id"] for t in await client.tasks()] == ["A"]
 
@@ -90,9 +108,9 @@ async def test_a_duplicate_of_a_stored_task_rejects_the_whole_batch(client: Flee
 async def test_the_task_list_derives_runnable_and_unmet_dependencies(client: FleetClient):
     await client.create_tasks(
         [
-            {"id": "A", "title": "a"},
-            {"id": "B", "title": "b", "depends_on": ["A"]},
-            {"id": "C", "title": "c", "depends_on": ["A", "B"]},
+            {"id": "A", "title": "a", "description": "do it"},
+            {"id": "B", "title": "b", "description": "do it", "depends_on": ["A"]},
+            {"id": "C", "title": "c", "description": "do it", "depends_on": ["A", "B"]},
         ]
     )
 
@@ -105,7 +123,9 @@ async def test_the_task_list_derives_runnable_and_unmet_dependencies(client: Fle
 
 
 async def test_the_task_list_filters_by_status_and_pages(client: FleetClient):
-    await client.create_tasks([{"id": f"T{n}", "title": "t"} for n in range(5)])
+    await client.create_tasks(
+        [{"id": f"T{n}", "title": "t", "description": "do it"} for n in range(5)]
+    )
     agent = await register(client, "runner-1")
     await take_and_start(client, agent, "T0")
 
@@ -119,8 +139,8 @@ async def test_one_task_shows_its_dependencies_dependents_leases_and_file_change
 ):
     await client.create_tasks(
         [
-            {"id": "A", "title": "a", "file_scope": ["a.py"]},
-            {"id": "B", "title": "b", "depends_on": ["A"]},
+            {"id": "A", "title": "a", "description": "do it", "file_scope": ["a.py"]},
+            {"id": "B", "title": "b", "description": "do it", "depends_on": ["A"]},
         ]
     )
     agent_id, epoch = await register(client, "runner-1")
@@ -153,7 +173,10 @@ async def test_cancelling_a_running_task_fences_its_agent_releases_its_leases_an
     client: FleetClient,
 ):
     await client.create_tasks(
-        [{"id": "A", "title": "a"}, {"id": "B", "title": "b", "depends_on": ["A"]}]
+        [
+            {"id": "A", "title": "a", "description": "do it"},
+            {"id": "B", "title": "b", "description": "do it", "depends_on": ["A"]},
+        ]
     )
     agent_id, epoch = await register(client, "runner-1")
     await take_and_start(client, (agent_id, epoch), "A")
@@ -175,7 +198,7 @@ async def test_cancelling_a_running_task_fences_its_agent_releases_its_leases_an
 
 
 async def test_cancelling_a_finished_task_is_a_409_invalid_state(client: FleetClient):
-    await client.create_tasks([{"id": "A", "title": "a"}])
+    await client.create_tasks([{"id": "A", "title": "a", "description": "do it"}])
     await client.cancel("A")
 
     with pytest.raises(InvalidState):
@@ -184,7 +207,10 @@ async def test_cancelling_a_finished_task_is_a_409_invalid_state(client: FleetCl
 
 async def test_retrying_a_cancelled_task_brings_it_and_its_dependents_back(client: FleetClient):
     await client.create_tasks(
-        [{"id": "A", "title": "a"}, {"id": "B", "title": "b", "depends_on": ["A"]}]
+        [
+            {"id": "A", "title": "a", "description": "do it"},
+            {"id": "B", "title": "b", "description": "do it", "depends_on": ["A"]},
+        ]
     )
     await client.cancel("A")
 
@@ -197,7 +223,7 @@ async def test_retrying_a_cancelled_task_brings_it_and_its_dependents_back(clien
 
 
 async def test_retrying_a_task_that_did_not_fail_is_a_409_invalid_state(client: FleetClient):
-    await client.create_tasks([{"id": "A", "title": "a"}])
+    await client.create_tasks([{"id": "A", "title": "a", "description": "do it"}])
 
     with pytest.raises(InvalidState):
         await client.retry("A")
@@ -220,7 +246,7 @@ async def test_an_agent_that_stopped_beating_is_shown_stale_until_the_engine_mar
             return bool((await client.agents())[0]["stale"])
 
         await wait_until(stale)
-        await client.create_tasks([{"id": "T1", "title": "kick a tick"}])
+        await client.create_tasks([{"id": "T1", "title": "kick a tick", "description": "do it"}])
 
         await wait_until(lambda: server.app.state.engine.agents[agent_id].status == "offline")
         [gone] = await client.agents()
@@ -231,11 +257,13 @@ async def test_an_agent_that_stopped_beating_is_shown_stale_until_the_engine_mar
 async def test_conflicts_project_lease_denials_and_resolve_once_the_denied_task_succeeds(
     client: FleetClient,
 ):
-    await client.create_tasks([{"id": "T1", "title": "holder", "file_scope": ["a.py"]}])
+    await client.create_tasks(
+        [{"id": "T1", "title": "holder", "description": "do it", "file_scope": ["a.py"]}]
+    )
     holder = await register(client, "runner-1")
     await take_and_start(client, holder, "T1")
     await client.acquire(*holder, "T1", ["a.py"], "Write")
-    await client.create_tasks([{"id": "T2", "title": "rival"}])
+    await client.create_tasks([{"id": "T2", "title": "rival", "description": "do it"}])
     rival = await register(client, "runner-2")
     await take_and_start(client, rival, "T2")
     await client.acquire(*rival, "T2", ["a.py"], "Edit")
@@ -280,7 +308,12 @@ async def test_conflicts_project_lease_denials_and_resolve_once_the_denied_task_
 async def test_state_shows_tasks_agents_leases_counters_and_the_last_event_id(
     client: FleetClient,
 ):
-    await client.create_tasks([{"id": "A", "title": "a"}, {"id": "B", "title": "b"}])
+    await client.create_tasks(
+        [
+            {"id": "A", "title": "a", "description": "do it"},
+            {"id": "B", "title": "b", "description": "do it"},
+        ]
+    )
     agent = await register(client, "runner-1")
     await take_and_start(client, agent, "A")
     await client.acquire(*agent, "A", ["a.py"], "Write")
@@ -316,7 +349,7 @@ async def test_health_answers_ok_with_the_resolved_working_tree(
 
 
 async def test_reset_is_forbidden_unless_the_server_allows_it(client: FleetClient):
-    await client.create_tasks([{"id": "A", "title": "a"}])
+    await client.create_tasks([{"id": "A", "title": "a", "description": "do it"}])
 
     with pytest.raises(Forbidden):
         await client.reset()
@@ -329,7 +362,7 @@ async def test_an_allowed_reset_empties_the_fleet_and_keeps_event_ids_increasing
 ):
     server = make_server(allow_reset=True)
     async with FleetClient(server.url, transport=httpx.AsyncHTTPTransport(verify=False)) as client:
-        await client.create_tasks([{"id": "A", "title": "a"}])
+        await client.create_tasks([{"id": "A", "title": "a", "description": "do it"}])
         await register(client, "runner-1")
         last = (await client.state())["last_event_id"]
 
@@ -337,6 +370,6 @@ async def test_an_allowed_reset_empties_the_fleet_and_keeps_event_ids_increasing
 
         state = await client.state()
         assert (state["tasks"], state["agents"], state["leases"]) == ([], [], [])
-        await client.create_tasks([{"id": "A", "title": "a again"}])
+        await client.create_tasks([{"id": "A", "title": "a again", "description": "do it"}])
         [created] = await client.events(type_="task_created")
         assert created["id"] > last

@@ -44,7 +44,9 @@ async def take(client: FleetClient, runner: Runner) -> dict[str, Any]:
 async def running(client: FleetClient, name: str, task_id: str, *scope: str) -> Runner:
     """Register `name`, create `task_id` and have the runner take and start it."""
     runner = await register(client, name)
-    await client.create_tasks([{"id": task_id, "title": task_id, "file_scope": list(scope)}])
+    await client.create_tasks(
+        [{"id": task_id, "title": task_id, "description": "do it", "file_scope": list(scope)}]
+    )
     task = await take(client, runner)
     assert task["id"] == task_id
     await client.start(task_id, runner.id, runner.epoch)
@@ -109,7 +111,7 @@ async def test_a_long_poll_answers_with_a_task_created_while_it_waits(
     await wait_until(lambda: runner.id in engine._waiters)
     assert not poll.done()
 
-    await client.create_tasks([{"id": "T1", "title": "first"}])
+    await client.create_tasks([{"id": "T1", "title": "first", "description": "do it"}])
     task = await asyncio.wait_for(poll, timeout=10)
 
     assert task is not None
@@ -149,7 +151,7 @@ async def test_start_marks_the_task_running_and_only_its_owner_may_start_it(
 ):
     runner = await register(client, "runner-1")
     other = await register(client, "runner-2")
-    await client.create_tasks([{"id": "T1", "title": "t"}])
+    await client.create_tasks([{"id": "T1", "title": "t", "description": "do it"}])
     await wait_until(lambda: client.assignment(runner.id, runner.epoch))
     stranger_task = await client.assignment(other.id, other.epoch)
     assert stranger_task is None
@@ -278,7 +280,9 @@ async def test_sixteen_runners_racing_for_one_path_get_exactly_one_allow_and_one
 ):
     n = 16
     runners = [await register(client, f"runner-{i:02}") for i in range(n)]
-    await client.create_tasks([{"id": f"T{i:02}", "title": "race"} for i in range(n)])
+    await client.create_tasks(
+        [{"id": f"T{i:02}", "title": "race", "description": "do it"} for i in range(n)]
+    )
     tasks = await asyncio.gather(*(take(client, r) for r in runners))
     assert len({t["id"] for t in tasks}) == n
 

@@ -179,7 +179,9 @@ def test_the_refusal_happens_before_the_body_is_read_so_a_graph_posted_without_a
     guarded: ServerThread,
 ) -> None:
     with httpx.Client(base_url=guarded.url) as http:
-        refused = http.post("/tasks", json={"tasks": [{"id": "SNEAK", "title": "x"}]})
+        refused = http.post(
+            "/tasks", json={"tasks": [{"id": "SNEAK", "title": "x", "description": "do it"}]}
+        )
         tasks = http.get("/tasks", headers=GOOD).json()["tasks"]
 
     assert_envelope(refused, 401, "unauthorized")
@@ -240,7 +242,7 @@ def test_the_cli_sends_the_token_from_the_flag_or_the_environment_and_names_the_
     guarded: ServerThread, tmp_path: Path
 ) -> None:
     graph = tmp_path / "graph.yaml"
-    graph.write_text("tasks:\n  - {id: CLI1, title: from the cli}\n")
+    graph.write_text("tasks:\n  - {id: CLI1, title: from the cli, description: d}\n")
     server = ["--server", guarded.url]
 
     no_token = invoke(["tasks", "--json", *server])
@@ -261,7 +263,9 @@ def test_run_and_a_runner_process_send_the_token_and_a_runner_without_it_stops_w
 ) -> None:
     tree = Path(guarded.settings.workdir)
     with httpx.Client(base_url=guarded.url, headers=GOOD) as http:
-        http.post("/tasks", json={"tasks": [{"id": "RUN1", "title": "r"}]}).raise_for_status()
+        http.post(
+            "/tasks", json={"tasks": [{"id": "RUN1", "title": "r", "description": "do it"}]}
+        ).raise_for_status()
     common = [
         "--dry-run",
         "--server",

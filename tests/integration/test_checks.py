@@ -61,7 +61,9 @@ async def test_nothing_a_check_writes_reaches_the_shared_tree(
     mess = "echo new > new.txt && echo more >> a.py && rm pkg/b.py && mkdir d && cat a.py"
     script = {"t": [{"check": "mess"}, {"expect_check": "pass"}]}
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "t", "title": "t"}], {"mess": mess})
+        await client.create_tasks(
+            [{"id": "t", "title": "t", "description": "do it"}], {"mess": mess}
+        )
         result, _ = await drain(server, workdir, script)
         [finished] = await finished_checks(client)
 
@@ -83,7 +85,9 @@ async def test_the_view_has_the_tasks_own_edits_but_not_another_running_tasks(
     snap = "cat a.py own.py; test -e pkg/extra.py && echo EXTRA || echo NO-EXTRA"
     script = {"T": [{"write": {"path": "own.py", "content": "OWN = 1\n"}}, {"check": "snap"}]}
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "H", "title": "holder", "file_scope": ["a.py"]}])
+        await client.create_tasks(
+            [{"id": "H", "title": "holder", "description": "do it", "file_scope": ["a.py"]}]
+        )
         holder = await client.register("holder", str(workdir), None)
         agent, epoch = holder["agent_id"], holder["epoch"]
         assert await client.assignment(agent, epoch, wait=5)
@@ -92,7 +96,7 @@ async def test_the_view_has_the_tasks_own_edits_but_not_another_running_tasks(
         assert granted["decision"] == "allow"
         (workdir / "a.py").write_text("A = 'half-done'\n")  # H's unfinished work
         (workdir / "pkg" / "extra.py").write_text("EXTRA = 1\n")
-        await client.create_tasks([{"id": "T", "title": "t", "file_scope": ["own.py"]}], {"snap": snap})  # fmt: skip
+        await client.create_tasks([{"id": "T", "title": "t", "description": "do it", "file_scope": ["own.py"]}], {"snap": snap})  # fmt: skip
         executor = ScriptedExecutor(parse_script(script))
         stop = asyncio.Event()
         options = RunnerOptions("runner-1", workdir, workdir.parent / "runs", poll_wait=0.2)
@@ -124,7 +128,8 @@ async def test_a_failed_verification_is_rolled_back_and_the_retry_is_told_the_ou
     }  # fmt: skip
     async with FleetClient(server.url) as client:
         await client.create_tasks(
-            [{"id": "V", "title": "v", "verify": "test"}], {"test": f'{PY} -c "{V_SAYS}"'}
+            [{"id": "V", "title": "v", "description": "do it", "verify": "test"}],
+            {"test": f'{PY} -c "{V_SAYS}"'},
         )
         result, executor = await drain(server, workdir, script)
         task = await client.task("V")
@@ -153,16 +158,26 @@ async def test_a_check_past_its_time_limit_is_killed_and_fails_the_verification(
     server = make_server(**FAST)
     async with FleetClient(server.url) as client:
         await client.create_tasks(
-            [{"id": "S", "title": "s", "verify": "slow", "max_attempts": 1}], {"slow": "sleep 30"}
+            [
+                {
+                    "id": "S",
+                    "title": "s",
+                    "description": "do it",
+                    "verify": "slow",
+                    "max_attempts": 1,
+                }
+            ],
+            {"slow": "sleep 30"},
         )
         result, _ = await drain(server, workdir, {}, check_timeout=0.5)
         [finished] = await finished_checks(client)
-        requeued = await client.events(type_="task_requeued")
+        [failed] = await client.events(type_="task_failed")
 
     assert not result.all_succeeded
     assert finished["timed_out"] and finished["duration_ms"] < 5000
-    assert requeued[0]["payload"]["error_kind"] == "verify_failed"
-    assert "TIMED OUT after 0.5s" in requeued[0]["payload"]["reason"]
+    assert failed["payload"]["error_kind"] == "attempts_exhausted"  # its only attempt
+    assert failed["payload"]["last_error_kind"] == "verify_failed"
+    assert "TIMED OUT after 0.5s" in failed["payload"]["error"]
 
 
 async def test_the_agent_gets_the_tail_of_a_long_output_and_the_event_a_shorter_one(
@@ -171,7 +186,9 @@ async def test_the_agent_gets_the_tail_of_a_long_output_and_the_event_a_shorter_
     server = make_server(**FAST)
     loud = f"{PY} -c \"print('x' * 50000); print('THE END')\""
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "L", "title": "l"}], {"loud": loud})
+        await client.create_tasks(
+            [{"id": "L", "title": "l", "description": "do it"}], {"loud": loud}
+        )
         _, executor = await drain(server, workdir, {"L": [{"check": "loud"}]})
         [finished] = await finished_checks(client)
 
@@ -185,14 +202,24 @@ async def test_an_unknown_check_name_is_refused_at_load_and_at_call(
     make_server: Callable[..., ServerThread], workdir: Path, http: httpx.AsyncClient
 ) -> None:
     server = make_server(**FAST)
-    bad = await http.post("/tasks", json={"tasks": [{"id": "x", "title": "x", "verify": "nope"}]})
+    bad = await http.post(
+        "/tasks",
+        json={"tasks": [{"id": "x", "title": "x", "description": "do it", "verify": "nope"}]},
+    )
     assert bad.status_code == 422
     assert "unknown check 'nope'" in bad.json()["error"]["message"]
     with pytest.raises(GraphError, match="unknown check 'nope'"):
-        parse_graph({"checks": {"test": "true"}, "tasks": [{"title": "x", "verify": "nope"}]})
+        parse_graph(
+            {
+                "checks": {"test": "true"},
+                "tasks": [{"title": "x", "description": "do it", "verify": "nope"}],
+            }
+        )
     script = {"t": [{"check": "nope"}, {"expect_check": "fail"}]}
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "t", "title": "t"}], {"ok": "true"})
+        await client.create_tasks(
+            [{"id": "t", "title": "t", "description": "do it"}], {"ok": "true"}
+        )
         result, executor = await drain(server, workdir, script)
         assert await client.events(type_="check_started") == []
 
@@ -212,7 +239,7 @@ async def test_checks_are_defined_listed_and_validated_on_the_wire(
     first = await client.define_checks({"test": "pytest -q", "lint": "ruff check ."})
     again = await client.define_checks({"test": "pytest -q", "lint": "ruff check src"})
     defined = await client.events(type_="check_defined")
-    await client.create_tasks([{"id": "T", "title": "t"}])
+    await client.create_tasks([{"id": "T", "title": "t", "description": "do it"}])
     agent = await client.register("r", str(workdir), None)
     report = {"attempt": 5, "name": "test", "phase": "started", "purpose": "tool"}  # not its
     refused = await http.post(
@@ -233,7 +260,12 @@ async def test_without_rollback_the_files_another_task_holds_are_reported_unrest
 ) -> None:
     server = make_server(**FAST, keep_failed_edits=True)
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "H", "title": "h"}, {"id": "T", "title": "t"}])
+        await client.create_tasks(
+            [
+                {"id": "H", "title": "h", "description": "do it"},
+                {"id": "T", "title": "t", "description": "do it"},
+            ]
+        )
         holder = await client.register("holder", str(workdir), None)
         assert await client.assignment(holder["agent_id"], holder["epoch"], wait=5)
         held = await client.acquire(holder["agent_id"], holder["epoch"], "H", ["a.py"], "Write")
@@ -250,7 +282,7 @@ def test_run_and_load_take_checks_on_the_command_line(
 ) -> None:
     server = make_server(**FAST)
     graph = tmp_path / "graph.yaml"
-    graph.write_text("tasks:\n  - {id: T, title: t, verify: ok}\n")
+    graph.write_text("tasks:\n  - {id: T, title: t, verify: ok, description: d}\n")
     script = tmp_path / "script.yaml"
     script.write_text("T:\n  - check: extra\n  - expect_check: fail\n")
     cli = CliRunner()

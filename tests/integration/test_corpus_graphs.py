@@ -53,11 +53,15 @@ class Bad:
 
 
 def many_tasks() -> str:
-    return "tasks:\n" + "".join(f"  - {{title: t{n}}}\n" for n in range(MAX_TASKS + 1))
+    return "tasks:\n" + "".join(
+        f"  - {{title: t{n}, description: d}}\n" for n in range(MAX_TASKS + 1)
+    )
 
 
 def many_tasks_json() -> bytes:
-    return json.dumps({"tasks": [{"title": f"t{n}"} for n in range(MAX_TASKS + 1)]}).encode()
+    return json.dumps(
+        {"tasks": [{"title": f"t{n}", "description": "do it"} for n in range(MAX_TASKS + 1)]}
+    ).encode()
 
 
 def alias_bomb() -> str:
@@ -65,6 +69,7 @@ def alias_bomb() -> str:
     lines = [
         "tasks:",
         "  - title: t",
+        "    description: d",
         "    file_scope:",
         "      - &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]",
     ]
@@ -86,29 +91,32 @@ CORPUS: dict[str, Bad] = {
     "a top-level list": Bad("- id: A\n  title: a\n", "must be a mapping"),
     "a scalar": Bad("just some words\n", "must be a mapping"),
     "no tasks key": Bad("jobs:\n  - title: a\n", "unknown top-level key(s) jobs"),
-    "an unknown top-level key": Bad(graph("{id: A, title: a}") + "version: 2\n", "unknown top-level key(s) version"),
+    "an unknown top-level key": Bad(graph("{id: A, title: a, description: d}") + "version: 2\n", "unknown top-level key(s) version"),
     "an empty task list": Bad("tasks: []\n", "'tasks' must be a non-empty list"),
     "a task that is a string": Bad(graph("just a string"), "task #1 must be a mapping"),
-    "a two-task cycle": Bad(graph("{id: A, title: a, depends_on: [B]}", "{id: B, title: b, depends_on: [A]}"), "dependency cycle through A, B", "invalid_graph"),
-    "a three-task cycle": Bad(graph("{id: A, title: a, depends_on: [C]}", "{id: B, title: b, depends_on: [A]}", "{id: C, title: c, depends_on: [B]}"), "dependency cycle through A, B, C", "invalid_graph"),
-    "a self-dependency": Bad(graph("{id: A, title: a, depends_on: [A]}"), "dependency cycle through A", "invalid_graph"),
-    "duplicate ids": Bad(graph("{id: A, title: a}", "{id: A, title: again}"), "used twice", "invalid_graph"),
-    "the id of a stored task": Bad(graph("{id: T1, title: again}"), "task id T1 is used twice", "invalid_graph"),
-    "an unknown dependency": Bad(graph("{id: A, title: a, depends_on: [T1, ghost]}"), "depends on unknown task ghost", "invalid_graph"),
-    "an invalid id": Bad(graph("{id: 'has space', title: a}"), "must be 1-64 letters", "invalid_graph"),
-    "an id YAML reads as a boolean": Bad(graph("{id: yes, title: a}"), "id: Input should be a valid string"),
-    "a title YAML reads as a date": Bad(graph("{title: 2026-01-01}"), "title: Input should be a valid string"),
-    "a missing title": Bad(graph("{id: A}"), "title: Field required"),
-    "priority 0": Bad(graph("{title: a, priority: 0}"), "priority: Input should be greater than or equal to 1"),
-    "priority 6": Bad(graph("{title: a, priority: 6}"), "priority: Input should be less than or equal to 5"),
-    "priority as a word": Bad(graph("{title: a, priority: high}"), "priority: Input should be a valid integer"),
-    "priority as a float": Bad(graph("{title: a, priority: 3.5}"), "priority: Input should be a valid integer"),
-    "max_attempts 0": Bad(graph("{title: a, max_attempts: 0}"), "max_attempts: Input should be greater than or equal to 1"),
-    "file_scope as a string": Bad(graph("{title: a, file_scope: a.py}"), "file_scope: Input should be a valid list"),
-    "depends_on as a number": Bad(graph("{title: a, depends_on: 7}"), "depends_on: Input should be a valid list"),
-    "a scope outside the tree": Bad(graph("{title: a, file_scope: [../../etc/passwd]}"), "resolves outside the working tree", "invalid_graph"),
-    "a scope inside .git": Bad(graph("{title: a, file_scope: [.git/config]}"), "is a protected path", "invalid_graph"),
-    "an unknown key in a task": Bad(graph("{title: a, blocked_by: [T1]}"), "blocked_by: Extra inputs are not permitted"),
+    "a two-task cycle": Bad(graph("{id: A, title: a, depends_on: [B], description: d}", "{id: B, title: b, depends_on: [A], description: d}"), "dependency cycle through A, B", "invalid_graph"),
+    "a three-task cycle": Bad(graph("{id: A, title: a, depends_on: [C], description: d}", "{id: B, title: b, depends_on: [A], description: d}", "{id: C, title: c, depends_on: [B], description: d}"), "dependency cycle through A, B, C", "invalid_graph"),
+    "a self-dependency": Bad(graph("{id: A, title: a, depends_on: [A], description: d}"), "dependency cycle through A", "invalid_graph"),
+    "duplicate ids": Bad(graph("{id: A, title: a, description: d}", "{id: A, title: again, description: d}"), "used twice", "invalid_graph"),
+    "the id of a stored task": Bad(graph("{id: T1, title: again, description: d}"), "task id T1 is used twice", "invalid_graph"),
+    "an unknown dependency": Bad(graph("{id: A, title: a, depends_on: [T1, ghost], description: d}"), "depends on unknown task ghost", "invalid_graph"),
+    "an invalid id": Bad(graph("{id: 'has space', title: a, description: d}"), "must be 1-64 letters", "invalid_graph"),
+    "an id YAML reads as a boolean": Bad(graph("{id: yes, title: a, description: d}"), "id: Input should be a valid string"),
+    "a title YAML reads as a date": Bad(graph("{title: 2026-01-01, description: d}"), "title: Input should be a valid string"),
+    "a missing title": Bad(graph("{id: A, description: d}"), "title: Field required"),
+    "priority 0": Bad(graph("{title: a, priority: 0, description: d}"), "priority: Input should be greater than or equal to 1"),
+    "priority 6": Bad(graph("{title: a, priority: 6, description: d}"), "priority: Input should be less than or equal to 5"),
+    "priority as a word": Bad(graph("{title: a, priority: high, description: d}"), "priority: Input should be a valid integer"),
+    "priority as a float": Bad(graph("{title: a, priority: 3.5, description: d}"), "priority: Input should be a valid integer"),
+    "max_attempts 0": Bad(graph("{title: a, max_attempts: 0, description: d}"), "max_attempts: Input should be greater than or equal to 1"),
+    "file_scope as a string": Bad(graph("{title: a, file_scope: a.py, description: d}"), "file_scope: Input should be a valid list"),
+    "depends_on as a number": Bad(graph("{title: a, depends_on: 7, description: d}"), "depends_on: Input should be a valid list"),
+    "a scope outside the tree": Bad(graph("{title: a, file_scope: [../../etc/passwd], description: d}"), "resolves outside the working tree", "invalid_graph"),
+    "a scope inside .git": Bad(graph("{title: a, file_scope: [.git/config], description: d}"), "is a protected path", "invalid_graph"),
+    "an unknown key in a task": Bad(graph("{title: a, blocked_by: [T1], description: d}"), "blocked_by: Extra inputs are not permitted"),
+    "a missing description": Bad(graph("{id: OK, title: fine, description: d}", "{id: A, title: a}"), "task #2 (A): description: Field required"),
+    "an empty description": Bad(graph("{id: A, title: a, description: ''}"), "task #1 (A): description: String should have at least 1 character"),
+    "a description of only whitespace": Bad(graph("{id: A, title: a, description: '  \t '}"), "task #1 (A): description: Value error, a task needs a description"),
     "a huge description": Bad(lambda: graph("{title: a, description: " + "x" * (MAX_DESCRIPTION + 1) + "}"), "description: String should have at most 100000 characters"),
     # The CLI's YAML parse of 50,001 tasks alone takes ~13 s here; its refusal is the server's.
     "more tasks than a graph may hold": Bad(many_tasks, "List should have at most 50000 items", through_cli=False, body=many_tasks_json),
@@ -134,7 +142,9 @@ def door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerThrea
     with ServerThread(settings) as server:
         headers = {"Authorization": f"Bearer {TOKEN}"}
         httpx.post(
-            f"{server.url}/tasks", json={"tasks": [{"id": "T1", "title": "t"}]}, headers=headers
+            f"{server.url}/tasks",
+            json={"tasks": [{"id": "T1", "title": "t", "description": "do it"}]},
+            headers=headers,
         ).raise_for_status()
         yield server, Witness(settings.db, tree)
 
@@ -181,7 +191,8 @@ def test_the_same_bad_graph_posted_is_a_422_envelope_and_changes_nothing(
 
 def test_the_corpus_names_every_kind_the_issue_lists() -> None:
     kinds = ["malformed", "a top-level list", "cycle", "self-dependency", "duplicate ids",
-             "unknown dependency", "as a word", "priority 6", "empty file", "huge", "unknown key"]  # fmt: skip
+             "unknown dependency", "as a word", "priority 6", "empty file", "huge", "unknown key",
+             "missing description", "empty description", "only whitespace"]  # fmt: skip
     assert all(any(kind in name for name in CORPUS) for kind in kinds)
 
 
@@ -190,7 +201,7 @@ def test_a_good_graph_still_loads_after_the_corpus(
 ) -> None:
     server, _ = door
     graph_file = tmp_path / "good.yaml"
-    graph_file.write_text(graph("{id: G, title: good, depends_on: [T1]}"))
+    graph_file.write_text(graph("{id: G, title: good, depends_on: [T1], description: d}"))
 
     result = CliRunner().invoke(
         app, ["load", str(graph_file), "--server", server.url, "--token", TOKEN, "--json"]
@@ -198,3 +209,21 @@ def test_a_good_graph_still_loads_after_the_corpus(
 
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {"created": ["G"]}
+
+
+def test_a_task_without_a_description_is_refused_naming_the_file_and_the_task(
+    door: tuple[ServerThread, Witness], tmp_path: Path
+) -> None:
+    server, witness = door
+    graph_file = tmp_path / "no-prompt.yaml"
+    graph_file.write_text(graph("{id: P1, title: fine, description: d}", "{id: P2, title: bare}"))
+    before = witness.picture()
+
+    result = CliRunner().invoke(
+        app, ["load", str(graph_file), "--server", server.url, "--token", TOKEN]
+    )
+
+    said = "".join(result.stderr.split())  # rich may wrap the path anywhere
+    assert result.exit_code == 1
+    assert "no-prompt.yaml:task#2(P2):description:Fieldrequired" in said, result.stderr
+    assert witness.picture() == before

@@ -43,7 +43,9 @@ def door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Door]:
         _env_file=None, port=0, db=root / "db.sqlite", workdir=tree, run_dir=root / "runs"
     )
     with ServerThread(settings) as server, httpx.Client(base_url=server.url) as http:
-        http.post("/tasks", json={"tasks": [{"id": "T1", "title": "t"}]}).raise_for_status()
+        http.post(
+            "/tasks", json={"tasks": [{"id": "T1", "title": "t", "description": "do it"}]}
+        ).raise_for_status()
         agent = http.post("/agents/register", json={"name": "runner-1"}).json()
         epoch = {"X-Agent-Epoch": str(agent["epoch"])}
         assert http.get(f"/agents/{agent['agent_id']}/assignment?wait=5", headers=epoch).json()
@@ -87,8 +89,8 @@ def cases(door: Door) -> dict[str, tuple[str, str, str | None, dict[str, str], i
         "a fleet summary nested as deep as the parser goes": ("POST", "/fleet/started", obj('"summary": ' + nested(950)), {}, 422, "invalid_request"),
         "a task list nested 100,000 deep": ("POST", "/tasks", obj('"tasks": ' + "[" * 100_000 + "]" * 100_000), {}, 400, "http_error"),
         "a fleet summary nested 100,000 deep": ("POST", "/fleet/started", obj('"summary": ' + nested(100_000)), {}, 400, "http_error"),
-        "a scope name longer than the file system allows": ("POST", "/tasks", obj('"tasks": [{"title": "t", "file_scope": ["' + "x" * 300 + '"]}]'), {}, 422, "invalid_graph"),
-        "a body without a content type": ("POST", "/tasks", obj('"tasks": [{"title": "t"}]'), {"Content-Type": ""}, 422, "invalid_request"),
+        "a scope name longer than the file system allows": ("POST", "/tasks", obj('"tasks": [{"title": "t", "description": "do it", "file_scope": ["' + "x" * 300 + '"]}]'), {}, 422, "invalid_graph"),
+        "a body without a content type": ("POST", "/tasks", obj('"tasks": [{"title": "t", "description": "do it"}]'), {"Content-Type": ""}, 422, "invalid_request"),
     }  # fmt: skip
 
 

@@ -61,7 +61,9 @@ def door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Door]:
         _env_file=None, port=0, db=tree / "codefleet.db", workdir=tree, run_dir=tree / "runs"
     )
     with ServerThread(settings) as server, httpx.Client(base_url=server.url) as http:
-        http.post("/tasks", json={"tasks": [{"id": "T1", "title": "t"}]}).raise_for_status()
+        http.post(
+            "/tasks", json={"tasks": [{"id": "T1", "title": "t", "description": "do it"}]}
+        ).raise_for_status()
         agent = http.post("/agents/register", json={"name": "runner-1"}).json()
         epoch = {"X-Agent-Epoch": str(agent["epoch"])}
         assert http.get(f"/agents/{agent['agent_id']}/assignment?wait=5", headers=epoch).json()

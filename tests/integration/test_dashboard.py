@@ -107,8 +107,8 @@ async def test_the_dashboard_shows_statuses_the_veto_with_its_holder_the_leases_
     async with watching(server.url) as dash:
         await client.create_tasks(
             [
-                {"id": "T1", "title": "edit a", "file_scope": ["a.py"]},
-                {"id": "T2", "title": "edit b", "file_scope": ["pkg/b.py"]},
+                {"id": "T1", "title": "edit a", "description": "do it", "file_scope": ["a.py"]},
+                {"id": "T2", "title": "edit b", "description": "do it", "file_scope": ["pkg/b.py"]},
             ]
         )
         one, two = await register(client, "runner-1"), await register(client, "runner-2")
@@ -164,7 +164,9 @@ async def test_the_dashboard_reconnects_after_a_restart_and_logs_every_event_onc
     first = make_server(db=tmp_path / "shared.sqlite")
     async with watching(first.url) as dash:
         async with FleetClient(first.url) as client:
-            await client.create_tasks([{"id": "T1", "title": "before the restart"}])
+            await client.create_tasks(
+                [{"id": "T1", "title": "before the restart", "description": "do it"}]
+            )
             await register(client, "runner-1")
             await wait_until(CaughtUp(dash, (await client.state())["last_event_id"]))
 
@@ -173,7 +175,9 @@ async def test_the_dashboard_reconnects_after_a_restart_and_logs_every_event_onc
 
         second = make_server(db=tmp_path / "shared.sqlite", port=first.settings.port)
         async with FleetClient(second.url) as client:
-            await client.create_tasks([{"id": "T2", "title": "after the restart"}])
+            await client.create_tasks(
+                [{"id": "T2", "title": "after the restart", "description": "do it"}]
+            )
             await register(client, "runner-2")
             every = [e["id"] for e in await client.all_events()]
             await wait_until(CaughtUp(dash, every[-1]))
@@ -194,7 +198,7 @@ async def test_the_compact_printer_prints_notable_events_and_catches_up_before_i
     console = Console(record=True, width=160, file=io.StringIO())
     stop = asyncio.Event()
     printer = asyncio.create_task(follow_compact(server.url, None, console, stop))
-    await client.create_tasks([{"id": "T1", "title": "edit a"}])
+    await client.create_tasks([{"id": "T1", "title": "edit a", "description": "do it"}])
     one = await register(client, "runner-1")
     await take_and_start(client, one, "T1")
     await client.complete("T1", one.id, one.epoch, {"attempt": 1, "ok": True})

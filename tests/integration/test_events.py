@@ -23,7 +23,10 @@ async def some_activity(client: FleetClient) -> None:
     """A short run: register, create, assign, start, lease, deny, report."""
     one = await client.register("runner-1", "/tmp/tree", 1)
     await client.create_tasks(
-        [{"id": "A", "title": "a"}, {"id": "B", "title": "b", "depends_on": ["A"]}]
+        [
+            {"id": "A", "title": "a", "description": "do it"},
+            {"id": "B", "title": "b", "description": "do it", "depends_on": ["A"]},
+        ]
     )
     task = await client.assignment(one["agent_id"], one["epoch"], wait=5)
     assert task is not None and task["id"] == "A"
@@ -77,7 +80,9 @@ async def test_live_events_follow_the_replay_on_the_same_stream(client: FleetCli
 
     async with aclosing(client.stream(0)) as stream:
         replayed = await read_until(stream, last)
-        await client.create_tasks([{"id": "LIVE", "title": "after the replay"}])
+        await client.create_tasks(
+            [{"id": "LIVE", "title": "after the replay", "description": "do it"}]
+        )
         live = await read_until(stream, last + 1)
 
     assert replayed[-1]["id"] == last

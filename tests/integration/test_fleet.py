@@ -47,8 +47,8 @@ async def test_a_single_runner_takes_tasks_best_priority_first(
     server = make_server(**FAST)
     async with FleetClient(server.url) as client:
         await client.create_tasks(
-            [{"id": "low", "title": "l", "priority": 1}, {"id": "high", "title": "h", "priority": 5},
-             {"id": "mid", "title": "m", "priority": 3}]
+            [{"id": "low", "title": "l", "description": "do it", "priority": 1}, {"id": "high", "title": "h", "description": "do it", "priority": 5},
+             {"id": "mid", "title": "m", "description": "do it", "priority": 3}]
         )  # fmt: skip
         result = await drain(server, workdir, {}, runners=1)
         assigned = [e["task_id"] for e in await events_of(client, "task_assigned")]
@@ -64,7 +64,10 @@ async def test_a_dependent_runs_only_after_its_dependency_succeeded(
               "B": [{"append": {"path": "made.txt", "text": "by B\n"}}]}  # fmt: skip
     async with FleetClient(server.url) as client:
         await client.create_tasks(
-            [{"id": "B", "title": "b", "depends_on": ["A"]}, {"id": "A", "title": "a"}]
+            [
+                {"id": "B", "title": "b", "description": "do it", "depends_on": ["A"]},
+                {"id": "A", "title": "a", "description": "do it"},
+            ]
         )
         result = await drain(server, workdir, script)
         order = [(e["type"], e["task_id"]) for e in await client.all_events()]
@@ -87,8 +90,8 @@ async def test_a_vetoed_task_gets_the_path_in_scope_and_runs_after_the_holder(
     }  # fmt: skip
     async with FleetClient(server.url) as client:
         await client.create_tasks(
-            [{"id": "holder", "title": "h", "file_scope": ["a.py"]},
-             {"id": "late", "title": "l", "file_scope": ["late.py"]}]
+            [{"id": "holder", "title": "h", "description": "do it", "file_scope": ["a.py"]},
+             {"id": "late", "title": "l", "description": "do it", "file_scope": ["late.py"]}]
         )  # fmt: skip
         result = await drain(server, workdir, script)
         late = await client.task("late")
@@ -113,7 +116,9 @@ async def test_eight_runners_appending_to_one_file_lose_no_line(
         f"w{n}": [{"append": {"path": "shared.txt", "text": f"line {n}\n"}}] for n in range(8)
     }
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": f"w{n}", "title": f"writer {n}"} for n in range(8)])
+        await client.create_tasks(
+            [{"id": f"w{n}", "title": f"writer {n}", "description": "do it"} for n in range(8)]
+        )
         result = await drain(server, workdir, script, runners=8)
         acquired = await events_of(client, "lease_acquired")
     assert result.all_succeeded
@@ -128,8 +133,8 @@ async def test_attempt_exhaustion_fails_the_task_and_blocks_its_dependents(
     server = make_server(**FAST)
     async with FleetClient(server.url) as client:
         await client.create_tasks(
-            [{"id": "bad", "title": "b", "max_attempts": 2}, {"id": "child", "title": "c", "depends_on": ["bad"]},
-             {"id": "grandchild", "title": "g", "depends_on": ["child"]}]
+            [{"id": "bad", "title": "b", "description": "do it", "max_attempts": 2}, {"id": "child", "title": "c", "description": "do it", "depends_on": ["bad"]},
+             {"id": "grandchild", "title": "g", "description": "do it", "depends_on": ["child"]}]
         )  # fmt: skip
         result = await drain(server, workdir, {"bad": [{"fail": "scripted failure"}]})
         rows = {t["id"]: t for t in result.tasks}
@@ -146,7 +151,10 @@ async def test_cancelling_a_running_task_stops_its_runner_and_blocks_dependents(
     script = {"slow": [{"write": {"path": "half.txt", "content": "x"}}, {"sleep": 60}]}
     async with FleetClient(server.url) as client:
         await client.create_tasks(
-            [{"id": "slow", "title": "s"}, {"id": "after", "title": "a", "depends_on": ["slow"]}]
+            [
+                {"id": "slow", "title": "s", "description": "do it"},
+                {"id": "after", "title": "a", "description": "do it", "depends_on": ["slow"]},
+            ]
         )
         fleet = asyncio.create_task(drain(server, workdir, script, runners=1))
         await wait_until(lambda: client.leases())
@@ -171,7 +179,7 @@ async def test_a_zombie_runner_is_fenced_and_its_late_write_never_lands(
                  {"write": {"path": "zombie.txt", "content": "late"}}]}
     )  # fmt: skip
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "job", "title": "j"}])
+        await client.create_tasks([{"id": "job", "title": "j", "description": "do it"}])
         zombie = Runner(
             FleetClient(server.url), ScriptedExecutor(zombie_script),
             RunnerOptions("zombie", workdir, tmp_path / "runs"),
@@ -227,7 +235,7 @@ async def test_a_killed_runner_process_has_its_task_requeued_to_another_runner(
     script_file.write_text(yaml.safe_dump({"job": [{"sleep": 30, "attempt": 1},
                                                    {"write": {"path": "done.txt", "content": "ok"}}]}))  # fmt: skip
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "job", "title": "j"}])
+        await client.create_tasks([{"id": "job", "title": "j", "description": "do it"}])
         proc = subprocess.Popen(
             [sys.executable, "-m", "codefleet.cli", "runner", "--name", "doomed", "--dry-run",
              "--script", str(script_file), "--server", server.url, "--workdir", str(workdir)],
@@ -255,7 +263,7 @@ def test_run_exits_by_the_verify_command(
     codes = {}
     for verify in ("true", "exit 3"):
         server = make_server(**FAST)
-        asyncio.run(_load(server.url, [{"id": "t", "title": "t"}]))
+        asyncio.run(_load(server.url, [{"id": "t", "title": "t", "description": "do it"}]))
         done = subprocess.run(
             [sys.executable, "-m", "codefleet.cli", "run", "--dry-run", "--runners", "2",
              "--verify", verify, "--server", server.url, "--workdir", str(workdir)],
@@ -287,9 +295,9 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
         back = await client.register("ghost", str(workdir), None)  # comes back: agent_online
         await client.leave(ghost["agent_id"], back["epoch"])
         await client.create_tasks(
-            [{"id": "hold", "title": "h", "file_scope": ["a.py"]}, {"id": "grab", "title": "g", "max_attempts": 2},
-             {"id": "next", "title": "n", "depends_on": ["hold"]}, {"id": "doomed", "title": "d"},
-             {"id": "orphan", "title": "o", "depends_on": ["doomed"]}, {"id": "dropped", "title": "x", "depends_on": ["next"]}],
+            [{"id": "hold", "title": "h", "description": "do it", "file_scope": ["a.py"]}, {"id": "grab", "title": "g", "description": "do it", "max_attempts": 2},
+             {"id": "next", "title": "n", "description": "do it", "depends_on": ["hold"]}, {"id": "doomed", "title": "d", "description": "do it"},
+             {"id": "orphan", "title": "o", "description": "do it", "depends_on": ["doomed"]}, {"id": "dropped", "title": "x", "description": "do it", "depends_on": ["next"]}],
             checks={"ok": "true"},
         )  # fmt: skip
         await client.cancel("dropped")

@@ -88,7 +88,7 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
         token=TOKEN, tick_interval=0.05,
     )  # fmt: skip
     with ServerThread(settings_) as server, httpx.Client(base_url=server.url, headers=AUTH) as http:
-        http.post("/tasks", json={"tasks": [{"id": "T1", "title": "t"}, {"id": "T2", "title": "u",
+        http.post("/tasks", json={"tasks": [{"id": "T1", "title": "t", "description": "do it"}, {"id": "T2", "title": "u", "description": "do it",
                   "depends_on": ["T1"]}]}).raise_for_status()  # fmt: skip
         agent = http.post("/agents/register", json={"name": "runner-1"}).json()
         epoch = {"X-Agent-Epoch": str(agent["epoch"])}

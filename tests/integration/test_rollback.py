@@ -46,8 +46,8 @@ async def test_a_vetoed_attempt_is_undone_and_its_retry_starts_from_the_original
                  {"append": {"path": "a.py", "text": "LATE = 1\n"}}],
     }  # fmt: skip
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "holder", "title": "h", "file_scope": ["a.py"]},
-                                   {"id": "late", "title": "l", "file_scope": ["pkg/b.py"]}])  # fmt: skip
+        await client.create_tasks([{"id": "holder", "title": "h", "description": "do it", "file_scope": ["a.py"]},
+                                   {"id": "late", "title": "l", "description": "do it", "file_scope": ["pkg/b.py"]}])  # fmt: skip
         result = await drain(server, workdir, script)
         restored = [(e["task_id"], e["payload"]["path"]) for e in await client.all_events()
                     if e["type"] == "file_restored"]  # fmt: skip
@@ -67,7 +67,7 @@ async def test_with_keep_failed_edits_a_failed_attempt_leaves_its_writes(
         (workdir / "left.txt").unlink(missing_ok=True)
         server = make_server(**FAST, keep_failed_edits=keep, max_attempts=1)
         async with FleetClient(server.url) as client:
-            await client.create_tasks([{"id": "bad", "title": "b"}])
+            await client.create_tasks([{"id": "bad", "title": "b", "description": "do it"}])
             await drain(server, workdir, script)
         outcomes[keep] = (workdir / "left.txt").exists()
     assert outcomes == {False: False, True: True}
@@ -79,7 +79,7 @@ async def test_a_file_over_the_pre_image_cap_is_refused_with_a_reason(
     (workdir / "huge.bin").write_bytes(b"x" * 4096)
     server = make_server(**FAST, preimage_max_bytes=1024)
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "t", "title": "t"}])
+        await client.create_tasks([{"id": "t", "title": "t", "description": "do it"}])
         agent = await client.register("r", str(workdir), None)
         assert await client.assignment(agent["agent_id"], agent["epoch"], wait=5)
         answer = await client.acquire(agent["agent_id"], agent["epoch"], "t", ["huge.bin"], "Write")
@@ -96,7 +96,7 @@ async def test_a_restart_between_write_and_report_still_restores_the_file(
     db = tmp_path / "restart.sqlite"
     first = make_server(**{**FAST, "stale_after": 60}, db=db)
     async with FleetClient(first.url) as client:
-        await client.create_tasks([{"id": "t", "title": "t"}])
+        await client.create_tasks([{"id": "t", "title": "t", "description": "do it"}])
         agent = await client.register("r", str(workdir), None)
         await client.assignment(agent["agent_id"], agent["epoch"], wait=5)
         await client.start("t", agent["agent_id"], agent["epoch"])

@@ -66,7 +66,7 @@ async def test_a_start_whose_answer_was_lost_is_retried_and_the_task_finishes_at
 ) -> None:
     server = make_server(**FAST)
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "T1", "title": "t"}])
+        await client.create_tasks([{"id": "T1", "title": "t", "description": "do it"}])
     transport = DropsOneAnswer("/start")
 
     await drain_through(server, workdir, transport)
@@ -82,7 +82,7 @@ async def test_a_completion_whose_answer_was_lost_is_retried_and_applied_exactly
 ) -> None:
     server = make_server(**FAST)
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "T1", "title": "t"}])
+        await client.create_tasks([{"id": "T1", "title": "t", "description": "do it"}])
     transport = DropsOneAnswer("/complete")
 
     await drain_through(server, workdir, transport)
