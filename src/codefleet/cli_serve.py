@@ -85,6 +85,7 @@ def serve(
     import uvicorn
 
     from codefleet.server import create_app
+    from codefleet.serverlock import DatabaseInUse
     from codefleet.serverthread import FleetServer
 
     settings = settings_from(
@@ -101,8 +102,13 @@ def serve(
         )
     try:
         application = create_app(settings)
+    except DatabaseInUse as err:
+        raise fail(str(err)) from None
     except FileNotFoundError as err:
-        raise fail(f"{err}. Set --workdir or CODEFLEET_WORKDIR to your repository.") from None
+        hint = (
+            "--db or CODEFLEET_DB" if "database" in str(err) else "--workdir or CODEFLEET_WORKDIR"
+        )
+        raise fail(f"{err}. Set {hint} to a directory that exists.") from None
     console.print(
         f"CodeFleet server on {settings.url} · tree {settings.workdir.resolve()} · db {settings.db}"
     )

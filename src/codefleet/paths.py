@@ -22,8 +22,9 @@ from codefleet.models import DenyReason
 __all__ = ["MAX_PATH_CHARS", "PathRejected", "TreeRoot"]
 
 MAX_PATH_CHARS = 4096
-# Writing SQLite's side files rewrites the database as surely as writing the database itself.
-SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
+# Writing SQLite's side files rewrites the database as surely as writing the database itself;
+# `.lock` is the server's one-server lock (`serverlock`).
+SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal", ".lock")
 
 
 class PathRejected(ValueError):

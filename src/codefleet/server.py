@@ -32,6 +32,7 @@ from codefleet.guards import BodyLimit, TokenAuth
 from codefleet.models import EventType, TaskStatus, to_iso, utcnow
 from codefleet.paths import TreeRoot
 from codefleet.server_reads import Reads
+from codefleet.serverlock import ServerLock
 from codefleet.sse import EventHub
 from codefleet.store import Store
 from codefleet.web_routes import install_web
@@ -60,10 +61,17 @@ def _json(data: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(data, status_code=status)
 
 
+def _require_dirs(settings: Settings) -> None:
+    if not settings.workdir.is_dir():
+        raise FileNotFoundError(
+            f"working tree {settings.workdir} does not exist or is not a directory"
+        )
+    if not settings.db.parent.is_dir():
+        raise FileNotFoundError(f"the database's directory {settings.db.parent} does not exist")
+
+
 def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
     workdir = settings.workdir
-    if not workdir.is_dir():
-        raise FileNotFoundError(f"working tree {workdir} does not exist or is not a directory")
     store = Store(settings.db, on_commit=hub.publish if hub else None)
     tree = TreeRoot(workdir, protected=[settings.db, settings.run_dir])
     config = EngineConfig(
@@ -82,8 +90,15 @@ def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
 
 
 def create_app(settings: Settings) -> FastAPI:
+    """The app over its engine; holds the database's one-server lock until shutdown."""
     hub = EventHub()
-    engine = build_engine(settings, hub)
+    _require_dirs(settings)
+    lock = ServerLock.acquire(settings.db)  # before anything reads or repairs the database
+    try:
+        engine = build_engine(settings, hub)
+    except BaseException:
+        lock.release()
+        raise
     reads = Reads(engine, settings)
 
     @asynccontextmanager
@@ -100,10 +115,12 @@ def create_app(settings: Settings) -> FastAPI:
                 await ticker
             hub.close()
             engine.store.close()
+            lock.release()
 
     app = FastAPI(title="CodeFleet", version=__version__, lifespan=lifespan)
     app.state.engine = engine
     app.state.hub = hub
+    app.state.lock = lock
     app.add_middleware(BodyLimit)
     app.add_middleware(TokenAuth, token=settings.token)
     _install_errors(app)
