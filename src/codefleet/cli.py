@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "cli_fleet",  # run, runner
     "cli_watch",  # watch
     "cli_tasks",  # tasks, reset
+    "cli_join",  # join, leave, release, hook
 )
 for _module in COMMAND_MODULES:
     importlib.import_module(f"codefleet.{_module}")

@@ -79,6 +79,12 @@ def serve(
             "--allow-reset/--no-allow-reset", help="Allow POST /reset [CODEFLEET_ALLOW_RESET]."
         ),
     ] = None,
+    interactive_idle: Annotated[
+        float | None,
+        typer.Option(
+            help="Release a person's session's leases after this many seconds without a write [CODEFLEET_INTERACTIVE_IDLE]."
+        ),
+    ] = None,
     token: TokenOpt = None,
 ) -> None:
     """Run the coordination server (the one process that owns the database)."""
@@ -94,6 +100,7 @@ def serve(
         poll_interval=poll_interval, tick_interval=tick_interval, max_attempts=max_attempts,
         allow_reset=allow_reset, token=token, keep_failed_edits=keep_failed_edits,
         backoff_base=backoff_base, backoff_cap=backoff_cap, preimage_max_bytes=preimage_max_bytes,
+        interactive_idle=interactive_idle,
     )  # fmt: skip
     if settings.host not in LOOPBACK and not settings.token:
         raise fail(

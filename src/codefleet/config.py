@@ -43,6 +43,7 @@ class Settings(BaseSettings):
     preimage_max_bytes: int = Field(default=10 * 1024 * 1024, ge=0)
     check_timeout: float = Field(default=300.0, gt=0)
     check_dir: Path | None = None
+    interactive_idle: float = Field(default=900.0, gt=0)
     allow_reset: bool = False
     token: str | None = None
 

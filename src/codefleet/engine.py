@@ -30,6 +30,7 @@ from codefleet.engine_agents import AgentsMixin, AgentState
 from codefleet.engine_checks import ChecksMixin
 from codefleet.engine_files import FilesMixin
 from codefleet.engine_graph import GraphMixin
+from codefleet.engine_interactive import InteractiveHolders
 from codefleet.errors import InvalidState, NotFound, NotOwner
 from codefleet.index import LiveIndex, LiveTask
 from codefleet.models import (
@@ -67,6 +68,7 @@ class EngineConfig:
     max_attempts: int = 3
     rollback: bool = True
     preimage_max_bytes: int = 10 * 1024 * 1024
+    interactive_idle: float = 900.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +113,7 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._tick_scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.interactive = InteractiveHolders(self, self.config.interactive_idle)
         self.load()
         self._block_orphans()
 
@@ -139,11 +142,23 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         self.task_leases = {}
         for lease in self.store.leases():
             self._mirror_lease(lease["path"], lease["agent_id"], lease["task_id"])
+        self.interactive.load()
         self.idle_announced = not idx.live
 
     def _mirror_lease(self, path: str, agent_id: str, task_id: str) -> None:
         self.leases[path] = (agent_id, task_id)
         self.task_leases.setdefault(task_id, set()).add(path)
+
+    def holder_name(self, agent_id: str) -> str | None:
+        """The name of a lease holder: a runner, or a person's interactive session."""
+        agent = self.agents.get(agent_id)
+        if agent is not None:
+            return agent.name
+        holder = self.interactive.by_agent.get(agent_id)
+        return holder.name if holder else None
+
+    def holder_kind(self, agent_id: str) -> str:
+        return "interactive" if agent_id in self.interactive.by_agent else "task"
 
     # -- ticking --------------------------------------------------------------------
 
@@ -189,6 +204,7 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
     def tick(self) -> list[sched.Decision]:
         """Snapshot, schedule, apply in one transaction; returns what was decided."""
         now = self.clock()
+        self.interactive.expire_idle(now)
         window = BASE_WINDOW
         while True:
             state = self.snapshot(now, window)

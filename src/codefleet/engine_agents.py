@@ -82,6 +82,8 @@ class AgentsMixin:
         ) -> None: ...
         def _mirror_lease(self, path: str, agent_id: str, task_id: str) -> None: ...
         def require_task(self, task_id: str) -> TaskStatus: ...
+        def holder_name(self, agent_id: str) -> str | None: ...
+        def holder_kind(self, agent_id: str) -> str: ...
 
     def _load_agents(self) -> None:
         now = self.clock()
@@ -332,11 +334,12 @@ class AgentsMixin:
     ) -> dict[str, Any]:
         denied: list[dict[str, Any]] = []
         for path, (holder_agent, holder_task) in held:
-            holder_name = self.agents[holder_agent].name if holder_agent in self.agents else None
+            holder_name = self.holder_name(holder_agent)
             denied.append(
                 {
                     "path": path, "holder_agent_id": holder_agent, "holder_agent_name": holder_name,
-                    "holder_task_id": holder_task, "reason": DenyReason.HELD,
+                    "holder_task_id": holder_task, "holder_kind": self.holder_kind(holder_agent),
+                    "reason": DenyReason.HELD,
                     "message": f"{path} is held by {holder_name} for task {holder_task}",
                 }
             )  # fmt: skip

@@ -140,6 +140,9 @@ class ReleaseReason(StrEnum):
     AGENT_REREGISTERED = "agent_reregistered"
     DEADLINE = "deadline"
     CANCELLED = "cancelled"
+    SESSION_END = "session_end"  # a person's interactive session ended (its SessionEnd hook)
+    OPERATOR = "operator"  # `codefleet release`
+    INTERACTIVE_IDLE = "interactive_idle"  # a person's session wrote nothing for a while
 
 
 # The names an operator may give a check; an agent only ever passes such a name.

@@ -22,13 +22,13 @@ from typing import Any
 
 from codefleet.client import FleetClient
 from codefleet.errors import StaleEpoch
+from codefleet.hookio import extract_paths
 from codefleet.models import WRITE_TOOLS, DenyReason
 from codefleet.paths import PathRejected, TreeRoot
 
-__all__ = ["Verdict", "WriteGate", "extract_paths"]
+__all__ = ["Verdict", "WriteGate"]
 
 log = logging.getLogger(__name__)
-PATH_KEYS = ("file_path", "notebook_path", "path")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,23 +37,6 @@ class Verdict:
     paths: tuple[str, ...] = ()
     reason: str = ""
     blocked_on: str | None = None
-
-
-def extract_paths(tool_input: Any) -> list[str]:
-    """Every target path named by a write tool's input, in order, without repeats."""
-    found: list[str] = []
-    if not isinstance(tool_input, dict):
-        return found
-    sources = [tool_input]
-    edits = tool_input.get("edits")
-    if isinstance(edits, list):
-        sources.extend(e for e in edits if isinstance(e, dict))
-    for source in sources:
-        for key in PATH_KEYS:
-            value = source.get(key)
-            if isinstance(value, str) and value and value not in found:
-                found.append(value)
-    return found
 
 
 def stop_instruction(path: str, why: str) -> str:

@@ -120,3 +120,19 @@ CREATE TABLE IF NOT EXISTS checks (
     command    TEXT NOT NULL,
     defined_at TEXT NOT NULL
 );
+
+-- A person's own Claude Code session that joined the lock (`codefleet join`): an
+-- interactive holder with an open-ended task that is never scheduled, fenced or
+-- rolled back. Its leases are file_leases rows under task_id like any other.
+CREATE TABLE IF NOT EXISTS interactive_sessions (
+    session_id    TEXT PRIMARY KEY,
+    agent_id      TEXT NOT NULL UNIQUE,
+    name          TEXT NOT NULL,
+    task_id       TEXT NOT NULL UNIQUE,
+    title         TEXT NOT NULL,
+    active        INTEGER NOT NULL,
+    started_at    TEXT NOT NULL,
+    last_write_at TEXT NOT NULL,
+    ended_at      TEXT,
+    end_reason    TEXT
+);

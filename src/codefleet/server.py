@@ -31,6 +31,7 @@ from codefleet.errors import DomainError, Forbidden
 from codefleet.guards import BodyLimit, TokenAuth
 from codefleet.models import EventType, TaskStatus, to_iso, utcnow
 from codefleet.paths import TreeRoot
+from codefleet.server_interactive import install_interactive
 from codefleet.server_reads import Reads
 from codefleet.serverlock import ServerLock
 from codefleet.sse import EventHub
@@ -85,6 +86,7 @@ def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
         max_attempts=settings.max_attempts,
         rollback=not settings.keep_failed_edits,
         preimage_max_bytes=settings.preimage_max_bytes,
+        interactive_idle=settings.interactive_idle,
     )
     return Engine(store, tree, config)
 
@@ -128,6 +130,7 @@ def create_app(settings: Settings) -> FastAPI:
     _operator_routes(app, engine, reads, settings)
     _fleet_routes(app, engine, reads, settings)
     _event_routes(app, engine, hub)
+    install_interactive(app, engine)
     install_web(app)
     return app
 

@@ -75,9 +75,11 @@ class Reads:
         }
 
     def agents(self) -> list[Row]:
+        """Runners (`kind: runner`) then people's interactive sessions (`kind: interactive`)."""
         now = utcnow()
         rows = self.engine.store.agents()
         for row in rows:
+            row["kind"] = "runner"
             live = self.engine.agents.get(row["id"])
             seen = live.last_heartbeat_at if live else from_iso(row["last_heartbeat_at"])
             row["last_heartbeat_at"] = to_iso(seen)
@@ -85,14 +87,14 @@ class Reads:
                 row["status"] != "offline"
                 and (now - seen).total_seconds() > self.settings.stale_after
             )
-        return rows
+        return rows + self.engine.interactive.agent_rows()
 
     def leases(self) -> list[Row]:
         now = utcnow()
         rows = self.engine.store.leases()
         for row in rows:
-            agent = self.engine.agents.get(row["agent_id"])
-            row["holder_agent_name"] = agent.name if agent else None
+            row["holder_agent_name"] = self.engine.holder_name(row["agent_id"])
+            row["kind"] = self.engine.holder_kind(row["agent_id"])
             row["age_s"] = round((now - from_iso(row["acquired_at"])).total_seconds(), 3)
         return rows
 

@@ -47,7 +47,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from claude_agent_sdk import (
     AssistantMessage,
@@ -75,8 +75,9 @@ from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITra
 from codefleet.checks import CHECK_TOOL, Checker
 from codefleet.credentials import CREDENTIAL_VARS, MissingCredentials, credentials_problem
 from codefleet.executor import Attempt, Outcome
+from codefleet.hookio import deny_output, extract_paths
 from codefleet.models import WRITE_TOOLS, CheckPurpose, ErrorKind, utcnow
-from codefleet.prewrite import WriteGate, extract_paths
+from codefleet.prewrite import WriteGate
 from codefleet.session_outcome import Crash, HookRecord, SessionResult, session_outcome
 from codefleet.session_prompt import build_prompt
 from codefleet.session_record import StderrFile, record_path, save_record, stderr_path
@@ -123,13 +124,7 @@ MarkerFor = Callable[[Attempt], str | None]
 
 def deny(reason: str) -> HookJSONOutput:
     """THE PreToolUse denial (DESIGN §7); every refusal the hook makes goes through here."""
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }
-    }
+    return cast(HookJSONOutput, deny_output(reason))
 
 
 @dataclass

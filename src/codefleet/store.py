@@ -142,7 +142,17 @@ UPSERT_CHECK: Final = """INSERT INTO checks (name, command, defined_at) VALUES (
     ON CONFLICT (name) DO UPDATE SET command = excluded.command, defined_at = excluded.defined_at"""
 SELECT_CHECKS: Final = "SELECT * FROM checks ORDER BY name"
 
+UPSERT_INTERACTIVE: Final = """INSERT INTO interactive_sessions (session_id, agent_id, name,
+    task_id, title, active, started_at, last_write_at, ended_at, end_reason)
+    VALUES (:session_id, :agent_id, :name, :task_id, :title, :active, :started_at,
+    :last_write_at, :ended_at, :end_reason)
+    ON CONFLICT (session_id) DO UPDATE SET active = excluded.active,
+    last_write_at = excluded.last_write_at, ended_at = excluded.ended_at,
+    end_reason = excluded.end_reason"""
+SELECT_INTERACTIVE: Final = "SELECT * FROM interactive_sessions ORDER BY name"
+
 RESET_TABLES: Final = (
+    "interactive_sessions",
     "checks",
     "patches",
     "preimages",
@@ -437,6 +447,14 @@ class Store:
 
     def checks(self) -> list[Row]:
         return [dict(r) for r in self._db.execute(SELECT_CHECKS)]
+
+    # -- interactive sessions (a person's own Claude Code session) ------------------------
+
+    def upsert_interactive(self, session: Row) -> None:
+        self._write(UPSERT_INTERACTIVE, session)
+
+    def interactive_sessions(self) -> list[Row]:
+        return [dict(r) for r in self._db.execute(SELECT_INTERACTIVE)]
 
     def reset(self) -> None:
         for table in RESET_TABLES:

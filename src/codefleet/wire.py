@@ -32,6 +32,8 @@ __all__ = [
     "FleetBody",
     "GraphBody",
     "HeartbeatBody",
+    "InteractiveAcquireBody",
+    "InteractiveReleaseBody",
     "RegisterBody",
     "StartBody",
     "TaskSpec",
@@ -188,3 +190,32 @@ class FleetBody(_Body):
     ok: StrictBool | None = None
     verify: JsonObject | None = None
     summary: JsonObject | None = None
+
+
+# -- a person's own Claude Code session (`codefleet hook`, `codefleet release`) ------------
+
+SessionId = Annotated[
+    StrictStr, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
+]
+UserName = Annotated[StrictStr, Field(max_length=100)]
+HookPaths = Annotated[
+    list[Annotated[StrictStr, Field(min_length=1, max_length=MAX_PATH)]],
+    Field(min_length=1, max_length=100),
+]
+
+
+class InteractiveAcquireBody(_Body):
+    """`POST /interactive/acquire` and `/interactive/changes`: one write of a person's session."""
+
+    session_id: SessionId
+    user: UserName = "you"
+    paths: HookPaths
+    tool: Annotated[StrictStr, Field(max_length=100)] = "Write"
+
+
+class InteractiveReleaseBody(_Body):
+    """`POST /interactive/release`: one session (its SessionEnd, or the operator) or all."""
+
+    session_id: SessionId | None = None
+    all: StrictBool = False
+    reason: Literal["session_end", "operator"] = "operator"

@@ -1,0 +1,7 @@
+"""`python -m codefleet`: the same entry point as the `codefleet` executable."""
+
+import sys
+
+from codefleet.launch import main
+
+sys.exit(main())

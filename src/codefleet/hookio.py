@@ -1,0 +1,48 @@
+"""The hook contract both gates share: which paths a write names, and THE denial shape.
+
+Two gates stand between a write and the disk: the runner's SDK hook (`session`,
+through `prewrite.WriteGate`) and the command hook a person's own Claude Code
+session runs (`hook`, installed by `codefleet join`). Both read a tool call the
+same way (`extract_paths`) and refuse it with the same JSON (`deny_output`),
+the exact `PreToolUse` shape Claude Code honours (DESIGN §7): a misspelled key
+is silently ignored by the CLI, so the shape is defined once, here.
+
+Standard library only: the command hook imports this on every write of a
+person's session and must start fast.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+__all__ = ["PATH_KEYS", "deny_output", "extract_paths"]
+
+PATH_KEYS: Final = ("file_path", "notebook_path", "path")
+
+
+def extract_paths(tool_input: Any) -> list[str]:
+    """Every target path named by a write tool's input, in order, without repeats."""
+    found: list[str] = []
+    if not isinstance(tool_input, dict):
+        return found
+    sources = [tool_input]
+    edits = tool_input.get("edits")
+    if isinstance(edits, list):
+        sources.extend(e for e in edits if isinstance(e, dict))
+    for source in sources:
+        for key in PATH_KEYS:
+            value = source.get(key)
+            if isinstance(value, str) and value and value not in found:
+                found.append(value)
+    return found
+
+
+def deny_output(reason: str) -> dict[str, Any]:
+    """THE `PreToolUse` denial: the write does not happen and the model reads `reason`."""
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    }

@@ -1,0 +1,203 @@
+"""`codefleet join` / `leave`: CodeFleet's hooks in a tree's `.claude/settings.local.json`.
+
+Claude Code loads a project's local settings (`.claude/settings.local.json`)
+in every session started in that directory, interactive or `claude -p`
+(measured with the bundled CLI: they are read unless `--setting-sources`
+leaves out `local`). `join` merges three command hooks into that file:
+`PreToolUse` and `PostToolUse` on the write tools, and `SessionEnd`, each
+running `codefleet hook ...` by the absolute path of the executable `join`
+ran from, with the server URL and the tree in the command, so the hooks work
+whatever `PATH` the person's session has.
+
+The merge keeps every other key and every other hook; it is idempotent (a
+second `join` with the same options changes nothing) and replaces our own
+entries when the options change. `leave` removes exactly our entries (an
+event key or `hooks` left empty goes too; a file left empty is deleted).
+Before any change to an existing file, its previous content is copied to
+`settings.local.json.bak`. A file that is not a JSON object is an error and is
+left untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import sys
+from copy import deepcopy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = [
+    "HOOK_TIMEOUT_S",
+    "WRITE_MATCHER",
+    "JoinError",
+    "Written",
+    "codefleet_command",
+    "hooks_block",
+    "is_ours",
+    "join_tree",
+    "leave_tree",
+    "merged",
+    "settings_path",
+    "without_ours",
+]
+
+# The write tools as a hook matcher; a test keeps it equal to `WRITE_TOOLS`.
+WRITE_MATCHER: Final = "Write|Edit|MultiEdit|NotebookEdit"
+HOOK_TIMEOUT_S: Final = 15  # the hook gives up on the server after 5 s and denies itself
+EVENT_KEYS: Final = ("PreToolUse", "PostToolUse", "SessionEnd")
+SUBCOMMANDS: Final = {
+    "PreToolUse": "pre-tool-use",
+    "PostToolUse": "post-tool-use",
+    "SessionEnd": "session-end",
+}
+# `<anything>codefleet['"]? hook <event>`: our command, whoever's path and quoting it carries.
+OURS: Final = re.compile(r"codefleet\S*\s+hook\s+(pre-tool-use|post-tool-use|session-end)\b")
+
+
+class JoinError(ValueError):
+    """The settings file cannot be merged safely (it is left as it was)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    path: Path
+    changed: bool
+    backup: Path | None
+    settings: dict[str, Any] | None  # None: the file was removed (nothing of it was left)
+
+
+def settings_path(tree: Path) -> Path:
+    return tree / ".claude" / "settings.local.json"
+
+
+def codefleet_command() -> list[str]:
+    """How to run this very `codefleet`: its executable by absolute path, else `python -m`."""
+    argv0 = Path(sys.argv[0])
+    if argv0.name == "codefleet" and argv0.is_file():
+        return [str(argv0.absolute())]
+    return [str(Path(sys.executable).absolute()), "-m", "codefleet"]
+
+
+def hooks_block(
+    executable: list[str], server: str, tree: Path, fail_open: bool
+) -> dict[str, list[dict[str, Any]]]:
+    """Our three hook entries, keyed by Claude Code event name."""
+    block: dict[str, list[dict[str, Any]]] = {}
+    for event in EVENT_KEYS:
+        argv = [*executable, "hook", SUBCOMMANDS[event], "--server", server, "--tree", str(tree)]
+        if fail_open:
+            argv.append("--fail-open")
+        entry: dict[str, Any] = {"hooks": [{"type": "command", "command": shlex.join(argv), "timeout": HOOK_TIMEOUT_S}]}  # fmt: skip
+        if event != "SessionEnd":
+            entry = {"matcher": WRITE_MATCHER, **entry}
+        block[event] = [entry]
+    return block
+
+
+def is_ours(hook: Any) -> bool:
+    return (
+        isinstance(hook, dict)
+        and hook.get("type") == "command"
+        and bool(OURS.search(str(hook.get("command", ""))))
+    )
+
+
+def without_ours(settings: dict[str, Any]) -> dict[str, Any]:
+    """`settings` minus every CodeFleet hook; everything else exactly as it was."""
+    out = deepcopy(settings)
+    hooks = out.get("hooks")
+    if not isinstance(hooks, dict):
+        return out
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept = []
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                inner = [h for h in group["hooks"] if not is_ours(h)]
+                if not inner and group["hooks"]:
+                    continue  # the group held only our hooks
+                group = {**group, "hooks": inner}
+            kept.append(group)
+        if kept:
+            hooks[event] = kept
+        elif groups:
+            del hooks[event]
+    if not hooks and "hooks" in settings and settings["hooks"]:
+        del out["hooks"]
+    return out
+
+
+def merged(settings: dict[str, Any], block: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """`settings` with our hooks (replacing any earlier ones of ours), all else kept."""
+    out = without_ours(settings)
+    hooks = out.get("hooks")
+    if hooks is None:
+        hooks = out["hooks"] = {}
+    if not isinstance(hooks, dict):
+        raise JoinError(f'"hooks" is a {type(hooks).__name__}, not an object')
+    for event, entries in block.items():
+        existing = hooks.get(event, [])
+        if not isinstance(existing, list):
+            raise JoinError(f'"hooks.{event}" is a {type(existing).__name__}, not a list')
+        hooks[event] = [*existing, *deepcopy(entries)]
+    return out
+
+
+def read_settings(path: Path) -> dict[str, Any] | None:
+    """The file's JSON object, None when there is no file; `JoinError` when it is not one."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise JoinError(f"cannot read {path}: {err.strerror}") from None
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except ValueError as err:
+        raise JoinError(f"{path} is not valid JSON ({err}); fix or move it first") from None
+    if not isinstance(data, dict):
+        raise JoinError(f"{path} holds a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def join_tree(tree: Path, block: dict[str, list[dict[str, Any]]], dry_run: bool = False) -> Written:
+    """Merge `block` into the tree's local settings (or only compute it, with `dry_run`)."""
+    path = settings_path(tree)
+    before = read_settings(path)
+    after = merged(before or {}, block)
+    if dry_run or after == before:
+        return Written(path, after != before, None, after)
+    return _write(path, before, after)
+
+
+def leave_tree(tree: Path, dry_run: bool = False) -> Written:
+    """Remove exactly our hooks from the tree's local settings."""
+    path = settings_path(tree)
+    before = read_settings(path)
+    if before is None:
+        return Written(path, False, None, None)
+    after = without_ours(before)
+    if dry_run or after == before:
+        return Written(path, after != before, None, after)
+    return _write(path, before, after)
+
+
+def _write(path: Path, before: dict[str, Any] | None, after: dict[str, Any]) -> Written:
+    backup = None
+    if before is not None:
+        backup = path.with_name(path.name + ".bak")
+        backup.write_bytes(path.read_bytes())
+    if not after:
+        path.unlink()
+        return Written(path, True, backup, None)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(after, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)  # a crash never leaves a half-written settings file
+    return Written(path, True, backup, after)
