@@ -224,7 +224,8 @@ def _on_acquired(replay: _Replay, event: Row) -> None:
             event,
         )
     task = replay.tasks.get(task_id)
-    if task is None or task.status not in IN_FLIGHT:
+    interactive = event["payload"].get("kind") == "interactive"  # a person's session: no attempt
+    if not interactive and (task is None or task.status not in IN_FLIGHT):
         replay.flag(
             "lease_outside_attempt", f"{path} granted to {task_id}, which is not in flight", event
         )
@@ -465,7 +466,7 @@ def _check_ledger(evidence: Evidence) -> list[Violation]:
     """The ledger rows and the `file_changed` events are one record, written together."""
     events: dict[str, Counter[tuple[str, str]]] = {}
     for e in evidence.events:
-        if e["type"] == EventType.FILE_CHANGED:
+        if e["type"] == EventType.FILE_CHANGED and e["payload"].get("kind") != "interactive":
             key = (str(e["payload"].get("path")), str(e["payload"].get("tool")))
             events.setdefault(e["task_id"], Counter())[key] += 1
     found: list[Violation] = []
