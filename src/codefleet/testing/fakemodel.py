@@ -90,6 +90,7 @@ class FakeModel:
         self._log: list[RecordedRequest] = []
         self._other: list[str] = []
         self._timeouts: list[tuple[str | None, int]] = []
+        self._signals: list[str] = []
         self._cond = threading.Condition()
         self._closed = threading.Event()
         self._server: _Server | None = None
@@ -175,6 +176,16 @@ class FakeModel:
         with self._cond:
             return list(self._timeouts)
 
+    def signal(self, text: str) -> None:
+        """Release held replies whose `wait_for.substring` is in `text`: the test says "go".
+
+        For a test that must look at the world while a session is paused between two
+        turns (e.g. a lease it holds), without sleeping.
+        """
+        with self._cond:
+            self._signals.append(text)
+            self._cond.notify_all()
+
     def answer(self, body: Mapping[str, Any]) -> tuple[int, str, bytes]:
         """Log one Messages request and build its reply: `(status, content type, body)`."""
         messages = body.get("messages", [])
@@ -224,7 +235,12 @@ class FakeModel:
                 )
 
     def _seen(self, waiter: RecordedRequest, wait: WaitFor) -> bool:
-        """Has another request carried a matching tool_result? (caller holds the lock)"""
+        """Has another request carried a matching tool_result, or the test signalled it?
+
+        (The caller holds the lock.)
+        """
+        if any(wait.substring in text for text in self._signals):
+            return True
         return any(
             wait.substring in result.content
             for r in self._log

@@ -79,7 +79,8 @@ class ApiError:
 
 @dataclass(frozen=True, slots=True)
 class WaitFor:
-    """Hold a reply until a request carrying a tool_result containing `substring` arrived.
+    """Hold a reply until a request carrying a tool_result containing `substring` arrived
+    (or the test called `FakeModel.signal` with a text containing it).
 
     `script_id` narrows the search to that script's requests. After `timeout_s` the reply
     is sent anyway and the give-up is recorded (`FakeModel.wait_timeouts`).
