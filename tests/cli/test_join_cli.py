@@ -45,8 +45,16 @@ async def fleet_holds(client: FleetClient, workdir: Path, path: str) -> None:
 
 def person_script(workdir: Path) -> list[Turn]:
     return [
-        Turn(content=(ToolUse("Write", {"file_path": str(workdir / "a.py"), "content": "A = 'mine'\n"}),)),  # fmt: skip
-        Turn(content=(ToolUse("Write", {"file_path": str(workdir / "notes.py"), "content": "N = 1\n"}),)),  # fmt: skip
+        Turn(
+            content=(
+                ToolUse("Write", {"file_path": str(workdir / "a.py"), "content": "A = 'mine'\n"}),
+            )
+        ),
+        Turn(
+            content=(
+                ToolUse("Write", {"file_path": str(workdir / "notes.py"), "content": "N = 1\n"}),
+            )
+        ),
         # Held until the test has looked at the leases while the session is still running.
         Turn(content=(Text("Done."),), wait_for=WaitFor(CHECKED, timeout_s=SESSION_TIMEOUT_S)),
     ]

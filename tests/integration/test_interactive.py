@@ -251,11 +251,13 @@ async def test_post_tool_use_records_the_ledger_row_and_never_vetoes(
 
 @pytest.mark.parametrize(
     ("route", "body", "status"),
-    [("/interactive/acquire", {"session_id": "", "paths": ["a.py"]}, 422),
-     ("/interactive/acquire", {"session_id": "../x", "paths": ["a.py"]}, 422),
-     ("/interactive/acquire", {"session_id": ADA, "paths": []}, 422),
-     ("/interactive/release", {}, 400),
-     ("/interactive/release", {"session_id": ADA, "all": True}, 400)],  # fmt: skip
+    [
+        ("/interactive/acquire", {"session_id": "", "paths": ["a.py"]}, 422),
+        ("/interactive/acquire", {"session_id": "../x", "paths": ["a.py"]}, 422),
+        ("/interactive/acquire", {"session_id": ADA, "paths": []}, 422),
+        ("/interactive/release", {}, 400),
+        ("/interactive/release", {"session_id": ADA, "all": True}, 400),
+    ],
 )
 async def test_bad_interactive_requests_get_the_error_envelope(
     http: httpx.AsyncClient, route: str, body: dict[str, Any], status: int

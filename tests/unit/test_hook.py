@@ -77,7 +77,13 @@ def test_the_arguments_join_writes_parse_back() -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [[], ["pre"], ["pre-tool-use"], ["pre-tool-use", "--server", "http://h:1"], ["post-tool-use", "--tree", "/t", "--server", "u", "--bogus"]],  # fmt: skip
+    [
+        [],
+        ["pre"],
+        ["pre-tool-use"],
+        ["pre-tool-use", "--server", "http://h:1"],
+        ["post-tool-use", "--tree", "/t", "--server", "u", "--bogus"],
+    ],
 )
 def test_an_incomplete_command_line_is_a_usage_error(argv: list[str]) -> None:
     with pytest.raises(UsageError):
@@ -99,9 +105,14 @@ def test_the_deny_shape_is_the_one_claude_code_honours() -> None:
 
 @pytest.mark.parametrize(
     "stdin",
-    ["", "not json", "[1, 2]", json.dumps({"tool_name": "Write", "tool_input": {}}),
-     json.dumps({"session_id": SESSION, "tool_input": {}}),
-     json.dumps({"session_id": SESSION, "tool_name": "Write", "tool_input": "a.py"})],  # fmt: skip
+    [
+        "",
+        "not json",
+        "[1, 2]",
+        json.dumps({"tool_name": "Write", "tool_input": {}}),
+        json.dumps({"session_id": SESSION, "tool_input": {}}),
+        json.dumps({"session_id": SESSION, "tool_name": "Write", "tool_input": "a.py"}),
+    ],
 )
 def test_malformed_input_is_a_denial_with_a_reason(workdir: Path, stdin: str) -> None:
     reason = reason_of(run(pre(workdir), stdin, {}, never_post))
