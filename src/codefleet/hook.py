@@ -31,9 +31,8 @@ import os
 import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from codefleet.hookio import deny_output, extract_paths
 from codefleet.models import WRITE_TOOLS, DenyReason
@@ -84,8 +83,7 @@ class Refused(Exception):
         self.message = message
 
 
-@dataclass(frozen=True, slots=True)
-class HookArgs:
+class HookArgs(NamedTuple):  # not a dataclass: `dataclasses` imports `inspect` (ms per write)
     event: str
     server: str
     tree: str

@@ -13,7 +13,6 @@ datetimes so a local time can never slip in.
 
 from __future__ import annotations
 
-import secrets
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Final
@@ -173,8 +172,14 @@ def from_iso(text: str) -> datetime:
 
 
 def new_task_id() -> str:
-    return f"t_{secrets.token_hex(6)}"
+    return f"t_{_token()}"
 
 
 def new_agent_id() -> str:
-    return f"a_{secrets.token_hex(6)}"
+    return f"a_{_token()}"
+
+
+def _token() -> str:
+    import secrets  # here, not at the top: `codefleet hook` imports this module on every write
+
+    return secrets.token_hex(6)
