@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from codefleet.checks import DEFAULT_CHECK_TIMEOUT_S
+from codefleet.checks_run import check_env, run_command
 from codefleet.client import FleetClient
 from codefleet.executor import Executor
 from codefleet.models import EventType, TaskStatus
@@ -69,23 +70,18 @@ async def wait_drained(client: FleetClient) -> None:
 
 
 async def run_verify(command: str, workdir: Path, timeout: float = 900.0) -> VerifyResult:
-    """Run the operator's verify command in the tree; output is kept, capped."""
-    started = time.monotonic()
-    proc = await asyncio.create_subprocess_shell(
-        command,
-        cwd=workdir,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
+    """Run the operator's verify command in the tree, like a check: own process group, capped.
+
+    One shell runner for both (`checks_run.run_command`): on the time limit and after a
+    normal exit alike the whole group is killed, and the environment is scrubbed.
+    """
+    ran = await run_command(
+        command, workdir, timeout=timeout, cap=VERIFY_OUTPUT_CHARS, env=check_env(workdir)
     )
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-        code = proc.returncode if proc.returncode is not None else -1
-    except TimeoutError:
-        proc.kill()
-        out, code = f"timed out after {timeout:.0f}s".encode(), -1
-    text = out.decode(errors="replace")[-VERIFY_OUTPUT_CHARS:]
-    return VerifyResult(command, code, text, time.monotonic() - started)
+    if ran.timed_out:
+        output = f"{ran.output}\ntimed out after {timeout:.0f}s".lstrip("\n")
+        return VerifyResult(command, -1, output, ran.duration_s)
+    return VerifyResult(command, int(ran.exit_code or 0), ran.output, ran.duration_s)
 
 
 def python_command(args: str) -> str:
