@@ -33,6 +33,7 @@ from codefleet.cli_common import (
     app,
     call_server,
     console,
+    err_console,
     fail,
     make_client,
     parse_check_options,
@@ -41,7 +42,7 @@ from codefleet.cli_common import (
     unauthorized_message,
 )
 from codefleet.config import Settings
-from codefleet.errors import Unauthorized
+from codefleet.errors import DomainError, Unauthorized
 from codefleet.executor import Executor
 from codefleet.scripted import ScriptedExecutor, ScriptError, load_script
 
@@ -89,7 +90,7 @@ def runner(
 ) -> None:
     """Run ONE runner as its own process until interrupted (or the fleet drains)."""
     from codefleet.client import FleetClient
-    from codefleet.runner import Runner, RunnerOptions
+    from codefleet.runner import CannotContinue, Runner, RunnerOptions
 
     settings = settings_from(
         server_url=server, workdir=workdir, run_dir=run_dir, token=token,
@@ -124,6 +125,8 @@ def runner(
         asyncio.run(go())
     except Unauthorized:  # a runner keeps retrying an absent server, never a wrong token
         raise fail(unauthorized_message(settings)) from None
+    except (CannotContinue, DomainError) as err:  # refused for good: say why, exit non-zero
+        raise fail(f"{name} stopped: {err}") from None
 
 
 @app.command(rich_help_panel=RUN)
@@ -168,6 +171,9 @@ def run(
     checks = parse_check_options(check)
     executor = _executor(dry_run, script, settings)
 
+    def runner_down(why: str) -> None:  # at once, on stderr: the run may go on without it
+        err_console.print(f"[bold red]runner stopped:[/] {why}", markup=True, highlight=False)
+
     async def go() -> tuple[Any, list[dict[str, Any]]]:
         from codefleet.dashboard import follow_compact
 
@@ -188,7 +194,7 @@ def run(
                 settings.url, settings.runners, lambda _: executor, settings.workdir,
                 settings.run_dir, verify=verify, token=settings.token, task_timeout=task_timeout,
                 protected=(settings.db, settings.run_dir), check_timeout=settings.check_timeout,
-                check_dir=settings.check_dir,
+                check_dir=settings.check_dir, on_runner_down=runner_down,
             )  # fmt: skip
         finally:
             stop.set()
@@ -200,6 +206,7 @@ def run(
     result, conflicts = call_server(settings, lambda _: go())
     if json_out:
         print_json({"ok": result.ok, "tasks": result.tasks, "conflicts": conflicts,
+                    "runner_errors": result.runner_errors,
                     "verify": result.verify and {"exit_code": result.verify.exit_code, "output": result.verify.output}})  # fmt: skip
     else:
         print_result(console, result, conflicts)

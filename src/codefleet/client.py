@@ -36,6 +36,9 @@ class ApiError(DomainError):
         self.status_code = status
         self.error_code = code
 
+    def __str__(self) -> str:
+        return f"HTTP {self.status_code} {self.error_code}: {self.message}"
+
 
 def _raise_for(response: httpx.Response) -> None:
     if response.status_code < 400:

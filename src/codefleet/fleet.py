@@ -12,7 +12,6 @@ verify command runs in the working tree, and `run_finished` is recorded.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -49,6 +48,7 @@ class FleetResult:
     tasks: list[dict[str, Any]] = field(default_factory=list)
     verify: VerifyResult | None = None
     duration_s: float = 0.0
+    runner_errors: list[str] = field(default_factory=list)  # "name: why", one per stopped runner
 
     @property
     def all_succeeded(self) -> bool:
@@ -102,8 +102,17 @@ async def run_fleet(
     protected: tuple[Path, ...] = (),
     check_timeout: float = DEFAULT_CHECK_TIMEOUT_S,
     check_dir: Path | None = None,
+    on_runner_down: Callable[[str], object] | None = None,
+    connect: Callable[[], FleetClient] | None = None,
 ) -> FleetResult:
+    """Run N runners until the graph drains, or until no runner is left to drain it.
+
+    A runner that stops on its own (it cannot go on) is reported at once through
+    `on_runner_down("name: why")` and listed in `runner_errors`. `connect` makes
+    each runner's client (default: one per runner on `url` with `token`).
+    """
     started = time.monotonic()
+    connect = connect or (lambda: FleetClient(url, token=token))
     async with FleetClient(url, token=token) as client:
         await client.fleet_started(runners=runners)
         stop = asyncio.Event()
@@ -114,15 +123,17 @@ async def run_fleet(
             )
             for n in range(1, runners + 1)
         ]  # fmt: skip
+        watch = _RunnerWatch(runners, stop, on_runner_down)
         fleet = [
-            _start_runner(url, token, make_executor(n), o, stop) for n, o in enumerate(options, 1)
+            watch.started(_start_runner(connect, make_executor(n), o, stop))
+            for n, o in enumerate(options, 1)
         ]
         try:
-            await wait_drained(client)
+            await _until_drained_or_all_down(client, watch)
         finally:
             stop.set()
             await asyncio.gather(*fleet, return_exceptions=True)
-        result = FleetResult(tasks=await client.tasks())
+        result = FleetResult(tasks=await client.tasks(), runner_errors=list(watch.errors))
         if verify:
             result.verify = await run_verify(verify, workdir)
         result.duration_s = time.monotonic() - started
@@ -130,9 +141,49 @@ async def run_fleet(
             ok=result.ok,
             runners=runners,
             verify=_verify_payload(result.verify),
-            summary={"duration_s": round(result.duration_s, 3), "tasks": len(result.tasks)},
-        )
+            summary={"duration_s": round(result.duration_s, 3), "tasks": len(result.tasks),
+                     "runner_errors": len(result.runner_errors)},
+        )  # fmt: skip
     return result
+
+
+@dataclass
+class _RunnerWatch:
+    """Reports each runner that stops on its own, at once; knows when none is left."""
+
+    runners: int
+    stop: asyncio.Event
+    on_down: Callable[[str], object] | None
+    errors: list[str] = field(default_factory=list)
+    all_down: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def started(self, task: asyncio.Task[None]) -> asyncio.Task[None]:
+        task.add_done_callback(self._ended)
+        return task
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or self.stop.is_set():
+            return
+        err = task.exception()
+        why = (str(err) or type(err).__name__) if err is not None else "it ended by itself"
+        self.errors.append(f"{task.get_name()}: {why}")
+        if self.on_down is not None:
+            self.on_down(self.errors[-1])
+        if len(self.errors) >= self.runners:
+            self.all_down.set()
+
+
+async def _until_drained_or_all_down(client: FleetClient, watch: _RunnerWatch) -> None:
+    drained = asyncio.create_task(wait_drained(client))
+    down = asyncio.create_task(watch.all_down.wait())
+    try:
+        done, _ = await asyncio.wait({drained, down}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in (drained, down):
+            waiter.cancel()
+        await asyncio.gather(drained, down, return_exceptions=True)
+    if drained in done:
+        drained.result()  # the event stream's own failure, if it had one
 
 
 def _verify_payload(verify: VerifyResult | None) -> dict[str, Any] | None:
@@ -142,11 +193,13 @@ def _verify_payload(verify: VerifyResult | None) -> dict[str, Any] | None:
 
 
 def _start_runner(
-    url: str, token: str | None, executor: Executor, options: RunnerOptions, stop: asyncio.Event
+    connect: Callable[[], FleetClient],
+    executor: Executor,
+    options: RunnerOptions,
+    stop: asyncio.Event,
 ) -> asyncio.Task[None]:
     async def work() -> None:
-        async with FleetClient(url, token=token) as client:
-            with contextlib.suppress(asyncio.CancelledError):
-                await Runner(client, executor, options).run(stop)
+        async with connect() as client:
+            await Runner(client, executor, options).run(stop)
 
     return asyncio.create_task(work(), name=options.name)

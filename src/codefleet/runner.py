@@ -15,8 +15,14 @@ next attempt's prompt shows what to fix.
 Fencing: when any call answers `stale_epoch`, the runner cancels the running
 attempt, drops its result and registers again. A `not_owner` answer means the
 task moved on without us; the runner simply asks for new work. While the
-server is unreachable it retries with capped backoff, and the write path
-denies every write meanwhile (fail closed).
+server is unreachable or answers 5xx it retries with capped backoff, and the
+write path denies every write meanwhile (fail closed).
+
+Faults: any other surprise in the work loop (an answer that breaks the
+contract, a bug) is logged with its traceback and retried after a backoff:
+one bad answer never ends a runner. Only what no retry can fix ends it, by
+raising out of `run`: the token refused (`Unauthorized`, `Forbidden`) or the
+registration refused (`CannotContinue`, naming the server's reason).
 """
 
 from __future__ import annotations
@@ -31,18 +37,33 @@ from pathlib import Path
 from typing import Any
 
 from codefleet.checks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS, Checker, CheckLimits
-from codefleet.client import FleetClient, ServerUnavailable
-from codefleet.errors import NotFound, NotOwner, StaleEpoch
+from codefleet.client import ApiError, FleetClient, ServerUnavailable
+from codefleet.errors import DomainError, Forbidden, NotFound, NotOwner, StaleEpoch, Unauthorized
 from codefleet.executor import Attempt, Executor, Outcome
 from codefleet.models import CheckPurpose, ErrorKind
 from codefleet.paths import TreeRoot
 from codefleet.prewrite import WriteGate
 
-__all__ = ["Runner", "RunnerOptions"]
+__all__ = ["CannotContinue", "Runner", "RunnerOptions"]
 
 log = logging.getLogger(__name__)
 RETRY_START_S = 0.1
 MAX_RETRY_S = 5.0
+
+
+class CannotContinue(Exception):
+    """This runner cannot go on (its registration was refused): stop and say why."""
+
+
+# What no retry can fix: the runner stops and says so.
+FATAL = (Unauthorized, Forbidden, CannotContinue)
+
+
+def _transient(err: BaseException) -> bool:
+    """The server is away or failed on its side: the same call may work later."""
+    return isinstance(err, ServerUnavailable) or (
+        isinstance(err, ApiError) and err.status_code >= 500
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +100,14 @@ class Runner:
     # -- lifecycle ------------------------------------------------------------------
 
     async def register(self) -> None:
-        answer = await self._retrying(
-            lambda: self.client.register(self.options.name, str(self.tree.root), os.getpid())
-        )
+        try:
+            answer = await self._retrying(
+                lambda: self.client.register(self.options.name, str(self.tree.root), os.getpid())
+            )
+        except FATAL:
+            raise
+        except DomainError as err:  # refused: registering again would be refused again
+            raise CannotContinue(f"registration refused: {err.message}") from err
         self.agent_id, self.epoch = answer["agent_id"], answer["epoch"]
         self.heartbeat_s = float(answer.get("heartbeat_interval_s", 5.0))
         self.task_timeout = self.options.task_timeout or float(answer.get("task_timeout_s", 600.0))
@@ -104,22 +130,37 @@ class Runner:
 
     async def _work_loop(self, stop: asyncio.Event) -> None:
         delay = RETRY_START_S
+        again = False  # register before the next poll
         while not stop.is_set():
             try:
-                task = await self._next_task(stop)
+                if again:
+                    await self.register()
+                    again = False
+                if await self._work_once(stop):
+                    return
                 delay = RETRY_START_S
-                if task is None:
-                    if self.options.exit_when_drained and await self._drained():
-                        return
-                    continue
-                await self.run_task(task)
-            except (StaleEpoch, Fenced):
-                await self.register()
-            except NotFound:  # the server forgot us (reset): register again
-                await self.register()
-            except ServerUnavailable:
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, MAX_RETRY_S)
+                continue
+            except (StaleEpoch, Fenced, NotFound):  # fenced, or forgotten (reset): register again
+                again = True
+                continue
+            except FATAL:
+                raise
+            except Exception as err:  # a loop boundary: one bad answer must not end the runner
+                if _transient(err):
+                    log.warning("%s: %s; retrying in %.1fs", self.options.name, err, delay)
+                else:
+                    log.exception("%s: unexpected failure; retrying in %.1fs", self.options.name,
+                                  delay)  # fmt: skip
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, MAX_RETRY_S)
+
+    async def _work_once(self, stop: asyncio.Event) -> bool:
+        """Poll once and run what comes; True when the fleet drained and we should exit."""
+        task = await self._next_task(stop)
+        if task is None:
+            return self.options.exit_when_drained and await self._drained()
+        await self.run_task(task)
+        return False
 
     async def _next_task(self, stop: asyncio.Event) -> dict[str, Any] | None:
         poll = asyncio.create_task(
@@ -149,12 +190,15 @@ class Runner:
                 log.warning("%s: heartbeat failed", self.options.name, exc_info=True)
 
     async def _retrying(self, call: Any) -> Any:
+        """`call()` until it is not a transient fault (unreachable, timed out, 5xx)."""
         delay = RETRY_START_S
         while True:
             try:
                 return await call()
-            except ServerUnavailable:
-                log.warning("%s: server unavailable, retrying in %.1fs", self.options.name, delay)
+            except (ServerUnavailable, ApiError) as err:
+                if not _transient(err):
+                    raise
+                log.warning("%s: %s, retrying in %.1fs", self.options.name, err, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, MAX_RETRY_S)
 
