@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "cli_doctor",  # doctor
     "cli_serve",  # serve
     "cli_graph",  # load
+    "planning.cli",  # graph check, plan
     "cli_fleet",  # run, runner
     "cli_watch",  # watch
     "cli_tasks",  # tasks, reset

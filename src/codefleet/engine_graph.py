@@ -43,6 +43,7 @@ class NewTask:
     depends_on: Sequence[str] = ()
     max_attempts: int | None = None
     verify: str | None = None
+    estimate_min: int | None = None  # read by `graph check` and `plan`; not stored
 
 
 @dataclass

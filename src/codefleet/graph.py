@@ -7,9 +7,10 @@ optional `checks` mapping of check name to shell command. The result is a
 checks, which `FleetClient.create_tasks` posts with them. Problems are
 reported with the task's position and id so a person can find them:
 malformed YAML (with its line), the wrong top-level shape, a bad field.
-Cycles, unknown dependencies and a `verify` naming no check of the file are
-checked here too, so `doctor` can catch them before a server is involved; the
-server checks them again on load.
+Cycles (named as `cycle: A -> B -> A`), unknown dependencies and a `verify`
+naming no check of the file are checked here too, so `doctor`, `graph check`
+and `plan` catch them before a server is involved; the server checks them
+again on load. This module imports nothing of the engine or the server.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from codefleet.engine_graph import NewTask, reject_cycles
-from codefleet.errors import InvalidGraph
+from codefleet.planning.dag import find_cycle
 from codefleet.wire import ChecksBody, TaskSpec
 
 __all__ = ["GraphError", "GraphTasks", "load_graph", "parse_checks", "parse_graph"]
@@ -121,9 +121,8 @@ def _check_graph(where: str, specs: list[TaskSpec], standalone: bool) -> None:
                 raise GraphError(
                     f"{where}: task {spec.id or spec.title!r} depends on unknown task {dep}"
                 )
-    if len(ids) == len(specs):
-        tasks = [NewTask(title=s.title, id=s.id, depends_on=s.depends_on) for s in specs]
-        try:
-            reject_cycles(tasks, ids)
-        except InvalidGraph as err:
-            raise GraphError(f"{where}: {err.message}") from None
+    cycle = find_cycle({s.id: s.depends_on for s in specs if s.id})
+    if cycle:
+        raise GraphError(
+            f"{where}: cycle: {' -> '.join(cycle)} (each task depends on the next one)"
+        )

@@ -26,7 +26,7 @@ from itertools import islice
 from sortedcontainers import SortedList
 
 from codefleet.models import TaskStatus
-from codefleet.scheduler import TaskView
+from codefleet.scheduler import TaskView, candidate_order
 
 __all__ = ["LiveIndex", "LiveTask"]
 
@@ -170,7 +170,7 @@ class LiveIndex:
         )
 
     def add_ready(self, task: LiveTask) -> None:
-        task.ready_key = (-task.priority, -task.chain, task.created_at, task.id)
+        task.ready_key = candidate_order(task.priority, task.chain, task.created_at, task.id)
         self.ready.add(task.ready_key)
 
     def discard_ready(self, task: LiveTask) -> None:

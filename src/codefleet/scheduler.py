@@ -37,6 +37,7 @@ __all__ = [
     "MarkOffline",
     "Requeue",
     "TaskView",
+    "candidate_order",
     "schedule",
 ]
 
@@ -136,6 +137,14 @@ def schedule(state: FleetState, now: datetime) -> list[Decision]:
     if state.live_tasks == 0 and not state.idle_announced:
         plan.decisions.append(FleetIdle())
     return plan.decisions
+
+
+def candidate_order(
+    priority: int, chain: int, created_at: str, task_id: str
+) -> tuple[int, int, str, str]:
+    """The sort key of `FleetState.candidates`, best first: priority desc, then the longest
+    chain of dependents below the task desc (critical path), then age, then id."""
+    return (-priority, -chain, created_at, task_id)
 
 
 def is_runnable(task: TaskView, now: datetime) -> bool:

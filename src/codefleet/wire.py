@@ -51,6 +51,7 @@ MAX_JSON_DEPTH = 32
 MAX_CHECKS = 100
 MAX_CHECK_COMMAND = 4096
 MAX_CHECK_TAIL = 4000  # output kept in a check_finished event; the agent gets more
+MAX_ESTIMATE_MIN = 100_000  # minutes (about ten weeks): a planning hint, not a timeout
 
 CheckName = Annotated[StrictStr, Field(pattern=CHECK_NAME_PATTERN)]
 CheckCommand = Annotated[StrictStr, Field(min_length=1, max_length=MAX_CHECK_COMMAND)]
@@ -106,6 +107,7 @@ class TaskSpec(_Body):
     depends_on: Annotated[list[TaskId], Field(max_length=MAX_SCOPE)] = []
     max_attempts: Annotated[StrictInt, Field(ge=1, le=100)] | None = None
     verify: CheckName | None = None
+    estimate_min: Annotated[StrictInt, Field(ge=1, le=MAX_ESTIMATE_MIN)] | None = None
 
 
 class GraphBody(_Body):

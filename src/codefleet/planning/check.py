@@ -1,0 +1,50 @@
+"""`graph check` without the command line: a loaded graph and a tree in, an analysis out.
+
+The loader (`graph.load_graph` / `parse_graph`) has already refused what the
+server would refuse about the graph's shape; here its scope paths are
+checked against the tree with the server's own path rule (`scopes`), and the
+result is measured by `analysis.analyse`. No server, no model, no engine.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codefleet.graph import GraphTasks
+from codefleet.paths import TreeRoot
+from codefleet.planning.analysis import GraphAnalysis, PlannedTask, analyse
+from codefleet.planning.scopes import ScopedTask, judge, survey
+
+__all__ = ["check_graph", "task_label", "tree_for"]
+
+
+def tree_for(workdir: Path, db: Path, run_dir: Path) -> TreeRoot:
+    """The tree as the server sees it: its database and run directory are protected."""
+    return TreeRoot(workdir, protected=[db, run_dir])
+
+
+def task_label(spec: dict[str, object], n: int) -> str:
+    """A task's id, or `#n` (its position) for a task the server would name."""
+    return str(spec.get("id") or f"#{n}")
+
+
+def check_graph(graph: GraphTasks, tree: TreeRoot, runners: int = 3) -> GraphAnalysis:
+    """Scope facts from the tree, then the pure analysis (see the module docstring)."""
+    labels = [task_label(spec, n) for n, spec in enumerate(graph, start=1)]
+    scoped = [
+        ScopedTask(label, tuple(spec.get("file_scope") or ()), str(spec.get("description") or ""))
+        for label, spec in zip(labels, graph, strict=True)
+    ]
+    facts = survey(tree, (raw for task in scoped for raw in task.file_scope))
+    scopes, findings = judge(scoped, facts)
+    planned = [
+        PlannedTask(
+            id=label,
+            priority=int(spec.get("priority") or 3),
+            file_scope=scopes[label],
+            depends_on=tuple(spec.get("depends_on") or ()),
+            estimate_min=spec.get("estimate_min"),
+        )
+        for label, spec in zip(labels, graph, strict=True)
+    ]
+    return analyse(planned, runners, findings)
