@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,6 +53,12 @@ EXCLUSIVE = [
     ),
 ]
 
+SERVER_BRAIN = {
+    "codefleet.engine", "codefleet.engine_graph", "codefleet.engine_agents",
+    "codefleet.engine_checks", "codefleet.engine_files", "codefleet.server", "codefleet.store",
+    "codefleet.index", "claude_agent_sdk",
+}  # fmt: skip
+
 # (module, imports it must never make, why)
 FORBIDDEN = [
     (
@@ -83,6 +91,21 @@ FORBIDDEN = [
         {"fastapi", "starlette", "uvicorn", "httpx"},
         "the engine knows no web framework",
     ),
+    *[
+        (
+            module,
+            SERVER_BRAIN,
+            "the graph loader and `graph check` run with no server: they never import its brain",
+        )
+        for module in (
+            "codefleet.graph",
+            "codefleet.planning.analysis",
+            "codefleet.planning.check",
+            "codefleet.planning.dag",
+            "codefleet.planning.scopes",
+            "codefleet.planning.simulate",
+        )
+    ],
     (
         "codefleet.checks",
         {"codefleet.store", "codefleet.scheduler", "codefleet.engine", "codefleet.index"},
@@ -111,3 +134,23 @@ def test_a_module_never_crosses_its_boundary(module: str, forbidden: set[str], w
 
 def test_the_runner_speaks_to_the_server_only_through_the_client() -> None:
     assert "codefleet.client" in MODULES["codefleet.runner"]
+
+
+def test_the_simulation_plays_the_real_scheduler_policy() -> None:
+    assert "codefleet.scheduler" in MODULES["codefleet.planning.simulate"], (
+        "graph check predicts parallelism with scheduler.schedule, not a second implementation"
+    )
+
+
+def test_graph_check_loads_without_the_engine_the_server_or_the_sdk() -> None:
+    code = (
+        "import sys, codefleet.planning.check, codefleet.graph; "
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith(('codefleet', 'claude')))))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    banned = ("codefleet.engine", "codefleet.server", "codefleet.store", "codefleet.index",
+              "claude_agent_sdk")  # fmt: skip
+    assert "codefleet.planning.check" in loaded, "guard: the probe imported nothing"
+    assert [m for m in loaded if m.startswith(banned)] == []

@@ -1,0 +1,197 @@
+"""`codefleet graph check FILE`: the command as a person runs it, on real files.
+
+No server and no model: each test writes a small tree and a graph under
+`tmp_path` and runs the Typer app in process. The crafted graph has one of
+everything the check reports (an overlap pair, a hotspot, a typo, a missing
+directory, a new file its task names, a path outside the tree); the shipped
+demo graph must come out clean.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from codefleet.cli import app
+from codefleet.demo import examples_dir
+
+CRAFTED = """
+tasks:
+  - id: A
+    title: models
+    file_scope: [models.py, shared/util.py]
+    estimate_min: 20
+    description: Change the models.
+  - id: B
+    title: api
+    file_scope: [api.py, shared/util.py]
+    estimate_min: 10
+    description: Change the API.
+  - id: C
+    title: util again
+    depends_on: [A]
+    file_scope: [./shared/util.py, tests/test_util.py]
+    estimate_min: 10
+    description: Add tests/test_util.py for the helpers.
+  - id: D
+    title: typo and a new package
+    file_scope: [modles.py, newpkg/mod.py, brand_new.py]
+    estimate_min: 5
+    description: Edit the models.
+"""
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "tree"
+    (root / "shared").mkdir(parents=True)
+    (root / "tests").mkdir()
+    for name in ("models.py", "api.py", "shared/util.py"):
+        (root / name).write_text("X = 1\n")
+    return root
+
+
+def check(tree: Path, graph: str | Path, *args: str) -> tuple[int, str, str]:
+    path = graph if isinstance(graph, Path) else tree.parent / "graph.yaml"
+    if isinstance(graph, str):
+        path.write_text(graph)
+    result = CliRunner().invoke(app, ["graph", "check", str(path), "--workdir", str(tree), *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.stdout, result.stderr
+
+
+def check_json(tree: Path, graph: str | Path, *args: str) -> tuple[int, dict[str, Any]]:
+    code, out, _ = check(tree, graph, "--json", *args)
+    return code, json.loads(out)
+
+
+def test_the_demo_graph_is_clean_three_wide_with_a_forty_minute_critical_path() -> None:
+    demo = examples_dir()
+    code, report = check_json(demo / "demo-repo", demo / "demo-tasks.yaml")
+
+    assert code == 0
+    assert report["tasks"] == 5
+    assert report["critical_path"] == {"tasks": ["T1", "T2", "T5"], "length": 3, "minutes": 40}
+    assert report["max_width"] == 3 and report["width_exact"] is True
+    assert report["overlaps"] == [] and report["hotspots"] == []
+    assert report["errors"] == [] and report["warnings"] == []
+    assert report["parallelism"]["runners"] == 3 and report["parallelism"]["unit"] == "minutes"
+    assert (report["parallelism"]["makespan"], report["parallelism"]["total_work"]) == (40, 65)
+
+
+def test_the_json_report_has_the_documented_shape(tree: Path) -> None:
+    code, report = check_json(tree, CRAFTED)
+
+    assert code == 0
+    assert set(report) == {
+        "file", "workdir", "ok", "tasks", "critical_path", "critical_path_minutes", "max_width",
+        "width_exact", "parallelism", "overlaps", "hotspots", "errors", "warnings",
+    }  # fmt: skip
+    assert set(report["parallelism"]) == {
+        "runners", "predicted", "makespan", "total_work", "peak", "unit",
+    }  # fmt: skip
+    assert report["workdir"] == str(tree.resolve())
+    assert all(set(w) == {"code", "message", "task", "path"} for w in report["warnings"])
+
+
+def test_overlap_pairs_are_the_unordered_tasks_sharing_a_canonical_path(tree: Path) -> None:
+    _, report = check_json(tree, CRAFTED)
+
+    # C shares shared/util.py (spelled ./shared/util.py) with A and B; C runs after A anyway.
+    assert report["overlaps"] == [
+        {"tasks": ["A", "B"], "paths": ["shared/util.py"]},
+        {"tasks": ["B", "C"], "paths": ["shared/util.py"]},
+    ]
+    assert report["hotspots"] == [{"path": "shared/util.py", "tasks": ["A", "B", "C"]}]
+
+
+def test_the_critical_path_width_and_prediction_of_the_crafted_graph(tree: Path) -> None:
+    _, report = check_json(tree, CRAFTED, "--runners", "2")
+
+    assert report["critical_path"] == {"tasks": ["A", "C"], "length": 2, "minutes": 30}
+    assert report["max_width"] == 3  # B, C and D: no dependency path between them
+    # A (first: a dependent waits on it) and D start; B waits for A's util.py, then wins the
+    # tie with C on id; C runs last: 20 + 10 + 10 minutes, one runner idle most of the time.
+    assert report["parallelism"] == {
+        "runners": 2, "predicted": 1.12, "makespan": 40, "total_work": 45, "peak": 2,
+        "unit": "minutes",
+    }  # fmt: skip
+
+
+def test_missing_paths_warn_unless_plausibly_new(tree: Path) -> None:
+    code, report = check_json(tree, CRAFTED)
+
+    assert code == 0, "warnings alone do not fail the check"
+    warnings = {w["path"]: w for w in report["warnings"]}
+    assert set(warnings) == {"modles.py", "newpkg/mod.py"}
+    assert "did you mean models.py?" in warnings["modles.py"]["message"]
+    assert warnings["modles.py"]["code"] == "missing_path"
+    assert warnings["newpkg/mod.py"]["code"] == "missing_directory"
+    # brand_new.py: its directory exists, nothing is spelled like it; tests/test_util.py: named.
+
+
+@pytest.mark.parametrize(
+    ("raw", "code", "says"),
+    [
+        ("../outside.py", "outside_workdir", "resolves outside the working tree"),
+        ("/etc/passwd", "outside_workdir", "resolves outside the working tree"),
+        (".git/config", "protected_path", "is a protected path"),
+        ("shared", "invalid_path", "is a directory"),
+    ],
+)
+def test_a_path_the_server_would_refuse_is_an_error_and_exit_1(
+    tree: Path, raw: str, code: str, says: str
+) -> None:
+    graph = f"tasks:\n  - {{id: A, title: a, description: d, file_scope: [api.py, '{raw}']}}\n"
+
+    exit_code, report = check_json(tree, graph)
+
+    assert exit_code == 1 and report["ok"] is False
+    [error] = report["errors"]
+    assert (error["code"], error["task"], error["path"]) == (code, "A", raw)
+    assert says in error["message"]
+
+
+def test_an_invalid_graph_is_refused_with_the_loaders_message(tree: Path) -> None:
+    graph = (
+        "tasks:\n  - {id: A, title: a, depends_on: [B]}\n  - {id: B, title: b, depends_on: [A]}\n"
+    )
+
+    code, out, err = check(tree, graph)
+    json_code, report = check_json(tree, graph)
+
+    assert code == 1 and out == ""
+    assert "cycle: A -> B -> A" in " ".join(err.split())
+    assert json_code == 1
+    assert report["ok"] is False and "cycle: A -> B -> A" in report["errors"][0]["message"]
+
+
+def test_the_text_report_names_every_section(tree: Path) -> None:
+    code, out, _ = check(tree, CRAFTED)
+
+    text = " ".join(out.split())
+    assert code == 0
+    for expected in (
+        "tasks 4", "critical path A -> C (2 task(s), 30 min)", "max width 3",
+        "on 3 runners", "overlapping scopes 2 pair(s)", "A + B: shared/util.py",
+        "hotspots 1 file(s) in 3 or more scopes", "shared/util.py: A, B, C",
+        "warning: task D: modles.py does not exist; did you mean models.py?",
+        "OK: 0 error(s), 2 warning(s)",
+    ):  # fmt: skip
+        assert expected in text, text
+
+
+def test_an_unknown_estimate_key_spelling_is_refused(tree: Path) -> None:
+    code, _, err = check(tree, "tasks:\n  - {id: A, title: a, estimate: 5}\n")
+
+    assert code == 1 and "estimate: Extra inputs are not permitted" in " ".join(err.split())
+
+
+def test_a_missing_tree_is_a_clear_error(tmp_path: Path) -> None:
+    code, _, err = check(tmp_path / "nowhere", examples_dir() / "demo-tasks.yaml")
+
+    assert code == 1 and "does not exist" in " ".join(err.split())
