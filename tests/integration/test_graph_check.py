@@ -158,7 +158,8 @@ def test_a_path_the_server_would_refuse_is_an_error_and_exit_1(
 
 def test_an_invalid_graph_is_refused_with_the_loaders_message(tree: Path) -> None:
     graph = (
-        "tasks:\n  - {id: A, title: a, depends_on: [B]}\n  - {id: B, title: b, depends_on: [A]}\n"
+        "tasks:\n  - {id: A, title: a, description: d, depends_on: [B]}\n"
+        "  - {id: B, title: b, description: d, depends_on: [A]}\n"
     )
 
     code, out, err = check(tree, graph)
@@ -186,7 +187,7 @@ def test_the_text_report_names_every_section(tree: Path) -> None:
 
 
 def test_an_unknown_estimate_key_spelling_is_refused(tree: Path) -> None:
-    code, _, err = check(tree, "tasks:\n  - {id: A, title: a, estimate: 5}\n")
+    code, _, err = check(tree, "tasks:\n  - {id: A, title: a, description: d, estimate: 5}\n")
 
     assert code == 1 and "estimate: Extra inputs are not permitted" in " ".join(err.split())
 
