@@ -77,7 +77,7 @@ def parse_graph(raw: Any, where: str = "the graph", standalone: bool = True) -> 
     for spec in specs if standalone else ():
         if spec.verify is not None and spec.verify not in checks:
             raise GraphError(
-                f"{where}: task {spec.id or spec.title!r} verifies with unknown check "
+                f"{where}: task {spec.id or repr(spec.title)} verifies with unknown check "
                 f"{spec.verify!r}; define it under 'checks:'"
             )
     return GraphTasks([spec.model_dump(exclude_none=True) for spec in specs], checks)
@@ -119,7 +119,7 @@ def _check_graph(where: str, specs: list[TaskSpec], standalone: bool) -> None:
         for dep in spec.depends_on:
             if dep not in known:
                 raise GraphError(
-                    f"{where}: task {spec.id or spec.title!r} depends on unknown task {dep}"
+                    f"{where}: task {spec.id or repr(spec.title)} depends on unknown task {dep}"
                 )
     cycle = find_cycle({s.id: s.depends_on for s in specs if s.id})
     if cycle:

@@ -196,3 +196,20 @@ def test_a_missing_tree_is_a_clear_error(tmp_path: Path) -> None:
     code, _, err = check(tmp_path / "nowhere", examples_dir() / "demo-tasks.yaml")
 
     assert code == 1 and "does not exist" in " ".join(err.split())
+
+
+def test_the_readme_shows_what_graph_check_prints_for_the_demo_graph() -> None:
+    readme = (examples_dir().parent / "README.md").read_text()
+    command = "$ uv run codefleet graph check examples/demo-tasks.yaml --workdir examples/demo-repo"
+    shown = readme.split(command + "\n", 1)[1].split("```", 1)[0].splitlines()
+    demo = examples_dir()
+
+    result = CliRunner().invoke(
+        app, ["graph", "check", str(demo / "demo-tasks.yaml"), "--workdir", str(demo / "demo-repo")],
+        env={"COLUMNS": "200"},
+    )  # fmt: skip
+
+    printed = result.stdout.splitlines()
+    assert result.exit_code == 0
+    assert printed[0].endswith(str(demo / "demo-repo")) and shown[0].endswith("examples/demo-repo")
+    assert printed[1:] == shown[1:], "the README's example is out of date"
