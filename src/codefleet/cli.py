@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "cli_watch",  # watch
     "cli_tasks",  # tasks, reset
     "cli_join",  # join, leave, release, hook
+    "cli_review",  # commit, report
 )
 for _module in COMMAND_MODULES:
     importlib.import_module(f"codefleet.{_module}")

@@ -275,6 +275,11 @@ class FleetClient:
     async def fleet_finished(self, **payload: Any) -> None:
         await self._call("POST", "/fleet/finished", body=payload)
 
+    async def record_commits(self, branch: str, commits: list[tuple[str, str]]) -> None:
+        """Record the commits made for succeeded tasks (`task_committed` events)."""
+        body = {"branch": branch, "commits": [{"task_id": t, "commit": c} for t, c in commits]}
+        await self._call("POST", "/commits", body=body)
+
     async def stream(self, since: int = 0) -> AsyncIterator[dict[str, Any]]:
         """Events after `since`, replayed then live, parsed from the SSE stream."""
         try:

@@ -643,6 +643,18 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
             event = self.store.emit(event_type, **payload)
         return {"event_id": event["id"]}
 
+    def record_commits(self, branch: str, commits: list[tuple[str, str]]) -> dict[str, Any]:
+        """One `task_committed` event per (task, commit); every task must have succeeded."""
+        for task_id, _ in commits:
+            if self.require_task(task_id) is not TaskStatus.SUCCEEDED:
+                raise InvalidState(f"{task_id} has not succeeded", {"task_id": task_id})
+        with self.store.transaction():
+            for task_id, commit in commits:
+                self.store.emit(
+                    EventType.TASK_COMMITTED, task_id=task_id, branch=branch, commit=commit
+                )
+        return {"recorded": len(commits)}
+
     def reset(self) -> None:
         with self.store.transaction():
             self.store.reset()

@@ -112,6 +112,7 @@ class EventType(StrEnum):
     FLEET_STARTED = "fleet_started"
     FLEET_IDLE = "fleet_idle"
     RUN_FINISHED = "run_finished"
+    TASK_COMMITTED = "task_committed"
 
 
 class CheckPurpose(StrEnum):

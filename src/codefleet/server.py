@@ -43,6 +43,7 @@ from codefleet.wire import (
     ChangeBody,
     CheckEventBody,
     ChecksBody,
+    CommitsBody,
     CompleteBody,
     FleetBody,
     GraphBody,
@@ -300,6 +301,11 @@ def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings
     @app.post("/fleet/finished")
     async def fleet_finished(body: FleetBody) -> JSONResponse:
         return _json(engine.fleet_event("run_finished", body.model_dump(exclude_none=True)))
+
+    @app.post("/commits")
+    async def commits(body: CommitsBody) -> JSONResponse:
+        pairs = [(c.task_id, c.commit) for c in body.commits]
+        return _json(engine.record_commits(body.branch, pairs))
 
     @app.post("/reset")
     async def reset() -> JSONResponse:

@@ -28,6 +28,7 @@ __all__ = [
     "ChangeBody",
     "CheckEventBody",
     "ChecksBody",
+    "CommitsBody",
     "CompleteBody",
     "FleetBody",
     "GraphBody",
@@ -183,6 +184,18 @@ class CheckEventBody(_Body):
     isolated: Annotated[list[Path_], Field(max_length=1000)] = []
     output_bytes: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
     output_tail: Annotated[StrictStr, Field(max_length=MAX_CHECK_TAIL)] | None = None
+
+
+class CommittedTask(_Body):
+    task_id: TaskId
+    commit: Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]
+
+
+class CommitsBody(_Body):
+    """`POST /commits`: the commits `codefleet commit` made, one per succeeded task."""
+
+    branch: Annotated[StrictStr, Field(min_length=1, max_length=255)]
+    commits: Annotated[list[CommittedTask], Field(min_length=1, max_length=MAX_TASKS)]
 
 
 class FleetBody(_Body):

@@ -13,6 +13,7 @@ const ORDER = [
   "lease_acquired", "lease_denied", "lease_released", "file_changed", "file_restored",
   "check_defined", "check_started", "check_finished",
   "agent_registered", "agent_online", "agent_offline", "fleet_started", "fleet_idle", "run_finished",
+  "task_committed",
 ];
 
 export function category(type) {
@@ -51,6 +52,7 @@ export function describeEvent(model, e) {
     case "fleet_started": return `${b.runners} runners`;
     case "fleet_idle": return `drained: ${Object.entries(b.counts ?? {}).map(([k, v]) => `${v} ${k}`).join(", ")}`;
     case "run_finished": return `${b.ok ? "ok" : "NOT ok"}${b.verify ? ` · verify exit ${b.verify.exit_code}` : ""}`;
+    case "task_committed": return `committed ${String(b.commit ?? "").slice(0, 10)} on ${b.branch}`;
     default: return truncate(JSON.stringify(b), 160);
   }
 }

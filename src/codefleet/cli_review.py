@@ -1,0 +1,103 @@
+"""Review commands: `commit` (one git commit per succeeded task) and `report` (the run's page).
+
+Both read the run through the server's wire API (`runrecord.fetch_record`);
+neither opens the database. `commit` writes only git objects and one new
+branch: never the working tree, the person's index or the checked-out branch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from codefleet.cli_common import (
+    JsonOpt,
+    ServerOpt,
+    TokenOpt,
+    app,
+    call_server,
+    console,
+    fail,
+    print_json,
+    settings_from,
+)
+from codefleet.gitcommit import Author
+
+__all__ = ["AuthorOpt", "BranchOpt", "commit", "parse_author"]
+
+BranchOpt = Annotated[
+    str | None,
+    typer.Option("--branch", help="Branch to create (default: codefleet/<date-time>)."),
+]
+AuthorOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--author", help="Author and committer 'Name <email>' (default: git's user.name/email)."
+    ),
+]
+TreeOpt = Annotated[
+    Path | None,
+    typer.Option("--workdir", help="The working tree (default: the server's tree)."),
+]
+
+
+def parse_author(text: str | None) -> Author | None:
+    if text is None:
+        return None
+    try:
+        return Author.parse(text)
+    except ValueError as err:
+        raise fail(str(err)) from None
+
+
+@app.command()
+def commit(
+    branch: BranchOpt = None,
+    onto: Annotated[
+        str | None, typer.Option("--onto", help="Start the branch at this commit (default: HEAD).")
+    ] = None,
+    author: AuthorOpt = None,
+    workdir: TreeOpt = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """One commit per succeeded task, in the order they succeeded, on a new branch.
+
+    Built with git plumbing in a temporary index: your working tree, your index and
+    your checked-out branch stay exactly as they are. Refuses (and names the paths)
+    when the tree differs from the tasks' recorded changes.
+    """
+    from codefleet.commitview import history_json, print_history
+    from codefleet.gitcommit import Refused, default_branch, write_history
+    from codefleet.gitrepo import GitError, Repo
+    from codefleet.history import planned_changes, unfinished_tasks
+    from codefleet.runrecord import fetch_record
+
+    settings = settings_from(server_url=server, token=token)
+    who = parse_author(author)
+    record = call_server(settings, fetch_record)
+    tree = workdir or Path(record.workdir)
+    changes = planned_changes(record)
+    try:
+        repo = Repo.open(tree)
+        base = repo.resolve_commit(onto or "HEAD")
+        name = branch or default_branch(repo)
+        if not changes:
+            raise fail("no task has succeeded on this server yet: nothing to commit")
+        result = write_history(repo, changes, name, base, who)
+        log = repo.log_oneline(base, result.tip)
+    except Refused as err:
+        raise fail(f"{err}:\n  " + "\n  ".join(err.paths)) from None
+    except GitError as err:
+        raise fail(str(err)) from None
+    if result.commits:
+        pairs = [(c.task_id, c.sha) for c in result.commits]
+        call_server(settings, lambda c: c.record_commits(result.branch, pairs))
+    unfinished = unfinished_tasks(record)
+    if json_out:
+        print_json(history_json(result, unfinished))
+    else:
+        print_history(console, result, log, unfinished)

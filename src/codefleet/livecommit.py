@@ -1,0 +1,157 @@
+"""`run --commit`: commit each task the moment it succeeds, so an interrupted run keeps its work.
+
+The committer follows the event stream from the run's start. On every
+`task_succeeded` it reads the task and its patch (the one client), commits
+the change on top of the branch's tip in a private index (`HistoryWriter`),
+moves the branch with a compare-and-swap `update-ref`, and records the commit
+on the server (`task_committed`). Nothing touches the working tree, the
+person's index or HEAD. The branch appears with the first commit.
+
+A change that does not apply stops the committing loudly (the run goes on,
+the branch keeps what it has). At the end `finish` catches up with every
+success the stream had not delivered yet, then checks the tip against the
+working tree for every path a committed task touched and lists what is left out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from codefleet.client import FleetClient, ServerUnavailable
+from codefleet.errors import DomainError
+from codefleet.gitcommit import (
+    Author,
+    CommitResult,
+    HistoryWriter,
+    Made,
+    check_new_branch,
+    left_out,
+    mismatched_paths,
+    require_identity,
+)
+from codefleet.gitrepo import GitError, Repo
+from codefleet.history import TaskChange, task_change
+from codefleet.models import EventType
+
+__all__ = ["LiveCommitter"]
+
+RECONNECT_S = 0.5
+
+
+@dataclass(slots=True)
+class _Progress:
+    commits: list[Made] = field(default_factory=list)
+    empty: list[str] = field(default_factory=list)
+    error: str | None = None
+    uncommitted: list[str] = field(default_factory=list)
+
+
+class LiveCommitter:
+    """Follows a server's events and commits every task that succeeds, in that order."""
+
+    def __init__(
+        self,
+        repo: Repo,
+        branch: str,
+        *,
+        base: str,
+        author: Author | None = None,
+        on_commit: Callable[[Made], object] | None = None,
+    ) -> None:
+        check_new_branch(repo, branch)
+        require_identity(repo, author)
+        self.repo, self.branch, self.base, self.on_commit = repo, branch, base, on_commit
+        self.progress = _Progress()
+        self.touched: set[str] = set()
+        self._done: set[str] = set()
+        self._cursor = 0
+        self._lock = asyncio.Lock()
+        self._tmp = tempfile.TemporaryDirectory(prefix="codefleet-index-")
+        self._writer = HistoryWriter(repo, Path(self._tmp.name) / "index", base, author)
+
+    async def follow(self, url: str, token: str | None, since: int) -> None:
+        """Commit successes after event `since` until cancelled; reconnects when the link drops."""
+        self._cursor = max(self._cursor, since)
+        while True:
+            try:
+                async with FleetClient(url, token=token) as client:
+                    async for event in client.stream(since=self._cursor):
+                        await self._on_event(client, event)
+            except (ServerUnavailable, DomainError):  # the server restarts or goes: retry
+                await asyncio.sleep(RECONNECT_S)
+
+    async def finish(
+        self, url: str, token: str | None, follower: asyncio.Task[None]
+    ) -> CommitResult:
+        """Catch up with every success recorded, stop following, check the tip against the tree."""
+        try:
+            async with FleetClient(url, token=token) as client:
+                for event in await client.all_events(self._cursor):
+                    await self._on_event(client, event)
+        finally:
+            follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await follower
+        try:
+            return await asyncio.to_thread(self._result)
+        finally:
+            self._tmp.cleanup()
+
+    async def _on_event(self, client: FleetClient, event: dict[str, Any]) -> None:
+        async with self._lock:  # the stream and the final catch-up never commit a task twice
+            self._cursor = max(self._cursor, int(event["id"]))
+            task_id = str(event.get("task_id") or "")
+            if event["type"] != EventType.TASK_SUCCEEDED or task_id in self._done:
+                return
+            self._done.add(task_id)
+            if self.progress.error is not None:
+                self.progress.uncommitted.append(task_id)
+                return
+            change = await self._change(client, task_id)
+            try:
+                made = await asyncio.to_thread(self._commit, change)
+            except GitError as err:
+                self.progress.error = str(err)
+                self.progress.uncommitted.append(task_id)
+                return
+            if made is not None:
+                await client.record_commits(self.branch, [(task_id, made.sha)])
+                if self.on_commit is not None:
+                    self.on_commit(made)
+
+    async def _change(self, client: FleetClient, task_id: str) -> TaskChange:
+        task, patch, denied = await asyncio.gather(
+            client.task(task_id), client.patch(task_id), client.conflicts()
+        )
+        return task_change(task, patch, sum(c["task_id"] == task_id for c in denied))
+
+    def _commit(self, change: TaskChange) -> Made | None:
+        old = self._writer.parent if self.progress.commits else None
+        made = self._writer.add(change)
+        self.touched.update(change.paths)
+        if made is None:
+            self.progress.empty.append(change.task_id)
+            return None
+        self.repo.update_branch(self.branch, made.sha, old)
+        self.progress.commits.append(made)
+        return made
+
+    def _result(self) -> CommitResult:
+        done = self.progress
+        result = CommitResult(
+            self.branch, self.base, tuple(done.commits), tuple(done.empty),
+            error=done.error, uncommitted=tuple(done.uncommitted),
+        )  # fmt: skip
+        if not done.commits:
+            return result
+        return replace(
+            result,
+            mismatched=tuple(mismatched_paths(self.repo, result.tip, self.touched)),
+            left_out=tuple(left_out(self.repo, self.base, self.touched)),
+        )
