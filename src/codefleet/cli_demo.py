@@ -23,6 +23,13 @@ def demo(
     ] = False,
     runners: Annotated[int, typer.Option("--runners", "-n", help="How many runners.")] = 3,
     run_dir: RunDirOpt = None,
+    commit: Annotated[
+        bool,
+        typer.Option(
+            "--commit/--no-commit",
+            help="Commit each task as it succeeds on a branch of the demo workspace's repository.",
+        ),
+    ] = True,
 ) -> None:
     """The whole thing on a copy of the demo repo: server, fleet, the veto, a verdict.
 
@@ -33,7 +40,7 @@ def demo(
     settings = settings_from(run_dir=run_dir)
     mode = "dry-run" if dry_run else "offline" if offline else "live"
     try:
-        ok = run_demo(mode, settings.run_dir, runners, console)
+        ok = run_demo(mode, settings.run_dir, runners, console, commit=commit)
     except NotImplementedError as err:
         raise fail(str(err)) from None
     raise typer.Exit(0 if ok else 1)

@@ -41,6 +41,8 @@ from codefleet.cli_common import (
     settings_from,
     unauthorized_message,
 )
+from codefleet.cli_review import BranchOpt, CommitOpt, committer_for
+from codefleet.commitview import history_json, print_history
 from codefleet.config import Settings
 from codefleet.errors import DomainError, Unauthorized
 from codefleet.executor import Executor
@@ -153,12 +155,15 @@ def run(
     model: ModelOpt = None,
     max_turns: MaxTurnsOpt = None,
     task_budget_usd: BudgetOpt = None,
+    commit: CommitOpt = False,
+    branch: BranchOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Start N runners against a running server, wait for the graph to drain, print a verdict.
 
-    Exits 0 only if every task succeeded (and --verify passed). Each --check is defined on
-    the server first, for the agents' run_check tool and for tasks' `verify`.
+    Exits 0 only if every task succeeded (and --verify passed, and with --commit every
+    success was committed). Each --check is defined on the server first, for the agents'
+    run_check tool and for tasks' `verify`.
     """
     from codefleet.fleet import run_fleet
     from codefleet.report import print_result
@@ -170,17 +175,20 @@ def run(
     )  # fmt: skip
     checks = parse_check_options(check)
     executor = _executor(dry_run, script, settings)
+    committer = committer_for(settings.workdir, branch) if commit else None
 
     def runner_down(why: str) -> None:  # at once, on stderr: the run may go on without it
         err_console.print(f"[bold red]runner stopped:[/] {why}", markup=True, highlight=False)
 
-    async def go() -> tuple[Any, list[dict[str, Any]]]:
+    async def go() -> tuple[Any, list[dict[str, Any]], Any]:
         from codefleet.dashboard import follow_compact
 
         async with make_client(settings) as client:
             if checks:
                 await client.define_checks(checks)
             since = int((await client.health())["last_event_id"])
+        if committer is not None:
+            committer.start(settings.url, settings.token, since)
         stop = asyncio.Event()
         follower = (
             None
@@ -196,18 +204,22 @@ def run(
                 protected=(settings.db, settings.run_dir), check_timeout=settings.check_timeout,
                 check_dir=settings.check_dir, on_runner_down=runner_down,
             )  # fmt: skip
+            history = await committer.finish(settings.url, settings.token) if committer else None
         finally:
             stop.set()
             if follower is not None:
                 await follower
         async with make_client(settings) as client:
-            return result, await client.conflicts()
+            return result, await client.conflicts(), history
 
-    result, conflicts = call_server(settings, lambda _: go())
+    result, conflicts, history = call_server(settings, lambda _: go())
     if json_out:
         print_json({"ok": result.ok, "tasks": result.tasks, "conflicts": conflicts,
                     "runner_errors": result.runner_errors,
-                    "verify": result.verify and {"exit_code": result.verify.exit_code, "output": result.verify.output}})  # fmt: skip
+                    "verify": result.verify and {"exit_code": result.verify.exit_code, "output": result.verify.output},
+                    "history": history_json(history) if history else None})  # fmt: skip
     else:
         print_result(console, result, conflicts)
-    raise typer.Exit(0 if result.ok else 1)
+        if committer is not None and history is not None:
+            print_history(console, history, committer.log(history))
+    raise typer.Exit(0 if result.ok and (history is None or history.ok) else 1)

@@ -24,8 +24,9 @@ from codefleet.cli_common import (
     settings_from,
 )
 from codefleet.gitcommit import Author
+from codefleet.livecommit import LiveCommitter
 
-__all__ = ["AuthorOpt", "BranchOpt", "commit", "parse_author"]
+__all__ = ["AuthorOpt", "BranchOpt", "CommitOpt", "commit", "committer_for", "parse_author"]
 
 BranchOpt = Annotated[
     str | None,
@@ -35,6 +36,14 @@ AuthorOpt = Annotated[
     str | None,
     typer.Option(
         "--author", help="Author and committer 'Name <email>' (default: git's user.name/email)."
+    ),
+]
+CommitOpt = Annotated[
+    bool,
+    typer.Option(
+        "--commit/--no-commit",
+        help="Commit each task on a new branch the moment it succeeds (the tree must be a "
+        "git repository; your working tree, index and HEAD are not touched).",
     ),
 ]
 TreeOpt = Annotated[
@@ -50,6 +59,17 @@ def parse_author(text: str | None) -> Author | None:
         return Author.parse(text)
     except ValueError as err:
         raise fail(str(err)) from None
+
+
+def committer_for(tree: Path, branch: str | None, author: str | None = None) -> LiveCommitter:
+    """The live committer of `run --commit`, or a clear error before anything runs."""
+    from codefleet.gitrepo import GitError
+    from codefleet.livecommit import open_committer
+
+    try:
+        return open_committer(tree, branch, parse_author(author))
+    except GitError as err:
+        raise fail(f"--commit: {err}") from None
 
 
 @app.command()

@@ -165,6 +165,11 @@ def _other_words(kind: str, body: Mapping[str, Any], task: str, who: str) -> tup
             return f"{body.get('name', who)} {kind.removeprefix('agent_')}", "dim"
         case EventType.AGENT_OFFLINE:
             return f"{body.get('name', who)} offline ({body.get('reason')})", "yellow"
+        case EventType.TASK_COMMITTED:
+            return (
+                f"{task} committed {str(body.get('commit'))[:7]} on {body.get('branch')}",
+                "magenta",
+            )
         case EventType.CHECK_FINISHED:
             verdict = (
                 "passed"

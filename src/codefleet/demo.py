@@ -9,6 +9,11 @@ event log (the veto in red, each check's verdict), then runs the demo
 repository's own test suite in the workspace. Exit 0 only when every task
 succeeded and the tests passed.
 
+The workspace's tree is a git repository with one commit (the demo
+repository as shipped). With `commit` (the default) each task is committed
+on a new branch the moment it succeeds (`livecommit`), and the demo ends by
+printing that branch and its `git log --oneline`.
+
 `--dry-run` plays `demo-script.yaml` through the scripted executor: same
 server, scheduler, leases and veto, no model, deterministic.
 """
@@ -16,8 +21,10 @@ server, scheduler, leases and veto, no model, deterministic.
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import shutil
+import subprocess
 import time
 from importlib import resources
 from pathlib import Path
@@ -25,11 +32,15 @@ from pathlib import Path
 from rich.console import Console
 
 from codefleet.client import FleetClient
+from codefleet.commitview import print_history
 from codefleet.config import Settings
 from codefleet.dashboard import follow_compact
 from codefleet.executor import Executor
 from codefleet.fleet import python_command, run_fleet
+from codefleet.gitcommit import Author, CommitResult
+from codefleet.gitrepo import GitError, Repo
 from codefleet.graph import load_graph
+from codefleet.livecommit import LiveCommitter, open_committer
 from codefleet.report import print_result
 from codefleet.scripted import ScriptedExecutor, load_script
 from codefleet.serverthread import ServerThread
@@ -40,6 +51,12 @@ DEMO_VERIFY = "-m unittest discover -s tests -q"
 # The graph file says `python -m unittest ...` (readable, and right wherever `python` is the
 # interpreter you want); the demo pins the one running CodeFleet instead of trusting PATH.
 DEMO_CHECKS = {"test": python_command(DEMO_VERIFY)}
+DEMO_AUTHOR = Author("CodeFleet demo", "demo@codefleet.invalid")  # when git knows nobody
+DEMO_IDENTITY = {
+    f"GIT_{role}_{part.upper()}": getattr(DEMO_AUTHOR, part)
+    for role in ("AUTHOR", "COMMITTER")
+    for part in ("name", "email")
+}
 
 
 def examples_dir() -> Path:
@@ -51,10 +68,31 @@ def examples_dir() -> Path:
 
 
 def make_workspace(run_dir: Path) -> Path:
+    """A fresh copy of the demo repository under `run_dir`, as a git repository if git exists."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     workspace = (run_dir / f"demo-{stamp}-{secrets.token_hex(2)}").resolve()
     shutil.copytree(examples_dir() / "demo-repo", workspace / "tree")
+    if shutil.which("git") is not None:
+        init_repository(workspace / "tree")
     return workspace
+
+
+def init_repository(tree: Path) -> None:
+    """`git init` the tree and commit it as it is: the commit the fleet's branch starts from."""
+    env = {**os.environ, **DEMO_IDENTITY, "GIT_CEILING_DIRECTORIES": str(tree.parent)}
+    for args in (
+        ["init", "--quiet", "--initial-branch=main"],
+        ["add", "--all"],
+        [
+            "commit",
+            "--quiet",
+            "--no-verify",
+            "--no-gpg-sign",
+            "-m",
+            "The demo repository, as shipped",
+        ],
+    ):
+        subprocess.run(["git", *args], cwd=tree, env=env, check=True, capture_output=True)
 
 
 def demo_executor(mode: str, examples: Path) -> Executor:
@@ -80,9 +118,23 @@ def demo_executor(mode: str, examples: Path) -> Executor:
     )
 
 
-async def _demo(settings: Settings, mode: str, runners: int, console: Console) -> bool:
+def demo_committer(tree: Path, console: Console) -> LiveCommitter | None:
+    """The live committer of the demo; None (with a note) when git is missing."""
+    try:
+        author = None if Repo.open(tree).has_identity() else DEMO_AUTHOR
+        return open_committer(tree, None, author)
+    except GitError as err:
+        console.print(f"[yellow]not committing the demo's work:[/] {err}")
+        return None
+
+
+async def _demo(
+    settings: Settings, mode: str, runners: int, console: Console, commit: bool
+) -> bool:
     examples = examples_dir()
     graph = load_graph(examples / "demo-tasks.yaml")
+    committer = demo_committer(settings.workdir, console) if commit else None
+    history: CommitResult | None = None
     with ServerThread(settings) as server:
         async with FleetClient(server.url, token=settings.token) as client:
             await client.create_tasks(graph, {**graph.checks, **DEMO_CHECKS})
@@ -90,6 +142,11 @@ async def _demo(settings: Settings, mode: str, runners: int, console: Console) -
         console.print(
             f"[bold]dashboard[/] {server.url}/?token={settings.token}  (while the demo runs)"
         )
+        if committer is not None:
+            console.print(
+                f"[bold]branch[/] {committer.branch}  (each task committed as it succeeds)"
+            )
+            committer.start(server.url, settings.token, since=0)
         stop = asyncio.Event()
         follower = asyncio.create_task(follow_compact(server.url, settings.token, console, stop))
         try:
@@ -103,16 +160,27 @@ async def _demo(settings: Settings, mode: str, runners: int, console: Console) -
                 token=settings.token,
                 protected=(settings.db, settings.run_dir / "runners"),
             )
+            if committer is not None:
+                history = await committer.finish(server.url, settings.token)
         finally:
             stop.set()
             await follower  # it prints up to the server's last event, then returns
         async with FleetClient(server.url, token=settings.token) as client:
             conflicts = await client.conflicts()
     print_result(console, result, conflicts)
-    return result.ok
+    if committer is not None and history is not None:
+        print_history(console, history, committer.log(history))
+        console.print(f"[dim]in {settings.workdir}: git log --stat {history.branch}[/]")
+    return result.ok and (history is None or history.ok)
 
 
-def run_demo(mode: str, run_dir: Path, runners: int = 3, console: Console | None = None) -> bool:
+def run_demo(
+    mode: str,
+    run_dir: Path,
+    runners: int = 3,
+    console: Console | None = None,
+    commit: bool = True,
+) -> bool:
     console = console or Console()
     workspace = make_workspace(run_dir)
     settings = Settings(
@@ -127,4 +195,4 @@ def run_demo(mode: str, run_dir: Path, runners: int = 3, console: Console | None
         ),  # a per-run token: nothing else on the machine can drive it
     )
     console.print(f"[bold]CodeFleet demo[/] ({mode}) in {workspace}")
-    return asyncio.run(_demo(settings, mode, runners, console))
+    return asyncio.run(_demo(settings, mode, runners, console, commit))

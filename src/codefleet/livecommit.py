@@ -31,6 +31,7 @@ from codefleet.gitcommit import (
     HistoryWriter,
     Made,
     check_new_branch,
+    default_branch,
     left_out,
     mismatched_paths,
     require_identity,
@@ -39,7 +40,7 @@ from codefleet.gitrepo import GitError, Repo
 from codefleet.history import TaskChange, task_change
 from codefleet.models import EventType
 
-__all__ = ["LiveCommitter"]
+__all__ = ["LiveCommitter", "open_committer"]
 
 RECONNECT_S = 0.5
 
@@ -50,6 +51,13 @@ class _Progress:
     empty: list[str] = field(default_factory=list)
     error: str | None = None
     uncommitted: list[str] = field(default_factory=list)
+
+
+def open_committer(tree: Path, branch: str | None, author: Author | None) -> LiveCommitter:
+    """A committer for `tree`'s repository, starting at HEAD; `GitError` says why not."""
+    repo = Repo.open(tree)
+    base = repo.resolve_commit("HEAD")
+    return LiveCommitter(repo, branch or default_branch(repo), base=base, author=author)
 
 
 class LiveCommitter:
@@ -72,12 +80,17 @@ class LiveCommitter:
         self._done: set[str] = set()
         self._cursor = 0
         self._lock = asyncio.Lock()
+        self._follower: asyncio.Task[None] | None = None
         self._tmp = tempfile.TemporaryDirectory(prefix="codefleet-index-")
         self._writer = HistoryWriter(repo, Path(self._tmp.name) / "index", base, author)
 
-    async def follow(self, url: str, token: str | None, since: int) -> None:
-        """Commit successes after event `since` until cancelled; reconnects when the link drops."""
+    def start(self, url: str, token: str | None, since: int) -> None:
+        """Begin committing every task that succeeds after event `since` (in the background)."""
         self._cursor = max(self._cursor, since)
+        self._follower = asyncio.create_task(self._follow(url, token), name="live-commit")
+
+    async def _follow(self, url: str, token: str | None) -> None:
+        """Commit successes until cancelled; reconnects when the link drops."""
         while True:
             try:
                 async with FleetClient(url, token=token) as client:
@@ -86,18 +99,17 @@ class LiveCommitter:
             except (ServerUnavailable, DomainError):  # the server restarts or goes: retry
                 await asyncio.sleep(RECONNECT_S)
 
-    async def finish(
-        self, url: str, token: str | None, follower: asyncio.Task[None]
-    ) -> CommitResult:
+    async def finish(self, url: str, token: str | None) -> CommitResult:
         """Catch up with every success recorded, stop following, check the tip against the tree."""
         try:
             async with FleetClient(url, token=token) as client:
                 for event in await client.all_events(self._cursor):
                     await self._on_event(client, event)
         finally:
-            follower.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await follower
+            if self._follower is not None:
+                self._follower.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._follower
         try:
             return await asyncio.to_thread(self._result)
         finally:
@@ -141,6 +153,10 @@ class LiveCommitter:
         self.repo.update_branch(self.branch, made.sha, old)
         self.progress.commits.append(made)
         return made
+
+    def log(self, result: CommitResult) -> str:
+        """`git log --oneline` of what was committed (newest first)."""
+        return self.repo.log_oneline(result.base, result.tip) if result.commits else ""
 
     def _result(self) -> CommitResult:
         done = self.progress
