@@ -1,0 +1,240 @@
+"""`codefleet commit`: one commit per succeeded task, and the person's checkout untouched.
+
+Real runner with a scripted brain, real server and SQLite, the real `git`
+binary and the real command line. Every test compares the person's HEAD,
+checked-out branch, `git status` and index bytes before and after.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from git_support import (
+    checkout_to,
+    codefleet,
+    commit_json,
+    commits_on,
+    git,
+    make_repository,
+    person_state,
+    tree_files,
+)
+
+from codefleet.client import FleetClient
+from codefleet.demo import examples_dir
+from codefleet.fleet import FleetResult, run_fleet
+from codefleet.graph import load_graph
+from codefleet.scripted import ScriptedExecutor, load_script, parse_script
+from codefleet.serverthread import ServerThread
+
+FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
+
+
+def plain_tree(tmp_path: Path) -> Path:
+    tree = tmp_path / "repo"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "a.py").write_text("A = 1\n")
+    (tree / "pkg" / "b.py").write_text("B = 2\n")
+    (tree / "README.md").write_text("# repo\n")
+    return tree
+
+
+async def drain(server: ServerThread, tree: Path, script: Any, runners: int = 2) -> FleetResult:
+    """Run the scripted fleet to the drain; `script` is raw (a dict of dicts) or loaded."""
+    raw = any(isinstance(step, dict) for steps in script.values() for step in steps)
+    executor = ScriptedExecutor(parse_script(script) if raw else script)
+    return await run_fleet(server.url, runners, lambda _: executor, tree, tree.parent / "runs")
+
+
+async def succeeded_order(url: str) -> list[str]:
+    async with FleetClient(url) as client:
+        events = await client.all_events()
+    return [e["task_id"] for e in events if e["type"] == "task_succeeded"]
+
+
+async def test_the_demo_becomes_five_commits_in_success_order_and_the_checkout_is_untouched(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    examples = examples_dir()
+    tree = tmp_path / "demo"
+    shutil.copytree(examples / "demo-repo", tree)
+    make_repository(tree)
+    server = make_server(**FAST, workdir=tree)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(load_graph(examples / "demo-tasks.yaml"))
+        assert (await drain(server, tree, load_script(examples / "demo-script.yaml"), 3)).ok
+        patches = {t["id"]: await client.patch(t["id"]) for t in await client.tasks()}
+    order = await succeeded_order(server.url)
+    before = person_state(tree)
+
+    made = commit_json(server.url, "--branch", "fleet")
+
+    assert person_state(tree) == before
+    commits = commits_on(tree, "fleet")
+    assert [c["trailers"]["CodeFleet-Task"] for c in commits] == order
+    assert [c["task_id"] for c in made["commits"]] == order
+    for commit in commits:
+        task = commit["trailers"]["CodeFleet-Task"]
+        assert commit["files"] == sorted(f["path"] for f in patches[task]["files"]), task
+    t4 = next(c for c in commits if c["trailers"]["CodeFleet-Task"] == "T4")
+    assert t4["body"].startswith("Add request-id middleware\n\n")
+    assert (t4["trailers"]["CodeFleet-Attempts"], t4["trailers"]["CodeFleet-Vetoes"]) == ("2", "1")
+    assert tree_files(checkout_to(tree, "fleet", tmp_path / "tip")) == tree_files(tree)
+    assert made["left_out"] == [] and made["not_succeeded"] == []
+    async with FleetClient(server.url) as client:
+        recorded = [e for e in await client.all_events() if e["type"] == "task_committed"]
+    assert [(e["task_id"], e["payload"]["commit"]) for e in recorded] == [
+        (c["trailers"]["CodeFleet-Task"], c["sha"]) for c in commits
+    ]
+
+
+async def test_a_task_whose_two_files_were_edited_across_a_veto_and_a_retry_commits_each_once(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    tree = plain_tree(tmp_path)
+    make_repository(tree)
+    server = make_server(**FAST, workdir=tree)
+    script = {
+        "holder": [{"append": {"path": "a.py", "text": "HOLDER = 1\n"}}, {"wait_denied": "a.py", "attempt": 1}],
+        # attempt 1 edits pkg/b.py, then is vetoed on a.py (b.py is rolled back); attempt 2 does both
+        "late": [{"wait_leased": "a.py", "attempt": 1},
+                 {"edit": {"path": "pkg/b.py", "old": "B = 2", "new": "B = 3"}},
+                 {"append": {"path": "a.py", "text": "LATE = 1\n"}}],
+    }  # fmt: skip
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "holder", "title": "Hold a.py", "file_scope": ["a.py"]},
+                                   {"id": "late", "title": "Edit both", "file_scope": ["pkg/b.py"]}])  # fmt: skip
+        assert (await drain(server, tree, script)).all_succeeded
+    before = person_state(tree)
+
+    commit_json(server.url, "--branch", "review")
+
+    assert person_state(tree) == before
+    holder, late = commits_on(tree, "review")
+    assert (holder["trailers"]["CodeFleet-Task"], holder["files"]) == ("holder", ["a.py"])
+    assert (late["trailers"]["CodeFleet-Task"], late["files"]) == ("late", ["a.py", "pkg/b.py"])
+    assert late["trailers"]["CodeFleet-Vetoes"] == "1"
+    assert git(tree, "show", f"{holder['sha']}:a.py") == "A = 1\nHOLDER = 1\n"
+    assert git(tree, "show", f"{late['sha']}:a.py") == "A = 1\nHOLDER = 1\nLATE = 1\n"
+    diff = git(tree, "show", "--format=", late["sha"], "--", "pkg/b.py")
+    assert [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
+        "-B = 2", "+B = 3",
+    ]  # fmt: skip
+
+
+async def test_a_path_edited_outside_the_lock_is_refused_by_name_and_no_branch_is_made(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    tree = plain_tree(tmp_path)
+    make_repository(tree)
+    server = make_server(**FAST, workdir=tree)
+    script = {"edit": [{"append": {"path": "a.py", "text": "TASK = 1\n"}}],
+              "other": [{"append": {"path": "pkg/b.py", "text": "OTHER = 1\n"}}]}  # fmt: skip
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "edit", "title": "e"}, {"id": "other", "title": "o"}])
+        assert (await drain(server, tree, script)).all_succeeded
+    with (tree / "a.py").open("a") as sneaky:  # a write that took no lease
+        sneaky.write("BYPASS = 1\n")
+    before = person_state(tree)
+
+    done = codefleet("commit", "--server", server.url)
+
+    assert done.returncode == 1
+    assert "outside the lock" in done.stderr
+    named = [line.strip() for line in done.stderr.splitlines()[1:]]
+    assert named == ["a.py"]
+    assert git(tree, "branch", "--list", "codefleet/*") == ""
+    assert person_state(tree) == before
+
+
+async def test_a_failed_task_leaves_no_trace_and_is_listed(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    tree = plain_tree(tmp_path)
+    make_repository(tree)
+    server = make_server(**FAST, workdir=tree, max_attempts=1)
+    script = {
+        "good": [{"append": {"path": "a.py", "text": "GOOD = 1\n"}}],
+        "doomed": [{"write": {"path": "doomed.txt", "content": "half"}},
+                   {"edit": {"path": "pkg/b.py", "old": "B = 2", "new": "B = 0"}},
+                   {"fail": "scripted failure"}],
+    }  # fmt: skip
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "good", "title": "g"}, {"id": "doomed", "title": "d"}])
+        await drain(server, tree, script)
+    before = person_state(tree)
+
+    made = commit_json(server.url, "--branch", "review")
+
+    assert person_state(tree) == before
+    assert [c["trailers"]["CodeFleet-Task"] for c in commits_on(tree, "review")] == ["good"]
+    tip = tree_files(checkout_to(tree, "review", tmp_path / "tip"))
+    assert "doomed.txt" not in tip and tip["pkg/b.py"] == b"B = 2\n"
+    assert made["not_succeeded"] == [
+        {"task_id": "doomed", "status": "failed", "paths": ["doomed.txt", "pkg/b.py"]}
+    ]
+    assert made["left_out"] == []
+
+
+async def test_the_persons_staged_and_unstaged_changes_stay_and_are_listed_as_left_out(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    tree = plain_tree(tmp_path)
+    make_repository(tree)
+    (tree / "notes.md").write_text("my notes\n")
+    git(tree, "add", "notes.md")
+    (tree / "README.md").write_text("# repo, edited by hand\n")
+    server = make_server(**FAST, workdir=tree)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "t", "title": "t"}])
+        await drain(server, tree, {"t": [{"append": {"path": "a.py", "text": "T = 1\n"}}]})
+    before = person_state(tree)
+
+    made = commit_json(server.url, "--branch", "review")
+
+    assert person_state(tree) == before
+    assert git(tree, "diff", "--cached", "--name-only") == "notes.md\n"
+    assert made["left_out"] == ["README.md", "notes.md"]
+    tip = tree_files(checkout_to(tree, "review", tmp_path / "tip"))
+    assert "notes.md" not in tip and tip["README.md"] == b"# repo\n"
+    assert tip["a.py"] == b"A = 1\nT = 1\n"
+
+
+def test_a_tree_that_is_not_a_git_repository_gets_a_clear_error(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    tree = plain_tree(tmp_path)
+    server = make_server(**FAST, workdir=tree)
+
+    done = codefleet("commit", "--server", server.url)
+
+    assert done.returncode == 1
+    assert "is not in a git repository" in done.stderr and "git init" in done.stderr
+    assert not (tree / ".git").exists()
+
+
+async def test_commit_refuses_a_branch_that_exists_and_starts_onto_the_ref_given(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    tree = plain_tree(tmp_path)
+    start = make_repository(tree)
+    (tree / "README.md").write_text("# repo v2\n")
+    git(tree, "commit", "--quiet", "-am", "second")
+    server = make_server(**FAST, workdir=tree)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "t", "title": "t"}])
+        await drain(server, tree, {"t": [{"append": {"path": "a.py", "text": "T = 1\n"}}]})
+
+    taken = codefleet("commit", "--server", server.url, "--branch", "main")
+    made = commit_json(server.url, "--onto", start, "--author", "Fleet Bot <bot@example.invalid>")
+
+    assert taken.returncode == 1 and "exists already" in taken.stderr
+    assert made["branch"].startswith("codefleet/") and made["base"] == start
+    assert git(tree, "rev-parse", f"{made['branch']}^") == f"{start}\n"
+    assert git(tree, "log", "-1", "--format=%an <%ae>|%cn", made["branch"]) == (
+        "Fleet Bot <bot@example.invalid>|Fleet Bot\n"
+    )
+    assert made["left_out"] == ["README.md"]  # changed since --onto, touched by no task
