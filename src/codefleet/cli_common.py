@@ -34,6 +34,7 @@ app = typer.Typer(
 START = "Start here"
 RUN = "Run a fleet"
 OPERATE = "Inspect and operate"
+REVIEW = "Review what the fleet did"
 
 console = Console()
 err_console = Console(stderr=True)

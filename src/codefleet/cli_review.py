@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from codefleet.cli_common import (
+    REVIEW,
     JsonOpt,
     ServerOpt,
     TokenOpt,
@@ -72,7 +73,7 @@ def committer_for(tree: Path, branch: str | None, author: str | None = None) -> 
         raise fail(f"--commit: {err}") from None
 
 
-@app.command()
+@app.command(rich_help_panel=REVIEW)
 def commit(
     branch: BranchOpt = None,
     onto: Annotated[

@@ -373,3 +373,24 @@ async def test_an_allowed_reset_empties_the_fleet_and_keeps_event_ids_increasing
         await client.create_tasks([{"id": "A", "title": "a again", "description": "do it"}])
         [created] = await client.events(type_="task_created")
         assert created["id"] > last
+
+
+# -- recording commits ----------------------------------------------------------------
+
+
+async def test_recording_a_commit_needs_a_succeeded_task_and_a_full_commit_id(
+    client: FleetClient, http: httpx.AsyncClient
+) -> None:
+    await client.create_tasks([{"id": "T1", "title": "a", "description": "d"}])
+    sha = "ab" * 20
+
+    with pytest.raises(InvalidState):
+        await client.record_commits("codefleet/x", [("T1", sha)])
+    with pytest.raises(NotFound):
+        await client.record_commits("codefleet/x", [("ghost", sha)])
+    short = await http.post(
+        "/commits", json={"branch": "b", "commits": [{"task_id": "T1", "commit": "abc"}]}
+    )
+
+    assert short.status_code == 422
+    assert await client.events(type_="task_committed") == []

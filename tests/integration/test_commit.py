@@ -105,8 +105,8 @@ async def test_a_task_whose_two_files_were_edited_across_a_veto_and_a_retry_comm
                  {"append": {"path": "a.py", "text": "LATE = 1\n"}}],
     }  # fmt: skip
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "holder", "title": "Hold a.py", "file_scope": ["a.py"]},
-                                   {"id": "late", "title": "Edit both", "file_scope": ["pkg/b.py"]}])  # fmt: skip
+        await client.create_tasks([{"id": "holder", "title": "Hold a.py", "description": "scripted", "file_scope": ["a.py"]},
+                                   {"id": "late", "title": "Edit both", "description": "scripted", "file_scope": ["pkg/b.py"]}])  # fmt: skip
         assert (await drain(server, tree, script)).all_succeeded
     before = person_state(tree)
 
@@ -134,7 +134,12 @@ async def test_a_path_edited_outside_the_lock_is_refused_by_name_and_no_branch_i
     script = {"edit": [{"append": {"path": "a.py", "text": "TASK = 1\n"}}],
               "other": [{"append": {"path": "pkg/b.py", "text": "OTHER = 1\n"}}]}  # fmt: skip
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "edit", "title": "e"}, {"id": "other", "title": "o"}])
+        await client.create_tasks(
+            [
+                {"id": "edit", "title": "e", "description": "scripted"},
+                {"id": "other", "title": "o", "description": "scripted"},
+            ]
+        )
         assert (await drain(server, tree, script)).all_succeeded
     with (tree / "a.py").open("a") as sneaky:  # a write that took no lease
         sneaky.write("BYPASS = 1\n")
@@ -163,7 +168,12 @@ async def test_a_failed_task_leaves_no_trace_and_is_listed(
                    {"fail": "scripted failure"}],
     }  # fmt: skip
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "good", "title": "g"}, {"id": "doomed", "title": "d"}])
+        await client.create_tasks(
+            [
+                {"id": "good", "title": "g", "description": "scripted"},
+                {"id": "doomed", "title": "d", "description": "scripted"},
+            ]
+        )
         await drain(server, tree, script)
     before = person_state(tree)
 
@@ -189,7 +199,7 @@ async def test_the_persons_staged_and_unstaged_changes_stay_and_are_listed_as_le
     (tree / "README.md").write_text("# repo, edited by hand\n")
     server = make_server(**FAST, workdir=tree)
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "t", "title": "t"}])
+        await client.create_tasks([{"id": "t", "title": "t", "description": "scripted"}])
         await drain(server, tree, {"t": [{"append": {"path": "a.py", "text": "T = 1\n"}}]})
     before = person_state(tree)
 
@@ -225,7 +235,7 @@ async def test_commit_refuses_a_branch_that_exists_and_starts_onto_the_ref_given
     git(tree, "commit", "--quiet", "-am", "second")
     server = make_server(**FAST, workdir=tree)
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "t", "title": "t"}])
+        await client.create_tasks([{"id": "t", "title": "t", "description": "scripted"}])
         await drain(server, tree, {"t": [{"append": {"path": "a.py", "text": "T = 1\n"}}]})
 
     taken = codefleet("commit", "--server", server.url, "--branch", "main")

@@ -304,6 +304,7 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
         await client.retry("dropped")
         await client.cancel("dropped")
         await drain(server, workdir, script)
+        await client.record_commits("codefleet/t", [("hold", "a" * 40)])  # what `commit` posts
         seen = {e["type"] for e in await client.all_events()}
     assert seen == {t.value for t in EventType}
 

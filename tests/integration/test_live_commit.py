@@ -74,7 +74,10 @@ async def test_an_interrupted_run_commit_keeps_the_work_that_finished(
     )
     async with FleetClient(server.url) as client:
         await client.create_tasks(
-            [{"id": "first", "title": "First"}, {"id": "stuck", "title": "Stuck"}]
+            [
+                {"id": "first", "title": "First", "description": "scripted"},
+                {"id": "stuck", "title": "Stuck", "description": "scripted"},
+            ]
         )
     before = person_state(tree)
     run = subprocess.Popen(
