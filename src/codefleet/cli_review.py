@@ -7,6 +7,8 @@ branch: never the working tree, the person's index or the checked-out branch.
 
 from __future__ import annotations
 
+import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -27,7 +29,15 @@ from codefleet.cli_common import (
 from codefleet.gitcommit import Author
 from codefleet.livecommit import LiveCommitter
 
-__all__ = ["AuthorOpt", "BranchOpt", "CommitOpt", "commit", "committer_for", "parse_author"]
+__all__ = [
+    "AuthorOpt",
+    "BranchOpt",
+    "CommitOpt",
+    "commit",
+    "committer_for",
+    "parse_author",
+    "report",
+]
 
 BranchOpt = Annotated[
     str | None,
@@ -122,3 +132,60 @@ def commit(
         print_json(history_json(result, unfinished))
     else:
         print_history(console, result, log, unfinished)
+
+
+class ReportFormat(StrEnum):
+    MD = "md"
+    HTML = "html"
+    JSON = "json"
+
+
+def _format_for(given: ReportFormat | None, output: Path | None) -> ReportFormat:
+    if given is not None:
+        return given
+    suffix = output.suffix.lower() if output else ""
+    return {".html": ReportFormat.HTML, ".htm": ReportFormat.HTML, ".json": ReportFormat.JSON}.get(
+        suffix, ReportFormat.MD
+    )
+
+
+@app.command(rich_help_panel=REVIEW)
+def report(
+    format_: Annotated[
+        ReportFormat | None,
+        typer.Option(
+            "--format",
+            help="md (pastes into a pull request), html (one self-contained file) or json "
+            "(default: from -o's suffix, else md).",
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.")
+    ] = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """The run on one page: verdict, timing, tasks, vetoes, rollbacks, failed verifies, cost, branch."""
+    import json
+
+    from codefleet.report_render import render_html, render_markdown
+    from codefleet.runrecord import fetch_record
+    from codefleet.runreport import build_report, report_json
+
+    settings = settings_from(server_url=server, token=token)
+    made = build_report(call_server(settings, fetch_record))
+    kind = _format_for(format_, output)
+    if kind is ReportFormat.HTML:
+        text = render_html(made)
+    elif kind is ReportFormat.JSON:
+        text = json.dumps(report_json(made), indent=2, default=str) + "\n"
+    else:
+        text = render_markdown(made)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise fail(f"cannot write {output}: {err.strerror or err}") from None
+    console.print(f"report ({kind.value}, verdict {made.verdict}) written to {output}")

@@ -1,0 +1,154 @@
+"""The run report from a literal event log: attempts, vetoes, rollbacks, the critical path, rendering."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from codefleet.report_render import render_html, render_markdown
+from codefleet.runfacts import attempts_of, critical_path, run_facts
+from codefleet.runrecord import RunRecord
+from codefleet.runreport import Para, Section, build_report, report_json, seconds, summary_section
+
+
+def ev(
+    n: int, kind: str, task_id: str | None = None, at: float = 0.0, **payload: Any
+) -> dict[str, Any]:
+    return {"id": n, "type": kind, "task_id": task_id, "agent_id": None,
+            "at": f"2026-07-31T18:00:{at:06.3f}Z", "payload": payload}  # fmt: skip
+
+
+def task(task_id: str, status: str = "succeeded", **fields: Any) -> dict[str, Any]:
+    return {"id": task_id, "title": f"Title {task_id}", "status": status, "attempts": 1,
+            "max_attempts": 3, "cost_usd": 0.01, "depends_on": [], **fields}  # fmt: skip
+
+
+# T3 holds api.py; T4 is refused it at 2.0 s, waits, and succeeds on attempt 2 at 6.0 s.
+# T1 fails its verify on attempt 1 (rolled back), T2 depends on T1.
+EVENTS = [
+    ev(1, "fleet_started", at=0.0, runners=2),
+    ev(2, "task_assigned", "T3", 1.0, agent_name="runner-1", attempt=1),
+    ev(3, "task_assigned", "T4", 1.0, agent_name="runner-2", attempt=1),
+    ev(4, "lease_acquired", "T3", 1.5, path="api.py"),
+    ev(5, "lease_denied", "T4", 2.0, path="api.py", requester_name="runner-2",
+       holder_task_id="T3", holder_agent_name="runner-1"),
+    ev(6, "task_requeued", "T4", 2.0, error_kind="veto", attempt=1),
+    ev(7, "task_succeeded", "T3", 3.0, attempt=1),
+    ev(8, "lease_released", "T3", 3.0, path="api.py"),
+    ev(9, "task_assigned", "T4", 4.0, agent_name="runner-2", attempt=2),
+    ev(10, "task_assigned", "T1", 4.0, agent_name="runner-1", attempt=1),
+    ev(11, "check_finished", "T1", 5.0, name="test", purpose="verify", passed=False,
+       exit_code=1, attempt=1, output_tail="line 1\nAssertionError: | <b>\n"),
+    ev(12, "file_restored", "T1", 5.0, path="models.py", existed=True),
+    ev(13, "file_restored", "T1", 5.0, path="tests/new.py", existed=False),
+    ev(14, "task_requeued", "T1", 5.0, error_kind="verify_failed", attempt=1),
+    ev(15, "task_succeeded", "T4", 6.0, attempt=2),
+    ev(16, "task_assigned", "T1", 6.0, agent_name="runner-1", attempt=2),
+    ev(17, "task_succeeded", "T1", 7.5, attempt=2),
+    ev(18, "task_assigned", "T2", 7.5, agent_name="runner-2", attempt=1),
+    ev(19, "task_succeeded", "T2", 8.5, attempt=1),
+    ev(20, "task_committed", "T3", 8.5, branch="codefleet/x", commit="a" * 40),
+    ev(21, "run_finished", at=9.0, ok=True),
+]  # fmt: skip
+TASKS = (task("T3"), task("T4", attempts=2), task("T1", attempts=2),
+         task("T2", depends_on=["T1"], title="Pipes | and <script>alert(1)</script>"))  # fmt: skip
+
+
+def record() -> RunRecord:
+    patch = {"files": [{"path": "api.py"}]}
+    return RunRecord(tasks=TASKS, events=tuple(EVENTS), workdir="/tree",
+                     patches={t["id"]: patch for t in TASKS})  # fmt: skip
+
+
+def test_attempts_are_rebuilt_with_runner_span_outcome_and_restored_files() -> None:
+    attempts = attempts_of(EVENTS)
+
+    assert [(a.task_id, a.number, a.runner, a.seconds, a.outcome) for a in attempts] == [
+        ("T3", 1, "runner-1", 2.0, "succeeded"), ("T4", 1, "runner-2", 1.0, "veto"),
+        ("T4", 2, "runner-2", 2.0, "succeeded"), ("T1", 1, "runner-1", 1.0, "verify_failed"),
+        ("T1", 2, "runner-1", 1.5, "succeeded"), ("T2", 1, "runner-2", 1.0, "succeeded"),
+    ]  # fmt: skip
+    assert attempts[3].restored == ["models.py", "tests/new.py"]
+
+
+def test_the_critical_path_is_the_longest_weighted_chain() -> None:
+    tasks = [task("A"), task("B", depends_on=["A"]), task("C"), task("D", depends_on=["B", "C"])]
+
+    chain, total = critical_path(tasks, {"A": 1.0, "B": 2.0, "C": 4.0, "D": 0.5})
+
+    assert (chain, total) == (["C", "D"], 4.5)
+
+
+def test_a_veto_knows_how_long_the_holder_held_and_the_refused_task_waited() -> None:
+    facts = run_facts(record())
+
+    [veto] = facts.vetoes
+    assert (veto.path, veto.task_id, veto.holder_task_id, veto.held_s, veto.waited_s, veto.resolved) == (
+        "api.py", "T4", "T3", 0.5, 2.0, True,
+    )  # fmt: skip
+    [rollback] = facts.rollbacks
+    assert (rollback.task_id, rollback.reason, rollback.restored) == (
+        "T1", "verify_failed", (("models.py", True), ("tests/new.py", False)),
+    )  # fmt: skip
+    assert (facts.wall_s, facts.makespan_s, facts.ok) == (9.0, 7.5, True)
+    assert (facts.critical_path, facts.critical_s) == (("T1", "T2"), 2.5)
+
+
+def test_the_json_report_has_every_sections_data_under_its_key() -> None:
+    data = json.loads(json.dumps(report_json(build_report(record())), default=str))
+
+    assert data["verdict"] == "PASS"
+    assert list(data["sections"]) == [
+        "summary",
+        "tasks",
+        "vetoes",
+        "rollbacks",
+        "verify",
+        "cost",
+        "history",
+    ]
+    assert data["sections"]["summary"]["critical_path"] == ["T1", "T2"]
+    assert [t["id"] for t in data["sections"]["tasks"]] == ["T3", "T4", "T1", "T2"]  # success order
+    assert data["sections"]["history"] == [
+        {"branch": "codefleet/x", "task_id": "T3", "commit": "a" * 40}
+    ]
+
+
+def test_markdown_escapes_table_pipes_and_folds_the_output_tail() -> None:
+    text = render_markdown(build_report(record()))
+
+    assert "| T2 | Pipes \\| and <script>alert(1)</script> |" in text
+    assert (
+        "<details><summary>last 30 lines of output</summary>\n\n```text\nline 1\nAssertionError: | <b>\n```"
+        in text
+    )
+    assert "### Timeline" not in text  # no Markdown form
+
+
+def test_html_escapes_everything_from_the_run_and_needs_nothing_from_the_network() -> None:
+    page = render_html(build_report(record()))
+
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "AssertionError: | &lt;b&gt;" in page
+    assert "http://" not in page and "https://" not in page and "src=" not in page
+
+
+def test_a_section_builder_added_to_the_list_appears_where_it_is_put() -> None:
+    def contention(_: Any) -> Section:
+        return Section(
+            "contention", "Contention", (Para("api.py was contested once"),), {"api.py": 1}
+        )
+
+    made = build_report(record(), [summary_section, contention])
+
+    assert [s.key for s in made.sections] == ["summary", "contention"]
+    assert "### Contention\n\napi.py was contested once" in render_markdown(made)
+
+
+def test_durations_read_as_people_say_them() -> None:
+    assert [seconds(v) for v in (None, 0.4218, 12.34, 185.0)] == [
+        "—",
+        "0.42 s",
+        "12.3 s",
+        "3 min 05 s",
+    ]
