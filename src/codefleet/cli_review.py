@@ -168,9 +168,9 @@ def report(
     """The run on one page: verdict, timing, tasks, vetoes, rollbacks, failed verifies, cost, branch."""
     import json
 
-    from codefleet.report_render import render_html, render_markdown
     from codefleet.runrecord import fetch_record
     from codefleet.runreport import build_report, report_json
+    from codefleet.runreport_render import render_html, render_markdown
 
     settings = settings_from(server_url=server, token=token)
     made = build_report(call_server(settings, fetch_record))

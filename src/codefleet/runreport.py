@@ -2,7 +2,7 @@
 
 A `Report` is a verdict and an ordered tuple of `Section`s. Each section owns
 its data (what `--format json` prints under its key) and its blocks
-(`Para`, `Facts`, `Table`, `Code`, `Timeline`) that `report_render` draws as
+(`Para`, `Facts`, `Table`, `Code`, `Timeline`) that `runreport_render` draws as
 Markdown or self-contained HTML. Sections are built by the functions in
 `SECTIONS`, in order, from the run's `RunFacts`.
 

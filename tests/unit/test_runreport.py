@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from codefleet.report_render import render_html, render_markdown
 from codefleet.runfacts import attempts_of, critical_path, run_facts
 from codefleet.runrecord import RunRecord
 from codefleet.runreport import Para, Section, build_report, report_json, seconds, summary_section
+from codefleet.runreport_render import render_html, render_markdown
 
 
 def ev(
