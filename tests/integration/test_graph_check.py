@@ -213,3 +213,13 @@ def test_the_readme_shows_what_graph_check_prints_for_the_demo_graph() -> None:
     assert result.exit_code == 0
     assert printed[0].endswith(str(demo / "demo-repo")) and shown[0].endswith("examples/demo-repo")
     assert printed[1:] == shown[1:], "the README's example is out of date"
+
+
+def test_a_task_without_an_id_is_named_by_its_position(tree: Path) -> None:
+    graph = "tasks:\n  - {id: A, title: a, description: d, file_scope: [api.py]}\n" \
+            "  - {title: anonymous, description: d}\n"  # fmt: skip
+
+    code, report = check_json(tree, graph, "--runners", "2")
+
+    assert code == 0 and report["tasks"] == 2
+    assert [(w["code"], w["task"]) for w in report["warnings"]] == [("no_scope", "#2")]

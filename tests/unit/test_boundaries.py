@@ -100,8 +100,12 @@ FORBIDDEN = [
         for module in (
             "codefleet.graph",
             "codefleet.planning.analysis",
+            "codefleet.planning.answer",
             "codefleet.planning.check",
             "codefleet.planning.dag",
+            "codefleet.planning.planner",
+            "codefleet.planning.prompt",
+            "codefleet.planning.render",
             "codefleet.planning.scopes",
             "codefleet.planning.simulate",
         )
@@ -144,7 +148,7 @@ def test_the_simulation_plays_the_real_scheduler_policy() -> None:
 
 def test_graph_check_loads_without_the_engine_the_server_or_the_sdk() -> None:
     code = (
-        "import sys, codefleet.planning.check, codefleet.graph; "
+        "import sys, codefleet.planning.cli, codefleet.graph; "
         "print(' '.join(sorted(m for m in sys.modules if m.startswith(('codefleet', 'claude')))))"
     )
     loaded = subprocess.run(
@@ -153,4 +157,5 @@ def test_graph_check_loads_without_the_engine_the_server_or_the_sdk() -> None:
     banned = ("codefleet.engine", "codefleet.server", "codefleet.store", "codefleet.index",
               "claude_agent_sdk")  # fmt: skip
     assert "codefleet.planning.check" in loaded, "guard: the probe imported nothing"
+    assert "codefleet.planning.launch" in loaded, "guard: the plan command is registered there"
     assert [m for m in loaded if m.startswith(banned)] == []
