@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_hardening_cli import canary_command, plant
 from typer.testing import CliRunner
 
 from codefleet.cli import app
@@ -185,3 +186,30 @@ async def test_a_budget_stop_fails_the_plan_with_the_sessions_reason(
         failed.value
     )
     assert failed.value.cost_usd > 0.01
+
+
+async def test_planted_settings_hooks_and_mcp_servers_are_not_loaded_by_the_planning_session(
+    fake_model: FakeModel, tree: Path, tmp_path: Path
+) -> None:
+    canaries, home = tmp_path / "canaries", tmp_path / "home"
+    canaries.mkdir()
+    plant(tree, home, canaries)
+    good = "```yaml\ntasks:\n  - {id: A, title: a, description: do a, file_scope: [a.py]}\n```"
+    fake_model.add_script("planted", [
+        {"content": [{"tool_use": {"name": "Bash", "input": {"command": canary_command(canaries / "bash")}}}]},
+        {"content": [{"tool_use": {"name": "mcp__planted_tree__anything", "input": {}}}]},
+        {"content": [{"text": good}]},
+    ])  # fmt: skip
+    session = ReadOnlySession(tree, env=session_env(fake_model, home))
+
+    async with asyncio.timeout(TIMEOUT_S), session:
+        plan = await plan_graph(
+            session, "a goal", tree_for(tree, tree / "db", tree / "runs"), marker=marker("planted")
+        )
+
+    assert session.init is not None
+    assert sorted(session.init["tools"]) == ["Glob", "Grep", "Read"]
+    assert session.init["mcp_servers"] == [] and session.init["permissionMode"] == "dontAsk"
+    assert sorted(p.name for p in canaries.iterdir()) == [], "a planted command ran"
+    assert [r.is_error for r in fake_model.tool_results("planted")] == [True, True]
+    assert plan.verdict.ok
