@@ -73,6 +73,7 @@ class AgentRow:
     succeeded: int
     failed: int
     cost_usd: float
+    kind: str = "runner"  # or "interactive": a person's own Claude Code session
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +82,7 @@ class LeaseRow:
     holder: str
     task_id: str
     age_s: float
+    kind: str = "task"  # or "interactive": held by a person's own Claude Code session
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,8 +163,13 @@ def _other_words(kind: str, body: Mapping[str, Any], task: str, who: str) -> tup
             return f"{task} released {body.get('path')} ({body.get('reason')})", "dim"
         case EventType.FILE_CHANGED:
             return f"{who} {body.get('tool')} {body.get('path')}", "dim"
+        case EventType.AGENT_REGISTERED | EventType.AGENT_ONLINE if body.get("kind") == "interactive":
+            return f"{body.get('name', who)} (a person's session) joined the lock", "magenta"
         case EventType.AGENT_REGISTERED | EventType.AGENT_ONLINE:
             return f"{body.get('name', who)} {kind.removeprefix('agent_')}", "dim"
+        case EventType.AGENT_OFFLINE if body.get("kind") == "interactive":
+            paths = ", ".join(body.get("paths") or ()) or "nothing"
+            return f"{body.get('name', who)} released {paths} ({body.get('reason')})", "magenta"
         case EventType.AGENT_OFFLINE:
             return f"{body.get('name', who)} offline ({body.get('reason')})", "yellow"
         case EventType.TASK_COMMITTED:
@@ -244,6 +251,7 @@ def _agent_row(agent: Mapping[str, Any], now: datetime) -> AgentRow:
         succeeded=int(agent.get("tasks_succeeded") or 0),
         failed=int(agent.get("tasks_failed") or 0),
         cost_usd=float(agent.get("cost_usd") or 0.0),
+        kind=str(agent.get("kind") or "runner"),
     )
 
 
@@ -253,6 +261,7 @@ def _lease_row(lease: Mapping[str, Any], now: datetime) -> LeaseRow:
         holder=lease.get("holder_agent_name") or lease["agent_id"],
         task_id=lease["task_id"],
         age_s=_age(lease.get("acquired_at"), now),
+        kind=str(lease.get("kind") or "task"),
     )
 
 
@@ -354,7 +363,7 @@ def _agent_table(view: ViewModel) -> Table:
     for a in view.agents:
         style = {"busy": "cyan", "offline": "dim"}.get(a.status, "")
         table.add_row(
-            a.name, Text(a.status, style=style), a.task_id or "-",
+            _holder_text(a.name, a.kind), Text(a.status, style=style), a.task_id or "-",
             "-" if a.status == "offline" else _age_text(a.heartbeat_age_s),
             Text("STALE", style="bold red") if a.stale else "", f"{a.succeeded}/{a.failed}",
             f"{a.cost_usd:.4f}",
@@ -368,10 +377,18 @@ def _lease_table(view: ViewModel) -> Table:
     for name in ("holder", "task", "age"):
         table.add_column(name, no_wrap=True)
     for lease in view.leases:
-        table.add_row(lease.path, lease.holder, lease.task_id, _age_text(lease.age_s))
+        holder = _holder_text(lease.holder, lease.kind)
+        table.add_row(lease.path, holder, lease.task_id, _age_text(lease.age_s))
     if not view.leases:
         table.add_row(Text("no file is leased", style="dim"), "", "", "")
     return table
+
+
+def _holder_text(name: str, kind: str) -> Text:
+    """A person's own Claude Code session stands out from the fleet: `ada@0aeef531 person`."""
+    if kind != "interactive":
+        return Text(name)
+    return Text.assemble(name, (" person", "magenta"))
 
 
 def log_text(line: LogLine) -> Text:

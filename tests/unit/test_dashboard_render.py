@@ -220,3 +220,35 @@ def test_an_empty_view_renders_without_tables_to_fill() -> None:
     text = frame(ViewModel(server="s", connection="connecting…"))
     assert text.startswith("● connecting… │ no tasks │ $0.0000 · 0/0 tok · vetoes 0 · event #0")
     assert "no file is leased" in text
+
+
+# -- a person's own Claude Code session (`codefleet join`) ----------------------------------
+
+
+def test_a_persons_session_and_its_leases_carry_their_kind_into_the_view() -> None:
+    person = {"id": "a_9", "name": "ada@0aeef531", "kind": "interactive", "status": "busy",
+              "current_task_id": "i-0aeef531", "last_heartbeat_at": "2026-07-31T18:04:25.000Z"}  # fmt: skip
+    lease = {"path": "b.py", "agent_id": "a_9", "task_id": "i-0aeef531", "kind": "interactive",
+             "holder_agent_name": "ada@0aeef531", "acquired_at": "2026-07-31T18:04:00.000Z"}  # fmt: skip
+    raw = state()
+    view = view_of(state(agents=[*raw["agents"], person], leases=[*raw["leases"], lease]))
+    assert [(a.name, a.kind) for a in view.agents] == [("runner-1", "runner"), ("ada@0aeef531", "interactive")]  # fmt: skip
+    assert view.leases[1] == LeaseRow("b.py", "ada@0aeef531", "i-0aeef531", 30.0, "interactive")
+
+
+def test_the_frame_marks_a_persons_session_and_its_files() -> None:
+    view = literal_view(
+        agents=(AgentRow("ada@0aeef531", "busy", "i-0aeef531", 2.0, False, 0, 0, 0.0, "interactive"),),  # fmt: skip
+        leases=(LeaseRow("b.py", "ada@0aeef531", "i-0aeef531", 2.0, "interactive"),),
+    )
+    text = frame(view, width=160)
+    assert "ada@0aeef531 person       busy       i-0aeef531" in text
+    assert "ada@0aeef531 person   i-0aeef531   2s" in text
+
+
+def test_a_persons_session_joining_and_releasing_is_worded_for_people() -> None:
+    joined = event(3, "agent_registered", None, "a_9", name="ada@0aeef531", kind="interactive")
+    released = event(4, "agent_offline", None, "a_9", name="ada@0aeef531", kind="interactive",
+                     reason="interactive_idle", paths=["b.py"])  # fmt: skip
+    assert describe(joined, NAMES).text == "ada@0aeef531 (a person's session) joined the lock"
+    assert describe(released, NAMES).text == "ada@0aeef531 released b.py (interactive_idle)"
