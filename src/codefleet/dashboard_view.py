@@ -163,7 +163,9 @@ def _other_words(kind: str, body: Mapping[str, Any], task: str, who: str) -> tup
             return f"{task} released {body.get('path')} ({body.get('reason')})", "dim"
         case EventType.FILE_CHANGED:
             return f"{who} {body.get('tool')} {body.get('path')}", "dim"
-        case EventType.AGENT_REGISTERED | EventType.AGENT_ONLINE if body.get("kind") == "interactive":
+        case EventType.AGENT_REGISTERED | EventType.AGENT_ONLINE if (
+            body.get("kind") == "interactive"
+        ):
             return f"{body.get('name', who)} (a person's session) joined the lock", "magenta"
         case EventType.AGENT_REGISTERED | EventType.AGENT_ONLINE:
             return f"{body.get('name', who)} {kind.removeprefix('agent_')}", "dim"

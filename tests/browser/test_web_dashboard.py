@@ -9,6 +9,7 @@ cannot finish unless the page follows it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -30,6 +31,7 @@ from web_support import (
 from codefleet.client import FleetClient
 from codefleet.executor import Attempt
 from codefleet.fleet import run_fleet
+from codefleet.hook import HookArgs, run
 from codefleet.scripted import ScriptedExecutor, parse_script
 from codefleet.serverthread import ServerThread
 from codefleet.sse import frame
@@ -292,4 +294,36 @@ async def test_a_rolled_back_attempt_is_marked_on_its_runners_lane(
     )
     await expect(page.locator("#story")).to_contain_text("its earlier edits were rolled back")
     await page.screenshot(path=tmp_path / "rollback.png")
+    assert browser.errors == []
+
+
+async def test_a_persons_session_shows_in_the_lease_map_live_and_leaves_it(
+    demo_server: ServerThread, browser: Browser
+) -> None:
+    """`codefleet join`: a person's lease appears with its kind, and goes at SessionEnd."""
+    tree = str(demo_server.settings.workdir)
+    env = {"CODEFLEET_TOKEN": TOKEN, "USER": "ada"}
+
+    def person(event: str, **extra: Any) -> str:
+        body = {"session_id": "0aeef531-72cc-4552-9656-7482e7ecde15", "cwd": tree, **extra}
+        return run(HookArgs(event, demo_server.url, tree), json.dumps(body), env)
+
+    page = await open_dashboard(browser, demo_server)
+    write = {"tool_name": "Write", "tool_input": {"file_path": f"{tree}/api.py", "content": "x"}}
+    assert person("pre-tool-use", **write) == ""
+
+    row = page.locator('#leases-view tr[data-lease="api.py"]')
+    await expect(row).to_have_attribute("data-kind", "interactive")
+    await expect(row).to_contain_text("ada@0aeef531")
+    await expect(row.locator(".badge.cat-person")).to_have_text("person")
+    await expect(row).to_contain_text("i-0aeef531")
+    await expect(page.locator('[data-runner="ada@0aeef531"]')).to_have_count(0)
+
+    assert person("session-end", hook_event_name="SessionEnd", reason="other") == ""
+    await expect(page.locator('#leases-view [data-held="0"]')).to_have_text(
+        "No file is leased right now."
+    )
+    await expect(page.locator('#log-view tr[data-type="agent_offline"]')).to_contain_text(
+        "ada@0aeef531 released api.py (session_end)"
+    )
     assert browser.errors == []

@@ -238,7 +238,9 @@ def test_a_persons_session_and_its_leases_carry_their_kind_into_the_view() -> No
 
 def test_the_frame_marks_a_persons_session_and_its_files() -> None:
     view = literal_view(
-        agents=(AgentRow("ada@0aeef531", "busy", "i-0aeef531", 2.0, False, 0, 0, 0.0, "interactive"),),  # fmt: skip
+        agents=(
+            AgentRow("ada@0aeef531", "busy", "i-0aeef531", 2.0, False, 0, 0, 0.0, "interactive"),
+        ),
         leases=(LeaseRow("b.py", "ada@0aeef531", "i-0aeef531", 2.0, "interactive"),),
     )
     text = frame(view, width=160)

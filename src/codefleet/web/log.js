@@ -38,7 +38,7 @@ export function describeEvent(model, e) {
     case "task_blocked_upstream": return `blocked: ${b.upstream} failed`;
     case "task_retried": return "reset for another try";
     case "task_cancelled": return "cancelled";
-    case "lease_acquired": return `${b.path} (${b.tool})`;
+    case "lease_acquired": return `${b.path} (${b.tool})${b.kind === "interactive" ? " · a person's session" : ""}`;
     case "lease_denied": return `VETO ${b.path}: held by ${b.holder_agent_name ?? "?"} (${b.holder_task_id ?? "?"})`;
     case "lease_released": return `${b.path} (${b.reason})`;
     case "file_changed": return `${b.path} (${b.tool})`;
@@ -46,9 +46,9 @@ export function describeEvent(model, e) {
     case "check_defined": return `${b.name}: ${truncate(b.command, 120)}${b.replaced ? " (replaced)" : ""}`;
     case "check_started": return `${b.name} (${b.purpose}) started`;
     case "check_finished": return `${b.name}: ${b.timed_out ? "timed out" : b.passed ? "passed" : "failed"}${b.exit_code != null ? ` (exit ${b.exit_code})` : ""}${b.duration_ms != null ? ` in ${b.duration_ms} ms` : ""}`;
-    case "agent_registered": return `${b.name} registered (epoch ${b.epoch})`;
-    case "agent_online": return `${b.name} back online`;
-    case "agent_offline": return `${b.name} offline (${b.reason})`;
+    case "agent_registered": return b.kind === "interactive" ? `${b.name}: a person's session joined the lock` : `${b.name} registered (epoch ${b.epoch})`;
+    case "agent_online": return b.kind === "interactive" ? `${b.name}: a person's session writes again` : `${b.name} back online`;
+    case "agent_offline": return b.kind === "interactive" ? `${b.name} released ${(b.paths ?? []).join(", ") || "nothing"} (${b.reason})` : `${b.name} offline (${b.reason})`;
     case "fleet_started": return `${b.runners} runners`;
     case "fleet_idle": return `drained: ${Object.entries(b.counts ?? {}).map(([k, v]) => `${v} ${k}`).join(", ")}`;
     case "run_finished": return `${b.ok ? "ok" : "NOT ok"}${b.verify ? ` · verify exit ${b.verify.exit_code}` : ""}`;

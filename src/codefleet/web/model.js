@@ -322,6 +322,7 @@ function foldLive(live, event) {
         agent_id: event.agent_id,
         task_id: event.task_id,
         acquired_at: event.at,
+        kind: body.kind ?? "task", // "interactive": a person's own Claude Code session
       });
       break;
     case "lease_released":
@@ -330,7 +331,8 @@ function foldLive(live, event) {
     case "agent_registered":
     case "agent_online": {
       const agent = live.agents.get(event.agent_id) ?? { id: event.agent_id, tasks_succeeded: 0 };
-      live.agents.set(event.agent_id, { ...agent, name: body.name, status: "idle" });
+      const kind = body.kind ?? agent.kind ?? "runner";
+      live.agents.set(event.agent_id, { ...agent, name: body.name, kind, status: kind === "interactive" ? "busy" : "idle" });
       break;
     }
     case "agent_offline": {

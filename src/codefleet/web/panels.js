@@ -137,6 +137,11 @@ export function renderStory(container, view) {
 
 // -- lease map ----------------------------------------------------------------------
 
+// A lease held by a person's own Claude Code session (`codefleet join`), not by the fleet.
+function personBadge() {
+  return h("span", { class: "badge cat-person", title: "a person's own Claude Code session (codefleet join)", text: "person" });
+}
+
 export function renderLeases(container, view) {
   const { model, now } = view;
   const leases = [...model.live.leases.values()].sort((a, b) => naturalCompare(a.path, b.path));
@@ -145,12 +150,12 @@ export function renderLeases(container, view) {
         "table",
         { class: "table", "data-held": leases.length },
         h("caption", { class: "sr-only", text: "Files leased right now" }),
-        h("thead", {}, h("tr", {}, h("th", { scope: "col", text: "File" }), h("th", { scope: "col", text: "Runner" }), h("th", { scope: "col", text: "Task" }), h("th", { scope: "col", class: "num", text: "Held for" }))),
+        h("thead", {}, h("tr", {}, h("th", { scope: "col", text: "File" }), h("th", { scope: "col", text: "Holder" }), h("th", { scope: "col", text: "Task" }), h("th", { scope: "col", class: "num", text: "Held for" }))),
         h(
           "tbody",
           {},
           leases.map((l) =>
-            h("tr", { "data-lease": l.path }, h("td", { class: "path", text: l.path }), h("td", { text: model.laneName(l.agent_id) }), h("td", { text: l.task_id }), h("td", { class: "num", text: fmtDuration(now - Date.parse(l.acquired_at)) })),
+            h("tr", { "data-lease": l.path, "data-kind": l.kind ?? "task" }, h("td", { class: "path", text: l.path }), h("td", {}, model.laneName(l.agent_id), l.kind === "interactive" ? personBadge() : null), h("td", { text: l.task_id }), h("td", { class: "num", text: fmtDuration(now - Date.parse(l.acquired_at)) })),
           ),
         ),
       )
@@ -239,7 +244,8 @@ function attemptSummary(model, agentId) {
 export function renderCost(container, view) {
   const { model } = view;
   const tasks = [...model.live.tasks.values()].sort((a, b) => naturalCompare(a.id, b.id));
-  const agents = [...model.live.agents.values()].sort((a, b) => naturalCompare(a.name, b.name));
+  // A person's own session spends nothing of the fleet's: only runners have usage.
+  const agents = [...model.live.agents.values()].filter((a) => a.kind !== "interactive").sort((a, b) => naturalCompare(a.name, b.name));
   const tok = (x) => (x.input_tokens || 0) + (x.output_tokens || 0);
   const totalCost = tasks.reduce((n, t) => n + (t.cost_usd || 0), 0);
   const totalTokens = tasks.reduce((n, t) => n + tok(t), 0);
