@@ -9,6 +9,9 @@ Cases: `allow` (a write to a new file of the person's: one lease each call),
 `again` (the same file again: your own lease), `deny` (a file a runner holds:
 the person's denial), `post` (the ledger row), `end` (SessionEnd releasing the
 session's leases), and `python` (the bare interpreter, `-c pass`, the floor).
+Beside wall time it reports each process's own CPU time (user + system, from
+`getrusage` of the finished child): on a shared 2-core machine the wall time
+includes waiting for a core, the CPU time does not.
 
     uv run python -m bench.hook [--calls 200] [--quiet-wait 120] [--json out.json]
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import time
@@ -31,15 +35,26 @@ from bench.harness import Server, machine, percentiles, wait_quiet
 SESSION = "0aeef531-72cc-4552-9656-7482e7ecde15"
 
 
+CPU: list[float] = []  # the CPU seconds of every measured process, in call order
+
+
+def timed(argv: list[str], stdin: bytes = b"") -> float:
+    """Seconds from spawn to exit of one process; its CPU seconds go to `CPU`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(argv, input=stdin, capture_output=True, check=False)
+    elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    if done.returncode != 0:
+        raise RuntimeError(f"{argv[1:3]} exited {done.returncode}: {done.stderr.decode()[-500:]}")
+    return elapsed
+
+
 def hook_call(exe: Path, server: Server, event: str, stdin: dict[str, Any]) -> float:
     """Seconds from spawn to exit of one `codefleet hook EVENT` process."""
     argv = [str(exe), "hook", event, "--server", server.url, "--tree", str(server.tmp / "tree")]
-    started = time.perf_counter()
-    done = subprocess.run(argv, input=json.dumps(stdin).encode(), capture_output=True, check=False)
-    elapsed = time.perf_counter() - started
-    if done.returncode != 0:
-        raise RuntimeError(f"hook exited {done.returncode}: {done.stderr.decode()[-500:]}")
-    return elapsed
+    return timed(argv, json.dumps(stdin).encode())
 
 
 def write(tree: Path, path: str, session: str = SESSION) -> dict[str, Any]:
@@ -81,20 +96,20 @@ def measure(calls: int, exe: Path) -> dict[str, dict[str, float]]:
         }
         for name, case in cases.items():
             case(0)  # warm the page cache once; every measured call is still a new process
+            CPU.clear()
             figures[name] = percentiles([case(n) for n in range(calls)], (50, 95, 99))
+            figures[f"{name} cpu"] = percentiles(CPU, (50, 95, 99))
     return figures
 
 
 def _bare_python(exe: Path) -> float:
-    python = exe.parent / "python"
-    started = time.perf_counter()
-    subprocess.run([str(python), "-c", "pass"], check=True)
-    return time.perf_counter() - started
+    return timed([str(exe.parent / "python"), "-c", "pass"])
 
 
 def _end(exe: Path, server: Server, tree: Path, n: int) -> float:
     session = f"end-{n:05d}-session"
     hook_call(exe, server, "pre-tool-use", write(tree, f"end{n}.py", session))  # one lease to free
+    CPU.pop()  # that call is not the one measured
     end = {"session_id": session, "cwd": str(tree), "hook_event_name": "SessionEnd", "reason": "other"}  # fmt: skip
     return hook_call(exe, server, "session-end", end)
 
@@ -110,7 +125,7 @@ def main() -> None:
     figures = measure(args.calls, exe)
     print(f"codefleet hook, {args.calls} cold calls per case (ms; background load {background})")
     for name, stats in figures.items():
-        print(f"  {name:7s} " + "  ".join(f"{k}={v * 1000:6.1f}" for k, v in stats.items() if k != "n"))  # fmt: skip
+        print(f"  {name:11s} " + "  ".join(f"{k}={v * 1000:6.1f}" for k, v in stats.items() if k != "n"))  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps({"machine": machine(), "background": background, "figures": figures}, indent=2))  # fmt: skip
 
