@@ -299,9 +299,24 @@ def _send(
     lines = [f"POST {target} HTTP/1.1", f"Host: {hostport}"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
     lines += [f"Content-Length: {len(payload)}", "Connection: close", "", ""]
-    with socket.create_connection((host, port), timeout=timeout) as sock:
+    with _connect(host, port, timeout) as sock:
         sock.sendall("\r\n".join(lines).encode("latin-1") + payload)
         return _read_response(sock)
+
+
+def _connect(host: str, port: int, timeout: float) -> socket.socket:
+    """A connected socket; an address literal skips name resolution (and its imports)."""
+    if ":" in host or host.replace(".", "").isdigit():
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            sock.connect((host, port))
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+    return socket.create_connection((host, port), timeout=timeout)
 
 
 def _host_port(hostport: str) -> tuple[str, int]:
