@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -70,14 +69,14 @@ class LiveCommitter:
         *,
         base: str,
         author: Author | None = None,
-        on_commit: Callable[[Made], object] | None = None,
     ) -> None:
         check_new_branch(repo, branch)
         require_identity(repo, author)
-        self.repo, self.branch, self.base, self.on_commit = repo, branch, base, on_commit
+        self.repo, self.branch, self.base = repo, branch, base
         self.progress = _Progress()
         self.touched: set[str] = set()
         self._done: set[str] = set()
+        self._unrecorded: list[tuple[str, str]] = []
         self._cursor = 0
         self._lock = asyncio.Lock()
         self._follower: asyncio.Task[None] | None = None
@@ -105,6 +104,7 @@ class LiveCommitter:
             async with FleetClient(url, token=token) as client:
                 for event in await client.all_events(self._cursor):
                     await self._on_event(client, event)
+                await self._flush(client)
         finally:
             if self._follower is not None:
                 self._follower.cancel()
@@ -116,26 +116,38 @@ class LiveCommitter:
             self._tmp.cleanup()
 
     async def _on_event(self, client: FleetClient, event: dict[str, Any]) -> None:
+        """Commit a success once; the cursor moves only past handled events, so a read
+        that fails (and raises) is retried from the same event after the reconnect."""
         async with self._lock:  # the stream and the final catch-up never commit a task twice
-            self._cursor = max(self._cursor, int(event["id"]))
+            if int(event["id"]) <= self._cursor:
+                return
             task_id = str(event.get("task_id") or "")
-            if event["type"] != EventType.TASK_SUCCEEDED or task_id in self._done:
-                return
-            self._done.add(task_id)
-            if self.progress.error is not None:
-                self.progress.uncommitted.append(task_id)
-                return
+            if event["type"] == EventType.TASK_SUCCEEDED and task_id not in self._done:
+                await self._handle_success(client, task_id)
+            self._cursor = int(event["id"])
+        await self._flush(client)
+
+    async def _handle_success(self, client: FleetClient, task_id: str) -> None:
+        if self.progress.error is None:
             change = await self._change(client, task_id)
             try:
                 made = await asyncio.to_thread(self._commit, change)
             except GitError as err:
                 self.progress.error = str(err)
-                self.progress.uncommitted.append(task_id)
-                return
-            if made is not None:
-                await client.record_commits(self.branch, [(task_id, made.sha)])
-                if self.on_commit is not None:
-                    self.on_commit(made)
+            else:
+                if made is not None:
+                    self._unrecorded.append((task_id, made.sha))
+        if self.progress.error is not None:
+            self.progress.uncommitted.append(task_id)
+        self._done.add(task_id)
+
+    async def _flush(self, client: FleetClient) -> None:
+        """Record the commits on the server; a failed post is tried again with the next event."""
+        if not self._unrecorded:
+            return
+        with contextlib.suppress(ServerUnavailable, DomainError):
+            await client.record_commits(self.branch, self._unrecorded)
+            self._unrecorded = []
 
     async def _change(self, client: FleetClient, task_id: str) -> TaskChange:
         task, patch, denied = await asyncio.gather(
