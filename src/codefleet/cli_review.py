@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -28,6 +28,9 @@ from codefleet.cli_common import (
 )
 from codefleet.gitcommit import Author
 from codefleet.livecommit import LiveCommitter
+
+if TYPE_CHECKING:
+    from codefleet.runrecord import RunRecord
 
 __all__ = [
     "AuthorOpt",
@@ -83,6 +86,16 @@ def committer_for(tree: Path, branch: str | None, author: str | None = None) -> 
         raise fail(f"--commit: {err}") from None
 
 
+def _refuse_without_patches(settings: Any, record: RunRecord) -> None:
+    """Every succeeded task has an empty patch: fail if that is because none were recorded."""
+    from codefleet.history import NO_PATCHES, wrote_without_patch
+
+    for task_id, patch in record.patches.items():
+        detail = call_server(settings, lambda c, i=task_id: c.task(i))
+        if wrote_without_patch(detail, patch):
+            raise fail(NO_PATCHES)
+
+
 @app.command(rich_help_panel=REVIEW)
 def commit(
     branch: BranchOpt = None,
@@ -118,6 +131,8 @@ def commit(
         name = branch or default_branch(repo)
         if not changes:
             raise fail("no task has succeeded on this server yet: nothing to commit")
+        if not any(c.files for c in changes):
+            _refuse_without_patches(settings, record)
         result = write_history(repo, changes, name, base, who)
         log = repo.log_oneline(base, result.tip)
     except Refused as err:

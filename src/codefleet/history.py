@@ -19,6 +19,7 @@ from codefleet.models import EventType, TaskStatus
 from codefleet.runrecord import RunRecord
 
 __all__ = [
+    "NO_PATCHES",
     "FileChange",
     "TaskChange",
     "Unfinished",
@@ -29,6 +30,7 @@ __all__ = [
     "task_change",
     "unfinished_tasks",
     "veto_counts",
+    "wrote_without_patch",
 ]
 
 Row = dict[str, Any]
@@ -119,6 +121,17 @@ def unfinished_tasks(record: RunRecord) -> list[Unfinished]:
         for t in record.tasks
         if t["status"] != TaskStatus.SUCCEEDED
     ]
+
+
+NO_PATCHES = (
+    "the server recorded no patch for tasks that wrote files: it runs with --keep-failed-edits "
+    "(no pre-images, so no per-task changes); commit the tree yourself, or run with rollback on"
+)
+
+
+def wrote_without_patch(task_detail: Row, patch: Row) -> bool:
+    """A task that wrote files (its ledger) yet has no patch: the server keeps no pre-images."""
+    return bool(task_detail.get("file_changes")) and not patch.get("files")
 
 
 def format_cost(usd: float) -> str:

@@ -36,7 +36,7 @@ from codefleet.gitcommit import (
     require_identity,
 )
 from codefleet.gitrepo import GitError, Repo
-from codefleet.history import TaskChange, task_change
+from codefleet.history import NO_PATCHES, TaskChange, task_change, wrote_without_patch
 from codefleet.models import EventType
 
 __all__ = ["LiveCommitter", "open_committer"]
@@ -129,8 +129,13 @@ class LiveCommitter:
 
     async def _handle_success(self, client: FleetClient, task_id: str) -> None:
         if self.progress.error is None:
-            change = await self._change(client, task_id)
+            task, patch, denied = await asyncio.gather(
+                client.task(task_id), client.patch(task_id), client.conflicts()
+            )
+            change = task_change(task, patch, sum(c["task_id"] == task_id for c in denied))
             try:
+                if wrote_without_patch(task, patch):
+                    raise GitError(NO_PATCHES)
                 made = await asyncio.to_thread(self._commit, change)
             except GitError as err:
                 self.progress.error = str(err)
@@ -148,12 +153,6 @@ class LiveCommitter:
         with contextlib.suppress(ServerUnavailable, DomainError):
             await client.record_commits(self.branch, self._unrecorded)
             self._unrecorded = []
-
-    async def _change(self, client: FleetClient, task_id: str) -> TaskChange:
-        task, patch, denied = await asyncio.gather(
-            client.task(task_id), client.patch(task_id), client.conflicts()
-        )
-        return task_change(task, patch, sum(c["task_id"] == task_id for c in denied))
 
     def _commit(self, change: TaskChange) -> Made | None:
         old = self._writer.parent if self.progress.commits else None

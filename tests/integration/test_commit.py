@@ -248,3 +248,20 @@ async def test_commit_refuses_a_branch_that_exists_and_starts_onto_the_ref_given
         "Fleet Bot <bot@example.invalid>|Fleet Bot\n"
     )
     assert made["left_out"] == ["README.md"]  # changed since --onto, touched by no task
+
+
+async def test_a_server_that_keeps_no_patches_gets_a_clear_refusal_not_an_empty_branch(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    tree = plain_tree(tmp_path)
+    make_repository(tree)
+    server = make_server(**FAST, workdir=tree, keep_failed_edits=True)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "t", "title": "t", "description": "scripted"}])
+        await drain(server, tree, {"t": [{"append": {"path": "a.py", "text": "T = 1\n"}}]})
+
+    done = codefleet("commit", "--server", server.url)
+
+    assert done.returncode == 1
+    assert "--keep-failed-edits" in done.stderr
+    assert git(tree, "branch", "--list", "codefleet/*") == ""
