@@ -147,9 +147,17 @@ class FleetClient:
         return result
 
     async def record_change(
-        self, agent_id: str, epoch: int, task_id: str, path: str, tool: str
+        self,
+        agent_id: str,
+        epoch: int,
+        task_id: str,
+        path: str,
+        tool: str,
+        sha256: str | None = None,
     ) -> None:
         body = {"agent_id": agent_id, "task_id": task_id, "path": path, "tool": tool}
+        if sha256 is not None:
+            body["sha256"] = sha256
         await self._call("POST", "/changes", body=body, epoch=epoch)
 
     async def complete(

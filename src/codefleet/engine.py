@@ -20,7 +20,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -109,12 +110,15 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         self.agent_ids: dict[str, str] = {}
         self.leases: dict[str, tuple[str, str]] = {}
         self.task_leases: dict[str, set[str]] = {}
+        self.restoring: dict[str, dict[str, str | None]] = {}
         self.idle_announced = True
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._tick_scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self.interactive = InteractiveHolders(self, self.config.interactive_idle)
+        self._finishing = False
         self.load()
+        self.finish_restores()  # a take-back the last process could not finish, before anyone
         self._block_orphans()
 
     @property
@@ -143,6 +147,7 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         for lease in self.store.leases():
             self._mirror_lease(lease["path"], lease["agent_id"], lease["task_id"])
         self.interactive.load()
+        self.load_restores()
         self.idle_announced = not idx.live
 
     def _mirror_lease(self, path: str, agent_id: str, task_id: str) -> None:
@@ -159,6 +164,25 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
 
     def holder_kind(self, agent_id: str) -> str:
         return "interactive" if agent_id in self.interactive.by_agent else "task"
+
+    @contextmanager
+    def transition(self) -> Iterator[None]:
+        """One store transaction; after the outermost COMMIT, the file restores it asked for.
+
+        File I/O never runs inside a transaction it could not be rolled back with
+        (STYLE §19, `engine_files`): the intent commits first, then the files are
+        put back, then a transaction of its own releases them.
+        """
+        with self.store.transaction():
+            yield
+        if not self.store.in_transaction and not self._finishing:
+            due = self.restores_due()
+            if due:
+                self._finishing = True
+                try:
+                    self.finish_restores(due)
+                finally:
+                    self._finishing = False
 
     # -- ticking --------------------------------------------------------------------
 
@@ -203,6 +227,8 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
 
     def tick(self) -> list[sched.Decision]:
         """Snapshot, schedule, apply in one transaction; returns what was decided."""
+        if self.restores_due():  # left over when a release could not commit: finish them first
+            self.finish_restores(self.restores_due())
         now = self.clock()
         self.interactive.expire_idle(now)
         window = BASE_WINDOW
@@ -214,7 +240,7 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
             window *= 4
         if not decisions:
             return decisions
-        with self.store.transaction():
+        with self.transition():
             for decision in decisions:
                 self._apply(decision, now)
         if any(not isinstance(d, sched.Assign | sched.FleetIdle) for d in decisions):
@@ -259,6 +285,9 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         if agent is None or agent.status is not AgentStatus.IDLE:
             log.info("skip stale Assign to %s: agent not idle", agent_id)
             return
+        if self.task_leases.get(task_id):
+            log.info("skip Assign of %s: its last attempt's files are not restored yet", task_id)
+            return
         task.attempts += 1
         task.agent_id = agent_id
         task.assigned_at = now
@@ -298,7 +327,7 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         if task.status is TaskStatus.RUNNING:
             return {"status": task.status}
         now = self.clock()
-        with self.store.transaction():
+        with self.transition():
             self.index.set_status(task, TaskStatus.RUNNING)
             self.store.update_task(
                 task_id, status=TaskStatus.RUNNING, started_at=to_iso(now), updated_at=to_iso(now)
@@ -338,7 +367,7 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
                 {"task_id": task_id, "attempt": task.attempts},
             )
         now = self.clock()
-        with self.store.transaction():
+        with self.transition():
             self._record_usage(task, agent_id, report)
             self._end_attempt(task, ReleaseReason.TASK_ENDED, now, succeeded=report.ok)
             if report.ok:
@@ -527,7 +556,7 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         """At start: block pending tasks a dead ancestor left behind (older databases)."""
         roots = self.index.dead_parents(list(self.index.live), _DEAD)
         if roots:
-            with self.store.transaction():
+            with self.transition():
                 self._block_dependents(roots, self.clock())
 
     def _end_attempt(
@@ -540,22 +569,33 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
             self.free_agent(agent, now)
 
     def release(self, task_id: str, reason: ReleaseReason, succeeded: bool = False) -> None:
-        """Restore-before-release (see `engine_files`), then drop every lease of the task."""
-        paths = self.task_leases.get(task_id)
-        if not paths:
+        """End the attempt's hold on its files: patch them (success) or restore them, then release.
+
+        A failed attempt's files keep their leases until they are put back, after
+        this transaction commits (`engine_files`); the others are released here.
+        """
+        held = self.task_leases.get(task_id, set()) - set(self.restoring.get(task_id, ()))
+        if not held:
             return
-        self.settle_files(task_id, succeeded)
-        self.task_leases.pop(task_id)
-        self.store.delete_leases_of_task(task_id)
+        if succeeded:
+            self.record_patches(task_id)
+        else:
+            held -= self.request_restores(task_id, held, reason)
+        self.drop_leases(task_id, held, reason)
+
+    def drop_leases(self, task_id: str, paths: Iterable[str], reason: str) -> None:
+        """Delete the task's lease rows for `paths` and their mirror; one event per path."""
         for path in sorted(paths):
             agent_id, _ = self.leases.pop(path)
+            self.store.delete_lease(path, task_id)
             self.store.emit(
-                EventType.LEASE_RELEASED,
-                task_id=task_id,
-                agent_id=agent_id,
-                path=path,
+                EventType.LEASE_RELEASED, task_id=task_id, agent_id=agent_id, path=path,
                 reason=reason,
-            )
+            )  # fmt: skip
+            held = self.task_leases[task_id]
+            held.discard(path)
+            if not held:
+                del self.task_leases[task_id]
 
     # -- operator transitions -------------------------------------------------------------
 
@@ -565,7 +605,7 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         if task is None:
             raise InvalidState(f"task {task_id} is already {status}", {"status": status})
         now = self.clock()
-        with self.store.transaction():
+        with self.transition():
             if task.agent_id and task.status in (TaskStatus.ASSIGNED, TaskStatus.RUNNING):
                 self.fence(task.agent_id, now)
             self._end_attempt(task, ReleaseReason.CANCELLED, now)
@@ -592,8 +632,16 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
             raise InvalidState(
                 f"only failed or cancelled tasks can be retried; {task_id} is {status}"
             )
+        self.finish_restores([task_id])  # a file repaired since can now be put back
+        stuck = self.unrestorable_of(task_id)
+        if stuck:
+            raise InvalidState(
+                f"{task_id} still holds {', '.join(sorted(stuck))}, which could not be restored "
+                f"({'; '.join(stuck.values())}); repair it, then retry",
+                {"unrestorable": stuck},
+            )
         now = self.clock()
-        with self.store.transaction():
+        with self.transition():
             self._revive(task_id, now, reason="retry")
             queue = deque(self.index.children.get(task_id, ()))
             while queue:
@@ -639,7 +687,7 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         event_type = EventType(kind)
         if event_type not in (EventType.FLEET_STARTED, EventType.RUN_FINISHED):
             raise ValueError(f"{kind} is not a fleet event")
-        with self.store.transaction():
+        with self.transition():
             event = self.store.emit(event_type, **payload)
         return {"event_id": event["id"]}
 
@@ -656,7 +704,7 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         return {"recorded": len(commits)}
 
     def reset(self) -> None:
-        with self.store.transaction():
+        with self.transition():
             self.store.reset()
         self.load()
 

@@ -36,6 +36,8 @@ from codefleet.paths import PathRejected
 from codefleet.scheduler import AgentView
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from codefleet.index import LiveIndex, LiveTask
     from codefleet.paths import TreeRoot
     from codefleet.store import Store
@@ -74,6 +76,7 @@ class AgentsMixin:
 
     if TYPE_CHECKING:
 
+        def transition(self) -> AbstractContextManager[None]: ...
         def kick(self) -> None: ...
         def release(self, task_id: str, reason: ReleaseReason, succeeded: bool = False) -> None: ...
         def capture_preimages(self, task_id: str, keys: list[str]) -> list[dict[str, Any]]: ...
@@ -120,7 +123,7 @@ class AgentsMixin:
         """Upsert by name; a previous incarnation's task and leases are taken back."""
         now = self.clock()
         at = to_iso(now)
-        with self.store.transaction():
+        with self.transition():
             agent_id = self.agent_ids.get(name)
             if agent_id is None:
                 agent = AgentState(new_agent_id(), name, AgentStatus.IDLE, 1, now, now)
@@ -158,7 +161,7 @@ class AgentsMixin:
         agent = self.check_epoch(agent_id, epoch)
         now = self.clock()
         agent.last_heartbeat_at = now
-        with self.store.transaction():
+        with self.transition():
             fields: dict[str, Any] = {"last_heartbeat_at": to_iso(now)}
             if agent.status is AgentStatus.OFFLINE:
                 agent.status = AgentStatus.IDLE
@@ -175,7 +178,7 @@ class AgentsMixin:
 
     def leave(self, agent_id: str, epoch: int) -> None:
         self.check_epoch(agent_id, epoch)
-        with self.store.transaction():
+        with self.transition():
             self._mark_offline(agent_id, ReleaseReason.AGENT_LEFT, self.clock())
         self.kick()
 
@@ -288,7 +291,7 @@ class AgentsMixin:
         held = [
             (k, self.leases[k]) for k in keys if k in self.leases and self.leases[k][1] != task_id
         ]
-        with self.store.transaction():
+        with self.transition():
             if held:
                 return self._deny_held(agent, task_id, held, tool)
             fresh = [key for key in keys if key not in self.leases]
@@ -350,19 +353,36 @@ class AgentsMixin:
             )  # fmt: skip
         return _deny(denied, "; ".join(d["message"] for d in denied))
 
-    def record_change(self, agent_id: str, epoch: int, task_id: str, path: str, tool: str) -> None:
-        """Ledger row from PostToolUse; never vetoes, never read by the scheduler."""
+    def record_change(
+        self,
+        agent_id: str,
+        epoch: int,
+        task_id: str,
+        path: str,
+        tool: str,
+        sha256: str | None = None,
+    ) -> None:
+        """Ledger row from PostToolUse; never vetoes, never read by the scheduler.
+
+        The row names the owner's current attempt and the content hash the writer
+        read after the write: the invariant checker's content oracle.
+        """
         self.check_epoch(agent_id, epoch)
         self.require_task(task_id)
         try:
             key = self.tree.canonical(path)
         except PathRejected:
             key = path
-        with self.store.transaction():
-            self.store.insert_change(task_id, agent_id, key, tool, to_iso(self.clock()))
-            self.store.emit(
-                EventType.FILE_CHANGED, task_id=task_id, agent_id=agent_id, path=key, tool=tool
+        task = self.index.in_flight.get(task_id)
+        attempt = task.attempts if task is not None and task.agent_id == agent_id else None
+        with self.transition():
+            self.store.insert_change(
+                task_id, agent_id, key, tool, to_iso(self.clock()), attempt, sha256
             )
+            self.store.emit(
+                EventType.FILE_CHANGED, task_id=task_id, agent_id=agent_id, path=key, tool=tool,
+                attempt=attempt, sha256=sha256,
+            )  # fmt: skip
 
 
 def _denial(path: str, reason: DenyReason, message: str | None = None) -> dict[str, Any]:

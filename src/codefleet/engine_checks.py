@@ -25,6 +25,8 @@ from codefleet.errors import InvalidGraph, NotFound, NotOwner
 from codefleet.models import CHECK_NAME_PATTERN, EventType, to_iso
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from codefleet.engine_agents import AgentState
     from codefleet.index import LiveTask
     from codefleet.models import TaskStatus
@@ -59,6 +61,7 @@ class ChecksMixin:
 
     if TYPE_CHECKING:
 
+        def transition(self) -> AbstractContextManager[None]: ...
         def check_epoch(self, agent_id: str, epoch: int) -> AgentState: ...
         def touch(self, agent: AgentState) -> None: ...
         def _owned(self, task_id: str, agent_id: str) -> LiveTask: ...
@@ -70,7 +73,7 @@ class ChecksMixin:
     def define_checks(self, checks: Mapping[str, str]) -> dict[str, Any]:
         """Define or redefine named checks; returns the names whose command changed."""
         valid = validated_checks(checks)
-        with self.store.transaction():
+        with self.transition():
             changed = self._store_checks(valid, to_iso(self.clock()))
         return {"defined": sorted(valid), "changed": changed}
 
@@ -105,7 +108,7 @@ class ChecksMixin:
         if command is None:
             raise NotFound(f"no check named {name!r}", {"check": name})
         body = {k: v for k, v in report.items() if k not in ("agent_id", "phase") and v is not None}
-        with self.store.transaction():
+        with self.transition():
             if report["phase"] == "started":
                 event = self.store.emit(
                     EventType.CHECK_STARTED, task_id=task_id, agent_id=agent_id,

@@ -23,6 +23,8 @@ from codefleet.models import EventType, TaskStatus, new_task_id, to_iso
 from codefleet.paths import PathRejected
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from codefleet.index import LiveIndex
     from codefleet.paths import TreeRoot
     from codefleet.store import Store
@@ -61,6 +63,7 @@ class GraphMixin:
 
     if TYPE_CHECKING:
 
+        def transition(self) -> AbstractContextManager[None]: ...
         def kick(self) -> None: ...
         @property
         def default_max_attempts(self) -> int: ...
@@ -91,7 +94,7 @@ class GraphMixin:
                 }
             )  # fmt: skip
             edges.extend((task_id, dep) for dep in dict.fromkeys(spec.depends_on))
-        with self.store.transaction():
+        with self.transition():
             self._store_checks(checks, at)
             self.store.insert_tasks(rows, edges)
             for row, spec in zip(rows, specs, strict=True):

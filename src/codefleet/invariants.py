@@ -127,6 +127,7 @@ class _Replay:
     deps: Mapping[str, Sequence[str]]
     tasks: dict[str, _Task] = field(default_factory=dict)
     holders: dict[str, tuple[str, int]] = field(default_factory=dict)  # path -> (task, event)
+    restoring: set[str] = field(default_factory=set)  # held paths of ended attempts, in restore
     ended: set[tuple[str, int, int]] = field(default_factory=set)
     found: list[Violation] = field(default_factory=list)
 
@@ -240,6 +241,7 @@ def _on_released(replay: _Replay, event: Row) -> None:
         replay.flag("two_holders", f"{task_id} released {path}, held by {holder}", event)
     if held is not None and held[0] == task_id:
         del replay.holders[path]
+        replay.restoring.discard(path)
 
 
 def _on_held_use(replay: _Replay, event: Row) -> None:
@@ -250,6 +252,24 @@ def _on_held_use(replay: _Replay, event: Row) -> None:
         holder = held[0] if held else "nobody"
         rule = "ledger" if event["type"] == EventType.FILE_CHANGED else "two_holders"
         replay.flag(rule, f"{event['type']} of {path} by {task_id} while {holder} holds it", event)
+    elif event["type"] == EventType.FILE_CHANGED and path in replay.restoring:
+        replay.flag("ledger", f"{path} written by {task_id} after its attempt ended", event)
+    elif event["type"] != EventType.FILE_CHANGED and path not in replay.restoring:
+        replay.flag("two_holders", f"{event['type']} of {path} with no restore asked", event)
+
+
+def _on_restore_requested(replay: _Replay, event: Row) -> None:
+    """The attempt is ending: these held paths stay held until they are put back."""
+    task_id = event["task_id"]
+    for path in event["payload"].get("paths") or ():
+        held = replay.holders.get(path)
+        if held is None or held[0] != task_id:
+            holder = held[0] if held else "nobody"
+            replay.flag(
+                "two_holders", f"{task_id} asked to restore {path}, held by {holder}", event
+            )
+        else:
+            replay.restoring.add(path)
 
 
 def _on_denied(replay: _Replay, event: Row) -> None:
@@ -267,6 +287,8 @@ _LEASE_HANDLERS: Final = {
     EventType.LEASE_RELEASED: _on_released,
     EventType.FILE_CHANGED: _on_held_use,
     EventType.FILE_RESTORED: _on_held_use,
+    EventType.RESTORE_FAILED: _on_held_use,
+    EventType.RESTORE_REQUESTED: _on_restore_requested,
     EventType.LEASE_DENIED: _on_denied,
 }
 _TASK_KINDS: Final = frozenset(
@@ -336,6 +358,13 @@ def _assigned(replay: _Replay, task: _Task, event: Row) -> None:
             event,
         )
     _require_deps(replay, event["task_id"], event, "assigned")
+    unrestored = replay.held_by(event["task_id"])
+    if unrestored:
+        replay.flag(
+            "lease_outside_attempt",
+            f"{event['task_id']} assigned again while {unrestored} are not restored",
+            event,
+        )
     if _expect(replay, task, event, {TaskStatus.PENDING}, TaskStatus.ASSIGNED):
         task.attempts = attempt
 
@@ -372,8 +401,8 @@ def _attempt_end(replay: _Replay, task: _Task, event: Row) -> None:
 
 
 def _end_holdings(replay: _Replay, event: Row) -> None:
-    """Leases are released in the transaction that ends the attempt, before its event."""
-    kept = replay.held_by(event["task_id"])
+    """Leases are released (or put in restore) by the transaction that ends the attempt."""
+    kept = [p for p in replay.held_by(event["task_id"]) if p not in replay.restoring]
     if kept:
         replay.flag(
             "lease_outside_attempt",

@@ -103,6 +103,8 @@ class EventType(StrEnum):
     LEASE_RELEASED = "lease_released"
     FILE_CHANGED = "file_changed"
     FILE_RESTORED = "file_restored"
+    RESTORE_REQUESTED = "restore_requested"
+    RESTORE_FAILED = "restore_failed"
     CHECK_DEFINED = "check_defined"
     CHECK_STARTED = "check_started"
     CHECK_FINISHED = "check_finished"

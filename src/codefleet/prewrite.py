@@ -16,19 +16,25 @@ which the runner reports so the server can widen the task's scope.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from codefleet.client import FleetClient
+from codefleet.client import FleetClient, ServerUnavailable
 from codefleet.errors import StaleEpoch
 from codefleet.hookio import extract_paths
 from codefleet.models import WRITE_TOOLS, DenyReason
 from codefleet.paths import PathRejected, TreeRoot
+from codefleet.rollback import content_sha256
 
 __all__ = ["Verdict", "WriteGate"]
 
 log = logging.getLogger(__name__)
+RECORD_RETRY_S = 30.0
+RECORD_RETRY_START_S = 0.1
+RECORD_RETRY_MAX_S = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,17 +122,39 @@ class WriteGate:
         return Verdict(False, tuple(keys), f"The write was refused: {message}. Do not retry it.")
 
     async def record(self, path: str, tool_name: str) -> None:
-        """Ledger row for a write that happened; best effort, never blocks a write."""
+        """Ledger row (with the content's hash) for a write that happened; never blocks a write.
+
+        Retried while the server is unreachable, for up to `RECORD_RETRY_S`: the
+        hash is the record of what this attempt produced (the invariant checker's
+        content oracle), so a row lost to a server restart would blind it.
+        """
         try:
             key = self.tree.canonical(path)
         except PathRejected:
             return
         if key not in self.written:
             self.written.append(key)
-        try:
-            await self.client.record_change(self.agent_id, self.epoch, self.task_id, key, tool_name)
-        except Exception:  # the ledger is a record, not a gate
-            log.warning("could not record change of %s", key, exc_info=True)
+        digest = content_sha256(self.tree.root / key)
+        deadline = time.monotonic() + RECORD_RETRY_S
+        delay = RECORD_RETRY_START_S
+        while True:
+            try:
+                await self.client.record_change(
+                    self.agent_id, self.epoch, self.task_id, key, tool_name, digest
+                )
+                return
+            except ServerUnavailable:
+                if time.monotonic() + delay > deadline:
+                    log.warning("gave up recording the change of %s: server unavailable", key)
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RECORD_RETRY_MAX_S)
+            except StaleEpoch:
+                self.fenced = True
+                return
+            except Exception:  # the ledger is a record, not a gate
+                log.warning("could not record change of %s", key, exc_info=True)
+                return
 
 
 def _local_refusal(err: PathRejected) -> str:

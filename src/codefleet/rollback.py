@@ -16,12 +16,22 @@ engine decides when to call it and records the results in SQLite.
 from __future__ import annotations
 
 import difflib
+import errno
+import hashlib
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PatchFile", "PreImage", "TooLarge", "capture", "make_patch", "restore"]
+__all__ = [
+    "PatchFile",
+    "PreImage",
+    "TooLarge",
+    "capture",
+    "content_sha256",
+    "make_patch",
+    "restore",
+]
 
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
 
@@ -72,11 +82,18 @@ def _missing_dirs(root: Path, key: str) -> tuple[str, ...]:
 
 
 def restore(root: Path, image: PreImage) -> bool:
-    """Put `image` back; idempotent. True when the file on disk changed."""
+    """Put `image` back; idempotent. True when the file on disk changed.
+
+    Raises `OSError` when the path cannot be put back without destroying
+    something that is not the file (it became a directory, a path component
+    became a file) or the file system refuses (permissions).
+    """
     target = root / image.path
     if image.existed:
         return _rewrite(target, image)
     changed = False
+    if target.is_dir() and not target.is_symlink():
+        raise IsADirectoryError(errno.EISDIR, "is a directory now; it did not exist", str(target))
     if target.is_file() or target.is_symlink():
         target.unlink()
         changed = True
@@ -95,14 +112,22 @@ def _rewrite(target: Path, image: PreImage) -> bool:
         same = False
     if same:
         return False
+    if target.is_dir() and not target.is_symlink():
+        raise IsADirectoryError(errno.EISDIR, "is a directory now, not the file", str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
-    if target.is_symlink() or target.is_dir():
-        raise IsADirectoryError(f"{target} is no longer a regular file; cannot restore it")
     tmp = target.with_name(f".{target.name}.codefleet-restore")
     tmp.write_bytes(image.content)
     os.chmod(tmp, mode)
-    os.replace(tmp, target)
+    os.replace(tmp, target)  # a symlink left at the path is replaced, never followed
     return True
+
+
+def content_sha256(path: Path) -> str | None:
+    """The hex SHA-256 of a regular file's bytes; None when there is no readable file."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    except OSError:
+        return None
 
 
 def current_state(root: Path, key: str) -> PreImage:

@@ -74,7 +74,9 @@ CREATE TABLE IF NOT EXISTS file_changes (
     agent_id TEXT NOT NULL,
     path     TEXT NOT NULL,
     tool     TEXT NOT NULL,
-    at       TEXT NOT NULL
+    at       TEXT NOT NULL,
+    attempt  INTEGER,  -- the task's attempt that wrote (NULL: reported by a non-owner)
+    sha256   TEXT      -- the file's content right after the write, as the runner read it
 );
 CREATE INDEX IF NOT EXISTS changes_by_task ON file_changes(task_id);
 
@@ -99,6 +101,20 @@ CREATE TABLE IF NOT EXISTS preimages (
     mode         INTEGER,
     created_dirs TEXT NOT NULL DEFAULT '[]',
     captured_at  TEXT NOT NULL,
+    PRIMARY KEY (task_id, path)
+);
+
+-- A failed attempt's files to put back before their leases are released: written
+-- in the transaction that ends the attempt (with the fence), so the file I/O
+-- happens after that COMMIT and a restart can finish it; each row is deleted,
+-- with its pre-image and its lease, once its file is restored. `error` is set
+-- when the file could not be restored: the lease then stays held.
+CREATE TABLE IF NOT EXISTS restores (
+    task_id      TEXT NOT NULL,
+    path         TEXT NOT NULL,
+    reason       TEXT NOT NULL,
+    error        TEXT,
+    requested_at TEXT NOT NULL,
     PRIMARY KEY (task_id, path)
 );
 

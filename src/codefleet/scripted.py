@@ -6,7 +6,7 @@ optional `attempt: N` (run the step only on that attempt):
     write: {path, content}      edit: {path, old, new}     append: {path, text}
     sleep: SECONDS              wait_leased: PATH           wait_denied: PATH
     fail: MESSAGE               check: NAME                 expect_check: pass|fail
-    expect_error: TEXT
+    expect_error: TEXT          make_dir: PATH
 
 Every file change goes through the attempt's `WriteGate` first, exactly as a
 real session's hook does; a denied write ends the attempt as a veto naming the
@@ -18,6 +18,9 @@ session's `run_check` tool does; `expect_check` ends the attempt as an agent
 error unless the last check passed (or failed), and `expect_error` unless the
 assignment's `error` (the previous attempt's, e.g. a failed verification's
 output) contains TEXT: how the scripted tier observes what a retry is told.
+`make_dir` turns PATH into a directory behind the lock's back, without asking
+(what a tool outside CodeFleet might do): it stages a file the server cannot
+restore.
 A task with no script succeeds without writing anything.
 """
 
@@ -41,7 +44,7 @@ __all__ = ["ScriptError", "ScriptedExecutor", "Step", "load_script"]
 STEP_KINDS: Final = frozenset(
     {
         "write", "edit", "append", "sleep", "wait_leased", "wait_denied", "fail",
-        "check", "expect_check", "expect_error",
+        "check", "expect_check", "expect_error", "make_dir",
     }
 )  # fmt: skip
 WAIT_POLL_S: Final = 0.01
@@ -149,6 +152,8 @@ class ScriptedExecutor:
                 )
             case "check" | "expect_check" | "expect_error":
                 await self._checks(step, attempt, played)
+            case "make_dir":
+                _make_dir(attempt.workdir / str(step.arg))
             case _:
                 raise ScriptError(f"unknown step {step.kind}")
 
@@ -231,6 +236,12 @@ def _edit(target: Path, arg: dict[str, Any]) -> None:
     if old not in text:
         raise ValueError("the text to replace was not found")
     target.write_text(text.replace(old, new, 1))
+
+
+def _make_dir(target: Path) -> None:
+    if target.is_file() or target.is_symlink():
+        target.unlink()
+    target.mkdir(parents=True, exist_ok=True)
 
 
 def _append(target: Path, arg: dict[str, Any]) -> None:

@@ -211,7 +211,7 @@ def _runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> None:
 
     @app.post("/changes", status_code=202)
     async def change(body: ChangeBody, epoch: Epoch) -> JSONResponse:
-        engine.record_change(body.agent_id, epoch, body.task_id, body.path, body.tool)
+        engine.record_change(body.agent_id, epoch, body.task_id, body.path, body.tool, body.sha256)
         return _json({}, 202)
 
     @app.post("/tasks/{task_id}/complete")

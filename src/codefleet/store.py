@@ -81,8 +81,13 @@ INSERT_TASK: Final = """INSERT INTO tasks (id, seq, title, description, status, 
     file_scope, max_attempts, verify, created_at, updated_at)
     VALUES (:id, :seq, :title, :description, :status, :priority, :file_scope,
     :max_attempts, :verify, :created_at, :updated_at)"""
-TASK_TABLE_COLUMNS: Final = "PRAGMA table_info(tasks)"
-ADD_TASK_VERIFY: Final = "ALTER TABLE tasks ADD COLUMN verify TEXT"  # databases made before checks
+TABLE_COLUMNS: Final = "SELECT name FROM pragma_table_info(?)"
+# Columns added after a table first shipped: (table, column, statement) for older databases.
+MIGRATIONS: Final = (
+    ("tasks", "verify", "ALTER TABLE tasks ADD COLUMN verify TEXT"),
+    ("file_changes", "attempt", "ALTER TABLE file_changes ADD COLUMN attempt INTEGER"),
+    ("file_changes", "sha256", "ALTER TABLE file_changes ADD COLUMN sha256 TEXT"),
+)
 INSERT_DEPENDENCY: Final = "INSERT INTO task_dependencies (task_id, depends_on_id) VALUES (?, ?)"
 ADD_TASK_USAGE: Final = """UPDATE tasks SET input_tokens = input_tokens + ?,
     output_tokens = output_tokens + ?, cost_usd = cost_usd + ? WHERE id = ?"""
@@ -117,9 +122,10 @@ INSERT_LEASE: Final = """INSERT OR IGNORE INTO file_leases (path, agent_id, task
 SELECT_LEASES: Final = "SELECT * FROM file_leases ORDER BY path"
 SELECT_LEASES_OF_TASK: Final = "SELECT * FROM file_leases WHERE task_id = ? ORDER BY path"
 DELETE_LEASES_OF_TASK: Final = "DELETE FROM file_leases WHERE task_id = ?"
+DELETE_LEASE: Final = "DELETE FROM file_leases WHERE path = ? AND task_id = ?"
 
-INSERT_CHANGE: Final = """INSERT INTO file_changes (task_id, agent_id, path, tool, at)
-    VALUES (?, ?, ?, ?, ?)"""
+INSERT_CHANGE: Final = """INSERT INTO file_changes (task_id, agent_id, path, tool, at, attempt,
+    sha256) VALUES (?, ?, ?, ?, ?, ?, ?)"""
 SELECT_CHANGES_OF_TASK: Final = "SELECT * FROM file_changes WHERE task_id = ? ORDER BY id"
 
 INSERT_EVENT: Final = """INSERT INTO events (at, type, task_id, agent_id, payload)
@@ -131,12 +137,21 @@ SELECT_LAST_EVENT_ID: Final = "SELECT COALESCE(MAX(id), 0) FROM events"
 INSERT_PREIMAGE: Final = """INSERT OR IGNORE INTO preimages (task_id, path, existed, content,
     mode, created_dirs, captured_at) VALUES (?, ?, ?, ?, ?, ?, ?)"""
 SELECT_PREIMAGES_OF_TASK: Final = "SELECT * FROM preimages WHERE task_id = ? ORDER BY path"
+SELECT_PREIMAGE_PATHS_OF_TASK: Final = "SELECT path FROM preimages WHERE task_id = ? ORDER BY path"
+DELETE_PREIMAGE: Final = "DELETE FROM preimages WHERE task_id = ? AND path = ?"
 DELETE_PREIMAGES_OF_TASK: Final = "DELETE FROM preimages WHERE task_id = ?"
 INSERT_PATCH: Final = """INSERT OR REPLACE INTO patches (task_id, path, diff, added, removed, binary)
     VALUES (?, ?, ?, ?, ?, ?)"""
 SELECT_PATCHES_OF_TASK: Final = "SELECT * FROM patches WHERE task_id = ? ORDER BY path"
 SELECT_FOREIGN_PREIMAGES: Final = """SELECT p.* FROM preimages p JOIN file_leases l
     ON l.path = p.path AND l.task_id = p.task_id WHERE l.task_id <> ? ORDER BY p.path"""
+
+INSERT_RESTORE: Final = """INSERT OR IGNORE INTO restores (task_id, path, reason, requested_at)
+    VALUES (?, ?, ?, ?)"""
+SELECT_RESTORES: Final = "SELECT * FROM restores ORDER BY task_id, path"
+SELECT_RESTORES_OF_TASK: Final = "SELECT * FROM restores WHERE task_id = ? ORDER BY path"
+DELETE_RESTORE: Final = "DELETE FROM restores WHERE task_id = ? AND path = ?"
+FAIL_RESTORE: Final = "UPDATE restores SET error = ? WHERE task_id = ? AND path = ?"
 
 UPSERT_CHECK: Final = """INSERT INTO checks (name, command, defined_at) VALUES (?, ?, ?)
     ON CONFLICT (name) DO UPDATE SET command = excluded.command, defined_at = excluded.defined_at"""
@@ -154,6 +169,7 @@ SELECT_INTERACTIVE: Final = "SELECT * FROM interactive_sessions ORDER BY name"
 RESET_TABLES: Final = (
     "interactive_sessions",
     "checks",
+    "restores",
     "patches",
     "preimages",
     "file_changes",
@@ -204,8 +220,9 @@ class Store:
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.execute("PRAGMA foreign_keys=ON")
         self._db.executescript(resources.files("codefleet").joinpath("schema.sql").read_text())
-        if "verify" not in {r["name"] for r in self._db.execute(TASK_TABLE_COLUMNS)}:
-            self._db.execute(ADD_TASK_VERIFY)
+        for table, column, statement in MIGRATIONS:
+            if column not in {r[0] for r in self._db.execute(TABLE_COLUMNS, (table,))}:
+                self._db.execute(statement)
         self._depth = 0
         self._pending: list[Row] = []
         self.clock: Callable[[], datetime] = utcnow  # the engine sets its own
@@ -214,6 +231,10 @@ class Store:
 
     def close(self) -> None:
         self._db.close()
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._depth > 0
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -400,8 +421,20 @@ class Store:
     def delete_leases_of_task(self, task_id: str) -> None:
         self._write(DELETE_LEASES_OF_TASK, (task_id,))
 
-    def insert_change(self, task_id: str, agent_id: str, path: str, tool: str, at: str) -> None:
-        self._write(INSERT_CHANGE, (task_id, agent_id, path, tool, at))
+    def delete_lease(self, path: str, task_id: str) -> None:
+        self._write(DELETE_LEASE, (path, task_id))
+
+    def insert_change(
+        self,
+        task_id: str,
+        agent_id: str,
+        path: str,
+        tool: str,
+        at: str,
+        attempt: int | None = None,
+        sha256: str | None = None,
+    ) -> None:
+        self._write(INSERT_CHANGE, (task_id, agent_id, path, tool, at, attempt, sha256))
 
     def changes_of_task(self, task_id: str) -> list[Row]:
         return [dict(r) for r in self._db.execute(SELECT_CHANGES_OF_TASK, (task_id,))]
@@ -427,6 +460,30 @@ class Store:
 
     def delete_preimages_of_task(self, task_id: str) -> None:
         self._write(DELETE_PREIMAGES_OF_TASK, (task_id,))
+
+    def preimage_paths_of_task(self, task_id: str) -> list[str]:
+        return [r[0] for r in self._db.execute(SELECT_PREIMAGE_PATHS_OF_TASK, (task_id,))]
+
+    # -- restores: the intent to put a failed attempt's files back ----------------------
+
+    def insert_restores(self, task_id: str, paths: Iterable[str], reason: str, at: str) -> None:
+        for path in paths:
+            self._write(INSERT_RESTORE, (task_id, path, reason, at))
+
+    def restores(self) -> list[Row]:
+        return [dict(r) for r in self._db.execute(SELECT_RESTORES)]
+
+    def restores_of_task(self, task_id: str) -> list[Row]:
+        return [dict(r) for r in self._db.execute(SELECT_RESTORES_OF_TASK, (task_id,))]
+
+    def delete_restored(self, task_id: str, path: str) -> None:
+        """The file is back: its restore row, pre-image and lease go in one step."""
+        self._write(DELETE_RESTORE, (task_id, path))
+        self._write(DELETE_PREIMAGE, (task_id, path))
+        self._write(DELETE_LEASE, (path, task_id))
+
+    def fail_restore(self, task_id: str, path: str, error: str) -> None:
+        self._write(FAIL_RESTORE, (error, task_id, path))
 
     def insert_patch(self, task_id: str, patch: PatchFile) -> None:
         self._write(

@@ -148,6 +148,8 @@ class ChangeBody(_Body):
     task_id: TaskId
     path: Annotated[StrictStr, Field(min_length=1, max_length=MAX_PATH)]
     tool: Annotated[StrictStr, Field(max_length=100)] = "Write"
+    # the file's content right after the write, as the writer read it (the content oracle)
+    sha256: Annotated[StrictStr, Field(pattern="^[0-9a-f]{64}$")] | None = None
 
 
 class CompleteBody(_Body):

@@ -286,7 +286,8 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
     script = {
         "hold": [{"edit": {"path": "a.py", "old": "A = 1", "new": "A = 2"}}, {"wait_denied": "a.py", "attempt": 1}],
         "grab": [{"wait_leased": "a.py", "attempt": 1}, {"append": {"path": "a.py", "text": "G = 1\n"}}],
-        "doomed": [{"write": {"path": "doomed.txt", "content": "half"}}, {"fail": "scripted failure"}],
+        "doomed": [{"write": {"path": "doomed.txt", "content": "half"}}, {"write": {"path": "gone.txt", "content": "x"}},
+                   {"make_dir": "doomed.txt"}, {"fail": "scripted failure"}],  # doomed.txt cannot be restored
         "next": [{"check": "ok"}],
     }  # fmt: skip
     async with FleetClient(server.url) as client:

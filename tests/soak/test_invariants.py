@@ -8,12 +8,14 @@ checks use real `git apply` on real files.
 from __future__ import annotations
 
 import copy
+import hashlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from codefleet.invariants import Evidence, check, compare_trees, replay_patches
+from codefleet.invariants_content import check_contents, expected_contents
 from codefleet.rollback import PreImage, make_patch
 
 
@@ -258,3 +260,109 @@ def test_a_write_no_patch_explains_is_caught(
         "stray.txt is in the final tree but no patch made it",
         "x.txt differs from its patches replayed in order",
     ]
+
+
+# -- restores: an ended attempt's leases are held until its files are back --------------------
+
+
+def failed_then_restored() -> list[tuple[str, str | None, dict[str, Any]]]:
+    """A fails its first attempt; its file is put back after the requeue, then it succeeds."""
+    steps = history()[:7]  # ... A holds x.txt and wrote it
+    return [
+        *steps,
+        ("restore_requested", "A", {"paths": ["x.txt"], "reason": "task_ended"}),
+        ("task_requeued", "A", {"attempt": 1}),
+        ("file_restored", "A", {"path": "x.txt", "existed": True}),
+        ("lease_released", "A", {"path": "x.txt", "reason": "task_ended"}),
+        ("task_assigned", "A", {"attempt": 2}),
+        ("task_succeeded", "A", {"attempt": 2}),
+    ]
+
+
+def restore_evidence(steps: list[tuple[str, str | None, dict[str, Any]]]) -> Evidence:
+    proof = evidence(steps)
+    proof.tasks = {"A": {"id": "A", "status": "succeeded", "attempts": 2, "depends_on": []}}
+    proof.ledger = {"A": [{"path": "x.txt", "tool": "Write"}]}
+    proof.agents[0]["tasks_succeeded"] = 1
+    return proof
+
+
+def test_an_attempt_may_end_while_its_files_are_being_restored() -> None:
+    steps = [s for s in failed_then_restored() if s[1] != "B"]
+
+    assert check(restore_evidence(steps), require_terminal=False) == []
+
+
+def test_a_write_recorded_after_the_attempt_ended_is_caught() -> None:
+    steps = [s for s in failed_then_restored() if s[1] != "B"]
+    steps.insert(8, ("file_changed", "A", {"path": "x.txt", "tool": "Write"}))  # after requeue
+    assert steps[7][0] == "task_requeued"
+    proof = restore_evidence(steps)
+    proof.ledger["A"].append({"path": "x.txt", "tool": "Write"})
+
+    assert rules(check(proof, require_terminal=False)) == {"ledger"}
+
+
+def test_a_task_assigned_again_before_its_files_are_restored_is_caught() -> None:
+    steps = [s for s in failed_then_restored() if s[1] != "B"]
+    moved = steps.pop(10)  # the second assignment moves before the restore finished
+    steps.insert(8, moved)
+
+    assert "lease_outside_attempt" in rules(check(restore_evidence(steps), require_terminal=False))
+
+
+def test_a_restore_without_a_restore_request_is_caught() -> None:
+    steps = [s for s in failed_then_restored() if s[1] != "B" and s[0] != "restore_requested"]
+
+    assert "two_holders" in rules(check(restore_evidence(steps), require_terminal=False))
+
+
+# -- the content oracle ------------------------------------------------------------------------
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def hashed_history(a_wrote: str, b_wrote: str) -> list[dict[str, Any]]:
+    """The clean run, each ledger event carrying the hash of what its writer left."""
+    events = evidence().events
+    for event in events:
+        if event["type"] == "file_changed":
+            wrote = a_wrote if event["task_id"] == "A" else b_wrote
+            event["payload"] = {**event["payload"], "sha256": digest(wrote)}
+    return events
+
+
+def test_the_tree_holding_each_paths_last_successful_write_satisfies_the_content_oracle(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "x.txt").write_text("1\nA\nB\n")
+    expected = expected_contents(hashed_history("1\nA\n", "1\nA\nB\n"))
+
+    assert check_contents(expected, tmp_path) == []
+    assert expected["x.txt"].task_id == "B"
+
+
+def test_a_succeeded_tasks_edit_missing_from_the_tree_is_caught_by_the_content_oracle(
+    tmp_path: Path,
+) -> None:
+    # B succeeded having written "1\nA\nB\n", but its file was put back to A's content
+    # afterwards (the take-back crash): the patch replay cannot see it, the oracle does.
+    (tmp_path / "x.txt").write_text("1\nA\n")
+
+    found = check_contents(expected_contents(hashed_history("1\nA\n", "1\nA\nB\n")), tmp_path)
+
+    assert [(v.rule, v.task_id) for v in found] == [("content", "B")]
+    assert "x.txt" in found[0].message
+
+
+def test_the_writes_of_a_failed_attempt_are_not_expected_in_the_tree(tmp_path: Path) -> None:
+    events = events_of([s for s in failed_then_restored() if s[1] != "B"])
+    for event in events:
+        if event["type"] == "file_changed":
+            event["payload"] = {**event["payload"], "sha256": digest("rolled back\n")}
+    (tmp_path / "x.txt").write_text("1\n")
+
+    assert expected_contents(events) == {}
+    assert check_contents(expected_contents(events), tmp_path) == []

@@ -314,7 +314,7 @@ def _running_with_lease(fleet: Fleet, path: str = "a.py") -> tuple[str, str]:
     return agent, "T"
 
 
-def test_a_stale_agent_goes_offline_loses_its_leases_and_task_in_one_transaction(
+def test_a_stale_agent_is_fenced_with_its_task_requeued_then_its_leases_go_once_restored(
     make_fleet: Callable[..., Fleet],
 ):
     fleet = make_fleet(stale_after=20)
@@ -330,10 +330,14 @@ def test_a_stale_agent_goes_offline_loses_its_leases_and_task_in_one_transaction
         sched.MarkOffline(agent),
         sched.Requeue(task, ErrorKind.INFRA, "agent_stale"),
     ]
-    [commit] = fleet.commits  # one COMMIT carried every event of the tick
-    assert commit == fleet.events(since=first_new_event - 1)
-    assert [e["type"] for e in commit] == ["lease_released", "agent_offline", "task_requeued"]
-    assert commit[0]["payload"] == {"path": "a.py", "reason": "agent_stale"}
+    # one COMMIT fences the agent, requeues its task and records the restore intent;
+    # the lease goes in a second one, once the file is back (decisions: "Take-backs ...")
+    fence, release = fleet.commits
+    assert fence + release == fleet.events(since=first_new_event - 1)
+    assert [e["type"] for e in fence] == ["restore_requested", "agent_offline", "task_requeued"]
+    assert fence[0]["payload"] == {"paths": ["a.py"], "reason": "agent_stale"}
+    assert [e["type"] for e in release] == ["lease_released"]
+    assert release[0]["payload"] == {"path": "a.py", "reason": "agent_stale"}
     assert fleet.rows("SELECT status, epoch, current_task_id FROM agents") == [
         ("offline", epoch + 1, None)
     ]
