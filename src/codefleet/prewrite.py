@@ -61,6 +61,7 @@ class WriteGate:
     agent_id: str
     epoch: int
     task_id: str
+    grant_trust_s: float | None = None  # an older answer may be stale: refuse the write
     blocked_on: str | None = None
     fenced: bool = False
     written: list[str] = field(default_factory=list)
@@ -91,6 +92,7 @@ class WriteGate:
         return await self._ask(tool_name, keys)
 
     async def _ask(self, tool_name: str, keys: list[str]) -> Verdict:
+        asked = time.monotonic()
         try:
             answer = await self.client.acquire(
                 self.agent_id, self.epoch, self.task_id, keys, tool_name
@@ -104,9 +106,17 @@ class WriteGate:
                 tuple(keys),
                 f"The coordination server could not grant the lease ({type(err).__name__}). Stop now and report that the write was refused.",
             )
-        if answer.get("decision") == "allow":
-            return Verdict(True, tuple(keys))
-        return self._denied(keys, answer)
+        if answer.get("decision") != "allow":
+            return self._denied(keys, answer)
+        waited = time.monotonic() - asked
+        if self.grant_trust_s is not None and waited > self.grant_trust_s:
+            return Verdict(
+                False,
+                tuple(keys),
+                f"The lease answer took {waited:.1f}s to arrive, too long to trust: the server may "
+                "have taken this task back meanwhile. The write was refused. Stop now.",
+            )
+        return Verdict(True, tuple(keys))
 
     def _denied(self, keys: list[str], answer: dict[str, Any]) -> Verdict:
         denied = answer.get("denied") or []

@@ -93,6 +93,7 @@ class Runner:
         self.agent_id = ""
         self.epoch = 0
         self.heartbeat_s = 5.0
+        self.grant_trust_s = 10.0
         self.task_timeout = options.task_timeout or 600.0
         self.fenced = asyncio.Event()
         self.completed = 0
@@ -110,6 +111,8 @@ class Runner:
             raise CannotContinue(f"registration refused: {err.message}") from err
         self.agent_id, self.epoch = answer["agent_id"], answer["epoch"]
         self.heartbeat_s = float(answer.get("heartbeat_interval_s", 5.0))
+        # A grant is trusted for half the server's stale window (prewrite: "A late grant").
+        self.grant_trust_s = float(answer.get("stale_after_s", 20.0)) / 2
         self.task_timeout = self.options.task_timeout or float(answer.get("task_timeout_s", 600.0))
         self.fenced.clear()
         log.info("%s registered as %s epoch %s", self.options.name, self.agent_id, self.epoch)
@@ -210,7 +213,9 @@ class Runner:
             await self._retrying(lambda: self.client.start(task["id"], self.agent_id, self.epoch))
         except NotOwner:
             return  # the task moved on before we started it
-        gate = WriteGate(self.client, self.tree, self.agent_id, self.epoch, task["id"])
+        gate = WriteGate(
+            self.client, self.tree, self.agent_id, self.epoch, task["id"], self.grant_trust_s
+        )
         checker = self._checker(gate, commands, int(task["attempts"]))
         attempt = Attempt(
             task, gate, self.tree.root, self.options.run_dir, self.options.name, checker

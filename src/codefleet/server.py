@@ -177,6 +177,7 @@ def _runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> None:
         answer = engine.register(body.name, body.workdir, body.pid)
         answer.update(
             heartbeat_interval_s=settings.heartbeat_interval,
+            stale_after_s=settings.stale_after,
             poll_interval_s=settings.poll_interval,
             task_timeout_s=settings.task_timeout,
             server_time=to_iso(utcnow()),
