@@ -1,4 +1,4 @@
-"""Chaos run: real processes killed with SIGKILL mid-run, then the invariant checker.
+"""Chaos run: real processes killed (SIGKILL) or frozen (SIGSTOP) mid-run, then the invariant checker.
 
     uv run python bench/chaos.py --seed 1 --tasks 500 --runners 8 --duration 300
 
@@ -16,12 +16,16 @@ would (reconnecting after every server death), and plays a seeded fault plan:
 each fault fires once the graph is that far along (and a minimum gap after the
 previous one), so the plan fires at the same points of progress on any machine.
 A fault SIGKILLs a random runner (restarted after a short pause, same name) or
-the server (restarted on the same database and port). When the graph drains it
+the server (restarted on the same database and port), or freezes a runner with
+SIGSTOP for longer than the stale window and then lets it go on (SIGCONT): the
+server takes its task back and puts its files back while the runner, frozen,
+may hold a lease answer in flight. When the graph drains it
 stops the runners, kills and restarts the server once more to check the final
 state reloads unchanged, and runs `codefleet.invariants` over everything: the
-event log and the stream, the ledger, the lease replay, the task rows, and the
+event log and the stream, the ledger, the lease replay, the task rows, the
 tree rebuilt from the original by `git apply` of every succeeded task's patch in
-completion order. `--duration` bounds the whole run; a graph that has not
+completion order, and the content oracle: every path holds the content its last
+succeeded writer hashed right after writing it (`invariants_content`). `--duration` bounds the whole run; a graph that has not
 drained by then is a failure.
 
 Prints one JSON summary (also `--json FILE`); exits 0 only with zero violations,
@@ -53,6 +57,7 @@ import yaml
 
 from codefleet.client import FleetClient, ServerUnavailable
 from codefleet.invariants import Evidence, Violation, check, collect, compare_trees, replay_patches
+from codefleet.invariants_content import check_contents, expected_contents
 
 HOST = "127.0.0.1"
 STOP_WAIT_S = 15.0
@@ -189,7 +194,7 @@ def free_port() -> int:
 
 @dataclass
 class Fault:
-    kind: str  # "runner" or "server"
+    kind: str  # "runner" or "server" (SIGKILL), "pause" (SIGSTOP, SIGCONT), "rogue"
     at_progress: float
     target: int = 0
     down_s: float = 0.0
@@ -214,6 +219,8 @@ class Summary:
     vetoes: int = 0
     fail_closed: int = 0  # writes refused because the server could not be asked
     restores: int = 0
+    unrestorable: int = 0
+    contents_checked: int = 0  # paths whose final content the oracle compared
     requeues: dict[str, int] = field(default_factory=dict)
     final_restart_identical: bool = False
     violations: list[str] = field(default_factory=list)
@@ -226,10 +233,25 @@ class Summary:
 
 
 def plan_faults(
-    rng: random.Random, runners: int, server_kills: int, runner_kills: int, rogue_writes: int = 0
+    rng: random.Random,
+    runners: int,
+    server_kills: int,
+    runner_kills: int,
+    rogue_writes: int = 0,
+    pauses: int = 0,
+    stale_after: float = 10.0,
 ) -> list[Fault]:
     faults = [
         Fault("rogue", rng.uniform(0.1, 0.9), rng.randrange(1000)) for _ in range(rogue_writes)
+    ]
+    faults += [  # frozen past the stale window: its task is taken back while it sleeps
+        Fault(
+            "pause",
+            rng.uniform(0.05, 0.85),
+            rng.randrange(runners),
+            stale_after + rng.uniform(1, 4),
+        )
+        for _ in range(pauses)
     ]
     faults += [
         Fault("server", rng.uniform(0.05, 0.85), down_s=rng.uniform(0.2, 1.5))
@@ -285,7 +307,8 @@ class Chaos:
     def _server_proc(self) -> Proc:
         cmd = [self.exe, "serve", "--port", str(self.port), "--db", str(self.base / "chaos.db")]
         cmd += ["--workdir", str(self.tree), "--run-dir", str(self.base / "runs")]
-        cmd += ["--stale-after", "10", "--heartbeat-interval", "1", "--tick-interval", "0.1"]
+        cmd += ["--stale-after", str(self.args.stale_after), "--heartbeat-interval", "1"]
+        cmd += ["--tick-interval", "0.1"]
         cmd += ["--poll-interval", "1", "--task-timeout", "60"]  # the token: in the environment
         return Proc("server", cmd, self.base / "logs" / "server.log", self.env, self.base)
 
@@ -332,6 +355,9 @@ class Chaos:
             self.summary.faults_injected["rogue"] = self.summary.faults_injected.get("rogue", 0) + 1
             self.summary.fault_log.append(f"{fault.fired_at_s}s: rogue append to {target.name}")
             return
+        if fault.kind == "pause":
+            await self._pause(self.runners[fault.target], fault)
+            return
         if fault.kind == "server":
             self.server.kill()
             await asyncio.sleep(fault.down_s)
@@ -348,6 +374,20 @@ class Chaos:
         who = "server" if fault.kind == "server" else self.runners[fault.target].name
         self.summary.fault_log.append(
             f"{fault.fired_at_s}s @{fault.at_progress:.0%}: SIGKILL {who}, back after {fault.down_s:.1f}s"
+        )
+
+    async def _pause(self, proc: Proc, fault: Fault) -> None:
+        """SIGSTOP past the stale window, then SIGCONT: the runner resumes where it froze."""
+        if proc.popen is None or not proc.alive():
+            return
+        proc.popen.send_signal(signal.SIGSTOP)
+        try:
+            await asyncio.sleep(fault.down_s)
+        finally:
+            proc.popen.send_signal(signal.SIGCONT)
+        self.summary.faults_injected["pause"] = self.summary.faults_injected.get("pause", 0) + 1
+        self.summary.fault_log.append(
+            f"{fault.fired_at_s}s @{fault.at_progress:.0%}: SIGSTOP {proc.name} for {fault.down_s:.1f}s"
         )
 
     def reap_unexpected(self) -> None:
@@ -412,7 +452,10 @@ class Chaos:
     def _tree(self, evidence: Evidence) -> list[Violation]:
         rebuilt = self.base / "rebuilt"
         found = replay_patches(self.original, evidence, rebuilt)
-        return found or compare_trees(rebuilt, self.tree)
+        found = found or compare_trees(rebuilt, self.tree)
+        expected = expected_contents(evidence.events)
+        self.summary.contents_checked = sum(1 for e in expected.values() if e.sha256)
+        return found + check_contents(expected, self.tree)
 
     def _figures(self, evidence: Evidence, violations: list[Violation]) -> None:
         s = self.summary
@@ -420,6 +463,7 @@ class Chaos:
         s.statuses = dict(Counter(t["status"] for t in evidence.tasks.values()))
         s.events, s.observed_events = len(evidence.events), len(self.observed)
         s.vetoes, s.restores = kinds["lease_denied"], kinds["file_restored"]
+        s.unrestorable = kinds["restore_failed"]
         s.fail_closed = sum(
             1
             for e in evidence.events
@@ -453,8 +497,9 @@ async def run(args: argparse.Namespace) -> Summary:
     workload = build_workload(args.seed, args.tasks, args.hot_files, args.fail_rate)
     chaos.prepare(workload)
     faults = plan_faults(
-        chaos.rng, args.runners, args.server_kills, args.runner_kills, args.rogue_writes
-    )
+        chaos.rng, args.runners, args.server_kills, args.runner_kills, args.rogue_writes,
+        args.runner_pauses, args.stale_after,
+    )  # fmt: skip
     chaos.summary.faults_planned = dict(Counter(f.kind for f in faults))
     observer: asyncio.Task[None] | None = None
     try:
@@ -490,6 +535,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--server-kills", type=int, default=None, help="default: 1 per 100 tasks, at least 2"
     )
     parser.add_argument("--runner-kills", type=int, default=None, help="default: 3 per 100 tasks")
+    parser.add_argument(
+        "--runner-pauses",
+        type=int,
+        default=None,
+        help="SIGSTOP a runner past the stale window, then SIGCONT; default: 1 per 100 tasks",
+    )
+    parser.add_argument("--stale-after", type=float, default=10.0, help="the server's, seconds")
     parser.add_argument("--min-gap", type=float, default=1.0, help="seconds between two faults")
     parser.add_argument("--hot-files", type=int, default=12)
     parser.add_argument(
@@ -508,6 +560,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.server_kills = max(2, args.tasks // 100)
     if args.runner_kills is None:
         args.runner_kills = max(2, 3 * args.tasks // 100)
+    if args.runner_pauses is None:
+        args.runner_pauses = max(1, args.tasks // 100)
     return args
 
 

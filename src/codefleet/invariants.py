@@ -10,8 +10,11 @@ replays the event log in id order and reports every `Violation` it finds:
   transaction leaves no gap either), and every event a live observer streamed
   is in the final log unchanged (nothing it saw was lost or re-numbered);
 - never two holders of one path: a grant to a held path, a release by a task
-  that does not hold it, a lease outliving its attempt, a ledger row, a restore
-  or a denial that disagrees with the replayed holder;
+  that does not hold it, a lease outliving its attempt (unless a
+  `restore_requested` keeps it until its file is back), a ledger row, a
+  restore or a denial that disagrees with the replayed holder, a write
+  recorded after the attempt ended, a task assigned again before its files
+  are back;
 - every task follows its state machine: each attempt ends at most once (no
   completion applied twice), no task succeeds twice, a task is assigned only
   after every dependency succeeded, and the final rows agree with the replay;
@@ -19,7 +22,9 @@ replays the event log in id order and reports every `Violation` it finds:
 
 `replay_patches` + `compare_trees` prove the tree: the original tree with the
 succeeded tasks' patches applied in completion order (`git apply`) equals the
-final tree.
+final tree. The patches are computed from the tree the server saw, so
+`invariants_content` adds an oracle that is not: the content hashes the
+writers recorded in the change ledger.
 """
 
 from __future__ import annotations

@@ -95,6 +95,9 @@ class Reads:
         for row in rows:
             row["holder_agent_name"] = self.engine.holder_name(row["agent_id"])
             row["kind"] = self.engine.holder_kind(row["agent_id"])
+            restoring = self.engine.restoring.get(row["task_id"], {})
+            row["restoring"] = row["path"] in restoring  # its attempt ended; the file is not back
+            row["restore_error"] = restoring.get(row["path"])
             row["age_s"] = round((now - from_iso(row["acquired_at"])).total_seconds(), 3)
         return rows
 

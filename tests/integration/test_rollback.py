@@ -149,3 +149,35 @@ def _differences(cmp: filecmp.dircmp[str]) -> list[str]:
     for sub in cmp.subdirs.values():
         found += _differences(sub)
     return found
+
+
+async def test_a_file_that_cannot_be_restored_fails_its_task_and_keeps_a_visible_lease(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**{**FAST, "stale_after": 60})
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "bad", "title": "b", "description": "do it"},
+                                   {"id": "next", "title": "n", "description": "do it"}])  # fmt: skip
+        agent = await client.register("r", str(workdir), None)
+        ident, epoch = agent["agent_id"], agent["epoch"]
+        first = await client.assignment(ident, epoch, wait=5)
+        assert first is not None
+        bad, other = first["id"], "next" if first["id"] == "bad" else "bad"
+        await client.start(bad, ident, epoch)
+        await client.acquire(ident, epoch, bad, ["a.py", "pkg/b.py"], "Edit")
+        (workdir / "pkg" / "b.py").write_text("edited\n")
+        (workdir / "a.py").unlink()
+        (workdir / "a.py").mkdir()  # the leased file became a directory
+
+        answer = await client.complete(bad, ident, epoch, {"attempt": 1, "ok": False, "error": "x"})
+        task, leases = await client.task(bad), await client.leases()
+        failed = await client.events(type_="restore_failed")
+        following = await client.assignment(ident, epoch, wait=5)  # the fleet goes on
+
+    assert answer["status"] == "failed"
+    assert task["error_kind"] == "infra" and "a.py" in task["error"]
+    assert [(x["path"], x["task_id"], x["restoring"]) for x in leases] == [("a.py", bad, True)]
+    assert "directory" in leases[0]["restore_error"]
+    assert [(e["task_id"], e["payload"]["path"]) for e in failed] == [(bad, "a.py")]
+    assert (workdir / "pkg" / "b.py").read_text() == "B = 2\n"
+    assert following is not None and following["id"] == other

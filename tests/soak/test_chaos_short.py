@@ -2,10 +2,12 @@
 
 `bench/chaos.py` runs as its own process exactly as by hand, smaller: a seeded
 40-task graph, 3 `codefleet runner --dry-run` processes, one SIGKILL of the
-`codefleet serve` process (restarted on the same database) and two of runners,
-plus the final kill-and-restart that must reload the state unchanged. It must
-drain with every task succeeded and zero invariant violations. The long run
-(500 tasks, 8 runners, about 20 faults) is run by hand; see docs/reliability.md.
+`codefleet serve` process (restarted on the same database), two of runners and
+one runner frozen (SIGSTOP) past a 4 s stale window, plus the final
+kill-and-restart that must reload the state unchanged. It must drain with every
+task succeeded and zero invariant violations, the content oracle included. The
+long run (500 tasks, 8 runners, about 25 faults) is run by hand; see
+docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ def test_a_short_chaos_run_with_a_server_kill_and_runner_kills_breaks_no_invaria
 ) -> None:
     summary_file = tmp_path / "chaos.json"
     args = ["--seed", "7", "--tasks", "40", "--runners", "3", "--server-kills", "1",
-            "--runner-kills", "2", "--hot-files", "4", "--min-gap", "0.5", "--duration", "120",
+            "--runner-kills", "2", "--runner-pauses", "1", "--stale-after", "4",
+            "--hot-files", "4", "--min-gap", "0.5", "--duration", "120",
             "--json", str(summary_file)]  # fmt: skip
 
     done = subprocess.run(
@@ -34,7 +37,10 @@ def test_a_short_chaos_run_with_a_server_kill_and_runner_kills_breaks_no_invaria
     assert summary_file.exists(), done.stderr[-3000:]
     summary = json.loads(summary_file.read_text())
     assert summary["violations"] == [], summary
-    assert summary["faults_injected"] == {"server": 1, "runner": 2}, summary["fault_log"]
+    assert summary["faults_injected"] == {"server": 1, "runner": 2, "pause": 1}, summary[
+        "fault_log"
+    ]
+    assert summary["contents_checked"] > 0
     assert summary["unexpected_exits"] == []
     assert summary["drained"] and summary["statuses"] == {"succeeded": 40}
     assert summary["final_restart_identical"]
