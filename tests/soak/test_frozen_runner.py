@@ -57,7 +57,9 @@ async def test_a_grant_answered_after_the_runner_was_taken_back_writes_nothing(
     async with FleetClient(server.url) as observer:
         await observer.create_tasks([{"id": "T", "title": "t", "description": "do it"}])
         async with FleetClient(server.url, transport=transport) as client:
-            runner = asyncio.create_task(Runner(client, ScriptedExecutor(script), options).run(stop))
+            runner = asyncio.create_task(
+                Runner(client, ScriptedExecutor(script), options).run(stop)
+            )
             await wait_until(transport.frozen.is_set, timeout=BOUND_S)
             await wait_until(lambda: _failed(observer), timeout=BOUND_S)  # taken back, put back
             assert (workdir / "a.py").read_text() == "A = 1\n"
