@@ -275,6 +275,7 @@ class Chaos:
         self.token = secrets.token_urlsafe(16)
         self.summary = Summary(args.seed, args.tasks, args.runners, workdir=str(self.base))
         self.observed: list[dict[str, Any]] = []
+        self.pauses: list[asyncio.Task[None]] = []
         self.started = self._lap = time.monotonic()
         env = {k: v for k, v in os.environ.items() if not k.startswith("CODEFLEET_")}
         env |= {
@@ -355,8 +356,8 @@ class Chaos:
             self.summary.faults_injected["rogue"] = self.summary.faults_injected.get("rogue", 0) + 1
             self.summary.fault_log.append(f"{fault.fired_at_s}s: rogue append to {target.name}")
             return
-        if fault.kind == "pause":
-            await self._pause(self.runners[fault.target], fault)
+        if fault.kind == "pause":  # in the background: other faults may fire meanwhile
+            self.pauses.append(asyncio.create_task(self._pause(self.runners[fault.target], fault)))
             return
         if fault.kind == "server":
             self.server.kill()
@@ -378,17 +379,19 @@ class Chaos:
 
     async def _pause(self, proc: Proc, fault: Fault) -> None:
         """SIGSTOP past the stale window, then SIGCONT: the runner resumes where it froze."""
-        if proc.popen is None or not proc.alive():
+        popen = proc.popen  # a kill meanwhile replaces it; the SIGCONT is for this process
+        if popen is None or popen.poll() is not None:
             return
-        proc.popen.send_signal(signal.SIGSTOP)
-        try:
-            await asyncio.sleep(fault.down_s)
-        finally:
-            proc.popen.send_signal(signal.SIGCONT)
+        popen.send_signal(signal.SIGSTOP)
         self.summary.faults_injected["pause"] = self.summary.faults_injected.get("pause", 0) + 1
         self.summary.fault_log.append(
             f"{fault.fired_at_s}s @{fault.at_progress:.0%}: SIGSTOP {proc.name} for {fault.down_s:.1f}s"
         )
+        try:
+            await asyncio.sleep(fault.down_s)
+        finally:
+            if popen.poll() is None:
+                popen.send_signal(signal.SIGCONT)
 
     def reap_unexpected(self) -> None:
         """A process that died without our SIGKILL is a finding: note it, restart it."""
@@ -426,6 +429,9 @@ class Chaos:
     # -- the end ---------------------------------------------------------------------------
 
     async def finish(self, client: FleetClient) -> None:
+        for paused in self.pauses:  # every frozen runner is let go before the runners stop
+            paused.cancel()
+        await asyncio.gather(*self.pauses, return_exceptions=True)
         for proc in self.runners:
             proc.stop()
         await self._catch_up(client)
@@ -479,6 +485,9 @@ class Chaos:
         s.violations = [str(v) for v in violations]
 
     def cleanup(self, keep: bool) -> None:
+        for proc in self.runners:  # a runner still frozen (the run failed mid-pause) must wake
+            if proc.alive() and proc.popen is not None:
+                proc.popen.send_signal(signal.SIGCONT)
         for proc in [*self.runners, self.server]:
             proc.stop(timeout=5)
         if not keep:

@@ -381,7 +381,7 @@ class AgentsMixin:
             )
             self.store.emit(
                 EventType.FILE_CHANGED, task_id=task_id, agent_id=agent_id, path=key, tool=tool,
-                attempt=attempt, sha256=sha256,
+                **({"sha256": sha256} if sha256 else {}),
             )  # fmt: skip
 
 
