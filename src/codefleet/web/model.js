@@ -21,6 +21,7 @@ function emptyHistory() {
     lanes: new Map(), // agent id -> {id, name}
     attempts: [], // in order of assignment
     open: new Map(), // task id -> its open attempt
+    latest: new Map(), // task id -> its latest attempt, open or ended (restores follow the end)
     vetoes: [],
     restores: [], // file_restored: the attempt's edits undone before its leases went
     files: new Map(), // path -> {path, tasks: [task ids in lease order], denials}
@@ -165,6 +166,7 @@ function foldHistory(h, event) {
       };
       h.attempts.push(attempt);
       h.open.set(event.task_id, attempt);
+      h.latest.set(event.task_id, attempt);
       break;
     }
     case "task_started": {
@@ -202,8 +204,10 @@ function foldHistory(h, event) {
       break;
     }
     case "file_restored": {
+      // A failed attempt's files are put back after the event that ended it (a restore
+      // commits on its own, after the file I/O): it belongs to the task's latest attempt.
       const restore = { id: event.id, at, task: event.task_id, path: body.path, existed: body.existed !== false };
-      const attempt = attemptFor(h, event);
+      const attempt = attemptFor(h, event) ?? h.latest.get(event.task_id) ?? null;
       restore.attempt = attempt;
       h.restores.push(restore);
       attempt?.restored.push(restore);
