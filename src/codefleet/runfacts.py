@@ -111,6 +111,7 @@ def attempts_of(events: Iterable[Row]) -> list[Attempt]:
     """Every attempt, in the order they began, with its runner, span and outcome."""
     found: list[Attempt] = []
     open_: dict[str, Attempt] = {}
+    latest: dict[str, Attempt] = {}  # a failed attempt's files are restored after its end
     for e in events:
         kind, task = e["type"], e.get("task_id") or ""
         if kind == EventType.TASK_ASSIGNED:
@@ -118,10 +119,10 @@ def attempts_of(events: Iterable[Row]) -> list[Attempt]:
             attempt = Attempt(
                 task, int(body.get("attempt") or 0), str(body.get("agent_name") or "?"), _at(e)
             )
-            open_[task] = attempt
+            open_[task] = latest[task] = attempt
             found.append(attempt)
-        elif kind == EventType.FILE_RESTORED and task in open_:
-            open_[task].restored.append(str(e["payload"].get("path")))
+        elif kind == EventType.FILE_RESTORED and task in latest:
+            latest[task].restored.append(str(e["payload"].get("path")))
         elif kind in _ENDS and task in open_:
             attempt = open_.pop(task)
             attempt.end = _at(e)
