@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from codefleet.models import EventType, from_iso
+from codefleet.planning.dag import longest_path
 from codefleet.runrecord import RunRecord
 
 __all__ = [
@@ -137,19 +138,8 @@ def attempts_of(events: Iterable[Row]) -> list[Attempt]:
 
 def critical_path(tasks: Sequence[Row], seconds: dict[str, float]) -> tuple[list[str], float]:
     """The longest chain of dependencies by `seconds` per task: (task ids, total)."""
-    parents = {t["id"]: list(t.get("depends_on") or []) for t in tasks}
-    best: dict[str, tuple[float, list[str]]] = {}
-
-    def walk(task_id: str, trail: frozenset[str]) -> tuple[float, list[str]]:
-        if task_id in best:
-            return best[task_id]
-        chains = [walk(p, trail | {task_id}) for p in parents.get(task_id, []) if p not in trail]
-        length, chain = max(chains, default=(0.0, []), key=lambda c: c[0])
-        best[task_id] = (length + seconds.get(task_id, 0.0), [*chain, task_id])
-        return best[task_id]
-
-    ends = [walk(t, frozenset()) for t in parents]
-    total, chain = max(ends, default=(0.0, []), key=lambda c: c[0])
+    deps = {t["id"]: list(t.get("depends_on") or []) for t in tasks}
+    chain, total = longest_path(deps, lambda task_id: seconds.get(task_id, 0.0))
     return chain, total
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from codefleet.history import format_cost, success_order
 from codefleet.models import EventType, from_iso
+from codefleet.planning.analysis import PlannedTask, analyse
 from codefleet.runfacts import RunFacts, run_facts
 from codefleet.runrecord import RunRecord
 
@@ -244,6 +245,70 @@ def tasks_section(facts: RunFacts) -> Section:
     return Section("tasks", "Tasks", (table,), data)
 
 
+def graph_section(facts: RunFacts) -> Section | None:
+    """The graph as loaded, measured by `graph check`'s own analysis, against the run."""
+    declared = _declared_graph(facts)
+    if not declared:
+        return None
+    runners = _runners(facts)
+    analysis = analyse(declared, runners)
+    ideal_s = analysis.parallelism.makespan * 60
+    items = [
+        ("max width", f"{analysis.max_width} task(s) can run at once"),
+        (f"ideal on {runners} runners", f"{seconds(ideal_s)} "
+         f"({analysis.parallelism.predicted:.2f} busy on average, peak {analysis.parallelism.peak})"),
+        ("the run's makespan", seconds(facts.makespan_s)),
+        ("overlapping scopes", f"{len(analysis.overlaps)} pair(s) never run together"),
+        ("hotspots", f"{len(analysis.hotspots)} file(s) in 3 or more scopes"),
+    ]  # fmt: skip
+    blocks: list[Block] = [
+        Facts(tuple(items)),
+        Para(
+            "The ideal plays the graph as loaded through the scheduler's own policy (as "
+            "`codefleet graph check` does), each task at the length of its last attempt, with no "
+            "veto, retry or failed verify: the gap to the run is what those cost."
+        ),
+    ]
+    if analysis.overlaps:
+        rows = tuple((" + ".join(o.task_ids), ", ".join(o.paths)) for o in analysis.overlaps)
+        blocks.append(Table(("tasks", "declared scopes share"), rows))
+    if analysis.hotspots:
+        rows = tuple((h.path, ", ".join(h.task_ids)) for h in analysis.hotspots)
+        blocks.append(Table(("hotspot", "declared by"), rows))
+    data = {**analysis.to_json(), "ideal_makespan_s": round(ideal_s, 3),
+            "makespan_s": round(facts.makespan_s, 3)}  # fmt: skip
+    return Section("graph", "The graph", tuple(blocks), data)
+
+
+def _declared_graph(facts: RunFacts) -> list[PlannedTask]:
+    """Each task as loaded (its `task_created` event), at the length of its last attempt."""
+    created = {
+        str(e["task_id"]): e["payload"]
+        for e in facts.record.events
+        if e["type"] == EventType.TASK_CREATED and e.get("task_id")
+    }
+    last = {a.task_id: a.seconds / 60 for a in facts.attempts if a.end}
+    declared = []
+    for task in facts.record.tasks:
+        loaded = created.get(task["id"], task)
+        declared.append(
+            PlannedTask(
+                id=task["id"],
+                priority=int(loaded.get("priority") or 3),
+                file_scope=tuple(loaded.get("file_scope") or ()),
+                depends_on=tuple(loaded.get("depends_on") or ()),
+                estimate_min=last.get(task["id"]),
+            )
+        )
+    return declared
+
+
+def _runners(facts: RunFacts) -> int:
+    started = [e for e in facts.record.events if e["type"] == EventType.FLEET_STARTED]
+    given = started[0]["payload"].get("runners") if started else None
+    return int(given) if given else max(1, len(facts.record.agents))
+
+
 def vetoes_section(facts: RunFacts) -> Section:
     if not facts.vetoes:
         return Section("vetoes", "Vetoes", (Para("No write was refused."),), [])
@@ -339,6 +404,7 @@ SECTIONS: list[SectionBuilder] = [
     summary_section,
     timeline_section,
     tasks_section,
+    graph_section,
     vetoes_section,
     rollbacks_section,
     verify_section,

@@ -66,6 +66,7 @@ async def test_the_html_report_reads_offline_and_shows_the_run(
     await expect(page.locator("#rollbacks tbody tr")).to_contain_text("verify_failed")
     await expect(page.locator("#verify pre")).to_contain_text("invalid tag 'DOCS'")
     await expect(page.locator("#tasks tbody tr")).to_have_count(5)
+    await expect(page.locator("#graph")).to_contain_text("ideal on 3 runners")  # graph check's
     await expect(page.locator("#history")).to_contain_text("fleet/demo")
     await expect(page.locator("#timeline svg rect")).to_have_count(7)  # seven attempts
     await expect(page.locator("#cost dd").nth(1)).not_to_have_text("0 in · 0 out")

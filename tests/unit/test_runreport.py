@@ -101,6 +101,7 @@ def test_the_json_report_has_every_sections_data_under_its_key() -> None:
     assert list(data["sections"]) == [
         "summary",
         "tasks",
+        "graph",
         "vetoes",
         "rollbacks",
         "verify",
@@ -112,6 +113,25 @@ def test_the_json_report_has_every_sections_data_under_its_key() -> None:
     assert data["sections"]["history"] == [
         {"branch": "codefleet/x", "task_id": "T3", "commit": "a" * 40}
     ]
+
+
+def test_the_graph_section_measures_the_loaded_graph_with_graph_checks_analysis() -> None:
+    created = [
+        ev(0, "task_created", "T3", file_scope=["api.py"], depends_on=[], priority=3),
+        ev(0, "task_created", "T4", file_scope=["api.py", "middleware.py"], depends_on=[]),
+        ev(0, "task_created", "T1", file_scope=["models.py"], depends_on=[], priority=3),
+        ev(0, "task_created", "T2", file_scope=["store.py"], depends_on=["T1"], priority=3),
+    ]
+    loaded = RunRecord(tasks=TASKS, events=(*created, *EVENTS), workdir="/tree")
+
+    graph = report_json(build_report(loaded))["sections"]["graph"]
+
+    assert graph["overlaps"] == [{"tasks": ["T3", "T4"], "paths": ["api.py"]}]
+    assert graph["max_width"] == 3 and graph["hotspots"] == []
+    # Two runners (fleet_started), each task at its last attempt: T1 1.5 s and T3 2 s start;
+    # T2 follows T1; T4 waits for T3's api.py: done at 4 s, where the run took 7.5 s.
+    assert (graph["ideal_makespan_s"], graph["makespan_s"]) == (4.0, 7.5)
+    assert graph["parallelism"]["runners"] == 2 and graph["parallelism"]["peak"] == 2
 
 
 def test_markdown_escapes_table_pipes_and_folds_the_output_tail() -> None:

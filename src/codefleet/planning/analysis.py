@@ -65,7 +65,7 @@ class PlannedTask:
     priority: int = 3
     file_scope: tuple[str, ...] = ()
     depends_on: tuple[str, ...] = ()
-    estimate_min: int | None = None
+    estimate_min: float | None = None  # a guess, or (in a run report) the time it really took
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +175,7 @@ def analyse(
     estimated = [t.estimate_min for t in tasks if t.estimate_min is not None]
     complete = bool(tasks) and len(estimated) == len(tasks)
     default = statistics.median(estimated) if estimated else 1.0
-    minutes = {t.id: float(t.estimate_min or default) for t in tasks}
+    minutes = {t.id: default if t.estimate_min is None else float(t.estimate_min) for t in tasks}
     chain, _ = longest_path(deps, lambda _: 1.0)
     by_minutes, total_minutes = longest_path(deps, minutes.__getitem__)
     width, exact = max_antichain(deps)
@@ -254,7 +254,7 @@ def _hotspots(tasks: Sequence[PlannedTask]) -> list[Hotspot]:
 
 
 def _graph_findings(
-    tasks: Sequence[PlannedTask], estimated: list[int], default: float, runners: int, width: int
+    tasks: Sequence[PlannedTask], estimated: list[float], default: float, runners: int, width: int
 ) -> list[Finding]:
     found = [
         Finding("warning", "no_scope", f"task {t.id} declares no file_scope: the scheduler "
