@@ -115,6 +115,7 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._tick_scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.deaf_seconds: Callable[[], float] = lambda: 0.0  # the server plugs in its LoopWatch
         self.interactive = InteractiveHolders(self, self.config.interactive_idle)
         self._finishing = False
         self.load()
@@ -212,12 +213,13 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         idx = self.index
         idx.promote_backoff(now)
         candidates, more = idx.candidates(window)
+        deaf = self.deaf_seconds()  # stale means unheard while listening
         return sched.FleetState(
             candidates=tuple(candidates),
             more_candidates=more,
             exhausted=tuple(idx.live[t].view() for t in sorted(idx.exhausted)),
             in_flight=tuple(t.view() for t in idx.in_flight.values()),
-            agents=tuple(a.view() for a in self.agents.values()),
+            agents=tuple(a.view(deaf) for a in self.agents.values()),
             leases=tuple((path, holder[1]) for path, holder in self.leases.items()),
             live_tasks=len(idx.live),
             idle_announced=self.idle_announced,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from codefleet.errors import NotFound, StaleEpoch
@@ -55,12 +55,21 @@ class AgentState:
     idle_since: datetime
     current_task_id: str | None = None
     fenced: bool = False  # its runner must register again before it is handed new work
+    deaf_at_beat: float = 0.0  # the server's deaf seconds (LoopWatch) when it was last heard
 
-    def view(self) -> AgentView:
+    def view(self, deaf: float = 0.0) -> AgentView:
         status = (
             AgentStatus.BUSY if self.fenced and self.status is AgentStatus.IDLE else self.status
         )
-        return AgentView(self.id, self.name, status, self.last_heartbeat_at, self.idle_since)
+        return AgentView(self.id, self.name, status, self.heard_at(deaf), self.idle_since)
+
+    def heard_at(self, deaf: float) -> datetime:
+        """The last heartbeat, moved later by the time the server could not listen since."""
+        return self.last_heartbeat_at + timedelta(seconds=max(0.0, deaf - self.deaf_at_beat))
+
+    def heard(self, now: datetime, deaf: float) -> None:
+        self.last_heartbeat_at = max(self.last_heartbeat_at, now)
+        self.deaf_at_beat = deaf
 
 
 class AgentsMixin:
@@ -73,6 +82,7 @@ class AgentsMixin:
     leases: dict[str, tuple[str, str]]
     task_leases: dict[str, set[str]]
     _waiters: dict[str, set[asyncio.Event]]
+    deaf_seconds: Callable[[], float]  # how long the server could not listen (LoopWatch)
 
     if TYPE_CHECKING:
 
@@ -102,6 +112,7 @@ class AgentsMixin:
                 last_heartbeat_at=max(from_iso(row["last_heartbeat_at"]), now),
                 idle_since=from_iso(row["idle_since"]),
                 current_task_id=row["current_task_id"],
+                deaf_at_beat=self.deaf_seconds(),
             )
             self.agents[agent.id] = agent
             self.agent_ids[agent.name] = agent.id
@@ -126,7 +137,8 @@ class AgentsMixin:
         with self.transition():
             agent_id = self.agent_ids.get(name)
             if agent_id is None:
-                agent = AgentState(new_agent_id(), name, AgentStatus.IDLE, 1, now, now)
+                agent = AgentState(new_agent_id(), name, AgentStatus.IDLE, 1, now, now,
+                                   deaf_at_beat=self.deaf_seconds())  # fmt: skip
                 self.store.insert_agent(
                     {
                         "id": agent.id, "name": name, "status": agent.status, "epoch": 1,
@@ -145,6 +157,7 @@ class AgentsMixin:
                 agent.status = AgentStatus.IDLE
                 agent.fenced = False
                 agent.last_heartbeat_at = agent.idle_since = now
+                agent.deaf_at_beat = self.deaf_seconds()
                 self.store.update_agent(
                     agent.id, status=agent.status, epoch=agent.epoch, workdir=workdir, pid=pid,
                     last_heartbeat_at=at, idle_since=at, current_task_id=None, updated_at=at,
@@ -161,6 +174,7 @@ class AgentsMixin:
         agent = self.check_epoch(agent_id, epoch)
         now = self.clock()
         agent.last_heartbeat_at = now
+        agent.deaf_at_beat = self.deaf_seconds()
         with self.transition():
             fields: dict[str, Any] = {"last_heartbeat_at": to_iso(now)}
             if agent.status is AgentStatus.OFFLINE:
@@ -174,7 +188,7 @@ class AgentsMixin:
 
     def touch(self, agent: AgentState) -> None:
         """Any authenticated runner call is proof of life (memory only)."""
-        agent.last_heartbeat_at = max(agent.last_heartbeat_at, self.clock())
+        agent.heard(self.clock(), self.deaf_seconds())
 
     def leave(self, agent_id: str, epoch: int) -> None:
         self.check_epoch(agent_id, epoch)

@@ -1,10 +1,15 @@
 """Graph loading: a batch of tasks lands whole or not at all.
 
-Validation happens before the first write: ids well-formed and new, every
-dependency known (in the batch or already stored), no cycle (self-dependency
-included), every declared scope path canonical and inside the tree. A task
-whose dependency has already failed is born `blocked_upstream`. Critical-path
-lengths of the new tasks and of their ancestors are refreshed in the index.
+Validation happens before the first write, in two halves. `prepare_tasks` is
+the heavy one and reads no engine state, so the server runs it off the event
+loop: at most `MAX_BATCH_SCOPE_PATHS` scope paths in all, ids well-formed and
+unique in the batch, every declared scope path canonical and inside the tree
+(a `stat` each), no cycle (self-dependency included). `commit_tasks` is the
+cheap one, on the loop: ids not already stored, every dependency known (in
+the batch or stored), `verify` naming a known check; then one transaction
+inserts it all. A task whose dependency has already failed is born
+`blocked_upstream`. Critical-path lengths of the new tasks and of their
+ancestors are refreshed in the index.
 """
 
 from __future__ import annotations
@@ -17,9 +22,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from codefleet.engine_checks import validated_checks
-from codefleet.errors import InvalidGraph
+from codefleet.errors import InvalidGraph, TooLarge
 from codefleet.index import LiveTask
-from codefleet.models import EventType, TaskStatus, new_task_id, to_iso
+from codefleet.models import MAX_BATCH_SCOPE_PATHS, EventType, TaskStatus, new_task_id, to_iso
 from codefleet.paths import PathRejected
 
 if TYPE_CHECKING:
@@ -29,7 +34,7 @@ if TYPE_CHECKING:
     from codefleet.paths import TreeRoot
     from codefleet.store import Store
 
-__all__ = ["GraphMixin", "NewTask", "reject_cycles"]
+__all__ = ["GraphMixin", "NewTask", "PreparedBatch", "reject_cycles"]
 
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 _DEAD = frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.BLOCKED_UPSTREAM})
@@ -48,10 +53,14 @@ class NewTask:
     estimate_min: int | None = None  # read by `graph check` and `plan`; not stored
 
 
-@dataclass
-class _Batch:
-    ids: list[str] = field(default_factory=list)
-    scopes: dict[str, list[str]] = field(default_factory=dict)
+@dataclass(frozen=True, slots=True)
+class PreparedBatch:
+    """A batch whose state-free checks passed: its ids, canonical scopes and checks."""
+
+    specs: tuple[NewTask, ...]
+    ids: list[str]
+    scopes: dict[str, list[str]]
+    checks: dict[str, str] = field(default_factory=dict)
 
 
 class GraphMixin:
@@ -75,9 +84,28 @@ class GraphMixin:
         self, specs: Sequence[NewTask], checks: Mapping[str, str] | None = None
     ) -> list[str]:
         """Validate the whole batch, then insert it (and its checks) in one transaction."""
+        return self.commit_tasks(self.prepare_tasks(specs, checks))
+
+    def prepare_tasks(
+        self, specs: Sequence[NewTask], checks: Mapping[str, str] | None = None
+    ) -> PreparedBatch:
+        """The heavy, state-free half of a load; safe to run off the loop thread (writes nothing)."""
         checks = validated_checks(checks or {})
-        batch = self._validate(specs)
-        self._validate_verify(specs, batch.ids, {**self.known_checks(), **checks})
+        _check_size(specs)
+        ids = self._validated_ids(specs)
+        spellings: dict[str, str] = {}
+        scopes = {
+            task_id: self._canonical_scope(task_id, spec.file_scope, spellings)
+            for spec, task_id in zip(specs, ids, strict=True)
+        }
+        reject_cycles(specs, ids)
+        return PreparedBatch(tuple(specs), ids, scopes, checks)
+
+    def commit_tasks(self, batch: PreparedBatch) -> list[str]:
+        """Check the batch against what is stored now, then insert it in one transaction."""
+        specs = batch.specs
+        self._validate_against_state(specs, batch.ids)
+        self._validate_verify(specs, batch.ids, {**self.known_checks(), **batch.checks})
         now = self.clock()
         at = to_iso(now)
         seq = self.store.max_seq()
@@ -95,7 +123,7 @@ class GraphMixin:
             )  # fmt: skip
             edges.extend((task_id, dep) for dep in dict.fromkeys(spec.depends_on))
         with self.transition():
-            self._store_checks(checks, at)
+            self._store_checks(batch.checks, at)
             self.store.insert_tasks(rows, edges)
             for row, spec in zip(rows, specs, strict=True):
                 self.store.emit(
@@ -132,34 +160,35 @@ class GraphMixin:
         if roots:
             self._block_dependents(roots, self.clock())
 
-    def _validate(self, specs: Sequence[NewTask]) -> _Batch:
+    def _validated_ids(self, specs: Sequence[NewTask]) -> list[str]:
         if not specs:
             raise InvalidGraph("the graph has no tasks", {"problem": "empty"})
-        batch = _Batch(ids=[spec.id or new_task_id() for spec in specs])
+        ids = [spec.id or new_task_id() for spec in specs]
         seen: set[str] = set()
-        for task_id in batch.ids:
+        for task_id in ids:
             if not TASK_ID.match(task_id):
                 raise InvalidGraph(
                     f"task id {task_id!r} must be 1-64 letters, digits, '_', '.', ':' or '-'",
                     {"problem": "invalid_id", "task_id": task_id},
                 )
-            if task_id in seen or task_id in self.index.status:
-                raise InvalidGraph(
-                    f"task id {task_id} is used twice",
-                    {"problem": "duplicate_id", "task_id": task_id},
-                )
+            if task_id in seen:
+                raise _used_twice(task_id)
             seen.add(task_id)
-        spellings: dict[str, str] = {}
-        for spec, task_id in zip(specs, batch.ids, strict=True):
+        return ids
+
+    def _validate_against_state(self, specs: Sequence[NewTask], ids: list[str]) -> None:
+        stored = self.index.status
+        for task_id in ids:
+            if task_id in stored:
+                raise _used_twice(task_id)
+        in_batch = set(ids)
+        for spec, task_id in zip(specs, ids, strict=True):
             for dep in spec.depends_on:
-                if dep not in seen and dep not in self.index.status:
+                if dep not in in_batch and dep not in stored:
                     raise InvalidGraph(
                         f"task {task_id} depends on unknown task {dep}",
                         {"problem": "unknown_dependency", "task_id": task_id, "depends_on": dep},
                     )
-            batch.scopes[task_id] = self._canonical_scope(task_id, spec.file_scope, spellings)
-        reject_cycles(specs, batch.ids)
-        return batch
 
     def _validate_verify(
         self, specs: Sequence[NewTask], ids: list[str], checks: Mapping[str, str]
@@ -191,6 +220,24 @@ class GraphMixin:
                 ) from None
             keys.append(key)
         return sorted(set(keys))
+
+
+def _used_twice(task_id: str) -> InvalidGraph:
+    return InvalidGraph(
+        f"task id {task_id} is used twice", {"problem": "duplicate_id", "task_id": task_id}
+    )
+
+
+def _check_size(specs: Sequence[NewTask]) -> None:
+    """At most `MAX_BATCH_SCOPE_PATHS` scope paths per batch: each costs a `stat` to check."""
+    paths = sum(len(spec.file_scope) for spec in specs)
+    if paths > MAX_BATCH_SCOPE_PATHS:
+        raise TooLarge(
+            f"the batch declares {paths} file_scope paths in all, more than the "
+            f"{MAX_BATCH_SCOPE_PATHS} one load may hold; split the graph into several loads "
+            "(a task may depend on tasks of an earlier load)",
+            {"problem": "too_many_scope_paths", "paths": paths, "limit": MAX_BATCH_SCOPE_PATHS},
+        )
 
 
 def reject_cycles(specs: Sequence[NewTask], ids: list[str]) -> None:

@@ -18,6 +18,7 @@ __all__ = [
     "NotFound",
     "NotOwner",
     "StaleEpoch",
+    "TooLarge",
     "Unauthorized",
 ]
 
@@ -62,6 +63,13 @@ class InvalidGraph(DomainError):
     code = "invalid_graph"
 
 
+class TooLarge(DomainError):
+    """A request within the body limit that asks for more work than one call may."""
+
+    status = 413
+    code = "too_large"
+
+
 class Unauthorized(DomainError):
     status = 401
     code = "unauthorized"
@@ -74,5 +82,14 @@ class Forbidden(DomainError):
 
 ERRORS_BY_CODE: dict[str, type[DomainError]] = {
     cls.code: cls
-    for cls in (NotFound, StaleEpoch, NotOwner, InvalidState, InvalidGraph, Forbidden, Unauthorized)
+    for cls in (
+        NotFound,
+        StaleEpoch,
+        NotOwner,
+        InvalidState,
+        InvalidGraph,
+        Forbidden,
+        TooLarge,
+        Unauthorized,
+    )
 }

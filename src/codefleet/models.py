@@ -19,6 +19,7 @@ from typing import Final
 
 __all__ = [
     "CHECK_NAME_PATTERN",
+    "MAX_BATCH_SCOPE_PATHS",
     "RETRYABLE_KINDS",
     "TERMINAL_STATUSES",
     "WRITE_TOOLS",
@@ -146,6 +147,10 @@ class ReleaseReason(StrEnum):
     OPERATOR = "operator"  # `codefleet release`
     INTERACTIVE_IDLE = "interactive_idle"  # a person's session wrote nothing for a while
 
+
+# Scope paths one graph load may declare in all: each is canonicalized with a `stat`
+# (docs/decisions.md, "A big load is prepared off the event loop").
+MAX_BATCH_SCOPE_PATHS: Final = 100_000
 
 # The names an operator may give a check; an agent only ever passes such a name.
 CHECK_NAME_PATTERN: Final = r"^[a-z][a-z0-9_-]{0,31}$"

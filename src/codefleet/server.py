@@ -29,6 +29,7 @@ from codefleet.engine import Engine, EngineConfig, Report
 from codefleet.engine_graph import NewTask
 from codefleet.errors import DomainError, Forbidden
 from codefleet.guards import BodyLimit, TokenAuth
+from codefleet.loopwatch import LoopWatch
 from codefleet.models import EventType, TaskStatus, to_iso, utcnow
 from codefleet.paths import TreeRoot
 from codefleet.server_interactive import install_interactive
@@ -108,11 +109,13 @@ def create_app(settings: Settings) -> FastAPI:
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         engine.attach(asyncio.get_running_loop())
         hub.attach(asyncio.get_running_loop())
+        watch.attach(asyncio.get_running_loop())
         ticker = asyncio.create_task(engine.run_ticker())
         engine.kick()
         try:
             yield
         finally:
+            watch.close()
             ticker.cancel()
             with suppress(asyncio.CancelledError):
                 await ticker
@@ -120,6 +123,8 @@ def create_app(settings: Settings) -> FastAPI:
             engine.store.close()
             lock.release()
 
+    watch = LoopWatch()  # the time the loop could not run does not count against heartbeats
+    engine.deaf_seconds = watch.deaf_seconds
     app = FastAPI(title="CodeFleet", version=__version__, lifespan=lifespan)
     app.state.engine = engine
     app.state.hub = hub
@@ -233,7 +238,10 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
     @app.post("/tasks", status_code=201)
     async def create(body: GraphBody) -> JSONResponse:
         specs = [NewTask(**spec.model_dump()) for spec in body.tasks]
-        return _json({"created": engine.create_tasks(specs, body.checks)}, 201)
+        # The heavy half (a stat per scope path) runs off the loop, so heartbeats are still
+        # read meanwhile; the commit re-checks against the state of the moment, on the loop.
+        prepared = await asyncio.to_thread(engine.prepare_tasks, specs, body.checks)
+        return _json({"created": engine.commit_tasks(prepared)}, 201)
 
     @app.get("/checks")
     async def checks() -> JSONResponse:

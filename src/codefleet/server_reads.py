@@ -83,6 +83,8 @@ class Reads:
             live = self.engine.agents.get(row["id"])
             seen = live.last_heartbeat_at if live else from_iso(row["last_heartbeat_at"])
             row["last_heartbeat_at"] = to_iso(seen)
+            if live:  # stale means unheard while the server was listening (LoopWatch)
+                seen = live.heard_at(self.engine.deaf_seconds())
             row["stale"] = (
                 row["status"] != "offline"
                 and (now - seen).total_seconds() > self.settings.stale_after
@@ -144,5 +146,6 @@ class Reads:
             "workdir": str(self.engine.tree.root),
             "last_event_id": self.engine.store.last_event_id(),
             "live_tasks": len(self.engine.index.live),
+            "loop_stalled_s": round(self.engine.deaf_seconds(), 3),
             "server_time": to_iso(utcnow()),
         }

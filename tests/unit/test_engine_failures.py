@@ -15,6 +15,7 @@ from test_engine import T0, Fleet
 
 from codefleet import scheduler as sched
 from codefleet.engine_graph import NewTask
+from codefleet.errors import InvalidGraph, TooLarge
 from codefleet.models import ErrorKind, EventType, TaskStatus, to_iso
 
 make_fleet = test_engine.make_fleet  # the engine harness's fixtures
@@ -176,3 +177,73 @@ async def test_two_concurrent_long_polls_of_one_agent_both_wake_with_the_same_as
 
     answers = await asyncio.wait_for(asyncio.gather(*polls), timeout=5)
     assert [a and a["id"] for a in answers] == ["T", "T"]
+
+
+# -- a big load: bounded, prepared off the loop, and no runner goes stale while it lasts --------
+
+
+def test_a_batch_over_the_scope_path_cap_is_refused_whole_with_a_413(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr("codefleet.engine_graph.MAX_BATCH_SCOPE_PATHS", 5)
+    specs = [
+        NewTask(title="a", id="a", description="d", file_scope=["a.py", "x.py", "y.py"]),
+        NewTask(title="b", id="b", description="d", file_scope=["pkg/b.py", "z.py", "w.py"]),
+    ]
+
+    with pytest.raises(TooLarge) as refused:
+        fleet.engine.create_tasks(specs)
+
+    assert refused.value.status == 413
+    assert refused.value.detail == {"problem": "too_many_scope_paths", "paths": 6, "limit": 5}
+    assert "split the graph" in refused.value.message
+    assert fleet.engine.store.tasks() == [] and fleet.events() == []
+
+
+def test_preparing_a_batch_changes_nothing_and_committing_it_rechecks_the_stored_ids(
+    fleet: Fleet,
+):
+    prepared = fleet.engine.prepare_tasks(
+        [NewTask(title="a", id="a", description="d", file_scope=["./a.py"])]
+    )
+    assert fleet.engine.store.tasks() == [] and fleet.events() == []
+    assert prepared.scopes == {"a": ["a.py"]}
+    fleet.add("a")  # another load took the id in between
+
+    with pytest.raises(InvalidGraph, match="used twice"):
+        fleet.engine.commit_tasks(prepared)
+
+    assert [t["id"] for t in fleet.engine.store.tasks()] == ["a"]
+
+
+def test_time_the_server_could_not_listen_does_not_count_against_a_heartbeat(
+    make_fleet: Callable[..., Fleet],
+):
+    fleet = make_fleet(stale_after=20)
+    deaf = [0.0]
+    fleet.engine.deaf_seconds = lambda: deaf[0]
+    agent = fleet.register("runner-1")
+    fleet.clock.advance(5)
+
+    fleet.clock.advance(36)  # the loop was blocked for 36 s: the heartbeats could not be read
+    deaf[0] = 36.0
+    assert not any(isinstance(d, sched.MarkOffline) for d in fleet.tick())
+
+    fleet.clock.advance(14)  # listening again: 5 + 14 s without a heartbeat is still fresh
+    assert not any(isinstance(d, sched.MarkOffline) for d in fleet.tick())
+    fleet.clock.advance(2)  # 21 s of listening without a heartbeat: stale
+    assert sched.MarkOffline(agent) in fleet.tick()
+
+
+def test_a_heartbeat_after_a_stall_starts_the_window_afresh(make_fleet: Callable[..., Fleet]):
+    fleet = make_fleet(stale_after=20)
+    deaf = [0.0]
+    fleet.engine.deaf_seconds = lambda: deaf[0]
+    agent = fleet.register("runner-1")
+    fleet.clock.advance(30)
+    deaf[0] = 30.0
+    fleet.engine.heartbeat(agent, fleet.epoch(agent))  # credit already spent by this beat
+
+    fleet.clock.advance(21)
+
+    assert sched.MarkOffline(agent) in fleet.tick()
