@@ -316,3 +316,46 @@ async def test_the_hook_sends_the_token_from_the_sessions_environment(
     assert "refused the lease request" in reason(refused.stdout)
     allowed = hook_process(server, workdir, write_call(workdir, "a.py"), CODEFLEET_TOKEN="s3cret")
     assert (allowed.returncode, allowed.stdout) == (0, "")
+
+
+# -- the operator's commands ---------------------------------------------------------------------
+
+CODEFLEET = Path(sys.executable).parent / "codefleet"
+
+
+def codefleet(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(CODEFLEET), *argv], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+async def test_codefleet_release_frees_a_session_named_by_prefix_or_all_of_them(
+    client: FleetClient, server: ServerThread, workdir: Path
+) -> None:
+    assert writes(server, workdir, "a.py", ADA) == ""
+    assert writes(server, workdir, "pkg/b.py", BOB) == ""
+
+    one = codefleet("release", "--session", "1b2c", "--server", server.url)
+    assert one.returncode == 0, one.stderr
+    assert f"released bob@1b2c3d4e ({BOB}): pkg/b.py" in one.stdout
+    assert set(await leases(client)) == {"a.py"}
+
+    every = codefleet("release", "--all-interactive", "--server", server.url, "--json")
+    assert [r["name"] for r in json.loads(every.stdout)["released"]] == ["ada@0aeef531"]
+    assert await leases(client) == {}
+
+    neither = codefleet("release", "--server", server.url)
+    assert neither.returncode == 1 and "exactly one of" in neither.stderr
+    unknown = codefleet("release", "--session", "zzz", "--server", server.url)
+    assert unknown.returncode == 1 and "no interactive session matches 'zzz'" in unknown.stderr
+
+
+async def test_join_refuses_a_server_that_coordinates_another_tree(
+    server: ServerThread, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = codefleet("join", "--server", server.url, cwd=elsewhere)
+    assert done.returncode == 1
+    assert "coordinates" in done.stderr and "Nothing was written" in done.stderr
+    assert not (elsewhere / ".claude").exists()
