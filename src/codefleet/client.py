@@ -48,6 +48,8 @@ def _raise_for(response: httpx.Response) -> None:
         code, message, detail = error["code"], error["message"], error.get("detail") or {}
     except (ValueError, KeyError, TypeError):
         code, message, detail = "http_error", response.text[:500], {}
+    if response.status_code == 503:  # the server cannot serve this now; the call may be retried
+        raise ServerUnavailable(f"{code}: {message}")
     cls = ERRORS_BY_CODE.get(code)
     if cls is not None:
         raise cls(message, detail)

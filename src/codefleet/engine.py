@@ -20,8 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -32,8 +31,9 @@ from codefleet.engine_checks import ChecksMixin
 from codefleet.engine_files import FilesMixin
 from codefleet.engine_graph import GraphMixin
 from codefleet.engine_interactive import InteractiveHolders
+from codefleet.engine_recovery import RecoveryMixin
 from codefleet.errors import InvalidState, NotFound, NotOwner
-from codefleet.index import LiveIndex, LiveTask
+from codefleet.index import LiveIndex, LiveTask, live_task
 from codefleet.models import (
     RETRYABLE_KINDS,
     AgentStatus,
@@ -41,12 +41,11 @@ from codefleet.models import (
     EventType,
     ReleaseReason,
     TaskStatus,
-    from_iso,
     to_iso,
     utcnow,
 )
 from codefleet.paths import TreeRoot
-from codefleet.store import Row, Store
+from codefleet.store import Store
 
 __all__ = ["Engine", "EngineConfig", "Report"]
 
@@ -89,7 +88,7 @@ class Report:
     session_id: str | None = None
 
 
-class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
+class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
     def __init__(
         self,
         store: Store,
@@ -103,7 +102,7 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         self.clock = clock
         self.rollback = self.config.rollback
         self.preimage_max_bytes = self.config.preimage_max_bytes
-        self.store.on_rollback = self.load
+        self.store.on_rollback = self.reload_touched  # memory never ahead of the database
         self.store.clock = clock  # events are stamped with the engine's time
         self.index = LiveIndex()
         self.agents: dict[str, AgentState] = {}
@@ -118,6 +117,7 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         self.deaf_seconds: Callable[[], float] = lambda: 0.0  # the server plugs in its LoopWatch
         self.interactive = InteractiveHolders(self, self.config.interactive_idle)
         self._finishing = False
+        self._alive_marked: datetime | None = None
         self.load()
         self.finish_restores()  # a take-back the last process could not finish, before anyone
         self._block_orphans()
@@ -125,6 +125,10 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
     @property
     def default_max_attempts(self) -> int:
         return self.config.max_attempts
+
+    @property
+    def heartbeat_interval(self) -> float:
+        return self.config.heartbeat_interval
 
     # -- start-up -------------------------------------------------------------------
 
@@ -134,7 +138,7 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         idx.status = {k: TaskStatus(v) for k, v in self.store.task_statuses().items()}
         idx.add_edges(self.store.edges())
         for row in self.store.live_tasks():
-            task = _live_task(row)
+            task = live_task(row)
             task.unmet = idx.unmet_of(task.id)
             idx.add_live(task)
             if task.status is TaskStatus.PENDING:
@@ -165,25 +169,6 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
 
     def holder_kind(self, agent_id: str) -> str:
         return "interactive" if agent_id in self.interactive.by_agent else "task"
-
-    @contextmanager
-    def transition(self) -> Iterator[None]:
-        """One store transaction; after the outermost COMMIT, the file restores it asked for.
-
-        File I/O never runs inside a transaction it could not be rolled back with
-        (STYLE §19, `engine_files`): the intent commits first, then the files are
-        put back, then a transaction of its own releases them.
-        """
-        with self.store.transaction():
-            yield
-        if not self.store.in_transaction and not self._finishing:
-            due = self.restores_due()
-            if due:
-                self._finishing = True
-                try:
-                    self.finish_restores(due)
-                finally:
-                    self._finishing = False
 
     # -- ticking --------------------------------------------------------------------
 
@@ -229,6 +214,7 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
 
     def tick(self) -> list[sched.Decision]:
         """Snapshot, schedule, apply in one transaction; returns what was decided."""
+        self.mark_alive()
         if self.restores_due():  # left over when a release could not commit: finish them first
             self.finish_restores(self.restores_due())
         now = self.clock()
@@ -665,7 +651,7 @@ class Engine(AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         row.update(
             status=TaskStatus.PENDING, attempts=0, backoff_until=None, assigned_agent_id=None
         )
-        task = _live_task(row)
+        task = live_task(row)
         task.unmet = self.index.unmet_of(task_id)
         self.index.add_live(task)
         self.index.place_pending(task)
@@ -717,18 +703,3 @@ _DEAD = frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.BLOCKED_U
 def _release_for(reason: str) -> str:
     known = {r.value for r in ReleaseReason}
     return reason if reason in known else ReleaseReason.TASK_ENDED.value
-
-
-def _live_task(row: Row) -> LiveTask:
-    return LiveTask(
-        id=row["id"],
-        priority=row["priority"],
-        scope=frozenset(row["file_scope"]),
-        status=TaskStatus(row["status"]),
-        attempts=row["attempts"],
-        max_attempts=row["max_attempts"],
-        created_at=row["created_at"],
-        backoff_until=from_iso(row["backoff_until"]) if row["backoff_until"] else None,
-        agent_id=row["assigned_agent_id"],
-        assigned_at=from_iso(row["assigned_at"]) if row["assigned_at"] else None,
-    )

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from codefleet.index import LiveIndex, LiveTask
     from codefleet.paths import TreeRoot
-    from codefleet.store import Store
+    from codefleet.store import Row, Store
 
 __all__ = ["AgentState", "AgentsMixin"]
 
@@ -97,25 +97,41 @@ class AgentsMixin:
         def require_task(self, task_id: str) -> TaskStatus: ...
         def holder_name(self, agent_id: str) -> str | None: ...
         def holder_kind(self, agent_id: str) -> str: ...
+        def downtime(self, now: datetime) -> timedelta | None: ...
 
     def _load_agents(self) -> None:
+        """Read every agent; a restart credits each with the server's own downtime.
+
+        Heartbeats could not reach a server that was down, so the stale clock of
+        each agent moves on by that downtime (or, for a database that never said
+        when its server was last up, restarts at now); a fence is kept as stored.
+        """
         now = self.clock()
+        down = self.downtime(now)
         self.agents = {}
         self.agent_ids = {}
         for row in self.store.agents():
-            # Every agent gets a full stale window after a server restart to check in.
-            agent = AgentState(
-                id=row["id"],
-                name=row["name"],
-                status=AgentStatus(row["status"]),
-                epoch=row["epoch"],
-                last_heartbeat_at=max(from_iso(row["last_heartbeat_at"]), now),
-                idle_since=from_iso(row["idle_since"]),
-                current_task_id=row["current_task_id"],
-                deaf_at_beat=self.deaf_seconds(),
-            )
+            heard = from_iso(row["last_heartbeat_at"])
+            heard = now if down is None else min(heard + down, now)
+            agent = self.agent_from_row(row, heard)
             self.agents[agent.id] = agent
             self.agent_ids[agent.name] = agent.id
+
+    def agent_from_row(
+        self, row: Row, heard_at: datetime, deaf_at_beat: float | None = None
+    ) -> AgentState:
+        """The live view of a stored agent, last heard from at `heard_at` (see LoopWatch)."""
+        return AgentState(
+            id=row["id"],
+            name=row["name"],
+            status=AgentStatus(row["status"]),
+            epoch=row["epoch"],
+            last_heartbeat_at=heard_at,
+            idle_since=from_iso(row["idle_since"]),
+            current_task_id=row["current_task_id"],
+            fenced=bool(row["fenced"]),
+            deaf_at_beat=self.deaf_seconds() if deaf_at_beat is None else deaf_at_beat,
+        )
 
     # -- liveness -------------------------------------------------------------------
 
@@ -161,6 +177,7 @@ class AgentsMixin:
                 self.store.update_agent(
                     agent.id, status=agent.status, epoch=agent.epoch, workdir=workdir, pid=pid,
                     last_heartbeat_at=at, idle_since=at, current_task_id=None, updated_at=at,
+                    fenced=0,
                 )  # fmt: skip
             self.store.emit(
                 EventType.AGENT_REGISTERED, agent_id=agent.id, name=name, epoch=agent.epoch, pid=pid
@@ -177,13 +194,15 @@ class AgentsMixin:
         agent.deaf_at_beat = self.deaf_seconds()
         with self.transition():
             fields: dict[str, Any] = {"last_heartbeat_at": to_iso(now)}
-            if agent.status is AgentStatus.OFFLINE:
+            online = agent.status is AgentStatus.OFFLINE
+            if online:
                 agent.status = AgentStatus.IDLE
                 agent.idle_since = now
                 fields.update(status=agent.status, idle_since=to_iso(now))
+            self.store.update_agent(agent_id, **fields)
+            if online:
                 self.store.emit(EventType.AGENT_ONLINE, agent_id=agent_id, name=agent.name)
                 self.kick()
-            self.store.update_agent(agent_id, **fields)
         return {"status": agent.status, "epoch": agent.epoch}
 
     def touch(self, agent: AgentState) -> None:
@@ -220,7 +239,7 @@ class AgentsMixin:
         agent = self.agents[agent_id]
         agent.epoch += 1
         agent.fenced = True
-        self.store.update_agent(agent_id, epoch=agent.epoch, updated_at=to_iso(now))
+        self.store.update_agent(agent_id, epoch=agent.epoch, fenced=1, updated_at=to_iso(now))
 
     def free_agent(self, agent: AgentState, now: datetime) -> None:
         agent.current_task_id = None

@@ -18,6 +18,7 @@ __all__ = [
     "NotFound",
     "NotOwner",
     "StaleEpoch",
+    "StoreUnavailable",
     "TooLarge",
     "Unauthorized",
 ]
@@ -78,6 +79,17 @@ class Unauthorized(DomainError):
 class Forbidden(DomainError):
     status = 403
     code = "forbidden"
+
+
+class StoreUnavailable(DomainError):
+    """The database refused to store a change (disk full, I/O error): nothing was changed.
+
+    Not a refusal of the caller: the same call may succeed once the database
+    can write again. The client turns it into `ServerUnavailable` (retry).
+    """
+
+    status = 503
+    code = "store_unavailable"
 
 
 ERRORS_BY_CODE: dict[str, type[DomainError]] = {

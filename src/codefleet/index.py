@@ -18,17 +18,18 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
+from typing import Any
 
 from sortedcontainers import SortedList
 
-from codefleet.models import TaskStatus
+from codefleet.models import TaskStatus, from_iso
 from codefleet.scheduler import TaskView, candidate_order
 
-__all__ = ["LiveIndex", "LiveTask"]
+__all__ = ["LiveIndex", "LiveTask", "live_task"]
 
 ReadyKey = tuple[int, int, str, str]
 
@@ -60,6 +61,22 @@ class LiveTask:
             assigned_agent_id=self.agent_id,
             assigned_at=self.assigned_at,
         )
+
+
+def live_task(row: Mapping[str, Any]) -> LiveTask:
+    """The live view of a stored task row."""
+    return LiveTask(
+        id=row["id"],
+        priority=row["priority"],
+        scope=frozenset(row["file_scope"]),
+        status=TaskStatus(row["status"]),
+        attempts=row["attempts"],
+        max_attempts=row["max_attempts"],
+        created_at=row["created_at"],
+        backoff_until=from_iso(row["backoff_until"]) if row["backoff_until"] else None,
+        agent_id=row["assigned_agent_id"],
+        assigned_at=from_iso(row["assigned_at"]) if row["assigned_at"] else None,
+    )
 
 
 @dataclass
@@ -215,6 +232,30 @@ class LiveIndex:
         if status in (TaskStatus.ASSIGNED, TaskStatus.RUNNING):
             self.discard_ready(task)
             self.in_flight[task.id] = task
+
+    def forget(self, task_id: str) -> None:
+        """Drop a task from the live structures (to be re-read); its status and edges stay."""
+        task = self.live.pop(task_id, None)
+        if task is not None:
+            self.discard_ready(task)
+        self.in_flight.pop(task_id, None)
+        self.exhausted.discard(task_id)
+
+    def drop(self, task_id: str) -> None:
+        """Forget a task entirely: its status and its edges (its insert was rolled back)."""
+        self.forget(task_id)
+        self.status.pop(task_id, None)
+        for parent in self.parents.pop(task_id, ()):
+            siblings = self.children.get(parent, [])
+            if task_id in siblings:
+                siblings.remove(task_id)
+        for child in self.children.pop(task_id, ()):
+            others = self.parents.get(child, [])
+            if task_id in others:
+                others.remove(task_id)
+
+    def parents_of(self, task_id: str) -> list[str]:
+        return list(self.parents.get(task_id, ()))
 
     def finish(self, task: LiveTask, status: TaskStatus) -> None:
         """Drop a task that reached a terminal status from every live structure."""

@@ -49,6 +49,7 @@ CREATE TABLE IF NOT EXISTS agents (
     workdir           TEXT,
     pid               INTEGER,
     last_heartbeat_at TEXT NOT NULL,
+    fenced            INTEGER NOT NULL DEFAULT 0,  -- taken back: no new work until it registers
     last_assigned_at  TEXT,
     idle_since        TEXT NOT NULL,
     tasks_succeeded   INTEGER NOT NULL DEFAULT 0,
@@ -151,4 +152,11 @@ CREATE TABLE IF NOT EXISTS interactive_sessions (
     last_write_at TEXT NOT NULL,
     ended_at      TEXT,
     end_reason    TEXT
+);
+
+-- What the server knows about itself across restarts: `alive_at`, the last time
+-- the running server said it was up (so a restart can tell how long it was down).
+CREATE TABLE IF NOT EXISTS server_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
 );

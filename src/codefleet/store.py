@@ -19,16 +19,18 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
+from codefleet.errors import StoreUnavailable
 from codefleet.models import EventType, to_iso, utcnow
 from codefleet.rollback import PatchFile, PreImage
 
-__all__ = ["Row", "Store"]
+__all__ = ["Row", "Store", "Touched"]
 
 Row = dict[str, Any]
 
@@ -62,6 +64,7 @@ AGENT_COLUMNS: Final = frozenset(
     [
         "status",
         "epoch",
+        "fenced",
         "current_task_id",
         "workdir",
         "pid",
@@ -87,6 +90,7 @@ MIGRATIONS: Final = (
     ("tasks", "verify", "ALTER TABLE tasks ADD COLUMN verify TEXT"),
     ("file_changes", "attempt", "ALTER TABLE file_changes ADD COLUMN attempt INTEGER"),
     ("file_changes", "sha256", "ALTER TABLE file_changes ADD COLUMN sha256 TEXT"),
+    ("agents", "fenced", "ALTER TABLE agents ADD COLUMN fenced INTEGER NOT NULL DEFAULT 0"),
 )
 INSERT_DEPENDENCY: Final = "INSERT INTO task_dependencies (task_id, depends_on_id) VALUES (?, ?)"
 ADD_TASK_USAGE: Final = """UPDATE tasks SET input_tokens = input_tokens + ?,
@@ -153,6 +157,10 @@ SELECT_RESTORES_OF_TASK: Final = "SELECT * FROM restores WHERE task_id = ? ORDER
 DELETE_RESTORE: Final = "DELETE FROM restores WHERE task_id = ? AND path = ?"
 FAIL_RESTORE: Final = "UPDATE restores SET error = ? WHERE task_id = ? AND path = ?"
 
+UPSERT_META: Final = """INSERT INTO server_meta (key, value) VALUES (?, ?)
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value"""
+SELECT_META: Final = "SELECT value FROM server_meta WHERE key = ?"
+
 UPSERT_CHECK: Final = """INSERT INTO checks (name, command, defined_at) VALUES (?, ?, ?)
     ON CONFLICT (name) DO UPDATE SET command = excluded.command, defined_at = excluded.defined_at"""
 SELECT_CHECKS: Final = "SELECT * FROM checks ORDER BY name"
@@ -179,6 +187,16 @@ RESET_TABLES: Final = (
     "agents",
     "events",
 )
+
+
+@dataclass(slots=True)
+class Touched:
+    """The keys a transaction wrote so far: what an in-memory mirror must re-read if it fails."""
+
+    tasks: set[str] = field(default_factory=set)
+    agents: set[str] = field(default_factory=set)
+    lease_tasks: set[str] = field(default_factory=set)  # tasks whose leases or restores changed
+    interactive: bool = False
 
 
 def _decode_event(row: sqlite3.Row) -> Row:
@@ -210,7 +228,7 @@ class Store:
         self,
         path: Path | str,
         on_commit: Callable[[list[Row]], None] | None = None,
-        on_rollback: Callable[[], None] | None = None,
+        on_rollback: Callable[[Touched], None] | None = None,
     ):
         self.path = Path(path)
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -228,6 +246,7 @@ class Store:
         self.clock: Callable[[], datetime] = utcnow  # the engine sets its own
         self.on_commit = on_commit
         self.on_rollback = on_rollback
+        self.touched = Touched()
 
     def close(self) -> None:
         self._db.close()
@@ -238,7 +257,12 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """Re-entrant BEGIN IMMEDIATE; events are published after the outer COMMIT."""
+        """Re-entrant BEGIN IMMEDIATE; events are published after the outer COMMIT.
+
+        Anything that fails, the COMMIT included (a full disk), rolls the whole
+        transaction back and hands `on_rollback` the rows it had touched; a
+        SQLite error then leaves as `StoreUnavailable` (nothing was stored).
+        """
         if self._depth:
             self._depth += 1
             try:
@@ -246,24 +270,45 @@ class Store:
             finally:
                 self._depth -= 1
             return
-        self._db.execute("BEGIN IMMEDIATE")
-        self._depth = 1
+        self._begin()
         try:
             yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            self._pending.clear()
-            self._depth = 0
-            if self.on_rollback:
-                self.on_rollback()  # whoever mirrors the tables in memory must re-read them
-            raise
-        else:
             self._db.execute("COMMIT")
+        except BaseException as err:
+            touched = self._abort()
+            if self.on_rollback:
+                self.on_rollback(touched)  # whoever mirrors these rows in memory re-reads them
+            if isinstance(err, sqlite3.Error):
+                raise StoreUnavailable(
+                    f"the database could not store the change ({err}); nothing was changed",
+                    {"sqlite_error": str(err)},
+                ) from err
+            raise
         finally:
             self._depth = 0
         published, self._pending = self._pending, []
         if published and self.on_commit:
             self.on_commit(published)
+
+    def _begin(self) -> None:
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as err:
+            raise StoreUnavailable(
+                f"the database could not start a transaction ({err})", {"sqlite_error": str(err)}
+            ) from err
+        self._depth = 1
+        self.touched = Touched()
+
+    def _abort(self) -> Touched:
+        """ROLLBACK whatever is still open (a failed COMMIT may have ended it already)."""
+        if self._db.in_transaction:
+            with suppress(sqlite3.Error):  # the connection rolls back on its own if this fails
+                self._db.execute("ROLLBACK")
+        self._pending.clear()
+        self._depth = 0
+        touched, self.touched = self.touched, Touched()
+        return touched
 
     def _write(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> sqlite3.Cursor:
         if not self._depth:
@@ -317,6 +362,7 @@ class Store:
         rows = [{"verify": None, **t, "file_scope": json.dumps(t["file_scope"])} for t in tasks]
         if not self._depth:
             raise RuntimeError("store writes must run inside transaction()")
+        self.touched.tasks.update(str(row["id"]) for row in rows)
         self._db.executemany(INSERT_TASK, rows)
         self._db.executemany(INSERT_DEPENDENCY, list(edges))
 
@@ -324,6 +370,7 @@ class Store:
         unknown = set(fields) - TASK_COLUMNS
         if unknown:
             raise ValueError(f"unknown task columns: {sorted(unknown)}")
+        self.touched.tasks.add(task_id)
         if "file_scope" in fields:
             fields["file_scope"] = json.dumps(fields["file_scope"])
         assignments = ", ".join(f"{name} = :{name}" for name in fields)
@@ -340,6 +387,8 @@ class Store:
         succeeded: bool,
     ) -> None:
         """Add one attempt's usage to the task's and the agent's running totals."""
+        self.touched.tasks.add(task_id)
+        self.touched.agents.add(agent_id)
         self._write(ADD_TASK_USAGE, (tokens_in, tokens_out, cost, task_id))
         done = (1, 0) if succeeded else (0, 1)
         self._write(ADD_AGENT_USAGE, (tokens_in, tokens_out, cost, *done, agent_id))
@@ -385,12 +434,14 @@ class Store:
     # -- agents ---------------------------------------------------------------
 
     def insert_agent(self, agent: Row) -> None:
+        self.touched.agents.add(str(agent["id"]))
         self._write(INSERT_AGENT, agent)
 
     def update_agent(self, agent_id: str, **fields: Any) -> None:
         unknown = set(fields) - AGENT_COLUMNS
         if unknown:
             raise ValueError(f"unknown agent columns: {sorted(unknown)}")
+        self.touched.agents.add(agent_id)
         assignments = ", ".join(f"{name} = :{name}" for name in fields)
         self._write(f"UPDATE agents SET {assignments} WHERE id = :id", {**fields, "id": agent_id})
 
@@ -409,6 +460,7 @@ class Store:
 
     def insert_lease(self, path: str, agent_id: str, task_id: str, at: str) -> bool:
         """Insert-or-nothing; True when the row is now ours (the PK decides)."""
+        self.touched.lease_tasks.add(task_id)
         cur = self._write(INSERT_LEASE, (path, agent_id, task_id, at))
         return cur.rowcount == 1
 
@@ -419,9 +471,11 @@ class Store:
         return [dict(r) for r in self._db.execute(SELECT_LEASES_OF_TASK, (task_id,))]
 
     def delete_leases_of_task(self, task_id: str) -> None:
+        self.touched.lease_tasks.add(task_id)
         self._write(DELETE_LEASES_OF_TASK, (task_id,))
 
     def delete_lease(self, path: str, task_id: str) -> None:
+        self.touched.lease_tasks.add(task_id)
         self._write(DELETE_LEASE, (path, task_id))
 
     def insert_change(
@@ -467,6 +521,7 @@ class Store:
     # -- restores: the intent to put a failed attempt's files back ----------------------
 
     def insert_restores(self, task_id: str, paths: Iterable[str], reason: str, at: str) -> None:
+        self.touched.lease_tasks.add(task_id)
         for path in paths:
             self._write(INSERT_RESTORE, (task_id, path, reason, at))
 
@@ -478,11 +533,13 @@ class Store:
 
     def delete_restored(self, task_id: str, path: str) -> None:
         """The file is back: its restore row, pre-image and lease go in one step."""
+        self.touched.lease_tasks.add(task_id)
         self._write(DELETE_RESTORE, (task_id, path))
         self._write(DELETE_PREIMAGE, (task_id, path))
         self._write(DELETE_LEASE, (path, task_id))
 
     def fail_restore(self, task_id: str, path: str, error: str) -> None:
+        self.touched.lease_tasks.add(task_id)
         self._write(FAIL_RESTORE, (error, task_id, path))
 
     def insert_patch(self, task_id: str, patch: PatchFile) -> None:
@@ -508,10 +565,20 @@ class Store:
     # -- interactive sessions (a person's own Claude Code session) ------------------------
 
     def upsert_interactive(self, session: Row) -> None:
+        self.touched.interactive = True
         self._write(UPSERT_INTERACTIVE, session)
 
     def interactive_sessions(self) -> list[Row]:
         return [dict(r) for r in self._db.execute(SELECT_INTERACTIVE)]
+
+    # -- the server's own record ------------------------------------------------------------
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._write(UPSERT_META, (key, value))
+
+    def meta(self, key: str) -> str | None:
+        row = self._one(SELECT_META, (key,))
+        return str(row[0]) if row else None
 
     def reset(self) -> None:
         for table in RESET_TABLES:
