@@ -18,7 +18,7 @@ operator's `codefleet release`, or when the session has not written for
 
 This part owns the holders (`by_session`, `by_agent`); the engine owns the
 lease mirror, which this part changes only through the engine's own
-`_mirror_lease` and `release`.
+`_mirror_lease` and `drop_leases`.
 """
 
 from __future__ import annotations
@@ -313,7 +313,7 @@ class InteractiveHolders:
 
     def _end(self, holder: Holder, reason: ReleaseReason, now: datetime) -> Row:
         paths = sorted(self.engine.task_leases.get(holder.task_id, ()))
-        self.engine.release(holder.task_id, reason)
+        self.engine.drop_leases(holder.task_id, paths, reason)  # no pre-images: nothing to restore
         holder.active = False
         holder.ended_at = now
         holder.end_reason = reason.value
