@@ -14,6 +14,7 @@ Beside wall time it reports each process's own CPU time (user + system, from
 includes waiting for a core, the CPU time does not.
 
     uv run python -m bench.hook [--calls 200] [--quiet-wait 120] [--json out.json]
+    sudo chrt -f 50 .venv/bin/python -m bench.hook   # ahead of other jobs on a shared machine
 """
 
 from __future__ import annotations
