@@ -59,6 +59,12 @@ SERVER_BRAIN = {
     "codefleet.index", "claude_agent_sdk",
 }  # fmt: skip
 
+HEAVY_FOR_THE_HOOK = {
+    "fastapi", "starlette", "uvicorn", "pydantic", "pydantic_settings", "rich", "typer", "httpx",
+    "yaml", "claude_agent_sdk", "sortedcontainers", "codefleet.client", "codefleet.config",
+    "codefleet.cli_common", "codefleet.engine", "codefleet.store",
+}  # fmt: skip
+
 # (module, imports it must never make, why)
 FORBIDDEN = [
     (
@@ -115,6 +121,14 @@ FORBIDDEN = [
         {"codefleet.store", "codefleet.scheduler", "codefleet.engine", "codefleet.index"},
         "checks run in the runner, which is thin: it reaches the server only through the client",
     ),
+    *[
+        (
+            module,
+            HEAVY_FOR_THE_HOOK,
+            "`codefleet hook` runs on every write of a person's session: standard library only",
+        )
+        for module in ("codefleet.hook", "codefleet.hookio", "codefleet.paths", "codefleet.models")
+    ],
 ]
 
 
@@ -159,3 +173,10 @@ def test_graph_check_loads_without_the_engine_the_server_or_the_sdk() -> None:
     assert "codefleet.planning.check" in loaded, "guard: the probe imported nothing"
     assert "codefleet.planning.launch" in loaded, "guard: the plan command is registered there"
     assert [m for m in loaded if m.startswith(banned)] == []
+
+
+def test_a_persons_hook_and_the_runners_gate_share_the_path_function_and_the_deny_shape() -> None:
+    assert "codefleet.paths" in MODULES["codefleet.hook"], "the hook canonicalizes with TreeRoot"
+    assert "codefleet.paths" in MODULES["codefleet.prewrite"]
+    for module in ("codefleet.hook", "codefleet.prewrite", "codefleet.session"):
+        assert "codefleet.hookio" in MODULES[module], f"{module}: paths and denials from hookio"
