@@ -154,7 +154,8 @@ class Runner:
                 else:
                     log.exception("%s: unexpected failure; retrying in %.1fs", self.options.name,
                                   delay)  # fmt: skip
-            await asyncio.sleep(delay)
+            with contextlib.suppress(TimeoutError):  # a stop cuts the backoff short
+                await asyncio.wait_for(stop.wait(), delay)
             delay = min(delay * 2, MAX_RETRY_S)
 
     async def _work_once(self, stop: asyncio.Event) -> bool:
