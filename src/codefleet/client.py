@@ -248,6 +248,11 @@ class FleetClient:
     async def leases(self) -> list[dict[str, Any]]:
         return list((await self._json("GET", "/leases"))["leases"])
 
+    async def graph(self, runners: int | None = None) -> dict[str, Any]:
+        """`graph check`'s analysis of the stored graph (`GET /graph`)."""
+        params = {} if runners is None else {"runners": runners}
+        return dict(await self._json("GET", "/graph", params=params))
+
     async def conflicts(self, resolved: bool | None = None) -> list[dict[str, Any]]:
         params = {} if resolved is None else {"resolved": str(resolved).lower()}
         return list((await self._json("GET", "/conflicts", params=params))["conflicts"])

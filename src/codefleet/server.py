@@ -32,6 +32,7 @@ from codefleet.guards import BodyLimit, TokenAuth
 from codefleet.loopwatch import LoopWatch
 from codefleet.models import EventType, TaskStatus, to_iso, utcnow
 from codefleet.paths import TreeRoot
+from codefleet.planning.analysis import analyse
 from codefleet.server_interactive import install_interactive
 from codefleet.server_reads import Reads
 from codefleet.serverlock import ServerLock
@@ -294,6 +295,13 @@ def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings
     @app.get("/conflicts")
     async def conflicts(resolved: bool | None = None) -> JSONResponse:
         return _json({"conflicts": reads.conflicts(resolved)})
+
+    @app.get("/graph")
+    async def graph(runners: Annotated[int | None, Query(ge=1, le=256)] = None) -> JSONResponse:
+        """`graph check`'s analysis of the stored graph, computed off the event loop."""
+        planned = reads.planned()  # a snapshot, read on the loop like every other read
+        found = await asyncio.to_thread(analyse, planned, runners or settings.runners)
+        return _json({"runners": runners or settings.runners, **found.to_json()})
 
     @app.get("/state")
     async def state() -> JSONResponse:

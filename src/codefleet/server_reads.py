@@ -1,4 +1,4 @@
-"""Read projections of the wire API: tasks, agents, leases, conflicts, state, health.
+"""Read projections of the wire API: tasks, graph, agents, leases, conflicts, state, health.
 
 Nothing here changes state. Derived fields (a task's `runnable` and
 `unmet_dependencies`, an agent's `stale`, a lease's `age_s`, a conflict's
@@ -15,6 +15,7 @@ from codefleet.config import Settings
 from codefleet.engine import Engine
 from codefleet.errors import NotFound
 from codefleet.models import EventType, TaskStatus, from_iso, to_iso, utcnow
+from codefleet.planning.analysis import PlannedTask
 from codefleet.store import Row
 
 __all__ = ["Reads"]
@@ -73,6 +74,13 @@ class Reads:
             "added": sum(f["added"] for f in files),
             "removed": sum(f["removed"] for f in files),
         }
+
+    def planned(self) -> list[PlannedTask]:
+        """The stored graph as `graph check` sees it (scopes as they stand, widened by vetoes)."""
+        return [
+            PlannedTask(t["id"], t["priority"], tuple(t["file_scope"]), tuple(t["depends_on"]))
+            for t in self.tasks(None, 1_000_000, 0)
+        ]
 
     def agents(self) -> list[Row]:
         """Runners (`kind: runner`) then people's interactive sessions (`kind: interactive`)."""

@@ -140,6 +140,12 @@ async def test_the_page_follows_a_demo_run_live_and_a_new_page_replays_it_the_sa
 
     await expect(page.locator("body")).to_have_attribute("data-run", "finished")
     await expect(page.locator('[data-node][data-status="succeeded"]')).to_have_count(5)
+    # graph check's analysis, live: the veto folded api.py into T4's scope, so T3 and T4
+    # now overlap there (GET /graph, re-read after the requeue).
+    analysis = page.locator("#graph-analysis")
+    await expect(analysis).to_contain_text("graph check: width 3 · critical path T1 → T2 → T5")
+    await expect(analysis).to_contain_text("1 overlapping pair")
+    await expect(analysis).to_contain_text("T3 + T4: api.py")
     server = await server_view(demo_server)
     await assert_vetoes_and_rollbacks_sit_where_they_happened(page, server)
     await assert_leases_conflicts_cost_and_story_match_the_server(page, server)

@@ -1,4 +1,4 @@
-"""`codefleet graph check FILE`: the command as a person runs it, on real files.
+"""`codefleet graph check FILE` on real files, and the same analysis served by `GET /graph`.
 
 No server and no model: each test writes a small tree and a graph under
 `tmp_path` and runs the Typer app in process. The crafted graph has one of
@@ -13,10 +13,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
 from codefleet.cli import app
+from codefleet.client import FleetClient
 from codefleet.demo import examples_dir
 
 CRAFTED = """
@@ -223,3 +225,24 @@ def test_a_task_without_an_id_is_named_by_its_position(tree: Path) -> None:
 
     assert code == 0 and report["tasks"] == 2
     assert [(w["code"], w["task"]) for w in report["warnings"]] == [("no_scope", "#2")]
+
+
+async def test_the_server_serves_the_same_analysis_of_its_stored_graph(
+    client: FleetClient, http: httpx.AsyncClient
+) -> None:
+    await client.create_tasks(
+        [{"id": "A", "title": "a", "description": "d", "file_scope": ["a.py", "x.py"]},
+         {"id": "B", "title": "b", "description": "d", "file_scope": ["./x.py"]},
+         {"id": "C", "title": "c", "description": "d", "file_scope": ["c.py"], "depends_on": ["A"]}]
+    )  # fmt: skip
+
+    graph = await client.graph(runners=2)
+    default = await client.graph()
+    refused = await http.get("/graph", params={"runners": 0})
+
+    assert graph["runners"] == 2 and default["runners"] == 3
+    assert graph["overlaps"] == [{"tasks": ["A", "B"], "paths": ["x.py"]}]
+    assert graph["critical_path"]["tasks"] == ["A", "C"] and graph["max_width"] == 2
+    # A first (C waits on it), B waits for x.py; then B and C side by side.
+    assert (graph["parallelism"]["makespan"], graph["parallelism"]["peak"]) == (2, 2)
+    assert refused.status_code == 422 and refused.json()["error"]["code"] == "invalid_request"

@@ -1,14 +1,14 @@
 // CodeFleet's web dashboard: read-only, live over the event stream.
 //
 // Start: GET /health (the server clock), GET /state (the snapshot) and
-// GET /conflicts, then read /events/stream?since=<last id held> and fold every
+// GET /conflicts and GET /graph, then read /events/stream?since=<last id held> and fold every
 // event into the model. When the stream drops, reconnect with the last id, so
 // nothing is missed or counted twice; the same code replays a finished run.
 // The snapshot and the conflicts are re-read shortly after events that change
 // what only the server knows (tokens, cost, resolution of a conflict).
 
 import { Api, AuthError, saveToken, takeToken } from "./api.js";
-import { renderGraph } from "./graph.js";
+import { describeAnalysis, renderGraph } from "./graph.js";
 import { EventLog } from "./log.js";
 import { Model } from "./model.js";
 import { renderConflicts, renderCost, renderLeases, renderStats, renderStory } from "./panels.js";
@@ -20,6 +20,8 @@ const STATE_AFTER = new Set([
   "agent_registered", "agent_offline", "fleet_idle", "run_finished",
 ]);
 const CONFLICTS_AFTER = new Set(["lease_denied", "task_succeeded", "task_failed", "task_retried"]);
+// The graph's analysis changes when tasks arrive or a veto widens a task's scope.
+const GRAPH_AFTER = new Set(["task_created", "task_requeued", "task_retried"]);
 const CONN_TEXT = {
   connecting: "Connecting…",
   live: "Live",
@@ -37,6 +39,7 @@ let conn = "connecting";
 let selected = null;
 let clockOffset = 0;
 let frame = 0;
+let analysis = null; // GET /graph: `graph check`'s analysis of the stored graph
 
 const timeline = new Timeline($("#timeline-view"), { tooltip, onSelect: select });
 const log = new EventLog($("#log-view"));
@@ -70,6 +73,8 @@ function render() {
   timeline.render(view);
   const hasTasks = renderGraph($("#graph-view"), view, { tooltip, onSelect: select });
   $("#graph-empty").hidden = hasTasks;
+  $("#graph-analysis").textContent = describeAnalysis(analysis);
+  $("#graph-analysis").hidden = !hasTasks || !analysis;
   renderLeases($("#leases-view"), view);
   renderConflicts($("#conflicts-view"), view);
   renderCost($("#cost-view"), view);
@@ -96,6 +101,10 @@ async function readConflicts() {
   model.conflicts = (await api.get("/conflicts")).conflicts;
 }
 
+async function readGraph() {
+  analysis = await api.get("/graph");
+}
+
 function quietly(read) {
   return async () => {
     try {
@@ -110,11 +119,13 @@ function quietly(read) {
 
 const refreshState = throttled(quietly(readSnapshot), 250);
 const refreshConflicts = throttled(quietly(readConflicts), 250);
+const refreshGraph = throttled(quietly(readGraph), 500);
 
 function onEvents(batch) {
   const fresh = model.add(batch);
   if (fresh.some((e) => STATE_AFTER.has(e.type))) refreshState();
   if (fresh.some((e) => CONFLICTS_AFTER.has(e.type))) refreshConflicts();
+  if (fresh.some((e) => GRAPH_AFTER.has(e.type))) refreshGraph();
   if (fresh.length) requestRender();
 }
 
@@ -133,6 +144,7 @@ async function connect() {
       clockOffset = Date.parse(health.server_time) - Date.now();
       await readSnapshot();
       await readConflicts();
+      await readGraph();
       requestRender();
       await api.stream(model.lastId, {
         onOpen: () => {

@@ -176,3 +176,19 @@ function node(model, task, { x, y }, selected, { tooltip, onSelect }) {
   });
   return group;
 }
+
+/** One line of `graph check`'s analysis (GET /graph), scopes as they stand now; "" for none. */
+export function describeAnalysis(analysis) {
+  if (!analysis || !analysis.tasks) return "";
+  const path = analysis.critical_path.tasks.join(" → ");
+  const p = analysis.parallelism;
+  const parts = [
+    `width ${analysis.max_width}`,
+    `critical path ${path}`,
+    `${p.predicted.toFixed(2)} busy on ${p.runners} runners at best`,
+    plural(analysis.overlaps.length, "overlapping pair"),
+    plural(analysis.hotspots.length, "hotspot"),
+  ];
+  const pairs = analysis.overlaps.map((o) => `${o.tasks.join(" + ")}: ${o.paths.join(", ")}`);
+  return `graph check: ${parts.join(" · ")}${pairs.length ? ` (${pairs.join("; ")})` : ""}`;
+}
