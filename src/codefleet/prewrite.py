@@ -127,6 +127,8 @@ class WriteGate:
             if self.blocked_on is None:
                 self.blocked_on = path
             why = f"{path} is held by {first.get('holder_agent_name')} for task {first.get('holder_task_id')}"
+            if first.get("holder_kind") == "interactive":
+                why = f"{path} is being edited by {first.get('holder_agent_name')}, a person working in this tree"
             return Verdict(False, tuple(keys), stop_instruction(path, why), blocked_on=path)
         message = answer.get("message") or "the server refused the lease"
         return Verdict(False, tuple(keys), f"The write was refused: {message}. Do not retry it.")

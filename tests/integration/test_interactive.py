@@ -24,6 +24,8 @@ import pytest
 from codefleet.client import FleetClient
 from codefleet.errors import NotFound
 from codefleet.hook import HookArgs, run
+from codefleet.paths import TreeRoot
+from codefleet.prewrite import WriteGate
 from codefleet.serverthread import ServerThread
 
 ADA = "0aeef531-72cc-4552-9656-7482e7ecde15"
@@ -143,6 +145,10 @@ async def test_a_fleet_write_to_the_persons_file_is_vetoed_and_requeued_with_the
     assert answer["decision"] == "deny"
     held = answer["denied"][0]
     assert (held["holder_agent_name"], held["holder_task_id"], held["holder_kind"]) == ("ada@0aeef531", "i-0aeef531", "interactive")  # fmt: skip
+    gate = WriteGate(client, TreeRoot(workdir), runner["agent_id"], runner["epoch"], "T1")
+    verdict = await gate.check("Edit", {"file_path": str(workdir / "a.py")})
+    assert not verdict.allowed and gate.blocked_on == "a.py"
+    assert verdict.reason.startswith("a.py is being edited by ada@0aeef531, a person working in this tree.")  # fmt: skip
     report = {"attempt": 1, "ok": False, "error_kind": "veto", "blocked_on_path": "a.py"}
     await client.complete("T1", runner["agent_id"], runner["epoch"], report)
     row = await client.task("T1")
