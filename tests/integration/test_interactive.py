@@ -365,3 +365,18 @@ async def test_join_refuses_a_server_that_coordinates_another_tree(
     assert done.returncode == 1
     assert "coordinates" in done.stderr and "Nothing was written" in done.stderr
     assert not (elsewhere / ".claude").exists()
+
+
+async def test_a_restart_keeps_a_persons_leases_and_session(
+    make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "restart.sqlite"
+    first = make_server(db=db)
+    assert writes(first, workdir, "a.py") == ""
+    first.stop()
+    second = make_server(db=db, port=first.settings.port)
+    async with FleetClient(second.url) as client:
+        assert await leases(client) == {"a.py": ("ada@0aeef531", "i-0aeef531", "interactive")}
+        assert reason(writes(second, workdir, "a.py", BOB)).startswith("a.py is being edited by ada@0aeef531")  # fmt: skip
+        assert person(second, workdir, "session-end") == ""
+        assert await leases(client) == {}
