@@ -58,8 +58,11 @@ EVENTS: Final = (PRE_TOOL_USE, POST_TOOL_USE, SESSION_END)
 PRE_TIMEOUT_S: Final = 5.0  # below the hook timeout `join` writes, so our reason is the one shown
 RECORD_TIMEOUT_S: Final = 2.0
 MAX_ANSWER_BYTES: Final = 4 * 1024 * 1024
-# Paths the fleet can never lease: a person's write there cannot collide with an agent's.
-NOT_THE_LOCKS_BUSINESS: Final = frozenset({DenyReason.OUTSIDE_WORKDIR, DenyReason.PROTECTED_PATH})
+# Paths the fleet can never lease: a person's write there cannot collide with an agent's
+# (`hard_link`: a file with several names, which no task may lease either).
+NOT_THE_LOCKS_BUSINESS: Final = frozenset(
+    {DenyReason.OUTSIDE_WORKDIR, DenyReason.PROTECTED_PATH, "hard_link"}
+)
 USAGE: Final = (
     "usage: codefleet hook pre-tool-use|post-tool-use|session-end --server URL --tree PATH "
     "[--fail-open]\n(a Claude Code command hook: `codefleet join` writes it into the settings)\n"
