@@ -120,11 +120,13 @@ class InteractiveHolders:
         """All-or-nothing leases for one write of a person's session; always an answer."""
         engine = self.engine
         keys, skipped, rejected = self._keys(paths)
+        if rejected:
+            return _deny(rejected)
+        if not keys:  # nothing the fleet could ever lease: no holder, no lease
+            return {"decision": "allow", "granted": [], "skipped": skipped, "holder": None}
         now = engine.clock()
         with engine.store.transaction():
             holder = self._holder(session_id, user, now)
-            if rejected:
-                return _deny(rejected)
             held = [
                 (key, engine.leases[key])
                 for key in keys
@@ -154,6 +156,8 @@ class InteractiveHolders:
     def record_change(self, session_id: str, user: str, paths: list[str], tool: str) -> None:
         """Ledger rows from the person's PostToolUse; never vetoes."""
         keys, _, _ = self._keys(paths)
+        if not keys:
+            return
         now = self.engine.clock()
         with self.engine.store.transaction():
             holder = self._holder(session_id, user, now)

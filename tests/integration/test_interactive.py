@@ -279,6 +279,7 @@ async def test_a_path_the_fleet_cannot_lease_is_skipped_not_denied(
     body = {"session_id": ADA, "paths": [str(tmp_path / "elsewhere.txt"), ".git/config"]}
     answer = (await http.post("/interactive/acquire", json=body)).json()
     assert (answer["decision"], answer["granted"], len(answer["skipped"])) == ("allow", [], 2)
+    assert (await http.get("/agents")).json()["agents"] == [], "no holder for nothing held"
 
 
 # -- the hook process against the server ----------------------------------------------------------
