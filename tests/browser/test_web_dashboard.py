@@ -325,10 +325,28 @@ async def test_a_persons_session_shows_in_the_lease_map_live_and_leaves_it(
     await expect(row).to_contain_text("i-0aeef531")
     await expect(page.locator('[data-runner="ada@0aeef531"]')).to_have_count(0)
 
-    assert person("session-end", hook_event_name="SessionEnd", reason="other") == ""
-    await expect(page.locator('#leases-view [data-held="0"]')).to_have_text(
-        "No file is leased right now."
+    # A runner takes a task and a file of its own; the person is then refused that file.
+    async with FleetClient(demo_server.url, token=TOKEN) as client:
+        await client.create_tasks([{"id": "T9", "title": "Fleet work", "description": "do it"}])
+        agent = await client.register("runner-1", tree, os.getpid())
+        assert await client.assignment(agent["agent_id"], agent["epoch"], wait=5) is not None
+        await client.start("T9", agent["agent_id"], agent["epoch"])
+        granted = await client.acquire(
+            agent["agent_id"], agent["epoch"], "T9", ["models.py"], "Edit"
+        )
+        assert granted["decision"] == "allow"
+    refused = person(
+        "pre-tool-use", tool_name="Write", tool_input={"file_path": f"{tree}/models.py"}
     )
+    assert "is being edited by runner-1 for task T9 (Fleet work)" in refused
+    await expect(page.locator('#log-view tr[data-type="lease_denied"]')).to_have_count(1)
+    await expect(page.locator("g.veto")).to_have_count(0)  # a person has no runner lane
+    await expect(page.locator('#leases-view tr[data-lease="models.py"]')).to_have_attribute(
+        "data-kind", "task"
+    )
+
+    assert person("session-end", hook_event_name="SessionEnd", reason="other") == ""
+    await expect(page.locator('#leases-view tr[data-lease="api.py"]')).to_have_count(0)
     await expect(page.locator('#log-view tr[data-type="agent_offline"]')).to_contain_text(
         "ada@0aeef531 released api.py (session_end)"
     )

@@ -186,6 +186,9 @@ function foldHistory(h, event) {
       break;
     }
     case "lease_denied": {
+      fileEntry(h, body.path).denials += 1;
+      // A person's own session has no lane: its refusal is in the log and the lease map only.
+      if (body.kind === "interactive") break;
       const veto = {
         id: event.id,
         at,
@@ -200,7 +203,6 @@ function foldHistory(h, event) {
       };
       h.vetoes.push(veto);
       veto.attempt?.vetoes.push(veto);
-      fileEntry(h, body.path).denials += 1;
       break;
     }
     case "file_restored": {
