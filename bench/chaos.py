@@ -316,7 +316,8 @@ class Chaos:
     def _runner_proc(self, n: int) -> Proc:
         name = f"runner-{n}"
         script = str(self.base / "script.yaml")
-        cmd = [self.exe, "runner", "--name", name, "--dry-run", "--script", script]
+        # --replace: a restarted runner takes its name back from the process we killed.
+        cmd = [self.exe, "runner", "--name", name, "--replace", "--dry-run", "--script", script]
         cmd += ["--server", self.url, "--workdir", str(self.tree), "--task-timeout", "60"]
         cmd += ["--run-dir", str(self.base / "runs")]
         return Proc(name, cmd, self.base / "logs" / f"{name}.log", self.env, self.base)

@@ -85,6 +85,14 @@ def runner(
     exit_when_drained: Annotated[
         bool, typer.Option(help="Exit once no task is pending or running.")
     ] = False,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="Take the name over even if a live runner of another process holds it "
+            "(that runner is fenced).",
+        ),
+    ] = False,
     token: TokenOpt = None,
     model: ModelOpt = None,
     max_turns: MaxTurnsOpt = None,
@@ -110,6 +118,7 @@ def runner(
         protected=(settings.db, settings.run_dir),
         check_timeout=settings.check_timeout,
         check_dir=settings.check_dir,
+        replace=replace,
     )
 
     async def go() -> None:
@@ -165,7 +174,7 @@ def run(
     success was committed). Each --check is defined on the server first, for the agents'
     run_check tool and for tasks' `verify`.
     """
-    from codefleet.fleet import run_fleet
+    from codefleet.fleet import invocation_suffix, run_fleet
     from codefleet.report import print_result
 
     settings = settings_from(
@@ -203,6 +212,7 @@ def run(
                 settings.run_dir, verify=verify, token=settings.token, task_timeout=task_timeout,
                 protected=(settings.db, settings.run_dir), check_timeout=settings.check_timeout,
                 check_dir=settings.check_dir, on_runner_down=runner_down,
+                name_suffix=invocation_suffix(),
             )  # fmt: skip
             history = await committer.finish(settings.url, settings.token) if committer else None
         finally:

@@ -107,8 +107,21 @@ class FleetClient:
 
     # -- runner-facing ------------------------------------------------------------------
 
-    async def register(self, name: str, workdir: str | None, pid: int | None) -> dict[str, Any]:
-        body = {"name": name, "workdir": workdir, "pid": pid}
+    async def register(
+        self,
+        name: str,
+        workdir: str,
+        pid: int | None,
+        *,
+        host: str | None = None,
+        replace: bool = False,
+    ) -> dict[str, Any]:
+        """Register (or re-register) `name`; `NameInUse` / `WrongTree` are refusals to obey."""
+        body: dict[str, Any] = {"name": name, "workdir": workdir, "pid": pid}
+        if host is not None:
+            body["host"] = host
+        if replace:
+            body["replace"] = True
         result: dict[str, Any] = await self._json("POST", "/agents/register", body=body)
         return result
 
@@ -118,8 +131,8 @@ class FleetClient:
         )
         return result
 
-    async def leave(self, agent_id: str, epoch: int) -> None:
-        await self._call("DELETE", f"/agents/{agent_id}", epoch=epoch)
+    async def leave(self, agent_id: str, epoch: int, timeout: float | None = None) -> None:
+        await self._call("DELETE", f"/agents/{agent_id}", epoch=epoch, timeout=timeout)
 
     async def assignment(self, agent_id: str, epoch: int, wait: float = 0) -> dict[str, Any] | None:
         """The assigned task, waiting up to `wait` s for one; None when there is none."""

@@ -33,6 +33,7 @@ from codefleet.models import (
     to_iso,
 )
 from codefleet.paths import PathRejected
+from codefleet.registration import Holder, check_name, check_tree
 from codefleet.scheduler import AgentView
 
 if TYPE_CHECKING:
@@ -56,6 +57,12 @@ class AgentState:
     current_task_id: str | None = None
     fenced: bool = False  # its runner must register again before it is handed new work
     deaf_at_beat: float = 0.0  # the server's deaf seconds (LoopWatch) when it was last heard
+    host: str | None = None  # the process holding the name: (host, pid)
+    pid: int | None = None
+
+    def holder(self, deaf: float) -> Holder:
+        heard = self.heard_at(deaf)
+        return Holder(self.id, self.name, self.status, self.host, self.pid, heard)
 
     def view(self, deaf: float = 0.0) -> AgentView:
         status = (
@@ -131,6 +138,8 @@ class AgentsMixin:
             current_task_id=row["current_task_id"],
             fenced=bool(row["fenced"]),
             deaf_at_beat=self.deaf_seconds() if deaf_at_beat is None else deaf_at_beat,
+            host=row["host"],
+            pid=row["pid"],
         )
 
     # -- liveness -------------------------------------------------------------------
@@ -146,19 +155,30 @@ class AgentsMixin:
             )
         return agent
 
-    def register(self, name: str, workdir: str | None, pid: int | None) -> dict[str, Any]:
-        """Upsert by name; a previous incarnation's task and leases are taken back."""
+    def register(
+        self, name: str, workdir: str, pid: int | None, host: str | None = None,
+        replace: bool = False,
+    ) -> dict[str, Any]:  # fmt: skip
+        """Upsert by name; a previous incarnation's task and leases are taken back.
+
+        Refused (`WrongTree`, `NameInUse`) before anything is written; see `registration`.
+        One registration is exactly one epoch bump, whatever it takes back.
+        """
         now = self.clock()
         at = to_iso(now)
+        check_tree(workdir, str(self.tree.root))
+        agent_id = self.agent_ids.get(name)
+        if agent_id is not None:
+            holder = self.agents[agent_id].holder(self.deaf_seconds())
+            check_name(holder, host, pid, replace, now, self.config_stale_after())
         with self.transition():
-            agent_id = self.agent_ids.get(name)
             if agent_id is None:
                 agent = AgentState(new_agent_id(), name, AgentStatus.IDLE, 1, now, now,
-                                   deaf_at_beat=self.deaf_seconds())  # fmt: skip
+                                   deaf_at_beat=self.deaf_seconds(), host=host, pid=pid)  # fmt: skip
                 self.store.insert_agent(
                     {
                         "id": agent.id, "name": name, "status": agent.status, "epoch": 1,
-                        "workdir": workdir, "pid": pid, "last_heartbeat_at": at,
+                        "workdir": workdir, "pid": pid, "host": host, "last_heartbeat_at": at,
                         "idle_since": at, "registered_at": at, "updated_at": at,
                     }
                 )  # fmt: skip
@@ -168,16 +188,18 @@ class AgentsMixin:
             else:
                 agent = self.agents[agent_id]
                 was_offline = agent.status is AgentStatus.OFFLINE
+                epoch = agent.epoch + 1  # the take-back's own fence is this same bump
                 self._take_back_current(agent, ReleaseReason.AGENT_REREGISTERED, now)
-                agent.epoch += 1
+                agent.epoch = epoch
                 agent.status = AgentStatus.IDLE
                 agent.fenced = False
+                agent.host, agent.pid = host, pid
                 agent.last_heartbeat_at = agent.idle_since = now
                 agent.deaf_at_beat = self.deaf_seconds()
                 self.store.update_agent(
                     agent.id, status=agent.status, epoch=agent.epoch, workdir=workdir, pid=pid,
-                    last_heartbeat_at=at, idle_since=at, current_task_id=None, updated_at=at,
-                    fenced=0,
+                    host=host, last_heartbeat_at=at, idle_since=at, current_task_id=None,
+                    updated_at=at, fenced=0,
                 )  # fmt: skip
             self.store.emit(
                 EventType.AGENT_REGISTERED, agent_id=agent.id, name=name, epoch=agent.epoch, pid=pid
@@ -304,6 +326,10 @@ class AgentsMixin:
     def config_task_timeout(self) -> float:
         config = getattr(self, "config")  # noqa: B009 - the Engine owns config
         return float(config.task_timeout)
+
+    def config_stale_after(self) -> float:
+        config = getattr(self, "config")  # noqa: B009 - the Engine owns config
+        return float(config.stale_after)
 
     # -- leases -----------------------------------------------------------------------
 

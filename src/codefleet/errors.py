@@ -15,12 +15,14 @@ __all__ = [
     "Forbidden",
     "InvalidGraph",
     "InvalidState",
+    "NameInUse",
     "NotFound",
     "NotOwner",
     "StaleEpoch",
     "StoreUnavailable",
     "TooLarge",
     "Unauthorized",
+    "WrongTree",
 ]
 
 
@@ -57,6 +59,20 @@ class NotOwner(DomainError):
 class InvalidState(DomainError):
     status = 409
     code = "invalid_state"
+
+
+class NameInUse(DomainError):
+    """A live runner of another process holds this name; `replace` takes it over."""
+
+    status = 409
+    code = "name_in_use"
+
+
+class WrongTree(DomainError):
+    """The registering runner works in a different tree than the server."""
+
+    status = 409
+    code = "wrong_tree"
 
 
 class InvalidGraph(DomainError):
@@ -103,5 +119,7 @@ ERRORS_BY_CODE: dict[str, type[DomainError]] = {
         Forbidden,
         TooLarge,
         Unauthorized,
+        NameInUse,
+        WrongTree,
     )
 }

@@ -12,6 +12,9 @@ verify command runs in the working tree, and `run_finished` is recorded.
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import socket
 import sys
 import time
 from collections.abc import Callable
@@ -26,7 +29,14 @@ from codefleet.executor import Executor
 from codefleet.models import EventType, TaskStatus
 from codefleet.runner import Runner, RunnerOptions
 
-__all__ = ["FleetResult", "VerifyResult", "run_fleet", "run_verify", "wait_drained"]
+__all__ = [
+    "FleetResult",
+    "VerifyResult",
+    "invocation_suffix",
+    "run_fleet",
+    "run_verify",
+    "wait_drained",
+]
 
 VERIFY_OUTPUT_CHARS = 20_000
 
@@ -84,6 +94,12 @@ async def run_verify(command: str, workdir: Path, timeout: float = 900.0) -> Ver
     return VerifyResult(command, int(ran.exit_code or 0), ran.output, ran.duration_s)
 
 
+def invocation_suffix() -> str:
+    """`.HOST.PID`: what makes one `run`'s runner names differ from another's side by side."""
+    host = re.sub(r"[^A-Za-z0-9_-]+", "-", socket.gethostname().split(".")[0])[:40] or "host"
+    return f".{host}.{os.getpid()}"
+
+
 def python_command(args: str) -> str:
     """A shell command running this interpreter (the demo's tests need no venv of their own)."""
     return f'"{sys.executable}" {args}'
@@ -104,12 +120,14 @@ async def run_fleet(
     check_dir: Path | None = None,
     on_runner_down: Callable[[str], object] | None = None,
     connect: Callable[[], FleetClient] | None = None,
+    name_suffix: str = "",
 ) -> FleetResult:
     """Run N runners until the graph drains, or until no runner is left to drain it.
 
     A runner that stops on its own (it cannot go on) is reported at once through
     `on_runner_down("name: why")` and listed in `runner_errors`. `connect` makes
-    each runner's client (default: one per runner on `url` with `token`).
+    each runner's client (default: one per runner on `url` with `token`). Runners are
+    named `runner-N<name_suffix>`.
     """
     started = time.monotonic()
     connect = connect or (lambda: FleetClient(url, token=token))
@@ -118,8 +136,9 @@ async def run_fleet(
         stop = asyncio.Event()
         options = [
             RunnerOptions(
-                name=f"runner-{n}", workdir=workdir, run_dir=run_dir, task_timeout=task_timeout,
-                protected=protected, check_timeout=check_timeout, check_dir=check_dir,
+                name=f"runner-{n}{name_suffix}", workdir=workdir, run_dir=run_dir,
+                task_timeout=task_timeout, protected=protected, check_timeout=check_timeout,
+                check_dir=check_dir,
             )
             for n in range(1, runners + 1)
         ]  # fmt: skip

@@ -23,6 +23,14 @@ contract, a bug) is logged with its traceback and retried after a backoff:
 one bad answer never ends a runner. Only what no retry can fix ends it, by
 raising out of `run`: the token refused (`Unauthorized`, `Forbidden`) or the
 registration refused (`CannotContinue`, naming the server's reason).
+
+Two such refusals: `name_in_use` (a live runner of another process holds the
+name; `replace` takes it over, on the first registration only, so two
+replacing runners cannot take a name back and forth) and `wrong_tree`.
+
+Stop means stop in every phase: setting `stop` cancels whatever the runner is
+doing (registering against an absent server, polling, running an attempt,
+retrying a report), then it leaves.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import socket
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -49,6 +58,8 @@ __all__ = ["CannotContinue", "Runner", "RunnerOptions"]
 log = logging.getLogger(__name__)
 RETRY_START_S = 0.1
 MAX_RETRY_S = 5.0
+LEAVE_TIMEOUT_S = 2.0  # on the way out: the server takes a silent runner back anyway
+HOST = socket.gethostname()
 
 
 class CannotContinue(Exception):
@@ -78,6 +89,7 @@ class RunnerOptions:
     check_timeout: float = DEFAULT_CHECK_TIMEOUT_S
     check_output_chars: int = OUTPUT_CHARS
     check_dir: Path | None = None
+    replace: bool = False  # take the name over from a live runner of another process
 
 
 class Fenced(Exception):
@@ -101,10 +113,10 @@ class Runner:
     # -- lifecycle ------------------------------------------------------------------
 
     async def register(self) -> None:
+        """Register (retrying an absent server); a refusal is `CannotContinue`."""
+        take_over = self.options.replace and not self.agent_id  # the first registration only
         try:
-            answer = await self._retrying(
-                lambda: self.client.register(self.options.name, str(self.tree.root), os.getpid())
-            )
+            answer = await self._retrying(lambda: self._register_once(take_over))
         except FATAL:
             raise
         except DomainError as err:  # refused: registering again would be refused again
@@ -117,9 +129,29 @@ class Runner:
         self.fenced.clear()
         log.info("%s registered as %s epoch %s", self.options.name, self.agent_id, self.epoch)
 
+    async def _register_once(self, take_over: bool) -> dict[str, Any]:
+        root = str(self.tree.root)
+        return await self.client.register(
+            self.options.name, root, os.getpid(), host=HOST, replace=take_over
+        )
+
     async def run(self, stop: asyncio.Event | None = None) -> None:
-        """Work until `stop` is set (or the fleet drains, with exit_when_drained)."""
+        """Work until `stop` is set (or the fleet drains, with exit_when_drained).
+
+        `stop` interrupts every phase: the work is cancelled wherever it waits.
+        """
         stop = stop or asyncio.Event()
+        work = asyncio.create_task(self._serve(stop), name=f"{self.options.name}-work")
+        halt = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait({work, halt}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            halt.cancel()
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await work
+
+    async def _serve(self, stop: asyncio.Event) -> None:
         await self.register()
         beat = asyncio.create_task(self._heartbeat_loop(), name=f"{self.options.name}-heartbeat")
         try:
@@ -129,7 +161,7 @@ class Runner:
             with contextlib.suppress(asyncio.CancelledError):
                 await beat
             with contextlib.suppress(Exception):  # leaving is a courtesy; stale detection covers it
-                await self.client.leave(self.agent_id, self.epoch)
+                await self.client.leave(self.agent_id, self.epoch, timeout=LEAVE_TIMEOUT_S)
 
     async def _work_loop(self, stop: asyncio.Event) -> None:
         delay = RETRY_START_S
@@ -258,10 +290,17 @@ class Runner:
         """The executor's outcome, a timeout outcome, or None when fenced mid-run."""
         work = asyncio.create_task(self.executor.run(attempt))
         fence = asyncio.create_task(self.fenced.wait())
-        done, _ = await asyncio.wait(
-            {work, fence}, timeout=self.task_timeout, return_when=asyncio.FIRST_COMPLETED
-        )
-        fence.cancel()
+        try:
+            done, _ = await asyncio.wait(
+                {work, fence}, timeout=self.task_timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        except asyncio.CancelledError:  # the runner is stopping: so is the attempt
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await work
+            raise
+        finally:
+            fence.cancel()
         if work in done:
             try:
                 return work.result()

@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS agents (
     current_task_id   TEXT,
     workdir           TEXT,
     pid               INTEGER,
+    host              TEXT,
     last_heartbeat_at TEXT NOT NULL,
     fenced            INTEGER NOT NULL DEFAULT 0,  -- taken back: no new work until it registers
     last_assigned_at  TEXT,

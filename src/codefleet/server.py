@@ -180,7 +180,7 @@ def _install_errors(app: FastAPI) -> None:
 def _runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> None:
     @app.post("/agents/register")
     async def register(body: RegisterBody) -> JSONResponse:
-        answer = engine.register(body.name, body.workdir, body.pid)
+        answer = engine.register(body.name, body.workdir, body.pid, body.host, body.replace)
         answer.update(
             heartbeat_interval_s=settings.heartbeat_interval,
             stale_after_s=settings.stale_after,

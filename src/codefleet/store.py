@@ -68,6 +68,7 @@ AGENT_COLUMNS: Final = frozenset(
         "current_task_id",
         "workdir",
         "pid",
+        "host",
         "last_heartbeat_at",
         "last_assigned_at",
         "idle_since",
@@ -91,6 +92,7 @@ MIGRATIONS: Final = (
     ("file_changes", "attempt", "ALTER TABLE file_changes ADD COLUMN attempt INTEGER"),
     ("file_changes", "sha256", "ALTER TABLE file_changes ADD COLUMN sha256 TEXT"),
     ("agents", "fenced", "ALTER TABLE agents ADD COLUMN fenced INTEGER NOT NULL DEFAULT 0"),
+    ("agents", "host", "ALTER TABLE agents ADD COLUMN host TEXT"),
 )
 INSERT_DEPENDENCY: Final = "INSERT INTO task_dependencies (task_id, depends_on_id) VALUES (?, ?)"
 ADD_TASK_USAGE: Final = """UPDATE tasks SET input_tokens = input_tokens + ?,
@@ -113,9 +115,9 @@ COUNT_TASKS_BY_STATUS: Final = "SELECT status, COUNT(*) FROM tasks GROUP BY stat
 SUM_TASK_USAGE: Final = """SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
     COALESCE(SUM(cost_usd), 0) FROM tasks"""
 
-INSERT_AGENT: Final = """INSERT INTO agents (id, name, status, epoch, workdir, pid,
+INSERT_AGENT: Final = """INSERT INTO agents (id, name, status, epoch, workdir, pid, host,
     last_heartbeat_at, idle_since, registered_at, updated_at)
-    VALUES (:id, :name, :status, :epoch, :workdir, :pid, :last_heartbeat_at,
+    VALUES (:id, :name, :status, :epoch, :workdir, :pid, :host, :last_heartbeat_at,
     :idle_since, :registered_at, :updated_at)"""
 SELECT_AGENT: Final = "SELECT * FROM agents WHERE id = ?"
 SELECT_AGENT_BY_NAME: Final = "SELECT * FROM agents WHERE name = ?"

@@ -16,7 +16,7 @@ WaitUntil = Callable[..., Awaitable[Any]]
 
 
 async def register(client: FleetClient, name: str) -> tuple[str, int]:
-    answer = await client.register(name, "/tmp/tree", 1234)
+    answer = await client.register(name, (await client.health())["workdir"], 1234)
     return answer["agent_id"], answer["epoch"]
 
 

@@ -31,7 +31,7 @@ class Runner:
 
 
 async def register(client: FleetClient, name: str) -> Runner:
-    answer = await client.register(name, "/tmp/tree", 1234)
+    answer = await client.register(name, (await client.health())["workdir"], 1234)
     return Runner(name, answer["agent_id"], answer["epoch"])
 
 
@@ -67,7 +67,7 @@ async def lease_rows(client: FleetClient) -> list[tuple[str, str]]:
 async def test_register_answers_the_agent_id_epoch_and_the_servers_intervals(
     client: FleetClient, server: ServerThread
 ):
-    answer = await client.register("runner-1", "/tmp/tree", 1234)
+    answer = await client.register("runner-1", (await client.health())["workdir"], 1234)
 
     assert re.fullmatch(r"a_[0-9a-f]{12}", answer["agent_id"])
     assert answer["epoch"] == 1

@@ -65,7 +65,7 @@ async def watching(url: str) -> AsyncIterator[Dashboard]:
 
 
 async def register(client: FleetClient, name: str) -> Runner:
-    answer = await client.register(name, "/tmp/tree", None)
+    answer = await client.register(name, (await client.health())["workdir"], None)
     return Runner(name, answer["agent_id"], answer["epoch"])
 
 

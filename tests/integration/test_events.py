@@ -21,7 +21,7 @@ READ_TIMEOUT_S = 5.0
 
 async def some_activity(client: FleetClient) -> None:
     """A short run: register, create, assign, start, lease, deny, report."""
-    one = await client.register("runner-1", "/tmp/tree", 1)
+    one = await client.register("runner-1", (await client.health())["workdir"], 1)
     await client.create_tasks(
         [
             {"id": "A", "title": "a", "description": "do it"},
@@ -137,7 +137,7 @@ async def test_events_can_be_filtered_by_type_and_paged(client: FleetClient):
 
 
 async def test_there_are_no_heartbeat_events(client: FleetClient):
-    one = await client.register("runner-1", "/tmp/tree", 1)
+    one = await client.register("runner-1", (await client.health())["workdir"], 1)
     before = (await client.state())["last_event_id"]
 
     for _ in range(3):

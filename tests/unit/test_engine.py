@@ -55,7 +55,7 @@ class Fleet:
         return self.engine.create_tasks([spec])
 
     def register(self, name: str) -> str:
-        return str(self.engine.register(name, "/tmp/tree", 4242)["agent_id"])
+        return str(self.engine.register(name, str(self.engine.tree.root), 4242)["agent_id"])
 
     def epoch(self, agent_id: str) -> int:
         return self.engine.agents[agent_id].epoch
@@ -411,10 +411,10 @@ def test_re_registration_bumps_the_epoch_and_requeues_the_previous_incarnations_
     agent, task = _running_with_lease(fleet)
     old_epoch = fleet.epoch(agent)
 
-    answer = fleet.engine.register("runner-1", "/tmp/tree", 4343)
+    answer = fleet.engine.register("runner-1", str(fleet.engine.tree.root), 4343, replace=True)
 
     assert answer["agent_id"] == agent
-    assert answer["epoch"] > old_epoch
+    assert answer["epoch"] == old_epoch + 1  # one registration, one bump (not one per take-back)
     assert fleet.agent(agent)["status"] == AgentStatus.IDLE
     assert fleet.agent(agent)["pid"] == 4343
     row = fleet.task(task)
