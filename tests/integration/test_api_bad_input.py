@@ -49,7 +49,9 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fixture]:
         _env_file=None, port=0, db=root / "db.sqlite", workdir=tree, run_dir=root / "runs"
     )
     with ServerThread(settings) as server, httpx.Client(base_url=server.url) as http:
-        agent = http.post("/agents/register", json={"name": "runner-1"}).json()
+        agent = http.post(
+            "/agents/register", json={"name": "runner-1", "workdir": str(tree)}
+        ).json()
         headers = {"X-Agent-Epoch": str(agent["epoch"])}
         http.post(
             "/tasks", json={"tasks": [{"id": "T1", "title": "t", "description": "do it"}]}

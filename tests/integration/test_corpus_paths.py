@@ -64,7 +64,9 @@ def door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Door]:
         http.post(
             "/tasks", json={"tasks": [{"id": "T1", "title": "t", "description": "do it"}]}
         ).raise_for_status()
-        agent = http.post("/agents/register", json={"name": "runner-1"}).json()
+        agent = http.post(
+            "/agents/register", json={"name": "runner-1", "workdir": str(tree)}
+        ).json()
         epoch = {"X-Agent-Epoch": str(agent["epoch"])}
         assert http.get(f"/agents/{agent['agent_id']}/assignment?wait=5", headers=epoch).json()
         http.post("/tasks/T1/start", json={"agent_id": agent["agent_id"]}, headers=epoch)

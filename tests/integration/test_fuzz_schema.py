@@ -90,7 +90,9 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
     with ServerThread(settings_) as server, httpx.Client(base_url=server.url, headers=AUTH) as http:
         http.post("/tasks", json={"tasks": [{"id": "T1", "title": "t", "description": "do it"}, {"id": "T2", "title": "u", "description": "do it",
                   "depends_on": ["T1"]}]}).raise_for_status()  # fmt: skip
-        agent = http.post("/agents/register", json={"name": "runner-1"}).json()
+        agent = http.post(
+            "/agents/register", json={"name": "runner-1", "workdir": str(tree)}
+        ).json()
         epoch = {"X-Agent-Epoch": str(agent["epoch"])}
         assert http.get(f"/agents/{agent['agent_id']}/assignment?wait=5", headers=epoch).json()
         http.post("/tasks/T1/start", json={"agent_id": agent["agent_id"]}, headers=epoch)
