@@ -132,7 +132,7 @@ async def test_re_registering_a_runner_that_holds_a_task_bumps_the_epoch_exactly
     client: FleetClient, workdir: Path
 ):
     first = await client.register("runner-1", str(workdir), 1111)
-    await client.create_tasks([{"id": "T", "title": "t"}])
+    await client.create_tasks([{"id": "T", "title": "t", "description": "do it"}])
     assert await client.assignment(first["agent_id"], first["epoch"], wait=5)
     await client.start("T", first["agent_id"], first["epoch"])
 
@@ -181,7 +181,7 @@ async def test_a_runner_process_with_replace_takes_the_name_and_serves(
 ):
     async with FleetClient(server.url) as client:
         await client.register("taken", str(workdir), 1111, host="elsewhere")
-        await client.create_tasks([{"id": "T", "title": "t"}])
+        await client.create_tasks([{"id": "T", "title": "t", "description": "do it"}])
 
     done = subprocess.run(
         _runner(server, workdir, tmp_path, "--name", "taken", "--replace", "--exit-when-drained"),
@@ -212,7 +212,10 @@ def test_two_runs_side_by_side_on_one_server_both_drain_and_succeed(
     make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path
 ):
     server = make_server(heartbeat_interval=0.2, stale_after=5.0)
-    tasks = [{"id": f"T{n}", "title": f"t{n}", "file_scope": [f"f{n}.txt"]} for n in range(12)]
+    tasks = [
+        {"id": f"T{n}", "title": f"t{n}", "description": "do it", "file_scope": [f"f{n}.txt"]}
+        for n in range(12)
+    ]
     asyncio.run(_create(server.url, tasks))
     script = tmp_path / "script.yaml"
     script.write_text(
@@ -239,7 +242,7 @@ def test_run_names_its_runners_apart_per_invocation_by_host_and_pid(
     make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path
 ):
     server = make_server()
-    asyncio.run(_create(server.url, [{"id": "T", "title": "t"}]))
+    asyncio.run(_create(server.url, [{"id": "T", "title": "t", "description": "do it"}]))
 
     done = subprocess.run(
         [*CLI, "run", "--dry-run", "--runners", "2", "--json", "--server", server.url,

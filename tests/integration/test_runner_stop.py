@@ -67,7 +67,7 @@ async def test_a_runner_retrying_an_absent_server_stops_on_a_signal(
     proc = await start_runner("--name", "patient", "--server", nobody, "--workdir", str(workdir),
                               tmp_path=tmp_path)  # fmt: skip
 
-    await wait_for_line(proc, "server unavailable")  # in the registration retry loop
+    await wait_for_line(proc, "POST /agents/register")  # in the registration retry loop
     proc.send_signal(sig)
 
     assert await exit_code(proc) == 0
@@ -81,7 +81,9 @@ async def test_a_runner_in_the_middle_of_an_attempt_stops_on_sigterm_and_leaves(
     script.write_text(yaml.safe_dump({"long": [{"write": {"path": "a.py", "content": "X\n"}},
                                                {"sleep": 3600}]}))  # fmt: skip
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "long", "title": "a long attempt"}])
+        await client.create_tasks(
+            [{"id": "long", "title": "a long attempt", "description": "work long"}]
+        )
         proc = await start_runner("--name", "busy", "--server", server.url, "--workdir",
                                   str(workdir), "--script", str(script), tmp_path=tmp_path)  # fmt: skip
         await wait_until(lambda: _leased(client, "a.py"), timeout=LINE_WAIT_S)
