@@ -41,7 +41,11 @@ class Holder:
 
 def check_tree(workdir: str, root: str) -> None:
     """Refuse a runner whose tree resolves elsewhere than the server's `root`."""
-    if os.path.realpath(workdir) != root:
+    try:
+        resolved = os.path.realpath(workdir)
+    except (ValueError, OSError):  # a NUL byte and the like: no tree at all
+        resolved = None
+    if resolved != root:
         raise WrongTree(
             f"this runner works in {workdir}, but the server's tree is {root}; "
             "start the runner with --workdir pointing at the server's tree",

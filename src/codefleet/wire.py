@@ -127,7 +127,7 @@ class RegisterBody(_Body):
     which process holds the name, and `replace` takes a name a live process holds."""
 
     name: Annotated[StrictStr, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")]
-    workdir: Annotated[StrictStr, Field(min_length=1, max_length=MAX_PATH)]
+    workdir: Annotated[StrictStr, Field(min_length=1, max_length=MAX_PATH, pattern=r"^[^\x00]+$")]
     pid: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
     host: Annotated[StrictStr, Field(max_length=255)] | None = None
     replace: StrictBool = False

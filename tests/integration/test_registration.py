@@ -280,3 +280,10 @@ async def _tasks(url: str) -> list[dict[str, Any]]:
 def test_name_in_use_and_wrong_tree_are_409s_with_their_own_codes() -> None:
     assert (NameInUse.status, NameInUse.code) == (409, "name_in_use")
     assert (WrongTree.status, WrongTree.code) == (409, "wrong_tree")
+
+
+async def test_a_workdir_with_a_nul_byte_is_a_422_not_a_500(http: httpx.AsyncClient):
+    answer = await http.post("/agents/register", json=body("/tmp/tr\x00ee"))
+
+    assert answer.status_code == 422
+    assert answer.json()["error"]["code"] == "invalid_request"
