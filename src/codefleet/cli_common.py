@@ -156,6 +156,14 @@ CheckTimeoutOpt = Annotated[
         "--check-timeout", help="Time limit of one check run, seconds [CODEFLEET_CHECK_TIMEOUT]."
     ),
 ]
+ProtectedOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--protected-paths",
+        help="Comma-separated names no agent may write, at any depth, compared "
+        "case-insensitively; .git is always protected [CODEFLEET_PROTECTED_PATHS].",
+    ),
+]
 CheckDirOpt = Annotated[
     Path | None,
     typer.Option(

@@ -24,6 +24,7 @@ from codefleet.cli_common import (
     JsonOpt,
     MaxTurnsOpt,
     ModelOpt,
+    ProtectedOpt,
     RunDirOpt,
     ScriptOpt,
     ServerOpt,
@@ -85,6 +86,7 @@ def runner(
     exit_when_drained: Annotated[
         bool, typer.Option(help="Exit once no task is pending or running.")
     ] = False,
+    protected_paths: ProtectedOpt = None,
     replace: Annotated[
         bool,
         typer.Option(
@@ -106,6 +108,7 @@ def runner(
         server_url=server, workdir=workdir, run_dir=run_dir, token=token,
         task_timeout=task_timeout, model=model, max_turns=max_turns,
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
+        protected_paths=protected_paths,
     )  # fmt: skip
     executor = _executor(dry_run, script, settings)
     options = RunnerOptions(
@@ -119,6 +122,7 @@ def runner(
         check_timeout=settings.check_timeout,
         check_dir=settings.check_dir,
         replace=replace,
+        protected_names=settings.protected_names,
     )
 
     async def go() -> None:
@@ -160,6 +164,7 @@ def run(
     task_timeout: TimeoutOpt = None,
     check_timeout: CheckTimeoutOpt = None,
     check_dir: CheckDirOpt = None,
+    protected_paths: ProtectedOpt = None,
     token: TokenOpt = None,
     model: ModelOpt = None,
     max_turns: MaxTurnsOpt = None,
@@ -181,6 +186,7 @@ def run(
         runners=runners, server_url=server, workdir=workdir, run_dir=run_dir,
         task_timeout=task_timeout, token=token, model=model, max_turns=max_turns,
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
+        protected_paths=protected_paths,
     )  # fmt: skip
     checks = parse_check_options(check)
     executor = _executor(dry_run, script, settings)
@@ -212,7 +218,7 @@ def run(
                 settings.run_dir, verify=verify, token=settings.token, task_timeout=task_timeout,
                 protected=(settings.db, settings.run_dir), check_timeout=settings.check_timeout,
                 check_dir=settings.check_dir, on_runner_down=runner_down,
-                name_suffix=invocation_suffix(),
+                name_suffix=invocation_suffix(), protected_names=settings.protected_names,
             )  # fmt: skip
             history = await committer.finish(settings.url, settings.token) if committer else None
         finally:

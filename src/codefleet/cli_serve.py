@@ -9,6 +9,7 @@ import typer
 
 from codefleet.cli_common import (
     RUN,
+    ProtectedOpt,
     RunDirOpt,
     TokenOpt,
     WorkdirOpt,
@@ -85,6 +86,7 @@ def serve(
             help="Release a person's session's leases after this many seconds without a write [CODEFLEET_INTERACTIVE_IDLE]."
         ),
     ] = None,
+    protected_paths: ProtectedOpt = None,
     token: TokenOpt = None,
 ) -> None:
     """Run the coordination server (the one process that owns the database)."""
@@ -100,7 +102,7 @@ def serve(
         poll_interval=poll_interval, tick_interval=tick_interval, max_attempts=max_attempts,
         allow_reset=allow_reset, token=token, keep_failed_edits=keep_failed_edits,
         backoff_base=backoff_base, backoff_cap=backoff_cap, preimage_max_bytes=preimage_max_bytes,
-        interactive_idle=interactive_idle,
+        interactive_idle=interactive_idle, protected_paths=protected_paths,
     )  # fmt: skip
     if settings.host not in LOOPBACK and not settings.token:
         raise fail(

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from codefleet.paths import DEFAULT_PROTECTED_NAMES, parse_protected_names
 
 __all__ = ["Settings"]
 
@@ -46,6 +48,19 @@ class Settings(BaseSettings):
     interactive_idle: float = Field(default=900.0, gt=0)
     allow_reset: bool = False
     token: str | None = None
+    # Comma-separated names no agent may write, at any depth, case-insensitively (`.git` always).
+    protected_paths: str = ",".join(DEFAULT_PROTECTED_NAMES)
+
+    @field_validator("protected_paths")
+    @classmethod
+    def _protected_names_are_relative(cls, value: str) -> str:
+        parse_protected_names(_split(value))
+        return value
+
+    @property
+    def protected_names(self) -> tuple[str, ...]:
+        """`protected_paths` as a tuple of names (for `paths.TreeRoot`)."""
+        return _split(self.protected_paths)
 
     @property
     def url(self) -> str:
@@ -54,3 +69,7 @@ class Settings(BaseSettings):
             return self.server_url.rstrip("/")
         host = "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
         return f"http://{host}:{self.port}"
+
+
+def _split(value: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in value.split(",") if part.strip())

@@ -27,6 +27,7 @@ from codefleet.checks_run import check_env, run_command
 from codefleet.client import FleetClient
 from codefleet.executor import Executor
 from codefleet.models import EventType, TaskStatus
+from codefleet.paths import DEFAULT_PROTECTED_NAMES
 from codefleet.runner import Runner, RunnerOptions
 
 __all__ = [
@@ -121,6 +122,7 @@ async def run_fleet(
     on_runner_down: Callable[[str], object] | None = None,
     connect: Callable[[], FleetClient] | None = None,
     name_suffix: str = "",
+    protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES,
 ) -> FleetResult:
     """Run N runners until the graph drains, or until no runner is left to drain it.
 
@@ -138,7 +140,7 @@ async def run_fleet(
             RunnerOptions(
                 name=f"runner-{n}{name_suffix}", workdir=workdir, run_dir=run_dir,
                 task_timeout=task_timeout, protected=protected, check_timeout=check_timeout,
-                check_dir=check_dir,
+                check_dir=check_dir, protected_names=protected_names,
             )
             for n in range(1, runners + 1)
         ]  # fmt: skip

@@ -134,6 +134,7 @@ class DenyReason(StrEnum):
     INVALID_PATH = "invalid_path"
     TOO_LARGE = "too_large"
     NOT_OWNER = "not_owner"
+    HARD_LINK = "hard_link"  # an existing file with more than one link: two names, one inode
 
 
 class ReleaseReason(StrEnum):

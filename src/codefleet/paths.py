@@ -1,13 +1,25 @@
 """Path canonicalization: the one rule for turning a spelling into a lease key.
 
-Both sides use it: the pre-write path normalizes before asking, and the server
-canonicalizes every path it receives, so `./a.py`, `x/../a.py`, `a//b.py` and
-the absolute spelling of one file always map to the same key. Symlinks are
-resolved, so a link cannot smuggle a write outside the tree. A lease key is a
-relative POSIX path under the resolved tree root; anything that resolves
-outside it, into `.git`, onto a protected file (the database, the run
-directory), onto a directory, or that is not a usable path at all, is refused
-with a `PathRejected` naming the reason.
+Every door uses it: the runner's pre-write gate and the `codefleet hook`
+command normalize before asking, and the server canonicalizes every path it
+receives, so `./a.py`, `x/../a.py`, `a//b.py` and the absolute spelling of
+one file always map to the same key. Symlinks are resolved, so a link cannot
+smuggle a write outside the tree. A lease key is a relative POSIX path under
+the resolved tree root. Refused, with a `PathRejected` naming the reason:
+
+- anything that resolves outside the tree, including `~` and `~/...`, which
+  Claude Code expands to the home directory (measured);
+- protected paths: any `.git` component at any depth (compared
+  case-insensitively, as a case-insensitive file system would), the
+  configurable names (`DEFAULT_PROTECTED_NAMES`: agent configuration a
+  person's own session would load and run) matched the same way, and the
+  database, its side files and the run directory;
+- an existing file with more than one hard link (two names, one inode: two
+  leases would guard one file; docs/decisions.md, "Hard links are refused");
+- a directory, the tree itself, or a spelling that is not a usable path.
+
+Standard library only (a test holds it to that): the command hook runs it on
+every write of a person's session.
 """
 
 from __future__ import annotations
@@ -19,9 +31,20 @@ from pathlib import Path
 
 from codefleet.models import DenyReason
 
-__all__ = ["MAX_PATH_CHARS", "PathRejected", "TreeRoot"]
+__all__ = [
+    "DEFAULT_PROTECTED_NAMES",
+    "MAX_PATH_CHARS",
+    "PathRejected",
+    "TreeRoot",
+    "parse_protected_names",
+]
 
 MAX_PATH_CHARS = 4096
+# Always protected, at any depth: a repository's hooks, config (core.fsmonitor) and objects.
+GIT_DIR = ".git"
+# Protected by default (CODEFLEET_PROTECTED_PATHS): what a person's own Claude Code session in
+# this tree would load or execute, so an agent writing it would run code as that person.
+DEFAULT_PROTECTED_NAMES: tuple[str, ...] = (".claude", ".mcp.json")
 # Writing SQLite's side files rewrites the database as surely as writing the database itself;
 # `.lock` is the server's one-server lock (`serverlock`).
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal", ".lock")
@@ -35,11 +58,32 @@ class PathRejected(ValueError):
         self.message = message
 
 
+def parse_protected_names(names: Iterable[str]) -> tuple[tuple[str, ...], ...]:
+    """Each name as its case-folded components; `ValueError` for one that is not a relative
+    path inside the tree (absolute, empty, or with a `..`)."""
+    parsed = []
+    for name in names:
+        parts = tuple(p.casefold() for p in name.strip().split("/") if p not in ("", "."))
+        if not parts or name.strip().startswith("/") or ".." in parts:
+            raise ValueError(f"protected name {name!r} must be a relative path inside the tree")
+        parsed.append(parts)
+    return tuple(parsed)
+
+
 class TreeRoot:
     """A resolved working tree plus the paths inside it no agent may write."""
 
-    def __init__(self, root: Path, protected: Iterable[Path] = ()) -> None:
+    def __init__(
+        self,
+        root: Path,
+        protected: Iterable[Path] = (),
+        names: Iterable[str] = DEFAULT_PROTECTED_NAMES,
+    ) -> None:
         self.root = Path(os.path.realpath(root))
+        self.names = tuple(names)
+        parsed = (*parse_protected_names(self.names), (GIT_DIR,))
+        self._single = frozenset(p[0] for p in parsed if len(p) == 1)
+        self._multi = tuple(p for p in parsed if len(p) > 1)
         resolved = [Path(os.path.realpath(p)) for p in protected]
         resolved += [p.with_name(p.name + side) for p in resolved for side in SQLITE_SIDE_FILES]
         # A protected directory that contains the whole tree would forbid everything: it only
@@ -60,6 +104,10 @@ class TreeRoot:
             raise PathRejected(str(raw), DenyReason.INVALID_PATH, "empty path")
         if "\x00" in raw or len(raw) > MAX_PATH_CHARS:
             raise PathRejected(raw[:200], DenyReason.INVALID_PATH, "unusable path")
+        if raw == "~" or raw.startswith("~/"):  # the CLI writes these into the home directory
+            raise PathRejected(
+                raw, DenyReason.OUTSIDE_WORKDIR, f"{raw} is in the home directory, outside the tree"
+            )
         resolved = os.path.realpath(os.path.join(self._root, raw))  # an absolute raw wins the join
         if not resolved.startswith(self._prefix):
             if resolved == self._root:
@@ -68,17 +116,35 @@ class TreeRoot:
                 raw, DenyReason.OUTSIDE_WORKDIR, f"{raw} resolves outside the working tree"
             )
         rel = resolved[len(self._prefix) :]
-        if rel.partition("/")[0] == ".git" or self._is_protected(resolved):
+        if self._protected_name(rel) or self._is_protected(resolved):
             raise PathRejected(raw, DenyReason.PROTECTED_PATH, f"{raw} is a protected path")
         try:
-            is_dir = stat.S_ISDIR(os.stat(resolved).st_mode)
+            found = os.stat(resolved)
         except (FileNotFoundError, NotADirectoryError):
-            is_dir = False
+            return rel
         except OSError as err:  # e.g. a name longer than the file system allows
             raise PathRejected(raw, DenyReason.INVALID_PATH, f"{raw}: {err.strerror}") from None
-        if is_dir:
+        if stat.S_ISDIR(found.st_mode):
             raise PathRejected(raw, DenyReason.INVALID_PATH, f"{raw} is a directory")
+        if found.st_nlink > 1:
+            raise PathRejected(
+                raw,
+                DenyReason.HARD_LINK,
+                f"{raw} has {found.st_nlink} hard links (one file under several names), so no "
+                "task may lease it: a write under one name would change the others",
+            )
         return rel
+
+    def _protected_name(self, rel: str) -> bool:
+        """Does a protected name appear in `rel` as whole components, at any depth?"""
+        parts = rel.casefold().split("/")
+        if not self._single.isdisjoint(parts):
+            return True
+        return any(
+            tuple(parts[i : i + len(name)]) == name
+            for name in self._multi
+            for i in range(len(parts) - len(name) + 1)
+        )
 
     def _is_protected(self, resolved: str) -> bool:
         return any(resolved == p or resolved.startswith(p + os.sep) for p in self._protected)

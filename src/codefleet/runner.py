@@ -50,7 +50,7 @@ from codefleet.client import ApiError, FleetClient, ServerUnavailable
 from codefleet.errors import DomainError, Forbidden, NotFound, NotOwner, StaleEpoch, Unauthorized
 from codefleet.executor import Attempt, Executor, Outcome
 from codefleet.models import CheckPurpose, ErrorKind
-from codefleet.paths import TreeRoot
+from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
 from codefleet.prewrite import WriteGate
 
 __all__ = ["CannotContinue", "Runner", "RunnerOptions"]
@@ -90,6 +90,7 @@ class RunnerOptions:
     check_output_chars: int = OUTPUT_CHARS
     check_dir: Path | None = None
     replace: bool = False  # take the name over from a live runner of another process
+    protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES  # see `paths`
 
 
 class Fenced(Exception):
@@ -101,7 +102,9 @@ class Runner:
         self.client = client
         self.executor = executor
         self.options = options
-        self.tree = TreeRoot(options.workdir, protected=options.protected)
+        self.tree = TreeRoot(
+            options.workdir, protected=options.protected, names=options.protected_names
+        )
         self.agent_id = ""
         self.epoch = 0
         self.heartbeat_s = 5.0

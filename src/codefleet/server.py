@@ -77,7 +77,9 @@ def _require_dirs(settings: Settings) -> None:
 def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
     workdir = settings.workdir
     store = Store(settings.db, on_commit=hub.publish if hub else None)
-    tree = TreeRoot(workdir, protected=[settings.db, settings.run_dir])
+    tree = TreeRoot(
+        workdir, protected=[settings.db, settings.run_dir], names=settings.protected_names
+    )
     config = EngineConfig(
         stale_after=settings.stale_after,
         task_timeout=settings.task_timeout,

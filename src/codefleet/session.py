@@ -107,6 +107,7 @@ log = logging.getLogger(__name__)
 
 SESSION_TOOLS: Final = ("Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Glob", "Grep")
 WRITE_MATCHER: Final = "Write|Edit|MultiEdit|NotebookEdit"
+READ_MATCHER: Final = "|".join(READ_TOOLS)
 CHECK_SERVER: Final = "codefleet"
 CHECK_TOOL_NAME: Final = f"mcp__{CHECK_SERVER}__{CHECK_TOOL}"
 CHECK_RESULT_CHARS: Final = 50_000  # the CLI keeps a tool result up to this size inline
@@ -141,6 +142,7 @@ class AttemptLog:
     check_timeout: float
     hook_ms: list[float] = field(default_factory=list)
     refusals: list[dict[str, Any]] = field(default_factory=list)
+    read_refusals: list[dict[str, Any]] = field(default_factory=list)  # answers, not failures
     pending: set[asyncio.Task[None]] = field(default_factory=set)
     init: dict[str, Any] | None = None
     write_calls: dict[str, str] = field(default_factory=dict)  # tool_use_id -> tool name
@@ -204,6 +206,31 @@ def _after_veto(path: str) -> str:
 def _refuse(attempt_log: AttemptLog, tool: str, paths: list[str], reason: str) -> HookJSONOutput:
     attempt_log.refusals.append({"tool": tool, "paths": paths, "reason": reason, "by": "hook"})
     return deny(reason)
+
+
+def make_read_guard(attempt_log: AttemptLog) -> HookCallback:
+    """The PreToolUse callback for Read, Glob and Grep: refuse, locally, reads outside the tree.
+
+    `readguard.read_refusal` decides (the same check as `codefleet plan`'s sessions). A
+    refused read is an answer the model acts on, so it does not fail the attempt.
+    """
+
+    async def read_guard(
+        input_data: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        data = dict(input_data)
+        tool, tool_input = str(data.get("tool_name") or ""), data.get("tool_input")
+        try:
+            refusal = read_refusal(str(attempt_log.gate.tree.root), tool, tool_input)
+        except Exception:  # the hook fails closed: anything unexpected is a refusal
+            log.exception("read guard failed; refusing the read")
+            refusal = "The read could not be checked, so it was refused."
+        if refusal is None:
+            return {}
+        attempt_log.read_refusals.append({"tool": tool, "input": tool_input, "reason": refusal})
+        return deny(refusal)
+
+    return read_guard
 
 
 def make_post_tool_use(attempt_log: AttemptLog) -> HookCallback:
@@ -293,7 +320,8 @@ class SessionExecutor:
         finally:
             self.hook_timings_ms.extend(attempt_log.hook_ms)
             evidence = {"cli_pid": attempt_log.cli_pid, "init": attempt_log.init,
-                        "refusals": attempt_log.refusals}  # fmt: skip
+                        "refusals": attempt_log.refusals,
+                        "read_refusals": attempt_log.read_refusals}  # fmt: skip
             save_record(attempt, evidence, attempt_log.hook_ms, result, outcome, started)
 
     def options(
@@ -332,12 +360,18 @@ class SessionExecutor:
             timeout=self.hook_timeout,
             on_failure="block",
         )
+        reads = HookMatcher(
+            matcher=READ_MATCHER,
+            hooks=[make_read_guard(attempt_log)],
+            timeout=self.hook_timeout,
+            on_failure="block",
+        )
         post = HookMatcher(
             matcher=WRITE_MATCHER,
             hooks=[make_post_tool_use(attempt_log)],
             timeout=RECORD_TIMEOUT_S * 2,
         )
-        return {"PreToolUse": [pre], "PostToolUse": [post]}
+        return {"PreToolUse": [pre, reads], "PostToolUse": [post]}
 
     def _prompt(self, attempt: Attempt) -> str:
         marker = self.prompt_marker(attempt) if self.prompt_marker else None
@@ -430,8 +464,15 @@ def _session_result(message: ResultMessage) -> SessionResult:
         api_error_status=message.api_error_status,
         terminal_reason=message.terminal_reason,
         errors=tuple(message.errors or ()),
-        permission_denials=len(message.permission_denials or ()),
+        permission_denials=len(
+            [d for d in message.permission_denials or () if _tool_name(d) not in READ_TOOLS]
+        ),
     )
+
+
+def _tool_name(denial: Any) -> str | None:
+    """The tool a `permission_denials` entry names (a refused read is not a failed write)."""
+    return str(denial.get("tool_name")) if isinstance(denial, dict) else None
 
 
 def _cli_pid(transport: SubprocessCLITransport) -> int | None:
@@ -457,8 +498,6 @@ async def _settle(pending: set[asyncio.Task[None]]) -> None:
 
 
 # -- a read-only conversation (codefleet plan) ----------------------------------------
-
-READ_MATCHER: Final = "|".join(READ_TOOLS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,7 +67,7 @@ def save_record(
     outcome: Outcome | None,
     started: datetime,
 ) -> None:
-    """Write the attempt record; `evidence` holds cli_pid, init and refusals."""
+    """Write the attempt record; `evidence` holds cli_pid, init, refusals and read refusals."""
     checks = attempt.checks.results if attempt.checks else []
     record = {
         "task_id": attempt.task_id,

@@ -199,10 +199,11 @@ def softened(hardened: Callable[..., Any]) -> Callable[..., Any]:
     return options
 
 
-async def test_reads_are_not_confined_to_the_tree_a_documented_gap(
-    fake_model: FakeModel, start_attempt: StartAttempt, tmp_path: Path, offline: Offline
-) -> None:
-    """docs/security.md, "Reads": only writes are gated. When reads are confined, flip this test."""
+async def test_reads_outside_the_tree_are_refused_and_reads_inside_still_work(
+    fake_model: FakeModel, start_attempt: StartAttempt, tmp_path: Path, offline: Offline,
+    workdir: Path,
+) -> None:  # fmt: skip
+    """docs/security.md, "Reads": Read, Grep and Glob stay inside the tree (PreToolUse hook)."""
     secret = tmp_path / "outside" / "secret.txt"
     secret.parent.mkdir()
     secret.write_text("TOPSECRET-42\n")
@@ -222,13 +223,47 @@ async def test_reads_are_not_confined_to_the_tree_a_documented_gap(
                     ),
                 )
             ),
+            Turn(content=(ToolUse("Glob", {"pattern": "*.txt", "path": "~"}),)),
+            Turn(content=(ToolUse("Read", {"file_path": "../outside/secret.txt"}),)),
+            Turn(content=(ToolUse("Read", {"file_path": str(workdir / "a.py")}),)),
+            Turn(content=(ToolUse("Glob", {"pattern": "pkg/*.py"}),)),
             Turn(content=(Text("Done."),)),
         ],
     )
     attempt = await start_attempt("H4")
 
+    outcome = await run_attempt(offline(), attempt)
+
+    read, grep, glob_home, dotdot, inside, glob_tree = fake_model.tool_results("H4")
+    for refused in (read, grep, glob_home, dotdot):
+        assert refused.is_error and "outside the working tree" in refused.content
+        assert "TOPSECRET-42" not in refused.content
+    assert not inside.is_error and "A = 1" in inside.content
+    assert not glob_tree.is_error and "b.py" in glob_tree.content
+    assert outcome.ok, outcome  # a refused read is an answer the model acts on, not a failure
+    record = json.loads(record_path(attempt).read_text())
+    assert len(record["read_refusals"]) == 4
+
+
+async def test_a_write_to_the_home_directory_by_tilde_is_refused_and_lands_nowhere(
+    fake_model: FakeModel, start_attempt: StartAttempt, offline: Offline, workdir: Path,
+    runs: Path,
+) -> None:  # fmt: skip
+    """Measured: the CLI writes `~/x` into the session's HOME. It hands the hook the expanded
+    path, so the gate sees a path outside the tree (`paths` also refuses the `~/` spelling
+    itself, for callers that pass it on unexpanded)."""
+    fake_model.add_script(
+        "H5",
+        [
+            Turn(content=(ToolUse("Write", {"file_path": "~/planted.txt", "content": "x\n"}),)),
+            Turn(content=(Text("Refused."),)),
+        ],
+    )
+    attempt = await start_attempt("H5")
+
     await run_attempt(offline(), attempt)
 
-    read, grep = fake_model.tool_results("H4")
-    assert not read.is_error and "TOPSECRET-42" in read.content
-    assert not grep.is_error and "TOPSECRET-42" in grep.content
+    [told] = fake_model.tool_results("H5")
+    assert told.is_error and "outside the shared working tree" in told.content
+    assert not list(runs.rglob("planted.txt"))  # each session's HOME lives under the run dir
+    assert not (workdir / "~").exists()

@@ -52,6 +52,13 @@ def door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Door]:
     (tree / "data.py").write_text("D = 1\n")
     (tree / "runs" / "sessions" / "T1-attempt1.json").write_text("{}\n")
     (outside / "secret.txt").write_text("secret\n")
+    (tree / "vendor" / "lib" / ".git").mkdir(parents=True)
+    (tree / "vendor" / "lib" / ".git" / "config").write_text("[core]\n")
+    (tree / ".claude").mkdir()
+    (tree / ".claude" / "settings.json").write_text("{}\n")
+    (tree / ".mcp.json").write_text("{}\n")
+    (tree / "linked.py").write_text("L = 1\n")
+    os.link(tree / "linked.py", tree / "pkg" / "linked_twin.py")
     os.symlink(outside, tree / "link_out")
     os.symlink("/etc/passwd", tree / "passwd_link")
     os.symlink(tree / ".git", tree / "gitlink")
@@ -109,6 +116,14 @@ def refused(door: Door) -> dict[str, tuple[str, str, str]]:
         "the database's shared memory": ("codefleet.db-shm", "is a protected path", "protected_path"),
         "the run directory": ("runs", "is a protected path", "protected_path"),
         "a file in the run directory": ("runs/sessions/T1-attempt1.json", "is a protected path", "protected_path"),
+        "a nested repository's .git": ("vendor/lib/.git/config", "is a protected path", "protected_path"),
+        ".git in another letter case": (".GIT/config", "is a protected path", "protected_path"),
+        "the tree's Claude Code settings": (".claude/settings.json", "is a protected path", "protected_path"),
+        "new Claude Code settings in a subdirectory": ("pkg/.claude/settings.local.json", "is a protected path", "protected_path"),
+        "the tree's MCP configuration": (".mcp.json", "is a protected path", "protected_path"),
+        "a file with a second hard link": ("linked.py", "2 hard links", "hard_link"),
+        "the second name of that file": ("pkg/linked_twin.py", "2 hard links", "hard_link"),
+        "the home directory by tilde": ("~/.bashrc", "outside the shared working tree", "outside_workdir"),
     }  # fmt: skip
 
 

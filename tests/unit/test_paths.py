@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -135,3 +138,109 @@ def test_a_very_long_path_is_refused_without_echoing_it_whole(tree: TreeRoot):
     assert caught.value.reason is DenyReason.INVALID_PATH
     assert len(caught.value.raw) <= 200
     assert len(caught.value.message) < 1000
+
+
+# -- protected names at any depth, case-insensitively --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "vendor/lib/.git/config",  # a nested repository: its hooks and fsmonitor run too
+        "vendor/lib/.git",  # a submodule's or worktree's `.git` file
+        ".GIT/config",  # the real `.git/config` on a case-insensitive file system
+        ".Git/hooks/pre-commit",
+        "pkg/.gIt/HEAD",
+    ],
+)
+def test_every_git_component_at_any_depth_and_any_case_is_protected(tree: TreeRoot, raw: str):
+    assert reason_for(tree, raw) is DenyReason.PROTECTED_PATH
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        ".claude/settings.json",
+        ".claude/settings.local.json",
+        ".claude/hooks/format.sh",
+        "sub/project/.claude/settings.json",
+        ".CLAUDE/Settings.json",
+        ".mcp.json",
+        "pkg/.mcp.json",
+        ".MCP.JSON",
+    ],
+)
+def test_agent_configuration_a_persons_session_would_load_is_protected_by_default(
+    tree: TreeRoot, raw: str
+):
+    assert reason_for(tree, raw) is DenyReason.PROTECTED_PATH
+
+
+@pytest.mark.parametrize(
+    "raw", ["claude/settings.json", ".claude.md", "docs/mcp.json", ".mcp.json.example", "CLAUDE.md"]
+)
+def test_names_that_merely_look_like_agent_configuration_are_writable(tree: TreeRoot, raw: str):
+    assert tree.canonical(raw) == raw
+
+
+def test_the_protected_list_is_configurable_but_git_is_always_protected(workdir: Path):
+    custom = TreeRoot(workdir, names=(".github/workflows", "secrets.env"))
+
+    assert reason_for(custom, ".github/workflows/ci.yml") is DenyReason.PROTECTED_PATH
+    assert reason_for(custom, "x/.GitHub/Workflows/ci.yml") is DenyReason.PROTECTED_PATH
+    assert reason_for(custom, "deploy/secrets.env") is DenyReason.PROTECTED_PATH
+    assert reason_for(custom, "vendor/.git/config") is DenyReason.PROTECTED_PATH
+    assert custom.canonical(".github/CODEOWNERS") == ".github/CODEOWNERS"
+    assert custom.canonical(".claude/settings.json") == ".claude/settings.json"
+    assert TreeRoot(workdir, names=()).canonical(".mcp.json") == ".mcp.json"
+
+
+@pytest.mark.parametrize("names", [["../x"], ["/etc"], [""], ["a/../b"]])
+def test_a_protected_name_must_be_a_relative_path_inside_the_tree(workdir: Path, names: list[str]):
+    with pytest.raises(ValueError, match="protected"):
+        TreeRoot(workdir, names=names)
+
+
+# -- hard links and the home directory ------------------------------------------------------
+
+
+def test_a_file_with_a_second_hard_link_is_refused_under_both_names(tree: TreeRoot, workdir: Path):
+    os.link(workdir / "pkg" / "b.py", workdir / "hard.py")
+
+    for raw in ("pkg/b.py", "hard.py"):
+        with pytest.raises(PathRejected) as caught:
+            tree.canonical(raw)
+        assert caught.value.reason is DenyReason.HARD_LINK
+        assert "2 hard links" in caught.value.message
+
+
+def test_once_the_second_link_is_gone_the_file_has_its_key_again(tree: TreeRoot, workdir: Path):
+    os.link(workdir / "a.py", workdir / "hard.py")
+    (workdir / "hard.py").unlink()
+
+    assert tree.canonical("a.py") == "a.py"
+
+
+@pytest.mark.parametrize("raw", ["~", "~/x.py", "~/.ssh/authorized_keys"])
+def test_a_path_the_cli_would_expand_to_the_home_directory_is_outside(tree: TreeRoot, raw: str):
+    """Measured: Claude Code writes `~/x` to $HOME/x (docs/security.md, "Writes")."""
+    assert reason_for(tree, raw) is DenyReason.OUTSIDE_WORKDIR
+
+
+def test_a_tilde_the_cli_does_not_expand_is_an_ordinary_name(tree: TreeRoot):
+    assert tree.canonical("~backup/x.py") == "~backup/x.py"
+    assert tree.canonical("./~/x.py") == "~/x.py"
+
+
+def test_the_path_check_imports_only_the_standard_library() -> None:
+    """`codefleet hook` and the runner's gate share it: it must load without any dependency."""
+    code = (
+        "import sys; before = set(sys.modules); import codefleet.paths; "
+        "print('\\n'.join(sorted(set(sys.modules) - before)))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    roots = {name.split(".")[0] for name in loaded.stdout.split()}
+    foreign = roots - set(sys.stdlib_module_names) - {"codefleet"}
+    assert not foreign, f"codefleet.paths pulls in {sorted(foreign)}"
