@@ -2,7 +2,9 @@
 
 The browser is the system's `/usr/bin/chromium` (`apt-get install chromium`;
 `CODEFLEET_CHROMIUM` points elsewhere), never a Playwright download, started
-headless with a fresh profile. `run_demo_fleet` runs the demo graph with the
+headless with a fresh profile. Without one the tier is skipped with a one-line
+reason, unless `CI` is set: CI installs Chromium, so there a missing browser
+is a failure, never a silent skip. `run_demo_fleet` runs the demo graph with the
 scripted agents of `examples/demo-script.yaml`, optionally gated on what the
 page shows, and reports synthetic token usage so that the cost view has
 figures to draw (a dry run spends nothing).
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,7 +31,7 @@ from codefleet.scripted import ScriptedExecutor, load_script
 from codefleet.serverthread import ServerThread
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-CHROMIUM = Path(os.environ.get("CODEFLEET_CHROMIUM", "/usr/bin/chromium"))
+DEFAULT_CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -68,13 +70,25 @@ class Browser:
             self.errors.append(f"console {message.type}: {message.text}")
 
 
-def chromium_path() -> Path:
-    if not CHROMIUM.exists():
-        pytest.fail(
-            f"no Chromium at {CHROMIUM}: `apt-get install -y chromium` "
-            "(or point CODEFLEET_CHROMIUM at one)"
-        )
-    return CHROMIUM
+def chromium_path(env: Mapping[str, str] = os.environ) -> Path:
+    """The Chromium to drive, from `CODEFLEET_CHROMIUM` or the system's default."""
+    return Path(env.get("CODEFLEET_CHROMIUM") or DEFAULT_CHROMIUM)
+
+
+def missing_chromium(env: Mapping[str, str] = os.environ) -> str | None:
+    """Why the browser tier cannot run here (one line), or None when Chromium is found."""
+    path = chromium_path(env)
+    if path.is_file() and os.access(path, os.X_OK):
+        return None
+    return f"no Chromium at {path}: `apt-get install chromium`, or set CODEFLEET_CHROMIUM"
+
+
+def require_chromium(env: Mapping[str, str] = os.environ) -> Path:
+    """The browser's path; fails the test when it is missing (the tier skips before this)."""
+    reason = missing_chromium(env)
+    if reason:
+        pytest.fail(f"{reason} (CI is set: the browser tier must run there)")
+    return chromium_path(env)
 
 
 @asynccontextmanager
@@ -83,7 +97,7 @@ async def launch(profile: Path) -> AsyncIterator[Browser]:
     async with async_playwright() as playwright:
         context = await playwright.chromium.launch_persistent_context(
             profile,
-            executable_path=str(chromium_path()),
+            executable_path=str(require_chromium()),
             headless=True,
             args=CHROMIUM_ARGS,
             viewport=WIDE,
