@@ -7,9 +7,11 @@ memory (the cap in characters, tail kept: a test runner prints its verdict
 last). On the time limit, on cancellation, and after a normal exit alike, the
 whole process group gets SIGKILL, so nothing a check started outlives it.
 
-The environment is the runner's minus CodeFleet's own settings (the server
-token among them) and the Anthropic/Claude credentials: code the agents wrote
-runs here, and the output goes back to the model.
+The environment (`check_env`, used by the checks and by `run --verify`) is the
+runner's minus CodeFleet's own settings (the server token among them), the
+Anthropic/Claude credentials, and CodeFleet's own virtualenv: code the agents
+wrote runs here, with the target project's tools, and the output goes back to
+the model.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,6 +30,10 @@ from typing import Final
 __all__ = ["SCRUBBED_PREFIXES", "CommandResult", "check_env", "run_command"]
 
 SCRUBBED_PREFIXES: Final = ("CODEFLEET_", "ANTHROPIC_", "CLAUDE_CODE_", "CLAUDE_AGENT_SDK")
+# What makes CodeFleet's own Python environment a command's (see `check_env`).
+OWN_RUN_VARS: Final = frozenset(
+    {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "UV", "UV_RUN_RECURSION_DEPTH"}
+)
 READ_CHUNK: Final = 64 * 1024
 DRAIN_GRACE_S: Final = 2.0  # after the group is killed, the pipe closes at once
 
@@ -40,14 +47,45 @@ class CommandResult:
     duration_s: float
 
 
-def check_env(view: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of a check: the runner's, scrubbed, with PWD set to the view."""
+def check_env(
+    view: Path,
+    base: Mapping[str, str] | None = None,
+    *,
+    own_prefix: str | None = None,
+) -> dict[str, str]:
+    """The environment of a check or verify command: the target's, not CodeFleet's.
+
+    The runner's environment minus CodeFleet's settings and the Anthropic/Claude
+    credentials, and minus what makes CodeFleet's own Python environment the
+    command's: `VIRTUAL_ENV`, that environment's `bin` on `PATH`, `PYTHONPATH`,
+    `PYTHONHOME` and the variables `uv run` sets for CodeFleet's run (`UV`,
+    `UV_RUN_RECURSION_DEPTH`, `UV_PROJECT*`). uv's user configuration (cache,
+    index, offline) stays. PWD is the directory the command runs in.
+    """
+    source = os.environ if base is None else base
+    own_bins = {
+        os.path.join(prefix, "bin")
+        for prefix in (
+            _own_prefix() if own_prefix is None else own_prefix,
+            source.get("VIRTUAL_ENV"),
+        )
+        if prefix
+    }
     env = {
-        k: v for k, v in (os.environ if base is None else base).items()
-        if not k.startswith(SCRUBBED_PREFIXES)
+        k: v for k, v in source.items()
+        if not k.startswith(SCRUBBED_PREFIXES) and k not in OWN_RUN_VARS
+        and not k.startswith("UV_PROJECT")
     }  # fmt: skip
+    if "PATH" in env:
+        kept = [d for d in env["PATH"].split(os.pathsep) if os.path.normpath(d) not in own_bins]
+        env["PATH"] = os.pathsep.join(kept)
     env["PWD"] = str(view)
     return env
+
+
+def _own_prefix() -> str:
+    """CodeFleet's own virtual environment, when it runs in one ('' otherwise)."""
+    return sys.prefix if sys.prefix != sys.base_prefix else ""
 
 
 class _Tail:

@@ -18,6 +18,7 @@ from codefleet.cli_common import app
 
 # One line per area, in the order `codefleet --help` lists them within a panel.
 COMMAND_MODULES = (
+    "cli_init",  # init
     "cli_demo",  # demo
     "cli_doctor",  # doctor
     "cli_serve",  # serve
@@ -25,7 +26,7 @@ COMMAND_MODULES = (
     "planning.cli",  # graph check, plan
     "cli_fleet",  # run, runner
     "cli_watch",  # watch
-    "cli_tasks",  # tasks, reset
+    "cli_tasks",  # tasks, cancel, retry, reset
     "cli_join",  # join, leave, release, hook
     "cli_review",  # commit, report
 )

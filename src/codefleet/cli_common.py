@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from codefleet.client import FleetClient, ServerUnavailable
 from codefleet.config import Settings
@@ -36,8 +37,21 @@ RUN = "Run a fleet"
 OPERATE = "Inspect and operate"
 REVIEW = "Review what the fleet did"
 
-console = Console()
-err_console = Console(stderr=True)
+
+class PlainConsole(Console):
+    """A console that never wraps lines when its output is not a terminal.
+
+    Piped or redirected, a URL or a path must stay on one line to stay usable;
+    in a terminal, Rich wraps to the terminal's width as usual.
+    """
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("soft_wrap", not self.is_terminal)
+        super().print(*objects, **kwargs)
+
+
+console = PlainConsole()
+err_console = PlainConsole(stderr=True)
 
 ServerOpt = Annotated[
     str | None, typer.Option("--server", help="Server URL (default: from CODEFLEET_HOST/PORT).")
@@ -90,7 +104,7 @@ def make_client(settings: Settings) -> FleetClient:
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)
     return typer.Exit(code)
 
 
@@ -130,7 +144,27 @@ DryRunOpt = Annotated[
 ]
 ScriptOpt = Annotated[
     Path | None,
-    typer.Option("--script", help="With --dry-run: the script the scripted agents play."),
+    typer.Option(
+        "--script",
+        help="With --dry-run: the steps the scripted agents play, per task id "
+        "(like examples/demo-script.yaml).",
+    ),
+]
+OfflineOpt = Annotated[
+    bool,
+    typer.Option(
+        "--offline",
+        help="Real Claude Code sessions against CodeFleet's built-in scripted model: no key, "
+        "no cost (needs --model-script).",
+    ),
+]
+ModelScriptOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--model-script",
+        help="With --offline: the scripted model's turns per task id "
+        "(like examples/demo-model.yaml).",
+    ),
 ]
 ModelOpt = Annotated[
     str | None, typer.Option("--model", help="Claude model for real sessions [CODEFLEET_MODEL].")

@@ -24,6 +24,8 @@ from codefleet.cli_common import (
     JsonOpt,
     MaxTurnsOpt,
     ModelOpt,
+    ModelScriptOpt,
+    OfflineOpt,
     ProtectedOpt,
     RunDirOpt,
     ScriptOpt,
@@ -46,28 +48,19 @@ from codefleet.cli_review import BranchOpt, CommitOpt, committer_for
 from codefleet.commitview import history_json, print_history
 from codefleet.config import Settings
 from codefleet.errors import DomainError, Unauthorized
-from codefleet.executor import Executor
-from codefleet.scripted import ScriptedExecutor, ScriptError, load_script
+from codefleet.fleet_agents import AgentChoice, Agents, AgentSetupError, choose_agents
+from codefleet.graph import GraphError, find_graph, load_graph
+from codefleet.runprep import GraphFile, RunRefused, prepare_run
+from codefleet.statedir import prepare_dirs
 
 __all__ = ["run", "runner"]
 
 
-def _executor(dry_run: bool, script: Path | None, settings: Settings) -> Executor:
-    if dry_run:
-        try:
-            return ScriptedExecutor(load_script(script) if script else None)
-        except ScriptError as err:
-            raise fail(str(err)) from None
-    from codefleet.session import SessionExecutor, credentials_problem
-
-    problem = credentials_problem()
-    if problem:
-        raise fail(problem)
-    return SessionExecutor(
-        model=settings.model,
-        max_turns=settings.max_turns,
-        max_budget_usd=settings.task_budget_usd,
-    )
+def _agents(choice: AgentChoice, settings: Settings) -> Agents:
+    try:
+        return choose_agents(choice, settings)
+    except AgentSetupError as err:
+        raise fail(str(err)) from None
 
 
 @app.command(rich_help_panel=RUN)
@@ -80,6 +73,8 @@ def runner(
     run_dir: RunDirOpt = None,
     dry_run: DryRunOpt = False,
     script: ScriptOpt = None,
+    offline: OfflineOpt = False,
+    model_script: ModelScriptOpt = None,
     task_timeout: TimeoutOpt = None,
     check_timeout: CheckTimeoutOpt = None,
     check_dir: CheckDirOpt = None,
@@ -110,7 +105,7 @@ def runner(
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
         protected_paths=protected_paths,
     )  # fmt: skip
-    executor = _executor(dry_run, script, settings)
+    executor = _agents(AgentChoice(dry_run, script, offline, model_script), settings).executor
     options = RunnerOptions(
         name=name,
         workdir=settings.workdir,
@@ -135,7 +130,10 @@ def runner(
 
     if not settings.workdir.is_dir():
         raise fail(f"working tree {settings.workdir} does not exist")
-    console.print(f"{name}: serving {settings.url} in {settings.workdir.resolve()}")
+    console.print(
+        f"{name}: tree {settings.workdir.resolve()} · server {settings.url}", markup=False
+    )
+    prepare_dirs(settings.run_dir)
     try:
         asyncio.run(go())
     except Unauthorized:  # a runner keeps retrying an absent server, never a wrong token
@@ -149,6 +147,17 @@ def run(
     runners: Annotated[
         int | None, typer.Option("--runners", "-n", help="How many runners [CODEFLEET_RUNNERS].")
     ] = None,
+    graph: Annotated[
+        Path | None,
+        typer.Option(
+            "--graph",
+            help="Task graph to load first unless already loaded (default: ./codefleet.yaml "
+            "if there is one).",
+        ),
+    ] = None,
+    no_graph: Annotated[
+        bool, typer.Option("--no-graph", help="Run the server's tasks; load no graph file.")
+    ] = False,
     verify: Annotated[
         str | None,
         typer.Option(
@@ -158,6 +167,8 @@ def run(
     check: CheckOpt = None,
     dry_run: DryRunOpt = False,
     script: ScriptOpt = None,
+    offline: OfflineOpt = False,
+    model_script: ModelScriptOpt = None,
     server: ServerOpt = None,
     workdir: WorkdirOpt = None,
     run_dir: RunDirOpt = None,
@@ -175,9 +186,11 @@ def run(
 ) -> None:
     """Start N runners against a running server, wait for the graph to drain, print a verdict.
 
-    Exits 0 only if every task succeeded (and --verify passed, and with --commit every
-    success was committed). Each --check is defined on the server first, for the agents'
-    run_check tool and for tasks' `verify`.
+    Loads ./codefleet.yaml (or --graph) first unless its tasks are already loaded. Exits 0
+    only if every task succeeded (and --verify passed, and with --commit every success was
+    committed). Each --check is defined on the server first, for the agents' run_check tool
+    and for tasks' `verify`. Without a key: `--dry-run --script FILE` or
+    `--offline --model-script FILE`.
     """
     from codefleet.fleet import invocation_suffix, run_fleet
     from codefleet.report import print_result
@@ -189,8 +202,10 @@ def run(
         protected_paths=protected_paths,
     )  # fmt: skip
     checks = parse_check_options(check)
-    executor = _executor(dry_run, script, settings)
+    graph_file = None if no_graph else _graph_file(graph)
+    agents = _agents(AgentChoice(dry_run, script, offline, model_script), settings)
     committer = committer_for(settings.workdir, branch) if commit else None
+    say = (err_console if json_out else console).print
 
     def runner_down(why: str) -> None:  # at once, on stderr: the run may go on without it
         err_console.print(f"[bold red]runner stopped:[/] {why}", markup=True, highlight=False)
@@ -199,9 +214,18 @@ def run(
         from codefleet.dashboard import follow_compact
 
         async with make_client(settings) as client:
-            if checks:
-                await client.define_checks(checks)
-            since = int((await client.health())["last_event_id"])
+            try:
+                since = await prepare_run(
+                    client,
+                    settings.workdir,
+                    agents,
+                    graph_file,
+                    checks,
+                    lambda s: say(s, markup=False),
+                )
+            except RunRefused as err:
+                raise fail(str(err)) from None
+        prepare_dirs(settings.run_dir)
         if committer is not None:
             committer.start(settings.url, settings.token, since)
         stop = asyncio.Event()
@@ -214,7 +238,7 @@ def run(
         )
         try:
             result = await run_fleet(
-                settings.url, settings.runners, lambda _: executor, settings.workdir,
+                settings.url, settings.runners, lambda _: agents.executor, settings.workdir,
                 settings.run_dir, verify=verify, token=settings.token, task_timeout=task_timeout,
                 protected=(settings.db, settings.run_dir), check_timeout=settings.check_timeout,
                 check_dir=settings.check_dir, on_runner_down=runner_down,
@@ -235,7 +259,18 @@ def run(
                     "verify": result.verify and {"exit_code": result.verify.exit_code, "output": result.verify.output},
                     "history": history_json(history) if history else None})  # fmt: skip
     else:
-        print_result(console, result, conflicts)
+        print_result(console, result, conflicts, simulated_cost=agents.mode != "live")
         if committer is not None and history is not None:
             print_history(console, history, committer.log(history))
     raise typer.Exit(0 if result.ok and (history is None or history.ok) else 1)
+
+
+def _graph_file(given: Path | None) -> GraphFile | None:
+    """The graph `run` loads first: --graph, else codefleet.yaml in the current directory."""
+    path = find_graph(given)
+    if path is None:
+        return None
+    try:
+        return GraphFile(path, load_graph(path, standalone=False))
+    except GraphError as err:
+        raise fail(str(err)) from None

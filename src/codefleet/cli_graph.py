@@ -16,33 +16,49 @@ from codefleet.cli_common import (
     app,
     call_server,
     console,
+    err_console,
     fail,
     parse_check_options,
     print_json,
     settings_from,
 )
-from codefleet.graph import GraphError, load_graph
+from codefleet.client import FleetClient
+from codefleet.graph import DEFAULT_GRAPH, GraphError, find_graph, load_graph
 
 __all__ = ["load"]
 
 
 @app.command(rich_help_panel=RUN)
 def load(
-    graph: Annotated[Path, typer.Argument(help="Task graph YAML (see examples/demo-tasks.yaml).")],
+    graph: Annotated[
+        Path | None,
+        typer.Argument(help="Task graph YAML (default: ./codefleet.yaml; see `codefleet init`)."),
+    ] = None,
     check: CheckOpt = None,
     server: ServerOpt = None,
     token: TokenOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Post a task graph (and its checks) to the server; the batch lands whole or not at all."""
+    path = find_graph(graph)
+    if path is None:
+        raise fail(f"no graph given and no {DEFAULT_GRAPH} here: `codefleet init` writes one")
     try:
-        tasks = load_graph(graph, standalone=False)
+        tasks = load_graph(path, standalone=False)
     except GraphError as err:
         raise fail(str(err)) from None
     checks = {**tasks.checks, **parse_check_options(check)}
     settings = settings_from(server_url=server, token=token)
-    created = call_server(settings, lambda c: c.create_tasks(tasks, checks))
+
+    async def post(client: FleetClient) -> list[str]:
+        health = await client.health()
+        say = err_console.print if json_out else console.print
+        say(f"load: tree {health['workdir']} · server {settings.url} · {path}", markup=False)
+        created: list[str] = await client.create_tasks(tasks, checks)
+        return created
+
+    created = call_server(settings, post)
     if json_out:
         print_json({"created": created})
     else:
-        console.print(f"created {len(created)} task(s): {' '.join(created)}")
+        console.print(f"created {len(created)} task(s): {' '.join(created)}", markup=False)

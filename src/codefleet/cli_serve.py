@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +19,7 @@ from codefleet.cli_common import (
     fail,
     settings_from,
 )
+from codefleet.statedir import prepare_dirs
 
 __all__ = ["serve"]
 
@@ -109,19 +111,41 @@ def serve(
             f"refusing to bind {settings.host} without a token: anyone who reaches the port could "
             "hand agents work. Set CODEFLEET_TOKEN (or --token), or bind 127.0.0.1."
         )
+    listener = _listen(settings.host, settings.port)  # a busy port fails here, before any file
+    settings = settings.model_copy(update={"port": listener.getsockname()[1]})
     try:
+        prepare_dirs(settings.db.parent, settings.run_dir)
         application = create_app(settings)
     except DatabaseInUse as err:
+        listener.close()
         raise fail(str(err)) from None
     except FileNotFoundError as err:
+        listener.close()
         hint = (
             "--db or CODEFLEET_DB" if "database" in str(err) else "--workdir or CODEFLEET_WORKDIR"
         )
         raise fail(f"{err}. Set {hint} to a directory that exists.") from None
     console.print(
-        f"CodeFleet server on {settings.url} · tree {settings.workdir.resolve()} · db {settings.db}"
+        f"CodeFleet server on {settings.url} · tree {settings.workdir.resolve()} · db {settings.db}",
+        markup=False,
     )
-    config = uvicorn.Config(
-        application, host=settings.host, port=settings.port, log_level="warning"
-    )
-    FleetServer(config, application.state.hub).run()
+    config = uvicorn.Config(application, log_level="warning")
+    FleetServer(config, application.state.hub).run(sockets=[listener])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's listening socket, bound now; a clear error when the address is taken."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as err:
+        sock.close()
+        raise fail(
+            f"cannot listen on {host}:{port}: {err.strerror or err}. Another program (or another "
+            "`codefleet serve`) uses it: stop it, or pass --port / set CODEFLEET_PORT."
+        ) from None
+    sock.set_inheritable(True)
+    return sock

@@ -2,20 +2,26 @@
 
 Every field here is also a flag on the command it applies to (see `cli`), and
 `.env.example` lists them all; a test keeps the three in step. Defaults are the
-ones in DESIGN §6. The server URL the clients use is derived from host and
+ones in DESIGN §6, except that the tree is the current directory and CodeFleet's
+own files go in its `.codefleet/` (DESIGN §10; docs/decisions.md, "The tree is
+the current directory"). The server URL the clients use is derived from host and
 port unless `server_url` is given.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, parse_protected_names
 
 __all__ = ["Settings"]
+
+DEFAULT_DB = Path(".codefleet/codefleet.db")
+DEFAULT_RUN_DIR = Path(".codefleet/runs")
 
 
 class Settings(BaseSettings):
@@ -26,8 +32,8 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=8099, ge=0, le=65535)
     server_url: str | None = None
-    db: Path = Path("codefleet.db")
-    workdir: Path = Path("examples/demo-repo")
+    db: Path = DEFAULT_DB  # default: inside the tree, see `_in_the_tree`
+    workdir: Path = Path(".")  # the current directory: run CodeFleet inside your repository
     runners: int = Field(default=3, ge=1, le=256)
     model: str | None = None
     task_timeout: float = Field(default=600.0, gt=0)
@@ -40,7 +46,7 @@ class Settings(BaseSettings):
     max_attempts: int = Field(default=3, ge=1, le=100)
     backoff_base: float = Field(default=2.0, ge=0)
     backoff_cap: float = Field(default=30.0, ge=0)
-    run_dir: Path = Path("runs")
+    run_dir: Path = DEFAULT_RUN_DIR  # default: inside the tree, see `_in_the_tree`
     keep_failed_edits: bool = False
     preimage_max_bytes: int = Field(default=10 * 1024 * 1024, ge=0)
     check_timeout: float = Field(default=300.0, gt=0)
@@ -61,6 +67,17 @@ class Settings(BaseSettings):
     def protected_names(self) -> tuple[str, ...]:
         """`protected_paths` as a tuple of names (for `paths.TreeRoot`)."""
         return _split(self.protected_paths)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _in_the_tree(cls, data: Any) -> Any:
+        """Unless given, the database and the run directory live in the tree's `.codefleet/`."""
+        if isinstance(data, dict) and data.get("workdir") not in (None, ""):
+            tree = Path(data["workdir"])
+            for name, default in (("db", DEFAULT_DB), ("run_dir", DEFAULT_RUN_DIR)):
+                if data.get(name) in (None, ""):
+                    data = {**data, name: tree / default}
+        return data
 
     @property
     def url(self) -> str:

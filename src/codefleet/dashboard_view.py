@@ -352,8 +352,8 @@ def _task_table(view: ViewModel) -> Table:
     table.add_column("note", no_wrap=True, overflow="ellipsis", ratio=1)
     for t in view.tasks:
         table.add_row(
-            t.id, t.title, Text(t.status, style=STATUS_STYLE.get(t.status, "")),
-            f"{t.attempts}/{t.max_attempts}", f"{t.cost_usd:.4f}", t.note,
+            Text(t.id), Text(t.title), Text(t.status, style=STATUS_STYLE.get(t.status, "")),
+            f"{t.attempts}/{t.max_attempts}", f"{t.cost_usd:.4f}", Text(t.note),
         )  # fmt: skip
     return table
 
@@ -365,7 +365,7 @@ def _agent_table(view: ViewModel) -> Table:
     for a in view.agents:
         style = {"busy": "cyan", "offline": "dim"}.get(a.status, "")
         table.add_row(
-            _holder_text(a.name, a.kind), Text(a.status, style=style), a.task_id or "-",
+            _holder_text(a.name, a.kind), Text(a.status, style=style), Text(a.task_id or "-"),
             "-" if a.status == "offline" else _age_text(a.heartbeat_age_s),
             Text("STALE", style="bold red") if a.stale else "", f"{a.succeeded}/{a.failed}",
             f"{a.cost_usd:.4f}",
@@ -380,7 +380,7 @@ def _lease_table(view: ViewModel) -> Table:
         table.add_column(name, no_wrap=True)
     for lease in view.leases:
         holder = _holder_text(lease.holder, lease.kind)
-        table.add_row(lease.path, holder, lease.task_id, _age_text(lease.age_s))
+        table.add_row(Text(lease.path), holder, Text(lease.task_id), _age_text(lease.age_s))
     if not view.leases:
         table.add_row(Text("no file is leased", style="dim"), "", "", "")
     return table

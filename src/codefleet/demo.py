@@ -30,6 +30,7 @@ from importlib import resources
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from codefleet.client import FleetClient
 from codefleet.commitview import print_history
@@ -44,6 +45,7 @@ from codefleet.livecommit import LiveCommitter, open_committer
 from codefleet.report import print_result
 from codefleet.scripted import ScriptedExecutor, load_script
 from codefleet.serverthread import ServerThread
+from codefleet.statedir import prepare_dirs
 
 __all__ = ["examples_dir", "make_workspace", "run_demo"]
 
@@ -69,6 +71,7 @@ def examples_dir() -> Path:
 
 def make_workspace(run_dir: Path) -> Path:
     """A fresh copy of the demo repository under `run_dir`, as a git repository if git exists."""
+    prepare_dirs(run_dir)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     workspace = (run_dir / f"demo-{stamp}-{secrets.token_hex(2)}").resolve()
     shutil.copytree(examples_dir() / "demo-repo", workspace / "tree")
@@ -138,7 +141,7 @@ async def _demo(
     with ServerThread(settings) as server:
         async with FleetClient(server.url, token=settings.token) as client:
             await client.create_tasks(graph, {**graph.checks, **DEMO_CHECKS})
-        console.print(f"[bold]server[/] {server.url}  ·  tree {settings.workdir}")
+        console.print(f"[bold]server[/] {server.url}  ·  tree {escape(str(settings.workdir))}")
         console.print(
             f"[bold]dashboard[/] {server.url}/?token={settings.token}  (while the demo runs)"
         )
@@ -167,10 +170,12 @@ async def _demo(
             await follower  # it prints up to the server's last event, then returns
         async with FleetClient(server.url, token=settings.token) as client:
             conflicts = await client.conflicts()
-    print_result(console, result, conflicts)
+    print_result(console, result, conflicts, simulated_cost=mode != "live")
     if committer is not None and history is not None:
         print_history(console, history, committer.log(history))
-        console.print(f"[dim]in {settings.workdir}: git log --stat {history.branch}[/]")
+        console.print(
+            f"[dim]in {escape(str(settings.workdir))}: git log --stat {history.branch}[/]"
+        )
     return result.ok and (history is None or history.ok)
 
 
@@ -194,5 +199,5 @@ def run_demo(
             24
         ),  # a per-run token: nothing else on the machine can drive it
     )
-    console.print(f"[bold]CodeFleet demo[/] ({mode}) in {workspace}")
+    console.print(f"[bold]CodeFleet demo[/] ({mode}) in {escape(str(workspace))}")
     return asyncio.run(_demo(settings, mode, runners, console, commit))

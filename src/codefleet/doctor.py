@@ -24,6 +24,7 @@ from rich.text import Text
 
 from codefleet.client import FleetClient
 from codefleet.config import Settings
+from codefleet.credentials import credentials_problem
 from codefleet.graph import GraphError, load_graph
 
 __all__ = ["Check", "print_checks", "run_checks"]
@@ -118,10 +119,16 @@ def check_cli() -> Check:
 
 
 def check_key() -> Check:
+    """A key or a Claude login: what real sessions authenticate with (optional: keyless paths)."""
     if os.environ.get("ANTHROPIC_API_KEY"):
         return Check("api-key", True, "ANTHROPIC_API_KEY is set", required=False)
-    return Check("api-key", True, "no ANTHROPIC_API_KEY: only `demo --dry-run` and `demo --offline` will work",
-                 "export ANTHROPIC_API_KEY for real sessions", required=False)  # fmt: skip
+    if credentials_problem() is None:
+        return Check("api-key", True, "a Claude login (or token) is present", required=False)
+    return Check("api-key", True,
+                 "no ANTHROPIC_API_KEY and no Claude login: only the keyless paths will work "
+                 "(`run --dry-run --script F`, `run --offline --model-script F`, `demo --offline`)",
+                 f"export ANTHROPIC_API_KEY, or log in: `{bundled_cli() or 'claude'} auth login`",
+                 required=False)  # fmt: skip
 
 
 def run_checks(settings: Settings, graph: Path | None) -> list[Check]:

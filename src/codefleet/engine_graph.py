@@ -180,7 +180,7 @@ class GraphMixin:
         stored = self.index.status
         for task_id in ids:
             if task_id in stored:
-                raise _used_twice(task_id)
+                raise _already_loaded(task_id)
         in_batch = set(ids)
         for spec, task_id in zip(specs, ids, strict=True):
             for dep in spec.depends_on:
@@ -220,6 +220,13 @@ class GraphMixin:
                 ) from None
             keys.append(key)
         return sorted(set(keys))
+
+
+def _already_loaded(task_id: str) -> InvalidGraph:
+    return InvalidGraph(
+        f"task {task_id} is already loaded on the server: nothing was created",
+        {"problem": "already_loaded", "task_id": task_id},
+    )
 
 
 def _used_twice(task_id: str) -> InvalidGraph:

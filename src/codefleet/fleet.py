@@ -87,7 +87,7 @@ async def run_verify(command: str, workdir: Path, timeout: float = 900.0) -> Ver
     normal exit alike the whole group is killed, and the environment is scrubbed.
     """
     ran = await run_command(
-        command, workdir, timeout=timeout, cap=VERIFY_OUTPUT_CHARS, env=check_env(workdir)
+        command, workdir, timeout=timeout, cap=VERIFY_OUTPUT_CHARS, env=check_env(workdir.resolve())
     )
     if ran.timed_out:
         output = f"{ran.output}\ntimed out after {timeout:.0f}s".lstrip("\n")

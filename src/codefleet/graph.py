@@ -11,22 +11,39 @@ Cycles (named as `cycle: A -> B -> A`), unknown dependencies and a `verify`
 naming no check of the file are checked here too, so `doctor`, `graph check`
 and `plan` catch them before a server is involved; the server checks them
 again on load. This module imports nothing of the engine or the server.
+`check_scopes` applies the server's own path rule (`paths.TreeRoot`) to every
+`file_scope` entry, for a given tree. An unknown key names the closest known
+one. `find_graph` finds `codefleet.yaml`.
 """
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from codefleet.paths import PathRejected, TreeRoot
 from codefleet.planning.dag import find_cycle
 from codefleet.wire import ChecksBody, TaskSpec
 
-__all__ = ["GraphError", "GraphTasks", "load_graph", "parse_checks", "parse_graph"]
+__all__ = [
+    "DEFAULT_GRAPH",
+    "GraphError",
+    "GraphTasks",
+    "check_scopes",
+    "find_graph",
+    "load_graph",
+    "parse_checks",
+    "parse_graph",
+]
 
 TOP_LEVEL_KEYS = frozenset({"tasks", "checks"})
+TASK_KEYS = frozenset(TaskSpec.model_fields)
+DEFAULT_GRAPH = "codefleet.yaml"
 
 
 class GraphError(ValueError):
@@ -39,6 +56,14 @@ class GraphTasks(list[dict[str, Any]]):
     def __init__(self, tasks: list[dict[str, Any]], checks: dict[str, str] | None = None) -> None:
         super().__init__(tasks)
         self.checks: dict[str, str] = dict(checks or {})
+
+
+def find_graph(given: Path | None, cwd: Path | None = None) -> Path | None:
+    """The graph file to use: the one given, else `codefleet.yaml` in `cwd` if there is one."""
+    if given is not None:
+        return given
+    default = (cwd or Path.cwd()) / DEFAULT_GRAPH
+    return default if default.is_file() else None
 
 
 def load_graph(path: Path, standalone: bool = True) -> GraphTasks:
@@ -65,9 +90,9 @@ def load_graph(path: Path, standalone: bool = True) -> GraphTasks:
 def parse_graph(raw: Any, where: str = "the graph", standalone: bool = True) -> GraphTasks:
     if not isinstance(raw, dict):
         raise GraphError(f"{where} must be a mapping with a 'tasks' list")
-    unknown = sorted(set(raw) - TOP_LEVEL_KEYS)
+    unknown = sorted(map(str, set(raw) - TOP_LEVEL_KEYS))
     if unknown:
-        raise GraphError(f"{where}: unknown top-level key(s) {', '.join(map(str, unknown))}")
+        raise GraphError(f"{where}: unknown top-level key {_unknown(unknown[0], TOP_LEVEL_KEYS)}")
     tasks = raw.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         raise GraphError(f"{where}: 'tasks' must be a non-empty list")
@@ -106,7 +131,32 @@ def _spec(where: str, n: int, item: Any) -> TaskSpec:
     except ValidationError as err:
         first = err.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "task"
+        if first["type"] == "extra_forbidden":
+            raise GraphError(
+                f"{where}: {label}: unknown key {_unknown(field, TASK_KEYS)}"
+            ) from None
         raise GraphError(f"{where}: {label}: {field}: {first['msg']}") from None
+
+
+def _unknown(key: str, known: Iterable[str]) -> str:
+    """`'file_scopes' (did you mean file_scope?)`, or the list of known keys."""
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+    if close:
+        return f"{key!r} (did you mean {close[0]}?)"
+    return f"{key!r} (known keys: {', '.join(sorted(known))})"
+
+
+def check_scopes(tasks: GraphTasks, tree: TreeRoot, where: str = "the graph") -> None:
+    """Every `file_scope` entry through the server's own path rule for `tree` (see `paths`)."""
+    for spec in tasks:
+        for raw in spec.get("file_scope", ()):
+            try:
+                tree.canonical(raw)
+            except PathRejected as err:
+                task = spec.get("id") or repr(spec["title"])
+                raise GraphError(
+                    f"{where}: task {task}: file_scope entry {err.raw!r}: {err.message}"
+                ) from None
 
 
 def _check_graph(where: str, specs: list[TaskSpec], standalone: bool) -> None:

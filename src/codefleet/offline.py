@@ -29,6 +29,7 @@ from codefleet.session import HOOK_TIMEOUT_S, SessionExecutor
 from codefleet.testing.fakemodel import FakeModel, Turn, marker, scripts_from_dict, session_env
 
 __all__ = [
+    "ModelFileError",
     "load_model_scripts",
     "model_file_executor",
     "offline_executor",
@@ -53,9 +54,24 @@ BLANKED: Final = {
 }
 
 
+class ModelFileError(ValueError):
+    """A model file that cannot be played, with a message naming the file."""
+
+
 def load_model_scripts(path: Path) -> dict[str, list[Turn]]:
     """The fake-model scripts in a YAML model file, keyed by script id."""
-    return scripts_from_dict(yaml.safe_load(path.read_text()) or {})
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ModelFileError(f"cannot read {path}: {err.strerror or err}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise ModelFileError(f"{path} is not valid YAML: {err}") from None
+    if raw is not None and not isinstance(raw, dict):
+        raise ModelFileError(f"{path}: a model file maps script ids (task ids) to lists of turns")
+    try:
+        return scripts_from_dict(raw or {})
+    except (ValueError, TypeError, KeyError) as err:  # fakescript's ScriptError is a ValueError
+        raise ModelFileError(f"{path}: {err}") from None
 
 
 def script_id_for(script_ids: Collection[str], attempt: Attempt) -> str:

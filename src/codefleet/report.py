@@ -15,7 +15,7 @@ from rich.text import Text
 
 from codefleet.fleet import FleetResult
 
-__all__ = ["STATUS_STYLE", "print_result", "task_table", "veto_lines"]
+__all__ = ["STATUS_STYLE", "cost_text", "print_result", "task_table", "veto_lines"]
 
 STATUS_STYLE = {
     "pending": "dim",
@@ -43,13 +43,13 @@ def task_table(tasks: list[dict[str, Any]], title: str = "Tasks") -> Table:
         table.add_column(column, overflow="fold")
     for task in tasks:
         status = Text(task["status"], style=STATUS_STYLE.get(task["status"], ""))
-        table.add_row(
-            task["id"],
-            task["title"][:48],
+        table.add_row(  # user and model text as Text: never parsed as Rich markup
+            Text(task["id"]),
+            Text(task["title"][:48]),
             status,
             f"{task['attempts']}/{task['max_attempts']}",
             f"{task.get('cost_usd', 0.0):.4f}",
-            _note(task)[:90],
+            Text(_note(task)[:90]),
         )
     return table
 
@@ -70,7 +70,19 @@ def veto_lines(conflicts: list[dict[str, Any]]) -> list[Text]:
     return lines
 
 
-def print_result(console: Console, result: FleetResult, conflicts: list[dict[str, Any]]) -> None:
+def cost_text(cost: float, simulated: bool) -> str:
+    """The run's cost; `simulated` when no real model ran (the figure is priced, not spent)."""
+    return f"${cost:.4f} simulated, nothing spent" if simulated else f"${cost:.4f}"
+
+
+def print_result(
+    console: Console,
+    result: FleetResult,
+    conflicts: list[dict[str, Any]],
+    *,
+    simulated_cost: bool = False,
+) -> None:
+    """The task table, the vetoes, the verify output and the verdict panel."""
     console.print(task_table(result.tasks))
     for line in veto_lines(conflicts):
         console.print(line)
@@ -90,7 +102,7 @@ def print_result(console: Console, result: FleetResult, conflicts: list[dict[str
         verdict,
         Text(
             f"{done}/{len(result.tasks)} tasks succeeded · {len(conflicts)} veto(es) · "
-            f"${cost:.4f} · {result.duration_s:.2f}s"
+            f"{cost_text(cost, simulated_cost)} · {result.duration_s:.2f}s"
         ),
     )
     console.print(Panel(body, title="verdict", expand=False))

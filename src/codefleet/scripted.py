@@ -87,10 +87,17 @@ def parse_script(raw: Any) -> dict[str, list[Step]]:
 
 
 def load_script(path: Path) -> dict[str, list[Step]]:
+    """The script in a YAML file; every problem is a `ScriptError` naming the file."""
     try:
-        return parse_script(yaml.safe_load(path.read_text()))
-    except yaml.YAMLError as err:
-        raise ScriptError(f"{path}: not valid YAML: {err}") from err
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ScriptError(f"cannot read {path}: {err.strerror or err}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise ScriptError(f"{path} is not valid YAML: {err}") from None
+    try:
+        return parse_script(raw)
+    except ScriptError as err:
+        raise ScriptError(f"{path}: {err}") from None
 
 
 class _StepFailed(Exception):

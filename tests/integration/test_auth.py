@@ -266,8 +266,12 @@ def test_run_and_a_runner_process_send_the_token_and_a_runner_without_it_stops_w
         http.post(
             "/tasks", json={"tasks": [{"id": "RUN1", "title": "r", "description": "do it"}]}
         ).raise_for_status()
+    script = tmp_path / "script.yaml"
+    script.write_text("RUN1: []\nCLI1: []\n")  # scripted to change nothing (CLI1: another test's)
     common = [
         "--dry-run",
+        "--script",
+        str(script),
         "--server",
         guarded.url,
         "--workdir",

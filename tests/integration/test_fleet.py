@@ -261,12 +261,14 @@ def test_run_exits_by_the_verify_command(
     make_server: Callable[..., ServerThread], workdir: Path
 ) -> None:
     codes = {}
+    script = workdir.parent / "script.yaml"
+    script.write_text("t:\n- write: {path: t.txt, content: done}\n")
     for verify in ("true", "exit 3"):
         server = make_server(**FAST)
         asyncio.run(_load(server.url, [{"id": "t", "title": "t", "description": "do it"}]))
         done = subprocess.run(
-            [sys.executable, "-m", "codefleet.cli", "run", "--dry-run", "--runners", "2",
-             "--verify", verify, "--server", server.url, "--workdir", str(workdir)],
+            [sys.executable, "-m", "codefleet.cli", "run", "--dry-run", "--script", str(script),
+             "--runners", "2", "--verify", verify, "--server", server.url, "--workdir", str(workdir)],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         codes[verify] = done.returncode

@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-ONE_TEST = "tests/browser/test_web_dashboard.py::test_without_its_token_the_page_asks_for_it_then_connects"
+ONE_TEST = (
+    "tests/browser/test_web_dashboard.py::test_without_its_token_the_page_asks_for_it_then_connects"
+)
 
 
 def run_browser_tier(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:

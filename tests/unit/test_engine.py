@@ -803,7 +803,7 @@ INVALID_BATCHES: dict[str, tuple[str, list[NewTask]]] = {
     "self-dependency": ("cycle", [NewTask("a", id="a", depends_on=["a"])]),
     "unknown dependency": ("unknown_dependency", [NewTask("a", id="a", depends_on=["ghost"])]),
     "duplicate in batch": ("duplicate_id", [NewTask("a", id="a"), NewTask("a2", id="a")]),
-    "duplicate of a stored task": ("duplicate_id", [NewTask("x", id="existing")]),
+    "duplicate of a stored task": ("already_loaded", [NewTask("x", id="existing")]),
     "space in id": ("invalid_id", [NewTask("x", id="bad id")]),
     "slash in id": ("invalid_id", [NewTask("x", id="a/b")]),
     "id too long": ("invalid_id", [NewTask("x", id="x" * 65)]),

@@ -1,0 +1,263 @@
+"""The first hour on one's own repository, through the real CLI against a real server.
+
+Each test runs `codefleet` commands the way a new user would, from inside a
+small repository (the current directory), against a real server on loopback:
+the tree is the current directory, `init` writes a graph that `load` and `run`
+find, scripted runs refuse tasks they have no script for, a failed run is
+recovered with `retry`, and the messages tell the truth.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from codefleet.cli import app
+from codefleet.serverthread import ServerThread
+
+FAST = {"tick_interval": 0.05, "backoff_base": 0.0, "heartbeat_interval": 0.5}
+SCRIPT = """\
+T1:
+- write: {path: CONTRIBUTING.md, content: "# Contributing\\n"}
+T2:
+- append: {path: README.md, text: "\\nSee CONTRIBUTING.md.\\n"}
+"""
+
+
+def cli(*args: str, **env: str) -> Result:
+    """`codefleet ARGS` with no CODEFLEET_* or credentials from the outer environment."""
+    clean = {k: None for k in os.environ if k.startswith(("CODEFLEET_", "ANTHROPIC_", "CLAUDE_"))}
+    return CliRunner().invoke(app, list(args), env={**clean, "COLUMNS": "100", **env})  # type: ignore[dict-item]
+
+
+def said(result: Result) -> str:
+    return " ".join((result.stdout + result.stderr).split())
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A small repository with a README and a test, and the current directory."""
+    root = tmp_path / "my-repo"
+    (root / "tests").mkdir(parents=True)
+    (root / "README.md").write_text("# my-repo\n")
+    (root / "tests" / "test_ok.py").write_text("def test_ok():\n    assert True\n")
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "my-repo"\nversion = "0"\n\n[dependency-groups]\ndev = ["pytest>=8"]\n'
+    )
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no Claude login from the real HOME
+    return root
+
+
+@pytest.fixture
+def server(make_server: Callable[..., ServerThread], repo: Path) -> ServerThread:
+    return make_server(workdir=repo, **FAST)
+
+
+def test_init_writes_a_graph_with_the_repositorys_checks_and_prints_the_next_commands(
+    repo: Path,
+) -> None:
+    result = cli("init", "--scripts")
+
+    assert result.exit_code == 0, said(result)
+    graph = (repo / "codefleet.yaml").read_text()
+    assert re.search(r"^  test: uv run --project \. pytest -q", graph, re.M) or (
+        "test: python -m pytest -q" in graph
+    )
+    assert "id: T1" in graph and "id: T2" in graph and "verify: test" in graph
+    lines = result.stdout.splitlines()
+    assert [line.split("#")[0].strip() for line in lines[-3:]] == [
+        "codefleet serve &",
+        "codefleet load",
+        "codefleet run --dry-run --script codefleet.script.yaml",
+    ]
+    again = cli("init")
+    assert again.exit_code == 1 and "codefleet.yaml already exist(s) here" in said(again)
+
+
+def test_load_finds_codefleet_yaml_and_a_second_load_says_already_loaded(
+    repo: Path, server: ServerThread
+) -> None:
+    assert cli("init").exit_code == 0
+
+    first = cli("load", "--server", server.url)
+    second = cli("load", "--server", server.url)
+
+    assert first.exit_code == 0, said(first)
+    assert first.stdout.splitlines()[0] == (
+        f"load: tree {repo.resolve()} · server {server.url} · {repo / 'codefleet.yaml'}"
+    )
+    assert "created 2 task(s): T1 T2" in first.stdout
+    assert second.exit_code == 1
+    assert "task T1 is already loaded on the server: nothing was created" in said(second)
+    assert "used twice" not in said(second)
+
+
+def test_run_loads_codefleet_yaml_and_a_scripted_run_goes_green(
+    repo: Path, server: ServerThread
+) -> None:
+    assert cli("init").exit_code == 0
+    (repo / "script.yaml").write_text(SCRIPT)
+
+    result = cli("run", "--dry-run", "--script", "script.yaml", "--server", server.url, "-n", "2")
+    again = cli("run", "--dry-run", "--script", "script.yaml", "--server", server.url)
+
+    assert result.exit_code == 0, said(result)
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"run: tree {repo.resolve()} · server {server.url} · dry-run agents"
+    assert lines[1] == f"{repo / 'codefleet.yaml'}: loaded 2 task(s): T1 T2"
+    assert "PASS" in result.stdout
+    assert (repo / "CONTRIBUTING.md").read_text() == "# Contributing\n"
+    assert (repo / "README.md").read_text().endswith("See CONTRIBUTING.md.\n")
+    assert again.exit_code == 0, said(again)
+    assert f"{repo / 'codefleet.yaml'}: already loaded (2 task(s))" in again.stdout
+
+
+def test_a_dry_run_refuses_tasks_its_script_does_not_cover_and_names_them(
+    repo: Path, server: ServerThread
+) -> None:
+    assert cli("init").exit_code == 0
+    (repo / "half.yaml").write_text("T1:\n- write: {path: CONTRIBUTING.md, content: x}\n")
+
+    no_script = cli("run", "--dry-run", "--server", server.url)
+    half = cli("run", "--dry-run", "--script", "half.yaml", "--server", server.url)
+
+    assert no_script.exit_code == 1
+    assert "--dry-run needs --script FILE" in said(no_script)
+    assert half.exit_code == 1
+    assert "has no script for task(s) T2" in said(half)
+    assert "PASS" not in half.stdout
+    assert not (repo / "CONTRIBUTING.md").exists()
+
+
+def test_without_a_key_run_names_only_options_that_exist(repo: Path, server: ServerThread) -> None:
+    result = cli("run", "--server", server.url)
+    offline_alone = cli("run", "--offline", "--server", server.url)
+
+    assert result.exit_code == 1
+    message = said(result)
+    assert "ANTHROPIC_API_KEY or a Claude login" in message
+    suggested = set(re.findall(r"--[a-z][a-z-]+", message))
+    flags = said(cli("run", "--help"))
+    assert suggested >= {"--dry-run", "--script", "--offline", "--model-script"}
+    assert all(flag in flags for flag in suggested)
+    assert offline_alone.exit_code == 1
+    assert "--offline needs --model-script FILE" in said(offline_alone)
+
+
+def test_a_run_in_another_directory_than_the_servers_tree_is_refused(
+    repo: Path, server: ServerThread, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    (elsewhere / "s.yaml").write_text("{}\n")
+
+    result = cli("run", "--dry-run", "--script", "s.yaml", "--server", server.url)
+
+    assert result.exit_code == 1
+    assert f"serves the tree {repo.resolve()}, but this run's tree is {elsewhere}" in said(result)
+
+
+def test_a_failed_run_is_recovered_with_retry_and_a_second_run(
+    repo: Path, server: ServerThread
+) -> None:
+    assert cli("init").exit_code == 0
+    (repo / "bad.yaml").write_text("T1:\n- fail: not today\nT2: []\n")
+    (repo / "script.yaml").write_text(SCRIPT)
+
+    failed = cli("run", "--dry-run", "--script", "bad.yaml", "--server", server.url)
+    listed = cli("tasks", "--status", "failed", "--server", server.url, "--json")
+    retried = cli("retry", "--failed", "--server", server.url)
+    fixed = cli("run", "--dry-run", "--script", "script.yaml", "--server", server.url)
+
+    assert failed.exit_code == 1 and "FAIL" in failed.stdout
+    assert '"id": "T1"' in listed.stdout
+    assert retried.exit_code == 0, said(retried)
+    assert "T1: pending again" in retried.stdout
+    assert fixed.exit_code == 0, said(fixed)
+    assert "PASS" in fixed.stdout
+
+
+def test_cancel_then_retry_one_task_by_id(repo: Path, server: ServerThread) -> None:
+    assert cli("init").exit_code == 0
+    assert cli("load", "--server", server.url).exit_code == 0
+
+    cancelled = cli("cancel", "T2", "--server", server.url)
+    shown = cli("tasks", "T2", "--server", server.url)
+    retried = cli("retry", "T2", "--server", server.url)
+    again = cli("cancel", "T404", "--server", server.url)
+
+    assert cancelled.exit_code == 0 and "T2: cancelled" in cancelled.stdout
+    assert shown.exit_code == 0
+    assert "T2 · Point the README to CONTRIBUTING.md" in shown.stdout
+    assert "cancelled" in shown.stdout and "depends on" in shown.stdout
+    assert retried.exit_code == 0 and "T2: pending again" in retried.stdout
+    assert again.exit_code == 1 and "no task T404" in said(again)
+
+
+def test_tasks_id_is_readable_json_with_json_and_a_patch_with_no_change_says_so(
+    repo: Path, server: ServerThread
+) -> None:
+    assert cli("init").exit_code == 0
+    assert cli("load", "--server", server.url).exit_code == 0
+
+    readable = cli("tasks", "T1", "--server", server.url)
+    as_json = cli("tasks", "T1", "--server", server.url, "--json")
+    patch = cli("tasks", "T1", "--patch", "--server", server.url)
+    bogus = cli("tasks", "--status", "bogus", "--server", server.url)
+
+    assert not readable.stdout.lstrip().startswith("{")
+    assert "T1 · Write CONTRIBUTING.md" in readable.stdout
+    assert "nothing recorded" in readable.stdout
+    assert as_json.stdout.lstrip().startswith("{") and '"id": "T1"' in as_json.stdout
+    assert patch.exit_code == 0 and patch.stdout == ""
+    assert "task T1 has no recorded change" in said(patch)
+    assert bogus.exit_code == 1
+    assert "unknown status 'bogus': one of pending, assigned," in said(bogus)
+
+
+def test_rich_markup_in_user_text_is_printed_as_it_is(repo: Path, server: ServerThread) -> None:
+    (repo / "g.yaml").write_text("checks:\n  Unit Tests: pytest\ntasks:\n  - {id: A, title: a, description: d}\n")
+    (repo / "h.yaml").write_text("tasks:\n  - {id: B, title: '[bold]B[/bold] in [red]', description: d}\n")
+
+    bad_name = cli("load", "g.yaml", "--server", server.url)
+    assert cli("load", "h.yaml", "--server", server.url).exit_code == 0
+    listed = cli("tasks", "--server", server.url)
+
+    assert bad_name.exit_code == 1
+    assert "'^[a-z][a-z0-9_-]{0,31}$'" in said(bad_name)
+    assert "[bold]B[/bold] in [red]" in listed.stdout
+
+
+def test_piped_output_keeps_long_lines_whole(repo: Path, server: ServerThread) -> None:
+    deep = repo / ("very-long-directory-name-" * 4).rstrip("-")
+    deep.mkdir()
+    (deep / "codefleet.yaml").write_text("tasks:\n  - {id: L, title: long, description: d}\n")
+
+    result = cli("load", str(deep / "codefleet.yaml"), "--server", server.url)
+
+    first = result.stdout.splitlines()[0]
+    assert len(first) > 100 and first.endswith(str(deep / "codefleet.yaml"))
+
+
+def test_serve_on_a_busy_port_fails_before_its_banner_and_creates_no_database(
+    repo: Path, tmp_path: Path
+) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+
+        result = cli("serve", "--port", str(port))
+
+    assert result.exit_code == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in said(result)
+    assert "CodeFleet server on" not in result.stdout
+    assert not (repo / ".codefleet").exists()
