@@ -224,8 +224,12 @@ def test_tasks_id_is_readable_json_with_json_and_a_patch_with_no_change_says_so(
 
 
 def test_rich_markup_in_user_text_is_printed_as_it_is(repo: Path, server: ServerThread) -> None:
-    (repo / "g.yaml").write_text("checks:\n  Unit Tests: pytest\ntasks:\n  - {id: A, title: a, description: d}\n")
-    (repo / "h.yaml").write_text("tasks:\n  - {id: B, title: '[bold]B[/bold] in [red]', description: d}\n")
+    (repo / "g.yaml").write_text(
+        "checks:\n  Unit Tests: pytest\ntasks:\n  - {id: A, title: a, description: d}\n"
+    )
+    (repo / "h.yaml").write_text(
+        "tasks:\n  - {id: B, title: '[bold]B[/bold] in [red]', description: d}\n"
+    )
 
     bad_name = cli("load", "g.yaml", "--server", server.url)
     assert cli("load", "h.yaml", "--server", server.url).exit_code == 0
