@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "cli_tasks",  # tasks, cancel, retry, reset
     "cli_join",  # join, leave, release, hook
     "cli_review",  # commit, report
+    "cli_runs",  # runs
 )
 for _module in COMMAND_MODULES:
     importlib.import_module(f"codefleet.{_module}")

@@ -24,7 +24,10 @@ __all__ = ["doctor"]
 @app.command(rich_help_panel=START)
 def doctor(
     graph: Annotated[
-        Path | None, typer.Option("--graph", help="Also check this task graph parses.")
+        Path | None,
+        typer.Option(
+            "--graph", help="The task graph to check (default: ./codefleet.yaml if there is one)."
+        ),
     ] = None,
     workdir: WorkdirOpt = None,
     server: ServerOpt = None,

@@ -25,7 +25,8 @@ from rich.text import Text
 from codefleet.client import FleetClient
 from codefleet.config import Settings
 from codefleet.credentials import credentials_problem
-from codefleet.graph import GraphError, load_graph
+from codefleet.graph import DEFAULT_GRAPH, GraphError, check_scopes, find_graph, load_graph
+from codefleet.paths import TreeRoot
 
 __all__ = ["Check", "print_checks", "run_checks"]
 
@@ -83,14 +84,21 @@ def check_workdir(settings: Settings) -> Check:
     return Check("workdir", True, f"{tree.resolve()} exists and is writable")
 
 
-def check_graph(path: Path | None) -> Check:
+def check_graph(path: Path | None, settings: Settings) -> Check:
+    """The graph through the loader's own validation, scopes through the server's path rule."""
     if path is None:
-        return Check("graph", True, "no --graph given; skipped", required=False)
+        return Check("graph", True, f"no --graph given and no {DEFAULT_GRAPH} here; skipped",
+                     required=False)  # fmt: skip
     try:
         tasks = load_graph(path)
+        if settings.workdir.is_dir():
+            check_scopes(
+                tasks, TreeRoot(settings.workdir, [settings.db, settings.run_dir]), str(path)
+            )
     except GraphError as err:
         return Check("graph", False, str(err))
-    return Check("graph", True, f"{path}: {len(tasks)} task(s), no cycle, every dependency known")
+    return Check("graph", True, f"{path}: {len(tasks)} task(s), no cycle, every dependency known, "
+                 "every scope inside the tree")  # fmt: skip
 
 
 def bundled_cli() -> Path | None:
@@ -136,7 +144,7 @@ def run_checks(settings: Settings, graph: Path | None) -> list[Check]:
         check_python(),
         check_port(settings),
         check_workdir(settings),
-        check_graph(graph),
+        check_graph(find_graph(graph), settings),
         check_cli(),
         check_key(),
     ]

@@ -9,6 +9,7 @@ recovered with `retry`, and the messages tell the truth.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -265,3 +266,22 @@ def test_serve_on_a_busy_port_fails_before_its_banner_and_creates_no_database(
     assert f"cannot listen on 127.0.0.1:{port}" in said(result)
     assert "CodeFleet server on" not in result.stdout
     assert not (repo / ".codefleet").exists()
+
+
+def test_doctor_checks_the_graph_by_the_loaders_rules_and_names_a_claude_login(
+    repo: Path,
+) -> None:
+    (repo / "codefleet.yaml").write_text(
+        "tasks:\n  - {id: A, title: a, description: d, file_scope: [../../etc/passwd]}\n"
+    )
+
+    result = cli("doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(result.stdout)}
+
+    assert checks["graph"]["ok"] is False
+    assert (
+        "'../../etc/passwd': ../../etc/passwd resolves outside the working tree"
+        in (checks["graph"]["detail"])
+    )
+    assert "Claude login" in checks["api-key"]["detail"]
+    assert "auth login" in checks["api-key"]["hint"]

@@ -12,6 +12,7 @@ import { describeAnalysis, renderGraph } from "./graph.js";
 import { EventLog } from "./log.js";
 import { Model } from "./model.js";
 import { renderConflicts, renderCost, renderLeases, renderStats, renderStory } from "./panels.js";
+import { PatchView } from "./patch.js";
 import { Timeline } from "./timeline.js";
 import { Tooltip } from "./tooltip.js";
 
@@ -43,6 +44,8 @@ let analysis = null; // GET /graph: `graph check`'s analysis of the stored graph
 
 const timeline = new Timeline($("#timeline-view"), { tooltip, onSelect: select });
 const log = new EventLog($("#log-view"));
+const patchView = new PatchView($("#patch-view"), () => api);
+patchView.onChange = requestRender;
 log.onChange = requestRender;
 log.onClearSelection = () => select(null);
 
@@ -78,6 +81,7 @@ function render() {
   renderLeases($("#leases-view"), view);
   renderConflicts($("#conflicts-view"), view);
   renderCost($("#cost-view"), view);
+  patchView.render(view);
   log.render(view);
 }
 

@@ -1,11 +1,13 @@
 // The task graph: one column per dependency depth, an arrow from each task to
-// the tasks waiting on it, every node showing its status in words and color.
+// the tasks waiting on it, every node showing its status in words and color on
+// a row of its own (a long id or title never runs into it). Clicking a node
+// selects its task everywhere, the patch view included.
 
 import { naturalCompare } from "./model.js";
 import { fmtCost, fmtCount, plural, s, truncate } from "./util.js";
 
 const W = 184;
-const H = 54;
+const H = 72;
 const GAP_X = 44;
 const GAP_Y = 14;
 const PAD = 10;
@@ -158,10 +160,12 @@ function node(model, task, { x, y }, selected, { tooltip, onSelect }) {
     },
     s("rect", { class: "node-box", x, y, width: W, height: H, rx: 6 }),
     s("rect", { class: "node-stripe", x, y, width: 6, height: H, rx: 3 }),
-    s("text", { class: "node-id", x: x + 14, y: y + 21, text: task.id }),
-    s("text", { class: "node-status", x: x + W - 10, y: y + 21, "text-anchor": "end", text: `${icon} ${word}` }),
-    s("text", { class: "node-title", x: x + 14, y: y + 41, text: truncate(task.title, tries ? 18 : 25) }),
-    tries ? s("text", { class: "node-tries", x: x + W - 10, y: y + 41, "text-anchor": "end", text: tries }) : null,
+    // Three rows, so no label can run into another whatever its length: the id, the
+    // title, then the status with the tries at the right.
+    s("text", { class: "node-id", x: x + 14, y: y + 20, text: truncate(task.id, 18) }),
+    s("text", { class: "node-title", x: x + 14, y: y + 40, text: truncate(task.title, 24) }),
+    s("text", { class: "node-status", x: x + 14, y: y + 60, text: `${icon} ${word}` }),
+    tries ? s("text", { class: "node-tries", x: x + W - 10, y: y + 60, "text-anchor": "end", text: tries }) : null,
     vetoes
       ? s("path", { class: "veto-diamond small", d: `M${x + W - 10},${y - 6} l6,6 l-6,6 l-6,-6 z` })
       : null,

@@ -1,0 +1,62 @@
+"""`codefleet runs` lists the run directory with sizes; `--prune` removes old demo workspaces."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from codefleet.cli import app
+from codefleet.serverlock import ServerLock
+
+
+def workspace(run_dir: Path, name: str, age_s: float, size: int) -> Path:
+    path = run_dir / name
+    (path / "tree").mkdir(parents=True)
+    (path / "tree" / "data.bin").write_bytes(b"x" * size)
+    stamp = 1_700_000_000 - age_s
+    for item in (path / "tree" / "data.bin", path / "tree", path):
+        os.utime(item, (stamp, stamp))
+    return path
+
+
+def runs(*args: str) -> list[dict[str, object]] | dict[str, object]:
+    result = CliRunner().invoke(app, ["runs", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def test_runs_lists_every_entry_newest_first_with_its_size(tmp_path: Path) -> None:
+    run_dir = tmp_path / "runs"
+    workspace(run_dir, "demo-1-old", 300, 10)
+    workspace(run_dir, "demo-2-new", 100, 2048)
+    (run_dir / "runners").mkdir()
+
+    listed = runs("--run-dir", str(run_dir))
+    table = CliRunner().invoke(app, ["runs", "--run-dir", str(run_dir)], env={"COLUMNS": "120"})
+
+    assert isinstance(listed, dict)
+    names = [(Path(str(e["path"])).name, e["bytes"], e["demo"]) for e in listed["entries"]]  # type: ignore[index, union-attr]
+    assert names == [("runners", 0, False), ("demo-2-new", 2048, True), ("demo-1-old", 10, True)]
+    assert table.exit_code == 0
+    assert "demo-2-new" in table.stdout and "2.0 KB" in table.stdout
+
+
+def test_prune_keeps_the_newest_demos_the_records_and_any_a_server_holds(tmp_path: Path) -> None:
+    run_dir = tmp_path / "runs"
+    for n, age in enumerate((400, 300, 200, 100)):
+        workspace(run_dir, f"demo-{n}", age, 1)
+    (run_dir / "runners").mkdir()
+    held = ServerLock.acquire(run_dir / "demo-0" / "codefleet.db")  # a live server on the oldest
+
+    try:
+        pruned = runs("--prune", "--keep", "1", "--run-dir", str(run_dir))
+    finally:
+        held.release()
+
+    assert isinstance(pruned, dict)
+    gone = sorted(Path(str(e["path"])).name for e in pruned["removed"])  # type: ignore[union-attr]
+    assert gone == ["demo-1", "demo-2"]
+    assert sorted(p.name for p in run_dir.iterdir()) == ["demo-0", "demo-3", "runners"]
