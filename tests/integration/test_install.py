@@ -1,0 +1,62 @@
+"""Install once, use anywhere: the wheel as a uv tool puts `codefleet` on PATH.
+
+Builds the wheel from this checkout and installs it with `uv tool install`
+into temporary tool and bin directories (from uv's cache: `--offline`, no
+network), then runs the installed `codefleet` from inside another repository:
+`--version`, `init` and `doctor`. Nothing is created in that repository but
+what `init` writes (no `.venv`). `.ci/run` also runs the demo from the
+installed tool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from codefleet import __version__
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def uv(*args: str, env: dict[str, str]) -> None:
+    done = subprocess.run(
+        ["uv", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_wheel_installs_as_a_uv_tool_and_works_from_another_repository(tmp_path: Path) -> None:
+    assert shutil.which("uv"), "uv is needed to install CodeFleet as a tool"
+    env = {
+        k: v for k, v in os.environ.items()
+        if not k.startswith(("CODEFLEET_", "VIRTUAL_ENV", "UV_PROJECT"))
+    }  # fmt: skip
+    env |= {"UV_TOOL_DIR": str(tmp_path / "tools"), "UV_TOOL_BIN_DIR": str(tmp_path / "bin")}
+    uv("build", "--wheel", "--offline", "-q", "-o", str(tmp_path / "dist"), env=env)
+    (wheel,) = (tmp_path / "dist").glob("codefleet-*.whl")
+    uv("tool", "install", "--offline", "-q", str(wheel), env=env)
+    codefleet = tmp_path / "bin" / "codefleet"
+    repo = tmp_path / "someone-elses-repo"
+    repo.mkdir()
+    (repo / "README.md").write_text("# theirs\n")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(codefleet), *args], cwd=repo, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    version = run("--version")
+    init = run("init")
+    doctor = run("doctor", "--json")
+
+    assert version.returncode == 0 and version.stdout.strip() == f"codefleet {__version__}"
+    assert init.returncode == 0, init.stderr
+    assert (repo / "codefleet.yaml").is_file()
+    checks = {c["name"]: c for c in json.loads(doctor.stdout)}
+    assert checks["workdir"]["ok"] and str(repo) in checks["workdir"]["detail"]
+    assert checks["graph"]["ok"], checks["graph"]
+    assert checks["claude-cli"]["ok"], checks["claude-cli"]
+    assert sorted(p.name for p in repo.iterdir()) == ["README.md", "codefleet.yaml"]
