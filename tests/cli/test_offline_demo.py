@@ -59,6 +59,7 @@ def test_the_offline_demo_vetoes_t4_on_api_py_retries_it_and_passes(tmp_path: Pa
     ]  # fmt: skip
     assert "invalid tag 'DOCS'" in checks[1]["output_tail"]
     assert "refused api.py: held by" in text and "PASS" in text
+    assert "simulated, nothing spent" in text  # the fake model's tokens, priced, not paid
     fake, _ = shared_model((examples_dir() / "demo-model.yaml").resolve())
     assert fake.wait_timeouts() == [], "the veto was staged by the scripts, not by a give-up"
 

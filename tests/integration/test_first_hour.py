@@ -13,6 +13,8 @@ import json
 import os
 import re
 import socket
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -285,3 +287,60 @@ def test_doctor_checks_the_graph_by_the_loaders_rules_and_names_a_claude_login(
     )
     assert "Claude login" in checks["api-key"]["detail"]
     assert "auth login" in checks["api-key"]["hint"]
+
+
+def first_line(args: list[str], cwd: Path) -> str:
+    """Start `codefleet ARGS` in `cwd`, read its first line, stop it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEFLEET_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codefleet.cli", *args], cwd=cwd, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**env, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        return proc.stdout.readline().rstrip("\n")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_serve_in_a_repository_serves_it_and_keeps_its_state_in_an_ignored_dot_codefleet(
+    repo: Path,
+) -> None:
+    line = first_line(["serve", "--port", "0"], repo)
+
+    assert re.fullmatch(
+        rf"CodeFleet server on http://127\.0\.0\.1:\d+ · tree {re.escape(str(repo))} "
+        r"· db \.codefleet/codefleet\.db",
+        line,
+    ), line
+    assert (repo / ".codefleet" / "codefleet.db").is_file()
+    assert (repo / ".codefleet" / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_watch_and_a_runner_name_their_tree_on_their_first_line(
+    repo: Path, server: ServerThread
+) -> None:
+    (repo / "s.yaml").write_text("{}\n")
+
+    watched = first_line(["watch", "--server", server.url], repo)
+    ran = first_line(["runner", "--name", "r1", "--dry-run", "--script", "s.yaml",
+                      "--server", server.url], repo)  # fmt: skip
+
+    assert watched == f"watch: tree {repo} · server {server.url}"
+    assert ran == f"r1: tree {repo} · server {server.url}"
+
+
+@pytest.mark.parametrize("flags", [["--dry-run", "--script"], ["--offline", "--model-script"]])
+def test_a_broken_script_file_is_an_error_naming_the_file(
+    repo: Path, server: ServerThread, flags: list[str]
+) -> None:
+    (repo / "broken.yaml").write_text("T1: [unclosed\n")
+
+    result = cli("run", *flags, "broken.yaml", "--server", server.url)
+    missing = cli("run", *flags, "absent.yaml", "--server", server.url)
+
+    assert result.exit_code == 1 and "broken.yaml is not valid YAML" in said(result)
+    assert missing.exit_code == 1 and "cannot read " in said(missing)
+    assert "absent.yaml: No such file or directory" in said(missing)
+    assert "Traceback" not in said(result) + said(missing)

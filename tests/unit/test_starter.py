@@ -1,0 +1,92 @@
+"""`codefleet init`'s reading of a repository: which checks it names, and the files it writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from codefleet.graph import parse_graph
+from codefleet.scripted import parse_script
+from codefleet.starter import (
+    find_checks,
+    starter_graph,
+    starter_model_script,
+    starter_script,
+)
+from codefleet.testing.fakescript import scripts_from_dict
+
+
+def found(root: Path, uv: bool = True) -> list[tuple[str, str]]:
+    return [(c.name, c.command) for c in find_checks(root, have_uv=uv)]
+
+
+def test_pytest_in_the_dev_group_runs_through_the_projects_own_uv_environment(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "pyproject.toml").write_text('[dependency-groups]\ndev = ["pytest>=8"]\n')
+
+    assert found(tmp_path) == [("test", "uv run --project . pytest -q")]
+    assert found(tmp_path, uv=False) == [("test", "python -m pytest -q")]
+
+
+def test_pytest_in_an_extra_installs_that_extra(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n[project.optional-dependencies]\ntest = ["pytest", "hypothesis"]\n'
+    )
+
+    assert found(tmp_path) == [("test", "uv run --project . --extra test pytest -q")]
+
+
+def test_test_modules_that_import_pytest_without_any_config_get_pytest_alongside(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+    (tmp_path / "test_lib.py").write_text("import pytest\n")
+
+    [check] = find_checks(tmp_path, have_uv=True)
+    assert check.command == "uv run --project . --with pytest pytest -q"
+    assert check.source == "test_lib.py, which imports pytest"
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({"package.json": json.dumps({"scripts": {"test": "vitest", "lint": "eslint ."}})},
+         [("test", "npm test"), ("lint", "npm run lint")]),
+        ({"package.json": json.dumps({"scripts": {"test": 'echo "Error: no test specified" && exit 1'}})},
+         []),
+        ({"Makefile": "all:\n\tcc x.c\n\ntest: all\n\t./x --test\nlint:\n\tclang-tidy x.c\n"},
+         [("test", "make test"), ("lint", "make lint")]),
+        ({"Cargo.toml": "[package]\nname = 'x'\n"}, [("test", "cargo test")]),
+        ({"go.mod": "module x\n"}, [("test", "go test ./...")]),
+        ({"README.md": "# nothing to run\n"}, []),
+    ],
+    ids=["npm scripts", "npm's placeholder test", "a Makefile", "Cargo", "Go", "nothing"],
+)  # fmt: skip
+def test_other_ecosystems_use_their_own_runner(
+    tmp_path: Path, files: dict[str, str], expected: list[tuple[str, str]]
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+
+    assert found(tmp_path) == expected
+
+
+def test_the_starter_files_load_and_script_exactly_the_example_tasks(tmp_path: Path) -> None:
+    (tmp_path / "README.rst").write_text("Title\n=====\n")
+    (tmp_path / "pyproject.toml").write_text('[dependency-groups]\ndev = ["pytest"]\n')
+    checks = find_checks(tmp_path, have_uv=True)
+
+    graph = parse_graph(yaml.safe_load(starter_graph(tmp_path, checks)))
+    script = parse_script(yaml.safe_load(starter_script(tmp_path, checks)))
+    model = scripts_from_dict(yaml.safe_load(starter_model_script(tmp_path, checks)))
+
+    assert [t["id"] for t in graph] == ["T1", "T2"]
+    assert graph.checks == {"test": "uv run --project . pytest -q"}
+    assert graph[0]["verify"] == "test" and graph[1]["file_scope"] == ["README.rst"]
+    assert set(script) == set(model) == {"T1", "T2"}
+    written = model["T2"][1].content[1]
+    assert written.input["content"].startswith("Title\n=====\n")  # type: ignore[union-attr]
