@@ -35,8 +35,8 @@ def task_detail(task: dict[str, Any]) -> RenderableType:
 def _fields(task: dict[str, Any]) -> list[tuple[str, Text]]:
     status = Text(task["status"], style=STATUS_STYLE.get(task["status"], ""))
     status.append(f" · attempt {task['attempts']} of {task['max_attempts']}", style="")
-    if task.get("assigned_agent_id"):
-        status.append(f" · {task['assigned_agent_id']}")
+    if task.get("assigned_agent_id") and task["status"] in ("assigned", "running"):
+        status.append(f" · on {task['assigned_agent_id']}")
     rows = [("status", status)]
     rows.append(("depends on", Text(", ".join(task.get("depends_on") or ()) or "—")))
     if task.get("unmet_dependencies"):
