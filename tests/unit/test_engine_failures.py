@@ -210,7 +210,7 @@ def test_preparing_a_batch_changes_nothing_and_committing_it_rechecks_the_stored
     assert prepared.scopes == {"a": ["a.py"]}
     fleet.add("a")  # another load took the id in between
 
-    with pytest.raises(InvalidGraph, match="used twice"):
+    with pytest.raises(InvalidGraph, match="task a is already loaded on the server"):
         fleet.engine.commit_tasks(prepared)
 
     assert [t["id"] for t in fleet.engine.store.tasks()] == ["a"]
