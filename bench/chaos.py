@@ -322,7 +322,7 @@ class Chaos:
         cmd += ["--run-dir", str(self.base / "runs")]
         return Proc(name, cmd, self.base / "logs" / f"{name}.log", self.env, self.base)
 
-    async def wait_up(self, client: FleetClient, timeout: float = 30.0) -> None:
+    async def wait_up(self, client: FleetClient, timeout: float = 90.0) -> None:
         deadline = time.monotonic() + timeout
         while True:
             with contextlib.suppress(ServerUnavailable):

@@ -215,8 +215,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
     def tick(self) -> list[sched.Decision]:
         """Snapshot, schedule, apply in one transaction; returns what was decided."""
         self.mark_alive()
-        if self.restores_due():  # left over when a release could not commit: finish them first
-            self.finish_restores(self.restores_due())
+        self.finish_due_restores()  # left over when a release could not commit: finish them first
         now = self.clock()
         self.interactive.expire_idle(now)
         window = BASE_WINDOW

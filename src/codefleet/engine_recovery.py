@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from codefleet.errors import StoreUnavailable
 from codefleet.index import live_task
 from codefleet.models import TaskStatus, from_iso, to_iso
 
@@ -84,14 +85,26 @@ class RecoveryMixin:
             if outermost:
                 self.idle_announced = idle  # a memory-only flag the rolled-back tick may have set
             raise
-        if outermost and not self._finishing:
-            due = self.restores_due()
-            if due:
-                self._finishing = True
-                try:
-                    self.finish_restores(due)
-                finally:
-                    self._finishing = False
+        if outermost:
+            self.finish_due_restores()
+
+    def finish_due_restores(self) -> None:
+        """Steps 2 and 3 of every restore not yet tried; a failure leaves them due.
+
+        Called after a transition committed: whatever goes wrong here is not that
+        transition's failure (it is stored), so it is logged and the next tick
+        tries again.
+        """
+        due = self.restores_due()
+        if not due or self._finishing:
+            return
+        self._finishing = True
+        try:
+            self.finish_restores(due)
+        except Exception:  # a loop boundary: the restores stay due, the next tick retries
+            log.exception("could not finish the restores of %s; retrying at the next tick", due)
+        finally:
+            self._finishing = False
 
     # -- after a rolled-back transaction -----------------------------------------------------
 
@@ -158,13 +171,17 @@ class RecoveryMixin:
     # -- across restarts ----------------------------------------------------------------------
 
     def mark_alive(self) -> None:
-        """Record that the server is up (at most once per heartbeat interval)."""
+        """Record that the server is up (at most once per heartbeat interval); never blocks a tick."""
         now = self.clock()
         last = self._alive_marked
         if last is not None and (now - last).total_seconds() < self.heartbeat_interval:
             return
-        with self.store.transaction():
-            self.store.set_meta(ALIVE_KEY, to_iso(now))
+        try:
+            with self.store.transaction():
+                self.store.set_meta(ALIVE_KEY, to_iso(now))
+        except StoreUnavailable:
+            log.warning("could not record that the server is up (the database refused)")
+            return
         self._alive_marked = now
 
     def downtime(self, now: datetime) -> timedelta | None:

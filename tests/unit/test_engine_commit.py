@@ -44,10 +44,15 @@ class DiskFills:
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
         self.full = False
+        self.commits_left: int | None = None  # the disk fills after this many more COMMITs
 
     def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
-        if self.full and sql.strip().upper() == "COMMIT":
-            raise sqlite3.OperationalError("database or disk is full")
+        if sql.strip().upper() == "COMMIT":
+            if self.commits_left is not None:
+                self.full = self.commits_left <= 0
+                self.commits_left -= 1
+            if self.full:
+                raise sqlite3.OperationalError("database or disk is full")
         return self.db.execute(sql, *args)
 
     def __getattr__(self, name: str) -> Any:
@@ -192,3 +197,28 @@ def test_a_restart_credits_every_agent_with_the_servers_downtime(harness: Harnes
     assert sched.MarkOffline(agent) not in engine.tick()
     harness.clock.advance(16)  # 21 s of silence the server could have heard
     assert sched.MarkOffline(agent) in engine.tick()
+
+
+def test_a_restore_whose_release_cannot_commit_stays_held_and_the_next_tick_finishes_it(
+    harness: Harness,
+) -> None:
+    agent, epoch = _running(harness)
+    harness.engine.acquire(agent, epoch, "T", ["a.py"], "Write")
+    (harness.tree / "a.py").write_text("edited\n")
+    harness.disk.commits_left = 1  # the report commits; the release after the restore cannot
+
+    answer = harness.engine.complete("T", agent, epoch, Report(attempt=1, ok=False, error="x"))
+
+    assert answer["status"] == TaskStatus.PENDING
+    assert (harness.tree / "a.py").read_text() == "A = 1\n"
+    assert harness.engine.leases == {"a.py": (agent, "T")}  # held until the release is stored
+    assert harness.committed("SELECT path FROM file_leases") == [("a.py",)]
+    harness.clock.advance(3)  # past its backoff, with its runner idle: still not handed out
+    with pytest.raises(StoreUnavailable):
+        harness.engine.tick()
+    assert harness.engine.index.live["T"].status is TaskStatus.PENDING
+    harness.disk.commits_left = None
+    harness.disk.full = False
+    harness.engine.tick()
+    assert harness.engine.leases == {}
+    assert harness.committed("SELECT COUNT(*) FROM file_leases") == [(0,)]
