@@ -74,7 +74,12 @@ def join(
     ] = False,
     show: PrintOpt = False,
 ) -> None:
-    """Make every Claude Code session started in this tree take and respect leases."""
+    """Make every Claude Code session started in this tree take and respect leases.
+
+    Merges CodeFleet's PreToolUse, PostToolUse and SessionEnd command hooks into the tree's
+    `.claude/settings.local.json` (other keys and hooks kept, a `.bak` of the old file,
+    idempotent). `codefleet leave` removes exactly them.
+    """
     tree = _tree(workdir)
     settings = settings_from(server_url=server, token=token)
     block = hooks_block(codefleet_command(), settings.url, tree, fail_open)
