@@ -153,8 +153,10 @@ async def _offline(client: FleetClient, name: str) -> bool:
 
 
 def _runner(server: ServerThread, workdir: Path, tmp_path: Path, *extra: str) -> list[str]:
-    return [*CLI, "runner", "--dry-run", "--server", server.url, "--workdir", str(workdir),
-            "--run-dir", str(tmp_path / "runs"), *extra]  # fmt: skip
+    script = tmp_path / "no-steps.yaml"
+    script.write_text("{}\n")  # scripted agents that play no step
+    return [*CLI, "runner", "--dry-run", "--script", str(script), "--server", server.url,
+            "--workdir", str(workdir), "--run-dir", str(tmp_path / "runs"), *extra]  # fmt: skip
 
 
 def _env() -> dict[str, str]:
@@ -244,8 +246,10 @@ def test_run_names_its_runners_apart_per_invocation_by_host_and_pid(
     server = make_server()
     asyncio.run(_create(server.url, [{"id": "T", "title": "t", "description": "do it"}]))
 
+    script = tmp_path / "script.yaml"
+    script.write_text("T: []\n")  # scripted to change nothing
     done = subprocess.run(
-        [*CLI, "run", "--dry-run", "--runners", "2", "--json", "--server", server.url,
+        [*CLI, "run", "--dry-run", "--script", str(script), "--runners", "2", "--json", "--server", server.url,
          "--workdir", str(workdir), "--run-dir", str(tmp_path / "runs")],
         capture_output=True, text=True, timeout=120, env=_env(),
     )  # fmt: skip

@@ -29,6 +29,9 @@ LINE_WAIT_S = 30.0
 
 async def start_runner(*args: str, tmp_path: Path) -> asyncio.subprocess.Process:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEFLEET_")}
+    if "--script" not in args:  # scripted agents that play no step
+        (tmp_path / "no-steps.yaml").write_text("{}\n")
+        args = ("--script", str(tmp_path / "no-steps.yaml"), *args)
     return await asyncio.create_subprocess_exec(
         sys.executable, "-m", "codefleet.cli", "runner", "--dry-run",
         "--run-dir", str(tmp_path / "runs"), *args,
