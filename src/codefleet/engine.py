@@ -13,6 +13,12 @@ reactively (any transition that can create readiness kicks one) and on a timer.
 
 Lease exclusion is the primary key of `file_leases`; the in-memory lease map
 is a mirror for answering denials with the holder's name.
+
+File I/O never runs inside a transaction (`engine_files`): a transition that
+ends a failed attempt commits a restore intent, and `transition()`
+(`engine_recovery`) puts the files back after the COMMIT and releases them in
+a transaction of their own. A transaction that fails re-reads only what it
+touched, so memory is never ahead of the database.
 """
 
 from __future__ import annotations
