@@ -51,9 +51,9 @@ log = logging.getLogger(__name__)
 INTERACTIVE: Final = "interactive"  # the `kind` of an interactive agent, task and lease
 TASK_PREFIX: Final = "i-"
 # Paths the fleet can never lease: a person's write there cannot collide with an agent's
-# (`hard_link`: a file with several names, which no task may lease either).
+# (a hard-linked file is one no task may lease either).
 NOT_LEASABLE: Final = frozenset(
-    {DenyReason.OUTSIDE_WORKDIR, DenyReason.PROTECTED_PATH, "hard_link"}
+    {DenyReason.OUTSIDE_WORKDIR, DenyReason.PROTECTED_PATH, DenyReason.HARD_LINK}
 )
 USER_CHARS: Final = re.compile(r"[^A-Za-z0-9._-]")
 

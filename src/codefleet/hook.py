@@ -59,9 +59,9 @@ PRE_TIMEOUT_S: Final = 5.0  # below the hook timeout `join` writes, so our reaso
 RECORD_TIMEOUT_S: Final = 2.0
 MAX_ANSWER_BYTES: Final = 4 * 1024 * 1024
 # Paths the fleet can never lease: a person's write there cannot collide with an agent's
-# (`hard_link`: a file with several names, which no task may lease either).
+# (a hard-linked file is one no task may lease either).
 NOT_THE_LOCKS_BUSINESS: Final = frozenset(
-    {DenyReason.OUTSIDE_WORKDIR, DenyReason.PROTECTED_PATH, "hard_link"}
+    {DenyReason.OUTSIDE_WORKDIR, DenyReason.PROTECTED_PATH, DenyReason.HARD_LINK}
 )
 USAGE: Final = (
     "usage: codefleet hook pre-tool-use|post-tool-use|session-end --server URL --tree PATH "
@@ -170,7 +170,9 @@ def _input_problem(data: Any, event: str) -> str | None:
 
 def _lease_keys(tree: str, cwd: str, raw: list[str]) -> tuple[list[str], str | None]:
     """The lease keys of `raw` (the pre-write gate's canonical form), or why the write is refused."""
-    root = TreeRoot(Path(tree))
+    # Only `.git` here: which other names are protected is the server's setting, and a path
+    # it protects comes back `skipped` (nothing leased, no objection).
+    root = TreeRoot(Path(tree), names=())
     keys: list[str] = []
     for path in raw:
         try:

@@ -12,6 +12,7 @@ it, with an event that says which; nothing is ever rolled back.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -381,3 +382,24 @@ async def test_a_restart_keeps_a_persons_leases_and_session(
         assert reason(writes(second, workdir, "a.py", BOB)).startswith("a.py is being edited by ada@0aeef531")  # fmt: skip
         assert person(second, workdir, "session-end") == ""
         assert await leases(client) == {}
+
+
+async def test_the_servers_protected_names_and_hard_links_are_not_the_persons_problem(
+    client: FleetClient, server: ServerThread, workdir: Path
+) -> None:
+    (workdir / ".claude").mkdir()
+    (workdir / "linked.py").write_text("L = 1\n")
+    os.link(workdir / "linked.py", workdir / "other-name.py")
+    assert writes(server, workdir, ".claude/settings.json") == ""
+    assert writes(server, workdir, "linked.py") == ""
+    assert await leases(client) == {}
+
+
+async def test_a_name_the_server_does_not_protect_is_leased_like_any_file(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    """The hook leaves the configurable names to the server (here: none but `.git`)."""
+    server = make_server(protected_paths="")
+    async with FleetClient(server.url) as client:
+        assert writes(server, workdir, ".claude/settings.json") == ""
+        assert set(await leases(client)) == {".claude/settings.json"}
