@@ -297,6 +297,11 @@ class FleetClient:
     async def reset(self) -> None:
         await self._call("POST", "/reset")
 
+    async def resume(self) -> dict[str, Any]:
+        """Lift the fleet's usage-limit pause now (`POST /fleet/resume`)."""
+        result: dict[str, Any] = await self._json("POST", "/fleet/resume")
+        return result
+
     async def fleet_started(self, **payload: Any) -> None:
         await self._call("POST", "/fleet/started", body=payload)
 

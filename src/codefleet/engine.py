@@ -37,6 +37,7 @@ from codefleet.engine_checks import ChecksMixin
 from codefleet.engine_files import FilesMixin
 from codefleet.engine_graph import GraphMixin
 from codefleet.engine_interactive import InteractiveHolders
+from codefleet.engine_limits import FleetLimits, ResumeReason
 from codefleet.engine_recovery import RecoveryMixin
 from codefleet.errors import InvalidState, NotFound, NotOwner
 from codefleet.index import LiveIndex, LiveTask, live_task
@@ -59,7 +60,8 @@ log = logging.getLogger(__name__)
 BASE_WINDOW = 64
 # A veto waits on the holder (its scope), a failed verify has the output to act on:
 # a timer adds nothing to either (docs/decisions.md, "A veto requeues without backoff").
-NO_BACKOFF = frozenset({ErrorKind.VETO, ErrorKind.VERIFY_FAILED})
+# A usage limit pauses the whole fleet instead ("A usage limit pauses the fleet").
+NO_BACKOFF = frozenset({ErrorKind.VETO, ErrorKind.VERIFY_FAILED, ErrorKind.RATE_LIMITED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +94,7 @@ class Report:
     cost_usd: float = 0.0
     duration_ms: int | None = None
     session_id: str | None = None
+    retry_after_s: float | None = None  # a usage limit's stated retry time, when it gave one
 
 
 class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
@@ -124,6 +127,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         self.interactive = InteractiveHolders(self, self.config.interactive_idle)
         self._finishing = False
         self._alive_marked: datetime | None = None
+        self.limits = FleetLimits(store)
         self.load()
         self.finish_restores()  # a take-back the last process could not finish, before anyone
         self._block_orphans()
@@ -159,6 +163,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
             self._mirror_lease(lease["path"], lease["agent_id"], lease["task_id"])
         self.interactive.load()
         self.load_restores()
+        self.limits.load(self.clock())
         self.idle_announced = not idx.live
 
     def _mirror_lease(self, path: str, agent_id: str, task_id: str) -> None:
@@ -216,6 +221,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
             idle_announced=self.idle_announced,
             stale_after=timedelta(seconds=self.config.stale_after),
             task_timeout=timedelta(seconds=self.config.task_timeout),
+            paused_until=self.limits.paused_until(),
         )
 
     def tick(self) -> list[sched.Decision]:
@@ -259,6 +265,8 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
                     self._fence_owner(live, now)  # an overdue last attempt is a take-back too
                 self._end_attempt(live, ReleaseReason(_release_for(reason)), now)
                 self._fail(live, kind, reason, now)
+            case sched.ResumeFleet():
+                self.limits.resume(ResumeReason.ELAPSED, now)
             case sched.Assign(task_id, agent_id):
                 self._assign(task_id, agent_id, now)
             case sched.FleetIdle():
@@ -398,6 +406,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
 
     def _succeed(self, task: LiveTask, report: Report, now: datetime) -> None:
         at = to_iso(now)
+        self.limits.succeeded()
         self.index.finish(task, TaskStatus.SUCCEEDED)
         self.store.update_task(
             task.id,
@@ -430,14 +439,37 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         if kind not in RETRYABLE_KINDS:
             self._fail(task, kind, error, now)
             return
-        if task.attempts >= task.max_attempts:  # the last attempt: no requeue to wait out
-            spent = f"out of attempts ({task.attempts}/{task.max_attempts}); last: {kind}: {error}"
+        if kind is ErrorKind.RATE_LIMITED:
+            self._limit_reached(task, report, error, now)
+            return
+        if task.charged >= task.max_attempts:  # the last attempt: no requeue to wait out
+            spent = f"out of attempts ({task.charged}/{task.max_attempts}); last: {kind}: {error}"
             self._fail(task, ErrorKind.ATTEMPTS_EXHAUSTED, spent, now, last_error_kind=kind)
             return
         widen = None
         if kind is ErrorKind.VETO and report.blocked_on_path:
             widen = self._canonical_or_none(report.blocked_on_path)
         self._requeue(task, kind, error, now, blocked_on_path=widen)
+
+    def _limit_reached(self, task: LiveTask, report: Report, error: str, now: datetime) -> None:
+        """A usage limit: the fleet pauses and the attempt is not charged.
+
+        Docs: decisions.md, "A usage limit pauses the fleet".
+        """
+        agent = self.agents.get(task.agent_id or "")
+        who = agent.name if agent else "a runner"
+        until = self.limits.limited(task.id, report.retry_after_s, f"{who}: {error}", now)
+        task.uncharged += 1
+        self.store.update_task(task.id, uncharged_attempts=task.uncharged)
+        self._requeue(task, ErrorKind.RATE_LIMITED, error, now, charged=False,
+                      paused_until=to_iso(until))  # fmt: skip
+
+    def resume(self) -> dict[str, Any]:
+        """Lift a usage-limit pause by hand (`codefleet resume`)."""
+        with self.store.transaction():
+            resumed = self.limits.resume(ResumeReason.OPERATOR, self.clock())
+        self.kick()
+        return {"resumed": resumed, "paused_until": None}
 
     def _canonical_or_none(self, raw: str) -> str | None:
         try:
@@ -464,6 +496,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         error: str,
         now: datetime,
         blocked_on_path: str | None = None,
+        **detail: Any,
     ) -> None:
         """Back to pending; a veto waits on its path, a failed verify retries at once."""
         backoff = None
@@ -499,6 +532,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
             backoff_until=to_iso(backoff) if backoff else None,
             blocked_on_path=blocked_on_path,
             file_scope=sorted(task.scope),
+            **detail,
         )
 
     def _fail(
@@ -654,8 +688,9 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         row = self.store.task(task_id)
         assert row is not None
         row.update(
-            status=TaskStatus.PENDING, attempts=0, backoff_until=None, assigned_agent_id=None
-        )
+            status=TaskStatus.PENDING, attempts=0, uncharged_attempts=0, backoff_until=None,
+            assigned_agent_id=None,
+        )  # fmt: skip
         task = live_task(row)
         task.unmet = self.index.unmet_of(task_id)
         self.index.add_live(task)
@@ -666,6 +701,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
             task_id,
             status=TaskStatus.PENDING,
             attempts=0,
+            uncharged_attempts=0,
             backoff_until=None,
             error=None,
             error_kind=None,

@@ -33,6 +33,7 @@ from codefleet.models import TaskStatus, from_iso, to_iso
 if TYPE_CHECKING:
     from codefleet.engine_agents import AgentState
     from codefleet.engine_interactive import InteractiveHolders
+    from codefleet.engine_limits import FleetLimits
     from codefleet.index import LiveIndex
     from codefleet.store import Row, Store, Touched
 
@@ -54,6 +55,7 @@ class RecoveryMixin:
     restoring: dict[str, dict[str, str | None]]
     idle_announced: bool
     interactive: InteractiveHolders
+    limits: FleetLimits
     _finishing: bool
     _alive_marked: datetime | None
 
@@ -115,6 +117,7 @@ class RecoveryMixin:
         self._reload_leases(touched.lease_tasks)
         if touched.interactive:
             self.interactive.load()
+        self.limits.load(self.clock())  # a pause is its events: re-read the last one
 
     def _reload_tasks(self, task_ids: set[str]) -> None:
         idx = self.index

@@ -55,6 +55,7 @@ class Outcome:
     cost_usd: float = 0.0
     session_id: str | None = None
     files_written: list[str] = field(default_factory=list)
+    retry_after_s: float | None = None  # RATE_LIMITED: when the limit lifts, if it was said
 
 
 class Executor(Protocol):

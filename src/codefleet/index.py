@@ -46,16 +46,22 @@ class LiveTask:
     backoff_until: datetime | None = None
     agent_id: str | None = None
     assigned_at: datetime | None = None
+    uncharged: int = 0  # attempts a usage limit ended: they do not count against max_attempts
     unmet: int = 0
     chain: int = 1
     ready_key: ReadyKey | None = None
+
+    @property
+    def charged(self) -> int:
+        """The attempts that count against `max_attempts`."""
+        return self.attempts - self.uncharged
 
     def view(self) -> TaskView:
         return TaskView(
             id=self.id,
             priority=self.priority,
             file_scope=self.scope,
-            attempts=self.attempts,
+            attempts=self.charged,
             max_attempts=self.max_attempts,
             backoff_until=self.backoff_until,
             assigned_agent_id=self.agent_id,
@@ -76,6 +82,7 @@ def live_task(row: Mapping[str, Any]) -> LiveTask:
         backoff_until=from_iso(row["backoff_until"]) if row["backoff_until"] else None,
         agent_id=row["assigned_agent_id"],
         assigned_at=from_iso(row["assigned_at"]) if row["assigned_at"] else None,
+        uncharged=int(row.get("uncharged_attempts") or 0),
     )
 
 
@@ -199,7 +206,7 @@ class LiveIndex:
         """File a pending task where it belongs: ready, backing off, exhausted or waiting."""
         self.discard_ready(task)
         self.in_flight.pop(task.id, None)
-        if task.attempts >= task.max_attempts:
+        if task.charged >= task.max_attempts:
             self.exhausted.add(task.id)
         elif task.unmet == 0 and task.backoff_until is not None:
             heapq.heappush(self.backoff, (task.backoff_until, task.id))

@@ -116,6 +116,8 @@ class EventType(StrEnum):
     FLEET_IDLE = "fleet_idle"
     RUN_FINISHED = "run_finished"
     TASK_COMMITTED = "task_committed"
+    FLEET_PAUSED = "fleet_paused"
+    FLEET_RESUMED = "fleet_resumed"
 
 
 class CheckPurpose(StrEnum):

@@ -26,7 +26,14 @@ import yaml
 
 from codefleet.executor import Attempt
 from codefleet.session import HOOK_TIMEOUT_S, SessionExecutor
-from codefleet.testing.fakemodel import FakeModel, Turn, marker, scripts_from_dict, session_env
+from codefleet.testing.fakemodel import (
+    FakeModel,
+    Login,
+    Turn,
+    marker,
+    scripts_from_dict,
+    session_env,
+)
 
 __all__ = [
     "ModelFileError",
@@ -104,12 +111,13 @@ def offline_executor(
     max_turns: int = 40,
     max_budget_usd: float = 0.50,
     hook_timeout: float = HOOK_TIMEOUT_S,
+    login: Login = "api_key",
 ) -> SessionExecutor:
     """A `SessionExecutor` whose sessions talk to `fake`, each with its own HOME."""
     ids = frozenset(script_ids)
 
     def env(attempt: Attempt) -> Mapping[str, str]:
-        return {**BLANKED, **session_env(fake, session_home(attempt))}
+        return {**BLANKED, **session_env(fake, session_home(attempt), login)}
 
     def prompt_marker(attempt: Attempt) -> str:
         return marker(script_id_for(ids, attempt))

@@ -339,6 +339,8 @@ class Runner:
             "session_id": outcome.session_id,
             "files_written": outcome.files_written,
         }
+        if outcome.retry_after_s is not None:
+            report["retry_after_s"] = outcome.retry_after_s
         try:
             await self._retrying(
                 lambda: self.client.complete(task["id"], self.agent_id, self.epoch, report)

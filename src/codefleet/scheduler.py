@@ -8,13 +8,17 @@ in ONE transaction:
 2. take back their in-flight tasks: requeue, or fail when out of attempts;
 3. take back tasks past their server-side deadline the same way;
 4. fail pending tasks that are out of attempts;
-5. assign runnable tasks to idle agents;
-6. announce that the fleet is idle.
+5. resume the fleet when its usage-limit pause has run out;
+6. assign runnable tasks to idle agents, unless the fleet is paused;
+7. announce that the fleet is idle.
 
 The order is the contract: assignment must see the state the earlier steps
 leave behind. A lease held by a runner that just went stale is released by
-step 1, so step 5 must not count that path as busy, and a task taken back in
-step 2 must not be handed to the agent that just went offline.
+step 1, so step 6 must not count that path as busy, and a task taken back in
+step 2 must not be handed to the agent that just went offline. A pause that
+ends at `now` is lifted by step 5 before step 6 looks at it, so the tick that
+resumes the fleet also fills it. While a pause is on, steps 1-4 still run:
+a limit stops new sessions, not the fleet's bookkeeping.
 
 Ties break on ids, so the output is a total order for a given snapshot.
 """
@@ -36,6 +40,7 @@ __all__ = [
     "FleetState",
     "MarkOffline",
     "Requeue",
+    "ResumeFleet",
     "TaskView",
     "candidate_order",
     "schedule",
@@ -49,7 +54,7 @@ class TaskView:
     id: str
     priority: int
     file_scope: frozenset[str]
-    attempts: int
+    attempts: int  # the attempts charged against max_attempts (a usage limit's are not)
     max_attempts: int
     backoff_until: datetime | None = None
     assigned_agent_id: str | None = None
@@ -84,6 +89,10 @@ class FleetState:
     idle_announced: bool = True
     stale_after: timedelta = timedelta(seconds=20)
     task_timeout: timedelta = timedelta(seconds=600)
+    paused_until: datetime | None = None  # a usage limit: no assignment before this time
+
+    def paused_at(self, now: datetime) -> bool:
+        return self.paused_until is not None and now < self.paused_until
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +125,12 @@ class FleetIdle:
     pass
 
 
-Decision = MarkOffline | Requeue | FailTask | Assign | FleetIdle
+@dataclass(frozen=True, slots=True)
+class ResumeFleet:
+    """The usage-limit pause ran out: lift it (`fleet_resumed`)."""
+
+
+Decision = MarkOffline | Requeue | FailTask | ResumeFleet | Assign | FleetIdle
 
 
 @dataclass(slots=True)
@@ -133,7 +147,10 @@ def schedule(state: FleetState, now: datetime) -> list[Decision]:
     _take_back_overdue(state, now, plan)
     for task in state.exhausted:
         plan.decisions.append(FailTask(task.id, ErrorKind.ATTEMPTS_EXHAUSTED, "out of attempts"))
-    _assign(state, now, plan)
+    if state.paused_until is not None and not state.paused_at(now):
+        plan.decisions.append(ResumeFleet())
+    if not state.paused_at(now):
+        _assign(state, now, plan)
     if state.live_tasks == 0 and not state.idle_announced:
         plan.decisions.append(FleetIdle())
     return plan.decisions
@@ -222,6 +239,8 @@ def wants_wider_window(state: FleetState, decisions: Sequence[Decision]) -> bool
     """True when idle agents were left over only because the window was cut."""
     if not state.more_candidates:
         return False
+    if state.paused_until is not None and not any(isinstance(d, ResumeFleet) for d in decisions):
+        return False  # paused: nothing was assigned, and a wider window would not change that
     assigned = sum(isinstance(d, Assign) for d in decisions)
     idle = sum(1 for a in state.agents if a.status is AgentStatus.IDLE)
     return assigned < idle

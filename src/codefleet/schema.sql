@@ -11,7 +11,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     priority         INTEGER NOT NULL DEFAULT 3 CHECK (priority BETWEEN 1 AND 5),
     file_scope       TEXT NOT NULL DEFAULT '[]',
     assigned_agent_id TEXT,
-    attempts         INTEGER NOT NULL DEFAULT 0,
+    attempts         INTEGER NOT NULL DEFAULT 0,  -- the attempt number: +1 per assignment
+    uncharged_attempts INTEGER NOT NULL DEFAULT 0,  -- attempts a usage limit ended: not charged
     max_attempts     INTEGER NOT NULL DEFAULT 3,
     backoff_until    TEXT,
     result_summary   TEXT,

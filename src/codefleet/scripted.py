@@ -6,7 +6,7 @@ optional `attempt: N` (run the step only on that attempt):
     write: {path, content}      edit: {path, old, new}     append: {path, text}
     sleep: SECONDS              wait_leased: PATH           wait_denied: PATH
     fail: MESSAGE               check: NAME                 expect_check: pass|fail
-    expect_error: TEXT          make_dir: PATH
+    expect_error: TEXT          make_dir: PATH              rate_limit: SECONDS|null
 
 Every file change goes through the attempt's `WriteGate` first, exactly as a
 real session's hook does; a denied write ends the attempt as a veto naming the
@@ -21,6 +21,8 @@ output) contains TEXT: how the scripted tier observes what a retry is told.
 `make_dir` turns PATH into a directory behind the lock's back, without asking
 (what a tool outside CodeFleet might do): it stages a file the server cannot
 restore.
+`rate_limit` ends the attempt as a real session that hit a usage limit does
+(`rate_limited`), saying the limit lifts in SECONDS (null: it did not say).
 A task with no script succeeds without writing anything.
 """
 
@@ -44,7 +46,7 @@ __all__ = ["ScriptError", "ScriptedExecutor", "Step", "load_script"]
 STEP_KINDS: Final = frozenset(
     {
         "write", "edit", "append", "sleep", "wait_leased", "wait_denied", "fail",
-        "check", "expect_check", "expect_error", "make_dir",
+        "check", "expect_check", "expect_error", "make_dir", "rate_limit",
     }
 )  # fmt: skip
 WAIT_POLL_S: Final = 0.01
@@ -157,6 +159,8 @@ class ScriptedExecutor:
                 raise _StepFailed(
                     Outcome(False, error=str(step.arg), error_kind=ErrorKind.AGENT_ERROR)
                 )
+            case "rate_limit":
+                raise _StepFailed(_rate_limited(step.arg, attempt))
             case "check" | "expect_check" | "expect_error":
                 await self._checks(step, attempt, played)
             case "make_dir":
@@ -226,6 +230,17 @@ class ScriptedExecutor:
     async def _was_denied(self, attempt: Attempt, path: str) -> bool:
         events = await attempt.gate.client.events(type_=EventType.LEASE_DENIED)
         return any(e["payload"].get("path") == path for e in events)
+
+
+def _rate_limited(retry_after: Any, attempt: Attempt) -> Outcome:
+    said = None if retry_after is None else float(retry_after)
+    return Outcome(
+        False,
+        error="scripted usage limit (HTTP 429)",
+        error_kind=ErrorKind.RATE_LIMITED,
+        retry_after_s=said,
+        files_written=list(attempt.gate.written),
+    )
 
 
 def _give_up(message: str) -> NoReturn:

@@ -321,6 +321,10 @@ def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings
     async def fleet_finished(body: FleetBody) -> JSONResponse:
         return _json(engine.fleet_event("run_finished", body.model_dump(exclude_none=True)))
 
+    @app.post("/fleet/resume")
+    async def resume() -> JSONResponse:
+        return _json(engine.resume())
+
     @app.post("/commits")
     async def commits(body: CommitsBody) -> JSONResponse:
         pairs = [(c.task_id, c.commit) for c in body.commits]

@@ -132,7 +132,7 @@ class Reads:
         return found
 
     def state(self) -> Row:
-        store = self.engine.store
+        store, now = self.engine.store, utcnow()
         tokens_in, tokens_out, cost = store.usage_totals()
         return {
             "tasks": self.tasks(None, 1_000_000, 0),
@@ -145,9 +145,12 @@ class Reads:
                 "cost_usd": round(cost, 6),
             },
             "last_event_id": store.last_event_id(),
+            "server_time": to_iso(now),
+            **self.engine.limits.view(now),
         }
 
     def health(self) -> dict[str, Any]:
+        now = utcnow()
         return {
             "status": "ok",
             "version": __version__,
@@ -155,5 +158,6 @@ class Reads:
             "last_event_id": self.engine.store.last_event_id(),
             "live_tasks": len(self.engine.index.live),
             "loop_stalled_s": round(self.engine.deaf_seconds(), 3),
-            "server_time": to_iso(utcnow()),
+            "server_time": to_iso(now),
+            "paused_until": self.engine.limits.view(now)["paused_until"],
         }

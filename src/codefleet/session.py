@@ -16,11 +16,18 @@ to decision) so the coordination overhead can be reported.
 
 Failures, mapped in `session_outcome` (whose docstring has the full order):
 a vetoed write -> VETO; budget or turn stop -> BUDGET; an API error result ->
-INFRA (429 -> RATE_LIMITED); a CLI that cannot start or whose pipe breaks
+INFRA (429 or 529 -> RATE_LIMITED); a CLI that cannot start or whose pipe breaks
 (`CLIConnectionError`, incl. not found) or that dies without a result frame
 (`ProcessError`, JSON garbage) -> INFRA, since the environment failed, not the
 agent; a result with `is_error` otherwise -> AGENT_ERROR. A `ResultError`
 raised after the `ResultMessage` was yielded is expected: the result decides.
+
+When a limit lifts: the CLI keeps an API's `retry-after` header to itself
+(it waits out a short one within its own retries and gives up at once on a
+long one, measured with CLI 2.1.332). Under a subscription login it reports
+the limit as a `RateLimitEvent` with `status="rejected"` and `resets_at` (Unix
+seconds) before the error result; that becomes the outcome's `retry_after_s`
+(docs/decisions.md, "What a session knows about a usage limit").
 
 Cancellation (the runner's wall clock, or fencing) kills the CLI process with
 SIGKILL before the SDK closes the transport, so nothing outlives the attempt.
@@ -62,6 +69,7 @@ from claude_agent_sdk import (
     HookJSONOutput,
     HookMatcher,
     McpSdkServerConfig,
+    RateLimitEvent,
     ResultMessage,
     SystemMessage,
     ToolAnnotations,
@@ -148,6 +156,7 @@ class AttemptLog:
     write_calls: dict[str, str] = field(default_factory=dict)  # tool_use_id -> tool name
     transport: SubprocessCLITransport | None = None
     cli_pid: int | None = None
+    limit_resets_at: float | None = None  # Unix seconds: a rejected RateLimitEvent said so
 
     def hook_record(self) -> HookRecord:
         return HookRecord(
@@ -411,13 +420,32 @@ async def _drain(
                 attempt_log.init = dict(message.data)
             elif isinstance(message, ResultMessage):
                 result = message
+            elif isinstance(message, RateLimitEvent):
+                attempt_log.limit_resets_at = (
+                    limit_resets_at(message) or attempt_log.limit_resets_at
+                )
             else:
                 _watch_writes(message, attempt_log)
     except ClaudeSDKError as err:  # ResultError after a yielded result, or a CLI failure
         if result is None:
             return None, classify_crash(err)
         log.debug("session raised after its result: %r", err)
-    return (_session_result(result) if result else None), None
+    if result is None:
+        return None, None
+    return _session_result(result, seconds_until(attempt_log.limit_resets_at)), None
+
+
+def limit_resets_at(event: RateLimitEvent) -> float | None:
+    """When a limit the CLI says we hit lifts (Unix seconds); None for a mere warning."""
+    info = event.rate_limit_info
+    if info.status != "rejected" or not isinstance(info.resets_at, int | float):
+        return None
+    return float(info.resets_at)
+
+
+def seconds_until(moment: float | None) -> float | None:
+    """Seconds from now to a Unix time (never negative); None stays None."""
+    return None if moment is None else max(0.0, moment - time.time())
 
 
 def _watch_writes(message: Any, attempt_log: AttemptLog) -> None:
@@ -453,8 +481,9 @@ def classify_crash(err: BaseException) -> Crash:
     return Crash(ErrorKind.INFRA, f"{what}: {type(err).__name__}: {err}"[:2000])
 
 
-def _session_result(message: ResultMessage) -> SessionResult:
+def _session_result(message: ResultMessage, retry_after_s: float | None = None) -> SessionResult:
     return SessionResult(
+        retry_after_s=retry_after_s,
         subtype=message.subtype,
         is_error=message.is_error,
         text=message.result,

@@ -10,7 +10,9 @@ without one into a `Crash`, and what the hooks saw into a `HookRecord`; then
    that cannot start, talk or finish is the environment failing, not the agent);
 3. `error_max_turns` / `error_max_budget_usd` -> BUDGET;
 4. an API error (`api_error_status`, or `terminal_reason == "api_error"`) ->
-   INFRA, or RATE_LIMITED for a 429;
+   INFRA, or RATE_LIMITED for a 429 (rate or usage limit) or a 529
+   (overloaded), carrying `retry_after_s` when the session learnt when the
+   limit lifts (a subscription login's `rate_limit_event`; see `session`);
 5. any other error result -> AGENT_ERROR;
 6. a write refused for another reason (outside the tree, server down, a hook
    failure the CLI turned into a denial) -> AGENT_ERROR: the agent was told a
@@ -45,7 +47,7 @@ __all__ = [
 
 BUDGET_SUBTYPES: Final = frozenset({"error_max_turns", "error_max_budget_usd"})
 INPUT_KEYS: Final = ("inputTokens", "cacheReadInputTokens", "cacheCreationInputTokens")
-RATE_LIMIT_STATUS: Final = 429
+LIMIT_STATUSES: Final = frozenset({429, 529})  # rate or usage limit; overloaded
 SUMMARY_CHARS: Final = 2000
 
 
@@ -63,6 +65,7 @@ class SessionResult:
     terminal_reason: str | None = None
     errors: tuple[str, ...] = ()
     permission_denials: int = 0
+    retry_after_s: float | None = None  # seconds until a limit the session hit lifts, if known
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +109,9 @@ def session_outcome(
         crash = crash or Crash(ErrorKind.AGENT_ERROR, "the session ended without a result")
         return Outcome(False, error=crash.message, error_kind=crash.kind, **base)
     kind = _result_error_kind(result)
+    if kind is ErrorKind.RATE_LIMITED:
+        return Outcome(False, error=_result_error(result), error_kind=kind,
+                       retry_after_s=result.retry_after_s, **base)  # fmt: skip
     if kind is not None:
         return Outcome(False, error=_result_error(result), error_kind=kind, **base)
     if hooks.refusals or result.permission_denials:
@@ -128,7 +134,7 @@ def _result_error_kind(result: SessionResult) -> ErrorKind | None:
     if result.subtype in BUDGET_SUBTYPES:
         return ErrorKind.BUDGET
     if result.api_error_status is not None or result.terminal_reason == "api_error":
-        if result.api_error_status == RATE_LIMIT_STATUS:
+        if result.api_error_status in LIMIT_STATUSES:
             return ErrorKind.RATE_LIMITED
         return ErrorKind.INFRA
     if result.is_error:

@@ -43,6 +43,7 @@ TASK_COLUMNS: Final = frozenset(
         "file_scope",
         "assigned_agent_id",
         "attempts",
+        "uncharged_attempts",
         "max_attempts",
         "backoff_until",
         "result_summary",
@@ -93,6 +94,11 @@ MIGRATIONS: Final = (
     ("file_changes", "sha256", "ALTER TABLE file_changes ADD COLUMN sha256 TEXT"),
     ("agents", "fenced", "ALTER TABLE agents ADD COLUMN fenced INTEGER NOT NULL DEFAULT 0"),
     ("agents", "host", "ALTER TABLE agents ADD COLUMN host TEXT"),
+    (
+        "tasks",
+        "uncharged_attempts",
+        "ALTER TABLE tasks ADD COLUMN uncharged_attempts INTEGER NOT NULL DEFAULT 0",
+    ),
 )
 INSERT_DEPENDENCY: Final = "INSERT INTO task_dependencies (task_id, depends_on_id) VALUES (?, ?)"
 ADD_TASK_USAGE: Final = """UPDATE tasks SET input_tokens = input_tokens + ?,
@@ -139,6 +145,9 @@ INSERT_EVENT: Final = """INSERT INTO events (at, type, task_id, agent_id, payloa
 SELECT_EVENTS: Final = "SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?"
 SELECT_EVENTS_OF_TYPE: Final = "SELECT * FROM events WHERE id > ? AND type = ? ORDER BY id LIMIT ?"
 SELECT_LAST_EVENT_ID: Final = "SELECT COALESCE(MAX(id), 0) FROM events"
+SELECT_LAST_EVENT_OF_TYPES: Final = (
+    "SELECT * FROM events WHERE type IN (SELECT value FROM json_each(?)) ORDER BY id DESC LIMIT 1"
+)
 
 INSERT_PREIMAGE: Final = """INSERT OR IGNORE INTO preimages (task_id, path, existed, content,
     mode, created_dirs, captured_at) VALUES (?, ?, ?, ?, ?, ?, ?)"""
@@ -357,6 +366,11 @@ class Store:
     def last_event_id(self) -> int:
         row = self._one(SELECT_LAST_EVENT_ID)
         return int(row[0]) if row else 0
+
+    def last_event_of(self, types: Iterable[EventType]) -> Row | None:
+        """The most recent event of any of `types`, or None."""
+        row = self._one(SELECT_LAST_EVENT_OF_TYPES, (json.dumps([t.value for t in types]),))
+        return _decode_event(row) if row else None
 
     # -- tasks ----------------------------------------------------------------
 

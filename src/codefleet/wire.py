@@ -53,6 +53,7 @@ MAX_CHECKS = 100
 MAX_CHECK_COMMAND = 4096
 MAX_CHECK_TAIL = 4000  # output kept in a check_finished event; the agent gets more
 MAX_ESTIMATE_MIN = 100_000  # minutes (about ten weeks): a planning hint, not a timeout
+MAX_RETRY_AFTER_S = 8 * 24 * 3600.0  # a usage limit's retry time: the weekly window, and a day
 
 CheckName = Annotated[StrictStr, Field(pattern=CHECK_NAME_PATTERN)]
 CheckCommand = Annotated[StrictStr, Field(min_length=1, max_length=MAX_CHECK_COMMAND)]
@@ -171,6 +172,10 @@ class CompleteBody(_Body):
     duration_ms: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
     session_id: Annotated[StrictStr, Field(max_length=200)] | None = None
     files_written: Annotated[list[Path_], Field(max_length=10_000)] = []
+    # rate_limited only: when the CLI or API said the limit lifts (seconds from the report)
+    retry_after_s: (
+        Annotated[float, Field(ge=0, le=MAX_RETRY_AFTER_S, allow_inf_nan=False)] | None
+    ) = None
 
 
 class CheckEventBody(_Body):

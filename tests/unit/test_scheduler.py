@@ -17,6 +17,7 @@ from codefleet.scheduler import (
     FleetState,
     MarkOffline,
     Requeue,
+    ResumeFleet,
     TaskView,
     schedule,
     wants_wider_window,
@@ -388,3 +389,39 @@ def test_a_cut_window_that_fed_every_idle_agent_is_wide_enough():
     )
 
     assert wants_wider_window(snapshot, schedule(snapshot, NOW)) is False
+
+
+# -- the usage-limit pause ---------------------------------------------------------------
+
+
+def test_a_paused_fleet_assigns_nothing_but_still_takes_back_and_fails():
+    snapshot = state(
+        agents=(agent("a-stale", status=AgentStatus.BUSY, seen_ago=STALE), agent("a-idle")),
+        in_flight=(task("t-orphan", attempts=1, agent="a-stale"),),
+        exhausted=(task("t-spent", attempts=3),),
+        candidates=(task("t-ready"),),
+        paused_until=NOW + timedelta(seconds=1),
+    )
+
+    assert schedule(snapshot, NOW) == [
+        MarkOffline("a-stale"),
+        Requeue("t-orphan", ErrorKind.INFRA, "agent_stale"),
+        FailTask("t-spent", ErrorKind.ATTEMPTS_EXHAUSTED, "out of attempts"),
+    ]
+
+
+def test_a_pause_that_ran_out_is_lifted_before_the_same_tick_assigns():
+    snapshot = state(agents=(agent("a1"),), candidates=(task("t1"),), paused_until=NOW)
+
+    assert schedule(snapshot, NOW) == [ResumeFleet(), Assign("t1", "a1")]
+
+
+def test_a_paused_fleet_does_not_ask_for_a_wider_window():
+    snapshot = state(
+        agents=(agent("a1"),), candidates=(), more_candidates=True,
+        paused_until=NOW + timedelta(seconds=1),
+    )  # fmt: skip
+
+    assert wants_wider_window(snapshot, schedule(snapshot, NOW)) is False
+    resumed = state(agents=(agent("a1"),), candidates=(), more_candidates=True, paused_until=NOW)
+    assert wants_wider_window(resumed, schedule(resumed, NOW)) is True

@@ -21,12 +21,13 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 from urllib.parse import urlsplit
 
 from codefleet.testing.fakescript import (
@@ -45,6 +46,7 @@ from codefleet.testing.fakewire import (
     RecordedRequest,
     ToolResult,
     count_turn,
+    error_headers,
     find_script_id,
     render_error,
     render_stream,
@@ -69,8 +71,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+Login = Literal["api_key", "subscription"]
+
 LOOPBACK = "127.0.0.1"
 FAKE_API_KEY = "sk-fake"
+FAKE_OAUTH_TOKEN = "fake-subscription-token"
 DEFAULT_MODEL = "claude-opus-5-5"
 END_TEXT = "Done."
 MESSAGES_PATH = "/v1/messages"
@@ -139,11 +144,21 @@ class FakeModel:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def env(self) -> dict[str, str]:
-        """The env vars a CLI session needs to talk only to this server (HOME/TMPDIR excluded)."""
+    def env(self, login: Login = "api_key") -> dict[str, str]:
+        """The env vars a CLI session needs to talk only to this server (HOME/TMPDIR excluded).
+
+        `login="subscription"` logs the CLI in with a fake subscription token instead of a
+        fake API key: the CLI then reports a usage limit's reset time (`rate_limit_event`),
+        which it keeps to itself under an API key. Either way it talks only to this server.
+        """
+        credentials = (
+            {"ANTHROPIC_API_KEY": FAKE_API_KEY}
+            if login == "api_key"
+            else {"ANTHROPIC_API_KEY": "", "CLAUDE_CODE_OAUTH_TOKEN": FAKE_OAUTH_TOKEN}
+        )
         return {
             "ANTHROPIC_BASE_URL": self.base_url,
-            "ANTHROPIC_API_KEY": FAKE_API_KEY,
+            **credentials,
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_TELEMETRY": "1",
             "DISABLE_AUTOUPDATER": "1",
@@ -186,8 +201,8 @@ class FakeModel:
             self._signals.append(text)
             self._cond.notify_all()
 
-    def answer(self, body: Mapping[str, Any]) -> tuple[int, str, bytes]:
-        """Log one Messages request and build its reply: `(status, content type, body)`."""
+    def answer(self, body: Mapping[str, Any]) -> tuple[int, str, bytes, dict[str, str]]:
+        """Log one Messages request and build its reply: `(status, content type, body, headers)`."""
         messages = body.get("messages", [])
         record = self._record(find_script_id(messages), count_turn(messages), body)
         turn = self._turn_for(record.script_id, record.turn)
@@ -196,8 +211,10 @@ class FakeModel:
         if turn.delay_s > 0:
             self._closed.wait(turn.delay_s)
         if turn.error is not None:
-            return turn.error.status, JSON_CONTENT_TYPE, render_error(turn.error)
-        return 200, SSE_CONTENT_TYPE, render_stream(turn, str(body.get("model", DEFAULT_MODEL)))
+            headers = error_headers(turn.error, time.time())
+            return turn.error.status, JSON_CONTENT_TYPE, render_error(turn.error), headers
+        model = str(body.get("model", DEFAULT_MODEL))
+        return 200, SSE_CONTENT_TYPE, render_stream(turn, model), {}
 
     def note_other(self, method: str, path: str) -> None:
         """Remember a request the fake answered with `200 {}`."""
@@ -306,9 +323,17 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length > 0 else b""
 
     def _send(
-        self, status: int, content_type: str, payload: bytes, *, send_body: bool = True
+        self,
+        status: int,
+        content_type: str,
+        payload: bytes,
+        headers: Mapping[str, str] | None = None,
+        *,
+        send_body: bool = True,
     ) -> None:
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
         self.send_header("request-id", f"req_{uuid.uuid4().hex[:24]}")
@@ -326,12 +351,12 @@ def _parse_json_object(raw: bytes) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
-def session_env(fm: FakeModel, home_dir: Path) -> dict[str, str]:
-    """`fm.env()` plus a private HOME and temp dirs under `home_dir` (created)."""
+def session_env(fm: FakeModel, home_dir: Path, login: Login = "api_key") -> dict[str, str]:
+    """`fm.env(login)` plus a private HOME and temp dirs under `home_dir` (created)."""
     tmp = home_dir / "tmp"
     tmp.mkdir(parents=True, exist_ok=True)
     return {
-        **fm.env(),
+        **fm.env(login),
         "HOME": str(home_dir),
         "TMPDIR": str(tmp),
         "CLAUDE_CODE_TMPDIR": str(tmp),

@@ -10,7 +10,7 @@ Plain-data shape of one turn (every key optional):
     content: [{text: "..."}, {tool_use: {name: Write, input: {file_path: a.py, content: ""}}}]
     delay_s: 0.2
     usage: {input_tokens: 1000, output_tokens: 50}
-    error: {status: 429, type: rate_limit_error, message: "..."}
+    error: {status: 429, type: rate_limit_error, message: "...", retry_after_s: 2}
     wait_for: {substring: "a.py", script_id: T3, timeout_s: 15}
 """
 
@@ -70,11 +70,17 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class ApiError:
-    """Answer the turn with this HTTP error instead of a stream (e.g. 429 rate_limit_error)."""
+    """Answer the turn with this HTTP error instead of a stream (e.g. 429 rate_limit_error).
+
+    `retry_after_s` sends the headers of a limit that lifts after that many seconds: the
+    standard `retry-after`, and the `anthropic-ratelimit-unified-*` pair a subscription
+    account's limit carries (see `fakewire.error_headers`).
+    """
 
     status: int = 500
     type: str = "api_error"
     message: str = "scripted failure"
+    retry_after_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

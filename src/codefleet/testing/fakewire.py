@@ -13,6 +13,7 @@ with `stop_reason` and output usage, `message_stop`.
 from __future__ import annotations
 
 import json
+import math
 import re
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -25,6 +26,7 @@ __all__ = [
     "RecordedRequest",
     "ToolResult",
     "count_turn",
+    "error_headers",
     "find_script_id",
     "render_error",
     "render_stream",
@@ -134,6 +136,24 @@ def render_stream(turn: Turn, model: str) -> bytes:
     return b"".join(
         f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events
     )
+
+
+def error_headers(error: ApiError, now: float) -> dict[str, str]:
+    """The headers of an error answer at Unix time `now`: when the limit lifts, if scripted.
+
+    `retry-after` in whole seconds, rounded up; `anthropic-ratelimit-unified-status:
+    rejected` with `-reset` (Unix seconds) as a subscription login's usage limit answers.
+    Measured (CLI 2.1.332): an API-key login keeps both to itself; a subscription login
+    reports the reset in a `rate_limit_event` (docs/decisions.md).
+    """
+    if error.retry_after_s is None:
+        return {}
+    wait = max(0, math.ceil(error.retry_after_s))
+    return {
+        "retry-after": str(wait),
+        "anthropic-ratelimit-unified-status": "rejected",
+        "anthropic-ratelimit-unified-reset": str(math.ceil(now + error.retry_after_s)),
+    }
 
 
 def render_error(error: ApiError) -> bytes:
