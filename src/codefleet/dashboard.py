@@ -59,6 +59,8 @@ NOTABLE_EVENTS: Final = frozenset(
         EventType.TASK_CANCELLED,
         EventType.CHECK_FINISHED,
         EventType.TASK_COMMITTED,
+        EventType.FLEET_PAUSED,
+        EventType.FLEET_RESUMED,
     }
 )
 

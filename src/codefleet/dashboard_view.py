@@ -32,6 +32,7 @@ __all__ = [
     "AgentRow",
     "LeaseRow",
     "LogLine",
+    "PauseBanner",
     "TaskRow",
     "ViewModel",
     "build_view",
@@ -40,6 +41,7 @@ __all__ = [
 ]
 
 VETO_STYLE: Final = "bold red"
+PAUSE_STYLE: Final = "bold yellow"
 VETO_BADGE: Final = "bold white on red"
 MAX_TASK_ROWS: Final = 20
 MIN_LOG_ROWS: Final = 3
@@ -111,6 +113,16 @@ class ViewModel:
     output_tokens: int = 0
     vetoes: int = 0
     last_event_id: int = 0
+    pause: PauseBanner | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PauseBanner:
+    """The fleet is paused on a usage limit: until when (local clock text), how long left, why."""
+
+    until: str
+    remaining_s: float
+    reason: str
 
 
 # -- events -> log lines ------------------------------------------------------------------
@@ -174,6 +186,12 @@ def _other_words(kind: str, body: Mapping[str, Any], task: str, who: str) -> tup
             return f"{body.get('name', who)} released {paths} ({body.get('reason')})", "magenta"
         case EventType.AGENT_OFFLINE:
             return f"{body.get('name', who)} offline ({body.get('reason')})", "yellow"
+        case EventType.FLEET_PAUSED:
+            until = _clock_text(str(body.get("until")))
+            why = body.get("reason") or "usage limit"
+            return f"FLEET PAUSED until {until} ({body.get('change')}): {why}", PAUSE_STYLE
+        case EventType.FLEET_RESUMED:
+            return f"fleet resumed ({body.get('reason')}) after {body.get('paused_s')} s", "green"
         case EventType.TASK_COMMITTED:
             return (
                 f"{task} committed {str(body.get('commit'))[:7]} on {body.get('branch')}",
@@ -202,8 +220,13 @@ def describe(event: Mapping[str, Any], names: Mapping[str, str]) -> LogLine:
         who = _who(event, names)
         found = _task_words(kind, body, task, who) or _other_words(kind, body, task, who)
     text, style = found or (kind.replace("_", " "), "bold")
-    at = from_iso(event["at"]).astimezone().strftime("%H:%M:%S")
+    at = _clock_text(event["at"])
     return LogLine(event_id=int(event["id"]), at=at, text=text, style=style, veto=veto)
+
+
+def _clock_text(stamp: str) -> str:
+    """A server timestamp as local wall-clock time, `HH:MM:SS`."""
+    return from_iso(stamp).astimezone().strftime("%H:%M:%S")
 
 
 # -- state -> view model ------------------------------------------------------------------
@@ -267,6 +290,14 @@ def _lease_row(lease: Mapping[str, Any], now: datetime) -> LeaseRow:
     )
 
 
+def _pause(state: Mapping[str, Any], now: datetime) -> PauseBanner | None:
+    pause = state.get("pause")
+    if not pause:
+        return None
+    left = max(0.0, (from_iso(pause["until"]) - now).total_seconds())
+    return PauseBanner(_clock_text(pause["until"]), left, str(pause.get("reason") or ""))
+
+
 def _counts(counters: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     known = [(s.value, counters[s]) for s in _STATUS_ORDER if counters.get(s)]
     extra = sorted((k, v) for k, v in counters.items() if k not in set(_STATUS_ORDER) and v)
@@ -308,6 +339,7 @@ def build_view(
         output_tokens=int(counters["output_tokens"]),
         vetoes=vetoes,
         last_event_id=last_event_id,
+        pause=_pause(state, now),
     )
 
 
@@ -422,6 +454,16 @@ class _LogTail:
         yield Panel(body, title="Events", title_align="left", height=min(rows, len(tail)) + 2)
 
 
+def pause_text(pause: PauseBanner) -> Text:
+    """`⏸ FLEET PAUSED · resumes in 25 s (18:04:22) · why`: the countdown moves each repaint."""
+    line = Text("⏸ FLEET PAUSED", style=PAUSE_STYLE)
+    line.append(f" · resumes in {_age_text(pause.remaining_s)} ({pause.until})")
+    line.append(" · no task is assigned until then; `codefleet resume` lifts it", style="dim")
+    if pause.reason:
+        line.append(f"\n{pause.reason}", style="yellow")
+    return line
+
+
 def _veto_panel(view: ViewModel) -> Panel | None:
     """The newest vetoes in the log, pinned so a busy log cannot scroll them away."""
     recent = [line for line in view.log if line.veto][-PINNED_VETOES:]
@@ -438,7 +480,10 @@ def render(view: ViewModel) -> RenderableType:
     side_by_side.add_column(ratio=11)
     side_by_side.add_column(ratio=9)
     side_by_side.add_row(_agent_table(view), _lease_table(view))
-    parts: list[RenderableType] = [summary_line(view), _task_table(view), side_by_side]
+    parts: list[RenderableType] = [summary_line(view)]
+    if view.pause is not None:
+        parts.append(Panel(pause_text(view.pause), border_style="yellow"))
+    parts += [_task_table(view), side_by_side]
     vetoes = _veto_panel(view)
     if vetoes is not None:
         parts.append(vetoes)

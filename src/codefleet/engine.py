@@ -466,10 +466,12 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
 
     def resume(self) -> dict[str, Any]:
         """Lift a usage-limit pause by hand (`codefleet resume`)."""
+        now = self.clock()
+        was = self.limits.view(now)["pause"]
         with self.store.transaction():
-            resumed = self.limits.resume(ResumeReason.OPERATOR, self.clock())
+            resumed = self.limits.resume(ResumeReason.OPERATOR, now)
         self.kick()
-        return {"resumed": resumed, "paused_until": None}
+        return {"resumed": resumed, "paused_until": None, "was": was}
 
     def _canonical_or_none(self, raw: str) -> str | None:
         try:

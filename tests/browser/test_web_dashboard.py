@@ -351,3 +351,39 @@ async def test_a_persons_session_shows_in_the_lease_map_live_and_leaves_it(
         "ada@0aeef531 released api.py (session_end)"
     )
     assert browser.errors == []
+
+
+async def test_a_usage_limit_pause_shows_a_live_countdown_and_goes_on_resume(
+    demo_server: ServerThread, browser: Browser
+) -> None:
+    tree = str(demo_server.settings.workdir)
+    async with FleetClient(demo_server.url, token=TOKEN) as client:
+        await client.create_tasks([{"id": "T1", "title": "Limited", "description": "do it"}])
+        runner = await client.register("runner-1", tree, None)
+        agent, epoch = runner["agent_id"], runner["epoch"]
+        assert await client.assignment(agent, epoch, wait=5) is not None
+        await client.start("T1", agent, epoch)
+        page = await open_dashboard(browser, demo_server)
+        limited = {"attempt": 1, "ok": False, "error_kind": "rate_limited",
+                   "error": "session ended with success (HTTP 429): usage limit",
+                   "retry_after_s": 600}  # fmt: skip
+        await client.complete("T1", agent, epoch, limited)
+
+        banner = page.locator("#pause")
+        await expect(banner).to_be_visible()
+        await expect(banner).to_contain_text("Fleet paused on a usage limit")
+        await expect(banner).to_contain_text("runner-1: session ended with success (HTTP 429)")
+        countdown = banner.locator(".countdown")
+        await expect(countdown).to_have_text(re.compile(r"^(9|10) min"))
+        first = await countdown.text_content()
+        await expect(countdown).not_to_have_text(first or "")  # it counts down by itself
+        await expect(page.locator('#log-view tr[data-type="fleet_paused"]')).to_contain_text(
+            "paused until"
+        )
+
+        await client.resume()
+        await expect(banner).to_be_hidden()
+        await expect(page.locator('#log-view tr[data-type="fleet_resumed"]')).to_contain_text(
+            "resumed (operator)"
+        )
+    assert browser.errors == []

@@ -13,16 +13,23 @@ so they are in flight while the fleet is paused, and must carry on.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from cli_support import run_attempt
 
 from codefleet.client import FleetClient
 from codefleet.fleet import run_fleet
-from codefleet.models import EventType
+from codefleet.models import ErrorKind, EventType
 from codefleet.offline import offline_executor
 from codefleet.serverthread import ServerThread
 from codefleet.session import SessionExecutor
 from codefleet.testing.fakemodel import ApiError, FakeModel, Text, ToolUse, Turn, WaitFor
+
+if TYPE_CHECKING:
+    from conftest import StartAttempt
 
 RETRY_AFTER_S = 2.0
 GO = "the-fleet-is-paused"
@@ -89,3 +96,28 @@ async def _run(server: ServerThread, executor: SessionExecutor, workdir: Path, r
 
 def _index(kinds: list[tuple[str, str | None]], kind: str) -> int:
     return next(i for i, k in enumerate(kinds) if k[0] == kind)
+
+
+@pytest.mark.parametrize(
+    ("login", "status", "said"),
+    [("api_key", 429, False), ("subscription", 429, True), ("api_key", 529, False)],
+)
+async def test_what_a_session_learns_of_a_limit_depends_on_the_login(
+    fake_model: FakeModel, start_attempt: StartAttempt, offline: Callable[..., SessionExecutor],
+    login: str, status: int, said: bool,
+) -> None:  # fmt: skip
+    """The measurement behind `retry_after_s`: the CLI keeps `retry-after` to itself under
+    an API key, and reports the reset under a subscription login; a 529 is a limit too."""
+    kind = "rate_limit_error" if status == 429 else "overloaded_error"
+    fake_model.add_script("T1", [Turn(error=ApiError(status, kind, "limit", retry_after_s=30))])
+    attempt = await start_attempt("T1")
+
+    outcome = await run_attempt(offline(login=login), attempt)
+
+    assert (outcome.ok, outcome.error_kind) == (False, ErrorKind.RATE_LIMITED)
+    assert f"HTTP {status}" in (outcome.error or "")
+    if said:
+        assert outcome.retry_after_s is not None and 28 <= outcome.retry_after_s <= 31
+    else:
+        assert outcome.retry_after_s is None
+    assert len(fake_model.requests("T1")) == 1  # no retry: CLAUDE_CODE_MAX_RETRIES=0

@@ -283,7 +283,8 @@ async def _load(url: str, tasks: list[dict[str, Any]]) -> None:
 async def test_every_event_type_is_emitted_by_a_scripted_fleet(
     wait_until: Any, make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path
 ) -> None:
-    """The demo's staged veto plus a failure, a cancel, a check and a runner that goes stale."""
+    """The demo's staged veto plus a failure, a cancel, a check, a usage limit and a runner
+    that goes stale."""
     server = make_server(**FAST, max_attempts=1)
     script = {
         "hold": [{"edit": {"path": "a.py", "old": "A = 1", "new": "A = 2"}}, {"wait_denied": "a.py", "attempt": 1}],
@@ -291,6 +292,7 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
         "doomed": [{"write": {"path": "doomed.txt", "content": "half"}}, {"write": {"path": "gone.txt", "content": "x"}},
                    {"make_dir": "doomed.txt"}, {"fail": "scripted failure"}],  # doomed.txt cannot be restored
         "next": [{"check": "ok"}],
+        "limited": [{"rate_limit": 0, "attempt": 1}],  # fleet_paused, then fleet_resumed
     }  # fmt: skip
     async with FleetClient(server.url) as client:
         ghost = await client.register("ghost", str(workdir), None)
@@ -300,7 +302,8 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
         await client.create_tasks(
             [{"id": "hold", "title": "h", "description": "do it", "file_scope": ["a.py"]}, {"id": "grab", "title": "g", "description": "do it", "max_attempts": 2},
              {"id": "next", "title": "n", "description": "do it", "depends_on": ["hold"]}, {"id": "doomed", "title": "d", "description": "do it"},
-             {"id": "orphan", "title": "o", "description": "do it", "depends_on": ["doomed"]}, {"id": "dropped", "title": "x", "description": "do it", "depends_on": ["next"]}],
+             {"id": "orphan", "title": "o", "description": "do it", "depends_on": ["doomed"]}, {"id": "dropped", "title": "x", "description": "do it", "depends_on": ["next"]},
+             {"id": "limited", "title": "l", "description": "do it"}],
             checks={"ok": "true"},
         )  # fmt: skip
         await client.cancel("dropped")

@@ -254,3 +254,32 @@ def test_a_persons_session_joining_and_releasing_is_worded_for_people() -> None:
                      reason="interactive_idle", paths=["b.py"])  # fmt: skip
     assert describe(joined, NAMES).text == "ada@0aeef531 (a person's session) joined the lock"
     assert describe(released, NAMES).text == "ada@0aeef531 released b.py (interactive_idle)"
+
+
+# -- the usage-limit pause ----------------------------------------------------------------
+
+PAUSE = {"since": "2026-07-31T18:04:00.000Z", "until": "2026-07-31T18:05:00.000Z",
+         "reason": "runner-2: session ended with success (HTTP 429): limit", "task_id": "T2",
+         "remaining_s": 99.0}  # fmt: skip
+
+
+def test_a_paused_fleet_shows_a_countdown_measured_to_now_not_the_servers_remaining() -> None:
+    view = view_of(state(pause=PAUSE, paused_until=PAUSE["until"]))
+
+    assert view.pause is not None
+    assert view.pause.remaining_s == 30.0 and "HTTP 429" in view.pause.reason
+    text = frame(view)
+    assert "FLEET PAUSED · resumes in 30s" in text and "codefleet resume" in text
+    assert "FLEET PAUSED" not in frame(view_of(state()))
+
+
+def test_pausing_and_resuming_are_worded_with_the_resume_time_and_the_reason() -> None:
+    paused = describe(event(1, "fleet_paused", "T2", until=PAUSE["until"], change="started",
+                            reason="runner-2: HTTP 429"), NAMES)  # fmt: skip
+    resumed = describe(event(2, "fleet_resumed", reason="elapsed", paused_s=60.0), NAMES)
+
+    assert paused.text.startswith("FLEET PAUSED until ") and paused.text.endswith(
+        "runner-2: HTTP 429"
+    )
+    assert paused.style == "bold yellow"
+    assert (resumed.text, resumed.style) == ("fleet resumed (elapsed) after 60.0 s", "green")

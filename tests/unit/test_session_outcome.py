@@ -72,15 +72,23 @@ def test_a_turn_or_budget_stop_is_budget(subtype: str) -> None:
 
 @pytest.mark.parametrize(
     ("status", "reason", "kind"),
-    [(500, "api_error", ErrorKind.INFRA), (529, None, ErrorKind.INFRA),
+    [(500, "api_error", ErrorKind.INFRA), (529, None, ErrorKind.RATE_LIMITED),
      (None, "api_error", ErrorKind.INFRA), (429, "api_error", ErrorKind.RATE_LIMITED)],
 )  # fmt: skip
-def test_an_api_error_is_infra_and_429_is_rate_limited(
+def test_an_api_error_is_infra_and_a_429_or_529_is_rate_limited(
     status: int | None, reason: str | None, kind: ErrorKind
 ) -> None:
     failed = result(is_error=True, api_error_status=status, terminal_reason=reason)
 
     assert session_outcome(failed, None, HookRecord()).error_kind is kind
+
+
+def test_a_limit_carries_the_retry_time_the_session_learnt_and_other_errors_none() -> None:
+    limited = result(is_error=True, api_error_status=429, retry_after_s=17.5)
+    broken = result(is_error=True, api_error_status=500, retry_after_s=17.5)
+
+    assert session_outcome(limited, None, HookRecord()).retry_after_s == 17.5
+    assert session_outcome(broken, None, HookRecord()).retry_after_s is None
 
 
 def test_any_other_error_result_is_an_agent_error_with_its_errors() -> None:

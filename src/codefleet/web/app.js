@@ -11,14 +11,14 @@ import { Api, AuthError, saveToken, takeToken } from "./api.js";
 import { describeAnalysis, renderGraph } from "./graph.js";
 import { EventLog } from "./log.js";
 import { Model } from "./model.js";
-import { renderConflicts, renderCost, renderLeases, renderStats, renderStory } from "./panels.js";
+import { renderConflicts, renderCost, renderLeases, renderPause, renderStats, renderStory } from "./panels.js";
 import { PatchView } from "./patch.js";
 import { Timeline } from "./timeline.js";
 import { Tooltip } from "./tooltip.js";
 
 const STATE_AFTER = new Set([
   "task_created", "task_succeeded", "task_failed", "task_requeued", "task_cancelled", "task_retried",
-  "agent_registered", "agent_offline", "fleet_idle", "run_finished",
+  "agent_registered", "agent_offline", "fleet_idle", "run_finished", "fleet_paused", "fleet_resumed",
 ]);
 const CONFLICTS_AFTER = new Set(["lease_denied", "task_succeeded", "task_failed", "task_retried"]);
 // The graph's analysis changes when tasks arrive or a veto widens a task's scope.
@@ -73,6 +73,7 @@ function render() {
   $("#conn").className = `pill conn-${conn} run-${run}`;
   renderStats($("#stats"), view);
   renderStory($("#story"), view);
+  renderPause($("#pause"), view);
   timeline.render(view);
   const hasTasks = renderGraph($("#graph-view"), view, { tooltip, onSelect: select });
   $("#graph-empty").hidden = hasTasks;
@@ -193,7 +194,7 @@ document.addEventListener("keydown", (event) => {
 
 window.addEventListener("resize", requestRender);
 setInterval(() => {
-  if (conn === "live" && (model.history.open.size || model.live.leases.size)) requestRender();
+  if (conn === "live" && (model.history.open.size || model.live.leases.size || model.live.pause)) requestRender();
 }, 1000);
 
 connect();

@@ -13,14 +13,14 @@ const ORDER = [
   "lease_acquired", "lease_denied", "lease_released", "file_changed", "file_restored",
   "check_defined", "check_started", "check_finished",
   "agent_registered", "agent_online", "agent_offline", "fleet_started", "fleet_idle", "run_finished",
-  "task_committed",
+  "task_committed", "fleet_paused", "fleet_resumed",
 ];
 
 export function category(type) {
   if (type === "lease_denied") return "veto";
   if (type === "task_succeeded") return "ok";
   if (type === "task_failed" || type === "task_blocked_upstream") return "bad";
-  if (type === "task_requeued" || type === "file_restored") return "warn";
+  if (type === "task_requeued" || type === "file_restored" || type === "fleet_paused") return "warn";
   return type.split("_")[0];
 }
 
@@ -53,6 +53,8 @@ export function describeEvent(model, e) {
     case "fleet_idle": return `drained: ${Object.entries(b.counts ?? {}).map(([k, v]) => `${v} ${k}`).join(", ")}`;
     case "run_finished": return `${b.ok ? "ok" : "NOT ok"}${b.verify ? ` · verify exit ${b.verify.exit_code}` : ""}`;
     case "task_committed": return `committed ${String(b.commit ?? "").slice(0, 10)} on ${b.branch}`;
+    case "fleet_paused": return `paused until ${clock(b.until)}${b.change === "extended" ? " (extended)" : ""}: ${truncate(b.reason, 160)}`;
+    case "fleet_resumed": return `resumed (${b.reason}) after ${b.paused_s} s`;
     default: return truncate(JSON.stringify(b), 160);
   }
 }

@@ -42,7 +42,7 @@ export class Model {
     this.snapshot = null;
     this.conflicts = [];
     this.history = emptyHistory();
-    this.live = { tasks: new Map(), agents: new Map(), leases: new Map() };
+    this.live = { tasks: new Map(), agents: new Map(), leases: new Map(), pause: null };
   }
 
   /** Append events in id order; returns those that were new. */
@@ -66,6 +66,7 @@ export class Model {
       tasks: new Map(state.tasks.map((t) => [t.id, { ...t }])),
       agents: new Map(state.agents.map((a) => [a.id, { ...a }])),
       leases: new Map(state.leases.map((l) => [l.path, { ...l }])),
+      pause: state.pause ?? null, // a usage limit: {since, until, reason, task_id}
     };
     for (const event of this.events) {
       if (event.id > state.last_event_id) foldLive(this.live, event);
@@ -333,6 +334,12 @@ function foldLive(live, event) {
       break;
     case "lease_released":
       live.leases.delete(body.path);
+      break;
+    case "fleet_paused":
+      live.pause = { since: body.since, until: body.until, reason: body.reason ?? "", task_id: event.task_id };
+      break;
+    case "fleet_resumed":
+      live.pause = null;
       break;
     case "agent_registered":
     case "agent_online": {

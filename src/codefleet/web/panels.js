@@ -35,6 +35,24 @@ export function renderStats(container, view) {
   );
 }
 
+/** The usage-limit banner: until when no task is assigned, a live countdown, and why. */
+export function renderPause(container, view) {
+  const pause = view.model.live.pause;
+  container.hidden = !pause;
+  if (!pause) return fill(container);
+  const left = Math.max(0, Date.parse(pause.until) - view.now);
+  fill(
+    container,
+    h("strong", { text: "Fleet paused on a usage limit" }),
+    ` · resumes in `,
+    h("span", { class: "countdown", text: fmtDuration(left) }),
+    ` (${clock(pause.until)}) · no task is assigned until then; running sessions carry on; `,
+    h("code", { text: "codefleet resume" }),
+    " lifts it. ",
+    h("span", { class: "reason", text: truncate(pause.reason ?? "", 200) }),
+  );
+}
+
 function holderAttemptAt(model, veto) {
   return model.history.attempts.find(
     (a) => a.task === veto.holderTask && a.start <= veto.at && !(a.end < veto.at),
