@@ -468,7 +468,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         """Lift a usage-limit pause by hand (`codefleet resume`)."""
         now = self.clock()
         was = self.limits.view(now)["pause"]
-        with self.store.transaction():
+        with self.transition():
             resumed = self.limits.resume(ResumeReason.OPERATOR, now)
         self.kick()
         return {"resumed": resumed, "paused_until": None, "was": was}
