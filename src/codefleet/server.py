@@ -138,6 +138,7 @@ def create_app(settings: Settings) -> FastAPI:
     _runner_routes(app, engine, settings)
     _operator_routes(app, engine, reads, settings)
     _fleet_routes(app, engine, reads, settings)
+    _limits_routes(app, engine)
     _event_routes(app, engine, hub)
     install_interactive(app, engine)
     install_web(app)
@@ -321,10 +322,6 @@ def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings
     async def fleet_finished(body: FleetBody) -> JSONResponse:
         return _json(engine.fleet_event("run_finished", body.model_dump(exclude_none=True)))
 
-    @app.post("/fleet/resume")
-    async def resume() -> JSONResponse:
-        return _json(engine.resume())
-
     @app.post("/commits")
     async def commits(body: CommitsBody) -> JSONResponse:
         pairs = [(c.task_id, c.commit) for c in body.commits]
@@ -336,6 +333,14 @@ def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings
             raise Forbidden("reset is disabled; set CODEFLEET_ALLOW_RESET=1 on the server")
         engine.reset()
         return _json({"reset": True})
+
+
+def _limits_routes(app: FastAPI, engine: Engine) -> None:
+    """The fleet's limits: lift a usage-limit pause by hand."""
+
+    @app.post("/fleet/resume")
+    async def resume() -> JSONResponse:
+        return _json(engine.resume())
 
 
 def _event_routes(app: FastAPI, engine: Engine, hub: EventHub) -> None:
