@@ -27,7 +27,7 @@ COMMAND_MODULES = (
     "cli_fleet",  # run, runner
     "cli_watch",  # watch
     "cli_tasks",  # tasks, cancel, retry, reset
-    "cli_limits",  # resume
+    "cli_limits",  # resume, budget
     "cli_join",  # join, leave, release, hook
     "cli_review",  # commit, report
     "cli_runs",  # runs

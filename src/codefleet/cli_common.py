@@ -178,6 +178,22 @@ BudgetOpt = Annotated[
         "--task-budget-usd", help="Spend cap per session, USD [CODEFLEET_TASK_BUDGET_USD]."
     ),
 ]
+MaxCostOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost",
+        help="The fleet's budget, USD: once recorded cost reaches it, no new task is assigned "
+        "[CODEFLEET_MAX_COST].",
+    ),
+]
+MaxCostHardOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--max-cost-hard/--max-cost-soft",
+        help="When the fleet's budget is spent, also stop running attempts (rolled back, not "
+        "charged) instead of letting them finish [CODEFLEET_MAX_COST_HARD].",
+    ),
+]
 TimeoutOpt = Annotated[
     float | None,
     typer.Option(

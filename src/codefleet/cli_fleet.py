@@ -22,6 +22,8 @@ from codefleet.cli_common import (
     CheckTimeoutOpt,
     DryRunOpt,
     JsonOpt,
+    MaxCostHardOpt,
+    MaxCostOpt,
     MaxTurnsOpt,
     ModelOpt,
     ModelScriptOpt,
@@ -180,6 +182,8 @@ def run(
     model: ModelOpt = None,
     max_turns: MaxTurnsOpt = None,
     task_budget_usd: BudgetOpt = None,
+    max_cost: MaxCostOpt = None,
+    max_cost_hard: MaxCostHardOpt = None,
     commit: CommitOpt = False,
     branch: BranchOpt = None,
     json_out: JsonOpt = False,
@@ -190,7 +194,7 @@ def run(
     only if every task succeeded (and --verify passed, and with --commit every success was
     committed). Each --check is defined on the server first, for the agents' run_check tool
     and for tasks' `verify`. Without a key: `--dry-run --script FILE` or
-    `--offline --model-script FILE`.
+    `--offline --model-script FILE`. --max-cost sets the fleet's budget on the server.
     """
     from codefleet.fleet import invocation_suffix, run_fleet
     from codefleet.report import print_result
@@ -199,7 +203,7 @@ def run(
         runners=runners, server_url=server, workdir=workdir, run_dir=run_dir,
         task_timeout=task_timeout, token=token, model=model, max_turns=max_turns,
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
-        protected_paths=protected_paths,
+        protected_paths=protected_paths, max_cost=max_cost, max_cost_hard=max_cost_hard,
     )  # fmt: skip
     checks = parse_check_options(check)
     graph_file = None if no_graph else _graph_file(graph)
@@ -225,6 +229,8 @@ def run(
                 )
             except RunRefused as err:
                 raise fail(str(err)) from None
+            if settings.max_cost is not None:  # run passes the fleet's budget on to the server
+                await client.set_budget(settings.max_cost, settings.max_cost_hard)
         prepare_dirs(settings.run_dir)
         if committer is not None:
             committer.start(settings.url, settings.token, since)
@@ -255,7 +261,7 @@ def run(
     result, conflicts, history = call_server(settings, lambda _: go())
     if json_out:
         print_json({"ok": result.ok, "tasks": result.tasks, "conflicts": conflicts,
-                    "runner_errors": result.runner_errors,
+                    "runner_errors": result.runner_errors, "stopped": result.stopped,
                     "verify": result.verify and {"exit_code": result.verify.exit_code, "output": result.verify.output},
                     "history": history_json(history) if history else None})  # fmt: skip
     else:

@@ -10,6 +10,8 @@ import typer
 
 from codefleet.cli_common import (
     RUN,
+    MaxCostHardOpt,
+    MaxCostOpt,
     ProtectedOpt,
     RunDirOpt,
     TokenOpt,
@@ -89,6 +91,8 @@ def serve(
         ),
     ] = None,
     protected_paths: ProtectedOpt = None,
+    max_cost: MaxCostOpt = None,
+    max_cost_hard: MaxCostHardOpt = None,
     token: TokenOpt = None,
 ) -> None:
     """Run the coordination server (the one process that owns the database)."""
@@ -104,7 +108,8 @@ def serve(
         poll_interval=poll_interval, tick_interval=tick_interval, max_attempts=max_attempts,
         allow_reset=allow_reset, token=token, keep_failed_edits=keep_failed_edits,
         backoff_base=backoff_base, backoff_cap=backoff_cap, preimage_max_bytes=preimage_max_bytes,
-        interactive_idle=interactive_idle, protected_paths=protected_paths,
+        interactive_idle=interactive_idle, protected_paths=protected_paths, max_cost=max_cost,
+        max_cost_hard=max_cost_hard,
     )  # fmt: skip
     if settings.host not in LOOPBACK and not settings.token:
         raise fail(

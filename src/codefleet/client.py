@@ -302,6 +302,12 @@ class FleetClient:
         result: dict[str, Any] = await self._json("POST", "/fleet/resume")
         return result
 
+    async def set_budget(self, max_cost_usd: float | None, hard: bool = False) -> dict[str, Any]:
+        """Set the fleet's budget in USD (None: no cap); answers the budget as it now stands."""
+        body = {"max_cost_usd": max_cost_usd, "hard": hard}
+        result: dict[str, Any] = await self._json("POST", "/fleet/budget", body=body)
+        return result
+
     async def fleet_started(self, **payload: Any) -> None:
         await self._call("POST", "/fleet/started", body=payload)
 

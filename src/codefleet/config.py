@@ -52,6 +52,8 @@ class Settings(BaseSettings):
     check_timeout: float = Field(default=300.0, gt=0)
     check_dir: Path | None = None
     interactive_idle: float = Field(default=900.0, gt=0)
+    max_cost: float | None = Field(default=None, gt=0)
+    max_cost_hard: bool = False
     allow_reset: bool = False
     token: str | None = None
     # Comma-separated names no agent may write, at any depth, case-insensitively (`.git` always).

@@ -41,6 +41,7 @@ from codefleet.engine_limits import FleetLimits, ResumeReason
 from codefleet.engine_recovery import RecoveryMixin
 from codefleet.errors import InvalidState, NotFound, NotOwner
 from codefleet.index import LiveIndex, LiveTask, live_task
+from codefleet.limits import Budget
 from codefleet.models import (
     RETRYABLE_KINDS,
     AgentStatus,
@@ -60,8 +61,11 @@ log = logging.getLogger(__name__)
 BASE_WINDOW = 64
 # A veto waits on the holder (its scope), a failed verify has the output to act on:
 # a timer adds nothing to either (docs/decisions.md, "A veto requeues without backoff").
-# A usage limit pauses the whole fleet instead ("A usage limit pauses the fleet").
-NO_BACKOFF = frozenset({ErrorKind.VETO, ErrorKind.VERIFY_FAILED, ErrorKind.RATE_LIMITED})
+# A usage limit pauses the whole fleet instead ("A usage limit pauses the fleet"), and a
+# spent fleet budget stops it ("The fleet's budget").
+NO_BACKOFF = frozenset(
+    {ErrorKind.VETO, ErrorKind.VERIFY_FAILED, ErrorKind.RATE_LIMITED, ErrorKind.BUDGET}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +81,8 @@ class EngineConfig:
     rollback: bool = True
     preimage_max_bytes: int = 10 * 1024 * 1024
     interactive_idle: float = 900.0
+    max_cost: float | None = None  # the fleet's budget in USD (None: no cap)
+    max_cost_hard: bool = False  # a spent budget also stops running attempts
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +133,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         self.interactive = InteractiveHolders(self, self.config.interactive_idle)
         self._finishing = False
         self._alive_marked: datetime | None = None
-        self.limits = FleetLimits(store)
+        self.limits = FleetLimits(store, Budget(self.config.max_cost, self.config.max_cost_hard))
         self.load()
         self.finish_restores()  # a take-back the last process could not finish, before anyone
         self._block_orphans()
@@ -222,6 +228,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
             stale_after=timedelta(seconds=self.config.stale_after),
             task_timeout=timedelta(seconds=self.config.task_timeout),
             paused_until=self.limits.paused_until(),
+            budget=self.limits.budget_view(),
         )
 
     def tick(self) -> list[sched.Decision]:
@@ -267,11 +274,17 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
                 self._fail(live, kind, reason, now)
             case sched.ResumeFleet():
                 self.limits.resume(ResumeReason.ELAPSED, now)
+            case sched.BudgetExhausted():
+                pending = sum(t.status is TaskStatus.PENDING for t in self.index.live.values())
+                self.limits.announce_exhausted(sorted(self.index.in_flight), pending)
+            case sched.StopForBudget(task_id):
+                self._stop_for_budget(task_id, now)
             case sched.Assign(task_id, agent_id):
                 self._assign(task_id, agent_id, now)
             case sched.FleetIdle():
                 self.idle_announced = True
-                self.store.emit(EventType.FLEET_IDLE, counts=self.store.task_counts())
+                stopped = {"stopped": "budget"} if self.limits.exhausted() else {}
+                self.store.emit(EventType.FLEET_IDLE, counts=self.store.task_counts(), **stopped)
             case _:
                 raise TypeError(f"unknown decision {decision!r}")
 
@@ -397,6 +410,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
             report.cost_usd,
             succeeded=report.ok,
         )
+        self.limits.spend(report.cost_usd)
         self.store.update_task(
             task.id,
             duration_ms=report.duration_ms,
@@ -463,6 +477,33 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         self.store.update_task(task.id, uncharged_attempts=task.uncharged)
         self._requeue(task, ErrorKind.RATE_LIMITED, error, now, charged=False,
                       paused_until=to_iso(until))  # fmt: skip
+
+    def _stop_for_budget(self, task_id: str, now: datetime) -> None:
+        """A hard budget stop: take the attempt back, roll it back, do not charge it."""
+        task = self.index.in_flight.get(task_id)
+        if task is None:
+            log.info("skip stale StopForBudget of %s: no longer in flight", task_id)
+            return
+        self._fence_owner(task, now)
+        self._end_attempt(task, ReleaseReason.FLEET_BUDGET, now)
+        task.uncharged += 1
+        self.store.update_task(task.id, uncharged_attempts=task.uncharged)
+        reason = "the fleet's budget is spent (hard stop)"
+        self._requeue(task, ErrorKind.BUDGET, reason, now, charged=False)
+
+    def set_budget(self, max_cost: float | None, hard: bool) -> dict[str, Any]:
+        """Change the fleet's budget live (`codefleet budget`); a higher cap resumes assignment."""
+        before = (self.limits.budget, self.limits.announced)
+        try:
+            with self.transition():
+                self.limits.set_budget(Budget(max_cost, hard))
+        except BaseException:
+            self.limits.budget, self.limits.announced = before
+            raise
+        if self.index.live:
+            self.idle_announced = False  # the fleet may run again: its drain is news again
+        self.kick()
+        return self.limits.budget_json()
 
     def resume(self) -> dict[str, Any]:
         """Lift a usage-limit pause by hand (`codefleet resume`)."""

@@ -60,6 +60,7 @@ class FleetResult:
     verify: VerifyResult | None = None
     duration_s: float = 0.0
     runner_errors: list[str] = field(default_factory=list)  # "name: why", one per stopped runner
+    stopped: str | None = None  # why the fleet stopped before the graph drained (its budget)
 
     @property
     def all_succeeded(self) -> bool:
@@ -71,13 +72,31 @@ class FleetResult:
 
 
 async def wait_drained(client: FleetClient) -> None:
-    """Return once nothing is pending, assigned or running (event-driven)."""
+    """Return once nothing is pending, assigned or running (event-driven), or once the
+    fleet's budget is spent and nothing runs any more (the fleet stopped)."""
     health = await client.health()
-    if int(health["live_tasks"]) == 0:
+    if int(health["live_tasks"]) == 0 or _stopped(health):
         return
     async for event in client.stream(int(health["last_event_id"])):
         if event["type"] == EventType.FLEET_IDLE:
             return
+
+
+def _stopped(health: dict[str, Any]) -> bool:
+    budget = health.get("budget") or {}
+    return bool(budget.get("exhausted")) and int(health.get("in_flight", 1)) == 0
+
+
+def budget_stop(health: dict[str, Any], tasks: list[dict[str, Any]]) -> str | None:
+    """Why the fleet stopped with work left, in one line, when its budget is spent."""
+    budget = health.get("budget") or {}
+    if not budget.get("exhausted"):
+        return None
+    left = sum(t["status"] in ("pending", "assigned", "running") for t in tasks)
+    return (
+        f"fleet budget exhausted: ${budget['spent_usd']:.4f} spent of ${budget['max_cost_usd']:.4f}"
+        f"; {left} task(s) not done. Raise it with `codefleet budget USD` and run again."
+    )
 
 
 async def run_verify(command: str, workdir: Path, timeout: float = 900.0) -> VerifyResult:
@@ -155,6 +174,7 @@ async def run_fleet(
             stop.set()
             await asyncio.gather(*fleet, return_exceptions=True)
         result = FleetResult(tasks=await client.tasks(), runner_errors=list(watch.errors))
+        result.stopped = budget_stop(await client.health(), result.tasks)
         if verify:
             result.verify = await run_verify(verify, workdir)
         result.duration_s = time.monotonic() - started
@@ -163,7 +183,7 @@ async def run_fleet(
             runners=runners,
             verify=_verify_payload(result.verify),
             summary={"duration_s": round(result.duration_s, 3), "tasks": len(result.tasks),
-                     "runner_errors": len(result.runner_errors)},
+                     "runner_errors": len(result.runner_errors), "stopped": result.stopped},
         )  # fmt: skip
     return result
 

@@ -1,4 +1,4 @@
-"""The fleet's limits policy: when a usage limit pauses the fleet, and for how long.
+"""The fleet's limits policy: usage-limit pauses, and the fleet's budget.
 
 Pure: values in, values out, time is an argument. The engine's `FleetLimits`
 part holds the current `LimitState`, calls `on_limit` when a runner reports an
@@ -14,6 +14,10 @@ Rules (docs/decisions.md, "A usage limit pauses the fleet"):
 - a limit reported while a pause is on JOINS it: the pause only moves later
   when the new retry time lies past it, and never counts a strike (sessions
   in flight when the limit hit report it one by one, for one cause).
+
+The budget (`Budget`): once the fleet's recorded cost reaches `max_cost`, the
+scheduler assigns nothing more; running attempts finish, or with `hard` are
+stopped (rolled back, not charged). Raising the cap resumes assignment.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Final
 __all__ = [
     "DEFAULT_PAUSE_S",
     "MAX_PAUSE_S",
+    "Budget",
     "LimitState",
     "Pause",
     "PauseChange",
@@ -62,6 +67,16 @@ class LimitState:
 
     def paused_at(self, now: datetime) -> bool:
         return self.pause is not None and now < self.pause.until
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    max_cost: float | None = None  # USD; None: no cap
+    hard: bool = False  # stop running attempts too when the cap is reached
+
+    def exhausted(self, spent: float) -> bool:
+        """The recorded cost has reached the cap (with a nano-dollar of slack for float sums)."""
+        return self.max_cost is not None and spent >= self.max_cost - 1e-9
 
 
 def pause_seconds(strikes: int) -> float:

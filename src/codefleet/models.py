@@ -118,6 +118,8 @@ class EventType(StrEnum):
     TASK_COMMITTED = "task_committed"
     FLEET_PAUSED = "fleet_paused"
     FLEET_RESUMED = "fleet_resumed"
+    FLEET_BUDGET_SET = "fleet_budget_set"
+    FLEET_BUDGET_EXHAUSTED = "fleet_budget_exhausted"
 
 
 class CheckPurpose(StrEnum):
@@ -149,6 +151,7 @@ class ReleaseReason(StrEnum):
     SESSION_END = "session_end"  # a person's interactive session ended (its SessionEnd hook)
     OPERATOR = "operator"  # `codefleet release`
     INTERACTIVE_IDLE = "interactive_idle"  # a person's session wrote nothing for a while
+    FLEET_BUDGET = "fleet_budget"  # the fleet's budget ran out and the stop is hard
 
 
 # Scope paths one graph load may declare in all: each is canonicalized with a `stat`

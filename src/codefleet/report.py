@@ -95,6 +95,8 @@ def print_result(
             console.print(result.verify.output[-3000:], markup=False)
     for why in result.runner_errors:
         console.print(Text(f"runner stopped: {why}", style="bold red"))
+    if result.stopped:
+        console.print(Text(f"fleet stopped: {result.stopped}", style="bold red"))
     done = sum(t["status"] == "succeeded" for t in result.tasks)
     cost = sum(float(t.get("cost_usd") or 0) for t in result.tasks)
     verdict = Text("PASS" if result.ok else "FAIL", style="bold green" if result.ok else "bold red")

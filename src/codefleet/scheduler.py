@@ -9,14 +9,18 @@ in ONE transaction:
 3. take back tasks past their server-side deadline the same way;
 4. fail pending tasks that are out of attempts;
 5. resume the fleet when its usage-limit pause has run out;
-6. assign runnable tasks to idle agents, unless the fleet is paused;
-7. announce that the fleet is idle.
+6. when the fleet's budget is spent: announce it once, and with a hard stop
+   take back every attempt still running;
+7. assign runnable tasks to idle agents, unless the fleet is paused or its
+   budget is spent;
+8. announce that the fleet is idle: nothing live, or a spent budget and
+   nothing left running (the fleet stopped; raising the budget resumes it).
 
 The order is the contract: assignment must see the state the earlier steps
 leave behind. A lease held by a runner that just went stale is released by
 step 1, so step 6 must not count that path as busy, and a task taken back in
 step 2 must not be handed to the agent that just went offline. A pause that
-ends at `now` is lifted by step 5 before step 6 looks at it, so the tick that
+ends at `now` is lifted by step 5 before step 7 looks at it, so the tick that
 resumes the fleet also fills it. While a pause is on, steps 1-4 still run:
 a limit stops new sessions, not the fleet's bookkeeping.
 
@@ -34,6 +38,8 @@ from codefleet.models import AgentStatus, ErrorKind
 __all__ = [
     "AgentView",
     "Assign",
+    "BudgetExhausted",
+    "BudgetView",
     "Decision",
     "FailTask",
     "FleetIdle",
@@ -41,6 +47,7 @@ __all__ = [
     "MarkOffline",
     "Requeue",
     "ResumeFleet",
+    "StopForBudget",
     "TaskView",
     "candidate_order",
     "schedule",
@@ -71,6 +78,15 @@ class AgentView:
 
 
 @dataclass(frozen=True, slots=True)
+class BudgetView:
+    """The fleet's budget as the scheduler sees it."""
+
+    exhausted: bool = False
+    announced: bool = True  # `fleet_budget_exhausted` was emitted for this exhaustion
+    hard: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class FleetState:
     """What the scheduler may look at.
 
@@ -90,6 +106,7 @@ class FleetState:
     stale_after: timedelta = timedelta(seconds=20)
     task_timeout: timedelta = timedelta(seconds=600)
     paused_until: datetime | None = None  # a usage limit: no assignment before this time
+    budget: BudgetView = BudgetView()
 
     def paused_at(self, now: datetime) -> bool:
         return self.paused_until is not None and now < self.paused_until
@@ -130,7 +147,28 @@ class ResumeFleet:
     """The usage-limit pause ran out: lift it (`fleet_resumed`)."""
 
 
-Decision = MarkOffline | Requeue | FailTask | ResumeFleet | Assign | FleetIdle
+@dataclass(frozen=True, slots=True)
+class BudgetExhausted:
+    """The fleet's budget is spent: say so once (`fleet_budget_exhausted`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StopForBudget:
+    """A hard budget stop: take this running attempt back (rolled back, not charged)."""
+
+    task_id: str
+
+
+Decision = (
+    MarkOffline
+    | Requeue
+    | FailTask
+    | ResumeFleet
+    | BudgetExhausted
+    | StopForBudget
+    | Assign
+    | FleetIdle
+)
 
 
 @dataclass(slots=True)
@@ -149,11 +187,30 @@ def schedule(state: FleetState, now: datetime) -> list[Decision]:
         plan.decisions.append(FailTask(task.id, ErrorKind.ATTEMPTS_EXHAUSTED, "out of attempts"))
     if state.paused_until is not None and not state.paused_at(now):
         plan.decisions.append(ResumeFleet())
-    if not state.paused_at(now):
+    if state.budget.exhausted:
+        _stop_for_budget(state, plan)
+    elif not state.paused_at(now):
         _assign(state, now, plan)
-    if state.live_tasks == 0 and not state.idle_announced:
+    if not state.idle_announced and (state.live_tasks == 0 or _stopped(state, plan)):
         plan.decisions.append(FleetIdle())
     return plan.decisions
+
+
+def _stop_for_budget(state: FleetState, plan: _Plan) -> None:
+    if not state.budget.announced:
+        plan.decisions.append(BudgetExhausted())
+    if not state.budget.hard:
+        return
+    for task in sorted(state.in_flight, key=lambda t: t.id):
+        if task.id not in plan.taken_back:
+            plan.taken_back.add(task.id)
+            plan.decisions.append(StopForBudget(task.id))
+
+
+def _stopped(state: FleetState, plan: _Plan) -> bool:
+    """The budget is spent and nothing is running any more: the fleet has stopped."""
+    running = [t for t in state.in_flight if t.id not in plan.taken_back]
+    return state.budget.exhausted and not running
 
 
 def candidate_order(
@@ -241,6 +298,8 @@ def wants_wider_window(state: FleetState, decisions: Sequence[Decision]) -> bool
         return False
     if state.paused_until is not None and not any(isinstance(d, ResumeFleet) for d in decisions):
         return False  # paused: nothing was assigned, and a wider window would not change that
+    if state.budget.exhausted:
+        return False  # likewise for a spent budget
     assigned = sum(isinstance(d, Assign) for d in decisions)
     idle = sum(1 for a in state.agents if a.status is AgentStatus.IDLE)
     return assigned < idle

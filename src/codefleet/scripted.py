@@ -7,6 +7,7 @@ optional `attempt: N` (run the step only on that attempt):
     sleep: SECONDS              wait_leased: PATH           wait_denied: PATH
     fail: MESSAGE               check: NAME                 expect_check: pass|fail
     expect_error: TEXT          make_dir: PATH              rate_limit: SECONDS|null
+    cost: USD
 
 Every file change goes through the attempt's `WriteGate` first, exactly as a
 real session's hook does; a denied write ends the attempt as a veto naming the
@@ -23,6 +24,8 @@ output) contains TEXT: how the scripted tier observes what a retry is told.
 restore.
 `rate_limit` ends the attempt as a real session that hit a usage limit does
 (`rate_limited`), saying the limit lifts in SECONDS (null: it did not say).
+`cost` adds USD to what the attempt reports it spent, as a real session's
+`total_cost_usd` would (how the fleet's budget is tested without a model).
 A task with no script succeeds without writing anything.
 """
 
@@ -31,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
@@ -46,7 +49,7 @@ __all__ = ["ScriptError", "ScriptedExecutor", "Step", "load_script"]
 STEP_KINDS: Final = frozenset(
     {
         "write", "edit", "append", "sleep", "wait_leased", "wait_denied", "fail",
-        "check", "expect_check", "expect_error", "make_dir", "rate_limit",
+        "check", "expect_check", "expect_error", "make_dir", "rate_limit", "cost",
     }
 )  # fmt: skip
 WAIT_POLL_S: Final = 0.01
@@ -112,6 +115,7 @@ class _Played:
     """What one attempt has done so far (an executor is shared by every runner)."""
 
     checks: list[CheckResult] = field(default_factory=list)
+    cost_usd: float = 0.0
 
 
 class ScriptedExecutor:
@@ -135,10 +139,13 @@ class ScriptedExecutor:
             for step in steps:
                 await self._play(step, attempt, played)
         except _StepFailed as failed:
-            return failed.outcome
+            return replace(failed.outcome, cost_usd=failed.outcome.cost_usd + played.cost_usd)
         written = list(attempt.gate.written)
         return Outcome(
-            True, summary=f"scripted: {len(written)} file(s) written", files_written=written
+            True,
+            summary=f"scripted: {len(written)} file(s) written",
+            files_written=written,
+            cost_usd=played.cost_usd,
         )
 
     async def _play(self, step: Step, attempt: Attempt, played: _Played) -> None:
@@ -161,6 +168,8 @@ class ScriptedExecutor:
                 )
             case "rate_limit":
                 raise _StepFailed(_rate_limited(step.arg, attempt))
+            case "cost":
+                played.cost_usd += float(step.arg)
             case "check" | "expect_check" | "expect_error":
                 await self._checks(step, attempt, played)
             case "make_dir":

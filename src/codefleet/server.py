@@ -42,6 +42,7 @@ from codefleet.web_routes import install_web
 from codefleet.wire import (
     MAX_INT,
     AcquireBody,
+    BudgetBody,
     ChangeBody,
     CheckEventBody,
     ChecksBody,
@@ -92,6 +93,8 @@ def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
         rollback=not settings.keep_failed_edits,
         preimage_max_bytes=settings.preimage_max_bytes,
         interactive_idle=settings.interactive_idle,
+        max_cost=settings.max_cost,
+        max_cost_hard=settings.max_cost_hard,
     )
     return Engine(store, tree, config)
 
@@ -336,11 +339,15 @@ def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings
 
 
 def _limits_routes(app: FastAPI, engine: Engine) -> None:
-    """The fleet's limits: lift a usage-limit pause by hand."""
+    """The fleet's limits: lift a usage-limit pause by hand; set the fleet's budget."""
 
     @app.post("/fleet/resume")
     async def resume() -> JSONResponse:
         return _json(engine.resume())
+
+    @app.post("/fleet/budget")
+    async def budget(body: BudgetBody) -> JSONResponse:
+        return _json(engine.set_budget(body.max_cost_usd, body.hard))
 
 
 def _event_routes(app: FastAPI, engine: Engine, hub: EventHub) -> None:

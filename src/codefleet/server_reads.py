@@ -160,4 +160,6 @@ class Reads:
             "loop_stalled_s": round(self.engine.deaf_seconds(), 3),
             "server_time": to_iso(now),
             "paused_until": self.engine.limits.view(now)["paused_until"],
+            "in_flight": len(self.engine.index.in_flight),
+            "budget": self.engine.limits.budget_json(),
         }

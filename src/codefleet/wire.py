@@ -25,6 +25,7 @@ from codefleet.models import CHECK_NAME_PATTERN, CheckPurpose, ErrorKind
 
 __all__ = [
     "AcquireBody",
+    "BudgetBody",
     "ChangeBody",
     "CheckEventBody",
     "ChecksBody",
@@ -208,6 +209,13 @@ class CommitsBody(_Body):
 
     branch: Annotated[StrictStr, Field(min_length=1, max_length=255)]
     commits: Annotated[list[CommittedTask], Field(min_length=1, max_length=MAX_TASKS)]
+
+
+class BudgetBody(_Body):
+    """`POST /fleet/budget`: the fleet's cap in USD (null: none), and whether it stops running work."""
+
+    max_cost_usd: Annotated[float, Field(gt=0, le=MAX_COST_USD, allow_inf_nan=False)] | None
+    hard: StrictBool = False
 
 
 class FleetBody(_Body):

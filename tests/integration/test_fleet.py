@@ -292,7 +292,7 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
         "doomed": [{"write": {"path": "doomed.txt", "content": "half"}}, {"write": {"path": "gone.txt", "content": "x"}},
                    {"make_dir": "doomed.txt"}, {"fail": "scripted failure"}],  # doomed.txt cannot be restored
         "next": [{"check": "ok"}],
-        "limited": [{"rate_limit": 0, "attempt": 1}],  # fleet_paused, then fleet_resumed
+        "limited": [{"rate_limit": 0, "attempt": 1}, {"cost": 0.01}],  # paused, resumed
     }  # fmt: skip
     async with FleetClient(server.url) as client:
         ghost = await client.register("ghost", str(workdir), None)
@@ -311,6 +311,8 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
         await client.cancel("dropped")
         await drain(server, workdir, script)
         await client.record_commits("codefleet/t", [("hold", "a" * 40)])  # what `commit` posts
+        await client.set_budget(0.005)  # below what "limited" spent: fleet_budget_exhausted
+        await wait_until(lambda: events_of(client, "fleet_budget_exhausted"), timeout=5)
         seen = {e["type"] for e in await client.all_events()}
     assert seen == {t.value for t in EventType}
 
