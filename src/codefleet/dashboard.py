@@ -61,6 +61,7 @@ NOTABLE_EVENTS: Final = frozenset(
         EventType.TASK_COMMITTED,
         EventType.FLEET_PAUSED,
         EventType.FLEET_RESUMED,
+        EventType.FLEET_BUDGET_EXHAUSTED,
     }
 )
 

@@ -30,6 +30,7 @@ from codefleet.report import STATUS_STYLE
 
 __all__ = [
     "AgentRow",
+    "BudgetLine",
     "LeaseRow",
     "LogLine",
     "PauseBanner",
@@ -114,6 +115,17 @@ class ViewModel:
     vetoes: int = 0
     last_event_id: int = 0
     pause: PauseBanner | None = None
+    budget: BudgetLine | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetLine:
+    """The fleet's budget: its cap, what was spent, whether it stopped the fleet."""
+
+    max_cost_usd: float
+    spent_usd: float
+    hard: bool
+    exhausted: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,12 +198,6 @@ def _other_words(kind: str, body: Mapping[str, Any], task: str, who: str) -> tup
             return f"{body.get('name', who)} released {paths} ({body.get('reason')})", "magenta"
         case EventType.AGENT_OFFLINE:
             return f"{body.get('name', who)} offline ({body.get('reason')})", "yellow"
-        case EventType.FLEET_PAUSED:
-            until = _clock_text(str(body.get("until")))
-            why = body.get("reason") or "usage limit"
-            return f"FLEET PAUSED until {until} ({body.get('change')}): {why}", PAUSE_STYLE
-        case EventType.FLEET_RESUMED:
-            return f"fleet resumed ({body.get('reason')}) after {body.get('paused_s')} s", "green"
         case EventType.TASK_COMMITTED:
             return (
                 f"{task} committed {str(body.get('commit'))[:7]} on {body.get('branch')}",
@@ -210,6 +216,28 @@ def _other_words(kind: str, body: Mapping[str, Any], task: str, who: str) -> tup
     return None
 
 
+def _fleet_words(kind: str, body: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The fleet's limits: a usage-limit pause, its end, the budget."""
+    match kind:
+        case EventType.FLEET_PAUSED:
+            until = _clock_text(str(body.get("until")))
+            why = body.get("reason") or "usage limit"
+            return f"FLEET PAUSED until {until} ({body.get('change')}): {why}", PAUSE_STYLE
+        case EventType.FLEET_RESUMED:
+            return f"fleet resumed ({body.get('reason')}) after {body.get('paused_s')} s", "green"
+        case EventType.FLEET_BUDGET_EXHAUSTED:
+            stop = "running tasks stopped" if body.get("hard") else "running tasks finish"
+            return (
+                f"FLEET BUDGET EXHAUSTED: ${body.get('spent_usd')} of ${body.get('max_cost_usd')}; "
+                f"no new task is assigned ({stop})",
+                "bold red",
+            )
+        case EventType.FLEET_BUDGET_SET:
+            cap = body.get("max_cost_usd")
+            return f"fleet budget set to {'none' if cap is None else f'${cap}'}", "magenta"
+    return None
+
+
 def describe(event: Mapping[str, Any], names: Mapping[str, str]) -> LogLine:
     """One log line for one event; `names` maps agent ids to runner names."""
     kind, body, task = str(event["type"]), event["payload"], str(event.get("task_id"))
@@ -218,7 +246,11 @@ def describe(event: Mapping[str, Any], names: Mapping[str, str]) -> LogLine:
         found: tuple[str, str] | None = (_veto_text(event, names), VETO_STYLE)
     else:
         who = _who(event, names)
-        found = _task_words(kind, body, task, who) or _other_words(kind, body, task, who)
+        found = (
+            _task_words(kind, body, task, who)
+            or _other_words(kind, body, task, who)
+            or _fleet_words(kind, body)
+        )
     text, style = found or (kind.replace("_", " "), "bold")
     at = _clock_text(event["at"])
     return LogLine(event_id=int(event["id"]), at=at, text=text, style=style, veto=veto)
@@ -298,6 +330,16 @@ def _pause(state: Mapping[str, Any], now: datetime) -> PauseBanner | None:
     return PauseBanner(_clock_text(pause["until"]), left, str(pause.get("reason") or ""))
 
 
+def _budget(state: Mapping[str, Any]) -> BudgetLine | None:
+    budget = state.get("budget") or {}
+    if budget.get("max_cost_usd") is None:
+        return None
+    return BudgetLine(
+        float(budget["max_cost_usd"]), float(budget.get("spent_usd") or 0.0),
+        bool(budget.get("hard")), bool(budget.get("exhausted")),
+    )  # fmt: skip
+
+
 def _counts(counters: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     known = [(s.value, counters[s]) for s in _STATUS_ORDER if counters.get(s)]
     extra = sorted((k, v) for k, v in counters.items() if k not in set(_STATUS_ORDER) and v)
@@ -340,6 +382,7 @@ def build_view(
         vetoes=vetoes,
         last_event_id=last_event_id,
         pause=_pause(state, now),
+        budget=_budget(state),
     )
 
 
@@ -364,7 +407,11 @@ def summary_line(view: ViewModel) -> Text:
         line.append(" · " if i else "", style="dim")
         line.append(f"{status} {n}" if n else status, style=STATUS_STYLE.get(status, ""))
     line.append(" │ ", style="dim")
-    line.append(f"${view.cost_usd:.4f} · ")
+    line.append(f"${view.cost_usd:.4f}")
+    if view.budget is not None:
+        cap = f" of ${view.budget.max_cost_usd:.2f}"
+        line.append(cap, style=VETO_STYLE if view.budget.exhausted else "dim")
+    line.append(" · ")
     line.append(f"{_tokens(view.input_tokens)}/{_tokens(view.output_tokens)} tok · ")
     line.append(f"vetoes {view.vetoes}", style=VETO_STYLE if view.vetoes else "")
     line.append(f" · event #{view.last_event_id}")
@@ -464,6 +511,15 @@ def pause_text(pause: PauseBanner) -> Text:
     return line
 
 
+def budget_text(budget: BudgetLine) -> Text:
+    """`⏹ FLEET BUDGET EXHAUSTED · $1.02 of $1.00 · ...`: why nothing more is assigned."""
+    line = Text("⏹ FLEET BUDGET EXHAUSTED", style=VETO_STYLE)
+    line.append(f" · ${budget.spent_usd:.4f} spent of ${budget.max_cost_usd:.4f}")
+    stop = "running tasks were stopped" if budget.hard else "running tasks finish"
+    line.append(f" · no new task is assigned; {stop}; `codefleet budget USD` raises it", "dim")
+    return line
+
+
 def _veto_panel(view: ViewModel) -> Panel | None:
     """The newest vetoes in the log, pinned so a busy log cannot scroll them away."""
     recent = [line for line in view.log if line.veto][-PINNED_VETOES:]
@@ -483,6 +539,8 @@ def render(view: ViewModel) -> RenderableType:
     parts: list[RenderableType] = [summary_line(view)]
     if view.pause is not None:
         parts.append(Panel(pause_text(view.pause), border_style="yellow"))
+    if view.budget is not None and view.budget.exhausted:
+        parts.append(Panel(budget_text(view.budget), border_style="red"))
     parts += [_task_table(view), side_by_side]
     vetoes = _veto_panel(view)
     if vetoes is not None:

@@ -387,3 +387,34 @@ async def test_a_usage_limit_pause_shows_a_live_countdown_and_goes_on_resume(
             "resumed (operator)"
         )
     assert browser.errors == []
+
+
+async def test_a_spent_budget_shows_in_the_cost_figure_and_a_banner_until_it_is_raised(
+    demo_server: ServerThread, browser: Browser
+) -> None:
+    tree = str(demo_server.settings.workdir)
+    async with FleetClient(demo_server.url, token=TOKEN) as client:
+        await client.create_tasks(
+            [{"id": t, "title": t, "description": "do it"} for t in ("T1", "T2")]
+        )
+        await client.set_budget(0.5)
+        page = await open_dashboard(browser, demo_server)
+        runner = await client.register("runner-1", tree, None)
+        agent, epoch = runner["agent_id"], runner["epoch"]
+        task = await client.assignment(agent, epoch, wait=5)
+        assert task is not None
+        await client.start(task["id"], agent, epoch)
+        await client.complete(task["id"], agent, epoch, {"attempt": 1, "ok": True, "cost_usd": 0.6})
+
+        banner = page.locator('#pause[data-limit="budget"]')
+        await expect(banner).to_be_visible()
+        await expect(banner).to_contain_text("Fleet budget exhausted · $0.6000 spent of $0.5000")
+        await expect(page.locator("#stats")).to_contain_text("$0.6000 of $0.5000")
+        await expect(
+            page.locator('#log-view tr[data-type="fleet_budget_exhausted"]')
+        ).to_contain_text("no new task is assigned")
+
+        await client.set_budget(5.0)
+        await expect(page.locator("#pause")).to_be_hidden()
+        await expect(page.locator("#stats")).to_contain_text("$0.6000 of $5.00")
+    assert browser.errors == []

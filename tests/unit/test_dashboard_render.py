@@ -283,3 +283,24 @@ def test_pausing_and_resuming_are_worded_with_the_resume_time_and_the_reason() -
     )
     assert paused.style == "bold yellow"
     assert (resumed.text, resumed.style) == ("fleet resumed (elapsed) after 60.0 s", "green")
+
+
+def test_a_spent_budget_shows_in_the_summary_and_a_banner_and_an_unspent_one_only_its_cap() -> None:
+    spent = {"max_cost_usd": 1.0, "hard": False, "spent_usd": 1.02, "exhausted": True}
+    view = view_of(state(budget=spent))
+
+    text = frame(view, width=200)
+    assert "$0.5000 of $1.00" in text
+    assert "FLEET BUDGET EXHAUSTED · $1.0200 spent of $1.0000" in text
+    assert "codefleet budget USD" in text
+    calm = frame(view_of(state(budget={**spent, "spent_usd": 0.2, "exhausted": False})), width=200)
+    assert "of $1.00" in calm and "EXHAUSTED" not in calm
+    assert "of $" not in frame(view_of(state(budget={**spent, "max_cost_usd": None})), width=200)
+
+
+def test_a_budget_running_out_is_worded_with_what_happens_to_running_tasks() -> None:
+    line = describe(event(1, "fleet_budget_exhausted", max_cost_usd=1.0, spent_usd=1.02,
+                          hard=True), NAMES)  # fmt: skip
+
+    assert line.text.startswith("FLEET BUDGET EXHAUSTED: $1.02 of $1.0")
+    assert "running tasks stopped" in line.text and line.style == "bold red"

@@ -19,6 +19,7 @@ import { Tooltip } from "./tooltip.js";
 const STATE_AFTER = new Set([
   "task_created", "task_succeeded", "task_failed", "task_requeued", "task_cancelled", "task_retried",
   "agent_registered", "agent_offline", "fleet_idle", "run_finished", "fleet_paused", "fleet_resumed",
+  "fleet_budget_set", "fleet_budget_exhausted",
 ]);
 const CONFLICTS_AFTER = new Set(["lease_denied", "task_succeeded", "task_failed", "task_retried"]);
 // The graph's analysis changes when tasks arrive or a veto widens a task's scope.

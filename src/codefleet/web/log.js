@@ -13,13 +13,13 @@ const ORDER = [
   "lease_acquired", "lease_denied", "lease_released", "file_changed", "file_restored",
   "check_defined", "check_started", "check_finished",
   "agent_registered", "agent_online", "agent_offline", "fleet_started", "fleet_idle", "run_finished",
-  "task_committed", "fleet_paused", "fleet_resumed",
+  "task_committed", "fleet_paused", "fleet_resumed", "fleet_budget_set", "fleet_budget_exhausted",
 ];
 
 export function category(type) {
   if (type === "lease_denied") return "veto";
   if (type === "task_succeeded") return "ok";
-  if (type === "task_failed" || type === "task_blocked_upstream") return "bad";
+  if (type === "task_failed" || type === "task_blocked_upstream" || type === "fleet_budget_exhausted") return "bad";
   if (type === "task_requeued" || type === "file_restored" || type === "fleet_paused") return "warn";
   return type.split("_")[0];
 }
@@ -55,6 +55,8 @@ export function describeEvent(model, e) {
     case "task_committed": return `committed ${String(b.commit ?? "").slice(0, 10)} on ${b.branch}`;
     case "fleet_paused": return `paused until ${clock(b.until)}${b.change === "extended" ? " (extended)" : ""}: ${truncate(b.reason, 160)}`;
     case "fleet_resumed": return `resumed (${b.reason}) after ${b.paused_s} s`;
+    case "fleet_budget_set": return b.max_cost_usd == null ? "no budget" : `budget ${fmtCost(b.max_cost_usd)}${b.hard ? " (hard stop)" : ""}`;
+    case "fleet_budget_exhausted": return `budget exhausted: ${fmtCost(b.spent_usd)} of ${fmtCost(b.max_cost_usd)}; no new task is assigned${b.hard ? "; running tasks stopped" : ""}`;
     default: return truncate(JSON.stringify(b), 160);
   }
 }

@@ -42,7 +42,7 @@ export class Model {
     this.snapshot = null;
     this.conflicts = [];
     this.history = emptyHistory();
-    this.live = { tasks: new Map(), agents: new Map(), leases: new Map(), pause: null };
+    this.live = { tasks: new Map(), agents: new Map(), leases: new Map(), pause: null, budget: null };
   }
 
   /** Append events in id order; returns those that were new. */
@@ -67,6 +67,7 @@ export class Model {
       agents: new Map(state.agents.map((a) => [a.id, { ...a }])),
       leases: new Map(state.leases.map((l) => [l.path, { ...l }])),
       pause: state.pause ?? null, // a usage limit: {since, until, reason, task_id}
+      budget: state.budget ?? null, // {max_cost_usd, hard, spent_usd, exhausted}
     };
     for (const event of this.events) {
       if (event.id > state.last_event_id) foldLive(this.live, event);
@@ -341,6 +342,15 @@ function foldLive(live, event) {
     case "fleet_resumed":
       live.pause = null;
       break;
+    case "fleet_budget_exhausted":
+      live.budget = { ...live.budget, max_cost_usd: body.max_cost_usd, hard: body.hard, spent_usd: body.spent_usd, exhausted: true };
+      break;
+    case "fleet_budget_set": {
+      const spent = body.spent_usd ?? live.budget?.spent_usd ?? 0;
+      const cap = body.max_cost_usd;
+      live.budget = { max_cost_usd: cap, hard: body.hard, spent_usd: spent, exhausted: cap != null && spent >= cap };
+      break;
+    }
     case "agent_registered":
     case "agent_online": {
       const agent = live.agents.get(event.agent_id) ?? { id: event.agent_id, tasks_succeeded: 0 };

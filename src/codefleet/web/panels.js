@@ -30,15 +30,27 @@ export function renderStats(container, view) {
     stat("Runners", String(model.lanes().length)),
     stat("Duration", model.history.attempts.length ? fmtDuration(runEnd(model, view) - t0) : "–"),
     stat("Tokens", fmtCount(tokens)),
-    stat("Cost", fmtCost(cost)),
+    stat("Cost", model.live.budget?.max_cost_usd != null ? `${fmtCost(cost)} of ${fmtCost(model.live.budget.max_cost_usd)}` : fmtCost(cost), model.live.budget?.exhausted ? "bad" : ""),
     verify ? stat("Verify", verify.ok ? "passed" : `failed (exit ${verify.exit_code})`, verify.ok ? "good" : "bad") : null,
   );
 }
 
-/** The usage-limit banner: until when no task is assigned, a live countdown, and why. */
+/** The limits banner: a usage-limit pause (with a live countdown and why), or a spent budget. */
 export function renderPause(container, view) {
-  const pause = view.model.live.pause;
-  container.hidden = !pause;
+  const { pause, budget } = view.model.live;
+  const spent = budget?.exhausted && budget.max_cost_usd != null;
+  container.hidden = !pause && !spent;
+  container.dataset.limit = pause ? "pause" : spent ? "budget" : "";
+  if (!pause && spent) {
+    return fill(
+      container,
+      h("strong", { text: "Fleet budget exhausted" }),
+      ` · ${fmtCost(budget.spent_usd)} spent of ${fmtCost(budget.max_cost_usd)} · no new task is assigned; `,
+      budget.hard ? "running tasks were stopped and rolled back; " : "running tasks finish; ",
+      h("code", { text: "codefleet budget USD" }),
+      " raises it.",
+    );
+  }
   if (!pause) return fill(container);
   const left = Math.max(0, Date.parse(pause.until) - view.now);
   fill(
