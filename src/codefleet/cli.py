@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "cli_limits",  # resume, budget
     "cli_join",  # join, leave, release, hook
     "cli_review",  # commit, report
+    "cli_stats",  # stats
     "cli_runs",  # runs
 )
 for _module in COMMAND_MODULES:

@@ -6,7 +6,7 @@ its data (what `--format json` prints under its key) and its blocks
 Markdown or self-contained HTML. Sections are built by the functions in
 `SECTIONS`, in order, from the run's `RunFacts`.
 
-Adding a section (contention analytics, for instance) is one function
+Adding a section (as contention analytics, `stats_section`, was) is one function
 `(RunFacts) -> Section | None` and one entry in `SECTIONS`; a builder that
 has nothing to say returns None and the section is left out.
 """
@@ -24,6 +24,7 @@ from codefleet.models import EventType, from_iso
 from codefleet.planning.analysis import PlannedTask, analyse
 from codefleet.runfacts import RunFacts, run_facts
 from codefleet.runrecord import RunRecord
+from codefleet.stats import fleet_stats, stats_json
 
 __all__ = [
     "SECTIONS",
@@ -400,6 +401,39 @@ def history_section(facts: RunFacts) -> Section:
     return Section("history", "Branch", tuple(blocks), commits)
 
 
+def stats_section(facts: RunFacts) -> Section | None:
+    """Contention analytics (`codefleet stats`): what collisions cost, parallelism, stretch."""
+    found = fleet_stats(facts)
+    if not found.tasks:
+        return None
+    stretch = f"{found.stretch:.1f} times" if found.stretch is not None else "—"
+    items = (
+        ("runners", str(found.runners)),
+        ("busy on average", f"{found.busy_mean:.2f} runners ({found.parallelism:.0%})"),
+        ("makespan vs critical path", f"{seconds(found.makespan_s)} vs "
+         f"{seconds(found.critical_s)}: {stretch}"),
+        ("lost to vetoes", seconds(found.veto_lost_s)),
+        ("lost to rollbacks", seconds(found.rollback_lost_s)),
+        ("usage-limit pauses", f"{found.pauses} ({seconds(found.paused_s)})"),
+    )  # fmt: skip
+    blocks: list[Block] = [Facts(items)]
+    if found.files:
+        rows = tuple(
+            (f.path, str(f.vetoes), ", ".join(f.tasks) or "—", seconds(f.veto_lost_s),
+             seconds(f.rollback_lost_s))
+            for f in found.files
+        )  # fmt: skip
+        columns = ("file", "vetoes", "tasks", "lost to vetoes", "lost to rollbacks")
+        blocks.append(Table(columns, rows))
+    waits = tuple(
+        (t.id, str(t.attempts), seconds(t.waiting_s), seconds(t.running_s)) for t in found.tasks
+    )
+    blocks.append(Table(("task", "attempts", "waiting", "running"), waits))
+    blocks.append(Para("`codefleet stats --suggest GRAPH -o NEXT` writes the graph amended from "
+                       "these collisions."))  # fmt: skip
+    return Section("stats", "Contention", tuple(blocks), stats_json(found))
+
+
 SECTIONS: list[SectionBuilder] = [
     summary_section,
     timeline_section,
@@ -410,7 +444,7 @@ SECTIONS: list[SectionBuilder] = [
     verify_section,
     cost_section,
     history_section,
-    # contention analytics (`stats`) goes here: one builder, same shape
+    stats_section,
 ]
 
 

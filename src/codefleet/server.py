@@ -33,10 +33,13 @@ from codefleet.loopwatch import LoopWatch
 from codefleet.models import EventType, TaskStatus, to_iso, utcnow
 from codefleet.paths import TreeRoot
 from codefleet.planning.analysis import analyse
+from codefleet.runfacts import run_facts
+from codefleet.runrecord import RunRecord
 from codefleet.server_interactive import install_interactive
 from codefleet.server_reads import Reads
 from codefleet.serverlock import ServerLock
 from codefleet.sse import EventHub
+from codefleet.stats import fleet_stats, stats_json
 from codefleet.store import Store
 from codefleet.web_routes import install_web
 from codefleet.wire import (
@@ -142,6 +145,7 @@ def create_app(settings: Settings) -> FastAPI:
     _operator_routes(app, engine, reads, settings)
     _fleet_routes(app, engine, reads, settings)
     _limits_routes(app, engine)
+    _stats_routes(app, reads)
     _event_routes(app, engine, hub)
     install_interactive(app, engine)
     install_web(app)
@@ -348,6 +352,18 @@ def _limits_routes(app: FastAPI, engine: Engine) -> None:
     @app.post("/fleet/budget")
     async def budget(body: BudgetBody) -> JSONResponse:
         return _json(engine.set_budget(body.max_cost_usd, body.hard))
+
+
+def _stats_routes(app: FastAPI, reads: Reads) -> None:
+    @app.get("/stats")
+    async def stats() -> JSONResponse:
+        """`codefleet stats`' figures for the dashboard: read on the loop, computed off it."""
+        record = reads.record()
+        return _json(await asyncio.to_thread(_stats_of, record))
+
+
+def _stats_of(record: RunRecord) -> dict[str, Any]:
+    return stats_json(fleet_stats(run_facts(record)))
 
 
 def _event_routes(app: FastAPI, engine: Engine, hub: EventHub) -> None:

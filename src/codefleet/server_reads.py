@@ -16,6 +16,7 @@ from codefleet.engine import Engine
 from codefleet.errors import NotFound
 from codefleet.models import EventType, TaskStatus, from_iso, to_iso, utcnow
 from codefleet.planning.analysis import PlannedTask
+from codefleet.runrecord import RunRecord
 from codefleet.store import Row
 
 __all__ = ["Reads"]
@@ -148,6 +149,16 @@ class Reads:
             "server_time": to_iso(now),
             **self.engine.limits.view(now),
         }
+
+    def record(self) -> RunRecord:
+        """The run as `codefleet report` and `stats` read it through the wire, in one value."""
+        store = self.engine.store
+        return RunRecord(
+            tasks=tuple(self.tasks(None, 1_000_000, 0)),
+            events=tuple(store.events(0, 100_000_000)),
+            workdir=str(self.engine.tree.root),
+            agents=tuple(self.agents()),
+        )
 
     def health(self) -> dict[str, Any]:
         now = utcnow()

@@ -146,6 +146,11 @@ async def test_the_page_follows_a_demo_run_live_and_a_new_page_replays_it_the_sa
     await expect(analysis).to_contain_text("graph check: width 3 · critical path T1 → T2 → T5")
     await expect(analysis).to_contain_text("1 overlapping pair")
     await expect(analysis).to_contain_text("T3 + T4: api.py")
+    # contention analytics (GET /stats, `codefleet stats`' figures): api.py cost T4 a veto
+    contended = page.locator('#contention-view tr[data-file="api.py"]')
+    await expect(contended).to_contain_text("T3, T4")
+    await expect(contended.locator("td").nth(1)).to_have_text("1")
+    await expect(page.locator("#contention-view")).to_contain_text("busy on average")
     server = await server_view(demo_server)
     await assert_vetoes_and_rollbacks_sit_where_they_happened(page, server)
     await assert_leases_conflicts_cost_and_story_match_the_server(page, server)

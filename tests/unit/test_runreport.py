@@ -107,8 +107,10 @@ def test_the_json_report_has_every_sections_data_under_its_key() -> None:
         "verify",
         "cost",
         "history",
+        "stats",
     ]
     assert data["sections"]["summary"]["critical_path"] == ["T1", "T2"]
+    assert data["sections"]["stats"]["files"][0]["path"] == "api.py"  # the contention section
     assert [t["id"] for t in data["sections"]["tasks"]] == ["T3", "T4", "T1", "T2"]  # success order
     assert data["sections"]["history"] == [
         {"branch": "codefleet/x", "task_id": "T3", "commit": "a" * 40}

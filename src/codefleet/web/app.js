@@ -11,7 +11,7 @@ import { Api, AuthError, saveToken, takeToken } from "./api.js";
 import { describeAnalysis, renderGraph } from "./graph.js";
 import { EventLog } from "./log.js";
 import { Model } from "./model.js";
-import { renderConflicts, renderCost, renderLeases, renderPause, renderStats, renderStory } from "./panels.js";
+import { renderConflicts, renderContention, renderCost, renderLeases, renderPause, renderStats, renderStory } from "./panels.js";
 import { PatchView } from "./patch.js";
 import { Timeline } from "./timeline.js";
 import { Tooltip } from "./tooltip.js";
@@ -20,6 +20,11 @@ const STATE_AFTER = new Set([
   "task_created", "task_succeeded", "task_failed", "task_requeued", "task_cancelled", "task_retried",
   "agent_registered", "agent_offline", "fleet_idle", "run_finished", "fleet_paused", "fleet_resumed",
   "fleet_budget_set", "fleet_budget_exhausted",
+]);
+// `codefleet stats`' figures change when an attempt ends, a write is refused or a run ends.
+const STATS_AFTER = new Set([
+  "task_succeeded", "task_failed", "task_requeued", "task_cancelled", "lease_denied", "file_restored",
+  "fleet_resumed", "run_finished",
 ]);
 const CONFLICTS_AFTER = new Set(["lease_denied", "task_succeeded", "task_failed", "task_retried"]);
 // The graph's analysis changes when tasks arrive or a veto widens a task's scope.
@@ -37,6 +42,7 @@ const $ = (selector) => document.querySelector(selector);
 const model = new Model();
 const tooltip = new Tooltip();
 let api = new Api(takeToken());
+let stats = null; // GET /stats: the contention analytics
 let conn = "connecting";
 let selected = null;
 let clockOffset = 0;
@@ -82,6 +88,7 @@ function render() {
   $("#graph-analysis").hidden = !hasTasks || !analysis;
   renderLeases($("#leases-view"), view);
   renderConflicts($("#conflicts-view"), view);
+  renderContention($("#contention-view"), stats);
   renderCost($("#cost-view"), view);
   patchView.render(view);
   log.render(view);
@@ -107,6 +114,10 @@ async function readConflicts() {
   model.conflicts = (await api.get("/conflicts")).conflicts;
 }
 
+async function readStats() {
+  stats = await api.get("/stats");
+}
+
 async function readGraph() {
   analysis = await api.get("/graph");
 }
@@ -126,12 +137,14 @@ function quietly(read) {
 const refreshState = throttled(quietly(readSnapshot), 250);
 const refreshConflicts = throttled(quietly(readConflicts), 250);
 const refreshGraph = throttled(quietly(readGraph), 500);
+const refreshStats = throttled(quietly(readStats), 500);
 
 function onEvents(batch) {
   const fresh = model.add(batch);
   if (fresh.some((e) => STATE_AFTER.has(e.type))) refreshState();
   if (fresh.some((e) => CONFLICTS_AFTER.has(e.type))) refreshConflicts();
   if (fresh.some((e) => GRAPH_AFTER.has(e.type))) refreshGraph();
+  if (fresh.some((e) => STATS_AFTER.has(e.type))) refreshStats();
   if (fresh.length) requestRender();
 }
 
@@ -151,6 +164,7 @@ async function connect() {
       await readSnapshot();
       await readConflicts();
       await readGraph();
+      await readStats();
       requestRender();
       await api.stream(model.lastId, {
         onOpen: () => {

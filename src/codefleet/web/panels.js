@@ -246,6 +246,48 @@ export function renderConflicts(container, view) {
   );
 }
 
+// -- contention (GET /stats, the same figures as `codefleet stats`) -----------------------
+
+const secs = (s) => fmtDuration((s ?? 0) * 1000);
+
+/** Per file: vetoes, the tasks involved, attempt time lost; the fleet's parallelism and stretch. */
+export function renderContention(container, stats) {
+  if (!stats || !stats.tasks.length) return fill(container, h("p", { class: "empty", text: "No attempt has ended yet." }));
+  const f = stats.fleet;
+  const stretch = f.stretch == null ? "–" : `${f.stretch.toFixed(1)}×`;
+  const summary = h(
+    "p",
+    { class: "contention-summary" },
+    `${f.runners} runners, ${f.busy_mean.toFixed(2)} busy on average (${Math.round(100 * f.parallelism)}%) · `,
+    `makespan ${secs(f.makespan_s)} vs critical path ${secs(f.critical_path_s)} (${f.critical_path.join(" → ") || "–"}): ${stretch} · `,
+    `lost to vetoes ${secs(f.veto_lost_s)}, to rollbacks ${secs(f.rollback_lost_s)}`,
+    f.pauses ? ` · ${f.pauses} usage-limit pause(s), ${secs(f.paused_s)}` : "",
+  );
+  if (!stats.files.length) return fill(container, summary, h("p", { class: "empty", text: "No write was refused and no attempt was rolled back." }));
+  const table = h(
+    "table",
+    { class: "table" },
+    h("caption", { class: "sr-only", text: "What collisions cost, per file" }),
+    h("thead", {}, h("tr", {}, ["File", "Vetoes", "Tasks", "Lost to vetoes", "Lost to rollbacks"].map((c) => h("th", { scope: "col", text: c })))),
+    h(
+      "tbody",
+      {},
+      stats.files.map((file) =>
+        h(
+          "tr",
+          { "data-file": file.path },
+          h("td", { class: "path", text: file.path }),
+          h("td", { class: "num", text: String(file.vetoes) }),
+          h("td", { text: file.tasks.join(", ") || "–" }),
+          h("td", { class: "num", text: secs(file.veto_lost_s) }),
+          h("td", { class: "num", text: secs(file.rollback_lost_s) }),
+        ),
+      ),
+    ),
+  );
+  fill(container, summary, table);
+}
+
 // -- cost and tokens ----------------------------------------------------------------
 
 function shareBar(value, total) {

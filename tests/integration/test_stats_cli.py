@@ -1,0 +1,89 @@
+"""`codefleet stats` on the demo's staged veto, through the wire, and `--suggest`.
+
+The demo graph runs with its scripted agents (examples/demo-script.yaml: T4 is refused
+api.py while T3 holds it, and succeeds on its retry after T3); then the real CLI reads
+the run back over HTTP and writes the graph amended from it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+from codefleet.client import FleetClient
+from codefleet.demo import examples_dir
+from codefleet.fleet import run_fleet
+from codefleet.graph import load_graph
+from codefleet.scripted import ScriptedExecutor, load_script
+from codefleet.serverthread import ServerThread
+
+FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
+
+
+def codefleet(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "codefleet.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+async def test_stats_and_suggest_learn_t4s_veto_on_api_py_from_the_demo(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    examples = examples_dir()
+    tree = tmp_path / "demo"
+    shutil.copytree(examples / "demo-repo", tree)
+    server = make_server(**FAST, workdir=tree)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(load_graph(examples / "demo-tasks.yaml"))
+    executor = ScriptedExecutor(load_script(examples / "demo-script.yaml"))
+    assert (await run_fleet(server.url, 3, lambda _: executor, tree, tmp_path / "runs")).ok
+
+    shown = codefleet("stats", "--server", server.url, "--json")
+    assert shown.returncode == 0, shown.stderr
+    figures = json.loads(shown.stdout)
+    [api] = [f for f in figures["files"] if f["path"] == "api.py"]
+    assert (api["vetoes"], api["tasks"]) == (1, ["T3", "T4"]) and api["veto_lost_s"] > 0
+    t4 = next(t for t in figures["tasks"] if t["id"] == "T4")
+    assert (t4["attempts"], t4["vetoed"]) == (2, 1)
+    assert figures["fleet"]["runners"] == 3 and figures["fleet"]["critical_path"]
+
+    out = tmp_path / "tasks.next.yaml"
+    made = codefleet("stats", "--suggest", str(examples / "demo-tasks.yaml"), "-o", str(out),
+                     "--server", server.url)  # fmt: skip
+
+    assert made.returncode == 0, made.stderr
+    assert "2 change(s)" in made.stdout
+    text = out.read_text()
+    assert "  - api.py  # codefleet stats: vetoed on api.py at +" in text
+    assert (
+        "  - T3  # codefleet stats: T4's retry only succeeded after T3 finished with api.py" in text
+    )
+    assert text.startswith("# The CodeFleet demo graph")  # the original header is kept
+    amended = {t["id"]: t for t in yaml.safe_load(text)["tasks"]}
+    assert "api.py" in amended["T4"]["file_scope"] and amended["T4"]["depends_on"] == ["T3"]
+    checked = codefleet("graph", "check", str(out), "--workdir", str(tree))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+    table = codefleet("stats", "--server", server.url)
+    assert "api.py" in table.stdout and "busy on average" in table.stdout
+
+
+def test_suggest_refuses_a_broken_graph_and_output_without_suggest_before_asking_the_server(
+    tmp_path: Path,
+) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("tasks:\n  - id: T1\n    title: t\n")  # no description
+
+    refused = codefleet("stats", "--suggest", str(broken), "-o", str(tmp_path / "o.yaml"),
+                        "--server", "http://127.0.0.1:9")  # fmt: skip
+    alone = codefleet("stats", "-o", str(tmp_path / "o.yaml"), "--server", "http://127.0.0.1:9")
+
+    assert refused.returncode == 1 and "description" in refused.stderr + refused.stdout
+    assert alone.returncode == 1 and "goes with --suggest" in alone.stderr + alone.stdout
+    assert not (tmp_path / "o.yaml").exists()

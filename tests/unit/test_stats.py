@@ -1,0 +1,185 @@
+"""Collision analytics and `stats --suggest` from a literal event log (pure, no server)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from codefleet.graph import parse_graph
+from codefleet.runfacts import run_facts
+from codefleet.runrecord import RunRecord
+from codefleet.stats import FileStats, fleet_stats, stats_json
+from codefleet.suggest import Change, render_graph, suggest
+
+
+def ev(n: int, kind: str, task_id: str | None = None, at: float = 0.0, **payload: Any) -> dict[str, Any]:  # fmt: skip
+    return {"id": n, "type": kind, "task_id": task_id, "agent_id": None,
+            "at": f"2026-07-31T18:00:{at:06.3f}Z", "payload": payload}  # fmt: skip
+
+
+def task(task_id: str, **fields: Any) -> dict[str, Any]:
+    return {"id": task_id, "title": task_id, "status": "succeeded", "attempts": 1,
+            "max_attempts": 3, "cost_usd": 0.01, "depends_on": [], **fields}  # fmt: skip
+
+
+# T3 holds api.py; T4 is refused it at 2 s and succeeds on attempt 2 (4-6 s), after T3
+# succeeded at 3 s. T1's first attempt fails its verify and is rolled back (4-5 s); T2
+# waits for T1. Two runners.
+EVENTS = (
+    ev(1, "fleet_started", at=0.0, runners=2),
+    ev(2, "task_assigned", "T3", 1.0, agent_name="runner-1", attempt=1),
+    ev(3, "task_assigned", "T4", 1.0, agent_name="runner-2", attempt=1),
+    ev(4, "lease_acquired", "T3", 1.5, path="api.py"),
+    ev(5, "lease_denied", "T4", 2.0, path="api.py", requester_name="runner-2",
+       holder_task_id="T3", holder_agent_name="runner-1"),
+    ev(6, "task_requeued", "T4", 2.0, error_kind="veto", attempt=1),
+    ev(7, "task_succeeded", "T3", 3.0, attempt=1),
+    ev(8, "task_assigned", "T4", 4.0, agent_name="runner-2", attempt=2),
+    ev(9, "task_assigned", "T1", 4.0, agent_name="runner-1", attempt=1),
+    ev(10, "file_restored", "T1", 5.0, path="models.py", existed=True),
+    ev(11, "file_restored", "T1", 5.0, path="tests/new.py", existed=False),
+    ev(12, "task_requeued", "T1", 5.0, error_kind="verify_failed", attempt=1),
+    ev(13, "task_succeeded", "T4", 6.0, attempt=2),
+    ev(14, "task_assigned", "T1", 6.0, agent_name="runner-1", attempt=2),
+    ev(15, "task_succeeded", "T1", 7.5, attempt=2),
+    ev(16, "task_unblocked", "T2", 7.5, by="T1"),
+    ev(17, "task_assigned", "T2", 7.5, agent_name="runner-2", attempt=1),
+    ev(18, "task_succeeded", "T2", 8.5, attempt=1),
+)  # fmt: skip
+TASKS = (task("T3", cost_usd=0.25), task("T4", attempts=2, cost_usd=0.5),
+         task("T1", attempts=2, uncharged_attempts=1), task("T2", depends_on=["T1"]))  # fmt: skip
+
+
+def facts(events: tuple[dict[str, Any], ...] = EVENTS) -> Any:
+    return run_facts(RunRecord(tasks=TASKS, events=events, workdir="/tree"))
+
+
+def test_per_file_the_vetoes_the_tasks_involved_and_the_attempt_time_they_cost():
+    stats = fleet_stats(facts())
+
+    assert stats.files == (
+        FileStats("api.py", vetoes=1, tasks=("T3", "T4"), veto_lost_s=1.0, rollback_lost_s=0.0,
+                  rollbacks=0),
+        FileStats("models.py", 0, (), 0.0, 1.0, 1),
+        FileStats("tests/new.py", 0, (), 0.0, 1.0, 1),
+    )  # fmt: skip
+    assert (stats.veto_lost_s, stats.rollback_lost_s) == (1.0, 2.0)
+
+
+def test_per_task_attempts_waiting_running_and_cost():
+    by_id = {t.id: t for t in fleet_stats(facts()).tasks}
+
+    assert [(t.attempts, t.vetoed, t.waiting_s, t.running_s, t.cost_usd) for t in by_id.values()] == [
+        (1, 0, 1.0, 2.0, 0.25),  # T3: ready at the start, ran 1-3 s
+        (2, 1, 3.0, 3.0, 0.5),  # T4: ran 1-2 and 4-6 s of its six
+        (2, 0, 5.0, 2.5, 0.01),  # T1
+        (1, 0, 0.0, 1.0, 0.01),  # T2: ready when T1 succeeded, assigned at once
+    ]  # fmt: skip
+    assert by_id["T1"].uncharged == 1
+
+
+def test_the_fleet_achieved_parallelism_and_makespan_against_the_critical_path():
+    stats = fleet_stats(facts())
+
+    assert (stats.runners, stats.attempt_s, stats.makespan_s) == (2, 8.5, 7.5)
+    assert stats.busy_mean == pytest.approx(8.5 / 7.5)
+    assert stats.parallelism == pytest.approx(8.5 / 7.5 / 2)
+    assert (stats.critical_path, stats.critical_s, stats.stretch) == (("T1", "T2"), 2.5, 3.0)
+    assert stats_json(stats)["fleet"]["stretch"] == 3.0
+
+
+def test_pauses_are_counted_with_the_time_they_held_the_fleet():
+    paused = (*EVENTS,
+              ev(19, "fleet_paused", "T2", 8.6, change="started", until="x", reason="429"),
+              ev(20, "fleet_paused", "T1", 8.7, change="extended", until="y", reason="429"),
+              ev(21, "fleet_resumed", at=9.0, reason="elapsed", paused_s=0.4))  # fmt: skip
+
+    stats = fleet_stats(facts(paused))
+
+    assert (stats.pauses, stats.paused_s) == (1, 0.4)
+
+
+def test_an_empty_log_gives_zeros_not_errors():
+    stats = fleet_stats(run_facts(RunRecord(tasks=(), events=(), workdir="/tree")))
+
+    assert (stats.busy_mean, stats.stretch, stats.files, stats.tasks) == (0.0, None, (), ())
+
+
+# -- suggest -------------------------------------------------------------------------------
+
+GRAPH = """\
+# The demo graph (a header comment that is kept).
+
+tasks:
+  - id: T1
+    title: models
+    description: "Tag rules."
+    file_scope: [models.py]
+  - id: T2
+    title: search
+    description: |
+      Search by tag.
+      Two lines.
+    depends_on: [T1]
+  - id: T3
+    title: api
+    description: Routes.
+    file_scope: [api.py]
+  - id: T4
+    title: middleware
+    description: Request ids.
+    file_scope: [./middleware.py]
+checks:
+  test: python -m unittest -q
+"""
+
+
+def test_suggest_adds_the_vetoed_file_to_scope_and_the_holder_as_a_dependency():
+    raw = yaml.safe_load(GRAPH)
+
+    tasks, changes = suggest(raw["tasks"], facts())
+
+    assert changes == [
+        Change("T4", "file_scope", "api.py", "vetoed on api.py at +2.0 s while T3 (runner-1) held it"),
+        Change("T4", "depends_on", "T3", "T4's retry only succeeded after T3 finished with api.py"),
+    ]  # fmt: skip
+    t4 = next(t for t in tasks if t["id"] == "T4")
+    assert (t4["file_scope"], t4["depends_on"]) == (["./middleware.py", "api.py"], ["T3"])
+    assert "depends_on" not in raw["tasks"][3]  # the input is not changed
+
+
+def test_the_written_graph_keeps_the_header_marks_each_change_and_loads():
+    raw = yaml.safe_load(GRAPH)
+    tasks, changes = suggest(raw["tasks"], facts())
+
+    text = render_graph(GRAPH, tasks, raw["checks"], changes, "the run on http://x")
+
+    assert text.startswith("# The demo graph (a header comment that is kept).\n")
+    assert "      - api.py  # codefleet stats: vetoed on api.py at +2.0 s while T3" in text
+    assert "      - T3  # codefleet stats: T4's retry only succeeded after T3" in text
+    assert "2 change(s)" in text
+    loaded = parse_graph(yaml.safe_load(text))
+    assert [t["id"] for t in loaded] == ["T1", "T2", "T3", "T4"]
+    assert loaded[1]["description"] == "Search by tag.\nTwo lines.\n"
+    assert loaded.checks == {"test": "python -m unittest -q"}
+
+
+def test_no_dependency_is_added_where_a_path_links_the_two_tasks_already():
+    raw = yaml.safe_load(GRAPH)
+    raw["tasks"][2]["depends_on"] = ["T4"]  # T3 waits for T4: T4 -> T3 would close a cycle
+
+    tasks, changes = suggest(raw["tasks"], facts())
+
+    assert [c.key for c in changes] == ["file_scope"]
+    assert "depends_on" not in next(t for t in tasks if t["id"] == "T4")
+
+
+def test_a_veto_on_a_file_already_in_scope_changes_nothing_about_scope():
+    raw = yaml.safe_load(GRAPH)
+    raw["tasks"][3]["file_scope"] = ["middleware.py", "./api.py"]
+
+    _, changes = suggest(raw["tasks"], facts())
+
+    assert [c.key for c in changes] == ["depends_on"]
