@@ -9,7 +9,7 @@ events `runrecord.fetch_record` read through the one client) in, one frozen
   (the refused and the holders), the attempt time lost to those vetoes (each
   vetoed attempt, whole: its edits were undone), and the attempt time lost to
   rollbacks of other failed attempts that had edited it (an attempt that
-  restored several files counts in each);
+  restored several files counts in each file, once in the fleet's total);
 - per task: attempts (and how many a usage limit ended, not charged), the
   time it waited (ready but not running) and ran, its cost;
 - the fleet: achieved parallelism (attempt time over the makespan: the mean
@@ -98,18 +98,32 @@ def _attempt_at(attempts: Sequence[Attempt], task_id: str, at: datetime) -> Atte
     return None
 
 
+def _vetoed_attempts(facts: RunFacts) -> dict[int, tuple[Attempt, set[str]]]:
+    """Each attempt a veto ended (by identity), with the paths it was refused."""
+    found: dict[int, tuple[Attempt, set[str]]] = {}
+    for v in facts.vetoes:
+        attempt = _attempt_at(facts.attempts, v.task_id, v.at)
+        if attempt is not None:
+            found.setdefault(id(attempt), (attempt, set()))[1].add(v.path)
+    return found
+
+
+def _lost(facts: RunFacts) -> tuple[float, float]:
+    """Attempt time lost to vetoes and to other rollbacks, each attempt counted once."""
+    vetoed = _vetoed_attempts(facts)
+    rolled = [a for a in facts.attempts if a.restored and id(a) not in vetoed]
+    return sum(a.seconds for a, _ in vetoed.values()), sum(a.seconds for a in rolled)
+
+
 def _files(facts: RunFacts) -> list[FileStats]:
     vetoed: dict[str, list[Veto]] = defaultdict(list)
     for v in facts.vetoes:
         vetoed[v.path].append(v)
-    veto_attempts: set[int] = set()
+    veto_attempts = _vetoed_attempts(facts)
     veto_lost: dict[str, float] = defaultdict(float)
-    for path, vetoes in vetoed.items():
-        for v in vetoes:
-            attempt = _attempt_at(facts.attempts, v.task_id, v.at)
-            if attempt is not None and id(attempt) not in veto_attempts:
-                veto_attempts.add(id(attempt))
-                veto_lost[path] += attempt.seconds
+    for attempt, paths in veto_attempts.values():
+        for path in paths:
+            veto_lost[path] += attempt.seconds
     rolled: dict[str, list[Attempt]] = defaultdict(list)
     for a in facts.attempts:
         if a.restored and id(a) not in veto_attempts:
@@ -190,6 +204,7 @@ def _pauses(events: Sequence[Row]) -> tuple[int, float]:
 def fleet_stats(facts: RunFacts) -> FleetStats:
     """Per file, per task and fleet-wide figures of the run `facts` describes."""
     files = _files(facts)
+    veto_lost, rollback_lost = _lost(facts)
     attempt_s = sum(a.seconds for a in facts.attempts)
     pauses, paused_s = _pauses(facts.record.events)
     return FleetStats(
@@ -199,8 +214,8 @@ def fleet_stats(facts: RunFacts) -> FleetStats:
         critical_s=facts.critical_s,
         critical_path=facts.critical_path,
         attempt_s=attempt_s,
-        veto_lost_s=sum(f.veto_lost_s for f in files),
-        rollback_lost_s=sum(f.rollback_lost_s for f in files),
+        veto_lost_s=veto_lost,
+        rollback_lost_s=rollback_lost,
         pauses=pauses,
         paused_s=paused_s,
         cost_usd=sum(float(t.get("cost_usd") or 0.0) for t in facts.record.tasks),
