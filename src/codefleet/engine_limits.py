@@ -91,7 +91,7 @@ class FleetLimits:
                 since=to_iso(pause.since),
                 until=to_iso(pause.until),
                 reason=pause.reason,
-                retry_after_s=retry_after_s,
+                retry_after_s=None if retry_after_s is None else round(retry_after_s, 3),
                 change=change,
                 strikes=self.state.strikes,
                 pause_s=round((pause.until - now).total_seconds(), 3),
