@@ -7,6 +7,8 @@ the limited attempt is not charged. Nothing sleeps: tests wait on events and con
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -109,3 +111,27 @@ async def test_a_scripted_fleet_pauses_on_one_limited_session_and_everything_suc
     assert (workdir / "two.py").read_text() == "TWO = 2\n"
     restored = [e["payload"]["path"] for e in events if e["type"] == EventType.FILE_RESTORED]
     assert restored == ["two.py"]  # the limited attempt's edit was rolled back
+
+
+async def test_codefleet_resume_says_what_it_lifted_and_when_nothing_was_paused(
+    client: FleetClient, workdir: Path, server: ServerThread
+) -> None:
+    await client.create_tasks([{"id": "T1", "title": "t", "description": "do it"}])
+    await _limited_run(client, workdir, retry_after_s=600)
+
+    lifted = _codefleet("resume", "--server", server.url)
+    again = _codefleet("resume", "--server", server.url)
+
+    assert lifted.returncode == 0, lifted.stderr
+    assert "resumed: the fleet assigns work again (it was paused until " in lifted.stdout
+    assert "runner-1: HTTP 429" in " ".join(lifted.stdout.split())
+    assert (again.returncode, again.stdout.strip()) == (
+        0,
+        "the fleet was not paused; nothing to resume",
+    )
+
+
+def _codefleet(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "codefleet.cli", *args], capture_output=True, text=True, timeout=60
+    )
