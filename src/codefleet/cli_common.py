@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
@@ -94,9 +95,23 @@ def parse_check_options(values: list[str] | None) -> dict[str, str]:
 
 
 def settings_from(**overrides: Any) -> Settings:
-    """Settings from env/.env with the flags the user actually gave on top."""
+    """Settings from env/.env with the flags the user actually gave on top.
+
+    A setting that does not validate ends the command with one line per problem,
+    naming the variable, never a traceback.
+    """
     given = {k: v for k, v in overrides.items() if v is not None}
-    return Settings(**given)
+    try:
+        return Settings(**given)
+    except ValidationError as err:
+        problems = [_problem(e) for e in err.errors()]
+        raise fail("; ".join(problems)) from None
+
+
+def _problem(error: Any) -> str:
+    field = ".".join(str(p) for p in error.get("loc", ())) or "settings"
+    message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+    return message if "CODEFLEET_" in message else f"CODEFLEET_{field.upper()}: {message}"
 
 
 def make_client(settings: Settings) -> FleetClient:

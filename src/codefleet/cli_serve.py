@@ -90,14 +90,40 @@ def serve(
             help="Release a person's session's leases after this many seconds without a write [CODEFLEET_INTERACTIVE_IDLE]."
         ),
     ] = None,
+    read_timeout: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds a client has to send a whole request once it connects or after its "
+            "previous answer, else it is closed [CODEFLEET_READ_TIMEOUT]."
+        ),
+    ] = None,
+    keep_alive_timeout: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds an idle keep-alive connection stays open [CODEFLEET_KEEP_ALIVE_TIMEOUT]."
+        ),
+    ] = None,
+    max_connections: Annotated[
+        int | None,
+        typer.Option(
+            help="Open connections at most; past it the one idle longest is closed "
+            "[CODEFLEET_MAX_CONNECTIONS]."
+        ),
+    ] = None,
+    allowed_hosts: Annotated[
+        str | None,
+        typer.Option(
+            help="Without a token: the Host names (besides loopback addresses) requests may "
+            "use, comma-separated [CODEFLEET_ALLOWED_HOSTS]."
+        ),
+    ] = None,
     protected_paths: ProtectedOpt = None,
     max_cost: MaxCostOpt = None,
     max_cost_hard: MaxCostHardOpt = None,
     token: TokenOpt = None,
 ) -> None:
     """Run the coordination server (the one process that owns the database)."""
-    import uvicorn
-
+    from codefleet.httpguard import raise_descriptor_limit, uvicorn_config
     from codefleet.server import create_app
     from codefleet.serverlock import DatabaseInUse
     from codefleet.serverthread import FleetServer
@@ -109,7 +135,9 @@ def serve(
         allow_reset=allow_reset, token=token, keep_failed_edits=keep_failed_edits,
         backoff_base=backoff_base, backoff_cap=backoff_cap, preimage_max_bytes=preimage_max_bytes,
         interactive_idle=interactive_idle, protected_paths=protected_paths, max_cost=max_cost,
-        max_cost_hard=max_cost_hard,
+        max_cost_hard=max_cost_hard, read_timeout=read_timeout,
+        keep_alive_timeout=keep_alive_timeout, max_connections=max_connections,
+        allowed_hosts=allowed_hosts,
     )  # fmt: skip
     if settings.host not in LOOPBACK and not settings.token:
         raise fail(
@@ -134,7 +162,8 @@ def serve(
         f"CodeFleet server on {settings.url} · tree {settings.workdir.resolve()} · db {settings.db}",
         markup=False,
     )
-    config = uvicorn.Config(application, log_level="warning")
+    raise_descriptor_limit()  # connections are descriptors: the cap is computed from this
+    config = uvicorn_config(application, settings.host, settings.port, settings)
     FleetServer(config, application.state.hub).run(sockets=[listener])
 
 

@@ -65,6 +65,8 @@ class FleetClient:
         timeout: float = DEFAULT_TIMEOUT_S,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        if token is not None and (not token.strip() or token != token.strip()):
+            raise ValueError("the token is empty or has surrounding whitespace; give the real one")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.base_url = base_url.rstrip("/")
         self._http = httpx.AsyncClient(

@@ -56,6 +56,10 @@ class Settings(BaseSettings):
     max_cost_hard: bool = False
     allow_reset: bool = False
     token: str | None = None
+    allowed_hosts: str = "localhost"  # Host names a token-less server answers to, comma-separated
+    read_timeout: float = Field(default=15.0, gt=0)
+    keep_alive_timeout: float = Field(default=5.0, gt=0)
+    max_connections: int = Field(default=2048, ge=16, le=1_000_000)
     # Comma-separated names no agent may write, at any depth, case-insensitively (`.git` always).
     protected_paths: str = ",".join(DEFAULT_PROTECTED_NAMES)
 
@@ -64,6 +68,21 @@ class Settings(BaseSettings):
     def _protected_names_are_relative(cls, value: str) -> str:
         parse_protected_names(_split(value))
         return value
+
+    @field_validator("token")
+    @classmethod
+    def _token_is_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and (not value.strip() or value != value.strip()):
+            raise ValueError(
+                "CODEFLEET_TOKEN / --token is empty or has surrounding whitespace; "
+                "unset it for no token, or give the real token"
+            )
+        return value
+
+    @property
+    def allowed_host_names(self) -> tuple[str, ...]:
+        """`allowed_hosts` as a tuple of names (for `hostcheck.HostCheck`)."""
+        return _split(self.allowed_hosts)
 
     @property
     def protected_names(self) -> tuple[str, ...]:

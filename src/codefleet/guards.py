@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from codefleet.wire import MAX_BODY_BYTES
 
-__all__ = ["BodyLimit", "TokenAuth"]
+__all__ = ["BodyLimit", "TokenAuth", "envelope", "send_json"]
 
 # The web dashboard's static files: a flat directory, so no slash or `..` can follow `web/`.
 PUBLIC_SHELL: Final = re.compile(r"/(?:web/[A-Za-z0-9_-]+\.[a-z]{1,4})?")
@@ -37,11 +37,11 @@ class _TooLarge(HTTPException):
         super().__init__(413, f"request body exceeds {limit} bytes")
 
 
-def _envelope(code: str, message: str) -> bytes:
+def envelope(code: str, message: str) -> bytes:
     return json.dumps({"error": {"code": code, "message": message, "detail": {}}}).encode()
 
 
-async def _send_json(send: Send, status: int, body: bytes) -> None:
+async def send_json(send: Send, status: int, body: bytes) -> None:
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
@@ -58,8 +58,8 @@ class TokenAuth:
             return
         given = dict(scope.get("headers") or []).get(b"authorization", b"")
         if not hmac.compare_digest(given, self.expected):
-            body = _envelope("unauthorized", "a valid 'Authorization: Bearer <token>' is required")
-            await _send_json(send, 401, body)
+            body = envelope("unauthorized", "a valid 'Authorization: Bearer <token>' is required")
+            await send_json(send, 401, body)
             return
         await self.app(scope, receive, send)
 
@@ -110,4 +110,4 @@ class BodyLimit:
 
     async def _refuse(self, send: Send) -> None:
         message = f"request body exceeds {self.limit} bytes"
-        await _send_json(send, 413, _envelope("too_large", message))
+        await send_json(send, 413, envelope("too_large", message))

@@ -29,6 +29,7 @@ from codefleet.engine import Engine, EngineConfig, Report
 from codefleet.engine_graph import NewTask
 from codefleet.errors import DomainError, Forbidden
 from codefleet.guards import BodyLimit, TokenAuth
+from codefleet.hostcheck import HostCheck
 from codefleet.loopwatch import LoopWatch
 from codefleet.models import EventType, TaskStatus, to_iso, utcnow
 from codefleet.paths import TreeRoot
@@ -140,6 +141,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.lock = lock
     app.add_middleware(BodyLimit)
     app.add_middleware(TokenAuth, token=settings.token)
+    if not settings.token:  # outermost: a rebinding page is refused before anything else runs
+        app.add_middleware(HostCheck, names=settings.allowed_host_names, bind_host=settings.host)
     _install_errors(app)
     _runner_routes(app, engine, settings)
     _operator_routes(app, engine, reads, settings)

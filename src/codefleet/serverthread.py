@@ -15,6 +15,7 @@ from types import FrameType
 import uvicorn
 
 from codefleet.config import Settings
+from codefleet.httpguard import uvicorn_config
 from codefleet.server import create_app
 from codefleet.sse import EventHub
 
@@ -51,13 +52,8 @@ class ServerThread:
             settings = settings.model_copy(update={"port": free_port(settings.host)})
         self.settings = settings
         self.app = create_app(settings)
-        config = uvicorn.Config(
-            self.app,
-            host=settings.host,
-            port=settings.port,
-            log_level="warning",
-            lifespan="on",
-            loop="asyncio",
+        config = uvicorn_config(
+            self.app, settings.host, settings.port, settings, lifespan="on", loop="asyncio"
         )
         self._server = FleetServer(config, self.app.state.hub)
         self._thread = threading.Thread(

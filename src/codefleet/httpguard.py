@@ -1,0 +1,140 @@
+"""The server's connection guard: one slow client must not stall the fleet.
+
+uvicorn puts no deadline on a request's head and no cap on connections:
+a thousand connections that each send half a request hold a thousand file
+descriptors for ever, the next `accept` fails, and every runner's heartbeat
+and lease request with it. This module wraps uvicorn's HTTP protocol with:
+
+- **a read deadline**: a connection must deliver a whole request (head and
+  body) within `read_timeout` seconds of connecting or of its previous answer,
+  or it is closed. uvicorn's own `timeout_keep_alive` still closes idle
+  keep-alive connections sooner;
+- **a connection cap** below the descriptor limit: when a new connection
+  would pass it, the connection that has waited longest without a request to
+  answer is closed, never-served ones first. A connection whose request is
+  being answered (a long poll, an event stream, a handler) is never evicted,
+  so the cap costs a slow or idle client its connection, not the fleet its
+  answers. Only when every connection is busy is the new one refused.
+
+`uvicorn_config` builds the one `uvicorn.Config` that `serve` and
+`ServerThread` both run; `raise_descriptor_limit` lifts the process's soft
+limit to its hard limit at `serve` (docs/decisions.md, "Connection guard").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+from typing import Any, Final
+
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+__all__ = ["connection_cap", "guarded_protocol", "raise_descriptor_limit", "uvicorn_config"]
+
+log = logging.getLogger(__name__)
+RESERVED_FDS: Final = 128  # the database and its side files, logs, the lock, the event loop
+MAX_SOFT_FDS: Final = 65_536
+
+
+def raise_descriptor_limit() -> int:
+    """Lift the soft RLIMIT_NOFILE to the hard limit (capped); return the soft limit now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = MAX_SOFT_FDS if hard == resource.RLIM_INFINITY else min(hard, MAX_SOFT_FDS)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    return MAX_SOFT_FDS if soft == resource.RLIM_INFINITY else soft
+
+
+def connection_cap(wanted: int) -> int:
+    """`wanted`, lowered to what the descriptor limit leaves after the server's own files."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    room = MAX_SOFT_FDS if soft == resource.RLIM_INFINITY else soft - RESERVED_FDS
+    cap = max(16, min(wanted, room))
+    if cap < wanted:
+        log.warning("connection cap %d lowered to %d by the descriptor limit %d", wanted, cap, soft)
+    return cap
+
+
+def guarded_protocol(read_timeout: float, max_connections: int) -> type[HttpToolsProtocol]:
+    """uvicorn's httptools protocol with a read deadline and a connection cap."""
+
+    class Guarded(_GuardedProtocol):
+        deadline_s = read_timeout
+        cap = max_connections
+
+    return Guarded
+
+
+def uvicorn_config(app: Any, host: str, port: int, settings: Any, **extra: Any) -> uvicorn.Config:
+    """The server's `uvicorn.Config`: keep-alive timeout, read deadline, connection cap."""
+    protocol = guarded_protocol(settings.read_timeout, connection_cap(settings.max_connections))
+    return uvicorn.Config(
+        app, host=host, port=port, log_level="warning", http=protocol,
+        timeout_keep_alive=settings.keep_alive_timeout, **extra,
+    )  # fmt: skip
+
+
+class _GuardedProtocol(HttpToolsProtocol):
+    deadline_s: float = 15.0
+    cap: int = 2048
+    _served: int = 0  # requests answered on this connection
+    _reading: bool = True  # waiting for (the rest of) a request, not answering one
+    _reading_since: float = 0.0
+    _deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._await_request()
+        if len(self.connections) > self.cap and self._open_connections() > self.cap:
+            self._evict()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_deadline()
+        super().connection_lost(exc)
+
+    def on_message_complete(self) -> None:
+        self._reading = False
+        self._cancel_deadline()
+        super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._served += 1
+        if not self.transport.is_closing() and (self.cycle is None or self.cycle.response_complete):
+            self._await_request()
+
+    # -- the deadline and the cap ---------------------------------------------------------
+
+    def _await_request(self) -> None:
+        self._reading = True
+        self._reading_since = self.loop.time()
+        self._cancel_deadline()
+        self._deadline = self.loop.call_later(self.deadline_s, self._too_slow)
+
+    def _cancel_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if self._reading and not self.transport.is_closing():
+            self.transport.close()
+
+    def _open_connections(self) -> int:
+        return sum(1 for c in self.connections if not c.transport.is_closing())
+
+    def _evict(self) -> None:
+        """Close the connection that waited longest for a request (never-served ones first)."""
+        waiting = [
+            c for c in self.connections
+            if isinstance(c, _GuardedProtocol) and c._reading and not c.transport.is_closing()
+        ]  # fmt: skip
+        if not waiting:  # every connection is being answered: refuse the newcomer
+            self.transport.close()
+            return
+        victim = min(waiting, key=lambda c: (c._served > 0, c._reading_since))
+        victim.transport.close()
