@@ -93,6 +93,12 @@ class RunnerOptions:
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES  # see `paths`
 
 
+def _collect(task: asyncio.Task[Any]) -> None:
+    """Retrieve an abandoned task's outcome so asyncio does not report it as lost."""
+    if not task.cancelled():
+        task.exception()
+
+
 class Fenced(Exception):
     """This runner's epoch was superseded; drop everything and register again."""
 
@@ -206,12 +212,16 @@ class Runner:
             self.client.assignment(self.agent_id, self.epoch, self.options.poll_wait)
         )
         stopper = asyncio.create_task(stop.wait())
-        done, _ = await asyncio.wait({poll, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        stopper.cancel()
+        try:
+            done, _ = await asyncio.wait({poll, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+            if not poll.done():
+                # Stopped or cancelled mid-poll: the request may still fail as
+                # the server goes away; collect that failure, nobody awaits it.
+                poll.cancel()
+                poll.add_done_callback(_collect)
         if poll not in done:
-            poll.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await poll
             return None
         return poll.result()
 
