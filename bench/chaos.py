@@ -21,7 +21,7 @@ SIGSTOP for longer than the stale window and then lets it go on (SIGCONT): the
 server takes its task back and puts its files back while the runner, frozen,
 may hold a lease answer in flight. When the graph drains it
 stops the runners, kills and restarts the server once more to check the final
-state reloads unchanged, and runs `codefleet.invariants` over everything: the
+state reloads unchanged, and runs `codefleet.testing.invariants` over everything: the
 event log and the stream, the ledger, the lease replay, the task rows, the
 tree rebuilt from the original by `git apply` of every succeeded task's patch in
 completion order, and the content oracle: every path holds the content its last
@@ -55,9 +55,16 @@ from typing import Any
 
 import yaml
 
-from codefleet.client import FleetClient, ServerUnavailable
-from codefleet.invariants import Evidence, Violation, check, collect, compare_trees, replay_patches
-from codefleet.invariants_content import check_contents, expected_contents
+from codefleet.api.client import FleetClient, ServerUnavailable
+from codefleet.testing.invariants import (
+    Evidence,
+    Violation,
+    check,
+    collect,
+    compare_trees,
+    replay_patches,
+)
+from codefleet.testing.invariants_content import check_contents, expected_contents
 
 HOST = "127.0.0.1"
 STOP_WAIT_S = 15.0

@@ -14,10 +14,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from codefleet.engine import Engine, EngineConfig
-from codefleet.engine_graph import NewTask
+from codefleet.coord.engine import Engine, EngineConfig
+from codefleet.coord.graph import NewTask
+from codefleet.coord.store import Store
 from codefleet.paths import TreeRoot
-from codefleet.store import Store
 
 
 def measure(rollback: bool, files: int, size: int) -> list[float]:

@@ -20,9 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
-from codefleet.client import FleetClient
+from codefleet.api.client import FleetClient
 from codefleet.config import Settings
-from codefleet.serverthread import ServerThread
+from codefleet.server.thread import ServerThread
 
 WAIT_TIMEOUT_S = 5.0
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from codefleet.launch import main
+from codefleet.cli.launch import main
 
 sys.exit(main())

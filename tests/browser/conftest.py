@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from web_support import EXAMPLES, FAST, TOKEN, Browser, launch, missing_chromium
 
-from codefleet.serverthread import ServerThread
+from codefleet.server.thread import ServerThread
 
 HERE = Path(__file__).parent
 

@@ -19,14 +19,17 @@ from pathlib import Path
 from playwright.async_api import Route, expect
 from web_support import TOKEN, Browser, load_demo_graph, run_demo_fleet
 
-from codefleet.serverthread import ServerThread
+from codefleet.server.thread import ServerThread
 
 SCREENSHOT_COPY = "CODEFLEET_REPORT_PNG"
 
 
 def codefleet(*args: str) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        [sys.executable, "-m", "codefleet.cli", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "codefleet.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     return done

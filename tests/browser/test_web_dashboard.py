@@ -28,13 +28,13 @@ from web_support import (
     server_view,
 )
 
-from codefleet.client import FleetClient
-from codefleet.executor import Attempt
-from codefleet.fleet import run_fleet
-from codefleet.hook import HookArgs, run
-from codefleet.scripted import ScriptedExecutor, parse_script
-from codefleet.serverthread import ServerThread
-from codefleet.sse import frame
+from codefleet.api.client import FleetClient
+from codefleet.fleet.executor import Attempt
+from codefleet.fleet.local import run_fleet
+from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.hook.command import HookArgs, run
+from codefleet.server.sse import frame
+from codefleet.server.thread import ServerThread
 
 SCREENSHOT_COPY = "CODEFLEET_DASHBOARD_PNG"  # set it to refresh docs/dashboard.png from a run
 # Read in one go: the page redraws whenever the server has news.

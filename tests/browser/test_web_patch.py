@@ -11,10 +11,10 @@ from __future__ import annotations
 from playwright.async_api import expect
 from web_support import TOKEN, Browser
 
-from codefleet.client import FleetClient
-from codefleet.fleet import run_fleet
-from codefleet.scripted import ScriptedExecutor, parse_script
-from codefleet.serverthread import ServerThread
+from codefleet.api.client import FleetClient
+from codefleet.fleet.local import run_fleet
+from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.server.thread import ServerThread
 
 LONG_ID = "a-rather-long-task-identifier-0001"
 SCRIPT = {

@@ -14,8 +14,8 @@ import httpx
 import pytest
 from web_support import TOKEN
 
-from codefleet.serverthread import ServerThread
-from codefleet.web_routes import WEB_DIR
+from codefleet.server.pages import WEB_DIR
+from codefleet.server.thread import ServerThread
 
 
 @pytest.fixture

@@ -23,12 +23,12 @@ from typing import Any
 import pytest
 from playwright.async_api import BrowserContext, ConsoleMessage, Page, async_playwright
 
-from codefleet.client import FleetClient
-from codefleet.executor import Attempt, Outcome
-from codefleet.fleet import FleetResult, run_fleet
-from codefleet.graph import load_graph
-from codefleet.scripted import ScriptedExecutor, load_script
-from codefleet.serverthread import ServerThread
+from codefleet.api.client import FleetClient
+from codefleet.api.graph import load_graph
+from codefleet.fleet.executor import Attempt, Outcome
+from codefleet.fleet.local import FleetResult, run_fleet
+from codefleet.fleet.scripted import ScriptedExecutor, load_script
+from codefleet.server.thread import ServerThread
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DEFAULT_CHROMIUM = "/usr/bin/chromium"

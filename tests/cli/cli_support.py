@@ -11,7 +11,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from codefleet.executor import Attempt, Executor, Outcome
+from codefleet.fleet.executor import Attempt, Executor, Outcome
 
 SESSION_TIMEOUT_S = 60.0
 

@@ -33,12 +33,12 @@ from claude_agent_sdk import (
     query,
 )
 
-from codefleet.client import FleetClient
-from codefleet.executor import Attempt
-from codefleet.offline import offline_executor
+from codefleet.api.client import FleetClient
+from codefleet.fleet.executor import Attempt
+from codefleet.fleet.prewrite import WriteGate
 from codefleet.paths import TreeRoot
-from codefleet.prewrite import WriteGate
-from codefleet.session import SessionExecutor
+from codefleet.session.offline import offline_executor
+from codefleet.session.sdk import SessionExecutor
 from codefleet.testing.fakemodel import FakeModel, marker, session_env
 
 SESSION_TOOLS = ["Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Glob", "Grep"]

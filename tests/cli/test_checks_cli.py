@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from cli_support import run_attempt
 
-from codefleet.checks import Checker, CheckLimits
-from codefleet.client import FleetClient
-from codefleet.offline import offline_executor
-from codefleet.runner import Runner, RunnerOptions
-from codefleet.session import CHECK_TOOL_NAME, record_path
+from codefleet.api.client import FleetClient
+from codefleet.fleet.checks import Checker, CheckLimits
+from codefleet.fleet.runner import Runner, RunnerOptions
+from codefleet.session.offline import offline_executor
+from codefleet.session.sdk import CHECK_TOOL_NAME, record_path
 from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn
 
 if TYPE_CHECKING:

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from cli_support import run_attempt
 
-from codefleet.client import FleetClient
-from codefleet.executor import Executor
+from codefleet.api.client import FleetClient
+from codefleet.fleet.executor import Executor
+from codefleet.fleet.prewrite import Verdict, WriteGate
+from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.models import ErrorKind
-from codefleet.prewrite import Verdict, WriteGate
-from codefleet.scripted import ScriptedExecutor, parse_script
-from codefleet.session import SessionExecutor
+from codefleet.session.sdk import SessionExecutor
 from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn
 
 if TYPE_CHECKING:

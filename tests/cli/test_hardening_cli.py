@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from cli_support import run_attempt
 
-from codefleet.offline import session_home
-from codefleet.session import SESSION_TOOLS, SessionExecutor, record_path
+from codefleet.session.offline import session_home
+from codefleet.session.sdk import SESSION_TOOLS, SessionExecutor, record_path
 from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn
 
 if TYPE_CHECKING:

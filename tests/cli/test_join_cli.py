@@ -20,9 +20,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from codefleet.client import FleetClient
-from codefleet.doctor import bundled_cli
-from codefleet.serverthread import ServerThread
+from codefleet.api.client import FleetClient
+from codefleet.cli.doctor_checks import bundled_cli
+from codefleet.server.thread import ServerThread
 from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn, WaitFor, marker, session_env
 
 CODEFLEET = Path(sys.executable).parent / "codefleet"

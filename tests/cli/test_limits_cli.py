@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from cli_support import run_attempt
 
-from codefleet.client import FleetClient
-from codefleet.fleet import run_fleet
+from codefleet.api.client import FleetClient
+from codefleet.fleet.local import run_fleet
 from codefleet.models import ErrorKind, EventType
-from codefleet.offline import offline_executor
-from codefleet.serverthread import ServerThread
-from codefleet.session import SessionExecutor
+from codefleet.server.thread import ServerThread
+from codefleet.session.offline import offline_executor
+from codefleet.session.sdk import SessionExecutor
 from codefleet.testing.fakemodel import ApiError, FakeModel, Text, ToolUse, Turn, WaitFor
 
 if TYPE_CHECKING:

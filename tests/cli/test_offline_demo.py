@@ -20,13 +20,13 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from codefleet.cli import app
-from codefleet.demo import DEMO_VERIFY, examples_dir, run_demo
-from codefleet.graph import load_graph
-from codefleet.offline import load_model_scripts, shared_model
-from codefleet.scripted import Step, load_script
-from codefleet.session import CHECK_TOOL_NAME, CREDENTIAL_VARS
-from codefleet.store import Store
+from codefleet.api.graph import load_graph
+from codefleet.cli.app import app
+from codefleet.cli.demo_run import DEMO_VERIFY, examples_dir, run_demo
+from codefleet.coord.store import Store
+from codefleet.fleet.scripted import Step, load_script
+from codefleet.session.offline import load_model_scripts, shared_model
+from codefleet.session.sdk import CHECK_TOOL_NAME, CREDENTIAL_VARS
 from codefleet.testing.fakemodel import ToolUse
 
 STORE_TAIL = "    def __len__(self) -> int:\n        return len(self._items)\n"

@@ -20,14 +20,14 @@ import pytest
 from test_hardening_cli import canary_command, plant
 from typer.testing import CliRunner
 
-from codefleet.cli import app
-from codefleet.client import FleetClient
-from codefleet.demo import examples_dir
-from codefleet.graph import load_graph
+from codefleet.api.client import FleetClient
+from codefleet.api.graph import load_graph
+from codefleet.cli.app import app
+from codefleet.cli.demo_run import examples_dir
 from codefleet.planning.check import tree_for
 from codefleet.planning.planner import Plan, PlanFailed, plan_graph
-from codefleet.serverthread import ServerThread
-from codefleet.session import ReadOnlySession
+from codefleet.server.thread import ServerThread
+from codefleet.session.sdk import ReadOnlySession
 from codefleet.testing.fakemodel import FakeModel, marker, session_env
 
 GOAL = "Tag rules, search, routes, export and docs for the bookmarks service"

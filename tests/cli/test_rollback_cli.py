@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 from cli_support import run_attempt
 
-from codefleet.client import FleetClient
+from codefleet.api.client import FleetClient
 from codefleet.models import ErrorKind
-from codefleet.session import SessionExecutor
+from codefleet.session.sdk import SessionExecutor
 from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from codefleet.cli import app
-from codefleet.serverthread import ServerThread
+from codefleet.cli.app import app
+from codefleet.server.thread import ServerThread
 
 
 def test_run_offline_plays_the_init_scripts_through_the_real_cli_to_a_green_run(

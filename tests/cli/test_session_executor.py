@@ -18,12 +18,12 @@ import pytest
 from claude_agent_sdk import HookCallback, HookContext, HookInput, HookJSONOutput
 from cli_support import claude_children, pid_alive, run_attempt
 
-from codefleet import session
-from codefleet.client import FleetClient
+from codefleet.api.client import FleetClient
+from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.models import ErrorKind
-from codefleet.runner import Runner, RunnerOptions
-from codefleet.serverthread import free_port
-from codefleet.session import SessionExecutor, deny, record_path
+from codefleet.server.thread import free_port
+from codefleet.session.sdk import SessionExecutor, deny, record_path
+from codefleet.session import sdk as session
 from codefleet.testing.fakemodel import ApiError, FakeModel, Text, ToolUse, Turn, Usage
 
 if TYPE_CHECKING:

@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
+from codefleet.api.wire import MAX_BODY_BYTES, MAX_DESCRIPTION
 from codefleet.config import Settings
-from codefleet.serverthread import ServerThread
-from codefleet.wire import MAX_BODY_BYTES, MAX_DESCRIPTION
+from codefleet.server.thread import ServerThread
 
 TABLES = ("tasks", "task_dependencies", "agents", "file_leases", "file_changes", "events")
 

@@ -8,9 +8,9 @@ import httpx
 import pytest
 from corpus_support import assert_envelope
 
-from codefleet.client import FleetClient
+from codefleet.api.client import FleetClient
 from codefleet.errors import Unauthorized
-from codefleet.serverthread import ServerThread
+from codefleet.server.thread import ServerThread
 
 TOKEN = "contract-token"
 

@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 import pytest
 
-from codefleet.client import FleetClient
+from codefleet.api.client import FleetClient
 from codefleet.errors import Forbidden, InvalidGraph, InvalidState, NotFound, StaleEpoch
-from codefleet.serverthread import ServerThread
+from codefleet.server.thread import ServerThread
 
 WaitUntil = Callable[..., Awaitable[Any]]
 

@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
-from codefleet.client import FleetClient
+from codefleet.api.client import FleetClient
 from codefleet.errors import NotOwner, StaleEpoch
-from codefleet.serverthread import ServerThread
+from codefleet.server.thread import ServerThread
 
 POLL_S = 5.0
 WaitUntil = Callable[..., Awaitable[Any]]

@@ -25,10 +25,10 @@ import pytest
 from corpus_support import assert_envelope
 from typer.testing import CliRunner, Result
 
-from codefleet import guards
-from codefleet.cli import app
+from codefleet.cli.app import app
 from codefleet.config import Settings
-from codefleet.serverthread import ServerThread, free_port
+from codefleet.server import guards
+from codefleet.server.thread import ServerThread, free_port
 
 TOKEN = "s3cret-token-for-tests"
 GOOD = {"Authorization": f"Bearer {TOKEN}"}

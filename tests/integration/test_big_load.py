@@ -19,12 +19,12 @@ from typing import Any
 import httpx
 import pytest
 
-from codefleet.client import FleetClient
+from codefleet.api.client import FleetClient
 from codefleet.errors import TooLarge
+from codefleet.fleet.runner import Runner, RunnerOptions
+from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.models import MAX_BATCH_SCOPE_PATHS
-from codefleet.runner import Runner, RunnerOptions
-from codefleet.scripted import ScriptedExecutor, parse_script
-from codefleet.serverthread import ServerThread
+from codefleet.server.thread import ServerThread
 
 LIVELY = {"heartbeat_interval": 0.1, "stale_after": 1.0, "tick_interval": 0.05}
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import yaml
 
-from codefleet.client import FleetClient
-from codefleet.fleet import run_fleet
-from codefleet.scripted import ScriptedExecutor, parse_script
-from codefleet.serverthread import ServerThread
+from codefleet.api.client import FleetClient
+from codefleet.fleet.local import run_fleet
+from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
 TASKS = [{"id": f"T{n}", "title": f"t{n}", "description": "do it"} for n in range(1, 5)]

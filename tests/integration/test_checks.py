@@ -17,14 +17,14 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from codefleet.cli import app
-from codefleet.client import FleetClient
-from codefleet.fleet import run_fleet
-from codefleet.graph import GraphError, parse_graph
-from codefleet.runner import Runner, RunnerOptions
-from codefleet.scripted import ScriptedExecutor, parse_script
-from codefleet.serverthread import ServerThread
-from codefleet.session_prompt import build_prompt
+from codefleet.api.client import FleetClient
+from codefleet.api.graph import GraphError, parse_graph
+from codefleet.cli.app import app
+from codefleet.fleet.local import run_fleet
+from codefleet.fleet.runner import Runner, RunnerOptions
+from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.server.thread import ServerThread
+from codefleet.session.prompt import build_prompt
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
 PY = f'"{sys.executable}"'

@@ -23,12 +23,12 @@ from git_support import (
     tree_files,
 )
 
-from codefleet.client import FleetClient
-from codefleet.demo import examples_dir
-from codefleet.fleet import FleetResult, run_fleet
-from codefleet.graph import load_graph
-from codefleet.scripted import ScriptedExecutor, load_script, parse_script
-from codefleet.serverthread import ServerThread
+from codefleet.api.client import FleetClient
+from codefleet.api.graph import load_graph
+from codefleet.cli.demo_run import examples_dir
+from codefleet.fleet.local import FleetResult, run_fleet
+from codefleet.fleet.scripted import ScriptedExecutor, load_script, parse_script
+from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
 

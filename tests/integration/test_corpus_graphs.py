@@ -21,10 +21,10 @@ import yaml
 from corpus_support import Witness, assert_envelope
 from typer.testing import CliRunner
 
-from codefleet.cli import app
+from codefleet.api.wire import MAX_DESCRIPTION, MAX_TASKS
+from codefleet.cli.app import app
 from codefleet.config import Settings
-from codefleet.serverthread import ServerThread
-from codefleet.wire import MAX_DESCRIPTION, MAX_TASKS
+from codefleet.server.thread import ServerThread
 
 TOKEN = "corpus-token"
 

@@ -24,11 +24,11 @@ import httpx
 import pytest
 from corpus_support import Witness, assert_envelope
 
-from codefleet.client import FleetClient
+from codefleet.api.client import FleetClient
 from codefleet.config import Settings
+from codefleet.fleet.prewrite import WriteGate
 from codefleet.paths import TreeRoot
-from codefleet.prewrite import WriteGate
-from codefleet.serverthread import ServerThread
+from codefleet.server.thread import ServerThread
 
 
 @dataclass

@@ -18,10 +18,10 @@ from typing import Any
 
 from rich.console import Console
 
-from codefleet.client import FleetClient
-from codefleet.dashboard import follow_compact, watch
-from codefleet.dashboard_view import ViewModel
-from codefleet.serverthread import ServerThread
+from codefleet.api.client import FleetClient
+from codefleet.server.thread import ServerThread
+from codefleet.ui.dashboard import follow_compact, watch
+from codefleet.ui.view import ViewModel
 
 WaitUntil = Callable[..., Awaitable[Any]]
 POLL_S = 5.0

@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
-from codefleet.client import FleetClient, ServerUnavailable
-from codefleet.serverthread import ServerThread
+from codefleet.api.client import FleetClient, ServerUnavailable
+from codefleet.server.thread import ServerThread
 
 
 class DiskFills:

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from codefleet.client import FleetClient
+from codefleet.api.client import FleetClient
 
 READ_TIMEOUT_S = 5.0
 

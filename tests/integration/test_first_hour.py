@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from codefleet.cli import app
-from codefleet.serverthread import ServerThread
+from codefleet.cli.app import app
+from codefleet.server.thread import ServerThread
 
 FAST = {"tick_interval": 0.05, "backoff_base": 0.0, "heartbeat_interval": 0.5}
 SCRIPT = """\

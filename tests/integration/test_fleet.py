@@ -18,12 +18,12 @@ from typing import Any
 
 import yaml
 
-from codefleet.client import FleetClient
-from codefleet.fleet import run_fleet, wait_drained
+from codefleet.api.client import FleetClient
+from codefleet.fleet.local import run_fleet, wait_drained
+from codefleet.fleet.runner import Runner, RunnerOptions
+from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.models import EventType
-from codefleet.runner import Runner, RunnerOptions
-from codefleet.scripted import ScriptedExecutor, parse_script
-from codefleet.serverthread import ServerThread
+from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 1.0, "tick_interval": 0.05, "backoff_base": 0.0}
 

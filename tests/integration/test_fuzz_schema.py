@@ -35,8 +35,8 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import negative_data_rejection
 
 from codefleet.config import Settings
-from codefleet.server import create_app
-from codefleet.serverthread import ServerThread
+from codefleet.server.app import create_app
+from codefleet.server.thread import ServerThread
 
 TOKEN = "fuzz-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

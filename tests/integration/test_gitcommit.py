@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from git_support import git, make_repository, person_state
 
-from codefleet.gitcommit import Refused, write_history
-from codefleet.gitrepo import Repo
-from codefleet.history import FileChange, TaskChange
+from codefleet.review.commit import Refused, write_history
+from codefleet.review.git import Repo
+from codefleet.review.history import FileChange, TaskChange
 from codefleet.rollback import capture, current_state, make_patch
 
 

@@ -17,9 +17,9 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from codefleet.cli import app
-from codefleet.client import FleetClient
-from codefleet.demo import examples_dir
+from codefleet.api.client import FleetClient
+from codefleet.cli.app import app
+from codefleet.cli.demo_run import examples_dir
 
 CRAFTED = """
 tasks:

@@ -22,10 +22,10 @@ from corpus_support import assert_envelope
 from pydantic import ValidationError
 from typer.testing import CliRunner, Result
 
-from codefleet.cli import app
-from codefleet.client import FleetClient
+from codefleet.api.client import FleetClient
+from codefleet.cli.app import app
 from codefleet.config import Settings
-from codefleet.serverthread import ServerThread, free_port
+from codefleet.server.thread import ServerThread, free_port
 
 REBOUND = "attacker-rebound.example"
 

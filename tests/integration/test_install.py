@@ -37,7 +37,10 @@ def test_the_wheel_installs_as_a_uv_tool_and_works_from_another_repository(tmp_p
     env |= {"UV_TOOL_DIR": str(tmp_path / "tools"), "UV_TOOL_BIN_DIR": str(tmp_path / "bin")}
     uv("build", "--wheel", "--offline", "-q", "-o", str(tmp_path / "dist"), env=env)
     (wheel,) = (tmp_path / "dist").glob("codefleet-*.whl")
-    uv("tool", "install", "--offline", "-q", str(wheel), env=env)
+    # Not --offline: resolving a tool's dependencies reads the package index, which a fresh
+    # machine's uv cache holds only after a first online resolution (`uv sync --locked`
+    # installs from the lock's URLs and never fills it).
+    uv("tool", "install", "-q", str(wheel), env=env)
     codefleet = tmp_path / "bin" / "codefleet"
     repo = tmp_path / "someone-elses-repo"
     repo.mkdir()

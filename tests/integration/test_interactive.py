@@ -1,6 +1,6 @@
 """A person's own Claude Code session in the lock, over HTTP against a real server.
 
-The person's side is the real hook code (`codefleet.hook.run`, and the
+The person's side is the real hook code (`codefleet.hook.command.run`, and the
 `codefleet hook` process itself) talking to a `ServerThread` on loopback; the
 fleet's side is the real `FleetClient`, as a runner uses it. The lifecycle:
 a write takes an interactive lease lazily, shown with its kind in `/leases`
@@ -22,12 +22,12 @@ from typing import Any
 import httpx
 import pytest
 
-from codefleet.client import FleetClient
+from codefleet.api.client import FleetClient
 from codefleet.errors import NotFound
-from codefleet.hook import HookArgs, run
+from codefleet.fleet.prewrite import WriteGate
+from codefleet.hook.command import HookArgs, run
 from codefleet.paths import TreeRoot
-from codefleet.prewrite import WriteGate
-from codefleet.serverthread import ServerThread
+from codefleet.server.thread import ServerThread
 
 ADA = "0aeef531-72cc-4552-9656-7482e7ecde15"
 BOB = "1b2c3d4e-0000-4000-8000-000000000000"

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from codefleet.serverthread import free_port
+from codefleet.server.thread import free_port
 
 START_BOUND_S = 30.0
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import httpx
 
-from codefleet.client import FleetClient
-from codefleet.fleet import run_fleet
+from codefleet.api.client import FleetClient
+from codefleet.fleet.local import run_fleet
+from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.models import EventType, from_iso
-from codefleet.scripted import ScriptedExecutor, parse_script
-from codefleet.serverthread import ServerThread
+from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
 WaitUntil = Callable[..., Awaitable[Any]]
@@ -133,5 +133,8 @@ async def test_codefleet_resume_says_what_it_lifted_and_when_nothing_was_paused(
 
 def _codefleet(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "codefleet.cli", *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "codefleet.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )

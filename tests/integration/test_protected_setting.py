@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from codefleet.client import FleetClient
+from codefleet.api.client import FleetClient
 from codefleet.config import Settings
-from codefleet.serverthread import ServerThread
+from codefleet.server.thread import ServerThread
 
 
 async def _running(client: FleetClient, workdir: Path) -> tuple[str, int]:

@@ -20,9 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
-from codefleet.client import FleetClient
+from codefleet.api.client import FleetClient
 from codefleet.errors import NameInUse, StaleEpoch, WrongTree
-from codefleet.serverthread import ServerThread
+from codefleet.server.thread import ServerThread
 
 CLI = [sys.executable, "-m", "codefleet.cli"]
 

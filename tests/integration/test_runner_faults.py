@@ -22,11 +22,11 @@ from typing import Any
 import httpx
 import pytest
 
-from codefleet.client import FleetClient
-from codefleet.fleet import run_fleet
-from codefleet.runner import Runner, RunnerOptions
-from codefleet.scripted import ScriptedExecutor, parse_script
-from codefleet.serverthread import ServerThread
+from codefleet.api.client import FleetClient
+from codefleet.fleet.local import run_fleet
+from codefleet.fleet.runner import Runner, RunnerOptions
+from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 30.0, "tick_interval": 0.05, "backoff_base": 0.0}
 Answer = Callable[[httpx.Request], httpx.Response | None]
@@ -108,7 +108,7 @@ async def test_a_runner_keeps_working_through_5xx_and_answers_that_break_the_con
     async with FleetClient(server.url, transport=loopback_transport()) as client:
         await client.create_tasks([{"id": "T", "title": "t", "description": "write t.txt"}])
         running = asyncio.create_task(runner.run(stop))
-        with caplog.at_level(logging.WARNING, logger="codefleet.runner"):
+        with caplog.at_level(logging.WARNING, logger="codefleet.fleet.runner"):
             await wait_until(lambda: _status(client, "T", "succeeded"))
             await wait_until(lambda: all(not answers for _, _, answers in faults.rules))
         assert not running.done(), running  # still at work, not dead

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 import yaml
 
-from codefleet.client import FleetClient
-from codefleet.serverthread import ServerThread, free_port
+from codefleet.api.client import FleetClient
+from codefleet.server.thread import ServerThread, free_port
 
 EXIT_WAIT_S = 20.0  # a bound on a hang, not a speed claim: a stopped runner exits in well under 1 s
 LINE_WAIT_S = 30.0

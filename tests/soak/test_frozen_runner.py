@@ -16,10 +16,10 @@ from pathlib import Path
 
 import httpx
 
-from codefleet.client import FleetClient
-from codefleet.runner import Runner, RunnerOptions
-from codefleet.scripted import ScriptedExecutor, parse_script
-from codefleet.serverthread import ServerThread
+from codefleet.api.client import FleetClient
+from codefleet.fleet.runner import Runner, RunnerOptions
+from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 1.0, "tick_interval": 0.05, "max_attempts": 1}
 BOUND_S = 20.0

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from codefleet.invariants import Evidence, check, compare_trees, replay_patches
-from codefleet.invariants_content import check_contents, expected_contents
 from codefleet.rollback import PreImage, make_patch
+from codefleet.testing.invariants import Evidence, check, compare_trees, replay_patches
+from codefleet.testing.invariants_content import check_contents, expected_contents
 
 
 def history() -> list[tuple[str, str | None, dict[str, Any]]]:

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import httpx
 
-from codefleet.client import FleetClient
-from codefleet.runner import Runner, RunnerOptions
-from codefleet.scripted import ScriptedExecutor, parse_script
-from codefleet.serverthread import ServerThread
+from codefleet.api.client import FleetClient
+from codefleet.fleet.runner import Runner, RunnerOptions
+from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.2, "tick_interval": 0.05, "backoff_base": 0.0}
 BOUND_S = 20.0  # far below the 660 s a lost `start` used to cost

@@ -26,8 +26,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from codefleet.client import FleetClient
-from codefleet.serverthread import free_port
+from codefleet.api.client import FleetClient
+from codefleet.server.thread import free_port
 
 LORIS = 1500
 CHILD_NOFILE = 1024  # the usual default soft (and often hard) limit

@@ -42,58 +42,71 @@ def importers_of(prefix: str) -> set[str]:
 EXCLUSIVE = [
     (
         "httpx",
-        {"codefleet.client"},
+        {"codefleet.api.client"},
         "one HTTP client of the wire API: base URL, epoch header, error decoding live there only",
     ),
-    ("sqlite3", {"codefleet.store"}, "only the store speaks SQL"),
+    ("sqlite3", {"codefleet.coord.store"}, "only the store speaks SQL"),
     (
         "claude_agent_sdk",
-        {"codefleet.session"},
+        {"codefleet.session.sdk"},
         "only the session module touches the SDK; everything else runs without it",
     ),
 ]
 
 SERVER_BRAIN = {
-    "codefleet.engine", "codefleet.engine_graph", "codefleet.engine_agents",
-    "codefleet.engine_checks", "codefleet.engine_files", "codefleet.server", "codefleet.store",
-    "codefleet.index", "claude_agent_sdk",
+    "codefleet.coord.engine", "codefleet.coord.graph", "codefleet.coord.agents",
+    "codefleet.coord.checks", "codefleet.coord.files", "codefleet.server.app", "codefleet.coord.store",
+    "codefleet.coord.index", "claude_agent_sdk",
 }  # fmt: skip
 
 HEAVY_FOR_THE_HOOK = {
     "fastapi", "starlette", "uvicorn", "pydantic", "pydantic_settings", "rich", "typer", "httpx",
-    "yaml", "claude_agent_sdk", "sortedcontainers", "codefleet.client", "codefleet.config",
-    "codefleet.cli_common", "codefleet.engine", "codefleet.store",
+    "yaml", "claude_agent_sdk", "sortedcontainers", "codefleet.api.client", "codefleet.config",
+    "codefleet.cli.common", "codefleet.coord.engine", "codefleet.coord.store",
 }  # fmt: skip
 
 # (module, imports it must never make, why)
 FORBIDDEN = [
     (
-        "codefleet.runner",
-        {"codefleet.store", "codefleet.scheduler", "codefleet.engine", "codefleet.index"},
+        "codefleet.fleet.runner",
+        {
+            "codefleet.coord.store",
+            "codefleet.coord.scheduler",
+            "codefleet.coord.engine",
+            "codefleet.coord.index",
+        },
         "runners are thin: all policy lives server-side",
     ),
     (
-        "codefleet.scheduler",
-        {"sqlite3", "asyncio", "time", "codefleet.store", "codefleet.engine", "httpx", "fastapi"},
+        "codefleet.coord.scheduler",
+        {
+            "sqlite3",
+            "asyncio",
+            "time",
+            "codefleet.coord.store",
+            "codefleet.coord.engine",
+            "httpx",
+            "fastapi",
+        },
         "the scheduler is a pure function: no I/O, no clock, no database",
     ),
     (
-        "codefleet.engine",
+        "codefleet.coord.engine",
         {"fastapi", "starlette", "uvicorn", "httpx"},
         "the engine knows no web framework",
     ),
     (
-        "codefleet.engine_agents",
+        "codefleet.coord.agents",
         {"fastapi", "starlette", "uvicorn", "httpx"},
         "the engine knows no web framework",
     ),
     (
-        "codefleet.engine_graph",
+        "codefleet.coord.graph",
         {"fastapi", "starlette", "uvicorn", "httpx"},
         "the engine knows no web framework",
     ),
     (
-        "codefleet.engine_checks",
+        "codefleet.coord.checks",
         {"fastapi", "starlette", "uvicorn", "httpx"},
         "the engine knows no web framework",
     ),
@@ -104,7 +117,7 @@ FORBIDDEN = [
             "the graph loader and `graph check` run with no server: they never import its brain",
         )
         for module in (
-            "codefleet.graph",
+            "codefleet.api.graph",
             "codefleet.planning.analysis",
             "codefleet.planning.answer",
             "codefleet.planning.check",
@@ -117,8 +130,13 @@ FORBIDDEN = [
         )
     ],
     (
-        "codefleet.checks",
-        {"codefleet.store", "codefleet.scheduler", "codefleet.engine", "codefleet.index"},
+        "codefleet.fleet.checks",
+        {
+            "codefleet.coord.store",
+            "codefleet.coord.scheduler",
+            "codefleet.coord.engine",
+            "codefleet.coord.index",
+        },
         "checks run in the runner, which is thin: it reaches the server only through the client",
     ),
     *[
@@ -127,7 +145,12 @@ FORBIDDEN = [
             HEAVY_FOR_THE_HOOK,
             "`codefleet hook` runs on every write of a person's session: standard library only",
         )
-        for module in ("codefleet.hook", "codefleet.hookio", "codefleet.paths", "codefleet.models")
+        for module in (
+            "codefleet.hook.command",
+            "codefleet.hook.io",
+            "codefleet.paths",
+            "codefleet.models",
+        )
     ],
 ]
 
@@ -151,24 +174,24 @@ def test_a_module_never_crosses_its_boundary(module: str, forbidden: set[str], w
 
 
 def test_the_runner_speaks_to_the_server_only_through_the_client() -> None:
-    assert "codefleet.client" in MODULES["codefleet.runner"]
+    assert "codefleet.api.client" in MODULES["codefleet.fleet.runner"]
 
 
 def test_the_simulation_plays_the_real_scheduler_policy() -> None:
-    assert "codefleet.scheduler" in MODULES["codefleet.planning.simulate"], (
+    assert "codefleet.coord.scheduler" in MODULES["codefleet.planning.simulate"], (
         "graph check predicts parallelism with scheduler.schedule, not a second implementation"
     )
 
 
 def test_graph_check_loads_without_the_engine_the_server_or_the_sdk() -> None:
     code = (
-        "import sys, codefleet.planning.cli, codefleet.graph; "
+        "import sys, codefleet.cli.planning, codefleet.api.graph; "
         "print(' '.join(sorted(m for m in sys.modules if m.startswith(('codefleet', 'claude')))))"
     )
     loaded = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
-    banned = ("codefleet.engine", "codefleet.server", "codefleet.store", "codefleet.index",
+    banned = ("codefleet.coord.engine", "codefleet.server.app", "codefleet.coord.store", "codefleet.coord.index",
               "claude_agent_sdk")  # fmt: skip
     assert "codefleet.planning.check" in loaded, "guard: the probe imported nothing"
     assert "codefleet.planning.launch" in loaded, "guard: the plan command is registered there"
@@ -176,7 +199,9 @@ def test_graph_check_loads_without_the_engine_the_server_or_the_sdk() -> None:
 
 
 def test_a_persons_hook_and_the_runners_gate_share_the_path_function_and_the_deny_shape() -> None:
-    assert "codefleet.paths" in MODULES["codefleet.hook"], "the hook canonicalizes with TreeRoot"
-    assert "codefleet.paths" in MODULES["codefleet.prewrite"]
-    for module in ("codefleet.hook", "codefleet.prewrite", "codefleet.session"):
-        assert "codefleet.hookio" in MODULES[module], f"{module}: paths and denials from hookio"
+    assert "codefleet.paths" in MODULES["codefleet.hook.command"], (
+        "the hook canonicalizes with TreeRoot"
+    )
+    assert "codefleet.paths" in MODULES["codefleet.fleet.prewrite"]
+    for module in ("codefleet.hook.command", "codefleet.fleet.prewrite", "codefleet.session.sdk"):
+        assert "codefleet.hook.io" in MODULES[module], f"{module}: paths and denials from hookio"

@@ -7,7 +7,7 @@ import re
 from typer.testing import CliRunner
 
 from codefleet import __version__
-from codefleet.cli import app
+from codefleet.cli.app import app
 
 
 def invoke(*args: str, columns: int = 200) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from codefleet.dashboard_view import (
+from codefleet.ui.view import (
     VETO_STYLE,
     AgentRow,
     LeaseRow,

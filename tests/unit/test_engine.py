@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from codefleet import scheduler as sched
-from codefleet.engine import BASE_WINDOW, Engine, EngineConfig, Report
-from codefleet.engine_graph import NewTask
+from codefleet.coord import scheduler as sched
+from codefleet.coord.engine import BASE_WINDOW, Engine, EngineConfig, Report
+from codefleet.coord.graph import NewTask
+from codefleet.coord.store import Row, Store
 from codefleet.errors import InvalidGraph, InvalidState, NotFound, NotOwner, StaleEpoch
 from codefleet.models import AgentStatus, ErrorKind, EventType, TaskStatus, to_iso
 from codefleet.paths import TreeRoot
-from codefleet.store import Row, Store
 
 T0 = datetime(2026, 7, 31, 18, 0, 0, tzinfo=UTC)
 

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from codefleet import scheduler as sched
-from codefleet.engine import Engine, EngineConfig, Report
-from codefleet.engine_graph import NewTask
+from codefleet.coord import scheduler as sched
+from codefleet.coord.engine import Engine, EngineConfig, Report
+from codefleet.coord.graph import NewTask
+from codefleet.coord.store import Store
 from codefleet.errors import StoreUnavailable
 from codefleet.models import AgentStatus, TaskStatus
 from codefleet.paths import TreeRoot
-from codefleet.store import Store
 
 T0 = datetime(2026, 7, 31, 18, 0, 0, tzinfo=UTC)
 

@@ -13,8 +13,8 @@ import pytest
 import test_engine
 from test_engine import T0, Fleet
 
-from codefleet import scheduler as sched
-from codefleet.engine_graph import NewTask
+from codefleet.coord import scheduler as sched
+from codefleet.coord.graph import NewTask
 from codefleet.errors import InvalidGraph, TooLarge
 from codefleet.models import ErrorKind, EventType, TaskStatus, to_iso
 
@@ -185,7 +185,7 @@ async def test_two_concurrent_long_polls_of_one_agent_both_wake_with_the_same_as
 def test_a_batch_over_the_scope_path_cap_is_refused_whole_with_a_413(
     fleet: Fleet, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr("codefleet.engine_graph.MAX_BATCH_SCOPE_PATHS", 5)
+    monkeypatch.setattr("codefleet.coord.graph.MAX_BATCH_SCOPE_PATHS", 5)
     specs = [
         NewTask(title="a", id="a", description="d", file_scope=["a.py", "x.py", "y.py"]),
         NewTask(title="b", id="b", description="d", file_scope=["pkg/b.py", "z.py", "w.py"]),

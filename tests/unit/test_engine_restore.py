@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from codefleet import engine_files
-from codefleet.engine import Engine, EngineConfig, Report
-from codefleet.engine_graph import NewTask
+from codefleet.coord import files as engine_files
+from codefleet.coord.engine import Engine, EngineConfig, Report
+from codefleet.coord.graph import NewTask
+from codefleet.coord.store import Store
 from codefleet.errors import InvalidState, StaleEpoch
 from codefleet.models import AgentStatus, ErrorKind, EventType, TaskStatus
 from codefleet.paths import TreeRoot
 from codefleet.rollback import PreImage
-from codefleet.store import Store
 
 T0 = datetime(2026, 7, 31, 18, 0, 0, tzinfo=UTC)
 FILES = [f"src/m{n:02d}.py" for n in range(30)]

@@ -11,7 +11,7 @@ import os
 import time
 from pathlib import Path
 
-from codefleet.fleet import run_verify
+from codefleet.fleet.local import run_verify
 
 
 def _alive(pid: int) -> bool:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from codefleet.gitcommit import Author
-from codefleet.history import (
+from codefleet.review.commit import Author
+from codefleet.review.history import (
     TaskChange,
     commit_message,
     format_cost,
@@ -15,7 +15,7 @@ from codefleet.history import (
     success_order,
     unfinished_tasks,
 )
-from codefleet.runrecord import RunRecord
+from codefleet.review.record import RunRecord
 
 
 def event(kind: str, task_id: str, **payload: Any) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from codefleet.hook import (
+from codefleet.hook.command import (
     EVENTS,
     HookArgs,
     UsageError,
@@ -26,7 +26,7 @@ from codefleet.hook import (
     person_denial,
     run,
 )
-from codefleet.hookio import deny_output
+from codefleet.hook.io import deny_output
 from codefleet.models import WRITE_TOOLS
 
 SESSION = "0aeef531-72cc-4552-9656-7482e7ecde15"
@@ -219,7 +219,7 @@ def test_the_hook_imports_no_framework() -> None:
     heavy = ["fastapi", "starlette", "pydantic", "rich", "httpx", "typer", "yaml", "claude_agent_sdk", "uvicorn"]  # fmt: skip
     code = (
         "import sys, io; sys.argv = ['codefleet', 'hook', 'session-end', '--server', 'http://127.0.0.1:9', '--tree', '.'];"
-        "sys.stdin = io.StringIO('{}'); from codefleet.launch import main; main();"
+        "sys.stdin = io.StringIO('{}'); from codefleet.cli.launch import main; main();"
         f"print([m for m in {heavy!r} if m in sys.modules])"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -227,7 +227,7 @@ def test_the_hook_imports_no_framework() -> None:
 
 
 def test_every_hook_event_has_a_subcommand_and_the_matcher_is_the_write_tools() -> None:
-    from codefleet.join_settings import SUBCOMMANDS, WRITE_MATCHER
+    from codefleet.hook.settings import SUBCOMMANDS, WRITE_MATCHER
 
     assert set(SUBCOMMANDS.values()) == set(EVENTS)
     assert set(WRITE_MATCHER.split("|")) == WRITE_TOOLS

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from codefleet.join_settings import (
+from codefleet.hook.settings import (
     JoinError,
     hooks_block,
     join_tree,

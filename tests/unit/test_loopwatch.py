@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codefleet.loopwatch import LoopWatch
+from codefleet.server.loopwatch import LoopWatch
 
 
 class Ticks:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from codefleet.limits import (
+from codefleet.coord.limitpolicy import (
     MAX_PAUSE_S,
     LimitState,
     Pause,

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 import pytest
 import yaml
 
-from codefleet.demo import examples_dir
-from codefleet.graph import parse_graph
+from codefleet.api.graph import parse_graph
+from codefleet.cli.demo_run import examples_dir
 from codefleet.planning.answer import AnswerError, extract_block, judge_answer
 from codefleet.planning.check import tree_for
 from codefleet.planning.planner import Exchange, Plan, plan_file

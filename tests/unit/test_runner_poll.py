@@ -13,8 +13,8 @@ import gc
 from pathlib import Path
 from typing import Any
 
-from codefleet.client import ServerUnavailable
-from codefleet.runner import Runner, RunnerOptions
+from codefleet.api.client import ServerUnavailable
+from codefleet.fleet.runner import Runner, RunnerOptions
 
 
 class PollThatFailsLater:

@@ -5,10 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from codefleet.runfacts import attempts_of, critical_path, run_facts
-from codefleet.runrecord import RunRecord
-from codefleet.runreport import Para, Section, build_report, report_json, seconds, summary_section
-from codefleet.runreport_render import render_html, render_markdown
+from codefleet.review.facts import attempts_of, critical_path, run_facts
+from codefleet.review.record import RunRecord
+from codefleet.review.render import render_html, render_markdown
+from codefleet.review.report import (
+    Para,
+    Section,
+    build_report,
+    report_json,
+    seconds,
+    summary_section,
+)
 
 
 def ev(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from codefleet.cli import app
-from codefleet.serverlock import ServerLock
+from codefleet.cli.app import app
+from codefleet.server.lock import ServerLock
 
 
 def workspace(run_dir: Path, name: str, age_s: float, size: int) -> Path:

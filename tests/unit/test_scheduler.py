@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from codefleet.models import AgentStatus, ErrorKind
-from codefleet.scheduler import (
+from codefleet.coord.scheduler import (
     AgentView,
     Assign,
     BudgetExhausted,
@@ -26,6 +25,7 @@ from codefleet.scheduler import (
     schedule,
     wants_wider_window,
 )
+from codefleet.models import AgentStatus, ErrorKind
 
 NOW = datetime(2026, 7, 31, 18, 0, 0, tzinfo=UTC)
 STALE_AFTER = timedelta(seconds=20)

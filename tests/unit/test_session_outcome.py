@@ -11,8 +11,7 @@ import pytest
 from claude_agent_sdk import CLIConnectionError, CLINotFoundError, ProcessError
 
 from codefleet.models import ErrorKind
-from codefleet.session import classify_crash, deny
-from codefleet.session_outcome import (
+from codefleet.session.outcome import (
     Crash,
     HookRecord,
     SessionResult,
@@ -20,7 +19,8 @@ from codefleet.session_outcome import (
     timing_summary,
     usage_totals,
 )
-from codefleet.session_prompt import build_prompt
+from codefleet.session.prompt import build_prompt
+from codefleet.session.sdk import classify_crash, deny
 from codefleet.testing.fakemodel import marker
 
 USAGE = {

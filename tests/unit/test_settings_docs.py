@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from codefleet.cli import app
+from codefleet.cli.app import app
 from codefleet.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

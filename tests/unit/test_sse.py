@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from pathlib import Path
 
+from codefleet.coord.store import Store
 from codefleet.models import EventType
-from codefleet.sse import EventHub, frame
-from codefleet.store import Store
+from codefleet.server.sse import EventHub, frame
 
 STEP_S = 5.0
 

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from codefleet.graph import parse_graph
-from codefleet.scripted import parse_script
-from codefleet.starter import (
+from codefleet.api.graph import parse_graph
+from codefleet.cli.starter import (
     find_checks,
     starter_graph,
     starter_model_script,
     starter_script,
 )
+from codefleet.fleet.scripted import parse_script
 from codefleet.testing.fakescript import scripts_from_dict
 
 

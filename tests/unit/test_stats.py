@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 import yaml
 
-from codefleet.graph import parse_graph
-from codefleet.runfacts import run_facts
-from codefleet.runrecord import RunRecord
-from codefleet.stats import FileStats, fleet_stats, stats_json
-from codefleet.suggest import Change, render_graph, suggest
+from codefleet.api.graph import parse_graph
+from codefleet.review.facts import run_facts
+from codefleet.review.record import RunRecord
+from codefleet.review.stats import FileStats, fleet_stats, stats_json
+from codefleet.review.suggest import Change, render_graph, suggest
 
 
 def ev(n: int, kind: str, task_id: str | None = None, at: float = 0.0, **payload: Any) -> dict[str, Any]:  # fmt: skip

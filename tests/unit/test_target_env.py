@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from codefleet.checks_run import check_env
-from codefleet.fleet import run_verify
+from codefleet.fleet.local import run_verify
+from codefleet.fleet.shell import check_env
 
 OWN = "/opt/codefleet/.venv"
 

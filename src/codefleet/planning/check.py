@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codefleet.graph import GraphTasks
+from codefleet.api.graph import GraphTasks
 from codefleet.paths import TreeRoot
 from codefleet.planning.analysis import GraphAnalysis, PlannedTask, analyse
 from codefleet.planning.scopes import ScopedTask, judge, survey

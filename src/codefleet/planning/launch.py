@@ -46,7 +46,7 @@ async def run_plan(
     settings: Settings, request: PlanRun, on_feedback: FeedbackHook | None = None
 ) -> tuple[Plan, Path]:
     """Run one planning session; the plan and the path of its record (or `PlanFailed`)."""
-    from codefleet.session import ReadOnlySession, SessionFailed
+    from codefleet.session.sdk import ReadOnlySession, SessionFailed
 
     stamp = f"plan-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     record = settings.run_dir / "plans" / f"{stamp}.json"
@@ -83,7 +83,7 @@ def _environment(
     """Live: nothing added. Offline: the fake model's env, its script marker, the fake."""
     if request.model_file is None:
         return {}, None, None
-    from codefleet.offline import BLANKED, load_model_scripts
+    from codefleet.session.offline import BLANKED, load_model_scripts
     from codefleet.testing.fakemodel import FakeModel, marker, session_env
 
     fake = FakeModel().start()

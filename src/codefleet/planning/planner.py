@@ -23,7 +23,7 @@ from codefleet.planning.answer import Verdict, judge_answer
 from codefleet.planning.prompt import build_feedback, build_plan_prompt
 
 if TYPE_CHECKING:
-    from codefleet.session import Reply
+    from codefleet.session.sdk import Reply
 
 __all__ = [
     "MAX_FEEDBACK_ROUNDS",

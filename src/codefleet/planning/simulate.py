@@ -19,9 +19,7 @@ from datetime import UTC, datetime, timedelta
 
 from sortedcontainers import SortedList
 
-from codefleet.models import AgentStatus
-from codefleet.planning.dag import chain_lengths, children_of
-from codefleet.scheduler import (
+from codefleet.coord.scheduler import (
     AgentView,
     Assign,
     FleetState,
@@ -30,6 +28,8 @@ from codefleet.scheduler import (
     schedule,
     wants_wider_window,
 )
+from codefleet.models import AgentStatus
+from codefleet.planning.dag import chain_lengths, children_of
 
 __all__ = ["SimTask", "Simulation", "simulate"]
 

@@ -1,0 +1,1 @@
+"""The wire API: its pydantic models, the one HTTP client, the task graph file."""

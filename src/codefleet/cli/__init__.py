@@ -1,0 +1,1 @@
+"""The `codefleet` command line: one module per area of commands."""

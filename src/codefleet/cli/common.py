@@ -1,0 +1,239 @@
+"""Shared pieces of the `codefleet` command line: the Typer app, options, helpers.
+
+Every setting of `config.Settings` is a `CODEFLEET_*` environment variable and
+a flag on the commands it applies to; a flag wins over the environment, which
+wins over `.env`. Read commands print JSON with `--json`. The CLI is an HTTP
+client of the server (through `client`) except for `serve`, `demo` (which
+start a server) and `doctor` (which checks the machine before anything runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+
+from codefleet.api.client import FleetClient, ServerUnavailable
+from codefleet.config import Settings
+from codefleet.errors import DomainError, Unauthorized
+
+__all__ = ["app", "console", "settings_from"]
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",  # paragraphs reflow to the terminal's width
+)
+# Help panels: `@app.command(rich_help_panel=RUN)` files a command under one.
+START = "Start here"
+RUN = "Run a fleet"
+OPERATE = "Inspect and operate"
+REVIEW = "Review what the fleet did"
+
+
+class PlainConsole(Console):
+    """A console that never wraps lines when its output is not a terminal.
+
+    Piped or redirected, a URL or a path must stay on one line to stay usable;
+    in a terminal, Rich wraps to the terminal's width as usual.
+    """
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("soft_wrap", not self.is_terminal)
+        super().print(*objects, **kwargs)
+
+
+console = PlainConsole()
+err_console = PlainConsole(stderr=True)
+
+ServerOpt = Annotated[
+    str | None, typer.Option("--server", help="Server URL (default: from CODEFLEET_HOST/PORT).")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+WorkdirOpt = Annotated[
+    Path | None,
+    typer.Option("--workdir", help="The shared working tree the agents edit [CODEFLEET_WORKDIR]."),
+]
+RunDirOpt = Annotated[
+    Path | None,
+    typer.Option("--run-dir", help="Where runs keep logs and workspaces [CODEFLEET_RUN_DIR]."),
+]
+TokenOpt = Annotated[
+    str | None, typer.Option("--token", help="Bearer token for the server [CODEFLEET_TOKEN].")
+]
+CheckOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--check",
+        help="A named check NAME=COMMAND the agents may run and `verify:` may name (repeatable).",
+    ),
+]
+
+
+def parse_check_options(values: list[str] | None) -> dict[str, str]:
+    """`--check NAME=CMD` values as `{name: command}`, validated like the graph's `checks:`."""
+    from codefleet.api.graph import GraphError, parse_checks
+
+    checks: dict[str, str] = {}
+    for value in values or ():
+        name, sep, command = value.partition("=")
+        if not sep:
+            raise fail(f"--check {value!r}: expected NAME=COMMAND")
+        checks[name.strip()] = command.strip()
+    try:
+        return parse_checks(checks, "--check")
+    except GraphError as err:
+        raise fail(str(err)) from None
+
+
+def settings_from(**overrides: Any) -> Settings:
+    """Settings from env/.env with the flags the user actually gave on top.
+
+    A setting that does not validate ends the command with one line per problem,
+    naming the variable, never a traceback.
+    """
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return Settings(**given)
+    except ValidationError as err:
+        problems = [_problem(e) for e in err.errors()]
+        raise fail("; ".join(problems)) from None
+
+
+def _problem(error: Any) -> str:
+    field = ".".join(str(p) for p in error.get("loc", ())) or "settings"
+    message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+    return message if "CODEFLEET_" in message else f"CODEFLEET_{field.upper()}: {message}"
+
+
+def make_client(settings: Settings) -> FleetClient:
+    return FleetClient(settings.url, token=settings.token)
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)
+    return typer.Exit(code)
+
+
+def call_server(settings: Settings, action: Any) -> Any:
+    """Run one async client action, turning transport and API errors into messages."""
+
+    async def go() -> Any:
+        async with make_client(settings) as client:
+            return await action(client)
+
+    try:
+        return asyncio.run(go())
+    except ServerUnavailable:
+        raise fail(
+            f"no CodeFleet server answers at {settings.url}; start one with `codefleet serve`"
+        ) from None
+    except Unauthorized:
+        raise fail(unauthorized_message(settings)) from None
+    except DomainError as err:
+        raise fail(f"{err.message}") from None
+
+
+def unauthorized_message(settings: Settings) -> str:
+    given = "the token given was refused" if settings.token else "it needs a token"
+    return f"the server at {settings.url} refused the request: {given}; pass --token or set CODEFLEET_TOKEN"
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+# -- options shared by the fleet commands (run, runner, demo) ---------------------
+
+DryRunOpt = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Scripted agents instead of Claude sessions: no key, no cost."),
+]
+ScriptOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--script",
+        help="With --dry-run: the steps the scripted agents play, per task id "
+        "(like examples/demo-script.yaml).",
+    ),
+]
+OfflineOpt = Annotated[
+    bool,
+    typer.Option(
+        "--offline",
+        help="Real Claude Code sessions against CodeFleet's built-in scripted model: no key, "
+        "no cost (needs --model-script).",
+    ),
+]
+ModelScriptOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--model-script",
+        help="With --offline: the scripted model's turns per task id "
+        "(like examples/demo-model.yaml).",
+    ),
+]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", help="Claude model for real sessions [CODEFLEET_MODEL].")
+]
+MaxTurnsOpt = Annotated[
+    int | None, typer.Option("--max-turns", help="Turn cap per session [CODEFLEET_MAX_TURNS].")
+]
+BudgetOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--task-budget-usd", help="Spend cap per session, USD [CODEFLEET_TASK_BUDGET_USD]."
+    ),
+]
+MaxCostOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost",
+        help="The fleet's budget, USD: once recorded cost reaches it, no new task is assigned "
+        "[CODEFLEET_MAX_COST].",
+    ),
+]
+MaxCostHardOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--max-cost-hard/--max-cost-soft",
+        help="When the fleet's budget is spent, also stop running attempts (rolled back, not "
+        "charged) instead of letting them finish [CODEFLEET_MAX_COST_HARD].",
+    ),
+]
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--task-timeout", help="Wall clock per task attempt, seconds [CODEFLEET_TASK_TIMEOUT]."
+    ),
+]
+CheckTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--check-timeout", help="Time limit of one check run, seconds [CODEFLEET_CHECK_TIMEOUT]."
+    ),
+]
+ProtectedOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--protected-paths",
+        help="Comma-separated names no agent may write, at any depth, compared "
+        "case-insensitively; .git is always protected [CODEFLEET_PROTECTED_PATHS].",
+    ),
+]
+CheckDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--check-dir",
+        help="Where checks' throwaway copies of the tree are made (default: the system temp "
+        "dir) [CODEFLEET_CHECK_DIR].",
+    ),
+]

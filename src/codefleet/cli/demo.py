@@ -1,0 +1,46 @@
+"""`codefleet demo`: the whole thing on a fresh copy of the demo repository."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from codefleet.cli.common import START, DryRunOpt, RunDirOpt, app, console, fail, settings_from
+
+__all__ = ["demo"]
+
+
+@app.command(rich_help_panel=START)
+def demo(
+    dry_run: DryRunOpt = False,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline",
+            help="Real Claude Code sessions against the built-in scripted model: no key, no cost.",
+        ),
+    ] = False,
+    runners: Annotated[int, typer.Option("--runners", "-n", help="How many runners.")] = 3,
+    run_dir: RunDirOpt = None,
+    commit: Annotated[
+        bool,
+        typer.Option(
+            "--commit/--no-commit",
+            help="Commit each task as it succeeds on a branch of the demo workspace's repository.",
+        ),
+    ] = True,
+) -> None:
+    """The whole thing on a copy of the demo repo: server, fleet, the veto, a verdict.
+
+    Your checkout is never touched: the demo works in a fresh workspace under the run dir.
+    """
+    from codefleet.cli.demo_run import run_demo
+
+    settings = settings_from(run_dir=run_dir)
+    mode = "dry-run" if dry_run else "offline" if offline else "live"
+    try:
+        ok = run_demo(mode, settings.run_dir, runners, console, commit=commit)
+    except NotImplementedError as err:
+        raise fail(str(err)) from None
+    raise typer.Exit(0 if ok else 1)

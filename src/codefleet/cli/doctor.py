@@ -1,0 +1,45 @@
+"""`codefleet doctor`: what would make a run fail minutes in, checked up front."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from codefleet.cli.common import (
+    START,
+    JsonOpt,
+    ServerOpt,
+    WorkdirOpt,
+    app,
+    console,
+    print_json,
+    settings_from,
+)
+
+__all__ = ["doctor"]
+
+
+@app.command(rich_help_panel=START)
+def doctor(
+    graph: Annotated[
+        Path | None,
+        typer.Option(
+            "--graph", help="The task graph to check (default: ./codefleet.yaml if there is one)."
+        ),
+    ] = None,
+    workdir: WorkdirOpt = None,
+    server: ServerOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Check what makes a run fail minutes in: Python, port, tree, graph, SDK."""
+    from codefleet.cli.doctor_checks import print_checks, run_checks
+
+    settings = settings_from(workdir=workdir, server_url=server)
+    checks = run_checks(settings, graph)
+    if json_out:
+        print_json([c.as_dict() for c in checks])
+    else:
+        print_checks(console, checks)
+    raise typer.Exit(0 if all(c.ok for c in checks) else 1)

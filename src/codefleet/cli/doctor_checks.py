@@ -1,0 +1,163 @@
+"""`codefleet doctor`: the checks that otherwise fail a run minutes in.
+
+Each check returns a `Check` (name, ok, detail, hint). Nothing here changes
+anything: it reads the Python version, tries to bind the server port (or asks
+a running server for its health), looks at the working tree, parses the task
+graph, and looks for the Claude Code CLI the SDK bundles and for a key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+from codefleet.api.client import FleetClient
+from codefleet.api.graph import DEFAULT_GRAPH, GraphError, check_scopes, find_graph, load_graph
+from codefleet.config import Settings
+from codefleet.paths import TreeRoot
+from codefleet.session.credentials import credentials_problem
+
+__all__ = ["Check", "print_checks", "run_checks"]
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    hint: str = ""
+    required: bool = True
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def check_python() -> Check:
+    ok = sys.version_info >= (3, 11)
+    return Check("python", ok, sys.version.split()[0], "" if ok else "CodeFleet needs Python 3.11+")
+
+
+def check_port(settings: Settings) -> Check:
+    try:
+        health = asyncio.run(_health(settings))
+        return Check(
+            "server", True, f"a CodeFleet server answers at {settings.url} (v{health['version']})"
+        )
+    except Exception:  # nothing answers: see whether the port is free for `serve`
+        pass
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((settings.host, settings.port))
+        except OSError as err:
+            return Check("port", False, f"{settings.host}:{settings.port} is taken ({err.strerror})",
+                         "another program uses the port; set CODEFLEET_PORT")  # fmt: skip
+    return Check("port", True, f"{settings.host}:{settings.port} is free for `codefleet serve`")
+
+
+async def _health(settings: Settings) -> dict[str, object]:
+    async with FleetClient(settings.url, token=settings.token, timeout=1.0) as client:
+        return await client.health()
+
+
+def check_workdir(settings: Settings) -> Check:
+    tree = settings.workdir
+    if not tree.is_dir():
+        return Check(
+            "workdir", False, f"{tree} does not exist", "set CODEFLEET_WORKDIR to your repository"
+        )
+    try:
+        with tempfile.NamedTemporaryFile(dir=tree, prefix=".codefleet-doctor-"):
+            pass
+    except OSError as err:
+        return Check("workdir", False, f"{tree} is not writable ({err.strerror})")
+    return Check("workdir", True, f"{tree.resolve()} exists and is writable")
+
+
+def check_graph(path: Path | None, settings: Settings) -> Check:
+    """The graph through the loader's own validation, scopes through the server's path rule."""
+    if path is None:
+        return Check("graph", True, f"no --graph given and no {DEFAULT_GRAPH} here; skipped",
+                     required=False)  # fmt: skip
+    try:
+        tasks = load_graph(path)
+        if settings.workdir.is_dir():
+            check_scopes(
+                tasks, TreeRoot(settings.workdir, [settings.db, settings.run_dir]), str(path)
+            )
+    except GraphError as err:
+        return Check("graph", False, str(err))
+    return Check("graph", True, f"{path}: {len(tasks)} task(s), no cycle, every dependency known, "
+                 "every scope inside the tree")  # fmt: skip
+
+
+def bundled_cli() -> Path | None:
+    """The Claude Code CLI the SDK ships, found without importing the SDK."""
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / "_bundled" / "claude"
+
+
+def check_cli() -> Check:
+    bundled = bundled_cli()
+    if bundled is None:
+        return Check("claude-cli", False, "claude-agent-sdk is not installed", "run `uv sync`")
+    if not bundled.exists():
+        return Check("claude-cli", False, f"no bundled CLI at {bundled}")
+    try:
+        out = subprocess.run(
+            [str(bundled), "--version"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return Check("claude-cli", False, f"{bundled} does not run: {err}")
+    version = out.stdout.strip() or out.stderr.strip()
+    sdk = importlib.metadata.version("claude-agent-sdk")
+    return Check("claude-cli", out.returncode == 0, f"{version} (SDK {sdk})")
+
+
+def check_key() -> Check:
+    """A key or a Claude login: what real sessions authenticate with (optional: keyless paths)."""
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        return Check("api-key", True, "ANTHROPIC_API_KEY is set", required=False)
+    if credentials_problem() is None:
+        return Check("api-key", True, "a Claude login (or token) is present", required=False)
+    return Check("api-key", True,
+                 "no ANTHROPIC_API_KEY and no Claude login: only the keyless paths will work "
+                 "(`run --dry-run --script F`, `run --offline --model-script F`, `demo --offline`)",
+                 f"export ANTHROPIC_API_KEY, or log in: `{bundled_cli() or 'claude'} auth login`",
+                 required=False)  # fmt: skip
+
+
+def run_checks(settings: Settings, graph: Path | None) -> list[Check]:
+    return [
+        check_python(),
+        check_port(settings),
+        check_workdir(settings),
+        check_graph(find_graph(graph), settings),
+        check_cli(),
+        check_key(),
+    ]
+
+
+def print_checks(console: Console, checks: list[Check]) -> None:
+    for check in checks:
+        mark = (
+            Text("  ok  ", style="bold green")
+            if check.ok
+            else Text(" FAIL ", style="bold white on red")
+        )
+        line = mark + Text(f" {check.name:<11} {check.detail}")
+        console.print(line)
+        if check.hint and (not check.ok or not check.required):
+            console.print(Text(f"        → {check.hint}", style="dim"))

@@ -1,0 +1,282 @@
+"""Fleet commands: `run` (N runners in this process) and `runner` (one, as its own process).
+
+`run` starts its runners as asyncio tasks in this process (fast to start,
+one process to stop); `runner --name` runs ONE runner as its own process, so
+runners can be started, killed and restarted one by one, or on another host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from codefleet.api.graph import GraphError, find_graph, load_graph
+from codefleet.cli.common import (
+    RUN,
+    BudgetOpt,
+    CheckDirOpt,
+    CheckOpt,
+    CheckTimeoutOpt,
+    DryRunOpt,
+    JsonOpt,
+    MaxCostHardOpt,
+    MaxCostOpt,
+    MaxTurnsOpt,
+    ModelOpt,
+    ModelScriptOpt,
+    OfflineOpt,
+    ProtectedOpt,
+    RunDirOpt,
+    ScriptOpt,
+    ServerOpt,
+    TimeoutOpt,
+    TokenOpt,
+    WorkdirOpt,
+    app,
+    call_server,
+    console,
+    err_console,
+    fail,
+    make_client,
+    parse_check_options,
+    print_json,
+    settings_from,
+    unauthorized_message,
+)
+from codefleet.cli.review import BranchOpt, CommitOpt, committer_for
+from codefleet.cli.runprep import GraphFile, RunRefused, prepare_run
+from codefleet.config import Settings
+from codefleet.errors import DomainError, Unauthorized
+from codefleet.fleet.agents import AgentChoice, Agents, AgentSetupError, choose_agents
+from codefleet.review.commitview import history_json, print_history
+from codefleet.statedir import prepare_dirs
+
+__all__ = ["run", "runner"]
+
+
+def _agents(choice: AgentChoice, settings: Settings) -> Agents:
+    try:
+        return choose_agents(choice, settings)
+    except AgentSetupError as err:
+        raise fail(str(err)) from None
+
+
+@app.command(rich_help_panel=RUN)
+def runner(
+    name: Annotated[
+        str, typer.Option("--name", help="This runner's unique slot name, e.g. runner-1.")
+    ],
+    server: ServerOpt = None,
+    workdir: WorkdirOpt = None,
+    run_dir: RunDirOpt = None,
+    dry_run: DryRunOpt = False,
+    script: ScriptOpt = None,
+    offline: OfflineOpt = False,
+    model_script: ModelScriptOpt = None,
+    task_timeout: TimeoutOpt = None,
+    check_timeout: CheckTimeoutOpt = None,
+    check_dir: CheckDirOpt = None,
+    exit_when_drained: Annotated[
+        bool, typer.Option(help="Exit once no task is pending or running.")
+    ] = False,
+    protected_paths: ProtectedOpt = None,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="Take the name over even if a live runner of another process holds it "
+            "(that runner is fenced).",
+        ),
+    ] = False,
+    token: TokenOpt = None,
+    model: ModelOpt = None,
+    max_turns: MaxTurnsOpt = None,
+    task_budget_usd: BudgetOpt = None,
+) -> None:
+    """Run ONE runner as its own process until interrupted (or the fleet drains)."""
+    from codefleet.api.client import FleetClient
+    from codefleet.fleet.runner import CannotContinue, Runner, RunnerOptions
+
+    settings = settings_from(
+        server_url=server, workdir=workdir, run_dir=run_dir, token=token,
+        task_timeout=task_timeout, model=model, max_turns=max_turns,
+        task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
+        protected_paths=protected_paths,
+    )  # fmt: skip
+    executor = _agents(AgentChoice(dry_run, script, offline, model_script), settings).executor
+    options = RunnerOptions(
+        name=name,
+        workdir=settings.workdir,
+        run_dir=settings.run_dir,
+        task_timeout=task_timeout,
+        poll_wait=settings.poll_interval,
+        exit_when_drained=exit_when_drained,
+        protected=(settings.db, settings.run_dir),
+        check_timeout=settings.check_timeout,
+        check_dir=settings.check_dir,
+        replace=replace,
+        protected_names=settings.protected_names,
+    )
+
+    async def go() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        async with FleetClient(settings.url, token=settings.token) as client:
+            await Runner(client, executor, options).run(stop)
+
+    if not settings.workdir.is_dir():
+        raise fail(f"working tree {settings.workdir} does not exist")
+    console.print(
+        f"{name}: tree {settings.workdir.resolve()} · server {settings.url}", markup=False
+    )
+    prepare_dirs(settings.run_dir)
+    try:
+        asyncio.run(go())
+    except Unauthorized:  # a runner keeps retrying an absent server, never a wrong token
+        raise fail(unauthorized_message(settings)) from None
+    except (CannotContinue, DomainError) as err:  # refused for good: say why, exit non-zero
+        raise fail(f"{name} stopped: {err}") from None
+
+
+@app.command(rich_help_panel=RUN)
+def run(
+    runners: Annotated[
+        int | None, typer.Option("--runners", "-n", help="How many runners [CODEFLEET_RUNNERS].")
+    ] = None,
+    graph: Annotated[
+        Path | None,
+        typer.Option(
+            "--graph",
+            help="Task graph to load first unless already loaded (default: ./codefleet.yaml "
+            "if there is one).",
+        ),
+    ] = None,
+    no_graph: Annotated[
+        bool, typer.Option("--no-graph", help="Run the server's tasks; load no graph file.")
+    ] = False,
+    verify: Annotated[
+        str | None,
+        typer.Option(
+            "--verify", help="Shell command run in the tree after the drain; its exit code decides."
+        ),
+    ] = None,
+    check: CheckOpt = None,
+    dry_run: DryRunOpt = False,
+    script: ScriptOpt = None,
+    offline: OfflineOpt = False,
+    model_script: ModelScriptOpt = None,
+    server: ServerOpt = None,
+    workdir: WorkdirOpt = None,
+    run_dir: RunDirOpt = None,
+    task_timeout: TimeoutOpt = None,
+    check_timeout: CheckTimeoutOpt = None,
+    check_dir: CheckDirOpt = None,
+    protected_paths: ProtectedOpt = None,
+    token: TokenOpt = None,
+    model: ModelOpt = None,
+    max_turns: MaxTurnsOpt = None,
+    task_budget_usd: BudgetOpt = None,
+    max_cost: MaxCostOpt = None,
+    max_cost_hard: MaxCostHardOpt = None,
+    commit: CommitOpt = False,
+    branch: BranchOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Start N runners against a running server, wait for the graph to drain, print a verdict.
+
+    Loads ./codefleet.yaml (or --graph) first unless its tasks are already loaded. Exits 0
+    only if every task succeeded (and --verify passed, and with --commit every success was
+    committed). Each --check is defined on the server first, for the agents' run_check tool
+    and for tasks' `verify`. Without a key: `--dry-run --script FILE` or
+    `--offline --model-script FILE`. --max-cost sets the fleet's budget on the server.
+    """
+    from codefleet.fleet.local import invocation_suffix, run_fleet
+    from codefleet.ui.report import print_result
+
+    settings = settings_from(
+        runners=runners, server_url=server, workdir=workdir, run_dir=run_dir,
+        task_timeout=task_timeout, token=token, model=model, max_turns=max_turns,
+        task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
+        protected_paths=protected_paths, max_cost=max_cost, max_cost_hard=max_cost_hard,
+    )  # fmt: skip
+    checks = parse_check_options(check)
+    graph_file = None if no_graph else _graph_file(graph)
+    agents = _agents(AgentChoice(dry_run, script, offline, model_script), settings)
+    committer = committer_for(settings.workdir, branch) if commit else None
+    say = (err_console if json_out else console).print
+
+    def runner_down(why: str) -> None:  # at once, on stderr: the run may go on without it
+        err_console.print(f"[bold red]runner stopped:[/] {why}", markup=True, highlight=False)
+
+    async def go() -> tuple[Any, list[dict[str, Any]], Any]:
+        from codefleet.ui.dashboard import follow_compact
+
+        async with make_client(settings) as client:
+            try:
+                since = await prepare_run(
+                    client,
+                    settings.workdir,
+                    agents,
+                    graph_file,
+                    checks,
+                    lambda s: say(s, markup=False),
+                )
+            except RunRefused as err:
+                raise fail(str(err)) from None
+            if settings.max_cost is not None:  # run passes the fleet's budget on to the server
+                await client.set_budget(settings.max_cost, settings.max_cost_hard)
+        prepare_dirs(settings.run_dir)
+        if committer is not None:
+            committer.start(settings.url, settings.token, since)
+        stop = asyncio.Event()
+        follower = (
+            None
+            if json_out
+            else asyncio.create_task(
+                follow_compact(settings.url, settings.token, console, stop, since=since)
+            )
+        )
+        try:
+            result = await run_fleet(
+                settings.url, settings.runners, lambda _: agents.executor, settings.workdir,
+                settings.run_dir, verify=verify, token=settings.token, task_timeout=task_timeout,
+                protected=(settings.db, settings.run_dir), check_timeout=settings.check_timeout,
+                check_dir=settings.check_dir, on_runner_down=runner_down,
+                name_suffix=invocation_suffix(), protected_names=settings.protected_names,
+            )  # fmt: skip
+            history = await committer.finish(settings.url, settings.token) if committer else None
+        finally:
+            stop.set()
+            if follower is not None:
+                await follower
+        async with make_client(settings) as client:
+            return result, await client.conflicts(), history
+
+    result, conflicts, history = call_server(settings, lambda _: go())
+    if json_out:
+        print_json({"ok": result.ok, "tasks": result.tasks, "conflicts": conflicts,
+                    "runner_errors": result.runner_errors, "stopped": result.stopped,
+                    "verify": result.verify and {"exit_code": result.verify.exit_code, "output": result.verify.output},
+                    "history": history_json(history) if history else None})  # fmt: skip
+    else:
+        print_result(console, result, conflicts, simulated_cost=agents.mode != "live")
+        if committer is not None and history is not None:
+            print_history(console, history, committer.log(history))
+    raise typer.Exit(0 if result.ok and (history is None or history.ok) else 1)
+
+
+def _graph_file(given: Path | None) -> GraphFile | None:
+    """The graph `run` loads first: --graph, else codefleet.yaml in the current directory."""
+    path = find_graph(given)
+    if path is None:
+        return None
+    try:
+        return GraphFile(path, load_graph(path, standalone=False))
+    except GraphError as err:
+        raise fail(str(err)) from None

@@ -1,0 +1,64 @@
+"""Graph commands: `load` posts a task graph (and its checks) to the server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from codefleet.api.client import FleetClient
+from codefleet.api.graph import DEFAULT_GRAPH, GraphError, find_graph, load_graph
+from codefleet.cli.common import (
+    RUN,
+    CheckOpt,
+    JsonOpt,
+    ServerOpt,
+    TokenOpt,
+    app,
+    call_server,
+    console,
+    err_console,
+    fail,
+    parse_check_options,
+    print_json,
+    settings_from,
+)
+
+__all__ = ["load"]
+
+
+@app.command(rich_help_panel=RUN)
+def load(
+    graph: Annotated[
+        Path | None,
+        typer.Argument(help="Task graph YAML (default: ./codefleet.yaml; see `codefleet init`)."),
+    ] = None,
+    check: CheckOpt = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Post a task graph (and its checks) to the server; the batch lands whole or not at all."""
+    path = find_graph(graph)
+    if path is None:
+        raise fail(f"no graph given and no {DEFAULT_GRAPH} here: `codefleet init` writes one")
+    try:
+        tasks = load_graph(path, standalone=False)
+    except GraphError as err:
+        raise fail(str(err)) from None
+    checks = {**tasks.checks, **parse_check_options(check)}
+    settings = settings_from(server_url=server, token=token)
+
+    async def post(client: FleetClient) -> list[str]:
+        health = await client.health()
+        say = err_console.print if json_out else console.print
+        say(f"load: tree {health['workdir']} · server {settings.url} · {path}", markup=False)
+        created: list[str] = await client.create_tasks(tasks, checks)
+        return created
+
+    created = call_server(settings, post)
+    if json_out:
+        print_json({"created": created})
+    else:
+        console.print(f"created {len(created)} task(s): {' '.join(created)}", markup=False)

@@ -1,0 +1,225 @@
+"""A person's own Claude Code session in the lock: `join`, `leave`, `hook`, `release`.
+
+`join` merges CodeFleet's command hooks into the tree's
+`.claude/settings.local.json` (see `join_settings`), so every Claude Code
+session started in the tree asks the server for a lease before it writes;
+`leave` removes exactly them. `hook` is the command those settings run (the
+`codefleet` executable sends it to the stdlib fast path in `launch` before
+this module is even imported; it is here for `--help` and for completeness).
+`release` lets the operator free a person's session's leases.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from codefleet.api.client import ServerUnavailable
+from codefleet.cli.common import (
+    JsonOpt,
+    ServerOpt,
+    TokenOpt,
+    app,
+    call_server,
+    console,
+    err_console,
+    fail,
+    make_client,
+    print_json,
+    settings_from,
+    unauthorized_message,
+)
+from codefleet.config import Settings
+from codefleet.errors import Unauthorized
+from codefleet.hook.settings import (
+    JoinError,
+    Written,
+    codefleet_command,
+    hooks_block,
+    join_tree,
+    leave_tree,
+)
+
+__all__ = ["hook", "join", "leave", "release"]
+
+ALONGSIDE = "Work alongside the fleet"
+
+TreeOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--workdir", help="The working tree whose Claude Code sessions join (default: here)."
+    ),
+]
+PrintOpt = Annotated[
+    bool, typer.Option("--print", help="Show the settings JSON instead of writing it.")
+]
+
+
+@app.command(rich_help_panel=ALONGSIDE)
+def join(
+    workdir: TreeOpt = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    fail_open: Annotated[
+        bool,
+        typer.Option(
+            "--fail-open",
+            help="When the server cannot be reached, let the person's writes through "
+            "(default: refuse them, saying how to continue).",
+        ),
+    ] = False,
+    show: PrintOpt = False,
+) -> None:
+    """Make every Claude Code session started in this tree take and respect leases.
+
+    Merges CodeFleet's PreToolUse, PostToolUse and SessionEnd command hooks into the tree's
+    `.claude/settings.local.json` (other keys and hooks kept, a `.bak` of the old file,
+    idempotent). `codefleet leave` removes exactly them.
+    """
+    tree = _tree(workdir)
+    settings = settings_from(server_url=server, token=token)
+    block = hooks_block(codefleet_command(), settings.url, tree, fail_open)
+    if not show:
+        _check_server(settings, tree, fail_open)
+    try:
+        written = join_tree(tree, block, dry_run=show)
+    except (JoinError, OSError) as err:
+        raise fail(str(err)) from None
+    if show:
+        print_json(written.settings)
+        return
+    _say(written, "joined" if written.changed else "already joined")
+    console.print(
+        "Claude Code sessions started in this tree now ask CodeFleet before every write; "
+        "`codefleet leave` undoes it."
+    )
+
+
+@app.command(rich_help_panel=ALONGSIDE)
+def leave(workdir: TreeOpt = None, show: PrintOpt = False) -> None:
+    """Remove exactly the hooks `codefleet join` added to this tree's local settings."""
+    tree = _tree(workdir)
+    try:
+        written = leave_tree(tree, dry_run=show)
+    except (JoinError, OSError) as err:
+        raise fail(str(err)) from None
+    if show:
+        print_json(written.settings or {})
+        return
+    _say(written, "left" if written.changed else "not joined: nothing to remove")
+    if written.changed:
+        console.print(
+            "New Claude Code sessions here no longer ask CodeFleet; a session already running "
+            "keeps the hooks it started with until it ends."
+        )
+
+
+@app.command(
+    rich_help_panel=ALONGSIDE,
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def hook(
+    ctx: typer.Context,
+    event: Annotated[str, typer.Argument(help="pre-tool-use, post-tool-use or session-end.")],
+) -> None:
+    """The Claude Code command hook `codefleet join` installs: hook JSON on stdin, decision on stdout.
+
+    Options: --server URL --tree PATH [--fail-open]. Always exits 0; a refusal is the
+    PreToolUse deny JSON. Token: CODEFLEET_TOKEN in the session's environment.
+    """
+    from codefleet.hook.command import main as hook_main
+
+    raise typer.Exit(hook_main([event, *ctx.args]))
+
+
+@app.command(rich_help_panel=ALONGSIDE)
+def release(
+    session: Annotated[
+        str | None, typer.Option("--session", help="The Claude Code session id (or its prefix).")
+    ] = None,
+    all_interactive: Annotated[
+        bool, typer.Option("--all-interactive", help="Release every person's session.")
+    ] = False,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Release the leases a person's Claude Code session holds (it may write again later)."""
+    if (session is None) == (not all_interactive):
+        raise fail("give exactly one of --session ID and --all-interactive")
+    settings = settings_from(server_url=server, token=token)
+
+    async def go(client: Any) -> dict[str, Any]:
+        session_id = await _resolve_session(client, session) if session else None
+        result: dict[str, Any] = await client.release_interactive(session_id, all_interactive)
+        return result
+
+    answer = call_server(settings, go)
+    if json_out:
+        print_json(answer)
+        return
+    if not answer["released"]:
+        console.print("no interactive session held anything")
+    for item in answer["released"]:
+        paths = ", ".join(item["paths"]) or "no files"
+        console.print(f"released {item['name']} ({item['session_id']}): {paths}")
+
+
+async def _resolve_session(client: Any, given: str) -> str:
+    """A full session id from an id, a prefix, or the holder's name (`alice@0aeef531`)."""
+    sessions = [a for a in await client.agents() if a.get("kind") == "interactive"]
+    exact = [a for a in sessions if given in (a["session_id"], a["name"])]
+    found = exact or [a for a in sessions if a["session_id"].startswith(given)]
+    if len(found) == 1:
+        return str(found[0]["session_id"])
+    if not found:
+        raise fail(f"no interactive session matches {given!r}")
+    names = ", ".join(a["name"] for a in found)
+    raise fail(f"{given!r} matches several sessions ({names}); give more of the id")
+
+
+def _tree(workdir: Path | None) -> Path:
+    tree = Path(os.path.realpath(workdir or Path.cwd()))
+    if not tree.is_dir():
+        raise fail(f"{tree} is not a directory")
+    return tree
+
+
+def _say(written: Written, what: str) -> None:
+    backup = f" (previous version: {written.backup})" if written.backup else ""
+    console.print(f"{what}: {written.path}{backup}")
+
+
+def _check_server(settings: Settings, tree: Path, fail_open: bool) -> None:
+    """Refuse a server that serves another tree; warn when none answers yet."""
+
+    async def health() -> dict[str, Any]:
+        async with make_client(settings) as client:
+            result: dict[str, Any] = await client.health()
+            return result
+
+    try:
+        answer = asyncio.run(health())
+    except ServerUnavailable:
+        then = "allowed (--fail-open)" if fail_open else "refused"
+        err_console.print(
+            f"warning: no CodeFleet server answers at {settings.url} yet; until one does, writes "
+            f"in this tree are {then}. Start it with `codefleet serve --workdir {tree}`."
+        )
+        return
+    except Unauthorized:
+        raise fail(unauthorized_message(settings)) from None
+    except Exception as err:  # a courtesy check: only a wrong tree fails the join
+        err_console.print(f"warning: could not ask {settings.url} for its tree: {err}")
+        return
+    served = answer.get("workdir")
+    if served and Path(served) != tree:
+        raise fail(
+            f"the server at {settings.url} coordinates {served}, not {tree}: its leases say "
+            "nothing about this tree. Run join in the tree the server serves, or point --server "
+            "at the right one. Nothing was written."
+        )

@@ -1,0 +1,206 @@
+"""Review commands: `commit` (one git commit per succeeded task) and `report` (the run's page).
+
+Both read the run through the server's wire API (`review.fetch.fetch_record`);
+neither opens the database. `commit` writes only git objects and one new
+branch: never the working tree, the person's index or the checked-out branch.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from codefleet.cli.common import (
+    REVIEW,
+    JsonOpt,
+    ServerOpt,
+    TokenOpt,
+    app,
+    call_server,
+    console,
+    fail,
+    print_json,
+    settings_from,
+)
+from codefleet.review.commit import Author
+from codefleet.review.live import LiveCommitter
+
+if TYPE_CHECKING:
+    from codefleet.review.record import RunRecord
+
+__all__ = [
+    "AuthorOpt",
+    "BranchOpt",
+    "CommitOpt",
+    "commit",
+    "committer_for",
+    "parse_author",
+    "report",
+]
+
+BranchOpt = Annotated[
+    str | None,
+    typer.Option("--branch", help="Branch to create (default: codefleet/<date-time>)."),
+]
+AuthorOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--author", help="Author and committer 'Name <email>' (default: git's user.name/email)."
+    ),
+]
+CommitOpt = Annotated[
+    bool,
+    typer.Option(
+        "--commit/--no-commit",
+        help="Commit each task on a new branch the moment it succeeds (the tree must be a "
+        "git repository; your working tree, index and HEAD are not touched).",
+    ),
+]
+TreeOpt = Annotated[
+    Path | None,
+    typer.Option("--workdir", help="The working tree (default: the server's tree)."),
+]
+
+
+def parse_author(text: str | None) -> Author | None:
+    if text is None:
+        return None
+    try:
+        return Author.parse(text)
+    except ValueError as err:
+        raise fail(str(err)) from None
+
+
+def committer_for(tree: Path, branch: str | None, author: str | None = None) -> LiveCommitter:
+    """The live committer of `run --commit`, or a clear error before anything runs."""
+    from codefleet.review.git import GitError
+    from codefleet.review.live import open_committer
+
+    try:
+        return open_committer(tree, branch, parse_author(author))
+    except GitError as err:
+        raise fail(f"--commit: {err}") from None
+
+
+def _refuse_without_patches(settings: Any, record: RunRecord) -> None:
+    """Every succeeded task has an empty patch: fail if that is because none were recorded."""
+    from codefleet.review.history import NO_PATCHES, wrote_without_patch
+
+    for task_id, patch in record.patches.items():
+        detail = call_server(settings, lambda c, i=task_id: c.task(i))
+        if wrote_without_patch(detail, patch):
+            raise fail(NO_PATCHES)
+
+
+@app.command(rich_help_panel=REVIEW)
+def commit(
+    branch: BranchOpt = None,
+    onto: Annotated[
+        str | None, typer.Option("--onto", help="Start the branch at this commit (default: HEAD).")
+    ] = None,
+    author: AuthorOpt = None,
+    workdir: TreeOpt = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """One commit per succeeded task, in the order they succeeded, on a new branch.
+
+    Built with git plumbing in a temporary index: your working tree, your index and
+    your checked-out branch stay exactly as they are. Refuses (and names the paths)
+    when the tree differs from the tasks' recorded changes.
+    """
+    from codefleet.review.commit import Refused, default_branch, write_history
+    from codefleet.review.commitview import history_json, print_history
+    from codefleet.review.fetch import fetch_record
+    from codefleet.review.git import GitError, Repo
+    from codefleet.review.history import planned_changes, unfinished_tasks
+
+    settings = settings_from(server_url=server, token=token)
+    who = parse_author(author)
+    record = call_server(settings, fetch_record)
+    tree = workdir or Path(record.workdir)
+    changes = planned_changes(record)
+    try:
+        repo = Repo.open(tree)
+        base = repo.resolve_commit(onto or "HEAD")
+        name = branch or default_branch(repo)
+        if not changes:
+            raise fail("no task has succeeded on this server yet: nothing to commit")
+        if not any(c.files for c in changes):
+            _refuse_without_patches(settings, record)
+        result = write_history(repo, changes, name, base, who)
+        log = repo.log_oneline(base, result.tip)
+    except Refused as err:
+        raise fail(f"{err}:\n  " + "\n  ".join(err.paths)) from None
+    except GitError as err:
+        raise fail(str(err)) from None
+    if result.commits:
+        pairs = [(c.task_id, c.sha) for c in result.commits]
+        call_server(settings, lambda c: c.record_commits(result.branch, pairs))
+    unfinished = unfinished_tasks(record)
+    if json_out:
+        print_json(history_json(result, unfinished))
+    else:
+        print_history(console, result, log, unfinished)
+
+
+class ReportFormat(StrEnum):
+    MD = "md"
+    HTML = "html"
+    JSON = "json"
+
+
+def _format_for(given: ReportFormat | None, output: Path | None) -> ReportFormat:
+    if given is not None:
+        return given
+    suffix = output.suffix.lower() if output else ""
+    return {".html": ReportFormat.HTML, ".htm": ReportFormat.HTML, ".json": ReportFormat.JSON}.get(
+        suffix, ReportFormat.MD
+    )
+
+
+@app.command(rich_help_panel=REVIEW)
+def report(
+    format_: Annotated[
+        ReportFormat | None,
+        typer.Option(
+            "--format",
+            help="md (pastes into a pull request), html (one self-contained file) or json "
+            "(default: from -o's suffix, else md).",
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to FILE instead of stdout.")
+    ] = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """The run on one page: verdict, timing, tasks, vetoes, rollbacks, failed verifies, cost, branch."""
+    import json
+
+    from codefleet.review.fetch import fetch_record
+    from codefleet.review.render import render_html, render_markdown
+    from codefleet.review.report import build_report, report_json
+
+    settings = settings_from(server_url=server, token=token)
+    made = build_report(call_server(settings, fetch_record))
+    kind = _format_for(format_, output)
+    if kind is ReportFormat.HTML:
+        text = render_html(made)
+    elif kind is ReportFormat.JSON:
+        text = json.dumps(report_json(made), indent=2, default=str) + "\n"
+    else:
+        text = render_markdown(made)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise fail(f"cannot write {output}: {err.strerror or err}") from None
+    console.print(f"report ({kind.value}, verdict {made.verdict}) written to {output}")

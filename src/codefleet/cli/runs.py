@@ -1,0 +1,100 @@
+"""`codefleet runs`: what the run directory holds, and `--prune` for old demo workspaces."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from codefleet.cli.common import (
+    OPERATE,
+    JsonOpt,
+    RunDirOpt,
+    app,
+    console,
+    fail,
+    print_json,
+    settings_from,
+)
+from codefleet.cli.rundirs import RunEntry, list_runs, prune_runs
+
+__all__ = ["runs"]
+
+
+@app.command(rich_help_panel=OPERATE)
+def runs(
+    prune: Annotated[
+        bool, typer.Option("--prune", help="Remove demo workspaces but the newest --keep.")
+    ] = False,
+    keep: Annotated[int, typer.Option("--keep", help="With --prune: how many to keep.")] = 3,
+    run_dir: RunDirOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List the run directory (demo workspaces, runner records) with sizes; --prune old demos."""
+    if keep < 0:
+        raise fail("--keep must be 0 or more")
+    settings = settings_from(run_dir=run_dir)
+    removed: list[RunEntry] = []
+    busy: list[RunEntry] = []
+    if prune:
+        removed, busy = prune_runs(settings.run_dir, keep)
+    entries = list_runs(settings.run_dir)
+    if json_out:
+        print_json({
+            "run_dir": str(settings.run_dir),
+            "entries": [_as_dict(e) for e in entries],
+            "removed": [_as_dict(e) for e in removed],
+            "in_use": [_as_dict(e) for e in busy],
+        })  # fmt: skip
+        return
+    console.print(f"runs: {settings.run_dir.resolve()}", markup=False)
+    if entries:
+        console.print(_table(entries))
+    else:
+        console.print("  nothing here yet", markup=False)
+    for entry in removed:
+        console.print(f"removed {entry.path.name} ({_size(entry.size)})", markup=False)
+    for entry in busy:
+        console.print(f"kept {entry.path.name}: a running server uses its database", markup=False)
+    if prune and not removed and not busy:
+        console.print(f"nothing to prune: at most {keep} demo workspace(s)", markup=False)
+
+
+def _table(entries: list[RunEntry]) -> Table:
+    table = Table(title_justify="left", expand=False)
+    for column, justify in (
+        ("entry", "left"),
+        ("kind", "left"),
+        ("size", "right"),
+        ("age", "right"),
+    ):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    now = time.time()
+    for entry in entries:
+        kind = "demo workspace" if entry.is_demo else "runner records"
+        table.add_row(Text(entry.path.name), kind, _size(entry.size), _age(now - entry.modified))
+    return table
+
+
+def _as_dict(entry: RunEntry) -> dict[str, object]:
+    return {"path": str(entry.path), "demo": entry.is_demo, "bytes": entry.size,
+            "modified": entry.modified}  # fmt: skip
+
+
+def _size(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"
+
+
+def _age(seconds: float) -> str:
+    for unit, span in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= span:
+            return f"{seconds / span:.0f} {unit}"
+    return f"{max(seconds, 0):.0f} s"

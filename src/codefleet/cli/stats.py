@@ -1,0 +1,137 @@
+"""`codefleet stats`: where the run's time and money went, and what the graph should learn.
+
+Reads the run through the server's wire API (`review.fetch.fetch_record`, the
+one client), computes `stats.fleet_stats` (pure, over the event log) and
+prints it; `--suggest GRAPH -o OUT` writes GRAPH amended from the run's
+collisions (`suggest`), a comment on each change.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from codefleet.cli.common import (
+    REVIEW,
+    JsonOpt,
+    ServerOpt,
+    TokenOpt,
+    app,
+    call_server,
+    console,
+    fail,
+    print_json,
+    settings_from,
+)
+from codefleet.review.report import seconds
+from codefleet.review.stats import FleetStats
+
+__all__ = ["fleet_line", "stats"]
+
+
+@app.command(rich_help_panel=REVIEW)
+def stats(
+    suggest_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--suggest",
+            help="The graph file the run was loaded from: write it amended from the run's "
+            "collisions (vetoed files into scope, depends_on where a retry waited for the holder).",
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="With --suggest: write the amended graph here."),
+    ] = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Collisions and their cost per file and per task; parallelism; makespan vs critical path."""
+    from codefleet.review.facts import run_facts
+    from codefleet.review.fetch import fetch_record
+    from codefleet.review.stats import fleet_stats, stats_json
+
+    if output is not None and suggest_from is None:
+        raise fail("-o/--output goes with --suggest GRAPH")
+    original = _read_graph(suggest_from) if suggest_from is not None else None
+    settings = settings_from(server_url=server, token=token)
+    facts = run_facts(call_server(settings, lambda c: fetch_record(c, with_ledgers=False)))
+    found = fleet_stats(facts)
+    if original is not None and suggest_from is not None:
+        _suggest(suggest_from, original, facts, output, settings.url)
+        return
+    if json_out:
+        print_json(stats_json(found))
+        return
+    print_stats(found)
+
+
+def _read_graph(path: Path) -> str:
+    from codefleet.api.graph import GraphError, load_graph
+
+    try:
+        load_graph(path)
+        return path.read_text(encoding="utf-8")
+    except GraphError as err:
+        raise fail(str(err)) from None
+
+
+def _suggest(path: Path, original: str, facts: Any, output: Path | None, url: str) -> None:
+    import yaml
+
+    from codefleet.review.suggest import render_graph, suggest
+
+    raw = yaml.safe_load(original)
+    tasks, changes = suggest(raw["tasks"], facts)
+    text = render_graph(original, tasks, raw.get("checks"), changes, f"the run on {url}")
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise fail(f"cannot write {output}: {err.strerror or err}") from None
+    for c in changes:
+        console.print(f"{c.task_id}: + {c.key} {c.value} ({c.why})", markup=False)
+    console.print(f"{len(changes)} change(s) to {path} written to {output}", markup=False)
+
+
+def fleet_line(s: FleetStats) -> str:
+    """The fleet in one sentence: parallelism, makespan against the critical path, losses."""
+    chain = " → ".join(s.critical_path) or "—"
+    stretch = f"{s.stretch:.1f}x" if s.stretch is not None else "—"
+    line = (
+        f"{s.runners} runner(s), {s.busy_mean:.2f} busy on average ({s.parallelism:.0%}) · "
+        f"makespan {seconds(s.makespan_s)} vs critical path {seconds(s.critical_s)} ({chain}): "
+        f"{stretch} · lost to vetoes {seconds(s.veto_lost_s)}, to rollbacks "
+        f"{seconds(s.rollback_lost_s)} · ${s.cost_usd:.4f}"
+    )
+    if s.pauses:
+        line += f" · {s.pauses} usage-limit pause(s), {seconds(s.paused_s)}"
+    return line
+
+
+def print_stats(s: FleetStats) -> None:
+    console.print(fleet_line(s), markup=False, highlight=False)
+    files = Table(title="Files: collisions and rollbacks", title_justify="left")
+    for name in ("path", "vetoes", "tasks", "lost to vetoes", "lost to rollbacks"):
+        files.add_column(name, justify="right" if name.startswith(("vetoes", "lost")) else "left")
+    for f in s.files:
+        files.add_row(f.path, str(f.vetoes), ", ".join(f.tasks) or "—", seconds(f.veto_lost_s),
+                      seconds(f.rollback_lost_s))  # fmt: skip
+    if s.files:
+        console.print(files)
+    else:
+        console.print("No write was refused and no attempt was rolled back.")
+    tasks = Table(title="Tasks", title_justify="left")
+    for name in ("task", "status", "attempts", "vetoed", "waiting", "running", "cost"):
+        tasks.add_column(name, justify="left" if name in ("task", "status") else "right")
+    for t in s.tasks:
+        attempts = f"{t.attempts}" + (f" ({t.uncharged} uncharged)" if t.uncharged else "")
+        tasks.add_row(t.id, t.status, attempts, str(t.vetoed), seconds(t.waiting_s),
+                      seconds(t.running_s), f"${t.cost_usd:.4f}")  # fmt: skip
+    console.print(tasks)

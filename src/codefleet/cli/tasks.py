@@ -1,0 +1,136 @@
+"""Operator commands over the server's tasks: `tasks`, `cancel`, `retry`, `reset`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from codefleet.api.client import FleetClient
+from codefleet.cli.common import (
+    OPERATE,
+    JsonOpt,
+    ServerOpt,
+    TokenOpt,
+    app,
+    call_server,
+    console,
+    err_console,
+    fail,
+    print_json,
+    settings_from,
+)
+from codefleet.models import TaskStatus
+
+__all__ = ["cancel", "reset", "retry", "tasks"]
+
+STATUSES = tuple(TaskStatus)
+
+
+@app.command(rich_help_panel=OPERATE)
+def tasks(
+    task_id: Annotated[str | None, typer.Argument(help="Show one task in full.")] = None,
+    status: Annotated[
+        str | None,
+        typer.Option(help=f"Only tasks with this status ({', '.join(STATUSES)})."),
+    ] = None,
+    patch: Annotated[
+        bool, typer.Option("--patch", help="With ID: print the task's recorded change as a diff.")
+    ] = False,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List the tasks (or one task with its dependencies, file changes and patch size)."""
+    from codefleet.ui.report import task_table
+    from codefleet.ui.task_view import task_detail
+
+    if status is not None and status not in STATUSES:
+        raise fail(f"unknown status {status!r}: one of {', '.join(STATUSES)}")
+    if patch and not task_id:
+        raise fail("--patch needs a task ID: `codefleet tasks ID --patch`")
+    settings = settings_from(server_url=server, token=token)
+    if task_id and patch:
+        found = call_server(settings, lambda c: c.patch(task_id))
+        if json_out:
+            print_json(found)
+        elif not found["files"]:
+            err_console.print(f"task {task_id} has no recorded change", markup=False)
+        else:
+            sys.stdout.write("".join(f["diff"] for f in found["files"]))
+        return
+    if task_id:
+        data = call_server(settings, lambda c: c.task(task_id))
+        if json_out:
+            print_json(data)
+        else:
+            console.print(task_detail(data))
+        return
+    rows = call_server(settings, lambda c: c.tasks(status))
+    if json_out:
+        print_json(rows)
+    else:
+        console.print(task_table(rows))
+
+
+@app.command(rich_help_panel=OPERATE)
+def cancel(
+    task_ids: Annotated[list[str], typer.Argument(help="The task(s) to cancel.", metavar="ID...")],
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Cancel tasks: a running attempt is stopped and rolled back; dependents are blocked."""
+    settings = settings_from(server_url=server, token=token)
+    for task_id in task_ids:
+        call_server(settings, lambda c, t=task_id: c.cancel(t))
+        console.print(
+            f"{task_id}: cancelled (`codefleet retry {task_id}` brings it back)", markup=False
+        )
+
+
+@app.command(rich_help_panel=OPERATE)
+def retry(
+    task_ids: Annotated[
+        list[str] | None, typer.Argument(help="The failed or cancelled task(s).", metavar="[ID...]")
+    ] = None,
+    failed: Annotated[
+        bool, typer.Option("--failed", help="Every failed (and cancelled) task.")
+    ] = False,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Start failed or cancelled tasks over (attempts reset); their blocked dependents follow.
+
+    Then `codefleet run` runs them: the graph is already loaded, so nothing restarts.
+    """
+    if bool(task_ids) == failed:
+        raise fail("name the task(s) to retry, or pass --failed for every failed one (not both)")
+    settings = settings_from(server_url=server, token=token)
+
+    async def go(client: FleetClient) -> list[str]:
+        ids = list(task_ids or ())
+        if failed:
+            ids = [t["id"] for t in await client.tasks() if t["status"] in ("failed", "cancelled")]
+        for task_id in ids:
+            await client.retry(task_id)
+        return ids
+
+    retried = call_server(settings, go)
+    if not retried:
+        console.print("no failed or cancelled task to retry", markup=False)
+    for task_id in retried:
+        console.print(f"{task_id}: pending again (attempts reset)", markup=False)
+    if retried:
+        console.print("next: `codefleet run` runs them", markup=False)
+
+
+@app.command(rich_help_panel=OPERATE)
+def reset(server: ServerOpt = None, token: TokenOpt = None) -> None:
+    """Delete every task, agent, lease and event. Needs CODEFLEET_ALLOW_RESET=1."""
+    if os.environ.get("CODEFLEET_ALLOW_RESET") not in ("1", "true", "yes"):
+        raise fail("reset deletes everything; set CODEFLEET_ALLOW_RESET=1 to confirm")
+    settings = settings_from(server_url=server, token=token)
+    call_server(settings, lambda c: c.reset())
+    console.print("reset: the database is empty")

@@ -1,0 +1,349 @@
+"""Interactive holders: a person's own Claude Code session inside the lock.
+
+A session that ran `codefleet hook pre-tool-use` (installed by `codefleet
+join`) becomes an interactive agent named after the person and the session
+(`alice@0aeef531`) holding an open-ended interactive task (`i-0aeef531`). Its
+leases are rows of `file_leases` under that task id, taken lazily at each
+write like a runner's, so the one primary key keeps excluding everybody: a
+fleet write to a person's file is vetoed and requeued with the path in its
+scope, and the scheduler counts the person's paths as busy.
+
+What an interactive holder never is: scheduled (it is not in the agent
+registry the scheduler sees, and its task is not in the task graph), retried,
+fenced (it has no epoch), or rolled back (no pre-images are taken: its edits
+are the person's). Its leases go, all at once, at `SessionEnd`, by an
+operator's `codefleet release`, or when the session has not written for
+`interactive_idle` seconds; each is one `agent_offline` event with
+`kind: interactive` and the reason, after a `lease_released` per path.
+
+This part owns the holders (`by_session`, `by_agent`); the engine owns the
+lease mirror, which this part changes only through the engine's own
+`_mirror_lease` and `drop_leases`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final
+
+from codefleet.errors import NotFound
+from codefleet.models import (
+    DenyReason,
+    EventType,
+    ReleaseReason,
+    from_iso,
+    new_agent_id,
+    to_iso,
+)
+from codefleet.paths import PathRejected
+
+if TYPE_CHECKING:
+    from codefleet.coord.engine import Engine
+    from codefleet.coord.store import Row
+
+__all__ = ["INTERACTIVE", "Holder", "InteractiveHolders"]
+
+log = logging.getLogger(__name__)
+
+INTERACTIVE: Final = "interactive"  # the `kind` of an interactive agent, task and lease
+TASK_PREFIX: Final = "i-"
+# Paths the fleet can never lease: a person's write there cannot collide with an agent's
+# (a hard-linked file is one no task may lease either).
+NOT_LEASABLE: Final = frozenset(
+    {DenyReason.OUTSIDE_WORKDIR, DenyReason.PROTECTED_PATH, DenyReason.HARD_LINK}
+)
+USER_CHARS: Final = re.compile(r"[^A-Za-z0-9._-]")
+
+
+@dataclass(slots=True)
+class Holder:
+    session_id: str
+    agent_id: str
+    name: str
+    task_id: str
+    title: str
+    active: bool
+    started_at: datetime
+    last_write_at: datetime
+    ended_at: datetime | None = None
+    end_reason: str | None = None
+
+    def row(self) -> Row:
+        return {
+            "session_id": self.session_id,
+            "agent_id": self.agent_id,
+            "name": self.name,
+            "task_id": self.task_id,
+            "title": self.title,
+            "active": int(self.active),
+            "started_at": to_iso(self.started_at),
+            "last_write_at": to_iso(self.last_write_at),
+            "ended_at": to_iso(self.ended_at) if self.ended_at else None,
+            "end_reason": self.end_reason,
+        }
+
+
+class InteractiveHolders:
+    """The interactive holders of one engine; every method runs on the engine's thread."""
+
+    def __init__(self, engine: Engine, idle_after: float) -> None:
+        self.engine = engine
+        self.idle_after = timedelta(seconds=idle_after)
+        self.by_session: dict[str, Holder] = {}
+        self.by_agent: dict[str, Holder] = {}
+
+    def load(self) -> None:
+        """Rebuild from SQLite (start-up, and after a rolled-back transaction)."""
+        self.by_session = {}
+        self.by_agent = {}
+        for row in self.engine.store.interactive_sessions():
+            holder = Holder(
+                session_id=row["session_id"], agent_id=row["agent_id"], name=row["name"],
+                task_id=row["task_id"], title=row["title"], active=bool(row["active"]),
+                started_at=from_iso(row["started_at"]),
+                last_write_at=from_iso(row["last_write_at"]),
+                ended_at=from_iso(row["ended_at"]) if row["ended_at"] else None,
+                end_reason=row["end_reason"],
+            )  # fmt: skip
+            self._index(holder)
+
+    def _index(self, holder: Holder) -> None:
+        self.by_session[holder.session_id] = holder
+        self.by_agent[holder.agent_id] = holder
+
+    # -- the hook's calls ----------------------------------------------------------------
+
+    def acquire(self, session_id: str, user: str, paths: list[str], tool: str) -> dict[str, Any]:
+        """All-or-nothing leases for one write of a person's session; always an answer."""
+        engine = self.engine
+        keys, skipped, rejected = self._keys(paths)
+        if rejected:
+            return _deny(rejected)
+        if not keys:  # nothing the fleet could ever lease: no holder, no lease
+            return {"decision": "allow", "granted": [], "skipped": skipped, "holder": None}
+        now = engine.clock()
+        with engine.store.transaction():
+            holder = self._holder(session_id, user, now)
+            held = [
+                (key, engine.leases[key])
+                for key in keys
+                if key in engine.leases and engine.leases[key][1] != holder.task_id
+            ]
+            if held:
+                return self._deny_held(holder, held, tool)
+            at = to_iso(now)
+            for key in keys:
+                if key in engine.leases:
+                    continue  # re-acquiring your own lease is allow
+                if not engine.store.insert_lease(key, holder.agent_id, holder.task_id, at):
+                    raise RuntimeError(f"lease mirror out of step with the table for {key}")
+                engine._mirror_lease(key, holder.agent_id, holder.task_id)
+                engine.store.emit(
+                    EventType.LEASE_ACQUIRED, task_id=holder.task_id, agent_id=holder.agent_id,
+                    path=key, tool=tool, kind=INTERACTIVE,
+                )  # fmt: skip
+            self._touch(holder, now)
+        return {
+            "decision": "allow",
+            "granted": keys,
+            "skipped": skipped,
+            "holder": {"agent_id": holder.agent_id, "name": holder.name, "task_id": holder.task_id},
+        }
+
+    def record_change(self, session_id: str, user: str, paths: list[str], tool: str) -> None:
+        """Ledger rows from the person's PostToolUse; never vetoes."""
+        keys, _, _ = self._keys(paths)
+        if not keys:
+            return
+        now = self.engine.clock()
+        with self.engine.store.transaction():
+            holder = self._holder(session_id, user, now)
+            for key in keys:
+                self.engine.store.insert_change(
+                    holder.task_id, holder.agent_id, key, tool, to_iso(now)
+                )
+                self.engine.store.emit(
+                    EventType.FILE_CHANGED, task_id=holder.task_id, agent_id=holder.agent_id,
+                    path=key, tool=tool, kind=INTERACTIVE,
+                )  # fmt: skip
+            self._touch(holder, now)
+
+    def release(
+        self, session_id: str | None, reason: ReleaseReason, every: bool = False
+    ) -> list[Row]:
+        """End one session's holding (or every active one): its leases go, in one transaction."""
+        if every:
+            targets = [h for h in self.by_session.values() if h.active]
+        else:
+            holder = self.by_session.get(session_id or "")
+            if holder is None and reason is not ReleaseReason.SESSION_END:
+                raise NotFound(f"no interactive session {session_id}", {"session_id": session_id})
+            targets = [holder] if holder is not None and holder.active else []
+        now = self.engine.clock()
+        released = []
+        with self.engine.store.transaction():
+            for holder in sorted(targets, key=lambda h: h.name):
+                released.append(self._end(holder, reason, now))
+        if released:
+            self.engine.kick()
+        return released
+
+    def expire_idle(self, now: datetime) -> list[Row]:
+        """Release every active session that has not written for `idle_after`."""
+        idle = [
+            h for h in self.by_session.values() if h.active and now - h.last_write_at >= self.idle_after
+        ]  # fmt: skip
+        if not idle:
+            return []
+        with self.engine.store.transaction():
+            released = [
+                self._end(h, ReleaseReason.INTERACTIVE_IDLE, now)
+                for h in sorted(idle, key=lambda h: h.name)
+            ]
+        self.engine.kick()
+        return released
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def agent_rows(self) -> list[Row]:
+        """Every interactive agent in the shape of `GET /agents` rows, plus its session."""
+        rows = []
+        for holder in sorted(self.by_session.values(), key=lambda h: h.name):
+            leases = self.engine.task_leases.get(holder.task_id, set())
+            rows.append(
+                {
+                    "id": holder.agent_id, "name": holder.name, "kind": INTERACTIVE,
+                    "status": "busy" if holder.active else "offline", "epoch": 0,
+                    "current_task_id": holder.task_id if holder.active else None,
+                    "current_task_title": holder.title, "session_id": holder.session_id,
+                    "workdir": str(self.engine.tree.root), "pid": None,
+                    "last_heartbeat_at": to_iso(holder.last_write_at),
+                    "last_write_at": to_iso(holder.last_write_at),
+                    "idle_since": to_iso(holder.last_write_at), "last_assigned_at": None,
+                    "registered_at": to_iso(holder.started_at), "updated_at": to_iso(holder.last_write_at),
+                    "ended_at": to_iso(holder.ended_at) if holder.ended_at else None,
+                    "end_reason": holder.end_reason, "leases": len(leases),
+                    "tasks_succeeded": 0, "tasks_failed": 0, "input_tokens": 0,
+                    "output_tokens": 0, "cost_usd": 0.0, "stale": False,
+                }
+            )  # fmt: skip
+        return rows
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _keys(self, paths: list[str]) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+        """(lease keys, raw paths the fleet can never lease, refusals of unusable paths)."""
+        keys: list[str] = []
+        skipped: list[str] = []
+        rejected: list[dict[str, Any]] = []
+        for raw in paths:
+            try:
+                key = self.engine.tree.canonical(raw)
+            except PathRejected as err:
+                if err.reason in NOT_LEASABLE:
+                    skipped.append(raw)
+                else:
+                    rejected.append(_refusal(raw, err.reason, err.message))
+                continue
+            if key not in keys:
+                keys.append(key)
+        return keys, skipped, rejected
+
+    def _holder(self, session_id: str, user: str, now: datetime) -> Holder:
+        """The session's holder, created or brought back (caller's transaction)."""
+        holder = self.by_session.get(session_id)
+        store = self.engine.store
+        if holder is None:
+            holder = self._new_holder(session_id, user, now)
+            store.upsert_interactive(holder.row())
+            self._index(holder)
+            store.emit(
+                EventType.AGENT_REGISTERED, agent_id=holder.agent_id, name=holder.name, epoch=0,
+                pid=None, kind=INTERACTIVE, session_id=session_id, interactive_task=holder.task_id,
+            )  # fmt: skip
+        elif not holder.active:
+            holder.active = True
+            holder.ended_at = None
+            holder.end_reason = None
+            holder.last_write_at = now
+            store.upsert_interactive(holder.row())
+            store.emit(
+                EventType.AGENT_ONLINE, agent_id=holder.agent_id, name=holder.name,
+                kind=INTERACTIVE, session_id=session_id,
+            )  # fmt: skip
+        return holder
+
+    def _new_holder(self, session_id: str, user: str, now: datetime) -> Holder:
+        person = USER_CHARS.sub("", user)[:32] or "you"
+        taken = {h.task_id for h in self.by_session.values()} | {h.name for h in self.by_session.values()}  # fmt: skip
+        short = session_id[:8]
+        for width in (8, 16, len(session_id)):
+            short = session_id[:width]
+            if f"{TASK_PREFIX}{short}" not in taken and f"{person}@{short}" not in taken:
+                break
+        return Holder(
+            session_id=session_id, agent_id=new_agent_id(), name=f"{person}@{short}",
+            task_id=f"{TASK_PREFIX}{short}", title=f"{person}'s interactive Claude Code session",
+            active=True, started_at=now, last_write_at=now,
+        )  # fmt: skip
+
+    def _touch(self, holder: Holder, now: datetime) -> None:
+        holder.last_write_at = max(holder.last_write_at, now)
+        self.engine.store.upsert_interactive(holder.row())
+
+    def _deny_held(
+        self, holder: Holder, held: list[tuple[str, tuple[str, str]]], tool: str
+    ) -> dict[str, Any]:
+        engine = self.engine
+        denied = []
+        for path, (holder_agent, holder_task) in held:
+            name = engine.holder_name(holder_agent)
+            other = self.by_agent.get(holder_agent)
+            title = other.title if other else _title_of(engine, holder_task)
+            denied.append(
+                {
+                    "path": path, "holder_agent_id": holder_agent, "holder_agent_name": name,
+                    "holder_task_id": holder_task, "holder_task_title": title,
+                    "holder_kind": INTERACTIVE if other else "task", "reason": DenyReason.HELD,
+                    "message": f"{path} is held by {name} for task {holder_task}",
+                }
+            )  # fmt: skip
+            engine.store.emit(
+                EventType.LEASE_DENIED, task_id=holder.task_id, agent_id=holder.agent_id,
+                path=path, tool=tool, holder_agent_id=holder_agent, holder_agent_name=name,
+                holder_task_id=holder_task, requester_name=holder.name, kind=INTERACTIVE,
+            )  # fmt: skip
+        return _deny(denied)
+
+    def _end(self, holder: Holder, reason: ReleaseReason, now: datetime) -> Row:
+        paths = sorted(self.engine.task_leases.get(holder.task_id, ()))
+        self.engine.drop_leases(holder.task_id, paths, reason)  # no pre-images: nothing to restore
+        holder.active = False
+        holder.ended_at = now
+        holder.end_reason = reason.value
+        self.engine.store.upsert_interactive(holder.row())
+        self.engine.store.emit(
+            EventType.AGENT_OFFLINE, agent_id=holder.agent_id, name=holder.name, reason=reason,
+            kind=INTERACTIVE, session_id=holder.session_id, paths=paths,
+        )  # fmt: skip
+        return {"session_id": holder.session_id, "name": holder.name, "task_id": holder.task_id,
+                "paths": paths, "reason": reason.value}  # fmt: skip
+
+
+def _title_of(engine: Engine, task_id: str) -> str | None:
+    row = engine.store.task(task_id)
+    return str(row["title"]) if row else None
+
+
+def _refusal(path: str, reason: DenyReason, message: str) -> dict[str, Any]:
+    return {
+        "path": path, "holder_agent_id": None, "holder_agent_name": None,
+        "holder_task_id": None, "reason": reason, "message": message,
+    }  # fmt: skip
+
+
+def _deny(denied: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"decision": "deny", "denied": denied, "message": "; ".join(d["message"] for d in denied)}  # fmt: skip

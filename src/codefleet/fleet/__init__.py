@@ -1,0 +1,1 @@
+"""The runner side: the thin runner, the executor seam, the pre-write gate, checks."""

@@ -1,0 +1,237 @@
+"""Named checks for one attempt: the runner's side of isolated checks.
+
+An agent (through the `run_check` tool) or the runner (to verify a finished
+session) asks for a check by NAME; the command comes from the server's list,
+never from the agent. One run is:
+
+1. `check_started` is recorded (the server checks the caller still owns the
+   attempt; a fenced runner learns it here and runs nothing);
+2. the isolated view is built in a fresh temp directory outside the tree:
+   the pre-images held for OTHER in-flight tasks are fetched, the tree is
+   copied (`checks_view.copy_tree`, in a worker thread), the pre-images are
+   fetched again (a lease taken during the copy is caught; the later answer
+   wins per path) and put back (`checks_view.overlay`);
+3. the command runs there (`checks_run.run_command`: time limit, output cap,
+   whole process group killed), and the directory is deleted;
+4. `check_finished` is recorded with the verdict, timings and output tail.
+
+An unknown name is refused locally with the list of known names (nothing
+runs, no event). A check that could not run (server unreachable, view
+failure) is `refused` with `infra=True`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from codefleet.api.client import ServerUnavailable
+from codefleet.errors import DomainError, NotOwner, StaleEpoch
+from codefleet.fleet.prewrite import WriteGate
+from codefleet.fleet.shell import check_env, run_command
+from codefleet.fleet.view import copy_tree, overlay
+from codefleet.models import CheckPurpose
+from codefleet.rollback import PreImage
+
+__all__ = ["CHECK_TOOL", "CheckLimits", "CheckResult", "Checker"]
+
+log = logging.getLogger(__name__)
+
+CHECK_TOOL: Final = "run_check"
+DEFAULT_CHECK_TIMEOUT_S: Final = 300.0
+OUTPUT_CHARS: Final = 20_000
+EVENT_TAIL_CHARS: Final = 2_000
+EVENT_PATHS_MAX: Final = 200
+
+
+@dataclass(frozen=True, slots=True)
+class CheckLimits:
+    timeout: float = DEFAULT_CHECK_TIMEOUT_S
+    output_chars: int = OUTPUT_CHARS
+    exclude: tuple[Path, ...] = ()  # protected paths (database, run dir) if inside the tree
+    view_dir: Path | None = None  # where views are made; None: the system temp dir
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    name: str
+    purpose: CheckPurpose
+    command: str = ""
+    exit_code: int | None = None
+    output: str = ""
+    output_bytes: int = 0
+    timed_out: bool = False
+    timeout_s: float = 0.0
+    duration_s: float = 0.0
+    view_ms: float = 0.0
+    view_files: int = 0
+    isolated: tuple[str, ...] = ()  # files another task is editing, reset in the view
+    unrestorable: tuple[str, ...] = ()  # held by another task, no pre-image (rollback off)
+    refused: str | None = None  # why it did not run
+    infra: bool = False  # ... through no fault of the agent
+
+    @property
+    def passed(self) -> bool:
+        return self.refused is None and not self.timed_out and self.exit_code == 0
+
+    @property
+    def verdict(self) -> str:
+        if self.refused is not None:
+            return "did not run"
+        if self.timed_out:
+            return f"TIMED OUT after {self.timeout_s:g}s"
+        return "passed" if self.passed else f"FAILED (exit code {self.exit_code})"
+
+    def render(self) -> str:
+        """What the agent is told: the verdict, what the view held, the output (tail)."""
+        if self.refused is not None:
+            return self.refused
+        lines = [f"Check `{self.name}` {self.verdict} in {self.duration_s:.1f}s: {self.command}"]
+        view = "It ran in a private copy of the tree with your edits and all finished work"
+        if self.isolated:
+            view += f"; {len(self.isolated)} file(s) other agents are still editing were reset"
+        lines.append(view + ". Nothing it wrote reached the shared tree.")
+        if self.unrestorable:
+            lines.append(
+                "Note: these files are being edited by other agents and could not be reset "
+                f"(rollback is off): {', '.join(self.unrestorable[:20])}"
+            )
+        lines.append("Output:" if self.output else "(no output)")
+        return "\n".join(lines) + ("\n" + self.output if self.output else "")
+
+    def failure_text(self) -> str:
+        """The `error` of an attempt this check failed to verify (the next prompt shows it)."""
+        if self.refused is not None:
+            return f"Verification with check `{self.name}` did not run: {self.refused}"
+        return (
+            f"Verification failed: check `{self.name}` {self.verdict} after the session "
+            f"ended ({self.command}). Output:\n{self.output or '(no output)'}"
+        )
+
+    def finished_event(self, attempt: int) -> dict[str, Any]:
+        return {
+            "attempt": attempt, "name": self.name, "phase": "finished", "purpose": self.purpose,
+            "exit_code": self.exit_code, "passed": self.passed, "timed_out": self.timed_out,
+            "error": self.refused[:EVENT_TAIL_CHARS] if self.refused else None,
+            "duration_ms": int(self.duration_s * 1000), "view_ms": int(self.view_ms),
+            "view_files": self.view_files, "isolated": list(self.isolated[:EVENT_PATHS_MAX]),
+            "output_bytes": self.output_bytes, "output_tail": self.output[-EVENT_TAIL_CHARS:],
+        }  # fmt: skip
+
+
+class Checker:
+    """The named checks one attempt may run; see the module docstring."""
+
+    def __init__(
+        self, gate: WriteGate, commands: Mapping[str, str], attempt: int, limits: CheckLimits
+    ) -> None:
+        self.gate = gate
+        self.commands = dict(commands)
+        self.attempt = attempt
+        self.limits = limits
+        self.results: list[CheckResult] = []
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self.commands)
+
+    def unknown(self, name: str) -> str:
+        return (
+            f"There is no check named {name!r}. The available checks are: "
+            f"{', '.join(self.names) or '(none)'}. Call {CHECK_TOOL} with one of these names; "
+            "you cannot run any other command."
+        )
+
+    async def run(
+        self, name: str, purpose: CheckPurpose = CheckPurpose.TOOL, timeout: float | None = None
+    ) -> CheckResult:
+        """Run the named check in a fresh isolated view; never raises for the check's failure."""
+        command = self.commands.get(name)
+        if command is None:
+            return CheckResult(name, purpose, refused=self.unknown(name))
+        limit = min(self.limits.timeout, timeout) if timeout else self.limits.timeout
+        started = {"attempt": self.attempt, "name": name, "phase": "started", "purpose": purpose}
+        problem = await self._post(started)
+        if problem is not None:
+            result = CheckResult(name, purpose, command, refused=problem, infra=True)
+        else:
+            result = await self._execute(name, command, purpose, limit)
+            await self._post(result.finished_event(self.attempt))
+        self.results.append(result)
+        return result
+
+    async def _post(self, report: dict[str, Any]) -> str | None:
+        """Record a check event; a reason to stop when the server refuses or is unreachable."""
+        gate = self.gate
+        try:
+            await gate.client.check_event(gate.task_id, gate.agent_id, gate.epoch, report)
+        except StaleEpoch:
+            gate.fenced = True
+            return "This runner was fenced by the coordination server; stop now."
+        except NotOwner:
+            return "This attempt is over (the server took the task back); stop now."
+        except (ServerUnavailable, DomainError) as err:
+            log.warning("could not record a check event for %s: %s", gate.task_id, err)
+            return f"The coordination server could not record the check ({err}); it did not run."
+        return None
+
+    async def _execute(
+        self, name: str, command: str, purpose: CheckPurpose, timeout: float
+    ) -> CheckResult:
+        base = Path(
+            tempfile.mkdtemp(
+                prefix=f"codefleet-check-{self.gate.task_id}-", dir=self.limits.view_dir
+            )
+        )
+        view = base / self.gate.tree.root.name
+        step = "the isolated view could not be built"
+        try:
+            built = await self._build(view)
+            step = "the command could not be started"
+            ran = await run_command(
+                command, view, timeout=timeout, cap=self.limits.output_chars, env=check_env(view)
+            )
+        except (ServerUnavailable, DomainError, OSError, ValueError) as err:
+            why = f"Check {name} did not run: {step} ({type(err).__name__}: {err})."
+            return CheckResult(name, purpose, command, refused=why, infra=True)
+        finally:
+            await asyncio.to_thread(shutil.rmtree, base, True)
+        view_ms, files, isolated, unrestorable = built
+        return CheckResult(
+            name, purpose, command, exit_code=ran.exit_code, output=ran.output,
+            output_bytes=ran.output_bytes, timed_out=ran.timed_out, timeout_s=timeout,
+            duration_s=ran.duration_s, view_ms=view_ms, view_files=files, isolated=isolated,
+            unrestorable=unrestorable,
+        )  # fmt: skip
+
+    async def _build(self, view: Path) -> tuple[float, int, tuple[str, ...], tuple[str, ...]]:
+        """Fetch, copy, fetch again, overlay: (ms, files copied, reset paths, unrestorable)."""
+        client, task_id = self.gate.client, self.gate.task_id
+        before = await client.foreign_preimages(task_id)
+        exclude = (*self.limits.exclude, view.parent.parent)  # other views, if made in the tree
+        stats = await asyncio.to_thread(copy_tree, self.gate.tree.root, view, exclude)
+        after = await client.foreign_preimages(task_id)
+        started = time.perf_counter()
+        images = {**_decode(before), **_decode(after)}
+        isolated = await asyncio.to_thread(overlay, view, images.values())
+        ms = stats.ms + (time.perf_counter() - started) * 1000.0
+        return ms, stats.files, tuple(sorted(isolated)), tuple(after.get("unrestorable") or ())
+
+
+def _decode(answer: Mapping[str, Any]) -> dict[str, PreImage]:
+    return {
+        f["path"]: PreImage(
+            path=f["path"], existed=bool(f["existed"]), mode=f.get("mode"),
+            content=base64.b64decode(f.get("content_b64") or ""),
+            created_dirs=tuple(f.get("created_dirs") or ()),
+        )
+        for f in answer.get("files") or ()
+    }  # fmt: skip

@@ -1,0 +1,246 @@
+"""Running a fleet: N in-process runners against a server, until the graph drains.
+
+`codefleet run` and `codefleet demo` use this. The runners are asyncio tasks in
+this process (each with its own HTTP client, each exactly the `Runner` a
+`codefleet runner` process would run); `codefleet runner --name` starts one
+as its own process instead. The fleet is drained when the server reports no
+pending, assigned or running task: we wait for the `fleet_idle` event on the
+stream, so there is no polling delay. Then the runners leave, the optional
+verify command runs in the working tree, and `run_finished` is recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import socket
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codefleet.api.client import FleetClient
+from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S
+from codefleet.fleet.executor import Executor
+from codefleet.fleet.runner import Runner, RunnerOptions
+from codefleet.fleet.shell import check_env, run_command
+from codefleet.models import EventType, TaskStatus
+from codefleet.paths import DEFAULT_PROTECTED_NAMES
+
+__all__ = [
+    "FleetResult",
+    "VerifyResult",
+    "invocation_suffix",
+    "run_fleet",
+    "run_verify",
+    "wait_drained",
+]
+
+VERIFY_OUTPUT_CHARS = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyResult:
+    command: str
+    exit_code: int
+    output: str
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+@dataclass(slots=True)
+class FleetResult:
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    verify: VerifyResult | None = None
+    duration_s: float = 0.0
+    runner_errors: list[str] = field(default_factory=list)  # "name: why", one per stopped runner
+    stopped: str | None = None  # why the fleet stopped before the graph drained (its budget)
+
+    @property
+    def all_succeeded(self) -> bool:
+        return bool(self.tasks) and all(t["status"] == TaskStatus.SUCCEEDED for t in self.tasks)
+
+    @property
+    def ok(self) -> bool:
+        return self.all_succeeded and (self.verify is None or self.verify.ok)
+
+
+async def wait_drained(client: FleetClient) -> None:
+    """Return once nothing is pending, assigned or running (event-driven), or once the
+    fleet's budget is spent and nothing runs any more (the fleet stopped)."""
+    health = await client.health()
+    if int(health["live_tasks"]) == 0 or _stopped(health):
+        return
+    async for event in client.stream(int(health["last_event_id"])):
+        if event["type"] == EventType.FLEET_IDLE:
+            return
+
+
+def _stopped(health: dict[str, Any]) -> bool:
+    budget = health.get("budget") or {}
+    return bool(budget.get("exhausted")) and int(health.get("in_flight", 1)) == 0
+
+
+def budget_stop(health: dict[str, Any], tasks: list[dict[str, Any]]) -> str | None:
+    """Why the fleet stopped with work left, in one line, when its budget is spent."""
+    budget = health.get("budget") or {}
+    if not budget.get("exhausted"):
+        return None
+    left = sum(t["status"] in ("pending", "assigned", "running") for t in tasks)
+    return (
+        f"fleet budget exhausted: ${budget['spent_usd']:.4f} spent of ${budget['max_cost_usd']:.4f}"
+        f"; {left} task(s) not done. Raise it with `codefleet budget USD` and run again."
+    )
+
+
+async def run_verify(command: str, workdir: Path, timeout: float = 900.0) -> VerifyResult:
+    """Run the operator's verify command in the tree, like a check: own process group, capped.
+
+    One shell runner for both (`checks_run.run_command`): on the time limit and after a
+    normal exit alike the whole group is killed, and the environment is scrubbed.
+    """
+    ran = await run_command(
+        command, workdir, timeout=timeout, cap=VERIFY_OUTPUT_CHARS, env=check_env(workdir.resolve())
+    )
+    if ran.timed_out:
+        output = f"{ran.output}\ntimed out after {timeout:.0f}s".lstrip("\n")
+        return VerifyResult(command, -1, output, ran.duration_s)
+    return VerifyResult(command, int(ran.exit_code or 0), ran.output, ran.duration_s)
+
+
+def invocation_suffix() -> str:
+    """`.HOST.PID`: what makes one `run`'s runner names differ from another's side by side."""
+    host = re.sub(r"[^A-Za-z0-9_-]+", "-", socket.gethostname().split(".")[0])[:40] or "host"
+    return f".{host}.{os.getpid()}"
+
+
+def python_command(args: str) -> str:
+    """A shell command running this interpreter (the demo's tests need no venv of their own)."""
+    return f'"{sys.executable}" {args}'
+
+
+async def run_fleet(
+    url: str,
+    runners: int,
+    make_executor: Callable[[int], Executor],
+    workdir: Path,
+    run_dir: Path,
+    *,
+    verify: str | None = None,
+    token: str | None = None,
+    task_timeout: float | None = None,
+    protected: tuple[Path, ...] = (),
+    check_timeout: float = DEFAULT_CHECK_TIMEOUT_S,
+    check_dir: Path | None = None,
+    on_runner_down: Callable[[str], object] | None = None,
+    connect: Callable[[], FleetClient] | None = None,
+    name_suffix: str = "",
+    protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES,
+) -> FleetResult:
+    """Run N runners until the graph drains, or until no runner is left to drain it.
+
+    A runner that stops on its own (it cannot go on) is reported at once through
+    `on_runner_down("name: why")` and listed in `runner_errors`. `connect` makes
+    each runner's client (default: one per runner on `url` with `token`). Runners are
+    named `runner-N<name_suffix>`.
+    """
+    started = time.monotonic()
+    connect = connect or (lambda: FleetClient(url, token=token))
+    async with FleetClient(url, token=token) as client:
+        await client.fleet_started(runners=runners)
+        stop = asyncio.Event()
+        options = [
+            RunnerOptions(
+                name=f"runner-{n}{name_suffix}", workdir=workdir, run_dir=run_dir,
+                task_timeout=task_timeout, protected=protected, check_timeout=check_timeout,
+                check_dir=check_dir, protected_names=protected_names,
+            )
+            for n in range(1, runners + 1)
+        ]  # fmt: skip
+        watch = _RunnerWatch(runners, stop, on_runner_down)
+        fleet = [
+            watch.started(_start_runner(connect, make_executor(n), o, stop))
+            for n, o in enumerate(options, 1)
+        ]
+        try:
+            await _until_drained_or_all_down(client, watch)
+        finally:
+            stop.set()
+            await asyncio.gather(*fleet, return_exceptions=True)
+        result = FleetResult(tasks=await client.tasks(), runner_errors=list(watch.errors))
+        result.stopped = budget_stop(await client.health(), result.tasks)
+        if verify:
+            result.verify = await run_verify(verify, workdir)
+        result.duration_s = time.monotonic() - started
+        await client.fleet_finished(
+            ok=result.ok,
+            runners=runners,
+            verify=_verify_payload(result.verify),
+            summary={"duration_s": round(result.duration_s, 3), "tasks": len(result.tasks),
+                     "runner_errors": len(result.runner_errors), "stopped": result.stopped},
+        )  # fmt: skip
+    return result
+
+
+@dataclass
+class _RunnerWatch:
+    """Reports each runner that stops on its own, at once; knows when none is left."""
+
+    runners: int
+    stop: asyncio.Event
+    on_down: Callable[[str], object] | None
+    errors: list[str] = field(default_factory=list)
+    all_down: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def started(self, task: asyncio.Task[None]) -> asyncio.Task[None]:
+        task.add_done_callback(self._ended)
+        return task
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or self.stop.is_set():
+            return
+        err = task.exception()
+        why = (str(err) or type(err).__name__) if err is not None else "it ended by itself"
+        self.errors.append(f"{task.get_name()}: {why}")
+        if self.on_down is not None:
+            self.on_down(self.errors[-1])
+        if len(self.errors) >= self.runners:
+            self.all_down.set()
+
+
+async def _until_drained_or_all_down(client: FleetClient, watch: _RunnerWatch) -> None:
+    drained = asyncio.create_task(wait_drained(client))
+    down = asyncio.create_task(watch.all_down.wait())
+    try:
+        done, _ = await asyncio.wait({drained, down}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in (drained, down):
+            waiter.cancel()
+        await asyncio.gather(drained, down, return_exceptions=True)
+    if drained in done:
+        drained.result()  # the event stream's own failure, if it had one
+
+
+def _verify_payload(verify: VerifyResult | None) -> dict[str, Any] | None:
+    if verify is None:
+        return None
+    return {"command": verify.command, "exit_code": verify.exit_code, "ok": verify.ok}
+
+
+def _start_runner(
+    connect: Callable[[], FleetClient],
+    executor: Executor,
+    options: RunnerOptions,
+    stop: asyncio.Event,
+) -> asyncio.Task[None]:
+    async def work() -> None:
+        async with connect() as client:
+            await Runner(client, executor, options).run(stop)
+
+    return asyncio.create_task(work(), name=options.name)

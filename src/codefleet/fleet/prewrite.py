@@ -1,0 +1,175 @@
+"""The pre-write path: one function between an agent's write and the disk.
+
+Both executors call it: the scripted executor before every file it writes,
+the SDK executor from the `PreToolUse` hook. Given a tool name and its input it
+extracts every target path (`file_path`, `notebook_path`, `path`, and the
+paths of an `edits` list), normalizes each against the working tree (symlinks
+resolved), refuses locally anything outside the tree or with no path at all,
+then asks the server for the leases, all or nothing.
+
+It fails closed: an unreachable server, a timeout, a fenced runner or any
+unexpected error is a denial. A denial carries an instruction for the model
+("... Do not retry this file or edit around it. Stop now ..."), and the first
+path refused because another task holds it is remembered as `blocked_on`,
+which the runner reports so the server can widen the task's scope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from codefleet.api.client import FleetClient, ServerUnavailable
+from codefleet.errors import StaleEpoch
+from codefleet.hook.io import extract_paths
+from codefleet.models import WRITE_TOOLS, DenyReason
+from codefleet.paths import PathRejected, TreeRoot
+from codefleet.rollback import content_sha256
+
+__all__ = ["Verdict", "WriteGate"]
+
+log = logging.getLogger(__name__)
+RECORD_RETRY_S = 30.0
+RECORD_RETRY_START_S = 0.1
+RECORD_RETRY_MAX_S = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    allowed: bool
+    paths: tuple[str, ...] = ()
+    reason: str = ""
+    blocked_on: str | None = None
+
+
+def stop_instruction(path: str, why: str) -> str:
+    return (
+        f"{why}. Do not retry this file or edit around it. "
+        f"Stop now and report that you are blocked on {path}."
+    )
+
+
+@dataclass
+class WriteGate:
+    """The pre-write check for one attempt of one task by one runner."""
+
+    client: FleetClient
+    tree: TreeRoot
+    agent_id: str
+    epoch: int
+    task_id: str
+    grant_trust_s: float | None = None  # an older answer may be stale: refuse the write
+    blocked_on: str | None = None
+    fenced: bool = False
+    written: list[str] = field(default_factory=list)
+
+    async def check(self, tool_name: str, tool_input: Any) -> Verdict:
+        """Allow or deny one tool call; never raises (fails closed)."""
+        if tool_name not in WRITE_TOOLS:
+            return Verdict(True)
+        try:
+            return await self._check(tool_name, tool_input)
+        except Exception as err:  # the write path fails closed on anything unexpected
+            log.exception("pre-write check failed; denying")
+            return Verdict(
+                False,
+                reason=f"The write could not be checked ({type(err).__name__}); it was refused. Stop now and report the failure.",
+            )
+
+    async def _check(self, tool_name: str, tool_input: Any) -> Verdict:
+        raw = extract_paths(tool_input)
+        if not raw:
+            return Verdict(False, reason=f"{tool_name} named no file path; the write was refused.")
+        keys: list[str] = []
+        for path in raw:
+            try:
+                keys.append(self.tree.canonical(path))
+            except PathRejected as err:
+                return Verdict(False, reason=_local_refusal(err))
+        return await self._ask(tool_name, keys)
+
+    async def _ask(self, tool_name: str, keys: list[str]) -> Verdict:
+        asked = time.monotonic()
+        try:
+            answer = await self.client.acquire(
+                self.agent_id, self.epoch, self.task_id, keys, tool_name
+            )
+        except StaleEpoch:
+            self.fenced = True
+            return Verdict(False, tuple(keys), "This runner was fenced by the server; stop now.")
+        except Exception as err:  # unreachable server, timeout, bad answer: deny
+            return Verdict(
+                False,
+                tuple(keys),
+                f"The coordination server could not grant the lease ({type(err).__name__}). Stop now and report that the write was refused.",
+            )
+        if answer.get("decision") != "allow":
+            return self._denied(keys, answer)
+        waited = time.monotonic() - asked
+        if self.grant_trust_s is not None and waited > self.grant_trust_s:
+            return Verdict(
+                False,
+                tuple(keys),
+                f"The lease answer took {waited:.1f}s to arrive, too long to trust: the server may "
+                "have taken this task back meanwhile. The write was refused. Stop now.",
+            )
+        return Verdict(True, tuple(keys))
+
+    def _denied(self, keys: list[str], answer: dict[str, Any]) -> Verdict:
+        denied = answer.get("denied") or []
+        held = [d for d in denied if d.get("reason") == DenyReason.HELD]
+        if held:
+            first = held[0]
+            path = str(first["path"])
+            if self.blocked_on is None:
+                self.blocked_on = path
+            why = f"{path} is held by {first.get('holder_agent_name')} for task {first.get('holder_task_id')}"
+            if first.get("holder_kind") == "interactive":
+                why = f"{path} is being edited by {first.get('holder_agent_name')}, a person working in this tree"
+            return Verdict(False, tuple(keys), stop_instruction(path, why), blocked_on=path)
+        message = answer.get("message") or "the server refused the lease"
+        return Verdict(False, tuple(keys), f"The write was refused: {message}. Do not retry it.")
+
+    async def record(self, path: str, tool_name: str) -> None:
+        """Ledger row (with the content's hash) for a write that happened; never blocks a write.
+
+        Retried while the server is unreachable, for up to `RECORD_RETRY_S`: the
+        hash is the record of what this attempt produced (the invariant checker's
+        content oracle), so a row lost to a server restart would blind it.
+        """
+        try:
+            key = self.tree.canonical(path)
+        except PathRejected:
+            return
+        if key not in self.written:
+            self.written.append(key)
+        digest = content_sha256(self.tree.root / key)
+        deadline = time.monotonic() + RECORD_RETRY_S
+        delay = RECORD_RETRY_START_S
+        while True:
+            try:
+                await self.client.record_change(
+                    self.agent_id, self.epoch, self.task_id, key, tool_name, digest
+                )
+                return
+            except ServerUnavailable:
+                if time.monotonic() + delay > deadline:
+                    log.warning("gave up recording the change of %s: server unavailable", key)
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RECORD_RETRY_MAX_S)
+            except StaleEpoch:
+                self.fenced = True
+                return
+            except Exception:  # the ledger is a record, not a gate
+                log.warning("could not record change of %s", key, exc_info=True)
+                return
+
+
+def _local_refusal(err: PathRejected) -> str:
+    if err.reason is DenyReason.OUTSIDE_WORKDIR:
+        return f"{err.raw} is outside the shared working tree; writes there are refused. Do not retry it."
+    return f"The write to {err.raw} was refused: {err.message}. Do not retry it."

@@ -1,0 +1,360 @@
+"""The thin runner: register, heartbeat, long-poll, start, run one attempt, report.
+
+A runner holds no queue and makes no policy decision; it talks to the server
+only through `client` (it imports neither the store nor the scheduler). Its
+heartbeat runs as a separate task. It enforces the task's wall clock by
+cancelling the executor (which must stop what it started).
+
+Checks: at the start of each attempt the runner reads the server's named
+checks and hands the executor a `Checker` for them. When a session of a task
+with `verify` ends successfully, the runner runs that check in the isolated
+view (within what is left of the attempt's wall clock); a failure turns the
+attempt into `verify_failed` whose error carries the check's output, so the
+next attempt's prompt shows what to fix.
+
+Fencing: when any call answers `stale_epoch`, the runner cancels the running
+attempt, drops its result and registers again. A `not_owner` answer means the
+task moved on without us; the runner simply asks for new work. While the
+server is unreachable or answers 5xx it retries with capped backoff, and the
+write path denies every write meanwhile (fail closed).
+
+Faults: any other surprise in the work loop (an answer that breaks the
+contract, a bug) is logged with its traceback and retried after a backoff:
+one bad answer never ends a runner. Only what no retry can fix ends it, by
+raising out of `run`: the token refused (`Unauthorized`, `Forbidden`) or the
+registration refused (`CannotContinue`, naming the server's reason).
+
+Two such refusals: `name_in_use` (a live runner of another process holds the
+name; `replace` takes it over, on the first registration only, so two
+replacing runners cannot take a name back and forth) and `wrong_tree`.
+
+Stop means stop in every phase: setting `stop` cancels whatever the runner is
+doing (registering against an absent server, polling, running an attempt,
+retrying a report), then it leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from codefleet.api.client import ApiError, FleetClient, ServerUnavailable
+from codefleet.errors import DomainError, Forbidden, NotFound, NotOwner, StaleEpoch, Unauthorized
+from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS, Checker, CheckLimits
+from codefleet.fleet.executor import Attempt, Executor, Outcome
+from codefleet.fleet.prewrite import WriteGate
+from codefleet.models import CheckPurpose, ErrorKind
+from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
+
+__all__ = ["CannotContinue", "Runner", "RunnerOptions"]
+
+log = logging.getLogger(__name__)
+RETRY_START_S = 0.1
+MAX_RETRY_S = 5.0
+LEAVE_TIMEOUT_S = 2.0  # on the way out: the server takes a silent runner back anyway
+HOST = socket.gethostname()
+
+
+class CannotContinue(Exception):
+    """This runner cannot go on (its registration was refused): stop and say why."""
+
+
+# What no retry can fix: the runner stops and says so.
+FATAL = (Unauthorized, Forbidden, CannotContinue)
+
+
+def _transient(err: BaseException) -> bool:
+    """The server is away or failed on its side: the same call may work later."""
+    return isinstance(err, ServerUnavailable) or (
+        isinstance(err, ApiError) and err.status_code >= 500
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerOptions:
+    name: str
+    workdir: Path
+    run_dir: Path
+    task_timeout: float | None = None  # None: use the server's
+    poll_wait: float = 1.0
+    exit_when_drained: bool = False
+    protected: tuple[Path, ...] = ()
+    check_timeout: float = DEFAULT_CHECK_TIMEOUT_S
+    check_output_chars: int = OUTPUT_CHARS
+    check_dir: Path | None = None
+    replace: bool = False  # take the name over from a live runner of another process
+    protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES  # see `paths`
+
+
+def _collect(task: asyncio.Task[Any]) -> None:
+    """Retrieve an abandoned task's outcome so asyncio does not report it as lost."""
+    if not task.cancelled():
+        task.exception()
+
+
+class Fenced(Exception):
+    """This runner's epoch was superseded; drop everything and register again."""
+
+
+class Runner:
+    def __init__(self, client: FleetClient, executor: Executor, options: RunnerOptions) -> None:
+        self.client = client
+        self.executor = executor
+        self.options = options
+        self.tree = TreeRoot(
+            options.workdir, protected=options.protected, names=options.protected_names
+        )
+        self.agent_id = ""
+        self.epoch = 0
+        self.heartbeat_s = 5.0
+        self.grant_trust_s = 10.0
+        self.task_timeout = options.task_timeout or 600.0
+        self.fenced = asyncio.Event()
+        self.completed = 0
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    async def register(self) -> None:
+        """Register (retrying an absent server); a refusal is `CannotContinue`."""
+        take_over = self.options.replace and not self.agent_id  # the first registration only
+        try:
+            answer = await self._retrying(lambda: self._register_once(take_over))
+        except FATAL:
+            raise
+        except DomainError as err:  # refused: registering again would be refused again
+            raise CannotContinue(f"registration refused: {err.message}") from err
+        self.agent_id, self.epoch = answer["agent_id"], answer["epoch"]
+        self.heartbeat_s = float(answer.get("heartbeat_interval_s", 5.0))
+        # A grant is trusted for half the server's stale window (prewrite: "A late grant").
+        self.grant_trust_s = float(answer.get("stale_after_s", 20.0)) / 2
+        self.task_timeout = self.options.task_timeout or float(answer.get("task_timeout_s", 600.0))
+        self.fenced.clear()
+        log.info("%s registered as %s epoch %s", self.options.name, self.agent_id, self.epoch)
+
+    async def _register_once(self, take_over: bool) -> dict[str, Any]:
+        root = str(self.tree.root)
+        return await self.client.register(
+            self.options.name, root, os.getpid(), host=HOST, replace=take_over
+        )
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Work until `stop` is set (or the fleet drains, with exit_when_drained).
+
+        `stop` interrupts every phase: the work is cancelled wherever it waits.
+        """
+        stop = stop or asyncio.Event()
+        work = asyncio.create_task(self._serve(stop), name=f"{self.options.name}-work")
+        halt = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait({work, halt}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            halt.cancel()
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await work
+
+    async def _serve(self, stop: asyncio.Event) -> None:
+        await self.register()
+        beat = asyncio.create_task(self._heartbeat_loop(), name=f"{self.options.name}-heartbeat")
+        try:
+            await self._work_loop(stop)
+        finally:
+            beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beat
+            with contextlib.suppress(Exception):  # leaving is a courtesy; stale detection covers it
+                await self.client.leave(self.agent_id, self.epoch, timeout=LEAVE_TIMEOUT_S)
+
+    async def _work_loop(self, stop: asyncio.Event) -> None:
+        delay = RETRY_START_S
+        again = False  # register before the next poll
+        while not stop.is_set():
+            try:
+                if again:
+                    await self.register()
+                    again = False
+                if await self._work_once(stop):
+                    return
+                delay = RETRY_START_S
+                continue
+            except (StaleEpoch, Fenced, NotFound):  # fenced, or forgotten (reset): register again
+                again = True
+                continue
+            except FATAL:
+                raise
+            except Exception as err:  # a loop boundary: one bad answer must not end the runner
+                if _transient(err):
+                    log.warning("%s: %s; retrying in %.1fs", self.options.name, err, delay)
+                else:
+                    log.exception("%s: unexpected failure; retrying in %.1fs", self.options.name,
+                                  delay)  # fmt: skip
+            with contextlib.suppress(TimeoutError):  # a stop cuts the backoff short
+                await asyncio.wait_for(stop.wait(), delay)
+            delay = min(delay * 2, MAX_RETRY_S)
+
+    async def _work_once(self, stop: asyncio.Event) -> bool:
+        """Poll once and run what comes; True when the fleet drained and we should exit."""
+        task = await self._next_task(stop)
+        if task is None:
+            return self.options.exit_when_drained and await self._drained()
+        await self.run_task(task)
+        return False
+
+    async def _next_task(self, stop: asyncio.Event) -> dict[str, Any] | None:
+        poll = asyncio.create_task(
+            self.client.assignment(self.agent_id, self.epoch, self.options.poll_wait)
+        )
+        stopper = asyncio.create_task(stop.wait())
+        try:
+            done, _ = await asyncio.wait({poll, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+            if not poll.done():
+                # Stopped or cancelled mid-poll: the request may still fail as
+                # the server goes away; collect that failure, nobody awaits it.
+                poll.cancel()
+                poll.add_done_callback(_collect)
+        if poll not in done:
+            return None
+        return poll.result()
+
+    async def _drained(self) -> bool:
+        return int((await self.client.health()).get("live_tasks", 1)) == 0
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_s)
+            try:
+                await self.client.heartbeat(self.agent_id, self.epoch)
+            except StaleEpoch:
+                self.fenced.set()
+            except Exception:  # a loop boundary: a missed beat is retried next interval
+                log.warning("%s: heartbeat failed", self.options.name, exc_info=True)
+
+    async def _retrying(self, call: Any) -> Any:
+        """`call()` until it is not a transient fault (unreachable, timed out, 5xx)."""
+        delay = RETRY_START_S
+        while True:
+            try:
+                return await call()
+            except (ServerUnavailable, ApiError) as err:
+                if not _transient(err):
+                    raise
+                log.warning("%s: %s, retrying in %.1fs", self.options.name, err, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, MAX_RETRY_S)
+
+    # -- one attempt ------------------------------------------------------------------
+
+    async def run_task(self, task: dict[str, Any]) -> None:
+        commands = await self.client.checks()
+        try:  # retried: a start applied just before a server crash must not be lost (idempotent)
+            await self._retrying(lambda: self.client.start(task["id"], self.agent_id, self.epoch))
+        except NotOwner:
+            return  # the task moved on before we started it
+        gate = WriteGate(
+            self.client, self.tree, self.agent_id, self.epoch, task["id"], self.grant_trust_s
+        )
+        checker = self._checker(gate, commands, int(task["attempts"]))
+        attempt = Attempt(
+            task, gate, self.tree.root, self.options.run_dir, self.options.name, checker
+        )
+        started = time.monotonic()
+        outcome = await self._execute(attempt)
+        if outcome is not None and not gate.fenced:
+            outcome = await self._verify(attempt, outcome, started)
+        if outcome is None or gate.fenced:
+            raise Fenced  # drop the result: the server already took the task back
+        await self._report(task, outcome, int((time.monotonic() - started) * 1000))
+
+    def _checker(self, gate: WriteGate, commands: dict[str, str], attempt: int) -> Checker | None:
+        if not commands:
+            return None
+        opts = self.options
+        limits = CheckLimits(
+            opts.check_timeout, opts.check_output_chars, opts.protected, opts.check_dir
+        )
+        return Checker(gate, commands, attempt, limits)
+
+    async def _verify(self, attempt: Attempt, outcome: Outcome, started: float) -> Outcome:
+        """Run the task's `verify` check after a successful session; failure -> verify_failed."""
+        name = attempt.task.get("verify")
+        if not outcome.ok or not name:
+            return outcome
+        if attempt.checks is None:
+            return replace(outcome, ok=False, error_kind=ErrorKind.INFRA,
+                           error=f"task verifies with check {name!r} but no check is defined")  # fmt: skip
+        left = self.task_timeout - (time.monotonic() - started)
+        result = await attempt.checks.run(name, CheckPurpose.VERIFY, timeout=max(1.0, left))
+        if result.passed:
+            summary = f"{outcome.summary or 'done'} (verified: check {name} passed)"
+            return replace(outcome, summary=summary)
+        kind = ErrorKind.INFRA if result.infra else ErrorKind.VERIFY_FAILED
+        return replace(outcome, ok=False, error=result.failure_text(), error_kind=kind)
+
+    async def _execute(self, attempt: Attempt) -> Outcome | None:
+        """The executor's outcome, a timeout outcome, or None when fenced mid-run."""
+        work = asyncio.create_task(self.executor.run(attempt))
+        fence = asyncio.create_task(self.fenced.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {work, fence}, timeout=self.task_timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        except asyncio.CancelledError:  # the runner is stopping: so is the attempt
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await work
+            raise
+        finally:
+            fence.cancel()
+        if work in done:
+            try:
+                return work.result()
+            except Exception as err:  # an executor crash is the attempt's failure, not ours
+                log.exception("executor failed on %s", attempt.task_id)
+                return Outcome(
+                    False, error=f"executor crashed: {err!r}", error_kind=ErrorKind.AGENT_ERROR
+                )
+        work.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await work
+        if fence in done:
+            return None
+        return Outcome(
+            False,
+            error=f"timed out after {self.task_timeout:.0f}s",
+            error_kind=ErrorKind.TIMEOUT,
+            blocked_on_path=attempt.gate.blocked_on,
+        )
+
+    async def _report(self, task: dict[str, Any], outcome: Outcome, duration_ms: int) -> None:
+        report = {
+            "attempt": task["attempts"],
+            "ok": outcome.ok,
+            "summary": outcome.summary,
+            "error": outcome.error,
+            "error_kind": outcome.error_kind,
+            "blocked_on_path": outcome.blocked_on_path,
+            "input_tokens": outcome.input_tokens,
+            "output_tokens": outcome.output_tokens,
+            "cost_usd": outcome.cost_usd,
+            "duration_ms": duration_ms,
+            "session_id": outcome.session_id,
+            "files_written": outcome.files_written,
+        }
+        if outcome.retry_after_s is not None:
+            report["retry_after_s"] = outcome.retry_after_s
+        try:
+            await self._retrying(
+                lambda: self.client.complete(task["id"], self.agent_id, self.epoch, report)
+            )
+        except NotOwner:
+            return  # someone took the task back; our report no longer applies
+        self.completed += 1

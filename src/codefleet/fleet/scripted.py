@@ -1,0 +1,280 @@
+"""The scripted executor: a deterministic agent brain for dry runs and tests.
+
+A script maps a task id to a list of steps, each a one-key mapping with an
+optional `attempt: N` (run the step only on that attempt):
+
+    write: {path, content}      edit: {path, old, new}     append: {path, text}
+    sleep: SECONDS              wait_leased: PATH           wait_denied: PATH
+    fail: MESSAGE               check: NAME                 expect_check: pass|fail
+    expect_error: TEXT          make_dir: PATH              rate_limit: SECONDS|null
+    cost: USD
+
+Every file change goes through the attempt's `WriteGate` first, exactly as a
+real session's hook does; a denied write ends the attempt as a veto naming the
+blocking path. `wait_leased` / `wait_denied` ask the server (through the
+client) until another task holds a path, or until some task was denied it,
+which is how a collision is staged deterministically, without timing luck.
+`check` runs a named check through the attempt's `Checker`, as the real
+session's `run_check` tool does; `expect_check` ends the attempt as an agent
+error unless the last check passed (or failed), and `expect_error` unless the
+assignment's `error` (the previous attempt's, e.g. a failed verification's
+output) contains TEXT: how the scripted tier observes what a retry is told.
+`make_dir` turns PATH into a directory behind the lock's back, without asking
+(what a tool outside CodeFleet might do): it stages a file the server cannot
+restore.
+`rate_limit` ends the attempt as a real session that hit a usage limit does
+(`rate_limited`), saying the limit lifts in SECONDS (null: it did not say).
+`cost` adds USD to what the attempt reports it spent, as a real session's
+`total_cost_usd` would (how the fleet's budget is tested without a model).
+A task with no script succeeds without writing anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final, NoReturn
+
+import yaml
+
+from codefleet.fleet.checks import CheckResult
+from codefleet.fleet.executor import Attempt, Outcome
+from codefleet.models import CheckPurpose, ErrorKind, EventType
+
+__all__ = ["ScriptError", "ScriptedExecutor", "Step", "load_script"]
+
+STEP_KINDS: Final = frozenset(
+    {
+        "write", "edit", "append", "sleep", "wait_leased", "wait_denied", "fail",
+        "check", "expect_check", "expect_error", "make_dir", "rate_limit", "cost",
+    }
+)  # fmt: skip
+WAIT_POLL_S: Final = 0.01
+
+
+class ScriptError(ValueError):
+    """A script file that cannot be played."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    kind: str
+    arg: Any
+    attempt: int | None = None
+
+
+def _parse_step(task_id: str, raw: Any) -> Step:
+    if not isinstance(raw, dict):
+        raise ScriptError(f"{task_id}: each step must be a mapping, got {raw!r}")
+    attempt = raw.get("attempt")
+    kinds = [k for k in raw if k != "attempt"]
+    if len(kinds) != 1 or kinds[0] not in STEP_KINDS:
+        raise ScriptError(f"{task_id}: a step needs exactly one of {sorted(STEP_KINDS)}: {raw!r}")
+    if attempt is not None and not isinstance(attempt, int):
+        raise ScriptError(f"{task_id}: attempt must be a number")
+    return Step(kinds[0], raw[kinds[0]], attempt)
+
+
+def parse_script(raw: Any) -> dict[str, list[Step]]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ScriptError("a script is a mapping of task id to a list of steps")
+    script: dict[str, list[Step]] = {}
+    for task_id, steps in raw.items():
+        if not isinstance(steps, list):
+            raise ScriptError(f"{task_id}: steps must be a list")
+        script[str(task_id)] = [_parse_step(str(task_id), s) for s in steps]
+    return script
+
+
+def load_script(path: Path) -> dict[str, list[Step]]:
+    """The script in a YAML file; every problem is a `ScriptError` naming the file."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ScriptError(f"cannot read {path}: {err.strerror or err}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise ScriptError(f"{path} is not valid YAML: {err}") from None
+    try:
+        return parse_script(raw)
+    except ScriptError as err:
+        raise ScriptError(f"{path}: {err}") from None
+
+
+class _StepFailed(Exception):
+    def __init__(self, outcome: Outcome) -> None:
+        self.outcome = outcome
+
+
+@dataclass
+class _Played:
+    """What one attempt has done so far (an executor is shared by every runner)."""
+
+    checks: list[CheckResult] = field(default_factory=list)
+    cost_usd: float = 0.0
+
+
+class ScriptedExecutor:
+    def __init__(
+        self, script: Mapping[str, Sequence[Step]] | None = None, wait_timeout: float = 10.0
+    ) -> None:
+        self.script = dict(script or {})
+        self.wait_timeout = wait_timeout
+        self.assignments: list[dict[str, Any]] = []  # every attempt's task, as handed over
+        self.check_results: list[tuple[str, int, CheckResult]] = []
+
+    async def run(self, attempt: Attempt) -> Outcome:
+        self.assignments.append(dict(attempt.task))
+        steps = [
+            s
+            for s in self.script.get(attempt.task_id, ())
+            if s.attempt is None or s.attempt == attempt.number
+        ]
+        played = _Played()
+        try:
+            for step in steps:
+                await self._play(step, attempt, played)
+        except _StepFailed as failed:
+            return replace(failed.outcome, cost_usd=failed.outcome.cost_usd + played.cost_usd)
+        written = list(attempt.gate.written)
+        return Outcome(
+            True,
+            summary=f"scripted: {len(written)} file(s) written",
+            files_written=written,
+            cost_usd=played.cost_usd,
+        )
+
+    async def _play(self, step: Step, attempt: Attempt, played: _Played) -> None:
+        match step.kind:
+            case "write":
+                await self._change(attempt, "Write", step.arg, _write)
+            case "edit":
+                await self._change(attempt, "Edit", step.arg, _edit)
+            case "append":
+                await self._change(attempt, "Edit", step.arg, _append)
+            case "sleep":
+                await asyncio.sleep(float(step.arg))
+            case "wait_leased":
+                await self._wait(attempt, step.arg, self._leased_by_other)
+            case "wait_denied":
+                await self._wait(attempt, step.arg, self._was_denied)
+            case "fail":
+                raise _StepFailed(
+                    Outcome(False, error=str(step.arg), error_kind=ErrorKind.AGENT_ERROR)
+                )
+            case "rate_limit":
+                raise _StepFailed(_rate_limited(step.arg, attempt))
+            case "cost":
+                played.cost_usd += float(step.arg)
+            case "check" | "expect_check" | "expect_error":
+                await self._checks(step, attempt, played)
+            case "make_dir":
+                _make_dir(attempt.workdir / str(step.arg))
+            case _:
+                raise ScriptError(f"unknown step {step.kind}")
+
+    async def _change(self, attempt: Attempt, tool: str, arg: dict[str, Any], apply: Any) -> None:
+        target = attempt.workdir / str(arg["path"])
+        tool_input = {"file_path": str(target), **{k: v for k, v in arg.items() if k != "path"}}
+        verdict = await attempt.gate.check(tool, tool_input)
+        if not verdict.allowed:
+            raise _StepFailed(
+                Outcome(
+                    False,
+                    error=verdict.reason,
+                    error_kind=ErrorKind.VETO if verdict.blocked_on else ErrorKind.AGENT_ERROR,
+                    blocked_on_path=verdict.blocked_on,
+                    files_written=list(attempt.gate.written),
+                )
+            )
+        try:
+            apply(target, arg)
+        except (OSError, ValueError) as err:
+            raise _StepFailed(
+                Outcome(
+                    False, error=f"{tool} {arg['path']}: {err}", error_kind=ErrorKind.AGENT_ERROR
+                )
+            ) from err
+        await attempt.gate.record(str(target), tool)
+
+    async def _checks(self, step: Step, attempt: Attempt, played: _Played) -> None:
+        if step.kind == "check":
+            await self._check(attempt, str(step.arg), played)
+        elif step.kind == "expect_check":
+            last = played.checks[-1] if played.checks else None
+            if last is None or last.passed != (step.arg == "pass"):
+                _give_up(f"expected the last check to {step.arg}: {last and last.verdict}")
+        elif str(step.arg) not in str(attempt.task.get("error") or ""):  # expect_error
+            _give_up(f"the assignment's error does not mention {step.arg!r}")
+
+    async def _check(self, attempt: Attempt, name: str, played: _Played) -> None:
+        if attempt.checks is None:
+            result = CheckResult(name, CheckPurpose.TOOL, refused="no check is defined")
+        else:
+            result = await attempt.checks.run(name)
+        if attempt.gate.fenced:
+            _give_up("fenced while running a check")
+        played.checks.append(result)
+        self.check_results.append((attempt.task_id, attempt.number, result))
+
+    async def _wait(self, attempt: Attempt, path: str, condition: Any) -> None:
+        deadline = time.monotonic() + self.wait_timeout
+        while not await condition(attempt, path):
+            if time.monotonic() > deadline:
+                raise _StepFailed(
+                    Outcome(
+                        False, error=f"gave up waiting on {path}", error_kind=ErrorKind.AGENT_ERROR
+                    )
+                )
+            await asyncio.sleep(WAIT_POLL_S)
+
+    async def _leased_by_other(self, attempt: Attempt, path: str) -> bool:
+        leases = await attempt.gate.client.leases()
+        return any(x["path"] == path and x["task_id"] != attempt.task_id for x in leases)
+
+    async def _was_denied(self, attempt: Attempt, path: str) -> bool:
+        events = await attempt.gate.client.events(type_=EventType.LEASE_DENIED)
+        return any(e["payload"].get("path") == path for e in events)
+
+
+def _rate_limited(retry_after: Any, attempt: Attempt) -> Outcome:
+    said = None if retry_after is None else float(retry_after)
+    return Outcome(
+        False,
+        error="scripted usage limit (HTTP 429)",
+        error_kind=ErrorKind.RATE_LIMITED,
+        retry_after_s=said,
+        files_written=list(attempt.gate.written),
+    )
+
+
+def _give_up(message: str) -> NoReturn:
+    raise _StepFailed(Outcome(False, error=message, error_kind=ErrorKind.AGENT_ERROR))
+
+
+def _write(target: Path, arg: dict[str, Any]) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(str(arg["content"]))
+
+
+def _edit(target: Path, arg: dict[str, Any]) -> None:
+    text = target.read_text()
+    old, new = str(arg["old"]), str(arg["new"])
+    if old not in text:
+        raise ValueError("the text to replace was not found")
+    target.write_text(text.replace(old, new, 1))
+
+
+def _make_dir(target: Path) -> None:
+    if target.is_file() or target.is_symlink():
+        target.unlink()
+    target.mkdir(parents=True, exist_ok=True)
+
+
+def _append(target: Path, arg: dict[str, Any]) -> None:
+    with target.open("a") as handle:
+        handle.write(str(arg["text"]))

@@ -1,0 +1,1 @@
+"""A person's own Claude Code session in the lock: the command hook (standard library only)."""

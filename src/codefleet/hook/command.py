@@ -1,0 +1,402 @@
+"""`codefleet hook pre-tool-use|post-tool-use|session-end`: a person's session inside the lock.
+
+`codefleet join` installs these as command hooks in the tree's
+`.claude/settings.local.json`, so every Claude Code session started there runs
+them. Each call reads the hook JSON Claude Code writes on stdin and exits 0:
+
+- `pre-tool-use` canonicalizes every path the write names with the pre-write
+  gate's own function (`paths.TreeRoot.canonical`), asks the server for the
+  leases as the session's interactive holder, and prints nothing (no
+  objection) or THE denial (`hookio.deny_output`) naming the holder and what
+  to do. A path the fleet can never lease (outside the tree, protected)
+  cannot collide with it: no objection.
+- `post-tool-use` records one change-ledger row per path; it never vetoes.
+- `session-end` releases every lease the session holds.
+
+Failure policy: an unreachable server is a denial that says how to go on
+without the fleet (`codefleet leave`), unless the settings were written with
+`--fail-open`; malformed input is a denial with the reason, never a traceback.
+
+Standard library only, with a short import chain: it runs on every write of a
+person's session (p50 budget 60 ms including interpreter start, see
+docs/performance.md). It never imports FastAPI, pydantic, Rich, httpx, Typer
+or the SDK (a test holds it to that), and speaks HTTP/1.1 over a plain socket,
+which is all a JSON POST to the coordination server needs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, NamedTuple
+
+from codefleet.hook.io import deny_output, extract_paths
+from codefleet.models import WRITE_TOOLS, DenyReason
+from codefleet.paths import PathRejected, TreeRoot
+
+__all__ = [
+    "EVENTS",
+    "HookArgs",
+    "Refused",
+    "Unreachable",
+    "UsageError",
+    "main",
+    "parse_args",
+    "person_denial",
+    "post_json",
+    "run",
+]
+
+PRE_TOOL_USE: Final = "pre-tool-use"
+POST_TOOL_USE: Final = "post-tool-use"
+SESSION_END: Final = "session-end"
+EVENTS: Final = (PRE_TOOL_USE, POST_TOOL_USE, SESSION_END)
+PRE_TIMEOUT_S: Final = 5.0  # below the hook timeout `join` writes, so our reason is the one shown
+RECORD_TIMEOUT_S: Final = 2.0
+MAX_ANSWER_BYTES: Final = 4 * 1024 * 1024
+# Paths the fleet can never lease: a person's write there cannot collide with an agent's
+# (a hard-linked file is one no task may lease either).
+NOT_THE_LOCKS_BUSINESS: Final = frozenset(
+    {DenyReason.OUTSIDE_WORKDIR, DenyReason.PROTECTED_PATH, DenyReason.HARD_LINK}
+)
+USAGE: Final = (
+    "usage: codefleet hook pre-tool-use|post-tool-use|session-end --server URL --tree PATH "
+    "[--fail-open]\n(a Claude Code command hook: `codefleet join` writes it into the settings)\n"
+)
+
+
+class UsageError(ValueError):
+    """The hook command line is incomplete or unknown."""
+
+
+class Unreachable(Exception):
+    """The server did not answer usefully: no connection, a timeout, a 5xx, garbage."""
+
+
+class Refused(Exception):
+    """The server answered with an error envelope (4xx)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class HookArgs(NamedTuple):  # not a dataclass: `dataclasses` imports `inspect` (ms per write)
+    event: str
+    server: str
+    tree: str
+    fail_open: bool = False
+
+
+Post = Callable[[str, str, dict[str, Any], str | None, float], dict[str, Any]]
+
+
+def parse_args(argv: Sequence[str]) -> HookArgs:
+    """`EVENT --server URL --tree PATH [--fail-open]`, or `UsageError`."""
+    if not argv or argv[0] not in EVENTS:
+        raise UsageError(f"unknown hook event {argv[0] if argv else ''!r}")
+    values: dict[str, str] = {}
+    fail_open = False
+    rest = list(argv[1:])
+    while rest:
+        flag = rest.pop(0)
+        if flag == "--fail-open":
+            fail_open = True
+        elif flag in ("--server", "--tree") and rest:
+            values[flag] = rest.pop(0)
+        else:
+            raise UsageError(f"unexpected argument {flag!r}")
+    missing = [f for f in ("--server", "--tree") if not values.get(f)]
+    if missing:
+        raise UsageError(f"missing {' and '.join(missing)}")
+    return HookArgs(argv[0], values["--server"].rstrip("/"), values["--tree"], fail_open)
+
+
+# -- the three events -----------------------------------------------------------------
+
+
+def run(args: HookArgs, stdin_text: str, env: Mapping[str, str], post: Post | None = None) -> str:
+    """What the hook prints for one call: "" (no objection / nothing to say) or a denial."""
+    send = post or post_json
+    try:
+        data = json.loads(stdin_text)
+    except ValueError as err:
+        return _malformed(args, f"its input is not JSON ({err})")
+    problem = _input_problem(data, args.event)
+    if problem:
+        return _malformed(args, problem)
+    if args.event == SESSION_END:
+        _quietly(send, args, "/interactive/release", _release_body(data), env)
+        return ""
+    tool = data["tool_name"]
+    if tool not in WRITE_TOOLS:
+        return ""
+    raw = extract_paths(data.get("tool_input"))
+    if not raw:
+        if args.event == PRE_TOOL_USE:
+            return _deny(f"{tool} named no file path, so CodeFleet could not check it; the write was refused.")  # fmt: skip
+        return ""
+    keys, refusal = _lease_keys(args.tree, str(data.get("cwd") or os.getcwd()), raw)
+    if args.event == POST_TOOL_USE:
+        body = {**_who(data, env), "paths": keys, "tool": tool}
+        if keys:
+            _quietly(send, args, "/interactive/changes", body, env)
+        return ""
+    if refusal:
+        return _deny(refusal)
+    if not keys:
+        return ""
+    return _ask(args, send, {**_who(data, env), "paths": keys, "tool": tool}, env)
+
+
+def _input_problem(data: Any, event: str) -> str | None:
+    if not isinstance(data, dict):
+        return "its input is not a JSON object"
+    if not isinstance(data.get("session_id"), str) or not data["session_id"].strip():
+        return "its input has no session_id"
+    if event == SESSION_END:
+        return None
+    if not isinstance(data.get("tool_name"), str):
+        return "its input has no tool_name"
+    if not isinstance(data.get("tool_input"), dict):
+        return "its input has no tool_input object"
+    return None
+
+
+def _lease_keys(tree: str, cwd: str, raw: list[str]) -> tuple[list[str], str | None]:
+    """The lease keys of `raw` (the pre-write gate's canonical form), or why the write is refused."""
+    # Only `.git` here: which other names are protected is the server's setting, and a path
+    # it protects comes back `skipped` (nothing leased, no objection).
+    root = TreeRoot(Path(tree), names=())
+    keys: list[str] = []
+    for path in raw:
+        try:
+            key = root.canonical(os.path.join(cwd, path))
+        except PathRejected as err:
+            if err.reason in NOT_THE_LOCKS_BUSINESS:
+                continue
+            return keys, f"CodeFleet refused the write to {path}: {err.message}."
+        if key not in keys:
+            keys.append(key)
+    return keys, None
+
+
+def _ask(args: HookArgs, send: Post, body: dict[str, Any], env: Mapping[str, str]) -> str:
+    try:
+        answer = send(args.server, "/interactive/acquire", body, env.get("CODEFLEET_TOKEN"), PRE_TIMEOUT_S)  # fmt: skip
+    except Unreachable as err:
+        if args.fail_open:
+            sys.stderr.write(f"codefleet: {err}; allowed (--fail-open)\n")
+            return ""
+        return _deny(unreachable_reason(args, body["paths"][0], str(err)))
+    except Refused as err:
+        return _deny(
+            f"CodeFleet's server at {args.server} refused the lease request ({err.message}), so the "
+            f"write was refused. Fix that, or run `codefleet leave` in {args.tree} to work without "
+            "the fleet."
+        )
+    if answer.get("decision") == "allow":
+        return ""
+    return _deny(person_denial(answer))
+
+
+def person_denial(answer: Mapping[str, Any]) -> str:
+    """What a person reads when the lock refuses their write: who holds it and what to do."""
+    denied = [d for d in answer.get("denied") or [] if isinstance(d, dict)]
+    held = [d for d in denied if d.get("reason") == DenyReason.HELD]
+    if not held:
+        message = answer.get("message") or "the server refused the lease"
+        return f"CodeFleet refused the write: {message}."
+    first = held[0]
+    path, holder = first.get("path"), first.get("holder_agent_name") or "another agent"
+    if first.get("holder_kind") == "interactive":
+        who = f"{path} is being edited by {holder} in another Claude Code session"
+    else:
+        title = first.get("holder_task_title")
+        who = f"{path} is being edited by {holder} for task {first.get('holder_task_id')}"
+        who += f" ({title})" if title else ""
+    more = f" (and {len(held) - 1} more of the files named)" if len(held) > 1 else ""
+    return f"{who}{more}; wait for it (codefleet watch) or work on another file."
+
+
+def unreachable_reason(args: HookArgs, path: str, why: str) -> str:
+    return (
+        f"CodeFleet's server at {args.server} did not answer ({why}), so the write to {path} was "
+        "refused: a fleet agent may be editing it. Start the server (`codefleet serve`), or run "
+        f"`codefleet leave` in {args.tree} to work without the fleet."
+    )
+
+
+def _malformed(args: HookArgs, problem: str) -> str:
+    if args.event != PRE_TOOL_USE:
+        sys.stderr.write(f"codefleet hook {args.event}: {problem}; ignored\n")
+        return ""
+    return _deny(f"CodeFleet could not read this write's hook call: {problem}. The write was refused.")  # fmt: skip
+
+
+def _deny(reason: str) -> str:
+    return json.dumps(deny_output(reason))
+
+
+def _who(data: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    user = env.get("USER") or env.get("LOGNAME") or "you"
+    return {"session_id": data["session_id"], "user": user}
+
+
+def _release_body(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {"session_id": data["session_id"], "reason": "session_end"}
+
+
+def _quietly(
+    send: Post, args: HookArgs, path: str, body: dict[str, Any], env: Mapping[str, str]
+) -> None:
+    """A record or a release: best effort, a failure is a note on stderr, never a veto."""
+    try:
+        send(args.server, path, body, env.get("CODEFLEET_TOKEN"), RECORD_TIMEOUT_S)
+    except (Unreachable, Refused) as err:
+        sys.stderr.write(f"codefleet hook {args.event}: {err}\n")
+
+
+# -- HTTP ---------------------------------------------------------------------------------
+
+
+def post_json(
+    server: str, path: str, body: dict[str, Any], token: str | None, timeout: float
+) -> dict[str, Any]:
+    """POST `body` as JSON; the decoded answer, `Refused` on a 4xx, `Unreachable` otherwise."""
+    payload = json.dumps(body).encode()
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        status, raw = _send(server, path, payload, headers, timeout)
+    except (OSError, ValueError) as err:
+        raise Unreachable(f"{type(err).__name__}: {err}") from None
+    try:
+        answer = json.loads(raw) if raw else {}
+    except ValueError:
+        raise Unreachable(f"HTTP {status} with an answer that is not JSON") from None
+    if status >= 500 or not isinstance(answer, dict):
+        raise Unreachable(f"HTTP {status}")
+    if status >= 400:
+        error = answer.get("error")
+        message = error.get("message") if isinstance(error, dict) else None
+        raise Refused(status, str(message or f"HTTP {status}"))
+    return answer
+
+
+def _send(
+    server: str, path: str, payload: bytes, headers: dict[str, str], timeout: float
+) -> tuple[int, bytes]:
+    scheme, _, rest = server.partition("://")
+    if scheme == "https":
+        return _send_tls(server + path, payload, headers, timeout)
+    if scheme != "http":
+        raise ValueError(f"unsupported server URL {server!r}")
+    hostport, _, prefix = rest.partition("/")
+    host, port = _host_port(hostport)
+    target = ("/" + prefix.strip("/") if prefix.strip("/") else "") + path
+    lines = [f"POST {target} HTTP/1.1", f"Host: {hostport}"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    lines += [f"Content-Length: {len(payload)}", "Connection: close", "", ""]
+    with _connect(host, port, timeout) as sock:
+        sock.sendall("\r\n".join(lines).encode("latin-1") + payload)
+        return _read_response(sock)
+
+
+def _connect(host: str, port: int, timeout: float) -> socket.socket:
+    """A connected socket; an address literal skips name resolution (and its imports)."""
+    if ":" in host or host.replace(".", "").isdigit():
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            sock.connect((host, port))
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+    return socket.create_connection((host, port), timeout=timeout)
+
+
+def _host_port(hostport: str) -> tuple[str, int]:
+    if hostport.startswith("["):  # [::1]:8099
+        host, _, port = hostport[1:].partition("]")
+        return host, int(port.lstrip(":") or 80)
+    host, _, port = hostport.partition(":")
+    return host, int(port or 80)
+
+
+def _read_response(sock: socket.socket) -> tuple[int, bytes]:
+    chunks: list[bytes] = []
+    size = 0
+    while size <= MAX_ANSWER_BYTES:
+        data = sock.recv(65536)
+        if not data:
+            break
+        chunks.append(data)
+        size += len(data)
+    head, sep, body = b"".join(chunks).partition(b"\r\n\r\n")
+    if not sep:
+        raise ValueError("incomplete HTTP answer")
+    status_line, _, header_text = head.partition(b"\r\n")
+    status = int(status_line.split()[1])
+    if b"transfer-encoding: chunked" in header_text.lower():
+        body = _dechunk(body)
+    return status, body
+
+
+def _dechunk(body: bytes) -> bytes:
+    out: list[bytes] = []
+    while body:
+        size_line, _, body = body.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out.append(body[:size])
+        body = body[size + 2 :]
+    return b"".join(out)
+
+
+def _send_tls(
+    url: str, payload: bytes, headers: dict[str, str], timeout: float
+) -> tuple[int, bytes]:
+    """HTTPS (a server behind a TLS proxy): the slow, general path."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, data=payload, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return int(response.status), bytes(response.read(MAX_ANSWER_BYTES))
+    except urllib.error.HTTPError as err:
+        return int(err.code), bytes(err.read(MAX_ANSWER_BYTES))
+
+
+# -- entry point ----------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one hook call: read stdin, print the decision (if any), exit 0."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parse_args(argv)
+    except UsageError as err:
+        if argv and argv[0] == PRE_TOOL_USE:  # a broken settings line must still fail closed
+            sys.stdout.write(_deny(f"CodeFleet's hook is misconfigured ({err}); the write was refused. Run `codefleet join` again.") + "\n")  # fmt: skip
+            return 0
+        sys.stderr.write(f"codefleet hook: {err}\n{USAGE}")
+        return 0 if argv and argv[0] in EVENTS else 2
+    text = sys.stdin.read()
+    try:
+        out = run(args, text, os.environ)
+    except Exception as err:  # the hook fails closed and never shows the person a traceback
+        out = _deny(f"CodeFleet's hook failed ({type(err).__name__}: {err}); the write was refused.") if args.event == PRE_TOOL_USE else ""  # fmt: skip
+    if out:
+        sys.stdout.write(out + "\n")
+    return 0

@@ -1,0 +1,93 @@
+"""How a commit series is shown: the branch, its `git log --oneline`, and every loud finding.
+
+Used by `codefleet commit`, `run --commit` and the demo. It renders a
+`CommitResult` (what was made and what the checks found) and the tasks that
+did not succeed; it holds no state and runs no git itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from codefleet.review.commit import CommitResult
+from codefleet.review.history import Unfinished
+
+__all__ = ["history_json", "print_history"]
+
+UNTOUCHED = "your HEAD, index and working tree are untouched"
+
+
+def print_history(
+    console: Console, result: CommitResult, log: str, unfinished: Sequence[Unfinished] = ()
+) -> None:
+    """The branch and its log, then what was not committed and why."""
+    if result.commits:
+        head = Text("branch ", style="bold")
+        head.append(result.branch, style="bold magenta")
+        head.append(f" · {len(result.commits)} commit(s) on {result.base[:10]} · {UNTOUCHED}")
+        console.print(head)
+        for entry in log.splitlines():
+            console.print(Text(f"  {entry}"))
+    else:
+        console.print(Text("no commit made: no succeeded task changed a file", style="yellow"))
+    if result.error:
+        console.print(Text(f"committing stopped: {result.error}", style="bold red"))
+    if result.uncommitted:
+        missing = ", ".join(result.uncommitted)
+        console.print(Text(f"succeeded but not committed: {missing}", style="red"))
+    if result.mismatched:
+        paths = ", ".join(result.mismatched)
+        why = f"the working tree differs from the branch (edited outside the lock?): {paths}"
+        console.print(Text(why, style="bold red"))
+    for finding in _findings(result, unfinished):
+        console.print(finding)
+
+
+def _findings(result: CommitResult, unfinished: Sequence[Unfinished]) -> list[Text]:
+    lines = []
+    if result.empty:
+        lines.append(Text(f"no change to commit: {', '.join(result.empty)}", style="dim"))
+    if result.left_out:
+        lines.append(
+            Text(
+                "left out (changed in the tree, touched by no task, not committed): "
+                + ", ".join(result.left_out),
+                style="yellow",
+            )
+        )
+    if unfinished:
+        lines.append(Text("not succeeded, so not in the branch:", style="bold"))
+    kept = set(result.left_out)
+    for task in unfinished:
+        line = Text(f"  {task.task_id} {task.status}: {task.title}")
+        still = [p for p in task.paths if p in kept]
+        if still:
+            line.append(f" · its edits are still in the tree: {', '.join(still)}", style="red")
+        elif task.paths:
+            line.append(f" · wrote {', '.join(task.paths)}, rolled back", style="dim")
+        lines.append(line)
+    return lines
+
+
+def history_json(result: CommitResult, unfinished: Sequence[Unfinished] = ()) -> dict[str, Any]:
+    return {
+        "branch": result.branch if result.commits else None,
+        "base": result.base,
+        "tip": result.tip,
+        "commits": [
+            {"task_id": c.task_id, "commit": c.sha, "subject": c.subject, "paths": list(c.paths)}
+            for c in result.commits
+        ],
+        "empty": list(result.empty),
+        "left_out": list(result.left_out),
+        "mismatched": list(result.mismatched),
+        "error": result.error,
+        "uncommitted": list(result.uncommitted),
+        "not_succeeded": [
+            {"task_id": u.task_id, "status": u.status, "paths": list(u.paths)} for u in unfinished
+        ],
+    }

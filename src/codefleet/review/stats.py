@@ -1,0 +1,255 @@
+"""Collision analytics: where a run's time and money went, from its event log.
+
+`fleet_stats(facts)` is pure: the `RunFacts` the run report is built from (its
+attempts, vetoes, rollbacks, makespan and critical path, all derived from the
+events `review.fetch.fetch_record` read through the one client) in, one frozen
+`FleetStats` out. Three views:
+
+- per file: how often a write to it was refused, which tasks were involved
+  (the refused and the holders), the attempt time lost to those vetoes (each
+  vetoed attempt, whole: its edits were undone), and the attempt time lost to
+  rollbacks of other failed attempts that had edited it (an attempt that
+  restored several files counts in each file, once in the fleet's total);
+- per task: attempts (and how many a usage limit ended, not charged), the
+  time it waited (ready but not running) and ran, its cost;
+- the fleet: achieved parallelism (attempt time over the makespan: the mean
+  number of busy runners) against the runners it had, and the makespan
+  against the critical path.
+
+Definitions and their limits: docs/decisions.md, "Collision analytics".
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from codefleet.models import EventType, from_iso
+from codefleet.review.facts import Attempt, RunFacts, Veto
+
+__all__ = ["FileStats", "FleetStats", "TaskStats", "fleet_stats", "stats_json"]
+
+Row = dict[str, Any]
+_TERMINAL = {EventType.TASK_SUCCEEDED, EventType.TASK_FAILED, EventType.TASK_CANCELLED,
+             EventType.TASK_BLOCKED_UPSTREAM}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class FileStats:
+    path: str
+    vetoes: int
+    tasks: tuple[str, ...]  # refused tasks and holders, sorted
+    veto_lost_s: float  # the vetoed attempts' time
+    rollback_lost_s: float  # other failed attempts whose edits to this file were undone
+    rollbacks: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskStats:
+    id: str
+    status: str
+    attempts: int
+    uncharged: int  # attempts a usage limit ended (not charged against max_attempts)
+    vetoed: int
+    waiting_s: float  # ready (dependencies met, inside the run) but not running
+    running_s: float  # the sum of its attempts
+    cost_usd: float
+
+
+@dataclass(frozen=True, slots=True)
+class FleetStats:
+    runners: int
+    busy_mean: float  # attempt time / makespan: the mean number of busy runners
+    makespan_s: float
+    critical_s: float
+    critical_path: tuple[str, ...]
+    attempt_s: float
+    veto_lost_s: float
+    rollback_lost_s: float
+    pauses: int
+    paused_s: float
+    cost_usd: float
+    files: tuple[FileStats, ...]
+    tasks: tuple[TaskStats, ...]
+
+    @property
+    def parallelism(self) -> float:
+        """Achieved parallelism as a share of the runners (1.0: every runner always busy)."""
+        return self.busy_mean / self.runners if self.runners else 0.0
+
+    @property
+    def stretch(self) -> float | None:
+        """Makespan over the critical path (1.0: as fast as the dependencies allow)."""
+        return self.makespan_s / self.critical_s if self.critical_s else None
+
+
+def _at(event: Row) -> datetime:
+    return from_iso(str(event["at"]))
+
+
+def _attempt_at(attempts: Sequence[Attempt], task_id: str, at: datetime) -> Attempt | None:
+    """The attempt of `task_id` under way at `at` (a veto ends the attempt it refused)."""
+    for a in attempts:
+        if a.task_id == task_id and a.start <= at and (a.end is None or at <= a.end):
+            return a
+    return None
+
+
+def _vetoed_attempts(facts: RunFacts) -> dict[int, tuple[Attempt, set[str]]]:
+    """Each attempt a veto ended (by identity), with the paths it was refused."""
+    found: dict[int, tuple[Attempt, set[str]]] = {}
+    for v in facts.vetoes:
+        attempt = _attempt_at(facts.attempts, v.task_id, v.at)
+        if attempt is not None:
+            found.setdefault(id(attempt), (attempt, set()))[1].add(v.path)
+    return found
+
+
+def _lost(facts: RunFacts) -> tuple[float, float]:
+    """Attempt time lost to vetoes and to other rollbacks, each attempt counted once."""
+    vetoed = _vetoed_attempts(facts)
+    rolled = [a for a in facts.attempts if a.restored and id(a) not in vetoed]
+    return sum(a.seconds for a, _ in vetoed.values()), sum(a.seconds for a in rolled)
+
+
+def _files(facts: RunFacts) -> list[FileStats]:
+    vetoed: dict[str, list[Veto]] = defaultdict(list)
+    for v in facts.vetoes:
+        vetoed[v.path].append(v)
+    veto_attempts = _vetoed_attempts(facts)
+    veto_lost: dict[str, float] = defaultdict(float)
+    for attempt, paths in veto_attempts.values():
+        for path in paths:
+            veto_lost[path] += attempt.seconds
+    rolled: dict[str, list[Attempt]] = defaultdict(list)
+    for a in facts.attempts:
+        if a.restored and id(a) not in veto_attempts:
+            for path in set(a.restored):
+                rolled[path].append(a)
+    found = []
+    for path in sorted(set(vetoed) | set(rolled)):
+        tasks = {v.task_id for v in vetoed[path]} | {v.holder_task_id for v in vetoed[path]}
+        found.append(
+            FileStats(
+                path=path, vetoes=len(vetoed[path]), tasks=tuple(sorted(tasks)),
+                veto_lost_s=veto_lost[path],
+                rollback_lost_s=sum(a.seconds for a in rolled[path]),
+                rollbacks=len(rolled[path]),
+            )
+        )  # fmt: skip
+    return sorted(found, key=lambda f: (-f.vetoes, -(f.veto_lost_s + f.rollback_lost_s), f.path))
+
+
+def _origin(events: Sequence[Row]) -> datetime | None:
+    first = next((e for e in events if e["type"] == EventType.FLEET_STARTED), None)
+    first = first or (events[0] if events else None)
+    return _at(first) if first else None
+
+
+def _tasks(facts: RunFacts) -> list[TaskStats]:
+    events = facts.record.events
+    origin = _origin(events)
+    last = _at(events[-1]) if events else None
+    ready: dict[str, datetime] = {}
+    ended: dict[str, datetime] = {}
+    for e in events:
+        task = e.get("task_id")
+        if not task:
+            continue
+        if e["type"] in (EventType.TASK_CREATED, EventType.TASK_UNBLOCKED):
+            ready[task] = _at(e)
+        elif e["type"] in _TERMINAL:
+            ended[task] = _at(e)
+    found = []
+    for t in facts.record.tasks:
+        mine = [a for a in facts.attempts if a.task_id == t["id"]]
+        running = sum(a.seconds for a in mine)
+        start = max(filter(None, (ready.get(t["id"]), origin)), default=None)
+        end = ended.get(t["id"], last)
+        span = (end - start).total_seconds() if start and end and end > start else 0.0
+        found.append(
+            TaskStats(
+                id=t["id"], status=str(t["status"]), attempts=len(mine),
+                uncharged=int(t.get("uncharged_attempts") or 0),
+                vetoed=sum(v.task_id == t["id"] for v in facts.vetoes),
+                waiting_s=max(0.0, span - running) if mine else span, running_s=running,
+                cost_usd=float(t.get("cost_usd") or 0.0),
+            )
+        )  # fmt: skip
+    return found
+
+
+def _runners(facts: RunFacts) -> int:
+    declared = [
+        int(e["payload"].get("runners") or 0)
+        for e in facts.record.events
+        if e["type"] == EventType.FLEET_STARTED
+    ]
+    lanes = len({a.runner for a in facts.attempts})
+    return max([*declared, lanes], default=0)
+
+
+def _pauses(events: Sequence[Row]) -> tuple[int, float]:
+    paused = [e for e in events if e["type"] == EventType.FLEET_RESUMED]
+    return (
+        sum(e["type"] == EventType.FLEET_PAUSED and e["payload"].get("change") == "started"
+            for e in events),
+        sum(float(e["payload"].get("paused_s") or 0.0) for e in paused),
+    )  # fmt: skip
+
+
+def fleet_stats(facts: RunFacts) -> FleetStats:
+    """Per file, per task and fleet-wide figures of the run `facts` describes."""
+    files = _files(facts)
+    veto_lost, rollback_lost = _lost(facts)
+    attempt_s = sum(a.seconds for a in facts.attempts)
+    pauses, paused_s = _pauses(facts.record.events)
+    return FleetStats(
+        runners=_runners(facts),
+        busy_mean=attempt_s / facts.makespan_s if facts.makespan_s else 0.0,
+        makespan_s=facts.makespan_s,
+        critical_s=facts.critical_s,
+        critical_path=facts.critical_path,
+        attempt_s=attempt_s,
+        veto_lost_s=veto_lost,
+        rollback_lost_s=rollback_lost,
+        pauses=pauses,
+        paused_s=paused_s,
+        cost_usd=sum(float(t.get("cost_usd") or 0.0) for t in facts.record.tasks),
+        files=tuple(files),
+        tasks=tuple(_tasks(facts)),
+    )
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def stats_json(stats: FleetStats) -> dict[str, Any]:
+    """The figures as plain data (`codefleet stats --json`, the report's `stats` section)."""
+    return {
+        "fleet": {
+            "runners": stats.runners, "busy_mean": _r(stats.busy_mean),
+            "parallelism": _r(stats.parallelism), "makespan_s": _r(stats.makespan_s),
+            "critical_path": list(stats.critical_path), "critical_path_s": _r(stats.critical_s),
+            "stretch": _r(stats.stretch), "attempt_s": _r(stats.attempt_s),
+            "veto_lost_s": _r(stats.veto_lost_s), "rollback_lost_s": _r(stats.rollback_lost_s),
+            "pauses": stats.pauses, "paused_s": _r(stats.paused_s),
+            "cost_usd": round(stats.cost_usd, 6),
+        },
+        "files": [
+            {"path": f.path, "vetoes": f.vetoes, "tasks": list(f.tasks),
+             "veto_lost_s": _r(f.veto_lost_s), "rollback_lost_s": _r(f.rollback_lost_s),
+             "rollbacks": f.rollbacks}
+            for f in stats.files
+        ],
+        "tasks": [
+            {"id": t.id, "status": t.status, "attempts": t.attempts, "uncharged": t.uncharged,
+             "vetoed": t.vetoed, "waiting_s": _r(t.waiting_s), "running_s": _r(t.running_s),
+             "cost_usd": round(t.cost_usd, 6)}
+            for t in stats.tasks
+        ],
+    }  # fmt: skip

@@ -1,0 +1,394 @@
+"""The HTTP surface: a thin FastAPI layer over the engine, plus the SSE stream.
+
+Routes parse and validate (Pydantic, in `wire`), call ONE engine method, and
+shape the answer. Every error leaves in the one envelope
+`{"error": {"code", "message", "detail"}}`: domain refusals with their own
+status, validation problems as 422 (without echoing the input back), an
+oversized body as 413, and anything unexpected as a logged 500.
+
+Handlers are `async` and call the engine synchronously, so each transition
+runs whole on the event loop thread: the engine needs no locks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from codefleet import __version__
+from codefleet.api.wire import (
+    MAX_INT,
+    AcquireBody,
+    BudgetBody,
+    ChangeBody,
+    CheckEventBody,
+    ChecksBody,
+    CommitsBody,
+    CompleteBody,
+    FleetBody,
+    GraphBody,
+    HeartbeatBody,
+    RegisterBody,
+    StartBody,
+)
+from codefleet.config import Settings
+from codefleet.coord.engine import Engine, EngineConfig, Report
+from codefleet.coord.graph import NewTask
+from codefleet.coord.store import Store
+from codefleet.errors import DomainError, Forbidden
+from codefleet.models import EventType, TaskStatus, to_iso, utcnow
+from codefleet.paths import TreeRoot
+from codefleet.planning.analysis import analyse
+from codefleet.review.facts import run_facts
+from codefleet.review.record import RunRecord
+from codefleet.review.stats import fleet_stats, stats_json
+from codefleet.server.guards import BodyLimit, TokenAuth
+from codefleet.server.hostcheck import HostCheck
+from codefleet.server.interactive import install_interactive
+from codefleet.server.lock import ServerLock
+from codefleet.server.loopwatch import LoopWatch
+from codefleet.server.pages import install_web
+from codefleet.server.reads import Reads
+from codefleet.server.sse import EventHub
+
+__all__ = ["create_app"]
+
+log = logging.getLogger(__name__)
+Epoch = Annotated[int, Header(alias="X-Agent-Epoch")]
+MAX_WAIT_S = 30.0
+
+
+def _json(data: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(data, status_code=status)
+
+
+def _require_dirs(settings: Settings) -> None:
+    if not settings.workdir.is_dir():
+        raise FileNotFoundError(
+            f"working tree {settings.workdir} does not exist or is not a directory"
+        )
+    if not settings.db.parent.is_dir():
+        raise FileNotFoundError(f"the database's directory {settings.db.parent} does not exist")
+
+
+def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
+    workdir = settings.workdir
+    store = Store(settings.db, on_commit=hub.publish if hub else None)
+    tree = TreeRoot(
+        workdir, protected=[settings.db, settings.run_dir], names=settings.protected_names
+    )
+    config = EngineConfig(
+        stale_after=settings.stale_after,
+        task_timeout=settings.task_timeout,
+        backoff_base=settings.backoff_base,
+        backoff_cap=settings.backoff_cap,
+        heartbeat_interval=settings.heartbeat_interval,
+        poll_interval=settings.poll_interval,
+        tick_interval=settings.tick_interval,
+        max_attempts=settings.max_attempts,
+        rollback=not settings.keep_failed_edits,
+        preimage_max_bytes=settings.preimage_max_bytes,
+        interactive_idle=settings.interactive_idle,
+        max_cost=settings.max_cost,
+        max_cost_hard=settings.max_cost_hard,
+    )
+    return Engine(store, tree, config)
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """The app over its engine; holds the database's one-server lock until shutdown."""
+    hub = EventHub()
+    _require_dirs(settings)
+    lock = ServerLock.acquire(settings.db)  # before anything reads or repairs the database
+    try:
+        engine = build_engine(settings, hub)
+    except BaseException:
+        lock.release()
+        raise
+    reads = Reads(engine, settings)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        engine.attach(asyncio.get_running_loop())
+        hub.attach(asyncio.get_running_loop())
+        watch.attach(asyncio.get_running_loop())
+        ticker = asyncio.create_task(engine.run_ticker())
+        engine.kick()
+        try:
+            yield
+        finally:
+            watch.close()
+            ticker.cancel()
+            with suppress(asyncio.CancelledError):
+                await ticker
+            hub.close()
+            engine.store.close()
+            lock.release()
+
+    watch = LoopWatch()  # the time the loop could not run does not count against heartbeats
+    engine.deaf_seconds = watch.deaf_seconds
+    app = FastAPI(title="CodeFleet", version=__version__, lifespan=lifespan)
+    app.state.engine = engine
+    app.state.hub = hub
+    app.state.lock = lock
+    app.add_middleware(BodyLimit)
+    app.add_middleware(TokenAuth, token=settings.token)
+    if not settings.token:  # outermost: a rebinding page is refused before anything else runs
+        app.add_middleware(HostCheck, names=settings.allowed_host_names, bind_host=settings.host)
+    _install_errors(app)
+    _runner_routes(app, engine, settings)
+    _operator_routes(app, engine, reads, settings)
+    _fleet_routes(app, engine, reads, settings)
+    _limits_routes(app, engine)
+    _stats_routes(app, reads)
+    _event_routes(app, engine, hub)
+    install_interactive(app, engine)
+    install_web(app)
+    return app
+
+
+def _install_errors(app: FastAPI) -> None:
+    @app.exception_handler(DomainError)
+    async def domain_error(_: Request, exc: DomainError) -> JSONResponse:
+        return _json(exc.envelope(), exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in exc.errors()
+        ]
+        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+        where = ".".join(str(p) for p in first["loc"])
+        message = f"{where}: {first['msg']}" if where else str(first["msg"])
+        body = {
+            "error": {"code": "invalid_request", "message": message, "detail": {"errors": errors}}
+        }
+        return _json(body, 422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(
+            exc.status_code, "http_error"
+        )
+        return _json(
+            {"error": {"code": code, "message": str(exc.detail), "detail": {}}}, exc.status_code
+        )
+
+    @app.exception_handler(Exception)
+    async def internal(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")  # an infrastructure fault, never a refusal
+        body = {"error": {"code": "internal", "message": type(exc).__name__, "detail": {}}}
+        return _json(body, 500)
+
+
+def _runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> None:
+    @app.post("/agents/register")
+    async def register(body: RegisterBody) -> JSONResponse:
+        answer = engine.register(body.name, body.workdir, body.pid, body.host, body.replace)
+        answer.update(
+            heartbeat_interval_s=settings.heartbeat_interval,
+            stale_after_s=settings.stale_after,
+            poll_interval_s=settings.poll_interval,
+            task_timeout_s=settings.task_timeout,
+            server_time=to_iso(utcnow()),
+        )
+        return _json(answer)
+
+    @app.post("/agents/{agent_id}/heartbeat")
+    async def heartbeat(
+        agent_id: str, epoch: Epoch, body: HeartbeatBody | None = None
+    ) -> JSONResponse:
+        return _json(engine.heartbeat(agent_id, epoch))
+
+    @app.delete("/agents/{agent_id}", status_code=204)
+    async def leave(agent_id: str, epoch: Epoch) -> Response:
+        engine.leave(agent_id, epoch)
+        return Response(status_code=204)
+
+    @app.get("/agents/{agent_id}/assignment")
+    async def assignment(
+        agent_id: str, epoch: Epoch, wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S)] = 0
+    ) -> Response:
+        task = await engine.wait_assignment(agent_id, epoch, wait)
+        return _json({"task": task}) if task else Response(status_code=204)
+
+    @app.post("/tasks/{task_id}/start")
+    async def start(task_id: str, body: StartBody, epoch: Epoch) -> JSONResponse:
+        return _json(engine.start(task_id, body.agent_id, epoch))
+
+    @app.post("/leases/acquire")
+    async def acquire(body: AcquireBody, epoch: Epoch) -> JSONResponse:
+        return _json(engine.acquire(body.agent_id, epoch, body.task_id, body.paths, body.tool))
+
+    @app.post("/changes", status_code=202)
+    async def change(body: ChangeBody, epoch: Epoch) -> JSONResponse:
+        engine.record_change(body.agent_id, epoch, body.task_id, body.path, body.tool, body.sha256)
+        return _json({}, 202)
+
+    @app.post("/tasks/{task_id}/complete")
+    async def complete(task_id: str, body: CompleteBody, epoch: Epoch) -> JSONResponse:
+        fields = body.model_dump(exclude={"agent_id", "files_written"})
+        return _json(engine.complete(task_id, body.agent_id, epoch, Report(**fields)))
+
+    @app.post("/tasks/{task_id}/checks")
+    async def check_event(task_id: str, body: CheckEventBody, epoch: Epoch) -> JSONResponse:
+        return _json(engine.record_check(task_id, body.agent_id, epoch, body.model_dump()))
+
+    @app.get("/tasks/{task_id}/foreign-preimages")
+    async def foreign_preimages(task_id: str) -> JSONResponse:
+        return _json(engine.foreign_preimages(task_id))
+
+
+def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings) -> None:
+    @app.post("/tasks", status_code=201)
+    async def create(body: GraphBody) -> JSONResponse:
+        specs = [NewTask(**spec.model_dump()) for spec in body.tasks]
+        # The heavy half (a stat per scope path) runs off the loop, so heartbeats are still
+        # read meanwhile; the commit re-checks against the state of the moment, on the loop.
+        prepared = await asyncio.to_thread(engine.prepare_tasks, specs, body.checks)
+        return _json({"created": engine.commit_tasks(prepared)}, 201)
+
+    @app.get("/checks")
+    async def checks() -> JSONResponse:
+        return _json({"checks": engine.store.checks()})
+
+    @app.post("/checks")
+    async def define_checks(body: ChecksBody) -> JSONResponse:
+        return _json(engine.define_checks(body.checks))
+
+    @app.get("/tasks")
+    async def tasks(
+        status: TaskStatus | None = None,
+        limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
+        offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+    ) -> JSONResponse:
+        return _json({"tasks": reads.tasks(status, limit, offset)})
+
+    @app.get("/tasks/{task_id}")
+    async def task(task_id: str) -> JSONResponse:
+        return _json(reads.task(task_id))
+
+    @app.get("/tasks/{task_id}/patch", response_model=None)
+    async def patch(
+        task_id: str, format: Annotated[str, Query(pattern="^(text|json)$")] = "text"
+    ) -> Response:
+        found = reads.patch(task_id)
+        if format == "json":
+            return _json(found)
+        text = "".join(f["diff"] for f in found["files"])
+        return Response(text, media_type="text/x-diff")
+
+    @app.post("/tasks/{task_id}/cancel")
+    async def cancel(task_id: str) -> JSONResponse:
+        return _json(engine.cancel(task_id))
+
+    @app.post("/tasks/{task_id}/retry")
+    async def retry(task_id: str) -> JSONResponse:
+        return _json(engine.retry(task_id))
+
+
+def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings) -> None:
+    @app.get("/agents")
+    async def agents() -> JSONResponse:
+        return _json({"agents": reads.agents()})
+
+    @app.get("/leases")
+    async def leases() -> JSONResponse:
+        return _json({"leases": reads.leases()})
+
+    @app.get("/conflicts")
+    async def conflicts(resolved: bool | None = None) -> JSONResponse:
+        return _json({"conflicts": reads.conflicts(resolved)})
+
+    @app.get("/graph")
+    async def graph(runners: Annotated[int | None, Query(ge=1, le=256)] = None) -> JSONResponse:
+        """`graph check`'s analysis of the stored graph, computed off the event loop."""
+        planned = reads.planned()  # a snapshot, read on the loop like every other read
+        found = await asyncio.to_thread(analyse, planned, runners or settings.runners)
+        return _json({"runners": runners or settings.runners, **found.to_json()})
+
+    @app.get("/state")
+    async def state() -> JSONResponse:
+        return _json(reads.state())
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        return _json(reads.health())
+
+    @app.post("/fleet/started")
+    async def fleet_started(body: FleetBody) -> JSONResponse:
+        return _json(engine.fleet_event("fleet_started", body.model_dump(exclude_none=True)))
+
+    @app.post("/fleet/finished")
+    async def fleet_finished(body: FleetBody) -> JSONResponse:
+        return _json(engine.fleet_event("run_finished", body.model_dump(exclude_none=True)))
+
+    @app.post("/commits")
+    async def commits(body: CommitsBody) -> JSONResponse:
+        pairs = [(c.task_id, c.commit) for c in body.commits]
+        return _json(engine.record_commits(body.branch, pairs))
+
+    @app.post("/reset")
+    async def reset() -> JSONResponse:
+        if not settings.allow_reset:
+            raise Forbidden("reset is disabled; set CODEFLEET_ALLOW_RESET=1 on the server")
+        engine.reset()
+        return _json({"reset": True})
+
+
+def _limits_routes(app: FastAPI, engine: Engine) -> None:
+    """The fleet's limits: lift a usage-limit pause by hand; set the fleet's budget."""
+
+    @app.post("/fleet/resume")
+    async def resume() -> JSONResponse:
+        return _json(engine.resume())
+
+    @app.post("/fleet/budget")
+    async def budget(body: BudgetBody) -> JSONResponse:
+        return _json(engine.set_budget(body.max_cost_usd, body.hard))
+
+
+def _stats_routes(app: FastAPI, reads: Reads) -> None:
+    @app.get("/stats")
+    async def stats() -> JSONResponse:
+        """`codefleet stats`' figures for the dashboard: read on the loop, computed off it."""
+        record = reads.record()
+        return _json(await asyncio.to_thread(_stats_of, record))
+
+
+def _stats_of(record: RunRecord) -> dict[str, Any]:
+    return stats_json(fleet_stats(run_facts(record)))
+
+
+def _event_routes(app: FastAPI, engine: Engine, hub: EventHub) -> None:
+    @app.get("/events")
+    async def events(
+        since: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+        type: EventType | None = None,
+    ) -> JSONResponse:
+        return _json({"events": engine.store.events(since, limit, type)})
+
+    @app.get("/events/stream")
+    async def stream(
+        request: Request,
+        since: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+        last_event_id: Annotated[
+            int | None, Header(alias="Last-Event-ID", ge=0, le=MAX_INT)
+        ] = None,
+    ) -> StreamingResponse:
+        cursor = last_event_id if last_event_id is not None else since
+        return StreamingResponse(
+            hub.frames(engine.store, cursor),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )

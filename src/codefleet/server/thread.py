@@ -1,0 +1,85 @@
+"""Run the coordination server in a background thread on a free loopback port.
+
+Used by `codefleet demo` (which starts its own server) and by the tests (a
+real server on 127.0.0.1, real SQLite, real HTTP). The thread owns its own
+event loop; `stop()` asks uvicorn to exit and joins it.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from types import FrameType
+
+import uvicorn
+
+from codefleet.config import Settings
+from codefleet.server.app import create_app
+from codefleet.server.httpguard import uvicorn_config
+from codefleet.server.sse import EventHub
+
+__all__ = ["FleetServer", "ServerThread", "free_port"]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class FleetServer(uvicorn.Server):
+    """uvicorn, ending the live event streams first when asked to exit.
+
+    uvicorn waits for open responses before it shuts down, and an SSE stream
+    never finishes on its own: without this, Ctrl-C (or `stop()`) would hang
+    while a dashboard is connected.
+    """
+
+    def __init__(self, config: uvicorn.Config, hub: EventHub) -> None:
+        super().__init__(config)
+        self.hub = hub
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.hub.close_threadsafe()
+        super().handle_exit(sig, frame)
+
+
+class ServerThread:
+    def __init__(self, settings: Settings) -> None:
+        if settings.port == 0:
+            settings = settings.model_copy(update={"port": free_port(settings.host)})
+        self.settings = settings
+        self.app = create_app(settings)
+        config = uvicorn_config(
+            self.app, settings.host, settings.port, settings, lifespan="on", loop="asyncio"
+        )
+        self._server = FleetServer(config, self.app.state.hub)
+        self._thread = threading.Thread(
+            target=self._server.run, name="codefleet-server", daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.settings.host}:{self.settings.port}"
+
+    def start(self, timeout: float = 10.0) -> ServerThread:
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not start on {self.url}")
+            time.sleep(0.005)
+        return self
+
+    def stop(self) -> None:
+        self._server.hub.close_threadsafe()
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()

@@ -1,0 +1,1 @@
+"""Real Claude Code sessions: the SDK executor and its pure helpers."""

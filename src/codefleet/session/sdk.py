@@ -1,0 +1,648 @@
+"""The SDK executor: one attempt = one real Claude Code session (DESIGN §7).
+
+The only module that imports `claude_agent_sdk`. Each attempt runs the CLI the
+SDK bundles with `dontAsk`, the read/write file tools and nothing else (no
+Bash, no subagents), no filesystem settings, strict MCP config, cwd = the
+shared tree, and the model, turn and budget limits from settings.
+
+The PreToolUse hook (matcher `Write|Edit|MultiEdit|NotebookEdit`,
+`on_failure="block"`) calls the attempt's `WriteGate` and answers `{}` (no
+objection: never `permissionDecision: "allow"`, which would override
+`dontAsk`) or `deny(reason)`. Anything unexpected in the hook is a denial; a
+raised exception, `None`, a malformed answer or a timeout is blocked by the
+CLI itself because of `on_failure="block"`. PostToolUse records the ledger
+row in the background (bounded, never vetoes). The hook times itself (entry
+to decision) so the coordination overhead can be reported.
+
+Failures, mapped in `session_outcome` (whose docstring has the full order):
+a vetoed write -> VETO; budget or turn stop -> BUDGET; an API error result ->
+INFRA (429 or 529 -> RATE_LIMITED); a CLI that cannot start or whose pipe breaks
+(`CLIConnectionError`, incl. not found) or that dies without a result frame
+(`ProcessError`, JSON garbage) -> INFRA, since the environment failed, not the
+agent; a result with `is_error` otherwise -> AGENT_ERROR. A `ResultError`
+raised after the `ResultMessage` was yielded is expected: the result decides.
+
+When a limit lifts: the CLI keeps an API's `retry-after` header to itself
+(it waits out a short one within its own retries and gives up at once on a
+long one, measured with CLI 2.1.332). Under a subscription login it reports
+the limit as a `RateLimitEvent` with `status="rejected"` and `resets_at` (Unix
+seconds) before the error result; that becomes the outcome's `retry_after_s`
+(docs/decisions.md, "What a session knows about a usage limit").
+
+Cancellation (the runner's wall clock, or fencing) kills the CLI process with
+SIGKILL before the SDK closes the transport, so nothing outlives the attempt.
+The SDK does not expose the child, so we build its `SubprocessCLITransport`
+ourselves and read its `_process` (pinned SDK 0.2.189; a CLI test pins it).
+
+Checks: when the operator defined named checks, the session also gets one
+in-process MCP tool, `run_check(name)` (`mcp__codefleet__run_check`, in
+`tools` and `allowed_tools`), which calls the attempt's `Checker`; without
+checks no MCP server is configured (docs/decisions.md, "The check tool is an
+in-process MCP server").
+
+Every attempt leaves `run_dir/sessions/<task>-attempt<n>.json` and a stderr
+log (`session_record`): the CLI's `init` frame (tools, model, permission mode,
+cwd, MCP servers: the proof the session was hermetic), the outcome, the hook
+timings and the checks the agent ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final, cast
+
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    ClaudeSDKError,
+    CLIConnectionError,
+    HookCallback,
+    HookContext,
+    HookInput,
+    HookJSONOutput,
+    HookMatcher,
+    McpSdkServerConfig,
+    RateLimitEvent,
+    ResultMessage,
+    SystemMessage,
+    ToolAnnotations,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+    create_sdk_mcp_server,
+    query,
+    tool,
+)
+from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+
+from codefleet.fleet.checks import CHECK_TOOL, Checker
+from codefleet.fleet.executor import Attempt, Outcome
+from codefleet.fleet.prewrite import WriteGate
+from codefleet.hook.io import deny_output, extract_paths
+from codefleet.hook.readguard import READ_TOOLS, read_refusal
+from codefleet.models import WRITE_TOOLS, CheckPurpose, ErrorKind, utcnow
+from codefleet.session.credentials import CREDENTIAL_VARS, MissingCredentials, credentials_problem
+from codefleet.session.outcome import Crash, HookRecord, SessionResult, session_outcome
+from codefleet.session.prompt import build_prompt
+from codefleet.session.record import StderrFile, record_path, save_record, stderr_path
+
+__all__ = [
+    "CHECK_TOOL_NAME",
+    "CREDENTIAL_VARS",
+    "SESSION_TOOLS",
+    "WRITE_MATCHER",
+    "MissingCredentials",
+    "ReadOnlySession",
+    "Reply",
+    "SessionExecutor",
+    "SessionFailed",
+    "credentials_problem",
+    "deny",
+    "make_check_server",
+    "make_post_tool_use",
+    "make_pre_tool_use",
+    "record_path",
+]
+
+log = logging.getLogger(__name__)
+
+SESSION_TOOLS: Final = ("Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Glob", "Grep")
+WRITE_MATCHER: Final = "Write|Edit|MultiEdit|NotebookEdit"
+READ_MATCHER: Final = "|".join(READ_TOOLS)
+CHECK_SERVER: Final = "codefleet"
+CHECK_TOOL_NAME: Final = f"mcp__{CHECK_SERVER}__{CHECK_TOOL}"
+CHECK_RESULT_CHARS: Final = 50_000  # the CLI keeps a tool result up to this size inline
+MCP_TIMEOUT_MARGIN_S: Final = 60.0  # the CLI's own limit on a tool call, past the check's
+HOOK_TIMEOUT_S: Final = 8.0  # the CLI blocks the write if the hook takes longer
+CHECK_MARGIN_S: Final = 1.0  # our own check gives up first, with a readable reason
+RECORD_TIMEOUT_S: Final = 2.0
+MAX_BUFFER_SIZE: Final = 16 * 1024 * 1024  # one stream-json line can carry a whole file
+REAP_WAIT_S: Final = 5.0
+# How CLI 2.1.332 words a tool_result for a write it blocked because the hook failed or was
+# too slow (with on_failure="block"); a timeout is NOT listed in `permission_denials`.
+CLI_HOOK_BLOCK_PREFIX: Final = "PreToolUse"
+UNCHECKED = (
+    "The write could not be checked against the other agents' leases, so it was refused. "
+    "Do not retry it. Stop now and report that the write was refused."
+)
+
+EnvFor = Callable[[Attempt], Mapping[str, str]]
+MarkerFor = Callable[[Attempt], str | None]
+
+
+def deny(reason: str) -> HookJSONOutput:
+    """THE PreToolUse denial (DESIGN §7); every refusal the hook makes goes through here."""
+    return cast(HookJSONOutput, deny_output(reason))
+
+
+@dataclass
+class AttemptLog:
+    """What one attempt's hooks and message drain collect; read after the session."""
+
+    gate: WriteGate
+    check_timeout: float
+    hook_ms: list[float] = field(default_factory=list)
+    refusals: list[dict[str, Any]] = field(default_factory=list)
+    read_refusals: list[dict[str, Any]] = field(default_factory=list)  # answers, not failures
+    pending: set[asyncio.Task[None]] = field(default_factory=set)
+    init: dict[str, Any] | None = None
+    write_calls: dict[str, str] = field(default_factory=dict)  # tool_use_id -> tool name
+    transport: SubprocessCLITransport | None = None
+    cli_pid: int | None = None
+    limit_resets_at: float | None = None  # Unix seconds: a rejected RateLimitEvent said so
+
+    def hook_record(self) -> HookRecord:
+        return HookRecord(
+            blocked_on=self.gate.blocked_on,
+            refusals=tuple(str(r["reason"]) for r in self.refusals),
+            written=tuple(self.gate.written),
+        )
+
+
+# -- the hooks ----------------------------------------------------------------------
+
+
+def make_pre_tool_use(attempt_log: AttemptLog) -> HookCallback:
+    """The PreToolUse callback: ask the gate, answer `{}` or `deny(...)`, time itself."""
+
+    async def pre_tool_use(
+        input_data: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        started = time.perf_counter()
+        try:
+            answer = await _decide(attempt_log, dict(input_data))
+        except Exception:  # the hook fails closed: anything unexpected is a denial
+            log.exception("PreToolUse hook failed; denying the write")
+            answer = _refuse(attempt_log, "?", [], UNCHECKED)
+        attempt_log.hook_ms.append((time.perf_counter() - started) * 1000.0)
+        return answer
+
+    return pre_tool_use
+
+
+async def _decide(attempt_log: AttemptLog, data: dict[str, Any]) -> HookJSONOutput:
+    tool, tool_input = str(data.get("tool_name") or ""), data.get("tool_input")
+    blocked_on = attempt_log.gate.blocked_on
+    if tool not in WRITE_TOOLS:  # the matcher only sends write tools; anything else is suspect
+        return _refuse(attempt_log, tool, [], f"{tool or 'A tool'} is not a write tool; refused.")
+    if blocked_on is not None:  # after a veto the attempt is over: enforce the stop
+        return _refuse(attempt_log, tool, extract_paths(tool_input), _after_veto(blocked_on))
+    try:
+        verdict = await asyncio.wait_for(
+            attempt_log.gate.check(tool, tool_input), attempt_log.check_timeout
+        )
+    except TimeoutError:
+        return _refuse(attempt_log, tool, extract_paths(tool_input), UNCHECKED)
+    if verdict.allowed:
+        return {}
+    return _refuse(attempt_log, tool, list(verdict.paths), verdict.reason)
+
+
+def _after_veto(path: str) -> str:
+    return (
+        f"You were already refused {path}, so this attempt is over and every further write is "
+        f"refused. Stop now and report that you are blocked on {path}."
+    )
+
+
+def _refuse(attempt_log: AttemptLog, tool: str, paths: list[str], reason: str) -> HookJSONOutput:
+    attempt_log.refusals.append({"tool": tool, "paths": paths, "reason": reason, "by": "hook"})
+    return deny(reason)
+
+
+def make_read_guard(attempt_log: AttemptLog) -> HookCallback:
+    """The PreToolUse callback for Read, Glob and Grep: refuse, locally, reads outside the tree.
+
+    `readguard.read_refusal` decides (the same check as `codefleet plan`'s sessions). A
+    refused read is an answer the model acts on, so it does not fail the attempt.
+    """
+
+    async def read_guard(
+        input_data: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        data = dict(input_data)
+        tool, tool_input = str(data.get("tool_name") or ""), data.get("tool_input")
+        try:
+            refusal = read_refusal(str(attempt_log.gate.tree.root), tool, tool_input)
+        except Exception:  # the hook fails closed: anything unexpected is a refusal
+            log.exception("read guard failed; refusing the read")
+            refusal = "The read could not be checked, so it was refused."
+        if refusal is None:
+            return {}
+        attempt_log.read_refusals.append({"tool": tool, "input": tool_input, "reason": refusal})
+        return deny(refusal)
+
+    return read_guard
+
+
+def make_post_tool_use(attempt_log: AttemptLog) -> HookCallback:
+    """The PostToolUse callback: record the ledger row in the background; never vetoes."""
+
+    async def post_tool_use(
+        input_data: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        data = dict(input_data)
+        tool = str(data.get("tool_name") or "")
+        for path in extract_paths(data.get("tool_input")):
+            task = asyncio.create_task(_record(attempt_log.gate, path, tool))
+            attempt_log.pending.add(task)
+            task.add_done_callback(attempt_log.pending.discard)
+        return {}
+
+    return post_tool_use
+
+
+async def _record(gate: WriteGate, path: str, tool: str) -> None:
+    with contextlib.suppress(TimeoutError):  # the ledger is a record, not a gate
+        await asyncio.wait_for(gate.record(path, tool), RECORD_TIMEOUT_S)
+
+
+# -- the check tool -----------------------------------------------------------------
+
+
+def make_check_server(checker: Checker) -> McpSdkServerConfig:
+    """The in-process MCP server with the one `run_check(name)` tool of this attempt."""
+    description = (
+        "Run one of the operator's named checks (tests, linters) in a private copy of the "
+        "shared tree holding your edits and all finished work, never other agents' unfinished "
+        "edits; nothing it writes reaches the tree. Returns the verdict, exit code and output "
+        f"(tail). Available checks: {', '.join(checker.names)}."
+    )
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "description": "The check's name."}},
+        "required": ["name"],
+    }
+
+    @tool(CHECK_TOOL, description, schema, ToolAnnotations(maxResultSizeChars=CHECK_RESULT_CHARS))
+    async def run_check(args: dict[str, Any]) -> dict[str, Any]:
+        result = await checker.run(str(args.get("name") or ""), CheckPurpose.TOOL)
+        text = {"type": "text", "text": result.render()}
+        return {"content": [text], "is_error": result.refused is not None}
+
+    return create_sdk_mcp_server(CHECK_SERVER, tools=[run_check])
+
+
+# -- the executor -------------------------------------------------------------------
+
+
+class SessionExecutor:
+    """Runs each attempt as a real Claude Code session; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        max_turns: int = 40,
+        max_budget_usd: float = 0.50,
+        env: EnvFor | None = None,
+        prompt_marker: MarkerFor | None = None,
+        hook_timeout: float = HOOK_TIMEOUT_S,
+    ) -> None:
+        self.model = model
+        self.max_turns = max_turns
+        self.max_budget_usd = max_budget_usd
+        self.env = env
+        self.prompt_marker = prompt_marker
+        self.hook_timeout = hook_timeout
+        self.hook_timings_ms: list[float] = []  # every hook call of every attempt, for reports
+
+    async def run(self, attempt: Attempt) -> Outcome:
+        attempt_log = AttemptLog(attempt.gate, max(0.5, self.hook_timeout - CHECK_MARGIN_S))
+        started = utcnow()
+        outcome: Outcome | None = None
+        result: SessionResult | None = None
+        try:
+            with StderrFile(stderr_path(attempt), attempt) as stderr:
+                options = self.options(attempt, attempt_log, stderr.write)
+                result, crash = await _reaping(self._prompt(attempt), options, attempt_log)
+            await _settle(attempt_log.pending)
+            outcome = session_outcome(result, crash, attempt_log.hook_record())
+            return outcome
+        finally:
+            self.hook_timings_ms.extend(attempt_log.hook_ms)
+            evidence = {"cli_pid": attempt_log.cli_pid, "init": attempt_log.init,
+                        "refusals": attempt_log.refusals,
+                        "read_refusals": attempt_log.read_refusals}  # fmt: skip
+            save_record(attempt, evidence, attempt_log.hook_ms, result, outcome, started)
+
+    def options(
+        self, attempt: Attempt, attempt_log: AttemptLog, stderr: Callable[[str], None]
+    ) -> ClaudeAgentOptions:
+        """The session options of DESIGN §7 for this attempt (plus the check tool, if any)."""
+        tools, servers = list(SESSION_TOOLS), dict[str, Any]()
+        env = dict(self.env(attempt)) if self.env else {}
+        if attempt.checks is not None:
+            tools.append(CHECK_TOOL_NAME)
+            servers[CHECK_SERVER] = make_check_server(attempt.checks)
+            limit = attempt.checks.limits.timeout + MCP_TIMEOUT_MARGIN_S
+            env.setdefault("MCP_TOOL_TIMEOUT", str(int(limit * 1000)))
+        return ClaudeAgentOptions(
+            tools=tools,
+            allowed_tools=list(tools),
+            mcp_servers=servers,
+            permission_mode="dontAsk",
+            setting_sources=[],
+            strict_mcp_config=True,
+            cwd=str(attempt.workdir),
+            model=self.model,
+            max_turns=self.max_turns,
+            max_budget_usd=self.max_budget_usd,
+            max_buffer_size=MAX_BUFFER_SIZE,
+            stderr=stderr,
+            env=env,
+            hooks=self.hooks(attempt_log),
+            system_prompt={"type": "preset", "preset": "claude_code"},
+        )
+
+    def hooks(self, attempt_log: AttemptLog) -> dict[Any, list[HookMatcher]]:
+        pre = HookMatcher(
+            matcher=WRITE_MATCHER,
+            hooks=[make_pre_tool_use(attempt_log)],
+            timeout=self.hook_timeout,
+            on_failure="block",
+        )
+        reads = HookMatcher(
+            matcher=READ_MATCHER,
+            hooks=[make_read_guard(attempt_log)],
+            timeout=self.hook_timeout,
+            on_failure="block",
+        )
+        post = HookMatcher(
+            matcher=WRITE_MATCHER,
+            hooks=[make_post_tool_use(attempt_log)],
+            timeout=RECORD_TIMEOUT_S * 2,
+        )
+        return {"PreToolUse": [pre, reads], "PostToolUse": [post]}
+
+    def _prompt(self, attempt: Attempt) -> str:
+        marker = self.prompt_marker(attempt) if self.prompt_marker else None
+        checks = attempt.checks.names if attempt.checks else ()
+        return build_prompt(attempt.task, marker, checks)
+
+
+# -- running and reaping the CLI ------------------------------------------------------
+
+
+async def _reaping(
+    prompt: str, options: ClaudeAgentOptions, attempt_log: AttemptLog
+) -> tuple[SessionResult | None, Crash | None]:
+    """Drain the session; if we are cancelled, SIGKILL the CLI first, then let the SDK close."""
+    drain = asyncio.create_task(_drain(prompt, options, attempt_log))
+    try:
+        return await asyncio.shield(drain)
+    except asyncio.CancelledError:
+        _kill_cli(attempt_log)
+        drain.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await asyncio.wait_for(drain, REAP_WAIT_S)
+        raise
+
+
+async def _drain(
+    prompt: str, options: ClaudeAgentOptions, attempt_log: AttemptLog
+) -> tuple[SessionResult | None, Crash | None]:
+    """Keep the init frame and the result; an error result is yielded, then raised."""
+    transport = SubprocessCLITransport(prompt=prompt, options=options)
+    attempt_log.transport = transport
+    result: ResultMessage | None = None
+    try:
+        async for message in query(prompt=prompt, options=options, transport=transport):
+            attempt_log.cli_pid = attempt_log.cli_pid or _cli_pid(transport)
+            if isinstance(message, SystemMessage) and message.subtype == "init":
+                attempt_log.init = dict(message.data)
+            elif isinstance(message, ResultMessage):
+                result = message
+            elif isinstance(message, RateLimitEvent):
+                attempt_log.limit_resets_at = (
+                    limit_resets_at(message) or attempt_log.limit_resets_at
+                )
+            else:
+                _watch_writes(message, attempt_log)
+    except ClaudeSDKError as err:  # ResultError after a yielded result, or a CLI failure
+        if result is None:
+            return None, classify_crash(err)
+        log.debug("session raised after its result: %r", err)
+    if result is None:
+        return None, None
+    return _session_result(result, seconds_until(attempt_log.limit_resets_at)), None
+
+
+def limit_resets_at(event: RateLimitEvent) -> float | None:
+    """When a limit the CLI says we hit lifts (Unix seconds); None for a mere warning."""
+    info = event.rate_limit_info
+    if info.status != "rejected" or not isinstance(info.resets_at, int | float):
+        return None
+    return float(info.resets_at)
+
+
+def seconds_until(moment: float | None) -> float | None:
+    """Seconds from now to a Unix time (never negative); None stays None."""
+    return None if moment is None else max(0.0, moment - time.time())
+
+
+def _watch_writes(message: Any, attempt_log: AttemptLog) -> None:
+    """Note write calls, and the ones the CLI itself blocked because the hook failed."""
+    if isinstance(message, AssistantMessage):
+        for block in message.content:
+            if isinstance(block, ToolUseBlock) and block.name in WRITE_TOOLS:
+                attempt_log.write_calls[block.id] = block.name
+    elif isinstance(message, UserMessage) and isinstance(message.content, list):
+        for block in message.content:
+            if isinstance(block, ToolResultBlock) and block.is_error:
+                tool = attempt_log.write_calls.get(block.tool_use_id)
+                text = _result_text(block.content)
+                if tool and text.startswith(CLI_HOOK_BLOCK_PREFIX):
+                    attempt_log.refusals.append(
+                        {"tool": tool, "paths": [], "reason": text, "by": "cli"}
+                    )
+
+
+def _result_text(content: str | list[dict[str, Any]] | None) -> str:
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return content or ""
+
+
+def classify_crash(err: BaseException) -> Crash:
+    """A session failure without a result frame: the environment's fault -> INFRA."""
+    what = (
+        "could not start or talk to the Claude Code CLI"
+        if isinstance(err, CLIConnectionError)
+        else "the Claude Code CLI failed"
+    )
+    return Crash(ErrorKind.INFRA, f"{what}: {type(err).__name__}: {err}"[:2000])
+
+
+def _session_result(message: ResultMessage, retry_after_s: float | None = None) -> SessionResult:
+    return SessionResult(
+        retry_after_s=retry_after_s,
+        subtype=message.subtype,
+        is_error=message.is_error,
+        text=message.result,
+        session_id=message.session_id,
+        total_cost_usd=message.total_cost_usd,
+        model_usage={k: dict(v) for k, v in (message.model_usage or {}).items()},
+        api_error_status=message.api_error_status,
+        terminal_reason=message.terminal_reason,
+        errors=tuple(message.errors or ()),
+        permission_denials=len(
+            [d for d in message.permission_denials or () if _tool_name(d) not in READ_TOOLS]
+        ),
+    )
+
+
+def _tool_name(denial: Any) -> str | None:
+    """The tool a `permission_denials` entry names (a refused read is not a failed write)."""
+    return str(denial.get("tool_name")) if isinstance(denial, dict) else None
+
+
+def _cli_pid(transport: SubprocessCLITransport) -> int | None:
+    process = getattr(transport, "_process", None)
+    pid = getattr(process, "pid", None)
+    return pid if isinstance(pid, int) else None
+
+
+def _kill_cli(attempt_log: AttemptLog) -> None:
+    """SIGKILL the attempt's CLI process if it is still running."""
+    process = getattr(attempt_log.transport, "_process", None)
+    if process is None or process.returncode is not None:
+        return
+    attempt_log.cli_pid = attempt_log.cli_pid or process.pid
+    with contextlib.suppress(ProcessLookupError):
+        process.kill()
+
+
+async def _settle(pending: set[asyncio.Task[None]]) -> None:
+    """Wait (bounded) for the background ledger writes of this attempt."""
+    if pending:
+        await asyncio.wait(set(pending), timeout=RECORD_TIMEOUT_S)
+
+
+# -- a read-only conversation (codefleet plan) ----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One answer of a `ReadOnlySession`: its whole final text and the session so far.
+
+    `outcome` is what the fleet's sessions report (ok, error and kind, cost and tokens,
+    cumulative over the conversation); `model` comes from the CLI's `init` frame.
+    """
+
+    text: str
+    outcome: Outcome
+    model: str | None = None
+
+
+class ReadOnlySession:
+    """One Claude Code session that may only read the tree, kept open across messages.
+
+    The hardened options of the fleet's sessions (`dontAsk`, no setting sources, strict
+    MCP, cwd = the tree, turn and budget caps) with the tools Read, Glob and Grep only;
+    a PreToolUse hook (`on_failure="block"`) refuses any read outside the tree
+    (`readguard`). `ask` sends one user message and waits for the result; the next
+    `ask` continues the same conversation. Leaving the `async with` ends the CLI.
+    """
+
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        model: str | None = None,
+        max_turns: int = 40,
+        max_budget_usd: float = 0.50,
+        timeout: float = 600.0,
+        env: Mapping[str, str] | None = None,
+        stderr: Callable[[str], None] | None = None,
+    ) -> None:
+        self.workdir = workdir.resolve()
+        self.timeout = timeout
+        self.refusals: list[str] = []
+        self._init: dict[str, Any] | None = None
+        guard = HookMatcher(
+            matcher=READ_MATCHER, hooks=[self._guard], timeout=HOOK_TIMEOUT_S, on_failure="block"
+        )
+        self._client = ClaudeSDKClient(
+            ClaudeAgentOptions(
+                tools=list(READ_TOOLS),
+                allowed_tools=list(READ_TOOLS),
+                mcp_servers={},
+                permission_mode="dontAsk",
+                setting_sources=[],
+                strict_mcp_config=True,
+                cwd=str(self.workdir),
+                model=model,
+                max_turns=max_turns,
+                max_budget_usd=max_budget_usd,
+                max_buffer_size=MAX_BUFFER_SIZE,
+                stderr=stderr,
+                env=dict(env or {}),
+                hooks={"PreToolUse": [guard]},
+                system_prompt={"type": "preset", "preset": "claude_code"},
+            )
+        )
+
+    async def __aenter__(self) -> ReadOnlySession:
+        try:
+            await self._client.connect()
+        except ClaudeSDKError as err:
+            raise SessionFailed(classify_crash(err).message) from err
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        with contextlib.suppress(Exception):  # closing a CLI that already died is not an error
+            await self._client.disconnect()
+
+    @property
+    def init(self) -> dict[str, Any] | None:
+        """The CLI's `init` frame (tools, model, permission mode, cwd), once it arrived."""
+        return self._init
+
+    async def ask(self, text: str) -> Reply:
+        """Send `text` as the next user message; the reply ends with the CLI's result."""
+        result: ResultMessage | None = None
+        crash: Crash | None = None
+        try:
+            async with asyncio.timeout(self.timeout):
+                await self._client.query(text)
+                async for message in self._client.receive_response():
+                    if isinstance(message, SystemMessage) and message.subtype == "init":
+                        self._init = dict(message.data)
+                    elif isinstance(message, ResultMessage):
+                        result = message
+        except TimeoutError:
+            crash = Crash(ErrorKind.TIMEOUT, f"no answer within {self.timeout:g} s")
+        except ClaudeSDKError as err:  # after a result: expected for an error result
+            crash = None if result is not None else classify_crash(err)
+        # A refused read is not a failed answer: the model was told, and the answer decides.
+        summary = replace(_session_result(result), permission_denials=0) if result else None
+        outcome = session_outcome(summary, crash, HookRecord())
+        model = str(self._init.get("model")) if self._init and self._init.get("model") else None
+        return Reply(result.result or "" if result is not None else "", outcome, model)
+
+    async def _guard(
+        self, input_data: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        data = dict(input_data)
+        try:
+            tool = str(data.get("tool_name") or "")
+            refusal = read_refusal(str(self.workdir), tool, data.get("tool_input"))
+        except Exception:  # the hook fails closed: anything unexpected is a refusal
+            log.exception("read guard failed; refusing the call")
+            refusal = "The call could not be checked, so it was refused."
+        if refusal is None:
+            return {}
+        self.refusals.append(refusal)
+        return deny(refusal)
+
+
+class SessionFailed(Exception):
+    """The Claude Code CLI could not be started for a read-only session."""

@@ -1,0 +1,1 @@
+"""Views for a person: the terminal dashboard, run and task rendering."""

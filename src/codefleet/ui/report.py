@@ -1,0 +1,110 @@
+"""Rendering a finished run for a person: the task table, the vetoes, the verdict.
+
+Everything here renders data fetched from the server (tasks, conflicts) or
+the run's own result; it holds no state. `run`, `demo` and `tasks` use it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from codefleet.fleet.local import FleetResult
+
+__all__ = ["STATUS_STYLE", "cost_text", "print_result", "task_table", "veto_lines"]
+
+STATUS_STYLE = {
+    "pending": "dim",
+    "assigned": "cyan",
+    "running": "bold cyan",
+    "succeeded": "green",
+    "failed": "bold red",
+    "blocked_upstream": "red",
+    "cancelled": "yellow",
+}
+
+
+def _note(task: dict[str, Any]) -> str:
+    if task["status"] == "succeeded":
+        note = task.get("result_summary") or ""
+        if task.get("attempts", 0) > 1 and task.get("error_kind"):
+            note = f"after {task['error_kind']} on attempt 1; {note}"
+        return note
+    return task.get("error") or ""
+
+
+def task_table(tasks: list[dict[str, Any]], title: str = "Tasks") -> Table:
+    table = Table(title=title, title_justify="left", expand=False)
+    for column in ("task", "title", "status", "att.", "cost $", "note"):
+        table.add_column(column, overflow="fold")
+    for task in tasks:
+        status = Text(task["status"], style=STATUS_STYLE.get(task["status"], ""))
+        table.add_row(  # user and model text as Text: never parsed as Rich markup
+            Text(task["id"]),
+            Text(task["title"][:48]),
+            status,
+            f"{task['attempts']}/{task['max_attempts']}",
+            f"{task.get('cost_usd', 0.0):.4f}",
+            Text(_note(task)[:90]),
+        )
+    return table
+
+
+def veto_lines(conflicts: list[dict[str, Any]]) -> list[Text]:
+    lines = []
+    for c in conflicts:
+        line = Text("VETO ", style="bold white on red")
+        line.append(
+            f" {c['agent_name']} (task {c['task_id']}) was refused {c['path']}: "
+            f"held by {c['holder_agent_name']} (task {c['holder_task_id']})"
+        )
+        line.append(
+            " → retried and succeeded" if c["resolved"] else " → not resolved",
+            style="green" if c["resolved"] else "red",
+        )
+        lines.append(line)
+    return lines
+
+
+def cost_text(cost: float, simulated: bool) -> str:
+    """The run's cost; `simulated` when no real model ran (the figure is priced, not spent)."""
+    return f"${cost:.4f} simulated, nothing spent" if simulated else f"${cost:.4f}"
+
+
+def print_result(
+    console: Console,
+    result: FleetResult,
+    conflicts: list[dict[str, Any]],
+    *,
+    simulated_cost: bool = False,
+) -> None:
+    """The task table, the vetoes, the verify output and the verdict panel."""
+    console.print(task_table(result.tasks))
+    for line in veto_lines(conflicts):
+        console.print(line)
+    if result.verify is not None:
+        style = "green" if result.verify.ok else "red"
+        console.print(
+            Text(f"verify: `{result.verify.command}` exited {result.verify.exit_code}", style=style)
+        )
+        if not result.verify.ok:
+            console.print(result.verify.output[-3000:], markup=False)
+    for why in result.runner_errors:
+        console.print(Text(f"runner stopped: {why}", style="bold red"))
+    if result.stopped:
+        console.print(Text(f"fleet stopped: {result.stopped}", style="bold red"))
+    done = sum(t["status"] == "succeeded" for t in result.tasks)
+    cost = sum(float(t.get("cost_usd") or 0) for t in result.tasks)
+    verdict = Text("PASS" if result.ok else "FAIL", style="bold green" if result.ok else "bold red")
+    body = Group(
+        verdict,
+        Text(
+            f"{done}/{len(result.tasks)} tasks succeeded · {len(conflicts)} veto(es) · "
+            f"{cost_text(cost, simulated_cost)} · {result.duration_s:.2f}s"
+        ),
+    )
+    console.print(Panel(body, title="verdict", expand=False))

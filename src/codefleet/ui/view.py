@@ -1,0 +1,548 @@
+"""The dashboard's pure half: a frozen view model, how events read, and how it all renders.
+
+`describe` turns one event into one `LogLine`; `build_view` turns one
+`/state` answer plus the recent log into a `ViewModel`; `render` turns a
+`ViewModel` into a Rich renderable that fits the log to the terminal height.
+None of them does I/O or reads a clock: `now` is an argument, so a literal
+view model renders the same way every time. The I/O loop is `codefleet.ui.dashboard`.
+
+Ages (heartbeat, lease) are computed from the server's timestamps against
+`now`; statuses, the stale flag and the counters are the server's, never
+re-derived here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from rich import box
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.panel import Panel
+from rich.segment import Segment
+from rich.table import Table
+from rich.text import Text
+
+from codefleet.models import EventType, TaskStatus, from_iso
+from codefleet.ui.report import STATUS_STYLE
+
+__all__ = [
+    "AgentRow",
+    "BudgetLine",
+    "LeaseRow",
+    "LogLine",
+    "PauseBanner",
+    "TaskRow",
+    "ViewModel",
+    "build_view",
+    "describe",
+    "render",
+]
+
+VETO_STYLE: Final = "bold red"
+PAUSE_STYLE: Final = "bold yellow"
+VETO_BADGE: Final = "bold white on red"
+MAX_TASK_ROWS: Final = 20
+MIN_LOG_ROWS: Final = 3
+PINNED_VETOES: Final = 3
+# Statuses shown first when the task table must be cut: what needs eyes now.
+_URGENT: Final = (TaskStatus.RUNNING, TaskStatus.ASSIGNED, TaskStatus.FAILED)
+_STATUS_ORDER: Final = tuple(TaskStatus)
+_TABLE: Final[dict[str, Any]] = {
+    "expand": True, "box": box.SIMPLE_HEAD, "show_edge": False, "title_style": "bold",
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRow:
+    id: str
+    title: str
+    status: str
+    attempts: int
+    max_attempts: int
+    cost_usd: float
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRow:
+    name: str
+    status: str
+    task_id: str | None
+    heartbeat_age_s: float
+    stale: bool
+    succeeded: int
+    failed: int
+    cost_usd: float
+    kind: str = "runner"  # or "interactive": a person's own Claude Code session
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRow:
+    path: str
+    holder: str
+    task_id: str
+    age_s: float
+    kind: str = "task"  # or "interactive": held by a person's own Claude Code session
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    event_id: int
+    at: str
+    text: str
+    style: str = ""
+    veto: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ViewModel:
+    """Everything one frame shows; `connection` is "live", "connecting…" or "reconnecting…"."""
+
+    server: str
+    connection: str
+    tasks: tuple[TaskRow, ...] = ()
+    hidden_tasks: int = 0
+    agents: tuple[AgentRow, ...] = ()
+    leases: tuple[LeaseRow, ...] = ()
+    log: tuple[LogLine, ...] = ()
+    counts: tuple[tuple[str, int], ...] = ()
+    cost_usd: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    vetoes: int = 0
+    last_event_id: int = 0
+    pause: PauseBanner | None = None
+    budget: BudgetLine | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetLine:
+    """The fleet's budget: its cap, what was spent, whether it stopped the fleet."""
+
+    max_cost_usd: float
+    spent_usd: float
+    hard: bool
+    exhausted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PauseBanner:
+    """The fleet is paused on a usage limit: until when (local clock text), how long left, why."""
+
+    until: str
+    remaining_s: float
+    reason: str
+
+
+# -- events -> log lines ------------------------------------------------------------------
+
+
+def _who(event: Mapping[str, Any], names: Mapping[str, str]) -> str:
+    agent_id = event.get("agent_id") or ""
+    return names.get(agent_id, agent_id or "?")
+
+
+def _veto_text(event: Mapping[str, Any], names: Mapping[str, str]) -> str:
+    body = event["payload"]
+    who = body.get("requester_name") or _who(event, names)
+    holder = body.get("holder_agent_name") or body.get("holder_agent_id") or "?"
+    held = f"held by {holder} ({body.get('holder_task_id')})"
+    if body.get("reason") not in (None, "held"):
+        held = str(body["reason"])
+    return f"VETO {who} ({event['task_id']}) refused {body.get('path')}: {held}"
+
+
+def _task_words(kind: str, body: Mapping[str, Any], task: str, who: str) -> tuple[str, str] | None:
+    match kind:
+        case EventType.TASK_REQUEUED:
+            why = f"blocked on {body['blocked_on_path']}" if body.get("blocked_on_path") else ""
+            return f"{task} requeued ({body.get('error_kind')}) {why}".rstrip(), "yellow"
+        case EventType.TASK_SUCCEEDED:
+            return f"{who} ✓ {task} succeeded", "green"
+        case EventType.TASK_FAILED:
+            return f"{task} FAILED ({body.get('error_kind')}): {body.get('error')}", "bold red"
+        case EventType.TASK_ASSIGNED:
+            return f"{body.get('agent_name', who)} ← {task} (attempt {body.get('attempt')})", "cyan"
+        case EventType.TASK_STARTED:
+            return f"{who} started {task}", "cyan"
+        case EventType.TASK_CREATED:
+            return f"{task} created: {body.get('title', '')}", "dim"
+        case EventType.TASK_UNBLOCKED:
+            return f"{task} unblocked by {body.get('by')}", "dim"
+        case EventType.TASK_BLOCKED_UPSTREAM:
+            return f"{task} blocked: upstream {body.get('upstream')} failed", "red"
+        case EventType.TASK_CANCELLED | EventType.TASK_RETRIED:
+            return f"{task} {kind.removeprefix('task_')}", "yellow"
+    return None
+
+
+def _other_words(kind: str, body: Mapping[str, Any], task: str, who: str) -> tuple[str, str] | None:
+    match kind:
+        case EventType.LEASE_ACQUIRED:
+            return f"{who} leased {body.get('path')} for {task}", "dim"
+        case EventType.LEASE_RELEASED:
+            return f"{task} released {body.get('path')} ({body.get('reason')})", "dim"
+        case EventType.FILE_CHANGED:
+            return f"{who} {body.get('tool')} {body.get('path')}", "dim"
+        case EventType.AGENT_REGISTERED | EventType.AGENT_ONLINE if (
+            body.get("kind") == "interactive"
+        ):
+            return f"{body.get('name', who)} (a person's session) joined the lock", "magenta"
+        case EventType.AGENT_REGISTERED | EventType.AGENT_ONLINE:
+            return f"{body.get('name', who)} {kind.removeprefix('agent_')}", "dim"
+        case EventType.AGENT_OFFLINE if body.get("kind") == "interactive":
+            paths = ", ".join(body.get("paths") or ()) or "nothing"
+            return f"{body.get('name', who)} released {paths} ({body.get('reason')})", "magenta"
+        case EventType.AGENT_OFFLINE:
+            return f"{body.get('name', who)} offline ({body.get('reason')})", "yellow"
+        case EventType.TASK_COMMITTED:
+            return (
+                f"{task} committed {str(body.get('commit'))[:7]} on {body.get('branch')}",
+                "magenta",
+            )
+        case EventType.CHECK_FINISHED:
+            verdict = (
+                "passed"
+                if body.get("passed")
+                else "timed out"
+                if body.get("timed_out")
+                else "FAILED"
+            )
+            line = f"{who} check {body.get('name')} {verdict} for {task} ({body.get('purpose')})"
+            return line, "green" if body.get("passed") else "bold yellow"
+    return None
+
+
+def _fleet_words(kind: str, body: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The fleet's limits: a usage-limit pause, its end, the budget."""
+    match kind:
+        case EventType.FLEET_PAUSED:
+            until = _clock_text(str(body.get("until")))
+            why = body.get("reason") or "usage limit"
+            return f"FLEET PAUSED until {until} ({body.get('change')}): {why}", PAUSE_STYLE
+        case EventType.FLEET_RESUMED:
+            return f"fleet resumed ({body.get('reason')}) after {body.get('paused_s')} s", "green"
+        case EventType.FLEET_BUDGET_EXHAUSTED:
+            stop = "running tasks stopped" if body.get("hard") else "running tasks finish"
+            return (
+                f"FLEET BUDGET EXHAUSTED: ${body.get('spent_usd')} of ${body.get('max_cost_usd')}; "
+                f"no new task is assigned ({stop})",
+                "bold red",
+            )
+        case EventType.FLEET_BUDGET_SET:
+            cap = body.get("max_cost_usd")
+            return f"fleet budget set to {'none' if cap is None else f'${cap}'}", "magenta"
+    return None
+
+
+def describe(event: Mapping[str, Any], names: Mapping[str, str]) -> LogLine:
+    """One log line for one event; `names` maps agent ids to runner names."""
+    kind, body, task = str(event["type"]), event["payload"], str(event.get("task_id"))
+    veto = kind == EventType.LEASE_DENIED
+    if veto:
+        found: tuple[str, str] | None = (_veto_text(event, names), VETO_STYLE)
+    else:
+        who = _who(event, names)
+        found = (
+            _task_words(kind, body, task, who)
+            or _other_words(kind, body, task, who)
+            or _fleet_words(kind, body)
+        )
+    text, style = found or (kind.replace("_", " "), "bold")
+    at = _clock_text(event["at"])
+    return LogLine(event_id=int(event["id"]), at=at, text=text, style=style, veto=veto)
+
+
+def _clock_text(stamp: str) -> str:
+    """A server timestamp as local wall-clock time, `HH:MM:SS`."""
+    return from_iso(stamp).astimezone().strftime("%H:%M:%S")
+
+
+# -- state -> view model ------------------------------------------------------------------
+
+
+def _age(stamp: str | None, now: datetime) -> float:
+    return max(0.0, (now - from_iso(stamp)).total_seconds()) if stamp else 0.0
+
+
+def _note(task: Mapping[str, Any]) -> str:
+    if task["status"] == TaskStatus.SUCCEEDED:
+        return str(task.get("result_summary") or "")
+    error = task.get("error") or ""
+    if error and task["status"] in (TaskStatus.PENDING, TaskStatus.ASSIGNED, TaskStatus.RUNNING):
+        return f"last attempt: {error}"
+    return str(error)
+
+
+def _task_row(task: Mapping[str, Any]) -> TaskRow:
+    return TaskRow(
+        id=task["id"],
+        title=task["title"],
+        status=task["status"],
+        attempts=int(task["attempts"]),
+        max_attempts=int(task["max_attempts"]),
+        cost_usd=float(task.get("cost_usd") or 0.0),
+        note=_note(task),
+    )
+
+
+def _pick_tasks(tasks: Sequence[Mapping[str, Any]], limit: int) -> list[Mapping[str, Any]]:
+    """All tasks in server order when they fit; else the urgent ones first, then the rest."""
+    if len(tasks) <= limit:
+        return list(tasks)
+    urgent = [t for t in tasks if t["status"] in _URGENT]
+    rest = [t for t in tasks if t["status"] not in _URGENT]
+    return (urgent + rest)[:limit]
+
+
+def _agent_row(agent: Mapping[str, Any], now: datetime) -> AgentRow:
+    return AgentRow(
+        name=agent["name"],
+        status=agent["status"],
+        task_id=agent.get("current_task_id"),
+        heartbeat_age_s=_age(agent.get("last_heartbeat_at"), now),
+        stale=bool(agent.get("stale")),
+        succeeded=int(agent.get("tasks_succeeded") or 0),
+        failed=int(agent.get("tasks_failed") or 0),
+        cost_usd=float(agent.get("cost_usd") or 0.0),
+        kind=str(agent.get("kind") or "runner"),
+    )
+
+
+def _lease_row(lease: Mapping[str, Any], now: datetime) -> LeaseRow:
+    return LeaseRow(
+        path=lease["path"],
+        holder=lease.get("holder_agent_name") or lease["agent_id"],
+        task_id=lease["task_id"],
+        age_s=_age(lease.get("acquired_at"), now),
+        kind=str(lease.get("kind") or "task"),
+    )
+
+
+def _pause(state: Mapping[str, Any], now: datetime) -> PauseBanner | None:
+    pause = state.get("pause")
+    if not pause:
+        return None
+    left = max(0.0, (from_iso(pause["until"]) - now).total_seconds())
+    return PauseBanner(_clock_text(pause["until"]), left, str(pause.get("reason") or ""))
+
+
+def _budget(state: Mapping[str, Any]) -> BudgetLine | None:
+    budget = state.get("budget") or {}
+    if budget.get("max_cost_usd") is None:
+        return None
+    return BudgetLine(
+        float(budget["max_cost_usd"]), float(budget.get("spent_usd") or 0.0),
+        bool(budget.get("hard")), bool(budget.get("exhausted")),
+    )  # fmt: skip
+
+
+def _counts(counters: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    known = [(s.value, counters[s]) for s in _STATUS_ORDER if counters.get(s)]
+    extra = sorted((k, v) for k, v in counters.items() if k not in set(_STATUS_ORDER) and v)
+    return tuple(known + extra)
+
+
+def build_view(
+    state: Mapping[str, Any] | None,
+    log: Iterable[LogLine],
+    *,
+    server: str,
+    connection: str,
+    vetoes: int,
+    last_event_id: int,
+    now: datetime,
+    max_task_rows: int = MAX_TASK_ROWS,
+) -> ViewModel:
+    """The frame for one `/state` answer (None before the first one) and the recent log."""
+    base = ViewModel(
+        server=server, connection=connection, log=tuple(log), vetoes=vetoes,
+        last_event_id=last_event_id,
+    )  # fmt: skip
+    if state is None:
+        return base
+    tasks = state["tasks"]
+    counters = state["counters"]
+    shown = _pick_tasks(tasks, max_task_rows)
+    return ViewModel(
+        server=server,
+        connection=connection,
+        tasks=tuple(_task_row(t) for t in shown),
+        hidden_tasks=len(tasks) - len(shown),
+        agents=tuple(_agent_row(a, now) for a in state["agents"]),
+        leases=tuple(_lease_row(lease, now) for lease in state["leases"]),
+        log=base.log,
+        counts=_counts(counters["tasks"]),
+        cost_usd=float(counters["cost_usd"]),
+        input_tokens=int(counters["input_tokens"]),
+        output_tokens=int(counters["output_tokens"]),
+        vetoes=vetoes,
+        last_event_id=last_event_id,
+        pause=_pause(state, now),
+        budget=_budget(state),
+    )
+
+
+# -- view model -> renderable --------------------------------------------------------------
+
+
+def _tokens(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+def _age_text(seconds: float) -> str:
+    return f"{seconds:.0f}s" if seconds < 120 else f"{seconds / 60:.0f}m"
+
+
+def summary_line(view: ViewModel) -> Text:
+    """The one-line summary: connection, counts per status, cost, tokens, vetoes, cursor."""
+    live = view.connection == "live"
+    line = Text()
+    line.append(f"● {view.connection}", style="bold green" if live else "bold yellow")
+    line.append(" │ ", style="dim")
+    for i, (status, n) in enumerate(view.counts or (("no tasks", 0),)):
+        line.append(" · " if i else "", style="dim")
+        line.append(f"{status} {n}" if n else status, style=STATUS_STYLE.get(status, ""))
+    line.append(" │ ", style="dim")
+    line.append(f"${view.cost_usd:.4f}")
+    if view.budget is not None:
+        cap = f" of ${view.budget.max_cost_usd:.2f}"
+        line.append(cap, style=VETO_STYLE if view.budget.exhausted else "dim")
+    line.append(" · ")
+    line.append(f"{_tokens(view.input_tokens)}/{_tokens(view.output_tokens)} tok · ")
+    line.append(f"vetoes {view.vetoes}", style=VETO_STYLE if view.vetoes else "")
+    line.append(f" · event #{view.last_event_id}")
+    line.append(f" │ {view.server}", style="dim")
+    line.no_wrap, line.overflow = True, "ellipsis"
+    return line
+
+
+def _task_table(view: ViewModel) -> Table:
+    title = "Tasks" + (f" (+{view.hidden_tasks} more)" if view.hidden_tasks else "")
+    table = Table(title=title, title_justify="left", **_TABLE)
+    table.add_column("task", no_wrap=True)
+    table.add_column("title", no_wrap=True, overflow="ellipsis", max_width=44)
+    table.add_column("status", no_wrap=True)
+    table.add_column("att.", no_wrap=True, justify="right")
+    table.add_column("cost $", no_wrap=True, justify="right")
+    table.add_column("note", no_wrap=True, overflow="ellipsis", ratio=1)
+    for t in view.tasks:
+        table.add_row(
+            Text(t.id), Text(t.title), Text(t.status, style=STATUS_STYLE.get(t.status, "")),
+            f"{t.attempts}/{t.max_attempts}", f"{t.cost_usd:.4f}", Text(t.note),
+        )  # fmt: skip
+    return table
+
+
+def _agent_table(view: ViewModel) -> Table:
+    table = Table(title="Agents", title_justify="left", **_TABLE)
+    for name in ("agent", "status", "task", "hb", "stale", "ok/fail", "cost $"):
+        table.add_column(name, no_wrap=True, overflow="ellipsis")
+    for a in view.agents:
+        style = {"busy": "cyan", "offline": "dim"}.get(a.status, "")
+        table.add_row(
+            _holder_text(a.name, a.kind), Text(a.status, style=style), Text(a.task_id or "-"),
+            "-" if a.status == "offline" else _age_text(a.heartbeat_age_s),
+            Text("STALE", style="bold red") if a.stale else "", f"{a.succeeded}/{a.failed}",
+            f"{a.cost_usd:.4f}",
+        )  # fmt: skip
+    return table
+
+
+def _lease_table(view: ViewModel) -> Table:
+    table = Table(title="Leases", title_justify="left", **_TABLE)
+    table.add_column("path", no_wrap=True, overflow="ellipsis", ratio=1)
+    for name in ("holder", "task", "age"):
+        table.add_column(name, no_wrap=True)
+    for lease in view.leases:
+        holder = _holder_text(lease.holder, lease.kind)
+        table.add_row(Text(lease.path), holder, Text(lease.task_id), _age_text(lease.age_s))
+    if not view.leases:
+        table.add_row(Text("no file is leased", style="dim"), "", "", "")
+    return table
+
+
+def _holder_text(name: str, kind: str) -> Text:
+    """A person's own Claude Code session stands out from the fleet: `ada@0aeef531 person`."""
+    if kind != "interactive":
+        return Text(name)
+    return Text.assemble(name, (" person", "magenta"))
+
+
+def log_text(line: LogLine) -> Text:
+    """`#id time text`; a veto gets a white-on-red badge on its first word."""
+    text = Text.assemble((f"#{line.event_id:<5} {line.at} ", "dim"))
+    if line.style == VETO_STYLE and line.text.startswith("VETO "):
+        text.append("VETO", style=VETO_BADGE)
+        text.append(line.text[4:], style=line.style)
+    else:
+        text.append(line.text, style=line.style)
+    return text
+
+
+class _LogTail:
+    """The newest log lines that fit the height left over below `above`."""
+
+    def __init__(self, above: RenderableType, lines: Sequence[LogLine]) -> None:
+        self.above = above
+        self.lines = lines
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        above = console.render_lines(self.above, options, pad=False)
+        rows = max(MIN_LOG_ROWS, (options.height or options.max_height) - len(above) - 3)
+        tail = self.lines[-rows:]
+        body = Text("\n").join(log_text(line) for line in tail) if tail else Text("")
+        for line in above:
+            yield from line
+            yield Segment.line()
+        yield Panel(body, title="Events", title_align="left", height=min(rows, len(tail)) + 2)
+
+
+def pause_text(pause: PauseBanner) -> Text:
+    """`⏸ FLEET PAUSED · resumes in 25 s (18:04:22) · why`: the countdown moves each repaint."""
+    line = Text("⏸ FLEET PAUSED", style=PAUSE_STYLE)
+    line.append(f" · resumes in {_age_text(pause.remaining_s)} ({pause.until})")
+    line.append(" · no task is assigned until then; `codefleet resume` lifts it", style="dim")
+    if pause.reason:
+        line.append(f"\n{pause.reason}", style="yellow")
+    return line
+
+
+def budget_text(budget: BudgetLine) -> Text:
+    """`⏹ FLEET BUDGET EXHAUSTED · $1.02 of $1.00 · ...`: why nothing more is assigned."""
+    line = Text("⏹ FLEET BUDGET EXHAUSTED", style=VETO_STYLE)
+    line.append(f" · ${budget.spent_usd:.4f} spent of ${budget.max_cost_usd:.4f}")
+    stop = "running tasks were stopped" if budget.hard else "running tasks finish"
+    line.append(f" · no new task is assigned; {stop}; `codefleet budget USD` raises it", "dim")
+    return line
+
+
+def _veto_panel(view: ViewModel) -> Panel | None:
+    """The newest vetoes in the log, pinned so a busy log cannot scroll them away."""
+    recent = [line for line in view.log if line.veto][-PINNED_VETOES:]
+    if not recent:
+        return None
+    body = Text("\n").join(log_text(line) for line in recent)
+    title = f"Vetoes ({view.vetoes} in all, newest {len(recent)})"
+    return Panel(body, title=title, title_align="left", border_style="red")
+
+
+def render(view: ViewModel) -> RenderableType:
+    """One frame: summary, tasks, agents beside leases, pinned vetoes, then the newest events."""
+    side_by_side = Table.grid(expand=True, padding=(0, 1))
+    side_by_side.add_column(ratio=11)
+    side_by_side.add_column(ratio=9)
+    side_by_side.add_row(_agent_table(view), _lease_table(view))
+    parts: list[RenderableType] = [summary_line(view)]
+    if view.pause is not None:
+        parts.append(Panel(pause_text(view.pause), border_style="yellow"))
+    if view.budget is not None and view.budget.exhausted:
+        parts.append(Panel(budget_text(view.budget), border_style="red"))
+    parts += [_task_table(view), side_by_side]
+    vetoes = _veto_panel(view)
+    if vetoes is not None:
+        parts.append(vetoes)
+    return _LogTail(Group(*parts), view.log)
