@@ -22,8 +22,8 @@ from codefleet.api.client import FleetClient
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.models import ErrorKind
 from codefleet.server.thread import free_port
-from codefleet.session.sdk import SessionExecutor, deny, record_path
 from codefleet.session import sdk as session
+from codefleet.session.sdk import SessionExecutor, deny, record_path
 from codefleet.testing.fakemodel import ApiError, FakeModel, Text, ToolUse, Turn, Usage
 
 if TYPE_CHECKING:
