@@ -16,6 +16,7 @@ import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from playwright.async_api import Page, Route, expect
 from web_support import (
@@ -244,23 +245,35 @@ async def test_a_dropped_stream_resumes_after_the_last_event_it_delivered(
     assert (await run_demo_fleet(demo_server)).ok
     async with FleetClient(demo_server.url, token=TOKEN) as client:
         events = await client.all_events()
-    cursors: list[str] = []
+    reads: list[str] = []  # the `since` of each GET /events
+    cursors: list[str] = []  # ... and of each stream
+
+    async def first_read_is_short(route: Route) -> None:
+        reads.append(parse_qs(urlsplit(route.request.url).query)["since"][0])
+        if len(reads) == 1:  # as if the run had had five events when the page loaded
+            body = json.dumps({"events": events[:5]})
+            await route.fulfill(status=200, content_type="application/json", body=body)
+        else:
+            await route.continue_()
 
     async def first_stream_ends_early(route: Route) -> None:
         cursors.append(route.request.url.rsplit("since=", 1)[1])
-        if len(cursors) == 1:  # the first ten events, then the connection closes
-            body = "".join(frame(e) for e in events[:10])
+        if len(cursors) == 1:  # the next five events, then the connection closes
+            body = "".join(frame(e) for e in events[5:10])
             await route.fulfill(status=200, content_type="text/event-stream", body=body)
         else:
             await route.continue_()
 
     page = await browser.context.new_page()
+    await page.route(re.compile(r"/events\?"), first_read_is_short)
     await page.route("**/events/stream?*", first_stream_ends_early)
     page.on("console", lambda m: browser.errors.append(m.text) if m.type == "error" else None)
     await page.goto(f"{demo_server.url}/?token={TOKEN}")
 
     await expect(page.locator("body")).to_have_attribute("data-last-event", str(events[-1]["id"]))
-    assert cursors[:2] == ["0", str(events[9]["id"])]
+    # each stream starts after the last event read; each reconnect reads on from the last delivered
+    assert reads[:2] == ["0", str(events[9]["id"])]
+    assert cursors[:2] == [str(events[4]["id"]), str(events[-1]["id"])]
     await expect(page.locator("#log-view [aria-live]")).to_have_text(
         f"{len(events)} of {len(events)} events."
     )

@@ -4,6 +4,7 @@
 // sessionStorage and leaves the address bar.
 
 const TOKEN_KEY = "codefleet.token";
+const EVENTS_PAGE = 5000; // events per `GET /events` read (the server allows up to 10,000)
 
 export class AuthError extends Error {}
 
@@ -71,6 +72,17 @@ export class Api {
     if (response.status === 401) throw new AuthError("the server wants a token");
     if (!response.ok) throw new HttpError(response.status);
     return response.json();
+  }
+
+  /** Every event after `since`, through `GET /events` in pages, in id order. */
+  async eventsAfter(since) {
+    const events = [];
+    for (;;) {
+      const { events: page } = await this.get(`/events?since=${since}&limit=${EVENTS_PAGE}`);
+      events.push(...page);
+      if (page.length < EVENTS_PAGE) return events;
+      since = page.at(-1).id;
+    }
   }
 
   /** Read `/events/stream?since=` until it ends; `onOpen()` once connected, `onEvents(batch)` per chunk. */

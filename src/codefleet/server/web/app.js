@@ -1,11 +1,15 @@
 // CodeFleet's web dashboard: read-only, live over the event stream.
 //
-// Start: GET /health (the server clock), GET /state (the snapshot) and
-// GET /conflicts and GET /graph, then read /events/stream?since=<last id held> and fold every
-// event into the model. When the stream drops, reconnect with the last id, so
-// nothing is missed or counted twice; the same code replays a finished run.
-// The snapshot and the conflicts are re-read shortly after events that change
-// what only the server knows (tokens, cost, resolution of a conflict).
+// Each (re)connect: GET /health (the server clock), then the events after the
+// last id held through GET /events, then GET /state (the snapshot, at least as
+// recent as those events), /conflicts, /graph and /stats; paint that, then read
+// /events/stream?since=<last id read> and fold every event into the model. So
+// the first paint needs only plain JSON reads (a headless screenshot's virtual
+// time waits for those, not for the stream), and nothing is missed or counted
+// twice across the switch or a dropped stream; the same code replays a
+// finished run. The snapshot and the conflicts are re-read shortly after
+// events that change what only the server knows (tokens, cost, resolution of a
+// conflict).
 
 import { Api, AuthError, saveToken, takeToken } from "./api.js";
 import { describeAnalysis, renderGraph } from "./graph.js";
@@ -31,6 +35,7 @@ const CONFLICTS_AFTER = new Set(["lease_denied", "task_succeeded", "task_failed"
 const GRAPH_AFTER = new Set(["task_created", "task_requeued", "task_retried"]);
 const CONN_TEXT = {
   connecting: "Connecting…",
+  loaded: "Loaded", // read up to now through JSON; the stream is opening
   live: "Live",
   offline: "Disconnected · retrying",
   auth: "Token needed",
@@ -69,6 +74,12 @@ function requestRender() {
   if (!frame) frame = requestAnimationFrame(render);
 }
 
+/** Draw now, not on the next frame (a headless screenshot's budget can run out before one). */
+function renderNow() {
+  if (frame) cancelAnimationFrame(frame);
+  render();
+}
+
 function render() {
   frame = 0;
   const view = { model, now: now(), live: conn === "live", selected };
@@ -76,7 +87,8 @@ function render() {
   document.body.dataset.conn = conn;
   document.body.dataset.run = run;
   document.body.dataset.lastEvent = String(model.lastId);
-  $("#conn").textContent = conn === "live" ? `${CONN_TEXT.live} · ${RUN_TEXT[run]}` : CONN_TEXT[conn];
+  const caughtUp = conn === "live" || conn === "loaded";
+  $("#conn").textContent = caughtUp ? `${CONN_TEXT[conn]} · ${RUN_TEXT[run]}` : CONN_TEXT[conn];
   $("#conn").className = `pill conn-${conn} run-${run}`;
   renderStats($("#stats"), view);
   renderStory($("#story"), view);
@@ -161,11 +173,13 @@ async function connect() {
     try {
       const health = await api.get("/health");
       clockOffset = Date.parse(health.server_time) - Date.now();
+      model.add(await api.eventsAfter(model.lastId));
       await readSnapshot();
       await readConflicts();
       await readGraph();
       await readStats();
-      requestRender();
+      conn = "loaded";
+      renderNow();
       await api.stream(model.lastId, {
         onOpen: () => {
           delay = 500;
