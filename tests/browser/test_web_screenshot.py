@@ -32,7 +32,7 @@ from web_support import (
     server_view,
 )
 
-from codefleet.serverthread import ServerThread
+from codefleet.server.thread import ServerThread
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 SHOTS = 5
