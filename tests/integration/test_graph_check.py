@@ -247,3 +247,16 @@ async def test_the_server_serves_the_same_analysis_of_its_stored_graph(
     # A first (C waits on it), B waits for x.py; then B and C side by side.
     assert (graph["parallelism"]["makespan"], graph["parallelism"]["peak"]) == (2, 2)
     assert refused.status_code == 422 and refused.json()["error"]["code"] == "invalid_request"
+
+
+def test_a_scope_whose_every_entry_is_refused_is_an_error_not_a_missing_scope(tree: Path) -> None:
+    graph = "tasks:\n  - {id: T4, title: t, description: d, " \
+            "file_scope: [../outside.txt, /etc/passwd]}\n"  # fmt: skip
+
+    code, report = check_json(tree, graph, "--runners", "1")
+
+    assert code == 1
+    assert [(e["code"], e["task"]) for e in report["errors"]] == [("outside_workdir", "T4")] * 2
+    assert "no_scope" not in [w["code"] for w in report["warnings"]], (
+        "T4 declared a scope; its refused entries are the errors, not a missing scope"
+    )

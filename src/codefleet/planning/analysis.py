@@ -168,8 +168,10 @@ def analyse(
 ) -> GraphAnalysis:
     """The analysis of an acyclic graph of `tasks` (see the module docstring).
 
-    `findings` (path facts from `scopes.judge`, say) are kept, before the ones found here.
+    `findings` (path facts from `scopes.judge`, say) are kept, before the ones found here;
+    a task they already fault for a scope entry is not also told it declares no scope.
     """
+    findings = tuple(findings)
     by_id = {t.id: t for t in tasks}
     deps = {t.id: [d for d in t.depends_on if d in by_id] for t in tasks}
     estimated = [t.estimate_min for t in tasks if t.estimate_min is not None]
@@ -197,7 +199,7 @@ def analyse(
         ),
         overlaps=tuple(_overlaps(tasks, deps)),
         hotspots=tuple(_hotspots(tasks)),
-        findings=(*findings, *_graph_findings(tasks, estimated, default, runners, width)),
+        findings=(*findings, *_graph_findings(tasks, estimated, default, runners, width, findings)),
     )
 
 
@@ -254,12 +256,18 @@ def _hotspots(tasks: Sequence[PlannedTask]) -> list[Hotspot]:
 
 
 def _graph_findings(
-    tasks: Sequence[PlannedTask], estimated: list[float], default: float, runners: int, width: int
+    tasks: Sequence[PlannedTask],
+    estimated: list[float],
+    default: float,
+    runners: int,
+    width: int,
+    given: Sequence[Finding],
 ) -> list[Finding]:
+    faulted = {f.task_id for f in given if f.path is not None}  # refused or doubtful entries
     found = [
         Finding("warning", "no_scope", f"task {t.id} declares no file_scope: the scheduler "
                 "will run it beside anything, and only the write-time lease protects it", t.id)
-        for t in tasks if not t.file_scope
+        for t in tasks if not t.file_scope and t.id not in faulted
     ]  # fmt: skip
     missing = [t.id for t in tasks if t.estimate_min is None]
     if estimated and missing:
