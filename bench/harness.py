@@ -421,7 +421,8 @@ class Agent:
         return data
 
     async def register(self) -> None:
-        body = {"name": self.name, "workdir": None, "pid": os.getpid()}
+        _, health = await self.http.call("GET", "/health")  # the server's tree (setup only)
+        body = {"name": self.name, "workdir": health["workdir"], "pid": os.getpid()}
         answer = await self._ok("POST", "/agents/register", body, epoch=False)
         self.id, self.epoch = answer["agent_id"], answer["epoch"]
 
