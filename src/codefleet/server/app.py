@@ -26,25 +26,18 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from codefleet import __version__
 from codefleet.api.wire import (
     MAX_INT,
-    AcquireBody,
     BudgetBody,
-    ChangeBody,
-    CheckEventBody,
     ChecksBody,
     CommitsBody,
-    CompleteBody,
     FleetBody,
     GraphBody,
-    HeartbeatBody,
-    RegisterBody,
-    StartBody,
 )
 from codefleet.config import Settings
-from codefleet.coord.engine import Engine, EngineConfig, Report
+from codefleet.coord.engine import Engine, EngineConfig
 from codefleet.coord.graph import NewTask
 from codefleet.coord.store import Store
 from codefleet.errors import DomainError, Forbidden
-from codefleet.models import EventType, TaskStatus, to_iso, utcnow
+from codefleet.models import EventType, TaskStatus
 from codefleet.paths import TreeRoot
 from codefleet.planning.analysis import analyse
 from codefleet.review.facts import run_facts
@@ -57,13 +50,12 @@ from codefleet.server.lock import ServerLock
 from codefleet.server.loopwatch import LoopWatch
 from codefleet.server.pages import install_web
 from codefleet.server.reads import Reads
+from codefleet.server.runner_routes import RunnerRoutes, install_runner_routes
 from codefleet.server.sse import EventHub
 
 __all__ = ["create_app"]
 
 log = logging.getLogger(__name__)
-Epoch = Annotated[int, Header(alias="X-Agent-Epoch")]
-MAX_WAIT_S = 30.0
 
 
 def _json(data: Any, status: int = 200) -> JSONResponse:
@@ -139,12 +131,13 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.engine = engine
     app.state.hub = hub
     app.state.lock = lock
+    app.add_middleware(RunnerRoutes, engine=engine)  # innermost: behind every guard
     app.add_middleware(BodyLimit)
     app.add_middleware(TokenAuth, token=settings.token)
     if not settings.token:  # outermost: a rebinding page is refused before anything else runs
         app.add_middleware(HostCheck, names=settings.allowed_host_names, bind_host=settings.host)
     _install_errors(app)
-    _runner_routes(app, engine, settings)
+    install_runner_routes(app, engine, settings)
     _operator_routes(app, engine, reads, settings)
     _fleet_routes(app, engine, reads, settings)
     _limits_routes(app, engine)
@@ -188,64 +181,6 @@ def _install_errors(app: FastAPI) -> None:
         log.exception("unhandled error")  # an infrastructure fault, never a refusal
         body = {"error": {"code": "internal", "message": type(exc).__name__, "detail": {}}}
         return _json(body, 500)
-
-
-def _runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> None:
-    @app.post("/agents/register")
-    async def register(body: RegisterBody) -> JSONResponse:
-        answer = engine.register(body.name, body.workdir, body.pid, body.host, body.replace)
-        answer.update(
-            heartbeat_interval_s=settings.heartbeat_interval,
-            stale_after_s=settings.stale_after,
-            poll_interval_s=settings.poll_interval,
-            task_timeout_s=settings.task_timeout,
-            server_time=to_iso(utcnow()),
-        )
-        return _json(answer)
-
-    @app.post("/agents/{agent_id}/heartbeat")
-    async def heartbeat(
-        agent_id: str, epoch: Epoch, body: HeartbeatBody | None = None
-    ) -> JSONResponse:
-        return _json(engine.heartbeat(agent_id, epoch))
-
-    @app.delete("/agents/{agent_id}", status_code=204)
-    async def leave(agent_id: str, epoch: Epoch) -> Response:
-        engine.leave(agent_id, epoch)
-        return Response(status_code=204)
-
-    @app.get("/agents/{agent_id}/assignment")
-    async def assignment(
-        agent_id: str, epoch: Epoch, wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S)] = 0
-    ) -> Response:
-        task = await engine.wait_assignment(agent_id, epoch, wait)
-        return _json({"task": task}) if task else Response(status_code=204)
-
-    @app.post("/tasks/{task_id}/start")
-    async def start(task_id: str, body: StartBody, epoch: Epoch) -> JSONResponse:
-        return _json(engine.start(task_id, body.agent_id, epoch))
-
-    @app.post("/leases/acquire")
-    async def acquire(body: AcquireBody, epoch: Epoch) -> JSONResponse:
-        return _json(engine.acquire(body.agent_id, epoch, body.task_id, body.paths, body.tool))
-
-    @app.post("/changes", status_code=202)
-    async def change(body: ChangeBody, epoch: Epoch) -> JSONResponse:
-        engine.record_change(body.agent_id, epoch, body.task_id, body.path, body.tool, body.sha256)
-        return _json({}, 202)
-
-    @app.post("/tasks/{task_id}/complete")
-    async def complete(task_id: str, body: CompleteBody, epoch: Epoch) -> JSONResponse:
-        fields = body.model_dump(exclude={"agent_id", "files_written"})
-        return _json(engine.complete(task_id, body.agent_id, epoch, Report(**fields)))
-
-    @app.post("/tasks/{task_id}/checks")
-    async def check_event(task_id: str, body: CheckEventBody, epoch: Epoch) -> JSONResponse:
-        return _json(engine.record_check(task_id, body.agent_id, epoch, body.model_dump()))
-
-    @app.get("/tasks/{task_id}/foreign-preimages")
-    async def foreign_preimages(task_id: str) -> JSONResponse:
-        return _json(engine.foreign_preimages(task_id))
 
 
 def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings) -> None:
