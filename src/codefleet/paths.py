@@ -97,8 +97,8 @@ class TreeRoot:
     def canonical(self, raw: str) -> str:
         """The lease key for `raw`, or `PathRejected`.
 
-        On the lease hot path: plain `os.path` string work plus the `realpath`
-        and `stat` calls that symlink resolution needs, no `pathlib` objects.
+        On the lease hot path: plain `os.path` string work plus the `lstat` calls
+        that symlink resolution needs (`_resolve`), no `pathlib` objects.
         """
         if not isinstance(raw, str) or not raw.strip():
             raise PathRejected(str(raw), DenyReason.INVALID_PATH, "empty path")
@@ -108,7 +108,7 @@ class TreeRoot:
             raise PathRejected(
                 raw, DenyReason.OUTSIDE_WORKDIR, f"{raw} is in the home directory, outside the tree"
             )
-        resolved = os.path.realpath(os.path.join(self._root, raw))  # an absolute raw wins the join
+        resolved, found, missing = self._resolve(raw)
         if not resolved.startswith(self._prefix):
             if resolved == self._root:
                 raise PathRejected(raw, DenyReason.INVALID_PATH, f"{raw} names the tree itself")
@@ -118,8 +118,10 @@ class TreeRoot:
         rel = resolved[len(self._prefix) :]
         if self._protected_name(rel) or self._is_protected(resolved):
             raise PathRejected(raw, DenyReason.PROTECTED_PATH, f"{raw} is a protected path")
+        if missing:
+            return rel
         try:
-            found = os.stat(resolved)
+            found = found or os.stat(resolved)
         except (FileNotFoundError, NotADirectoryError):
             return rel
         except OSError as err:  # e.g. a name longer than the file system allows
@@ -134,6 +136,31 @@ class TreeRoot:
                 "task may lease it: a write under one name would change the others",
             )
         return rel
+
+    def _resolve(self, raw: str) -> tuple[str, os.stat_result | None, bool]:
+        """`realpath(root/raw)`, the final name's `lstat` when the walk took it, and whether a
+        name on the way is missing.
+
+        The root is already resolved, so a relative spelling without `..` needs an `lstat`
+        only of its own components, and none below a missing name (nothing there can be a
+        link). A link, a `..`, an absolute spelling or any other error: `realpath` itself.
+        """
+        parts = [p for p in raw.split("/") if p and p != "."]
+        if raw.startswith("/") or not parts or ".." in parts:
+            return os.path.realpath(os.path.join(self._root, raw)), None, False
+        path = self._root.rstrip(os.sep)
+        found = None
+        for n, part in enumerate(parts):
+            path = f"{path}/{part}"
+            try:
+                found = os.lstat(path)
+            except FileNotFoundError:
+                return "/".join((path, *parts[n + 1 :])), None, True
+            except OSError:
+                return os.path.realpath(os.path.join(self._root, raw)), None, False
+            if stat.S_ISLNK(found.st_mode):
+                return os.path.realpath(os.path.join(self._root, raw)), None, False
+        return path, found, False
 
     def _protected_name(self, rel: str) -> bool:
         """Does a protected name appear in `rel` as whole components, at any depth?"""

@@ -244,3 +244,28 @@ def test_the_path_check_imports_only_the_standard_library() -> None:
     roots = {name.split(".")[0] for name in loaded.stdout.split()}
     foreign = roots - set(sys.stdlib_module_names) - {"codefleet"}
     assert not foreign, f"codefleet.paths pulls in {sorted(foreign)}"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "a.py", "d/a.py", "d//e/./f.py", "d/", "missing/x/y.py", "d/missing.py",
+        "file.txt/below.py", "link/a.py", "d/inner-link/f.py", "loop/x.py", "dangling/x.py",
+        "d/../a.py", "d/e/f.py",
+    ],
+)  # fmt: skip
+def test_the_lstat_walk_resolves_every_spelling_as_realpath_does(
+    tree: TreeRoot, workdir: Path, raw: str
+):
+    (workdir / "d" / "e").mkdir(parents=True)
+    (workdir / "d" / "e" / "f.py").write_text("x")
+    (workdir / "file.txt").write_text("x")
+    (workdir / "link").symlink_to(workdir / "d")
+    (workdir / "d" / "inner-link").symlink_to("e")
+    (workdir / "loop").symlink_to("loop")
+    (workdir / "dangling").symlink_to("nowhere")
+    resolved, found, missing = tree._resolve(raw)
+    assert resolved == os.path.realpath(os.path.join(tree.root, raw))
+    if found is not None:
+        assert found == os.stat(resolved)  # the walk's lstat stands in for the final stat
+    assert not missing or not os.path.lexists(resolved)
