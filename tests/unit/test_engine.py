@@ -314,6 +314,23 @@ def _running_with_lease(fleet: Fleet, path: str = "a.py") -> tuple[str, str]:
     return agent, "T"
 
 
+def test_re_acquiring_leases_the_task_already_holds_opens_no_transaction(
+    make_fleet: Callable[..., Fleet], monkeypatch: pytest.MonkeyPatch
+):
+    fleet = make_fleet()
+    _running_with_lease(fleet, "a.py")
+    opened: list[int] = []
+    real = fleet.engine.store.transaction
+    monkeypatch.setattr(fleet.engine.store, "transaction", lambda: opened.append(1) or real())
+
+    again = fleet.acquire("T", "./a.py")
+    more = fleet.acquire("T", "a.py", "b.py")
+
+    assert again == {"decision": "allow", "granted": ["a.py"]}
+    assert more == {"decision": "allow", "granted": ["a.py", "b.py"]}
+    assert opened == [1]  # only the request with a new path wrote anything
+
+
 def test_a_stale_agent_is_fenced_with_its_task_requeued_then_its_leases_go_once_restored(
     make_fleet: Callable[..., Fleet],
 ):

@@ -350,6 +350,8 @@ class AgentsMixin:
         held = [
             (k, self.leases[k]) for k in keys if k in self.leases and self.leases[k][1] != task_id
         ]
+        if not held and all(k in self.leases for k in keys):
+            return {"decision": "allow", "granted": keys}  # all this task's already: no write
         with self.transition():
             if held:
                 return self._deny_held(agent, task_id, held, tool)
