@@ -51,6 +51,7 @@ JSON_TYPE: Final = b"application/json"
 # What FastAPI's lax int and float parsing read exactly like int() and float(); others go to it.
 CANONICAL_INT: Final = re.compile(rb"0|-?[1-9][0-9]{0,17}")
 PLAIN_WAIT: Final = re.compile(rb"wait=([0-9]{1,2}(?:\.[0-9]{1,6})?)")
+PARAM: Final = "/"  # the path parameter's place in a table key: no segment contains a slash
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -210,12 +211,12 @@ def _handlers(engine: Engine) -> dict[tuple[str, str], Handler]:
 
 
 def compile_table(handlers: dict[tuple[str, str], Handler]) -> dict[tuple[str, ...], Handler]:
-    """Key each route by (method, *segments) with its one `{}` segment as "": one dict lookup."""
+    """Key each route by (method, *segments), its one `{}` segment as "/" (never a segment)."""
     table: dict[tuple[str, ...], Handler] = {}
     for (method, template), handler in handlers.items():
         segments = template[1:].split("/")
         assert segments.count("{}") <= 1, template
-        table[(method, *("" if s == "{}" else s for s in segments))] = handler
+        table[(method, *(PARAM if s == "{}" else s for s in segments))] = handler
     return table
 
 
@@ -228,7 +229,7 @@ def _match(
     if found is not None:
         return found, ""
     if len(segments) == 3 and segments[1]:
-        found = table.get((method, segments[0], "", segments[2]))
+        found = table.get((method, segments[0], PARAM, segments[2]))
         if found is not None:
             return found, segments[1]
     return None

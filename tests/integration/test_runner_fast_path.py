@@ -1,0 +1,173 @@
+"""The runner routes' fast path answers every request exactly as FastAPI's routes would.
+
+Two servers in one state: one as served (`RunnerRoutes` in front of FastAPI),
+one with the fast path taken out, so FastAPI's declared routes answer. The
+same sequence of good and bad requests goes to both; each pair of answers
+must agree in status, content type and body (agent ids and timestamps aside).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from codefleet.config import Settings
+from codefleet.server.runner_routes import Call, RunnerRoutes, _match, compile_table
+from codefleet.server.thread import ServerThread
+
+TIME = re.compile(r"^\d{4}-\d\d-\d\dT")
+JSON = {"content-type": "application/json"}
+
+
+@dataclass
+class Side:
+    http: httpx.Client
+    agent_id: str
+    epoch: int
+    middleware: list[type]
+
+    def send(self, method: str, path: str, body: str | None, headers: dict[str, str]) -> Any:
+        path = path.replace("{agent}", self.agent_id)
+        content = None if body is None else body.replace("{agent}", self.agent_id).encode()
+        wanted = {k: v.replace("{epoch}", str(self.epoch)) for k, v in headers.items()}
+        wanted = {k: v.replace("{stale}", str(self.epoch + 1)) for k, v in wanted.items()}
+        answer = self.http.request(method, path, content=content, headers=wanted)
+        kind = answer.headers.get("content-type")
+        data = answer.json() if kind == "application/json" and answer.content else answer.text
+        return answer.status_code, kind, _normal(data, self.agent_id)
+
+
+def _normal(data: Any, agent_id: str) -> Any:
+    if isinstance(data, dict):
+        return {k: _normal(v, agent_id) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_normal(v, agent_id) for v in data]
+    if isinstance(data, str):
+        return "<time>" if TIME.match(data) else data.replace(agent_id, "<agent>")
+    return data
+
+
+def _side(root: Path, fast: bool) -> Iterator[Side]:
+    tree = root / "tree"
+    tree.mkdir()
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None, port=0, db=root / "db.sqlite", workdir=tree, run_dir=root / "runs"
+    )
+    server = ServerThread(settings)
+    if not fast:  # before the first request builds the middleware stack
+        server.app.user_middleware = [
+            m for m in server.app.user_middleware if m.cls is not RunnerRoutes
+        ]
+    with server, httpx.Client(base_url=server.url) as http:
+        agent = http.post("/agents/register", json={"name": "r1", "workdir": str(tree)}).json()
+        tasks = [{"id": t, "title": t, "description": "do it"} for t in ("T1", "T2")]
+        http.post("/tasks", json={"tasks": tasks}).raise_for_status()
+        kinds = [m.cls for m in server.app.user_middleware]
+        yield Side(http, agent["agent_id"], agent["epoch"], kinds)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side]]:
+    fast = _side(tmp_path_factory.mktemp("fast"), fast=True)
+    reference = _side(tmp_path_factory.mktemp("reference"), fast=False)
+    yield next(fast), next(reference)
+    for side in (fast, reference):
+        next(side, None)
+
+
+EPOCH = {"X-Agent-Epoch": "{epoch}"}
+GOOD = {**JSON, **EPOCH}
+ACQUIRE = '{"agent_id": "{agent}", "task_id": "T1", "paths": ["a.py"]}'
+CASES: list[tuple[str, str, str | None, dict[str, str]]] = [
+    ("GET", "/agents/{agent}/assignment?wait=1.5", None, EPOCH),
+    ("GET", "/agents/{agent}/assignment?wait=0", None, EPOCH),
+    ("GET", "/agents/{agent}/assignment", None, EPOCH),
+    ("GET", "/agents/{agent}/assignment?wait=-1", None, EPOCH),
+    ("GET", "/agents/{agent}/assignment?wait=31", None, EPOCH),
+    ("GET", "/agents/{agent}/assignment?wait=abc", None, EPOCH),
+    ("GET", "/agents/{agent}/assignment?wait=1e-1&x=1", None, EPOCH),
+    ("GET", "/agents/{agent}/assignment?wait=0", None, {"X-Agent-Epoch": "{stale}"}),
+    ("GET", "/agents/nobody/assignment", None, EPOCH),
+    ("HEAD", "/agents/{agent}/assignment", None, EPOCH),
+    ("POST", "/tasks/T1/start", '{"agent_id": "{agent}"}', {**JSON}),
+    ("POST", "/tasks/T1/start", '{"agent_id": "{agent}"}', {**JSON, "X-Agent-Epoch": "x"}),
+    ("POST", "/tasks/T1/start", '{"agent_id": "{agent}"}', {**JSON, "X-Agent-Epoch": "007"}),
+    ("POST", "/tasks/T1/start", '{"agent_id": "{agent}"}', {**JSON, "X-Agent-Epoch": "1e9"}),
+    ("POST", "/tasks/T1/start", '{"agent_id": "{agent}"}', {**JSON, "X-Agent-Epoch": "9" * 30}),
+    ("POST", "/tasks/T1/start", '{"agent_id": "{agent}"}', {**JSON, "X-Agent-Epoch": "{stale}"}),
+    ("POST", "/tasks/T1/start", None, GOOD),
+    ("POST", "/tasks/T1/start", "", GOOD),
+    ("POST", "/tasks/T1/start", "{", GOOD),
+    ("POST", "/tasks/T1/start", "[]", GOOD),
+    ("POST", "/tasks/T1/start", "null", GOOD),
+    ("POST", "/tasks/T1/start", '{"agent_id": 1}', GOOD),
+    ("POST", "/tasks/T1/start", '{"agent_id": "{agent}", "x": 1}', GOOD),
+    ("POST", "/tasks/T1/start", '{"agent_id": "{agent}"}', {**EPOCH, "content-type": "text/plain"}),
+    ("POST", "/tasks/T1/start", '{"agent_id": "{agent}"}', EPOCH),
+    ("POST", "/tasks/T404/start", '{"agent_id": "{agent}"}', GOOD),
+    ("POST", "/tasks//start", '{"agent_id": "{agent}"}', GOOD),
+    ("POST", "/tasks/T1/start", '{"agent_id": "{agent}"}', {**EPOCH, "content-type": "application/json; charset=utf-8"}),
+    ("POST", "/tasks/T1/start", '{"agent_id": "{agent}"}', GOOD),
+    ("GET", "/tasks/T1/start", None, GOOD),
+    ("POST", "/leases/acquire", ACQUIRE, GOOD),
+    ("POST", "/leases/acquire", ACQUIRE, GOOD),
+    ("POST", "/leases/acquire", ACQUIRE.replace("a.py", "../out.py"), GOOD),
+    ("POST", "/leases/acquire", ACQUIRE.replace("T1", "T2"), GOOD),
+    ("POST", "/leases/acquire", ACQUIRE.replace('"a.py"', "NaN"), GOOD),
+    ("POST", "/leases/acquire", ACQUIRE.replace("a.py", "\\ud800"), GOOD),
+    ("POST", "/leases/acquire", ACQUIRE.replace('["a.py"]', '"a.py"'), GOOD),
+    ("POST", "/leases/acquire", ACQUIRE.replace("a.py", "a" * 5000), GOOD),
+    ("POST", "/leases/acquire", "\ufeff" + ACQUIRE, GOOD),
+    ("POST", "/leases/acquire", ACQUIRE, {**JSON, "X-Agent-Epoch": "{stale}"}),
+    ("POST", "/leases/acquire/", ACQUIRE, GOOD),
+    ("POST", "/changes", '{"agent_id": "{agent}", "task_id": "T1", "path": "a.py"}', GOOD),
+    ("POST", "/changes", '{"agent_id": "{agent}", "task_id": "T1", "path": ""}', GOOD),
+    ("POST", "/changes", '{"agent_id": "{agent}", "task_id": "T1", "sha256": "x"}', GOOD),
+    ("POST", "/agents/{agent}/heartbeat", None, EPOCH),
+    ("POST", "/agents/{agent}/heartbeat", "{}", GOOD),
+    ("POST", "/agents/{agent}/heartbeat", "null", GOOD),
+    ("POST", "/agents/{agent}/heartbeat", '{"x": 1}', GOOD),
+    ("POST", "/agents/{agent}/heartbeat", "{}", {"content-type": "text/plain", **EPOCH}),
+    ("POST", "/agents/{agent}/heartbeat", None, {"X-Agent-Epoch": "{stale}"}),
+    ("POST", "/tasks/T1/complete", '{"agent_id": "{agent}", "attempt": 1, "ok": "yes"}', GOOD),
+    ("POST", "/tasks/T1/complete", '{"agent_id": "{agent}", "attempt": 1, "ok": true, "cost_usd": Infinity}', GOOD),
+    ("POST", "/tasks/T1/complete", '{"agent_id": "{agent}", "attempt": 1, "ok": true, "error_kind": "nope"}', GOOD),
+    ("POST", "/tasks/T1/complete", '{"agent_id": "{agent}", "attempt": 2, "ok": true}', GOOD),
+    ("POST", "/tasks/T1/complete", '{"agent_id": "{agent}", "attempt": 1, "ok": true, "summary": "\u00e9"}', GOOD),
+    ("POST", "/tasks/T1/complete", '{"agent_id": "{agent}", "attempt": 1, "ok": true}', GOOD),
+    ("POST", "/leases/acquire", ACQUIRE, GOOD),
+]  # fmt: skip
+
+
+def test_every_runner_request_gets_the_answer_fastapi_gives(sides: tuple[Side, Side]) -> None:
+    fast, reference = sides
+    for method, path, body, headers in CASES:
+        expected = reference.send(method, path, body, headers)
+        assert fast.send(method, path, body, headers) == expected, (method, path, body, headers)
+
+
+def test_the_fast_path_sits_behind_every_guard_and_the_reference_has_none(
+    sides: tuple[Side, Side],
+) -> None:
+    fast, reference = sides
+    assert fast.middleware[-1] is RunnerRoutes  # the innermost: Host, token, body limit first
+    assert RunnerRoutes not in reference.middleware
+
+
+def test_the_route_table_matches_as_starlette_does() -> None:
+    table = compile_table({("POST", "/tasks/{}/start"): _never, ("POST", "/changes"): _never})
+    assert _match(table, "POST", "/tasks/T1/start") == (_never, "T1")
+    assert _match(table, "POST", "/changes") == (_never, "")
+    for method, path in [("POST", "/tasks//start"), ("GET", "/changes"), ("POST", "/changes/"),
+                         ("POST", "/tasks/a/b/start"), ("POST", "/tasks/T1/stop")]:  # fmt: skip
+        assert _match(table, method, path) is None
+
+
+async def _never(call: Call) -> tuple[int, Any]:
+    raise AssertionError("not called")
