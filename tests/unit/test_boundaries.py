@@ -52,7 +52,8 @@ def imports_of(path: Path) -> set[str]:
     return imports_in(path.read_text(), module_name(path), package=path.name == "__init__.py")
 
 
-MODULES = {module_name(p): imports_of(p) for p in SRC.rglob("*.py")}
+PATHS = {module_name(p): p for p in SRC.rglob("*.py")}
+MODULES = {name: imports_of(path) for name, path in PATHS.items()}
 
 
 def under(name: str, prefix: str) -> bool:
@@ -265,13 +266,7 @@ def store_writes() -> set[str]:
 
 
 def _source(module: str) -> ast.Module:
-    rel = Path(*module.split(".")[1:])
-    path = (
-        SRC / rel.with_suffix(".py")
-        if (SRC / rel.with_suffix(".py")).exists()
-        else SRC / rel / "__init__.py"
-    )
-    return ast.parse(path.read_text())
+    return ast.parse(PATHS[module].read_text())
 
 
 def _reaches_store(node: ast.expr) -> bool:
@@ -356,3 +351,33 @@ def test_a_route_that_writes_the_store_or_pokes_the_engine_is_caught() -> None:
 def test_the_store_importers_in_the_server_are_real() -> None:
     stale = {m for m in STORE_IMPORTERS if "codefleet.coord.store" not in MODULES.get(m, set())}
     assert not stale, f"guard: {sorted(stale)} no longer import the store; drop the allowance"
+
+
+# -- one shell runner -------------------------------------------------------------------------
+
+SHELL_SPAWNERS = {"codefleet.fleet.shell"}  # checks and `run --verify` both go through it
+
+
+def shell_spawns(tree: ast.Module) -> list[int]:
+    """Lines that start a shell: `create_subprocess_shell`, `shell=True`, `os.system`/`popen`."""
+    lines = []
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Call):
+            continue
+        name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+        shell_kw = any(
+            k.arg == "shell" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+            for k in n.keywords
+        )
+        if name == "create_subprocess_shell" or shell_kw or name in {"system", "popen"}:
+            lines.append(n.lineno)
+    return lines
+
+
+def test_one_shell_runner_runs_every_check_and_verify_command() -> None:
+    spawners = {m for m in MODULES if shell_spawns(_source(m))}
+    assert spawners == SHELL_SPAWNERS, (
+        f"{sorted(spawners - SHELL_SPAWNERS)} start a shell of their own: run it through "
+        "fleet.shell.run_command (own process group, time limit, output cap, scrubbed env)"
+    )
+    assert shell_spawns(ast.parse("subprocess.run('make', shell=True)\nos.system('x')\n")) == [1, 2]

@@ -11,7 +11,7 @@ never from the agent. One run is:
    copied (`checks_view.copy_tree`, in a worker thread), the pre-images are
    fetched again (a lease taken during the copy is caught; the later answer
    wins per path) and put back (`checks_view.overlay`);
-3. the command runs there (`checks_run.run_command`: time limit, output cap,
+3. the command runs there (`fleet.shell.run_command`: time limit, output cap,
    whole process group killed), and the directory is deleted;
 4. `check_finished` is recorded with the verdict, timings and output tail.
 

@@ -102,7 +102,7 @@ def budget_stop(health: dict[str, Any], tasks: list[dict[str, Any]]) -> str | No
 async def run_verify(command: str, workdir: Path, timeout: float = 900.0) -> VerifyResult:
     """Run the operator's verify command in the tree, like a check: own process group, capped.
 
-    One shell runner for both (`checks_run.run_command`): on the time limit and after a
+    One shell runner for both (`fleet.shell.run_command`): on the time limit and after a
     normal exit alike the whole group is killed, and the environment is scrubbed.
     """
     ran = await run_command(
