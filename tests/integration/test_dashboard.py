@@ -147,9 +147,9 @@ async def test_the_dashboard_shows_statuses_the_veto_with_its_holder_the_leases_
     assert re.search(
         r"T2\s+edit b\s+running\s+2/3\s+0\.0000\s+last attempt: blocked on a\.py", text
     )
-    assert "VETO runner-2 (T2) refused a.py: held by runner-1 (T1)" in text
-    assert re.search(r"T2 requeued \(veto\) blocked on a\.py", text)
-    assert re.search(r"runner-1 ✓ T1 succeeded", text)
+    assert "T2 · runner-2: VETO a.py: held by runner-1 (T1)" in text
+    assert re.search(r"T2: requeued \(veto\): .* · scope \+ a\.py", text)
+    assert re.search(r"T1 · runner-1: ✓ ", text)
     assert re.search(r"runner-1\s+idle\s+-\s+\d+s\s+1/0", text), "agent table"
     assert re.search(r"runner-2\s+busy\s+T2\s+\d+s\s+0/1", text), "agent table"
     assert re.search(r"a\.py\s+runner-2\s+T2\s+\d+s", text), "lease table"
@@ -188,8 +188,8 @@ async def test_the_dashboard_reconnects_after_a_restart_and_logs_every_event_onc
     assert logged == every, "each event logged exactly once, in order, across the restart"
     assert any(v.connection.startswith("reconnecting") for v in dash.views)
     text = dash.text()
-    assert "T2 created: after the restart" in text
-    assert text.count("T1 created: before the restart") == 1
+    assert "T2: created: after the restart" in text
+    assert text.count("T1: created: before the restart") == 1
 
 
 async def test_the_compact_printer_prints_notable_events_and_catches_up_before_it_returns(
@@ -207,8 +207,8 @@ async def test_the_compact_printer_prints_notable_events_and_catches_up_before_i
     cursor = await printer
     text = console.export_text()
     assert cursor == (await client.state())["last_event_id"]
-    assert "runner-1 ← T1 (attempt 1)" in text
-    assert "runner-1 ✓ T1 succeeded" in text
+    assert "T1: attempt 1 → runner-1" in text
+    assert "T1 · runner-1: ✓ succeeded" in text
     assert "created" not in text, "only notable events"
 
 

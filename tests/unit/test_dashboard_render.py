@@ -79,31 +79,34 @@ def test_a_veto_names_the_refused_runner_the_path_and_the_holder_in_bold_red() -
     )  # fmt: skip
     line = describe(denied, NAMES)
     assert line.event_id == 7
-    assert line.text == "VETO runner-2 (T4) refused api.py: held by runner-1 (T3)"
+    assert line.text == "T4 · runner-2: VETO api.py: held by runner-1 (T3)"
     assert line.style == VETO_STYLE and line.veto
 
 
 def test_a_denial_that_is_not_a_held_lease_gives_its_reason_instead_of_a_holder() -> None:
     denied = event(3, "lease_denied", "T1", "a_1", path="../etc", reason="outside_workdir")
-    assert describe(denied, NAMES).text == "VETO runner-1 (T1) refused ../etc: outside_workdir"
+    assert describe(denied, NAMES).text == "T1 · runner-1: VETO ../etc: outside_workdir"
 
 
 def test_requeues_are_yellow_and_successes_green_with_the_runner_name() -> None:
-    requeued = event(8, "task_requeued", "T4", error_kind="veto", blocked_on_path="api.py")
+    requeued = event(8, "task_requeued", "T4", error_kind="veto", blocked_on_path="api.py",
+                     reason="api.py is held")  # fmt: skip
     succeeded = event(9, "task_succeeded", "T3", "a_1", attempt=1)
     assert (describe(requeued, NAMES).text, describe(requeued, NAMES).style) == (
-        "T4 requeued (veto) blocked on api.py",
+        "T4: requeued (veto): api.py is held · scope + api.py",
         "yellow",
     )
     assert (describe(succeeded, NAMES).text, describe(succeeded, NAMES).style) == (
-        "runner-1 ✓ T3 succeeded",
+        "T3 · runner-1: ✓ succeeded · $0.0000",
         "green",
     )
 
 
 def test_an_unknown_runner_is_shown_by_id_and_an_unworded_event_by_its_type() -> None:
-    assert describe(event(1, "task_started", "T1", "a_9"), NAMES).text == "a_9 started T1"
-    assert describe(event(2, "fleet_idle"), NAMES).text == "fleet idle"
+    assert describe(event(1, "task_started", "T1", "a_9", attempt=2), NAMES).text == (
+        "T1 · a_9: attempt 2 started"
+    )
+    assert describe(event(2, "fleet_renamed"), NAMES).text == "fleet renamed"
 
 
 # -- build_view -------------------------------------------------------------------------
@@ -252,7 +255,7 @@ def test_a_persons_session_joining_and_releasing_is_worded_for_people() -> None:
     joined = event(3, "agent_registered", None, "a_9", name="ada@0aeef531", kind="interactive")
     released = event(4, "agent_offline", None, "a_9", name="ada@0aeef531", kind="interactive",
                      reason="interactive_idle", paths=["b.py"])  # fmt: skip
-    assert describe(joined, NAMES).text == "ada@0aeef531 (a person's session) joined the lock"
+    assert describe(joined, NAMES).text == "ada@0aeef531: a person's session joined the lock"
     assert describe(released, NAMES).text == "ada@0aeef531 released b.py (interactive_idle)"
 
 
@@ -278,11 +281,11 @@ def test_pausing_and_resuming_are_worded_with_the_resume_time_and_the_reason() -
                             reason="runner-2: HTTP 429"), NAMES)  # fmt: skip
     resumed = describe(event(2, "fleet_resumed", reason="elapsed", paused_s=60.0), NAMES)
 
-    assert paused.text.startswith("FLEET PAUSED until ") and paused.text.endswith(
+    assert paused.text.startswith("T2: fleet paused until ") and paused.text.endswith(
         "runner-2: HTTP 429"
     )
     assert paused.style == "bold yellow"
-    assert (resumed.text, resumed.style) == ("fleet resumed (elapsed) after 60.0 s", "green")
+    assert (resumed.text, resumed.style) == ("fleet resumed (elapsed) after 60 s", "green")
 
 
 def test_a_spent_budget_shows_in_the_summary_and_a_banner_and_an_unspent_one_only_its_cap() -> None:
@@ -302,5 +305,5 @@ def test_a_budget_running_out_is_worded_with_what_happens_to_running_tasks() -> 
     line = describe(event(1, "fleet_budget_exhausted", max_cost_usd=1.0, spent_usd=1.02,
                           hard=True), NAMES)  # fmt: skip
 
-    assert line.text.startswith("FLEET BUDGET EXHAUSTED: $1.02 of $1.0")
+    assert line.text.startswith("fleet budget exhausted: $1.0200 of $1.0000")
     assert "running tasks stopped" in line.text and line.style == "bold red"

@@ -3,7 +3,8 @@
 The files under `codefleet/server/web/` are plain HTML, CSS and JavaScript modules:
 no build step, no third-party code, shipped inside the package. `GET /` is the
 page; `GET /web/<file>` serves its assets from an allow-list taken when the app
-is built (the directory is flat, so no path ever reaches the file system).
+is built (the directory is flat, so no path ever reaches the file system), and
+`/web/wording.json`, the table of how events read that the terminal shares.
 
 The page holds no data of its own. It reads `/state`, `/conflicts` and the SSE
 stream like any other client, sending the bearer token when the server has
@@ -21,6 +22,7 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 
 from codefleet.errors import NotFound
+from codefleet.wording import WORDING_FILE
 
 __all__ = ["WEB_DIR", "install_web"]
 
@@ -30,6 +32,7 @@ MEDIA_TYPES: Final = {
     ".js": "text/javascript; charset=utf-8",
     ".css": "text/css; charset=utf-8",
     ".svg": "image/svg+xml",
+    ".json": "application/json",
 }
 HEADERS: Final = {
     "Cache-Control": "no-cache",
@@ -52,6 +55,7 @@ def _asset(path: Path, headers: dict[str, str]) -> FileResponse:
 def install_web(app: FastAPI) -> None:
     """Serve the dashboard at `/` and its assets at `/web/<file>`."""
     assets = {p.name: p for p in WEB_DIR.iterdir() if p.is_file() and p.suffix in MEDIA_TYPES}
+    assets[WORDING_FILE.name] = WORDING_FILE  # how events read: one table for both dashboards
     page = assets["index.html"]
 
     @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)

@@ -1,6 +1,7 @@
-"""The dashboard's pure half: a frozen view model, how events read, and how it all renders.
+"""The dashboard's pure half: a frozen view model, event log lines, and how it all renders.
 
-`describe` turns one event into one `LogLine`; `build_view` turns one
+`describe` turns one event into one `LogLine` (its words from `codefleet.wording`,
+the table the web dashboard renders too); `build_view` turns one
 `/state` answer plus the recent log into a `ViewModel`; `render` turns a
 `ViewModel` into a Rich renderable that fits the log to the terminal height.
 None of them does I/O or reads a clock: `now` is an argument, so a literal
@@ -27,6 +28,7 @@ from rich.text import Text
 
 from codefleet.models import EventType, TaskStatus, from_iso
 from codefleet.ui.report import STATUS_STYLE
+from codefleet.wording import phrase
 
 __all__ = [
     "AgentRow",
@@ -140,120 +142,46 @@ class PauseBanner:
 # -- events -> log lines ------------------------------------------------------------------
 
 
-def _who(event: Mapping[str, Any], names: Mapping[str, str]) -> str:
-    agent_id = event.get("agent_id") or ""
-    return names.get(agent_id, agent_id or "?")
+# The terminal's colour per event type; the words are `wording.json`'s (shared with the web).
+EVENT_STYLE: Final[dict[str, str]] = {
+    EventType.LEASE_DENIED: VETO_STYLE, EventType.TASK_SUCCEEDED: "green",
+    EventType.TASK_FAILED: "bold red", EventType.TASK_BLOCKED_UPSTREAM: "red",
+    EventType.TASK_REQUEUED: "yellow", EventType.TASK_CANCELLED: "yellow",
+    EventType.TASK_RETRIED: "yellow", EventType.AGENT_OFFLINE: "yellow",
+    EventType.TASK_ASSIGNED: "cyan", EventType.TASK_STARTED: "cyan",
+    EventType.TASK_COMMITTED: "magenta", EventType.FLEET_BUDGET_SET: "magenta",
+    EventType.CHECK_FINISHED: "bold yellow", EventType.FLEET_PAUSED: PAUSE_STYLE,
+    EventType.FLEET_RESUMED: "green", EventType.FLEET_BUDGET_EXHAUSTED: "bold red",
+    EventType.FILE_RESTORED: "yellow", EventType.RESTORE_FAILED: "bold red",
+}  # fmt: skip
 
 
-def _veto_text(event: Mapping[str, Any], names: Mapping[str, str]) -> str:
-    body = event["payload"]
-    who = body.get("requester_name") or _who(event, names)
-    holder = body.get("holder_agent_name") or body.get("holder_agent_id") or "?"
-    held = f"held by {holder} ({body.get('holder_task_id')})"
-    if body.get("reason") not in (None, "held"):
-        held = str(body["reason"])
-    return f"VETO {who} ({event['task_id']}) refused {body.get('path')}: {held}"
+def _style(kind: str, body: Mapping[str, Any]) -> str:
+    if kind == EventType.CHECK_FINISHED and body.get("passed"):
+        return "green"
+    if body.get("kind") == "interactive" and kind.startswith("agent_"):
+        return "magenta"
+    return EVENT_STYLE.get(kind, "dim")
 
 
-def _task_words(kind: str, body: Mapping[str, Any], task: str, who: str) -> tuple[str, str] | None:
-    match kind:
-        case EventType.TASK_REQUEUED:
-            why = f"blocked on {body['blocked_on_path']}" if body.get("blocked_on_path") else ""
-            return f"{task} requeued ({body.get('error_kind')}) {why}".rstrip(), "yellow"
-        case EventType.TASK_SUCCEEDED:
-            return f"{who} ✓ {task} succeeded", "green"
-        case EventType.TASK_FAILED:
-            return f"{task} FAILED ({body.get('error_kind')}): {body.get('error')}", "bold red"
-        case EventType.TASK_ASSIGNED:
-            return f"{body.get('agent_name', who)} ← {task} (attempt {body.get('attempt')})", "cyan"
-        case EventType.TASK_STARTED:
-            return f"{who} started {task}", "cyan"
-        case EventType.TASK_CREATED:
-            return f"{task} created: {body.get('title', '')}", "dim"
-        case EventType.TASK_UNBLOCKED:
-            return f"{task} unblocked by {body.get('by')}", "dim"
-        case EventType.TASK_BLOCKED_UPSTREAM:
-            return f"{task} blocked: upstream {body.get('upstream')} failed", "red"
-        case EventType.TASK_CANCELLED | EventType.TASK_RETRIED:
-            return f"{task} {kind.removeprefix('task_')}", "yellow"
-    return None
-
-
-def _other_words(kind: str, body: Mapping[str, Any], task: str, who: str) -> tuple[str, str] | None:
-    match kind:
-        case EventType.LEASE_ACQUIRED:
-            return f"{who} leased {body.get('path')} for {task}", "dim"
-        case EventType.LEASE_RELEASED:
-            return f"{task} released {body.get('path')} ({body.get('reason')})", "dim"
-        case EventType.FILE_CHANGED:
-            return f"{who} {body.get('tool')} {body.get('path')}", "dim"
-        case EventType.AGENT_REGISTERED | EventType.AGENT_ONLINE if (
-            body.get("kind") == "interactive"
-        ):
-            return f"{body.get('name', who)} (a person's session) joined the lock", "magenta"
-        case EventType.AGENT_REGISTERED | EventType.AGENT_ONLINE:
-            return f"{body.get('name', who)} {kind.removeprefix('agent_')}", "dim"
-        case EventType.AGENT_OFFLINE if body.get("kind") == "interactive":
-            paths = ", ".join(body.get("paths") or ()) or "nothing"
-            return f"{body.get('name', who)} released {paths} ({body.get('reason')})", "magenta"
-        case EventType.AGENT_OFFLINE:
-            return f"{body.get('name', who)} offline ({body.get('reason')})", "yellow"
-        case EventType.TASK_COMMITTED:
-            return (
-                f"{task} committed {str(body.get('commit'))[:7]} on {body.get('branch')}",
-                "magenta",
-            )
-        case EventType.CHECK_FINISHED:
-            verdict = (
-                "passed"
-                if body.get("passed")
-                else "timed out"
-                if body.get("timed_out")
-                else "FAILED"
-            )
-            line = f"{who} check {body.get('name')} {verdict} for {task} ({body.get('purpose')})"
-            return line, "green" if body.get("passed") else "bold yellow"
-    return None
-
-
-def _fleet_words(kind: str, body: Mapping[str, Any]) -> tuple[str, str] | None:
-    """The fleet's limits: a usage-limit pause, its end, the budget."""
-    match kind:
-        case EventType.FLEET_PAUSED:
-            until = _clock_text(str(body.get("until")))
-            why = body.get("reason") or "usage limit"
-            return f"FLEET PAUSED until {until} ({body.get('change')}): {why}", PAUSE_STYLE
-        case EventType.FLEET_RESUMED:
-            return f"fleet resumed ({body.get('reason')}) after {body.get('paused_s')} s", "green"
-        case EventType.FLEET_BUDGET_EXHAUSTED:
-            stop = "running tasks stopped" if body.get("hard") else "running tasks finish"
-            return (
-                f"FLEET BUDGET EXHAUSTED: ${body.get('spent_usd')} of ${body.get('max_cost_usd')}; "
-                f"no new task is assigned ({stop})",
-                "bold red",
-            )
-        case EventType.FLEET_BUDGET_SET:
-            cap = body.get("max_cost_usd")
-            return f"fleet budget set to {'none' if cap is None else f'${cap}'}", "magenta"
-    return None
+def _subject(event: Mapping[str, Any], names: Mapping[str, str], words: str) -> str:
+    """`T3 · runner-1`: the task and the runner an event is about (unless its words name the runner)."""
+    agent_id = event.get("agent_id")
+    who = names.get(agent_id, agent_id) if agent_id else None
+    if who and (who in words or str(event["payload"].get("name")) in words):
+        who = None
+    return " · ".join(str(part) for part in (event.get("task_id"), who) if part)
 
 
 def describe(event: Mapping[str, Any], names: Mapping[str, str]) -> LogLine:
     """One log line for one event; `names` maps agent ids to runner names."""
-    kind, body, task = str(event["type"]), event["payload"], str(event.get("task_id"))
-    veto = kind == EventType.LEASE_DENIED
-    if veto:
-        found: tuple[str, str] | None = (_veto_text(event, names), VETO_STYLE)
-    else:
-        who = _who(event, names)
-        found = (
-            _task_words(kind, body, task, who)
-            or _other_words(kind, body, task, who)
-            or _fleet_words(kind, body)
-        )
-    text, style = found or (kind.replace("_", " "), "bold")
+    kind, body = str(event["type"]), event["payload"]
+    words = phrase(kind, body) or kind.replace("_", " ")
+    subject = _subject(event, names, words)
+    text = f"{subject}: {words}" if subject else words
     at = _clock_text(event["at"])
-    return LogLine(event_id=int(event["id"]), at=at, text=text, style=style, veto=veto)
+    veto = kind == EventType.LEASE_DENIED
+    return LogLine(event_id=int(event["id"]), at=at, text=text, style=_style(kind, body), veto=veto)
 
 
 def _clock_text(stamp: str) -> str:
@@ -475,9 +403,11 @@ def _holder_text(name: str, kind: str) -> Text:
 def log_text(line: LogLine) -> Text:
     """`#id time text`; a veto gets a white-on-red badge on its first word."""
     text = Text.assemble((f"#{line.event_id:<5} {line.at} ", "dim"))
-    if line.style == VETO_STYLE and line.text.startswith("VETO "):
+    at = line.text.find("VETO ") if line.veto else -1
+    if at >= 0:
+        text.append(line.text[:at], style=line.style)
         text.append("VETO", style=VETO_BADGE)
-        text.append(line.text[4:], style=line.style)
+        text.append(line.text[at + 4 :], style=line.style)
     else:
         text.append(line.text, style=line.style)
     return text

@@ -3,7 +3,8 @@
 
 import { naturalCompare } from "./model.js";
 import { runOrigin } from "./describe.js";
-import { clock, fmtCost, fmtOffset, h, truncate } from "./util.js";
+import { clock, fmtOffset, h, truncate } from "./util.js";
+import { loadWording, phrase } from "./wording.js";
 
 const MAX_ROWS = 300;
 
@@ -24,41 +25,11 @@ export function category(type) {
   return type.split("_")[0];
 }
 
-/** One line of plain words for an event. */
+const WORDING = await loadWording();
+
+/** One line of plain words for an event (the words are wording.json's). */
 export function describeEvent(model, e) {
-  const b = e.payload ?? {};
-  switch (e.type) {
-    case "task_created": return `${b.title ?? ""}${b.depends_on?.length ? ` (after ${b.depends_on.join(", ")})` : ""}`;
-    case "task_assigned": return `attempt ${b.attempt} → ${b.agent_name}`;
-    case "task_started": return `attempt ${b.attempt} started`;
-    case "task_succeeded": return `${b.summary ?? "succeeded"} · ${fmtCost(b.cost_usd)}`;
-    case "task_requeued": return `${b.error_kind}: ${truncate(b.reason, 140)}${b.blocked_on_path ? ` · scope + ${b.blocked_on_path}` : ""}`;
-    case "task_failed": return `${b.error_kind}: ${truncate(b.error, 160)}`;
-    case "task_unblocked": return `ready: ${b.by} succeeded`;
-    case "task_blocked_upstream": return `blocked: ${b.upstream} failed`;
-    case "task_retried": return "reset for another try";
-    case "task_cancelled": return "cancelled";
-    case "lease_acquired": return `${b.path} (${b.tool})${b.kind === "interactive" ? " · a person's session" : ""}`;
-    case "lease_denied": return `VETO ${b.path}: held by ${b.holder_agent_name ?? "?"} (${b.holder_task_id ?? "?"})`;
-    case "lease_released": return `${b.path} (${b.reason})`;
-    case "file_changed": return `${b.path} (${b.tool})`;
-    case "file_restored": return `${b.path} ${b.existed === false ? "removed: it did not exist before the attempt" : "restored to its state before the attempt"}`;
-    case "check_defined": return `${b.name}: ${truncate(b.command, 120)}${b.replaced ? " (replaced)" : ""}`;
-    case "check_started": return `${b.name} (${b.purpose}) started`;
-    case "check_finished": return `${b.name}: ${b.timed_out ? "timed out" : b.passed ? "passed" : "failed"}${b.exit_code != null ? ` (exit ${b.exit_code})` : ""}${b.duration_ms != null ? ` in ${b.duration_ms} ms` : ""}`;
-    case "agent_registered": return b.kind === "interactive" ? `${b.name}: a person's session joined the lock` : `${b.name} registered (epoch ${b.epoch})`;
-    case "agent_online": return b.kind === "interactive" ? `${b.name}: a person's session writes again` : `${b.name} back online`;
-    case "agent_offline": return b.kind === "interactive" ? `${b.name} released ${(b.paths ?? []).join(", ") || "nothing"} (${b.reason})` : `${b.name} offline (${b.reason})`;
-    case "fleet_started": return `${b.runners} runners`;
-    case "fleet_idle": return `drained: ${Object.entries(b.counts ?? {}).map(([k, v]) => `${v} ${k}`).join(", ")}`;
-    case "run_finished": return `${b.ok ? "ok" : "NOT ok"}${b.verify ? ` · verify exit ${b.verify.exit_code}` : ""}`;
-    case "task_committed": return `committed ${String(b.commit ?? "").slice(0, 10)} on ${b.branch}`;
-    case "fleet_paused": return `paused until ${clock(b.until)}${b.change === "extended" ? " (extended)" : ""}: ${truncate(b.reason, 160)}`;
-    case "fleet_resumed": return `resumed (${b.reason}) after ${b.paused_s} s`;
-    case "fleet_budget_set": return b.max_cost_usd == null ? "no budget" : `budget ${fmtCost(b.max_cost_usd)}${b.hard ? " (hard stop)" : ""}`;
-    case "fleet_budget_exhausted": return `budget exhausted: ${fmtCost(b.spent_usd)} of ${fmtCost(b.max_cost_usd)}; no new task is assigned${b.hard ? "; running tasks stopped" : ""}`;
-    default: return truncate(JSON.stringify(b), 160);
-  }
+  return phrase(WORDING, e.type, e.payload) ?? truncate(JSON.stringify(e.payload ?? {}), 160);
 }
 
 export class EventLog {

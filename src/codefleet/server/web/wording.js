@@ -1,0 +1,93 @@
+// How events read, said once: the table is codefleet/wording.json, served at
+// /web/wording.json; codefleet/wording.py renders the same table for the
+// terminal. Pure (no DOM): tests/unit/test_wording.py runs it under node and
+// checks it against the Python renderer. The template language is described there.
+
+const PLACEHOLDER = /\{([\w.]+)(?:\|(\w+)(?::(\d+))?)?\}/g;
+
+/** The wording table, fetched once. */
+export async function loadWording(url = new URL("./wording.json", import.meta.url)) {
+  const answer = await fetch(url);
+  return answer.ok ? answer.json() : {};
+}
+
+/** The words for one event of type `kind`, or null when the table has no entry. */
+export function phrase(table, kind, payload) {
+  const template = table[kind];
+  if (!template) return null;
+  return template.map((part) => renderPart(part, payload ?? {})).join("");
+}
+
+function renderPart(part, body) {
+  if (typeof part === "string") return fill(part, body);
+  for (const [condition, text] of part) {
+    if (condition.split("&").filter(Boolean).every((c) => holds(c, body))) return fill(text, body);
+  }
+  return "";
+}
+
+function get(body, path) {
+  let value = body;
+  for (const key of path.split(".")) value = value !== null && typeof value === "object" && !Array.isArray(value) ? value[key] : undefined;
+  return value;
+}
+
+// None, false, 0, "", [] and {} are falsy here and in wording.py
+function truthy(value) {
+  if (Array.isArray(value)) return value.length > 0;
+  if (value !== null && typeof value === "object") return Object.keys(value).length > 0;
+  return Boolean(value);
+}
+
+function present(value) {
+  return value !== null && value !== undefined;
+}
+
+function holds(condition, body) {
+  if (condition.startsWith("!")) return !truthy(get(body, condition.slice(1)));
+  if (condition.endsWith("?")) return present(get(body, condition.slice(0, -1)));
+  const eq = condition.indexOf("=");
+  if (eq >= 0) {
+    const value = get(body, condition.slice(0, eq));
+    return present(value) && text(value) === condition.slice(eq + 1);
+  }
+  return truthy(get(body, condition));
+}
+
+function fill(template, body) {
+  return template.replace(PLACEHOLDER, (_, path, filter, n) => {
+    const value = get(body, path);
+    if (filter) return applyFilter(filter, value, Number(n ?? 0));
+    return present(value) ? text(value) : "?";
+  });
+}
+
+function text(value) {
+  if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") return String(value);
+  return JSON.stringify(value);
+}
+
+function applyFilter(name, value, n) {
+  switch (name) {
+    case "cost": {
+      const usd = Number(value) || 0;
+      return `$${usd.toFixed(usd >= 100 ? 2 : 4)}`;
+    }
+    case "trunc": {
+      const chars = [...(present(value) ? text(value) : "")];
+      return chars.length <= n ? chars.join("") : `${chars.slice(0, Math.max(1, n - 1)).join("")}…`;
+    }
+    case "short": return present(value) ? [...text(value)].slice(0, n).join("") : "";
+    case "join": return (value ?? []).map(text).join(", ");
+    case "counts": return Object.entries(value ?? {}).map(([k, v]) => `${text(v)} ${k}`).join(", ");
+    case "clock": return clock(value);
+    default: throw new Error(`wording.json names an unknown filter ${name}`);
+  }
+}
+
+function clock(stamp) {
+  const date = new Date(String(stamp));
+  if (Number.isNaN(date.getTime())) return "";
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
+}

@@ -1,0 +1,123 @@
+"""How events read, said once: `wording.json`, rendered here and by the web dashboard.
+
+The table maps an event type to a template: a list of parts, concatenated. A
+part is text with `{field}` placeholders (a dotted path into the payload,
+optionally `{field|filter}` or `{field|filter:N}`), or a list of alternatives
+`[condition, text]` of which the first that holds is rendered (none: nothing).
+A condition is `""` (always), `f` (truthy), `!f` (falsy), `f?` (present, not
+null) or `f=v` (renders as `v`), joined by `&`. A bare missing value reads `?`.
+
+The terminal dashboard (`ui.view`) and the browser (`server/web/wording.js`,
+which fetches this file from `/web/wording.json`) interpret it the same way;
+tests/unit/test_wording.py runs both over one corpus and fails if they differ.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = ["WORDING_FILE", "phrase", "table"]
+
+WORDING_FILE: Final = Path(__file__).with_name("wording.json")
+PLACEHOLDER: Final = re.compile(r"\{([\w.]+)(?:\|(\w+)(?::(\d+))?)?\}")
+
+
+@cache
+def table() -> dict[str, list[Any]]:
+    loaded: dict[str, list[Any]] = json.loads(WORDING_FILE.read_text(encoding="utf-8"))
+    return loaded
+
+
+def phrase(kind: str, payload: Mapping[str, Any]) -> str | None:
+    """The words for one event of type `kind`, or None when the table has no entry."""
+    template = table().get(kind)
+    if template is None:
+        return None
+    return "".join(_part(part, payload) for part in template)
+
+
+def _part(part: str | list[list[str]], body: Mapping[str, Any]) -> str:
+    if isinstance(part, str):
+        return _fill(part, body)
+    for condition, text in part:
+        if all(_holds(c, body) for c in condition.split("&") if c):
+            return _fill(text, body)
+    return ""
+
+
+def _get(body: Mapping[str, Any], path: str) -> Any:
+    value: Any = body
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value
+
+
+def _truthy(value: Any) -> bool:
+    return bool(value)  # None, False, 0, "", [] and {} are falsy here and in wording.js
+
+
+def _holds(condition: str, body: Mapping[str, Any]) -> bool:
+    if condition.startswith("!"):
+        return not _truthy(_get(body, condition[1:]))
+    if condition.endswith("?"):
+        return _get(body, condition[:-1]) is not None
+    if "=" in condition:
+        field, expected = condition.split("=", 1)
+        value = _get(body, field)
+        return value is not None and _text(value) == expected
+    return _truthy(_get(body, condition))
+
+
+def _fill(text: str, body: Mapping[str, Any]) -> str:
+    def one(match: re.Match[str]) -> str:
+        value = _get(body, match[1])
+        if match[2]:
+            return _filter(match[2], value, int(match[3] or 0))
+        return "?" if value is None else _text(value)
+
+    return PLACEHOLDER.sub(one, text)
+
+
+def _text(value: Any) -> str:
+    """A value as JavaScript's `String()` shows it (so both renderers agree)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, int | float | str):
+        return str(value)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _filter(name: str, value: Any, n: int) -> str:
+    match name:
+        case "cost":
+            usd = float(value or 0)
+            return f"${usd:.{2 if usd >= 100 else 4}f}"
+        case "trunc":
+            text = "" if value is None else _text(value)
+            return text if len(text) <= n else f"{text[: max(1, n - 1)]}…"
+        case "short":
+            return "" if value is None else _text(value)[:n]
+        case "join":
+            return ", ".join(_text(v) for v in value or ())
+        case "counts":
+            return ", ".join(f"{_text(v)} {k}" for k, v in (value or {}).items())
+        case "clock":
+            return _clock(value)
+    raise ValueError(f"wording.json names an unknown filter {name!r}")
+
+
+def _clock(stamp: Any) -> str:
+    """A server timestamp as local wall-clock time, `HH:MM:SS` ('' when it is not one)."""
+    try:
+        return datetime.fromisoformat(str(stamp)).astimezone().strftime("%H:%M:%S")
+    except ValueError:
+        return ""

@@ -1,0 +1,118 @@
+"""How events read is said once (wording.json) and both renderers read it alike.
+
+The terminal (`codefleet.wording`, Python) and the browser (`server/web/wording.js`)
+each interpret the one table; this runs both over one corpus of events and fails
+if any line differs, if an event type has no words, or if log.js words events itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codefleet.models import EventType
+from codefleet.wording import WORDING_FILE, phrase, table
+
+WEB = Path(__file__).resolve().parents[2] / "src" / "codefleet" / "server" / "web"
+
+CORPUS: list[tuple[str, dict[str, Any]]] = [
+    ("task_created", {"title": "edit a", "depends_on": ["T0", "T1"]}),
+    ("task_created", {"title": "edit b", "depends_on": []}),
+    ("task_assigned", {"attempt": 2, "agent_name": "runner-1"}),
+    ("task_started", {}),
+    ("task_succeeded", {"summary": "done", "cost_usd": 0.01234}),
+    ("task_succeeded", {"cost_usd": 123.456}),
+    ("task_requeued", {"error_kind": "veto", "reason": "x" * 200, "blocked_on_path": "a.py"}),
+    ("task_failed", {"error_kind": "tool", "error": "ümlaut " * 40}),
+    ("task_unblocked", {"by": "T1"}),
+    ("task_blocked_upstream", {"upstream": "T1"}),
+    ("task_cancelled", {}),
+    ("task_retried", {}),
+    ("lease_acquired", {"path": "a.py", "tool": "Edit", "kind": "interactive"}),
+    ("lease_denied", {"path": "a.py", "reason": "held", "holder_agent_name": "r-1",
+                      "holder_task_id": "T1"}),
+    ("lease_denied", {"path": "../x", "reason": "outside_workdir"}),
+    ("lease_released", {"path": "a.py", "reason": "completed"}),
+    ("file_changed", {"path": "a.py", "tool": "Write"}),
+    ("file_restored", {"path": "a.py", "existed": False}),
+    ("file_restored", {"path": "a.py", "existed": True}),
+    ("restore_requested", {"paths": ["a.py", "b.py"], "reason": "failed"}),
+    ("restore_failed", {"path": "a.py", "error": "disk full"}),
+    ("check_defined", {"name": "test", "command": "pytest -q", "replaced": True}),
+    ("check_started", {"name": "test", "purpose": "verify"}),
+    ("check_finished", {"name": "test", "purpose": "tool", "passed": False, "timed_out": True,
+                        "exit_code": None, "duration_ms": 1500}),
+    ("check_finished", {"name": "test", "purpose": "tool", "passed": True, "exit_code": 0}),
+    ("agent_registered", {"name": "runner-1", "epoch": 3}),
+    ("agent_registered", {"name": "ada@1", "kind": "interactive"}),
+    ("agent_online", {"name": "runner-1"}),
+    ("agent_offline", {"name": "ada@1", "kind": "interactive", "paths": [], "reason": "idle"}),
+    ("agent_offline", {"name": "ada@1", "kind": "interactive", "paths": ["a.py"], "reason": "end"}),
+    ("agent_offline", {"name": "runner-1", "reason": "stale"}),
+    ("fleet_started", {"runners": 4}),
+    ("fleet_idle", {"counts": {"succeeded": 3, "failed": 1}}),
+    ("run_finished", {"ok": False, "verify": {"exit_code": 2}}),
+    ("run_finished", {"ok": True, "verify": None}),
+    ("task_committed", {"commit": "0123456789abcdef", "branch": "main"}),
+    ("fleet_paused", {"until": "2026-07-31T12:05:00.000Z", "change": "extended", "reason": "429"}),
+    ("fleet_resumed", {"reason": "operator", "paused_s": 60.0}),
+    ("fleet_resumed", {"reason": "elapsed", "paused_s": 1.5}),
+    ("fleet_budget_set", {"max_cost_usd": None}),
+    ("fleet_budget_set", {"max_cost_usd": 2.5, "hard": True}),
+    ("fleet_budget_exhausted", {"spent_usd": 1.02, "max_cost_usd": 1.0, "hard": True}),
+    ("not_in_the_table", {}),
+]  # fmt: skip
+
+NODE_SCRIPT = """
+import { readFileSync } from "node:fs";
+const { phrase } = await import(process.argv[1]);
+const table = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const corpus = JSON.parse(readFileSync(0, "utf8"));
+process.stdout.write(JSON.stringify(corpus.map(([kind, payload]) => phrase(table, kind, payload))));
+"""
+
+
+def test_every_event_type_has_words() -> None:
+    assert set(table()) == {t.value for t in EventType}
+
+
+def test_the_corpus_covers_every_event_type() -> None:
+    assert {kind for kind, _ in CORPUS} >= {t.value for t in EventType}
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_browser_reads_every_event_exactly_as_the_terminal_does(tmp_path: Path) -> None:
+    module = tmp_path / "wording.mjs"  # .mjs: node loads it as the ES module the browser does
+    module.write_text((WEB / "wording.js").read_text())
+    ran = subprocess.run(
+        ["node", "--input-type=module", "-e", NODE_SCRIPT, module.as_uri(), str(WORDING_FILE)],
+        input=json.dumps(CORPUS), capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    browser = json.loads(ran.stdout)
+    terminal = [phrase(kind, payload) for kind, payload in CORPUS]
+    assert [(k, b) for (k, _), b in zip(CORPUS, browser, strict=True)] == [
+        (k, t) for (k, _), t in zip(CORPUS, terminal, strict=True)
+    ]
+    assert terminal[-1] is None and all(terminal[:-1])
+
+
+def test_the_web_log_words_events_only_through_the_table() -> None:
+    log = (WEB / "log.js").read_text()
+    assert "phrase(WORDING" in log
+    worded_here = re.findall(r'case "(?:task|lease|file|check|agent|fleet|run)_\w+"', log)
+    assert worded_here == [], "log.js must not word events itself: wording.json says it once"
+
+
+def test_a_filter_the_renderer_does_not_know_is_an_error() -> None:
+    table()["__probe__"] = ["{x|shout}"]
+    try:
+        with pytest.raises(ValueError, match="unknown filter"):
+            phrase("__probe__", {"x": 1})
+    finally:
+        del table()["__probe__"]
