@@ -55,7 +55,6 @@ TERMINAL_STATUSES: Final = frozenset(
         TaskStatus.CANCELLED,
     }
 )
-IN_FLIGHT_STATUSES: Final = frozenset({TaskStatus.ASSIGNED, TaskStatus.RUNNING})
 
 
 class AgentStatus(StrEnum):

@@ -124,8 +124,9 @@ export class EventLog {
       if (rows.length < MAX_ROWS) rows.push(this.row(model, e, t0));
     }
     this.body.replaceChildren(...rows);
-    const total = model.events.length;
-    this.status.textContent = count > MAX_ROWS ? `Showing the newest ${MAX_ROWS} of ${count} matching events (${total} in all).` : `${count} of ${total} events.`;
+    const total = model.eventCount;
+    const kept = model.events.length < total ? ` The log keeps the newest ${model.events.length}.` : "";
+    this.status.textContent = (count > MAX_ROWS ? `Showing the newest ${MAX_ROWS} of ${count} matching events (${total} in all).` : `${count} of ${total} events.`) + kept;
   }
 
   row(model, e, t0) {

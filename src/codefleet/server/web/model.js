@@ -8,9 +8,16 @@
 //   - live: the current tasks, runners and leases are the last `/state`
 //     snapshot plus the events after its `last_event_id`, so a snapshot taken
 //     at any moment and the stream never disagree or count an event twice.
+//
+// The raw events are kept in a bounded window (the newest `maxEvents`, for the
+// log): the folds above already hold what the timeline and counters need, so
+// only events the last snapshot has seen (id <= its last_event_id) are dropped;
+// `eventCount` still counts every event.
 
 export const TERMINAL = new Set(["succeeded", "failed", "blocked_upstream", "cancelled"]);
 export const IN_FLIGHT = new Set(["assigned", "running"]);
+
+export const MAX_EVENTS = 10_000;
 
 export function ms(iso) {
   return iso ? Date.parse(iso) : NaN;
@@ -36,8 +43,10 @@ function emptyHistory() {
 }
 
 export class Model {
-  constructor() {
+  constructor({ maxEvents = MAX_EVENTS } = {}) {
+    this.maxEvents = maxEvents;
     this.events = [];
+    this.eventCount = 0;
     this.lastId = 0;
     this.snapshot = null;
     this.conflicts = [];
@@ -52,11 +61,23 @@ export class Model {
       if (event.id <= this.lastId) continue;
       this.lastId = event.id;
       this.events.push(event);
+      this.eventCount += 1;
       foldHistory(this.history, event);
       if (this.snapshot && event.id > this.snapshot.last_event_id) foldLive(this.live, event);
       fresh.push(event);
     }
+    this.trim();
     return fresh;
+  }
+
+  /** Drop the oldest events past the window, never one a later setSnapshot still needs. */
+  trim() {
+    const excess = this.events.length - this.maxEvents;
+    if (excess <= 0 || !this.snapshot) return;
+    const seen = this.snapshot.last_event_id;
+    let drop = 0;
+    while (drop < excess && this.events[drop].id <= seen) drop += 1;
+    if (drop) this.events.splice(0, drop);
   }
 
   /** A `/state` answer: the live view becomes it plus every later event we hold. */
@@ -72,6 +93,7 @@ export class Model {
     for (const event of this.events) {
       if (event.id > state.last_event_id) foldLive(this.live, event);
     }
+    this.trim();
   }
 
   laneName(agentId) {

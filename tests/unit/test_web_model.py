@@ -1,0 +1,77 @@
+"""The web dashboard's model keeps a bounded window of raw events, and its folds stay right.
+
+model.js has no DOM, so node runs it as the browser would; a tiny window (5)
+shows what a long run does at the real one (`MAX_EVENTS`).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+WEB = Path(__file__).resolve().parents[2] / "src" / "codefleet" / "server" / "web"
+
+SCRIPT = """
+const { Model } = await import(process.argv[1]);
+const at = (i) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
+const ev = (id, type, task_id, payload = {}) => ({ id, at: at(id), type, task_id, agent_id: "a_1", payload });
+const model = new Model({ maxEvents: 5 });
+const report = {};
+// before any snapshot nothing is dropped: a first /state must see every later event
+for (let i = 1; i <= 8; i++) model.add([ev(i, "task_created", `T${i}`, { title: `t${i}` })]);
+report.beforeSnapshot = model.events.length;
+const early = [1, 2, 3].map((i) => ({ id: `T${i}`, title: `t${i}`, status: "pending" }));
+model.setSnapshot({ tasks: early, agents: [], leases: [], last_event_id: 3 });
+report.afterSnapshot = model.events.map((e) => e.id);
+let id = 8;
+for (let i = 1; i <= 8; i++) {
+  model.add([ev(++id, "task_assigned", `T${i}`, { attempt: 1, agent_name: "r" })]);
+  model.add([ev(++id, "task_succeeded", `T${i}`, { cost_usd: 0.5 })]);
+}
+report.unseenKept = model.events.map((e) => e.id);
+model.setSnapshot({ tasks: [...model.live.tasks.values()], agents: [], leases: [], last_event_id: id });
+report.kept = model.events.map((e) => e.id);
+report.count = model.eventCount;
+report.types = Object.fromEntries(model.history.typeCounts);
+report.succeeded = model.history.attempts.filter((a) => a.outcome === "succeeded").length;
+report.statuses = [...model.live.tasks.values()].map((t) => t.status);
+process.stdout.write(JSON.stringify(report));
+"""
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    module = tmp_path_factory.mktemp("web") / "model.mjs"
+    module.write_text((WEB / "model.js").read_text())
+    ran = subprocess.run(
+        ["node", "--input-type=module", "-e", SCRIPT, module.as_uri()],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    loaded: dict[str, Any] = json.loads(ran.stdout)
+    return loaded
+
+
+def test_nothing_is_dropped_before_a_snapshot_and_nothing_after_it(report: dict[str, Any]) -> None:
+    assert report["beforeSnapshot"] == 8
+    assert report["afterSnapshot"] == [4, 5, 6, 7, 8], "only events the snapshot has seen go"
+    assert report["unseenKept"][0] == 4, "events newer than the snapshot are all kept"
+
+
+def test_the_window_holds_the_newest_events_once_a_snapshot_has_seen_them(
+    report: dict[str, Any],
+) -> None:
+    assert report["kept"] == [20, 21, 22, 23, 24]
+
+
+def test_counters_and_folds_count_every_event_not_only_the_window(report: dict[str, Any]) -> None:
+    assert report["count"] == 24
+    assert report["types"] == {"task_created": 8, "task_assigned": 8, "task_succeeded": 8}
+    assert report["succeeded"] == 8
+    assert report["statuses"] == ["succeeded"] * 8
