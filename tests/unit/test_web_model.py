@@ -7,12 +7,12 @@ shows what a long run does at the real one (`MAX_EVENTS`).
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import require_tool
 
 WEB = Path(__file__).resolve().parents[2] / "src" / "codefleet" / "server" / "web"
 
@@ -46,12 +46,11 @@ process.stdout.write(JSON.stringify(report));
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed")
+    node = require_tool("node", "runs the page's model.js", package="nodejs")
     module = tmp_path_factory.mktemp("web") / "model.mjs"
     module.write_text((WEB / "model.js").read_text())
     ran = subprocess.run(
-        ["node", "--input-type=module", "-e", SCRIPT, module.as_uri()],
+        [node, "--input-type=module", "-e", SCRIPT, module.as_uri()],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     loaded: dict[str, Any] = json.loads(ran.stdout)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import require_tool
 
 from codefleet.models import EventType
 from codefleet.wording import WORDING_FILE, phrase, table
@@ -86,12 +86,12 @@ def test_the_corpus_covers_every_event_type() -> None:
     assert {kind for kind, _ in CORPUS} >= {t.value for t in EventType}
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_the_browser_reads_every_event_exactly_as_the_terminal_does(tmp_path: Path) -> None:
+    node = require_tool("node", "runs the page's wording.js", package="nodejs")
     module = tmp_path / "wording.mjs"  # .mjs: node loads it as the ES module the browser does
     module.write_text((WEB / "wording.js").read_text())
     ran = subprocess.run(
-        ["node", "--input-type=module", "-e", NODE_SCRIPT, module.as_uri(), str(WORDING_FILE)],
+        [node, "--input-type=module", "-e", NODE_SCRIPT, module.as_uri(), str(WORDING_FILE)],
         input=json.dumps(CORPUS), capture_output=True, text=True, check=True,
     )  # fmt: skip
     browser = json.loads(ran.stdout)
