@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import os
-import shutil
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -27,21 +25,6 @@ from codefleet.config import Settings
 from codefleet.server.thread import ServerThread
 
 WAIT_TIMEOUT_S = 5.0
-
-
-def require_tool(name: str, why: str, package: str | None = None) -> str:
-    """The path of system tool `name`; without it skip with a one-line reason, or fail under CI.
-
-    CI (`CI` set) installs every tool a tier needs, so there a missing one is a failure,
-    never a skip into green.
-    """
-    found = shutil.which(name)
-    if found is None:
-        message = f"no `{name}` on PATH ({why}; apt-get install {package or name})"
-        if os.environ.get("CI"):
-            pytest.fail(message + ": CI must run this test")
-        pytest.skip(message)
-    return found
 
 
 Predicate = Callable[[], Any | Awaitable[Any]]

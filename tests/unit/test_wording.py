@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import require_tool
+from tool_support import require_tool
 
 from codefleet.models import EventType
 from codefleet.wording import WORDING_FILE, phrase, table
