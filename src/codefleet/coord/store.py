@@ -11,7 +11,7 @@ in memory (the engine's live index) can re-read them instead of drifting.
 
 Invariants held by the schema, not by code: one lease row per path (primary
 key), no self-dependency, event ids strictly increasing. Statements are named
-module constants so a grep finds every query.
+constants (`queries`) so a grep finds every query.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
+from codefleet.coord import queries as q
 from codefleet.errors import StoreUnavailable
 from codefleet.models import EventType, to_iso, utcnow
 from codefleet.rollback import PatchFile, PreImage
@@ -33,171 +34,6 @@ from codefleet.rollback import PatchFile, PreImage
 __all__ = ["Row", "Store", "Touched"]
 
 Row = dict[str, Any]
-
-TASK_COLUMNS: Final = frozenset(
-    [
-        "title",
-        "description",
-        "status",
-        "priority",
-        "file_scope",
-        "assigned_agent_id",
-        "attempts",
-        "uncharged_attempts",
-        "max_attempts",
-        "backoff_until",
-        "result_summary",
-        "error",
-        "error_kind",
-        "blocked_on_path",
-        "input_tokens",
-        "output_tokens",
-        "cost_usd",
-        "duration_ms",
-        "session_id",
-        "updated_at",
-        "assigned_at",
-        "started_at",
-        "completed_at",
-    ]
-)
-AGENT_COLUMNS: Final = frozenset(
-    [
-        "status",
-        "epoch",
-        "fenced",
-        "current_task_id",
-        "workdir",
-        "pid",
-        "host",
-        "last_heartbeat_at",
-        "last_assigned_at",
-        "idle_since",
-        "tasks_succeeded",
-        "tasks_failed",
-        "input_tokens",
-        "output_tokens",
-        "cost_usd",
-        "updated_at",
-    ]
-)
-
-INSERT_TASK: Final = """INSERT INTO tasks (id, seq, title, description, status, priority,
-    file_scope, max_attempts, verify, created_at, updated_at)
-    VALUES (:id, :seq, :title, :description, :status, :priority, :file_scope,
-    :max_attempts, :verify, :created_at, :updated_at)"""
-TABLE_COLUMNS: Final = "SELECT name FROM pragma_table_info(?)"
-# Columns added after a table first shipped: (table, column, statement) for older databases.
-MIGRATIONS: Final = (
-    ("tasks", "verify", "ALTER TABLE tasks ADD COLUMN verify TEXT"),
-    ("file_changes", "attempt", "ALTER TABLE file_changes ADD COLUMN attempt INTEGER"),
-    ("file_changes", "sha256", "ALTER TABLE file_changes ADD COLUMN sha256 TEXT"),
-    ("agents", "fenced", "ALTER TABLE agents ADD COLUMN fenced INTEGER NOT NULL DEFAULT 0"),
-    ("agents", "host", "ALTER TABLE agents ADD COLUMN host TEXT"),
-    (
-        "tasks",
-        "uncharged_attempts",
-        "ALTER TABLE tasks ADD COLUMN uncharged_attempts INTEGER NOT NULL DEFAULT 0",
-    ),
-)
-INSERT_DEPENDENCY: Final = "INSERT INTO task_dependencies (task_id, depends_on_id) VALUES (?, ?)"
-ADD_TASK_USAGE: Final = """UPDATE tasks SET input_tokens = input_tokens + ?,
-    output_tokens = output_tokens + ?, cost_usd = cost_usd + ? WHERE id = ?"""
-ADD_AGENT_USAGE: Final = """UPDATE agents SET input_tokens = input_tokens + ?,
-    output_tokens = output_tokens + ?, cost_usd = cost_usd + ?,
-    tasks_succeeded = tasks_succeeded + ?, tasks_failed = tasks_failed + ? WHERE id = ?"""
-SELECT_TASK: Final = "SELECT * FROM tasks WHERE id = ?"
-SELECT_TASKS_PAGE: Final = "SELECT * FROM tasks ORDER BY seq LIMIT ? OFFSET ?"
-SELECT_TASKS_BY_STATUS: Final = "SELECT * FROM tasks WHERE status = ? ORDER BY seq LIMIT ? OFFSET ?"
-SELECT_LIVE_TASKS: Final = (
-    "SELECT * FROM tasks WHERE status IN ('pending', 'assigned', 'running') ORDER BY seq"
-)
-SELECT_TASK_STATUSES: Final = "SELECT id, status FROM tasks"
-SELECT_MAX_SEQ: Final = "SELECT COALESCE(MAX(seq), 0) FROM tasks"
-SELECT_DEPENDENCIES: Final = "SELECT depends_on_id FROM task_dependencies WHERE task_id = ?"
-SELECT_DEPENDENTS: Final = "SELECT task_id FROM task_dependencies WHERE depends_on_id = ?"
-SELECT_ALL_EDGES: Final = "SELECT task_id, depends_on_id FROM task_dependencies"
-COUNT_TASKS_BY_STATUS: Final = "SELECT status, COUNT(*) FROM tasks GROUP BY status"
-SUM_TASK_USAGE: Final = """SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
-    COALESCE(SUM(cost_usd), 0) FROM tasks"""
-
-INSERT_AGENT: Final = """INSERT INTO agents (id, name, status, epoch, workdir, pid, host,
-    last_heartbeat_at, idle_since, registered_at, updated_at)
-    VALUES (:id, :name, :status, :epoch, :workdir, :pid, :host, :last_heartbeat_at,
-    :idle_since, :registered_at, :updated_at)"""
-SELECT_AGENT: Final = "SELECT * FROM agents WHERE id = ?"
-SELECT_AGENT_BY_NAME: Final = "SELECT * FROM agents WHERE name = ?"
-SELECT_AGENTS: Final = "SELECT * FROM agents ORDER BY name"
-
-INSERT_LEASE: Final = """INSERT OR IGNORE INTO file_leases (path, agent_id, task_id, acquired_at)
-    VALUES (?, ?, ?, ?)"""
-SELECT_LEASES: Final = "SELECT * FROM file_leases ORDER BY path"
-SELECT_LEASES_OF_TASK: Final = "SELECT * FROM file_leases WHERE task_id = ? ORDER BY path"
-DELETE_LEASES_OF_TASK: Final = "DELETE FROM file_leases WHERE task_id = ?"
-DELETE_LEASE: Final = "DELETE FROM file_leases WHERE path = ? AND task_id = ?"
-
-INSERT_CHANGE: Final = """INSERT INTO file_changes (task_id, agent_id, path, tool, at, attempt,
-    sha256) VALUES (?, ?, ?, ?, ?, ?, ?)"""
-SELECT_CHANGES_OF_TASK: Final = "SELECT * FROM file_changes WHERE task_id = ? ORDER BY id"
-
-INSERT_EVENT: Final = """INSERT INTO events (at, type, task_id, agent_id, payload)
-    VALUES (?, ?, ?, ?, ?)"""
-SELECT_EVENTS: Final = "SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?"
-SELECT_EVENTS_OF_TYPE: Final = "SELECT * FROM events WHERE id > ? AND type = ? ORDER BY id LIMIT ?"
-SELECT_LAST_EVENT_ID: Final = "SELECT COALESCE(MAX(id), 0) FROM events"
-SELECT_LAST_EVENT_OF_TYPES: Final = (
-    "SELECT * FROM events WHERE type IN (SELECT value FROM json_each(?)) ORDER BY id DESC LIMIT 1"
-)
-
-INSERT_PREIMAGE: Final = """INSERT OR IGNORE INTO preimages (task_id, path, existed, content,
-    mode, created_dirs, captured_at) VALUES (?, ?, ?, ?, ?, ?, ?)"""
-SELECT_PREIMAGES_OF_TASK: Final = "SELECT * FROM preimages WHERE task_id = ? ORDER BY path"
-SELECT_PREIMAGE_PATHS_OF_TASK: Final = "SELECT path FROM preimages WHERE task_id = ? ORDER BY path"
-DELETE_PREIMAGE: Final = "DELETE FROM preimages WHERE task_id = ? AND path = ?"
-DELETE_PREIMAGES_OF_TASK: Final = "DELETE FROM preimages WHERE task_id = ?"
-INSERT_PATCH: Final = """INSERT OR REPLACE INTO patches (task_id, path, diff, added, removed, binary)
-    VALUES (?, ?, ?, ?, ?, ?)"""
-SELECT_PATCHES_OF_TASK: Final = "SELECT * FROM patches WHERE task_id = ? ORDER BY path"
-SELECT_FOREIGN_PREIMAGES: Final = """SELECT p.* FROM preimages p JOIN file_leases l
-    ON l.path = p.path AND l.task_id = p.task_id WHERE l.task_id <> ? ORDER BY p.path"""
-
-INSERT_RESTORE: Final = """INSERT OR IGNORE INTO restores (task_id, path, reason, requested_at)
-    VALUES (?, ?, ?, ?)"""
-SELECT_RESTORES: Final = "SELECT * FROM restores ORDER BY task_id, path"
-SELECT_RESTORES_OF_TASK: Final = "SELECT * FROM restores WHERE task_id = ? ORDER BY path"
-DELETE_RESTORE: Final = "DELETE FROM restores WHERE task_id = ? AND path = ?"
-FAIL_RESTORE: Final = "UPDATE restores SET error = ? WHERE task_id = ? AND path = ?"
-
-UPSERT_META: Final = """INSERT INTO server_meta (key, value) VALUES (?, ?)
-    ON CONFLICT (key) DO UPDATE SET value = excluded.value"""
-SELECT_META: Final = "SELECT value FROM server_meta WHERE key = ?"
-
-UPSERT_CHECK: Final = """INSERT INTO checks (name, command, defined_at) VALUES (?, ?, ?)
-    ON CONFLICT (name) DO UPDATE SET command = excluded.command, defined_at = excluded.defined_at"""
-SELECT_CHECKS: Final = "SELECT * FROM checks ORDER BY name"
-
-UPSERT_INTERACTIVE: Final = """INSERT INTO interactive_sessions (session_id, agent_id, name,
-    task_id, title, active, started_at, last_write_at, ended_at, end_reason)
-    VALUES (:session_id, :agent_id, :name, :task_id, :title, :active, :started_at,
-    :last_write_at, :ended_at, :end_reason)
-    ON CONFLICT (session_id) DO UPDATE SET active = excluded.active,
-    last_write_at = excluded.last_write_at, ended_at = excluded.ended_at,
-    end_reason = excluded.end_reason"""
-SELECT_INTERACTIVE: Final = "SELECT * FROM interactive_sessions ORDER BY name"
-
-RESET_TABLES: Final = (
-    "interactive_sessions",
-    "checks",
-    "restores",
-    "patches",
-    "preimages",
-    "file_changes",
-    "file_leases",
-    "task_dependencies",
-    "tasks",
-    "agents",
-    "events",
-)
 
 
 @dataclass(slots=True)
@@ -251,8 +87,8 @@ class Store:
         self._db.executescript(
             resources.files("codefleet.coord").joinpath("schema.sql").read_text()
         )
-        for table, column, statement in MIGRATIONS:
-            if column not in {r[0] for r in self._db.execute(TABLE_COLUMNS, (table,))}:
+        for table, column, statement in q.MIGRATIONS:
+            if column not in {r[0] for r in self._db.execute(q.TABLE_COLUMNS, (table,))}:
                 self._db.execute(statement)
         self._depth = 0
         self._pending: list[Row] = []
@@ -346,7 +182,7 @@ class Store:
         kind = EventType(type_)
         at = to_iso(self.clock())
         body = json.dumps(payload, separators=(",", ":"), default=str)
-        cur = self._write(INSERT_EVENT, (at, kind.value, task_id, agent_id, body))
+        cur = self._write(q.INSERT_EVENT, (at, kind.value, task_id, agent_id, body))
         event: Row = {
             "id": cur.lastrowid,
             "at": at,
@@ -360,18 +196,18 @@ class Store:
 
     def events(self, since: int = 0, limit: int = 1000, type_: str | None = None) -> list[Row]:
         if type_:
-            rows = self._db.execute(SELECT_EVENTS_OF_TYPE, (since, type_, limit))
+            rows = self._db.execute(q.SELECT_EVENTS_OF_TYPE, (since, type_, limit))
         else:
-            rows = self._db.execute(SELECT_EVENTS, (since, limit))
+            rows = self._db.execute(q.SELECT_EVENTS, (since, limit))
         return [_decode_event(r) for r in rows]
 
     def last_event_id(self) -> int:
-        row = self._one(SELECT_LAST_EVENT_ID)
+        row = self._one(q.SELECT_LAST_EVENT_ID)
         return int(row[0]) if row else 0
 
     def last_event_of(self, types: Iterable[EventType]) -> Row | None:
         """The most recent event of any of `types`, or None."""
-        row = self._one(SELECT_LAST_EVENT_OF_TYPES, (json.dumps([t.value for t in types]),))
+        row = self._one(q.SELECT_LAST_EVENT_OF_TYPES, (json.dumps([t.value for t in types]),))
         return _decode_event(row) if row else None
 
     # -- tasks ----------------------------------------------------------------
@@ -381,11 +217,11 @@ class Store:
         if not self._depth:
             raise RuntimeError("store writes must run inside transaction()")
         self.touched.tasks.update(str(row["id"]) for row in rows)
-        self._db.executemany(INSERT_TASK, rows)
-        self._db.executemany(INSERT_DEPENDENCY, list(edges))
+        self._db.executemany(q.INSERT_TASK, rows)
+        self._db.executemany(q.INSERT_DEPENDENCY, list(edges))
 
     def update_task(self, task_id: str, **fields: Any) -> None:
-        unknown = set(fields) - TASK_COLUMNS
+        unknown = set(fields) - q.TASK_COLUMNS
         if unknown:
             raise ValueError(f"unknown task columns: {sorted(unknown)}")
         self.touched.tasks.add(task_id)
@@ -407,45 +243,39 @@ class Store:
         """Add one attempt's usage to the task's and the agent's running totals."""
         self.touched.tasks.add(task_id)
         self.touched.agents.add(agent_id)
-        self._write(ADD_TASK_USAGE, (tokens_in, tokens_out, cost, task_id))
+        self._write(q.ADD_TASK_USAGE, (tokens_in, tokens_out, cost, task_id))
         done = (1, 0) if succeeded else (0, 1)
-        self._write(ADD_AGENT_USAGE, (tokens_in, tokens_out, cost, *done, agent_id))
+        self._write(q.ADD_AGENT_USAGE, (tokens_in, tokens_out, cost, *done, agent_id))
 
     def task(self, task_id: str) -> Row | None:
-        row = self._one(SELECT_TASK, (task_id,))
+        row = self._one(q.SELECT_TASK, (task_id,))
         return _decode_task(row) if row else None
 
     def tasks(self, status: str | None = None, limit: int = 1000, offset: int = 0) -> list[Row]:
         if status:
-            rows = self._db.execute(SELECT_TASKS_BY_STATUS, (status, limit, offset))
+            rows = self._db.execute(q.SELECT_TASKS_BY_STATUS, (status, limit, offset))
         else:
-            rows = self._db.execute(SELECT_TASKS_PAGE, (limit, offset))
+            rows = self._db.execute(q.SELECT_TASKS_PAGE, (limit, offset))
         return [_decode_task(r) for r in rows]
 
     def live_tasks(self) -> list[Row]:
-        return [_decode_task(r) for r in self._db.execute(SELECT_LIVE_TASKS)]
+        return [_decode_task(r) for r in self._db.execute(q.SELECT_LIVE_TASKS)]
 
     def task_statuses(self) -> dict[str, str]:
-        return {r[0]: r[1] for r in self._db.execute(SELECT_TASK_STATUSES)}
+        return {r[0]: r[1] for r in self._db.execute(q.SELECT_TASK_STATUSES)}
 
     def max_seq(self) -> int:
-        row = self._one(SELECT_MAX_SEQ)
+        row = self._one(q.SELECT_MAX_SEQ)
         return int(row[0]) if row else 0
 
-    def dependencies(self, task_id: str) -> list[str]:
-        return [r[0] for r in self._db.execute(SELECT_DEPENDENCIES, (task_id,))]
-
-    def dependents(self, task_id: str) -> list[str]:
-        return [r[0] for r in self._db.execute(SELECT_DEPENDENTS, (task_id,))]
-
     def edges(self) -> list[tuple[str, str]]:
-        return [(r[0], r[1]) for r in self._db.execute(SELECT_ALL_EDGES)]
+        return [(r[0], r[1]) for r in self._db.execute(q.SELECT_ALL_EDGES)]
 
     def task_counts(self) -> dict[str, int]:
-        return {r[0]: r[1] for r in self._db.execute(COUNT_TASKS_BY_STATUS)}
+        return {r[0]: r[1] for r in self._db.execute(q.COUNT_TASKS_BY_STATUS)}
 
     def usage_totals(self) -> tuple[int, int, float]:
-        row = self._one(SUM_TASK_USAGE)
+        row = self._one(q.SUM_TASK_USAGE)
         assert row is not None
         return int(row[0]), int(row[1]), float(row[2])
 
@@ -453,10 +283,10 @@ class Store:
 
     def insert_agent(self, agent: Row) -> None:
         self.touched.agents.add(str(agent["id"]))
-        self._write(INSERT_AGENT, agent)
+        self._write(q.INSERT_AGENT, agent)
 
     def update_agent(self, agent_id: str, **fields: Any) -> None:
-        unknown = set(fields) - AGENT_COLUMNS
+        unknown = set(fields) - q.AGENT_COLUMNS
         if unknown:
             raise ValueError(f"unknown agent columns: {sorted(unknown)}")
         self.touched.agents.add(agent_id)
@@ -464,37 +294,33 @@ class Store:
         self._write(f"UPDATE agents SET {assignments} WHERE id = :id", {**fields, "id": agent_id})
 
     def agent(self, agent_id: str) -> Row | None:
-        row = self._one(SELECT_AGENT, (agent_id,))
-        return dict(row) if row else None
-
-    def agent_by_name(self, name: str) -> Row | None:
-        row = self._one(SELECT_AGENT_BY_NAME, (name,))
+        row = self._one(q.SELECT_AGENT, (agent_id,))
         return dict(row) if row else None
 
     def agents(self) -> list[Row]:
-        return [dict(r) for r in self._db.execute(SELECT_AGENTS)]
+        return [dict(r) for r in self._db.execute(q.SELECT_AGENTS)]
 
     # -- leases and the change ledger -------------------------------------------
 
     def insert_lease(self, path: str, agent_id: str, task_id: str, at: str) -> bool:
         """Insert-or-nothing; True when the row is now ours (the PK decides)."""
         self.touched.lease_tasks.add(task_id)
-        cur = self._write(INSERT_LEASE, (path, agent_id, task_id, at))
+        cur = self._write(q.INSERT_LEASE, (path, agent_id, task_id, at))
         return cur.rowcount == 1
 
     def leases(self) -> list[Row]:
-        return [dict(r) for r in self._db.execute(SELECT_LEASES)]
+        return [dict(r) for r in self._db.execute(q.SELECT_LEASES)]
 
     def leases_of_task(self, task_id: str) -> list[Row]:
-        return [dict(r) for r in self._db.execute(SELECT_LEASES_OF_TASK, (task_id,))]
+        return [dict(r) for r in self._db.execute(q.SELECT_LEASES_OF_TASK, (task_id,))]
 
     def delete_leases_of_task(self, task_id: str) -> None:
         self.touched.lease_tasks.add(task_id)
-        self._write(DELETE_LEASES_OF_TASK, (task_id,))
+        self._write(q.DELETE_LEASES_OF_TASK, (task_id,))
 
     def delete_lease(self, path: str, task_id: str) -> None:
         self.touched.lease_tasks.add(task_id)
-        self._write(DELETE_LEASE, (path, task_id))
+        self._write(q.DELETE_LEASE, (path, task_id))
 
     def insert_change(
         self,
@@ -506,10 +332,10 @@ class Store:
         attempt: int | None = None,
         sha256: str | None = None,
     ) -> None:
-        self._write(INSERT_CHANGE, (task_id, agent_id, path, tool, at, attempt, sha256))
+        self._write(q.INSERT_CHANGE, (task_id, agent_id, path, tool, at, attempt, sha256))
 
     def changes_of_task(self, task_id: str) -> list[Row]:
-        return [dict(r) for r in self._db.execute(SELECT_CHANGES_OF_TASK, (task_id,))]
+        return [dict(r) for r in self._db.execute(q.SELECT_CHANGES_OF_TASK, (task_id,))]
 
     # -- pre-images and patches ---------------------------------------------------------
 
@@ -518,56 +344,56 @@ class Store:
         dirs = json.dumps(list(image.created_dirs))
         content = image.content if image.existed else None
         self._write(
-            INSERT_PREIMAGE,
+            q.INSERT_PREIMAGE,
             (task_id, image.path, int(image.existed), content, image.mode, dirs, at),
         )
 
     def preimages_of_task(self, task_id: str) -> list[PreImage]:
-        return [_preimage(r) for r in self._db.execute(SELECT_PREIMAGES_OF_TASK, (task_id,))]
+        return [_preimage(r) for r in self._db.execute(q.SELECT_PREIMAGES_OF_TASK, (task_id,))]
 
     def foreign_preimages(self, task_id: str) -> list[tuple[str, PreImage]]:
         """(holder task, pre-image) of every path leased by a task other than `task_id`."""
-        rows = self._db.execute(SELECT_FOREIGN_PREIMAGES, (task_id,))
+        rows = self._db.execute(q.SELECT_FOREIGN_PREIMAGES, (task_id,))
         return [(r["task_id"], _preimage(r)) for r in rows]
 
     def delete_preimages_of_task(self, task_id: str) -> None:
-        self._write(DELETE_PREIMAGES_OF_TASK, (task_id,))
+        self._write(q.DELETE_PREIMAGES_OF_TASK, (task_id,))
 
     def preimage_paths_of_task(self, task_id: str) -> list[str]:
-        return [r[0] for r in self._db.execute(SELECT_PREIMAGE_PATHS_OF_TASK, (task_id,))]
+        return [r[0] for r in self._db.execute(q.SELECT_PREIMAGE_PATHS_OF_TASK, (task_id,))]
 
     # -- restores: the intent to put a failed attempt's files back ----------------------
 
     def insert_restores(self, task_id: str, paths: Iterable[str], reason: str, at: str) -> None:
         self.touched.lease_tasks.add(task_id)
         for path in paths:
-            self._write(INSERT_RESTORE, (task_id, path, reason, at))
+            self._write(q.INSERT_RESTORE, (task_id, path, reason, at))
 
     def restores(self) -> list[Row]:
-        return [dict(r) for r in self._db.execute(SELECT_RESTORES)]
+        return [dict(r) for r in self._db.execute(q.SELECT_RESTORES)]
 
     def restores_of_task(self, task_id: str) -> list[Row]:
-        return [dict(r) for r in self._db.execute(SELECT_RESTORES_OF_TASK, (task_id,))]
+        return [dict(r) for r in self._db.execute(q.SELECT_RESTORES_OF_TASK, (task_id,))]
 
     def delete_restored(self, task_id: str, path: str) -> None:
         """The file is back: its restore row, pre-image and lease go in one step."""
         self.touched.lease_tasks.add(task_id)
-        self._write(DELETE_RESTORE, (task_id, path))
-        self._write(DELETE_PREIMAGE, (task_id, path))
-        self._write(DELETE_LEASE, (path, task_id))
+        self._write(q.DELETE_RESTORE, (task_id, path))
+        self._write(q.DELETE_PREIMAGE, (task_id, path))
+        self._write(q.DELETE_LEASE, (path, task_id))
 
     def fail_restore(self, task_id: str, path: str, error: str) -> None:
         self.touched.lease_tasks.add(task_id)
-        self._write(FAIL_RESTORE, (error, task_id, path))
+        self._write(q.FAIL_RESTORE, (error, task_id, path))
 
     def insert_patch(self, task_id: str, patch: PatchFile) -> None:
         self._write(
-            INSERT_PATCH,
+            q.INSERT_PATCH,
             (task_id, patch.path, patch.diff, patch.added, patch.removed, int(patch.binary)),
         )
 
     def patches_of_task(self, task_id: str) -> list[Row]:
-        rows = [dict(r) for r in self._db.execute(SELECT_PATCHES_OF_TASK, (task_id,))]
+        rows = [dict(r) for r in self._db.execute(q.SELECT_PATCHES_OF_TASK, (task_id,))]
         for row in rows:
             row["binary"] = bool(row["binary"])
         return rows
@@ -575,29 +401,29 @@ class Store:
     # -- checks ---------------------------------------------------------------------------
 
     def upsert_check(self, name: str, command: str, at: str) -> None:
-        self._write(UPSERT_CHECK, (name, command, at))
+        self._write(q.UPSERT_CHECK, (name, command, at))
 
     def checks(self) -> list[Row]:
-        return [dict(r) for r in self._db.execute(SELECT_CHECKS)]
+        return [dict(r) for r in self._db.execute(q.SELECT_CHECKS)]
 
     # -- interactive sessions (a person's own Claude Code session) ------------------------
 
     def upsert_interactive(self, session: Row) -> None:
         self.touched.interactive = True
-        self._write(UPSERT_INTERACTIVE, session)
+        self._write(q.UPSERT_INTERACTIVE, session)
 
     def interactive_sessions(self) -> list[Row]:
-        return [dict(r) for r in self._db.execute(SELECT_INTERACTIVE)]
+        return [dict(r) for r in self._db.execute(q.SELECT_INTERACTIVE)]
 
     # -- the server's own record ------------------------------------------------------------
 
     def set_meta(self, key: str, value: str) -> None:
-        self._write(UPSERT_META, (key, value))
+        self._write(q.UPSERT_META, (key, value))
 
     def meta(self, key: str) -> str | None:
-        row = self._one(SELECT_META, (key,))
+        row = self._one(q.SELECT_META, (key,))
         return str(row[0]) if row else None
 
     def reset(self) -> None:
-        for table in RESET_TABLES:
+        for table in q.RESET_TABLES:
             self._write(f"DELETE FROM {table}")  # event ids stay monotonic: cursors survive

@@ -1,0 +1,173 @@
+"""The named SQL statements of `store`, and the column sets its updates accept.
+
+Only `store` imports this module: it is the text of every query CodeFleet
+runs, one named constant each, so a grep for a statement's name finds its one
+caller. The schema itself is `schema.sql`; `MIGRATIONS` adds the columns an
+older database lacks.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+TASK_COLUMNS: Final = frozenset(
+    [
+        "title",
+        "description",
+        "status",
+        "priority",
+        "file_scope",
+        "assigned_agent_id",
+        "attempts",
+        "uncharged_attempts",
+        "max_attempts",
+        "backoff_until",
+        "result_summary",
+        "error",
+        "error_kind",
+        "blocked_on_path",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "duration_ms",
+        "session_id",
+        "updated_at",
+        "assigned_at",
+        "started_at",
+        "completed_at",
+    ]
+)
+AGENT_COLUMNS: Final = frozenset(
+    [
+        "status",
+        "epoch",
+        "fenced",
+        "current_task_id",
+        "workdir",
+        "pid",
+        "host",
+        "last_heartbeat_at",
+        "last_assigned_at",
+        "idle_since",
+        "tasks_succeeded",
+        "tasks_failed",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "updated_at",
+    ]
+)
+
+INSERT_TASK: Final = """INSERT INTO tasks (id, seq, title, description, status, priority,
+    file_scope, max_attempts, verify, created_at, updated_at)
+    VALUES (:id, :seq, :title, :description, :status, :priority, :file_scope,
+    :max_attempts, :verify, :created_at, :updated_at)"""
+TABLE_COLUMNS: Final = "SELECT name FROM pragma_table_info(?)"
+# Columns added after a table first shipped: (table, column, statement) for older databases.
+MIGRATIONS: Final = (
+    ("tasks", "verify", "ALTER TABLE tasks ADD COLUMN verify TEXT"),
+    ("file_changes", "attempt", "ALTER TABLE file_changes ADD COLUMN attempt INTEGER"),
+    ("file_changes", "sha256", "ALTER TABLE file_changes ADD COLUMN sha256 TEXT"),
+    ("agents", "fenced", "ALTER TABLE agents ADD COLUMN fenced INTEGER NOT NULL DEFAULT 0"),
+    ("agents", "host", "ALTER TABLE agents ADD COLUMN host TEXT"),
+    (
+        "tasks",
+        "uncharged_attempts",
+        "ALTER TABLE tasks ADD COLUMN uncharged_attempts INTEGER NOT NULL DEFAULT 0",
+    ),
+)
+INSERT_DEPENDENCY: Final = "INSERT INTO task_dependencies (task_id, depends_on_id) VALUES (?, ?)"
+ADD_TASK_USAGE: Final = """UPDATE tasks SET input_tokens = input_tokens + ?,
+    output_tokens = output_tokens + ?, cost_usd = cost_usd + ? WHERE id = ?"""
+ADD_AGENT_USAGE: Final = """UPDATE agents SET input_tokens = input_tokens + ?,
+    output_tokens = output_tokens + ?, cost_usd = cost_usd + ?,
+    tasks_succeeded = tasks_succeeded + ?, tasks_failed = tasks_failed + ? WHERE id = ?"""
+SELECT_TASK: Final = "SELECT * FROM tasks WHERE id = ?"
+SELECT_TASKS_PAGE: Final = "SELECT * FROM tasks ORDER BY seq LIMIT ? OFFSET ?"
+SELECT_TASKS_BY_STATUS: Final = "SELECT * FROM tasks WHERE status = ? ORDER BY seq LIMIT ? OFFSET ?"
+SELECT_LIVE_TASKS: Final = (
+    "SELECT * FROM tasks WHERE status IN ('pending', 'assigned', 'running') ORDER BY seq"
+)
+SELECT_TASK_STATUSES: Final = "SELECT id, status FROM tasks"
+SELECT_MAX_SEQ: Final = "SELECT COALESCE(MAX(seq), 0) FROM tasks"
+SELECT_ALL_EDGES: Final = "SELECT task_id, depends_on_id FROM task_dependencies"
+COUNT_TASKS_BY_STATUS: Final = "SELECT status, COUNT(*) FROM tasks GROUP BY status"
+SUM_TASK_USAGE: Final = """SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
+    COALESCE(SUM(cost_usd), 0) FROM tasks"""
+
+INSERT_AGENT: Final = """INSERT INTO agents (id, name, status, epoch, workdir, pid, host,
+    last_heartbeat_at, idle_since, registered_at, updated_at)
+    VALUES (:id, :name, :status, :epoch, :workdir, :pid, :host, :last_heartbeat_at,
+    :idle_since, :registered_at, :updated_at)"""
+SELECT_AGENT: Final = "SELECT * FROM agents WHERE id = ?"
+SELECT_AGENTS: Final = "SELECT * FROM agents ORDER BY name"
+
+INSERT_LEASE: Final = """INSERT OR IGNORE INTO file_leases (path, agent_id, task_id, acquired_at)
+    VALUES (?, ?, ?, ?)"""
+SELECT_LEASES: Final = "SELECT * FROM file_leases ORDER BY path"
+SELECT_LEASES_OF_TASK: Final = "SELECT * FROM file_leases WHERE task_id = ? ORDER BY path"
+DELETE_LEASES_OF_TASK: Final = "DELETE FROM file_leases WHERE task_id = ?"
+DELETE_LEASE: Final = "DELETE FROM file_leases WHERE path = ? AND task_id = ?"
+
+INSERT_CHANGE: Final = """INSERT INTO file_changes (task_id, agent_id, path, tool, at, attempt,
+    sha256) VALUES (?, ?, ?, ?, ?, ?, ?)"""
+SELECT_CHANGES_OF_TASK: Final = "SELECT * FROM file_changes WHERE task_id = ? ORDER BY id"
+
+INSERT_EVENT: Final = """INSERT INTO events (at, type, task_id, agent_id, payload)
+    VALUES (?, ?, ?, ?, ?)"""
+SELECT_EVENTS: Final = "SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?"
+SELECT_EVENTS_OF_TYPE: Final = "SELECT * FROM events WHERE id > ? AND type = ? ORDER BY id LIMIT ?"
+SELECT_LAST_EVENT_ID: Final = "SELECT COALESCE(MAX(id), 0) FROM events"
+SELECT_LAST_EVENT_OF_TYPES: Final = (
+    "SELECT * FROM events WHERE type IN (SELECT value FROM json_each(?)) ORDER BY id DESC LIMIT 1"
+)
+
+INSERT_PREIMAGE: Final = """INSERT OR IGNORE INTO preimages (task_id, path, existed, content,
+    mode, created_dirs, captured_at) VALUES (?, ?, ?, ?, ?, ?, ?)"""
+SELECT_PREIMAGES_OF_TASK: Final = "SELECT * FROM preimages WHERE task_id = ? ORDER BY path"
+SELECT_PREIMAGE_PATHS_OF_TASK: Final = "SELECT path FROM preimages WHERE task_id = ? ORDER BY path"
+DELETE_PREIMAGE: Final = "DELETE FROM preimages WHERE task_id = ? AND path = ?"
+DELETE_PREIMAGES_OF_TASK: Final = "DELETE FROM preimages WHERE task_id = ?"
+INSERT_PATCH: Final = """INSERT OR REPLACE INTO patches (task_id, path, diff, added, removed, binary)
+    VALUES (?, ?, ?, ?, ?, ?)"""
+SELECT_PATCHES_OF_TASK: Final = "SELECT * FROM patches WHERE task_id = ? ORDER BY path"
+SELECT_FOREIGN_PREIMAGES: Final = """SELECT p.* FROM preimages p JOIN file_leases l
+    ON l.path = p.path AND l.task_id = p.task_id WHERE l.task_id <> ? ORDER BY p.path"""
+
+INSERT_RESTORE: Final = """INSERT OR IGNORE INTO restores (task_id, path, reason, requested_at)
+    VALUES (?, ?, ?, ?)"""
+SELECT_RESTORES: Final = "SELECT * FROM restores ORDER BY task_id, path"
+SELECT_RESTORES_OF_TASK: Final = "SELECT * FROM restores WHERE task_id = ? ORDER BY path"
+DELETE_RESTORE: Final = "DELETE FROM restores WHERE task_id = ? AND path = ?"
+FAIL_RESTORE: Final = "UPDATE restores SET error = ? WHERE task_id = ? AND path = ?"
+
+UPSERT_META: Final = """INSERT INTO server_meta (key, value) VALUES (?, ?)
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value"""
+SELECT_META: Final = "SELECT value FROM server_meta WHERE key = ?"
+
+UPSERT_CHECK: Final = """INSERT INTO checks (name, command, defined_at) VALUES (?, ?, ?)
+    ON CONFLICT (name) DO UPDATE SET command = excluded.command, defined_at = excluded.defined_at"""
+SELECT_CHECKS: Final = "SELECT * FROM checks ORDER BY name"
+
+UPSERT_INTERACTIVE: Final = """INSERT INTO interactive_sessions (session_id, agent_id, name,
+    task_id, title, active, started_at, last_write_at, ended_at, end_reason)
+    VALUES (:session_id, :agent_id, :name, :task_id, :title, :active, :started_at,
+    :last_write_at, :ended_at, :end_reason)
+    ON CONFLICT (session_id) DO UPDATE SET active = excluded.active,
+    last_write_at = excluded.last_write_at, ended_at = excluded.ended_at,
+    end_reason = excluded.end_reason"""
+SELECT_INTERACTIVE: Final = "SELECT * FROM interactive_sessions ORDER BY name"
+
+RESET_TABLES: Final = (
+    "interactive_sessions",
+    "checks",
+    "restores",
+    "patches",
+    "preimages",
+    "file_changes",
+    "file_leases",
+    "task_dependencies",
+    "tasks",
+    "agents",
+    "events",
+)
