@@ -35,9 +35,9 @@ def measure(rollback: bool, files: int, size: int) -> list[float]:
         timings = []
         for n in range(files):
             started = time.perf_counter()
-            answer = engine.acquire(agent["agent_id"], agent["epoch"], "t", [f"f{n}.py"], "Edit")
+            answer = engine.acquire(agent.agent_id, agent.epoch, "t", [f"f{n}.py"], "Edit")
             timings.append(time.perf_counter() - started)
-            assert answer["decision"] == "allow"
+            assert answer.allowed
         engine.store.close()
         return timings
 

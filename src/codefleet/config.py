@@ -16,6 +16,18 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from codefleet.models import (
+    DEFAULT_BACKOFF_BASE_S,
+    DEFAULT_BACKOFF_CAP_S,
+    DEFAULT_HEARTBEAT_INTERVAL_S,
+    DEFAULT_INTERACTIVE_IDLE_S,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_POLL_INTERVAL_S,
+    DEFAULT_PREIMAGE_MAX_BYTES,
+    DEFAULT_STALE_AFTER_S,
+    DEFAULT_TASK_TIMEOUT_S,
+    DEFAULT_TICK_INTERVAL_S,
+)
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, parse_protected_names
 
 __all__ = ["Settings"]
@@ -36,22 +48,22 @@ class Settings(BaseSettings):
     workdir: Path = Path(".")  # the current directory: run CodeFleet inside your repository
     runners: int = Field(default=3, ge=1, le=256)
     model: str | None = None
-    task_timeout: float = Field(default=600.0, gt=0)
+    task_timeout: float = Field(default=DEFAULT_TASK_TIMEOUT_S, gt=0)
     task_budget_usd: float = Field(default=0.50, gt=0)
     max_turns: int = Field(default=40, ge=1)
-    heartbeat_interval: float = Field(default=5.0, gt=0)
-    stale_after: float = Field(default=20.0, gt=0)
-    poll_interval: float = Field(default=1.0, ge=0)
-    tick_interval: float = Field(default=0.5, gt=0)
-    max_attempts: int = Field(default=3, ge=1, le=100)
-    backoff_base: float = Field(default=2.0, ge=0)
-    backoff_cap: float = Field(default=30.0, ge=0)
+    heartbeat_interval: float = Field(default=DEFAULT_HEARTBEAT_INTERVAL_S, gt=0)
+    stale_after: float = Field(default=DEFAULT_STALE_AFTER_S, gt=0)
+    poll_interval: float = Field(default=DEFAULT_POLL_INTERVAL_S, ge=0)
+    tick_interval: float = Field(default=DEFAULT_TICK_INTERVAL_S, gt=0)
+    max_attempts: int = Field(default=DEFAULT_MAX_ATTEMPTS, ge=1, le=100)
+    backoff_base: float = Field(default=DEFAULT_BACKOFF_BASE_S, ge=0)
+    backoff_cap: float = Field(default=DEFAULT_BACKOFF_CAP_S, ge=0)
     run_dir: Path = DEFAULT_RUN_DIR  # default: inside the tree, see `_in_the_tree`
     keep_failed_edits: bool = False
-    preimage_max_bytes: int = Field(default=10 * 1024 * 1024, ge=0)
+    preimage_max_bytes: int = Field(default=DEFAULT_PREIMAGE_MAX_BYTES, ge=0)
     check_timeout: float = Field(default=300.0, gt=0)
     check_dir: Path | None = None
-    interactive_idle: float = Field(default=900.0, gt=0)
+    interactive_idle: float = Field(default=DEFAULT_INTERACTIVE_IDLE_S, gt=0)
     max_cost: float | None = Field(default=None, gt=0)
     max_cost_hard: bool = False
     allow_reset: bool = False

@@ -19,7 +19,18 @@ from typing import Final
 
 __all__ = [
     "CHECK_NAME_PATTERN",
+    "DEFAULT_BACKOFF_BASE_S",
+    "DEFAULT_BACKOFF_CAP_S",
+    "DEFAULT_HEARTBEAT_INTERVAL_S",
+    "DEFAULT_INTERACTIVE_IDLE_S",
+    "DEFAULT_MAX_ATTEMPTS",
+    "DEFAULT_POLL_INTERVAL_S",
+    "DEFAULT_PREIMAGE_MAX_BYTES",
+    "DEFAULT_STALE_AFTER_S",
+    "DEFAULT_TASK_TIMEOUT_S",
+    "DEFAULT_TICK_INTERVAL_S",
     "MAX_BATCH_SCOPE_PATHS",
+    "MAX_CHECK_COMMAND",
     "RETRYABLE_KINDS",
     "TERMINAL_STATUSES",
     "WRITE_TOOLS",
@@ -152,6 +163,22 @@ class ReleaseReason(StrEnum):
     INTERACTIVE_IDLE = "interactive_idle"  # a person's session wrote nothing for a while
     FLEET_BUDGET = "fleet_budget"  # the fleet's budget ran out and the stop is hard
 
+
+# Defaults shared by `Settings`, the engine's `EngineConfig` and the scheduler's snapshot
+# (DESIGN §6): one definition each.
+DEFAULT_STALE_AFTER_S: Final = 20.0
+DEFAULT_TASK_TIMEOUT_S: Final = 600.0
+DEFAULT_HEARTBEAT_INTERVAL_S: Final = 5.0
+DEFAULT_POLL_INTERVAL_S: Final = 1.0
+DEFAULT_TICK_INTERVAL_S: Final = 0.5
+DEFAULT_MAX_ATTEMPTS: Final = 3
+DEFAULT_BACKOFF_BASE_S: Final = 2.0
+DEFAULT_BACKOFF_CAP_S: Final = 30.0
+DEFAULT_PREIMAGE_MAX_BYTES: Final = 10 * 1024 * 1024
+DEFAULT_INTERACTIVE_IDLE_S: Final = 900.0
+
+# The longest command a check may run (graph file, `--check`, `POST /checks`).
+MAX_CHECK_COMMAND: Final = 4096
 
 # Scope paths one graph load may declare in all: each is canonicalized with a `stat`
 # (docs/decisions.md, "A big load is prepared off the event loop").

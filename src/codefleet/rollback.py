@@ -23,6 +23,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from codefleet.models import DEFAULT_PREIMAGE_MAX_BYTES
+
 __all__ = [
     "PatchFile",
     "PreImage",
@@ -33,7 +35,7 @@ __all__ = [
     "restore",
 ]
 
-DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+DEFAULT_MAX_BYTES = DEFAULT_PREIMAGE_MAX_BYTES
 
 
 class TooLarge(ValueError):

@@ -248,7 +248,7 @@ async def test_an_agent_that_stopped_beating_is_shown_stale_until_the_engine_mar
         await wait_until(stale)
         await client.create_tasks([{"id": "T1", "title": "kick a tick", "description": "do it"}])
 
-        await wait_until(lambda: server.app.state.engine.agents[agent_id].status == "offline")
+        await wait_until(lambda: server.app.state.engine.agents.by_id[agent_id].status == "offline")
         [gone] = await client.agents()
         assert (gone["status"], gone["stale"]) == ("offline", False)
         assert [e["agent_id"] for e in await client.events(type_="agent_offline")] == [agent_id]

@@ -108,7 +108,7 @@ async def test_a_long_poll_answers_with_a_task_created_while_it_waits(
     engine = server.app.state.engine
     # A poll that ignored the wake-up would run out its 30 s and be cut off below.
     poll = asyncio.create_task(client.assignment(runner.id, runner.epoch, wait=30))
-    await wait_until(lambda: runner.id in engine._waiters)
+    await wait_until(lambda: runner.id in engine.agents._waiters)
     assert not poll.done()
 
     await client.create_tasks([{"id": "T1", "title": "first", "description": "do it"}])

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from codefleet.coord import scheduler as sched
+from codefleet.coord.answers import Beat, LeaseAnswer, TaskAnswer
 from codefleet.coord.engine import BASE_WINDOW, Engine, EngineConfig, Report
 from codefleet.coord.graph import NewTask
 from codefleet.coord.store import Row, Store
@@ -55,10 +56,10 @@ class Fleet:
         return self.engine.create_tasks([spec])
 
     def register(self, name: str) -> str:
-        return str(self.engine.register(name, str(self.engine.tree.root), 4242)["agent_id"])
+        return str(self.engine.register(name, str(self.engine.tree.root), 4242).agent_id)
 
     def epoch(self, agent_id: str) -> int:
-        return self.engine.agents[agent_id].epoch
+        return self.engine.agents.by_id[agent_id].epoch
 
     def tick(self) -> list[sched.Decision]:
         return self.engine.tick()
@@ -72,18 +73,18 @@ class Fleet:
         agent_id = self.owner(task_id)
         self.engine.start(task_id, agent_id, self.epoch(agent_id))
 
-    def acquire(self, task_id: str, *paths: str) -> dict[str, Any]:
+    def acquire(self, task_id: str, *paths: str) -> LeaseAnswer:
         agent_id = self.owner(task_id)
         return self.engine.acquire(agent_id, self.epoch(agent_id), task_id, list(paths), "Write")
 
-    def finish(self, task_id: str, ok: bool = True, **report: Any) -> dict[str, Any]:
+    def finish(self, task_id: str, ok: bool = True, **report: Any) -> TaskAnswer:
         agent_id = self.owner(task_id)
         attempt = self.engine.index.live[task_id].attempts
         return self.engine.complete(
             task_id, agent_id, self.epoch(agent_id), Report(attempt=attempt, ok=ok, **report)
         )
 
-    def run(self, task_id: str, ok: bool = True, **report: Any) -> dict[str, Any]:
+    def run(self, task_id: str, ok: bool = True, **report: Any) -> TaskAnswer:
         """Tick until `task_id` is assigned, then start it and report on it."""
         if task_id not in self.engine.index.in_flight:
             decisions = self.tick()
@@ -310,7 +311,7 @@ def _running_with_lease(fleet: Fleet, path: str = "a.py") -> tuple[str, str]:
     fleet.add("T", path)
     fleet.tick()
     fleet.start("T")
-    assert fleet.acquire("T", path)["decision"] == "allow"
+    assert fleet.acquire("T", path).allowed
     return agent, "T"
 
 
@@ -326,8 +327,8 @@ def test_re_acquiring_leases_the_task_already_holds_opens_no_transaction(
     again = fleet.acquire("T", "./a.py")
     more = fleet.acquire("T", "a.py", "b.py")
 
-    assert again == {"decision": "allow", "granted": ["a.py"]}
-    assert more == {"decision": "allow", "granted": ["a.py", "b.py"]}
+    assert (again.allowed, again.granted) == (True, ("a.py",))
+    assert (more.allowed, more.granted) == (True, ("a.py", "b.py"))
     assert opened == [1]  # only the request with a new path wrote anything
 
 
@@ -407,7 +408,7 @@ def test_a_path_leased_by_a_stale_agents_task_is_free_for_assignment_in_the_same
         sched.Requeue(orphan, ErrorKind.INFRA, "agent_stale"),
         sched.Assign("next", fresh),
     ]
-    assert fleet.acquire("next", "a.py")["decision"] == "allow"
+    assert fleet.acquire("next", "a.py").allowed
 
 
 def test_a_task_taken_back_from_a_stale_agent_waits_for_a_live_agent(
@@ -430,8 +431,8 @@ def test_re_registration_bumps_the_epoch_and_requeues_the_previous_incarnations_
 
     answer = fleet.engine.register("runner-1", str(fleet.engine.tree.root), 4343, replace=True)
 
-    assert answer["agent_id"] == agent
-    assert answer["epoch"] == old_epoch + 1  # one registration, one bump (not one per take-back)
+    assert answer.agent_id == agent
+    assert answer.epoch == old_epoch + 1  # one registration, one bump (not one per take-back)
     assert fleet.agent(agent)["status"] == AgentStatus.IDLE
     assert fleet.agent(agent)["pid"] == 4343
     row = fleet.task(task)
@@ -461,7 +462,7 @@ def test_a_heartbeat_with_the_current_epoch_brings_an_offline_agent_back(
         fleet.engine.heartbeat(agent, old_epoch)
     answer = fleet.engine.heartbeat(agent, fleet.epoch(agent))
 
-    assert answer == {"status": AgentStatus.IDLE, "epoch": old_epoch + 1}
+    assert answer == Beat(AgentStatus.IDLE, old_epoch + 1)
     assert fleet.agent(agent)["status"] == AgentStatus.IDLE
     [online] = fleet.events(EventType.AGENT_ONLINE)
     assert online["agent_id"] == agent
@@ -530,7 +531,7 @@ def test_a_retryable_failure_backs_off_base_times_attempts_capped(
 
     answer = fleet.run("T", ok=False, error_kind=kind)
 
-    assert answer["backoff_until"] == to_iso(T0 + timedelta(seconds=2))  # 2 s x 1 attempt
+    assert answer.backoff_until == to_iso(T0 + timedelta(seconds=2))  # 2 s x 1 attempt
     fleet.clock.advance(1.999)
     assert fleet.tick() == []
     fleet.clock.advance(0.001)
@@ -538,8 +539,8 @@ def test_a_retryable_failure_backs_off_base_times_attempts_capped(
 
     answer = fleet.run("T", ok=False, error_kind=kind)
 
-    assert answer["backoff_until"] == to_iso(fleet.clock() + timedelta(seconds=3))  # min(4, 3)
-    assert answer["attempts"] == 2
+    assert answer.backoff_until == to_iso(fleet.clock() + timedelta(seconds=3))  # min(4, 3)
+    assert answer.attempts == 2
 
 
 def test_a_non_retryable_failure_fails_the_task_at_once(fleet: Fleet):
@@ -548,7 +549,7 @@ def test_a_non_retryable_failure_fails_the_task_at_once(fleet: Fleet):
 
     answer = fleet.run("T", ok=False, error_kind=ErrorKind.BUDGET)
 
-    assert (answer["status"], answer["attempts"]) == ("failed", 1)
+    assert (answer.status, answer.attempts) == ("failed", 1)
 
 
 def test_a_vetoed_task_widens_its_scope_and_runs_only_after_the_holder_finishes(fleet: Fleet):
@@ -561,16 +562,16 @@ def test_a_vetoed_task_widens_its_scope_and_runs_only_after_the_holder_finishes(
         ]
     )
     assert assigned(fleet.tick()) == [("T1", holder_agent), ("T2", vetoed_agent)]
-    assert fleet.acquire("T1", "a.py")["decision"] == "allow"
+    assert fleet.acquire("T1", "a.py").allowed
     fleet.start("T2")
 
     denial = fleet.acquire("T2", "./a.py")
     answer = fleet.finish("T2", ok=False, error_kind=ErrorKind.VETO, blocked_on_path="./a.py")
 
-    assert denial["decision"] == "deny"
-    assert denial["denied"][0]["holder_agent_name"] == "runner-1"
-    assert denial["denied"][0]["holder_task_id"] == "T1"
-    assert (answer["status"], answer["backoff_until"]) == ("pending", None)
+    assert not denial.allowed
+    assert denial.denied[0].holder_agent_name == "runner-1"
+    assert denial.denied[0].holder_task_id == "T1"
+    assert (answer.status, answer.backoff_until) == ("pending", None)
     row = fleet.task("T2")
     assert row["file_scope"] == ["a.py", "pkg/b.py"]
     assert row["blocked_on_path"] == "a.py"
@@ -593,8 +594,8 @@ def test_a_lease_request_for_a_task_the_agent_does_not_hold_is_refused_and_write
 
     answer = fleet.engine.acquire(agent, fleet.epoch(agent), "T", ["a.py"], "Write")
 
-    assert answer["decision"] == "deny"
-    assert answer["denied"][0]["reason"] == "not_owner"
+    assert not answer.allowed
+    assert answer.denied[0].reason == "not_owner"
     assert fleet.engine.store.leases() == []
     assert fleet.engine.store.last_event_id() == before
 
@@ -614,7 +615,7 @@ def test_a_report_for_an_attempt_the_task_moved_past_is_a_duplicate_and_changes_
 
     answer = fleet.engine.complete("T", agent, fleet.epoch(agent), Report(attempt=1, ok=True))
 
-    assert answer["duplicate"] is True
+    assert answer.duplicate is True
     assert fleet.task("T")["status"] == TaskStatus.ASSIGNED
 
 
@@ -740,11 +741,11 @@ def test_a_restarted_engine_reloads_live_state_from_the_same_file_and_carries_on
 
     assert set(restarted.index.in_flight) == {task}
     assert restarted.index.in_flight[task].status is TaskStatus.RUNNING
-    assert restarted.leases == {"a.py": (agent, task)}
-    assert restarted.agents[agent].epoch == epoch
-    assert restarted.agents[agent].status is AgentStatus.BUSY
+    assert restarted.leases.holders == {"a.py": (agent, task)}
+    assert restarted.agents.by_id[agent].epoch == epoch
+    assert restarted.agents.by_id[agent].status is AgentStatus.BUSY
     assert fleet.candidate_ids() == ["ready"]
-    assert fleet.acquire(task, "a.py")["decision"] == "allow"  # still ours after the restart
+    assert fleet.acquire(task, "a.py").allowed  # still ours after the restart
 
     fleet.finish(task)
 

@@ -89,7 +89,7 @@ def test_a_hard_stop_takes_back_running_attempts_rolled_back_and_uncharged(
 ):
     fleet = make_fleet(max_cost=1.0, max_cost_hard=True)
     _two_running(fleet)
-    assert fleet.acquire("T2", "a.py")["decision"] == "allow"
+    assert fleet.acquire("T2", "a.py").allowed
     (workdir / "a.py").write_text("half done\n")
     owner = fleet.owner("T2")
     epoch = fleet.epoch(owner)

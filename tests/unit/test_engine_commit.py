@@ -78,7 +78,7 @@ class Harness:
 
     def register(self, name: str) -> tuple[str, int]:
         answer = self.engine.register(name, str(self.tree), 4242)
-        return str(answer["agent_id"]), int(answer["epoch"])
+        return str(answer.agent_id), int(answer.epoch)
 
     def committed(self, sql: str) -> list[tuple[Any, ...]]:
         """Read through a second connection: only what was committed is visible."""
@@ -108,12 +108,12 @@ def test_a_grant_whose_commit_fails_is_refused_and_never_held_in_memory(harness:
     with pytest.raises(StoreUnavailable, match="disk is full"):
         harness.engine.acquire(agent, epoch, "T", ["a.py"], "Write")
 
-    assert harness.engine.leases == {}
+    assert harness.engine.leases.holders == {}
     assert harness.committed("SELECT COUNT(*) FROM file_leases") == [(0,)]
     assert harness.committed("SELECT COUNT(*) FROM preimages") == [(0,)]
     harness.disk.full = False  # space is back: the server works again
     answer = harness.engine.acquire(agent, epoch, "T", ["a.py"], "Write")
-    assert answer["decision"] == "allow"
+    assert answer.allowed
     assert harness.committed("SELECT path, task_id FROM file_leases") == [("a.py", "T")]
     assert harness.committed("SELECT COUNT(*) FROM preimages") == [(1,)]
 
@@ -129,11 +129,11 @@ def test_a_report_whose_commit_fails_changes_nothing_and_is_applied_when_retried
         harness.engine.complete("T", agent, epoch, Report(attempt=1, ok=True))
 
     assert harness.engine.index.in_flight["T"].status is TaskStatus.RUNNING
-    assert harness.engine.agents[agent].status is AgentStatus.BUSY
-    assert harness.engine.leases == {"a.py": (agent, "T")}
+    assert harness.engine.agents.by_id[agent].status is AgentStatus.BUSY
+    assert harness.engine.leases.holders == {"a.py": (agent, "T")}
     harness.disk.full = False
     answer = harness.engine.complete("T", agent, epoch, Report(attempt=1, ok=True))
-    assert answer["status"] == TaskStatus.SUCCEEDED
+    assert answer.status == TaskStatus.SUCCEEDED
     assert harness.committed("SELECT status FROM tasks") == [("succeeded",)]
     assert harness.committed("SELECT COUNT(*) FROM file_leases") == [(0,)]
 
@@ -157,7 +157,7 @@ def test_a_rolled_back_transaction_neither_unfences_an_agent_nor_resets_stale_cl
 
     assert sched.MarkOffline(quiet) in decisions
     assert not any(isinstance(d, sched.Assign) for d in decisions)  # the fenced one gets nothing
-    assert harness.engine.agents[fenced].fenced
+    assert harness.engine.agents.by_id[fenced].fenced
 
 
 def test_a_restart_keeps_a_fenced_agent_fenced(harness: Harness) -> None:
@@ -167,7 +167,7 @@ def test_a_restart_keeps_a_fenced_agent_fenced(harness: Harness) -> None:
     engine = harness.restart()
     engine.create_tasks([NewTask("Y", id="Y", description="d")])
 
-    assert engine.agents[fenced].fenced
+    assert engine.agents.by_id[fenced].fenced
     assert not any(isinstance(d, sched.Assign) for d in engine.tick())
     assert harness.committed("SELECT fenced FROM agents") == [(1,)]
 
@@ -209,9 +209,11 @@ def test_a_restore_whose_release_cannot_commit_stays_held_and_the_next_tick_fini
 
     answer = harness.engine.complete("T", agent, epoch, Report(attempt=1, ok=False, error="x"))
 
-    assert answer["status"] == TaskStatus.PENDING
+    assert answer.status == TaskStatus.PENDING
     assert (harness.tree / "a.py").read_text() == "A = 1\n"
-    assert harness.engine.leases == {"a.py": (agent, "T")}  # held until the release is stored
+    assert harness.engine.leases.holders == {
+        "a.py": (agent, "T")
+    }  # held until the release is stored
     assert harness.committed("SELECT path FROM file_leases") == [("a.py",)]
     harness.clock.advance(3)  # past its backoff, with its runner idle: still not handed out
     with pytest.raises(StoreUnavailable):
@@ -220,5 +222,5 @@ def test_a_restore_whose_release_cannot_commit_stays_held_and_the_next_tick_fini
     harness.disk.commits_left = None
     harness.disk.full = False
     harness.engine.tick()
-    assert harness.engine.leases == {}
+    assert harness.engine.leases.holders == {}
     assert harness.committed("SELECT COUNT(*) FROM file_leases") == [(0,)]

@@ -103,7 +103,7 @@ def test_the_report_that_uses_up_the_last_attempt_answers_failed_and_cascades_at
 
     answer = fleet.run("T", ok=False, error_kind=kind, error="it broke")
 
-    assert (answer["status"], answer["attempts"], answer["backoff_until"]) == ("failed", 1, None)
+    assert (answer.status, answer.attempts, answer.backoff_until) == ("failed", 1, None)
     row = fleet.task("T")
     assert (row["status"], row["error_kind"]) == (TaskStatus.FAILED, ErrorKind.ATTEMPTS_EXHAUSTED)
     assert "it broke" in row["error"]
@@ -122,7 +122,7 @@ def test_a_retryable_failure_with_attempts_left_still_requeues(fleet: Fleet):
 
     answer = fleet.run("T", ok=False, error_kind=ErrorKind.AGENT_ERROR)
 
-    assert (answer["status"], answer["attempts"]) == ("pending", 1)
+    assert (answer.status, answer.attempts) == ("pending", 1)
 
 
 # -- event time is the engine's clock --------------------------------------------------------
@@ -160,7 +160,7 @@ async def test_a_second_long_poll_of_one_agent_still_wakes_after_the_first_one_e
     fleet.tick()
 
     task = await asyncio.wait_for(second, timeout=5)  # a liveness bound, not a measurement
-    assert task is not None and task["id"] == "T"
+    assert task is not None and task.id == "T"
 
 
 async def test_two_concurrent_long_polls_of_one_agent_both_wake_with_the_same_assignment(
@@ -176,7 +176,7 @@ async def test_two_concurrent_long_polls_of_one_agent_both_wake_with_the_same_as
     fleet.tick()
 
     answers = await asyncio.wait_for(asyncio.gather(*polls), timeout=5)
-    assert [a and a["id"] for a in answers] == ["T", "T"]
+    assert [a and a.id for a in answers] == ["T", "T"]
 
 
 # -- a big load: bounded, prepared off the loop, and no runner goes stale while it lasts --------

@@ -29,7 +29,7 @@ def test_a_limited_last_attempt_is_requeued_uncharged_and_pauses_the_fleet(fleet
 
     answer = fleet.run("T1", **LIMITED, retry_after_s=12.5)
 
-    assert (answer["status"], answer["attempts"]) == (TaskStatus.PENDING, 1)
+    assert (answer.status, answer.attempts) == (TaskStatus.PENDING, 1)
     row = fleet.task("T1")
     assert (row["error_kind"], row["uncharged_attempts"], row["backoff_until"]) == (
         "rate_limited", 1, None,
@@ -108,7 +108,7 @@ def test_tasks_in_flight_carry_on_and_their_limits_join_the_same_pause(fleet: Fl
 
     fleet.clock.advance(5)
     fleet.tick()
-    assert fleet.engine.agents[late].current_task_id is None  # the idle runner waits
+    assert fleet.engine.agents.by_id[late].current_task_id is None  # the idle runner waits
     fleet.start("T2")
     fleet.finish("T2", **LIMITED)  # the same limit, seen by the other session
 
@@ -139,7 +139,7 @@ def test_the_limited_attempts_edits_are_rolled_back(fleet: Fleet, workdir: Path)
     fleet.register("runner-1")
     fleet.tick()
     fleet.start("T1")
-    assert fleet.acquire("T1", "a.py")["decision"] == "allow"
+    assert fleet.acquire("T1", "a.py").allowed
     (workdir / "a.py").write_text("half done\n")
 
     fleet.finish("T1", **LIMITED)

@@ -61,7 +61,7 @@ class Harness:
 
     def register(self, name: str) -> tuple[str, int]:
         answer = self.engine.register(name, str(self.tree), 4242)
-        return str(answer["agent_id"]), int(answer["epoch"])
+        return str(answer.agent_id), int(answer.epoch)
 
     def events(self, kind: EventType) -> list[dict[str, Any]]:
         return self.engine.store.events(0, 100_000, kind.value)
@@ -84,7 +84,7 @@ def _running_with_edits(h: Harness, task_id: str = "T") -> tuple[str, int]:
     h.engine.tick()
     h.engine.start(task_id, agent, epoch)
     for rel in FILES:
-        assert h.engine.acquire(agent, epoch, task_id, [rel], "Edit")["decision"] == "allow"
+        assert h.engine.acquire(agent, epoch, task_id, [rel], "Edit").allowed
         (h.tree / rel).write_text(f"# {rel}: edited by {task_id}\n")
     return agent, epoch
 
@@ -166,7 +166,7 @@ def test_an_unrestorable_file_fails_only_its_task_keeps_its_lease_and_the_fleet_
     agent, epoch = harness.register("runner-1")
     engine.tick()
     engine.start("bad", agent, epoch)
-    assert engine.acquire(agent, epoch, "bad", ["a.py", FILES[0]], "Edit")["decision"] == "allow"
+    assert engine.acquire(agent, epoch, "bad", ["a.py", FILES[0]], "Edit").allowed
     (harness.tree / FILES[0]).write_text("edited\n")
     (harness.tree / "a.py").unlink()
     (harness.tree / "a.py").mkdir()  # the leased file became a directory: it cannot be restored
@@ -175,7 +175,7 @@ def test_an_unrestorable_file_fails_only_its_task_keeps_its_lease_and_the_fleet_
 
     row = engine.store.task("bad")
     assert row is not None
-    assert answer["status"] == TaskStatus.FAILED
+    assert answer.status == TaskStatus.FAILED
     assert (row["status"], row["error_kind"]) == (TaskStatus.FAILED, ErrorKind.INFRA)
     assert "a.py" in row["error"]
     assert engine.store.task("child")["status"] == TaskStatus.BLOCKED_UPSTREAM  # type: ignore[index]
@@ -187,7 +187,7 @@ def test_an_unrestorable_file_fails_only_its_task_keeps_its_lease_and_the_fleet_
     # the rest of the fleet keeps running: the next tick assigns the other task
     engine.tick()
     assert engine.store.task("other")["status"] == TaskStatus.ASSIGNED  # type: ignore[index]
-    assert engine.agents[agent].status is AgentStatus.BUSY
+    assert engine.agents.by_id[agent].status is AgentStatus.BUSY
 
 
 def test_a_task_with_an_unrestorable_file_is_retried_only_once_the_file_can_be_restored(
@@ -233,4 +233,4 @@ def test_a_restart_retries_an_unrestorable_file_and_releases_it_once_restored(
 
     assert engine.store.leases() == []
     assert (harness.tree / "a.py").read_text() == "A = 1\n"
-    assert engine.leases == {}
+    assert engine.leases.holders == {}

@@ -21,7 +21,8 @@ from pydantic import (
     StrictStr,
 )
 
-from codefleet.models import CHECK_NAME_PATTERN, CheckPurpose, ErrorKind
+from codefleet.models import CHECK_NAME_PATTERN, MAX_CHECK_COMMAND, CheckPurpose, ErrorKind
+from codefleet.paths import MAX_PATH_CHARS
 
 __all__ = [
     "AcquireBody",
@@ -43,7 +44,7 @@ __all__ = [
 
 MAX_TITLE = 500
 MAX_DESCRIPTION = 100_000
-MAX_PATH = 4096
+MAX_PATH = MAX_PATH_CHARS
 MAX_SCOPE = 1000
 MAX_TASKS = 50_000
 MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -51,7 +52,6 @@ MAX_INT = 2**63 - 1  # SQLite's INTEGER: a larger number is a 422, never an over
 MAX_COST_USD = 1_000_000.0
 MAX_JSON_DEPTH = 32
 MAX_CHECKS = 100
-MAX_CHECK_COMMAND = 4096
 MAX_CHECK_TAIL = 4000  # output kept in a check_finished event; the agent gets more
 MAX_ESTIMATE_MIN = 100_000  # minutes (about ten weeks): a planning hint, not a timeout
 MAX_RETRY_AFTER_S = 8 * 24 * 3600.0  # a usage limit's retry time: the weekly window, and a day

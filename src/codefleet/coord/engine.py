@@ -1,24 +1,20 @@
-"""The engine: every state transition, and the tick loop that applies the scheduler.
+"""The engine: the tick, the decision applier, and the transitions that cut across parts.
 
-The engine is the only code that changes task, agent or lease state. Each
-public method is one transition and runs in ONE store transaction; its event
-type shares its name (grep `requeue` and you find the method, the store call
-and `task_requeued`). The engine runs on the server's event loop thread and
-never awaits inside a transition, so transitions are serialized without locks.
+The engine is composed of parts, each the one writer of its state (docs/
+decisions.md, "The engine is parts, not mixins"): the agent registry
+(`agents`), the lease mirror (`leases`), the files part (`files`), the checks
+registry, interactive holders, limits and the `alive_at` mark; the engine
+itself owns the live index and `idle_announced`. Each public method is one
+transition and runs in ONE store transaction (`transition`); its event type
+shares its name. The engine runs on the server's event loop thread and never
+awaits inside a transition, so transitions are serialized without locks.
 
-A tick takes a snapshot of the live index, calls the pure `schedule`, and
-applies the returned decisions in order in one transaction; a decision that
-went stale against current state is skipped with a logged reason. Ticks run
-reactively (any transition that can create readiness kicks one) and on a timer.
-
-Lease exclusion is the primary key of `file_leases`; the in-memory lease map
-is a mirror for answering denials with the holder's name.
-
-File I/O never runs inside a transaction (`engine_files`): a transition that
-ends a failed attempt commits a restore intent, and `transition()`
-(`engine_recovery`) puts the files back after the COMMIT and releases them in
-a transaction of their own. A transaction that fails re-reads only what it
-touched, so memory is never ahead of the database.
+A tick takes a snapshot, calls the pure `schedule`, and applies the returned
+decisions in order in one transaction; a stale decision is skipped with a
+logged reason. File I/O never runs inside a transaction: a failed attempt's
+restore intent commits first, the files are put back after the COMMIT, and a
+transaction of its own releases them. A transaction that fails re-reads only
+what it touched, so memory is never ahead of the database.
 """
 
 from __future__ import annotations
@@ -26,26 +22,33 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from codefleet.coord import graph
 from codefleet.coord import scheduler as sched
-from codefleet.coord.agents import AgentsMixin, AgentState
-from codefleet.coord.checks import ChecksMixin
-from codefleet.coord.files import FilesMixin
-from codefleet.coord.graph import GraphMixin
-from codefleet.coord.index import LiveIndex, LiveTask, live_task
+from codefleet.coord.agents import AgentRegistry, AgentState
+from codefleet.coord.answers import Assignment, Beat, LeaseAnswer, Registered, TaskAnswer
+from codefleet.coord.checks import CheckRegistry, validated_checks
+from codefleet.coord.engineconfig import EngineConfig
+from codefleet.coord.files import Files
+from codefleet.coord.graph import NewTask, PreparedBatch
+from codefleet.coord.index import DEAD, LiveIndex, LiveTask, live_task
 from codefleet.coord.interactive import InteractiveHolders
+from codefleet.coord.leases import LeaseTable, denial
 from codefleet.coord.limitpolicy import Budget
 from codefleet.coord.limits import FleetLimits, ResumeReason
-from codefleet.coord.recovery import RecoveryMixin
-from codefleet.coord.store import Store
+from codefleet.coord.recovery import AliveMark, reload_tasks
+from codefleet.coord.registration import check_tree
+from codefleet.coord.store import Store, Touched
 from codefleet.errors import InvalidState, NotFound, NotOwner
 from codefleet.models import (
     RETRYABLE_KINDS,
     AgentStatus,
+    DenyReason,
     ErrorKind,
     EventType,
     ReleaseReason,
@@ -53,7 +56,7 @@ from codefleet.models import (
     to_iso,
     utcnow,
 )
-from codefleet.paths import TreeRoot
+from codefleet.paths import PathRejected, TreeRoot
 
 __all__ = ["Engine", "EngineConfig", "Report"]
 
@@ -66,23 +69,6 @@ BASE_WINDOW = 64
 NO_BACKOFF = frozenset(
     {ErrorKind.VETO, ErrorKind.VERIFY_FAILED, ErrorKind.RATE_LIMITED, ErrorKind.BUDGET}
 )
-
-
-@dataclass(frozen=True, slots=True)
-class EngineConfig:
-    stale_after: float = 20.0
-    task_timeout: float = 600.0
-    backoff_base: float = 2.0
-    backoff_cap: float = 30.0
-    heartbeat_interval: float = 5.0
-    poll_interval: float = 1.0
-    tick_interval: float = 0.5
-    max_attempts: int = 3
-    rollback: bool = True
-    preimage_max_bytes: int = 10 * 1024 * 1024
-    interactive_idle: float = 900.0
-    max_cost: float | None = None  # the fleet's budget in USD (None: no cap)
-    max_cost_hard: bool = False  # a spent budget also stops running attempts
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +89,7 @@ class Report:
     retry_after_s: float | None = None  # a usage limit's stated retry time, when it gave one
 
 
-class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
+class Engine:
     def __init__(
         self,
         store: Store,
@@ -113,43 +99,60 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
     ) -> None:
         self.store = store
         self.tree = tree
-        self.config = config or EngineConfig()
+        self.config = cfg = config or EngineConfig()
         self.clock = clock
-        self.rollback = self.config.rollback
-        self.preimage_max_bytes = self.config.preimage_max_bytes
         self.store.on_rollback = self.reload_touched  # memory never ahead of the database
         self.store.clock = clock  # events are stamped with the engine's time
         self.index = LiveIndex()
-        self.agents: dict[str, AgentState] = {}
-        self.agent_ids: dict[str, str] = {}
-        self.leases: dict[str, tuple[str, str]] = {}
-        self.task_leases: dict[str, set[str]] = {}
-        self.restoring: dict[str, dict[str, str | None]] = {}
         self.idle_announced = True
-        self._waiters: dict[str, set[asyncio.Event]] = {}
         self._tick_scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.deaf_seconds: Callable[[], float] = lambda: 0.0  # the server plugs in its LoopWatch
-        self.interactive = InteractiveHolders(self, self.config.interactive_idle)
         self._finishing = False
-        self._alive_marked: datetime | None = None
-        self.limits = FleetLimits(store, Budget(self.config.max_cost, self.config.max_cost_hard))
+        self.agents = AgentRegistry(store, clock)
+        self.files = Files(store, tree, clock, cfg.rollback, cfg.preimage_max_bytes)
+        self.leases = LeaseTable(store, tree, clock, self.files, self.holder)
+        self.interactive = InteractiveHolders(
+            store, tree, clock, self.leases, self.holder, self.kick, cfg.interactive_idle
+        )
+        self.checks = CheckRegistry(store)
+        self.limits = FleetLimits(store, Budget(cfg.max_cost, cfg.max_cost_hard))
+        self.alive = AliveMark(store, clock, cfg.heartbeat_interval)
         self.load()
         self.finish_restores()  # a take-back the last process could not finish, before anyone
         self._block_orphans()
 
-    @property
-    def default_max_attempts(self) -> int:
-        return self.config.max_attempts
+    # -- reads the server makes ------------------------------------------------------
 
     @property
-    def heartbeat_interval(self) -> float:
-        return self.config.heartbeat_interval
+    def deaf_seconds(self) -> Callable[[], float]:
+        """How long the server could not listen (the server plugs in its LoopWatch)."""
+        return self.agents.deaf_seconds
 
-    # -- start-up -------------------------------------------------------------------
+    @deaf_seconds.setter
+    def deaf_seconds(self, watch: Callable[[], float]) -> None:
+        self.agents.deaf_seconds = watch
+
+    @property
+    def restoring(self) -> Mapping[str, Mapping[str, str | None]]:
+        return self.files.restoring
+
+    def holder(self, agent_id: str) -> tuple[str | None, str]:
+        """A lease holder's name and kind: a runner (`task`), or a person's session."""
+        agent = self.agents.get(agent_id)
+        person = self.interactive.by_agent.get(agent_id)
+        name = agent.name if agent is not None else (person.name if person else None)
+        return name, "interactive" if person is not None else "task"
+
+    def holder_name(self, agent_id: str) -> str | None:
+        return self.holder(agent_id)[0]
+
+    def holder_kind(self, agent_id: str) -> str:
+        return self.holder(agent_id)[1]
+
+    # -- start-up and recovery -----------------------------------------------------------
 
     def load(self) -> None:
-        """Rebuild the live index from SQLite (after a restart nothing is lost)."""
+        """Rebuild memory from SQLite (after a restart nothing is lost)."""
         idx = self.index = LiveIndex()
         idx.status = {k: TaskStatus(v) for k, v in self.store.task_statuses().items()}
         idx.add_edges(self.store.edges())
@@ -162,30 +165,87 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
             else:
                 idx.set_status(task, task.status)
         idx.compute_chains(list(idx.live))
-        self._load_agents()
-        self.leases = {}
-        self.task_leases = {}
-        for lease in self.store.leases():
-            self._mirror_lease(lease["path"], lease["agent_id"], lease["task_id"])
+        now = self.clock()
+        self.agents.load(now, self.alive.downtime(now))
+        self.leases.load()
         self.interactive.load()
-        self.load_restores()
+        self.files.load()
         self.limits.load(self.clock())
         self.idle_announced = not idx.live
 
-    def _mirror_lease(self, path: str, agent_id: str, task_id: str) -> None:
-        self.leases[path] = (agent_id, task_id)
-        self.task_leases.setdefault(task_id, set()).add(path)
+    def reload_touched(self, touched: Touched) -> None:
+        """Re-read what a rolled-back transaction touched; nothing else (the store calls this)."""
+        reload_tasks(self.index, self.store, touched.tasks)
+        self.agents.reload(touched.agents)
+        self.leases.reload(touched.lease_tasks)
+        self.files.reload(touched.lease_tasks)
+        if touched.interactive:
+            self.interactive.load()
+        self.limits.load(self.clock())  # a pause is its events: re-read the last one
 
-    def holder_name(self, agent_id: str) -> str | None:
-        """The name of a lease holder: a runner, or a person's interactive session."""
-        agent = self.agents.get(agent_id)
-        if agent is not None:
-            return agent.name
-        holder = self.interactive.by_agent.get(agent_id)
-        return holder.name if holder else None
+    @contextmanager
+    def transition(self) -> Iterator[None]:
+        """One store transaction; after the outermost COMMIT, the file restores it asked for."""
+        outermost = not self.store.in_transaction
+        idle = self.idle_announced
+        try:
+            with self.store.transaction():
+                yield
+        except BaseException:
+            if outermost:
+                self.idle_announced = idle  # a memory-only flag the rolled-back tick may have set
+            raise
+        if outermost:
+            self.finish_due_restores()
 
-    def holder_kind(self, agent_id: str) -> str:
-        return "interactive" if agent_id in self.interactive.by_agent else "task"
+    def finish_due_restores(self) -> None:
+        """Steps 2 and 3 of every restore not yet tried; a failure leaves them due.
+
+        Called after a transition committed: whatever goes wrong here is not that
+        transition's failure (it is stored), so it is logged and the next tick
+        tries again.
+        """
+        due = self.files.restores_due()
+        if not due or self._finishing:
+            return
+        self._finishing = True
+        try:
+            self.finish_restores(due)
+        except Exception:  # a loop boundary: the restores stay due, the next tick retries
+            log.exception("could not finish the restores of %s; retrying at the next tick", due)
+        finally:
+            self._finishing = False
+
+    def finish_restores(self, task_ids: Iterable[str] | None = None) -> None:
+        """Put back each task's files, then release them (default: every restore not tried)."""
+        restoring = self.files.restoring
+        for task_id in sorted(restoring if task_ids is None else task_ids):
+            if task_id in restoring:
+                self._finish_restore(task_id)
+
+    def _finish_restore(self, task_id: str) -> None:
+        outcomes = self.files.put_back(task_id)  # file I/O, no transaction open
+        with self.transition():
+            failed = []
+            for outcome in outcomes:
+                if outcome.error is None:
+                    self.files.settle_restored(outcome)
+                    self.leases.drop(task_id, [outcome.row.path], outcome.row.reason)
+                else:
+                    failed.append(self.files.settle_unrestorable(outcome))
+            if failed:
+                self._fail_unrestored(task_id, failed)
+
+    def _fail_unrestored(self, task_id: str, errors: list[str]) -> None:
+        """The attempt's requeue is void: a task whose file cannot be put back fails (`infra`)."""
+        task = self.index.live.get(task_id)
+        if task is None:
+            return  # already failed or cancelled: the event and the held lease say the rest
+        message = (
+            f"could not restore {'; '.join(errors)}; the lease stays held until the file is "
+            "repaired (then `codefleet retry`, or a server restart, restores and releases it)"
+        )
+        self._fail(task, ErrorKind.INFRA, message, self.clock())
 
     # -- ticking --------------------------------------------------------------------
 
@@ -215,14 +275,13 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         idx = self.index
         idx.promote_backoff(now)
         candidates, more = idx.candidates(window)
-        deaf = self.deaf_seconds()  # stale means unheard while listening
         return sched.FleetState(
             candidates=tuple(candidates),
             more_candidates=more,
             exhausted=tuple(idx.live[t].view() for t in sorted(idx.exhausted)),
             in_flight=tuple(t.view() for t in idx.in_flight.values()),
-            agents=tuple(a.view(deaf) for a in self.agents.values()),
-            leases=tuple((path, holder[1]) for path, holder in self.leases.items()),
+            agents=self.agents.views(),
+            leases=tuple((path, holder[1]) for path, holder in self.leases.holders.items()),
             live_tasks=len(idx.live),
             idle_announced=self.idle_announced,
             stale_after=timedelta(seconds=self.config.stale_after),
@@ -233,7 +292,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
 
     def tick(self) -> list[sched.Decision]:
         """Snapshot, schedule, apply in one transaction; returns what was decided."""
-        self.mark_alive()
+        self.alive.mark()
         self.finish_due_restores()  # left over when a release could not commit: finish them first
         now = self.clock()
         self.interactive.expire_idle(now)
@@ -270,7 +329,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
                     return
                 if task_id in self.index.in_flight:
                     self._fence_owner(live, now)  # an overdue last attempt is a take-back too
-                self._end_attempt(live, ReleaseReason(_release_for(reason)), now)
+                self._end_attempt(live, release_for(reason), now)
                 self._fail(live, kind, reason, now)
             case sched.ResumeFleet():
                 self.limits.resume(ResumeReason.ELAPSED, now)
@@ -299,7 +358,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         if agent is None or agent.status is not AgentStatus.IDLE:
             log.info("skip stale Assign to %s: agent not idle", agent_id)
             return
-        if self.task_leases.get(task_id):
+        if self.leases.paths_of(task_id):
             log.info("skip Assign of %s: its last attempt's files are not restored yet", task_id)
             return
         task.attempts += 1
@@ -308,35 +367,19 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         self.index.set_status(task, TaskStatus.ASSIGNED)
         at = to_iso(now)
         self.store.update_task(
-            task_id,
-            status=TaskStatus.ASSIGNED,
-            assigned_agent_id=agent_id,
-            attempts=task.attempts,
-            assigned_at=at,
-            started_at=None,
-            backoff_until=None,
+            task_id, status=TaskStatus.ASSIGNED, assigned_agent_id=agent_id,
+            attempts=task.attempts, assigned_at=at, started_at=None, backoff_until=None,
             updated_at=at,
-        )
-        agent.status = AgentStatus.BUSY
-        agent.current_task_id = task_id
-        self.store.update_agent(
-            agent_id,
-            status=AgentStatus.BUSY,
-            current_task_id=task_id,
-            last_assigned_at=at,
-            updated_at=at,
-        )
+        )  # fmt: skip
+        self.agents.busy(agent, task_id, at)
         self.store.emit(
-            EventType.TASK_ASSIGNED,
-            task_id=task_id,
-            agent_id=agent_id,
-            agent_name=agent.name,
+            EventType.TASK_ASSIGNED, task_id=task_id, agent_id=agent_id, agent_name=agent.name,
             attempt=task.attempts,
-        )
-        self._wake(agent_id)
+        )  # fmt: skip
+        self.agents.wake(agent_id)
 
     def start(self, task_id: str, agent_id: str, epoch: int) -> dict[str, Any]:
-        self.check_epoch(agent_id, epoch)
+        self.agents.check_epoch(agent_id, epoch)
         task = self._owned(task_id, agent_id)
         if task.status is TaskStatus.RUNNING:
             return {"status": task.status}
@@ -364,9 +407,9 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
             raise NotFound(f"no task {task_id}", {"task_id": task_id})
         return status
 
-    def complete(self, task_id: str, agent_id: str, epoch: int, report: Report) -> dict[str, Any]:
+    def complete(self, task_id: str, agent_id: str, epoch: int, report: Report) -> TaskAnswer:
         """Apply one attempt's outcome, once; an outdated report is a no-op duplicate."""
-        self.check_epoch(agent_id, epoch)
+        self.agents.check_epoch(agent_id, epoch)
         self.require_task(task_id)
         task = self.index.live.get(task_id)
         if task is None or report.attempt < task.attempts:
@@ -391,15 +434,12 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         self.kick()
         return self._task_answer(task_id, duplicate=False)
 
-    def _task_answer(self, task_id: str, duplicate: bool) -> dict[str, Any]:
+    def _task_answer(self, task_id: str, duplicate: bool) -> TaskAnswer:
         row = self.store.task(task_id)
         assert row is not None
-        return {
-            "status": row["status"],
-            "attempts": row["attempts"],
-            "backoff_until": row["backoff_until"],
-            "duplicate": duplicate,
-        }
+        return TaskAnswer(
+            TaskStatus(row["status"]), row["attempts"], row["backoff_until"], duplicate
+        )
 
     def _record_usage(self, task: LiveTask, agent_id: str, report: Report) -> None:
         self.store.add_usage(
@@ -523,14 +563,14 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
     def _take_back(self, task: LiveTask, kind: ErrorKind, reason: str, now: datetime) -> None:
         """Requeue an in-flight task the server itself takes away from its agent."""
         self._fence_owner(task, now)
-        self._end_attempt(task, ReleaseReason(_release_for(reason)), now)
+        self._end_attempt(task, release_for(reason), now)
         self._requeue(task, kind, reason, now)
 
     def _fence_owner(self, task: LiveTask, now: datetime) -> None:
         """Bump the owner's epoch, unless going offline already did (one bump per take-back)."""
         agent = self.agents.get(task.agent_id or "")
         if agent is not None and agent.status is not AgentStatus.OFFLINE:
-            self.fence(agent.id, now)
+            self.agents.fence(agent.id, now)
 
     def _requeue(
         self,
@@ -624,7 +664,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
 
     def _block_orphans(self) -> None:
         """At start: block pending tasks a dead ancestor left behind (older databases)."""
-        roots = self.index.dead_parents(list(self.index.live), _DEAD)
+        roots = self.index.dead_parents(list(self.index.live), DEAD)
         if roots:
             with self.transition():
                 self._block_dependents(roots, self.clock())
@@ -633,39 +673,210 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         self, task: LiveTask, reason: ReleaseReason, now: datetime, succeeded: bool = False
     ) -> None:
         """Settle files, release the attempt's leases, free its agent: the caller's transaction."""
-        self.release(task.id, reason, succeeded)
+        self.leases.release(task.id, reason, succeeded)
         agent = self.agents.get(task.agent_id or "")
         if agent and agent.current_task_id == task.id:
-            self.free_agent(agent, now)
+            self.agents.free(agent, now)
 
-    def release(self, task_id: str, reason: ReleaseReason, succeeded: bool = False) -> None:
-        """End the attempt's hold on its files: patch them (success) or restore them, then release.
+    # -- runner calls ---------------------------------------------------------------------
 
-        A failed attempt's files keep their leases until they are put back, after
-        this transaction commits (`engine_files`); the others are released here.
+    def register(
+        self, name: str, workdir: str, pid: int | None, host: str | None = None,
+        replace: bool = False,
+    ) -> Registered:  # fmt: skip
+        """Upsert by name; a previous incarnation's task and leases are taken back.
+
+        Refused (`WrongTree`, `NameInUse`) before anything is written; see `registration`.
+        One registration is exactly one epoch bump, whatever it takes back.
         """
-        held = self.task_leases.get(task_id, set()) - set(self.restoring.get(task_id, ()))
-        if not held:
-            return
-        if succeeded:
-            self.record_patches(task_id)
-        else:
-            held -= self.request_restores(task_id, held, reason)
-        self.drop_leases(task_id, held, reason)
+        now = self.clock()
+        check_tree(workdir, str(self.tree.root))
+        known = self.agents.admit(name, host, pid, replace, now, self.config.stale_after)
+        with self.transition():
+            if known is None:
+                agent = self.agents.enroll(name, workdir, pid, host, now)
+            else:
+                agent = known
+                was_offline = agent.status is AgentStatus.OFFLINE
+                epoch = agent.epoch + 1  # the take-back's own fence is this same bump
+                self._take_back_current(agent, ReleaseReason.AGENT_REREGISTERED, now)
+                self.agents.reincarnate(agent, epoch, was_offline, workdir, pid, host, now)
+        self.kick()
+        return Registered(agent.id, agent.epoch, agent.status)
 
-    def drop_leases(self, task_id: str, paths: Iterable[str], reason: str) -> None:
-        """Delete the task's lease rows for `paths` and their mirror; one event per path."""
-        for path in sorted(paths):
-            agent_id, _ = self.leases.pop(path)
-            self.store.delete_lease(path, task_id)
+    def heartbeat(self, agent_id: str, epoch: int) -> Beat:
+        agent = self.agents.check_epoch(agent_id, epoch)
+        now = self.clock()
+        self.agents.beat(agent, now)
+        with self.transition():
+            if self.agents.record_beat(agent, now):
+                self.kick()
+        return Beat(agent.status, agent.epoch)
+
+    def leave(self, agent_id: str, epoch: int) -> None:
+        self.agents.check_epoch(agent_id, epoch)
+        with self.transition():
+            self._mark_offline(agent_id, ReleaseReason.AGENT_LEFT, self.clock())
+        self.kick()
+
+    def _mark_offline(self, agent_id: str, reason: ReleaseReason, now: datetime) -> None:
+        """Offline + fence + release; a graceful leave also requeues its task here."""
+        agent = self.agents.by_id[agent_id]
+        if reason is ReleaseReason.AGENT_LEFT:
+            self._take_back_current(agent, reason, now)
+        elif agent.current_task_id is not None:
+            self.leases.release(agent.current_task_id, reason)
+        self.agents.go_offline(agent, reason, now)
+
+    def _take_back_current(self, agent: AgentState, reason: ReleaseReason, now: datetime) -> None:
+        task = self.index.in_flight.get(agent.current_task_id or "")
+        if task is not None and task.agent_id == agent.id:
+            self._take_back(task, ErrorKind.INFRA, reason, now)
+
+    def assignment(self, agent_id: str, epoch: int) -> Assignment | None:
+        agent = self.agents.check_epoch(agent_id, epoch)
+        self.agents.touch(agent)
+        task = self.index.in_flight.get(agent.current_task_id or "")
+        if task is None or task.status is not TaskStatus.ASSIGNED:
+            return None
+        row = self.store.task(task.id)
+        assert row is not None and task.assigned_at is not None
+        deadline = task.assigned_at.timestamp() + self.config.task_timeout
+        return Assignment(
+            id=task.id, title=row["title"], description=row["description"],
+            priority=task.priority, file_scope=tuple(sorted(task.scope)), attempts=task.attempts,
+            deadline=to_iso(datetime.fromtimestamp(deadline, task.assigned_at.tzinfo)),
+            blocked_on_path=row["blocked_on_path"], error=row["error"],
+            error_kind=row["error_kind"], verify=row["verify"],
+        )  # fmt: skip
+
+    async def wait_assignment(self, agent_id: str, epoch: int, wait: float) -> Assignment | None:
+        """Long-poll: answer as soon as an assignment exists, or None after `wait` s."""
+        found = self.assignment(agent_id, epoch)
+        if found is not None or wait <= 0:
+            return found
+        await self.agents.wait_for_wake(agent_id, wait, self.kick)
+        return self.assignment(agent_id, epoch)
+
+    def acquire(
+        self, agent_id: str, epoch: int, task_id: str, paths: list[str], tool: str
+    ) -> LeaseAnswer:
+        """All-or-nothing lease grant for one write; always an answer, never an error."""
+        agent = self.agents.check_epoch(agent_id, epoch)
+        self.agents.touch(agent)
+        task = self.index.in_flight.get(task_id)
+        if task is None or task.agent_id != agent_id:
+            refused = [denial(p, DenyReason.NOT_OWNER) for p in paths]
+            return LeaseAnswer.deny(refused, f"task {task_id} is not yours")
+        keys, rejected = self.leases.canonical_all(paths)
+        if rejected:
+            return LeaseAnswer.deny(rejected)
+        if self.leases.all_ours(keys, task_id):
+            return LeaseAnswer(True, granted=tuple(keys))  # a re-acquire writes nothing
+        with self.transition():
+            return self.leases.acquire(agent_id, agent.name, task_id, keys, tool)
+
+    def record_change(
+        self, agent_id: str, epoch: int, task_id: str, path: str, tool: str,
+        sha256: str | None = None,
+    ) -> None:  # fmt: skip
+        """Ledger row from PostToolUse; never vetoes, never read by the scheduler.
+
+        The row names the owner's current attempt and the content hash the writer
+        read after the write: the invariant checker's content oracle.
+        """
+        self.agents.check_epoch(agent_id, epoch)
+        self.require_task(task_id)
+        try:
+            key = self.tree.canonical(path)
+        except PathRejected:
+            key = path
+        task = self.index.in_flight.get(task_id)
+        attempt = task.attempts if task is not None and task.agent_id == agent_id else None
+        with self.transition():
+            self.store.insert_change(
+                task_id, agent_id, key, tool, to_iso(self.clock()), attempt, sha256
+            )
             self.store.emit(
-                EventType.LEASE_RELEASED, task_id=task_id, agent_id=agent_id, path=path,
-                reason=reason,
+                EventType.FILE_CHANGED, task_id=task_id, agent_id=agent_id, path=key, tool=tool,
+                **({"sha256": sha256} if sha256 else {}),
             )  # fmt: skip
-            held = self.task_leases[task_id]
-            held.discard(path)
-            if not held:
-                del self.task_leases[task_id]
+
+    def record_check(
+        self, task_id: str, agent_id: str, epoch: int, report: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """One `check_started` or `check_finished` event for the owner's current attempt."""
+        agent = self.agents.check_epoch(agent_id, epoch)
+        self.agents.touch(agent)
+        task = self._owned(task_id, agent_id)
+        if report["attempt"] != task.attempts:
+            raise NotOwner(
+                f"attempt {report['attempt']} of {task_id} is over",
+                {"task_id": task_id, "attempt": task.attempts},
+            )
+        command = self.checks.command(str(report["name"]))
+        with self.transition():
+            event_id = self.checks.record(task_id, agent_id, task.attempts, command, report)
+        return {"event_id": event_id}
+
+    def foreign_preimages(self, task_id: str) -> dict[str, Any]:
+        """Pre-images of every path leased by another task: what the isolated view restores."""
+        self.require_task(task_id)
+        return self.files.foreign_preimages(task_id, self.leases.holders)
+
+    # -- the graph and its checks ----------------------------------------------------------
+
+    def define_checks(self, checks: Mapping[str, str]) -> dict[str, Any]:
+        """Define or redefine named checks; returns the names whose command changed."""
+        valid = validated_checks(checks)
+        with self.transition():
+            changed = self.checks.define(valid, to_iso(self.clock()))
+        return {"defined": sorted(valid), "changed": changed}
+
+    def create_tasks(
+        self, specs: Sequence[NewTask], checks: Mapping[str, str] | None = None
+    ) -> list[str]:
+        """Validate the whole batch, then insert it (and its checks) in one transaction."""
+        return self.commit_tasks(self.prepare_tasks(specs, checks))
+
+    def prepare_tasks(
+        self, specs: Sequence[NewTask], checks: Mapping[str, str] | None = None
+    ) -> PreparedBatch:
+        """The heavy, state-free half of a load (`graph`); safe to run off the loop thread."""
+        return graph.prepare_tasks(self.tree, specs, checks)
+
+    def commit_tasks(self, batch: PreparedBatch) -> list[str]:
+        """Check the batch against what is stored now, then insert it in one transaction.
+
+        A task below an already-dead parent is born `blocked_upstream`; critical-path
+        lengths of the new tasks and their ancestors are refreshed in the index.
+        """
+        graph.check_against(batch, self.index.status, self.checks.known())
+        at = to_iso(self.clock())
+        rows, edges = graph.task_rows(batch, self.store.max_seq(), at, self.config.max_attempts)
+        with self.transition():
+            self.checks.define(batch.checks, at)
+            self.store.insert_tasks(rows, edges)
+            for row, spec in zip(rows, batch.specs, strict=True):
+                self.store.emit(
+                    EventType.TASK_CREATED, task_id=str(row["id"]), title=row["title"],
+                    priority=row["priority"], file_scope=row["file_scope"],
+                    depends_on=list(spec.depends_on),
+                )  # fmt: skip
+            idx = self.index
+            idx.add_edges(edges)
+            idx.add_created(rows)
+            roots = idx.dead_parents([r["id"] for r in rows], DEAD)
+            if roots:
+                self._block_dependents(roots, self.clock())
+            live_ids = [r["id"] for r in rows if r["id"] in idx.live]
+            for task_id in live_ids:
+                idx.place_pending(idx.live[task_id])
+            idx.compute_chains(live_ids)
+            if live_ids:
+                self.idle_announced = False
+        self.kick()
+        return batch.ids
 
     # -- operator transitions -------------------------------------------------------------
 
@@ -677,7 +888,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         now = self.clock()
         with self.transition():
             if task.agent_id and task.status in (TaskStatus.ASSIGNED, TaskStatus.RUNNING):
-                self.fence(task.agent_id, now)
+                self.agents.fence(task.agent_id, now)
             self._end_attempt(task, ReleaseReason.CANCELLED, now)
             at = to_iso(now)
             self.index.finish(task, TaskStatus.CANCELLED)
@@ -703,7 +914,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
                 f"only failed or cancelled tasks can be retried; {task_id} is {status}"
             )
         self.finish_restores([task_id])  # a file repaired since can now be put back
-        stuck = self.unrestorable_of(task_id)
+        stuck = self.files.unrestorable_of(task_id)
         if stuck:
             raise InvalidState(
                 f"{task_id} still holds {', '.join(sorted(stuck))}, which could not be restored "
@@ -719,7 +930,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
                 if self.index.status.get(child_id) is not TaskStatus.BLOCKED_UPSTREAM:
                     continue
                 if any(
-                    self.index.status.get(p) in _DEAD for p in self.index.parents.get(child_id, ())
+                    self.index.status.get(p) in DEAD for p in self.index.parents.get(child_id, ())
                 ):
                     continue
                 self._revive(child_id, now, reason="upstream_retried")
@@ -781,9 +992,7 @@ class Engine(RecoveryMixin, AgentsMixin, GraphMixin, FilesMixin, ChecksMixin):
         self.load()
 
 
-_DEAD = frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.BLOCKED_UPSTREAM})
-
-
-def _release_for(reason: str) -> str:
+def release_for(reason: str) -> ReleaseReason:
+    """The release reason of a take-back's reason text (`task_ended` when it names none)."""
     known = {r.value for r in ReleaseReason}
-    return reason if reason in known else ReleaseReason.TASK_ENDED.value
+    return ReleaseReason(reason) if reason in known else ReleaseReason.TASK_ENDED

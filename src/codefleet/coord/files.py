@@ -1,4 +1,10 @@
-"""The engine's file duties: pre-images on first grant, restore or patch at attempt end.
+"""The files part: pre-images on first grant, restore or patch at attempt end.
+
+This part owns `restoring` (task -> path -> the restore's last error, None
+while not tried) and every pre-image, restore-intent and patch row; the lease
+table calls it to capture and to settle, the engine to put files back. It
+never releases a lease or fails a task itself: it says what was restored and
+what could not be, and the engine does the rest in its transaction.
 
 Restore-before-release: while a task attempt holds a path's lease nobody else
 can write it, so the state captured at the first grant is still the state to
@@ -30,58 +36,67 @@ captured, restored or recorded.
 
 from __future__ import annotations
 
+import base64
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
-from codefleet.models import DenyReason, ErrorKind, EventType, ReleaseReason, to_iso
+from codefleet.coord.answers import Denial
+from codefleet.coord.rows import RestoreRow
+from codefleet.coord.store import Store
+from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
+from codefleet.paths import TreeRoot
 from codefleet.rollback import PreImage, TooLarge, capture, current_state, make_patch, restore
 
-if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
-
-    from codefleet.coord.index import LiveIndex, LiveTask
-    from codefleet.coord.store import Row, Store
-    from codefleet.paths import TreeRoot
-
-__all__ = ["FilesMixin"]
+__all__ = ["Files", "PutBack"]
 
 log = logging.getLogger(__name__)
 
 
-class FilesMixin:
-    store: Store
-    tree: TreeRoot
-    index: LiveIndex
-    clock: Callable[[], datetime]
-    rollback: bool
-    preimage_max_bytes: int
-    leases: dict[str, tuple[str, str]]
-    task_leases: dict[str, set[str]]
-    restoring: dict[str, dict[str, str | None]]  # task -> path -> error (None: not tried yet)
+@dataclass(frozen=True, slots=True)
+class PutBack:
+    """Step 2's outcome for one restore intent: `error` None when the file is back."""
 
-    if TYPE_CHECKING:
+    row: RestoreRow
+    changed: bool
+    error: str | None
+    image: PreImage | None
 
-        def transition(self) -> AbstractContextManager[None]: ...
-        def drop_leases(self, task_id: str, paths: Iterable[str], reason: str) -> None: ...
-        def _fail(self, task: LiveTask, kind: ErrorKind, error: str, now: datetime) -> None: ...
 
-    def capture_preimages(self, task_id: str, keys: list[str]) -> list[dict[str, Any]]:
+class Files:
+    """Pre-images, restore intents and patches of one tree; runs on the engine's thread."""
+
+    def __init__(
+        self,
+        store: Store,
+        tree: TreeRoot,
+        clock: Callable[[], datetime],
+        rollback: bool,
+        preimage_max_bytes: int,
+    ) -> None:
+        self.store = store
+        self.tree = tree
+        self.clock = clock
+        self.rollback = rollback
+        self.preimage_max_bytes = preimage_max_bytes
+        self.restoring: dict[str, dict[str, str | None]] = {}
+
+    def capture_preimages(self, task_id: str, keys: list[str]) -> list[Denial]:
         """Capture every new key's pre-image, or return the denials (nothing captured)."""
         if not self.rollback:
             return []
         images: list[PreImage] = []
-        denied: list[dict[str, Any]] = []
+        denied: list[Denial] = []
         for key in keys:
             try:
                 images.append(capture(self.tree.root, key, self.preimage_max_bytes))
             except TooLarge as err:
-                denied.append({"path": key, "reason": DenyReason.TOO_LARGE, "message": str(err)})
+                denied.append(Denial(key, DenyReason.TOO_LARGE, str(err)))
             except OSError as err:  # unreadable: refuse the write rather than lose the file
-                denied.append(
-                    {"path": key, "reason": DenyReason.INVALID_PATH, "message": f"{key}: {err}"}
-                )
+                denied.append(Denial(key, DenyReason.INVALID_PATH, f"{key}: {err}"))
         if denied:
             return denied
         at = to_iso(self.clock())
@@ -117,86 +132,87 @@ class FilesMixin:
         """Tasks with a restore not yet tried (a failed one waits for a restart or a retry)."""
         return sorted(t for t, paths in self.restoring.items() if None in paths.values())
 
-    def finish_restores(self, task_ids: Iterable[str] | None = None) -> None:
-        """Steps 2 and 3 for each task (default: every task with a restore not yet tried)."""
-        for task_id in sorted(self.restoring if task_ids is None else task_ids):
-            if task_id in self.restoring:
-                self._finish_restore(task_id)
-
-    def _finish_restore(self, task_id: str) -> None:
-        rows = self.store.restores_of_task(task_id)
+    def put_back(self, task_id: str) -> list[PutBack]:
+        """Step 2: put each of the task's files back; file I/O, no transaction open."""
+        rows = self.store.restore_rows(task_id)
         images = {image.path: image for image in self.store.preimages_of_task(task_id)}
-        outcomes = list(_put_back(self.tree.root, rows, images))  # file I/O, no transaction open
-        with self.transition():
-            failed = []
-            for row, changed, error in outcomes:
-                if error is None:
-                    self._restored(task_id, row, changed, images.get(row["path"]))
-                else:
-                    failed.append(self._unrestorable(task_id, row, error))
-            if failed:
-                self._fail_unrestored(task_id, failed)
+        return list(_put_back(self.tree.root, rows, images))
 
-    def _restored(self, task_id: str, row: Row, changed: bool, image: PreImage | None) -> None:
-        path = row["path"]
-        if changed and image is not None:
+    def settle_restored(self, done: PutBack) -> None:
+        """Step 3 for a file that is back (caller's transaction); the lease table releases it."""
+        task_id, path = done.row.task_id, done.row.path
+        if done.changed and done.image is not None:
             self.store.emit(
-                EventType.FILE_RESTORED, task_id=task_id, path=path, existed=image.existed
+                EventType.FILE_RESTORED, task_id=task_id, path=path, existed=done.image.existed
             )
         self.store.delete_restored(task_id, path)
-        self._forget_restore(task_id, path)
-        self.drop_leases(task_id, [path], row["reason"])
-
-    def _unrestorable(self, task_id: str, row: Row, error: str) -> str:
-        path = row["path"]
-        if row["error"] != error:
-            self.store.fail_restore(task_id, path, error)
-            self.store.emit(EventType.RESTORE_FAILED, task_id=task_id, path=path, error=error)
-        self.restoring[task_id][path] = error
-        return error
-
-    def _fail_unrestored(self, task_id: str, errors: list[str]) -> None:
-        """The attempt's requeue is void: a task whose file cannot be put back fails (`infra`)."""
-        task = self.index.live.get(task_id)
-        if task is None:
-            return  # already failed or cancelled: the event and the held lease say the rest
-        message = (
-            f"could not restore {'; '.join(errors)}; the lease stays held until the file is "
-            "repaired (then `codefleet retry`, or a server restart, restores and releases it)"
-        )
-        self._fail(task, ErrorKind.INFRA, message, self.clock())
-
-    def _forget_restore(self, task_id: str, path: str) -> None:
         paths = self.restoring.get(task_id, {})
         paths.pop(path, None)
         if not paths:
             self.restoring.pop(task_id, None)
 
-    def load_restores(self) -> None:
+    def settle_unrestorable(self, failed: PutBack) -> str:
+        """A file that could not be put back keeps its intent, with the error; returns it."""
+        row, error = failed.row, failed.error or ""
+        if row.error != error:
+            self.store.fail_restore(row.task_id, row.path, error)
+            self.store.emit(
+                EventType.RESTORE_FAILED, task_id=row.task_id, path=row.path, error=error
+            )
+        self.restoring[row.task_id][row.path] = error
+        return error
+
+    def load(self) -> None:
         self.restoring = {}
-        for row in self.store.restores():
-            self.restoring.setdefault(row["task_id"], {})[row["path"]] = row["error"]
+        for row in self.store.restore_rows():
+            self.restoring.setdefault(row.task_id, {})[row.path] = row.error
+
+    def reload(self, task_ids: Iterable[str]) -> None:
+        """Re-read the restore intents of tasks a rolled-back transaction touched."""
+        for task_id in task_ids:
+            self.restoring.pop(task_id, None)
+            for row in self.store.restore_rows(task_id):
+                self.restoring.setdefault(task_id, {})[row.path] = row.error
 
     def unrestorable_of(self, task_id: str) -> dict[str, str]:
         """The task's paths whose restore failed, with the error."""
         return {p: e for p, e in self.restoring.get(task_id, {}).items() if e is not None}
 
-    def patch_of(self, task_id: str) -> list[Row]:
-        return self.store.patches_of_task(task_id)
+    def foreign_preimages(
+        self, task_id: str, leased: Mapping[str, tuple[str, str]]
+    ) -> dict[str, Any]:
+        """Pre-images of every path leased by another task: what the isolated view restores.
+
+        Without rollback nothing is captured, so those paths are listed as
+        `unrestorable` and the view is not isolated from them.
+        """
+        found = self.store.foreign_preimages(task_id)
+        covered = {image.path for _, image in found}
+        unrestorable = sorted(
+            path for path, (_, holder) in leased.items()
+            if holder != task_id and path not in covered
+        )  # fmt: skip
+        files = [
+            {
+                "path": image.path, "holder_task_id": holder, "existed": image.existed,
+                "mode": image.mode, "created_dirs": list(image.created_dirs),
+                "content_b64": base64.b64encode(image.content).decode("ascii"),
+            }
+            for holder, image in found
+        ]  # fmt: skip
+        return {"task_id": task_id, "files": files, "unrestorable": unrestorable}
 
 
-def _put_back(
-    root: Any, rows: list[Row], images: dict[str, PreImage]
-) -> Iterator[tuple[Row, bool, str | None]]:
-    """(row, changed, error) per restore row; an OSError is that file's, not the fleet's."""
+def _put_back(root: Path, rows: list[RestoreRow], images: dict[str, PreImage]) -> Iterable[PutBack]:
+    """One outcome per restore row; an OSError is that file's, not the fleet's."""
     for row in rows:
-        image = images.get(row["path"])
+        image = images.get(row.path)
         if image is None:  # nothing was captured (rollback was off when it was granted)
-            yield row, False, None
+            yield PutBack(row, False, None, None)
             continue
         try:
-            yield row, restore(root, image), None
+            yield PutBack(row, restore(root, image), None, image)
         except OSError as err:
             why = err.strerror or str(err)
-            log.warning("could not restore %s: %s", row["path"], err)
-            yield row, False, f"{row['path']}: {why}"
+            log.warning("could not restore %s: %s", row.path, err)
+            yield PutBack(row, False, f"{row.path}: {why}", image)

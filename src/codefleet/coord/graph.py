@@ -1,43 +1,39 @@
-"""Graph loading: a batch of tasks lands whole or not at all.
+"""The graph validator: a batch of tasks is checked whole before anything lands.
 
-Validation happens before the first write, in two halves. `prepare_tasks` is
-the heavy one and reads no engine state, so the server runs it off the event
-loop: at most `MAX_BATCH_SCOPE_PATHS` scope paths in all, ids well-formed and
+Pure functions, no engine state: the engine hands them the tree, what is
+stored and the known checks, and inserts what they return in one transaction
+of its own. Validation happens before the first write, in two halves.
+`prepare_tasks` is the heavy one, so the server runs it off the event loop: at most `MAX_BATCH_SCOPE_PATHS` scope paths in all, ids well-formed and
 unique in the batch, every declared scope path canonical and inside the tree
-(a `stat` each), no cycle (self-dependency included). `commit_tasks` is the
+(a `stat` each), no cycle (self-dependency included). `check_against` is the
 cheap one, on the loop: ids not already stored, every dependency known (in
-the batch or stored), `verify` naming a known check; then one transaction
-inserts it all. A task whose dependency has already failed is born
-`blocked_upstream`. Critical-path lengths of the new tasks and of their
-ancestors are refreshed in the index.
+the batch or stored), `verify` naming a known check; `task_rows` builds the
+rows the engine then inserts.
 """
 
 from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from codefleet.coord.checks import validated_checks
-from codefleet.coord.index import LiveTask
 from codefleet.errors import InvalidGraph, TooLarge
-from codefleet.models import MAX_BATCH_SCOPE_PATHS, EventType, TaskStatus, new_task_id, to_iso
-from codefleet.paths import PathRejected
+from codefleet.models import MAX_BATCH_SCOPE_PATHS, TaskStatus, new_task_id
+from codefleet.paths import PathRejected, TreeRoot
 
-if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
-
-    from codefleet.coord.index import LiveIndex
-    from codefleet.coord.store import Store
-    from codefleet.paths import TreeRoot
-
-__all__ = ["GraphMixin", "NewTask", "PreparedBatch", "reject_cycles"]
+__all__ = [
+    "NewTask",
+    "PreparedBatch",
+    "check_against",
+    "prepare_tasks",
+    "reject_cycles",
+    "task_rows",
+]
 
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
-_DEAD = frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.BLOCKED_UPSTREAM})
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,163 +59,112 @@ class PreparedBatch:
     checks: dict[str, str] = field(default_factory=dict)
 
 
-class GraphMixin:
-    store: Store
-    tree: TreeRoot
-    index: LiveIndex
-    clock: Callable[[], datetime]
-    idle_announced: bool
+def prepare_tasks(
+    tree: TreeRoot, specs: Sequence[NewTask], checks: Mapping[str, str] | None = None
+) -> PreparedBatch:
+    """The heavy, state-free half of a load; safe to run off the loop thread (writes nothing)."""
+    checks = validated_checks(checks or {})
+    _check_size(specs)
+    ids = _validated_ids(specs)
+    spellings: dict[str, str] = {}
+    scopes = {
+        task_id: _canonical_scope(tree, task_id, spec.file_scope, spellings)
+        for spec, task_id in zip(specs, ids, strict=True)
+    }
+    reject_cycles(specs, ids)
+    return PreparedBatch(tuple(specs), ids, scopes, checks)
 
-    if TYPE_CHECKING:
 
-        def transition(self) -> AbstractContextManager[None]: ...
-        def kick(self) -> None: ...
-        @property
-        def default_max_attempts(self) -> int: ...
-        def known_checks(self) -> dict[str, str]: ...
-        def _store_checks(self, checks: Mapping[str, str], at: str) -> list[str]: ...
-        def _block_dependents(self, roots: list[str], now: datetime) -> None: ...
+def check_against(
+    batch: PreparedBatch, stored: Mapping[str, TaskStatus], known_checks: Mapping[str, str]
+) -> None:
+    """The cheap half: ids not stored yet, dependencies known, `verify` naming a known check."""
+    _validate_against_state(batch.specs, batch.ids, stored)
+    _validate_verify(batch.specs, batch.ids, {**known_checks, **batch.checks})
 
-    def create_tasks(
-        self, specs: Sequence[NewTask], checks: Mapping[str, str] | None = None
-    ) -> list[str]:
-        """Validate the whole batch, then insert it (and its checks) in one transaction."""
-        return self.commit_tasks(self.prepare_tasks(specs, checks))
 
-    def prepare_tasks(
-        self, specs: Sequence[NewTask], checks: Mapping[str, str] | None = None
-    ) -> PreparedBatch:
-        """The heavy, state-free half of a load; safe to run off the loop thread (writes nothing)."""
-        checks = validated_checks(checks or {})
-        _check_size(specs)
-        ids = self._validated_ids(specs)
-        spellings: dict[str, str] = {}
-        scopes = {
-            task_id: self._canonical_scope(task_id, spec.file_scope, spellings)
-            for spec, task_id in zip(specs, ids, strict=True)
-        }
-        reject_cycles(specs, ids)
-        return PreparedBatch(tuple(specs), ids, scopes, checks)
+def task_rows(
+    batch: PreparedBatch, seq: int, at: str, default_max_attempts: int
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """The batch's task rows (numbered after `seq`) and its dependency edges."""
+    rows: list[dict[str, Any]] = []
+    edges: list[tuple[str, str]] = []
+    for n, (spec, task_id) in enumerate(zip(batch.specs, batch.ids, strict=True), start=1):
+        rows.append(
+            {
+                "id": task_id, "seq": seq + n, "title": spec.title,
+                "description": spec.description, "status": TaskStatus.PENDING,
+                "priority": spec.priority, "file_scope": batch.scopes[task_id],
+                "max_attempts": spec.max_attempts or default_max_attempts,
+                "verify": spec.verify, "created_at": at, "updated_at": at,
+            }
+        )  # fmt: skip
+        edges.extend((task_id, dep) for dep in dict.fromkeys(spec.depends_on))
+    return rows, edges
 
-    def commit_tasks(self, batch: PreparedBatch) -> list[str]:
-        """Check the batch against what is stored now, then insert it in one transaction."""
-        specs = batch.specs
-        self._validate_against_state(specs, batch.ids)
-        self._validate_verify(specs, batch.ids, {**self.known_checks(), **batch.checks})
-        now = self.clock()
-        at = to_iso(now)
-        seq = self.store.max_seq()
-        rows: list[dict[str, Any]] = []
-        edges: list[tuple[str, str]] = []
-        for n, (spec, task_id) in enumerate(zip(specs, batch.ids, strict=True), start=1):
-            rows.append(
-                {
-                    "id": task_id, "seq": seq + n, "title": spec.title,
-                    "description": spec.description, "status": TaskStatus.PENDING,
-                    "priority": spec.priority, "file_scope": batch.scopes[task_id],
-                    "max_attempts": spec.max_attempts or self.default_max_attempts,
-                    "verify": spec.verify, "created_at": at, "updated_at": at,
-                }
-            )  # fmt: skip
-            edges.extend((task_id, dep) for dep in dict.fromkeys(spec.depends_on))
-        with self.transition():
-            self._store_checks(batch.checks, at)
-            self.store.insert_tasks(rows, edges)
-            for row, spec in zip(rows, specs, strict=True):
-                self.store.emit(
-                    EventType.TASK_CREATED, task_id=str(row["id"]), title=row["title"],
-                    priority=row["priority"], file_scope=row["file_scope"],
-                    depends_on=list(spec.depends_on),
-                )  # fmt: skip
-            self._index_batch(rows, edges)
-        self.kick()
-        return batch.ids
 
-    def _index_batch(self, rows: list[dict[str, Any]], edges: list[tuple[str, str]]) -> None:
-        idx = self.index
-        idx.add_edges(edges)
-        for row in rows:
-            task = LiveTask(
-                id=row["id"], priority=row["priority"], scope=frozenset(row["file_scope"]),
-                status=TaskStatus.PENDING, attempts=0, max_attempts=row["max_attempts"],
-                created_at=row["created_at"],
-            )  # fmt: skip
-            task.unmet = idx.unmet_of(task.id)
-            idx.add_live(task)
-        self._block_born_dead([r["id"] for r in rows])
-        live_ids = [r["id"] for r in rows if r["id"] in idx.live]
-        for task_id in live_ids:
-            idx.place_pending(idx.live[task_id])
-        idx.compute_chains(live_ids)
-        if live_ids:
-            self.idle_announced = False
+def _validated_ids(specs: Sequence[NewTask]) -> list[str]:
+    if not specs:
+        raise InvalidGraph("the graph has no tasks", {"problem": "empty"})
+    ids = [spec.id or new_task_id() for spec in specs]
+    seen: set[str] = set()
+    for task_id in ids:
+        if not TASK_ID.match(task_id):
+            raise InvalidGraph(
+                f"task id {task_id!r} must be 1-64 letters, digits, '_', '.', ':' or '-'",
+                {"problem": "invalid_id", "task_id": task_id},
+            )
+        if task_id in seen:
+            raise _used_twice(task_id)
+        seen.add(task_id)
+    return ids
 
-    def _block_born_dead(self, ids: list[str]) -> None:
-        """The whole batch below an already-dead parent is born blocked, in any listing order."""
-        roots = self.index.dead_parents(ids, _DEAD)
-        if roots:
-            self._block_dependents(roots, self.clock())
 
-    def _validated_ids(self, specs: Sequence[NewTask]) -> list[str]:
-        if not specs:
-            raise InvalidGraph("the graph has no tasks", {"problem": "empty"})
-        ids = [spec.id or new_task_id() for spec in specs]
-        seen: set[str] = set()
-        for task_id in ids:
-            if not TASK_ID.match(task_id):
+def _validate_against_state(
+    specs: Sequence[NewTask], ids: list[str], stored: Mapping[str, TaskStatus]
+) -> None:
+    for task_id in ids:
+        if task_id in stored:
+            raise _already_loaded(task_id)
+    in_batch = set(ids)
+    for spec, task_id in zip(specs, ids, strict=True):
+        for dep in spec.depends_on:
+            if dep not in in_batch and dep not in stored:
                 raise InvalidGraph(
-                    f"task id {task_id!r} must be 1-64 letters, digits, '_', '.', ':' or '-'",
-                    {"problem": "invalid_id", "task_id": task_id},
-                )
-            if task_id in seen:
-                raise _used_twice(task_id)
-            seen.add(task_id)
-        return ids
-
-    def _validate_against_state(self, specs: Sequence[NewTask], ids: list[str]) -> None:
-        stored = self.index.status
-        for task_id in ids:
-            if task_id in stored:
-                raise _already_loaded(task_id)
-        in_batch = set(ids)
-        for spec, task_id in zip(specs, ids, strict=True):
-            for dep in spec.depends_on:
-                if dep not in in_batch and dep not in stored:
-                    raise InvalidGraph(
-                        f"task {task_id} depends on unknown task {dep}",
-                        {"problem": "unknown_dependency", "task_id": task_id, "depends_on": dep},
-                    )
-
-    def _validate_verify(
-        self, specs: Sequence[NewTask], ids: list[str], checks: Mapping[str, str]
-    ) -> None:
-        for spec, task_id in zip(specs, ids, strict=True):
-            if spec.verify is not None and spec.verify not in checks:
-                known = ", ".join(sorted(checks)) or "none are defined"
-                raise InvalidGraph(
-                    f"task {task_id}: verify names unknown check {spec.verify!r} "
-                    f"(known checks: {known}); define it under `checks:` or with --check",
-                    {"problem": "unknown_check", "task_id": task_id, "check": spec.verify},
+                    f"task {task_id} depends on unknown task {dep}",
+                    {"problem": "unknown_dependency", "task_id": task_id, "depends_on": dep},
                 )
 
-    def _canonical_scope(
-        self, task_id: str, scope: Sequence[str], seen: dict[str, str]
-    ) -> list[str]:
-        """Canonical scope keys; `seen` caches spellings across one batch (graphs repeat them)."""
-        keys: list[str] = []
-        for raw in scope:
-            if raw in seen:
-                keys.append(seen[raw])
-                continue
-            try:
-                key = seen[raw] = self.tree.canonical(raw)
-            except PathRejected as err:
-                raise InvalidGraph(
-                    f"task {task_id}: file_scope entry {err.raw!r}: {err.message}",
-                    {"problem": "invalid_path", "task_id": task_id, "reason": err.reason},
-                ) from None
-            keys.append(key)
-        return sorted(set(keys))
+
+def _validate_verify(specs: Sequence[NewTask], ids: list[str], checks: Mapping[str, str]) -> None:
+    for spec, task_id in zip(specs, ids, strict=True):
+        if spec.verify is not None and spec.verify not in checks:
+            known = ", ".join(sorted(checks)) or "none are defined"
+            raise InvalidGraph(
+                f"task {task_id}: verify names unknown check {spec.verify!r} "
+                f"(known checks: {known}); define it under `checks:` or with --check",
+                {"problem": "unknown_check", "task_id": task_id, "check": spec.verify},
+            )
+
+
+def _canonical_scope(
+    tree: TreeRoot, task_id: str, scope: Sequence[str], seen: dict[str, str]
+) -> list[str]:
+    """Canonical scope keys; `seen` caches spellings across one batch (graphs repeat them)."""
+    keys: list[str] = []
+    for raw in scope:
+        if raw in seen:
+            keys.append(seen[raw])
+            continue
+        try:
+            key = seen[raw] = tree.canonical(raw)
+        except PathRejected as err:
+            raise InvalidGraph(
+                f"task {task_id}: file_scope entry {err.raw!r}: {err.message}",
+                {"problem": "invalid_path", "task_id": task_id, "reason": err.reason},
+            ) from None
+        keys.append(key)
+    return sorted(set(keys))
 
 
 def _already_loaded(task_id: str) -> InvalidGraph:

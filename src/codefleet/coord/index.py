@@ -22,16 +22,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
-from typing import Any
+from typing import Any, Final
 
 from sortedcontainers import SortedList
 
 from codefleet.coord.scheduler import TaskView, candidate_order
 from codefleet.models import TaskStatus, from_iso
 
-__all__ = ["LiveIndex", "LiveTask", "live_task"]
+__all__ = ["DEAD", "LiveIndex", "LiveTask", "live_task"]
 
 ReadyKey = tuple[int, int, str, str]
+# The statuses a task that did not succeed ends in: its dependents can never run.
+DEAD: Final = frozenset({TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.BLOCKED_UPSTREAM})
 
 
 @dataclass(slots=True)
@@ -228,6 +230,17 @@ class LiveIndex:
         return views, len(self.ready) > window
 
     # -- membership ---------------------------------------------------------------
+
+    def add_created(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Newly created pending tasks (their edges added first); not placed yet."""
+        for row in rows:
+            task = LiveTask(
+                id=row["id"], priority=row["priority"], scope=frozenset(row["file_scope"]),
+                status=TaskStatus.PENDING, attempts=0, max_attempts=row["max_attempts"],
+                created_at=row["created_at"],
+            )  # fmt: skip
+            task.unmet = self.unmet_of(task.id)
+            self.add_live(task)
 
     def add_live(self, task: LiveTask) -> None:
         self.live[task.id] = task

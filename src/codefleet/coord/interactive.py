@@ -16,19 +16,24 @@ operator's `codefleet release`, or when the session has not written for
 `interactive_idle` seconds; each is one `agent_offline` event with
 `kind: interactive` and the reason, after a `lease_released` per path.
 
-This part owns the holders (`by_session`, `by_agent`); the engine owns the
-lease mirror, which this part changes only through the engine's own
-`_mirror_lease` and `drop_leases`.
+This part owns the holders (`by_session`, `by_agent`); the lease table owns
+the lease mirror, which this part changes only through its `grant` and
+`drop`. It is handed the lease table, the name lookup of lease holders and
+the engine's `kick`, never the engine.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import Final
 
+from codefleet.coord.answers import Denial, HolderRef, LeaseAnswer
+from codefleet.coord.leases import HolderOf, LeaseTable, denial
+from codefleet.coord.store import Row, Store
 from codefleet.errors import NotFound
 from codefleet.models import (
     DenyReason,
@@ -38,11 +43,7 @@ from codefleet.models import (
     new_agent_id,
     to_iso,
 )
-from codefleet.paths import PathRejected
-
-if TYPE_CHECKING:
-    from codefleet.coord.engine import Engine
-    from codefleet.coord.store import Row
+from codefleet.paths import PathRejected, TreeRoot
 
 __all__ = ["INTERACTIVE", "Holder", "InteractiveHolders"]
 
@@ -89,8 +90,22 @@ class Holder:
 class InteractiveHolders:
     """The interactive holders of one engine; every method runs on the engine's thread."""
 
-    def __init__(self, engine: Engine, idle_after: float) -> None:
-        self.engine = engine
+    def __init__(
+        self,
+        store: Store,
+        tree: TreeRoot,
+        clock: Callable[[], datetime],
+        leases: LeaseTable,
+        holder_of: HolderOf,
+        kick: Callable[[], None],
+        idle_after: float,
+    ) -> None:
+        self.store = store
+        self.tree = tree
+        self.clock = clock
+        self.leases = leases
+        self.holder_of = holder_of
+        self.kick = kick
         self.idle_after = timedelta(seconds=idle_after)
         self.by_session: dict[str, Holder] = {}
         self.by_agent: dict[str, Holder] = {}
@@ -99,7 +114,7 @@ class InteractiveHolders:
         """Rebuild from SQLite (start-up, and after a rolled-back transaction)."""
         self.by_session = {}
         self.by_agent = {}
-        for row in self.engine.store.interactive_sessions():
+        for row in self.store.interactive_sessions():
             holder = Holder(
                 session_id=row["session_id"], agent_id=row["agent_id"], name=row["name"],
                 task_id=row["task_id"], title=row["title"], active=bool(row["active"]),
@@ -116,56 +131,35 @@ class InteractiveHolders:
 
     # -- the hook's calls ----------------------------------------------------------------
 
-    def acquire(self, session_id: str, user: str, paths: list[str], tool: str) -> dict[str, Any]:
+    def acquire(self, session_id: str, user: str, paths: list[str], tool: str) -> LeaseAnswer:
         """All-or-nothing leases for one write of a person's session; always an answer."""
-        engine = self.engine
         keys, skipped, rejected = self._keys(paths)
         if rejected:
-            return _deny(rejected)
+            return LeaseAnswer.deny(rejected)
         if not keys:  # nothing the fleet could ever lease: no holder, no lease
-            return {"decision": "allow", "granted": [], "skipped": skipped, "holder": None}
-        now = engine.clock()
-        with engine.store.transaction():
+            return LeaseAnswer(True, skipped=tuple(skipped))
+        now = self.clock()
+        with self.store.transaction():
             holder = self._holder(session_id, user, now)
-            held = [
-                (key, engine.leases[key])
-                for key in keys
-                if key in engine.leases and engine.leases[key][1] != holder.task_id
-            ]
+            held = self.leases.held_by_others(keys, holder.task_id)
             if held:
                 return self._deny_held(holder, held, tool)
-            at = to_iso(now)
-            for key in keys:
-                if key in engine.leases:
-                    continue  # re-acquiring your own lease is allow
-                if not engine.store.insert_lease(key, holder.agent_id, holder.task_id, at):
-                    raise RuntimeError(f"lease mirror out of step with the table for {key}")
-                engine._mirror_lease(key, holder.agent_id, holder.task_id)
-                engine.store.emit(
-                    EventType.LEASE_ACQUIRED, task_id=holder.task_id, agent_id=holder.agent_id,
-                    path=key, tool=tool, kind=INTERACTIVE,
-                )  # fmt: skip
+            self.leases.grant(keys, holder.agent_id, holder.task_id, tool, kind=INTERACTIVE)
             self._touch(holder, now)
-        return {
-            "decision": "allow",
-            "granted": keys,
-            "skipped": skipped,
-            "holder": {"agent_id": holder.agent_id, "name": holder.name, "task_id": holder.task_id},
-        }
+        ref = HolderRef(holder.agent_id, holder.name, holder.task_id)
+        return LeaseAnswer(True, granted=tuple(keys), skipped=tuple(skipped), holder=ref)
 
     def record_change(self, session_id: str, user: str, paths: list[str], tool: str) -> None:
         """Ledger rows from the person's PostToolUse; never vetoes."""
         keys, _, _ = self._keys(paths)
         if not keys:
             return
-        now = self.engine.clock()
-        with self.engine.store.transaction():
+        now = self.clock()
+        with self.store.transaction():
             holder = self._holder(session_id, user, now)
             for key in keys:
-                self.engine.store.insert_change(
-                    holder.task_id, holder.agent_id, key, tool, to_iso(now)
-                )
-                self.engine.store.emit(
+                self.store.insert_change(holder.task_id, holder.agent_id, key, tool, to_iso(now))
+                self.store.emit(
                     EventType.FILE_CHANGED, task_id=holder.task_id, agent_id=holder.agent_id,
                     path=key, tool=tool, kind=INTERACTIVE,
                 )  # fmt: skip
@@ -182,13 +176,13 @@ class InteractiveHolders:
             if holder is None and reason is not ReleaseReason.SESSION_END:
                 raise NotFound(f"no interactive session {session_id}", {"session_id": session_id})
             targets = [holder] if holder is not None and holder.active else []
-        now = self.engine.clock()
+        now = self.clock()
         released = []
-        with self.engine.store.transaction():
+        with self.store.transaction():
             for holder in sorted(targets, key=lambda h: h.name):
                 released.append(self._end(holder, reason, now))
         if released:
-            self.engine.kick()
+            self.kick()
         return released
 
     def expire_idle(self, now: datetime) -> list[Row]:
@@ -198,12 +192,12 @@ class InteractiveHolders:
         ]  # fmt: skip
         if not idle:
             return []
-        with self.engine.store.transaction():
+        with self.store.transaction():
             released = [
                 self._end(h, ReleaseReason.INTERACTIVE_IDLE, now)
                 for h in sorted(idle, key=lambda h: h.name)
             ]
-        self.engine.kick()
+        self.kick()
         return released
 
     # -- reads -----------------------------------------------------------------------------
@@ -212,14 +206,14 @@ class InteractiveHolders:
         """Every interactive agent in the shape of `GET /agents` rows, plus its session."""
         rows = []
         for holder in sorted(self.by_session.values(), key=lambda h: h.name):
-            leases = self.engine.task_leases.get(holder.task_id, set())
+            leases = self.leases.paths_of(holder.task_id)
             rows.append(
                 {
                     "id": holder.agent_id, "name": holder.name, "kind": INTERACTIVE,
                     "status": "busy" if holder.active else "offline", "epoch": 0,
                     "current_task_id": holder.task_id if holder.active else None,
                     "current_task_title": holder.title, "session_id": holder.session_id,
-                    "workdir": str(self.engine.tree.root), "pid": None,
+                    "workdir": str(self.tree.root), "pid": None,
                     "last_heartbeat_at": to_iso(holder.last_write_at),
                     "last_write_at": to_iso(holder.last_write_at),
                     "idle_since": to_iso(holder.last_write_at), "last_assigned_at": None,
@@ -234,19 +228,19 @@ class InteractiveHolders:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _keys(self, paths: list[str]) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+    def _keys(self, paths: list[str]) -> tuple[list[str], list[str], list[Denial]]:
         """(lease keys, raw paths the fleet can never lease, refusals of unusable paths)."""
         keys: list[str] = []
         skipped: list[str] = []
-        rejected: list[dict[str, Any]] = []
+        rejected: list[Denial] = []
         for raw in paths:
             try:
-                key = self.engine.tree.canonical(raw)
+                key = self.tree.canonical(raw)
             except PathRejected as err:
                 if err.reason in NOT_LEASABLE:
                     skipped.append(raw)
                 else:
-                    rejected.append(_refusal(raw, err.reason, err.message))
+                    rejected.append(denial(raw, err.reason, err.message))
                 continue
             if key not in keys:
                 keys.append(key)
@@ -255,7 +249,7 @@ class InteractiveHolders:
     def _holder(self, session_id: str, user: str, now: datetime) -> Holder:
         """The session's holder, created or brought back (caller's transaction)."""
         holder = self.by_session.get(session_id)
-        store = self.engine.store
+        store = self.store
         if holder is None:
             holder = self._new_holder(session_id, user, now)
             store.upsert_interactive(holder.row())
@@ -292,58 +286,44 @@ class InteractiveHolders:
 
     def _touch(self, holder: Holder, now: datetime) -> None:
         holder.last_write_at = max(holder.last_write_at, now)
-        self.engine.store.upsert_interactive(holder.row())
+        self.store.upsert_interactive(holder.row())
 
     def _deny_held(
         self, holder: Holder, held: list[tuple[str, tuple[str, str]]], tool: str
-    ) -> dict[str, Any]:
-        engine = self.engine
+    ) -> LeaseAnswer:
         denied = []
         for path, (holder_agent, holder_task) in held:
-            name = engine.holder_name(holder_agent)
+            name, _ = self.holder_of(holder_agent)
             other = self.by_agent.get(holder_agent)
-            title = other.title if other else _title_of(engine, holder_task)
+            title = other.title if other else self._title_of(holder_task)
             denied.append(
-                {
-                    "path": path, "holder_agent_id": holder_agent, "holder_agent_name": name,
-                    "holder_task_id": holder_task, "holder_task_title": title,
-                    "holder_kind": INTERACTIVE if other else "task", "reason": DenyReason.HELD,
-                    "message": f"{path} is held by {name} for task {holder_task}",
-                }
+                Denial(
+                    path, DenyReason.HELD, f"{path} is held by {name} for task {holder_task}",
+                    holder_agent, name, holder_task, holder_kind=INTERACTIVE if other else "task",
+                    holder_task_title=title,
+                )
             )  # fmt: skip
-            engine.store.emit(
+            self.store.emit(
                 EventType.LEASE_DENIED, task_id=holder.task_id, agent_id=holder.agent_id,
                 path=path, tool=tool, holder_agent_id=holder_agent, holder_agent_name=name,
                 holder_task_id=holder_task, requester_name=holder.name, kind=INTERACTIVE,
             )  # fmt: skip
-        return _deny(denied)
+        return LeaseAnswer.deny(denied)
+
+    def _title_of(self, task_id: str) -> str | None:
+        row = self.store.task(task_id)
+        return str(row["title"]) if row else None
 
     def _end(self, holder: Holder, reason: ReleaseReason, now: datetime) -> Row:
-        paths = sorted(self.engine.task_leases.get(holder.task_id, ()))
-        self.engine.drop_leases(holder.task_id, paths, reason)  # no pre-images: nothing to restore
+        paths = sorted(self.leases.paths_of(holder.task_id))
+        self.leases.drop(holder.task_id, paths, reason)  # no pre-images: nothing to restore
         holder.active = False
         holder.ended_at = now
         holder.end_reason = reason.value
-        self.engine.store.upsert_interactive(holder.row())
-        self.engine.store.emit(
+        self.store.upsert_interactive(holder.row())
+        self.store.emit(
             EventType.AGENT_OFFLINE, agent_id=holder.agent_id, name=holder.name, reason=reason,
             kind=INTERACTIVE, session_id=holder.session_id, paths=paths,
         )  # fmt: skip
         return {"session_id": holder.session_id, "name": holder.name, "task_id": holder.task_id,
                 "paths": paths, "reason": reason.value}  # fmt: skip
-
-
-def _title_of(engine: Engine, task_id: str) -> str | None:
-    row = engine.store.task(task_id)
-    return str(row["title"]) if row else None
-
-
-def _refusal(path: str, reason: DenyReason, message: str) -> dict[str, Any]:
-    return {
-        "path": path, "holder_agent_id": None, "holder_agent_name": None,
-        "holder_task_id": None, "reason": reason, "message": message,
-    }  # fmt: skip
-
-
-def _deny(denied: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"decision": "deny", "denied": denied, "message": "; ".join(d["message"] for d in denied)}  # fmt: skip

@@ -23,21 +23,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final
+from enum import StrEnum
+from typing import Any, Final
 
 from codefleet.coord.limitpolicy import Budget, LimitState, Pause, PauseChange, on_limit, on_success
 from codefleet.coord.scheduler import BudgetView
+from codefleet.coord.store import Store
 from codefleet.models import EventType, from_iso, to_iso
-
-if TYPE_CHECKING:
-    from codefleet.coord.store import Store
 
 __all__ = ["FleetLimits", "ResumeReason"]
 
 REASON_CHARS: Final = 300
 
 
-class ResumeReason:
+class ResumeReason(StrEnum):
     ELAPSED = "elapsed"
     OPERATOR = "operator"
 
@@ -101,7 +100,7 @@ class FleetLimits:
     def succeeded(self) -> None:
         self.state = on_success(self.state)
 
-    def resume(self, reason: str, now: datetime) -> bool:
+    def resume(self, reason: ResumeReason, now: datetime) -> bool:
         """Lift the pause (`fleet_resumed`); False when the fleet was not paused."""
         pause = self.state.pause
         if pause is None:

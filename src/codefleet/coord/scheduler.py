@@ -33,7 +33,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from codefleet.models import AgentStatus, ErrorKind
+from codefleet.models import (
+    DEFAULT_STALE_AFTER_S,
+    DEFAULT_TASK_TIMEOUT_S,
+    AgentStatus,
+    ErrorKind,
+    ReleaseReason,
+)
 
 __all__ = [
     "AgentView",
@@ -103,8 +109,8 @@ class FleetState:
     leases: tuple[tuple[str, str], ...] = ()  # (path, holder task id)
     live_tasks: int = 0
     idle_announced: bool = True
-    stale_after: timedelta = timedelta(seconds=20)
-    task_timeout: timedelta = timedelta(seconds=600)
+    stale_after: timedelta = timedelta(seconds=DEFAULT_STALE_AFTER_S)
+    task_timeout: timedelta = timedelta(seconds=DEFAULT_TASK_TIMEOUT_S)
     paused_until: datetime | None = None  # a usage limit: no assignment before this time
     budget: BudgetView = BudgetView()
 
@@ -245,7 +251,7 @@ def _take_back_stale_agents(state: FleetState, now: datetime, plan: _Plan) -> No
         plan.offline.add(agent.id)
         for task in state.in_flight:
             if task.assigned_agent_id == agent.id:
-                _take_back(task, ErrorKind.INFRA, "agent_stale", plan)
+                _take_back(task, ErrorKind.INFRA, ReleaseReason.AGENT_STALE, plan)
 
 
 def _take_back_overdue(state: FleetState, now: datetime, plan: _Plan) -> None:
@@ -254,7 +260,7 @@ def _take_back_overdue(state: FleetState, now: datetime, plan: _Plan) -> None:
         if task.id in plan.taken_back or task.assigned_at is None:
             continue
         if task.assigned_at + limit <= now:
-            _take_back(task, ErrorKind.TIMEOUT, "deadline", plan)
+            _take_back(task, ErrorKind.TIMEOUT, ReleaseReason.DEADLINE, plan)
 
 
 def _busy_scope(state: FleetState, plan: _Plan) -> set[str]:

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from codefleet.coord import queries as q
+from codefleet.coord.rows import AgentRow, LeaseRow, RestoreRow
 from codefleet.errors import StoreUnavailable
-from codefleet.models import EventType, to_iso, utcnow
+from codefleet.models import EventType, ReleaseReason, to_iso, utcnow
 from codefleet.rollback import PatchFile, PreImage
 
 __all__ = ["Row", "Store", "Touched"]
@@ -300,6 +301,13 @@ class Store:
     def agents(self) -> list[Row]:
         return [dict(r) for r in self._db.execute(q.SELECT_AGENTS)]
 
+    def agent_row(self, agent_id: str) -> AgentRow | None:
+        row = self._one(q.SELECT_AGENT, (agent_id,))
+        return AgentRow.of(dict(row)) if row else None
+
+    def agent_rows(self) -> list[AgentRow]:
+        return [AgentRow.of(r) for r in self._db.execute(q.SELECT_AGENTS)]
+
     # -- leases and the change ledger -------------------------------------------
 
     def insert_lease(self, path: str, agent_id: str, task_id: str, at: str) -> bool:
@@ -313,6 +321,15 @@ class Store:
 
     def leases_of_task(self, task_id: str) -> list[Row]:
         return [dict(r) for r in self._db.execute(q.SELECT_LEASES_OF_TASK, (task_id,))]
+
+    def lease_rows(self, task_id: str | None = None) -> list[LeaseRow]:
+        """Every lease (or the task's), typed: what the engine's lease mirror is built from."""
+        rows = (
+            self._db.execute(q.SELECT_LEASES)
+            if task_id is None
+            else self._db.execute(q.SELECT_LEASES_OF_TASK, (task_id,))
+        )
+        return [LeaseRow.of(r) for r in rows]
 
     def delete_leases_of_task(self, task_id: str) -> None:
         self.touched.lease_tasks.add(task_id)
@@ -364,16 +381,21 @@ class Store:
 
     # -- restores: the intent to put a failed attempt's files back ----------------------
 
-    def insert_restores(self, task_id: str, paths: Iterable[str], reason: str, at: str) -> None:
+    def insert_restores(
+        self, task_id: str, paths: Iterable[str], reason: ReleaseReason, at: str
+    ) -> None:
         self.touched.lease_tasks.add(task_id)
         for path in paths:
             self._write(q.INSERT_RESTORE, (task_id, path, reason, at))
 
-    def restores(self) -> list[Row]:
-        return [dict(r) for r in self._db.execute(q.SELECT_RESTORES)]
-
-    def restores_of_task(self, task_id: str) -> list[Row]:
-        return [dict(r) for r in self._db.execute(q.SELECT_RESTORES_OF_TASK, (task_id,))]
+    def restore_rows(self, task_id: str | None = None) -> list[RestoreRow]:
+        """Every restore intent (or the task's), by task and path."""
+        rows = (
+            self._db.execute(q.SELECT_RESTORES)
+            if task_id is None
+            else self._db.execute(q.SELECT_RESTORES_OF_TASK, (task_id,))
+        )
+        return [RestoreRow.of(r) for r in rows]
 
     def delete_restored(self, task_id: str, path: str) -> None:
         """The file is back: its restore row, pre-image and lease go in one step."""

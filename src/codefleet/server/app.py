@@ -33,7 +33,8 @@ from codefleet.api.wire import (
     GraphBody,
 )
 from codefleet.config import Settings
-from codefleet.coord.engine import Engine, EngineConfig
+from codefleet.coord.engine import Engine
+from codefleet.coord.engineconfig import engine_config
 from codefleet.coord.graph import NewTask
 from codefleet.coord.store import Store
 from codefleet.errors import DomainError, Forbidden
@@ -77,22 +78,7 @@ def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
     tree = TreeRoot(
         workdir, protected=[settings.db, settings.run_dir], names=settings.protected_names
     )
-    config = EngineConfig(
-        stale_after=settings.stale_after,
-        task_timeout=settings.task_timeout,
-        backoff_base=settings.backoff_base,
-        backoff_cap=settings.backoff_cap,
-        heartbeat_interval=settings.heartbeat_interval,
-        poll_interval=settings.poll_interval,
-        tick_interval=settings.tick_interval,
-        max_attempts=settings.max_attempts,
-        rollback=not settings.keep_failed_edits,
-        preimage_max_bytes=settings.preimage_max_bytes,
-        interactive_idle=settings.interactive_idle,
-        max_cost=settings.max_cost,
-        max_cost_hard=settings.max_cost_hard,
-    )
-    return Engine(store, tree, config)
+    return Engine(store, tree, engine_config(settings))
 
 
 def create_app(settings: Settings) -> FastAPI:

@@ -14,15 +14,35 @@ No epoch header: an interactive holder is never fenced (see
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
 from codefleet.api.wire import InteractiveAcquireBody, InteractiveReleaseBody
+from codefleet.coord.answers import LeaseAnswer
 from codefleet.coord.engine import Engine
 from codefleet.errors import DomainError
 from codefleet.models import ReleaseReason
+from codefleet.server.answers import denial_json
 
-__all__ = ["install_interactive"]
+__all__ = ["install_interactive", "interactive_lease_json"]
+
+
+def interactive_lease_json(answer: LeaseAnswer) -> dict[str, Any]:
+    """A person's write: allow with the skipped paths and the holder, or the denied rows."""
+    if not answer.allowed:
+        denied = [denial_json(d, titled=True) for d in answer.denied]
+        return {"decision": "deny", "denied": denied, "message": answer.message}
+    holder = answer.holder
+    return {
+        "decision": "allow",
+        "granted": list(answer.granted),
+        "skipped": list(answer.skipped),
+        "holder": None
+        if holder is None
+        else {"agent_id": holder.agent_id, "name": holder.name, "task_id": holder.task_id},
+    }
 
 
 def install_interactive(app: FastAPI, engine: Engine) -> None:
@@ -30,7 +50,8 @@ def install_interactive(app: FastAPI, engine: Engine) -> None:
 
     @app.post("/interactive/acquire")
     async def interactive_acquire(body: InteractiveAcquireBody) -> JSONResponse:
-        return JSONResponse(holders.acquire(body.session_id, body.user, body.paths, body.tool))
+        answer = holders.acquire(body.session_id, body.user, body.paths, body.tool)
+        return JSONResponse(interactive_lease_json(answer))
 
     @app.post("/interactive/changes", status_code=202)
     async def interactive_changes(body: InteractiveAcquireBody) -> JSONResponse:

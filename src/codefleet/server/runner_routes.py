@@ -41,7 +41,13 @@ from codefleet.api.wire import (
 from codefleet.config import Settings
 from codefleet.coord.engine import Engine, Report
 from codefleet.errors import DomainError
-from codefleet.models import to_iso, utcnow
+from codefleet.server.answers import (
+    assignment_json,
+    beat_json,
+    lease_json,
+    registered_json,
+    task_json,
+)
 
 __all__ = ["MAX_WAIT_S", "RunnerRoutes", "attempt_report", "install_runner_routes"]
 
@@ -69,20 +75,13 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
     @app.post("/agents/register")
     async def register(body: RegisterBody) -> JSONResponse:
         answer = engine.register(body.name, body.workdir, body.pid, body.host, body.replace)
-        answer.update(
-            heartbeat_interval_s=settings.heartbeat_interval,
-            stale_after_s=settings.stale_after,
-            poll_interval_s=settings.poll_interval,
-            task_timeout_s=settings.task_timeout,
-            server_time=to_iso(utcnow()),
-        )
-        return JSONResponse(answer)
+        return JSONResponse(registered_json(answer, settings))
 
     @app.post("/agents/{agent_id}/heartbeat")
     async def heartbeat(
         agent_id: str, epoch: Epoch, body: HeartbeatBody | None = None
     ) -> JSONResponse:
-        return JSONResponse(engine.heartbeat(agent_id, epoch))
+        return JSONResponse(beat_json(engine.heartbeat(agent_id, epoch)))
 
     @app.delete("/agents/{agent_id}", status_code=204)
     async def leave(agent_id: str, epoch: Epoch) -> Response:
@@ -94,7 +93,7 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
         agent_id: str, epoch: Epoch, wait: Annotated[float, Query(ge=0, le=MAX_WAIT_S)] = 0
     ) -> Response:
         task = await engine.wait_assignment(agent_id, epoch, wait)
-        return JSONResponse({"task": task}) if task else Response(status_code=204)
+        return JSONResponse({"task": assignment_json(task)}) if task else Response(status_code=204)
 
     @app.post("/tasks/{task_id}/start")
     async def start(task_id: str, body: StartBody, epoch: Epoch) -> JSONResponse:
@@ -103,7 +102,7 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
     @app.post("/leases/acquire")
     async def acquire(body: AcquireBody, epoch: Epoch) -> JSONResponse:
         answer = engine.acquire(body.agent_id, epoch, body.task_id, body.paths, body.tool)
-        return JSONResponse(answer)
+        return JSONResponse(lease_json(answer))
 
     @app.post("/changes", status_code=202)
     async def change(body: ChangeBody, epoch: Epoch) -> JSONResponse:
@@ -112,7 +111,8 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
 
     @app.post("/tasks/{task_id}/complete")
     async def complete(task_id: str, body: CompleteBody, epoch: Epoch) -> JSONResponse:
-        return JSONResponse(engine.complete(task_id, body.agent_id, epoch, attempt_report(body)))
+        answer = engine.complete(task_id, body.agent_id, epoch, attempt_report(body))
+        return JSONResponse(task_json(answer))
 
     @app.post("/tasks/{task_id}/checks")
     async def check_event(task_id: str, body: CheckEventBody, epoch: Epoch) -> JSONResponse:
@@ -175,7 +175,7 @@ def _handlers(engine: Engine) -> dict[tuple[str, str], Handler]:
 
     async def acquire(c: Call) -> Answer:
         b = c.json(AcquireBody)
-        return 200, engine.acquire(b.agent_id, c.epoch(), b.task_id, b.paths, b.tool)
+        return 200, lease_json(engine.acquire(b.agent_id, c.epoch(), b.task_id, b.paths, b.tool))
 
     async def start(c: Call) -> Answer:
         b = c.json(StartBody)
@@ -183,17 +183,17 @@ def _handlers(engine: Engine) -> dict[tuple[str, str], Handler]:
 
     async def complete(c: Call) -> Answer:
         b = c.json(CompleteBody)
-        return 200, engine.complete(c.param, b.agent_id, c.epoch(), attempt_report(b))
+        return 200, task_json(engine.complete(c.param, b.agent_id, c.epoch(), attempt_report(b)))
 
     async def assignment(c: Call) -> Answer:
         epoch, wait = c.epoch(), c.wait()
         task = await engine.wait_assignment(c.param, epoch, wait)
-        return (200, {"task": task}) if task else (204, None)
+        return (200, {"task": assignment_json(task)}) if task else (204, None)
 
     async def heartbeat(c: Call) -> Answer:
         if c.body:
             c.json(HeartbeatBody)
-        return 200, engine.heartbeat(c.param, c.epoch())
+        return 200, beat_json(engine.heartbeat(c.param, c.epoch()))
 
     async def change(c: Call) -> Answer:
         b = c.json(ChangeBody)

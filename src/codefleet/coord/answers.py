@@ -1,0 +1,106 @@
+"""The engine's answers to runner and hook calls, as frozen values.
+
+The engine returns these; the server turns each into its JSON in one place
+(`server.answers`, and `server.interactive` for a person's session), so the
+wire shape is defined once and the engine never builds a dict for the wire.
+A lease denial is an answer like an allow (STYLE §3): `LeaseAnswer.denied`
+carries one `Denial` row per refused path, with the holder when it is held.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codefleet.models import AgentStatus, DenyReason, TaskStatus
+
+__all__ = [
+    "Assignment",
+    "Beat",
+    "Denial",
+    "HolderRef",
+    "LeaseAnswer",
+    "Registered",
+    "TaskAnswer",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """The task an agent was handed, as its runner needs it."""
+
+    id: str
+    title: str
+    description: str
+    priority: int
+    file_scope: tuple[str, ...]
+    attempts: int
+    deadline: str
+    blocked_on_path: str | None
+    error: str | None
+    error_kind: str | None
+    verify: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Denial:
+    """One refused path; the holder fields are set when another holder has it."""
+
+    path: str
+    reason: DenyReason
+    message: str
+    holder_agent_id: str | None = None
+    holder_agent_name: str | None = None
+    holder_task_id: str | None = None
+    holder_kind: str | None = None  # `task` or `interactive`, for a held path only
+    holder_task_title: str | None = None  # a person's session's denials name the task too
+
+
+@dataclass(frozen=True, slots=True)
+class HolderRef:
+    """The interactive holder a person's write was granted to."""
+
+    agent_id: str
+    name: str
+    task_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseAnswer:
+    """All-or-nothing: `allowed` with the granted keys, or the denied rows and why."""
+
+    allowed: bool
+    granted: tuple[str, ...] = ()
+    denied: tuple[Denial, ...] = ()
+    message: str = ""
+    skipped: tuple[str, ...] = ()  # a person's paths the fleet can never lease
+    holder: HolderRef | None = None
+
+    @classmethod
+    def deny(cls, denied: list[Denial], message: str | None = None) -> LeaseAnswer:
+        text = "; ".join(d.message for d in denied) if message is None else message
+        return cls(False, denied=tuple(denied), message=text)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskAnswer:
+    """A task after a completion report; `duplicate` when the report was outdated."""
+
+    status: TaskStatus
+    attempts: int
+    backoff_until: str | None
+    duplicate: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    agent_id: str
+    epoch: int
+    status: AgentStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Beat:
+    """A heartbeat's answer: the agent's status and its current epoch."""
+
+    status: AgentStatus
+    epoch: int

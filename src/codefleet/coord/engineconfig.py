@@ -1,0 +1,66 @@
+"""The engine's tuning, and the one mapping from the server's `Settings` to it.
+
+`EngineConfig` holds the numbers the engine and its scheduler snapshot use;
+its defaults are the shared ones in `models` (the same `Settings` uses), so a
+default is written once. `engine_config` is the only place a `Settings` field
+is copied into an `EngineConfig`: `--keep-failed-edits` turns rollback off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from codefleet.models import (
+    DEFAULT_BACKOFF_BASE_S,
+    DEFAULT_BACKOFF_CAP_S,
+    DEFAULT_HEARTBEAT_INTERVAL_S,
+    DEFAULT_INTERACTIVE_IDLE_S,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_POLL_INTERVAL_S,
+    DEFAULT_PREIMAGE_MAX_BYTES,
+    DEFAULT_STALE_AFTER_S,
+    DEFAULT_TASK_TIMEOUT_S,
+    DEFAULT_TICK_INTERVAL_S,
+)
+
+if TYPE_CHECKING:
+    from codefleet.config import Settings
+
+__all__ = ["EngineConfig", "engine_config"]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    stale_after: float = DEFAULT_STALE_AFTER_S
+    task_timeout: float = DEFAULT_TASK_TIMEOUT_S
+    backoff_base: float = DEFAULT_BACKOFF_BASE_S
+    backoff_cap: float = DEFAULT_BACKOFF_CAP_S
+    heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL_S
+    poll_interval: float = DEFAULT_POLL_INTERVAL_S
+    tick_interval: float = DEFAULT_TICK_INTERVAL_S
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    rollback: bool = True
+    preimage_max_bytes: int = DEFAULT_PREIMAGE_MAX_BYTES
+    interactive_idle: float = DEFAULT_INTERACTIVE_IDLE_S
+    max_cost: float | None = None  # the fleet's budget in USD (None: no cap)
+    max_cost_hard: bool = False  # a spent budget also stops running attempts
+
+
+def engine_config(settings: Settings) -> EngineConfig:
+    """The engine's configuration from the server's settings (the one copy of the mapping)."""
+    return EngineConfig(
+        stale_after=settings.stale_after,
+        task_timeout=settings.task_timeout,
+        backoff_base=settings.backoff_base,
+        backoff_cap=settings.backoff_cap,
+        heartbeat_interval=settings.heartbeat_interval,
+        poll_interval=settings.poll_interval,
+        tick_interval=settings.tick_interval,
+        max_attempts=settings.max_attempts,
+        rollback=not settings.keep_failed_edits,
+        preimage_max_bytes=settings.preimage_max_bytes,
+        interactive_idle=settings.interactive_idle,
+        max_cost=settings.max_cost,
+        max_cost_hard=settings.max_cost_hard,
+    )

@@ -1,0 +1,95 @@
+"""The JSON of the engine's answers to runner calls: one function per answer type.
+
+The engine returns frozen values (`coord.answers`); these turn them into the
+wire's JSON, key for key in the order the API has always used, so a route
+never builds an answer's dict itself. A person's session's lease answer has
+its own shape, in `server.interactive`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codefleet.config import Settings
+from codefleet.coord.answers import Assignment, Beat, Denial, LeaseAnswer, Registered, TaskAnswer
+from codefleet.models import to_iso, utcnow
+
+__all__ = [
+    "assignment_json",
+    "beat_json",
+    "denial_json",
+    "lease_json",
+    "registered_json",
+    "task_json",
+]
+
+
+def assignment_json(task: Assignment) -> dict[str, Any]:
+    return {
+        "id": task.id,
+        "title": task.title,
+        "description": task.description,
+        "priority": task.priority,
+        "file_scope": list(task.file_scope),
+        "attempts": task.attempts,
+        "deadline": task.deadline,
+        "blocked_on_path": task.blocked_on_path,
+        "error": task.error,
+        "error_kind": task.error_kind,
+        "verify": task.verify,
+    }
+
+
+def denial_json(denial: Denial, titled: bool = False) -> dict[str, Any]:
+    """One denied row; a held one names its holder's kind (and, `titled`, its task's title)."""
+    row: dict[str, Any] = {
+        "path": denial.path,
+        "holder_agent_id": denial.holder_agent_id,
+        "holder_agent_name": denial.holder_agent_name,
+        "holder_task_id": denial.holder_task_id,
+    }
+    if denial.holder_kind is not None:
+        if titled:
+            row["holder_task_title"] = denial.holder_task_title
+        row["holder_kind"] = denial.holder_kind
+    row["reason"] = denial.reason
+    row["message"] = denial.message
+    return row
+
+
+def lease_json(answer: LeaseAnswer) -> dict[str, Any]:
+    """`POST /leases/acquire`: allow with the granted keys, or deny with the rows and why."""
+    if answer.allowed:
+        return {"decision": "allow", "granted": list(answer.granted)}
+    return {
+        "decision": "deny",
+        "denied": [denial_json(d) for d in answer.denied],
+        "message": answer.message,
+    }
+
+
+def task_json(answer: TaskAnswer) -> dict[str, Any]:
+    return {
+        "status": answer.status,
+        "attempts": answer.attempts,
+        "backoff_until": answer.backoff_until,
+        "duplicate": answer.duplicate,
+    }
+
+
+def registered_json(answer: Registered, settings: Settings) -> dict[str, Any]:
+    """`POST /agents/register`: the agent's id and epoch, and the timings its runner keeps."""
+    return {
+        "agent_id": answer.agent_id,
+        "epoch": answer.epoch,
+        "status": answer.status,
+        "heartbeat_interval_s": settings.heartbeat_interval,
+        "stale_after_s": settings.stale_after,
+        "poll_interval_s": settings.poll_interval,
+        "task_timeout_s": settings.task_timeout,
+        "server_time": to_iso(utcnow()),
+    }
+
+
+def beat_json(answer: Beat) -> dict[str, Any]:
+    return {"status": answer.status, "epoch": answer.epoch}
