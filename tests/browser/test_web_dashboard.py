@@ -30,10 +30,12 @@ from web_support import (
 )
 
 from codefleet.api.client import FleetClient
+from codefleet.attempt import AttemptReport
 from codefleet.fleet.executor import Attempt
 from codefleet.fleet.local import run_fleet
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.hook.command import HookArgs, run
+from codefleet.models import ErrorKind
 from codefleet.server.sse import frame
 from codefleet.server.thread import ServerThread
 
@@ -382,9 +384,9 @@ async def test_a_usage_limit_pause_shows_a_live_countdown_and_goes_on_resume(
         assert await client.assignment(agent, epoch, wait=5) is not None
         await client.start("T1", agent, epoch)
         page = await open_dashboard(browser, demo_server)
-        limited = {"attempt": 1, "ok": False, "error_kind": "rate_limited",
-                   "error": "session ended with success (HTTP 429): usage limit",
-                   "retry_after_s": 600}  # fmt: skip
+        limited = AttemptReport(attempt=1, ok=False, error_kind=ErrorKind.RATE_LIMITED,
+                                error="session ended with success (HTTP 429): usage limit",
+                                retry_after_s=600)  # fmt: skip
         await client.complete("T1", agent, epoch, limited)
 
         banner = page.locator("#pause")
@@ -421,8 +423,10 @@ async def test_a_spent_budget_shows_in_the_cost_figure_and_a_banner_until_it_is_
         agent, epoch = runner["agent_id"], runner["epoch"]
         task = await client.assignment(agent, epoch, wait=5)
         assert task is not None
-        await client.start(task["id"], agent, epoch)
-        await client.complete(task["id"], agent, epoch, {"attempt": 1, "ok": True, "cost_usd": 0.6})
+        await client.start(task.id, agent, epoch)
+        await client.complete(
+            task.id, agent, epoch, AttemptReport(attempt=1, ok=True, cost_usd=0.6)
+        )
 
         banner = page.locator('#pause[data-limit="budget"]')
         await expect(banner).to_be_visible()

@@ -25,7 +25,8 @@ from playwright.async_api import BrowserContext, ConsoleMessage, Page, async_pla
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graph import load_graph
-from codefleet.fleet.executor import Attempt, Outcome
+from codefleet.attempt import AttemptReport
+from codefleet.fleet.executor import Attempt
 from codefleet.fleet.local import FleetResult, run_fleet
 from codefleet.fleet.scripted import ScriptedExecutor, load_script
 from codefleet.server.thread import ServerThread
@@ -108,7 +109,7 @@ async def launch(profile: Path) -> AsyncIterator[Browser]:
             await context.close()
 
 
-def synthetic_usage(outcome: Outcome) -> Outcome:
+def synthetic_usage(outcome: AttemptReport) -> AttemptReport:
     """Deterministic token counts and cost for a scripted attempt (a dry run spends nothing)."""
     files = len(outcome.files_written)
     tokens_in = 1800 + 2400 * files
@@ -124,7 +125,7 @@ class GatedExecutor:
         self.inner = ScriptedExecutor(load_script(EXAMPLES / "demo-script.yaml"), wait_timeout=10)
         self.gates = gates
 
-    async def run(self, attempt: Attempt) -> Outcome:
+    async def run(self, attempt: Attempt) -> AttemptReport:
         gate = self.gates.get((attempt.task_id, attempt.number))
         if gate is not None:
             await gate(attempt)

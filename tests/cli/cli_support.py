@@ -11,12 +11,13 @@ import contextlib
 import os
 from pathlib import Path
 
-from codefleet.fleet.executor import Attempt, Executor, Outcome
+from codefleet.attempt import AttemptReport
+from codefleet.fleet.executor import Attempt, Executor
 
 SESSION_TIMEOUT_S = 60.0
 
 
-async def run_attempt(executor: Executor, attempt: Attempt) -> Outcome:
+async def run_attempt(executor: Executor, attempt: Attempt) -> AttemptReport:
     """One attempt through the real CLI, bounded so a hung session fails the test."""
     async with asyncio.timeout(SESSION_TIMEOUT_S):
         return await executor.run(attempt)

@@ -176,7 +176,7 @@ def start_attempt(client: FleetClient, workdir: Path, runs: Path) -> StartAttemp
             task = await client.assignment(agent_id, epoch, wait=1.0)
             if task is not None:
                 break
-        assert task is not None and task["id"] == task_id, f"{task_id} was not assigned"
+        assert task is not None and task.id == task_id, f"{task_id} was not assigned"
         await client.start(task_id, agent_id, epoch)
         tree = TreeRoot(workdir)
         gate = gate_type(client, tree, agent_id, epoch, task_id)

@@ -97,7 +97,8 @@ async def test_an_executor_asks_before_every_write_stops_when_denied_and_reports
         ErrorKind.VETO,
         "a.py",
     )
-    assert outcome.files_written == ["new.py", "pkg/b.py"]
+    assert outcome.files_written == ("new.py", "pkg/b.py")
+    assert (outcome.attempt, outcome.duration_ms) == (attempt.number, None)  # the runner times it
     assert (workdir / "a.py").read_text() == "A = 1\n" and not (workdir / "after.py").exists()
     assert (workdir / "pkg" / "b.py").read_text() == "B = 3\n"
     ledger = (await client.task("T"))["file_changes"]

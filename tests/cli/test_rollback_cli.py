@@ -44,9 +44,7 @@ async def test_a_vetoed_session_leaves_no_trace_of_its_earlier_writes(
     outcome = await run_attempt(offline(), attempt)
     assert (workdir / "pkg/new/helper.py").read_text() == "HELPER = 1\n"  # the CLI did write
     assert (workdir / "pkg/b.py").read_text() == "B = 99\n"
-    report = {"attempt": 1, "ok": outcome.ok, "error": outcome.error,
-              "error_kind": outcome.error_kind, "blocked_on_path": outcome.blocked_on_path}  # fmt: skip
-    await client.complete("V", attempt.gate.agent_id, attempt.gate.epoch, report)
+    await client.complete("V", attempt.gate.agent_id, attempt.gate.epoch, outcome)
 
     assert outcome.error_kind is ErrorKind.VETO and outcome.blocked_on_path == "a.py"
     assert not (workdir / "pkg/new").exists()

@@ -138,7 +138,7 @@ async def test_a_write_to_a_held_file_is_refused_and_the_model_is_told_who_holds
         ErrorKind.VETO,
         "a.py",
     )
-    assert outcome.files_written == []
+    assert outcome.files_written == ()
     denied = await client.events(type_="lease_denied")
     assert [(e["task_id"], e["payload"]["path"]) for e in denied] == [("T4", "a.py")]
 

@@ -9,7 +9,9 @@ import httpx
 import pytest
 
 from codefleet.api.client import FleetClient
+from codefleet.attempt import AttemptReport
 from codefleet.errors import Forbidden, InvalidGraph, InvalidState, NotFound, StaleEpoch
+from codefleet.models import ErrorKind
 from codefleet.server.thread import ServerThread
 
 WaitUntil = Callable[..., Awaitable[Any]]
@@ -22,7 +24,7 @@ async def register(client: FleetClient, name: str) -> tuple[str, int]:
 
 async def take_and_start(client: FleetClient, agent: tuple[str, int], task_id: str) -> None:
     task = await client.assignment(*agent, wait=5)
-    assert task is not None and task["id"] == task_id
+    assert task is not None and task.id == task_id
     await client.start(task_id, agent[0], agent[1])
 
 
@@ -194,7 +196,7 @@ async def test_cancelling_a_running_task_fences_its_agent_releases_its_leases_an
     with pytest.raises(StaleEpoch):
         await client.heartbeat(agent_id, epoch)
     with pytest.raises(StaleEpoch):
-        await client.complete("A", agent_id, epoch, {"attempt": 1, "ok": True})
+        await client.complete("A", agent_id, epoch, AttemptReport(attempt=1, ok=True))
 
 
 async def test_cancelling_a_finished_task_is_a_409_invalid_state(client: FleetClient):
@@ -290,11 +292,13 @@ async def test_conflicts_project_lease_denials_and_resolve_once_the_denied_task_
     assert await client.conflicts(resolved=True) == []
 
     await client.complete(
-        "T2", *rival, {"attempt": 1, "ok": False, "error_kind": "veto", "blocked_on_path": "a.py"}
+        "T2",
+        *rival,
+        AttemptReport(attempt=1, ok=False, error_kind=ErrorKind.VETO, blocked_on_path="a.py"),
     )
-    await client.complete("T1", *holder, {"attempt": 1, "ok": True})
+    await client.complete("T1", *holder, AttemptReport(attempt=1, ok=True))
     await take_and_start(client, rival, "T2")
-    await client.complete("T2", *rival, {"attempt": 2, "ok": True})
+    await client.complete("T2", *rival, AttemptReport(attempt=2, ok=True))
 
     [resolved] = await client.conflicts()
     assert resolved["resolved"] is True
@@ -320,7 +324,7 @@ async def test_state_shows_tasks_agents_leases_counters_and_the_last_event_id(
     await client.complete(
         "A",
         *agent,
-        {"attempt": 1, "ok": True, "input_tokens": 7, "output_tokens": 3, "cost_usd": 0.5},
+        AttemptReport(attempt=1, ok=True, input_tokens=7, output_tokens=3, cost_usd=0.5),
     )
 
     state = await client.state()

@@ -16,7 +16,9 @@ import httpx
 import pytest
 
 from codefleet.api.client import FleetClient
+from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.errors import NotOwner, StaleEpoch
+from codefleet.models import ErrorKind
 from codefleet.server.thread import ServerThread
 
 POLL_S = 5.0
@@ -35,7 +37,7 @@ async def register(client: FleetClient, name: str) -> Runner:
     return Runner(name, answer["agent_id"], answer["epoch"])
 
 
-async def take(client: FleetClient, runner: Runner) -> dict[str, Any]:
+async def take(client: FleetClient, runner: Runner) -> AssignedTask:
     task = await client.assignment(runner.id, runner.epoch, wait=POLL_S)
     assert task is not None, f"{runner.name} got no assignment"
     return task
@@ -48,13 +50,13 @@ async def running(client: FleetClient, name: str, task_id: str, *scope: str) -> 
         [{"id": task_id, "title": task_id, "description": "do it", "file_scope": list(scope)}]
     )
     task = await take(client, runner)
-    assert task["id"] == task_id
+    assert task.id == task_id
     await client.start(task_id, runner.id, runner.epoch)
     return runner
 
 
-def report(attempt: int, ok: bool = True, **fields: Any) -> dict[str, Any]:
-    return {"attempt": attempt, "ok": ok, **fields}
+def report(attempt: int, ok: bool = True, **fields: Any) -> AttemptReport:
+    return AttemptReport(attempt=attempt, ok=ok, **fields)
 
 
 async def lease_rows(client: FleetClient) -> list[tuple[str, str]]:
@@ -115,10 +117,12 @@ async def test_a_long_poll_answers_with_a_task_created_while_it_waits(
     task = await asyncio.wait_for(poll, timeout=10)
 
     assert task is not None
-    assert task["id"] == "T1"
+    assert task.id == "T1"
 
 
-async def test_an_assignment_carries_what_the_runner_needs_to_run_the_task(client: FleetClient):
+async def test_an_assignment_carries_what_the_runner_needs_to_run_the_task(
+    client: FleetClient, http: httpx.AsyncClient
+):
     runner = await register(client, "runner-1")
     await client.create_tasks(
         [
@@ -132,7 +136,12 @@ async def test_an_assignment_carries_what_the_runner_needs_to_run_the_task(clien
         ]
     )
 
-    task = await take(client, runner)
+    response = await http.get(
+        f"/agents/{runner.id}/assignment",
+        params={"wait": POLL_S},
+        headers={"X-Agent-Epoch": str(runner.epoch)},
+    )
+    task = response.json()["task"]
 
     assert {k: task[k] for k in ("id", "title", "description", "priority", "file_scope")} == {
         "id": "T1",
@@ -144,6 +153,7 @@ async def test_an_assignment_carries_what_the_runner_needs_to_run_the_task(clien
     assert task["attempts"] == 1
     assert task["blocked_on_path"] is None
     assert task["deadline"].endswith("Z")
+    assert await take(client, runner) == AssignedTask.from_wire(task)  # parsed in one place
 
 
 async def test_start_marks_the_task_running_and_only_its_owner_may_start_it(
@@ -284,11 +294,11 @@ async def test_sixteen_runners_racing_for_one_path_get_exactly_one_allow_and_one
         [{"id": f"T{i:02}", "title": "race", "description": "do it"} for i in range(n)]
     )
     tasks = await asyncio.gather(*(take(client, r) for r in runners))
-    assert len({t["id"] for t in tasks}) == n
+    assert len({t.id for t in tasks}) == n
 
     answers = await asyncio.gather(
         *(
-            client.acquire(r.id, r.epoch, t["id"], ["hot.py"], "Write")
+            client.acquire(r.id, r.epoch, t.id, ["hot.py"], "Write")
             for r, t in zip(runners, tasks, strict=True)
         )
     )
@@ -375,7 +385,7 @@ async def test_a_report_for_an_attempt_the_task_has_moved_past_is_never_applied(
     await client.acquire(old.id, old.epoch, "T1", ["a.py"], "Write")
     new = await register(client, "runner-1")  # the old incarnation's attempt is taken back
     task = await take(client, new)
-    assert (task["id"], task["attempts"]) == ("T1", 2)
+    assert (task.id, task.attempts) == ("T1", 2)
 
     with pytest.raises(StaleEpoch):
         await client.complete("T1", old.id, old.epoch, report(1))
@@ -390,13 +400,13 @@ async def test_a_report_for_an_attempt_the_task_has_moved_past_is_never_applied(
 async def test_after_a_retry_the_new_first_attempts_report_is_applied(client: FleetClient):
     runner = await running(client, "runner-1", "T1")
     failed = await client.complete(
-        "T1", runner.id, runner.epoch, report(1, ok=False, error_kind="budget")
+        "T1", runner.id, runner.epoch, report(1, ok=False, error_kind=ErrorKind.BUDGET)
     )
     assert failed["status"] == "failed"
 
     await client.retry("T1")
     task = await take(client, runner)
-    assert (task["id"], task["attempts"]) == ("T1", 1)
+    assert (task.id, task.attempts) == ("T1", 1)
     await client.start("T1", runner.id, runner.epoch)
     answer = await client.complete("T1", runner.id, runner.epoch, report(1, summary="second life"))
 
@@ -413,7 +423,7 @@ async def test_a_failed_veto_report_requeues_with_the_path_folded_into_the_scope
         "T1",
         runner.id,
         runner.epoch,
-        report(1, ok=False, error_kind="veto", blocked_on_path="./a.py"),
+        report(1, ok=False, error_kind=ErrorKind.VETO, blocked_on_path="./a.py"),
     )
 
     assert (answer["status"], answer["backoff_until"], answer["duplicate"]) == (

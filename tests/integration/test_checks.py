@@ -19,10 +19,12 @@ from typer.testing import CliRunner
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graph import GraphError, parse_graph
+from codefleet.attempt import AttemptReport
 from codefleet.cli.app import app
 from codefleet.fleet.local import run_fleet
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.models import ErrorKind
 from codefleet.server.thread import ServerThread
 from codefleet.session.prompt import build_prompt
 
@@ -105,7 +107,7 @@ async def test_the_view_has_the_tasks_own_edits_but_not_another_running_tasks(
         stop.set()
         await runner
         [finished] = await finished_checks(client)
-        await client.complete("H", agent, epoch, {"attempt": 1, "ok": False, "error": "stop"})
+        await client.complete("H", agent, epoch, AttemptReport(attempt=1, ok=False, error="stop"))
 
     assert finished["output_tail"] == "A = 1\nOWN = 1\nNO-EXTRA\n"
     assert finished["isolated"] == ["a.py", "pkg/extra.py"]
@@ -144,7 +146,7 @@ async def test_a_failed_verification_is_rolled_back_and_the_retry_is_told_the_ou
     restored = [e for e in events if e["type"] == "file_restored"]
     assert [(e["payload"]["path"], e["payload"]["existed"]) for e in restored] == [("v.txt", False)]
     retry = executor.assignments[1]
-    assert retry["error_kind"] == "verify_failed" and "v.txt says bad" in retry["error"]
+    assert retry.error_kind is ErrorKind.VERIFY_FAILED and "v.txt says bad" in (retry.error or "")
     prompt = build_prompt(retry, checks=["test"])
     assert "Its verification failed" in prompt and "v.txt says bad" in prompt
     assert "runs the check `test`" in prompt

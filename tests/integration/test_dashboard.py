@@ -19,6 +19,8 @@ from typing import Any
 from rich.console import Console
 
 from codefleet.api.client import FleetClient
+from codefleet.attempt import AttemptReport
+from codefleet.models import ErrorKind
 from codefleet.server.thread import ServerThread
 from codefleet.ui.dashboard import follow_compact, watch
 from codefleet.ui.view import ViewModel
@@ -71,7 +73,7 @@ async def register(client: FleetClient, name: str) -> Runner:
 
 async def take_and_start(client: FleetClient, runner: Runner, task_id: str) -> None:
     task = await client.assignment(runner.id, runner.epoch, wait=POLL_S)
-    assert task is not None and task["id"] == task_id, f"{runner.name} got {task}"
+    assert task is not None and task.id == task_id, f"{runner.name} got {task}"
     await client.start(task_id, runner.id, runner.epoch)
 
 
@@ -120,15 +122,16 @@ async def test_the_dashboard_shows_statuses_the_veto_with_its_holder_the_leases_
         )
 
         assert await acquire(client, two, "T2", "a.py") == "deny"
-        veto = {
-            "ok": False,
-            "error": "blocked on a.py",
-            "error_kind": "veto",
-            "blocked_on_path": "a.py",
-        }
-        await client.complete("T2", two.id, two.epoch, {"attempt": 1, **veto})
+        veto = AttemptReport(
+            attempt=1,
+            ok=False,
+            error="blocked on a.py",
+            error_kind=ErrorKind.VETO,
+            blocked_on_path="a.py",
+        )
+        await client.complete("T2", two.id, two.epoch, veto)
         await client.complete(
-            "T1", one.id, one.epoch, {"attempt": 1, "ok": True, "summary": "A = 2"}
+            "T1", one.id, one.epoch, AttemptReport(attempt=1, ok=True, summary="A = 2")
         )
         await take_and_start(client, two, "T2")  # runner-2 idled first, so it gets T2 again
         assert await acquire(client, two, "T2", "a.py") == "allow"
@@ -201,7 +204,7 @@ async def test_the_compact_printer_prints_notable_events_and_catches_up_before_i
     await client.create_tasks([{"id": "T1", "title": "edit a", "description": "do it"}])
     one = await register(client, "runner-1")
     await take_and_start(client, one, "T1")
-    await client.complete("T1", one.id, one.epoch, {"attempt": 1, "ok": True})
+    await client.complete("T1", one.id, one.epoch, AttemptReport(attempt=1, ok=True))
     stop.set()  # at once: the printer must still catch up to the last event
 
     cursor = await printer

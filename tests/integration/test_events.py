@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from codefleet.api.client import FleetClient
+from codefleet.attempt import AttemptReport
 
 READ_TIMEOUT_S = 5.0
 
@@ -29,11 +30,11 @@ async def some_activity(client: FleetClient) -> None:
         ]
     )
     task = await client.assignment(one["agent_id"], one["epoch"], wait=5)
-    assert task is not None and task["id"] == "A"
+    assert task is not None and task.id == "A"
     await client.start("A", one["agent_id"], one["epoch"])
     await client.acquire(one["agent_id"], one["epoch"], "A", ["a.py"], "Write")
     await client.record_change(one["agent_id"], one["epoch"], "A", "a.py", "Write")
-    await client.complete("A", one["agent_id"], one["epoch"], {"attempt": 1, "ok": True})
+    await client.complete("A", one["agent_id"], one["epoch"], AttemptReport(attempt=1, ok=True))
 
 
 async def read_until(stream: AsyncIterator[dict[str, Any]], last_id: int) -> list[dict[str, Any]]:

@@ -23,9 +23,11 @@ import httpx
 import pytest
 
 from codefleet.api.client import FleetClient
+from codefleet.attempt import AttemptReport
 from codefleet.errors import NotFound
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.hook.command import HookArgs, run
+from codefleet.models import ErrorKind
 from codefleet.paths import TreeRoot
 from codefleet.server.thread import ServerThread
 
@@ -70,7 +72,7 @@ async def runner_on(client: FleetClient, workdir: Path, name: str, task: dict[st
     agent = await client.register(name, str(workdir), 4242)
     await client.create_tasks([task])
     assigned = await client.assignment(agent["agent_id"], agent["epoch"], wait=5)
-    assert assigned is not None and assigned["id"] == task["id"]
+    assert assigned is not None and assigned.id == task["id"]
     await client.start(task["id"], agent["agent_id"], agent["epoch"])
     return agent
 
@@ -150,7 +152,7 @@ async def test_a_fleet_write_to_the_persons_file_is_vetoed_and_requeued_with_the
     verdict = await gate.check("Edit", {"file_path": str(workdir / "a.py")})
     assert not verdict.allowed and gate.blocked_on == "a.py"
     assert verdict.reason.startswith("a.py is being edited by ada@0aeef531, a person working in this tree.")  # fmt: skip
-    report = {"attempt": 1, "ok": False, "error_kind": "veto", "blocked_on_path": "a.py"}
+    report = AttemptReport(attempt=1, ok=False, error_kind=ErrorKind.VETO, blocked_on_path="a.py")
     await client.complete("T1", runner["agent_id"], runner["epoch"], report)
     row = await client.task("T1")
     assert row["status"] == "pending" and "a.py" in row["file_scope"]

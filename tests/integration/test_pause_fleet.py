@@ -16,9 +16,10 @@ from typing import Any
 import httpx
 
 from codefleet.api.client import FleetClient
+from codefleet.attempt import AttemptReport
 from codefleet.fleet.local import run_fleet
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
-from codefleet.models import EventType, from_iso
+from codefleet.models import ErrorKind, EventType, from_iso
 from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
@@ -31,10 +32,10 @@ async def _limited_run(client: FleetClient, tree: Path, retry_after_s: float) ->
     agent, epoch = runner["agent_id"], runner["epoch"]
     task = await client.assignment(agent, epoch, wait=5)
     assert task is not None
-    await client.start(task["id"], agent, epoch)
-    report = {"attempt": task["attempts"], "ok": False, "error_kind": "rate_limited",
-              "error": "HTTP 429", "retry_after_s": retry_after_s}  # fmt: skip
-    return await client.complete(task["id"], agent, epoch, report)
+    await client.start(task.id, agent, epoch)
+    report = AttemptReport(attempt=task.attempts, ok=False, error_kind=ErrorKind.RATE_LIMITED,
+                           error="HTTP 429", retry_after_s=retry_after_s)  # fmt: skip
+    return await client.complete(task.id, agent, epoch, report)
 
 
 async def test_health_and_state_show_the_pause_and_resume_lifts_it(

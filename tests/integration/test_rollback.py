@@ -16,9 +16,11 @@ import httpx
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graph import load_graph
+from codefleet.attempt import AttemptReport
 from codefleet.cli.demo_run import examples_dir
 from codefleet.fleet.local import run_fleet
 from codefleet.fleet.scripted import ScriptedExecutor, load_script, parse_script
+from codefleet.models import ErrorKind
 from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 1.0, "tick_interval": 0.05, "backoff_base": 0.0}
@@ -108,7 +110,7 @@ async def test_a_restart_between_write_and_report_still_restores_the_file(
     async with FleetClient(second.url) as client:
         answer = await client.complete(
             "t", agent["agent_id"], agent["epoch"],
-            {"attempt": 1, "ok": False, "error": "crashed", "error_kind": "agent_error"},
+            AttemptReport(attempt=1, ok=False, error="crashed", error_kind=ErrorKind.AGENT_ERROR),
         )  # fmt: skip
         leases = await client.leases()
     assert answer["status"] == "pending"
@@ -162,14 +164,16 @@ async def test_a_file_that_cannot_be_restored_fails_its_task_and_keeps_a_visible
         ident, epoch = agent["agent_id"], agent["epoch"]
         first = await client.assignment(ident, epoch, wait=5)
         assert first is not None
-        bad, other = first["id"], "next" if first["id"] == "bad" else "bad"
+        bad, other = first.id, "next" if first.id == "bad" else "bad"
         await client.start(bad, ident, epoch)
         await client.acquire(ident, epoch, bad, ["a.py", "pkg/b.py"], "Edit")
         (workdir / "pkg" / "b.py").write_text("edited\n")
         (workdir / "a.py").unlink()
         (workdir / "a.py").mkdir()  # the leased file became a directory
 
-        answer = await client.complete(bad, ident, epoch, {"attempt": 1, "ok": False, "error": "x"})
+        answer = await client.complete(
+            bad, ident, epoch, AttemptReport(attempt=1, ok=False, error="x")
+        )
         task, leases = await client.task(bad), await client.leases()
         failed = await client.events(type_="restore_failed")
         following = await client.assignment(ident, epoch, wait=5)  # the fleet goes on
@@ -180,4 +184,4 @@ async def test_a_file_that_cannot_be_restored_fails_its_task_and_keeps_a_visible
     assert "directory" in leases[0]["restore_error"]
     assert [(e["task_id"], e["payload"]["path"]) for e in failed] == [(bad, "a.py")]
     assert (workdir / "pkg" / "b.py").read_text() == "B = 2\n"
-    assert following is not None and following["id"] == other
+    assert following is not None and following.id == other

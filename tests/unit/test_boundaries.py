@@ -104,6 +104,20 @@ RULES = [
         "dashboards, review and the CLI read the server through api.client, never its brain",
     ),
     Rule(
+        ("codefleet.attempt",),
+        (
+            *WEB_FRAMEWORKS,
+            "pydantic",
+            "codefleet.api",
+            "codefleet.coord",
+            "codefleet.server",
+            "codefleet.fleet",
+            "codefleet.session",
+        ),
+        "an attempt's records are shared by the runner and the server: standard library only, "
+        "serialized at the wire (pydantic validates there, in api.wire)",
+    ),
+    Rule(
         ("codefleet.coord.scheduler",),
         ("sqlite3", "asyncio", "time", "codefleet.coord", "codefleet.server", *WEB_FRAMEWORKS),
         "the scheduler is a pure function: no I/O, no clock, no database, no engine",

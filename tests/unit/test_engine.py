@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
+from codefleet.attempt import AttemptReport
 from codefleet.coord import scheduler as sched
 from codefleet.coord.answers import Beat, LeaseAnswer, TaskAnswer
-from codefleet.coord.engine import BASE_WINDOW, Engine, EngineConfig, Report
+from codefleet.coord.engine import BASE_WINDOW, Engine, EngineConfig
 from codefleet.coord.graph import NewTask
 from codefleet.coord.store import Row, Store
 from codefleet.errors import InvalidGraph, InvalidState, NotFound, NotOwner, StaleEpoch
@@ -81,7 +82,7 @@ class Fleet:
         agent_id = self.owner(task_id)
         attempt = self.engine.index.live[task_id].attempts
         return self.engine.complete(
-            task_id, agent_id, self.epoch(agent_id), Report(attempt=attempt, ok=ok, **report)
+            task_id, agent_id, self.epoch(agent_id), AttemptReport(attempt=attempt, ok=ok, **report)
         )
 
     def run(self, task_id: str, ok: bool = True, **report: Any) -> TaskAnswer:
@@ -613,7 +614,9 @@ def test_a_report_for_an_attempt_the_task_moved_past_is_a_duplicate_and_changes_
     fleet.tick()
     assert fleet.task("T")["attempts"] == 2
 
-    answer = fleet.engine.complete("T", agent, fleet.epoch(agent), Report(attempt=1, ok=True))
+    answer = fleet.engine.complete(
+        "T", agent, fleet.epoch(agent), AttemptReport(attempt=1, ok=True)
+    )
 
     assert answer.duplicate is True
     assert fleet.task("T")["status"] == TaskStatus.ASSIGNED
@@ -627,7 +630,7 @@ def test_a_report_from_an_agent_that_does_not_own_the_task_is_refused(fleet: Fle
     assert fleet.owner("T") != other
 
     with pytest.raises(NotOwner):
-        fleet.engine.complete("T", other, fleet.epoch(other), Report(attempt=1, ok=True))
+        fleet.engine.complete("T", other, fleet.epoch(other), AttemptReport(attempt=1, ok=True))
     with pytest.raises(NotOwner):
         fleet.engine.start("T", other, fleet.epoch(other))
 

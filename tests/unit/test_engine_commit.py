@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
+from codefleet.attempt import AttemptReport
 from codefleet.coord import scheduler as sched
-from codefleet.coord.engine import Engine, EngineConfig, Report
+from codefleet.coord.engine import Engine, EngineConfig
 from codefleet.coord.graph import NewTask
 from codefleet.coord.store import Store
 from codefleet.errors import StoreUnavailable
@@ -126,13 +127,13 @@ def test_a_report_whose_commit_fails_changes_nothing_and_is_applied_when_retried
     harness.disk.full = True
 
     with pytest.raises(StoreUnavailable):
-        harness.engine.complete("T", agent, epoch, Report(attempt=1, ok=True))
+        harness.engine.complete("T", agent, epoch, AttemptReport(attempt=1, ok=True))
 
     assert harness.engine.index.in_flight["T"].status is TaskStatus.RUNNING
     assert harness.engine.agents.by_id[agent].status is AgentStatus.BUSY
     assert harness.engine.leases.holders == {"a.py": (agent, "T")}
     harness.disk.full = False
-    answer = harness.engine.complete("T", agent, epoch, Report(attempt=1, ok=True))
+    answer = harness.engine.complete("T", agent, epoch, AttemptReport(attempt=1, ok=True))
     assert answer.status == TaskStatus.SUCCEEDED
     assert harness.committed("SELECT status FROM tasks") == [("succeeded",)]
     assert harness.committed("SELECT COUNT(*) FROM file_leases") == [(0,)]
@@ -207,7 +208,9 @@ def test_a_restore_whose_release_cannot_commit_stays_held_and_the_next_tick_fini
     (harness.tree / "a.py").write_text("edited\n")
     harness.disk.commits_left = 1  # the report commits; the release after the restore cannot
 
-    answer = harness.engine.complete("T", agent, epoch, Report(attempt=1, ok=False, error="x"))
+    answer = harness.engine.complete(
+        "T", agent, epoch, AttemptReport(attempt=1, ok=False, error="x")
+    )
 
     assert answer.status == TaskStatus.PENDING
     assert (harness.tree / "a.py").read_text() == "A = 1\n"

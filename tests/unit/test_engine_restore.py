@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
+from codefleet.attempt import AttemptReport
 from codefleet.coord import files as engine_files
-from codefleet.coord.engine import Engine, EngineConfig, Report
+from codefleet.coord.engine import Engine, EngineConfig
 from codefleet.coord.graph import NewTask
 from codefleet.coord.store import Store
 from codefleet.errors import InvalidState, StaleEpoch
@@ -121,7 +122,7 @@ def test_a_server_killed_mid_take_back_never_lets_the_fenced_runner_succeed_with
     # The runner that was being taken back carries on as if nothing happened: it must be
     # fenced, or its task "succeeds" with the files the crash had already put back.
     with pytest.raises(StaleEpoch):
-        engine.complete("T", agent, epoch, Report(attempt=1, ok=True))
+        engine.complete("T", agent, epoch, AttemptReport(attempt=1, ok=True))
     with pytest.raises(StaleEpoch):
         engine.heartbeat(agent, epoch)
     # The restart finished the take-back before serving anyone: every file is back,
@@ -138,7 +139,7 @@ def test_a_failed_report_commits_its_restore_intent_before_touching_a_file(
     monkeypatch.setattr(engine_files, "restore", _crash_after(5))
 
     with pytest.raises(ServerKilled):
-        harness.engine.complete("T", agent, epoch, Report(attempt=1, ok=False, error="boom"))
+        harness.engine.complete("T", agent, epoch, AttemptReport(attempt=1, ok=False, error="boom"))
     monkeypatch.undo()
     engine = harness.restart()
 
@@ -171,7 +172,7 @@ def test_an_unrestorable_file_fails_only_its_task_keeps_its_lease_and_the_fleet_
     (harness.tree / "a.py").unlink()
     (harness.tree / "a.py").mkdir()  # the leased file became a directory: it cannot be restored
 
-    answer = engine.complete("bad", agent, epoch, Report(attempt=1, ok=False, error="boom"))
+    answer = engine.complete("bad", agent, epoch, AttemptReport(attempt=1, ok=False, error="boom"))
 
     row = engine.store.task("bad")
     assert row is not None
@@ -202,7 +203,7 @@ def test_a_task_with_an_unrestorable_file_is_retried_only_once_the_file_can_be_r
     (harness.tree / "pkg" / "b.py").unlink()
     (harness.tree / "pkg").rmdir()
     (harness.tree / "pkg").write_text("a file where a directory was\n")  # a path component
-    engine.complete("bad", agent, epoch, Report(attempt=1, ok=False, error="boom"))
+    engine.complete("bad", agent, epoch, AttemptReport(attempt=1, ok=False, error="boom"))
 
     with pytest.raises(InvalidState, match=r"pkg/b\.py"):
         engine.retry("bad")
@@ -225,7 +226,7 @@ def test_a_restart_retries_an_unrestorable_file_and_releases_it_once_restored(
     engine.acquire(agent, epoch, "bad", ["a.py"], "Edit")
     (harness.tree / "a.py").unlink()
     (harness.tree / "a.py").mkdir()
-    engine.complete("bad", agent, epoch, Report(attempt=1, ok=False, error="boom"))
+    engine.complete("bad", agent, epoch, AttemptReport(attempt=1, ok=False, error="boom"))
     assert [x["path"] for x in engine.store.leases()] == ["a.py"]
 
     (harness.tree / "a.py").rmdir()

@@ -5,11 +5,14 @@ No CLI runs here; these pin the rules the real-CLI tests rely on, one rule per t
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from claude_agent_sdk import CLIConnectionError, CLINotFoundError, ProcessError
 
+from codefleet.attempt import AssignedTask
 from codefleet.models import ErrorKind
 from codefleet.session.outcome import (
     Crash,
@@ -41,18 +44,18 @@ def test_tokens_sum_every_model_and_input_counts_cache_reads_and_writes() -> Non
 
 
 def test_a_clean_result_is_success_with_tokens_cost_and_the_written_files() -> None:
-    outcome = session_outcome(result(), None, HookRecord(written=("a.py",)))
+    outcome = session_outcome(result(), None, HookRecord(written=("a.py",)), attempt=3)
 
     assert (outcome.ok, outcome.summary, outcome.cost_usd) == (True, "Done.", 0.25)
     assert (outcome.input_tokens, outcome.output_tokens, outcome.session_id) == (1123, 57, "s1")
-    assert outcome.files_written == ["a.py"]
+    assert (outcome.files_written, outcome.attempt) == (("a.py",), 3)
 
 
 @pytest.mark.parametrize("subtype", ["success", "error_max_turns"])
 def test_a_held_path_makes_a_veto_even_when_the_model_claims_success(subtype: str) -> None:
     hooks = HookRecord(blocked_on="api.py", refusals=(HELD,))
 
-    outcome = session_outcome(result(subtype=subtype), None, hooks)
+    outcome = session_outcome(result(subtype=subtype), None, hooks, attempt=1)
 
     assert (outcome.ok, outcome.error_kind, outcome.blocked_on_path) == (
         False,
@@ -65,7 +68,7 @@ def test_a_held_path_makes_a_veto_even_when_the_model_claims_success(subtype: st
 
 @pytest.mark.parametrize("subtype", ["error_max_turns", "error_max_budget_usd"])
 def test_a_turn_or_budget_stop_is_budget(subtype: str) -> None:
-    outcome = session_outcome(result(subtype=subtype, is_error=True), None, HookRecord())
+    outcome = session_outcome(result(subtype=subtype, is_error=True), None, HookRecord(), attempt=1)
 
     assert (outcome.ok, outcome.error_kind) == (False, ErrorKind.BUDGET)
 
@@ -80,21 +83,21 @@ def test_an_api_error_is_infra_and_a_429_or_529_is_rate_limited(
 ) -> None:
     failed = result(is_error=True, api_error_status=status, terminal_reason=reason)
 
-    assert session_outcome(failed, None, HookRecord()).error_kind is kind
+    assert session_outcome(failed, None, HookRecord(), attempt=1).error_kind is kind
 
 
 def test_a_limit_carries_the_retry_time_the_session_learnt_and_other_errors_none() -> None:
     limited = result(is_error=True, api_error_status=429, retry_after_s=17.5)
     broken = result(is_error=True, api_error_status=500, retry_after_s=17.5)
 
-    assert session_outcome(limited, None, HookRecord()).retry_after_s == 17.5
-    assert session_outcome(broken, None, HookRecord()).retry_after_s is None
+    assert session_outcome(limited, None, HookRecord(), attempt=1).retry_after_s == 17.5
+    assert session_outcome(broken, None, HookRecord(), attempt=1).retry_after_s is None
 
 
 def test_any_other_error_result_is_an_agent_error_with_its_errors() -> None:
     failed = result(subtype="error_during_execution", is_error=True, errors=("boom",))
 
-    outcome = session_outcome(failed, None, HookRecord())
+    outcome = session_outcome(failed, None, HookRecord(), attempt=1)
 
     assert (outcome.error_kind, outcome.error) == (ErrorKind.AGENT_ERROR, "session ended with error_during_execution: boom")  # fmt: skip
 
@@ -102,8 +105,8 @@ def test_any_other_error_result_is_an_agent_error_with_its_errors() -> None:
 def test_a_session_without_a_result_takes_the_crash_kind() -> None:
     crash = Crash(ErrorKind.INFRA, "the Claude Code CLI failed")
 
-    assert session_outcome(None, crash, HookRecord()).error_kind is ErrorKind.INFRA
-    assert session_outcome(None, None, HookRecord()).error_kind is ErrorKind.AGENT_ERROR
+    assert session_outcome(None, crash, HookRecord(), attempt=1).error_kind is ErrorKind.INFRA
+    assert session_outcome(None, None, HookRecord(), attempt=1).error_kind is ErrorKind.AGENT_ERROR
 
 
 @pytest.mark.parametrize(
@@ -113,7 +116,7 @@ def test_a_session_without_a_result_takes_the_crash_kind() -> None:
 def test_a_refused_write_that_is_not_a_veto_fails_the_attempt(hooks_and_denials: Any) -> None:
     hooks, denials = hooks_and_denials
 
-    outcome = session_outcome(result(permission_denials=denials), None, hooks)
+    outcome = session_outcome(result(permission_denials=denials), None, hooks, attempt=1)
 
     assert (outcome.ok, outcome.error_kind, outcome.blocked_on_path) == (False, ErrorKind.AGENT_ERROR, None)  # fmt: skip
 
@@ -149,8 +152,8 @@ def test_deny_is_exactly_the_shape_the_cli_obeys() -> None:
     }
 
 
-TASK = {"id": "T4", "title": "Add middleware", "description": "Edit api.py first.",
-        "file_scope": ["middleware.py"], "attempts": 1}  # fmt: skip
+TASK = AssignedTask(id="T4", title="Add middleware", description="Edit api.py first.",
+                    file_scope=("middleware.py",), attempts=1, deadline=datetime.now(UTC))  # fmt: skip
 
 
 def test_the_prompt_states_the_shared_tree_rules_before_the_task() -> None:
@@ -168,7 +171,7 @@ def test_the_prompt_states_the_shared_tree_rules_before_the_task() -> None:
 
 
 def test_a_retry_prompt_carries_the_previous_error_and_the_marker_only_when_given() -> None:
-    retry = {**TASK, "attempts": 2, "error": "vetoed: api.py is held", "blocked_on_path": "api.py"}
+    retry = replace(TASK, attempts=2, error="vetoed: api.py is held", blocked_on_path="api.py")
 
     prompt = build_prompt(retry, marker("T4-a2"))
 

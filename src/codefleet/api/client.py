@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.errors import ERRORS_BY_CODE, DomainError
 
 __all__ = ["ApiError", "FleetClient", "ServerUnavailable"]
@@ -136,7 +137,7 @@ class FleetClient:
     async def leave(self, agent_id: str, epoch: int, timeout: float | None = None) -> None:
         await self._call("DELETE", f"/agents/{agent_id}", epoch=epoch, timeout=timeout)
 
-    async def assignment(self, agent_id: str, epoch: int, wait: float = 0) -> dict[str, Any] | None:
+    async def assignment(self, agent_id: str, epoch: int, wait: float = 0) -> AssignedTask | None:
         """The assigned task, waiting up to `wait` s for one; None when there is none."""
         response = await self._call(
             "GET",
@@ -147,8 +148,7 @@ class FleetClient:
         )
         if response.status_code == 204:
             return None
-        task: dict[str, Any] = response.json()["task"]
-        return task
+        return AssignedTask.from_wire(response.json()["task"])
 
     async def start(self, task_id: str, agent_id: str, epoch: int) -> dict[str, Any]:
         result: dict[str, Any] = await self._json(
@@ -178,9 +178,9 @@ class FleetClient:
         await self._call("POST", "/changes", body=body, epoch=epoch)
 
     async def complete(
-        self, task_id: str, agent_id: str, epoch: int, report: Mapping[str, Any]
+        self, task_id: str, agent_id: str, epoch: int, report: AttemptReport
     ) -> dict[str, Any]:
-        body = {"agent_id": agent_id, **report}
+        body = {"agent_id": agent_id, **report.to_wire()}
         result: dict[str, Any] = await self._json(
             "POST", f"/tasks/{task_id}/complete", body=body, epoch=epoch
         )

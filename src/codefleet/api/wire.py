@@ -21,6 +21,7 @@ from pydantic import (
     StrictStr,
 )
 
+from codefleet.attempt import AttemptReport
 from codefleet.models import CHECK_NAME_PATTERN, MAX_CHECK_COMMAND, CheckPurpose, ErrorKind
 from codefleet.paths import MAX_PATH_CHARS
 
@@ -177,6 +178,10 @@ class CompleteBody(_Body):
     retry_after_s: (
         Annotated[float, Field(ge=0, le=MAX_RETRY_AFTER_S, allow_inf_nan=False)] | None
     ) = None
+
+    def report(self) -> AttemptReport:
+        """The validated body as the engine's one report type (`agent_id` is the caller)."""
+        return AttemptReport.from_wire(self.model_dump(exclude={"agent_id"}))
 
 
 class CheckEventBody(_Body):

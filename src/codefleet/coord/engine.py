@@ -24,10 +24,10 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from codefleet.attempt import AttemptReport
 from codefleet.coord import graph
 from codefleet.coord import scheduler as sched
 from codefleet.coord.agents import AgentRegistry, AgentState
@@ -58,7 +58,7 @@ from codefleet.models import (
 )
 from codefleet.paths import PathRejected, TreeRoot
 
-__all__ = ["Engine", "EngineConfig", "Report"]
+__all__ = ["Engine", "EngineConfig"]
 
 log = logging.getLogger(__name__)
 BASE_WINDOW = 64
@@ -69,24 +69,6 @@ BASE_WINDOW = 64
 NO_BACKOFF = frozenset(
     {ErrorKind.VETO, ErrorKind.VERIFY_FAILED, ErrorKind.RATE_LIMITED, ErrorKind.BUDGET}
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Report:
-    """What a runner says about one attempt of one task."""
-
-    attempt: int
-    ok: bool
-    summary: str | None = None
-    error: str | None = None
-    error_kind: ErrorKind | None = None
-    blocked_on_path: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    duration_ms: int | None = None
-    session_id: str | None = None
-    retry_after_s: float | None = None  # a usage limit's stated retry time, when it gave one
 
 
 class Engine:
@@ -407,7 +389,9 @@ class Engine:
             raise NotFound(f"no task {task_id}", {"task_id": task_id})
         return status
 
-    def complete(self, task_id: str, agent_id: str, epoch: int, report: Report) -> TaskAnswer:
+    def complete(
+        self, task_id: str, agent_id: str, epoch: int, report: AttemptReport
+    ) -> TaskAnswer:
         """Apply one attempt's outcome, once; an outdated report is a no-op duplicate."""
         self.agents.check_epoch(agent_id, epoch)
         self.require_task(task_id)
@@ -441,7 +425,7 @@ class Engine:
             TaskStatus(row["status"]), row["attempts"], row["backoff_until"], duplicate
         )
 
-    def _record_usage(self, task: LiveTask, agent_id: str, report: Report) -> None:
+    def _record_usage(self, task: LiveTask, agent_id: str, report: AttemptReport) -> None:
         self.store.add_usage(
             task.id,
             agent_id,
@@ -458,7 +442,7 @@ class Engine:
             result_summary=report.summary,
         )
 
-    def _succeed(self, task: LiveTask, report: Report, now: datetime) -> None:
+    def _succeed(self, task: LiveTask, report: AttemptReport, now: datetime) -> None:
         at = to_iso(now)
         self.limits.succeeded()
         self.index.finish(task, TaskStatus.SUCCEEDED)
@@ -487,7 +471,7 @@ class Engine:
                 self.index.place_pending(child)
                 self.store.emit(EventType.TASK_UNBLOCKED, task_id=child_id, by=task.id)
 
-    def _settle_failure(self, task: LiveTask, report: Report, now: datetime) -> None:
+    def _settle_failure(self, task: LiveTask, report: AttemptReport, now: datetime) -> None:
         kind = report.error_kind or ErrorKind.AGENT_ERROR
         error = report.error or kind.value
         if kind not in RETRYABLE_KINDS:
@@ -505,7 +489,9 @@ class Engine:
             widen = self._canonical_or_none(report.blocked_on_path)
         self._requeue(task, kind, error, now, blocked_on_path=widen)
 
-    def _limit_reached(self, task: LiveTask, report: Report, error: str, now: datetime) -> None:
+    def _limit_reached(
+        self, task: LiveTask, report: AttemptReport, error: str, now: datetime
+    ) -> None:
         """A usage limit: the fleet pauses and the attempt is not charged.
 
         Docs: decisions.md, "A usage limit pauses the fleet".

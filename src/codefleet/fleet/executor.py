@@ -1,6 +1,7 @@
 """The seam between the runner and an agent's brain: the `Executor` protocol.
 
-An executor runs ONE attempt of one task and returns an `Outcome`. It writes
+An executor runs ONE attempt of one task and returns its `AttemptReport`
+(stamped with `attempt.number`; the runner adds `duration_ms`). It writes
 files only through the attempt's `WriteGate` (the pre-write path), and runs
 commands only as named checks through the attempt's `Checker` (None when the
 operator defined no check). Two
@@ -14,20 +15,20 @@ when its runner is fenced, and it must then stop whatever it started.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
+from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.fleet.checks import Checker
 from codefleet.fleet.prewrite import WriteGate
-from codefleet.models import ErrorKind
 
-__all__ = ["Attempt", "Executor", "Outcome"]
+__all__ = ["Attempt", "Executor"]
 
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
-    task: dict[str, Any]
+    task: AssignedTask
     gate: WriteGate
     workdir: Path
     run_dir: Path
@@ -36,27 +37,12 @@ class Attempt:
 
     @property
     def task_id(self) -> str:
-        return str(self.task["id"])
+        return self.task.id
 
     @property
     def number(self) -> int:
-        return int(self.task["attempts"])
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    ok: bool
-    summary: str | None = None
-    error: str | None = None
-    error_kind: ErrorKind | None = None
-    blocked_on_path: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    session_id: str | None = None
-    files_written: list[str] = field(default_factory=list)
-    retry_after_s: float | None = None  # RATE_LIMITED: when the limit lifts, if it was said
+        return self.task.attempts
 
 
 class Executor(Protocol):
-    async def run(self, attempt: Attempt) -> Outcome: ...
+    async def run(self, attempt: Attempt) -> AttemptReport: ...

@@ -46,9 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from codefleet.api.client import ApiError, FleetClient, ServerUnavailable
+from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.errors import DomainError, Forbidden, NotFound, NotOwner, StaleEpoch, Unauthorized
 from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS, Checker, CheckLimits
-from codefleet.fleet.executor import Attempt, Executor, Outcome
+from codefleet.fleet.executor import Attempt, Executor
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.models import CheckPurpose, ErrorKind
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
@@ -207,7 +208,7 @@ class Runner:
         await self.run_task(task)
         return False
 
-    async def _next_task(self, stop: asyncio.Event) -> dict[str, Any] | None:
+    async def _next_task(self, stop: asyncio.Event) -> AssignedTask | None:
         poll = asyncio.create_task(
             self.client.assignment(self.agent_id, self.epoch, self.options.poll_wait)
         )
@@ -253,26 +254,27 @@ class Runner:
 
     # -- one attempt ------------------------------------------------------------------
 
-    async def run_task(self, task: dict[str, Any]) -> None:
+    async def run_task(self, task: AssignedTask) -> None:
         commands = await self.client.checks()
         try:  # retried: a start applied just before a server crash must not be lost (idempotent)
-            await self._retrying(lambda: self.client.start(task["id"], self.agent_id, self.epoch))
+            await self._retrying(lambda: self.client.start(task.id, self.agent_id, self.epoch))
         except NotOwner:
             return  # the task moved on before we started it
         gate = WriteGate(
-            self.client, self.tree, self.agent_id, self.epoch, task["id"], self.grant_trust_s
+            self.client, self.tree, self.agent_id, self.epoch, task.id, self.grant_trust_s
         )
-        checker = self._checker(gate, commands, int(task["attempts"]))
+        checker = self._checker(gate, commands, task.attempts)
         attempt = Attempt(
             task, gate, self.tree.root, self.options.run_dir, self.options.name, checker
         )
         started = time.monotonic()
-        outcome = await self._execute(attempt)
-        if outcome is not None and not gate.fenced:
-            outcome = await self._verify(attempt, outcome, started)
-        if outcome is None or gate.fenced:
+        report = await self._execute(attempt)
+        if report is not None and not gate.fenced:
+            report = await self._verify(attempt, report, started)
+        if report is None or gate.fenced:
             raise Fenced  # drop the result: the server already took the task back
-        await self._report(task, outcome, int((time.monotonic() - started) * 1000))
+        duration_ms = int((time.monotonic() - started) * 1000)
+        await self._report(task.id, replace(report, duration_ms=duration_ms))
 
     def _checker(self, gate: WriteGate, commands: dict[str, str], attempt: int) -> Checker | None:
         if not commands:
@@ -283,24 +285,26 @@ class Runner:
         )
         return Checker(gate, commands, attempt, limits)
 
-    async def _verify(self, attempt: Attempt, outcome: Outcome, started: float) -> Outcome:
+    async def _verify(
+        self, attempt: Attempt, report: AttemptReport, started: float
+    ) -> AttemptReport:
         """Run the task's `verify` check after a successful session; failure -> verify_failed."""
-        name = attempt.task.get("verify")
-        if not outcome.ok or not name:
-            return outcome
+        name = attempt.task.verify
+        if not report.ok or not name:
+            return report
         if attempt.checks is None:
-            return replace(outcome, ok=False, error_kind=ErrorKind.INFRA,
+            return replace(report, ok=False, error_kind=ErrorKind.INFRA,
                            error=f"task verifies with check {name!r} but no check is defined")  # fmt: skip
         left = self.task_timeout - (time.monotonic() - started)
         result = await attempt.checks.run(name, CheckPurpose.VERIFY, timeout=max(1.0, left))
         if result.passed:
-            summary = f"{outcome.summary or 'done'} (verified: check {name} passed)"
-            return replace(outcome, summary=summary)
+            summary = f"{report.summary or 'done'} (verified: check {name} passed)"
+            return replace(report, summary=summary)
         kind = ErrorKind.INFRA if result.infra else ErrorKind.VERIFY_FAILED
-        return replace(outcome, ok=False, error=result.failure_text(), error_kind=kind)
+        return replace(report, ok=False, error=result.failure_text(), error_kind=kind)
 
-    async def _execute(self, attempt: Attempt) -> Outcome | None:
-        """The executor's outcome, a timeout outcome, or None when fenced mid-run."""
+    async def _execute(self, attempt: Attempt) -> AttemptReport | None:
+        """The executor's report, a timeout report, or None when fenced mid-run."""
         work = asyncio.create_task(self.executor.run(attempt))
         fence = asyncio.create_task(self.fenced.wait())
         try:
@@ -319,41 +323,29 @@ class Runner:
                 return work.result()
             except Exception as err:  # an executor crash is the attempt's failure, not ours
                 log.exception("executor failed on %s", attempt.task_id)
-                return Outcome(
-                    False, error=f"executor crashed: {err!r}", error_kind=ErrorKind.AGENT_ERROR
+                return AttemptReport(
+                    attempt=attempt.number,
+                    ok=False,
+                    error=f"executor crashed: {err!r}",
+                    error_kind=ErrorKind.AGENT_ERROR,
                 )
         work.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await work
         if fence in done:
             return None
-        return Outcome(
-            False,
+        return AttemptReport(
+            attempt=attempt.number,
+            ok=False,
             error=f"timed out after {self.task_timeout:.0f}s",
             error_kind=ErrorKind.TIMEOUT,
             blocked_on_path=attempt.gate.blocked_on,
         )
 
-    async def _report(self, task: dict[str, Any], outcome: Outcome, duration_ms: int) -> None:
-        report = {
-            "attempt": task["attempts"],
-            "ok": outcome.ok,
-            "summary": outcome.summary,
-            "error": outcome.error,
-            "error_kind": outcome.error_kind,
-            "blocked_on_path": outcome.blocked_on_path,
-            "input_tokens": outcome.input_tokens,
-            "output_tokens": outcome.output_tokens,
-            "cost_usd": outcome.cost_usd,
-            "duration_ms": duration_ms,
-            "session_id": outcome.session_id,
-            "files_written": outcome.files_written,
-        }
-        if outcome.retry_after_s is not None:
-            report["retry_after_s"] = outcome.retry_after_s
+    async def _report(self, task_id: str, report: AttemptReport) -> None:
         try:
             await self._retrying(
-                lambda: self.client.complete(task["id"], self.agent_id, self.epoch, report)
+                lambda: self.client.complete(task_id, self.agent_id, self.epoch, report)
             )
         except NotOwner:
             return  # someone took the task back; our report no longer applies

@@ -40,8 +40,9 @@ from typing import Any, Final, NoReturn
 
 import yaml
 
+from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.fleet.checks import CheckResult
-from codefleet.fleet.executor import Attempt, Outcome
+from codefleet.fleet.executor import Attempt
 from codefleet.models import CheckPurpose, ErrorKind, EventType
 
 __all__ = ["ScriptError", "ScriptedExecutor", "Step", "load_script"]
@@ -106,8 +107,8 @@ def load_script(path: Path) -> dict[str, list[Step]]:
 
 
 class _StepFailed(Exception):
-    def __init__(self, outcome: Outcome) -> None:
-        self.outcome = outcome
+    def __init__(self, report: AttemptReport) -> None:
+        self.report = report
 
 
 @dataclass
@@ -124,11 +125,11 @@ class ScriptedExecutor:
     ) -> None:
         self.script = dict(script or {})
         self.wait_timeout = wait_timeout
-        self.assignments: list[dict[str, Any]] = []  # every attempt's task, as handed over
+        self.assignments: list[AssignedTask] = []  # every attempt's task, as handed over
         self.check_results: list[tuple[str, int, CheckResult]] = []
 
-    async def run(self, attempt: Attempt) -> Outcome:
-        self.assignments.append(dict(attempt.task))
+    async def run(self, attempt: Attempt) -> AttemptReport:
+        self.assignments.append(attempt.task)
         steps = [
             s
             for s in self.script.get(attempt.task_id, ())
@@ -139,10 +140,11 @@ class ScriptedExecutor:
             for step in steps:
                 await self._play(step, attempt, played)
         except _StepFailed as failed:
-            return replace(failed.outcome, cost_usd=failed.outcome.cost_usd + played.cost_usd)
-        written = list(attempt.gate.written)
-        return Outcome(
-            True,
+            return replace(failed.report, cost_usd=failed.report.cost_usd + played.cost_usd)
+        written = tuple(attempt.gate.written)
+        return AttemptReport(
+            attempt=attempt.number,
+            ok=True,
             summary=f"scripted: {len(written)} file(s) written",
             files_written=written,
             cost_usd=played.cost_usd,
@@ -163,9 +165,7 @@ class ScriptedExecutor:
             case "wait_denied":
                 await self._wait(attempt, step.arg, self._was_denied)
             case "fail":
-                raise _StepFailed(
-                    Outcome(False, error=str(step.arg), error_kind=ErrorKind.AGENT_ERROR)
-                )
+                _give_up(attempt, str(step.arg))
             case "rate_limit":
                 raise _StepFailed(_rate_limited(step.arg, attempt))
             case "cost":
@@ -183,22 +183,19 @@ class ScriptedExecutor:
         verdict = await attempt.gate.check(tool, tool_input)
         if not verdict.allowed:
             raise _StepFailed(
-                Outcome(
-                    False,
+                AttemptReport(
+                    attempt=attempt.number,
+                    ok=False,
                     error=verdict.reason,
                     error_kind=ErrorKind.VETO if verdict.blocked_on else ErrorKind.AGENT_ERROR,
                     blocked_on_path=verdict.blocked_on,
-                    files_written=list(attempt.gate.written),
+                    files_written=tuple(attempt.gate.written),
                 )
             )
         try:
             apply(target, arg)
         except (OSError, ValueError) as err:
-            raise _StepFailed(
-                Outcome(
-                    False, error=f"{tool} {arg['path']}: {err}", error_kind=ErrorKind.AGENT_ERROR
-                )
-            ) from err
+            _give_up(attempt, f"{tool} {arg['path']}: {err}", err)
         await attempt.gate.record(str(target), tool)
 
     async def _checks(self, step: Step, attempt: Attempt, played: _Played) -> None:
@@ -207,9 +204,9 @@ class ScriptedExecutor:
         elif step.kind == "expect_check":
             last = played.checks[-1] if played.checks else None
             if last is None or last.passed != (step.arg == "pass"):
-                _give_up(f"expected the last check to {step.arg}: {last and last.verdict}")
-        elif str(step.arg) not in str(attempt.task.get("error") or ""):  # expect_error
-            _give_up(f"the assignment's error does not mention {step.arg!r}")
+                _give_up(attempt, f"expected the last check to {step.arg}: {last and last.verdict}")
+        elif str(step.arg) not in (attempt.task.error or ""):  # expect_error
+            _give_up(attempt, f"the assignment's error does not mention {step.arg!r}")
 
     async def _check(self, attempt: Attempt, name: str, played: _Played) -> None:
         if attempt.checks is None:
@@ -217,7 +214,7 @@ class ScriptedExecutor:
         else:
             result = await attempt.checks.run(name)
         if attempt.gate.fenced:
-            _give_up("fenced while running a check")
+            _give_up(attempt, "fenced while running a check")
         played.checks.append(result)
         self.check_results.append((attempt.task_id, attempt.number, result))
 
@@ -225,11 +222,7 @@ class ScriptedExecutor:
         deadline = time.monotonic() + self.wait_timeout
         while not await condition(attempt, path):
             if time.monotonic() > deadline:
-                raise _StepFailed(
-                    Outcome(
-                        False, error=f"gave up waiting on {path}", error_kind=ErrorKind.AGENT_ERROR
-                    )
-                )
+                _give_up(attempt, f"gave up waiting on {path}")
             await asyncio.sleep(WAIT_POLL_S)
 
     async def _leased_by_other(self, attempt: Attempt, path: str) -> bool:
@@ -241,19 +234,23 @@ class ScriptedExecutor:
         return any(e["payload"].get("path") == path for e in events)
 
 
-def _rate_limited(retry_after: Any, attempt: Attempt) -> Outcome:
+def _rate_limited(retry_after: Any, attempt: Attempt) -> AttemptReport:
     said = None if retry_after is None else float(retry_after)
-    return Outcome(
-        False,
+    return AttemptReport(
+        attempt=attempt.number,
+        ok=False,
         error="scripted usage limit (HTTP 429)",
         error_kind=ErrorKind.RATE_LIMITED,
         retry_after_s=said,
-        files_written=list(attempt.gate.written),
+        files_written=tuple(attempt.gate.written),
     )
 
 
-def _give_up(message: str) -> NoReturn:
-    raise _StepFailed(Outcome(False, error=message, error_kind=ErrorKind.AGENT_ERROR))
+def _give_up(attempt: Attempt, message: str, cause: Exception | None = None) -> NoReturn:
+    failed = AttemptReport(
+        attempt=attempt.number, ok=False, error=message, error_kind=ErrorKind.AGENT_ERROR
+    )
+    raise _StepFailed(failed) from cause
 
 
 def _write(target: Path, arg: dict[str, Any]) -> None:

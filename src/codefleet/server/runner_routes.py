@@ -39,7 +39,7 @@ from codefleet.api.wire import (
     StartBody,
 )
 from codefleet.config import Settings
-from codefleet.coord.engine import Engine, Report
+from codefleet.coord.engine import Engine
 from codefleet.errors import DomainError
 from codefleet.server.answers import (
     assignment_json,
@@ -49,7 +49,7 @@ from codefleet.server.answers import (
     task_json,
 )
 
-__all__ = ["MAX_WAIT_S", "RunnerRoutes", "attempt_report", "install_runner_routes"]
+__all__ = ["MAX_WAIT_S", "RunnerRoutes", "install_runner_routes"]
 
 Epoch = Annotated[int, Header(alias="X-Agent-Epoch")]
 MAX_WAIT_S: Final = 30.0
@@ -59,11 +59,6 @@ CANONICAL_INT: Final = re.compile(rb"0|-?[1-9][0-9]{0,17}")
 PLAIN_WAIT: Final = re.compile(rb"wait=([0-9]{1,2}(?:\.[0-9]{1,6})?)")
 PARAM: Final = "/"  # the path parameter's place in a table key: no segment contains a slash
 M = TypeVar("M", bound=BaseModel)
-
-
-def attempt_report(body: CompleteBody) -> Report:
-    """The engine's attempt report from the wire's `complete` body (the one conversion)."""
-    return Report(**body.model_dump(exclude={"agent_id", "files_written"}))
 
 
 # -- the FastAPI declarations: the schema, and every answer the fast path leaves to them ----
@@ -111,7 +106,7 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
 
     @app.post("/tasks/{task_id}/complete")
     async def complete(task_id: str, body: CompleteBody, epoch: Epoch) -> JSONResponse:
-        answer = engine.complete(task_id, body.agent_id, epoch, attempt_report(body))
+        answer = engine.complete(task_id, body.agent_id, epoch, body.report())
         return JSONResponse(task_json(answer))
 
     @app.post("/tasks/{task_id}/checks")
@@ -183,7 +178,7 @@ def _handlers(engine: Engine) -> dict[tuple[str, str], Handler]:
 
     async def complete(c: Call) -> Answer:
         b = c.json(CompleteBody)
-        return 200, task_json(engine.complete(c.param, b.agent_id, c.epoch(), attempt_report(b)))
+        return 200, task_json(engine.complete(c.param, b.agent_id, c.epoch(), b.report()))
 
     async def assignment(c: Call) -> Answer:
         epoch, wait = c.epoch(), c.wait()

@@ -1,4 +1,4 @@
-"""How a finished Claude Code session becomes an `Outcome` (pure: no SDK, no I/O).
+"""How a finished Claude Code session becomes an `AttemptReport` (pure: no SDK, no I/O).
 
 `session` turns the SDK's `ResultMessage` into a `SessionResult`, a failure
 without one into a `Crash`, and what the hooks saw into a `HookRecord`; then
@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from codefleet.fleet.executor import Outcome
+from codefleet.attempt import AttemptReport
 from codefleet.models import ErrorKind
 
 __all__ = [
@@ -93,13 +93,13 @@ def usage_totals(model_usage: Mapping[str, Mapping[str, Any]]) -> tuple[int, int
 
 
 def session_outcome(
-    result: SessionResult | None, crash: Crash | None, hooks: HookRecord
-) -> Outcome:
-    """The attempt's outcome; see the module docstring for the rules and their order."""
-    base = _accounting(result, hooks)
+    result: SessionResult | None, crash: Crash | None, hooks: HookRecord, *, attempt: int
+) -> AttemptReport:
+    """Attempt `attempt`'s report; see the module docstring for the rules and their order."""
+    base = {"attempt": attempt, **_accounting(result, hooks)}
     if hooks.blocked_on is not None:
-        return Outcome(
-            False,
+        return AttemptReport(
+            ok=False,
             error=_veto_error(hooks),
             error_kind=ErrorKind.VETO,
             blocked_on_path=hooks.blocked_on,
@@ -107,16 +107,16 @@ def session_outcome(
         )
     if result is None:
         crash = crash or Crash(ErrorKind.AGENT_ERROR, "the session ended without a result")
-        return Outcome(False, error=crash.message, error_kind=crash.kind, **base)
+        return AttemptReport(ok=False, error=crash.message, error_kind=crash.kind, **base)
     kind = _result_error_kind(result)
     if kind is ErrorKind.RATE_LIMITED:
-        return Outcome(False, error=_result_error(result), error_kind=kind,
+        return AttemptReport(ok=False, error=_result_error(result), error_kind=kind,
                        retry_after_s=result.retry_after_s, **base)  # fmt: skip
     if kind is not None:
-        return Outcome(False, error=_result_error(result), error_kind=kind, **base)
+        return AttemptReport(ok=False, error=_result_error(result), error_kind=kind, **base)
     if hooks.refusals or result.permission_denials:
-        return Outcome(False, error=_refusal_error(result, hooks), error_kind=ErrorKind.AGENT_ERROR, **base)  # fmt: skip
-    return Outcome(True, summary=(result.text or "done")[:SUMMARY_CHARS], **base)
+        return AttemptReport(ok=False, error=_refusal_error(result, hooks), error_kind=ErrorKind.AGENT_ERROR, **base)  # fmt: skip
+    return AttemptReport(ok=True, summary=(result.text or "done")[:SUMMARY_CHARS], **base)
 
 
 def _accounting(result: SessionResult | None, hooks: HookRecord) -> dict[str, Any]:
@@ -126,7 +126,7 @@ def _accounting(result: SessionResult | None, hooks: HookRecord) -> dict[str, An
         "output_tokens": tokens_out,
         "cost_usd": float(result.total_cost_usd or 0.0) if result else 0.0,
         "session_id": result.session_id if result else None,
-        "files_written": list(hooks.written),
+        "files_written": hooks.written,
     }
 
 

@@ -15,8 +15,10 @@ Pure text: no I/O, no SDK import.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+
+from codefleet.attempt import AssignedTask
+from codefleet.models import ErrorKind
 
 __all__ = ["RULES", "build_prompt"]
 
@@ -44,13 +46,11 @@ file tools (Read, Edit, Write, Glob, Grep). Do not create summary or notes files
 - When you are done, reply with a short summary of what you changed."""
 
 
-def build_prompt(
-    task: Mapping[str, Any], marker: str | None = None, checks: Sequence[str] = ()
-) -> str:
-    """The whole user prompt for `task` (a runner assignment dict) and the check names."""
+def build_prompt(task: AssignedTask, marker: str | None = None, checks: Sequence[str] = ()) -> str:
+    """The whole user prompt for `task` (the runner's assignment) and the check names."""
     parts = [RULES]
     if checks:
-        verify = task.get("verify")
+        verify = task.verify
         parts.append(CHECKS.format(names=", ".join(checks)))
         if verify:
             parts[-1] += " " + VERIFY.format(name=verify)
@@ -63,29 +63,24 @@ def build_prompt(
     return "\n\n".join(parts) + "\n"
 
 
-def _task_section(task: Mapping[str, Any]) -> str:
-    scope = ", ".join(str(p) for p in task.get("file_scope") or []) or "(none declared)"
-    description = str(task.get("description") or "").strip() or "(no description)"
-    return (
-        f"# Task {task.get('id', '?')}: {task.get('title', '')}\n\n"
-        f"Expected files (a hint): {scope}\n\n{description}"
-    )
+def _task_section(task: AssignedTask) -> str:
+    scope = ", ".join(task.file_scope) or "(none declared)"
+    description = task.description.strip() or "(no description)"
+    return f"# Task {task.id}: {task.title}\n\nExpected files (a hint): {scope}\n\n{description}"
 
 
-def _previous_error(task: Mapping[str, Any]) -> str:
-    error = task.get("error")
-    attempt = int(task.get("attempts") or 1)
+def _previous_error(task: AssignedTask) -> str:
+    error, attempt, blocked = task.error, task.attempts, task.blocked_on_path
     if not error or attempt <= 1:
         return ""
-    blocked = task.get("blocked_on_path")
     note = f" It was blocked on {blocked}, which is free now." if blocked else ""
-    if task.get("error_kind") == "verify_failed":
+    if task.error_kind is ErrorKind.VERIFY_FAILED:
         note = (
             " Its verification failed and its edits were rolled back, so redo the work and "
             "fix what the output below shows."
         )
     return (
         f"This is attempt {attempt}. The previous attempt ended with this error:{note}\n"
-        f"{str(error).strip()}\n"
+        f"{error.strip()}\n"
         "Read the files again before you edit them: they may have changed since."
     )

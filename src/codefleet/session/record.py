@@ -17,7 +17,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from codefleet.fleet.executor import Attempt, Outcome
+from codefleet.attempt import AttemptReport
+from codefleet.fleet.executor import Attempt
 from codefleet.models import to_iso, utcnow
 from codefleet.session.outcome import SessionResult, timing_summary
 
@@ -64,7 +65,7 @@ def save_record(
     evidence: dict[str, Any],
     hook_ms: list[float],
     result: SessionResult | None,
-    outcome: Outcome | None,
+    outcome: AttemptReport | None,
     started: datetime,
 ) -> None:
     """Write the attempt record; `evidence` holds cli_pid, init, refusals and read refusals."""
@@ -96,5 +97,5 @@ def _check_dict(result: Any) -> dict[str, Any]:
     return found
 
 
-def _outcome_dict(outcome: Outcome | None) -> dict[str, Any] | Literal["cancelled"]:
+def _outcome_dict(outcome: AttemptReport | None) -> dict[str, Any] | Literal["cancelled"]:
     return asdict(outcome) if outcome is not None else "cancelled"

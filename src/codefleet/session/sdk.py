@@ -82,8 +82,9 @@ from claude_agent_sdk import (
 )
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
+from codefleet.attempt import AttemptReport
 from codefleet.fleet.checks import CHECK_TOOL, Checker
-from codefleet.fleet.executor import Attempt, Outcome
+from codefleet.fleet.executor import Attempt
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.hook.io import deny_output, extract_paths
 from codefleet.hook.readguard import READ_TOOLS, read_refusal
@@ -314,17 +315,19 @@ class SessionExecutor:
         self.hook_timeout = hook_timeout
         self.hook_timings_ms: list[float] = []  # every hook call of every attempt, for reports
 
-    async def run(self, attempt: Attempt) -> Outcome:
+    async def run(self, attempt: Attempt) -> AttemptReport:
         attempt_log = AttemptLog(attempt.gate, max(0.5, self.hook_timeout - CHECK_MARGIN_S))
         started = utcnow()
-        outcome: Outcome | None = None
+        outcome: AttemptReport | None = None
         result: SessionResult | None = None
         try:
             with StderrFile(stderr_path(attempt), attempt) as stderr:
                 options = self.options(attempt, attempt_log, stderr.write)
                 result, crash = await _reaping(self._prompt(attempt), options, attempt_log)
             await _settle(attempt_log.pending)
-            outcome = session_outcome(result, crash, attempt_log.hook_record())
+            outcome = session_outcome(
+                result, crash, attempt_log.hook_record(), attempt=attempt.number
+            )
             return outcome
         finally:
             self.hook_timings_ms.extend(attempt_log.hook_ms)
@@ -534,11 +537,12 @@ class Reply:
     """One answer of a `ReadOnlySession`: its whole final text and the session so far.
 
     `outcome` is what the fleet's sessions report (ok, error and kind, cost and tokens,
-    cumulative over the conversation); `model` comes from the CLI's `init` frame.
+    cumulative over the conversation; `attempt` counts the asks so far); `model` comes
+    from the CLI's `init` frame.
     """
 
     text: str
-    outcome: Outcome
+    outcome: AttemptReport
     model: str | None = None
 
 
@@ -567,6 +571,7 @@ class ReadOnlySession:
         self.timeout = timeout
         self.refusals: list[str] = []
         self._init: dict[str, Any] | None = None
+        self._asks = 0
         guard = HookMatcher(
             matcher=READ_MATCHER, hooks=[self._guard], timeout=HOOK_TIMEOUT_S, on_failure="block"
         )
@@ -610,6 +615,7 @@ class ReadOnlySession:
         """Send `text` as the next user message; the reply ends with the CLI's result."""
         result: ResultMessage | None = None
         crash: Crash | None = None
+        self._asks += 1
         try:
             async with asyncio.timeout(self.timeout):
                 await self._client.query(text)
@@ -624,7 +630,7 @@ class ReadOnlySession:
             crash = None if result is not None else classify_crash(err)
         # A refused read is not a failed answer: the model was told, and the answer decides.
         summary = replace(_session_result(result), permission_denials=0) if result else None
-        outcome = session_outcome(summary, crash, HookRecord())
+        outcome = session_outcome(summary, crash, HookRecord(), attempt=self._asks)
         model = str(self._init.get("model")) if self._init and self._init.get("model") else None
         return Reply(result.result or "" if result is not None else "", outcome, model)
 

@@ -1,0 +1,98 @@
+"""The two records of one attempt that cross the wire, one frozen type each.
+
+`AssignedTask` is the task as a runner receives it (`GET /agents/{id}/assignment`),
+parsed from the JSON by the client in one place (`AssignedTask.from_wire`).
+`AttemptReport` is what the runner says about the attempt
+(`POST /tasks/{id}/complete`): an executor builds it, the runner adds what it
+measured (`dataclasses.replace`: verify, `duration_ms`), the client sends
+`to_wire()`, the server validates the body with pydantic (`api.wire.CompleteBody`)
+and turns it back into this type for the engine. Standard library only: both
+sides import it, and neither sees the other's machinery. Not in `models`: the
+hook imports that on every write, and `dataclasses` costs it milliseconds
+(docs/decisions.md, "An attempt's records are one type each").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from codefleet.models import ErrorKind, from_iso
+
+__all__ = ["AssignedTask", "AttemptReport"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssignedTask:
+    """One assignment: the task, its attempt number and the previous attempt's failure."""
+
+    id: str
+    title: str
+    attempts: int  # the number of this attempt (1 on the first)
+    deadline: datetime  # when the server takes the attempt back
+    description: str = ""
+    priority: int = 0
+    file_scope: tuple[str, ...] = ()
+    blocked_on_path: str | None = None  # the file the previous attempt was refused
+    error: str | None = None  # the previous attempt's error, shown in the retry's prompt
+    error_kind: ErrorKind | None = None
+    verify: str | None = None  # the check run after a successful session
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> AssignedTask:
+        """The assignment JSON's `task` object (unknown keys ignored, a missing one raises)."""
+        kind = data["error_kind"]
+        return cls(
+            id=str(data["id"]),
+            title=str(data["title"]),
+            attempts=int(data["attempts"]),
+            deadline=from_iso(str(data["deadline"])),
+            description=str(data["description"]),
+            priority=int(data["priority"]),
+            file_scope=tuple(str(p) for p in data["file_scope"]),
+            blocked_on_path=data["blocked_on_path"],
+            error=data["error"],
+            error_kind=None if kind is None else ErrorKind(kind),
+            verify=data["verify"],
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptReport:
+    """What a runner says about one attempt of one task."""
+
+    attempt: int
+    ok: bool
+    summary: str | None = None
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+    blocked_on_path: str | None = None  # VETO: the file another task holds
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    duration_ms: int | None = None  # measured by the runner, verify included
+    session_id: str | None = None
+    files_written: tuple[str, ...] = ()
+    retry_after_s: float | None = None  # RATE_LIMITED: when the limit lifts, if it was said
+
+    def to_wire(self) -> dict[str, Any]:
+        """The `complete` body's fields (without `agent_id`); `retry_after_s` only when said."""
+        body = asdict(self)
+        body["files_written"] = list(self.files_written)
+        if self.retry_after_s is None:
+            del body["retry_after_s"]
+        return body
+
+    @classmethod
+    def from_wire(cls, fields: Mapping[str, Any]) -> AttemptReport:
+        """The report from a `complete` body's fields, already validated at the wire."""
+        kind = fields.get("error_kind")
+        return cls(
+            **{
+                **fields,
+                "error_kind": None if kind is None else ErrorKind(kind),
+                "files_written": tuple(fields.get("files_written", ())),
+            }
+        )
