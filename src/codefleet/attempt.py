@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from codefleet.models import ErrorKind, from_iso
+from codefleet.models import ErrorKind, from_iso, to_iso
 
 __all__ = ["AssignedTask", "AttemptReport"]
 
@@ -39,6 +39,22 @@ class AssignedTask:
     error: str | None = None  # the previous attempt's error, shown in the retry's prompt
     error_kind: ErrorKind | None = None
     verify: str | None = None  # the check run after a successful session
+
+    def to_wire(self) -> dict[str, Any]:
+        """The assignment JSON's `task` object, in the wire's key order."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "description": self.description,
+            "priority": self.priority,
+            "file_scope": list(self.file_scope),
+            "attempts": self.attempts,
+            "deadline": to_iso(self.deadline),
+            "blocked_on_path": self.blocked_on_path,
+            "error": self.error,
+            "error_kind": None if self.error_kind is None else self.error_kind.value,
+            "verify": self.verify,
+        }
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> AssignedTask:

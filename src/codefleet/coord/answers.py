@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from codefleet.models import AgentStatus, DenyReason, TaskStatus
 
 __all__ = [
-    "Assignment",
     "Beat",
     "Denial",
     "HolderRef",
@@ -22,23 +21,6 @@ __all__ = [
     "Registered",
     "TaskAnswer",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Assignment:
-    """The task an agent was handed, as its runner needs it."""
-
-    id: str
-    title: str
-    description: str
-    priority: int
-    file_scope: tuple[str, ...]
-    attempts: int
-    deadline: str
-    blocked_on_path: str | None
-    error: str | None
-    error_kind: str | None
-    verify: str | None
 
 
 @dataclass(frozen=True, slots=True)

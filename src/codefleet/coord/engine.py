@@ -27,11 +27,11 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from codefleet.attempt import AttemptReport
+from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.coord import graph
 from codefleet.coord import scheduler as sched
 from codefleet.coord.agents import AgentRegistry, AgentState
-from codefleet.coord.answers import Assignment, Beat, LeaseAnswer, Registered, TaskAnswer
+from codefleet.coord.answers import Beat, LeaseAnswer, Registered, TaskAnswer
 from codefleet.coord.checks import CheckRegistry, validated_checks
 from codefleet.coord.engineconfig import EngineConfig
 from codefleet.coord.files import Files
@@ -719,7 +719,7 @@ class Engine:
         if task is not None and task.agent_id == agent.id:
             self._take_back(task, ErrorKind.INFRA, reason, now)
 
-    def assignment(self, agent_id: str, epoch: int) -> Assignment | None:
+    def assignment(self, agent_id: str, epoch: int) -> AssignedTask | None:
         agent = self.agents.check_epoch(agent_id, epoch)
         self.agents.touch(agent)
         task = self.index.in_flight.get(agent.current_task_id or "")
@@ -728,15 +728,16 @@ class Engine:
         row = self.store.task(task.id)
         assert row is not None and task.assigned_at is not None
         deadline = task.assigned_at.timestamp() + self.config.task_timeout
-        return Assignment(
+        kind = row["error_kind"]
+        return AssignedTask(
             id=task.id, title=row["title"], description=row["description"],
             priority=task.priority, file_scope=tuple(sorted(task.scope)), attempts=task.attempts,
-            deadline=to_iso(datetime.fromtimestamp(deadline, task.assigned_at.tzinfo)),
+            deadline=datetime.fromtimestamp(deadline, task.assigned_at.tzinfo),
             blocked_on_path=row["blocked_on_path"], error=row["error"],
-            error_kind=row["error_kind"], verify=row["verify"],
+            error_kind=None if kind is None else ErrorKind(kind), verify=row["verify"],
         )  # fmt: skip
 
-    async def wait_assignment(self, agent_id: str, epoch: int, wait: float) -> Assignment | None:
+    async def wait_assignment(self, agent_id: str, epoch: int, wait: float) -> AssignedTask | None:
         """Long-poll: answer as soon as an assignment exists, or None after `wait` s."""
         found = self.assignment(agent_id, epoch)
         if found is not None or wait <= 0:

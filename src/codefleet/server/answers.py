@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from codefleet.attempt import AssignedTask
 from codefleet.config import Settings
-from codefleet.coord.answers import Assignment, Beat, Denial, LeaseAnswer, Registered, TaskAnswer
+from codefleet.coord.answers import Beat, Denial, LeaseAnswer, Registered, TaskAnswer
 from codefleet.models import to_iso, utcnow
 
 __all__ = [
@@ -24,20 +25,8 @@ __all__ = [
 ]
 
 
-def assignment_json(task: Assignment) -> dict[str, Any]:
-    return {
-        "id": task.id,
-        "title": task.title,
-        "description": task.description,
-        "priority": task.priority,
-        "file_scope": list(task.file_scope),
-        "attempts": task.attempts,
-        "deadline": task.deadline,
-        "blocked_on_path": task.blocked_on_path,
-        "error": task.error,
-        "error_kind": task.error_kind,
-        "verify": task.verify,
-    }
+def assignment_json(task: AssignedTask) -> dict[str, Any]:
+    return task.to_wire()
 
 
 def denial_json(denial: Denial, titled: bool = False) -> dict[str, Any]:
