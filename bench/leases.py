@@ -98,8 +98,9 @@ async def lease_worker(
     params: dict[str, Any], indices: list[int], wait_go: Callable[[], Awaitable[None]]
 ) -> list[dict[str, Any]]:
     pool: list[Any] = []
+    prefix = params.get("name_prefix", "lease-")
     agents = [
-        Agent(make_http(params["client"], params["port"], params["token"], pool), f"lease-{i}")
+        Agent(make_http(params["client"], params["port"], params["token"], pool), f"{prefix}{i}")
         for i in indices
     ]
     for agent in agents:

@@ -77,8 +77,22 @@ class Store:
         path: Path | str,
         on_commit: Callable[[list[Row]], None] | None = None,
         on_rollback: Callable[[Touched], None] | None = None,
+        *,
+        read_only: bool = False,
     ):
         self.path = Path(path)
+        self._depth = 0
+        self._pending: list[Row] = []
+        self.clock: Callable[[], datetime] = utcnow  # the engine sets its own
+        self.on_commit = on_commit
+        self.on_rollback = on_rollback
+        self.touched = Touched()
+        if read_only:  # a reader beside the server's connection: no schema work, no writes
+            uri = f"{self.path.resolve().as_uri()}?mode=ro"
+            self._db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute("PRAGMA busy_timeout=5000")
+            return
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -91,15 +105,18 @@ class Store:
         for table, column, statement in q.MIGRATIONS:
             if column not in {r[0] for r in self._db.execute(q.TABLE_COLUMNS, (table,))}:
                 self._db.execute(statement)
-        self._depth = 0
-        self._pending: list[Row] = []
-        self.clock: Callable[[], datetime] = utcnow  # the engine sets its own
-        self.on_commit = on_commit
-        self.on_rollback = on_rollback
-        self.touched = Touched()
 
     def close(self) -> None:
         self._db.close()
+
+    @contextmanager
+    def read_transaction(self) -> Iterator[None]:
+        """One read transaction: every read inside it sees the same committed state (WAL)."""
+        self._db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self._db.execute("ROLLBACK")
 
     @property
     def in_transaction(self) -> bool:

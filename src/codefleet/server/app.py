@@ -63,6 +63,10 @@ def _json(data: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(data, status_code=status)
 
 
+def _raw_json(body: bytes) -> Response:
+    return Response(body, media_type="application/json")
+
+
 def _require_dirs(settings: Settings) -> None:
     if not settings.workdir.is_dir():
         raise FileNotFoundError(
@@ -227,8 +231,8 @@ def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings
         return _json({"leases": reads.leases()})
 
     @app.get("/conflicts")
-    async def conflicts(resolved: bool | None = None) -> JSONResponse:
-        return _json({"conflicts": reads.conflicts(resolved)})
+    async def conflicts(resolved: bool | None = None) -> Response:
+        return _raw_json(await reads.conflicts_json(resolved))
 
     @app.get("/graph")
     async def graph(runners: Annotated[int | None, Query(ge=1, le=256)] = None) -> JSONResponse:
@@ -238,8 +242,8 @@ def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings
         return _json({"runners": runners or settings.runners, **found.to_json()})
 
     @app.get("/state")
-    async def state() -> JSONResponse:
-        return _json(reads.state())
+    async def state() -> Response:
+        return _raw_json(await reads.state_json())
 
     @app.get("/health")
     async def health() -> JSONResponse:

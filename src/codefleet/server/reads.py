@@ -1,49 +1,80 @@
 """Read projections of the wire API: tasks, graph, agents, leases, conflicts, state, health.
 
-Nothing here changes state. Derived fields (a task's `runnable` and
+Nothing here changes state, and nothing here reads the engine but through
+`coord.reads.EngineReads`. Derived fields (a task's `runnable` and
 `unmet_dependencies`, an agent's `stale`, a lease's `age_s`, a conflict's
-`resolved`) are computed at read time from the store and the engine's live
-index, never stored.
+`resolved`) are computed at read time, never stored. The reads that grow with
+the run (`/state`'s task list, `/conflicts`) are computed and encoded off the
+event loop on one read snapshot (docs/decisions.md, "Reads are projections").
 """
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Final
 
 from codefleet import __version__
 from codefleet.config import Settings
 from codefleet.coord.engine import Engine
+from codefleet.coord.reads import EngineReads
 from codefleet.coord.store import Row
 from codefleet.errors import NotFound
 from codefleet.models import EventType, TaskStatus, from_iso, to_iso, utcnow
 from codefleet.planning.analysis import PlannedTask
 from codefleet.review.record import RunRecord
 
-__all__ = ["Reads"]
+__all__ = ["Reads", "encode"]
+
+ALL: Final = 1_000_000  # "every row" for the reads that list a whole table
+ALL_EVENTS: Final = 100_000_000
+
+
+def encode(body: Any) -> bytes:
+    """JSON bytes exactly as the app's `JSONResponse` renders them."""
+    text = json.dumps(body, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":"))
+    return text.encode("utf-8")
+
+
+def decorate(task: Row, parents: list[str], done: Callable[[str], bool], now: datetime) -> Row:
+    """Add a task's derived fields, given its parents and which tasks have succeeded."""
+    unmet = [p for p in parents if not done(p)]
+    backoff = task["backoff_until"]
+    task["unmet_dependencies"] = unmet
+    task["depends_on"] = parents
+    task["runnable"] = (
+        task["status"] == TaskStatus.PENDING
+        and not unmet
+        and task["attempts"] < task["max_attempts"]
+        and (backoff is None or from_iso(backoff) <= now)
+    )
+    return task
+
+
+def conflict(event: Row, done: bool) -> Row:
+    """One `lease_denied` event as a conflict, resolved once the refused task succeeded."""
+    body = event["payload"]
+    return {
+        "event_id": event["id"], "at": event["at"], "path": body.get("path"),
+        "task_id": event["task_id"], "agent_id": event["agent_id"],
+        "agent_name": body.get("requester_name"),
+        "holder_task_id": body.get("holder_task_id"),
+        "holder_agent_id": body.get("holder_agent_id"),
+        "holder_agent_name": body.get("holder_agent_name"), "resolved": done,
+    }  # fmt: skip
 
 
 class Reads:
     def __init__(self, engine: Engine, settings: Settings) -> None:
-        self.engine = engine
+        self.engine = EngineReads(engine)
         self.settings = settings
 
     def _decorate(self, task: Row) -> Row:
-        idx = self.engine.index
-        unmet = [
-            p
-            for p in idx.parents.get(task["id"], ())
-            if idx.status.get(p) is not TaskStatus.SUCCEEDED
-        ]
-        backoff = task["backoff_until"]
-        task["unmet_dependencies"] = unmet
-        task["depends_on"] = list(idx.parents.get(task["id"], ()))
-        task["runnable"] = (
-            task["status"] == TaskStatus.PENDING
-            and not unmet
-            and task["attempts"] < task["max_attempts"]
-            and (backoff is None or from_iso(backoff) <= utcnow())
-        )
-        return task
+        status = self.engine.status
+        done = lambda p: status(p) is TaskStatus.SUCCEEDED  # noqa: E731
+        return decorate(task, self.engine.parents(task["id"]), done, utcnow())
 
     def tasks(self, status: str | None, limit: int, offset: int) -> list[Row]:
         return [self._decorate(t) for t in self.engine.store.tasks(status, limit, offset)]
@@ -54,7 +85,7 @@ class Reads:
         if row is None:
             raise NotFound(f"no task {task_id}", {"task_id": task_id})
         task = self._decorate(row)
-        task["dependents"] = list(self.engine.index.children.get(task_id, ()))
+        task["dependents"] = self.engine.children(task_id)
         task["file_changes"] = store.changes_of_task(task_id)
         task["leases"] = store.leases_of_task(task_id)
         files = store.patches_of_task(task_id)
@@ -80,7 +111,7 @@ class Reads:
         """The stored graph as `graph check` sees it (scopes as they stand, widened by vetoes)."""
         return [
             PlannedTask(t["id"], t["priority"], tuple(t["file_scope"]), tuple(t["depends_on"]))
-            for t in self.tasks(None, 1_000_000, 0)
+            for t in self.tasks(None, ALL, 0)
         ]
 
     def agents(self) -> list[Row]:
@@ -89,7 +120,7 @@ class Reads:
         rows = self.engine.store.agents()
         for row in rows:
             row["kind"] = "runner"
-            live = self.engine.agents.get(row["id"])
+            live = self.engine.live_agent(row["id"])
             seen = live.last_heartbeat_at if live else from_iso(row["last_heartbeat_at"])
             row["last_heartbeat_at"] = to_iso(seen)
             if live:  # stale means unheard while the server was listening (LoopWatch)
@@ -98,65 +129,84 @@ class Reads:
                 row["status"] != "offline"
                 and (now - seen).total_seconds() > self.settings.stale_after
             )
-        return rows + self.engine.interactive.agent_rows()
+        return rows + self.engine.interactive_agents()
 
     def leases(self) -> list[Row]:
         now = utcnow()
         rows = self.engine.store.leases()
         for row in rows:
-            row["holder_agent_name"] = self.engine.holder_name(row["agent_id"])
-            row["kind"] = self.engine.holder_kind(row["agent_id"])
-            restoring = self.engine.restoring.get(row["task_id"], {})
+            row["holder_agent_name"], row["kind"] = self.engine.holder(row["agent_id"])
+            restoring = self.engine.restoring(row["task_id"])
             row["restoring"] = row["path"] in restoring  # its attempt ended; the file is not back
             row["restore_error"] = restoring.get(row["path"])
             row["age_s"] = round((now - from_iso(row["acquired_at"])).total_seconds(), 3)
         return rows
 
-    def conflicts(self, resolved: bool | None) -> list[Row]:
-        status = self.engine.index.status
-        found = []
-        for event in self.engine.store.events(0, 1_000_000, EventType.LEASE_DENIED):
-            body = event["payload"]
-            done = status.get(event["task_id"] or "") is TaskStatus.SUCCEEDED
-            if resolved is not None and done != resolved:
-                continue
-            found.append(
-                {
-                    "event_id": event["id"], "at": event["at"], "path": body.get("path"),
-                    "task_id": event["task_id"], "agent_id": event["agent_id"],
-                    "agent_name": body.get("requester_name"),
-                    "holder_task_id": body.get("holder_task_id"),
-                    "holder_agent_id": body.get("holder_agent_id"),
-                    "holder_agent_name": body.get("holder_agent_name"), "resolved": done,
-                }
-            )  # fmt: skip
-        return found
+    async def conflicts_json(self, resolved: bool | None) -> bytes:
+        """`GET /conflicts`, read and encoded off the event loop."""
+        return await asyncio.to_thread(self._conflicts_json, resolved)
 
-    def state(self) -> Row:
-        store, now = self.engine.store, utcnow()
-        tokens_in, tokens_out, cost = store.usage_totals()
-        return {
-            "tasks": self.tasks(None, 1_000_000, 0),
+    def _conflicts_json(self, resolved: bool | None) -> bytes:
+        with self.engine.snapshot() as snap:
+            statuses = snap.task_statuses()
+            events = snap.events(0, ALL, EventType.LEASE_DENIED)
+        found = []
+        for event in events:
+            done = statuses.get(event["task_id"] or "") == TaskStatus.SUCCEEDED
+            if resolved is None or done == resolved:
+                found.append(conflict(event, done))
+        return encode({"conflicts": found})
+
+    async def state_json(self) -> bytes:
+        """`GET /state`: the record's part off the loop, the live part on it, encoded off it.
+
+        The snapshot is read first, so every event after its `last_event_id` is
+        also in the live part or still to come on the stream: a client that
+        replays from there misses nothing.
+        """
+        recorded = await asyncio.to_thread(self._recorded_state)
+        now = utcnow()
+        body = {
+            "tasks": recorded.pop("tasks"),
             "agents": self.agents(),
             "leases": self.leases(),
+            **recorded,
+            "server_time": to_iso(now),
+            **self.engine.limits_view(now),
+        }
+        return await asyncio.to_thread(encode, body)
+
+    def _recorded_state(self) -> Row:
+        with self.engine.snapshot() as snap:
+            rows = snap.tasks(None, ALL, 0)
+            counts = snap.task_counts()
+            tokens_in, tokens_out, cost = snap.usage_totals()
+            last_event_id = snap.last_event_id()
+        return {
+            "tasks": self._decorate_all(rows),
             "counters": {
-                "tasks": store.task_counts(),
+                "tasks": counts,
                 "input_tokens": tokens_in,
                 "output_tokens": tokens_out,
                 "cost_usd": round(cost, 6),
             },
-            "last_event_id": store.last_event_id(),
-            "server_time": to_iso(now),
-            **self.engine.limits.view(now),
+            "last_event_id": last_event_id,
         }
+
+    def _decorate_all(self, rows: list[Row]) -> list[Row]:
+        """Derived fields from the snapshot's statuses; a task's parents are fixed at its insert."""
+        succeeded = {r["id"] for r in rows if r["status"] == TaskStatus.SUCCEEDED}
+        now = utcnow()
+        return [
+            decorate(t, self.engine.parents(t["id"]), succeeded.__contains__, now) for t in rows
+        ]
 
     def record(self) -> RunRecord:
         """The run as `codefleet report` and `stats` read it through the wire, in one value."""
-        store = self.engine.store
         return RunRecord(
-            tasks=tuple(self.tasks(None, 1_000_000, 0)),
-            events=tuple(store.events(0, 100_000_000)),
-            workdir=str(self.engine.tree.root),
+            tasks=tuple(self.tasks(None, ALL, 0)),
+            events=tuple(self.engine.store.events(0, ALL_EVENTS)),
+            workdir=self.engine.workdir,
             agents=tuple(self.agents()),
         )
 
@@ -165,12 +215,12 @@ class Reads:
         return {
             "status": "ok",
             "version": __version__,
-            "workdir": str(self.engine.tree.root),
+            "workdir": self.engine.workdir,
             "last_event_id": self.engine.store.last_event_id(),
-            "live_tasks": len(self.engine.index.live),
+            "live_tasks": self.engine.live_count(),
             "loop_stalled_s": round(self.engine.deaf_seconds(), 3),
             "server_time": to_iso(now),
-            "paused_until": self.engine.limits.view(now)["paused_until"],
-            "in_flight": len(self.engine.index.in_flight),
-            "budget": self.engine.limits.budget_json(),
+            "paused_until": self.engine.limits_view(now)["paused_until"],
+            "in_flight": self.engine.in_flight_count(),
+            "budget": self.engine.budget(),
         }

@@ -1,0 +1,196 @@
+"""Reads at 10,000 tasks: `/state` and `/conflicts` latency under a lease load, and its cost.
+
+One run: a server is loaded with `--tasks` pending tasks (disjoint scopes), then
+`bench.leases`' workers run the lease load twice on it — once alone, once with a
+poller that asks `GET /state` and `GET /conflicts` back to back for the whole
+phase. Reported per run: the lease throughput of each phase and their ratio
+(the cost of the poller to the fleet, compared within one run because the
+machine is shared), the p50/p99/max of each read while the load ran, and the
+server's RSS after loading (total and per 1,000 tasks) and at the end. The
+shared paths are contended, so `/conflicts` has denials to list.
+
+Run: `uv run python -m bench.reads --client raw --runs 3`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import threading
+import time
+from typing import Any
+
+import httpx
+
+from bench.harness import (
+    BenchError,
+    Fleet,
+    Server,
+    add_common_args,
+    fmt_ms,
+    machine,
+    percentiles,
+    running,
+    server_from,
+    write_json,
+)
+from bench.leases import lease_worker
+
+READS = ("/state", "/conflicts")
+
+
+def rss_mb(pid: int) -> float:
+    """Resident set size of `pid` in MB (VmRSS)."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise BenchError(f"no VmRSS for pid {pid}")
+
+
+def load_tasks(server: Server, total: int) -> float:
+    """POST `total` independent tasks in pages of 2,000; the seconds it took."""
+    began = time.monotonic()
+    with httpx.Client(base_url=server.url, headers=server.headers(), timeout=300) as http:
+        for first in range(0, total, 2000):
+            specs = [
+                {"id": f"R{i:05d}", "title": f"read task {i}", "description": "do it",
+                 "file_scope": [f"scope/r{i:05d}.txt"]}
+                for i in range(first, min(total, first + 2000))
+            ]  # fmt: skip
+            answer = http.post("/tasks", json={"tasks": specs})
+            if answer.status_code != 201:
+                raise BenchError(f"POST /tasks -> {answer.status_code} {answer.text[:300]}")
+    return time.monotonic() - began
+
+
+class Poller:
+    """A thread that asks each of `READS` in turn until stopped, timing every answer."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.times: dict[str, list[float]] = {path: [] for path in READS}
+        self.sizes: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        with httpx.Client(base_url=self.server.url, headers=self.server.headers(), timeout=60) as h:
+            while not self._stop.is_set():
+                for path in READS:
+                    began = time.perf_counter()
+                    answer = h.get(path)
+                    self.times[path].append(time.perf_counter() - began)
+                    if answer.status_code != 200:
+                        raise BenchError(f"GET {path} -> {answer.status_code}")
+                    self.sizes[path] = len(answer.content)
+
+    def __enter__(self) -> Poller:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=120)
+
+
+def lease_phase(args: argparse.Namespace, server: Server, tag: str, poll: bool) -> dict[str, Any]:
+    """One lease load of `args.duration` s; with `poll`, the poller runs alongside."""
+    params = {
+        "client": args.client, "port": server.port, "token": args.token, "seed": args.seed,
+        "pool": 20, "shared": 4, "contended": 0.2, "duration": args.duration,
+        "per_agent": 10**9, "rotate": 0, "name_prefix": tag,
+    }  # fmt: skip
+    fleet = Fleet(lease_worker, params, args.agents, args.procs)
+    poller = Poller(server) if poll else None
+    with running(fleet):
+        began = fleet.go()
+        if poller is not None:
+            with poller:
+                parts, _ = fleet.results()
+        else:
+            parts, _ = fleet.results()
+    results = [agent for part in parts for agent in part]
+    wall = max(a["ended"] for a in results) - began
+    requests = sum(len(a["latencies"]) for a in results)
+    found: dict[str, Any] = {"requests": requests, "wall_s": wall, "leases_per_s": requests / wall}
+    found["lease_latency_s"] = percentiles([x for a in results for x in a["latencies"]])
+    if poller is not None:
+        found["reads"] = {p: percentiles(t) for p, t in poller.times.items()}
+        found["read_bytes"] = poller.sizes
+    return found
+
+
+def run_once(args: argparse.Namespace, number: int) -> dict[str, Any]:
+    with server_from(args) as server:
+        load_s = load_tasks(server, args.tasks)
+        loaded_rss = rss_mb(server.pid)
+        alone = lease_phase(args, server, f"alone{number}-", poll=False)
+        polled = lease_phase(args, server, f"polled{number}-", poll=True)
+        return {
+            "tasks": args.tasks,
+            "agents": args.agents,
+            "load_s": load_s,
+            "rss_loaded_mb": loaded_rss,
+            "rss_per_1000_tasks_mb": loaded_rss * 1000 / args.tasks,
+            "rss_end_mb": rss_mb(server.pid),
+            "alone": alone,
+            "polled": polled,
+            "lease_ratio": polled["leases_per_s"] / alone["leases_per_s"],
+        }
+
+
+def report(run: dict[str, Any]) -> None:
+    alone, polled = run["alone"], run["polled"]
+    print(
+        f"tasks={run['tasks']} loaded in {run['load_s']:.1f}s; rss {run['rss_loaded_mb']:.0f} MB "
+        f"({run['rss_per_1000_tasks_mb']:.1f} MB/1,000 tasks), {run['rss_end_mb']:.0f} MB at end"
+    )
+    print(
+        f"  leases alone {alone['leases_per_s']:,.0f}/s, with the poller "
+        f"{polled['leases_per_s']:,.0f}/s (ratio {run['lease_ratio']:.2f}); lease latency "
+        f"with the poller {fmt_ms(polled['lease_latency_s'])}"
+    )
+    for path, stats in polled["reads"].items():
+        print(f"  {path} {fmt_ms(stats)} ({polled['read_bytes'].get(path, 0):,} bytes)")
+
+
+def spread(runs: list[dict[str, Any]], pick: Any) -> str:
+    values = [pick(r) for r in runs]
+    return f"{min(values):.3g} / {statistics.median(values):.3g} / {max(values):.3g}"
+
+
+def summary(runs: list[dict[str, Any]]) -> None:
+    print(f"over {len(runs)} runs, min / median / max:")
+    print(f"  lease ratio (poller / alone) {spread(runs, lambda r: r['lease_ratio'])}")
+    print(f"  leases/s alone {spread(runs, lambda r: r['alone']['leases_per_s'])}")
+    print(f"  leases/s polled {spread(runs, lambda r: r['polled']['leases_per_s'])}")
+    for path in READS:
+        for point in ("p50", "p99"):
+            ms = spread(runs, lambda r, p=path, q=point: r["polled"]["reads"][p][q] * 1000)
+            print(f"  {path} {point} ms {ms}")
+    print(f"  rss MB per 1,000 tasks {spread(runs, lambda r: r['rss_per_1000_tasks_mb'])}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=10_000)
+    parser.add_argument("--agents", type=int, default=8)
+    parser.add_argument("--duration", type=float, default=8.0, help="seconds per lease phase")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    add_common_args(parser)
+    args = parser.parse_args(argv)
+    print(f"machine {machine()}\nserver {server_from(args).describe()}")
+    runs = []
+    for number in range(args.runs):
+        runs.append(run_once(args, number))
+        report(runs[-1])
+    summary(runs)
+    write_json(args.json, {"benchmark": "reads", "machine": machine(), "runs": runs})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
