@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 
 from codefleet.api.client import FleetClient
+from codefleet.attempt import AssignedTask, AttemptReport
+from codefleet.models import ErrorKind
 from codefleet.server.thread import ServerThread
 
 Agent = tuple[str, int]
@@ -29,10 +31,10 @@ async def register(client: FleetClient, name: str) -> Agent:
     return answer["agent_id"], answer["epoch"]
 
 
-async def take(client: FleetClient, agent: Agent) -> dict[str, Any]:
+async def take(client: FleetClient, agent: Agent) -> AssignedTask:
     task = await client.assignment(*agent, wait=5)
     assert task is not None
-    await client.start(task["id"], *agent)
+    await client.start(task.id, *agent)
     return task
 
 
@@ -46,17 +48,17 @@ async def vetoed_run(client: FleetClient) -> None:
         ]
     )
     holder, one, two = [await register(client, f"runner-{n}") for n in (1, 2, 3)]
-    assert (await take(client, holder))["id"] == "H"
+    assert (await take(client, holder)).id == "H"
     await client.acquire(*holder, "H", ["a.py", "b.py"], "Write")
     for agent, task_id, path in ((one, "R1", "a.py"), (two, "R2", "b.py")):
-        assert (await take(client, agent))["id"] == task_id
+        assert (await take(client, agent)).id == task_id
         assert (await client.acquire(*agent, task_id, [path], "Edit"))["decision"] == "deny"
-        veto = {"attempt": 1, "ok": False, "error_kind": "veto", "blocked_on_path": path}
+        veto = AttemptReport(attempt=1, ok=False, error_kind=ErrorKind.VETO, blocked_on_path=path)
         await client.complete(task_id, *agent, veto)
-    usage = {"input_tokens": 11, "output_tokens": 4, "cost_usd": 0.25}
-    await client.complete("H", *holder, {"attempt": 1, "ok": True, **usage})
-    assert (await take(client, one))["id"] == "R1"
-    await client.complete("R1", *one, {"attempt": 2, "ok": True, "cost_usd": 0.5})
+    usage = AttemptReport(attempt=1, ok=True, input_tokens=11, output_tokens=4, cost_usd=0.25)
+    await client.complete("H", *holder, usage)
+    assert (await take(client, one)).id == "R1"
+    await client.complete("R1", *one, AttemptReport(attempt=2, ok=True, cost_usd=0.5))
 
 
 async def recomputed(client: FleetClient) -> dict[str, Any]:

@@ -245,16 +245,15 @@ SERVER = ("codefleet.server",)
 STORE_IMPORTERS = {
     "codefleet.server.app": "the app factory opens the store and hands it to the engine",
     "codefleet.server.sse": "the event stream pages committed events (reads only)",
-    # reads takes `Row` from the store for its annotations; the read-side move off
-    # `engine.store` (h-reads) may drop this: tighten once it lands.
-    "codefleet.server.reads": "the read side's row type",
+    "codefleet.server.reads": "the read side's row type (`Row`, annotations only)",
 }
 
 # server modules that may reach `engine.store` at all (reads only, checked below), and why
 STORE_REACHERS = {
     "codefleet.server.app": "the lifespan closes it; /checks, /events and the SSE stream read it",
-    # the read-side move (h-reads) takes reads off `engine.store`: tighten once it lands.
-    "codefleet.server.reads": "the read side's queries",
+    # `engine` there is coord.reads.EngineReads, whose `store` reads (and, for /state and
+    # /conflicts, a read-only snapshot connection) are the read side's queries
+    "codefleet.server.reads": "the read side's queries, through coord.reads",
 }
 
 # (server module, engine attribute it may set, why): wiring in the app factory, not state
