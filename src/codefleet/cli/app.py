@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from codefleet import __version__
+import codefleet
 from codefleet.cli.common import app
 
 # One line per area, in the order `codefleet --help` lists them within a panel.
@@ -41,7 +41,7 @@ __all__ = ["app"]
 
 def _print_version(given: bool) -> None:
     if given:
-        typer.echo(f"codefleet {__version__}")
+        typer.echo(f"codefleet {codefleet.__version__}")  # read on use: importlib.metadata is slow
         raise typer.Exit()
 
 

@@ -5,6 +5,11 @@ a flag on the commands it applies to; a flag wins over the environment, which
 wins over `.env`. Read commands print JSON with `--json`. The CLI is an HTTP
 client of the server (through `client`) except for `serve`, `demo` (which
 start a server) and `doctor` (which checks the machine before anything runs).
+
+Importing the command modules must stay cheap (`codefleet --help` imports
+them all): the client, the settings, the server and the sessions are imported
+inside the functions that use them; `tests/unit/test_cli_imports.py` holds
+the line.
 """
 
 from __future__ import annotations
@@ -13,16 +18,17 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from codefleet.api.client import FleetClient, ServerUnavailable
-from codefleet.config import Settings
 from codefleet.errors import DomainError, Unauthorized
+
+if TYPE_CHECKING:  # the client (httpx) and settings (pydantic) load with the first command
+    from codefleet.api.client import FleetClient
+    from codefleet.config import Settings
 
 __all__ = ["app", "console", "settings_from"]
 
@@ -100,6 +106,10 @@ def settings_from(**overrides: Any) -> Settings:
     A setting that does not validate ends the command with one line per problem,
     naming the variable, never a traceback.
     """
+    from pydantic import ValidationError
+
+    from codefleet.config import Settings
+
     given = {k: v for k, v in overrides.items() if v is not None}
     try:
         return Settings(**given)
@@ -115,6 +125,8 @@ def _problem(error: Any) -> str:
 
 
 def make_client(settings: Settings) -> FleetClient:
+    from codefleet.api.client import FleetClient
+
     return FleetClient(settings.url, token=settings.token)
 
 
@@ -125,6 +137,7 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 def call_server(settings: Settings, action: Any) -> Any:
     """Run one async client action, turning transport and API errors into messages."""
+    from codefleet.api.client import ServerUnavailable
 
     async def go() -> Any:
         async with make_client(settings) as client:

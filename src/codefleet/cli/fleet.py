@@ -10,11 +10,10 @@ from __future__ import annotations
 import asyncio
 import signal
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from codefleet.api.graph import GraphError, find_graph, load_graph
 from codefleet.cli.common import (
     RUN,
     BudgetOpt,
@@ -48,17 +47,20 @@ from codefleet.cli.common import (
     unauthorized_message,
 )
 from codefleet.cli.review import BranchOpt, CommitOpt, committer_for
-from codefleet.cli.runprep import GraphFile, RunRefused, prepare_run
-from codefleet.config import Settings
 from codefleet.errors import DomainError, Unauthorized
-from codefleet.fleet.agents import AgentChoice, Agents, AgentSetupError, choose_agents
-from codefleet.review.commitview import history_json, print_history
 from codefleet.statedir import prepare_dirs
+
+if TYPE_CHECKING:
+    from codefleet.cli.runprep import GraphFile
+    from codefleet.config import Settings
+    from codefleet.fleet.agents import AgentChoice, Agents
 
 __all__ = ["run", "runner"]
 
 
 def _agents(choice: AgentChoice, settings: Settings) -> Agents:
+    from codefleet.fleet.agents import AgentSetupError, choose_agents
+
     try:
         return choose_agents(choice, settings)
     except AgentSetupError as err:
@@ -99,6 +101,7 @@ def runner(
 ) -> None:
     """Run ONE runner as its own process until interrupted (or the fleet drains)."""
     from codefleet.api.client import FleetClient
+    from codefleet.fleet.agents import AgentChoice
     from codefleet.fleet.runner import CannotContinue, Runner, RunnerOptions
 
     settings = settings_from(
@@ -196,7 +199,10 @@ def run(
     and for tasks' `verify`. Without a key: `--dry-run --script FILE` or
     `--offline --model-script FILE`. --max-cost sets the fleet's budget on the server.
     """
+    from codefleet.cli.runprep import RunRefused, prepare_run
+    from codefleet.fleet.agents import AgentChoice
     from codefleet.fleet.local import invocation_suffix, run_fleet
+    from codefleet.review.commitview import history_json, print_history
     from codefleet.ui.report import print_result
 
     settings = settings_from(
@@ -273,6 +279,9 @@ def run(
 
 def _graph_file(given: Path | None) -> GraphFile | None:
     """The graph `run` loads first: --graph, else codefleet.yaml in the current directory."""
+    from codefleet.api.graph import GraphError, find_graph, load_graph
+    from codefleet.cli.runprep import GraphFile
+
     path = find_graph(given)
     if path is None:
         return None

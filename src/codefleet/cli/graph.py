@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from codefleet.api.client import FleetClient
-from codefleet.api.graph import DEFAULT_GRAPH, GraphError, find_graph, load_graph
 from codefleet.cli.common import (
     RUN,
     CheckOpt,
@@ -25,6 +23,9 @@ from codefleet.cli.common import (
     settings_from,
 )
 
+if TYPE_CHECKING:
+    from codefleet.api.client import FleetClient
+
 __all__ = ["load"]
 
 
@@ -40,6 +41,8 @@ def load(
     json_out: JsonOpt = False,
 ) -> None:
     """Post a task graph (and its checks) to the server; the batch lands whole or not at all."""
+    from codefleet.api.graph import DEFAULT_GRAPH, GraphError, find_graph, load_graph
+
     path = find_graph(graph)
     if path is None:
         raise fail(f"no graph given and no {DEFAULT_GRAPH} here: `codefleet init` writes one")

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from codefleet.api.graph import DEFAULT_GRAPH, GraphError, load_graph
 from codefleet.cli.common import START, app, console, fail
-from codefleet.cli.starter import (
-    FoundCheck,
-    find_checks,
-    starter_graph,
-    starter_model_script,
-    starter_script,
-)
+
+if TYPE_CHECKING:
+    from codefleet.cli.starter import FoundCheck
 
 __all__ = ["init"]
 
@@ -37,6 +32,14 @@ def init(
     force: Annotated[bool, typer.Option("--force", help="Overwrite files that exist.")] = False,
 ) -> None:
     """Write a starter codefleet.yaml here: the checks found in the repository, two example tasks."""
+    from codefleet.api.graph import DEFAULT_GRAPH, GraphError, load_graph
+    from codefleet.cli.starter import (
+        find_checks,
+        starter_graph,
+        starter_model_script,
+        starter_script,
+    )
+
     root = Path.cwd()
     files = [DEFAULT_GRAPH, *((SCRIPT_FILE, MODEL_FILE) if scripts else ())]
     existing = [name for name in files if (root / name).exists()]
@@ -61,6 +64,8 @@ def _say(text: str) -> None:
 
 
 def _report(root: Path, checks: list[FoundCheck], scripts: bool) -> None:
+    from codefleet.api.graph import DEFAULT_GRAPH
+
     _say(f"wrote {DEFAULT_GRAPH} in {root}: 2 example tasks (T1, T2) to replace with yours")
     for check in checks:
         _say(f"  check {check.name}: {check.command}   (from {check.source})")

@@ -14,11 +14,10 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from codefleet.api.client import ServerUnavailable
 from codefleet.cli.common import (
     JsonOpt,
     ServerOpt,
@@ -33,7 +32,6 @@ from codefleet.cli.common import (
     settings_from,
     unauthorized_message,
 )
-from codefleet.config import Settings
 from codefleet.errors import Unauthorized
 from codefleet.hook.settings import (
     JoinError,
@@ -43,6 +41,9 @@ from codefleet.hook.settings import (
     join_tree,
     leave_tree,
 )
+
+if TYPE_CHECKING:
+    from codefleet.config import Settings
 
 __all__ = ["hook", "join", "leave", "release"]
 
@@ -196,6 +197,7 @@ def _say(written: Written, what: str) -> None:
 
 def _check_server(settings: Settings, tree: Path, fail_open: bool) -> None:
     """Refuse a server that serves another tree; warn when none answers yet."""
+    from codefleet.api.client import ServerUnavailable
 
     async def health() -> dict[str, Any]:
         async with make_client(settings) as client:

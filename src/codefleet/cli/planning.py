@@ -11,11 +11,10 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from codefleet.api.graph import GraphError, load_graph
 from codefleet.cli.common import (
     RUN,
     JsonOpt,
@@ -32,12 +31,10 @@ from codefleet.cli.common import (
     print_json,
     settings_from,
 )
-from codefleet.config import Settings
-from codefleet.planning.answer import Verdict
-from codefleet.planning.check import check_graph, tree_for
-from codefleet.planning.launch import PlanRun, run_plan
-from codefleet.planning.planner import PlanFailed, plan_file
-from codefleet.planning.render import print_analysis
+
+if TYPE_CHECKING:
+    from codefleet.config import Settings
+    from codefleet.planning.answer import Verdict
 
 __all__ = ["graph_app", "plan"]
 
@@ -61,6 +58,10 @@ def check(
 
     No server and no model. Exit 1 when the graph has errors, 0 otherwise.
     """
+    from codefleet.api.graph import GraphError, load_graph
+    from codefleet.planning.check import check_graph, tree_for
+    from codefleet.planning.render import print_analysis
+
     settings = settings_from(workdir=workdir)
     if not settings.workdir.is_dir():
         raise fail(f"working tree {settings.workdir} does not exist; set --workdir")
@@ -125,6 +126,10 @@ def plan(
     graph; `graph check` errors go back to it, at most twice. Exit 1 if no graph passes.
     """
     from codefleet.cli.demo_run import examples_dir
+    from codefleet.planning.check import tree_for
+    from codefleet.planning.launch import PlanRun, run_plan
+    from codefleet.planning.planner import PlanFailed, plan_file
+    from codefleet.planning.render import print_analysis
 
     if offline and workdir is not None:
         raise fail("--offline plans for the demo repository; drop --workdir")

@@ -26,10 +26,10 @@ from codefleet.cli.common import (
     print_json,
     settings_from,
 )
-from codefleet.review.commit import Author
-from codefleet.review.live import LiveCommitter
 
 if TYPE_CHECKING:
+    from codefleet.review.commit import Author
+    from codefleet.review.live import LiveCommitter
     from codefleet.review.record import RunRecord
 
 __all__ = [
@@ -67,6 +67,8 @@ TreeOpt = Annotated[
 
 
 def parse_author(text: str | None) -> Author | None:
+    from codefleet.review.commit import Author
+
     if text is None:
         return None
     try:

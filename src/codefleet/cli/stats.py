@@ -9,7 +9,7 @@ collisions (`suggest`), a comment on each change.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -26,8 +26,9 @@ from codefleet.cli.common import (
     print_json,
     settings_from,
 )
-from codefleet.review.report import seconds
-from codefleet.review.stats import FleetStats
+
+if TYPE_CHECKING:
+    from codefleet.review.stats import FleetStats
 
 __all__ = ["fleet_line", "stats"]
 
@@ -102,6 +103,8 @@ def _suggest(path: Path, original: str, facts: Any, output: Path | None, url: st
 
 def fleet_line(s: FleetStats) -> str:
     """The fleet in one sentence: parallelism, makespan against the critical path, losses."""
+    from codefleet.review.report import seconds
+
     chain = " → ".join(s.critical_path) or "—"
     stretch = f"{s.stretch:.1f}x" if s.stretch is not None else "—"
     line = (
@@ -116,6 +119,8 @@ def fleet_line(s: FleetStats) -> str:
 
 
 def print_stats(s: FleetStats) -> None:
+    from codefleet.review.report import seconds
+
     console.print(fleet_line(s), markup=False, highlight=False)
     files = Table(title="Files: collisions and rollbacks", title_justify="left")
     for name in ("path", "vetoes", "tasks", "lost to vetoes", "lost to rollbacks"):

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from codefleet.api.client import FleetClient
 from codefleet.cli.common import (
     OPERATE,
     JsonOpt,
@@ -23,6 +22,9 @@ from codefleet.cli.common import (
     settings_from,
 )
 from codefleet.models import TaskStatus
+
+if TYPE_CHECKING:
+    from codefleet.api.client import FleetClient
 
 __all__ = ["cancel", "reset", "retry", "tasks"]
 

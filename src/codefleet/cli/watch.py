@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import TYPE_CHECKING
 
-from codefleet.api.client import ServerUnavailable
 from codefleet.cli.common import RUN, ServerOpt, TokenOpt, app, console, make_client, settings_from
-from codefleet.config import Settings
 from codefleet.errors import DomainError
+
+if TYPE_CHECKING:
+    from codefleet.config import Settings
 
 __all__ = ["watch"]
 
@@ -30,6 +32,8 @@ def watch(server: ServerOpt = None, token: TokenOpt = None) -> None:
 
 async def _tree(settings: Settings) -> str:
     """The tree the server serves, for the first line (the dashboard keeps retrying)."""
+    from codefleet.api.client import ServerUnavailable
+
     try:
         async with make_client(settings) as client:
             return f"tree {(await client.health())['workdir']}"

@@ -1,0 +1,115 @@
+"""Start-up wall time of `codefleet --help` and `codefleet demo --dry-run`, from the shell.
+
+Each case is a command line run as a new process (spawn → exit, output
+discarded); the cases are run round-robin (case 1, case 2, …, case 1, …) so
+that a noisy, shared machine weighs on all of them alike. `--checkout DIR`
+adds the same cases for another checkout's `.venv/bin/codefleet` (a frozen
+clone of an earlier commit: before/after in one session). The demo runs in a
+fresh `--run-dir` per call so that no run sees another's workspace.
+
+    uv run python -m bench.startup --runs 5
+    uv run python -m bench.startup --runs 5 --checkout /tmp/cf-base --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMANDS = {"help": ["--help"], "demo": ["demo", "--dry-run"]}
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    label: str
+    argv: tuple[str, ...]
+    demo: bool
+
+
+def cases(checkouts: list[Path], launchers: list[str], which: list[str]) -> list[Case]:
+    """Every (checkout, launcher, command) combination, in a fixed order."""
+    out: list[Case] = []
+    for checkout in checkouts:
+        name = "this" if checkout == ROOT else checkout.name
+        for launcher in launchers:
+            prefix = (
+                ["uv", "run", "--project", str(checkout), "--frozen", "codefleet"]
+                if launcher == "uv"
+                else [str(checkout / ".venv/bin/codefleet")]
+            )
+            for command in which:
+                label = f"{name} {'uv run codefleet' if launcher == 'uv' else '.venv/bin/codefleet'} {' '.join(COMMANDS[command])}"
+                out.append(Case(label, (*prefix, *COMMANDS[command]), command == "demo"))
+    return out
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_once(case: Case) -> tuple[float, float]:
+    """Wall and CPU seconds (the process and its children) of one spawn → exit.
+
+    A failing command is an error, not a figure.
+    """
+    with tempfile.TemporaryDirectory(prefix="cf-startup-") as tmp:
+        argv = [*case.argv, "--run-dir", tmp] if case.demo else list(case.argv)
+        cpu = _children_cpu()
+        start = time.perf_counter()
+        done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp)
+        elapsed = time.perf_counter() - start
+        cpu = _children_cpu() - cpu
+    if done.returncode != 0:
+        raise SystemExit(f"{case.label} exited {done.returncode}: {done.stderr.decode()[-2000:]}")
+    return elapsed, cpu
+
+
+def summary(runs: list[tuple[float, float]]) -> dict[str, object]:
+    walls = [wall for wall, _ in runs]
+    return {
+        "min": min(walls),
+        "median": statistics.median(walls),
+        "max": max(walls),
+        "cpu_median": statistics.median(cpu for _, cpu in runs),
+        "runs": runs,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--checkout", type=Path, action="append", default=[])
+    parser.add_argument("--launcher", choices=["venv", "uv"], action="append")
+    parser.add_argument("--command", choices=sorted(COMMANDS), action="append")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    checkouts = [ROOT, *(c.resolve() for c in args.checkout)]
+    todo = cases(checkouts, args.launcher or ["venv", "uv"], args.command or ["help", "demo"])
+    times: dict[str, list[tuple[float, float]]] = {case.label: [] for case in todo}
+    for case in todo:  # one unmeasured warm-up each (bytecode caches, page cache)
+        run_once(case)
+    for _ in range(args.runs):
+        for case in todo:
+            times[case.label].append(run_once(case))
+    rows = {label: summary(ts) for label, ts in times.items()}
+    width = max(len(label) for label in rows)
+    for label, row in rows.items():
+        print(
+            f"{label:<{width}}  wall min {row['min']:.2f} / median {row['median']:.2f} / "
+            f"max {row['max']:.2f} s   cpu median {row['cpu_median']:.2f} s"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
