@@ -15,7 +15,7 @@ from test_engine import T0, Fleet
 
 from codefleet.coord import scheduler as sched
 from codefleet.coord.graph import NewTask
-from codefleet.errors import InvalidGraph, TooLarge
+from codefleet.errors import InvalidGraph, StaleEpoch, TooLarge
 from codefleet.models import ErrorKind, EventType, TaskStatus, to_iso
 
 make_fleet = test_engine.make_fleet  # the engine harness's fixtures
@@ -177,6 +177,22 @@ async def test_two_concurrent_long_polls_of_one_agent_both_wake_with_the_same_as
 
     answers = await asyncio.wait_for(asyncio.gather(*polls), timeout=5)
     assert [a and a.id for a in answers] == ["T", "T"]
+
+
+async def test_a_long_poll_of_an_agent_that_leaves_ends_at_once_with_a_stale_epoch(
+    fleet: Fleet,
+):
+    """Not after its `wait`: a server stopping after the fleet drained waits on no parked poll."""
+    fleet.engine.attach(asyncio.get_running_loop())
+    agent = fleet.register("runner-1")
+    epoch = fleet.epoch(agent)
+    poll = asyncio.create_task(fleet.engine.wait_assignment(agent, epoch, 30))
+    await asyncio.sleep(0)  # parked
+
+    fleet.engine.leave(agent, epoch)
+
+    with pytest.raises(StaleEpoch):
+        await asyncio.wait_for(poll, timeout=5)  # a liveness bound, not a measurement
 
 
 # -- a big load: bounded, prepared off the loop, and no runner goes stale while it lasts --------

@@ -170,12 +170,13 @@ async def _demo(
             await follower  # it prints up to the server's last event, then returns
         async with FleetClient(server.url, token=settings.token) as client:
             conflicts = await client.conflicts()
-    print_result(console, result, conflicts, simulated_cost=mode != "live")
-    if committer is not None and history is not None:
-        print_history(console, history, committer.log(history))
-        console.print(
-            f"[dim]in {escape(str(settings.workdir))}: git log --stat {history.branch}[/]"
-        )
+        server.request_stop()  # it winds down while the verdict prints; leaving `with` joins it
+        print_result(console, result, conflicts, simulated_cost=mode != "live")
+        if committer is not None and history is not None:
+            print_history(console, history, committer.log(history))
+            console.print(
+                f"[dim]in {escape(str(settings.workdir))}: git log --stat {history.branch}[/]"
+            )
     return result.ok and (history is None or history.ok)
 
 

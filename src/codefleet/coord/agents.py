@@ -199,6 +199,7 @@ class AgentRegistry:
             agent.id, status=agent.status, epoch=agent.epoch, updated_at=to_iso(now)
         )
         self.store.emit(EventType.AGENT_OFFLINE, agent_id=agent.id, name=agent.name, reason=reason)
+        self.wake(agent.id)  # its parked long-polls answer now (stale epoch), not after `wait`
 
     # -- registration ----------------------------------------------------------------------
 

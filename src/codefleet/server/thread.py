@@ -2,7 +2,10 @@
 
 Used by `codefleet demo` (which starts its own server) and by the tests (a
 real server on 127.0.0.1, real SQLite, real HTTP). The thread owns its own
-event loop; `stop()` asks uvicorn to exit and joins it.
+event loop; `stop()` asks uvicorn to exit and joins it; `request_stop()` only
+asks, so that the caller can work while uvicorn winds down (its shutdown has
+fixed 0.1 s waits). The server speaks no WebSocket (events are SSE), so
+uvicorn loads no WebSocket protocol.
 """
 
 from __future__ import annotations
@@ -53,7 +56,13 @@ class ServerThread:
         self.settings = settings
         self.app = create_app(settings)
         config = uvicorn_config(
-            self.app, settings.host, settings.port, settings, lifespan="on", loop="asyncio"
+            self.app,
+            settings.host,
+            settings.port,
+            settings,
+            lifespan="on",
+            loop="asyncio",
+            ws="none",
         )
         self._server = FleetServer(config, self.app.state.hub)
         self._thread = threading.Thread(
@@ -73,9 +82,13 @@ class ServerThread:
             time.sleep(0.005)
         return self
 
-    def stop(self) -> None:
+    def request_stop(self) -> None:
+        """Ask the server to exit (live streams first) without waiting for it."""
         self._server.hub.close_threadsafe()
         self._server.should_exit = True
+
+    def stop(self) -> None:
+        self.request_stop()
         self._thread.join(timeout=10)
 
     def __enter__(self) -> ServerThread:

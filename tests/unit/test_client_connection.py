@@ -1,0 +1,38 @@
+"""The wire client's connection set-up: what making a `FleetClient` costs, and keeps."""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any
+
+import pytest
+
+from codefleet.api.client import FleetClient
+
+
+@pytest.fixture
+def verify_loads(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every certificate bundle an SSL context loads while the test runs."""
+    loads: list[Any] = []
+    original = ssl.SSLContext.load_verify_locations
+
+    def load(self: ssl.SSLContext, *args: Any, **kwargs: Any) -> None:
+        loads.append(args or kwargs)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", load)
+    return loads
+
+
+async def test_an_http_server_costs_no_certificate_bundle(verify_loads: list[Any]) -> None:
+    async with FleetClient("http://127.0.0.1:8099", token="t"):
+        pass
+    assert verify_loads == []
+
+
+async def test_an_https_server_is_still_verified(verify_loads: list[Any]) -> None:
+    async with FleetClient("https://fleet.example.invalid", token="t") as client:
+        pool = client._http._transport._pool  # type: ignore[attr-defined]
+        assert pool._ssl_context.verify_mode == ssl.CERT_REQUIRED
+        assert pool._ssl_context.check_hostname
+    assert verify_loads != []
