@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ssl
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -36,3 +38,14 @@ async def test_an_https_server_is_still_verified(verify_loads: list[Any]) -> Non
         assert pool._ssl_context.verify_mode == ssl.CERT_REQUIRED
         assert pool._ssl_context.check_hostname
     assert verify_loads != []
+
+
+def test_importing_the_client_skips_httpxs_command_line() -> None:
+    """`httpx._main` (click, pygments, Rich's syntax) is httpx's CLI, never ours: not loaded."""
+    code = (
+        "import sys, codefleet.api.client, httpx; "
+        "print(sorted(m for m in ('httpx._main', 'pygments', 'click') if sys.modules.get(m) is not None), "
+        "callable(httpx.main))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["[]", "True"]

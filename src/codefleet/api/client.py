@@ -11,8 +11,15 @@ treat as a denial (fail closed).
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
+
+if "httpx" not in sys.modules:
+    # `import httpx` also imports its command-line client (`httpx._main`: click, Rich's
+    # syntax highlighting, pygments; ~200 ms here) whenever those happen to be installed.
+    # A None entry makes that import fail, and httpx falls back to its stub `main`.
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 import httpx
 
