@@ -23,6 +23,7 @@ if "httpx" not in sys.modules:
 
 import httpx
 
+from codefleet.api.lane import Lane, LaneError
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.errors import ERRORS_BY_CODE, DomainError
 
@@ -49,19 +50,24 @@ class ApiError(DomainError):
 
 
 def _raise_for(response: httpx.Response) -> None:
-    if response.status_code < 400:
+    if response.status_code >= 400:  # a streamed answer below 400 is not read here
+        _raise_for_status(response.status_code, response.content)
+
+
+def _raise_for_status(status: int, content: bytes) -> None:
+    if status < 400:
         return
     try:
-        error = response.json()["error"]
+        error = json.loads(content)["error"]
         code, message, detail = error["code"], error["message"], error.get("detail") or {}
     except (ValueError, KeyError, TypeError):
-        code, message, detail = "http_error", response.text[:500], {}
-    if response.status_code == 503:  # the server cannot serve this now; the call may be retried
+        code, message, detail = "http_error", content[:500].decode("utf-8", "replace"), {}
+    if status == 503:  # the server cannot serve this now; the call may be retried
         raise ServerUnavailable(f"{code}: {message}")
     cls = ERRORS_BY_CODE.get(code)
     if cls is not None:
         raise cls(message, detail)
-    raise ApiError(response.status_code, code, message, detail)
+    raise ApiError(status, code, message, detail)
 
 
 def _needs_tls(base_url: str) -> bool:
@@ -94,6 +100,9 @@ class FleetClient:
             transport=transport,
             verify=_needs_tls(self.base_url),
         )
+        # The pre-write call's own keep-alive lane (see `lane`), for a plain http server.
+        plain = transport is None and not _needs_tls(self.base_url)
+        self._lane = Lane(self.base_url, headers, timeout) if plain else None
 
     async def __aenter__(self) -> FleetClient:
         return self
@@ -102,6 +111,8 @@ class FleetClient:
         await self.aclose()
 
     async def aclose(self) -> None:
+        if self._lane is not None:
+            await self._lane.aclose()
         await self._http.aclose()
 
     async def _call(
@@ -181,8 +192,24 @@ class FleetClient:
         self, agent_id: str, epoch: int, task_id: str, paths: list[str], tool: str
     ) -> dict[str, Any]:
         body = {"agent_id": agent_id, "task_id": task_id, "paths": paths, "tool": tool}
-        result: dict[str, Any] = await self._json("POST", "/leases/acquire", body=body, epoch=epoch)
-        return result
+        if self._lane is None:
+            result: dict[str, Any] = await self._json(
+                "POST", "/leases/acquire", body=body, epoch=epoch
+            )
+            return result
+        return dict(await self._lane_json("POST", "/leases/acquire", body, epoch))
+
+    async def _lane_json(self, method: str, path: str, body: Any, epoch: int) -> Any:
+        """`_json` over the lane: the same errors, the same decoding."""
+        assert self._lane is not None
+        try:
+            status, content = await self._lane.request(
+                method, path, body, {"X-Agent-Epoch": str(epoch)}
+            )
+        except LaneError as err:
+            raise ServerUnavailable(f"{method} {path}: {err}") from err
+        _raise_for_status(status, content)
+        return json.loads(content) if content else None
 
     async def record_change(
         self,

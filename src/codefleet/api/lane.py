@@ -1,0 +1,137 @@
+"""A lean keep-alive HTTP/1.1 lane for the pre-write call, over asyncio streams.
+
+Every write of every agent waits on one `POST /leases/acquire`. Through httpx
+that request costs about 1 ms of client CPU on the project's machine (request,
+URL and header objects, h11, the response wrapper), more than the server's
+answer; over a bare keep-alive socket it costs about a tenth of that. The lane
+speaks only what the server's JSON answers need: plain http, one request at a
+time per connection (a small pool of idle connections for concurrent calls),
+`Content-Length` bodies. Anything else it cannot read raises `LaneError`.
+`FleetClient` owns the lane (paths, headers and error decoding stay there) and
+uses it only for an http:// server it reaches without an injected transport.
+
+A request sent on a reused connection that the server had closed meanwhile
+(its keep-alive timeout) is sent once more on a fresh connection, only when
+not a byte of an answer came back: the server never read it. The lane's
+callers send idempotent requests (a task re-acquiring its own path is a no-op).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+__all__ = ["Lane", "LaneError"]
+
+MAX_IDLE: Final = 4  # idle connections kept per lane; a runner asks one lease at a time
+MAX_HEAD_BYTES: Final = 64 * 1024
+
+
+class LaneError(Exception):
+    """The server could not be reached, timed out, or answered outside the lane's subset."""
+
+
+class _Connection:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, RuntimeError):  # RuntimeError: its loop is closed
+            self.writer.close()
+
+
+class Lane:
+    """Keep-alive requests to one http:// origin; `request` returns (status, body bytes)."""
+
+    def __init__(self, base_url: str, headers: dict[str, str], timeout: float) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme != "http" or not parts.hostname:
+            raise ValueError(f"the lane speaks plain http to a host, not {base_url!r}")
+        self._host, self._port = parts.hostname, parts.port or 80
+        self._prefix = parts.path.rstrip("/")
+        fixed = {"Host": parts.netloc, **headers, "Content-Type": "application/json"}
+        self._fixed = "".join(f"{k}: {v}\r\n" for k, v in fixed.items())
+        self._timeout = timeout
+        self._idle: list[_Connection] = []
+
+    async def request(
+        self, method: str, path: str, body: Any, headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes]:
+        data = json.dumps(body).encode()
+        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+        head = f"{method} {self._prefix}{path} HTTP/1.1\r\n{self._fixed}{extra}"
+        message = f"{head}Content-Length: {len(data)}\r\n\r\n".encode("latin-1") + data
+        try:
+            async with asyncio.timeout(self._timeout):
+                return await self._send(message)
+        except TimeoutError:
+            raise LaneError(f"{method} {path}: no answer in {self._timeout}s") from None
+        except (OSError, asyncio.IncompleteReadError, ValueError) as err:
+            raise LaneError(f"{method} {path}: {type(err).__name__}: {err}") from err
+
+    async def _send(self, message: bytes) -> tuple[int, bytes]:
+        while self._idle:
+            connection = self._idle.pop()
+            try:
+                return await self._exchange(connection, message)
+            except _ClosedBeforeAnswer:
+                continue  # the server closed it while idle: it never read this request
+        return await self._exchange(await self._open(), message)
+
+    async def _open(self) -> _Connection:
+        reader, writer = await asyncio.open_connection(self._host, self._port)
+        return _Connection(reader, writer)
+
+    async def _exchange(self, connection: _Connection, message: bytes) -> tuple[int, bytes]:
+        keep = False
+        try:
+            connection.writer.write(message)
+            status, length, keep = await _read_head(connection.reader)
+            payload = await connection.reader.readexactly(length) if length else b""
+        finally:  # on any failure or cancellation its state is unknown: never reuse it
+            if keep and len(self._idle) < MAX_IDLE:
+                self._idle.append(connection)
+            else:
+                connection.close()
+        return status, payload
+
+    async def aclose(self) -> None:
+        idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+
+class _ClosedBeforeAnswer(LaneError):
+    """The connection ended before the first byte of an answer."""
+
+
+async def _read_head(reader: asyncio.StreamReader) -> tuple[int, int, bool]:
+    """(status, content length, keep-alive) of the answer's head."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as err:
+        if not err.partial:
+            raise _ClosedBeforeAnswer("the server closed the connection") from None
+        raise LaneError("the answer was cut short") from None
+    except ConnectionResetError:  # the server reset it (closed while idle, data unread)
+        raise _ClosedBeforeAnswer("the server reset the connection") from None
+    except asyncio.LimitOverrunError as err:
+        raise LaneError(f"unreadable answer: {err}") from None
+    if len(head) > MAX_HEAD_BYTES:
+        raise LaneError("the answer's head is too long")
+    lines = head.decode("latin-1").split("\r\n")
+    version, _, rest = lines[0].partition(" ")
+    length, keep = 0, version == "HTTP/1.1"
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        name, value = name.strip().lower(), value.strip().lower()
+        if name == "content-length":
+            length = int(value)
+        elif name == "transfer-encoding":
+            raise LaneError(f"transfer-encoding {value} is not for the lane")
+        elif name == "connection":
+            keep = value == "keep-alive" or (keep and value != "close")
+    return int(rest.split(" ", 1)[0]), length, keep

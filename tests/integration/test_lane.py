@@ -1,0 +1,175 @@
+"""The pre-write call's keep-alive lane (`api.lane`): same answers as httpx, fails closed.
+
+Against the real server: an acquire over the lane is the answer httpx gets, a
+stale epoch is `StaleEpoch`, and the runner's write gate allows and denies as
+before. Against a scripted loopback server: one connection serves call after
+call; a connection the server closed while idle is replaced without the caller
+seeing it; no server, no answer in time, a cut answer or a chunked one are
+`ServerUnavailable`, which the write gate turns into a denial.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from codefleet.api.client import FleetClient, ServerUnavailable
+from codefleet.config import Settings
+from codefleet.errors import StaleEpoch
+from codefleet.fleet.prewrite import WriteGate
+from codefleet.paths import TreeRoot
+from codefleet.server.thread import ServerThread, free_port
+
+TOKEN = "lane-token"
+ALLOW = json.dumps({"decision": "allow", "granted": ["a.py"], "denied": []}).encode()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ServerThread]:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None, port=0, db=tmp_path / "db.sqlite", workdir=tree, run_dir=tmp_path / "runs",
+        token=TOKEN,
+    )  # fmt: skip
+    with ServerThread(settings) as running:
+        yield running
+
+
+async def started_task(client: FleetClient, tree: Path) -> tuple[str, int, str]:
+    await client.create_tasks([{"id": "T1", "title": "t", "description": "d"}])
+    agent = await client.register("runner-1", str(tree), None)
+    agent_id, epoch = agent["agent_id"], agent["epoch"]
+    task = await client.assignment(agent_id, epoch, wait=5)
+    assert task is not None
+    await client.start(task["id"], agent_id, epoch)
+    return agent_id, epoch, task["id"]
+
+
+async def test_the_lane_gets_the_servers_answers_and_errors(server: ServerThread) -> None:
+    tree = server.settings.workdir
+    async with FleetClient(server.url, token=TOKEN) as client:
+        assert client._lane is not None, "guard: an http server is reached over the lane"
+        agent_id, epoch, task_id = await started_task(client, tree)
+        answer = await client.acquire(agent_id, epoch, task_id, ["a.py"], "Write")
+        assert answer["decision"] == "allow"
+        with pytest.raises(StaleEpoch):
+            await client.acquire(agent_id, epoch + 1, task_id, ["a.py"], "Write")
+        gate = WriteGate(client, TreeRoot(tree), agent_id, epoch, task_id)
+        assert (await gate.check("Write", {"file_path": str(tree / "b.py")})).allowed
+        outside = await gate.check("Write", {"file_path": "/etc/passwd"})
+        assert not outside.allowed and "outside the shared working tree" in outside.reason
+
+
+# -- a scripted server ------------------------------------------------------------------
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+Start = Callable[[Handler], Awaitable[str]]
+
+
+@pytest.fixture
+async def scripted() -> AsyncIterator[Start]:
+    servers: list[asyncio.Server] = []
+
+    async def start(handler: Handler) -> str:
+        servers.append(await asyncio.start_server(handler, "127.0.0.1", 0))
+        return f"http://127.0.0.1:{servers[-1].sockets[0].getsockname()[1]}"
+
+    yield start
+    for running in servers:
+        running.close()
+
+
+async def read_request(reader: asyncio.StreamReader) -> bytes:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length")
+    )
+    return head + await reader.readexactly(length)
+
+
+def answer(body: bytes, extra: bytes = b"") -> bytes:
+    return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n%s" % (len(body), extra, body)
+
+
+async def acquire(client: FleetClient) -> dict[str, object]:
+    return await client.acquire("a_1", 1, "T1", ["a.py"], "Write")
+
+
+async def test_one_connection_serves_call_after_call(scripted: Start) -> None:
+    connections: list[int] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        while True:
+            try:
+                request = await read_request(reader)
+            except asyncio.IncompleteReadError:
+                return
+            assert b"X-Agent-Epoch: 1\r\n" in request and b"Authorization: Bearer t\r\n" in request
+            writer.write(answer(ALLOW))
+
+    async with FleetClient(await scripted(handler), token="t") as client:
+        for _ in range(5):
+            assert (await acquire(client))["decision"] == "allow"
+    assert len(connections) == 1
+
+
+async def test_a_connection_closed_while_idle_is_replaced_unseen(scripted: Start) -> None:
+    served: list[int] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        served.append(1)
+        writer.write(answer(ALLOW))  # then close: the keep-alive timeout of a real server
+        await writer.drain()
+        writer.close()
+
+    async with FleetClient(await scripted(handler), token="t") as client:
+        assert (await acquire(client))["decision"] == "allow"
+        await asyncio.sleep(0.05)  # let the close arrive (a real idle connection's fate)
+        assert (await acquire(client))["decision"] == "allow"
+    assert len(served) == 2
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"decision"',  # cut short
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        b"",  # closed on a fresh connection without an answer
+        None,  # never answers
+    ],
+    ids=["cut-short", "chunked", "closed", "silent"],
+)
+async def test_an_unusable_answer_is_server_unavailable_and_the_gate_denies(
+    scripted: Start, reply: bytes | None, tmp_path: Path
+) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        if reply is None:
+            await reader.read()  # until the client gives up and hangs up
+            return
+        writer.write(reply)
+        await writer.drain()
+        writer.close()
+
+    url = await scripted(handler)
+    async with FleetClient(url, token="t", timeout=0.5) as client:
+        with pytest.raises(ServerUnavailable):
+            await acquire(client)
+        gate = WriteGate(client, TreeRoot(tmp_path), "a_1", 1, "T1")
+        verdict = await gate.check("Write", {"file_path": str(tmp_path / "a.py")})
+    assert not verdict.allowed and "could not grant the lease" in verdict.reason
+
+
+async def test_no_server_is_server_unavailable() -> None:
+    async with FleetClient(f"http://127.0.0.1:{free_port()}", token="t") as client:
+        with pytest.raises(ServerUnavailable):
+            await acquire(client)
