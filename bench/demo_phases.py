@@ -1,0 +1,107 @@
+"""Where `codefleet demo --dry-run`'s time goes: the demo run in this process, each piece timed.
+
+Wraps the demo's pieces (imports, workspace, server start and stop, the
+fleet, the final check, the committer, the printing) and prints when each
+started and how long it took, in ms from this script's start (the
+interpreter's own start and exit are outside it). The demo's output is
+discarded. Run it at real-time priority for the figures an idle machine gives:
+
+    chrt -f 50 .venv/bin/python -m bench.demo_phases /tmp/demo-phases
+"""
+# ruff: noqa: E402 - the imports are what is timed, one after the other
+
+from __future__ import annotations
+
+import time
+
+T0 = time.perf_counter()
+MARKS: list[tuple[str, float]] = []
+MARKS.append(("start", T0))
+
+import codefleet.cli.app
+
+MARKS.append(("import cli (Typer, every command module)", time.perf_counter()))
+import codefleet.cli.demo_run as demo_run
+
+MARKS.append(("import demo_run (server, client, fleet, ui)", time.perf_counter()))
+
+import contextlib
+import inspect
+import itertools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import uvicorn.lifespan.on
+import uvicorn.server
+
+import codefleet.fleet.local
+import codefleet.review.live
+import codefleet.server.thread
+
+SPANS: list[tuple[str, float, float]] = []
+
+
+def wrap(owner: Any, attr: str, name: str) -> None:
+    """Replace `owner.attr` by a wrapper that records its start and duration."""
+    fn: Callable[..., Any] = getattr(owner, attr)
+    if inspect.iscoroutinefunction(fn):
+
+        async def timed_async(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                SPANS.append((name, started, time.perf_counter()))
+
+        setattr(owner, attr, timed_async)
+        return
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            SPANS.append((name, started, time.perf_counter()))
+
+    setattr(owner, attr, timed)
+
+
+def instrument() -> None:
+    thread = codefleet.server.thread.ServerThread
+    wrap(demo_run, "make_workspace", "workspace (copytree + git init/commit)")
+    wrap(demo_run, "load_graph", "load graph")
+    wrap(demo_run, "demo_committer", "open committer")
+    wrap(thread, "__init__", "server: create_app + config")
+    wrap(thread, "start", "server: start (thread, lifespan, bind)")
+    wrap(demo_run, "run_fleet", "run_fleet (fleet + final verify)")
+    wrap(codefleet.fleet.local, "run_command", "  of which: the final verify command")
+    wrap(codefleet.review.live.LiveCommitter, "finish", "committer.finish (after the drain)")
+    wrap(demo_run, "print_result", "print_result")
+    wrap(demo_run, "print_history", "print_history")
+    wrap(thread, "stop", "server: stop (join)")
+    wrap(uvicorn.server.Server, "shutdown", "  uvicorn shutdown")
+    wrap(uvicorn.server.Server, "_wait_tasks_to_complete", "  uvicorn waits for open requests")
+    wrap(uvicorn.lifespan.on.LifespanOn, "shutdown", "  lifespan shutdown")
+
+
+def main() -> None:
+    instrument()
+    sys.argv = ["codefleet", "demo", "--dry-run", "--run-dir", sys.argv[1]]
+    with (
+        open(os.devnull, "w") as out,
+        contextlib.redirect_stdout(out),
+        contextlib.suppress(SystemExit),
+    ):
+        codefleet.cli.app.app()
+    MARKS.append(("the command", time.perf_counter()))
+    print(f"{'piece':50} {'start':>7} {'ms':>7}")
+    for (_, before), (name, at) in itertools.pairwise(MARKS):
+        print(f"{name:50} {1000 * (before - T0):7.0f} {1000 * (at - before):7.0f}")
+    for name, started, ended in sorted(SPANS, key=lambda span: span[1]):
+        print(f"  {name:48} {1000 * (started - T0):7.0f} {1000 * (ended - started):7.0f}")
+
+
+if __name__ == "__main__":
+    main()
