@@ -107,8 +107,8 @@ async def setup_gates(url: str, token: str, tree: Path, clis: int) -> list[Write
         task = None
         while task is None:
             task = await client.assignment(agent_id, epoch, wait=5)
-        await client.start(task["id"], agent_id, epoch)
-        gates.append(WriteGate(client, TreeRoot(tree), agent_id, epoch, task["id"]))
+        await client.start(task.id, agent_id, epoch)
+        gates.append(WriteGate(client, TreeRoot(tree), agent_id, epoch, task.id))
     return gates
 
 

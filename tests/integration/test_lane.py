@@ -46,8 +46,8 @@ async def started_task(client: FleetClient, tree: Path) -> tuple[str, int, str]:
     agent_id, epoch = agent["agent_id"], agent["epoch"]
     task = await client.assignment(agent_id, epoch, wait=5)
     assert task is not None
-    await client.start(task["id"], agent_id, epoch)
-    return agent_id, epoch, task["id"]
+    await client.start(task.id, agent_id, epoch)
+    return agent_id, epoch, task.id
 
 
 async def test_the_lane_gets_the_servers_answers_and_errors(server: ServerThread) -> None:
