@@ -46,7 +46,7 @@ GIT_DIR = ".git"
 # this tree would load or execute, so an agent writing it would run code as that person.
 DEFAULT_PROTECTED_NAMES: tuple[str, ...] = (".claude", ".mcp.json")
 # Writing SQLite's side files rewrites the database as surely as writing the database itself;
-# `.lock` is the server's one-server lock (`serverlock`).
+# `.lock` is the server's one-server lock (`server.lock`).
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal", ".lock")
 
 
