@@ -265,3 +265,21 @@ async def test_a_server_that_keeps_no_patches_gets_a_clear_refusal_not_an_empty_
     assert done.returncode == 1
     assert "--keep-failed-edits" in done.stderr
     assert git(tree, "branch", "--list", "codefleet/*") == ""
+
+
+async def test_committing_a_run_again_says_which_tasks_are_already_on_which_branch(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    tree = plain_tree(tmp_path)
+    make_repository(tree)
+    server = make_server(**FAST, workdir=tree)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "t", "title": "t", "description": "scripted"}])
+        await drain(server, tree, {"t": [{"append": {"path": "a.py", "text": "T = 1\n"}}]})
+
+    first = commit_json(server.url)
+    again = codefleet("commit", "--server", server.url)
+
+    assert first["already_committed"] == {}
+    assert again.returncode == 0, again.stderr
+    assert f"already committed: t on {first['branch']}" in again.stdout

@@ -120,7 +120,7 @@ def commit(
     from codefleet.review.commitview import history_json, print_history
     from codefleet.review.fetch import fetch_record
     from codefleet.review.git import GitError, Repo
-    from codefleet.review.history import planned_changes, unfinished_tasks
+    from codefleet.review.history import committed_before, planned_changes, unfinished_tasks
 
     settings = settings_from(server_url=server, token=token)
     who = parse_author(author)
@@ -144,11 +144,11 @@ def commit(
     if result.commits:
         pairs = [(c.task_id, c.sha) for c in result.commits]
         call_server(settings, lambda c: c.record_commits(result.branch, pairs))
-    unfinished = unfinished_tasks(record)
+    unfinished, before = unfinished_tasks(record), committed_before(record)
     if json_out:
-        print_json(history_json(result, unfinished))
+        print_json(history_json(result, unfinished, before))
     else:
-        print_history(console, result, log, unfinished)
+        print_history(console, result, log, unfinished, before)
 
 
 class ReportFormat(StrEnum):

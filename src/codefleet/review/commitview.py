@@ -7,7 +7,7 @@ did not succeed; it holds no state and runs no git itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -22,9 +22,13 @@ UNTOUCHED = "your HEAD, index and working tree are untouched"
 
 
 def print_history(
-    console: Console, result: CommitResult, log: str, unfinished: Sequence[Unfinished] = ()
+    console: Console,
+    result: CommitResult,
+    log: str,
+    unfinished: Sequence[Unfinished] = (),
+    before: Mapping[str, Sequence[str]] = {},
 ) -> None:
-    """The branch and its log, then what was not committed and why."""
+    """The branch and its log, what earlier branches hold already, what was not committed."""
     if result.commits:
         head = Text("branch ", style="bold")
         head.append(result.branch, style="bold magenta")
@@ -34,6 +38,9 @@ def print_history(
             console.print(Text(f"  {entry}"))
     else:
         console.print(Text("no commit made: no succeeded task changed a file", style="yellow"))
+    for branch, tasks in repeated(result, before).items():
+        note = f"already committed: {', '.join(tasks)} on {branch} (this branch repeats them)"
+        console.print(Text(note, style="yellow"))
     if result.error:
         console.print(Text(f"committing stopped: {result.error}", style="bold red"))
     if result.uncommitted:
@@ -73,7 +80,18 @@ def _findings(result: CommitResult, unfinished: Sequence[Unfinished]) -> list[Te
     return lines
 
 
-def history_json(result: CommitResult, unfinished: Sequence[Unfinished] = ()) -> dict[str, Any]:
+def repeated(result: CommitResult, before: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """Earlier branch -> the tasks of this commit series it already holds."""
+    now = {c.task_id for c in result.commits}
+    found = {branch: [t for t in tasks if t in now] for branch, tasks in before.items()}
+    return {branch: tasks for branch, tasks in found.items() if tasks and branch != result.branch}
+
+
+def history_json(
+    result: CommitResult,
+    unfinished: Sequence[Unfinished] = (),
+    before: Mapping[str, Sequence[str]] = {},
+) -> dict[str, Any]:
     return {
         "branch": result.branch if result.commits else None,
         "base": result.base,
@@ -87,6 +105,7 @@ def history_json(result: CommitResult, unfinished: Sequence[Unfinished] = ()) ->
         "mismatched": list(result.mismatched),
         "error": result.error,
         "uncommitted": list(result.uncommitted),
+        "already_committed": repeated(result, before),
         "not_succeeded": [
             {"task_id": u.task_id, "status": u.status, "paths": list(u.paths)} for u in unfinished
         ],

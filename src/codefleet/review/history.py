@@ -24,6 +24,7 @@ __all__ = [
     "TaskChange",
     "Unfinished",
     "commit_message",
+    "committed_before",
     "format_cost",
     "planned_changes",
     "success_order",
@@ -107,6 +108,17 @@ def planned_changes(record: RunRecord) -> list[TaskChange]:
         for i in success_order(record.events)
         if i in by_id and i in record.patches and by_id[i]["status"] == TaskStatus.SUCCEEDED
     ]
+
+
+def committed_before(record: RunRecord) -> dict[str, list[str]]:
+    """Branch -> the tasks an earlier `commit` (or `run --commit`) put on it, in event order."""
+    found: dict[str, list[str]] = {}
+    for event in record.events:
+        if event["type"] == EventType.TASK_COMMITTED and event["task_id"]:
+            on = found.setdefault(str(event["payload"]["branch"]), [])
+            if event["task_id"] not in on:
+                on.append(str(event["task_id"]))
+    return found
 
 
 def unfinished_tasks(record: RunRecord) -> list[Unfinished]:
