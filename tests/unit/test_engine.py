@@ -66,7 +66,7 @@ class Fleet:
         return self.engine.tick()
 
     def owner(self, task_id: str) -> str:
-        agent_id = self.engine.index.live[task_id].agent_id
+        agent_id = self.engine.tasks.index.live[task_id].agent_id
         assert agent_id is not None, f"{task_id} is not assigned"
         return agent_id
 
@@ -80,14 +80,14 @@ class Fleet:
 
     def finish(self, task_id: str, ok: bool = True, **report: Any) -> TaskAnswer:
         agent_id = self.owner(task_id)
-        attempt = self.engine.index.live[task_id].attempts
+        attempt = self.engine.tasks.index.live[task_id].attempts
         return self.engine.complete(
             task_id, agent_id, self.epoch(agent_id), AttemptReport(attempt=attempt, ok=ok, **report)
         )
 
     def run(self, task_id: str, ok: bool = True, **report: Any) -> TaskAnswer:
         """Tick until `task_id` is assigned, then start it and report on it."""
-        if task_id not in self.engine.index.in_flight:
+        if task_id not in self.engine.tasks.index.in_flight:
             decisions = self.tick()
             assert any(isinstance(d, sched.Assign) and d.task_id == task_id for d in decisions), (
                 f"{task_id} was not assigned: {decisions}"
@@ -742,8 +742,8 @@ def test_a_restarted_engine_reloads_live_state_from_the_same_file_and_carries_on
     restarted = Engine(store, fleet.engine.tree, fleet.engine.config, clock=fleet.clock)
     fleet.engine = restarted
 
-    assert set(restarted.index.in_flight) == {task}
-    assert restarted.index.in_flight[task].status is TaskStatus.RUNNING
+    assert set(restarted.tasks.index.in_flight) == {task}
+    assert restarted.tasks.index.in_flight[task].status is TaskStatus.RUNNING
     assert restarted.leases.holders == {"a.py": (agent, task)}
     assert restarted.agents.by_id[agent].epoch == epoch
     assert restarted.agents.by_id[agent].status is AgentStatus.BUSY
@@ -783,7 +783,7 @@ def test_finished_tasks_leave_the_live_index_and_the_candidate_window_is_bounded
     for task_id in done:
         fleet.run(task_id)
 
-    index = fleet.engine.index
+    index = fleet.engine.tasks.index
     state = fleet.engine.snapshot(fleet.clock())
 
     assert not set(done) & set(index.live)
@@ -841,14 +841,14 @@ def test_an_invalid_graph_is_rejected_whole_and_writes_nothing(fleet: Fleet, cas
     problem, specs = INVALID_BATCHES[case]
     batch = [NewTask("fine", id="fine", file_scope=["a.py"]), *specs] if specs else []
     before = _counts(fleet)
-    statuses = dict(fleet.engine.index.status)
+    statuses = dict(fleet.engine.tasks.index.status)
 
     with pytest.raises(InvalidGraph) as caught:
         fleet.engine.create_tasks(batch)
 
     assert caught.value.detail["problem"] == problem
     assert _counts(fleet) == before
-    assert fleet.engine.index.status == statuses
+    assert fleet.engine.tasks.index.status == statuses
     assert fleet.candidate_ids() == ["existing"]
 
 

@@ -129,7 +129,7 @@ def test_a_report_whose_commit_fails_changes_nothing_and_is_applied_when_retried
     with pytest.raises(StoreUnavailable):
         harness.engine.complete("T", agent, epoch, AttemptReport(attempt=1, ok=True))
 
-    assert harness.engine.index.in_flight["T"].status is TaskStatus.RUNNING
+    assert harness.engine.tasks.index.in_flight["T"].status is TaskStatus.RUNNING
     assert harness.engine.agents.by_id[agent].status is AgentStatus.BUSY
     assert harness.engine.leases.holders == {"a.py": (agent, "T")}
     harness.disk.full = False
@@ -221,7 +221,7 @@ def test_a_restore_whose_release_cannot_commit_stays_held_and_the_next_tick_fini
     harness.clock.advance(3)  # past its backoff, with its runner idle: still not handed out
     with pytest.raises(StoreUnavailable):
         harness.engine.tick()
-    assert harness.engine.index.live["T"].status is TaskStatus.PENDING
+    assert harness.engine.tasks.index.live["T"].status is TaskStatus.PENDING
     harness.disk.commits_left = None
     harness.disk.full = False
     harness.engine.tick()

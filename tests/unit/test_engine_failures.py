@@ -51,7 +51,7 @@ def test_a_child_listed_before_its_parent_is_born_blocked_when_the_grandparent_f
         for e in fleet.events(EventType.TASK_BLOCKED_UPSTREAM)
     }
     assert blocked == {"parent": "X", "child": "X"}
-    assert fleet.engine.index.live == {}
+    assert fleet.engine.tasks.index.live == {}
     assert [type(d) for d in fleet.tick()] == [sched.FleetIdle]
 
 
@@ -83,7 +83,7 @@ def test_a_restart_blocks_pending_tasks_left_below_a_dead_ancestor(
     again = make_fleet()
 
     assert again.task("child")["status"] == TaskStatus.BLOCKED_UPSTREAM
-    assert again.engine.index.live == {}
+    assert again.engine.tasks.index.live == {}
     [event] = again.events(EventType.TASK_BLOCKED_UPSTREAM)
     assert (event["task_id"], event["payload"]["upstream"]) == ("child", "parent")
 

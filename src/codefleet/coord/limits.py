@@ -21,6 +21,8 @@ scheduler's snapshot, which assigns nothing while either holds.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from enum import StrEnum
@@ -149,6 +151,16 @@ class FleetLimits:
         )
         self.budget = budget
         self.announced = False
+
+    @contextmanager
+    def budget_kept(self) -> Iterator[None]:
+        """Put the cap back if the transaction inside fails (the cap is memory after `load`)."""
+        before = (self.budget, self.announced)
+        try:
+            yield
+        except BaseException:
+            self.budget, self.announced = before
+            raise
 
     def budget_json(self) -> dict[str, Any]:
         return {

@@ -67,19 +67,19 @@ class EngineReads:
     # -- the live index ----------------------------------------------------------------
 
     def parents(self, task_id: str) -> list[str]:
-        return list(self._engine.index.parents.get(task_id, ()))
+        return list(self._engine.tasks.index.parents.get(task_id, ()))
 
     def children(self, task_id: str) -> list[str]:
-        return list(self._engine.index.children.get(task_id, ()))
+        return list(self._engine.tasks.index.children.get(task_id, ()))
 
     def status(self, task_id: str) -> TaskStatus | None:
-        return self._engine.index.status.get(task_id)
+        return self._engine.tasks.index.status.get(task_id)
 
     def live_count(self) -> int:
-        return len(self._engine.index.live)
+        return len(self._engine.tasks.index.live)
 
     def in_flight_count(self) -> int:
-        return len(self._engine.index.in_flight)
+        return len(self._engine.tasks.index.in_flight)
 
     # -- agents, holders, restores, limits ------------------------------------------------
 
@@ -94,7 +94,7 @@ class EngineReads:
 
     def holder(self, agent_id: str) -> tuple[str | None, str]:
         """(name, kind) of a lease holder: a runner's task, or a person's interactive session."""
-        return self._engine.holder_name(agent_id), self._engine.holder_kind(agent_id)
+        return self._engine.holder(agent_id)
 
     def restoring(self, task_id: str) -> dict[str, str | None]:
         """Paths of the task whose ended attempt is not yet put back, with any restore error."""

@@ -1,0 +1,163 @@
+"""The runner's and the hook's calls that read the task table and write one part.
+
+`heartbeat`, `assignment` (and its long poll), `acquire`, `record_change`,
+`record_check` and `foreign_preimages`: each checks the caller's epoch, reads
+the live index to find the caller's attempt, and writes (if at all) through
+one part (the agent registry, the lease table, the checks registry, or a
+ledger row) inside the engine's `transition`, which it is handed with `kick`.
+None ends an attempt or changes a task: those cut across parts and stay in
+the engine (`register`, `leave`, `complete`). A refusal is an answer (a lease
+denial) or a domain error (`StaleEpoch`, `NotOwner`), never a half-write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from codefleet.attempt import AssignedTask
+from codefleet.coord.agents import AgentRegistry
+from codefleet.coord.answers import Beat, LeaseAnswer
+from codefleet.coord.checks import CheckRegistry
+from codefleet.coord.files import Files
+from codefleet.coord.leases import LeaseTable, denial
+from codefleet.coord.restores import Transition
+from codefleet.coord.store import Store
+from codefleet.coord.tasks import TaskTable
+from codefleet.errors import NotOwner
+from codefleet.models import DenyReason, ErrorKind, EventType, TaskStatus, to_iso
+from codefleet.paths import PathRejected, TreeRoot
+
+__all__ = ["RunnerCalls"]
+
+
+class RunnerCalls:
+    """One engine's thin runner calls; every method runs on the engine's thread."""
+
+    def __init__(
+        self,
+        store: Store,
+        tree: TreeRoot,
+        clock: Callable[[], datetime],
+        task_timeout: float,
+        agents: AgentRegistry,
+        tasks: TaskTable,
+        leases: LeaseTable,
+        files: Files,
+        checks: CheckRegistry,
+        transition: Transition,
+        kick: Callable[[], None],
+    ) -> None:
+        self.store = store
+        self.tree = tree
+        self.clock = clock
+        self.task_timeout = task_timeout
+        self.agents = agents
+        self.tasks = tasks
+        self.leases = leases
+        self.files = files
+        self.checks = checks
+        self.transition = transition
+        self.kick = kick
+
+    def heartbeat(self, agent_id: str, epoch: int) -> Beat:
+        agent = self.agents.check_epoch(agent_id, epoch)
+        now = self.clock()
+        self.agents.beat(agent, now)
+        with self.transition():
+            if self.agents.record_beat(agent, now):
+                self.kick()
+        return Beat(agent.status, agent.epoch)
+
+    def assignment(self, agent_id: str, epoch: int) -> AssignedTask | None:
+        agent = self.agents.check_epoch(agent_id, epoch)
+        self.agents.touch(agent)
+        task = self.tasks.index.in_flight.get(agent.current_task_id or "")
+        if task is None or task.status is not TaskStatus.ASSIGNED:
+            return None
+        row = self.store.task(task.id)
+        assert row is not None and task.assigned_at is not None
+        deadline = task.assigned_at.timestamp() + self.task_timeout
+        kind = row["error_kind"]
+        return AssignedTask(
+            id=task.id, title=row["title"], description=row["description"],
+            priority=task.priority, file_scope=tuple(sorted(task.scope)), attempts=task.attempts,
+            deadline=datetime.fromtimestamp(deadline, task.assigned_at.tzinfo),
+            blocked_on_path=row["blocked_on_path"], error=row["error"],
+            error_kind=None if kind is None else ErrorKind(kind), verify=row["verify"],
+        )  # fmt: skip
+
+    async def wait_assignment(self, agent_id: str, epoch: int, wait: float) -> AssignedTask | None:
+        """Long-poll: answer as soon as an assignment exists, or None after `wait` s."""
+        found = self.assignment(agent_id, epoch)
+        if found is not None or wait <= 0:
+            return found
+        await self.agents.wait_for_wake(agent_id, wait, self.kick)
+        return self.assignment(agent_id, epoch)
+
+    def acquire(
+        self, agent_id: str, epoch: int, task_id: str, paths: list[str], tool: str
+    ) -> LeaseAnswer:
+        """All-or-nothing lease grant for one write; always an answer, never an error."""
+        agent = self.agents.check_epoch(agent_id, epoch)
+        self.agents.touch(agent)
+        task = self.tasks.index.in_flight.get(task_id)
+        if task is None or task.agent_id != agent_id:
+            refused = [denial(p, DenyReason.NOT_OWNER) for p in paths]
+            return LeaseAnswer.deny(refused, f"task {task_id} is not yours")
+        keys, rejected = self.leases.canonical_all(paths)
+        if rejected:
+            return LeaseAnswer.deny(rejected)
+        if self.leases.all_ours(keys, task_id):
+            return LeaseAnswer(True, granted=tuple(keys))  # a re-acquire writes nothing
+        with self.transition():
+            return self.leases.acquire(agent_id, agent.name, task_id, keys, tool)
+
+    def record_change(
+        self, agent_id: str, epoch: int, task_id: str, path: str, tool: str,
+        sha256: str | None = None,
+    ) -> None:  # fmt: skip
+        """Ledger row from PostToolUse; never vetoes, never read by the scheduler.
+
+        The row names the owner's current attempt and the content hash the writer
+        read after the write: the invariant checker's content oracle.
+        """
+        self.agents.check_epoch(agent_id, epoch)
+        self.tasks.require(task_id)
+        try:
+            key = self.tree.canonical(path)
+        except PathRejected:
+            key = path
+        task = self.tasks.index.in_flight.get(task_id)
+        attempt = task.attempts if task is not None and task.agent_id == agent_id else None
+        with self.transition():
+            self.store.insert_change(
+                task_id, agent_id, key, tool, to_iso(self.clock()), attempt, sha256
+            )
+            self.store.emit(
+                EventType.FILE_CHANGED, task_id=task_id, agent_id=agent_id, path=key, tool=tool,
+                **({"sha256": sha256} if sha256 else {}),
+            )  # fmt: skip
+
+    def record_check(
+        self, task_id: str, agent_id: str, epoch: int, report: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """One `check_started` or `check_finished` event for the owner's current attempt."""
+        agent = self.agents.check_epoch(agent_id, epoch)
+        self.agents.touch(agent)
+        task = self.tasks.owned(task_id, agent_id)
+        if report["attempt"] != task.attempts:
+            raise NotOwner(
+                f"attempt {report['attempt']} of {task_id} is over",
+                {"task_id": task_id, "attempt": task.attempts},
+            )
+        command = self.checks.command(str(report["name"]))
+        with self.transition():
+            event_id = self.checks.record(task_id, agent_id, task.attempts, command, report)
+        return {"event_id": event_id}
+
+    def foreign_preimages(self, task_id: str) -> dict[str, Any]:
+        """Pre-images of every path leased by another task: what the isolated view restores."""
+        self.tasks.require(task_id)
+        return self.files.foreign_preimages(task_id, self.leases.holders)
