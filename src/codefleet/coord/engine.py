@@ -111,6 +111,7 @@ class Engine:
         self.heartbeat = runner.heartbeat
         self.assignment = runner.assignment
         self.wait_assignment = runner.wait_assignment
+        self.start = runner.start
         self.acquire = runner.acquire
         self.record_change = runner.record_change
         self.record_check = runner.record_check
@@ -287,7 +288,7 @@ class Engine:
             case _:
                 raise TypeError(f"unknown decision {decision!r}")
 
-    # -- an attempt: assign, start, complete -------------------------------------------
+    # -- an attempt: assign, complete -------------------------------------------
 
     def _assign(self, task_id: str, agent_id: str, now: datetime) -> None:
         task = self.tasks.index.live.get(task_id)
@@ -304,15 +305,6 @@ class Engine:
         self.tasks.assign(task, agent_id, agent.name, now)
         self.agents.busy(agent, task_id, to_iso(now))
         self.agents.wake(agent_id)
-
-    def start(self, task_id: str, agent_id: str, epoch: int) -> dict[str, Any]:
-        self.agents.check_epoch(agent_id, epoch)
-        task = self.tasks.owned(task_id, agent_id)
-        if task.status is TaskStatus.RUNNING:
-            return {"status": task.status}
-        with self.transition():
-            self.tasks.start(task, self.clock())
-        return {"status": task.status}
 
     def complete(
         self, task_id: str, agent_id: str, epoch: int, report: AttemptReport

@@ -1,13 +1,14 @@
-"""The runner's and the hook's calls that read the task table and write one part.
+"""The runner's and the hook's calls that find the caller's attempt and write one part.
 
-`heartbeat`, `assignment` (and its long poll), `acquire`, `record_change`,
-`record_check` and `foreign_preimages`: each checks the caller's epoch, reads
-the live index to find the caller's attempt, and writes (if at all) through
-one part (the agent registry, the lease table, the checks registry, or a
-ledger row) inside the engine's `transition`, which it is handed with `kick`.
-None ends an attempt or changes a task: those cut across parts and stay in
-the engine (`register`, `leave`, `complete`). A refusal is an answer (a lease
-denial) or a domain error (`StaleEpoch`, `NotOwner`), never a half-write.
+`heartbeat`, `assignment` (and its long poll), `start`, `acquire`,
+`record_change`, `record_check` and `foreign_preimages`: each checks the
+caller's epoch, reads the live index to find the caller's attempt, and writes
+(if at all) through one part (the agent registry, the task table, the lease
+table, the checks registry, or a ledger row) inside the engine's
+`transition`, which it is handed with `kick`. None ends an attempt: that cuts
+across parts and stays in the engine (`register`, `leave`, `complete`). A
+refusal is an answer (a lease denial) or a domain error (`StaleEpoch`,
+`NotOwner`), never a half-write.
 """
 
 from __future__ import annotations
@@ -95,6 +96,16 @@ class RunnerCalls:
             return found
         await self.agents.wait_for_wake(agent_id, wait, self.kick)
         return self.assignment(agent_id, epoch)
+
+    def start(self, task_id: str, agent_id: str, epoch: int) -> dict[str, Any]:
+        """The owner's attempt is running (`task_started`); a second call writes nothing."""
+        self.agents.check_epoch(agent_id, epoch)
+        task = self.tasks.owned(task_id, agent_id)
+        if task.status is TaskStatus.RUNNING:
+            return {"status": task.status}
+        with self.transition():
+            self.tasks.start(task, self.clock())
+        return {"status": task.status}
 
     def acquire(
         self, agent_id: str, epoch: int, task_id: str, paths: list[str], tool: str
