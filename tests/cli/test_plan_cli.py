@@ -27,7 +27,7 @@ from codefleet.cli.demo_run import examples_dir
 from codefleet.planning.check import tree_for
 from codefleet.planning.planner import Plan, PlanFailed, plan_graph
 from codefleet.server.thread import ServerThread
-from codefleet.session.sdk import ReadOnlySession
+from codefleet.session.readonly import ReadOnlySession
 from codefleet.testing.fakemodel import FakeModel, marker, session_env
 
 GOAL = "Tag rules, search, routes, export and docs for the bookmarks service"

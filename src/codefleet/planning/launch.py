@@ -46,7 +46,7 @@ async def run_plan(
     settings: Settings, request: PlanRun, on_feedback: FeedbackHook | None = None
 ) -> tuple[Plan, Path]:
     """Run one planning session; the plan and the path of its record (or `PlanFailed`)."""
-    from codefleet.session.sdk import ReadOnlySession, SessionFailed
+    from codefleet.session.readonly import ReadOnlySession, SessionFailed
 
     stamp = f"plan-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     record = settings.run_dir / "plans" / f"{stamp}.json"

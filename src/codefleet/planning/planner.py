@@ -6,7 +6,7 @@ that finds errors, send them back as the next user message of the SAME
 session (at most `MAX_FEEDBACK_ROUNDS` times), else return the plan. A
 failed session (budget, turns, API error) or errors left after the last
 round raise `PlanFailed` with everything the person needs to see. The
-session is anything with `ask(text) -> Reply` (`session.ReadOnlySession`);
+session is anything with `ask(text) -> Reply` (`session.readonly.ReadOnlySession`);
 this module does not import the SDK. `plan_file` renders the graph file with
 its header comment; `plan_record` is the JSON kept under the run directory.
 """
@@ -23,7 +23,7 @@ from codefleet.planning.answer import Verdict, judge_answer
 from codefleet.planning.prompt import build_feedback, build_plan_prompt
 
 if TYPE_CHECKING:
-    from codefleet.session.sdk import Reply
+    from codefleet.session.readonly import Reply
 
 __all__ = [
     "MAX_FEEDBACK_ROUNDS",

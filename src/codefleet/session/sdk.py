@@ -1,6 +1,6 @@
 """The SDK executor: one attempt = one real Claude Code session (DESIGN §7).
 
-The only module that imports `claude_agent_sdk`. Each attempt runs the CLI the
+With `session.readonly`, the only module that imports `claude_agent_sdk`. Each attempt runs the CLI the
 SDK bundles with `dontAsk`, the read/write file tools and nothing else (no
 Bash, no subagents), no filesystem settings, strict MCP config, cwd = the
 shared tree, and the model, turn and budget limits from settings.
@@ -40,6 +40,9 @@ in-process MCP tool, `run_check(name)` (`mcp__codefleet__run_check`, in
 checks no MCP server is configured (docs/decisions.md, "The check tool is an
 in-process MCP server").
 
+A read-only conversation for `codefleet plan` is `session.readonly`, built
+from the same hardened options and helpers.
+
 Every attempt leaves `run_dir/sessions/<task>-attempt<n>.json` and a stderr
 log (`session_record`): the CLI's `init` frame (tools, model, permission mode,
 cwd, MCP servers: the proof the session was hermetic), the outcome, the hook
@@ -53,14 +56,12 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
 from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
-    ClaudeSDKClient,
     ClaudeSDKError,
     CLIConnectionError,
     HookCallback,
@@ -100,10 +101,7 @@ __all__ = [
     "SESSION_TOOLS",
     "WRITE_MATCHER",
     "MissingCredentials",
-    "ReadOnlySession",
-    "Reply",
     "SessionExecutor",
-    "SessionFailed",
     "credentials_problem",
     "deny",
     "make_check_server",
@@ -435,7 +433,7 @@ async def _drain(
         log.debug("session raised after its result: %r", err)
     if result is None:
         return None, None
-    return _session_result(result, seconds_until(attempt_log.limit_resets_at)), None
+    return session_result(result, seconds_until(attempt_log.limit_resets_at)), None
 
 
 def limit_resets_at(event: RateLimitEvent) -> float | None:
@@ -484,7 +482,7 @@ def classify_crash(err: BaseException) -> Crash:
     return Crash(ErrorKind.INFRA, f"{what}: {type(err).__name__}: {err}"[:2000])
 
 
-def _session_result(message: ResultMessage, retry_after_s: float | None = None) -> SessionResult:
+def session_result(message: ResultMessage, retry_after_s: float | None = None) -> SessionResult:
     return SessionResult(
         retry_after_s=retry_after_s,
         subtype=message.subtype,
@@ -527,128 +525,3 @@ async def _settle(pending: set[asyncio.Task[None]]) -> None:
     """Wait (bounded) for the background ledger writes of this attempt."""
     if pending:
         await asyncio.wait(set(pending), timeout=RECORD_TIMEOUT_S)
-
-
-# -- a read-only conversation (codefleet plan) ----------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """One answer of a `ReadOnlySession`: its whole final text and the session so far.
-
-    `outcome` is what the fleet's sessions report (ok, error and kind, cost and tokens,
-    cumulative over the conversation; `attempt` counts the asks so far); `model` comes
-    from the CLI's `init` frame.
-    """
-
-    text: str
-    outcome: AttemptReport
-    model: str | None = None
-
-
-class ReadOnlySession:
-    """One Claude Code session that may only read the tree, kept open across messages.
-
-    The hardened options of the fleet's sessions (`dontAsk`, no setting sources, strict
-    MCP, cwd = the tree, turn and budget caps) with the tools Read, Glob and Grep only;
-    a PreToolUse hook (`on_failure="block"`) refuses any read outside the tree
-    (`readguard`). `ask` sends one user message and waits for the result; the next
-    `ask` continues the same conversation. Leaving the `async with` ends the CLI.
-    """
-
-    def __init__(
-        self,
-        workdir: Path,
-        *,
-        model: str | None = None,
-        max_turns: int = 40,
-        max_budget_usd: float = 0.50,
-        timeout: float = 600.0,
-        env: Mapping[str, str] | None = None,
-        stderr: Callable[[str], None] | None = None,
-    ) -> None:
-        self.workdir = workdir.resolve()
-        self.timeout = timeout
-        self.refusals: list[str] = []
-        self._init: dict[str, Any] | None = None
-        self._asks = 0
-        guard = HookMatcher(
-            matcher=READ_MATCHER, hooks=[self._guard], timeout=HOOK_TIMEOUT_S, on_failure="block"
-        )
-        self._client = ClaudeSDKClient(
-            ClaudeAgentOptions(
-                tools=list(READ_TOOLS),
-                allowed_tools=list(READ_TOOLS),
-                mcp_servers={},
-                permission_mode="dontAsk",
-                setting_sources=[],
-                strict_mcp_config=True,
-                cwd=str(self.workdir),
-                model=model,
-                max_turns=max_turns,
-                max_budget_usd=max_budget_usd,
-                max_buffer_size=MAX_BUFFER_SIZE,
-                stderr=stderr,
-                env=dict(env or {}),
-                hooks={"PreToolUse": [guard]},
-                system_prompt={"type": "preset", "preset": "claude_code"},
-            )
-        )
-
-    async def __aenter__(self) -> ReadOnlySession:
-        try:
-            await self._client.connect()
-        except ClaudeSDKError as err:
-            raise SessionFailed(classify_crash(err).message) from err
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        with contextlib.suppress(Exception):  # closing a CLI that already died is not an error
-            await self._client.disconnect()
-
-    @property
-    def init(self) -> dict[str, Any] | None:
-        """The CLI's `init` frame (tools, model, permission mode, cwd), once it arrived."""
-        return self._init
-
-    async def ask(self, text: str) -> Reply:
-        """Send `text` as the next user message; the reply ends with the CLI's result."""
-        result: ResultMessage | None = None
-        crash: Crash | None = None
-        self._asks += 1
-        try:
-            async with asyncio.timeout(self.timeout):
-                await self._client.query(text)
-                async for message in self._client.receive_response():
-                    if isinstance(message, SystemMessage) and message.subtype == "init":
-                        self._init = dict(message.data)
-                    elif isinstance(message, ResultMessage):
-                        result = message
-        except TimeoutError:
-            crash = Crash(ErrorKind.TIMEOUT, f"no answer within {self.timeout:g} s")
-        except ClaudeSDKError as err:  # after a result: expected for an error result
-            crash = None if result is not None else classify_crash(err)
-        # A refused read is not a failed answer: the model was told, and the answer decides.
-        summary = replace(_session_result(result), permission_denials=0) if result else None
-        outcome = session_outcome(summary, crash, HookRecord(), attempt=self._asks)
-        model = str(self._init.get("model")) if self._init and self._init.get("model") else None
-        return Reply(result.result or "" if result is not None else "", outcome, model)
-
-    async def _guard(
-        self, input_data: HookInput, tool_use_id: str | None, context: HookContext
-    ) -> HookJSONOutput:
-        data = dict(input_data)
-        try:
-            tool = str(data.get("tool_name") or "")
-            refusal = read_refusal(str(self.workdir), tool, data.get("tool_input"))
-        except Exception:  # the hook fails closed: anything unexpected is a refusal
-            log.exception("read guard failed; refusing the call")
-            refusal = "The call could not be checked, so it was refused."
-        if refusal is None:
-            return {}
-        self.refusals.append(refusal)
-        return deny(refusal)
-
-
-class SessionFailed(Exception):
-    """The Claude Code CLI could not be started for a read-only session."""
