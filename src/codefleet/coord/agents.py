@@ -85,6 +85,9 @@ class AgentRegistry:
         deaf = self.deaf_seconds()  # stale means unheard while listening
         return tuple(a.view(deaf) for a in self.by_id.values())
 
+    def idle_count(self) -> int:
+        return sum(1 for a in self.by_id.values() if a.status is AgentStatus.IDLE)
+
     # -- memory from the record ------------------------------------------------------
 
     def load(self, now: datetime, down: timedelta | None) -> None:

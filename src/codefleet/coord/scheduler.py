@@ -29,7 +29,7 @@ Ties break on ids, so the output is a total order for a given snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -56,8 +56,13 @@ __all__ = [
     "StopForBudget",
     "TaskView",
     "candidate_order",
+    "first_window",
     "schedule",
+    "schedule_widening",
+    "wants_wider_window",
 ]
+
+MIN_WINDOW = 4
 
 DEADLINE_GRACE = timedelta(seconds=60)
 
@@ -309,3 +314,26 @@ def wants_wider_window(state: FleetState, decisions: Sequence[Decision]) -> bool
     assigned = sum(isinstance(d, Assign) for d in decisions)
     idle = sum(1 for a in state.agents if a.status is AgentStatus.IDLE)
     return assigned < idle
+
+
+def first_window(idle_agents: int) -> int:
+    """The candidate window a tick starts with: twice its idle agents, at least `MIN_WINDOW`.
+
+    Any start gives the same decisions as the whole ready list: `_assign` walks
+    the candidates in order and stops when the agents run out, and
+    `wants_wider_window` widens whenever a cut window left an idle agent
+    unfed, so only the cost depends on it (docs: performance.md, "Engine hot paths").
+    """
+    return max(MIN_WINDOW, 2 * idle_agents)
+
+
+def schedule_widening(
+    snapshot: Callable[[int], FleetState], now: datetime, window: int
+) -> list[Decision]:
+    """`schedule` over `snapshot(window)`, widened four times over until it is wide enough."""
+    while True:
+        state = snapshot(window)
+        decisions = schedule(state, now)
+        if not wants_wider_window(state, decisions):
+            return decisions
+        window *= 4
