@@ -236,13 +236,8 @@ class Engine:
         self.restores.finish_due()  # left over when a release could not commit: finish them first
         now = self.clock()
         self.interactive.expire_idle(now)
-        window = BASE_WINDOW
-        while True:
-            state = self.snapshot(now, window)
-            decisions = sched.schedule(state, now)
-            if not sched.wants_wider_window(state, decisions):
-                break
-            window *= 4
+        window = sched.first_window(self.agents.idle_count())
+        decisions = sched.schedule_widening(lambda w: self.snapshot(now, w), now, window)
         if not decisions:
             return decisions
         with self.transition():
