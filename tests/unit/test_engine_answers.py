@@ -1,0 +1,57 @@
+"""`complete` answers from the live index: the answer equals the stored row, every outcome."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import test_engine
+from test_engine import Fleet
+
+from codefleet.coord.answers import TaskAnswer
+from codefleet.models import ErrorKind, TaskStatus
+
+OUTCOMES: list[tuple[bool, dict[str, Any], TaskStatus]] = [
+    (True, {}, TaskStatus.SUCCEEDED),
+    (False, {"error_kind": ErrorKind.AGENT_ERROR, "error": "boom"}, TaskStatus.PENDING),
+    (False, {"error_kind": ErrorKind.VETO, "blocked_on_path": "b.py"}, TaskStatus.PENDING),
+    (False, {"error_kind": ErrorKind.RATE_LIMITED, "retry_after_s": 30}, TaskStatus.PENDING),
+    (False, {"error_kind": ErrorKind.TIMEOUT}, TaskStatus.PENDING),
+    (False, {"error_kind": ErrorKind.CANCELLED, "error": "no"}, TaskStatus.FAILED),
+]
+
+make_fleet = test_engine.make_fleet  # the engine harness's fixtures
+fleet = test_engine.fleet
+
+
+def stored_answer(fleet: Fleet, task_id: str) -> TaskAnswer:
+    row = fleet.task(task_id)
+    return TaskAnswer(TaskStatus(row["status"]), row["attempts"], row["backoff_until"], False)
+
+
+@pytest.mark.parametrize(("ok", "report", "status"), OUTCOMES)
+def test_a_completion_answers_what_it_stored(
+    fleet: Fleet, ok: bool, report: dict[str, Any], status: TaskStatus
+):
+    fleet.add("T", "a.py")
+    fleet.add("C", "c.py", deps=("T",))
+    fleet.register("runner-1")
+
+    answer = fleet.run("T", ok, **report)
+
+    assert answer == stored_answer(fleet, "T")
+    assert answer.status is status
+
+
+def test_the_last_attempt_failing_answers_what_it_stored(fleet: Fleet):
+    fleet.add("T", "a.py", max_attempts=2)
+    runner = fleet.register("runner-1")
+    first = fleet.run("T", False, error_kind=ErrorKind.AGENT_ERROR)
+    assert first.backoff_until is not None and first == stored_answer(fleet, "T")
+    fleet.clock.advance(3600)
+    fleet.engine.heartbeat(runner, fleet.epoch(runner))
+
+    last = fleet.run("T", False, error_kind=ErrorKind.AGENT_ERROR)
+
+    assert last == stored_answer(fleet, "T")
+    assert (last.status, last.attempts, last.backoff_until) == (TaskStatus.FAILED, 2, None)
