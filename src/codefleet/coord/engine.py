@@ -330,7 +330,7 @@ class Engine:
             else:
                 self._settle_failure(task, report, now)
         self.kick()
-        return self.tasks.answer(task_id, duplicate=False)
+        return self.tasks.answered(task)  # from the live index: what was just stored, unread
 
     def _settle_failure(self, task: LiveTask, report: AttemptReport, now: datetime) -> None:
         kind = report.error_kind or ErrorKind.AGENT_ERROR

@@ -107,6 +107,13 @@ class TaskTable:
             TaskStatus(row["status"]), row["attempts"], row["backoff_until"], duplicate
         )
 
+    def answered(self, task: LiveTask) -> TaskAnswer:
+        """The answer to the report just applied, from the live index (no re-read)."""
+        until = task.backoff_until
+        return TaskAnswer(
+            self.index.status[task.id], task.attempts, to_iso(until) if until else None, False
+        )
+
     def orphan_roots(self) -> list[str]:
         """Dead tasks with a pending dependent left behind (older databases)."""
         return self.index.dead_parents(list(self.index.live), DEAD)
