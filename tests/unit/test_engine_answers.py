@@ -1,4 +1,4 @@
-"""`complete` answers from the live index: the answer equals the stored row, every outcome."""
+"""Answers built from memory equal what was stored: `complete`'s answer, a graph's events."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import test_engine
 from test_engine import Fleet
 
 from codefleet.coord.answers import TaskAnswer
-from codefleet.models import ErrorKind, TaskStatus
+from codefleet.coord.graph import NewTask
+from codefleet.models import ErrorKind, EventType, TaskStatus
 
 OUTCOMES: list[tuple[bool, dict[str, Any], TaskStatus]] = [
     (True, {}, TaskStatus.SUCCEEDED),
@@ -55,3 +56,24 @@ def test_the_last_attempt_failing_answers_what_it_stored(fleet: Fleet):
 
     assert last == stored_answer(fleet, "T")
     assert (last.status, last.attempts, last.backoff_until) == (TaskStatus.FAILED, 2, None)
+
+
+def test_a_graphs_task_created_events_are_published_as_stored_in_order(fleet: Fleet):
+    fleet.add("A", "a.py")  # events before the batch: its ids do not start at 1
+    before = fleet.engine.store.last_event_id()
+    specs = [
+        NewTask(f"T{n}", id=f"T{n}", file_scope=[f"t{n}.py"], priority=1 + n % 3,
+                depends_on=[f"T{n - 1}"] if n else [])
+        for n in range(5)
+    ]  # fmt: skip
+
+    fleet.engine.create_tasks(specs)
+
+    stored = fleet.events(EventType.TASK_CREATED, since=before)
+    published = [e for e in fleet.commits[-1] if e["type"] == EventType.TASK_CREATED]
+    assert published == stored
+    assert [e["id"] for e in stored] == list(range(before + 1, before + 6))
+    assert [e["task_id"] for e in stored] == [s.id for s in specs]
+    assert stored[3]["payload"] == {
+        "title": "T3", "priority": 1, "file_scope": ["t3.py"], "depends_on": ["T2"],
+    }  # fmt: skip

@@ -103,6 +103,17 @@ def task_rows(
     return rows, edges
 
 
+def created_events(
+    rows: Sequence[Mapping[str, Any]], specs: Sequence[NewTask]
+) -> list[tuple[str, dict[str, Any]]]:
+    """The `task_created` event (task id, payload) of each row of `task_rows`."""
+    return [
+        (str(row["id"]), {"title": row["title"], "priority": row["priority"],
+         "file_scope": row["file_scope"], "depends_on": list(spec.depends_on)})
+        for row, spec in zip(rows, specs, strict=True)
+    ]  # fmt: skip
+
+
 def _validated_ids(specs: Sequence[NewTask]) -> list[str]:
     if not specs:
         raise InvalidGraph("the graph has no tasks", {"problem": "empty"})

@@ -118,6 +118,7 @@ INSERT_EVENT: Final = """INSERT INTO events (at, type, task_id, agent_id, payloa
 SELECT_EVENTS: Final = "SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?"
 SELECT_EVENTS_OF_TYPE: Final = "SELECT * FROM events WHERE id > ? AND type = ? ORDER BY id LIMIT ?"
 SELECT_LAST_EVENT_ID: Final = "SELECT COALESCE(MAX(id), 0) FROM events"
+LAST_ROWID: Final = "SELECT last_insert_rowid()"
 SELECT_LAST_EVENT_OF_TYPES: Final = (
     "SELECT * FROM events WHERE type IN (SELECT value FROM json_each(?)) ORDER BY id DESC LIMIT 1"
 )

@@ -212,6 +212,33 @@ class Store:
         self._pending.append(event)
         return event
 
+    def emit_many(self, type_: EventType, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """`emit` of one type for each (task id, payload), in one `executemany`.
+
+        The events share one `at` (one batch, one transaction) and take consecutive
+        ids: nothing else writes between the statement and `last_insert_rowid()`.
+        """
+        at = to_iso(self.clock())
+        params = [
+            (
+                at,
+                type_.value,
+                task_id,
+                None,
+                json.dumps(payload, separators=(",", ":"), default=str),
+            )
+            for task_id, payload in items
+        ]
+        if not self._depth:
+            raise RuntimeError("store writes must run inside transaction()")
+        self._db.executemany(q.INSERT_EVENT, params)
+        last = int(self._db.execute(q.LAST_ROWID).fetchone()[0])
+        for n, (task_id, payload) in enumerate(items, start=last - len(items) + 1):
+            self._pending.append(
+                {"id": n, "at": at, "type": type_.value, "task_id": task_id, "agent_id": None,
+                 "payload": payload}
+            )  # fmt: skip
+
     def events(self, since: int = 0, limit: int = 1000, type_: str | None = None) -> list[Row]:
         if type_:
             rows = self._db.execute(q.SELECT_EVENTS_OF_TYPE, (since, type_, limit))
