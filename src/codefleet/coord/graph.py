@@ -104,13 +104,13 @@ def task_rows(
 
 
 def created_events(
-    rows: Sequence[Mapping[str, Any]], specs: Sequence[NewTask]
+    rows: Sequence[Mapping[str, Any]], depends_on: Sequence[Sequence[str]]
 ) -> list[tuple[str, dict[str, Any]]]:
     """The `task_created` event (task id, payload) of each row of `task_rows`."""
     return [
         (str(row["id"]), {"title": row["title"], "priority": row["priority"],
-         "file_scope": row["file_scope"], "depends_on": list(spec.depends_on)})
-        for row, spec in zip(rows, specs, strict=True)
+         "file_scope": row["file_scope"], "depends_on": list(parents)})
+        for row, parents in zip(rows, depends_on, strict=True)
     ]  # fmt: skip
 
 

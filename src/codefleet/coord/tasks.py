@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from codefleet.attempt import AttemptReport
+from codefleet.coord import graph
 from codefleet.coord.answers import TaskAnswer
 from codefleet.coord.engineconfig import EngineConfig
 from codefleet.coord.index import DEAD, LiveIndex, LiveTask, live_task
@@ -347,11 +348,7 @@ class TaskTable:
         Critical-path lengths of the new tasks and their ancestors are refreshed.
         """
         self.store.insert_tasks(rows, edges)
-        for row, parents in zip(rows, depends_on, strict=True):
-            self.store.emit(
-                EventType.TASK_CREATED, task_id=str(row["id"]), title=row["title"],
-                priority=row["priority"], file_scope=row["file_scope"], depends_on=list(parents),
-            )  # fmt: skip
+        self.store.emit_many(EventType.TASK_CREATED, graph.created_events(rows, depends_on))
         idx = self.index
         idx.add_edges(edges)
         idx.add_created(rows)
