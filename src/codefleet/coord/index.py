@@ -179,7 +179,8 @@ class LiveIndex:
         return True
 
     def _lift_ancestors(self, task_ids: list[str]) -> None:
-        queue = deque(p for t in task_ids for p in self.parents.get(t, ()))
+        batch = set(task_ids)  # settled by the reverse-topological pass: start above it
+        queue = deque(p for t in task_ids for p in self.parents.get(t, ()) if p not in batch)
         while queue:
             parent = queue.popleft()
             if self._refresh_chain(parent):
