@@ -94,7 +94,7 @@ class Engine:
         self.alive = AliveMark(store, clock, cfg.heartbeat_interval)
         self.runner = RunnerCalls(
             store, tree, clock, cfg.task_timeout, self.agents, self.tasks, self.leases,
-            self.files, self.checks, self.transition, self.kick,
+            self.files, self.checks, self.transition, self.kick, self._pull_tick,
         )  # fmt: skip
         self.operator = OperatorCalls(
             store, tree, clock, cfg.max_attempts, self.tasks, self.checks, self.limits,
@@ -200,8 +200,19 @@ class Engine:
         self._loop.call_soon(self._kicked_tick)
 
     def _kicked_tick(self) -> None:
+        if not self._tick_scheduled:
+            return  # a parked long-poll ran it already
         self._tick_scheduled = False
         self.tick()
+
+    def _pull_tick(self) -> None:
+        """A long-poll parked: a kicked tick runs now, not behind every queued request."""
+        if not self._tick_scheduled:
+            return self.kick()
+        try:
+            self._kicked_tick()
+        except Exception:  # as in the loop's callback: the poll itself goes on waiting
+            log.exception("tick failed")
 
     async def run_ticker(self) -> None:
         while True:

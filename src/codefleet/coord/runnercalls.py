@@ -49,6 +49,7 @@ class RunnerCalls:
         checks: CheckRegistry,
         transition: Transition,
         kick: Callable[[], None],
+        pull_tick: Callable[[], None],
     ) -> None:
         self.store = store
         self.tree = tree
@@ -61,6 +62,7 @@ class RunnerCalls:
         self.checks = checks
         self.transition = transition
         self.kick = kick
+        self.pull_tick = pull_tick
 
     def heartbeat(self, agent_id: str, epoch: int) -> Beat:
         agent = self.agents.check_epoch(agent_id, epoch)
@@ -94,7 +96,7 @@ class RunnerCalls:
         found = self.assignment(agent_id, epoch)
         if found is not None or wait <= 0:
             return found
-        await self.agents.wait_for_wake(agent_id, wait, self.kick)
+        await self.agents.wait_for_wake(agent_id, wait, self.pull_tick)  # a parked poll ticks now
         return self.assignment(agent_id, epoch)
 
     def start(self, task_id: str, agent_id: str, epoch: int) -> dict[str, Any]:
