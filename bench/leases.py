@@ -45,6 +45,7 @@ from bench.harness import (
     wait_quiet,
     write_json,
 )
+from bench.sse import SseClients
 
 
 def own_paths(index: int, pool: int) -> list[str]:
@@ -213,7 +214,10 @@ def run_once(args: argparse.Namespace, agents: int) -> dict[str, Any]:
         }  # fmt: skip
         fleet = Fleet(lease_worker, params, agents, args.procs)
         background = wait_quiet(args.quiet_wait) if args.quiet_wait else None
+        sse = SseClients(server.url, server.port, args.token, args.sse) if args.sse else None
         with running(fleet):
+            if sse is not None:
+                sse.start()
             server.start_profiler()
             cpu0, busy0 = server.cpu_seconds(), system_busy_seconds()
             began = fleet.go()
@@ -223,6 +227,9 @@ def run_once(args: argparse.Namespace, agents: int) -> dict[str, Any]:
             server_cpu = server.cpu_seconds() - cpu0
             other_cpu = system_busy_seconds() - busy0 - server_cpu - client_cpu
             profile = server.stop_profiler()
+            streamed = sse.stop() if sse is not None else None
+            if streamed is not None:
+                other_cpu -= streamed["cpu_s"]  # the SSE clients' process (stopped after `ended`)
         checks = check_leases(server, results, shared_paths(args.shared), args.rotate)
     wall = ended - began
     latencies = [x for a in results for x in a["latencies"]]
@@ -247,6 +254,7 @@ def run_once(args: argparse.Namespace, agents: int) -> dict[str, Any]:
         "server_cpu_us_per_request": 1e6 * server_cpu / len(latencies),
         "checks": checks,
         "profile": str(profile) if profile else None,
+        "sse": streamed,
     }
 
 
@@ -265,6 +273,8 @@ def report(figures: dict[str, Any]) -> None:
         f", background before start {figures['background_before_cores']}"
     )
     print(f"  outcome {figures['outcome']}")
+    if figures.get("sse"):
+        print(f"  sse {figures['sse']}")
     checks = figures["checks"]
     verdict = "OK" if checks["ok"] else "FAILED"
     print(f"  correctness {verdict}: {checks}")
@@ -282,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pool", type=int, default=50, help="own paths per agent")
     parser.add_argument("--rotate", type=int, default=0, help="complete + next task every K asks")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--sse", type=int, default=0, help="SSE clients attached during the run")
     add_common_args(parser)
     args = parser.parse_args(argv)
     print(f"machine {machine()}\nserver {server_from(args).describe()}")
