@@ -74,3 +74,32 @@ async def test_closing_the_hub_ends_every_stream(tmp_path: Path):
 
     assert done and isinstance(waiting.exception(), StopAsyncIteration)
     store.close()
+
+
+async def test_subscribers_at_one_cursor_share_a_page_until_the_store_commits_again(
+    tmp_path: Path,
+):
+    hub = EventHub(ping_interval=60)
+    store = Store(tmp_path / "db.sqlite", on_commit=hub.publish)
+    emit_one(store, "A")
+    reads: list[int] = []
+    events = store.events
+
+    def counted(since: int = 0, limit: int = 1000, type_: str | None = None) -> list:
+        reads.append(since)
+        return events(since, limit, type_)
+
+    store.events = counted  # type: ignore[method-assign]
+    async with aclosing(hub.frames(store, 0)) as one, aclosing(hub.frames(store, 0)) as two:
+        assert [await next_frame(one), await next_frame(two)] == [": connected\n\n"] * 2
+        first, second = await next_frame(one), await next_frame(two)
+        assert first == second and first.startswith("id: 1\n")
+        assert reads == [0]  # one read for both
+        with store.transaction():
+            store.reset()  # a commit that emits nothing: the shared page is gone with it
+        assert hub._page(store, 0) == (0, "")
+        emit_one(store, "B")
+        live = [await next_frame(one), await next_frame(two)]
+
+    assert live[0] == live[1] and live[0].startswith("id: 2\n")
+    store.close()

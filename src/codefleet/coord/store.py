@@ -83,6 +83,7 @@ class Store:
         self.path = Path(path)
         self._depth = 0
         self._pending: list[Row] = []
+        self.commits = 0  # outer COMMITs so far: between two, every table read gives the same
         self.clock: Callable[[], datetime] = utcnow  # the engine sets its own
         self.on_commit = on_commit
         self.on_rollback = on_rollback
@@ -141,6 +142,7 @@ class Store:
         try:
             yield
             self._db.execute("COMMIT")
+            self.commits += 1
         except BaseException as err:
             touched = self._abort()
             if self.on_rollback:
