@@ -58,10 +58,14 @@ AGENT_COLUMNS: Final = frozenset(
     ]
 )
 
-INSERT_TASK: Final = """INSERT INTO tasks (id, seq, title, description, status, priority,
-    file_scope, max_attempts, verify, created_at, updated_at)
-    VALUES (:id, :seq, :title, :description, :status, :priority, :file_scope,
-    :max_attempts, :verify, :created_at, :updated_at)"""
+INSERT_TASK_COLUMNS: Final = (
+    "id", "seq", "title", "description", "status", "priority", "file_scope", "max_attempts",
+    "verify", "created_at", "updated_at",
+)  # fmt: skip
+INSERT_TASK: Final = (  # positional: executemany binds tuples faster than dicts
+    f"INSERT INTO tasks ({', '.join(INSERT_TASK_COLUMNS)})"
+    f" VALUES ({', '.join('?' * len(INSERT_TASK_COLUMNS))})"
+)
 TABLE_COLUMNS: Final = "SELECT name FROM pragma_table_info(?)"
 # Columns added after a table first shipped: (table, column, statement) for older databases.
 MIGRATIONS: Final = (

@@ -63,6 +63,12 @@ def _preimage(row: sqlite3.Row) -> PreImage:
     )
 
 
+def _task_params(task: Row) -> tuple[Any, ...]:
+    """`INSERT_TASK`'s parameters, in order; `verify` may be left out (NULL)."""
+    row = {"verify": None, **task, "file_scope": json.dumps(task["file_scope"])}
+    return tuple([row[c] for c in q.INSERT_TASK_COLUMNS])
+
+
 def _decode_task(row: sqlite3.Row) -> Row:
     task = dict(row)
     task["file_scope"] = json.loads(task["file_scope"])
@@ -260,10 +266,10 @@ class Store:
     # -- tasks ----------------------------------------------------------------
 
     def insert_tasks(self, tasks: Iterable[Row], edges: Iterable[tuple[str, str]]) -> None:
-        rows = [{"verify": None, **t, "file_scope": json.dumps(t["file_scope"])} for t in tasks]
+        rows = [_task_params(t) for t in tasks]
         if not self._depth:
             raise RuntimeError("store writes must run inside transaction()")
-        self.touched.tasks.update(str(row["id"]) for row in rows)
+        self.touched.tasks.update(str(row[0]) for row in rows)
         self._db.executemany(q.INSERT_TASK, rows)
         self._db.executemany(q.INSERT_DEPENDENCY, list(edges))
 
