@@ -30,12 +30,12 @@ def test_chains_after_each_batch_are_the_longest_live_chain_below_each_task(
             specs.append(NewTask(task_id, id=task_id, depends_on=deps))
         fleet.engine.create_tasks(specs)
         ids += [str(s.id) for s in specs]
-        index = fleet.engine.index
+        index = fleet.engine.tasks.index
         assert {t: index.live[t].chain for t in ids} == longest_chains(fleet, ids), seed
 
 
 def longest_chains(fleet: Fleet, ids: list[str]) -> dict[str, int]:
-    index = fleet.engine.index
+    index = fleet.engine.tasks.index
 
     @cache
     def longest(task_id: str) -> int:
