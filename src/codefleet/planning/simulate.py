@@ -3,7 +3,7 @@
 `simulate` advances a simulated clock from one task completion to the next.
 At each step it builds the `FleetState` the engine would build (a window of
 the ready tasks best first by `scheduler.candidate_order`, widened while
-`wants_wider_window` says so, the in-flight tasks with their declared
+`scheduler.schedule_widening` says so, as the engine does, the in-flight tasks with their declared
 scopes, the runners, longest-idle first) and applies the `Assign` decisions
 `scheduler.schedule` returns: the same greedy, scope-aware
 policy that runs the fleet, not a second implementation. Nothing fails, is
@@ -25,8 +25,8 @@ from codefleet.coord.scheduler import (
     FleetState,
     TaskView,
     candidate_order,
-    schedule,
-    wants_wider_window,
+    first_window,
+    schedule_widening,
 )
 from codefleet.models import AgentStatus
 from codefleet.planning.dag import chain_lengths, children_of
@@ -36,7 +36,6 @@ __all__ = ["SimTask", "Simulation", "simulate"]
 EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 FOREVER = timedelta(days=3650)  # no runner goes stale and no task overruns in a simulation
 CREATED = EPOCH.isoformat()  # one batch: every task has the same age, so ties break on id
-WINDOW = 64  # candidates per snapshot, widened x4 while runners are left idle (as the engine)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,14 +118,8 @@ def simulate(tasks: Sequence[SimTask], runners: int) -> Simulation:
 def _assign(run: _Run, now: float) -> None:
     """One engine tick: widen the candidate window as the engine does, apply the Assigns."""
     at = EPOCH + timedelta(minutes=now)
-    window = WINDOW
-    while True:
-        state = _state(run, at, window)
-        decisions = schedule(state, at)
-        if not wants_wider_window(state, decisions):
-            break
-        window *= 4
-    for decision in decisions:
+    window = first_window(len(run.idle_since))
+    for decision in schedule_widening(lambda w: _state(run, at, w), at, window):
         if isinstance(decision, Assign):
             task = run.tasks[decision.task_id]
             run.ready.remove(run.key(task.id))
