@@ -272,7 +272,8 @@ class AgentRegistry:
         waiting.add(event)
         parked()
         try:
-            await asyncio.wait_for(event.wait(), timeout=wait)
+            async with asyncio.timeout(wait):  # in the poll's own task: no extra hop on a wake
+                await event.wait()
         except TimeoutError:
             pass
         finally:

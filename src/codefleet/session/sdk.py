@@ -194,9 +194,8 @@ async def _decide(attempt_log: AttemptLog, data: dict[str, Any]) -> HookJSONOutp
     if blocked_on is not None:  # after a veto the attempt is over: enforce the stop
         return _refuse(attempt_log, tool, extract_paths(tool_input), _after_veto(blocked_on))
     try:
-        verdict = await asyncio.wait_for(
-            attempt_log.gate.check(tool, tool_input), attempt_log.check_timeout
-        )
+        async with asyncio.timeout(attempt_log.check_timeout):  # in this task: no extra hop
+            verdict = await attempt_log.gate.check(tool, tool_input)
     except TimeoutError:
         return _refuse(attempt_log, tool, extract_paths(tool_input), UNCHECKED)
     if verdict.allowed:
@@ -260,7 +259,8 @@ def make_post_tool_use(attempt_log: AttemptLog) -> HookCallback:
 
 async def _record(gate: WriteGate, path: str, tool: str) -> None:
     with contextlib.suppress(TimeoutError):  # the ledger is a record, not a gate
-        await asyncio.wait_for(gate.record(path, tool), RECORD_TIMEOUT_S)
+        async with asyncio.timeout(RECORD_TIMEOUT_S):
+            await gate.record(path, tool)
 
 
 # -- the check tool -----------------------------------------------------------------
