@@ -31,5 +31,49 @@ def test_help_groups_the_commands_in_panels_in_the_order_of_a_first_run() -> Non
     text = invoke("--help")
     panels = [p for p in ("Start here", "Run a fleet", "Inspect and operate") if p in text]
     assert panels == ["Start here", "Run a fleet", "Inspect and operate"]
-    order = [text.index(f"│ {name} ") for name in ("serve", "load", "run", "watch")]
+    order = [text.index(f"\n  {name} ") for name in ("serve", "load", "run", "watch")]
     assert order == sorted(order)
+
+
+def _command_paths() -> list[list[str]]:
+    """Every command and group of the app, as the argv that names it."""
+    import typer
+
+    def walk(command: object, path: list[str]) -> list[list[str]]:
+        found = [path]
+        for name, sub in getattr(command, "commands", {}).items():
+            found += walk(sub, [*path, name])
+        return found
+
+    return walk(typer.main.get_command(app), [])
+
+
+def test_every_help_is_plain_text_with_no_markup_shown_raw() -> None:
+    """The help is not rendered as Markdown (decision "Help is plain text"): no backticks,
+    emphasis or Rich markup in any text, and no Rich box around any section."""
+    for path in _command_paths():
+        text = invoke(*path, "--help", columns=100)
+        assert text.startswith("Usage: ")
+        for markup in ("`", "**", "[bold", "[/", "╭", "│"):
+            assert markup not in text, f"`codefleet {' '.join(path)} --help` shows {markup!r}"
+
+
+def test_a_groups_help_lists_each_commands_whole_first_paragraph() -> None:
+    text = " ".join(invoke("--help", columns=80).split())
+    assert "reset Delete every task, agent, lease and event. Needs CODEFLEET_ALLOW_RESET=1." in text
+    assert "..." not in text.partition("Start here")[2]  # no summary cut short
+
+
+def test_help_wraps_to_a_narrow_terminal_without_breaking_a_flag_at_its_hyphen() -> None:
+    text = invoke("run", "--help", columns=60)
+    assert "--max-cost sets the fleet's budget" in " ".join(text.split())
+    assert not [line for line in text.splitlines() if line.rstrip().endswith(("--max-", "-"))]
+    prose = [line for line in text.splitlines() if line.startswith("  ") and line[2] != " "]
+    assert prose and max(len(line) for line in prose) <= 60  # a flag's own column may overflow
+
+
+def test_reflow_keeps_paragraphs_and_whole_words() -> None:
+    from codefleet.cli.helptext import reflow
+
+    text = "one two --max-cost\nthree\n\nfour"
+    assert reflow(text, 12, "  ") == "  one two\n  --max-cost\n  three\n\n  four"

@@ -3,8 +3,9 @@
 Typer imports every command module to list the commands, so a module-level
 import of FastAPI, httpx or the SDK in any of them is paid by every
 invocation (`--help` included: ~1 s on the project's machine). Commands
-import what they need inside their body. Rich stays: Typer renders the help
-with it.
+import what they need inside their body, Rich included: the help is plain
+text (`cli.helptext`), and the consoles load with the first command that
+prints (`cli.output`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ HEAVY = {
     "claude_agent_sdk": "real sessions",
     "sqlite3": "the store",
     "importlib.metadata": "the package version (read by --version only)",
+    "rich": "the consoles and tables (cli.output; the help is plain text, cli.helptext)",
+    "asyncio": "the event loop (the commands that talk to a server run one)",
 }
 
 

@@ -7,58 +7,38 @@ client of the server (through `client`) except for `serve`, `demo` (which
 start a server) and `doctor` (which checks the machine before anything runs).
 
 Importing the command modules must stay cheap (`codefleet --help` imports
-them all): the client, the settings, the server and the sessions are imported
-inside the functions that use them; `tests/unit/test_cli_imports.py` holds
+them all): the client, the settings, the server, the sessions, asyncio and
+Rich (`cli.output`) are imported inside the functions that use them, and the
+help is plain text (`cli.helptext`); `tests/unit/test_cli_imports.py` holds
 the line.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
+from codefleet.cli.helptext import CliTyper
 from codefleet.errors import DomainError, Unauthorized
 
 if TYPE_CHECKING:  # the client (httpx) and settings (pydantic) load with the first command
     from codefleet.api.client import FleetClient
     from codefleet.config import Settings
 
-__all__ = ["app", "console", "settings_from"]
+__all__ = ["app", "settings_from"]
 
-app = typer.Typer(
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode="markdown",  # paragraphs reflow to the terminal's width
-)
+# Plain help (`cli.helptext`): paragraphs reflow to the terminal's width, no Rich.
+app = CliTyper(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 # Help panels: `@app.command(rich_help_panel=RUN)` files a command under one.
 START = "Start here"
 RUN = "Run a fleet"
 OPERATE = "Inspect and operate"
 REVIEW = "Review what the fleet did"
 
-
-class PlainConsole(Console):
-    """A console that never wraps lines when its output is not a terminal.
-
-    Piped or redirected, a URL or a path must stay on one line to stay usable;
-    in a terminal, Rich wraps to the terminal's width as usual.
-    """
-
-    def print(self, *objects: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("soft_wrap", not self.is_terminal)
-        super().print(*objects, **kwargs)
-
-
-console = PlainConsole()
-err_console = PlainConsole(stderr=True)
 
 ServerOpt = Annotated[
     str | None, typer.Option("--server", help="Server URL (default: from CODEFLEET_HOST/PORT).")
@@ -79,7 +59,7 @@ CheckOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--check",
-        help="A named check NAME=COMMAND the agents may run and `verify:` may name (repeatable).",
+        help="A named check NAME=COMMAND the agents may run and a task's verify: may name (repeatable).",
     ),
 ]
 
@@ -131,12 +111,19 @@ def make_client(settings: Settings) -> FleetClient:
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print `message` as the command's error and return the exit to raise."""
+    from rich.markup import escape
+
+    from codefleet.cli.output import err_console
+
     err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)
     return typer.Exit(code)
 
 
 def call_server(settings: Settings, action: Any) -> Any:
     """Run one async client action, turning transport and API errors into messages."""
+    import asyncio
+
     from codefleet.api.client import ServerUnavailable
 
     async def go() -> Any:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from codefleet.cli.common import START, DryRunOpt, RunDirOpt, app, console, fail, settings_from
+from codefleet.cli.common import START, DryRunOpt, RunDirOpt, app, fail, settings_from
 
 __all__ = ["demo"]
 
@@ -36,6 +36,7 @@ def demo(
     Your checkout is never touched: the demo works in a fresh workspace under the run dir.
     """
     from codefleet.cli.demo_run import run_demo
+    from codefleet.cli.output import console
 
     settings = settings_from(run_dir=run_dir)
     mode = "dry-run" if dry_run else "offline" if offline else "live"

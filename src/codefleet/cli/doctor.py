@@ -13,7 +13,6 @@ from codefleet.cli.common import (
     ServerOpt,
     WorkdirOpt,
     app,
-    console,
     print_json,
     settings_from,
 )
@@ -35,6 +34,7 @@ def doctor(
 ) -> None:
     """Check what makes a run fail minutes in: Python, port, tree, graph, SDK."""
     from codefleet.cli.doctor_checks import print_checks, run_checks
+    from codefleet.cli.output import console
 
     settings = settings_from(workdir=workdir, server_url=server)
     checks = run_checks(settings, graph)

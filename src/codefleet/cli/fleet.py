@@ -7,7 +7,6 @@ runners can be started, killed and restarted one by one, or on another host.
 
 from __future__ import annotations
 
-import asyncio
 import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -37,8 +36,6 @@ from codefleet.cli.common import (
     WorkdirOpt,
     app,
     call_server,
-    console,
-    err_console,
     fail,
     make_client,
     parse_check_options,
@@ -100,7 +97,10 @@ def runner(
     task_budget_usd: BudgetOpt = None,
 ) -> None:
     """Run ONE runner as its own process until interrupted (or the fleet drains)."""
+    import asyncio
+
     from codefleet.api.client import FleetClient
+    from codefleet.cli.output import console
     from codefleet.fleet.agents import AgentChoice
     from codefleet.fleet.runner import CannotContinue, Runner, RunnerOptions
 
@@ -196,9 +196,12 @@ def run(
     Loads ./codefleet.yaml (or --graph) first unless its tasks are already loaded. Exits 0
     only if every task succeeded (and --verify passed, and with --commit every success was
     committed). Each --check is defined on the server first, for the agents' run_check tool
-    and for tasks' `verify`. Without a key: `--dry-run --script FILE` or
-    `--offline --model-script FILE`. --max-cost sets the fleet's budget on the server.
+    and for the tasks' verify: key. Without a key: --dry-run --script FILE or
+    --offline --model-script FILE. --max-cost sets the fleet's budget on the server.
     """
+    import asyncio
+
+    from codefleet.cli.output import console, err_console
     from codefleet.cli.runprep import RunRefused, prepare_run
     from codefleet.fleet.agents import AgentChoice
     from codefleet.fleet.local import invocation_suffix, run_fleet

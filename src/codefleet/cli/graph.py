@@ -15,8 +15,6 @@ from codefleet.cli.common import (
     TokenOpt,
     app,
     call_server,
-    console,
-    err_console,
     fail,
     parse_check_options,
     print_json,
@@ -33,7 +31,7 @@ __all__ = ["load"]
 def load(
     graph: Annotated[
         Path | None,
-        typer.Argument(help="Task graph YAML (default: ./codefleet.yaml; see `codefleet init`)."),
+        typer.Argument(help="Task graph YAML (default: ./codefleet.yaml; see codefleet init)."),
     ] = None,
     check: CheckOpt = None,
     server: ServerOpt = None,
@@ -42,6 +40,7 @@ def load(
 ) -> None:
     """Post a task graph (and its checks) to the server; the batch lands whole or not at all."""
     from codefleet.api.graph import DEFAULT_GRAPH, GraphError, find_graph, load_graph
+    from codefleet.cli.output import console, err_console
 
     path = find_graph(graph)
     if path is None:

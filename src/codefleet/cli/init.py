@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from codefleet.cli.common import START, app, console, fail
+from codefleet.cli.common import START, app, fail
 
 if TYPE_CHECKING:
     from codefleet.cli.starter import FoundCheck
@@ -60,6 +60,8 @@ def init(
 
 
 def _say(text: str) -> None:
+    from codefleet.cli.output import console
+
     console.print(text, markup=False, highlight=False)
 
 

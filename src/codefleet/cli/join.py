@@ -11,7 +11,6 @@ this module is even imported; it is here for `--help` and for completeness).
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -24,8 +23,6 @@ from codefleet.cli.common import (
     TokenOpt,
     app,
     call_server,
-    console,
-    err_console,
     fail,
     make_client,
     print_json,
@@ -78,9 +75,11 @@ def join(
     """Make every Claude Code session started in this tree take and respect leases.
 
     Merges CodeFleet's PreToolUse, PostToolUse and SessionEnd command hooks into the tree's
-    `.claude/settings.local.json` (other keys and hooks kept, a `.bak` of the old file,
-    idempotent). `codefleet leave` removes exactly them.
+    .claude/settings.local.json (other keys and hooks kept, the old file kept as .bak,
+    idempotent). codefleet leave removes exactly them.
     """
+    from codefleet.cli.output import console
+
     tree = _tree(workdir)
     settings = settings_from(server_url=server, token=token)
     block = hooks_block(codefleet_command(), settings.url, tree, fail_open)
@@ -102,7 +101,9 @@ def join(
 
 @app.command(rich_help_panel=ALONGSIDE)
 def leave(workdir: TreeOpt = None, show: PrintOpt = False) -> None:
-    """Remove exactly the hooks `codefleet join` added to this tree's local settings."""
+    """Remove exactly the hooks codefleet join added to this tree's local settings."""
+    from codefleet.cli.output import console
+
     tree = _tree(workdir)
     try:
         written = leave_tree(tree, dry_run=show)
@@ -127,7 +128,7 @@ def hook(
     ctx: typer.Context,
     event: Annotated[str, typer.Argument(help="pre-tool-use, post-tool-use or session-end.")],
 ) -> None:
-    """The Claude Code command hook `codefleet join` installs: hook JSON on stdin, decision on stdout.
+    """The Claude Code command hook codefleet join installs: hook JSON on stdin, decision on stdout.
 
     Options: --server URL --tree PATH [--fail-open]. Always exits 0; a refusal is the
     PreToolUse deny JSON. Token: CODEFLEET_TOKEN in the session's environment.
@@ -150,6 +151,8 @@ def release(
     json_out: JsonOpt = False,
 ) -> None:
     """Release the leases a person's Claude Code session holds (it may write again later)."""
+    from codefleet.cli.output import console
+
     if (session is None) == (not all_interactive):
         raise fail("give exactly one of --session ID and --all-interactive")
     settings = settings_from(server_url=server, token=token)
@@ -191,13 +194,18 @@ def _tree(workdir: Path | None) -> Path:
 
 
 def _say(written: Written, what: str) -> None:
+    from codefleet.cli.output import console
+
     backup = f" (previous version: {written.backup})" if written.backup else ""
     console.print(f"{what}: {written.path}{backup}")
 
 
 def _check_server(settings: Settings, tree: Path, fail_open: bool) -> None:
     """Refuse a server that serves another tree; warn when none answers yet."""
+    import asyncio
+
     from codefleet.api.client import ServerUnavailable
+    from codefleet.cli.output import err_console
 
     async def health() -> dict[str, Any]:
         async with make_client(settings) as client:

@@ -20,7 +20,6 @@ from codefleet.cli.common import (
     TokenOpt,
     app,
     call_server,
-    console,
     fail,
     print_json,
     settings_from,
@@ -32,6 +31,8 @@ __all__ = ["budget", "resume"]
 @app.command(rich_help_panel=OPERATE)
 def resume(server: ServerOpt = None, token: TokenOpt = None) -> None:
     """Lift the fleet's usage-limit pause now: the server assigns work again at once."""
+    from codefleet.cli.output import console
+
     settings = settings_from(server_url=server, token=token)
     answer = call_server(settings, lambda c: c.resume())
     was = answer.get("was")
@@ -65,6 +66,8 @@ def budget(
     json_out: JsonOpt = False,
 ) -> None:
     """Show the fleet's budget, or set it live (a higher cap resumes a stopped fleet)."""
+    from codefleet.cli.output import console
+
     if usd is not None and usd <= 0:
         raise fail("the budget must be more than 0 USD; --none removes it")
     if usd is not None and none:

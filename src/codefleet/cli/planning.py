@@ -8,7 +8,6 @@ the tree until it answers a graph that passes the same check (see `planner`).
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -25,12 +24,11 @@ from codefleet.cli.common import (
     WorkdirOpt,
     app,
     call_server,
-    console,
-    err_console,
     fail,
     print_json,
     settings_from,
 )
+from codefleet.cli.helptext import CliTyper
 
 if TYPE_CHECKING:
     from codefleet.config import Settings
@@ -38,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["graph_app", "plan"]
 
-graph_app = typer.Typer(help="Check a task graph before it runs.", no_args_is_help=True)
+graph_app = CliTyper(help="Check a task graph before it runs.", no_args_is_help=True)
 app.add_typer(graph_app, name="graph", rich_help_panel=RUN)
 
 RunnersOpt = Annotated[
@@ -59,6 +57,7 @@ def check(
     No server and no model. Exit 1 when the graph has errors, 0 otherwise.
     """
     from codefleet.api.graph import GraphError, load_graph
+    from codefleet.cli.output import console
     from codefleet.planning.check import check_graph, tree_for
     from codefleet.planning.render import print_analysis
 
@@ -123,9 +122,12 @@ def plan(
     """Plan a task graph for GOAL with one read-only Claude session, check it, write it.
 
     The session reads the tree (Read, Glob, Grep; nothing else) and answers one YAML
-    graph; `graph check` errors go back to it, at most twice. Exit 1 if no graph passes.
+    graph; the errors of graph check go back to it, at most twice. Exit 1 if no graph passes.
     """
+    import asyncio
+
     from codefleet.cli.demo_run import examples_dir
+    from codefleet.cli.output import console, err_console
     from codefleet.planning.check import tree_for
     from codefleet.planning.launch import PlanRun, run_plan
     from codefleet.planning.planner import PlanFailed, plan_file
@@ -180,6 +182,8 @@ def _refuse_before_spending(settings: Settings, output: Path, force: bool, offli
 
 
 def _say_feedback(answer: int, verdict: Verdict) -> None:
+    from codefleet.cli.output import console
+
     console.print(
         f"answer {answer} has {len(verdict.errors)} error(s); sending them back:", style="yellow"
     )

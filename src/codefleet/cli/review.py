@@ -21,7 +21,6 @@ from codefleet.cli.common import (
     TokenOpt,
     app,
     call_server,
-    console,
     fail,
     print_json,
     settings_from,
@@ -116,6 +115,7 @@ def commit(
     your checked-out branch stay exactly as they are. Refuses (and names the paths)
     when the tree differs from the tasks' recorded changes.
     """
+    from codefleet.cli.output import console
     from codefleet.review.commit import Refused, default_branch, write_history
     from codefleet.review.commitview import history_json, print_history
     from codefleet.review.fetch import fetch_record
@@ -185,6 +185,7 @@ def report(
     """The run on one page: verdict, timing, tasks, vetoes, rollbacks, failed verifies, cost, branch."""
     import json
 
+    from codefleet.cli.output import console
     from codefleet.review.fetch import fetch_record
     from codefleet.review.render import render_html, render_markdown
     from codefleet.review.report import build_report, report_json

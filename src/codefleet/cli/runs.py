@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from codefleet.cli.common import (
     OPERATE,
     JsonOpt,
     RunDirOpt,
     app,
-    console,
     fail,
     print_json,
     settings_from,
 )
 from codefleet.cli.rundirs import RunEntry, list_runs, prune_runs
+
+if TYPE_CHECKING:  # Rich loads with the command, not with `--help`
+    from rich.table import Table
 
 __all__ = ["runs"]
 
@@ -34,6 +34,8 @@ def runs(
     json_out: JsonOpt = False,
 ) -> None:
     """List the run directory (demo workspaces, runner records) with sizes; --prune old demos."""
+    from codefleet.cli.output import console
+
     if keep < 0:
         raise fail("--keep must be 0 or more")
     settings = settings_from(run_dir=run_dir)
@@ -64,6 +66,9 @@ def runs(
 
 
 def _table(entries: list[RunEntry]) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title_justify="left", expand=False)
     for column, justify in (
         ("entry", "left"),

@@ -17,7 +17,6 @@ from codefleet.cli.common import (
     TokenOpt,
     WorkdirOpt,
     app,
-    console,
     fail,
     settings_from,
 )
@@ -123,6 +122,7 @@ def serve(
     token: TokenOpt = None,
 ) -> None:
     """Run the coordination server (the one process that owns the database)."""
+    from codefleet.cli.output import console
     from codefleet.server.app import create_app
     from codefleet.server.httpguard import raise_descriptor_limit, uvicorn_config
     from codefleet.server.lock import DatabaseInUse

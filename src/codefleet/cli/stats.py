@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from codefleet.cli.common import (
     REVIEW,
@@ -21,7 +20,6 @@ from codefleet.cli.common import (
     TokenOpt,
     app,
     call_server,
-    console,
     fail,
     print_json,
     settings_from,
@@ -84,6 +82,7 @@ def _read_graph(path: Path) -> str:
 def _suggest(path: Path, original: str, facts: Any, output: Path | None, url: str) -> None:
     import yaml
 
+    from codefleet.cli.output import console
     from codefleet.review.suggest import render_graph, suggest
 
     raw = yaml.safe_load(original)
@@ -119,6 +118,9 @@ def fleet_line(s: FleetStats) -> str:
 
 
 def print_stats(s: FleetStats) -> None:
+    from rich.table import Table
+
+    from codefleet.cli.output import console
     from codefleet.review.report import seconds
 
     console.print(fleet_line(s), markup=False, highlight=False)

@@ -15,8 +15,6 @@ from codefleet.cli.common import (
     TokenOpt,
     app,
     call_server,
-    console,
-    err_console,
     fail,
     print_json,
     settings_from,
@@ -46,6 +44,7 @@ def tasks(
     json_out: JsonOpt = False,
 ) -> None:
     """List the tasks (or one task with its dependencies, file changes and patch size)."""
+    from codefleet.cli.output import console, err_console
     from codefleet.ui.report import task_table
     from codefleet.ui.task_view import task_detail
 
@@ -84,6 +83,8 @@ def cancel(
     token: TokenOpt = None,
 ) -> None:
     """Cancel tasks: a running attempt is stopped and rolled back; dependents are blocked."""
+    from codefleet.cli.output import console
+
     settings = settings_from(server_url=server, token=token)
     for task_id in task_ids:
         call_server(settings, lambda c, t=task_id: c.cancel(t))
@@ -105,8 +106,10 @@ def retry(
 ) -> None:
     """Start failed or cancelled tasks over (attempts reset); their blocked dependents follow.
 
-    Then `codefleet run` runs them: the graph is already loaded, so nothing restarts.
+    Then codefleet run runs them: the graph is already loaded, so nothing restarts.
     """
+    from codefleet.cli.output import console
+
     if bool(task_ids) == failed:
         raise fail("name the task(s) to retry, or pass --failed for every failed one (not both)")
     settings = settings_from(server_url=server, token=token)
@@ -131,6 +134,8 @@ def retry(
 @app.command(rich_help_panel=OPERATE)
 def reset(server: ServerOpt = None, token: TokenOpt = None) -> None:
     """Delete every task, agent, lease and event. Needs CODEFLEET_ALLOW_RESET=1."""
+    from codefleet.cli.output import console
+
     if os.environ.get("CODEFLEET_ALLOW_RESET") not in ("1", "true", "yes"):
         raise fail("reset deletes everything; set CODEFLEET_ALLOW_RESET=1 to confirm")
     settings = settings_from(server_url=server, token=token)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
-from codefleet.cli.common import RUN, ServerOpt, TokenOpt, app, console, make_client, settings_from
+from codefleet.cli.common import RUN, ServerOpt, TokenOpt, app, make_client, settings_from
 from codefleet.errors import DomainError
 
 if TYPE_CHECKING:
@@ -18,6 +17,9 @@ __all__ = ["watch"]
 @app.command(rich_help_panel=RUN)
 def watch(server: ServerOpt = None, token: TokenOpt = None) -> None:
     """Live dashboard of a running server (read-only; Ctrl-C to leave)."""
+    import asyncio
+
+    from codefleet.cli.output import console
     from codefleet.ui.dashboard import watch as run_dashboard
 
     settings = settings_from(server_url=server, token=token)
