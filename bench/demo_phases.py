@@ -34,7 +34,6 @@ from collections.abc import Callable
 from typing import Any
 
 import uvicorn.lifespan.on
-import uvicorn.server
 
 import codefleet.fleet.local
 import codefleet.review.live
@@ -81,8 +80,9 @@ def instrument() -> None:
     wrap(demo_run, "print_result", "print_result")
     wrap(demo_run, "print_history", "print_history")
     wrap(thread, "stop", "server: stop (join)")
-    wrap(uvicorn.server.Server, "shutdown", "  uvicorn shutdown")
-    wrap(uvicorn.server.Server, "_wait_tasks_to_complete", "  uvicorn waits for open requests")
+    server = codefleet.server.thread.FleetServer
+    wrap(server, "shutdown", "  uvicorn shutdown")
+    wrap(server, "_drained", "  uvicorn waits for open requests")
     wrap(uvicorn.lifespan.on.LifespanOn, "shutdown", "  lifespan shutdown")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -35,7 +36,14 @@ def demo(
 
     Your checkout is never touched: the demo works in a fresh workspace under the run dir.
     """
-    from codefleet.cli.demo_run import run_demo
+    from codefleet.cli.launch import quiet_gc
+
+    # FastAPI imports pydantic.v1 (23 modules) only to refuse v1 models in routes, and the demo's
+    # server has none: a None entry makes that import fail, and FastAPI's check answers "not v1"
+    # as it does for a pydantic without v1 (decision "The demo's start-up").
+    sys.modules.setdefault("pydantic.v1", None)  # type: ignore[arg-type]
+    with quiet_gc():  # the server, the client and the fleet: most of the demo's start-up
+        from codefleet.cli.demo_run import run_demo
     from codefleet.cli.output import console
 
     settings = settings_from(run_dir=run_dir)

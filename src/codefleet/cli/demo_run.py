@@ -153,10 +153,11 @@ async def _demo(
         stop = asyncio.Event()
         follower = asyncio.create_task(follow_compact(server.url, settings.token, console, stop))
         try:
+            executor = demo_executor(mode, examples)  # one for every runner, as `run` shares one
             result = await run_fleet(
                 server.url,
                 runners,
-                lambda _: demo_executor(mode, examples),
+                lambda _: executor,
                 settings.workdir,
                 settings.run_dir,
                 verify=python_command(DEMO_VERIFY),
