@@ -7,14 +7,25 @@ adds the same cases for another checkout's `.venv/bin/codefleet` (a frozen
 clone of an earlier commit: before/after in one session). The demo runs in a
 fresh `--run-dir` per call so that no run sees another's workspace.
 
+Bytecode: with `PYTHONDONTWRITEBYTECODE` set (as in this project's agent
+sessions) and a venv made by `uv sync` (which does not compile), no `.pyc`
+exists anywhere and every run compiles every module it imports from source:
+about 0.9 s of the demo's CPU and 0.2 s of `--help`'s. A pip install compiles
+at install time, and Python caches on first use wherever the variable is not
+set, so `--bytecode cached` measures what an installation gives from its
+second run: each case runs with its own `PYTHONPYCACHEPREFIX` under a
+temporary directory (the checkouts are not written to), filled by the
+warm-up. `--bytecode both` measures each case both ways.
+
     uv run python -m bench.startup --runs 5
-    uv run python -m bench.startup --runs 5 --checkout /tmp/cf-base --json out.json
+    uv run python -m bench.startup --runs 5 --checkout /tmp/cf-base --bytecode both --json out.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -32,10 +43,17 @@ class Case:
     label: str
     argv: tuple[str, ...]
     demo: bool
+    pycache: Path | None = None  # cached bytecode: PYTHONPYCACHEPREFIX for this case
 
 
-def cases(checkouts: list[Path], launchers: list[str], which: list[str]) -> list[Case]:
-    """Every (checkout, launcher, command) combination, in a fixed order."""
+def cases(
+    checkouts: list[Path], launchers: list[str], which: list[str], caches: list[Path | None]
+) -> list[Case]:
+    """Every (checkout, launcher, command, bytecode) combination, in a fixed order.
+
+    `caches` holds None (bytecode as the environment has it) and/or a directory
+    under which each case gets its own bytecode cache.
+    """
     out: list[Case] = []
     for checkout in checkouts:
         name = "this" if checkout == ROOT else checkout.name
@@ -46,9 +64,28 @@ def cases(checkouts: list[Path], launchers: list[str], which: list[str]) -> list
                 else [str(checkout / ".venv/bin/codefleet")]
             )
             for command in which:
-                label = f"{name} {'uv run codefleet' if launcher == 'uv' else '.venv/bin/codefleet'} {' '.join(COMMANDS[command])}"
-                out.append(Case(label, (*prefix, *COMMANDS[command]), command == "demo"))
+                launch = "uv run codefleet" if launcher == "uv" else ".venv/bin/codefleet"
+                label = f"{name} {launch} {' '.join(COMMANDS[command])}"
+                for cache in caches:
+                    own = None if cache is None else cache / f"case-{len(out)}"
+                    out.append(
+                        Case(
+                            label + (" [cached bytecode]" if own else ""),
+                            (*prefix, *COMMANDS[command]),
+                            command == "demo",
+                            own,
+                        )
+                    )
     return out
+
+
+def environment(case: Case) -> dict[str, str] | None:
+    """The case's environment: this one, or with a bytecode cache Python may write to."""
+    if case.pycache is None:
+        return None
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(case.pycache)
+    return env
 
 
 def _children_cpu() -> float:
@@ -65,7 +102,9 @@ def run_once(case: Case) -> tuple[float, float]:
         argv = [*case.argv, "--run-dir", tmp] if case.demo else list(case.argv)
         cpu = _children_cpu()
         start = time.perf_counter()
-        done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp)
+        done = subprocess.run(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp, env=environment(case)
+        )
         elapsed = time.perf_counter() - start
         cpu = _children_cpu() - cpu
     if done.returncode != 0:
@@ -90,16 +129,25 @@ def main() -> None:
     parser.add_argument("--checkout", type=Path, action="append", default=[])
     parser.add_argument("--launcher", choices=["venv", "uv"], action="append")
     parser.add_argument("--command", choices=sorted(COMMANDS), action="append")
+    parser.add_argument("--bytecode", choices=["as-is", "cached", "both"], default="as-is")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     checkouts = [ROOT, *(c.resolve() for c in args.checkout)]
-    todo = cases(checkouts, args.launcher or ["venv", "uv"], args.command or ["help", "demo"])
-    times: dict[str, list[tuple[float, float]]] = {case.label: [] for case in todo}
-    for case in todo:  # one unmeasured warm-up each (bytecode caches, page cache)
-        run_once(case)
-    for _ in range(args.runs):
-        for case in todo:
-            times[case.label].append(run_once(case))
+    with tempfile.TemporaryDirectory(prefix="cf-startup-pyc-") as pyc:
+        cached: list[Path | None] = [Path(pyc)] if args.bytecode != "as-is" else []
+        caches = ([None] if args.bytecode != "cached" else []) + cached
+        todo = cases(
+            checkouts, args.launcher or ["venv", "uv"], args.command or ["help", "demo"], caches
+        )
+        times: dict[str, list[tuple[float, float]]] = {case.label: [] for case in todo}
+        for case in todo:  # one unmeasured warm-up each (bytecode caches, page cache)
+            run_once(case)
+        for _ in range(args.runs):
+            for case in todo:
+                times[case.label].append(run_once(case))
+    if args.bytecode != "cached" and os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        print("note: PYTHONDONTWRITEBYTECODE is set: the cases without [cached bytecode] compile")
+        print("      every module a checkout's venv has no .pyc for, on every run")
     rows = {label: summary(ts) for label, ts in times.items()}
     width = max(len(label) for label in rows)
     for label, row in rows.items():
