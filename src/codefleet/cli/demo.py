@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sys
+from types import ModuleType
 from typing import Annotated
 
 import typer
 
 from codefleet.cli.common import START, DryRunOpt, RunDirOpt, app, fail, settings_from
 
-__all__ = ["demo"]
+__all__ = ["demo", "import_demo_run"]
 
 
 @app.command(rich_help_panel=START)
@@ -36,20 +37,30 @@ def demo(
 
     Your checkout is never touched: the demo works in a fresh workspace under the run dir.
     """
-    from codefleet.cli.launch import quiet_gc
-
-    # FastAPI imports pydantic.v1 (23 modules) only to refuse v1 models in routes, and the demo's
-    # server has none: a None entry makes that import fail, and FastAPI's check answers "not v1"
-    # as it does for a pydantic without v1 (decision "The demo's start-up").
-    sys.modules.setdefault("pydantic.v1", None)  # type: ignore[arg-type]
-    with quiet_gc():  # the server, the client and the fleet: most of the demo's start-up
-        from codefleet.cli.demo_run import run_demo
     from codefleet.cli.output import console
 
+    demo_run = import_demo_run()
     settings = settings_from(run_dir=run_dir)
     mode = "dry-run" if dry_run else "offline" if offline else "live"
     try:
-        ok = run_demo(mode, settings.run_dir, runners, console, commit=commit)
+        ok = demo_run.run_demo(mode, settings.run_dir, runners, console, commit=commit)
     except NotImplementedError as err:
         raise fail(str(err)) from None
     raise typer.Exit(0 if ok else 1)
+
+
+def import_demo_run() -> ModuleType:
+    """`cli.demo_run` (the server, the client, the fleet): most of the demo's start-up.
+
+    Imported with the collector off (`launch.quiet_gc`), and without pydantic.v1:
+    FastAPI imports it (23 modules) only to refuse v1 models in routes, and the
+    demo's server has none. A None entry makes that import fail, and FastAPI's
+    check answers "not v1", as it does for a pydantic without v1 (decision
+    "The demo's start-up").
+    """
+    from codefleet.cli.launch import quiet_gc
+
+    sys.modules.setdefault("pydantic.v1", None)  # type: ignore[arg-type]
+    with quiet_gc():
+        import codefleet.cli.demo_run as demo_run
+    return demo_run

@@ -136,9 +136,15 @@ async def _demo(
 ) -> bool:
     examples = examples_dir()
     graph = load_graph(examples / "demo-tasks.yaml")
-    committer = demo_committer(settings.workdir, console) if commit else None
+    # The committer's git calls run in a worker thread while this one builds the server's app.
+    opening = (
+        asyncio.get_running_loop().run_in_executor(None, demo_committer, settings.workdir, console)
+        if commit
+        else None
+    )
     history: CommitResult | None = None
     with ServerThread(settings) as server:
+        committer = await opening if opening is not None else None
         async with FleetClient(server.url, token=settings.token) as client:
             await client.create_tasks(graph, {**graph.checks, **DEMO_CHECKS})
         console.print(f"[bold]server[/] {server.url}  ·  tree {escape(str(settings.workdir))}")
