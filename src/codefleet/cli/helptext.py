@@ -26,9 +26,8 @@ from typer.models import CommandFunctionType
 
 __all__ = ["CliTyper", "PanelGroup", "PlainCommand", "PlainFormatter", "reflow"]
 
-DEFAULT_PANEL = (
-    "Commands"  # where a command with no help panel is listed, as Typer's Rich help does
-)
+# Where a command with no help panel is listed, as in Typer's Rich help.
+DEFAULT_PANEL = "Commands"
 NAME_COLUMN_MAX = 30  # a longer option or command name pushes its help to the next line
 COLUMN_GAP = 2
 MIN_WIDTH = 50  # Click's floor: narrower terminals still get 50 columns
