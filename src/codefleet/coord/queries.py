@@ -88,6 +88,9 @@ ADD_AGENT_USAGE: Final = """UPDATE agents SET input_tokens = input_tokens + ?,
     tasks_succeeded = tasks_succeeded + ?, tasks_failed = tasks_failed + ? WHERE id = ?"""
 SELECT_TASK: Final = "SELECT * FROM tasks WHERE id = ?"
 SELECT_TASKS_PAGE: Final = "SELECT * FROM tasks ORDER BY seq LIMIT ? OFFSET ?"
+SELECT_TASKS_OF_IDS: Final = (
+    "SELECT * FROM tasks WHERE id IN (SELECT value FROM json_each(?)) ORDER BY seq"
+)
 SELECT_TASKS_BY_STATUS: Final = "SELECT * FROM tasks WHERE status = ? ORDER BY seq LIMIT ? OFFSET ?"
 SELECT_LIVE_TASKS: Final = (
     "SELECT * FROM tasks WHERE status IN ('pending', 'assigned', 'running') ORDER BY seq"

@@ -9,20 +9,18 @@ Two kinds of read:
 
 - live reads run on the event loop beside the single writer and see its
   memory; each is bounded by the live fleet (agents, leases) or by one task;
-- `snapshot()` is a read-only connection in one read transaction (WAL): the
-  reads that grow with the run (every task, every denial) run on it off the
-  loop, on one consistent committed state (docs/decisions.md, "Reads are
-  projections").
+- `projection()` keeps the reads that grow with the run (every task, every
+  denial) encoded, fed by the store's commits and refreshed off the loop on a
+  read snapshot (docs/decisions.md, "Reads are projections").
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from codefleet.coord.agents import AgentState
+from codefleet.coord.projection import Projection
 from codefleet.coord.store import Row, Store
 from codefleet.models import TaskStatus
 
@@ -40,15 +38,14 @@ class EngineReads:
 
     # -- the record, off the loop ------------------------------------------------------
 
-    @contextmanager
-    def snapshot(self) -> Iterator[Store]:
-        """A read-only store in one read transaction; safe to use from a worker thread."""
-        reader = Store(self._engine.store.path, read_only=True)
-        try:
-            with reader.read_transaction():
-                yield reader
-        finally:
-            reader.close()
+    def projection(self) -> Projection:
+        """The store's one projection: every commit it makes from now on feeds it."""
+        store = self._engine.store
+        if store.on_committed is not None:
+            raise RuntimeError("the store already feeds a projection")
+        projection = Projection(store.path, self.parents)
+        store.on_committed = projection.committed
+        return projection
 
     # -- the record, on the loop ---------------------------------------------------------
 

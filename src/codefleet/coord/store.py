@@ -45,6 +45,7 @@ class Touched:
     agents: set[str] = field(default_factory=set)
     lease_tasks: set[str] = field(default_factory=set)  # tasks whose leases or restores changed
     interactive: bool = False
+    reset: bool = False  # every table was emptied
 
 
 def _decode_event(row: sqlite3.Row) -> Row:
@@ -83,6 +84,7 @@ class Store:
         path: Path | str,
         on_commit: Callable[[list[Row]], None] | None = None,
         on_rollback: Callable[[Touched], None] | None = None,
+        on_committed: Callable[[Touched], None] | None = None,
         *,
         read_only: bool = False,
     ):
@@ -93,6 +95,7 @@ class Store:
         self.clock: Callable[[], datetime] = utcnow  # the engine sets its own
         self.on_commit = on_commit
         self.on_rollback = on_rollback
+        self.on_committed = on_committed  # after each outer COMMIT: what it wrote (read caches)
         self.touched = Touched()
         if read_only:  # a reader beside the server's connection: no schema work, no writes
             uri = f"{self.path.resolve().as_uri()}?mode=ro"
@@ -149,6 +152,8 @@ class Store:
             yield
             self._db.execute("COMMIT")
             self.commits += 1
+            if self.on_committed:
+                self.on_committed(self.touched)
         except BaseException as err:
             touched = self._abort()
             if self.on_rollback:
@@ -303,6 +308,11 @@ class Store:
     def task(self, task_id: str) -> Row | None:
         row = self._one(q.SELECT_TASK, (task_id,))
         return _decode_task(row) if row else None
+
+    def tasks_of(self, task_ids: Iterable[str]) -> list[Row]:
+        """The tasks among `task_ids` that exist, by seq."""
+        rows = self._db.execute(q.SELECT_TASKS_OF_IDS, (json.dumps(list(task_ids)),))
+        return [_decode_task(r) for r in rows]
 
     def tasks(self, status: str | None = None, limit: int = 1000, offset: int = 0) -> list[Row]:
         if status:
@@ -499,5 +509,6 @@ class Store:
         return str(row[0]) if row else None
 
     def reset(self) -> None:
+        self.touched.reset = True
         for table in q.RESET_TABLES:
             self._write(f"DELETE FROM {table}")  # event ids stay monotonic: cursors survive

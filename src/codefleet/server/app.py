@@ -112,6 +112,7 @@ def create_app(settings: Settings) -> FastAPI:
             with suppress(asyncio.CancelledError):
                 await ticker
             hub.close()
+            reads.close()
             engine.store.close()
             lock.release()
 

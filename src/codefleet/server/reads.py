@@ -4,25 +4,26 @@ Nothing here changes state, and nothing here reads the engine but through
 `coord.reads.EngineReads`. Derived fields (a task's `runnable` and
 `unmet_dependencies`, an agent's `stale`, a lease's `age_s`, a conflict's
 `resolved`) are computed at read time, never stored. The reads that grow with
-the run (`/state`'s task list, `/conflicts`) are computed and encoded off the
-event loop on one read snapshot (docs/decisions.md, "Reads are projections").
+the run (`/state`'s task list, `/conflicts`) come from the projection
+(`coord.projection`), kept encoded and refreshed off the event loop on a read
+snapshot (docs/decisions.md, "Reads are projections").
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from codefleet import __version__
 from codefleet.config import Settings
 from codefleet.coord.engine import Engine
+from codefleet.coord.projection import Cut, encode
 from codefleet.coord.reads import EngineReads
 from codefleet.coord.store import Row
 from codefleet.errors import NotFound
-from codefleet.models import EventType, TaskStatus, from_iso, to_iso, utcnow
+from codefleet.models import TaskStatus, from_iso, to_iso, utcnow
 from codefleet.planning.analysis import PlannedTask
 from codefleet.review.record import RunRecord
 
@@ -30,12 +31,7 @@ __all__ = ["Reads", "encode"]
 
 ALL: Final = 1_000_000  # "every row" for the reads that list a whole table
 ALL_EVENTS: Final = 100_000_000
-
-
-def encode(body: Any) -> bytes:
-    """JSON bytes exactly as the app's `JSONResponse` renders them."""
-    text = json.dumps(body, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":"))
-    return text.encode("utf-8")
+T = TypeVar("T")
 
 
 def decorate(task: Row, parents: list[str], done: Callable[[str], bool], now: datetime) -> Row:
@@ -53,23 +49,12 @@ def decorate(task: Row, parents: list[str], done: Callable[[str], bool], now: da
     return task
 
 
-def conflict(event: Row, done: bool) -> Row:
-    """One `lease_denied` event as a conflict, resolved once the refused task succeeded."""
-    body = event["payload"]
-    return {
-        "event_id": event["id"], "at": event["at"], "path": body.get("path"),
-        "task_id": event["task_id"], "agent_id": event["agent_id"],
-        "agent_name": body.get("requester_name"),
-        "holder_task_id": body.get("holder_task_id"),
-        "holder_agent_id": body.get("holder_agent_id"),
-        "holder_agent_name": body.get("holder_agent_name"), "resolved": done,
-    }  # fmt: skip
-
-
 class Reads:
     def __init__(self, engine: Engine, settings: Settings) -> None:
         self.engine = EngineReads(engine)
         self.settings = settings
+        self.projection = self.engine.projection()
+        self._reading = asyncio.Lock()  # one projection read at a time
 
     def _decorate(self, task: Row) -> Row:
         status = self.engine.status
@@ -143,63 +128,43 @@ class Reads:
         return rows
 
     async def conflicts_json(self, resolved: bool | None) -> bytes:
-        """`GET /conflicts`, read and encoded off the event loop."""
-        return await asyncio.to_thread(self._conflicts_json, resolved)
-
-    def _conflicts_json(self, resolved: bool | None) -> bytes:
-        with self.engine.snapshot() as snap:
-            statuses = snap.task_statuses()
-            events = snap.events(0, ALL, EventType.LEASE_DENIED)
-        found = []
-        for event in events:
-            done = statuses.get(event["task_id"] or "") == TaskStatus.SUCCEEDED
-            if resolved is None or done == resolved:
-                found.append(conflict(event, done))
-        return encode({"conflicts": found})
+        """`GET /conflicts`, from the projection refreshed off the event loop."""
+        return await self._recorded(lambda cut: self.projection.conflicts(cut, utcnow(), resolved))
 
     async def state_json(self) -> bytes:
-        """`GET /state`: the record's part off the loop, the live part on it, encoded off it.
+        """`GET /state`: the record's part from the projection, then the live part on the loop.
 
-        The snapshot is read first, so every event after its `last_event_id` is
-        also in the live part or still to come on the stream: a client that
+        The projection's cut comes first, so every event after its `last_event_id`
+        is also in the live part or still to come on the stream: a client that
         replays from there misses nothing.
         """
-        recorded = await asyncio.to_thread(self._recorded_state)
+        recorded = await self._recorded(lambda cut: self.projection.state(cut, utcnow()))
         now = utcnow()
-        body = {
-            "tasks": recorded.pop("tasks"),
+        rest = encode({
             "agents": self.agents(),
             "leases": self.leases(),
-            **recorded,
+            "counters": recorded.counters,
+            "last_event_id": recorded.last_event_id,
             "server_time": to_iso(now),
             **self.engine.limits_view(now),
-        }
-        return await asyncio.to_thread(encode, body)
+        })  # fmt: skip
+        return b"".join((b'{"tasks":[', recorded.tasks, b"],", rest[1:]))
 
-    def _recorded_state(self) -> Row:
-        with self.engine.snapshot() as snap:
-            rows = snap.tasks(None, ALL, 0)
-            counts = snap.task_counts()
-            tokens_in, tokens_out, cost = snap.usage_totals()
-            last_event_id = snap.last_event_id()
-        return {
-            "tasks": self._decorate_all(rows),
-            "counters": {
-                "tasks": counts,
-                "input_tokens": tokens_in,
-                "output_tokens": tokens_out,
-                "cost_usd": round(cost, 6),
-            },
-            "last_event_id": last_event_id,
-        }
+    async def _recorded(self, read: Callable[[Cut], T]) -> T:
+        """`read` on a fresh cut, off the loop; one at a time, each to its end (shielded)."""
+        return await asyncio.shield(asyncio.ensure_future(self._serialized(read)))
 
-    def _decorate_all(self, rows: list[Row]) -> list[Row]:
-        """Derived fields from the snapshot's statuses; a task's parents are fixed at its insert."""
-        succeeded = {r["id"] for r in rows if r["status"] == TaskStatus.SUCCEEDED}
-        now = utcnow()
-        return [
-            decorate(t, self.engine.parents(t["id"]), succeeded.__contains__, now) for t in rows
-        ]
+    async def _serialized(self, read: Callable[[Cut], T]) -> T:
+        async with self._reading:
+            cut = self.projection.cut()
+            try:
+                return await asyncio.to_thread(read, cut)
+            except BaseException:
+                self.projection.lost(cut)
+                raise
+
+    def close(self) -> None:
+        self.projection.close()
 
     def record(self) -> RunRecord:
         """The run as `codefleet report` and `stats` read it through the wire, in one value."""
