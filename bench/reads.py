@@ -2,12 +2,17 @@
 
 One run: a server is loaded with `--tasks` pending tasks (disjoint scopes), then
 `bench.leases`' workers run the lease load twice on it — once alone, once with a
-poller that asks `GET /state` and `GET /conflicts` back to back for the whole
-phase. Reported per run: the lease throughput of each phase and their ratio
-(the cost of the poller to the fleet, compared within one run because the
-machine is shared), the p50/p99/max of each read while the load ran, and the
-server's RSS after loading (total and per 1,000 tasks) and at the end. The
-shared paths are contended, so `/conflicts` has denials to list.
+poller that asks `GET /state` and `GET /conflicts` in turn for the whole phase
+(back to back, or one pair every `--poll-every` s). Reported per run: the lease
+throughput of each phase and their ratio (the cost of the poller to the fleet,
+compared within one run because the machine is shared), the p50/p99/max of
+each read while the load ran, the server's CPU per lease alone and per read
+pair (the polled phase's server CPU beyond its leases at the alone rate, per
+pair), and the server's RSS after loading (total and per 1,000 tasks) and at
+the end. The shared paths are contended, so `/conflicts` has denials to list.
+Before the lease phases, `--idle-reads` pairs are read on the idle server: the
+first (which builds the projection) and the median of the rest, with the
+server's CPU per read.
 
 Run: `uv run python -m bench.reads --client raw --runs 3`.
 """
@@ -15,6 +20,7 @@ Run: `uv run python -m bench.reads --client raw --runs 3`.
 from __future__ import annotations
 
 import argparse
+import http.client
 import statistics
 import sys
 import threading
@@ -31,6 +37,7 @@ from bench.harness import (
     fmt_ms,
     machine,
     percentiles,
+    pid_cpu_seconds,
     running,
     server_from,
     write_json,
@@ -65,26 +72,90 @@ def load_tasks(server: Server, total: int) -> float:
     return time.monotonic() - began
 
 
+def idle_reads(server: Server, pairs: int, client: str) -> dict[str, Any]:
+    """`pairs` of reads on the idle server: the first's latency, then the rest's, and CPU per read."""
+    found: dict[str, Any] = {}
+    getter = StdlibGet(server) if client == "raw" else HttpxGet(server)
+    try:
+        for path in READS:
+            times, cpus = [], []
+            for _ in range(pairs):
+                cpu, began = pid_cpu_seconds(server.pid), time.perf_counter()
+                status, _ = getter.get(path)
+                times.append(time.perf_counter() - began)
+                cpus.append(pid_cpu_seconds(server.pid) - cpu)
+                if status != 200:
+                    raise BenchError(f"GET {path} -> {status}")
+            rest = times[1:] or times
+            found[path] = {
+                "first_s": times[0],
+                "p50_s": statistics.median(rest),
+                "cpu_per_read_s": sum(cpus[1:] or cpus) / len(rest),
+            }
+    finally:
+        getter.close()
+    return found
+
+
+class StdlibGet:
+    """`GET` over one keep-alive `http.client` connection: the raw client's poller.
+
+    httpx spends tens of ms of Python reading a 6 MB body; `http.client` reads
+    it in one buffered call, so the time measured is the server's.
+    """
+
+    def __init__(self, server: Server) -> None:
+        self._conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+        self._headers = server.headers()
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        self._conn.request("GET", path, headers=self._headers)
+        answer = self._conn.getresponse()
+        return answer.status, answer.read()
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class HttpxGet:
+    def __init__(self, server: Server) -> None:
+        self._http = httpx.Client(base_url=server.url, headers=server.headers(), timeout=60)
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        answer = self._http.get(path)
+        return answer.status_code, answer.content
+
+    def close(self) -> None:
+        self._http.close()
+
+
 class Poller:
     """A thread that asks each of `READS` in turn until stopped, timing every answer."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Server, every: float = 0.0, client: str = "raw") -> None:
         self.server = server
+        self.every = every
+        self.client = client
         self.times: dict[str, list[float]] = {path: [] for path in READS}
         self.sizes: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        with httpx.Client(base_url=self.server.url, headers=self.server.headers(), timeout=60) as h:
+        getter = StdlibGet(self.server) if self.client == "raw" else HttpxGet(self.server)
+        try:
             while not self._stop.is_set():
+                began_pair = time.perf_counter()
                 for path in READS:
                     began = time.perf_counter()
-                    answer = h.get(path)
+                    status, body = getter.get(path)
                     self.times[path].append(time.perf_counter() - began)
-                    if answer.status_code != 200:
-                        raise BenchError(f"GET {path} -> {answer.status_code}")
-                    self.sizes[path] = len(answer.content)
+                    if status != 200:
+                        raise BenchError(f"GET {path} -> {status}")
+                    self.sizes[path] = len(body)
+                self._stop.wait(max(0.0, self.every - (time.perf_counter() - began_pair)))
+        finally:
+            getter.close()
 
     def __enter__(self) -> Poller:
         self._thread.start()
@@ -103,22 +174,29 @@ def lease_phase(args: argparse.Namespace, server: Server, tag: str, poll: bool) 
         "per_agent": 10**9, "rotate": 0, "name_prefix": tag,
     }  # fmt: skip
     fleet = Fleet(lease_worker, params, args.agents, args.procs)
-    poller = Poller(server) if poll else None
+    poller = Poller(server, args.poll_every, args.client) if poll else None
     with running(fleet):
+        cpu = pid_cpu_seconds(server.pid)
         began = fleet.go()
         if poller is not None:
+            server.start_profiler()  # `--profile`: the polled phase only
             with poller:
                 parts, _ = fleet.results()
+            server.stop_profiler()
         else:
             parts, _ = fleet.results()
+        cpu = pid_cpu_seconds(server.pid) - cpu
     results = [agent for part in parts for agent in part]
     wall = max(a["ended"] for a in results) - began
     requests = sum(len(a["latencies"]) for a in results)
     found: dict[str, Any] = {"requests": requests, "wall_s": wall, "leases_per_s": requests / wall}
+    found["server_cpu_s"] = cpu
+    found["server_cpu_per_lease_s"] = cpu / requests if requests else 0.0
     found["lease_latency_s"] = percentiles([x for a in results for x in a["latencies"]])
     if poller is not None:
         found["reads"] = {p: percentiles(t) for p, t in poller.times.items()}
         found["read_bytes"] = poller.sizes
+        found["read_pairs"] = min(len(t) for t in poller.times.values())
     return found
 
 
@@ -126,9 +204,13 @@ def run_once(args: argparse.Namespace, number: int) -> dict[str, Any]:
     with server_from(args) as server:
         load_s = load_tasks(server, args.tasks)
         loaded_rss = rss_mb(server.pid)
+        idle = idle_reads(server, args.idle_reads, args.client) if args.idle_reads else {}
         alone = lease_phase(args, server, f"alone{number}-", poll=False)
         polled = lease_phase(args, server, f"polled{number}-", poll=True)
+        beyond = polled["server_cpu_s"] - polled["requests"] * alone["server_cpu_per_lease_s"]
         return {
+            "idle_reads": idle,
+            "server_cpu_per_read_pair_s": beyond / max(1, polled["read_pairs"]),
             "tasks": args.tasks,
             "agents": args.agents,
             "load_s": load_s,
@@ -154,6 +236,16 @@ def report(run: dict[str, Any]) -> None:
     )
     for path, stats in polled["reads"].items():
         print(f"  {path} {fmt_ms(stats)} ({polled['read_bytes'].get(path, 0):,} bytes)")
+    print(
+        f"  server CPU {alone['server_cpu_per_lease_s'] * 1e6:.0f} us/lease alone, "
+        f"{run['server_cpu_per_read_pair_s'] * 1e3:.1f} ms per read pair beyond the leases "
+        f"({polled['read_pairs']} pairs)"
+    )
+    for path, idle in run["idle_reads"].items():
+        print(
+            f"  idle {path}: first {idle['first_s'] * 1e3:.0f} ms, then p50 "
+            f"{idle['p50_s'] * 1e3:.1f} ms, server CPU {idle['cpu_per_read_s'] * 1e3:.1f} ms/read"
+        )
 
 
 def spread(runs: list[dict[str, Any]], pick: Any) -> str:
@@ -170,6 +262,9 @@ def summary(runs: list[dict[str, Any]]) -> None:
         for point in ("p50", "p99"):
             ms = spread(runs, lambda r, p=path, q=point: r["polled"]["reads"][p][q] * 1000)
             print(f"  {path} {point} ms {ms}")
+    print(
+        f"  server CPU ms per read pair {spread(runs, lambda r: r['server_cpu_per_read_pair_s'] * 1e3)}"
+    )
     print(f"  rss MB per 1,000 tasks {spread(runs, lambda r: r['rss_per_1000_tasks_mb'])}")
 
 
@@ -180,6 +275,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=8.0, help="seconds per lease phase")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--poll-every", type=float, default=0.0, help="s per read pair (0: back to back)"
+    )
+    parser.add_argument(
+        "--idle-reads", type=int, default=6, help="read pairs on the idle server first"
+    )
     add_common_args(parser)
     args = parser.parse_args(argv)
     print(f"machine {machine()}\nserver {server_from(args).describe()}")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
@@ -40,10 +40,12 @@ RUNNABLE: Final = {True: b',"runnable":true}', False: b',"runnable":false}'}
 RESOLVED: Final = {True: b',"resolved":true}', False: b',"resolved":false}'}
 
 
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def encode(body: Any) -> bytes:
     """JSON bytes exactly as the app's `JSONResponse` renders them."""
-    text = json.dumps(body, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":"))
-    return text.encode("utf-8")
+    return _ENCODER.encode(body).encode("utf-8")
 
 
 def _list(items: list[str]) -> bytes:
@@ -281,7 +283,10 @@ class Projection:
                 RUNNABLE[could and not waits],
             ))  # fmt: skip
             head = task.body[: len(task.body) - task.tail]
-            tasks[task_id] = replace(task, body=head + tail, tail=len(tail))
+            tasks[task_id] = _Task(
+                task.seq, task.status, task.attempts, task.max_attempts, task.backoff,
+                task.parents, head + tail, len(tail),
+            )  # fmt: skip
             self._joined_tasks = None
 
     def _status(self, task_id: str) -> str | None:

@@ -50,7 +50,7 @@ from codefleet.server.interactive import install_interactive
 from codefleet.server.lock import ServerLock
 from codefleet.server.loopwatch import LoopWatch
 from codefleet.server.pages import install_web
-from codefleet.server.reads import Reads
+from codefleet.server.reads import PartsResponse, Reads
 from codefleet.server.runner_routes import RunnerRoutes, install_runner_routes
 from codefleet.server.sse import EventHub
 
@@ -244,7 +244,7 @@ def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings
 
     @app.get("/state")
     async def state() -> Response:
-        return _raw_json(await reads.state_json())
+        return PartsResponse(await reads.state_json())
 
     @app.get("/health")
     async def health() -> JSONResponse:

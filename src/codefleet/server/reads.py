@@ -16,6 +16,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final, TypeVar
 
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
 from codefleet import __version__
 from codefleet.config import Settings
 from codefleet.coord.engine import Engine
@@ -27,7 +30,7 @@ from codefleet.models import TaskStatus, from_iso, to_iso, utcnow
 from codefleet.planning.analysis import PlannedTask
 from codefleet.review.record import RunRecord
 
-__all__ = ["Reads", "encode"]
+__all__ = ["PartsResponse", "Reads", "encode"]
 
 ALL: Final = 1_000_000  # "every row" for the reads that list a whole table
 ALL_EVENTS: Final = 100_000_000
@@ -47,6 +50,22 @@ def decorate(task: Row, parents: list[str], done: Callable[[str], bool], now: da
         and (backoff is None or from_iso(backoff) <= now)
     )
     return task
+
+
+class PartsResponse(Response):
+    """A JSON body sent in its parts, in order: the cached 6 MB is never copied into one."""
+
+    media_type = "application/json"
+
+    def __init__(self, parts: tuple[bytes, ...]) -> None:
+        self.parts = parts
+        super().__init__(headers={"content-length": str(sum(len(p) for p in parts))})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        last = len(self.parts) - 1
+        for n, part in enumerate(self.parts):
+            await send({"type": "http.response.body", "body": part, "more_body": n < last})
 
 
 class Reads:
@@ -131,8 +150,8 @@ class Reads:
         """`GET /conflicts`, from the projection refreshed off the event loop."""
         return await self._recorded(lambda cut: self.projection.conflicts(cut, utcnow(), resolved))
 
-    async def state_json(self) -> bytes:
-        """`GET /state`: the record's part from the projection, then the live part on the loop.
+    async def state_json(self) -> tuple[bytes, ...]:
+        """`GET /state`'s JSON in parts: the record's from the projection, then the live part.
 
         The projection's cut comes first, so every event after its `last_event_id`
         is also in the live part or still to come on the stream: a client that
@@ -148,7 +167,7 @@ class Reads:
             "server_time": to_iso(now),
             **self.engine.limits_view(now),
         })  # fmt: skip
-        return b"".join((b'{"tasks":[', recorded.tasks, b"],", rest[1:]))
+        return (b'{"tasks":[', recorded.tasks, b"],", rest[1:])
 
     async def _recorded(self, read: Callable[[Cut], T]) -> T:
         """`read` on a fresh cut, off the loop; one at a time, each to its end (shielded)."""
