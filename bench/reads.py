@@ -205,6 +205,7 @@ def run_once(args: argparse.Namespace, number: int) -> dict[str, Any]:
         load_s = load_tasks(server, args.tasks)
         loaded_rss = rss_mb(server.pid)
         idle = idle_reads(server, args.idle_reads, args.client) if args.idle_reads else {}
+        read_rss = rss_mb(server.pid)
         alone = lease_phase(args, server, f"alone{number}-", poll=False)
         polled = lease_phase(args, server, f"polled{number}-", poll=True)
         beyond = polled["server_cpu_s"] - polled["requests"] * alone["server_cpu_per_lease_s"]
@@ -216,6 +217,7 @@ def run_once(args: argparse.Namespace, number: int) -> dict[str, Any]:
             "load_s": load_s,
             "rss_loaded_mb": loaded_rss,
             "rss_per_1000_tasks_mb": loaded_rss * 1000 / args.tasks,
+            "rss_read_mb": read_rss,
             "rss_end_mb": rss_mb(server.pid),
             "alone": alone,
             "polled": polled,
@@ -227,7 +229,8 @@ def report(run: dict[str, Any]) -> None:
     alone, polled = run["alone"], run["polled"]
     print(
         f"tasks={run['tasks']} loaded in {run['load_s']:.1f}s; rss {run['rss_loaded_mb']:.0f} MB "
-        f"({run['rss_per_1000_tasks_mb']:.1f} MB/1,000 tasks), {run['rss_end_mb']:.0f} MB at end"
+        f"({run['rss_per_1000_tasks_mb']:.1f} MB/1,000 tasks), {run['rss_read_mb']:.0f} MB after "
+        f"the idle reads, {run['rss_end_mb']:.0f} MB at end"
     )
     print(
         f"  leases alone {alone['leases_per_s']:,.0f}/s, with the poller "
