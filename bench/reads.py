@@ -25,6 +25,7 @@ import statistics
 import sys
 import threading
 import time
+from collections import Counter
 from typing import Any
 
 import httpx
@@ -166,8 +167,23 @@ class Poller:
         self._thread.join(timeout=120)
 
 
+def finish_tasks(server: Server, results: list[dict[str, Any]]) -> None:
+    """Complete each agent's task, so that the next phase starts with no lease held.
+
+    Without it the second phase's agents (the same path indexes) would be refused
+    every path the first phase's still hold: a load of denials, not of leases.
+    """
+    with httpx.Client(base_url=server.url, headers=server.headers(), timeout=60.0) as http:
+        for agent in results:
+            body = {"agent_id": agent["agent_id"], "attempt": agent["attempt"], "ok": True}
+            headers = {"X-Agent-Epoch": str(agent["epoch"])}
+            answer = http.post(f"/tasks/{agent['task_id']}/complete", json=body, headers=headers)
+            if answer.status_code != 200:
+                raise BenchError(f"complete {agent['task_id']}: {answer.status_code} {answer.text}")
+
+
 def lease_phase(args: argparse.Namespace, server: Server, tag: str, poll: bool) -> dict[str, Any]:
-    """One lease load of `args.duration` s; with `poll`, the poller runs alongside."""
+    """One lease load of `args.duration` s (its tasks then completed); `poll`: with the poller."""
     params = {
         "client": args.client, "port": server.port, "token": args.token, "seed": args.seed,
         "pool": 20, "shared": 4, "contended": 0.2, "duration": args.duration,
@@ -187,9 +203,11 @@ def lease_phase(args: argparse.Namespace, server: Server, tag: str, poll: bool) 
             parts, _ = fleet.results()
         cpu = pid_cpu_seconds(server.pid) - cpu
     results = [agent for part in parts for agent in part]
+    finish_tasks(server, results)
     wall = max(a["ended"] for a in results) - began
     requests = sum(len(a["latencies"]) for a in results)
     found: dict[str, Any] = {"requests": requests, "wall_s": wall, "leases_per_s": requests / wall}
+    found["outcome"] = dict(sum((Counter(a["outcome"]) for a in results), Counter()))
     found["server_cpu_s"] = cpu
     found["server_cpu_per_lease_s"] = cpu / requests if requests else 0.0
     found["lease_latency_s"] = percentiles([x for a in results for x in a["latencies"]])
@@ -237,6 +255,7 @@ def report(run: dict[str, Any]) -> None:
         f"{polled['leases_per_s']:,.0f}/s (ratio {run['lease_ratio']:.2f}); lease latency "
         f"with the poller {fmt_ms(polled['lease_latency_s'])}"
     )
+    print(f"  outcomes alone {alone['outcome']}, with the poller {polled['outcome']}")
     for path, stats in polled["reads"].items():
         print(f"  {path} {fmt_ms(stats)} ({polled['read_bytes'].get(path, 0):,} bytes)")
     print(
