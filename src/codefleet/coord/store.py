@@ -7,7 +7,9 @@ events emitted inside it are handed to the `on_commit` listener only after
 COMMIT succeeds, so a subscriber never sees an event that was rolled back.
 
 A rolled-back transaction calls `on_rollback`, so a caller that mirrors rows
-in memory (the engine's live index) can re-read them instead of drifting.
+in memory (the engine's live index) can re-read them instead of drifting; a
+committed one calls `on_committed` with the same record, so a read cache (the
+projection) knows which rows to refresh.
 
 Invariants held by the schema, not by code: one lease row per path (primary
 key), no self-dependency, event ids strictly increasing. Statements are named
