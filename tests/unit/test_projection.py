@@ -14,7 +14,10 @@ after the first starts from the database the last one left (a restart).
 
 from __future__ import annotations
 
+import ast
+import inspect
 import random
+import re
 from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime
@@ -24,6 +27,8 @@ import pytest
 import test_engine
 from test_engine import Fleet
 
+from codefleet.coord import queries
+from codefleet.coord import store as store_module
 from codefleet.coord.projection import Projection, encode
 from codefleet.coord.store import Store
 from codefleet.errors import DomainError
@@ -277,3 +282,37 @@ def _walk(make_fleet: Callable[..., Fleet], seed: int) -> int:
             assert_current(projection, fleet)
     assert_current(projection, fleet)
     return denied
+
+
+# -- the rule the projection rests on ---------------------------------------------------------
+
+TASK_WRITE = re.compile(r"\b(UPDATE|INSERT INTO|INSERT OR \w+ INTO|DELETE FROM)\s+tasks\b")
+
+
+def test_every_store_method_that_writes_a_task_row_marks_it_touched() -> None:
+    """The projection learns what changed only from `Touched`: a task write that skips it goes stale."""
+    writes = {
+        name
+        for name, value in vars(queries).items()
+        if (isinstance(value, str) and TASK_WRITE.search(value))
+        or (isinstance(value, tuple) and "tasks" in value)  # RESET_TABLES
+    }
+    source = inspect.getsource(store_module)
+    store_class = next(
+        node
+        for node in ast.parse(source).body
+        if isinstance(node, ast.ClassDef) and node.name == "Store"
+    )
+    writers = []
+    for method in store_class.body:
+        if not isinstance(method, ast.FunctionDef):
+            continue
+        text = ast.get_source_segment(source, method) or ""
+        named = {n.attr for n in ast.walk(method) if isinstance(n, ast.Attribute)} & writes
+        if named or TASK_WRITE.search(text):
+            writers.append(method.name)
+            assert "self.touched.tasks" in text or "self.touched.reset" in text, (
+                f"Store.{method.name} writes the tasks table without marking `touched`: "
+                "the projection (and a rollback's re-read) would not know the row changed"
+            )
+    assert {"insert_tasks", "update_task", "add_usage", "reset"} <= set(writers)
