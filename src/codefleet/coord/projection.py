@@ -161,14 +161,14 @@ class Projection:
 
     def state(self, cut: Cut, now: datetime) -> Recorded:
         """The tasks (derived at `now`) and counters at `cut`; closes its snapshot."""
-        self._refresh(cut, now)
+        self._refresh(cut, now, denials=False)  # the conflicts' own read catches up on those
         if self._joined_tasks is None:
             self._joined_tasks = b",".join([t.body for t in self._tasks.values()])
         return Recorded(self._joined_tasks, self._counters, cut.last_event_id)
 
     def conflicts(self, cut: Cut, now: datetime, resolved: bool | None) -> bytes:
         """`/conflicts` at `cut`, all of them or those whose `resolved` is `resolved`."""
-        self._refresh(cut, now)
+        self._refresh(cut, now, denials=True)
         if resolved is not None:
             found = b",".join([c.body for c in self._conflicts if c.resolved is resolved])
         else:
@@ -190,16 +190,16 @@ class Projection:
         self._joined_tasks: bytes | None = None
         self._joined_conflicts: bytes | None = None
 
-    def _refresh(self, cut: Cut, now: datetime) -> None:
-        rows, denials = self._read(cut)
+    def _refresh(self, cut: Cut, now: datetime, denials: bool) -> None:
+        rows, denied = self._read(cut, denials)
         flipped = self._apply(rows)
         due = [task_id for task_id, until in self._timed.items() if until <= now]
         below = (child for parent in flipped for child in self._children.get(parent, ()))
         self._derive({*(r["id"] for r in rows), *below, *due}, now)
-        self._resolve(flipped, denials)
+        self._resolve(flipped, denied)
 
-    def _read(self, cut: Cut) -> tuple[list[Row], list[Row]]:
-        """The changed rows, the counters if they moved, the new denials; ends the snapshot."""
+    def _read(self, cut: Cut, denials: bool) -> tuple[list[Row], list[Row]]:
+        """The changed rows, the counters if they moved, any new denials; ends the snapshot."""
         reader = self._reader
         assert reader is not None
         with cut.snapshot:
@@ -214,11 +214,11 @@ class Projection:
                 rows = reader.tasks(None, ALL, 0)
             if rows or everything:
                 self._counters = self._counted(reader)
-            denials = []
-            if cut.last_event_id > self._through:
-                denials = reader.events(self._through, ALL, EventType.LEASE_DENIED)
+            denied: list[Row] = []
+            if denials and cut.last_event_id > self._through:
+                denied = reader.events(self._through, ALL, EventType.LEASE_DENIED)
                 self._through = cut.last_event_id
-        return rows, denials
+        return rows, denied
 
     @staticmethod
     def _counted(reader: Store) -> Row:
