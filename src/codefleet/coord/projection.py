@@ -187,8 +187,8 @@ class Projection:
         self._denied = {}
         self._through = 0
         self._counters = {}
-        self._joined_tasks: bytes | None = None
-        self._joined_conflicts: bytes | None = None
+        self._joined_tasks = None
+        self._joined_conflicts = None
 
     def _refresh(self, cut: Cut, now: datetime, denials: bool) -> None:
         rows, denied = self._read(cut, denials)
