@@ -1,15 +1,17 @@
-"""Critical-path lengths after graphs posted in batches equal a brute-force longest chain."""
+"""Graphs posted in batches: chains equal a brute-force longest chain, the index a rebuilt one."""
 
 from __future__ import annotations
 
 import random
 from functools import cache
+from typing import Any
 
 import pytest
 import test_engine
 from test_engine import Fleet
 
 from codefleet.coord.graph import NewTask
+from codefleet.coord.index import LiveIndex
 
 make_fleet = test_engine.make_fleet  # the engine harness's fixtures
 fleet = test_engine.fleet
@@ -43,3 +45,42 @@ def longest_chains(fleet: Fleet, ids: list[str]) -> dict[str, int]:
         return 1 + max(below, default=0)
 
     return {t: longest(t) for t in ids}
+
+
+def index_state(index: LiveIndex) -> dict[str, Any]:
+    """Everything the scheduler reads from the index, in comparable form."""
+    return {
+        "status": dict(index.status),
+        "ready": list(index.ready),
+        "backoff": sorted(index.backoff),
+        "exhausted": set(index.exhausted),
+        "in_flight": set(index.in_flight),
+        "live": {t: (v.chain, v.unmet, v.ready_key, v.status) for t, v in index.live.items()},
+        "parents": {t: sorted(p) for t, p in index.parents.items()},
+    }
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_the_index_built_batch_by_batch_equals_the_index_rebuilt_from_the_rows(
+    fleet: Fleet, seed: int
+):
+    rng = random.Random(seed)
+    ids: list[str] = []
+    for batch in range(5):
+        specs = []
+        for n in range(rng.randint(1, 15)):
+            task_id = f"b{batch}-{n:02}"
+            earlier = ids + [s.id for s in specs if s.id]
+            deps = rng.sample(earlier, min(len(earlier), rng.choice([0, 1, 1, 2, 3])))
+            specs.append(NewTask(task_id, id=task_id, depends_on=deps,
+                                 priority=rng.randint(1, 5)))  # fmt: skip
+        rng.shuffle(specs)  # the batch in any order, not only parents first
+        fleet.engine.create_tasks(specs)
+        ids += [str(s.id) for s in specs]
+        built = index_state(fleet.engine.tasks.index)
+        fleet.engine.tasks.load()
+        assert built == index_state(fleet.engine.tasks.index), (seed, batch)
+        live = sorted(fleet.engine.tasks.index.live)
+        if live and rng.random() < 0.5:  # a dead parent: later children are born blocked
+            fleet.engine.cancel(rng.choice(live))
+            fleet.engine.tasks.load()  # a cancel leaves its ancestors' chains as they were

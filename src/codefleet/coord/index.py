@@ -234,14 +234,40 @@ class LiveIndex:
 
     def add_created(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Newly created pending tasks (their edges added first); not placed yet."""
+        live, status, parents = self.live, self.status, self.parents
+        pending, succeeded = TaskStatus.PENDING, TaskStatus.SUCCEEDED
         for row in rows:
-            task = LiveTask(
-                id=row["id"], priority=row["priority"], scope=frozenset(row["file_scope"]),
-                status=TaskStatus.PENDING, attempts=0, max_attempts=row["max_attempts"],
-                created_at=row["created_at"],
+            task_id = row["id"]
+            task = live[task_id] = LiveTask(
+                task_id, row["priority"], frozenset(row["file_scope"]), pending, 0,
+                row["max_attempts"], row["created_at"],
             )  # fmt: skip
-            task.unmet = self.unmet_of(task.id)
-            self.add_live(task)
+            status[task_id] = pending
+            task.unmet = sum(1 for p in parents.get(task_id, ()) if status.get(p) is not succeeded)
+
+    def place_created(self, task_ids: list[str]) -> None:
+        """Chain and place a batch `add_created` made live (no task of it placed yet).
+
+        The same end state as `place_pending` of each, then `compute_chains`, without
+        moving a ready entry twice: nothing stored depends on a new task, so the batch's
+        chains are settled bottom up within it, filed once, and its ancestors lifted.
+        """
+        live, children = self.live, self.children
+        for task_id in self._reverse_topological(task_ids):
+            below = [live[c].chain for c in children.get(task_id, ()) if c in live]
+            live[task_id].chain = 1 + max(below, default=0)
+        ready: list[ReadyKey] = []
+        for task_id in task_ids:
+            task = live[task_id]
+            if task.charged >= task.max_attempts:
+                self.exhausted.add(task_id)
+            elif task.unmet == 0:
+                task.ready_key = candidate_order(
+                    task.priority, task.chain, task.created_at, task_id
+                )
+                ready.append(task.ready_key)
+        self.ready.update(ready)
+        self._lift_ancestors(task_ids)
 
     def add_live(self, task: LiveTask) -> None:
         self.live[task.id] = task

@@ -25,8 +25,11 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import resources
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from codefleet.coord import queries as q
 from codefleet.coord.rows import AgentRow, LeaseRow, RestoreRow
@@ -37,6 +40,10 @@ from codefleet.rollback import PatchFile, PreImage
 __all__ = ["Row", "Store", "Touched"]
 
 Row = dict[str, Any]
+WRITER_CACHE_KIB = 32_768  # the writer's page cache (SQLite's default is 2,000 KiB)
+# One encoder for every event payload: `json.dumps` with arguments builds a new one per call.
+_PAYLOAD = json.JSONEncoder(separators=(",", ":"), default=str).encode
+_INSERT_TASK_PARAMS = itemgetter(*q.INSERT_TASK_COLUMNS)
 
 
 @dataclass(slots=True)
@@ -66,10 +73,23 @@ def _preimage(row: sqlite3.Row) -> PreImage:
     )
 
 
+def _plain_json(value: Any) -> str:
+    """Compact JSON of plain values (str, int, lists, dicts of them): orjson, else stdlib.
+
+    The text may differ from `json.dumps` (UTF-8 instead of escapes) but decodes the
+    same; what orjson refuses (a lone surrogate, a non-str key) takes the stdlib path.
+    """
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return _PAYLOAD(value)
+
+
 def _task_params(task: Row) -> tuple[Any, ...]:
     """`INSERT_TASK`'s parameters, in order; `verify` may be left out (NULL)."""
-    row = {"verify": None, **task, "file_scope": json.dumps(task["file_scope"])}
-    return tuple([row[c] for c in q.INSERT_TASK_COLUMNS])
+    row = {"verify": None, **task, "file_scope": _plain_json(task["file_scope"])}
+    params: tuple[Any, ...] = _INSERT_TASK_PARAMS(row)
+    return params
 
 
 def _decode_task(row: sqlite3.Row) -> Row:
@@ -109,6 +129,8 @@ class Store:
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        # a 10,000-task load dirties ~8 MB in one transaction: the 2 MB default spills it
+        self._db.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.execute("PRAGMA foreign_keys=ON")
         self._db.executescript(
@@ -214,7 +236,7 @@ class Store:
         """Append one event; the type must be a known `EventType`."""
         kind = EventType(type_)
         at = to_iso(self.clock())
-        body = json.dumps(payload, separators=(",", ":"), default=str)
+        body = _PAYLOAD(payload)
         cur = self._write(q.INSERT_EVENT, (at, kind.value, task_id, agent_id, body))
         event: Row = {
             "id": cur.lastrowid,
@@ -228,29 +250,21 @@ class Store:
         return event
 
     def emit_many(self, type_: EventType, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
-        """`emit` of one type for each (task id, payload), in one `executemany`.
+        """`emit` of one type for each (task id, payload of plain values), in one `executemany`.
 
         The events share one `at` (one batch, one transaction) and take consecutive
         ids: nothing else writes between the statement and `last_insert_rowid()`.
         """
         at = to_iso(self.clock())
-        params = [
-            (
-                at,
-                type_.value,
-                task_id,
-                None,
-                json.dumps(payload, separators=(",", ":"), default=str),
-            )
-            for task_id, payload in items
-        ]
+        kind = type_.value
+        params = [(at, kind, task_id, None, _plain_json(payload)) for task_id, payload in items]
         if not self._depth:
             raise RuntimeError("store writes must run inside transaction()")
         self._db.executemany(q.INSERT_EVENT, params)
         last = int(self._db.execute(q.LAST_ROWID).fetchone()[0])
         for n, (task_id, payload) in enumerate(items, start=last - len(items) + 1):
             self._pending.append(
-                {"id": n, "at": at, "type": type_.value, "task_id": task_id, "agent_id": None,
+                {"id": n, "at": at, "type": kind, "task_id": task_id, "agent_id": None,
                  "payload": payload}
             )  # fmt: skip
 
@@ -286,7 +300,7 @@ class Store:
             raise ValueError(f"unknown task columns: {sorted(unknown)}")
         self.touched.tasks.add(task_id)
         if "file_scope" in fields:
-            fields["file_scope"] = json.dumps(fields["file_scope"])
+            fields["file_scope"] = _plain_json(fields["file_scope"])
         assignments = ", ".join(f"{name} = :{name}" for name in fields)
         self._write(f"UPDATE tasks SET {assignments} WHERE id = :id", {**fields, "id": task_id})
 

@@ -356,8 +356,6 @@ class TaskTable:
         if roots:
             self.block_dependents(roots, self.clock())
         live_ids = [r["id"] for r in rows if r["id"] in idx.live]
-        for task_id in live_ids:
-            idx.place_pending(idx.live[task_id])
-        idx.compute_chains(live_ids)
+        idx.place_created(live_ids)
         if live_ids:
             self.idle_announced = False
