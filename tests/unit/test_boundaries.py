@@ -277,7 +277,7 @@ def store_writes() -> set[str]:
             for n in ast.walk(method)
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
         }
-        if called & {"_write", "executemany", "transaction"}:
+        if called & {"_write", "_hold", "executemany", "transaction"}:
             writes.add(method.name)
     return writes
 

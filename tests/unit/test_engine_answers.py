@@ -1,13 +1,15 @@
-"""Answers built from memory equal what was stored: `complete`'s answer, a graph's events."""
+"""Answers built from memory equal what was stored: `complete`'s, an assignment, a graph's events."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import test_engine
 from test_engine import Fleet
 
+from codefleet.attempt import AssignedTask
 from codefleet.coord.answers import TaskAnswer
 from codefleet.coord.graph import NewTask
 from codefleet.models import ErrorKind, EventType, TaskStatus
@@ -77,3 +79,50 @@ def test_a_graphs_task_created_events_are_published_as_stored_in_order(fleet: Fl
     assert stored[3]["payload"] == {
         "title": "T3", "priority": 1, "file_scope": ["t3.py"], "depends_on": ["T2"],
     }  # fmt: skip
+
+
+def stored_assignment(fleet: Fleet, agent_id: str) -> AssignedTask | None:
+    """The assignment as it was built from the stored row (`SELECT *`) before."""
+    agent = fleet.engine.agents.by_id[agent_id]
+    task = fleet.engine.tasks.index.in_flight.get(agent.current_task_id or "")
+    if task is None or task.status is not TaskStatus.ASSIGNED or task.assigned_at is None:
+        return None
+    row = fleet.task(task.id)
+    deadline = task.assigned_at.timestamp() + fleet.engine.config.task_timeout
+    return AssignedTask(
+        id=task.id, title=row["title"], description=row["description"],
+        priority=row["priority"], file_scope=tuple(sorted(row["file_scope"])),
+        attempts=row["attempts"], deadline=datetime.fromtimestamp(deadline, UTC),
+        blocked_on_path=row["blocked_on_path"], error=row["error"],
+        error_kind=None if row["error_kind"] is None else ErrorKind(row["error_kind"]),
+        verify=row["verify"],
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(("ok", "report", "status"), OUTCOMES)
+@pytest.mark.parametrize("restart", [False, True])
+def test_an_assignment_answers_what_is_stored(
+    fleet: Fleet, ok: bool, report: dict[str, Any], status: TaskStatus, restart: bool
+):
+    fleet.engine.define_checks({"unit": "true"})
+    fleet.engine.create_tasks([NewTask("Title", id="T", description="Do it.",
+                                       file_scope=["a.py"], verify="unit")])  # fmt: skip
+    runner = fleet.register("runner-1")
+    fleet.tick()
+    assert fleet.engine.assignment(runner, fleet.epoch(runner)) == stored_assignment(fleet, runner)
+    fleet.start("T")
+    fleet.finish("T", ok, **report)
+    if status is TaskStatus.SUCCEEDED:
+        return  # nothing to assign again
+    if status is TaskStatus.FAILED:
+        fleet.engine.retry("T")
+    if restart:
+        fleet.engine.load()
+    fleet.clock.advance(3600)
+    fleet.engine.resume()
+    fleet.engine.heartbeat(runner, fleet.epoch(runner))
+    fleet.tick()
+
+    again = fleet.engine.assignment(runner, fleet.epoch(runner))
+
+    assert again is not None and again == stored_assignment(fleet, runner)

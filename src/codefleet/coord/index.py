@@ -52,6 +52,13 @@ class LiveTask:
     unmet: int = 0
     chain: int = 1
     ready_key: ReadyKey | None = None
+    # what an assignment carries, kept as stored so it is answered without a read
+    title: str = ""
+    description: str = ""
+    verify: str | None = None
+    error: str | None = None  # the last attempt's failure (set by a requeue, kept as stored)
+    error_kind: str | None = None
+    blocked_on_path: str | None = None
 
     @property
     def charged(self) -> int:
@@ -85,6 +92,12 @@ def live_task(row: Mapping[str, Any]) -> LiveTask:
         agent_id=row["assigned_agent_id"],
         assigned_at=from_iso(row["assigned_at"]) if row["assigned_at"] else None,
         uncharged=int(row.get("uncharged_attempts") or 0),
+        title=row["title"],
+        description=row["description"],
+        verify=row.get("verify"),
+        error=row["error"],
+        error_kind=row["error_kind"],
+        blocked_on_path=row["blocked_on_path"],
     )
 
 
@@ -240,7 +253,8 @@ class LiveIndex:
             task_id = row["id"]
             task = live[task_id] = LiveTask(
                 task_id, row["priority"], frozenset(row["file_scope"]), pending, 0,
-                row["max_attempts"], row["created_at"],
+                row["max_attempts"], row["created_at"], title=row["title"],
+                description=row["description"], verify=row.get("verify"),
             )  # fmt: skip
             status[task_id] = pending
             task.unmet = sum(1 for p in parents.get(task_id, ()) if status.get(p) is not succeeded)

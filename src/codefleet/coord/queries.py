@@ -81,11 +81,6 @@ MIGRATIONS: Final = (
     ),
 )
 INSERT_DEPENDENCY: Final = "INSERT INTO task_dependencies (task_id, depends_on_id) VALUES (?, ?)"
-ADD_TASK_USAGE: Final = """UPDATE tasks SET input_tokens = input_tokens + ?,
-    output_tokens = output_tokens + ?, cost_usd = cost_usd + ? WHERE id = ?"""
-ADD_AGENT_USAGE: Final = """UPDATE agents SET input_tokens = input_tokens + ?,
-    output_tokens = output_tokens + ?, cost_usd = cost_usd + ?,
-    tasks_succeeded = tasks_succeeded + ?, tasks_failed = tasks_failed + ? WHERE id = ?"""
 SELECT_TASK: Final = "SELECT * FROM tasks WHERE id = ?"
 SELECT_TASKS_PAGE: Final = "SELECT * FROM tasks ORDER BY seq LIMIT ? OFFSET ?"
 SELECT_TASKS_OF_IDS: Final = (

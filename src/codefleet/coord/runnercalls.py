@@ -79,16 +79,15 @@ class RunnerCalls:
         task = self.tasks.index.in_flight.get(agent.current_task_id or "")
         if task is None or task.status is not TaskStatus.ASSIGNED:
             return None
-        row = self.store.task(task.id)
-        assert row is not None and task.assigned_at is not None
+        assert task.assigned_at is not None  # from the live index: what is stored, unread
         deadline = task.assigned_at.timestamp() + self.task_timeout
-        kind = row["error_kind"]
+        kind = task.error_kind
         return AssignedTask(
-            id=task.id, title=row["title"], description=row["description"],
+            id=task.id, title=task.title, description=task.description,
             priority=task.priority, file_scope=tuple(sorted(task.scope)), attempts=task.attempts,
             deadline=datetime.fromtimestamp(deadline, task.assigned_at.tzinfo),
-            blocked_on_path=row["blocked_on_path"], error=row["error"],
-            error_kind=None if kind is None else ErrorKind(kind), verify=row["verify"],
+            blocked_on_path=task.blocked_on_path, error=task.error,
+            error_kind=None if kind is None else ErrorKind(kind), verify=task.verify,
         )  # fmt: skip
 
     async def wait_assignment(self, agent_id: str, epoch: int, wait: float) -> AssignedTask | None:

@@ -37,7 +37,7 @@ from codefleet.errors import StoreUnavailable
 from codefleet.models import EventType, ReleaseReason, to_iso, utcnow
 from codefleet.rollback import PatchFile, PreImage
 
-__all__ = ["Row", "Store", "Touched"]
+__all__ = ["HeldUpdate", "Row", "Store", "Touched"]
 
 Row = dict[str, Any]
 WRITER_CACHE_KIB = 32_768  # the writer's page cache (SQLite's default is 2,000 KiB)
@@ -55,6 +55,32 @@ class Touched:
     lease_tasks: set[str] = field(default_factory=set)  # tasks whose leases or restores changed
     interactive: bool = False
     reset: bool = False  # every table was emptied
+
+
+@dataclass(slots=True)
+class HeldUpdate:
+    """One row's queued update: columns set, and columns added to (usage counters)."""
+
+    sets: dict[str, Any] = field(default_factory=dict)
+    adds: dict[str, float] = field(default_factory=dict)
+
+    def merge(self, sets: Mapping[str, Any], adds: Mapping[str, float]) -> None:
+        """The later update wins a column it sets; an addition adds to what is there."""
+        for name in sets:
+            self.adds.pop(name, None)
+        self.sets.update(sets)
+        for name, delta in adds.items():
+            if name in self.sets:
+                self.sets[name] += delta
+            else:
+                self.adds[name] = self.adds.get(name, 0) + delta
+
+    def statement(self, table: str, row_id: str) -> tuple[str, dict[str, Any]]:
+        """`UPDATE <table> SET ... WHERE id = :id` and its named parameters."""
+        parts = [f"{name} = :{name}" for name in self.sets]
+        parts += [f"{name} = {name} + :add_{name}" for name in self.adds]
+        params = {**self.sets, **{f"add_{n}": v for n, v in self.adds.items()}, "id": row_id}
+        return f"UPDATE {table} SET {', '.join(parts)} WHERE id = :id", params
 
 
 def _decode_event(row: sqlite3.Row) -> Row:
@@ -119,13 +145,16 @@ class Store:
         self.on_rollback = on_rollback
         self.on_committed = on_committed  # after each outer COMMIT: what it wrote (read caches)
         self.touched = Touched()
+        self._held: dict[tuple[str, str], HeldUpdate] = {}  # row updates not yet run (see `_db`)
         if read_only:  # a reader beside the server's connection: no schema work, no writes
             uri = f"{self.path.resolve().as_uri()}?mode=ro"
-            self._db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            self._conn = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False
+            )
             self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA busy_timeout=5000")
             return
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -140,8 +169,40 @@ class Store:
             if column not in {r[0] for r in self._db.execute(q.TABLE_COLUMNS, (table,))}:
                 self._db.execute(statement)
 
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The connection, once the held row updates ran: every statement sees them first."""
+        if self._held:
+            self._run_held()
+        return self._conn
+
+    @_db.setter
+    def _db(self, conn: sqlite3.Connection) -> None:  # a test's fault-injecting wrapper
+        self._conn = conn
+
+    def _hold(self, table: str, row_id: str, sets: Mapping[str, Any],
+              adds: Mapping[str, float] | None = None) -> None:  # fmt: skip
+        """Queue one row's update; consecutive updates of a row run as ONE `UPDATE`.
+
+        A held update runs before the next statement of any kind (a read, an insert,
+        the COMMIT), so the order of what the database sees is kept; only the number
+        of statements shrinks (docs/decisions.md, "Held row updates").
+        """
+        if not self._depth:
+            raise RuntimeError("store writes must run inside transaction()")
+        held = self._held.get((table, row_id))
+        if held is None:
+            held = self._held[(table, row_id)] = HeldUpdate()
+        held.merge(sets, adds or {})
+
+    def _run_held(self) -> None:
+        held, self._held = self._held, {}
+        for (table, row_id), update in held.items():
+            sql, params = update.statement(table, row_id)
+            self._conn.execute(sql, params)
+
     def close(self) -> None:
-        self._db.close()
+        self._conn.close()
 
     @contextmanager
     def read_transaction(self) -> Iterator[None]:
@@ -206,6 +267,7 @@ class Store:
 
     def _abort(self) -> Touched:
         """ROLLBACK whatever is still open (a failed COMMIT may have ended it already)."""
+        self._held.clear()  # never run: the transaction they belonged to is gone
         if self._db.in_transaction:
             with suppress(sqlite3.Error):  # the connection rolls back on its own if this fails
                 self._db.execute("ROLLBACK")
@@ -301,8 +363,7 @@ class Store:
         self.touched.tasks.add(task_id)
         if "file_scope" in fields:
             fields["file_scope"] = _plain_json(fields["file_scope"])
-        assignments = ", ".join(f"{name} = :{name}" for name in fields)
-        self._write(f"UPDATE tasks SET {assignments} WHERE id = :id", {**fields, "id": task_id})
+        self._hold("tasks", task_id, fields)
 
     def add_usage(
         self,
@@ -317,9 +378,10 @@ class Store:
         """Add one attempt's usage to the task's and the agent's running totals."""
         self.touched.tasks.add(task_id)
         self.touched.agents.add(agent_id)
-        self._write(q.ADD_TASK_USAGE, (tokens_in, tokens_out, cost, task_id))
-        done = (1, 0) if succeeded else (0, 1)
-        self._write(q.ADD_AGENT_USAGE, (tokens_in, tokens_out, cost, *done, agent_id))
+        usage = {"input_tokens": tokens_in, "output_tokens": tokens_out, "cost_usd": cost}
+        self._hold("tasks", task_id, {}, usage)
+        done = {"tasks_succeeded": 1} if succeeded else {"tasks_failed": 1}
+        self._hold("agents", agent_id, {}, {**usage, **done})
 
     def task(self, task_id: str) -> Row | None:
         row = self._one(q.SELECT_TASK, (task_id,))
@@ -369,8 +431,7 @@ class Store:
         if unknown:
             raise ValueError(f"unknown agent columns: {sorted(unknown)}")
         self.touched.agents.add(agent_id)
-        assignments = ", ".join(f"{name} = :{name}" for name in fields)
-        self._write(f"UPDATE agents SET {assignments} WHERE id = :id", {**fields, "id": agent_id})
+        self._hold("agents", agent_id, fields)
 
     def agent(self, agent_id: str) -> Row | None:
         row = self._one(q.SELECT_AGENT, (agent_id,))

@@ -226,6 +226,7 @@ class TaskTable:
         task.backoff_until = backoff
         task.agent_id = None
         task.assigned_at = None
+        task.error, task.error_kind, task.blocked_on_path = error, kind.value, blocked_on_path
         self.index.set_status(task, TaskStatus.PENDING)
         self.index.place_pending(task)
         self.idle_announced = False
@@ -323,7 +324,7 @@ class TaskTable:
         assert row is not None
         row.update(
             status=TaskStatus.PENDING, attempts=0, uncharged_attempts=0, backoff_until=None,
-            assigned_agent_id=None,
+            assigned_agent_id=None, error=None, error_kind=None, blocked_on_path=None,
         )  # fmt: skip
         task = live_task(row)
         task.unmet = self.index.unmet_of(task_id)
