@@ -19,7 +19,9 @@ constants (`queries`) so a grep finds every query.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -32,15 +34,21 @@ from typing import Any
 import orjson
 
 from codefleet.coord import queries as q
+from codefleet.coord.held import HeldUpdate
 from codefleet.coord.rows import AgentRow, LeaseRow, RestoreRow
 from codefleet.errors import StoreUnavailable
 from codefleet.models import EventType, ReleaseReason, to_iso, utcnow
 from codefleet.rollback import PatchFile, PreImage
 
-__all__ = ["HeldUpdate", "Row", "Store", "Touched"]
+__all__ = ["Checkpointer", "Row", "Store", "Touched"]
 
 Row = dict[str, Any]
 WRITER_CACHE_KIB = 32_768  # the writer's page cache (SQLite's default is 2,000 KiB)
+CHECKPOINT_EVERY_COMMITS = 256  # a background checkpoint is asked for after this many commits
+CHECKPOINT_IDLE_S = 1.0  # ... and at least this often while the server runs
+CHECKPOINT_JOIN_S = 5.0
+BACKSTOP_CHECKPOINT_PAGES = 16_384  # the writer checkpoints itself only past this WAL (64 MiB)
+log = logging.getLogger(__name__)
 # One encoder for every event payload: `json.dumps` with arguments builds a new one per call.
 _PAYLOAD = json.JSONEncoder(separators=(",", ":"), default=str).encode
 _INSERT_TASK_PARAMS = itemgetter(*q.INSERT_TASK_COLUMNS)
@@ -57,30 +65,48 @@ class Touched:
     reset: bool = False  # every table was emptied
 
 
-@dataclass(slots=True)
-class HeldUpdate:
-    """One row's queued update: columns set, and columns added to (usage counters)."""
+class Checkpointer:
+    """Checkpoints the writer's WAL from a thread of its own connection.
 
-    sets: dict[str, Any] = field(default_factory=dict)
-    adds: dict[str, float] = field(default_factory=dict)
+    A checkpoint copies the WAL into the database file and syncs it; on the
+    writer's thread (SQLite's auto-checkpoint) that sync stalled the event loop
+    for milliseconds every few hundred commits. Here it runs beside it (the
+    sqlite3 module lets go of the GIL while SQLite works), `PASSIVE`, so it
+    never waits for or blocks the writer (docs/decisions.md, "Checkpoints off
+    the loop"). A failed checkpoint is tried again at the next; the WAL keeps
+    every commit meanwhile.
+    """
 
-    def merge(self, sets: Mapping[str, Any], adds: Mapping[str, float]) -> None:
-        """The later update wins a column it sets; an addition adds to what is there."""
-        for name in sets:
-            self.adds.pop(name, None)
-        self.sets.update(sets)
-        for name, delta in adds.items():
-            if name in self.sets:
-                self.sets[name] += delta
-            else:
-                self.adds[name] = self.adds.get(name, 0) + delta
+    def __init__(self, path: Path) -> None:
+        self.due = threading.Event()
+        self._stopping = False
+        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._conn.execute("PRAGMA busy_timeout=5000")
+        self.ran = threading.Event()  # set after each checkpoint (a test waits on it)
+        self._thread = threading.Thread(target=self._run, name="sqlite-checkpoint", daemon=True)
+        self._thread.start()
 
-    def statement(self, table: str, row_id: str) -> tuple[str, dict[str, Any]]:
-        """`UPDATE <table> SET ... WHERE id = :id` and its named parameters."""
-        parts = [f"{name} = :{name}" for name in self.sets]
-        parts += [f"{name} = {name} + :add_{name}" for name in self.adds]
-        params = {**self.sets, **{f"add_{n}": v for n, v in self.adds.items()}, "id": row_id}
-        return f"UPDATE {table} SET {', '.join(parts)} WHERE id = :id", params
+    def _run(self) -> None:
+        while True:
+            self.due.wait(CHECKPOINT_IDLE_S)
+            self.due.clear()
+            if self._stopping:
+                break
+            try:
+                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                self.ran.set()
+            except sqlite3.Error:  # a thread's loop boundary: the next checkpoint tries again
+                log.warning("WAL checkpoint failed", exc_info=True)
+        self._conn.close()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def close(self) -> None:
+        self._stopping = True
+        self.due.set()
+        self._thread.join(timeout=CHECKPOINT_JOIN_S)
 
 
 def _decode_event(row: sqlite3.Row) -> Row:
@@ -135,6 +161,7 @@ class Store:
         on_committed: Callable[[Touched], None] | None = None,
         *,
         read_only: bool = False,
+        background_checkpoints: bool = False,
     ):
         self.path = Path(path)
         self._depth = 0
@@ -146,6 +173,7 @@ class Store:
         self.on_committed = on_committed  # after each outer COMMIT: what it wrote (read caches)
         self.touched = Touched()
         self._held: dict[tuple[str, str], HeldUpdate] = {}  # row updates not yet run (see `_db`)
+        self._checkpointer: Checkpointer | None = None
         if read_only:  # a reader beside the server's connection: no schema work, no writes
             uri = f"{self.path.resolve().as_uri()}?mode=ro"
             self._conn = sqlite3.connect(
@@ -168,6 +196,9 @@ class Store:
         for table, column, statement in q.MIGRATIONS:
             if column not in {r[0] for r in self._db.execute(q.TABLE_COLUMNS, (table,))}:
                 self._db.execute(statement)
+        if background_checkpoints:  # the writer checkpoints only if the thread falls far behind
+            self._db.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_CHECKPOINT_PAGES}")
+            self._checkpointer = Checkpointer(self.path)
 
     @property
     def _db(self) -> sqlite3.Connection:
@@ -202,6 +233,8 @@ class Store:
             self._conn.execute(sql, params)
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.close()
         self._conn.close()
 
     @contextmanager
@@ -239,6 +272,8 @@ class Store:
             self.commits += 1
             if self.on_committed:
                 self.on_committed(self.touched)
+            if self._checkpointer is not None and not self.commits % CHECKPOINT_EVERY_COMMITS:
+                self._checkpointer.due.set()
         except BaseException as err:
             touched = self._abort()
             if self.on_rollback:

@@ -100,7 +100,7 @@ def _require_dirs(settings: Settings) -> None:
 
 def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
     workdir = settings.workdir
-    store = Store(settings.db, on_commit=hub.publish if hub else None)
+    store = Store(settings.db, on_commit=hub.publish if hub else None, background_checkpoints=True)
     tree = TreeRoot(
         workdir, protected=[settings.db, settings.run_dir], names=settings.protected_names
     )
