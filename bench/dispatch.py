@@ -50,11 +50,16 @@ from bench.harness import (
 )
 
 
-async def _drain(agent: Agent, wait: float) -> list[Any]:
-    """One zero-work agent until the graph is empty: [(task, arrived, completed), ...]."""
-    records: list[tuple[str, float, float]] = []
+async def _drain(agent: Agent, wait: float, take_handed: bool) -> list[Any]:
+    """One zero-work agent until the graph is empty: [(task, arrived, reported, completed)].
+
+    `take_handed`: run the next task a `complete` answer hands over (`next`) without
+    polling, as the runner does; else always poll (what an older runner does).
+    """
+    records: list[tuple[str, float, float, float]] = []
+    handed: dict[str, Any] | None = None
     while True:
-        task = await agent.assignment(wait)
+        task = handed or await agent.assignment(wait)
         arrived = time.monotonic()
         if task is None:
             _, health = await agent.http.call("GET", "/health")
@@ -62,8 +67,10 @@ async def _drain(agent: Agent, wait: float) -> list[Any]:
                 return records
             continue
         await agent.start(task["id"])
-        await agent.complete(task["id"], task["attempts"])
-        records.append((task["id"], arrived, time.monotonic()))
+        reported = time.monotonic()
+        answer = await agent.complete(task["id"], task["attempts"])
+        records.append((task["id"], arrived, reported, time.monotonic()))
+        handed = answer.get("next") if take_handed else None
 
 
 async def dispatch_worker(
@@ -77,7 +84,7 @@ async def dispatch_worker(
     for agent in agents:
         await agent.register()
     await wait_go()
-    found = await asyncio.gather(*(_drain(a, params["wait"]) for a in agents))
+    found = await asyncio.gather(*(_drain(a, params["wait"], params["handed"]) for a in agents))
     for agent in agents:
         await agent.http.aclose()
     for client in pool:
@@ -184,12 +191,16 @@ def analyze_log(events: list[dict[str, Any]], graph: list[dict[str, Any]]) -> di
 
 
 def handoffs(
-    records: dict[str, list[tuple[str, float, float]]], work: set[str]
+    records: dict[str, list[tuple[str, float, float, float]]], work: set[str]
 ) -> tuple[list[float], list[float]]:
-    """Client-side complete -> next assignment: every case, and when work was waiting."""
+    """Client-side complete returned -> next assignment in hand: every case, and with work.
+
+    A task handed over in `complete`'s answer is in hand when that answer is: its
+    handoff is 0 here, and the time moved into `complete`'s round trip (`report_s`).
+    """
     every, waiting = [], []
     for rows in records.values():
-        for (prev, _, done), (_, arrived, _) in itertools.pairwise(rows):
+        for (prev, _, _, done), (_, arrived, _, _) in itertools.pairwise(rows):
             every.append(arrived - done)
             if prev in work:
                 waiting.append(arrived - done)
@@ -243,6 +254,7 @@ def run_once(args: argparse.Namespace) -> dict[str, Any]:
     graph = build_graph(args.tasks)
     params = {
         "client": args.client, "port": 0, "token": args.token, "wait": args.wait,
+        "handed": not args.poll_only,
     }  # fmt: skip
     with server_from(args) as server:
         params["port"] = server.port
@@ -261,7 +273,11 @@ def run_once(args: argparse.Namespace) -> dict[str, Any]:
             profile = server.stop_profiler()
         events = fetch_events(server, since)
     records = {agent: rows for part in parts for agent, rows in part.items()}
-    done = [row[2] for rows in records.values() for row in rows]
+    done = [row[3] for rows in records.values() for row in rows]
+    report_rtt = [row[3] - row[2] for rows in records.values() for row in rows]
+    handed_over = sum(
+        1 for rows in records.values() for a, b in itertools.pairwise(rows) if b[1] - a[3] < 1e-4
+    )
     if len(done) != len(graph):
         raise BenchError(f"{len(done)} completions for {len(graph)} tasks")
     ended = max(done)
@@ -282,6 +298,9 @@ def run_once(args: argparse.Namespace) -> dict[str, Any]:
         "tasks_per_s_with_post": len(graph) / (ended - posted),
         "handoff_client_all_s": percentiles(every),
         "handoff_client_work_waiting_s": percentiles(waiting),
+        "report_s": percentiles(report_rtt),
+        "handed_over": handed_over,
+        "poll_only": args.poll_only,
         **{k: v for k, v in log.items() if k.startswith("handoff")},
         "deciles": deciles(done, began, sampler),
         "server_cpu_s": server_cpu,
@@ -307,8 +326,14 @@ def report(f: dict[str, Any]) -> None:
         "handoff_client_work_waiting_s",
         "handoff_server_all_s",
         "handoff_server_work_waiting_s",
+        "report_s",
     ):
         print(f"  {key[:-2]:<32} {fmt_ms(f[key])}")
+    mode = "poll only" if f["poll_only"] else "next task taken from complete's answer"
+    print(
+        f"  {f['handed_over']:,} of {f['tasks']:,} tasks handed over in complete's answer ({mode})"
+    )
+    print(f"  server cpu per task {1000 * f['server_cpu_s'] / f['tasks']:.3f} ms")
     print(
         f"  server busy {f['server_busy']:.0%} ({f['server_cpu_s']:.2f} cpu-s), "
         f"client cpu {f['client_cpu_s']:.2f} cpu-s, other load {f['other_cpu_s']:.2f} cpu-s"
@@ -344,6 +369,12 @@ def parser(tasks: int, agents: int) -> argparse.ArgumentParser:
         "that many finished tasks in the database and the index",
     )
     p.add_argument("--timeout", type=float, default=600.0, help="give up after this many s")
+    p.add_argument(
+        "--poll-only",
+        action="store_true",
+        help="ignore the next task a `complete` answer hands over and poll for it (an older "
+        "runner's loop)",
+    )
     add_common_args(p)
     return p
 

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from codefleet.api.client import FleetClient
+from codefleet.api.client import FleetClient, handed_task
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.errors import NotOwner, StaleEpoch
 from codefleet.models import ErrorKind
@@ -458,3 +458,33 @@ async def test_leaving_requeues_the_task_releases_the_leases_and_goes_offline(cl
     assert [e["payload"]["reason"] for e in released] == ["agent_left"]
     with pytest.raises(StaleEpoch):
         await client.heartbeat(runner.id, runner.epoch)
+
+
+# -- the next task in the report's answer ----------------------------------------------
+
+
+async def test_a_report_answer_hands_over_the_runners_next_task_as_its_assignment_reads(
+    client: FleetClient,
+):
+    runner = await running(client, "runner-1", "T1")
+    await client.create_tasks([{"id": "T2", "title": "T2", "description": "then this"}])
+
+    answer = await client.complete("T1", runner.id, runner.epoch, report(1))
+
+    handed = handed_task(answer)
+    assert handed is not None and handed.id == "T2"
+    assert handed == await client.assignment(runner.id, runner.epoch)  # the same assignment
+
+
+async def test_a_report_answer_with_nothing_ready_hands_over_nothing(client: FleetClient):
+    runner = await running(client, "runner-1", "T1")
+    await client.create_tasks(
+        [{"id": "T2", "title": "T2", "description": "d", "depends_on": ["T1"]}]
+    )
+    ended = report(1, ok=False, error_kind=ErrorKind.CANCELLED, error="not this")
+
+    failed = await client.complete("T1", runner.id, runner.epoch, ended)
+
+    assert failed["status"] == "failed" and failed["next"] is None  # T2 is blocked with it
+    assert handed_task(failed) is None
+    assert await client.assignment(runner.id, runner.epoch) is None

@@ -324,3 +324,31 @@ async def _agent_status(client: FleetClient, name: str, status: str) -> bool:
 async def test_wait_drained_returns_at_once_when_nothing_is_live(server: ServerThread) -> None:
     async with FleetClient(server.url) as client:
         await asyncio.wait_for(wait_drained(client), 5)
+
+
+class CountingClient(FleetClient):
+    """The real client, counting the assignment polls it makes."""
+
+    polls = 0
+
+    async def assignment(self, agent_id: str, epoch: int, wait: float = 0) -> Any:
+        self.polls += 1
+        return await super().assignment(agent_id, epoch, wait)
+
+
+async def test_a_runner_takes_the_next_task_from_its_reports_answer_without_polling(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST)
+    chain = [{"id": f"C{n}", "title": f"c{n}", "description": "do it",
+              "depends_on": [f"C{n - 1}"] if n else []} for n in range(4)]  # fmt: skip
+    executor = ScriptedExecutor(parse_script({}), wait_timeout=10)
+    async with CountingClient(server.url) as client:
+        await client.create_tasks(chain)
+        options = RunnerOptions("runner-1", workdir, workdir.parent / "runs",
+                                exit_when_drained=True)  # fmt: skip
+        runner = Runner(client, executor, options)
+        await asyncio.wait_for(runner.run(), timeout=30)
+        succeeded = [e["task_id"] for e in await events_of(client, "task_succeeded")]
+    assert succeeded == ["C0", "C1", "C2", "C3"]
+    assert client.polls == 2  # C0's, and the one that finds the fleet drained

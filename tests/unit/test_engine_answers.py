@@ -126,3 +126,16 @@ def test_an_assignment_answers_what_is_stored(
     again = fleet.engine.assignment(runner, fleet.epoch(runner))
 
     assert again is not None and again == stored_assignment(fleet, runner)
+
+
+def test_a_handoff_is_the_callers_assignment_and_never_a_refusal(fleet: Fleet):
+    fleet.add("T", "a.py")
+    runner = fleet.register("runner-1")
+    fleet.tick()
+    epoch = fleet.epoch(runner)
+    assert fleet.engine.handoff(runner, epoch) == fleet.engine.assignment(runner, epoch)
+
+    fleet.engine.register("runner-1", str(fleet.engine.tree.root), 4242)  # fenced: epoch + 1
+
+    assert fleet.engine.handoff(runner, epoch) is None
+    assert fleet.engine.handoff("no-such-agent", 1) is None

@@ -27,7 +27,7 @@ from codefleet.api.lane import Lane, LaneError
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.errors import ERRORS_BY_CODE, DomainError
 
-__all__ = ["ApiError", "FleetClient", "ServerUnavailable"]
+__all__ = ["ApiError", "FleetClient", "ServerUnavailable", "handed_task"]
 
 DEFAULT_TIMEOUT_S = 10.0
 STREAM_READ_TIMEOUT_S = 40.0  # the server pings every 15 s: silence this long is a dead link
@@ -47,6 +47,12 @@ class ApiError(DomainError):
 
     def __str__(self) -> str:
         return f"HTTP {self.status_code} {self.error_code}: {self.message}"
+
+
+def handed_task(answer: Mapping[str, Any]) -> AssignedTask | None:
+    """The next assignment a `complete` answer carries (`next`), or None (an older server)."""
+    handed = answer.get("next")
+    return AssignedTask.from_wire(handed) if handed else None
 
 
 def _raise_for(response: httpx.Response) -> None:

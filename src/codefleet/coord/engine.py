@@ -111,6 +111,7 @@ class Engine:
         self.heartbeat = runner.heartbeat
         self.assignment = runner.assignment
         self.wait_assignment = runner.wait_assignment
+        self.handoff = runner.handoff
         self.start = runner.start
         self.acquire = runner.acquire
         self.record_change = runner.record_change

@@ -1,7 +1,8 @@
 """The runner's and the hook's calls that find the caller's attempt and write one part.
 
-`heartbeat`, `assignment` (and its long poll), `start`, `acquire`,
-`record_change`, `record_check` and `foreign_preimages`: each checks the
+`heartbeat`, `assignment` (its long poll, and `handoff` after a report),
+`start`, `acquire`, `record_change`, `record_check` and `foreign_preimages`:
+each checks the
 caller's epoch, reads the live index to find the caller's attempt, and writes
 (if at all) through one part (the agent registry, the task table, the lease
 table, the checks registry, or a ledger row) inside the engine's
@@ -96,6 +97,21 @@ class RunnerCalls:
         if found is not None or wait <= 0:
             return found
         await self.agents.wait_for_wake(agent_id, wait, self.pull_tick)  # a parked poll ticks now
+        return self.assignment(agent_id, epoch)
+
+    def handoff(self, agent_id: str, epoch: int) -> AssignedTask | None:
+        """After a report: the caller's next assignment, if the tick it kicked gives one now.
+
+        Runs a kicked tick at once (as a parked poll does). Never refuses: a caller
+        fenced meanwhile gets None here and `stale_epoch` at its next call.
+        Docs: decisions.md, "The next assignment rides on the report's answer".
+        """
+        agent = self.agents.get(agent_id)
+        if agent is None or agent.epoch != epoch:
+            return None
+        self.pull_tick()
+        if agent.epoch != epoch:
+            return None
         return self.assignment(agent_id, epoch)
 
     def start(self, task_id: str, agent_id: str, epoch: int) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from codefleet.api.client import ApiError, FleetClient, ServerUnavailable
+from codefleet.api.client import ApiError, FleetClient, ServerUnavailable, handed_task
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.errors import DomainError, Forbidden, NotFound, NotOwner, StaleEpoch, Unauthorized
 from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS, Checker, CheckLimits
@@ -201,11 +201,15 @@ class Runner:
             delay = min(delay * 2, MAX_RETRY_S)
 
     async def _work_once(self, stop: asyncio.Event) -> bool:
-        """Poll once and run what comes; True when the fleet drained and we should exit."""
+        """Poll once and run what comes; True when the fleet drained and we should exit.
+
+        A report's answer may hand over the next task: it runs without a poll.
+        """
         task = await self._next_task(stop)
         if task is None:
             return self.options.exit_when_drained and await self._drained()
-        await self.run_task(task)
+        while task is not None and not stop.is_set():
+            task = await self.run_task(task)
         return False
 
     async def _next_task(self, stop: asyncio.Event) -> AssignedTask | None:
@@ -254,12 +258,13 @@ class Runner:
 
     # -- one attempt ------------------------------------------------------------------
 
-    async def run_task(self, task: AssignedTask) -> None:
+    async def run_task(self, task: AssignedTask) -> AssignedTask | None:
+        """One attempt, reported; the next task when the report's answer hands one over."""
         commands = await self.client.checks()
         try:  # retried: a start applied just before a server crash must not be lost (idempotent)
             await self._retrying(lambda: self.client.start(task.id, self.agent_id, self.epoch))
         except NotOwner:
-            return  # the task moved on before we started it
+            return None  # the task moved on before we started it
         gate = WriteGate(
             self.client, self.tree, self.agent_id, self.epoch, task.id, self.grant_trust_s
         )
@@ -274,7 +279,7 @@ class Runner:
         if report is None or gate.fenced:
             raise Fenced  # drop the result: the server already took the task back
         duration_ms = int((time.monotonic() - started) * 1000)
-        await self._report(task.id, replace(report, duration_ms=duration_ms))
+        return await self._report(task.id, replace(report, duration_ms=duration_ms))
 
     def _checker(self, gate: WriteGate, commands: dict[str, str], attempt: int) -> Checker | None:
         if not commands:
@@ -342,11 +347,12 @@ class Runner:
             blocked_on_path=attempt.gate.blocked_on,
         )
 
-    async def _report(self, task_id: str, report: AttemptReport) -> None:
+    async def _report(self, task_id: str, report: AttemptReport) -> AssignedTask | None:
         try:
-            await self._retrying(
+            answer = await self._retrying(
                 lambda: self.client.complete(task_id, self.agent_id, self.epoch, report)
             )
         except NotOwner:
-            return  # someone took the task back; our report no longer applies
+            return None  # someone took the task back; our report no longer applies
         self.completed += 1
+        return handed_task(answer)

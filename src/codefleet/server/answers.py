@@ -57,12 +57,14 @@ def lease_json(answer: LeaseAnswer) -> dict[str, Any]:
     }
 
 
-def task_json(answer: TaskAnswer) -> dict[str, Any]:
+def task_json(answer: TaskAnswer, handed: AssignedTask | None = None) -> dict[str, Any]:
+    """`POST /tasks/{id}/complete`: the task as stored now, and the caller's next task if ready."""
     return {
         "status": answer.status,
         "attempts": answer.attempts,
         "backoff_until": answer.backoff_until,
         "duplicate": answer.duplicate,
+        "next": None if handed is None else assignment_json(handed),
     }
 
 
