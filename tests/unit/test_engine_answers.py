@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
@@ -133,9 +134,10 @@ def test_a_handoff_is_the_callers_assignment_and_never_a_refusal(fleet: Fleet):
     runner = fleet.register("runner-1")
     fleet.tick()
     epoch = fleet.epoch(runner)
-    assert fleet.engine.handoff(runner, epoch) == fleet.engine.assignment(runner, epoch)
+    handed = asyncio.run(fleet.engine.handoff(runner, epoch))
+    assert handed is not None and handed == fleet.engine.assignment(runner, epoch)
 
     fleet.engine.register("runner-1", str(fleet.engine.tree.root), 4242)  # fenced: epoch + 1
 
-    assert fleet.engine.handoff(runner, epoch) is None
-    assert fleet.engine.handoff("no-such-agent", 1) is None
+    assert asyncio.run(fleet.engine.handoff(runner, epoch)) is None
+    assert asyncio.run(fleet.engine.handoff("no-such-agent", 1)) is None

@@ -14,6 +14,7 @@ refusal is an answer (a lease denial) or a domain error (`StaleEpoch`,
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
@@ -99,17 +100,18 @@ class RunnerCalls:
         await self.agents.wait_for_wake(agent_id, wait, self.pull_tick)  # a parked poll ticks now
         return self.assignment(agent_id, epoch)
 
-    def handoff(self, agent_id: str, epoch: int) -> AssignedTask | None:
-        """After a report: the caller's next assignment, if the tick it kicked gives one now.
+    async def handoff(self, agent_id: str, epoch: int) -> AssignedTask | None:
+        """After a report: the caller's next assignment, if the tick it kicked gives one.
 
-        Runs a kicked tick at once (as a parked poll does). Never refuses: a caller
-        fenced meanwhile gets None here and `stale_epoch` at its next call.
+        Yields once, so the kicked tick runs behind the requests already queued: one
+        tick for all their reports. Never refuses: a caller fenced meanwhile gets None
+        here and `stale_epoch` at its next call.
         Docs: decisions.md, "The next assignment rides on the report's answer".
         """
         agent = self.agents.get(agent_id)
         if agent is None or agent.epoch != epoch:
             return None
-        self.pull_tick()
+        await asyncio.sleep(0)  # the tick `complete` kicked was queued before this resumes
         if agent.epoch != epoch:
             return None
         return self.assignment(agent_id, epoch)

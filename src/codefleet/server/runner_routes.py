@@ -107,7 +107,7 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
     @app.post("/tasks/{task_id}/complete")
     async def complete(task_id: str, body: CompleteBody, epoch: Epoch) -> JSONResponse:
         answer = engine.complete(task_id, body.agent_id, epoch, body.report())
-        return JSONResponse(task_json(answer, engine.handoff(body.agent_id, epoch)))
+        return JSONResponse(task_json(answer, await engine.handoff(body.agent_id, epoch)))
 
     @app.post("/tasks/{task_id}/checks")
     async def check_event(task_id: str, body: CheckEventBody, epoch: Epoch) -> JSONResponse:
@@ -179,7 +179,7 @@ def _handlers(engine: Engine) -> dict[tuple[str, str], Handler]:
     async def complete(c: Call) -> Answer:
         b, epoch = c.json(CompleteBody), c.epoch()
         answer = engine.complete(c.param, b.agent_id, epoch, b.report())
-        return 200, task_json(answer, engine.handoff(b.agent_id, epoch))
+        return 200, task_json(answer, await engine.handoff(b.agent_id, epoch))
 
     async def assignment(c: Call) -> Answer:
         epoch, wait = c.epoch(), c.wait()
