@@ -4,11 +4,14 @@ The graph (default 2,000 tasks: chains of 8 alternating with fan-outs of a
 root, 20 leaves and a join; one private file per task) is posted in one
 `POST /tasks` (timed) after the agents have registered; then every agent
 loops long-poll `assignment?wait=` -> `start` -> `complete ok` until the
-server reports no live task. Reported: tasks/s, the complete -> next
-assignment handoff as the agent sees it, the same handoff from the server's
-event log (all cases, and only when a runnable task was waiting for this
-agent), throughput and server CPU per task for each tenth of the run (a tick
-must not get dearer as finished tasks pile up), server busy %, client CPU.
+server reports no live task, running the next task `complete`'s answer hands
+over (`next`) without a poll, as the runner does (`--poll-only`: always poll,
+an older runner's loop). Reported: tasks/s, the complete -> next assignment
+handoff as the agent sees it (0 for a handed-over task) and `complete`'s own
+round trip, the same handoff from the server's event log (all cases, and
+only when a runnable task was waiting for this agent), throughput and server
+CPU per task for each tenth of the run (a tick must not get dearer as
+finished tasks pile up), server busy %, client CPU.
 
 The log is also checked: every task assigned once and succeeded once, never
 before all its dependencies succeeded. Run:
