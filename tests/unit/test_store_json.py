@@ -9,7 +9,7 @@ import test_engine
 from test_engine import Fleet
 
 from codefleet.coord.graph import NewTask
-from codefleet.coord.store import _plain_json
+from codefleet.coord.jsontext import plain_json
 from codefleet.models import EventType
 
 make_fleet = test_engine.make_fleet  # the engine harness's fixtures
@@ -28,7 +28,7 @@ def test_a_created_task_and_its_event_decode_to_the_posted_values(fleet: Fleet, 
 
 def test_the_stored_payload_is_compact_json():
     value = {"a": [1, "b"], "c": None}
-    assert json.loads(_plain_json(value)) == value
-    assert _plain_json(value) == json.dumps(value, separators=(",", ":"))
+    assert json.loads(plain_json(value)) == value
+    assert plain_json(value) == json.dumps(value, separators=(",", ":"))
     odd = {"lone": "\ud800", 1: "a non-str key"}  # what orjson refuses: the stdlib's text
-    assert _plain_json(odd) == json.dumps(odd, separators=(",", ":"))
+    assert plain_json(odd) == json.dumps(odd, separators=(",", ":"))

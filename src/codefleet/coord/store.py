@@ -31,10 +31,9 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from codefleet.coord import queries as q
 from codefleet.coord.held import HeldUpdate
+from codefleet.coord.jsontext import payload_json, plain_json
 from codefleet.coord.rows import AgentRow, LeaseRow, RestoreRow
 from codefleet.errors import StoreUnavailable
 from codefleet.models import EventType, ReleaseReason, to_iso, utcnow
@@ -49,8 +48,6 @@ CHECKPOINT_IDLE_S = 1.0  # ... and at least this often while the server runs
 CHECKPOINT_JOIN_S = 5.0
 BACKSTOP_CHECKPOINT_PAGES = 16_384  # the writer checkpoints itself only past this WAL (64 MiB)
 log = logging.getLogger(__name__)
-# One encoder for every event payload: `json.dumps` with arguments builds a new one per call.
-_PAYLOAD = json.JSONEncoder(separators=(",", ":"), default=str).encode
 _INSERT_TASK_PARAMS = itemgetter(*q.INSERT_TASK_COLUMNS)
 
 
@@ -125,21 +122,9 @@ def _preimage(row: sqlite3.Row) -> PreImage:
     )
 
 
-def _plain_json(value: Any) -> str:
-    """Compact JSON of plain values (str, int, lists, dicts of them): orjson, else stdlib.
-
-    The text may differ from `json.dumps` (UTF-8 instead of escapes) but decodes the
-    same; what orjson refuses (a lone surrogate, a non-str key) takes the stdlib path.
-    """
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return _PAYLOAD(value)
-
-
 def _task_params(task: Row) -> tuple[Any, ...]:
     """`INSERT_TASK`'s parameters, in order; `verify` may be left out (NULL)."""
-    row = {"verify": None, **task, "file_scope": _plain_json(task["file_scope"])}
+    row = {"verify": None, **task, "file_scope": plain_json(task["file_scope"])}
     params: tuple[Any, ...] = _INSERT_TASK_PARAMS(row)
     return params
 
@@ -333,7 +318,7 @@ class Store:
         """Append one event; the type must be a known `EventType`."""
         kind = EventType(type_)
         at = to_iso(self.clock())
-        body = _PAYLOAD(payload)
+        body = payload_json(payload)
         cur = self._write(q.INSERT_EVENT, (at, kind.value, task_id, agent_id, body))
         event: Row = {
             "id": cur.lastrowid,
@@ -354,7 +339,7 @@ class Store:
         """
         at = to_iso(self.clock())
         kind = type_.value
-        params = [(at, kind, task_id, None, _plain_json(payload)) for task_id, payload in items]
+        params = [(at, kind, task_id, None, plain_json(payload)) for task_id, payload in items]
         if not self._depth:
             raise RuntimeError("store writes must run inside transaction()")
         self._db.executemany(q.INSERT_EVENT, params)
@@ -397,7 +382,7 @@ class Store:
             raise ValueError(f"unknown task columns: {sorted(unknown)}")
         self.touched.tasks.add(task_id)
         if "file_scope" in fields:
-            fields["file_scope"] = _plain_json(fields["file_scope"])
+            fields["file_scope"] = plain_json(fields["file_scope"])
         self._hold("tasks", task_id, fields)
 
     def add_usage(
