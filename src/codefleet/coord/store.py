@@ -254,11 +254,6 @@ class Store:
         try:
             yield
             self._db.execute("COMMIT")
-            self.commits += 1
-            if self.on_committed:
-                self.on_committed(self.touched)
-            if self._checkpointer is not None and not self.commits % CHECKPOINT_EVERY_COMMITS:
-                self._checkpointer.due.set()
         except BaseException as err:
             touched = self._abort()
             if self.on_rollback:
@@ -271,6 +266,12 @@ class Store:
             raise
         finally:
             self._depth = 0
+        # Committed: nothing below may report the change as undone.
+        self.commits += 1
+        if self.on_committed:
+            self.on_committed(self.touched)
+        if self._checkpointer is not None and not self.commits % CHECKPOINT_EVERY_COMMITS:
+            self._checkpointer.due.set()
         published, self._pending = self._pending, []
         if published and self.on_commit:
             self.on_commit(published)
