@@ -16,6 +16,13 @@ and lease request with it. This module wraps uvicorn's HTTP protocol with:
   so the cap costs a slow or idle client its connection, not the fleet its
   answers. Only when every connection is busy is the new one refused.
 
+It also sends each sized response in one `transport.write`: uvicorn writes
+a response's head on `http.response.start` and its body on the first
+`http.response.body`, two system calls and two wake-ups of the client; here
+the head of a response that is not chunked waits for the first body write
+and leaves joined with it. A chunked response (an event stream) sends its
+head at once, as before (docs/decisions.md, "One write per response").
+
 `uvicorn_config` builds the one `uvicorn.Config` that `serve` and
 `ServerThread` both run; `raise_descriptor_limit` lifts the process's soft
 limit to its hard limit at `serve` (docs/decisions.md, "Connection guard").
@@ -29,7 +36,8 @@ import resource
 from typing import Any, Final
 
 import uvicorn
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn._types import ASGISendEvent
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 __all__ = ["connection_cap", "guarded_protocol", "raise_descriptor_limit", "uvicorn_config"]
 
@@ -77,6 +85,59 @@ def uvicorn_config(app: Any, host: str, port: int, settings: Any, **extra: Any) 
     )  # fmt: skip
 
 
+class _HeadFirst:
+    """A cycle's view of its connection's transport: a held head goes out with the next write.
+
+    One per connection: uvicorn starts a pipelined request's cycle only once the previous
+    response is complete, so at most one response on a connection is being written.
+    """
+
+    __slots__ = ("held", "hold_next", "real")
+
+    def __init__(self, real: asyncio.Transport) -> None:
+        self.real = real
+        self.held = b""
+        self.hold_next = False
+
+    def write(self, data: bytes) -> None:
+        if self.hold_next:
+            self.hold_next = False
+            self.held = data
+            return
+        if self.held:
+            data, self.held = self.held + data, b""
+        self.real.write(data)
+
+    def flush(self) -> None:
+        if self.held:
+            held, self.held = self.held, b""
+            if not self.real.is_closing():
+                self.real.write(held)
+
+    def close(self) -> None:
+        self.flush()
+        self.real.close()
+
+    def is_closing(self) -> bool:
+        return self.real.is_closing()
+
+
+class _OneWriteCycle(RequestResponseCycle):
+    """uvicorn's request cycle whose sized responses leave in one write (head and body)."""
+
+    transport: _HeadFirst  # type: ignore[assignment]
+
+    async def send(self, message: ASGISendEvent) -> None:
+        starting = not self.response_started and message["type"] == "http.response.start"
+        self.transport.hold_next = starting
+        try:
+            await super().send(message)
+        finally:
+            self.transport.hold_next = False
+            if not starting or self.chunked_encoding:  # a stream's head leaves at once
+                self.transport.flush()
+
+
 class _GuardedProtocol(HttpToolsProtocol):
     deadline_s: float = 15.0
     cap: int = 2048
@@ -84,9 +145,11 @@ class _GuardedProtocol(HttpToolsProtocol):
     _reading: bool = True  # waiting for (the rest of) a request, not answering one
     _reading_since: float = 0.0
     _deadline: asyncio.TimerHandle | None = None
+    _view: _HeadFirst
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self._view = _HeadFirst(transport)
         self._await_request()
         if len(self.connections) > self.cap and self._open_connections() > self.cap:
             self._evict()
@@ -94,6 +157,16 @@ class _GuardedProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_deadline()
         super().connection_lost(exc)
+
+    def on_headers_complete(self) -> None:
+        before = self.cycle
+        super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not before and type(cycle) is RequestResponseCycle:
+            # The cycle's task has been created but has not run: from its first step on it
+            # is a one-write cycle writing through the connection's view.
+            cycle.__class__ = _OneWriteCycle
+            cycle.transport = self._view  # type: ignore[assignment]
 
     def on_message_complete(self) -> None:
         self._reading = False

@@ -1,0 +1,176 @@
+"""The guarded protocol sends a sized response in one write and the same bytes as uvicorn.
+
+Each case feeds the same request bytes to uvicorn's own httptools protocol and
+to the server's (`httpguard.guarded_protocol`) over a recording transport, and
+compares what each wrote: the same bytes, in the same order, with the same
+close; a response with a Content-Length leaves in one `write`, and a stream's
+head leaves before its first chunk is produced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.server import ServerState
+
+from codefleet.server.httpguard import guarded_protocol
+
+App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
+
+
+class Recording(asyncio.Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:  # type: ignore[override]
+        assert not self.closed, "a write after close"
+        self.writes.append(bytes(data))
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 50000)}.get(
+            name, default
+        )
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+async def exchange(protocol_class: type[HttpToolsProtocol], app: App, data: bytes) -> Recording:
+    config = uvicorn.Config(app, http=protocol_class, log_level="critical")
+    protocol = protocol_class(config, ServerState(), {})  # type: ignore[call-arg]
+    transport = Recording()
+    protocol.connection_made(transport)
+    protocol.data_received(data)
+    for _ in range(50):  # let the request tasks run to their end; no clock involved
+        await asyncio.sleep(0)
+    protocol.connection_lost(None)
+    return transport
+
+
+def sized(body: bytes = b'{"ok":true}', status: int = 200) -> App:
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await receive()
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return app
+
+
+async def empty_204(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    await send({"type": "http.response.start", "status": 204, "headers": []})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def in_parts(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"6")]}
+    )
+    await send({"type": "http.response.body", "body": b"abc", "more_body": True})
+    await send({"type": "http.response.body", "body": b"def"})
+
+
+async def fails_after_start(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"6")]}
+    )
+    raise RuntimeError("boom")
+
+
+async def fails_before_start(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    raise RuntimeError("boom")
+
+
+async def echo(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    body = (await receive())["body"]
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-length", b"%d" % len(body))]})  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
+
+
+GET = b"GET /x HTTP/1.1\r\nHost: a\r\n\r\n"
+CASES: list[tuple[str, App, bytes]] = [
+    ("a sized JSON answer", sized(), GET),
+    ("an error answer", sized(b'{"error":{}}', 409), GET),
+    ("a 204 without a length", empty_204, GET),
+    ("HEAD of a sized answer", sized(), b"HEAD /x HTTP/1.1\r\nHost: a\r\n\r\n"),
+    ("a request asking to close", sized(), b"GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+    ("HTTP/1.0", sized(), b"GET /x HTTP/1.0\r\nHost: a\r\n\r\n"),
+    ("a sized body in two parts", in_parts, GET),
+    ("an exception after the start", fails_after_start, GET),
+    ("an exception before the start", fails_before_start, GET),
+    ("two pipelined requests", echo,
+     b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\none"
+     b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\ntwo"),
+    ("100-continue", echo,
+     b"POST /x HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi"),
+    ("a malformed request", sized(), b"GET /x HTTP/1.1\r\nHost a\r\n\r\n"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "app", "data"), CASES, ids=[c[0] for c in CASES])
+async def test_the_guarded_protocol_writes_the_bytes_uvicorn_writes(
+    name: str, app: App, data: bytes
+) -> None:
+    plain = await exchange(HttpToolsProtocol, app, data)
+    guarded = await exchange(guarded_protocol(15.0, 2048), app, data)
+
+    assert b"".join(guarded.writes) == b"".join(plain.writes)
+    assert guarded.closed == plain.closed
+
+
+@pytest.mark.parametrize("app", [sized(), sized(b"x" * 100_000), empty_204])
+async def test_a_response_with_a_known_length_leaves_in_one_write(app: App) -> None:
+    guarded = await exchange(guarded_protocol(15.0, 2048), app, GET)
+
+    assert len(guarded.writes) == 1
+    assert guarded.writes[0].startswith(b"HTTP/1.1 ")
+
+
+async def test_a_sized_body_sent_in_parts_carries_its_head_in_the_first_part() -> None:
+    guarded = await exchange(guarded_protocol(15.0, 2048), in_parts, GET)
+
+    assert guarded.writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nabc", b"def"]
+
+
+async def test_a_streamed_response_sends_its_head_before_its_first_chunk() -> None:
+    seen_before_first_chunk: list[bytes] = []
+    transport_of: list[Recording] = []
+
+    async def stream(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        seen_before_first_chunk.extend(transport_of[0].writes)
+        await send({"type": "http.response.body", "body": b"data: 1\n\n", "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    protocol_class = guarded_protocol(15.0, 2048)
+    config = uvicorn.Config(stream, http=protocol_class, log_level="critical")
+    protocol = protocol_class(config, ServerState(), {})  # type: ignore[call-arg]
+    transport_of.append(Recording())
+    protocol.connection_made(transport_of[0])
+    protocol.data_received(GET)
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+    assert len(seen_before_first_chunk) == 1
+    assert b"transfer-encoding: chunked" in seen_before_first_chunk[0]
+    assert transport_of[0].writes[1:] == [b"9\r\ndata: 1\n\n\r\n", b"0\r\n\r\n"]
