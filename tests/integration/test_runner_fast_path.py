@@ -1,7 +1,8 @@
 """The runner routes' fast path answers every request exactly as FastAPI's routes would.
 
-Two servers in one state: one as served (`RunnerRoutes` in front of FastAPI),
-one with the fast path taken out, so FastAPI's declared routes answer. The
+Two servers in one state: one as served (`front.Front`'s guards, then
+`RunnerRoutes`, in front of FastAPI), one with the fast path taken out
+(`Front.fast` None), so FastAPI's declared routes answer. The
 same sequence of good and bad requests goes to both; each pair of answers
 must agree in status, content type and body (agent ids and timestamps aside).
 """
@@ -18,6 +19,7 @@ import httpx
 import pytest
 
 from codefleet.config import Settings
+from codefleet.coord.engine import Engine
 from codefleet.server.runner_routes import Call, RunnerRoutes, _match, compile_table
 from codefleet.server.thread import ServerThread
 
@@ -30,7 +32,8 @@ class Side:
     http: httpx.Client
     agent_id: str
     epoch: int
-    middleware: list[type]
+    fast_path: RunnerRoutes | None
+    engine: Engine
 
     def send(self, method: str, path: str, body: str | None, headers: dict[str, str]) -> Any:
         path = path.replace("{agent}", self.agent_id)
@@ -60,16 +63,15 @@ def _side(root: Path, fast: bool) -> Iterator[Side]:
         _env_file=None, port=0, db=root / "db.sqlite", workdir=tree, run_dir=root / "runs"
     )
     server = ServerThread(settings)
-    if not fast:  # before the first request builds the middleware stack
-        server.app.user_middleware = [
-            m for m in server.app.user_middleware if m.cls is not RunnerRoutes
-        ]
+    assert server.app.front is not None
+    if not fast:
+        server.app.front.fast = None
     with server, httpx.Client(base_url=server.url) as http:
         agent = http.post("/agents/register", json={"name": "r1", "workdir": str(tree)}).json()
         tasks = [{"id": t, "title": t, "description": "do it"} for t in ("T1", "T2")]
         http.post("/tasks", json={"tasks": tasks}).raise_for_status()
-        kinds = [m.cls for m in server.app.user_middleware]
-        yield Side(http, agent["agent_id"], agent["epoch"], kinds)  # type: ignore[arg-type]
+        front = server.app.front
+        yield Side(http, agent["agent_id"], agent["epoch"], front.fast, server.app.state.engine)
 
 
 @pytest.fixture(scope="module")
@@ -152,12 +154,12 @@ def test_every_runner_request_gets_the_answer_fastapi_gives(sides: tuple[Side, S
         assert fast.send(method, path, body, headers) == expected, (method, path, body, headers)
 
 
-def test_the_fast_path_sits_behind_every_guard_and_the_reference_has_none(
+def test_the_served_side_has_the_fast_path_and_the_reference_has_none(
     sides: tuple[Side, Side],
 ) -> None:
     fast, reference = sides
-    assert fast.middleware[-1] is RunnerRoutes  # the innermost: Host, token, body limit first
-    assert RunnerRoutes not in reference.middleware
+    assert isinstance(fast.fast_path, RunnerRoutes)
+    assert reference.fast_path is None
 
 
 def test_the_route_table_matches_as_starlette_does() -> None:
@@ -171,3 +173,23 @@ def test_the_route_table_matches_as_starlette_does() -> None:
 
 async def _never(call: Call) -> tuple[int, Any]:
     raise AssertionError("not called")
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast path", "FastAPI"])
+def test_an_unexpected_exception_is_the_apps_500_envelope_on_both_paths(
+    tmp_path: Path, fast: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    side = _side(tmp_path, fast)
+    served = next(side)
+    try:
+        served.engine.acquire = _broken  # type: ignore[method-assign]
+        answer = served.send("POST", "/leases/acquire", ACQUIRE, GOOD)
+    finally:
+        next(side, None)
+    envelope = {"error": {"code": "internal", "message": "RuntimeError", "detail": {}}}
+    assert answer == (500, "application/json", envelope)
+    assert "unhandled error" in caplog.text
+
+
+def _broken(*_: object) -> None:
+    raise RuntimeError("a fault, not a refusal")

@@ -23,6 +23,7 @@ from fastapi import FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Receive, Scope, Send
 
 from codefleet import __version__
 from codefleet.api.wire import (
@@ -46,8 +47,9 @@ from codefleet.planning.analysis import analyse
 from codefleet.review.facts import run_facts
 from codefleet.review.record import RunRecord
 from codefleet.review.stats import fleet_stats, stats_json
-from codefleet.server.guards import BodyLimit, TokenAuth
-from codefleet.server.hostcheck import HostCheck
+from codefleet.server.front import Front
+from codefleet.server.guards import Guards
+from codefleet.server.hostcheck import HostNames
 from codefleet.server.interactive import install_interactive
 from codefleet.server.lock import ServerLock
 from codefleet.server.loopwatch import LoopWatch
@@ -56,7 +58,7 @@ from codefleet.server.reads import PartsResponse, Reads
 from codefleet.server.runner_routes import RunnerRoutes, install_runner_routes
 from codefleet.server.sse import EventHub
 
-__all__ = ["create_app"]
+__all__ = ["FleetApp", "create_app"]
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,22 @@ def new_task(spec: TaskSpec) -> NewTask:
         spec.title, spec.id, spec.description, spec.priority, spec.file_scope, spec.depends_on,
         spec.max_attempts, spec.verify, spec.estimate_min,
     )  # fmt: skip
+
+
+class FleetApp(FastAPI):
+    """FastAPI behind `front`: uvicorn's every request meets the guards and the fast path first."""
+
+    front: Front | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.front is None:
+            await super().__call__(scope, receive, send)
+        else:
+            await self.front(scope, receive, send)
+
+    async def behind(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """FastAPI itself: what `front` hands on."""
+        await super().__call__(scope, receive, send)
 
 
 def _json(data: Any, status: int = 200) -> JSONResponse:
@@ -107,7 +125,7 @@ def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
     return Engine(store, tree, engine_config(settings))
 
 
-def create_app(settings: Settings) -> FastAPI:
+def create_app(settings: Settings) -> FleetApp:
     """The app over its engine; holds the database's one-server lock until shutdown."""
     hub = EventHub()
     _require_dirs(settings)
@@ -142,16 +160,13 @@ def create_app(settings: Settings) -> FastAPI:
 
     watch = LoopWatch()  # the time the loop could not run does not count against heartbeats
     engine.deaf_seconds = watch.deaf_seconds
-    app = FastAPI(title="CodeFleet", version=__version__, lifespan=lifespan)
+    app = FleetApp(title="CodeFleet", version=__version__, lifespan=lifespan)
     app.state.engine = engine
     app.state.hub = hub
     app.state.lock = lock
-    app.add_middleware(RunnerRoutes, engine=engine)  # innermost: behind every guard
-    app.add_middleware(BodyLimit)
-    app.add_middleware(TokenAuth, token=settings.token)
-    if not settings.token:  # outermost: a rebinding page is refused before anything else runs
-        app.add_middleware(HostCheck, names=settings.allowed_host_names, bind_host=settings.host)
     _install_errors(app)
+    guards = Guards.of(settings.token, HostNames(settings.allowed_host_names, settings.host))
+    app.front = Front(app.behind, guards, RunnerRoutes(engine), _internal)
     install_runner_routes(app, engine, settings)
     _operator_routes(app, engine, reads, settings)
     _fleet_routes(app, engine, reads, settings)
@@ -191,11 +206,14 @@ def _install_errors(app: FastAPI) -> None:
             {"error": {"code": code, "message": str(exc.detail), "detail": {}}}, exc.status_code
         )
 
-    @app.exception_handler(Exception)
-    async def internal(_: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error")  # an infrastructure fault, never a refusal
-        body = {"error": {"code": "internal", "message": type(exc).__name__, "detail": {}}}
-        return _json(body, 500)
+    app.add_exception_handler(Exception, _internal)
+
+
+async def _internal(_: Request, exc: Exception) -> Response:
+    """The answer to an unexpected exception, on FastAPI's routes and on the fast path."""
+    log.exception("unhandled error")  # an infrastructure fault, never a refusal
+    body = {"error": {"code": "internal", "message": type(exc).__name__, "detail": {}}}
+    return _json(body, 500)
 
 
 def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings) -> None:

@@ -8,8 +8,10 @@ allows on loopback) every request's `Host` must name the server by a loopback
 literal (`127.0.0.1`, `::1`, the address it binds) or by one of the configured
 names (`CODEFLEET_ALLOWED_HOSTS`, default `localhost`), with or without a
 port; anything else, an empty or missing `Host` included, is `403
-host_not_allowed` before any route or body is read. With a token the token is
-the guard, and named hosts (a reverse proxy, a LAN name) work as they are.
+host_not_allowed` before any route or body is read (`guards.Guards`). With a
+token the token is the guard, and named hosts (a reverse proxy, a LAN name)
+work as they are. Allowed raw `Host` values are remembered (a few, bounded),
+so a runner's repeated `127.0.0.1:<port>` is one set lookup.
 """
 
 from __future__ import annotations
@@ -17,13 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from starlette.types import ASGIApp, Receive, Scope, Send
-
-from codefleet.server.guards import envelope, send_json
-
-__all__ = ["HostCheck", "host_name"]
+__all__ = ["HostNames", "host_name"]
 
 LOOPBACK_LITERALS: Final = frozenset({"127.0.0.1", "::1"})
+REMEMBERED_HOSTS: Final = 64  # distinct allowed raw Host values kept (spellings, ports)
 
 
 def host_name(value: str) -> str:
@@ -40,24 +39,26 @@ def _port(rest: str) -> bool:
     return rest.startswith(":") and rest[1:].isdigit()
 
 
-class HostCheck:
-    def __init__(self, app: ASGIApp, names: Iterable[str], bind_host: str) -> None:
-        self.app = app
+class HostNames:
+    """The names a token-less server answers to; `refusal` says why any other is refused."""
+
+    def __init__(self, names: Iterable[str], bind_host: str) -> None:
         self.allowed = LOOPBACK_LITERALS | {n.strip().lower() for n in names if n.strip()}
         self.allowed |= {bind_host.strip().lower()}
         self.listed = ", ".join(sorted(self.allowed))
+        self.seen: set[bytes] = set()  # raw values already found allowed
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
-            await self.app(scope, receive, send)
-            return
-        raw = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
-        if host_name(raw) in self.allowed:
-            await self.app(scope, receive, send)
-            return
-        message = (
-            f"Host {raw[:100]!r} is not allowed: a server without a token answers only to "
+    def refusal(self, raw: bytes) -> str | None:
+        """None when the raw `Host` value names this server; else the refusal's message."""
+        if raw in self.seen:
+            return None
+        text = raw.decode("latin-1")
+        if host_name(text) in self.allowed:
+            if len(self.seen) < REMEMBERED_HOSTS:
+                self.seen.add(raw)
+            return None
+        return (
+            f"Host {text[:100]!r} is not allowed: a server without a token answers only to "
             f"{self.listed} (CODEFLEET_ALLOWED_HOSTS), so a web page cannot reach it under "
             "another name"
         )
-        await send_json(send, 403, envelope("host_not_allowed", message))

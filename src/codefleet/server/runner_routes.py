@@ -2,9 +2,9 @@
 
 Every runner route is declared with FastAPI (the OpenAPI schema, and the
 reference behaviour for every input). The hot ones (acquire, start, complete,
-assignment, heartbeat, changes) are also in `RunnerRoutes`, an ASGI layer
-inside the guards (Host check, token, body limit) and in front of FastAPI's
-router: one pre-compiled table, `orjson` both ways, the same pydantic models.
+assignment, heartbeat, changes) are also in `RunnerRoutes`, which `front.Front`
+calls right after the guards (Host check, token, body limit), in front of all
+of FastAPI: one pre-compiled table, `orjson` both ways, the same pydantic models.
 It answers only a request it can answer exactly as FastAPI would: a JSON body
 (`Content-Type: application/json`) that parses and validates, a canonical
 integer `X-Agent-Epoch`, a plain `wait=`. Anything else (every 4xx of bad
@@ -27,7 +27,7 @@ import orjson
 from fastapi import FastAPI, Header, Query
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ValidationError
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from codefleet.api.wire import (
     AcquireBody,
@@ -49,7 +49,7 @@ from codefleet.server.answers import (
     task_json,
 )
 
-__all__ = ["MAX_WAIT_S", "RunnerRoutes", "install_runner_routes"]
+__all__ = ["MAX_WAIT_S", "Head", "RunnerRoutes", "install_runner_routes"]
 
 Epoch = Annotated[int, Header(alias="X-Agent-Epoch")]
 MAX_WAIT_S: Final = 30.0
@@ -162,6 +162,7 @@ class Call:
 
 
 Answer = tuple[int, Any]  # status and JSON data; (204, None) is an empty answer
+Head = tuple[bytes | None, bytes | None]  # the first Content-Type and X-Agent-Epoch values
 Handler = Callable[[Call], Awaitable[Answer]]
 
 
@@ -232,42 +233,38 @@ def _match(
 
 
 class RunnerRoutes:
-    """ASGI: the hot runner routes answered from the table; anything else, FastAPI's."""
+    """The hot runner routes answered from the table, called by `front.Front` after the guards."""
 
-    def __init__(self, app: ASGIApp, engine: Engine) -> None:
-        self.app = app
+    def __init__(self, engine: Engine) -> None:
         self.table = compile_table(_handlers(engine))
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        found = None
-        if scope["type"] == "http" and not scope.get("root_path"):
-            found = _match(self.table, scope["method"], scope["path"])
-        if found is None:
-            await self.app(scope, receive, send)
-            return
+    def match(self, scope: Scope) -> tuple[Handler, str] | None:
+        """The handler and path parameter of a request this path may answer, else None."""
+        if scope.get("root_path"):
+            return None
+        return _match(self.table, scope["method"], scope["path"])
+
+    async def answer(
+        self, found: tuple[Handler, str], head: Head, scope: Scope, receive: Receive, send: Send
+    ) -> Receive | None:
+        """Answer the request; or return its body, replayed, for FastAPI to answer instead.
+
+        An unexpected exception propagates before anything is sent (the caller answers it
+        as the app's 500 handler does)."""
         handler, param = found
         messages, body, whole = await _read(receive)
         try:
             if not whole:
                 raise _Pass
-            status, data = await handler(_call(scope, param, body))
+            call = Call(param, body, head[0], head[1], scope.get("query_string", b""))
+            status, data = await handler(call)
         except _Pass:
-            await self.app(scope, _replay(messages, receive), send)
-            return
+            return _replay(messages, receive)
         except DomainError as exc:  # the app's DomainError handler's answer, exactly
             await JSONResponse(exc.envelope(), exc.status)(scope, receive, send)
-            return
+            return None
         await _send(send, status, data)
-
-
-def _call(scope: Scope, param: str, body: bytes) -> Call:
-    content_type = epoch = None
-    for name, value in scope["headers"]:
-        if name == b"content-type" and content_type is None:
-            content_type = value
-        elif name == b"x-agent-epoch" and epoch is None:
-            epoch = value
-    return Call(param, body, content_type, epoch, scope.get("query_string", b""))
+        return None
 
 
 async def _read(receive: Receive) -> tuple[list[Message], bytes, bool]:
