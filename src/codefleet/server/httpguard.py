@@ -7,8 +7,9 @@ and lease request with it. This module wraps uvicorn's HTTP protocol with:
 
 - **a read deadline**: a connection must deliver a whole request (head and
   body) within `read_timeout` seconds of connecting or of its previous answer,
-  or it is closed. uvicorn's own `timeout_keep_alive` still closes idle
-  keep-alive connections sooner;
+  or it is closed. uvicorn's `timeout_keep_alive` still closes idle
+  keep-alive connections sooner. Both are checked by one sweep of the
+  connections every `SWEEP_S`, not by timers armed for each request;
 - **a connection cap** below the descriptor limit: when a new connection
   would pass it, the connection that has waited longest without a request to
   answer is closed, never-served ones first. A connection whose request is
@@ -44,6 +45,7 @@ __all__ = ["connection_cap", "guarded_protocol", "raise_descriptor_limit", "uvic
 log = logging.getLogger(__name__)
 RESERVED_FDS: Final = 128  # the database and its side files, logs, the lock, the event loop
 MAX_SOFT_FDS: Final = 65_536
+SWEEP_S: Final = 0.5  # how often overdue connections are looked for (read deadline, keep-alive)
 
 
 def raise_descriptor_limit() -> int:
@@ -72,6 +74,7 @@ def guarded_protocol(read_timeout: float, max_connections: int) -> type[HttpTool
     class Guarded(_GuardedProtocol):
         deadline_s = read_timeout
         cap = max_connections
+        sweep = _Sweep()
 
     return Guarded
 
@@ -138,25 +141,56 @@ class _OneWriteCycle(RequestResponseCycle):
                 self.transport.flush()
 
 
+class _Sweep:
+    """One timer for all of a server's connections: each period, close the ones past due.
+
+    A connection waiting for a request is past due once `deadline_s` has passed since it
+    connected or was last answered, or, after an answer, once uvicorn's keep-alive timeout
+    has passed without a byte from the client. Checked every `SWEEP_S`, so a connection is
+    closed up to that much later than its due time; a timer armed and cancelled per request
+    (two of them, ours and uvicorn's keep-alive) cost more than the answer's engine work.
+    """
+
+    __slots__ = ("handle",)
+
+    def __init__(self) -> None:
+        self.handle: asyncio.TimerHandle | None = None
+
+    def ensure(self, loop: asyncio.AbstractEventLoop, connections: set[Any]) -> None:
+        if self.handle is None:
+            self.handle = loop.call_later(SWEEP_S, self.run, loop, connections)
+
+    def run(self, loop: asyncio.AbstractEventLoop, connections: set[Any]) -> None:
+        self.handle = None
+        now = loop.time()
+        for connection in list(connections):
+            if isinstance(connection, _GuardedProtocol):
+                connection.close_if_due(now)
+        if connections:
+            self.ensure(loop, connections)
+
+
 class _GuardedProtocol(HttpToolsProtocol):
     deadline_s: float = 15.0
     cap: int = 2048
+    sweep: _Sweep  # one per server: `guarded_protocol` makes a class per server
     _served: int = 0  # requests answered on this connection
     _reading: bool = True  # waiting for (the rest of) a request, not answering one
     _reading_since: float = 0.0
-    _deadline: asyncio.TimerHandle | None = None
+    _heard: bool = False  # a byte arrived since `_reading_since`
     _view: _HeadFirst
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._view = _HeadFirst(transport)
         self._await_request()
+        self.sweep.ensure(self.loop, self.connections)
         if len(self.connections) > self.cap and self._open_connections() > self.cap:
             self._evict()
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._cancel_deadline()
-        super().connection_lost(exc)
+    def data_received(self, data: bytes) -> None:
+        self._heard = True
+        super().data_received(data)
 
     def on_headers_complete(self) -> None:
         before = self.cycle
@@ -170,31 +204,34 @@ class _GuardedProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         self._reading = False
-        self._cancel_deadline()
         super().on_message_complete()
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()
+        """uvicorn's, except that the sweep, not a timer per answer, does the keep-alive."""
+        self.server_state.total_requests += 1
         self._served += 1
-        if not self.transport.is_closing() and (self.cycle is None or self.cycle.response_complete):
+        if self.transport.is_closing():
+            return
+        self.flow.resume_reading()
+        if self.pipeline:  # the next pipelined request was read already: answer it
+            cycle, app = self.pipeline.pop()
+            self._start_asgi_task(cycle, app)
+        else:
             self._await_request()
 
-    # -- the deadline and the cap ---------------------------------------------------------
+    # -- the deadline, the keep-alive and the cap -----------------------------------------
 
     def _await_request(self) -> None:
         self._reading = True
         self._reading_since = self.loop.time()
-        self._cancel_deadline()
-        self._deadline = self.loop.call_later(self.deadline_s, self._too_slow)
+        self._heard = False
 
-    def _cancel_deadline(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
-
-    def _too_slow(self) -> None:
-        self._deadline = None
-        if self._reading and not self.transport.is_closing():
+    def close_if_due(self, now: float) -> None:
+        if not self._reading or self.transport.is_closing():
+            return
+        waited = now - self._reading_since
+        idle = self._served > 0 and not self._heard and waited >= self.timeout_keep_alive
+        if idle or waited >= self.deadline_s:
             self.transport.close()
 
     def _open_connections(self) -> int:

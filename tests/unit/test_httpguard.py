@@ -1,10 +1,12 @@
-"""The guarded protocol sends a sized response in one write and the same bytes as uvicorn.
+"""The guarded protocol: the bytes uvicorn writes, in one write; deadlines by one sweep.
 
 Each case feeds the same request bytes to uvicorn's own httptools protocol and
 to the server's (`httpguard.guarded_protocol`) over a recording transport, and
 compares what each wrote: the same bytes, in the same order, with the same
 close; a response with a Content-Length leaves in one `write`, and a stream's
-head leaves before its first chunk is produced.
+head leaves before its first chunk is produced. The sweep closes a connection
+past its read deadline, or idle past the keep-alive timeout after an answer,
+and never one whose request is being answered; the clock is an argument.
 """
 
 from __future__ import annotations
@@ -51,14 +53,27 @@ class Recording(asyncio.Transport):
         pass
 
 
-async def exchange(protocol_class: type[HttpToolsProtocol], app: App, data: bytes) -> Recording:
-    config = uvicorn.Config(app, http=protocol_class, log_level="critical")
+def connect(
+    protocol_class: type[HttpToolsProtocol], app: App, keep_alive: float = 5.0
+) -> tuple[Any, Recording]:
+    config = uvicorn.Config(
+        app, http=protocol_class, log_level="critical", timeout_keep_alive=keep_alive
+    )
     protocol = protocol_class(config, ServerState(), {})  # type: ignore[call-arg]
     transport = Recording()
     protocol.connection_made(transport)
-    protocol.data_received(data)
+    return protocol, transport
+
+
+async def settle() -> None:
     for _ in range(50):  # let the request tasks run to their end; no clock involved
         await asyncio.sleep(0)
+
+
+async def exchange(protocol_class: type[HttpToolsProtocol], app: App, data: bytes) -> Recording:
+    protocol, transport = connect(protocol_class, app)
+    protocol.data_received(data)
+    await settle()
     protocol.connection_lost(None)
     return transport
 
@@ -174,3 +189,74 @@ async def test_a_streamed_response_sends_its_head_before_its_first_chunk() -> No
     assert len(seen_before_first_chunk) == 1
     assert b"transfer-encoding: chunked" in seen_before_first_chunk[0]
     assert transport_of[0].writes[1:] == [b"9\r\ndata: 1\n\n\r\n", b"0\r\n\r\n"]
+
+
+# -- the sweep: read deadline and keep-alive ---------------------------------------------------
+
+
+async def test_a_silent_connection_is_closed_at_its_read_deadline_not_before() -> None:
+    protocol, transport = connect(guarded_protocol(15.0, 2048), sized())
+    born = protocol.loop.time()
+
+    protocol.close_if_due(born + 14.9)
+    assert not transport.closed
+    protocol.close_if_due(born + 15.0)
+    assert transport.closed
+
+
+async def test_after_an_answer_an_idle_connection_is_closed_at_the_keep_alive_timeout() -> None:
+    protocol, transport = connect(guarded_protocol(15.0, 2048), sized(), keep_alive=5.0)
+    protocol.data_received(GET)
+    await settle()
+    answered = protocol.loop.time()
+
+    protocol.close_if_due(answered + 4.9)
+    assert not transport.closed
+    protocol.close_if_due(answered + 5.1)
+    assert transport.closed
+    assert b"".join(transport.writes).startswith(b"HTTP/1.1 200 OK")
+
+
+async def test_a_half_sent_request_cancels_the_keep_alive_but_not_the_read_deadline() -> None:
+    protocol, transport = connect(guarded_protocol(15.0, 2048), sized(), keep_alive=5.0)
+    protocol.data_received(GET)
+    await settle()
+    answered = protocol.loop.time()
+    protocol.data_received(b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Le")
+
+    protocol.close_if_due(answered + 10.0)
+    assert not transport.closed
+    protocol.close_if_due(answered + 15.1)
+    assert transport.closed
+
+
+async def test_a_connection_being_answered_is_never_closed_by_the_sweep() -> None:
+    release = asyncio.Event()
+
+    async def slow(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await release.wait()
+        await sized()(scope, receive, send)
+
+    protocol, transport = connect(guarded_protocol(1.0, 2048), slow, keep_alive=1.0)
+    protocol.data_received(GET)
+    await settle()
+
+    protocol.close_if_due(protocol.loop.time() + 3600.0)
+    assert not transport.closed
+    release.set()
+    await settle()
+    assert b"".join(transport.writes).startswith(b"HTTP/1.1 200 OK")
+
+
+async def test_the_sweep_is_armed_while_connections_are_open_and_stops_after() -> None:
+    protocol_class = guarded_protocol(15.0, 2048)
+    protocol, _ = connect(protocol_class, sized())
+    sweep = protocol_class.sweep  # type: ignore[attr-defined]
+    assert sweep.handle is not None
+
+    sweep.run(protocol.loop, protocol.connections)
+    assert sweep.handle is not None  # re-armed: a connection is open
+    protocol.connection_lost(None)
+    sweep.handle.cancel()
+    sweep.run(protocol.loop, protocol.connections)
+    assert sweep.handle is None
