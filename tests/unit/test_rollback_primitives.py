@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from codefleet.rollback import TooLarge, capture, current_state, make_patch, restore
+from codefleet.rollback import (
+    TooLarge,
+    _missing_dirs,
+    capture,
+    current_state,
+    make_patch,
+    restore,
+)
 
 
 def test_restoring_an_absent_file_deletes_it_and_the_directories_the_attempt_made(
@@ -80,3 +87,24 @@ def test_git_apply_of_the_patches_reproduces_the_change(tmp_path: Path) -> None:
         assert (before / key).read_bytes() == (after / key).read_bytes()
     assert not (before / "gone.txt").exists()
     assert os.access(before / "run.sh", os.X_OK)
+
+
+def _missing_dirs_by_pathlib(root: Path, key: str) -> tuple[str, ...]:
+    """The capture's former formulation, the reference for the string one."""
+    missing: list[str] = []
+    parent = Path(key).parent
+    while parent != Path(".") and not (root / parent).exists():
+        missing.append(parent.as_posix())
+        parent = parent.parent
+    return tuple(missing)
+
+
+def test_the_missing_directories_of_a_capture_are_what_pathlib_finds(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    keys = ["top.py", "a/x.py", "a/b/x.py", "a/b/c/x.py", "a/b/c/d/e/x.py", "n/x.py",
+            "n/m/o/x.py", "file/x.py", "file/d/x.py", "loop/x.py", "a/loop/x.py", "é/ü/x.py"]  # fmt: skip
+    for key in keys:
+        assert _missing_dirs(tmp_path, key) == _missing_dirs_by_pathlib(tmp_path, key), key
+    assert capture(tmp_path, "n/m/x.py").created_dirs == ("n/m", "n")
