@@ -20,7 +20,8 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from codefleet.server.httpguard import guarded_protocol
+from codefleet.config import Settings
+from codefleet.server.httpguard import guarded_protocol, uvicorn_config
 
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
@@ -260,3 +261,10 @@ async def test_the_sweep_is_armed_while_connections_are_open_and_stops_after() -
     sweep.handle.cancel()
     sweep.run(protocol.loop, protocol.connections)
     assert sweep.handle is None
+
+
+async def test_the_servers_config_builds_no_access_log_lines() -> None:
+    config = uvicorn_config(sized(), "127.0.0.1", 0, Settings(_env_file=None))  # type: ignore[call-arg]
+    protocol = config.http(config, ServerState(), {})  # type: ignore[operator]
+
+    assert protocol.access_log is False  # nothing is written at "warning" anyway

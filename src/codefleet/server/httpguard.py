@@ -82,8 +82,10 @@ def guarded_protocol(read_timeout: float, max_connections: int) -> type[HttpTool
 def uvicorn_config(app: Any, host: str, port: int, settings: Any, **extra: Any) -> uvicorn.Config:
     """The server's `uvicorn.Config`: keep-alive timeout, read deadline, connection cap."""
     protocol = guarded_protocol(settings.read_timeout, connection_cap(settings.max_connections))
+    # access_log=False: at "warning" no access line is ever written, but while the access
+    # logger has a handler uvicorn builds each line's arguments (the quoted path) per answer.
     return uvicorn.Config(
-        app, host=host, port=port, log_level="warning", http=protocol,
+        app, host=host, port=port, log_level="warning", access_log=False, http=protocol,
         timeout_keep_alive=settings.keep_alive_timeout, **extra,
     )  # fmt: skip
 
