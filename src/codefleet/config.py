@@ -93,7 +93,7 @@ class Settings(BaseSettings):
 
     @property
     def allowed_host_names(self) -> tuple[str, ...]:
-        """`allowed_hosts` as a tuple of names (for `hostcheck.HostCheck`)."""
+        """`allowed_hosts` as a tuple of names (for `hostcheck.HostNames`)."""
         return _split(self.allowed_hosts)
 
     @property
