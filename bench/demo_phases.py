@@ -18,9 +18,9 @@ T0 = time.perf_counter()
 MARKS: list[tuple[str, float]] = []
 MARKS.append(("start", T0))
 
-from codefleet.cli.launch import quiet_gc
+from codefleet.heap import collector_off
 
-with quiet_gc():  # as the executable imports the command line
+with collector_off(freeze=True):  # as the executable imports the command line
     import codefleet.cli.app
 import codefleet.cli.demo
 

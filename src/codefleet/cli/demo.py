@@ -52,15 +52,15 @@ def demo(
 def import_demo_run() -> ModuleType:
     """`cli.demo_run` (the server, the client, the fleet): most of the demo's start-up.
 
-    Imported with the collector off (`launch.quiet_gc`), and without pydantic.v1:
+    Imported with the collector off (`heap.collector_off`, frozen after), and without pydantic.v1:
     FastAPI imports it (23 modules) only to refuse v1 models in routes, and the
     demo's server has none. A None entry makes that import fail, and FastAPI's
     check answers "not v1", as it does for a pydantic without v1 (decision
     "The demo's start-up").
     """
-    from codefleet.cli.launch import quiet_gc
+    from codefleet.heap import collector_off
 
     sys.modules.setdefault("pydantic.v1", None)  # type: ignore[arg-type]
-    with quiet_gc():
+    with collector_off(freeze=True):
         import codefleet.cli.demo_run as demo_run
     return demo_run

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import socket
 from pathlib import Path
 from typing import Annotated
@@ -26,7 +25,6 @@ from codefleet.statedir import prepare_dirs
 __all__ = ["serve"]
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
-GC_YOUNG_THRESHOLD = 10_000  # allocations between young collections (CPython's default: 700)
 
 
 @app.command(rich_help_panel=RUN)
@@ -125,6 +123,7 @@ def serve(
 ) -> None:
     """Run the coordination server (the one process that owns the database)."""
     from codefleet.cli.output import console
+    from codefleet.heap import settle
     from codefleet.server.app import create_app
     from codefleet.server.httpguard import raise_descriptor_limit, uvicorn_config
     from codefleet.server.lock import DatabaseInUse
@@ -165,23 +164,9 @@ def serve(
         markup=False,
     )
     raise_descriptor_limit()  # connections are descriptors: the cap is computed from this
-    _settle_heap()
+    settle()  # the heap as loaded is frozen: docs/decisions.md, "The server's garbage collector"
     config = uvicorn_config(application, settings.host, settings.port, settings)
     FleetServer(config, application.state.hub).run(sockets=[listener])
-
-
-def _settle_heap() -> None:
-    """Freeze the heap as loaded, and collect the young generation less often.
-
-    Everything alive now (modules, the app, the live index as read from the database) moves
-    to the collector's permanent generation, so a full collection no longer walks it; a
-    first-generation threshold of `GC_YOUNG_THRESHOLD` stops the collector from scanning
-    the objects of every request in flight each 700 allocations (docs/decisions.md, "The
-    server's garbage collector")."""
-    gc.collect()
-    gc.freeze()
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
 
 
 def _listen(host: str, port: int) -> socket.socket:

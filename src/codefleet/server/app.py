@@ -13,10 +13,9 @@ runs whole on the event loop thread: the engine needs no locks.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager, suppress
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Header, Query, Request
@@ -41,6 +40,7 @@ from codefleet.coord.engineconfig import engine_config
 from codefleet.coord.graph import NewTask
 from codefleet.coord.store import Store
 from codefleet.errors import DomainError, Forbidden
+from codefleet.heap import collector_off
 from codefleet.models import EventType, TaskStatus
 from codefleet.paths import TreeRoot
 from codefleet.planning.analysis import analyse
@@ -61,18 +61,6 @@ from codefleet.server.sse import EventHub
 __all__ = ["FleetApp", "create_app"]
 
 log = logging.getLogger(__name__)
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside (synchronous code only: nothing else runs)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def new_task(spec: TaskSpec) -> NewTask:
@@ -139,8 +127,6 @@ def create_app(settings: Settings) -> FleetApp:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if not gc.get_freeze_count():  # once a process: the start-up heap, never walked again
-            gc.freeze()  # docs/decisions.md, "The collector and a bulk load"
         engine.attach(asyncio.get_running_loop())
         hub.attach(asyncio.get_running_loop())
         watch.attach(asyncio.get_running_loop())
@@ -219,12 +205,12 @@ async def _internal(_: Request, exc: Exception) -> Response:
 def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings) -> None:
     @app.post("/tasks", status_code=201)
     async def create(body: GraphBody) -> JSONResponse:
-        with collector_paused():  # a load's allocations would set off full collections
+        with collector_off():  # a load's allocations would set off full collections
             specs = [new_task(spec) for spec in body.tasks]
         # The heavy half (a stat per scope path) runs off the loop, so heartbeats are still
         # read meanwhile; the commit re-checks against the state of the moment, on the loop.
         prepared = await asyncio.to_thread(engine.prepare_tasks, specs, body.checks)
-        with collector_paused():
+        with collector_off():
             created = engine.commit_tasks(prepared)
         return _json({"created": created}, 201)
 
