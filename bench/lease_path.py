@@ -34,35 +34,20 @@ from uvicorn.server import ServerState
 from codefleet.config import Settings
 from codefleet.server.app import create_app
 from codefleet.server.httpguard import uvicorn_config
+from codefleet.testing.transport import RecordingTransport
 
 SETUP_WAIT_S = 0.001  # between polls while the setup's requests (graph load) are answered
 
 
-class Recording(asyncio.Transport):
+class Recording(RecordingTransport):
+    """Keeps the bytes in one buffer that `answer` takes whole answers off."""
+
     def __init__(self) -> None:
         super().__init__()
         self.out = bytearray()
-        self.closed = False
 
     def write(self, data: Any) -> None:
         self.out += data
-
-    def close(self) -> None:
-        self.closed = True
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 50000)}.get(
-            name, default
-        )
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
 
     def answer(self) -> tuple[int, Any] | None:
         """The first whole answer written, taken off the buffer; None while incomplete."""

@@ -148,6 +148,16 @@ def replay_leases(events: list[dict[str, Any]]) -> dict[str, Any]:
     return {"holders": holder, "takers": takers, "problems": problems, "counts": counts}
 
 
+def complete_all(http: httpx.Client, results: list[dict[str, Any]]) -> None:
+    """Complete each lease agent's task (ok): its leases are released."""
+    for agent in results:
+        body = {"agent_id": agent["agent_id"], "attempt": agent["attempt"], "ok": True}
+        headers = {"X-Agent-Epoch": str(agent["epoch"])}
+        answer = http.post(f"/tasks/{agent['task_id']}/complete", json=body, headers=headers)
+        if answer.status_code != 200:
+            raise BenchError(f"complete {agent['task_id']}: {answer.status_code} {answer.text}")
+
+
 def check_leases(
     server: Server, results: list[dict[str, Any]], shared: list[str], rotate: int
 ) -> dict[str, Any]:
@@ -155,12 +165,7 @@ def check_leases(
     with httpx.Client(base_url=server.url, headers=server.headers(), timeout=60.0) as http:
         table = {row["path"]: row["task_id"] for row in http.get("/leases").json()["leases"]}
         during = replay_leases(fetch_events(server))
-        for agent in results:
-            body = {"agent_id": agent["agent_id"], "attempt": agent["attempt"], "ok": True}
-            headers = {"X-Agent-Epoch": str(agent["epoch"])}
-            answer = http.post(f"/tasks/{agent['task_id']}/complete", json=body, headers=headers)
-            if answer.status_code != 200:
-                raise BenchError(f"complete {agent['task_id']}: {answer.status_code} {answer.text}")
+        complete_all(http, results)
         after_table = http.get("/leases").json()["leases"]
     after = replay_leases(fetch_events(server))
     client_denials = sum(

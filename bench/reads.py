@@ -43,7 +43,7 @@ from bench.harness import (
     server_from,
     write_json,
 )
-from bench.leases import lease_worker
+from bench.leases import complete_all, lease_worker
 
 READS = ("/state", "/conflicts")
 
@@ -174,12 +174,7 @@ def finish_tasks(server: Server, results: list[dict[str, Any]]) -> None:
     every path the first phase's still hold: a load of denials, not of leases.
     """
     with httpx.Client(base_url=server.url, headers=server.headers(), timeout=60.0) as http:
-        for agent in results:
-            body = {"agent_id": agent["agent_id"], "attempt": agent["attempt"], "ok": True}
-            headers = {"X-Agent-Epoch": str(agent["epoch"])}
-            answer = http.post(f"/tasks/{agent['task_id']}/complete", json=body, headers=headers)
-            if answer.status_code != 200:
-                raise BenchError(f"complete {agent['task_id']}: {answer.status_code} {answer.text}")
+        complete_all(http, results)
 
 
 def lease_phase(args: argparse.Namespace, server: Server, tag: str, poll: bool) -> dict[str, Any]:

@@ -22,36 +22,12 @@ from uvicorn.server import ServerState
 
 from codefleet.config import Settings
 from codefleet.server.httpguard import guarded_protocol, uvicorn_config
+from codefleet.testing.transport import RecordingTransport
 
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
 
-class Recording(asyncio.Transport):
-    def __init__(self) -> None:
-        super().__init__()
-        self.writes: list[bytes] = []
-        self.closed = False
-
-    def write(self, data: bytes | bytearray | memoryview) -> None:  # type: ignore[override]
-        assert not self.closed, "a write after close"
-        self.writes.append(bytes(data))
-
-    def close(self) -> None:
-        self.closed = True
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 50000)}.get(
-            name, default
-        )
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
+Recording = RecordingTransport
 
 
 def connect(
