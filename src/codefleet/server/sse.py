@@ -3,7 +3,9 @@
 A subscriber reads events with `id > cursor` from the store in pages and
 yields them as SSE frames (`id:`, `event:`, `data:`); when it has caught up it
 waits on a wake-up that the store's commit hook sets, or sends a `: ping`
-comment after 15 s of silence. Because live delivery is "read from the table
+comment after 15 s of silence. A woken subscriber lets `GATHER_S` pass before
+it reads, so a busy fleet's commits reach each dashboard a page at a time, not
+one write per commit (decision "A dashboard reads the stream in pages"). Because live delivery is "read from the table
 again", replay and live are the same code and `GET /events?since=0` returns
 exactly what the stream delivered. Subscribers at the same cursor share one
 read and one encoding of each page until the next commit.
@@ -14,14 +16,16 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from contextlib import suppress
 from typing import Final
 
 from codefleet.coord.store import Row, Store
 
-__all__ = ["PING_INTERVAL_S", "EventHub", "frame"]
+__all__ = ["GATHER_S", "PING_INTERVAL_S", "EventHub", "frame"]
 
 PING_INTERVAL_S: Final = 15.0
 PAGE: Final = 500
+GATHER_S: Final = 0.05  # after a wake-up, before the read: the commits of 50 ms in one page
 
 
 def frame(event: Row) -> str:
@@ -32,10 +36,12 @@ def frame(event: Row) -> str:
 class EventHub:
     """Wakes every subscriber after each commit that emitted events."""
 
-    def __init__(self, ping_interval: float = PING_INTERVAL_S) -> None:
+    def __init__(self, ping_interval: float = PING_INTERVAL_S, gather: float = GATHER_S) -> None:
         self._wakeups: set[asyncio.Event] = set()
         self._closed = False
+        self._closing = asyncio.Event()
         self.ping_interval = ping_interval
+        self.gather = gather
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pages: dict[tuple[int, int], tuple[int, str]] = {}  # (commits, cursor) -> page
 
@@ -49,6 +55,7 @@ class EventHub:
     def close(self) -> None:
         """End every stream (their responses complete, so a shutdown is not held up)."""
         self._closed = True
+        self._closing.set()
         self.publish([])
 
     def close_threadsafe(self) -> None:
@@ -85,8 +92,13 @@ class EventHub:
                     yield text
                     continue
                 try:
-                    await asyncio.wait_for(wakeup.wait(), timeout=self.ping_interval)
+                    async with asyncio.timeout(self.ping_interval):
+                        await wakeup.wait()
                 except TimeoutError:
                     yield ": ping\n\n"
+                    continue
+                with suppress(TimeoutError):  # the gather, cut short by a close
+                    async with asyncio.timeout(self.gather):
+                        await self._closing.wait()
         finally:
             self._wakeups.discard(wakeup)
