@@ -8,7 +8,7 @@ it reads, so a busy fleet's commits reach each dashboard a page at a time, not
 one write per commit (decision "A dashboard reads the stream in pages"). Because live delivery is "read from the table
 again", replay and live are the same code and `GET /events?since=0` returns
 exactly what the stream delivered. Subscribers at the same cursor share one
-read and one encoding of each page until the next commit.
+read and one encoding of each page.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ __all__ = ["GATHER_S", "PING_INTERVAL_S", "EventHub", "frame"]
 
 PING_INTERVAL_S: Final = 15.0
 PAGE: Final = 500
+PAGES_KEPT: Final = 32  # pages kept for sharing; past that all are dropped and read again
 GATHER_S: Final = 0.05  # after a wake-up, before the read: the commits of 50 ms in one page
 
 
@@ -43,7 +44,7 @@ class EventHub:
         self.ping_interval = ping_interval
         self.gather = gather
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._pages: dict[tuple[int, int], tuple[int, str]] = {}  # (commits, cursor) -> page
+        self._pages: dict[tuple[int, int], tuple[int, str]] = {}  # (resets, cursor) -> page
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -63,20 +64,24 @@ class EventHub:
             self._loop.call_soon_threadsafe(self.close)
 
     def _page(self, store: Store, cursor: int) -> tuple[int, str]:
-        """The frames of the next page after `cursor` and its last id, read once per commit.
+        """The frames of the next page after `cursor` and its last id, read once.
 
-        Subscribers that caught up wake together at the same cursor; the first one
-        reads and encodes the page, the others are handed the same text until the
-        store commits again (`Store.commits`), so what they get is the table's.
+        The event log only grows (ids are never reused), so the page read after a
+        cursor stays a true page after it until a reset empties the log: every
+        subscriber at that cursor is handed the same text, and one that arrives
+        later, when more has been committed, reads the rest from the page's end.
+        Subscribers thus follow the same page boundaries and share each read and
+        encoding; an empty page is not kept (the next commit fills it).
         """
-        key = (store.commits, cursor)
+        key = (store.resets, cursor)
         found = self._pages.get(key)
         if found is None:
-            if self._pages and next(iter(self._pages))[0] != store.commits:
-                self._pages.clear()
             page = store.events(cursor, PAGE)
-            text = "".join(frame(e) for e in page)
-            found = self._pages[key] = (page[-1]["id"] if page else cursor, text)
+            if not page:
+                return cursor, ""
+            if len(self._pages) >= PAGES_KEPT:
+                self._pages.clear()
+            found = self._pages[key] = (page[-1]["id"], "".join(frame(e) for e in page))
         return found
 
     async def frames(self, store: Store, cursor: int) -> AsyncIterator[str]:
