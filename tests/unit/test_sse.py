@@ -105,44 +105,6 @@ async def test_subscribers_at_one_cursor_share_a_page_until_a_reset_empties_the_
     store.close()
 
 
-async def test_commits_during_the_gather_after_a_wake_up_arrive_as_one_page(tmp_path: Path):
-    hub = EventHub(ping_interval=60, gather=0.2)
-    store = Store(tmp_path / "db.sqlite", on_commit=hub.publish)
-
-    async with aclosing(hub.frames(store, cursor=0)) as frames:
-        assert await next_frame(frames) == ": connected\n\n"
-        waiting = asyncio.ensure_future(anext(frames))
-        await asyncio.sleep(0)  # the subscriber has caught up and waits
-        for task_id in "ABC":  # three commits apart: the first wakes it, all land in its gather
-            emit_one(store, task_id)
-            await asyncio.sleep(0.02)  # the loop runs the woken subscriber meanwhile
-        page = await asyncio.wait_for(waiting, timeout=STEP_S)
-
-    assert [line for line in page.split("\n") if line.startswith("id: ")] == [
-        "id: 1",
-        "id: 2",
-        "id: 3",
-    ]
-    store.close()
-
-
-async def test_a_stream_closed_while_it_gathers_ends_at_once(tmp_path: Path):
-    hub = EventHub(ping_interval=60, gather=60)
-    store = Store(tmp_path / "db.sqlite", on_commit=hub.publish)
-
-    async with aclosing(hub.frames(store, cursor=0)) as frames:
-        assert await next_frame(frames) == ": connected\n\n"
-        waiting = asyncio.ensure_future(anext(frames))
-        await asyncio.sleep(0)
-        emit_one(store, "A")  # wakes it into its 60 s gather
-        await asyncio.sleep(0.01)
-        hub.close()
-        done, _ = await asyncio.wait({waiting}, timeout=STEP_S)
-
-    assert done
-    store.close()
-
-
 async def test_a_later_reader_at_a_shared_cursor_gets_the_same_page_then_the_rest(tmp_path: Path):
     hub = EventHub(ping_interval=60)
     store = Store(tmp_path / "db.sqlite", on_commit=hub.publish)

@@ -3,9 +3,7 @@
 A subscriber reads events with `id > cursor` from the store in pages and
 yields them as SSE frames (`id:`, `event:`, `data:`); when it has caught up it
 waits on a wake-up that the store's commit hook sets, or sends a `: ping`
-comment after 15 s of silence. A woken subscriber lets `GATHER_S` pass before
-it reads, so a busy fleet's commits reach each dashboard a page at a time, not
-one write per commit (decision "A dashboard reads the stream in pages"). Because live delivery is "read from the table
+comment after 15 s of silence. Because live delivery is "read from the table
 again", replay and live are the same code and `GET /events?since=0` returns
 exactly what the stream delivered. Subscribers at the same cursor share one
 read and one encoding of each page.
@@ -16,17 +14,15 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from contextlib import suppress
 from typing import Final
 
 from codefleet.coord.store import Row, Store
 
-__all__ = ["GATHER_S", "PING_INTERVAL_S", "EventHub", "frame"]
+__all__ = ["PING_INTERVAL_S", "EventHub", "frame"]
 
 PING_INTERVAL_S: Final = 15.0
 PAGE: Final = 500
 PAGES_KEPT: Final = 32  # pages kept for sharing; past that all are dropped and read again
-GATHER_S: Final = 0.05  # after a wake-up, before the read: the commits of 50 ms in one page
 
 
 def frame(event: Row) -> str:
@@ -37,12 +33,10 @@ def frame(event: Row) -> str:
 class EventHub:
     """Wakes every subscriber after each commit that emitted events."""
 
-    def __init__(self, ping_interval: float = PING_INTERVAL_S, gather: float = GATHER_S) -> None:
+    def __init__(self, ping_interval: float = PING_INTERVAL_S) -> None:
         self._wakeups: set[asyncio.Event] = set()
         self._closed = False
-        self._closing = asyncio.Event()
         self.ping_interval = ping_interval
-        self.gather = gather
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pages: dict[tuple[int, int], tuple[int, str]] = {}  # (resets, cursor) -> page
 
@@ -56,7 +50,6 @@ class EventHub:
     def close(self) -> None:
         """End every stream (their responses complete, so a shutdown is not held up)."""
         self._closed = True
-        self._closing.set()
         self.publish([])
 
     def close_threadsafe(self) -> None:
@@ -101,9 +94,5 @@ class EventHub:
                         await wakeup.wait()
                 except TimeoutError:
                     yield ": ping\n\n"
-                    continue
-                with suppress(TimeoutError):  # the gather, cut short by a close
-                    async with asyncio.timeout(self.gather):
-                        await self._closing.wait()
         finally:
             self._wakeups.discard(wakeup)
