@@ -152,7 +152,6 @@ class Store:
         self._depth = 0
         self._pending: list[Row] = []
         self.commits = 0  # outer COMMITs so far: between two, every table read gives the same
-        self.resets = 0  # `reset` calls so far: what was read of the event log before may be gone
         self.clock: Callable[[], datetime] = utcnow  # the engine sets its own
         self.on_commit = on_commit
         self.on_rollback = on_rollback
@@ -609,6 +608,5 @@ class Store:
 
     def reset(self) -> None:
         self.touched.reset = True
-        self.resets += 1  # bumped even if the transaction rolls back: a reader only re-reads
         for table in q.RESET_TABLES:
             self._write(f"DELETE FROM {table}")  # event ids stay monotonic: cursors survive

@@ -6,7 +6,7 @@ waits on a wake-up that the store's commit hook sets, or sends a `: ping`
 comment after 15 s of silence. Because live delivery is "read from the table
 again", replay and live are the same code and `GET /events?since=0` returns
 exactly what the stream delivered. Subscribers at the same cursor share one
-read and one encoding of each page.
+read and one encoding of each page until the next commit.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ __all__ = ["PING_INTERVAL_S", "EventHub", "frame"]
 
 PING_INTERVAL_S: Final = 15.0
 PAGE: Final = 500
-PAGES_KEPT: Final = 32  # pages kept for sharing; past that all are dropped and read again
 
 
 def frame(event: Row) -> str:
@@ -38,7 +37,7 @@ class EventHub:
         self._closed = False
         self.ping_interval = ping_interval
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._pages: dict[tuple[int, int], tuple[int, str]] = {}  # (resets, cursor) -> page
+        self._pages: dict[tuple[int, int], tuple[int, str]] = {}  # (commits, cursor) -> page
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -57,24 +56,20 @@ class EventHub:
             self._loop.call_soon_threadsafe(self.close)
 
     def _page(self, store: Store, cursor: int) -> tuple[int, str]:
-        """The frames of the next page after `cursor` and its last id, read once.
+        """The frames of the next page after `cursor` and its last id, read once per commit.
 
-        The event log only grows (ids are never reused), so the page read after a
-        cursor stays a true page after it until a reset empties the log: every
-        subscriber at that cursor is handed the same text, and one that arrives
-        later, when more has been committed, reads the rest from the page's end.
-        Subscribers thus follow the same page boundaries and share each read and
-        encoding; an empty page is not kept (the next commit fills it).
+        Subscribers that caught up wake together at the same cursor; the first one
+        reads and encodes the page, the others are handed the same text until the
+        store commits again (`Store.commits`), so what they get is the table's.
         """
-        key = (store.resets, cursor)
+        key = (store.commits, cursor)
         found = self._pages.get(key)
         if found is None:
-            page = store.events(cursor, PAGE)
-            if not page:
-                return cursor, ""
-            if len(self._pages) >= PAGES_KEPT:
+            if self._pages and next(iter(self._pages))[0] != store.commits:
                 self._pages.clear()
-            found = self._pages[key] = (page[-1]["id"], "".join(frame(e) for e in page))
+            page = store.events(cursor, PAGE)
+            text = "".join(frame(e) for e in page)
+            found = self._pages[key] = (page[-1]["id"] if page else cursor, text)
         return found
 
     async def frames(self, store: Store, cursor: int) -> AsyncIterator[str]:
@@ -90,8 +85,7 @@ class EventHub:
                     yield text
                     continue
                 try:
-                    async with asyncio.timeout(self.ping_interval):
-                        await wakeup.wait()
+                    await asyncio.wait_for(wakeup.wait(), timeout=self.ping_interval)
                 except TimeoutError:
                     yield ": ping\n\n"
         finally:
