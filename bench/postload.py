@@ -1,7 +1,7 @@
 """`POST /tasks` of a big graph in process: the server's own cost, without uvicorn or a client.
 
-The app is built from a checkout's `create_app` with its lifespan entered (as
-`codefleet serve` runs it), then one `POST /tasks` of `bench.harness.build_graph`
+The app is built from a checkout's `create_app` with its lifespan entered and
+the heap settled (`heap.settle`, as `codefleet serve` runs it), then one `POST /tasks` of `bench.harness.build_graph`
 goes straight into its ASGI callable. Reported per run (a fresh database and
 app each, one process per run so no run inherits another's heap): wall and
 process CPU ms of the request, and the collector's passes during it (count
@@ -69,6 +69,7 @@ async def _post(app: Any, body: bytes) -> int:
 
 async def one_run(tasks: int) -> dict[str, Any]:
     from codefleet.config import Settings
+    from codefleet.heap import settle
     from codefleet.server.app import create_app
 
     root = Path(tempfile.mkdtemp())
@@ -77,6 +78,7 @@ async def one_run(tasks: int) -> dict[str, Any]:
     app = create_app(settings)
     body = json.dumps({"tasks": build_graph(tasks)}).encode()
     async with app.router.lifespan_context(app):
+        settle()  # as `codefleet serve` does before it answers
         passes, spent = _collector_log()
         wall, cpu = time.perf_counter(), time.process_time()
         status = await _post(app, body)
