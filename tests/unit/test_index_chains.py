@@ -17,6 +17,20 @@ make_fleet = test_engine.make_fleet  # the engine harness's fixtures
 fleet = test_engine.fleet
 
 
+def random_batch(
+    rng: random.Random, batch: int, ids: list[str], *, priorities: bool = False
+) -> list[NewTask]:
+    """1-15 tasks named `b<batch>-NN`, each depending on up to 3 earlier tasks (any batch)."""
+    specs: list[NewTask] = []
+    for n in range(rng.randint(1, 15)):
+        task_id = f"b{batch}-{n:02}"
+        earlier = ids + [str(s.id) for s in specs]
+        deps = rng.sample(earlier, min(len(earlier), rng.choice([0, 1, 1, 2, 3])))
+        priority = {"priority": rng.randint(1, 5)} if priorities else {}
+        specs.append(NewTask(task_id, id=task_id, depends_on=deps, **priority))
+    return specs
+
+
 @pytest.mark.parametrize("seed", range(25))
 def test_chains_after_each_batch_are_the_longest_live_chain_below_each_task(
     fleet: Fleet, seed: int
@@ -24,12 +38,7 @@ def test_chains_after_each_batch_are_the_longest_live_chain_below_each_task(
     rng = random.Random(seed)
     ids: list[str] = []
     for batch in range(4):
-        specs = []
-        for n in range(rng.randint(1, 15)):
-            task_id = f"b{batch}-{n:02}"
-            earlier = ids + [s.id for s in specs if s.id]
-            deps = rng.sample(earlier, min(len(earlier), rng.choice([0, 1, 1, 2, 3])))
-            specs.append(NewTask(task_id, id=task_id, depends_on=deps))
+        specs = random_batch(rng, batch, ids)
         fleet.engine.create_tasks(specs)
         ids += [str(s.id) for s in specs]
         index = fleet.engine.tasks.index
@@ -67,13 +76,7 @@ def test_the_index_built_batch_by_batch_equals_the_index_rebuilt_from_the_rows(
     rng = random.Random(seed)
     ids: list[str] = []
     for batch in range(5):
-        specs = []
-        for n in range(rng.randint(1, 15)):
-            task_id = f"b{batch}-{n:02}"
-            earlier = ids + [s.id for s in specs if s.id]
-            deps = rng.sample(earlier, min(len(earlier), rng.choice([0, 1, 1, 2, 3])))
-            specs.append(NewTask(task_id, id=task_id, depends_on=deps,
-                                 priority=rng.randint(1, 5)))  # fmt: skip
+        specs = random_batch(rng, batch, ids, priorities=True)
         rng.shuffle(specs)  # the batch in any order, not only parents first
         fleet.engine.create_tasks(specs)
         ids += [str(s.id) for s in specs]
