@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from codefleet.models import ErrorKind, from_iso, to_iso
+from codefleet.models import ErrorKind, StaleReadPolicy, from_iso, to_iso
 
-__all__ = ["AssignedTask", "AttemptReport"]
+__all__ = ["AssignedTask", "AttemptReport", "Reconciled", "StaleRead"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,6 +39,7 @@ class AssignedTask:
     error: str | None = None  # the previous attempt's error, shown in the retry's prompt
     error_kind: ErrorKind | None = None
     verify: str | None = None  # the check run after a successful session
+    on_stale_read: StaleReadPolicy = StaleReadPolicy.RECONCILE
 
     def to_wire(self) -> dict[str, Any]:
         """The assignment JSON's `task` object, in the wire's key order."""
@@ -54,6 +55,7 @@ class AssignedTask:
             "error": self.error,
             "error_kind": None if self.error_kind is None else self.error_kind.value,
             "verify": self.verify,
+            "on_stale_read": self.on_stale_read.value,
         }
 
     @classmethod
@@ -72,7 +74,44 @@ class AssignedTask:
             error=data["error"],
             error_kind=None if kind is None else ErrorKind(kind),
             verify=data["verify"],
+            on_stale_read=StaleReadPolicy(data.get("on_stale_read") or StaleReadPolicy.RECONCILE),
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StaleRead:
+    """A file the attempt read that changed since, and who changed it (event `stale_read`)."""
+
+    path: str
+    changed_by: tuple[str, ...]  # task ids, or "a person" / "outside the lock"
+    read_sha256: str | None  # None: the file did not exist when read
+    now_sha256: str | None  # None: the file is gone
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "changed_by": list(self.changed_by),
+            "read_sha256": self.read_sha256,
+            "now_sha256": self.now_sha256,
+        }
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> StaleRead:
+        return cls(
+            path=str(data["path"]),
+            changed_by=tuple(str(x) for x in data["changed_by"]),
+            read_sha256=data.get("read_sha256"),
+            now_sha256=data.get("now_sha256"),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reconciled:
+    """How an attempt's reconcile turns ended (event `reconciled`)."""
+
+    rounds: int
+    outcome: str  # `fleet.reconcile.Outcome`: clean, unresolved, failed
+    cost_usd: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,13 +131,20 @@ class AttemptReport:
     session_id: str | None = None
     files_written: tuple[str, ...] = ()
     retry_after_s: float | None = None  # RATE_LIMITED: when the limit lifts, if it was said
+    stale_reads: tuple[tuple[StaleRead, ...], ...] = ()  # one entry per validation that found any
+    reconciled: Reconciled | None = None  # the reconcile turns, when there were any
 
     def to_wire(self) -> dict[str, Any]:
-        """The `complete` body's fields (without `agent_id`); `retry_after_s` only when said."""
+        """The `complete` body's fields (without `agent_id`); optional ones only when said."""
         body = asdict(self)
         body["files_written"] = list(self.files_written)
         if self.retry_after_s is None:
             del body["retry_after_s"]
+        body["stale_reads"] = [[s.to_wire() for s in found] for found in self.stale_reads]
+        if not self.stale_reads:
+            del body["stale_reads"]
+        if self.reconciled is None:
+            del body["reconciled"]
         return body
 
     @classmethod
@@ -110,5 +156,12 @@ class AttemptReport:
                 **fields,
                 "error_kind": None if kind is None else ErrorKind(kind),
                 "files_written": tuple(fields.get("files_written", ())),
+                "stale_reads": tuple(
+                    tuple(StaleRead.from_wire(s) for s in found)
+                    for found in fields.get("stale_reads") or ()
+                ),
+                "reconciled": None
+                if not fields.get("reconciled")
+                else Reconciled(**fields["reconciled"]),
             }
         )

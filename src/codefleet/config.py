@@ -24,6 +24,7 @@ from codefleet.models import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_POLL_INTERVAL_S,
     DEFAULT_PREIMAGE_MAX_BYTES,
+    DEFAULT_RECONCILE_ROUNDS,
     DEFAULT_STALE_AFTER_S,
     DEFAULT_TASK_TIMEOUT_S,
     DEFAULT_TICK_INTERVAL_S,
@@ -63,6 +64,7 @@ class Settings(BaseSettings):
     preimage_max_bytes: int = Field(default=DEFAULT_PREIMAGE_MAX_BYTES, ge=0)
     check_timeout: float = Field(default=300.0, gt=0)
     check_dir: Path | None = None
+    reconcile_rounds: int = Field(default=DEFAULT_RECONCILE_ROUNDS, ge=0, le=20)
     interactive_idle: float = Field(default=DEFAULT_INTERACTIVE_IDLE_S, gt=0)
     max_cost: float | None = Field(default=None, gt=0)
     max_cost_hard: bool = False

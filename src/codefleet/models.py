@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
     "DEFAULT_POLL_INTERVAL_S",
     "DEFAULT_PREIMAGE_MAX_BYTES",
+    "DEFAULT_RECONCILE_ROUNDS",
     "DEFAULT_STALE_AFTER_S",
     "DEFAULT_TASK_TIMEOUT_S",
     "DEFAULT_TICK_INTERVAL_S",
@@ -39,6 +40,7 @@ __all__ = [
     "DenyReason",
     "ErrorKind",
     "EventType",
+    "StaleReadPolicy",
     "TaskStatus",
     "from_iso",
     "new_agent_id",
@@ -84,6 +86,7 @@ class ErrorKind(StrEnum):
     CANCELLED = "cancelled"
     VERIFY_FAILED = "verify_failed"
     RATE_LIMITED = "rate_limited"
+    STALE_READ = "stale_read"  # `on_stale_read: retry` (or reconcile's last resort)
 
 
 RETRYABLE_KINDS: Final = frozenset(
@@ -94,8 +97,18 @@ RETRYABLE_KINDS: Final = frozenset(
         ErrorKind.INFRA,
         ErrorKind.VERIFY_FAILED,
         ErrorKind.RATE_LIMITED,
+        ErrorKind.STALE_READ,
     }
 )
+
+
+class StaleReadPolicy(StrEnum):
+    """What an attempt does when files it read changed under it (`on_stale_read`)."""
+
+    RECONCILE = "reconcile"  # one more turn in the same session, with the diffs
+    VERIFY = "verify"  # run the task's verify check
+    RETRY = "retry"  # roll back and requeue, naming the stale files
+    IGNORE = "ignore"  # only record
 
 
 class EventType(StrEnum):
@@ -130,6 +143,8 @@ class EventType(StrEnum):
     FLEET_RESUMED = "fleet_resumed"
     FLEET_BUDGET_SET = "fleet_budget_set"
     FLEET_BUDGET_EXHAUSTED = "fleet_budget_exhausted"
+    STALE_READ = "stale_read"
+    RECONCILED = "reconciled"
 
 
 class CheckPurpose(StrEnum):
@@ -176,6 +191,7 @@ DEFAULT_BACKOFF_BASE_S: Final = 2.0
 DEFAULT_BACKOFF_CAP_S: Final = 30.0
 DEFAULT_PREIMAGE_MAX_BYTES: Final = 10 * 1024 * 1024
 DEFAULT_INTERACTIVE_IDLE_S: Final = 900.0
+DEFAULT_RECONCILE_ROUNDS: Final = 2  # reconcile turns per attempt before the last resort
 
 # The longest command a check may run (graph file, `--check`, `POST /checks`).
 MAX_CHECK_COMMAND: Final = 4096

@@ -112,7 +112,17 @@ def _filter(name: str, value: Any, n: int) -> str:
             return ", ".join(f"{_text(v)} {k}" for k, v in (value or {}).items())
         case "clock":
             return _clock(value)
+        case "stale":
+            return ", ".join(_stale_one(v) for v in value or ())
     raise ValueError(f"wording.json names an unknown filter {name!r}")
+
+
+def _stale_one(item: Any) -> str:
+    """One stale read: "api.py (T3)", or "api.py (deleted by T3)"."""
+    item = item if isinstance(item, Mapping) else {}
+    who = ", ".join(_text(v) for v in item.get("changed_by") or ())
+    gone = "deleted by " if item.get("now_sha256") is None else ""
+    return f"{_text(item.get('path', '?'))} ({gone}{who})"
 
 
 def _clock(stamp: Any) -> str:

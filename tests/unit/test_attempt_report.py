@@ -19,8 +19,8 @@ from pydantic import ValidationError
 
 from codefleet.api.client import FleetClient
 from codefleet.api.wire import CompleteBody
-from codefleet.attempt import AssignedTask, AttemptReport
-from codefleet.models import ErrorKind
+from codefleet.attempt import AssignedTask, AttemptReport, Reconciled, StaleRead
+from codefleet.models import ErrorKind, StaleReadPolicy
 
 # Every field away from its default, so a field lost on the way cannot pass unnoticed.
 FULL = AttemptReport(
@@ -37,6 +37,11 @@ FULL = AttemptReport(
     session_id="s-1",
     files_written=("b.py", "pkg/c.py"),
     retry_after_s=17.5,
+    stale_reads=(
+        (StaleRead(path="api.py", changed_by=("T3",), read_sha256="a" * 64, now_sha256=None),),
+        (StaleRead(path="b.py", changed_by=("a person",), read_sha256=None, now_sha256="b" * 64),),
+    ),
+    reconciled=Reconciled(rounds=2, outcome="unresolved", cost_usd=0.01),
 )
 
 
@@ -109,6 +114,7 @@ async def test_the_client_parses_the_assignment_json_into_one_type_with_every_fi
         "priority": 3, "file_scope": ["api.py", "mw.py"], "attempts": 2,
         "deadline": "2026-01-02T03:04:05.678Z", "blocked_on_path": "api.py",
         "error": "vetoed: api.py is held", "error_kind": "veto", "verify": "test",
+        "on_stale_read": "retry",
     }  # fmt: skip
 
     def answer(request: httpx.Request) -> httpx.Response:
@@ -122,5 +128,6 @@ async def test_the_client_parses_the_assignment_json_into_one_type_with_every_fi
         file_scope=("api.py", "mw.py"), attempts=2,
         deadline=datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC), blocked_on_path="api.py",
         error="vetoed: api.py is held", error_kind=ErrorKind.VETO, verify="test",
+        on_stale_read=StaleReadPolicy.RETRY,
     )  # fmt: skip
     assert {f.name for f in fields(AssignedTask)} == set(wire)

@@ -137,9 +137,9 @@ EXCLUSIVE = [
     ("sqlite3", {"codefleet.coord.store"}, "only the store speaks SQL"),
     (
         "claude_agent_sdk",
-        {"codefleet.session.sdk", "codefleet.session.readonly"},
-        "only the session package's fleet and read-only sessions touch the SDK; everything "
-        "else runs without it",
+        {"codefleet.session.sdk", "codefleet.session.readonly", "codefleet.session.conversation"},
+        "only the session package's fleet and read-only sessions (and the multi-turn "
+        "conversation they run in) touch the SDK; everything else runs without it",
     ),
 ]
 

@@ -231,6 +231,21 @@ class FleetClient:
             body["sha256"] = sha256
         await self._call("POST", "/changes", body=body, epoch=epoch)
 
+    async def reads(
+        self,
+        task_id: str,
+        agent_id: str,
+        epoch: int,
+        attempt: int,
+        reads: list[dict[str, Any]],
+        watch: list[dict[str, Any]],
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Record an attempt's reads; the answer: per watched path, other tasks' writes since."""
+        body = {"agent_id": agent_id, "attempt": attempt, "reads": reads, "watch": watch}
+        answer = await self._json("POST", f"/tasks/{task_id}/reads", body=body, epoch=epoch)
+        changes: dict[str, list[dict[str, Any]]] = answer["changes"]
+        return changes
+
     async def complete(
         self, task_id: str, agent_id: str, epoch: int, report: AttemptReport
     ) -> dict[str, Any]:

@@ -27,6 +27,7 @@ import yaml
 from pydantic import ValidationError
 
 from codefleet.api.wire import ChecksBody, TaskSpec
+from codefleet.models import StaleReadPolicy
 from codefleet.paths import PathRejected, TreeRoot
 from codefleet.planning.dag import find_cycle
 
@@ -41,7 +42,7 @@ __all__ = [
     "parse_graph",
 ]
 
-TOP_LEVEL_KEYS = frozenset({"tasks", "checks"})
+TOP_LEVEL_KEYS = frozenset({"tasks", "checks", "on_stale_read"})
 TASK_KEYS = frozenset(TaskSpec.model_fields)
 DEFAULT_GRAPH = "codefleet.yaml"
 
@@ -97,7 +98,8 @@ def parse_graph(raw: Any, where: str = "the graph", standalone: bool = True) -> 
     if not isinstance(tasks, list) or not tasks:
         raise GraphError(f"{where}: 'tasks' must be a non-empty list")
     checks = parse_checks(raw.get("checks") or {}, where)
-    specs = [_spec(where, n, item) for n, item in enumerate(tasks, start=1)]
+    policy = _policy(raw.get("on_stale_read"), where)
+    specs = [_spec(where, n, _with_policy(item, policy)) for n, item in enumerate(tasks, start=1)]
     _check_graph(where, specs, standalone)
     for spec in specs if standalone else ():
         if spec.verify is not None and spec.verify not in checks:
@@ -136,6 +138,22 @@ def _spec(where: str, n: int, item: Any) -> TaskSpec:
                 f"{where}: {label}: unknown key {_unknown(field, TASK_KEYS)}"
             ) from None
         raise GraphError(f"{where}: {label}: {field}: {first['msg']}") from None
+
+
+def _policy(raw: Any, where: str) -> str | None:
+    """The graph's `on_stale_read` (every task's unless it says its own)."""
+    allowed = [p.value for p in StaleReadPolicy]
+    if raw is None:
+        return None
+    if raw not in allowed:
+        raise GraphError(f"{where}: on_stale_read {raw!r} is not one of {', '.join(allowed)}")
+    return str(raw)
+
+
+def _with_policy(item: Any, policy: str | None) -> Any:
+    if policy is None or not isinstance(item, dict) or "on_stale_read" in item:
+        return item
+    return {**item, "on_stale_read": policy}
 
 
 def _unknown(key: str, known: Iterable[str]) -> str:

@@ -22,7 +22,13 @@ from pydantic import (
 )
 
 from codefleet.attempt import AttemptReport
-from codefleet.models import CHECK_NAME_PATTERN, MAX_CHECK_COMMAND, CheckPurpose, ErrorKind
+from codefleet.models import (
+    CHECK_NAME_PATTERN,
+    MAX_CHECK_COMMAND,
+    CheckPurpose,
+    ErrorKind,
+    StaleReadPolicy,
+)
 from codefleet.paths import MAX_PATH_CHARS
 
 __all__ = [
@@ -112,6 +118,7 @@ class TaskSpec(_Body):
     max_attempts: Annotated[StrictInt, Field(ge=1, le=100)] | None = None
     verify: CheckName | None = None
     estimate_min: Annotated[StrictInt, Field(ge=1, le=MAX_ESTIMATE_MIN)] | None = None
+    on_stale_read: StaleReadPolicy | None = None  # None: the graph's, else reconcile
 
 
 class GraphBody(_Body):
@@ -160,6 +167,44 @@ class ChangeBody(_Body):
     sha256: Annotated[StrictStr, Field(pattern="^[0-9a-f]{64}$")] | None = None
 
 
+Sha256 = Annotated[StrictStr, Field(pattern="^[0-9a-f]{64}$")]
+Moment = Annotated[StrictStr, Field(min_length=1, max_length=40)]
+
+
+class ReadRowBody(_Body):
+    path: Path_
+    tool: Annotated[StrictStr, Field(max_length=100)] = "Read"
+    at: Moment  # when the agent read it (ISO-8601 UTC)
+    sha256: Sha256 | None = None  # None: the file did not exist
+
+
+class WatchBody(_Body):
+    path: Path_
+    at: Moment
+
+
+class ReadsBody(_Body):
+    """`POST /tasks/{id}/reads`: an attempt's reads (ledger rows) and the ones to check."""
+
+    agent_id: StrictStr
+    attempt: Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
+    reads: Annotated[list[ReadRowBody], Field(max_length=10_000)] = []
+    watch: Annotated[list[WatchBody], Field(max_length=10_000)] = []
+
+
+class StaleReadBody(_Body):
+    path: Path_
+    changed_by: Annotated[list[Annotated[StrictStr, Field(max_length=64)]], Field(max_length=100)]
+    read_sha256: Sha256 | None = None
+    now_sha256: Sha256 | None = None
+
+
+class ReconciledBody(_Body):
+    rounds: Annotated[StrictInt, Field(ge=0, le=100)]
+    outcome: Literal["clean", "unresolved", "failed"]
+    cost_usd: Annotated[float, Field(ge=0, le=MAX_COST_USD, allow_inf_nan=False)] = 0.0
+
+
 class CompleteBody(_Body):
     agent_id: StrictStr
     attempt: Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
@@ -178,6 +223,11 @@ class CompleteBody(_Body):
     retry_after_s: (
         Annotated[float, Field(ge=0, le=MAX_RETRY_AFTER_S, allow_inf_nan=False)] | None
     ) = None
+    # the validations of the attempt's reads that found stale files, and the reconcile turns
+    stale_reads: Annotated[
+        list[Annotated[list[StaleReadBody], Field(max_length=10_000)]], Field(max_length=100)
+    ] = []
+    reconciled: ReconciledBody | None = None
 
     def report(self) -> AttemptReport:
         """The validated body as the engine's one report type (`agent_id` is the caller)."""

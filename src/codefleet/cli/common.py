@@ -229,6 +229,15 @@ ProtectedOpt = Annotated[
         "case-insensitively; .git is always protected [CODEFLEET_PROTECTED_PATHS].",
     ),
 ]
+ReconcileRoundsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--reconcile-rounds",
+        min=0,
+        help="Reconcile turns an attempt with stale reads gets before the last resort "
+        "[CODEFLEET_RECONCILE_ROUNDS].",
+    ),
+]
 CheckDirOpt = Annotated[
     Path | None,
     typer.Option(

@@ -28,6 +28,7 @@ from codefleet.cli.common import (
     ModelScriptOpt,
     OfflineOpt,
     ProtectedOpt,
+    ReconcileRoundsOpt,
     RunDirOpt,
     ScriptOpt,
     ServerOpt,
@@ -79,6 +80,7 @@ def runner(
     task_timeout: TimeoutOpt = None,
     check_timeout: CheckTimeoutOpt = None,
     check_dir: CheckDirOpt = None,
+    reconcile_rounds: ReconcileRoundsOpt = None,
     exit_when_drained: Annotated[
         bool, typer.Option(help="Exit once no task is pending or running.")
     ] = False,
@@ -108,7 +110,7 @@ def runner(
         server_url=server, workdir=workdir, run_dir=run_dir, token=token,
         task_timeout=task_timeout, model=model, max_turns=max_turns,
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
-        protected_paths=protected_paths,
+        protected_paths=protected_paths, reconcile_rounds=reconcile_rounds,
     )  # fmt: skip
     executor = _agents(AgentChoice(dry_run, script, offline, model_script), settings).executor
     options = RunnerOptions(
@@ -123,6 +125,7 @@ def runner(
         check_dir=settings.check_dir,
         replace=replace,
         protected_names=settings.protected_names,
+        reconcile_rounds=settings.reconcile_rounds,
     )
 
     async def go() -> None:
@@ -180,6 +183,7 @@ def run(
     task_timeout: TimeoutOpt = None,
     check_timeout: CheckTimeoutOpt = None,
     check_dir: CheckDirOpt = None,
+    reconcile_rounds: ReconcileRoundsOpt = None,
     protected_paths: ProtectedOpt = None,
     token: TokenOpt = None,
     model: ModelOpt = None,
@@ -213,6 +217,7 @@ def run(
         task_timeout=task_timeout, token=token, model=model, max_turns=max_turns,
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
         protected_paths=protected_paths, max_cost=max_cost, max_cost_hard=max_cost_hard,
+        reconcile_rounds=reconcile_rounds,
     )  # fmt: skip
     checks = parse_check_options(check)
     graph_file = None if no_graph else _graph_file(graph)
@@ -258,6 +263,7 @@ def run(
                 protected=(settings.db, settings.run_dir), check_timeout=settings.check_timeout,
                 check_dir=settings.check_dir, on_runner_down=runner_down,
                 name_suffix=invocation_suffix(), protected_names=settings.protected_names,
+                reconcile_rounds=settings.reconcile_rounds,
             )  # fmt: skip
             history = await committer.finish(settings.url, settings.token) if committer else None
         finally:

@@ -15,7 +15,7 @@ refusal is an answer (a lease denial) or a domain error (`StaleEpoch`,
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -24,12 +24,20 @@ from codefleet.coord.agents import AgentRegistry
 from codefleet.coord.answers import Beat, LeaseAnswer
 from codefleet.coord.checks import CheckRegistry
 from codefleet.coord.files import Files
+from codefleet.coord.interactive import TASK_PREFIX as INTERACTIVE_TASK_PREFIX
 from codefleet.coord.leases import LeaseTable, denial
 from codefleet.coord.restores import Transition
 from codefleet.coord.store import Store
 from codefleet.coord.tasks import TaskTable
 from codefleet.errors import NotOwner
-from codefleet.models import DenyReason, ErrorKind, EventType, TaskStatus, to_iso
+from codefleet.models import (
+    DenyReason,
+    ErrorKind,
+    EventType,
+    StaleReadPolicy,
+    TaskStatus,
+    to_iso,
+)
 from codefleet.paths import PathRejected, TreeRoot
 
 __all__ = ["RunnerCalls"]
@@ -90,6 +98,7 @@ class RunnerCalls:
             deadline=datetime.fromtimestamp(deadline, task.assigned_at.tzinfo),
             blocked_on_path=task.blocked_on_path, error=task.error,
             error_kind=None if kind is None else ErrorKind(kind), verify=task.verify,
+            on_stale_read=StaleReadPolicy(task.on_stale_read or StaleReadPolicy.RECONCILE),
         )  # fmt: skip
 
     async def wait_assignment(self, agent_id: str, epoch: int, wait: float) -> AssignedTask | None:
@@ -169,6 +178,44 @@ class RunnerCalls:
                 EventType.FILE_CHANGED, task_id=task_id, agent_id=agent_id, path=key, tool=tool,
                 **({"sha256": sha256} if sha256 else {}),
             )  # fmt: skip
+
+    def record_reads(
+        self, task_id: str, agent_id: str, epoch: int, attempt: int,
+        reads: Sequence[Mapping[str, Any]], watch: Sequence[Mapping[str, Any]],
+    ) -> dict[str, Any]:  # fmt: skip
+        """`read` ledger rows of the owner's attempt, and the writes since each watched read.
+
+        The answer names, per watched path, every other task's write at or after the
+        read (`person` for a person's session): who to blame for a stale read
+        (docs/decisions.md, "What counts as a read").
+        """
+        agent = self.agents.check_epoch(agent_id, epoch)
+        self.agents.touch(agent)
+        self.tasks.owned(task_id, agent_id)
+        rows = [
+            (task_id, agent_id, self._key(str(r["path"])), str(r["tool"]), str(r["at"]), attempt,
+             r.get("sha256"))
+            for r in reads
+        ]  # fmt: skip
+        if rows:
+            with self.transition():
+                self.store.insert_reads(rows)
+        changes: dict[str, list[dict[str, Any]]] = {}
+        for w in watch:
+            key = self._key(str(w["path"]))
+            found = self.store.writes_since(key, str(w["at"]), task_id)
+            changes[str(w["path"])] = [
+                {"task_id": r["task_id"], "at": r["at"], "sha256": r["sha256"],
+                 "person": str(r["task_id"]).startswith(INTERACTIVE_TASK_PREFIX)}
+                for r in found
+            ]  # fmt: skip
+        return {"changes": changes}
+
+    def _key(self, path: str) -> str:
+        try:
+            return self.tree.canonical(path)
+        except PathRejected:
+            return path
 
     def record_check(
         self, task_id: str, agent_id: str, epoch: int, report: Mapping[str, Any]

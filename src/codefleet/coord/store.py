@@ -39,6 +39,9 @@ from codefleet.errors import StoreUnavailable
 from codefleet.models import EventType, ReleaseReason, to_iso, utcnow
 from codefleet.rollback import PatchFile, PreImage
 
+# One `read` row of the ledger: task, agent, path, tool, at, attempt, sha256.
+ReadRow = tuple[str, str, str, str, str, int | None, str | None]
+
 __all__ = ["Checkpointer", "Row", "Store", "Touched"]
 
 Row = dict[str, Any]
@@ -123,8 +126,13 @@ def _preimage(row: sqlite3.Row) -> PreImage:
 
 
 def _task_params(task: Row) -> tuple[Any, ...]:
-    """`INSERT_TASK`'s parameters, in order; `verify` may be left out (NULL)."""
-    row = {"verify": None, **task, "file_scope": plain_json(task["file_scope"])}
+    """`INSERT_TASK`'s parameters, in order; `verify` and `on_stale_read` may be left out."""
+    row = {
+        "verify": None,
+        "on_stale_read": None,
+        **task,
+        "file_scope": plain_json(task["file_scope"]),
+    }
     params: tuple[Any, ...] = _INSERT_TASK_PARAMS(row)
     return params
 
@@ -513,6 +521,20 @@ class Store:
 
     def changes_of_task(self, task_id: str) -> list[Row]:
         return [dict(r) for r in self._db.execute(q.SELECT_CHANGES_OF_TASK, (task_id,))]
+
+    def insert_reads(self, rows: Sequence[ReadRow]) -> None:
+        """`read` rows of the ledger: (task, agent, path, tool, at, attempt, sha256) each."""
+        if not self._depth:
+            raise RuntimeError("store writes must run inside transaction()")
+        self._db.executemany(q.INSERT_READ, rows)
+
+    def reads_of_task(self, task_id: str) -> list[Row]:
+        return [dict(r) for r in self._db.execute(q.SELECT_READS_OF_TASK, (task_id,))]
+
+    def writes_since(self, path: str, at: str, other_than: str) -> list[Row]:
+        """Writes of `path` at or after `at` by tasks other than `other_than`, in ledger order."""
+        rows = self._db.execute(q.SELECT_WRITES_SINCE, (path, at, other_than))
+        return [dict(r) for r in rows]
 
     # -- pre-images and patches ---------------------------------------------------------
 

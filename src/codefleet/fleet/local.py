@@ -27,7 +27,7 @@ from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S
 from codefleet.fleet.executor import Executor
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.shell import check_env, run_command
-from codefleet.models import EventType, TaskStatus
+from codefleet.models import DEFAULT_RECONCILE_ROUNDS, EventType, TaskStatus
 from codefleet.paths import DEFAULT_PROTECTED_NAMES
 
 __all__ = [
@@ -142,6 +142,7 @@ async def run_fleet(
     connect: Callable[[], FleetClient] | None = None,
     name_suffix: str = "",
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES,
+    reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS,
 ) -> FleetResult:
     """Run N runners until the graph drains, or until no runner is left to drain it.
 
@@ -160,6 +161,7 @@ async def run_fleet(
                 name=f"runner-{n}{name_suffix}", workdir=workdir, run_dir=run_dir,
                 task_timeout=task_timeout, protected=protected, check_timeout=check_timeout,
                 check_dir=check_dir, protected_names=protected_names,
+                reconcile_rounds=reconcile_rounds,
             )
             for n in range(1, runners + 1)
         ]  # fmt: skip

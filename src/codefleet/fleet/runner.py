@@ -51,7 +51,7 @@ from codefleet.errors import DomainError, Forbidden, NotFound, NotOwner, StaleEp
 from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS, Checker, CheckLimits
 from codefleet.fleet.executor import Attempt, Executor
 from codefleet.fleet.prewrite import WriteGate
-from codefleet.models import CheckPurpose, ErrorKind
+from codefleet.models import DEFAULT_RECONCILE_ROUNDS, CheckPurpose, ErrorKind
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
 
 __all__ = ["CannotContinue", "Runner", "RunnerOptions"]
@@ -92,6 +92,7 @@ class RunnerOptions:
     check_dir: Path | None = None
     replace: bool = False  # take the name over from a live runner of another process
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES  # see `paths`
+    reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS  # `fleet.reconcile`
 
 
 def _collect(task: asyncio.Task[Any]) -> None:
@@ -270,7 +271,13 @@ class Runner:
         )
         checker = self._checker(gate, commands, task.attempts)
         attempt = Attempt(
-            task, gate, self.tree.root, self.options.run_dir, self.options.name, checker
+            task,
+            gate,
+            self.tree.root,
+            self.options.run_dir,
+            self.options.name,
+            checker,
+            reconcile_rounds=self.options.reconcile_rounds,
         )
         started = time.monotonic()
         report = await self._execute(attempt)

@@ -1,0 +1,116 @@
+"""Read-set validation over the wire: the real runner, scripted brains, the real server.
+
+T1 reads api.py, then takes a lease of its own (which T2 waits for, so the read
+happened first), then waits until T2 changed api.py and succeeded. When T1's
+session ends, its read is stale: the `stale_read` event names T2 and api.py,
+and by policy T1 reconciles in the same session, retries, or only records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from codefleet.api.client import FleetClient
+from codefleet.fleet.local import run_fleet
+from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.server.thread import ServerThread
+
+FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
+OLD, NEW = "def f(a):\n    return a\n", "def f(a, b):\n    return a + b\n"
+
+RACE: dict[str, Any] = {
+    "T1": [
+        {"read": "api.py", "attempt": 1},
+        {"write": {"path": "use.py", "content": "f(1)\n"}, "attempt": 1},
+        {"wait_succeeded": "T2", "attempt": 1},
+        {"expect_followup": "api.py: changed by T2", "turn": 2},
+        {"write": {"path": "use.py", "content": "f(1, 2)\n"}, "turn": 2},
+        {"read": "api.py", "attempt": 2},
+        {"write": {"path": "use.py", "content": "f(1, 2)\n"}, "attempt": 2},
+    ],
+    "T2": [
+        {"wait_leased": "use.py"},
+        {"edit": {"path": "api.py", "old": "def f(a):", "new": "def f(a, b):"}},
+        {"edit": {"path": "api.py", "old": "return a\n", "new": "return a + b\n"}},
+    ],
+}
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+async def race(
+    server: ServerThread, workdir: Path, policy: str | None = None
+) -> tuple[Any, list[dict[str, Any]], ScriptedExecutor]:
+    (workdir / "api.py").write_text(OLD)
+    executor = ScriptedExecutor(parse_script(RACE), wait_timeout=10)
+    extra = {} if policy is None else {"on_stale_read": policy}
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": "T1", "title": "use f", "description": "call f", **extra},
+             {"id": "T2", "title": "widen f", "description": "add b"}]
+        )  # fmt: skip
+        result = await run_fleet(
+            server.url, 2, lambda _: executor, workdir, workdir.parent / "runs"
+        )
+        events = await client.all_events()
+    return result, events, executor
+
+
+def of(events: list[dict[str, Any]], *kinds: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] in kinds]
+
+
+async def test_a_read_another_task_changed_is_a_stale_read_naming_that_task_and_path(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST)
+    result, events, _ = await race(server, workdir, "ignore")
+    [stale] = of(events, "stale_read")
+    assert result.all_succeeded
+    assert (stale["task_id"], stale["payload"]["attempt"]) == ("T1", 1)
+    assert stale["payload"]["paths"] == [
+        {"path": "api.py", "changed_by": ["T2"], "read_sha256": sha(OLD), "now_sha256": sha(NEW)}
+    ]
+    assert of(events, "reconciled") == []
+
+
+async def test_with_reconcile_the_same_session_gets_the_diff_and_the_fix_lands(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST)
+    result, events, executor = await race(server, workdir)
+    [(task, attempt, message)] = executor.followups
+    order = [(e["type"], e["task_id"]) for e in of(events, "stale_read", "reconciled",
+                                                    "task_succeeded")]  # fmt: skip
+    assert result.all_succeeded
+    assert (task, attempt) == ("T1", 1)
+    assert "\n-def f(a):\n-    return a\n+def f(a, b):\n+    return a + b\n" in message
+    assert order == [("task_succeeded", "T2"), ("stale_read", "T1"), ("reconciled", "T1"),
+                     ("task_succeeded", "T1")]  # fmt: skip
+    [done] = of(events, "reconciled")
+    assert {k: done["payload"][k] for k in ("attempt", "rounds", "outcome")} == {
+        "attempt": 1,
+        "rounds": 1,
+        "outcome": "clean",
+    }
+    assert (workdir / "use.py").read_text() == "f(1, 2)\n"
+
+
+async def test_with_retry_the_attempt_is_rolled_back_and_the_next_is_told_which_file(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST)
+    result, events, executor = await race(server, workdir, "retry")
+    requeued = of(events, "task_requeued")
+    assert result.all_succeeded
+    assert [(e["task_id"], e["payload"]["error_kind"]) for e in requeued] == [("T1", "stale_read")]
+    assert of(events, "file_restored")[0]["payload"]["path"] == "use.py"
+    second = [t for t in executor.assignments if t.id == "T1"][-1]
+    assert second.attempts == 2 and "api.py (changed by T2)" in (second.error or "")
+    assert executor.followups == []
+    assert (workdir / "use.py").read_text() == "f(1, 2)\n"
