@@ -63,11 +63,11 @@ async def run_two(
          {"id": "T2", "title": "bump a", "description": "bump a.txt"}]
     )  # fmt: skip
     executor = offline()
-    runners = [
-        Runner(client, executor, RunnerOptions(f"runner-{n}", workdir, runs, poll_wait=0.2,
-                                               exit_when_drained=True))  # fmt: skip
+    options = [
+        RunnerOptions(f"runner-{n}", workdir, runs, poll_wait=0.2, exit_when_drained=True)
         for n in (1, 2)
     ]
+    runners = [Runner(client, executor, o) for o in options]
     await asyncio.wait_for(asyncio.gather(*(r.run() for r in runners)), 180)
     return list(await client.all_events())
 
