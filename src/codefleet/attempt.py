@@ -95,15 +95,6 @@ class StaleRead:
             "now_sha256": self.now_sha256,
         }
 
-    @classmethod
-    def from_wire(cls, data: Mapping[str, Any]) -> StaleRead:
-        return cls(
-            path=str(data["path"]),
-            changed_by=tuple(str(x) for x in data["changed_by"]),
-            read_sha256=data.get("read_sha256"),
-            now_sha256=data.get("now_sha256"),
-        )
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Reconciled:
@@ -112,6 +103,9 @@ class Reconciled:
     rounds: int
     outcome: str  # `fleet.reconcile.Outcome`: clean, unresolved, failed
     cost_usd: float = 0.0
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"rounds": self.rounds, "outcome": self.outcome, "cost_usd": self.cost_usd}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,20 +125,13 @@ class AttemptReport:
     session_id: str | None = None
     files_written: tuple[str, ...] = ()
     retry_after_s: float | None = None  # RATE_LIMITED: when the limit lifts, if it was said
-    stale_reads: tuple[tuple[StaleRead, ...], ...] = ()  # one entry per validation that found any
-    reconciled: Reconciled | None = None  # the reconcile turns, when there were any
 
     def to_wire(self) -> dict[str, Any]:
-        """The `complete` body's fields (without `agent_id`); optional ones only when said."""
+        """The `complete` body's fields (without `agent_id`); `retry_after_s` only when said."""
         body = asdict(self)
         body["files_written"] = list(self.files_written)
         if self.retry_after_s is None:
             del body["retry_after_s"]
-        body["stale_reads"] = [[s.to_wire() for s in found] for found in self.stale_reads]
-        if not self.stale_reads:
-            del body["stale_reads"]
-        if self.reconciled is None:
-            del body["reconciled"]
         return body
 
     @classmethod
@@ -156,12 +143,5 @@ class AttemptReport:
                 **fields,
                 "error_kind": None if kind is None else ErrorKind(kind),
                 "files_written": tuple(fields.get("files_written", ())),
-                "stale_reads": tuple(
-                    tuple(StaleRead.from_wire(s) for s in found)
-                    for found in fields.get("stale_reads") or ()
-                ),
-                "reconciled": None
-                if not fields.get("reconciled")
-                else Reconciled(**fields["reconciled"]),
             }
         )

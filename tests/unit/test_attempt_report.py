@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from codefleet.api.client import FleetClient
 from codefleet.api.wire import CompleteBody
-from codefleet.attempt import AssignedTask, AttemptReport, Reconciled, StaleRead
+from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.models import ErrorKind, StaleReadPolicy
 
 # Every field away from its default, so a field lost on the way cannot pass unnoticed.
@@ -37,11 +37,6 @@ FULL = AttemptReport(
     session_id="s-1",
     files_written=("b.py", "pkg/c.py"),
     retry_after_s=17.5,
-    stale_reads=(
-        (StaleRead(path="api.py", changed_by=("T3",), read_sha256="a" * 64, now_sha256=None),),
-        (StaleRead(path="b.py", changed_by=("a person",), read_sha256=None, now_sha256="b" * 64),),
-    ),
-    reconciled=Reconciled(rounds=2, outcome="unresolved", cost_usd=0.01),
 )
 
 

@@ -183,15 +183,6 @@ class WatchBody(_Body):
     at: Moment
 
 
-class ReadsBody(_Body):
-    """`POST /tasks/{id}/reads`: an attempt's reads (ledger rows) and the ones to check."""
-
-    agent_id: StrictStr
-    attempt: Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
-    reads: Annotated[list[ReadRowBody], Field(max_length=10_000)] = []
-    watch: Annotated[list[WatchBody], Field(max_length=10_000)] = []
-
-
 class StaleReadBody(_Body):
     path: Path_
     changed_by: Annotated[list[Annotated[StrictStr, Field(max_length=64)]], Field(max_length=100)]
@@ -203,6 +194,17 @@ class ReconciledBody(_Body):
     rounds: Annotated[StrictInt, Field(ge=0, le=100)]
     outcome: Literal["clean", "unresolved", "failed"]
     cost_usd: Annotated[float, Field(ge=0, le=MAX_COST_USD, allow_inf_nan=False)] = 0.0
+
+
+class ReadsBody(_Body):
+    """`POST /tasks/{id}/reads`: an attempt's reads (ledger rows) and the ones to check."""
+
+    agent_id: StrictStr
+    attempt: Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
+    reads: Annotated[list[ReadRowBody], Field(max_length=10_000)] = []
+    watch: Annotated[list[WatchBody], Field(max_length=10_000)] = []
+    stale: Annotated[list[StaleReadBody], Field(max_length=10_000)] = []  # -> `stale_read`
+    reconciled: ReconciledBody | None = None  # -> `reconciled`
 
 
 class CompleteBody(_Body):
@@ -223,11 +225,6 @@ class CompleteBody(_Body):
     retry_after_s: (
         Annotated[float, Field(ge=0, le=MAX_RETRY_AFTER_S, allow_inf_nan=False)] | None
     ) = None
-    # the validations of the attempt's reads that found stale files, and the reconcile turns
-    stale_reads: Annotated[
-        list[Annotated[list[StaleReadBody], Field(max_length=10_000)]], Field(max_length=100)
-    ] = []
-    reconciled: ReconciledBody | None = None
 
     def report(self) -> AttemptReport:
         """The validated body as the engine's one report type (`agent_id` is the caller)."""

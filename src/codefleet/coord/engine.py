@@ -41,7 +41,6 @@ from codefleet.coord.leases import LeaseTable
 from codefleet.coord.limitpolicy import Budget
 from codefleet.coord.limits import FleetLimits, ResumeReason
 from codefleet.coord.operatorcalls import OperatorCalls
-from codefleet.coord.readevents import emit_read_events
 from codefleet.coord.recovery import AliveMark
 from codefleet.coord.registration import check_tree
 from codefleet.coord.restores import Restores
@@ -335,7 +334,6 @@ class Engine:
             )
         now = self.clock()
         with self.transition():
-            emit_read_events(self.store, task_id, agent_id, report)
             self.tasks.record_usage(task, agent_id, report)
             self.limits.spend(report.cost_usd)
             self._end_attempt(task, ReleaseReason.TASK_ENDED, now, succeeded=report.ok)

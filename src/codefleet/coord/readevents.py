@@ -1,33 +1,43 @@
-"""The events of an attempt's read-set validation, from its completion report.
+"""The events of an attempt's read-set validation, as its runner reports them.
 
 A runner validates its attempt's reads at the end of the session
-(`fleet.reconcile`) and says what it found on the report: each validation
-that found stale files is one `stale_read` event (`paths`: path, who changed
-it, the hash read and the hash now), and the reconcile turns one `reconciled`
-event (rounds, outcome, their cost). They are emitted in the transition that
-applies the report, before its own events, so the log reads in the order it
-happened; a fenced runner's report is never applied, so nothing is emitted.
+(`fleet.reconcile`) and says what it found with `POST /tasks/{id}/reads`:
+each validation that found stale files is one `stale_read` event (`paths`:
+path, who changed it, the hash read and the hash now), sent before the
+reconcile turn it leads to; the turns' end is one `reconciled` event (rounds,
+outcome, their cost), sent before the attempt's report. So the log reads in
+the order it happened, and a session that could not take its turn still left
+its `stale_read`.
 """
 
 from __future__ import annotations
 
-from codefleet.attempt import AttemptReport
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from codefleet.coord.store import Store
 from codefleet.models import EventType
 
 __all__ = ["emit_read_events"]
 
 
-def emit_read_events(store: Store, task_id: str, agent_id: str, report: AttemptReport) -> None:
-    """`stale_read` per validation that found stale reads, then `reconciled` (caller's transaction)."""
-    for found in report.stale_reads:
+def emit_read_events(
+    store: Store,
+    task_id: str,
+    agent_id: str,
+    attempt: int,
+    stale: Sequence[Mapping[str, Any]],
+    reconciled: Mapping[str, Any] | None,
+) -> None:
+    """`stale_read` when `stale` names files, `reconciled` when given (caller's transaction)."""
+    if stale:
         store.emit(
-            EventType.STALE_READ, task_id=task_id, agent_id=agent_id, attempt=report.attempt,
-            paths=[s.to_wire() for s in found],
+            EventType.STALE_READ, task_id=task_id, agent_id=agent_id, attempt=attempt,
+            paths=[dict(s) for s in stale],
         )  # fmt: skip
-    done = report.reconciled
-    if done is not None:
+    if reconciled is not None:
         store.emit(
-            EventType.RECONCILED, task_id=task_id, agent_id=agent_id, attempt=report.attempt,
-            rounds=done.rounds, outcome=done.outcome, cost_usd=round(done.cost_usd, 6),
+            EventType.RECONCILED, task_id=task_id, agent_id=agent_id, attempt=attempt,
+            rounds=reconciled["rounds"], outcome=reconciled["outcome"],
+            cost_usd=round(float(reconciled["cost_usd"]), 6),
         )  # fmt: skip

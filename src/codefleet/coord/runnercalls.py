@@ -26,6 +26,7 @@ from codefleet.coord.checks import CheckRegistry
 from codefleet.coord.files import Files
 from codefleet.coord.interactive import TASK_PREFIX as INTERACTIVE_TASK_PREFIX
 from codefleet.coord.leases import LeaseTable, denial
+from codefleet.coord.readevents import emit_read_events
 from codefleet.coord.restores import Transition
 from codefleet.coord.store import Store
 from codefleet.coord.tasks import TaskTable
@@ -182,12 +183,14 @@ class RunnerCalls:
     def record_reads(
         self, task_id: str, agent_id: str, epoch: int, attempt: int,
         reads: Sequence[Mapping[str, Any]], watch: Sequence[Mapping[str, Any]],
+        stale: Sequence[Mapping[str, Any]] = (), reconciled: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:  # fmt: skip
         """`read` ledger rows of the owner's attempt, and the writes since each watched read.
 
         The answer names, per watched path, every other task's write at or after the
         read (`person` for a person's session): who to blame for a stale read
-        (docs/decisions.md, "What counts as a read").
+        (docs/decisions.md, "What counts as a read"). `stale` and `reconciled` are
+        what the runner found and did: the `stale_read` and `reconciled` events.
         """
         agent = self.agents.check_epoch(agent_id, epoch)
         self.agents.touch(agent)
@@ -197,9 +200,10 @@ class RunnerCalls:
              r.get("sha256"))
             for r in reads
         ]  # fmt: skip
-        if rows:
+        if rows or stale or reconciled:
             with self.transition():
                 self.store.insert_reads(rows)
+                emit_read_events(self.store, task_id, agent_id, attempt, stale, reconciled)
         changes: dict[str, list[dict[str, Any]]] = {}
         for w in watch:
             key = self._key(str(w["path"]))

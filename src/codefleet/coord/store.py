@@ -526,7 +526,8 @@ class Store:
         """`read` rows of the ledger: (task, agent, path, tool, at, attempt, sha256) each."""
         if not self._depth:
             raise RuntimeError("store writes must run inside transaction()")
-        self._db.executemany(q.INSERT_READ, rows)
+        if rows:
+            self._db.executemany(q.INSERT_READ, rows)
 
     def reads_of_task(self, task_id: str) -> list[Row]:
         return [dict(r) for r in self._db.execute(q.SELECT_READS_OF_TASK, (task_id,))]

@@ -18,9 +18,10 @@ With some, by the task's policy:
   failed verification), the stale files named in the next prompt.
 - `ignore`: only recorded.
 
-Every validation that found stale reads is on the report (`stale_reads`, one
-`stale_read` event each) and so are the reconcile turns (`reconciled`).
-A failed session's reads are sent as ledger rows and not validated.
+Every validation that finds stale reads is said to the server at once (one
+`stale_read` event), and so is the end of the reconcile turns (`reconciled`),
+before the report. A failed session's reads are sent as ledger rows and not
+validated.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ async def settle_reads(attempt: Attempt, report: AttemptReport, turn: Turn | Non
     found = await validate(attempt)
     if not found:
         return report
-    report = replace(report, stale_reads=(found,))
+    await _announce(attempt, stale=found)
     match attempt.task.on_stale_read:
         case StaleReadPolicy.RECONCILE:
             return await _reconcile(attempt, report, found, turn)
@@ -85,24 +86,24 @@ async def validate(attempt: Attempt) -> tuple[StaleRead, ...]:
 async def _reconcile(
     attempt: Attempt, report: AttemptReport, found: tuple[StaleRead, ...], turn: Turn | None
 ) -> AttemptReport:
-    history, rounds, cost = [found], 0, 0.0
+    rounds, cost = 0, 0.0
     while found and turn is not None and rounds < attempt.reconcile_rounds:
         rounds += 1
         after = await turn(_message(attempt, found))
         cost += after.cost_usd
         report = _merged(report, after)
         if not after.ok or attempt.gate.fenced:
-            done = Reconciled(rounds=rounds, outcome=Outcome.FAILED, cost_usd=cost)
-            return replace(report, stale_reads=tuple(history), reconciled=done)
+            failed = Reconciled(rounds=rounds, outcome=Outcome.FAILED, cost_usd=cost)
+            await _announce(attempt, reconciled=failed)
+            return report
         found = await validate(attempt)
         if found:
-            history.append(found)
-    outcome = Outcome.UNRESOLVED if found else Outcome.CLEAN
-    report = replace(
-        report,
-        stale_reads=tuple(history),
-        reconciled=Reconciled(rounds=rounds, outcome=outcome, cost_usd=cost) if rounds else None,
-    )
+            await _announce(attempt, stale=found)
+    if rounds:
+        outcome = Outcome.UNRESOLVED if found else Outcome.CLEAN
+        await _announce(
+            attempt, reconciled=Reconciled(rounds=rounds, outcome=outcome, cost_usd=cost)
+        )
     if not found:
         return report
     return report if attempt.task.verify else _retry(report, found)
@@ -176,14 +177,29 @@ async def _send_reads(attempt: Attempt, *, watch: bool) -> dict[str, Any]:
     return changes
 
 
+async def _announce(
+    attempt: Attempt, *, stale: Sequence[StaleRead] = (), reconciled: Reconciled | None = None
+) -> None:
+    """Tell the server what the validation found (`stale_read`) or how the turns ended."""
+    if not attempt.gate.fenced:
+        await _post_reads(attempt, [], [], stale=stale, reconciled=reconciled)
+
+
 async def _post_reads(
-    attempt: Attempt, rows: list[dict[str, Any]], watch: list[dict[str, Any]]
+    attempt: Attempt,
+    rows: list[dict[str, Any]],
+    watch: list[dict[str, Any]],
+    *,
+    stale: Sequence[StaleRead] = (),
+    reconciled: Reconciled | None = None,
 ) -> dict[str, Any]:
     gate = attempt.gate
+    done = None if reconciled is None else reconciled.to_wire()
     try:
         return await gate.client.reads(
-            gate.task_id, gate.agent_id, gate.epoch, attempt.number, rows, watch
-        )
+            gate.task_id, gate.agent_id, gate.epoch, attempt.number, rows, watch,
+            stale=[s.to_wire() for s in stale], reconciled=done,
+        )  # fmt: skip
     except StaleEpoch:
         gate.fenced = True
     except Exception:  # the ledger is a record: without its answer, size and mtime still tell

@@ -114,7 +114,11 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
     async def reads(task_id: str, body: ReadsBody, epoch: Epoch) -> JSONResponse:
         rows = [r.model_dump() for r in body.reads]
         watch = [w.model_dump() for w in body.watch]
-        answer = engine.record_reads(task_id, body.agent_id, epoch, body.attempt, rows, watch)
+        stale = [s.model_dump() for s in body.stale]
+        done = body.reconciled.model_dump() if body.reconciled else None
+        answer = engine.record_reads(
+            task_id, body.agent_id, epoch, body.attempt, rows, watch, stale, done
+        )
         return JSONResponse(answer)
 
     @app.post("/tasks/{task_id}/checks")

@@ -62,6 +62,8 @@ NOTABLE_EVENTS: Final = frozenset(
         EventType.FLEET_PAUSED,
         EventType.FLEET_RESUMED,
         EventType.FLEET_BUDGET_EXHAUSTED,
+        EventType.STALE_READ,
+        EventType.RECONCILED,
     }
 )
 
