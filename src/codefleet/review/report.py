@@ -425,6 +425,9 @@ def stats_section(facts: RunFacts) -> Section | None:
         )  # fmt: skip
         columns = ("file", "vetoes", "tasks", "lost to vetoes", "lost to rollbacks")
         blocks.append(Table(columns, rows))
+    if found.stale_reads:
+        stale = tuple((r.path, r.reader, r.changed_by, str(r.count)) for r in found.stale_reads)
+        blocks.append(Table(("stale read of", "read by", "changed by", "times"), stale))
     waits = tuple(
         (t.id, str(t.attempts), seconds(t.waiting_s), seconds(t.running_s)) for t in found.tasks
     )

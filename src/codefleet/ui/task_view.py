@@ -1,13 +1,15 @@
 """One task, rendered for a person: `codefleet tasks ID` without `--json`.
 
 A field list (status and attempts, dependencies, scope, verify, usage, the
-files it changed and its patch's size, the last error) and the description.
+files it changed and its patch's size, its stale reads and reconcile turns,
+the last error) and the description.
 Every value is `Text`, never Rich markup: titles, paths and errors are user
 and model text. `--json` prints the server's record unchanged.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -16,17 +18,24 @@ from rich.table import Table
 from rich.text import Text
 
 from codefleet.ui.report import STATUS_STYLE
+from codefleet.wording import phrase
 
 __all__ = ["task_detail"]
 
 
-def task_detail(task: dict[str, Any]) -> RenderableType:
-    """The task's fields as a two-column list, then its description, in a titled panel."""
+def task_detail(task: dict[str, Any], reads: Sequence[dict[str, Any]] = ()) -> RenderableType:
+    """The task's fields as a two-column list, then its description, in a titled panel.
+
+    `reads`: the task's `stale_read` and `reconciled` events, one line each.
+    """
     fields = Table.grid(padding=(0, 2))
     fields.add_column(style="bold", no_wrap=True)
     fields.add_column()
     for name, value in _fields(task):
         fields.add_row(name, value)
+    for n, event in enumerate(reads):
+        line = phrase(str(event["type"]), event.get("payload") or {}) or str(event["type"])
+        fields.add_row("stale reads" if n == 0 else "", Text(line, style="yellow"))
     description = Text(task.get("description") or "(no description)", style="dim")
     title = Text(f"{task['id']} · {task['title']}")
     return Panel(Group(fields, Text(""), description), title=title, title_align="left")
