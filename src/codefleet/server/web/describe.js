@@ -43,6 +43,11 @@ export function describeAttempt(model, attempt, t0) {
     const how = check.timedOut ? "timed out" : check.passed ? "passed" : `failed${check.exitCode != null ? ` (exit ${check.exitCode})` : ""}`;
     lines.push(`check ${check.name} ${how} at ${fmtOffset(check.at - t0)}`);
   }
+  for (const mark of attempt.stale) {
+    const files = mark.paths.map((p) => `${p.path} (${p.gone ? "deleted by " : ""}${p.by.join(", ")})`).join(", ");
+    const then = mark.outcome ? ` · reconciled: ${mark.outcome}` : "";
+    lines.push(`stale read at ${fmtOffset(mark.at - t0)}: ${truncate(files, 140)}${then}`);
+  }
   if (attempt.restored.length) lines.push(`rolled back: ${truncate(attempt.restored.map((r) => r.path).join(", "), 120)}`);
   if (attempt.outcome === "succeeded") {
     lines.push(`succeeded · ${fmtCost(attempt.cost)} · ${plural(attempt.changes, "file change")}`);
