@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_TICK_INTERVAL_S",
     "MAX_BATCH_SCOPE_PATHS",
     "MAX_CHECK_COMMAND",
+    "READ_RECORDED_TOOLS",
     "RETRYABLE_KINDS",
     "TERMINAL_STATUSES",
     "WRITE_TOOLS",
@@ -206,6 +207,11 @@ CHECK_NAME_PATTERN: Final = r"^[a-z][a-z0-9_-]{0,31}$"
 # The tools whose every call must pass the lease check. One definition: the
 # hook matcher, the pre-write path and the docs are derived from it.
 WRITE_TOOLS: Final = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+
+# The tools whose call is recorded as a read of a file (its path and the content's hash):
+# the content reached the model whole. Not Grep or Glob (docs/decisions.md, "What counts as
+# a read"). `NotebookRead` where a CLI still has it.
+READ_RECORDED_TOOLS: Final = frozenset({"Read", "NotebookRead"})
 
 
 def utcnow() -> datetime:

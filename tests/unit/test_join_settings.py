@@ -57,7 +57,9 @@ def test_join_adds_the_three_hooks_with_the_absolute_executable_server_and_tree(
         "/opt/cf/bin/codefleet hook pre-tool-use --server http://127.0.0.1:8099 --tree /work/tree"
     ]
     assert out["hooks"]["PreToolUse"][0]["matcher"] == "Write|Edit|MultiEdit|NotebookEdit"
-    assert out["hooks"]["PostToolUse"][0]["matcher"] == "Write|Edit|MultiEdit|NotebookEdit"
+    assert out["hooks"]["PostToolUse"][0]["matcher"] == (
+        "Write|Edit|MultiEdit|NotebookEdit|NotebookRead|Read"  # the reads are recorded too
+    )
     assert ours(out, "SessionEnd") == [
         "/opt/cf/bin/codefleet hook session-end --server http://127.0.0.1:8099 --tree /work/tree"
     ]

@@ -298,6 +298,7 @@ class InteractiveAcquireBody(_Body):
     user: UserName = "you"
     paths: HookPaths
     tool: Annotated[StrictStr, Field(max_length=100)] = "Write"
+    sha256: Sha256 | None = None  # a Read's: the content the session saw (its first path)
 
 
 class InteractiveReleaseBody(_Body):

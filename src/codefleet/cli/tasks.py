@@ -77,7 +77,6 @@ def tasks(
         console.print(task_table(rows))
 
 
-@app.command(rich_help_panel=OPERATE)
 async def _read_events(client: FleetClient, task_id: str) -> list[dict[str, Any]]:
     """The task's `stale_read` and `reconciled` events, in log order."""
     found = [
@@ -89,6 +88,7 @@ async def _read_events(client: FleetClient, task_id: str) -> list[dict[str, Any]
     return sorted(found, key=lambda e: int(e["id"]))
 
 
+@app.command(rich_help_panel=OPERATE)
 def cancel(
     task_ids: Annotated[list[str], typer.Argument(help="The task(s) to cancel.", metavar="ID...")],
     server: ServerOpt = None,

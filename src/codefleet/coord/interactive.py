@@ -36,6 +36,7 @@ from codefleet.coord.leases import HolderOf, LeaseTable, denial
 from codefleet.coord.store import Row, Store
 from codefleet.errors import NotFound
 from codefleet.models import (
+    READ_RECORDED_TOOLS,
     DenyReason,
     EventType,
     ReleaseReason,
@@ -149,12 +150,17 @@ class InteractiveHolders:
         ref = HolderRef(holder.agent_id, holder.name, holder.task_id)
         return LeaseAnswer(True, granted=tuple(keys), skipped=tuple(skipped), holder=ref)
 
-    def record_change(self, session_id: str, user: str, paths: list[str], tool: str) -> None:
-        """Ledger rows from the person's PostToolUse; never vetoes."""
+    def record_change(
+        self, session_id: str, user: str, paths: list[str], tool: str, sha256: str | None = None
+    ) -> None:
+        """Ledger rows from the person's PostToolUse (`read` rows for a read); never vetoes."""
         keys, _, _ = self._keys(paths)
         if not keys:
             return
         now = self.clock()
+        if tool in READ_RECORDED_TOOLS:
+            self._record_reads(session_id, keys, tool, sha256, to_iso(now))
+            return
         with self.store.transaction():
             holder = self._holder(session_id, user, now)
             for key in keys:
@@ -164,6 +170,16 @@ class InteractiveHolders:
                     path=key, tool=tool, kind=INTERACTIVE,
                 )  # fmt: skip
             self._touch(holder, now)
+
+    def _record_reads(
+        self, session_id: str, keys: list[str], tool: str, sha256: str | None, at: str
+    ) -> None:
+        """`read` rows, without making a holder of a session that has not written yet."""
+        holder = self.by_session.get(session_id)
+        task_id = holder.task_id if holder else f"{TASK_PREFIX}{session_id[:8]}"
+        agent_id = holder.agent_id if holder else ""
+        with self.store.transaction():
+            self.store.insert_reads([(task_id, agent_id, k, tool, at, None, sha256) for k in keys])
 
     def release(
         self, session_id: str | None, reason: ReleaseReason, every: bool = False

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from codefleet.hook.io import extract_paths
-from codefleet.models import to_iso, utcnow
+from codefleet.models import READ_RECORDED_TOOLS, to_iso, utcnow
 from codefleet.paths import PathRejected, TreeRoot
 
 __all__ = [
@@ -35,7 +35,6 @@ __all__ = [
     "observe",
 ]
 
-READ_RECORDED_TOOLS: Final = frozenset({"Read", "NotebookRead"})
 KEEP_BYTES: Final = 1024 * 1024  # a file read is kept for the diff up to this size
 
 

@@ -10,7 +10,8 @@ them. Each call reads the hook JSON Claude Code writes on stdin and exits 0:
   objection) or THE denial (`hookio.deny_output`) naming the holder and what
   to do. A path the fleet can never lease (outside the tree, protected)
   cannot collide with it: no objection.
-- `post-tool-use` records one change-ledger row per path; it never vetoes.
+- `post-tool-use` records one change-ledger row per path; it never vetoes. For
+  a `Read` it records a `read` row with the content's SHA-256 (the read set).
 - `session-end` releases every lease the session holds.
 
 Failure policy: an unreachable server is a denial that says how to go on
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from codefleet.hook.io import deny_output, extract_paths
-from codefleet.models import WRITE_TOOLS, DenyReason
+from codefleet.models import READ_RECORDED_TOOLS, WRITE_TOOLS, DenyReason
 from codefleet.paths import PathRejected, TreeRoot
 
 __all__ = [
@@ -134,6 +135,9 @@ def run(args: HookArgs, stdin_text: str, env: Mapping[str, str], post: Post | No
         _quietly(send, args, "/interactive/release", _release_body(data), env)
         return ""
     tool = data["tool_name"]
+    if tool in READ_RECORDED_TOOLS and args.event == POST_TOOL_USE:
+        _record_read(args, send, data, env)
+        return ""
     if tool not in WRITE_TOOLS:
         return ""
     raw = extract_paths(data.get("tool_input"))
@@ -152,6 +156,27 @@ def run(args: HookArgs, stdin_text: str, env: Mapping[str, str], post: Post | No
     if not keys:
         return ""
     return _ask(args, send, {**_who(data, env), "paths": keys, "tool": tool}, env)
+
+
+def _record_read(args: HookArgs, send: Post, data: dict[str, Any], env: Mapping[str, str]) -> None:
+    """A `read` ledger row for the file the person's session read, with its content's hash."""
+    raw = extract_paths(data.get("tool_input"))
+    keys, _ = _lease_keys(args.tree, str(data.get("cwd") or os.getcwd()), raw)
+    if keys:
+        body = {**_who(data, env), "paths": keys[:1], "tool": data["tool_name"]}
+        digest = _sha256(Path(args.tree) / keys[0])
+        if digest is not None:
+            body["sha256"] = digest
+        _quietly(send, args, "/interactive/changes", body, env)
+
+
+def _sha256(target: Path) -> str | None:
+    import hashlib  # here: only a read needs it
+
+    try:
+        return hashlib.sha256(target.read_bytes()).hexdigest() if target.is_file() else None
+    except OSError:
+        return None
 
 
 def _input_problem(data: Any, event: str) -> str | None:

@@ -47,6 +47,8 @@ __all__ = [
 
 # The write tools as a hook matcher; a test keeps it equal to `WRITE_TOOLS`.
 WRITE_MATCHER: Final = "Write|Edit|MultiEdit|NotebookEdit"
+# PostToolUse also records the session's reads (`models.READ_RECORDED_TOOLS`; a test checks).
+POST_MATCHER: Final = f"{WRITE_MATCHER}|NotebookRead|Read"
 HOOK_TIMEOUT_S: Final = 15  # the hook gives up on the server after 5 s and denies itself
 EVENT_KEYS: Final = ("PreToolUse", "PostToolUse", "SessionEnd")
 SUBCOMMANDS: Final = {
@@ -93,7 +95,8 @@ def hooks_block(
             argv.append("--fail-open")
         entry: dict[str, Any] = {"hooks": [{"type": "command", "command": shlex.join(argv), "timeout": HOOK_TIMEOUT_S}]}  # fmt: skip
         if event != "SessionEnd":
-            entry = {"matcher": WRITE_MATCHER, **entry}
+            matcher = POST_MATCHER if event == "PostToolUse" else WRITE_MATCHER
+            entry = {"matcher": matcher, **entry}
         block[event] = [entry]
     return block
 
