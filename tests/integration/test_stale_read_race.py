@@ -9,11 +9,15 @@ and by policy T1 reconciles in the same session, retries, or only records.
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from codefleet.api.client import FleetClient
+from codefleet.cli.demo_run import run_demo
 from codefleet.fleet.local import run_fleet
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.server.thread import ServerThread
@@ -114,3 +118,20 @@ async def test_with_retry_the_attempt_is_rolled_back_and_the_next_is_told_which_
     assert second.attempts == 2 and "api.py (changed by T2)" in (second.error or "")
     assert executor.followups == []
     assert (workdir / "use.py").read_text() == "f(1, 2)\n"
+
+
+def test_the_dry_run_demo_shows_one_stale_read_reconciled_and_stays_green(tmp_path: Path) -> None:
+    out = io.StringIO()
+
+    ok = run_demo("dry-run", tmp_path, console=Console(file=out, width=200))
+
+    text = out.getvalue()
+    assert ok, text
+    stale = [line for line in text.splitlines() if "STALE READ" in line]
+    done = [line for line in text.splitlines() if "reconciled after" in line]
+    assert len(stale) == 1 and "T3 · " in stale[0]
+    assert stale[0].endswith("STALE READ models.py (T1): changed since attempt 1 read them")
+    assert len(done) == 1 and done[0].endswith(
+        "reconciled after 1 turn(s): nothing stale now · $0.0000"
+    )
+    assert text.index("STALE READ") < text.index("reconciled after") < text.index("PASS")
