@@ -153,6 +153,7 @@ EVENT_STYLE: Final[dict[str, str]] = {
     EventType.CHECK_FINISHED: "bold yellow", EventType.FLEET_PAUSED: PAUSE_STYLE,
     EventType.FLEET_RESUMED: "green", EventType.FLEET_BUDGET_EXHAUSTED: "bold red",
     EventType.FILE_RESTORED: "yellow", EventType.RESTORE_FAILED: "bold red",
+    EventType.STALE_READ: "bold yellow", EventType.RECONCILED: "yellow",
 }  # fmt: skip
 
 
