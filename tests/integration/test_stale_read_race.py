@@ -8,6 +8,7 @@ and by policy T1 reconciles in the same session, retries, or only records.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 from collections.abc import Callable
@@ -135,3 +136,46 @@ def test_the_dry_run_demo_shows_one_stale_read_reconciled_and_stays_green(tmp_pa
         "reconciled after 1 turn(s): nothing stale now · $0.0000"
     )
     assert text.index("STALE READ") < text.index("reconciled after") < text.index("PASS")
+
+
+async def test_a_fenced_runners_reconcile_turn_is_cut_and_nothing_it_writes_lands(
+    make_server: Callable[..., ServerThread], workdir: Path, wait_until: Any
+) -> None:
+    server = make_server(**FAST)
+    (workdir / "api.py").write_text(OLD)
+    script = {
+        "T1": [
+            {"read": "api.py", "attempt": 1},
+            {"write": {"path": "use.py", "content": "f(1)\n"}, "attempt": 1},
+            {"wait_succeeded": "T2", "attempt": 1},
+            {"wait_leased": "never.txt", "turn": 2},  # held here until the fence cuts the turn
+            {"write": {"path": "fenced.txt", "content": "must not land\n"}, "turn": 2},
+            {"write": {"path": "use.py", "content": "f(1, 2)\n"}, "attempt": 2},
+        ],
+        "T2": RACE["T2"],
+    }
+    executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": "T1", "title": "use f", "description": "call f"},
+             {"id": "T2", "title": "widen f", "description": "add b"}]
+        )  # fmt: skip
+        fleet = asyncio.create_task(
+            run_fleet(server.url, 2, lambda _: executor, workdir, workdir.parent / "runs")
+        )
+        await wait_until(lambda: executor.followups, timeout=20)
+        holder = next(a for a in await client.agents() if a.get("current_task_id") == "T1")
+        await client.register(holder["name"], str(workdir), None, replace=True)  # the fence
+        result = await asyncio.wait_for(fleet, 60)
+        events = await client.all_events()
+    assert result.all_succeeded
+    assert [e["payload"]["attempt"] for e in of(events, "stale_read")] == [1]
+    assert of(events, "reconciled") == []  # the turn was cut: it never ended
+    assert not (workdir / "fenced.txt").exists()
+    assert (await client_task(server, "T1"))["attempts"] == 2
+    assert (workdir / "use.py").read_text() == "f(1, 2)\n"
+
+
+async def client_task(server: ServerThread, task_id: str) -> dict[str, Any]:
+    async with FleetClient(server.url) as client:
+        return await client.task(task_id)
