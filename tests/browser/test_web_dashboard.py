@@ -182,6 +182,11 @@ async def test_a_finished_run_reads_by_keyboard_and_in_a_narrow_window(
     page = await open_dashboard(browser, demo_server, viewport=NARROW)
     await expect(page.locator("body")).to_have_attribute("data-run", "finished")
     await expect(page.locator(".bar")).to_have_count(attempts)
+    # the demo's one stale read (T3 read models.py, T1 changed it), reconciled: a mark on T3's bar
+    stale = page.locator('.bar[data-task="T3"] .stale-mark.reconciled[data-stale="models.py"]')
+    await expect(stale).to_have_count(1)
+    label = await page.locator('.bar[data-task="T3"]').get_attribute("aria-label") or ""
+    assert "stale read at" in label and "models.py (T1) · reconciled: clean" in label
 
     overflow = await page.evaluate("document.documentElement.scrollWidth")
     assert overflow <= NARROW["width"]  # the timeline scrolls inside its own box, not the page
