@@ -13,7 +13,7 @@ from typing import Any
 
 from codefleet.attempt import StaleRead
 from codefleet.fleet.followup import FILE_CHARS, TOTAL_CHARS, Seen, bounded_diff, followup_message
-from codefleet.fleet.reads import ReadLog
+from codefleet.fleet.reads import KEEP_BYTES, ReadLog
 from codefleet.fleet.stale import A_PERSON, OUTSIDE_THE_LOCK, find_stale
 from codefleet.paths import TreeRoot
 
@@ -180,3 +180,12 @@ def test_a_file_not_kept_as_text_is_named_and_read_again() -> None:
     )
     message = followup_message([stale], {"blob.bin": Seen(None, None, kept=False)})
     assert "- blob.bin: changed by T3. Read it again." in message
+
+
+def test_a_file_past_the_kept_size_is_hashed_whole_but_not_kept(tmp_path: Path) -> None:
+    data = b"x" * (KEEP_BYTES + 1)
+    (tmp_path / "big.bin").write_bytes(data)
+    log = ReadLog()
+    read(TreeRoot(tmp_path), log, "big.bin")
+    record = log.latest["big.bin"]
+    assert (record.sha256, record.content) == (hashlib.sha256(data).hexdigest(), None)

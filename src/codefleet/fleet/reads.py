@@ -79,13 +79,22 @@ def observe(target: Path) -> tuple[FileStamp, bytes | None]:
     """The file's stamp with its hash, and its bytes when small enough to keep."""
     try:
         st = target.stat()
-        data = target.read_bytes() if target.is_file() else None
+        if not target.is_file():
+            return FileStamp(None, None, None), None
+        if st.st_size > KEEP_BYTES:  # hashed in chunks, not kept
+            return FileStamp(_digest(target), st.st_size, st.st_mtime_ns), None
+        data = target.read_bytes()
     except OSError:
         return FileStamp(None, None, None), None
-    if data is None:
-        return FileStamp(None, None, None), None
-    stamp = FileStamp(hashlib.sha256(data).hexdigest(), st.st_size, st.st_mtime_ns)
-    return stamp, data if len(data) <= KEEP_BYTES else None
+    return FileStamp(hashlib.sha256(data).hexdigest(), st.st_size, st.st_mtime_ns), data
+
+
+def _digest(target: Path) -> str:
+    digest = hashlib.sha256()
+    with target.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def look(root: Path, key: str, tool: str) -> ReadRecord:
