@@ -179,3 +179,27 @@ async def test_a_fenced_runners_reconcile_turn_is_cut_and_nothing_it_writes_land
 async def client_task(server: ServerThread, task_id: str) -> dict[str, Any]:
     async with FleetClient(server.url) as client:
         return await client.task(task_id)
+
+
+async def test_with_verify_a_stale_attempt_runs_its_verify_check_and_a_failure_is_verify_failed(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST)
+    (workdir / "api.py").write_text(OLD)
+    executor = ScriptedExecutor(parse_script(RACE), wait_timeout=10)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": "T1", "title": "use f", "description": "call f", "on_stale_read": "verify",
+              "verify": "uses"},
+             {"id": "T2", "title": "widen f", "description": "add b"}],
+            checks={"uses": "grep -q 'f(1, 2)' use.py"},
+        )  # fmt: skip
+        result = await run_fleet(
+            server.url, 2, lambda _: executor, workdir, workdir.parent / "runs"
+        )
+        events = await client.all_events()
+    assert result.all_succeeded
+    assert [e["payload"]["attempt"] for e in of(events, "stale_read")] == [1]
+    assert of(events, "reconciled") == [] and executor.followups == []
+    requeued = [(e["task_id"], e["payload"]["error_kind"]) for e in of(events, "task_requeued")]
+    assert requeued == [("T1", "verify_failed")]
