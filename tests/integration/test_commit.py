@@ -283,3 +283,56 @@ async def test_committing_a_run_again_says_which_tasks_are_already_on_which_bran
     assert first["already_committed"] == {}
     assert again.returncode == 0, again.stderr
     assert f"already committed: t on {first['branch']}" in again.stdout
+
+
+async def test_one_uncommittable_task_is_skipped_with_its_reason_and_the_others_commit(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    tree = plain_tree(tmp_path)
+    make_repository(tree)
+    server = make_server(**FAST, workdir=tree)
+    script = {"first": [{"append": {"path": "a.py", "text": "FIRST = 1\n"}}],
+              "odd": [{"write": {"path": "git~1/config", "content": "[core]\n"}}],
+              "last": [{"append": {"path": "pkg/b.py", "text": "LAST = 1\n"}}]}  # fmt: skip
+    async with FleetClient(server.url) as client:
+        for task_id in script:  # one after another: success order first, odd, last
+            await client.create_tasks([{"id": task_id, "title": task_id, "description": "s"}])
+            assert (await drain(server, tree, {task_id: script[task_id]}, 1)).all_succeeded
+    before = person_state(tree)
+
+    made = commit_json(server.url, "--branch", "review")
+    again = codefleet("commit", "--server", server.url, "--branch", "review-2")
+
+    assert person_state(tree) == before
+    assert [c["trailers"]["CodeFleet-Task"] for c in commits_on(tree, "review")] == [
+        "first",
+        "last",
+    ]
+    [skipped] = made["skipped"]
+    assert (skipped["task_id"], skipped["paths"]) == ("odd", ["git~1/config"])
+    assert "invalid path 'git~1/config'" in skipped["reason"]
+    assert made["mismatched"] == [] and made["left_out"] == []
+    assert again.returncode == 0, again.stderr
+    assert "skipped odd (succeeded, not committed): git refused its recorded change" in again.stdout
+
+
+async def test_files_with_unusual_names_written_through_the_lock_commit_with_their_own_bytes(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    tree = plain_tree(tmp_path)
+    (tree / "bin.dat").write_bytes(b"\x00the other file")
+    make_repository(tree)
+    server = make_server(**FAST, workdir=tree)
+    names = {'"bin.dat"': "\x00its own bytes", "tab\there.txt": "tab\n", '"quoted.txt': "q\n"}
+    script = {"odd": [{"write": {"path": name, "content": text}} for name, text in names.items()]}
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "odd", "title": "odd names", "description": "s"}])
+        assert (await drain(server, tree, script, 1)).all_succeeded
+
+    made = commit_json(server.url, "--branch", "review")
+
+    assert made["skipped"] == [] and made["mismatched"] == []
+    [commit] = commits_on(tree, "review")
+    tip = tree_files(checkout_to(tree, "review", tmp_path / "tip"))
+    assert {name: tip[name] for name in names} == {n: t.encode() for n, t in names.items()}
+    assert commit["trailers"]["CodeFleet-Task"] == "odd"

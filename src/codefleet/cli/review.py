@@ -121,6 +121,7 @@ def commit(
     from codefleet.review.fetch import fetch_record
     from codefleet.review.git import GitError, Repo
     from codefleet.review.history import committed_before, planned_changes, unfinished_tasks
+    from codefleet.rollback import quote_name
 
     settings = settings_from(server_url=server, token=token)
     who = parse_author(author)
@@ -138,7 +139,7 @@ def commit(
         result = write_history(repo, changes, name, base, who)
         log = repo.log_oneline(base, result.tip)
     except Refused as err:
-        raise fail(f"{err}:\n  " + "\n  ".join(err.paths)) from None
+        raise fail(f"{err}:\n  " + "\n  ".join(quote_name(p) for p in err.paths)) from None
     except GitError as err:
         raise fail(str(err)) from None
     if result.commits:
