@@ -7,7 +7,11 @@ checked-out branch, `git status` and index bytes before and after.
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -336,3 +340,55 @@ async def test_files_with_unusual_names_written_through_the_lock_commit_with_the
     tip = tree_files(checkout_to(tree, "review", tmp_path / "tip"))
     assert {name: tip[name] for name in names} == {n: t.encode() for n, t in names.items()}
     assert commit["trailers"]["CodeFleet-Task"] == "odd"
+
+
+HOLD_AN_INDEX = """
+import sys
+from pathlib import Path
+from codefleet.review.git import Repo
+with Repo.open(Path(sys.argv[1])).temp_index() as index:
+    print(index.parent, flush=True)
+    sys.stdin.read()  # until killed, or until stdin closes
+"""
+
+
+def holding_an_index(tree: Path, tmp: Path) -> tuple[subprocess.Popen[str], Path]:
+    """A process in the middle of a commit: its private index directory exists and is in use."""
+    held = subprocess.Popen(
+        [sys.executable, "-c", HOLD_AN_INDEX, str(tree)], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp)},
+    )  # fmt: skip
+    assert held.stdout is not None
+    return held, Path(held.stdout.readline().strip())
+
+
+async def test_commit_removes_the_index_directories_killed_runs_left_and_only_those(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    tree = plain_tree(tmp_path)
+    make_repository(tree)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    server = make_server(**FAST, workdir=tree)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "t", "title": "t", "description": "scripted"}])
+        await drain(server, tree, {"t": [{"append": {"path": "a.py", "text": "T = 1\n"}}]})
+    killed, left = holding_an_index(tree, tmp)
+    killed.kill()  # SIGKILL: no cleanup runs
+    killed.wait()
+    running, in_use = holding_an_index(tree, tmp)
+    others = [tmp / "codefleet-index-someone-else", tmp / "codefleet-index-young", tmp / "other"]
+    for path in others:
+        path.mkdir()
+    os.chown(others[0], 12345, 12345)
+    hours_ago = time.time() - 2 * 3600
+    for path in (left, in_use, others[0], others[2]):
+        os.utime(path, (hours_ago, hours_ago))
+
+    try:
+        done = codefleet("commit", "--server", server.url, env={"TMPDIR": str(tmp)})
+        assert done.returncode == 0, done.stderr
+        assert sorted(p.name for p in tmp.iterdir()) == sorted(p.name for p in [in_use, *others])
+    finally:
+        running.communicate("")
+    assert not in_use.exists()  # its owner removed it itself

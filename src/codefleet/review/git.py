@@ -1,7 +1,7 @@
 """The `git` binary, plumbing only: build commits without touching the person's checkout.
 
-Everything that writes goes through a temporary index (`GIT_INDEX_FILE` in a
-temp directory) and the object database: `read-tree`, `apply --cached`,
+Everything that writes goes through a temporary index (`GIT_INDEX_FILE` in an
+`IndexDir`) and the object database: `read-tree`, `apply --cached`,
 `hash-object`, `update-index`, `write-tree`, `commit-tree`, and finally
 `update-ref` for the one branch being made. No command here writes the
 working tree, the person's index (`.git/index`) or `HEAD`; read commands run
@@ -26,10 +26,11 @@ import os
 import shutil
 import stat
 import subprocess
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from codefleet.review.indexdir import IndexDir
 
 __all__ = ["Entry", "GitError", "NotARepository", "Repo", "blob_id", "read_entry"]
 
@@ -190,14 +191,17 @@ class Repo:
     @contextlib.contextmanager
     def temp_index(self, seed_from_person: bool = False) -> Iterator[Path]:
         """A private index file; optionally a COPY of the person's (for its stat cache only)."""
-        with tempfile.TemporaryDirectory(prefix="codefleet-index-") as tmp:
-            index = Path(tmp) / "index"
+        made = IndexDir()
+        try:
+            index = made.index
             if seed_from_person:
                 own = Path(self.run("rev-parse", "--git-path", "index").strip())
                 own = own if own.is_absolute() else self.top / own
                 with contextlib.suppress(OSError):
                     shutil.copyfile(own, index)
             yield index
+        finally:
+            made.close()
 
     def read_tree(self, index: Path, tree: str) -> None:
         """Load `tree` into `index`, keeping the stat cache of entries whose content matches."""

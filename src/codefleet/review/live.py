@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from codefleet.review.commit import (
 )
 from codefleet.review.git import GitError, Repo
 from codefleet.review.history import NO_PATCHES, TaskChange, task_change, wrote_without_patch
+from codefleet.review.indexdir import IndexDir
 
 __all__ = ["LiveCommitter", "open_committer"]
 
@@ -82,8 +82,8 @@ class LiveCommitter:
         self._cursor = 0
         self._lock = asyncio.Lock()
         self._follower: asyncio.Task[None] | None = None
-        self._tmp = tempfile.TemporaryDirectory(prefix="codefleet-index-")
-        self._writer = HistoryWriter(repo, Path(self._tmp.name) / "index", base, author)
+        self._tmp = IndexDir()
+        self._writer = HistoryWriter(repo, self._tmp.index, base, author)
 
     def start(self, url: str, token: str | None, since: int) -> None:
         """Begin committing every task that succeeds after event `since` (in the background)."""
@@ -115,7 +115,7 @@ class LiveCommitter:
         try:
             return await asyncio.to_thread(self._result)
         finally:
-            self._tmp.cleanup()
+            self._tmp.close()
 
     async def _on_event(self, client: FleetClient, event: dict[str, Any]) -> None:
         """Commit a success once; the cursor moves only past handled events, so a read
