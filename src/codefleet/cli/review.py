@@ -113,7 +113,8 @@ def commit(
 
     Built with git plumbing in a temporary index: your working tree, your index and
     your checked-out branch stay exactly as they are. Refuses (and names the paths)
-    when the tree differs from the tasks' recorded changes.
+    when the tree differs from the tasks' recorded changes. A task git cannot commit
+    is skipped with its reason while the others commit; the exit status is then 1.
     """
     from codefleet.cli.output import console
     from codefleet.review.commit import Refused, default_branch, write_history
@@ -150,6 +151,8 @@ def commit(
         print_json(history_json(result, unfinished, before))
     else:
         print_history(console, result, log, unfinished, before)
+    if result.skipped:
+        raise typer.Exit(1)
 
 
 class ReportFormat(StrEnum):

@@ -115,7 +115,8 @@ class CommitResult:
 
     @property
     def ok(self) -> bool:
-        return self.error is None and not self.mismatched
+        """Every success is on the branch and the branch agrees with the tree."""
+        return self.error is None and not self.mismatched and not self.skipped
 
 
 def _env(author: Author | None, completed_at: str | None) -> dict[str, str]:
