@@ -1,7 +1,7 @@
-"""The private index's directory (`codefleet-index-*` in the temp dir), and sweeping up after killed runs.
+"""The private index's directory, and removing the ones killed runs left behind.
 
 `commit` and `run --commit` build commits in an index file inside a fresh
-temporary directory and remove it when done; a run killed meanwhile cannot,
+temporary directory (`codefleet-index-*`) and remove it when done; a run killed meanwhile cannot,
 so each `IndexDir` holds an exclusive `flock` on its `lock` file for as long
 as it lives (the kernel drops it when the process dies, however it dies).
 Making a new one first sweeps the temp dir: a directory is removed only when
