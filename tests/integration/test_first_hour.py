@@ -9,6 +9,7 @@ recovered with `retry`, and the messages tell the truth.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -17,10 +18,12 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
 
+from codefleet.api.client import FleetClient
 from codefleet.cli.app import app
 from codefleet.server.thread import ServerThread
 
@@ -344,3 +347,23 @@ def test_a_broken_script_file_is_an_error_naming_the_file(
     assert missing.exit_code == 1 and "cannot read " in said(missing)
     assert "absent.yaml: No such file or directory" in said(missing)
     assert "Traceback" not in said(result) + said(missing)
+
+
+def test_runners_that_run_started_leave_the_server_when_it_ends_even_with_nothing_to_do(
+    repo: Path, server: ServerThread
+) -> None:
+    assert cli("init").exit_code == 0
+    (repo / "bad.yaml").write_text("T1:\n- fail: not today\nT2: []\n")
+    assert cli("load", "--server", server.url).exit_code == 0
+    assert cli("cancel", "T1", "--server", server.url).exit_code == 0  # T2 is blocked by it
+
+    idle = cli("run", "--dry-run", "--script", "bad.yaml", "--server", server.url, "-n", "3")
+
+    agents = asyncio.run(_agents(server.url))
+    assert idle.exit_code == 1, said(idle)
+    assert agents and {a["status"] for a in agents} == {"offline"}, agents  # none left behind
+
+
+async def _agents(url: str) -> list[dict[str, Any]]:
+    async with FleetClient(url) as client:
+        return await client.agents()

@@ -5,7 +5,8 @@ It returns decisions in this order, and the engine applies them top to bottom
 in ONE transaction:
 
 1. mark stale agents offline (their leases are released by that decision);
-2. take back their in-flight tasks: requeue, or fail when out of attempts;
+2. take back their in-flight tasks: requeue, or fail when out of attempts
+   (a task its runner never started is requeued uncharged);
 3. take back tasks past their server-side deadline the same way;
 4. fail pending tasks that are out of attempts;
 5. resume the fleet when its usage-limit pause has run out;
@@ -77,6 +78,7 @@ class TaskView:
     backoff_until: datetime | None = None
     assigned_agent_id: str | None = None
     assigned_at: datetime | None = None
+    unstarted: bool = False  # assigned, but its runner has not started it yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +135,7 @@ class Requeue:
     task_id: str
     error_kind: ErrorKind
     reason: str
+    charged: bool = True  # False: taken back before its runner started it
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,8 +243,11 @@ def is_runnable(task: TaskView, now: datetime) -> bool:
 
 
 def _take_back(task: TaskView, kind: ErrorKind, reason: str, plan: _Plan) -> None:
+    """Requeue, or fail when out of attempts; an attempt never started is not charged."""
     plan.taken_back.add(task.id)
-    if task.attempts >= task.max_attempts:
+    if task.unstarted:
+        plan.decisions.append(Requeue(task.id, kind, reason, charged=False))
+    elif task.attempts >= task.max_attempts:
         plan.decisions.append(FailTask(task.id, ErrorKind.ATTEMPTS_EXHAUSTED, reason))
     else:
         plan.decisions.append(Requeue(task.id, kind, reason))
