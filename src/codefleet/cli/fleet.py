@@ -156,8 +156,8 @@ def run(
         Path | None,
         typer.Option(
             "--graph",
-            help="Task graph to load first unless already loaded (default: ./codefleet.yaml "
-            "if there is one).",
+            help="Task graph whose tasks not yet on the server are loaded first (default: "
+            "./codefleet.yaml if there is one).",
         ),
     ] = None,
     no_graph: Annotated[
@@ -193,9 +193,11 @@ def run(
 ) -> None:
     """Start N runners against a running server, wait for the graph to drain, print a verdict.
 
-    Loads ./codefleet.yaml (or --graph) first unless its tasks are already loaded. Exits 0
-    only if every task succeeded (and --verify passed, and with --commit every success was
-    committed). Each --check is defined on the server first, for the agents' run_check tool
+    Loads the tasks of ./codefleet.yaml (or --graph) not yet on the server first, and names
+    loaded ones the file changed. Exits 0 only if every task succeeded (and --verify passed,
+    and with --commit every success was committed); Ctrl-C (SIGINT) or SIGTERM stops the
+    runners, whose attempts are requeued uncharged, and exits 130 or 143. A server that
+    goes away is waited for up to 120 s. Each --check is defined on the server first, for the agents' run_check tool
     and for the tasks' verify: key. Without a key: --dry-run --script FILE or
     --offline --model-script FILE. --max-cost sets the fleet's budget on the server.
     """

@@ -1,5 +1,7 @@
-"""`codefleet runs`: what the run directory holds, `--prune` for old demo workspaces, and
-`runs new`: a fresh run on the same tree (the last run's database is kept beside it)."""
+"""`codefleet runs`: the run directory, `--prune` for old demos, `runs new` for a fresh run.
+
+`runs new` starts a fresh run on the same tree: the last run's database is kept beside it.
+"""
 
 from __future__ import annotations
 

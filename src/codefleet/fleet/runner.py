@@ -30,7 +30,8 @@ replacing runners cannot take a name back and forth) and `wrong_tree`.
 
 Stop means stop in every phase: setting `stop` cancels whatever the runner is
 doing (registering against an absent server, polling, running an attempt,
-retrying a report), then it leaves.
+retrying a report), then it leaves as `interrupted` (its attempt is not
+charged), also when the stop came while its registration was on its way.
 """
 
 from __future__ import annotations
