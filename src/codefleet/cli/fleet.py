@@ -277,6 +277,7 @@ def run(
     if json_out:
         print_json({"ok": result.ok, "tasks": result.tasks, "conflicts": conflicts,
                     "runner_errors": result.runner_errors, "stopped": result.stopped,
+                    "interrupted": result.interrupted,
                     "verify": result.verify and {"exit_code": result.verify.exit_code, "output": result.verify.output},
                     "history": history_json(history) if history else None})  # fmt: skip
     else:
