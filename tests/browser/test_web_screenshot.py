@@ -27,7 +27,6 @@ from web_support import (
     Browser,
     attempt_outcomes,
     load_demo_graph,
-    require_chromium,
     run_demo_fleet,
     server_view,
 )
@@ -86,7 +85,9 @@ class ShotParser(HTMLParser):
             self.shot.stats[self._label] = data
 
 
-async def take_shot(server: ServerThread, tmp_path: Path, number: int) -> tuple[Shot, Path]:
+async def take_shot(
+    chromium: Path, server: ServerThread, tmp_path: Path, number: int
+) -> tuple[Shot, Path]:
     """Run the README's command against `server` in a fresh Chromium; its DOM and its picture."""
     png = tmp_path / f"dashboard-{number}.png"
 
@@ -97,7 +98,7 @@ async def take_shot(server: ServerThread, tmp_path: Path, number: int) -> tuple[
 
     extra = [*CHROMIUM_ARGS, f"--user-data-dir={tmp_path / f'profile-{number}'}", "--dump-dom"]
     process = await asyncio.create_subprocess_exec(
-        str(require_chromium()),
+        str(chromium),
         *extra,
         *map(here, readme_screenshot_command()[1:]),
         stdout=asyncio.subprocess.PIPE,
@@ -119,7 +120,7 @@ def test_the_readme_shows_one_screenshot_command_with_a_virtual_time_budget() ->
 
 
 async def test_the_readme_screenshot_of_a_finished_run_shows_the_run_not_connecting(
-    demo_server: ServerThread, tmp_path: Path
+    chromium: Path, demo_server: ServerThread, tmp_path: Path
 ) -> None:
     await load_demo_graph(demo_server)
     assert (await run_demo_fleet(demo_server)).ok
@@ -130,7 +131,7 @@ async def test_the_readme_screenshot_of_a_finished_run_shows_the_run_not_connect
     assert tasks == ["T1", "T2", "T3", "T4", "T5"] and server["conflicts"]
 
     for number in range(1, SHOTS + 1):
-        shot, png = await take_shot(demo_server, tmp_path, number)
+        shot, png = await take_shot(chromium, demo_server, tmp_path, number)
         seen = f"shot {number}: pill {shot.pill!r}, event {shot.body.get('data-last-event')}"
         assert not shot.pill.startswith("Connecting"), seen
         assert shot.body.get("data-conn") != "connecting", seen
