@@ -3,7 +3,9 @@
 Each check returns a `Check` (name, ok, detail, hint). Nothing here changes
 anything: it reads the Python version, tries to bind the server port (or asks
 a running server for its health), looks at the working tree, parses the task
-graph, and looks for the Claude Code CLI the SDK bundles and for a key.
+graph and looks up its checks' programs where checks run, and looks for the
+Claude Code CLI the SDK bundles and for a key. A check that is not `required`
+and not ok is a warning: shown, but doctor still exits 0.
 """
 
 from __future__ import annotations
@@ -84,6 +86,23 @@ def check_workdir(settings: Settings) -> Check:
     return Check("workdir", True, f"{tree.resolve()} exists and is writable")
 
 
+def check_programs(path: Path | None, settings: Settings) -> Check:
+    """Each check's programs, looked up where checks run (a warning: the graph may be fixed)."""
+    from codefleet.fleet.programs import check_warnings
+
+    try:
+        checks = load_graph(path).checks if path is not None else {}
+    except GraphError:
+        checks = {}  # the graph check says why
+    if not checks or not settings.workdir.is_dir():
+        return Check("checks", True, "no checks to look up", required=False)
+    missing = check_warnings(checks, settings.workdir)
+    if missing:
+        return Check("checks", False, "; ".join(missing), required=False)
+    return Check("checks", True, f"every program of {len(checks)} check(s) is found where "
+                 "checks run", required=False)  # fmt: skip
+
+
 def check_graph(path: Path | None, settings: Settings) -> Check:
     """The graph through the loader's own validation, scopes through the server's path rule."""
     if path is None:
@@ -145,6 +164,7 @@ def run_checks(settings: Settings, graph: Path | None) -> list[Check]:
         check_port(settings),
         check_workdir(settings),
         check_graph(find_graph(graph), settings),
+        check_programs(find_graph(graph), settings),
         check_cli(),
         check_key(),
     ]
@@ -152,11 +172,12 @@ def run_checks(settings: Settings, graph: Path | None) -> list[Check]:
 
 def print_checks(console: Console, checks: list[Check]) -> None:
     for check in checks:
-        mark = (
-            Text("  ok  ", style="bold green")
-            if check.ok
-            else Text(" FAIL ", style="bold white on red")
-        )
+        if check.ok:
+            mark = Text("  ok  ", style="bold green")
+        elif check.required:
+            mark = Text(" FAIL ", style="bold white on red")
+        else:
+            mark = Text(" warn ", style="bold yellow")
         line = mark + Text(f" {check.name:<11} {check.detail}")
         console.print(line)
         if check.hint and (not check.ok or not check.required):

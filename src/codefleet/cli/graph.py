@@ -53,9 +53,13 @@ def load(
     settings = settings_from(server_url=server, token=token)
 
     async def post(client: FleetClient) -> list[str]:
+        from codefleet.fleet.programs import check_warnings
+
         health = await client.health()
         say = err_console.print if json_out else console.print
         say(f"load: tree {health['workdir']} · server {settings.url} · {path}", markup=False)
+        for line in check_warnings(checks, Path(health["workdir"])):
+            err_console.print(f"warning: {line}", style="yellow", markup=False)
         created: list[str] = await client.create_tasks(tasks, checks)
         return created
 
