@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from codefleet.fleet.local import FleetResult
+from codefleet.wording import cost_text
 
 __all__ = ["STATUS_STYLE", "cost_text", "print_result", "task_table", "veto_lines"]
 
@@ -68,11 +69,6 @@ def veto_lines(conflicts: list[dict[str, Any]]) -> list[Text]:
         )
         lines.append(line)
     return lines
-
-
-def cost_text(cost: float, simulated: bool) -> str:
-    """The run's cost; `simulated` when no real model ran (the figure is priced, not spent)."""
-    return f"${cost:.4f} simulated, nothing spent" if simulated else f"${cost:.4f}"
 
 
 def print_result(
