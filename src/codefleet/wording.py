@@ -24,7 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["WORDING_FILE", "cost_text", "phrase", "table"]
+__all__ = ["SIMULATED", "WORDING_FILE", "cost_text", "phrase", "table"]
 
 WORDING_FILE: Final = Path(__file__).with_name("wording.json")
 PLACEHOLDER: Final = re.compile(r"\{([\w.]+)(?:\|(\w+)(?::(\d+))?)?\}")
@@ -124,6 +124,9 @@ def _clock(stamp: Any) -> str:
         return ""
 
 
+SIMULATED: Final = " simulated, nothing spent"  # after a cost no real model ran up
+
+
 def cost_text(cost: float, simulated: bool) -> str:
     """A cost; `simulated` when no real model ran (the figure is priced, not spent)."""
-    return f"${cost:.4f} simulated, nothing spent" if simulated else f"${cost:.4f}"
+    return f"${cost:.4f}{SIMULATED if simulated else ''}"

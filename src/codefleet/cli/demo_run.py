@@ -169,6 +169,7 @@ async def _demo(
                 verify=python_command(DEMO_VERIFY),
                 token=settings.token,
                 protected=(settings.db, settings.run_dir / "runners"),
+                simulated=mode != "live",
             )
             if committer is not None:
                 history = await committer.finish(server.url, settings.token)

@@ -74,6 +74,7 @@ class FleetStats:
     cost_usd: float
     files: tuple[FileStats, ...]
     tasks: tuple[TaskStats, ...]
+    simulated: bool = False  # no real model ran: `cost_usd` is priced, not spent
 
     @property
     def parallelism(self) -> float:
@@ -219,6 +220,7 @@ def fleet_stats(facts: RunFacts) -> FleetStats:
         pauses=pauses,
         paused_s=paused_s,
         cost_usd=sum(float(t.get("cost_usd") or 0.0) for t in facts.record.tasks),
+        simulated=facts.simulated,
         files=tuple(files),
         tasks=tuple(_tasks(facts)),
     )
@@ -238,7 +240,7 @@ def stats_json(stats: FleetStats) -> dict[str, Any]:
             "stretch": _r(stats.stretch), "attempt_s": _r(stats.attempt_s),
             "veto_lost_s": _r(stats.veto_lost_s), "rollback_lost_s": _r(stats.rollback_lost_s),
             "pauses": stats.pauses, "paused_s": _r(stats.paused_s),
-            "cost_usd": round(stats.cost_usd, 6),
+            "cost_usd": round(stats.cost_usd, 6), "simulated": stats.simulated,
         },
         "files": [
             {"path": f.path, "vetoes": f.vetoes, "tasks": list(f.tasks),
