@@ -25,6 +25,7 @@ from codefleet.review.git import ZERO_SHA, Entry, GitError, Repo
 __all__ = ["Landed", "NotLanded", "land", "newest_branch"]
 
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
+_REFUSED = "cannot land {} on {}; nothing was changed"
 
 
 class NotLanded(GitError):
@@ -74,11 +75,11 @@ def land(repo: Repo, branch: str | None = None) -> Landed:
     if head == tip or _is_ancestor(repo, tip, head):
         return Landed(name, onto, head, head, ())
     if not _is_ancestor(repo, head, tip):
-        raise NotLanded(f"cannot land {name} on {onto}", [_moved(repo, head, tip, name)])
+        raise NotLanded(_REFUSED.format(name, onto), [_moved(repo, head, tip, name)])
     paths = _touched(repo, head, tip)
     reasons = _tree_differs(repo, tip, paths) + _index_differs(repo, head, tip, paths)
     if reasons:
-        raise NotLanded(f"cannot land {name} on {onto}; nothing was changed", reasons)
+        raise NotLanded(_REFUSED.format(name, onto), reasons)
     repo.run("update-ref", "-m", f"codefleet land {name}", "HEAD", tip, head)
     _stage(repo, tip, paths)
     return Landed(name, onto, head, tip, tuple(paths))
@@ -106,7 +107,7 @@ def _moved(repo: Repo, head: str, tip: str, name: str) -> str:
         base = "no common commit"
     return (
         f"HEAD moved: it is at {head[:7]}, which {name} does not contain (they part at {base}); "
-        f"land needs HEAD at the branch's base. Merge or rebase it with git instead"
+        f"land needs HEAD where the branch starts: merge or rebase the branch with git instead"
     )
 
 
