@@ -17,7 +17,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from git_support import codefleet, commit_json, git, make_repository, person_state, tree_files
+from git_support import codefleet, git, make_repository, person_state, tree_files
 from test_commit import FAST, drain
 
 from codefleet.api.client import FleetClient
@@ -38,7 +38,11 @@ async def test_after_commit_land_moves_main_to_the_fleet_branch_and_git_status_i
     async with FleetClient(server.url) as client:
         await client.create_tasks(load_graph(examples / "demo-tasks.yaml"))
     assert (await drain(server, tree, load_script(examples / "demo-script.yaml"), 3)).ok
-    branch = commit_json(server.url)["branch"]
+    committed = codefleet("commit", "--server", server.url)
+    assert committed.returncode == 0, committed.stderr
+    branch = git(tree, "for-each-ref", "--format=%(refname:short)", "refs/heads/codefleet/")
+    branch = branch.strip()
+    assert f"next: codefleet land {branch}" in committed.stdout
     files = tree_files(tree)
     merge = subprocess.run(
         ["git", "merge", "--ff-only", branch], cwd=tree, capture_output=True, text=True

@@ -181,7 +181,7 @@ async def _demo(
         server.request_stop()  # it winds down while the verdict prints; leaving `with` joins it
         print_result(console, result, conflicts, simulated_cost=mode != "live")
         if committer is not None and history is not None:
-            print_history(console, history, committer.log(history))
+            print_history(console, history, committer.log(history), land_hint=False)
             console.print(
                 f"[dim]in {escape(str(settings.workdir))}: git log --stat {history.branch}[/]"
             )

@@ -28,8 +28,10 @@ def print_history(
     log: str,
     unfinished: Sequence[Unfinished] = (),
     before: Mapping[str, Sequence[str]] = {},
+    land_hint: bool = True,
 ) -> None:
-    """The branch and its log, what earlier branches hold already, what was not committed."""
+    """The branch and its log, what earlier branches hold already, what was not committed,
+    and (`land_hint`, when the tree is the person's) how to land it."""
     if result.commits:
         head = Text("branch ", style="bold")
         head.append(result.branch, style="bold magenta")
@@ -56,6 +58,9 @@ def print_history(
         console.print(Text(why, style="bold red"))
     for finding in _findings(result, unfinished):
         console.print(finding)
+    if land_hint and result.commits and result.ok:
+        console.print(Text(f"next: codefleet land {result.branch}  (your branch moves to it; "
+                           "the files are in the tree already)", style="dim"))  # fmt: skip
 
 
 def _findings(result: CommitResult, unfinished: Sequence[Unfinished]) -> list[Text]:
