@@ -262,7 +262,6 @@ def run(
                 check_dir=settings.check_dir, on_runner_down=runner_down,
                 name_suffix=invocation_suffix(), protected_names=settings.protected_names,
                 interrupt=interrupt, say=lambda s: err_console.print(s, markup=False),
-
                 simulated=agents.mode != "live",
             )  # fmt: skip
             history = await committer.finish(settings.url, settings.token) if committer else None

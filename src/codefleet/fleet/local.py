@@ -189,7 +189,6 @@ async def run_fleet(
     interrupt: asyncio.Event | None = None,
     say: Callable[[str], object] | None = None,
     server_wait: float = SERVER_WAIT_S,
-
     simulated: bool = False,
 ) -> FleetResult:
     """Run N runners until the graph drains, until no runner is left to drain it, or
@@ -200,9 +199,8 @@ async def run_fleet(
     each runner's client (default: one per runner on `url` with `token`). Runners are
     named `runner-N<name_suffix>`. However this ends, every runner leaves the server.
     A server that goes away is waited for up to `server_wait` s (said through `say`).
-
-    named `runner-N<name_suffix>`. `simulated` (no real model) goes into `fleet_started`,
-    so that every view of the run reads its cost as simulated.
+    `simulated` (no real model) goes into `fleet_started`, so that every view of the
+    run reads its cost as simulated.
     """
     started = time.monotonic()
     connect = connect or (lambda: FleetClient(url, token=token))
