@@ -22,6 +22,7 @@ import json
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from codefleet.errors import StoreUnavailable
 from codefleet.models import EventType, ReleaseReason, to_iso, utcnow
 from codefleet.rollback import PatchFile, PreImage
 
-__all__ = ["Checkpointer", "Row", "Store", "Touched"]
+__all__ = ["Checkpointer", "DatabaseDamaged", "Row", "Store", "Touched", "check_database"]
 
 Row = dict[str, Any]
 WRITER_CACHE_KIB = 32_768  # the writer's page cache (SQLite's default is 2,000 KiB)
@@ -47,6 +48,8 @@ CHECKPOINT_EVERY_COMMITS = 256  # a background checkpoint is asked for after thi
 CHECKPOINT_IDLE_S = 1.0  # ... and at least this often while the server runs
 CHECKPOINT_JOIN_S = 5.0
 BACKSTOP_CHECKPOINT_PAGES = 16_384  # the writer checkpoints itself only past this WAL (64 MiB)
+CHECK_BUDGET_S = 10.0  # the start-up check stops here: ~1 GB of pages (docs/reliability.md)
+CHECK_PROGRESS_EVERY = 100  # SQLite VM steps between two looks at the clock
 log = logging.getLogger(__name__)
 _INSERT_TASK_PARAMS = itemgetter(*q.INSERT_TASK_COLUMNS)
 
@@ -104,6 +107,52 @@ class Checkpointer:
         self._stopping = True
         self.due.set()
         self._thread.join(timeout=CHECKPOINT_JOIN_S)
+
+
+class DatabaseDamaged(Exception):
+    """SQLite says the database file is damaged: the server must not start on it."""
+
+    def __init__(self, path: Path, sqlite_said: str) -> None:
+        self.path = path
+        self.sqlite_said = sqlite_said
+        super().__init__(
+            f"the database {path} is damaged: SQLite says {sqlite_said!r}. Nothing was changed. "
+            f"To recover, put back a copy you kept of it (a previous run's), or start a new "
+            f"database: move {path.name} (and any {path.name}-wal beside it) aside, or pass "
+            "another --db / CODEFLEET_DB."
+        )
+
+
+def check_database(path: Path, budget_s: float = CHECK_BUDGET_S) -> bool:
+    """Run SQLite's `PRAGMA quick_check` on `path`; raise `DatabaseDamaged` if it fails.
+
+    True when the check ran in full (or there is no file yet: a new database),
+    False when it passed `budget_s` and stopped (docs/reliability.md, "A damaged database").
+    """
+    if not path.exists():
+        return True
+    deadline = time.monotonic() + budget_s
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    # The index checks are VM steps (the handler sees them); the b-tree walk is one step,
+    # which only `interrupt()` from another thread stops.
+    conn.set_progress_handler(lambda: int(time.monotonic() >= deadline), CHECK_PROGRESS_EVERY)
+    timer = threading.Timer(budget_s, conn.interrupt)
+    timer.start()
+    try:
+        verdict = [str(row[0]) for row in conn.execute("PRAGMA quick_check")]
+    except sqlite3.OperationalError as err:
+        if "interrupted" not in str(err):
+            raise DatabaseDamaged(path, str(err)) from None
+        return False
+    except sqlite3.DatabaseError as err:  # not a database, malformed: what SQLite says is the news
+        raise DatabaseDamaged(path, str(err)) from None
+    finally:
+        timer.cancel()
+        timer.join()  # never interrupts a closed connection
+        conn.close()
+    if verdict != ["ok"]:
+        raise DatabaseDamaged(path, "; ".join(" ".join(v.split()) for v in verdict))
+    return True
 
 
 def _decode_event(row: sqlite3.Row) -> Row:

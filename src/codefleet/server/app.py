@@ -38,7 +38,7 @@ from codefleet.config import Settings
 from codefleet.coord.engine import Engine
 from codefleet.coord.engineconfig import engine_config
 from codefleet.coord.graph import NewTask
-from codefleet.coord.store import Store
+from codefleet.coord.store import Store, check_database
 from codefleet.errors import DomainError, Forbidden
 from codefleet.heap import collector_off
 from codefleet.models import EventType, TaskStatus
@@ -119,6 +119,8 @@ def create_app(settings: Settings) -> FleetApp:
     _require_dirs(settings)
     lock = ServerLock.acquire(settings.db)  # before anything reads or repairs the database
     try:
+        if not check_database(settings.db):
+            log.warning("the check of %s stopped at its time budget; serving it", settings.db)
         engine = build_engine(settings, hub)
     except BaseException:
         lock.release()
