@@ -29,6 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
+from codefleet.coord.readiness import Standing, charged, standing
 from codefleet.coord.store import Row, Store, Touched
 from codefleet.models import EventType, TaskStatus, from_iso
 
@@ -75,7 +76,7 @@ class Recorded:
 class _Task:
     seq: int
     status: str
-    attempts: int
+    charged: int  # attempts that count against `max_attempts` (`coord.readiness`)
     max_attempts: int
     backoff: datetime | None
     parents: tuple[str, ...]
@@ -252,7 +253,8 @@ class Projection:
                 flipped.add(task_id)
             backoff = row["backoff_until"]
             self._tasks[task_id] = _Task(
-                row["seq"], status, row["attempts"], row["max_attempts"],
+                row["seq"], status, charged(row["attempts"], row.get("uncharged_attempts") or 0),
+                row["max_attempts"],
                 from_iso(backoff) if backoff else None, parents, encode(row)[:-1], 0,
             )  # fmt: skip
         if unordered:
@@ -269,10 +271,12 @@ class Projection:
             if task is None:
                 continue
             unmet = [p for p in task.parents if self._status(p) != TaskStatus.SUCCEEDED]
-            could = task.status == TaskStatus.PENDING and not unmet
-            could = could and task.attempts < task.max_attempts
-            waits = could and task.backoff is not None and task.backoff > now
-            if waits:
+            stands = standing(
+                unmet=len(unmet), charged=task.charged, max_attempts=task.max_attempts,
+                backoff_until=task.backoff, now=now,
+            )  # fmt: skip
+            pending = task.status == TaskStatus.PENDING
+            if pending and stands is Standing.BACKING_OFF:
                 assert task.backoff is not None
                 self._timed[task_id] = task.backoff
             else:
@@ -280,11 +284,11 @@ class Projection:
             tail = b"".join((
                 b',"unmet_dependencies":', _list(unmet),
                 b',"depends_on":', _list(list(task.parents)),
-                RUNNABLE[could and not waits],
+                RUNNABLE[pending and stands is Standing.READY],
             ))  # fmt: skip
             head = task.body[: len(task.body) - task.tail]
             tasks[task_id] = _Task(
-                task.seq, task.status, task.attempts, task.max_attempts, task.backoff,
+                task.seq, task.status, task.charged, task.max_attempts, task.backoff,
                 task.parents, head + tail, len(tail),
             )  # fmt: skip
             self._joined_tasks = None

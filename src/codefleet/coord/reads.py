@@ -57,6 +57,10 @@ class EngineReads:
     def require_task(self, task_id: str) -> None:
         self._engine.require_task(task_id)
 
+    def now(self) -> datetime:
+        """The engine's time: what every read derives at (the wall clock, but in tests)."""
+        return self._engine.clock()
+
     @property
     def workdir(self) -> str:
         return str(self._engine.tree.root)

@@ -23,10 +23,11 @@ from codefleet import __version__
 from codefleet.config import Settings
 from codefleet.coord.engine import Engine
 from codefleet.coord.projection import Cut, encode
+from codefleet.coord.readiness import charged, runnable
 from codefleet.coord.reads import EngineReads
 from codefleet.coord.store import Row
 from codefleet.errors import NotFound
-from codefleet.models import TaskStatus, from_iso, to_iso, utcnow
+from codefleet.models import TaskStatus, from_iso, to_iso
 from codefleet.planning.analysis import PlannedTask
 from codefleet.review.record import RunRecord
 
@@ -43,12 +44,12 @@ def decorate(task: Row, parents: list[str], done: Callable[[str], bool], now: da
     backoff = task["backoff_until"]
     task["unmet_dependencies"] = unmet
     task["depends_on"] = parents
-    task["runnable"] = (
-        task["status"] == TaskStatus.PENDING
-        and not unmet
-        and task["attempts"] < task["max_attempts"]
-        and (backoff is None or from_iso(backoff) <= now)
-    )
+    task["runnable"] = runnable(
+        task["status"], unmet=len(unmet),
+        charged=charged(task["attempts"], task.get("uncharged_attempts") or 0),
+        max_attempts=task["max_attempts"], backoff_until=from_iso(backoff) if backoff else None,
+        now=now,
+    )  # fmt: skip
     return task
 
 
@@ -78,7 +79,7 @@ class Reads:
     def _decorate(self, task: Row) -> Row:
         status = self.engine.status
         done = lambda p: status(p) is TaskStatus.SUCCEEDED  # noqa: E731
-        return decorate(task, self.engine.parents(task["id"]), done, utcnow())
+        return decorate(task, self.engine.parents(task["id"]), done, self.engine.now())
 
     def tasks(self, status: str | None, limit: int, offset: int) -> list[Row]:
         return [self._decorate(t) for t in self.engine.store.tasks(status, limit, offset)]
@@ -120,7 +121,7 @@ class Reads:
 
     def agents(self) -> list[Row]:
         """Runners (`kind: runner`) then people's interactive sessions (`kind: interactive`)."""
-        now = utcnow()
+        now = self.engine.now()
         rows = self.engine.store.agents()
         for row in rows:
             row["kind"] = "runner"
@@ -136,7 +137,7 @@ class Reads:
         return rows + self.engine.interactive_agents()
 
     def leases(self) -> list[Row]:
-        now = utcnow()
+        now = self.engine.now()
         rows = self.engine.store.leases()
         for row in rows:
             row["holder_agent_name"], row["kind"] = self.engine.holder(row["agent_id"])
@@ -148,7 +149,9 @@ class Reads:
 
     async def conflicts_json(self, resolved: bool | None) -> bytes:
         """`GET /conflicts`, from the projection refreshed off the event loop."""
-        return await self._recorded(lambda cut: self.projection.conflicts(cut, utcnow(), resolved))
+        return await self._recorded(
+            lambda cut: self.projection.conflicts(cut, self.engine.now(), resolved)
+        )
 
     async def state_json(self) -> tuple[bytes, ...]:
         """`GET /state`'s JSON in parts: the record's from the projection, then the live part.
@@ -157,8 +160,8 @@ class Reads:
         is also in the live part or still to come on the stream: a client that
         replays from there misses nothing.
         """
-        recorded = await self._recorded(lambda cut: self.projection.state(cut, utcnow()))
-        now = utcnow()
+        recorded = await self._recorded(lambda cut: self.projection.state(cut, self.engine.now()))
+        now = self.engine.now()
         rest = encode({
             "agents": self.agents(),
             "leases": self.leases(),
@@ -195,7 +198,7 @@ class Reads:
         )
 
     def health(self) -> dict[str, Any]:
-        now = utcnow()
+        now = self.engine.now()
         return {
             "status": "ok",
             "version": __version__,
