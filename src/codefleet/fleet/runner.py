@@ -118,7 +118,6 @@ class Runner:
         self.grant_trust_s = 10.0
         self.task_timeout = options.task_timeout or 600.0
         self.fenced = asyncio.Event()
-        self.completed = 0
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -354,5 +353,4 @@ class Runner:
             )
         except NotOwner:
             return None  # someone took the task back; our report no longer applies
-        self.completed += 1
         return handed_task(answer)
