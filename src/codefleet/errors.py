@@ -8,9 +8,11 @@ ordinary outcome (a lease denial, a duplicate report) are answers, not errors.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar
 
 __all__ = [
+    "DatabaseDamaged",
     "DomainError",
     "Forbidden",
     "InvalidGraph",
@@ -123,3 +125,17 @@ ERRORS_BY_CODE: dict[str, type[DomainError]] = {
         WrongTree,
     )
 }
+
+
+class DatabaseDamaged(Exception):
+    """SQLite says the database file is damaged: the server must not start on it (not a wire error)."""
+
+    def __init__(self, path: Path, sqlite_said: str) -> None:
+        self.path = path
+        self.sqlite_said = sqlite_said
+        super().__init__(
+            f"the database {path} is damaged: SQLite says {sqlite_said!r}. Nothing was changed. "
+            f"To recover, put back a copy you kept of it (a previous run's), or start a new "
+            f"database: move {path.name} (and any {path.name}-wal beside it) aside, or pass "
+            "another --db / CODEFLEET_DB."
+        )

@@ -123,7 +123,7 @@ def serve(
 ) -> None:
     """Run the coordination server (the one process that owns the database)."""
     from codefleet.cli.output import console
-    from codefleet.coord.store import DatabaseDamaged
+    from codefleet.errors import DatabaseDamaged
     from codefleet.heap import settle
     from codefleet.server.app import create_app
     from codefleet.server.httpguard import raise_descriptor_limit, uvicorn_config

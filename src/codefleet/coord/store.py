@@ -36,11 +36,11 @@ from codefleet.coord import queries as q
 from codefleet.coord.held import HeldUpdate
 from codefleet.coord.jsontext import payload_json, plain_json
 from codefleet.coord.rows import AgentRow, LeaseRow, RestoreRow
-from codefleet.errors import StoreUnavailable
+from codefleet.errors import DatabaseDamaged, StoreUnavailable
 from codefleet.models import EventType, ReleaseReason, to_iso, utcnow
 from codefleet.rollback import PatchFile, PreImage
 
-__all__ = ["Checkpointer", "DatabaseDamaged", "Row", "Store", "Touched", "check_database"]
+__all__ = ["Checkpointer", "Row", "Store", "Touched", "check_database"]
 
 Row = dict[str, Any]
 WRITER_CACHE_KIB = 32_768  # the writer's page cache (SQLite's default is 2,000 KiB)
@@ -107,20 +107,6 @@ class Checkpointer:
         self._stopping = True
         self.due.set()
         self._thread.join(timeout=CHECKPOINT_JOIN_S)
-
-
-class DatabaseDamaged(Exception):
-    """SQLite says the database file is damaged: the server must not start on it."""
-
-    def __init__(self, path: Path, sqlite_said: str) -> None:
-        self.path = path
-        self.sqlite_said = sqlite_said
-        super().__init__(
-            f"the database {path} is damaged: SQLite says {sqlite_said!r}. Nothing was changed. "
-            f"To recover, put back a copy you kept of it (a previous run's), or start a new "
-            f"database: move {path.name} (and any {path.name}-wal beside it) aside, or pass "
-            "another --db / CODEFLEET_DB."
-        )
 
 
 def check_database(path: Path, budget_s: float = CHECK_BUDGET_S) -> bool:
