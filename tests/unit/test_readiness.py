@@ -21,10 +21,11 @@ import test_engine
 import test_projection
 from test_engine import T0, Fleet, assigned
 
-from codefleet.config import Settings
 from codefleet.coord.index import LiveIndex, LiveTask
+from codefleet.coord.reads import EngineReads
 from codefleet.models import ErrorKind, TaskStatus, to_iso
-from codefleet.server.reads import Reads, decorate
+from codefleet.readmodel.reads import Reads
+from codefleet.readmodel.rows import decorate
 
 make_fleet = test_engine.make_fleet  # the engine harness's fixtures
 fleet = test_engine.fleet
@@ -34,8 +35,7 @@ EVERY = 1_000_000
 
 
 def reads_of(fleet: Fleet) -> Reads:
-    root = fleet.engine.tree.root
-    return Reads(fleet.engine, Settings(db=fleet.db_path, workdir=root, run_dir=root / "runs"))
+    return Reads(EngineReads(fleet.engine), stale_after=10_000)
 
 
 def runnable_by_read(reads: Reads, fleet: Fleet) -> dict[str, dict[str, bool]]:

@@ -4,7 +4,7 @@ Row updates are held inside a write transaction and run by `Store._flush`
 before its next statement and its COMMIT; outside a transaction nothing is
 held, so a read (a `GET` route, the projection) runs queries and nothing else.
 SQLite's trace callback records every statement the server's connection runs
-while each read of `server.reads.Reads` answers over a fleet in mid-run.
+while each read of `readmodel.reads.Reads` answers over a fleet in mid-run.
 """
 
 from __future__ import annotations
