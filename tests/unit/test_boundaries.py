@@ -415,3 +415,22 @@ def test_one_shell_runner_runs_every_check_and_verify_command() -> None:
         "fleet.shell.run_command (own process group, time limit, output cap, scrubbed env)"
     )
     assert shell_spawns(ast.parse("subprocess.run('make', shell=True)\nos.system('x')\n")) == [1, 2]
+
+
+# -- the read model's one door (docs/decisions.md, "The read model's room") ---------------------
+
+
+def test_no_store_object_crosses_the_engines_read_interface() -> None:
+    tree = _source("codefleet.coord.reads")
+    door = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "EngineReads")
+    public = [n for n in door.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+    assert any(m.name == "open_reader" for m in public), "guard: EngineReads moved; update this"
+    leaks = {
+        m.name: ast.unparse(m.returns)
+        for m in public
+        if m.returns is not None and "Store" in ast.unparse(m.returns)
+    }
+    assert leaks == {}, (
+        "the read model gets plain rows, frozen views and a read-only SnapshotReader; a Store "
+        "handed across would let a read write"
+    )
