@@ -130,12 +130,17 @@ ERRORS_BY_CODE: dict[str, type[DomainError]] = {
 class DatabaseDamaged(Exception):
     """SQLite says the database file is damaged: the server must not start on it (not a wire error)."""
 
-    def __init__(self, path: Path, sqlite_said: str) -> None:
+    def __init__(self, path: Path, sqlite_said: str, kept: Path | None = None) -> None:
         self.path = path
         self.sqlite_said = sqlite_said
+        self.kept = kept  # the newest copy `codefleet runs new` kept beside it, if any
+        previous = (
+            f"put back the previous run's copy ({kept.name}, kept beside it) as {path.name}"
+            if kept
+            else "put back a copy of it you kept"
+        )
         super().__init__(
             f"the database {path} is damaged: SQLite says {sqlite_said!r}. Nothing was changed. "
-            f"To recover, put back a copy you kept of it (a previous run's), or start a new "
-            f"database: move {path.name} (and any {path.name}-wal beside it) aside, or pass "
-            "another --db / CODEFLEET_DB."
+            f"To recover, start a new database with `codefleet runs new --db {path}` (this file "
+            f"is kept beside it), or {previous}."
         )

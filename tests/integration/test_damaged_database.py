@@ -89,6 +89,20 @@ def test_the_check_names_what_sqlite_said(damage: str, tmp_path: Path) -> None:
     assert raised.value.sqlite_said in str(raised.value)
 
 
+def test_the_message_names_the_previous_runs_copy_that_runs_new_kept(tmp_path: Path) -> None:
+    db = _healthy_database(tmp_path / "fleet.db")
+    for stamp in ("20261130T090000Z", "20261201T090000Z"):
+        _healthy_database(tmp_path / f"fleet-{stamp}.db")
+    db.write_bytes(_damaged_header(db.read_bytes()))
+
+    with pytest.raises(DatabaseDamaged) as raised:
+        check_database(db)
+
+    assert raised.value.kept == tmp_path / "fleet-20261201T090000Z.db"
+    assert "previous run's copy (fleet-20261201T090000Z.db" in str(raised.value)
+    assert f"codefleet runs new --db {db}" in str(raised.value)
+
+
 def test_a_healthy_database_passes_the_check_in_full(tmp_path: Path) -> None:
     assert check_database(_healthy_database(tmp_path / "fleet.db")) is True
 

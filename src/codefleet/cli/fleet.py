@@ -156,8 +156,8 @@ def run(
         Path | None,
         typer.Option(
             "--graph",
-            help="Task graph to load first unless already loaded (default: ./codefleet.yaml "
-            "if there is one).",
+            help="Task graph whose tasks not yet on the server are loaded first (default: "
+            "./codefleet.yaml if there is one).",
         ),
     ] = None,
     no_graph: Annotated[
@@ -193,9 +193,11 @@ def run(
 ) -> None:
     """Start N runners against a running server, wait for the graph to drain, print a verdict.
 
-    Loads ./codefleet.yaml (or --graph) first unless its tasks are already loaded. Exits 0
-    only if every task succeeded (and --verify passed, and with --commit every success was
-    committed). Each --check is defined on the server first, for the agents' run_check tool
+    Loads the tasks of ./codefleet.yaml (or --graph) not yet on the server first, and names
+    loaded ones the file changed. Exits 0 only if every task succeeded (and --verify passed,
+    and with --commit every success was committed); Ctrl-C (SIGINT) or SIGTERM stops the
+    runners, whose attempts are requeued uncharged, and exits 130 or 143. A server that
+    goes away is waited for up to 120 s. Each --check is defined on the server first, for the agents' run_check tool
     and for the tasks' verify: key. Without a key: --dry-run --script FILE or
     --offline --model-script FILE. --max-cost sets the fleet's budget on the server.
     """
@@ -251,6 +253,7 @@ def run(
                 follow_compact(settings.url, settings.token, console, stop, since=since)
             )
         )
+        interrupt = _interrupt_on_signals(caught)
         try:
             result = await run_fleet(
                 settings.url, settings.runners, lambda _: agents.executor, settings.workdir,
@@ -258,26 +261,72 @@ def run(
                 protected=(settings.db, settings.run_dir), check_timeout=settings.check_timeout,
                 check_dir=settings.check_dir, on_runner_down=runner_down,
                 name_suffix=invocation_suffix(), protected_names=settings.protected_names,
+                interrupt=interrupt, say=lambda s: err_console.print(s, markup=False),
             )  # fmt: skip
             history = await committer.finish(settings.url, settings.token) if committer else None
         finally:
+            _default_signals()
             stop.set()
             if follower is not None:
                 await follower
         async with make_client(settings) as client:
             return result, await client.conflicts(), history
 
+    caught: list[signal.Signals] = []
     result, conflicts, history = call_server(settings, lambda _: go())
     if json_out:
         print_json({"ok": result.ok, "tasks": result.tasks, "conflicts": conflicts,
                     "runner_errors": result.runner_errors, "stopped": result.stopped,
+                    "interrupted": result.interrupted,
                     "verify": result.verify and {"exit_code": result.verify.exit_code, "output": result.verify.output},
                     "history": history_json(history) if history else None})  # fmt: skip
     else:
         print_result(console, result, conflicts, simulated_cost=agents.mode != "live")
         if committer is not None and history is not None:
             print_history(console, history, committer.log(history))
-    raise typer.Exit(0 if result.ok and (history is None or history.ok) else 1)
+    raise typer.Exit(_exit_code(caught, result.ok and (history is None or history.ok)))
+
+
+def _exit_code(caught: list[signal.Signals], ok: bool) -> int:
+    """0 when all went well; 128 + the signal (said on stderr) when the operator stopped it."""
+    from codefleet.cli.output import err_console
+
+    if not caught:
+        return 0 if ok else 1
+    err_console.print(
+        f"run: interrupted ({caught[0].name}): the runners left; an attempt in progress was "
+        "rolled back and requeued, not charged. `codefleet run` carries on.",
+        markup=False,
+    )
+    return 128 + caught[0].value
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _interrupt_on_signals(caught: list[signal.Signals]) -> Any:
+    """An event the first SIGINT/SIGTERM sets (noted in `caught`); a second one acts at once."""
+    import asyncio
+
+    interrupt = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def on_signal(sig: signal.Signals) -> None:
+        caught.append(sig)
+        interrupt.set()
+        _default_signals()
+
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
+    return interrupt
+
+
+def _default_signals() -> None:
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    for sig in STOP_SIGNALS:
+        loop.remove_signal_handler(sig)
 
 
 def _graph_file(given: Path | None) -> GraphFile | None:

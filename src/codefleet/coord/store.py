@@ -128,17 +128,24 @@ def check_database(path: Path, budget_s: float = CHECK_BUDGET_S) -> bool:
         verdict = [str(row[0]) for row in conn.execute("PRAGMA quick_check")]
     except sqlite3.OperationalError as err:
         if "interrupted" not in str(err):
-            raise DatabaseDamaged(path, str(err)) from None
+            raise DatabaseDamaged(path, str(err), _newest_kept(path)) from None
         return False
     except sqlite3.DatabaseError as err:  # not a database, malformed: what SQLite says is the news
-        raise DatabaseDamaged(path, str(err)) from None
+        raise DatabaseDamaged(path, str(err), _newest_kept(path)) from None
     finally:
         timer.cancel()
         timer.join()  # never interrupts a closed connection
         conn.close()
     if verdict != ["ok"]:
-        raise DatabaseDamaged(path, "; ".join(" ".join(v.split()) for v in verdict))
+        said = "; ".join(" ".join(v.split()) for v in verdict)
+        raise DatabaseDamaged(path, said, _newest_kept(path))
     return True
+
+
+def _newest_kept(path: Path) -> Path | None:
+    """The newest earlier run's database `codefleet runs new` kept beside `path` (by its stamp)."""
+    kept = sorted(path.parent.glob(f"{path.stem}-*{path.suffix}"))
+    return kept[-1] if kept else None
 
 
 def _decode_event(row: sqlite3.Row) -> Row:
