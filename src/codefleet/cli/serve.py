@@ -123,6 +123,7 @@ def serve(
 ) -> None:
     """Run the coordination server (the one process that owns the database)."""
     from codefleet.cli.output import console
+    from codefleet.errors import DatabaseDamaged
     from codefleet.heap import settle
     from codefleet.server.app import create_app
     from codefleet.server.httpguard import raise_descriptor_limit, uvicorn_config
@@ -150,7 +151,7 @@ def serve(
     try:
         prepare_dirs(settings.db.parent, settings.run_dir)
         application = create_app(settings)
-    except DatabaseInUse as err:
+    except (DatabaseInUse, DatabaseDamaged) as err:
         listener.close()
         raise fail(str(err)) from None
     except FileNotFoundError as err:
