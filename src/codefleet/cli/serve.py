@@ -109,6 +109,13 @@ def serve(
             "[CODEFLEET_MAX_CONNECTIONS]."
         ),
     ] = None,
+    max_streams: Annotated[
+        int | None,
+        typer.Option(
+            help="Event streams open at once; past it a new one is refused 503 "
+            "[CODEFLEET_MAX_STREAMS]."
+        ),
+    ] = None,
     allowed_hosts: Annotated[
         str | None,
         typer.Option(
@@ -139,7 +146,7 @@ def serve(
         interactive_idle=interactive_idle, protected_paths=protected_paths, max_cost=max_cost,
         max_cost_hard=max_cost_hard, read_timeout=read_timeout,
         keep_alive_timeout=keep_alive_timeout, max_connections=max_connections,
-        allowed_hosts=allowed_hosts,
+        max_streams=max_streams, allowed_hosts=allowed_hosts,
     )  # fmt: skip
     if settings.host not in LOOPBACK and not settings.token:
         raise fail(

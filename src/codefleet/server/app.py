@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Receive, Scope, Send
 
@@ -57,7 +57,7 @@ from codefleet.server.lock import ServerLock
 from codefleet.server.loopwatch import LoopWatch
 from codefleet.server.pages import install_web
 from codefleet.server.runner_routes import RunnerRoutes, install_runner_routes
-from codefleet.server.sse import EventHub
+from codefleet.server.sse import EventHub, EventStream
 
 __all__ = ["FleetApp", "create_app"]
 
@@ -132,7 +132,7 @@ def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
 
 def create_app(settings: Settings) -> FleetApp:
     """The app over its engine; holds the database's one-server lock until shutdown."""
-    hub = EventHub()
+    hub = EventHub(max_streams=settings.max_streams)
     _require_dirs(settings)
     lock = ServerLock.acquire(settings.db)  # before anything reads or repairs the database
     try:
@@ -361,10 +361,6 @@ def _event_routes(app: FastAPI, engine: Engine, hub: EventHub) -> None:
         last_event_id: Annotated[
             int | None, Header(alias="Last-Event-ID", ge=0, le=MAX_INT)
         ] = None,
-    ) -> StreamingResponse:
+    ) -> EventStream:
         cursor = last_event_id if last_event_id is not None else since
-        return StreamingResponse(
-            hub.frames(engine.store, cursor),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
+        return EventStream(hub, engine.store, cursor)
