@@ -1,8 +1,9 @@
 """Authorized calls while local connections stream huge request headers (issue 24, item 1).
 
 Starts `codefleet serve` with a bearer token (the harness's `Server`), registers
-a runner, then for `--duration` seconds measures its heartbeats, one after
-another on one keep-alive connection, while `--attackers` connections in a
+a runner, then for `--duration` seconds launches one heartbeat every 50 ms
+(open loop, each on an idle keep-alive connection, its latency counted from
+its scheduled launch) while `--attackers` connections in a
 separate process each send `GET /state` with a header value that never ends:
 64 KiB writes, up to `--header-mb` MB per connection. A connection the server
 closes (after answering 431, or without an answer) is opened again at once,
@@ -10,9 +11,10 @@ so the pressure lasts the whole run. With no token, no Host trick, nothing but
 bytes, this is what any local process can do.
 
 Reported: heartbeat p50/p99/max, how many calls failed, and per attacker the
-connections it opened, the bytes it sent, and the answers it got.
+connections it opened, the bytes its sockets accepted (the kernel's buffers
+included, so more than the server read), and the answers it got.
 
-    uv run python -m bench.header_stall --attackers 1 [--duration 20] [--header-mb 80]
+    uv run python -m bench.header_stall --attackers 1 [--duration 40] [--header-mb 80]
     uv run python -m bench.header_stall --attackers 12 --server-bin <checkout>/.venv/bin/codefleet
 """
 
@@ -137,7 +139,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attackers", type=int, default=1)
     parser.add_argument("--header-mb", type=float, default=80.0, help="bytes per connection, MB")
-    parser.add_argument("--duration", type=float, default=20.0, help="seconds under attack")
+    parser.add_argument("--duration", type=float, default=40.0, help="seconds under attack")
     parser.add_argument("--stale-after", type=float, default=300.0)
     parser.add_argument("--server-bin", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
