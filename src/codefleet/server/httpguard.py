@@ -230,7 +230,7 @@ class _GuardedProtocol(HttpToolsProtocol):
         self._head_bytes += min(room, len(data))
         super().data_received(data[:room] if len(data) > room else data)
         if len(data) > room and self.parser is not None and not self.transport.is_closing():
-            self.data_received(data[room:])  # the head ended within its allowance: go on
+            self.data_received(data[room:])  # refused if the head is still open, else parsed
 
     def on_headers_complete(self) -> None:
         self._in_head = False
