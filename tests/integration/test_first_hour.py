@@ -344,3 +344,45 @@ def test_a_broken_script_file_is_an_error_naming_the_file(
     assert missing.exit_code == 1 and "cannot read " in said(missing)
     assert "absent.yaml: No such file or directory" in said(missing)
     assert "Traceback" not in said(result) + said(missing)
+
+
+def piped(*args: str) -> str:
+    """`codefleet ARGS` with standard output a pipe (as in `codefleet ARGS | cat`)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEFLEET_", "ANTHROPIC_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "codefleet.cli", *args], stdout=subprocess.PIPE, text=True,
+        env={**env, "COLUMNS": "80"}, timeout=120, check=False,
+    )  # fmt: skip
+    return done.stdout
+
+
+LONG_PATH = "src/" + "/".join(["a-rather-long-package-directory-name"] * 3) + "/module.py"
+LONG_WORDS = " ".join(f"word{i:03d}" for i in range(40))
+COLOURED_GRAPH = f"""\
+checks:
+  lint: "printf '\\\\033[31mE501 line too long\\\\033[0m\\\\n'; exit 1"
+tasks:
+  - id: T4
+    title: A task whose title is long enough to be cropped in a narrow table column
+    description: {LONG_WORDS}
+    file_scope: [{LONG_PATH}]
+    verify: lint
+    max_attempts: 1
+"""
+
+
+def test_piped_output_is_whole_plain_lines_with_no_colour_codes(
+    repo: Path, server: ServerThread
+) -> None:
+    (repo / "codefleet.yaml").write_text(COLOURED_GRAPH)
+    (repo / "s.yaml").write_text(f"T4:\n- write: {{path: {LONG_PATH}, content: x}}\n")
+    assert cli("run", "--dry-run", "--script", "s.yaml", "--server", server.url).exit_code == 1
+
+    shown = piped("tasks", "T4", "--server", server.url)
+    listed = piped("tasks", "--server", server.url)
+
+    assert LONG_WORDS in shown
+    assert LONG_PATH in shown
+    assert "E501 line too long" in shown and "\x1b" not in shown
+    assert "A task whose title is long enough to be cropped in a narrow table column" in listed
+    assert "E501 line too long" in listed and "\x1b" not in listed

@@ -37,7 +37,9 @@ def _note(task: dict[str, Any]) -> str:
     return task.get("error") or ""
 
 
-def task_table(tasks: list[dict[str, Any]], title: str = "Tasks") -> Table:
+def task_table(tasks: list[dict[str, Any]], title: str = "Tasks", *, crop: bool = True) -> Table:
+    """One row a task; `crop` shortens long titles and notes (for a terminal, not a pipe)."""
+    title_max, note_max = (48, 90) if crop else (None, None)
     table = Table(title=title, title_justify="left", expand=False)
     for column in ("task", "title", "status", "att.", "cost $", "note"):
         table.add_column(column, overflow="fold")
@@ -45,11 +47,11 @@ def task_table(tasks: list[dict[str, Any]], title: str = "Tasks") -> Table:
         status = Text(task["status"], style=STATUS_STYLE.get(task["status"], ""))
         table.add_row(  # user and model text as Text: never parsed as Rich markup
             Text(task["id"]),
-            Text(task["title"][:48]),
+            Text(task["title"][:title_max]),
             status,
             f"{task['attempts']}/{task['max_attempts']}",
             f"{task.get('cost_usd', 0.0):.4f}",
-            Text(_note(task)[:90]),
+            Text(_note(task)[:note_max]),
         )
     return table
 
@@ -83,7 +85,7 @@ def print_result(
     simulated_cost: bool = False,
 ) -> None:
     """The task table, the vetoes, the verify output and the verdict panel."""
-    console.print(task_table(result.tasks))
+    console.print(task_table(result.tasks, crop=console.is_terminal))
     for line in veto_lines(conflicts):
         console.print(line)
     if result.verify is not None:
