@@ -386,3 +386,18 @@ def test_piped_output_is_whole_plain_lines_with_no_colour_codes(
     assert "E501 line too long" in shown and "\x1b" not in shown
     assert "A task whose title is long enough to be cropped in a narrow table column" in listed
     assert "E501 line too long" in listed and "\x1b" not in listed
+
+
+def test_doctor_without_a_key_or_a_login_warns_about_the_key_and_still_passes(
+    repo: Path,
+) -> None:
+    result = cli("doctor")
+    as_json = cli("doctor", "--json")
+
+    key_line = next(line for line in result.stdout.splitlines() if "api-key" in line)
+    assert key_line.split()[:2] == ["warn", "api-key"], key_line
+    assert "no ANTHROPIC_API_KEY and no Claude login" in key_line
+    checks = {c["name"]: c for c in json.loads(as_json.stdout)}
+    assert checks["api-key"]["ok"] is False and checks["api-key"]["required"] is False
+    failed = [c["name"] for c in checks.values() if not c["ok"] and c["required"]]
+    assert result.exit_code == (1 if failed else 0), failed
