@@ -401,3 +401,14 @@ def test_doctor_without_a_key_or_a_login_warns_about_the_key_and_still_passes(
     assert checks["api-key"]["ok"] is False and checks["api-key"]["required"] is False
     failed = [c["name"] for c in checks.values() if not c["ok"] and c["required"]]
     assert result.exit_code == (1 if failed else 0), failed
+
+
+def test_demo_without_a_key_refuses_before_starting_anything(repo: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+
+    result = cli("demo", "--run-dir", str(runs))
+
+    assert result.exit_code == 1
+    assert "real Claude sessions need ANTHROPIC_API_KEY or a Claude login" in said(result)
+    assert "CodeFleet demo" not in result.stdout and "server" not in result.stdout
+    assert not runs.exists() or not any(runs.iterdir())
