@@ -412,3 +412,20 @@ def test_demo_without_a_key_refuses_before_starting_anything(repo: Path, tmp_pat
     assert "real Claude sessions need ANTHROPIC_API_KEY or a Claude login" in said(result)
     assert "CodeFleet demo" not in result.stdout and "server" not in result.stdout
     assert not runs.exists() or not any(runs.iterdir())
+
+
+def test_init_scripts_after_init_writes_only_the_missing_scripts_and_keeps_the_graph(
+    repo: Path,
+) -> None:
+    assert cli("init").exit_code == 0
+    (repo / "codefleet.yaml").write_text((repo / "codefleet.yaml").read_text() + "# mine\n")
+
+    scripts = cli("init", "--scripts")
+    again = cli("init", "--scripts")
+
+    assert scripts.exit_code == 0, said(scripts)
+    assert (repo / "codefleet.yaml").read_text().endswith("# mine\n")
+    assert (repo / "codefleet.script.yaml").is_file() and (repo / "codefleet.model.yaml").is_file()
+    assert "kept codefleet.yaml (it exists;" in said(scripts)
+    assert "wrote codefleet.script.yaml and codefleet.model.yaml" in said(scripts)
+    assert again.exit_code == 1 and "pass --force to overwrite" in said(again)
