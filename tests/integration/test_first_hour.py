@@ -429,3 +429,23 @@ def test_init_scripts_after_init_writes_only_the_missing_scripts_and_keeps_the_g
     assert "kept codefleet.yaml (it exists;" in said(scripts)
     assert "wrote codefleet.script.yaml and codefleet.model.yaml" in said(scripts)
     assert again.exit_code == 1 and "pass --force to overwrite" in said(again)
+
+
+def test_load_reports_every_problem_of_the_graph_at_once(repo: Path, server: ServerThread) -> None:
+    (repo / "codefleet.yaml").write_text(
+        "checks:\n  test: pytest\n"
+        "tasks:\n"
+        "  - {id: A, title: a, description: d, file_scopes: [a.py]}\n"
+        "  - {id: B, title: b, description: d, priority: 9}\n"
+        "  - {id: C, title: c, description: d, depends_on: [Z], verify: lint}\n"
+    )
+
+    result = cli("load", "--server", server.url)
+
+    message = said(result)
+    assert result.exit_code == 1
+    assert "4 problems" in message
+    assert "task #1 (A): unknown key 'file_scopes' (did you mean file_scope?)" in message
+    assert "task #2 (B): priority:" in message
+    assert "task C depends on unknown task Z" in message
+    assert "task C verifies with unknown check 'lint'" in message
