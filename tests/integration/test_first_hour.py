@@ -449,3 +449,24 @@ def test_load_reports_every_problem_of_the_graph_at_once(repo: Path, server: Ser
     assert "task #2 (B): priority:" in message
     assert "task C depends on unknown task Z" in message
     assert "task C verifies with unknown check 'lint'" in message
+
+
+def test_a_write_outside_the_declared_scope_is_named_in_the_log_and_the_verdict(
+    repo: Path, server: ServerThread
+) -> None:
+    (repo / "codefleet.yaml").write_text(
+        "tasks:\n  - {id: T1, title: notes, description: d, file_scope: [NOTES.md]}\n"
+    )
+    (repo / "s.yaml").write_text(
+        "T1:\n- write: {path: NOTES.md, content: x}\n- write: {path: docs/extra.md, content: y}\n"
+    )
+
+    result = cli("run", "--dry-run", "--script", "s.yaml", "--server", server.url)
+
+    assert result.exit_code == 0, said(result)
+    lines = result.stdout.splitlines()
+    logged = [line for line in lines if "outside its declared scope" in line]
+    assert logged and "T1 wrote docs/extra.md outside its declared scope (NOTES.md)" in logged[0]
+    verdict = said(result)[said(result).index("PASS") :]
+    assert "1 file(s) written outside declared scopes (T1: docs/extra.md)" in verdict
+    assert "NOTES.md outside" not in said(result)

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from codefleet.cli.runprep import GraphFile
     from codefleet.config import Settings
     from codefleet.fleet.agents import AgentChoice, Agents
+    from codefleet.ui.scopes import ScopeWatch
 
 __all__ = ["run", "runner"]
 
@@ -223,8 +224,9 @@ def run(
     def runner_down(why: str) -> None:  # at once, on stderr: the run may go on without it
         err_console.print(f"[bold red]runner stopped:[/] {why}", markup=True, highlight=False)
 
-    async def go() -> tuple[Any, list[dict[str, Any]], Any]:
+    async def go() -> tuple[Any, list[dict[str, Any]], Any, ScopeWatch]:
         from codefleet.ui.dashboard import follow_compact
+        from codefleet.ui.scopes import ScopeWatch
 
         async with make_client(settings) as client:
             try:
@@ -240,6 +242,7 @@ def run(
                 raise fail(str(err)) from None
             if settings.max_cost is not None:  # run passes the fleet's budget on to the server
                 await client.set_budget(settings.max_cost, settings.max_cost_hard)
+            scopes = ScopeWatch.of(await client.tasks())
         prepare_dirs(settings.run_dir)
         if committer is not None:
             committer.start(settings.url, settings.token, since)
@@ -265,16 +268,20 @@ def run(
             if follower is not None:
                 await follower
         async with make_client(settings) as client:
-            return result, await client.conflicts(), history
+            for event in await client.all_events(since):
+                scopes.take(event)
+            return result, await client.conflicts(), history, scopes
 
-    result, conflicts, history = call_server(settings, lambda _: go())
+    result, conflicts, history, scopes = call_server(settings, lambda _: go())
     if json_out:
         print_json({"ok": result.ok, "tasks": result.tasks, "conflicts": conflicts,
                     "runner_errors": result.runner_errors, "stopped": result.stopped,
                     "verify": result.verify and {"exit_code": result.verify.exit_code, "output": result.verify.output},
                     "history": history_json(history) if history else None})  # fmt: skip
     else:
-        print_result(console, result, conflicts, simulated_cost=agents.mode != "live")
+        print_result(
+            console, result, conflicts, simulated_cost=agents.mode != "live", outside=scopes.outside
+        )
         if committer is not None and history is not None:
             print_history(console, history, committer.log(history))
     raise typer.Exit(0 if result.ok and (history is None or history.ok) else 1)

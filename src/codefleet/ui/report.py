@@ -6,6 +6,7 @@ the run's own result; it holds no state. `run`, `demo` and `tasks` use it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console, Group
@@ -14,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from codefleet.fleet.local import FleetResult
+from codefleet.ui.scopes import outside_text
 
 __all__ = ["STATUS_STYLE", "cost_text", "print_result", "task_table", "veto_lines"]
 
@@ -83,8 +85,12 @@ def print_result(
     conflicts: list[dict[str, Any]],
     *,
     simulated_cost: bool = False,
+    outside: Mapping[str, list[str]] | None = None,
 ) -> None:
-    """The task table, the vetoes, the verify output and the verdict panel."""
+    """The task table, the vetoes, the verify output and the verdict panel.
+
+    `outside` is what each task wrote outside its declared scope (`scopes.ScopeWatch`).
+    """
     console.print(task_table(result.tasks, crop=console.is_terminal))
     for line in veto_lines(conflicts):
         console.print(line)
@@ -102,11 +108,11 @@ def print_result(
     done = sum(t["status"] == "succeeded" for t in result.tasks)
     cost = sum(float(t.get("cost_usd") or 0) for t in result.tasks)
     verdict = Text("PASS" if result.ok else "FAIL", style="bold green" if result.ok else "bold red")
-    body = Group(
-        verdict,
-        Text(
-            f"{done}/{len(result.tasks)} tasks succeeded · {len(conflicts)} veto(es) · "
-            f"{cost_text(cost, simulated_cost)} · {result.duration_s:.2f}s"
-        ),
+    summary = Text(
+        f"{done}/{len(result.tasks)} tasks succeeded · {len(conflicts)} veto(es) · "
+        f"{cost_text(cost, simulated_cost)} · {result.duration_s:.2f}s"
     )
+    undeclared = outside_text(outside or {})
+    lines = [verdict, summary, *([Text(undeclared, style="yellow")] if undeclared else [])]
+    body = Group(*lines)
     console.print(Panel(body, title="verdict", expand=False))
