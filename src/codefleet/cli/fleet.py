@@ -15,6 +15,7 @@ import typer
 
 from codefleet.cli.common import (
     RUN,
+    SCRIPT_HELP,
     BudgetOpt,
     CheckDirOpt,
     CheckOpt,
@@ -65,7 +66,7 @@ def _agents(choice: AgentChoice, settings: Settings) -> Agents:
         raise fail(str(err)) from None
 
 
-@app.command(rich_help_panel=RUN)
+@app.command(rich_help_panel=RUN, epilog=SCRIPT_HELP)
 def runner(
     name: Annotated[
         str, typer.Option("--name", help="This runner's unique slot name, e.g. runner-1.")
@@ -148,7 +149,7 @@ def runner(
         raise fail(f"{name} stopped: {err}") from None
 
 
-@app.command(rich_help_panel=RUN)
+@app.command(rich_help_panel=RUN, epilog=SCRIPT_HELP)
 def run(
     runners: Annotated[
         int | None, typer.Option("--runners", "-n", help="How many runners [CODEFLEET_RUNNERS].")
