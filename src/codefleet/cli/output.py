@@ -39,19 +39,21 @@ class PlainConsole(Console):
         kwargs.setdefault("soft_wrap", True)
         width = self._natural_width(objects, kwargs.get("markup"))
         kept = self._width
-        self._width = width
+        self._width = width or kept
         try:
             super().print(*objects, **kwargs)
         finally:
             self._width = kept
 
-    def _natural_width(self, objects: tuple[Any, ...], markup: bool | None) -> int:
+    def _natural_width(self, objects: tuple[Any, ...], markup: bool | None) -> int | None:
+        """The widest line the objects need; None when one takes whatever width it is given
+        (an expanding table, the live dashboard): that one gets the usual width."""
         options = self.options.update(width=UNBOUNDED, markup=markup)
         renderables = [
             self.render_str(o, markup=markup) if isinstance(o, str) else o for o in objects
         ]
         widths = [Measurement.get(self, options, r).maximum for r in renderables]
-        return max([1, *widths])
+        return None if any(w >= UNBOUNDED for w in widths) else max([1, *widths])
 
     def _render_buffer(self, buffer: Iterable[Segment]) -> str:
         if self.is_terminal:
