@@ -9,6 +9,7 @@ recovered with `retry`, and the messages tell the truth.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -17,10 +18,12 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
 
+from codefleet.api.client import FleetClient
 from codefleet.cli.app import app
 from codefleet.server.thread import ServerThread
 
@@ -344,6 +347,92 @@ def test_a_broken_script_file_is_an_error_naming_the_file(
     assert missing.exit_code == 1 and "cannot read " in said(missing)
     assert "absent.yaml: No such file or directory" in said(missing)
     assert "Traceback" not in said(result) + said(missing)
+
+
+def test_runners_that_run_started_leave_the_server_when_it_ends_even_with_nothing_to_do(
+    repo: Path, server: ServerThread
+) -> None:
+    assert cli("init").exit_code == 0
+    (repo / "bad.yaml").write_text("T1:\n- fail: not today\nT2: []\n")
+    assert cli("load", "--server", server.url).exit_code == 0
+    assert cli("cancel", "T1", "--server", server.url).exit_code == 0  # T2 is blocked by it
+
+    idle = cli("run", "--dry-run", "--script", "bad.yaml", "--server", server.url, "-n", "3")
+
+    agents = asyncio.run(_agents(server.url))
+    assert idle.exit_code == 1, said(idle)
+    assert agents and {a["status"] for a in agents} == {"offline"}, agents  # none left behind
+
+
+async def _agents(url: str) -> list[dict[str, Any]]:
+    async with FleetClient(url) as client:
+        return await client.agents()
+
+
+GRAPH = """\
+tasks:
+  - {id: T1, title: Write CONTRIBUTING.md, description: d}
+  - {id: T2, title: Point the README to it, description: d, depends_on: [T1]}
+"""
+
+
+def test_run_loads_only_the_new_tasks_of_an_edited_graph_and_names_the_changed_ones(
+    repo: Path, server: ServerThread
+) -> None:
+    (repo / "codefleet.yaml").write_text(GRAPH)
+    assert cli("load", "--server", server.url).exit_code == 0
+    (repo / "codefleet.yaml").write_text(
+        GRAPH.replace("Point the README to it", "Point the README to CONTRIBUTING.md")
+        + "  - {id: T3, title: Add a changelog, description: d, depends_on: [T1]}\n"
+    )
+    (repo / "script.yaml").write_text(SCRIPT + "T3:\n- write: {path: CHANGES.md, content: x}\n")
+
+    result = cli("run", "--dry-run", "--script", "script.yaml", "--server", server.url)
+
+    assert result.exit_code == 0, said(result)
+    assert f"{repo / 'codefleet.yaml'}: loaded 1 new task(s): T3 (2 already loaded)" in said(result)
+    assert (
+        "T2 differs from the server's copy (title); the server's is kept: "
+        "`codefleet cancel T2` and give the task a new id to replace it" in said(result)
+    )
+    assert (repo / "CHANGES.md").read_text() == "x"
+
+
+def test_cancel_of_several_tasks_cancels_what_it_can_and_names_the_rest(
+    repo: Path, server: ServerThread
+) -> None:
+    (repo / "codefleet.yaml").write_text(
+        GRAPH + "  - {id: T3, title: Add a changelog, description: d}\n"
+    )
+    assert cli("load", "--server", server.url).exit_code == 0
+
+    result = cli("cancel", "T1", "T2", "T404", "T3", "--server", server.url)
+    listed = cli("tasks", "--json", "--server", server.url)
+
+    assert result.exit_code == 1
+    assert "T1: cancelled" in result.stdout and "T3: cancelled" in result.stdout
+    assert "T2: not cancelled: task T2 is already blocked_upstream" in said(result)
+    assert "T404: not cancelled: no task T404" in said(result)
+    assert "2 of 4 task(s) cancelled" in said(result)
+    statuses = {t["id"]: t["status"] for t in json.loads(listed.stdout)}
+    assert statuses == {"T1": "cancelled", "T2": "blocked_upstream", "T3": "cancelled"}
+
+
+def test_a_scripted_run_asks_only_for_scripts_of_tasks_that_can_run(
+    repo: Path, server: ServerThread
+) -> None:
+    (repo / "codefleet.yaml").write_text(
+        GRAPH + "  - {id: T3, title: Add a changelog, description: d}\n"
+    )
+    assert cli("load", "--server", server.url).exit_code == 0
+    assert cli("cancel", "T1", "--server", server.url).exit_code == 0  # T2 is blocked by it
+    (repo / "t3.yaml").write_text("T3:\n- write: {path: CHANGES.md, content: x}\n")
+
+    result = cli("run", "--dry-run", "--script", "t3.yaml", "--server", server.url)
+
+    assert "has no script" not in said(result)
+    assert (repo / "CHANGES.md").read_text() == "x"
+    assert result.exit_code == 1  # T1 and T2 did not succeed: the verdict says so
 
 
 def piped(*args: str) -> str:

@@ -113,7 +113,8 @@ def commit(
 
     Built with git plumbing in a temporary index: your working tree, your index and
     your checked-out branch stay exactly as they are. Refuses (and names the paths)
-    when the tree differs from the tasks' recorded changes.
+    when the tree differs from the tasks' recorded changes. A task git cannot commit
+    is skipped with its reason while the others commit; the exit status is then 1.
     """
     from codefleet.cli.output import console
     from codefleet.review.commit import Refused, default_branch, write_history
@@ -121,6 +122,7 @@ def commit(
     from codefleet.review.fetch import fetch_record
     from codefleet.review.git import GitError, Repo
     from codefleet.review.history import committed_before, planned_changes, unfinished_tasks
+    from codefleet.rollback import quote_name
 
     settings = settings_from(server_url=server, token=token)
     who = parse_author(author)
@@ -138,7 +140,7 @@ def commit(
         result = write_history(repo, changes, name, base, who)
         log = repo.log_oneline(base, result.tip)
     except Refused as err:
-        raise fail(f"{err}:\n  " + "\n  ".join(err.paths)) from None
+        raise fail(f"{err}:\n  " + "\n  ".join(quote_name(p) for p in err.paths)) from None
     except GitError as err:
         raise fail(str(err)) from None
     if result.commits:
@@ -149,6 +151,8 @@ def commit(
         print_json(history_json(result, unfinished, before))
     else:
         print_history(console, result, log, unfinished, before)
+    if result.skipped:
+        raise typer.Exit(1)
 
 
 class ReportFormat(StrEnum):

@@ -269,7 +269,7 @@ class Engine:
                 if task is None:
                     log.info("skip stale Requeue of %s: no longer in flight", task_id)
                     return
-                self._take_back(task, kind, reason, now)
+                self._take_back(task, kind, reason, now, charged=decision.charged)
             case sched.FailTask(task_id, kind, reason):
                 live = idx.live.get(task_id)
                 if live is None:
@@ -380,7 +380,6 @@ class Engine:
         agent = self.agents.get(task.agent_id or "")
         who = agent.name if agent else "a runner"
         until = self.limits.limited(task.id, report.retry_after_s, f"{who}: {error}", now)
-        self.tasks.uncharge(task)
         self.tasks.requeue(task, ErrorKind.RATE_LIMITED, error, now, charged=False,
                            paused_until=to_iso(until))  # fmt: skip
 
@@ -392,17 +391,18 @@ class Engine:
             return
         self._fence_owner(task, now)
         self._end_attempt(task, ReleaseReason.FLEET_BUDGET, now)
-        self.tasks.uncharge(task)
         reason = "the fleet's budget is spent (hard stop)"
         self.tasks.requeue(task, ErrorKind.BUDGET, reason, now, charged=False)
 
     # -- taking an attempt back ------------------------------------------------------------
 
-    def _take_back(self, task: LiveTask, kind: ErrorKind, reason: str, now: datetime) -> None:
+    def _take_back(
+        self, task: LiveTask, kind: ErrorKind, reason: str, now: datetime, charged: bool = True
+    ) -> None:
         """Requeue an in-flight task the server itself takes away from its agent."""
         self._fence_owner(task, now)
         self._end_attempt(task, release_for(reason), now)
-        self.tasks.requeue(task, kind, reason, now)
+        self.tasks.requeue(task, kind, reason, now, charged=charged)
 
     def _fence_owner(self, task: LiveTask, now: datetime) -> None:
         """Bump the owner's epoch, unless going offline already did (one bump per take-back)."""
@@ -445,16 +445,20 @@ class Engine:
         self.kick()
         return Registered(agent.id, agent.epoch, agent.status)
 
-    def leave(self, agent_id: str, epoch: int) -> None:
+    def leave(self, agent_id: str, epoch: int, interrupted: bool = False) -> None:
+        """A graceful leave; `interrupted`: the operator stopped the runner, whose attempt
+        is then not charged (docs/decisions.md, "An attempt is charged only for its own
+        failure")."""
         self.agents.check_epoch(agent_id, epoch)
+        reason = ReleaseReason.INTERRUPTED if interrupted else ReleaseReason.AGENT_LEFT
         with self.transition():
-            self._mark_offline(agent_id, ReleaseReason.AGENT_LEFT, self.clock())
+            self._mark_offline(agent_id, reason, self.clock())
         self.kick()
 
     def _mark_offline(self, agent_id: str, reason: ReleaseReason, now: datetime) -> None:
         """Offline + fence + release; a graceful leave also requeues its task here."""
         agent = self.agents.by_id[agent_id]
-        if reason is ReleaseReason.AGENT_LEFT:
+        if reason in (ReleaseReason.AGENT_LEFT, ReleaseReason.INTERRUPTED):
             self._take_back_current(agent, reason, now)
         elif agent.current_task_id is not None:
             self.leases.release(agent.current_task_id, reason)
@@ -463,7 +467,9 @@ class Engine:
     def _take_back_current(self, agent: AgentState, reason: ReleaseReason, now: datetime) -> None:
         task = self.tasks.index.in_flight.get(agent.current_task_id or "")
         if task is not None and task.agent_id == agent.id:
-            self._take_back(task, ErrorKind.INFRA, reason, now)
+            started = task.status is TaskStatus.RUNNING
+            charged = started and reason is not ReleaseReason.INTERRUPTED
+            self._take_back(task, ErrorKind.INFRA, reason, now, charged=charged)
 
     # -- operator transitions -------------------------------------------------------------
 

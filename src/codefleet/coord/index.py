@@ -75,6 +75,7 @@ class LiveTask:
             backoff_until=self.backoff_until,
             assigned_agent_id=self.agent_id,
             assigned_at=self.assigned_at,
+            unstarted=self.status is TaskStatus.ASSIGNED,
         )
 
 
