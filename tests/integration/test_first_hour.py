@@ -559,3 +559,23 @@ def test_a_write_outside_the_declared_scope_is_named_in_the_log_and_the_verdict(
     verdict = said(result)[said(result).index("PASS") :]
     assert "1 file(s) written outside declared scopes (T1: docs/extra.md)" in verdict
     assert "NOTES.md outside" not in said(result)
+
+
+def test_run_reports_every_unknown_reference_of_its_new_tasks_at_once(
+    repo: Path, server: ServerThread
+) -> None:
+    (repo / "codefleet.yaml").write_text(
+        "tasks:\n"
+        "  - {id: A, title: a, description: d, depends_on: [Y]}\n"
+        "  - {id: B, title: b, description: d, depends_on: [Z], verify: lint}\n"
+    )
+    (repo / "s.yaml").write_text("A: []\nB: []\n")
+
+    result = cli("run", "--dry-run", "--script", "s.yaml", "--server", server.url)
+
+    message = said(result)
+    assert result.exit_code == 1
+    assert "3 problems" in message
+    assert "task A depends on unknown task Y" in message
+    assert "task B depends on unknown task Z" in message
+    assert "task B verifies with unknown check 'lint'" in message

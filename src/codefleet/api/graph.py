@@ -38,6 +38,7 @@ __all__ = [
     "GraphError",
     "GraphTasks",
     "OnServer",
+    "check_references",
     "check_scopes",
     "find_graph",
     "load_graph",
@@ -138,6 +139,13 @@ def parse_graph(
     if problems:
         raise GraphError.of(where, problems)
     return found
+
+
+def check_references(tasks: GraphTasks, on_server: OnServer, where: str = "the graph") -> None:
+    """Every dependency and `verify` of `tasks` that names nothing in them or `on_server`."""
+    problems = _unknown_references(tasks, on_server.tasks, {**on_server.checks, **tasks.checks})
+    if problems:
+        raise GraphError.of(where, problems)
 
 
 def _unknown_references(
