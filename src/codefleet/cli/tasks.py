@@ -67,13 +67,13 @@ def tasks(
         if json_out:
             print_json(data)
         else:
-            console.print(task_detail(data))
+            console.print(task_detail(data, crop=console.is_terminal))
         return
     rows = call_server(settings, lambda c: c.tasks(status))
     if json_out:
         print_json(rows)
     else:
-        console.print(task_table(rows))
+        console.print(task_table(rows, crop=console.is_terminal))
 
 
 @app.command(rich_help_panel=OPERATE)
