@@ -178,6 +178,7 @@ class ReleaseReason(StrEnum):
     OPERATOR = "operator"  # `codefleet release`
     INTERACTIVE_IDLE = "interactive_idle"  # a person's session wrote nothing for a while
     FLEET_BUDGET = "fleet_budget"  # the fleet's budget ran out and the stop is hard
+    INTERRUPTED = "interrupted"  # the operator stopped the runner (SIGINT/SIGTERM): a leave
 
 
 # Defaults shared by `Settings`, the engine's `EngineConfig` and the scheduler's snapshot

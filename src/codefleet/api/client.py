@@ -172,8 +172,14 @@ class FleetClient:
         )
         return result
 
-    async def leave(self, agent_id: str, epoch: int, timeout: float | None = None) -> None:
-        await self._call("DELETE", f"/agents/{agent_id}", epoch=epoch, timeout=timeout)
+    async def leave(
+        self, agent_id: str, epoch: int, timeout: float | None = None, interrupted: bool = False
+    ) -> None:
+        """Leave the fleet; `interrupted`: the operator stopped us (the attempt is not charged)."""
+        params = {"reason": "interrupted"} if interrupted else None
+        await self._call(
+            "DELETE", f"/agents/{agent_id}", epoch=epoch, timeout=timeout, params=params
+        )
 
     async def assignment(self, agent_id: str, epoch: int, wait: float = 0) -> AssignedTask | None:
         """The assigned task, waiting up to `wait` s for one; None when there is none."""

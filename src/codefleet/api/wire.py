@@ -274,6 +274,7 @@ class FleetBody(_Body):
     """`POST /fleet/started` and `/fleet/finished`: the run's own bookends."""
 
     runners: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
+    simulated: StrictBool | None = None  # no real model: its costs are priced, not spent
     ok: StrictBool | None = None
     verify: JsonObject | None = None
     summary: JsonObject | None = None

@@ -93,6 +93,7 @@ class FleetStats:
     files: tuple[FileStats, ...]
     tasks: tuple[TaskStats, ...]
     stale_reads: tuple[StaleReadStats, ...] = ()
+    simulated: bool = False  # no real model ran: `cost_usd` is priced, not spent
 
     @property
     def parallelism(self) -> float:
@@ -253,6 +254,7 @@ def fleet_stats(facts: RunFacts) -> FleetStats:
         pauses=pauses,
         paused_s=paused_s,
         cost_usd=sum(float(t.get("cost_usd") or 0.0) for t in facts.record.tasks),
+        simulated=facts.simulated,
         files=tuple(files),
         tasks=tuple(_tasks(facts)),
         stale_reads=tuple(stale_read_stats(facts.record.events)),
@@ -273,7 +275,7 @@ def stats_json(stats: FleetStats) -> dict[str, Any]:
             "stretch": _r(stats.stretch), "attempt_s": _r(stats.attempt_s),
             "veto_lost_s": _r(stats.veto_lost_s), "rollback_lost_s": _r(stats.rollback_lost_s),
             "pauses": stats.pauses, "paused_s": _r(stats.paused_s),
-            "cost_usd": round(stats.cost_usd, 6),
+            "cost_usd": round(stats.cost_usd, 6), "simulated": stats.simulated,
         },
         "files": [
             {"path": f.path, "vetoes": f.vetoes, "tasks": list(f.tasks),

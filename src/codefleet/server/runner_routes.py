@@ -21,7 +21,7 @@ import re
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Final, TypeVar
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 import orjson
 from fastapi import FastAPI, Header, Query
@@ -80,8 +80,12 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
         return JSONResponse(beat_json(engine.heartbeat(agent_id, epoch)))
 
     @app.delete("/agents/{agent_id}", status_code=204)
-    async def leave(agent_id: str, epoch: Epoch) -> Response:
-        engine.leave(agent_id, epoch)
+    async def leave(
+        agent_id: str,
+        epoch: Epoch,
+        reason: Annotated[Literal["interrupted"] | None, Query()] = None,
+    ) -> Response:
+        engine.leave(agent_id, epoch, interrupted=reason == "interrupted")
         return Response(status_code=204)
 
     @app.get("/agents/{agent_id}/assignment")

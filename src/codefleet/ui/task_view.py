@@ -23,15 +23,18 @@ from codefleet.wording import phrase
 __all__ = ["task_detail"]
 
 
-def task_detail(task: dict[str, Any], reads: Sequence[dict[str, Any]] = ()) -> RenderableType:
+def task_detail(
+    task: dict[str, Any], reads: Sequence[dict[str, Any]] = (), *, crop: bool = True
+) -> RenderableType:
     """The task's fields as a two-column list, then its description, in a titled panel.
 
     `reads`: the task's `stale_read` and `reconciled` events, one line each.
+    `crop` keeps only the last 2000 characters of the error (for a terminal, not a pipe).
     """
     fields = Table.grid(padding=(0, 2))
     fields.add_column(style="bold", no_wrap=True)
     fields.add_column()
-    for name, value in _fields(task):
+    for name, value in _fields(task, crop):
         fields.add_row(name, value)
     for n, event in enumerate(reads):
         line = phrase(str(event["type"]), event.get("payload") or {}) or str(event["type"])
@@ -41,7 +44,7 @@ def task_detail(task: dict[str, Any], reads: Sequence[dict[str, Any]] = ()) -> R
     return Panel(Group(fields, Text(""), description), title=title, title_align="left")
 
 
-def _fields(task: dict[str, Any]) -> list[tuple[str, Text]]:
+def _fields(task: dict[str, Any], crop: bool) -> list[tuple[str, Text]]:
     status = Text(task["status"], style=STATUS_STYLE.get(task["status"], ""))
     status.append(f" · attempt {task['attempts']} of {task['max_attempts']}", style="")
     if task.get("assigned_agent_id") and task["status"] in ("assigned", "running"):
@@ -59,7 +62,8 @@ def _fields(task: dict[str, Any]) -> list[tuple[str, Text]]:
     rows.append(("changed", _changes(task)))
     if task.get("error"):
         kind = f"{task.get('error_kind')}: " if task.get("error_kind") else ""
-        rows.append(("error", Text(kind + str(task["error"])[-2000:], style="red")))
+        error = str(task["error"])[-2000:] if crop else str(task["error"])
+        rows.append(("error", Text(kind + error, style="red")))
     elif task.get("result_summary"):
         rows.append(("result", Text(str(task["result_summary"]))))
     return rows
