@@ -172,7 +172,8 @@ SCRIPT_HELP = """\
 Dry-run script (--dry-run --script FILE): a YAML mapping of task id to the steps a scripted
 agent plays for it, in order. Every file change asks for the lease first, as a real session's
 hook does: a refused write ends the attempt as a veto. A step is a one-key mapping, and may
-carry attempt: N to run only on attempt N. A task with no steps (T2: []) succeeds without
+carry attempt: N to run only on attempt N, and turn: N to run only in the session's Nth
+turn (turn 2 is the reconcile turn after a stale read). A task with no steps (T2: []) succeeds without
 writing; run names the tasks the script lacks and does not start.
 
 \b
@@ -189,6 +190,9 @@ writing; run names the tasks the script lacks and does not start.
   make_dir: PATH                   make PATH a directory without asking (stages a fault)
   rate_limit: SECONDS|null         end as a session that hit a usage limit
   cost: USD                        add USD to what the attempt reports it spent
+  read: PATH                       read a file (recorded in the attempt's read set)
+  wait_succeeded: TASK             wait until another task succeeded
+  expect_followup: TEXT            fail unless the follow-up message (reconcile turn) says TEXT
 
 Example (codefleet init --scripts writes one for its example tasks):
 
