@@ -21,7 +21,22 @@ from typing import Any
 
 from codefleet.models import ErrorKind, StaleReadPolicy, from_iso, to_iso
 
-__all__ = ["AssignedTask", "AttemptReport", "Reconciled", "StaleRead"]
+__all__ = ["AssignedTask", "AttemptReport", "OperatorNote", "Reconciled", "StaleRead"]
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorNote:
+    """One operator message to a task (`codefleet say`): its number in the task, and its text."""
+
+    seq: int
+    text: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"seq": self.seq, "text": self.text}
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> OperatorNote:
+        return cls(int(data["seq"]), str(data["text"]))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,6 +55,7 @@ class AssignedTask:
     error_kind: ErrorKind | None = None
     verify: str | None = None  # the check run after a successful session
     on_stale_read: StaleReadPolicy = StaleReadPolicy.RECONCILE
+    notes: tuple[OperatorNote, ...] = ()  # the operator's messages so far, in order
 
     def to_wire(self) -> dict[str, Any]:
         """The assignment JSON's `task` object, in the wire's key order."""
@@ -56,6 +72,7 @@ class AssignedTask:
             "error_kind": None if self.error_kind is None else self.error_kind.value,
             "verify": self.verify,
             "on_stale_read": self.on_stale_read.value,
+            "notes": [n.to_wire() for n in self.notes],
         }
 
     @classmethod
@@ -75,6 +92,7 @@ class AssignedTask:
             error_kind=None if kind is None else ErrorKind(kind),
             verify=data["verify"],
             on_stale_read=StaleReadPolicy(data.get("on_stale_read") or StaleReadPolicy.RECONCILE),
+            notes=tuple(OperatorNote.from_wire(n) for n in data.get("notes") or ()),
         )
 
 

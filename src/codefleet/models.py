@@ -146,6 +146,8 @@ class EventType(StrEnum):
     FLEET_BUDGET_EXHAUSTED = "fleet_budget_exhausted"
     STALE_READ = "stale_read"
     RECONCILED = "reconciled"
+    OPERATOR_MESSAGE = "operator_message"
+    OPERATOR_MESSAGE_DELIVERED = "operator_message_delivered"
 
 
 class CheckPurpose(StrEnum):
@@ -197,6 +199,8 @@ DEFAULT_RECONCILE_ROUNDS: Final = 2  # reconcile turns per attempt before the la
 
 # The longest command a check may run (graph file, `--check`, `POST /checks`).
 MAX_CHECK_COMMAND: Final = 4096
+MAX_MESSAGE_BYTES: Final = 16 * 1024  # one operator message (UTF-8)
+MAX_MESSAGES_PER_TASK: Final = 100  # operator messages one task keeps
 
 # Scope paths one graph load may declare in all: each is canonicalized with a `stat`
 # (docs/decisions.md, "A big load is prepared off the event loop").

@@ -166,9 +166,13 @@ class FleetClient:
         result: dict[str, Any] = await self._json("POST", "/agents/register", body=body)
         return result
 
-    async def heartbeat(self, agent_id: str, epoch: int) -> dict[str, Any]:
+    async def heartbeat(
+        self, agent_id: str, epoch: int, delivered: tuple[str, int] | None = None
+    ) -> dict[str, Any]:
+        """Alive; `delivered` (task, seq): the session has the operator's messages up to seq."""
+        body = {} if delivered is None else {"task_id": delivered[0], "delivered": delivered[1]}
         result: dict[str, Any] = await self._json(
-            "POST", f"/agents/{agent_id}/heartbeat", body={}, epoch=epoch
+            "POST", f"/agents/{agent_id}/heartbeat", body=body, epoch=epoch
         )
         return result
 
@@ -329,6 +333,12 @@ class FleetClient:
 
     async def cancel(self, task_id: str) -> dict[str, Any]:
         result: dict[str, Any] = await self._json("POST", f"/tasks/{task_id}/cancel")
+        return result
+
+    async def say(self, task_id: str, text: str) -> dict[str, Any]:
+        """Send the operator's message to a task (`codefleet say`)."""
+        body = {"text": text}
+        result: dict[str, Any] = await self._json("POST", f"/tasks/{task_id}/messages", body=body)
         return result
 
     async def retry(self, task_id: str) -> dict[str, Any]:

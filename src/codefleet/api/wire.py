@@ -144,7 +144,22 @@ class RegisterBody(_Body):
 
 
 class HeartbeatBody(_Body):
-    pass
+    """`POST /agents/{id}/heartbeat`; `task_id` and `delivered`: the running session has the
+    operator's messages of that task up to `delivered` (their `seq`)."""
+
+    task_id: TaskId | None = None
+    delivered: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
+
+    def delivery(self) -> tuple[str, int] | None:
+        if self.task_id is None or self.delivered is None:
+            return None
+        return self.task_id, self.delivered
+
+
+class MessageBody(_Body):
+    """`POST /tasks/{id}/messages`: one operator message (at most 16 KiB of UTF-8: 413)."""
+
+    text: Annotated[StrictStr, Field(min_length=1, pattern=r"\S")]
 
 
 class StartBody(_Body):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from codefleet.attempt import OperatorNote
 from codefleet.models import AgentStatus, DenyReason, TaskStatus
 
 __all__ = [
@@ -82,7 +83,9 @@ class Registered:
 
 @dataclass(frozen=True, slots=True)
 class Beat:
-    """A heartbeat's answer: the agent's status and its current epoch."""
+    """A heartbeat's answer: the agent's status, its current epoch, and the operator's
+    messages its running task has not received yet (`coord.messages`)."""
 
     status: AgentStatus
     epoch: int
+    messages: tuple[OperatorNote, ...] = ()

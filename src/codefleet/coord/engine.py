@@ -41,6 +41,7 @@ from codefleet.coord.interactive import InteractiveHolders
 from codefleet.coord.leases import LeaseTable
 from codefleet.coord.limitpolicy import Budget
 from codefleet.coord.limits import FleetLimits, ResumeReason
+from codefleet.coord.messages import OperatorMessages
 from codefleet.coord.operatorcalls import OperatorCalls
 from codefleet.coord.parts import CallParts
 from codefleet.coord.recovery import AliveMark
@@ -93,11 +94,12 @@ class Engine:
         )
         self.checks = CheckRegistry(store)
         self.limits = FleetLimits(store, Budget(cfg.max_cost, cfg.max_cost_hard))
+        self.messages = OperatorMessages(store, clock, self.transition)
         self.alive = AliveMark(store, clock, cfg.heartbeat_interval)
         parts = CallParts(
             store=store, tree=tree, clock=clock, agents=self.agents, tasks=self.tasks,
             leases=self.leases, files=self.files, checks=self.checks, limits=self.limits,
-            transition=self.transition, kick=self.kick,
+            messages=self.messages, transition=self.transition, kick=self.kick,
         )  # fmt: skip
         self.runner = RunnerCalls(parts, task_timeout=cfg.task_timeout, pull_tick=self._pull_tick)
         self.operator = OperatorCalls(parts, max_attempts=cfg.max_attempts)
@@ -107,8 +109,10 @@ class Engine:
 
     # -- the thin calls: each writes one part, through its piece (`runnercalls`, `operatorcalls`)
 
-    def heartbeat(self, agent_id: str, epoch: int) -> Beat:
-        return self.runner.heartbeat(agent_id, epoch)
+    def heartbeat(
+        self, agent_id: str, epoch: int, delivered: tuple[str, int] | None = None
+    ) -> Beat:
+        return self.runner.heartbeat(agent_id, epoch, delivered)
 
     def assignment(self, agent_id: str, epoch: int) -> AssignedTask | None:
         return self.runner.assignment(agent_id, epoch)
@@ -214,6 +218,7 @@ class Engine:
         self.interactive.load()
         self.files.load()
         self.limits.load(self.clock())
+        self.messages.load()
 
     def reload_touched(self, touched: Touched) -> None:
         """Re-read what a rolled-back transaction touched; nothing else (the store calls this)."""
@@ -540,6 +545,18 @@ class Engine:
             self.tasks.cancel(task, now)
         self.kick()
         return {"status": TaskStatus.CANCELLED}
+
+    def say(self, task_id: str, text: str) -> dict[str, Any]:
+        """Keep an operator message for a task that has not finished (`coord.messages`)."""
+        status = self.tasks.require(task_id)
+        task = self.tasks.index.live.get(task_id)
+        if task is None:
+            raise InvalidState(
+                f"task {task_id} is already {status}: a message reaches only a task that has "
+                "not finished",
+                {"status": status},
+            )
+        return self.messages.say(task, text)
 
     def retry(self, task_id: str) -> dict[str, Any]:
         """A failed or cancelled task starts over; its blocked dependents come back."""

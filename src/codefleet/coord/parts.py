@@ -18,6 +18,7 @@ from codefleet.coord.checks import CheckRegistry
 from codefleet.coord.files import Files
 from codefleet.coord.leases import LeaseTable
 from codefleet.coord.limits import FleetLimits
+from codefleet.coord.messages import OperatorMessages
 from codefleet.coord.restores import Transition
 from codefleet.coord.store import Store
 from codefleet.coord.tasks import TaskTable
@@ -39,5 +40,6 @@ class CallParts:
     files: Files
     checks: CheckRegistry
     limits: FleetLimits
+    messages: OperatorMessages
     transition: Transition  # one store transaction, restores after the outermost COMMIT
     kick: Callable[[], None]  # ask for a tick soon

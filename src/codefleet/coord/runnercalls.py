@@ -46,19 +46,27 @@ class RunnerCalls:
         self.leases = parts.leases
         self.files = parts.files
         self.checks = parts.checks
+        self.messages = parts.messages
         self.transition = parts.transition
         self.kick = parts.kick
         self.task_timeout = task_timeout
         self.pull_tick = pull_tick  # tick now, for a poll that is about to park
 
-    def heartbeat(self, agent_id: str, epoch: int) -> Beat:
+    def heartbeat(self, agent_id: str, epoch: int, delivered: tuple[str, int] | None) -> Beat:
+        """Alive; `delivered` (task, seq): its session has the operator's messages to seq.
+        The answer carries the messages its running task has not received yet."""
         agent = self.agents.check_epoch(agent_id, epoch)
         now = self.clock()
         self.agents.beat(agent, now)
         with self.transition():
             if self.agents.record_beat(agent, now):
                 self.kick()
-        return Beat(agent.status, agent.epoch)
+        task = self.tasks.index.in_flight.get(agent.current_task_id or "")
+        if task is None or task.agent_id != agent_id:
+            return Beat(agent.status, agent.epoch)
+        if delivered is not None and delivered[0] == task.id:
+            self.messages.arrived(task.id, delivered[1], task.attempts, agent_id)
+        return Beat(agent.status, agent.epoch, self.messages.pending(task.id))
 
     def assignment(self, agent_id: str, epoch: int) -> AssignedTask | None:
         agent = self.agents.check_epoch(agent_id, epoch)
@@ -76,6 +84,7 @@ class RunnerCalls:
             blocked_on_path=task.blocked_on_path, error=task.error,
             error_kind=None if kind is None else ErrorKind(kind), verify=task.verify,
             on_stale_read=StaleReadPolicy(task.on_stale_read or StaleReadPolicy.RECONCILE),
+            notes=self.messages.notes(task.id),
         )  # fmt: skip
 
     async def wait_assignment(self, agent_id: str, epoch: int, wait: float) -> AssignedTask | None:

@@ -83,4 +83,8 @@ def registered_json(answer: Registered, settings: Settings) -> dict[str, Any]:
 
 
 def beat_json(answer: Beat) -> dict[str, Any]:
-    return {"status": answer.status, "epoch": answer.epoch}
+    """The heartbeat's answer; `messages` only when the running task has some waiting."""
+    body: dict[str, Any] = {"status": answer.status, "epoch": answer.epoch}
+    if answer.messages:
+        body["messages"] = [m.to_wire() for m in answer.messages]
+    return body

@@ -32,6 +32,7 @@ from codefleet.api.wire import (
     CommitsBody,
     FleetBody,
     GraphBody,
+    MessageBody,
     TaskSpec,
 )
 from codefleet.config import Settings
@@ -267,6 +268,10 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
     @app.post("/tasks/{task_id}/cancel")
     async def cancel(task_id: str) -> JSONResponse:
         return _json(engine.cancel(task_id))
+
+    @app.post("/tasks/{task_id}/messages", status_code=201)
+    async def say(task_id: str, body: MessageBody) -> JSONResponse:
+        return _json(engine.say(task_id, body.text), 201)
 
     @app.post("/tasks/{task_id}/retry")
     async def retry(task_id: str) -> JSONResponse:

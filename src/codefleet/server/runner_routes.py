@@ -77,7 +77,8 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
     async def heartbeat(
         agent_id: str, epoch: Epoch, body: HeartbeatBody | None = None
     ) -> JSONResponse:
-        return JSONResponse(beat_json(engine.heartbeat(agent_id, epoch)))
+        delivered = body.delivery() if body else None
+        return JSONResponse(beat_json(engine.heartbeat(agent_id, epoch, delivered)))
 
     @app.delete("/agents/{agent_id}", status_code=204)
     async def leave(
@@ -204,9 +205,8 @@ def _handlers(engine: Engine) -> dict[tuple[str, str], Handler]:
         return (200, {"task": assignment_json(task)}) if task else (204, None)
 
     async def heartbeat(c: Call) -> Answer:
-        if c.body:
-            c.json(HeartbeatBody)
-        return 200, beat_json(engine.heartbeat(c.param, c.epoch()))
+        delivered = c.json(HeartbeatBody).delivery() if c.body else None
+        return 200, beat_json(engine.heartbeat(c.param, c.epoch(), delivered))
 
     async def change(c: Call) -> Answer:
         b = c.json(ChangeBody)

@@ -7,7 +7,9 @@ around it, name the file that blocked you). When the operator defined named
 checks, the prompt lists them (the `run_check` tool) and says which one will
 verify the task. Then the task title and description, and on a retry the
 previous attempt's error (for a failed verification: the check's output), so
-the agent knows why it is running again and what to fix. A `marker` (the offline fake model's script selector)
+the agent knows why it is running again and what to fix. The operator's messages
+to the task so far (`codefleet say`) follow, in order, under "Notes from the
+operator". A `marker` (the offline fake model's script selector)
 is appended only when given; live prompts never carry one.
 
 Pure text: no I/O, no SDK import.
@@ -17,10 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from codefleet.attempt import AssignedTask
+from codefleet.attempt import AssignedTask, OperatorNote
 from codefleet.models import ErrorKind
 
-__all__ = ["RULES", "build_prompt"]
+__all__ = ["NOTES_HEADING", "RULES", "build_prompt", "operator_message", "operator_notes"]
+
+NOTES_HEADING = "# Notes from the operator"
+LIVE_MESSAGE = "A message from the operator who runs this fleet (follow it if it applies):"
 
 CHECKS = """\
 Checks: you cannot run shell commands, but you can run the operator's named checks with the \
@@ -58,6 +63,8 @@ def build_prompt(task: AssignedTask, marker: str | None = None, checks: Sequence
     previous = _previous_error(task)
     if previous:
         parts.append(previous)
+    if task.notes:
+        parts.append(operator_notes(task.notes))
     if marker:
         parts.append(marker)
     return "\n\n".join(parts) + "\n"
@@ -84,3 +91,14 @@ def _previous_error(task: AssignedTask) -> str:
         f"{error.strip()}\n"
         "Read the files again before you edit them: they may have changed since."
     )
+
+
+def operator_notes(notes: Sequence[OperatorNote]) -> str:
+    """The prompt's section of the operator's messages, oldest first."""
+    lines = [f"{n}. {note.text.strip()}" for n, note in enumerate(notes, start=1)]
+    return NOTES_HEADING + "\n\nThe person who runs this fleet told you:\n" + "\n".join(lines)
+
+
+def operator_message(notes: Sequence[OperatorNote]) -> str:
+    """The user message that hands a running session the operator's new messages."""
+    return LIVE_MESSAGE + "\n\n" + "\n\n".join(note.text.strip() for note in notes) + "\n"

@@ -1,0 +1,117 @@
+"""The operator's messages to a task (`codefleet say`, issue 31): kept in order, routed, capped.
+
+Same harness as `test_engine.py`: a real engine over a real SQLite file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import pytest
+import test_engine
+from test_engine import Fleet
+
+from codefleet.attempt import AssignedTask, OperatorNote
+from codefleet.errors import InvalidState, NotFound, TooLarge
+from codefleet.models import MAX_MESSAGE_BYTES, MAX_MESSAGES_PER_TASK, EventType
+from codefleet.session.prompt import NOTES_HEADING, build_prompt, operator_message
+
+make_fleet = test_engine.make_fleet
+fleet = test_engine.fleet
+
+
+def test_messages_to_a_pending_task_are_kept_in_order_and_reach_its_first_attempt(fleet: Fleet):
+    agent = fleet.register("runner-1")
+    fleet.add("T1", "a.py")
+    fleet.engine.say("T1", "use httpx, not requests")
+    fleet.engine.say("T1", "the tests live in tests/unit")
+    fleet.tick()
+    task = fleet.engine.assignment(agent, fleet.epoch(agent))
+    assert task is not None
+    assert task.notes == (
+        OperatorNote(1, "use httpx, not requests"),
+        OperatorNote(2, "the tests live in tests/unit"),
+    )
+    said = fleet.events(EventType.OPERATOR_MESSAGE)
+    assert [(e["payload"]["seq"], e["payload"]["delivered"], e["payload"]["attempt"])
+            for e in said] == [(1, "next_attempt", 1), (2, "next_attempt", 1)]  # fmt: skip
+
+
+def test_the_next_attempts_prompt_lists_the_notes_under_their_heading_in_order():
+    task = AssignedTask(
+        id="T1", title="t", attempts=2, deadline=datetime(2026, 1, 1, tzinfo=UTC),
+        notes=(OperatorNote(1, "first"), OperatorNote(2, "second")),
+    )  # fmt: skip
+    prompt = build_prompt(task)
+    notes = prompt[prompt.index(NOTES_HEADING) :]
+    assert notes.index("1. first") < notes.index("2. second")
+    assert NOTES_HEADING not in build_prompt(AssignedTask(id="T1", title="t", attempts=1,
+                                                          deadline=task.deadline))  # fmt: skip
+
+
+def test_a_running_tasks_message_rides_its_owners_heartbeat_until_the_session_has_it(
+    fleet: Fleet,
+):
+    agent = fleet.register("runner-1")
+    fleet.add("T1", "a.py")
+    fleet.tick()
+    fleet.start("T1")
+    said = fleet.engine.say("T1", "stop after the first file")
+    assert said["delivered"] == "running"
+    epoch = fleet.epoch(agent)
+    assert fleet.engine.heartbeat(agent, epoch).messages == (
+        OperatorNote(1, "stop after the first file"),
+    )
+    assert fleet.engine.heartbeat(agent, epoch, ("T1", 1)).messages == ()
+    delivered = fleet.events(EventType.OPERATOR_MESSAGE_DELIVERED)
+    assert [(e["task_id"], e["payload"]["seq"]) for e in delivered] == [("T1", 1)]
+    fleet.engine.heartbeat(agent, epoch, ("T1", 1))
+    assert len(fleet.events(EventType.OPERATOR_MESSAGE_DELIVERED)) == 1  # once per message
+
+
+def test_a_message_never_reaches_another_tasks_runner(fleet: Fleet):
+    one, two = fleet.register("runner-1"), fleet.register("runner-2")
+    fleet.add("T1", "a.py")
+    fleet.add("T2", "b.py")
+    fleet.tick()
+    fleet.start("T1")
+    fleet.start("T2")
+    fleet.engine.say(fleet.engine.agents.by_id[one].current_task_id or "", "for you")
+    other = two if fleet.owner("T1") == one else one
+    assert fleet.engine.heartbeat(other, fleet.epoch(other), ("T1", 1)).messages == ()
+    assert fleet.events(EventType.OPERATOR_MESSAGE_DELIVERED) == []
+
+
+def test_messages_survive_a_restart(make_fleet: Callable[..., Fleet]):
+    first = make_fleet()
+    first.add("T1", "a.py")
+    first.engine.say("T1", "one")
+    first.engine.say("T1", "two")
+    again = make_fleet()
+    assert again.engine.messages.notes("T1") == (OperatorNote(1, "one"), OperatorNote(2, "two"))
+
+
+def test_a_finished_task_refuses_a_message_with_a_409(fleet: Fleet):
+    fleet.register("runner-1")
+    fleet.add("T1", "a.py")
+    fleet.run("T1")
+    with pytest.raises(InvalidState, match="already succeeded"):
+        fleet.engine.say("T1", "too late")
+    with pytest.raises(NotFound):
+        fleet.engine.say("T9", "nobody")
+
+
+def test_a_message_is_capped_in_size_and_a_task_in_count(fleet: Fleet):
+    fleet.add("T1", "a.py")
+    with pytest.raises(TooLarge):
+        fleet.engine.say("T1", "é" * (MAX_MESSAGE_BYTES // 2 + 1))
+    for n in range(MAX_MESSAGES_PER_TASK):
+        fleet.engine.say("T1", f"m{n}")
+    with pytest.raises(InvalidState, match="messages"):
+        fleet.engine.say("T1", "one more")
+
+
+def test_the_live_message_quotes_each_note_once():
+    text = operator_message([OperatorNote(3, "use httpx"), OperatorNote(4, "not requests")])
+    assert text.count("use httpx") == 1 and text.index("use httpx") < text.index("not requests")
