@@ -15,13 +15,20 @@ hook imports that on every write, and `dataclasses` costs it milliseconds
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from codefleet.models import ErrorKind, StaleReadPolicy, from_iso, to_iso
 
-__all__ = ["AssignedTask", "AttemptReport", "OperatorNote", "Reconciled", "StaleRead"]
+__all__ = [
+    "AssignedTask",
+    "AttemptReport",
+    "OperatorNote",
+    "Reconciled",
+    "StaleRead",
+    "merged_report",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,3 +170,17 @@ class AttemptReport:
                 "files_written": tuple(fields.get("files_written", ())),
             }
         )
+
+
+def merged_report(before: AttemptReport, after: AttemptReport) -> AttemptReport:
+    """The attempt's report after one more turn: the turn's verdict, the usage summed."""
+    written = tuple(dict.fromkeys((*before.files_written, *after.files_written)))
+    return replace(
+        after,
+        input_tokens=before.input_tokens + after.input_tokens,
+        output_tokens=before.output_tokens + after.output_tokens,
+        cost_usd=before.cost_usd + after.cost_usd,
+        files_written=written,
+        session_id=after.session_id or before.session_id,
+        summary=after.summary or before.summary,
+    )

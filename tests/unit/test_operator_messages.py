@@ -14,8 +14,9 @@ from test_engine import Fleet
 
 from codefleet.attempt import AssignedTask, OperatorNote
 from codefleet.errors import InvalidState, NotFound, TooLarge
+from codefleet.fleet.inbox import operator_message
 from codefleet.models import MAX_MESSAGE_BYTES, MAX_MESSAGES_PER_TASK, EventType
-from codefleet.session.prompt import NOTES_HEADING, build_prompt, operator_message
+from codefleet.session.prompt import NOTES_HEADING, build_prompt
 
 make_fleet = test_engine.make_fleet
 fleet = test_engine.fleet

@@ -24,7 +24,7 @@ from codefleet.models import TaskStatus
 if TYPE_CHECKING:
     from codefleet.api.client import FleetClient
 
-__all__ = ["cancel", "reset", "retry", "tasks"]
+__all__ = ["cancel", "reset", "retry", "say", "tasks"]
 
 STATUSES = tuple(TaskStatus)
 
@@ -78,10 +78,10 @@ def tasks(
 
 
 async def _read_events(client: FleetClient, task_id: str) -> list[dict[str, Any]]:
-    """The task's `stale_read` and `reconciled` events, in log order."""
+    """The task's `stale_read`, `reconciled` and `operator_message` events, in log order."""
     found = [
         e
-        for kind in ("stale_read", "reconciled")
+        for kind in ("stale_read", "reconciled", "operator_message")
         for e in await client.events(type_=kind)
         if e.get("task_id") == task_id
     ]
@@ -128,6 +128,30 @@ def cancel(
     if done < len(outcome):
         err_console.print(f"{done} of {len(outcome)} task(s) cancelled", markup=False)
         raise typer.Exit(1)
+
+
+@app.command(rich_help_panel=OPERATE)
+def say(
+    task_id: Annotated[str, typer.Argument(help="The task to tell.", metavar="TASK")],
+    text: Annotated[str, typer.Argument(help="The message (at most 16 KiB).", metavar="MESSAGE")],
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Tell a task something: a running session gets it at its next turn boundary, a task
+    that is not running gets it in its next attempt's prompt ("Notes from the operator")."""
+    from codefleet.cli.output import console
+
+    settings = settings_from(server_url=server, token=token)
+    said = call_server(settings, lambda c: c.say(task_id, text))
+    if json_out:
+        print_json(said)
+        return
+    where = {
+        "running": "the running session gets it at its next turn boundary",
+        "next_attempt": f"attempt {said['attempt']}'s prompt will carry it",
+    }[str(said["delivered"])]
+    console.print(f"{task_id}: message #{said['seq']} kept; {where}", markup=False)
 
 
 @app.command(rich_help_panel=OPERATE)

@@ -15,6 +15,10 @@ process), and before it returns a report it hands it to
 conversation: the attempt's stale reads are found there and the task's
 `on_stale_read` policy applied.
 
+Operator messages: before `settle_reads`, an executor hands its first turn's
+report to `fleet.inbox.hear_operator` with the same follow-up turn, so the
+operator's messages that arrived meanwhile (`Attempt.inbox`) reach the session.
+
 An executor must tolerate cancellation: the runner cancels it on timeout or
 when its runner is fenced, and it must then stop whatever it started.
 """
@@ -27,6 +31,7 @@ from typing import Any, Protocol
 
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.fleet.checks import Checker
+from codefleet.fleet.inbox import Inbox
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.fleet.reads import ReadLog
 from codefleet.models import DEFAULT_RECONCILE_ROUNDS
@@ -44,6 +49,7 @@ class Attempt:
     checks: Checker | None = None
     reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS
     reads: ReadLog = field(default_factory=ReadLog)
+    inbox: Inbox = field(default_factory=Inbox)  # the operator's messages on their way
 
     @property
     def task_id(self) -> str:

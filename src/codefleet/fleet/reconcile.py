@@ -32,7 +32,7 @@ from dataclasses import replace
 from enum import StrEnum
 from typing import Any, Final
 
-from codefleet.attempt import AttemptReport, Reconciled, StaleRead
+from codefleet.attempt import AttemptReport, Reconciled, StaleRead, merged_report
 from codefleet.errors import StaleEpoch
 from codefleet.fleet.executor import Attempt
 from codefleet.fleet.followup import Seen, followup
@@ -91,7 +91,7 @@ async def _reconcile(
         rounds += 1
         after = await turn(_message(attempt, found))
         cost += after.cost_usd
-        report = _merged(report, after)
+        report = merged_report(report, after)
         if not after.ok or attempt.gate.fenced:
             failed = Reconciled(rounds=rounds, outcome=Outcome.FAILED, cost_usd=cost)
             await _announce(attempt, reconciled=failed)
@@ -123,20 +123,6 @@ def stale_error(found: Sequence[StaleRead]) -> str:
         f"Files this attempt read were changed by other tasks while it worked: {named}. "
         "Its edits were rolled back: read those files again and do the work against what "
         "is there now."
-    )
-
-
-def _merged(before: AttemptReport, after: AttemptReport) -> AttemptReport:
-    """The attempt's report after one more turn: the turn's verdict, the usage summed."""
-    written = tuple(dict.fromkeys((*before.files_written, *after.files_written)))
-    return replace(
-        after,
-        input_tokens=before.input_tokens + after.input_tokens,
-        output_tokens=before.output_tokens + after.output_tokens,
-        cost_usd=before.cost_usd + after.cost_usd,
-        files_written=written,
-        session_id=after.session_id or before.session_id,
-        summary=after.summary or before.summary,
     )
 
 

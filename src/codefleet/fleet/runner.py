@@ -12,6 +12,10 @@ view (within what is left of the attempt's wall clock); a failure turns the
 attempt into `verify_failed` whose error carries the check's output, so the
 next attempt's prompt shows what to fix.
 
+Operator messages: the heartbeat's answer carries the running task's unreceived
+messages into the attempt's `Inbox`, and the next heartbeat says which ones
+its session has (`fleet.inbox`): no other loop asks for them.
+
 Fencing: when any call answers `stale_epoch`, the runner cancels the running
 attempt, drops its result and registers again. A `not_owner` answer means the
 task moved on without us; the runner simply asks for new work. While the
@@ -47,10 +51,11 @@ from pathlib import Path
 from typing import Any
 
 from codefleet.api.client import ApiError, FleetClient, ServerUnavailable, handed_task
-from codefleet.attempt import AssignedTask, AttemptReport
+from codefleet.attempt import AssignedTask, AttemptReport, OperatorNote
 from codefleet.errors import DomainError, Forbidden, NotFound, NotOwner, StaleEpoch, Unauthorized
 from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS, Checker, CheckLimits
 from codefleet.fleet.executor import Attempt, Executor
+from codefleet.fleet.inbox import Inbox
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.models import DEFAULT_RECONCILE_ROUNDS, CheckPurpose, ErrorKind
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
@@ -121,6 +126,7 @@ class Runner:
         self.task_timeout = options.task_timeout or 600.0
         self.fenced = asyncio.Event()
         self._registering: asyncio.Future[dict[str, Any]] | None = None  # the last register call
+        self.inbox = Inbox()  # the running attempt's operator messages (`fleet.inbox`)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -263,11 +269,18 @@ class Runner:
         while True:
             await asyncio.sleep(self.heartbeat_s)
             try:
-                await self.client.heartbeat(self.agent_id, self.epoch)
+                await self._beat(self.inbox)
             except StaleEpoch:
                 self.fenced.set()
             except Exception:  # a loop boundary: a missed beat is retried next interval
                 log.warning("%s: heartbeat failed", self.options.name, exc_info=True)
+
+    async def _beat(self, inbox: Inbox) -> None:
+        """One heartbeat: say which operator messages the session has, take the new ones."""
+        acknowledged = inbox.acknowledged()
+        beat = await self.client.heartbeat(self.agent_id, self.epoch, acknowledged)
+        inbox.told(acknowledged)
+        inbox.offer(OperatorNote.from_wire(m) for m in beat.get("messages") or ())
 
     async def _retrying(self, call: Any) -> Any:
         """`call()` until it is not a transient fault (unreachable, timed out, 5xx)."""
@@ -303,9 +316,17 @@ class Runner:
             self.options.name,
             checker,
             reconcile_rounds=self.options.reconcile_rounds,
+            inbox=Inbox(task),
         )
         started = time.monotonic()
-        report = await self._execute(attempt)
+        self.inbox = attempt.inbox
+        try:
+            report = await self._execute(attempt)
+            if attempt.inbox.owed and not gate.fenced:  # before the report ends the attempt
+                with contextlib.suppress(Exception):  # a record; the prompt covers the rest
+                    await self._beat(attempt.inbox)
+        finally:
+            self.inbox = Inbox()
         if report is not None and not gate.fenced:
             report = await self._verify(attempt, report, started)
         if report is None or gate.fenced:

@@ -10,7 +10,7 @@ message, e.g. a reconcile turn; without it, the first turn):
     fail: MESSAGE               check: NAME                 expect_check: pass|fail
     expect_error: TEXT          make_dir: PATH              rate_limit: SECONDS|null
     cost: USD                   read: PATH                  wait_succeeded: TASK
-    expect_followup: TEXT
+    expect_followup: TEXT       wait_message: TEXT
 
 Every file change goes through the attempt's `WriteGate` first, exactly as a
 real session's hook does; a denied write ends the attempt as a veto naming the
@@ -32,7 +32,9 @@ restore.
 `read` reads a file as the session's `Read` tool does (recorded in the
 attempt's read set); `wait_succeeded` waits until another task succeeded;
 `expect_followup` ends the turn as an agent error unless the follow-up message
-it answers contains TEXT (how the scripted tier observes a reconcile turn).
+it answers contains TEXT (how the scripted tier observes a reconcile turn);
+`wait_message` waits until the runner's heartbeat brought an operator message
+containing TEXT for this attempt (`codefleet say`), not yet handed to the turn.
 After the first turn, the attempt's reads are validated (`fleet.reconcile`); a
 follow-up message plays the steps of the next turn.
 A task with no script succeeds without writing anything.
@@ -52,6 +54,7 @@ import yaml
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.fleet.checks import CheckResult
 from codefleet.fleet.executor import Attempt
+from codefleet.fleet.inbox import hear_operator
 from codefleet.fleet.reconcile import settle_reads
 from codefleet.models import CheckPurpose, ErrorKind, EventType
 
@@ -61,7 +64,7 @@ STEP_KINDS: Final = frozenset(
     {
         "write", "edit", "append", "sleep", "wait_leased", "wait_denied", "fail",
         "check", "expect_check", "expect_error", "make_dir", "rate_limit", "cost",
-        "read", "wait_succeeded", "expect_followup",
+        "read", "wait_succeeded", "expect_followup", "wait_message",
     }
 )  # fmt: skip
 STEP_OPTIONS: Final = frozenset({"attempt", "turn"})
@@ -152,6 +155,7 @@ class ScriptedExecutor:
             "wait_leased": self._leased_by_other,
             "wait_denied": self._was_denied,
             "wait_succeeded": self._succeeded,
+            "wait_message": self._heard,
         }
 
     async def run(self, attempt: Attempt) -> AttemptReport:
@@ -163,7 +167,8 @@ class ScriptedExecutor:
             played.turn, played.followup, played.cost_usd = played.turn + 1, message, 0.0
             return await self._turn(attempt, played)
 
-        return await settle_reads(attempt, await self._turn(attempt, played), follow_up)
+        first = await hear_operator(attempt.inbox, await self._turn(attempt, played), follow_up)
+        return await settle_reads(attempt, first, follow_up)
 
     async def _turn(self, attempt: Attempt, played: _Played) -> AttemptReport:
         """Play the steps of the current turn; the turn's report (its own cost)."""
@@ -193,7 +198,7 @@ class ScriptedExecutor:
                 await self._change(attempt, "Edit", step.arg, _append)
             case "sleep":
                 await asyncio.sleep(float(step.arg))
-            case "wait_leased" | "wait_denied" | "wait_succeeded":
+            case "wait_leased" | "wait_denied" | "wait_succeeded" | "wait_message":
                 await self._wait(attempt, str(step.arg), self._waits[step.kind])
             case "fail":
                 _give_up(attempt, str(step.arg))
@@ -270,6 +275,9 @@ class ScriptedExecutor:
 
     async def _succeeded(self, attempt: Attempt, task_id: str) -> bool:
         return bool((await attempt.gate.client.task(task_id))["status"] == "succeeded")
+
+    async def _heard(self, attempt: Attempt, text: str) -> bool:
+        return any(text in note.text for note in attempt.inbox.waiting)
 
     async def _was_denied(self, attempt: Attempt, path: str) -> bool:
         events = await attempt.gate.client.events(type_=EventType.LEASE_DENIED)

@@ -22,10 +22,9 @@ from collections.abc import Sequence
 from codefleet.attempt import AssignedTask, OperatorNote
 from codefleet.models import ErrorKind
 
-__all__ = ["NOTES_HEADING", "RULES", "build_prompt", "operator_message", "operator_notes"]
+__all__ = ["NOTES_HEADING", "RULES", "build_prompt", "operator_notes"]
 
 NOTES_HEADING = "# Notes from the operator"
-LIVE_MESSAGE = "A message from the operator who runs this fleet (follow it if it applies):"
 
 CHECKS = """\
 Checks: you cannot run shell commands, but you can run the operator's named checks with the \
@@ -97,8 +96,3 @@ def operator_notes(notes: Sequence[OperatorNote]) -> str:
     """The prompt's section of the operator's messages, oldest first."""
     lines = [f"{n}. {note.text.strip()}" for n, note in enumerate(notes, start=1)]
     return NOTES_HEADING + "\n\nThe person who runs this fleet told you:\n" + "\n".join(lines)
-
-
-def operator_message(notes: Sequence[OperatorNote]) -> str:
-    """The user message that hands a running session the operator's new messages."""
-    return LIVE_MESSAGE + "\n\n" + "\n\n".join(note.text.strip() for note in notes) + "\n"

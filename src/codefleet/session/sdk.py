@@ -90,6 +90,7 @@ from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITra
 from codefleet.attempt import AttemptReport
 from codefleet.fleet.checks import CHECK_TOOL, Checker
 from codefleet.fleet.executor import Attempt
+from codefleet.fleet.inbox import hear_operator
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.fleet.reads import READ_RECORDED_TOOLS
 from codefleet.fleet.reconcile import settle_reads
@@ -447,7 +448,8 @@ async def _reaping(
 async def _converse(
     attempt: Attempt, prompt: str, options: ClaudeAgentOptions, attempt_log: AttemptLog
 ) -> AttemptReport:
-    """The first turn, then the reconcile turns `settle_reads` asks for, in one conversation."""
+    """The first turn, the operator's messages (`hear_operator`), then the reconcile turns
+    `settle_reads` asks for, in one conversation."""
     transport = SubprocessCLITransport(prompt=no_input(), options=options)
     attempt_log.transport = transport
     async with Conversation(options, transport, lambda m: _watch(m, attempt_log)) as talk:
@@ -457,6 +459,7 @@ async def _converse(
             return await _turn(talk, message, attempt, attempt_log)
 
         first = await _turn(talk, prompt, attempt, attempt_log)
+        first = await hear_operator(attempt.inbox, first, None if talk.broken else follow_up)
         return await settle_reads(attempt, first, None if talk.broken else follow_up)
 
 

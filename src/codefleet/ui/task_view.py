@@ -28,7 +28,8 @@ def task_detail(
 ) -> RenderableType:
     """The task's fields as a two-column list, then its description, in a titled panel.
 
-    `reads`: the task's `stale_read` and `reconciled` events, one line each.
+    `reads`: the task's `stale_read`, `reconciled` and `operator_message` events, one line
+    each (the operator's messages under "messages").
     `crop` keeps only the last 2000 characters of the error (for a terminal, not a pipe).
     """
     fields = Table.grid(padding=(0, 2))
@@ -36,9 +37,12 @@ def task_detail(
     fields.add_column()
     for name, value in _fields(task, crop):
         fields.add_row(name, value)
-    for n, event in enumerate(reads):
-        line = phrase(str(event["type"]), event.get("payload") or {}) or str(event["type"])
-        fields.add_row("stale reads" if n == 0 else "", Text(line, style="yellow"))
+    said = [e for e in reads if e["type"] == "operator_message"]
+    stale = [e for e in reads if e["type"] != "operator_message"]
+    for label, events, style in (("stale reads", stale, "yellow"), ("messages", said, "cyan")):
+        for n, event in enumerate(events):
+            line = phrase(str(event["type"]), event.get("payload") or {}) or str(event["type"])
+            fields.add_row(label if n == 0 else "", Text(line, style=style))
     description = Text(task.get("description") or "(no description)", style="dim")
     title = Text(f"{task['id']} · {task['title']}")
     return Panel(Group(fields, Text(""), description), title=title, title_align="left")

@@ -15,7 +15,7 @@ const ORDER = [
   "check_defined", "check_started", "check_finished",
   "agent_registered", "agent_online", "agent_offline", "fleet_started", "fleet_idle", "run_finished",
   "task_committed", "fleet_paused", "fleet_resumed", "fleet_budget_set", "fleet_budget_exhausted",
-  "stale_read", "reconciled",
+  "stale_read", "reconciled", "operator_message", "operator_message_delivered",
 ];
 
 export function category(type) {

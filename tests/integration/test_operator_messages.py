@@ -1,0 +1,107 @@
+"""Operator messages over the wire (issue 31): the real runner and server, scripted brains.
+
+A message to a task that is not running waits for its next attempt's prompt; a
+message to a running task rides its runner's heartbeat and reaches the session at
+the next turn boundary, as one more user message in the same conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from codefleet.api.client import FleetClient
+from codefleet.errors import InvalidState, NotFound, TooLarge
+from codefleet.fleet.local import run_fleet
+from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.models import MAX_MESSAGE_BYTES
+from codefleet.server.thread import ServerThread
+from codefleet.session.prompt import NOTES_HEADING, build_prompt
+
+FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
+
+
+def of(events: list[dict[str, Any]], *kinds: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] in kinds]
+
+
+async def test_a_message_to_a_pending_task_shows_in_its_next_assignments_prompt(
+    client: FleetClient,
+) -> None:
+    await client.create_tasks([{"id": "T1", "title": "fetch", "description": "get it"}])
+    said = await client.say("T1", "use httpx, not requests")
+    registered = await client.register("r1", (await client.health())["workdir"], 1234)
+
+    task = await client.assignment(registered["agent_id"], registered["epoch"], wait=5)
+
+    assert (said["seq"], said["delivered"], said["attempt"]) == (1, "next_attempt", 1)
+    assert task is not None
+    prompt = build_prompt(task)
+    assert "use httpx, not requests" in prompt[prompt.index(NOTES_HEADING) :]
+
+
+async def test_a_running_session_gets_the_message_at_its_next_turn_boundary(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST)
+    script = {
+        "T1": [
+            {"wait_message": "tests/unit"},
+            {"expect_followup": "the tests live in tests/unit", "turn": 2},
+            {"write": {"path": "tests.txt", "content": "tests/unit\n"}, "turn": 2},
+        ]
+    }
+    executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "T1", "title": "t", "description": "d"}])
+        fleet = asyncio.create_task(
+            run_fleet(server.url, 1, lambda _: executor, workdir, workdir.parent / "runs")
+        )
+        while (await client.task("T1"))["status"] != "running":
+            await asyncio.sleep(0.01)
+        said = await client.say("T1", "the tests live in tests/unit")
+        result = await asyncio.wait_for(fleet, 30)
+        events = await client.all_events()
+    assert result.all_succeeded
+    assert said["delivered"] == "running"
+    assert [(t, a) for t, a, _ in executor.followups] == [("T1", 1)]
+    assert (workdir / "tests.txt").read_text() == "tests/unit\n"
+    order = [e["type"] for e in of(events, "operator_message", "operator_message_delivered",
+                                   "task_succeeded")]  # fmt: skip
+    assert order == ["operator_message", "operator_message_delivered", "task_succeeded"]
+
+
+async def test_a_message_is_an_operator_action_with_clear_refusals(
+    make_server: Callable[..., ServerThread],
+) -> None:
+    server = make_server(token="s3cret")
+    async with httpx.AsyncClient(base_url=server.url) as raw:
+        refused = await raw.post("/tasks/T1/messages", json={"text": "hi"})
+    assert refused.status_code == 401
+    async with FleetClient(server.url, token="s3cret") as client:
+        await client.create_tasks([{"id": "T1", "title": "t", "description": "d"}])
+        async with httpx.AsyncClient(
+            base_url=server.url, headers={"Authorization": "Bearer s3cret"}
+        ) as raw:
+            blank = await raw.post("/tasks/T1/messages", json={"text": "  "})
+        assert blank.status_code == 422
+        try:
+            await client.say("T1", "x" * (MAX_MESSAGE_BYTES + 1))
+            raise AssertionError("a message past the size cap was kept")
+        except TooLarge as err:
+            assert "16384 bytes" in err.message
+        try:
+            await client.say("T9", "nobody")
+            raise AssertionError("a message to no task was kept")
+        except NotFound:
+            pass
+        await client.cancel("T1")
+        try:
+            await client.say("T1", "too late")
+            raise AssertionError("a message to a cancelled task was kept")
+        except InvalidState as err:
+            assert "already cancelled" in err.message
