@@ -24,6 +24,7 @@ from codefleet.models import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_POLL_INTERVAL_S,
     DEFAULT_PREIMAGE_MAX_BYTES,
+    DEFAULT_QUESTION_TIMEOUT_S,
     DEFAULT_RECONCILE_ROUNDS,
     DEFAULT_STALE_AFTER_S,
     DEFAULT_TASK_TIMEOUT_S,
@@ -66,6 +67,7 @@ class Settings(BaseSettings):
     check_timeout: float = Field(default=300.0, gt=0)
     check_dir: Path | None = None
     reconcile_rounds: int = Field(default=DEFAULT_RECONCILE_ROUNDS, ge=0, le=20)
+    question_timeout: float = Field(default=DEFAULT_QUESTION_TIMEOUT_S, ge=0)  # 0: no asking
     interactive_idle: float = Field(default=DEFAULT_INTERACTIVE_IDLE_S, gt=0)
     max_cost: float | None = Field(default=None, gt=0)
     max_cost_hard: bool = False

@@ -148,6 +148,8 @@ class EventType(StrEnum):
     RECONCILED = "reconciled"
     OPERATOR_MESSAGE = "operator_message"
     OPERATOR_MESSAGE_DELIVERED = "operator_message_delivered"
+    QUESTION_ASKED = "question_asked"
+    QUESTION_ANSWERED = "question_answered"
 
 
 class CheckPurpose(StrEnum):
@@ -201,6 +203,10 @@ DEFAULT_RECONCILE_ROUNDS: Final = 2  # reconcile turns per attempt before the la
 MAX_CHECK_COMMAND: Final = 4096
 MAX_MESSAGE_BYTES: Final = 16 * 1024  # one operator message (UTF-8)
 MAX_MESSAGES_PER_TASK: Final = 100  # operator messages one task keeps
+DEFAULT_QUESTION_TIMEOUT_S: Final = 600.0  # an unanswered `ask_operator` gets NO_ANSWER after it
+NO_ANSWER: Final = (
+    "No answer: use your best judgment and say in your final message what you assumed"
+)
 
 # Scope paths one graph load may declare in all: each is canonicalized with a `stat`
 # (docs/decisions.md, "A big load is prepared off the event loop").

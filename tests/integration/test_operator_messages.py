@@ -105,3 +105,63 @@ async def test_a_message_is_an_operator_action_with_clear_refusals(
             raise AssertionError("a message to a cancelled task was kept")
         except InvalidState as err:
             assert "already cancelled" in err.message
+
+
+# -- ask_operator ---------------------------------------------------------------------------
+
+
+async def run_one(server: ServerThread, workdir: Path, script: dict[str, Any]) -> Any:
+    executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
+    return asyncio.create_task(
+        run_fleet(server.url, 1, lambda _: executor, workdir, workdir.parent / "runs")
+    )
+
+
+async def test_a_questions_answer_reaches_the_waiting_tool(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST)
+    script = {"T1": [{"ask": "httpx or requests?"}, {"expect_answer": "use httpx"},
+                     {"write": {"path": "client.txt", "content": "httpx\n"}}]}  # fmt: skip
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "T1", "title": "t", "description": "d"}])
+        fleet = await run_one(server, workdir, script)
+        while not (open_questions := await client.questions()):
+            await asyncio.sleep(0.01)
+        answered = await client.answer("T1", "use httpx")
+        result = await asyncio.wait_for(fleet, 30)
+        events = await client.all_events()
+    [question] = open_questions
+    assert (question["task_id"], question["attempt"], question["text"]) == (
+        "T1", 1, "httpx or requests?"
+    )  # fmt: skip
+    assert answered["question_id"] == question["question_id"] and answered["by"] == "operator"
+    assert result.all_succeeded
+    assert (workdir / "client.txt").read_text() == "httpx\n"
+    [asked] = of(events, "question_asked")
+    assert asked["payload"]["question_id"] == question["question_id"]
+    assert await_free(events)
+
+
+def await_free(events: list[dict[str, Any]]) -> bool:
+    """No runner went stale and no attempt was taken back while a question waited."""
+    stale = [e for e in of(events, "agent_offline") if e["payload"]["reason"] == "agent_stale"]
+    return not stale and not of(events, "task_requeued", "task_failed")
+
+
+async def test_a_questions_wait_neither_makes_the_runner_stale_nor_spends_its_wall_clock(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(
+        heartbeat_interval=0.1, stale_after=0.5, task_timeout=1.0, question_timeout=2.0,
+        tick_interval=0.05, backoff_base=0.0,
+    )  # fmt: skip
+    script = {"T1": [{"ask": "which tests?"}, {"expect_answer": "No answer: use your best"}]}
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "T1", "title": "t", "description": "d"}])
+        result = await asyncio.wait_for(await run_one(server, workdir, script), 30)
+        events = await client.all_events()
+    assert result.all_succeeded
+    [answered] = of(events, "question_answered")
+    assert answered["payload"]["by"] == "timeout"
+    assert await_free(events)

@@ -15,7 +15,7 @@ from test_engine import Fleet
 from codefleet.attempt import AssignedTask, OperatorNote
 from codefleet.errors import InvalidState, NotFound, TooLarge
 from codefleet.fleet.inbox import operator_message
-from codefleet.models import MAX_MESSAGE_BYTES, MAX_MESSAGES_PER_TASK, EventType
+from codefleet.models import MAX_MESSAGE_BYTES, MAX_MESSAGES_PER_TASK, NO_ANSWER, EventType
 from codefleet.session.prompt import NOTES_HEADING, build_prompt
 
 make_fleet = test_engine.make_fleet
@@ -116,3 +116,49 @@ def test_a_message_is_capped_in_size_and_a_task_in_count(fleet: Fleet):
 def test_the_live_message_quotes_each_note_once():
     text = operator_message([OperatorNote(3, "use httpx"), OperatorNote(4, "not requests")])
     assert text.count("use httpx") == 1 and text.index("use httpx") < text.index("not requests")
+
+
+# -- questions ------------------------------------------------------------------------------
+
+
+def test_an_unanswered_question_gets_no_answer_after_the_timeout_and_the_log_says_so(
+    make_fleet: Callable[..., Fleet],
+):
+    fleet = make_fleet(question_timeout=600.0)
+    agent = fleet.register("runner-1")
+    fleet.add("T1", "a.py")
+    fleet.tick()
+    fleet.start("T1")
+    epoch = fleet.epoch(agent)
+    asked = fleet.engine.ask(agent, epoch, "T1", "which tests?")
+    fleet.clock.advance(599)
+    assert fleet.engine.heartbeat(agent, epoch).answers == ()
+    fleet.clock.advance(1)
+    beat = fleet.engine.heartbeat(agent, epoch)
+    assert beat.answers == ((asked.question_id, NO_ANSWER),)
+    [answered] = fleet.events(EventType.QUESTION_ANSWERED)
+    assert answered["payload"]["by"] == "timeout"
+    assert fleet.engine.questions.open() == []
+
+
+def test_a_questions_wait_moves_the_servers_deadline(make_fleet: Callable[..., Fleet]):
+    fleet = make_fleet(question_timeout=600.0, task_timeout=100.0)
+    agent = fleet.register("runner-1")
+    fleet.add("T1", "a.py")
+    fleet.tick()
+    fleet.start("T1")
+    fleet.engine.ask(agent, fleet.epoch(agent), "T1", "which tests?")
+    fleet.clock.advance(400)  # past the wall clock and its grace, all of it spent asking
+    fleet.engine.heartbeat(agent, fleet.epoch(agent))
+    fleet.tick()
+    assert fleet.engine.tasks.index.live["T1"].status == "running"
+
+
+def test_with_a_zero_timeout_a_session_cannot_ask(make_fleet: Callable[..., Fleet]):
+    fleet = make_fleet(question_timeout=0.0)
+    agent = fleet.register("runner-1")
+    fleet.add("T1", "a.py")
+    fleet.tick()
+    fleet.start("T1")
+    with pytest.raises(InvalidState, match="off"):
+        fleet.engine.ask(agent, fleet.epoch(agent), "T1", "which tests?")

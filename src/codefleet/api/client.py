@@ -341,6 +341,29 @@ class FleetClient:
         result: dict[str, Any] = await self._json("POST", f"/tasks/{task_id}/messages", body=body)
         return result
 
+    async def ask(self, task_id: str, agent_id: str, epoch: int, text: str) -> dict[str, Any]:
+        """The owner's session asks the operator (`ask_operator`); the question's record."""
+        body = {"agent_id": agent_id, "text": text}
+        result: dict[str, Any] = await self._json(
+            "POST", f"/tasks/{task_id}/questions", body=body, epoch=epoch
+        )
+        return result
+
+    async def answer(
+        self, task_id: str, text: str, question_id: str | None = None
+    ) -> dict[str, Any]:
+        """Answer the task's oldest open question (or the one named): `codefleet answer`."""
+        body: dict[str, Any] = {"text": text}
+        if question_id is not None:
+            body["question_id"] = question_id
+        result: dict[str, Any] = await self._json("POST", f"/tasks/{task_id}/answers", body=body)
+        return result
+
+    async def questions(self) -> list[dict[str, Any]]:
+        """The questions nobody has answered yet, oldest first."""
+        result: list[dict[str, Any]] = (await self._json("GET", "/questions"))["questions"]
+        return result
+
     async def retry(self, task_id: str) -> dict[str, Any]:
         result: dict[str, Any] = await self._json("POST", f"/tasks/{task_id}/retry")
         return result

@@ -156,6 +156,21 @@ class HeartbeatBody(_Body):
         return self.task_id, self.delivered
 
 
+class QuestionBody(_Body):
+    """`POST /tasks/{id}/questions`: the owner's session asks the operator (`ask_operator`)."""
+
+    agent_id: StrictStr
+    text: Annotated[StrictStr, Field(min_length=1, pattern=r"\S")]
+
+
+class AnswerBody(_Body):
+    """`POST /tasks/{id}/answers`: the operator answers the task's oldest open question (or
+    the one named)."""
+
+    text: Annotated[StrictStr, Field(min_length=1, pattern=r"\S")]
+    question_id: Annotated[StrictStr, Field(min_length=1, max_length=100)] | None = None
+
+
 class MessageBody(_Body):
     """`POST /tasks/{id}/messages`: one operator message (at most 16 KiB of UTF-8: 413)."""
 

@@ -193,6 +193,9 @@ writing; run names the tasks the script lacks and does not start.
   read: PATH                       read a file (recorded in the attempt's read set)
   wait_succeeded: TASK             wait until another task succeeded
   expect_followup: TEXT            fail unless the follow-up message (reconcile turn) says TEXT
+  wait_message: TEXT               wait until an operator message (codefleet say) says TEXT
+  ask: QUESTION                    ask the operator (ask_operator) and wait for the answer
+  expect_answer: TEXT              fail unless the operator's last answer contains TEXT
 
 Example (codefleet init --scripts writes one for its example tasks):
 

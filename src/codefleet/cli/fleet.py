@@ -194,6 +194,14 @@ def run(
     task_budget_usd: BudgetOpt = None,
     max_cost: MaxCostOpt = None,
     max_cost_hard: MaxCostHardOpt = None,
+    no_questions: Annotated[
+        bool,
+        typer.Option(
+            "--no-questions",
+            help="Unattended: an agent's ask_operator is answered at once with 'No answer: use "
+            "your best judgment'.",
+        ),
+    ] = False,
     commit: CommitOpt = False,
     branch: BranchOpt = None,
     json_out: JsonOpt = False,
@@ -269,7 +277,7 @@ def run(
                 protected=(settings.db, settings.run_dir), check_timeout=settings.check_timeout,
                 check_dir=settings.check_dir, on_runner_down=runner_down,
                 name_suffix=invocation_suffix(), protected_names=settings.protected_names,
-                reconcile_rounds=settings.reconcile_rounds,
+                reconcile_rounds=settings.reconcile_rounds, no_questions=no_questions,
                 interrupt=interrupt, say=lambda s: err_console.print(s, markup=False),
                 simulated=agents.mode != "live",
             )  # fmt: skip

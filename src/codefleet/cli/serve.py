@@ -37,6 +37,13 @@ def serve(
     task_timeout: Annotated[
         float | None, typer.Option(help="Seconds a task attempt may run [CODEFLEET_TASK_TIMEOUT].")
     ] = None,
+    question_timeout: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds an agent's question (ask_operator) waits for an answer; 0: agents "
+            "cannot ask [CODEFLEET_QUESTION_TIMEOUT].",
+        ),
+    ] = None,
     stale_after: Annotated[
         float | None,
         typer.Option(
@@ -139,7 +146,7 @@ def serve(
 
     settings = settings_from(
         host=host, port=port, db=db, workdir=workdir, run_dir=run_dir, task_timeout=task_timeout,
-        stale_after=stale_after, heartbeat_interval=heartbeat_interval,
+        question_timeout=question_timeout, stale_after=stale_after, heartbeat_interval=heartbeat_interval,
         poll_interval=poll_interval, tick_interval=tick_interval, max_attempts=max_attempts,
         allow_reset=allow_reset, token=token, keep_failed_edits=keep_failed_edits,
         backoff_base=backoff_base, backoff_cap=backoff_cap, preimage_max_bytes=preimage_max_bytes,

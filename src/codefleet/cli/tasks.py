@@ -24,7 +24,7 @@ from codefleet.models import TaskStatus
 if TYPE_CHECKING:
     from codefleet.api.client import FleetClient
 
-__all__ = ["cancel", "reset", "retry", "say", "tasks"]
+__all__ = ["answer", "cancel", "questions", "reset", "retry", "say", "tasks"]
 
 STATUSES = tuple(TaskStatus)
 
@@ -152,6 +152,46 @@ def say(
         "next_attempt": f"attempt {said['attempt']}'s prompt will carry it",
     }[str(said["delivered"])]
     console.print(f"{task_id}: message #{said['seq']} kept; {where}", markup=False)
+
+
+@app.command(rich_help_panel=OPERATE)
+def questions(server: ServerOpt = None, token: TokenOpt = None, json_out: JsonOpt = False) -> None:
+    """List the agents' open questions (ask_operator), oldest first, with how to answer."""
+    from codefleet.cli.output import console
+
+    settings = settings_from(server_url=server, token=token)
+    found = call_server(settings, lambda c: c.questions())
+    if json_out:
+        print_json(found)
+        return
+    if not found:
+        console.print("no open question", markup=False)
+    for q in found:
+        console.print(f"{q['task_id']} asks ({q['question_id']}, attempt {q['attempt']}): "
+                      f"{q['text']}\n  answer: codefleet answer {q['task_id']} \"...\"",
+                      markup=False)  # fmt: skip
+
+
+@app.command(rich_help_panel=OPERATE)
+def answer(
+    task_id: Annotated[str, typer.Argument(help="The asking task.", metavar="TASK")],
+    text: Annotated[str, typer.Argument(help="The answer (at most 16 KiB).", metavar="ANSWER")],
+    question: Annotated[
+        str | None, typer.Option("--question", help="The question's id (default: its oldest).")
+    ] = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Answer a task's open question; the waiting agent gets the answer and goes on."""
+    from codefleet.cli.output import console
+
+    settings = settings_from(server_url=server, token=token)
+    answered = call_server(settings, lambda c: c.answer(task_id, text, question))
+    if json_out:
+        print_json(answered)
+        return
+    console.print(f"{task_id}: answered {answered['question_id']}", markup=False)
 
 
 @app.command(rich_help_panel=OPERATE)

@@ -89,3 +89,4 @@ class Beat:
     status: AgentStatus
     epoch: int
     messages: tuple[OperatorNote, ...] = ()
+    answers: tuple[tuple[str, str], ...] = ()  # (question id, answer) of the running attempt

@@ -25,6 +25,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -44,6 +45,7 @@ from codefleet.coord.limits import FleetLimits, ResumeReason
 from codefleet.coord.messages import OperatorMessages
 from codefleet.coord.operatorcalls import OperatorCalls
 from codefleet.coord.parts import CallParts
+from codefleet.coord.questions import Question, Questions
 from codefleet.coord.recovery import AliveMark
 from codefleet.coord.registration import check_tree
 from codefleet.coord.restores import Restores
@@ -95,11 +97,12 @@ class Engine:
         self.checks = CheckRegistry(store)
         self.limits = FleetLimits(store, Budget(cfg.max_cost, cfg.max_cost_hard))
         self.messages = OperatorMessages(store, clock, self.transition)
+        self.questions = Questions(store, clock, self.transition, cfg.question_timeout)
         self.alive = AliveMark(store, clock, cfg.heartbeat_interval)
         parts = CallParts(
             store=store, tree=tree, clock=clock, agents=self.agents, tasks=self.tasks,
             leases=self.leases, files=self.files, checks=self.checks, limits=self.limits,
-            messages=self.messages, transition=self.transition, kick=self.kick,
+            messages=self.messages, questions=self.questions, transition=self.transition, kick=self.kick,
         )  # fmt: skip
         self.runner = RunnerCalls(parts, task_timeout=cfg.task_timeout, pull_tick=self._pull_tick)
         self.operator = OperatorCalls(parts, max_attempts=cfg.max_attempts)
@@ -219,6 +222,7 @@ class Engine:
         self.files.load()
         self.limits.load(self.clock())
         self.messages.load()
+        self.questions.load()
 
     def reload_touched(self, touched: Touched) -> None:
         """Re-read what a rolled-back transaction touched; nothing else (the store calls this)."""
@@ -290,7 +294,7 @@ class Engine:
             candidates=tuple(candidates),
             more_candidates=more,
             exhausted=tuple(idx.live[t].view() for t in sorted(idx.exhausted)),
-            in_flight=tuple(t.view() for t in idx.in_flight.values()),
+            in_flight=tuple(self._view(t, now) for t in idx.in_flight.values()),
             agents=self.agents.views(),
             leases=tuple((path, holder[1]) for path, holder in self.leases.holders.items()),
             live_tasks=len(idx.live),
@@ -300,6 +304,12 @@ class Engine:
             paused_until=self.limits.paused_until(),
             budget=self.limits.budget_view(),
         )
+
+    def _view(self, task: LiveTask, now: datetime) -> sched.TaskView:
+        """An in-flight task as the scheduler sees it; its questions' wait moves its deadline."""
+        view = task.view()
+        asked = self.questions.waited(task.id, task.attempts, now)
+        return replace(view, asked=asked) if asked else view
 
     def tick(self) -> list[sched.Decision]:
         """Snapshot, schedule, apply in one transaction; returns what was decided."""
@@ -557,6 +567,16 @@ class Engine:
                 {"status": status},
             )
         return self.messages.say(task, text)
+
+    def ask(self, agent_id: str, epoch: int, task_id: str, text: str) -> Question:
+        return self.runner.ask(agent_id, epoch, task_id, text)
+
+    def answer(self, task_id: str, text: str, question_id: str | None = None) -> Question:
+        """The operator answers a running task's open question (`coord.questions`)."""
+        status = self.tasks.require(task_id)
+        if task_id not in self.tasks.index.live:
+            raise InvalidState(f"task {task_id} is already {status}", {"status": status})
+        return self.questions.answer(task_id, text, question_id)
 
     def retry(self, task_id: str) -> dict[str, Any]:
         """A failed or cancelled task starts over; its blocked dependents come back."""

@@ -19,6 +19,7 @@ from codefleet.models import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_POLL_INTERVAL_S,
     DEFAULT_PREIMAGE_MAX_BYTES,
+    DEFAULT_QUESTION_TIMEOUT_S,
     DEFAULT_STALE_AFTER_S,
     DEFAULT_TASK_TIMEOUT_S,
     DEFAULT_TICK_INTERVAL_S,
@@ -34,6 +35,7 @@ __all__ = ["EngineConfig", "engine_config"]
 class EngineConfig:
     stale_after: float = DEFAULT_STALE_AFTER_S
     task_timeout: float = DEFAULT_TASK_TIMEOUT_S
+    question_timeout: float = DEFAULT_QUESTION_TIMEOUT_S
     backoff_base: float = DEFAULT_BACKOFF_BASE_S
     backoff_cap: float = DEFAULT_BACKOFF_CAP_S
     heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL_S
@@ -52,6 +54,7 @@ def engine_config(settings: Settings) -> EngineConfig:
     return EngineConfig(
         stale_after=settings.stale_after,
         task_timeout=settings.task_timeout,
+        question_timeout=settings.question_timeout,
         backoff_base=settings.backoff_base,
         backoff_cap=settings.backoff_cap,
         heartbeat_interval=settings.heartbeat_interval,

@@ -19,6 +19,7 @@ from codefleet.coord.files import Files
 from codefleet.coord.leases import LeaseTable
 from codefleet.coord.limits import FleetLimits
 from codefleet.coord.messages import OperatorMessages
+from codefleet.coord.questions import Questions
 from codefleet.coord.restores import Transition
 from codefleet.coord.store import Store
 from codefleet.coord.tasks import TaskTable
@@ -41,5 +42,6 @@ class CallParts:
     checks: CheckRegistry
     limits: FleetLimits
     messages: OperatorMessages
+    questions: Questions
     transition: Transition  # one store transaction, restores after the outermost COMMIT
     kick: Callable[[], None]  # ask for a tick soon

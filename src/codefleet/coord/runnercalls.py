@@ -24,6 +24,7 @@ from codefleet.coord.answers import Beat, LeaseAnswer
 from codefleet.coord.interactive import TASK_PREFIX as INTERACTIVE_TASK_PREFIX
 from codefleet.coord.leases import denial
 from codefleet.coord.parts import CallParts
+from codefleet.coord.questions import Question
 from codefleet.coord.readevents import emit_read_events
 from codefleet.errors import NotOwner
 from codefleet.models import DenyReason, ErrorKind, EventType, StaleReadPolicy, TaskStatus, to_iso
@@ -47,6 +48,7 @@ class RunnerCalls:
         self.files = parts.files
         self.checks = parts.checks
         self.messages = parts.messages
+        self.questions = parts.questions
         self.transition = parts.transition
         self.kick = parts.kick
         self.task_timeout = task_timeout
@@ -66,7 +68,15 @@ class RunnerCalls:
             return Beat(agent.status, agent.epoch)
         if delivered is not None and delivered[0] == task.id:
             self.messages.arrived(task.id, delivered[1], task.attempts, agent_id)
-        return Beat(agent.status, agent.epoch, self.messages.pending(task.id))
+        self.questions.expire(task.id)
+        answers = tuple((q.question_id, q.answer or "") for q in
+                        self.questions.answers(task.id, task.attempts))  # fmt: skip
+        return Beat(agent.status, agent.epoch, self.messages.pending(task.id), answers)
+
+    def ask(self, agent_id: str, epoch: int, task_id: str, text: str) -> Question:
+        """The owner's session asks the operator (`coord.questions`)."""
+        self.agents.check_epoch(agent_id, epoch)
+        return self.questions.ask(self.tasks.owned(task_id, agent_id), text)
 
     def assignment(self, agent_id: str, epoch: int) -> AssignedTask | None:
         agent = self.agents.check_epoch(agent_id, epoch)

@@ -80,6 +80,7 @@ class TaskView:
     assigned_agent_id: str | None = None
     assigned_at: datetime | None = None
     unstarted: bool = False  # assigned, but its runner has not started it yet
+    asked: timedelta = timedelta(0)  # its questions' wait: not charged to its wall clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +278,7 @@ def _take_back_overdue(state: FleetState, now: datetime, plan: _Plan) -> None:
     for task in sorted(state.in_flight, key=lambda t: t.id):
         if task.id in plan.taken_back or task.assigned_at is None:
             continue
-        if task.assigned_at + limit <= now:
+        if task.assigned_at + limit + task.asked <= now:
             _take_back(task, ErrorKind.TIMEOUT, ReleaseReason.DEADLINE, plan, runner_gone=False)
 
 

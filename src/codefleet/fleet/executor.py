@@ -25,6 +25,7 @@ when its runner is fenced, and it must then stop whatever it started.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -50,6 +51,7 @@ class Attempt:
     reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS
     reads: ReadLog = field(default_factory=ReadLog)
     inbox: Inbox = field(default_factory=Inbox)  # the operator's messages on their way
+    ask: Callable[[str], Awaitable[str]] | None = None  # `ask_operator` (None: cannot ask)
 
     @property
     def task_id(self) -> str:

@@ -7,6 +7,9 @@ messages are one more user message in the same conversation, through the
 executor's follow-up turn), and the next heartbeat tells the server which ones
 the session has (`Inbox.acknowledged`, event `operator_message_delivered`).
 The messages the assignment's prompt already carried count as received.
+The heartbeat also brings the answers to the attempt's questions
+(`ask_operator`, `fleet.ask`): `expect` / `answer` / `settled`, and `waited`
+is the time they took, not charged against the attempt's wall clock.
 
 What "the next turn boundary" means, and why not mid-turn: docs/decisions.md,
 "Operator messages ride the heartbeat".
@@ -14,6 +17,8 @@ What "the next turn boundary" means, and why not mid-turn: docs/decisions.md,
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Final
 
@@ -44,6 +49,9 @@ class Inbox:
         self._received = seen  # the highest seq the session has
         self._told = 0  # the highest seq a heartbeat told the server about
         self._waiting: list[OperatorNote] = []
+        self._questions: dict[str, asyncio.Future[str]] = {}  # asked, not answered yet
+        self._since = 0.0  # when the first open question was asked (monotonic)
+        self._waited = 0.0  # seconds spent waiting on answers before that
 
     def offer(self, notes: Iterable[OperatorNote]) -> None:
         """Keep the messages not seen yet, in order."""
@@ -51,6 +59,35 @@ class Inbox:
             if note.seq > self._seen:
                 self._waiting.append(note)
                 self._seen = note.seq
+
+    def expect(self, question_id: str) -> asyncio.Future[str]:
+        """A question is asked: its answer's future (set by `answer`); the wait clock runs."""
+        if not self._questions:
+            self._since = time.monotonic()
+        found = self._questions[question_id] = asyncio.get_running_loop().create_future()
+        return found
+
+    def answer(self, answers: Iterable[tuple[str, str]]) -> None:
+        """A heartbeat brought answers: hand each to its waiting question."""
+        for question_id, text in answers:
+            waiting = self._questions.get(question_id)
+            if waiting is not None and not waiting.done():
+                waiting.set_result(text)
+
+    def settled(self, question_id: str) -> None:
+        """The question is over (answered or given up): stop its wait clock."""
+        self._questions.pop(question_id, None)
+        if not self._questions:
+            self._waited += time.monotonic() - self._since
+
+    @property
+    def asking(self) -> bool:
+        return bool(self._questions)
+
+    def waited(self) -> float:
+        """Seconds this attempt has waited on the operator's answers (not charged)."""
+        open_for = time.monotonic() - self._since if self._questions else 0.0
+        return self._waited + open_for
 
     @property
     def waiting(self) -> tuple[OperatorNote, ...]:

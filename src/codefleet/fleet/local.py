@@ -187,6 +187,7 @@ async def run_fleet(
     name_suffix: str = "",
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES,
     reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS,
+    no_questions: bool = False,
     interrupt: asyncio.Event | None = None,
     say: Callable[[str], object] | None = None,
     server_wait: float = SERVER_WAIT_S,
@@ -214,6 +215,7 @@ async def run_fleet(
                 task_timeout=task_timeout, protected=protected, check_timeout=check_timeout,
                 check_dir=check_dir, protected_names=protected_names,
                 reconcile_rounds=reconcile_rounds,
+                no_questions=no_questions,
             )
             for n in range(1, runners + 1)
         ]  # fmt: skip

@@ -46,6 +46,7 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,7 @@ from typing import Any
 from codefleet.api.client import ApiError, FleetClient, ServerUnavailable, handed_task
 from codefleet.attempt import AssignedTask, AttemptReport, OperatorNote
 from codefleet.errors import DomainError, Forbidden, NotFound, NotOwner, StaleEpoch, Unauthorized
+from codefleet.fleet.ask import Asker
 from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS, Checker, CheckLimits
 from codefleet.fleet.executor import Attempt, Executor
 from codefleet.fleet.inbox import Inbox
@@ -99,6 +101,7 @@ class RunnerOptions:
     replace: bool = False  # take the name over from a live runner of another process
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES  # see `paths`
     reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS  # `fleet.reconcile`
+    no_questions: bool = False  # unattended: `ask_operator` answers NO_ANSWER at once
 
 
 def _collect(task: asyncio.Task[Any]) -> None:
@@ -124,6 +127,7 @@ class Runner:
         self.heartbeat_s = 5.0
         self.grant_trust_s = 10.0
         self.task_timeout = options.task_timeout or 600.0
+        self.question_timeout = 0.0  # the server's; 0: sessions cannot ask
         self.fenced = asyncio.Event()
         self._registering: asyncio.Future[dict[str, Any]] | None = None  # the last register call
         self.inbox = Inbox()  # the running attempt's operator messages (`fleet.inbox`)
@@ -144,6 +148,7 @@ class Runner:
         # A grant is trusted for half the server's stale window (prewrite: "A late grant").
         self.grant_trust_s = float(answer.get("stale_after_s", 20.0)) / 2
         self.task_timeout = self.options.task_timeout or float(answer.get("task_timeout_s", 600.0))
+        self.question_timeout = float(answer.get("question_timeout_s", 0.0))
         self.fenced.clear()
         log.info("%s registered as %s epoch %s", self.options.name, self.agent_id, self.epoch)
 
@@ -281,6 +286,7 @@ class Runner:
         beat = await self.client.heartbeat(self.agent_id, self.epoch, acknowledged)
         inbox.told(acknowledged)
         inbox.offer(OperatorNote.from_wire(m) for m in beat.get("messages") or ())
+        inbox.answer((str(a["question_id"]), str(a["text"])) for a in beat.get("answers") or ())
 
     async def _retrying(self, call: Any) -> Any:
         """`call()` until it is not a transient fault (unreachable, timed out, 5xx)."""
@@ -308,6 +314,7 @@ class Runner:
             self.client, self.tree, self.agent_id, self.epoch, task.id, self.grant_trust_s
         )
         checker = self._checker(gate, commands, task.attempts)
+        inbox = Inbox(task)
         attempt = Attempt(
             task,
             gate,
@@ -316,7 +323,8 @@ class Runner:
             self.options.name,
             checker,
             reconcile_rounds=self.options.reconcile_rounds,
-            inbox=Inbox(task),
+            inbox=inbox,
+            ask=self._asker(task.id, inbox),
         )
         started = time.monotonic()
         self.inbox = attempt.inbox
@@ -333,6 +341,14 @@ class Runner:
             raise Fenced  # drop the result: the server already took the task back
         duration_ms = int((time.monotonic() - started) * 1000)
         return await self._report(task.id, replace(report, duration_ms=duration_ms))
+
+    def _asker(self, task_id: str, inbox: Inbox) -> Callable[[str], Awaitable[str]] | None:
+        """The attempt's `ask_operator` (None when the server's question timeout is 0)."""
+        if self.question_timeout <= 0 and not self.options.no_questions:
+            return None
+        asker = Asker(self.client, self.agent_id, self.epoch, task_id, inbox,
+                      self.question_timeout, self.options.no_questions)  # fmt: skip
+        return asker.ask
 
     def _checker(self, gate: WriteGate, commands: dict[str, str], attempt: int) -> Checker | None:
         if not commands:
@@ -366,9 +382,7 @@ class Runner:
         work = asyncio.create_task(self.executor.run(attempt))
         fence = asyncio.create_task(self.fenced.wait())
         try:
-            done, _ = await asyncio.wait(
-                {work, fence}, timeout=self.task_timeout, return_when=asyncio.FIRST_COMPLETED
-            )
+            done = await self._within_wall_clock(attempt.inbox, {work, fence})
         except asyncio.CancelledError:  # the runner is stopping: so is the attempt
             work.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -399,6 +413,23 @@ class Runner:
             error_kind=ErrorKind.TIMEOUT,
             blocked_on_path=attempt.gate.blocked_on,
         )
+
+    async def _within_wall_clock(
+        self, inbox: Inbox, running: set[asyncio.Task[Any]]
+    ) -> set[asyncio.Task[Any]]:
+        """Wait for the first of `running` within the wall clock; the time the attempt
+        waited on the operator's answers (`Inbox.waited`) is not charged."""
+        started = time.monotonic()
+        while True:
+            left = self.task_timeout + inbox.waited() - (time.monotonic() - started)
+            if left <= 0 and not inbox.asking:
+                return set()
+            budget = max(left, 0.0) if not inbox.asking else max(left, self.heartbeat_s)
+            done, _ = await asyncio.wait(
+                running, timeout=budget, return_when=asyncio.FIRST_COMPLETED
+            )
+            if done:
+                return done
 
     async def _report(self, task_id: str, report: AttemptReport) -> AssignedTask | None:
         try:

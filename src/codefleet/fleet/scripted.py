@@ -11,6 +11,7 @@ message, e.g. a reconcile turn; without it, the first turn):
     expect_error: TEXT          make_dir: PATH              rate_limit: SECONDS|null
     cost: USD                   read: PATH                  wait_succeeded: TASK
     expect_followup: TEXT       wait_message: TEXT
+    ask: QUESTION               expect_answer: TEXT
 
 Every file change goes through the attempt's `WriteGate` first, exactly as a
 real session's hook does; a denied write ends the attempt as a veto naming the
@@ -35,6 +36,9 @@ attempt's read set); `wait_succeeded` waits until another task succeeded;
 it answers contains TEXT (how the scripted tier observes a reconcile turn);
 `wait_message` waits until the runner's heartbeat brought an operator message
 containing TEXT for this attempt (`codefleet say`), not yet handed to the turn.
+`ask` asks the operator as a session's `ask_operator` tool does (waiting for the
+answer); `expect_answer` ends the attempt as an agent error unless that answer
+contains TEXT.
 After the first turn, the attempt's reads are validated (`fleet.reconcile`); a
 follow-up message plays the steps of the next turn.
 A task with no script succeeds without writing anything.
@@ -64,7 +68,7 @@ STEP_KINDS: Final = frozenset(
     {
         "write", "edit", "append", "sleep", "wait_leased", "wait_denied", "fail",
         "check", "expect_check", "expect_error", "make_dir", "rate_limit", "cost",
-        "read", "wait_succeeded", "expect_followup", "wait_message",
+        "read", "wait_succeeded", "expect_followup", "wait_message", "ask", "expect_answer",
     }
 )  # fmt: skip
 STEP_OPTIONS: Final = frozenset({"attempt", "turn"})
@@ -140,6 +144,7 @@ class _Played:
     cost_usd: float = 0.0  # spent in the current turn
     turn: int = 1
     followup: str = ""  # the message the current turn answers (none on the first)
+    answer: str = ""  # the last `ask`'s answer
 
 
 class ScriptedExecutor:
@@ -210,7 +215,7 @@ class ScriptedExecutor:
                 await self._checks(step, attempt, played)
             case "make_dir":
                 _make_dir(attempt.workdir / str(step.arg))
-            case "read" | "expect_followup":
+            case "read" | "expect_followup" | "ask" | "expect_answer":
                 await self._reading(step, attempt, played)
             case _:
                 raise ScriptError(f"unknown step {step.kind}")
@@ -237,7 +242,10 @@ class ScriptedExecutor:
         await attempt.gate.record(str(target), tool)
 
     async def _reading(self, step: Step, attempt: Attempt, played: _Played) -> None:
-        if step.kind == "read":
+        """What the session reads: a file, a follow-up message, the operator's answer."""
+        if step.kind in ("ask", "expect_answer"):
+            await _asking(step, attempt, played)
+        elif step.kind == "read":
             attempt.record_read("Read", {"file_path": str(attempt.workdir / str(step.arg))})
         elif str(step.arg) not in played.followup:  # expect_followup
             _give_up(attempt, f"the follow-up message does not mention {step.arg!r}")
@@ -294,6 +302,15 @@ def _rate_limited(retry_after: Any, attempt: Attempt) -> AttemptReport:
         retry_after_s=said,
         files_written=tuple(attempt.gate.written),
     )
+
+
+async def _asking(step: Step, attempt: Attempt, played: _Played) -> None:
+    if step.kind == "ask":
+        if attempt.ask is None:
+            _give_up(attempt, "this session cannot ask the operator")
+        played.answer = await attempt.ask(str(step.arg))
+    elif str(step.arg) not in played.answer:  # expect_answer
+        _give_up(attempt, f"the operator's answer does not mention {step.arg!r}: {played.answer}")
 
 
 def _give_up(attempt: Attempt, message: str, cause: Exception | None = None) -> NoReturn:

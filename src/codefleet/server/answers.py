@@ -78,6 +78,7 @@ def registered_json(answer: Registered, settings: Settings) -> dict[str, Any]:
         "stale_after_s": settings.stale_after,
         "poll_interval_s": settings.poll_interval,
         "task_timeout_s": settings.task_timeout,
+        "question_timeout_s": settings.question_timeout,
         "server_time": to_iso(utcnow()),
     }
 
@@ -87,4 +88,6 @@ def beat_json(answer: Beat) -> dict[str, Any]:
     body: dict[str, Any] = {"status": answer.status, "epoch": answer.epoch}
     if answer.messages:
         body["messages"] = [m.to_wire() for m in answer.messages]
+    if answer.answers:
+        body["answers"] = [{"question_id": q, "text": text} for q, text in answer.answers]
     return body

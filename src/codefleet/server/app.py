@@ -27,6 +27,7 @@ from starlette.types import Receive, Scope, Send
 from codefleet import __version__
 from codefleet.api.wire import (
     MAX_INT,
+    AnswerBody,
     BudgetBody,
     ChecksBody,
     CommitsBody,
@@ -176,6 +177,7 @@ def create_app(settings: Settings) -> FleetApp:
     app.front = Front(app.behind, guards, RunnerRoutes(engine), _internal)
     install_runner_routes(app, engine, settings)
     _operator_routes(app, engine, reads, settings)
+    _person_routes(app, engine)
     _fleet_routes(app, engine, reads, settings)
     _limits_routes(app, engine)
     _stats_routes(app, reads)
@@ -269,13 +271,26 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
     async def cancel(task_id: str) -> JSONResponse:
         return _json(engine.cancel(task_id))
 
+    @app.post("/tasks/{task_id}/retry")
+    async def retry(task_id: str) -> JSONResponse:
+        return _json(engine.retry(task_id))
+
+
+def _person_routes(app: FastAPI, engine: Engine) -> None:
+    """A person in the loop: messages to tasks, the agents' open questions and their answers
+    (operator actions: the token when the server has one)."""
+
     @app.post("/tasks/{task_id}/messages", status_code=201)
     async def say(task_id: str, body: MessageBody) -> JSONResponse:
         return _json(engine.say(task_id, body.text), 201)
 
-    @app.post("/tasks/{task_id}/retry")
-    async def retry(task_id: str) -> JSONResponse:
-        return _json(engine.retry(task_id))
+    @app.post("/tasks/{task_id}/answers")
+    async def answer(task_id: str, body: AnswerBody) -> JSONResponse:
+        return _json(engine.answer(task_id, body.text, body.question_id).to_json())
+
+    @app.get("/questions")
+    async def questions() -> JSONResponse:
+        return _json({"questions": [q.to_json() for q in engine.questions.open()]})
 
 
 def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings) -> None:

@@ -35,6 +35,7 @@ from codefleet.api.wire import (
     CheckEventBody,
     CompleteBody,
     HeartbeatBody,
+    QuestionBody,
     ReadsBody,
     RegisterBody,
     StartBody,
@@ -65,8 +66,18 @@ M = TypeVar("M", bound=BaseModel)
 # -- the FastAPI declarations: the schema, and every answer the fast path leaves to them ----
 
 
+def _question_route(app: FastAPI, engine: Engine) -> None:
+    """The owner's session asks the operator (`ask_operator`); answers ride the heartbeat."""
+
+    @app.post("/tasks/{task_id}/questions", status_code=201)
+    async def ask(task_id: str, body: QuestionBody, epoch: Epoch) -> JSONResponse:
+        question = engine.ask(body.agent_id, epoch, task_id, body.text)
+        return JSONResponse(question.to_json(), status_code=201)
+
+
 def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> None:
     """Declare the runner routes to FastAPI (the fast path is `RunnerRoutes`, a middleware)."""
+    _question_route(app, engine)
 
     @app.post("/agents/register")
     async def register(body: RegisterBody) -> JSONResponse:

@@ -16,6 +16,7 @@ const ORDER = [
   "agent_registered", "agent_online", "agent_offline", "fleet_started", "fleet_idle", "run_finished",
   "task_committed", "fleet_paused", "fleet_resumed", "fleet_budget_set", "fleet_budget_exhausted",
   "stale_read", "reconciled", "operator_message", "operator_message_delivered",
+  "question_asked", "question_answered",
 ];
 
 export function category(type) {
