@@ -25,12 +25,12 @@ when its runner is fenced, and it must then stop whatever it started.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from codefleet.attempt import AssignedTask, AttemptReport
+from codefleet.fleet.ask import Asker
 from codefleet.fleet.checks import Checker
 from codefleet.fleet.inbox import Inbox
 from codefleet.fleet.prewrite import WriteGate
@@ -51,7 +51,7 @@ class Attempt:
     reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS
     reads: ReadLog = field(default_factory=ReadLog)
     inbox: Inbox = field(default_factory=Inbox)  # the operator's messages on their way
-    ask: Callable[[str], Awaitable[str]] | None = None  # `ask_operator` (None: cannot ask)
+    ask: Asker | None = None  # `ask_operator` (None: this session cannot ask)
 
     @property
     def task_id(self) -> str:

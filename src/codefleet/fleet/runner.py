@@ -46,7 +46,6 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -342,13 +341,12 @@ class Runner:
         duration_ms = int((time.monotonic() - started) * 1000)
         return await self._report(task.id, replace(report, duration_ms=duration_ms))
 
-    def _asker(self, task_id: str, inbox: Inbox) -> Callable[[str], Awaitable[str]] | None:
+    def _asker(self, task_id: str, inbox: Inbox) -> Asker | None:
         """The attempt's `ask_operator` (None when the server's question timeout is 0)."""
         if self.question_timeout <= 0 and not self.options.no_questions:
             return None
-        asker = Asker(self.client, self.agent_id, self.epoch, task_id, inbox,
-                      self.question_timeout, self.options.no_questions)  # fmt: skip
-        return asker.ask
+        return Asker(self.client, self.agent_id, self.epoch, task_id, inbox,
+                     self.question_timeout, self.options.no_questions)  # fmt: skip
 
     def _checker(self, gate: WriteGate, commands: dict[str, str], attempt: int) -> Checker | None:
         if not commands:

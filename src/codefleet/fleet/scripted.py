@@ -308,7 +308,7 @@ async def _asking(step: Step, attempt: Attempt, played: _Played) -> None:
     if step.kind == "ask":
         if attempt.ask is None:
             _give_up(attempt, "this session cannot ask the operator")
-        played.answer = await attempt.ask(str(step.arg))
+        played.answer = await attempt.ask.ask(str(step.arg))
     elif str(step.arg) not in played.answer:  # expect_answer
         _give_up(attempt, f"the operator's answer does not mention {step.arg!r}: {played.answer}")
 

@@ -31,6 +31,9 @@ Checks: you cannot run shell commands, but you can run the operator's named chec
 run_check tool, by name: {names}. A check runs in a private copy of the tree holding your edits \
 and all finished work, never other agents' unfinished edits; nothing it writes reaches the \
 shared tree. Run the relevant check before you finish and fix what it reports."""
+ASK = """\
+Questions: if the task is unclear in a way a wrong guess would make costly, ask the person who \
+runs this fleet with the ask_operator tool and wait for the answer. Decide small things yourself."""
 VERIFY = "When you finish, CodeFleet runs the check `{name}`; if it fails, the task is retried."
 
 RULES = """\
@@ -50,9 +53,14 @@ file tools (Read, Edit, Write, Glob, Grep). Do not create summary or notes files
 - When you are done, reply with a short summary of what you changed."""
 
 
-def build_prompt(task: AssignedTask, marker: str | None = None, checks: Sequence[str] = ()) -> str:
-    """The whole user prompt for `task` (the runner's assignment) and the check names."""
+def build_prompt(
+    task: AssignedTask, marker: str | None = None, checks: Sequence[str] = (), ask: bool = False
+) -> str:
+    """The whole user prompt for `task` (the runner's assignment), the check names, and
+    whether the session has the `ask_operator` tool."""
     parts = [RULES]
+    if ask:
+        parts.append(ASK)
     if checks:
         verify = task.verify
         parts.append(CHECKS.format(names=", ".join(checks)))

@@ -77,6 +77,7 @@ from claude_agent_sdk import (
     McpSdkServerConfig,
     RateLimitEvent,
     ResultMessage,
+    SdkMcpTool,
     SystemMessage,
     ToolAnnotations,
     ToolResultBlock,
@@ -88,6 +89,7 @@ from claude_agent_sdk import (
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
 from codefleet.attempt import AttemptReport
+from codefleet.fleet.ask import Asker
 from codefleet.fleet.checks import CHECK_TOOL, Checker
 from codefleet.fleet.executor import Attempt
 from codefleet.fleet.inbox import hear_operator
@@ -104,6 +106,7 @@ from codefleet.session.prompt import build_prompt
 from codefleet.session.record import StderrFile, record_path, save_record, stderr_path
 
 __all__ = [
+    "ASK_TOOL_NAME",
     "CHECK_TOOL_NAME",
     "CREDENTIAL_VARS",
     "SESSION_TOOLS",
@@ -126,6 +129,9 @@ READ_MATCHER: Final = "|".join(READ_TOOLS)
 READ_RECORD_MATCHER: Final = "|".join(sorted(READ_RECORDED_TOOLS))
 CHECK_SERVER: Final = "codefleet"
 CHECK_TOOL_NAME: Final = f"mcp__{CHECK_SERVER}__{CHECK_TOOL}"
+ASK_TOOL: Final = "ask_operator"
+ASK_TOOL_NAME: Final = f"mcp__{CHECK_SERVER}__{ASK_TOOL}"
+ASK_MARGIN_S: Final = 60.0  # past the question timeout: the runner's own bound comes first
 CHECK_RESULT_CHARS: Final = 50_000  # the CLI keeps a tool result up to this size inline
 MCP_TIMEOUT_MARGIN_S: Final = 60.0  # the CLI's own limit on a tool call, past the check's
 HOOK_TIMEOUT_S: Final = 8.0  # the CLI blocks the write if the hook takes longer
@@ -298,6 +304,46 @@ async def _record(gate: WriteGate, path: str, tool: str) -> None:
 
 def make_check_server(checker: Checker) -> McpSdkServerConfig:
     """The in-process MCP server with the one `run_check(name)` tool of this attempt."""
+    return create_sdk_mcp_server(CHECK_SERVER, tools=[check_tool(checker)])
+
+
+def session_mcp_tools(attempt: Attempt) -> tuple[list[SdkMcpTool[Any]], float]:
+    """The attempt's in-process tools (`run_check`, `ask_operator`) and the longest a call
+    of one may take, in seconds."""
+    found: list[SdkMcpTool[Any]] = []
+    limit = 0.0
+    if attempt.checks is not None:
+        found.append(check_tool(attempt.checks))
+        limit = max(limit, attempt.checks.limits.timeout)
+    if attempt.ask is not None:
+        found.append(ask_tool(attempt.ask))
+        limit = max(limit, attempt.ask.timeout + ASK_MARGIN_S)
+    return found, limit
+
+
+def ask_tool(asker: Asker) -> SdkMcpTool[Any]:
+    """`ask_operator(question)`: ask the person who runs the fleet; returns the answer."""
+    description = (
+        "Ask the person who runs this fleet a question, when the task is unclear and a wrong "
+        "guess would be costly. Waits for the answer (which may be 'No answer: use your best "
+        "judgment ...'). Ask rarely; decide small things yourself."
+    )
+    schema = {
+        "type": "object",
+        "properties": {"question": {"type": "string", "description": "One short question."}},
+        "required": ["question"],
+    }
+
+    @tool(ASK_TOOL, description, schema)
+    async def ask_operator(args: dict[str, Any]) -> dict[str, Any]:
+        answer = await asker.ask(str(args.get("question") or "").strip() or "(empty question)")
+        return {"content": [{"type": "text", "text": answer}]}
+
+    return ask_operator
+
+
+def check_tool(checker: Checker) -> SdkMcpTool[Any]:
+    """`run_check(name)`: run one of the operator's named checks for this attempt."""
     description = (
         "Run one of the operator's named checks (tests, linters) in a private copy of the "
         "shared tree holding your edits and all finished work, never other agents' unfinished "
@@ -316,7 +362,7 @@ def make_check_server(checker: Checker) -> McpSdkServerConfig:
         text = {"type": "text", "text": result.render()}
         return {"content": [text], "is_error": result.refused is not None}
 
-    return create_sdk_mcp_server(CHECK_SERVER, tools=[run_check])
+    return run_check
 
 
 # -- the executor -------------------------------------------------------------------
@@ -373,11 +419,11 @@ class SessionExecutor:
         """The session options of DESIGN §7 for this attempt (plus the check tool, if any)."""
         tools, servers = list(SESSION_TOOLS), dict[str, Any]()
         env = dict(self.env(attempt)) if self.env else {}
-        if attempt.checks is not None:
-            tools.append(CHECK_TOOL_NAME)
-            servers[CHECK_SERVER] = make_check_server(attempt.checks)
-            limit = attempt.checks.limits.timeout + MCP_TIMEOUT_MARGIN_S
-            env.setdefault("MCP_TOOL_TIMEOUT", str(int(limit * 1000)))
+        mcp_tools, limit = session_mcp_tools(attempt)
+        if mcp_tools:
+            tools.extend(f"mcp__{CHECK_SERVER}__{t.name}" for t in mcp_tools)
+            servers[CHECK_SERVER] = create_sdk_mcp_server(CHECK_SERVER, tools=mcp_tools)
+            env.setdefault("MCP_TOOL_TIMEOUT", str(int((limit + MCP_TIMEOUT_MARGIN_S) * 1000)))
         return ClaudeAgentOptions(
             tools=tools,
             allowed_tools=list(tools),
@@ -424,7 +470,7 @@ class SessionExecutor:
     def _prompt(self, attempt: Attempt) -> str:
         marker = self.prompt_marker(attempt) if self.prompt_marker else None
         checks = attempt.checks.names if attempt.checks else ()
-        return build_prompt(attempt.task, marker, checks)
+        return build_prompt(attempt.task, marker, checks, ask=attempt.ask is not None)
 
 
 # -- running and reaping the CLI ------------------------------------------------------
