@@ -208,3 +208,21 @@ def test_markdown_renders_titles_and_output_from_the_run_as_the_text_they_are() 
     assert "&lt;img src=x onerror=alert(1)&gt; *bold* [link](javascript:x) &amp;amp;" in page
     assert "<code>a|b</code>" in page
     assert "a ```` fence\n````\n# not a heading\n</code></pre>" in page
+
+
+def test_the_report_shows_the_operators_messages_and_the_agents_questions_in_order() -> None:
+    said = [
+        ev(30, "operator_message", "T1", 4.5, seq=1, attempt=1, text="use httpx",
+           delivered="running"),
+        ev(31, "operator_message_delivered", "T1", 4.6, seq=1, attempt=1),
+        ev(32, "question_asked", "T2", 8.0, attempt=1, question_id="T2-q1", text="which tests?"),
+        ev(33, "question_answered", "T2", 8.2, attempt=1, question_id="T2-q1",
+           text="tests/unit", by="operator"),
+    ]  # fmt: skip
+    made = build_report(RunRecord(tasks=TASKS, events=(*EVENTS, *said), workdir="/tree"))
+    data = report_json(made)["sections"]["operator"]
+    assert [(r["task"], r["who"], r["text"], r["outcome"]) for r in data] == [
+        ("T1", "operator says", "use httpx", "running, received"),
+        ("T2", "agent asks", "which tests?", "operator: tests/unit"),
+    ]
+    assert "operator" not in report_json(build_report(record()))["sections"]

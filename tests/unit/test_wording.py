@@ -68,7 +68,7 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("operator_message", {"seq": 1, "attempt": 2, "delivered": "running", "text": "use httpx"}),
     ("operator_message", {"seq": 2, "attempt": 1, "delivered": "next_attempt", "text": "x"}),
     ("operator_message_delivered", {"seq": 1, "attempt": 2}),
-    ("question_asked", {"attempt": 1, "question_id": "T1-q1", "text": "httpx?"}),
+    ("question_asked", {"task_id": "T1", "attempt": 1, "question_id": "T1-q1", "text": "x?"}),
     ("question_answered", {"attempt": 1, "question_id": "T1-q1", "text": "yes", "by": "operator"}),
     ("question_answered", {"attempt": 1, "question_id": "T1-q1", "text": "No", "by": "timeout"}),
     ("run_finished", {"ok": True, "verify": None}),

@@ -247,6 +247,30 @@ def tasks_section(facts: RunFacts) -> Section:
     return Section("tasks", "Tasks", (table,), data)
 
 
+def operator_section(facts: RunFacts) -> Section | None:
+    """The person in the loop: the operator's messages and the agents' questions, in order."""
+    answers = {str(e["payload"]["question_id"]): e["payload"] for e in facts.record.events
+               if e["type"] == "question_answered"}  # fmt: skip
+    delivered = {(e["task_id"], e["payload"]["seq"]) for e in facts.record.events
+                 if e["type"] == "operator_message_delivered"}  # fmt: skip
+    rows: list[tuple[str, ...]] = []
+    for e in facts.record.events:
+        p = e["payload"]
+        if e["type"] == "operator_message":
+            got = "received" if (e["task_id"], p["seq"]) in delivered else "not received"
+            rows.append((str(e["task_id"]), str(p["attempt"]), "operator says", str(p["text"]),
+                         f"{p['delivered'].replace('_', ' ')}, {got}"))  # fmt: skip
+        elif e["type"] == "question_asked":
+            answer = answers.get(str(p["question_id"]), {})
+            said = f"{answer.get('by', 'open')}: {answer.get('text', '—')}"
+            rows.append((str(e["task_id"]), str(p["attempt"]), "agent asks", str(p["text"]), said))
+    if not rows:
+        return None
+    columns = ("task", "attempt", "who", "text", "outcome")
+    data = [dict(zip(columns, row, strict=True)) for row in rows]
+    return Section("operator", "The operator in the loop", (Table(columns, tuple(rows)),), data)
+
+
 def graph_section(facts: RunFacts) -> Section | None:
     """The graph as loaded, measured by `graph check`'s own analysis, against the run."""
     declared = _declared_graph(facts)
@@ -448,6 +472,7 @@ SECTIONS: list[SectionBuilder] = [
     summary_section,
     timeline_section,
     tasks_section,
+    operator_section,
     graph_section,
     vetoes_section,
     rollbacks_section,

@@ -178,7 +178,7 @@ def _subject(event: Mapping[str, Any], names: Mapping[str, str], words: str) -> 
 def describe(event: Mapping[str, Any], names: Mapping[str, str]) -> LogLine:
     """One log line for one event; `names` maps agent ids to runner names."""
     kind, body = str(event["type"]), event["payload"]
-    words = phrase(kind, body) or kind.replace("_", " ")
+    words = phrase(kind, {"task_id": event.get("task_id"), **body}) or kind.replace("_", " ")
     subject = _subject(event, names, words)
     text = f"{subject}: {words}" if subject else words
     at = _clock_text(event["at"])

@@ -31,7 +31,7 @@ const WORDING = await loadWording();
 
 /** One line of plain words for an event (the words are wording.json's). */
 export function describeEvent(model, e) {
-  return phrase(WORDING, e.type, e.payload) ?? truncate(JSON.stringify(e.payload ?? {}), 160);
+  return phrase(WORDING, e.type, { task_id: e.task_id, ...(e.payload ?? {}) }) ?? truncate(JSON.stringify(e.payload ?? {}), 160);
 }
 
 export class EventLog {
