@@ -8,6 +8,7 @@ the next turn boundary, as one more user message in the same conversation.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -165,3 +166,29 @@ async def test_a_questions_wait_neither_makes_the_runner_stale_nor_spends_its_wa
     [answered] = of(events, "question_answered")
     assert answered["payload"]["by"] == "timeout"
     assert await_free(events)
+
+
+async def test_a_line_typed_at_runs_terminal_answers_the_oldest_open_question(
+    client: FleetClient, monkeypatch: Any, wait_until: Any
+) -> None:
+    from codefleet.cli.asking import answer_from_terminal
+
+    await client.create_tasks([{"id": "T1", "title": "t", "description": "d"}])
+    registered = await client.register("r1", (await client.health())["workdir"], 1234)
+    agent, epoch = registered["agent_id"], registered["epoch"]
+    assert await client.assignment(agent, epoch, wait=5) is not None
+    await client.start("T1", agent, epoch)
+    asked = await client.ask("T1", agent, epoch, "httpx or requests?")
+    read_end, write_end = os.pipe()
+    monkeypatch.setattr("sys.stdin", os.fdopen(read_end, "r"))
+    stop, said = asyncio.Event(), list[str]()
+    listening = asyncio.create_task(answer_from_terminal(client, stop, said.append))
+    os.write(write_end, b"use httpx\n")
+
+    await wait_until(lambda: bool(said), timeout=10)
+    stop.set()
+    await listening
+    os.close(write_end)
+
+    assert said == [f"T1: answered {asked['question_id']} (httpx or requests?)"]
+    assert await client.questions() == []

@@ -50,6 +50,9 @@ from codefleet.errors import DomainError, Unauthorized
 from codefleet.statedir import prepare_dirs
 
 if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Callable
+
     from codefleet.api.client import FleetClient
     from codefleet.cli.runprep import GraphFile
     from codefleet.config import Settings
@@ -270,6 +273,7 @@ def run(
             )
         )
         interrupt = _interrupt_on_signals(caught)
+        answering = _answering(settings, stop, json_out or no_questions, say)
         try:
             result = await run_fleet(
                 settings.url, settings.runners, lambda _: agents.executor, settings.workdir,
@@ -285,8 +289,9 @@ def run(
         finally:
             _default_signals()
             stop.set()
-            if follower is not None:
-                await follower
+            for listener in (follower, answering):
+                if listener is not None:
+                    await listener
         async with make_client(settings) as client:
             return result, await _conflicts_and_scopes(client, since, scopes), history, scopes
 
@@ -301,6 +306,26 @@ def run(
     else:
         _print_outcome(result, conflicts, agents.mode != "live", scopes, (committer, history))
     raise typer.Exit(_exit_code(caught, result.ok and (history is None or history.ok)))
+
+
+def _answering(
+    settings: Settings, stop: asyncio.Event, quiet: bool, say: Callable[..., None]
+) -> asyncio.Task[None] | None:
+    """With a terminal on standard input: its lines answer the agents' questions."""
+    import asyncio
+    import sys
+
+    from codefleet.cli.asking import HINT, answer_from_terminal
+
+    if quiet or not sys.stdin.isatty():
+        return None
+    say(HINT, markup=False)
+
+    async def listen() -> None:
+        async with make_client(settings) as client:
+            await answer_from_terminal(client, stop, lambda s: say(s, markup=False))
+
+    return asyncio.create_task(listen())
 
 
 def _exit_code(caught: list[signal.Signals], ok: bool) -> int:

@@ -1,4 +1,4 @@
-"""Operator commands over the server's tasks: `tasks`, `cancel`, `retry`, `reset`."""
+"""Operator commands over the server's tasks: `tasks`, `cancel`, `retry`, `reset`, `say`, `questions`, `answer`."""
 
 from __future__ import annotations
 
