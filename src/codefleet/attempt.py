@@ -63,6 +63,7 @@ class AssignedTask:
     verify: str | None = None  # the check run after a successful session
     on_stale_read: StaleReadPolicy = StaleReadPolicy.RECONCILE
     notes: tuple[OperatorNote, ...] = ()  # the operator's messages so far, in order
+    ask: bool = True  # False: the graph said `ask: false` (no `ask_operator` tool)
 
     def to_wire(self) -> dict[str, Any]:
         """The assignment JSON's `task` object, in the wire's key order."""
@@ -80,6 +81,7 @@ class AssignedTask:
             "verify": self.verify,
             "on_stale_read": self.on_stale_read.value,
             "notes": [n.to_wire() for n in self.notes],
+            "ask": self.ask,
         }
 
     @classmethod
@@ -100,6 +102,7 @@ class AssignedTask:
             verify=data["verify"],
             on_stale_read=StaleReadPolicy(data.get("on_stale_read") or StaleReadPolicy.RECONCILE),
             notes=tuple(OperatorNote.from_wire(n) for n in data.get("notes") or ()),
+            ask=bool(data.get("ask", True)),
         )
 
 

@@ -162,3 +162,20 @@ def test_with_a_zero_timeout_a_session_cannot_ask(make_fleet: Callable[..., Flee
     fleet.start("T1")
     with pytest.raises(InvalidState, match="off"):
         fleet.engine.ask(agent, fleet.epoch(agent), "T1", "which tests?")
+
+
+def test_a_task_the_graph_says_ask_false_for_is_assigned_without_asking_before_and_after_a_restart(
+    make_fleet: Callable[..., Fleet],
+):
+    fleet = make_fleet()
+    agent = fleet.register("runner-1")
+    fleet.add("T1", "a.py", ask=False)
+    fleet.add("T2", "b.py")
+    assert fleet.engine.tasks.index.live["T1"].ask is False
+    assert fleet.engine.tasks.index.live["T2"].ask is True
+    again = make_fleet()
+    assert again.engine.tasks.index.live["T1"].ask is False
+    fleet.tick()
+    task = fleet.engine.assignment(agent, fleet.epoch(agent))
+    assert task is not None and task.ask is (task.id != "T1")
+    assert type(task).from_wire(task.to_wire()).ask is task.ask

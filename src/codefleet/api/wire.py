@@ -119,6 +119,7 @@ class TaskSpec(_Body):
     verify: CheckName | None = None
     estimate_min: Annotated[StrictInt, Field(ge=1, le=MAX_ESTIMATE_MIN)] | None = None
     on_stale_read: StaleReadPolicy | None = None  # None: the graph's, else reconcile
+    ask: StrictBool = True  # False: its sessions get no `ask_operator` tool
 
 
 class GraphBody(_Body):

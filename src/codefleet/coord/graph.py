@@ -48,6 +48,7 @@ class NewTask:
     verify: str | None = None
     estimate_min: int | None = None  # read by `graph check` and `plan`; not stored
     on_stale_read: str | None = None  # a `StaleReadPolicy` value; None: the default
+    ask: bool = True  # False: the task's sessions cannot ask the operator
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +99,7 @@ def task_rows(
                 "priority": spec.priority, "file_scope": batch.scopes[task_id],
                 "max_attempts": spec.max_attempts or default_max_attempts,
                 "verify": spec.verify, "on_stale_read": spec.on_stale_read,
+                "ask": None if spec.ask else 0,
                 "created_at": at, "updated_at": at,
             }
         )  # fmt: skip

@@ -94,7 +94,7 @@ class RunnerCalls:
             blocked_on_path=task.blocked_on_path, error=task.error,
             error_kind=None if kind is None else ErrorKind(kind), verify=task.verify,
             on_stale_read=StaleReadPolicy(task.on_stale_read or StaleReadPolicy.RECONCILE),
-            notes=self.messages.notes(task.id),
+            notes=self.messages.notes(task.id), ask=task.ask,
         )  # fmt: skip
 
     async def wait_assignment(self, agent_id: str, epoch: int, wait: float) -> AssignedTask | None:

@@ -172,6 +172,7 @@ def _task_params(task: Row) -> tuple[Any, ...]:
     row = {
         "verify": None,
         "on_stale_read": None,
+        "ask": None,
         **task,
         "file_scope": plain_json(task["file_scope"]),
     }

@@ -323,7 +323,7 @@ class Runner:
             checker,
             reconcile_rounds=self.options.reconcile_rounds,
             inbox=inbox,
-            ask=self._asker(task.id, inbox),
+            ask=self._asker(task.id, inbox) if task.ask else None,
         )
         started = time.monotonic()
         self.inbox = attempt.inbox
