@@ -22,6 +22,7 @@ from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.server.thread import ServerThread
 from codefleet.session.sdk import ASK_TOOL_NAME, SessionExecutor
 from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn, WaitFor
+from codefleet.ui.view import describe
 
 Offline = Callable[..., SessionExecutor]
 WaitUntil = Callable[..., Awaitable[Any]]
@@ -80,6 +81,7 @@ async def test_a_held_session_gets_says_text_in_its_next_model_request(
     assert requests[2].turn == 2  # the same conversation: after the first two replies
     assert (workdir / "b.txt").read_text() == "httpx\n"
     events = await client.all_events()
+    print("--- the event log ---\n" + "\n".join(describe(e, {}).text for e in events))
     kinds = [e["type"] for e in events if e["task_id"] == "T1" and e["type"] in
              ("operator_message", "operator_message_delivered", "task_succeeded")]  # fmt: skip
     assert kinds == ["operator_message", "operator_message_delivered", "task_succeeded"]
