@@ -65,6 +65,9 @@ NOTABLE_EVENTS: Final = frozenset(
         EventType.FLEET_BUDGET_EXHAUSTED,
         EventType.STALE_READ,
         EventType.RECONCILED,
+        EventType.OPERATOR_MESSAGE,
+        EventType.QUESTION_ASKED,
+        EventType.QUESTION_ANSWERED,
     }
 )
 
