@@ -283,10 +283,11 @@ async def _load(url: str, tasks: list[dict[str, Any]]) -> None:
 async def test_every_event_type_is_emitted_by_a_scripted_fleet(
     wait_until: Any, make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path
 ) -> None:
-    """The demo's staged veto plus a failure, a cancel, a check, a usage limit and a runner
-    that goes stale."""
-    server = make_server(**FAST, max_attempts=1)
+    """The demo's staged veto plus a failure, a cancel, a check, a usage limit, a runner
+    that goes stale, an operator's note and an unanswered question."""
+    server = make_server(**FAST, max_attempts=1, question_timeout=0.5)
     script = {
+        "asker": [{"ask": "which?"}],  # noted before it runs; no answer: question_answered
         "hold": [{"edit": {"path": "a.py", "old": "A = 1", "new": "A = 2"}}, {"wait_denied": "a.py", "attempt": 1}],
         "grab": [{"wait_leased": "a.py", "attempt": 1}, {"append": {"path": "a.py", "text": "G = 1\n"}}],
         "doomed": [{"write": {"path": "doomed.txt", "content": "half"}}, {"write": {"path": "gone.txt", "content": "x"}},
@@ -307,9 +308,11 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
              {"id": "next", "title": "n", "description": "do it", "depends_on": ["hold"]}, {"id": "doomed", "title": "d", "description": "do it"},
              {"id": "orphan", "title": "o", "description": "do it", "depends_on": ["doomed"]}, {"id": "dropped", "title": "x", "description": "do it", "depends_on": ["next"]},
              {"id": "limited", "title": "l", "description": "do it"}, {"id": "reader", "title": "r", "description": "do it"},
-             {"id": "writer", "title": "w", "description": "do it"}],
+             {"id": "writer", "title": "w", "description": "do it"},
+             {"id": "asker", "title": "a", "description": "do it"}],
             checks={"ok": "true"},
         )  # fmt: skip
+        await client.say("asker", "a note")  # operator_message, then _delivered in its prompt
         await client.cancel("dropped")
         await client.retry("dropped")
         await client.cancel("dropped")
