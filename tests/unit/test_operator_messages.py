@@ -15,7 +15,13 @@ from test_engine import Fleet
 from codefleet.attempt import AssignedTask, OperatorNote
 from codefleet.errors import InvalidState, NotFound, TooLarge
 from codefleet.fleet.inbox import operator_message
-from codefleet.models import MAX_MESSAGE_BYTES, MAX_MESSAGES_PER_TASK, NO_ANSWER, EventType
+from codefleet.models import (
+    MAX_MESSAGE_BYTES,
+    MAX_MESSAGES_PER_TASK,
+    NO_ANSWER,
+    ErrorKind,
+    EventType,
+)
 from codefleet.session.prompt import NOTES_HEADING, build_prompt
 
 make_fleet = test_engine.make_fleet
@@ -179,3 +185,17 @@ def test_a_task_the_graph_says_ask_false_for_is_assigned_without_asking_before_a
     task = fleet.engine.assignment(agent, fleet.epoch(agent))
     assert task is not None and task.ask is (task.id != "T1")
     assert type(task).from_wire(task.to_wire()).ask is task.ask
+
+
+def test_an_ended_attempts_question_is_no_longer_open(make_fleet: Callable[..., Fleet]):
+    fleet = make_fleet(question_timeout=600.0)
+    agent = fleet.register("runner-1")
+    fleet.add("T1", "a.py")
+    fleet.tick()
+    fleet.start("T1")
+    fleet.engine.ask(agent, fleet.epoch(agent), "T1", "which tests?")
+    assert [q.task_id for q in fleet.engine.open_questions()] == ["T1"]
+    fleet.finish("T1", ok=False, error="gave up", error_kind=ErrorKind.AGENT_ERROR)
+    assert fleet.engine.open_questions() == []
+    with pytest.raises(InvalidState, match="no open question"):
+        fleet.engine.answer("T1", "too late")

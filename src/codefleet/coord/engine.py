@@ -576,7 +576,15 @@ class Engine:
         status = self.tasks.require(task_id)
         if task_id not in self.tasks.index.live:
             raise InvalidState(f"task {task_id} is already {status}", {"status": status})
-        return self.questions.answer(task_id, text, question_id)
+        waiting = [q for q in self.open_questions() if q.task_id == task_id
+                   and question_id in (None, q.question_id)]  # fmt: skip
+        return self.questions.answer(waiting, task_id, text)
+
+    def open_questions(self) -> list[Question]:
+        """The unanswered questions of attempts still running (an ended attempt's are moot)."""
+        flight = self.tasks.index.in_flight
+        return [q for q in self.questions.open()
+                if q.task_id in flight and flight[q.task_id].attempts == q.attempt]  # fmt: skip
 
     def retry(self, task_id: str) -> dict[str, Any]:
         """A failed or cancelled task starts over; its blocked dependents come back."""

@@ -105,12 +105,9 @@ class Questions:
         self._by_id[question.question_id] = question
         return question
 
-    def answer(self, task_id: str, text: str, question_id: str | None = None) -> Question:
-        """The operator answers the task's oldest open question (or the one named)."""
+    def answer(self, waiting: list[Question], task_id: str, text: str) -> Question:
+        """The operator answers the first of `waiting` (the task's open questions)."""
         _check_size(text)
-        waiting = [q for q in self.open() if q.task_id == task_id]
-        if question_id is not None:
-            waiting = [q for q in waiting if q.question_id == question_id]
         if not waiting:
             raise InvalidState(f"task {task_id} has no open question to answer")
         return self._answer(waiting[0], text, "operator")

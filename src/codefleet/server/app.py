@@ -290,7 +290,7 @@ def _person_routes(app: FastAPI, engine: Engine) -> None:
 
     @app.get("/questions")
     async def questions() -> JSONResponse:
-        return _json({"questions": [q.to_json() for q in engine.questions.open()]})
+        return _json({"questions": [q.to_json() for q in engine.open_questions()]})
 
 
 def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings) -> None:
