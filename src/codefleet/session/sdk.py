@@ -44,7 +44,12 @@ Checks: when the operator defined named checks, the session also gets one
 in-process MCP tool, `run_check(name)` (`mcp__codefleet__run_check`, in
 `tools` and `allowed_tools`), which calls the attempt's `Checker`; without
 checks no MCP server is configured (docs/decisions.md, "The check tool is an
-in-process MCP server").
+in-process MCP server"). The same server carries `ask_operator(question)`
+(`mcp__codefleet__ask_operator`) when the attempt may ask (`Attempt.ask`:
+the server's question timeout is not 0 and the graph did not say `ask:
+false`); it waits for the answer through `fleet.ask` (docs/decisions.md, "A
+question waits on the heartbeat"). After the first turn, the operator's
+messages that arrived meanwhile are one more turn (`fleet.inbox.hear_operator`).
 
 A read-only conversation for `codefleet plan` is `session.readonly`, built
 from the same hardened options and helpers.
