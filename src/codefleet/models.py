@@ -84,8 +84,11 @@ class ErrorKind(StrEnum):
     CANCELLED = "cancelled"
     VERIFY_FAILED = "verify_failed"
     RATE_LIMITED = "rate_limited"
+    CHECK_UNRUNNABLE = "check_unrunnable"  # a verify's program cannot start: retrying can't help
 
 
+# Not retryable: the rest, and CHECK_UNRUNNABLE (docs/decisions.md, "A check that cannot
+# start its program").
 RETRYABLE_KINDS: Final = frozenset(
     {
         ErrorKind.AGENT_ERROR,

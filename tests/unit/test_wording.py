@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from tool_support import require_tool
 
-from codefleet.models import EventType
+from codefleet.fleet.checks import CheckResult
+from codefleet.models import CheckPurpose, EventType
 from codefleet.wording import WORDING_FILE, phrase, table
 
 WEB = Path(__file__).resolve().parents[2] / "src" / "codefleet" / "server" / "web"
@@ -30,6 +31,7 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("task_succeeded", {"cost_usd": 123.456}),
     ("task_requeued", {"error_kind": "veto", "reason": "x" * 200, "blocked_on_path": "a.py"}),
     ("task_failed", {"error_kind": "tool", "error": "ümlaut " * 40}),
+    ("task_failed", {"error_kind": "check_unrunnable", "error": "install it " * 40}),
     ("task_unblocked", {"by": "T1"}),
     ("task_blocked_upstream", {"upstream": "T1"}),
     ("task_cancelled", {}),
@@ -116,3 +118,20 @@ def test_a_filter_the_renderer_does_not_know_is_an_error() -> None:
             phrase("__probe__", {"x": 1})
     finally:
         del table()["__probe__"]
+
+
+def test_a_verify_that_cannot_start_its_program_says_what_to_do_whole_in_the_log() -> None:
+    check = CheckResult(
+        "lint", CheckPurpose.VERIFY, "flake9-is-not-installed --max-line-length 100 src tests",
+        exit_code=127, output="sh: 1: flake9-is-not-installed: not found\n" * 5, infra=True,
+        unstartable=(("flake9-is-not-installed", "was not found"),),
+    )  # fmt: skip
+    error = check.failure_text("T12")
+    line = phrase("task_failed", {"error_kind": "check_unrunnable", "error": error})
+    assert line is not None
+    assert line.startswith(
+        "FAILED (check_unrunnable): check `lint` could not start: flake9-is-not-installed was "
+        "not found where checks run. Install flake9-is-not-installed where checks run, or fix "
+        "the check's command (flake9-is-not-installed --max-line-length 100 src tests), then "
+        "`codefleet retry T12`."
+    ), line

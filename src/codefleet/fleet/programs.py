@@ -3,8 +3,9 @@
 A check runs through `/bin/sh -c` in a copy of the tree with `check_env`
 (CodeFleet's own virtualenv off PATH). A shell that cannot find a command's
 program exits 127, one that finds it but cannot execute it 126 (`NOT_RUNNABLE`):
-no attempt of the agent can change that, so the runner reports it as `infra`,
-and `graph check`, `load` and `doctor` warn beforehand (`check_warnings`).
+no attempt of the agent can change that, so a verify that exits so is
+`check_unrunnable` (the task fails at once, not retried), and `graph check`,
+`load` and `doctor` warn beforehand (`check_warnings`).
 
 The lookup is a best effort over simple commands: a word after `&&`, `||`, `;`,
 `|`, `&` or a parenthesis starts a new command; `NAME=value` prefixes,
@@ -128,8 +129,8 @@ def check_warnings(checks: Mapping[str, str], tree: Path) -> list[str]:
     env = check_env(tree)
     return [
         f"check {name}: {program} {why} where checks run (CodeFleet's own environment is off "
-        f"their PATH): the check would exit {127 if why == NOT_RUNNABLE[127] else 126} and every "
-        f"attempt it verifies fail as infra. Install it, or fix the command: {command}"
+        f"their PATH): the check would exit {127 if why == NOT_RUNNABLE[127] else 126} and a task "
+        f"it verifies fail at once (check_unrunnable). Install it, or fix the command: {command}"
         for name, command in sorted(checks.items())
         for program, why in missing_programs(command, tree, env)
     ]
