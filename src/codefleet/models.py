@@ -13,9 +13,10 @@ datetimes so a local time can never slip in.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final
 
 __all__ = [
     "CHECK_NAME_PATTERN",
@@ -40,6 +41,7 @@ __all__ = [
     "ErrorKind",
     "EventType",
     "TaskStatus",
+    "cost_simulated",
     "from_iso",
     "new_agent_id",
     "new_task_id",
@@ -194,6 +196,17 @@ CHECK_NAME_PATTERN: Final = r"^[a-z][a-z0-9_-]{0,31}$"
 # The tools whose every call must pass the lease check. One definition: the
 # hook matcher, the pre-write path and the docs are derived from it.
 WRITE_TOOLS: Final = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+
+
+def cost_simulated(started: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether a server's cost is priced, not spent: it saw a fleet run, and each said so.
+
+    `started` are the `fleet_started` payloads (`simulated: true` when no real model ran);
+    the one rule every view of the cost follows (docs/decisions.md, "Simulated cost reads
+    as simulated").
+    """
+    said = [bool(payload.get("simulated")) for payload in started]
+    return bool(said) and all(said)
 
 
 def utcnow() -> datetime:

@@ -18,7 +18,7 @@ from tool_support import require_tool
 
 from codefleet.fleet.checks import CheckResult
 from codefleet.models import CheckPurpose, EventType
-from codefleet.wording import WORDING_FILE, phrase, table
+from codefleet.wording import WORDING_FILE, cost_text, phrase, spent_text, table
 
 WEB = Path(__file__).resolve().parents[2] / "src" / "codefleet" / "server" / "web"
 
@@ -68,6 +68,7 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("fleet_budget_set", {"max_cost_usd": None}),
     ("fleet_budget_set", {"max_cost_usd": 2.5, "hard": True}),
     ("fleet_budget_exhausted", {"spent_usd": 1.02, "max_cost_usd": 1.0, "hard": True}),
+    ("fleet_budget_exhausted", {"spent_usd": 1.02, "max_cost_usd": 1.0, "simulated": True}),
     ("not_in_the_table", {}),
 ]  # fmt: skip
 
@@ -135,3 +136,44 @@ def test_a_verify_that_cannot_start_its_program_says_what_to_do_whole_in_the_log
         "the check's command (flake9-is-not-installed --max-line-length 100 src tests), then "
         "`codefleet retry T12`."
     ), line
+
+
+COST_SCRIPT = """
+const { costStat } = await import(process.argv[1] + "/panels.js");
+const { costText, spentText } = await import(process.argv[1] + "/util.js");
+const budgets = JSON.parse(process.argv[2]);
+process.stdout.write(JSON.stringify({
+  stat: budgets.map((b) => costStat(0.03, b)),
+  cost: [costText(0.03, false), costText(0.03, true)],
+  spent: [spentText(1.02, false), spentText(1.02, true)],
+}));
+"""
+
+
+def test_the_web_dashboard_labels_a_simulated_cost_as_the_terminal_does(tmp_path: Path) -> None:
+    node = require_tool("node", "runs the page's panels.js", package="nodejs")
+    for script in WEB.glob("*.js"):
+        (tmp_path / script.name).write_text(script.read_text())
+    (tmp_path / "package.json").write_text('{"type": "module"}')  # ES modules, as the page loads
+    budgets = [None, {"simulated": True}, {"simulated": True, "max_cost_usd": 1.0}]
+    ran = subprocess.run(
+        [node, "--input-type=module", "-e", COST_SCRIPT, str(tmp_path), json.dumps(budgets)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    page = json.loads(ran.stdout)
+    assert page["stat"] == [
+        "$0.0300",
+        "$0.0300 simulated, nothing spent",
+        "$0.0300 simulated, nothing spent of $1.0000",
+    ]
+    assert page["cost"] == [cost_text(0.03, False), cost_text(0.03, True)]
+    assert page["spent"] == [spent_text(1.02, False), spent_text(1.02, True)]
+
+
+def test_a_spent_budget_reads_as_simulated_in_the_log_when_no_real_model_ran() -> None:
+    said = phrase(
+        "fleet_budget_exhausted", {"spent_usd": 1.02, "max_cost_usd": 1.0, "simulated": True}
+    )
+    assert said == (
+        "fleet budget exhausted: $1.0200 simulated, nothing spent of $1.0000; no new task is assigned"
+    )

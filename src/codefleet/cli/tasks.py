@@ -67,7 +67,8 @@ def tasks(
         if json_out:
             print_json(data)
         else:
-            console.print(task_detail(data))
+            budget = call_server(settings, lambda c: c.health())["budget"]
+            console.print(task_detail(data, simulated=bool(budget.get("simulated"))))
         return
     rows = call_server(settings, lambda c: c.tasks(status))
     if json_out:

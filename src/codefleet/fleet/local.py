@@ -29,6 +29,7 @@ from codefleet.fleet.runner import MAX_RETRY_S, RETRY_START_S, Runner, RunnerOpt
 from codefleet.fleet.shell import check_env, run_command
 from codefleet.models import EventType, TaskStatus
 from codefleet.paths import DEFAULT_PROTECTED_NAMES
+from codefleet.wording import spent_text
 
 __all__ = [
     "FleetResult",
@@ -137,10 +138,8 @@ def budget_stop(health: dict[str, Any], tasks: list[dict[str, Any]]) -> str | No
     if not budget.get("exhausted"):
         return None
     left = sum(t["status"] in ("pending", "assigned", "running") for t in tasks)
-    return (
-        f"fleet budget exhausted: ${budget['spent_usd']:.4f} spent of ${budget['max_cost_usd']:.4f}"
-        f"; {left} task(s) not done. Raise it with `codefleet budget USD` and run again."
-    )
+    spent = spent_text(budget["spent_usd"], bool(budget.get("simulated")))
+    return f"fleet budget exhausted: {spent} of ${budget['max_cost_usd']:.4f}; {left} task(s) not done. Raise it with `codefleet budget USD` and run again."
 
 
 async def run_verify(command: str, workdir: Path, timeout: float = 900.0) -> VerifyResult:
