@@ -145,6 +145,7 @@ class FleetLimits:
 
     def announce_exhausted(self, in_flight: list[str], pending: int) -> None:
         self.announced = True
+        said: dict[str, Any] = {"simulated": True} if self.simulated else {}  # as fleet_started
         self.store.emit(
             EventType.FLEET_BUDGET_EXHAUSTED,
             max_cost_usd=self.budget.max_cost,
@@ -152,7 +153,7 @@ class FleetLimits:
             hard=self.budget.hard,
             running=in_flight,
             not_started=pending,
-            **({"simulated": True} if self.simulated else {}),  # as `fleet_started` says it
+            **said,
         )
 
     def set_budget(self, budget: Budget) -> None:
