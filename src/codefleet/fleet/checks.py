@@ -38,7 +38,7 @@ from typing import Any, Final
 from codefleet.api.client import ServerUnavailable
 from codefleet.errors import DomainError, NotOwner, StaleEpoch
 from codefleet.fleet.prewrite import WriteGate
-from codefleet.fleet.programs import NOT_RUNNABLE, missing_programs
+from codefleet.fleet.programs import NOT_RUNNABLE, missing_programs, not_started_text
 from codefleet.fleet.shell import check_env, run_command
 from codefleet.fleet.view import copy_tree, overlay
 from codefleet.models import CheckPurpose
@@ -134,9 +134,7 @@ class CheckResult:
 
     def _unrunnable_text(self, task_id: str) -> str:
         """What failed a task at once: the program and what to do first, then the output."""
-        found = self.unstartable or (("a program it names", NOT_RUNNABLE[self.exit_code or 0]),)
-        what = "; ".join(f"{program} {why}" for program, why in found)
-        programs = " and ".join(program for program, _ in self.unstartable) or "the program"
+        what, programs = not_started_text(self.unstartable, self.exit_code or 0)
         return (
             f"check `{self.name}` could not start: {what} where checks run. Install {programs} "
             f"where checks run, or fix the check's command ({self.command}), then `codefleet "

@@ -20,13 +20,19 @@ import os
 import re
 import shlex
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 from codefleet.fleet.shell import check_env
 
-__all__ = ["NOT_RUNNABLE", "check_warnings", "command_programs", "missing_programs"]
+__all__ = [
+    "NOT_RUNNABLE",
+    "check_warnings",
+    "command_programs",
+    "missing_programs",
+    "not_started_text",
+]
 
 NOT_RUNNABLE: Final = {126: "is not executable", 127: "was not found"}
 _SHELL_WORDS: Final = frozenset(
@@ -122,6 +128,17 @@ def missing_programs(command: str, tree: Path, env: Mapping[str, str]) -> list[t
         elif shutil.which(program, path=env.get("PATH", "")) is None:
             found.append((program, NOT_RUNNABLE[127]))
     return found
+
+
+def not_started_text(found: Sequence[tuple[str, str]], exit_code: int) -> tuple[str, str]:
+    """`(what could not start, what to install)` after an exit of 126/127.
+
+    `found` is `missing_programs` for the command; empty when the missing program is
+    deeper (in a script the command runs), and then the words say "a program it names".
+    """
+    named = found or [("a program it names", NOT_RUNNABLE.get(exit_code, "could not start"))]
+    what = "; ".join(f"{program} {why}" for program, why in named)
+    return what, " and ".join(program for program, _ in found) or "the program"
 
 
 def check_warnings(checks: Mapping[str, str], tree: Path) -> list[str]:
