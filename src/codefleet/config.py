@@ -34,6 +34,7 @@ __all__ = ["Settings"]
 
 DEFAULT_DB = Path(".codefleet/codefleet.db")
 DEFAULT_RUN_DIR = Path(".codefleet/runs")
+DEFAULT_MAX_STREAMS = 256  # open event streams; each can hold a few hundred KiB unread
 
 
 class Settings(BaseSettings):
@@ -72,6 +73,7 @@ class Settings(BaseSettings):
     read_timeout: float = Field(default=15.0, gt=0)
     keep_alive_timeout: float = Field(default=5.0, gt=0)
     max_connections: int = Field(default=2048, ge=16, le=1_000_000)
+    max_streams: int = Field(default=DEFAULT_MAX_STREAMS, ge=1, le=1_000_000)
     # Comma-separated names no agent may write, at any depth, case-insensitively (`.git` always).
     protected_paths: str = ",".join(DEFAULT_PROTECTED_NAMES)
 

@@ -68,13 +68,14 @@ def tasks(
             print_json(data)
         else:
             budget = call_server(settings, lambda c: c.health())["budget"]
-            console.print(task_detail(data, simulated=bool(budget.get("simulated"))))
+            simulated = bool(budget.get("simulated"))
+            console.print(task_detail(data, crop=console.is_terminal, simulated=simulated))
         return
     rows = call_server(settings, lambda c: c.tasks(status))
     if json_out:
         print_json(rows)
     else:
-        console.print(task_table(rows))
+        console.print(task_table(rows, crop=console.is_terminal))
 
 
 @app.command(rich_help_panel=OPERATE)

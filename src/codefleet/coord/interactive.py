@@ -200,32 +200,6 @@ class InteractiveHolders:
         self.kick()
         return released
 
-    # -- reads -----------------------------------------------------------------------------
-
-    def agent_rows(self) -> list[Row]:
-        """Every interactive agent in the shape of `GET /agents` rows, plus its session."""
-        rows = []
-        for holder in sorted(self.by_session.values(), key=lambda h: h.name):
-            leases = self.leases.paths_of(holder.task_id)
-            rows.append(
-                {
-                    "id": holder.agent_id, "name": holder.name, "kind": INTERACTIVE,
-                    "status": "busy" if holder.active else "offline", "epoch": 0,
-                    "current_task_id": holder.task_id if holder.active else None,
-                    "current_task_title": holder.title, "session_id": holder.session_id,
-                    "workdir": str(self.tree.root), "pid": None,
-                    "last_heartbeat_at": to_iso(holder.last_write_at),
-                    "last_write_at": to_iso(holder.last_write_at),
-                    "idle_since": to_iso(holder.last_write_at), "last_assigned_at": None,
-                    "registered_at": to_iso(holder.started_at), "updated_at": to_iso(holder.last_write_at),
-                    "ended_at": to_iso(holder.ended_at) if holder.ended_at else None,
-                    "end_reason": holder.end_reason, "leases": len(leases),
-                    "tasks_succeeded": 0, "tasks_failed": 0, "input_tokens": 0,
-                    "output_tokens": 0, "cost_usd": 0.0, "stale": False,
-                }
-            )  # fmt: skip
-        return rows
-
     # -- internals ---------------------------------------------------------------------------
 
     def _keys(self, paths: list[str]) -> tuple[list[str], list[str], list[Denial]]:

@@ -108,7 +108,6 @@ INSERT_LEASE: Final = """INSERT OR IGNORE INTO file_leases (path, agent_id, task
     VALUES (?, ?, ?, ?)"""
 SELECT_LEASES: Final = "SELECT * FROM file_leases ORDER BY path"
 SELECT_LEASES_OF_TASK: Final = "SELECT * FROM file_leases WHERE task_id = ? ORDER BY path"
-DELETE_LEASES_OF_TASK: Final = "DELETE FROM file_leases WHERE task_id = ?"
 DELETE_LEASE: Final = "DELETE FROM file_leases WHERE path = ? AND task_id = ?"
 
 INSERT_CHANGE: Final = """INSERT INTO file_changes (task_id, agent_id, path, tool, at, attempt,

@@ -20,17 +20,12 @@ from datetime import datetime
 from typing import Any
 
 from codefleet.attempt import AssignedTask
-from codefleet.coord.agents import AgentRegistry
 from codefleet.coord.answers import Beat, LeaseAnswer
-from codefleet.coord.checks import CheckRegistry
-from codefleet.coord.files import Files
-from codefleet.coord.leases import LeaseTable, denial
-from codefleet.coord.restores import Transition
-from codefleet.coord.store import Store
-from codefleet.coord.tasks import TaskTable
+from codefleet.coord.leases import denial
+from codefleet.coord.parts import CallParts
 from codefleet.errors import NotOwner
 from codefleet.models import DenyReason, ErrorKind, EventType, TaskStatus, to_iso
-from codefleet.paths import PathRejected, TreeRoot
+from codefleet.paths import PathRejected
 
 __all__ = ["RunnerCalls"]
 
@@ -39,32 +34,20 @@ class RunnerCalls:
     """One engine's thin runner calls; every method runs on the engine's thread."""
 
     def __init__(
-        self,
-        store: Store,
-        tree: TreeRoot,
-        clock: Callable[[], datetime],
-        task_timeout: float,
-        agents: AgentRegistry,
-        tasks: TaskTable,
-        leases: LeaseTable,
-        files: Files,
-        checks: CheckRegistry,
-        transition: Transition,
-        kick: Callable[[], None],
-        pull_tick: Callable[[], None],
+        self, parts: CallParts, *, task_timeout: float, pull_tick: Callable[[], None]
     ) -> None:
-        self.store = store
-        self.tree = tree
-        self.clock = clock
+        self.store = parts.store
+        self.tree = parts.tree
+        self.clock = parts.clock
+        self.agents = parts.agents
+        self.tasks = parts.tasks
+        self.leases = parts.leases
+        self.files = parts.files
+        self.checks = parts.checks
+        self.transition = parts.transition
+        self.kick = parts.kick
         self.task_timeout = task_timeout
-        self.agents = agents
-        self.tasks = tasks
-        self.leases = leases
-        self.files = files
-        self.checks = checks
-        self.transition = transition
-        self.kick = kick
-        self.pull_tick = pull_tick
+        self.pull_tick = pull_tick  # tick now, for a poll that is about to park
 
     def heartbeat(self, agent_id: str, epoch: int) -> Beat:
         agent = self.agents.check_epoch(agent_id, epoch)

@@ -120,7 +120,6 @@ class Runner:
         self.grant_trust_s = 10.0
         self.task_timeout = options.task_timeout or 600.0
         self.fenced = asyncio.Event()
-        self.completed = 0
         self._registering: asyncio.Future[dict[str, Any]] | None = None  # the last register call
 
     # -- lifecycle ------------------------------------------------------------------
@@ -388,5 +387,4 @@ class Runner:
             )
         except NotOwner:
             return None  # someone took the task back; our report no longer applies
-        self.completed += 1
         return handed_task(answer)

@@ -21,19 +21,25 @@ from codefleet.wording import cost_text
 __all__ = ["task_detail"]
 
 
-def task_detail(task: dict[str, Any], simulated: bool = False) -> RenderableType:
-    """The task's fields as a two-column list, then its description, in a titled panel."""
+def task_detail(
+    task: dict[str, Any], *, crop: bool = True, simulated: bool = False
+) -> RenderableType:
+    """The task's fields as a two-column list, then its description, in a titled panel.
+
+    `crop` keeps only the last 2000 characters of the error (for a terminal, not a pipe);
+    `simulated` labels the cost (no real model ran on the server).
+    """
     fields = Table.grid(padding=(0, 2))
     fields.add_column(style="bold", no_wrap=True)
     fields.add_column()
-    for name, value in _fields(task, simulated):
+    for name, value in _fields(task, crop, simulated):
         fields.add_row(name, value)
     description = Text(task.get("description") or "(no description)", style="dim")
     title = Text(f"{task['id']} · {task['title']}")
     return Panel(Group(fields, Text(""), description), title=title, title_align="left")
 
 
-def _fields(task: dict[str, Any], simulated: bool) -> list[tuple[str, Text]]:
+def _fields(task: dict[str, Any], crop: bool, simulated: bool) -> list[tuple[str, Text]]:
     status = Text(task["status"], style=STATUS_STYLE.get(task["status"], ""))
     status.append(f" · attempt {task['attempts']} of {task['max_attempts']}", style="")
     if task.get("assigned_agent_id") and task["status"] in ("assigned", "running"):
@@ -54,7 +60,8 @@ def _fields(task: dict[str, Any], simulated: bool) -> list[tuple[str, Text]]:
     rows.append(("changed", _changes(task)))
     if task.get("error"):
         kind = f"{task.get('error_kind')}: " if task.get("error_kind") else ""
-        rows.append(("error", Text(kind + str(task["error"])[-2000:], style="red")))
+        error = str(task["error"])[-2000:] if crop else str(task["error"])
+        rows.append(("error", Text(kind + error, style="red")))
     elif task.get("result_summary"):
         rows.append(("result", Text(str(task["result_summary"]))))
     return rows

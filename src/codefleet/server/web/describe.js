@@ -1,5 +1,5 @@
 // Plain words for what the timeline draws: the tooltip and the aria-label of
-// an attempt or a veto, and where the run's clock starts.
+// an attempt or a veto, where the run's clock starts and how long the run took.
 
 import { fmtCost, fmtDuration, fmtOffset, plural, truncate } from "./util.js";
 
@@ -18,6 +18,20 @@ export function runOrigin(model) {
   const h = model.history;
   const candidates = [h.fleetStarts[0], h.attempts[0]?.start].filter(Number.isFinite);
   return candidates.length ? Math.min(...candidates) : h.first;
+}
+
+/**
+ * The run's duration, counted as the report counts its wall time (review/facts.py `_wall`):
+ * from the first fleet start (else the first event) to the last run_finished (else the last
+ * event); while a run goes on and the page is live, to now. Events after the run (a runner
+ * that goes stale, a commit) are not part of it.
+ */
+export function runWall(model, view) {
+  const h = model.history;
+  const start = h.fleetStarts.length ? h.fleetStarts[0] : h.first;
+  const running = model.runState() === "running" && view.live;
+  const end = running ? view.now : h.finished ? h.finished.at : h.last;
+  return end - start;
 }
 
 /** The words the tooltip and the screen reader get for one attempt. */
