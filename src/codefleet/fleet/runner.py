@@ -10,7 +10,8 @@ checks and hands the executor a `Checker` for them. When a session of a task
 with `verify` ends successfully, the runner runs that check in the isolated
 view (within what is left of the attempt's wall clock); a failure turns the
 attempt into `verify_failed` whose error carries the check's output, so the
-next attempt's prompt shows what to fix.
+next attempt's prompt shows what to fix — unless the check's program could not
+start (`check_unrunnable`: the task fails at once, no attempt can install it).
 
 Fencing: when any call answers `stale_epoch`, the runner cancels the running
 attempt, drops its result and registers again. A `not_owner` answer means the
@@ -325,7 +326,10 @@ class Runner:
     async def _verify(
         self, attempt: Attempt, report: AttemptReport, started: float
     ) -> AttemptReport:
-        """Run the task's `verify` check after a successful session; failure -> verify_failed."""
+        """Run the task's `verify` check after a successful session; failure -> verify_failed.
+
+        A check whose program cannot start is `check_unrunnable`: the task fails at once.
+        """
         name = attempt.task.verify
         if not report.ok or not name:
             return report
@@ -337,8 +341,12 @@ class Runner:
         if result.passed:
             summary = f"{report.summary or 'done'} (verified: check {name} passed)"
             return replace(report, summary=summary)
-        kind = ErrorKind.INFRA if result.infra else ErrorKind.VERIFY_FAILED
-        return replace(report, ok=False, error=result.failure_text(), error_kind=kind)
+        if result.not_runnable:
+            kind = ErrorKind.CHECK_UNRUNNABLE
+        else:
+            kind = ErrorKind.INFRA if result.infra else ErrorKind.VERIFY_FAILED
+        error = result.failure_text(attempt.task.id)
+        return replace(report, ok=False, error=error, error_kind=kind)
 
     async def _execute(self, attempt: Attempt) -> AttemptReport | None:
         """The executor's report, a timeout report, or None when fenced mid-run."""
