@@ -2,7 +2,9 @@
 
 The file is a mapping with a `tasks` list, whose keys are those of
 `wire.TaskSpec` (unknown keys are an error, not silently dropped), and an
-optional `checks` mapping of check name to shell command. The result is a
+optional `checks` mapping of check name to shell command, and optional
+`shell:` / `shell_network:` defaults every task inherits unless it sets
+them (the `run_command` tool). The result is a
 `GraphTasks`: the task specs as `POST /tasks` expects them, carrying the
 checks, which `FleetClient.create_tasks` posts with them. Problems are
 reported with the task's position and id so a person can find them:
@@ -41,7 +43,8 @@ __all__ = [
     "parse_graph",
 ]
 
-TOP_LEVEL_KEYS = frozenset({"tasks", "checks"})
+TOP_LEVEL_KEYS = frozenset({"tasks", "checks", "shell", "shell_network"})
+SHELL_KEYS = ("shell", "shell_network")  # graph-wide defaults a task may override
 TASK_KEYS = frozenset(TaskSpec.model_fields)
 DEFAULT_GRAPH = "codefleet.yaml"
 
@@ -97,7 +100,9 @@ def parse_graph(raw: Any, where: str = "the graph", standalone: bool = True) -> 
     if not isinstance(tasks, list) or not tasks:
         raise GraphError(f"{where}: 'tasks' must be a non-empty list")
     checks = parse_checks(raw.get("checks") or {}, where)
-    specs = [_spec(where, n, item) for n, item in enumerate(tasks, start=1)]
+    defaults = _shell_defaults(raw, where)
+    specs = [_spec(where, n, {**defaults, **item} if isinstance(item, dict) else item)
+             for n, item in enumerate(tasks, start=1)]  # fmt: skip
     _check_graph(where, specs, standalone)
     for spec in specs if standalone else ():
         if spec.verify is not None and spec.verify not in checks:
@@ -106,6 +111,15 @@ def parse_graph(raw: Any, where: str = "the graph", standalone: bool = True) -> 
                 f"{spec.verify!r}; define it under 'checks:'"
             )
     return GraphTasks([spec.model_dump(exclude_none=True) for spec in specs], checks)
+
+
+def _shell_defaults(raw: dict[Any, Any], where: str) -> dict[str, bool]:
+    """The graph's `shell:` / `shell_network:` keys, which every task inherits unless it sets them."""
+    defaults = {key: raw[key] for key in SHELL_KEYS if key in raw}
+    for key, value in defaults.items():
+        if not isinstance(value, bool):
+            raise GraphError(f"{where}: '{key}' must be true or false")
+    return defaults
 
 
 def parse_checks(raw: Any, where: str = "the graph") -> dict[str, str]:

@@ -116,6 +116,7 @@ class Engine:
         self.acquire = runner.acquire
         self.record_change = runner.record_change
         self.record_check = runner.record_check
+        self.record_command = runner.record_command
         self.foreign_preimages = runner.foreign_preimages
         self.define_checks = operator.define_checks
         self.create_tasks = operator.create_tasks

@@ -60,7 +60,7 @@ AGENT_COLUMNS: Final = frozenset(
 
 INSERT_TASK_COLUMNS: Final = (
     "id", "seq", "title", "description", "status", "priority", "file_scope", "max_attempts",
-    "verify", "created_at", "updated_at",
+    "verify", "shell", "created_at", "updated_at",
 )  # fmt: skip
 INSERT_TASK: Final = (  # positional: executemany binds tuples faster than dicts
     f"INSERT INTO tasks ({', '.join(INSERT_TASK_COLUMNS)})"
@@ -70,6 +70,7 @@ TABLE_COLUMNS: Final = "SELECT name FROM pragma_table_info(?)"
 # Columns added after a table first shipped: (table, column, statement) for older databases.
 MIGRATIONS: Final = (
     ("tasks", "verify", "ALTER TABLE tasks ADD COLUMN verify TEXT"),
+    ("tasks", "shell", "ALTER TABLE tasks ADD COLUMN shell TEXT"),
     ("file_changes", "attempt", "ALTER TABLE file_changes ADD COLUMN attempt INTEGER"),
     ("file_changes", "sha256", "ALTER TABLE file_changes ADD COLUMN sha256 TEXT"),
     ("agents", "fenced", "ALTER TABLE agents ADD COLUMN fenced INTEGER NOT NULL DEFAULT 0"),

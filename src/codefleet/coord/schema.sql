@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     assigned_at      TEXT,
     started_at       TEXT,
     completed_at     TEXT,
-    verify           TEXT  -- the name of the check that verifies a finished session
+    verify           TEXT, -- the name of the check that verifies a finished session
+    shell            TEXT  -- run_command: off | on | network; NULL: the fleet's default
 );
 CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks(status);
 

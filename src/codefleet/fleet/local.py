@@ -24,6 +24,7 @@ from typing import Any
 
 from codefleet.api.client import FleetClient
 from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S
+from codefleet.fleet.commands import ShellConfig
 from codefleet.fleet.executor import Executor
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.shell import check_env, run_command
@@ -142,6 +143,9 @@ async def run_fleet(
     connect: Callable[[], FleetClient] | None = None,
     name_suffix: str = "",
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES,
+    shell: bool = False,
+    shell_network: bool = False,
+    shell_config: ShellConfig | None = None,
 ) -> FleetResult:
     """Run N runners until the graph drains, or until no runner is left to drain it.
 
@@ -159,7 +163,8 @@ async def run_fleet(
             RunnerOptions(
                 name=f"runner-{n}{name_suffix}", workdir=workdir, run_dir=run_dir,
                 task_timeout=task_timeout, protected=protected, check_timeout=check_timeout,
-                check_dir=check_dir, protected_names=protected_names,
+                check_dir=check_dir, protected_names=protected_names, shell=shell,
+                shell_network=shell_network, shell_config=shell_config,
             )
             for n in range(1, runners + 1)
         ]  # fmt: skip

@@ -49,9 +49,10 @@ from codefleet.api.client import ApiError, FleetClient, ServerUnavailable, hande
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.errors import DomainError, Forbidden, NotFound, NotOwner, StaleEpoch, Unauthorized
 from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS, Checker, CheckLimits
+from codefleet.fleet.commands import CommandRunner, ShellConfig
 from codefleet.fleet.executor import Attempt, Executor
 from codefleet.fleet.prewrite import WriteGate
-from codefleet.models import CheckPurpose, ErrorKind
+from codefleet.models import CheckPurpose, ErrorKind, ShellMode
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
 
 __all__ = ["CannotContinue", "Runner", "RunnerOptions"]
@@ -92,6 +93,9 @@ class RunnerOptions:
     check_dir: Path | None = None
     replace: bool = False  # take the name over from a live runner of another process
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES  # see `paths`
+    shell: bool = False  # tasks get run_command unless their `shell:` says otherwise
+    shell_network: bool = False  # ... and its commands may use the network
+    shell_config: ShellConfig | None = None  # how commands run here; None: they cannot
 
 
 def _collect(task: asyncio.Task[Any]) -> None:
@@ -270,8 +274,9 @@ class Runner:
         )
         checker = self._checker(gate, commands, task.attempts)
         attempt = Attempt(
-            task, gate, self.tree.root, self.options.run_dir, self.options.name, checker
-        )
+            task, gate, self.tree.root, self.options.run_dir, self.options.name, checker,
+            self._commands(gate, task),
+        )  # fmt: skip
         started = time.monotonic()
         report = await self._execute(attempt)
         if report is not None and not gate.fenced:
@@ -289,6 +294,18 @@ class Runner:
             opts.check_timeout, opts.check_output_chars, opts.protected, opts.check_dir
         )
         return Checker(gate, commands, attempt, limits)
+
+    def _commands(self, gate: WriteGate, task: AssignedTask) -> CommandRunner | None:
+        """The attempt's run_command tool: the task's `shell` mode, else the fleet's default."""
+        opts, mode = self.options, task.shell
+        enabled = mode in (ShellMode.ON, ShellMode.NETWORK) or (mode is None and opts.shell)
+        if not enabled or opts.shell_config is None:
+            return None
+        network = mode == ShellMode.NETWORK or opts.shell_network
+        config = replace(
+            opts.shell_config, sandbox=replace(opts.shell_config.sandbox, network=network)
+        )
+        return CommandRunner(gate, task.attempts, config)
 
     async def _verify(
         self, attempt: Attempt, report: AttemptReport, started: float

@@ -7,7 +7,7 @@ optional `attempt: N` (run the step only on that attempt):
     sleep: SECONDS              wait_leased: PATH           wait_denied: PATH
     fail: MESSAGE               check: NAME                 expect_check: pass|fail
     expect_error: TEXT          make_dir: PATH              rate_limit: SECONDS|null
-    cost: USD
+    cost: USD                   command: CMD | {run: CMD, timeout_s: S}
 
 Every file change goes through the attempt's `WriteGate` first, exactly as a
 real session's hook does; a denied write ends the attempt as a veto naming the
@@ -26,6 +26,9 @@ restore.
 (`rate_limited`), saying the limit lifts in SECONDS (null: it did not say).
 `cost` adds USD to what the attempt reports it spent, as a real session's
 `total_cost_usd` would (how the fleet's budget is tested without a model).
+`command` runs CMD through the attempt's `CommandRunner`, as the real
+session's `run_command` tool does (its changes reach the tree only through
+the leases); a command refused a held file ends the attempt as a veto.
 A task with no script succeeds without writing anything.
 """
 
@@ -42,6 +45,7 @@ import yaml
 
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.fleet.checks import CheckResult
+from codefleet.fleet.commands import DEFAULT_COMMAND_TIMEOUT_S, CommandResult
 from codefleet.fleet.executor import Attempt
 from codefleet.models import CheckPurpose, ErrorKind, EventType
 
@@ -50,7 +54,7 @@ __all__ = ["ScriptError", "ScriptedExecutor", "Step", "load_script"]
 STEP_KINDS: Final = frozenset(
     {
         "write", "edit", "append", "sleep", "wait_leased", "wait_denied", "fail",
-        "check", "expect_check", "expect_error", "make_dir", "rate_limit", "cost",
+        "check", "expect_check", "expect_error", "make_dir", "rate_limit", "cost", "command",
     }
 )  # fmt: skip
 WAIT_POLL_S: Final = 0.01
@@ -127,6 +131,7 @@ class ScriptedExecutor:
         self.wait_timeout = wait_timeout
         self.assignments: list[AssignedTask] = []  # every attempt's task, as handed over
         self.check_results: list[tuple[str, int, CheckResult]] = []
+        self.command_results: list[tuple[str, int, CommandResult]] = []
 
     async def run(self, attempt: Attempt) -> AttemptReport:
         self.assignments.append(attempt.task)
@@ -170,8 +175,8 @@ class ScriptedExecutor:
                 raise _StepFailed(_rate_limited(step.arg, attempt))
             case "cost":
                 played.cost_usd += float(step.arg)
-            case "check" | "expect_check" | "expect_error":
-                await self._checks(step, attempt, played)
+            case "check" | "expect_check" | "expect_error" | "command":
+                await self._runs(step, attempt, played)
             case "make_dir":
                 _make_dir(attempt.workdir / str(step.arg))
             case _:
@@ -198,8 +203,11 @@ class ScriptedExecutor:
             _give_up(attempt, f"{tool} {arg['path']}: {err}", err)
         await attempt.gate.record(str(target), tool)
 
-    async def _checks(self, step: Step, attempt: Attempt, played: _Played) -> None:
-        if step.kind == "check":
+    async def _runs(self, step: Step, attempt: Attempt, played: _Played) -> None:
+        """A check or a command, or an expectation about what one did."""
+        if step.kind == "command":
+            await self._command(attempt, step.arg)
+        elif step.kind == "check":
             await self._check(attempt, str(step.arg), played)
         elif step.kind == "expect_check":
             last = played.checks[-1] if played.checks else None
@@ -217,6 +225,26 @@ class ScriptedExecutor:
             _give_up(attempt, "fenced while running a check")
         played.checks.append(result)
         self.check_results.append((attempt.task_id, attempt.number, result))
+
+    async def _command(self, attempt: Attempt, arg: Any) -> None:
+        if attempt.commands is None:
+            _give_up(attempt, "this task has no run_command tool (shell is off)")
+        spec = arg if isinstance(arg, dict) else {"run": arg}
+        timeout = float(spec.get("timeout_s", DEFAULT_COMMAND_TIMEOUT_S))
+        result = await attempt.commands.run(str(spec["run"]), timeout)
+        self.command_results.append((attempt.task_id, attempt.number, result))
+        if attempt.gate.fenced:
+            _give_up(attempt, "fenced while running a command")
+        if result.applied.denied_on is not None:
+            raise _StepFailed(
+                AttemptReport(
+                    attempt=attempt.number, ok=False, error=result.applied.denied,
+                    error_kind=ErrorKind.VETO, blocked_on_path=result.applied.denied_on,
+                    files_written=tuple(attempt.gate.written),
+                )
+            )  # fmt: skip
+        if result.refused is not None:
+            _give_up(attempt, result.refused)
 
     async def _wait(self, attempt: Attempt, path: str, condition: Any) -> None:
         deadline = time.monotonic() + self.wait_timeout

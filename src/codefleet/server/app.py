@@ -41,7 +41,7 @@ from codefleet.coord.graph import NewTask
 from codefleet.coord.store import Store
 from codefleet.errors import DomainError, Forbidden
 from codefleet.heap import collector_off
-from codefleet.models import EventType, TaskStatus
+from codefleet.models import EventType, ShellMode, TaskStatus
 from codefleet.paths import TreeRoot
 from codefleet.planning.analysis import analyse
 from codefleet.review.facts import run_facts
@@ -68,6 +68,7 @@ def new_task(spec: TaskSpec) -> NewTask:
     return NewTask(
         spec.title, spec.id, spec.description, spec.priority, spec.file_scope, spec.depends_on,
         spec.max_attempts, spec.verify, spec.estimate_min,
+        ShellMode.of(spec.shell, spec.shell_network),
     )  # fmt: skip
 
 
