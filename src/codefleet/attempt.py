@@ -39,7 +39,7 @@ class AssignedTask:
     error: str | None = None  # the previous attempt's error, shown in the retry's prompt
     error_kind: ErrorKind | None = None
     verify: str | None = None  # the check run after a successful session
-    shell: str | None = None  # a `ShellMode` value: the run_command tool; None: the fleet's
+    shell_mode: str | None = None  # a `ShellMode` value: the run_command tool; None: the fleet's
 
     def to_wire(self) -> dict[str, Any]:
         """The assignment JSON's `task` object, in the wire's key order."""
@@ -55,7 +55,7 @@ class AssignedTask:
             "error": self.error,
             "error_kind": None if self.error_kind is None else self.error_kind.value,
             "verify": self.verify,
-            "shell": self.shell,
+            "shell_mode": self.shell_mode,
         }
 
     @classmethod
@@ -74,7 +74,7 @@ class AssignedTask:
             error=data["error"],
             error_kind=None if kind is None else ErrorKind(kind),
             verify=data["verify"],
-            shell=data.get("shell"),
+            shell_mode=data.get("shell_mode"),
         )
 
 

@@ -37,7 +37,7 @@ async def drain(
     executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
     result = await run_fleet(
         server.url, 1, lambda _: executor, workdir, workdir.parent / "runs",
-        shell=True, shell_config=shell_here(), **options,
+        shell_default=True, shell_config=shell_here(), **options,
     )  # fmt: skip
     return result, executor
 
@@ -113,7 +113,7 @@ async def test_a_command_writing_a_held_file_is_vetoed_and_nothing_it_changed_la
         executor = ScriptedExecutor(parse_script(script))
         stop = asyncio.Event()
         options = RunnerOptions(
-            "runner-1", workdir, workdir.parent / "runs", poll_wait=0.2, shell=True,
+            "runner-1", workdir, workdir.parent / "runs", poll_wait=0.2, shell_default=True,
             shell_config=shell_here(),
         )  # fmt: skip
         runner = asyncio.create_task(Runner(client, executor, options).run(stop))
@@ -172,7 +172,7 @@ async def test_over_the_file_limit_nothing_is_applied_and_the_answer_says_so(
         await client.create_tasks([{"id": "T", "title": "t", "description": "do it"}])
         executor = ScriptedExecutor(parse_script(script))
         await run_fleet(
-            server.url, 1, lambda _: executor, workdir, workdir.parent / "runs", shell=True,
+            server.url, 1, lambda _: executor, workdir, workdir.parent / "runs", shell_default=True,
             shell_config=shell_here(ShellLimits(max_files=2)),
         )  # fmt: skip
     [(_, _, answer)] = executor.command_results

@@ -44,6 +44,14 @@ from codefleet.cli.common import (
     unauthorized_message,
 )
 from codefleet.cli.review import BranchOpt, CommitOpt, committer_for
+from codefleet.cli.shellopts import (
+    ShellMaxBytesOpt,
+    ShellMaxFilesOpt,
+    ShellNetworkOpt,
+    ShellOpt,
+    ShellUnsandboxedOpt,
+    fleet_shell,
+)
 from codefleet.errors import DomainError, Unauthorized
 from codefleet.statedir import prepare_dirs
 
@@ -95,6 +103,11 @@ def runner(
     model: ModelOpt = None,
     max_turns: MaxTurnsOpt = None,
     task_budget_usd: BudgetOpt = None,
+    shell: ShellOpt = None,
+    shell_network: ShellNetworkOpt = None,
+    shell_unsandboxed: ShellUnsandboxedOpt = None,
+    shell_max_files: ShellMaxFilesOpt = None,
+    shell_max_bytes: ShellMaxBytesOpt = None,
 ) -> None:
     """Run ONE runner as its own process until interrupted (or the fleet drains)."""
     import asyncio
@@ -108,7 +121,9 @@ def runner(
         server_url=server, workdir=workdir, run_dir=run_dir, token=token,
         task_timeout=task_timeout, model=model, max_turns=max_turns,
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
-        protected_paths=protected_paths,
+        protected_paths=protected_paths, shell=shell, shell_network=shell_network,
+        shell_unsandboxed=shell_unsandboxed, shell_max_files=shell_max_files,
+        shell_max_bytes=shell_max_bytes,
     )  # fmt: skip
     executor = _agents(AgentChoice(dry_run, script, offline, model_script), settings).executor
     options = RunnerOptions(
@@ -123,6 +138,7 @@ def runner(
         check_dir=settings.check_dir,
         replace=replace,
         protected_names=settings.protected_names,
+        **fleet_shell(settings),
     )
 
     async def go() -> None:
@@ -185,6 +201,11 @@ def run(
     model: ModelOpt = None,
     max_turns: MaxTurnsOpt = None,
     task_budget_usd: BudgetOpt = None,
+    shell: ShellOpt = None,
+    shell_network: ShellNetworkOpt = None,
+    shell_unsandboxed: ShellUnsandboxedOpt = None,
+    shell_max_files: ShellMaxFilesOpt = None,
+    shell_max_bytes: ShellMaxBytesOpt = None,
     max_cost: MaxCostOpt = None,
     max_cost_hard: MaxCostHardOpt = None,
     commit: CommitOpt = False,
@@ -213,8 +234,11 @@ def run(
         task_timeout=task_timeout, token=token, model=model, max_turns=max_turns,
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
         protected_paths=protected_paths, max_cost=max_cost, max_cost_hard=max_cost_hard,
+        shell=shell, shell_network=shell_network, shell_unsandboxed=shell_unsandboxed,
+        shell_max_files=shell_max_files, shell_max_bytes=shell_max_bytes,
     )  # fmt: skip
     checks = parse_check_options(check)
+    shell_kw = fleet_shell(settings)
     graph_file = None if no_graph else _graph_file(graph)
     agents = _agents(AgentChoice(dry_run, script, offline, model_script), settings)
     committer = committer_for(settings.workdir, branch) if commit else None
@@ -258,6 +282,7 @@ def run(
                 protected=(settings.db, settings.run_dir), check_timeout=settings.check_timeout,
                 check_dir=settings.check_dir, on_runner_down=runner_down,
                 name_suffix=invocation_suffix(), protected_names=settings.protected_names,
+                **shell_kw,
             )  # fmt: skip
             history = await committer.finish(settings.url, settings.token) if committer else None
         finally:

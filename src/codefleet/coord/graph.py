@@ -47,7 +47,7 @@ class NewTask:
     max_attempts: int | None = None
     verify: str | None = None
     estimate_min: int | None = None  # read by `graph check` and `plan`; not stored
-    shell: str | None = None  # a `ShellMode` value; None: the fleet's default
+    shell_mode: str | None = None  # a `ShellMode` value; None: the fleet's default
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +97,7 @@ def task_rows(
                 "description": spec.description, "status": TaskStatus.PENDING,
                 "priority": spec.priority, "file_scope": batch.scopes[task_id],
                 "max_attempts": spec.max_attempts or default_max_attempts,
-                "verify": spec.verify, "shell": spec.shell, "created_at": at,
+                "verify": spec.verify, "shell": spec.shell_mode, "created_at": at,
                 "updated_at": at,
             }
         )  # fmt: skip

@@ -56,7 +56,7 @@ class LiveTask:
     title: str = ""
     description: str = ""
     verify: str | None = None
-    shell: str | None = None
+    shell_mode: str | None = None
     error: str | None = None  # the last attempt's failure (set by a requeue, kept as stored)
     error_kind: str | None = None
     blocked_on_path: str | None = None
@@ -96,7 +96,7 @@ def live_task(row: Mapping[str, Any]) -> LiveTask:
         title=row["title"],
         description=row["description"],
         verify=row.get("verify"),
-        shell=row.get("shell"),
+        shell_mode=row.get("shell"),
         error=row["error"],
         error_kind=row["error_kind"],
         blocked_on_path=row["blocked_on_path"],
@@ -257,7 +257,7 @@ class LiveIndex:
                 task_id, row["priority"], frozenset(row["file_scope"]), pending, 0,
                 row["max_attempts"], row["created_at"], title=row["title"],
                 description=row["description"], verify=row.get("verify"),
-                shell=row.get("shell"),
+                shell_mode=row.get("shell"),
             )  # fmt: skip
             status[task_id] = pending
             task.unmet = sum(1 for p in parents.get(task_id, ()) if status.get(p) is not succeeded)

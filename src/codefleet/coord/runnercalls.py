@@ -90,7 +90,7 @@ class RunnerCalls:
             deadline=datetime.fromtimestamp(deadline, task.assigned_at.tzinfo),
             blocked_on_path=task.blocked_on_path, error=task.error,
             error_kind=None if kind is None else ErrorKind(kind), verify=task.verify,
-            shell=task.shell,
+            shell_mode=task.shell_mode,
         )  # fmt: skip
 
     async def wait_assignment(self, agent_id: str, epoch: int, wait: float) -> AssignedTask | None:

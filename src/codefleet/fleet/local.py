@@ -143,7 +143,7 @@ async def run_fleet(
     connect: Callable[[], FleetClient] | None = None,
     name_suffix: str = "",
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES,
-    shell: bool = False,
+    shell_default: bool = False,
     shell_network: bool = False,
     shell_config: ShellConfig | None = None,
 ) -> FleetResult:
@@ -163,7 +163,7 @@ async def run_fleet(
             RunnerOptions(
                 name=f"runner-{n}{name_suffix}", workdir=workdir, run_dir=run_dir,
                 task_timeout=task_timeout, protected=protected, check_timeout=check_timeout,
-                check_dir=check_dir, protected_names=protected_names, shell=shell,
+                check_dir=check_dir, protected_names=protected_names, shell_default=shell_default,
                 shell_network=shell_network, shell_config=shell_config,
             )
             for n in range(1, runners + 1)

@@ -93,7 +93,7 @@ class RunnerOptions:
     check_dir: Path | None = None
     replace: bool = False  # take the name over from a live runner of another process
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES  # see `paths`
-    shell: bool = False  # tasks get run_command unless their `shell:` says otherwise
+    shell_default: bool = False  # tasks get run_command unless their `shell:` says otherwise
     shell_network: bool = False  # ... and its commands may use the network
     shell_config: ShellConfig | None = None  # how commands run here; None: they cannot
 
@@ -297,8 +297,8 @@ class Runner:
 
     def _commands(self, gate: WriteGate, task: AssignedTask) -> CommandRunner | None:
         """The attempt's run_command tool: the task's `shell` mode, else the fleet's default."""
-        opts, mode = self.options, task.shell
-        enabled = mode in (ShellMode.ON, ShellMode.NETWORK) or (mode is None and opts.shell)
+        opts, mode = self.options, task.shell_mode
+        enabled = mode in (ShellMode.ON, ShellMode.NETWORK) or (mode is None and opts.shell_default)
         if not enabled or opts.shell_config is None:
             return None
         network = mode == ShellMode.NETWORK or opts.shell_network
