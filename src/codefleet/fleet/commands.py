@@ -45,7 +45,7 @@ __all__ = ["COMMAND_TOOL", "CommandResult", "CommandRunner", "ShellConfig", "hos
 log = logging.getLogger(__name__)
 
 DEFAULT_COMMAND_TIMEOUT_S: Final = 120.0
-MAX_COMMAND_TIMEOUT_S: Final = 3600.0
+MAX_COMMAND_TIMEOUT_S: Final = 600.0
 EVENT_TAIL_CHARS: Final = 2_000
 EVENT_PATHS_MAX: Final = 200
 
