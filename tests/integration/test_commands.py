@@ -8,7 +8,11 @@ where it is installed); what it changed reaches the tree only through the leases
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -178,3 +182,15 @@ async def test_over_the_file_limit_nothing_is_applied_and_the_answer_says_so(
     [(_, _, answer)] = executor.command_results
     assert "over the limit of 2 (CODEFLEET_SHELL_MAX_FILES)" in answer.render()
     assert not any((workdir / f"f{n}.txt").exists() for n in (1, 2, 3))
+
+
+def test_doctor_says_how_commands_would_run_here(tmp_path: Path) -> None:
+    ran = subprocess.run(
+        [sys.executable, "-m", "codefleet.cli", "doctor", "--json", "--workdir", str(tmp_path)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    [shell] = [c for c in json.loads(ran.stdout) if c["name"] == "shell"]
+    sandboxed = shutil.which("bwrap") is not None
+    expected = "sandboxed by bubblewrap" if sandboxed else "NOT sandboxed (no bubblewrap)"
+    assert shell["ok"] is sandboxed and expected in shell["detail"]
+    assert shell["required"] is False  # only `run --shell` needs it
