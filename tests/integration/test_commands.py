@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from codefleet.api.client import FleetClient
+from codefleet.api.graph import parse_graph
 from codefleet.attempt import AttemptReport
 from codefleet.fleet.apply import ShellLimits
 from codefleet.fleet.commands import ShellConfig, host_shell
@@ -194,3 +195,37 @@ def test_doctor_says_how_commands_would_run_here(tmp_path: Path) -> None:
     expected = "sandboxed by bubblewrap" if sandboxed else "NOT sandboxed (no bubblewrap)"
     assert shell["ok"] is sandboxed and expected in shell["detail"]
     assert shell["required"] is False  # only `run --shell` needs it
+
+
+async def test_the_graphs_shell_key_gives_tasks_the_tool_unless_a_task_says_otherwise(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST, max_attempts=1)
+    graph = parse_graph({"shell": True, "tasks": [
+        {"id": "A", "title": "a", "description": "do it"},
+        {"id": "B", "title": "b", "description": "do it", "shell": False},
+        {"id": "C", "title": "c", "description": "do it", "shell_network": True},
+    ]})  # fmt: skip
+    port = server.url.rsplit(":", 1)[1]
+    probe = (f"import socket; s = socket.socket(); s.settimeout(2); open('{{}}.txt', 'w').write("
+             f"'connected' if s.connect_ex(('127.0.0.1', {port})) == 0 else 'no network')")  # fmt: skip
+    script = {
+        task: [{"command": f'"{sys.executable}" -c "{probe.format(task)}"'}] for task in "ABC"
+    }
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(graph)
+        executor = ScriptedExecutor(parse_script(script))
+        await run_fleet(
+            server.url, 1, lambda _: executor, workdir, workdir.parent / "runs",
+            shell_config=shell_here(),
+        )  # fmt: skip
+        status = {t["id"]: t["status"] for t in await client.tasks()}
+        [b] = [t for t in await client.tasks() if t["id"] == "B"]
+
+    assert [g.get("shell") for g in graph] == [True, False, True]
+    assert status == {"A": "succeeded", "B": "failed", "C": "succeeded"}
+    assert "no run_command tool" in b["error"]
+    sandboxed = shutil.which("bwrap") is not None
+    assert (workdir / "A.txt").read_text() == ("no network" if sandboxed else "connected")
+    assert (workdir / "C.txt").read_text() == "connected"  # shell_network: true
+    assert not (workdir / "B.txt").exists()
