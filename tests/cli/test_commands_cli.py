@@ -56,6 +56,7 @@ async def test_a_session_generates_a_file_with_a_command_and_it_lands_leased_in_
     patch = await client.patch("T1")
 
     [answer] = fake_model.tool_results("T1")
+    print(f"\n--- run_command answer (applied) ---\n{answer.content}")
     assert not answer.is_error and "Command exited with code 0" in answer.content
     assert "Applied to the shared tree: gen.py" in answer.content
     assert outcome.ok and (workdir / "gen.py").read_text() == "GEN = 1\n"
@@ -107,3 +108,26 @@ async def test_a_sandboxed_command_cannot_write_outside_its_layer_nor_reach_loop
     [changed] = await client.events(type_="lease_acquired")
     assert changed["payload"]["path"] == "through-the-layer.txt"
     assert changed["payload"]["tool"] == "run_command"
+
+
+async def test_a_sessions_command_touching_a_held_file_is_vetoed_and_nothing_lands(
+    fake_model: FakeModel, client: FleetClient, start_attempt: StartAttempt, workdir: Path
+) -> None:
+    holder = await start_attempt("H", runner="runner-2")
+    granted = await client.acquire(holder.gate.agent_id, holder.gate.epoch, "H", ["a.py"], "Write")
+    assert granted["decision"] == "allow"
+    fake_model.add_script(
+        "T1",
+        [run_command("echo made > gen.txt && echo 'A = 9' > a.py"),
+         Turn(content=(Text("Blocked on a.py."),))],
+    )  # fmt: skip
+    attempt = with_shell(await start_attempt("T1"), sandboxed=False)
+
+    outcome = await run_attempt(offline_executor(fake_model), attempt)
+
+    [answer] = fake_model.tool_results("T1")
+    print(f"\n--- run_command answer (vetoed) ---\n{answer.content}")
+    assert answer.is_error and "NOTHING it changed was applied" in answer.content
+    assert "a.py is held by runner-2 for task H" in answer.content
+    assert (outcome.error_kind, outcome.blocked_on_path) == ("veto", "a.py")
+    assert not (workdir / "gen.txt").exists() and (workdir / "a.py").read_text() == "A = 1\n"

@@ -11,6 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from codefleet.fleet.apply import changed_meanwhile
 from codefleet.fleet.changes import Change, ChangeKind, collect, sort_changes
 from codefleet.fleet.layer import Layer, Sandbox, build_layer, layer_argv, shell_support
 from codefleet.paths import TreeRoot
@@ -148,3 +149,14 @@ def test_a_hard_linked_file_is_refused(tmp_path: Path) -> None:
     layer = run_in_layer(tmp_path, "echo changed > a.py")
     result = sort_changes(collect(layer), TreeRoot(tree))
     assert [(c.path, "hard links" in why) for c, why in result.refused] == [("a.py", True)]
+
+
+def test_a_file_the_tree_changed_while_the_command_ran_stops_the_apply(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "tree")
+    layer = run_in_layer(tmp_path, "echo 'A = 2' > a.py && echo B > b.py")
+    changes = collect(layer)
+    assert changed_meanwhile(layer, changes) is None
+    (tree / "b.py").write_text("B = 'finished by another task meanwhile'\n")
+    refusal = changed_meanwhile(layer, changes)
+    assert refusal is not None and refusal.startswith("b.py changed in the shared tree")
+    assert "nothing was applied" in refusal
