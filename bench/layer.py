@@ -99,7 +99,10 @@ def layer_costs(root: Path, repeat: int) -> dict[str, list[float]]:
             started = time.perf_counter()
             layer = build_layer(root, base, images)
             results["build"].append((time.perf_counter() - started) * 1000.0)
-            for name, sandbox in (("mount+true", Sandbox(None)), ("bwrap+true", Sandbox(support.bwrap))):
+            for name, sandbox in (
+                ("mount+true", Sandbox(None)),
+                ("bwrap+true", Sandbox(support.bwrap)),
+            ):
                 if sandbox.bwrap is None and name == "bwrap+true":
                     continue
                 argv = layer_argv(layer, "true", sandbox, support.unshare)
@@ -135,7 +138,9 @@ async def end_to_end(root: Path, repeat: int) -> dict[str, list[float]]:
                 started = time.perf_counter()
                 await commands.run("true")
                 results["e2e_true"].append((time.perf_counter() - started) * 1000.0)
-                paths = " ".join(f"d{m:04d}/f{m * FILES_PER_DIR + 2:06d}.py" for m in range(CHANGED))
+                paths = " ".join(
+                    f"d{m:04d}/f{m * FILES_PER_DIR + 2:06d}.py" for m in range(CHANGED)
+                )
                 started = time.perf_counter()
                 done = await commands.run(f"for f in {paths}; do echo run{n} >> $f; done")
                 results["e2e_apply10"].append((time.perf_counter() - started) * 1000.0)
@@ -182,7 +187,9 @@ def main() -> None:
     print(f"tree: {args.files} files, {size / 1e9:.2f} GB (generated in {made_s:.0f} s)")
     for name, p in report.items():
         if name != "tree":
-            print(f"{name:>12}: p50 {p['p50']:8.1f} ms  p95 {p['p95']:8.1f} ms  max {p['max']:8.1f} ms  (n={p['n']:.0f})")
+            print(
+                f"{name:>12}: p50 {p['p50']:8.1f} ms  p95 {p['p95']:8.1f} ms  max {p['max']:8.1f} ms  (n={p['n']:.0f})"
+            )
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ DEFAULT_COMMAND_TIMEOUT_S: Final = 120.0
 MAX_COMMAND_TIMEOUT_S: Final = 600.0
 EVENT_TAIL_CHARS: Final = 2_000
 EVENT_PATHS_MAX: Final = 200
+ANSWER_PATHS_MAX: Final = 100  # per list in the agent's answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +133,13 @@ def host_shell(
 
 
 def _join(items: Any) -> str:
+    """At most `ANSWER_PATHS_MAX` paths, then how many more (`npm install` keeps out thousands)."""
     listed = list(items)
-    return ", ".join(listed) if listed else "(none)"
+    if not listed:
+        return "(none)"
+    more = len(listed) - ANSWER_PATHS_MAX
+    shown = ", ".join(listed[:ANSWER_PATHS_MAX])
+    return f"{shown} ... and {more} more" if more > 0 else shown
 
 
 class CommandRunner:
