@@ -77,6 +77,21 @@ def test_a_directory_made_again_deletes_what_it_no_longer_holds(tmp_path: Path) 
     }
 
 
+def test_a_directory_made_again_deeper_deletes_what_its_new_subdirectory_lacks(
+    tmp_path: Path,
+) -> None:
+    tree = make_tree(tmp_path / "tree")
+    (tree / "pkg" / "sub").mkdir()
+    (tree / "pkg" / "sub" / "old.py").write_text("OLD = 1\n")
+    layer = run_in_layer(tmp_path, "rm -r pkg && mkdir -p pkg/sub && echo N > pkg/sub/new.py")
+    assert kinds(collect(layer)) == {
+        "pkg/m.py": ChangeKind.DELETED,
+        "pkg/n.py": ChangeKind.DELETED,
+        "pkg/sub/new.py": ChangeKind.CREATED,
+        "pkg/sub/old.py": ChangeKind.DELETED,
+    }
+
+
 def test_a_file_replaced_by_a_directory_is_collected_and_refused(tmp_path: Path) -> None:
     make_tree(tmp_path / "tree")
     layer = run_in_layer(tmp_path, "rm data && mkdir data && echo x > data/inner.txt")

@@ -79,7 +79,8 @@ def collect(layer: Layer) -> list[Change]:
     return sorted(changes, key=lambda c: c.path)
 
 
-def _walk(layer: Layer, upper: Path, prefix: str) -> Iterator[Change]:
+def _walk(layer: Layer, upper: Path, prefix: str, opaque: bool = False) -> Iterator[Change]:
+    """The changes under `upper`; `opaque`: an ancestor hid everything below it."""
     with os.scandir(upper) as entries:
         for entry in entries:
             rel = f"{prefix}{entry.name}"
@@ -89,7 +90,7 @@ def _walk(layer: Layer, upper: Path, prefix: str) -> Iterator[Change]:
                 if rel not in layer.hidden:
                     yield from _deleted(layer, rel, below)
             elif stat.S_ISDIR(info.st_mode):
-                yield from _directory(layer, Path(entry.path), rel, below)
+                yield from _directory(layer, Path(entry.path), rel, below, opaque)
             else:
                 yield from _entry(layer, Path(entry.path), rel, info, below)
 
@@ -125,7 +126,8 @@ def _files_below(layer: Layer, rel: str, keep: frozenset[str] = frozenset()) -> 
     for root in (layer.images, layer.tree):
         top = root / rel
         for dirpath, dirnames, filenames in os.walk(top):
-            dirnames[:] = [d for d in dirnames if os.path.join(dirpath, d) not in keep]
+            if dirpath == str(top):  # what the remade directory holds again is not deleted
+                dirnames[:] = [d for d in dirnames if d not in keep]
             for name in filenames:
                 path = Path(dirpath, name).relative_to(root).as_posix()
                 first = path[len(rel) + 1 :].split("/", 1)[0]
@@ -136,14 +138,15 @@ def _files_below(layer: Layer, rel: str, keep: frozenset[str] = frozenset()) -> 
 
 
 def _directory(
-    layer: Layer, upper: Path, rel: str, below: os.stat_result | None
+    layer: Layer, upper: Path, rel: str, below: os.stat_result | None, opaque: bool
 ) -> Iterator[Change]:
+    opaque = opaque or _opaque(upper)
     if below is not None and not stat.S_ISDIR(below.st_mode):
         yield Change(rel, ChangeKind.RETYPED)  # a file replaced by a directory
-    elif below is not None and _opaque(upper):  # deleted and made again: the rest is gone
+    elif below is not None and opaque:  # deleted and made again: the rest is gone
         present = frozenset(os.listdir(upper))
         yield from _files_below(layer, rel, present)
-    yield from _walk(layer, upper, f"{rel}/")
+    yield from _walk(layer, upper, f"{rel}/", opaque)
 
 
 def _opaque(path: Path) -> bool:
