@@ -299,7 +299,11 @@ class Runner:
         """The attempt's run_command tool: the task's `shell` mode, else the fleet's default."""
         opts, mode = self.options, task.shell_mode
         enabled = mode in (ShellMode.ON, ShellMode.NETWORK) or (mode is None and opts.shell_default)
-        if not enabled or opts.shell_config is None:
+        if not enabled:
+            return None
+        if opts.shell_config is None:
+            log.warning("%s: task %s asks for run_command, but commands cannot run on this "
+                        "runner (see `codefleet doctor`); it gets no tool", opts.name, task.id)  # fmt: skip
             return None
         network = mode == ShellMode.NETWORK or opts.shell_network
         config = replace(
