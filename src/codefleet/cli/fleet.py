@@ -51,6 +51,7 @@ from codefleet.cli.shellopts import (
     ShellOpt,
     ShellUnsandboxedOpt,
     fleet_shell,
+    shell_settings,
 )
 from codefleet.errors import DomainError, Unauthorized
 from codefleet.statedir import prepare_dirs
@@ -121,9 +122,8 @@ def runner(
         server_url=server, workdir=workdir, run_dir=run_dir, token=token,
         task_timeout=task_timeout, model=model, max_turns=max_turns,
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
-        protected_paths=protected_paths, shell=shell, shell_network=shell_network,
-        shell_unsandboxed=shell_unsandboxed, shell_max_files=shell_max_files,
-        shell_max_bytes=shell_max_bytes,
+        protected_paths=protected_paths,
+        **shell_settings(shell, shell_network, shell_unsandboxed, shell_max_files, shell_max_bytes),
     )  # fmt: skip
     executor = _agents(AgentChoice(dry_run, script, offline, model_script), settings).executor
     options = RunnerOptions(
@@ -234,8 +234,7 @@ def run(
         task_timeout=task_timeout, token=token, model=model, max_turns=max_turns,
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
         protected_paths=protected_paths, max_cost=max_cost, max_cost_hard=max_cost_hard,
-        shell=shell, shell_network=shell_network, shell_unsandboxed=shell_unsandboxed,
-        shell_max_files=shell_max_files, shell_max_bytes=shell_max_bytes,
+        **shell_settings(shell, shell_network, shell_unsandboxed, shell_max_files, shell_max_bytes),
     )  # fmt: skip
     checks = parse_check_options(check)
     shell_kw = fleet_shell(settings)

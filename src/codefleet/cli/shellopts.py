@@ -27,6 +27,7 @@ __all__ = [
     "ShellOpt",
     "ShellUnsandboxedOpt",
     "fleet_shell",
+    "shell_settings",
 ]
 
 ShellOpt = Annotated[
@@ -69,6 +70,20 @@ ShellMaxBytesOpt = Annotated[
         "[CODEFLEET_SHELL_MAX_BYTES].",
     ),
 ]
+
+
+def shell_settings(
+    on: bool | None,
+    network: bool | None,
+    unsandboxed: bool | None,
+    max_files: int | None,
+    max_bytes: int | None,
+) -> dict[str, Any]:
+    """The `--shell*` flags as `settings_from` overrides (None: not given)."""
+    return {
+        "shell": on, "shell_network": network, "shell_unsandboxed": unsandboxed,
+        "shell_max_files": max_files, "shell_max_bytes": max_bytes,
+    }  # fmt: skip
 
 
 def fleet_shell(settings: Settings) -> dict[str, Any]:

@@ -58,12 +58,15 @@ HAS_COMMANDS = "Make file changes with the"
 
 
 def build_prompt(
-    task: AssignedTask, marker: str | None = None, checks: Sequence[str] = (), shell: bool = False
+    task: AssignedTask,
+    marker: str | None = None,
+    checks: Sequence[str] = (),
+    commands: bool = False,
 ) -> str:
     """The whole user prompt for `task` (the runner's assignment), the check names, and
     whether the session has the run_command tool."""
-    parts = [RULES.replace(NO_COMMANDS, HAS_COMMANDS) if shell else RULES]
-    if shell:
+    parts = [RULES.replace(NO_COMMANDS, HAS_COMMANDS) if commands else RULES]
+    if commands:
         parts.append(COMMANDS)
     if checks:
         verify = task.verify

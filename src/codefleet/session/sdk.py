@@ -443,7 +443,7 @@ class SessionExecutor:
     def _prompt(self, attempt: Attempt) -> str:
         marker = self.prompt_marker(attempt) if self.prompt_marker else None
         checks = attempt.checks.names if attempt.checks else ()
-        return build_prompt(attempt.task, marker, checks, shell=attempt.commands is not None)
+        return build_prompt(attempt.task, marker, checks, commands=attempt.commands is not None)
 
 
 # -- running and reaping the CLI ------------------------------------------------------
