@@ -24,6 +24,7 @@ from codefleet.models import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_POLL_INTERVAL_S,
     DEFAULT_PREIMAGE_MAX_BYTES,
+    DEFAULT_RECONCILE_ROUNDS,
     DEFAULT_STALE_AFTER_S,
     DEFAULT_TASK_TIMEOUT_S,
     DEFAULT_TICK_INTERVAL_S,
@@ -34,6 +35,7 @@ __all__ = ["Settings"]
 
 DEFAULT_DB = Path(".codefleet/codefleet.db")
 DEFAULT_RUN_DIR = Path(".codefleet/runs")
+DEFAULT_MAX_STREAMS = 256  # open event streams; each can hold a few hundred KiB unread
 
 
 class Settings(BaseSettings):
@@ -68,6 +70,7 @@ class Settings(BaseSettings):
     shell_unsandboxed: bool = False  # without bubblewrap, run commands anyway
     shell_max_files: int = Field(default=1000, ge=1)
     shell_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    reconcile_rounds: int = Field(default=DEFAULT_RECONCILE_ROUNDS, ge=0, le=20)
     interactive_idle: float = Field(default=DEFAULT_INTERACTIVE_IDLE_S, gt=0)
     max_cost: float | None = Field(default=None, gt=0)
     max_cost_hard: bool = False
@@ -77,6 +80,7 @@ class Settings(BaseSettings):
     read_timeout: float = Field(default=15.0, gt=0)
     keep_alive_timeout: float = Field(default=5.0, gt=0)
     max_connections: int = Field(default=2048, ge=16, le=1_000_000)
+    max_streams: int = Field(default=DEFAULT_MAX_STREAMS, ge=1, le=1_000_000)
     # Comma-separated names no agent may write, at any depth, case-insensitively (`.git` always).
     protected_paths: str = ",".join(DEFAULT_PROTECTED_NAMES)
 

@@ -26,11 +26,13 @@ __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
     "DEFAULT_POLL_INTERVAL_S",
     "DEFAULT_PREIMAGE_MAX_BYTES",
+    "DEFAULT_RECONCILE_ROUNDS",
     "DEFAULT_STALE_AFTER_S",
     "DEFAULT_TASK_TIMEOUT_S",
     "DEFAULT_TICK_INTERVAL_S",
     "MAX_BATCH_SCOPE_PATHS",
     "MAX_CHECK_COMMAND",
+    "READ_RECORDED_TOOLS",
     "RETRYABLE_KINDS",
     "TERMINAL_STATUSES",
     "WRITE_TOOLS",
@@ -39,6 +41,7 @@ __all__ = [
     "DenyReason",
     "ErrorKind",
     "EventType",
+    "StaleReadPolicy",
     "TaskStatus",
     "from_iso",
     "new_agent_id",
@@ -84,6 +87,7 @@ class ErrorKind(StrEnum):
     CANCELLED = "cancelled"
     VERIFY_FAILED = "verify_failed"
     RATE_LIMITED = "rate_limited"
+    STALE_READ = "stale_read"  # `on_stale_read: retry` (or reconcile's last resort)
 
 
 RETRYABLE_KINDS: Final = frozenset(
@@ -94,8 +98,18 @@ RETRYABLE_KINDS: Final = frozenset(
         ErrorKind.INFRA,
         ErrorKind.VERIFY_FAILED,
         ErrorKind.RATE_LIMITED,
+        ErrorKind.STALE_READ,
     }
 )
+
+
+class StaleReadPolicy(StrEnum):
+    """What an attempt does when files it read changed under it (`on_stale_read`)."""
+
+    RECONCILE = "reconcile"  # one more turn in the same session, with the diffs
+    VERIFY = "verify"  # run the task's verify check
+    RETRY = "retry"  # roll back and requeue, naming the stale files
+    IGNORE = "ignore"  # only record
 
 
 class EventType(StrEnum):
@@ -132,6 +146,8 @@ class EventType(StrEnum):
     FLEET_RESUMED = "fleet_resumed"
     FLEET_BUDGET_SET = "fleet_budget_set"
     FLEET_BUDGET_EXHAUSTED = "fleet_budget_exhausted"
+    STALE_READ = "stale_read"
+    RECONCILED = "reconciled"
 
 
 class ShellMode(StrEnum):
@@ -181,6 +197,7 @@ class ReleaseReason(StrEnum):
     OPERATOR = "operator"  # `codefleet release`
     INTERACTIVE_IDLE = "interactive_idle"  # a person's session wrote nothing for a while
     FLEET_BUDGET = "fleet_budget"  # the fleet's budget ran out and the stop is hard
+    INTERRUPTED = "interrupted"  # the operator stopped the runner (SIGINT/SIGTERM): a leave
 
 
 # Defaults shared by `Settings`, the engine's `EngineConfig` and the scheduler's snapshot
@@ -195,6 +212,7 @@ DEFAULT_BACKOFF_BASE_S: Final = 2.0
 DEFAULT_BACKOFF_CAP_S: Final = 30.0
 DEFAULT_PREIMAGE_MAX_BYTES: Final = 10 * 1024 * 1024
 DEFAULT_INTERACTIVE_IDLE_S: Final = 900.0
+DEFAULT_RECONCILE_ROUNDS: Final = 2  # reconcile turns per attempt before the last resort
 
 # The longest command a check may run (graph file, `--check`, `POST /checks`).
 MAX_CHECK_COMMAND: Final = 4096
@@ -209,6 +227,11 @@ CHECK_NAME_PATTERN: Final = r"^[a-z][a-z0-9_-]{0,31}$"
 # The tools whose every call must pass the lease check. One definition: the
 # hook matcher, the pre-write path and the docs are derived from it.
 WRITE_TOOLS: Final = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+
+# The tools whose call is recorded as a read of a file (its path and the content's hash):
+# the content reached the model whole. Not Grep or Glob (docs/decisions.md, "What counts as
+# a read"). `NotebookRead` where a CLI still has it.
+READ_RECORDED_TOOLS: Final = frozenset({"Read", "NotebookRead"})
 
 
 def utcnow() -> datetime:

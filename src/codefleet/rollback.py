@@ -1,13 +1,16 @@
 """Pre-images, restore and patches: a failed attempt leaves nothing behind.
 
 When the server first grants a path to a task attempt it captures the file's
-state at that moment (`capture`): its bytes and mode, or that it was absent,
-plus the directories that did not exist yet. While the lease is held nobody
+state at that moment (`capture`): its bytes and mode (a symlink: its target
+and `S_IFLNK`), or that it was absent, plus the directories that did not
+exist yet. While the lease is held nobody
 else can write the file, so when the attempt ends without success `restore`
 puts that state back exactly (rewrite, or delete and remove the directories
 the attempt created if they are empty) before the lease is released. On
 success, `make_patch` turns pre-image and final content into a `git apply`-able
-unified diff: the task's own change, attributed in one shared tree.
+unified diff: the task's own change, attributed in one shared tree. Names in
+its headers are quoted the way git quotes them (`quote_name`), so any name
+git can store applies.
 
 Everything here is plain file I/O on paths under a resolved tree root; the
 engine decides when to call it and records the results in SQLite.
@@ -15,6 +18,7 @@ engine decides when to call it and records the results in SQLite.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import errno
 import hashlib
@@ -33,11 +37,17 @@ __all__ = [
     "capture",
     "content_sha256",
     "make_patch",
+    "quote_name",
     "restore",
 ]
 
 DEFAULT_MAX_BYTES = DEFAULT_PREIMAGE_MAX_BYTES
 ABSENT_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})  # as Path.exists
+# A pre-image's `mode` for a symlink; a file's keeps its permission bits only.
+SYMLINK_MODE = stat.S_IFLNK | 0o777
+# How git's `quote_c_style` spells these characters inside a quoted name.
+_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f",
+              "\r": "\\r", '"': '\\"', "\\": "\\\\"}  # fmt: skip
 
 
 class TooLarge(ValueError):
@@ -51,8 +61,12 @@ class PreImage:
     path: str
     existed: bool
     content: bytes = b""
-    mode: int | None = None
+    mode: int | None = None  # permission bits; `SYMLINK_MODE` for a symlink (content: its target)
     created_dirs: tuple[str, ...] = ()  # relative, deepest first, absent at capture
+
+    @property
+    def symlink(self) -> bool:
+        return self.existed and self.mode is not None and stat.S_ISLNK(self.mode)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +87,8 @@ def capture(root: Path, key: str, max_bytes: int = DEFAULT_MAX_BYTES) -> PreImag
         return PreImage(key, False, created_dirs=_missing_dirs(root, key))
     if info.st_size > max_bytes:
         raise TooLarge(key, info.st_size, max_bytes)
+    if stat.S_ISLNK(info.st_mode):
+        return PreImage(key, True, os.readlink(os.fsencode(target)), SYMLINK_MODE)
     return PreImage(key, True, target.read_bytes(), stat.S_IMODE(info.st_mode))
 
 
@@ -127,21 +143,31 @@ def restore(root: Path, image: PreImage) -> bool:
 
 
 def _rewrite(target: Path, image: PreImage) -> bool:
-    mode = image.mode if image.mode is not None else 0o644
-    try:
-        same = target.read_bytes() == image.content and stat.S_IMODE(target.stat().st_mode) == mode
-    except OSError:
-        same = False
-    if same:
+    if _already(target, image):
         return False
     if target.is_dir() and not target.is_symlink():
         raise IsADirectoryError(errno.EISDIR, "is a directory now, not the file", str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.codefleet-restore")
-    tmp.write_bytes(image.content)
-    os.chmod(tmp, mode)
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    if image.symlink:
+        os.symlink(image.content, os.fsencode(tmp))
+    else:
+        tmp.write_bytes(image.content)
+        os.chmod(tmp, image.mode if image.mode is not None else 0o644)
     os.replace(tmp, target)  # a symlink left at the path is replaced, never followed
     return True
+
+
+def _already(target: Path, image: PreImage) -> bool:
+    """Is `target` already `image` (same kind, bytes and mode; a file without a mode: 0644)?"""
+    try:
+        now = current_state(target.parent, target.name)
+    except OSError:
+        return False
+    mode = image.mode if image.mode is not None else 0o644
+    return now.existed and now.content == image.content and now.mode == mode
 
 
 def content_sha256(path: Path) -> str | None:
@@ -153,22 +179,45 @@ def content_sha256(path: Path) -> str | None:
 
 
 def current_state(root: Path, key: str) -> PreImage:
+    """What `root/key` is now, without following a symlink there: file, symlink or absent."""
     target = root / key
-    if not target.is_file():
-        return PreImage(key, False)
-    return PreImage(key, True, target.read_bytes(), stat.S_IMODE(target.stat().st_mode))
+    try:
+        info = target.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            return PreImage(key, True, os.readlink(os.fsencode(target)), SYMLINK_MODE)
+        if stat.S_ISREG(info.st_mode):
+            return PreImage(key, True, target.read_bytes(), stat.S_IMODE(info.st_mode))
+    except OSError as err:
+        if err.errno not in ABSENT_ERRNOS:
+            raise
+    return PreImage(key, False)
 
 
 def make_patch(before: PreImage, after: PreImage) -> PatchFile | None:
-    """A git-style diff from `before` to `after`; None when nothing changed."""
+    """A git-style diff from `before` to `after`; None when nothing changed.
+
+    A file that became a symlink (or the reverse) is a deletion then a creation,
+    as git writes a type change."""
     if (
         before.existed == after.existed
         and before.content == after.content
         and before.mode == after.mode
     ):
         return None
+    if before.existed and after.existed and before.symlink != after.symlink:
+        gone = _one_patch(before, PreImage(before.path, False))
+        made = _one_patch(PreImage(before.path, False), after)
+        return PatchFile(
+            before.path, gone.diff + made.diff, gone.added + made.added,
+            gone.removed + made.removed, gone.binary or made.binary,
+        )  # fmt: skip
+    return _one_patch(before, after)
+
+
+def _one_patch(before: PreImage, after: PreImage) -> PatchFile:
     key = before.path
-    header = [f"diff --git a/{key} b/{key}"]
+    old_name, new_name = quote_name(f"a/{key}"), quote_name(f"b/{key}")
+    header = [f"diff --git {old_name} {new_name}"]
     if not before.existed:
         header.append(f"new file mode {_git_mode(after.mode)}")
     elif not after.existed:
@@ -177,9 +226,9 @@ def make_patch(before: PreImage, after: PreImage) -> PatchFile | None:
         header += [f"old mode {_git_mode(before.mode)}", f"new mode {_git_mode(after.mode)}"]
     old_text, new_text = _text(before.content), _text(after.content)
     if old_text is None or new_text is None:
-        body = [f"Binary files a/{key} and b/{key} differ"]
+        body = [f"Binary files {old_name} and {new_name} differ"]
         return PatchFile(key, "\n".join(header + body) + "\n", 0, 0, True)
-    lines = _hunks(key, before, after, old_text, new_text)
+    lines = _hunks(before, after, old_text, new_text)
     added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
     removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
     return PatchFile(
@@ -191,11 +240,38 @@ def make_patch(before: PreImage, after: PreImage) -> PatchFile | None:
     )
 
 
-def _hunks(key: str, before: PreImage, after: PreImage, old: str, new: str) -> list[str]:
+def quote_name(name: str) -> str:
+    """`name` as git writes it in a patch header: bare, or C-quoted when it must be.
+
+    Quoted when it holds a control character, `"`, `\\` or a byte that is not
+    UTF-8 (a surrogate escape); the rest of the text is kept (git with
+    `core.quotePath=false`), and `git apply` reads both back to the same name."""
+    if not any(_must_quote(ch) for ch in name):
+        return name
+    return '"' + "".join(_quoted_char(ch) for ch in name) + '"'
+
+
+def _must_quote(ch: str) -> bool:
+    code = ord(ch)
+    return ch in _C_ESCAPES or code < 0x20 or code == 0x7F or 0xDC80 <= code <= 0xDCFF
+
+
+def _quoted_char(ch: str) -> str:
+    code = ord(ch)
+    if ch in _C_ESCAPES:
+        return _C_ESCAPES[ch]
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte, kept by `surrogateescape`
+        return f"\\{code - 0xDC00:03o}"
+    if code < 0x20 or code == 0x7F:
+        return f"\\{code:03o}"
+    return ch
+
+
+def _hunks(before: PreImage, after: PreImage, old: str, new: str) -> list[str]:
     if old == new:
         return []
-    fromfile = f"a/{key}" if before.existed else "/dev/null"
-    tofile = f"b/{key}" if after.existed else "/dev/null"
+    fromfile = quote_name(f"a/{before.path}") if before.existed else "/dev/null"
+    tofile = quote_name(f"b/{after.path}") if after.existed else "/dev/null"
     out: list[str] = []
     for line in difflib.unified_diff(
         old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile, tofile
@@ -217,4 +293,6 @@ def _text(content: bytes) -> str | None:
 
 
 def _git_mode(mode: int | None) -> str:
+    if mode is not None and stat.S_ISLNK(mode):
+        return "120000"
     return "100755" if mode is not None and mode & 0o111 else "100644"

@@ -10,7 +10,8 @@ null) or `f=v` (renders as `v`), joined by `&`. A bare missing value reads `?`.
 The terminal dashboard (`ui.view`) and the browser (`server/web/wording.js`,
 which fetches this file from `/web/wording.json`) interpret it the same way;
 tests/unit/test_wording.py runs both over one corpus and fails if they differ.
-Standard library only.
+`cost_text` is how a run's or a plan's cost reads in the terminal, simulated or
+spent. Standard library only.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["WORDING_FILE", "phrase", "table"]
+__all__ = ["SIMULATED", "WORDING_FILE", "cost_text", "phrase", "table"]
 
 WORDING_FILE: Final = Path(__file__).with_name("wording.json")
 PLACEHOLDER: Final = re.compile(r"\{([\w.]+)(?:\|(\w+)(?::(\d+))?)?\}")
@@ -112,7 +113,17 @@ def _filter(name: str, value: Any, n: int) -> str:
             return ", ".join(f"{_text(v)} {k}" for k, v in (value or {}).items())
         case "clock":
             return _clock(value)
+        case "stale":
+            return ", ".join(_stale_one(v) for v in value or ())
     raise ValueError(f"wording.json names an unknown filter {name!r}")
+
+
+def _stale_one(item: Any) -> str:
+    """One stale read: "api.py (T3)", or "api.py (deleted by T3)"."""
+    item = item if isinstance(item, Mapping) else {}
+    who = ", ".join(_text(v) for v in item.get("changed_by") or ())
+    gone = "deleted by " if item.get("now_sha256") is None else ""
+    return f"{_text(item.get('path', '?'))} ({gone}{who})"
 
 
 def _clock(stamp: Any) -> str:
@@ -121,3 +132,11 @@ def _clock(stamp: Any) -> str:
         return datetime.fromisoformat(str(stamp)).astimezone().strftime("%H:%M:%S")
     except ValueError:
         return ""
+
+
+SIMULATED: Final = " simulated, nothing spent"  # after a cost no real model ran up
+
+
+def cost_text(cost: float, simulated: bool) -> str:
+    """A cost; `simulated` when no real model ran (the figure is priced, not spent)."""
+    return f"${cost:.4f}{SIMULATED if simulated else ''}"

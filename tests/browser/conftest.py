@@ -4,20 +4,20 @@
 `make_server` fixture serves the demo tree; `demo_server` is that server with
 a token and fast ticks. `browser` is Debian's Chromium driven by Playwright
 with a fresh profile in `tmp_path` (see `web_support`). Every test here is
-marked `browser`; those that drive the browser are skipped with the reason
-when no Chromium is found, unless `CI` is set (then `require_chromium` fails
-each one instead).
+marked `browser`. A test that needs Chromium asks for the `chromium` fixture
+(`browser` does): without one it goes through the one rule of
+`tool_support.unavailable` — skipped with the reason, or failed when `CI` is
+set — before any of its other fixtures start a server.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
-from web_support import EXAMPLES, FAST, TOKEN, Browser, launch, missing_chromium
+from web_support import EXAMPLES, FAST, TOKEN, Browser, launch, require_chromium
 
 from codefleet.server.thread import ServerThread
 
@@ -29,12 +29,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    missing = None if os.environ.get("CI") else missing_chromium()
     for item in items:
         if HERE in Path(str(item.path)).parents:
             item.add_marker(pytest.mark.browser)
-            if missing and "browser" in getattr(item, "fixturenames", ()):
-                item.add_marker(pytest.mark.skip(reason=missing))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test that needs Chromium meets the rule before its fixtures run (no server for nothing)."""
+    if "chromium" in getattr(item, "fixturenames", ()):
+        require_chromium()
 
 
 @pytest.fixture
@@ -50,6 +54,12 @@ def demo_server(make_server: Callable[..., ServerThread]) -> ServerThread:
 
 
 @pytest.fixture
-async def browser(tmp_path: Path) -> AsyncIterator[Browser]:
-    async with launch(tmp_path / "chromium-profile") as chromium:
-        yield chromium
+def chromium() -> Path:
+    """The Chromium to drive (see `pytest_runtest_setup` for when there is none)."""
+    return require_chromium()
+
+
+@pytest.fixture
+async def browser(chromium: Path, tmp_path: Path) -> AsyncIterator[Browser]:
+    async with launch(chromium, tmp_path / "chromium-profile") as driven:
+        yield driven

@@ -1,11 +1,11 @@
-"""The README's screenshot command pictures the run, never "Connecting…".
+"""The dashboard guide's screenshot command pictures the run, never "Connecting…".
 
 `chromium --headless --virtual-time-budget=N` loads the page, waits for its
 `load` event, lets N virtual milliseconds pass (virtual time stands still while
 a fetch the budget counts is pending), then dumps the DOM and only after that
 takes the picture. Whatever the page shows then must not wait on the event
 stream, whose bytes arrive in real time: the first paint comes from plain JSON
-reads. The failure was a race, so the README's own command runs several
+reads. The failure was a race, so the guide's own command runs several
 times, each a fresh Chromium with `--dump-dom` added (and, for root in CI,
 `--no-sandbox` and a fresh profile); and the same property is shown without a
 race by holding the stream's request open in Playwright.
@@ -27,21 +27,20 @@ from web_support import (
     Browser,
     attempt_outcomes,
     load_demo_graph,
-    require_chromium,
     run_demo_fleet,
     server_view,
 )
 
 from codefleet.server.thread import ServerThread
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "dashboard.md"
 SHOTS = 5
 SHOT_TIMEOUT_S = 60
 
 
 def readme_screenshot_command() -> list[str]:
-    """The dashboard screenshot command of the README, as an argument list."""
-    text = README.read_text(encoding="utf-8")
+    """The dashboard screenshot command of docs/dashboard.md, as an argument list."""
+    text = GUIDE.read_text(encoding="utf-8")
     start = text.index("chromium --headless")
     return shlex.split(text[start : text.index("\n```", start)].replace("\\\n", " "))
 
@@ -86,18 +85,20 @@ class ShotParser(HTMLParser):
             self.shot.stats[self._label] = data
 
 
-async def take_shot(server: ServerThread, tmp_path: Path, number: int) -> tuple[Shot, Path]:
-    """Run the README's command against `server` in a fresh Chromium; its DOM and its picture."""
+async def take_shot(
+    chromium: Path, server: ServerThread, tmp_path: Path, number: int
+) -> tuple[Shot, Path]:
+    """Run the guide's command against `server` in a fresh Chromium; its DOM and its picture."""
     png = tmp_path / f"dashboard-{number}.png"
 
-    def here(arg: str) -> str:  # the README's picture and address, made this test's
+    def here(arg: str) -> str:  # the guide's picture and address, made this test's
         if arg.startswith("--screenshot="):
             return f"--screenshot={png}"
         return f"{server.url}/?token={TOKEN}" if arg.startswith("http") else arg
 
     extra = [*CHROMIUM_ARGS, f"--user-data-dir={tmp_path / f'profile-{number}'}", "--dump-dom"]
     process = await asyncio.create_subprocess_exec(
-        str(require_chromium()),
+        str(chromium),
         *extra,
         *map(here, readme_screenshot_command()[1:]),
         stdout=asyncio.subprocess.PIPE,
@@ -119,7 +120,7 @@ def test_the_readme_shows_one_screenshot_command_with_a_virtual_time_budget() ->
 
 
 async def test_the_readme_screenshot_of_a_finished_run_shows_the_run_not_connecting(
-    demo_server: ServerThread, tmp_path: Path
+    chromium: Path, demo_server: ServerThread, tmp_path: Path
 ) -> None:
     await load_demo_graph(demo_server)
     assert (await run_demo_fleet(demo_server)).ok
@@ -130,7 +131,7 @@ async def test_the_readme_screenshot_of_a_finished_run_shows_the_run_not_connect
     assert tasks == ["T1", "T2", "T3", "T4", "T5"] and server["conflicts"]
 
     for number in range(1, SHOTS + 1):
-        shot, png = await take_shot(demo_server, tmp_path, number)
+        shot, png = await take_shot(chromium, demo_server, tmp_path, number)
         seen = f"shot {number}: pill {shot.pill!r}, event {shot.body.get('data-last-event')}"
         assert not shot.pill.startswith("Connecting"), seen
         assert shot.body.get("data-conn") != "connecting", seen

@@ -2,9 +2,9 @@
 
 The browser is the system's `/usr/bin/chromium` (`apt-get install chromium`;
 `CODEFLEET_CHROMIUM` points elsewhere), never a Playwright download, started
-headless with a fresh profile. Without one the tier is skipped with a one-line
-reason, unless `CI` is set: CI installs Chromium, so there a missing browser
-is a failure, never a silent skip. `run_demo_fleet` runs the demo graph with the
+headless with a fresh profile. Without one a test that needs it is skipped
+with a one-line reason, unless `CI` is set: CI installs Chromium, so there a
+missing browser is a failure, never a silent skip (`tool_support.unavailable`). `run_demo_fleet` runs the demo graph with the
 scripted agents of `examples/demo-script.yaml`, optionally gated on what the
 page shows, and reports synthetic token usage so that the cost view has
 figures to draw (a dry run spends nothing).
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import pytest
 from playwright.async_api import BrowserContext, ConsoleMessage, Page, async_playwright
+from tool_support import unavailable
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graph import load_graph
@@ -85,20 +85,20 @@ def missing_chromium(env: Mapping[str, str] = os.environ) -> str | None:
 
 
 def require_chromium(env: Mapping[str, str] = os.environ) -> Path:
-    """The browser's path; fails the test when it is missing (the tier skips before this)."""
+    """The browser's path; without one the test is `unavailable` (skipped, or failed in CI)."""
     reason = missing_chromium(env)
     if reason:
-        pytest.fail(f"{reason} (CI is set: the browser tier must run there)")
+        unavailable(reason)
     return chromium_path(env)
 
 
 @asynccontextmanager
-async def launch(profile: Path) -> AsyncIterator[Browser]:
-    """Headless Chromium with a fresh profile in `profile`."""
+async def launch(chromium: Path, profile: Path) -> AsyncIterator[Browser]:
+    """Headless `chromium` with a fresh profile in `profile`."""
     async with async_playwright() as playwright:
         context = await playwright.chromium.launch_persistent_context(
             profile,
-            executable_path=str(require_chromium()),
+            executable_path=str(chromium),
             headless=True,
             args=CHROMIUM_ARGS,
             viewport=WIDE,

@@ -61,12 +61,14 @@ def commits_on(tree: Path, branch: str) -> list[dict[str, Any]]:
     return found
 
 
-def codefleet(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """The real `codefleet` command line, as a subprocess."""
+def codefleet(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The real `codefleet` command line, as a subprocess (`env` added to ours)."""
     return subprocess.run(
         [sys.executable, "-m", "codefleet.cli", *args],
         capture_output=True, text=True, timeout=120, cwd=cwd, check=False,
-        env={**os.environ, "COLUMNS": "200"},
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
     )  # fmt: skip
 
 

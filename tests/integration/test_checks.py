@@ -300,3 +300,47 @@ def test_run_and_load_take_checks_on_the_command_line(
     assert loaded.exit_code == 0, loaded.output
     assert ran.exit_code == 0, ran.output
     assert bad.exit_code == 1 and "expected NAME=COMMAND" in " ".join(bad.output.split())
+
+
+async def test_a_check_whose_program_is_missing_fails_as_infra_saying_so_and_stops_at_max_attempts(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST)
+    (workdir / "lint.sh").write_text("#!/bin/sh\nexit 0\n")  # present, but not executable
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": "L", "title": "l", "description": "do it", "verify": "lint", "max_attempts": 2},
+             {"id": "X", "title": "x", "description": "do it", "verify": "exec", "max_attempts": 1}],
+            {"lint": "flake9-is-not-installed .", "exec": "./lint.sh"},
+        )  # fmt: skip
+        result, executor = await drain(server, workdir, {})
+        failed = {e["task_id"]: e["payload"] for e in await client.events(type_="task_failed")}
+        requeued = await client.events(type_="task_requeued")
+        finished = [p["exit_code"] for p in await finished_checks(client)]
+
+    assert not result.all_succeeded
+    assert sorted(finished) == [126, 127, 127]
+    assert [e["payload"]["error_kind"] for e in requeued] == ["infra"]
+    assert [a.error_kind for a in executor.assignments if a.id == "L"] == [None, ErrorKind.INFRA]
+    for task_id, why in (("L", "was not found"), ("X", "is not executable")):
+        assert failed[task_id]["error_kind"] == "attempts_exhausted"
+        assert failed[task_id]["last_error_kind"] == "infra"
+        assert (
+            why in failed[task_id]["error"] and "not the agent's fault" in failed[task_id]["error"]
+        )
+
+
+def test_load_warns_about_a_check_whose_program_is_not_found_where_checks_run(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    server = make_server(**FAST)
+    graph = tmp_path / "graph.yaml"
+    graph.write_text(
+        "checks: {lint: flake9-is-not-installed ., test: 'true'}\n"
+        "tasks:\n  - {id: T, title: t, verify: lint, description: d}\n"
+    )
+    loaded = CliRunner().invoke(app, ["load", str(graph), "--server", server.url])
+    assert loaded.exit_code == 0, loaded.output
+    text = " ".join(loaded.output.split())
+    assert "warning: check lint: flake9-is-not-installed was not found" in text
+    assert "check test" not in text

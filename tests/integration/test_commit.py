@@ -7,7 +7,12 @@ checked-out branch, `git status` and index bytes before and after.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -283,3 +288,109 @@ async def test_committing_a_run_again_says_which_tasks_are_already_on_which_bran
     assert first["already_committed"] == {}
     assert again.returncode == 0, again.stderr
     assert f"already committed: t on {first['branch']}" in again.stdout
+
+
+async def test_one_uncommittable_task_is_skipped_with_its_reason_and_the_others_commit(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    tree = plain_tree(tmp_path)
+    make_repository(tree)
+    server = make_server(**FAST, workdir=tree)
+    script = {"first": [{"append": {"path": "a.py", "text": "FIRST = 1\n"}}],
+              "odd": [{"write": {"path": "git~1/config", "content": "[core]\n"}}],
+              "last": [{"append": {"path": "pkg/b.py", "text": "LAST = 1\n"}}]}  # fmt: skip
+    async with FleetClient(server.url) as client:
+        for task_id in script:  # one after another: success order first, odd, last
+            await client.create_tasks([{"id": task_id, "title": task_id, "description": "s"}])
+            assert (await drain(server, tree, {task_id: script[task_id]}, 1)).all_succeeded
+    before = person_state(tree)
+
+    done = codefleet("commit", "--server", server.url, "--branch", "review", "--json")
+    again = codefleet("commit", "--server", server.url, "--branch", "review-2")
+
+    made = json.loads(done.stdout)
+    assert done.returncode == 1 and again.returncode == 1  # a success is not on the branch
+    assert person_state(tree) == before
+    assert [c["trailers"]["CodeFleet-Task"] for c in commits_on(tree, "review")] == [
+        "first",
+        "last",
+    ]
+    [skipped] = made["skipped"]
+    assert (skipped["task_id"], skipped["paths"]) == ("odd", ["git~1/config"])
+    assert "invalid path 'git~1/config'" in skipped["reason"]
+    assert made["mismatched"] == [] and made["left_out"] == []
+    assert "skipped odd (succeeded, not committed): git refused its recorded change" in again.stdout
+
+
+async def test_files_with_unusual_names_written_through_the_lock_commit_with_their_own_bytes(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    tree = plain_tree(tmp_path)
+    (tree / "bin.dat").write_bytes(b"\x00the other file")
+    make_repository(tree)
+    server = make_server(**FAST, workdir=tree)
+    names = {'"bin.dat"': "\x00its own bytes", "tab\there.txt": "tab\n", '"quoted.txt': "q\n"}
+    script = {"odd": [{"write": {"path": name, "content": text}} for name, text in names.items()]}
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "odd", "title": "odd names", "description": "s"}])
+        assert (await drain(server, tree, script, 1)).all_succeeded
+
+    made = commit_json(server.url, "--branch", "review")
+
+    assert made["skipped"] == [] and made["mismatched"] == []
+    [commit] = commits_on(tree, "review")
+    tip = tree_files(checkout_to(tree, "review", tmp_path / "tip"))
+    assert {name: tip[name] for name in names} == {n: t.encode() for n, t in names.items()}
+    assert commit["trailers"]["CodeFleet-Task"] == "odd"
+
+
+HOLD_AN_INDEX = """
+import sys
+from pathlib import Path
+from codefleet.review.git import Repo
+with Repo.open(Path(sys.argv[1])).temp_index() as index:
+    print(index.parent, flush=True)
+    sys.stdin.read()  # until killed, or until stdin closes
+"""
+
+
+def holding_an_index(tree: Path, tmp: Path) -> tuple[subprocess.Popen[str], Path]:
+    """A process in the middle of a commit: its private index directory exists and is in use."""
+    held = subprocess.Popen(
+        [sys.executable, "-c", HOLD_AN_INDEX, str(tree)], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp)},
+    )  # fmt: skip
+    assert held.stdout is not None
+    return held, Path(held.stdout.readline().strip())
+
+
+async def test_commit_removes_the_index_directories_killed_runs_left_and_only_those(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    tree = plain_tree(tmp_path)
+    make_repository(tree)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    server = make_server(**FAST, workdir=tree)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "t", "title": "t", "description": "scripted"}])
+        await drain(server, tree, {"t": [{"append": {"path": "a.py", "text": "T = 1\n"}}]})
+    killed, left = holding_an_index(tree, tmp)
+    killed.kill()  # SIGKILL: no cleanup runs
+    killed.wait()
+    running, in_use = holding_an_index(tree, tmp)
+    others = [tmp / "codefleet-index-someone-else", tmp / "codefleet-index-young", tmp / "other"]
+    for path in others:
+        path.mkdir()
+    os.chown(others[0], 12345, 12345)
+    hours_ago = time.time() - 2 * 3600
+    for path in (left, in_use, others[0], others[2]):
+        os.utime(path, (hours_ago, hours_ago))
+
+    try:
+        done = codefleet("commit", "--server", server.url, env={"TMPDIR": str(tmp)})
+        assert done.returncode == 0, done.stderr
+        assert sorted(p.name for p in tmp.iterdir()) == sorted(p.name for p in [in_use, *others])
+    finally:
+        running.communicate("")
+    assert not in_use.exists()  # its owner removed it itself

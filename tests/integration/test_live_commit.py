@@ -8,6 +8,7 @@ task is still running: the work that finished is on the branch already.
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import subprocess
@@ -106,3 +107,37 @@ async def test_an_interrupted_run_commit_keeps_the_work_that_finished(
     assert (after["head"], after["branch"], after["index"]) == (
         before["head"], before["branch"], before["index"],
     )  # fmt: skip
+
+
+async def test_run_commit_skips_an_uncommittable_task_with_its_reason_and_commits_the_rest(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    tree = tmp_path / "repo"
+    tree.mkdir()
+    (tree / "a.py").write_text("A = 1\n")
+    make_repository(tree)
+    server = make_server(**FAST, workdir=tree)
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({
+        "odd": [{"write": {"path": "git~1/config", "content": "[core]\n"}}],
+        "fine": [{"append": {"path": "a.py", "text": "FINE = 1\n"}}],
+    }))  # fmt: skip
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([
+            {"id": "odd", "title": "Odd", "description": "scripted"},
+            {"id": "fine", "title": "Fine", "description": "scripted"},
+        ])  # fmt: skip
+
+    run = subprocess.run(
+        [sys.executable, "-m", "codefleet.cli", "run", "--dry-run", "--commit", "--branch", "live",
+         "--runners", "2", "--script", str(script), "--server", server.url, "--workdir", str(tree),
+         "--run-dir", str(tmp_path / "runs"), "--json"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+    assert run.returncode == 1, run.stderr  # every task succeeded, one is not on the branch
+    history = json.loads(run.stdout)["history"]
+    assert [c["task_id"] for c in history["commits"]] == ["fine"]
+    assert [(s["task_id"], s["paths"]) for s in history["skipped"]] == [("odd", ["git~1/config"])]
+    assert history["error"] is None and history["mismatched"] == []
+    assert git(tree, "show", "live:a.py") == "A = 1\nFINE = 1\n"

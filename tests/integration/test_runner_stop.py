@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from codefleet.api.client import FleetClient
+from codefleet.config import Settings
 from codefleet.server.thread import ServerThread, free_port
 
 EXIT_WAIT_S = 20.0  # a bound on a hang, not a speed claim: a stopped runner exits in well under 1 s
@@ -76,29 +77,117 @@ async def test_a_runner_retrying_an_absent_server_stops_on_a_signal(
     assert await exit_code(proc) == 0
 
 
-async def test_a_runner_in_the_middle_of_an_attempt_stops_on_sigterm_and_leaves(
-    make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path, wait_until: Any
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+async def test_a_runner_stopped_in_the_middle_of_an_attempt_leaves_and_the_attempt_is_not_charged(
+    sig: signal.Signals,
+    make_server: Callable[..., ServerThread],
+    workdir: Path,
+    tmp_path: Path,
+    wait_until: Any,
 ) -> None:
     server = make_server(stale_after=3600.0)
-    script = tmp_path / "script.yaml"
-    script.write_text(yaml.safe_dump({"long": [{"write": {"path": "a.py", "content": "X\n"}},
-                                               {"sleep": 3600}]}))  # fmt: skip
+    script = long_script(tmp_path)
     async with FleetClient(server.url) as client:
-        await client.create_tasks(
-            [{"id": "long", "title": "a long attempt", "description": "work long"}]
-        )
+        await client.create_tasks([LONG_TASK])
         proc = await start_runner("--name", "busy", "--server", server.url, "--workdir",
                                   str(workdir), "--script", str(script), tmp_path=tmp_path)  # fmt: skip
         await wait_until(lambda: _leased(client, "a.py"), timeout=LINE_WAIT_S)
 
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
 
         assert await exit_code(proc) == 0
-        task = await client.task("long")
         [agent] = await client.agents()
-    assert task["status"] == "pending"  # taken back by the leave, not by a stale window
+        await assert_handed_back_uncharged(client, workdir)
     assert agent["status"] == "offline"
     assert (workdir / "a.py").read_text() == "A = 1\n"  # the attempt's edit was rolled back
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+async def test_a_run_stopped_in_the_middle_of_an_attempt_leaves_and_the_attempt_is_not_charged(
+    sig: signal.Signals,
+    make_server: Callable[..., ServerThread],
+    workdir: Path,
+    tmp_path: Path,
+    wait_until: Any,
+) -> None:
+    server = make_server(stale_after=3600.0)
+    script = long_script(tmp_path)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([LONG_TASK])
+        proc = await start_cli("run", "--no-graph", "-n", "2", "--dry-run", "--script",
+                               str(script), "--server", server.url, "--run-dir",
+                               str(tmp_path / "runs"), cwd=workdir)  # fmt: skip
+        await wait_until(lambda: _leased(client, "a.py"), timeout=LINE_WAIT_S)
+
+        proc.send_signal(sig)
+
+        assert await exit_code(proc) == 128 + sig.value
+        said = (await proc.stderr.read()).decode() if proc.stderr else ""
+        agents = await client.agents()
+        await assert_handed_back_uncharged(client, workdir)
+    assert f"run: interrupted ({sig.name})" in " ".join(said.split())
+    assert [a["status"] for a in agents] == ["offline", "offline"]  # both runners left
+    assert (workdir / "a.py").read_text() == "A = 1\n"
+
+
+async def test_a_run_waits_for_a_server_that_went_away_and_carries_on_when_it_is_back(
+    workdir: Path, tmp_path: Path, wait_until: Any
+) -> None:
+    settings = Settings(_env_file=None, host="127.0.0.1", port=free_port(), db=tmp_path / "db",
+                        workdir=workdir, run_dir=tmp_path / "runs", tick_interval=0.05,
+                        backoff_base=0.0, stale_after=3600.0)  # type: ignore[call-arg]  # fmt: skip
+    first = ServerThread(settings).start()
+    async with FleetClient(first.url) as client:
+        await client.create_tasks([LONG_TASK])
+        proc = await start_cli("run", "--no-graph", "--dry-run", "--script",
+                               str(long_script(tmp_path)), "--server", first.url, "--run-dir",
+                               str(tmp_path / "runs"), cwd=workdir)  # fmt: skip
+        await wait_until(lambda: _leased(client, "a.py"), timeout=LINE_WAIT_S)
+
+        first.stop()
+        waiting = await wait_for_line(proc, "does not answer")
+        with ServerThread(settings):
+            await client.cancel("long")  # the run can now drain: it must see that, and say so
+            assert await exit_code(proc) == 1
+        rest = (await proc.stderr.read()).decode() if proc.stderr else ""
+    assert "waiting up to 120 s for it to come back" in waiting
+    assert "answers again" in rest
+    assert "no CodeFleet server answers" not in rest
+
+
+LONG_TASK = {"id": "long", "title": "a long attempt", "description": "work long",
+             "max_attempts": 1}  # fmt: skip
+
+
+def long_script(tmp_path: Path) -> Path:
+    """The `long` task writes a.py, then works for an hour (until it is stopped)."""
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({"long": [{"write": {"path": "a.py", "content": "X\n"}},
+                                               {"sleep": 3600}]}))  # fmt: skip
+    return script
+
+
+async def start_cli(*args: str, cwd: Path) -> asyncio.subprocess.Process:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEFLEET_")}
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "codefleet.cli", *args, cwd=cwd,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        env={**env, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+async def assert_handed_back_uncharged(client: FleetClient, tree: Path) -> None:
+    """`long` (max_attempts 1) is pending again, the requeue says the operator's interrupt
+    ended it, and its one attempt is still to come: the next runner gets it."""
+    task = await client.task("long")
+    requeued = [e["payload"] for e in await client.events(0) if e["type"] == "task_requeued"]
+    assert task["status"] == "pending"  # taken back by the leave, not by a stale window
+    assert requeued[0]["reason"] == "interrupted"
+    assert all(r["charged"] is False for r in requeued), requeued  # (another runner, stopping
+    # too, may have been handed it meanwhile: never started, that is not charged either)
+    joined = await client.register("next", str(tree), os.getpid())
+    handed = await client.assignment(joined["agent_id"], joined["epoch"], wait=LINE_WAIT_S)
+    assert handed is not None and handed.id == "long"  # not failed as out of attempts
 
 
 async def _leased(client: FleetClient, path: str) -> bool:

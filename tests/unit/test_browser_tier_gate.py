@@ -1,7 +1,11 @@
 """The browser tier without a browser: skipped with its reason on a laptop, a failure in CI.
 
-Runs pytest on one browser test in a subprocess with `CODEFLEET_CHROMIUM`
-pointing at a path that does not exist, with and without `CI` set.
+Runs the whole of `tests/browser` in a subprocess with `CODEFLEET_CHROMIUM`
+pointing at a path that does not exist, with and without `CI` set, and reads
+each test's outcome from the JUnit report. Without `CI` no test may fail: every
+test that needs Chromium is skipped with the one-line reason. With `CI` set,
+exactly those tests fail with the reason, none is skipped. So every test of the
+tier, present and future, goes through the one rule (`tool_support.missing`).
 """
 
 from __future__ import annotations
@@ -9,40 +13,46 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-ONE_TEST = (
-    "tests/browser/test_web_dashboard.py::test_without_its_token_the_page_asks_for_it_then_connects"
-)
+TIER = "tests/browser"
 
 
-def run_browser_tier(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def run_browser_tier(tmp_path: Path, **env: str) -> dict[str, tuple[str, str]]:
+    """Each test of the tier: its outcome (passed, skipped, failure, error) and message."""
     base = {k: v for k, v in os.environ.items() if k != "CI" and not k.startswith("PYTEST_")}
-    missing = tmp_path / "no-such-chromium"
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", ONE_TEST, "-p", "no:cacheprovider"],
+    report = tmp_path / f"tier-{'ci' if env.get('CI') else 'laptop'}.xml"
+    subprocess.run(
+        [sys.executable, "-m", "pytest", TIER, "-p", "no:cacheprovider", f"--junitxml={report}"],
         cwd=ROOT,
-        env={**base, "CODEFLEET_CHROMIUM": str(missing), **env},
+        env={**base, "CODEFLEET_CHROMIUM": str(tmp_path / "no-such-chromium"), **env},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
+    outcomes: dict[str, tuple[str, str]] = {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        name = f"{case.get('classname')}.{case.get('name')}"
+        found = [c for c in case if c.tag in ("skipped", "failure", "error")]
+        outcomes[name] = (found[0].tag, found[0].get("message") or "") if found else ("passed", "")
+    return outcomes
 
 
-def test_without_chromium_the_browser_tier_is_skipped_with_a_one_line_reason(
+def test_every_browser_test_is_skipped_with_its_reason_without_chromium_or_fails_under_ci(
     tmp_path: Path,
 ) -> None:
-    result = run_browser_tier(tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-    reasons = [line for line in result.stdout.splitlines() if line.startswith("SKIPPED")]
-    assert reasons, result.stdout
-    assert all(f"no Chromium at {tmp_path / 'no-such-chromium'}" in line for line in reasons)
-    assert "failed" not in result.stdout and "error" not in result.stdout.lower()
+    laptop = run_browser_tier(tmp_path)
+    ci = run_browser_tier(tmp_path, CI="true")
 
-
-def test_without_chromium_the_browser_tier_fails_when_ci_is_set(tmp_path: Path) -> None:
-    result = run_browser_tier(tmp_path, CI="true")
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "CI is set: the browser tier must run there" in result.stdout
-    assert "skipped" not in result.stdout
+    reason = f"no Chromium at {tmp_path / 'no-such-chromium'}"
+    skipped = {name for name, (outcome, _) in laptop.items() if outcome == "skipped"}
+    assert skipped, laptop
+    assert {o for o, _ in laptop.values()} <= {"passed", "skipped"}, laptop
+    assert all(reason in message for o, message in laptop.values() if o == "skipped"), laptop
+    assert laptop.keys() == ci.keys()
+    failed_in_ci = {name for name, (outcome, _) in ci.items() if outcome != "passed"}
+    assert failed_in_ci == skipped, ci
+    assert all(ci[name][0] in ("failure", "error") for name in failed_in_ci), ci
+    assert all("CI is set" in ci[name][1] for name in failed_in_ci), ci

@@ -108,3 +108,94 @@ def test_the_missing_directories_of_a_capture_are_what_pathlib_finds(tmp_path: P
     for key in keys:
         assert _missing_dirs(tmp_path, key) == _missing_dirs_by_pathlib(tmp_path, key), key
     assert capture(tmp_path, "n/m/x.py").created_dirs == ("n/m", "n")
+
+
+ODD_NAMES = ["new\nline.txt", "tab\there.txt", '"quoted.txt', "back\\slash.txt", "bell\a.txt",
+             "sp ace.txt", "caf\u00e9.txt", "undecodable-\udcff.txt"]  # fmt: skip
+
+
+def test_git_apply_of_patches_for_unusual_names_makes_exactly_those_files(tmp_path: Path) -> None:
+    before, after = tmp_path / "before", tmp_path / "after"
+    before.mkdir()
+    for name in ODD_NAMES[:4]:
+        (before / name).write_text("old\n")
+    shutil.copytree(before, after)
+    images = [capture(after, name) for name in ODD_NAMES]
+    for name in ODD_NAMES:
+        (after / name).write_text(f"new {name!r}\n")
+    patches = [make_patch(i, current_state(after, i.path)) for i in images]
+    text = "".join(p.diff for p in patches if p)
+
+    subprocess.run(["git", "apply", "-"], cwd=before, input=text.encode(), check=True)
+
+    assert sorted(os.listdir(before)) == sorted(os.listdir(after))
+    for name in ODD_NAMES:
+        assert (before / name).read_bytes() == (after / name).read_bytes(), name
+
+
+def test_a_name_git_would_quote_is_quoted_in_every_header_line(tmp_path: Path) -> None:
+    image = capture(tmp_path, 'say "hi"\t.txt')
+    (tmp_path / 'say "hi"\t.txt').write_text("hi\n")
+
+    patch = make_patch(image, current_state(tmp_path, 'say "hi"\t.txt'))
+
+    assert patch is not None
+    assert patch.diff.splitlines()[:4] == [
+        'diff --git "a/say \\"hi\\"\\t.txt" "b/say \\"hi\\"\\t.txt"',
+        "new file mode 100644",
+        "--- /dev/null",
+        '+++ "b/say \\"hi\\"\\t.txt"',
+    ]
+
+
+def test_a_symlink_a_task_created_is_a_symlink_in_its_patch_and_git_apply_makes_one(
+    tmp_path: Path,
+) -> None:
+    before, after = tmp_path / "before", tmp_path / "after"
+    (before / "docs").mkdir(parents=True)
+    (before / "docs" / "a.md").write_text("A\n")
+    (before / "was-file").write_text("a file\n")
+    shutil.copytree(before, after)
+    keys = ["latest", "dangling", "was-file"]
+    images = [capture(after, k) for k in keys]
+    (after / "latest").symlink_to("docs/a.md")
+    (after / "dangling").symlink_to("nowhere/x")
+    (after / "was-file").unlink()
+    (after / "was-file").symlink_to("docs")
+    patches = [make_patch(i, current_state(after, i.path)) for i in images]
+
+    assert all(p is not None and "120000" in p.diff for p in patches)
+    text = "".join(p.diff for p in patches if p)
+    subprocess.run(["git", "apply", "-"], cwd=before, input=text, text=True, check=True)
+    for key in keys:
+        assert (before / key).is_symlink(), key
+        assert os.readlink(before / key) == os.readlink(after / key)
+
+
+def test_a_symlink_pre_image_is_restored_as_a_symlink_not_a_copy_of_its_target(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "target.txt").write_text("the target\n")
+    (tmp_path / "link").symlink_to("target.txt")
+    image = capture(tmp_path, "link")
+    (tmp_path / "link").unlink()
+    (tmp_path / "link").write_text("a task replaced the link with a file\n")
+
+    assert restore(tmp_path, image) is True
+
+    assert (tmp_path / "link").is_symlink() and os.readlink(tmp_path / "link") == "target.txt"
+    assert (tmp_path / "target.txt").read_text() == "the target\n"
+    assert restore(tmp_path, image) is False  # idempotent
+
+
+def test_a_file_pre_image_replaces_a_symlink_even_to_the_same_bytes(tmp_path: Path) -> None:
+    (tmp_path / "copy.txt").write_text("same\n")
+    image = capture(tmp_path, "copy.txt")
+    (tmp_path / "other.txt").write_text("same\n")
+    (tmp_path / "copy.txt").unlink()
+    (tmp_path / "copy.txt").symlink_to("other.txt")
+
+    assert restore(tmp_path, image) is True
+
+    assert not (tmp_path / "copy.txt").is_symlink()
+    assert (tmp_path / "copy.txt").read_text() == "same\n"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from markdown_it import MarkdownIt
+
 from codefleet.review.facts import attempts_of, critical_path, run_facts
 from codefleet.review.record import RunRecord
 from codefleet.review.render import render_html, render_markdown
@@ -146,7 +148,7 @@ def test_the_graph_section_measures_the_loaded_graph_with_graph_checks_analysis(
 def test_markdown_escapes_table_pipes_and_folds_the_output_tail() -> None:
     text = render_markdown(build_report(record()))
 
-    assert "| T2 | Pipes \\| and <script>alert(1)</script> |" in text
+    assert "| T2 | Pipes \\| and \\<script\\>alert(1)\\</script\\> |" in text
     assert (
         "<details><summary>last 30 lines of output</summary>\n\n```text\nline 1\nAssertionError: | <b>\n```"
         in text
@@ -199,3 +201,28 @@ def test_the_report_lists_each_command_with_what_it_applied_or_the_veto() -> Non
         ("+2.00 s", "T2", "make fmt", "exit 0", "VETO on api.py: nothing", "-"),
     )
     assert "make fmt" in render_markdown(report)
+
+
+NASTY = "````\n# Owned <img src=x onerror=alert(1)> *bold* [link](javascript:x) &amp; `a|b` ~~no~~"
+
+
+def rendered(markdown: str) -> str:
+    """The HTML a CommonMark renderer with tables (as a pull request page) makes of `markdown`."""
+    return MarkdownIt("commonmark").enable("table").render(markdown)
+
+
+def test_markdown_renders_titles_and_output_from_the_run_as_the_text_they_are() -> None:
+    tasks = (*TASKS[:3], task("T2", depends_on=["T1"], title=NASTY))
+    events = [*EVENTS[:10], ev(11, "check_finished", "T1", 5.0, name="test", purpose="verify",
+              passed=False, exit_code=1, attempt=1, output_tail="a ```` fence\n````\n# not a heading\n"),
+              *EVENTS[11:]]  # fmt: skip
+    made = build_report(RunRecord(tasks=tasks, events=tuple(events), workdir="/tree",
+                                  patches={t["id"]: {"files": []} for t in tasks}))  # fmt: skip
+
+    page = rendered(render_markdown(made))
+
+    assert "<img" not in page and "<em>" not in page and "<a " not in page and "<del>" not in page
+    assert "<h1>" not in page
+    assert "&lt;img src=x onerror=alert(1)&gt; *bold* [link](javascript:x) &amp;amp;" in page
+    assert "<code>a|b</code>" in page
+    assert "a ```` fence\n````\n# not a heading\n</code></pre>" in page

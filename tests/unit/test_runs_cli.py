@@ -1,14 +1,17 @@
-"""`codefleet runs` lists the run directory with sizes; `--prune` removes old demo workspaces."""
+"""`codefleet runs` lists the run directory with sizes; `--prune` removes old demo workspaces;
+`runs new` sets the last run's database aside for a fresh one."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from codefleet.cli.app import app
+from codefleet.coord.store import Store
 from codefleet.server.lock import ServerLock
 
 
@@ -60,3 +63,36 @@ def test_prune_keeps_the_newest_demos_the_records_and_any_a_server_holds(tmp_pat
     gone = sorted(Path(str(e["path"])).name for e in pruned["removed"])  # type: ignore[union-attr]
     assert gone == ["demo-1", "demo-2"]
     assert sorted(p.name for p in run_dir.iterdir()) == ["demo-0", "demo-3", "runners"]
+
+
+def test_runs_new_keeps_the_last_database_and_leaves_the_next_serve_a_fresh_one(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / ".codefleet" / "codefleet.db"
+    db.parent.mkdir()
+    Store(db).close()
+    old = db.read_bytes()
+
+    result = CliRunner().invoke(app, ["runs", "new", "--db", str(db)], env={"COLUMNS": "200"})
+
+    assert result.exit_code == 0, result.output
+    [kept] = [p for p in db.parent.iterdir() if p.name.startswith("codefleet-")]
+    assert re.fullmatch(r"codefleet-\d{8}T\d{6}Z\.db", kept.name)
+    assert kept.read_bytes() == old and not db.exists()
+    assert f"kept the last run's database as {kept}" in " ".join(result.stdout.split())
+    assert "the next `codefleet serve` starts a fresh one" in " ".join(result.stdout.split())
+
+
+def test_runs_new_refuses_while_a_server_uses_the_database(tmp_path: Path) -> None:
+    db = tmp_path / "codefleet.db"
+    Store(db).close()
+    held = ServerLock.acquire(db)
+
+    try:
+        result = CliRunner().invoke(app, ["runs", "new", "--db", str(db)])
+    finally:
+        held.release()
+
+    assert result.exit_code == 1
+    assert "is in use by another CodeFleet server" in " ".join(result.output.split())
+    assert db.exists()

@@ -226,6 +226,16 @@ def test_an_overdue_task_out_of_attempts_is_failed_at_its_deadline():
     assert schedule(snapshot, NOW) == [FailTask("t1", ErrorKind.ATTEMPTS_EXHAUSTED, "deadline")]
 
 
+def test_a_task_its_live_runner_never_started_is_charged_at_its_deadline():
+    never_started = replace(
+        task("t1", attempts=3, max_attempts=3, agent="a1", assigned_at=NOW - TIMEOUT * 2),
+        unstarted=True,
+    )
+    snapshot = state(agents=(agent("a1", status=AgentStatus.BUSY),), in_flight=(never_started,))
+
+    assert schedule(snapshot, NOW) == [FailTask("t1", ErrorKind.ATTEMPTS_EXHAUSTED, "deadline")]
+
+
 def test_a_task_both_orphaned_and_overdue_is_taken_back_once():
     snapshot = state(
         agents=(agent("a1", status=AgentStatus.BUSY, seen_ago=STALE),),

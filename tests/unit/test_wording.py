@@ -63,6 +63,13 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("fleet_started", {"runners": 4}),
     ("fleet_idle", {"counts": {"succeeded": 3, "failed": 1}}),
     ("run_finished", {"ok": False, "verify": {"exit_code": 2}}),
+    ("stale_read", {"attempt": 1, "paths": [
+        {"path": "api.py", "changed_by": ["T3"], "read_sha256": "a", "now_sha256": "b"},
+        {"path": "gone.py", "changed_by": ["T3", "a person"], "read_sha256": "a", "now_sha256": None},
+    ]}),
+    ("reconciled", {"rounds": 1, "outcome": "clean", "cost_usd": 0.0123}),
+    ("reconciled", {"rounds": 2, "outcome": "unresolved", "cost_usd": 0}),
+    ("reconciled", {"rounds": 1, "outcome": "failed", "cost_usd": 0.5}),
     ("run_finished", {"ok": True, "verify": None}),
     ("task_committed", {"commit": "0123456789abcdef", "branch": "main"}),
     ("fleet_paused", {"until": "2026-07-31T12:05:00.000Z", "change": "extended", "reason": "429"}),

@@ -38,14 +38,15 @@ def demo(
     Your checkout is never touched: the demo works in a fresh workspace under the run dir.
     """
     from codefleet.cli.output import console
+    from codefleet.session.credentials import credentials_problem
 
-    demo_run = import_demo_run()
     settings = settings_from(run_dir=run_dir)
     mode = "dry-run" if dry_run else "offline" if offline else "live"
-    try:
-        ok = demo_run.run_demo(mode, settings.run_dir, runners, console, commit=commit)
-    except NotImplementedError as err:
-        raise fail(str(err)) from None
+    problem = credentials_problem() if mode == "live" else None
+    if problem:  # refused before a workspace or a server exists
+        raise fail(problem)
+    demo_run = import_demo_run()
+    ok = demo_run.run_demo(mode, settings.run_dir, runners, console, commit=commit)
     raise typer.Exit(0 if ok else 1)
 
 

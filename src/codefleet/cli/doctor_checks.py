@@ -3,7 +3,9 @@
 Each check returns a `Check` (name, ok, detail, hint). Nothing here changes
 anything: it reads the Python version, tries to bind the server port (or asks
 a running server for its health), looks at the working tree, parses the task
-graph, and looks for the Claude Code CLI the SDK bundles and for a key.
+graph and looks up its checks' programs where checks run, and looks for the
+Claude Code CLI the SDK bundles and for a key. A check that is not `required`
+and not ok is a warning: shown, but doctor still exits 0.
 """
 
 from __future__ import annotations
@@ -33,11 +35,17 @@ __all__ = ["Check", "print_checks", "run_checks"]
 
 @dataclass(frozen=True, slots=True)
 class Check:
+    """One finding; a check that is not `ok` but not `required` is a warning, not a failure."""
+
     name: str
     ok: bool
     detail: str
     hint: str = ""
     required: bool = True
+
+    @property
+    def passes(self) -> bool:
+        return self.ok or not self.required
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -82,6 +90,23 @@ def check_workdir(settings: Settings) -> Check:
     except OSError as err:
         return Check("workdir", False, f"{tree} is not writable ({err.strerror})")
     return Check("workdir", True, f"{tree.resolve()} exists and is writable")
+
+
+def check_programs(path: Path | None, settings: Settings) -> Check:
+    """Each check's programs, looked up where checks run (a warning: the graph may be fixed)."""
+    from codefleet.fleet.programs import check_warnings
+
+    try:
+        checks = load_graph(path).checks if path is not None else {}
+    except GraphError:
+        checks = {}  # the graph check says why
+    if not checks or not settings.workdir.is_dir():
+        return Check("checks", True, "no checks to look up", required=False)
+    missing = check_warnings(checks, settings.workdir)
+    if missing:
+        return Check("checks", False, "; ".join(missing), required=False)
+    return Check("checks", True, f"every program of {len(checks)} check(s) is found where "
+                 "checks run", required=False)  # fmt: skip
 
 
 def check_graph(path: Path | None, settings: Settings) -> Check:
@@ -132,7 +157,7 @@ def check_key() -> Check:
         return Check("api-key", True, "ANTHROPIC_API_KEY is set", required=False)
     if credentials_problem() is None:
         return Check("api-key", True, "a Claude login (or token) is present", required=False)
-    return Check("api-key", True,
+    return Check("api-key", False,
                  "no ANTHROPIC_API_KEY and no Claude login: only the keyless paths will work "
                  "(`run --dry-run --script F`, `run --offline --model-script F`, `demo --offline`)",
                  f"export ANTHROPIC_API_KEY, or log in: `{bundled_cli() or 'claude'} auth login`",
@@ -160,19 +185,24 @@ def run_checks(settings: Settings, graph: Path | None) -> list[Check]:
         check_port(settings),
         check_workdir(settings),
         check_graph(find_graph(graph), settings),
+        check_programs(find_graph(graph), settings),
         check_cli(),
         check_key(),
         check_shell(settings),
     ]
 
 
+def _mark(check: Check) -> Text:
+    if check.ok:
+        return Text("  ok  ", style="bold green")
+    if not check.required:
+        return Text(" warn ", style="bold yellow")
+    return Text(" FAIL ", style="bold white on red")
+
+
 def print_checks(console: Console, checks: list[Check]) -> None:
     for check in checks:
-        mark = (
-            Text("  ok  ", style="bold green")
-            if check.ok
-            else Text(" FAIL ", style="bold white on red")
-        )
+        mark = _mark(check)
         line = mark + Text(f" {check.name:<11} {check.detail}")
         console.print(line)
         if check.hint and (not check.ok or not check.required):

@@ -15,6 +15,7 @@ import typer
 
 from codefleet.cli.common import (
     RUN,
+    SCRIPT_HELP,
     BudgetOpt,
     CheckDirOpt,
     CheckOpt,
@@ -28,6 +29,7 @@ from codefleet.cli.common import (
     ModelScriptOpt,
     OfflineOpt,
     ProtectedOpt,
+    ReconcileRoundsOpt,
     RunDirOpt,
     ScriptOpt,
     ServerOpt,
@@ -57,9 +59,11 @@ from codefleet.errors import DomainError, Unauthorized
 from codefleet.statedir import prepare_dirs
 
 if TYPE_CHECKING:
+    from codefleet.api.client import FleetClient
     from codefleet.cli.runprep import GraphFile
     from codefleet.config import Settings
     from codefleet.fleet.agents import AgentChoice, Agents
+    from codefleet.ui.scopes import ScopeWatch
 
 __all__ = ["run", "runner"]
 
@@ -73,7 +77,7 @@ def _agents(choice: AgentChoice, settings: Settings) -> Agents:
         raise fail(str(err)) from None
 
 
-@app.command(rich_help_panel=RUN)
+@app.command(rich_help_panel=RUN, epilog=SCRIPT_HELP)
 def runner(
     name: Annotated[
         str, typer.Option("--name", help="This runner's unique slot name, e.g. runner-1.")
@@ -88,6 +92,7 @@ def runner(
     task_timeout: TimeoutOpt = None,
     check_timeout: CheckTimeoutOpt = None,
     check_dir: CheckDirOpt = None,
+    reconcile_rounds: ReconcileRoundsOpt = None,
     exit_when_drained: Annotated[
         bool, typer.Option(help="Exit once no task is pending or running.")
     ] = False,
@@ -122,7 +127,7 @@ def runner(
         server_url=server, workdir=workdir, run_dir=run_dir, token=token,
         task_timeout=task_timeout, model=model, max_turns=max_turns,
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
-        protected_paths=protected_paths,
+        protected_paths=protected_paths, reconcile_rounds=reconcile_rounds,
         **shell_settings(shell, shell_network, shell_unsandboxed, shell_max_files, shell_max_bytes),
     )  # fmt: skip
     executor = _agents(AgentChoice(dry_run, script, offline, model_script), settings).executor
@@ -138,6 +143,7 @@ def runner(
         check_dir=settings.check_dir,
         replace=replace,
         protected_names=settings.protected_names,
+        reconcile_rounds=settings.reconcile_rounds,
         **fleet_shell(settings),
     )
 
@@ -163,7 +169,7 @@ def runner(
         raise fail(f"{name} stopped: {err}") from None
 
 
-@app.command(rich_help_panel=RUN)
+@app.command(rich_help_panel=RUN, epilog=SCRIPT_HELP)
 def run(
     runners: Annotated[
         int | None, typer.Option("--runners", "-n", help="How many runners [CODEFLEET_RUNNERS].")
@@ -172,8 +178,8 @@ def run(
         Path | None,
         typer.Option(
             "--graph",
-            help="Task graph to load first unless already loaded (default: ./codefleet.yaml "
-            "if there is one).",
+            help="Task graph whose tasks not yet on the server are loaded first (default: "
+            "./codefleet.yaml if there is one).",
         ),
     ] = None,
     no_graph: Annotated[
@@ -196,6 +202,7 @@ def run(
     task_timeout: TimeoutOpt = None,
     check_timeout: CheckTimeoutOpt = None,
     check_dir: CheckDirOpt = None,
+    reconcile_rounds: ReconcileRoundsOpt = None,
     protected_paths: ProtectedOpt = None,
     token: TokenOpt = None,
     model: ModelOpt = None,
@@ -214,9 +221,11 @@ def run(
 ) -> None:
     """Start N runners against a running server, wait for the graph to drain, print a verdict.
 
-    Loads ./codefleet.yaml (or --graph) first unless its tasks are already loaded. Exits 0
-    only if every task succeeded (and --verify passed, and with --commit every success was
-    committed). Each --check is defined on the server first, for the agents' run_check tool
+    Loads the tasks of ./codefleet.yaml (or --graph) not yet on the server first, and names
+    loaded ones the file changed. Exits 0 only if every task succeeded (and --verify passed,
+    and with --commit every success was committed); Ctrl-C (SIGINT) or SIGTERM stops the
+    runners, whose attempts are requeued uncharged, and exits 130 or 143. A server that
+    goes away is waited for up to 120 s. Each --check is defined on the server first, for the agents' run_check tool
     and for the tasks' verify: key. Without a key: --dry-run --script FILE or
     --offline --model-script FILE. --max-cost sets the fleet's budget on the server.
     """
@@ -226,14 +235,14 @@ def run(
     from codefleet.cli.runprep import RunRefused, prepare_run
     from codefleet.fleet.agents import AgentChoice
     from codefleet.fleet.local import invocation_suffix, run_fleet
-    from codefleet.review.commitview import history_json, print_history
-    from codefleet.ui.report import print_result
+    from codefleet.review.commitview import history_json
 
     settings = settings_from(
         runners=runners, server_url=server, workdir=workdir, run_dir=run_dir,
         task_timeout=task_timeout, token=token, model=model, max_turns=max_turns,
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
         protected_paths=protected_paths, max_cost=max_cost, max_cost_hard=max_cost_hard,
+        reconcile_rounds=reconcile_rounds,
         **shell_settings(shell, shell_network, shell_unsandboxed, shell_max_files, shell_max_bytes),
     )  # fmt: skip
     checks = parse_check_options(check)
@@ -246,7 +255,7 @@ def run(
     def runner_down(why: str) -> None:  # at once, on stderr: the run may go on without it
         err_console.print(f"[bold red]runner stopped:[/] {why}", markup=True, highlight=False)
 
-    async def go() -> tuple[Any, list[dict[str, Any]], Any]:
+    async def go() -> tuple[Any, list[dict[str, Any]], Any, ScopeWatch]:
         from codefleet.ui.dashboard import follow_compact
 
         async with make_client(settings) as client:
@@ -263,6 +272,7 @@ def run(
                 raise fail(str(err)) from None
             if settings.max_cost is not None:  # run passes the fleet's budget on to the server
                 await client.set_budget(settings.max_cost, settings.max_cost_hard)
+            scopes = await _declared_scopes(client)
         prepare_dirs(settings.run_dir)
         if committer is not None:
             committer.start(settings.url, settings.token, since)
@@ -274,6 +284,7 @@ def run(
                 follow_compact(settings.url, settings.token, console, stop, since=since)
             )
         )
+        interrupt = _interrupt_on_signals(caught)
         try:
             result = await run_fleet(
                 settings.url, settings.runners, lambda _: agents.executor, settings.workdir,
@@ -281,27 +292,108 @@ def run(
                 protected=(settings.db, settings.run_dir), check_timeout=settings.check_timeout,
                 check_dir=settings.check_dir, on_runner_down=runner_down,
                 name_suffix=invocation_suffix(), protected_names=settings.protected_names,
+                reconcile_rounds=settings.reconcile_rounds,
+                interrupt=interrupt, say=lambda s: err_console.print(s, markup=False),
+                simulated=agents.mode != "live",
                 **shell_kw,
             )  # fmt: skip
             history = await committer.finish(settings.url, settings.token) if committer else None
         finally:
+            _default_signals()
             stop.set()
             if follower is not None:
                 await follower
         async with make_client(settings) as client:
-            return result, await client.conflicts(), history
+            return result, await _conflicts_and_scopes(client, since, scopes), history, scopes
 
-    result, conflicts, history = call_server(settings, lambda _: go())
+    caught: list[signal.Signals] = []
+    result, conflicts, history, scopes = call_server(settings, lambda _: go())
     if json_out:
         print_json({"ok": result.ok, "tasks": result.tasks, "conflicts": conflicts,
                     "runner_errors": result.runner_errors, "stopped": result.stopped,
+                    "interrupted": result.interrupted,
                     "verify": result.verify and {"exit_code": result.verify.exit_code, "output": result.verify.output},
                     "history": history_json(history) if history else None})  # fmt: skip
     else:
-        print_result(console, result, conflicts, simulated_cost=agents.mode != "live")
-        if committer is not None and history is not None:
-            print_history(console, history, committer.log(history))
-    raise typer.Exit(0 if result.ok and (history is None or history.ok) else 1)
+        _print_outcome(result, conflicts, agents.mode != "live", scopes, (committer, history))
+    raise typer.Exit(_exit_code(caught, result.ok and (history is None or history.ok)))
+
+
+def _exit_code(caught: list[signal.Signals], ok: bool) -> int:
+    """0 when all went well; 128 + the signal (said on stderr) when the operator stopped it."""
+    from codefleet.cli.output import err_console
+
+    if not caught:
+        return 0 if ok else 1
+    err_console.print(
+        f"run: interrupted ({caught[0].name}): the runners left; an attempt in progress was "
+        "rolled back and requeued, not charged. `codefleet run` carries on.",
+        markup=False,
+    )
+    return 128 + caught[0].value
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _interrupt_on_signals(caught: list[signal.Signals]) -> Any:
+    """An event the first SIGINT/SIGTERM sets (noted in `caught`); a second one acts at once."""
+    import asyncio
+
+    interrupt = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def on_signal(sig: signal.Signals) -> None:
+        caught.append(sig)
+        interrupt.set()
+        _default_signals()
+
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
+    return interrupt
+
+
+def _default_signals() -> None:
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    for sig in STOP_SIGNALS:
+        loop.remove_signal_handler(sig)
+
+
+def _print_outcome(
+    result: Any,
+    conflicts: list[dict[str, Any]],
+    simulated: bool,
+    scopes: ScopeWatch,
+    commits: tuple[Any, Any],
+) -> None:
+    """The verdict, then the branch `--commit` made (`commits`: its committer and history)."""
+    from codefleet.cli.output import console
+    from codefleet.review.commitview import print_history
+    from codefleet.ui.report import print_result
+
+    print_result(console, result, conflicts, simulated_cost=simulated, outside=scopes.outside)
+    committer, history = commits
+    if committer is not None and history is not None:
+        print_history(console, history, committer.log(history))
+
+
+async def _declared_scopes(client: FleetClient) -> ScopeWatch:
+    """Each task's scope as the run starts (`ui.scopes`)."""
+    from codefleet.ui.scopes import ScopeWatch
+
+    return ScopeWatch.of(await client.tasks())
+
+
+async def _conflicts_and_scopes(
+    client: FleetClient, since: int, scopes: ScopeWatch
+) -> list[dict[str, Any]]:
+    """The server's conflicts; `scopes` follows the run's events (writes outside a scope)."""
+    for event in await client.all_events(since):
+        scopes.take(event)
+    conflicts: list[dict[str, Any]] = await client.conflicts()
+    return conflicts
 
 
 def _graph_file(given: Path | None) -> GraphFile | None:

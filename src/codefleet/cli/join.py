@@ -34,6 +34,7 @@ from codefleet.hook.settings import (
     JoinError,
     Written,
     codefleet_command,
+    exclude_from_git,
     hooks_block,
     join_tree,
     leave_tree,
@@ -76,7 +77,8 @@ def join(
 
     Merges CodeFleet's PreToolUse, PostToolUse and SessionEnd command hooks into the tree's
     .claude/settings.local.json (other keys and hooks kept, the old file kept as .bak,
-    idempotent). codefleet leave removes exactly them.
+    idempotent) and lists both files in the repository's .git/info/exclude.
+    codefleet leave removes exactly the hooks, and a .bak that holds one.
     """
     from codefleet.cli.output import console
 
@@ -93,6 +95,9 @@ def join(
         print_json(written.settings)
         return
     _say(written, "joined" if written.changed else "already joined")
+    excluded = exclude_from_git(tree)
+    if excluded is not None:
+        console.print(f"both files are listed in {excluded}: git does not show them", markup=False)
     console.print(
         "Claude Code sessions started in this tree now ask CodeFleet before every write; "
         "`codefleet leave` undoes it."
@@ -101,7 +106,10 @@ def join(
 
 @app.command(rich_help_panel=ALONGSIDE)
 def leave(workdir: TreeOpt = None, show: PrintOpt = False) -> None:
-    """Remove exactly the hooks codefleet join added to this tree's local settings."""
+    """Remove exactly the hooks codefleet join added to this tree's local settings.
+
+    A settings.local.json.bak holding one of them goes too: no hook command is left behind.
+    """
     from codefleet.cli.output import console
 
     tree = _tree(workdir)

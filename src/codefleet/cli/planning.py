@@ -47,7 +47,10 @@ RunnersOpt = Annotated[
 
 @graph_app.command("check")
 def check(
-    graph: Annotated[Path, typer.Argument(help="Task graph YAML (see examples/demo-tasks.yaml).")],
+    graph: Annotated[
+        Path | None,
+        typer.Argument(help="Task graph YAML (default: ./codefleet.yaml; see codefleet init)."),
+    ] = None,
     workdir: WorkdirOpt = None,
     runners: RunnersOpt = 3,
     json_out: JsonOpt = False,
@@ -56,11 +59,15 @@ def check(
 
     No server and no model. Exit 1 when the graph has errors, 0 otherwise.
     """
-    from codefleet.api.graph import GraphError, load_graph
+    from codefleet.api.graph import DEFAULT_GRAPH, GraphError, find_graph, load_graph
     from codefleet.cli.output import console
     from codefleet.planning.check import check_graph, tree_for
     from codefleet.planning.render import print_analysis
 
+    given = find_graph(graph)
+    if given is None:
+        raise fail(f"no graph given and no {DEFAULT_GRAPH} here: `codefleet init` writes one")
+    graph = given
     settings = settings_from(workdir=workdir)
     if not settings.workdir.is_dir():
         raise fail(f"working tree {settings.workdir} does not exist; set --workdir")
@@ -100,7 +107,8 @@ def plan(
         bool,
         typer.Option(
             "--offline",
-            help="Plan for the demo repository with the built-in scripted model: no key, no cost.",
+            help="Plan for a fresh copy of the demo repository with the built-in scripted model: "
+            "no key, nothing spent.",
         ),
     ] = False,
     workdir: WorkdirOpt = None,
@@ -132,15 +140,17 @@ def plan(
     from codefleet.planning.launch import PlanRun, run_plan
     from codefleet.planning.planner import PlanFailed, plan_file
     from codefleet.planning.render import print_analysis
+    from codefleet.wording import cost_text
 
     if offline and workdir is not None:
         raise fail("--offline plans for the demo repository; drop --workdir")
-    tree_dir = examples_dir() / "demo-repo" if offline else workdir
     settings = settings_from(
-        workdir=tree_dir, model=model, max_turns=max_turns, task_budget_usd=max_budget_usd,
+        workdir=workdir, model=model, max_turns=max_turns, task_budget_usd=max_budget_usd,
         run_dir=run_dir, server_url=server, token=token,
     )  # fmt: skip
     _refuse_before_spending(settings, output, force, offline)
+    if offline:
+        settings = _in_a_demo_copy(settings)
     request = PlanRun(
         goal, tree_for(settings.workdir, settings.db, settings.run_dir), tasks, runners,
         examples_dir() / "plan-model.yaml" if offline else None,
@@ -151,11 +161,14 @@ def plan(
     except PlanFailed as failed:
         for error in failed.errors:
             err_console.print(f"  {error}", markup=False, highlight=False)
-        raise fail(f"{failed} (nothing written; ${failed.cost_usd:.4f} spent)") from None
-    output.write_text(plan_file(result, goal, datetime.now(UTC), str(output)), encoding="utf-8")
+        cost = cost_text(failed.cost_usd, offline)
+        raise fail(f"{failed} (nothing written; {cost if offline else cost + ' spent'})") from None
+    text = plan_file(result, goal, datetime.now(UTC), str(output), simulated=offline)
+    output.write_text(text, encoding="utf-8")
     console.print(
-        f"wrote {output} · {len(result.verdict.graph or [])} task(s) · ${result.cost_usd:.4f} · "
-        f"{len(result.exchanges)} answer(s) · record {record}"
+        f"wrote {output} · {len(result.verdict.graph or [])} task(s) · "
+        f"{cost_text(result.cost_usd, offline)} · {len(result.exchanges)} answer(s) · "
+        f"record {record}"
     )
     assert result.verdict.analysis is not None and result.verdict.graph is not None
     print_analysis(console, result.verdict.analysis, str(output))
@@ -163,6 +176,18 @@ def plan(
         graph = result.verdict.graph
         created = call_server(settings, lambda c: c.create_tasks(graph, graph.checks))
         console.print(f"loaded: created {len(created)} task(s): {' '.join(created)}")
+
+
+def _in_a_demo_copy(settings: Settings) -> Settings:
+    """The settings of an offline plan: a fresh copy of the demo repository, made as `demo`
+    makes its workspace, so nothing is written into the installation (whose files uv
+    installs as hard links, which the tree refuses)."""
+    from codefleet.cli.demo_run import make_workspace
+
+    workspace = make_workspace(settings.run_dir)
+    return settings.model_copy(
+        update={"workdir": workspace / "tree", "db": workspace / "codefleet.db"}
+    )
 
 
 def _refuse_before_spending(settings: Settings, output: Path, force: bool, offline: bool) -> None:

@@ -1,8 +1,10 @@
-"""Review commands: `commit` (one git commit per succeeded task) and `report` (the run's page).
+"""Review commands: `commit` (one commit per succeeded task), `land`, `report` (the run's page).
 
-Both read the run through the server's wire API (`review.fetch.fetch_record`);
-neither opens the database. `commit` writes only git objects and one new
-branch: never the working tree, the person's index or the checked-out branch.
+`commit` and `report` read the run through the server's wire API
+(`review.fetch.fetch_record`); neither opens the database. `commit` writes only
+git objects and one new branch: never the working tree, the person's index or
+the checked-out branch. `land` needs no server: it moves the checked-out
+branch to the fleet's branch and its index entries with it (`review.land`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ __all__ = [
     "CommitOpt",
     "commit",
     "committer_for",
+    "land",
     "parse_author",
     "report",
 ]
@@ -113,7 +116,8 @@ def commit(
 
     Built with git plumbing in a temporary index: your working tree, your index and
     your checked-out branch stay exactly as they are. Refuses (and names the paths)
-    when the tree differs from the tasks' recorded changes.
+    when the tree differs from the tasks' recorded changes. A task git cannot commit
+    is skipped with its reason while the others commit; the exit status is then 1.
     """
     from codefleet.cli.output import console
     from codefleet.review.commit import Refused, default_branch, write_history
@@ -121,6 +125,7 @@ def commit(
     from codefleet.review.fetch import fetch_record
     from codefleet.review.git import GitError, Repo
     from codefleet.review.history import committed_before, planned_changes, unfinished_tasks
+    from codefleet.rollback import quote_name
 
     settings = settings_from(server_url=server, token=token)
     who = parse_author(author)
@@ -138,7 +143,7 @@ def commit(
         result = write_history(repo, changes, name, base, who)
         log = repo.log_oneline(base, result.tip)
     except Refused as err:
-        raise fail(f"{err}:\n  " + "\n  ".join(err.paths)) from None
+        raise fail(f"{err}:\n  " + "\n  ".join(quote_name(p) for p in err.paths)) from None
     except GitError as err:
         raise fail(str(err)) from None
     if result.commits:
@@ -149,6 +154,55 @@ def commit(
         print_json(history_json(result, unfinished, before))
     else:
         print_history(console, result, log, unfinished, before)
+    if result.skipped:
+        raise typer.Exit(1)
+
+
+@app.command(rich_help_panel=REVIEW)
+def land(
+    branch: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="BRANCH", help="The branch to land (default: the newest codefleet/ branch)."
+        ),
+    ] = None,
+    workdir: Annotated[
+        Path,
+        typer.Option(
+            "--workdir", show_default=False, help="A directory of the repository (default: here)."
+        ),
+    ] = Path(),
+) -> None:
+    """Move the checked-out branch to BRANCH, whose changes commit left in the working tree.
+
+    What git merge --ff-only refuses after commit: when HEAD is the branch's base and every
+    file the branch changes is in the working tree exactly as committed, the checked-out
+    branch moves to the branch's tip and the index with it; the working tree is not written,
+    so git status is clean for those files. Otherwise it refuses, says what differs (HEAD
+    moved, a file differs) and changes nothing.
+    """
+    from codefleet.cli.output import console
+    from codefleet.review.git import GitError, Repo
+    from codefleet.review.land import NotLanded
+    from codefleet.review.land import land as land_branch
+
+    try:
+        repo = Repo.open(workdir)
+        landed = land_branch(repo, branch)
+        log = repo.log_oneline(landed.old, landed.new) if landed.moved else ""
+    except NotLanded as err:
+        raise fail(f"{err}:\n  " + "\n  ".join(err.reasons)) from None
+    except GitError as err:
+        raise fail(str(err)) from None
+    if not landed.moved:
+        console.print(f"{landed.branch} is already landed: {landed.onto} contains it")
+        return
+    console.print(
+        f"landed {landed.branch} on {landed.onto}: {landed.old[:7]} → {landed.new[:7]} · "
+        f"{len(landed.paths)} file(s) staged as committed, the working tree untouched",
+        markup=False, highlight=False,
+    )  # fmt: skip
+    console.print(log.rstrip(), markup=False, highlight=False)
 
 
 class ReportFormat(StrEnum):

@@ -1,8 +1,8 @@
 """What `codefleet run` settles with the server before it starts a runner.
 
 In order: the server serves this run's tree (a second terminal without the
-right directory must not work on another tree); the graph file
-(`codefleet.yaml` by default) is loaded unless its tasks are already there;
+right directory must not work on another tree); the graph file's tasks
+(`codefleet.yaml` by default) that are not on the server yet are loaded;
 the checks are defined; there is something to run; and a scripted run has a
 script for every task it would run. Each refusal is a `RunRefused` whose
 message names the fix. Nothing here starts a runner.
@@ -11,19 +11,20 @@ message names the fix. Nothing here starts a runner.
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from codefleet.api.client import FleetClient
-from codefleet.api.graph import GraphTasks
+from codefleet.api.graph import GraphError, GraphTasks, OnServer, check_references
 from codefleet.fleet.agents import Agents
 
 __all__ = ["GraphFile", "RunRefused", "prepare_run"]
 
-# Tasks a run would still work on (terminal ones are not run again without `retry`).
-TO_RUN: Final = frozenset({"pending", "assigned", "running", "blocked_upstream"})
+# Tasks a run would still work on (blocked and finished ones are not run without `retry`).
+TO_RUN: Final = frozenset({"pending", "assigned", "running"})
 
 
 class RunRefused(Exception):
@@ -45,35 +46,69 @@ def same_tree(server_tree: str, local_tree: Path, url: str) -> None:
         )
 
 
-async def load_graph_file(client: FleetClient, graph: GraphFile, checks: Mapping[str, str]) -> str:
-    """Post the graph unless its tasks are on the server already; say which happened.
+async def load_graph_file(
+    client: FleetClient, graph: GraphFile, checks: Mapping[str, str]
+) -> list[str]:
+    """Post the graph's tasks that are not on the server yet; say what happened.
 
-    Tasks are matched by id: a graph is loaded when the server holds none of its
-    ids, counted as loaded when it holds all of them, and refused in between (or
-    when a task has no id and the server is not empty: it could not be matched).
+    Tasks are matched by id. A new task may depend on one already loaded (the server
+    resolves it). A loaded task whose spec differs from the server's copy is named, not
+    updated: the server keeps the record of what ran. A task without an id cannot be
+    matched, so a graph with one is refused unless the server is empty.
     """
     all_checks = {**graph.tasks.checks, **checks}
+    stored = {t["id"]: t for t in await client.tasks()}
     ids = [t.get("id") for t in graph.tasks]
-    existing = {t["id"] for t in await client.tasks()}
-    loaded = [i for i in ids if i in existing]
-    if existing and ids and all(ids) and len(loaded) == len(ids):
-        if all_checks:
-            await client.define_checks(all_checks)
-        return f"{graph.path}: already loaded ({len(ids)} task(s))"
-    if existing and loaded:
+    if stored and not all(ids):
         raise RunRefused(
-            f"{graph.path}: task(s) {', '.join(map(str, loaded))} are already loaded but others "
-            "are not, so it cannot be loaded whole: `codefleet tasks` shows what the server "
-            "holds; pass --no-graph to run that as it is"
-        )
-    if existing and not all(ids):
-        raise RunRefused(
-            f"{graph.path}: some tasks have no id, so whether the server's {len(existing)} "
+            f"{graph.path}: some tasks have no id, so whether the server's {len(stored)} "
             "task(s) are these cannot be told: `codefleet load` it yourself, or pass --no-graph "
             "to run what the server holds"
         )
-    created = await client.create_tasks(graph.tasks, all_checks)
-    return f"{graph.path}: loaded {len(created)} task(s): {' '.join(created)}"
+    changed = [
+        _changed(spec, stored[spec["id"]]) for spec in graph.tasks if spec.get("id") in stored
+    ]
+    said = [f"{graph.path}: {line}" for line in changed if line]
+    new = GraphTasks([t for t in graph.tasks if t.get("id") not in stored], graph.tasks.checks)
+    if not new:
+        if all_checks:
+            await client.define_checks(all_checks)
+        return [f"{graph.path}: already loaded ({len(ids)} task(s))", *said]
+    on_server = OnServer(frozenset(stored), {**await client.checks(), **all_checks})
+    try:  # every unknown reference at once, before the server refuses the first
+        check_references(new, on_server, str(graph.path))
+    except GraphError as err:
+        raise RunRefused(str(err)) from None
+    created = await client.create_tasks(new, all_checks)
+    if not stored.keys() & set(ids):
+        return [f"{graph.path}: loaded {len(created)} task(s): {' '.join(created)}", *said]
+    kept = len(ids) - len(new)
+    return [
+        f"{graph.path}: loaded {len(created)} new task(s): {' '.join(created)} "
+        f"({kept} already loaded)",
+        *said,
+    ]
+
+
+# What a graph's task declares that the server's copy records as it was loaded.
+COMPARED: Final = ("title", "description", "priority", "max_attempts", "verify", "estimate_min")
+
+
+def _changed(spec: Mapping[str, Any], row: Mapping[str, Any]) -> str | None:
+    """A line naming what the file changed in a task already loaded (None if nothing)."""
+    fields = [k for k in COMPARED if k in spec and k in row and spec[k] != row[k]]
+    if set(spec.get("depends_on", ())) != set(row.get("depends_on", ())):
+        fields.append("depends_on")
+    scope = {posixpath.normpath(p) for p in spec.get("file_scope", ())}
+    if not scope <= set(row.get("file_scope", ())):  # a veto widens the stored scope
+        fields.append("file_scope")
+    if not fields:
+        return None
+    task_id = spec["id"]
+    return (
+        f"{task_id} differs from the server's copy ({', '.join(fields)}); the server's is "
+        f"kept: `codefleet cancel {task_id}` and give the task a new id to replace it"
+    )
 
 
 def check_coverage(tasks: list[dict[str, Any]], agents: Agents) -> None:
@@ -101,7 +136,8 @@ async def prepare_run(
     same_tree(str(health["workdir"]), tree, client.base_url)
     say(f"run: tree {health['workdir']} · server {client.base_url} · {agents.mode} agents")
     if graph is not None:
-        say(await load_graph_file(client, graph, checks))
+        for line in await load_graph_file(client, graph, checks):
+            say(line)
     elif checks:
         await client.define_checks(checks)
     tasks = await client.tasks()

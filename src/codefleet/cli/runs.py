@@ -1,8 +1,13 @@
-"""`codefleet runs`: what the run directory holds, and `--prune` for old demo workspaces."""
+"""`codefleet runs`: the run directory, `--prune` for old demos, `runs new` for a fresh run.
+
+`runs new` starts a fresh run on the same tree: the last run's database is kept beside it.
+"""
 
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -16,16 +21,21 @@ from codefleet.cli.common import (
     print_json,
     settings_from,
 )
+from codefleet.cli.helptext import CliTyper
 from codefleet.cli.rundirs import RunEntry, list_runs, prune_runs
 
 if TYPE_CHECKING:  # Rich loads with the command, not with `--help`
     from rich.table import Table
 
-__all__ = ["runs"]
+__all__ = ["runs", "runs_new"]
+
+runs_app = CliTyper(invoke_without_command=True)
+app.add_typer(runs_app, name="runs", rich_help_panel=OPERATE)
 
 
-@app.command(rich_help_panel=OPERATE)
+@runs_app.callback()
 def runs(
+    ctx: typer.Context,
     prune: Annotated[
         bool, typer.Option("--prune", help="Remove demo workspaces but the newest --keep.")
     ] = False,
@@ -33,8 +43,14 @@ def runs(
     run_dir: RunDirOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """List the run directory (demo workspaces, runner records) with sizes; --prune old demos."""
+    """List the run directory (demo workspaces, runner records) with sizes; --prune old demos.
+
+    codefleet runs new starts a fresh run on the same tree.
+    """
     from codefleet.cli.output import console
+
+    if ctx.invoked_subcommand is not None:
+        return
 
     if keep < 0:
         raise fail("--keep must be 0 or more")
@@ -63,6 +79,52 @@ def runs(
         console.print(f"kept {entry.path.name}: a running server uses its database", markup=False)
     if prune and not removed and not busy:
         console.print(f"nothing to prune: at most {keep} demo workspace(s)", markup=False)
+
+
+@runs_app.command("new")
+def runs_new(
+    db: Annotated[
+        Path | None, typer.Option("--db", help="The server's database [CODEFLEET_DB].")
+    ] = None,
+) -> None:
+    """Start a fresh run on the same tree: the last run's database is kept beside it.
+
+    The database (tasks, events, patches) is renamed codefleet-<UTC time>.db; the next
+    codefleet serve starts an empty one. The tree is not touched. Stop the server first.
+    """
+    from codefleet.cli.output import console
+    from codefleet.server.lock import DatabaseInUse, ServerLock
+
+    path = settings_from(db=db).db
+    if not path.exists():
+        console.print(f"runs new: no database at {path}: the next run is fresh already",
+                      markup=False)  # fmt: skip
+        return
+    try:
+        lock = ServerLock.acquire(path)
+    except DatabaseInUse as err:
+        raise fail(f"{err}; then `codefleet runs new`") from None
+    try:
+        kept = _set_aside(path)
+    finally:
+        lock.release()
+    console.print(
+        f"runs new: kept the last run's database as {kept}; the next `codefleet serve` starts "
+        "a fresh one (the tree is not touched)",
+        markup=False,
+    )
+
+
+def _set_aside(db: Path) -> Path:
+    """Rename the database (and its WAL files) to `<stem>-<UTC time><suffix>`; the new name."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    kept = db.with_name(f"{db.stem}-{stamp}{db.suffix}")
+    for extra in ("-wal", "-shm"):  # a server that stopped cleanly leaves none
+        side = db.with_name(db.name + extra)
+        if side.exists():
+            side.rename(kept.with_name(kept.name + extra))
+    db.rename(kept)
+    return kept
 
 
 def _table(entries: list[RunEntry]) -> Table:

@@ -103,6 +103,7 @@ def _suggest(path: Path, original: str, facts: Any, output: Path | None, url: st
 def fleet_line(s: FleetStats) -> str:
     """The fleet in one sentence: parallelism, makespan against the critical path, losses."""
     from codefleet.review.report import seconds
+    from codefleet.wording import cost_text
 
     chain = " → ".join(s.critical_path) or "—"
     stretch = f"{s.stretch:.1f}x" if s.stretch is not None else "—"
@@ -110,7 +111,7 @@ def fleet_line(s: FleetStats) -> str:
         f"{s.runners} runner(s), {s.busy_mean:.2f} busy on average ({s.parallelism:.0%}) · "
         f"makespan {seconds(s.makespan_s)} vs critical path {seconds(s.critical_s)} ({chain}): "
         f"{stretch} · lost to vetoes {seconds(s.veto_lost_s)}, to rollbacks "
-        f"{seconds(s.rollback_lost_s)} · ${s.cost_usd:.4f}"
+        f"{seconds(s.rollback_lost_s)} · {cost_text(s.cost_usd, s.simulated)}"
     )
     if s.pauses:
         line += f" · {s.pauses} usage-limit pause(s), {seconds(s.paused_s)}"
@@ -134,6 +135,14 @@ def print_stats(s: FleetStats) -> None:
         console.print(files)
     else:
         console.print("No write was refused and no attempt was rolled back.")
+    if s.stale_reads:
+        stale = Table(title="Stale reads: a file read, then changed by another task",
+                      title_justify="left")  # fmt: skip
+        for name in ("path", "read by", "changed by", "times"):
+            stale.add_column(name, justify="right" if name == "times" else "left")
+        for r in s.stale_reads:
+            stale.add_row(r.path, r.reader, r.changed_by, str(r.count))
+        console.print(stale)
     tasks = Table(title="Tasks", title_justify="left")
     for name in ("task", "status", "attempts", "vetoed", "waiting", "running", "cost"):
         tasks.add_column(name, justify="left" if name in ("task", "status") else "right")

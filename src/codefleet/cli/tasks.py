@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -67,13 +67,25 @@ def tasks(
         if json_out:
             print_json(data)
         else:
-            console.print(task_detail(data))
+            reads = call_server(settings, lambda c: _read_events(c, task_id))
+            console.print(task_detail(data, reads, crop=console.is_terminal))
         return
     rows = call_server(settings, lambda c: c.tasks(status))
     if json_out:
         print_json(rows)
     else:
-        console.print(task_table(rows))
+        console.print(task_table(rows, crop=console.is_terminal))
+
+
+async def _read_events(client: FleetClient, task_id: str) -> list[dict[str, Any]]:
+    """The task's `stale_read` and `reconciled` events, in log order."""
+    found = [
+        e
+        for kind in ("stale_read", "reconciled")
+        for e in await client.events(type_=kind)
+        if e.get("task_id") == task_id
+    ]
+    return sorted(found, key=lambda e: int(e["id"]))
 
 
 @app.command(rich_help_panel=OPERATE)
@@ -82,15 +94,40 @@ def cancel(
     server: ServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
-    """Cancel tasks: a running attempt is stopped and rolled back; dependents are blocked."""
-    from codefleet.cli.output import console
+    """Cancel tasks: a running attempt is stopped and rolled back; dependents are blocked.
+
+    Each task is tried in turn: one that cannot be cancelled is named with the reason and
+    the rest are still tried. Exits 0 only if every task was cancelled.
+    """
+    from codefleet.cli.output import console, err_console
+    from codefleet.errors import DomainError, Forbidden, Unauthorized
 
     settings = settings_from(server_url=server, token=token)
-    for task_id in task_ids:
-        call_server(settings, lambda c, t=task_id: c.cancel(t))
-        console.print(
-            f"{task_id}: cancelled (`codefleet retry {task_id}` brings it back)", markup=False
-        )
+
+    async def go(client: FleetClient) -> dict[str, str | None]:
+        refused: dict[str, str | None] = {}
+        for task_id in task_ids:
+            try:
+                await client.cancel(task_id)
+                refused[task_id] = None
+            except (Unauthorized, Forbidden):
+                raise  # the token, not the task: no other task would fare better
+            except DomainError as err:  # refused for this task (unknown, already ended): go on
+                refused[task_id] = err.message
+        return refused
+
+    outcome = call_server(settings, go)
+    for task_id, why in outcome.items():
+        if why is None:
+            console.print(
+                f"{task_id}: cancelled (`codefleet retry {task_id}` brings it back)", markup=False
+            )
+        else:
+            err_console.print(f"{task_id}: not cancelled: {why}", markup=False)
+    done = sum(why is None for why in outcome.values())
+    if done < len(outcome):
+        err_console.print(f"{done} of {len(outcome)} task(s) cancelled", markup=False)
+        raise typer.Exit(1)
 
 
 @app.command(rich_help_panel=OPERATE)

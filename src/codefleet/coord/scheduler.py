@@ -5,8 +5,10 @@ It returns decisions in this order, and the engine applies them top to bottom
 in ONE transaction:
 
 1. mark stale agents offline (their leases are released by that decision);
-2. take back their in-flight tasks: requeue, or fail when out of attempts;
-3. take back tasks past their server-side deadline the same way;
+2. take back their in-flight tasks: requeue, or fail when out of attempts
+   (a task its runner never started is requeued uncharged);
+3. take back tasks past their server-side deadline the same way (charged even
+   when never started: a live runner that never starts it must not loop it);
 4. fail pending tasks that are out of attempts;
 5. resume the fleet when its usage-limit pause has run out;
 6. when the fleet's budget is spent: announce it once, and with a hard stop
@@ -77,6 +79,7 @@ class TaskView:
     backoff_until: datetime | None = None
     assigned_agent_id: str | None = None
     assigned_at: datetime | None = None
+    unstarted: bool = False  # assigned, but its runner has not started it yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +136,7 @@ class Requeue:
     task_id: str
     error_kind: ErrorKind
     reason: str
+    charged: bool = True  # False: taken back before its runner started it
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,9 +243,18 @@ def is_runnable(task: TaskView, now: datetime) -> bool:
     return task.backoff_until is None or task.backoff_until <= now
 
 
-def _take_back(task: TaskView, kind: ErrorKind, reason: str, plan: _Plan) -> None:
+def _take_back(
+    task: TaskView, kind: ErrorKind, reason: str, plan: _Plan, *, runner_gone: bool
+) -> None:
+    """Requeue, or fail when out of attempts.
+
+    An attempt whose runner vanished before starting it is not charged; one its
+    live runner never started by the deadline is (else it could cycle for ever).
+    """
     plan.taken_back.add(task.id)
-    if task.attempts >= task.max_attempts:
+    if task.unstarted and runner_gone:
+        plan.decisions.append(Requeue(task.id, kind, reason, charged=False))
+    elif task.attempts >= task.max_attempts:
         plan.decisions.append(FailTask(task.id, ErrorKind.ATTEMPTS_EXHAUSTED, reason))
     else:
         plan.decisions.append(Requeue(task.id, kind, reason))
@@ -256,7 +269,7 @@ def _take_back_stale_agents(state: FleetState, now: datetime, plan: _Plan) -> No
         plan.offline.add(agent.id)
         for task in state.in_flight:
             if task.assigned_agent_id == agent.id:
-                _take_back(task, ErrorKind.INFRA, ReleaseReason.AGENT_STALE, plan)
+                _take_back(task, ErrorKind.INFRA, ReleaseReason.AGENT_STALE, plan, runner_gone=True)
 
 
 def _take_back_overdue(state: FleetState, now: datetime, plan: _Plan) -> None:
@@ -265,7 +278,7 @@ def _take_back_overdue(state: FleetState, now: datetime, plan: _Plan) -> None:
         if task.id in plan.taken_back or task.assigned_at is None:
             continue
         if task.assigned_at + limit <= now:
-            _take_back(task, ErrorKind.TIMEOUT, ReleaseReason.DEADLINE, plan)
+            _take_back(task, ErrorKind.TIMEOUT, ReleaseReason.DEADLINE, plan, runner_gone=False)
 
 
 def _busy_scope(state: FleetState, plan: _Plan) -> set[str]:

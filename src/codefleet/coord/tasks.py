@@ -38,7 +38,13 @@ __all__ = ["NO_BACKOFF", "TaskTable"]
 # A usage limit pauses the whole fleet instead ("A usage limit pauses the fleet"), and a
 # spent fleet budget stops it ("The fleet's budget").
 NO_BACKOFF = frozenset(
-    {ErrorKind.VETO, ErrorKind.VERIFY_FAILED, ErrorKind.RATE_LIMITED, ErrorKind.BUDGET}
+    {
+        ErrorKind.VETO,
+        ErrorKind.VERIFY_FAILED,
+        ErrorKind.STALE_READ,
+        ErrorKind.RATE_LIMITED,
+        ErrorKind.BUDGET,
+    }
 )
 
 
@@ -173,11 +179,6 @@ class TaskTable:
             result_summary=report.summary,
         )
 
-    def uncharge(self, task: LiveTask) -> None:
-        """The attempt does not count against the task's attempts (a limit, a budget stop)."""
-        task.uncharged += 1
-        self.store.update_task(task.id, uncharged_attempts=task.uncharged)
-
     def succeed(self, task: LiveTask, report: AttemptReport, now: datetime) -> None:
         """Done; each dependent whose last unmet dependency this was becomes ready."""
         at = to_iso(now)
@@ -214,11 +215,20 @@ class TaskTable:
         error: str,
         now: datetime,
         blocked_on_path: str | None = None,
+        charged: bool = True,
         **detail: Any,
     ) -> None:
-        """Back to pending; a veto waits on its path, a failed verify retries at once."""
+        """Back to pending; a veto waits on its path, a failed verify retries at once.
+
+        `charged=False`: the attempt does not count against `max_attempts` and has no
+        backoff (docs/decisions.md, "An attempt is charged only for its own failure").
+        """
+        if not charged:
+            task.uncharged += 1
+            self.store.update_task(task.id, uncharged_attempts=task.uncharged)
+            detail["charged"] = False
         backoff = None
-        if kind not in NO_BACKOFF:
+        if kind not in NO_BACKOFF and charged:
             seconds = min(self.config.backoff_base * task.attempts, self.config.backoff_cap)
             backoff = now + timedelta(seconds=seconds) if seconds > 0 else None
         if blocked_on_path:

@@ -17,7 +17,8 @@ never from the agent. One run is:
 
 An unknown name is refused locally with the list of known names (nothing
 runs, no event). A check that could not run (server unreachable, view
-failure) is `refused` with `infra=True`.
+failure) is `refused` with `infra=True`; so is, with its exit code and output,
+one whose shell could not start a program (exit 126/127, `programs.NOT_RUNNABLE`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from typing import Any, Final
 from codefleet.api.client import ServerUnavailable
 from codefleet.errors import DomainError, NotOwner, StaleEpoch
 from codefleet.fleet.prewrite import WriteGate
+from codefleet.fleet.programs import NOT_RUNNABLE
 from codefleet.fleet.shell import check_env, run_command
 from codefleet.fleet.view import copy_tree, overlay
 from codefleet.models import CheckPurpose
@@ -83,9 +85,17 @@ class CheckResult:
         return self.refused is None and not self.timed_out and self.exit_code == 0
 
     @property
+    def not_runnable(self) -> bool:
+        """The shell could not start a program of the command: no fault of the agent."""
+        return self.infra and self.exit_code in NOT_RUNNABLE
+
+    @property
     def verdict(self) -> str:
         if self.refused is not None:
             return "did not run"
+        if self.not_runnable:
+            why = NOT_RUNNABLE[self.exit_code or 0]
+            return f"could not start (exit code {self.exit_code}: a program it names {why})"
         if self.timed_out:
             return f"TIMED OUT after {self.timeout_s:g}s"
         return "passed" if self.passed else f"FAILED (exit code {self.exit_code})"
@@ -104,6 +114,8 @@ class CheckResult:
                 "Note: these files are being edited by other agents and could not be reset "
                 f"(rollback is off): {', '.join(self.unrestorable[:20])}"
             )
+        if self.not_runnable:
+            lines.append("This is not a fault of your code: do not try to fix it; report it.")
         lines.append("Output:" if self.output else "(no output)")
         return "\n".join(lines) + ("\n" + self.output if self.output else "")
 
@@ -111,6 +123,12 @@ class CheckResult:
         """The `error` of an attempt this check failed to verify (the next prompt shows it)."""
         if self.refused is not None:
             return f"Verification with check `{self.name}` did not run: {self.refused}"
+        if self.not_runnable:
+            return (
+                f"Verification with check `{self.name}` {self.verdict} where checks run; not "
+                f"the agent's fault: install the program or fix the check's command "
+                f"({self.command}). Output:\n{self.output or '(no output)'}"
+            )
         return (
             f"Verification failed: check `{self.name}` {self.verdict} after the session "
             f"ended ({self.command}). Output:\n{self.output or '(no output)'}"
@@ -209,7 +227,7 @@ class Checker:
             name, purpose, command, exit_code=ran.exit_code, output=ran.output,
             output_bytes=ran.output_bytes, timed_out=ran.timed_out, timeout_s=timeout,
             duration_s=ran.duration_s, view_ms=view_ms, view_files=files, isolated=isolated,
-            unrestorable=unrestorable,
+            unrestorable=unrestorable, infra=ran.exit_code in NOT_RUNNABLE,
         )  # fmt: skip
 
     async def _build(self, view: Path) -> tuple[float, int, tuple[str, ...], tuple[str, ...]]:

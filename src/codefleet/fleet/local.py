@@ -17,18 +17,18 @@ import re
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codefleet.api.client import FleetClient
+from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S
 from codefleet.fleet.commands import ShellConfig
 from codefleet.fleet.executor import Executor
-from codefleet.fleet.runner import Runner, RunnerOptions
+from codefleet.fleet.runner import MAX_RETRY_S, RETRY_START_S, Runner, RunnerOptions
 from codefleet.fleet.shell import check_env, run_command
-from codefleet.models import EventType, TaskStatus
+from codefleet.models import DEFAULT_RECONCILE_ROUNDS, EventType, TaskStatus
 from codefleet.paths import DEFAULT_PROTECTED_NAMES
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 VERIFY_OUTPUT_CHARS = 20_000
+SERVER_WAIT_S = 120.0  # how long `run` waits for a server that went away before giving up
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,7 @@ class FleetResult:
     duration_s: float = 0.0
     runner_errors: list[str] = field(default_factory=list)  # "name: why", one per stopped runner
     stopped: str | None = None  # why the fleet stopped before the graph drained (its budget)
+    interrupted: bool = False  # the operator stopped the run (SIGINT/SIGTERM) before the drain
 
     @property
     def all_succeeded(self) -> bool:
@@ -72,15 +74,57 @@ class FleetResult:
         return self.all_succeeded and (self.verify is None or self.verify.ok)
 
 
-async def wait_drained(client: FleetClient) -> None:
+async def wait_drained(
+    client: FleetClient,
+    server_wait: float = SERVER_WAIT_S,
+    say: Callable[[str], object] | None = None,
+) -> None:
     """Return once nothing is pending, assigned or running (event-driven), or once the
-    fleet's budget is spent and nothing runs any more (the fleet stopped)."""
-    health = await client.health()
-    if int(health["live_tasks"]) == 0 or _stopped(health):
-        return
-    async for event in client.stream(int(health["last_event_id"])):
-        if event["type"] == EventType.FLEET_IDLE:
+    fleet's budget is spent and nothing runs any more (the fleet stopped).
+
+    A server that goes away is waited for, as the runners do, up to `server_wait`
+    seconds each time (said through `say`); past that, `ServerUnavailable`.
+    """
+    cursor: int | None = None
+    while True:
+        health = await _health_within(client, server_wait, say or (lambda _: None))
+        if int(health["live_tasks"]) == 0 or _stopped(health):
             return
+        try:
+            async for event in client.stream(int(health["last_event_id"]) if cursor is None
+                                             else cursor):  # fmt: skip
+                cursor = int(event["id"])
+                if event["type"] == EventType.FLEET_IDLE:
+                    return
+        except ServerUnavailable:
+            pass  # the stream broke: the server is going away; wait for it above
+
+
+async def _health_within(
+    client: FleetClient, bound: float, say: Callable[[str], object]
+) -> dict[str, Any]:
+    """`GET /health`, retried with capped backoff while the server does not answer."""
+    deadline: float | None = None
+    delay = RETRY_START_S
+    while True:
+        try:
+            health = await client.health()
+        except ServerUnavailable as err:
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + bound
+                say(f"run: the server at {client.base_url} does not answer ({err}); waiting up "
+                    f"to {bound:.0f} s for it to come back, as the runners do")  # fmt: skip
+            elif now >= deadline:
+                raise ServerUnavailable(
+                    f"the server at {client.base_url} did not come back within {bound:.0f} s"
+                ) from err
+            await asyncio.sleep(delay)  # a retry's backoff, not a wait on a condition
+            delay = min(delay * 2, MAX_RETRY_S)
+            continue
+        if deadline is not None:
+            say(f"run: the server at {client.base_url} answers again")
+        return health
 
 
 def _stopped(health: dict[str, Any]) -> bool:
@@ -146,18 +190,27 @@ async def run_fleet(
     shell_default: bool = False,
     shell_network: bool = False,
     shell_config: ShellConfig | None = None,
+    reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS,
+    interrupt: asyncio.Event | None = None,
+    say: Callable[[str], object] | None = None,
+    server_wait: float = SERVER_WAIT_S,
+    simulated: bool = False,
 ) -> FleetResult:
-    """Run N runners until the graph drains, or until no runner is left to drain it.
+    """Run N runners until the graph drains, until no runner is left to drain it, or
+    until `interrupt` is set (the operator's stop: the runners leave as interrupted).
 
     A runner that stops on its own (it cannot go on) is reported at once through
     `on_runner_down("name: why")` and listed in `runner_errors`. `connect` makes
     each runner's client (default: one per runner on `url` with `token`). Runners are
-    named `runner-N<name_suffix>`.
+    named `runner-N<name_suffix>`. However this ends, every runner leaves the server.
+    A server that goes away is waited for up to `server_wait` s (said through `say`).
+    `simulated` (no real model) goes into `fleet_started`, so that every view of the
+    run reads its cost as simulated.
     """
     started = time.monotonic()
     connect = connect or (lambda: FleetClient(url, token=token))
     async with FleetClient(url, token=token) as client:
-        await client.fleet_started(runners=runners)
+        await client.fleet_started(runners=runners, **({"simulated": True} if simulated else {}))
         stop = asyncio.Event()
         options = [
             RunnerOptions(
@@ -165,6 +218,7 @@ async def run_fleet(
                 task_timeout=task_timeout, protected=protected, check_timeout=check_timeout,
                 check_dir=check_dir, protected_names=protected_names, shell_default=shell_default,
                 shell_network=shell_network, shell_config=shell_config,
+                reconcile_rounds=reconcile_rounds,
             )
             for n in range(1, runners + 1)
         ]  # fmt: skip
@@ -173,14 +227,18 @@ async def run_fleet(
             watch.started(_start_runner(connect, make_executor(n), o, stop))
             for n, o in enumerate(options, 1)
         ]
+        interrupt = interrupt or asyncio.Event()
         try:
-            await _until_drained_or_all_down(client, watch)
+            await _until_drained_or_all_down(
+                wait_drained(client, server_wait, say), watch, interrupt
+            )
         finally:
             stop.set()
             await asyncio.gather(*fleet, return_exceptions=True)
         result = FleetResult(tasks=await client.tasks(), runner_errors=list(watch.errors))
         result.stopped = budget_stop(await client.health(), result.tasks)
-        if verify:
+        result.interrupted = interrupt.is_set()
+        if verify and not result.interrupted:
             result.verify = await run_verify(verify, workdir)
         result.duration_s = time.monotonic() - started
         await client.fleet_finished(
@@ -219,15 +277,19 @@ class _RunnerWatch:
             self.all_down.set()
 
 
-async def _until_drained_or_all_down(client: FleetClient, watch: _RunnerWatch) -> None:
-    drained = asyncio.create_task(wait_drained(client))
+async def _until_drained_or_all_down(
+    drain: Coroutine[Any, Any, None], watch: _RunnerWatch, interrupt: asyncio.Event
+) -> None:
+    drained = asyncio.create_task(drain)
     down = asyncio.create_task(watch.all_down.wait())
+    stopped = asyncio.create_task(interrupt.wait())
+    waiters = {drained, down, stopped}
     try:
-        done, _ = await asyncio.wait({drained, down}, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for waiter in (drained, down):
+        for waiter in waiters:
             waiter.cancel()
-        await asyncio.gather(drained, down, return_exceptions=True)
+        await asyncio.gather(*waiters, return_exceptions=True)
     if drained in done:
         drained.result()  # the event stream's own failure, if it had one
 

@@ -30,7 +30,8 @@ replacing runners cannot take a name back and forth) and `wrong_tree`.
 
 Stop means stop in every phase: setting `stop` cancels whatever the runner is
 doing (registering against an absent server, polling, running an attempt,
-retrying a report), then it leaves.
+retrying a report), then it leaves as `interrupted` (its attempt is not
+charged), also when the stop came while its registration was on its way.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS, Checke
 from codefleet.fleet.commands import CommandRunner, ShellConfig
 from codefleet.fleet.executor import Attempt, Executor
 from codefleet.fleet.prewrite import WriteGate
-from codefleet.models import CheckPurpose, ErrorKind, ShellMode
+from codefleet.models import DEFAULT_RECONCILE_ROUNDS, CheckPurpose, ErrorKind, ShellMode
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
 
 __all__ = ["CannotContinue", "Runner", "RunnerOptions"]
@@ -96,6 +97,7 @@ class RunnerOptions:
     shell_default: bool = False  # tasks get run_command unless their `shell:` says otherwise
     shell_network: bool = False  # ... and its commands may use the network
     shell_config: ShellConfig | None = None  # how commands run here; None: they cannot
+    reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS  # `fleet.reconcile`
 
 
 def _collect(task: asyncio.Task[Any]) -> None:
@@ -122,7 +124,7 @@ class Runner:
         self.grant_trust_s = 10.0
         self.task_timeout = options.task_timeout or 600.0
         self.fenced = asyncio.Event()
-        self.completed = 0
+        self._registering: asyncio.Future[dict[str, Any]] | None = None  # the last register call
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -144,10 +146,15 @@ class Runner:
         log.info("%s registered as %s epoch %s", self.options.name, self.agent_id, self.epoch)
 
     async def _register_once(self, take_over: bool) -> dict[str, Any]:
+        """One register call, shielded: a stop cuts the wait short, never the call, so
+        a registration that lands anyway is known and left (`_leave`)."""
         root = str(self.tree.root)
-        return await self.client.register(
-            self.options.name, root, os.getpid(), host=HOST, replace=take_over
-        )
+        self._registering = asyncio.ensure_future(
+            self.client.register(self.options.name, root, os.getpid(), host=HOST,
+                                 replace=take_over)
+        )  # fmt: skip
+        self._registering.add_done_callback(_collect)
+        return await asyncio.shield(self._registering)
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Work until `stop` is set (or the fleet drains, with exit_when_drained).
@@ -166,16 +173,35 @@ class Runner:
                 await work
 
     async def _serve(self, stop: asyncio.Event) -> None:
-        await self.register()
-        beat = asyncio.create_task(self._heartbeat_loop(), name=f"{self.options.name}-heartbeat")
         try:
-            await self._work_loop(stop)
+            await self.register()
+            beat = asyncio.create_task(
+                self._heartbeat_loop(), name=f"{self.options.name}-heartbeat"
+            )
+            try:
+                await self._work_loop(stop)
+            finally:
+                beat.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await beat
         finally:
-            beat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beat
-            with contextlib.suppress(Exception):  # leaving is a courtesy; stale detection covers it
-                await self.client.leave(self.agent_id, self.epoch, timeout=LEAVE_TIMEOUT_S)
+            await self._leave(interrupted=stop.is_set())
+
+    async def _leave(self, interrupted: bool) -> None:
+        """Leave the server, however the runner ends; told to stop, it leaves `interrupted`
+        (its attempt, rolled back, is not charged). A registration still on its way is
+        waited for (bounded), so a runner stopped mid-registration does not stay behind."""
+        call = self._registering
+        if call is not None and not call.cancelled():
+            with contextlib.suppress(Exception):  # it never landed: there is nothing to leave
+                answer = await asyncio.wait_for(asyncio.shield(call), LEAVE_TIMEOUT_S)
+                self.agent_id, self.epoch = answer["agent_id"], answer["epoch"]
+        if not self.agent_id:
+            return
+        with contextlib.suppress(Exception):  # leaving is a courtesy; stale detection covers it
+            await self.client.leave(
+                self.agent_id, self.epoch, timeout=LEAVE_TIMEOUT_S, interrupted=interrupted
+            )
 
     async def _work_loop(self, stop: asyncio.Event) -> None:
         delay = RETRY_START_S
@@ -275,7 +301,7 @@ class Runner:
         checker = self._checker(gate, commands, task.attempts)
         attempt = Attempt(
             task, gate, self.tree.root, self.options.run_dir, self.options.name, checker,
-            self._commands(gate, task),
+            self._commands(gate, task), reconcile_rounds=self.options.reconcile_rounds,
         )  # fmt: skip
         started = time.monotonic()
         report = await self._execute(attempt)
@@ -375,5 +401,4 @@ class Runner:
             )
         except NotOwner:
             return None  # someone took the task back; our report no longer applies
-        self.completed += 1
         return handed_task(answer)

@@ -2,7 +2,8 @@
 
 The loader (`graph.load_graph` / `parse_graph`) has already refused what the
 server would refuse about the graph's shape; here its scope paths are
-checked against the tree with the server's own path rule (`scopes`), and the
+checked against the tree with the server's own path rule (`scopes`), its
+checks' programs are looked up where checks run (`fleet.programs`), and the
 result is measured by `analysis.analyse`. No server, no model, no engine.
 """
 
@@ -11,8 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from codefleet.api.graph import GraphTasks
+from codefleet.fleet.programs import check_warnings
 from codefleet.paths import TreeRoot
-from codefleet.planning.analysis import GraphAnalysis, PlannedTask, analyse
+from codefleet.planning.analysis import Finding, GraphAnalysis, PlannedTask, analyse
 from codefleet.planning.scopes import ScopedTask, judge, survey
 
 __all__ = ["check_graph", "task_label", "tree_for"]
@@ -47,4 +49,8 @@ def check_graph(graph: GraphTasks, tree: TreeRoot, runners: int = 3) -> GraphAna
         )
         for label, spec in zip(labels, graph, strict=True)
     ]
-    return analyse(planned, runners, findings)
+    programs = [
+        Finding("warning", "missing_program", line)
+        for line in check_warnings(graph.checks, tree.root)
+    ]
+    return analyse(planned, runners, [*findings, *programs])

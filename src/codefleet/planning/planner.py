@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from codefleet.paths import TreeRoot
 from codefleet.planning.answer import Verdict, judge_answer
 from codefleet.planning.prompt import build_feedback, build_plan_prompt
+from codefleet.wording import cost_text
 
 if TYPE_CHECKING:
     from codefleet.session.readonly import Reply
@@ -119,7 +120,9 @@ async def plan_graph(
         text = build_feedback(verdict.errors, verdict.warnings)
 
 
-def plan_file(plan: Plan, goal: str, when: datetime, name: str = "THIS_FILE") -> str:
+def plan_file(
+    plan: Plan, goal: str, when: datetime, name: str = "THIS_FILE", simulated: bool = False
+) -> str:
     """The graph file: a header comment (goal, date, model, cost), then the answer's YAML."""
     goal_lines = goal.strip().splitlines() or [""]
     header = [
@@ -128,7 +131,7 @@ def plan_file(plan: Plan, goal: str, when: datetime, name: str = "THIS_FILE") ->
         *(f"#       {line}" for line in goal_lines[1:]),
         f"# date: {when.strftime('%Y-%m-%dT%H:%M:%SZ')}",
         f"# model: {plan.model or 'unknown'}",
-        f"# cost: ${plan.cost_usd:.4f} ({len(plan.exchanges)} answer(s), "
+        f"# cost: {cost_text(plan.cost_usd, simulated)} ({len(plan.exchanges)} answer(s), "
         f"{len(plan.exchanges) - 1} feedback round(s))",
         f"# check it: codefleet graph check {name}; run it: codefleet load {name}",
         "",

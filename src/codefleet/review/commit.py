@@ -5,26 +5,33 @@ the parent's tree into a private index, applies the task's recorded patch to
 that index (`git apply --cached`), writes the tree and the commit. A binary
 file's patch carries no content, so its bytes are taken from the working
 tree (see "Review: commits from recorded patches" in docs/decisions.md).
+A change git refuses is `Skipped` with git's reason, and so is every later
+change to one of its paths (it builds on content the branch does not have):
+the other tasks still commit ("Review: one uncommittable task is skipped").
 
 `write_history` is `codefleet commit`: every change, then the loud checks
 BEFORE the branch exists: the tip's tree must equal the working tree for
-every path a task touched (else `Refused`, naming them). Then the branch is
-created with `update-ref` (only if it does not exist yet), and the paths
-changed in the working tree that no task touched are reported as left out.
+every path a committed task touched and no skipped task did (else `Refused`,
+naming them). Then the branch is created with `update-ref` (only if it does
+not exist yet), and the paths changed in the working tree that no task
+touched are reported as left out.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from codefleet.models import from_iso
 from codefleet.review.git import GitError, Repo
 from codefleet.review.history import TaskChange, commit_message
+from codefleet.rollback import quote_name
 
 __all__ = [
     "Author",
@@ -32,6 +39,7 @@ __all__ = [
     "HistoryWriter",
     "Made",
     "Refused",
+    "Skipped",
     "check_new_branch",
     "default_branch",
     "left_out",
@@ -75,6 +83,19 @@ class Made:
 
 
 @dataclass(frozen=True, slots=True)
+class Skipped:
+    """A succeeded task whose change is not on the branch, and why."""
+
+    task_id: str
+    reason: str
+    paths: tuple[str, ...]
+
+
+class Uncommittable(GitError):
+    """This one change cannot be committed (`reason`); the history goes on without it."""
+
+
+@dataclass(frozen=True, slots=True)
 class CommitResult:
     """What `commit` (or a live run) made, and what the checks found."""
 
@@ -86,6 +107,7 @@ class CommitResult:
     mismatched: tuple[str, ...] = ()  # (live) the tree differs from the branch there
     error: str | None = None  # (live) why committing stopped
     uncommitted: tuple[str, ...] = ()  # (live) succeeded after committing stopped
+    skipped: tuple[Skipped, ...] = ()  # succeeded, but their change could not be committed
 
     @property
     def tip(self) -> str:
@@ -93,7 +115,8 @@ class CommitResult:
 
     @property
     def ok(self) -> bool:
-        return self.error is None and not self.mismatched
+        """Every success is on the branch and the branch agrees with the tree."""
+        return self.error is None and not self.mismatched and not self.skipped
 
 
 def _env(author: Author | None, completed_at: str | None) -> dict[str, str]:
@@ -114,24 +137,28 @@ class HistoryWriter:
     def __init__(self, repo: Repo, index: Path, parent: str, author: Author | None) -> None:
         self.repo, self.index, self.parent, self.author = repo, index, parent, author
         self.tree = repo.tree_of(parent)
+        self.skipped: list[Skipped] = []
+        self._held_back: dict[str, str] = {}  # path -> the skipped task whose change it carries
         repo.read_tree(index, self.tree)
 
+    @property
+    def held_back(self) -> frozenset[str]:
+        """Paths a skipped task changed: the branch does not have the tree's content there."""
+        return frozenset(self._held_back)
+
     def add(self, change: TaskChange) -> Made | None:
-        """Commit `change` on the current tip; None when it changes nothing."""
-        text = "".join(f.diff for f in change.files if not f.binary)
+        """Commit `change` on the current tip; None when it changes nothing.
+
+        Raises `Uncommittable` (and records it in `skipped`) when it cannot be committed."""
+        after = sorted(p for p in change.paths if p in self._held_back)
+        if after:
+            task = self._held_back[after[0]]
+            self.skip(change, f"it changes {quote_name(after[0])} after {task}, which was skipped")
         try:
-            if text:
-                self.repo.apply_cached(self.index, text)
-            binary = [self.repo.repo_path(f.path) for f in change.files if f.binary]
-            if binary:
-                self.repo.stage_from_worktree(self.index, binary)
+            self._stage(change)
         except GitError as err:
             self.repo.read_tree(self.index, self.tree)  # back to the tip, for the next task
-            raise Refused(
-                f"the recorded change of {change.task_id} does not apply on top of the tasks "
-                f"before it: {err}",
-                change.paths,
-            ) from None
+            self.skip(change, f"git refused its recorded change: {err}")
         tree = self.repo.write_tree(self.index)
         if tree == self.tree:
             return None
@@ -141,6 +168,21 @@ class HistoryWriter:
         )
         self.parent, self.tree = sha, tree
         return Made(change.task_id, sha, message.splitlines()[0], change.paths)
+
+    def skip(self, change: TaskChange, reason: str) -> NoReturn:
+        """Leave `change` out, and every later change to its paths; raises `Uncommittable`."""
+        self.skipped.append(Skipped(change.task_id, reason, change.paths))
+        for path in change.paths:
+            self._held_back.setdefault(path, change.task_id)
+        raise Uncommittable(f"{change.task_id} was not committed: {reason}")
+
+    def _stage(self, change: TaskChange) -> None:
+        text = "".join(f.diff for f in change.files if not f.binary)
+        if text:
+            self.repo.apply_cached(self.index, text)
+        binary = [self.repo.repo_path(f.path) for f in change.files if f.binary]
+        if binary:
+            self.repo.stage_from_worktree(self.index, binary)
 
 
 def mismatched_paths(repo: Repo, commit: str, paths: Iterable[str]) -> list[str]:
@@ -193,37 +235,51 @@ def require_identity(repo: Repo, author: Author | None) -> None:
         )
 
 
-def _shared_binaries(changes: Sequence[TaskChange]) -> list[str]:
+def _shared_binaries(changes: Sequence[TaskChange]) -> dict[str, str]:
+    """Binary path -> why no task that changed it can be committed (two or more did)."""
     counts = Counter(f.path for c in changes for f in c.files if f.binary)
-    return sorted(p for p, n in counts.items() if n > 1)
+    return {
+        p: f"the binary file {quote_name(p)} was changed by {n} tasks and its patches carry no "
+        "content, so which bytes each task wrote is not known"
+        for p, n in sorted(counts.items())
+        if n > 1
+    }
 
 
-def write_history(
-    repo: Repo, changes: Sequence[TaskChange], branch: str, base: str, author: Author | None
-) -> CommitResult:
-    """Commit every change on a new `branch` from `base`, or refuse and create nothing."""
-    check_new_branch(repo, branch)
-    require_identity(repo, author)
+def _commit_all(
+    writer: HistoryWriter, changes: Sequence[TaskChange]
+) -> tuple[list[Made], list[str]]:
+    """Every change on the writer's tip, in order: (commits made, tasks with an empty change)."""
     shared = _shared_binaries(changes)
-    if shared:
-        raise Refused(
-            "binary files changed by more than one task cannot be split into per-task commits "
-            "(their patches carry no content)",
-            shared,
-        )
     made: list[Made] = []
     empty: list[str] = []
-    with repo.temp_index() as index:
-        writer = HistoryWriter(repo, index, base, author)
-        for change in changes:
+    for change in changes:
+        with contextlib.suppress(Uncommittable):  # recorded in `writer.skipped`
+            reasons = [shared[f.path] for f in change.files if f.path in shared]
+            if reasons:
+                writer.skip(change, reasons[0])
             commit = writer.add(change)
             if commit is None:
                 empty.append(change.task_id)
             else:
                 made.append(commit)
+    return made, empty
+
+
+def write_history(
+    repo: Repo, changes: Sequence[TaskChange], branch: str, base: str, author: Author | None
+) -> CommitResult:
+    """Commit every change on a new `branch` from `base`, or refuse and create nothing.
+
+    A change that cannot be committed is skipped (`CommitResult.skipped`), not the run."""
+    check_new_branch(repo, branch)
+    require_identity(repo, author)
+    with repo.temp_index() as index:
+        writer = HistoryWriter(repo, index, base, author)
+        made, empty = _commit_all(writer, changes)
         tip = writer.parent
     touched = sorted({p for c in changes for p in c.paths})
-    differ = mismatched_paths(repo, tip, touched)
+    differ = mismatched_paths(repo, tip, [p for p in touched if p not in writer.held_back])
     if differ:
         raise Refused(
             "the working tree differs from the tasks' recorded changes: edited outside the lock "
@@ -233,5 +289,6 @@ def write_history(
     if made:
         repo.update_branch(branch, tip, None)
     return CommitResult(
-        branch, base, tuple(made), tuple(empty), tuple(left_out(repo, base, touched))
-    )
+        branch, base, tuple(made), tuple(empty), tuple(left_out(repo, base, touched)),
+        skipped=tuple(writer.skipped),
+    )  # fmt: skip

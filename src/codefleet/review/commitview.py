@@ -15,8 +15,9 @@ from rich.text import Text
 
 from codefleet.review.commit import CommitResult
 from codefleet.review.history import Unfinished
+from codefleet.rollback import quote_name
 
-__all__ = ["history_json", "print_history"]
+__all__ = ["history_json", "names", "print_history"]
 
 UNTOUCHED = "your HEAD, index and working tree are untouched"
 
@@ -27,8 +28,10 @@ def print_history(
     log: str,
     unfinished: Sequence[Unfinished] = (),
     before: Mapping[str, Sequence[str]] = {},
+    land_hint: bool = True,
 ) -> None:
-    """The branch and its log, what earlier branches hold already, what was not committed."""
+    """The branch and its log, what earlier branches hold already, what was not committed,
+    and (`land_hint`, when the tree is the person's) how to land it."""
     if result.commits:
         head = Text("branch ", style="bold")
         head.append(result.branch, style="bold magenta")
@@ -46,12 +49,18 @@ def print_history(
     if result.uncommitted:
         missing = ", ".join(result.uncommitted)
         console.print(Text(f"succeeded but not committed: {missing}", style="red"))
+    for skipped in result.skipped:
+        line = f"skipped {skipped.task_id} (succeeded, not committed): {skipped.reason}"
+        console.print(Text(line, style="bold red"))
     if result.mismatched:
-        paths = ", ".join(result.mismatched)
+        paths = names(result.mismatched)
         why = f"the working tree differs from the branch (edited outside the lock?): {paths}"
         console.print(Text(why, style="bold red"))
     for finding in _findings(result, unfinished):
         console.print(finding)
+    if land_hint and result.commits and result.ok:
+        console.print(Text(f"next: codefleet land {result.branch}  (your branch moves to it; "
+                           "the files are in the tree already)", style="dim"))  # fmt: skip
 
 
 def _findings(result: CommitResult, unfinished: Sequence[Unfinished]) -> list[Text]:
@@ -62,7 +71,7 @@ def _findings(result: CommitResult, unfinished: Sequence[Unfinished]) -> list[Te
         lines.append(
             Text(
                 "left out (changed in the tree, touched by no task, not committed): "
-                + ", ".join(result.left_out),
+                + names(result.left_out),
                 style="yellow",
             )
         )
@@ -73,11 +82,16 @@ def _findings(result: CommitResult, unfinished: Sequence[Unfinished]) -> list[Te
         line = Text(f"  {task.task_id} {task.status}: {task.title}")
         still = [p for p in task.paths if p in kept]
         if still:
-            line.append(f" · its edits are still in the tree: {', '.join(still)}", style="red")
+            line.append(f" · its edits are still in the tree: {names(still)}", style="red")
         elif task.paths:
-            line.append(f" · wrote {', '.join(task.paths)}, rolled back", style="dim")
+            line.append(f" · wrote {names(task.paths)}, rolled back", style="dim")
         lines.append(line)
     return lines
+
+
+def names(paths: Sequence[str]) -> str:
+    """Paths on one line, each quoted as git quotes it when it must be (a newline, a `"`)."""
+    return ", ".join(quote_name(p) for p in paths)
 
 
 def repeated(result: CommitResult, before: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
@@ -105,6 +119,10 @@ def history_json(
         "mismatched": list(result.mismatched),
         "error": result.error,
         "uncommitted": list(result.uncommitted),
+        "skipped": [
+            {"task_id": s.task_id, "reason": s.reason, "paths": list(s.paths)}
+            for s in result.skipped
+        ],
         "already_committed": repeated(result, before),
         "not_succeeded": [
             {"task_id": u.task_id, "status": u.status, "paths": list(u.paths)} for u in unfinished

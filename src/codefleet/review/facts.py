@@ -102,6 +102,7 @@ class RunFacts:
     critical_s: float
     ok: bool | None  # the last run_finished's verdict; None when no run finished
     verify: Row | None  # the last run_finished's verify payload
+    simulated: bool = False  # every fleet run said it had no real model: costs are priced
 
 
 def _at(event: Row) -> datetime:
@@ -245,4 +246,11 @@ def run_facts(record: RunRecord) -> RunFacts:
         critical_s=critical_s,
         ok=finished[-1]["payload"].get("ok") if finished else None,
         verify=finished[-1]["payload"].get("verify") if finished else None,
+        simulated=_simulated(events),
     )
+
+
+def _simulated(events: Iterable[Row]) -> bool:
+    """Whether every fleet run on this server was simulated (`fleet_started.simulated`)."""
+    started = [e for e in events if e["type"] == EventType.FLEET_STARTED]
+    return bool(started) and all(e["payload"].get("simulated") for e in started)

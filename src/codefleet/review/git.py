@@ -1,7 +1,7 @@
 """The `git` binary, plumbing only: build commits without touching the person's checkout.
 
-Everything that writes goes through a temporary index (`GIT_INDEX_FILE` in a
-temp directory) and the object database: `read-tree`, `apply --cached`,
+Everything that writes goes through a temporary index (`GIT_INDEX_FILE` in an
+`IndexDir`) and the object database: `read-tree`, `apply --cached`,
 `hash-object`, `update-index`, `write-tree`, `commit-tree`, and finally
 `update-ref` for the one branch being made. No command here writes the
 working tree, the person's index (`.git/index`) or `HEAD`; read commands run
@@ -10,22 +10,29 @@ happens. Git's own variables inherited from a calling hook (`GIT_DIR`,
 `GIT_INDEX_FILE`, ...) are dropped, so the repository is the tree's own.
 
 Paths handed in and out are repository paths (relative to the top level,
-POSIX). A tree that is a subdirectory of a repository has a `prefix`.
+POSIX). A tree that is a subdirectory of a repository has a `prefix`. No
+path is ever handed to git on a line of its own that git might unquote:
+lists go NUL-separated (`-z`), and a working-tree file is read here and its
+bytes handed to `hash-object --stdin`. `worktree_entries` hashes in Python
+(`blob_id`), so the check against the tree shares no code with the writing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import os
 import shutil
 import stat
 import subprocess
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Entry", "GitError", "NotARepository", "Repo"]
+from codefleet.review.indexdir import IndexDir
+
+__all__ = ["Entry", "GitError", "NotARepository", "Repo", "blob_id", "read_entry"]
 
 ZERO_SHA = "0" * 40
 _DROPPED_ENV = (
@@ -50,6 +57,26 @@ class Entry:
     sha: str
 
 
+def blob_id(content: bytes, object_format: str = "sha1") -> str:
+    """The id git gives a blob of `content` (no filters): the hash of `blob <size>\\0` + content."""
+    return hashlib.new(object_format, b"blob %d\0" % len(content) + content).hexdigest()
+
+
+def read_entry(path: Path) -> tuple[str, bytes] | None:
+    """The git mode and bytes of `path` as it is (a symlink: `120000` and its target); None
+    when it is absent or neither a file nor a symlink."""
+    try:
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            return "120000", os.readlink(os.fsencode(path))
+        if stat.S_ISREG(info.st_mode):
+            return ("100755" if info.st_mode & stat.S_IXUSR else "100644"), path.read_bytes()
+    except OSError as err:
+        if err.errno not in (errno.ENOENT, errno.ENOTDIR):
+            raise GitError(f"cannot read {path}: {err.strerror or err}") from None
+    return None
+
+
 def _base_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}
     env.update(LC_ALL="C", GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
@@ -60,6 +87,7 @@ def _base_env() -> dict[str, str]:
 class Repo:
     top: Path  # the repository's working tree root
     prefix: str  # where the shared tree sits inside it: "" or "sub/dir/"
+    object_format: str = "sha1"  # or "sha256": how blob ids are computed
 
     @classmethod
     def open(cls, tree: Path) -> Repo:
@@ -69,7 +97,7 @@ class Repo:
         if not tree.is_dir():
             raise NotARepository(f"{tree} is not a directory")
         done = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel", "--show-prefix"],
+            ["git", "rev-parse", "--show-toplevel", "--show-object-format", "--show-prefix"],
             cwd=tree, capture_output=True, env=_base_env(), check=False,
         )  # fmt: skip
         if done.returncode != 0:
@@ -77,8 +105,8 @@ class Repo:
                 f"{tree} is not in a git repository: run `git init` and commit its current "
                 "state first, so the fleet's work has a commit to start from"
             )
-        top, prefix = ([*done.stdout.decode().splitlines(), ""])[:2]
-        return cls(Path(top), prefix)
+        top, found, prefix = ([*done.stdout.decode().splitlines(), "", ""])[:3]
+        return cls(Path(top), prefix, found if found in ("sha1", "sha256") else "sha1")
 
     # -- running git ----------------------------------------------------------------------
 
@@ -163,14 +191,17 @@ class Repo:
     @contextlib.contextmanager
     def temp_index(self, seed_from_person: bool = False) -> Iterator[Path]:
         """A private index file; optionally a COPY of the person's (for its stat cache only)."""
-        with tempfile.TemporaryDirectory(prefix="codefleet-index-") as tmp:
-            index = Path(tmp) / "index"
+        made = IndexDir()
+        try:
+            index = made.index
             if seed_from_person:
                 own = Path(self.run("rev-parse", "--git-path", "index").strip())
                 own = own if own.is_absolute() else self.top / own
                 with contextlib.suppress(OSError):
                     shutil.copyfile(own, index)
             yield index
+        finally:
+            made.close()
 
     def read_tree(self, index: Path, tree: str) -> None:
         """Load `tree` into `index`, keeping the stat cache of entries whose content matches."""
@@ -185,12 +216,17 @@ class Repo:
 
     def stage_from_worktree(self, index: Path, paths: Sequence[str]) -> None:
         """Put the working tree's current bytes (or absence) of `paths` into `index`."""
-        present = [p for p in paths if (self.top / p).is_file() or (self.top / p).is_symlink()]
-        entries = self.worktree_entries(present, write=True)
-        lines = [f"{e.mode} {e.sha}\t{p}" for p, e in entries.items()]
+        lines, gone = [], []
+        for path in paths:
+            found = read_entry(self.top / path)
+            if found is None:
+                gone.append(path)
+                continue
+            mode, content = found
+            sha = self.run("hash-object", "-w", "--stdin", "--no-filters", stdin=content).strip()
+            lines.append(f"{mode} {sha}\t{path}")
         if lines:
             self.run("update-index", "-z", "--index-info", stdin=_z(lines), index=index)
-        gone = [p for p in paths if p not in entries]
         if gone:
             self.run("update-index", "--force-remove", "-z", "--stdin", stdin=_z(gone), index=index)
 
@@ -210,29 +246,14 @@ class Repo:
                 found[path] = Entry(mode, sha)
         return found
 
-    def worktree_entries(self, paths: Iterable[str], write: bool = False) -> dict[str, Entry]:
-        """`paths` as they are in the working tree, hashed as git would store them."""
-        files: list[tuple[str, str]] = []
+    def worktree_entries(self, paths: Iterable[str]) -> dict[str, Entry]:
+        """`paths` as they are in the working tree, hashed here from their bytes (no filters)."""
         found: dict[str, Entry] = {}
         for path in paths:
-            try:
-                info = (self.top / path).lstat()
-            except OSError:
-                continue
-            if stat.S_ISLNK(info.st_mode):
-                target = os.readlink(self.top / path).encode(errors="surrogateescape")
-                sha = self._hash(["--stdin", "--no-filters"], target, write)
-                found[path] = Entry("120000", sha)
-            elif stat.S_ISREG(info.st_mode):
-                files.append((path, "100755" if info.st_mode & stat.S_IXUSR else "100644"))
-        if files:
-            stdin = "".join(f"{p}\n" for p, _ in files).encode(errors="surrogateescape")
-            shas = self._hash(["--stdin-paths"], stdin, write).split()
-            found.update({p: Entry(m, s) for (p, m), s in zip(files, shas, strict=True)})
+            entry = read_entry(self.top / path)
+            if entry is not None:
+                found[path] = Entry(entry[0], blob_id(entry[1], self.object_format))
         return found
-
-    def _hash(self, args: list[str], stdin: bytes, write: bool) -> str:
-        return self.run("hash-object", *(["-w"] if write else []), *args, stdin=stdin).strip()
 
     def tracks_file_mode(self) -> bool:
         try:

@@ -7,8 +7,9 @@ moves the branch with a compare-and-swap `update-ref`, and records the commit
 on the server (`task_committed`). Nothing touches the working tree, the
 person's index or HEAD. The branch appears with the first commit.
 
-A change that does not apply stops the committing loudly (the run goes on,
-the branch keeps what it has). At the end `finish` catches up with every
+A change git refuses is skipped with its reason (and so is every later change
+to its paths); any other git failure stops the committing loudly (the run
+goes on, the branch keeps what it has). At the end `finish` catches up with every
 success the stream had not delivered yet, then checks the tip against the
 working tree for every path a committed task touched and lists what is left out.
 """
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from codefleet.review.commit import (
     CommitResult,
     HistoryWriter,
     Made,
+    Uncommittable,
     check_new_branch,
     default_branch,
     left_out,
@@ -38,6 +39,7 @@ from codefleet.review.commit import (
 )
 from codefleet.review.git import GitError, Repo
 from codefleet.review.history import NO_PATCHES, TaskChange, task_change, wrote_without_patch
+from codefleet.review.indexdir import IndexDir
 
 __all__ = ["LiveCommitter", "open_committer"]
 
@@ -80,8 +82,8 @@ class LiveCommitter:
         self._cursor = 0
         self._lock = asyncio.Lock()
         self._follower: asyncio.Task[None] | None = None
-        self._tmp = tempfile.TemporaryDirectory(prefix="codefleet-index-")
-        self._writer = HistoryWriter(repo, Path(self._tmp.name) / "index", base, author)
+        self._tmp = IndexDir()
+        self._writer = HistoryWriter(repo, self._tmp.index, base, author)
 
     def start(self, url: str, token: str | None, since: int) -> None:
         """Begin committing every task that succeeds after event `since` (in the background)."""
@@ -113,7 +115,7 @@ class LiveCommitter:
         try:
             return await asyncio.to_thread(self._result)
         finally:
-            self._tmp.cleanup()
+            self._tmp.close()
 
     async def _on_event(self, client: FleetClient, event: dict[str, Any]) -> None:
         """Commit a success once; the cursor moves only past handled events, so a read
@@ -137,6 +139,8 @@ class LiveCommitter:
                 if wrote_without_patch(task, patch):
                     raise GitError(NO_PATCHES)
                 made = await asyncio.to_thread(self._commit, change)
+            except Uncommittable:  # recorded in the writer's `skipped`; the others go on
+                made = None
             except GitError as err:
                 self.progress.error = str(err)
             else:
@@ -171,14 +175,17 @@ class LiveCommitter:
 
     def _result(self) -> CommitResult:
         done = self.progress
+        held_back = self._writer.held_back
         result = CommitResult(
             self.branch, self.base, tuple(done.commits), tuple(done.empty),
             error=done.error, uncommitted=tuple(done.uncommitted),
+            skipped=tuple(self._writer.skipped),
         )  # fmt: skip
         if not done.commits:
             return result
+        checked = self.touched - held_back
         return replace(
             result,
-            mismatched=tuple(mismatched_paths(self.repo, result.tip, self.touched)),
-            left_out=tuple(left_out(self.repo, self.base, self.touched)),
+            mismatched=tuple(mismatched_paths(self.repo, result.tip, checked)),
+            left_out=tuple(left_out(self.repo, self.base, self.touched | held_back)),
         )

@@ -6,6 +6,9 @@ and is left out there. The HTML is one file with its style inline, no
 script, no font, no request to anywhere: it reads the same offline, in a mail
 attachment or a CI artifact. Every string from the run (titles, paths,
 output) is escaped; a `code span` in backticks is the only markup text carries.
+In Markdown, text outside code spans has every character Markdown or HTML
+would act on backslash-escaped and its line breaks folded, and a fence is
+longer than any run of backticks inside it.
 """
 
 from __future__ import annotations
@@ -17,28 +20,48 @@ from codefleet.review.report import Block, Code, Facts, Para, Report, Table, Tim
 
 __all__ = ["render_html", "render_markdown"]
 
-_CODE_SPAN = re.compile(r"`([^`]+)`")
+_CODE_SPAN = re.compile(r"(?<!`)`([^`]+)`(?!`)")  # single backticks: a longer run is text
+# What Markdown (with GitHub's tables and strikethrough) or HTML could read as markup.
+_MD_ACTIVE = re.compile(r"[\\`*_{}\[\]<>&|~#!]")
+_BACKTICKS = re.compile(r"`+")
 
 
 # -- Markdown --------------------------------------------------------------------------------
 
 
+def _md_text(text: str, in_table: bool = False) -> str:
+    """`text` on one line, rendering as itself: its code spans kept, everything else escaped."""
+    flat = " ".join(text.split())
+    parts, at = [], 0
+    for span in _CODE_SPAN.finditer(flat):
+        parts.append(_MD_ACTIVE.sub(r"\\\g<0>", flat[at : span.start()]))
+        parts.append(span.group(0).replace("|", "\\|") if in_table else span.group(0))
+        at = span.end()
+    parts.append(_MD_ACTIVE.sub(r"\\\g<0>", flat[at:]))
+    return "".join(parts)
+
+
 def _md_cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|") or " "
+    return _md_text(text, in_table=True) or " "
+
+
+def _fence(text: str) -> str:
+    """Backticks enough to fence `text`: one more than its longest run, at least three."""
+    return "`" * max(3, 1 + max((len(run) for run in _BACKTICKS.findall(text)), default=0))
 
 
 def _md_block(block: Block) -> str:
     match block:
         case Para(text=text, tone=tone):
-            return f"**{text}**" if tone == "bad" else text
+            return f"**{_md_text(text)}**" if tone == "bad" else _md_text(text)
         case Facts(items=items):
-            return "\n".join(f"- **{k}**: {v}" for k, v in items)
+            return "\n".join(f"- **{_md_text(k)}**: {_md_text(v)}" for k, v in items)
         case Table(columns=columns, rows=rows):
             head = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns)
             body = "\n".join("| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows)
             return f"{head}\n{body}"
         case Code(text=text, label=label):
-            fence = "````" if "```" in text else "```"
+            fence = _fence(text)
             return (
                 f"<details><summary>{html.escape(label or 'output')}</summary>\n\n"
                 f"{fence}text\n{text}\n{fence}\n\n</details>"

@@ -25,6 +25,7 @@ from codefleet.review.facts import RunFacts, run_facts
 from codefleet.review.history import format_cost, success_order
 from codefleet.review.record import RunRecord
 from codefleet.review.stats import fleet_stats, stats_json
+from codefleet.wording import SIMULATED
 
 __all__ = [
     "SECTIONS",
@@ -179,7 +180,7 @@ def summary_section(facts: RunFacts) -> Section:
         ("vetoes", str(len(facts.vetoes))),
         ("rollbacks", str(len(facts.rollbacks))),
         ("failed verifies", str(len(facts.verify_failures))),
-        ("fleet cost", f"${format_cost(cost)}"),
+        ("fleet cost", _cost(cost, facts.simulated)),
         ("branch", ", ".join(branches) or "not committed (run `codefleet commit`)"),
     ]
     if facts.verify:
@@ -395,13 +396,19 @@ def cost_section(facts: RunFacts) -> Section:
          seconds(busy.get(str(r["name"]), 0.0)), f"${format_cost(float(r.get('cost_usd') or 0))}")
         for r in sorted(facts.record.agents, key=lambda r: str(r["name"]))
     )  # fmt: skip
-    facts_block = Facts((("fleet cost", f"${format_cost(cost)}"),
+    facts_block = Facts((("fleet cost", _cost(cost, facts.simulated)),
                          ("tokens", f"{tokens_in:,} in · {tokens_out:,} out")))  # fmt: skip
     blocks: list[Block] = [facts_block]
     if rows:
         blocks.append(Table(("runner", "succeeded", "failed", "busy", "cost"), rows))
-    data = {"cost_usd": round(cost, 6), "input_tokens": tokens_in, "output_tokens": tokens_out}
+    data = {"cost_usd": round(cost, 6), "input_tokens": tokens_in, "output_tokens": tokens_out,
+            "simulated": facts.simulated}  # fmt: skip
     return Section("cost", "Cost", tuple(blocks), data)
+
+
+def _cost(cost: float, simulated: bool) -> str:
+    """The fleet's cost, read as simulated when no real model ran (`RunFacts.simulated`)."""
+    return f"${format_cost(cost)}{SIMULATED if simulated else ''}"
 
 
 def history_section(facts: RunFacts) -> Section:
@@ -445,6 +452,9 @@ def stats_section(facts: RunFacts) -> Section | None:
         )  # fmt: skip
         columns = ("file", "vetoes", "tasks", "lost to vetoes", "lost to rollbacks")
         blocks.append(Table(columns, rows))
+    if found.stale_reads:
+        stale = tuple((r.path, r.reader, r.changed_by, str(r.count)) for r in found.stale_reads)
+        blocks.append(Table(("stale read of", "read by", "changed by", "times"), stale))
     waits = tuple(
         (t.id, str(t.attempts), seconds(t.waiting_s), seconds(t.running_s)) for t in found.tasks
     )

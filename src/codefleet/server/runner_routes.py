@@ -21,7 +21,7 @@ import re
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Final, TypeVar
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 import orjson
 from fastapi import FastAPI, Header, Query
@@ -36,6 +36,7 @@ from codefleet.api.wire import (
     CommandEventBody,
     CompleteBody,
     HeartbeatBody,
+    ReadsBody,
     RegisterBody,
     StartBody,
 )
@@ -80,8 +81,12 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
         return JSONResponse(beat_json(engine.heartbeat(agent_id, epoch)))
 
     @app.delete("/agents/{agent_id}", status_code=204)
-    async def leave(agent_id: str, epoch: Epoch) -> Response:
-        engine.leave(agent_id, epoch)
+    async def leave(
+        agent_id: str,
+        epoch: Epoch,
+        reason: Annotated[Literal["interrupted"] | None, Query()] = None,
+    ) -> Response:
+        engine.leave(agent_id, epoch, interrupted=reason == "interrupted")
         return Response(status_code=204)
 
     @app.get("/agents/{agent_id}/assignment")
@@ -109,6 +114,17 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
     async def complete(task_id: str, body: CompleteBody, epoch: Epoch) -> JSONResponse:
         answer = engine.complete(task_id, body.agent_id, epoch, body.report())
         return JSONResponse(task_json(answer, await engine.handoff(body.agent_id, epoch)))
+
+    @app.post("/tasks/{task_id}/reads")
+    async def reads(task_id: str, body: ReadsBody, epoch: Epoch) -> JSONResponse:
+        rows = [r.model_dump() for r in body.reads]
+        watch = [w.model_dump() for w in body.watch]
+        stale = [s.model_dump() for s in body.stale]
+        done = body.reconciled.model_dump() if body.reconciled else None
+        answer = engine.record_reads(
+            task_id, body.agent_id, epoch, body.attempt, rows, watch, stale, done
+        )
+        return JSONResponse(answer)
 
     @app.post("/tasks/{task_id}/checks")
     async def check_event(task_id: str, body: CheckEventBody, epoch: Epoch) -> JSONResponse:

@@ -154,6 +154,7 @@ EVENT_STYLE: Final[dict[str, str]] = {
     EventType.FLEET_RESUMED: "green", EventType.FLEET_BUDGET_EXHAUSTED: "bold red",
     EventType.FILE_RESTORED: "yellow", EventType.RESTORE_FAILED: "bold red",
     EventType.COMMAND_STARTED: "cyan", EventType.COMMAND_FINISHED: "bold cyan",
+    EventType.STALE_READ: "bold yellow", EventType.RECONCILED: "yellow",
 }  # fmt: skip
 
 

@@ -188,6 +188,7 @@ function foldHistory(h, event) {
         restored: [],
         checks: [],
         commands: [],
+        stale: [], // stale_read events of this attempt: { at, paths, outcome (set by reconciled) }
       };
       h.attempts.push(attempt);
       h.open.set(event.task_id, attempt);
@@ -240,6 +241,12 @@ function foldHistory(h, event) {
       attempt?.restored.push(restore);
       break;
     }
+    case "stale_read":
+      attemptFor(h, event)?.stale.push({ at, paths: (body.paths ?? []).map((p) => ({ path: p.path, by: p.changed_by ?? [], gone: p.now_sha256 == null })), outcome: null });
+      break;
+    case "reconciled":
+      for (const mark of attemptFor(h, event)?.stale ?? []) mark.outcome = body.outcome ?? null;
+      break;
     case "check_finished":
       attemptFor(h, event)?.checks.push({ at, name: body.name, passed: body.passed === true, exitCode: body.exit_code, timedOut: body.timed_out === true });
       break;

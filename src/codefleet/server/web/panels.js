@@ -4,12 +4,8 @@
 
 import { shownStatus } from "./graph.js";
 import { naturalCompare, TERMINAL } from "./model.js";
-import { runOrigin } from "./describe.js";
+import { runOrigin, runWall } from "./describe.js";
 import { clock, fill, fmtCost, fmtCount, fmtDuration, fmtOffset, h, plural, truncate } from "./util.js";
-
-function runEnd(model, view) {
-  return model.runState() === "running" && view.live ? view.now : model.history.last;
-}
 
 // -- header -------------------------------------------------------------------------
 
@@ -20,7 +16,6 @@ export function renderStats(container, view) {
   const bad = tasks.filter((t) => t.status === "failed" || t.status === "blocked_upstream").length;
   const tokens = tasks.reduce((n, t) => n + (t.input_tokens || 0) + (t.output_tokens || 0), 0);
   const cost = tasks.reduce((n, t) => n + (t.cost_usd || 0), 0);
-  const t0 = runOrigin(model);
   const verify = model.history.finished?.payload?.verify;
   const stat = (label, value, cls = "") => h("div", { class: `stat ${cls}` }, h("dt", { text: label }), h("dd", { text: value }));
   fill(
@@ -28,7 +23,7 @@ export function renderStats(container, view) {
     stat("Tasks", `${ok}/${tasks.length} succeeded`, bad ? "bad" : ok && ok === tasks.length ? "good" : ""),
     stat("Vetoes", String(model.history.vetoes.length), model.history.vetoes.length ? "has-veto" : ""),
     stat("Runners", String(model.lanes().length)),
-    stat("Duration", model.history.attempts.length ? fmtDuration(runEnd(model, view) - t0) : "–"),
+    stat("Duration", model.history.attempts.length ? fmtDuration(runWall(model, view)) : "–"),
     stat("Tokens", fmtCount(tokens)),
     stat("Cost", model.live.budget?.max_cost_usd != null ? `${fmtCost(cost)} of ${fmtCost(model.live.budget.max_cost_usd)}` : fmtCost(cost), model.live.budget?.exhausted ? "bad" : ""),
     verify ? stat("Verify", verify.ok ? "passed" : `failed (exit ${verify.exit_code})`, verify.ok ? "good" : "bad") : null,
@@ -144,7 +139,7 @@ export function renderStory(container, view) {
   if (!hist.attempts.length) {
     sentences.push(`${plural(tasks.size, "task")} loaded; none has started yet.`);
   } else {
-    const took = fmtDuration(runEnd(model, view) - runOrigin(model));
+    const took = fmtDuration(runWall(model, view));
     const runners = plural(model.lanes().length, "runner");
     sentences.push(
       state === "running"

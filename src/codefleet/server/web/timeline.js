@@ -401,6 +401,7 @@ function bar(geo, attempt, timeline) {
     label,
     attempt.checks.map((c) => s("rect", { class: `check-mark ${c.passed ? "pass" : "fail"}`, x: x(c.at) - 2, y: y + BAR_H - 7, width: 4, height: 7, rx: 1 })),
     (attempt.commands ?? []).map((c) => s("rect", { class: `command-mark ${c.deniedOn ? "veto" : "ran"}`, x: x(c.at) - 2, y, width: 4, height: 7, rx: 1 })),
+    attempt.stale.map((m) => s("rect", { class: `stale-mark${m.outcome === "clean" ? " reconciled" : ""}`, x: x(m.at) - 3, y: y, width: 6, height: 7, rx: 1, "data-stale": m.paths.map((p) => p.path).join(" ") })),
   );
   return interactive(group, timeline, lines, attempt.task);
 }
