@@ -115,6 +115,12 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
         answer = engine.complete(task_id, body.agent_id, epoch, body.report())
         return JSONResponse(task_json(answer, await engine.handoff(body.agent_id, epoch)))
 
+    _install_attempt_reports(app, engine)
+
+
+def _install_attempt_reports(app: FastAPI, engine: Engine) -> None:
+    """The routes an attempt uses as it goes: its reads, checks, commands, foreign pre-images."""
+
     @app.post("/tasks/{task_id}/reads")
     async def reads(task_id: str, body: ReadsBody, epoch: Epoch) -> JSONResponse:
         rows = [r.model_dump() for r in body.reads]
