@@ -30,7 +30,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     started_at       TEXT,
     completed_at     TEXT,
     verify           TEXT, -- the name of the check that verifies a finished session
-    on_stale_read    TEXT  -- the task's policy for stale reads (NULL: reconcile)
+    on_stale_read    TEXT, -- the task's policy for stale reads (NULL: reconcile)
+    shell            TEXT  -- run_command: off | on | network; NULL: the fleet's default
 );
 CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks(status);
 

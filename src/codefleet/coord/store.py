@@ -168,10 +168,11 @@ def _preimage(row: sqlite3.Row) -> PreImage:
 
 
 def _task_params(task: Row) -> tuple[Any, ...]:
-    """`INSERT_TASK`'s parameters, in order; `verify` and `on_stale_read` may be left out."""
+    """`INSERT_TASK`'s parameters, in order; `verify`, `on_stale_read`, `shell` may be left out."""
     row = {
         "verify": None,
         "on_stale_read": None,
+        "shell": None,
         **task,
         "file_scope": plain_json(task["file_scope"]),
     }
