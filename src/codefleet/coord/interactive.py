@@ -24,9 +24,10 @@ the engine's `kick`, never the engine.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -263,11 +264,10 @@ class InteractiveHolders:
     def _new_holder(self, session_id: str, user: str, now: datetime) -> Holder:
         person = USER_CHARS.sub("", user)[:32] or "you"
         taken = {h.task_id for h in self.by_session.values()} | {h.name for h in self.by_session.values()}  # fmt: skip
-        short = session_id[:8]
-        for width in (8, 16, len(session_id)):
-            short = session_id[:width]
-            if f"{TASK_PREFIX}{short}" not in taken and f"{person}@{short}" not in taken:
-                break
+        short = next(
+            s for s in _shorts(session_id)
+            if f"{TASK_PREFIX}{s}" not in taken and f"{person}@{s}" not in taken
+        )  # fmt: skip
         return Holder(
             session_id=session_id, agent_id=new_agent_id(), name=f"{person}@{short}",
             task_id=f"{TASK_PREFIX}{short}", title=f"{person}'s interactive Claude Code session",
@@ -317,3 +317,13 @@ class InteractiveHolders:
         )  # fmt: skip
         return {"session_id": holder.session_id, "name": holder.name, "task_id": holder.task_id,
                 "paths": paths, "reason": reason.value}  # fmt: skip
+
+
+def _shorts(session_id: str) -> Iterator[str]:
+    """A session's short names, shortest first: a prefix, then the whole id, then numbered.
+
+    A short id can equal another session's prefix (`abcdefgh` beside `abcdefgh-…`), so
+    the whole id alone is not always free; a numbered one always is, in time.
+    """
+    yield from dict.fromkeys(session_id[:width] for width in (8, 16, len(session_id)))
+    yield from (f"{session_id}~{n}" for n in itertools.count(2))
