@@ -194,7 +194,6 @@ writing; run names the tasks the script lacks and does not start.
   wait_succeeded: TASK             wait until another task succeeded
   expect_followup: TEXT            fail unless the follow-up message (reconcile turn) says TEXT
   command: CMD                     run CMD as run_command does (needs shell; or {run: CMD, timeout_s: S})
-
   acquire_resource: NAME           take a named resource; held by another task: a veto
   next_number: SEQUENCE            take the sequence's next number; with
                                    {sequence: S, write: "m/{number:04d}_x.py", content: T}
