@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Any, Final
 
 from codefleet.coord.answers import Denial, HolderRef, LeaseAnswer
 from codefleet.coord.leases import HolderOf, LeaseTable, denial
@@ -46,6 +46,7 @@ from codefleet.models import (
     to_iso,
 )
 from codefleet.paths import PathRejected, TreeRoot
+from codefleet.resources import resource_key
 
 __all__ = ["INTERACTIVE", "Holder", "InteractiveHolders"]
 
@@ -201,6 +202,36 @@ class InteractiveHolders:
         if released:
             self.kick()
         return released
+
+    def hold(self, session_id: str, user: str, names: list[str]) -> LeaseAnswer:
+        """A person takes named resources (`codefleet hold db`), all or nothing, like a write."""
+        keys = sorted({resource_key(n) for n in names})
+        now = self.clock()
+        with self.store.transaction():
+            holder = self._holder(session_id, user, now)
+            held = self.leases.held_by_others(keys, holder.task_id)
+            if held:
+                return self._deny_held(holder, held, "hold")
+            self.leases.grant(keys, holder.agent_id, holder.task_id, "hold", kind=INTERACTIVE)
+            self._touch(holder, now)
+        ref = HolderRef(holder.agent_id, holder.name, holder.task_id)
+        return LeaseAnswer(True, granted=tuple(keys), holder=ref)
+
+    def unhold(self, names: list[str]) -> dict[str, Any]:
+        """Release named resources people hold (`codefleet release db`); a task's are refused."""
+        released: list[str] = []
+        refused: dict[str, str] = {}
+        with self.store.transaction():
+            for name in sorted(set(names)):
+                agent_id, task_id = self.leases.holders.get(resource_key(name), ("", ""))
+                if agent_id in self.by_agent:
+                    self.leases.drop(task_id, [resource_key(name)], ReleaseReason.OPERATOR)
+                    released.append(name)
+                else:
+                    refused[name] = f"held by task {task_id}" if task_id else "not held"
+        if released:
+            self.kick()
+        return {"released": released, "refused": refused}
 
     def expire_idle(self, now: datetime) -> list[Row]:
         """Release every active session that has not written for `idle_after`."""
