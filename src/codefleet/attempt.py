@@ -64,6 +64,9 @@ class AssignedTask:
     on_stale_read: StaleReadPolicy = StaleReadPolicy.RECONCILE
     notes: tuple[OperatorNote, ...] = ()  # the operator's messages so far, in order
     ask: bool = True  # False: the graph said `ask: false` (no `ask_operator` tool)
+    shell_mode: str | None = None  # a `ShellMode` value: the run_command tool; None: the fleet's
+
+    resources: tuple[str, ...] = ()  # the named resources it holds for the attempt
 
     def to_wire(self) -> dict[str, Any]:
         """The assignment JSON's `task` object, in the wire's key order."""
@@ -82,6 +85,8 @@ class AssignedTask:
             "on_stale_read": self.on_stale_read.value,
             "notes": [n.to_wire() for n in self.notes],
             "ask": self.ask,
+            "shell_mode": self.shell_mode,
+            "resources": list(self.resources),
         }
 
     @classmethod
@@ -103,6 +108,8 @@ class AssignedTask:
             on_stale_read=StaleReadPolicy(data.get("on_stale_read") or StaleReadPolicy.RECONCILE),
             notes=tuple(OperatorNote.from_wire(n) for n in data.get("notes") or ()),
             ask=bool(data.get("ask", True)),
+            shell_mode=data.get("shell_mode"),
+            resources=tuple(str(n) for n in data["resources"]),
         )
 
 

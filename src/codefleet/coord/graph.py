@@ -49,6 +49,8 @@ class NewTask:
     estimate_min: int | None = None  # read by `graph check` and `plan`; not stored
     on_stale_read: str | None = None  # a `StaleReadPolicy` value; None: the default
     ask: bool = True  # False: the task's sessions cannot ask the operator
+    shell_mode: str | None = None  # a `ShellMode` value; None: the fleet's default
+    resources: Sequence[str] = ()  # names (`resources`), held for the whole attempt
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +102,8 @@ def task_rows(
                 "max_attempts": spec.max_attempts or default_max_attempts,
                 "verify": spec.verify, "on_stale_read": spec.on_stale_read,
                 "ask": None if spec.ask else 0,
-                "created_at": at, "updated_at": at,
+                "shell": spec.shell_mode, "created_at": at, "updated_at": at,
+                "resources": sorted(set(spec.resources)),
             }
         )  # fmt: skip
         edges.extend((task_id, dep) for dep in dict.fromkeys(spec.depends_on))

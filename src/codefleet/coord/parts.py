@@ -21,6 +21,7 @@ from codefleet.coord.limits import FleetLimits
 from codefleet.coord.messages import OperatorMessages
 from codefleet.coord.questions import Questions
 from codefleet.coord.restores import Transition
+from codefleet.coord.sequences import Sequences
 from codefleet.coord.store import Store
 from codefleet.coord.tasks import TaskTable
 from codefleet.paths import TreeRoot
@@ -43,5 +44,6 @@ class CallParts:
     limits: FleetLimits
     messages: OperatorMessages
     questions: Questions
+    sequences: Sequences
     transition: Transition  # one store transaction, restores after the outermost COMMIT
     kick: Callable[[], None]  # ask for a tick soon

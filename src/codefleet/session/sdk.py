@@ -40,16 +40,21 @@ SIGKILL before the SDK closes the transport, so nothing outlives the attempt.
 The SDK does not expose the child, so we build its `SubprocessCLITransport`
 ourselves and read its `_process` (pinned SDK 0.2.189; a CLI test pins it).
 
-Checks: when the operator defined named checks, the session also gets one
-in-process MCP tool, `run_check(name)` (`mcp__codefleet__run_check`, in
-`tools` and `allowed_tools`), which calls the attempt's `Checker`; without
-checks no MCP server is configured (docs/decisions.md, "The check tool is an
-in-process MCP server"). The same server carries `ask_operator(question)`
-(`mcp__codefleet__ask_operator`) when the attempt may ask (`Attempt.ask`:
-the server's question timeout is not 0 and the graph did not say `ask:
-false`); it waits for the answer through `fleet.ask` (docs/decisions.md, "A
-question waits on the heartbeat"). After the first turn, the operator's
-messages that arrived meanwhile are one more turn (`fleet.inbox.hear_operator`).
+In-process tools: every session gets an in-process MCP server `codefleet`
+(docs/decisions.md, "The check tool is an in-process MCP server"), built in
+one place (`session_mcp_tools`, each tool in `tools` and `allowed_tools`):
+`acquire_resource`, `next_number` and `allocate_port` always
+(`fleet.resources`; docs/decisions.md, "Every session gets the resource
+tools"); `run_check(name)` (`mcp__codefleet__run_check`) when the operator
+defined named checks, which calls the attempt's `Checker`; with the shell
+(`attempt.commands`), `run_command(command, timeout_s)`
+(`mcp__codefleet__run_command`), which calls the attempt's `CommandRunner`:
+still no Bash; and `ask_operator(question)` (`mcp__codefleet__ask_operator`)
+when the attempt may ask (`Attempt.ask`: the server's question timeout is not
+0 and the graph did not say `ask: false`), which waits for the answer through
+`fleet.ask` (docs/decisions.md, "A question waits on the heartbeat"). After
+the first turn, the operator's messages that arrived meanwhile are one more
+turn (`fleet.inbox.hear_operator`).
 
 A read-only conversation for `codefleet plan` is `session.readonly`, built
 from the same hardened options and helpers.
@@ -96,11 +101,18 @@ from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITra
 from codefleet.attempt import AttemptReport
 from codefleet.fleet.ask import Asker
 from codefleet.fleet.checks import CHECK_TOOL, Checker
+from codefleet.fleet.commands import (
+    COMMAND_TOOL,
+    DEFAULT_COMMAND_TIMEOUT_S,
+    MAX_COMMAND_TIMEOUT_S,
+    CommandRunner,
+)
 from codefleet.fleet.executor import Attempt
 from codefleet.fleet.inbox import hear_operator
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.fleet.reads import READ_RECORDED_TOOLS
 from codefleet.fleet.reconcile import settle_reads
+from codefleet.fleet.resources import Answer, ResourceTools
 from codefleet.hook.io import deny_output, extract_paths
 from codefleet.hook.readguard import READ_TOOLS, read_refusal
 from codefleet.models import WRITE_TOOLS, CheckPurpose, ErrorKind, utcnow
@@ -113,6 +125,7 @@ from codefleet.session.record import StderrFile, record_path, save_record, stder
 __all__ = [
     "ASK_TOOL_NAME",
     "CHECK_TOOL_NAME",
+    "COMMAND_TOOL_NAME",
     "CREDENTIAL_VARS",
     "SESSION_TOOLS",
     "WRITE_MATCHER",
@@ -137,6 +150,19 @@ CHECK_TOOL_NAME: Final = f"mcp__{CHECK_SERVER}__{CHECK_TOOL}"
 ASK_TOOL: Final = "ask_operator"
 ASK_TOOL_NAME: Final = f"mcp__{CHECK_SERVER}__{ASK_TOOL}"
 ASK_MARGIN_S: Final = 60.0  # past the question timeout: the runner's own bound comes first
+COMMAND_TOOL_NAME: Final = f"mcp__{CHECK_SERVER}__{COMMAND_TOOL}"
+RESOURCE_TOOL_NAMES: Final = [
+    f"mcp__{CHECK_SERVER}__{name}" for name in ("acquire_resource", "next_number", "allocate_port")
+]
+RESOURCE_HELP: Final = (
+    "Take a named resource (a database, a build directory: e.g. db) for the rest of this task, "
+    "before you use it. If another task holds it you are told to stop: do so."
+)
+NUMBER_HELP: Final = (
+    "The next number of a fleet-wide sequence (e.g. migrations): unique across all agents, "
+    "never handed out twice. Use it for a new numbered file instead of counting files yourself."
+)
+PORT_HELP: Final = "A TCP port free on this host and reserved for this task until it ends."
 CHECK_RESULT_CHARS: Final = 50_000  # the CLI keeps a tool result up to this size inline
 MCP_TIMEOUT_MARGIN_S: Final = 60.0  # the CLI's own limit on a tool call, past the check's
 HOOK_TIMEOUT_S: Final = 8.0  # the CLI blocks the write if the hook takes longer
@@ -313,13 +339,18 @@ def make_check_server(checker: Checker) -> McpSdkServerConfig:
 
 
 def session_mcp_tools(attempt: Attempt) -> tuple[list[SdkMcpTool[Any]], float]:
-    """The attempt's in-process tools (`run_check`, `ask_operator`) and the longest a call
-    of one may take, in seconds."""
-    found: list[SdkMcpTool[Any]] = []
+    """The attempt's in-process tools and the longest a call of one may take, in seconds
+    (0: no tool waits past the CLI's default). The resource tools always (a session cannot
+    know in advance that it will need a number or a port); `run_check` with checks,
+    `run_command` with the shell, `ask_operator` when the attempt may ask."""
+    found = resource_tools(attempt.gate)
     limit = 0.0
     if attempt.checks is not None:
         found.append(check_tool(attempt.checks))
         limit = max(limit, attempt.checks.limits.timeout)
+    if attempt.commands is not None:
+        found.append(command_tool(attempt.commands))
+        limit = max(limit, MAX_COMMAND_TIMEOUT_S)
     if attempt.ask is not None:
         found.append(ask_tool(attempt.ask))
         limit = max(limit, attempt.ask.timeout + ASK_MARGIN_S)
@@ -347,6 +378,40 @@ def ask_tool(asker: Asker) -> SdkMcpTool[Any]:
     return ask_operator
 
 
+def command_tool(commands: CommandRunner) -> SdkMcpTool[Any]:
+    """`run_command(command, timeout_s)`: this attempt's command tool (`fleet.commands`)."""
+    description = (
+        "Run a shell command in a private layer over the shared tree (your edits and all "
+        "finished work). The files it changes are applied to the shared tree through the "
+        "same file leases as a Write, all or nothing; if another agent holds one of them, "
+        "nothing is applied and you must stop. Returns the exit code, wall time, output "
+        "(tail) and the applied / kept out / refused files."
+    )
+    schema = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The shell command line."},
+            "timeout_s": {
+                "type": "number",
+                "description": f"Time limit in seconds (default 120, at most {MAX_COMMAND_TIMEOUT_S:g}).",
+            },
+        },
+        "required": ["command"],
+    }
+
+    @tool(COMMAND_TOOL, description, schema, ToolAnnotations(maxResultSizeChars=CHECK_RESULT_CHARS))
+    async def run_command(args: dict[str, Any]) -> dict[str, Any]:
+        timeout = args.get("timeout_s")
+        result = await commands.run(
+            str(args.get("command") or "true"),
+            float(timeout) if isinstance(timeout, int | float) else DEFAULT_COMMAND_TIMEOUT_S,
+        )
+        failed = result.refused is not None or result.applied.denied is not None
+        return {"content": [{"type": "text", "text": result.render()}], "is_error": failed}
+
+    return run_command
+
+
 def check_tool(checker: Checker) -> SdkMcpTool[Any]:
     """`run_check(name)`: run one of the operator's named checks for this attempt."""
     description = (
@@ -368,6 +433,31 @@ def check_tool(checker: Checker) -> SdkMcpTool[Any]:
         return {"content": [text], "is_error": result.refused is not None}
 
     return run_check
+
+
+def resource_tools(gate: WriteGate) -> list[SdkMcpTool[Any]]:
+    """`acquire_resource(name)`, `next_number(sequence)`, `allocate_port()` over `fleet.resources`."""
+    tools = ResourceTools(gate)
+
+    def text(answer: Answer) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": answer.text}], "is_error": not answer.ok}
+
+    def named(key: str) -> dict[str, Any]:
+        return {"type": "object", "properties": {key: {"type": "string"}}, "required": [key]}
+
+    @tool("acquire_resource", RESOURCE_HELP, named("name"))
+    async def acquire_resource(args: dict[str, Any]) -> dict[str, Any]:
+        return text(await tools.acquire_resource(str(args.get("name") or "")))
+
+    @tool("next_number", NUMBER_HELP, named("sequence"))
+    async def next_number(args: dict[str, Any]) -> dict[str, Any]:
+        return text(await tools.next_number(str(args.get("sequence") or "")))
+
+    @tool("allocate_port", PORT_HELP, {"type": "object", "properties": {}})
+    async def allocate_port(args: dict[str, Any]) -> dict[str, Any]:
+        return text(await tools.allocate_port())
+
+    return [acquire_resource, next_number, allocate_port]
 
 
 # -- the executor -------------------------------------------------------------------
@@ -425,9 +515,9 @@ class SessionExecutor:
         tools, servers = list(SESSION_TOOLS), dict[str, Any]()
         env = dict(self.env(attempt)) if self.env else {}
         mcp_tools, limit = session_mcp_tools(attempt)
-        if mcp_tools:
-            tools.extend(f"mcp__{CHECK_SERVER}__{t.name}" for t in mcp_tools)
-            servers[CHECK_SERVER] = create_sdk_mcp_server(CHECK_SERVER, tools=mcp_tools)
+        tools.extend(f"mcp__{CHECK_SERVER}__{t.name}" for t in mcp_tools)
+        servers[CHECK_SERVER] = create_sdk_mcp_server(CHECK_SERVER, tools=mcp_tools)
+        if limit:
             env.setdefault("MCP_TOOL_TIMEOUT", str(int((limit + MCP_TIMEOUT_MARGIN_S) * 1000)))
         return ClaudeAgentOptions(
             tools=tools,
@@ -475,7 +565,10 @@ class SessionExecutor:
     def _prompt(self, attempt: Attempt) -> str:
         marker = self.prompt_marker(attempt) if self.prompt_marker else None
         checks = attempt.checks.names if attempt.checks else ()
-        return build_prompt(attempt.task, marker, checks, ask=attempt.ask is not None)
+        return build_prompt(
+            attempt.task, marker, checks,
+            commands=attempt.commands is not None, ask=attempt.ask is not None,
+        )  # fmt: skip
 
 
 # -- running and reaping the CLI ------------------------------------------------------
