@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 from urllib.parse import urlsplit
 
 from codefleet.testing.fakescript import (
@@ -88,6 +88,8 @@ SHUTDOWN_POLL_S = 0.02  # how fast close() returns; the stdlib default 0.5 s is 
 
 class FakeModel:
     """The fake Messages API: `with FakeModel() as fm:` serves on 127.0.0.1, a free port."""
+
+    api_path: ClassVar[str] = MESSAGES_PATH  # the one POST path answered by `answer`
 
     def __init__(self, host: str = LOOPBACK, port: int = 0) -> None:
         self._address = (host, port)
@@ -286,7 +288,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         path = urlsplit(self.path).path.rstrip("/")
         raw = self._read_body()
-        if path != MESSAGES_PATH:
+        if path != self._fake.api_path:
             self._fake.note_other("POST", path)
             self._send(200, JSON_CONTENT_TYPE, b"{}")
             return
