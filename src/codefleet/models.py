@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_STALE_AFTER_S",
     "DEFAULT_TASK_TIMEOUT_S",
     "DEFAULT_TICK_INTERVAL_S",
+    "GATED_TOOLS",
     "MAX_BATCH_SCOPE_PATHS",
     "MAX_CHECK_COMMAND",
     "RETRYABLE_KINDS",
@@ -191,6 +192,8 @@ CHECK_NAME_PATTERN: Final = r"^[a-z][a-z0-9_-]{0,31}$"
 # The tools whose every call must pass the lease check. One definition: the
 # hook matcher, the pre-write path and the docs are derived from it.
 WRITE_TOOLS: Final = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+# Every tool the pre-write gate leases for: Claude Code's write tools and Codex's `apply_patch`.
+GATED_TOOLS: Final = WRITE_TOOLS | frozenset({"apply_patch"})
 
 
 def utcnow() -> datetime:

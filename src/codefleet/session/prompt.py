@@ -46,9 +46,14 @@ file tools (Read, Edit, Write, Glob, Grep). Do not create summary or notes files
 - When you are done, reply with a short summary of what you changed."""
 
 
-def build_prompt(task: AssignedTask, marker: str | None = None, checks: Sequence[str] = ()) -> str:
-    """The whole user prompt for `task` (the runner's assignment) and the check names."""
-    parts = [RULES]
+def build_prompt(
+    task: AssignedTask, marker: str | None = None, checks: Sequence[str] = (), rules: str = RULES
+) -> str:
+    """The whole user prompt for `task` (the runner's assignment) and the check names.
+
+    `rules` are the shared tree's rules as the agent's tools word them (`session.codex`
+    passes Codex's)."""
+    parts = [rules]
     if checks:
         verify = task.verify
         parts.append(CHECKS.format(names=", ".join(checks)))
