@@ -35,6 +35,7 @@ __all__ = [
     "RETRYABLE_KINDS",
     "TERMINAL_STATUSES",
     "WRITE_TOOLS",
+    "AgentKind",
     "AgentStatus",
     "CheckPurpose",
     "DenyReason",
@@ -73,6 +74,13 @@ class AgentStatus(StrEnum):
     IDLE = "idle"
     BUSY = "busy"
     OFFLINE = "offline"
+
+
+class AgentKind(StrEnum):
+    """Which coding agent a runner drives; a task may name the one it needs (`agent:`)."""
+
+    CLAUDE = "claude"
+    CODEX = "codex"
 
 
 class ErrorKind(StrEnum):

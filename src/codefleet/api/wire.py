@@ -22,7 +22,13 @@ from pydantic import (
 )
 
 from codefleet.attempt import AttemptReport
-from codefleet.models import CHECK_NAME_PATTERN, MAX_CHECK_COMMAND, CheckPurpose, ErrorKind
+from codefleet.models import (
+    CHECK_NAME_PATTERN,
+    MAX_CHECK_COMMAND,
+    AgentKind,
+    CheckPurpose,
+    ErrorKind,
+)
 from codefleet.paths import MAX_PATH_CHARS
 
 __all__ = [
@@ -112,6 +118,7 @@ class TaskSpec(_Body):
     max_attempts: Annotated[StrictInt, Field(ge=1, le=100)] | None = None
     verify: CheckName | None = None
     estimate_min: Annotated[StrictInt, Field(ge=1, le=MAX_ESTIMATE_MIN)] | None = None
+    agent: AgentKind | None = None  # the coding agent the task needs; None: any runner
 
 
 class GraphBody(_Body):
@@ -134,6 +141,7 @@ class RegisterBody(_Body):
     pid: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
     host: Annotated[StrictStr, Field(max_length=255)] | None = None
     replace: StrictBool = False
+    agent: AgentKind = AgentKind.CLAUDE  # the coding agent this runner drives
 
 
 class HeartbeatBody(_Body):

@@ -15,6 +15,7 @@ import typer
 
 from codefleet.cli.common import (
     RUN,
+    AgentOpt,
     BudgetOpt,
     CheckDirOpt,
     CheckOpt,
@@ -45,6 +46,7 @@ from codefleet.cli.common import (
 )
 from codefleet.cli.review import BranchOpt, CommitOpt, committer_for
 from codefleet.errors import DomainError, Unauthorized
+from codefleet.models import AgentKind
 from codefleet.statedir import prepare_dirs
 
 if TYPE_CHECKING:
@@ -76,6 +78,7 @@ def runner(
     script: ScriptOpt = None,
     offline: OfflineOpt = False,
     model_script: ModelScriptOpt = None,
+    agent: AgentOpt = AgentKind.CLAUDE,
     task_timeout: TimeoutOpt = None,
     check_timeout: CheckTimeoutOpt = None,
     check_dir: CheckDirOpt = None,
@@ -110,9 +113,11 @@ def runner(
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
         protected_paths=protected_paths,
     )  # fmt: skip
-    executor = _agents(AgentChoice(dry_run, script, offline, model_script), settings).executor
+    choice = AgentChoice(dry_run, script, offline, model_script, agent)
+    executor = _agents(choice, settings).executor
     options = RunnerOptions(
         name=name,
+        agent=agent,
         workdir=settings.workdir,
         run_dir=settings.run_dir,
         task_timeout=task_timeout,
@@ -174,6 +179,7 @@ def run(
     script: ScriptOpt = None,
     offline: OfflineOpt = False,
     model_script: ModelScriptOpt = None,
+    agent: AgentOpt = AgentKind.CLAUDE,
     server: ServerOpt = None,
     workdir: WorkdirOpt = None,
     run_dir: RunDirOpt = None,
@@ -218,7 +224,7 @@ def run(
     )  # fmt: skip
     checks = parse_check_options(check)
     graph_file = None if no_graph else _graph_file(graph)
-    agents = _agents(AgentChoice(dry_run, script, offline, model_script), settings)
+    agents = _agents(AgentChoice(dry_run, script, offline, model_script, agent), settings)
     committer = committer_for(settings.workdir, branch) if commit else None
     say = (err_console if json_out else console).print
 
@@ -262,7 +268,7 @@ def run(
                 check_dir=settings.check_dir, on_runner_down=runner_down,
                 name_suffix=invocation_suffix(), protected_names=settings.protected_names,
                 interrupt=interrupt, say=lambda s: err_console.print(s, markup=False),
-                simulated=agents.mode != "live",
+                simulated=agents.mode != "live", agent_for=lambda _: agent,
             )  # fmt: skip
             history = await committer.finish(settings.url, settings.token) if committer else None
         finally:

@@ -47,6 +47,7 @@ class NewTask:
     max_attempts: int | None = None
     verify: str | None = None
     estimate_min: int | None = None  # read by `graph check` and `plan`; not stored
+    agent: str | None = None  # the agent kind the task needs (`models.AgentKind`); None: any
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +97,7 @@ def task_rows(
                 "description": spec.description, "status": TaskStatus.PENDING,
                 "priority": spec.priority, "file_scope": batch.scopes[task_id],
                 "max_attempts": spec.max_attempts or default_max_attempts,
-                "verify": spec.verify, "created_at": at, "updated_at": at,
+                "verify": spec.verify, "agent": spec.agent, "created_at": at, "updated_at": at,
             }
         )  # fmt: skip
         edges.extend((task_id, dep) for dep in dict.fromkeys(spec.depends_on))

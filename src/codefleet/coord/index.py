@@ -59,6 +59,7 @@ class LiveTask:
     error: str | None = None  # the last attempt's failure (set by a requeue, kept as stored)
     error_kind: str | None = None
     blocked_on_path: str | None = None
+    agent: str | None = None  # the agent kind the task needs; None: any
 
     @property
     def charged(self) -> int:
@@ -76,6 +77,7 @@ class LiveTask:
             assigned_agent_id=self.agent_id,
             assigned_at=self.assigned_at,
             unstarted=self.status is TaskStatus.ASSIGNED,
+            agent=self.agent,
         )
 
 
@@ -96,6 +98,7 @@ def live_task(row: Mapping[str, Any]) -> LiveTask:
         title=row["title"],
         description=row["description"],
         verify=row.get("verify"),
+        agent=row.get("agent"),
         error=row["error"],
         error_kind=row["error_kind"],
         blocked_on_path=row["blocked_on_path"],
@@ -256,6 +259,7 @@ class LiveIndex:
                 task_id, row["priority"], frozenset(row["file_scope"]), pending, 0,
                 row["max_attempts"], row["created_at"], title=row["title"],
                 description=row["description"], verify=row.get("verify"),
+                agent=row.get("agent"),
             )  # fmt: skip
             status[task_id] = pending
             task.unmet = sum(1 for p in parents.get(task_id, ()) if status.get(p) is not succeeded)

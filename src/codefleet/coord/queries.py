@@ -46,6 +46,7 @@ AGENT_COLUMNS: Final = frozenset(
         "workdir",
         "pid",
         "host",
+        "agent",
         "last_heartbeat_at",
         "last_assigned_at",
         "idle_since",
@@ -60,7 +61,7 @@ AGENT_COLUMNS: Final = frozenset(
 
 INSERT_TASK_COLUMNS: Final = (
     "id", "seq", "title", "description", "status", "priority", "file_scope", "max_attempts",
-    "verify", "created_at", "updated_at",
+    "verify", "agent", "created_at", "updated_at",
 )  # fmt: skip
 INSERT_TASK: Final = (  # positional: executemany binds tuples faster than dicts
     f"INSERT INTO tasks ({', '.join(INSERT_TASK_COLUMNS)})"
@@ -74,6 +75,8 @@ MIGRATIONS: Final = (
     ("file_changes", "sha256", "ALTER TABLE file_changes ADD COLUMN sha256 TEXT"),
     ("agents", "fenced", "ALTER TABLE agents ADD COLUMN fenced INTEGER NOT NULL DEFAULT 0"),
     ("agents", "host", "ALTER TABLE agents ADD COLUMN host TEXT"),
+    ("tasks", "agent", "ALTER TABLE tasks ADD COLUMN agent TEXT"),
+    ("agents", "agent", "ALTER TABLE agents ADD COLUMN agent TEXT NOT NULL DEFAULT 'claude'"),
     (
         "tasks",
         "uncharged_attempts",

@@ -80,6 +80,7 @@ class TaskView:
     assigned_agent_id: str | None = None
     assigned_at: datetime | None = None
     unstarted: bool = False  # assigned, but its runner has not started it yet
+    agent: str | None = None  # the agent kind it needs; None: any agent
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +90,7 @@ class AgentView:
     status: AgentStatus
     last_heartbeat_at: datetime
     idle_since: datetime
+    agent: str = "claude"  # the agent kind this runner drives
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,7 +314,11 @@ def _assign(state: FleetState, now: datetime, plan: _Plan) -> None:
             return
         if not is_runnable(task, now) or not busy.isdisjoint(task.file_scope):
             continue  # skipped, never head-of-line blocking
-        plan.decisions.append(Assign(task.id, agents.pop(0).id))
+        fit = next((a for a in agents if task.agent in (None, a.agent)), None)
+        if fit is None:
+            continue  # no idle agent of the kind it needs: skipped like a conflict
+        agents.remove(fit)
+        plan.decisions.append(Assign(task.id, fit.id))
         busy |= task.file_scope
 
 

@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     assigned_at      TEXT,
     started_at       TEXT,
     completed_at     TEXT,
-    verify           TEXT  -- the name of the check that verifies a finished session
+    verify           TEXT,  -- the name of the check that verifies a finished session
+    agent            TEXT  -- the agent kind the task needs (claude, codex); NULL: any
 );
 CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks(status);
 
@@ -50,6 +51,7 @@ CREATE TABLE IF NOT EXISTS agents (
     workdir           TEXT,
     pid               INTEGER,
     host              TEXT,
+    agent             TEXT NOT NULL DEFAULT 'claude',  -- the agent kind the runner drives
     last_heartbeat_at TEXT NOT NULL,
     fenced            INTEGER NOT NULL DEFAULT 0,  -- taken back: no new work until it registers
     last_assigned_at  TEXT,

@@ -93,6 +93,7 @@ class RunnerOptions:
     check_dir: Path | None = None
     replace: bool = False  # take the name over from a live runner of another process
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES  # see `paths`
+    agent: str = "claude"  # the agent kind its executor drives; the server routes by it
 
 
 def _collect(task: asyncio.Task[Any]) -> None:
@@ -147,7 +148,7 @@ class Runner:
         root = str(self.tree.root)
         self._registering = asyncio.ensure_future(
             self.client.register(self.options.name, root, os.getpid(), host=HOST,
-                                 replace=take_over)
+                                 replace=take_over, agent=self.options.agent)
         )  # fmt: skip
         self._registering.add_done_callback(_collect)
         return await asyncio.shield(self._registering)

@@ -68,6 +68,7 @@ def new_task(spec: TaskSpec) -> NewTask:
     return NewTask(
         spec.title, spec.id, spec.description, spec.priority, spec.file_scope, spec.depends_on,
         spec.max_attempts, spec.verify, spec.estimate_min,
+        None if spec.agent is None else spec.agent.value,
     )  # fmt: skip
 
 
