@@ -24,6 +24,14 @@ def demo(
         ),
     ] = False,
     runners: Annotated[int, typer.Option("--runners", "-n", help="How many runners.")] = 3,
+    mixed: Annotated[
+        bool,
+        typer.Option(
+            "--mixed",
+            help="With --offline: a mixed fleet, Claude Code runners and one Codex runner "
+            "(T4 is Codex's), the veto firing across them.",
+        ),
+    ] = False,
     run_dir: RunDirOpt = None,
     commit: Annotated[
         bool,
@@ -42,8 +50,12 @@ def demo(
     demo_run = import_demo_run()
     settings = settings_from(run_dir=run_dir)
     mode = "dry-run" if dry_run else "offline" if offline else "live"
+    if mixed and mode != "offline":
+        raise fail("--mixed goes with --offline (a live Codex runner needs OPENAI_API_KEY)")
+    if mixed and runners < 2:
+        raise fail("--mixed needs at least 2 runners: Claude Code ones and one Codex runner")
     try:
-        ok = demo_run.run_demo(mode, settings.run_dir, runners, console, commit=commit)
+        ok = demo_run.run_demo(mode, settings.run_dir, runners, console, commit=commit, mixed=mixed)
     except NotImplementedError as err:
         raise fail(str(err)) from None
     raise typer.Exit(0 if ok else 1)
