@@ -166,29 +166,33 @@ def read_settings(path: Path) -> dict[str, Any] | None:
     return data
 
 
-def join_tree(tree: Path, block: dict[str, list[dict[str, Any]]], dry_run: bool = False) -> Written:
-    """Merge `block` into the tree's local settings (or only compute it, with `dry_run`)."""
-    path = settings_path(tree)
+def join_tree(
+    tree: Path, block: dict[str, list[dict[str, Any]]], dry_run: bool = False,
+    path: Path | None = None,
+) -> Written:  # fmt: skip
+    """Merge `block` into the tree's local settings (or only compute it, with `dry_run`);
+    `path`: another CLI's hook file of the same shape (`agentsettings`)."""
+    path = path or settings_path(tree)
     before = read_settings(path)
     after = merged(before or {}, block)
     if dry_run or after == before:
         return Written(path, after != before, None, after)
-    return _write(path, before, after)
+    return write_settings(path, before, after)
 
 
-def leave_tree(tree: Path, dry_run: bool = False) -> Written:
-    """Remove exactly our hooks from the tree's local settings."""
-    path = settings_path(tree)
+def leave_tree(tree: Path, dry_run: bool = False, path: Path | None = None) -> Written:
+    """Remove exactly our hooks from the tree's local settings (or `path`, as `join_tree`)."""
+    path = path or settings_path(tree)
     before = read_settings(path)
     if before is None:
         return Written(path, False, None, None)
     after = without_ours(before)
     if dry_run or after == before:
         return Written(path, after != before, None, after)
-    return _write(path, before, after)
+    return write_settings(path, before, after)
 
 
-def _write(path: Path, before: dict[str, Any] | None, after: dict[str, Any]) -> Written:
+def write_settings(path: Path, before: dict[str, Any] | None, after: dict[str, Any]) -> Written:
     backup = None
     if before is not None:
         backup = path.with_name(path.name + ".bak")
