@@ -177,3 +177,17 @@ async def test_a_malformed_patch_is_refused_and_fails_the_attempt(
     assert (workdir / "a.py").read_text() == "A = 1\n"
     assert (outcome.ok, outcome.error_kind) == (False, ErrorKind.AGENT_ERROR)
     assert await client.events(type_="lease_acquired") == []
+
+
+async def test_a_shell_call_is_not_a_tool_of_the_session_and_runs_nothing(
+    fake_codex: FakeCodexModel, start_attempt: StartAttempt, workdir: Path, codex: CodexExecutor
+) -> None:
+    shell = {"tool_use": {"name": "exec_command", "input": {"cmd": "echo x > shell.txt"}}}
+    fake_codex.add_script("T8", [{"content": [shell]}, say("No shell here.")])
+    attempt = await start_attempt("T8")
+
+    outcome = await run_attempt(codex, attempt)
+
+    assert not (workdir / "shell.txt").exists()
+    assert [r.content for r in fake_codex.tool_results("T8")] == ["unsupported call: exec_command"]
+    assert outcome.ok  # nothing was written, nothing refused: the model simply had no shell

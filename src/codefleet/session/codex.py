@@ -243,7 +243,8 @@ class CodexExecutor:
     async def _session(self, attempt: Attempt, socket_path: str) -> tuple[TurnEnd, str]:
         home = codex_home(attempt)
         hook = f"{shlex.quote(sys.executable)} -m codefleet.hook.codexbridge {shlex.quote(socket_path)}"
-        (home / "config.toml").write_text(config_toml(self.provider, hook, HOOK_TIMEOUT_S))
+        reader = (sys.executable, "-m", "codefleet.session.codexread", str(attempt.workdir))
+        (home / "config.toml").write_text(config_toml(self.provider, hook, HOOK_TIMEOUT_S, reader))
         env = {
             "CODEX_HOME": str(home),
             "HOME": str(home),

@@ -9,6 +9,8 @@ holding only this file, so nothing of the user's Codex setup is read or written:
   no command tool at all (measured with CLI 0.163.0 and model `gpt-5.5`: its tools
   are `apply_patch`, `view_image` and `request_user_input`); web search, sub-agents,
   goals, apps, plugins and skills off too;
+- CodeFleet's read tools (`session.codexread`, an MCP server on stdio): Codex offers
+  no read tool without a shell, and defers MCP tools behind its `tool_search`;
 - `PreToolUse` and `PostToolUse` command hooks on `apply_patch`, each running the
   bridge to the runner's gate (`hook.codexbridge`). Codex runs a hook only once it
   is trusted; the executor trusts these two through Codex's own RPCs and checks
@@ -23,6 +25,7 @@ the tree; Codex's own workspace-write sandbox failed every patch on this machine
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -49,6 +52,7 @@ DISABLED_FEATURES: Final = (
     "in_app_browser",
 )
 HOOK_MATCHER: Final = "apply_patch"
+READER_ID: Final = "codefleet"
 
 CODEX_RULES: Final = """\
 You are one of several coding agents working at the same time in ONE shared working tree \
@@ -63,8 +67,9 @@ The file list below ("expected files") is only a hint; it is not a permission an
 - If a patch is refused, the refusal is final. Do NOT retry that file, do NOT make the same \
 change somewhere else or work around it. Stop immediately and reply with one short message \
 saying which file blocked you. CodeFleet will run your task again later, when the file is free.
-- Work only inside the current directory, with the apply_patch tool. You cannot run commands. \
-Do not create summary or notes files.
+- Work only inside the current directory. Read files with the read_file and list_files tools \
+and change them with the apply_patch tool. You cannot run commands. Do not create summary or \
+notes files.
 - When you are done, reply with a short summary of what you changed."""
 
 
@@ -76,8 +81,11 @@ class CodexProvider:
     key_env: str
 
 
-def config_toml(provider: CodexProvider, hook_command: str, hook_timeout_s: int) -> str:
-    """The whole `config.toml` of one Codex runner session."""
+def config_toml(
+    provider: CodexProvider, hook_command: str, hook_timeout_s: int, reader: Sequence[str] = ()
+) -> str:
+    """The whole `config.toml` of one Codex runner session; `reader` is the argv of the
+    read-tool MCP server (`session.codexread`), none when empty."""
     lines = [
         f"model_provider = {_s(PROVIDER_ID)}",
         'approval_policy = "never"',
@@ -104,6 +112,13 @@ def config_toml(provider: CodexProvider, hook_command: str, hook_timeout_s: int)
             'type = "command"',
             f"command = {_s(hook_command)}",
             f"timeout = {hook_timeout_s}",
+            "",
+        ]
+    if reader:
+        lines += [
+            f"[mcp_servers.{READER_ID}]",
+            f"command = {_s(reader[0])}",
+            f"args = [{', '.join(_s(a) for a in reader[1:])}]",
             "",
         ]
     return "\n".join(lines)
