@@ -112,7 +112,11 @@ def demo_executor(mode: str, examples: Path) -> Executor:
 
     limits = Settings()  # model, turn and budget limits from CODEFLEET_* / .env
     if mode == "offline":
-        from codefleet.session.offline import model_file_executor
+        from codefleet.session.offline import model_file_executor, shared_model
+
+        # A fresh fake model per demo: a second demo in one process must not see the
+        # first one's requests (its `wait_for` holds would be met by them at once).
+        shared_model.cache_clear()
 
         return model_file_executor(
             examples / "demo-model.yaml",

@@ -123,8 +123,8 @@ def _preimage(row: sqlite3.Row) -> PreImage:
 
 
 def _task_params(task: Row) -> tuple[Any, ...]:
-    """`INSERT_TASK`'s parameters, in order; `verify` may be left out (NULL)."""
-    row = {"verify": None, **task, "file_scope": plain_json(task["file_scope"])}
+    """`INSERT_TASK`'s parameters, in order; `verify` and `agent` may be left out (NULL)."""
+    row = {"verify": None, "agent": None, **task, "file_scope": plain_json(task["file_scope"])}
     params: tuple[Any, ...] = _INSERT_TASK_PARAMS(row)
     return params
 

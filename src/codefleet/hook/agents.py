@@ -1,5 +1,4 @@
-"""One hook command for every agent: each CLI's hook input read as Claude Code's, and the
-denial written back in the shape that CLI honours.
+"""One hook command for every agent: each CLI's input normalized, its denial shaped.
 
 `codefleet hook pre-tool-use --agent NAME` (written by `codefleet join --agent NAME`)
 normalizes what NAME's CLI writes on stdin into the Claude Code shape the command's
