@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from codefleet.models import ErrorKind, from_iso, to_iso
+from codefleet.models import ErrorKind, StaleReadPolicy, from_iso, to_iso
 
-__all__ = ["AssignedTask", "AttemptReport"]
+__all__ = ["AssignedTask", "AttemptReport", "Reconciled", "StaleRead"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,6 +39,7 @@ class AssignedTask:
     error: str | None = None  # the previous attempt's error, shown in the retry's prompt
     error_kind: ErrorKind | None = None
     verify: str | None = None  # the check run after a successful session
+    on_stale_read: StaleReadPolicy = StaleReadPolicy.RECONCILE
 
     def to_wire(self) -> dict[str, Any]:
         """The assignment JSON's `task` object, in the wire's key order."""
@@ -54,6 +55,7 @@ class AssignedTask:
             "error": self.error,
             "error_kind": None if self.error_kind is None else self.error_kind.value,
             "verify": self.verify,
+            "on_stale_read": self.on_stale_read.value,
         }
 
     @classmethod
@@ -72,7 +74,38 @@ class AssignedTask:
             error=data["error"],
             error_kind=None if kind is None else ErrorKind(kind),
             verify=data["verify"],
+            on_stale_read=StaleReadPolicy(data.get("on_stale_read") or StaleReadPolicy.RECONCILE),
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StaleRead:
+    """A file the attempt read that changed since, and who changed it (event `stale_read`)."""
+
+    path: str
+    changed_by: tuple[str, ...]  # task ids, or "a person" / "outside the lock"
+    read_sha256: str | None  # None: the file did not exist when read
+    now_sha256: str | None  # None: the file is gone
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "changed_by": list(self.changed_by),
+            "read_sha256": self.read_sha256,
+            "now_sha256": self.now_sha256,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reconciled:
+    """How an attempt's reconcile turns ended (event `reconciled`)."""
+
+    rounds: int
+    outcome: str  # `fleet.reconcile.Outcome`: clean, unresolved, failed
+    cost_usd: float = 0.0
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"rounds": self.rounds, "outcome": self.outcome, "cost_usd": self.cost_usd}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -24,6 +24,7 @@ from codefleet.models import (
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_POLL_INTERVAL_S,
     DEFAULT_PREIMAGE_MAX_BYTES,
+    DEFAULT_RECONCILE_ROUNDS,
     DEFAULT_STALE_AFTER_S,
     DEFAULT_TASK_TIMEOUT_S,
     DEFAULT_TICK_INTERVAL_S,
@@ -34,6 +35,7 @@ __all__ = ["Settings"]
 
 DEFAULT_DB = Path(".codefleet/codefleet.db")
 DEFAULT_RUN_DIR = Path(".codefleet/runs")
+DEFAULT_MAX_STREAMS = 256  # open event streams; each can hold a few hundred KiB unread
 
 
 class Settings(BaseSettings):
@@ -63,6 +65,7 @@ class Settings(BaseSettings):
     preimage_max_bytes: int = Field(default=DEFAULT_PREIMAGE_MAX_BYTES, ge=0)
     check_timeout: float = Field(default=300.0, gt=0)
     check_dir: Path | None = None
+    reconcile_rounds: int = Field(default=DEFAULT_RECONCILE_ROUNDS, ge=0, le=20)
     interactive_idle: float = Field(default=DEFAULT_INTERACTIVE_IDLE_S, gt=0)
     max_cost: float | None = Field(default=None, gt=0)
     max_cost_hard: bool = False
@@ -72,6 +75,7 @@ class Settings(BaseSettings):
     read_timeout: float = Field(default=15.0, gt=0)
     keep_alive_timeout: float = Field(default=5.0, gt=0)
     max_connections: int = Field(default=2048, ge=16, le=1_000_000)
+    max_streams: int = Field(default=DEFAULT_MAX_STREAMS, ge=1, le=1_000_000)
     # Comma-separated names no agent may write, at any depth, case-insensitively (`.git` always).
     protected_paths: str = ",".join(DEFAULT_PROTECTED_NAMES)
 

@@ -8,9 +8,11 @@ ordinary outcome (a lease denial, a duplicate report) are answers, not errors.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar
 
 __all__ = [
+    "DatabaseDamaged",
     "DomainError",
     "Forbidden",
     "InvalidGraph",
@@ -123,3 +125,22 @@ ERRORS_BY_CODE: dict[str, type[DomainError]] = {
         WrongTree,
     )
 }
+
+
+class DatabaseDamaged(Exception):
+    """SQLite says the database file is damaged: the server must not start on it (not a wire error)."""
+
+    def __init__(self, path: Path, sqlite_said: str, kept: Path | None = None) -> None:
+        self.path = path
+        self.sqlite_said = sqlite_said
+        self.kept = kept  # the newest copy `codefleet runs new` kept beside it, if any
+        previous = (
+            f"put back the previous run's copy ({kept.name}, kept beside it) as {path.name}"
+            if kept
+            else "put back a copy of it you kept"
+        )
+        super().__init__(
+            f"the database {path} is damaged: SQLite says {sqlite_said!r}. Nothing was changed. "
+            f"To recover, start a new database with `codefleet runs new --db {path}` (this file "
+            f"is kept beside it), or {previous}."
+        )

@@ -13,9 +13,10 @@ datetimes so a local time can never slip in.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final
 
 __all__ = [
     "CHECK_NAME_PATTERN",
@@ -26,12 +27,14 @@ __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
     "DEFAULT_POLL_INTERVAL_S",
     "DEFAULT_PREIMAGE_MAX_BYTES",
+    "DEFAULT_RECONCILE_ROUNDS",
     "DEFAULT_STALE_AFTER_S",
     "DEFAULT_TASK_TIMEOUT_S",
     "DEFAULT_TICK_INTERVAL_S",
     "GATED_TOOLS",
     "MAX_BATCH_SCOPE_PATHS",
     "MAX_CHECK_COMMAND",
+    "READ_RECORDED_TOOLS",
     "RETRYABLE_KINDS",
     "TERMINAL_STATUSES",
     "WRITE_TOOLS",
@@ -41,7 +44,9 @@ __all__ = [
     "DenyReason",
     "ErrorKind",
     "EventType",
+    "StaleReadPolicy",
     "TaskStatus",
+    "cost_simulated",
     "from_iso",
     "new_agent_id",
     "new_task_id",
@@ -93,8 +98,12 @@ class ErrorKind(StrEnum):
     CANCELLED = "cancelled"
     VERIFY_FAILED = "verify_failed"
     RATE_LIMITED = "rate_limited"
+    STALE_READ = "stale_read"  # `on_stale_read: retry` (or reconcile's last resort)
+    CHECK_UNRUNNABLE = "check_unrunnable"  # a verify's program cannot start: retrying can't help
 
 
+# Not retryable: the rest, and CHECK_UNRUNNABLE (docs/decisions.md, "A check that cannot
+# start its program").
 RETRYABLE_KINDS: Final = frozenset(
     {
         ErrorKind.AGENT_ERROR,
@@ -103,8 +112,18 @@ RETRYABLE_KINDS: Final = frozenset(
         ErrorKind.INFRA,
         ErrorKind.VERIFY_FAILED,
         ErrorKind.RATE_LIMITED,
+        ErrorKind.STALE_READ,
     }
 )
+
+
+class StaleReadPolicy(StrEnum):
+    """What an attempt does when files it read changed under it (`on_stale_read`)."""
+
+    RECONCILE = "reconcile"  # one more turn in the same session, with the diffs
+    VERIFY = "verify"  # run the task's verify check
+    RETRY = "retry"  # roll back and requeue, naming the stale files
+    IGNORE = "ignore"  # only record
 
 
 class EventType(StrEnum):
@@ -139,6 +158,8 @@ class EventType(StrEnum):
     FLEET_RESUMED = "fleet_resumed"
     FLEET_BUDGET_SET = "fleet_budget_set"
     FLEET_BUDGET_EXHAUSTED = "fleet_budget_exhausted"
+    STALE_READ = "stale_read"
+    RECONCILED = "reconciled"
 
 
 class CheckPurpose(StrEnum):
@@ -186,6 +207,7 @@ DEFAULT_BACKOFF_BASE_S: Final = 2.0
 DEFAULT_BACKOFF_CAP_S: Final = 30.0
 DEFAULT_PREIMAGE_MAX_BYTES: Final = 10 * 1024 * 1024
 DEFAULT_INTERACTIVE_IDLE_S: Final = 900.0
+DEFAULT_RECONCILE_ROUNDS: Final = 2  # reconcile turns per attempt before the last resort
 
 # The longest command a check may run (graph file, `--check`, `POST /checks`).
 MAX_CHECK_COMMAND: Final = 4096
@@ -202,6 +224,22 @@ CHECK_NAME_PATTERN: Final = r"^[a-z][a-z0-9_-]{0,31}$"
 WRITE_TOOLS: Final = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
 # Every tool the pre-write gate leases for: Claude Code's write tools and Codex's `apply_patch`.
 GATED_TOOLS: Final = WRITE_TOOLS | frozenset({"apply_patch"})
+
+# The tools whose call is recorded as a read of a file (its path and the content's hash):
+# the content reached the model whole. Not Grep or Glob (docs/decisions.md, "What counts as
+# a read"). `NotebookRead` where a CLI still has it.
+READ_RECORDED_TOOLS: Final = frozenset({"Read", "NotebookRead"})
+
+
+def cost_simulated(started: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether a server's cost is priced, not spent: it saw a fleet run, and each said so.
+
+    `started` are the `fleet_started` payloads (`simulated: true` when no real model ran);
+    the one rule every view of the cost follows (docs/decisions.md, "Simulated cost reads
+    as simulated").
+    """
+    said = [bool(payload.get("simulated")) for payload in started]
+    return bool(said) and all(said)
 
 
 def utcnow() -> datetime:

@@ -24,7 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["SIMULATED", "WORDING_FILE", "cost_text", "phrase", "table"]
+__all__ = ["SIMULATED", "WORDING_FILE", "cost_text", "phrase", "spent_text", "table"]
 
 WORDING_FILE: Final = Path(__file__).with_name("wording.json")
 PLACEHOLDER: Final = re.compile(r"\{([\w.]+)(?:\|(\w+)(?::(\d+))?)?\}")
@@ -113,7 +113,17 @@ def _filter(name: str, value: Any, n: int) -> str:
             return ", ".join(f"{_text(v)} {k}" for k, v in (value or {}).items())
         case "clock":
             return _clock(value)
+        case "stale":
+            return ", ".join(_stale_one(v) for v in value or ())
     raise ValueError(f"wording.json names an unknown filter {name!r}")
+
+
+def _stale_one(item: Any) -> str:
+    """One stale read: "api.py (T3)", or "api.py (deleted by T3)"."""
+    item = item if isinstance(item, Mapping) else {}
+    who = ", ".join(_text(v) for v in item.get("changed_by") or ())
+    gone = "deleted by " if item.get("now_sha256") is None else ""
+    return f"{_text(item.get('path', '?'))} ({gone}{who})"
 
 
 def _clock(stamp: Any) -> str:
@@ -130,3 +140,8 @@ SIMULATED: Final = " simulated, nothing spent"  # after a cost no real model ran
 def cost_text(cost: float, simulated: bool) -> str:
     """A cost; `simulated` when no real model ran (the figure is priced, not spent)."""
     return f"${cost:.4f}{SIMULATED if simulated else ''}"
+
+
+def spent_text(cost: float, simulated: bool) -> str:
+    """What a budget has spent: `$X spent`, or the simulated cost labelled as such."""
+    return cost_text(cost, simulated) if simulated else f"${cost:.4f} spent"

@@ -14,6 +14,8 @@ import os
 import re
 import shutil
 from collections import Counter
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -35,7 +37,10 @@ from codefleet.fleet.executor import Attempt
 from codefleet.fleet.local import run_fleet
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.hook.command import HookArgs, run
-from codefleet.models import ErrorKind
+from codefleet.models import ErrorKind, from_iso, to_iso
+from codefleet.review.facts import run_facts
+from codefleet.review.fetch import fetch_record
+from codefleet.review.report import seconds
 from codefleet.server.sse import frame
 from codefleet.server.thread import ServerThread
 
@@ -182,6 +187,11 @@ async def test_a_finished_run_reads_by_keyboard_and_in_a_narrow_window(
     page = await open_dashboard(browser, demo_server, viewport=NARROW)
     await expect(page.locator("body")).to_have_attribute("data-run", "finished")
     await expect(page.locator(".bar")).to_have_count(attempts)
+    # the demo's one stale read (T3 read models.py, T1 changed it), reconciled: a mark on T3's bar
+    stale = page.locator('.bar[data-task="T3"] .stale-mark.reconciled[data-stale="models.py"]')
+    await expect(stale).to_have_count(1)
+    label = await page.locator('.bar[data-task="T3"]').get_attribute("aria-label") or ""
+    assert "stale read at" in label and "models.py (T1) · reconciled: clean" in label
 
     overflow = await page.evaluate("document.documentElement.scrollWidth")
     assert overflow <= NARROW["width"]  # the timeline scrolls inside its own box, not the page
@@ -440,3 +450,67 @@ async def test_a_spent_budget_shows_in_the_cost_figure_and_a_banner_until_it_is_
         await expect(page.locator("#pause")).to_be_hidden()
         await expect(page.locator("#stats")).to_contain_text("$0.6000 of $5.00")
     assert browser.errors == []
+
+
+# Every panel's content fits its panel at these window widths (a table or a picture that
+# does not fit scrolls inside its own box only when the panel cannot grow any wider).
+LAYOUT_WIDTHS = (1024, 1280, 1920)
+CROPPED = """() => [...document.querySelectorAll("main > section.panel")].flatMap((panel) =>
+  [panel, ...panel.querySelectorAll(".scroll-x, table")]
+    .filter((box) => box.scrollWidth > box.clientWidth + 1)
+    .map((box) => `${panel.id}: ${box.tagName.toLowerCase()}${box.id ? "#" + box.id : ""} `
+      + `shows ${box.clientWidth} of ${box.scrollWidth} px`))"""
+
+
+async def test_no_panel_is_narrower_than_its_content_at_common_window_widths(
+    demo_server: ServerThread, browser: Browser
+) -> None:
+    await load_demo_graph(demo_server)
+    assert (await run_demo_fleet(demo_server)).ok
+
+    cropped: dict[int, list[str]] = {}
+    for width in LAYOUT_WIDTHS:
+        page = await open_dashboard(browser, demo_server, viewport={"width": width, "height": 900})
+        await expect(page.locator("body")).to_have_attribute("data-run", "finished")
+        await expect(page.locator('#contention-view tr[data-file="api.py"]')).to_be_visible()
+        cropped[width] = await page.evaluate(CROPPED)
+        await page.close()
+
+    assert cropped == {width: [] for width in LAYOUT_WIDTHS}
+    assert browser.errors == []
+
+
+async def test_the_dashboards_duration_is_the_reports_wall_time_for_the_same_run(
+    demo_server: ServerThread, browser: Browser
+) -> None:
+    """A runner going stale 22.5 s after the run finished is not part of the run's duration."""
+    await load_demo_graph(demo_server)
+    assert (await run_demo_fleet(demo_server)).ok
+    async with FleetClient(demo_server.url, token=TOKEN) as client:
+        record = await fetch_record(client)
+    events = list(record.events)
+    finished = next(e for e in reversed(events) if e["type"] == "run_finished")
+    later = from_iso(finished["at"]) + timedelta(seconds=22.5)
+    stale = {**events[-1], "id": events[-1]["id"] + 1, "type": "agent_offline", "at": to_iso(later),
+             "task_id": None, "payload": {"reason": "agent_stale"}}  # fmt: skip
+    wall_s = run_facts(replace(record, events=(*events, stale))).wall_s
+
+    async def with_a_later_event(route: Route) -> None:
+        if parse_qs(urlsplit(route.request.url).query)["since"][0] == "0":
+            body = json.dumps({"events": [*events, stale]})
+            await route.fulfill(status=200, content_type="application/json", body=body)
+        else:
+            await route.continue_()
+
+    page = await browser.context.new_page()
+    await page.route(re.compile(r"/events\?"), with_a_later_event)
+    await page.goto(f"{demo_server.url}/?token={TOKEN}")
+    await expect(page.locator("body")).to_have_attribute("data-last-event", str(stale["id"]))
+
+    shown = await page.locator(".stat", has_text="Duration").locator("dd").inner_text()
+    value, unit = shown.split()
+    shown_s = float(value) / (1000 if unit == "ms" else 1)
+    assert unit in ("ms", "s") and abs(shown_s - wall_s) <= 0.011, (
+        f"dashboard {shown}, report {seconds(wall_s)}"
+    )
+    assert shown in await page.locator("#story").inner_text()

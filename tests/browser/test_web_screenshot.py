@@ -1,11 +1,11 @@
-"""The README's screenshot command pictures the run, never "Connecting…".
+"""The dashboard guide's screenshot command pictures the run, never "Connecting…".
 
 `chromium --headless --virtual-time-budget=N` loads the page, waits for its
 `load` event, lets N virtual milliseconds pass (virtual time stands still while
 a fetch the budget counts is pending), then dumps the DOM and only after that
 takes the picture. Whatever the page shows then must not wait on the event
 stream, whose bytes arrive in real time: the first paint comes from plain JSON
-reads. The failure was a race, so the README's own command runs several
+reads. The failure was a race, so the guide's own command runs several
 times, each a fresh Chromium with `--dump-dom` added (and, for root in CI,
 `--no-sandbox` and a fresh profile); and the same property is shown without a
 race by holding the stream's request open in Playwright.
@@ -33,14 +33,14 @@ from web_support import (
 
 from codefleet.server.thread import ServerThread
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "dashboard.md"
 SHOTS = 5
 SHOT_TIMEOUT_S = 60
 
 
 def readme_screenshot_command() -> list[str]:
-    """The dashboard screenshot command of the README, as an argument list."""
-    text = README.read_text(encoding="utf-8")
+    """The dashboard screenshot command of docs/dashboard.md, as an argument list."""
+    text = GUIDE.read_text(encoding="utf-8")
     start = text.index("chromium --headless")
     return shlex.split(text[start : text.index("\n```", start)].replace("\\\n", " "))
 
@@ -88,10 +88,10 @@ class ShotParser(HTMLParser):
 async def take_shot(
     chromium: Path, server: ServerThread, tmp_path: Path, number: int
 ) -> tuple[Shot, Path]:
-    """Run the README's command against `server` in a fresh Chromium; its DOM and its picture."""
+    """Run the guide's command against `server` in a fresh Chromium; its DOM and its picture."""
     png = tmp_path / f"dashboard-{number}.png"
 
-    def here(arg: str) -> str:  # the README's picture and address, made this test's
+    def here(arg: str) -> str:  # the guide's picture and address, made this test's
         if arg.startswith("--screenshot="):
             return f"--screenshot={png}"
         return f"{server.url}/?token={TOKEN}" if arg.startswith("http") else arg

@@ -433,3 +433,149 @@ def test_a_scripted_run_asks_only_for_scripts_of_tasks_that_can_run(
     assert "has no script" not in said(result)
     assert (repo / "CHANGES.md").read_text() == "x"
     assert result.exit_code == 1  # T1 and T2 did not succeed: the verdict says so
+
+
+def piped(*args: str) -> str:
+    """`codefleet ARGS` with standard output a pipe (as in `codefleet ARGS | cat`)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEFLEET_", "ANTHROPIC_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "codefleet.cli", *args], stdout=subprocess.PIPE, text=True,
+        env={**env, "COLUMNS": "80"}, timeout=120, check=False,
+    )  # fmt: skip
+    return done.stdout
+
+
+LONG_PATH = "src/" + "/".join(["a-rather-long-package-directory-name"] * 3) + "/module.py"
+LONG_WORDS = " ".join(f"word{i:03d}" for i in range(40))
+COLOURED_GRAPH = f"""\
+checks:
+  lint: "printf '\\\\033[31mE501 line too long\\\\033[0m\\\\n'; exit 1"
+tasks:
+  - id: T4
+    title: A task whose title is long enough to be cropped in a narrow table column
+    description: {LONG_WORDS}
+    file_scope: [{LONG_PATH}]
+    verify: lint
+    max_attempts: 1
+"""
+
+
+def test_piped_output_is_whole_plain_lines_with_no_colour_codes(
+    repo: Path, server: ServerThread
+) -> None:
+    (repo / "codefleet.yaml").write_text(COLOURED_GRAPH)
+    (repo / "s.yaml").write_text(f"T4:\n- write: {{path: {LONG_PATH}, content: x}}\n")
+    assert cli("run", "--dry-run", "--script", "s.yaml", "--server", server.url).exit_code == 1
+
+    shown = piped("tasks", "T4", "--server", server.url)
+    listed = piped("tasks", "--server", server.url)
+
+    assert LONG_WORDS in shown
+    assert LONG_PATH in shown
+    assert "E501 line too long" in shown and "\x1b" not in shown
+    assert "A task whose title is long enough to be cropped in a narrow table column" in listed
+    assert "E501 line too long" in listed and "\x1b" not in listed
+
+
+def test_doctor_without_a_key_or_a_login_warns_about_the_key_and_still_passes(
+    repo: Path,
+) -> None:
+    result = cli("doctor")
+    as_json = cli("doctor", "--json")
+
+    key_line = next(line for line in result.stdout.splitlines() if "api-key" in line)
+    assert key_line.split()[:2] == ["warn", "api-key"], key_line
+    assert "no ANTHROPIC_API_KEY and no Claude login" in key_line
+    checks = {c["name"]: c for c in json.loads(as_json.stdout)}
+    assert checks["api-key"]["ok"] is False and checks["api-key"]["required"] is False
+    failed = [c["name"] for c in checks.values() if not c["ok"] and c["required"]]
+    assert result.exit_code == (1 if failed else 0), failed
+
+
+def test_demo_without_a_key_refuses_before_starting_anything(repo: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+
+    result = cli("demo", "--run-dir", str(runs))
+
+    assert result.exit_code == 1
+    assert "real Claude sessions need ANTHROPIC_API_KEY or a Claude login" in said(result)
+    assert "CodeFleet demo" not in result.stdout and "server" not in result.stdout
+    assert not runs.exists() or not any(runs.iterdir())
+
+
+def test_init_scripts_after_init_writes_only_the_missing_scripts_and_keeps_the_graph(
+    repo: Path,
+) -> None:
+    assert cli("init").exit_code == 0
+    (repo / "codefleet.yaml").write_text((repo / "codefleet.yaml").read_text() + "# mine\n")
+
+    scripts = cli("init", "--scripts")
+    again = cli("init", "--scripts")
+
+    assert scripts.exit_code == 0, said(scripts)
+    assert (repo / "codefleet.yaml").read_text().endswith("# mine\n")
+    assert (repo / "codefleet.script.yaml").is_file() and (repo / "codefleet.model.yaml").is_file()
+    assert "kept codefleet.yaml (it exists;" in said(scripts)
+    assert "wrote codefleet.script.yaml and codefleet.model.yaml" in said(scripts)
+    assert again.exit_code == 1 and "pass --force to overwrite" in said(again)
+
+
+def test_load_reports_every_problem_of_the_graph_at_once(repo: Path, server: ServerThread) -> None:
+    (repo / "codefleet.yaml").write_text(
+        "checks:\n  test: pytest\n"
+        "tasks:\n"
+        "  - {id: A, title: a, description: d, file_scopes: [a.py]}\n"
+        "  - {id: B, title: b, description: d, priority: 9}\n"
+        "  - {id: C, title: c, description: d, depends_on: [Z], verify: lint}\n"
+    )
+
+    result = cli("load", "--server", server.url)
+
+    message = said(result)
+    assert result.exit_code == 1
+    assert "4 problems" in message
+    assert "task #1 (A): unknown key 'file_scopes' (did you mean file_scope?)" in message
+    assert "task #2 (B): priority:" in message
+    assert "task C depends on unknown task Z" in message
+    assert "task C verifies with unknown check 'lint'" in message
+
+
+def test_a_write_outside_the_declared_scope_is_named_in_the_log_and_the_verdict(
+    repo: Path, server: ServerThread
+) -> None:
+    (repo / "codefleet.yaml").write_text(
+        "tasks:\n  - {id: T1, title: notes, description: d, file_scope: [NOTES.md]}\n"
+    )
+    (repo / "s.yaml").write_text(
+        "T1:\n- write: {path: NOTES.md, content: x}\n- write: {path: docs/extra.md, content: y}\n"
+    )
+
+    result = cli("run", "--dry-run", "--script", "s.yaml", "--server", server.url)
+
+    assert result.exit_code == 0, said(result)
+    lines = result.stdout.splitlines()
+    logged = [line for line in lines if "outside its declared scope" in line]
+    assert logged and "T1 wrote docs/extra.md outside its declared scope (NOTES.md)" in logged[0]
+    verdict = said(result)[said(result).index("PASS") :]
+    assert "1 file(s) written outside declared scopes (T1: docs/extra.md)" in verdict
+    assert "NOTES.md outside" not in said(result)
+
+
+def test_run_reports_every_unknown_reference_of_its_new_tasks_at_once(
+    repo: Path, server: ServerThread
+) -> None:
+    (repo / "codefleet.yaml").write_text(
+        "tasks:\n"
+        "  - {id: A, title: a, description: d, depends_on: [Y]}\n"
+        "  - {id: B, title: b, description: d, depends_on: [Z], verify: lint}\n"
+    )
+    (repo / "s.yaml").write_text("A: []\nB: []\n")
+
+    result = cli("run", "--dry-run", "--script", "s.yaml", "--server", server.url)
+
+    message = said(result)
+    assert result.exit_code == 1
+    assert "3 problems" in message
+    assert "task A depends on unknown task Y" in message
+    assert "task B depends on unknown task Z" in message
+    assert "task B verifies with unknown check 'lint'" in message

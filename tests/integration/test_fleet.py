@@ -293,6 +293,9 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
                    {"make_dir": "doomed.txt"}, {"fail": "scripted failure"}],  # doomed.txt cannot be restored
         "next": [{"check": "ok"}],
         "limited": [{"rate_limit": 0, "attempt": 1}, {"cost": 0.01}],  # paused, resumed
+        "reader": [{"read": "r.txt"}, {"write": {"path": "rr.txt", "content": "1"}},  # stale_read,
+                   {"wait_succeeded": "writer"}, {"append": {"path": "rr.txt", "text": "2"}, "turn": 2}],  # reconciled
+        "writer": [{"wait_leased": "rr.txt"}, {"write": {"path": "r.txt", "content": "new"}}],
     }  # fmt: skip
     async with FleetClient(server.url) as client:
         ghost = await client.register("ghost", str(workdir), None)
@@ -303,7 +306,8 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
             [{"id": "hold", "title": "h", "description": "do it", "file_scope": ["a.py"]}, {"id": "grab", "title": "g", "description": "do it", "max_attempts": 2},
              {"id": "next", "title": "n", "description": "do it", "depends_on": ["hold"]}, {"id": "doomed", "title": "d", "description": "do it"},
              {"id": "orphan", "title": "o", "description": "do it", "depends_on": ["doomed"]}, {"id": "dropped", "title": "x", "description": "do it", "depends_on": ["next"]},
-             {"id": "limited", "title": "l", "description": "do it"}],
+             {"id": "limited", "title": "l", "description": "do it"}, {"id": "reader", "title": "r", "description": "do it"},
+             {"id": "writer", "title": "w", "description": "do it"}],
             checks={"ok": "true"},
         )  # fmt: skip
         await client.cancel("dropped")

@@ -201,10 +201,10 @@ def test_a_missing_tree_is_a_clear_error(tmp_path: Path) -> None:
     assert code == 1 and "does not exist" in " ".join(err.split())
 
 
-def test_the_readme_shows_what_graph_check_prints_for_the_demo_graph() -> None:
-    readme = (examples_dir().parent / "README.md").read_text()
-    command = "$ uv run codefleet graph check examples/demo-tasks.yaml --workdir examples/demo-repo"
-    shown = readme.split(command + "\n", 1)[1].split("```", 1)[0].splitlines()
+def test_the_graph_guide_shows_what_graph_check_prints_for_the_demo_graph() -> None:
+    guide = (examples_dir().parent / "docs" / "graph.md").read_text()
+    command = "$ codefleet graph check examples/demo-tasks.yaml --workdir examples/demo-repo"
+    shown = guide.split(command + "\n", 1)[1].split("```", 1)[0].splitlines()
     demo = examples_dir()
 
     result = CliRunner().invoke(
@@ -215,7 +215,29 @@ def test_the_readme_shows_what_graph_check_prints_for_the_demo_graph() -> None:
     printed = result.stdout.splitlines()
     assert result.exit_code == 0
     assert printed[0].endswith(str(demo / "demo-repo")) and shown[0].endswith("examples/demo-repo")
-    assert printed[1:] == shown[1:], "the README's example is out of date"
+    assert printed[1:] == shown[1:], "docs/graph.md's example is out of date"
+
+
+def test_without_a_graph_it_checks_codefleet_yaml_in_the_current_directory(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tree / "codefleet.yaml").write_text(CRAFTED)
+    monkeypatch.chdir(tree)
+
+    result = CliRunner().invoke(app, ["graph", "check", "--json"])
+
+    assert result.exit_code == 0, result.output
+    assert Path(json.loads(result.stdout)["file"]).name == "codefleet.yaml"
+
+
+def test_without_a_graph_or_codefleet_yaml_it_says_how_to_make_one(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tree)
+
+    result = CliRunner().invoke(app, ["graph", "check"])
+
+    assert result.exit_code != 0 and "codefleet init" in result.stderr
 
 
 def test_a_task_without_an_id_is_named_by_its_position(tree: Path) -> None:

@@ -11,8 +11,10 @@ it, with an event that says which; nothing is ever rolled back.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -253,6 +255,26 @@ async def test_post_tool_use_records_the_ledger_row_and_never_vetoes(
     assert printed == ""
     changed = (await events_of(client, "file_changed"))[-1]
     assert (changed["task_id"], changed["payload"]["path"], changed["payload"]["kind"]) == ("i-0aeef531", "a.py", "interactive")  # fmt: skip
+
+
+async def test_a_persons_read_is_a_read_row_with_the_content_hash_and_no_event(
+    client: FleetClient, server: ServerThread, workdir: Path
+) -> None:
+    (workdir / "a.py").write_text("A = 1\n")
+    before = len(await client.all_events())
+    printed = person(server, workdir, "post-tool-use", tool="Read", file_path=str(workdir / "a.py"))
+    assert printed == ""
+    with sqlite3.connect(f"file:{server.settings.db}?mode=ro", uri=True) as db:
+        rows = db.execute(
+            "SELECT task_id, path, tool, sha256 FROM file_changes WHERE kind = 'read'"
+        )
+        assert list(rows) == [
+            ("i-0aeef531", "a.py", "Read", hashlib.sha256(b"A = 1\n").hexdigest())
+        ]
+    assert len(await client.all_events()) == before  # a read is a record, not news
+    assert await client.agents() == [] or all(
+        a.get("kind") != "interactive" for a in await client.agents()
+    )
 
 
 # -- the wire ----------------------------------------------------------------------------------

@@ -55,21 +55,26 @@ async def test_stats_and_suggest_learn_t4s_veto_on_api_py_from_the_demo(
     t4 = next(t for t in figures["tasks"] if t["id"] == "T4")
     assert (t4["attempts"], t4["vetoed"]) == (2, 1)
     assert figures["fleet"]["runners"] == 3 and figures["fleet"]["critical_path"]
+    assert figures["stale_reads"] == [
+        {"path": "models.py", "reader": "T3", "changed_by": "T1", "count": 1}
+    ]
 
     out = tmp_path / "tasks.next.yaml"
     made = codefleet("stats", "--suggest", str(examples / "demo-tasks.yaml"), "-o", str(out),
                      "--server", server.url)  # fmt: skip
 
     assert made.returncode == 0, made.stderr
-    assert "2 change(s)" in made.stdout
+    assert "3 change(s)" in made.stdout
     text = out.read_text()
     assert "  - api.py  # codefleet stats: vetoed on api.py at +" in text
     assert (
         "  - T3  # codefleet stats: T4's retry only succeeded after T3 finished with api.py" in text
     )
+    assert "  - T1  # codefleet stats: T3's read of models.py went stale: T1 changed it" in text
     assert text.startswith("# The CodeFleet demo graph")  # the original header is kept
     amended = {t["id"]: t for t in yaml.safe_load(text)["tasks"]}
     assert "api.py" in amended["T4"]["file_scope"] and amended["T4"]["depends_on"] == ["T3"]
+    assert amended["T3"]["depends_on"] == ["T1"]
     checked = codefleet("graph", "check", str(out), "--workdir", str(tree))
     assert checked.returncode == 0, checked.stdout + checked.stderr
 

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from codefleet.api.client import FleetClient
 from codefleet.api.wire import CompleteBody
 from codefleet.attempt import AssignedTask, AttemptReport
-from codefleet.models import ErrorKind
+from codefleet.models import ErrorKind, StaleReadPolicy
 
 # Every field away from its default, so a field lost on the way cannot pass unnoticed.
 FULL = AttemptReport(
@@ -109,6 +109,7 @@ async def test_the_client_parses_the_assignment_json_into_one_type_with_every_fi
         "priority": 3, "file_scope": ["api.py", "mw.py"], "attempts": 2,
         "deadline": "2026-01-02T03:04:05.678Z", "blocked_on_path": "api.py",
         "error": "vetoed: api.py is held", "error_kind": "veto", "verify": "test",
+        "on_stale_read": "retry",
     }  # fmt: skip
 
     def answer(request: httpx.Request) -> httpx.Response:
@@ -122,5 +123,6 @@ async def test_the_client_parses_the_assignment_json_into_one_type_with_every_fi
         file_scope=("api.py", "mw.py"), attempts=2,
         deadline=datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC), blocked_on_path="api.py",
         error="vetoed: api.py is held", error_kind=ErrorKind.VETO, verify="test",
+        on_stale_read=StaleReadPolicy.RETRY,
     )  # fmt: skip
     assert {f.name for f in fields(AssignedTask)} == set(wire)

@@ -118,6 +118,19 @@ RULES = [
         "serialized at the wire (pydantic validates there, in api.wire)",
     ),
     Rule(
+        ("codefleet.readmodel",),
+        (*WEB_FRAMEWORKS, "codefleet.coord", "codefleet.server", "codefleet.cli"),
+        "the read model is fed only by the engine's typed read-only interface (coord.reads) "
+        "and derives `runnable` from the engine's own rule (coord.readiness): no store, no "
+        "engine, no web framework",
+        allowed=("codefleet.coord.reads", "codefleet.coord.readiness"),
+    ),
+    Rule(
+        ("codefleet.coord",),
+        ("codefleet.readmodel",),
+        "the engine does not know what the reads say: the read model depends on it, never back",
+    ),
+    Rule(
         ("codefleet.coord.scheduler",),
         ("sqlite3", "asyncio", "time", "codefleet.coord", "codefleet.server", *WEB_FRAMEWORKS),
         "the scheduler is a pure function: no I/O, no clock, no database, no engine",
@@ -137,9 +150,9 @@ EXCLUSIVE = [
     ("sqlite3", {"codefleet.coord.store"}, "only the store speaks SQL"),
     (
         "claude_agent_sdk",
-        {"codefleet.session.sdk", "codefleet.session.readonly"},
-        "only the session package's fleet and read-only sessions touch the SDK; everything "
-        "else runs without it",
+        {"codefleet.session.sdk", "codefleet.session.readonly", "codefleet.session.conversation"},
+        "only the session package's fleet and read-only sessions (and the multi-turn "
+        "conversation they run in) touch the SDK; everything else runs without it",
     ),
     (
         "openai_codex",
@@ -167,6 +180,14 @@ REQUIRED = [
     ("codefleet.session.codex", "codefleet.hook.io", "patch targets and denials from hook.io"),
     ("codefleet.hook.codexbridge", "codefleet.hook.io", "the bridge's denial is THE denial"),
     ("codefleet.server.app", "codefleet.coord.engine", "routes call the engine"),
+    ("codefleet.server.app", "codefleet.readmodel.reads", "read routes answer from the read model"),
+    ("codefleet.readmodel.reads", "codefleet.coord.reads", "the read model reads the engine there"),
+    ("codefleet.readmodel.rows", "codefleet.coord.readiness",
+     "`runnable` is the engine's own readiness rule, not a copy"),
+    ("codefleet.readmodel.projection", "codefleet.coord.readiness",
+     "`runnable` is the engine's own readiness rule, not a copy"),
+    ("codefleet.coord.index", "codefleet.coord.readiness",
+     "the live index files tasks by the same rule the reads use"),
     ("codefleet.cli.fleet", "codefleet.api.client", "the CLI reads the server through the client"),
 ]  # fmt: skip
 
@@ -262,15 +283,11 @@ SERVER = ("codefleet.server",)
 STORE_IMPORTERS = {
     "codefleet.server.app": "the app factory opens the store and hands it to the engine",
     "codefleet.server.sse": "the event stream pages committed events (reads only)",
-    "codefleet.server.reads": "the read side's row type (`Row`, annotations only)",
 }
 
 # server modules that may reach `engine.store` at all (reads only, checked below), and why
 STORE_REACHERS = {
     "codefleet.server.app": "the lifespan closes it; /checks, /events and the SSE stream read it",
-    # `engine` there is coord.reads.EngineReads, whose `store` reads (and, for /state and
-    # /conflicts, a read-only snapshot connection) are the read side's queries
-    "codefleet.server.reads": "the read side's queries, through coord.reads",
 }
 
 # (server module, engine attribute it may set, why): wiring in the app factory, not state
@@ -411,3 +428,22 @@ def test_one_shell_runner_runs_every_check_and_verify_command() -> None:
         "fleet.shell.run_command (own process group, time limit, output cap, scrubbed env)"
     )
     assert shell_spawns(ast.parse("subprocess.run('make', shell=True)\nos.system('x')\n")) == [1, 2]
+
+
+# -- the read model's one door (docs/decisions.md, "The read model's room") ---------------------
+
+
+def test_no_store_object_crosses_the_engines_read_interface() -> None:
+    tree = _source("codefleet.coord.reads")
+    door = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "EngineReads")
+    public = [n for n in door.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+    assert any(m.name == "open_reader" for m in public), "guard: EngineReads moved; update this"
+    leaks = {
+        m.name: ast.unparse(m.returns)
+        for m in public
+        if m.returns is not None and "Store" in ast.unparse(m.returns)
+    }
+    assert leaks == {}, (
+        "the read model gets plain rows, frozen views and a read-only SnapshotReader; a Store "
+        "handed across would let a read write"
+    )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import textwrap
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -77,3 +79,25 @@ def test_reflow_keeps_paragraphs_and_whole_words() -> None:
 
     text = "one two --max-cost\nthree\n\nfour"
     assert reflow(text, 12, "  ") == "  one two\n  --max-cost\n  three\n\n  four"
+
+
+def test_run_help_documents_every_step_of_a_dry_run_script_with_an_example(
+    tmp_path: Path,
+) -> None:
+    from codefleet.fleet.scripted import STEP_KINDS, load_script
+
+    text = invoke("run", "--help", columns=100)
+    lines = [line.strip() for line in text.splitlines()]
+
+    section = text.partition("Dry-run script")[2]
+    assert section, "run --help has no section on the dry-run script"
+    documented = {line.split(":")[0] for line in lines if ":" in line}
+    assert documented >= STEP_KINDS, sorted(STEP_KINDS - documented)
+    assert "attempt: N" in " ".join(section.split())
+    # the example stays as YAML: one step a line, indented as written
+    assert (
+        "T1:" in lines and '- write: {path: CONTRIBUTING.md, content: "# Contributing\\n"}' in lines
+    )
+    example = textwrap.dedent(section.partition("Example")[2].partition("\n\n")[2])
+    (tmp_path / "s.yaml").write_text(example)
+    assert sorted(load_script(tmp_path / "s.yaml")) == ["T1", "T2"]

@@ -301,6 +301,17 @@ def test_a_spent_budget_shows_in_the_summary_and_a_banner_and_an_unspent_one_onl
     assert "of $" not in frame(view_of(state(budget={**spent, "max_cost_usd": None})), width=200)
 
 
+def test_a_simulated_cost_reads_as_simulated_in_the_summary_and_the_budget_banner() -> None:
+    spent = {"max_cost_usd": 1.0, "hard": False, "spent_usd": 1.02, "exhausted": True,
+             "simulated": True}  # fmt: skip
+    text = frame(view_of(state(budget=spent)), width=200)
+
+    assert "$0.5000 simulated, nothing spent of $1.00" in text
+    assert "FLEET BUDGET EXHAUSTED · $1.0200 simulated, nothing spent of $1.0000" in text
+    plain = frame(view_of(state(budget={**spent, "max_cost_usd": None})), width=200)
+    assert "$0.5000 simulated, nothing spent" in plain
+
+
 def test_a_budget_running_out_is_worded_with_what_happens_to_running_tasks() -> None:
     line = describe(event(1, "fleet_budget_exhausted", max_cost_usd=1.0, spent_usd=1.02,
                           hard=True), NAMES)  # fmt: skip

@@ -7,13 +7,16 @@ against brute force on small random graphs), the predicted parallelism
 
 from __future__ import annotations
 
+import io
 import itertools
 import random
 
 import pytest
+from rich.console import Console
 
 from codefleet.planning.analysis import Hotspot, Overlap, PlannedTask, analyse
 from codefleet.planning.dag import EXACT_WIDTH_LIMIT, find_cycle, max_antichain
+from codefleet.planning.render import print_analysis
 from codefleet.planning.simulate import SimTask, simulate
 
 
@@ -48,6 +51,29 @@ def test_with_estimates_the_path_has_minutes_and_the_slowest_chain_is_reported_t
     assert analysis.critical_path_minutes is not None
     assert analysis.critical_path_minutes.task_ids == ("D", "E")
     assert analysis.critical_path_minutes.minutes == 50.0
+
+
+def rendered(tasks: list[PlannedTask]) -> list[str]:
+    out = io.StringIO()
+    print_analysis(Console(file=out, width=200), analyse(tasks), "g.yaml")
+    return [" ".join(line.split()) for line in out.getvalue().splitlines()]
+
+
+def test_two_different_critical_paths_are_labelled_by_tasks_and_by_minutes() -> None:
+    lines = rendered([
+        t("A", "a", est=5), t("B", "b", deps=("A",), est=5), t("C", "c", deps=("B",), est=5),
+        t("D", "d", est=40), t("E", "e", deps=("D",), est=10),
+    ])  # fmt: skip
+
+    assert "critical path A -> B -> C (3 task(s), 15 min) · the most tasks in a chain" in lines
+    assert "D -> E (2 task(s), 50 min) · the most minutes in a chain" in lines
+
+
+def test_one_critical_path_is_printed_once_without_a_label() -> None:
+    lines = rendered([t("A", "a", est=5), t("B", "b", deps=("A",), est=5), t("C", "c", est=1)])
+
+    assert "critical path A -> B (2 task(s), 10 min)" in lines
+    assert not any("in a chain" in line for line in lines)
 
 
 def test_a_missing_estimate_is_a_warning_and_minutes_are_not_claimed() -> None:

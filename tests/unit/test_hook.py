@@ -119,6 +119,29 @@ def test_malformed_input_is_a_denial_with_a_reason(workdir: Path, stdin: str) ->
     assert "could not read this write's hook call" in reason
 
 
+@pytest.mark.parametrize("cwd", [12, "pkg", "", None, ["/t"]], ids=repr)
+def test_a_write_whose_cwd_is_not_an_absolute_path_is_refused_without_asking(
+    workdir: Path, cwd: Any
+) -> None:
+    call = json.loads(tool_call(workdir, file_path="held.txt", content="x"))
+    if cwd is None:
+        del call["cwd"]
+    else:
+        call["cwd"] = cwd
+    reason = reason_of(run(pre(workdir), json.dumps(call), {}, never_post))
+    assert "its input's cwd is not an absolute path" in reason
+
+
+def test_a_record_whose_cwd_is_not_an_absolute_path_is_ignored_with_a_note(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    call = json.loads(tool_call(workdir, file_path="held.txt", content="x")) | {"cwd": 12}
+    args = HookArgs("post-tool-use", "http://127.0.0.1:9", str(workdir))
+
+    assert run(args, json.dumps(call), {}, never_post) == ""
+    assert "cwd is not an absolute path; ignored" in capsys.readouterr().err
+
+
 def test_a_tool_that_writes_nothing_gets_no_objection(workdir: Path) -> None:
     assert run(pre(workdir), tool_call(workdir, "Read", file_path="a.py"), {}, never_post) == ""
 

@@ -21,7 +21,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from codefleet.config import Settings
-from codefleet.server.httpguard import guarded_protocol, uvicorn_config
+from codefleet.server.httpguard import HEAD_LIMIT, guarded_protocol, uvicorn_config
 from codefleet.testing.transport import RecordingTransport
 
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
@@ -115,6 +115,11 @@ CASES: list[tuple[str, App, bytes]] = [
     ("100-continue", echo,
      b"POST /x HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi"),
     ("a malformed request", sized(), b"GET /x HTTP/1.1\r\nHost a\r\n\r\n"),
+    ("a body past the head cap in the head's read", echo,
+     b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 200000\r\n\r\n" + b"b" * 200_000),
+    ("a pipelined request after a body past the head cap", echo,
+     b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n" + b"b" * 100_000
+     + b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\ntwo"),
 ]  # fmt: skip
 
 
@@ -166,6 +171,58 @@ async def test_a_streamed_response_sends_its_head_before_its_first_chunk() -> No
     assert len(seen_before_first_chunk) == 1
     assert b"transfer-encoding: chunked" in seen_before_first_chunk[0]
     assert transport_of[0].writes[1:] == [b"9\r\ndata: 1\n\n\r\n", b"0\r\n\r\n"]
+
+
+# -- the head cap -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("piece", [1, 1000, 65_536, 2**20])
+async def test_a_head_past_the_cap_is_answered_431_once_and_closed_however_it_arrives(
+    piece: int,
+) -> None:
+    protocol, transport = connect(guarded_protocol(15.0, 2048), sized())
+    head = b"GET /x HTTP/1.1\r\nHost: a\r\nX-Pad: " + b"a" * (HEAD_LIMIT + piece)
+    for start in range(0, len(head), piece):
+        if transport.closed:
+            break
+        protocol.data_received(head[start : start + piece])
+    await settle()
+
+    assert transport.closed
+    assert len(transport.writes) == 1
+    assert transport.writes[0].startswith(b"HTTP/1.1 431 ")
+    assert transport.writes[0].endswith(b'"code": "header_too_large", "message": '
+                                        b'"the request line and headers exceed 65536 bytes", '
+                                        b'"detail": {}}}')  # fmt: skip
+
+
+async def test_the_cap_counts_each_head_afresh_after_a_request_on_the_same_connection() -> None:
+    protocol, transport = connect(guarded_protocol(15.0, 2048), sized())
+    near = HEAD_LIMIT - 100
+    for _ in range(3):
+        protocol.data_received(b"GET /x HTTP/1.1\r\nHost: a\r\nX-Pad: " + b"a" * near + b"\r\n\r\n")
+        await settle()
+
+    assert not transport.closed
+    assert [w[:15] for w in transport.writes] == [b"HTTP/1.1 200 OK"] * 3
+
+
+async def test_a_head_past_the_cap_while_an_answer_is_being_sent_only_closes() -> None:
+    release = asyncio.Event()
+
+    async def slow(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await release.wait()
+        await sized()(scope, receive, send)
+
+    protocol, transport = connect(guarded_protocol(15.0, 2048), slow)
+    protocol.data_received(GET)
+    await settle()
+    protocol.data_received(b"GET /x HTTP/1.1\r\nX-Pad: " + b"a" * HEAD_LIMIT)
+
+    assert transport.closed
+    assert transport.writes == []  # no 431 in the middle of another answer's bytes
+    release.set()
+    await settle()
 
 
 # -- the sweep: read deadline and keep-alive ---------------------------------------------------

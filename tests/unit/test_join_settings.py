@@ -57,7 +57,9 @@ def test_join_adds_the_three_hooks_with_the_absolute_executable_server_and_tree(
         "/opt/cf/bin/codefleet hook pre-tool-use --server http://127.0.0.1:8099 --tree /work/tree"
     ]
     assert out["hooks"]["PreToolUse"][0]["matcher"] == "Write|Edit|MultiEdit|NotebookEdit"
-    assert out["hooks"]["PostToolUse"][0]["matcher"] == "Write|Edit|MultiEdit|NotebookEdit"
+    assert out["hooks"]["PostToolUse"][0]["matcher"] == (
+        "Write|Edit|MultiEdit|NotebookEdit|NotebookRead|Read"  # the reads are recorded too
+    )
     assert ours(out, "SessionEnd") == [
         "/opt/cf/bin/codefleet hook session-end --server http://127.0.0.1:8099 --tree /work/tree"
     ]
@@ -123,8 +125,7 @@ def test_join_creates_the_file_and_leave_deletes_it_when_nothing_else_was_there(
     assert json.loads(path.read_text()) == merged({}, block())
     left = leave_tree(tmp_path)
     assert left.changed and not path.exists()
-    assert left.backup is not None
-    assert json.loads(left.backup.read_text()) == merged({}, block())
+    assert left.backup is None and not path.with_name(path.name + ".bak").exists()
 
 
 def test_join_backs_up_the_previous_file_and_a_second_join_writes_nothing(tmp_path: Path) -> None:
@@ -192,3 +193,33 @@ def test_the_commands_name_the_executable_join_ran_from(tmp_path: Path) -> None:
     assert json.loads(shown.stdout) == settings
     assert codefleet("leave", cwd=tmp_path).returncode == 0
     assert not settings_path(tmp_path).exists()
+
+
+def git(*argv: str, cwd: Path) -> str:
+    return subprocess.run(
+        ["git", *argv], cwd=cwd, capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+
+
+def test_join_leaves_git_status_clean_and_leave_leaves_no_hook_command_behind(
+    tmp_path: Path,
+) -> None:
+    git("init", "-q", cwd=tmp_path)
+    tree = tmp_path / "sub"  # the tree may be a directory inside the repository
+    tree.mkdir()
+    path = settings_path(tree)
+    path.parent.mkdir()
+    path.write_text(json.dumps(PERSONAL))
+    server = dead_server()
+
+    joined = codefleet("join", "--server", server, "--fail-open", cwd=tree)
+    status = git("status", "--porcelain", "--untracked-files=all", cwd=tmp_path)
+    rejoined = codefleet("join", "--server", server, cwd=tree)  # other options: replaced
+    left = codefleet("leave", cwd=tree)
+
+    assert joined.returncode == 0 and rejoined.returncode == 0, joined.stderr + rejoined.stderr
+    assert status == ""
+    assert left.returncode == 0, left.stderr
+    assert json.loads(path.read_text()) == PERSONAL
+    leftovers = [p.name for p in path.parent.iterdir() if "hook pre-tool-use" in p.read_text()]
+    assert leftovers == []

@@ -29,11 +29,12 @@ from test_engine import Fleet
 
 from codefleet.coord import queries
 from codefleet.coord import store as store_module
-from codefleet.coord.projection import Projection, encode
+from codefleet.coord.reads import EngineReads
 from codefleet.coord.store import Store
 from codefleet.errors import DomainError
 from codefleet.models import ErrorKind, EventType, TaskStatus
-from codefleet.server.reads import decorate
+from codefleet.readmodel.projection import Projection
+from codefleet.readmodel.rows import decorate, encode
 
 make_fleet = test_engine.make_fleet  # the engine harness's fixtures
 fleet = test_engine.fleet
@@ -42,10 +43,10 @@ EVERY = 1_000_000
 
 
 def attach(fleet: Fleet) -> Projection:
-    """A projection fed by the fleet's store, as the server's `Reads` makes it."""
-    store = fleet.engine.store
-    projection = Projection(store.path, lambda t: list(fleet.engine.tasks.index.parents.get(t, ())))
-    store.on_committed = projection.committed
+    """A projection fed by the fleet's engine, as the server's `Reads` makes it."""
+    engine = EngineReads(fleet.engine)
+    projection = Projection(engine.open_reader, engine.parents)
+    engine.feed(projection.committed)
     return projection
 
 

@@ -74,3 +74,33 @@ def test_counters_and_folds_count_every_event_not_only_the_window(report: dict[s
     assert report["types"] == {"task_created": 8, "task_assigned": 8, "task_succeeded": 8}
     assert report["succeeded"] == 8
     assert report["statuses"] == ["succeeded"] * 8
+
+
+STALE_SCRIPT = """
+const { Model } = await import(process.argv[1]);
+const at = (i) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
+const ev = (id, type, payload = {}) => ({ id, at: at(id), type, task_id: "T3", agent_id: "a_1", payload });
+const model = new Model({});
+model.add([
+  ev(1, "task_assigned", { attempt: 1, agent_name: "r" }),
+  ev(2, "stale_read", { attempt: 1, paths: [{ path: "models.py", changed_by: ["T1"], read_sha256: "a", now_sha256: "b" }] }),
+  ev(3, "reconciled", { attempt: 1, rounds: 1, outcome: "clean", cost_usd: 0 }),
+  ev(4, "task_succeeded", { cost_usd: 0 }),
+]);
+process.stdout.write(JSON.stringify(model.history.attempts[0].stale));
+"""
+
+
+def test_a_stale_read_is_a_mark_on_its_attempts_bar_with_how_it_was_reconciled(
+    tmp_path: Path,
+) -> None:
+    node = require_tool("node", "runs the page's model.js", package="nodejs")
+    module = tmp_path / "model.mjs"
+    module.write_text((WEB / "model.js").read_text())
+    ran = subprocess.run(
+        [node, "--input-type=module", "-e", STALE_SCRIPT, module.as_uri()],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    [mark] = json.loads(ran.stdout)
+    assert mark["paths"] == [{"path": "models.py", "by": ["T1"], "gone": False}]
+    assert mark["outcome"] == "clean"

@@ -240,6 +240,30 @@ class FleetClient:
             body["sha256"] = sha256
         await self._call("POST", "/changes", body=body, epoch=epoch)
 
+    async def reads(
+        self,
+        task_id: str,
+        agent_id: str,
+        epoch: int,
+        attempt: int,
+        reads: list[dict[str, Any]],
+        watch: list[dict[str, Any]],
+        *,
+        stale: list[dict[str, Any]] | None = None,
+        reconciled: dict[str, Any] | None = None,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Record an attempt's reads (and what its validation found, and the reconcile turns).
+
+        The answer: per watched path, the other tasks' writes since its read.
+        """
+        body: dict[str, Any] = {
+            "agent_id": agent_id, "attempt": attempt, "reads": reads, "watch": watch,
+            "stale": stale or [], "reconciled": reconciled,
+        }  # fmt: skip
+        answer = await self._json("POST", f"/tasks/{task_id}/reads", body=body, epoch=epoch)
+        changes: dict[str, list[dict[str, Any]]] = answer["changes"]
+        return changes
+
     async def complete(
         self, task_id: str, agent_id: str, epoch: int, report: AttemptReport
     ) -> dict[str, Any]:

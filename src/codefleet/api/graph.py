@@ -6,11 +6,13 @@ optional `checks` mapping of check name to shell command. The result is a
 `GraphTasks`: the task specs as `POST /tasks` expects them, carrying the
 checks, which `FleetClient.create_tasks` posts with them. Problems are
 reported with the task's position and id so a person can find them:
-malformed YAML (with its line), the wrong top-level shape, a bad field.
+malformed YAML (with its line), the wrong top-level shape, a bad field;
+past a readable mapping, every problem of the file is in one `GraphError`.
 Cycles (named as `cycle: A -> B -> A`), unknown dependencies and a `verify`
 naming no check of the file are checked here too, so `doctor`, `graph check`
 and `plan` catch them before a server is involved; the server checks them
-again on load. This module imports nothing of the engine or the server.
+again on load (`load` passes `OnServer`, the tasks and checks already there,
+so references to them are checked here too). This module imports nothing of the engine or the server.
 `check_scopes` applies the server's own path rule (`paths.TreeRoot`) to every
 `file_scope` entry, for a given tree. An unknown key names the closest known
 one. `find_graph` finds `codefleet.yaml`.
@@ -19,7 +21,8 @@ one. `find_graph` finds `codefleet.yaml`.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,7 @@ import yaml
 from pydantic import ValidationError
 
 from codefleet.api.wire import ChecksBody, TaskSpec
+from codefleet.models import StaleReadPolicy
 from codefleet.paths import PathRejected, TreeRoot
 from codefleet.planning.dag import find_cycle
 
@@ -34,6 +38,8 @@ __all__ = [
     "DEFAULT_GRAPH",
     "GraphError",
     "GraphTasks",
+    "OnServer",
+    "check_references",
     "check_scopes",
     "find_graph",
     "load_graph",
@@ -41,13 +47,20 @@ __all__ = [
     "parse_graph",
 ]
 
-TOP_LEVEL_KEYS = frozenset({"tasks", "checks"})
+TOP_LEVEL_KEYS = frozenset({"tasks", "checks", "on_stale_read"})
 TASK_KEYS = frozenset(TaskSpec.model_fields)
 DEFAULT_GRAPH = "codefleet.yaml"
 
 
 class GraphError(ValueError):
     """A graph file that cannot be loaded, with a message meant for a person."""
+
+    @classmethod
+    def of(cls, where: str, problems: list[str]) -> GraphError:
+        """Every problem found in `where`, in one message (one per line past the first)."""
+        if len(problems) == 1:
+            return cls(f"{where}: {problems[0]}")
+        return cls(f"{where}: {len(problems)} problems:\n" + "\n".join(f"  {p}" for p in problems))
 
 
 class GraphTasks(list[dict[str, Any]]):
@@ -66,11 +79,21 @@ def find_graph(given: Path | None, cwd: Path | None = None) -> Path | None:
     return default if default.is_file() else None
 
 
-def load_graph(path: Path, standalone: bool = True) -> GraphTasks:
+@dataclass(frozen=True, slots=True)
+class OnServer:
+    """The task ids and checks a server holds, which a graph loaded onto it may name."""
+
+    tasks: frozenset[str] = frozenset()
+    checks: Mapping[str, str] = field(default_factory=dict)
+
+
+def load_graph(
+    path: Path, standalone: bool = True, on_server: OnServer | None = None
+) -> GraphTasks:
     """Task specs (and checks) from a YAML file, as `POST /tasks` expects them.
 
     `standalone=False` allows dependencies on tasks, and `verify` on checks,
-    already on the server.
+    already on the server: those in `on_server` when it is given, any otherwise.
     """
     try:
         text = path.read_text(encoding="utf-8")
@@ -84,58 +107,125 @@ def load_graph(path: Path, standalone: bool = True) -> GraphTasks:
         raise GraphError(f"{path} is not valid YAML: {err}") from err
     except RecursionError:
         raise GraphError(f"{path} is nested too deeply to be a task graph") from None
-    return parse_graph(raw, str(path), standalone)
+    return parse_graph(raw, str(path), standalone, on_server)
 
 
-def parse_graph(raw: Any, where: str = "the graph", standalone: bool = True) -> GraphTasks:
+def parse_graph(
+    raw: Any,
+    where: str = "the graph",
+    standalone: bool = True,
+    on_server: OnServer | None = None,
+) -> GraphTasks:
+    """Task specs and checks from a parsed YAML document; every problem is reported at once."""
     if not isinstance(raw, dict):
         raise GraphError(f"{where} must be a mapping with a 'tasks' list")
-    unknown = sorted(map(str, set(raw) - TOP_LEVEL_KEYS))
-    if unknown:
-        raise GraphError(f"{where}: unknown top-level key {_unknown(unknown[0], TOP_LEVEL_KEYS)}")
+    problems = [
+        f"unknown top-level key {_unknown(key, TOP_LEVEL_KEYS)}"
+        for key in sorted(map(str, set(raw) - TOP_LEVEL_KEYS))
+    ]
     tasks = raw.get("tasks")
     if not isinstance(tasks, list) or not tasks:
-        raise GraphError(f"{where}: 'tasks' must be a non-empty list")
-    checks = parse_checks(raw.get("checks") or {}, where)
-    specs = [_spec(where, n, item) for n, item in enumerate(tasks, start=1)]
-    _check_graph(where, specs, standalone)
-    for spec in specs if standalone else ():
-        if spec.verify is not None and spec.verify not in checks:
-            raise GraphError(
-                f"{where}: task {spec.id or repr(spec.title)} verifies with unknown check "
-                f"{spec.verify!r}; define it under 'checks:'"
-            )
-    return GraphTasks([spec.model_dump(exclude_none=True) for spec in specs], checks)
+        raise GraphError.of(where, [*problems, "'tasks' must be a non-empty list"])
+    checks, check_problems = _checks(raw.get("checks") or {})
+    policy, policy_problems = _policy(raw.get("on_stale_read"))
+    problems += policy_problems
+    specs: list[TaskSpec] = []
+    for n, item in enumerate(tasks, start=1):
+        spec, spec_problems = _spec(n, _with_policy(item, policy))
+        specs += [spec] if spec is not None else []
+        problems += spec_problems
+    found = GraphTasks([spec.model_dump(exclude_none=True) for spec in specs], checks)
+    problems += check_problems + _graph_problems(found)
+    if standalone or on_server is not None:
+        known = on_server if on_server is not None and not standalone else OnServer()
+        problems += _unknown_references(found, known.tasks, {**known.checks, **checks})
+    if problems:
+        raise GraphError.of(where, problems)
+    return found
+
+
+def check_references(tasks: GraphTasks, on_server: OnServer, where: str = "the graph") -> None:
+    """Every dependency and `verify` of `tasks` that names nothing in them or `on_server`."""
+    problems = _unknown_references(tasks, on_server.tasks, {**on_server.checks, **tasks.checks})
+    if problems:
+        raise GraphError.of(where, problems)
+
+
+def _unknown_references(
+    tasks: GraphTasks, stored: frozenset[str], checks: Mapping[str, str]
+) -> list[str]:
+    """Each dependency on a task neither in `tasks` nor `stored`, each `verify` not in `checks`."""
+    known = stored | {t["id"] for t in tasks if t.get("id")}
+    problems = [
+        f"task {_name(task)} depends on unknown task {dep}"
+        for task in tasks
+        for dep in task.get("depends_on", ())
+        if dep not in known
+    ]
+    return problems + [
+        f"task {_name(task)} verifies with unknown check {task['verify']!r}; "
+        "define it under 'checks:'"
+        for task in tasks
+        if task.get("verify") is not None and task["verify"] not in checks
+    ]
+
+
+def _name(task: Mapping[str, Any]) -> str:
+    return str(task.get("id") or repr(task["title"]))
 
 
 def parse_checks(raw: Any, where: str = "the graph") -> dict[str, str]:
     """`{name: command}` validated like `POST /checks` (names `^[a-z][a-z0-9_-]{0,31}$`)."""
+    checks, problems = _checks(raw)
+    if problems:
+        raise GraphError.of(where, problems)
+    return checks
+
+
+def _checks(raw: Any) -> tuple[dict[str, str], list[str]]:
     if not isinstance(raw, dict):
-        raise GraphError(f"{where}: 'checks' must be a mapping of check name to command")
+        return {}, ["'checks' must be a mapping of check name to command"]
     try:
-        return dict(ChecksBody.model_validate({"checks": raw}).checks)
+        return dict(ChecksBody.model_validate({"checks": raw}).checks), []
     except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(p) for p in first["loc"][1:]) or "checks"
-        raise GraphError(f"{where}: checks: {field}: {first['msg']}") from None
+        fields = [".".join(str(p) for p in e["loc"][1:]) or "checks" for e in err.errors()]
+        return {}, [f"checks: {f}: {e['msg']}" for f, e in zip(fields, err.errors(), strict=True)]
 
 
-def _spec(where: str, n: int, item: Any) -> TaskSpec:
+def _spec(n: int, item: Any) -> tuple[TaskSpec | None, list[str]]:
+    """The task spec at position `n`, or None and every problem with it."""
     label = f"task #{n}"
     if isinstance(item, dict) and item.get("id"):
         label += f" ({item['id']})"
     if not isinstance(item, dict):
-        raise GraphError(f"{where}: {label} must be a mapping")
+        return None, [f"{label} must be a mapping"]
     try:
-        return TaskSpec.model_validate(item)
+        return TaskSpec.model_validate(item), []
     except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "task"
-        if first["type"] == "extra_forbidden":
-            raise GraphError(
-                f"{where}: {label}: unknown key {_unknown(field, TASK_KEYS)}"
-            ) from None
-        raise GraphError(f"{where}: {label}: {field}: {first['msg']}") from None
+        return None, [f"{label}: {_field_problem(e)}" for e in err.errors()]
+
+
+def _field_problem(error: Any) -> str:
+    field = ".".join(str(p) for p in error["loc"]) or "task"
+    if error["type"] == "extra_forbidden":
+        return f"unknown key {_unknown(field, TASK_KEYS)}"
+    return f"{field}: {error['msg']}"
+
+
+def _policy(raw: Any) -> tuple[str | None, list[str]]:
+    """The graph's `on_stale_read` (every task's unless it says its own), or the problem."""
+    allowed = [p.value for p in StaleReadPolicy]
+    if raw is None:
+        return None, []
+    if raw not in allowed:
+        return None, [f"on_stale_read {raw!r} is not one of {', '.join(allowed)}"]
+    return str(raw), []
+
+
+def _with_policy(item: Any, policy: str | None) -> Any:
+    if policy is None or not isinstance(item, dict) or "on_stale_read" in item:
+        return item
+    return {**item, "on_stale_read": policy}
 
 
 def _unknown(key: str, known: Iterable[str]) -> str:
@@ -148,31 +238,23 @@ def _unknown(key: str, known: Iterable[str]) -> str:
 
 def check_scopes(tasks: GraphTasks, tree: TreeRoot, where: str = "the graph") -> None:
     """Every `file_scope` entry through the server's own path rule for `tree` (see `paths`)."""
+    problems = []
     for spec in tasks:
         for raw in spec.get("file_scope", ()):
             try:
                 tree.canonical(raw)
             except PathRejected as err:
-                task = spec.get("id") or repr(spec["title"])
-                raise GraphError(
-                    f"{where}: task {task}: file_scope entry {err.raw!r}: {err.message}"
-                ) from None
+                problems.append(f"task {_name(spec)}: file_scope entry {err.raw!r}: {err.message}")
+    if problems:
+        raise GraphError.of(where, problems)
 
 
-def _check_graph(where: str, specs: list[TaskSpec], standalone: bool) -> None:
-    ids = [s.id for s in specs if s.id]
+def _graph_problems(tasks: GraphTasks) -> list[str]:
+    """Ids used twice and a dependency cycle."""
+    ids = [t["id"] for t in tasks if t.get("id")]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
-    if dupes:
-        raise GraphError(f"{where}: task id(s) used twice: {', '.join(dupes)}")
-    known = set(ids)
-    for spec in specs if standalone else ():
-        for dep in spec.depends_on:
-            if dep not in known:
-                raise GraphError(
-                    f"{where}: task {spec.id or repr(spec.title)} depends on unknown task {dep}"
-                )
-    cycle = find_cycle({s.id: s.depends_on for s in specs if s.id})
+    problems = [f"task id(s) used twice: {', '.join(dupes)}"] if dupes else []
+    cycle = find_cycle({t["id"]: t.get("depends_on", []) for t in tasks if t.get("id")})
     if cycle:
-        raise GraphError(
-            f"{where}: cycle: {' -> '.join(cycle)} (each task depends on the next one)"
-        )
+        problems.append(f"cycle: {' -> '.join(cycle)} (each task depends on the next one)")
+    return problems

@@ -28,6 +28,7 @@ from codefleet.models import (
     AgentKind,
     CheckPurpose,
     ErrorKind,
+    StaleReadPolicy,
 )
 from codefleet.paths import MAX_PATH_CHARS
 
@@ -119,6 +120,7 @@ class TaskSpec(_Body):
     verify: CheckName | None = None
     estimate_min: Annotated[StrictInt, Field(ge=1, le=MAX_ESTIMATE_MIN)] | None = None
     agent: AgentKind | None = None  # the coding agent the task needs; None: any runner
+    on_stale_read: StaleReadPolicy | None = None  # None: the graph's, else reconcile
 
 
 class GraphBody(_Body):
@@ -166,6 +168,46 @@ class ChangeBody(_Body):
     tool: Annotated[StrictStr, Field(max_length=100)] = "Write"
     # the file's content right after the write, as the writer read it (the content oracle)
     sha256: Annotated[StrictStr, Field(pattern="^[0-9a-f]{64}$")] | None = None
+
+
+Sha256 = Annotated[StrictStr, Field(pattern="^[0-9a-f]{64}$")]
+Moment = Annotated[StrictStr, Field(min_length=1, max_length=40)]
+
+
+class ReadRowBody(_Body):
+    path: Path_
+    tool: Annotated[StrictStr, Field(max_length=100)] = "Read"
+    at: Moment  # when the agent read it (ISO-8601 UTC)
+    sha256: Sha256 | None = None  # None: the file did not exist
+
+
+class WatchBody(_Body):
+    path: Path_
+    at: Moment
+
+
+class StaleReadBody(_Body):
+    path: Path_
+    changed_by: Annotated[list[Annotated[StrictStr, Field(max_length=64)]], Field(max_length=100)]
+    read_sha256: Sha256 | None = None
+    now_sha256: Sha256 | None = None
+
+
+class ReconciledBody(_Body):
+    rounds: Annotated[StrictInt, Field(ge=0, le=100)]
+    outcome: Literal["clean", "unresolved", "failed"]
+    cost_usd: Annotated[float, Field(ge=0, le=MAX_COST_USD, allow_inf_nan=False)] = 0.0
+
+
+class ReadsBody(_Body):
+    """`POST /tasks/{id}/reads`: an attempt's reads (ledger rows) and the ones to check."""
+
+    agent_id: StrictStr
+    attempt: Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
+    reads: Annotated[list[ReadRowBody], Field(max_length=10_000)] = []
+    watch: Annotated[list[WatchBody], Field(max_length=10_000)] = []
+    stale: Annotated[list[StaleReadBody], Field(max_length=10_000)] = []  # -> `stale_read`
+    reconciled: ReconciledBody | None = None  # -> `reconciled`
 
 
 class CompleteBody(_Body):
@@ -260,6 +302,7 @@ class InteractiveAcquireBody(_Body):
     user: UserName = "you"
     paths: HookPaths
     tool: Annotated[StrictStr, Field(max_length=100)] = "Write"
+    sha256: Sha256 | None = None  # a Read's: the content the session saw (its first path)
 
 
 class InteractiveReleaseBody(_Body):

@@ -163,9 +163,48 @@ ScriptOpt = Annotated[
     typer.Option(
         "--script",
         help="With --dry-run: the steps the scripted agents play, per task id "
-        "(like examples/demo-script.yaml).",
+        "(the format is below, under Dry-run script).",
     ),
 ]
+# The dry-run script's format, closing the help of the commands that take --script. A
+# paragraph starting with \b keeps its lines (`helptext.reflow`); every step of
+# `fleet.scripted.STEP_KINDS` is listed (`tests/unit/test_cli_help.py`).
+SCRIPT_HELP = """\
+Dry-run script (--dry-run --script FILE): a YAML mapping of task id to the steps a scripted
+agent plays for it, in order. Every file change asks for the lease first, as a real session's
+hook does: a refused write ends the attempt as a veto. A step is a one-key mapping, and may
+carry attempt: N to run only on attempt N, and turn: N to run only in the session's Nth
+turn (turn 2 is the reconcile turn after a stale read). A task with no steps (T2: []) succeeds without
+writing; run names the tasks the script lacks and does not start.
+
+\b
+  write: {path: P, content: TEXT}  create or overwrite a file (P relative to the tree)
+  edit: {path: P, old: A, new: B}  replace the first A with B; the step fails if A is absent
+  append: {path: P, text: TEXT}    append TEXT to a file
+  fail: MESSAGE                    end the attempt as a failure
+  check: NAME                      run a named check in an isolated copy of the tree
+  expect_check: pass|fail          fail the attempt unless the last check did that
+  expect_error: TEXT               fail unless the previous attempt's error contains TEXT
+  sleep: SECONDS                   wait
+  wait_leased: PATH                wait until another task holds the lease on PATH
+  wait_denied: PATH                wait until some task was denied the lease on PATH
+  make_dir: PATH                   make PATH a directory without asking (stages a fault)
+  rate_limit: SECONDS|null         end as a session that hit a usage limit
+  cost: USD                        add USD to what the attempt reports it spent
+  read: PATH                       read a file (recorded in the attempt's read set)
+  wait_succeeded: TASK             wait until another task succeeded
+  expect_followup: TEXT            fail unless the follow-up message (reconcile turn) says TEXT
+
+Example (codefleet init --scripts writes one for its example tasks):
+
+\b
+  T1:
+  - write: {path: CONTRIBUTING.md, content: "# Contributing\\n"}
+  T2:
+  - append: {path: README.md, text: "\\nSee CONTRIBUTING.md.\\n"}
+  - check: test
+  - expect_check: pass
+"""
 OfflineOpt = Annotated[
     bool,
     typer.Option(
@@ -237,6 +276,15 @@ ProtectedOpt = Annotated[
         "--protected-paths",
         help="Comma-separated names no agent may write, at any depth, compared "
         "case-insensitively; .git is always protected [CODEFLEET_PROTECTED_PATHS].",
+    ),
+]
+ReconcileRoundsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--reconcile-rounds",
+        min=0,
+        help="Reconcile turns an attempt with stale reads gets before the last resort "
+        "[CODEFLEET_RECONCILE_ROUNDS].",
     ),
 ]
 CheckDirOpt = Annotated[

@@ -46,14 +46,18 @@ def demo(
     Your checkout is never touched: the demo works in a fresh workspace under the run dir.
     """
     from codefleet.cli.output import console
+    from codefleet.session.credentials import credentials_problem
 
-    demo_run = import_demo_run()
     settings = settings_from(run_dir=run_dir)
     mode = "dry-run" if dry_run else "offline" if offline else "live"
     if mixed and mode != "offline":
         raise fail("--mixed goes with --offline (a live Codex runner needs OPENAI_API_KEY)")
     if mixed and runners < 2:
         raise fail("--mixed needs at least 2 runners: Claude Code ones and one Codex runner")
+    problem = credentials_problem() if mode == "live" else None
+    if problem:  # refused before a workspace or a server exists
+        raise fail(problem)
+    demo_run = import_demo_run()
     try:
         ok = demo_run.run_demo(mode, settings.run_dir, runners, console, commit=commit, mixed=mixed)
     except NotImplementedError as err:

@@ -52,6 +52,7 @@ from codefleet.server.thread import ServerThread
 from codefleet.statedir import prepare_dirs
 from codefleet.ui.dashboard import follow_compact
 from codefleet.ui.report import print_result
+from codefleet.ui.scopes import ScopeWatch
 
 __all__ = ["examples_dir", "make_workspace", "run_demo"]
 
@@ -108,7 +109,7 @@ def demo_executor(mode: str, examples: Path) -> Executor:
     """The agents of one demo runner: scripted, real CLI + fake model, or real Claude."""
     if mode == "dry-run":
         return ScriptedExecutor(load_script(examples / "demo-script.yaml"))
-    from codefleet.session.sdk import MissingCredentials, SessionExecutor, credentials_problem
+    from codefleet.session.sdk import SessionExecutor
 
     limits = Settings()  # model, turn and budget limits from CODEFLEET_* / .env
     if mode == "offline":
@@ -123,10 +124,7 @@ def demo_executor(mode: str, examples: Path) -> Executor:
             max_turns=limits.max_turns,
             max_budget_usd=limits.task_budget_usd,
         )
-    problem = credentials_problem()
-    if problem:
-        raise MissingCredentials(problem)
-    return SessionExecutor(
+    return SessionExecutor(  # `demo` refused earlier without a key or a login
         model=limits.model, max_turns=limits.max_turns, max_budget_usd=limits.task_budget_usd
     )
 
@@ -214,10 +212,15 @@ async def _demo(
         finally:
             stop.set()
             await follower  # it prints up to the server's last event, then returns
+        scopes = ScopeWatch()  # a fresh server: its log starts with every task_created
         async with FleetClient(server.url, token=settings.token) as client:
             conflicts = await client.conflicts()
+            for event in await client.all_events():
+                scopes.take(event)
         server.request_stop()  # it winds down while the verdict prints; leaving `with` joins it
-        print_result(console, result, conflicts, simulated_cost=mode != "live")
+        print_result(
+            console, result, conflicts, simulated_cost=mode != "live", outside=scopes.outside
+        )
         if committer is not None and history is not None:
             print_history(console, history, committer.log(history), land_hint=False)
             console.print(

@@ -35,11 +35,17 @@ __all__ = ["Check", "print_checks", "run_checks"]
 
 @dataclass(frozen=True, slots=True)
 class Check:
+    """One finding; a check that is not `ok` but not `required` is a warning, not a failure."""
+
     name: str
     ok: bool
     detail: str
     hint: str = ""
     required: bool = True
+
+    @property
+    def passes(self) -> bool:
+        return self.ok or not self.required
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -151,7 +157,7 @@ def check_key() -> Check:
         return Check("api-key", True, "ANTHROPIC_API_KEY is set", required=False)
     if credentials_problem() is None:
         return Check("api-key", True, "a Claude login (or token) is present", required=False)
-    return Check("api-key", True,
+    return Check("api-key", False,
                  "no ANTHROPIC_API_KEY and no Claude login: only the keyless paths will work "
                  "(`run --dry-run --script F`, `run --offline --model-script F`, `demo --offline`)",
                  f"export ANTHROPIC_API_KEY, or log in: `{bundled_cli() or 'claude'} auth login`",
@@ -170,14 +176,17 @@ def run_checks(settings: Settings, graph: Path | None) -> list[Check]:
     ]
 
 
+def _mark(check: Check) -> Text:
+    if check.ok:
+        return Text("  ok  ", style="bold green")
+    if not check.required:
+        return Text(" warn ", style="bold yellow")
+    return Text(" FAIL ", style="bold white on red")
+
+
 def print_checks(console: Console, checks: list[Check]) -> None:
     for check in checks:
-        if check.ok:
-            mark = Text("  ok  ", style="bold green")
-        elif check.required:
-            mark = Text(" FAIL ", style="bold white on red")
-        else:
-            mark = Text(" warn ", style="bold yellow")
+        mark = _mark(check)
         line = mark + Text(f" {check.name:<11} {check.detail}")
         console.print(line)
         if check.hint and (not check.ok or not check.required):

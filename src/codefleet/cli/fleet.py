@@ -15,6 +15,7 @@ import typer
 
 from codefleet.cli.common import (
     RUN,
+    SCRIPT_HELP,
     AgentOpt,
     BudgetOpt,
     CheckDirOpt,
@@ -29,6 +30,7 @@ from codefleet.cli.common import (
     ModelScriptOpt,
     OfflineOpt,
     ProtectedOpt,
+    ReconcileRoundsOpt,
     RunDirOpt,
     ScriptOpt,
     ServerOpt,
@@ -50,9 +52,11 @@ from codefleet.models import AgentKind
 from codefleet.statedir import prepare_dirs
 
 if TYPE_CHECKING:
+    from codefleet.api.client import FleetClient
     from codefleet.cli.runprep import GraphFile
     from codefleet.config import Settings
     from codefleet.fleet.agents import AgentChoice, Agents
+    from codefleet.ui.scopes import ScopeWatch
 
 __all__ = ["run", "runner"]
 
@@ -66,7 +70,7 @@ def _agents(choice: AgentChoice, settings: Settings) -> Agents:
         raise fail(str(err)) from None
 
 
-@app.command(rich_help_panel=RUN)
+@app.command(rich_help_panel=RUN, epilog=SCRIPT_HELP)
 def runner(
     name: Annotated[
         str, typer.Option("--name", help="This runner's unique slot name, e.g. runner-1.")
@@ -82,6 +86,7 @@ def runner(
     task_timeout: TimeoutOpt = None,
     check_timeout: CheckTimeoutOpt = None,
     check_dir: CheckDirOpt = None,
+    reconcile_rounds: ReconcileRoundsOpt = None,
     exit_when_drained: Annotated[
         bool, typer.Option(help="Exit once no task is pending or running.")
     ] = False,
@@ -111,7 +116,7 @@ def runner(
         server_url=server, workdir=workdir, run_dir=run_dir, token=token,
         task_timeout=task_timeout, model=model, max_turns=max_turns,
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
-        protected_paths=protected_paths,
+        protected_paths=protected_paths, reconcile_rounds=reconcile_rounds,
     )  # fmt: skip
     choice = AgentChoice(dry_run, script, offline, model_script, agent)
     executor = _agents(choice, settings).executor
@@ -128,6 +133,7 @@ def runner(
         check_dir=settings.check_dir,
         replace=replace,
         protected_names=settings.protected_names,
+        reconcile_rounds=settings.reconcile_rounds,
     )
 
     async def go() -> None:
@@ -152,7 +158,7 @@ def runner(
         raise fail(f"{name} stopped: {err}") from None
 
 
-@app.command(rich_help_panel=RUN)
+@app.command(rich_help_panel=RUN, epilog=SCRIPT_HELP)
 def run(
     runners: Annotated[
         int | None, typer.Option("--runners", "-n", help="How many runners [CODEFLEET_RUNNERS].")
@@ -186,6 +192,7 @@ def run(
     task_timeout: TimeoutOpt = None,
     check_timeout: CheckTimeoutOpt = None,
     check_dir: CheckDirOpt = None,
+    reconcile_rounds: ReconcileRoundsOpt = None,
     protected_paths: ProtectedOpt = None,
     token: TokenOpt = None,
     model: ModelOpt = None,
@@ -213,14 +220,14 @@ def run(
     from codefleet.cli.runprep import RunRefused, prepare_run
     from codefleet.fleet.agents import AgentChoice
     from codefleet.fleet.local import invocation_suffix, run_fleet
-    from codefleet.review.commitview import history_json, print_history
-    from codefleet.ui.report import print_result
+    from codefleet.review.commitview import history_json
 
     settings = settings_from(
         runners=runners, server_url=server, workdir=workdir, run_dir=run_dir,
         task_timeout=task_timeout, token=token, model=model, max_turns=max_turns,
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
         protected_paths=protected_paths, max_cost=max_cost, max_cost_hard=max_cost_hard,
+        reconcile_rounds=reconcile_rounds,
     )  # fmt: skip
     checks = parse_check_options(check)
     graph_file = None if no_graph else _graph_file(graph)
@@ -231,7 +238,7 @@ def run(
     def runner_down(why: str) -> None:  # at once, on stderr: the run may go on without it
         err_console.print(f"[bold red]runner stopped:[/] {why}", markup=True, highlight=False)
 
-    async def go() -> tuple[Any, list[dict[str, Any]], Any]:
+    async def go() -> tuple[Any, list[dict[str, Any]], Any, ScopeWatch]:
         from codefleet.ui.dashboard import follow_compact
 
         async with make_client(settings) as client:
@@ -248,6 +255,7 @@ def run(
                 raise fail(str(err)) from None
             if settings.max_cost is not None:  # run passes the fleet's budget on to the server
                 await client.set_budget(settings.max_cost, settings.max_cost_hard)
+            scopes = await _declared_scopes(client)
         prepare_dirs(settings.run_dir)
         if committer is not None:
             committer.start(settings.url, settings.token, since)
@@ -267,6 +275,7 @@ def run(
                 protected=(settings.db, settings.run_dir), check_timeout=settings.check_timeout,
                 check_dir=settings.check_dir, on_runner_down=runner_down,
                 name_suffix=invocation_suffix(), protected_names=settings.protected_names,
+                reconcile_rounds=settings.reconcile_rounds,
                 interrupt=interrupt, say=lambda s: err_console.print(s, markup=False),
                 simulated=agents.mode != "live", agent_for=lambda _: agent,
             )  # fmt: skip
@@ -277,10 +286,10 @@ def run(
             if follower is not None:
                 await follower
         async with make_client(settings) as client:
-            return result, await client.conflicts(), history
+            return result, await _conflicts_and_scopes(client, since, scopes), history, scopes
 
     caught: list[signal.Signals] = []
-    result, conflicts, history = call_server(settings, lambda _: go())
+    result, conflicts, history, scopes = call_server(settings, lambda _: go())
     if json_out:
         print_json({"ok": result.ok, "tasks": result.tasks, "conflicts": conflicts,
                     "runner_errors": result.runner_errors, "stopped": result.stopped,
@@ -288,9 +297,7 @@ def run(
                     "verify": result.verify and {"exit_code": result.verify.exit_code, "output": result.verify.output},
                     "history": history_json(history) if history else None})  # fmt: skip
     else:
-        print_result(console, result, conflicts, simulated_cost=agents.mode != "live")
-        if committer is not None and history is not None:
-            print_history(console, history, committer.log(history))
+        _print_outcome(result, conflicts, agents.mode != "live", scopes, (committer, history))
     raise typer.Exit(_exit_code(caught, result.ok and (history is None or history.ok)))
 
 
@@ -334,6 +341,41 @@ def _default_signals() -> None:
     loop = asyncio.get_running_loop()
     for sig in STOP_SIGNALS:
         loop.remove_signal_handler(sig)
+
+
+def _print_outcome(
+    result: Any,
+    conflicts: list[dict[str, Any]],
+    simulated: bool,
+    scopes: ScopeWatch,
+    commits: tuple[Any, Any],
+) -> None:
+    """The verdict, then the branch `--commit` made (`commits`: its committer and history)."""
+    from codefleet.cli.output import console
+    from codefleet.review.commitview import print_history
+    from codefleet.ui.report import print_result
+
+    print_result(console, result, conflicts, simulated_cost=simulated, outside=scopes.outside)
+    committer, history = commits
+    if committer is not None and history is not None:
+        print_history(console, history, committer.log(history))
+
+
+async def _declared_scopes(client: FleetClient) -> ScopeWatch:
+    """Each task's scope as the run starts (`ui.scopes`)."""
+    from codefleet.ui.scopes import ScopeWatch
+
+    return ScopeWatch.of(await client.tasks())
+
+
+async def _conflicts_and_scopes(
+    client: FleetClient, since: int, scopes: ScopeWatch
+) -> list[dict[str, Any]]:
+    """The server's conflicts; `scopes` follows the run's events (writes outside a scope)."""
+    for event in await client.all_events(since):
+        scopes.take(event)
+    conflicts: list[dict[str, Any]] = await client.conflicts()
+    return conflicts
 
 
 def _graph_file(given: Path | None) -> GraphFile | None:

@@ -23,6 +23,7 @@ from codefleet.cli.common import (
 
 if TYPE_CHECKING:
     from codefleet.api.client import FleetClient
+    from codefleet.api.graph import GraphTasks, OnServer
 
 __all__ = ["load"]
 
@@ -39,17 +40,13 @@ def load(
     json_out: JsonOpt = False,
 ) -> None:
     """Post a task graph (and its checks) to the server; the batch lands whole or not at all."""
-    from codefleet.api.graph import DEFAULT_GRAPH, GraphError, find_graph, load_graph
+    from codefleet.api.graph import DEFAULT_GRAPH, OnServer, find_graph
     from codefleet.cli.output import console, err_console
 
     path = find_graph(graph)
     if path is None:
         raise fail(f"no graph given and no {DEFAULT_GRAPH} here: `codefleet init` writes one")
-    try:
-        tasks = load_graph(path, standalone=False)
-    except GraphError as err:
-        raise fail(str(err)) from None
-    checks = {**tasks.checks, **parse_check_options(check)}
+    given_checks = parse_check_options(check)
     settings = settings_from(server_url=server, token=token)
 
     async def post(client: FleetClient) -> list[str]:
@@ -58,6 +55,10 @@ def load(
         health = await client.health()
         say = err_console.print if json_out else console.print
         say(f"load: tree {health['workdir']} · server {settings.url} · {path}", markup=False)
+        stored = frozenset(t["id"] for t in await client.tasks())
+        on_server = OnServer(stored, {**await client.checks(), **given_checks})
+        tasks = _read(path, on_server)  # every problem at once, the server's tasks known
+        checks = {**tasks.checks, **given_checks}
         for line in check_warnings(checks, Path(health["workdir"])):
             err_console.print(f"warning: {line}", style="yellow", markup=False)
         created: list[str] = await client.create_tasks(tasks, checks)
@@ -68,3 +69,12 @@ def load(
         print_json({"created": created})
     else:
         console.print(f"created {len(created)} task(s): {' '.join(created)}", markup=False)
+
+
+def _read(path: Path, on_server: OnServer) -> GraphTasks:
+    from codefleet.api.graph import GraphError, load_graph
+
+    try:
+        return load_graph(path, standalone=False, on_server=on_server)
+    except GraphError as err:
+        raise fail(str(err)) from None

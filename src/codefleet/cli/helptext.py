@@ -34,19 +34,25 @@ MIN_WIDTH = 50  # Click's floor: narrower terminals still get 50 columns
 
 
 def reflow(text: str, width: int, indent: str = "") -> str:
-    """`text`'s paragraphs (split at blank lines) each refilled to `width`, words kept whole."""
-    paragraphs = [" ".join(p.split()) for p in inspect.cleandoc(text).split("\n\n")]
-    return "\n\n".join(
-        textwrap.fill(
-            p,
-            max(width, len(indent) + 10),
-            initial_indent=indent,
-            subsequent_indent=indent,
-            break_on_hyphens=False,
-            break_long_words=False,
-        )
-        for p in paragraphs
-        if p
+    """`text`'s paragraphs (split at blank lines) each refilled to `width`, words kept whole.
+
+    A paragraph whose first line is `\\b` (Click's marker) keeps its lines as written.
+    """
+    paragraphs = [p for p in inspect.cleandoc(text).split("\n\n") if p.strip()]
+    return "\n\n".join(_paragraph(p, width, indent) for p in paragraphs)
+
+
+def _paragraph(text: str, width: int, indent: str) -> str:
+    head, _, kept = text.partition("\n")
+    if head.strip() == "\b":
+        return "\n".join(indent + line for line in kept.splitlines())
+    return textwrap.fill(
+        " ".join(text.split()),
+        max(width, len(indent) + 10),
+        initial_indent=indent,
+        subsequent_indent=indent,
+        break_on_hyphens=False,
+        break_long_words=False,
     )
 
 

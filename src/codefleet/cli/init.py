@@ -29,7 +29,10 @@ def init(
             "plumbing with no key.",
         ),
     ] = False,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite files that exist.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Overwrite files that exist (without it, they are kept)."),
+    ] = False,
 ) -> None:
     """Write a starter codefleet.yaml here: the checks found in the repository, two example tasks."""
     from codefleet.api.graph import DEFAULT_GRAPH, GraphError, load_graph
@@ -42,21 +45,23 @@ def init(
 
     root = Path.cwd()
     files = [DEFAULT_GRAPH, *((SCRIPT_FILE, MODEL_FILE) if scripts else ())]
-    existing = [name for name in files if (root / name).exists()]
-    if existing and not force:
-        raise fail(f"{', '.join(existing)} already exist(s) here; pass --force to overwrite")
+    kept = [] if force else [name for name in files if (root / name).exists()]
+    if kept == files:
+        raise fail(f"{', '.join(kept)} already exist(s) here; pass --force to overwrite")
     checks = find_checks(root)
-    texts = {DEFAULT_GRAPH: starter_graph(root, checks)}
-    if scripts:
-        texts[SCRIPT_FILE] = starter_script(root, checks)
-        texts[MODEL_FILE] = starter_model_script(root, checks)
-    for name, text in texts.items():
-        (root / name).write_text(text, encoding="utf-8")
+    makers = {
+        DEFAULT_GRAPH: starter_graph,
+        SCRIPT_FILE: starter_script,
+        MODEL_FILE: starter_model_script,
+    }
+    for name in files:
+        if name not in kept:
+            (root / name).write_text(makers[name](root, checks), encoding="utf-8")
     try:
         load_graph(root / DEFAULT_GRAPH)  # what init writes must load
-    except GraphError as err:  # pragma: no cover - a bug in the template, not the user's input
-        raise fail(f"the starter graph does not load: {err}") from None
-    _report(root, checks, scripts)
+    except GraphError as err:
+        raise fail(f"{DEFAULT_GRAPH} does not load: {err}") from None
+    _report(root, checks, scripts, kept)
 
 
 def _say(text: str) -> None:
@@ -65,16 +70,21 @@ def _say(text: str) -> None:
     console.print(text, markup=False, highlight=False)
 
 
-def _report(root: Path, checks: list[FoundCheck], scripts: bool) -> None:
+def _report(root: Path, checks: list[FoundCheck], scripts: bool, kept: list[str]) -> None:
+    """What was written, what was kept as it was, and the next commands."""
     from codefleet.api.graph import DEFAULT_GRAPH
 
-    _say(f"wrote {DEFAULT_GRAPH} in {root}: 2 example tasks (T1, T2) to replace with yours")
-    for check in checks:
-        _say(f"  check {check.name}: {check.command}   (from {check.source})")
-    if not checks:
-        _say("  no test command found: name your checks under `checks:`")
-    if scripts:
-        _say(f"wrote {SCRIPT_FILE} and {MODEL_FILE}: the example tasks, scripted (no key needed)")
+    for name in kept:
+        _say(f"kept {name} (it exists; --force overwrites it)")
+    if DEFAULT_GRAPH not in kept:
+        _say(f"wrote {DEFAULT_GRAPH} in {root}: 2 example tasks (T1, T2) to replace with yours")
+        for check in checks:
+            _say(f"  check {check.name}: {check.command}   (from {check.source})")
+        if not checks:
+            _say("  no test command found: name your checks under `checks:`")
+    written = [name for name in (SCRIPT_FILE, MODEL_FILE) if scripts and name not in kept]
+    if written:
+        _say(f"wrote {' and '.join(written)}: the example tasks, scripted (no key needed)")
     if not (root / ".git").exists():
         _say("note: this is not a git repository; `git init` and commit first, so you can "
              "review and undo what the agents change")  # fmt: skip

@@ -31,7 +31,7 @@ from codefleet.cli.common import (
 )
 from codefleet.errors import Unauthorized
 from codefleet.hook.agentsettings import AGENT_FILES, agent_block, join_agent, leave_agent
-from codefleet.hook.settings import JoinError, Written, codefleet_command
+from codefleet.hook.settings import JoinError, Written, codefleet_command, exclude_from_git
 
 if TYPE_CHECKING:
     from codefleet.config import Settings
@@ -79,7 +79,8 @@ def join(
 
     Merges CodeFleet's PreToolUse, PostToolUse and SessionEnd command hooks into the tree's
     .claude/settings.local.json (other keys and hooks kept, the old file kept as .bak,
-    idempotent). codefleet leave removes exactly them.
+    idempotent) and lists both files in the repository's .git/info/exclude.
+    codefleet leave removes exactly the hooks, and a .bak that holds one.
     """
     from codefleet.cli.output import console
 
@@ -97,6 +98,9 @@ def join(
         print_json(written.settings)
         return
     _say(written, "joined" if written.changed else "already joined")
+    excluded = exclude_from_git(tree, written.path)
+    if excluded is not None:
+        console.print(f"both files are listed in {excluded}: git does not show them", markup=False)
     console.print(
         f"{AGENT_NAMES[agent]} sessions started in this tree now ask CodeFleet before every "
         f"write; `codefleet leave --agent {agent}` undoes it."
@@ -110,7 +114,10 @@ def join(
 
 @app.command(rich_help_panel=ALONGSIDE)
 def leave(workdir: TreeOpt = None, show: PrintOpt = False, agent: AgentNameOpt = "claude") -> None:
-    """Remove exactly the hooks codefleet join (--agent) added to this tree."""
+    """Remove exactly the hooks codefleet join (--agent) added to this tree.
+
+    A .bak of the hook file holding one of them goes too: no hook command is left behind.
+    """
     from codefleet.cli.output import console
 
     tree = _tree(workdir)

@@ -47,7 +47,10 @@ RunnersOpt = Annotated[
 
 @graph_app.command("check")
 def check(
-    graph: Annotated[Path, typer.Argument(help="Task graph YAML (see examples/demo-tasks.yaml).")],
+    graph: Annotated[
+        Path | None,
+        typer.Argument(help="Task graph YAML (default: ./codefleet.yaml; see codefleet init)."),
+    ] = None,
     workdir: WorkdirOpt = None,
     runners: RunnersOpt = 3,
     json_out: JsonOpt = False,
@@ -56,11 +59,15 @@ def check(
 
     No server and no model. Exit 1 when the graph has errors, 0 otherwise.
     """
-    from codefleet.api.graph import GraphError, load_graph
+    from codefleet.api.graph import DEFAULT_GRAPH, GraphError, find_graph, load_graph
     from codefleet.cli.output import console
     from codefleet.planning.check import check_graph, tree_for
     from codefleet.planning.render import print_analysis
 
+    given = find_graph(graph)
+    if given is None:
+        raise fail(f"no graph given and no {DEFAULT_GRAPH} here: `codefleet init` writes one")
+    graph = given
     settings = settings_from(workdir=workdir)
     if not settings.workdir.is_dir():
         raise fail(f"working tree {settings.workdir} does not exist; set --workdir")

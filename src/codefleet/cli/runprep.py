@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from codefleet.api.client import FleetClient
-from codefleet.api.graph import GraphTasks
+from codefleet.api.graph import GraphError, GraphTasks, OnServer, check_references
 from codefleet.fleet.agents import Agents
 
 __all__ = ["GraphFile", "RunRefused", "prepare_run"]
@@ -74,6 +74,11 @@ async def load_graph_file(
         if all_checks:
             await client.define_checks(all_checks)
         return [f"{graph.path}: already loaded ({len(ids)} task(s))", *said]
+    on_server = OnServer(frozenset(stored), {**await client.checks(), **all_checks})
+    try:  # every unknown reference at once, before the server refuses the first
+        check_references(new, on_server, str(graph.path))
+    except GraphError as err:
+        raise RunRefused(str(err)) from None
     created = await client.create_tasks(new, all_checks)
     if not stored.keys() & set(ids):
         return [f"{graph.path}: loaded {len(created)} task(s): {' '.join(created)}", *said]

@@ -109,6 +109,13 @@ def serve(
             "[CODEFLEET_MAX_CONNECTIONS]."
         ),
     ] = None,
+    max_streams: Annotated[
+        int | None,
+        typer.Option(
+            help="Event streams open at once; past it a new one is refused 503 "
+            "[CODEFLEET_MAX_STREAMS]."
+        ),
+    ] = None,
     allowed_hosts: Annotated[
         str | None,
         typer.Option(
@@ -123,6 +130,7 @@ def serve(
 ) -> None:
     """Run the coordination server (the one process that owns the database)."""
     from codefleet.cli.output import console
+    from codefleet.errors import DatabaseDamaged
     from codefleet.heap import settle
     from codefleet.server.app import create_app
     from codefleet.server.httpguard import raise_descriptor_limit, uvicorn_config
@@ -138,7 +146,7 @@ def serve(
         interactive_idle=interactive_idle, protected_paths=protected_paths, max_cost=max_cost,
         max_cost_hard=max_cost_hard, read_timeout=read_timeout,
         keep_alive_timeout=keep_alive_timeout, max_connections=max_connections,
-        allowed_hosts=allowed_hosts,
+        max_streams=max_streams, allowed_hosts=allowed_hosts,
     )  # fmt: skip
     if settings.host not in LOOPBACK and not settings.token:
         raise fail(
@@ -150,7 +158,7 @@ def serve(
     try:
         prepare_dirs(settings.db.parent, settings.run_dir)
         application = create_app(settings)
-    except DatabaseInUse as err:
+    except (DatabaseInUse, DatabaseDamaged) as err:
         listener.close()
         raise fail(str(err)) from None
     except FileNotFoundError as err:

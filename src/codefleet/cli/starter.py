@@ -317,7 +317,7 @@ _SCRIPT_HEADER: Final = """\
 # Scripted agents for the example tasks of codefleet.yaml, written by `codefleet init`:
 #   codefleet run --dry-run --script codefleet.script.yaml
 # No model and no key: each task's steps write through the same lease check as a
-# real session's hook. Format: examples/demo-script.yaml in CodeFleet's repository.
+# real session's hook. The format: `codefleet run --help`, under "Dry-run script".
 """
 
 _MODEL_HEADER: Final = """\

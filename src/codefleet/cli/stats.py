@@ -135,6 +135,14 @@ def print_stats(s: FleetStats) -> None:
         console.print(files)
     else:
         console.print("No write was refused and no attempt was rolled back.")
+    if s.stale_reads:
+        stale = Table(title="Stale reads: a file read, then changed by another task",
+                      title_justify="left")  # fmt: skip
+        for name in ("path", "read by", "changed by", "times"):
+            stale.add_column(name, justify="right" if name == "times" else "left")
+        for r in s.stale_reads:
+            stale.add_row(r.path, r.reader, r.changed_by, str(r.count))
+        console.print(stale)
     tasks = Table(title="Tasks", title_justify="left")
     for name in ("task", "status", "attempts", "vetoed", "waiting", "running", "cost"):
         tasks.add_column(name, justify="left" if name in ("task", "status") else "right")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -67,13 +67,27 @@ def tasks(
         if json_out:
             print_json(data)
         else:
-            console.print(task_detail(data))
+            reads = call_server(settings, lambda c: _read_events(c, task_id))
+            budget = call_server(settings, lambda c: c.health())["budget"]
+            simulated = bool(budget.get("simulated"))
+            console.print(task_detail(data, reads, crop=console.is_terminal, simulated=simulated))
         return
     rows = call_server(settings, lambda c: c.tasks(status))
     if json_out:
         print_json(rows)
     else:
-        console.print(task_table(rows))
+        console.print(task_table(rows, crop=console.is_terminal))
+
+
+async def _read_events(client: FleetClient, task_id: str) -> list[dict[str, Any]]:
+    """The task's `stale_read` and `reconciled` events, in log order."""
+    found = [
+        e
+        for kind in ("stale_read", "reconciled")
+        for e in await client.events(type_=kind)
+        if e.get("task_id") == task_id
+    ]
+    return sorted(found, key=lambda e: int(e["id"]))
 
 
 @app.command(rich_help_panel=OPERATE)

@@ -23,24 +23,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta
 from typing import Any
 
-from codefleet.attempt import AttemptReport
+from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.coord import scheduler as sched
 from codefleet.coord.agents import AgentRegistry, AgentState
-from codefleet.coord.answers import Registered, TaskAnswer
+from codefleet.coord.answers import Beat, LeaseAnswer, Registered, TaskAnswer
 from codefleet.coord.checks import CheckRegistry
 from codefleet.coord.engineconfig import EngineConfig
 from codefleet.coord.files import Files
+from codefleet.coord.graph import NewTask, PreparedBatch
 from codefleet.coord.index import LiveTask
 from codefleet.coord.interactive import InteractiveHolders
 from codefleet.coord.leases import LeaseTable
 from codefleet.coord.limitpolicy import Budget
 from codefleet.coord.limits import FleetLimits, ResumeReason
 from codefleet.coord.operatorcalls import OperatorCalls
+from codefleet.coord.parts import CallParts
 from codefleet.coord.recovery import AliveMark
 from codefleet.coord.registration import check_tree
 from codefleet.coord.restores import Restores
@@ -92,40 +94,92 @@ class Engine:
         self.checks = CheckRegistry(store)
         self.limits = FleetLimits(store, Budget(cfg.max_cost, cfg.max_cost_hard))
         self.alive = AliveMark(store, clock, cfg.heartbeat_interval)
-        self.runner = RunnerCalls(
-            store, tree, clock, cfg.task_timeout, self.agents, self.tasks, self.leases,
-            self.files, self.checks, self.transition, self.kick, self._pull_tick,
+        parts = CallParts(
+            store=store, tree=tree, clock=clock, agents=self.agents, tasks=self.tasks,
+            leases=self.leases, files=self.files, checks=self.checks, limits=self.limits,
+            transition=self.transition, kick=self.kick,
         )  # fmt: skip
-        self.operator = OperatorCalls(
-            store, tree, clock, cfg.max_attempts, self.tasks, self.checks, self.limits,
-            self.transition, self.kick,
-        )  # fmt: skip
-        self._bind_thin_calls()
+        self.runner = RunnerCalls(parts, task_timeout=cfg.task_timeout, pull_tick=self._pull_tick)
+        self.operator = OperatorCalls(parts, max_attempts=cfg.max_attempts)
         self.load()
         self.restores.finish()  # a take-back the last process could not finish, before anyone
         self._block_orphans()
 
-    def _bind_thin_calls(self) -> None:
-        """The calls that write one part are their pieces' methods, under the same names."""
-        runner, operator = self.runner, self.operator
-        self.heartbeat = runner.heartbeat
-        self.assignment = runner.assignment
-        self.wait_assignment = runner.wait_assignment
-        self.handoff = runner.handoff
-        self.start = runner.start
-        self.acquire = runner.acquire
-        self.record_change = runner.record_change
-        self.record_check = runner.record_check
-        self.foreign_preimages = runner.foreign_preimages
-        self.define_checks = operator.define_checks
-        self.create_tasks = operator.create_tasks
-        self.prepare_tasks = operator.prepare_tasks
-        self.commit_tasks = operator.commit_tasks
-        self.fleet_event = operator.fleet_event
-        self.record_commits = operator.record_commits
-        self.set_budget = operator.set_budget
-        self.resume = operator.resume
-        self.require_task = self.tasks.require
+    # -- the thin calls: each writes one part, through its piece (`runnercalls`, `operatorcalls`)
+
+    def heartbeat(self, agent_id: str, epoch: int) -> Beat:
+        return self.runner.heartbeat(agent_id, epoch)
+
+    def assignment(self, agent_id: str, epoch: int) -> AssignedTask | None:
+        return self.runner.assignment(agent_id, epoch)
+
+    async def wait_assignment(self, agent_id: str, epoch: int, wait: float) -> AssignedTask | None:
+        return await self.runner.wait_assignment(agent_id, epoch, wait)
+
+    async def handoff(self, agent_id: str, epoch: int) -> AssignedTask | None:
+        return await self.runner.handoff(agent_id, epoch)
+
+    def start(self, task_id: str, agent_id: str, epoch: int) -> dict[str, Any]:
+        return self.runner.start(task_id, agent_id, epoch)
+
+    def acquire(
+        self, agent_id: str, epoch: int, task_id: str, paths: list[str], tool: str
+    ) -> LeaseAnswer:
+        return self.runner.acquire(agent_id, epoch, task_id, paths, tool)
+
+    def record_change(
+        self, agent_id: str, epoch: int, task_id: str, path: str, tool: str,
+        sha256: str | None = None,
+    ) -> None:  # fmt: skip
+        self.runner.record_change(agent_id, epoch, task_id, path, tool, sha256)
+
+    def record_reads(
+        self, task_id: str, agent_id: str, epoch: int, attempt: int,
+        reads: Sequence[Mapping[str, Any]], watch: Sequence[Mapping[str, Any]],
+        stale: Sequence[Mapping[str, Any]] = (), reconciled: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        return self.runner.record_reads(
+            task_id, agent_id, epoch, attempt, reads, watch, stale, reconciled
+        )
+
+    def record_check(
+        self, task_id: str, agent_id: str, epoch: int, report: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return self.runner.record_check(task_id, agent_id, epoch, report)
+
+    def foreign_preimages(self, task_id: str) -> dict[str, Any]:
+        return self.runner.foreign_preimages(task_id)
+
+    def define_checks(self, checks: Mapping[str, str]) -> dict[str, Any]:
+        return self.operator.define_checks(checks)
+
+    def create_tasks(
+        self, specs: Sequence[NewTask], checks: Mapping[str, str] | None = None
+    ) -> list[str]:
+        return self.operator.create_tasks(specs, checks)
+
+    def prepare_tasks(
+        self, specs: Sequence[NewTask], checks: Mapping[str, str] | None = None
+    ) -> PreparedBatch:
+        return self.operator.prepare_tasks(specs, checks)
+
+    def commit_tasks(self, batch: PreparedBatch) -> list[str]:
+        return self.operator.commit_tasks(batch)
+
+    def fleet_event(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return self.operator.fleet_event(kind, payload)
+
+    def record_commits(self, branch: str, commits: list[tuple[str, str]]) -> dict[str, Any]:
+        return self.operator.record_commits(branch, commits)
+
+    def set_budget(self, max_cost: float | None, hard: bool) -> dict[str, Any]:
+        return self.operator.set_budget(max_cost, hard)
+
+    def resume(self) -> dict[str, Any]:
+        return self.operator.resume()
+
+    def require_task(self, task_id: str) -> TaskStatus:
+        return self.tasks.require(task_id)
 
     # -- reads the server makes ------------------------------------------------------
 

@@ -48,6 +48,7 @@ class NewTask:
     verify: str | None = None
     estimate_min: int | None = None  # read by `graph check` and `plan`; not stored
     agent: str | None = None  # the agent kind the task needs (`models.AgentKind`); None: any
+    on_stale_read: str | None = None  # a `StaleReadPolicy` value; None: the default
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +98,8 @@ def task_rows(
                 "description": spec.description, "status": TaskStatus.PENDING,
                 "priority": spec.priority, "file_scope": batch.scopes[task_id],
                 "max_attempts": spec.max_attempts or default_max_attempts,
-                "verify": spec.verify, "agent": spec.agent, "created_at": at, "updated_at": at,
+                "verify": spec.verify, "agent": spec.agent, "on_stale_read": spec.on_stale_read,
+                "created_at": at, "updated_at": at,
             }
         )  # fmt: skip
         edges.extend((task_id, dep) for dep in dict.fromkeys(spec.depends_on))

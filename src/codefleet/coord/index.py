@@ -26,6 +26,8 @@ from typing import Any, Final
 
 from sortedcontainers import SortedList
 
+from codefleet.coord import readiness
+from codefleet.coord.readiness import Standing, standing
 from codefleet.coord.scheduler import TaskView, candidate_order
 from codefleet.models import TaskStatus, from_iso
 
@@ -56,6 +58,7 @@ class LiveTask:
     title: str = ""
     description: str = ""
     verify: str | None = None
+    on_stale_read: str | None = None  # None: the default policy (reconcile)
     error: str | None = None  # the last attempt's failure (set by a requeue, kept as stored)
     error_kind: str | None = None
     blocked_on_path: str | None = None
@@ -64,7 +67,14 @@ class LiveTask:
     @property
     def charged(self) -> int:
         """The attempts that count against `max_attempts`."""
-        return self.attempts - self.uncharged
+        return readiness.charged(self.attempts, self.uncharged)
+
+    def standing(self) -> Standing:
+        """Where it stands by the one readiness rule, any backoff still counting."""
+        return standing(
+            unmet=self.unmet, charged=self.charged, max_attempts=self.max_attempts,
+            backoff_until=self.backoff_until, now=None,
+        )  # fmt: skip
 
     def view(self) -> TaskView:
         return TaskView(
@@ -99,6 +109,7 @@ def live_task(row: Mapping[str, Any]) -> LiveTask:
         description=row["description"],
         verify=row.get("verify"),
         agent=row.get("agent"),
+        on_stale_read=row.get("on_stale_read"),
         error=row["error"],
         error_kind=row["error_kind"],
         blocked_on_path=row["blocked_on_path"],
@@ -206,12 +217,7 @@ class LiveIndex:
     # -- readiness --------------------------------------------------------------
 
     def _belongs_in_ready(self, task: LiveTask) -> bool:
-        return (
-            task.status is TaskStatus.PENDING
-            and task.unmet == 0
-            and task.backoff_until is None
-            and task.id not in self.exhausted
-        )
+        return task.status is TaskStatus.PENDING and task.standing() is Standing.READY
 
     def add_ready(self, task: LiveTask) -> None:
         task.ready_key = candidate_order(task.priority, task.chain, task.created_at, task.id)
@@ -226,12 +232,16 @@ class LiveIndex:
         """File a pending task where it belongs: ready, backing off, exhausted or waiting."""
         self.discard_ready(task)
         self.in_flight.pop(task.id, None)
-        if task.charged >= task.max_attempts:
-            self.exhausted.add(task.id)
-        elif task.unmet == 0 and task.backoff_until is not None:
-            heapq.heappush(self.backoff, (task.backoff_until, task.id))
-        elif task.unmet == 0:
-            self.add_ready(task)
+        match task.standing():
+            case Standing.EXHAUSTED:
+                self.exhausted.add(task.id)
+            case Standing.BACKING_OFF:
+                assert task.backoff_until is not None
+                heapq.heappush(self.backoff, (task.backoff_until, task.id))
+            case Standing.READY:
+                self.add_ready(task)
+            case Standing.WAITING:
+                pass
 
     def promote_backoff(self, now: datetime) -> None:
         while self.backoff and self.backoff[0][0] <= now:
@@ -260,6 +270,7 @@ class LiveIndex:
                 row["max_attempts"], row["created_at"], title=row["title"],
                 description=row["description"], verify=row.get("verify"),
                 agent=row.get("agent"),
+                on_stale_read=row.get("on_stale_read"),
             )  # fmt: skip
             status[task_id] = pending
             task.unmet = sum(1 for p in parents.get(task_id, ()) if status.get(p) is not succeeded)
@@ -278,9 +289,10 @@ class LiveIndex:
         ready: list[ReadyKey] = []
         for task_id in task_ids:
             task = live[task_id]
-            if task.charged >= task.max_attempts:
+            placed = task.standing()  # a new task: no backoff, never charged
+            if placed is Standing.EXHAUSTED:
                 self.exhausted.add(task_id)
-            elif task.unmet == 0:
+            elif placed is Standing.READY:
                 task.ready_key = candidate_order(
                     task.priority, task.chain, task.created_at, task_id
                 )

@@ -36,6 +36,7 @@ from codefleet.coord.leases import HolderOf, LeaseTable, denial
 from codefleet.coord.store import Row, Store
 from codefleet.errors import NotFound
 from codefleet.models import (
+    READ_RECORDED_TOOLS,
     DenyReason,
     EventType,
     ReleaseReason,
@@ -149,12 +150,17 @@ class InteractiveHolders:
         ref = HolderRef(holder.agent_id, holder.name, holder.task_id)
         return LeaseAnswer(True, granted=tuple(keys), skipped=tuple(skipped), holder=ref)
 
-    def record_change(self, session_id: str, user: str, paths: list[str], tool: str) -> None:
-        """Ledger rows from the person's PostToolUse; never vetoes."""
+    def record_change(
+        self, session_id: str, user: str, paths: list[str], tool: str, sha256: str | None = None
+    ) -> None:
+        """Ledger rows from the person's PostToolUse (`read` rows for a read); never vetoes."""
         keys, _, _ = self._keys(paths)
         if not keys:
             return
         now = self.clock()
+        if tool in READ_RECORDED_TOOLS:
+            self._record_reads(session_id, keys, tool, sha256, to_iso(now))
+            return
         with self.store.transaction():
             holder = self._holder(session_id, user, now)
             for key in keys:
@@ -164,6 +170,16 @@ class InteractiveHolders:
                     path=key, tool=tool, kind=INTERACTIVE,
                 )  # fmt: skip
             self._touch(holder, now)
+
+    def _record_reads(
+        self, session_id: str, keys: list[str], tool: str, sha256: str | None, at: str
+    ) -> None:
+        """`read` rows, without making a holder of a session that has not written yet."""
+        holder = self.by_session.get(session_id)
+        task_id = holder.task_id if holder else f"{TASK_PREFIX}{session_id[:8]}"
+        agent_id = holder.agent_id if holder else ""
+        with self.store.transaction():
+            self.store.insert_reads([(task_id, agent_id, k, tool, at, None, sha256) for k in keys])
 
     def release(
         self, session_id: str | None, reason: ReleaseReason, every: bool = False
@@ -199,32 +215,6 @@ class InteractiveHolders:
             ]
         self.kick()
         return released
-
-    # -- reads -----------------------------------------------------------------------------
-
-    def agent_rows(self) -> list[Row]:
-        """Every interactive agent in the shape of `GET /agents` rows, plus its session."""
-        rows = []
-        for holder in sorted(self.by_session.values(), key=lambda h: h.name):
-            leases = self.leases.paths_of(holder.task_id)
-            rows.append(
-                {
-                    "id": holder.agent_id, "name": holder.name, "kind": INTERACTIVE,
-                    "status": "busy" if holder.active else "offline", "epoch": 0,
-                    "current_task_id": holder.task_id if holder.active else None,
-                    "current_task_title": holder.title, "session_id": holder.session_id,
-                    "workdir": str(self.tree.root), "pid": None,
-                    "last_heartbeat_at": to_iso(holder.last_write_at),
-                    "last_write_at": to_iso(holder.last_write_at),
-                    "idle_since": to_iso(holder.last_write_at), "last_assigned_at": None,
-                    "registered_at": to_iso(holder.started_at), "updated_at": to_iso(holder.last_write_at),
-                    "ended_at": to_iso(holder.ended_at) if holder.ended_at else None,
-                    "end_reason": holder.end_reason, "leases": len(leases),
-                    "tasks_succeeded": 0, "tasks_failed": 0, "input_tokens": 0,
-                    "output_tokens": 0, "cost_usd": 0.0, "stale": False,
-                }
-            )  # fmt: skip
-        return rows
 
     # -- internals ---------------------------------------------------------------------------
 

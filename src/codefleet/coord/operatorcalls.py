@@ -11,21 +11,17 @@ engine's `transition` and `kick`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from codefleet.coord import graph
-from codefleet.coord.checks import CheckRegistry, validated_checks
+from codefleet.coord.checks import validated_checks
 from codefleet.coord.graph import NewTask, PreparedBatch
 from codefleet.coord.limitpolicy import Budget
-from codefleet.coord.limits import FleetLimits, ResumeReason
-from codefleet.coord.restores import Transition
-from codefleet.coord.store import Store
-from codefleet.coord.tasks import TaskTable
+from codefleet.coord.limits import ResumeReason
+from codefleet.coord.parts import CallParts
 from codefleet.errors import InvalidState
 from codefleet.models import EventType, TaskStatus, to_iso
-from codefleet.paths import TreeRoot
 
 __all__ = ["OperatorCalls"]
 
@@ -33,27 +29,16 @@ __all__ = ["OperatorCalls"]
 class OperatorCalls:
     """One engine's operator calls that add tasks, checks and events; on its thread."""
 
-    def __init__(
-        self,
-        store: Store,
-        tree: TreeRoot,
-        clock: Callable[[], datetime],
-        max_attempts: int,
-        tasks: TaskTable,
-        checks: CheckRegistry,
-        limits: FleetLimits,
-        transition: Transition,
-        kick: Callable[[], None],
-    ) -> None:
-        self.store = store
-        self.tree = tree
-        self.clock = clock
-        self.max_attempts = max_attempts
-        self.tasks = tasks
-        self.checks = checks
-        self.limits = limits
-        self.transition = transition
-        self.kick = kick
+    def __init__(self, parts: CallParts, *, max_attempts: int) -> None:
+        self.store = parts.store
+        self.tree = parts.tree
+        self.clock = parts.clock
+        self.tasks = parts.tasks
+        self.checks = parts.checks
+        self.limits = parts.limits
+        self.transition = parts.transition
+        self.kick = parts.kick
+        self.max_attempts = max_attempts  # a task's attempts when its spec names none
 
     def define_checks(self, checks: Mapping[str, str]) -> dict[str, Any]:
         """Define or redefine named checks; returns the names whose command changed."""
@@ -95,6 +80,8 @@ class OperatorCalls:
             raise ValueError(f"{kind} is not a fleet event")
         with self.transition():
             event = self.store.emit(event_type, **payload)
+        if event_type is EventType.FLEET_STARTED:
+            self.limits.started(payload)
         return {"event_id": event["id"]}
 
     def record_commits(self, branch: str, commits: list[tuple[str, str]]) -> dict[str, Any]:

@@ -61,7 +61,7 @@ AGENT_COLUMNS: Final = frozenset(
 
 INSERT_TASK_COLUMNS: Final = (
     "id", "seq", "title", "description", "status", "priority", "file_scope", "max_attempts",
-    "verify", "agent", "created_at", "updated_at",
+    "verify", "agent", "on_stale_read", "created_at", "updated_at",
 )  # fmt: skip
 INSERT_TASK: Final = (  # positional: executemany binds tuples faster than dicts
     f"INSERT INTO tasks ({', '.join(INSERT_TASK_COLUMNS)})"
@@ -71,8 +71,14 @@ TABLE_COLUMNS: Final = "SELECT name FROM pragma_table_info(?)"
 # Columns added after a table first shipped: (table, column, statement) for older databases.
 MIGRATIONS: Final = (
     ("tasks", "verify", "ALTER TABLE tasks ADD COLUMN verify TEXT"),
+    ("tasks", "on_stale_read", "ALTER TABLE tasks ADD COLUMN on_stale_read TEXT"),
     ("file_changes", "attempt", "ALTER TABLE file_changes ADD COLUMN attempt INTEGER"),
     ("file_changes", "sha256", "ALTER TABLE file_changes ADD COLUMN sha256 TEXT"),
+    (
+        "file_changes",
+        "kind",
+        "ALTER TABLE file_changes ADD COLUMN kind TEXT NOT NULL DEFAULT 'write'",
+    ),
     ("agents", "fenced", "ALTER TABLE agents ADD COLUMN fenced INTEGER NOT NULL DEFAULT 0"),
     ("agents", "host", "ALTER TABLE agents ADD COLUMN host TEXT"),
     ("tasks", "agent", "ALTER TABLE tasks ADD COLUMN agent TEXT"),
@@ -111,12 +117,19 @@ INSERT_LEASE: Final = """INSERT OR IGNORE INTO file_leases (path, agent_id, task
     VALUES (?, ?, ?, ?)"""
 SELECT_LEASES: Final = "SELECT * FROM file_leases ORDER BY path"
 SELECT_LEASES_OF_TASK: Final = "SELECT * FROM file_leases WHERE task_id = ? ORDER BY path"
-DELETE_LEASES_OF_TASK: Final = "DELETE FROM file_leases WHERE task_id = ?"
 DELETE_LEASE: Final = "DELETE FROM file_leases WHERE path = ? AND task_id = ?"
 
 INSERT_CHANGE: Final = """INSERT INTO file_changes (task_id, agent_id, path, tool, at, attempt,
     sha256) VALUES (?, ?, ?, ?, ?, ?, ?)"""
-SELECT_CHANGES_OF_TASK: Final = "SELECT * FROM file_changes WHERE task_id = ? ORDER BY id"
+SELECT_CHANGES_OF_TASK: Final = """SELECT id, task_id, agent_id, path, tool, at, attempt, sha256
+    FROM file_changes WHERE task_id = ? AND kind = 'write' ORDER BY id"""
+INSERT_READ: Final = """INSERT INTO file_changes (task_id, agent_id, path, tool, at, attempt,
+    sha256, kind) VALUES (?, ?, ?, ?, ?, ?, ?, 'read')"""
+SELECT_READS_OF_TASK: Final = """SELECT id, task_id, agent_id, path, tool, at, attempt, sha256
+    FROM file_changes WHERE task_id = ? AND kind = 'read' ORDER BY id"""
+# Other tasks' writes of one path at or after a moment: who changed what an attempt read.
+SELECT_WRITES_SINCE: Final = """SELECT task_id, at, sha256 FROM file_changes
+    WHERE path = ? AND at >= ? AND task_id != ? AND kind = 'write' ORDER BY id"""
 
 INSERT_EVENT: Final = """INSERT INTO events (at, type, task_id, agent_id, payload)
     VALUES (?, ?, ?, ?, ?)"""

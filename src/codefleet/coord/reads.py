@@ -1,33 +1,73 @@
-"""The engine as the read routes see it: one narrow surface over its parts.
+"""The engine as the read model sees it: a typed, read-only interface over its parts.
 
-`server.reads` shapes the wire answers; this module is the only reader of the
+`readmodel` shapes the wire answers; this module is the only reader of the
 engine's inner attributes (its store, live index, agent registry, lease
 mirror, restores, limits), so the engine's layout can change behind it and a
-rebase touches this file alone. Nothing here changes state.
+rebase touches this file alone. Nothing here changes state, and no store
+object crosses it: each record read is a method returning plain rows.
 
 Two kinds of read:
 
 - live reads run on the event loop beside the single writer and see its
-  memory; each is bounded by the live fleet (agents, leases) or by one task;
-- `projection()` keeps the reads that grow with the run (every task, every
-  denial) encoded, fed by the store's commits and refreshed off the loop on a
-  read snapshot (docs/decisions.md, "Reads are projections").
+  memory or its connection; each is bounded by the live fleet or by one task;
+- `open_reader` and `feed` serve the projection: a read-only connection of
+  its own (a snapshot reader that cannot write) and the commits' changed task
+  ids (docs/decisions.md, "Reads are projections", "The read model's room").
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Set
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from codefleet.coord.agents import AgentState
-from codefleet.coord.projection import Projection
-from codefleet.coord.store import Row, Store
+from codefleet.coord.store import Row, Store, Touched
 from codefleet.models import TaskStatus
 
 if TYPE_CHECKING:
     from codefleet.coord.engine import Engine
 
-__all__ = ["EngineReads"]
+__all__ = ["EngineReads", "Liveness", "SessionView", "SnapshotReader"]
+
+
+class SnapshotReader(Protocol):
+    """The projection's own read-only connection: one snapshot per read transaction."""
+
+    def read_transaction(self) -> AbstractContextManager[None]: ...
+    def last_event_id(self) -> int: ...
+    def tasks(self, status: str | None = None, limit: int = 1000, offset: int = 0) -> list[Row]: ...
+    def tasks_of(self, task_ids: Set[str]) -> list[Row]: ...
+    def task_counts(self) -> dict[str, int]: ...
+    def usage_totals(self) -> tuple[int, int, float]: ...
+    def events(self, since: int = 0, limit: int = 1000, type_: str | None = None) -> list[Row]: ...
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Liveness:
+    """When a live runner was last heard: as it said, and as the server could listen."""
+
+    last_heartbeat_at: datetime
+    heard_at: datetime  # moved later by the time the server could not listen
+
+
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    """A person's interactive session, as the read model shows it."""
+
+    session_id: str
+    agent_id: str
+    name: str
+    task_id: str
+    title: str
+    active: bool
+    started_at: datetime
+    last_write_at: datetime
+    ended_at: datetime | None
+    end_reason: str | None
+    leases: int  # paths it holds now
 
 
 class EngineReads:
@@ -36,26 +76,58 @@ class EngineReads:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
-    # -- the record, off the loop ------------------------------------------------------
+    # -- the record, for the projection ------------------------------------------------------
 
-    def projection(self) -> Projection:
-        """The store's one projection: every commit it makes from now on feeds it."""
+    def open_reader(self) -> SnapshotReader:
+        """A read-only connection of its own (SQLite refuses it any write)."""
+        return Store(self._engine.store.path, read_only=True)
+
+    def feed(self, changed: Callable[[Set[str], bool], None]) -> None:
+        """Call `changed(task ids, reset)` after each COMMIT from now on (one reader only)."""
         store = self._engine.store
         if store.on_committed is not None:
             raise RuntimeError("the store already feeds a projection")
-        projection = Projection(store.path, self.parents)
-        store.on_committed = projection.committed
-        return projection
+
+        def committed(touched: Touched) -> None:
+            changed(touched.tasks, touched.reset)
+
+        store.on_committed = committed
 
     # -- the record, on the loop ---------------------------------------------------------
 
-    @property
-    def store(self) -> Store:
-        """The server's own connection: for small reads on the event loop only."""
-        return self._engine.store
+    def tasks(self, status: str | None, limit: int, offset: int) -> list[Row]:
+        return self._engine.store.tasks(status, limit, offset)
+
+    def task(self, task_id: str) -> Row | None:
+        return self._engine.store.task(task_id)
+
+    def changes_of_task(self, task_id: str) -> list[Row]:
+        return self._engine.store.changes_of_task(task_id)
+
+    def leases_of_task(self, task_id: str) -> list[Row]:
+        return self._engine.store.leases_of_task(task_id)
+
+    def patches_of_task(self, task_id: str) -> list[Row]:
+        return self._engine.store.patches_of_task(task_id)
+
+    def agent_rows(self) -> list[Row]:
+        return self._engine.store.agents()
+
+    def lease_rows(self) -> list[Row]:
+        return self._engine.store.leases()
+
+    def events(self, since: int, limit: int) -> list[Row]:
+        return self._engine.store.events(since, limit)
+
+    def last_event_id(self) -> int:
+        return self._engine.store.last_event_id()
 
     def require_task(self, task_id: str) -> None:
         self._engine.require_task(task_id)
+
+    def now(self) -> datetime:
+        """The engine's time: what every read derives at (the wall clock, but in tests)."""
+        return self._engine.clock()
 
     @property
     def workdir(self) -> str:
@@ -80,14 +152,25 @@ class EngineReads:
 
     # -- agents, holders, restores, limits ------------------------------------------------
 
-    def live_agent(self, agent_id: str) -> AgentState | None:
-        return self._engine.agents.get(agent_id)
+    def liveness(self, agent_id: str) -> Liveness | None:
+        """A registered runner's last beat, or None when the registry does not hold it."""
+        agent = self._engine.agents.get(agent_id)
+        if agent is None:
+            return None
+        return Liveness(agent.last_heartbeat_at, agent.heard_at(self.deaf_seconds()))
 
     def deaf_seconds(self) -> float:
         return self._engine.deaf_seconds()
 
-    def interactive_agents(self) -> list[Row]:
-        return self._engine.interactive.agent_rows()
+    def sessions(self) -> Iterator[SessionView]:
+        """People's interactive sessions, by name."""
+        interactive = self._engine.interactive
+        for holder in sorted(interactive.by_session.values(), key=lambda h: h.name):
+            yield SessionView(
+                holder.session_id, holder.agent_id, holder.name, holder.task_id, holder.title,
+                holder.active, holder.started_at, holder.last_write_at, holder.ended_at,
+                holder.end_reason, len(interactive.leases.paths_of(holder.task_id)),
+            )  # fmt: skip
 
     def holder(self, agent_id: str) -> tuple[str | None, str]:
         """(name, kind) of a lease holder: a runner's task, or a person's interactive session."""

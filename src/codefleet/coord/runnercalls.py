@@ -15,22 +15,19 @@ refusal is an answer (a lease denial) or a domain error (`StaleEpoch`,
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from codefleet.attempt import AssignedTask
-from codefleet.coord.agents import AgentRegistry
 from codefleet.coord.answers import Beat, LeaseAnswer
-from codefleet.coord.checks import CheckRegistry
-from codefleet.coord.files import Files
-from codefleet.coord.leases import LeaseTable, denial
-from codefleet.coord.restores import Transition
-from codefleet.coord.store import Store
-from codefleet.coord.tasks import TaskTable
+from codefleet.coord.interactive import TASK_PREFIX as INTERACTIVE_TASK_PREFIX
+from codefleet.coord.leases import denial
+from codefleet.coord.parts import CallParts
+from codefleet.coord.readevents import emit_read_events
 from codefleet.errors import NotOwner
-from codefleet.models import DenyReason, ErrorKind, EventType, TaskStatus, to_iso
-from codefleet.paths import PathRejected, TreeRoot
+from codefleet.models import DenyReason, ErrorKind, EventType, StaleReadPolicy, TaskStatus, to_iso
+from codefleet.paths import PathRejected
 
 __all__ = ["RunnerCalls"]
 
@@ -39,32 +36,20 @@ class RunnerCalls:
     """One engine's thin runner calls; every method runs on the engine's thread."""
 
     def __init__(
-        self,
-        store: Store,
-        tree: TreeRoot,
-        clock: Callable[[], datetime],
-        task_timeout: float,
-        agents: AgentRegistry,
-        tasks: TaskTable,
-        leases: LeaseTable,
-        files: Files,
-        checks: CheckRegistry,
-        transition: Transition,
-        kick: Callable[[], None],
-        pull_tick: Callable[[], None],
+        self, parts: CallParts, *, task_timeout: float, pull_tick: Callable[[], None]
     ) -> None:
-        self.store = store
-        self.tree = tree
-        self.clock = clock
+        self.store = parts.store
+        self.tree = parts.tree
+        self.clock = parts.clock
+        self.agents = parts.agents
+        self.tasks = parts.tasks
+        self.leases = parts.leases
+        self.files = parts.files
+        self.checks = parts.checks
+        self.transition = parts.transition
+        self.kick = parts.kick
         self.task_timeout = task_timeout
-        self.agents = agents
-        self.tasks = tasks
-        self.leases = leases
-        self.files = files
-        self.checks = checks
-        self.transition = transition
-        self.kick = kick
-        self.pull_tick = pull_tick
+        self.pull_tick = pull_tick  # tick now, for a poll that is about to park
 
     def heartbeat(self, agent_id: str, epoch: int) -> Beat:
         agent = self.agents.check_epoch(agent_id, epoch)
@@ -90,6 +75,7 @@ class RunnerCalls:
             deadline=datetime.fromtimestamp(deadline, task.assigned_at.tzinfo),
             blocked_on_path=task.blocked_on_path, error=task.error,
             error_kind=None if kind is None else ErrorKind(kind), verify=task.verify,
+            on_stale_read=StaleReadPolicy(task.on_stale_read or StaleReadPolicy.RECONCILE),
         )  # fmt: skip
 
     async def wait_assignment(self, agent_id: str, epoch: int, wait: float) -> AssignedTask | None:
@@ -169,6 +155,47 @@ class RunnerCalls:
                 EventType.FILE_CHANGED, task_id=task_id, agent_id=agent_id, path=key, tool=tool,
                 **({"sha256": sha256} if sha256 else {}),
             )  # fmt: skip
+
+    def record_reads(
+        self, task_id: str, agent_id: str, epoch: int, attempt: int,
+        reads: Sequence[Mapping[str, Any]], watch: Sequence[Mapping[str, Any]],
+        stale: Sequence[Mapping[str, Any]] = (), reconciled: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        """`read` ledger rows of the owner's attempt, and the writes since each watched read.
+
+        The answer names, per watched path, every other task's write at or after the
+        read (`person` for a person's session): who to blame for a stale read
+        (docs/decisions.md, "What counts as a read"). `stale` and `reconciled` are
+        what the runner found and did: the `stale_read` and `reconciled` events.
+        """
+        agent = self.agents.check_epoch(agent_id, epoch)
+        self.agents.touch(agent)
+        self.tasks.owned(task_id, agent_id)
+        rows = [
+            (task_id, agent_id, self._key(str(r["path"])), str(r["tool"]), str(r["at"]), attempt,
+             r.get("sha256"))
+            for r in reads
+        ]  # fmt: skip
+        if rows or stale or reconciled:
+            with self.transition():
+                self.store.insert_reads(rows)
+                emit_read_events(self.store, task_id, agent_id, attempt, stale, reconciled)
+        changes: dict[str, list[dict[str, Any]]] = {}
+        for w in watch:
+            key = self._key(str(w["path"]))
+            found = self.store.writes_since(key, str(w["at"]), task_id)
+            changes[str(w["path"])] = [
+                {"task_id": r["task_id"], "at": r["at"], "sha256": r["sha256"],
+                 "person": str(r["task_id"]).startswith(INTERACTIVE_TASK_PREFIX)}
+                for r in found
+            ]  # fmt: skip
+        return {"changes": changes}
+
+    def _key(self, path: str) -> str:
+        try:
+            return self.tree.canonical(path)
+        except PathRejected:
+            return path
 
     def record_check(
         self, task_id: str, agent_id: str, epoch: int, report: Mapping[str, Any]

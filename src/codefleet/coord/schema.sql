@@ -29,8 +29,9 @@ CREATE TABLE IF NOT EXISTS tasks (
     assigned_at      TEXT,
     started_at       TEXT,
     completed_at     TEXT,
-    verify           TEXT,  -- the name of the check that verifies a finished session
-    agent            TEXT  -- the agent kind the task needs (claude, codex); NULL: any
+    verify           TEXT, -- the name of the check that verifies a finished session
+    agent            TEXT, -- the agent kind the task needs (claude, codex); NULL: any
+    on_stale_read    TEXT  -- the task's policy for stale reads (NULL: reconcile)
 );
 CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks(status);
 
@@ -81,9 +82,11 @@ CREATE TABLE IF NOT EXISTS file_changes (
     tool     TEXT NOT NULL,
     at       TEXT NOT NULL,
     attempt  INTEGER,  -- the task's attempt that wrote (NULL: reported by a non-owner)
-    sha256   TEXT      -- the file's content right after the write, as the runner read it
+    sha256   TEXT,     -- the file's content right after the write (a read: as the agent saw it)
+    kind     TEXT NOT NULL DEFAULT 'write'  -- 'write', or 'read' (an attempt's read set)
 );
 CREATE INDEX IF NOT EXISTS changes_by_task ON file_changes(task_id);
+CREATE INDEX IF NOT EXISTS changes_by_path ON file_changes(path, at);
 
 CREATE TABLE IF NOT EXISTS events (
     id       INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -22,6 +22,7 @@ import json
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -35,11 +36,14 @@ from codefleet.coord import queries as q
 from codefleet.coord.held import HeldUpdate
 from codefleet.coord.jsontext import payload_json, plain_json
 from codefleet.coord.rows import AgentRow, LeaseRow, RestoreRow
-from codefleet.errors import StoreUnavailable
+from codefleet.errors import DatabaseDamaged, StoreUnavailable
 from codefleet.models import EventType, ReleaseReason, to_iso, utcnow
 from codefleet.rollback import PatchFile, PreImage
 
-__all__ = ["Checkpointer", "Row", "Store", "Touched"]
+# One `read` row of the ledger: task, agent, path, tool, at, attempt, sha256.
+ReadRow = tuple[str, str, str, str, str, int | None, str | None]
+
+__all__ = ["Checkpointer", "Row", "Store", "Touched", "check_database"]
 
 Row = dict[str, Any]
 WRITER_CACHE_KIB = 32_768  # the writer's page cache (SQLite's default is 2,000 KiB)
@@ -47,6 +51,8 @@ CHECKPOINT_EVERY_COMMITS = 256  # a background checkpoint is asked for after thi
 CHECKPOINT_IDLE_S = 1.0  # ... and at least this often while the server runs
 CHECKPOINT_JOIN_S = 5.0
 BACKSTOP_CHECKPOINT_PAGES = 16_384  # the writer checkpoints itself only past this WAL (64 MiB)
+CHECK_BUDGET_S = 10.0  # the start-up check stops here: ~1 GB of pages (docs/reliability.md)
+CHECK_PROGRESS_EVERY = 100  # SQLite VM steps between two looks at the clock
 log = logging.getLogger(__name__)
 _INSERT_TASK_PARAMS = itemgetter(*q.INSERT_TASK_COLUMNS)
 
@@ -106,6 +112,45 @@ class Checkpointer:
         self._thread.join(timeout=CHECKPOINT_JOIN_S)
 
 
+def check_database(path: Path, budget_s: float = CHECK_BUDGET_S) -> bool:
+    """Run SQLite's `PRAGMA quick_check` on `path`; raise `DatabaseDamaged` if it fails.
+
+    True when the check ran in full (or there is no file yet: a new database),
+    False when it passed `budget_s` and stopped (docs/reliability.md, "A damaged database").
+    """
+    if not path.exists():
+        return True
+    deadline = time.monotonic() + budget_s
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    # The index checks are VM steps (the handler sees them); the b-tree walk is one step,
+    # which only `interrupt()` from another thread stops.
+    conn.set_progress_handler(lambda: int(time.monotonic() >= deadline), CHECK_PROGRESS_EVERY)
+    timer = threading.Timer(budget_s, conn.interrupt)
+    timer.start()
+    try:
+        verdict = [str(row[0]) for row in conn.execute("PRAGMA quick_check")]
+    except sqlite3.OperationalError as err:
+        if "interrupted" not in str(err):
+            raise DatabaseDamaged(path, str(err), _newest_kept(path)) from None
+        return False
+    except sqlite3.DatabaseError as err:  # not a database, malformed: what SQLite says is the news
+        raise DatabaseDamaged(path, str(err), _newest_kept(path)) from None
+    finally:
+        timer.cancel()
+        timer.join()  # never interrupts a closed connection
+        conn.close()
+    if verdict != ["ok"]:
+        said = "; ".join(" ".join(v.split()) for v in verdict)
+        raise DatabaseDamaged(path, said, _newest_kept(path))
+    return True
+
+
+def _newest_kept(path: Path) -> Path | None:
+    """The newest earlier run's database `codefleet runs new` kept beside `path` (by its stamp)."""
+    kept = sorted(path.parent.glob(f"{path.stem}-*{path.suffix}"))
+    return kept[-1] if kept else None
+
+
 def _decode_event(row: sqlite3.Row) -> Row:
     event = dict(row)
     event["payload"] = json.loads(event["payload"])
@@ -123,8 +168,15 @@ def _preimage(row: sqlite3.Row) -> PreImage:
 
 
 def _task_params(task: Row) -> tuple[Any, ...]:
-    """`INSERT_TASK`'s parameters, in order; `verify` and `agent` may be left out (NULL)."""
-    row = {"verify": None, "agent": None, **task, "file_scope": plain_json(task["file_scope"])}
+    """`INSERT_TASK`'s parameters, in order; `verify`, `agent` and `on_stale_read` may be
+    left out (NULL)."""
+    row = {
+        "verify": None,
+        "agent": None,
+        "on_stale_read": None,
+        **task,
+        "file_scope": plain_json(task["file_scope"]),
+    }
     params: tuple[Any, ...] = _INSERT_TASK_PARAMS(row)
     return params
 
@@ -157,17 +209,15 @@ class Store:
         self.on_rollback = on_rollback
         self.on_committed = on_committed  # after each outer COMMIT: what it wrote (read caches)
         self.touched = Touched()
-        self._held: dict[tuple[str, str], HeldUpdate] = {}  # row updates not yet run (see `_db`)
+        self._held: dict[tuple[str, str], HeldUpdate] = {}  # row updates not yet run (`_flush`)
         self._checkpointer: Checkpointer | None = None
         if read_only:  # a reader beside the server's connection: no schema work, no writes
             uri = f"{self.path.resolve().as_uri()}?mode=ro"
-            self._conn = sqlite3.connect(
-                uri, uri=True, isolation_level=None, check_same_thread=False
-            )
+            self._db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
             self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA busy_timeout=5000")
             return
-        self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -185,24 +235,13 @@ class Store:
             self._db.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_CHECKPOINT_PAGES}")
             self._checkpointer = Checkpointer(self.path)
 
-    @property
-    def _db(self) -> sqlite3.Connection:
-        """The connection, once the held row updates ran: every statement sees them first."""
-        if self._held:
-            self._run_held()
-        return self._conn
-
-    @_db.setter
-    def _db(self, conn: sqlite3.Connection) -> None:  # a test's fault-injecting wrapper
-        self._conn = conn
-
     def _hold(self, table: str, row_id: str, sets: Mapping[str, Any],
               adds: Mapping[str, float] | None = None) -> None:  # fmt: skip
         """Queue one row's update; consecutive updates of a row run as ONE `UPDATE`.
 
-        A held update runs before the next statement of any kind (a read, an insert,
-        the COMMIT), so the order of what the database sees is kept; only the number
-        of statements shrinks (docs/decisions.md, "Held row updates").
+        A held update runs (`_flush`) before the next statement of its transaction
+        (a read, an insert, the COMMIT), so the order of what the database sees is
+        kept; only the number of statements shrinks (docs/decisions.md, "Held row updates").
         """
         if not self._depth:
             raise RuntimeError("store writes must run inside transaction()")
@@ -211,16 +250,17 @@ class Store:
             held = self._held[(table, row_id)] = HeldUpdate()
         held.merge(sets, adds or {})
 
-    def _run_held(self) -> None:
+    def _flush(self) -> None:
+        """Run the held row updates: before any statement of their transaction, and its COMMIT."""
         held, self._held = self._held, {}
         for (table, row_id), update in held.items():
             sql, params = update.statement(table, row_id)
-            self._conn.execute(sql, params)
+            self._db.execute(sql, params)
 
     def close(self) -> None:
         if self._checkpointer is not None:
             self._checkpointer.close()
-        self._conn.close()
+        self._db.close()
 
     @contextmanager
     def read_transaction(self) -> Iterator[None]:
@@ -253,6 +293,7 @@ class Store:
         self._begin()
         try:
             yield
+            self._flush()
             self._db.execute("COMMIT")
         except BaseException as err:
             touched = self._abort()
@@ -300,10 +341,20 @@ class Store:
     def _write(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> sqlite3.Cursor:
         if not self._depth:
             raise RuntimeError("store writes must run inside transaction()")
+        self._flush()
+        return self._db.execute(sql, params)
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """Run a query. Inside a transaction its held updates run first (it reads its own
+        writes); outside one nothing is held, so a read never writes."""
+        if self._depth:
+            self._flush()
+        elif self._held:
+            raise RuntimeError("row updates held outside a transaction")  # never: COMMIT runs them
         return self._db.execute(sql, params)
 
     def _one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
-        row: sqlite3.Row | None = self._db.execute(sql, params).fetchone()
+        row: sqlite3.Row | None = self._read(sql, params).fetchone()
         return row
 
     # -- events ---------------------------------------------------------------
@@ -343,6 +394,7 @@ class Store:
         params = [(at, kind, task_id, None, plain_json(payload)) for task_id, payload in items]
         if not self._depth:
             raise RuntimeError("store writes must run inside transaction()")
+        self._flush()
         self._db.executemany(q.INSERT_EVENT, params)
         last = int(self._db.execute(q.LAST_ROWID).fetchone()[0])
         for n, (task_id, payload) in enumerate(items, start=last - len(items) + 1):
@@ -353,9 +405,9 @@ class Store:
 
     def events(self, since: int = 0, limit: int = 1000, type_: str | None = None) -> list[Row]:
         if type_:
-            rows = self._db.execute(q.SELECT_EVENTS_OF_TYPE, (since, type_, limit))
+            rows = self._read(q.SELECT_EVENTS_OF_TYPE, (since, type_, limit))
         else:
-            rows = self._db.execute(q.SELECT_EVENTS, (since, limit))
+            rows = self._read(q.SELECT_EVENTS, (since, limit))
         return [_decode_event(r) for r in rows]
 
     def last_event_id(self) -> int:
@@ -374,6 +426,7 @@ class Store:
         if not self._depth:
             raise RuntimeError("store writes must run inside transaction()")
         self.touched.tasks.update(str(row[0]) for row in rows)
+        self._flush()
         self._db.executemany(q.INSERT_TASK, rows)
         self._db.executemany(q.INSERT_DEPENDENCY, list(edges))
 
@@ -410,31 +463,31 @@ class Store:
 
     def tasks_of(self, task_ids: Iterable[str]) -> list[Row]:
         """The tasks among `task_ids` that exist, by seq."""
-        rows = self._db.execute(q.SELECT_TASKS_OF_IDS, (json.dumps(list(task_ids)),))
+        rows = self._read(q.SELECT_TASKS_OF_IDS, (json.dumps(list(task_ids)),))
         return [_decode_task(r) for r in rows]
 
     def tasks(self, status: str | None = None, limit: int = 1000, offset: int = 0) -> list[Row]:
         if status:
-            rows = self._db.execute(q.SELECT_TASKS_BY_STATUS, (status, limit, offset))
+            rows = self._read(q.SELECT_TASKS_BY_STATUS, (status, limit, offset))
         else:
-            rows = self._db.execute(q.SELECT_TASKS_PAGE, (limit, offset))
+            rows = self._read(q.SELECT_TASKS_PAGE, (limit, offset))
         return [_decode_task(r) for r in rows]
 
     def live_tasks(self) -> list[Row]:
-        return [_decode_task(r) for r in self._db.execute(q.SELECT_LIVE_TASKS)]
+        return [_decode_task(r) for r in self._read(q.SELECT_LIVE_TASKS)]
 
     def task_statuses(self) -> dict[str, str]:
-        return {r[0]: r[1] for r in self._db.execute(q.SELECT_TASK_STATUSES)}
+        return {r[0]: r[1] for r in self._read(q.SELECT_TASK_STATUSES)}
 
     def max_seq(self) -> int:
         row = self._one(q.SELECT_MAX_SEQ)
         return int(row[0]) if row else 0
 
     def edges(self) -> list[tuple[str, str]]:
-        return [(r[0], r[1]) for r in self._db.execute(q.SELECT_ALL_EDGES)]
+        return [(r[0], r[1]) for r in self._read(q.SELECT_ALL_EDGES)]
 
     def task_counts(self) -> dict[str, int]:
-        return {r[0]: r[1] for r in self._db.execute(q.COUNT_TASKS_BY_STATUS)}
+        return {r[0]: r[1] for r in self._read(q.COUNT_TASKS_BY_STATUS)}
 
     def usage_totals(self) -> tuple[int, int, float]:
         row = self._one(q.SUM_TASK_USAGE)
@@ -459,14 +512,14 @@ class Store:
         return dict(row) if row else None
 
     def agents(self) -> list[Row]:
-        return [dict(r) for r in self._db.execute(q.SELECT_AGENTS)]
+        return [dict(r) for r in self._read(q.SELECT_AGENTS)]
 
     def agent_row(self, agent_id: str) -> AgentRow | None:
         row = self._one(q.SELECT_AGENT, (agent_id,))
         return AgentRow.of(dict(row)) if row else None
 
     def agent_rows(self) -> list[AgentRow]:
-        return [AgentRow.of(r) for r in self._db.execute(q.SELECT_AGENTS)]
+        return [AgentRow.of(r) for r in self._read(q.SELECT_AGENTS)]
 
     # -- leases and the change ledger -------------------------------------------
 
@@ -477,23 +530,19 @@ class Store:
         return cur.rowcount == 1
 
     def leases(self) -> list[Row]:
-        return [dict(r) for r in self._db.execute(q.SELECT_LEASES)]
+        return [dict(r) for r in self._read(q.SELECT_LEASES)]
 
     def leases_of_task(self, task_id: str) -> list[Row]:
-        return [dict(r) for r in self._db.execute(q.SELECT_LEASES_OF_TASK, (task_id,))]
+        return [dict(r) for r in self._read(q.SELECT_LEASES_OF_TASK, (task_id,))]
 
     def lease_rows(self, task_id: str | None = None) -> list[LeaseRow]:
         """Every lease (or the task's), typed: what the engine's lease mirror is built from."""
         rows = (
-            self._db.execute(q.SELECT_LEASES)
+            self._read(q.SELECT_LEASES)
             if task_id is None
-            else self._db.execute(q.SELECT_LEASES_OF_TASK, (task_id,))
+            else self._read(q.SELECT_LEASES_OF_TASK, (task_id,))
         )
         return [LeaseRow.of(r) for r in rows]
-
-    def delete_leases_of_task(self, task_id: str) -> None:
-        self.touched.lease_tasks.add(task_id)
-        self._write(q.DELETE_LEASES_OF_TASK, (task_id,))
 
     def delete_lease(self, path: str, task_id: str) -> None:
         self.touched.lease_tasks.add(task_id)
@@ -512,7 +561,22 @@ class Store:
         self._write(q.INSERT_CHANGE, (task_id, agent_id, path, tool, at, attempt, sha256))
 
     def changes_of_task(self, task_id: str) -> list[Row]:
-        return [dict(r) for r in self._db.execute(q.SELECT_CHANGES_OF_TASK, (task_id,))]
+        return [dict(r) for r in self._read(q.SELECT_CHANGES_OF_TASK, (task_id,))]
+
+    def insert_reads(self, rows: Sequence[ReadRow]) -> None:
+        """`read` rows of the ledger: (task, agent, path, tool, at, attempt, sha256) each."""
+        if not self._depth:
+            raise RuntimeError("store writes must run inside transaction()")
+        if rows:
+            self._db.executemany(q.INSERT_READ, rows)
+
+    def reads_of_task(self, task_id: str) -> list[Row]:
+        return [dict(r) for r in self._db.execute(q.SELECT_READS_OF_TASK, (task_id,))]
+
+    def writes_since(self, path: str, at: str, other_than: str) -> list[Row]:
+        """Writes of `path` at or after `at` by tasks other than `other_than`, in ledger order."""
+        rows = self._db.execute(q.SELECT_WRITES_SINCE, (path, at, other_than))
+        return [dict(r) for r in rows]
 
     # -- pre-images and patches ---------------------------------------------------------
 
@@ -526,18 +590,18 @@ class Store:
         )
 
     def preimages_of_task(self, task_id: str) -> list[PreImage]:
-        return [_preimage(r) for r in self._db.execute(q.SELECT_PREIMAGES_OF_TASK, (task_id,))]
+        return [_preimage(r) for r in self._read(q.SELECT_PREIMAGES_OF_TASK, (task_id,))]
 
     def foreign_preimages(self, task_id: str) -> list[tuple[str, PreImage]]:
         """(holder task, pre-image) of every path leased by a task other than `task_id`."""
-        rows = self._db.execute(q.SELECT_FOREIGN_PREIMAGES, (task_id,))
+        rows = self._read(q.SELECT_FOREIGN_PREIMAGES, (task_id,))
         return [(r["task_id"], _preimage(r)) for r in rows]
 
     def delete_preimages_of_task(self, task_id: str) -> None:
         self._write(q.DELETE_PREIMAGES_OF_TASK, (task_id,))
 
     def preimage_paths_of_task(self, task_id: str) -> list[str]:
-        return [r[0] for r in self._db.execute(q.SELECT_PREIMAGE_PATHS_OF_TASK, (task_id,))]
+        return [r[0] for r in self._read(q.SELECT_PREIMAGE_PATHS_OF_TASK, (task_id,))]
 
     # -- restores: the intent to put a failed attempt's files back ----------------------
 
@@ -551,9 +615,9 @@ class Store:
     def restore_rows(self, task_id: str | None = None) -> list[RestoreRow]:
         """Every restore intent (or the task's), by task and path."""
         rows = (
-            self._db.execute(q.SELECT_RESTORES)
+            self._read(q.SELECT_RESTORES)
             if task_id is None
-            else self._db.execute(q.SELECT_RESTORES_OF_TASK, (task_id,))
+            else self._read(q.SELECT_RESTORES_OF_TASK, (task_id,))
         )
         return [RestoreRow.of(r) for r in rows]
 
@@ -575,7 +639,7 @@ class Store:
         )
 
     def patches_of_task(self, task_id: str) -> list[Row]:
-        rows = [dict(r) for r in self._db.execute(q.SELECT_PATCHES_OF_TASK, (task_id,))]
+        rows = [dict(r) for r in self._read(q.SELECT_PATCHES_OF_TASK, (task_id,))]
         for row in rows:
             row["binary"] = bool(row["binary"])
         return rows
@@ -586,7 +650,7 @@ class Store:
         self._write(q.UPSERT_CHECK, (name, command, at))
 
     def checks(self) -> list[Row]:
-        return [dict(r) for r in self._db.execute(q.SELECT_CHECKS)]
+        return [dict(r) for r in self._read(q.SELECT_CHECKS)]
 
     # -- interactive sessions (a person's own Claude Code session) ------------------------
 
@@ -595,7 +659,7 @@ class Store:
         self._write(q.UPSERT_INTERACTIVE, session)
 
     def interactive_sessions(self) -> list[Row]:
-        return [dict(r) for r in self._db.execute(q.SELECT_INTERACTIVE)]
+        return [dict(r) for r in self._read(q.SELECT_INTERACTIVE)]
 
     # -- the server's own record ------------------------------------------------------------
 

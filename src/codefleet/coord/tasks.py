@@ -38,7 +38,13 @@ __all__ = ["NO_BACKOFF", "TaskTable"]
 # A usage limit pauses the whole fleet instead ("A usage limit pauses the fleet"), and a
 # spent fleet budget stops it ("The fleet's budget").
 NO_BACKOFF = frozenset(
-    {ErrorKind.VETO, ErrorKind.VERIFY_FAILED, ErrorKind.RATE_LIMITED, ErrorKind.BUDGET}
+    {
+        ErrorKind.VETO,
+        ErrorKind.VERIFY_FAILED,
+        ErrorKind.STALE_READ,
+        ErrorKind.RATE_LIMITED,
+        ErrorKind.BUDGET,
+    }
 )
 
 

@@ -86,7 +86,7 @@ def _scripted(script: Path | None) -> Agents:
     if script is None:
         raise AgentSetupError(
             "--dry-run needs --script FILE: the steps each task's scripted agent plays "
-            "(see examples/demo-script.yaml); without one no task would change anything"
+            "(the format: codefleet run --help); without one no task would change anything"
         )
     try:
         steps = load_script(script)

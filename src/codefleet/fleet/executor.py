@@ -9,19 +9,27 @@ implementations exist and are held to one contract test: `scripted` (a
 deterministic script, for `--dry-run` and the coordination tests) and
 `session` (a real Claude Code session through the Claude Agent SDK).
 
+Reads: an executor notes every file read through `Attempt.record_read` (in
+process), and before it returns a report it hands it to
+`fleet.reconcile.settle_reads` with a way to take one more turn in the same
+conversation: the attempt's stale reads are found there and the task's
+`on_stale_read` policy applied.
+
 An executor must tolerate cancellation: the runner cancels it on timeout or
 when its runner is fenced, and it must then stop whatever it started.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.fleet.checks import Checker
 from codefleet.fleet.prewrite import WriteGate
+from codefleet.fleet.reads import ReadLog
+from codefleet.models import DEFAULT_RECONCILE_ROUNDS
 
 __all__ = ["Attempt", "Executor"]
 
@@ -34,6 +42,8 @@ class Attempt:
     run_dir: Path
     runner_name: str
     checks: Checker | None = None
+    reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS
+    reads: ReadLog = field(default_factory=ReadLog)
 
     @property
     def task_id(self) -> str:
@@ -42,6 +52,10 @@ class Attempt:
     @property
     def number(self) -> int:
         return self.task.attempts
+
+    def record_read(self, tool: str, tool_input: Any) -> None:
+        """Note a read tool call that happened (local; never waits on the server)."""
+        self.reads.record(self.gate.tree, tool, tool_input)
 
 
 class Executor(Protocol):

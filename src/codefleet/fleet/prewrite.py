@@ -66,6 +66,7 @@ class WriteGate:
     blocked_on: str | None = None
     fenced: bool = False
     written: list[str] = field(default_factory=list)
+    last_written: dict[str, str | None] = field(default_factory=dict)  # path -> content hash
 
     async def check(self, tool_name: str, tool_input: Any) -> Verdict:
         """Allow or deny one tool call; never raises (fails closed)."""
@@ -148,6 +149,7 @@ class WriteGate:
         if key not in self.written:
             self.written.append(key)
         digest = content_sha256(self.tree.root / key)
+        self.last_written[key] = digest
         deadline = time.monotonic() + RECORD_RETRY_S
         delay = RECORD_RETRY_START_S
         while True:

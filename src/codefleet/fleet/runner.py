@@ -10,7 +10,8 @@ checks and hands the executor a `Checker` for them. When a session of a task
 with `verify` ends successfully, the runner runs that check in the isolated
 view (within what is left of the attempt's wall clock); a failure turns the
 attempt into `verify_failed` whose error carries the check's output, so the
-next attempt's prompt shows what to fix.
+next attempt's prompt shows what to fix — unless the check's program could not
+start (`check_unrunnable`: the task fails at once, no attempt can install it).
 
 Fencing: when any call answers `stale_epoch`, the runner cancels the running
 attempt, drops its result and registers again. A `not_owner` answer means the
@@ -52,7 +53,7 @@ from codefleet.errors import DomainError, Forbidden, NotFound, NotOwner, StaleEp
 from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS, Checker, CheckLimits
 from codefleet.fleet.executor import Attempt, Executor
 from codefleet.fleet.prewrite import WriteGate
-from codefleet.models import CheckPurpose, ErrorKind
+from codefleet.models import DEFAULT_RECONCILE_ROUNDS, CheckPurpose, ErrorKind
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
 
 __all__ = ["CannotContinue", "Runner", "RunnerOptions"]
@@ -94,6 +95,7 @@ class RunnerOptions:
     replace: bool = False  # take the name over from a live runner of another process
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES  # see `paths`
     agent: str = "claude"  # the agent kind its executor drives; the server routes by it
+    reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS  # `fleet.reconcile`
 
 
 def _collect(task: asyncio.Task[Any]) -> None:
@@ -120,7 +122,6 @@ class Runner:
         self.grant_trust_s = 10.0
         self.task_timeout = options.task_timeout or 600.0
         self.fenced = asyncio.Event()
-        self.completed = 0
         self._registering: asyncio.Future[dict[str, Any]] | None = None  # the last register call
 
     # -- lifecycle ------------------------------------------------------------------
@@ -297,7 +298,13 @@ class Runner:
         )
         checker = self._checker(gate, commands, task.attempts)
         attempt = Attempt(
-            task, gate, self.tree.root, self.options.run_dir, self.options.name, checker
+            task,
+            gate,
+            self.tree.root,
+            self.options.run_dir,
+            self.options.name,
+            checker,
+            reconcile_rounds=self.options.reconcile_rounds,
         )
         started = time.monotonic()
         report = await self._execute(attempt)
@@ -320,7 +327,10 @@ class Runner:
     async def _verify(
         self, attempt: Attempt, report: AttemptReport, started: float
     ) -> AttemptReport:
-        """Run the task's `verify` check after a successful session; failure -> verify_failed."""
+        """Run the task's `verify` check after a successful session; failure -> verify_failed.
+
+        A check whose program cannot start is `check_unrunnable`: the task fails at once.
+        """
         name = attempt.task.verify
         if not report.ok or not name:
             return report
@@ -332,8 +342,12 @@ class Runner:
         if result.passed:
             summary = f"{report.summary or 'done'} (verified: check {name} passed)"
             return replace(report, summary=summary)
-        kind = ErrorKind.INFRA if result.infra else ErrorKind.VERIFY_FAILED
-        return replace(report, ok=False, error=result.failure_text(), error_kind=kind)
+        if result.not_runnable:
+            kind = ErrorKind.CHECK_UNRUNNABLE
+        else:
+            kind = ErrorKind.INFRA if result.infra else ErrorKind.VERIFY_FAILED
+        error = result.failure_text(attempt.task.id)
+        return replace(report, ok=False, error=error, error_kind=kind)
 
     async def _execute(self, attempt: Attempt) -> AttemptReport | None:
         """The executor's report, a timeout report, or None when fenced mid-run."""
@@ -381,5 +395,4 @@ class Runner:
             )
         except NotOwner:
             return None  # someone took the task back; our report no longer applies
-        self.completed += 1
         return handed_task(answer)

@@ -1,13 +1,16 @@
 """The scripted executor: a deterministic agent brain for dry runs and tests.
 
 A script maps a task id to a list of steps, each a one-key mapping with an
-optional `attempt: N` (run the step only on that attempt):
+optional `attempt: N` (run the step only on that attempt) and an optional
+`turn: N` (run it only on the session's Nth turn: 2 is the first follow-up
+message, e.g. a reconcile turn; without it, the first turn):
 
     write: {path, content}      edit: {path, old, new}     append: {path, text}
     sleep: SECONDS              wait_leased: PATH           wait_denied: PATH
     fail: MESSAGE               check: NAME                 expect_check: pass|fail
     expect_error: TEXT          make_dir: PATH              rate_limit: SECONDS|null
-    cost: USD
+    cost: USD                   read: PATH                  wait_succeeded: TASK
+    expect_followup: TEXT
 
 Every file change goes through the attempt's `WriteGate` first, exactly as a
 real session's hook does; a denied write ends the attempt as a veto naming the
@@ -26,6 +29,12 @@ restore.
 (`rate_limited`), saying the limit lifts in SECONDS (null: it did not say).
 `cost` adds USD to what the attempt reports it spent, as a real session's
 `total_cost_usd` would (how the fleet's budget is tested without a model).
+`read` reads a file as the session's `Read` tool does (recorded in the
+attempt's read set); `wait_succeeded` waits until another task succeeded;
+`expect_followup` ends the turn as an agent error unless the follow-up message
+it answers contains TEXT (how the scripted tier observes a reconcile turn).
+After the first turn, the attempt's reads are validated (`fleet.reconcile`); a
+follow-up message plays the steps of the next turn.
 A task with no script succeeds without writing anything.
 """
 
@@ -43,6 +52,7 @@ import yaml
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.fleet.checks import CheckResult
 from codefleet.fleet.executor import Attempt
+from codefleet.fleet.reconcile import settle_reads
 from codefleet.models import CheckPurpose, ErrorKind, EventType
 
 __all__ = ["ScriptError", "ScriptedExecutor", "Step", "load_script"]
@@ -51,8 +61,10 @@ STEP_KINDS: Final = frozenset(
     {
         "write", "edit", "append", "sleep", "wait_leased", "wait_denied", "fail",
         "check", "expect_check", "expect_error", "make_dir", "rate_limit", "cost",
+        "read", "wait_succeeded", "expect_followup",
     }
 )  # fmt: skip
+STEP_OPTIONS: Final = frozenset({"attempt", "turn"})
 WAIT_POLL_S: Final = 0.01
 
 
@@ -65,18 +77,24 @@ class Step:
     kind: str
     arg: Any
     attempt: int | None = None
+    turn: int = 1
+
+    def plays(self, attempt: int, turn: int) -> bool:
+        return (self.attempt is None or self.attempt == attempt) and self.turn == turn
 
 
 def _parse_step(task_id: str, raw: Any) -> Step:
     if not isinstance(raw, dict):
         raise ScriptError(f"{task_id}: each step must be a mapping, got {raw!r}")
-    attempt = raw.get("attempt")
-    kinds = [k for k in raw if k != "attempt"]
+    attempt, turn = raw.get("attempt"), raw.get("turn", 1)
+    kinds = [k for k in raw if k not in STEP_OPTIONS]
     if len(kinds) != 1 or kinds[0] not in STEP_KINDS:
         raise ScriptError(f"{task_id}: a step needs exactly one of {sorted(STEP_KINDS)}: {raw!r}")
     if attempt is not None and not isinstance(attempt, int):
         raise ScriptError(f"{task_id}: attempt must be a number")
-    return Step(kinds[0], raw[kinds[0]], attempt)
+    if not isinstance(turn, int) or isinstance(turn, bool) or turn < 1:
+        raise ScriptError(f"{task_id}: turn must be a number from 1")
+    return Step(kinds[0], raw[kinds[0]], attempt, turn)
 
 
 def parse_script(raw: Any) -> dict[str, list[Step]]:
@@ -116,7 +134,9 @@ class _Played:
     """What one attempt has done so far (an executor is shared by every runner)."""
 
     checks: list[CheckResult] = field(default_factory=list)
-    cost_usd: float = 0.0
+    cost_usd: float = 0.0  # spent in the current turn
+    turn: int = 1
+    followup: str = ""  # the message the current turn answers (none on the first)
 
 
 class ScriptedExecutor:
@@ -127,18 +147,31 @@ class ScriptedExecutor:
         self.wait_timeout = wait_timeout
         self.assignments: list[AssignedTask] = []  # every attempt's task, as handed over
         self.check_results: list[tuple[str, int, CheckResult]] = []
+        self.followups: list[tuple[str, int, str]] = []  # (task, attempt, message) per follow-up
+        self._waits = {
+            "wait_leased": self._leased_by_other,
+            "wait_denied": self._was_denied,
+            "wait_succeeded": self._succeeded,
+        }
 
     async def run(self, attempt: Attempt) -> AttemptReport:
         self.assignments.append(attempt.task)
-        steps = [
-            s
-            for s in self.script.get(attempt.task_id, ())
-            if s.attempt is None or s.attempt == attempt.number
-        ]
         played = _Played()
+
+        async def follow_up(message: str) -> AttemptReport:
+            self.followups.append((attempt.task_id, attempt.number, message))
+            played.turn, played.followup, played.cost_usd = played.turn + 1, message, 0.0
+            return await self._turn(attempt, played)
+
+        return await settle_reads(attempt, await self._turn(attempt, played), follow_up)
+
+    async def _turn(self, attempt: Attempt, played: _Played) -> AttemptReport:
+        """Play the steps of the current turn; the turn's report (its own cost)."""
+        steps = self.script.get(attempt.task_id, ())
         try:
             for step in steps:
-                await self._play(step, attempt, played)
+                if step.plays(attempt.number, played.turn):
+                    await self._play(step, attempt, played)
         except _StepFailed as failed:
             return replace(failed.report, cost_usd=failed.report.cost_usd + played.cost_usd)
         written = tuple(attempt.gate.written)
@@ -160,10 +193,8 @@ class ScriptedExecutor:
                 await self._change(attempt, "Edit", step.arg, _append)
             case "sleep":
                 await asyncio.sleep(float(step.arg))
-            case "wait_leased":
-                await self._wait(attempt, step.arg, self._leased_by_other)
-            case "wait_denied":
-                await self._wait(attempt, step.arg, self._was_denied)
+            case "wait_leased" | "wait_denied" | "wait_succeeded":
+                await self._wait(attempt, str(step.arg), self._waits[step.kind])
             case "fail":
                 _give_up(attempt, str(step.arg))
             case "rate_limit":
@@ -174,6 +205,8 @@ class ScriptedExecutor:
                 await self._checks(step, attempt, played)
             case "make_dir":
                 _make_dir(attempt.workdir / str(step.arg))
+            case "read" | "expect_followup":
+                await self._reading(step, attempt, played)
             case _:
                 raise ScriptError(f"unknown step {step.kind}")
 
@@ -197,6 +230,12 @@ class ScriptedExecutor:
         except (OSError, ValueError) as err:
             _give_up(attempt, f"{tool} {arg['path']}: {err}", err)
         await attempt.gate.record(str(target), tool)
+
+    async def _reading(self, step: Step, attempt: Attempt, played: _Played) -> None:
+        if step.kind == "read":
+            attempt.record_read("Read", {"file_path": str(attempt.workdir / str(step.arg))})
+        elif str(step.arg) not in played.followup:  # expect_followup
+            _give_up(attempt, f"the follow-up message does not mention {step.arg!r}")
 
     async def _checks(self, step: Step, attempt: Attempt, played: _Played) -> None:
         if step.kind == "check":
@@ -228,6 +267,9 @@ class ScriptedExecutor:
     async def _leased_by_other(self, attempt: Attempt, path: str) -> bool:
         leases = await attempt.gate.client.leases()
         return any(x["path"] == path and x["task_id"] != attempt.task_id for x in leases)
+
+    async def _succeeded(self, attempt: Attempt, task_id: str) -> bool:
+        return bool((await attempt.gate.client.task(task_id))["status"] == "succeeded")
 
     async def _was_denied(self, attempt: Attempt, path: str) -> bool:
         events = await attempt.gate.client.events(type_=EventType.LEASE_DENIED)

@@ -32,6 +32,7 @@ from codefleet.hook.settings import (
     HOOK_TIMEOUT_S,
     WRITE_MATCHER,
     Written,
+    drop_our_backup,
     hooks_block,
     is_ours,
     join_tree,
@@ -138,6 +139,8 @@ def leave_agent(tree: Path, agent: str, dry_run: bool = False) -> Written:
     if agent != "copilot":
         return leave_tree(tree, dry_run, path=path)
     before = read_settings(path)
+    if not dry_run:
+        drop_our_backup(path.with_name(path.name + ".bak"), _copilot_has_ours)
     if before is None:
         return Written(path, False, None, None)
     after = _copilot_without_ours(before)
@@ -145,7 +148,7 @@ def leave_agent(tree: Path, agent: str, dry_run: bool = False) -> Written:
         after = {}  # nothing but our entries was in our file: it goes
     if dry_run or after == before:
         return Written(path, after != before, None, after)
-    return write_settings(path, before, after)
+    return write_settings(path, None, after)  # what leave removes is only ours: no copy
 
 
 def _copilot_without_ours(data: dict[str, Any]) -> dict[str, Any]:
@@ -157,6 +160,16 @@ def _copilot_without_ours(data: dict[str, Any]) -> dict[str, Any]:
     }
     out = {**data, "hooks": {event: entries for event, entries in kept.items() if entries}}
     return out
+
+
+def _copilot_has_ours(data: dict[str, Any]) -> bool:
+    hooks = data.get("hooks") if isinstance(data.get("hooks"), dict) else {}
+    return any(
+        is_ours({"type": "command", "command": _bash(e)})
+        for entries in (hooks or {}).values()
+        if isinstance(entries, list)
+        for e in entries
+    )
 
 
 def _bash(entry: Any) -> str:

@@ -10,12 +10,16 @@ them. Each call reads the hook JSON Claude Code writes on stdin and exits 0:
   objection) or THE denial (`hookio.deny_output`) naming the holder and what
   to do. A path the fleet can never lease (outside the tree, protected)
   cannot collide with it: no objection.
-- `post-tool-use` records one change-ledger row per path; it never vetoes.
+- `post-tool-use` records one change-ledger row per path; it never vetoes. For
+  a `Read` it records a `read` row with the content's SHA-256 (the read set).
 - `session-end` releases every lease the session holds.
 
 Failure policy: an unreachable server is a denial that says how to go on
 without the fleet (`codefleet leave`), unless the settings were written with
-`--fail-open`; malformed input is a denial with the reason, never a traceback.
+`--fail-open`; so is a server that has not answered in full by the exchange's
+one deadline (connect, send and every read together: `PRE_TIMEOUT_S`, below
+the hook timeout `join` writes). Malformed input, a `cwd` that is not an
+absolute path among it, is a denial with the reason, never a traceback.
 
 Standard library only, with a short import chain: it runs on every write of a
 person's session (p50 budget 60 ms including interpreter start, see
@@ -30,13 +34,14 @@ import json
 import os
 import socket
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from codefleet.hook.agents import AGENTS, CLAUDE, denial_for, normalized
-from codefleet.hook.io import deny_output, tool_paths
-from codefleet.models import GATED_TOOLS, DenyReason
+from codefleet.hook.io import deny_output, extract_paths, tool_paths
+from codefleet.models import GATED_TOOLS, READ_RECORDED_TOOLS, DenyReason
 from codefleet.paths import PathRejected, TreeRoot
 
 __all__ = [
@@ -56,7 +61,9 @@ PRE_TOOL_USE: Final = "pre-tool-use"
 POST_TOOL_USE: Final = "post-tool-use"
 SESSION_END: Final = "session-end"
 EVENTS: Final = (PRE_TOOL_USE, POST_TOOL_USE, SESSION_END)
-PRE_TIMEOUT_S: Final = 5.0  # below the hook timeout `join` writes, so our reason is the one shown
+# One deadline per exchange with the server (connect, send, the whole answer), below the hook
+# timeout `join` writes, so that our reason, not Claude Code's timeout, is the one shown.
+PRE_TIMEOUT_S: Final = 5.0
 RECORD_TIMEOUT_S: Final = 2.0
 MAX_ANSWER_BYTES: Final = 4 * 1024 * 1024
 # Paths the fleet can never lease: a person's write there cannot collide with an agent's
@@ -148,6 +155,9 @@ def _run(args: HookArgs, stdin_text: str, env: Mapping[str, str], post: Post | N
         _quietly(send, args, "/interactive/release", _release_body(data), env)
         return ""
     tool = data["tool_name"]
+    if tool in READ_RECORDED_TOOLS and args.event == POST_TOOL_USE:
+        _record_read(args, send, data, env)
+        return ""
     if tool not in GATED_TOOLS:
         return ""
     raw = tool_paths(tool, data.get("tool_input"))
@@ -155,7 +165,7 @@ def _run(args: HookArgs, stdin_text: str, env: Mapping[str, str], post: Post | N
         if args.event == PRE_TOOL_USE:
             return _deny(f"{tool} named no file path, so CodeFleet could not check it; the write was refused.")  # fmt: skip
         return ""
-    keys, refusal = _lease_keys(args.tree, str(data.get("cwd") or os.getcwd()), raw)
+    keys, refusal = _lease_keys(args.tree, data["cwd"], raw)
     if args.event == POST_TOOL_USE:
         body = {**_who(data, env), "paths": keys, "tool": tool}
         if keys:
@@ -166,6 +176,27 @@ def _run(args: HookArgs, stdin_text: str, env: Mapping[str, str], post: Post | N
     if not keys:
         return ""
     return _ask(args, send, {**_who(data, env), "paths": keys, "tool": tool}, env)
+
+
+def _record_read(args: HookArgs, send: Post, data: dict[str, Any], env: Mapping[str, str]) -> None:
+    """A `read` ledger row for the file the person's session read, with its content's hash."""
+    raw = extract_paths(data.get("tool_input"))
+    keys, _ = _lease_keys(args.tree, str(data.get("cwd") or os.getcwd()), raw)
+    if keys:
+        body = {**_who(data, env), "paths": keys[:1], "tool": data["tool_name"]}
+        digest = _sha256(Path(args.tree) / keys[0])
+        if digest is not None:
+            body["sha256"] = digest
+        _quietly(send, args, "/interactive/changes", body, env)
+
+
+def _sha256(target: Path) -> str | None:
+    import hashlib  # here: only a read needs it
+
+    try:
+        return hashlib.sha256(target.read_bytes()).hexdigest() if target.is_file() else None
+    except OSError:
+        return None
 
 
 def _input_problem(data: Any, event: str) -> str | None:
@@ -179,6 +210,9 @@ def _input_problem(data: Any, event: str) -> str | None:
         return "its input has no tool_name"
     if not isinstance(data.get("tool_input"), dict):
         return "its input has no tool_input object"
+    cwd = data.get("cwd")
+    if not isinstance(cwd, str) or not os.path.isabs(cwd):
+        return "its input's cwd is not an absolute path"
     return None
 
 
@@ -289,6 +323,8 @@ def post_json(
         headers["Authorization"] = f"Bearer {token}"
     try:
         status, raw = _send(server, path, payload, headers, timeout)
+    except TimeoutError:
+        raise Unreachable(f"no complete answer within {timeout:g} s") from None
     except (OSError, ValueError) as err:
         raise Unreachable(f"{type(err).__name__}: {err}") from None
     try:
@@ -307,20 +343,34 @@ def post_json(
 def _send(
     server: str, path: str, payload: bytes, headers: dict[str, str], timeout: float
 ) -> tuple[int, bytes]:
+    """One exchange, all of it (connect, TLS, send, every read) within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
     scheme, _, rest = server.partition("://")
-    if scheme == "https":
-        return _send_tls(server + path, payload, headers, timeout)
-    if scheme != "http":
+    if scheme not in ("http", "https"):
         raise ValueError(f"unsupported server URL {server!r}")
     hostport, _, prefix = rest.partition("/")
-    host, port = _host_port(hostport)
+    host, port = _host_port(hostport, 443 if scheme == "https" else 80)
     target = ("/" + prefix.strip("/") if prefix.strip("/") else "") + path
     lines = [f"POST {target} HTTP/1.1", f"Host: {hostport}"]
     lines += [f"{k}: {v}" for k, v in headers.items()]
     lines += [f"Content-Length: {len(payload)}", "Connection: close", "", ""]
-    with _connect(host, port, timeout) as sock:
+    sock = _connect(host, port, timeout)
+    try:
+        if scheme == "https":  # a server behind a TLS proxy
+            sock = _tls(sock, host, deadline)
+        sock.settimeout(_left(deadline))
         sock.sendall("\r\n".join(lines).encode("latin-1") + payload)
-        return _read_response(sock)
+        return _read_response(sock, deadline)
+    finally:
+        sock.close()
+
+
+def _left(deadline: float) -> float:
+    """Seconds left before `deadline`; `TimeoutError` once none are."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError
+    return left
 
 
 def _connect(host: str, port: int, timeout: float) -> socket.socket:
@@ -338,18 +388,27 @@ def _connect(host: str, port: int, timeout: float) -> socket.socket:
     return socket.create_connection((host, port), timeout=timeout)
 
 
-def _host_port(hostport: str) -> tuple[str, int]:
+def _tls(sock: socket.socket, host: str, deadline: float) -> socket.socket:
+    """`sock` wrapped in TLS (the handshake within the deadline); the slow, general path."""
+    import ssl
+
+    sock.settimeout(_left(deadline))
+    return ssl.create_default_context().wrap_socket(sock, server_hostname=host)
+
+
+def _host_port(hostport: str, default: int) -> tuple[str, int]:
     if hostport.startswith("["):  # [::1]:8099
         host, _, port = hostport[1:].partition("]")
-        return host, int(port.lstrip(":") or 80)
+        return host, int(port.lstrip(":") or default)
     host, _, port = hostport.partition(":")
-    return host, int(port or 80)
+    return host, int(port or default)
 
 
-def _read_response(sock: socket.socket) -> tuple[int, bytes]:
+def _read_response(sock: socket.socket, deadline: float) -> tuple[int, bytes]:
     chunks: list[bytes] = []
     size = 0
     while size <= MAX_ANSWER_BYTES:
+        sock.settimeout(_left(deadline))
         data = sock.recv(65536)
         if not data:
             break
@@ -375,21 +434,6 @@ def _dechunk(body: bytes) -> bytes:
         out.append(body[:size])
         body = body[size + 2 :]
     return b"".join(out)
-
-
-def _send_tls(
-    url: str, payload: bytes, headers: dict[str, str], timeout: float
-) -> tuple[int, bytes]:
-    """HTTPS (a server behind a TLS proxy): the slow, general path."""
-    import urllib.error
-    import urllib.request
-
-    request = urllib.request.Request(url, data=payload, headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return int(response.status), bytes(response.read(MAX_ANSWER_BYTES))
-    except urllib.error.HTTPError as err:
-        return int(err.code), bytes(err.read(MAX_ANSWER_BYTES))
 
 
 # -- entry point ----------------------------------------------------------------------------

@@ -13,9 +13,13 @@ The merge keeps every other key and every other hook; it is idempotent (a
 second `join` with the same options changes nothing) and replaces our own
 entries when the options change. `leave` removes exactly our entries (an
 event key or `hooks` left empty goes too; a file left empty is deleted).
-Before any change to an existing file, its previous content is copied to
-`settings.local.json.bak`. A file that is not a JSON object is an error and is
-left untouched.
+Before `join` changes an existing file, its previous content is copied to
+`settings.local.json.bak`; `leave` writes no copy (what it removes is only
+ours) and deletes a `.bak` that holds a hook of ours, so no hook command
+outlives `leave`. In a git repository, `join` lists both files in
+`info/exclude` (`exclude_from_git`): they are personal, never to be committed,
+and `git status` stays clean. A file that is not a JSON object is an error
+and is left untouched.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ import json
 import os
 import re
 import shlex
+import subprocess
 import sys
+from collections.abc import Callable
 from copy import deepcopy
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +42,8 @@ __all__ = [
     "JoinError",
     "Written",
     "codefleet_command",
+    "drop_our_backup",
+    "exclude_from_git",
     "hooks_block",
     "is_ours",
     "join_tree",
@@ -47,6 +55,8 @@ __all__ = [
 
 # The write tools as a hook matcher; a test keeps it equal to `WRITE_TOOLS`.
 WRITE_MATCHER: Final = "Write|Edit|MultiEdit|NotebookEdit"
+# PostToolUse also records the session's reads (`models.READ_RECORDED_TOOLS`; a test checks).
+POST_MATCHER: Final = f"{WRITE_MATCHER}|NotebookRead|Read"
 HOOK_TIMEOUT_S: Final = 15  # the hook gives up on the server after 5 s and denies itself
 EVENT_KEYS: Final = ("PreToolUse", "PostToolUse", "SessionEnd")
 SUBCOMMANDS: Final = {
@@ -74,6 +84,11 @@ def settings_path(tree: Path) -> Path:
     return tree / ".claude" / "settings.local.json"
 
 
+def backup_path(tree: Path) -> Path:
+    path = settings_path(tree)
+    return path.with_name(path.name + ".bak")
+
+
 def codefleet_command() -> list[str]:
     """How to run this very `codefleet`: its executable by absolute path, else `python -m`."""
     argv0 = Path(sys.argv[0])
@@ -93,7 +108,8 @@ def hooks_block(
             argv.append("--fail-open")
         entry: dict[str, Any] = {"hooks": [{"type": "command", "command": shlex.join(argv), "timeout": HOOK_TIMEOUT_S}]}  # fmt: skip
         if event != "SessionEnd":
-            entry = {"matcher": WRITE_MATCHER, **entry}
+            matcher = POST_MATCHER if event == "PostToolUse" else WRITE_MATCHER
+            entry = {"matcher": matcher, **entry}
         block[event] = [entry]
     return block
 
@@ -181,18 +197,60 @@ def join_tree(
 
 
 def leave_tree(tree: Path, dry_run: bool = False, path: Path | None = None) -> Written:
-    """Remove exactly our hooks from the tree's local settings (or `path`, as `join_tree`)."""
+    """Remove exactly our hooks from the tree's local settings (or `path`, as `join_tree`),
+    and a backup holding one."""
     path = path or settings_path(tree)
     before = read_settings(path)
+    if not dry_run:
+        drop_our_backup(path.with_name(path.name + ".bak"))
     if before is None:
         return Written(path, False, None, None)
     after = without_ours(before)
     if dry_run or after == before:
         return Written(path, after != before, None, after)
-    return write_settings(path, before, after)
+    return write_settings(path, None, after)
+
+
+def drop_our_backup(backup: Path, ours: Callable[[dict[str, Any]], bool] | None = None) -> None:
+    """Delete `backup` when it holds a hook of ours (`ours`: another shape's test)."""
+    try:
+        kept = read_settings(backup)
+    except JoinError:
+        return  # not a settings object: not ours to judge
+    if kept is not None and (ours(kept) if ours else without_ours(kept) != kept):
+        backup.unlink()
+
+
+def exclude_from_git(tree: Path, path: Path | None = None) -> Path | None:
+    """List the files `join` writes in the repository's `info/exclude`; that file, or None.
+
+    `path`: the hook file `join` wrote (default: the tree's local settings), listed with
+    its backup. None when `tree` is not in a git repository (or git is missing); lines
+    already there are not repeated.
+    """
+    try:
+        prefix, exclude = subprocess.run(
+            ["git", "rev-parse", "--show-prefix", "--git-path", "info/exclude"],
+            cwd=tree, capture_output=True, text=True, timeout=30, check=True,
+        ).stdout.split("\n")[:2]  # fmt: skip
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None  # not a repository, or no git: nothing to exclude from
+    exclude_file = (tree / exclude).resolve()
+    text = exclude_file.read_text(encoding="utf-8") if exclude_file.exists() else ""
+    path = path or settings_path(tree)
+    relative = path.relative_to(tree).as_posix()
+    wanted = [f"/{prefix}{relative}", f"/{prefix}{relative}.bak"]
+    missing = [line for line in wanted if line not in text.splitlines()]
+    if missing:
+        exclude_file.parent.mkdir(parents=True, exist_ok=True)
+        lead = "\n" if text and not text.endswith("\n") else ""
+        lines = ["# codefleet join: personal hook settings", *missing]
+        exclude_file.write_text(text + lead + "".join(f"{line}\n" for line in lines), "utf-8")
+    return exclude_file
 
 
 def write_settings(path: Path, before: dict[str, Any] | None, after: dict[str, Any]) -> Written:
+    """Write `after` (delete the file when it is empty); first copy the file when `before`."""
     backup = None
     if before is not None:
         backup = path.with_name(path.name + ".bak")

@@ -20,10 +20,7 @@ def print_analysis(console: Console, analysis: GraphAnalysis, title: str) -> Non
     """Print the analysis of the graph named `title`."""
     console.print(Text(title, style="bold"))
     _row(console, "tasks", str(analysis.tasks))
-    _row(console, "critical path", _path(analysis.critical_path))
-    slowest = analysis.critical_path_minutes
-    if slowest is not None and slowest.task_ids != analysis.critical_path.task_ids:
-        _row(console, "longest in minutes", _path(slowest))
+    _critical_paths(console, analysis.critical_path, analysis.critical_path_minutes)
     exact = "" if analysis.width_exact else " (at least: the graph is too big to count exactly)"
     _row(console, "max width", f"{analysis.max_width} task(s) can run at once{exact}")
     _row(console, f"on {analysis.parallelism.runners} runners", _parallelism(analysis.parallelism))
@@ -47,6 +44,17 @@ def print_analysis(console: Console, analysis: GraphAnalysis, title: str) -> Non
             f"{len(analysis.errors)} error(s), {len(analysis.warnings)} warning(s)", style=""
         )
     )
+
+
+def _critical_paths(
+    console: Console, by_tasks: CriticalPath, by_minutes: CriticalPath | None
+) -> None:
+    """The longest chain; when the longest by minutes is another chain, both, labelled."""
+    if by_minutes is None or by_minutes.task_ids == by_tasks.task_ids:
+        _row(console, "critical path", _path(by_tasks))
+        return
+    _row(console, "critical path", f"{_path(by_tasks)} · the most tasks in a chain")
+    _row(console, "", f"{_path(by_minutes)} · the most minutes in a chain")
 
 
 def _row(console: Console, label: str, value: str) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from codefleet.models import EventType, from_iso
+from codefleet.models import ErrorKind, EventType, from_iso
 from codefleet.planning.analysis import PlannedTask, analyse
 from codefleet.review.facts import RunFacts, run_facts
 from codefleet.review.history import format_cost, success_order
@@ -353,14 +353,26 @@ def verify_section(facts: RunFacts) -> Section | None:
     if not facts.verify_failures:
         return None
     blocks: list[Block] = []
+    unrunnable = _unrunnable_errors(facts)
     for f in facts.verify_failures:
         how = "timed out" if f.timed_out else f"exited {f.exit_code}"
         blocks.append(Para(f"{f.task_id}, attempt {f.attempt}: check `{f.check}` {how}", "bad"))
+        if (f.task_id, f.attempt) in unrunnable:
+            blocks.append(Para(unrunnable[f.task_id, f.attempt], "bad"))
         tail = "\n".join(f.output_tail.rstrip().splitlines()[-OUTPUT_TAIL_LINES:])
         blocks.append(Code(tail or "(no output)", f"last {OUTPUT_TAIL_LINES} lines of output"))
     data = [{"task_id": f.task_id, "attempt": f.attempt, "check": f.check, "exit_code": f.exit_code,
              "timed_out": f.timed_out, "output_tail": f.output_tail} for f in facts.verify_failures]  # fmt: skip
     return Section("verify", "Failed verifications", tuple(blocks), data)
+
+
+def _unrunnable_errors(facts: RunFacts) -> dict[tuple[str, int], str]:
+    """(task, attempt) -> what to do, for tasks a verify that could not start failed at once."""
+    return {
+        (t["id"], int(t["attempts"])): str(t["error"]).split(" Output:\n", 1)[0]
+        for t in facts.record.tasks
+        if t.get("error_kind") == ErrorKind.CHECK_UNRUNNABLE and t.get("error")
+    }
 
 
 def cost_section(facts: RunFacts) -> Section:
@@ -432,6 +444,9 @@ def stats_section(facts: RunFacts) -> Section | None:
         )  # fmt: skip
         columns = ("file", "vetoes", "tasks", "lost to vetoes", "lost to rollbacks")
         blocks.append(Table(columns, rows))
+    if found.stale_reads:
+        stale = tuple((r.path, r.reader, r.changed_by, str(r.count)) for r in found.stale_reads)
+        blocks.append(Table(("stale read of", "read by", "changed by", "times"), stale))
     waits = tuple(
         (t.id, str(t.attempts), seconds(t.waiting_s), seconds(t.running_s)) for t in found.tasks
     )

@@ -23,7 +23,7 @@ Definitions and their limits: docs/decisions.md, "Collision analytics".
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,7 +32,16 @@ from typing import Any
 from codefleet.models import EventType, from_iso
 from codefleet.review.facts import Attempt, RunFacts, Veto
 
-__all__ = ["FileStats", "FleetStats", "KindStats", "TaskStats", "fleet_stats", "stats_json"]
+__all__ = [
+    "FileStats",
+    "FleetStats",
+    "KindStats",
+    "StaleReadStats",
+    "TaskStats",
+    "fleet_stats",
+    "stale_read_stats",
+    "stats_json",
+]
 
 Row = dict[str, Any]
 _TERMINAL = {EventType.TASK_SUCCEEDED, EventType.TASK_FAILED, EventType.TASK_CANCELLED,
@@ -47,6 +56,16 @@ class FileStats:
     veto_lost_s: float  # the vetoed attempts' time
     rollback_lost_s: float  # other failed attempts whose edits to this file were undone
     rollbacks: int
+
+
+@dataclass(frozen=True, slots=True)
+class StaleReadStats:
+    """How often `reader`'s read of `path` went stale because `changed_by` changed it."""
+
+    path: str
+    reader: str
+    changed_by: str  # a task id, "a person" or "outside the lock"
+    count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +103,7 @@ class FleetStats:
     cost_usd: float
     files: tuple[FileStats, ...]
     tasks: tuple[TaskStats, ...]
+    stale_reads: tuple[StaleReadStats, ...] = ()
     simulated: bool = False  # no real model ran: `cost_usd` is priced, not spent
     kinds: tuple[KindStats, ...] = ()
 
@@ -213,6 +233,21 @@ def _pauses(events: Sequence[Row]) -> tuple[int, float]:
     )  # fmt: skip
 
 
+def stale_read_stats(events: Sequence[Row]) -> list[StaleReadStats]:
+    """Stale reads per (file, reader, changer), most frequent first: files to serialize."""
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for e in events:
+        if e["type"] != EventType.STALE_READ:
+            continue
+        for item in e["payload"].get("paths") or ():
+            for who in item.get("changed_by") or ():
+                counts[(str(item["path"]), str(e.get("task_id")), str(who))] += 1
+    return [
+        StaleReadStats(path, reader, who, n)
+        for (path, reader, who), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+
+
 def fleet_stats(facts: RunFacts) -> FleetStats:
     """Per file, per task and fleet-wide figures of the run `facts` describes."""
     files = _files(facts)
@@ -234,6 +269,7 @@ def fleet_stats(facts: RunFacts) -> FleetStats:
         simulated=facts.simulated,
         files=tuple(files),
         tasks=tuple(_tasks(facts)),
+        stale_reads=tuple(stale_read_stats(facts.record.events)),
         kinds=tuple(_kinds(facts)),
     )
 
@@ -283,5 +319,9 @@ def stats_json(stats: FleetStats) -> dict[str, Any]:
              "vetoed": t.vetoed, "waiting_s": _r(t.waiting_s), "running_s": _r(t.running_s),
              "cost_usd": round(t.cost_usd, 6)}
             for t in stats.tasks
+        ],
+        "stale_reads": [
+            {"path": s.path, "reader": s.reader, "changed_by": s.changed_by, "count": s.count}
+            for s in stats.stale_reads
         ],
     }  # fmt: skip

@@ -2,7 +2,7 @@
 
 Pure: the graph file's tasks (as written) and the run's `RunFacts` in, the
 amended tasks and one `Change` per amendment out; `render_graph` writes them
-back as YAML with a comment on each change. Two rules (docs/decisions.md,
+back as YAML with a comment on each change. Three rules (docs/decisions.md,
 "Collision analytics"):
 
 1. a file a task was vetoed on joins its `file_scope`, so the scheduler keeps
@@ -10,7 +10,10 @@ back as YAML with a comment on each change. Two rules (docs/decisions.md,
 2. a task whose retry only succeeded after the holder of the vetoed file had
    finished gets `depends_on` that holder, unless a dependency path already
    links the two either way (the order is then fixed already, or would
-   become a cycle).
+   become a cycle);
+3. a task whose read of a file went stale because another task of the graph
+   changed it (`stale_read`) gets `depends_on` that task, on the same terms:
+   it then reads the file once its change is in.
 
 Tasks are matched by id; a task the file gives no id cannot be matched.
 """
@@ -109,11 +112,37 @@ def suggest(tasks: Sequence[Mapping[str, Any]], facts: RunFacts) -> tuple[list[R
             continue
         if holder in _ancestors(deps, veto.task_id) or veto.task_id in _ancestors(deps, holder):
             continue
-        deps[veto.task_id] = [*deps.get(veto.task_id, []), holder]
-        task["depends_on"] = list(deps[veto.task_id])
         why = f"{veto.task_id}'s retry only succeeded after {holder} finished with {veto.path}"
-        changes.append(Change(veto.task_id, "depends_on", holder, why))
+        changes.extend(_depend(by_id, deps, veto.task_id, holder, why))
+    for reader, changer, path in _stale_pairs(facts.record.events):
+        why = f"{reader}'s read of {path} went stale: {changer} changed it meanwhile"
+        changes.extend(_depend(by_id, deps, reader, changer, why))
     return out, changes
+
+
+def _depend(
+    by_id: Mapping[str, Row], deps: dict[str, list[str]], task_id: str, on: str, why: str
+) -> list[Change]:
+    """`task_id` depends on `on`, unless either is unknown or a path links them already."""
+    if task_id not in by_id or on not in by_id or task_id == on:
+        return []
+    if on in _ancestors(deps, task_id) or task_id in _ancestors(deps, on):
+        return []
+    deps[task_id] = [*deps.get(task_id, []), on]
+    by_id[task_id]["depends_on"] = list(deps[task_id])
+    return [Change(task_id, "depends_on", on, why)]
+
+
+def _stale_pairs(events: Iterable[Row]) -> list[tuple[str, str, str]]:
+    """(reader, changer, path) of every stale read in the log, first seen first, once each."""
+    pairs: dict[tuple[str, str], str] = {}
+    for e in events:
+        if e["type"] != EventType.STALE_READ:
+            continue
+        for item in e["payload"].get("paths") or ():
+            for who in item.get("changed_by") or ():
+                pairs.setdefault((str(e.get("task_id")), str(who)), str(item["path"]))
+    return [(reader, changer, path) for (reader, changer), path in pairs.items()]
 
 
 # -- writing the file ---------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Receive, Scope, Send
 
@@ -38,12 +38,14 @@ from codefleet.config import Settings
 from codefleet.coord.engine import Engine
 from codefleet.coord.engineconfig import engine_config
 from codefleet.coord.graph import NewTask
-from codefleet.coord.store import Store
+from codefleet.coord.reads import EngineReads
+from codefleet.coord.store import Store, check_database
 from codefleet.errors import DomainError, Forbidden
 from codefleet.heap import collector_off
 from codefleet.models import EventType, TaskStatus
 from codefleet.paths import TreeRoot
 from codefleet.planning.analysis import analyse
+from codefleet.readmodel.reads import Reads
 from codefleet.review.facts import run_facts
 from codefleet.review.record import RunRecord
 from codefleet.review.stats import fleet_stats, stats_json
@@ -54,9 +56,8 @@ from codefleet.server.interactive import install_interactive
 from codefleet.server.lock import ServerLock
 from codefleet.server.loopwatch import LoopWatch
 from codefleet.server.pages import install_web
-from codefleet.server.reads import PartsResponse, Reads
 from codefleet.server.runner_routes import RunnerRoutes, install_runner_routes
-from codefleet.server.sse import EventHub
+from codefleet.server.sse import EventHub, EventStream
 
 __all__ = ["FleetApp", "create_app"]
 
@@ -69,6 +70,7 @@ def new_task(spec: TaskSpec) -> NewTask:
         spec.title, spec.id, spec.description, spec.priority, spec.file_scope, spec.depends_on,
         spec.max_attempts, spec.verify, spec.estimate_min,
         None if spec.agent is None else spec.agent.value,
+        None if spec.on_stale_read is None else spec.on_stale_read.value,
     )  # fmt: skip
 
 
@@ -86,6 +88,22 @@ class FleetApp(FastAPI):
     async def behind(self, scope: Scope, receive: Receive, send: Send) -> None:
         """FastAPI itself: what `front` hands on."""
         await super().__call__(scope, receive, send)
+
+
+class PartsResponse(Response):
+    """A JSON body sent in its parts, in order: the cached 6 MB is never copied into one."""
+
+    media_type = "application/json"
+
+    def __init__(self, parts: tuple[bytes, ...]) -> None:
+        self.parts = parts
+        super().__init__(headers={"content-length": str(sum(len(p) for p in parts))})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        last = len(self.parts) - 1
+        for n, part in enumerate(self.parts):
+            await send({"type": "http.response.body", "body": part, "more_body": n < last})
 
 
 def _json(data: Any, status: int = 200) -> JSONResponse:
@@ -116,15 +134,17 @@ def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
 
 def create_app(settings: Settings) -> FleetApp:
     """The app over its engine; holds the database's one-server lock until shutdown."""
-    hub = EventHub()
+    hub = EventHub(max_streams=settings.max_streams)
     _require_dirs(settings)
     lock = ServerLock.acquire(settings.db)  # before anything reads or repairs the database
     try:
+        if not check_database(settings.db):
+            log.warning("the check of %s stopped at its time budget; serving it", settings.db)
         engine = build_engine(settings, hub)
     except BaseException:
         lock.release()
         raise
-    reads = Reads(engine, settings)
+    reads = Reads(EngineReads(engine), settings.stale_after)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -343,10 +363,6 @@ def _event_routes(app: FastAPI, engine: Engine, hub: EventHub) -> None:
         last_event_id: Annotated[
             int | None, Header(alias="Last-Event-ID", ge=0, le=MAX_INT)
         ] = None,
-    ) -> StreamingResponse:
+    ) -> EventStream:
         cursor = last_event_id if last_event_id is not None else since
-        return StreamingResponse(
-            hub.frames(engine.store, cursor),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
+        return EventStream(hub, engine.store, cursor)

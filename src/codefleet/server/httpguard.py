@@ -10,6 +10,11 @@ and lease request with it. This module wraps uvicorn's HTTP protocol with:
   or it is closed. uvicorn's `timeout_keep_alive` still closes idle
   keep-alive connections sooner. Both are checked by one sweep of the
   connections every `SWEEP_S`, not by timers armed for each request;
+- **a head cap**: a request line and headers longer than `HEAD_LIMIT` bytes
+  in all are answered 431 and the connection closed, before the parser has
+  seen more than that much of them (httptools builds a long header by
+  appending each fragment to what it has, so its work grows with the square
+  of the header's length: one 80 MB header held the event loop for seconds);
 - **a connection cap** below the descriptor limit: when a new connection
   would pass it, the connection that has waited longest without a request to
   answer is closed, never-served ones first. A connection whose request is
@@ -23,6 +28,10 @@ a response's head on `http.response.start` and its body on the first
 the head of a response that is not chunked waits for the first body write
 and leaves joined with it. A chunked response (an event stream) sends its
 head at once, as before (docs/decisions.md, "One write per response").
+
+The head cap, the deadline and the cap reach into uvicorn's httptools protocol
+(uvicorn 0.54.0, pinned in pyproject.toml; httptools 0.9 in uv.lock); this is the one
+module that does.
 
 `uvicorn_config` builds the one `uvicorn.Config` that `serve` and
 `ServerThread` both run; `raise_descriptor_limit` lifts the process's soft
@@ -38,14 +47,30 @@ from typing import Any, Final
 
 import uvicorn
 from uvicorn._types import ASGISendEvent
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+from uvicorn.protocols.http.httptools_impl import (
+    STATUS_LINE,
+    HttpToolsProtocol,
+    RequestResponseCycle,
+)
 
-__all__ = ["connection_cap", "guarded_protocol", "raise_descriptor_limit", "uvicorn_config"]
+from codefleet.server.guards import envelope
+
+__all__ = [
+    "HEAD_LIMIT",
+    "connection_cap",
+    "guarded_protocol",
+    "raise_descriptor_limit",
+    "uvicorn_config",
+]
 
 log = logging.getLogger(__name__)
 RESERVED_FDS: Final = 128  # the database and its side files, logs, the lock, the event loop
 MAX_SOFT_FDS: Final = 65_536
 SWEEP_S: Final = 0.5  # how often overdue connections are looked for (read deadline, keep-alive)
+HEAD_LIMIT: Final = 64 * 1024  # bytes: a request line and its headers, in all
+HEAD_TOO_LARGE: Final = envelope(
+    "header_too_large", f"the request line and headers exceed {HEAD_LIMIT} bytes"
+)
 
 
 def raise_descriptor_limit() -> int:
@@ -180,6 +205,8 @@ class _GuardedProtocol(HttpToolsProtocol):
     _reading: bool = True  # waiting for (the rest of) a request, not answering one
     _reading_since: float = 0.0
     _heard: bool = False  # a byte arrived since `_reading_since`
+    _in_head: bool = True  # the parser is reading a request line and headers
+    _head_bytes: int = 0  # bytes of the current head handed to the parser so far
     _view: _HeadFirst
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -191,10 +218,22 @@ class _GuardedProtocol(HttpToolsProtocol):
             self._evict()
 
     def data_received(self, data: bytes) -> None:
+        """uvicorn's, parsing at most `HEAD_LIMIT` bytes of a head; past them, 431 and close."""
         self._heard = True
-        super().data_received(data)
+        if not self._in_head:
+            super().data_received(data)
+            return
+        room = HEAD_LIMIT - self._head_bytes
+        if room <= 0:
+            self._refuse_head()
+            return
+        self._head_bytes += min(room, len(data))
+        super().data_received(data[:room] if len(data) > room else data)
+        if len(data) > room and self.parser is not None and not self.transport.is_closing():
+            self.data_received(data[room:])  # refused if the head is still open, else parsed
 
     def on_headers_complete(self) -> None:
+        self._in_head = False
         before = self.cycle
         super().on_headers_complete()
         cycle = self.cycle
@@ -206,6 +245,7 @@ class _GuardedProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         self._reading = False
+        self._in_head, self._head_bytes = True, 0  # what follows is the next request's head
         super().on_message_complete()
 
     def on_response_complete(self) -> None:
@@ -220,6 +260,18 @@ class _GuardedProtocol(HttpToolsProtocol):
             self._start_asgi_task(cycle, app)
         else:
             self._await_request()
+
+    def _refuse_head(self) -> None:
+        """431 in the error envelope, then close; only close while an answer is being sent."""
+        cycle = self.cycle
+        if cycle is None or cycle.response_complete:
+            headers = b"".join(b"%s: %s\r\n" % pair for pair in self.server_state.default_headers)
+            self.transport.write(
+                STATUS_LINE[431] + headers + b"content-type: application/json\r\n"
+                b"content-length: %d\r\nconnection: close\r\n\r\n" % len(HEAD_TOO_LARGE)
+                + HEAD_TOO_LARGE
+            )  # fmt: skip
+        self.transport.close()
 
     # -- the deadline, the keep-alive and the cap -----------------------------------------
 

@@ -55,7 +55,7 @@ def install_interactive(app: FastAPI, engine: Engine) -> None:
 
     @app.post("/interactive/changes", status_code=202)
     async def interactive_changes(body: InteractiveAcquireBody) -> JSONResponse:
-        holders.record_change(body.session_id, body.user, body.paths, body.tool)
+        holders.record_change(body.session_id, body.user, body.paths, body.tool, body.sha256)
         return JSONResponse({}, 202)
 
     @app.post("/interactive/release")

@@ -35,6 +35,7 @@ from codefleet.api.wire import (
     CheckEventBody,
     CompleteBody,
     HeartbeatBody,
+    ReadsBody,
     RegisterBody,
     StartBody,
 )
@@ -114,6 +115,17 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
     async def complete(task_id: str, body: CompleteBody, epoch: Epoch) -> JSONResponse:
         answer = engine.complete(task_id, body.agent_id, epoch, body.report())
         return JSONResponse(task_json(answer, await engine.handoff(body.agent_id, epoch)))
+
+    @app.post("/tasks/{task_id}/reads")
+    async def reads(task_id: str, body: ReadsBody, epoch: Epoch) -> JSONResponse:
+        rows = [r.model_dump() for r in body.reads]
+        watch = [w.model_dump() for w in body.watch]
+        stale = [s.model_dump() for s in body.stale]
+        done = body.reconciled.model_dump() if body.reconciled else None
+        answer = engine.record_reads(
+            task_id, body.agent_id, epoch, body.attempt, rows, watch, stale, done
+        )
+        return JSONResponse(answer)
 
     @app.post("/tasks/{task_id}/checks")
     async def check_event(task_id: str, body: CheckEventBody, epoch: Epoch) -> JSONResponse:

@@ -7,6 +7,13 @@ comment after 15 s of silence. Because live delivery is "read from the table
 again", replay and live are the same code and `GET /events?since=0` returns
 exactly what the stream delivered. Subscribers at the same cursor share one
 read and one encoding of each page until the next commit.
+
+At most `max_streams` streams are open at once (`EventStream` holds one of the
+hub's slots while it is answered); past it a new stream is refused 503
+`too_many_streams`. A client that stops reading keeps what the server had
+buffered for it (a page and the transport's write buffer, a few hundred KiB),
+so the cap, not the number of connections, bounds what streams can hold
+(docs/decisions.md, "A cap on event streams").
 """
 
 from __future__ import annotations
@@ -16,9 +23,14 @@ import json
 from collections.abc import AsyncIterator
 from typing import Final
 
-from codefleet.coord.store import Row, Store
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
-__all__ = ["PING_INTERVAL_S", "EventHub", "frame"]
+from codefleet.config import DEFAULT_MAX_STREAMS
+from codefleet.coord.store import Row, Store
+from codefleet.server.guards import envelope, send_json
+
+__all__ = ["PING_INTERVAL_S", "EventHub", "EventStream", "frame"]
 
 PING_INTERVAL_S: Final = 15.0
 PAGE: Final = 500
@@ -32,8 +44,12 @@ def frame(event: Row) -> str:
 class EventHub:
     """Wakes every subscriber after each commit that emitted events."""
 
-    def __init__(self, ping_interval: float = PING_INTERVAL_S) -> None:
+    def __init__(
+        self, ping_interval: float = PING_INTERVAL_S, max_streams: int = DEFAULT_MAX_STREAMS
+    ) -> None:
         self._wakeups: set[asyncio.Event] = set()
+        self.max_streams = max_streams
+        self._open = 0  # streams being answered: slots taken
         self._closed = False
         self.ping_interval = ping_interval
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -54,6 +70,16 @@ class EventHub:
     def close_threadsafe(self) -> None:
         if self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self.close)
+
+    def take_slot(self) -> bool:
+        """Count one more open stream, unless `max_streams` are open (then False)."""
+        if self._open >= self.max_streams:
+            return False
+        self._open += 1
+        return True
+
+    def free_slot(self) -> None:
+        self._open -= 1
 
     def _page(self, store: Store, cursor: int) -> tuple[int, str]:
         """The frames of the next page after `cursor` and its last id, read once per commit.
@@ -90,3 +116,29 @@ class EventHub:
                     yield ": ping\n\n"
         finally:
             self._wakeups.discard(wakeup)
+
+
+class EventStream(StreamingResponse):
+    """`/events/stream`'s answer: the hub's frames while it holds a slot, else 503."""
+
+    def __init__(self, hub: EventHub, store: Store, cursor: int) -> None:
+        super().__init__(
+            hub.frames(store, cursor),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+        self.hub = hub
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        hub = self.hub
+        if not hub.take_slot():
+            message = (
+                f"{hub.max_streams} event streams are open, the most this server serves "
+                "(CODEFLEET_MAX_STREAMS); close one, or try again later"
+            )
+            await send_json(send, 503, envelope("too_many_streams", message))
+            return
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            hub.free_slot()

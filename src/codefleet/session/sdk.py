@@ -29,6 +29,12 @@ the limit as a `RateLimitEvent` with `status="rejected"` and `resets_at` (Unix
 seconds) before the error result; that becomes the outcome's `retry_after_s`
 (docs/decisions.md, "What a session knows about a usage limit").
 
+Reads: PostToolUse for `Read` (and `NotebookRead`) records each file read in
+the attempt's read set (`fleet.reads`, in process). The session is a
+`session.conversation.Conversation`: after its first turn ends well, the
+attempt's reads are validated (`fleet.reconcile`) and a reconcile turn is one
+more user message in the same conversation; its usage counts to the attempt.
+
 Cancellation (the runner's wall clock, or fencing) kills the CLI process with
 SIGKILL before the SDK closes the transport, so nothing outlives the attempt.
 The SDK does not expose the child, so we build its `SubprocessCLITransport`
@@ -55,14 +61,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, cast
 
 from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
-    ClaudeSDKError,
     CLIConnectionError,
     HookCallback,
     HookContext,
@@ -78,7 +83,6 @@ from claude_agent_sdk import (
     ToolUseBlock,
     UserMessage,
     create_sdk_mcp_server,
-    query,
     tool,
 )
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
@@ -87,9 +91,12 @@ from codefleet.attempt import AttemptReport
 from codefleet.fleet.checks import CHECK_TOOL, Checker
 from codefleet.fleet.executor import Attempt
 from codefleet.fleet.prewrite import WriteGate
+from codefleet.fleet.reads import READ_RECORDED_TOOLS
+from codefleet.fleet.reconcile import settle_reads
 from codefleet.hook.io import deny_output, extract_paths
 from codefleet.hook.readguard import READ_TOOLS, read_refusal
 from codefleet.models import WRITE_TOOLS, CheckPurpose, ErrorKind, utcnow
+from codefleet.session.conversation import Conversation, no_input
 from codefleet.session.credentials import CREDENTIAL_VARS, MissingCredentials, credentials_problem
 from codefleet.session.outcome import Crash, HookRecord, SessionResult, session_outcome
 from codefleet.session.prompt import build_prompt
@@ -115,6 +122,7 @@ log = logging.getLogger(__name__)
 SESSION_TOOLS: Final = ("Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Glob", "Grep")
 WRITE_MATCHER: Final = "Write|Edit|MultiEdit|NotebookEdit"
 READ_MATCHER: Final = "|".join(READ_TOOLS)
+READ_RECORD_MATCHER: Final = "|".join(sorted(READ_RECORDED_TOOLS))
 CHECK_SERVER: Final = "codefleet"
 CHECK_TOOL_NAME: Final = f"mcp__{CHECK_SERVER}__{CHECK_TOOL}"
 CHECK_RESULT_CHARS: Final = 50_000  # the CLI keeps a tool result up to this size inline
@@ -156,6 +164,10 @@ class AttemptLog:
     transport: SubprocessCLITransport | None = None
     cli_pid: int | None = None
     limit_resets_at: float | None = None  # Unix seconds: a rejected RateLimitEvent said so
+    record_read: Callable[[str, Any], None] | None = None  # the attempt's read set
+    result: SessionResult | None = None  # the last turn's
+    spent: tuple[int, int, float] = (0, 0, 0.0)  # tokens in, out and cost of the turns so far
+    followups: list[str] = field(default_factory=list)  # the messages after the first
 
     def hook_record(self) -> HookRecord:
         return HookRecord(
@@ -240,6 +252,23 @@ def make_read_guard(attempt_log: AttemptLog) -> HookCallback:
     return read_guard
 
 
+def make_read_recorder(attempt_log: AttemptLog) -> HookCallback:
+    """The PostToolUse callback for Read: note the file in the attempt's read set (local)."""
+
+    async def post_read(
+        input_data: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        data = dict(input_data)
+        if attempt_log.record_read is not None:
+            try:
+                attempt_log.record_read(str(data.get("tool_name") or ""), data.get("tool_input"))
+            except Exception:  # the read set is a record, never a gate
+                log.warning("could not record a read", exc_info=True)
+        return {}
+
+    return post_read
+
+
 def make_post_tool_use(attempt_log: AttemptLog) -> HookCallback:
     """The PostToolUse callback: record the ledger row in the background; never vetoes."""
 
@@ -314,25 +343,28 @@ class SessionExecutor:
         self.hook_timings_ms: list[float] = []  # every hook call of every attempt, for reports
 
     async def run(self, attempt: Attempt) -> AttemptReport:
-        attempt_log = AttemptLog(attempt.gate, max(0.5, self.hook_timeout - CHECK_MARGIN_S))
+        attempt_log = AttemptLog(
+            attempt.gate,
+            max(0.5, self.hook_timeout - CHECK_MARGIN_S),
+            record_read=attempt.record_read,
+        )
         started = utcnow()
         outcome: AttemptReport | None = None
-        result: SessionResult | None = None
         try:
             with StderrFile(stderr_path(attempt), attempt) as stderr:
                 options = self.options(attempt, attempt_log, stderr.write)
-                result, crash = await _reaping(self._prompt(attempt), options, attempt_log)
-            await _settle(attempt_log.pending)
-            outcome = session_outcome(
-                result, crash, attempt_log.hook_record(), attempt=attempt.number
-            )
+                outcome = await _reaping(
+                    _converse(attempt, self._prompt(attempt), options, attempt_log), attempt_log
+                )
             return outcome
         finally:
             self.hook_timings_ms.extend(attempt_log.hook_ms)
             evidence = {"cli_pid": attempt_log.cli_pid, "init": attempt_log.init,
                         "refusals": attempt_log.refusals,
-                        "read_refusals": attempt_log.read_refusals}  # fmt: skip
-            save_record(attempt, evidence, attempt_log.hook_ms, result, outcome, started)
+                        "read_refusals": attempt_log.read_refusals,
+                        "followups": attempt_log.followups}  # fmt: skip
+            save_record(attempt, evidence, attempt_log.hook_ms, attempt_log.result, outcome,
+                        started)  # fmt: skip
 
     def options(
         self, attempt: Attempt, attempt_log: AttemptLog, stderr: Callable[[str], None]
@@ -381,7 +413,12 @@ class SessionExecutor:
             hooks=[make_post_tool_use(attempt_log)],
             timeout=RECORD_TIMEOUT_S * 2,
         )
-        return {"PreToolUse": [pre, reads], "PostToolUse": [post]}
+        read = HookMatcher(
+            matcher=READ_RECORD_MATCHER,
+            hooks=[make_read_recorder(attempt_log)],
+            timeout=RECORD_TIMEOUT_S * 2,
+        )
+        return {"PreToolUse": [pre, reads], "PostToolUse": [post, read]}
 
     def _prompt(self, attempt: Attempt) -> str:
         marker = self.prompt_marker(attempt) if self.prompt_marker else None
@@ -393,10 +430,10 @@ class SessionExecutor:
 
 
 async def _reaping(
-    prompt: str, options: ClaudeAgentOptions, attempt_log: AttemptLog
-) -> tuple[SessionResult | None, Crash | None]:
-    """Drain the session; if we are cancelled, SIGKILL the CLI first, then let the SDK close."""
-    drain = asyncio.create_task(_drain(prompt, options, attempt_log))
+    session: Coroutine[Any, Any, AttemptReport], attempt_log: AttemptLog
+) -> AttemptReport:
+    """Run the session; if we are cancelled, SIGKILL the CLI first, then let the SDK close."""
+    drain = asyncio.create_task(session)
     try:
         return await asyncio.shield(drain)
     except asyncio.CancelledError:
@@ -407,33 +444,61 @@ async def _reaping(
         raise
 
 
-async def _drain(
-    prompt: str, options: ClaudeAgentOptions, attempt_log: AttemptLog
-) -> tuple[SessionResult | None, Crash | None]:
-    """Keep the init frame and the result; an error result is yielded, then raised."""
-    transport = SubprocessCLITransport(prompt=prompt, options=options)
+async def _converse(
+    attempt: Attempt, prompt: str, options: ClaudeAgentOptions, attempt_log: AttemptLog
+) -> AttemptReport:
+    """The first turn, then the reconcile turns `settle_reads` asks for, in one conversation."""
+    transport = SubprocessCLITransport(prompt=no_input(), options=options)
     attempt_log.transport = transport
-    result: ResultMessage | None = None
-    try:
-        async for message in query(prompt=prompt, options=options, transport=transport):
-            attempt_log.cli_pid = attempt_log.cli_pid or _cli_pid(transport)
-            if isinstance(message, SystemMessage) and message.subtype == "init":
-                attempt_log.init = dict(message.data)
-            elif isinstance(message, ResultMessage):
-                result = message
-            elif isinstance(message, RateLimitEvent):
-                attempt_log.limit_resets_at = (
-                    limit_resets_at(message) or attempt_log.limit_resets_at
-                )
-            else:
-                _watch_writes(message, attempt_log)
-    except ClaudeSDKError as err:  # ResultError after a yielded result, or a CLI failure
-        if result is None:
-            return None, classify_crash(err)
-        log.debug("session raised after its result: %r", err)
-    if result is None:
-        return None, None
-    return session_result(result, seconds_until(attempt_log.limit_resets_at)), None
+    async with Conversation(options, transport, lambda m: _watch(m, attempt_log)) as talk:
+
+        async def follow_up(message: str) -> AttemptReport:
+            attempt_log.followups.append(message)
+            return await _turn(talk, message, attempt, attempt_log)
+
+        first = await _turn(talk, prompt, attempt, attempt_log)
+        return await settle_reads(attempt, first, None if talk.broken else follow_up)
+
+
+async def _turn(
+    talk: Conversation, message: str, attempt: Attempt, attempt_log: AttemptLog
+) -> AttemptReport:
+    """One user message's turn as a report, with this turn's usage only."""
+    result, error = await talk.send(message)
+    await _settle(attempt_log.pending)
+    crash = classify_crash(error) if error is not None else None
+    found = None if result is None else session_result(
+        result, seconds_until(attempt_log.limit_resets_at)
+    )  # fmt: skip
+    attempt_log.result = found or attempt_log.result
+    report = session_outcome(found, crash, attempt_log.hook_record(), attempt=attempt.number)
+    return _this_turn(report, attempt_log)
+
+
+def _this_turn(report: AttemptReport, attempt_log: AttemptLog) -> AttemptReport:
+    """The CLI's usage figures add up over a session: keep what this turn added."""
+    tokens_in, tokens_out, cost = attempt_log.spent
+    if report.input_tokens or report.output_tokens or report.cost_usd:
+        attempt_log.spent = (report.input_tokens, report.output_tokens, report.cost_usd)
+    return replace(
+        report,
+        input_tokens=max(0, report.input_tokens - tokens_in),
+        output_tokens=max(0, report.output_tokens - tokens_out),
+        cost_usd=max(0.0, report.cost_usd - cost),
+    )
+
+
+def _watch(message: Any, attempt_log: AttemptLog) -> None:
+    """Keep the init frame, the CLI's pid and a rate limit's end; note write calls."""
+    attempt_log.cli_pid = attempt_log.cli_pid or (
+        _cli_pid(attempt_log.transport) if attempt_log.transport else None
+    )
+    if isinstance(message, SystemMessage) and message.subtype == "init":
+        attempt_log.init = attempt_log.init or dict(message.data)
+    elif isinstance(message, RateLimitEvent):
+        attempt_log.limit_resets_at = limit_resets_at(message) or attempt_log.limit_resets_at
+    elif not isinstance(message, ResultMessage):
+        _watch_writes(message, attempt_log)
 
 
 def limit_resets_at(event: RateLimitEvent) -> float | None:

@@ -19,7 +19,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol
 
 from rich.console import Console
@@ -29,6 +29,7 @@ from rich.text import Text
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import DomainError
 from codefleet.models import EventType, ReleaseReason, utcnow
+from codefleet.ui.scopes import ScopeWatch
 from codefleet.ui.view import LogLine, ViewModel, build_view, describe, log_text, render
 
 __all__ = ["NOTABLE_EVENTS", "follow_compact", "watch"]
@@ -62,6 +63,8 @@ NOTABLE_EVENTS: Final = frozenset(
         EventType.FLEET_PAUSED,
         EventType.FLEET_RESUMED,
         EventType.FLEET_BUDGET_EXHAUSTED,
+        EventType.STALE_READ,
+        EventType.RECONCILED,
     }
 )
 
@@ -251,12 +254,15 @@ class _Printer:
     status: str = LIVE
     names: dict[str, str] = field(default_factory=dict)
     moved: asyncio.Event = field(default_factory=asyncio.Event)
+    scopes: ScopeWatch = field(default_factory=ScopeWatch)
 
     def cursor(self) -> int:
         return self.last_id
 
     async def on_connect(self, client: FleetClient) -> None:
         self.names.update({a["id"]: a["name"] for a in await client.agents()})
+        seeded = ScopeWatch.of(await client.tasks())
+        self.scopes.declared.update(seeded.declared)
 
     async def while_connected(self, client: FleetClient) -> None:
         return None
@@ -269,6 +275,11 @@ class _Printer:
             self.names[event["agent_id"]] = event["payload"]["name"]
         if _notable(event):
             self.console.print(log_text(describe(event, self.names)))
+        outside = self.scopes.take(event)
+        if outside is not None:
+            line = describe(event, self.names)
+            text = self.scopes.line(str(event["task_id"]), outside)
+            self.console.print(log_text(replace(line, text=text, style="yellow")))
         self.moved.set()
 
     def on_status(self, status: str) -> None:

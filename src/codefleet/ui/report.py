@@ -6,6 +6,7 @@ the run's own result; it holds no state. `run`, `demo` and `tasks` use it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console, Group
@@ -14,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from codefleet.fleet.local import FleetResult
+from codefleet.ui.scopes import outside_text
 from codefleet.wording import cost_text
 
 __all__ = ["STATUS_STYLE", "cost_text", "print_result", "task_table", "veto_lines"]
@@ -38,7 +40,9 @@ def _note(task: dict[str, Any]) -> str:
     return task.get("error") or ""
 
 
-def task_table(tasks: list[dict[str, Any]], title: str = "Tasks") -> Table:
+def task_table(tasks: list[dict[str, Any]], title: str = "Tasks", *, crop: bool = True) -> Table:
+    """One row a task; `crop` shortens long titles and notes (for a terminal, not a pipe)."""
+    title_max, note_max = (48, 90) if crop else (None, None)
     table = Table(title=title, title_justify="left", expand=False)
     for column in ("task", "title", "status", "att.", "cost $", "note"):
         table.add_column(column, overflow="fold")
@@ -46,11 +50,11 @@ def task_table(tasks: list[dict[str, Any]], title: str = "Tasks") -> Table:
         status = Text(task["status"], style=STATUS_STYLE.get(task["status"], ""))
         table.add_row(  # user and model text as Text: never parsed as Rich markup
             Text(task["id"]),
-            Text(task["title"][:48]),
+            Text(task["title"][:title_max]),
             status,
             f"{task['attempts']}/{task['max_attempts']}",
             f"{task.get('cost_usd', 0.0):.4f}",
-            Text(_note(task)[:90]),
+            Text(_note(task)[:note_max]),
         )
     return table
 
@@ -77,9 +81,13 @@ def print_result(
     conflicts: list[dict[str, Any]],
     *,
     simulated_cost: bool = False,
+    outside: Mapping[str, list[str]] | None = None,
 ) -> None:
-    """The task table, the vetoes, the verify output and the verdict panel."""
-    console.print(task_table(result.tasks))
+    """The task table, the vetoes, the verify output and the verdict panel.
+
+    `outside` is what each task wrote outside its declared scope (`scopes.ScopeWatch`).
+    """
+    console.print(task_table(result.tasks, crop=console.is_terminal))
     for line in veto_lines(conflicts):
         console.print(line)
     if result.verify is not None:
@@ -87,6 +95,8 @@ def print_result(
         console.print(
             Text(f"verify: `{result.verify.command}` exited {result.verify.exit_code}", style=style)
         )
+        if (hint := result.verify.cannot_start()) is not None:
+            console.print(Text(f"verify {hint}", style=style))
         if not result.verify.ok:
             console.print(result.verify.output[-3000:], markup=False)
     for why in result.runner_errors:
@@ -96,11 +106,11 @@ def print_result(
     done = sum(t["status"] == "succeeded" for t in result.tasks)
     cost = sum(float(t.get("cost_usd") or 0) for t in result.tasks)
     verdict = Text("PASS" if result.ok else "FAIL", style="bold green" if result.ok else "bold red")
-    body = Group(
-        verdict,
-        Text(
-            f"{done}/{len(result.tasks)} tasks succeeded · {len(conflicts)} veto(es) · "
-            f"{cost_text(cost, simulated_cost)} · {result.duration_s:.2f}s"
-        ),
+    summary = Text(
+        f"{done}/{len(result.tasks)} tasks succeeded · {len(conflicts)} veto(es) · "
+        f"{cost_text(cost, simulated_cost)} · {result.duration_s:.2f}s"
     )
+    undeclared = outside_text(outside or {})
+    lines = [verdict, summary, *([Text(undeclared, style="yellow")] if undeclared else [])]
+    body = Group(*lines)
     console.print(Panel(body, title="verdict", expand=False))

@@ -28,7 +28,7 @@ from rich.text import Text
 
 from codefleet.models import EventType, TaskStatus, from_iso
 from codefleet.ui.report import STATUS_STYLE
-from codefleet.wording import phrase
+from codefleet.wording import cost_text, phrase, spent_text
 
 __all__ = [
     "AgentRow",
@@ -112,6 +112,7 @@ class ViewModel:
     log: tuple[LogLine, ...] = ()
     counts: tuple[tuple[str, int], ...] = ()
     cost_usd: float = 0.0
+    simulated: bool = False  # no real model ran on this server: the cost is priced, not spent
     input_tokens: int = 0
     output_tokens: int = 0
     vetoes: int = 0
@@ -128,6 +129,7 @@ class BudgetLine:
     spent_usd: float
     hard: bool
     exhausted: bool
+    simulated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +155,7 @@ EVENT_STYLE: Final[dict[str, str]] = {
     EventType.CHECK_FINISHED: "bold yellow", EventType.FLEET_PAUSED: PAUSE_STYLE,
     EventType.FLEET_RESUMED: "green", EventType.FLEET_BUDGET_EXHAUSTED: "bold red",
     EventType.FILE_RESTORED: "yellow", EventType.RESTORE_FAILED: "bold red",
+    EventType.STALE_READ: "bold yellow", EventType.RECONCILED: "yellow",
 }  # fmt: skip
 
 
@@ -264,8 +267,13 @@ def _budget(state: Mapping[str, Any]) -> BudgetLine | None:
         return None
     return BudgetLine(
         float(budget["max_cost_usd"]), float(budget.get("spent_usd") or 0.0),
-        bool(budget.get("hard")), bool(budget.get("exhausted")),
+        bool(budget.get("hard")), bool(budget.get("exhausted")), _simulated(state),
     )  # fmt: skip
+
+
+def _simulated(state: Mapping[str, Any]) -> bool:
+    """The server's word on its cost (`budget.simulated`, `models.cost_simulated`)."""
+    return bool((state.get("budget") or {}).get("simulated"))
 
 
 def _counts(counters: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
@@ -305,6 +313,7 @@ def build_view(
         log=base.log,
         counts=_counts(counters["tasks"]),
         cost_usd=float(counters["cost_usd"]),
+        simulated=_simulated(state),
         input_tokens=int(counters["input_tokens"]),
         output_tokens=int(counters["output_tokens"]),
         vetoes=vetoes,
@@ -335,7 +344,7 @@ def summary_line(view: ViewModel) -> Text:
         line.append(" · " if i else "", style="dim")
         line.append(f"{status} {n}" if n else status, style=STATUS_STYLE.get(status, ""))
     line.append(" │ ", style="dim")
-    line.append(f"${view.cost_usd:.4f}")
+    line.append(cost_text(view.cost_usd, view.simulated))
     if view.budget is not None:
         cap = f" of ${view.budget.max_cost_usd:.2f}"
         line.append(cap, style=VETO_STYLE if view.budget.exhausted else "dim")
@@ -444,7 +453,9 @@ def pause_text(pause: PauseBanner) -> Text:
 def budget_text(budget: BudgetLine) -> Text:
     """`⏹ FLEET BUDGET EXHAUSTED · $1.02 of $1.00 · ...`: why nothing more is assigned."""
     line = Text("⏹ FLEET BUDGET EXHAUSTED", style=VETO_STYLE)
-    line.append(f" · ${budget.spent_usd:.4f} spent of ${budget.max_cost_usd:.4f}")
+    line.append(
+        f" · {spent_text(budget.spent_usd, budget.simulated)} of ${budget.max_cost_usd:.4f}"
+    )
     stop = "running tasks were stopped" if budget.hard else "running tasks finish"
     line.append(f" · no new task is assigned; {stop}; `codefleet budget USD` raises it", "dim")
     return line

@@ -1,5 +1,5 @@
 // Plain words for what the timeline draws: the tooltip and the aria-label of
-// an attempt or a veto, and where the run's clock starts.
+// an attempt or a veto, where the run's clock starts and how long the run took.
 
 import { fmtCost, fmtDuration, fmtOffset, plural, truncate } from "./util.js";
 
@@ -18,6 +18,20 @@ export function runOrigin(model) {
   const h = model.history;
   const candidates = [h.fleetStarts[0], h.attempts[0]?.start].filter(Number.isFinite);
   return candidates.length ? Math.min(...candidates) : h.first;
+}
+
+/**
+ * The run's duration, counted as the report counts its wall time (review/facts.py `_wall`):
+ * from the first fleet start (else the first event) to the last run_finished (else the last
+ * event); while a run goes on and the page is live, to now. Events after the run (a runner
+ * that goes stale, a commit) are not part of it.
+ */
+export function runWall(model, view) {
+  const h = model.history;
+  const start = h.fleetStarts.length ? h.fleetStarts[0] : h.first;
+  const running = model.runState() === "running" && view.live;
+  const end = running ? view.now : h.finished ? h.finished.at : h.last;
+  return end - start;
 }
 
 /** The words the tooltip and the screen reader get for one attempt. */
@@ -42,6 +56,11 @@ export function describeAttempt(model, attempt, t0) {
   for (const check of attempt.checks) {
     const how = check.timedOut ? "timed out" : check.passed ? "passed" : `failed${check.exitCode != null ? ` (exit ${check.exitCode})` : ""}`;
     lines.push(`check ${check.name} ${how} at ${fmtOffset(check.at - t0)}`);
+  }
+  for (const mark of attempt.stale) {
+    const files = mark.paths.map((p) => `${p.path} (${p.gone ? "deleted by " : ""}${p.by.join(", ")})`).join(", ");
+    const then = mark.outcome ? ` · reconciled: ${mark.outcome}` : "";
+    lines.push(`stale read at ${fmtOffset(mark.at - t0)}: ${truncate(files, 140)}${then}`);
   }
   if (attempt.restored.length) lines.push(`rolled back: ${truncate(attempt.restored.map((r) => r.path).join(", "), 120)}`);
   if (attempt.outcome === "succeeded") {

@@ -15,13 +15,14 @@ const ORDER = [
   "check_defined", "check_started", "check_finished",
   "agent_registered", "agent_online", "agent_offline", "fleet_started", "fleet_idle", "run_finished",
   "task_committed", "fleet_paused", "fleet_resumed", "fleet_budget_set", "fleet_budget_exhausted",
+  "stale_read", "reconciled",
 ];
 
 export function category(type) {
   if (type === "lease_denied") return "veto";
   if (type === "task_succeeded") return "ok";
   if (type === "task_failed" || type === "task_blocked_upstream" || type === "fleet_budget_exhausted") return "bad";
-  if (type === "task_requeued" || type === "file_restored" || type === "fleet_paused") return "warn";
+  if (type === "task_requeued" || type === "file_restored" || type === "fleet_paused" || type === "stale_read") return "warn";
   return type.split("_")[0];
 }
 

@@ -88,7 +88,7 @@ export class Model {
       agents: new Map(state.agents.map((a) => [a.id, { ...a }])),
       leases: new Map(state.leases.map((l) => [l.path, { ...l }])),
       pause: state.pause ?? null, // a usage limit: {since, until, reason, task_id}
-      budget: state.budget ?? null, // {max_cost_usd, hard, spent_usd, exhausted}
+      budget: state.budget ?? null, // {max_cost_usd, hard, spent_usd, exhausted, simulated}
     };
     for (const event of this.events) {
       if (event.id > state.last_event_id) foldLive(this.live, event);
@@ -187,6 +187,7 @@ function foldHistory(h, event) {
         vetoes: [],
         restored: [],
         checks: [],
+        stale: [], // stale_read events of this attempt: { at, paths, outcome (set by reconciled) }
       };
       h.attempts.push(attempt);
       h.open.set(event.task_id, attempt);
@@ -239,6 +240,12 @@ function foldHistory(h, event) {
       attempt?.restored.push(restore);
       break;
     }
+    case "stale_read":
+      attemptFor(h, event)?.stale.push({ at, paths: (body.paths ?? []).map((p) => ({ path: p.path, by: p.changed_by ?? [], gone: p.now_sha256 == null })), outcome: null });
+      break;
+    case "reconciled":
+      for (const mark of attemptFor(h, event)?.stale ?? []) mark.outcome = body.outcome ?? null;
+      break;
     case "check_finished":
       attemptFor(h, event)?.checks.push({ at, name: body.name, passed: body.passed === true, exitCode: body.exit_code, timedOut: body.timed_out === true });
       break;
@@ -365,12 +372,12 @@ function foldLive(live, event) {
       live.pause = null;
       break;
     case "fleet_budget_exhausted":
-      live.budget = { ...live.budget, max_cost_usd: body.max_cost_usd, hard: body.hard, spent_usd: body.spent_usd, exhausted: true };
+      live.budget = { ...live.budget, max_cost_usd: body.max_cost_usd, hard: body.hard, spent_usd: body.spent_usd, exhausted: true, simulated: body.simulated ?? live.budget?.simulated };
       break;
     case "fleet_budget_set": {
       const spent = body.spent_usd ?? live.budget?.spent_usd ?? 0;
       const cap = body.max_cost_usd;
-      live.budget = { max_cost_usd: cap, hard: body.hard, spent_usd: spent, exhausted: cap != null && spent >= cap };
+      live.budget = { max_cost_usd: cap, hard: body.hard, spent_usd: spent, exhausted: cap != null && spent >= cap, simulated: live.budget?.simulated };
       break;
     }
     case "agent_registered":

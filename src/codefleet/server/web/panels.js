@@ -4,12 +4,8 @@
 
 import { shownStatus } from "./graph.js";
 import { naturalCompare, TERMINAL } from "./model.js";
-import { runOrigin } from "./describe.js";
-import { clock, fill, fmtCost, fmtCount, fmtDuration, fmtOffset, h, plural, truncate } from "./util.js";
-
-function runEnd(model, view) {
-  return model.runState() === "running" && view.live ? view.now : model.history.last;
-}
+import { runOrigin, runWall } from "./describe.js";
+import { clock, costText, fill, fmtCost, fmtCount, fmtDuration, fmtOffset, h, plural, spentText, truncate } from "./util.js";
 
 // -- header -------------------------------------------------------------------------
 
@@ -20,7 +16,6 @@ export function renderStats(container, view) {
   const bad = tasks.filter((t) => t.status === "failed" || t.status === "blocked_upstream").length;
   const tokens = tasks.reduce((n, t) => n + (t.input_tokens || 0) + (t.output_tokens || 0), 0);
   const cost = tasks.reduce((n, t) => n + (t.cost_usd || 0), 0);
-  const t0 = runOrigin(model);
   const verify = model.history.finished?.payload?.verify;
   const stat = (label, value, cls = "") => h("div", { class: `stat ${cls}` }, h("dt", { text: label }), h("dd", { text: value }));
   fill(
@@ -28,11 +23,17 @@ export function renderStats(container, view) {
     stat("Tasks", `${ok}/${tasks.length} succeeded`, bad ? "bad" : ok && ok === tasks.length ? "good" : ""),
     stat("Vetoes", String(model.history.vetoes.length), model.history.vetoes.length ? "has-veto" : ""),
     stat("Runners", String(model.lanes().length)),
-    stat("Duration", model.history.attempts.length ? fmtDuration(runEnd(model, view) - t0) : "–"),
+    stat("Duration", model.history.attempts.length ? fmtDuration(runWall(model, view)) : "–"),
     stat("Tokens", fmtCount(tokens)),
-    stat("Cost", model.live.budget?.max_cost_usd != null ? `${fmtCost(cost)} of ${fmtCost(model.live.budget.max_cost_usd)}` : fmtCost(cost), model.live.budget?.exhausted ? "bad" : ""),
+    stat("Cost", costStat(cost, model.live.budget), model.live.budget?.exhausted ? "bad" : ""),
     verify ? stat("Verify", verify.ok ? "passed" : `failed (exit ${verify.exit_code})`, verify.ok ? "good" : "bad") : null,
   );
+}
+
+/** The fleet's cost, labelled when simulated, and the budget's cap if there is one. */
+export function costStat(cost, budget) {
+  const text = costText(cost, budget?.simulated);
+  return budget?.max_cost_usd != null ? `${text} of ${fmtCost(budget.max_cost_usd)}` : text;
 }
 
 /** The limits banner: a usage-limit pause (with a live countdown and why), or a spent budget. */
@@ -45,7 +46,7 @@ export function renderPause(container, view) {
     return fill(
       container,
       h("strong", { text: "Fleet budget exhausted" }),
-      ` · ${fmtCost(budget.spent_usd)} spent of ${fmtCost(budget.max_cost_usd)} · no new task is assigned; `,
+      ` · ${spentText(budget.spent_usd, budget.simulated)} of ${fmtCost(budget.max_cost_usd)} · no new task is assigned; `,
       budget.hard ? "running tasks were stopped and rolled back; " : "running tasks finish; ",
       h("code", { text: "codefleet budget USD" }),
       " raises it.",
@@ -144,7 +145,7 @@ export function renderStory(container, view) {
   if (!hist.attempts.length) {
     sentences.push(`${plural(tasks.size, "task")} loaded; none has started yet.`);
   } else {
-    const took = fmtDuration(runEnd(model, view) - runOrigin(model));
+    const took = fmtDuration(runWall(model, view));
     const runners = plural(model.lanes().length, "runner");
     sentences.push(
       state === "running"
@@ -332,7 +333,7 @@ export function renderCost(container, view) {
   const taskRows = tasks.map((t) =>
     h("tr", { "data-task-cost": t.id }, h("td", { title: t.title }, t.id, h("span", { class: "muted small", text: ` ${truncate(t.title, 28)}${t.attempts > 1 ? ` · ${t.attempts} tries` : ""}` })), num(fmtCount(t.input_tokens)), num(fmtCount(t.output_tokens)), num(fmtCost(t.cost_usd)), h("td", { class: "share" }, shareBar(weight(t), total))),
   );
-  const totals = h("tr", {}, h("th", { scope: "row", text: "Total" }), num(fmtCount(tasks.reduce((n, t) => n + (t.input_tokens || 0), 0))), num(fmtCount(tasks.reduce((n, t) => n + (t.output_tokens || 0), 0))), num(fmtCost(totalCost)), h("td", {}));
+  const totals = h("tr", {}, h("th", { scope: "row", text: "Total" }), num(fmtCount(tasks.reduce((n, t) => n + (t.input_tokens || 0), 0))), num(fmtCount(tasks.reduce((n, t) => n + (t.output_tokens || 0), 0))), num(costText(totalCost, model.live.budget?.simulated)), h("td", {}));
   const note = total > 0 ? null : h("p", { class: "muted small", text: "No usage reported yet (a dry run uses no model)." });
   fill(
     container,

@@ -399,6 +399,7 @@ function bar(geo, attempt, timeline) {
     s("rect", { class: "bar-body", x: x1, y, width: w, height: BAR_H, rx: 4 }),
     label,
     attempt.checks.map((c) => s("rect", { class: `check-mark ${c.passed ? "pass" : "fail"}`, x: x(c.at) - 2, y: y + BAR_H - 7, width: 4, height: 7, rx: 1 })),
+    attempt.stale.map((m) => s("rect", { class: `stale-mark${m.outcome === "clean" ? " reconciled" : ""}`, x: x(m.at) - 3, y: y, width: 6, height: 7, rx: 1, "data-stale": m.paths.map((p) => p.path).join(" ") })),
   );
   return interactive(group, timeline, lines, attempt.task);
 }

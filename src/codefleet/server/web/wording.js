@@ -81,8 +81,16 @@ function applyFilter(name, value, n) {
     case "join": return (value ?? []).map(text).join(", ");
     case "counts": return Object.entries(value ?? {}).map(([k, v]) => `${text(v)} ${k}`).join(", ");
     case "clock": return clock(value);
+    case "stale": return (value ?? []).map(staleOne).join(", ");
     default: throw new Error(`wording.json names an unknown filter ${name}`);
   }
+}
+
+// One stale read: "api.py (T3)", or "api.py (deleted by T3)".
+function staleOne(item) {
+  const who = (item?.changed_by ?? []).map(text).join(", ");
+  const gone = item?.now_sha256 === null || item?.now_sha256 === undefined;
+  return `${text(item?.path ?? "?")} (${gone ? "deleted by " : ""}${who})`;
 }
 
 function clock(stamp) {

@@ -1,98 +1,63 @@
-"""Read projections of the wire API: tasks, graph, agents, leases, conflicts, state, health.
+"""The wire API's reads: tasks, graph, agents, leases, conflicts, state, health, the record.
 
 Nothing here changes state, and nothing here reads the engine but through
 `coord.reads.EngineReads`. Derived fields (a task's `runnable` and
 `unmet_dependencies`, an agent's `stale`, a lease's `age_s`, a conflict's
-`resolved`) are computed at read time, never stored. The reads that grow with
-the run (`/state`'s task list, `/conflicts`) come from the projection
-(`coord.projection`), kept encoded and refreshed off the event loop on a read
-snapshot (docs/decisions.md, "Reads are projections").
+`resolved`) are computed at read time (`rows`), never stored. The reads that
+grow with the run (`/state`'s task list, `/conflicts`) come from the
+projection (`projection`), kept encoded and refreshed off the event loop on a
+read snapshot (docs/decisions.md, "Reads are projections").
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any, Final, TypeVar
 
-from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
-
 from codefleet import __version__
-from codefleet.config import Settings
-from codefleet.coord.engine import Engine
-from codefleet.coord.projection import Cut, encode
 from codefleet.coord.reads import EngineReads
-from codefleet.coord.store import Row
 from codefleet.errors import NotFound
-from codefleet.models import TaskStatus, from_iso, to_iso, utcnow
+from codefleet.models import TaskStatus, from_iso, to_iso
 from codefleet.planning.analysis import PlannedTask
+from codefleet.readmodel.projection import Cut, Projection
+from codefleet.readmodel.rows import Row, decorate, encode, session_row
 from codefleet.review.record import RunRecord
 
-__all__ = ["PartsResponse", "Reads", "encode"]
+__all__ = ["Reads"]
 
 ALL: Final = 1_000_000  # "every row" for the reads that list a whole table
 ALL_EVENTS: Final = 100_000_000
 T = TypeVar("T")
 
 
-def decorate(task: Row, parents: list[str], done: Callable[[str], bool], now: datetime) -> Row:
-    """Add a task's derived fields, given its parents and which tasks have succeeded."""
-    unmet = [p for p in parents if not done(p)]
-    backoff = task["backoff_until"]
-    task["unmet_dependencies"] = unmet
-    task["depends_on"] = parents
-    task["runnable"] = (
-        task["status"] == TaskStatus.PENDING
-        and not unmet
-        and task["attempts"] < task["max_attempts"]
-        and (backoff is None or from_iso(backoff) <= now)
-    )
-    return task
-
-
-class PartsResponse(Response):
-    """A JSON body sent in its parts, in order: the cached 6 MB is never copied into one."""
-
-    media_type = "application/json"
-
-    def __init__(self, parts: tuple[bytes, ...]) -> None:
-        self.parts = parts
-        super().__init__(headers={"content-length": str(sum(len(p) for p in parts))})
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-        last = len(self.parts) - 1
-        for n, part in enumerate(self.parts):
-            await send({"type": "http.response.body", "body": part, "more_body": n < last})
-
-
 class Reads:
-    def __init__(self, engine: Engine, settings: Settings) -> None:
-        self.engine = EngineReads(engine)
-        self.settings = settings
-        self.projection = self.engine.projection()
+    """One engine's reads; `stale_after` is when an unheard runner reads as stale."""
+
+    def __init__(self, engine: EngineReads, stale_after: float) -> None:
+        self.engine = engine
+        self.stale_after = stale_after
+        self.projection = Projection(engine.open_reader, engine.parents)
+        engine.feed(self.projection.committed)  # every commit from now on: one projection
         self._reading = asyncio.Lock()  # one projection read at a time
 
     def _decorate(self, task: Row) -> Row:
         status = self.engine.status
         done = lambda p: status(p) is TaskStatus.SUCCEEDED  # noqa: E731
-        return decorate(task, self.engine.parents(task["id"]), done, utcnow())
+        return decorate(task, self.engine.parents(task["id"]), done, self.engine.now())
 
     def tasks(self, status: str | None, limit: int, offset: int) -> list[Row]:
-        return [self._decorate(t) for t in self.engine.store.tasks(status, limit, offset)]
+        return [self._decorate(t) for t in self.engine.tasks(status, limit, offset)]
 
     def task(self, task_id: str) -> Row:
-        store = self.engine.store
-        row = store.task(task_id)
+        row = self.engine.task(task_id)
         if row is None:
             raise NotFound(f"no task {task_id}", {"task_id": task_id})
         task = self._decorate(row)
         task["dependents"] = self.engine.children(task_id)
-        task["file_changes"] = store.changes_of_task(task_id)
-        task["leases"] = store.leases_of_task(task_id)
-        files = store.patches_of_task(task_id)
+        task["file_changes"] = self.engine.changes_of_task(task_id)
+        task["leases"] = self.engine.leases_of_task(task_id)
+        files = self.engine.patches_of_task(task_id)
         task["patch"] = {
             "files": len(files),
             "added": sum(f["added"] for f in files),
@@ -103,7 +68,7 @@ class Reads:
     def patch(self, task_id: str) -> Row:
         """The task's recorded change: per-file git-style diffs with stats."""
         self.engine.require_task(task_id)
-        files = self.engine.store.patches_of_task(task_id)
+        files = self.engine.patches_of_task(task_id)
         return {
             "task_id": task_id,
             "files": files,
@@ -120,24 +85,24 @@ class Reads:
 
     def agents(self) -> list[Row]:
         """Runners (`kind: runner`) then people's interactive sessions (`kind: interactive`)."""
-        now = utcnow()
-        rows = self.engine.store.agents()
+        now = self.engine.now()
+        rows = self.engine.agent_rows()
         for row in rows:
             row["kind"] = "runner"
-            live = self.engine.live_agent(row["id"])
+            live = self.engine.liveness(row["id"])
             seen = live.last_heartbeat_at if live else from_iso(row["last_heartbeat_at"])
             row["last_heartbeat_at"] = to_iso(seen)
             if live:  # stale means unheard while the server was listening (LoopWatch)
-                seen = live.heard_at(self.engine.deaf_seconds())
+                seen = live.heard_at
             row["stale"] = (
-                row["status"] != "offline"
-                and (now - seen).total_seconds() > self.settings.stale_after
+                row["status"] != "offline" and (now - seen).total_seconds() > self.stale_after
             )
-        return rows + self.engine.interactive_agents()
+        workdir = self.engine.workdir
+        return rows + [session_row(session, workdir) for session in self.engine.sessions()]
 
     def leases(self) -> list[Row]:
-        now = utcnow()
-        rows = self.engine.store.leases()
+        now = self.engine.now()
+        rows = self.engine.lease_rows()
         for row in rows:
             row["holder_agent_name"], row["kind"] = self.engine.holder(row["agent_id"])
             restoring = self.engine.restoring(row["task_id"])
@@ -148,7 +113,9 @@ class Reads:
 
     async def conflicts_json(self, resolved: bool | None) -> bytes:
         """`GET /conflicts`, from the projection refreshed off the event loop."""
-        return await self._recorded(lambda cut: self.projection.conflicts(cut, utcnow(), resolved))
+        return await self._recorded(
+            lambda cut: self.projection.conflicts(cut, self.engine.now(), resolved)
+        )
 
     async def state_json(self) -> tuple[bytes, ...]:
         """`GET /state`'s JSON in parts: the record's from the projection, then the live part.
@@ -157,8 +124,8 @@ class Reads:
         is also in the live part or still to come on the stream: a client that
         replays from there misses nothing.
         """
-        recorded = await self._recorded(lambda cut: self.projection.state(cut, utcnow()))
-        now = utcnow()
+        recorded = await self._recorded(lambda cut: self.projection.state(cut, self.engine.now()))
+        now = self.engine.now()
         rest = encode({
             "agents": self.agents(),
             "leases": self.leases(),
@@ -189,18 +156,18 @@ class Reads:
         """The run as `codefleet report` and `stats` read it through the wire, in one value."""
         return RunRecord(
             tasks=tuple(self.tasks(None, ALL, 0)),
-            events=tuple(self.engine.store.events(0, ALL_EVENTS)),
+            events=tuple(self.engine.events(0, ALL_EVENTS)),
             workdir=self.engine.workdir,
             agents=tuple(self.agents()),
         )
 
     def health(self) -> dict[str, Any]:
-        now = utcnow()
+        now = self.engine.now()
         return {
             "status": "ok",
             "version": __version__,
             "workdir": self.engine.workdir,
-            "last_event_id": self.engine.store.last_event_id(),
+            "last_event_id": self.engine.last_event_id(),
             "live_tasks": self.engine.live_count(),
             "loop_stalled_s": round(self.engine.deaf_seconds(), 3),
             "server_time": to_iso(now),

@@ -2,10 +2,10 @@
 
 Each task is kept as its JSON bytes (the stored row, its derived fields last)
 and each `lease_denied` event as its conflict's bytes (`resolved` last); a
-read joins them. What changed is known without looking: the store hands each
-committed transaction's `Touched` to `committed`, which adds its tasks to the
-dirty set. A read takes a `cut` on the event loop — the dirty set, swapped for
-an empty one, and a read transaction on this projection's own read-only
+read joins them. What changed is known without looking: each committed
+transaction's task ids reach `committed` (`coord.reads.EngineReads.feed`),
+which adds them to the dirty set. A read takes a `cut` on the event loop —
+the dirty set, swapped for an empty one, and a read transaction on this projection's own read-only
 connection, at one instant — and `state` or `conflicts` then re-reads off the
 loop only the dirty rows and the denials after the last one seen, on that
 snapshot. So every answer equals a recomputation at its cut (docs/
@@ -21,31 +21,23 @@ caller serializes them).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
-from codefleet.coord.store import Row, Store, Touched
+from codefleet.coord.readiness import Standing, charged, standing
+from codefleet.coord.reads import SnapshotReader
 from codefleet.models import EventType, TaskStatus, from_iso
+from codefleet.readmodel.rows import Row, conflict_head, encode
 
-__all__ = ["Cut", "Projection", "Recorded", "encode"]
+__all__ = ["Cut", "Projection", "Recorded"]
 
 ALL: Final = 1_000_000_000  # "every row"
 NO_LIST: Final = b"[]"
 RUNNABLE: Final = {True: b',"runnable":true}', False: b',"runnable":false}'}
 RESOLVED: Final = {True: b',"resolved":true}', False: b',"resolved":false}'}
-
-
-_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
-def encode(body: Any) -> bytes:
-    """JSON bytes exactly as the app's `JSONResponse` renders them."""
-    return _ENCODER.encode(body).encode("utf-8")
 
 
 def _list(items: list[str]) -> bytes:
@@ -75,7 +67,7 @@ class Recorded:
 class _Task:
     seq: int
     status: str
-    attempts: int
+    charged: int  # attempts that count against `max_attempts` (`coord.readiness`)
     max_attempts: int
     backoff: datetime | None
     parents: tuple[str, ...]
@@ -88,19 +80,6 @@ class _Conflict:
     task_id: str
     resolved: bool
     body: bytes  # the conflict's JSON, `resolved` last
-
-
-def _conflict_head(event: Row) -> bytes:
-    """A `lease_denied` event as its conflict's JSON, without `resolved` and the brace."""
-    body = event["payload"]
-    return encode({
-        "event_id": event["id"], "at": event["at"], "path": body.get("path"),
-        "task_id": event["task_id"], "agent_id": event["agent_id"],
-        "agent_name": body.get("requester_name"),
-        "holder_task_id": body.get("holder_task_id"),
-        "holder_agent_id": body.get("holder_agent_id"),
-        "holder_agent_name": body.get("holder_agent_name"),
-    })[:-1]  # fmt: skip
 
 
 class Projection:
@@ -116,10 +95,12 @@ class Projection:
     _joined_tasks: bytes | None
     _joined_conflicts: bytes | None
 
-    def __init__(self, path: Path, parents: Callable[[str], list[str]]) -> None:
-        self._path = path
+    def __init__(
+        self, open_reader: Callable[[], SnapshotReader], parents: Callable[[str], list[str]]
+    ) -> None:
+        self._open_reader = open_reader  # a read-only connection of its own, opened at first cut
         self._parents = parents  # a task's parents, fixed at its insert (the live index)
-        self._reader: Store | None = None
+        self._reader: SnapshotReader | None = None
         self._dirty: set[str] = set()
         self._everything = True
         self._clear()
@@ -130,18 +111,18 @@ class Projection:
 
     # -- on the loop: the dirty set ------------------------------------------------------
 
-    def committed(self, touched: Touched) -> None:
-        """The store's hook after each COMMIT: its tasks are dirty (a reset: everything)."""
-        if touched.reset:
+    def committed(self, tasks: Set[str], reset: bool) -> None:
+        """After each COMMIT: the tasks it wrote are dirty (a reset: everything)."""
+        if reset:
             self._everything = True
             self._dirty.clear()
-        elif touched.tasks and not self._everything:
-            self._dirty |= touched.tasks
+        elif tasks and not self._everything:
+            self._dirty |= tasks
 
     def cut(self) -> Cut:
         """Open a read snapshot and take the dirty set at the same instant."""
         if self._reader is None:
-            self._reader = Store(self._path, read_only=True)
+            self._reader = self._open_reader()
         snapshot = ExitStack()
         snapshot.enter_context(self._reader.read_transaction())
         try:
@@ -221,7 +202,7 @@ class Projection:
         return rows, denied
 
     @staticmethod
-    def _counted(reader: Store) -> Row:
+    def _counted(reader: SnapshotReader) -> Row:
         tokens_in, tokens_out, cost = reader.usage_totals()
         return {
             "tasks": reader.task_counts(),
@@ -252,7 +233,8 @@ class Projection:
                 flipped.add(task_id)
             backoff = row["backoff_until"]
             self._tasks[task_id] = _Task(
-                row["seq"], status, row["attempts"], row["max_attempts"],
+                row["seq"], status, charged(row["attempts"], row.get("uncharged_attempts") or 0),
+                row["max_attempts"],
                 from_iso(backoff) if backoff else None, parents, encode(row)[:-1], 0,
             )  # fmt: skip
         if unordered:
@@ -269,10 +251,12 @@ class Projection:
             if task is None:
                 continue
             unmet = [p for p in task.parents if self._status(p) != TaskStatus.SUCCEEDED]
-            could = task.status == TaskStatus.PENDING and not unmet
-            could = could and task.attempts < task.max_attempts
-            waits = could and task.backoff is not None and task.backoff > now
-            if waits:
+            stands = standing(
+                unmet=len(unmet), charged=task.charged, max_attempts=task.max_attempts,
+                backoff_until=task.backoff, now=now,
+            )  # fmt: skip
+            pending = task.status == TaskStatus.PENDING
+            if pending and stands is Standing.BACKING_OFF:
                 assert task.backoff is not None
                 self._timed[task_id] = task.backoff
             else:
@@ -280,11 +264,11 @@ class Projection:
             tail = b"".join((
                 b',"unmet_dependencies":', _list(unmet),
                 b',"depends_on":', _list(list(task.parents)),
-                RUNNABLE[could and not waits],
+                RUNNABLE[pending and stands is Standing.READY],
             ))  # fmt: skip
             head = task.body[: len(task.body) - task.tail]
             tasks[task_id] = _Task(
-                task.seq, task.status, task.attempts, task.max_attempts, task.backoff,
+                task.seq, task.status, task.charged, task.max_attempts, task.backoff,
                 task.parents, head + tail, len(tail),
             )  # fmt: skip
             self._joined_tasks = None
@@ -307,5 +291,5 @@ class Projection:
             task_id = event["task_id"] or ""
             done = self._status(task_id) == TaskStatus.SUCCEEDED
             self._denied.setdefault(task_id, []).append(len(self._conflicts))
-            self._conflicts.append(_Conflict(task_id, done, _conflict_head(event) + RESOLVED[done]))
+            self._conflicts.append(_Conflict(task_id, done, conflict_head(event) + RESOLVED[done]))
             self._joined_conflicts = None

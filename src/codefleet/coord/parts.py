@@ -1,0 +1,43 @@
+"""The engine's parts, handed by name to the pieces that write through them.
+
+`RunnerCalls` and `OperatorCalls` are thin calls that find the caller's
+attempt or batch and write through one part inside the engine's
+`transition`. They are given one `CallParts` value, built once by the engine,
+instead of a dozen positional collaborators (docs/decisions.md, "The engine's
+surface is real methods").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from codefleet.coord.agents import AgentRegistry
+from codefleet.coord.checks import CheckRegistry
+from codefleet.coord.files import Files
+from codefleet.coord.leases import LeaseTable
+from codefleet.coord.limits import FleetLimits
+from codefleet.coord.restores import Transition
+from codefleet.coord.store import Store
+from codefleet.coord.tasks import TaskTable
+from codefleet.paths import TreeRoot
+
+__all__ = ["CallParts"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallParts:
+    """One engine's record, tree, clock and parts, and its two hooks."""
+
+    store: Store
+    tree: TreeRoot
+    clock: Callable[[], datetime]
+    agents: AgentRegistry
+    tasks: TaskTable
+    leases: LeaseTable
+    files: Files
+    checks: CheckRegistry
+    limits: FleetLimits
+    transition: Transition  # one store transaction, restores after the outermost COMMIT
+    kick: Callable[[], None]  # ask for a tick soon

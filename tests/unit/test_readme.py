@@ -1,0 +1,56 @@
+"""The README's checkable claims: the commands it names exist, its links resolve.
+
+The README is a user's page: outside "Work on CodeFleet itself" it uses the
+installed `codefleet`, never `uv run codefleet` (which in a user's repository
+creates a `.venv` and a `uv.lock` of its own).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from codefleet.cli.app import app
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+DEV_SECTION = "## Work on CodeFleet itself"
+
+
+def user_part() -> str:
+    """The README without the section for people who work on CodeFleet itself."""
+    head, _, rest = README.partition(DEV_SECTION)
+    return head + rest.partition("\n## ")[2]
+
+
+def commands_in_table() -> list[list[str]]:
+    """Each `codefleet WORD [WORD]` of the Commands table, as the words before any option."""
+    table = README.split("## Commands", 1)[1].split("\n## ", 1)[0]
+    found: list[list[str]] = []
+    for spelled in re.findall(r"`codefleet ([a-z][a-z -]*)", table):
+        words = [w for w in spelled.split() if re.fullmatch(r"[a-z][a-z-]*", w)]
+        if words and words not in found:
+            found.append(words)
+    return found
+
+
+def test_the_users_part_of_the_readme_runs_the_installed_codefleet_not_uv_run() -> None:
+    assert DEV_SECTION in README
+    assert "uv run codefleet" not in user_part()
+
+
+@pytest.mark.parametrize("words", commands_in_table(), ids=" ".join)
+def test_every_command_in_the_readme_table_exists(words: list[str]) -> None:
+    result = CliRunner().invoke(app, [*words, "--help"])
+
+    assert result.exit_code == 0, f"`codefleet {' '.join(words)}`: {result.output}"
+
+
+def test_every_page_the_readme_links_exists() -> None:
+    links = re.findall(r"\]\(((?:docs/)?[\w./-]+\.(?:md|png))(?:#[\w-]+)?\)", README)
+
+    assert links, "the README links its docs pages"
+    assert [link for link in links if not (ROOT / link).is_file()] == []
