@@ -263,11 +263,7 @@ class InteractiveHolders:
     def _new_holder(self, session_id: str, user: str, now: datetime) -> Holder:
         person = USER_CHARS.sub("", user)[:32] or "you"
         taken = {h.task_id for h in self.by_session.values()} | {h.name for h in self.by_session.values()}  # fmt: skip
-        short = session_id[:8]
-        for width in (8, 16, len(session_id)):
-            short = session_id[:width]
-            if f"{TASK_PREFIX}{short}" not in taken and f"{person}@{short}" not in taken:
-                break
+        short = _short_name(session_id, person, taken)
         return Holder(
             session_id=session_id, agent_id=new_agent_id(), name=f"{person}@{short}",
             task_id=f"{TASK_PREFIX}{short}", title=f"{person}'s interactive Claude Code session",
@@ -317,3 +313,13 @@ class InteractiveHolders:
         )  # fmt: skip
         return {"session_id": holder.session_id, "name": holder.name, "task_id": holder.task_id,
                 "paths": paths, "reason": reason.value}  # fmt: skip
+
+
+def _short_name(session_id: str, person: str, taken: set[str]) -> str:
+    """The shortest prefix of `session_id` (8, 16, all of it) no holder uses yet; a session
+    id that is another's prefix gets a counter (`-2`, ...), never another's task id."""
+    shorts = [session_id[:width] for width in (8, 16, len(session_id))]
+    shorts += [f"{session_id}-{n}" for n in range(2, len(taken) + 3)]
+    return next(
+        s for s in shorts if f"{TASK_PREFIX}{s}" not in taken and f"{person}@{s}" not in taken
+    )
