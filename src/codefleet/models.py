@@ -147,6 +147,8 @@ class EventType(StrEnum):
     CHECK_DEFINED = "check_defined"
     CHECK_STARTED = "check_started"
     CHECK_FINISHED = "check_finished"
+    COMMAND_STARTED = "command_started"
+    COMMAND_FINISHED = "command_finished"
     AGENT_REGISTERED = "agent_registered"
     AGENT_ONLINE = "agent_online"
     AGENT_OFFLINE = "agent_offline"
@@ -160,6 +162,23 @@ class EventType(StrEnum):
     FLEET_BUDGET_EXHAUSTED = "fleet_budget_exhausted"
     STALE_READ = "stale_read"
     RECONCILED = "reconciled"
+
+
+class ShellMode(StrEnum):
+    """A task's `run_command` tool: off, on, or on with the network (NULL: the fleet's default)."""
+
+    OFF = "off"
+    ON = "on"
+    NETWORK = "network"
+
+    @classmethod
+    def of(cls, shell: bool | None, network: bool | None) -> ShellMode | None:
+        """From a task's `shell:` / `shell_network:` keys; network on implies the tool on."""
+        if shell is False:
+            return cls.OFF
+        if network:
+            return cls.NETWORK
+        return cls.ON if shell else None
 
 
 class CheckPurpose(StrEnum):

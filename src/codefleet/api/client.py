@@ -283,6 +283,16 @@ class FleetClient:
         )
         return result
 
+    async def command_event(
+        self, task_id: str, agent_id: str, epoch: int, report: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Record a `command_started` / `command_finished` event for the owner's attempt."""
+        body = {"agent_id": agent_id, **report}
+        result: dict[str, Any] = await self._json(
+            "POST", f"/tasks/{task_id}/commands", body=body, epoch=epoch
+        )
+        return result
+
     async def foreign_preimages(self, task_id: str) -> dict[str, Any]:
         """Pre-images (base64) of every path leased by a task other than `task_id`."""
         result: dict[str, Any] = await self._json("GET", f"/tasks/{task_id}/foreign-preimages")

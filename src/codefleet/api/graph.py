@@ -2,7 +2,9 @@
 
 The file is a mapping with a `tasks` list, whose keys are those of
 `wire.TaskSpec` (unknown keys are an error, not silently dropped), and an
-optional `checks` mapping of check name to shell command. The result is a
+optional `checks` mapping of check name to shell command, and optional
+`shell:` / `shell_network:` defaults every task inherits unless it sets
+them (the `run_command` tool). The result is a
 `GraphTasks`: the task specs as `POST /tasks` expects them, carrying the
 checks, which `FleetClient.create_tasks` posts with them. Problems are
 reported with the task's position and id so a person can find them:
@@ -47,7 +49,8 @@ __all__ = [
     "parse_graph",
 ]
 
-TOP_LEVEL_KEYS = frozenset({"tasks", "checks", "on_stale_read"})
+TOP_LEVEL_KEYS = frozenset({"tasks", "checks", "on_stale_read", "shell", "shell_network"})
+SHELL_KEYS = ("shell", "shell_network")  # graph-wide defaults a task may override
 TASK_KEYS = frozenset(TaskSpec.model_fields)
 DEFAULT_GRAPH = "codefleet.yaml"
 
@@ -128,10 +131,11 @@ def parse_graph(
         raise GraphError.of(where, [*problems, "'tasks' must be a non-empty list"])
     checks, check_problems = _checks(raw.get("checks") or {})
     policy, policy_problems = _policy(raw.get("on_stale_read"))
-    problems += policy_problems
+    defaults, default_problems = _shell_defaults(raw)
+    problems += policy_problems + default_problems
     specs: list[TaskSpec] = []
     for n, item in enumerate(tasks, start=1):
-        spec, spec_problems = _spec(n, _with_policy(item, policy))
+        spec, spec_problems = _spec(n, _with_defaults(_with_policy(item, policy), defaults))
         specs += [spec] if spec is not None else []
         problems += spec_problems
     found = GraphTasks([spec.model_dump(exclude_none=True) for spec in specs], checks)
@@ -172,6 +176,22 @@ def _unknown_references(
 
 def _name(task: Mapping[str, Any]) -> str:
     return str(task.get("id") or repr(task["title"]))
+
+
+def _shell_defaults(raw: dict[Any, Any]) -> tuple[dict[str, bool], list[str]]:
+    """The graph's `shell:` / `shell_network:` keys, which every task inherits unless it sets them."""
+    defaults = {key: raw[key] for key in SHELL_KEYS if key in raw}
+    problems = [
+        f"'{key}' must be true or false"
+        for key, value in defaults.items()
+        if not isinstance(value, bool)
+    ]
+    return ({} if problems else defaults), problems
+
+
+def _with_defaults(item: Any, defaults: Mapping[str, bool]) -> Any:
+    """`item` with the graph's shell defaults under its own keys (a task's own value wins)."""
+    return {**defaults, **item} if isinstance(item, dict) else item
 
 
 def parse_checks(raw: Any, where: str = "the graph") -> dict[str, str]:

@@ -38,6 +38,7 @@ __all__ = [
     "ChangeBody",
     "CheckEventBody",
     "ChecksBody",
+    "CommandEventBody",
     "CommitsBody",
     "CompleteBody",
     "FleetBody",
@@ -118,6 +119,8 @@ class TaskSpec(_Body):
     depends_on: Annotated[list[TaskId], Field(max_length=MAX_SCOPE)] = []
     max_attempts: Annotated[StrictInt, Field(ge=1, le=100)] | None = None
     verify: CheckName | None = None
+    shell: StrictBool | None = None  # the run_command tool (None: the fleet's default)
+    shell_network: StrictBool | None = None  # ... with the network (implies shell)
     estimate_min: Annotated[StrictInt, Field(ge=1, le=MAX_ESTIMATE_MIN)] | None = None
     agent: AgentKind | None = None  # the coding agent the task needs; None: any runner
     on_stale_read: StaleReadPolicy | None = None  # None: the graph's, else reconcile
@@ -251,6 +254,29 @@ class CheckEventBody(_Body):
     view_files: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
     isolated: Annotated[list[Path_], Field(max_length=1000)] = []
     output_bytes: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
+    output_tail: Annotated[StrictStr, Field(max_length=MAX_CHECK_TAIL)] | None = None
+
+
+MAX_COMMAND = 10_000  # the longest command line an agent may run
+MAX_COMMAND_PATHS = 1000  # paths listed in a command_finished event
+
+
+class CommandEventBody(_Body):
+    """`POST /tasks/{id}/commands`: the runner reports a command it starts or finished."""
+
+    agent_id: StrictStr
+    attempt: Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
+    phase: Literal["started", "finished"]
+    command: Annotated[StrictStr, Field(min_length=1, max_length=MAX_COMMAND)]
+    exit_code: StrictInt | None = None
+    timed_out: StrictBool = False
+    wall_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    applied: Annotated[list[Path_], Field(max_length=MAX_COMMAND_PATHS)] = []
+    kept_out: Annotated[list[Path_], Field(max_length=MAX_COMMAND_PATHS)] = []
+    refused: Annotated[list[Path_], Field(max_length=MAX_COMMAND_PATHS)] = []
+    denied_on: Path_ | None = None
+    error: Annotated[StrictStr, Field(max_length=MAX_CHECK_TAIL)] | None = None
+    sandboxed: StrictBool | None = None
     output_tail: Annotated[StrictStr, Field(max_length=MAX_CHECK_TAIL)] | None = None
 
 

@@ -194,6 +194,7 @@ writing; run names the tasks the script lacks and does not start.
   read: PATH                       read a file (recorded in the attempt's read set)
   wait_succeeded: TASK             wait until another task succeeded
   expect_followup: TEXT            fail unless the follow-up message (reconcile turn) says TEXT
+  command: CMD                     run CMD as run_command does (needs shell; or {run: CMD, timeout_s: S})
 
 Example (codefleet init --scripts writes one for its example tasks):
 

@@ -47,6 +47,15 @@ from codefleet.cli.common import (
     unauthorized_message,
 )
 from codefleet.cli.review import BranchOpt, CommitOpt, committer_for
+from codefleet.cli.shellopts import (
+    ShellMaxBytesOpt,
+    ShellMaxFilesOpt,
+    ShellNetworkOpt,
+    ShellOpt,
+    ShellUnsandboxedOpt,
+    fleet_shell,
+    shell_settings,
+)
 from codefleet.errors import DomainError, Unauthorized
 from codefleet.models import AgentKind
 from codefleet.statedir import prepare_dirs
@@ -103,6 +112,11 @@ def runner(
     model: ModelOpt = None,
     max_turns: MaxTurnsOpt = None,
     task_budget_usd: BudgetOpt = None,
+    shell: ShellOpt = None,
+    shell_network: ShellNetworkOpt = None,
+    shell_unsandboxed: ShellUnsandboxedOpt = None,
+    shell_max_files: ShellMaxFilesOpt = None,
+    shell_max_bytes: ShellMaxBytesOpt = None,
 ) -> None:
     """Run ONE runner as its own process until interrupted (or the fleet drains)."""
     import asyncio
@@ -117,6 +131,7 @@ def runner(
         task_timeout=task_timeout, model=model, max_turns=max_turns,
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
         protected_paths=protected_paths, reconcile_rounds=reconcile_rounds,
+        **shell_settings(shell, shell_network, shell_unsandboxed, shell_max_files, shell_max_bytes),
     )  # fmt: skip
     choice = AgentChoice(dry_run, script, offline, model_script, agent)
     executor = _agents(choice, settings).executor
@@ -134,6 +149,7 @@ def runner(
         replace=replace,
         protected_names=settings.protected_names,
         reconcile_rounds=settings.reconcile_rounds,
+        **fleet_shell(settings),
     )
 
     async def go() -> None:
@@ -198,6 +214,11 @@ def run(
     model: ModelOpt = None,
     max_turns: MaxTurnsOpt = None,
     task_budget_usd: BudgetOpt = None,
+    shell: ShellOpt = None,
+    shell_network: ShellNetworkOpt = None,
+    shell_unsandboxed: ShellUnsandboxedOpt = None,
+    shell_max_files: ShellMaxFilesOpt = None,
+    shell_max_bytes: ShellMaxBytesOpt = None,
     max_cost: MaxCostOpt = None,
     max_cost_hard: MaxCostHardOpt = None,
     commit: CommitOpt = False,
@@ -228,8 +249,10 @@ def run(
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
         protected_paths=protected_paths, max_cost=max_cost, max_cost_hard=max_cost_hard,
         reconcile_rounds=reconcile_rounds,
+        **shell_settings(shell, shell_network, shell_unsandboxed, shell_max_files, shell_max_bytes),
     )  # fmt: skip
     checks = parse_check_options(check)
+    shell_kw = fleet_shell(settings)
     graph_file = None if no_graph else _graph_file(graph)
     agents = _agents(AgentChoice(dry_run, script, offline, model_script, agent), settings)
     committer = committer_for(settings.workdir, branch) if commit else None
@@ -278,6 +301,7 @@ def run(
                 reconcile_rounds=settings.reconcile_rounds,
                 interrupt=interrupt, say=lambda s: err_console.print(s, markup=False),
                 simulated=agents.mode != "live", agent_for=lambda _: agent,
+                **shell_kw,
             )  # fmt: skip
             history = await committer.finish(settings.url, settings.token) if committer else None
         finally:

@@ -147,6 +147,11 @@ class Engine:
     ) -> dict[str, Any]:
         return self.runner.record_check(task_id, agent_id, epoch, report)
 
+    def record_command(
+        self, task_id: str, agent_id: str, epoch: int, report: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return self.runner.record_command(task_id, agent_id, epoch, report)
+
     def foreign_preimages(self, task_id: str) -> dict[str, Any]:
         return self.runner.foreign_preimages(task_id)
 

@@ -49,6 +49,7 @@ class NewTask:
     estimate_min: int | None = None  # read by `graph check` and `plan`; not stored
     agent: str | None = None  # the agent kind the task needs (`models.AgentKind`); None: any
     on_stale_read: str | None = None  # a `StaleReadPolicy` value; None: the default
+    shell_mode: str | None = None  # a `ShellMode` value; None: the fleet's default
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +100,7 @@ def task_rows(
                 "priority": spec.priority, "file_scope": batch.scopes[task_id],
                 "max_attempts": spec.max_attempts or default_max_attempts,
                 "verify": spec.verify, "agent": spec.agent, "on_stale_read": spec.on_stale_read,
-                "created_at": at, "updated_at": at,
+                "shell": spec.shell_mode, "created_at": at, "updated_at": at,
             }
         )  # fmt: skip
         edges.extend((task_id, dep) for dep in dict.fromkeys(spec.depends_on))

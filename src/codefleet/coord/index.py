@@ -59,6 +59,7 @@ class LiveTask:
     description: str = ""
     verify: str | None = None
     on_stale_read: str | None = None  # None: the default policy (reconcile)
+    shell_mode: str | None = None
     error: str | None = None  # the last attempt's failure (set by a requeue, kept as stored)
     error_kind: str | None = None
     blocked_on_path: str | None = None
@@ -110,6 +111,7 @@ def live_task(row: Mapping[str, Any]) -> LiveTask:
         verify=row.get("verify"),
         agent=row.get("agent"),
         on_stale_read=row.get("on_stale_read"),
+        shell_mode=row.get("shell"),
         error=row["error"],
         error_kind=row["error_kind"],
         blocked_on_path=row["blocked_on_path"],
@@ -271,6 +273,7 @@ class LiveIndex:
                 description=row["description"], verify=row.get("verify"),
                 agent=row.get("agent"),
                 on_stale_read=row.get("on_stale_read"),
+                shell_mode=row.get("shell"),
             )  # fmt: skip
             status[task_id] = pending
             task.unmet = sum(1 for p in parents.get(task_id, ()) if status.get(p) is not succeeded)

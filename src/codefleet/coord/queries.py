@@ -61,7 +61,7 @@ AGENT_COLUMNS: Final = frozenset(
 
 INSERT_TASK_COLUMNS: Final = (
     "id", "seq", "title", "description", "status", "priority", "file_scope", "max_attempts",
-    "verify", "agent", "on_stale_read", "created_at", "updated_at",
+    "verify", "agent", "on_stale_read", "shell", "created_at", "updated_at",
 )  # fmt: skip
 INSERT_TASK: Final = (  # positional: executemany binds tuples faster than dicts
     f"INSERT INTO tasks ({', '.join(INSERT_TASK_COLUMNS)})"
@@ -72,6 +72,7 @@ TABLE_COLUMNS: Final = "SELECT name FROM pragma_table_info(?)"
 MIGRATIONS: Final = (
     ("tasks", "verify", "ALTER TABLE tasks ADD COLUMN verify TEXT"),
     ("tasks", "on_stale_read", "ALTER TABLE tasks ADD COLUMN on_stale_read TEXT"),
+    ("tasks", "shell", "ALTER TABLE tasks ADD COLUMN shell TEXT"),
     ("file_changes", "attempt", "ALTER TABLE file_changes ADD COLUMN attempt INTEGER"),
     ("file_changes", "sha256", "ALTER TABLE file_changes ADD COLUMN sha256 TEXT"),
     (

@@ -75,6 +75,7 @@ class RunnerCalls:
             deadline=datetime.fromtimestamp(deadline, task.assigned_at.tzinfo),
             blocked_on_path=task.blocked_on_path, error=task.error,
             error_kind=None if kind is None else ErrorKind(kind), verify=task.verify,
+            shell_mode=task.shell_mode,
             on_stale_read=StaleReadPolicy(task.on_stale_read or StaleReadPolicy.RECONCILE),
         )  # fmt: skip
 
@@ -213,6 +214,25 @@ class RunnerCalls:
         with self.transition():
             event_id = self.checks.record(task_id, agent_id, task.attempts, command, report)
         return {"event_id": event_id}
+
+    def record_command(
+        self, task_id: str, agent_id: str, epoch: int, report: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """One `command_started` or `command_finished` event for the owner's current attempt."""
+        agent = self.agents.check_epoch(agent_id, epoch)
+        self.agents.touch(agent)
+        task = self.tasks.owned(task_id, agent_id)
+        if report["attempt"] != task.attempts:
+            raise NotOwner(
+                f"attempt {report['attempt']} of {task_id} is over",
+                {"task_id": task_id, "attempt": task.attempts},
+            )
+        started = report["phase"] == "started"
+        kind = EventType.COMMAND_STARTED if started else EventType.COMMAND_FINISHED
+        body = {k: v for k, v in report.items() if k not in ("agent_id", "phase") and v is not None}
+        with self.transition():
+            event = self.store.emit(kind, task_id=task_id, agent_id=agent_id, **body)
+        return {"event_id": int(event["id"])}
 
     def foreign_preimages(self, task_id: str) -> dict[str, Any]:
         """Pre-images of every path leased by another task: what the isolated view restores."""

@@ -31,7 +31,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     completed_at     TEXT,
     verify           TEXT, -- the name of the check that verifies a finished session
     agent            TEXT, -- the agent kind the task needs (claude, codex); NULL: any
-    on_stale_read    TEXT  -- the task's policy for stale reads (NULL: reconcile)
+    on_stale_read    TEXT, -- the task's policy for stale reads (NULL: reconcile)
+    shell            TEXT  -- run_command: off | on | network; NULL: the fleet's default
 );
 CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks(status);
 

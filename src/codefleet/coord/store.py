@@ -168,12 +168,13 @@ def _preimage(row: sqlite3.Row) -> PreImage:
 
 
 def _task_params(task: Row) -> tuple[Any, ...]:
-    """`INSERT_TASK`'s parameters, in order; `verify`, `agent` and `on_stale_read` may be
-    left out (NULL)."""
+    """`INSERT_TASK`'s parameters, in order; `verify`, `agent`, `on_stale_read` and `shell`
+    may be left out (NULL)."""
     row = {
         "verify": None,
         "agent": None,
         "on_stale_read": None,
+        "shell": None,
         **task,
         "file_scope": plain_json(task["file_scope"]),
     }

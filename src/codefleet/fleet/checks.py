@@ -44,7 +44,7 @@ from codefleet.fleet.view import copy_tree, overlay
 from codefleet.models import CheckPurpose
 from codefleet.rollback import PreImage
 
-__all__ = ["CHECK_TOOL", "CheckLimits", "CheckResult", "Checker"]
+__all__ = ["CHECK_TOOL", "CheckLimits", "CheckResult", "Checker", "decode_preimages"]
 
 log = logging.getLogger(__name__)
 
@@ -251,13 +251,13 @@ class Checker:
         stats = await asyncio.to_thread(copy_tree, self.gate.tree.root, view, exclude)
         after = await client.foreign_preimages(task_id)
         started = time.perf_counter()
-        images = {**_decode(before), **_decode(after)}
+        images = {**decode_preimages(before), **decode_preimages(after)}
         isolated = await asyncio.to_thread(overlay, view, images.values())
         ms = stats.ms + (time.perf_counter() - started) * 1000.0
         return ms, stats.files, tuple(sorted(isolated)), tuple(after.get("unrestorable") or ())
 
 
-def _decode(answer: Mapping[str, Any]) -> dict[str, PreImage]:
+def decode_preimages(answer: Mapping[str, Any]) -> dict[str, PreImage]:
     return {
         f["path"]: PreImage(
             path=f["path"], existed=bool(f["existed"]), mode=f.get("mode"),

@@ -24,6 +24,7 @@ from typing import Any
 
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S
+from codefleet.fleet.commands import ShellConfig
 from codefleet.fleet.executor import Executor
 from codefleet.fleet.programs import NOT_RUNNABLE, missing_programs, not_started_text
 from codefleet.fleet.runner import MAX_RETRY_S, RETRY_START_S, Runner, RunnerOptions
@@ -198,6 +199,9 @@ async def run_fleet(
     connect: Callable[[], FleetClient] | None = None,
     name_suffix: str = "",
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES,
+    shell_default: bool = False,
+    shell_network: bool = False,
+    shell_config: ShellConfig | None = None,
     reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS,
     interrupt: asyncio.Event | None = None,
     say: Callable[[str], object] | None = None,
@@ -228,7 +232,8 @@ async def run_fleet(
                 name=f"{_prefix(kinds[n - 1])}-{n}{name_suffix}", workdir=workdir, run_dir=run_dir,
                 agent=kinds[n - 1],
                 task_timeout=task_timeout, protected=protected, check_timeout=check_timeout,
-                check_dir=check_dir, protected_names=protected_names,
+                check_dir=check_dir, protected_names=protected_names, shell_default=shell_default,
+                shell_network=shell_network, shell_config=shell_config,
                 reconcile_rounds=reconcile_rounds,
             )
             for n in range(1, runners + 1)

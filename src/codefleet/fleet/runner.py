@@ -51,9 +51,10 @@ from codefleet.api.client import ApiError, FleetClient, ServerUnavailable, hande
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.errors import DomainError, Forbidden, NotFound, NotOwner, StaleEpoch, Unauthorized
 from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS, Checker, CheckLimits
+from codefleet.fleet.commands import CommandRunner, ShellConfig
 from codefleet.fleet.executor import Attempt, Executor
 from codefleet.fleet.prewrite import WriteGate
-from codefleet.models import DEFAULT_RECONCILE_ROUNDS, CheckPurpose, ErrorKind
+from codefleet.models import DEFAULT_RECONCILE_ROUNDS, CheckPurpose, ErrorKind, ShellMode
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
 
 __all__ = ["CannotContinue", "Runner", "RunnerOptions"]
@@ -95,6 +96,9 @@ class RunnerOptions:
     replace: bool = False  # take the name over from a live runner of another process
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES  # see `paths`
     agent: str = "claude"  # the agent kind its executor drives; the server routes by it
+    shell_default: bool = False  # tasks get run_command unless their `shell:` says otherwise
+    shell_network: bool = False  # ... and its commands may use the network
+    shell_config: ShellConfig | None = None  # how commands run here; None: they cannot
     reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS  # `fleet.reconcile`
 
 
@@ -298,14 +302,9 @@ class Runner:
         )
         checker = self._checker(gate, commands, task.attempts)
         attempt = Attempt(
-            task,
-            gate,
-            self.tree.root,
-            self.options.run_dir,
-            self.options.name,
-            checker,
-            reconcile_rounds=self.options.reconcile_rounds,
-        )
+            task, gate, self.tree.root, self.options.run_dir, self.options.name, checker,
+            self._commands(gate, task), reconcile_rounds=self.options.reconcile_rounds,
+        )  # fmt: skip
         started = time.monotonic()
         report = await self._execute(attempt)
         if report is not None and not gate.fenced:
@@ -323,6 +322,22 @@ class Runner:
             opts.check_timeout, opts.check_output_chars, opts.protected, opts.check_dir
         )
         return Checker(gate, commands, attempt, limits)
+
+    def _commands(self, gate: WriteGate, task: AssignedTask) -> CommandRunner | None:
+        """The attempt's run_command tool: the task's `shell` mode, else the fleet's default."""
+        opts, mode = self.options, task.shell_mode
+        enabled = mode in (ShellMode.ON, ShellMode.NETWORK) or (mode is None and opts.shell_default)
+        if not enabled:
+            return None
+        if opts.shell_config is None:
+            log.warning("%s: task %s asks for run_command, but commands cannot run on this "
+                        "runner (see `codefleet doctor`); it gets no tool", opts.name, task.id)  # fmt: skip
+            return None
+        network = mode == ShellMode.NETWORK or opts.shell_network
+        config = replace(
+            opts.shell_config, sandbox=replace(opts.shell_config.sandbox, network=network)
+        )
+        return CommandRunner(gate, task.attempts, config)
 
     async def _verify(
         self, attempt: Attempt, report: AttemptReport, started: float

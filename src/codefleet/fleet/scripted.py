@@ -10,7 +10,7 @@ message, e.g. a reconcile turn; without it, the first turn):
     fail: MESSAGE               check: NAME                 expect_check: pass|fail
     expect_error: TEXT          make_dir: PATH              rate_limit: SECONDS|null
     cost: USD                   read: PATH                  wait_succeeded: TASK
-    expect_followup: TEXT
+    expect_followup: TEXT       command: CMD | {run: CMD, timeout_s: S}
 
 Every file change goes through the attempt's `WriteGate` first, exactly as a
 real session's hook does; a denied write ends the attempt as a veto naming the
@@ -35,6 +35,9 @@ attempt's read set); `wait_succeeded` waits until another task succeeded;
 it answers contains TEXT (how the scripted tier observes a reconcile turn).
 After the first turn, the attempt's reads are validated (`fleet.reconcile`); a
 follow-up message plays the steps of the next turn.
+`command` runs CMD through the attempt's `CommandRunner`, as the real
+session's `run_command` tool does (its changes reach the tree only through
+the leases); a command refused a held file ends the attempt as a veto.
 A task with no script succeeds without writing anything.
 """
 
@@ -51,6 +54,7 @@ import yaml
 
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.fleet.checks import CheckResult
+from codefleet.fleet.commands import DEFAULT_COMMAND_TIMEOUT_S, CommandResult
 from codefleet.fleet.executor import Attempt
 from codefleet.fleet.reconcile import settle_reads
 from codefleet.models import CheckPurpose, ErrorKind, EventType
@@ -60,7 +64,7 @@ __all__ = ["ScriptError", "ScriptedExecutor", "Step", "load_script"]
 STEP_KINDS: Final = frozenset(
     {
         "write", "edit", "append", "sleep", "wait_leased", "wait_denied", "fail",
-        "check", "expect_check", "expect_error", "make_dir", "rate_limit", "cost",
+        "check", "expect_check", "expect_error", "make_dir", "rate_limit", "cost", "command",
         "read", "wait_succeeded", "expect_followup",
     }
 )  # fmt: skip
@@ -147,6 +151,7 @@ class ScriptedExecutor:
         self.wait_timeout = wait_timeout
         self.assignments: list[AssignedTask] = []  # every attempt's task, as handed over
         self.check_results: list[tuple[str, int, CheckResult]] = []
+        self.command_results: list[tuple[str, int, CommandResult]] = []
         self.followups: list[tuple[str, int, str]] = []  # (task, attempt, message) per follow-up
         self._waits = {
             "wait_leased": self._leased_by_other,
@@ -201,8 +206,8 @@ class ScriptedExecutor:
                 raise _StepFailed(_rate_limited(step.arg, attempt))
             case "cost":
                 played.cost_usd += float(step.arg)
-            case "check" | "expect_check" | "expect_error":
-                await self._checks(step, attempt, played)
+            case "check" | "expect_check" | "expect_error" | "command":
+                await self._runs(step, attempt, played)
             case "make_dir":
                 _make_dir(attempt.workdir / str(step.arg))
             case "read" | "expect_followup":
@@ -237,8 +242,11 @@ class ScriptedExecutor:
         elif str(step.arg) not in played.followup:  # expect_followup
             _give_up(attempt, f"the follow-up message does not mention {step.arg!r}")
 
-    async def _checks(self, step: Step, attempt: Attempt, played: _Played) -> None:
-        if step.kind == "check":
+    async def _runs(self, step: Step, attempt: Attempt, played: _Played) -> None:
+        """A check or a command, or an expectation about what one did."""
+        if step.kind == "command":
+            await self._command(attempt, step.arg)
+        elif step.kind == "check":
             await self._check(attempt, str(step.arg), played)
         elif step.kind == "expect_check":
             last = played.checks[-1] if played.checks else None
@@ -256,6 +264,26 @@ class ScriptedExecutor:
             _give_up(attempt, "fenced while running a check")
         played.checks.append(result)
         self.check_results.append((attempt.task_id, attempt.number, result))
+
+    async def _command(self, attempt: Attempt, arg: Any) -> None:
+        if attempt.commands is None:
+            _give_up(attempt, "this task has no run_command tool (shell is off)")
+        spec = arg if isinstance(arg, dict) else {"run": arg}
+        timeout = float(spec.get("timeout_s", DEFAULT_COMMAND_TIMEOUT_S))
+        result = await attempt.commands.run(str(spec["run"]), timeout)
+        self.command_results.append((attempt.task_id, attempt.number, result))
+        if attempt.gate.fenced:
+            _give_up(attempt, "fenced while running a command")
+        if result.applied.denied_on is not None:
+            raise _StepFailed(
+                AttemptReport(
+                    attempt=attempt.number, ok=False, error=result.applied.denied,
+                    error_kind=ErrorKind.VETO, blocked_on_path=result.applied.denied_on,
+                    files_written=tuple(attempt.gate.written),
+                )
+            )  # fmt: skip
+        if result.refused is not None:
+            _give_up(attempt, result.refused)
 
     async def _wait(self, attempt: Attempt, path: str, condition: Any) -> None:
         deadline = time.monotonic() + self.wait_timeout

@@ -375,6 +375,26 @@ def _unrunnable_errors(facts: RunFacts) -> dict[tuple[str, int], str]:
     }
 
 
+def commands_section(facts: RunFacts) -> Section | None:
+    """Every `run_command` an agent ran: what it applied, or the veto that applied nothing."""
+    runs = [e for e in facts.record.events if e["type"] == EventType.COMMAND_FINISHED]
+    if not runs:
+        return None
+    rows, tones, data = [], [], []
+    for e in runs:
+        body = e["payload"]
+        ended = "timed out" if body.get("timed_out") else f"exit {body.get('exit_code')}"
+        veto = body.get("denied_on")
+        landed = f"VETO on {veto}: nothing" if veto else ", ".join(body.get("applied") or ()) or "-"
+        rows.append((f"+{seconds(_offset(facts, from_iso(str(e['at']))))}",
+                     str(e.get("task_id")), str(body.get("command", ""))[:120], ended, landed,
+                     ", ".join(body.get("refused") or ()) or "-"))  # fmt: skip
+        tones.append("bad" if veto else "")
+        data.append({"at": e["at"], "task_id": e.get("task_id"), **body})
+    columns = ("at", "task", "command", "ended", "applied", "refused")
+    return Section("commands", "Commands", (Table(columns, tuple(rows), tuple(tones)),), data)
+
+
 def cost_section(facts: RunFacts) -> Section:
     tasks = facts.record.tasks
     cost = sum(float(t.get("cost_usd") or 0) for t in tasks)
@@ -464,6 +484,7 @@ SECTIONS: list[SectionBuilder] = [
     vetoes_section,
     rollbacks_section,
     verify_section,
+    commands_section,
     cost_section,
     history_section,
     stats_section,

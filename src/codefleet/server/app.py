@@ -42,7 +42,7 @@ from codefleet.coord.reads import EngineReads
 from codefleet.coord.store import Store, check_database
 from codefleet.errors import DomainError, Forbidden
 from codefleet.heap import collector_off
-from codefleet.models import EventType, TaskStatus
+from codefleet.models import EventType, ShellMode, TaskStatus
 from codefleet.paths import TreeRoot
 from codefleet.planning.analysis import analyse
 from codefleet.readmodel.reads import Reads
@@ -71,6 +71,7 @@ def new_task(spec: TaskSpec) -> NewTask:
         spec.max_attempts, spec.verify, spec.estimate_min,
         None if spec.agent is None else spec.agent.value,
         None if spec.on_stale_read is None else spec.on_stale_read.value,
+        ShellMode.of(spec.shell, spec.shell_network),
     )  # fmt: skip
 
 

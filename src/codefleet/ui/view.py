@@ -155,6 +155,7 @@ EVENT_STYLE: Final[dict[str, str]] = {
     EventType.CHECK_FINISHED: "bold yellow", EventType.FLEET_PAUSED: PAUSE_STYLE,
     EventType.FLEET_RESUMED: "green", EventType.FLEET_BUDGET_EXHAUSTED: "bold red",
     EventType.FILE_RESTORED: "yellow", EventType.RESTORE_FAILED: "bold red",
+    EventType.COMMAND_STARTED: "cyan", EventType.COMMAND_FINISHED: "bold cyan",
     EventType.STALE_READ: "bold yellow", EventType.RECONCILED: "yellow",
 }  # fmt: skip
 
@@ -162,6 +163,8 @@ EVENT_STYLE: Final[dict[str, str]] = {
 def _style(kind: str, body: Mapping[str, Any]) -> str:
     if kind == EventType.CHECK_FINISHED and body.get("passed"):
         return "green"
+    if kind == EventType.COMMAND_FINISHED and body.get("denied_on"):
+        return VETO_STYLE
     if body.get("kind") == "interactive" and kind.startswith("agent_"):
         return "magenta"
     return EVENT_STYLE.get(kind, "dim")

@@ -187,6 +187,7 @@ function foldHistory(h, event) {
         vetoes: [],
         restored: [],
         checks: [],
+        commands: [],
         stale: [], // stale_read events of this attempt: { at, paths, outcome (set by reconciled) }
       };
       h.attempts.push(attempt);
@@ -248,6 +249,9 @@ function foldHistory(h, event) {
       break;
     case "check_finished":
       attemptFor(h, event)?.checks.push({ at, name: body.name, passed: body.passed === true, exitCode: body.exit_code, timedOut: body.timed_out === true });
+      break;
+    case "command_finished":
+      attemptFor(h, event)?.commands.push({ at, command: body.command ?? "", exitCode: body.exit_code ?? null, timedOut: body.timed_out === true, applied: body.applied ?? [], deniedOn: body.denied_on ?? null });
       break;
     case "task_succeeded":
       close(h, event, "succeeded", { cost: body.cost_usd ?? 0, summary: body.summary ?? "" });
