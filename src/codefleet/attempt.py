@@ -42,6 +42,8 @@ class AssignedTask:
     on_stale_read: StaleReadPolicy = StaleReadPolicy.RECONCILE
     shell_mode: str | None = None  # a `ShellMode` value: the run_command tool; None: the fleet's
 
+    resources: tuple[str, ...] = ()  # the named resources it holds for the attempt
+
     def to_wire(self) -> dict[str, Any]:
         """The assignment JSON's `task` object, in the wire's key order."""
         return {
@@ -58,6 +60,7 @@ class AssignedTask:
             "verify": self.verify,
             "on_stale_read": self.on_stale_read.value,
             "shell_mode": self.shell_mode,
+            "resources": list(self.resources),
         }
 
     @classmethod
@@ -78,6 +81,7 @@ class AssignedTask:
             verify=data["verify"],
             on_stale_read=StaleReadPolicy(data.get("on_stale_read") or StaleReadPolicy.RECONCILE),
             shell_mode=data.get("shell_mode"),
+            resources=tuple(str(n) for n in data["resources"]),
         )
 
 

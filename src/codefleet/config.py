@@ -64,6 +64,7 @@ class Settings(BaseSettings):
     keep_failed_edits: bool = False
     preimage_max_bytes: int = Field(default=DEFAULT_PREIMAGE_MAX_BYTES, ge=0)
     check_timeout: float = Field(default=300.0, gt=0)
+    resource_wait: float = Field(default=30.0, ge=0)  # a check waits this long for its resources
     check_dir: Path | None = None
     shell: bool = False  # every task gets run_command unless its `shell:` says otherwise
     shell_network: bool = False

@@ -162,6 +162,8 @@ class EventType(StrEnum):
     FLEET_BUDGET_EXHAUSTED = "fleet_budget_exhausted"
     STALE_READ = "stale_read"
     RECONCILED = "reconciled"
+    NUMBER_ALLOCATED = "number_allocated"
+    SEQUENCE_DEFINED = "sequence_defined"
 
 
 class ShellMode(StrEnum):

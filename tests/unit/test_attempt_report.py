@@ -111,6 +111,7 @@ async def test_the_client_parses_the_assignment_json_into_one_type_with_every_fi
         "error": "vetoed: api.py is held", "error_kind": "veto", "verify": "test",
         "on_stale_read": "retry",
         "shell_mode": "network",
+        "resources": ["db"],
     }  # fmt: skip
 
     def answer(request: httpx.Request) -> httpx.Response:
@@ -126,5 +127,6 @@ async def test_the_client_parses_the_assignment_json_into_one_type_with_every_fi
         error="vetoed: api.py is held", error_kind=ErrorKind.VETO, verify="test",
         on_stale_read=StaleReadPolicy.RETRY,
         shell_mode="network",
+        resources=("db",),
     )  # fmt: skip
     assert {f.name for f in fields(AssignedTask)} == set(wire)

@@ -318,3 +318,15 @@ def test_a_budget_running_out_is_worded_with_what_happens_to_running_tasks() -> 
 
     assert line.text.startswith("fleet budget exhausted: $1.0200 of $1.0000")
     assert "running tasks stopped" in line.text and line.style == "bold red"
+
+
+def test_the_lease_map_shows_a_named_resource_beside_the_files() -> None:
+    view = literal_view(
+        leases=(
+            LeaseRow("a.py", "runner-1", "T1", 2.0, "task"),
+            LeaseRow("/resource:db", "runner-2", "T2", 5.0, "task"),
+        ),
+    )
+    text = frame(view, width=160)
+    assert "a.py" in text
+    assert "resource db" in text and "runner-2" in text

@@ -81,6 +81,9 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("fleet_budget_set", {"max_cost_usd": 2.5, "hard": True}),
     ("fleet_budget_exhausted", {"spent_usd": 1.02, "max_cost_usd": 1.0, "hard": True}),
     ("fleet_budget_exhausted", {"spent_usd": 1.02, "max_cost_usd": 1.0, "simulated": True}),
+
+    ("number_allocated", {"sequence": "migrations", "value": 3}),
+    ("sequence_defined", {"sequence": "migrations", "start": 3}),
     ("not_in_the_table", {}),
 ]  # fmt: skip
 

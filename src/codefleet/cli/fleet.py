@@ -31,6 +31,7 @@ from codefleet.cli.common import (
     OfflineOpt,
     ProtectedOpt,
     ReconcileRoundsOpt,
+    ResourceWaitOpt,
     RunDirOpt,
     ScriptOpt,
     ServerOpt,
@@ -96,6 +97,7 @@ def runner(
     check_timeout: CheckTimeoutOpt = None,
     check_dir: CheckDirOpt = None,
     reconcile_rounds: ReconcileRoundsOpt = None,
+    resource_wait: ResourceWaitOpt = None,
     exit_when_drained: Annotated[
         bool, typer.Option(help="Exit once no task is pending or running.")
     ] = False,
@@ -131,6 +133,7 @@ def runner(
         task_timeout=task_timeout, model=model, max_turns=max_turns,
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
         protected_paths=protected_paths, reconcile_rounds=reconcile_rounds,
+        resource_wait=resource_wait,
         **shell_settings(shell, shell_network, shell_unsandboxed, shell_max_files, shell_max_bytes),
     )  # fmt: skip
     choice = AgentChoice(dry_run, script, offline, model_script, agent)
@@ -146,6 +149,7 @@ def runner(
         protected=(settings.db, settings.run_dir),
         check_timeout=settings.check_timeout,
         check_dir=settings.check_dir,
+        resource_wait=settings.resource_wait,
         replace=replace,
         protected_names=settings.protected_names,
         reconcile_rounds=settings.reconcile_rounds,
@@ -209,6 +213,7 @@ def run(
     check_timeout: CheckTimeoutOpt = None,
     check_dir: CheckDirOpt = None,
     reconcile_rounds: ReconcileRoundsOpt = None,
+    resource_wait: ResourceWaitOpt = None,
     protected_paths: ProtectedOpt = None,
     token: TokenOpt = None,
     model: ModelOpt = None,
@@ -249,6 +254,7 @@ def run(
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
         protected_paths=protected_paths, max_cost=max_cost, max_cost_hard=max_cost_hard,
         reconcile_rounds=reconcile_rounds,
+        resource_wait=resource_wait,
         **shell_settings(shell, shell_network, shell_unsandboxed, shell_max_files, shell_max_bytes),
     )  # fmt: skip
     checks = parse_check_options(check)
@@ -296,7 +302,8 @@ def run(
                 settings.url, settings.runners, lambda _: agents.executor, settings.workdir,
                 settings.run_dir, verify=verify, token=settings.token, task_timeout=task_timeout,
                 protected=(settings.db, settings.run_dir), check_timeout=settings.check_timeout,
-                check_dir=settings.check_dir, on_runner_down=runner_down,
+                check_dir=settings.check_dir, resource_wait=settings.resource_wait,
+                on_runner_down=runner_down,
                 name_suffix=invocation_suffix(), protected_names=settings.protected_names,
                 reconcile_rounds=settings.reconcile_rounds,
                 interrupt=interrupt, say=lambda s: err_console.print(s, markup=False),

@@ -50,6 +50,7 @@ class NewTask:
     agent: str | None = None  # the agent kind the task needs (`models.AgentKind`); None: any
     on_stale_read: str | None = None  # a `StaleReadPolicy` value; None: the default
     shell_mode: str | None = None  # a `ShellMode` value; None: the fleet's default
+    resources: Sequence[str] = ()  # names (`resources`), held for the whole attempt
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +102,7 @@ def task_rows(
                 "max_attempts": spec.max_attempts or default_max_attempts,
                 "verify": spec.verify, "agent": spec.agent, "on_stale_read": spec.on_stale_read,
                 "shell": spec.shell_mode, "created_at": at, "updated_at": at,
+                "resources": sorted(set(spec.resources)),
             }
         )  # fmt: skip
         edges.extend((task_id, dep) for dep in dict.fromkeys(spec.depends_on))

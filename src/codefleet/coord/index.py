@@ -30,6 +30,7 @@ from codefleet.coord import readiness
 from codefleet.coord.readiness import Standing, standing
 from codefleet.coord.scheduler import TaskView, candidate_order
 from codefleet.models import TaskStatus, from_iso
+from codefleet.resources import resource_keys
 
 __all__ = ["DEAD", "LiveIndex", "LiveTask", "live_task"]
 
@@ -64,6 +65,7 @@ class LiveTask:
     error_kind: str | None = None
     blocked_on_path: str | None = None
     agent: str | None = None  # the agent kind the task needs; None: any
+    resources: frozenset[str] = frozenset()  # the lease keys of its named resources
 
     @property
     def charged(self) -> int:
@@ -89,6 +91,7 @@ class LiveTask:
             assigned_at=self.assigned_at,
             unstarted=self.status is TaskStatus.ASSIGNED,
             agent=self.agent,
+            resources=self.resources,
         )
 
 
@@ -115,6 +118,7 @@ def live_task(row: Mapping[str, Any]) -> LiveTask:
         error=row["error"],
         error_kind=row["error_kind"],
         blocked_on_path=row["blocked_on_path"],
+        resources=resource_keys(row.get("resources") or ()),
     )
 
 
@@ -274,6 +278,8 @@ class LiveIndex:
                 agent=row.get("agent"),
                 on_stale_read=row.get("on_stale_read"),
                 shell_mode=row.get("shell"),
+
+                resources=resource_keys(row.get("resources") or ()),
             )  # fmt: skip
             status[task_id] = pending
             task.unmet = sum(1 for p in parents.get(task_id, ()) if status.get(p) is not succeeded)

@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     verify           TEXT, -- the name of the check that verifies a finished session
     agent            TEXT, -- the agent kind the task needs (claude, codex); NULL: any
     on_stale_read    TEXT, -- the task's policy for stale reads (NULL: reconcile)
-    shell            TEXT  -- run_command: off | on | network; NULL: the fleet's default
+    shell            TEXT, -- run_command: off | on | network; NULL: the fleet's default
+    resources        TEXT NOT NULL DEFAULT '[]'  -- named resources held for each attempt
 );
 CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks(status);
 
@@ -143,7 +144,8 @@ CREATE TABLE IF NOT EXISTS patches (
 CREATE TABLE IF NOT EXISTS checks (
     name       TEXT PRIMARY KEY,
     command    TEXT NOT NULL,
-    defined_at TEXT NOT NULL
+    defined_at TEXT NOT NULL,
+    resources  TEXT NOT NULL DEFAULT '[]'  -- resources a run of it must hold (waited for)
 );
 
 -- A person's own Claude Code session that joined the lock (`codefleet join`): an
@@ -160,6 +162,15 @@ CREATE TABLE IF NOT EXISTS interactive_sessions (
     last_write_at TEXT NOT NULL,
     ended_at      TEXT,
     end_reason    TEXT
+);
+
+-- Fleet-wide counters (`sequences:` in the graph, the `next_number` tool): each value is
+-- committed before it is answered, so none is ever handed out twice (not after a rollback,
+-- a crash or a restart; gaps are fine). Not cleared by a reset.
+CREATE TABLE IF NOT EXISTS sequences (
+    name       TEXT PRIMARY KEY,
+    last_value INTEGER NOT NULL,  -- the last value handed out (the start minus one at first)
+    defined_at TEXT NOT NULL
 );
 
 -- What the server knows about itself across restarts: `alive_at`, the last time

@@ -39,6 +39,7 @@ from codefleet.api.client import ServerUnavailable
 from codefleet.errors import DomainError, NotOwner, StaleEpoch
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.fleet.programs import NOT_RUNNABLE, missing_programs, not_started_text
+from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S, ResourceTools, wait_for_resources
 from codefleet.fleet.shell import check_env, run_command
 from codefleet.fleet.view import copy_tree, overlay
 from codefleet.models import CheckPurpose
@@ -61,6 +62,7 @@ class CheckLimits:
     output_chars: int = OUTPUT_CHARS
     exclude: tuple[Path, ...] = ()  # protected paths (database, run dir) if inside the tree
     view_dir: Path | None = None  # where views are made; None: the system temp dir
+    resource_wait: float = DEFAULT_RESOURCE_WAIT_S  # for the resources a check names
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,10 +159,12 @@ class Checker:
     """The named checks one attempt may run; see the module docstring."""
 
     def __init__(
-        self, gate: WriteGate, commands: Mapping[str, str], attempt: int, limits: CheckLimits
-    ) -> None:
+        self, gate: WriteGate, commands: Mapping[str, str], attempt: int, limits: CheckLimits,
+        resources: Mapping[str, list[str]] | None = None,
+    ) -> None:  # fmt: skip
         self.gate = gate
         self.commands = dict(commands)
+        self.resources = dict(resources or {})  # check name -> the resources it must hold
         self.attempt = attempt
         self.limits = limits
         self.results: list[CheckResult] = []
@@ -184,6 +188,14 @@ class Checker:
         if command is None:
             return CheckResult(name, purpose, refused=self.unknown(name))
         limit = min(self.limits.timeout, timeout) if timeout else self.limits.timeout
+        if self.resources.get(name):  # taken for the attempt, like a file; or busy, not run
+            busy = await wait_for_resources(
+                ResourceTools(self.gate), self.resources[name], self.limits.resource_wait
+            )
+            if busy is not None:
+                result = CheckResult(name, purpose, command, refused=busy)
+                self.results.append(result)
+                return result
         started = {"attempt": self.attempt, "name": name, "phase": "started", "purpose": purpose}
         problem = await self._post(started)
         if problem is not None:

@@ -27,6 +27,7 @@ from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S
 from codefleet.fleet.commands import ShellConfig
 from codefleet.fleet.executor import Executor
 from codefleet.fleet.programs import NOT_RUNNABLE, missing_programs, not_started_text
+from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S
 from codefleet.fleet.runner import MAX_RETRY_S, RETRY_START_S, Runner, RunnerOptions
 from codefleet.fleet.shell import check_env, run_command
 from codefleet.models import DEFAULT_RECONCILE_ROUNDS, EventType, TaskStatus
@@ -195,6 +196,7 @@ async def run_fleet(
     protected: tuple[Path, ...] = (),
     check_timeout: float = DEFAULT_CHECK_TIMEOUT_S,
     check_dir: Path | None = None,
+    resource_wait: float = DEFAULT_RESOURCE_WAIT_S,
     on_runner_down: Callable[[str], object] | None = None,
     connect: Callable[[], FleetClient] | None = None,
     name_suffix: str = "",
@@ -234,7 +236,7 @@ async def run_fleet(
                 task_timeout=task_timeout, protected=protected, check_timeout=check_timeout,
                 check_dir=check_dir, protected_names=protected_names, shell_default=shell_default,
                 shell_network=shell_network, shell_config=shell_config,
-                reconcile_rounds=reconcile_rounds,
+                reconcile_rounds=reconcile_rounds, resource_wait=resource_wait,
             )
             for n in range(1, runners + 1)
         ]  # fmt: skip

@@ -54,6 +54,7 @@ from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS, Checke
 from codefleet.fleet.commands import CommandRunner, ShellConfig
 from codefleet.fleet.executor import Attempt, Executor
 from codefleet.fleet.prewrite import WriteGate
+from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S
 from codefleet.models import DEFAULT_RECONCILE_ROUNDS, CheckPurpose, ErrorKind, ShellMode
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
 
@@ -93,6 +94,7 @@ class RunnerOptions:
     check_timeout: float = DEFAULT_CHECK_TIMEOUT_S
     check_output_chars: int = OUTPUT_CHARS
     check_dir: Path | None = None
+    resource_wait: float = DEFAULT_RESOURCE_WAIT_S  # a check waits this long for its resources
     replace: bool = False  # take the name over from a live runner of another process
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES  # see `paths`
     agent: str = "claude"  # the agent kind its executor drives; the server routes by it
@@ -292,7 +294,7 @@ class Runner:
 
     async def run_task(self, task: AssignedTask) -> AssignedTask | None:
         """One attempt, reported; the next task when the report's answer hands one over."""
-        commands = await self.client.checks()
+        commands, resources = await self.client.check_specs()
         try:  # retried: a start applied just before a server crash must not be lost (idempotent)
             await self._retrying(lambda: self.client.start(task.id, self.agent_id, self.epoch))
         except NotOwner:
@@ -300,7 +302,7 @@ class Runner:
         gate = WriteGate(
             self.client, self.tree, self.agent_id, self.epoch, task.id, self.grant_trust_s
         )
-        checker = self._checker(gate, commands, task.attempts)
+        checker = self._checker(gate, commands, task.attempts, resources)
         attempt = Attempt(
             task, gate, self.tree.root, self.options.run_dir, self.options.name, checker,
             self._commands(gate, task), reconcile_rounds=self.options.reconcile_rounds,
@@ -314,14 +316,18 @@ class Runner:
         duration_ms = int((time.monotonic() - started) * 1000)
         return await self._report(task.id, replace(report, duration_ms=duration_ms))
 
-    def _checker(self, gate: WriteGate, commands: dict[str, str], attempt: int) -> Checker | None:
+    def _checker(
+        self, gate: WriteGate, commands: dict[str, str], attempt: int,
+        resources: dict[str, list[str]],
+    ) -> Checker | None:  # fmt: skip
         if not commands:
             return None
         opts = self.options
         limits = CheckLimits(
-            opts.check_timeout, opts.check_output_chars, opts.protected, opts.check_dir
-        )
-        return Checker(gate, commands, attempt, limits)
+            opts.check_timeout, opts.check_output_chars, opts.protected, opts.check_dir,
+            resource_wait=opts.resource_wait,
+        )  # fmt: skip
+        return Checker(gate, commands, attempt, limits, resources)
 
     def _commands(self, gate: WriteGate, task: AssignedTask) -> CommandRunner | None:
         """The attempt's run_command tool: the task's `shell` mode, else the fleet's default."""

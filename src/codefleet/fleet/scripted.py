@@ -11,6 +11,8 @@ message, e.g. a reconcile turn; without it, the first turn):
     expect_error: TEXT          make_dir: PATH              rate_limit: SECONDS|null
     cost: USD                   read: PATH                  wait_succeeded: TASK
     expect_followup: TEXT       command: CMD | {run: CMD, timeout_s: S}
+    cost: USD                   acquire_resource: NAME      allocate_port: null
+    next_number: SEQUENCE or {sequence, write: PATH with {number}, content}
 
 Every file change goes through the attempt's `WriteGate` first, exactly as a
 real session's hook does; a denied write ends the attempt as a veto naming the
@@ -38,6 +40,11 @@ follow-up message plays the steps of the next turn.
 `command` runs CMD through the attempt's `CommandRunner`, as the real
 session's `run_command` tool does (its changes reach the tree only through
 the leases); a command refused a held file ends the attempt as a veto.
+`acquire_resource`, `next_number` and `allocate_port` call what the session's
+tools of the same names call (`fleet.resources.ResourceTools`): a resource
+another task holds ends the attempt as a veto naming it; `next_number` with
+`write` writes PATH formatted with the number (`{number:04d}`); the values
+handed out are kept in `numbers` and `ports`.
 A task with no script succeeds without writing anything.
 """
 
@@ -57,6 +64,7 @@ from codefleet.fleet.checks import CheckResult
 from codefleet.fleet.commands import DEFAULT_COMMAND_TIMEOUT_S, CommandResult
 from codefleet.fleet.executor import Attempt
 from codefleet.fleet.reconcile import settle_reads
+from codefleet.fleet.resources import ResourceTools
 from codefleet.models import CheckPurpose, ErrorKind, EventType
 
 __all__ = ["ScriptError", "ScriptedExecutor", "Step", "load_script"]
@@ -66,6 +74,7 @@ STEP_KINDS: Final = frozenset(
         "write", "edit", "append", "sleep", "wait_leased", "wait_denied", "fail",
         "check", "expect_check", "expect_error", "make_dir", "rate_limit", "cost", "command",
         "read", "wait_succeeded", "expect_followup",
+        "acquire_resource", "next_number", "allocate_port",
     }
 )  # fmt: skip
 STEP_OPTIONS: Final = frozenset({"attempt", "turn"})
@@ -158,6 +167,8 @@ class ScriptedExecutor:
             "wait_denied": self._was_denied,
             "wait_succeeded": self._succeeded,
         }
+        self.numbers: list[tuple[str, str, int]] = []  # (task, sequence, value) handed out
+        self.ports: list[tuple[str, int]] = []  # (task, port) allocated
 
     async def run(self, attempt: Attempt) -> AttemptReport:
         self.assignments.append(attempt.task)
@@ -190,12 +201,9 @@ class ScriptedExecutor:
 
     async def _play(self, step: Step, attempt: Attempt, played: _Played) -> None:
         match step.kind:
-            case "write":
-                await self._change(attempt, "Write", step.arg, _write)
-            case "edit":
-                await self._change(attempt, "Edit", step.arg, _edit)
-            case "append":
-                await self._change(attempt, "Edit", step.arg, _append)
+            case "write" | "edit" | "append":
+                tool, apply = _CHANGES[step.kind]
+                await self._change(attempt, tool, step.arg, apply)
             case "sleep":
                 await asyncio.sleep(float(step.arg))
             case "wait_leased" | "wait_denied" | "wait_succeeded":
@@ -212,6 +220,8 @@ class ScriptedExecutor:
                 _make_dir(attempt.workdir / str(step.arg))
             case "read" | "expect_followup":
                 await self._reading(step, attempt, played)
+            case "acquire_resource" | "next_number" | "allocate_port":
+                await self._resource(step, attempt)
             case _:
                 raise ScriptError(f"unknown step {step.kind}")
 
@@ -235,6 +245,33 @@ class ScriptedExecutor:
         except (OSError, ValueError) as err:
             _give_up(attempt, f"{tool} {arg['path']}: {err}", err)
         await attempt.gate.record(str(target), tool)
+
+    async def _resource(self, step: Step, attempt: Attempt) -> None:
+        tools = ResourceTools(attempt.gate)
+        if step.kind == "acquire_resource":
+            answer = await tools.acquire_resource(str(step.arg))
+        elif step.kind == "allocate_port":
+            answer = await tools.allocate_port()
+            if answer.value is not None:
+                self.ports.append((attempt.task_id, answer.value))
+        else:
+            arg = step.arg if isinstance(step.arg, dict) else {"sequence": step.arg}
+            answer = await tools.next_number(str(arg["sequence"]))
+            if answer.value is not None:
+                self.numbers.append((attempt.task_id, str(arg["sequence"]), answer.value))
+                if "write" in arg:
+                    path = str(arg["write"]).format(number=answer.value)
+                    content = str(arg.get("content", "")).format(number=answer.value)
+                    await self._change(attempt, "Write", {"path": path, "content": content}, _write)
+        if not answer.ok:
+            blocked = attempt.gate.blocked_on
+            raise _StepFailed(
+                AttemptReport(
+                    attempt=attempt.number, ok=False, error=answer.text,
+                    error_kind=ErrorKind.VETO if blocked else ErrorKind.AGENT_ERROR,
+                    blocked_on_path=blocked, files_written=tuple(attempt.gate.written),
+                )
+            )  # fmt: skip
 
     async def _reading(self, step: Step, attempt: Attempt, played: _Played) -> None:
         if step.kind == "read":
@@ -345,3 +382,7 @@ def _make_dir(target: Path) -> None:
 def _append(target: Path, arg: dict[str, Any]) -> None:
     with target.open("a") as handle:
         handle.write(str(arg["text"]))
+
+
+# each file-changing step: the tool a session would use, and how the change is made
+_CHANGES: Final = {"write": ("Write", _write), "edit": ("Edit", _edit), "append": ("Edit", _append)}

@@ -102,6 +102,7 @@ from codefleet.fleet.executor import Attempt
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.fleet.reads import READ_RECORDED_TOOLS
 from codefleet.fleet.reconcile import settle_reads
+from codefleet.fleet.resources import Answer, ResourceTools
 from codefleet.hook.io import deny_output, extract_paths
 from codefleet.hook.readguard import READ_TOOLS, read_refusal
 from codefleet.models import WRITE_TOOLS, CheckPurpose, ErrorKind, utcnow
@@ -136,6 +137,18 @@ READ_RECORD_MATCHER: Final = "|".join(sorted(READ_RECORDED_TOOLS))
 CHECK_SERVER: Final = "codefleet"
 CHECK_TOOL_NAME: Final = f"mcp__{CHECK_SERVER}__{CHECK_TOOL}"
 COMMAND_TOOL_NAME: Final = f"mcp__{CHECK_SERVER}__{COMMAND_TOOL}"
+RESOURCE_TOOL_NAMES: Final = [
+    f"mcp__{CHECK_SERVER}__{name}" for name in ("acquire_resource", "next_number", "allocate_port")
+]
+RESOURCE_HELP: Final = (
+    "Take a named resource (a database, a build directory: e.g. db) for the rest of this task, "
+    "before you use it. If another task holds it you are told to stop: do so."
+)
+NUMBER_HELP: Final = (
+    "The next number of a fleet-wide sequence (e.g. migrations): unique across all agents, "
+    "never handed out twice. Use it for a new numbered file instead of counting files yourself."
+)
+PORT_HELP: Final = "A TCP port free on this host and reserved for this task until it ends."
 CHECK_RESULT_CHARS: Final = 50_000  # the CLI keeps a tool result up to this size inline
 MCP_TIMEOUT_MARGIN_S: Final = 60.0  # the CLI's own limit on a tool call, past the check's
 HOOK_TIMEOUT_S: Final = 8.0  # the CLI blocks the write if the hook takes longer
@@ -368,6 +381,31 @@ def make_check_tool(checker: Checker) -> SdkMcpTool[Any]:
     return run_check
 
 
+def resource_tools(gate: WriteGate) -> list[Any]:
+    """`acquire_resource(name)`, `next_number(sequence)`, `allocate_port()` over `fleet.resources`."""
+    tools = ResourceTools(gate)
+
+    def text(answer: Answer) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": answer.text}], "is_error": not answer.ok}
+
+    def named(key: str) -> dict[str, Any]:
+        return {"type": "object", "properties": {key: {"type": "string"}}, "required": [key]}
+
+    @tool("acquire_resource", RESOURCE_HELP, named("name"))
+    async def acquire_resource(args: dict[str, Any]) -> dict[str, Any]:
+        return text(await tools.acquire_resource(str(args.get("name") or "")))
+
+    @tool("next_number", NUMBER_HELP, named("sequence"))
+    async def next_number(args: dict[str, Any]) -> dict[str, Any]:
+        return text(await tools.next_number(str(args.get("sequence") or "")))
+
+    @tool("allocate_port", PORT_HELP, {"type": "object", "properties": {}})
+    async def allocate_port(args: dict[str, Any]) -> dict[str, Any]:
+        return text(await tools.allocate_port())
+
+    return [acquire_resource, next_number, allocate_port]
+
+
 # -- the executor -------------------------------------------------------------------
 
 
@@ -423,6 +461,8 @@ class SessionExecutor:
         tools, servers, mcp = list(SESSION_TOOLS), dict[str, Any](), list[SdkMcpTool[Any]]()
         env = dict(self.env(attempt)) if self.env else {}
         limit = 0.0
+        tools += RESOURCE_TOOL_NAMES  # ours, in process: every session gets them
+        mcp += resource_tools(attempt.gate)
         if attempt.checks is not None:
             tools.append(CHECK_TOOL_NAME)
             mcp.append(make_check_tool(attempt.checks))
@@ -431,8 +471,8 @@ class SessionExecutor:
             tools.append(COMMAND_TOOL_NAME)
             mcp.append(make_command_tool(attempt.commands))
             limit = max(limit, MAX_COMMAND_TIMEOUT_S + MCP_TIMEOUT_MARGIN_S)
-        if mcp:
-            servers[CHECK_SERVER] = create_sdk_mcp_server(CHECK_SERVER, tools=mcp)
+        servers[CHECK_SERVER] = create_sdk_mcp_server(CHECK_SERVER, tools=mcp)
+        if limit:
             env.setdefault("MCP_TOOL_TIMEOUT", str(int(limit * 1000)))
         return ClaudeAgentOptions(
             tools=tools,
