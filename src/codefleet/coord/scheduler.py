@@ -82,6 +82,7 @@ class TaskView:
     assigned_at: datetime | None = None
     unstarted: bool = False  # assigned, but its runner has not started it yet
     asked: timedelta = timedelta(0)  # its questions' wait: not charged to its wall clock
+    agent: str | None = None  # the agent kind it needs; None: any agent
     resources: frozenset[str] = frozenset()  # lease keys of its named resources (`resources`)
 
     @property
@@ -97,6 +98,7 @@ class AgentView:
     status: AgentStatus
     last_heartbeat_at: datetime
     idle_since: datetime
+    agent: str = "claude"  # the agent kind this runner drives
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,7 +323,11 @@ def _assign(state: FleetState, now: datetime, plan: _Plan) -> None:
         claims = task.claims
         if not is_runnable(task, now) or not busy.isdisjoint(claims):
             continue  # skipped, never head-of-line blocking
-        plan.decisions.append(Assign(task.id, agents.pop(0).id))
+        fit = next((a for a in agents if task.agent in (None, a.agent)), None)
+        if fit is None:
+            continue  # no idle agent of the kind it needs: skipped like a conflict
+        agents.remove(fit)
+        plan.decisions.append(Assign(task.id, fit.id))
         busy |= claims
 
 

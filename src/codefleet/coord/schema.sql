@@ -30,6 +30,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     started_at       TEXT,
     completed_at     TEXT,
     verify           TEXT, -- the name of the check that verifies a finished session
+    agent            TEXT, -- the agent kind the task needs (claude, codex); NULL: any
     on_stale_read    TEXT, -- the task's policy for stale reads (NULL: reconcile)
     ask              INTEGER, -- 0: its sessions cannot ask the operator (NULL: they can)
     shell            TEXT, -- run_command: off | on | network; NULL: the fleet's default
@@ -54,6 +55,7 @@ CREATE TABLE IF NOT EXISTS agents (
     workdir           TEXT,
     pid               INTEGER,
     host              TEXT,
+    agent             TEXT NOT NULL DEFAULT 'claude',  -- the agent kind the runner drives
     last_heartbeat_at TEXT NOT NULL,
     fenced            INTEGER NOT NULL DEFAULT 0,  -- taken back: no new work until it registers
     last_assigned_at  TEXT,

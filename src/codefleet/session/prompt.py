@@ -71,10 +71,14 @@ def build_prompt(
     checks: Sequence[str] = (),
     commands: bool = False,
     ask: bool = False,
+    rules: str = RULES,
 ) -> str:
     """The whole user prompt for `task` (the runner's assignment), the check names, whether
-    the session has the run_command tool, and whether it has the `ask_operator` tool."""
-    parts = [RULES.replace(NO_COMMANDS, HAS_COMMANDS) if commands else RULES]
+    the session has the run_command tool, and whether it has the `ask_operator` tool.
+
+    `rules` are the shared tree's rules as the agent's tools word them (`session.codex`
+    passes Codex's)."""
+    parts = [rules.replace(NO_COMMANDS, HAS_COMMANDS) if commands else rules]
     if commands:
         parts.append(COMMANDS)
     if ask:
