@@ -49,7 +49,7 @@ from codefleet.coord.restores import Restores
 from codefleet.coord.runnercalls import RunnerCalls
 from codefleet.coord.sequences import Sequences
 from codefleet.coord.store import Store, Touched
-from codefleet.coord.tasks import TaskTable
+from codefleet.coord.tasks import INTERRUPT_HOLD_S, TaskTable
 from codefleet.errors import InvalidState, NotOwner
 from codefleet.models import (
     RETRYABLE_KINDS,
@@ -489,10 +489,14 @@ class Engine:
     def _take_back(
         self, task: LiveTask, kind: ErrorKind, reason: str, now: datetime, charged: bool = True
     ) -> None:
-        """Requeue an in-flight task the server itself takes away from its agent."""
+        """Requeue an in-flight task the server itself takes away from its agent.
+
+        An operator's interrupt holds it briefly: its run's other runners are leaving too.
+        """
         self._fence_owner(task, now)
         self._end_attempt(task, release_for(reason), now)
-        self.tasks.requeue(task, kind, reason, now, charged=charged)
+        hold = INTERRUPT_HOLD_S if reason == ReleaseReason.INTERRUPTED else 0.0
+        self.tasks.requeue(task, kind, reason, now, charged=charged, hold_s=hold)
 
     def _fence_owner(self, task: LiveTask, now: datetime) -> None:
         """Bump the owner's epoch, unless going offline already did (one bump per take-back)."""

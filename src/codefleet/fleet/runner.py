@@ -160,13 +160,19 @@ class Runner:
         self._registering.add_done_callback(_collect)
         return await asyncio.shield(self._registering)
 
-    async def run(self, stop: asyncio.Event | None = None) -> None:
+    async def run(
+        self, stop: asyncio.Event | None = None, interrupt: asyncio.Event | None = None
+    ) -> None:
         """Work until `stop` is set (or the fleet drains, with exit_when_drained).
 
-        `stop` interrupts every phase: the work is cancelled wherever it waits.
+        `stop` interrupts every phase: the work is cancelled wherever it waits. The runner
+        leaves as `interrupted` when `interrupt` (default: `stop` itself) is set: the
+        operator's stop, not a drained fleet's.
         """
         stop = stop or asyncio.Event()
-        work = asyncio.create_task(self._serve(stop), name=f"{self.options.name}-work")
+        work = asyncio.create_task(
+            self._serve(stop, interrupt or stop), name=f"{self.options.name}-work"
+        )
         halt = asyncio.create_task(stop.wait())
         try:
             await asyncio.wait({work, halt}, return_when=asyncio.FIRST_COMPLETED)
@@ -176,7 +182,7 @@ class Runner:
             with contextlib.suppress(asyncio.CancelledError):
                 await work
 
-    async def _serve(self, stop: asyncio.Event) -> None:
+    async def _serve(self, stop: asyncio.Event, interrupt: asyncio.Event) -> None:
         try:
             await self.register()
             beat = asyncio.create_task(
@@ -189,7 +195,7 @@ class Runner:
                 with contextlib.suppress(asyncio.CancelledError):
                     await beat
         finally:
-            await self._leave(interrupted=stop.is_set())
+            await self._leave(interrupted=interrupt.is_set())
 
     async def _leave(self, interrupted: bool) -> None:
         """Leave the server, however the runner ends; told to stop, it leaves `interrupted`
