@@ -23,6 +23,7 @@ from typing import Any
 from codefleet.coord.answers import Denial, LeaseAnswer
 from codefleet.coord.files import Files
 from codefleet.coord.store import Store
+from codefleet.coord.waits import WaitOutcome, WaitRoom
 from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
 from codefleet.paths import PathRejected, TreeRoot
 
@@ -50,6 +51,7 @@ class LeaseTable:
         self.holder_of = holder_of
         self.holders: dict[str, tuple[str, str]] = {}
         self.of_task: dict[str, set[str]] = {}
+        self.waits = WaitRoom()
 
     def load(self) -> None:
         self.holders = {}
@@ -93,6 +95,9 @@ class LeaseTable:
         held = self.held_by_others(keys, task_id)
         if held:
             return self._deny_held(agent_id, agent_name, task_id, held, tool)
+        return self._take(agent_id, task_id, keys, tool)
+
+    def _take(self, agent_id: str, task_id: str, keys: list[str], tool: str) -> LeaseAnswer:
         refused = self.files.capture_preimages(task_id, [k for k in keys if k not in self.holders])
         if refused:
             return LeaseAnswer.deny(refused)
@@ -156,6 +161,7 @@ class LeaseTable:
         A failed attempt's files keep their leases until they are put back, after
         the caller's transaction commits (`files`); the others are released here.
         """
+        self.waits.end(task_id, WaitOutcome.ENDED)
         held = self.paths_of(task_id) - set(self.files.restoring.get(task_id, ()))
         if not held:
             return
@@ -166,8 +172,11 @@ class LeaseTable:
         self.drop(task_id, held, reason)
 
     def drop(self, task_id: str, paths: Iterable[str], reason: ReleaseReason) -> None:
-        """Delete the task's lease rows for `paths` and their mirror; one event per path."""
-        for path in sorted(paths):
+        """Delete the task's lease rows for `paths` and their mirror; one event per path.
+
+        Then each freed path goes to its first waiter, in this same transaction."""
+        freed = sorted(paths)
+        for path in freed:
             agent_id, _ = self.holders.pop(path)
             self.store.delete_lease(path, task_id)
             self.store.emit(
@@ -178,6 +187,18 @@ class LeaseTable:
             held.discard(path)
             if not held:
                 del self.of_task[task_id]
+        for path in freed:
+            self._hand_over(path)
+
+    def _hand_over(self, path: str) -> None:
+        """Grant a freed path to the first waiter (priority, arrival) that can take all it asked."""
+        for waiter in self.waits.queue(path):
+            if self.held_by_others(list(waiter.keys), waiter.task_id):
+                continue
+            taken = self._take(waiter.agent_id, waiter.task_id, list(waiter.keys), waiter.tool)
+            outcome = WaitOutcome.GRANTED if taken.allowed else WaitOutcome.REFUSED
+            self.waits.end(waiter.task_id, outcome)
+            return
 
 
 def denial(path: str, reason: DenyReason, message: str | None = None) -> Denial:

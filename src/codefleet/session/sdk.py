@@ -345,7 +345,7 @@ class SessionExecutor:
     async def run(self, attempt: Attempt) -> AttemptReport:
         attempt_log = AttemptLog(
             attempt.gate,
-            max(0.5, self.hook_timeout - CHECK_MARGIN_S),
+            max(0.5, self._write_hook_timeout(attempt) - CHECK_MARGIN_S),
             record_read=attempt.record_read,
         )
         started = utcnow()
@@ -395,11 +395,15 @@ class SessionExecutor:
             system_prompt={"type": "preset", "preset": "claude_code"},
         )
 
+    def _write_hook_timeout(self, attempt: Attempt) -> float:
+        """The pre-write hook's bound: a parked write may wait `lease_wait_s` on top."""
+        return self.hook_timeout + attempt.gate.lease_wait_s
+
     def hooks(self, attempt_log: AttemptLog) -> dict[Any, list[HookMatcher]]:
         pre = HookMatcher(
             matcher=WRITE_MATCHER,
             hooks=[make_pre_tool_use(attempt_log)],
-            timeout=self.hook_timeout,
+            timeout=self.hook_timeout + attempt_log.gate.lease_wait_s,
             on_failure="block",
         )
         reads = HookMatcher(
