@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 from test_api_runner import Runner, register, take
+from test_interactive import writes
 
 from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
@@ -159,3 +160,32 @@ async def test_with_no_lease_wait_a_held_path_is_the_veto_at_once(
     verdict = await gate_of(client, workdir, b, "B").check("Write", {"file_path": "x.py"})
     assert not verdict.allowed and verdict.blocked_on == "x.py"
     assert await client.events(type_="lease_waiting") == []
+
+
+async def test_a_parked_write_past_its_bound_gets_the_ordinary_veto(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(lease_wait=0.2)  # the holder never ends: the bound is what ends the wait
+    async with FleetClient(server.url, transport=httpx.AsyncHTTPTransport(verify=False)) as client:
+        a = await started(client, "A", "a.py")
+        assert (await client.acquire(a.id, a.epoch, "A", ["x.py"], "Edit"))["decision"] == "allow"
+        b = await started(client, "B", "b.py")
+        gate = WriteGate(client, TreeRoot(workdir), b.id, b.epoch, "B", lease_wait_s=0.2)
+        verdict = await asyncio.wait_for(gate.check("Write", {"file_path": "x.py"}), 10.0)
+        assert not verdict.allowed and verdict.blocked_on == "x.py"
+        waited = (await client.events(type_="lease_waited"))[-1]["payload"]
+        assert (waited["outcome"], waited["holder_task_id"]) == ("timed_out", "A")
+
+
+async def test_a_fleet_write_never_waits_behind_a_person(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(lease_wait=LEASE_WAIT_S)
+    async with FleetClient(server.url, transport=httpx.AsyncHTTPTransport(verify=False)) as client:
+        assert writes(server, workdir, "a.py") == ""  # a person's session holds a.py
+        b = await started(client, "B", "b.py")
+        verdict = await asyncio.wait_for(
+            gate_of(client, workdir, b, "B").check("Write", {"file_path": "a.py"}), 5.0
+        )
+        assert not verdict.allowed and verdict.blocked_on == "a.py"
+        assert await client.events(type_="lease_waiting") == []

@@ -71,23 +71,32 @@ class LeaseWaiting:
             answer = self.acquire(agent_id, epoch, task_id, paths, tool)
             return answer if parked is None else replace(answer, waited=parked)
         started = time.monotonic()
-        woken = self.woken[parked.waiter.seq]
-        try:
-            outcome = await asyncio.wait_for(asyncio.shield(woken), parked.bound_s)
-        except TimeoutError:
-            outcome = WaitOutcome.TIMED_OUT
-            with self.transition():
-                self.leases.waits.end(task_id, outcome)
-        finally:
-            self.woken.pop(parked.waiter.seq, None)
-        if outcome is WaitOutcome.GRANTED and _changed(self.tree.root, parked.waiter.keys, seen):
-            outcome = WaitOutcome.CHANGED
+        outcome = await self._sleep(parked)
+        keys = parked.waiter.keys
+        if outcome is WaitOutcome.GRANTED and self.leases.all_ours(list(keys), task_id):
+            answer = LeaseAnswer(True, granted=keys)
+        else:  # timed out, lost a deadlock, or a hand-over a rollback undid: the ordinary answer
+            answer = self.acquire(agent_id, epoch, task_id, paths, tool)
+        if answer.allowed:  # however the lease came, never over content the session did not see
+            changed = _changed(self.tree.root, keys, seen)
+            outcome = WaitOutcome.CHANGED if changed else WaitOutcome.GRANTED
         report = WaitReport(outcome, round(time.monotonic() - started, 3), parked.holder_task_id)
         self._record(parked.waiter, report)
-        if outcome in (WaitOutcome.GRANTED, WaitOutcome.CHANGED):
-            return LeaseAnswer(True, granted=parked.waiter.keys, waited=report)
-        answer = self.acquire(agent_id, epoch, task_id, paths, tool)  # the ordinary answer
         return replace(answer, waited=report)
+
+    async def _sleep(self, parked: _Parked) -> WaitOutcome:
+        """Until the request is handed over or given up, or the bound passes (`timed_out`)."""
+        woken = self.woken[parked.waiter.seq]
+        try:
+            return await asyncio.wait_for(asyncio.shield(woken), parked.bound_s)
+        except TimeoutError:
+            if woken.done():  # handed over in the same turn the bound passed
+                return woken.result()
+            with self.transition():
+                self.leases.waits.end(parked.waiter.task_id, WaitOutcome.TIMED_OUT)
+            return WaitOutcome.TIMED_OUT
+        finally:
+            self.woken.pop(parked.waiter.seq, None)
 
     def _park(
         self, agent_id: str, epoch: int, task_id: str, paths: list[str], tool: str, wait: float
