@@ -143,6 +143,15 @@ def print_stats(s: FleetStats) -> None:
         for r in s.stale_reads:
             stale.add_row(r.path, r.reader, r.changed_by, str(r.count))
         console.print(stale)
+    if s.lease_waits:
+        waits = Table(title="Waits: writes that waited for a held file instead of a veto",
+                      title_justify="left")  # fmt: skip
+        for name in ("path", "waits", "outcomes", "waiting", "work kept"):
+            waits.add_column(name, justify="left" if name in ("path", "outcomes") else "right")
+        for w in s.lease_waits:
+            outcomes = ", ".join(f"{n} {o}" for o, n in w.outcomes)
+            waits.add_row(w.path, str(w.waits), outcomes, seconds(w.waited_s), seconds(w.kept_s))
+        console.print(waits)
     tasks = Table(title="Tasks", title_justify="left")
     for name in ("task", "status", "attempts", "vetoed", "waiting", "running", "cost"):
         tasks.add_column(name, justify="left" if name in ("task", "status") else "right")

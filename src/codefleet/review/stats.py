@@ -12,6 +12,10 @@ events `review.fetch.fetch_record` read through the one client) in, one frozen
   restored several files counts in each file, once in the fleet's total);
 - per task: attempts (and how many a usage limit ended, not charged), the
   time it waited (ready but not running) and ran, its cost;
+- per file, the writes that waited for it instead of a veto (`lease_waited`):
+  how they ended, the time spent waiting, and the attempt time a wait kept
+  (the attempt's elapsed time when it parked, for each wait that ended with
+  the lease: what the veto-and-rerun alternative would have thrown away);
 - the fleet: achieved parallelism (attempt time over the makespan: the mean
   number of busy runners) against the runners it had, and the makespan
   against the critical path.
@@ -33,9 +37,11 @@ from codefleet.review.facts import Attempt, RunFacts, Veto
 __all__ = [
     "FileStats",
     "FleetStats",
+    "LeaseWaitStats",
     "StaleReadStats",
     "TaskStats",
     "fleet_stats",
+    "lease_wait_stats",
     "stale_read_stats",
     "stats_json",
 ]
@@ -66,6 +72,17 @@ class StaleReadStats:
 
 
 @dataclass(frozen=True, slots=True)
+class LeaseWaitStats:
+    """The writes that waited for `path` instead of a veto, and what the waits kept."""
+
+    path: str
+    waits: int
+    outcomes: tuple[tuple[str, int], ...]  # (outcome, count), by outcome
+    waited_s: float
+    kept_s: float  # attempt time before each wait that ended with the lease
+
+
+@dataclass(frozen=True, slots=True)
 class TaskStats:
     id: str
     status: str
@@ -93,6 +110,7 @@ class FleetStats:
     files: tuple[FileStats, ...]
     tasks: tuple[TaskStats, ...]
     stale_reads: tuple[StaleReadStats, ...] = ()
+    lease_waits: tuple[LeaseWaitStats, ...] = ()
     simulated: bool = False  # no real model ran: `cost_usd` is priced, not spent
 
     @property
@@ -236,6 +254,32 @@ def stale_read_stats(events: Sequence[Row]) -> list[StaleReadStats]:
     ]
 
 
+def lease_wait_stats(facts: RunFacts) -> list[LeaseWaitStats]:
+    """Per file, the writes that waited for it (`lease_waited`), most waited first."""
+    rows: dict[str, list[Row]] = defaultdict(list)
+    for e in facts.record.events:
+        if e["type"] == EventType.LEASE_WAITED:
+            rows[str(e["payload"]["path"])].append(e)
+    found = [_waits_of(path, events, facts.attempts) for path, events in rows.items()]
+    return sorted(found, key=lambda w: (-w.waited_s, w.path))
+
+
+def _waits_of(path: str, events: list[Row], attempts: Sequence[Attempt]) -> LeaseWaitStats:
+    outcomes = Counter(str(e["payload"]["outcome"]) for e in events)
+    kept = 0.0
+    for e in events:
+        if e["payload"]["outcome"] not in ("granted", "changed"):
+            continue
+        parked = _at(e).timestamp() - float(e["payload"]["waited_s"])
+        attempt = _attempt_at(attempts, str(e.get("task_id")), _at(e))
+        if attempt is not None:
+            kept += max(0.0, parked - attempt.start.timestamp())
+    return LeaseWaitStats(
+        path, len(events), tuple(sorted(outcomes.items())),
+        sum(float(e["payload"]["waited_s"]) for e in events), kept,
+    )  # fmt: skip
+
+
 def fleet_stats(facts: RunFacts) -> FleetStats:
     """Per file, per task and fleet-wide figures of the run `facts` describes."""
     files = _files(facts)
@@ -258,6 +302,7 @@ def fleet_stats(facts: RunFacts) -> FleetStats:
         files=tuple(files),
         tasks=tuple(_tasks(facts)),
         stale_reads=tuple(stale_read_stats(facts.record.events)),
+        lease_waits=tuple(lease_wait_stats(facts)),
     )
 
 
@@ -292,5 +337,10 @@ def stats_json(stats: FleetStats) -> dict[str, Any]:
         "stale_reads": [
             {"path": s.path, "reader": s.reader, "changed_by": s.changed_by, "count": s.count}
             for s in stats.stale_reads
+        ],
+        "lease_waits": [
+            {"path": w.path, "waits": w.waits, "outcomes": dict(w.outcomes),
+             "waited_s": _r(w.waited_s), "kept_s": _r(w.kept_s)}
+            for w in stats.lease_waits
         ],
     }  # fmt: skip
