@@ -3,7 +3,8 @@
 Each task owns one module (`src/mNN.py`, its declared scope) and plays a
 seeded script of turns: read its module, think (a sleep), write it, several
 times. A `--hidden` share of the tasks also writes, at a random turn, to
-another task's module that it never declared (read it, then append a line):
+another task's module that it never declared (read it, then append a line;
+the other task is near it in the queue, so often running at the same time):
 the hidden conflicts a graph's author did not see. The same seeded graph runs
 twice on a fresh tree and server, with `CODEFLEET_LEASE_WAIT` 0 (the veto at
 once) and `--lease-wait` (the write waits for the holder); runners are
@@ -57,8 +58,13 @@ class Figures:
     succeeded: int
 
 
-def workload(tasks: int, hidden: float, seed: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The seeded graph (one module per task) and the script the agents play."""
+def workload(
+    tasks: int, hidden: float, seed: int, runners: int
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The seeded graph (one module per task) and the script the agents play.
+
+    A hidden write goes to the module of a task near it in the queue (within
+    `runners` places), so likely running at the same time: a real collision."""
     rng = random.Random(seed)
     ids = [f"T{i:02d}" for i in range(tasks)]
     sneaky = set(rng.sample(ids, max(1, round(tasks * hidden))))
@@ -72,7 +78,10 @@ def workload(tasks: int, hidden: float, seed: int) -> tuple[list[dict[str, Any]]
             steps += [{"read": own}, {"sleep": round(rng.uniform(0.1, 0.4), 3)}]
             steps.append({"append": {"path": own, "text": f"# {task_id} turn {turn}\n"}})
             if turn == secret:
-                other = f"src/m{rng.choice([j for j in range(tasks) if j != i]):02d}.py"
+                near = [
+                    j for j in range(max(0, i - runners), min(tasks, i + runners + 1)) if j != i
+                ]
+                other = f"src/m{rng.choice(near):02d}.py"
                 steps += [{"read": other}, {"append": {"path": other, "text": f"# {task_id}\n"}}]
         graph.append({"id": task_id, "title": task_id, "description": "scripted",
                       "file_scope": [own]})  # fmt: skip
@@ -81,7 +90,7 @@ def workload(tasks: int, hidden: float, seed: int) -> tuple[list[dict[str, Any]]
 
 
 async def one_run(args: argparse.Namespace, runners: int, hidden: float, seed: int, wait: float) -> Figures:  # fmt: skip
-    graph, raw = workload(args.tasks, hidden, seed)
+    graph, raw = workload(args.tasks, hidden, seed, runners)
     with tempfile.TemporaryDirectory(prefix="cf-wait-") as scratch:
         base = Path(scratch)
         tree = base / "tree"
