@@ -10,8 +10,11 @@ of the tasks it touched (`reload`), so it is never ahead of the table.
 Acquisition is all-or-nothing over the canonical paths of one request, inside
 the caller's transaction; a new path's pre-image is captured (through the
 files part) before its row is inserted. A denial is an answer (with the
-holder), never a wait. Releasing a failed attempt's files asks the files part
-for restore intents first: those paths stay held until they are put back.
+holder). A parked request waits in the wait room (`waits`, filled by
+`leasewait`); a freed path is handed to its first waiter that can take all
+it asked, in the transaction that frees it (`_hand_over`), so no other
+request slips in between. Releasing a failed attempt's files asks the files
+part for restore intents first: those paths stay held until they are put back.
 """
 
 from __future__ import annotations
