@@ -57,6 +57,9 @@ export function describeAttempt(model, attempt, t0) {
     const how = check.timedOut ? "timed out" : check.passed ? "passed" : `failed${check.exitCode != null ? ` (exit ${check.exitCode})` : ""}`;
     lines.push(`check ${check.name} ${how} at ${fmtOffset(check.at - t0)}`);
   }
+  for (const wait of attempt.waits ?? []) {
+    lines.push(`waited ${fmtDuration(wait.to - wait.from)} for ${wait.path} (held by ${wait.holder ?? "?"}): ${wait.outcome}`);
+  }
   for (const mark of attempt.stale) {
     const files = mark.paths.map((p) => `${p.path} (${p.gone ? "deleted by " : ""}${p.by.join(", ")})`).join(", ");
     const then = mark.outcome ? ` · reconciled: ${mark.outcome}` : "";
