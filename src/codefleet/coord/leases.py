@@ -57,6 +57,8 @@ class LeaseTable:
         self.waits = WaitRoom()
 
     def load(self) -> None:
+        for task_id in list(self.waits.waiters):  # a reset: no parked request outlives it
+            self.waits.end(task_id, WaitOutcome.ENDED)
         self.holders = {}
         self.of_task = {}
         for lease in self.store.lease_rows():
