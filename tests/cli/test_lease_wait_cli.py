@@ -8,6 +8,7 @@ the fake model, its gate wired as a runner wires it (the wait, and the reads).
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,4 +109,12 @@ async def test_a_file_changed_while_the_edit_waited_is_read_again_and_the_edit_r
     [waited] = await client.events(type_="lease_waited")
     assert waited["payload"]["outcome"] == "changed"
     refusal = fake_model.requests("W")[2]  # the turn after the refused Edit
-    assert "a.py changed while you waited (H finished): Read it again" in str(refusal.body)
+    [answer] = [
+        block for m in refusal.body["messages"] if m["role"] == "user"
+        for block in (m["content"] if isinstance(m["content"], list) else [])
+        if block.get("type") == "tool_result" and block.get("is_error")
+    ]  # fmt: skip
+    print(
+        "\n--- what the model received after its Edit waited ---\n" + json.dumps(answer, indent=1)
+    )
+    assert "a.py changed while you waited (H finished): Read it again" in json.dumps(answer)
