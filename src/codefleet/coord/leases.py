@@ -29,6 +29,7 @@ from codefleet.coord.store import Store
 from codefleet.coord.waits import WaitOutcome, WaitRoom
 from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
 from codefleet.paths import PathRejected, TreeRoot
+from codefleet.resources import is_resource_key
 
 __all__ = ["HolderOf", "LeaseTable", "denial"]
 
@@ -103,7 +104,8 @@ class LeaseTable:
         return self._take(agent_id, task_id, keys, tool)
 
     def _take(self, agent_id: str, task_id: str, keys: list[str], tool: str) -> LeaseAnswer:
-        refused = self.files.capture_preimages(task_id, [k for k in keys if k not in self.holders])
+        new_paths = [k for k in keys if k not in self.holders and not is_resource_key(k)]
+        refused = self.files.capture_preimages(task_id, new_paths)  # a resource has no pre-image
         if refused:
             return LeaseAnswer.deny(refused)
         self.grant(keys, agent_id, task_id, tool)

@@ -33,6 +33,7 @@ from codefleet.api.wire import (
     AcquireBody,
     ChangeBody,
     CheckEventBody,
+    CommandEventBody,
     CompleteBody,
     HeartbeatBody,
     ReadsBody,
@@ -114,6 +115,12 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
         answer = engine.complete(task_id, body.agent_id, epoch, body.report())
         return JSONResponse(task_json(answer, await engine.handoff(body.agent_id, epoch)))
 
+    _install_attempt_reports(app, engine)
+
+
+def _install_attempt_reports(app: FastAPI, engine: Engine) -> None:
+    """The routes an attempt uses as it goes: its reads, checks, commands, foreign pre-images."""
+
     @app.post("/tasks/{task_id}/reads")
     async def reads(task_id: str, body: ReadsBody, epoch: Epoch) -> JSONResponse:
         rows = [r.model_dump() for r in body.reads]
@@ -128,6 +135,11 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
     @app.post("/tasks/{task_id}/checks")
     async def check_event(task_id: str, body: CheckEventBody, epoch: Epoch) -> JSONResponse:
         return JSONResponse(engine.record_check(task_id, body.agent_id, epoch, body.model_dump()))
+
+    @app.post("/tasks/{task_id}/commands")
+    async def command_event(task_id: str, body: CommandEventBody, epoch: Epoch) -> JSONResponse:
+        report = body.model_dump()
+        return JSONResponse(engine.record_command(task_id, body.agent_id, epoch, report))
 
     @app.get("/tasks/{task_id}/foreign-preimages")
     async def foreign_preimages(task_id: str) -> JSONResponse:
