@@ -18,8 +18,10 @@ from test_interactive import writes
 
 from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
+from codefleet.fleet.local import run_fleet
 from codefleet.fleet.prewrite import Verdict, WriteGate
 from codefleet.fleet.reads import look
+from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.models import ErrorKind
 from codefleet.paths import TreeRoot
 from codefleet.server.thread import ServerThread
@@ -189,3 +191,32 @@ async def test_a_fleet_write_never_waits_behind_a_person(
         )
         assert not verdict.allowed and verdict.blocked_on == "a.py"
         assert await client.events(type_="lease_waiting") == []
+
+
+async def test_real_runners_keep_heartbeating_through_a_wait_longer_than_the_stale_window(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(
+        lease_wait=LEASE_WAIT_S, heartbeat_interval=0.1, stale_after=1.0, tick_interval=0.05
+    )
+    script = {  # the holder works 2.5 s on x.py: the waiter's wait outlasts the stale window
+        "holder": [{"write": {"path": "x.py", "content": "mine\n"}}, {"sleep": 2.5}],
+        "waiter": [{"wait_leased": "x.py"}, {"read": "x.py"},
+                   {"append": {"path": "x.py", "text": "theirs\n"}}],
+    }  # fmt: skip
+    async with FleetClient(server.url, transport=httpx.AsyncHTTPTransport(verify=False)) as client:
+        await client.create_tasks(
+            [{"id": t, "title": t, "description": "do it", "file_scope": [f"{t}.py"]}
+             for t in ("holder", "waiter")]
+        )  # fmt: skip
+        executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
+        result = await run_fleet(
+            server.url, 2, lambda _: executor, workdir, workdir.parent / "runs"
+        )
+        assert result.ok
+        offline = {e["payload"]["reason"] for e in await client.events(type_="agent_offline")}
+        assert "agent_stale" not in offline  # they left at the end, none went stale
+        [waited] = await client.events(type_="lease_waited")
+        assert (waited["task_id"], waited["payload"]["outcome"]) == ("waiter", "granted")
+        assert waited["payload"]["waited_s"] > 1.0  # longer than the stale window
+    assert (workdir / "x.py").read_text() == "mine\ntheirs\n"
