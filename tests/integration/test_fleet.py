@@ -288,8 +288,9 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
     wait_until: Any, make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path
 ) -> None:
     """The demo's staged veto plus a failure, a cancel, a check, a usage limit, a runner
-    that goes stale, an operator's note and an unanswered question."""
-    server = make_server(**FAST, max_attempts=1, question_timeout=0.5)
+    that goes stale, an operator's note and an unanswered question. The veto comes after
+    a short wait for the lease that timed out."""
+    server = make_server(**FAST, max_attempts=1, question_timeout=0.5, lease_wait=0.3)
     script = {
         "asker": [{"ask": "which?"}],  # noted before it runs; no answer: question_answered
         "hold": [{"edit": {"path": "a.py", "old": "A = 1", "new": "A = 2"}}, {"wait_denied": "a.py", "attempt": 1}],

@@ -58,17 +58,19 @@ class Lane:
         self._idle: list[_Connection] = []
 
     async def request(
-        self, method: str, path: str, body: Any, headers: dict[str, str] | None = None
-    ) -> tuple[int, bytes]:
+        self, method: str, path: str, body: Any, headers: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> tuple[int, bytes]:  # fmt: skip
         data = json.dumps(body).encode()
         extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
         head = f"{method} {self._prefix}{path} HTTP/1.1\r\n{self._fixed}{extra}"
         message = f"{head}Content-Length: {len(data)}\r\n\r\n".encode("latin-1") + data
+        bound = self._timeout if timeout is None else timeout
         try:
-            async with asyncio.timeout(self._timeout):
+            async with asyncio.timeout(bound):
                 return await self._send(message)
         except TimeoutError:
-            raise LaneError(f"{method} {path}: no answer in {self._timeout}s") from None
+            raise LaneError(f"{method} {path}: no answer in {bound}s") from None
         except (OSError, asyncio.IncompleteReadError, ValueError) as err:
             raise LaneError(f"{method} {path}: {type(err).__name__}: {err}") from err
 

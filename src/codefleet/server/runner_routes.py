@@ -42,6 +42,7 @@ from codefleet.api.wire import (
     StartBody,
 )
 from codefleet.config import Settings
+from codefleet.coord.answers import LeaseAnswer
 from codefleet.coord.engine import Engine
 from codefleet.errors import DomainError
 from codefleet.server.answers import (
@@ -116,8 +117,7 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
 
     @app.post("/leases/acquire")
     async def acquire(body: AcquireBody, epoch: Epoch) -> JSONResponse:
-        answer = engine.acquire(body.agent_id, epoch, body.task_id, body.paths, body.tool)
-        return JSONResponse(lease_json(answer))
+        return JSONResponse(lease_json(await acquire_answer(engine, body, epoch)))
 
     @app.post("/changes", status_code=202)
     async def change(body: ChangeBody, epoch: Epoch) -> JSONResponse:
@@ -158,6 +158,15 @@ def _install_attempt_reports(app: FastAPI, engine: Engine) -> None:
     @app.get("/tasks/{task_id}/foreign-preimages")
     async def foreign_preimages(task_id: str) -> JSONResponse:
         return JSONResponse(engine.foreign_preimages(task_id))
+
+
+async def acquire_answer(engine: Engine, body: AcquireBody, epoch: int) -> LeaseAnswer:
+    """The lease answer, parked first when the caller may wait (both paths call this)."""
+    if body.wait > 0:
+        return await engine.acquire_waiting(
+            body.agent_id, epoch, body.task_id, body.paths, body.tool, body.seen, body.wait
+        )
+    return engine.acquire(body.agent_id, epoch, body.task_id, body.paths, body.tool)
 
 
 # -- the fast path ----------------------------------------------------------------------------
@@ -213,7 +222,7 @@ def _handlers(engine: Engine) -> dict[tuple[str, str], Handler]:
 
     async def acquire(c: Call) -> Answer:
         b = c.json(AcquireBody)
-        return 200, lease_json(engine.acquire(b.agent_id, c.epoch(), b.task_id, b.paths, b.tool))
+        return 200, lease_json(await acquire_answer(engine, b, c.epoch()))
 
     async def start(c: Call) -> Answer:
         b = c.json(StartBody)
