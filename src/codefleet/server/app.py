@@ -56,8 +56,9 @@ from codefleet.server.interactive import install_interactive
 from codefleet.server.lock import ServerLock
 from codefleet.server.loopwatch import LoopWatch
 from codefleet.server.pages import install_web
-from codefleet.server.runner_routes import RunnerRoutes, install_runner_routes
 from codefleet.server.sse import EventHub, EventStream
+from codefleet.transport.fastpath import FastPath
+from codefleet.transport.routes import install_runner_routes
 
 __all__ = ["FleetApp", "create_app"]
 
@@ -172,7 +173,7 @@ def create_app(settings: Settings) -> FleetApp:
     app.state.lock = lock
     _install_errors(app)
     guards = Guards.of(settings.token, HostNames(settings.allowed_host_names, settings.host))
-    app.front = Front(app.behind, guards, RunnerRoutes(engine), _internal)
+    app.front = Front(app.behind, guards, FastPath(engine), _internal)
     install_runner_routes(app, engine, settings)
     _operator_routes(app, engine, reads, settings)
     _fleet_routes(app, engine, reads, settings)
