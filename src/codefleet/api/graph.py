@@ -30,9 +30,9 @@ import yaml
 from pydantic import ValidationError
 
 from codefleet.api.wire import ChecksBody, TaskSpec
+from codefleet.dag import find_cycle
 from codefleet.models import StaleReadPolicy
 from codefleet.paths import PathRejected, TreeRoot
-from codefleet.planning.dag import find_cycle
 
 __all__ = [
     "DEFAULT_GRAPH",
