@@ -17,12 +17,14 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
 
 from codefleet.config import Settings
 from codefleet.coord.engine import Engine
 from codefleet.server.thread import ServerThread
 from codefleet.transport.fastpath import FastPath, compile_table, match
-from codefleet.transport.routes import Answer, Args, HotRoute
+from codefleet.transport.routes import HOT_ROUTES, Answer, Args, HotRoute
 
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT")
 JSON = {"content-type": "application/json"}
@@ -35,6 +37,7 @@ class Side:
     epoch: int
     fast_path: FastPath | None
     engine: Engine
+    app: FastAPI
 
     def send(self, method: str, path: str, body: str | None, headers: dict[str, str]) -> Any:
         path = path.replace("{agent}", self.agent_id)
@@ -72,7 +75,9 @@ def _side(root: Path, fast: bool) -> Iterator[Side]:
         tasks = [{"id": t, "title": t, "description": "do it"} for t in ("T1", "T2")]
         http.post("/tasks", json={"tasks": tasks}).raise_for_status()
         front = server.app.front
-        yield Side(http, agent["agent_id"], agent["epoch"], front.fast, server.app.state.engine)
+        yield Side(
+            http, agent["agent_id"], agent["epoch"], front.fast, server.app.state.engine, server.app
+        )
 
 
 @pytest.fixture(scope="module")
@@ -196,3 +201,25 @@ def test_an_unexpected_exception_is_the_apps_500_envelope_on_both_paths(
 
 def _broken(*_: object) -> None:
     raise RuntimeError("a fault, not a refusal")
+
+
+def test_each_hot_route_is_one_row_that_both_the_fast_path_and_fastapi_serve(
+    tmp_path: Path,
+) -> None:
+    side = _side(tmp_path, fast=True)
+    served = next(side)
+    try:
+        assert isinstance(served.fast_path, FastPath)
+        assert sorted(r.name for r in served.fast_path.table.values()) == sorted(
+            r.name for r in HOT_ROUTES
+        )
+        declared = [
+            (route.path, method)
+            for route in served.app.routes
+            if isinstance(route, APIRoute)
+            for method in route.methods
+        ]
+    finally:
+        next(side, None)
+    for hot in HOT_ROUTES:
+        assert declared.count((hot.path, hot.method)) == 1, hot.name
