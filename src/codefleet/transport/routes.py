@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, NamedTuple
 
 from fastapi import FastAPI, Header, Query
 from fastapi.responses import JSONResponse, Response
@@ -51,8 +51,7 @@ Wait = Annotated[float, Query(ge=0, le=MAX_WAIT_S)]
 Answer = tuple[int, Any]  # status and JSON data; (204, None) is an empty answer
 
 
-@dataclass(frozen=True, slots=True)
-class Args:
+class Args(NamedTuple):  # a tuple: built once per hot request, cheaper than a frozen dataclass
     """A hot request's inputs, validated: the same on the fast path and through FastAPI."""
 
     param: str  # the path parameter; "" when the path has none
@@ -130,7 +129,7 @@ START = HotRoute("start", "POST", "/tasks/{task_id}/start", _start, StartBody)
 ACQUIRE = HotRoute("acquire", "POST", "/leases/acquire", _acquire, AcquireBody)
 CHANGE = HotRoute("change", "POST", "/changes", _change, ChangeBody, status=202)
 COMPLETE = HotRoute("complete", "POST", "/tasks/{task_id}/complete", _complete, CompleteBody)
-HOT_ROUTES: Final = (HEARTBEAT, ASSIGNMENT, START, ACQUIRE, CHANGE, COMPLETE)  # fmt: skip
+HOT_ROUTES: Final = (HEARTBEAT, ASSIGNMENT, START, ACQUIRE, CHANGE, COMPLETE)
 
 
 # -- the FastAPI declarations: the schema, and every answer the fast path leaves to them ----
