@@ -101,9 +101,11 @@ RULES = [
     ),
     Rule(
         ("codefleet.server.front",),
-        ("codefleet.transport", "codefleet.server.app", "codefleet.coord"),
+        ("codefleet.transport", "codefleet.server", "codefleet.coord"),
         "the front knows the fast path only by its one interface (front.Shortcut): not its "
-        "route table, its headers or the engine; the app factory wires transport.fastpath in",
+        "route table, its headers or the engine; the app factory wires transport.fastpath in. "
+        "Of the server it uses the guards alone",
+        allowed=("codefleet.server.guards",),
     ),
     Rule(
         ("codefleet.api", "codefleet.hook", "codefleet.fleet", "codefleet.session"),
