@@ -115,6 +115,12 @@ RULES = [
         allowed=("codefleet.transport.http1",),
     ),
     Rule(
+        ("codefleet.fleet",),
+        ("codefleet.session", "codefleet.cli"),
+        "the runner side runs any Executor it is handed: which agents a fleet runs (real "
+        "sessions, the offline model, a script) is command-line wiring, in cli.agents",
+    ),
+    Rule(
         ("codefleet.dag",),
         ("codefleet",),
         "the DAG helpers sit below the graph loader (api.graph) and planning: pure functions "
