@@ -56,6 +56,7 @@ from typing import Any
 import yaml
 
 from codefleet.api.client import FleetClient, ServerUnavailable
+from codefleet.api.graph import GraphTasks
 from codefleet.testing.invariants import (
     Evidence,
     Violation,
@@ -78,6 +79,7 @@ class Workload:
     graph: list[dict[str, Any]]
     script: dict[str, list[dict[str, Any]]]
     files: dict[str, str]
+    sequences: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def build_workload(seed: int, tasks: int, hot_files: int = 12, fail_rate: float = 0.05) -> Workload:
@@ -113,7 +115,30 @@ def build_workload(seed: int, tasks: int, hot_files: int = 12, fail_rate: float 
         )
     files = {path: f"# {path}\n" for path in hot}
     files |= {"README.md": "chaos tree\n", "out/.keep": ""}
-    return Workload(graph, script, files)
+    _add_resources(random.Random(seed + 1), graph, script)
+    return Workload(graph, script, files, {SEQUENCE: {"start": 1}})
+
+
+SEQUENCE = "migrations"
+
+
+def _add_resources(
+    rng: random.Random, graph: list[dict[str, Any]], script: dict[str, list[dict[str, Any]]]
+) -> None:
+    """Named resources and a sequence, from their own random stream (the rest is unchanged):
+    a fifth of the tasks declare `db`, a tenth `cache`; a tenth take `cache` mid-task (a
+    veto while another holds it); a quarter take a migration number and write a file it names."""
+    for spec in graph:
+        task_id, steps = spec["id"], script[spec["id"]]
+        declared = [name for name, p in (("db", 0.2), ("cache", 0.1)) if rng.random() < p]
+        if declared:
+            spec["resources"] = declared
+        if rng.random() < 0.1:
+            steps.insert(1, {"acquire_resource": "cache"})
+        if rng.random() < 0.25:
+            path = f"out/{task_id}/m{{number:04d}}.txt"
+            steps.insert(1, {"next_number": {"sequence": SEQUENCE, "write": path,
+                                             "content": "{number}\n"}})  # fmt: skip
 
 
 def _steps(
@@ -228,6 +253,10 @@ class Summary:
     restores: int = 0
     unrestorable: int = 0
     contents_checked: int = 0  # paths whose final content the oracle compared
+    resource_grants: int = 0  # named resources taken (at assignment or mid-task)
+    resource_vetoes: int = 0  # a resource refused because another task held it
+    numbers_allocated: int = 0  # sequence values handed out (the checker: none twice)
+    numbers_distinct: bool = True
     requeues: dict[str, int] = field(default_factory=dict)
     final_restart_identical: bool = False
     violations: list[str] = field(default_factory=list)
@@ -478,6 +507,14 @@ class Chaos:
         s.events, s.observed_events = len(evidence.events), len(self.observed)
         s.vetoes, s.restores = kinds["lease_denied"], kinds["file_restored"]
         s.unrestorable = kinds["restore_failed"]
+        on_resource = [
+            e for e in evidence.events if str(e["payload"].get("path")).startswith("/resource:")
+        ]
+        s.resource_grants = sum(e["type"] == "lease_acquired" for e in on_resource)
+        s.resource_vetoes = sum(e["type"] == "lease_denied" for e in on_resource)
+        numbers = [(e["payload"]["sequence"], e["payload"]["value"]) for e in evidence.events
+                   if e["type"] == "number_allocated"]  # fmt: skip
+        s.numbers_allocated, s.numbers_distinct = len(numbers), len(set(numbers)) == len(numbers)
         s.fail_closed = sum(
             1
             for e in evidence.events
@@ -523,7 +560,7 @@ async def run(args: argparse.Namespace) -> Summary:
         async with FleetClient(chaos.url, token=chaos.token) as client:
             chaos.server.start()
             await chaos.wait_up(client)
-            await client.create_tasks(workload.graph)
+            await client.create_tasks(GraphTasks(workload.graph, sequences=workload.sequences))
             observer = asyncio.create_task(chaos.observe())
             for proc in chaos.runners:
                 proc.start()

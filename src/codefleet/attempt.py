@@ -40,6 +40,9 @@ class AssignedTask:
     error_kind: ErrorKind | None = None
     verify: str | None = None  # the check run after a successful session
     on_stale_read: StaleReadPolicy = StaleReadPolicy.RECONCILE
+    shell_mode: str | None = None  # a `ShellMode` value: the run_command tool; None: the fleet's
+
+    resources: tuple[str, ...] = ()  # the named resources it holds for the attempt
 
     def to_wire(self) -> dict[str, Any]:
         """The assignment JSON's `task` object, in the wire's key order."""
@@ -56,6 +59,8 @@ class AssignedTask:
             "error_kind": None if self.error_kind is None else self.error_kind.value,
             "verify": self.verify,
             "on_stale_read": self.on_stale_read.value,
+            "shell_mode": self.shell_mode,
+            "resources": list(self.resources),
         }
 
     @classmethod
@@ -75,6 +80,8 @@ class AssignedTask:
             error_kind=None if kind is None else ErrorKind(kind),
             verify=data["verify"],
             on_stale_read=StaleReadPolicy(data.get("on_stale_read") or StaleReadPolicy.RECONCILE),
+            shell_mode=data.get("shell_mode"),
+            resources=tuple(str(n) for n in data["resources"]),
         )
 
 

@@ -64,7 +64,13 @@ class Settings(BaseSettings):
     keep_failed_edits: bool = False
     preimage_max_bytes: int = Field(default=DEFAULT_PREIMAGE_MAX_BYTES, ge=0)
     check_timeout: float = Field(default=300.0, gt=0)
+    resource_wait: float = Field(default=30.0, ge=0)  # a check waits this long for its resources
     check_dir: Path | None = None
+    shell: bool = False  # every task gets run_command unless its `shell:` says otherwise
+    shell_network: bool = False
+    shell_unsandboxed: bool = False  # without bubblewrap, run commands anyway
+    shell_max_files: int = Field(default=1000, ge=1)
+    shell_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
     reconcile_rounds: int = Field(default=DEFAULT_RECONCILE_ROUNDS, ge=0, le=20)
     interactive_idle: float = Field(default=DEFAULT_INTERACTIVE_IDLE_S, gt=0)
     max_cost: float | None = Field(default=None, gt=0)

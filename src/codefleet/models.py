@@ -13,9 +13,10 @@ datetimes so a local time can never slip in.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final
 
 __all__ = [
     "CHECK_NAME_PATTERN",
@@ -43,6 +44,7 @@ __all__ = [
     "EventType",
     "StaleReadPolicy",
     "TaskStatus",
+    "cost_simulated",
     "from_iso",
     "new_agent_id",
     "new_task_id",
@@ -88,8 +90,11 @@ class ErrorKind(StrEnum):
     VERIFY_FAILED = "verify_failed"
     RATE_LIMITED = "rate_limited"
     STALE_READ = "stale_read"  # `on_stale_read: retry` (or reconcile's last resort)
+    CHECK_UNRUNNABLE = "check_unrunnable"  # a verify's program cannot start: retrying can't help
 
 
+# Not retryable: the rest, and CHECK_UNRUNNABLE (docs/decisions.md, "A check that cannot
+# start its program").
 RETRYABLE_KINDS: Final = frozenset(
     {
         ErrorKind.AGENT_ERROR,
@@ -133,6 +138,8 @@ class EventType(StrEnum):
     CHECK_DEFINED = "check_defined"
     CHECK_STARTED = "check_started"
     CHECK_FINISHED = "check_finished"
+    COMMAND_STARTED = "command_started"
+    COMMAND_FINISHED = "command_finished"
     AGENT_REGISTERED = "agent_registered"
     AGENT_ONLINE = "agent_online"
     AGENT_OFFLINE = "agent_offline"
@@ -146,6 +153,25 @@ class EventType(StrEnum):
     FLEET_BUDGET_EXHAUSTED = "fleet_budget_exhausted"
     STALE_READ = "stale_read"
     RECONCILED = "reconciled"
+    NUMBER_ALLOCATED = "number_allocated"
+    SEQUENCE_DEFINED = "sequence_defined"
+
+
+class ShellMode(StrEnum):
+    """A task's `run_command` tool: off, on, or on with the network (NULL: the fleet's default)."""
+
+    OFF = "off"
+    ON = "on"
+    NETWORK = "network"
+
+    @classmethod
+    def of(cls, shell: bool | None, network: bool | None) -> ShellMode | None:
+        """From a task's `shell:` / `shell_network:` keys; network on implies the tool on."""
+        if shell is False:
+            return cls.OFF
+        if network:
+            return cls.NETWORK
+        return cls.ON if shell else None
 
 
 class CheckPurpose(StrEnum):
@@ -213,6 +239,17 @@ WRITE_TOOLS: Final = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
 # the content reached the model whole. Not Grep or Glob (docs/decisions.md, "What counts as
 # a read"). `NotebookRead` where a CLI still has it.
 READ_RECORDED_TOOLS: Final = frozenset({"Read", "NotebookRead"})
+
+
+def cost_simulated(started: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether a server's cost is priced, not spent: it saw a fleet run, and each said so.
+
+    `started` are the `fleet_started` payloads (`simulated: true` when no real model ran);
+    the one rule every view of the cost follows (docs/decisions.md, "Simulated cost reads
+    as simulated").
+    """
+    said = [bool(payload.get("simulated")) for payload in started]
+    return bool(said) and all(said)
 
 
 def utcnow() -> datetime:

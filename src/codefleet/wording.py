@@ -24,7 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["SIMULATED", "WORDING_FILE", "cost_text", "phrase", "table"]
+__all__ = ["SIMULATED", "WORDING_FILE", "cost_text", "phrase", "spent_text", "table"]
 
 WORDING_FILE: Final = Path(__file__).with_name("wording.json")
 PLACEHOLDER: Final = re.compile(r"\{([\w.]+)(?:\|(\w+)(?::(\d+))?)?\}")
@@ -140,3 +140,8 @@ SIMULATED: Final = " simulated, nothing spent"  # after a cost no real model ran
 def cost_text(cost: float, simulated: bool) -> str:
     """A cost; `simulated` when no real model ran (the figure is priced, not spent)."""
     return f"${cost:.4f}{SIMULATED if simulated else ''}"
+
+
+def spent_text(cost: float, simulated: bool) -> str:
+    """What a budget has spent: `$X spent`, or the simulated cost labelled as such."""
+    return cost_text(cost, simulated) if simulated else f"${cost:.4f} spent"

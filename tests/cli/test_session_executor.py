@@ -23,7 +23,7 @@ from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.models import ErrorKind
 from codefleet.server.thread import free_port
 from codefleet.session import sdk as session
-from codefleet.session.sdk import SessionExecutor, deny, record_path
+from codefleet.session.sdk import RESOURCE_TOOL_NAMES, SessionExecutor, deny, record_path
 from codefleet.testing.fakemodel import ApiError, FakeModel, Text, ToolUse, Turn, Usage
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 Offline = Callable[..., SessionExecutor]
 HERMETIC_TOOLS = ["Edit", "Glob", "Grep", "NotebookEdit", "Read", "Write"]
+OUR_TOOLS = sorted(RESOURCE_TOOL_NAMES)  # in-process: acquire_resource, next_number, allocate_port
 
 
 def write(path: str | Path, content: str, usage: Usage | None = None) -> Turn:
@@ -97,11 +98,11 @@ async def test_the_session_record_proves_the_session_was_hermetic(
 
     record = json.loads(record_path(attempt).read_text())
     init = record["init"]
-    assert sorted(init["tools"]) == HERMETIC_TOOLS  # no Bash, no subagent tool, no MCP tool
+    assert sorted(init["tools"]) == sorted(HERMETIC_TOOLS + OUR_TOOLS)  # no Bash, no subagent
     assert (init["permissionMode"], init["cwd"], init["mcp_servers"]) == (
         "dontAsk",
         str(workdir),
-        [],
+        [{"name": "codefleet", "status": "connected", "source": "sdk"}],  # ours, in-process
     )
     assert init["apiKeySource"] == "ANTHROPIC_API_KEY"
     assert record["outcome"]["ok"] is True and outcome.ok

@@ -45,8 +45,8 @@ async def test_run_with_max_cost_stops_at_the_cap_says_why_and_budget_raises_it(
 
     assert stopped.returncode == 1, stopped.stdout + stopped.stderr
     assert (
-        "fleet stopped: fleet budget exhausted: $0.6000 spent of $0.5000; 2 task(s) not done"
-        in " ".join(stopped.stdout.split())
+        "fleet stopped: fleet budget exhausted: $0.6000 simulated, nothing spent of $0.5000; "
+        "2 task(s) not done" in " ".join(stopped.stdout.split())
     )
     async with FleetClient(server.url) as client:
         statuses = sorted(t["status"] for t in await client.tasks())
@@ -56,7 +56,7 @@ async def test_run_with_max_cost_stops_at_the_cap_says_why_and_budget_raises_it(
     assert kinds.count("fleet_budget_set") == kinds.count("fleet_budget_exhausted") == 1
     assert kinds.index("fleet_budget_exhausted") < kinds.index("fleet_idle")
     assert health["budget"] == {"max_cost_usd": 0.5, "hard": False, "spent_usd": 0.6,
-                                "exhausted": True}  # fmt: skip
+                                "exhausted": True, "simulated": True}  # fmt: skip
 
     again = codefleet(*run)  # still spent: it ends at once, saying why, with nothing assigned
     assert again.returncode == 1 and "fleet budget exhausted" in again.stdout
@@ -64,7 +64,8 @@ async def test_run_with_max_cost_stops_at_the_cap_says_why_and_budget_raises_it(
     raised = codefleet("budget", "2", "--server", server.url)
     assert raised.returncode == 0, raised.stderr
     assert (
-        "fleet budget $2.0000 (running tasks finish) · $0.6000 spent · assigning" in raised.stdout
+        "fleet budget $2.0000 (running tasks finish) · $0.6000 simulated, nothing spent · "
+        "assigning" in raised.stdout
     )
 
     finished = codefleet(*run)

@@ -302,32 +302,44 @@ def test_run_and_load_take_checks_on_the_command_line(
     assert bad.exit_code == 1 and "expected NAME=COMMAND" in " ".join(bad.output.split())
 
 
-async def test_a_check_whose_program_is_missing_fails_as_infra_saying_so_and_stops_at_max_attempts(
+async def test_a_check_whose_program_is_missing_fails_its_task_at_once_naming_the_program(
     make_server: Callable[..., ServerThread], workdir: Path
 ) -> None:
     server = make_server(**FAST)
     (workdir / "lint.sh").write_text("#!/bin/sh\nexit 0\n")  # present, but not executable
+    script = {"L": [{"write": {"path": "a.py", "content": "A = 2\n"}}]}
     async with FleetClient(server.url) as client:
         await client.create_tasks(
-            [{"id": "L", "title": "l", "description": "do it", "verify": "lint", "max_attempts": 2},
-             {"id": "X", "title": "x", "description": "do it", "verify": "exec", "max_attempts": 1}],
+            [{"id": "L", "title": "l", "description": "do it", "verify": "lint", "max_attempts": 3},
+             {"id": "X", "title": "x", "description": "do it", "verify": "exec", "max_attempts": 2},
+             {"id": "D", "title": "d", "description": "do it", "depends_on": ["L"]}],
             {"lint": "flake9-is-not-installed .", "exec": "./lint.sh"},
         )  # fmt: skip
-        result, executor = await drain(server, workdir, {})
+        result, executor = await drain(server, workdir, script)
         failed = {e["task_id"]: e["payload"] for e in await client.events(type_="task_failed")}
         requeued = await client.events(type_="task_requeued")
         finished = [p["exit_code"] for p in await finished_checks(client)]
+        dependent = await client.task("D")
 
     assert not result.all_succeeded
-    assert sorted(finished) == [126, 127, 127]
-    assert [e["payload"]["error_kind"] for e in requeued] == ["infra"]
-    assert [a.error_kind for a in executor.assignments if a.id == "L"] == [None, ErrorKind.INFRA]
-    for task_id, why in (("L", "was not found"), ("X", "is not executable")):
-        assert failed[task_id]["error_kind"] == "attempts_exhausted"
-        assert failed[task_id]["last_error_kind"] == "infra"
-        assert (
-            why in failed[task_id]["error"] and "not the agent's fault" in failed[task_id]["error"]
-        )
+    assert sorted(finished) == [126, 127]  # one attempt each: retrying cannot install a program
+    assert requeued == [] and sorted(a.id for a in executor.assignments) == ["L", "X"]
+    assert dependent["status"] == "blocked_upstream"
+    assert (workdir / "a.py").read_text() == "A = 1\n"  # the attempt was rolled back
+    for task_id, program, why in (
+        ("L", "flake9-is-not-installed", "was not found"),
+        ("X", "./lint.sh", "is not executable"),
+    ):
+        assert failed[task_id]["error_kind"] == "check_unrunnable"
+        error = " ".join(failed[task_id]["error"].split())
+        assert f"{program} {why} where checks run" in error, error
+        assert f"Install {program} where checks run, or fix the check's command" in error, error
+        assert f"then `codefleet retry {task_id}`" in error, error
+    for command in (["tasks", "L"], ["report"]):  # the operator reads it where they look
+        shown = await asyncio.to_thread(CliRunner().invoke, app, [*command, "--server", server.url])
+        text = " ".join(shown.output.replace("│", " ").split())
+        assert "Install flake9-is-not-installed where checks run" in text, shown.output
+        assert "then `codefleet retry L`" in text, shown.output
 
 
 def test_load_warns_about_a_check_whose_program_is_not_found_where_checks_run(

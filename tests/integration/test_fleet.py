@@ -19,6 +19,9 @@ from typing import Any
 import yaml
 
 from codefleet.api.client import FleetClient
+from codefleet.api.graph import GraphTasks
+from codefleet.fleet.apply import ShellLimits
+from codefleet.fleet.commands import host_shell
 from codefleet.fleet.local import run_fleet, wait_drained
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
@@ -33,8 +36,9 @@ async def drain(
 ) -> Any:
     executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
     return await run_fleet(
-        server.url, runners, lambda _: executor, workdir, workdir.parent / "runs"
-    )
+        server.url, runners, lambda _: executor, workdir, workdir.parent / "runs",
+        shell_config=host_shell(ShellLimits(), unsandboxed=True),
+    )  # fmt: skip
 
 
 async def events_of(client: FleetClient, kind: str) -> list[dict[str, Any]]:
@@ -291,7 +295,7 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
         "grab": [{"wait_leased": "a.py", "attempt": 1}, {"append": {"path": "a.py", "text": "G = 1\n"}}],
         "doomed": [{"write": {"path": "doomed.txt", "content": "half"}}, {"write": {"path": "gone.txt", "content": "x"}},
                    {"make_dir": "doomed.txt"}, {"fail": "scripted failure"}],  # doomed.txt cannot be restored
-        "next": [{"check": "ok"}],
+        "next": [{"check": "ok"}, {"command": "echo made > made.txt"}, {"next_number": "migrations"}],
         "limited": [{"rate_limit": 0, "attempt": 1}, {"cost": 0.01}],  # paused, resumed
         "reader": [{"read": "r.txt"}, {"write": {"path": "rr.txt", "content": "1"}},  # stale_read,
                    {"wait_succeeded": "writer"}, {"append": {"path": "rr.txt", "text": "2"}, "turn": 2}],  # reconciled
@@ -302,14 +306,17 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
         await wait_until(lambda: _agent_status(client, "ghost", "offline"), timeout=5)
         back = await client.register("ghost", str(workdir), None)  # comes back: agent_online
         await client.leave(ghost["agent_id"], back["epoch"])
-        await client.create_tasks(
-            [{"id": "hold", "title": "h", "description": "do it", "file_scope": ["a.py"]}, {"id": "grab", "title": "g", "description": "do it", "max_attempts": 2},
-             {"id": "next", "title": "n", "description": "do it", "depends_on": ["hold"]}, {"id": "doomed", "title": "d", "description": "do it"},
-             {"id": "orphan", "title": "o", "description": "do it", "depends_on": ["doomed"]}, {"id": "dropped", "title": "x", "description": "do it", "depends_on": ["next"]},
-             {"id": "limited", "title": "l", "description": "do it"}, {"id": "reader", "title": "r", "description": "do it"},
-             {"id": "writer", "title": "w", "description": "do it"}],
-            checks={"ok": "true"},
-        )  # fmt: skip
+        tasks = [
+            {"id": "hold", "title": "h", "description": "do it", "file_scope": ["a.py"]}, {"id": "grab", "title": "g", "description": "do it", "max_attempts": 2},
+            {"id": "next", "title": "n", "description": "do it", "depends_on": ["hold"], "shell": True}, {"id": "doomed", "title": "d", "description": "do it"},
+            {"id": "orphan", "title": "o", "description": "do it", "depends_on": ["doomed"]}, {"id": "dropped", "title": "x", "description": "do it", "depends_on": ["next"]},
+            {"id": "limited", "title": "l", "description": "do it", "resources": ["db"]}, {"id": "reader", "title": "r", "description": "do it"},
+            {"id": "writer", "title": "w", "description": "do it"},
+        ]  # fmt: skip
+        sequences = {
+            "migrations": {"start": 1}
+        }  # sequence_defined; `next` takes one: number_allocated
+        await client.create_tasks(GraphTasks(tasks, sequences=sequences), checks={"ok": "true"})
         await client.cancel("dropped")
         await client.retry("dropped")
         await client.cancel("dropped")

@@ -135,6 +135,16 @@ async def test_two_people_exclude_each_other(
     assert writes(server, workdir, "pkg/b.py", BOB) == ""
 
 
+async def test_a_short_session_id_equal_to_anothers_prefix_gets_a_name_of_its_own(
+    client: FleetClient, server: ServerThread, workdir: Path
+) -> None:
+    assert writes(server, workdir, "a.py", "abcdefgh-long") == ""
+    assert writes(server, workdir, "b.py", "abcdefgh") == ""  # 500 UNIQUE task_id, before
+
+    held = await leases(client)
+    assert held["a.py"][1] != held["b.py"][1]
+
+
 # -- the fleet meets a person's file -----------------------------------------------------------
 
 

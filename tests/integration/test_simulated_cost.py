@@ -2,7 +2,9 @@
 
 `run --dry-run` tells the server its agents are simulated (`fleet_started`
 carries `simulated: true`); the verdict of `run`, `codefleet report` and
-`codefleet stats` then read the priced figure as "simulated, nothing spent".
+`codefleet stats`, `codefleet tasks ID` and `codefleet budget` (from the server's
+`budget.simulated`, which the dashboards read too) then read the priced figure as
+"simulated, nothing spent".
 Real server, real runner, scripted brain, the real command line.
 """
 
@@ -42,8 +44,12 @@ def test_a_dry_runs_cost_reads_as_simulated_in_the_verdict_the_report_and_the_st
     report_json = json.loads(cli.invoke(app, ["report", "--format", "json", "--server",
                                               server.url]).output)  # fmt: skip
     stats = say("stats")
+    task = say("tasks", "T")
+    budget = say("budget")
 
     assert "$0.0125 simulated, nothing spent" in ran
     assert "$0.0125 simulated, nothing spent" in report
     assert report_json["sections"]["cost"]["simulated"] is True
     assert "$0.0125 simulated, nothing spent" in stats
+    assert "usage $0.0125 simulated, nothing spent · 0 in / 0 out tokens" in task
+    assert budget == "no fleet budget · $0.0125 simulated, nothing spent"

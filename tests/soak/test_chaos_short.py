@@ -4,7 +4,8 @@
 40-task graph, 3 `codefleet runner --dry-run` processes, one SIGKILL of the
 `codefleet serve` process (restarted on the same database), two of runners and
 one runner frozen (SIGSTOP) past a 4 s stale window, plus the final
-kill-and-restart that must reload the state unchanged. It must drain with every
+kill-and-restart that must reload the state unchanged. Some tasks declare or take
+named resources and take numbers of a sequence. It must drain with every
 task succeeded and zero invariant violations, the content oracle included. The
 long run (500 tasks, 8 runners, about 25 faults) is run by hand; see
 docs/reliability.md.
@@ -46,4 +47,6 @@ def test_a_short_chaos_run_with_a_server_kill_and_runner_kills_breaks_no_invaria
     assert summary["final_restart_identical"]
     assert summary["observed_events"] == summary["events"]
     assert summary["vetoes"] > 0 and summary["restores"] > 0  # the faults met real contention
+    assert summary["resource_grants"] > 0 and summary["numbers_allocated"] > 0
+    assert summary["numbers_distinct"]  # and the checker found no number handed out twice
     assert done.returncode == 0 and summary["ok"]

@@ -366,3 +366,32 @@ def test_the_writes_of_a_failed_attempt_are_not_expected_in_the_tree(tmp_path: P
 
     assert expected_contents(events) == {}
     assert check_contents(expected_contents(events), tmp_path) == []
+
+
+# -- resources and sequences ---------------------------------------------------------------------
+
+
+def test_a_resource_granted_to_a_second_task_while_held_is_two_holders() -> None:
+    steps = history()
+    steps.insert(5, ("lease_acquired", "A", {"path": "/resource:db", "tool": "assign"}))
+    steps.insert(9, ("lease_released", "A", {"path": "/resource:db", "reason": "task_ended"}))
+    clean = check(evidence(steps))
+    steps.insert(8, ("lease_acquired", "B", {"path": "/resource:db", "tool": "assign"}))
+
+    assert clean == []
+    assert "two_holders" in rules(check(evidence(steps)))
+
+
+def test_a_number_handed_out_twice_is_caught_and_one_to_a_finished_task_too() -> None:
+    steps = history()
+    steps.insert(6, ("number_allocated", "A", {"sequence": "migrations", "value": 3}))
+    steps.insert(13, ("number_allocated", "B", {"sequence": "migrations", "value": 4}))
+    clean = check(evidence(steps))
+    twice = copy.deepcopy(steps)
+    twice[13] = ("number_allocated", "B", {"sequence": "migrations", "value": 3})
+    late = copy.deepcopy(steps)
+    late.append(("number_allocated", "A", {"sequence": "migrations", "value": 9}))
+
+    assert clean == []
+    assert rules(check(evidence(twice))) == {"number_twice"}
+    assert rules(check(evidence(late))) == {"number_outside_attempt"}

@@ -110,6 +110,8 @@ async def test_the_client_parses_the_assignment_json_into_one_type_with_every_fi
         "deadline": "2026-01-02T03:04:05.678Z", "blocked_on_path": "api.py",
         "error": "vetoed: api.py is held", "error_kind": "veto", "verify": "test",
         "on_stale_read": "retry",
+        "shell_mode": "network",
+        "resources": ["db"],
     }  # fmt: skip
 
     def answer(request: httpx.Request) -> httpx.Response:
@@ -124,5 +126,7 @@ async def test_the_client_parses_the_assignment_json_into_one_type_with_every_fi
         deadline=datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC), blocked_on_path="api.py",
         error="vetoed: api.py is held", error_kind=ErrorKind.VETO, verify="test",
         on_stale_read=StaleReadPolicy.RETRY,
+        shell_mode="network",
+        resources=("db",),
     )  # fmt: skip
     assert {f.name for f in fields(AssignedTask)} == set(wire)

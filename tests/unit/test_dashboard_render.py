@@ -301,9 +301,32 @@ def test_a_spent_budget_shows_in_the_summary_and_a_banner_and_an_unspent_one_onl
     assert "of $" not in frame(view_of(state(budget={**spent, "max_cost_usd": None})), width=200)
 
 
+def test_a_simulated_cost_reads_as_simulated_in_the_summary_and_the_budget_banner() -> None:
+    spent = {"max_cost_usd": 1.0, "hard": False, "spent_usd": 1.02, "exhausted": True,
+             "simulated": True}  # fmt: skip
+    text = frame(view_of(state(budget=spent)), width=200)
+
+    assert "$0.5000 simulated, nothing spent of $1.00" in text
+    assert "FLEET BUDGET EXHAUSTED · $1.0200 simulated, nothing spent of $1.0000" in text
+    plain = frame(view_of(state(budget={**spent, "max_cost_usd": None})), width=200)
+    assert "$0.5000 simulated, nothing spent" in plain
+
+
 def test_a_budget_running_out_is_worded_with_what_happens_to_running_tasks() -> None:
     line = describe(event(1, "fleet_budget_exhausted", max_cost_usd=1.0, spent_usd=1.02,
                           hard=True), NAMES)  # fmt: skip
 
     assert line.text.startswith("fleet budget exhausted: $1.0200 of $1.0000")
     assert "running tasks stopped" in line.text and line.style == "bold red"
+
+
+def test_the_lease_map_shows_a_named_resource_beside_the_files() -> None:
+    view = literal_view(
+        leases=(
+            LeaseRow("a.py", "runner-1", "T1", 2.0, "task"),
+            LeaseRow("/resource:db", "runner-2", "T2", 5.0, "task"),
+        ),
+    )
+    text = frame(view, width=160)
+    assert "a.py" in text
+    assert "resource db" in text and "runner-2" in text

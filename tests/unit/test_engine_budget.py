@@ -78,7 +78,10 @@ def test_raising_the_budget_resumes_assignment(make_fleet: Callable[..., Fleet])
 
     answer = fleet.engine.set_budget(2.0, hard=False)
 
-    assert answer == {"max_cost_usd": 2.0, "hard": False, "spent_usd": 0.5, "exhausted": False}
+    assert answer == {
+        "max_cost_usd": 2.0, "hard": False, "spent_usd": 0.5, "exhausted": False,
+        "simulated": False,
+    }  # fmt: skip
     assert [d.task_id for d in fleet.tick() if isinstance(d, sched.Assign)] == ["T2"]
     [raised] = fleet.events(EventType.FLEET_BUDGET_SET)
     assert (raised["payload"]["previous_usd"], raised["payload"]["max_cost_usd"]) == (0.5, 2.0)
@@ -132,8 +135,24 @@ def test_a_cap_set_live_outlives_a_restart_and_a_servers_own_cap_wins(
     again = make_fleet()  # the same database, no cap of its own
     assert again.engine.limits.budget_json() == {
         "max_cost_usd": 0.4, "hard": True, "spent_usd": 0.4, "exhausted": True,
+        "simulated": False,
     }  # fmt: skip
     assert again.engine.limits.announced  # no second announcement after a restart
 
     own = make_fleet(max_cost=5.0)
     assert own.engine.limits.budget_json()["max_cost_usd"] == 5.0
+
+
+def test_the_cost_is_simulated_while_every_fleet_run_said_so_and_after_a_restart(
+    make_fleet: Callable[..., Fleet],
+):
+    first = make_fleet()
+    assert not first.engine.limits.budget_json()["simulated"]  # no run yet: nothing to label
+
+    first.engine.fleet_event("fleet_started", {"runners": 1, "simulated": True})
+    assert first.engine.limits.budget_json()["simulated"]
+    assert make_fleet().engine.limits.budget_json()["simulated"]  # read back from the log
+
+    first.engine.fleet_event("fleet_started", {"runners": 1})  # a live run: a mix is plain
+    assert not first.engine.limits.budget_json()["simulated"]
+    assert not make_fleet().engine.limits.budget_json()["simulated"]

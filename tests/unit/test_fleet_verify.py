@@ -63,3 +63,20 @@ async def test_a_verify_runs_in_the_tree_without_codefleets_secrets(tmp_path: Pa
     assert result.exit_code == 4 and not result.ok
     assert result.output.splitlines()[0] == str(tmp_path)
     assert "do-not-leak" not in result.output
+
+
+async def test_a_verify_whose_program_is_missing_says_which_and_what_to_do(tmp_path: Path) -> None:
+    missing = await run_verify("true && flake9-is-not-installed .", tmp_path)
+    deeper = await run_verify("sh -c 'flake9-is-not-installed'", tmp_path)
+    fine = await run_verify("exit 3", tmp_path)
+
+    assert missing.exit_code == 127
+    assert missing.cannot_start() == (
+        "could not start: flake9-is-not-installed was not found where checks run. Install "
+        "flake9-is-not-installed where checks run, or fix the --verify command; it is not the "
+        "agents' work that failed."
+    )
+    assert (deeper.cannot_start() or "").startswith(
+        "could not start: a program it names was not found where checks run. Install the program"
+    )
+    assert fine.cannot_start() is None

@@ -185,6 +185,24 @@ def test_durations_read_as_people_say_them() -> None:
     ]
 
 
+def test_the_report_lists_each_command_with_what_it_applied_or_the_veto() -> None:
+    events = (
+        ev(1, "fleet_started", at=0.0, runners=1),
+        ev(2, "command_finished", "T1", 1.0, command="python gen.py", exit_code=0,
+           applied=["gen.txt"], refused=[".git/index"], kept_out=[]),
+        ev(3, "command_finished", "T2", 2.0, command="make fmt", exit_code=0, applied=[],
+           denied_on="api.py"),
+    )  # fmt: skip
+    report = build_report(RunRecord(tasks=(), events=events, workdir="/tree"))
+    [section] = [s for s in report.sections if s.key == "commands"]
+    [table] = section.blocks
+    assert table.rows == (  # type: ignore[union-attr]
+        ("+1.00 s", "T1", "python gen.py", "exit 0", "gen.txt", ".git/index"),
+        ("+2.00 s", "T2", "make fmt", "exit 0", "VETO on api.py: nothing", "-"),
+    )
+    assert "make fmt" in render_markdown(report)
+
+
 NASTY = "````\n# Owned <img src=x onerror=alert(1)> *bold* [link](javascript:x) &amp; `a|b` ~~no~~"
 
 

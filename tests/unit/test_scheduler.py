@@ -26,6 +26,7 @@ from codefleet.coord.scheduler import (
     wants_wider_window,
 )
 from codefleet.models import AgentStatus, ErrorKind
+from codefleet.resources import resource_key, resource_keys
 
 NOW = datetime(2026, 7, 31, 18, 0, 0, tzinfo=UTC)
 STALE_AFTER = timedelta(seconds=20)
@@ -478,3 +479,48 @@ def test_a_spent_budget_with_nothing_running_is_an_idle_fleet_though_tasks_wait(
 
     assert schedule(snapshot, NOW) == [FleetIdle()]
     assert wants_wider_window(replace(snapshot, more_candidates=True), []) is False
+
+
+# -- named resources: strict exclusion --------------------------------------------------
+
+
+def with_resources(view: TaskView, *names: str) -> TaskView:
+    return replace(view, resources=resource_keys(names))
+
+
+def test_two_candidates_sharing_a_resource_are_never_assigned_in_the_same_tick():
+    snapshot = state(
+        agents=(agent("a1", idle_for=2), agent("a2", idle_for=1)),
+        candidates=(with_resources(task("t1"), "db"), with_resources(task("t2"), "db")),
+    )
+
+    assert schedule(snapshot, NOW) == [Assign("t1", "a1")]
+
+
+def test_a_resource_of_a_running_task_keeps_a_candidate_that_names_it_waiting():
+    snapshot = state(
+        agents=(agent("a-busy", status=AgentStatus.BUSY), agent("a-idle")),
+        in_flight=(with_resources(task("t-running", agent="a-busy"), "db"),),
+        candidates=(with_resources(task("t1"), "db"), with_resources(task("t2"), "cache")),
+    )
+
+    assert schedule(snapshot, NOW) == [Assign("t2", "a-idle")]
+
+
+def test_a_resource_a_person_holds_keeps_every_task_that_names_it_waiting():
+    snapshot = state(
+        agents=(agent("a1"),),
+        leases=((resource_key("db"), "i_person"),),
+        candidates=(with_resources(task("t1"), "db"), task("t2")),
+    )
+
+    assert schedule(snapshot, NOW) == [Assign("t2", "a1")]
+
+
+def test_a_file_named_like_a_resource_key_is_another_lock():
+    snapshot = state(
+        agents=(agent("a1", idle_for=2), agent("a2", idle_for=1)),
+        candidates=(task("t1", "resource:db"), with_resources(task("t2"), "db")),
+    )
+
+    assert schedule(snapshot, NOW) == [Assign("t1", "a1"), Assign("t2", "a2")]

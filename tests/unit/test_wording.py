@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 from tool_support import require_tool
 
-from codefleet.models import EventType
-from codefleet.wording import WORDING_FILE, phrase, table
+from codefleet.fleet.checks import CheckResult
+from codefleet.models import CheckPurpose, EventType
+from codefleet.wording import WORDING_FILE, cost_text, phrase, spent_text, table
 
 WEB = Path(__file__).resolve().parents[2] / "src" / "codefleet" / "server" / "web"
 
@@ -30,6 +31,7 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("task_succeeded", {"cost_usd": 123.456}),
     ("task_requeued", {"error_kind": "veto", "reason": "x" * 200, "blocked_on_path": "a.py"}),
     ("task_failed", {"error_kind": "tool", "error": "ümlaut " * 40}),
+    ("task_failed", {"error_kind": "check_unrunnable", "error": "install it " * 40}),
     ("task_unblocked", {"by": "T1"}),
     ("task_blocked_upstream", {"upstream": "T1"}),
     ("task_cancelled", {}),
@@ -49,6 +51,11 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("check_finished", {"name": "test", "purpose": "tool", "passed": False, "timed_out": True,
                         "exit_code": None, "duration_ms": 1500}),
     ("check_finished", {"name": "test", "purpose": "tool", "passed": True, "exit_code": 0}),
+    ("command_started", {"command": "python gen.py", "attempt": 1}),
+    ("command_finished", {"exit_code": 0, "wall_s": 0.25, "applied": ["gen.txt"],
+                          "kept_out": [], "refused": [".git/x"], "denied_on": None}),
+    ("command_finished", {"exit_code": None, "timed_out": True, "applied": [], "kept_out": []}),
+    ("command_finished", {"exit_code": 0, "applied": [], "denied_on": "a.py"}),
     ("agent_registered", {"name": "runner-1", "epoch": 3}),
     ("agent_registered", {"name": "ada@1", "kind": "interactive"}),
     ("agent_online", {"name": "runner-1"}),
@@ -73,6 +80,10 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("fleet_budget_set", {"max_cost_usd": None}),
     ("fleet_budget_set", {"max_cost_usd": 2.5, "hard": True}),
     ("fleet_budget_exhausted", {"spent_usd": 1.02, "max_cost_usd": 1.0, "hard": True}),
+    ("fleet_budget_exhausted", {"spent_usd": 1.02, "max_cost_usd": 1.0, "simulated": True}),
+
+    ("number_allocated", {"sequence": "migrations", "value": 3}),
+    ("sequence_defined", {"sequence": "migrations", "start": 3}),
     ("not_in_the_table", {}),
 ]  # fmt: skip
 
@@ -123,3 +134,61 @@ def test_a_filter_the_renderer_does_not_know_is_an_error() -> None:
             phrase("__probe__", {"x": 1})
     finally:
         del table()["__probe__"]
+
+
+def test_a_verify_that_cannot_start_its_program_says_what_to_do_whole_in_the_log() -> None:
+    check = CheckResult(
+        "lint", CheckPurpose.VERIFY, "flake9-is-not-installed --max-line-length 100 src tests",
+        exit_code=127, output="sh: 1: flake9-is-not-installed: not found\n" * 5, infra=True,
+        unstartable=(("flake9-is-not-installed", "was not found"),),
+    )  # fmt: skip
+    error = check.failure_text("T12")
+    line = phrase("task_failed", {"error_kind": "check_unrunnable", "error": error})
+    assert line is not None
+    assert line.startswith(
+        "FAILED (check_unrunnable): check `lint` could not start: flake9-is-not-installed was "
+        "not found where checks run. Install flake9-is-not-installed where checks run, or fix "
+        "the check's command (flake9-is-not-installed --max-line-length 100 src tests), then "
+        "`codefleet retry T12`."
+    ), line
+
+
+COST_SCRIPT = """
+const { costStat } = await import(process.argv[1] + "/panels.js");
+const { costText, spentText } = await import(process.argv[1] + "/util.js");
+const budgets = JSON.parse(process.argv[2]);
+process.stdout.write(JSON.stringify({
+  stat: budgets.map((b) => costStat(0.03, b)),
+  cost: [costText(0.03, false), costText(0.03, true)],
+  spent: [spentText(1.02, false), spentText(1.02, true)],
+}));
+"""
+
+
+def test_the_web_dashboard_labels_a_simulated_cost_as_the_terminal_does(tmp_path: Path) -> None:
+    node = require_tool("node", "runs the page's panels.js", package="nodejs")
+    for script in WEB.glob("*.js"):
+        (tmp_path / script.name).write_text(script.read_text())
+    (tmp_path / "package.json").write_text('{"type": "module"}')  # ES modules, as the page loads
+    budgets = [None, {"simulated": True}, {"simulated": True, "max_cost_usd": 1.0}]
+    ran = subprocess.run(
+        [node, "--input-type=module", "-e", COST_SCRIPT, str(tmp_path), json.dumps(budgets)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    page = json.loads(ran.stdout)
+    assert page["stat"] == [
+        "$0.0300",
+        "$0.0300 simulated, nothing spent",
+        "$0.0300 simulated, nothing spent of $1.0000",
+    ]
+    assert page["cost"] == [cost_text(0.03, False), cost_text(0.03, True)]
+    assert page["spent"] == [spent_text(1.02, False), spent_text(1.02, True)]
+
+
+def test_a_spent_budget_reads_as_simulated_in_the_log_when_no_real_model_ran() -> None:
+    said = phrase(
+        "fleet_budget_exhausted", {"spent_usd": 1.02, "max_cost_usd": 1.0, "simulated": True}
+    )
+    assert said == (
+        "fleet budget exhausted: $1.0200 simulated, nothing spent of $1.0000; no new task is assigned"
+    )

@@ -211,6 +211,24 @@ class FleetClient:
             return result
         return dict(await self._lane_json("POST", "/leases/acquire", body, epoch))
 
+    async def acquire_resource(
+        self, agent_id: str, epoch: int, task_id: str, name: str
+    ) -> dict[str, Any]:
+        """The named resource for the caller's attempt: the lease answer (`allow` / `deny`)."""
+        body = {"agent_id": agent_id, "task_id": task_id, "name": name}
+        result: dict[str, Any] = await self._json(
+            "POST", "/resources/acquire", body=body, epoch=epoch
+        )
+        return result
+
+    async def next_number(
+        self, agent_id: str, epoch: int, task_id: str, sequence: str
+    ) -> dict[str, Any]:
+        """`{value}` (taken for good), or `{value: null, refused, known}` for an unknown name."""
+        body = {"agent_id": agent_id, "task_id": task_id, "sequence": sequence}
+        result: dict[str, Any] = await self._json("POST", "/sequences/next", body=body, epoch=epoch)
+        return result
+
     async def _lane_json(self, method: str, path: str, body: Any, epoch: int) -> Any:
         """`_json` over the lane: the same errors, the same decoding."""
         assert self._lane is not None
@@ -280,6 +298,16 @@ class FleetClient:
         )
         return result
 
+    async def command_event(
+        self, task_id: str, agent_id: str, epoch: int, report: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Record a `command_started` / `command_finished` event for the owner's attempt."""
+        body = {"agent_id": agent_id, **report}
+        result: dict[str, Any] = await self._json(
+            "POST", f"/tasks/{task_id}/commands", body=body, epoch=epoch
+        )
+        return result
+
     async def foreign_preimages(self, task_id: str) -> dict[str, Any]:
         """Pre-images (base64) of every path leased by a task other than `task_id`."""
         result: dict[str, Any] = await self._json("GET", f"/tasks/{task_id}/foreign-preimages")
@@ -294,14 +322,26 @@ class FleetClient:
         checks = checks if checks is not None else getattr(tasks, "checks", None)
         body: dict[str, Any] = {"tasks": list(tasks)}
         if checks:
-            body["checks"] = dict(checks)
+            held = getattr(tasks, "check_resources", {})  # `{run, resources}` for those
+            body["checks"] = {
+                n: {"run": c, "resources": held[n]} if held.get(n) else c for n, c in checks.items()
+            }
+        sequences = getattr(tasks, "sequences", None)
+        if sequences:
+            body["sequences"] = dict(sequences)
         result = await self._json("POST", "/tasks", body=body, timeout=120.0)
         return list(result["created"])
 
     async def checks(self) -> dict[str, str]:
         """The named checks: `{name: command}`."""
+        return (await self.check_specs())[0]
+
+    async def check_specs(self) -> tuple[dict[str, str], dict[str, list[str]]]:
+        """The named checks' commands, and the resources of those that name some."""
         rows = (await self._json("GET", "/checks"))["checks"]
-        return {str(r["name"]): str(r["command"]) for r in rows}
+        commands = {str(r["name"]): str(r["command"]) for r in rows}
+        resources = {str(r["name"]): list(r["resources"]) for r in rows if r.get("resources")}
+        return commands, resources
 
     async def define_checks(self, checks: Mapping[str, str]) -> dict[str, Any]:
         result: dict[str, Any] = await self._json("POST", "/checks", body={"checks": dict(checks)})
@@ -341,6 +381,19 @@ class FleetClient:
         result: dict[str, Any] = await self._json("POST", "/interactive/release", body=body)
         return result
 
+    async def hold(self, session_id: str, user: str, names: list[str]) -> dict[str, Any]:
+        """A person takes named resources (`codefleet hold`): the lease answer."""
+        body = {"session_id": session_id, "user": user, "names": names}
+        result: dict[str, Any] = await self._json("POST", "/interactive/hold", body=body)
+        return result
+
+    async def unhold(self, names: list[str]) -> dict[str, Any]:
+        """Release resources people hold (`codefleet release NAME`): `{released, refused}`."""
+        result: dict[str, Any] = await self._json(
+            "POST", "/interactive/unhold", body={"names": names}
+        )
+        return result
+
     async def agents(self) -> list[dict[str, Any]]:
         return list((await self._json("GET", "/agents"))["agents"])
 
@@ -351,6 +404,11 @@ class FleetClient:
         """`graph check`'s analysis of the stored graph (`GET /graph`)."""
         params = {} if runners is None else {"runners": runners}
         return dict(await self._json("GET", "/graph", params=params))
+
+    async def resources(self) -> dict[str, Any]:
+        """`GET /resources`: holders (with waiters) and sequences (with their last value)."""
+        result: dict[str, Any] = await self._json("GET", "/resources")
+        return result
 
     async def conflicts(self, resolved: bool | None = None) -> list[dict[str, Any]]:
         params = {} if resolved is None else {"resolved": str(resolved).lower()}

@@ -2,7 +2,9 @@
 
 The file is a mapping with a `tasks` list, whose keys are those of
 `wire.TaskSpec` (unknown keys are an error, not silently dropped), and an
-optional `checks` mapping of check name to shell command. The result is a
+optional `checks` mapping of check name to shell command, and optional
+`shell:` / `shell_network:` defaults every task inherits unless it sets
+them (the `run_command` tool). The result is a
 `GraphTasks`: the task specs as `POST /tasks` expects them, carrying the
 checks, which `FleetClient.create_tasks` posts with them. Problems are
 reported with the task's position and id so a person can find them:
@@ -29,10 +31,18 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from codefleet.api.wire import ChecksBody, TaskSpec
+from codefleet.api.wire import (
+    ChecksBody,
+    CheckSpec,
+    GraphBody,
+    TaskSpec,
+    check_commands,
+    check_resources,
+)
 from codefleet.dag import find_cycle
 from codefleet.models import StaleReadPolicy
 from codefleet.paths import PathRejected, TreeRoot
+from codefleet.resources import glob_inside_tree
 
 __all__ = [
     "DEFAULT_GRAPH",
@@ -47,8 +57,12 @@ __all__ = [
     "parse_graph",
 ]
 
-TOP_LEVEL_KEYS = frozenset({"tasks", "checks", "on_stale_read"})
+TOP_LEVEL_KEYS = frozenset(
+    {"tasks", "checks", "on_stale_read", "shell", "shell_network", "sequences"}
+)
+SHELL_KEYS = ("shell", "shell_network")  # graph-wide defaults a task may override
 TASK_KEYS = frozenset(TaskSpec.model_fields)
+_PROBE = {"title": "-", "description": "-"}  # a valid task, to validate `sequences` alone
 DEFAULT_GRAPH = "codefleet.yaml"
 
 
@@ -66,9 +80,20 @@ class GraphError(ValueError):
 class GraphTasks(list[dict[str, Any]]):
     """A loaded graph: its task specs (a list, as before) plus its named checks."""
 
-    def __init__(self, tasks: list[dict[str, Any]], checks: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, tasks: list[dict[str, Any]], checks: dict[str, str] | None = None,
+        sequences: dict[str, dict[str, Any]] | None = None,
+    ) -> None:  # fmt: skip
         super().__init__(tasks)
         self.checks: dict[str, str] = dict(checks or {})
+        self.sequences: dict[str, dict[str, Any]] = dict(sequences or {})  # `sequences:`
+        self.check_resources: dict[str, list[str]] = {}  # the checks that name resources
+
+    def with_tasks(self, tasks: list[dict[str, Any]]) -> GraphTasks:
+        """These tasks, with this graph's checks, sequences and check resources."""
+        subset = GraphTasks(tasks, self.checks, self.sequences)
+        subset.check_resources = dict(self.check_resources)
+        return subset
 
 
 def find_graph(given: Path | None, cwd: Path | None = None) -> Path | None:
@@ -126,16 +151,20 @@ def parse_graph(
     tasks = raw.get("tasks")
     if not isinstance(tasks, list) or not tasks:
         raise GraphError.of(where, [*problems, "'tasks' must be a non-empty list"])
-    checks, check_problems = _checks(raw.get("checks") or {})
+    given, check_problems = _check_specs(raw.get("checks") or {})
+    checks = check_commands(given)
+    sequences, sequence_problems = _sequences(raw.get("sequences") or {})
     policy, policy_problems = _policy(raw.get("on_stale_read"))
-    problems += policy_problems
+    defaults, default_problems = _shell_defaults(raw)
+    problems += policy_problems + default_problems
     specs: list[TaskSpec] = []
     for n, item in enumerate(tasks, start=1):
-        spec, spec_problems = _spec(n, _with_policy(item, policy))
+        spec, spec_problems = _spec(n, _with_defaults(_with_policy(item, policy), defaults))
         specs += [spec] if spec is not None else []
         problems += spec_problems
-    found = GraphTasks([spec.model_dump(exclude_none=True) for spec in specs], checks)
-    problems += check_problems + _graph_problems(found)
+    found = GraphTasks([spec.model_dump(exclude_none=True) for spec in specs], checks, sequences)
+    found.check_resources = {n: names for n, names in check_resources(given).items() if names}
+    problems += check_problems + sequence_problems + _graph_problems(found)
     if standalone or on_server is not None:
         known = on_server if on_server is not None and not standalone else OnServer()
         problems += _unknown_references(found, known.tasks, {**known.checks, **checks})
@@ -174,15 +203,32 @@ def _name(task: Mapping[str, Any]) -> str:
     return str(task.get("id") or repr(task["title"]))
 
 
+def _shell_defaults(raw: dict[Any, Any]) -> tuple[dict[str, bool], list[str]]:
+    """The graph's `shell:` / `shell_network:` keys, which every task inherits unless it sets them."""
+    defaults = {key: raw[key] for key in SHELL_KEYS if key in raw}
+    problems = [
+        f"'{key}' must be true or false"
+        for key, value in defaults.items()
+        if not isinstance(value, bool)
+    ]
+    return ({} if problems else defaults), problems
+
+
+def _with_defaults(item: Any, defaults: Mapping[str, bool]) -> Any:
+    """`item` with the graph's shell defaults under its own keys (a task's own value wins)."""
+    return {**defaults, **item} if isinstance(item, dict) else item
+
+
 def parse_checks(raw: Any, where: str = "the graph") -> dict[str, str]:
-    """`{name: command}` validated like `POST /checks` (names `^[a-z][a-z0-9_-]{0,31}$`)."""
-    checks, problems = _checks(raw)
+    """`{name: command}` validated like `POST /checks` (names `^[a-z][a-z0-9_-]{0,31}$`);
+    a check may be `{run: command, resources: [db]}` (its resources: `check_resources`)."""
+    checks, problems = _check_specs(raw)
     if problems:
         raise GraphError.of(where, problems)
-    return checks
+    return check_commands(checks)
 
 
-def _checks(raw: Any) -> tuple[dict[str, str], list[str]]:
+def _check_specs(raw: Any) -> tuple[dict[str, str | CheckSpec], list[str]]:
     if not isinstance(raw, dict):
         return {}, ["'checks' must be a mapping of check name to command"]
     try:
@@ -190,6 +236,26 @@ def _checks(raw: Any) -> tuple[dict[str, str], list[str]]:
     except ValidationError as err:
         fields = [".".join(str(p) for p in e["loc"][1:]) or "checks" for e in err.errors()]
         return {}, [f"checks: {f}: {e['msg']}" for f, e in zip(fields, err.errors(), strict=True)]
+
+
+def _sequences(raw: Any) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """`{name: {start: N} | {start_after: GLOB}}`, validated like `POST /tasks` (glob in the tree)."""
+    if not isinstance(raw, dict):
+        return {}, ["'sequences' must be a mapping of sequence name to its start"]
+    try:
+        body = GraphBody.model_validate({"tasks": [_PROBE], "sequences": raw})
+    except ValidationError as err:
+        fields = [".".join(str(p) for p in e["loc"][1:]) or "sequences" for e in err.errors()]
+        return {}, [
+            f"sequences: {f}: {e['msg']}" for f, e in zip(fields, err.errors(), strict=True)
+        ]
+    problems = [
+        f"sequence {name}: start_after {spec.start_after!r} must be a glob inside the tree "
+        "(relative, no '..')"
+        for name, spec in body.sequences.items()
+        if spec.start_after is not None and not glob_inside_tree(spec.start_after)
+    ]
+    return {n: s.model_dump(exclude_none=True) for n, s in body.sequences.items()}, problems
 
 
 def _spec(n: int, item: Any) -> tuple[TaskSpec | None, list[str]]:

@@ -9,6 +9,7 @@ constants so the docs and the tests can cite them.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -19,6 +20,7 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StrictStr,
+    model_validator,
 )
 
 from codefleet.attempt import AttemptReport
@@ -30,23 +32,33 @@ from codefleet.models import (
     StaleReadPolicy,
 )
 from codefleet.paths import MAX_PATH_CHARS
+from codefleet.resources import MAX_RESOURCES, RESOURCE_NAME_PATTERN
 
 __all__ = [
     "AcquireBody",
     "BudgetBody",
     "ChangeBody",
     "CheckEventBody",
+    "CheckSpec",
     "ChecksBody",
+    "CommandEventBody",
     "CommitsBody",
     "CompleteBody",
     "FleetBody",
     "GraphBody",
     "HeartbeatBody",
     "InteractiveAcquireBody",
+    "InteractiveHoldBody",
     "InteractiveReleaseBody",
+    "InteractiveUnholdBody",
+    "NumberBody",
     "RegisterBody",
+    "ResourceBody",
+    "SequenceSpec",
     "StartBody",
     "TaskSpec",
+    "check_commands",
+    "check_resources",
 ]
 
 MAX_TITLE = 500
@@ -62,12 +74,38 @@ MAX_CHECKS = 100
 MAX_CHECK_TAIL = 4000  # output kept in a check_finished event; the agent gets more
 MAX_ESTIMATE_MIN = 100_000  # minutes (about ten weeks): a planning hint, not a timeout
 MAX_RETRY_AFTER_S = 8 * 24 * 3600.0  # a usage limit's retry time: the weekly window, and a day
+MAX_SEQUENCES = 100
+SEQUENCE_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
 
 CheckName = Annotated[StrictStr, Field(pattern=CHECK_NAME_PATTERN)]
 CheckCommand = Annotated[StrictStr, Field(min_length=1, max_length=MAX_CHECK_COMMAND)]
-Checks = Annotated[dict[CheckName, CheckCommand], Field(max_length=MAX_CHECKS)]
-
 Path_ = Annotated[StrictStr, Field(min_length=1, max_length=MAX_PATH)]
+ResourceName = Annotated[StrictStr, Field(pattern=RESOURCE_NAME_PATTERN)]
+Resources = Annotated[list[ResourceName], Field(max_length=MAX_RESOURCES)]
+
+
+class CheckSpec(BaseModel):
+    """A check that names resources: `{run: COMMAND, resources: [db]}` (else a plain command)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run: CheckCommand
+    resources: Resources = []
+
+
+Checks = Annotated[dict[CheckName, CheckCommand | CheckSpec], Field(max_length=MAX_CHECKS)]
+
+
+def check_commands(checks: Mapping[str, str | CheckSpec]) -> dict[str, str]:
+    """Each check's command, whichever form it was given in."""
+    return {n: c if isinstance(c, str) else c.run for n, c in checks.items()}
+
+
+def check_resources(checks: Mapping[str, str | CheckSpec]) -> dict[str, list[str]]:
+    """The resources each check names (every check given, `[]` for a plain command)."""
+    return {
+        n: [] if isinstance(c, str) else list(dict.fromkeys(c.resources)) for n, c in checks.items()
+    }
 
 
 def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
@@ -117,13 +155,37 @@ class TaskSpec(_Body):
     depends_on: Annotated[list[TaskId], Field(max_length=MAX_SCOPE)] = []
     max_attempts: Annotated[StrictInt, Field(ge=1, le=100)] | None = None
     verify: CheckName | None = None
+    shell: StrictBool | None = None  # the run_command tool (None: the fleet's default)
+    shell_network: StrictBool | None = None  # ... with the network (implies shell)
     estimate_min: Annotated[StrictInt, Field(ge=1, le=MAX_ESTIMATE_MIN)] | None = None
     on_stale_read: StaleReadPolicy | None = None  # None: the graph's, else reconcile
+
+    resources: Resources = []  # named exclusive locks held for the whole attempt
+
+
+SequenceName = Annotated[StrictStr, Field(pattern=SEQUENCE_NAME_PATTERN)]
+
+
+class SequenceSpec(_Body):
+    """One counter of `sequences:`: its first value, or a glob whose highest number it follows."""
+
+    start: Annotated[StrictInt, Field(ge=0, le=MAX_INT // 2)] | None = None
+    start_after: Annotated[StrictStr, Field(min_length=1, max_length=MAX_PATH)] | None = None
+
+    @model_validator(mode="after")
+    def _one_start(self) -> SequenceSpec:
+        if (self.start is None) == (self.start_after is None):
+            raise ValueError("give exactly one of start or start_after")
+        return self
+
+
+Sequences = Annotated[dict[SequenceName, SequenceSpec], Field(max_length=MAX_SEQUENCES)]
 
 
 class GraphBody(_Body):
     tasks: Annotated[list[TaskSpec], Field(min_length=1, max_length=MAX_TASKS)]
     checks: Checks = {}
+    sequences: Sequences = {}
 
 
 class ChecksBody(_Body):
@@ -156,6 +218,22 @@ class AcquireBody(_Body):
     task_id: TaskId
     paths: Annotated[list[Annotated[StrictStr, Field(max_length=MAX_PATH)]], Field(max_length=100)]
     tool: Annotated[StrictStr, Field(max_length=100)] = "Write"
+
+
+class ResourceBody(_Body):
+    """`POST /resources/acquire`: a named resource for the caller's attempt."""
+
+    agent_id: StrictStr
+    task_id: TaskId
+    name: ResourceName
+
+
+class NumberBody(_Body):
+    """`POST /sequences/next`: the next value of a sequence, for the caller's attempt."""
+
+    agent_id: StrictStr
+    task_id: TaskId
+    sequence: Annotated[StrictStr, Field(min_length=1, max_length=64)]
 
 
 class ChangeBody(_Body):
@@ -251,6 +329,29 @@ class CheckEventBody(_Body):
     output_tail: Annotated[StrictStr, Field(max_length=MAX_CHECK_TAIL)] | None = None
 
 
+MAX_COMMAND = 10_000  # the longest command line an agent may run
+MAX_COMMAND_PATHS = 1000  # paths listed in a command_finished event
+
+
+class CommandEventBody(_Body):
+    """`POST /tasks/{id}/commands`: the runner reports a command it starts or finished."""
+
+    agent_id: StrictStr
+    attempt: Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
+    phase: Literal["started", "finished"]
+    command: Annotated[StrictStr, Field(min_length=1, max_length=MAX_COMMAND)]
+    exit_code: StrictInt | None = None
+    timed_out: StrictBool = False
+    wall_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    applied: Annotated[list[Path_], Field(max_length=MAX_COMMAND_PATHS)] = []
+    kept_out: Annotated[list[Path_], Field(max_length=MAX_COMMAND_PATHS)] = []
+    refused: Annotated[list[Path_], Field(max_length=MAX_COMMAND_PATHS)] = []
+    denied_on: Path_ | None = None
+    error: Annotated[StrictStr, Field(max_length=MAX_CHECK_TAIL)] | None = None
+    sandboxed: StrictBool | None = None
+    output_tail: Annotated[StrictStr, Field(max_length=MAX_CHECK_TAIL)] | None = None
+
+
 class CommittedTask(_Body):
     task_id: TaskId
     commit: Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]
@@ -300,6 +401,20 @@ class InteractiveAcquireBody(_Body):
     paths: HookPaths
     tool: Annotated[StrictStr, Field(max_length=100)] = "Write"
     sha256: Sha256 | None = None  # a Read's: the content the session saw (its first path)
+
+
+class InteractiveHoldBody(_Body):
+    """`POST /interactive/hold`: a person takes named resources (`codefleet hold db`)."""
+
+    session_id: SessionId
+    user: UserName = "you"
+    names: Annotated[list[ResourceName], Field(min_length=1, max_length=MAX_RESOURCES)]
+
+
+class InteractiveUnholdBody(_Body):
+    """`POST /interactive/unhold`: release named resources people hold (`codefleet release db`)."""
+
+    names: Annotated[list[ResourceName], Field(min_length=1, max_length=MAX_RESOURCES)]
 
 
 class InteractiveReleaseBody(_Body):

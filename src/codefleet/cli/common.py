@@ -193,6 +193,12 @@ writing; run names the tasks the script lacks and does not start.
   read: PATH                       read a file (recorded in the attempt's read set)
   wait_succeeded: TASK             wait until another task succeeded
   expect_followup: TEXT            fail unless the follow-up message (reconcile turn) says TEXT
+  command: CMD                     run CMD as run_command does (needs shell; or {run: CMD, timeout_s: S})
+  acquire_resource: NAME           take a named resource; held by another task: a veto
+  next_number: SEQUENCE            take the sequence's next number; with
+                                   {sequence: S, write: "m/{number:04d}_x.py", content: T}
+                                   also write the file it names
+  allocate_port: null              take a free TCP port for the attempt
 
 Example (codefleet init --scripts writes one for its example tasks):
 
@@ -258,6 +264,14 @@ CheckTimeoutOpt = Annotated[
     float | None,
     typer.Option(
         "--check-timeout", help="Time limit of one check run, seconds [CODEFLEET_CHECK_TIMEOUT]."
+    ),
+]
+ResourceWaitOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--resource-wait",
+        help="How long a check waits for the resources it names, seconds "
+        "[CODEFLEET_RESOURCE_WAIT].",
     ),
 ]
 ProtectedOpt = Annotated[

@@ -164,6 +164,21 @@ def check_key() -> Check:
                  required=False)  # fmt: skip
 
 
+def check_shell(settings: Settings) -> Check:
+    """How `run_command` would run here: sandboxed, not sandboxed, or not at all (optional)."""
+    from codefleet.fleet.layer import shell_support
+
+    support = shell_support()
+    ok = support.problem is None and (support.bwrap is not None or settings.shell_unsandboxed)
+    hint = ""
+    if support.problem is None and support.bwrap is None:
+        hint = "install bubblewrap to sandbox commands; `run --shell` refuses without it " \
+               "unless --shell-unsandboxed"  # fmt: skip
+    elif support.problem is not None:
+        hint = "commands need user namespaces and overlayfs (Linux); checks still work"
+    return Check("shell", ok, support.describe, hint, required=settings.shell)
+
+
 def run_checks(settings: Settings, graph: Path | None) -> list[Check]:
     return [
         check_python(),
@@ -173,6 +188,7 @@ def run_checks(settings: Settings, graph: Path | None) -> list[Check]:
         check_programs(find_graph(graph), settings),
         check_cli(),
         check_key(),
+        check_shell(settings),
     ]
 
 

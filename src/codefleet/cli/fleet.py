@@ -30,6 +30,7 @@ from codefleet.cli.common import (
     OfflineOpt,
     ProtectedOpt,
     ReconcileRoundsOpt,
+    ResourceWaitOpt,
     RunDirOpt,
     ScriptOpt,
     ServerOpt,
@@ -46,6 +47,15 @@ from codefleet.cli.common import (
     unauthorized_message,
 )
 from codefleet.cli.review import BranchOpt, CommitOpt, committer_for
+from codefleet.cli.shellopts import (
+    ShellMaxBytesOpt,
+    ShellMaxFilesOpt,
+    ShellNetworkOpt,
+    ShellOpt,
+    ShellUnsandboxedOpt,
+    fleet_shell,
+    shell_settings,
+)
 from codefleet.errors import DomainError, Unauthorized
 from codefleet.statedir import prepare_dirs
 
@@ -84,6 +94,7 @@ def runner(
     check_timeout: CheckTimeoutOpt = None,
     check_dir: CheckDirOpt = None,
     reconcile_rounds: ReconcileRoundsOpt = None,
+    resource_wait: ResourceWaitOpt = None,
     exit_when_drained: Annotated[
         bool, typer.Option(help="Exit once no task is pending or running.")
     ] = False,
@@ -100,6 +111,11 @@ def runner(
     model: ModelOpt = None,
     max_turns: MaxTurnsOpt = None,
     task_budget_usd: BudgetOpt = None,
+    shell: ShellOpt = None,
+    shell_network: ShellNetworkOpt = None,
+    shell_unsandboxed: ShellUnsandboxedOpt = None,
+    shell_max_files: ShellMaxFilesOpt = None,
+    shell_max_bytes: ShellMaxBytesOpt = None,
 ) -> None:
     """Run ONE runner as its own process until interrupted (or the fleet drains)."""
     import asyncio
@@ -114,6 +130,8 @@ def runner(
         task_timeout=task_timeout, model=model, max_turns=max_turns,
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
         protected_paths=protected_paths, reconcile_rounds=reconcile_rounds,
+        resource_wait=resource_wait,
+        **shell_settings(shell, shell_network, shell_unsandboxed, shell_max_files, shell_max_bytes),
     )  # fmt: skip
     executor = _agents(AgentChoice(dry_run, script, offline, model_script), settings).executor
     options = RunnerOptions(
@@ -126,9 +144,11 @@ def runner(
         protected=(settings.db, settings.run_dir),
         check_timeout=settings.check_timeout,
         check_dir=settings.check_dir,
+        resource_wait=settings.resource_wait,
         replace=replace,
         protected_names=settings.protected_names,
         reconcile_rounds=settings.reconcile_rounds,
+        **fleet_shell(settings),
     )
 
     async def go() -> None:
@@ -187,11 +207,17 @@ def run(
     check_timeout: CheckTimeoutOpt = None,
     check_dir: CheckDirOpt = None,
     reconcile_rounds: ReconcileRoundsOpt = None,
+    resource_wait: ResourceWaitOpt = None,
     protected_paths: ProtectedOpt = None,
     token: TokenOpt = None,
     model: ModelOpt = None,
     max_turns: MaxTurnsOpt = None,
     task_budget_usd: BudgetOpt = None,
+    shell: ShellOpt = None,
+    shell_network: ShellNetworkOpt = None,
+    shell_unsandboxed: ShellUnsandboxedOpt = None,
+    shell_max_files: ShellMaxFilesOpt = None,
+    shell_max_bytes: ShellMaxBytesOpt = None,
     max_cost: MaxCostOpt = None,
     max_cost_hard: MaxCostHardOpt = None,
     commit: CommitOpt = False,
@@ -222,8 +248,11 @@ def run(
         task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
         protected_paths=protected_paths, max_cost=max_cost, max_cost_hard=max_cost_hard,
         reconcile_rounds=reconcile_rounds,
+        resource_wait=resource_wait,
+        **shell_settings(shell, shell_network, shell_unsandboxed, shell_max_files, shell_max_bytes),
     )  # fmt: skip
     checks = parse_check_options(check)
+    shell_kw = fleet_shell(settings)
     graph_file = None if no_graph else _graph_file(graph)
     agents = _agents(AgentChoice(dry_run, script, offline, model_script), settings)
     committer = committer_for(settings.workdir, branch) if commit else None
@@ -267,11 +296,13 @@ def run(
                 settings.url, settings.runners, lambda _: agents.executor, settings.workdir,
                 settings.run_dir, verify=verify, token=settings.token, task_timeout=task_timeout,
                 protected=(settings.db, settings.run_dir), check_timeout=settings.check_timeout,
-                check_dir=settings.check_dir, on_runner_down=runner_down,
+                check_dir=settings.check_dir, resource_wait=settings.resource_wait,
+                on_runner_down=runner_down,
                 name_suffix=invocation_suffix(), protected_names=settings.protected_names,
                 reconcile_rounds=settings.reconcile_rounds,
                 interrupt=interrupt, say=lambda s: err_console.print(s, markup=False),
                 simulated=agents.mode != "live",
+                **shell_kw,
             )  # fmt: skip
             history = await committer.finish(settings.url, settings.token) if committer else None
         finally:

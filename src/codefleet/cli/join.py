@@ -6,7 +6,10 @@ session started in the tree asks the server for a lease before it writes;
 `leave` removes exactly them. `hook` is the command those settings run (the
 `codefleet` executable sends it to the stdlib fast path in `launch` before
 this module is even imported; it is here for `--help` and for completeness).
-`release` lets the operator free a person's session's leases.
+`release` lets the operator free a person's session's leases. `hold NAME`
+lets a person take a named resource (a person migrating the database by
+hand holds `db`: no fleet task that names it runs meanwhile) as an
+interactive holder `hold-<user>`; `release NAME` gives it back.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from codefleet.hook.settings import (
 if TYPE_CHECKING:
     from codefleet.config import Settings
 
-__all__ = ["hook", "join", "leave", "release"]
+__all__ = ["hold", "hook", "join", "leave", "release"]
 
 ALONGSIDE = "Work alongside the fleet"
 
@@ -147,7 +150,46 @@ def hook(
 
 
 @app.command(rich_help_panel=ALONGSIDE)
+def hold(
+    names: Annotated[list[str], typer.Argument(help="Resource names, e.g. db.")],
+    user: Annotated[
+        str | None, typer.Option("--user", help="Who holds it (default: your login name).")
+    ] = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Hold named resources as a person: no fleet task naming one runs until you release it."""
+    from codefleet.cli.output import console
+
+    person = user or _login()
+    settings = settings_from(server_url=server, token=token)
+    answer = call_server(settings, lambda c: c.hold(f"hold-{person}", person, list(names)))
+    if json_out:
+        print_json(answer)
+    if answer["decision"] != "allow":
+        for denied in answer["denied"]:
+            console.print(f"refused: {denied['message']}")
+        raise typer.Exit(1)
+    if not json_out:
+        console.print(f"{answer['holder']['name']} holds {', '.join(names)}; "
+                      f"`codefleet release {' '.join(names)}` gives it back")  # fmt: skip
+
+
+def _login() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name in this environment
+        return "you"
+
+
+@app.command(rich_help_panel=ALONGSIDE)
 def release(
+    names: Annotated[
+        list[str] | None, typer.Argument(help="Resource names a person holds (codefleet hold).")
+    ] = None,
     session: Annotated[
         str | None, typer.Option("--session", help="The Claude Code session id (or its prefix).")
     ] = None,
@@ -161,9 +203,12 @@ def release(
     """Release the leases a person's Claude Code session holds (it may write again later)."""
     from codefleet.cli.output import console
 
-    if (session is None) == (not all_interactive):
-        raise fail("give exactly one of --session ID and --all-interactive")
     settings = settings_from(server_url=server, token=token)
+    if names:
+        _release_resources(settings, names, json_out)
+        return
+    if (session is None) == (not all_interactive):
+        raise fail("give resource names, or exactly one of --session ID and --all-interactive")
 
     async def go(client: Any) -> dict[str, Any]:
         session_id = await _resolve_session(client, session) if session else None
@@ -179,6 +224,21 @@ def release(
     for item in answer["released"]:
         paths = ", ".join(item["paths"]) or "no files"
         console.print(f"released {item['name']} ({item['session_id']}): {paths}")
+
+
+def _release_resources(settings: Settings, names: list[str], json_out: bool) -> None:
+    from codefleet.cli.output import console
+
+    answer = call_server(settings, lambda c: c.unhold(list(names)))
+    if json_out:
+        print_json(answer)
+    else:
+        for name in answer["released"]:
+            console.print(f"released {name}")
+        for name, why in answer["refused"].items():
+            console.print(f"not released: {name} ({why})")
+    if answer["refused"]:
+        raise typer.Exit(1)
 
 
 async def _resolve_session(client: Any, given: str) -> str:

@@ -92,7 +92,9 @@ def budget(
 
 def budget_line(budget: dict[str, Any]) -> str:
     """The budget in one line: the cap and its kind of stop, what was spent, whether it holds."""
-    spent = f"${budget['spent_usd']:.4f} spent"
+    from codefleet.wording import spent_text
+
+    spent = spent_text(budget["spent_usd"], bool(budget.get("simulated")))
     if budget["max_cost_usd"] is None:
         return f"no fleet budget · {spent}"
     stop = "hard stop" if budget["hard"] else "running tasks finish"

@@ -69,7 +69,7 @@ async def load_graph_file(
         _changed(spec, stored[spec["id"]]) for spec in graph.tasks if spec.get("id") in stored
     ]
     said = [f"{graph.path}: {line}" for line in changed if line]
-    new = GraphTasks([t for t in graph.tasks if t.get("id") not in stored], graph.tasks.checks)
+    new = graph.tasks.with_tasks([t for t in graph.tasks if t.get("id") not in stored])
     if not new:
         if all_checks:
             await client.define_checks(all_checks)

@@ -68,7 +68,9 @@ def tasks(
             print_json(data)
         else:
             reads = call_server(settings, lambda c: _read_events(c, task_id))
-            console.print(task_detail(data, reads, crop=console.is_terminal))
+            budget = call_server(settings, lambda c: c.health())["budget"]
+            simulated = bool(budget.get("simulated"))
+            console.print(task_detail(data, reads, crop=console.is_terminal, simulated=simulated))
         return
     rows = call_server(settings, lambda c: c.tasks(status))
     if json_out:

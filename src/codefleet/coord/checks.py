@@ -71,6 +71,11 @@ class CheckRegistry:
             changed.append(name)
         return changed
 
+    def define_resources(self, resources: Mapping[str, list[str]]) -> None:
+        """Each known check's resources (caller's transaction); an unknown name is skipped."""
+        for name, names in sorted(resources.items()):
+            self.store.set_check_resources(name, sorted(set(names)))
+
     def record(
         self, task_id: str, agent_id: str, attempt: int, command: str, report: Mapping[str, Any]
     ) -> int:

@@ -47,6 +47,7 @@ from codefleet.coord.recovery import AliveMark
 from codefleet.coord.registration import check_tree
 from codefleet.coord.restores import Restores
 from codefleet.coord.runnercalls import RunnerCalls
+from codefleet.coord.sequences import Sequences
 from codefleet.coord.store import Store, Touched
 from codefleet.coord.tasks import TaskTable
 from codefleet.errors import InvalidState, NotOwner
@@ -60,6 +61,7 @@ from codefleet.models import (
     utcnow,
 )
 from codefleet.paths import TreeRoot
+from codefleet.resources import is_resource_key, resource_name, valid_resource_name
 
 __all__ = ["Engine", "EngineConfig"]
 
@@ -94,10 +96,11 @@ class Engine:
         self.checks = CheckRegistry(store)
         self.limits = FleetLimits(store, Budget(cfg.max_cost, cfg.max_cost_hard))
         self.alive = AliveMark(store, clock, cfg.heartbeat_interval)
+        self.sequences = Sequences(store, clock)
         parts = CallParts(
             store=store, tree=tree, clock=clock, agents=self.agents, tasks=self.tasks,
             leases=self.leases, files=self.files, checks=self.checks, limits=self.limits,
-            transition=self.transition, kick=self.kick,
+            transition=self.transition, kick=self.kick, sequences=self.sequences,
         )  # fmt: skip
         self.runner = RunnerCalls(parts, task_timeout=cfg.task_timeout, pull_tick=self._pull_tick)
         self.operator = OperatorCalls(parts, max_attempts=cfg.max_attempts)
@@ -127,6 +130,24 @@ class Engine:
     ) -> LeaseAnswer:
         return self.runner.acquire(agent_id, epoch, task_id, paths, tool)
 
+    def acquire_resource(self, agent_id: str, epoch: int, task_id: str, name: str) -> LeaseAnswer:
+        return self.runner.acquire_resource(agent_id, epoch, task_id, name)
+
+    def next_number(self, agent_id: str, epoch: int, task_id: str, sequence: str) -> dict[str, Any]:
+        return self.runner.next_number(agent_id, epoch, task_id, sequence)
+
+    def define_check_resources(self, resources: Mapping[str, list[str]]) -> None:
+        """Set the resources each named check must hold to run (`[]`: none), in one transaction."""
+        if resources:
+            with self.transition():
+                self.checks.define_resources(resources)
+
+    def define_sequences(self, starts: Mapping[str, int]) -> None:
+        """Create or raise the graph's counters (`sequences:`), in one transaction."""
+        if starts:
+            with self.transition():
+                self.sequences.define(starts)
+
     def record_change(
         self, agent_id: str, epoch: int, task_id: str, path: str, tool: str,
         sha256: str | None = None,
@@ -146,6 +167,11 @@ class Engine:
         self, task_id: str, agent_id: str, epoch: int, report: Mapping[str, Any]
     ) -> dict[str, Any]:
         return self.runner.record_check(task_id, agent_id, epoch, report)
+
+    def record_command(
+        self, task_id: str, agent_id: str, epoch: int, report: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        return self.runner.record_command(task_id, agent_id, epoch, report)
 
     def foreign_preimages(self, task_id: str) -> dict[str, Any]:
         return self.runner.foreign_preimages(task_id)
@@ -214,6 +240,7 @@ class Engine:
         self.interactive.load()
         self.files.load()
         self.limits.load(self.clock())
+        self.sequences.load()
 
     def reload_touched(self, touched: Touched) -> None:
         """Re-read what a rolled-back transaction touched; nothing else (the store calls this)."""
@@ -224,6 +251,7 @@ class Engine:
         if touched.interactive:
             self.interactive.load()
         self.limits.load(self.clock())  # a pause is its events: re-read the last one
+        self.sequences.load()  # a few names: a rolled-back definition is forgotten
 
     @contextmanager
     def transition(self) -> Iterator[None]:
@@ -363,7 +391,12 @@ class Engine:
         if self.leases.paths_of(task_id):
             log.info("skip Assign of %s: its last attempt's files are not restored yet", task_id)
             return
+        held = self.leases.held_by_others(sorted(task.resources), task_id)
+        if held:
+            log.info("skip stale Assign of %s: %s is held by %s", task_id, *held[0])
+            return
         self.tasks.assign(task, agent_id, agent.name, now)
+        self.leases.grant(sorted(task.resources), agent_id, task_id, "assign")  # taken with it
         self.agents.busy(agent, task_id, to_iso(now))
         self.agents.wake(agent_id)
 
@@ -417,6 +450,9 @@ class Engine:
         self.tasks.requeue(task, kind, error, now, blocked_on_path=widen)
 
     def _canonical_or_none(self, raw: str) -> str | None:
+        """The lease key a veto names: a resource's own key, or a path canonicalized."""
+        if is_resource_key(raw):
+            return raw if valid_resource_name(resource_name(raw)) else None
         try:
             return self.tree.canonical(raw)
         except ValueError:

@@ -48,6 +48,8 @@ class NewTask:
     verify: str | None = None
     estimate_min: int | None = None  # read by `graph check` and `plan`; not stored
     on_stale_read: str | None = None  # a `StaleReadPolicy` value; None: the default
+    shell_mode: str | None = None  # a `ShellMode` value; None: the fleet's default
+    resources: Sequence[str] = ()  # names (`resources`), held for the whole attempt
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +100,8 @@ def task_rows(
                 "priority": spec.priority, "file_scope": batch.scopes[task_id],
                 "max_attempts": spec.max_attempts or default_max_attempts,
                 "verify": spec.verify, "on_stale_read": spec.on_stale_read,
-                "created_at": at, "updated_at": at,
+                "shell": spec.shell_mode, "created_at": at, "updated_at": at,
+                "resources": sorted(set(spec.resources)),
             }
         )  # fmt: skip
         edges.extend((task_id, dep) for dep in dict.fromkeys(spec.depends_on))

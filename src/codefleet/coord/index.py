@@ -30,6 +30,7 @@ from codefleet.coord import readiness
 from codefleet.coord.readiness import Standing, standing
 from codefleet.coord.scheduler import TaskView, candidate_order
 from codefleet.models import TaskStatus, from_iso
+from codefleet.resources import resource_keys
 
 __all__ = ["DEAD", "LiveIndex", "LiveTask", "live_task"]
 
@@ -59,9 +60,11 @@ class LiveTask:
     description: str = ""
     verify: str | None = None
     on_stale_read: str | None = None  # None: the default policy (reconcile)
+    shell_mode: str | None = None
     error: str | None = None  # the last attempt's failure (set by a requeue, kept as stored)
     error_kind: str | None = None
     blocked_on_path: str | None = None
+    resources: frozenset[str] = frozenset()  # the lease keys of its named resources
 
     @property
     def charged(self) -> int:
@@ -86,6 +89,7 @@ class LiveTask:
             assigned_agent_id=self.agent_id,
             assigned_at=self.assigned_at,
             unstarted=self.status is TaskStatus.ASSIGNED,
+            resources=self.resources,
         )
 
 
@@ -107,9 +111,11 @@ def live_task(row: Mapping[str, Any]) -> LiveTask:
         description=row["description"],
         verify=row.get("verify"),
         on_stale_read=row.get("on_stale_read"),
+        shell_mode=row.get("shell"),
         error=row["error"],
         error_kind=row["error_kind"],
         blocked_on_path=row["blocked_on_path"],
+        resources=resource_keys(row.get("resources") or ()),
     )
 
 
@@ -267,6 +273,9 @@ class LiveIndex:
                 row["max_attempts"], row["created_at"], title=row["title"],
                 description=row["description"], verify=row.get("verify"),
                 on_stale_read=row.get("on_stale_read"),
+                shell_mode=row.get("shell"),
+
+                resources=resource_keys(row.get("resources") or ()),
             )  # fmt: skip
             status[task_id] = pending
             task.unmet = sum(1 for p in parents.get(task_id, ()) if status.get(p) is not succeeded)

@@ -24,12 +24,13 @@ the engine's `kick`, never the engine.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Any, Final
 
 from codefleet.coord.answers import Denial, HolderRef, LeaseAnswer
 from codefleet.coord.leases import HolderOf, LeaseTable, denial
@@ -45,6 +46,7 @@ from codefleet.models import (
     to_iso,
 )
 from codefleet.paths import PathRejected, TreeRoot
+from codefleet.resources import resource_key
 
 __all__ = ["INTERACTIVE", "Holder", "InteractiveHolders"]
 
@@ -201,6 +203,36 @@ class InteractiveHolders:
             self.kick()
         return released
 
+    def hold(self, session_id: str, user: str, names: list[str]) -> LeaseAnswer:
+        """A person takes named resources (`codefleet hold db`), all or nothing, like a write."""
+        keys = sorted({resource_key(n) for n in names})
+        now = self.clock()
+        with self.store.transaction():
+            holder = self._holder(session_id, user, now)
+            held = self.leases.held_by_others(keys, holder.task_id)
+            if held:
+                return self._deny_held(holder, held, "hold")
+            self.leases.grant(keys, holder.agent_id, holder.task_id, "hold", kind=INTERACTIVE)
+            self._touch(holder, now)
+        ref = HolderRef(holder.agent_id, holder.name, holder.task_id)
+        return LeaseAnswer(True, granted=tuple(keys), holder=ref)
+
+    def unhold(self, names: list[str]) -> dict[str, Any]:
+        """Release named resources people hold (`codefleet release db`); a task's are refused."""
+        released: list[str] = []
+        refused: dict[str, str] = {}
+        with self.store.transaction():
+            for name in sorted(set(names)):
+                agent_id, task_id = self.leases.holders.get(resource_key(name), ("", ""))
+                if agent_id in self.by_agent:
+                    self.leases.drop(task_id, [resource_key(name)], ReleaseReason.OPERATOR)
+                    released.append(name)
+                else:
+                    refused[name] = f"held by task {task_id}" if task_id else "not held"
+        if released:
+            self.kick()
+        return {"released": released, "refused": refused}
+
     def expire_idle(self, now: datetime) -> list[Row]:
         """Release every active session that has not written for `idle_after`."""
         idle = [
@@ -263,11 +295,10 @@ class InteractiveHolders:
     def _new_holder(self, session_id: str, user: str, now: datetime) -> Holder:
         person = USER_CHARS.sub("", user)[:32] or "you"
         taken = {h.task_id for h in self.by_session.values()} | {h.name for h in self.by_session.values()}  # fmt: skip
-        short = session_id[:8]
-        for width in (8, 16, len(session_id)):
-            short = session_id[:width]
-            if f"{TASK_PREFIX}{short}" not in taken and f"{person}@{short}" not in taken:
-                break
+        short = next(
+            s for s in _shorts(session_id)
+            if f"{TASK_PREFIX}{s}" not in taken and f"{person}@{s}" not in taken
+        )  # fmt: skip
         return Holder(
             session_id=session_id, agent_id=new_agent_id(), name=f"{person}@{short}",
             task_id=f"{TASK_PREFIX}{short}", title=f"{person}'s interactive Claude Code session",
@@ -317,3 +348,13 @@ class InteractiveHolders:
         )  # fmt: skip
         return {"session_id": holder.session_id, "name": holder.name, "task_id": holder.task_id,
                 "paths": paths, "reason": reason.value}  # fmt: skip
+
+
+def _shorts(session_id: str) -> Iterator[str]:
+    """A session's short names, shortest first: a prefix, then the whole id, then numbered.
+
+    A short id can equal another session's prefix (`abcdefgh` beside `abcdefgh-…`), so
+    the whole id alone is not always free; a numbered one always is, in time.
+    """
+    yield from dict.fromkeys(session_id[:width] for width in (8, 16, len(session_id)))
+    yield from (f"{session_id}~{n}" for n in itertools.count(2))

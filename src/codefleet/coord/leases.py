@@ -25,6 +25,7 @@ from codefleet.coord.files import Files
 from codefleet.coord.store import Store
 from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
 from codefleet.paths import PathRejected, TreeRoot
+from codefleet.resources import is_resource_key
 
 __all__ = ["HolderOf", "LeaseTable", "denial"]
 
@@ -93,7 +94,8 @@ class LeaseTable:
         held = self.held_by_others(keys, task_id)
         if held:
             return self._deny_held(agent_id, agent_name, task_id, held, tool)
-        refused = self.files.capture_preimages(task_id, [k for k in keys if k not in self.holders])
+        new_paths = [k for k in keys if k not in self.holders and not is_resource_key(k)]
+        refused = self.files.capture_preimages(task_id, new_paths)  # a resource has no pre-image
         if refused:
             return LeaseAnswer.deny(refused)
         self.grant(keys, agent_id, task_id, tool)

@@ -17,6 +17,8 @@ scheduler's snapshot, which assigns nothing while either holds.
   `POST /fleet/budget`); `announce_exhausted` emits `fleet_budget_exhausted`
   once per exhaustion. A cap set live outlives a restart unless the restarted
   server was given one of its own (docs/decisions.md, "The fleet's budget").
+  Whether that cost is simulated (`models.cost_simulated` over the fleet runs'
+  `fleet_started`, read at `load`, added to by `started`) goes with it.
 """
 
 from __future__ import annotations
@@ -31,11 +33,12 @@ from typing import Any, Final
 from codefleet.coord.limitpolicy import Budget, LimitState, Pause, PauseChange, on_limit, on_success
 from codefleet.coord.scheduler import BudgetView
 from codefleet.coord.store import Store
-from codefleet.models import EventType, from_iso, to_iso
+from codefleet.models import EventType, cost_simulated, from_iso, to_iso
 
 __all__ = ["FleetLimits", "ResumeReason"]
 
 REASON_CHARS: Final = 300
+ALL_RUNS: Final = 1_000_000  # fleet runs read at load: every one, in practice
 
 
 class ResumeReason(StrEnum):
@@ -49,6 +52,7 @@ class FleetLimits:
         self.state = LimitState()
         self.budget = budget if budget is not None and budget.max_cost else self._logged_budget()
         self.spent = 0.0
+        self.runs: list[dict[str, Any]] = []  # each fleet run's `fleet_started` payload
         self.announced = True  # set per exhaustion; `load` decides the first value
 
     def _logged_budget(self) -> Budget:
@@ -61,6 +65,8 @@ class FleetLimits:
     def load(self, now: datetime) -> None:
         """Re-read the recorded cost, and pick up a pause the log says is still on."""
         self.spent = self.store.usage_totals()[2]
+        started = self.store.events(limit=ALL_RUNS, type_=EventType.FLEET_STARTED)
+        self.runs = [event["payload"] for event in started]
         self.announced = self.budget.exhausted(self.spent)  # said before the restart, if so
         self.state = LimitState()
         last = self.store.last_event_of((EventType.FLEET_PAUSED, EventType.FLEET_RESUMED))
@@ -125,11 +131,21 @@ class FleetLimits:
     def exhausted(self) -> bool:
         return self.budget.exhausted(self.spent)
 
+    def started(self, payload: dict[str, Any]) -> None:
+        """A fleet run began (`fleet_started`): it says whether its cost is simulated."""
+        self.runs.append(payload)
+
+    @property
+    def simulated(self) -> bool:
+        """No real model ran on this server: the cost is priced, not spent."""
+        return cost_simulated(self.runs)
+
     def budget_view(self) -> BudgetView:
         return BudgetView(self.exhausted(), self.announced, self.budget.hard)
 
     def announce_exhausted(self, in_flight: list[str], pending: int) -> None:
         self.announced = True
+        said: dict[str, Any] = {"simulated": True} if self.simulated else {}  # as fleet_started
         self.store.emit(
             EventType.FLEET_BUDGET_EXHAUSTED,
             max_cost_usd=self.budget.max_cost,
@@ -137,6 +153,7 @@ class FleetLimits:
             hard=self.budget.hard,
             running=in_flight,
             not_started=pending,
+            **said,
         )
 
     def set_budget(self, budget: Budget) -> None:
@@ -168,6 +185,7 @@ class FleetLimits:
             "hard": self.budget.hard,
             "spent_usd": round(self.spent, 6),
             "exhausted": self.exhausted(),
+            "simulated": self.simulated,
         }
 
     def view(self, now: datetime) -> dict[str, Any]:

@@ -80,6 +80,8 @@ class OperatorCalls:
             raise ValueError(f"{kind} is not a fleet event")
         with self.transition():
             event = self.store.emit(event_type, **payload)
+        if event_type is EventType.FLEET_STARTED:
+            self.limits.started(payload)
         return {"event_id": event["id"]}
 
     def record_commits(self, branch: str, commits: list[tuple[str, str]]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from codefleet.coord.files import Files
 from codefleet.coord.leases import LeaseTable
 from codefleet.coord.limits import FleetLimits
 from codefleet.coord.restores import Transition
+from codefleet.coord.sequences import Sequences
 from codefleet.coord.store import Store
 from codefleet.coord.tasks import TaskTable
 from codefleet.paths import TreeRoot
@@ -39,5 +40,6 @@ class CallParts:
     files: Files
     checks: CheckRegistry
     limits: FleetLimits
+    sequences: Sequences
     transition: Transition  # one store transaction, restores after the outermost COMMIT
     kick: Callable[[], None]  # ask for a tick soon

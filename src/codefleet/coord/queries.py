@@ -17,6 +17,7 @@ TASK_COLUMNS: Final = frozenset(
         "status",
         "priority",
         "file_scope",
+        "resources",
         "assigned_agent_id",
         "attempts",
         "uncharged_attempts",
@@ -60,7 +61,7 @@ AGENT_COLUMNS: Final = frozenset(
 
 INSERT_TASK_COLUMNS: Final = (
     "id", "seq", "title", "description", "status", "priority", "file_scope", "max_attempts",
-    "verify", "on_stale_read", "created_at", "updated_at",
+    "verify", "on_stale_read", "shell", "created_at", "updated_at", "resources",
 )  # fmt: skip
 INSERT_TASK: Final = (  # positional: executemany binds tuples faster than dicts
     f"INSERT INTO tasks ({', '.join(INSERT_TASK_COLUMNS)})"
@@ -71,6 +72,7 @@ TABLE_COLUMNS: Final = "SELECT name FROM pragma_table_info(?)"
 MIGRATIONS: Final = (
     ("tasks", "verify", "ALTER TABLE tasks ADD COLUMN verify TEXT"),
     ("tasks", "on_stale_read", "ALTER TABLE tasks ADD COLUMN on_stale_read TEXT"),
+    ("tasks", "shell", "ALTER TABLE tasks ADD COLUMN shell TEXT"),
     ("file_changes", "attempt", "ALTER TABLE file_changes ADD COLUMN attempt INTEGER"),
     ("file_changes", "sha256", "ALTER TABLE file_changes ADD COLUMN sha256 TEXT"),
     (
@@ -85,6 +87,8 @@ MIGRATIONS: Final = (
         "uncharged_attempts",
         "ALTER TABLE tasks ADD COLUMN uncharged_attempts INTEGER NOT NULL DEFAULT 0",
     ),
+    ("tasks", "resources", "ALTER TABLE tasks ADD COLUMN resources TEXT NOT NULL DEFAULT '[]'"),
+    ("checks", "resources", "ALTER TABLE checks ADD COLUMN resources TEXT NOT NULL DEFAULT '[]'"),
 )
 INSERT_DEPENDENCY: Final = "INSERT INTO task_dependencies (task_id, depends_on_id) VALUES (?, ?)"
 SELECT_TASK: Final = "SELECT * FROM tasks WHERE id = ?"
@@ -161,8 +165,16 @@ UPSERT_META: Final = """INSERT INTO server_meta (key, value) VALUES (?, ?)
     ON CONFLICT (key) DO UPDATE SET value = excluded.value"""
 SELECT_META: Final = "SELECT value FROM server_meta WHERE key = ?"
 
+UPSERT_SEQUENCE: Final = """INSERT INTO sequences (name, last_value, defined_at) VALUES (?, ?, ?)
+    ON CONFLICT (name) DO UPDATE SET last_value = MAX(last_value, excluded.last_value)"""
+SELECT_SEQUENCES: Final = "SELECT * FROM sequences ORDER BY name"
+NEXT_IN_SEQUENCE: Final = (
+    "UPDATE sequences SET last_value = last_value + 1 WHERE name = ? RETURNING last_value"
+)
+
 UPSERT_CHECK: Final = """INSERT INTO checks (name, command, defined_at) VALUES (?, ?, ?)
     ON CONFLICT (name) DO UPDATE SET command = excluded.command, defined_at = excluded.defined_at"""
+SET_CHECK_RESOURCES: Final = "UPDATE checks SET resources = ? WHERE name = ?"
 SELECT_CHECKS: Final = "SELECT * FROM checks ORDER BY name"
 
 UPSERT_INTERACTIVE: Final = """INSERT INTO interactive_sessions (session_id, agent_id, name,

@@ -116,6 +116,18 @@ class EngineReads:
     def lease_rows(self) -> list[Row]:
         return self._engine.store.leases()
 
+    def sequence_rows(self) -> list[Row]:
+        return self._engine.store.sequences()
+
+    def resource_claims(self) -> dict[str, list[str]]:
+        """Pending tasks by each resource key they declare (who waits for a held one)."""
+        claims: dict[str, list[str]] = {}
+        for task in self._engine.tasks.index.live.values():
+            if task.status is TaskStatus.PENDING:
+                for key in task.resources:
+                    claims.setdefault(key, []).append(task.id)
+        return {key: sorted(ids) for key, ids in claims.items()}
+
     def events(self, since: int, limit: int, type_: str | None = None) -> list[Row]:
         return self._engine.store.events(since, limit, type_)
 

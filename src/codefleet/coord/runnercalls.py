@@ -28,6 +28,7 @@ from codefleet.coord.readevents import emit_read_events
 from codefleet.errors import NotOwner
 from codefleet.models import DenyReason, ErrorKind, EventType, StaleReadPolicy, TaskStatus, to_iso
 from codefleet.paths import PathRejected
+from codefleet.resources import resource_key, resource_name
 
 __all__ = ["RunnerCalls"]
 
@@ -46,6 +47,7 @@ class RunnerCalls:
         self.leases = parts.leases
         self.files = parts.files
         self.checks = parts.checks
+        self.sequences = parts.sequences
         self.transition = parts.transition
         self.kick = parts.kick
         self.task_timeout = task_timeout
@@ -75,7 +77,10 @@ class RunnerCalls:
             deadline=datetime.fromtimestamp(deadline, task.assigned_at.tzinfo),
             blocked_on_path=task.blocked_on_path, error=task.error,
             error_kind=None if kind is None else ErrorKind(kind), verify=task.verify,
+            shell_mode=task.shell_mode,
             on_stale_read=StaleReadPolicy(task.on_stale_read or StaleReadPolicy.RECONCILE),
+
+            resources=tuple(sorted(map(resource_name, task.resources))),
         )  # fmt: skip
 
     async def wait_assignment(self, agent_id: str, epoch: int, wait: float) -> AssignedTask | None:
@@ -213,6 +218,57 @@ class RunnerCalls:
         with self.transition():
             event_id = self.checks.record(task_id, agent_id, task.attempts, command, report)
         return {"event_id": event_id}
+
+    def record_command(
+        self, task_id: str, agent_id: str, epoch: int, report: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """One `command_started` or `command_finished` event for the owner's current attempt."""
+        agent = self.agents.check_epoch(agent_id, epoch)
+        self.agents.touch(agent)
+        task = self.tasks.owned(task_id, agent_id)
+        if report["attempt"] != task.attempts:
+            raise NotOwner(
+                f"attempt {report['attempt']} of {task_id} is over",
+                {"task_id": task_id, "attempt": task.attempts},
+            )
+        started = report["phase"] == "started"
+        kind = EventType.COMMAND_STARTED if started else EventType.COMMAND_FINISHED
+        body = {k: v for k, v in report.items() if k not in ("agent_id", "phase") and v is not None}
+        with self.transition():
+            event = self.store.emit(kind, task_id=task_id, agent_id=agent_id, **body)
+        return {"event_id": int(event["id"])}
+
+    def acquire_resource(self, agent_id: str, epoch: int, task_id: str, name: str) -> LeaseAnswer:
+        """The named resource for the owner's attempt, like one file's lease (no pre-image)."""
+        agent = self.agents.check_epoch(agent_id, epoch)
+        self.agents.touch(agent)
+        key = resource_key(name)
+        task = self.tasks.index.in_flight.get(task_id)
+        if task is None or task.agent_id != agent_id:
+            return LeaseAnswer.deny(
+                [denial(key, DenyReason.NOT_OWNER)], f"task {task_id} is not yours"
+            )
+        if self.leases.all_ours([key], task_id):
+            return LeaseAnswer(True, granted=(key,))
+        with self.transition():
+            return self.leases.acquire(agent_id, agent.name, task_id, [key], "acquire_resource")
+
+    def next_number(self, agent_id: str, epoch: int, task_id: str, sequence: str) -> dict[str, Any]:
+        """The sequence's next value for the owner's attempt, committed before it is answered."""
+        agent = self.agents.check_epoch(agent_id, epoch)
+        self.agents.touch(agent)
+        self.tasks.owned(task_id, agent_id)
+        if sequence not in self.sequences.known:
+            known = sorted(self.sequences.known)
+            listed = ", ".join(known) or "none are defined"
+            return {"value": None, "known": known,
+                    "refused": f"there is no sequence {sequence!r} (known sequences: {listed})"}  # fmt: skip
+        with self.transition():
+            value = self.sequences.take(sequence, task_id, agent_id)
+        if value is None:  # its definition rolled back meanwhile
+            return {"value": None, "known": sorted(self.sequences.known),
+                    "refused": f"sequence {sequence!r} is not defined any more"}  # fmt: skip
+        return {"value": value, "sequence": sequence}
 
     def foreign_preimages(self, task_id: str) -> dict[str, Any]:
         """Pre-images of every path leased by another task: what the isolated view restores."""

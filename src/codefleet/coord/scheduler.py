@@ -14,7 +14,8 @@ in ONE transaction:
 6. when the fleet's budget is spent: announce it once, and with a hard stop
    take back every attempt still running;
 7. assign runnable tasks to idle agents, unless the fleet is paused or its
-   budget is spent;
+   budget is spent; a task whose files or named resources meet what is busy
+   waits (a resource strictly: it is taken at assignment);
 8. announce that the fleet is idle: nothing live, or a spent budget and
    nothing left running (the fleet stopped; raising the budget resumes it).
 
@@ -80,6 +81,12 @@ class TaskView:
     assigned_agent_id: str | None = None
     assigned_at: datetime | None = None
     unstarted: bool = False  # assigned, but its runner has not started it yet
+    resources: frozenset[str] = frozenset()  # lease keys of its named resources (`resources`)
+
+    @property
+    def claims(self) -> frozenset[str]:
+        """What it keeps others from: its declared files and its resources (disjoint keys)."""
+        return self.file_scope | self.resources if self.resources else self.file_scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +121,7 @@ class FleetState:
     exhausted: tuple[TaskView, ...] = ()
     in_flight: tuple[TaskView, ...] = ()
     agents: tuple[AgentView, ...] = ()
-    leases: tuple[tuple[str, str], ...] = ()  # (path, holder task id)
+    leases: tuple[tuple[str, str], ...] = ()  # (lease key: a path or a resource, holder task)
     live_tasks: int = 0
     idle_announced: bool = True
     stale_after: timedelta = timedelta(seconds=DEFAULT_STALE_AFTER_S)
@@ -285,7 +292,7 @@ def _busy_scope(state: FleetState, plan: _Plan) -> set[str]:
     busy: set[str] = set()
     for task in state.in_flight:
         if task.id not in plan.taken_back:
-            busy |= task.file_scope
+            busy |= task.claims
     busy.update(path for path, holder in state.leases if holder not in plan.taken_back)
     return busy
 
@@ -310,10 +317,11 @@ def _assign(state: FleetState, now: datetime, plan: _Plan) -> None:
     for task in state.candidates:
         if not agents:
             return
-        if not is_runnable(task, now) or not busy.isdisjoint(task.file_scope):
+        claims = task.claims
+        if not is_runnable(task, now) or not busy.isdisjoint(claims):
             continue  # skipped, never head-of-line blocking
         plan.decisions.append(Assign(task.id, agents.pop(0).id))
-        busy |= task.file_scope
+        busy |= claims
 
 
 def wants_wider_window(state: FleetState, decisions: Sequence[Decision]) -> bool:

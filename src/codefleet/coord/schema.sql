@@ -30,7 +30,9 @@ CREATE TABLE IF NOT EXISTS tasks (
     started_at       TEXT,
     completed_at     TEXT,
     verify           TEXT, -- the name of the check that verifies a finished session
-    on_stale_read    TEXT  -- the task's policy for stale reads (NULL: reconcile)
+    on_stale_read    TEXT, -- the task's policy for stale reads (NULL: reconcile)
+    shell            TEXT, -- run_command: off | on | network; NULL: the fleet's default
+    resources        TEXT NOT NULL DEFAULT '[]'  -- named resources held for each attempt
 );
 CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks(status);
 
@@ -140,7 +142,8 @@ CREATE TABLE IF NOT EXISTS patches (
 CREATE TABLE IF NOT EXISTS checks (
     name       TEXT PRIMARY KEY,
     command    TEXT NOT NULL,
-    defined_at TEXT NOT NULL
+    defined_at TEXT NOT NULL,
+    resources  TEXT NOT NULL DEFAULT '[]'  -- resources a run of it must hold (waited for)
 );
 
 -- A person's own Claude Code session that joined the lock (`codefleet join`): an
@@ -157,6 +160,15 @@ CREATE TABLE IF NOT EXISTS interactive_sessions (
     last_write_at TEXT NOT NULL,
     ended_at      TEXT,
     end_reason    TEXT
+);
+
+-- Fleet-wide counters (`sequences:` in the graph, the `next_number` tool): each value is
+-- committed before it is answered, so none is ever handed out twice (not after a rollback,
+-- a crash or a restart; gaps are fine). Not cleared by a reset.
+CREATE TABLE IF NOT EXISTS sequences (
+    name       TEXT PRIMARY KEY,
+    last_value INTEGER NOT NULL,  -- the last value handed out (the start minus one at first)
+    defined_at TEXT NOT NULL
 );
 
 -- What the server knows about itself across restarts: `alive_at`, the last time

@@ -168,12 +168,14 @@ def _preimage(row: sqlite3.Row) -> PreImage:
 
 
 def _task_params(task: Row) -> tuple[Any, ...]:
-    """`INSERT_TASK`'s parameters, in order; `verify` and `on_stale_read` may be left out."""
+    """`INSERT_TASK`'s parameters, in order; `verify`, `on_stale_read`, `shell` may be left out."""
     row = {
         "verify": None,
         "on_stale_read": None,
+        "shell": None,
         **task,
         "file_scope": plain_json(task["file_scope"]),
+        "resources": plain_json(task.get("resources") or []),
     }
     params: tuple[Any, ...] = _INSERT_TASK_PARAMS(row)
     return params
@@ -182,6 +184,7 @@ def _task_params(task: Row) -> tuple[Any, ...]:
 def _decode_task(row: sqlite3.Row) -> Row:
     task = dict(row)
     task["file_scope"] = json.loads(task["file_scope"])
+    task["resources"] = json.loads(task.get("resources") or "[]")
     return task
 
 
@@ -433,8 +436,9 @@ class Store:
         if unknown:
             raise ValueError(f"unknown task columns: {sorted(unknown)}")
         self.touched.tasks.add(task_id)
-        if "file_scope" in fields:
-            fields["file_scope"] = plain_json(fields["file_scope"])
+        for listed in ("file_scope", "resources"):
+            if listed in fields:
+                fields[listed] = plain_json(fields[listed])
         self._hold("tasks", task_id, fields)
 
     def add_usage(
@@ -648,7 +652,27 @@ class Store:
         self._write(q.UPSERT_CHECK, (name, command, at))
 
     def checks(self) -> list[Row]:
-        return [dict(r) for r in self._read(q.SELECT_CHECKS)]
+        rows = [dict(r) for r in self._read(q.SELECT_CHECKS)]
+        for row in rows:
+            row["resources"] = json.loads(row.get("resources") or "[]")
+        return rows
+
+    def set_check_resources(self, name: str, resources: list[str]) -> None:
+        self._write(q.SET_CHECK_RESOURCES, (plain_json(resources), name))
+
+    # -- sequences (`next_number`) ---------------------------------------------------------
+
+    def define_sequence(self, name: str, last_value: int, at: str) -> None:
+        """Create the counter, or raise its last value to `last_value` (never lower it)."""
+        self._write(q.UPSERT_SEQUENCE, (name, last_value, at))
+
+    def next_in_sequence(self, name: str) -> int | None:
+        """The counter's next value, taken (None: no such sequence)."""
+        row = self._write(q.NEXT_IN_SEQUENCE, (name,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def sequences(self) -> list[Row]:
+        return [dict(r) for r in self._read(q.SELECT_SEQUENCES)]
 
     # -- interactive sessions (a person's own Claude Code session) ------------------------
 

@@ -30,6 +30,7 @@ from codefleet.coord.recovery import reload_tasks
 from codefleet.coord.store import Row, Store
 from codefleet.errors import NotFound, NotOwner
 from codefleet.models import ErrorKind, EventType, TaskStatus, to_iso
+from codefleet.resources import is_resource_key, resource_name
 
 __all__ = ["NO_BACKOFF", "TaskTable"]
 
@@ -231,7 +232,11 @@ class TaskTable:
         if kind not in NO_BACKOFF and charged:
             seconds = min(self.config.backoff_base * task.attempts, self.config.backoff_cap)
             backoff = now + timedelta(seconds=seconds) if seconds > 0 else None
-        if blocked_on_path:
+        widened: dict[str, Any] = {}
+        if blocked_on_path and is_resource_key(blocked_on_path):  # a veto on a resource
+            task.resources = task.resources | {blocked_on_path}
+            widened["resources"] = sorted(map(resource_name, task.resources))
+        elif blocked_on_path:
             task.scope = task.scope | {blocked_on_path}
         task.backoff_until = backoff
         task.agent_id = None
@@ -245,12 +250,12 @@ class TaskTable:
         self.store.update_task(
             task.id, status=TaskStatus.PENDING, assigned_agent_id=None, backoff_until=until,
             error=error, error_kind=kind, blocked_on_path=blocked_on_path, file_scope=scope,
-            updated_at=to_iso(now),
+            updated_at=to_iso(now), **widened,
         )  # fmt: skip
         self.store.emit(
             EventType.TASK_REQUEUED, task_id=task.id, error_kind=kind, reason=error,
             attempt=task.attempts, backoff_until=until, blocked_on_path=blocked_on_path,
-            file_scope=scope, **detail,
+            file_scope=scope, **widened, **detail,
         )  # fmt: skip
 
     # -- the end of a task -----------------------------------------------------------------

@@ -18,7 +18,8 @@ never from the agent. One run is:
 An unknown name is refused locally with the list of known names (nothing
 runs, no event). A check that could not run (server unreachable, view
 failure) is `refused` with `infra=True`; so is, with its exit code and output,
-one whose shell could not start a program (exit 126/127, `programs.NOT_RUNNABLE`).
+one whose shell could not start a program (exit 126/127, `programs.NOT_RUNNABLE`),
+with the programs the lookup names (`programs.missing_programs`, in the view).
 """
 
 from __future__ import annotations
@@ -37,13 +38,14 @@ from typing import Any, Final
 from codefleet.api.client import ServerUnavailable
 from codefleet.errors import DomainError, NotOwner, StaleEpoch
 from codefleet.fleet.prewrite import WriteGate
-from codefleet.fleet.programs import NOT_RUNNABLE
+from codefleet.fleet.programs import NOT_RUNNABLE, missing_programs, not_started_text
+from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S, ResourceTools, wait_for_resources
 from codefleet.fleet.shell import check_env, run_command
 from codefleet.fleet.view import copy_tree, overlay
 from codefleet.models import CheckPurpose
 from codefleet.rollback import PreImage
 
-__all__ = ["CHECK_TOOL", "CheckLimits", "CheckResult", "Checker"]
+__all__ = ["CHECK_TOOL", "CheckLimits", "CheckResult", "Checker", "decode_preimages"]
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,7 @@ class CheckLimits:
     output_chars: int = OUTPUT_CHARS
     exclude: tuple[Path, ...] = ()  # protected paths (database, run dir) if inside the tree
     view_dir: Path | None = None  # where views are made; None: the system temp dir
+    resource_wait: float = DEFAULT_RESOURCE_WAIT_S  # for the resources a check names
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,7 @@ class CheckResult:
     unrestorable: tuple[str, ...] = ()  # held by another task, no pre-image (rollback off)
     refused: str | None = None  # why it did not run
     infra: bool = False  # ... through no fault of the agent
+    unstartable: tuple[tuple[str, str], ...] = ()  # (program, why) on exit 126/127, if found
 
     @property
     def passed(self) -> bool:
@@ -119,19 +123,25 @@ class CheckResult:
         lines.append("Output:" if self.output else "(no output)")
         return "\n".join(lines) + ("\n" + self.output if self.output else "")
 
-    def failure_text(self) -> str:
+    def failure_text(self, task_id: str) -> str:
         """The `error` of an attempt this check failed to verify (the next prompt shows it)."""
         if self.refused is not None:
             return f"Verification with check `{self.name}` did not run: {self.refused}"
         if self.not_runnable:
-            return (
-                f"Verification with check `{self.name}` {self.verdict} where checks run; not "
-                f"the agent's fault: install the program or fix the check's command "
-                f"({self.command}). Output:\n{self.output or '(no output)'}"
-            )
+            return self._unrunnable_text(task_id)
         return (
             f"Verification failed: check `{self.name}` {self.verdict} after the session "
             f"ended ({self.command}). Output:\n{self.output or '(no output)'}"
+        )
+
+    def _unrunnable_text(self, task_id: str) -> str:
+        """What failed a task at once: the program and what to do first, then the output."""
+        what, programs = not_started_text(self.unstartable, self.exit_code or 0)
+        return (
+            f"check `{self.name}` could not start: {what} where checks run. Install {programs} "
+            f"where checks run, or fix the check's command ({self.command}), then `codefleet "
+            f"retry {task_id}`. Not the agent's fault, so not retried (exit code "
+            f"{self.exit_code}). Output:\n{self.output or '(no output)'}"
         )
 
     def finished_event(self, attempt: int) -> dict[str, Any]:
@@ -149,10 +159,12 @@ class Checker:
     """The named checks one attempt may run; see the module docstring."""
 
     def __init__(
-        self, gate: WriteGate, commands: Mapping[str, str], attempt: int, limits: CheckLimits
-    ) -> None:
+        self, gate: WriteGate, commands: Mapping[str, str], attempt: int, limits: CheckLimits,
+        resources: Mapping[str, list[str]] | None = None,
+    ) -> None:  # fmt: skip
         self.gate = gate
         self.commands = dict(commands)
+        self.resources = dict(resources or {})  # check name -> the resources it must hold
         self.attempt = attempt
         self.limits = limits
         self.results: list[CheckResult] = []
@@ -176,6 +188,14 @@ class Checker:
         if command is None:
             return CheckResult(name, purpose, refused=self.unknown(name))
         limit = min(self.limits.timeout, timeout) if timeout else self.limits.timeout
+        if self.resources.get(name):  # taken for the attempt, like a file; or busy, not run
+            busy = await wait_for_resources(
+                ResourceTools(self.gate), self.resources[name], self.limits.resource_wait
+            )
+            if busy is not None:
+                result = CheckResult(name, purpose, command, refused=busy)
+                self.results.append(result)
+                return result
         started = {"attempt": self.attempt, "name": name, "phase": "started", "purpose": purpose}
         problem = await self._post(started)
         if problem is not None:
@@ -214,8 +234,12 @@ class Checker:
         try:
             built = await self._build(view)
             step = "the command could not be started"
+            env = check_env(view)
             ran = await run_command(
-                command, view, timeout=timeout, cap=self.limits.output_chars, env=check_env(view)
+                command, view, timeout=timeout, cap=self.limits.output_chars, env=env
+            )
+            unstartable = (
+                tuple(missing_programs(command, view, env)) if ran.exit_code in NOT_RUNNABLE else ()
             )
         except (ServerUnavailable, DomainError, OSError, ValueError) as err:
             why = f"Check {name} did not run: {step} ({type(err).__name__}: {err})."
@@ -228,6 +252,7 @@ class Checker:
             output_bytes=ran.output_bytes, timed_out=ran.timed_out, timeout_s=timeout,
             duration_s=ran.duration_s, view_ms=view_ms, view_files=files, isolated=isolated,
             unrestorable=unrestorable, infra=ran.exit_code in NOT_RUNNABLE,
+            unstartable=unstartable,
         )  # fmt: skip
 
     async def _build(self, view: Path) -> tuple[float, int, tuple[str, ...], tuple[str, ...]]:
@@ -238,13 +263,13 @@ class Checker:
         stats = await asyncio.to_thread(copy_tree, self.gate.tree.root, view, exclude)
         after = await client.foreign_preimages(task_id)
         started = time.perf_counter()
-        images = {**_decode(before), **_decode(after)}
+        images = {**decode_preimages(before), **decode_preimages(after)}
         isolated = await asyncio.to_thread(overlay, view, images.values())
         ms = stats.ms + (time.perf_counter() - started) * 1000.0
         return ms, stats.files, tuple(sorted(isolated)), tuple(after.get("unrestorable") or ())
 
 
-def _decode(answer: Mapping[str, Any]) -> dict[str, PreImage]:
+def decode_preimages(answer: Mapping[str, Any]) -> dict[str, PreImage]:
     return {
         f["path"]: PreImage(
             path=f["path"], existed=bool(f["existed"]), mode=f.get("mode"),

@@ -4,7 +4,8 @@ An executor runs ONE attempt of one task and returns its `AttemptReport`
 (stamped with `attempt.number`; the runner adds `duration_ms`). It writes
 files only through the attempt's `WriteGate` (the pre-write path), and runs
 commands only as named checks through the attempt's `Checker` (None when the
-operator defined no check). Two
+operator defined no check) and, when the task has the shell, through its
+`CommandRunner` (whose changes reach the tree only through the leases). Two
 implementations exist and are held to one contract test: `scripted` (a
 deterministic script, for `--dry-run` and the coordination tests) and
 `session` (a real Claude Code session through the Claude Agent SDK).
@@ -27,6 +28,7 @@ from typing import Any, Protocol
 
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.fleet.checks import Checker
+from codefleet.fleet.commands import CommandRunner
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.fleet.reads import ReadLog
 from codefleet.models import DEFAULT_RECONCILE_ROUNDS
@@ -42,6 +44,7 @@ class Attempt:
     run_dir: Path
     runner_name: str
     checks: Checker | None = None
+    commands: CommandRunner | None = None  # the run_command tool, when the task has it
     reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS
     reads: ReadLog = field(default_factory=ReadLog)
 

@@ -24,11 +24,15 @@ from typing import Any
 
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S
+from codefleet.fleet.commands import ShellConfig
 from codefleet.fleet.executor import Executor
+from codefleet.fleet.programs import NOT_RUNNABLE, missing_programs, not_started_text
+from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S
 from codefleet.fleet.runner import MAX_RETRY_S, RETRY_START_S, Runner, RunnerOptions
 from codefleet.fleet.shell import check_env, run_command
 from codefleet.models import DEFAULT_RECONCILE_ROUNDS, EventType, TaskStatus
 from codefleet.paths import DEFAULT_PROTECTED_NAMES
+from codefleet.wording import spent_text
 
 __all__ = [
     "FleetResult",
@@ -49,10 +53,21 @@ class VerifyResult:
     exit_code: int
     output: str
     duration_s: float
+    unstartable: tuple[tuple[str, str], ...] = ()  # (program, why) on exit 126/127, if found
 
     @property
     def ok(self) -> bool:
         return self.exit_code == 0
+
+    def cannot_start(self) -> str | None:
+        """What to do when the shell could not start a program (exit 126/127), else None."""
+        if self.exit_code not in NOT_RUNNABLE:
+            return None
+        what, programs = not_started_text(self.unstartable, self.exit_code)
+        return (
+            f"could not start: {what} where checks run. Install {programs} where checks run, "
+            "or fix the --verify command; it is not the agents' work that failed."
+        )
 
 
 @dataclass(slots=True)
@@ -137,10 +152,8 @@ def budget_stop(health: dict[str, Any], tasks: list[dict[str, Any]]) -> str | No
     if not budget.get("exhausted"):
         return None
     left = sum(t["status"] in ("pending", "assigned", "running") for t in tasks)
-    return (
-        f"fleet budget exhausted: ${budget['spent_usd']:.4f} spent of ${budget['max_cost_usd']:.4f}"
-        f"; {left} task(s) not done. Raise it with `codefleet budget USD` and run again."
-    )
+    spent = spent_text(budget["spent_usd"], bool(budget.get("simulated")))
+    return f"fleet budget exhausted: {spent} of ${budget['max_cost_usd']:.4f}; {left} task(s) not done. Raise it with `codefleet budget USD` and run again."
 
 
 async def run_verify(command: str, workdir: Path, timeout: float = 900.0) -> VerifyResult:
@@ -149,13 +162,14 @@ async def run_verify(command: str, workdir: Path, timeout: float = 900.0) -> Ver
     One shell runner for both (`fleet.shell.run_command`): on the time limit and after a
     normal exit alike the whole group is killed, and the environment is scrubbed.
     """
-    ran = await run_command(
-        command, workdir, timeout=timeout, cap=VERIFY_OUTPUT_CHARS, env=check_env(workdir.resolve())
-    )
+    env = check_env(workdir.resolve())
+    ran = await run_command(command, workdir, timeout=timeout, cap=VERIFY_OUTPUT_CHARS, env=env)
     if ran.timed_out:
         output = f"{ran.output}\ntimed out after {timeout:.0f}s".lstrip("\n")
         return VerifyResult(command, -1, output, ran.duration_s)
-    return VerifyResult(command, int(ran.exit_code or 0), ran.output, ran.duration_s)
+    code = int(ran.exit_code or 0)
+    unstartable = tuple(missing_programs(command, workdir, env)) if code in NOT_RUNNABLE else ()
+    return VerifyResult(command, code, ran.output, ran.duration_s, unstartable)
 
 
 def invocation_suffix() -> str:
@@ -182,10 +196,14 @@ async def run_fleet(
     protected: tuple[Path, ...] = (),
     check_timeout: float = DEFAULT_CHECK_TIMEOUT_S,
     check_dir: Path | None = None,
+    resource_wait: float = DEFAULT_RESOURCE_WAIT_S,
     on_runner_down: Callable[[str], object] | None = None,
     connect: Callable[[], FleetClient] | None = None,
     name_suffix: str = "",
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES,
+    shell_default: bool = False,
+    shell_network: bool = False,
+    shell_config: ShellConfig | None = None,
     reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS,
     interrupt: asyncio.Event | None = None,
     say: Callable[[str], object] | None = None,
@@ -212,8 +230,9 @@ async def run_fleet(
             RunnerOptions(
                 name=f"runner-{n}{name_suffix}", workdir=workdir, run_dir=run_dir,
                 task_timeout=task_timeout, protected=protected, check_timeout=check_timeout,
-                check_dir=check_dir, protected_names=protected_names,
-                reconcile_rounds=reconcile_rounds,
+                check_dir=check_dir, protected_names=protected_names, shell_default=shell_default,
+                shell_network=shell_network, shell_config=shell_config,
+                reconcile_rounds=reconcile_rounds, resource_wait=resource_wait,
             )
             for n in range(1, runners + 1)
         ]  # fmt: skip

@@ -92,6 +92,21 @@ class WriteGate:
                 return Verdict(False, reason=_local_refusal(err))
         return await self._ask(tool_name, keys)
 
+    async def acquire(self, tool_name: str, keys: list[str]) -> Verdict:
+        """Ask for the leases on canonical `keys` at once, all or nothing; never raises.
+
+        The command tool's door (`fleet.apply`): its paths were canonicalized and sorted
+        before, so this is the same question a write tool's call asks."""
+        try:
+            return await self._ask(tool_name, keys)
+        except Exception as err:  # the write path fails closed on anything unexpected
+            log.exception("lease request failed; denying")
+            return Verdict(
+                False,
+                tuple(keys),
+                f"The leases could not be checked ({type(err).__name__}); nothing was applied.",
+            )
+
     async def _ask(self, tool_name: str, keys: list[str]) -> Verdict:
         asked = time.monotonic()
         try:

@@ -3,8 +3,9 @@
 A check runs through `/bin/sh -c` in a copy of the tree with `check_env`
 (CodeFleet's own virtualenv off PATH). A shell that cannot find a command's
 program exits 127, one that finds it but cannot execute it 126 (`NOT_RUNNABLE`):
-no attempt of the agent can change that, so the runner reports it as `infra`,
-and `graph check`, `load` and `doctor` warn beforehand (`check_warnings`).
+no attempt of the agent can change that, so a verify that exits so is
+`check_unrunnable` (the task fails at once, not retried), and `graph check`,
+`load` and `doctor` warn beforehand (`check_warnings`).
 
 The lookup is a best effort over simple commands: a word after `&&`, `||`, `;`,
 `|`, `&` or a parenthesis starts a new command; `NAME=value` prefixes,
@@ -19,13 +20,19 @@ import os
 import re
 import shlex
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 from codefleet.fleet.shell import check_env
 
-__all__ = ["NOT_RUNNABLE", "check_warnings", "command_programs", "missing_programs"]
+__all__ = [
+    "NOT_RUNNABLE",
+    "check_warnings",
+    "command_programs",
+    "missing_programs",
+    "not_started_text",
+]
 
 NOT_RUNNABLE: Final = {126: "is not executable", 127: "was not found"}
 _SHELL_WORDS: Final = frozenset(
@@ -123,13 +130,24 @@ def missing_programs(command: str, tree: Path, env: Mapping[str, str]) -> list[t
     return found
 
 
+def not_started_text(found: Sequence[tuple[str, str]], exit_code: int) -> tuple[str, str]:
+    """`(what could not start, what to install)` after an exit of 126/127.
+
+    `found` is `missing_programs` for the command; empty when the missing program is
+    deeper (in a script the command runs), and then the words say "a program it names".
+    """
+    named = found or [("a program it names", NOT_RUNNABLE.get(exit_code, "could not start"))]
+    what = "; ".join(f"{program} {why}" for program, why in named)
+    return what, " and ".join(program for program, _ in found) or "the program"
+
+
 def check_warnings(checks: Mapping[str, str], tree: Path) -> list[str]:
     """One line per check whose command names a program that cannot start where checks run."""
     env = check_env(tree)
     return [
         f"check {name}: {program} {why} where checks run (CodeFleet's own environment is off "
-        f"their PATH): the check would exit {127 if why == NOT_RUNNABLE[127] else 126} and every "
-        f"attempt it verifies fail as infra. Install it, or fix the command: {command}"
+        f"their PATH): the check would exit {127 if why == NOT_RUNNABLE[127] else 126} and a task "
+        f"it verifies fail at once (check_unrunnable). Install it, or fix the command: {command}"
         for name, command in sorted(checks.items())
         for program, why in missing_programs(command, tree, env)
     ]

@@ -10,7 +10,8 @@ checks and hands the executor a `Checker` for them. When a session of a task
 with `verify` ends successfully, the runner runs that check in the isolated
 view (within what is left of the attempt's wall clock); a failure turns the
 attempt into `verify_failed` whose error carries the check's output, so the
-next attempt's prompt shows what to fix.
+next attempt's prompt shows what to fix — unless the check's program could not
+start (`check_unrunnable`: the task fails at once, no attempt can install it).
 
 Fencing: when any call answers `stale_epoch`, the runner cancels the running
 attempt, drops its result and registers again. A `not_owner` answer means the
@@ -50,9 +51,11 @@ from codefleet.api.client import ApiError, FleetClient, ServerUnavailable, hande
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.errors import DomainError, Forbidden, NotFound, NotOwner, StaleEpoch, Unauthorized
 from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS, Checker, CheckLimits
+from codefleet.fleet.commands import CommandRunner, ShellConfig
 from codefleet.fleet.executor import Attempt, Executor
 from codefleet.fleet.prewrite import WriteGate
-from codefleet.models import DEFAULT_RECONCILE_ROUNDS, CheckPurpose, ErrorKind
+from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S
+from codefleet.models import DEFAULT_RECONCILE_ROUNDS, CheckPurpose, ErrorKind, ShellMode
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
 
 __all__ = ["CannotContinue", "Runner", "RunnerOptions"]
@@ -91,8 +94,12 @@ class RunnerOptions:
     check_timeout: float = DEFAULT_CHECK_TIMEOUT_S
     check_output_chars: int = OUTPUT_CHARS
     check_dir: Path | None = None
+    resource_wait: float = DEFAULT_RESOURCE_WAIT_S  # a check waits this long for its resources
     replace: bool = False  # take the name over from a live runner of another process
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES  # see `paths`
+    shell_default: bool = False  # tasks get run_command unless their `shell:` says otherwise
+    shell_network: bool = False  # ... and its commands may use the network
+    shell_config: ShellConfig | None = None  # how commands run here; None: they cannot
     reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS  # `fleet.reconcile`
 
 
@@ -286,7 +293,7 @@ class Runner:
 
     async def run_task(self, task: AssignedTask) -> AssignedTask | None:
         """One attempt, reported; the next task when the report's answer hands one over."""
-        commands = await self.client.checks()
+        commands, resources = await self.client.check_specs()
         try:  # retried: a start applied just before a server crash must not be lost (idempotent)
             await self._retrying(lambda: self.client.start(task.id, self.agent_id, self.epoch))
         except NotOwner:
@@ -294,16 +301,11 @@ class Runner:
         gate = WriteGate(
             self.client, self.tree, self.agent_id, self.epoch, task.id, self.grant_trust_s
         )
-        checker = self._checker(gate, commands, task.attempts)
+        checker = self._checker(gate, commands, task.attempts, resources)
         attempt = Attempt(
-            task,
-            gate,
-            self.tree.root,
-            self.options.run_dir,
-            self.options.name,
-            checker,
-            reconcile_rounds=self.options.reconcile_rounds,
-        )
+            task, gate, self.tree.root, self.options.run_dir, self.options.name, checker,
+            self._commands(gate, task), reconcile_rounds=self.options.reconcile_rounds,
+        )  # fmt: skip
         started = time.monotonic()
         report = await self._execute(attempt)
         if report is not None and not gate.fenced:
@@ -313,19 +315,42 @@ class Runner:
         duration_ms = int((time.monotonic() - started) * 1000)
         return await self._report(task.id, replace(report, duration_ms=duration_ms))
 
-    def _checker(self, gate: WriteGate, commands: dict[str, str], attempt: int) -> Checker | None:
+    def _checker(
+        self, gate: WriteGate, commands: dict[str, str], attempt: int,
+        resources: dict[str, list[str]],
+    ) -> Checker | None:  # fmt: skip
         if not commands:
             return None
         opts = self.options
         limits = CheckLimits(
-            opts.check_timeout, opts.check_output_chars, opts.protected, opts.check_dir
+            opts.check_timeout, opts.check_output_chars, opts.protected, opts.check_dir,
+            resource_wait=opts.resource_wait,
+        )  # fmt: skip
+        return Checker(gate, commands, attempt, limits, resources)
+
+    def _commands(self, gate: WriteGate, task: AssignedTask) -> CommandRunner | None:
+        """The attempt's run_command tool: the task's `shell` mode, else the fleet's default."""
+        opts, mode = self.options, task.shell_mode
+        enabled = mode in (ShellMode.ON, ShellMode.NETWORK) or (mode is None and opts.shell_default)
+        if not enabled:
+            return None
+        if opts.shell_config is None:
+            log.warning("%s: task %s asks for run_command, but commands cannot run on this "
+                        "runner (see `codefleet doctor`); it gets no tool", opts.name, task.id)  # fmt: skip
+            return None
+        network = mode == ShellMode.NETWORK or opts.shell_network
+        config = replace(
+            opts.shell_config, sandbox=replace(opts.shell_config.sandbox, network=network)
         )
-        return Checker(gate, commands, attempt, limits)
+        return CommandRunner(gate, task.attempts, config)
 
     async def _verify(
         self, attempt: Attempt, report: AttemptReport, started: float
     ) -> AttemptReport:
-        """Run the task's `verify` check after a successful session; failure -> verify_failed."""
+        """Run the task's `verify` check after a successful session; failure -> verify_failed.
+
+        A check whose program cannot start is `check_unrunnable`: the task fails at once.
+        """
         name = attempt.task.verify
         if not report.ok or not name:
             return report
@@ -337,8 +362,12 @@ class Runner:
         if result.passed:
             summary = f"{report.summary or 'done'} (verified: check {name} passed)"
             return replace(report, summary=summary)
-        kind = ErrorKind.INFRA if result.infra else ErrorKind.VERIFY_FAILED
-        return replace(report, ok=False, error=result.failure_text(), error_kind=kind)
+        if result.not_runnable:
+            kind = ErrorKind.CHECK_UNRUNNABLE
+        else:
+            kind = ErrorKind.INFRA if result.infra else ErrorKind.VERIFY_FAILED
+        error = result.failure_text(attempt.task.id)
+        return replace(report, ok=False, error=error, error_kind=kind)
 
     async def _execute(self, attempt: Attempt) -> AttemptReport | None:
         """The executor's report, a timeout report, or None when fenced mid-run."""

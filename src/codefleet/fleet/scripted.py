@@ -10,7 +10,9 @@ message, e.g. a reconcile turn; without it, the first turn):
     fail: MESSAGE               check: NAME                 expect_check: pass|fail
     expect_error: TEXT          make_dir: PATH              rate_limit: SECONDS|null
     cost: USD                   read: PATH                  wait_succeeded: TASK
-    expect_followup: TEXT
+    expect_followup: TEXT       command: CMD | {run: CMD, timeout_s: S}
+    cost: USD                   acquire_resource: NAME      allocate_port: null
+    next_number: SEQUENCE or {sequence, write: PATH with {number}, content}
 
 Every file change goes through the attempt's `WriteGate` first, exactly as a
 real session's hook does; a denied write ends the attempt as a veto naming the
@@ -35,6 +37,14 @@ attempt's read set); `wait_succeeded` waits until another task succeeded;
 it answers contains TEXT (how the scripted tier observes a reconcile turn).
 After the first turn, the attempt's reads are validated (`fleet.reconcile`); a
 follow-up message plays the steps of the next turn.
+`command` runs CMD through the attempt's `CommandRunner`, as the real
+session's `run_command` tool does (its changes reach the tree only through
+the leases); a command refused a held file ends the attempt as a veto.
+`acquire_resource`, `next_number` and `allocate_port` call what the session's
+tools of the same names call (`fleet.resources.ResourceTools`): a resource
+another task holds ends the attempt as a veto naming it; `next_number` with
+`write` writes PATH formatted with the number (`{number:04d}`); the values
+handed out are kept in `numbers` and `ports`.
 A task with no script succeeds without writing anything.
 """
 
@@ -51,8 +61,10 @@ import yaml
 
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.fleet.checks import CheckResult
+from codefleet.fleet.commands import DEFAULT_COMMAND_TIMEOUT_S, CommandResult
 from codefleet.fleet.executor import Attempt
 from codefleet.fleet.reconcile import settle_reads
+from codefleet.fleet.resources import ResourceTools
 from codefleet.models import CheckPurpose, ErrorKind, EventType
 
 __all__ = ["ScriptError", "ScriptedExecutor", "Step", "load_script"]
@@ -60,8 +72,9 @@ __all__ = ["ScriptError", "ScriptedExecutor", "Step", "load_script"]
 STEP_KINDS: Final = frozenset(
     {
         "write", "edit", "append", "sleep", "wait_leased", "wait_denied", "fail",
-        "check", "expect_check", "expect_error", "make_dir", "rate_limit", "cost",
+        "check", "expect_check", "expect_error", "make_dir", "rate_limit", "cost", "command",
         "read", "wait_succeeded", "expect_followup",
+        "acquire_resource", "next_number", "allocate_port",
     }
 )  # fmt: skip
 STEP_OPTIONS: Final = frozenset({"attempt", "turn"})
@@ -147,12 +160,15 @@ class ScriptedExecutor:
         self.wait_timeout = wait_timeout
         self.assignments: list[AssignedTask] = []  # every attempt's task, as handed over
         self.check_results: list[tuple[str, int, CheckResult]] = []
+        self.command_results: list[tuple[str, int, CommandResult]] = []
         self.followups: list[tuple[str, int, str]] = []  # (task, attempt, message) per follow-up
         self._waits = {
             "wait_leased": self._leased_by_other,
             "wait_denied": self._was_denied,
             "wait_succeeded": self._succeeded,
         }
+        self.numbers: list[tuple[str, str, int]] = []  # (task, sequence, value) handed out
+        self.ports: list[tuple[str, int]] = []  # (task, port) allocated
 
     async def run(self, attempt: Attempt) -> AttemptReport:
         self.assignments.append(attempt.task)
@@ -185,12 +201,9 @@ class ScriptedExecutor:
 
     async def _play(self, step: Step, attempt: Attempt, played: _Played) -> None:
         match step.kind:
-            case "write":
-                await self._change(attempt, "Write", step.arg, _write)
-            case "edit":
-                await self._change(attempt, "Edit", step.arg, _edit)
-            case "append":
-                await self._change(attempt, "Edit", step.arg, _append)
+            case "write" | "edit" | "append":
+                tool, apply = _CHANGES[step.kind]
+                await self._change(attempt, tool, step.arg, apply)
             case "sleep":
                 await asyncio.sleep(float(step.arg))
             case "wait_leased" | "wait_denied" | "wait_succeeded":
@@ -201,12 +214,14 @@ class ScriptedExecutor:
                 raise _StepFailed(_rate_limited(step.arg, attempt))
             case "cost":
                 played.cost_usd += float(step.arg)
-            case "check" | "expect_check" | "expect_error":
-                await self._checks(step, attempt, played)
+            case "check" | "expect_check" | "expect_error" | "command":
+                await self._runs(step, attempt, played)
             case "make_dir":
                 _make_dir(attempt.workdir / str(step.arg))
             case "read" | "expect_followup":
                 await self._reading(step, attempt, played)
+            case "acquire_resource" | "next_number" | "allocate_port":
+                await self._resource(step, attempt)
             case _:
                 raise ScriptError(f"unknown step {step.kind}")
 
@@ -231,14 +246,44 @@ class ScriptedExecutor:
             _give_up(attempt, f"{tool} {arg['path']}: {err}", err)
         await attempt.gate.record(str(target), tool)
 
+    async def _resource(self, step: Step, attempt: Attempt) -> None:
+        tools = ResourceTools(attempt.gate)
+        if step.kind == "acquire_resource":
+            answer = await tools.acquire_resource(str(step.arg))
+        elif step.kind == "allocate_port":
+            answer = await tools.allocate_port()
+            if answer.value is not None:
+                self.ports.append((attempt.task_id, answer.value))
+        else:
+            arg = step.arg if isinstance(step.arg, dict) else {"sequence": step.arg}
+            answer = await tools.next_number(str(arg["sequence"]))
+            if answer.value is not None:
+                self.numbers.append((attempt.task_id, str(arg["sequence"]), answer.value))
+                if "write" in arg:
+                    path = str(arg["write"]).format(number=answer.value)
+                    content = str(arg.get("content", "")).format(number=answer.value)
+                    await self._change(attempt, "Write", {"path": path, "content": content}, _write)
+        if not answer.ok:
+            blocked = attempt.gate.blocked_on
+            raise _StepFailed(
+                AttemptReport(
+                    attempt=attempt.number, ok=False, error=answer.text,
+                    error_kind=ErrorKind.VETO if blocked else ErrorKind.AGENT_ERROR,
+                    blocked_on_path=blocked, files_written=tuple(attempt.gate.written),
+                )
+            )  # fmt: skip
+
     async def _reading(self, step: Step, attempt: Attempt, played: _Played) -> None:
         if step.kind == "read":
             attempt.record_read("Read", {"file_path": str(attempt.workdir / str(step.arg))})
         elif str(step.arg) not in played.followup:  # expect_followup
             _give_up(attempt, f"the follow-up message does not mention {step.arg!r}")
 
-    async def _checks(self, step: Step, attempt: Attempt, played: _Played) -> None:
-        if step.kind == "check":
+    async def _runs(self, step: Step, attempt: Attempt, played: _Played) -> None:
+        """A check or a command, or an expectation about what one did."""
+        if step.kind == "command":
+            await self._command(attempt, step.arg)
+        elif step.kind == "check":
             await self._check(attempt, str(step.arg), played)
         elif step.kind == "expect_check":
             last = played.checks[-1] if played.checks else None
@@ -256,6 +301,26 @@ class ScriptedExecutor:
             _give_up(attempt, "fenced while running a check")
         played.checks.append(result)
         self.check_results.append((attempt.task_id, attempt.number, result))
+
+    async def _command(self, attempt: Attempt, arg: Any) -> None:
+        if attempt.commands is None:
+            _give_up(attempt, "this task has no run_command tool (shell is off)")
+        spec = arg if isinstance(arg, dict) else {"run": arg}
+        timeout = float(spec.get("timeout_s", DEFAULT_COMMAND_TIMEOUT_S))
+        result = await attempt.commands.run(str(spec["run"]), timeout)
+        self.command_results.append((attempt.task_id, attempt.number, result))
+        if attempt.gate.fenced:
+            _give_up(attempt, "fenced while running a command")
+        if result.applied.denied_on is not None:
+            raise _StepFailed(
+                AttemptReport(
+                    attempt=attempt.number, ok=False, error=result.applied.denied,
+                    error_kind=ErrorKind.VETO, blocked_on_path=result.applied.denied_on,
+                    files_written=tuple(attempt.gate.written),
+                )
+            )  # fmt: skip
+        if result.refused is not None:
+            _give_up(attempt, result.refused)
 
     async def _wait(self, attempt: Attempt, path: str, condition: Any) -> None:
         deadline = time.monotonic() + self.wait_timeout
@@ -317,3 +382,7 @@ def _make_dir(target: Path) -> None:
 def _append(target: Path, arg: dict[str, Any]) -> None:
     with target.open("a") as handle:
         handle.write(str(arg["text"]))
+
+
+# each file-changing step: the tool a session would use, and how the change is made
+_CHANGES: Final = {"write": ("Write", _write), "edit": ("Edit", _edit), "append": ("Edit", _append)}

@@ -11,7 +11,9 @@ the server would store them), one frozen `GraphAnalysis` out. It reports
   real scheduler policy (`simulate`);
 - overlap pairs: tasks with intersecting declared scopes and no dependency
   path between them, which the scheduler never runs together;
-- hotspots: files in three or more scopes;
+- hotspots: files in three or more scopes, and named resources in two or
+  more tasks (a resource is a lease key like a path, `resources`: tasks
+  sharing one overlap and are serialized like tasks sharing a file);
 - findings: errors (the graph would be refused or cannot run) and warnings.
 
 `graph check`, `plan` and any other view of a graph use this one function;
@@ -28,6 +30,7 @@ from typing import Any, Literal
 
 from codefleet.dag import longest_path, max_antichain
 from codefleet.planning.simulate import SimTask, simulate
+from codefleet.resources import is_resource_key
 
 __all__ = [
     "HOTSPOT_SCOPES",
@@ -42,6 +45,7 @@ __all__ = [
 ]
 
 HOTSPOT_SCOPES = 3  # a file in this many declared scopes is a hotspot
+RESOURCE_HOTSPOT = 2  # a resource is strict: two tasks naming it already run one at a time
 
 Severity = Literal["error", "warning"]
 
@@ -251,7 +255,7 @@ def _hotspots(tasks: Sequence[PlannedTask]) -> list[Hotspot]:
     return [
         Hotspot(path, tuple(ids))
         for path, ids in sorted(_holders(tasks).items(), key=lambda kv: (-len(kv[1]), kv[0]))
-        if len(ids) >= HOTSPOT_SCOPES
+        if len(ids) >= (RESOURCE_HOTSPOT if is_resource_key(path) else HOTSPOT_SCOPES)
     ]
 
 

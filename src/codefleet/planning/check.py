@@ -16,6 +16,7 @@ from codefleet.fleet.programs import check_warnings
 from codefleet.paths import TreeRoot
 from codefleet.planning.analysis import Finding, GraphAnalysis, PlannedTask, analyse
 from codefleet.planning.scopes import ScopedTask, judge, survey
+from codefleet.resources import resource_keys
 
 __all__ = ["check_graph", "task_label", "tree_for"]
 
@@ -43,7 +44,7 @@ def check_graph(graph: GraphTasks, tree: TreeRoot, runners: int = 3) -> GraphAna
         PlannedTask(
             id=label,
             priority=int(spec.get("priority") or 3),
-            file_scope=scopes[label],
+            file_scope=(*scopes[label], *sorted(resource_keys(spec.get("resources") or ()))),
             depends_on=tuple(spec.get("depends_on") or ()),
             estimate_min=spec.get("estimate_min"),
         )

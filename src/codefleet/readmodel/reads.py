@@ -22,6 +22,7 @@ from codefleet.models import TaskStatus, from_iso, to_iso
 from codefleet.planning.analysis import PlannedTask
 from codefleet.readmodel.projection import Cut, Projection
 from codefleet.readmodel.rows import Row, decorate, encode, session_row
+from codefleet.resources import is_resource_key, resource_keys, resource_name
 from codefleet.review.record import RunRecord
 
 __all__ = ["Reads"]
@@ -79,7 +80,12 @@ class Reads:
     def planned(self) -> list[PlannedTask]:
         """The stored graph as `graph check` sees it (scopes as they stand, widened by vetoes)."""
         return [
-            PlannedTask(t["id"], t["priority"], tuple(t["file_scope"]), tuple(t["depends_on"]))
+            PlannedTask(
+                t["id"],
+                t["priority"],
+                (*t["file_scope"], *resource_keys(t["resources"])),
+                tuple(t["depends_on"]),
+            )
             for t in self.tasks(None, ALL, 0)
         ]
 
@@ -110,6 +116,23 @@ class Reads:
             row["restore_error"] = restoring.get(row["path"])
             row["age_s"] = round((now - from_iso(row["acquired_at"])).total_seconds(), 3)
         return rows
+
+    def resources(self) -> Row:
+        """`GET /resources`: who holds each resource, who waits for a held one, the sequences."""
+        held = [row for row in self.leases() if is_resource_key(row["path"])]
+        claims = self.engine.resource_claims()
+        holders = [
+            {"name": resource_name(row["path"]), "task_id": row["task_id"],
+             "agent_id": row["agent_id"], "holder_agent_name": row["holder_agent_name"],
+             "kind": row["kind"], "acquired_at": row["acquired_at"], "age_s": row["age_s"],
+             "waiters": claims.get(row["path"], [])}
+            for row in held
+        ]  # fmt: skip
+        sequences = [
+            {"name": row["name"], "last_value": row["last_value"], "next": row["last_value"] + 1}
+            for row in self.engine.sequence_rows()
+        ]
+        return {"resources": holders, "sequences": sequences}
 
     async def conflicts_json(self, resolved: bool | None) -> bytes:
         """`GET /conflicts`, from the projection refreshed off the event loop."""

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from codefleet.dag import longest_path
-from codefleet.models import EventType, from_iso
+from codefleet.models import EventType, cost_simulated, from_iso
 from codefleet.review.record import RunRecord
 
 __all__ = [
@@ -252,5 +252,4 @@ def run_facts(record: RunRecord) -> RunFacts:
 
 def _simulated(events: Iterable[Row]) -> bool:
     """Whether every fleet run on this server was simulated (`fleet_started.simulated`)."""
-    started = [e for e in events if e["type"] == EventType.FLEET_STARTED]
-    return bool(started) and all(e["payload"].get("simulated") for e in started)
+    return cost_simulated(e["payload"] for e in events if e["type"] == EventType.FLEET_STARTED)

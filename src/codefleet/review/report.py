@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from codefleet.models import EventType, from_iso
+from codefleet.models import ErrorKind, EventType, from_iso
 from codefleet.planning.analysis import PlannedTask, analyse
 from codefleet.review.facts import RunFacts, run_facts
 from codefleet.review.history import format_cost, success_order
@@ -353,14 +353,46 @@ def verify_section(facts: RunFacts) -> Section | None:
     if not facts.verify_failures:
         return None
     blocks: list[Block] = []
+    unrunnable = _unrunnable_errors(facts)
     for f in facts.verify_failures:
         how = "timed out" if f.timed_out else f"exited {f.exit_code}"
         blocks.append(Para(f"{f.task_id}, attempt {f.attempt}: check `{f.check}` {how}", "bad"))
+        if (f.task_id, f.attempt) in unrunnable:
+            blocks.append(Para(unrunnable[f.task_id, f.attempt], "bad"))
         tail = "\n".join(f.output_tail.rstrip().splitlines()[-OUTPUT_TAIL_LINES:])
         blocks.append(Code(tail or "(no output)", f"last {OUTPUT_TAIL_LINES} lines of output"))
     data = [{"task_id": f.task_id, "attempt": f.attempt, "check": f.check, "exit_code": f.exit_code,
              "timed_out": f.timed_out, "output_tail": f.output_tail} for f in facts.verify_failures]  # fmt: skip
     return Section("verify", "Failed verifications", tuple(blocks), data)
+
+
+def _unrunnable_errors(facts: RunFacts) -> dict[tuple[str, int], str]:
+    """(task, attempt) -> what to do, for tasks a verify that could not start failed at once."""
+    return {
+        (t["id"], int(t["attempts"])): str(t["error"]).split(" Output:\n", 1)[0]
+        for t in facts.record.tasks
+        if t.get("error_kind") == ErrorKind.CHECK_UNRUNNABLE and t.get("error")
+    }
+
+
+def commands_section(facts: RunFacts) -> Section | None:
+    """Every `run_command` an agent ran: what it applied, or the veto that applied nothing."""
+    runs = [e for e in facts.record.events if e["type"] == EventType.COMMAND_FINISHED]
+    if not runs:
+        return None
+    rows, tones, data = [], [], []
+    for e in runs:
+        body = e["payload"]
+        ended = "timed out" if body.get("timed_out") else f"exit {body.get('exit_code')}"
+        veto = body.get("denied_on")
+        landed = f"VETO on {veto}: nothing" if veto else ", ".join(body.get("applied") or ()) or "-"
+        rows.append((f"+{seconds(_offset(facts, from_iso(str(e['at']))))}",
+                     str(e.get("task_id")), str(body.get("command", ""))[:120], ended, landed,
+                     ", ".join(body.get("refused") or ()) or "-"))  # fmt: skip
+        tones.append("bad" if veto else "")
+        data.append({"at": e["at"], "task_id": e.get("task_id"), **body})
+    columns = ("at", "task", "command", "ended", "applied", "refused")
+    return Section("commands", "Commands", (Table(columns, tuple(rows), tuple(tones)),), data)
 
 
 def cost_section(facts: RunFacts) -> Section:
@@ -452,6 +484,7 @@ SECTIONS: list[SectionBuilder] = [
     vetoes_section,
     rollbacks_section,
     verify_section,
+    commands_section,
     cost_section,
     history_section,
     stats_section,

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Header, Query, Request
@@ -32,7 +33,10 @@ from codefleet.api.wire import (
     CommitsBody,
     FleetBody,
     GraphBody,
+    SequenceSpec,
     TaskSpec,
+    check_commands,
+    check_resources,
 )
 from codefleet.config import Settings
 from codefleet.coord.engine import Engine
@@ -40,9 +44,10 @@ from codefleet.coord.engineconfig import engine_config
 from codefleet.coord.graph import NewTask
 from codefleet.coord.opening import close_engine, open_engine
 from codefleet.coord.reads import EngineReads
+from codefleet.coord.sequences import first_value
 from codefleet.errors import DomainError, Forbidden
 from codefleet.heap import collector_off
-from codefleet.models import EventType, TaskStatus
+from codefleet.models import EventType, ShellMode, TaskStatus
 from codefleet.paths import TreeRoot
 from codefleet.planning.analysis import analyse
 from codefleet.readmodel.reads import Reads
@@ -56,6 +61,7 @@ from codefleet.server.interactive import install_interactive
 from codefleet.server.lock import ServerLock
 from codefleet.server.loopwatch import LoopWatch
 from codefleet.server.pages import install_web
+from codefleet.server.resource_routes import install_resource_routes
 from codefleet.server.sse import EventHub, EventStream
 from codefleet.transport.fastpath import FastPath
 from codefleet.transport.routes import install_runner_routes
@@ -65,12 +71,18 @@ __all__ = ["FleetApp", "create_app"]
 log = logging.getLogger(__name__)
 
 
+def sequence_starts(root: Path, specs: Mapping[str, SequenceSpec]) -> dict[str, int]:
+    """Each sequence's first value (`start_after` globs the tree: off the loop)."""
+    return {name: first_value(root, name, spec.model_dump()) for name, spec in specs.items()}
+
+
 def new_task(spec: TaskSpec) -> NewTask:
     """The engine's record of one validated task spec (its fields, read once)."""
     return NewTask(
         spec.title, spec.id, spec.description, spec.priority, spec.file_scope, spec.depends_on,
         spec.max_attempts, spec.verify, spec.estimate_min,
         None if spec.on_stale_read is None else spec.on_stale_read.value,
+        ShellMode.of(spec.shell, spec.shell_network), tuple(spec.resources),
     )  # fmt: skip
 
 
@@ -178,6 +190,7 @@ def create_app(settings: Settings) -> FleetApp:
     _stats_routes(app, reads)
     _event_routes(app, reads.engine, hub)
     install_interactive(app, engine)
+    install_resource_routes(app, engine, reads)
     install_web(app)
     return app
 
@@ -227,9 +240,13 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
             specs = [new_task(spec) for spec in body.tasks]
         # The heavy half (a stat per scope path) runs off the loop, so heartbeats are still
         # read meanwhile; the commit re-checks against the state of the moment, on the loop.
-        prepared = await asyncio.to_thread(engine.prepare_tasks, specs, body.checks)
+        commands = check_commands(body.checks)
+        prepared = await asyncio.to_thread(engine.prepare_tasks, specs, commands)
+        starts = await asyncio.to_thread(sequence_starts, engine.tree.root, body.sequences)
+        engine.define_sequences(starts)  # a counter only ever rises: harmless if the load fails
         with collector_off():
             created = engine.commit_tasks(prepared)
+        engine.define_check_resources(check_resources(body.checks))
         return _json({"created": created}, 201)
 
     @app.get("/checks")
@@ -238,7 +255,9 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
 
     @app.post("/checks")
     async def define_checks(body: ChecksBody) -> JSONResponse:
-        return _json(engine.define_checks(body.checks))
+        defined = engine.define_checks(check_commands(body.checks))
+        engine.define_check_resources(check_resources(body.checks))
+        return _json(defined)
 
     @app.get("/tasks")
     async def tasks(

@@ -7,6 +7,9 @@
   PostToolUse; never vetoes.
 - `POST /interactive/release`: `{session_id}` (its SessionEnd, or the
   operator) or `{all: true}`; answers the sessions released and their paths.
+- `POST /interactive/hold` and `/interactive/unhold`: a person takes named
+  resources (`codefleet hold db`, the answer of `acquire`), and releases them
+  (`codefleet release db`; a resource a fleet task holds is refused).
 
 No epoch header: an interactive holder is never fenced (see
 `engine_interactive`). The token guard covers these routes like every other.
@@ -19,7 +22,12 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
-from codefleet.api.wire import InteractiveAcquireBody, InteractiveReleaseBody
+from codefleet.api.wire import (
+    InteractiveAcquireBody,
+    InteractiveHoldBody,
+    InteractiveReleaseBody,
+    InteractiveUnholdBody,
+)
 from codefleet.coord.answers import LeaseAnswer
 from codefleet.coord.engine import Engine
 from codefleet.errors import DomainError
@@ -57,6 +65,15 @@ def install_interactive(app: FastAPI, engine: Engine) -> None:
     async def interactive_changes(body: InteractiveAcquireBody) -> JSONResponse:
         holders.record_change(body.session_id, body.user, body.paths, body.tool, body.sha256)
         return JSONResponse({}, 202)
+
+    @app.post("/interactive/hold")
+    async def interactive_hold(body: InteractiveHoldBody) -> JSONResponse:
+        answer = holders.hold(body.session_id, body.user, body.names)
+        return JSONResponse(interactive_lease_json(answer))
+
+    @app.post("/interactive/unhold")
+    async def interactive_unhold(body: InteractiveUnholdBody) -> JSONResponse:
+        return JSONResponse(holders.unhold(body.names))
 
     @app.post("/interactive/release")
     async def interactive_release(body: InteractiveReleaseBody) -> JSONResponse:

@@ -5,7 +5,8 @@ same files at the same time, the declared file scope is a hint and not a
 permission, and a refused write is final (stop, do not retry, do not edit
 around it, name the file that blocked you). When the operator defined named
 checks, the prompt lists them (the `run_check` tool) and says which one will
-verify the task. Then the task title and description, and on a retry the
+verify the task; with the shell, it explains the `run_command` tool and what
+becomes of the files a command changes. Then the task title and description, and on a retry the
 previous attempt's error (for a failed verification: the check's output), so
 the agent knows why it is running again and what to fix. A `marker` (the offline fake model's script selector)
 is appended only when given; live prompts never carry one.
@@ -27,6 +28,14 @@ Checks: you cannot run shell commands, but you can run the operator's named chec
 run_check tool, by name: {names}. A check runs in a private copy of the tree holding your edits \
 and all finished work, never other agents' unfinished edits; nothing it writes reaches the \
 shared tree. Run the relevant check before you finish and fix what it reports."""
+COMMANDS = """\
+Commands: you can run shell commands with the run_command tool (command, timeout_s). A command \
+runs in a private layer over the tree (your edits and all finished work; files other agents are \
+still editing appear as they were before), with no network unless the operator allowed it. When \
+it ends, the files it changed are applied to the shared tree only if every one of them is free: \
+if another agent holds one, NOTHING is applied and the refusal is final, as for a refused write. \
+Regenerable and ignored files (virtualenvs, node_modules, caches, git-ignored paths) are kept \
+out, protected paths are refused; the answer lists what was applied, kept out and refused."""
 VERIFY = "When you finish, CodeFleet runs the check `{name}`; if it fails, the task is retried."
 
 RULES = """\
@@ -44,11 +53,21 @@ file is free.
 - Work only inside the current directory. You cannot run commands; make the change with the \
 file tools (Read, Edit, Write, Glob, Grep). Do not create summary or notes files.
 - When you are done, reply with a short summary of what you changed."""
+NO_COMMANDS = "You cannot run commands; make the change with the"
+HAS_COMMANDS = "Make file changes with the"
 
 
-def build_prompt(task: AssignedTask, marker: str | None = None, checks: Sequence[str] = ()) -> str:
-    """The whole user prompt for `task` (the runner's assignment) and the check names."""
-    parts = [RULES]
+def build_prompt(
+    task: AssignedTask,
+    marker: str | None = None,
+    checks: Sequence[str] = (),
+    commands: bool = False,
+) -> str:
+    """The whole user prompt for `task` (the runner's assignment), the check names, and
+    whether the session has the run_command tool."""
+    parts = [RULES.replace(NO_COMMANDS, HAS_COMMANDS) if commands else RULES]
+    if commands:
+        parts.append(COMMANDS)
     if checks:
         verify = task.verify
         parts.append(CHECKS.format(names=", ".join(checks)))

@@ -44,7 +44,9 @@ Checks: when the operator defined named checks, the session also gets one
 in-process MCP tool, `run_check(name)` (`mcp__codefleet__run_check`, in
 `tools` and `allowed_tools`), which calls the attempt's `Checker`; without
 checks no MCP server is configured (docs/decisions.md, "The check tool is an
-in-process MCP server").
+in-process MCP server"). With the shell (`attempt.commands`), the same server
+also offers `run_command(command, timeout_s)` (`mcp__codefleet__run_command`),
+which calls the attempt's `CommandRunner`: still no Bash.
 
 A read-only conversation for `codefleet plan` is `session.readonly`, built
 from the same hardened options and helpers.
@@ -77,6 +79,7 @@ from claude_agent_sdk import (
     McpSdkServerConfig,
     RateLimitEvent,
     ResultMessage,
+    SdkMcpTool,
     SystemMessage,
     ToolAnnotations,
     ToolResultBlock,
@@ -89,10 +92,17 @@ from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITra
 
 from codefleet.attempt import AttemptReport
 from codefleet.fleet.checks import CHECK_TOOL, Checker
+from codefleet.fleet.commands import (
+    COMMAND_TOOL,
+    DEFAULT_COMMAND_TIMEOUT_S,
+    MAX_COMMAND_TIMEOUT_S,
+    CommandRunner,
+)
 from codefleet.fleet.executor import Attempt
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.fleet.reads import READ_RECORDED_TOOLS
 from codefleet.fleet.reconcile import settle_reads
+from codefleet.fleet.resources import Answer, ResourceTools
 from codefleet.hook.io import deny_output, extract_paths
 from codefleet.hook.readguard import READ_TOOLS, read_refusal
 from codefleet.models import WRITE_TOOLS, CheckPurpose, ErrorKind, utcnow
@@ -104,6 +114,7 @@ from codefleet.session.record import StderrFile, record_path, save_record, stder
 
 __all__ = [
     "CHECK_TOOL_NAME",
+    "COMMAND_TOOL_NAME",
     "CREDENTIAL_VARS",
     "SESSION_TOOLS",
     "WRITE_MATCHER",
@@ -125,6 +136,19 @@ READ_MATCHER: Final = "|".join(READ_TOOLS)
 READ_RECORD_MATCHER: Final = "|".join(sorted(READ_RECORDED_TOOLS))
 CHECK_SERVER: Final = "codefleet"
 CHECK_TOOL_NAME: Final = f"mcp__{CHECK_SERVER}__{CHECK_TOOL}"
+COMMAND_TOOL_NAME: Final = f"mcp__{CHECK_SERVER}__{COMMAND_TOOL}"
+RESOURCE_TOOL_NAMES: Final = [
+    f"mcp__{CHECK_SERVER}__{name}" for name in ("acquire_resource", "next_number", "allocate_port")
+]
+RESOURCE_HELP: Final = (
+    "Take a named resource (a database, a build directory: e.g. db) for the rest of this task, "
+    "before you use it. If another task holds it you are told to stop: do so."
+)
+NUMBER_HELP: Final = (
+    "The next number of a fleet-wide sequence (e.g. migrations): unique across all agents, "
+    "never handed out twice. Use it for a new numbered file instead of counting files yourself."
+)
+PORT_HELP: Final = "A TCP port free on this host and reserved for this task until it ends."
 CHECK_RESULT_CHARS: Final = 50_000  # the CLI keeps a tool result up to this size inline
 MCP_TIMEOUT_MARGIN_S: Final = 60.0  # the CLI's own limit on a tool call, past the check's
 HOOK_TIMEOUT_S: Final = 8.0  # the CLI blocks the write if the hook takes longer
@@ -297,6 +321,45 @@ async def _record(gate: WriteGate, path: str, tool: str) -> None:
 
 def make_check_server(checker: Checker) -> McpSdkServerConfig:
     """The in-process MCP server with the one `run_check(name)` tool of this attempt."""
+    return create_sdk_mcp_server(CHECK_SERVER, tools=[make_check_tool(checker)])
+
+
+def make_command_tool(commands: CommandRunner) -> SdkMcpTool[Any]:
+    """The `run_command(command, timeout_s)` tool of this attempt (`fleet.commands`)."""
+    description = (
+        "Run a shell command in a private layer over the shared tree (your edits and all "
+        "finished work). The files it changes are applied to the shared tree through the "
+        "same file leases as a Write, all or nothing; if another agent holds one of them, "
+        "nothing is applied and you must stop. Returns the exit code, wall time, output "
+        "(tail) and the applied / kept out / refused files."
+    )
+    schema = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The shell command line."},
+            "timeout_s": {
+                "type": "number",
+                "description": f"Time limit in seconds (default 120, at most {MAX_COMMAND_TIMEOUT_S:g}).",
+            },
+        },
+        "required": ["command"],
+    }
+
+    @tool(COMMAND_TOOL, description, schema, ToolAnnotations(maxResultSizeChars=CHECK_RESULT_CHARS))
+    async def run_command(args: dict[str, Any]) -> dict[str, Any]:
+        timeout = args.get("timeout_s")
+        result = await commands.run(
+            str(args.get("command") or "true"),
+            float(timeout) if isinstance(timeout, int | float) else DEFAULT_COMMAND_TIMEOUT_S,
+        )
+        failed = result.refused is not None or result.applied.denied is not None
+        return {"content": [{"type": "text", "text": result.render()}], "is_error": failed}
+
+    return run_command
+
+
+def make_check_tool(checker: Checker) -> SdkMcpTool[Any]:
+    """The `run_check(name)` tool of this attempt."""
     description = (
         "Run one of the operator's named checks (tests, linters) in a private copy of the "
         "shared tree holding your edits and all finished work, never other agents' unfinished "
@@ -315,7 +378,32 @@ def make_check_server(checker: Checker) -> McpSdkServerConfig:
         text = {"type": "text", "text": result.render()}
         return {"content": [text], "is_error": result.refused is not None}
 
-    return create_sdk_mcp_server(CHECK_SERVER, tools=[run_check])
+    return run_check
+
+
+def resource_tools(gate: WriteGate) -> list[Any]:
+    """`acquire_resource(name)`, `next_number(sequence)`, `allocate_port()` over `fleet.resources`."""
+    tools = ResourceTools(gate)
+
+    def text(answer: Answer) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": answer.text}], "is_error": not answer.ok}
+
+    def named(key: str) -> dict[str, Any]:
+        return {"type": "object", "properties": {key: {"type": "string"}}, "required": [key]}
+
+    @tool("acquire_resource", RESOURCE_HELP, named("name"))
+    async def acquire_resource(args: dict[str, Any]) -> dict[str, Any]:
+        return text(await tools.acquire_resource(str(args.get("name") or "")))
+
+    @tool("next_number", NUMBER_HELP, named("sequence"))
+    async def next_number(args: dict[str, Any]) -> dict[str, Any]:
+        return text(await tools.next_number(str(args.get("sequence") or "")))
+
+    @tool("allocate_port", PORT_HELP, {"type": "object", "properties": {}})
+    async def allocate_port(args: dict[str, Any]) -> dict[str, Any]:
+        return text(await tools.allocate_port())
+
+    return [acquire_resource, next_number, allocate_port]
 
 
 # -- the executor -------------------------------------------------------------------
@@ -370,12 +458,21 @@ class SessionExecutor:
         self, attempt: Attempt, attempt_log: AttemptLog, stderr: Callable[[str], None]
     ) -> ClaudeAgentOptions:
         """The session options of DESIGN §7 for this attempt (plus the check tool, if any)."""
-        tools, servers = list(SESSION_TOOLS), dict[str, Any]()
+        tools, servers, mcp = list(SESSION_TOOLS), dict[str, Any](), list[SdkMcpTool[Any]]()
         env = dict(self.env(attempt)) if self.env else {}
+        limit = 0.0
+        tools += RESOURCE_TOOL_NAMES  # ours, in process: every session gets them
+        mcp += resource_tools(attempt.gate)
         if attempt.checks is not None:
             tools.append(CHECK_TOOL_NAME)
-            servers[CHECK_SERVER] = make_check_server(attempt.checks)
+            mcp.append(make_check_tool(attempt.checks))
             limit = attempt.checks.limits.timeout + MCP_TIMEOUT_MARGIN_S
+        if attempt.commands is not None:
+            tools.append(COMMAND_TOOL_NAME)
+            mcp.append(make_command_tool(attempt.commands))
+            limit = max(limit, MAX_COMMAND_TIMEOUT_S + MCP_TIMEOUT_MARGIN_S)
+        servers[CHECK_SERVER] = create_sdk_mcp_server(CHECK_SERVER, tools=mcp)
+        if limit:
             env.setdefault("MCP_TOOL_TIMEOUT", str(int(limit * 1000)))
         return ClaudeAgentOptions(
             tools=tools,
@@ -423,7 +520,7 @@ class SessionExecutor:
     def _prompt(self, attempt: Attempt) -> str:
         marker = self.prompt_marker(attempt) if self.prompt_marker else None
         checks = attempt.checks.names if attempt.checks else ()
-        return build_prompt(attempt.task, marker, checks)
+        return build_prompt(attempt.task, marker, checks, commands=attempt.commands is not None)
 
 
 # -- running and reaping the CLI ------------------------------------------------------

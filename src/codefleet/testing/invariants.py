@@ -18,7 +18,9 @@ replays the event log in id order and reports every `Violation` it finds:
 - every task follows its state machine: each attempt ends at most once (no
   completion applied twice), no task succeeds twice, a task is assigned only
   after every dependency succeeded, and the final rows agree with the replay;
-- every task is terminal and consistent with its dependencies (when asked).
+- every task is terminal and consistent with its dependencies (when asked);
+- a named resource is a lease key like a path (the rules above hold for it),
+  and no sequence value is handed out twice, nor to a task not in flight.
 
 `replay_patches` + `compare_trees` prove the tree: the original tree with the
 succeeded tasks' patches applied in completion order (`git apply`) equals the
@@ -134,6 +136,7 @@ class _Replay:
     holders: dict[str, tuple[str, int]] = field(default_factory=dict)  # path -> (task, event)
     restoring: set[str] = field(default_factory=set)  # held paths of ended attempts, in restore
     ended: set[tuple[str, int, int]] = field(default_factory=set)
+    numbers: dict[tuple[str, int], int] = field(default_factory=dict)  # (sequence, value) -> event
     found: list[Violation] = field(default_factory=list)
 
     def flag(self, rule: str, message: str, event: Row) -> None:
@@ -277,6 +280,19 @@ def _on_restore_requested(replay: _Replay, event: Row) -> None:
             replay.restoring.add(path)
 
 
+def _on_number(replay: _Replay, event: Row) -> None:
+    """A sequence's value goes to one attempt in flight, once."""
+    key = (str(event["payload"].get("sequence")), int(event["payload"].get("value")))
+    if key in replay.numbers:
+        replay.flag("number_twice", f"{key[0]} {key[1]} handed out twice (first at event "
+                    f"{replay.numbers[key]})", event)  # fmt: skip
+    replay.numbers.setdefault(key, int(event["id"]))
+    task = replay.tasks.get(event["task_id"])
+    if task is None or task.status not in IN_FLIGHT:
+        replay.flag("number_outside_attempt", f"{key[0]} {key[1]} went to a task not in flight",
+                    event)  # fmt: skip
+
+
 def _on_denied(replay: _Replay, event: Row) -> None:
     path, named = event["payload"].get("path"), event["payload"].get("holder_task_id")
     held = replay.holders.get(path)
@@ -295,6 +311,7 @@ _LEASE_HANDLERS: Final = {
     EventType.RESTORE_FAILED: _on_held_use,
     EventType.RESTORE_REQUESTED: _on_restore_requested,
     EventType.LEASE_DENIED: _on_denied,
+    EventType.NUMBER_ALLOCATED: _on_number,
 }
 _TASK_KINDS: Final = frozenset(
     {

@@ -27,6 +27,7 @@ from codefleet.api.wire import (
     AcquireBody,
     ChangeBody,
     CheckEventBody,
+    CommandEventBody,
     CompleteBody,
     HeartbeatBody,
     ReadsBody,
@@ -156,6 +157,11 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
 
     for route in (ASSIGNMENT, START, ACQUIRE, CHANGE, COMPLETE):  # the schema's order
         install_hot_route(app, engine, route)
+    _install_attempt_reports(app, engine)
+
+
+def _install_attempt_reports(app: FastAPI, engine: Engine) -> None:
+    """The routes an attempt uses as it goes: its reads, checks, commands, foreign pre-images."""
 
     @app.post("/tasks/{task_id}/reads")
     async def reads(task_id: str, body: ReadsBody, epoch: Epoch) -> JSONResponse:
@@ -171,6 +177,11 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
     @app.post("/tasks/{task_id}/checks")
     async def check_event(task_id: str, body: CheckEventBody, epoch: Epoch) -> JSONResponse:
         return JSONResponse(engine.record_check(task_id, body.agent_id, epoch, body.model_dump()))
+
+    @app.post("/tasks/{task_id}/commands")
+    async def command_event(task_id: str, body: CommandEventBody, epoch: Epoch) -> JSONResponse:
+        report = body.model_dump()
+        return JSONResponse(engine.record_command(task_id, body.agent_id, epoch, report))
 
     @app.get("/tasks/{task_id}/foreign-preimages")
     async def foreign_preimages(task_id: str) -> JSONResponse:

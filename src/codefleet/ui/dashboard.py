@@ -59,6 +59,7 @@ NOTABLE_EVENTS: Final = frozenset(
         EventType.TASK_BLOCKED_UPSTREAM,
         EventType.TASK_CANCELLED,
         EventType.CHECK_FINISHED,
+        EventType.COMMAND_FINISHED,
         EventType.TASK_COMMITTED,
         EventType.FLEET_PAUSED,
         EventType.FLEET_RESUMED,

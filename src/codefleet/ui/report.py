@@ -95,6 +95,8 @@ def print_result(
         console.print(
             Text(f"verify: `{result.verify.command}` exited {result.verify.exit_code}", style=style)
         )
+        if (hint := result.verify.cannot_start()) is not None:
+            console.print(Text(f"verify {hint}", style=style))
         if not result.verify.ok:
             console.print(result.verify.output[-3000:], markup=False)
     for why in result.runner_errors:

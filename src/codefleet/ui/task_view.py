@@ -18,23 +18,28 @@ from rich.table import Table
 from rich.text import Text
 
 from codefleet.ui.report import STATUS_STYLE
-from codefleet.wording import phrase
+from codefleet.wording import cost_text, phrase
 
 __all__ = ["task_detail"]
 
 
 def task_detail(
-    task: dict[str, Any], reads: Sequence[dict[str, Any]] = (), *, crop: bool = True
+    task: dict[str, Any],
+    reads: Sequence[dict[str, Any]] = (),
+    *,
+    crop: bool = True,
+    simulated: bool = False,
 ) -> RenderableType:
     """The task's fields as a two-column list, then its description, in a titled panel.
 
     `reads`: the task's `stale_read` and `reconciled` events, one line each.
-    `crop` keeps only the last 2000 characters of the error (for a terminal, not a pipe).
+    `crop` keeps only the last 2000 characters of the error (for a terminal, not a pipe);
+    `simulated` labels the cost (no real model ran on the server).
     """
     fields = Table.grid(padding=(0, 2))
     fields.add_column(style="bold", no_wrap=True)
     fields.add_column()
-    for name, value in _fields(task, crop):
+    for name, value in _fields(task, crop, simulated):
         fields.add_row(name, value)
     for n, event in enumerate(reads):
         line = phrase(str(event["type"]), event.get("payload") or {}) or str(event["type"])
@@ -44,7 +49,7 @@ def task_detail(
     return Panel(Group(fields, Text(""), description), title=title, title_align="left")
 
 
-def _fields(task: dict[str, Any], crop: bool) -> list[tuple[str, Text]]:
+def _fields(task: dict[str, Any], crop: bool, simulated: bool) -> list[tuple[str, Text]]:
     status = Text(task["status"], style=STATUS_STYLE.get(task["status"], ""))
     status.append(f" · attempt {task['attempts']} of {task['max_attempts']}", style="")
     if task.get("assigned_agent_id") and task["status"] in ("assigned", "running"):
@@ -57,7 +62,10 @@ def _fields(task: dict[str, Any], crop: bool) -> list[tuple[str, Text]]:
     rows.append(("scope", Text(", ".join(task.get("file_scope") or ()) or "—")))
     if task.get("verify"):
         rows.append(("verify", Text(str(task["verify"]))))
-    usage = f"${float(task.get('cost_usd') or 0):.4f} · {task.get('input_tokens') or 0} in / {task.get('output_tokens') or 0} out tokens"
+    cost = cost_text(float(task.get("cost_usd") or 0), simulated)
+    usage = (
+        f"{cost} · {task.get('input_tokens') or 0} in / {task.get('output_tokens') or 0} out tokens"
+    )
     rows.append(("usage", Text(usage)))
     rows.append(("changed", _changes(task)))
     if task.get("error"):

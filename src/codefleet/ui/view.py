@@ -27,8 +27,9 @@ from rich.table import Table
 from rich.text import Text
 
 from codefleet.models import EventType, TaskStatus, from_iso
+from codefleet.resources import is_resource_key, resource_name
 from codefleet.ui.report import STATUS_STYLE
-from codefleet.wording import phrase
+from codefleet.wording import cost_text, phrase, spent_text
 
 __all__ = [
     "AgentRow",
@@ -112,6 +113,7 @@ class ViewModel:
     log: tuple[LogLine, ...] = ()
     counts: tuple[tuple[str, int], ...] = ()
     cost_usd: float = 0.0
+    simulated: bool = False  # no real model ran on this server: the cost is priced, not spent
     input_tokens: int = 0
     output_tokens: int = 0
     vetoes: int = 0
@@ -128,6 +130,7 @@ class BudgetLine:
     spent_usd: float
     hard: bool
     exhausted: bool
+    simulated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +156,7 @@ EVENT_STYLE: Final[dict[str, str]] = {
     EventType.CHECK_FINISHED: "bold yellow", EventType.FLEET_PAUSED: PAUSE_STYLE,
     EventType.FLEET_RESUMED: "green", EventType.FLEET_BUDGET_EXHAUSTED: "bold red",
     EventType.FILE_RESTORED: "yellow", EventType.RESTORE_FAILED: "bold red",
+    EventType.COMMAND_STARTED: "cyan", EventType.COMMAND_FINISHED: "bold cyan",
     EventType.STALE_READ: "bold yellow", EventType.RECONCILED: "yellow",
 }  # fmt: skip
 
@@ -160,6 +164,8 @@ EVENT_STYLE: Final[dict[str, str]] = {
 def _style(kind: str, body: Mapping[str, Any]) -> str:
     if kind == EventType.CHECK_FINISHED and body.get("passed"):
         return "green"
+    if kind == EventType.COMMAND_FINISHED and body.get("denied_on"):
+        return VETO_STYLE
     if body.get("kind") == "interactive" and kind.startswith("agent_"):
         return "magenta"
     return EVENT_STYLE.get(kind, "dim")
@@ -265,8 +271,13 @@ def _budget(state: Mapping[str, Any]) -> BudgetLine | None:
         return None
     return BudgetLine(
         float(budget["max_cost_usd"]), float(budget.get("spent_usd") or 0.0),
-        bool(budget.get("hard")), bool(budget.get("exhausted")),
+        bool(budget.get("hard")), bool(budget.get("exhausted")), _simulated(state),
     )  # fmt: skip
+
+
+def _simulated(state: Mapping[str, Any]) -> bool:
+    """The server's word on its cost (`budget.simulated`, `models.cost_simulated`)."""
+    return bool((state.get("budget") or {}).get("simulated"))
 
 
 def _counts(counters: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
@@ -306,6 +317,7 @@ def build_view(
         log=base.log,
         counts=_counts(counters["tasks"]),
         cost_usd=float(counters["cost_usd"]),
+        simulated=_simulated(state),
         input_tokens=int(counters["input_tokens"]),
         output_tokens=int(counters["output_tokens"]),
         vetoes=vetoes,
@@ -336,7 +348,7 @@ def summary_line(view: ViewModel) -> Text:
         line.append(" · " if i else "", style="dim")
         line.append(f"{status} {n}" if n else status, style=STATUS_STYLE.get(status, ""))
     line.append(" │ ", style="dim")
-    line.append(f"${view.cost_usd:.4f}")
+    line.append(cost_text(view.cost_usd, view.simulated))
     if view.budget is not None:
         cap = f" of ${view.budget.max_cost_usd:.2f}"
         line.append(cap, style=VETO_STYLE if view.budget.exhausted else "dim")
@@ -381,6 +393,11 @@ def _agent_table(view: ViewModel) -> Table:
     return table
 
 
+def _lease_label(key: str) -> str:
+    """A file's path, or `resource db` for a named resource's lease key."""
+    return f"resource {resource_name(key)}" if is_resource_key(key) else key
+
+
 def _lease_table(view: ViewModel) -> Table:
     table = Table(title="Leases", title_justify="left", **_TABLE)
     table.add_column("path", no_wrap=True, overflow="ellipsis", ratio=1)
@@ -388,7 +405,8 @@ def _lease_table(view: ViewModel) -> Table:
         table.add_column(name, no_wrap=True)
     for lease in view.leases:
         holder = _holder_text(lease.holder, lease.kind)
-        table.add_row(Text(lease.path), holder, Text(lease.task_id), _age_text(lease.age_s))
+        table.add_row(Text(_lease_label(lease.path)), holder, Text(lease.task_id),
+                      _age_text(lease.age_s))  # fmt: skip
     if not view.leases:
         table.add_row(Text("no file is leased", style="dim"), "", "", "")
     return table
@@ -445,7 +463,9 @@ def pause_text(pause: PauseBanner) -> Text:
 def budget_text(budget: BudgetLine) -> Text:
     """`⏹ FLEET BUDGET EXHAUSTED · $1.02 of $1.00 · ...`: why nothing more is assigned."""
     line = Text("⏹ FLEET BUDGET EXHAUSTED", style=VETO_STYLE)
-    line.append(f" · ${budget.spent_usd:.4f} spent of ${budget.max_cost_usd:.4f}")
+    line.append(
+        f" · {spent_text(budget.spent_usd, budget.simulated)} of ${budget.max_cost_usd:.4f}"
+    )
     stop = "running tasks were stopped" if budget.hard else "running tasks finish"
     line.append(f" · no new task is assigned; {stop}; `codefleet budget USD` raises it", "dim")
     return line

@@ -57,6 +57,11 @@ export function describeAttempt(model, attempt, t0) {
     const how = check.timedOut ? "timed out" : check.passed ? "passed" : `failed${check.exitCode != null ? ` (exit ${check.exitCode})` : ""}`;
     lines.push(`check ${check.name} ${how} at ${fmtOffset(check.at - t0)}`);
   }
+  for (const run of attempt.commands ?? []) {
+    const how = run.deniedOn ? `VETO on ${run.deniedOn}, nothing applied` : `applied ${run.applied.length ? run.applied.join(", ") : "nothing"}`;
+    const ended = run.timedOut ? "timed out" : `exit ${run.exitCode}`;
+    lines.push(truncate(`$ ${run.command} (${ended}; ${how}) at ${fmtOffset(run.at - t0)}`, 160));
+  }
   for (const mark of attempt.stale) {
     const files = mark.paths.map((p) => `${p.path} (${p.gone ? "deleted by " : ""}${p.by.join(", ")})`).join(", ");
     const then = mark.outcome ? ` · reconciled: ${mark.outcome}` : "";

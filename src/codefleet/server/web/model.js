@@ -88,7 +88,7 @@ export class Model {
       agents: new Map(state.agents.map((a) => [a.id, { ...a }])),
       leases: new Map(state.leases.map((l) => [l.path, { ...l }])),
       pause: state.pause ?? null, // a usage limit: {since, until, reason, task_id}
-      budget: state.budget ?? null, // {max_cost_usd, hard, spent_usd, exhausted}
+      budget: state.budget ?? null, // {max_cost_usd, hard, spent_usd, exhausted, simulated}
     };
     for (const event of this.events) {
       if (event.id > state.last_event_id) foldLive(this.live, event);
@@ -187,6 +187,7 @@ function foldHistory(h, event) {
         vetoes: [],
         restored: [],
         checks: [],
+        commands: [],
         stale: [], // stale_read events of this attempt: { at, paths, outcome (set by reconciled) }
       };
       h.attempts.push(attempt);
@@ -248,6 +249,9 @@ function foldHistory(h, event) {
       break;
     case "check_finished":
       attemptFor(h, event)?.checks.push({ at, name: body.name, passed: body.passed === true, exitCode: body.exit_code, timedOut: body.timed_out === true });
+      break;
+    case "command_finished":
+      attemptFor(h, event)?.commands.push({ at, command: body.command ?? "", exitCode: body.exit_code ?? null, timedOut: body.timed_out === true, applied: body.applied ?? [], deniedOn: body.denied_on ?? null });
       break;
     case "task_succeeded":
       close(h, event, "succeeded", { cost: body.cost_usd ?? 0, summary: body.summary ?? "" });
@@ -372,12 +376,12 @@ function foldLive(live, event) {
       live.pause = null;
       break;
     case "fleet_budget_exhausted":
-      live.budget = { ...live.budget, max_cost_usd: body.max_cost_usd, hard: body.hard, spent_usd: body.spent_usd, exhausted: true };
+      live.budget = { ...live.budget, max_cost_usd: body.max_cost_usd, hard: body.hard, spent_usd: body.spent_usd, exhausted: true, simulated: body.simulated ?? live.budget?.simulated };
       break;
     case "fleet_budget_set": {
       const spent = body.spent_usd ?? live.budget?.spent_usd ?? 0;
       const cap = body.max_cost_usd;
-      live.budget = { max_cost_usd: cap, hard: body.hard, spent_usd: spent, exhausted: cap != null && spent >= cap };
+      live.budget = { max_cost_usd: cap, hard: body.hard, spent_usd: spent, exhausted: cap != null && spent >= cap, simulated: live.budget?.simulated };
       break;
     }
     case "agent_registered":

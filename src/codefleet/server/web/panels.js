@@ -5,7 +5,7 @@
 import { shownStatus } from "./graph.js";
 import { naturalCompare, TERMINAL } from "./model.js";
 import { runOrigin, runWall } from "./describe.js";
-import { clock, fill, fmtCost, fmtCount, fmtDuration, fmtOffset, h, plural, truncate } from "./util.js";
+import { clock, costText, fill, fmtCost, fmtCount, fmtDuration, fmtOffset, h, plural, spentText, truncate } from "./util.js";
 
 // -- header -------------------------------------------------------------------------
 
@@ -25,9 +25,15 @@ export function renderStats(container, view) {
     stat("Runners", String(model.lanes().length)),
     stat("Duration", model.history.attempts.length ? fmtDuration(runWall(model, view)) : "–"),
     stat("Tokens", fmtCount(tokens)),
-    stat("Cost", model.live.budget?.max_cost_usd != null ? `${fmtCost(cost)} of ${fmtCost(model.live.budget.max_cost_usd)}` : fmtCost(cost), model.live.budget?.exhausted ? "bad" : ""),
+    stat("Cost", costStat(cost, model.live.budget), model.live.budget?.exhausted ? "bad" : ""),
     verify ? stat("Verify", verify.ok ? "passed" : `failed (exit ${verify.exit_code})`, verify.ok ? "good" : "bad") : null,
   );
+}
+
+/** The fleet's cost, labelled when simulated, and the budget's cap if there is one. */
+export function costStat(cost, budget) {
+  const text = costText(cost, budget?.simulated);
+  return budget?.max_cost_usd != null ? `${text} of ${fmtCost(budget.max_cost_usd)}` : text;
 }
 
 /** The limits banner: a usage-limit pause (with a live countdown and why), or a spent budget. */
@@ -40,7 +46,7 @@ export function renderPause(container, view) {
     return fill(
       container,
       h("strong", { text: "Fleet budget exhausted" }),
-      ` · ${fmtCost(budget.spent_usd)} spent of ${fmtCost(budget.max_cost_usd)} · no new task is assigned; `,
+      ` · ${spentText(budget.spent_usd, budget.simulated)} of ${fmtCost(budget.max_cost_usd)} · no new task is assigned; `,
       budget.hard ? "running tasks were stopped and rolled back; " : "running tasks finish; ",
       h("code", { text: "codefleet budget USD" }),
       " raises it.",
@@ -327,7 +333,7 @@ export function renderCost(container, view) {
   const taskRows = tasks.map((t) =>
     h("tr", { "data-task-cost": t.id }, h("td", { title: t.title }, t.id, h("span", { class: "muted small", text: ` ${truncate(t.title, 28)}${t.attempts > 1 ? ` · ${t.attempts} tries` : ""}` })), num(fmtCount(t.input_tokens)), num(fmtCount(t.output_tokens)), num(fmtCost(t.cost_usd)), h("td", { class: "share" }, shareBar(weight(t), total))),
   );
-  const totals = h("tr", {}, h("th", { scope: "row", text: "Total" }), num(fmtCount(tasks.reduce((n, t) => n + (t.input_tokens || 0), 0))), num(fmtCount(tasks.reduce((n, t) => n + (t.output_tokens || 0), 0))), num(fmtCost(totalCost)), h("td", {}));
+  const totals = h("tr", {}, h("th", { scope: "row", text: "Total" }), num(fmtCount(tasks.reduce((n, t) => n + (t.input_tokens || 0), 0))), num(fmtCount(tasks.reduce((n, t) => n + (t.output_tokens || 0), 0))), num(costText(totalCost, model.live.budget?.simulated)), h("td", {}));
   const note = total > 0 ? null : h("p", { class: "muted small", text: "No usage reported yet (a dry run uses no model)." });
   fill(
     container,

@@ -2,7 +2,8 @@
 // end), colored by outcome; a veto marker where a write was refused, with a
 // dashed line to the lane of the runner that held the file; a dotted link from
 // a failed attempt to the task's next attempt, labeled with the wait; a ↺ where
-// a failed attempt's edits were rolled back; a tick inside a bar per check run.
+// a failed attempt's edits were rolled back; a tick inside a bar per check run (at the
+// bottom) and per command (at the top; filled dark when the command was vetoed).
 //
 // Bars and markers are one tab stop (a roving tabindex, so a long run is not
 // a hundred Tab presses): Tab enters at the last one focused, arrow keys move
@@ -399,6 +400,7 @@ function bar(geo, attempt, timeline) {
     s("rect", { class: "bar-body", x: x1, y, width: w, height: BAR_H, rx: 4 }),
     label,
     attempt.checks.map((c) => s("rect", { class: `check-mark ${c.passed ? "pass" : "fail"}`, x: x(c.at) - 2, y: y + BAR_H - 7, width: 4, height: 7, rx: 1 })),
+    (attempt.commands ?? []).map((c) => s("rect", { class: `command-mark ${c.deniedOn ? "veto" : "ran"}`, x: x(c.at) - 2, y, width: 4, height: 7, rx: 1 })),
     attempt.stale.map((m) => s("rect", { class: `stale-mark${m.outcome === "clean" ? " reconciled" : ""}`, x: x(m.at) - 3, y: y, width: 6, height: 7, rx: 1, "data-stale": m.paths.map((p) => p.path).join(" ") })),
   );
   return interactive(group, timeline, lines, attempt.task);

@@ -58,6 +58,19 @@ export function fmtCost(usd) {
   return `$${value.toFixed(value >= 100 ? 2 : 4)}`;
 }
 
+// After a cost no real model ran up (the server's `budget.simulated`); as `wording.SIMULATED`.
+export const SIMULATED = " simulated, nothing spent";
+
+/** A cost, labelled when it was simulated (`wording.cost_text`). */
+export function costText(usd, simulated) {
+  return `${fmtCost(usd)}${simulated ? SIMULATED : ""}`;
+}
+
+/** What a budget has spent (`wording.spent_text`). */
+export function spentText(usd, simulated) {
+  return simulated ? costText(usd, true) : `${fmtCost(usd)} spent`;
+}
+
 export function fmtCount(n) {
   const value = Number(n) || 0;
   if (value < 1000) return String(value);

@@ -1,0 +1,185 @@
+"""The command layer: an overlay over the shared tree that a command writes into.
+
+A command (`run_command`) runs in a user + mount namespace (`unshare`) where
+an overlayfs is mounted ON the tree's own path: the lower layers are the
+pre-images of files other in-flight tasks hold (`images/`, above) and the live
+tree (below); the upper layer (`upper/`) takes every write. So the command
+sees the tree as the isolated check view shows it (its own task's edits and
+finished work; files other tasks hold at their pre-images), at the tree's own
+path (a project's virtualenv and editable installs keep working), and
+nothing it does reaches the shared tree: what changed is read from `upper/`
+afterwards (`fleet.changes`). Files another task created (pre-image
+"absent") are removed through the mount before the command starts, which
+leaves overlayfs whiteouts in `upper/` that the collection recognises.
+
+Setting up costs one small directory per held file, never a walk of the
+tree. Inside the namespace the command runs under bubblewrap when it is
+present (`Sandbox.bwrap`): the rest of the file system read-only, private
+`/tmp` and `/var/tmp`, its own PID namespace (everything dies with it), no
+network unless `Sandbox.network`. Without bubblewrap it runs directly in the
+namespace (`--shell-unsandboxed`): the layer is still its view of the tree,
+but it may write wherever the user may. docs/decisions.md, "Commands run in
+an overlay layer"; docs/security.md, "Commands".
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from codefleet.fleet.view import SKIP_DIRS
+from codefleet.rollback import PreImage
+
+__all__ = ["Layer", "LayerError", "Sandbox", "ShellSupport", "build_layer", "layer_argv",
+           "shell_support"]  # fmt: skip
+
+BWRAP_PATHS: Final = ("/usr/bin/bwrap", "/usr/local/bin/bwrap")
+HIDDEN_FILE: Final = "hidden"
+# A mount option value cannot hold these unescaped; such a tree path is refused.
+MOUNT_UNSAFE: Final = frozenset(",:\\\n")
+PROBE_TIMEOUT_S: Final = 10.0
+# Runs inside the namespace: $1 tree, $2 lowerdir, $3 layer base, then the command's argv.
+SETUP_SCRIPT: Final = """set -e
+tree=$1; lower=$2; base=$3; shift 3
+mount -t overlay codefleet-layer -o "lowerdir=$lower,upperdir=$base/upper,workdir=$base/work,userxattr" "$tree"
+while IFS= read -r path; do rm -f -- "$tree/$path" 2>/dev/null || :; done < "$base/hidden"
+cd "$tree"
+exec "$@"
+"""
+
+
+class LayerError(OSError):
+    """The layer cannot be built here (no user namespaces, an unusable path)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sandbox:
+    """How a command is confined: `bwrap` is the bubblewrap binary, or None (unsandboxed)."""
+
+    bwrap: str | None
+    network: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Layer:
+    tree: Path  # the real tree root: where the overlay is mounted inside the namespace
+    base: Path  # images/, upper/, work/ and the hidden list
+    shadowed: frozenset[str]  # shown at a pre-image that existed
+    hidden: frozenset[str]  # shown absent: another task created them
+    started_ns: int  # wall clock when the layer was built (`time.time_ns`)
+
+    @property
+    def images(self) -> Path:
+        return self.base / "images"
+
+    @property
+    def upper(self) -> Path:
+        return self.base / "upper"
+
+    @property
+    def lower(self) -> str:
+        """The overlay's `lowerdir`: the pre-images (if any) above the tree."""
+        return f"{self.images}:{self.tree}" if self.shadowed else str(self.tree)
+
+
+def build_layer(tree: Path, base: Path, images: Iterable[PreImage]) -> Layer:
+    """Lay out `base` (an empty directory) for a layer over `tree` showing `images`."""
+    for path in (tree, base):
+        if MOUNT_UNSAFE.intersection(str(path)):
+            raise LayerError(f"{path}: a layer cannot be mounted over a path with , : or \\")
+    for name in ("images", "upper", "work"):
+        (base / name).mkdir()
+    shadowed, hidden = set(), set()
+    for image in images:
+        if not SKIP_DIRS.isdisjoint(image.path.split("/")) or "\n" in image.path:
+            continue
+        if image.existed:
+            _put_image(base / "images", image)
+            shadowed.add(image.path)
+        else:
+            hidden.add(image.path)
+    (base / HIDDEN_FILE).write_text("".join(f"{p}\n" for p in sorted(hidden)))
+    return Layer(tree, base, frozenset(shadowed), frozenset(hidden), time.time_ns())
+
+
+def _put_image(images: Path, image: PreImage) -> None:
+    target = images / image.path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(image.content)
+    os.chmod(target, image.mode if image.mode is not None else 0o644)
+
+
+def layer_argv(layer: Layer, command: str, sandbox: Sandbox, unshare: str) -> list[str]:
+    """The argv that runs `command` (through `/bin/sh -c`) in `layer`, confined by `sandbox`."""
+    inner = ["/bin/sh", "-c", command]
+    if sandbox.bwrap is not None:
+        inner = [sandbox.bwrap, *_bwrap_options(layer.tree, sandbox.network), "--", *inner]
+    setup = ["/bin/sh", "-c", SETUP_SCRIPT, "codefleet-layer"]
+    namespace = [unshare, "--user", "--map-root-user", "--mount", "--propagation", "private"]
+    return [*namespace, *setup, str(layer.tree), layer.lower, str(layer.base), *inner]
+
+
+def _bwrap_options(tree: Path, network: bool) -> list[str]:
+    root = str(tree)
+    options = [
+        "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+        "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--bind", root, root,
+        "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session",
+        "--chdir", root,
+    ]  # fmt: skip
+    return options if network else [*options, "--unshare-net"]
+
+
+@dataclass(frozen=True, slots=True)
+class ShellSupport:
+    """What this host offers commands: the namespace tool, bubblewrap, or why not."""
+
+    unshare: str | None
+    bwrap: str | None
+    problem: str | None  # why no layer can be built here (None: it can)
+
+    @property
+    def describe(self) -> str:
+        if self.problem is not None:
+            return f"commands cannot run here: {self.problem}"
+        if self.bwrap is None:
+            return "commands run in an overlay layer, NOT sandboxed (no bubblewrap)"
+        return f"commands run in an overlay layer, sandboxed by bubblewrap ({self.bwrap})"
+
+
+@functools.cache
+def shell_support() -> ShellSupport:
+    """Probe once: can a layer be mounted here, and is bubblewrap present (and working)?"""
+    unshare = shutil.which("unshare")
+    bwrap = next((p for p in BWRAP_PATHS if os.access(p, os.X_OK)), shutil.which("bwrap"))
+    if unshare is None:
+        return ShellSupport(None, bwrap, "the `unshare` program (util-linux) is not installed")
+    with tempfile.TemporaryDirectory(prefix="codefleet-probe-") as scratch:
+        tree, base = Path(scratch, "tree"), Path(scratch, "layer")
+        tree.mkdir()
+        base.mkdir()
+        layer = build_layer(tree, base, ())
+        problem = _probe(layer_argv(layer, "true", Sandbox(None), unshare))
+        if problem is not None:
+            return ShellSupport(unshare, bwrap, f"no overlay in a user namespace ({problem})")
+        if bwrap is not None and _probe(layer_argv(layer, "true", Sandbox(bwrap), unshare)):
+            bwrap = None  # present but unusable here: say so as "not sandboxed"
+    return ShellSupport(unshare, bwrap, None)
+
+
+def _probe(argv: list[str]) -> str | None:
+    try:
+        ran = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return str(err)
+    if ran.returncode != 0:
+        return (ran.stderr.strip() or f"exit code {ran.returncode}")[-300:]
+    return None
