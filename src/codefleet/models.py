@@ -31,12 +31,14 @@ __all__ = [
     "DEFAULT_STALE_AFTER_S",
     "DEFAULT_TASK_TIMEOUT_S",
     "DEFAULT_TICK_INTERVAL_S",
+    "GATED_TOOLS",
     "MAX_BATCH_SCOPE_PATHS",
     "MAX_CHECK_COMMAND",
     "READ_RECORDED_TOOLS",
     "RETRYABLE_KINDS",
     "TERMINAL_STATUSES",
     "WRITE_TOOLS",
+    "AgentKind",
     "AgentStatus",
     "CheckPurpose",
     "DenyReason",
@@ -77,6 +79,13 @@ class AgentStatus(StrEnum):
     IDLE = "idle"
     BUSY = "busy"
     OFFLINE = "offline"
+
+
+class AgentKind(StrEnum):
+    """Which coding agent a runner drives; a task may name the one it needs (`agent:`)."""
+
+    CLAUDE = "claude"
+    CODEX = "codex"
 
 
 class ErrorKind(StrEnum):
@@ -234,6 +243,8 @@ CHECK_NAME_PATTERN: Final = r"^[a-z][a-z0-9_-]{0,31}$"
 # The tools whose every call must pass the lease check. One definition: the
 # hook matcher, the pre-write path and the docs are derived from it.
 WRITE_TOOLS: Final = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+# Every tool the pre-write gate leases for: Claude Code's write tools and Codex's `apply_patch`.
+GATED_TOOLS: Final = WRITE_TOOLS | frozenset({"apply_patch"})
 
 # The tools whose call is recorded as a read of a file (its path and the content's hash):
 # the content reached the model whole. Not Grep or Glob (docs/decisions.md, "What counts as

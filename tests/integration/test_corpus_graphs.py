@@ -114,7 +114,7 @@ CORPUS: dict[str, Bad] = {
     "depends_on as a number": Bad(graph("{title: a, depends_on: 7, description: d}"), "depends_on: Input should be a valid list"),
     "a scope outside the tree": Bad(graph("{title: a, file_scope: [../../etc/passwd], description: d}"), "resolves outside the working tree", "invalid_graph"),
     "a scope inside .git": Bad(graph("{title: a, file_scope: [.git/config], description: d}"), "is a protected path", "invalid_graph"),
-    "an unknown key in a task": Bad(graph("{title: a, blocked_by: [T1], description: d}"), "unknown key 'blocked_by' (known keys: depends_on, description,"),
+    "an unknown key in a task": Bad(graph("{title: a, blocked_by: [T1], description: d}"), "unknown key 'blocked_by' (known keys: agent, depends_on, description,"),
     "a misspelled key in a task": Bad(graph("{title: a, file_scopes: [a.py], description: d}"), "task #1: unknown key 'file_scopes' (did you mean file_scope?)"),
     "a missing description": Bad(graph("{id: OK, title: fine, description: d}", "{id: A, title: a}"), "task #2 (A): description: Field required"),
     "an empty description": Bad(graph("{id: A, title: a, description: ''}"), "task #1 (A): description: String should have at least 1 character"),

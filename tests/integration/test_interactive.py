@@ -96,6 +96,17 @@ async def test_a_persons_write_takes_an_interactive_lease_shown_with_its_kind(
     assert registered[-1]["payload"]["kind"] == "interactive"
 
 
+async def test_a_session_id_that_is_the_prefix_of_another_gets_a_holder_of_its_own(
+    client: FleetClient, server: ServerThread, workdir: Path
+) -> None:
+    assert writes(server, workdir, "a.py", session="abcdefgh-long") == ""
+    assert writes(server, workdir, "b.py", session="abcdefgh") == ""
+
+    held = await leases(client)
+    assert held["a.py"][1] == "i-abcdefgh"
+    assert held["b.py"][1] not in ("i-abcdefgh", "")
+
+
 async def test_paths_are_canonicalized_exactly_like_the_runners(
     client: FleetClient, server: ServerThread, workdir: Path
 ) -> None:

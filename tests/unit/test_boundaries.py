@@ -210,6 +210,17 @@ EXCLUSIVE = [
         "only the session package's fleet and read-only sessions (and the multi-turn "
         "conversation they run in) touch the SDK; everything else runs without it",
     ),
+    (
+        "openai_codex",
+        {"codefleet.session.codex"},
+        "only the session package's Codex executor touches the Codex SDK; everything else "
+        "(the runner, the hook bridge, the server) runs without it",
+    ),
+    (
+        "codex_cli_bin",
+        set(),
+        "the Codex CLI runtime is the SDK's to find (CodexConfig.codex_bin stays unset)",
+    ),
 ]
 
 # (module, an import it must make, why): the seams the rules above leave open, really used.
@@ -222,6 +233,8 @@ REQUIRED = [
     ("codefleet.hook.command", "codefleet.hook.io", "paths and denials from hook.io"),
     ("codefleet.fleet.prewrite", "codefleet.hook.io", "paths and denials from hook.io"),
     ("codefleet.session.sdk", "codefleet.hook.io", "paths and denials from hook.io"),
+    ("codefleet.session.codex", "codefleet.hook.io", "patch targets and denials from hook.io"),
+    ("codefleet.hook.codexbridge", "codefleet.hook.io", "the bridge's denial is THE denial"),
     ("codefleet.server.app", "codefleet.coord.engine", "routes call the engine"),
     ("codefleet.server.app", "codefleet.readmodel.reads", "read routes answer from the read model"),
     ("codefleet.readmodel.reads", "codefleet.coord.reads", "the read model reads the engine there"),

@@ -81,7 +81,7 @@ def test_a_good_answer_is_loaded_and_analysed() -> None:
     [
         ("tasks: [\n", "your graph is not valid YAML: "),
         ("tasks:\n  - {id: A, title: a, description: d, owner: me}\n",
-         "your graph: task #1 (A): unknown key 'owner' (known keys: depends_on,"),
+         "your graph: task #1 (A): unknown key 'owner' (known keys: agent, depends_on,"),
         ("tasks:\n  - {id: A, title: a, description: d, depends_on: [Z]}\n",
          "your graph: task A depends on unknown task Z"),
         ("tasks:\n  - {id: A, title: a, description: d, depends_on: [B]}\n"

@@ -183,3 +183,13 @@ def test_a_veto_on_a_file_already_in_scope_changes_nothing_about_scope():
     _, changes = suggest(raw["tasks"], facts())
 
     assert [c.key for c in changes] == ["depends_on"]
+
+
+def test_attempts_vetoes_and_time_are_counted_per_agent_kind_of_the_runner() -> None:
+    agents = ({"name": "runner-1", "agent": "claude"}, {"name": "runner-2", "agent": "codex"})
+    record = RunRecord(tasks=TASKS, events=EVENTS, workdir="/tree", agents=agents)
+    kinds = {k.agent: k for k in fleet_stats(run_facts(record)).kinds}
+    assert (kinds["claude"].attempts, kinds["claude"].vetoed) == (3, 0)  # T3, T1 twice
+    assert (kinds["codex"].attempts, kinds["codex"].vetoed) == (3, 1)  # T4 twice, T2
+    assert kinds["codex"].attempt_s == pytest.approx(1.0 + 2.0 + 1.0)
+    assert stats_json(fleet_stats(run_facts(record)))["agents"][1]["agent"] == "codex"

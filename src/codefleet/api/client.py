@@ -156,9 +156,12 @@ class FleetClient:
         *,
         host: str | None = None,
         replace: bool = False,
+        agent: str | None = None,
     ) -> dict[str, Any]:
         """Register (or re-register) `name`; `NameInUse` / `WrongTree` are refusals to obey."""
         body: dict[str, Any] = {"name": name, "workdir": workdir, "pid": pid}
+        if agent is not None:
+            body["agent"] = agent
         if host is not None:
             body["host"] = host
         if replace:

@@ -27,6 +27,7 @@ from codefleet.attempt import AttemptReport
 from codefleet.models import (
     CHECK_NAME_PATTERN,
     MAX_CHECK_COMMAND,
+    AgentKind,
     CheckPurpose,
     ErrorKind,
     StaleReadPolicy,
@@ -158,6 +159,7 @@ class TaskSpec(_Body):
     shell: StrictBool | None = None  # the run_command tool (None: the fleet's default)
     shell_network: StrictBool | None = None  # ... with the network (implies shell)
     estimate_min: Annotated[StrictInt, Field(ge=1, le=MAX_ESTIMATE_MIN)] | None = None
+    agent: AgentKind | None = None  # the coding agent the task needs; None: any runner
     on_stale_read: StaleReadPolicy | None = None  # None: the graph's, else reconcile
 
     resources: Resources = []  # named exclusive locks held for the whole attempt
@@ -203,6 +205,7 @@ class RegisterBody(_Body):
     pid: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
     host: Annotated[StrictStr, Field(max_length=255)] | None = None
     replace: StrictBool = False
+    agent: AgentKind = AgentKind.CLAUDE  # the coding agent this runner drives
 
 
 class HeartbeatBody(_Body):

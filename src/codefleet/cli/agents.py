@@ -7,6 +7,10 @@
 - `--offline --model-script FILE`: real Claude Code sessions against CodeFleet's
   built-in scripted model (`codefleet.testing`) playing FILE: no key, no cost.
 
+`--agent codex` makes the sessions Codex ones (`session.codex`), live or offline
+(the same model file, its writes played as patches); the scripted executor is
+the same for every agent kind.
+
 A scripted choice knows which tasks its file covers, so a run refuses to start
 on tasks it has no script for instead of "succeeding" them with no change.
 """
@@ -20,6 +24,7 @@ from typing import Final
 
 from codefleet.config import Settings
 from codefleet.fleet.executor import Executor
+from codefleet.models import AgentKind
 
 __all__ = ["KEYLESS_RUN", "AgentChoice", "AgentSetupError", "Agents", "choose_agents"]
 
@@ -39,6 +44,7 @@ class AgentChoice:
     script: Path | None = None
     offline: bool = False
     model_script: Path | None = None
+    agent: AgentKind = AgentKind.CLAUDE
 
     @property
     def mode(self) -> str:
@@ -68,7 +74,9 @@ def choose_agents(choice: AgentChoice, settings: Settings) -> Agents:
     if choice.dry_run:
         return _scripted(choice.script)
     if choice.offline:
-        return _offline(choice.model_script, settings)
+        return _offline(choice.model_script, settings, choice.agent)
+    if choice.agent is AgentKind.CODEX:
+        return _live_codex()
     return _live(settings)
 
 
@@ -87,7 +95,7 @@ def _scripted(script: Path | None) -> Agents:
     return Agents(ScriptedExecutor(steps), "dry-run", steps.__contains__)
 
 
-def _offline(model_script: Path | None, settings: Settings) -> Agents:
+def _offline(model_script: Path | None, settings: Settings, agent: AgentKind) -> Agents:
     if model_script is None:
         raise AgentSetupError(
             "--offline needs --model-script FILE: the scripted model's turns per task "
@@ -99,14 +107,29 @@ def _offline(model_script: Path | None, settings: Settings) -> Agents:
         fake, script_ids = shared_model(model_script.resolve())
     except ModelFileError as err:
         raise AgentSetupError(str(err)) from None
-    executor = offline_executor(
+    executor: Executor = offline_executor(
         fake, script_ids, max_turns=settings.max_turns, max_budget_usd=settings.task_budget_usd
     )
+    if agent is AgentKind.CODEX:
+        from codefleet.session.codexagents import offline_codex_executor
+        from codefleet.testing.fakecodex import FakeCodexModel
+
+        assert isinstance(fake, FakeCodexModel)  # the shared model speaks both wires
+        executor = offline_codex_executor(fake, script_ids)
 
     def covers(task_id: str) -> bool:
         return task_id in script_ids or any(s.startswith(f"{task_id}-a") for s in script_ids)
 
     return Agents(executor, "offline", covers)
+
+
+def _live_codex() -> Agents:
+    from codefleet.session.codexagents import MissingCodexKey, live_codex_executor
+
+    try:
+        return Agents(live_codex_executor(), "live", lambda _: True)
+    except MissingCodexKey as err:
+        raise AgentSetupError(str(err)) from None
 
 
 def _live(settings: Settings) -> Agents:

@@ -24,6 +24,7 @@ import typer
 
 from codefleet.cli.helptext import CliTyper
 from codefleet.errors import DomainError, Unauthorized
+from codefleet.models import AgentKind
 
 if TYPE_CHECKING:  # the client (httpx) and settings (pydantic) load with the first command
     from codefleet.api.client import FleetClient
@@ -224,6 +225,15 @@ ModelScriptOpt = Annotated[
         "--model-script",
         help="With --offline: the scripted model's turns per task id "
         "(like examples/demo-model.yaml).",
+    ),
+]
+AgentOpt = Annotated[
+    AgentKind,
+    typer.Option(
+        "--agent",
+        help="Which coding agent the runners drive: claude (Claude Code) or codex (Codex CLI, "
+        "through its Python SDK).",
+        case_sensitive=False,
     ),
 ]
 ModelOpt = Annotated[

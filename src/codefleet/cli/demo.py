@@ -24,6 +24,14 @@ def demo(
         ),
     ] = False,
     runners: Annotated[int, typer.Option("--runners", "-n", help="How many runners.")] = 3,
+    mixed: Annotated[
+        bool,
+        typer.Option(
+            "--mixed",
+            help="With --offline: a mixed fleet, Claude Code runners and one Codex runner "
+            "(T4 is Codex's), the veto firing across them.",
+        ),
+    ] = False,
     run_dir: RunDirOpt = None,
     commit: Annotated[
         bool,
@@ -42,11 +50,18 @@ def demo(
 
     settings = settings_from(run_dir=run_dir)
     mode = "dry-run" if dry_run else "offline" if offline else "live"
+    if mixed and mode != "offline":
+        raise fail("--mixed goes with --offline (a live Codex runner needs OPENAI_API_KEY)")
+    if mixed and runners < 2:
+        raise fail("--mixed needs at least 2 runners: Claude Code ones and one Codex runner")
     problem = credentials_problem() if mode == "live" else None
     if problem:  # refused before a workspace or a server exists
         raise fail(problem)
     demo_run = import_demo_run()
-    ok = demo_run.run_demo(mode, settings.run_dir, runners, console, commit=commit)
+    try:
+        ok = demo_run.run_demo(mode, settings.run_dir, runners, console, commit=commit, mixed=mixed)
+    except NotImplementedError as err:
+        raise fail(str(err)) from None
     raise typer.Exit(0 if ok else 1)
 
 

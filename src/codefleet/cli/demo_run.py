@@ -16,6 +16,11 @@ printing that branch and its `git log --oneline`.
 
 `--dry-run` plays `demo-script.yaml` through the scripted executor: same
 server, scheduler, leases and veto, no model, deterministic.
+
+`--offline --mixed` makes the last runner a Codex runner (`codex-N`, the real Codex
+CLI against the same scripted model, its writes played as patches) and pins the
+staged collision across agents: T4 needs Codex, T1 and T3 Claude Code, so T4's
+patch of api.py is refused while T3, a Claude Code session, holds it.
 """
 
 from __future__ import annotations
@@ -28,12 +33,13 @@ import subprocess
 import time
 from importlib import resources
 from pathlib import Path
+from typing import Final
 
 from rich.console import Console
 from rich.markup import escape
 
 from codefleet.api.client import FleetClient
-from codefleet.api.graph import load_graph
+from codefleet.api.graph import GraphTasks, load_graph
 from codefleet.config import Settings
 from codefleet.fleet.executor import Executor
 from codefleet.fleet.local import python_command, run_fleet
@@ -107,7 +113,11 @@ def demo_executor(mode: str, examples: Path) -> Executor:
 
     limits = Settings()  # model, turn and budget limits from CODEFLEET_* / .env
     if mode == "offline":
-        from codefleet.session.offline import model_file_executor
+        from codefleet.session.offline import model_file_executor, shared_model
+
+        # A fresh fake model per demo: a second demo in one process must not see the
+        # first one's requests (its `wait_for` holds would be met by them at once).
+        shared_model.cache_clear()
 
         return model_file_executor(
             examples / "demo-model.yaml",
@@ -117,6 +127,25 @@ def demo_executor(mode: str, examples: Path) -> Executor:
     return SessionExecutor(  # `demo` refused earlier without a key or a login
         model=limits.model, max_turns=limits.max_turns, max_budget_usd=limits.task_budget_usd
     )
+
+
+MIXED_AGENTS: Final = {"T1": "claude", "T3": "claude", "T4": "codex"}
+
+
+def mixed_graph(graph: GraphTasks) -> GraphTasks:
+    """The demo graph with `MIXED_AGENTS` pinned: the staged veto crosses agents."""
+    tasks = [
+        {**spec, "agent": MIXED_AGENTS[spec["id"]]} if spec["id"] in MIXED_AGENTS else spec
+        for spec in graph
+    ]
+    return GraphTasks(tasks, graph.checks)
+
+
+def mixed_executor(examples: Path) -> Executor:
+    """The Codex runner of the mixed offline demo, on the Claude runners' fake model."""
+    from codefleet.session.codexagents import model_file_codex_executor
+
+    return model_file_codex_executor(examples / "demo-model.yaml")
 
 
 def demo_committer(tree: Path, console: Console) -> LiveCommitter | None:
@@ -130,10 +159,13 @@ def demo_committer(tree: Path, console: Console) -> LiveCommitter | None:
 
 
 async def _demo(
-    settings: Settings, mode: str, runners: int, console: Console, commit: bool
-) -> bool:
+    settings: Settings, mode: str, runners: int, console: Console, commit: bool,
+    mixed: bool = False,
+) -> bool:  # fmt: skip
     examples = examples_dir()
     graph = load_graph(examples / "demo-tasks.yaml")
+    if mixed:
+        graph = mixed_graph(graph)
     # The committer's git calls run in a worker thread while this one builds the server's app.
     opening = (
         asyncio.get_running_loop().run_in_executor(None, demo_committer, settings.workdir, console)
@@ -158,16 +190,22 @@ async def _demo(
         follower = asyncio.create_task(follow_compact(server.url, settings.token, console, stop))
         try:
             executor = demo_executor(mode, examples)  # one for every runner, as `run` shares one
+            codex = mixed_executor(examples) if mixed else None
+
+            def kind(n: int) -> str:
+                return "codex" if codex is not None and n == runners else "claude"
+
             result = await run_fleet(
                 server.url,
                 runners,
-                lambda _: executor,
+                lambda n: codex if codex is not None and kind(n) == "codex" else executor,
                 settings.workdir,
                 settings.run_dir,
                 verify=python_command(DEMO_VERIFY),
                 token=settings.token,
                 protected=(settings.db, settings.run_dir / "runners"),
                 simulated=mode != "live",
+                agent_for=kind,
             )
             if committer is not None:
                 history = await committer.finish(server.url, settings.token)
@@ -197,6 +235,7 @@ def run_demo(
     runners: int = 3,
     console: Console | None = None,
     commit: bool = True,
+    mixed: bool = False,
 ) -> bool:
     console = console or Console()
     workspace = make_workspace(run_dir)
@@ -211,5 +250,6 @@ def run_demo(
             24
         ),  # a per-run token: nothing else on the machine can drive it
     )
-    console.print(f"[bold]CodeFleet demo[/] ({mode}) in {escape(str(workspace))}")
-    return asyncio.run(_demo(settings, mode, runners, console, commit))
+    label = f"{mode}, mixed: Claude Code + Codex" if mixed else mode
+    console.print(f"[bold]CodeFleet demo[/] ({label}) in {escape(str(workspace))}")
+    return asyncio.run(_demo(settings, mode, runners, console, commit, mixed))

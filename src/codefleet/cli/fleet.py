@@ -16,6 +16,7 @@ import typer
 from codefleet.cli.common import (
     RUN,
     SCRIPT_HELP,
+    AgentOpt,
     BudgetOpt,
     CheckDirOpt,
     CheckOpt,
@@ -57,6 +58,7 @@ from codefleet.cli.shellopts import (
     shell_settings,
 )
 from codefleet.errors import DomainError, Unauthorized
+from codefleet.models import AgentKind
 from codefleet.statedir import prepare_dirs
 
 if TYPE_CHECKING:
@@ -90,6 +92,7 @@ def runner(
     script: ScriptOpt = None,
     offline: OfflineOpt = False,
     model_script: ModelScriptOpt = None,
+    agent: AgentOpt = AgentKind.CLAUDE,
     task_timeout: TimeoutOpt = None,
     check_timeout: CheckTimeoutOpt = None,
     check_dir: CheckDirOpt = None,
@@ -133,9 +136,11 @@ def runner(
         resource_wait=resource_wait,
         **shell_settings(shell, shell_network, shell_unsandboxed, shell_max_files, shell_max_bytes),
     )  # fmt: skip
-    executor = _agents(AgentChoice(dry_run, script, offline, model_script), settings).executor
+    choice = AgentChoice(dry_run, script, offline, model_script, agent)
+    executor = _agents(choice, settings).executor
     options = RunnerOptions(
         name=name,
+        agent=agent,
         workdir=settings.workdir,
         run_dir=settings.run_dir,
         task_timeout=task_timeout,
@@ -200,6 +205,7 @@ def run(
     script: ScriptOpt = None,
     offline: OfflineOpt = False,
     model_script: ModelScriptOpt = None,
+    agent: AgentOpt = AgentKind.CLAUDE,
     server: ServerOpt = None,
     workdir: WorkdirOpt = None,
     run_dir: RunDirOpt = None,
@@ -254,7 +260,7 @@ def run(
     checks = parse_check_options(check)
     shell_kw = fleet_shell(settings)
     graph_file = None if no_graph else _graph_file(graph)
-    agents = _agents(AgentChoice(dry_run, script, offline, model_script), settings)
+    agents = _agents(AgentChoice(dry_run, script, offline, model_script, agent), settings)
     committer = committer_for(settings.workdir, branch) if commit else None
     say = (err_console if json_out else console).print
 
@@ -301,7 +307,7 @@ def run(
                 name_suffix=invocation_suffix(), protected_names=settings.protected_names,
                 reconcile_rounds=settings.reconcile_rounds,
                 interrupt=interrupt, say=lambda s: err_console.print(s, markup=False),
-                simulated=agents.mode != "live",
+                simulated=agents.mode != "live", agent_for=lambda _: agent,
                 **shell_kw,
             )  # fmt: skip
             history = await committer.finish(settings.url, settings.token) if committer else None

@@ -33,15 +33,8 @@ from codefleet.cli.common import (
     unauthorized_message,
 )
 from codefleet.errors import Unauthorized
-from codefleet.hook.settings import (
-    JoinError,
-    Written,
-    codefleet_command,
-    exclude_from_git,
-    hooks_block,
-    join_tree,
-    leave_tree,
-)
+from codefleet.hook.agentsettings import AGENT_FILES, agent_block, join_agent, leave_agent
+from codefleet.hook.settings import JoinError, Written, codefleet_command, exclude_from_git
 
 if TYPE_CHECKING:
     from codefleet.config import Settings
@@ -54,6 +47,14 @@ TreeOpt = Annotated[
     Path | None,
     typer.Option(
         "--workdir", help="The working tree whose Claude Code sessions join (default: here)."
+    ),
+]
+AgentNameOpt = Annotated[
+    str,
+    typer.Option(
+        "--agent",
+        help="Whose sessions join: claude (Claude Code), codex (Codex CLI), gemini (Gemini CLI) "
+        "or copilot (GitHub Copilot CLI); each gets its CLI's own project hook file.",
     ),
 ]
 PrintOpt = Annotated[
@@ -75,6 +76,7 @@ def join(
         ),
     ] = False,
     show: PrintOpt = False,
+    agent: AgentNameOpt = "claude",
 ) -> None:
     """Make every Claude Code session started in this tree take and respect leases.
 
@@ -86,38 +88,45 @@ def join(
     from codefleet.cli.output import console
 
     tree = _tree(workdir)
+    _known(agent)
     settings = settings_from(server_url=server, token=token)
-    block = hooks_block(codefleet_command(), settings.url, tree, fail_open)
+    block = agent_block(agent, codefleet_command(), settings.url, tree, fail_open)
     if not show:
         _check_server(settings, tree, fail_open)
     try:
-        written = join_tree(tree, block, dry_run=show)
+        written = join_agent(tree, agent, block, dry_run=show)
     except (JoinError, OSError) as err:
         raise fail(str(err)) from None
     if show:
         print_json(written.settings)
         return
     _say(written, "joined" if written.changed else "already joined")
-    excluded = exclude_from_git(tree)
+    excluded = exclude_from_git(tree, written.path)
     if excluded is not None:
         console.print(f"both files are listed in {excluded}: git does not show them", markup=False)
     console.print(
-        "Claude Code sessions started in this tree now ask CodeFleet before every write; "
-        "`codefleet leave` undoes it."
+        f"{AGENT_NAMES[agent]} sessions started in this tree now ask CodeFleet before every "
+        f"write; `codefleet leave --agent {agent}` undoes it."
     )
+    if agent == "codex":
+        console.print(
+            "Codex runs a project hook only once you trust it: open Codex here and review "
+            "CodeFleet's hooks with /hooks (and trust the project)."
+        )
 
 
 @app.command(rich_help_panel=ALONGSIDE)
-def leave(workdir: TreeOpt = None, show: PrintOpt = False) -> None:
-    """Remove exactly the hooks codefleet join added to this tree's local settings.
+def leave(workdir: TreeOpt = None, show: PrintOpt = False, agent: AgentNameOpt = "claude") -> None:
+    """Remove exactly the hooks codefleet join (--agent) added to this tree.
 
-    A settings.local.json.bak holding one of them goes too: no hook command is left behind.
+    A .bak of the hook file holding one of them goes too: no hook command is left behind.
     """
     from codefleet.cli.output import console
 
     tree = _tree(workdir)
+    _known(agent)
     try:
-        written = leave_tree(tree, dry_run=show)
+        written = leave_agent(tree, agent, dry_run=show)
     except (JoinError, OSError) as err:
         raise fail(str(err)) from None
     if show:
@@ -252,6 +261,19 @@ async def _resolve_session(client: Any, given: str) -> str:
         raise fail(f"no interactive session matches {given!r}")
     names = ", ".join(a["name"] for a in found)
     raise fail(f"{given!r} matches several sessions ({names}); give more of the id")
+
+
+AGENT_NAMES = {
+    "claude": "Claude Code",
+    "codex": "Codex CLI",
+    "gemini": "Gemini CLI",
+    "copilot": "GitHub Copilot CLI",
+}
+
+
+def _known(agent: str) -> None:
+    if agent not in AGENT_FILES:
+        raise fail(f"unknown agent {agent!r}: one of {', '.join(AGENT_FILES)}")
 
 
 def _tree(workdir: Path | None) -> Path:

@@ -151,3 +151,9 @@ def print_stats(s: FleetStats) -> None:
         tasks.add_row(t.id, t.status, attempts, str(t.vetoed), seconds(t.waiting_s),
                       seconds(t.running_s), f"${t.cost_usd:.4f}")  # fmt: skip
     console.print(tasks)
+    if len(s.kinds) > 1:  # a mixed fleet: which agent made the attempts and met the vetoes
+        line = " · ".join(
+            f"{k.agent}: {k.attempts} attempt(s), {k.vetoed} vetoed, {seconds(k.attempt_s)}"
+            for k in s.kinds
+        )
+        console.print(f"Agents: {line}", markup=False, highlight=False)

@@ -44,6 +44,7 @@ class AgentState:
     deaf_at_beat: float = 0.0  # the server's deaf seconds (LoopWatch) when it was last heard
     host: str | None = None  # the process holding the name: (host, pid)
     pid: int | None = None
+    agent: str = "claude"  # the agent kind its runner drives (`models.AgentKind`)
 
     def holder(self, deaf: float) -> Holder:
         heard = self.heard_at(deaf)
@@ -53,7 +54,8 @@ class AgentState:
         status = (
             AgentStatus.BUSY if self.fenced and self.status is AgentStatus.IDLE else self.status
         )
-        return AgentView(self.id, self.name, status, self.heard_at(deaf), self.idle_since)
+        heard = self.heard_at(deaf)
+        return AgentView(self.id, self.name, status, heard, self.idle_since, self.agent)
 
     def heard_at(self, deaf: float) -> datetime:
         """The last heartbeat, moved later by the time the server could not listen since."""
@@ -129,7 +131,7 @@ class AgentRegistry:
             last_heartbeat_at=heard_at, idle_since=from_iso(row.idle_since),
             current_task_id=row.current_task_id, fenced=row.fenced,
             deaf_at_beat=self.deaf_seconds() if deaf_at_beat is None else deaf_at_beat,
-            host=row.host, pid=row.pid,
+            host=row.host, pid=row.pid, agent=row.agent,
         )  # fmt: skip
 
     # -- liveness and fencing --------------------------------------------------------------
@@ -256,6 +258,12 @@ class AgentRegistry:
         self._registered(agent, pid)
         if was_offline:
             self.store.emit(EventType.AGENT_ONLINE, agent_id=agent.id, name=agent.name)
+
+    def drives(self, agent: AgentState, kind: str) -> None:
+        """Record the agent kind its runner (re-)registered with, in the caller's transaction."""
+        if agent.agent != kind:
+            agent.agent = kind
+            self.store.update_agent(agent.id, agent=kind)
 
     def _registered(self, agent: AgentState, pid: int | None) -> None:
         self.store.emit(

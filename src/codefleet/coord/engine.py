@@ -513,7 +513,7 @@ class Engine:
 
     def register(
         self, name: str, workdir: str, pid: int | None, host: str | None = None,
-        replace: bool = False,
+        replace: bool = False, agent_kind: str = "claude",
     ) -> Registered:  # fmt: skip
         """Upsert by name; a previous incarnation's task and leases are taken back.
 
@@ -532,6 +532,7 @@ class Engine:
                 epoch = agent.epoch + 1  # the take-back's own fence is this same bump
                 self._take_back_current(agent, ReleaseReason.AGENT_REREGISTERED, now)
                 self.agents.reincarnate(agent, epoch, was_offline, workdir, pid, host, now)
+            self.agents.drives(agent, agent_kind)
         self.kick()
         return Registered(agent.id, agent.epoch, agent.status)
 

@@ -47,6 +47,7 @@ class NewTask:
     max_attempts: int | None = None
     verify: str | None = None
     estimate_min: int | None = None  # read by `graph check` and `plan`; not stored
+    agent: str | None = None  # the agent kind the task needs (`models.AgentKind`); None: any
     on_stale_read: str | None = None  # a `StaleReadPolicy` value; None: the default
     shell_mode: str | None = None  # a `ShellMode` value; None: the fleet's default
     resources: Sequence[str] = ()  # names (`resources`), held for the whole attempt
@@ -99,7 +100,7 @@ def task_rows(
                 "description": spec.description, "status": TaskStatus.PENDING,
                 "priority": spec.priority, "file_scope": batch.scopes[task_id],
                 "max_attempts": spec.max_attempts or default_max_attempts,
-                "verify": spec.verify, "on_stale_read": spec.on_stale_read,
+                "verify": spec.verify, "agent": spec.agent, "on_stale_read": spec.on_stale_read,
                 "shell": spec.shell_mode, "created_at": at, "updated_at": at,
                 "resources": sorted(set(spec.resources)),
             }

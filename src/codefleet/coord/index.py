@@ -64,6 +64,7 @@ class LiveTask:
     error: str | None = None  # the last attempt's failure (set by a requeue, kept as stored)
     error_kind: str | None = None
     blocked_on_path: str | None = None
+    agent: str | None = None  # the agent kind the task needs; None: any
     resources: frozenset[str] = frozenset()  # the lease keys of its named resources
 
     @property
@@ -89,6 +90,7 @@ class LiveTask:
             assigned_agent_id=self.agent_id,
             assigned_at=self.assigned_at,
             unstarted=self.status is TaskStatus.ASSIGNED,
+            agent=self.agent,
             resources=self.resources,
         )
 
@@ -110,6 +112,7 @@ def live_task(row: Mapping[str, Any]) -> LiveTask:
         title=row["title"],
         description=row["description"],
         verify=row.get("verify"),
+        agent=row.get("agent"),
         on_stale_read=row.get("on_stale_read"),
         shell_mode=row.get("shell"),
         error=row["error"],
@@ -272,6 +275,7 @@ class LiveIndex:
                 task_id, row["priority"], frozenset(row["file_scope"]), pending, 0,
                 row["max_attempts"], row["created_at"], title=row["title"],
                 description=row["description"], verify=row.get("verify"),
+                agent=row.get("agent"),
                 on_stale_read=row.get("on_stale_read"),
                 shell_mode=row.get("shell"),
 

@@ -47,6 +47,7 @@ AGENT_COLUMNS: Final = frozenset(
         "workdir",
         "pid",
         "host",
+        "agent",
         "last_heartbeat_at",
         "last_assigned_at",
         "idle_since",
@@ -61,7 +62,7 @@ AGENT_COLUMNS: Final = frozenset(
 
 INSERT_TASK_COLUMNS: Final = (
     "id", "seq", "title", "description", "status", "priority", "file_scope", "max_attempts",
-    "verify", "on_stale_read", "shell", "created_at", "updated_at", "resources",
+    "verify", "agent", "on_stale_read", "shell", "created_at", "updated_at", "resources",
 )  # fmt: skip
 INSERT_TASK: Final = (  # positional: executemany binds tuples faster than dicts
     f"INSERT INTO tasks ({', '.join(INSERT_TASK_COLUMNS)})"
@@ -82,6 +83,8 @@ MIGRATIONS: Final = (
     ),
     ("agents", "fenced", "ALTER TABLE agents ADD COLUMN fenced INTEGER NOT NULL DEFAULT 0"),
     ("agents", "host", "ALTER TABLE agents ADD COLUMN host TEXT"),
+    ("tasks", "agent", "ALTER TABLE tasks ADD COLUMN agent TEXT"),
+    ("agents", "agent", "ALTER TABLE agents ADD COLUMN agent TEXT NOT NULL DEFAULT 'claude'"),
     (
         "tasks",
         "uncharged_attempts",

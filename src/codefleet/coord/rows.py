@@ -28,6 +28,7 @@ class AgentRow:
     current_task_id: str | None
     fenced: bool
     host: str | None
+    agent: str
     pid: int | None
 
     @classmethod
@@ -36,7 +37,7 @@ class AgentRow:
             id=row["id"], name=row["name"], status=AgentStatus(row["status"]),
             epoch=row["epoch"], last_heartbeat_at=row["last_heartbeat_at"],
             idle_since=row["idle_since"], current_task_id=row["current_task_id"],
-            fenced=bool(row["fenced"]), host=row["host"], pid=row["pid"],
+            fenced=bool(row["fenced"]), host=row["host"], pid=row["pid"], agent=row["agent"] or "claude",
         )  # fmt: skip
 
 

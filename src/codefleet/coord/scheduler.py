@@ -81,6 +81,7 @@ class TaskView:
     assigned_agent_id: str | None = None
     assigned_at: datetime | None = None
     unstarted: bool = False  # assigned, but its runner has not started it yet
+    agent: str | None = None  # the agent kind it needs; None: any agent
     resources: frozenset[str] = frozenset()  # lease keys of its named resources (`resources`)
 
     @property
@@ -96,6 +97,7 @@ class AgentView:
     status: AgentStatus
     last_heartbeat_at: datetime
     idle_since: datetime
+    agent: str = "claude"  # the agent kind this runner drives
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,7 +322,11 @@ def _assign(state: FleetState, now: datetime, plan: _Plan) -> None:
         claims = task.claims
         if not is_runnable(task, now) or not busy.isdisjoint(claims):
             continue  # skipped, never head-of-line blocking
-        plan.decisions.append(Assign(task.id, agents.pop(0).id))
+        fit = next((a for a in agents if task.agent in (None, a.agent)), None)
+        if fit is None:
+            continue  # no idle agent of the kind it needs: skipped like a conflict
+        agents.remove(fit)
+        plan.decisions.append(Assign(task.id, fit.id))
         busy |= claims
 
 

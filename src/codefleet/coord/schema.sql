@@ -30,6 +30,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     started_at       TEXT,
     completed_at     TEXT,
     verify           TEXT, -- the name of the check that verifies a finished session
+    agent            TEXT, -- the agent kind the task needs (claude, codex); NULL: any
     on_stale_read    TEXT, -- the task's policy for stale reads (NULL: reconcile)
     shell            TEXT, -- run_command: off | on | network; NULL: the fleet's default
     resources        TEXT NOT NULL DEFAULT '[]'  -- named resources held for each attempt
@@ -53,6 +54,7 @@ CREATE TABLE IF NOT EXISTS agents (
     workdir           TEXT,
     pid               INTEGER,
     host              TEXT,
+    agent             TEXT NOT NULL DEFAULT 'claude',  -- the agent kind the runner drives
     last_heartbeat_at TEXT NOT NULL,
     fenced            INTEGER NOT NULL DEFAULT 0,  -- taken back: no new work until it registers
     last_assigned_at  TEXT,

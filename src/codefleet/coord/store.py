@@ -168,9 +168,11 @@ def _preimage(row: sqlite3.Row) -> PreImage:
 
 
 def _task_params(task: Row) -> tuple[Any, ...]:
-    """`INSERT_TASK`'s parameters, in order; `verify`, `on_stale_read`, `shell` may be left out."""
+    """`INSERT_TASK`'s parameters, in order; `verify`, `agent`, `on_stale_read` and `shell`
+    may be left out (NULL)."""
     row = {
         "verify": None,
+        "agent": None,
         "on_stale_read": None,
         "shell": None,
         **task,

@@ -209,6 +209,7 @@ async def run_fleet(
     say: Callable[[str], object] | None = None,
     server_wait: float = SERVER_WAIT_S,
     simulated: bool = False,
+    agent_for: Callable[[int], str] | None = None,
 ) -> FleetResult:
     """Run N runners until the graph drains, until no runner is left to drain it, or
     until `interrupt` is set (the operator's stop: the runners leave as interrupted).
@@ -219,8 +220,10 @@ async def run_fleet(
     named `runner-N<name_suffix>`. However this ends, every runner leaves the server.
     A server that goes away is waited for up to `server_wait` s (said through `say`).
     `simulated` (no real model) goes into `fleet_started`, so that every view of the
-    run reads its cost as simulated.
+    run reads its cost as simulated. `agent_for(n)` is runner n's agent kind (default
+    claude); a Codex runner is named `codex-N`, so every view shows which agent it is.
     """
+    kinds = [agent_for(n) if agent_for else "claude" for n in range(1, runners + 1)]
     started = time.monotonic()
     connect = connect or (lambda: FleetClient(url, token=token))
     async with FleetClient(url, token=token) as client:
@@ -228,7 +231,8 @@ async def run_fleet(
         stop = asyncio.Event()
         options = [
             RunnerOptions(
-                name=f"runner-{n}{name_suffix}", workdir=workdir, run_dir=run_dir,
+                name=f"{_prefix(kinds[n - 1])}-{n}{name_suffix}", workdir=workdir, run_dir=run_dir,
+                agent=kinds[n - 1],
                 task_timeout=task_timeout, protected=protected, check_timeout=check_timeout,
                 check_dir=check_dir, protected_names=protected_names, shell_default=shell_default,
                 shell_network=shell_network, shell_config=shell_config,
@@ -312,6 +316,10 @@ def _verify_payload(verify: VerifyResult | None) -> dict[str, Any] | None:
     if verify is None:
         return None
     return {"command": verify.command, "exit_code": verify.exit_code, "ok": verify.ok}
+
+
+def _prefix(kind: str) -> str:
+    return "codex" if kind == "codex" else "runner"
 
 
 def _start_runner(

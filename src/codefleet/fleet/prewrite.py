@@ -2,8 +2,9 @@
 
 Both executors call it: the scripted executor before every file it writes,
 the SDK executor from the `PreToolUse` hook. Given a tool name and its input it
-extracts every target path (`file_path`, `notebook_path`, `path`, and the
-paths of an `edits` list), normalizes each against the working tree (symlinks
+extracts every target path (`file_path`, `notebook_path`, `path`, the
+paths of an `edits` list, or every header of a Codex `apply_patch` patch:
+`hook.io.tool_paths`), normalizes each against the working tree (symlinks
 resolved), refuses locally anything outside the tree or with no path at all,
 then asks the server for the leases, all or nothing.
 
@@ -24,8 +25,8 @@ from typing import Any
 
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import StaleEpoch
-from codefleet.hook.io import extract_paths
-from codefleet.models import WRITE_TOOLS, DenyReason
+from codefleet.hook.io import tool_paths
+from codefleet.models import GATED_TOOLS, DenyReason
 from codefleet.paths import PathRejected, TreeRoot
 from codefleet.rollback import content_sha256
 
@@ -69,7 +70,7 @@ class WriteGate:
 
     async def check(self, tool_name: str, tool_input: Any) -> Verdict:
         """Allow or deny one tool call; never raises (fails closed)."""
-        if tool_name not in WRITE_TOOLS:
+        if tool_name not in GATED_TOOLS:
             return Verdict(True)
         try:
             return await self._check(tool_name, tool_input)
@@ -81,7 +82,7 @@ class WriteGate:
             )
 
     async def _check(self, tool_name: str, tool_input: Any) -> Verdict:
-        raw = extract_paths(tool_input)
+        raw = tool_paths(tool_name, tool_input)
         if not raw:
             return Verdict(False, reason=f"{tool_name} named no file path; the write was refused.")
         keys: list[str] = []

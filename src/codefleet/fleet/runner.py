@@ -97,6 +97,7 @@ class RunnerOptions:
     resource_wait: float = DEFAULT_RESOURCE_WAIT_S  # a check waits this long for its resources
     replace: bool = False  # take the name over from a live runner of another process
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES  # see `paths`
+    agent: str = "claude"  # the agent kind its executor drives; the server routes by it
     shell_default: bool = False  # tasks get run_command unless their `shell:` says otherwise
     shell_network: bool = False  # ... and its commands may use the network
     shell_config: ShellConfig | None = None  # how commands run here; None: they cannot
@@ -154,7 +155,7 @@ class Runner:
         root = str(self.tree.root)
         self._registering = asyncio.ensure_future(
             self.client.register(self.options.name, root, os.getpid(), host=HOST,
-                                 replace=take_over)
+                                 replace=take_over, agent=self.options.agent)
         )  # fmt: skip
         self._registering.add_done_callback(_collect)
         return await asyncio.shield(self._registering)

@@ -40,8 +40,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
-from codefleet.hook.io import deny_output, extract_paths
-from codefleet.models import READ_RECORDED_TOOLS, WRITE_TOOLS, DenyReason
+from codefleet.hook.agents import AGENTS, CLAUDE, denial_for, normalized
+from codefleet.hook.io import deny_output, extract_paths, tool_paths
+from codefleet.models import GATED_TOOLS, READ_RECORDED_TOOLS, DenyReason
 from codefleet.paths import PathRejected, TreeRoot
 from codefleet.transport.http1 import Origin, dechunk, header_lines, parse_head, request_bytes
 
@@ -100,6 +101,7 @@ class HookArgs(NamedTuple):  # not a dataclass: `dataclasses` imports `inspect` 
     server: str
     tree: str
     fail_open: bool = False
+    agent: str = CLAUDE  # whose CLI calls: its input is normalized, its denial shaped (`agents`)
 
 
 Post = Callable[[str, str, dict[str, Any], str | None, float], dict[str, Any]]
@@ -109,31 +111,43 @@ def parse_args(argv: Sequence[str]) -> HookArgs:
     """`EVENT --server URL --tree PATH [--fail-open]`, or `UsageError`."""
     if not argv or argv[0] not in EVENTS:
         raise UsageError(f"unknown hook event {argv[0] if argv else ''!r}")
-    values: dict[str, str] = {}
+    values: dict[str, str] = {"--agent": CLAUDE}
     fail_open = False
     rest = list(argv[1:])
     while rest:
         flag = rest.pop(0)
         if flag == "--fail-open":
             fail_open = True
-        elif flag in ("--server", "--tree") and rest:
+        elif flag in ("--server", "--tree", "--agent") and rest:
             values[flag] = rest.pop(0)
         else:
             raise UsageError(f"unexpected argument {flag!r}")
+    if values["--agent"] not in AGENTS:
+        raise UsageError(f"unknown agent {values['--agent']!r} (one of {', '.join(AGENTS)})")
     missing = [f for f in ("--server", "--tree") if not values.get(f)]
     if missing:
         raise UsageError(f"missing {' and '.join(missing)}")
-    return HookArgs(argv[0], values["--server"].rstrip("/"), values["--tree"], fail_open)
+    server = values["--server"].rstrip("/")
+    return HookArgs(argv[0], server, values["--tree"], fail_open, values["--agent"])
 
 
 # -- the three events -----------------------------------------------------------------
 
 
 def run(args: HookArgs, stdin_text: str, env: Mapping[str, str], post: Post | None = None) -> str:
-    """What the hook prints for one call: "" (no objection / nothing to say) or a denial."""
+    """What the hook prints for one call: "" (no objection / nothing to say) or a denial,
+    in the shape `args.agent`'s CLI reads."""
+    out = _run(args, stdin_text, env, post)
+    if not out or args.agent == CLAUDE:
+        return out
+    reason = json.loads(out)["hookSpecificOutput"]["permissionDecisionReason"]
+    return json.dumps(denial_for(args.agent, reason))
+
+
+def _run(args: HookArgs, stdin_text: str, env: Mapping[str, str], post: Post | None) -> str:
     send = post or post_json
     try:
-        data = json.loads(stdin_text)
+        data = normalized(args.agent, json.loads(stdin_text))
     except ValueError as err:
         return _malformed(args, f"its input is not JSON ({err})")
     problem = _input_problem(data, args.event)
@@ -146,9 +160,9 @@ def run(args: HookArgs, stdin_text: str, env: Mapping[str, str], post: Post | No
     if tool in READ_RECORDED_TOOLS and args.event == POST_TOOL_USE:
         _record_read(args, send, data, env)
         return ""
-    if tool not in WRITE_TOOLS:
+    if tool not in GATED_TOOLS:
         return ""
-    raw = extract_paths(data.get("tool_input"))
+    raw = tool_paths(tool, data.get("tool_input"))
     if not raw:
         if args.event == PRE_TOOL_USE:
             return _deny(f"{tool} named no file path, so CodeFleet could not check it; the write was refused.")  # fmt: skip

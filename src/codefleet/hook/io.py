@@ -15,9 +15,29 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-__all__ = ["PATH_KEYS", "deny_output", "extract_paths"]
+from codefleet.hook.patch import MalformedPatch, patch_targets
+
+__all__ = ["PATCH_TOOL", "PATH_KEYS", "deny_output", "extract_paths", "tool_paths"]
 
 PATH_KEYS: Final = ("file_path", "notebook_path", "path")
+PATCH_TOOL: Final = "apply_patch"  # Codex's one file-edit tool; its input is a patch
+PATCH_KEY: Final = "command"  # where Codex's PreToolUse input carries the raw patch
+
+
+def tool_paths(tool_name: str, tool_input: Any) -> list[str]:
+    """Every target path a write tool call names: a patch's headers, else `extract_paths`.
+
+    A malformed patch names nothing, so the gate refuses it (`hook.patch`).
+    """
+    if tool_name != PATCH_TOOL:
+        return extract_paths(tool_input)
+    patch = tool_input.get(PATCH_KEY) if isinstance(tool_input, dict) else tool_input
+    if not isinstance(patch, str):
+        return []
+    try:
+        return list(patch_targets(patch))
+    except MalformedPatch:
+        return []
 
 
 def extract_paths(tool_input: Any) -> list[str]:

@@ -30,6 +30,7 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from copy import deepcopy
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,7 @@ __all__ = [
     "JoinError",
     "Written",
     "codefleet_command",
+    "drop_our_backup",
     "exclude_from_git",
     "hooks_block",
     "is_ours",
@@ -180,44 +182,51 @@ def read_settings(path: Path) -> dict[str, Any] | None:
     return data
 
 
-def join_tree(tree: Path, block: dict[str, list[dict[str, Any]]], dry_run: bool = False) -> Written:
-    """Merge `block` into the tree's local settings (or only compute it, with `dry_run`)."""
-    path = settings_path(tree)
+def join_tree(
+    tree: Path, block: dict[str, list[dict[str, Any]]], dry_run: bool = False,
+    path: Path | None = None,
+) -> Written:  # fmt: skip
+    """Merge `block` into the tree's local settings (or only compute it, with `dry_run`);
+    `path`: another CLI's hook file of the same shape (`agentsettings`)."""
+    path = path or settings_path(tree)
     before = read_settings(path)
     after = merged(before or {}, block)
     if dry_run or after == before:
         return Written(path, after != before, None, after)
-    return _write(path, before, after)
+    return write_settings(path, before, after)
 
 
-def leave_tree(tree: Path, dry_run: bool = False) -> Written:
-    """Remove exactly our hooks from the tree's local settings, and a backup holding one."""
-    path = settings_path(tree)
+def leave_tree(tree: Path, dry_run: bool = False, path: Path | None = None) -> Written:
+    """Remove exactly our hooks from the tree's local settings (or `path`, as `join_tree`),
+    and a backup holding one."""
+    path = path or settings_path(tree)
     before = read_settings(path)
     if not dry_run:
-        _drop_our_backup(backup_path(tree))
+        drop_our_backup(path.with_name(path.name + ".bak"))
     if before is None:
         return Written(path, False, None, None)
     after = without_ours(before)
     if dry_run or after == before:
         return Written(path, after != before, None, after)
-    return _write(path, None, after)
+    return write_settings(path, None, after)
 
 
-def _drop_our_backup(backup: Path) -> None:
+def drop_our_backup(backup: Path, ours: Callable[[dict[str, Any]], bool] | None = None) -> None:
+    """Delete `backup` when it holds a hook of ours (`ours`: another shape's test)."""
     try:
         kept = read_settings(backup)
     except JoinError:
         return  # not a settings object: not ours to judge
-    if kept is not None and without_ours(kept) != kept:
+    if kept is not None and (ours(kept) if ours else without_ours(kept) != kept):
         backup.unlink()
 
 
-def exclude_from_git(tree: Path) -> Path | None:
+def exclude_from_git(tree: Path, path: Path | None = None) -> Path | None:
     """List the files `join` writes in the repository's `info/exclude`; that file, or None.
 
-    None when `tree` is not in a git repository (or git is missing); lines already
-    there are not repeated.
+    `path`: the hook file `join` wrote (default: the tree's local settings), listed with
+    its backup. None when `tree` is not in a git repository (or git is missing); lines
+    already there are not repeated.
     """
     try:
         prefix, exclude = subprocess.run(
@@ -228,17 +237,19 @@ def exclude_from_git(tree: Path) -> Path | None:
         return None  # not a repository, or no git: nothing to exclude from
     exclude_file = (tree / exclude).resolve()
     text = exclude_file.read_text(encoding="utf-8") if exclude_file.exists() else ""
-    wanted = [f"/{prefix}.claude/{p.name}" for p in (settings_path(tree), backup_path(tree))]
+    path = path or settings_path(tree)
+    relative = path.relative_to(tree).as_posix()
+    wanted = [f"/{prefix}{relative}", f"/{prefix}{relative}.bak"]
     missing = [line for line in wanted if line not in text.splitlines()]
     if missing:
         exclude_file.parent.mkdir(parents=True, exist_ok=True)
         lead = "\n" if text and not text.endswith("\n") else ""
-        lines = ["# codefleet join: personal Claude Code settings", *missing]
+        lines = ["# codefleet join: personal hook settings", *missing]
         exclude_file.write_text(text + lead + "".join(f"{line}\n" for line in lines), "utf-8")
     return exclude_file
 
 
-def _write(path: Path, before: dict[str, Any] | None, after: dict[str, Any]) -> Written:
+def write_settings(path: Path, before: dict[str, Any] | None, after: dict[str, Any]) -> Written:
     """Write `after` (delete the file when it is empty); first copy the file when `before`."""
     backup = None
     if before is not None:

@@ -12,6 +12,8 @@ events `review.fetch.fetch_record` read through the one client) in, one frozen
   restored several files counts in each file, once in the fleet's total);
 - per task: attempts (and how many a usage limit ended, not charged), the
   time it waited (ready but not running) and ran, its cost;
+- per agent kind (claude, codex): attempts, vetoed attempts and attempt time of
+  the runners driving it (a runner's kind is the one it registered with);
 - the fleet: achieved parallelism (attempt time over the makespan: the mean
   number of busy runners) against the runners it had, and the makespan
   against the critical path.
@@ -33,6 +35,7 @@ from codefleet.review.facts import Attempt, RunFacts, Veto
 __all__ = [
     "FileStats",
     "FleetStats",
+    "KindStats",
     "StaleReadStats",
     "TaskStats",
     "fleet_stats",
@@ -78,6 +81,14 @@ class TaskStats:
 
 
 @dataclass(frozen=True, slots=True)
+class KindStats:
+    agent: str  # the agent kind its runners drive
+    attempts: int
+    vetoed: int
+    attempt_s: float
+
+
+@dataclass(frozen=True, slots=True)
 class FleetStats:
     runners: int
     busy_mean: float  # attempt time / makespan: the mean number of busy runners
@@ -94,6 +105,7 @@ class FleetStats:
     tasks: tuple[TaskStats, ...]
     stale_reads: tuple[StaleReadStats, ...] = ()
     simulated: bool = False  # no real model ran: `cost_usd` is priced, not spent
+    kinds: tuple[KindStats, ...] = ()
 
     @property
     def parallelism(self) -> float:
@@ -258,7 +270,21 @@ def fleet_stats(facts: RunFacts) -> FleetStats:
         files=tuple(files),
         tasks=tuple(_tasks(facts)),
         stale_reads=tuple(stale_read_stats(facts.record.events)),
+        kinds=tuple(_kinds(facts)),
     )
+
+
+def _kinds(facts: RunFacts) -> list[KindStats]:
+    """Attempts grouped by the agent kind of the runner that made them."""
+    kind_of = {str(a.get("name")): str(a.get("agent") or "claude") for a in facts.record.agents}
+    groups: dict[str, list[Attempt]] = defaultdict(list)
+    for attempt in facts.attempts:
+        groups[kind_of.get(attempt.runner, "claude")].append(attempt)
+    return [
+        KindStats(kind, len(made), sum(1 for a in made if a.outcome == "veto"),
+                  sum(a.seconds for a in made))
+        for kind, made in sorted(groups.items())
+    ]  # fmt: skip
 
 
 def _r(value: float | None) -> float | None:
@@ -282,6 +308,11 @@ def stats_json(stats: FleetStats) -> dict[str, Any]:
              "veto_lost_s": _r(f.veto_lost_s), "rollback_lost_s": _r(f.rollback_lost_s),
              "rollbacks": f.rollbacks}
             for f in stats.files
+        ],
+        "agents": [
+            {"agent": k.agent, "attempts": k.attempts, "vetoed": k.vetoed,
+             "attempt_s": _r(k.attempt_s)}
+            for k in stats.kinds
         ],
         "tasks": [
             {"id": t.id, "status": t.status, "attempts": t.attempts, "uncharged": t.uncharged,

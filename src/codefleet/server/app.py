@@ -81,6 +81,7 @@ def new_task(spec: TaskSpec) -> NewTask:
     return NewTask(
         spec.title, spec.id, spec.description, spec.priority, spec.file_scope, spec.depends_on,
         spec.max_attempts, spec.verify, spec.estimate_min,
+        None if spec.agent is None else spec.agent.value,
         None if spec.on_stale_read is None else spec.on_stale_read.value,
         ShellMode.of(spec.shell, spec.shell_network), tuple(spec.resources),
     )  # fmt: skip

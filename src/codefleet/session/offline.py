@@ -26,6 +26,7 @@ import yaml
 
 from codefleet.fleet.executor import Attempt
 from codefleet.session.sdk import HOOK_TIMEOUT_S, SessionExecutor
+from codefleet.testing.fakecodex import FakeCodexModel
 from codefleet.testing.fakemodel import (
     FakeModel,
     Login,
@@ -97,7 +98,7 @@ def session_home(attempt: Attempt) -> Path:
 def shared_model(model_file: Path) -> tuple[FakeModel, frozenset[str]]:
     """The process-wide fake model playing `model_file` (started once, closed at exit)."""
     scripts = load_model_scripts(model_file)
-    fake = FakeModel().start()
+    fake = FakeCodexModel().start()  # both wires, so Claude and Codex runners share one model
     atexit.register(fake.close)
     for script_id, turns in scripts.items():
         fake.add_script(script_id, turns)

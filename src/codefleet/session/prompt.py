@@ -62,10 +62,14 @@ def build_prompt(
     marker: str | None = None,
     checks: Sequence[str] = (),
     commands: bool = False,
+    rules: str = RULES,
 ) -> str:
     """The whole user prompt for `task` (the runner's assignment), the check names, and
-    whether the session has the run_command tool."""
-    parts = [RULES.replace(NO_COMMANDS, HAS_COMMANDS) if commands else RULES]
+    whether the session has the run_command tool.
+
+    `rules` are the shared tree's rules as the agent's tools word them (`session.codex`
+    passes Codex's)."""
+    parts = [rules.replace(NO_COMMANDS, HAS_COMMANDS) if commands else rules]
     if commands:
         parts.append(COMMANDS)
     if checks:

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 from urllib.parse import urlsplit
 
 from codefleet.testing.fakescript import (
@@ -88,6 +88,8 @@ SHUTDOWN_POLL_S = 0.02  # how fast close() returns; the stdlib default 0.5 s is 
 
 class FakeModel:
     """The fake Messages API: `with FakeModel() as fm:` serves on 127.0.0.1, a free port."""
+
+    api_path: ClassVar[str] = MESSAGES_PATH  # the one POST path answered by `answer`
 
     def __init__(self, host: str = LOOPBACK, port: int = 0) -> None:
         self._address = (host, port)
@@ -216,6 +218,17 @@ class FakeModel:
         model = str(body.get("model", DEFAULT_MODEL))
         return 200, SSE_CONTENT_TYPE, render_stream(turn, model), {}
 
+    def serves(self, path: str) -> bool:
+        """Is `path` (query string and trailing slash removed) a model API this fake answers?"""
+        return path == self.api_path
+
+    def answer_at(
+        self, path: str, body: Mapping[str, Any]
+    ) -> tuple[int, str, bytes, dict[str, str]]:
+        """`answer` for a request to `path` (one of `serves`); a subclass may speak more wires."""
+        del path
+        return self.answer(body)
+
     def note_other(self, method: str, path: str) -> None:
         """Remember a request the fake answered with `200 {}`."""
         with self._cond:
@@ -286,7 +299,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         path = urlsplit(self.path).path.rstrip("/")
         raw = self._read_body()
-        if path != MESSAGES_PATH:
+        if not self._fake.serves(path):
             self._fake.note_other("POST", path)
             self._send(200, JSON_CONTENT_TYPE, b"{}")
             return
@@ -295,7 +308,7 @@ class _Handler(BaseHTTPRequestHandler):
             bad = ApiError(400, "invalid_request_error", "body is not a JSON object")
             self._send(400, JSON_CONTENT_TYPE, render_error(bad))
             return
-        self._send(*self._fake.answer(body))
+        self._send(*self._fake.answer_at(path, body))
 
     def do_GET(self) -> None:
         self._other(send_body=True)

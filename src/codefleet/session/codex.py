@@ -1,0 +1,339 @@
+"""The Codex executor: one attempt = one Codex session through the official Python SDK.
+
+With `session.sdk` and `session.readonly`, the only modules that import an agent SDK
+(here `openai_codex`, pinned with its CLI runtime `openai-codex-cli-bin`, both 0.163.0).
+One attempt starts `codex app-server` with a private `CODEX_HOME` (`codexconfig`: a
+custom Responses provider, no shell, hooks on `apply_patch`), cwd = the shared tree,
+and runs one turn with the task's prompt (`CODEX_RULES` before the task).
+
+The write gate: Codex hooks are commands, so the attempt serves its `WriteGate` on a
+Unix socket and the hooks run `hook.codexbridge` to reach it. `PreToolUse` receives
+the raw patch (`tool_input.command`); `gate.check("apply_patch", ...)` leases every
+target its headers name (`hook.patch`), all or nothing, and the answer is `{}` or THE
+denial. A malformed patch, a non-patch tool, a check that times out: a denial. After a
+veto every further patch is refused (the attempt is over). `PostToolUse` records the
+ledger row of each target. Before the turn the executor trusts the two hooks through
+Codex's own RPCs (`hooks/list`, `config/batchWrite`) and refuses to start the turn
+unless Codex then lists both as trusted: an untrusted hook is skipped silently by Codex.
+
+The outcome reuses `session_outcome`: the turn becomes a `SessionResult` (the final
+agent message, the thread's token totals; Codex reports no cost, so cost is 0); a
+failed turn with an HTTP status (429 → RATE_LIMITED, the fleet pause) is an API error;
+an SDK or process failure is INFRA. The SDK reaches the app-server through one
+internal attribute (`AsyncCodex._client`, pinned 0.163.0) for the two hook RPCs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from openai_codex import ApprovalMode, AsyncCodex, CodexConfig, Sandbox
+from openai_codex.generated.v2_all import (
+    ConfigWriteResponse,
+    HooksListResponse,
+    HookTrustStatus,
+    ItemCompletedNotification,
+    ThreadTokenUsageUpdatedNotification,
+    TurnCompletedNotification,
+    TurnStatus,
+)
+from openai_codex.models import JsonObject
+
+from codefleet.attempt import AttemptReport
+from codefleet.fleet.executor import Attempt
+from codefleet.fleet.prewrite import WriteGate
+from codefleet.hook.io import PATCH_TOOL, deny_output, tool_paths
+from codefleet.models import ErrorKind, utcnow
+from codefleet.session.codexconfig import (
+    CODEX_RULES,
+    DEFAULT_CODEX_MODEL,
+    CodexProvider,
+    config_toml,
+)
+from codefleet.session.outcome import Crash, HookRecord, SessionResult, session_outcome
+from codefleet.session.prompt import build_prompt
+from codefleet.session.record import save_record
+
+__all__ = ["CodexExecutor", "UntrustedHooks", "codex_home", "hook_answer"]
+
+log = logging.getLogger(__name__)
+
+HOOK_TIMEOUT_S: Final = 30  # Codex's limit on one hook run; the bridge gives up at 20 s
+CHECK_TIMEOUT_S: Final = 15.0  # our own gate check gives up first, with a readable reason
+HOOK_EVENTS: Final = ("preToolUse", "postToolUse")
+UNCHECKED: Final = (
+    "The patch could not be checked against the other agents' leases, so it was refused. "
+    "Do not retry it. Stop now and report that the write was refused."
+)
+
+EnvFor = Callable[[Attempt], Mapping[str, str]]
+MarkerFor = Callable[[Attempt], str | None]
+
+
+class UntrustedHooks(RuntimeError):
+    """Codex does not list CodeFleet's hooks as trusted: a turn would write unchecked."""
+
+
+@dataclass
+class PatchLog:
+    """What one attempt's hooks saw; read after the session."""
+
+    gate: WriteGate
+    hook_ms: list[float] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)
+
+    def hook_record(self) -> HookRecord:
+        return HookRecord(
+            blocked_on=self.gate.blocked_on,
+            refusals=tuple(self.refusals),
+            written=tuple(self.gate.written),
+        )
+
+
+async def hook_answer(patch_log: PatchLog, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer to one Codex hook call: `{}` or THE denial (never raises)."""
+    started = time.perf_counter()
+    try:
+        if payload.get("hook_event_name") == "PostToolUse":
+            await _record(patch_log, payload)
+            return {}
+        answer = await _decide(patch_log, payload)
+    except Exception:  # the hook fails closed: anything unexpected is a denial
+        log.exception("Codex PreToolUse hook failed; denying the patch")
+        answer = _refuse(patch_log, UNCHECKED)
+    patch_log.hook_ms.append((time.perf_counter() - started) * 1000.0)
+    return answer
+
+
+async def _decide(patch_log: PatchLog, payload: Mapping[str, Any]) -> dict[str, Any]:
+    tool, tool_input = str(payload.get("tool_name") or ""), payload.get("tool_input")
+    gate = patch_log.gate
+    if tool != PATCH_TOOL:
+        return _refuse(patch_log, f"{tool or 'A tool'} is not apply_patch; refused.")
+    if gate.blocked_on is not None:
+        return _refuse(patch_log, f"You were already refused {gate.blocked_on}. Stop now.")
+    if not tool_paths(tool, tool_input):
+        reason = "The patch names no file CodeFleet can read (malformed headers); it was refused."
+        return _refuse(patch_log, reason)
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT_S):
+            verdict = await gate.check(tool, tool_input)
+    except TimeoutError:
+        return _refuse(patch_log, UNCHECKED)
+    return {} if verdict.allowed else _refuse(patch_log, verdict.reason)
+
+
+async def _record(patch_log: PatchLog, payload: Mapping[str, Any]) -> None:
+    for path in tool_paths(PATCH_TOOL, payload.get("tool_input")):
+        await patch_log.gate.record(path, PATCH_TOOL)
+
+
+def _refuse(patch_log: PatchLog, reason: str) -> dict[str, Any]:
+    patch_log.refusals.append(reason)
+    return deny_output(reason)
+
+
+@contextlib.asynccontextmanager
+async def gate_socket(patch_log: PatchLog) -> AsyncIterator[str]:
+    """Serve `hook_answer` on a fresh Unix socket (a short path under the temp dir)."""
+    folder = tempfile.mkdtemp(prefix="cfcx-")
+    path = os.path.join(folder, "gate.sock")
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            payload = json.loads(await reader.read())
+            answer = await hook_answer(patch_log, payload if isinstance(payload, dict) else {})
+        except ValueError:
+            answer = _refuse(patch_log, "The hook input was not JSON; the patch was refused.")
+        writer.write(json.dumps(answer).encode())
+        with contextlib.suppress(OSError):
+            await writer.drain()
+            writer.close()
+
+    server = await asyncio.start_unix_server(serve, path)
+    try:
+        yield path
+    finally:
+        server.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def codex_home(attempt: Attempt) -> Path:
+    """A private, fresh CODEX_HOME for one session, under the run directory."""
+    home = (
+        attempt.run_dir
+        / "codex-homes"
+        / f"{attempt.task_id}-a{attempt.number}-{attempt.runner_name}"
+    )
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    return home
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnd:
+    """What the drained turn said: its status, final text, error and token totals."""
+
+    status: str
+    text: str | None = None
+    error: str | None = None
+    http_status: int | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+def session_result(end: TurnEnd, thread_id: str, model: str) -> SessionResult:
+    """The turn as the `SessionResult` `session_outcome` decides on (Codex reports no cost)."""
+    usage = {model: {"inputTokens": end.tokens_in, "outputTokens": end.tokens_out}}
+    failed = end.status != TurnStatus.completed.value
+    return SessionResult(
+        subtype="error_during_execution" if failed else "success",
+        is_error=failed,
+        text=end.text,
+        session_id=thread_id,
+        total_cost_usd=None,
+        model_usage=usage,
+        api_error_status=end.http_status,
+        terminal_reason="api_error" if end.http_status is not None else None,
+        errors=(end.error,) if end.error else (),
+    )
+
+
+@dataclass
+class CodexExecutor:
+    """Runs each attempt as one Codex session (satisfies `fleet.executor.Executor`)."""
+
+    provider: CodexProvider
+    model: str = DEFAULT_CODEX_MODEL
+    env: EnvFor | None = None
+    prompt_marker: MarkerFor | None = None
+
+    async def run(self, attempt: Attempt) -> AttemptReport:
+        started = utcnow()
+        patch_log = PatchLog(attempt.gate)
+        result: SessionResult | None = None
+        crash: Crash | None = None
+        try:
+            async with gate_socket(patch_log) as socket_path:
+                end, thread_id = await self._session(attempt, socket_path)
+            result = session_result(end, thread_id, self.model)
+        except UntrustedHooks as err:
+            crash = Crash(ErrorKind.INFRA, str(err))
+        except Exception as err:  # the CLI or the SDK failed: the environment, not the agent
+            log.warning("Codex session failed", exc_info=True)
+            crash = Crash(ErrorKind.INFRA, f"the Codex session failed: {type(err).__name__}: {err}")
+        report = session_outcome(result, crash, patch_log.hook_record(), attempt=attempt.number)
+        evidence = {"agent": "codex", "model": self.model, "refusals": patch_log.refusals}
+        save_record(attempt, evidence, patch_log.hook_ms, result, report, started)
+        return report
+
+    async def _session(self, attempt: Attempt, socket_path: str) -> tuple[TurnEnd, str]:
+        home = codex_home(attempt)
+        hook = f"{shlex.quote(sys.executable)} -m codefleet.hook.codexbridge {shlex.quote(socket_path)}"
+        reader = (sys.executable, "-m", "codefleet.session.codexread", str(attempt.workdir))
+        (home / "config.toml").write_text(config_toml(self.provider, hook, HOOK_TIMEOUT_S, reader))
+        env = {
+            "CODEX_HOME": str(home),
+            "HOME": str(home),
+            **(self.env(attempt) if self.env else {}),
+        }
+        codex = AsyncCodex(CodexConfig(cwd=str(attempt.workdir), env=env))
+        try:
+            await codex.__aenter__()
+            await trust_hooks(codex, attempt.workdir)
+            thread = await codex.thread_start(
+                cwd=str(attempt.workdir),
+                model=self.model,
+                sandbox=Sandbox.full_access,
+                approval_mode=ApprovalMode.deny_all,
+            )
+            marker = self.prompt_marker(attempt) if self.prompt_marker else None
+            turn = await thread.turn(build_prompt(attempt.task, marker, rules=CODEX_RULES))
+            return await drain(turn.stream()), thread.id
+        finally:
+            await codex.close()
+
+
+async def trust_hooks(codex: AsyncCodex, workdir: Path) -> None:
+    """Trust CodeFleet's hooks through Codex's RPCs; `UntrustedHooks` unless both then are."""
+    client = codex._client  # the one reach into the SDK: its typed request (pinned 0.163.0)
+    params: JsonObject = {"cwds": [str(workdir)]}
+    listed = await client.request("hooks/list", params, response_model=HooksListResponse)
+    state: JsonObject = {
+        meta.key: {"trusted_hash": meta.current_hash}
+        for meta in _hooks(listed)
+        if meta.trust_status is not HookTrustStatus.trusted
+    }
+    if state:
+        edit: JsonObject = {"keyPath": "hooks.state", "mergeStrategy": "upsert", "value": state}
+        body: JsonObject = {"edits": [edit], "reloadUserConfig": True}
+        await client.request("config/batchWrite", body, response_model=ConfigWriteResponse)
+    listed = await client.request("hooks/list", params, response_model=HooksListResponse)
+    trusted = {
+        m.event_name.value for m in _hooks(listed) if m.trust_status is HookTrustStatus.trusted
+    }
+    if not set(HOOK_EVENTS) <= trusted:
+        raise UntrustedHooks(
+            f"Codex did not trust CodeFleet's patch hooks (trusted: {sorted(trusted)})"
+        )
+
+
+def _hooks(listed: HooksListResponse) -> list[Any]:
+    return [getattr(h, "root", h) for entry in listed.data for h in entry.hooks]
+
+
+async def drain(stream: AsyncIterator[Any]) -> TurnEnd:
+    """Read the turn's notifications to its end: the final text, token totals, the error."""
+    tokens_in = tokens_out = 0
+    texts: list[str] = []
+    async for event in stream:
+        payload = event.payload
+        if isinstance(payload, ItemCompletedNotification):
+            texts += _agent_texts([payload.item])
+        elif isinstance(payload, ThreadTokenUsageUpdatedNotification):
+            total = payload.token_usage.total
+            tokens_in, tokens_out = total.input_tokens, total.output_tokens
+        elif isinstance(payload, TurnCompletedNotification):
+            turn = payload.turn
+            error = turn.error
+            return TurnEnd(
+                status=turn.status.value,
+                text=next(reversed(texts + _agent_texts(turn.items or [])), None),
+                error=error.message if error else None,
+                http_status=_http_status(error.codex_error_info) if error else None,
+                tokens_in=tokens_in,
+                tokens_out=tokens_out,
+            )
+    return TurnEnd(status="failed", error="the turn ended without turn/completed")
+
+
+def _agent_texts(items: list[Any]) -> list[str]:
+    roots = [getattr(item, "root", item) for item in items]
+    return [r.text for r in roots if getattr(r, "type", "") == "agentMessage" and r.text]
+
+
+def _http_status(info: Any) -> int | None:
+    """The HTTP status a turn error carries, wherever Codex put it (429 for a usage limit)."""
+    if info is None:
+        return None
+    root = getattr(info, "root", info)
+    if getattr(root, "value", None) in {"usageLimitExceeded", "rateLimitExceeded"}:
+        return 429
+    for detail in vars(root).values() if hasattr(root, "__dict__") else ():
+        status = getattr(detail, "http_status_code", None)
+        if isinstance(status, int):
+            return status
+    return None
