@@ -249,6 +249,7 @@ class Summary:
     events: int = 0
     observed_events: int = 0
     vetoes: int = 0
+    waits: dict[str, int] = field(default_factory=dict)  # lease_waited outcomes
     fail_closed: int = 0  # writes refused because the server could not be asked
     restores: int = 0
     unrestorable: int = 0
@@ -318,6 +319,7 @@ class Chaos:
             "CODEFLEET_BACKOFF_BASE": "0.2",
             "CODEFLEET_BACKOFF_CAP": "2",
             "CODEFLEET_TOKEN": self.token,
+            "CODEFLEET_LEASE_WAIT": str(args.lease_wait),
         }
         self.env = env
         self.exe = str(Path(sys.executable).parent / "codefleet")
@@ -506,6 +508,9 @@ class Chaos:
         s.statuses = dict(Counter(t["status"] for t in evidence.tasks.values()))
         s.events, s.observed_events = len(evidence.events), len(self.observed)
         s.vetoes, s.restores = kinds["lease_denied"], kinds["file_restored"]
+        s.waits = dict(
+            Counter(e["payload"]["outcome"] for e in evidence.events if e["type"] == "lease_waited")
+        )
         s.unrestorable = kinds["restore_failed"]
         on_resource = [
             e for e in evidence.events if str(e["payload"].get("path")).startswith("/resource:")
@@ -605,6 +610,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="the control: append to hot files behind the lock's back (must be caught)",
     )
     parser.add_argument("--fail-rate", type=float, default=0.05)
+    parser.add_argument(
+        "--lease-wait", type=float, default=0.0, help="the server's CODEFLEET_LEASE_WAIT, seconds"
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the summary here")
     parser.add_argument(
         "--keep", action="store_true", help="keep the run directory (kept on failure)"

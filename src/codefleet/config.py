@@ -21,6 +21,7 @@ from codefleet.models import (
     DEFAULT_BACKOFF_CAP_S,
     DEFAULT_HEARTBEAT_INTERVAL_S,
     DEFAULT_INTERACTIVE_IDLE_S,
+    DEFAULT_LEASE_WAIT_S,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_POLL_INTERVAL_S,
     DEFAULT_PREIMAGE_MAX_BYTES,
@@ -28,6 +29,7 @@ from codefleet.models import (
     DEFAULT_STALE_AFTER_S,
     DEFAULT_TASK_TIMEOUT_S,
     DEFAULT_TICK_INTERVAL_S,
+    MAX_LEASE_WAIT_S,
 )
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, parse_protected_names
 
@@ -75,6 +77,7 @@ class Settings(BaseSettings):
     interactive_idle: float = Field(default=DEFAULT_INTERACTIVE_IDLE_S, gt=0)
     max_cost: float | None = Field(default=None, gt=0)
     max_cost_hard: bool = False
+    lease_wait: float = Field(default=DEFAULT_LEASE_WAIT_S, ge=0, le=MAX_LEASE_WAIT_S)
     allow_reset: bool = False
     token: str | None = None
     allowed_hosts: str = "localhost"  # Host names a token-less server answers to, comma-separated

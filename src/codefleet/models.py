@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_BACKOFF_CAP_S",
     "DEFAULT_HEARTBEAT_INTERVAL_S",
     "DEFAULT_INTERACTIVE_IDLE_S",
+    "DEFAULT_LEASE_WAIT_S",
     "DEFAULT_MAX_ATTEMPTS",
     "DEFAULT_POLL_INTERVAL_S",
     "DEFAULT_PREIMAGE_MAX_BYTES",
@@ -34,6 +35,7 @@ __all__ = [
     "GATED_TOOLS",
     "MAX_BATCH_SCOPE_PATHS",
     "MAX_CHECK_COMMAND",
+    "MAX_LEASE_WAIT_S",
     "READ_RECORDED_TOOLS",
     "RETRYABLE_KINDS",
     "TERMINAL_STATUSES",
@@ -140,6 +142,8 @@ class EventType(StrEnum):
     LEASE_ACQUIRED = "lease_acquired"
     LEASE_DENIED = "lease_denied"
     LEASE_RELEASED = "lease_released"
+    LEASE_WAITING = "lease_waiting"
+    LEASE_WAITED = "lease_waited"
     FILE_CHANGED = "file_changed"
     FILE_RESTORED = "file_restored"
     RESTORE_REQUESTED = "restore_requested"
@@ -228,6 +232,10 @@ DEFAULT_BACKOFF_BASE_S: Final = 2.0
 DEFAULT_BACKOFF_CAP_S: Final = 30.0
 DEFAULT_PREIMAGE_MAX_BYTES: Final = 10 * 1024 * 1024
 DEFAULT_INTERACTIVE_IDLE_S: Final = 900.0
+# How long a write refused only because another fleet task holds it may wait (0: never).
+# Chosen from bench/waiting.py (docs/performance.md, "Waiting for a lease").
+DEFAULT_LEASE_WAIT_S: Final = 0.0
+MAX_LEASE_WAIT_S: Final = 600.0
 DEFAULT_RECONCILE_ROUNDS: Final = 2  # reconcile turns per attempt before the last resort
 
 # The longest command a check may run (graph file, `--check`, `POST /checks`).

@@ -362,6 +362,7 @@ def test_runners_that_run_started_leave_the_server_when_it_ends_even_with_nothin
     agents = asyncio.run(_agents(server.url))
     assert idle.exit_code == 1, said(idle)
     assert agents and {a["status"] for a in agents} == {"offline"}, agents  # none left behind
+    assert "interrupted" not in idle.stdout + idle.stderr  # a run that ended is no interrupt
 
 
 async def _agents(url: str) -> list[dict[str, Any]]:

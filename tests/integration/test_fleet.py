@@ -288,8 +288,8 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
     wait_until: Any, make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path
 ) -> None:
     """The demo's staged veto plus a failure, a cancel, a check, a usage limit and a runner
-    that goes stale."""
-    server = make_server(**FAST, max_attempts=1)
+    that goes stale. The veto comes after a short wait for the lease that timed out."""
+    server = make_server(**FAST, max_attempts=1, lease_wait=0.3)
     script = {
         "hold": [{"edit": {"path": "a.py", "old": "A = 1", "new": "A = 2"}}, {"wait_denied": "a.py", "attempt": 1}],
         "grab": [{"wait_leased": "a.py", "attempt": 1}, {"append": {"path": "a.py", "text": "G = 1\n"}}],

@@ -21,7 +21,7 @@ from git_support import codefleet, git, make_repository, person_state, tree_file
 from test_commit import FAST, drain
 
 from codefleet.api.client import FleetClient
-from codefleet.api.graph import load_graph
+from codefleet.api.graph import load_graph, parse_graph
 from codefleet.cli.demo_run import examples_dir
 from codefleet.fleet.scripted import load_script
 from codefleet.server.thread import ServerThread
@@ -185,3 +185,40 @@ def test_land_without_any_fleet_branch_says_to_commit_first(tmp_path: Path) -> N
     refused = codefleet("land", cwd=tree)
     assert refused.returncode == 1
     assert "run `codefleet commit` first" in refused.stderr
+
+
+async def test_a_second_commit_after_land_commits_only_the_new_tasks_and_names_the_landed_ones(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    tree = small_repository(tmp_path)
+    server = make_server(**FAST, workdir=tree, db=tmp_path / "fleet.db")
+    first = {
+        "tasks": [{"id": "T1", "title": "Touch a", "description": "a", "file_scope": ["a.py"]}]
+    }
+    later = {"id": "T2", "title": "Touch b", "description": "b", "file_scope": ["pkg/b.py"]}
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(parse_graph(first))
+    assert (
+        await drain(server, tree, {"T1": [{"write": {"path": "a.py", "content": "A = 10\n"}}]})
+    ).ok
+    assert codefleet("commit", "--server", server.url, cwd=tree).returncode == 0
+    assert codefleet("land", cwd=tree).returncode == 0
+    landed = git(tree, "rev-parse", "HEAD").strip()
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(parse_graph({"tasks": [later]}, standalone=False))
+    assert (
+        await drain(server, tree, {"T2": [{"write": {"path": "pkg/b.py", "content": "B = 20\n"}}]})
+    ).ok
+
+    again = codefleet("commit", "--server", server.url, cwd=tree)
+
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "skipped" not in again.stdout
+    assert "already in HEAD: T1" in again.stdout
+    branch = git(tree, "for-each-ref", "--sort=-committerdate", "--format=%(refname:short)",
+                 "refs/heads/codefleet/").split()[0]  # fmt: skip
+    assert git(tree, "rev-list", "--count", f"{landed}..{branch}").strip() == "1"
+    assert codefleet("land", branch, cwd=tree).returncode == 0
+    assert git(tree, "status", "--porcelain") == ""
+    third = codefleet("commit", "--server", server.url, cwd=tree)
+    assert third.returncode == 0 and "nothing new to commit: T1, T2" in third.stdout

@@ -6,7 +6,9 @@
 one runner frozen (SIGSTOP) past a 4 s stale window, plus the final
 kill-and-restart that must reload the state unchanged. Some tasks declare or take
 named resources and take numbers of a sequence. It must drain with every
-task succeeded and zero invariant violations, the content oracle included. The
+task succeeded and zero invariant violations, the content oracle included, with
+parking off (every held file a veto) and on (`--lease-wait`: a held file's
+write waits for it). The
 long run (500 tasks, 8 runners, about 25 faults) is run by hand; see
 docs/reliability.md.
 """
@@ -18,15 +20,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 CHAOS = Path(__file__).resolve().parents[2] / "bench" / "chaos.py"
 RUN_BOUND_S = 150
 
 
+@pytest.mark.parametrize("lease_wait", [0.0, 5.0], ids=["vetoes", "parking"])
 def test_a_short_chaos_run_with_a_server_kill_and_runner_kills_breaks_no_invariant(
-    tmp_path: Path,
+    tmp_path: Path, lease_wait: float
 ) -> None:
     summary_file = tmp_path / "chaos.json"
-    args = ["--seed", "7", "--tasks", "40", "--runners", "3", "--server-kills", "1",
+    args = ["--lease-wait", str(lease_wait),"--seed", "7", "--tasks", "40", "--runners", "3", "--server-kills", "1",
             "--runner-kills", "2", "--runner-pauses", "1", "--stale-after", "4",
             "--hot-files", "4", "--min-gap", "0.5", "--duration", "120",
             "--json", str(summary_file)]  # fmt: skip
@@ -46,7 +51,9 @@ def test_a_short_chaos_run_with_a_server_kill_and_runner_kills_breaks_no_invaria
     assert summary["drained"] and summary["statuses"] == {"succeeded": 40}
     assert summary["final_restart_identical"]
     assert summary["observed_events"] == summary["events"]
-    assert summary["vetoes"] > 0 and summary["restores"] > 0  # the faults met real contention
+    met = summary["vetoes"] + sum(summary["waits"].values())
+    assert met > 0 and summary["restores"] > 0  # the faults met real contention
+    assert bool(summary["waits"]) == (lease_wait > 0)
     assert summary["resource_grants"] > 0 and summary["numbers_allocated"] > 0
     assert summary["numbers_distinct"]  # and the checker found no number handed out twice
     assert done.returncode == 0 and summary["ok"]

@@ -15,6 +15,7 @@ import test_engine
 from test_engine import Fleet, assigned
 
 from codefleet.coord import scheduler as sched
+from codefleet.coord.tasks import INTERRUPT_HOLD_S
 from codefleet.models import AgentStatus, ErrorKind, EventType, TaskStatus
 
 make_fleet = test_engine.make_fleet  # the engine harness's fixtures
@@ -74,7 +75,7 @@ def test_an_interrupted_runner_leaving_mid_attempt_requeues_it_uncharged_and_say
 
     row = fleet.task("T1")
     assert (row["status"], row["uncharged_attempts"], row["error"]) == ("pending", 1, "interrupted")
-    assert row["backoff_until"] is None  # the operator's stop is no failure to wait out
+    assert row["backoff_until"] is not None  # a short hold, not a failure's backoff (below)
     [requeued] = fleet.events(EventType.TASK_REQUEUED)
     assert requeued["payload"]["reason"] == "interrupted"
     assert requeued["payload"]["charged"] is False
@@ -82,7 +83,27 @@ def test_an_interrupted_runner_leaving_mid_attempt_requeues_it_uncharged_and_say
     assert released["payload"]["reason"] == "interrupted"
     assert fleet.events(EventType.TASK_FAILED) == []
     fresh = fleet.register("runner-2")
+    assert assigned(fleet.tick()) == []  # the interrupted run's other runners leave meanwhile
+    fleet.clock.advance(INTERRUPT_HOLD_S)
     assert assigned(fleet.tick()) == [("T1", fresh)]
+
+
+def test_an_interrupted_task_is_not_handed_to_a_runner_of_the_same_run_that_is_leaving_too(
+    fleet: Fleet,
+):
+    busy, idle = fleet.register("runner-1"), fleet.register("runner-2")
+    fleet.add("T1", "a.py", max_attempts=1)
+    assert assigned(fleet.tick()) == [("T1", busy)]
+    fleet.start("T1")
+
+    fleet.engine.leave(busy, fleet.epoch(busy), interrupted=True)
+    assert assigned(fleet.tick()) == []  # before: assigned to runner-2, leaving a moment later
+    fleet.engine.leave(idle, fleet.epoch(idle), interrupted=True)
+    fleet.clock.advance(INTERRUPT_HOLD_S)
+    fleet.tick()
+
+    row = fleet.task("T1")
+    assert (row["status"], row["attempts"], row["uncharged_attempts"]) == ("pending", 1, 1)
 
 
 def test_a_runner_leaving_mid_attempt_without_a_reason_is_still_charged(fleet: Fleet):

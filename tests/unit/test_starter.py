@@ -51,6 +51,35 @@ def test_test_modules_that_import_pytest_without_any_config_get_pytest_alongside
     assert check.source == "test_lib.py, which imports pytest"
 
 
+def test_pytest_in_a_poetry_dev_group_runs_with_that_groups_packages(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.poetry]\nname = "x"\n[tool.poetry.dependencies]\npython = ">=3.7"\n'
+        '[tool.poetry.group.dev.dependencies]\nmypy = "*"\npytest = "*"\nhypothesis = "*"\n'
+    )
+
+    [check] = find_checks(tmp_path, have_uv=True)
+    assert (
+        check.command == "uv run --project . --with pytest --with mypy --with hypothesis pytest -q"
+    )
+    assert check.source == "pyproject.toml (tool.poetry.group.dev.dependencies)"
+    assert found(tmp_path, uv=False) == [("test", "python -m pytest -q")]
+
+
+def test_poetrys_older_dev_dependencies_table_is_read_too(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.poetry.dev-dependencies]\npytest = "^7"\n')
+
+    assert found(tmp_path) == [("test", "uv run --project . --with pytest pytest -q")]
+
+
+def test_a_test_module_inside_the_package_that_imports_pytest_is_found(tmp_path: Path) -> None:
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "test_lib.py").write_text("import pytest\n")
+
+    [check] = find_checks(tmp_path, have_uv=True)
+    assert check.source == "lib/test_lib.py, which imports pytest"
+
+
 @pytest.mark.parametrize(
     ("files", "expected"),
     [

@@ -193,3 +193,26 @@ def test_attempts_vetoes_and_time_are_counted_per_agent_kind_of_the_runner() -> 
     assert (kinds["codex"].attempts, kinds["codex"].vetoed) == (3, 1)  # T4 twice, T2
     assert kinds["codex"].attempt_s == pytest.approx(1.0 + 2.0 + 1.0)
     assert stats_json(fleet_stats(run_facts(record)))["agents"][1]["agent"] == "codex"
+
+
+def test_per_file_the_writes_that_waited_how_they_ended_and_the_work_they_kept() -> None:
+    # T5 (assigned at 1 s) parks on api.py at 2.5 s, is handed it at 3 s; T6 parks at 2 s
+    # and times out at 2.5 s (a veto); T7 is refused at once for a deadlock.
+    waits = (
+        ev(19, "task_assigned", "T5", 1.0, agent_name="runner-3", attempt=1),
+        ev(20, "lease_waited", "T5", 3.0, path="api.py", waited_s=0.5, outcome="granted",
+           holder_task_id="T3"),
+        ev(21, "lease_waited", "T6", 2.5, path="api.py", waited_s=0.5, outcome="timed_out",
+           holder_task_id="T3"),
+        ev(22, "lease_waited", "T7", 2.5, path="db.py", waited_s=0.0, outcome="deadlock",
+           holder_task_id="T3"),
+    )  # fmt: skip
+    stats = fleet_stats(facts(EVENTS + waits))
+    api, db = stats.lease_waits
+    assert (api.path, api.waits, api.outcomes) == ("api.py", 2, (("granted", 1), ("timed_out", 1)))
+    assert (api.waited_s, api.kept_s) == (1.0, 1.5)  # T5 had run 1.5 s when it parked
+    assert (db.path, db.waits, db.waited_s, db.kept_s) == ("db.py", 1, 0.0, 0.0)
+    assert stats_json(stats)["lease_waits"][0] == {
+        "path": "api.py", "waits": 2, "outcomes": {"granted": 1, "timed_out": 1},
+        "waited_s": 1.0, "kept_s": 1.5,
+    }  # fmt: skip

@@ -104,3 +104,39 @@ def test_a_stale_read_is_a_mark_on_its_attempts_bar_with_how_it_was_reconciled(
     [mark] = json.loads(ran.stdout)
     assert mark["paths"] == [{"path": "models.py", "by": ["T1"], "gone": False}]
     assert mark["outcome"] == "clean"
+
+
+WAIT_SCRIPT = """
+const { Model } = await import(process.argv[1]);
+const at = (i) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
+const ev = (id, type, payload = {}) => ({ id, at: at(id), type, task_id: "T4", agent_id: "a_1", payload });
+const model = new Model({});
+model.add([
+  ev(1, "task_assigned", { attempt: 1, agent_name: "r" }),
+  ev(2, "lease_waiting", { path: "api.py", holder_task_id: "T3", queue_position: 1 }),
+  ev(5, "lease_waited", { path: "api.py", waited_s: 3, outcome: "granted", holder_task_id: "T3" }),
+  ev(6, "task_succeeded", { cost_usd: 0 }),
+]);
+const [w] = model.history.attempts[0].waits;
+process.stdout.write(JSON.stringify({ ...w, from: w.from - Date.UTC(2026, 0, 1), to: w.to - Date.UTC(2026, 0, 1) }));
+"""
+
+
+def test_a_wait_for_a_lease_is_a_segment_of_its_attempts_bar_naming_the_holder(
+    tmp_path: Path,
+) -> None:
+    node = require_tool("node", "runs the page's model.js", package="nodejs")
+    module = tmp_path / "model.mjs"
+    module.write_text((WEB / "model.js").read_text())
+    ran = subprocess.run(
+        [node, "--input-type=module", "-e", WAIT_SCRIPT, module.as_uri()],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    wait = json.loads(ran.stdout)
+    assert wait == {
+        "from": 2000,
+        "to": 5000,
+        "path": "api.py",
+        "holder": "T3",
+        "outcome": "granted",
+    }

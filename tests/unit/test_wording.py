@@ -84,6 +84,12 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
 
     ("number_allocated", {"sequence": "migrations", "value": 3}),
     ("sequence_defined", {"sequence": "migrations", "start": 3}),
+    ("lease_waiting", {"path": "api.py", "holder_task_id": "T3", "queue_position": 1}),
+    ("lease_waited", {"path": "api.py", "waited_s": 1.25, "outcome": "granted", "holder_task_id": "T3"}),
+    ("lease_waited", {"path": "api.py", "waited_s": 2, "outcome": "changed", "holder_task_id": "T3"}),
+    ("lease_waited", {"path": "api.py", "waited_s": 0, "outcome": "deadlock", "holder_task_id": "T3"}),
+    ("lease_waited", {"path": "api.py", "waited_s": 30, "outcome": "timed_out", "holder_task_id": "T3"}),
+    ("lease_waited", {"path": "api.py", "waited_s": 1, "outcome": "refused", "holder_task_id": "T3"}),
     ("not_in_the_table", {}),
 ]  # fmt: skip
 

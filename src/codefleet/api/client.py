@@ -204,15 +204,22 @@ class FleetClient:
         return result
 
     async def acquire(
-        self, agent_id: str, epoch: int, task_id: str, paths: list[str], tool: str
-    ) -> dict[str, Any]:
-        body = {"agent_id": agent_id, "task_id": task_id, "paths": paths, "tool": tool}
+        self, agent_id: str, epoch: int, task_id: str, paths: list[str], tool: str,
+        wait: float = 0.0, seen: Mapping[str, str | None] | None = None,
+    ) -> dict[str, Any]:  # fmt: skip
+        """The lease answer; with `wait` > 0 it may park that long (`seen`: what the session saw)."""
+        body: dict[str, Any] = {"agent_id": agent_id, "task_id": task_id, "paths": paths}
+        body["tool"] = tool
+        timeout = None
+        if wait > 0:
+            body |= {"wait": wait, "seen": dict(seen or {})}
+            timeout = wait + DEFAULT_TIMEOUT_S
         if self._lane is None:
             result: dict[str, Any] = await self._json(
-                "POST", "/leases/acquire", body=body, epoch=epoch
+                "POST", "/leases/acquire", body=body, epoch=epoch, timeout=timeout
             )
             return result
-        return dict(await self._lane_json("POST", "/leases/acquire", body, epoch))
+        return dict(await self._lane_json("POST", "/leases/acquire", body, epoch, timeout))
 
     async def acquire_resource(
         self, agent_id: str, epoch: int, task_id: str, name: str
@@ -232,12 +239,14 @@ class FleetClient:
         result: dict[str, Any] = await self._json("POST", "/sequences/next", body=body, epoch=epoch)
         return result
 
-    async def _lane_json(self, method: str, path: str, body: Any, epoch: int) -> Any:
+    async def _lane_json(
+        self, method: str, path: str, body: Any, epoch: int, timeout: float | None = None
+    ) -> Any:
         """`_json` over the lane: the same errors, the same decoding."""
         assert self._lane is not None
         try:
             status, content = await self._lane.request(
-                method, path, body, {"X-Agent-Epoch": str(epoch)}
+                method, path, body, {"X-Agent-Epoch": str(epoch)}, timeout
             )
         except LaneError as err:
             raise ServerUnavailable(f"{method} {path}: {err}") from err

@@ -59,17 +59,19 @@ class Lane:
         self._idle: list[_Connection] = []
 
     async def request(
-        self, method: str, path: str, body: Any, headers: dict[str, str] | None = None
-    ) -> tuple[int, bytes]:
+        self, method: str, path: str, body: Any, headers: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> tuple[int, bytes]:  # fmt: skip
         extra = header_lines(headers) if headers else ""
         message = request_bytes(
             method, self._prefix + path, self._fixed + extra, json.dumps(body).encode()
         )
+        bound = self._timeout if timeout is None else timeout
         try:
-            async with asyncio.timeout(self._timeout):
+            async with asyncio.timeout(bound):
                 return await self._send(message)
         except TimeoutError:
-            raise LaneError(f"{method} {path}: no answer in {self._timeout}s") from None
+            raise LaneError(f"{method} {path}: no answer in {bound}s") from None
         except (OSError, asyncio.IncompleteReadError, ValueError) as err:
             raise LaneError(f"{method} {path}: {type(err).__name__}: {err}") from err
 

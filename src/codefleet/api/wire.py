@@ -27,6 +27,7 @@ from codefleet.attempt import AttemptReport
 from codefleet.models import (
     CHECK_NAME_PATTERN,
     MAX_CHECK_COMMAND,
+    MAX_LEASE_WAIT_S,
     AgentKind,
     CheckPurpose,
     ErrorKind,
@@ -216,11 +217,18 @@ class StartBody(_Body):
     agent_id: StrictStr
 
 
+Sha256 = Annotated[StrictStr, Field(pattern="^[0-9a-f]{64}$")]
+
+
 class AcquireBody(_Body):
     agent_id: StrictStr
     task_id: TaskId
     paths: Annotated[list[Annotated[StrictStr, Field(max_length=MAX_PATH)]], Field(max_length=100)]
     tool: Annotated[StrictStr, Field(max_length=100)] = "Write"
+    # Seconds it may park while other fleet tasks hold the paths (CODEFLEET_LEASE_WAIT bounds it).
+    wait: Annotated[float, Field(ge=0, le=MAX_LEASE_WAIT_S)] = 0.0
+    # path -> the SHA-256 the session last saw (None: no content): a wait's "changed" test.
+    seen: Annotated[dict[str, Sha256 | None], Field(max_length=100)] = {}
 
 
 class ResourceBody(_Body):
@@ -248,7 +256,6 @@ class ChangeBody(_Body):
     sha256: Annotated[StrictStr, Field(pattern="^[0-9a-f]{64}$")] | None = None
 
 
-Sha256 = Annotated[StrictStr, Field(pattern="^[0-9a-f]{64}$")]
 Moment = Annotated[StrictStr, Field(min_length=1, max_length=40)]
 
 

@@ -30,6 +30,8 @@ from codefleet.cli.common import (
 
 if TYPE_CHECKING:
     from codefleet.review.commit import Author
+    from codefleet.review.git import Repo
+    from codefleet.review.history import TaskChange
     from codefleet.review.live import LiveCommitter
     from codefleet.review.record import RunRecord
 
@@ -100,6 +102,24 @@ def _refuse_without_patches(settings: Any, record: RunRecord) -> None:
             raise fail(NO_PATCHES)
 
 
+IN_HEAD = "(committed by an earlier `codefleet commit` and landed; not repeated)"
+
+
+def _split_landed(
+    repo: Repo, base: str, record: RunRecord, changes: list[TaskChange]
+) -> tuple[list[TaskChange], list[str]]:
+    """The changes still to commit, and the tasks whose recorded commit `base` contains."""
+    from codefleet.review.history import commits_of_tasks
+
+    commits = commits_of_tasks(record)
+    landed = {
+        c.task_id
+        for c in changes
+        if any(repo.contains(base, s) for s in commits.get(c.task_id, []))
+    }
+    return [c for c in changes if c.task_id not in landed], sorted(landed)
+
+
 @app.command(rich_help_panel=REVIEW)
 def commit(
     branch: BranchOpt = None,
@@ -140,6 +160,10 @@ def commit(
             raise fail("no task has succeeded on this server yet: nothing to commit")
         if not any(c.files for c in changes):
             _refuse_without_patches(settings, record)
+        changes, in_head = _split_landed(repo, base, record, changes)
+        if not changes:
+            console.print(f"nothing new to commit: {', '.join(in_head)} {IN_HEAD}")
+            return
         result = write_history(repo, changes, name, base, who)
         log = repo.log_oneline(base, result.tip)
     except Refused as err:
@@ -151,9 +175,11 @@ def commit(
         call_server(settings, lambda c: c.record_commits(result.branch, pairs))
     unfinished, before = unfinished_tasks(record), committed_before(record)
     if json_out:
-        print_json(history_json(result, unfinished, before))
+        print_json({**history_json(result, unfinished, before), "in_head": in_head})
     else:
         print_history(console, result, log, unfinished, before)
+        if in_head:
+            console.print(f"already in HEAD: {', '.join(in_head)} {IN_HEAD}", style="dim")
     if result.skipped:
         raise typer.Exit(1)
 

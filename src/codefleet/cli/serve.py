@@ -89,6 +89,13 @@ def serve(
             help="Release a person's session's leases after this many seconds without a write [CODEFLEET_INTERACTIVE_IDLE]."
         ),
     ] = None,
+    lease_wait: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds a fleet task's write may wait for a file another fleet task holds, "
+            "instead of the veto; 0 = the veto at once [CODEFLEET_LEASE_WAIT]."
+        ),
+    ] = None,
     read_timeout: Annotated[
         float | None,
         typer.Option(
@@ -147,6 +154,7 @@ def serve(
         allow_reset=allow_reset, token=token, keep_failed_edits=keep_failed_edits,
         backoff_base=backoff_base, backoff_cap=backoff_cap, preimage_max_bytes=preimage_max_bytes,
         interactive_idle=interactive_idle, protected_paths=protected_paths, max_cost=max_cost,
+        lease_wait=lease_wait,
         max_cost_hard=max_cost_hard, read_timeout=read_timeout,
         keep_alive_timeout=keep_alive_timeout, max_connections=max_connections,
         max_streams=max_streams, allowed_hosts=allowed_hosts,

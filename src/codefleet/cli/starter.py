@@ -64,6 +64,9 @@ def _python(root: Path, uv: bool) -> list[FoundCheck]:
         except (tomllib.TOMLDecodeError, UnicodeDecodeError):
             data = {}
     where, extra = _pytest_in(data)
+    poetry: list[str] = []
+    if not where:
+        where, poetry = _pytest_in_poetry(data)
     configured = "pyproject.toml ([tool.pytest])" if "pytest" in data.get("tool", {}) else ""
     configured = configured or _pytest_configured(root)
     if not (where or configured or (root / "setup.py").is_file() or pyproject.is_file()):
@@ -79,6 +82,8 @@ def _python(root: Path, uv: bool) -> list[FoundCheck]:
         command = f"python -m {run}" if run.startswith("pytest") else run
     elif extra:
         command = f"uv run --project . --extra {extra} {run}"
+    elif poetry:  # uv does not read poetry's groups: the group's packages come alongside
+        command = "uv run --project . " + " ".join(f"--with {p}" for p in poetry) + f" {run}"
     elif where.startswith("dependency-groups") or not run.startswith("pytest"):
         command = f"uv run --project . {run}"
     else:
@@ -94,7 +99,12 @@ def _pytest_configured(root: Path) -> str:
     for name, section in (("setup.cfg", "[tool:pytest]"), ("tox.ini", "[pytest]")):
         if section in _text(root / name):
             return f"{name} ({section})"
-    candidates = [*root.glob("test_*.py"), *root.glob("*_test.py"), *root.glob("tests/test_*.py")]
+    candidates = [
+        *root.glob("test_*.py"),
+        *root.glob("*_test.py"),
+        *root.glob("tests/test_*.py"),
+        *root.glob("*/test_*.py"),  # test modules inside the package
+    ]
     for module in sorted(candidates)[:50]:
         if re.search(r"^\s*(import|from) pytest\b", _text(module), re.M):
             return f"{module.relative_to(root)}, which imports pytest"
@@ -122,6 +132,19 @@ def _pytest_in(data: dict[str, Any]) -> tuple[str, str | None]:
         if _names_pytest(deps):
             return f"dependency-groups.{group}", None
     return "", None
+
+
+def _pytest_in_poetry(data: dict[str, Any]) -> tuple[str, list[str]]:
+    """The poetry group that names pytest, and its packages (pytest first), or ('', [])."""
+    poetry = data.get("tool", {}).get("poetry", {})
+    groups = {f"tool.poetry.group.{g}.dependencies": v.get("dependencies") for g, v in
+              poetry.get("group", {}).items() if isinstance(v, dict)}  # fmt: skip
+    groups["tool.poetry.dev-dependencies"] = poetry.get("dev-dependencies")
+    for where, deps in groups.items():
+        if isinstance(deps, dict) and "pytest" in deps:
+            names = [str(n) for n in deps if n not in ("pytest", "python")]
+            return where, ["pytest", *names]
+    return "", []
 
 
 def _names_pytest(deps: Any) -> bool:

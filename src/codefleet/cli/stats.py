@@ -26,6 +26,8 @@ from codefleet.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from codefleet.review.stats import FleetStats
 
 __all__ = ["fleet_line", "stats"]
@@ -119,30 +121,80 @@ def fleet_line(s: FleetStats) -> str:
 
 
 def print_stats(s: FleetStats) -> None:
-    from rich.table import Table
-
     from codefleet.cli.output import console
-    from codefleet.review.report import seconds
 
     console.print(fleet_line(s), markup=False, highlight=False)
+    files = _files_table(s)
+    console.print(
+        files if files is not None else "No write was refused and no attempt was rolled back."
+    )
+    for section in (_stale_table, _waits_table):
+        shown = section(s)
+        if shown is not None:
+            console.print(shown)
+    console.print(_tasks_table(s))
+    if len(s.kinds) > 1:  # a mixed fleet: which agent made the attempts and met the vetoes
+        from codefleet.review.report import seconds
+
+        line = " · ".join(
+            f"{k.agent}: {k.attempts} attempt(s), {k.vetoed} vetoed, {seconds(k.attempt_s)}"
+            for k in s.kinds
+        )
+        console.print(f"Agents: {line}", markup=False, highlight=False)
+
+
+def _files_table(s: FleetStats) -> Table | None:
+    from rich.table import Table
+
+    from codefleet.review.report import seconds
+
+    if not s.files:
+        return None
     files = Table(title="Files: collisions and rollbacks", title_justify="left")
     for name in ("path", "vetoes", "tasks", "lost to vetoes", "lost to rollbacks"):
         files.add_column(name, justify="right" if name.startswith(("vetoes", "lost")) else "left")
     for f in s.files:
         files.add_row(f.path, str(f.vetoes), ", ".join(f.tasks) or "—", seconds(f.veto_lost_s),
                       seconds(f.rollback_lost_s))  # fmt: skip
-    if s.files:
-        console.print(files)
-    else:
-        console.print("No write was refused and no attempt was rolled back.")
-    if s.stale_reads:
-        stale = Table(title="Stale reads: a file read, then changed by another task",
-                      title_justify="left")  # fmt: skip
-        for name in ("path", "read by", "changed by", "times"):
-            stale.add_column(name, justify="right" if name == "times" else "left")
-        for r in s.stale_reads:
-            stale.add_row(r.path, r.reader, r.changed_by, str(r.count))
-        console.print(stale)
+    return files
+
+
+def _stale_table(s: FleetStats) -> Table | None:
+    from rich.table import Table
+
+    if not s.stale_reads:
+        return None
+    stale = Table(title="Stale reads: a file read, then changed by another task",
+                  title_justify="left")  # fmt: skip
+    for name in ("path", "read by", "changed by", "times"):
+        stale.add_column(name, justify="right" if name == "times" else "left")
+    for r in s.stale_reads:
+        stale.add_row(r.path, r.reader, r.changed_by, str(r.count))
+    return stale
+
+
+def _waits_table(s: FleetStats) -> Table | None:
+    from rich.table import Table
+
+    from codefleet.review.report import seconds
+
+    if not s.lease_waits:
+        return None
+    waits = Table(title="Waits: writes that waited for a held file instead of a veto",
+                  title_justify="left")  # fmt: skip
+    for name in ("path", "waits", "outcomes", "waiting", "work kept"):
+        waits.add_column(name, justify="left" if name in ("path", "outcomes") else "right")
+    for w in s.lease_waits:
+        outcomes = ", ".join(f"{n} {o}" for o, n in w.outcomes)
+        waits.add_row(w.path, str(w.waits), outcomes, seconds(w.waited_s), seconds(w.kept_s))
+    return waits
+
+
+def _tasks_table(s: FleetStats) -> Table:
+    from rich.table import Table
+
+    from codefleet.review.report import seconds
+
     tasks = Table(title="Tasks", title_justify="left")
     for name in ("task", "status", "attempts", "vetoed", "waiting", "running", "cost"):
         tasks.add_column(name, justify="left" if name in ("task", "status") else "right")
@@ -150,10 +202,4 @@ def print_stats(s: FleetStats) -> None:
         attempts = f"{t.attempts}" + (f" ({t.uncharged} uncharged)" if t.uncharged else "")
         tasks.add_row(t.id, t.status, attempts, str(t.vetoed), seconds(t.waiting_s),
                       seconds(t.running_s), f"${t.cost_usd:.4f}")  # fmt: skip
-    console.print(tasks)
-    if len(s.kinds) > 1:  # a mixed fleet: which agent made the attempts and met the vetoes
-        line = " · ".join(
-            f"{k.agent}: {k.attempts} attempt(s), {k.vetoed} vetoed, {seconds(k.attempt_s)}"
-            for k in s.kinds
-        )
-        console.print(f"Agents: {line}", markup=False, highlight=False)
+    return tasks

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from codefleet.coord.waits import WaitOutcome
 from codefleet.models import AgentStatus, DenyReason, TaskStatus
 
 __all__ = [
@@ -20,7 +21,17 @@ __all__ = [
     "LeaseAnswer",
     "Registered",
     "TaskAnswer",
+    "WaitReport",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class WaitReport:
+    """How a parked request's wait ended (`lease_waited`), carried on its lease answer."""
+
+    outcome: WaitOutcome
+    waited_s: float
+    holder_task_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +67,7 @@ class LeaseAnswer:
     message: str = ""
     skipped: tuple[str, ...] = ()  # a person's paths the fleet can never lease
     holder: HolderRef | None = None
+    waited: WaitReport | None = None  # the request was parked first
 
     @classmethod
     def deny(cls, denied: list[Denial], message: str | None = None) -> LeaseAnswer:

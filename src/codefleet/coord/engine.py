@@ -39,6 +39,7 @@ from codefleet.coord.graph import NewTask, PreparedBatch
 from codefleet.coord.index import LiveTask
 from codefleet.coord.interactive import InteractiveHolders
 from codefleet.coord.leases import LeaseTable
+from codefleet.coord.leasewait import LeaseWaiting
 from codefleet.coord.limitpolicy import Budget
 from codefleet.coord.limits import FleetLimits, ResumeReason
 from codefleet.coord.operatorcalls import OperatorCalls
@@ -49,7 +50,7 @@ from codefleet.coord.restores import Restores
 from codefleet.coord.runnercalls import RunnerCalls
 from codefleet.coord.sequences import Sequences
 from codefleet.coord.store import Store, Touched
-from codefleet.coord.tasks import TaskTable
+from codefleet.coord.tasks import INTERRUPT_HOLD_S, TaskTable
 from codefleet.errors import InvalidState, NotOwner
 from codefleet.models import (
     RETRYABLE_KINDS,
@@ -103,6 +104,9 @@ class Engine:
             transition=self.transition, kick=self.kick, sequences=self.sequences,
         )  # fmt: skip
         self.runner = RunnerCalls(parts, task_timeout=cfg.task_timeout, pull_tick=self._pull_tick)
+        self.waiting = LeaseWaiting(
+            parts, self.runner.acquire, lease_wait=cfg.lease_wait, task_timeout=cfg.task_timeout
+        )
         self.operator = OperatorCalls(parts, max_attempts=cfg.max_attempts)
         self.load()
         self.restores.finish()  # a take-back the last process could not finish, before anyone
@@ -129,6 +133,12 @@ class Engine:
         self, agent_id: str, epoch: int, task_id: str, paths: list[str], tool: str
     ) -> LeaseAnswer:
         return self.runner.acquire(agent_id, epoch, task_id, paths, tool)
+
+    async def acquire_waiting(
+        self, agent_id: str, epoch: int, task_id: str, paths: list[str], tool: str,
+        seen: Mapping[str, str | None], wait: float,
+    ) -> LeaseAnswer:  # fmt: skip
+        return await self.waiting.acquire_waiting(agent_id, epoch, task_id, paths, tool, seen, wait)
 
     def acquire_resource(self, agent_id: str, epoch: int, task_id: str, name: str) -> LeaseAnswer:
         return self.runner.acquire_resource(agent_id, epoch, task_id, name)
@@ -424,6 +434,8 @@ class Engine:
             self.limits.spend(report.cost_usd)
             self._end_attempt(task, ReleaseReason.TASK_ENDED, now, succeeded=report.ok)
             if report.ok:
+                if report.duration_ms:
+                    self.leases.waits.note_finished(report.duration_ms / 1000)
                 self.limits.succeeded()
                 self.tasks.succeed(task, report, now)
             else:
@@ -489,10 +501,14 @@ class Engine:
     def _take_back(
         self, task: LiveTask, kind: ErrorKind, reason: str, now: datetime, charged: bool = True
     ) -> None:
-        """Requeue an in-flight task the server itself takes away from its agent."""
+        """Requeue an in-flight task the server itself takes away from its agent.
+
+        An operator's interrupt holds it briefly: its run's other runners are leaving too.
+        """
         self._fence_owner(task, now)
         self._end_attempt(task, release_for(reason), now)
-        self.tasks.requeue(task, kind, reason, now, charged=charged)
+        hold = INTERRUPT_HOLD_S if reason == ReleaseReason.INTERRUPTED else 0.0
+        self.tasks.requeue(task, kind, reason, now, charged=charged, hold_s=hold)
 
     def _fence_owner(self, task: LiveTask, now: datetime) -> None:
         """Bump the owner's epoch, unless going offline already did (one bump per take-back)."""

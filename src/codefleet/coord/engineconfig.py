@@ -16,6 +16,7 @@ from codefleet.models import (
     DEFAULT_BACKOFF_CAP_S,
     DEFAULT_HEARTBEAT_INTERVAL_S,
     DEFAULT_INTERACTIVE_IDLE_S,
+    DEFAULT_LEASE_WAIT_S,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_POLL_INTERVAL_S,
     DEFAULT_PREIMAGE_MAX_BYTES,
@@ -45,6 +46,7 @@ class EngineConfig:
     interactive_idle: float = DEFAULT_INTERACTIVE_IDLE_S
     max_cost: float | None = None  # the fleet's budget in USD (None: no cap)
     max_cost_hard: bool = False  # a spent budget also stops running attempts
+    lease_wait: float = DEFAULT_LEASE_WAIT_S  # how long a refused write may park (0: never)
 
 
 def engine_config(settings: Settings) -> EngineConfig:
@@ -63,4 +65,5 @@ def engine_config(settings: Settings) -> EngineConfig:
         interactive_idle=settings.interactive_idle,
         max_cost=settings.max_cost,
         max_cost_hard=settings.max_cost_hard,
+        lease_wait=settings.lease_wait,
     )

@@ -10,8 +10,11 @@ of the tasks it touched (`reload`), so it is never ahead of the table.
 Acquisition is all-or-nothing over the canonical paths of one request, inside
 the caller's transaction; a new path's pre-image is captured (through the
 files part) before its row is inserted. A denial is an answer (with the
-holder), never a wait. Releasing a failed attempt's files asks the files part
-for restore intents first: those paths stay held until they are put back.
+holder). A parked request waits in the wait room (`waits`, filled by
+`leasewait`); a freed path is handed to its first waiter that can take all
+it asked, in the transaction that frees it (`_hand_over`), so no other
+request slips in between. Releasing a failed attempt's files asks the files
+part for restore intents first: those paths stay held until they are put back.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 from codefleet.coord.answers import Denial, LeaseAnswer
 from codefleet.coord.files import Files
 from codefleet.coord.store import Store
+from codefleet.coord.waits import WaitOutcome, WaitRoom
 from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
 from codefleet.paths import PathRejected, TreeRoot
 from codefleet.resources import is_resource_key
@@ -51,8 +55,11 @@ class LeaseTable:
         self.holder_of = holder_of
         self.holders: dict[str, tuple[str, str]] = {}
         self.of_task: dict[str, set[str]] = {}
+        self.waits = WaitRoom()
 
     def load(self) -> None:
+        for task_id in list(self.waits.waiters):  # a reset: no parked request outlives it
+            self.waits.end(task_id, WaitOutcome.ENDED)
         self.holders = {}
         self.of_task = {}
         for lease in self.store.lease_rows():
@@ -94,6 +101,9 @@ class LeaseTable:
         held = self.held_by_others(keys, task_id)
         if held:
             return self._deny_held(agent_id, agent_name, task_id, held, tool)
+        return self._take(agent_id, task_id, keys, tool)
+
+    def _take(self, agent_id: str, task_id: str, keys: list[str], tool: str) -> LeaseAnswer:
         new_paths = [k for k in keys if k not in self.holders and not is_resource_key(k)]
         refused = self.files.capture_preimages(task_id, new_paths)  # a resource has no pre-image
         if refused:
@@ -158,6 +168,7 @@ class LeaseTable:
         A failed attempt's files keep their leases until they are put back, after
         the caller's transaction commits (`files`); the others are released here.
         """
+        self.waits.end(task_id, WaitOutcome.ENDED)
         held = self.paths_of(task_id) - set(self.files.restoring.get(task_id, ()))
         if not held:
             return
@@ -168,8 +179,11 @@ class LeaseTable:
         self.drop(task_id, held, reason)
 
     def drop(self, task_id: str, paths: Iterable[str], reason: ReleaseReason) -> None:
-        """Delete the task's lease rows for `paths` and their mirror; one event per path."""
-        for path in sorted(paths):
+        """Delete the task's lease rows for `paths` and their mirror; one event per path.
+
+        Then each freed path goes to its first waiter, in this same transaction."""
+        freed = sorted(paths)
+        for path in freed:
             agent_id, _ = self.holders.pop(path)
             self.store.delete_lease(path, task_id)
             self.store.emit(
@@ -180,6 +194,18 @@ class LeaseTable:
             held.discard(path)
             if not held:
                 del self.of_task[task_id]
+        for path in freed:
+            self._hand_over(path)
+
+    def _hand_over(self, path: str) -> None:
+        """Grant a freed path to the first waiter (priority, arrival) that can take all it asked."""
+        for waiter in self.waits.queue(path):
+            if self.held_by_others(list(waiter.keys), waiter.task_id):
+                continue
+            taken = self._take(waiter.agent_id, waiter.task_id, list(waiter.keys), waiter.tool)
+            outcome = WaitOutcome.GRANTED if taken.allowed else WaitOutcome.REFUSED
+            self.waits.end(waiter.task_id, outcome)
+            return
 
 
 def denial(path: str, reason: DenyReason, message: str | None = None) -> Denial:

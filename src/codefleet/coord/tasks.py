@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 from codefleet.attempt import AttemptReport
 from codefleet.coord import graph
@@ -38,6 +38,10 @@ __all__ = ["NO_BACKOFF", "TaskTable"]
 # a timer adds nothing to either (docs/decisions.md, "A veto requeues without backoff").
 # A usage limit pauses the whole fleet instead ("A usage limit pauses the fleet"), and a
 # spent fleet budget stops it ("The fleet's budget").
+# An interrupted attempt's requeue waits this long, uncharged: the runners of the run the
+# operator stopped leave at the same moment, and must not be handed it on their way out.
+INTERRUPT_HOLD_S: Final = 3.0
+
 NO_BACKOFF = frozenset(
     {
         ErrorKind.VETO,
@@ -217,18 +221,20 @@ class TaskTable:
         now: datetime,
         blocked_on_path: str | None = None,
         charged: bool = True,
+        hold_s: float = 0.0,
         **detail: Any,
     ) -> None:
         """Back to pending; a veto waits on its path, a failed verify retries at once.
 
         `charged=False`: the attempt does not count against `max_attempts` and has no
-        backoff (docs/decisions.md, "An attempt is charged only for its own failure").
+        backoff (docs/decisions.md, "An attempt is charged only for its own failure"),
+        only the `hold_s` its caller asks for.
         """
         if not charged:
             task.uncharged += 1
             self.store.update_task(task.id, uncharged_attempts=task.uncharged)
             detail["charged"] = False
-        backoff = None
+        backoff = now + timedelta(seconds=hold_s) if hold_s > 0 else None
         if kind not in NO_BACKOFF and charged:
             seconds = min(self.config.backoff_base * task.attempts, self.config.backoff_cap)
             backoff = now + timedelta(seconds=seconds) if seconds > 0 else None

@@ -241,11 +241,11 @@ async def run_fleet(
             for n in range(1, runners + 1)
         ]  # fmt: skip
         watch = _RunnerWatch(runners, stop, on_runner_down)
+        interrupt = interrupt or asyncio.Event()
         fleet = [
-            watch.started(_start_runner(connect, make_executor(n), o, stop))
+            watch.started(_start_runner(connect, make_executor(n), o, stop, interrupt))
             for n, o in enumerate(options, 1)
         ]
-        interrupt = interrupt or asyncio.Event()
         try:
             await _until_drained_or_all_down(
                 wait_drained(client, server_wait, say), watch, interrupt
@@ -327,9 +327,10 @@ def _start_runner(
     executor: Executor,
     options: RunnerOptions,
     stop: asyncio.Event,
+    interrupt: asyncio.Event,
 ) -> asyncio.Task[None]:
     async def work() -> None:
         async with connect() as client:
-            await Runner(client, executor, options).run(stop)
+            await Runner(client, executor, options).run(stop, interrupt)
 
     return asyncio.create_task(work(), name=options.name)

@@ -13,6 +13,13 @@ unexpected error is a denial. A denial carries an instruction for the model
 ("... Do not retry this file or edit around it. Stop now ..."), and the first
 path refused because another task holds it is remembered as `blocked_on`,
 which the runner reports so the server can widen the task's scope.
+
+With `lease_wait_s` > 0 the request may park on the server while other
+fleet tasks hold its paths; it sends what the session last saw of each file
+(its own last write, else its last read). A wait that ends with the file
+changed is a denial that is not a veto (`reread`): the session reads the
+file again and redoes its edit (docs/decisions.md, "Waiting for a lease
+instead of starting over").
 """
 
 from __future__ import annotations
@@ -20,11 +27,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import StaleEpoch
+from codefleet.fleet.reads import ReadRecord
 from codefleet.hook.io import tool_paths
 from codefleet.models import GATED_TOOLS, DenyReason
 from codefleet.paths import PathRejected, TreeRoot
@@ -44,6 +53,7 @@ class Verdict:
     paths: tuple[str, ...] = ()
     reason: str = ""
     blocked_on: str | None = None
+    reread: bool = False  # the file changed while the write waited: read it again, no veto
 
 
 def stop_instruction(path: str, why: str) -> str:
@@ -67,6 +77,8 @@ class WriteGate:
     fenced: bool = False
     written: list[str] = field(default_factory=list)
     last_written: dict[str, str | None] = field(default_factory=dict)  # path -> content hash
+    lease_wait_s: float = 0.0  # how long a held path's write may park (0: the veto at once)
+    reads: Mapping[str, ReadRecord] = field(default_factory=dict)  # the attempt's latest reads
 
     async def check(self, tool_name: str, tool_input: Any) -> Verdict:
         """Allow or deny one tool call; never raises (fails closed)."""
@@ -112,8 +124,9 @@ class WriteGate:
         asked = time.monotonic()
         try:
             answer = await self.client.acquire(
-                self.agent_id, self.epoch, self.task_id, keys, tool_name
-            )
+                self.agent_id, self.epoch, self.task_id, keys, tool_name,
+                self.lease_wait_s, self._seen(keys) if self.lease_wait_s > 0 else None,
+            )  # fmt: skip
         except StaleEpoch:
             self.fenced = True
             return Verdict(False, tuple(keys), "This runner was fenced by the server; stop now.")
@@ -125,7 +138,10 @@ class WriteGate:
             )
         if answer.get("decision") != "allow":
             return self._denied(keys, answer)
-        waited = time.monotonic() - asked
+        parked = answer.get("waited") or {}
+        if parked.get("outcome") == "changed":
+            return Verdict(False, tuple(keys), _changed_instruction(keys, parked), reread=True)
+        waited = time.monotonic() - asked - float(parked.get("waited_s", 0.0))
         if self.grant_trust_s is not None and waited > self.grant_trust_s:
             return Verdict(
                 False,
@@ -134,6 +150,18 @@ class WriteGate:
                 "have taken this task back meanwhile. The write was refused. Stop now.",
             )
         return Verdict(True, tuple(keys))
+
+    def _seen(self, keys: list[str]) -> dict[str, str | None]:
+        """What the session last saw of each file: its own last write, else its last read."""
+        seen: dict[str, str | None] = {}
+        for key in keys:
+            if key in self.last_written:
+                seen[key] = self.last_written[key]
+            elif key in self.reads:
+                seen[key] = self.reads[key].sha256
+            else:
+                seen[key] = None  # never seen: only a still-absent file may be written
+        return seen
 
     def _denied(self, keys: list[str], answer: dict[str, Any]) -> Verdict:
         denied = answer.get("denied") or []
@@ -185,6 +213,15 @@ class WriteGate:
             except Exception:  # the ledger is a record, not a gate
                 log.warning("could not record change of %s", key, exc_info=True)
                 return
+
+
+def _changed_instruction(keys: list[str], parked: dict[str, Any]) -> str:
+    names = ", ".join(keys)
+    holder = parked.get("holder_task_id")
+    return (
+        f"{names} changed while you waited ({holder} finished): Read it again and redo your "
+        "edit. The file is now yours; your other edits stand."
+    )
 
 
 def _local_refusal(err: PathRejected) -> str:

@@ -54,6 +54,7 @@ from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS, Checke
 from codefleet.fleet.commands import CommandRunner, ShellConfig
 from codefleet.fleet.executor import Attempt, Executor
 from codefleet.fleet.prewrite import WriteGate
+from codefleet.fleet.reads import ReadLog
 from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S
 from codefleet.models import DEFAULT_RECONCILE_ROUNDS, CheckPurpose, ErrorKind, ShellMode
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
@@ -126,6 +127,7 @@ class Runner:
         self.epoch = 0
         self.heartbeat_s = 5.0
         self.grant_trust_s = 10.0
+        self.lease_wait_s = 0.0  # the server's CODEFLEET_LEASE_WAIT: how long a write may park
         self.task_timeout = options.task_timeout or 600.0
         self.fenced = asyncio.Event()
         self._registering: asyncio.Future[dict[str, Any]] | None = None  # the last register call
@@ -145,6 +147,7 @@ class Runner:
         self.heartbeat_s = float(answer.get("heartbeat_interval_s", 5.0))
         # A grant is trusted for half the server's stale window (prewrite: "A late grant").
         self.grant_trust_s = float(answer.get("stale_after_s", 20.0)) / 2
+        self.lease_wait_s = float(answer.get("lease_wait_s", 0.0))
         self.task_timeout = self.options.task_timeout or float(answer.get("task_timeout_s", 600.0))
         self.fenced.clear()
         log.info("%s registered as %s epoch %s", self.options.name, self.agent_id, self.epoch)
@@ -160,13 +163,19 @@ class Runner:
         self._registering.add_done_callback(_collect)
         return await asyncio.shield(self._registering)
 
-    async def run(self, stop: asyncio.Event | None = None) -> None:
+    async def run(
+        self, stop: asyncio.Event | None = None, interrupt: asyncio.Event | None = None
+    ) -> None:
         """Work until `stop` is set (or the fleet drains, with exit_when_drained).
 
-        `stop` interrupts every phase: the work is cancelled wherever it waits.
+        `stop` interrupts every phase: the work is cancelled wherever it waits. The runner
+        leaves as `interrupted` when `interrupt` (default: `stop` itself) is set: the
+        operator's stop, not a drained fleet's.
         """
         stop = stop or asyncio.Event()
-        work = asyncio.create_task(self._serve(stop), name=f"{self.options.name}-work")
+        work = asyncio.create_task(
+            self._serve(stop, interrupt or stop), name=f"{self.options.name}-work"
+        )
         halt = asyncio.create_task(stop.wait())
         try:
             await asyncio.wait({work, halt}, return_when=asyncio.FIRST_COMPLETED)
@@ -176,7 +185,7 @@ class Runner:
             with contextlib.suppress(asyncio.CancelledError):
                 await work
 
-    async def _serve(self, stop: asyncio.Event) -> None:
+    async def _serve(self, stop: asyncio.Event, interrupt: asyncio.Event) -> None:
         try:
             await self.register()
             beat = asyncio.create_task(
@@ -189,7 +198,7 @@ class Runner:
                 with contextlib.suppress(asyncio.CancelledError):
                     await beat
         finally:
-            await self._leave(interrupted=stop.is_set())
+            await self._leave(interrupted=interrupt.is_set())
 
     async def _leave(self, interrupted: bool) -> None:
         """Leave the server, however the runner ends; told to stop, it leaves `interrupted`
@@ -299,13 +308,16 @@ class Runner:
             await self._retrying(lambda: self.client.start(task.id, self.agent_id, self.epoch))
         except NotOwner:
             return None  # the task moved on before we started it
+        reads = ReadLog()
         gate = WriteGate(
-            self.client, self.tree, self.agent_id, self.epoch, task.id, self.grant_trust_s
-        )
+            self.client, self.tree, self.agent_id, self.epoch, task.id, self.grant_trust_s,
+            lease_wait_s=self.lease_wait_s, reads=reads.latest,
+        )  # fmt: skip
         checker = self._checker(gate, commands, task.attempts, resources)
         attempt = Attempt(
             task, gate, self.tree.root, self.options.run_dir, self.options.name, checker,
             self._commands(gate, task), reconcile_rounds=self.options.reconcile_rounds,
+            reads=reads,
         )  # fmt: skip
         started = time.monotonic()
         report = await self._execute(attempt)

@@ -161,6 +161,7 @@ class ScriptedExecutor:
         self.assignments: list[AssignedTask] = []  # every attempt's task, as handed over
         self.check_results: list[tuple[str, int, CheckResult]] = []
         self.command_results: list[tuple[str, int, CommandResult]] = []
+        self.rereads: list[tuple[str, str]] = []  # (task, path): a write redone after a change
         self.followups: list[tuple[str, int, str]] = []  # (task, attempt, message) per follow-up
         self._waits = {
             "wait_leased": self._leased_by_other,
@@ -229,6 +230,10 @@ class ScriptedExecutor:
         target = attempt.workdir / str(arg["path"])
         tool_input = {"file_path": str(target), **{k: v for k, v in arg.items() if k != "path"}}
         verdict = await attempt.gate.check(tool, tool_input)
+        if verdict.reread:  # changed while it waited: read it again, redo the edit (no veto)
+            self.rereads.append((attempt.task_id, str(arg["path"])))
+            attempt.record_read("Read", {"file_path": str(target)})
+            verdict = await attempt.gate.check(tool, tool_input)
         if not verdict.allowed:
             raise _StepFailed(
                 AttemptReport(

@@ -150,6 +150,14 @@ class Repo:
     def tree_of(self, commit: str) -> str:
         return self.run("rev-parse", "--verify", f"{commit}^{{tree}}").strip()
 
+    def contains(self, commit: str, ancestor: str) -> bool:
+        """Whether `ancestor` is `commit` or one of its ancestors (False if unknown here)."""
+        done = subprocess.run(
+            ["git", "merge-base", "--is-ancestor", ancestor, commit],
+            cwd=self.top, capture_output=True, env=_base_env(), check=False,
+        )  # fmt: skip
+        return done.returncode == 0
+
     def has_identity(self) -> bool:
         """Whether git knows who commits (user.name/user.email or what it can detect)."""
         try:

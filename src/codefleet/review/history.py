@@ -24,6 +24,7 @@ __all__ = [
     "TaskChange",
     "Unfinished",
     "commit_message",
+    "commits_of_tasks",
     "committed_before",
     "format_cost",
     "planned_changes",
@@ -118,6 +119,18 @@ def committed_before(record: RunRecord) -> dict[str, list[str]]:
             on = found.setdefault(str(event["payload"]["branch"]), [])
             if event["task_id"] not in on:
                 on.append(str(event["task_id"]))
+    return found
+
+
+def commits_of_tasks(record: RunRecord) -> dict[str, list[str]]:
+    """Task -> the commits recorded for its change (`task_committed` after its last success)."""
+    found: dict[str, list[str]] = {}
+    for event in record.events:
+        task = event["task_id"]
+        if event["type"] == EventType.TASK_SUCCEEDED and task:
+            found[str(task)] = []
+        elif event["type"] == EventType.TASK_COMMITTED and task:
+            found.setdefault(str(task), []).append(str(event["payload"]["commit"]))
     return found
 
 

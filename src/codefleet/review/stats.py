@@ -14,6 +14,10 @@ events `review.fetch.fetch_record` read through the one client) in, one frozen
   time it waited (ready but not running) and ran, its cost;
 - per agent kind (claude, codex): attempts, vetoed attempts and attempt time of
   the runners driving it (a runner's kind is the one it registered with);
+- per file, the writes that waited for it instead of a veto (`lease_waited`):
+  how they ended, the time spent waiting, and the attempt time a wait kept
+  (the attempt's elapsed time when it parked, for each wait that ended with
+  the lease: what the veto-and-rerun alternative would have thrown away);
 - the fleet: achieved parallelism (attempt time over the makespan: the mean
   number of busy runners) against the runners it had, and the makespan
   against the critical path.
@@ -36,9 +40,11 @@ __all__ = [
     "FileStats",
     "FleetStats",
     "KindStats",
+    "LeaseWaitStats",
     "StaleReadStats",
     "TaskStats",
     "fleet_stats",
+    "lease_wait_stats",
     "stale_read_stats",
     "stats_json",
 ]
@@ -66,6 +72,17 @@ class StaleReadStats:
     reader: str
     changed_by: str  # a task id, "a person" or "outside the lock"
     count: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseWaitStats:
+    """The writes that waited for `path` instead of a veto, and what the waits kept."""
+
+    path: str
+    waits: int
+    outcomes: tuple[tuple[str, int], ...]  # (outcome, count), by outcome
+    waited_s: float
+    kept_s: float  # attempt time before each wait that ended with the lease
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +121,7 @@ class FleetStats:
     files: tuple[FileStats, ...]
     tasks: tuple[TaskStats, ...]
     stale_reads: tuple[StaleReadStats, ...] = ()
+    lease_waits: tuple[LeaseWaitStats, ...] = ()
     simulated: bool = False  # no real model ran: `cost_usd` is priced, not spent
     kinds: tuple[KindStats, ...] = ()
 
@@ -248,6 +266,32 @@ def stale_read_stats(events: Sequence[Row]) -> list[StaleReadStats]:
     ]
 
 
+def lease_wait_stats(facts: RunFacts) -> list[LeaseWaitStats]:
+    """Per file, the writes that waited for it (`lease_waited`), most waited first."""
+    rows: dict[str, list[Row]] = defaultdict(list)
+    for e in facts.record.events:
+        if e["type"] == EventType.LEASE_WAITED:
+            rows[str(e["payload"]["path"])].append(e)
+    found = [_waits_of(path, events, facts.attempts) for path, events in rows.items()]
+    return sorted(found, key=lambda w: (-w.waited_s, w.path))
+
+
+def _waits_of(path: str, events: list[Row], attempts: Sequence[Attempt]) -> LeaseWaitStats:
+    outcomes = Counter(str(e["payload"]["outcome"]) for e in events)
+    kept = 0.0
+    for e in events:
+        if e["payload"]["outcome"] not in ("granted", "changed"):
+            continue
+        parked = _at(e).timestamp() - float(e["payload"]["waited_s"])
+        attempt = _attempt_at(attempts, str(e.get("task_id")), _at(e))
+        if attempt is not None:
+            kept += max(0.0, parked - attempt.start.timestamp())
+    return LeaseWaitStats(
+        path, len(events), tuple(sorted(outcomes.items())),
+        sum(float(e["payload"]["waited_s"]) for e in events), kept,
+    )  # fmt: skip
+
+
 def fleet_stats(facts: RunFacts) -> FleetStats:
     """Per file, per task and fleet-wide figures of the run `facts` describes."""
     files = _files(facts)
@@ -271,6 +315,7 @@ def fleet_stats(facts: RunFacts) -> FleetStats:
         tasks=tuple(_tasks(facts)),
         stale_reads=tuple(stale_read_stats(facts.record.events)),
         kinds=tuple(_kinds(facts)),
+        lease_waits=tuple(lease_wait_stats(facts)),
     )
 
 
@@ -323,5 +368,10 @@ def stats_json(stats: FleetStats) -> dict[str, Any]:
         "stale_reads": [
             {"path": s.path, "reader": s.reader, "changed_by": s.changed_by, "count": s.count}
             for s in stats.stale_reads
+        ],
+        "lease_waits": [
+            {"path": w.path, "waits": w.waits, "outcomes": dict(w.outcomes),
+             "waited_s": _r(w.waited_s), "kept_s": _r(w.kept_s)}
+            for w in stats.lease_waits
         ],
     }  # fmt: skip

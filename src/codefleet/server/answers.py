@@ -12,7 +12,7 @@ from typing import Any
 
 from codefleet.attempt import AssignedTask
 from codefleet.config import Settings
-from codefleet.coord.answers import Beat, Denial, LeaseAnswer, Registered, TaskAnswer
+from codefleet.coord.answers import Beat, Denial, LeaseAnswer, Registered, TaskAnswer, WaitReport
 from codefleet.models import to_iso, utcnow
 
 __all__ = [
@@ -48,12 +48,23 @@ def denial_json(denial: Denial, titled: bool = False) -> dict[str, Any]:
 
 def lease_json(answer: LeaseAnswer) -> dict[str, Any]:
     """`POST /leases/acquire`: allow with the granted keys, or deny with the rows and why."""
+    waited = {} if answer.waited is None else {"waited": waited_json(answer.waited)}
     if answer.allowed:
-        return {"decision": "allow", "granted": list(answer.granted)}
+        return {"decision": "allow", "granted": list(answer.granted), **waited}
     return {
         "decision": "deny",
         "denied": [denial_json(d) for d in answer.denied],
         "message": answer.message,
+        **waited,
+    }
+
+
+def waited_json(report: WaitReport) -> dict[str, Any]:
+    """How a parked request's wait ended: `granted`, `changed`, `timed_out`, `deadlock`..."""
+    return {
+        "outcome": report.outcome,
+        "waited_s": report.waited_s,
+        "holder_task_id": report.holder_task_id,
     }
 
 
@@ -78,6 +89,7 @@ def registered_json(answer: Registered, settings: Settings) -> dict[str, Any]:
         "stale_after_s": settings.stale_after,
         "poll_interval_s": settings.poll_interval,
         "task_timeout_s": settings.task_timeout,
+        "lease_wait_s": settings.lease_wait,
         "server_time": to_iso(utcnow()),
     }
 

@@ -16,7 +16,9 @@ without one into a `Crash`, and what the hooks saw into a `HookRecord`; then
 5. any other error result -> AGENT_ERROR;
 6. a write refused for another reason (outside the tree, server down, a hook
    failure the CLI turned into a denial) -> AGENT_ERROR: the agent was told a
-   refusal is final, so its task is not done;
+   refusal is final, so its task is not done; a write refused because its
+   file changed while it waited for the lease (`rereads`) is an answer the
+   agent acts on (it reads the file again), not a refusal;
 7. otherwise success.
 
 Tokens: input = inputTokens + cacheReadInputTokens + cacheCreationInputTokens
@@ -83,6 +85,7 @@ class HookRecord:
     blocked_on: str | None = None
     refusals: tuple[str, ...] = ()
     written: tuple[str, ...] = ()
+    rereads: int = 0  # writes refused as "changed while you waited": answers, not failures
 
 
 def usage_totals(model_usage: Mapping[str, Mapping[str, Any]]) -> tuple[int, int]:
@@ -114,7 +117,7 @@ def session_outcome(
                        retry_after_s=result.retry_after_s, **base)  # fmt: skip
     if kind is not None:
         return AttemptReport(ok=False, error=_result_error(result), error_kind=kind, **base)
-    if hooks.refusals or result.permission_denials:
+    if hooks.refusals or result.permission_denials > hooks.rereads:
         return AttemptReport(ok=False, error=_refusal_error(result, hooks), error_kind=ErrorKind.AGENT_ERROR, **base)  # fmt: skip
     return AttemptReport(ok=True, summary=(result.text or "done")[:SUMMARY_CHARS], **base)
 

@@ -182,6 +182,9 @@ class AttemptLog:
     hook_ms: list[float] = field(default_factory=list)
     refusals: list[dict[str, Any]] = field(default_factory=list)
     read_refusals: list[dict[str, Any]] = field(default_factory=list)  # answers, not failures
+    rereads: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # changed while waiting: not failures
     pending: set[asyncio.Task[None]] = field(default_factory=set)
     init: dict[str, Any] | None = None
     write_calls: dict[str, str] = field(default_factory=dict)  # tool_use_id -> tool name
@@ -198,6 +201,7 @@ class AttemptLog:
             blocked_on=self.gate.blocked_on,
             refusals=tuple(str(r["reason"]) for r in self.refusals),
             written=tuple(self.gate.written),
+            rereads=len(self.rereads),
         )
 
 
@@ -236,6 +240,11 @@ async def _decide(attempt_log: AttemptLog, data: dict[str, Any]) -> HookJSONOutp
         return _refuse(attempt_log, tool, extract_paths(tool_input), UNCHECKED)
     if verdict.allowed:
         return {}
+    if verdict.reread:  # the file changed while the write waited: an answer, not a failure
+        attempt_log.rereads.append(
+            {"tool": tool, "paths": list(verdict.paths), "reason": verdict.reason}
+        )
+        return deny(verdict.reason)
     return _refuse(attempt_log, tool, list(verdict.paths), verdict.reason)
 
 
@@ -433,7 +442,7 @@ class SessionExecutor:
     async def run(self, attempt: Attempt) -> AttemptReport:
         attempt_log = AttemptLog(
             attempt.gate,
-            max(0.5, self.hook_timeout - CHECK_MARGIN_S),
+            max(0.5, self._write_hook_timeout(attempt) - CHECK_MARGIN_S),
             record_read=attempt.record_read,
         )
         started = utcnow()
@@ -492,11 +501,15 @@ class SessionExecutor:
             system_prompt={"type": "preset", "preset": "claude_code"},
         )
 
+    def _write_hook_timeout(self, attempt: Attempt) -> float:
+        """The pre-write hook's bound: a parked write may wait `lease_wait_s` on top."""
+        return self.hook_timeout + attempt.gate.lease_wait_s
+
     def hooks(self, attempt_log: AttemptLog) -> dict[Any, list[HookMatcher]]:
         pre = HookMatcher(
             matcher=WRITE_MATCHER,
             hooks=[make_pre_tool_use(attempt_log)],
-            timeout=self.hook_timeout,
+            timeout=self.hook_timeout + attempt_log.gate.lease_wait_s,
             on_failure="block",
         )
         reads = HookMatcher(
@@ -622,10 +635,19 @@ def _watch_writes(message: Any, attempt_log: AttemptLog) -> None:
             if isinstance(block, ToolResultBlock) and block.is_error:
                 tool = attempt_log.write_calls.get(block.tool_use_id)
                 text = _result_text(block.content)
-                if tool and text.startswith(CLI_HOOK_BLOCK_PREFIX):
+                if (
+                    tool
+                    and text.startswith(CLI_HOOK_BLOCK_PREFIX)
+                    and not _reread(text, attempt_log)
+                ):
                     attempt_log.refusals.append(
                         {"tool": tool, "paths": [], "reason": text, "by": "cli"}
                     )
+
+
+def _reread(text: str, attempt_log: AttemptLog) -> bool:
+    """Is this blocked call's result our own "changed while you waited" answer?"""
+    return any(str(r["reason"]) in text for r in attempt_log.rereads)
 
 
 def _result_text(content: str | list[dict[str, Any]] | None) -> str:

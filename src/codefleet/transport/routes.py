@@ -89,6 +89,11 @@ class HotRoute:
 
 async def _acquire(engine: Engine, a: Args) -> Answer:
     b: AcquireBody = a.body
+    if b.wait > 0:  # parked first when the caller may wait
+        answer = await engine.acquire_waiting(
+            b.agent_id, a.epoch, b.task_id, b.paths, b.tool, b.seen, b.wait
+        )
+        return 200, lease_json(answer)
     return 200, lease_json(engine.acquire(b.agent_id, a.epoch, b.task_id, b.paths, b.tool))
 
 

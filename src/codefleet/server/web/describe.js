@@ -57,6 +57,9 @@ export function describeAttempt(model, attempt, t0) {
     const how = check.timedOut ? "timed out" : check.passed ? "passed" : `failed${check.exitCode != null ? ` (exit ${check.exitCode})` : ""}`;
     lines.push(`check ${check.name} ${how} at ${fmtOffset(check.at - t0)}`);
   }
+  for (const wait of attempt.waits ?? []) {
+    lines.push(`waited ${fmtDuration(wait.to - wait.from)} for ${wait.path} (held by ${wait.holder ?? "?"}): ${wait.outcome}`);
+  }
   for (const run of attempt.commands ?? []) {
     const how = run.deniedOn ? `VETO on ${run.deniedOn}, nothing applied` : `applied ${run.applied.length ? run.applied.join(", ") : "nothing"}`;
     const ended = run.timedOut ? "timed out" : `exit ${run.exitCode}`;

@@ -11,7 +11,8 @@ const MAX_ROWS = 300;
 const ORDER = [
   "task_created", "task_assigned", "task_started", "task_succeeded", "task_requeued", "task_failed",
   "task_unblocked", "task_blocked_upstream", "task_cancelled", "task_retried",
-  "lease_acquired", "lease_denied", "lease_released", "file_changed", "file_restored",
+  "lease_acquired", "lease_denied", "lease_released", "lease_waiting", "lease_waited",
+  "file_changed", "file_restored",
   "check_defined", "check_started", "check_finished", "command_started", "command_finished",
   "agent_registered", "agent_online", "agent_offline", "fleet_started", "fleet_idle", "run_finished",
   "task_committed", "fleet_paused", "fleet_resumed", "fleet_budget_set", "fleet_budget_exhausted",

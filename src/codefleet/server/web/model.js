@@ -189,6 +189,7 @@ function foldHistory(h, event) {
         checks: [],
         commands: [],
         stale: [], // stale_read events of this attempt: { at, paths, outcome (set by reconciled) }
+        waits: [], // lease_waited events of this attempt: { from, to, path, holder, outcome }
       };
       h.attempts.push(attempt);
       h.open.set(event.task_id, attempt);
@@ -244,6 +245,11 @@ function foldHistory(h, event) {
     case "stale_read":
       attemptFor(h, event)?.stale.push({ at, paths: (body.paths ?? []).map((p) => ({ path: p.path, by: p.changed_by ?? [], gone: p.now_sha256 == null })), outcome: null });
       break;
+    case "lease_waited": {
+      const waited = Number(body.waited_s ?? 0) * 1000;
+      attemptFor(h, event)?.waits.push({ from: at - waited, to: at, path: body.path, holder: body.holder_task_id ?? null, outcome: body.outcome ?? "" });
+      break;
+    }
     case "reconciled":
       for (const mark of attemptFor(h, event)?.stale ?? []) mark.outcome = body.outcome ?? null;
       break;

@@ -223,6 +223,12 @@ function defs() {
       { id: "arrow-retry", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse" },
       s("path", { d: "M0,0 L10,5 L0,10 z", class: "arrow-retry" }),
     ),
+    s(
+      "pattern",
+      { id: "hatch-wait", width: 6, height: 6, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" },
+      s("rect", { width: 6, height: 6, class: "hatch-ground" }),
+      s("line", { x1: 0, y1: 0, x2: 0, y2: 6, class: "hatch-line" }),
+    ),
   );
 }
 
@@ -400,6 +406,7 @@ function bar(geo, attempt, timeline) {
     s("rect", { class: "bar-body", x: x1, y, width: w, height: BAR_H, rx: 4 }),
     label,
     attempt.checks.map((c) => s("rect", { class: `check-mark ${c.passed ? "pass" : "fail"}`, x: x(c.at) - 2, y: y + BAR_H - 7, width: 4, height: 7, rx: 1 })),
+    attempt.waits.map((w) => s("rect", { class: `wait-mark wait-${w.outcome}`, x: x(w.from), y: y + 1, width: Math.max(2, x(w.to) - x(w.from)), height: BAR_H - 2, "data-wait": w.path, "data-holder": w.holder ?? "" })),
     (attempt.commands ?? []).map((c) => s("rect", { class: `command-mark ${c.deniedOn ? "veto" : "ran"}`, x: x(c.at) - 2, y, width: 4, height: 7, rx: 1 })),
     attempt.stale.map((m) => s("rect", { class: `stale-mark${m.outcome === "clean" ? " reconciled" : ""}`, x: x(m.at) - 3, y: y, width: 6, height: 7, rx: 1, "data-stale": m.paths.map((p) => p.path).join(" ") })),
   );
