@@ -42,6 +42,7 @@ import uvicorn.lifespan.on
 import codefleet.fleet.local
 import codefleet.review.live
 import codefleet.server.thread
+import codefleet.transport.uvicorn_internals
 
 SPANS: list[tuple[str, float, float]] = []
 
@@ -84,7 +85,7 @@ def instrument() -> None:
     wrap(demo_run, "print_result", "print_result")
     wrap(demo_run, "print_history", "print_history")
     wrap(thread, "stop", "server: stop (join)")
-    server = codefleet.server.thread.FleetServer
+    server = codefleet.transport.uvicorn_internals.FleetServer
     wrap(server, "shutdown", "  uvicorn shutdown")
     wrap(server, "_drained", "  uvicorn waits for open requests")
     wrap(uvicorn.lifespan.on.LifespanOn, "shutdown", "  lifespan shutdown")

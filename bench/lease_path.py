@@ -3,7 +3,7 @@
 `bench.leases` measures the server over loopback TCP, where each answer's
 `send` system call, the client it wakes and every other process on the two
 cores move the figures by tens of µs. This drives the server's own uvicorn
-protocol and configuration (`httpguard.uvicorn_config`) and app (`create_app`, real engine,
+protocol and configuration (`uvicorn_internals.uvicorn_config`) and app (`create_app`, real engine,
 SQLite in a temporary directory) over recording transports, N connections,
 one acquire per connection per round, and reports the process CPU per
 request: the Python and SQLite work of the lease path and nothing else.
@@ -33,8 +33,8 @@ from uvicorn.server import ServerState
 
 from codefleet.config import Settings
 from codefleet.server.app import create_app
-from codefleet.server.httpguard import uvicorn_config
 from codefleet.testing.transport import RecordingTransport
+from codefleet.transport.uvicorn_internals import uvicorn_config
 
 SETUP_WAIT_S = 0.001  # between polls while the setup's requests (graph load) are answered
 

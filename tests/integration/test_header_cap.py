@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from codefleet.server.httpguard import HEAD_LIMIT
 from codefleet.server.thread import ServerThread
+from codefleet.transport.uvicorn_internals import HEAD_LIMIT
 
 TOKEN = "s3cret-token-for-tests"
 RECV_TIMEOUT_S = 20.0  # a bound on a hang, not a speed claim

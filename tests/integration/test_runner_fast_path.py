@@ -1,8 +1,8 @@
 """The runner routes' fast path answers every request exactly as FastAPI's routes would.
 
 Two servers in one state: one as served (`front.Front`'s guards, then
-`RunnerRoutes`, in front of FastAPI), one with the fast path taken out
-(`Front.fast` None), so FastAPI's declared routes answer. The
+`FastPath`, in front of FastAPI), one with the fast path taken out
+(`Front.fast` None), so FastAPI's routes, generated from the same table, answer. The
 same sequence of good and bad requests goes to both; each pair of answers
 must agree in status, content type and body (agent ids and timestamps aside).
 """
@@ -17,11 +17,14 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
 
 from codefleet.config import Settings
 from codefleet.coord.engine import Engine
-from codefleet.server.runner_routes import Call, RunnerRoutes, _match, compile_table
 from codefleet.server.thread import ServerThread
+from codefleet.transport.fastpath import FastPath, compile_table, match
+from codefleet.transport.routes import HOT_ROUTES, Answer, Args, HotRoute
 
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT")
 JSON = {"content-type": "application/json"}
@@ -32,8 +35,9 @@ class Side:
     http: httpx.Client
     agent_id: str
     epoch: int
-    fast_path: RunnerRoutes | None
+    fast_path: FastPath | None
     engine: Engine
+    app: FastAPI
 
     def send(self, method: str, path: str, body: str | None, headers: dict[str, str]) -> Any:
         path = path.replace("{agent}", self.agent_id)
@@ -71,7 +75,9 @@ def _side(root: Path, fast: bool) -> Iterator[Side]:
         tasks = [{"id": t, "title": t, "description": "do it"} for t in ("T1", "T2")]
         http.post("/tasks", json={"tasks": tasks}).raise_for_status()
         front = server.app.front
-        yield Side(http, agent["agent_id"], agent["epoch"], front.fast, server.app.state.engine)
+        yield Side(
+            http, agent["agent_id"], agent["epoch"], front.fast, server.app.state.engine, server.app
+        )
 
 
 @pytest.fixture(scope="module")
@@ -158,20 +164,22 @@ def test_the_served_side_has_the_fast_path_and_the_reference_has_none(
     sides: tuple[Side, Side],
 ) -> None:
     fast, reference = sides
-    assert isinstance(fast.fast_path, RunnerRoutes)
+    assert isinstance(fast.fast_path, FastPath)
     assert reference.fast_path is None
 
 
 def test_the_route_table_matches_as_starlette_does() -> None:
-    table = compile_table({("POST", "/tasks/{}/start"): _never, ("POST", "/changes"): _never})
-    assert _match(table, "POST", "/tasks/T1/start") == (_never, "T1")
-    assert _match(table, "POST", "/changes") == (_never, "")
+    start = HotRoute("start", "POST", "/tasks/{task_id}/start", _never)
+    change = HotRoute("change", "POST", "/changes", _never)
+    table = compile_table([start, change])
+    assert match(table, "POST", "/tasks/T1/start") == (start, "T1")
+    assert match(table, "POST", "/changes") == (change, "")
     for method, path in [("POST", "/tasks//start"), ("GET", "/changes"), ("POST", "/changes/"),
                          ("POST", "/tasks/a/b/start"), ("POST", "/tasks/T1/stop")]:  # fmt: skip
-        assert _match(table, method, path) is None
+        assert match(table, method, path) is None
 
 
-async def _never(call: Call) -> tuple[int, Any]:
+async def _never(engine: Engine, args: Args) -> Answer:
     raise AssertionError("not called")
 
 
@@ -193,3 +201,25 @@ def test_an_unexpected_exception_is_the_apps_500_envelope_on_both_paths(
 
 def _broken(*_: object) -> None:
     raise RuntimeError("a fault, not a refusal")
+
+
+def test_each_hot_route_is_one_row_that_both_the_fast_path_and_fastapi_serve(
+    tmp_path: Path,
+) -> None:
+    side = _side(tmp_path, fast=True)
+    served = next(side)
+    try:
+        assert isinstance(served.fast_path, FastPath)
+        assert sorted(r.name for r in served.fast_path.table.values()) == sorted(
+            r.name for r in HOT_ROUTES
+        )
+        declared = [
+            (route.path, method)
+            for route in served.app.routes
+            if isinstance(route, APIRoute)
+            for method in route.methods
+        ]
+    finally:
+        next(side, None)
+    for hot in HOT_ROUTES:
+        assert declared.count((hot.path, hot.method)) == 1, hot.name

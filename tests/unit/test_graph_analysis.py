@@ -14,8 +14,8 @@ import random
 import pytest
 from rich.console import Console
 
+from codefleet.dag import EXACT_WIDTH_LIMIT, find_cycle, max_antichain
 from codefleet.planning.analysis import Hotspot, Overlap, PlannedTask, analyse
-from codefleet.planning.dag import EXACT_WIDTH_LIMIT, find_cycle, max_antichain
 from codefleet.planning.render import print_analysis
 from codefleet.planning.simulate import SimTask, simulate
 

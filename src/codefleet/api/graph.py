@@ -39,9 +39,9 @@ from codefleet.api.wire import (
     check_commands,
     check_resources,
 )
+from codefleet.dag import find_cycle
 from codefleet.models import StaleReadPolicy
 from codefleet.paths import PathRejected, TreeRoot
-from codefleet.planning.dag import find_cycle
 from codefleet.resources import glob_inside_tree
 
 __all__ = [

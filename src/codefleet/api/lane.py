@@ -6,7 +6,8 @@ URL and header objects, h11, the response wrapper), more than the server's
 answer; over a bare keep-alive socket it costs about a tenth of that. The lane
 speaks only what the server's JSON answers need: plain http, one request at a
 time per connection (a small pool of idle connections for concurrent calls),
-`Content-Length` bodies. Anything else it cannot read raises `LaneError`.
+`Content-Length` bodies. Anything else it cannot read raises `LaneError`. The
+HTTP it speaks is `transport.http1`'s, shared with the person's hook.
 `FleetClient` owns the lane (paths, headers and error decoding stay there) and
 uses it only for an http:// server it reaches without an injected transport.
 
@@ -22,12 +23,12 @@ import asyncio
 import contextlib
 import json
 from typing import Any, Final
-from urllib.parse import urlsplit
+
+from codefleet.transport.http1 import Origin, header_lines, parse_head, request_bytes
 
 __all__ = ["Lane", "LaneError"]
 
 MAX_IDLE: Final = 4  # idle connections kept per lane; a runner asks one lease at a time
-MAX_HEAD_BYTES: Final = 64 * 1024
 
 
 class LaneError(Exception):
@@ -47,13 +48,13 @@ class Lane:
     """Keep-alive requests to one http:// origin; `request` returns (status, body bytes)."""
 
     def __init__(self, base_url: str, headers: dict[str, str], timeout: float) -> None:
-        parts = urlsplit(base_url)
-        if parts.scheme != "http" or not parts.hostname:
+        origin = Origin.of(base_url)
+        if origin.scheme != "http":
             raise ValueError(f"the lane speaks plain http to a host, not {base_url!r}")
-        self._host, self._port = parts.hostname, parts.port or 80
-        self._prefix = parts.path.rstrip("/")
-        fixed = {"Host": parts.netloc, **headers, "Content-Type": "application/json"}
-        self._fixed = "".join(f"{k}: {v}\r\n" for k, v in fixed.items())
+        self._host, self._port, self._prefix = origin.host, origin.port, origin.prefix
+        self._fixed = header_lines(
+            {"Host": origin.netloc, **headers, "Content-Type": "application/json"}
+        )
         self._timeout = timeout
         self._idle: list[_Connection] = []
 
@@ -61,10 +62,10 @@ class Lane:
         self, method: str, path: str, body: Any, headers: dict[str, str] | None = None,
         timeout: float | None = None,
     ) -> tuple[int, bytes]:  # fmt: skip
-        data = json.dumps(body).encode()
-        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
-        head = f"{method} {self._prefix}{path} HTTP/1.1\r\n{self._fixed}{extra}"
-        message = f"{head}Content-Length: {len(data)}\r\n\r\n".encode("latin-1") + data
+        extra = header_lines(headers) if headers else ""
+        message = request_bytes(
+            method, self._prefix + path, self._fixed + extra, json.dumps(body).encode()
+        )
         bound = self._timeout if timeout is None else timeout
         try:
             async with asyncio.timeout(bound):
@@ -122,18 +123,10 @@ async def _read_head(reader: asyncio.StreamReader) -> tuple[int, int, bool]:
         raise _ClosedBeforeAnswer("the server reset the connection") from None
     except asyncio.LimitOverrunError as err:
         raise LaneError(f"unreadable answer: {err}") from None
-    if len(head) > MAX_HEAD_BYTES:
-        raise LaneError("the answer's head is too long")
-    lines = head.decode("latin-1").split("\r\n")
-    version, _, rest = lines[0].partition(" ")
-    length, keep = 0, version == "HTTP/1.1"
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        name, value = name.strip().lower(), value.strip().lower()
-        if name == "content-length":
-            length = int(value)
-        elif name == "transfer-encoding":
-            raise LaneError(f"transfer-encoding {value} is not for the lane")
-        elif name == "connection":
-            keep = value == "keep-alive" or (keep and value != "close")
-    return int(rest.split(" ", 1)[0]), length, keep
+    try:
+        parsed = parse_head(head)
+    except ValueError as err:
+        raise LaneError(f"unreadable answer: {err}") from None
+    if parsed.transfer_encoding:
+        raise LaneError(f"transfer-encoding {parsed.transfer_encoding} is not for the lane")
+    return parsed.status, parsed.length or 0, parsed.keep_alive

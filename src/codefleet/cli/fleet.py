@@ -66,16 +66,16 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from codefleet.api.client import FleetClient
+    from codefleet.cli.agents import AgentChoice, Agents
     from codefleet.cli.runprep import GraphFile
     from codefleet.config import Settings
-    from codefleet.fleet.agents import AgentChoice, Agents
     from codefleet.ui.scopes import ScopeWatch
 
 __all__ = ["run", "runner"]
 
 
 def _agents(choice: AgentChoice, settings: Settings) -> Agents:
-    from codefleet.fleet.agents import AgentSetupError, choose_agents
+    from codefleet.cli.agents import AgentSetupError, choose_agents
 
     try:
         return choose_agents(choice, settings)
@@ -127,8 +127,8 @@ def runner(
     import asyncio
 
     from codefleet.api.client import FleetClient
+    from codefleet.cli.agents import AgentChoice
     from codefleet.cli.output import console
-    from codefleet.fleet.agents import AgentChoice
     from codefleet.fleet.runner import CannotContinue, Runner, RunnerOptions
 
     settings = settings_from(
@@ -253,9 +253,9 @@ def run(
     """
     import asyncio
 
+    from codefleet.cli.agents import AgentChoice
     from codefleet.cli.output import console, err_console
     from codefleet.cli.runprep import RunRefused, prepare_run
-    from codefleet.fleet.agents import AgentChoice
     from codefleet.fleet.local import invocation_suffix, run_fleet
     from codefleet.review.commitview import history_json
 

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graph import GraphError, GraphTasks, OnServer, check_references
-from codefleet.fleet.agents import Agents
+from codefleet.cli.agents import Agents
 
 __all__ = ["GraphFile", "RunRefused", "prepare_run"]
 

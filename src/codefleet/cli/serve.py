@@ -147,9 +147,12 @@ def serve(
     from codefleet.errors import DatabaseDamaged
     from codefleet.heap import settle
     from codefleet.server.app import create_app
-    from codefleet.server.httpguard import raise_descriptor_limit, uvicorn_config
     from codefleet.server.lock import DatabaseInUse
-    from codefleet.server.thread import FleetServer
+    from codefleet.transport.uvicorn_internals import (
+        FleetServer,
+        raise_descriptor_limit,
+        uvicorn_config,
+    )
 
     settings = settings_from(
         host=host, port=port, db=db, workdir=workdir, run_dir=run_dir, task_timeout=task_timeout,

@@ -128,8 +128,16 @@ class EngineReads:
                     claims.setdefault(key, []).append(task.id)
         return {key: sorted(ids) for key, ids in claims.items()}
 
-    def events(self, since: int, limit: int) -> list[Row]:
-        return self._engine.store.events(since, limit)
+    def events(self, since: int, limit: int, type_: str | None = None) -> list[Row]:
+        return self._engine.store.events(since, limit, type_)
+
+    @property
+    def commits(self) -> int:
+        """Outer COMMITs so far: between two, every read of the record gives the same."""
+        return self._engine.store.commits
+
+    def checks(self) -> list[Row]:
+        return self._engine.store.checks()
 
     def last_event_id(self) -> int:
         return self._engine.store.last_event_id()

@@ -21,6 +21,7 @@ from typing import Any
 
 from codefleet.attempt import AssignedTask
 from codefleet.coord.answers import Beat, LeaseAnswer
+from codefleet.coord.index import LiveTask
 from codefleet.coord.interactive import TASK_PREFIX as INTERACTIVE_TASK_PREFIX
 from codefleet.coord.leases import denial
 from codefleet.coord.parts import CallParts
@@ -220,18 +221,23 @@ class RunnerCalls:
         except PathRejected:
             return path
 
+    def _current_attempt(self, task_id: str, agent_id: str, epoch: int, attempt: int) -> LiveTask:
+        """The owner's task, if `attempt` is still its current one (else `NotOwner`)."""
+        agent = self.agents.check_epoch(agent_id, epoch)
+        self.agents.touch(agent)
+        task = self.tasks.owned(task_id, agent_id)
+        if attempt != task.attempts:
+            raise NotOwner(
+                f"attempt {attempt} of {task_id} is over",
+                {"task_id": task_id, "attempt": task.attempts},
+            )
+        return task
+
     def record_check(
         self, task_id: str, agent_id: str, epoch: int, report: Mapping[str, Any]
     ) -> dict[str, Any]:
         """One `check_started` or `check_finished` event for the owner's current attempt."""
-        agent = self.agents.check_epoch(agent_id, epoch)
-        self.agents.touch(agent)
-        task = self.tasks.owned(task_id, agent_id)
-        if report["attempt"] != task.attempts:
-            raise NotOwner(
-                f"attempt {report['attempt']} of {task_id} is over",
-                {"task_id": task_id, "attempt": task.attempts},
-            )
+        task = self._current_attempt(task_id, agent_id, epoch, int(report["attempt"]))
         command = self.checks.command(str(report["name"]))
         with self.transition():
             event_id = self.checks.record(task_id, agent_id, task.attempts, command, report)
@@ -241,14 +247,7 @@ class RunnerCalls:
         self, task_id: str, agent_id: str, epoch: int, report: Mapping[str, Any]
     ) -> dict[str, Any]:
         """One `command_started` or `command_finished` event for the owner's current attempt."""
-        agent = self.agents.check_epoch(agent_id, epoch)
-        self.agents.touch(agent)
-        task = self.tasks.owned(task_id, agent_id)
-        if report["attempt"] != task.attempts:
-            raise NotOwner(
-                f"attempt {report['attempt']} of {task_id} is over",
-                {"task_id": task_id, "attempt": task.attempts},
-            )
+        self._current_attempt(task_id, agent_id, epoch, int(report["attempt"]))
         started = report["phase"] == "started"
         kind = EventType.COMMAND_STARTED if started else EventType.COMMAND_FINISHED
         body = {k: v for k, v in report.items() if k not in ("agent_id", "phase") and v is not None}

@@ -30,7 +30,7 @@ import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -209,17 +209,8 @@ class Checker:
     async def _post(self, report: dict[str, Any]) -> str | None:
         """Record a check event; a reason to stop when the server refuses or is unreachable."""
         gate = self.gate
-        try:
-            await gate.client.check_event(gate.task_id, gate.agent_id, gate.epoch, report)
-        except StaleEpoch:
-            gate.fenced = True
-            return "This runner was fenced by the coordination server; stop now."
-        except NotOwner:
-            return "This attempt is over (the server took the task back); stop now."
-        except (ServerUnavailable, DomainError) as err:
-            log.warning("could not record a check event for %s: %s", gate.task_id, err)
-            return f"The coordination server could not record the check ({err}); it did not run."
-        return None
+        send = gate.client.check_event(gate.task_id, gate.agent_id, gate.epoch, report)
+        return await post_event(gate, send, "check")
 
     async def _execute(
         self, name: str, command: str, purpose: CheckPurpose, timeout: float
@@ -278,3 +269,18 @@ def decode_preimages(answer: Mapping[str, Any]) -> dict[str, PreImage]:
         )
         for f in answer.get("files") or ()
     }  # fmt: skip
+
+
+async def post_event(gate: WriteGate, send: Awaitable[Any], what: str) -> str | None:
+    """Await one check or command event's report; a reason to stop when it is refused."""
+    try:
+        await send
+    except StaleEpoch:
+        gate.fenced = True
+        return "This runner was fenced by the coordination server; stop now."
+    except NotOwner:
+        return "This attempt is over (the server took the task back); stop now."
+    except (ServerUnavailable, DomainError) as err:
+        log.warning("could not record a %s event for %s: %s", what, gate.task_id, err)
+        return f"The coordination server could not record the {what} ({err}); it did not run."
+    return None

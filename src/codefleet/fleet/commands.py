@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from codefleet.api.client import ServerUnavailable
-from codefleet.errors import DomainError, NotOwner, StaleEpoch
+from codefleet.errors import DomainError
 from codefleet.fleet.apply import COMMAND_TOOL, Applied, ShellLimits, apply_changes
 from codefleet.fleet.changes import Sorted, collect, sort_changes
-from codefleet.fleet.checks import OUTPUT_CHARS, decode_preimages
+from codefleet.fleet.checks import OUTPUT_CHARS, decode_preimages, post_event
 from codefleet.fleet.layer import Layer, Sandbox, build_layer, layer_argv, shell_support
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.fleet.shell import check_env, run_command
@@ -170,19 +170,10 @@ class CommandRunner:
     async def _post(self, report: dict[str, Any]) -> str | None:
         """Record a command event; a reason to stop when the server refuses or is away."""
         gate = self.gate
-        try:
-            await gate.client.command_event(
-                gate.task_id, gate.agent_id, gate.epoch, {"attempt": self.attempt, **report}
-            )
-        except StaleEpoch:
-            gate.fenced = True
-            return "This runner was fenced by the coordination server; stop now."
-        except NotOwner:
-            return "This attempt is over (the server took the task back); stop now."
-        except (ServerUnavailable, DomainError) as err:
-            log.warning("could not record a command event for %s: %s", gate.task_id, err)
-            return f"The coordination server could not record the command ({err}); it did not run."
-        return None
+        send = gate.client.command_event(
+            gate.task_id, gate.agent_id, gate.epoch, {"attempt": self.attempt, **report}
+        )
+        return await post_event(gate, send, "command")
 
     async def _execute(self, command: str, timeout: float) -> CommandResult:
         base = Path(tempfile.mkdtemp(prefix="codefleet-layer-", dir=self.config.layer_dir))

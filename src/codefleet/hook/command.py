@@ -24,8 +24,9 @@ absolute path among it, is a denial with the reason, never a traceback.
 Standard library only, with a short import chain: it runs on every write of a
 person's session (p50 budget 60 ms including interpreter start, see
 docs/performance.md). It never imports FastAPI, pydantic, Rich, httpx, Typer
-or the SDK (a test holds it to that), and speaks HTTP/1.1 over a plain socket,
-which is all a JSON POST to the coordination server needs.
+or the SDK (a test holds it to that), and speaks HTTP/1.1 over a plain socket
+(`transport.http1`, the codec the pre-write lane shares), which is all a JSON
+POST to the coordination server needs.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from codefleet.hook.agents import AGENTS, CLAUDE, denial_for, normalized
 from codefleet.hook.io import deny_output, extract_paths, tool_paths
 from codefleet.models import GATED_TOOLS, READ_RECORDED_TOOLS, DenyReason
 from codefleet.paths import PathRejected, TreeRoot
+from codefleet.transport.http1 import Origin, dechunk, header_lines, parse_head, request_bytes
 
 __all__ = [
     "EVENTS",
@@ -345,21 +347,14 @@ def _send(
 ) -> tuple[int, bytes]:
     """One exchange, all of it (connect, TLS, send, every read) within `timeout` seconds."""
     deadline = time.monotonic() + timeout
-    scheme, _, rest = server.partition("://")
-    if scheme not in ("http", "https"):
-        raise ValueError(f"unsupported server URL {server!r}")
-    hostport, _, prefix = rest.partition("/")
-    host, port = _host_port(hostport, 443 if scheme == "https" else 80)
-    target = ("/" + prefix.strip("/") if prefix.strip("/") else "") + path
-    lines = [f"POST {target} HTTP/1.1", f"Host: {hostport}"]
-    lines += [f"{k}: {v}" for k, v in headers.items()]
-    lines += [f"Content-Length: {len(payload)}", "Connection: close", "", ""]
-    sock = _connect(host, port, timeout)
+    origin = Origin.of(server)
+    lines = header_lines({"Host": origin.netloc, **headers, "Connection": "close"})
+    sock = _connect(origin.host, origin.port, timeout)
     try:
-        if scheme == "https":  # a server behind a TLS proxy
-            sock = _tls(sock, host, deadline)
+        if origin.scheme == "https":  # a server behind a TLS proxy
+            sock = _tls(sock, origin.host, deadline)
         sock.settimeout(_left(deadline))
-        sock.sendall("\r\n".join(lines).encode("latin-1") + payload)
+        sock.sendall(request_bytes("POST", origin.prefix + path, lines, payload))
         return _read_response(sock, deadline)
     finally:
         sock.close()
@@ -396,14 +391,6 @@ def _tls(sock: socket.socket, host: str, deadline: float) -> socket.socket:
     return ssl.create_default_context().wrap_socket(sock, server_hostname=host)
 
 
-def _host_port(hostport: str, default: int) -> tuple[str, int]:
-    if hostport.startswith("["):  # [::1]:8099
-        host, _, port = hostport[1:].partition("]")
-        return host, int(port.lstrip(":") or default)
-    host, _, port = hostport.partition(":")
-    return host, int(port or default)
-
-
 def _read_response(sock: socket.socket, deadline: float) -> tuple[int, bytes]:
     chunks: list[bytes] = []
     size = 0
@@ -417,23 +404,8 @@ def _read_response(sock: socket.socket, deadline: float) -> tuple[int, bytes]:
     head, sep, body = b"".join(chunks).partition(b"\r\n\r\n")
     if not sep:
         raise ValueError("incomplete HTTP answer")
-    status_line, _, header_text = head.partition(b"\r\n")
-    status = int(status_line.split()[1])
-    if b"transfer-encoding: chunked" in header_text.lower():
-        body = _dechunk(body)
-    return status, body
-
-
-def _dechunk(body: bytes) -> bytes:
-    out: list[bytes] = []
-    while body:
-        size_line, _, body = body.partition(b"\r\n")
-        size = int(size_line.split(b";")[0], 16)
-        if size == 0:
-            break
-        out.append(body[:size])
-        body = body[size + 2 :]
-    return b"".join(out)
+    parsed = parse_head(head)
+    return parsed.status, dechunk(body) if "chunked" in parsed.transfer_encoding else body
 
 
 # -- entry point ----------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from codefleet.planning.dag import longest_path, max_antichain
+from codefleet.dag import longest_path, max_antichain
 from codefleet.planning.simulate import SimTask, simulate
 from codefleet.resources import is_resource_key
 

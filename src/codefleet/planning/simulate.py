@@ -28,8 +28,8 @@ from codefleet.coord.scheduler import (
     first_window,
     schedule_widening,
 )
+from codefleet.dag import chain_lengths, children_of
 from codefleet.models import AgentStatus
-from codefleet.planning.dag import chain_lengths, children_of
 
 __all__ = ["SimTask", "Simulation", "simulate"]
 

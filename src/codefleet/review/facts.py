@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from codefleet.dag import longest_path
 from codefleet.models import EventType, cost_simulated, from_iso
-from codefleet.planning.dag import longest_path
 from codefleet.review.record import RunRecord
 
 __all__ = [

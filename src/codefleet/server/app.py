@@ -44,9 +44,9 @@ from codefleet.config import Settings
 from codefleet.coord.engine import Engine
 from codefleet.coord.engineconfig import engine_config
 from codefleet.coord.graph import NewTask
+from codefleet.coord.opening import close_engine, open_engine
 from codefleet.coord.reads import EngineReads
 from codefleet.coord.sequences import first_value
-from codefleet.coord.store import Store, check_database
 from codefleet.errors import DomainError, Forbidden
 from codefleet.heap import collector_off
 from codefleet.models import EventType, ShellMode, TaskStatus
@@ -64,8 +64,9 @@ from codefleet.server.lock import ServerLock
 from codefleet.server.loopwatch import LoopWatch
 from codefleet.server.pages import install_web
 from codefleet.server.resource_routes import install_resource_routes
-from codefleet.server.runner_routes import RunnerRoutes, install_runner_routes
 from codefleet.server.sse import EventHub, EventStream
+from codefleet.transport.fastpath import FastPath
+from codefleet.transport.routes import install_runner_routes
 
 __all__ = ["FleetApp", "create_app"]
 
@@ -138,12 +139,11 @@ def _require_dirs(settings: Settings) -> None:
 
 
 def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
-    workdir = settings.workdir
-    store = Store(settings.db, on_commit=hub.publish if hub else None, background_checkpoints=True)
+    """The engine over the settings' database (checked first) and tree."""
     tree = TreeRoot(
-        workdir, protected=[settings.db, settings.run_dir], names=settings.protected_names
+        settings.workdir, protected=[settings.db, settings.run_dir], names=settings.protected_names
     )
-    return Engine(store, tree, engine_config(settings))
+    return open_engine(settings.db, tree, engine_config(settings), hub.publish if hub else None)
 
 
 def create_app(settings: Settings) -> FleetApp:
@@ -152,8 +152,6 @@ def create_app(settings: Settings) -> FleetApp:
     _require_dirs(settings)
     lock = ServerLock.acquire(settings.db)  # before anything reads or repairs the database
     try:
-        if not check_database(settings.db):
-            log.warning("the check of %s stopped at its time budget; serving it", settings.db)
         engine = build_engine(settings, hub)
     except BaseException:
         lock.release()
@@ -176,7 +174,7 @@ def create_app(settings: Settings) -> FleetApp:
                 await ticker
             hub.close()
             reads.close()
-            engine.store.close()
+            close_engine(engine)
             lock.release()
 
     watch = LoopWatch()  # the time the loop could not run does not count against heartbeats
@@ -187,14 +185,14 @@ def create_app(settings: Settings) -> FleetApp:
     app.state.lock = lock
     _install_errors(app)
     guards = Guards.of(settings.token, HostNames(settings.allowed_host_names, settings.host))
-    app.front = Front(app.behind, guards, RunnerRoutes(engine), _internal)
+    app.front = Front(app.behind, guards, FastPath(engine), _internal)
     install_runner_routes(app, engine, settings)
     _operator_routes(app, engine, reads, settings)
     _person_routes(app, engine)
     _fleet_routes(app, engine, reads, settings)
     _limits_routes(app, engine)
     _stats_routes(app, reads)
-    _event_routes(app, engine, hub)
+    _event_routes(app, reads.engine, hub)
     install_interactive(app, engine)
     install_resource_routes(app, engine, reads)
     install_web(app)
@@ -257,7 +255,7 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
 
     @app.get("/checks")
     async def checks() -> JSONResponse:
-        return _json({"checks": engine.store.checks()})
+        return _json({"checks": reads.engine.checks()})
 
     @app.post("/checks")
     async def define_checks(body: ChecksBody) -> JSONResponse:
@@ -386,14 +384,14 @@ def _stats_of(record: RunRecord) -> dict[str, Any]:
     return stats_json(fleet_stats(run_facts(record)))
 
 
-def _event_routes(app: FastAPI, engine: Engine, hub: EventHub) -> None:
+def _event_routes(app: FastAPI, engine: EngineReads, hub: EventHub) -> None:
     @app.get("/events")
     async def events(
         since: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
         limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
         type: EventType | None = None,
     ) -> JSONResponse:
-        return _json({"events": engine.store.events(since, limit, type)})
+        return _json({"events": engine.events(since, limit, type)})
 
     @app.get("/events/stream")
     async def stream(
@@ -404,4 +402,4 @@ def _event_routes(app: FastAPI, engine: Engine, hub: EventHub) -> None:
         ] = None,
     ) -> EventStream:
         cursor = last_event_id if last_event_id is not None else since
-        return EventStream(hub, engine.store, cursor)
+        return EventStream(hub, engine, cursor)

@@ -1,15 +1,15 @@
-"""The one ASGI layer in front of the app: the guards as calls, then the runner fast path.
+"""The one ASGI layer in front of the app: the guards as calls, then a shortcut, then the app.
 
 Every request from uvicorn reaches `Front` first. One pass over the headers
-reads what the guards and the fast path need (`Host`, `Authorization` and
-`Content-Length` as the last value given, `Content-Type` and `X-Agent-Epoch`
-as the first, as the guards and FastAPI each read them); `guards.Guards`
-refuses (403, 401, 413) before anything else runs; a hot runner route is
-answered by `runner_routes.RunnerRoutes` with no other layer between it and
-the engine; every other request, and every one the fast path hands back, goes
-to FastAPI (its middleware, router and handlers) as before. A body without a
-declared length is counted while it is read on either path, and one that
-passes the limit is refused 413 as before.
+reads what the guards need (`Host`, `Authorization` and `Content-Length`, the
+last value given of each); `guards.Guards` refuses (403, 401, 413) before
+anything else runs; then the `Shortcut` (the transport's fast path,
+`transport.fastpath.FastPath`, wired by the app factory) may answer the
+request with no other layer between it and the engine; every other request,
+and every one the shortcut hands back, goes to FastAPI (its middleware,
+router and handlers) as before. The front knows nothing of the shortcut's
+routes or headers. A body without a declared length is counted while it is
+read on either path, and one that passes the limit is refused 413 as before.
 
 An unexpected exception on the fast path is answered by the app's own 500
 handler and re-raised, as Starlette's `ServerErrorMiddleware` does for routes
@@ -19,24 +19,32 @@ handler and re-raised, as Starlette's `ServerErrorMiddleware` does for routes
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from codefleet.server.guards import Guards, TooLarge, counted, envelope, send_json
-from codefleet.server.runner_routes import Head, RunnerRoutes
 
-__all__ = ["Front"]
+__all__ = ["Front", "Shortcut"]
 
 ErrorHandler = Callable[[Request, Exception], Awaitable[Response]]
+
+
+class Shortcut(Protocol):
+    """A layer that may answer a request itself, before the app (the front's one interface)."""
+
+    async def answer(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """None once answered; else the request is the app's, its body read from the result."""
+        ...
 
 
 class Front:
     """ASGI: guards, then the fast path's routes, then `app` (FastAPI) for the rest."""
 
     def __init__(
-        self, app: ASGIApp, guards: Guards, fast: RunnerRoutes | None, on_error: ErrorHandler
+        self, app: ASGIApp, guards: Guards, fast: Shortcut | None, on_error: ErrorHandler
     ) -> None:
         self.app = app
         self.guards = guards
@@ -48,7 +56,7 @@ class Front:
             await self._not_http(scope, receive, send)
             return
         host = authorization = b""
-        length = content_type = epoch = None
+        length = None
         for name, value in scope["headers"]:
             if name == b"host":
                 host = value
@@ -56,27 +64,21 @@ class Front:
                 authorization = value
             elif name == b"content-length":
                 length = value
-            elif name == b"content-type":
-                content_type = value if content_type is None else content_type
-            elif name == b"x-agent-epoch":
-                epoch = value if epoch is None else epoch
         refused = self.guards.refusal(scope["method"], scope["path"], host, authorization, length)
         if refused is not None:
             await send_json(send, *refused)
         elif length is None:  # chunked, or no body at all: count what arrives
-            await self._counted(scope, receive, send, (content_type, epoch))
+            await self._counted(scope, receive, send)
         else:
-            await self._route(scope, receive, send, (content_type, epoch))
+            await self._route(scope, receive, send)
 
-    async def _route(self, scope: Scope, receive: Receive, send: Send, head: Head) -> None:
+    async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         fast = self.fast
-        found = fast.match(scope) if fast is not None else None
-        if found is None:
+        if fast is None:
             await self.app(scope, receive, send)
             return
-        assert fast is not None
         try:
-            replay = await fast.answer(found, head, scope, receive, send)
+            replay = await fast.answer(scope, receive, send)
         except TooLarge:
             raise
         except Exception as exc:  # not a refusal: the app's 500 answer, then uvicorn's log
@@ -86,7 +88,7 @@ class Front:
         if replay is not None:
             await self.app(scope, replay, send)
 
-    async def _counted(self, scope: Scope, receive: Receive, send: Send, head: Head) -> None:
+    async def _counted(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
 
         async def tracked_send(message: Message) -> None:
@@ -95,7 +97,7 @@ class Front:
             await send(message)
 
         try:
-            await self._route(scope, counted(receive, self.guards.limit), tracked_send, head)
+            await self._route(scope, counted(receive, self.guards.limit), tracked_send)
         except TooLarge:
             if not started:
                 await send_json(send, 413, self.guards.too_large())

@@ -21,19 +21,28 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Final
+from typing import Any, Final, Protocol
 
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from codefleet.config import DEFAULT_MAX_STREAMS
-from codefleet.coord.store import Row, Store
 from codefleet.server.guards import envelope, send_json
 
 __all__ = ["PING_INTERVAL_S", "EventHub", "EventStream", "frame"]
 
 PING_INTERVAL_S: Final = 15.0
 PAGE: Final = 500
+Row = dict[str, Any]
+
+
+class EventLog(Protocol):
+    """The committed events, as the engine's read interface (`coord.reads.EngineReads`) gives them."""
+
+    @property
+    def commits(self) -> int: ...  # outer COMMITs so far: a page read between two is the same
+
+    def events(self, since: int, limit: int) -> list[Row]: ...
 
 
 def frame(event: Row) -> str:
@@ -81,31 +90,31 @@ class EventHub:
     def free_slot(self) -> None:
         self._open -= 1
 
-    def _page(self, store: Store, cursor: int) -> tuple[int, str]:
+    def _page(self, record: EventLog, cursor: int) -> tuple[int, str]:
         """The frames of the next page after `cursor` and its last id, read once per commit.
 
         Subscribers that caught up wake together at the same cursor; the first one
         reads and encodes the page, the others are handed the same text until the
-        store commits again (`Store.commits`), so what they get is the table's.
+        record commits again (`EventLog.commits`), so what they get is the table's.
         """
-        key = (store.commits, cursor)
+        key = (record.commits, cursor)
         found = self._pages.get(key)
         if found is None:
-            if self._pages and next(iter(self._pages))[0] != store.commits:
+            if self._pages and next(iter(self._pages))[0] != record.commits:
                 self._pages.clear()
-            page = store.events(cursor, PAGE)
+            page = record.events(cursor, PAGE)
             text = "".join(frame(e) for e in page)
             found = self._pages[key] = (page[-1]["id"] if page else cursor, text)
         return found
 
-    async def frames(self, store: Store, cursor: int) -> AsyncIterator[str]:
+    async def frames(self, record: EventLog, cursor: int) -> AsyncIterator[str]:
         wakeup = asyncio.Event()
         self._wakeups.add(wakeup)
         try:
             yield ": connected\n\n"
             while not self._closed:
                 wakeup.clear()
-                after, text = self._page(store, cursor)
+                after, text = self._page(record, cursor)
                 if text:
                     cursor = after
                     yield text
@@ -121,9 +130,9 @@ class EventHub:
 class EventStream(StreamingResponse):
     """`/events/stream`'s answer: the hub's frames while it holds a slot, else 503."""
 
-    def __init__(self, hub: EventHub, store: Store, cursor: int) -> None:
+    def __init__(self, hub: EventHub, record: EventLog, cursor: int) -> None:
         super().__init__(
-            hub.frames(store, cursor),
+            hub.frames(record, cursor),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )

@@ -1,7 +1,7 @@
 """The guarded protocol: the bytes uvicorn writes, in one write; deadlines by one sweep.
 
 Each case feeds the same request bytes to uvicorn's own httptools protocol and
-to the server's (`httpguard.guarded_protocol`) over a recording transport, and
+to the server's (`uvicorn_internals.guarded_protocol`) over a recording transport, and
 compares what each wrote: the same bytes, in the same order, with the same
 close; a response with a Content-Length leaves in one `write`, and a stream's
 head leaves before its first chunk is produced. The sweep closes a connection
@@ -21,8 +21,13 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from codefleet.config import Settings
-from codefleet.server.httpguard import HEAD_LIMIT, guarded_protocol, uvicorn_config
 from codefleet.testing.transport import RecordingTransport
+from codefleet.transport.uvicorn_internals import (
+    HEAD_LIMIT,
+    UVICORN_PIN,
+    guarded_protocol,
+    uvicorn_config,
+)
 
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
@@ -301,3 +306,10 @@ async def test_the_servers_config_builds_no_access_log_lines() -> None:
     protocol = config.http(config, ServerState(), {})  # type: ignore[operator]
 
     assert protocol.access_log is False  # nothing is written at "warning" anyway
+
+
+def test_the_installed_uvicorn_is_the_version_the_internals_are_written_for() -> None:
+    assert uvicorn.__version__ == UVICORN_PIN, (
+        f"uvicorn {uvicorn.__version__} is installed, transport/uvicorn_internals.py reaches into "
+        f"{UVICORN_PIN}: read that module against the new uvicorn, run this file, then move the pin"
+    )

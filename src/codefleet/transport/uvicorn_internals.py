@@ -1,4 +1,12 @@
-"""The server's connection guard: one slow client must not stall the fleet.
+"""uvicorn's internals, used in this one module: the connection guard, one write, the serve loop.
+
+Pinned: uvicorn 0.54.0 (pyproject.toml; httptools 0.9 in uv.lock). Every
+private name of uvicorn the server leans on is used here and nowhere else,
+and tests/unit/test_uvicorn_internals.py checks this module against uvicorn's
+own protocol byte for byte, and that the installed uvicorn is `UVICORN_PIN`:
+a uvicorn upgrade starts by reading this file and running that test.
+
+The connection guard: one slow client must not stall the fleet.
 
 uvicorn puts no deadline on a request's head and no cap on connections:
 a thousand connections that each send half a request hold a thousand file
@@ -29,21 +37,30 @@ the head of a response that is not chunked waits for the first body write
 and leaves joined with it. A chunked response (an event stream) sends its
 head at once, as before (docs/decisions.md, "One write per response").
 
-The head cap, the deadline and the cap reach into uvicorn's httptools protocol
-(uvicorn 0.54.0, pinned in pyproject.toml; httptools 0.9 in uv.lock); this is the one
-module that does.
+The head cap, the deadline and the cap reach into uvicorn's httptools protocol.
 
 `uvicorn_config` builds the one `uvicorn.Config` that `serve` and
 `ServerThread` both run; `raise_descriptor_limit` lifts the process's soft
 limit to its hard limit at `serve` (docs/decisions.md, "Connection guard").
+
+`FleetServer` (what `codefleet serve` and `ServerThread` run) is uvicorn's
+`Server` without its fixed waits: uvicorn notices an exit request on its next
+0.1 s tick and then pauses 0.1 s more before it even looks at the open
+connections; here a request to exit wakes the main loop at once, and the
+shutdown polls the connections every few milliseconds with the same rules
+(wait for the open responses, at most `timeout_graceful_shutdown`, then the
+lifespan's shutdown). It ends the live event streams first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import resource
-from typing import Any, Final
+import socket
+from types import FrameType
+from typing import Any, Final, Protocol
 
 import uvicorn
 from uvicorn._types import ASGISendEvent
@@ -57,13 +74,19 @@ from codefleet.server.guards import envelope
 
 __all__ = [
     "HEAD_LIMIT",
+    "UVICORN_PIN",
+    "FleetServer",
     "connection_cap",
     "guarded_protocol",
     "raise_descriptor_limit",
     "uvicorn_config",
 ]
 
+UVICORN_PIN: Final = "0.54.0"  # the version this module's reach into uvicorn is written for
 log = logging.getLogger(__name__)
+uvicorn_log = logging.getLogger("uvicorn.error")  # where uvicorn says it is shutting down
+TICK_S: Final = 0.1  # uvicorn's main-loop tick: the date header, the request limit
+DRAIN_POLL_S: Final = 0.005  # how often a shutdown looks whether the connections have finished
 RESERVED_FDS: Final = 128  # the database and its side files, logs, the lock, the event loop
 MAX_SOFT_FDS: Final = 65_536
 SWEEP_S: Final = 0.5  # how often overdue connections are looked for (read deadline, keep-alive)
@@ -302,3 +325,80 @@ class _GuardedProtocol(HttpToolsProtocol):
             return
         victim = min(waiting, key=lambda c: (c._served > 0, c._reading_since))
         victim.transport.close()
+
+
+# -- the serve loop -----------------------------------------------------------------------------
+
+
+class Closable(Protocol):
+    """What must end before uvicorn can: the live event streams (`server.sse.EventHub`)."""
+
+    def close_threadsafe(self) -> None: ...
+
+
+class FleetServer(uvicorn.Server):
+    """uvicorn, ending the live event streams first when asked to exit.
+
+    uvicorn waits for open responses before it shuts down, and an SSE stream
+    never finishes on its own: without this, Ctrl-C (or `stop()`) would hang
+    while a dashboard is connected.
+    """
+
+    def __init__(self, config: uvicorn.Config, hub: Closable) -> None:
+        super().__init__(config)
+        self.hub = hub
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.hub.close_threadsafe()
+        super().handle_exit(sig, frame)
+        self.wake_threadsafe()
+
+    def exit_threadsafe(self) -> None:
+        """Ask the server to exit (live streams first), from any thread, without waiting."""
+        self.hub.close_threadsafe()
+        self.should_exit = True
+        self.wake_threadsafe()
+
+    def wake_threadsafe(self) -> None:
+        """Make the main loop look at `should_exit` now rather than on its next tick."""
+        loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(wake.set)
+
+    async def main_loop(self) -> None:
+        """uvicorn's loop (`on_tick` every 0.1 s), woken at once by an exit request."""
+        self._loop, self._wake = asyncio.get_running_loop(), asyncio.Event()
+        counter = 0
+        should_exit = await self.on_tick(counter)
+        while not should_exit:
+            counter = (counter + 1) % 864000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), TICK_S)
+            self._wake.clear()
+            should_exit = await self.on_tick(counter)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's shutdown without its fixed pauses: the same steps, polled every 5 ms."""
+        uvicorn_log.info("Shutting down")
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        try:
+            await asyncio.wait_for(self._drained(), self.config.timeout_graceful_shutdown)
+        except TimeoutError:
+            for task in self.server_state.tasks:
+                task.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
+        if not self.force_exit:
+            await self.lifespan.shutdown()
+
+    async def _drained(self) -> None:
+        state = self.server_state
+        while (state.connections or state.tasks) and not self.force_exit:
+            await asyncio.sleep(DRAIN_POLL_S)
+        for server in self.servers:
+            await server.wait_closed()
