@@ -8,9 +8,13 @@ import pytest
 import yaml
 
 from codefleet.api.graph import parse_graph
+from codefleet.cli.output import console
+from codefleet.cli.stats import print_stats
 from codefleet.review.facts import run_facts
 from codefleet.review.record import RunRecord
-from codefleet.review.stats import FileStats, fleet_stats, stats_json
+from codefleet.review.render import render_markdown
+from codefleet.review.report import build_report, stats_section
+from codefleet.review.stats import FileStats, ResourceStats, fleet_stats, stats_json
 from codefleet.review.suggest import Change, render_graph, suggest
 
 
@@ -66,6 +70,50 @@ def test_per_file_the_vetoes_the_tasks_involved_and_the_attempt_time_they_cost()
         FileStats("tests/new.py", 0, (), 0.0, 1.0, 1),
     )  # fmt: skip
     assert (stats.veto_lost_s, stats.rollback_lost_s) == (1.0, 1.0)  # T1's attempt, once
+
+
+# T5 holds the resource db; T6 is refused it at 2 s (its attempt ran 1-2 s) and succeeds later.
+RESOURCE_EVENTS = (
+    ev(1, "fleet_started", at=0.0, runners=2),
+    ev(2, "task_assigned", "T5", 1.0, agent_name="runner-1", attempt=1),
+    ev(3, "task_assigned", "T6", 1.0, agent_name="runner-2", attempt=1),
+    ev(4, "lease_acquired", "T5", 1.0, path="/resource:db"),
+    ev(5, "lease_denied", "T6", 2.0, path="/resource:db", requester_name="runner-2",
+       holder_task_id="T5", holder_agent_name="runner-1"),
+    ev(6, "task_requeued", "T6", 2.0, error_kind="veto", attempt=1),
+    ev(7, "task_succeeded", "T5", 3.0, attempt=1),
+    ev(8, "task_assigned", "T6", 3.0, agent_name="runner-2", attempt=2),
+    ev(9, "task_succeeded", "T6", 4.0, attempt=2),
+)  # fmt: skip
+
+
+def test_a_veto_on_a_resource_is_counted_per_resource_not_as_a_file():
+    record = RunRecord(tasks=(task("T5"), task("T6", attempts=2)), events=RESOURCE_EVENTS,
+                       workdir="/tree")  # fmt: skip
+
+    stats = fleet_stats(run_facts(record))
+
+    assert stats.files == ()
+    assert stats.resources == (ResourceStats("db", vetoes=1, tasks=("T5", "T6"), veto_lost_s=1.0),)
+    assert stats_json(stats)["resources"] == [
+        {"name": "db", "vetoes": 1, "tasks": ["T5", "T6"], "veto_lost_s": 1.0}
+    ]
+    assert stats_json(fleet_stats(facts()))["resources"] == []  # files only: an empty list
+
+
+def test_the_report_and_the_stats_command_show_the_resource_by_name_apart_from_files():
+    record = RunRecord(tasks=(task("T5"), task("T6", attempts=2)), events=RESOURCE_EVENTS,
+                       workdir="/tree")  # fmt: skip
+    found = fleet_stats(run_facts(record))
+
+    page = render_markdown(build_report(record, [stats_section]))
+    with console.capture() as shown:
+        print_stats(found)
+
+    assert "| db | 1 | T5, T6 |" in page
+    assert "/resource:db" not in page + shown.get()
+    assert "Resources: tasks refused a resource another task held" in shown.get()
+    assert "No write was refused" in shown.get()  # no file was
 
 
 def test_per_task_attempts_waiting_running_and_cost():

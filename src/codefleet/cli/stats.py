@@ -128,7 +128,7 @@ def print_stats(s: FleetStats) -> None:
     console.print(
         files if files is not None else "No write was refused and no attempt was rolled back."
     )
-    for section in (_stale_table, _waits_table):
+    for section in (_resources_table, _stale_table, _waits_table):
         shown = section(s)
         if shown is not None:
             console.print(shown)
@@ -157,6 +157,22 @@ def _files_table(s: FleetStats) -> Table | None:
         files.add_row(f.path, str(f.vetoes), ", ".join(f.tasks) or "—", seconds(f.veto_lost_s),
                       seconds(f.rollback_lost_s))  # fmt: skip
     return files
+
+
+def _resources_table(s: FleetStats) -> Table | None:
+    from rich.table import Table
+
+    from codefleet.review.report import seconds
+
+    if not s.resources:
+        return None
+    held = Table(title="Resources: tasks refused a resource another task held",
+                 title_justify="left")  # fmt: skip
+    for name in ("resource", "vetoes", "tasks", "lost to vetoes"):
+        held.add_column(name, justify="left" if name in ("resource", "tasks") else "right")
+    for r in s.resources:
+        held.add_row(r.name, str(r.vetoes), ", ".join(r.tasks), seconds(r.veto_lost_s))
+    return held
 
 
 def _stale_table(s: FleetStats) -> Table | None:

@@ -5,6 +5,9 @@ attempts, vetoes, rollbacks, makespan and critical path, all derived from the
 events `review.fetch.fetch_record` read through the one client) in, one frozen
 `FleetStats` out. Three views:
 
+- per resource (a veto on a resource's lease key, `/resource:db`): how often
+  a task was refused it, the tasks involved and the attempt time lost, apart
+  from the files;
 - per file: how often a write to it was refused, which tasks were involved
   (the refused and the holders), the attempt time lost to those vetoes (each
   vetoed attempt, whole: its edits were undone), and the attempt time lost to
@@ -34,6 +37,7 @@ from datetime import datetime
 from typing import Any
 
 from codefleet.models import EventType, from_iso
+from codefleet.resources import is_resource_key, resource_name
 from codefleet.review.facts import Attempt, RunFacts, Veto
 
 __all__ = [
@@ -41,6 +45,7 @@ __all__ = [
     "FleetStats",
     "KindStats",
     "LeaseWaitStats",
+    "ResourceStats",
     "StaleReadStats",
     "TaskStats",
     "fleet_stats",
@@ -62,6 +67,16 @@ class FileStats:
     veto_lost_s: float  # the vetoed attempts' time
     rollback_lost_s: float  # other failed attempts whose edits to this file were undone
     rollbacks: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceStats:
+    """How often a task was refused resource `name` (`db`), and what those vetoes cost."""
+
+    name: str
+    vetoes: int
+    tasks: tuple[str, ...]  # refused tasks and holders, sorted
+    veto_lost_s: float  # the vetoed attempts' time
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +139,7 @@ class FleetStats:
     lease_waits: tuple[LeaseWaitStats, ...] = ()
     simulated: bool = False  # no real model ran: `cost_usd` is priced, not spent
     kinds: tuple[KindStats, ...] = ()
+    resources: tuple[ResourceStats, ...] = ()
 
     @property
     def parallelism(self) -> float:
@@ -165,15 +181,38 @@ def _lost(facts: RunFacts) -> tuple[float, float]:
     return sum(a.seconds for a, _ in vetoed.values()), sum(a.seconds for a in rolled)
 
 
-def _files(facts: RunFacts) -> list[FileStats]:
+def _vetoes_by_key(facts: RunFacts) -> tuple[dict[str, list[Veto]], dict[str, float]]:
+    """The vetoes per lease key (a path or a resource's key), and the attempt time each cost."""
     vetoed: dict[str, list[Veto]] = defaultdict(list)
     for v in facts.vetoes:
         vetoed[v.path].append(v)
-    veto_attempts = _vetoed_attempts(facts)
     veto_lost: dict[str, float] = defaultdict(float)
-    for attempt, paths in veto_attempts.values():
-        for path in paths:
-            veto_lost[path] += attempt.seconds
+    for attempt, keys in _vetoed_attempts(facts).values():
+        for key in keys:
+            veto_lost[key] += attempt.seconds
+    return vetoed, veto_lost
+
+
+def _involved(vetoes: list[Veto]) -> tuple[str, ...]:
+    return tuple(sorted({v.task_id for v in vetoes} | {v.holder_task_id for v in vetoes}))
+
+
+def _resources(facts: RunFacts) -> list[ResourceStats]:
+    """Per resource, the vetoes on it, most refused first."""
+    vetoed, veto_lost = _vetoes_by_key(facts)
+    found = [
+        ResourceStats(resource_name(key), len(vetoes), _involved(vetoes), veto_lost[key])
+        for key, vetoes in vetoed.items()
+        if is_resource_key(key)
+    ]
+    return sorted(found, key=lambda r: (-r.vetoes, -r.veto_lost_s, r.name))
+
+
+def _files(facts: RunFacts) -> list[FileStats]:
+    vetoed, veto_lost = _vetoes_by_key(facts)
+    for key in [k for k in vetoed if is_resource_key(k)]:  # counted in `_resources`
+        del vetoed[key]
+    veto_attempts = _vetoed_attempts(facts)
     rolled: dict[str, list[Attempt]] = defaultdict(list)
     for a in facts.attempts:
         if a.restored and id(a) not in veto_attempts:
@@ -181,10 +220,9 @@ def _files(facts: RunFacts) -> list[FileStats]:
                 rolled[path].append(a)
     found = []
     for path in sorted(set(vetoed) | set(rolled)):
-        tasks = {v.task_id for v in vetoed[path]} | {v.holder_task_id for v in vetoed[path]}
         found.append(
             FileStats(
-                path=path, vetoes=len(vetoed[path]), tasks=tuple(sorted(tasks)),
+                path=path, vetoes=len(vetoed[path]), tasks=_involved(vetoed[path]),
                 veto_lost_s=veto_lost[path],
                 rollback_lost_s=sum(a.seconds for a in rolled[path]),
                 rollbacks=len(rolled[path]),
@@ -316,6 +354,7 @@ def fleet_stats(facts: RunFacts) -> FleetStats:
         stale_reads=tuple(stale_read_stats(facts.record.events)),
         kinds=tuple(_kinds(facts)),
         lease_waits=tuple(lease_wait_stats(facts)),
+        resources=tuple(_resources(facts)),
     )
 
 
@@ -353,6 +392,11 @@ def stats_json(stats: FleetStats) -> dict[str, Any]:
              "veto_lost_s": _r(f.veto_lost_s), "rollback_lost_s": _r(f.rollback_lost_s),
              "rollbacks": f.rollbacks}
             for f in stats.files
+        ],
+        "resources": [
+            {"name": r.name, "vetoes": r.vetoes, "tasks": list(r.tasks),
+             "veto_lost_s": _r(r.veto_lost_s)}
+            for r in stats.resources
         ],
         "agents": [
             {"agent": k.agent, "attempts": k.attempts, "vetoed": k.vetoed,
