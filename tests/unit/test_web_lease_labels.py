@@ -32,7 +32,7 @@ globalThis.Node = Node;
 globalThis.document = { createElement: (tag) => new Node(tag), createElementNS: (_, tag) => new Node(tag) };
 const dir = process.argv[1];
 const { Model } = await import(`${dir}/model.js`);
-const { renderLeases, vetoSentence } = await import(`${dir}/panels.js`);
+const { renderContention, renderLeases, vetoSentence } = await import(`${dir}/panels.js`);
 const { describeVeto, describeAttempt } = await import(`${dir}/describe.js`);
 const at = (i) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
 const ev = (id, type, task_id, agent_id, payload = {}) => ({ id, at: at(id), type, task_id, agent_id, payload });
@@ -49,10 +49,15 @@ model.setSnapshot({ tasks: [], agents: [], leases: [lease("/resource:db"), lease
 const container = new Node("div");
 renderLeases(container, { model, now: Date.parse(at(9)) });
 const veto = model.history.vetoes[0];
+const stats = new Node("div");
+const fleet = { runners: 2, busy_mean: 1, parallelism: 0.5, makespan_s: 4, critical_path: [], critical_path_s: 1, stretch: 4, veto_lost_s: 1, rollback_lost_s: 0, pauses: 0 };
+renderContention(stats, { fleet, files: [], tasks: [{ id: "T1" }], resources: [{ name: "db", vetoes: 1, tasks: ["T1", "T2"], veto_lost_s: 1 }] });
 const cells = (node) => (node.attrs.class === "path" ? [node.text] : node.children.filter((c) => c instanceof Node).flatMap(cells));
 process.stdout.write(JSON.stringify({
   paths: cells(container),
   map: container.text,
+  contention: cells(stats),
+  contentionText: stats.text,
   veto: [...describeVeto(model, veto, 0), ...vetoSentence(model, veto).map((p) => (p instanceof Node ? p.text : p))].join(" "),
   attempt: describeAttempt(model, veto.attempt ?? model.history.attempts[0], 0).join(" "),
   holder: describeAttempt(model, model.history.attempts[0], 0).join(" "),
@@ -91,3 +96,10 @@ def test_a_veto_on_a_resource_reads_resource_db_in_the_timeline_and_the_story(
     assert "refused resource db: held by runner-1 (T1)" in shown["attempt"]
     assert "leased: resource db, api.py" in shown["holder"]
     assert "/resource:" not in shown["veto"] + shown["attempt"] + shown["holder"]
+
+
+def test_the_contention_panel_lists_resources_from_stats_apart_from_files(
+    shown: dict[str, Any],
+) -> None:
+    assert shown["contention"] == ["resource db"]
+    assert "T1, T2" in shown["contentionText"]

@@ -264,7 +264,8 @@ export function renderContention(container, stats) {
     `lost to vetoes ${secs(f.veto_lost_s)}, to rollbacks ${secs(f.rollback_lost_s)}`,
     f.pauses ? ` · ${f.pauses} usage-limit pause(s), ${secs(f.paused_s)}` : "",
   );
-  if (!stats.files.length) return fill(container, summary, h("p", { class: "empty", text: "No write was refused and no attempt was rolled back." }));
+  const resources = resourceTable(stats.resources ?? []);
+  if (!stats.files.length) return fill(container, summary, h("p", { class: "empty", text: "No write was refused and no attempt was rolled back." }), resources);
   const table = h(
     "table",
     { class: "table" },
@@ -286,7 +287,32 @@ export function renderContention(container, stats) {
       ),
     ),
   );
-  fill(container, summary, table);
+  fill(container, summary, table, resources);
+}
+
+/** Per resource (`stats.resources`): how often a task was refused it, the tasks involved, the time lost. */
+function resourceTable(resources) {
+  if (!resources.length) return null;
+  return h(
+    "table",
+    { class: "table" },
+    h("caption", { class: "sr-only", text: "What collisions cost, per resource" }),
+    h("thead", {}, h("tr", {}, ["Resource", "Vetoes", "Tasks", "Lost to vetoes"].map((c) => h("th", { scope: "col", text: c })))),
+    h(
+      "tbody",
+      {},
+      resources.map((r) =>
+        h(
+          "tr",
+          { "data-resource": r.name },
+          h("td", { class: "path", text: leaseLabel(`/resource:${r.name}`) }),
+          h("td", { class: "num", text: String(r.vetoes) }),
+          h("td", { text: r.tasks.join(", ") || "–" }),
+          h("td", { class: "num", text: secs(r.veto_lost_s) }),
+        ),
+      ),
+    ),
+  );
 }
 
 // -- cost and tokens ----------------------------------------------------------------
