@@ -264,3 +264,24 @@ def test_per_file_the_writes_that_waited_how_they_ended_and_the_work_they_kept()
         "path": "api.py", "waits": 2, "outcomes": {"granted": 1, "timed_out": 1},
         "waited_s": 1.0, "kept_s": 1.5,
     }  # fmt: skip
+
+
+def test_suggest_adds_a_vetoed_resource_to_resources_not_to_file_scope():
+    graph = (
+        "tasks:\n  - {id: T5, title: migrate, description: m}\n"
+        "  - {id: T6, title: seed, description: s}\n"
+    )
+    raw = yaml.safe_load(graph)
+    record = RunRecord(tasks=(task("T5"), task("T6", attempts=2)), events=RESOURCE_EVENTS,
+                       workdir="/tree")  # fmt: skip
+
+    tasks, changes = suggest(raw["tasks"], run_facts(record))
+    text = render_graph(graph, tasks, None, changes, "the run on http://x")
+
+    assert changes[0] == Change(
+        "T6", "resources", "db", "vetoed on resource db at +2.0 s while T5 (runner-1) held it"
+    )
+    t6 = next(t for t in tasks if t["id"] == "T6")
+    assert (t6["resources"], t6.get("file_scope")) == (["db"], None)
+    assert "  - db  # codefleet stats: vetoed on resource db" in text
+    assert parse_graph(yaml.safe_load(text))[1]["resources"] == ["db"]
