@@ -218,7 +218,7 @@ def test_per_file_the_writes_that_waited_how_they_ended_and_the_work_they_kept()
     }  # fmt: skip
 
 
-def test_per_file_the_cost_a_wait_kept_is_the_attempts_cost_pro_rata_at_the_wait() -> None:
+def waits_that_kept_work() -> Any:
     # T5 (1-5 s, $0.40 by its end event) parks at 2.5 s: 1.5 s of 4 s, $0.15 kept.
     # T6 (1-3 s, ended without a cost: its task's $0.30 over its one attempt) parks at
     # 2 s: 1 s of 2 s, $0.15 kept. T7's wait timed out: it kept nothing.
@@ -237,7 +237,21 @@ def test_per_file_the_cost_a_wait_kept_is_the_attempts_cost_pro_rata_at_the_wait
         ev(27, "task_succeeded", "T5", 5.0, attempt=1, cost_usd=0.4),
     )  # fmt: skip
     tasks = (*TASKS, task("T5", cost_usd=0.4), task("T6", cost_usd=0.3), task("T7"))
-    stats = fleet_stats(run_facts(RunRecord(tasks=tasks, events=EVENTS + waits, workdir="/t")))
+    return fleet_stats(run_facts(RunRecord(tasks=tasks, events=EVENTS + waits, workdir="/t")))
+
+
+def test_per_file_the_cost_a_wait_kept_is_the_attempts_cost_pro_rata_at_the_wait() -> None:
+    stats = waits_that_kept_work()
     (api,) = stats.lease_waits
     assert (api.kept_s, api.kept_usd) == (pytest.approx(2.5), pytest.approx(0.3))
     assert stats_json(stats)["lease_waits"][0]["kept_usd"] == pytest.approx(0.3)
+
+
+def test_the_stats_table_of_waits_shows_the_estimated_cost_kept() -> None:
+    from codefleet.cli.output import console
+    from codefleet.cli.stats import print_stats
+
+    with console.capture() as shown:
+        print_stats(waits_that_kept_work())
+    assert "cost kept" in shown.get()
+    assert "~$0.3000" in shown.get()
