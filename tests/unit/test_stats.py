@@ -262,7 +262,7 @@ def test_per_file_the_writes_that_waited_how_they_ended_and_the_work_they_kept()
     assert (db.path, db.waits, db.waited_s, db.kept_s) == ("db.py", 1, 0.0, 0.0)
     assert stats_json(stats)["lease_waits"][0] == {
         "path": "api.py", "waits": 2, "outcomes": {"granted": 1, "timed_out": 1},
-        "waited_s": 1.0, "kept_s": 1.5,
+        "waited_s": 1.0, "kept_s": 1.5, "kept_usd": 0.0,  # T5 is still under way: no cost yet
     }  # fmt: skip
 
 
@@ -285,3 +285,42 @@ def test_suggest_adds_a_vetoed_resource_to_resources_not_to_file_scope():
     assert (t6["resources"], t6.get("file_scope")) == (["db"], None)
     assert "  - db  # codefleet stats: vetoed on resource db" in text
     assert parse_graph(yaml.safe_load(text))[1]["resources"] == ["db"]
+
+
+def waits_that_kept_work() -> Any:
+    # T5 (1-5 s, $0.40 by its end event) parks at 2.5 s: 1.5 s of 4 s, $0.15 kept.
+    # T6 (1-3 s, ended without a cost: its task's $0.30 over its one attempt) parks at
+    # 2 s: 1 s of 2 s, $0.15 kept. T7's wait timed out: it kept nothing.
+    waits = (
+        ev(19, "task_assigned", "T5", 1.0, agent_name="runner-3", attempt=1),
+        ev(20, "task_assigned", "T6", 1.0, agent_name="runner-4", attempt=1),
+        ev(21, "task_assigned", "T7", 1.0, agent_name="runner-5", attempt=1),
+        ev(22, "lease_waited", "T6", 3.0, path="api.py", waited_s=1.0, outcome="changed",
+           holder_task_id="T3"),
+        ev(23, "lease_waited", "T5", 3.0, path="api.py", waited_s=0.5, outcome="granted",
+           holder_task_id="T3"),
+        ev(24, "lease_waited", "T7", 3.0, path="api.py", waited_s=0.5, outcome="timed_out",
+           holder_task_id="T3"),
+        ev(25, "task_requeued", "T6", 3.0, error_kind="verify_failed", attempt=1),
+        ev(26, "task_requeued", "T7", 3.0, error_kind="veto", attempt=1),
+        ev(27, "task_succeeded", "T5", 5.0, attempt=1, cost_usd=0.4),
+    )  # fmt: skip
+    tasks = (*TASKS, task("T5", cost_usd=0.4), task("T6", cost_usd=0.3), task("T7"))
+    return fleet_stats(run_facts(RunRecord(tasks=tasks, events=EVENTS + waits, workdir="/t")))
+
+
+def test_per_file_the_cost_a_wait_kept_is_the_attempts_cost_pro_rata_at_the_wait() -> None:
+    stats = waits_that_kept_work()
+    (api,) = stats.lease_waits
+    assert (api.kept_s, api.kept_usd) == (pytest.approx(2.5), pytest.approx(0.3))
+    assert stats_json(stats)["lease_waits"][0]["kept_usd"] == pytest.approx(0.3)
+
+
+def test_the_stats_table_of_waits_shows_the_estimated_cost_kept() -> None:
+    from codefleet.cli.output import console
+    from codefleet.cli.stats import print_stats
+
+    with console.capture() as shown:
+        print_stats(waits_that_kept_work())
+    assert "cost kept" in shown.get()
+    assert "~$0.3000" in shown.get()

@@ -193,16 +193,20 @@ def _waits_table(s: FleetStats) -> Table | None:
     from rich.table import Table
 
     from codefleet.review.report import seconds
+    from codefleet.wording import cost_text
 
     if not s.lease_waits:
         return None
     waits = Table(title="Waits: writes that waited for a held file instead of a veto",
                   title_justify="left")  # fmt: skip
-    for name in ("path", "waits", "outcomes", "waiting", "work kept"):
+    for name in ("path", "waits", "outcomes", "waiting", "work kept", "cost kept"):
         waits.add_column(name, justify="left" if name in ("path", "outcomes") else "right")
     for w in s.lease_waits:
         outcomes = ", ".join(f"{n} {o}" for o, n in w.outcomes)
-        waits.add_row(w.path, str(w.waits), outcomes, seconds(w.waited_s), seconds(w.kept_s))
+        kept_usd = f"~{cost_text(w.kept_usd, s.simulated)}"  # an estimate: see decisions.md
+        waits.add_row(
+            w.path, str(w.waits), outcomes, seconds(w.waited_s), seconds(w.kept_s), kept_usd
+        )
     return waits
 
 

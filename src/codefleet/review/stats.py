@@ -20,7 +20,8 @@ events `review.fetch.fetch_record` read through the one client) in, one frozen
 - per file, the writes that waited for it instead of a veto (`lease_waited`):
   how they ended, the time spent waiting, and the attempt time a wait kept
   (the attempt's elapsed time when it parked, for each wait that ended with
-  the lease: what the veto-and-rerun alternative would have thrown away);
+  the lease: what the veto-and-rerun alternative would have thrown away), and
+  its estimated cost (the attempt's cost pro rata to that elapsed time);
 - the fleet: achieved parallelism (attempt time over the makespan: the mean
   number of busy runners) against the runners it had, and the makespan
   against the critical path.
@@ -98,6 +99,7 @@ class LeaseWaitStats:
     outcomes: tuple[tuple[str, int], ...]  # (outcome, count), by outcome
     waited_s: float
     kept_s: float  # attempt time before each wait that ended with the lease
+    kept_usd: float = 0.0  # that time's share of its attempt's cost (an estimate)
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,23 +312,42 @@ def lease_wait_stats(facts: RunFacts) -> list[LeaseWaitStats]:
     for e in facts.record.events:
         if e["type"] == EventType.LEASE_WAITED:
             rows[str(e["payload"]["path"])].append(e)
-    found = [_waits_of(path, events, facts.attempts) for path, events in rows.items()]
+    costs = _attempt_costs(facts)
+    found = [_waits_of(path, events, facts.attempts, costs) for path, events in rows.items()]
     return sorted(found, key=lambda w: (-w.waited_s, w.path))
 
 
-def _waits_of(path: str, events: list[Row], attempts: Sequence[Attempt]) -> LeaseWaitStats:
+def _attempt_costs(facts: RunFacts) -> dict[int, float]:
+    """Each attempt's cost (by identity): its ending event's, else its task's over its attempts."""
+    per_task = Counter(a.task_id for a in facts.attempts)
+    task_cost = {str(t["id"]): float(t.get("cost_usd") or 0.0) for t in facts.record.tasks}
+    return {
+        id(a): a.cost_usd
+        if a.cost_usd is not None
+        else task_cost.get(a.task_id, 0.0) / per_task[a.task_id]
+        for a in facts.attempts
+    }
+
+
+def _waits_of(
+    path: str, events: list[Row], attempts: Sequence[Attempt], costs: dict[int, float]
+) -> LeaseWaitStats:
     outcomes = Counter(str(e["payload"]["outcome"]) for e in events)
-    kept = 0.0
+    kept = kept_usd = 0.0
     for e in events:
         if e["payload"]["outcome"] not in ("granted", "changed"):
             continue
         parked = _at(e).timestamp() - float(e["payload"]["waited_s"])
         attempt = _attempt_at(attempts, str(e.get("task_id")), _at(e))
-        if attempt is not None:
-            kept += max(0.0, parked - attempt.start.timestamp())
+        if attempt is None:
+            continue
+        elapsed = max(0.0, parked - attempt.start.timestamp())
+        kept += elapsed
+        if attempt.seconds > 0:  # an attempt still under way has no cost yet
+            kept_usd += costs[id(attempt)] * min(1.0, elapsed / attempt.seconds)
     return LeaseWaitStats(
         path, len(events), tuple(sorted(outcomes.items())),
-        sum(float(e["payload"]["waited_s"]) for e in events), kept,
+        sum(float(e["payload"]["waited_s"]) for e in events), kept, kept_usd,
     )  # fmt: skip
 
 
@@ -415,7 +436,8 @@ def stats_json(stats: FleetStats) -> dict[str, Any]:
         ],
         "lease_waits": [
             {"path": w.path, "waits": w.waits, "outcomes": dict(w.outcomes),
-             "waited_s": _r(w.waited_s), "kept_s": _r(w.kept_s)}
+             "waited_s": _r(w.waited_s), "kept_s": _r(w.kept_s),
+             "kept_usd": round(w.kept_usd, 6)}
             for w in stats.lease_waits
         ],
     }  # fmt: skip
