@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -22,6 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from playwright.async_api import Page, Route, expect
 from web_support import (
+    FAST,
     NARROW,
     TOKEN,
     Browser,
@@ -330,6 +332,47 @@ async def test_a_rolled_back_attempt_is_marked_on_its_runners_lane(
     )
     await expect(page.locator("#story")).to_contain_text("its earlier edits were rolled back")
     await page.screenshot(path=tmp_path / "rollback.png")
+    assert browser.errors == []
+
+
+async def test_a_write_that_waited_is_hatched_on_its_bar_with_an_arrow_to_the_holders_lane(
+    make_server: Callable[..., ServerThread], browser: Browser, tmp_path: Path
+) -> None:
+    server = make_server(token=TOKEN, lease_wait=20.0, **FAST)
+    script = {  # the holder ends once the waiter's write of held.py is parked behind it
+        "holder": [{"write": {"path": "held.py", "content": "HELD = 1\n"}},
+                   {"wait_parked": "held.py"}],
+        "waiter": [{"wait_leased": "held.py"},
+                   {"append": {"path": "held.py", "text": "WAITED = 1\n"}}],
+    }  # fmt: skip
+    async with FleetClient(server.url, token=TOKEN) as client:
+        await client.create_tasks(
+            [{"id": t, "title": t, "description": "do it", "file_scope": [f"{t}.txt"]}
+             for t in ("holder", "waiter")]
+        )  # fmt: skip
+    executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
+    settings = server.settings
+    result = await run_fleet(
+        server.url, 2, lambda _: executor, settings.workdir, settings.run_dir, token=TOKEN
+    )
+    assert result.ok
+
+    page = await open_dashboard(browser, server)
+    await expect(page.locator("body")).to_have_attribute("data-run", "finished")
+    waiter = page.locator('g.bar[data-task="waiter"]')
+    holder = page.locator('g.bar[data-task="holder"]')
+    link = waiter.locator("line.wait-link")
+    await expect(link).to_have_count(1)
+    await expect(link).to_have_attribute("data-holder", "holder")
+    await expect(link).to_have_attribute("marker-end", "url(#arrow-wait)")
+    mark = await waiter.locator("rect.wait-mark").bounding_box()
+    line = await link.bounding_box()
+    body = await holder.locator("rect.bar-body").bounding_box()
+    assert mark and line and body
+    assert mark["x"] <= line["x"] <= mark["x"] + mark["width"]  # it leaves the hatched segment
+    reaches = (line["y"], line["y"] + line["height"])  # and ends at the holder's bar
+    assert min(abs(reaches[0] - (body["y"] + body["height"])), abs(reaches[1] - body["y"])) <= 2
+    await page.screenshot(path=tmp_path / "wait.png")
     assert browser.errors == []
 
 

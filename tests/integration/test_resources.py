@@ -26,6 +26,9 @@ from codefleet.fleet.resources import ResourceTools
 from codefleet.models import ErrorKind
 from codefleet.paths import TreeRoot
 from codefleet.resources import resource_key
+from codefleet.review.facts import run_facts
+from codefleet.review.fetch import fetch_record
+from codefleet.review.stats import fleet_stats, stats_json
 from codefleet.server.thread import ServerThread
 
 POLL_S = 5.0
@@ -157,6 +160,29 @@ async def test_a_resource_taken_mid_task_that_another_task_holds_is_a_veto_that_
     )
     assert again is not None and again.id == "T2" and again.resources == ("db",)
     assert await holders(client) == {DB: "T2"}
+
+
+async def test_stats_read_over_the_wire_count_a_veto_on_a_resource_per_resource_not_as_a_file(
+    client: FleetClient, wait_until: Any
+):
+    first = await register(client, "runner-1")
+    await client.create_tasks([spec("T1", "db")])
+    await wait_until(lambda: client.assignment(*first))
+    second = await register(client, "runner-2")
+    await client.create_tasks([spec("T2")])
+    await wait_until(lambda: client.assignment(*second))
+    assert (await client.acquire_resource(second[0], second[1], "T2", "db"))["decision"] == "deny"
+    await client.complete(
+        "T2", second[0], second[1],
+        AttemptReport(attempt=1, ok=False, error_kind=ErrorKind.VETO, blocked_on_path=DB),
+    )  # fmt: skip
+
+    found = stats_json(fleet_stats(run_facts(await fetch_record(client, with_ledgers=False))))
+
+    assert [(r["name"], r["vetoes"], r["tasks"]) for r in found["resources"]] == [
+        ("db", 1, ["T1", "T2"])
+    ]
+    assert found["files"] == []
 
 
 async def test_taking_a_resource_you_hold_again_is_allowed_and_writes_nothing(

@@ -8,9 +8,13 @@ import pytest
 import yaml
 
 from codefleet.api.graph import parse_graph
+from codefleet.cli.output import console
+from codefleet.cli.stats import print_stats
 from codefleet.review.facts import run_facts
 from codefleet.review.record import RunRecord
-from codefleet.review.stats import FileStats, fleet_stats, stats_json
+from codefleet.review.render import render_markdown
+from codefleet.review.report import build_report, stats_section
+from codefleet.review.stats import FileStats, ResourceStats, fleet_stats, stats_json
 from codefleet.review.suggest import Change, render_graph, suggest
 
 
@@ -66,6 +70,50 @@ def test_per_file_the_vetoes_the_tasks_involved_and_the_attempt_time_they_cost()
         FileStats("tests/new.py", 0, (), 0.0, 1.0, 1),
     )  # fmt: skip
     assert (stats.veto_lost_s, stats.rollback_lost_s) == (1.0, 1.0)  # T1's attempt, once
+
+
+# T5 holds the resource db; T6 is refused it at 2 s (its attempt ran 1-2 s) and succeeds later.
+RESOURCE_EVENTS = (
+    ev(1, "fleet_started", at=0.0, runners=2),
+    ev(2, "task_assigned", "T5", 1.0, agent_name="runner-1", attempt=1),
+    ev(3, "task_assigned", "T6", 1.0, agent_name="runner-2", attempt=1),
+    ev(4, "lease_acquired", "T5", 1.0, path="/resource:db"),
+    ev(5, "lease_denied", "T6", 2.0, path="/resource:db", requester_name="runner-2",
+       holder_task_id="T5", holder_agent_name="runner-1"),
+    ev(6, "task_requeued", "T6", 2.0, error_kind="veto", attempt=1),
+    ev(7, "task_succeeded", "T5", 3.0, attempt=1),
+    ev(8, "task_assigned", "T6", 3.0, agent_name="runner-2", attempt=2),
+    ev(9, "task_succeeded", "T6", 4.0, attempt=2),
+)  # fmt: skip
+
+
+def test_a_veto_on_a_resource_is_counted_per_resource_not_as_a_file():
+    record = RunRecord(tasks=(task("T5"), task("T6", attempts=2)), events=RESOURCE_EVENTS,
+                       workdir="/tree")  # fmt: skip
+
+    stats = fleet_stats(run_facts(record))
+
+    assert stats.files == ()
+    assert stats.resources == (ResourceStats("db", vetoes=1, tasks=("T5", "T6"), veto_lost_s=1.0),)
+    assert stats_json(stats)["resources"] == [
+        {"name": "db", "vetoes": 1, "tasks": ["T5", "T6"], "veto_lost_s": 1.0}
+    ]
+    assert stats_json(fleet_stats(facts()))["resources"] == []  # files only: an empty list
+
+
+def test_the_report_and_the_stats_command_show_the_resource_by_name_apart_from_files():
+    record = RunRecord(tasks=(task("T5"), task("T6", attempts=2)), events=RESOURCE_EVENTS,
+                       workdir="/tree")  # fmt: skip
+    found = fleet_stats(run_facts(record))
+
+    page = render_markdown(build_report(record, [stats_section]))
+    with console.capture() as shown:
+        print_stats(found)
+
+    assert "| db | 1 | T5, T6 |" in page
+    assert "/resource:db" not in page + shown.get()
+    assert "Resources: tasks refused a resource another task held" in shown.get()
+    assert "No write was refused" in shown.get()  # no file was
 
 
 def test_per_task_attempts_waiting_running_and_cost():
@@ -214,5 +262,65 @@ def test_per_file_the_writes_that_waited_how_they_ended_and_the_work_they_kept()
     assert (db.path, db.waits, db.waited_s, db.kept_s) == ("db.py", 1, 0.0, 0.0)
     assert stats_json(stats)["lease_waits"][0] == {
         "path": "api.py", "waits": 2, "outcomes": {"granted": 1, "timed_out": 1},
-        "waited_s": 1.0, "kept_s": 1.5,
+        "waited_s": 1.0, "kept_s": 1.5, "kept_usd": 0.0,  # T5 is still under way: no cost yet
     }  # fmt: skip
+
+
+def test_suggest_adds_a_vetoed_resource_to_resources_not_to_file_scope():
+    graph = (
+        "tasks:\n  - {id: T5, title: migrate, description: m}\n"
+        "  - {id: T6, title: seed, description: s}\n"
+    )
+    raw = yaml.safe_load(graph)
+    record = RunRecord(tasks=(task("T5"), task("T6", attempts=2)), events=RESOURCE_EVENTS,
+                       workdir="/tree")  # fmt: skip
+
+    tasks, changes = suggest(raw["tasks"], run_facts(record))
+    text = render_graph(graph, tasks, None, changes, "the run on http://x")
+
+    assert changes[0] == Change(
+        "T6", "resources", "db", "vetoed on resource db at +2.0 s while T5 (runner-1) held it"
+    )
+    t6 = next(t for t in tasks if t["id"] == "T6")
+    assert (t6["resources"], t6.get("file_scope")) == (["db"], None)
+    assert "  - db  # codefleet stats: vetoed on resource db" in text
+    assert parse_graph(yaml.safe_load(text))[1]["resources"] == ["db"]
+
+
+def waits_that_kept_work() -> Any:
+    # T5 (1-5 s, $0.40 by its end event) parks at 2.5 s: 1.5 s of 4 s, $0.15 kept.
+    # T6 (1-3 s, ended without a cost: its task's $0.30 over its one attempt) parks at
+    # 2 s: 1 s of 2 s, $0.15 kept. T7's wait timed out: it kept nothing.
+    waits = (
+        ev(19, "task_assigned", "T5", 1.0, agent_name="runner-3", attempt=1),
+        ev(20, "task_assigned", "T6", 1.0, agent_name="runner-4", attempt=1),
+        ev(21, "task_assigned", "T7", 1.0, agent_name="runner-5", attempt=1),
+        ev(22, "lease_waited", "T6", 3.0, path="api.py", waited_s=1.0, outcome="changed",
+           holder_task_id="T3"),
+        ev(23, "lease_waited", "T5", 3.0, path="api.py", waited_s=0.5, outcome="granted",
+           holder_task_id="T3"),
+        ev(24, "lease_waited", "T7", 3.0, path="api.py", waited_s=0.5, outcome="timed_out",
+           holder_task_id="T3"),
+        ev(25, "task_requeued", "T6", 3.0, error_kind="verify_failed", attempt=1),
+        ev(26, "task_requeued", "T7", 3.0, error_kind="veto", attempt=1),
+        ev(27, "task_succeeded", "T5", 5.0, attempt=1, cost_usd=0.4),
+    )  # fmt: skip
+    tasks = (*TASKS, task("T5", cost_usd=0.4), task("T6", cost_usd=0.3), task("T7"))
+    return fleet_stats(run_facts(RunRecord(tasks=tasks, events=EVENTS + waits, workdir="/t")))
+
+
+def test_per_file_the_cost_a_wait_kept_is_the_attempts_cost_pro_rata_at_the_wait() -> None:
+    stats = waits_that_kept_work()
+    (api,) = stats.lease_waits
+    assert (api.kept_s, api.kept_usd) == (pytest.approx(2.5), pytest.approx(0.3))
+    assert stats_json(stats)["lease_waits"][0]["kept_usd"] == pytest.approx(0.3)
+
+
+def test_the_stats_table_of_waits_shows_the_estimated_cost_kept() -> None:
+    from codefleet.cli.output import console
+    from codefleet.cli.stats import print_stats
+
+    with console.capture() as shown:
+        print_stats(waits_that_kept_work())
+    assert "cost kept" in shown.get()
+    assert "~$0.3000" in shown.get()

@@ -112,17 +112,19 @@ const at = (i) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
 const ev = (id, type, payload = {}) => ({ id, at: at(id), type, task_id: "T4", agent_id: "a_1", payload });
 const model = new Model({});
 model.add([
-  ev(1, "task_assigned", { attempt: 1, agent_name: "r" }),
-  ev(2, "lease_waiting", { path: "api.py", holder_task_id: "T3", queue_position: 1 }),
+  { id: 1, at: at(1), type: "task_assigned", task_id: "T3", agent_id: "a_2", payload: { attempt: 1, agent_name: "h" } },
+  ev(2, "task_assigned", { attempt: 1, agent_name: "r" }),
+  ev(3, "lease_waiting", { path: "api.py", holder_task_id: "T3", queue_position: 1 }),
+  { id: 4, at: at(4), type: "task_succeeded", task_id: "T3", agent_id: "a_2", payload: { cost_usd: 0 } },
   ev(5, "lease_waited", { path: "api.py", waited_s: 3, outcome: "granted", holder_task_id: "T3" }),
   ev(6, "task_succeeded", { cost_usd: 0 }),
 ]);
-const [w] = model.history.attempts[0].waits;
+const [w] = model.history.attempts[1].waits;
 process.stdout.write(JSON.stringify({ ...w, from: w.from - Date.UTC(2026, 0, 1), to: w.to - Date.UTC(2026, 0, 1) }));
 """
 
 
-def test_a_wait_for_a_lease_is_a_segment_of_its_attempts_bar_naming_the_holder(
+def test_a_wait_for_a_lease_is_a_segment_of_its_attempts_bar_naming_the_holder_and_its_lane(
     tmp_path: Path,
 ) -> None:
     node = require_tool("node", "runs the page's model.js", package="nodejs")
@@ -138,5 +140,6 @@ def test_a_wait_for_a_lease_is_a_segment_of_its_attempts_bar_naming_the_holder(
         "to": 5000,
         "path": "api.py",
         "holder": "T3",
+        "holderAgent": "a_2",  # the holder's lane, for the arrow; T3 ended before the grant
         "outcome": "granted",
     }

@@ -188,6 +188,7 @@ writing; run names the tasks the script lacks and does not start.
   sleep: SECONDS                   wait
   wait_leased: PATH                wait until another task holds the lease on PATH
   wait_denied: PATH                wait until some task was denied the lease on PATH
+  wait_parked: PATH                wait until some task's write of PATH is waiting for it
   make_dir: PATH                   make PATH a directory without asking (stages a fault)
   rate_limit: SECONDS|null         end as a session that hit a usage limit
   cost: USD                        add USD to what the attempt reports it spent

@@ -128,7 +128,7 @@ def print_stats(s: FleetStats) -> None:
     console.print(
         files if files is not None else "No write was refused and no attempt was rolled back."
     )
-    for section in (_stale_table, _waits_table):
+    for section in (_resources_table, _stale_table, _waits_table):
         shown = section(s)
         if shown is not None:
             console.print(shown)
@@ -159,6 +159,22 @@ def _files_table(s: FleetStats) -> Table | None:
     return files
 
 
+def _resources_table(s: FleetStats) -> Table | None:
+    from rich.table import Table
+
+    from codefleet.review.report import seconds
+
+    if not s.resources:
+        return None
+    held = Table(title="Resources: tasks refused a resource another task held",
+                 title_justify="left")  # fmt: skip
+    for name in ("resource", "vetoes", "tasks", "lost to vetoes"):
+        held.add_column(name, justify="left" if name in ("resource", "tasks") else "right")
+    for r in s.resources:
+        held.add_row(r.name, str(r.vetoes), ", ".join(r.tasks), seconds(r.veto_lost_s))
+    return held
+
+
 def _stale_table(s: FleetStats) -> Table | None:
     from rich.table import Table
 
@@ -177,16 +193,20 @@ def _waits_table(s: FleetStats) -> Table | None:
     from rich.table import Table
 
     from codefleet.review.report import seconds
+    from codefleet.wording import cost_text
 
     if not s.lease_waits:
         return None
     waits = Table(title="Waits: writes that waited for a held file instead of a veto",
                   title_justify="left")  # fmt: skip
-    for name in ("path", "waits", "outcomes", "waiting", "work kept"):
+    for name in ("path", "waits", "outcomes", "waiting", "work kept", "cost kept"):
         waits.add_column(name, justify="left" if name in ("path", "outcomes") else "right")
     for w in s.lease_waits:
         outcomes = ", ".join(f"{n} {o}" for o, n in w.outcomes)
-        waits.add_row(w.path, str(w.waits), outcomes, seconds(w.waited_s), seconds(w.kept_s))
+        kept_usd = f"~{cost_text(w.kept_usd, s.simulated)}"  # an estimate: see decisions.md
+        waits.add_row(
+            w.path, str(w.waits), outcomes, seconds(w.waited_s), seconds(w.kept_s), kept_usd
+        )
     return waits
 
 

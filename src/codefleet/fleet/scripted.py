@@ -12,14 +12,15 @@ message, e.g. a reconcile turn; without it, the first turn):
     cost: USD                   read: PATH                  wait_succeeded: TASK
     expect_followup: TEXT       wait_message: TEXT          ask: QUESTION
     expect_answer: TEXT         command: CMD | {run: CMD, timeout_s: S}
-    acquire_resource: NAME      allocate_port: null
+    wait_parked: PATH           acquire_resource: NAME      allocate_port: null
     next_number: SEQUENCE or {sequence, write: PATH with {number}, content}
 
 Every file change goes through the attempt's `WriteGate` first, exactly as a
 real session's hook does; a denied write ends the attempt as a veto naming the
 blocking path. `wait_leased` / `wait_denied` ask the server (through the
 client) until another task holds a path, or until some task was denied it,
-which is how a collision is staged deterministically, without timing luck.
+which is how a collision is staged deterministically, without timing luck;
+`wait_parked` until some task's write of the path is parked (`lease_waiting`).
 `check` runs a named check through the attempt's `Checker`, as the real
 session's `run_check` tool does; `expect_check` ends the attempt as an agent
 error unless the last check passed (or failed), and `expect_error` unless the
@@ -81,6 +82,7 @@ STEP_KINDS: Final = frozenset(
         "write", "edit", "append", "sleep", "wait_leased", "wait_denied", "fail",
         "check", "expect_check", "expect_error", "make_dir", "rate_limit", "cost", "command",
         "read", "wait_succeeded", "expect_followup", "wait_message", "ask", "expect_answer",
+        "wait_parked",
         "acquire_resource", "next_number", "allocate_port",
     }
 )  # fmt: skip
@@ -174,6 +176,7 @@ class ScriptedExecutor:
         self._waits = {
             "wait_leased": self._leased_by_other,
             "wait_denied": self._was_denied,
+            "wait_parked": self._was_parked,
             "wait_succeeded": self._succeeded,
             "wait_message": self._heard,
         }
@@ -217,7 +220,7 @@ class ScriptedExecutor:
                 await self._change(attempt, tool, step.arg, apply)
             case "sleep":
                 await asyncio.sleep(float(step.arg))
-            case "wait_leased" | "wait_denied" | "wait_succeeded" | "wait_message":
+            case "wait_leased" | "wait_denied" | "wait_parked" | "wait_succeeded" | "wait_message":
                 await self._wait(attempt, str(step.arg), self._waits[step.kind])
             case "fail":
                 _give_up(attempt, str(step.arg))
@@ -359,6 +362,10 @@ class ScriptedExecutor:
 
     async def _was_denied(self, attempt: Attempt, path: str) -> bool:
         events = await attempt.gate.client.events(type_=EventType.LEASE_DENIED)
+        return any(e["payload"].get("path") == path for e in events)
+
+    async def _was_parked(self, attempt: Attempt, path: str) -> bool:
+        events = await attempt.gate.client.events(type_=EventType.LEASE_WAITING)
         return any(e["payload"].get("path") == path for e in events)
 
 

@@ -52,6 +52,7 @@ class Attempt:
     end: datetime | None = None
     outcome: str = "running"  # succeeded | failed | cancelled | running | an error kind
     restored: list[str] = field(default_factory=list)
+    cost_usd: float | None = None  # the ending event's own figure (task_succeeded has one)
 
     @property
     def seconds(self) -> float:
@@ -129,6 +130,8 @@ def attempts_of(events: Iterable[Row]) -> list[Attempt]:
             attempt = open_.pop(task)
             attempt.end = _at(e)
             body = e["payload"]
+            if body.get("cost_usd") is not None:
+                attempt.cost_usd = float(body["cost_usd"])
             attempt.outcome = (
                 str(body.get("error_kind") or _ENDS[kind])
                 if kind != EventType.TASK_SUCCEEDED

@@ -488,6 +488,12 @@ def stats_section(facts: RunFacts) -> Section | None:
         )  # fmt: skip
         columns = ("file", "vetoes", "tasks", "lost to vetoes", "lost to rollbacks")
         blocks.append(Table(columns, rows))
+    if found.resources:
+        held = tuple(
+            (r.name, str(r.vetoes), ", ".join(r.tasks), seconds(r.veto_lost_s))
+            for r in found.resources
+        )
+        blocks.append(Table(("resource", "vetoes", "tasks", "lost to vetoes"), held))
     if found.stale_reads:
         stale = tuple((r.path, r.reader, r.changed_by, str(r.count)) for r in found.stale_reads)
         blocks.append(Table(("stale read of", "read by", "changed by", "times"), stale))

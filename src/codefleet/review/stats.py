@@ -5,6 +5,9 @@ attempts, vetoes, rollbacks, makespan and critical path, all derived from the
 events `review.fetch.fetch_record` read through the one client) in, one frozen
 `FleetStats` out. Three views:
 
+- per resource (a veto on a resource's lease key, `/resource:db`): how often
+  a task was refused it, the tasks involved and the attempt time lost, apart
+  from the files;
 - per file: how often a write to it was refused, which tasks were involved
   (the refused and the holders), the attempt time lost to those vetoes (each
   vetoed attempt, whole: its edits were undone), and the attempt time lost to
@@ -17,7 +20,8 @@ events `review.fetch.fetch_record` read through the one client) in, one frozen
 - per file, the writes that waited for it instead of a veto (`lease_waited`):
   how they ended, the time spent waiting, and the attempt time a wait kept
   (the attempt's elapsed time when it parked, for each wait that ended with
-  the lease: what the veto-and-rerun alternative would have thrown away);
+  the lease: what the veto-and-rerun alternative would have thrown away), and
+  its estimated cost (the attempt's cost pro rata to that elapsed time);
 - the fleet: achieved parallelism (attempt time over the makespan: the mean
   number of busy runners) against the runners it had, and the makespan
   against the critical path.
@@ -34,6 +38,7 @@ from datetime import datetime
 from typing import Any
 
 from codefleet.models import EventType, from_iso
+from codefleet.resources import is_resource_key, resource_name
 from codefleet.review.facts import Attempt, RunFacts, Veto
 
 __all__ = [
@@ -41,6 +46,7 @@ __all__ = [
     "FleetStats",
     "KindStats",
     "LeaseWaitStats",
+    "ResourceStats",
     "StaleReadStats",
     "TaskStats",
     "fleet_stats",
@@ -65,6 +71,16 @@ class FileStats:
 
 
 @dataclass(frozen=True, slots=True)
+class ResourceStats:
+    """How often a task was refused resource `name` (`db`), and what those vetoes cost."""
+
+    name: str
+    vetoes: int
+    tasks: tuple[str, ...]  # refused tasks and holders, sorted
+    veto_lost_s: float  # the vetoed attempts' time
+
+
+@dataclass(frozen=True, slots=True)
 class StaleReadStats:
     """How often `reader`'s read of `path` went stale because `changed_by` changed it."""
 
@@ -83,6 +99,7 @@ class LeaseWaitStats:
     outcomes: tuple[tuple[str, int], ...]  # (outcome, count), by outcome
     waited_s: float
     kept_s: float  # attempt time before each wait that ended with the lease
+    kept_usd: float = 0.0  # that time's share of its attempt's cost (an estimate)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +141,7 @@ class FleetStats:
     lease_waits: tuple[LeaseWaitStats, ...] = ()
     simulated: bool = False  # no real model ran: `cost_usd` is priced, not spent
     kinds: tuple[KindStats, ...] = ()
+    resources: tuple[ResourceStats, ...] = ()
 
     @property
     def parallelism(self) -> float:
@@ -165,15 +183,38 @@ def _lost(facts: RunFacts) -> tuple[float, float]:
     return sum(a.seconds for a, _ in vetoed.values()), sum(a.seconds for a in rolled)
 
 
-def _files(facts: RunFacts) -> list[FileStats]:
+def _vetoes_by_key(facts: RunFacts) -> tuple[dict[str, list[Veto]], dict[str, float]]:
+    """The vetoes per lease key (a path or a resource's key), and the attempt time each cost."""
     vetoed: dict[str, list[Veto]] = defaultdict(list)
     for v in facts.vetoes:
         vetoed[v.path].append(v)
-    veto_attempts = _vetoed_attempts(facts)
     veto_lost: dict[str, float] = defaultdict(float)
-    for attempt, paths in veto_attempts.values():
-        for path in paths:
-            veto_lost[path] += attempt.seconds
+    for attempt, keys in _vetoed_attempts(facts).values():
+        for key in keys:
+            veto_lost[key] += attempt.seconds
+    return vetoed, veto_lost
+
+
+def _involved(vetoes: list[Veto]) -> tuple[str, ...]:
+    return tuple(sorted({v.task_id for v in vetoes} | {v.holder_task_id for v in vetoes}))
+
+
+def _resources(facts: RunFacts) -> list[ResourceStats]:
+    """Per resource, the vetoes on it, most refused first."""
+    vetoed, veto_lost = _vetoes_by_key(facts)
+    found = [
+        ResourceStats(resource_name(key), len(vetoes), _involved(vetoes), veto_lost[key])
+        for key, vetoes in vetoed.items()
+        if is_resource_key(key)
+    ]
+    return sorted(found, key=lambda r: (-r.vetoes, -r.veto_lost_s, r.name))
+
+
+def _files(facts: RunFacts) -> list[FileStats]:
+    vetoed, veto_lost = _vetoes_by_key(facts)
+    for key in [k for k in vetoed if is_resource_key(k)]:  # counted in `_resources`
+        del vetoed[key]
+    veto_attempts = _vetoed_attempts(facts)
     rolled: dict[str, list[Attempt]] = defaultdict(list)
     for a in facts.attempts:
         if a.restored and id(a) not in veto_attempts:
@@ -181,10 +222,9 @@ def _files(facts: RunFacts) -> list[FileStats]:
                 rolled[path].append(a)
     found = []
     for path in sorted(set(vetoed) | set(rolled)):
-        tasks = {v.task_id for v in vetoed[path]} | {v.holder_task_id for v in vetoed[path]}
         found.append(
             FileStats(
-                path=path, vetoes=len(vetoed[path]), tasks=tuple(sorted(tasks)),
+                path=path, vetoes=len(vetoed[path]), tasks=_involved(vetoed[path]),
                 veto_lost_s=veto_lost[path],
                 rollback_lost_s=sum(a.seconds for a in rolled[path]),
                 rollbacks=len(rolled[path]),
@@ -272,23 +312,42 @@ def lease_wait_stats(facts: RunFacts) -> list[LeaseWaitStats]:
     for e in facts.record.events:
         if e["type"] == EventType.LEASE_WAITED:
             rows[str(e["payload"]["path"])].append(e)
-    found = [_waits_of(path, events, facts.attempts) for path, events in rows.items()]
+    costs = _attempt_costs(facts)
+    found = [_waits_of(path, events, facts.attempts, costs) for path, events in rows.items()]
     return sorted(found, key=lambda w: (-w.waited_s, w.path))
 
 
-def _waits_of(path: str, events: list[Row], attempts: Sequence[Attempt]) -> LeaseWaitStats:
+def _attempt_costs(facts: RunFacts) -> dict[int, float]:
+    """Each attempt's cost (by identity): its ending event's, else its task's over its attempts."""
+    per_task = Counter(a.task_id for a in facts.attempts)
+    task_cost = {str(t["id"]): float(t.get("cost_usd") or 0.0) for t in facts.record.tasks}
+    return {
+        id(a): a.cost_usd
+        if a.cost_usd is not None
+        else task_cost.get(a.task_id, 0.0) / per_task[a.task_id]
+        for a in facts.attempts
+    }
+
+
+def _waits_of(
+    path: str, events: list[Row], attempts: Sequence[Attempt], costs: dict[int, float]
+) -> LeaseWaitStats:
     outcomes = Counter(str(e["payload"]["outcome"]) for e in events)
-    kept = 0.0
+    kept = kept_usd = 0.0
     for e in events:
         if e["payload"]["outcome"] not in ("granted", "changed"):
             continue
         parked = _at(e).timestamp() - float(e["payload"]["waited_s"])
         attempt = _attempt_at(attempts, str(e.get("task_id")), _at(e))
-        if attempt is not None:
-            kept += max(0.0, parked - attempt.start.timestamp())
+        if attempt is None:
+            continue
+        elapsed = max(0.0, parked - attempt.start.timestamp())
+        kept += elapsed
+        if attempt.seconds > 0:  # an attempt still under way has no cost yet
+            kept_usd += costs[id(attempt)] * min(1.0, elapsed / attempt.seconds)
     return LeaseWaitStats(
         path, len(events), tuple(sorted(outcomes.items())),
-        sum(float(e["payload"]["waited_s"]) for e in events), kept,
+        sum(float(e["payload"]["waited_s"]) for e in events), kept, kept_usd,
     )  # fmt: skip
 
 
@@ -316,6 +375,7 @@ def fleet_stats(facts: RunFacts) -> FleetStats:
         stale_reads=tuple(stale_read_stats(facts.record.events)),
         kinds=tuple(_kinds(facts)),
         lease_waits=tuple(lease_wait_stats(facts)),
+        resources=tuple(_resources(facts)),
     )
 
 
@@ -354,6 +414,11 @@ def stats_json(stats: FleetStats) -> dict[str, Any]:
              "rollbacks": f.rollbacks}
             for f in stats.files
         ],
+        "resources": [
+            {"name": r.name, "vetoes": r.vetoes, "tasks": list(r.tasks),
+             "veto_lost_s": _r(r.veto_lost_s)}
+            for r in stats.resources
+        ],
         "agents": [
             {"agent": k.agent, "attempts": k.attempts, "vetoed": k.vetoed,
              "attempt_s": _r(k.attempt_s)}
@@ -371,7 +436,8 @@ def stats_json(stats: FleetStats) -> dict[str, Any]:
         ],
         "lease_waits": [
             {"path": w.path, "waits": w.waits, "outcomes": dict(w.outcomes),
-             "waited_s": _r(w.waited_s), "kept_s": _r(w.kept_s)}
+             "waited_s": _r(w.waited_s), "kept_s": _r(w.kept_s),
+             "kept_usd": round(w.kept_usd, 6)}
             for w in stats.lease_waits
         ],
     }  # fmt: skip

@@ -6,7 +6,8 @@ back as YAML with a comment on each change. Three rules (docs/decisions.md,
 "Collision analytics"):
 
 1. a file a task was vetoed on joins its `file_scope`, so the scheduler keeps
-   it apart from the file's other writers from the start;
+   it apart from the file's other writers from the start (a resource it was
+   vetoed on joins its `resources`, so it never runs beside the holder);
 2. a task whose retry only succeeded after the holder of the vetoed file had
    finished gets `depends_on` that holder, unless a dependency path already
    links the two either way (the order is then fixed already, or would
@@ -31,6 +32,7 @@ from typing import Any, Final
 import yaml
 
 from codefleet.models import EventType, from_iso
+from codefleet.resources import is_resource_key, resource_name
 from codefleet.review.facts import RunFacts, Veto
 
 __all__ = ["Change", "render_graph", "suggest"]
@@ -43,7 +45,7 @@ PLAIN: Final = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]*$")
 @dataclass(frozen=True, slots=True)
 class Change:
     task_id: str
-    key: str  # "file_scope" or "depends_on"
+    key: str  # "file_scope", "resources" or "depends_on"
     value: str
     why: str
 
@@ -101,12 +103,7 @@ def suggest(tasks: Sequence[Mapping[str, Any]], facts: RunFacts) -> tuple[list[R
         task = by_id.get(veto.task_id)
         if task is None:
             continue
-        scope = [str(p) for p in task.get("file_scope") or ()]
-        if _norm(veto.path) not in {_norm(p) for p in scope}:
-            task["file_scope"] = [*scope, veto.path]
-            why = (f"vetoed on {veto.path} at {_offset(facts, veto.at)} while "
-                   f"{veto.holder_task_id} ({veto.holder_runner}) held it")  # fmt: skip
-            changes.append(Change(veto.task_id, "file_scope", veto.path, why))
+        changes.extend(_widen(task, veto, facts))
         holder = veto.holder_task_id
         if holder not in by_id or not _waited_for_holder(facts, veto, done):
             continue
@@ -118,6 +115,20 @@ def suggest(tasks: Sequence[Mapping[str, Any]], facts: RunFacts) -> tuple[list[R
         why = f"{reader}'s read of {path} went stale: {changer} changed it meanwhile"
         changes.extend(_depend(by_id, deps, reader, changer, why))
     return out, changes
+
+
+def _widen(task: Row, veto: Veto, facts: RunFacts) -> list[Change]:
+    """The vetoed file into `file_scope`, or the vetoed resource into `resources`, if new."""
+    resource = is_resource_key(veto.path)
+    key, value = ("resources" if resource else "file_scope"), resource_name(veto.path)
+    have = [str(v) for v in task.get(key) or ()]
+    if _norm(value) in {_norm(v) for v in have}:
+        return []
+    task[key] = [*have, value]
+    what = f"resource {value}" if resource else value
+    why = (f"vetoed on {what} at {_offset(facts, veto.at)} while "
+           f"{veto.holder_task_id} ({veto.holder_runner}) held it")  # fmt: skip
+    return [Change(veto.task_id, key, value, why)]
 
 
 def _depend(
@@ -177,7 +188,7 @@ def _dump_key(key: str, value: Any) -> list[str]:
 def _task_lines(task: Mapping[str, Any], notes: Mapping[tuple[str, str], str]) -> list[str]:
     lines: list[str] = []
     for key, value in task.items():
-        if key in ("file_scope", "depends_on") and isinstance(value, list):
+        if key in ("file_scope", "depends_on", "resources") and isinstance(value, list):
             lines.append(f"{key}:" if value else f"{key}: []")
             for item in value:
                 note = notes.get((key, str(item)))

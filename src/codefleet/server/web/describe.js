@@ -1,7 +1,7 @@
 // Plain words for what the timeline draws: the tooltip and the aria-label of
 // an attempt or a veto, where the run's clock starts and how long the run took.
 
-import { fmtCost, fmtDuration, fmtOffset, plural, truncate } from "./util.js";
+import { fmtCost, fmtDuration, fmtOffset, leaseLabel, plural, truncate } from "./util.js";
 
 export const OUTCOME_TEXT = {
   running: "running",
@@ -51,14 +51,14 @@ export function describeAttempt(model, attempt, t0) {
     lines.push(`retry: started ${fmtDuration(attempt.start - earlier.end)} after attempt ${earlier.n} ended`);
   }
   for (const veto of attempt.vetoes) {
-    lines.push(`refused ${veto.path}: held by ${veto.holderName ?? "?"} (${veto.holderTask ?? "?"})`);
+    lines.push(`refused ${leaseLabel(veto.path)}: held by ${veto.holderName ?? "?"} (${veto.holderTask ?? "?"})`);
   }
   for (const check of attempt.checks) {
     const how = check.timedOut ? "timed out" : check.passed ? "passed" : `failed${check.exitCode != null ? ` (exit ${check.exitCode})` : ""}`;
     lines.push(`check ${check.name} ${how} at ${fmtOffset(check.at - t0)}`);
   }
   for (const wait of attempt.waits ?? []) {
-    lines.push(`waited ${fmtDuration(wait.to - wait.from)} for ${wait.path} (held by ${wait.holder ?? "?"}): ${wait.outcome}`);
+    lines.push(`waited ${fmtDuration(wait.to - wait.from)} for ${leaseLabel(wait.path)} (held by ${wait.holder ?? "?"}): ${wait.outcome}`);
   }
   for (const run of attempt.commands ?? []) {
     const how = run.deniedOn ? `VETO on ${run.deniedOn}, nothing applied` : `applied ${run.applied.length ? run.applied.join(", ") : "nothing"}`;
@@ -80,14 +80,14 @@ export function describeAttempt(model, attempt, t0) {
     lines.push(`${OUTCOME_TEXT[attempt.outcome]}${attempt.kind ? ` (${attempt.kind})` : ""}`);
     if (attempt.reason) lines.push(truncate(attempt.reason, 160));
   }
-  if (attempt.files.length) lines.push(`leased: ${truncate(attempt.files.join(", "), 160)}`);
+  if (attempt.files.length) lines.push(`leased: ${truncate(attempt.files.map(leaseLabel).join(", "), 160)}`);
   return lines;
 }
 
 export function describeVeto(model, veto, t0) {
   return [
     `VETO at ${fmtOffset(veto.at - t0)}`,
-    `${model.laneName(veto.agent)} (${veto.task}) was refused ${veto.path}`,
+    `${model.laneName(veto.agent)} (${veto.task}) was refused ${leaseLabel(veto.path)}`,
     `held by ${veto.holderName ?? "?"} (${veto.holderTask ?? "?"})`,
     `the write never reached the disk; ${veto.task} went back to the queue`,
   ];

@@ -189,7 +189,7 @@ function foldHistory(h, event) {
         checks: [],
         commands: [],
         stale: [], // stale_read events of this attempt: { at, paths, outcome (set by reconciled) }
-        waits: [], // lease_waited events of this attempt: { from, to, path, holder, outcome }
+        waits: [], // lease_waited events of this attempt: { from, to, path, holder, holderAgent, outcome }
       };
       h.attempts.push(attempt);
       h.open.set(event.task_id, attempt);
@@ -247,7 +247,10 @@ function foldHistory(h, event) {
       break;
     case "lease_waited": {
       const waited = Number(body.waited_s ?? 0) * 1000;
-      attemptFor(h, event)?.waits.push({ from: at - waited, to: at, path: body.path, holder: body.holder_task_id ?? null, outcome: body.outcome ?? "" });
+      const holder = body.holder_task_id ?? null;
+      // The holder's lane, for the arrow: its attempt may have ended just before the grant.
+      const holderAgent = (h.open.get(holder) ?? h.latest.get(holder))?.agent ?? null;
+      attemptFor(h, event)?.waits.push({ from: at - waited, to: at, path: body.path, holder, holderAgent, outcome: body.outcome ?? "" });
       break;
     }
     case "reconciled":

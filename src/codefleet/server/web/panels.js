@@ -5,7 +5,7 @@
 import { shownStatus } from "./graph.js";
 import { naturalCompare, TERMINAL } from "./model.js";
 import { runOrigin, runWall } from "./describe.js";
-import { clock, costText, fill, fmtCost, fmtCount, fmtDuration, fmtOffset, h, plural, spentText, truncate } from "./util.js";
+import { clock, costText, fill, fmtCost, fmtCount, fmtDuration, fmtOffset, h, leaseLabel, plural, spentText, truncate } from "./util.js";
 
 // -- header -------------------------------------------------------------------------
 
@@ -77,7 +77,7 @@ export function vetoSentence(model, veto) {
   const when = fmtOffset(veto.at - runOrigin(model));
   const who = `${model.laneName(veto.agent)} (${veto.task})`;
   const holder = `${veto.holderName ?? "?"} (${veto.holderTask ?? "?"})`;
-  const parts = [`At ${when}, ${who} tried to write ${veto.path} while ${holder} held it, and `, h("strong", { class: "veto-text", text: "the write was refused" })];
+  const parts = [`At ${when}, ${who} tried to write ${leaseLabel(veto.path)} while ${holder} held it, and `, h("strong", { class: "veto-text", text: "the write was refused" })];
   if (veto.attempt?.restored.length) parts.push(`; its earlier edits were rolled back`);
   const attempts = model.attemptsOf(veto.task);
   const next = attempts[attempts.indexOf(veto.attempt) + 1];
@@ -186,7 +186,7 @@ export function renderLeases(container, view) {
           "tbody",
           {},
           leases.map((l) =>
-            h("tr", { "data-lease": l.path, "data-kind": l.kind ?? "task" }, h("td", { class: "path", text: l.path }), h("td", {}, model.laneName(l.agent_id), l.kind === "interactive" ? personBadge() : null), h("td", { text: l.task_id }), h("td", { class: "num", text: fmtDuration(now - Date.parse(l.acquired_at)) })),
+            h("tr", { "data-lease": l.path, "data-kind": l.kind ?? "task" }, h("td", { class: "path", text: leaseLabel(l.path) }), h("td", {}, model.laneName(l.agent_id), l.kind === "interactive" ? personBadge() : null), h("td", { text: l.task_id }), h("td", { class: "num", text: fmtDuration(now - Date.parse(l.acquired_at)) })),
           ),
         ),
       )
@@ -204,7 +204,7 @@ function contention(model) {
     return h(
       "li",
       { class: `tile${f.denials ? " contested" : ""}${holder ? " held" : ""}`, "data-file": f.path, "data-denials": f.denials },
-      h("span", { class: "path", text: f.path }),
+      h("span", { class: "path", text: leaseLabel(f.path) }),
       f.denials ? h("span", { class: "denials", text: plural(f.denials, "veto", "vetoes") }) : null,
       h("span", { class: "small muted", text: holder ? `held by ${model.laneName(holder.agent_id)} · ${holder.task_id}` : `leased by ${f.tasks.join(" → ")}` }),
     );
@@ -236,7 +236,7 @@ export function renderConflicts(container, view) {
             "tr",
             { "data-conflict": c.event_id },
             h("td", { class: "num", title: clock(c.at), text: fmtOffset(Date.parse(c.at) - t0) }),
-            h("td", { class: "path", text: c.path }),
+            h("td", { class: "path", text: leaseLabel(c.path) }),
             h("td", { text: `${c.agent_name ?? "?"} · ${c.task_id}` }),
             h("td", { text: `${c.holder_agent_name ?? "?"} · ${c.holder_task_id ?? "?"}` }),
             h("td", { class: c.resolved ? "good" : "warn", text: c.resolved ? `✓ ${c.task_id} succeeded later` : "open" }),
@@ -264,7 +264,8 @@ export function renderContention(container, stats) {
     `lost to vetoes ${secs(f.veto_lost_s)}, to rollbacks ${secs(f.rollback_lost_s)}`,
     f.pauses ? ` · ${f.pauses} usage-limit pause(s), ${secs(f.paused_s)}` : "",
   );
-  if (!stats.files.length) return fill(container, summary, h("p", { class: "empty", text: "No write was refused and no attempt was rolled back." }));
+  const resources = resourceTable(stats.resources ?? []);
+  if (!stats.files.length) return fill(container, summary, h("p", { class: "empty", text: "No write was refused and no attempt was rolled back." }), resources);
   const table = h(
     "table",
     { class: "table" },
@@ -286,7 +287,32 @@ export function renderContention(container, stats) {
       ),
     ),
   );
-  fill(container, summary, table);
+  fill(container, summary, table, resources);
+}
+
+/** Per resource (`stats.resources`): how often a task was refused it, the tasks involved, the time lost. */
+function resourceTable(resources) {
+  if (!resources.length) return null;
+  return h(
+    "table",
+    { class: "table" },
+    h("caption", { class: "sr-only", text: "What collisions cost, per resource" }),
+    h("thead", {}, h("tr", {}, ["Resource", "Vetoes", "Tasks", "Lost to vetoes"].map((c) => h("th", { scope: "col", text: c })))),
+    h(
+      "tbody",
+      {},
+      resources.map((r) =>
+        h(
+          "tr",
+          { "data-resource": r.name },
+          h("td", { class: "path", text: leaseLabel(`/resource:${r.name}`) }),
+          h("td", { class: "num", text: String(r.vetoes) }),
+          h("td", { text: r.tasks.join(", ") || "–" }),
+          h("td", { class: "num", text: secs(r.veto_lost_s) }),
+        ),
+      ),
+    ),
+  );
 }
 
 // -- cost and tokens ----------------------------------------------------------------

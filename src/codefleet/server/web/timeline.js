@@ -3,7 +3,9 @@
 // dashed line to the lane of the runner that held the file; a dotted link from
 // a failed attempt to the task's next attempt, labeled with the wait; a ↺ where
 // a failed attempt's edits were rolled back; a tick inside a bar per check run (at the
-// bottom) and per command (at the top; filled dark when the command was vetoed).
+// bottom) and per command (at the top; filled dark when the command was vetoed); a
+// hatched segment where a write waited for a held file, with a dashed arrow to the
+// holder's lane.
 //
 // Bars and markers are one tab stop (a roving tabindex, so a long run is not
 // a hundred Tab presses): Tab enters at the last one focused, arrow keys move
@@ -224,6 +226,11 @@ function defs() {
       s("path", { d: "M0,0 L10,5 L0,10 z", class: "arrow-retry" }),
     ),
     s(
+      "marker",
+      { id: "arrow-wait", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse" },
+      s("path", { d: "M0,0 L10,5 L0,10 z", class: "arrow-wait" }),
+    ),
+    s(
       "pattern",
       { id: "hatch-wait", width: 6, height: 6, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" },
       s("rect", { width: 6, height: 6, class: "hatch-ground" }),
@@ -407,10 +414,24 @@ function bar(geo, attempt, timeline) {
     label,
     attempt.checks.map((c) => s("rect", { class: `check-mark ${c.passed ? "pass" : "fail"}`, x: x(c.at) - 2, y: y + BAR_H - 7, width: 4, height: 7, rx: 1 })),
     attempt.waits.map((w) => s("rect", { class: `wait-mark wait-${w.outcome}`, x: x(w.from), y: y + 1, width: Math.max(2, x(w.to) - x(w.from)), height: BAR_H - 2, "data-wait": w.path, "data-holder": w.holder ?? "" })),
+    attempt.waits.map((w) => waitLink(geo, attempt, w)),
     (attempt.commands ?? []).map((c) => s("rect", { class: `command-mark ${c.deniedOn ? "veto" : "ran"}`, x: x(c.at) - 2, y, width: 4, height: 7, rx: 1 })),
     attempt.stale.map((m) => s("rect", { class: `stale-mark${m.outcome === "clean" ? " reconciled" : ""}`, x: x(m.at) - 3, y: y, width: 6, height: 7, rx: 1, "data-stale": m.paths.map((p) => p.path).join(" ") })),
   );
   return interactive(group, timeline, lines, attempt.task);
+}
+
+/** A wait's arrow, from the middle of its hatched segment to the holder's bar (as a veto's). */
+function waitLink(geo, attempt, wait) {
+  const { x, laneTop, laneIndex } = geo;
+  if (!wait.holderAgent || !laneIndex.has(wait.holderAgent) || wait.holderAgent === attempt.agent) return null;
+  const px = x((wait.from + wait.to) / 2);
+  const top = laneTop(attempt.agent);
+  const holderTop = laneTop(wait.holderAgent);
+  const down = holderTop > top;
+  const y1 = down ? top + BAR_Y + BAR_H : top + BAR_Y;
+  const y2 = down ? holderTop + BAR_Y - 1 : holderTop + BAR_Y + BAR_H + 1;
+  return s("line", { class: "wait-link", x1: px, y1, x2: px, y2, "marker-end": "url(#arrow-wait)", "data-wait": wait.path, "data-holder": wait.holder ?? "" });
 }
 
 /** The marker's words and where they start: beside the marker, the long form if it fits. */
