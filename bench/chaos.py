@@ -56,7 +56,7 @@ from typing import Any
 import yaml
 
 from codefleet.api.client import FleetClient, ServerUnavailable
-from codefleet.api.graph import GraphTasks
+from codefleet.api.graphfile import GraphTasks
 from codefleet.testing.invariants import (
     Evidence,
     Violation,

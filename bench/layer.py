@@ -15,7 +15,7 @@ pre-images form the layer's middle):
   in this process (command_started, pre-images fetched, layer, run, collect,
   command_finished), sandboxed when bubblewrap is there;
 - `e2e_apply10`: the same for a command changing 10 files, leases and all;
-- `--copy`: one `fleet.view.copy_tree` of the same tree, for scale.
+- `--copy`: one `fleet.checkview.copy_tree` of the same tree, for scale.
 
 The tree is generated under the system temp dir and deleted at the end.
 
@@ -41,10 +41,10 @@ from codefleet.api.client import FleetClient
 from codefleet.config import Settings
 from codefleet.fleet.apply import ShellLimits
 from codefleet.fleet.changes import collect, sort_changes
+from codefleet.fleet.checkview import copy_tree
 from codefleet.fleet.commands import CommandRunner, host_shell
 from codefleet.fleet.layer import Sandbox, build_layer, layer_argv, shell_support
 from codefleet.fleet.prewrite import WriteGate
-from codefleet.fleet.view import copy_tree
 from codefleet.paths import TreeRoot
 from codefleet.rollback import PreImage
 from codefleet.server.thread import ServerThread

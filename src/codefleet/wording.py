@@ -7,7 +7,7 @@ optionally `{field|filter}` or `{field|filter:N}`), or a list of alternatives
 A condition is `""` (always), `f` (truthy), `!f` (falsy), `f?` (present, not
 null) or `f=v` (renders as `v`), joined by `&`. A bare missing value reads `?`.
 
-The terminal dashboard (`ui.view`) and the browser (`server/web/wording.js`,
+The terminal dashboard (`ui.viewmodel`) and the browser (`server/web/wording.js`,
 which fetches this file from `/web/wording.json`) interpret it the same way;
 tests/unit/test_wording.py runs both over one corpus and fails if they differ.
 `cost_text` is how a run's or a plan's cost reads in the terminal, simulated or

@@ -24,7 +24,7 @@ from playwright.async_api import BrowserContext, ConsoleMessage, Page, async_pla
 from tool_support import unavailable
 
 from codefleet.api.client import FleetClient
-from codefleet.api.graph import load_graph
+from codefleet.api.graphfile import load_graph
 from codefleet.attempt import AttemptReport
 from codefleet.fleet.executor import Attempt
 from codefleet.fleet.local import FleetResult, run_fleet

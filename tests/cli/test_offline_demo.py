@@ -20,7 +20,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from codefleet.api.graph import load_graph
+from codefleet.api.graphfile import load_graph
 from codefleet.cli.app import app
 from codefleet.cli.demo_run import DEMO_VERIFY, examples_dir, run_demo
 from codefleet.coord.store import Store

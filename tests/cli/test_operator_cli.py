@@ -22,7 +22,7 @@ from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.server.thread import ServerThread
 from codefleet.session.sdk import ASK_TOOL_NAME, SessionExecutor
 from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn, WaitFor
-from codefleet.ui.view import describe
+from codefleet.ui.viewmodel import describe
 
 Offline = Callable[..., SessionExecutor]
 WaitUntil = Callable[..., Awaitable[Any]]

@@ -21,7 +21,7 @@ from test_hardening_cli import canary_command, plant
 from typer.testing import CliRunner
 
 from codefleet.api.client import FleetClient
-from codefleet.api.graph import load_graph
+from codefleet.api.graphfile import load_graph
 from codefleet.cli.app import app
 from codefleet.cli.demo_run import examples_dir
 from codefleet.planning.check import tree_for

@@ -13,7 +13,7 @@ from pathlib import Path
 from cli_support import run_attempt
 
 from codefleet.api.client import FleetClient
-from codefleet.api.graph import GraphTasks
+from codefleet.api.graphfile import GraphTasks
 from codefleet.fleet.executor import Attempt
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.paths import TreeRoot

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from codefleet.api.client import FleetClient
-from codefleet.api.graph import GraphError, load_graph
+from codefleet.api.graphfile import GraphError, load_graph
 
 
 async def test_a_task_naming_codex_is_assigned_to_the_codex_runner_and_agents_show_kinds(

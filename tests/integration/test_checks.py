@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from codefleet.api.client import FleetClient
-from codefleet.api.graph import GraphError, parse_graph
+from codefleet.api.graphfile import GraphError, parse_graph
 from codefleet.attempt import AttemptReport
 from codefleet.cli.app import app
 from codefleet.fleet.local import run_fleet

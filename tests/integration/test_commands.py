@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from codefleet.api.client import FleetClient
-from codefleet.api.graph import parse_graph
+from codefleet.api.graphfile import parse_graph
 from codefleet.attempt import AttemptReport
 from codefleet.fleet.apply import ShellLimits
 from codefleet.fleet.commands import ShellConfig, host_shell

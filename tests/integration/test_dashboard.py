@@ -23,7 +23,7 @@ from codefleet.attempt import AttemptReport
 from codefleet.models import ErrorKind
 from codefleet.server.thread import ServerThread
 from codefleet.ui.dashboard import follow_compact, watch
-from codefleet.ui.view import ViewModel
+from codefleet.ui.viewmodel import ViewModel
 
 WaitUntil = Callable[..., Awaitable[Any]]
 POLL_S = 5.0

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from codefleet.api.client import FleetClient
-from codefleet.api.graph import GraphTasks
+from codefleet.api.graphfile import GraphTasks
 from codefleet.fleet.apply import ShellLimits
 from codefleet.fleet.commands import host_shell
 from codefleet.fleet.local import run_fleet, wait_drained

@@ -21,7 +21,7 @@ from git_support import codefleet, git, make_repository, person_state, tree_file
 from test_commit import FAST, drain
 
 from codefleet.api.client import FleetClient
-from codefleet.api.graph import load_graph, parse_graph
+from codefleet.api.graphfile import load_graph, parse_graph
 from codefleet.cli.demo_run import examples_dir
 from codefleet.fleet.scripted import load_script
 from codefleet.server.thread import ServerThread

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from codefleet.api.client import FleetClient
-from codefleet.api.graph import GraphTasks, parse_graph
+from codefleet.api.graphfile import GraphTasks, parse_graph
 from codefleet.attempt import AttemptReport
 from codefleet.errors import StaleEpoch
 from codefleet.fleet.checks import Checker, CheckLimits

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from codefleet.api.client import FleetClient
-from codefleet.api.graph import load_graph
+from codefleet.api.graphfile import load_graph
 from codefleet.attempt import AttemptReport
 from codefleet.cli.demo_run import examples_dir
 from codefleet.fleet.local import run_fleet

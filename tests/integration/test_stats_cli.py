@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from codefleet.api.client import FleetClient
-from codefleet.api.graph import load_graph
+from codefleet.api.graphfile import load_graph
 from codefleet.cli.demo_run import examples_dir
 from codefleet.fleet.local import run_fleet
 from codefleet.fleet.scripted import ScriptedExecutor, load_script

@@ -123,7 +123,7 @@ RULES = [
     Rule(
         ("codefleet.dag",),
         ("codefleet",),
-        "the DAG helpers sit below the graph loader (api.graph) and planning: pure functions "
+        "the DAG helpers sit below the graph loader (api.graphfile) and planning: pure functions "
         "over a mapping, importing no other module of codefleet",
     ),
     Rule(
@@ -142,7 +142,7 @@ RULES = [
         "DAG helpers below both it and planning (codefleet.dag), never planning itself",
     ),
     Rule(
-        ("codefleet.api.graph", "codefleet.planning"),
+        ("codefleet.api.graphfile", "codefleet.planning"),
         ("codefleet.coord", "codefleet.server"),
         "the graph loader and `graph check` run with no server; the one exception is the pure "
         "scheduler, which the simulation plays so it predicts with the real policy",
@@ -247,7 +247,7 @@ REQUIRED = [
     ("codefleet.cli.fleet", "codefleet.api.client", "the CLI reads the server through the client"),
     ("codefleet.api.lane", "codefleet.transport.http1", "the lane speaks the shared HTTP codec"),
     ("codefleet.hook.command", "codefleet.transport.http1", "the hook speaks the shared HTTP codec"),
-    ("codefleet.api.graph", "codefleet.dag", "the graph loader finds cycles with the DAG helpers"),
+    ("codefleet.api.graphfile", "codefleet.dag", "the graph loader finds cycles with the DAG helpers"),
     ("codefleet.server.app", "codefleet.transport.fastpath", "the app factory wires the fast path"),
     ("codefleet.transport.fastpath", "codefleet.transport.routes",
      "the fast path's table is compiled from the one route table"),
@@ -324,7 +324,7 @@ def test_graph_check_loads_without_the_engine_the_server_or_the_sdk() -> None:
     code = (
         # what the `graph check` and `plan` commands import when they run (cli.planning imports
         # them inside the commands, so that --help stays light)
-        "import sys, codefleet.cli.planning, codefleet.api.graph, codefleet.planning.check, "
+        "import sys, codefleet.cli.planning, codefleet.api.graphfile, codefleet.planning.check, "
         "codefleet.planning.render, codefleet.planning.launch, codefleet.planning.planner; "
         "print(' '.join(sorted(m for m in sys.modules if m.startswith(('codefleet', 'claude')))))"
     )

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from codefleet.ui.view import (
+from codefleet.ui.viewmodel import (
     VETO_STYLE,
     AgentRow,
     LeaseRow,

@@ -19,8 +19,8 @@ from codefleet.attempt import AttemptReport
 from codefleet.coord import scheduler as sched
 from codefleet.coord.answers import Beat, LeaseAnswer, TaskAnswer
 from codefleet.coord.engine import BASE_WINDOW, Engine, EngineConfig
-from codefleet.coord.graph import NewTask
 from codefleet.coord.store import Row, Store
+from codefleet.coord.validation import NewTask
 from codefleet.errors import InvalidGraph, InvalidState, NotFound, NotOwner, StaleEpoch
 from codefleet.models import AgentStatus, ErrorKind, EventType, TaskStatus, to_iso
 from codefleet.paths import TreeRoot

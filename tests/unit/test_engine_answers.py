@@ -12,7 +12,7 @@ from test_engine import Fleet
 
 from codefleet.attempt import AssignedTask
 from codefleet.coord.answers import TaskAnswer
-from codefleet.coord.graph import NewTask
+from codefleet.coord.validation import NewTask
 from codefleet.models import ErrorKind, EventType, TaskStatus
 
 OUTCOMES: list[tuple[bool, dict[str, Any], TaskStatus]] = [

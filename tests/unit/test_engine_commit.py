@@ -19,8 +19,8 @@ import pytest
 from codefleet.attempt import AttemptReport
 from codefleet.coord import scheduler as sched
 from codefleet.coord.engine import Engine, EngineConfig
-from codefleet.coord.graph import NewTask
 from codefleet.coord.store import Store
+from codefleet.coord.validation import NewTask
 from codefleet.errors import StoreUnavailable
 from codefleet.models import AgentStatus, TaskStatus
 from codefleet.paths import TreeRoot

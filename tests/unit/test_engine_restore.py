@@ -19,8 +19,8 @@ import pytest
 from codefleet.attempt import AttemptReport
 from codefleet.coord import files as engine_files
 from codefleet.coord.engine import Engine, EngineConfig
-from codefleet.coord.graph import NewTask
 from codefleet.coord.store import Store
+from codefleet.coord.validation import NewTask
 from codefleet.errors import InvalidState, StaleEpoch
 from codefleet.models import AgentStatus, ErrorKind, EventType, TaskStatus
 from codefleet.paths import TreeRoot

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codefleet.api.graph import GraphError, parse_graph
+from codefleet.api.graphfile import GraphError, parse_graph
 
 
 def graph(**top: object) -> dict[str, object]:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import pytest
 import yaml
 
-from codefleet.api.graph import parse_graph
+from codefleet.api.graphfile import parse_graph
 from codefleet.cli.demo_run import examples_dir
 from codefleet.planning.answer import AnswerError, extract_block, judge_answer
 from codefleet.planning.check import tree_for

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from codefleet.api.graph import GraphError, GraphTasks, parse_graph
+from codefleet.api.graphfile import GraphError, GraphTasks, parse_graph
 from codefleet.coord.sequences import Sequences, first_value, highest_number
 from codefleet.coord.store import Store
 from codefleet.errors import InvalidGraph

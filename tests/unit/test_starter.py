@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from codefleet.api.graph import parse_graph
+from codefleet.api.graphfile import parse_graph
 from codefleet.cli.starter import (
     find_checks,
     starter_graph,

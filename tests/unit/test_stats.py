@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from codefleet.api.graph import parse_graph
+from codefleet.api.graphfile import parse_graph
 from codefleet.cli.output import console
 from codefleet.cli.stats import print_stats
 from codefleet.review.facts import run_facts

@@ -22,7 +22,7 @@ COMMAND_MODULES = (
     "demo",  # demo
     "doctor",  # doctor
     "serve",  # serve
-    "graph",  # load
+    "load",  # load
     "planning",  # graph check, plan
     "fleet",  # run, runner
     "watch",  # watch

@@ -67,7 +67,7 @@ CheckOpt = Annotated[
 
 def parse_check_options(values: list[str] | None) -> dict[str, str]:
     """`--check NAME=CMD` values as `{name: command}`, validated like the graph's `checks:`."""
-    from codefleet.api.graph import GraphError, parse_checks
+    from codefleet.api.graphfile import GraphError, parse_checks
 
     checks: dict[str, str] = {}
     for value in values or ():

@@ -39,7 +39,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from codefleet.api.client import FleetClient
-from codefleet.api.graph import GraphTasks, load_graph
+from codefleet.api.graphfile import GraphTasks, load_graph
 from codefleet.config import Settings
 from codefleet.fleet.executor import Executor
 from codefleet.fleet.local import python_command, run_fleet

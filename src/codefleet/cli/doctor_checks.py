@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.text import Text
 
 from codefleet.api.client import FleetClient
-from codefleet.api.graph import DEFAULT_GRAPH, GraphError, check_scopes, find_graph, load_graph
+from codefleet.api.graphfile import DEFAULT_GRAPH, GraphError, check_scopes, find_graph, load_graph
 from codefleet.config import Settings
 from codefleet.paths import TreeRoot
 from codefleet.session.credentials import credentials_problem

@@ -444,7 +444,7 @@ async def _conflicts_and_scopes(
 
 def _graph_file(given: Path | None) -> GraphFile | None:
     """The graph `run` loads first: --graph, else codefleet.yaml in the current directory."""
-    from codefleet.api.graph import GraphError, find_graph, load_graph
+    from codefleet.api.graphfile import GraphError, find_graph, load_graph
     from codefleet.cli.runprep import GraphFile
 
     path = find_graph(given)

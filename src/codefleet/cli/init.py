@@ -35,7 +35,7 @@ def init(
     ] = False,
 ) -> None:
     """Write a starter codefleet.yaml here: the checks found in the repository, two example tasks."""
-    from codefleet.api.graph import DEFAULT_GRAPH, GraphError, load_graph
+    from codefleet.api.graphfile import DEFAULT_GRAPH, GraphError, load_graph
     from codefleet.cli.starter import (
         find_checks,
         starter_graph,
@@ -72,7 +72,7 @@ def _say(text: str) -> None:
 
 def _report(root: Path, checks: list[FoundCheck], scripts: bool, kept: list[str]) -> None:
     """What was written, what was kept as it was, and the next commands."""
-    from codefleet.api.graph import DEFAULT_GRAPH
+    from codefleet.api.graphfile import DEFAULT_GRAPH
 
     for name in kept:
         _say(f"kept {name} (it exists; --force overwrites it)")

@@ -59,7 +59,7 @@ def check(
 
     No server and no model. Exit 1 when the graph has errors, 0 otherwise.
     """
-    from codefleet.api.graph import DEFAULT_GRAPH, GraphError, find_graph, load_graph
+    from codefleet.api.graphfile import DEFAULT_GRAPH, GraphError, find_graph, load_graph
     from codefleet.cli.output import console
     from codefleet.planning.check import check_graph, tree_for
     from codefleet.planning.render import print_analysis

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from codefleet.api.client import FleetClient
-from codefleet.api.graph import GraphError, GraphTasks, OnServer, check_references
+from codefleet.api.graphfile import GraphError, GraphTasks, OnServer, check_references
 from codefleet.cli.agents import Agents
 
 __all__ = ["GraphFile", "RunRefused", "prepare_run"]

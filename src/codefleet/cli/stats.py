@@ -72,7 +72,7 @@ def stats(
 
 
 def _read_graph(path: Path) -> str:
-    from codefleet.api.graph import GraphError, load_graph
+    from codefleet.api.graphfile import GraphError, load_graph
 
     try:
         load_graph(path)

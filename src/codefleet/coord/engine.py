@@ -36,7 +36,6 @@ from codefleet.coord.answers import Beat, LeaseAnswer, Registered, TaskAnswer
 from codefleet.coord.checks import CheckRegistry
 from codefleet.coord.engineconfig import EngineConfig
 from codefleet.coord.files import Files
-from codefleet.coord.graph import NewTask, PreparedBatch
 from codefleet.coord.index import LiveTask
 from codefleet.coord.interactive import InteractiveHolders
 from codefleet.coord.leases import LeaseTable
@@ -54,6 +53,7 @@ from codefleet.coord.runnercalls import RunnerCalls
 from codefleet.coord.sequences import Sequences
 from codefleet.coord.store import Store, Touched
 from codefleet.coord.tasks import INTERRUPT_HOLD_S, TaskTable
+from codefleet.coord.validation import NewTask, PreparedBatch
 from codefleet.errors import InvalidState, NotOwner
 from codefleet.models import (
     RETRYABLE_KINDS,

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from codefleet.coord import graph
+from codefleet.coord import validation
 from codefleet.coord.checks import validated_checks
-from codefleet.coord.graph import NewTask, PreparedBatch
 from codefleet.coord.limitpolicy import Budget
 from codefleet.coord.limits import ResumeReason
 from codefleet.coord.parts import CallParts
+from codefleet.coord.validation import NewTask, PreparedBatch
 from codefleet.errors import InvalidState
 from codefleet.models import EventType, TaskStatus, to_iso
 
@@ -57,16 +57,16 @@ class OperatorCalls:
         self, specs: Sequence[NewTask], checks: Mapping[str, str] | None = None
     ) -> PreparedBatch:
         """The heavy, state-free half of a load (`graph`); safe to run off the loop thread."""
-        return graph.prepare_tasks(self.tree, specs, checks)
+        return validation.prepare_tasks(self.tree, specs, checks)
 
     def commit_tasks(self, batch: PreparedBatch) -> list[str]:
         """Check the batch against what is stored now, then insert it in one transaction.
 
         A task below an already-dead parent is born `blocked_upstream` (`TaskTable.create`).
         """
-        graph.check_against(batch, self.tasks.index.status, self.checks.known())
+        validation.check_against(batch, self.tasks.index.status, self.checks.known())
         at = to_iso(self.clock())
-        rows, edges = graph.task_rows(batch, self.store.max_seq(), at, self.max_attempts)
+        rows, edges = validation.task_rows(batch, self.store.max_seq(), at, self.max_attempts)
         with self.transition():
             self.checks.define(batch.checks, at)
             self.tasks.create(rows, edges, [spec.depends_on for spec in batch.specs])

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from codefleet.attempt import AttemptReport
-from codefleet.coord import graph
+from codefleet.coord import validation
 from codefleet.coord.answers import TaskAnswer
 from codefleet.coord.engineconfig import EngineConfig
 from codefleet.coord.index import DEAD, LiveIndex, LiveTask, live_task
@@ -370,7 +370,7 @@ class TaskTable:
         Critical-path lengths of the new tasks and their ancestors are refreshed.
         """
         self.store.insert_tasks(rows, edges)
-        self.store.emit_many(EventType.TASK_CREATED, graph.created_events(rows, depends_on))
+        self.store.emit_many(EventType.TASK_CREATED, validation.created_events(rows, depends_on))
         idx = self.index
         idx.add_edges(edges)
         idx.add_created(rows)

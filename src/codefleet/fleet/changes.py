@@ -11,7 +11,7 @@ lease guards a file.
 
 `sort_changes` puts each change in one of three lists, in this order:
 
-- kept out: under a regenerable directory (`fleet.view.SKIP_DIRS`, the
+- kept out: under a regenerable directory (`fleet.checkview.SKIP_DIRS`, the
   check view's skip list) or ignored by the repository (`git check-ignore`);
 - refused: what the lock's one path rule (`TreeRoot.canonical`) refuses
   (protected paths, the database, the run directory, anything resolving
@@ -33,8 +33,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Final
 
+from codefleet.fleet.checkview import SKIP_DIRS
 from codefleet.fleet.layer import Layer
-from codefleet.fleet.view import SKIP_DIRS
 from codefleet.paths import PathRejected, TreeRoot
 
 __all__ = ["Change", "ChangeKind", "Sorted", "collect", "sort_changes"]

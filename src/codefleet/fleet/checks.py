@@ -37,11 +37,11 @@ from typing import Any, Final
 
 from codefleet.api.client import ServerUnavailable
 from codefleet.errors import DomainError, NotOwner, StaleEpoch
+from codefleet.fleet.checkview import copy_tree, overlay
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.fleet.programs import NOT_RUNNABLE, missing_programs, not_started_text
 from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S, ResourceTools, wait_for_resources
 from codefleet.fleet.shell import check_env, run_command
-from codefleet.fleet.view import copy_tree, overlay
 from codefleet.models import CheckPurpose
 from codefleet.rollback import PreImage
 

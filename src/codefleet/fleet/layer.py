@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from codefleet.fleet.view import SKIP_DIRS
+from codefleet.fleet.checkview import SKIP_DIRS
 from codefleet.rollback import PreImage
 
 __all__ = ["Layer", "LayerError", "Sandbox", "ShellSupport", "build_layer", "layer_argv",

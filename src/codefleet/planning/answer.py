@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from codefleet.api.graph import GraphError, GraphTasks, parse_graph
+from codefleet.api.graphfile import GraphError, GraphTasks, parse_graph
 from codefleet.paths import TreeRoot
 from codefleet.planning.analysis import GraphAnalysis
 from codefleet.planning.check import check_graph

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codefleet.api.graph import GraphTasks
+from codefleet.api.graphfile import GraphTasks
 from codefleet.fleet.programs import check_warnings
 from codefleet.paths import TreeRoot
 from codefleet.planning.analysis import Finding, GraphAnalysis, PlannedTask, analyse

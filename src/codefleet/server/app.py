@@ -43,10 +43,10 @@ from codefleet.api.wire import (
 from codefleet.config import Settings
 from codefleet.coord.engine import Engine
 from codefleet.coord.engineconfig import engine_config
-from codefleet.coord.graph import NewTask
 from codefleet.coord.opening import close_engine, open_engine
 from codefleet.coord.reads import EngineReads
 from codefleet.coord.sequences import first_value
+from codefleet.coord.validation import NewTask
 from codefleet.errors import DomainError, Forbidden
 from codefleet.heap import collector_off
 from codefleet.models import EventType, ShellMode, TaskStatus

@@ -9,7 +9,7 @@ ignored, and after a dropped connection (`ServerUnavailable` or the stream
 ending) the stream is reopened with `since=cursor`, backing off up to
 `BACKOFF_MAX_S`, so no log line is lost or shown twice.
 
-The pure half (view model, event wording, rendering) is `codefleet.ui.view`.
+The pure half (view model, event wording, rendering) is `codefleet.ui.viewmodel`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import DomainError
 from codefleet.models import EventType, ReleaseReason, utcnow
 from codefleet.ui.scopes import ScopeWatch
-from codefleet.ui.view import LogLine, ViewModel, build_view, describe, log_text, render
+from codefleet.ui.viewmodel import LogLine, ViewModel, build_view, describe, log_text, render
 
 __all__ = ["NOTABLE_EVENTS", "follow_compact", "watch"]
 

@@ -23,7 +23,7 @@ from codefleet.cli.common import (
 
 if TYPE_CHECKING:
     from codefleet.api.client import FleetClient
-    from codefleet.api.graph import GraphTasks, OnServer
+    from codefleet.api.graphfile import GraphTasks, OnServer
 
 __all__ = ["load"]
 
@@ -40,7 +40,7 @@ def load(
     json_out: JsonOpt = False,
 ) -> None:
     """Post a task graph (and its checks) to the server; the batch lands whole or not at all."""
-    from codefleet.api.graph import DEFAULT_GRAPH, OnServer, find_graph
+    from codefleet.api.graphfile import DEFAULT_GRAPH, OnServer, find_graph
     from codefleet.cli.output import console, err_console
 
     path = find_graph(graph)
@@ -72,7 +72,7 @@ def load(
 
 
 def _read(path: Path, on_server: OnServer) -> GraphTasks:
-    from codefleet.api.graph import GraphError, load_graph
+    from codefleet.api.graphfile import GraphError, load_graph
 
     try:
         return load_graph(path, standalone=False, on_server=on_server)
