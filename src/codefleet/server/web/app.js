@@ -1,4 +1,5 @@
-// CodeFleet's web dashboard: read-only, live over the event stream.
+// CodeFleet's web dashboard: live over the event stream. It only reads, but for
+// a person's two actions (person.js): tell a task something, answer a question.
 //
 // Each (re)connect: GET /health (the server clock), then the events after the
 // last id held through GET /events, then GET /state (the snapshot, at least as
