@@ -9,6 +9,7 @@ cannot finish unless the page follows it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -22,6 +23,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from playwright.async_api import Page, Route, expect
+from typer.testing import CliRunner
 from web_support import (
     FAST,
     NARROW,
@@ -35,6 +37,7 @@ from web_support import (
 
 from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
+from codefleet.cli.app import app as cli
 from codefleet.fleet.executor import Attempt
 from codefleet.fleet.local import run_fleet
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
@@ -557,3 +560,59 @@ async def test_the_dashboards_duration_is_the_reports_wall_time_for_the_same_run
         f"dashboard {shown}, report {seconds(wall_s)}"
     )
     assert shown in await page.locator("#story").inner_text()
+
+
+# -- a person in the loop (issue 31) ---------------------------------------------------------
+
+
+async def test_the_dashboard_shows_an_open_question_and_sends_an_answer(
+    demo_server: ServerThread, browser: Browser
+) -> None:
+    """The agent's question gets a badge and a row; the answer typed there reaches its session."""
+    script = {"Q1": [{"ask": "httpx or requests?"}, {"expect_answer": "use httpx"},
+                     {"write": {"path": "client.txt", "content": "httpx\n"}}]}  # fmt: skip
+    executor = ScriptedExecutor(parse_script(script), wait_timeout=30)
+    settings = demo_server.settings
+    page = await open_dashboard(browser, demo_server)
+    await expect(page.locator("#questions-view")).to_contain_text("No open questions.")
+    async with FleetClient(demo_server.url, token=TOKEN) as client:
+        await client.create_tasks([{"id": "Q1", "title": "Pick a client", "description": "ask"}])
+        run = run_fleet(
+            demo_server.url, 1, lambda _: executor, settings.workdir, settings.run_dir, token=TOKEN
+        )
+        fleet = asyncio.create_task(run)
+        row = page.locator('#questions-view li[data-task="Q1"]')
+        await expect(row).to_contain_text("Q1 (attempt 1) asks: httpx or requests?")
+        await expect(page.locator('[data-node="Q1"]')).to_have_attribute("data-asking", "true")
+        await row.get_by_label("Answer to Q1").fill("use httpx, it is async")
+        await row.get_by_role("button", name="Send").click()
+        result = await asyncio.wait_for(fleet, 30)
+        [answered] = [e for e in await client.all_events() if e["type"] == "question_answered"]
+    assert result.all_succeeded
+    assert (settings.workdir / "client.txt").read_text() == "httpx\n"
+    assert answered["payload"]["text"] == "use httpx, it is async"
+    await expect(page.locator("#questions-view")).to_contain_text("No open questions.")
+    await expect(page.locator('[data-node="Q1"]')).not_to_have_attribute("data-asking", "true")
+    assert browser.errors == []
+
+
+async def test_a_message_typed_in_the_tell_form_reaches_the_tasks_messages(
+    demo_server: ServerThread, browser: Browser
+) -> None:
+    """Select a task, tell it something: `codefleet tasks ID` lists the message."""
+    await load_demo_graph(demo_server)
+    page = await open_dashboard(browser, demo_server)
+    tell = page.locator("#tell")
+    await expect(tell).to_be_hidden()
+    await page.locator('[data-node="T1"]').click()
+    await expect(tell).to_contain_text("Tell this task (T1)")
+    await page.get_by_label("Tell this task").fill("mind the docstrings")
+    await tell.get_by_role("button", name="Send").click()
+    await expect(tell.locator(".form-status")).to_have_text("Sent.")
+    await expect(page.locator('#log-view tr[data-type="operator_message"]')).to_have_count(1)
+
+    args = ["tasks", "T1", "--server", demo_server.url, "--token", TOKEN]
+    shown = await asyncio.to_thread(CliRunner().invoke, cli, args, env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, shown.output
+    assert "mind the docstrings" in shown.output
+    assert browser.errors == []

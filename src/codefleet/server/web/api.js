@@ -74,6 +74,20 @@ export class Api {
     return response.json();
   }
 
+  /** POST a JSON body (an operator action: the same bearer token as the reads); the answer's JSON. */
+  async post(path, body) {
+    const response = await fetch(path, {
+      method: "POST",
+      headers: { ...this.headers(), "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+      cache: "no-store",
+    });
+    if (response.status === 401) throw new AuthError("the server wants a token");
+    const answer = await response.json().catch(() => ({}));
+    if (!response.ok) throw new HttpError(response.status, answer.error?.message);
+    return answer;
+  }
+
   /** Every event after `since`, through `GET /events` in pages, in id order. */
   async eventsAfter(since) {
     const events = [];

@@ -1,4 +1,5 @@
-// CodeFleet's web dashboard: read-only, live over the event stream.
+// CodeFleet's web dashboard: live over the event stream. It only reads, but for
+// a person's two actions (person.js): tell a task something, answer a question.
 //
 // Each (re)connect: GET /health (the server clock), then the events after the
 // last id held through GET /events, then GET /state (the snapshot, at least as
@@ -17,6 +18,7 @@ import { EventLog } from "./log.js";
 import { Model } from "./model.js";
 import { renderConflicts, renderContention, renderCost, renderLeases, renderPause, renderStats, renderStory } from "./panels.js";
 import { PatchView } from "./patch.js";
+import { PersonView, QUESTION_EVENTS } from "./person.js";
 import { Timeline } from "./timeline.js";
 import { Tooltip } from "./tooltip.js";
 
@@ -58,6 +60,8 @@ const timeline = new Timeline($("#timeline-view"), { tooltip, onSelect: select }
 const log = new EventLog($("#log-view"));
 const patchView = new PatchView($("#patch-view"), () => api);
 patchView.onChange = requestRender;
+const personView = new PersonView($("#tell"), $("#questions-view"), () => api);
+personView.onChange = requestRender;
 log.onChange = requestRender;
 log.onClearSelection = () => select(null);
 
@@ -82,7 +86,7 @@ function renderNow() {
 
 function render() {
   frame = 0;
-  const view = { model, now: now(), live: conn === "live", selected };
+  const view = { model, now: now(), live: conn === "live", selected, asking: personView.asking() };
   const run = model.runState();
   document.body.dataset.conn = conn;
   document.body.dataset.run = run;
@@ -103,6 +107,7 @@ function render() {
   renderContention($("#contention-view"), stats);
   renderCost($("#cost-view"), view);
   patchView.render(view);
+  personView.render(view);
   log.render(view);
 }
 
@@ -150,6 +155,7 @@ const refreshState = throttled(quietly(readSnapshot), 250);
 const refreshConflicts = throttled(quietly(readConflicts), 250);
 const refreshGraph = throttled(quietly(readGraph), 500);
 const refreshStats = throttled(quietly(readStats), 500);
+const refreshQuestions = throttled(quietly(() => personView.read()), 100);
 
 function onEvents(batch) {
   const fresh = model.add(batch);
@@ -157,6 +163,7 @@ function onEvents(batch) {
   if (fresh.some((e) => CONFLICTS_AFTER.has(e.type))) refreshConflicts();
   if (fresh.some((e) => GRAPH_AFTER.has(e.type))) refreshGraph();
   if (fresh.some((e) => STATS_AFTER.has(e.type))) refreshStats();
+  if (fresh.some((e) => QUESTION_EVENTS.has(e.type))) refreshQuestions();
   if (fresh.length) requestRender();
 }
 
@@ -178,6 +185,7 @@ async function connect() {
       await readConflicts();
       await readGraph();
       await readStats();
+      await personView.read();
       conn = "loaded";
       renderNow();
       await api.stream(model.lastId, {

@@ -120,7 +120,7 @@ export function renderGraph(container, view, { tooltip, onSelect }) {
     }
   }
   const order = [...tasks.values()].sort((a, b) => where.get(a.id).x - where.get(b.id).x || where.get(a.id).y - where.get(b.id).y);
-  const nodes = order.map((task) => node(model, task, where.get(task.id), selected, { tooltip, onSelect }));
+  const nodes = order.map((task) => node(model, task, where.get(task.id), selected, { tooltip, onSelect, asking: view.asking }));
   const svg = s(
     "svg",
     { class: "graph-svg", width, height, viewBox: `0 0 ${width} ${height}`, role: "group", "aria-label": `Task graph: ${plural(tasks.size, "task")}` },
@@ -142,11 +142,12 @@ export function renderGraph(container, view, { tooltip, onSelect }) {
   return true;
 }
 
-function node(model, task, { x, y }, selected, { tooltip, onSelect }) {
+function node(model, task, { x, y }, selected, { tooltip, onSelect, asking: askers }) {
   const status = shownStatus(model.live.tasks, task);
   const [icon, word] = statusWords(status);
   const vetoes = model.history.vetoes.filter((v) => v.task === task.id).length;
-  const lines = describeTask(model, task);
+  const asking = askers?.has(task.id);
+  const lines = describeTask(model, task).concat(asking ? ["Asks you a question (see Open questions)"] : []);
   const tries = task.attempts > 1 ? `${task.attempts} tries` : "";
   const group = s(
     "g",
@@ -157,6 +158,7 @@ function node(model, task, { x, y }, selected, { tooltip, onSelect }) {
       "aria-label": lines.join(". "),
       "data-node": task.id,
       "data-status": task.status,
+      "data-asking": asking ? "true" : null,
     },
     s("rect", { class: "node-box", x, y, width: W, height: H, rx: 6 }),
     s("rect", { class: "node-stripe", x, y, width: 6, height: H, rx: 3 }),
@@ -166,6 +168,7 @@ function node(model, task, { x, y }, selected, { tooltip, onSelect }) {
     s("text", { class: "node-title", x: x + 14, y: y + 40, text: truncate(task.title, 24) }),
     s("text", { class: "node-status", x: x + 14, y: y + 60, text: `${icon} ${word}` }),
     tries ? s("text", { class: "node-tries", x: x + W - 10, y: y + 60, "text-anchor": "end", text: tries }) : null,
+    asking ? s("g", { class: "node-asking" }, s("circle", { cx: x + W - 30, cy: y, r: 9 }), s("text", { x: x + W - 30, y: y + 4, "text-anchor": "middle", text: "?" })) : null,
     vetoes
       ? s("path", { class: "veto-diamond small", d: `M${x + W - 10},${y - 6} l6,6 l-6,6 l-6,-6 z` })
       : null,
