@@ -41,6 +41,8 @@ from rich.markup import escape
 from codefleet.api.client import FleetClient
 from codefleet.api.graph import GraphTasks, load_graph
 from codefleet.config import Settings
+from codefleet.fleet.apply import ShellLimits
+from codefleet.fleet.commands import ShellConfig, host_shell
 from codefleet.fleet.executor import Executor
 from codefleet.fleet.local import python_command, run_fleet
 from codefleet.fleet.scripted import ScriptedExecutor, load_script
@@ -129,6 +131,12 @@ def demo_executor(mode: str, examples: Path) -> Executor:
     )
 
 
+def demo_shell(mode: str) -> ShellConfig | None:
+    """How the demo's `shell: true` tasks run commands: in bubblewrap when it is there;
+    without it only for the scripted model (our own workload), never for a real one."""
+    return host_shell(ShellLimits(), unsandboxed=mode != "live")
+
+
 MIXED_AGENTS: Final = {"T1": "claude", "T3": "claude", "T4": "codex"}
 
 
@@ -206,6 +214,7 @@ async def _demo(
                 protected=(settings.db, settings.run_dir / "runners"),
                 simulated=mode != "live",
                 agent_for=kind,
+                shell_config=demo_shell(mode),
             )
             if committer is not None:
                 history = await committer.finish(server.url, settings.token)
