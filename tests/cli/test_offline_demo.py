@@ -3,7 +3,8 @@
 The full run is the real thing: the demo graph, three runners, the bundled CLI per
 attempt, the real hook and lease server, the fake model playing
 examples/demo-model.yaml. It must show the staged veto (T4 refused api.py while T3
-holds it), retry T4 to success, show the verify loop (T1 calls the check tool, its
+holds it: T4's command touching api.py is vetoed, nothing of it lands), retry T4 to
+success, apply T1's command that generates TAG_RULES.txt, show the verify loop (T1 calls the check tool, its
 verification fails, the retry passes), and end with the demo repository's tests passing.
 The other tests keep the model file equivalent to the dry-run script and check the
 live mode refuses to start without credentials.
@@ -33,7 +34,9 @@ STORE_TAIL = "    def __len__(self) -> int:\n        return len(self._items)\n"
 VETOED_AFTER = {"T4-a1": 1}  # the staged veto: T4's first attempt makes one (refused) edit
 
 
-def test_the_offline_demo_vetoes_t4_on_api_py_retries_it_and_passes(tmp_path: Path) -> None:
+def test_the_offline_demo_vetoes_t4s_command_on_api_py_applies_t1s_and_passes(
+    tmp_path: Path,
+) -> None:
     out = io.StringIO()
 
     ok = run_demo("offline", tmp_path, runners=3, console=Console(file=out, width=200))
@@ -53,7 +56,15 @@ def test_the_offline_demo_vetoes_t4_on_api_py_retries_it_and_passes(tmp_path: Pa
     assert [(c["name"], c["passed"]) for c in records["T1-attempt1"]["checks"]] == [("test", True)]
     store = Store(workspace / "codefleet.db")
     checks = [e["payload"] for e in store.events(0, 10_000, "check_finished")]
+    commands = {e["task_id"]: e["payload"] for e in store.events(0, 10_000, "command_finished")}
     store.close()
+    assert sorted(commands) == ["T1", "T4"]
+    generated, vetoed = commands["T1"], commands["T4"]
+    assert (generated["attempt"], generated["applied"], generated.get("denied_on")) == (
+        2, ["TAG_RULES.txt"], None,
+    )  # fmt: skip
+    assert (vetoed["attempt"], vetoed["applied"], vetoed["denied_on"]) == (1, [], "api.py")
+    assert "MAX_TAGS = 10" in (workspace / "tree" / "TAG_RULES.txt").read_text()
     assert [(c["attempt"], c["purpose"], c["passed"]) for c in checks] == [
         (1, "tool", True), (1, "verify", False), (2, "verify", True),
     ]  # fmt: skip

@@ -5,7 +5,7 @@ run directory (your checkout is never touched), starts a server on a free
 loopback port with its own database in that workspace, loads the five-task
 demo graph with its named check `test` (the repository's suite, run with the
 interpreter running CodeFleet), runs three runners over it, prints the live
-event log (the veto in red, each check's verdict), then runs the demo
+event log (the veto in red, each check's and command's verdict), then runs the demo
 repository's own test suite in the workspace. Exit 0 only when every task
 succeeded and the tests passed.
 
@@ -13,6 +13,9 @@ The workspace's tree is a git repository with one commit (the demo
 repository as shipped). With `commit` (the default) each task is committed
 on a new branch the moment it succeeds (`livecommit`), and the demo ends by
 printing that branch and its `git log --oneline`.
+
+Tasks with `shell: true` (T1, T4) run their commands in bubblewrap when it is
+installed; without it, unsandboxed for the scripted model only (`demo_shell`).
 
 `--dry-run` plays `demo-script.yaml` through the scripted executor: same
 server, scheduler, leases and veto, no model, deterministic.
@@ -41,6 +44,8 @@ from rich.markup import escape
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphTasks, load_graph
 from codefleet.config import Settings
+from codefleet.fleet.apply import ShellLimits
+from codefleet.fleet.commands import ShellConfig, host_shell
 from codefleet.fleet.executor import Executor
 from codefleet.fleet.local import python_command, run_fleet
 from codefleet.fleet.scripted import ScriptedExecutor, load_script
@@ -129,6 +134,12 @@ def demo_executor(mode: str, examples: Path) -> Executor:
     )
 
 
+def demo_shell(mode: str) -> ShellConfig | None:
+    """How the demo's `shell: true` tasks run commands: in bubblewrap when it is there;
+    without it only for the scripted model (our own workload), never for a real one."""
+    return host_shell(ShellLimits(), unsandboxed=mode != "live")
+
+
 MIXED_AGENTS: Final = {"T1": "claude", "T3": "claude", "T4": "codex"}
 
 
@@ -206,6 +217,7 @@ async def _demo(
                 protected=(settings.db, settings.run_dir / "runners"),
                 simulated=mode != "live",
                 agent_for=kind,
+                shell_config=demo_shell(mode),
             )
             if committer is not None:
                 history = await committer.finish(server.url, settings.token)

@@ -60,6 +60,7 @@ CLAUDE_TOOLS = frozenset(
         "Glob",
         "Grep",
         "mcp__codefleet__run_check",
+        "mcp__codefleet__run_command",
     }
 )
 
@@ -74,7 +75,7 @@ def codex_turns(turns: Sequence[Turn]) -> list[Turn]:
 
     `Write` becomes `*** Add File:` (Codex's add replaces an existing file), `Edit` an
     `*** Update File:` hunk of its old and new lines (the old string must be whole lines).
-    Reads, searches and checks have no Codex counterpart here and are dropped; a turn
+    Reads, searches, checks and commands have no Codex counterpart here and are dropped; a turn
     left with no tool call is dropped too (a Codex turn ends at a text-only reply), its
     `wait_for` moving to the next turn kept. The last turn is kept as it is.
     """
