@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,10 @@ from codefleet.fleet.executor import Attempt
 from codefleet.session.offline import offline_executor
 from codefleet.session.sdk import COMMAND_TOOL_NAME, record_path
 from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn
+
+# The interpreter itself, not the entry point in CodeFleet's venv: a command does not see
+# that venv when the checkout sits under /tmp (a CI clone), behind its private /tmp.
+PYTHON = os.path.realpath(sys.executable)
 
 if TYPE_CHECKING:
     from conftest import StartAttempt
@@ -45,7 +50,7 @@ def with_shell(attempt: Attempt, *, sandboxed: bool) -> Attempt:
 async def test_a_session_generates_a_file_with_a_command_and_it_lands_leased_in_the_patch(
     fake_model: FakeModel, client: FleetClient, start_attempt: StartAttempt, workdir: Path
 ) -> None:
-    generate = f"\"{sys.executable}\" -c \"open('gen.py', 'w').write('GEN = 1\\n')\""
+    generate = f"\"{PYTHON}\" -c \"open('gen.py', 'w').write('GEN = 1\\n')\""
     fake_model.add_script("T1", [run_command(generate), Turn(content=(Text("Done."),))])
     attempt = with_shell(await start_attempt("T1"), sandboxed=False)
 
@@ -85,7 +90,7 @@ async def test_a_sandboxed_command_cannot_write_outside_its_layer_nor_reach_loop
     command = (
         f"echo x > /usr/codefleet-escape; echo x > '{home}/codefleet-escape'; "
         f"echo x > '{tmp_path}/codefleet-escape'; echo x > /tmp/private.txt; "
-        f'echo x > \'{workdir}/through-the-layer.txt\'; "{sys.executable}" -c "{probe}"; true'
+        f'echo x > \'{workdir}/through-the-layer.txt\'; "{PYTHON}" -c "{probe}"; true'
     )
     fake_model.add_script("T1", [run_command(command), Turn(content=(Text("Done."),))])
     attempt = with_shell(await start_attempt("T1"), sandboxed=True)

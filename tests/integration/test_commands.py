@@ -27,6 +27,10 @@ from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.server.thread import ServerThread
 
+# The interpreter itself, not the entry point in CodeFleet's venv: a command does not see
+# that venv when the checkout sits under /tmp (a CI clone), behind its private /tmp.
+PYTHON = os.path.realpath(sys.executable)
+
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
 
 
@@ -209,9 +213,7 @@ async def test_the_graphs_shell_key_gives_tasks_the_tool_unless_a_task_says_othe
     port = server.url.rsplit(":", 1)[1]
     probe = (f"import socket; s = socket.socket(); s.settimeout(2); open('{{}}.txt', 'w').write("
              f"'connected' if s.connect_ex(('127.0.0.1', {port})) == 0 else 'no network')")  # fmt: skip
-    script = {
-        task: [{"command": f'"{sys.executable}" -c "{probe.format(task)}"'}] for task in "ABC"
-    }
+    script = {task: [{"command": f'"{PYTHON}" -c "{probe.format(task)}"'}] for task in "ABC"}
     async with FleetClient(server.url) as client:
         await client.create_tasks(graph)
         executor = ScriptedExecutor(parse_script(script))
