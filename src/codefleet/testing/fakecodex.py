@@ -15,13 +15,11 @@ Point a Codex session at it with a custom model provider whose `base_url` is
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
 from codefleet.testing.fakemodel import (
-    JSON_CONTENT_TYPE,
     LOOPBACK,
     MESSAGES_PATH,
     SSE_CONTENT_TYPE,
@@ -39,11 +37,10 @@ from codefleet.testing.fakewire import RecordedRequest
 from codefleet.testing.responseswire import (
     ResponsesRequest,
     count_turn,
-    error_headers,
     find_script_id,
-    render_error,
     render_stream,
 )
+from codefleet.testing.responseswire import render_error as responses_error
 
 __all__ = ["FAKE_API_KEY", "PATCH_TOOL", "FakeCodexModel", "codex_turns", "patch_call"]
 
@@ -155,13 +152,9 @@ class FakeCodexModel(FakeModel):
         """Log one Responses request and build its reply: `(status, content type, body, headers)`."""
         record = self._record(find_script_id(body), count_turn(body), body)
         turn = self._codex_turn_for(record.script_id, record.turn)
-        if turn.wait_for is not None:
-            self._hold(record, turn.wait_for)
-        if turn.delay_s > 0:
-            self._closed.wait(turn.delay_s)
-        if turn.error is not None:
-            headers = error_headers(turn.error, time.time())
-            return turn.error.status, JSON_CONTENT_TYPE, render_error(turn.error), headers
+        refused = self._staged(record, turn, responses_error)
+        if refused is not None:
+            return refused
         return 200, SSE_CONTENT_TYPE, render_stream(turn, record.turn, body), {}
 
     def _codex_turn_for(self, script_id: str | None, turn: int) -> Turn:

@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -208,15 +208,28 @@ class FakeModel:
         messages = body.get("messages", [])
         record = self._record(find_script_id(messages), count_turn(messages), body)
         turn = self._turn_for(record.script_id, record.turn)
+        refused = self._staged(record, turn)
+        if refused is not None:
+            return refused
+        model = str(body.get("model", DEFAULT_MODEL))
+        return 200, SSE_CONTENT_TYPE, render_stream(turn, model), {}
+
+    def _staged(
+        self,
+        record: RecordedRequest,
+        turn: Turn,
+        error_body: Callable[[ApiError], bytes] = render_error,
+    ) -> tuple[int, str, bytes, dict[str, str]] | None:
+        """What every wire does before its reply: hold, delay, or answer the turn's error
+        (its body in the wire's own shape, `error_body`)."""
         if turn.wait_for is not None:
             self._hold(record, turn.wait_for)
         if turn.delay_s > 0:
             self._closed.wait(turn.delay_s)
         if turn.error is not None:
             headers = error_headers(turn.error, time.time())
-            return turn.error.status, JSON_CONTENT_TYPE, render_error(turn.error), headers
-        model = str(body.get("model", DEFAULT_MODEL))
-        return 200, SSE_CONTENT_TYPE, render_stream(turn, model), {}
+            return turn.error.status, JSON_CONTENT_TYPE, error_body(turn.error), headers
+        return None
 
     def serves(self, path: str) -> bool:
         """Is `path` (query string and trailing slash removed) a model API this fake answers?"""
