@@ -375,6 +375,8 @@ async def test_a_write_that_waited_is_hatched_on_its_bar_with_an_arrow_to_the_ho
     assert mark["x"] <= line["x"] <= mark["x"] + mark["width"]  # it leaves the hatched segment
     reaches = (line["y"], line["y"] + line["height"])  # and ends at the holder's bar
     assert min(abs(reaches[0] - (body["y"] + body["height"])), abs(reaches[1] - body["y"])) <= 2
+    legend = page.locator("ul.legend li", has=page.locator(".wait-key"))  # the mark is explained
+    await expect(legend).to_have_text("waited for a held file")
     await page.screenshot(path=tmp_path / "wait.png")
     assert browser.errors == []
 
