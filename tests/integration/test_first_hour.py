@@ -78,10 +78,10 @@ def test_init_writes_a_graph_with_the_repositorys_checks_and_prints_the_next_com
     )
     assert "id: T1" in graph and "id: T2" in graph and "verify: test" in graph
     lines = result.stdout.splitlines()
-    assert [line.split("#")[0].strip() for line in lines[-3:]] == [
+    assert [line.split("#")[0].strip() for line in lines[-3:]] == [  # the README's steps
+        "codefleet graph check",
         "codefleet serve &",
-        "codefleet load",
-        "codefleet run --dry-run --script codefleet.script.yaml",
+        "codefleet run --dry-run --script codefleet.script.yaml",  # `run` loads the graph
     ]
     again = cli("init")
     assert again.exit_code == 1 and "codefleet.yaml already exist(s) here" in said(again)
@@ -519,6 +519,25 @@ def test_init_scripts_after_init_writes_only_the_missing_scripts_and_keeps_the_g
     assert "kept codefleet.yaml (it exists;" in said(scripts)
     assert "wrote codefleet.script.yaml and codefleet.model.yaml" in said(scripts)
     assert again.exit_code == 1 and "pass --force to overwrite" in said(again)
+
+
+def test_init_scripts_beside_a_graph_of_other_tasks_says_which_tasks_have_no_script(
+    repo: Path,
+) -> None:
+    (repo / "codefleet.yaml").write_text(
+        "tasks:\n"
+        "  - {id: T1, title: a, description: d}\n"
+        "  - {id: api, title: b, description: d}\n"
+        "  - {id: docs, title: c, description: d}\n"
+    )
+
+    result = cli("init", "--scripts")
+
+    assert result.exit_code == 0, said(result)
+    assert (
+        "note: the scripts play the example tasks T1, T2; codefleet.yaml's tasks api, docs "
+        "have no script"
+    ) in said(result)
 
 
 def test_load_reports_every_problem_of_the_graph_at_once(repo: Path, server: ServerThread) -> None:
