@@ -123,6 +123,8 @@ def test_run_loads_codefleet_yaml_and_a_scripted_run_goes_green(
     assert (repo / "README.md").read_text().endswith("See CONTRIBUTING.md.\n")
     assert again.exit_code == 0, said(again)
     assert f"{repo / 'codefleet.yaml'}: already loaded (2 task(s))" in again.stdout
+    assert "nothing ran: every task had finished before this run" in said(again)
+    assert "nothing ran" not in said(result)
 
 
 def test_a_dry_run_refuses_tasks_its_script_does_not_cover_and_names_them(
