@@ -127,6 +127,26 @@ def test_run_loads_codefleet_yaml_and_a_scripted_run_goes_green(
     assert "nothing ran" not in said(result)
 
 
+def test_a_run_says_when_the_graph_file_changed_a_check_the_server_had(
+    repo: Path, server: ServerThread
+) -> None:
+    graph = repo / "codefleet.yaml"
+    graph.write_text(
+        "checks:\n  test: python -c pass\n  lint: python -c 'print(1)'\n"
+        "tasks:\n  - {id: T1, title: a, description: d, verify: test}\n"
+    )
+    (repo / "script.yaml").write_text("T1:\n- write: {path: a.txt, content: x}\n")
+    run = ("run", "--dry-run", "--script", "script.yaml", "--server", server.url)
+    assert cli(*run).exit_code == 0
+    graph.write_text(graph.read_text().replace("test: python -c pass", "test: python -c 1"))
+
+    again = cli(*run)
+
+    assert again.exit_code == 0, said(again)
+    assert f"{graph}: check test is now `python -c 1` (it was `python -c pass`)" in said(again)
+    assert "check lint" not in said(again)
+
+
 def test_a_dry_run_refuses_tasks_its_script_does_not_cover_and_names_them(
     repo: Path, server: ServerThread
 ) -> None:
