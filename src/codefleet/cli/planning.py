@@ -29,6 +29,7 @@ from codefleet.cli.common import (
     settings_from,
 )
 from codefleet.cli.helptext import CliTyper
+from codefleet.cli.settingopts import option
 
 if TYPE_CHECKING:
     from codefleet.config import Settings
@@ -114,14 +115,10 @@ def plan(
     workdir: WorkdirOpt = None,
     runners: RunnersOpt = 3,
     model: ModelOpt = None,
-    max_turns: Annotated[
-        int | None, typer.Option("--max-turns", help="Turn cap per answer [CODEFLEET_MAX_TURNS].")
-    ] = None,
+    max_turns: Annotated[int | None, option("max_turns", help="Turn cap per answer")] = None,
     max_budget_usd: Annotated[
         float | None,
-        typer.Option(
-            "--max-budget-usd", help="Spend cap of the session, USD [CODEFLEET_TASK_BUDGET_USD]."
-        ),
+        option("task_budget_usd", "--max-budget-usd", help="Spend cap of the session, USD"),
     ] = None,
     run_dir: RunDirOpt = None,
     server: ServerOpt = None,
