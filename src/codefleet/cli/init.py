@@ -86,8 +86,10 @@ def _report(root: Path, checks: list[FoundCheck], scripts: bool, kept: list[str]
     if written:
         _say(f"wrote {' and '.join(written)}: the example tasks, scripted (no key needed)")
     if not (root / ".git").exists():
-        _say("note: this is not a git repository; `git init` and commit first, so you can "
-             "review and undo what the agents change")  # fmt: skip
+        _say(
+            "note: this is not a git repository; `git init` and commit first, so you can "
+            "review and undo what the agents change"
+        )
     run = f"codefleet run --dry-run --script {SCRIPT_FILE}" if scripts else "codefleet run"
     _say("next:")
     _say("  codefleet serve &     # the coordination server for this tree; leave it running")

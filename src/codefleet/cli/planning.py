@@ -83,8 +83,9 @@ def check(
         tasks, tree_for(settings.workdir, settings.db, settings.run_dir), runners
     )
     if json_out:
-        print_json({"file": str(graph), "workdir": str(settings.workdir.resolve()),
-                    **analysis.to_json()})  # fmt: skip
+        print_json(
+            {"file": str(graph), "workdir": str(settings.workdir.resolve()), **analysis.to_json()}
+        )
     else:
         print_analysis(console, analysis, f"{graph} · tree {settings.workdir.resolve()}")
     if not analysis.ok:
@@ -142,16 +143,24 @@ def plan(
     if offline and workdir is not None:
         raise fail("--offline plans for the demo repository; drop --workdir")
     settings = settings_from(
-        workdir=workdir, model=model, max_turns=max_turns, task_budget_usd=max_budget_usd,
-        run_dir=run_dir, server_url=server, token=token,
-    )  # fmt: skip
+        workdir=workdir,
+        model=model,
+        max_turns=max_turns,
+        task_budget_usd=max_budget_usd,
+        run_dir=run_dir,
+        server_url=server,
+        token=token,
+    )
     _refuse_before_spending(settings, output, force, offline)
     if offline:
         settings = _in_a_demo_copy(settings)
     request = PlanRun(
-        goal, tree_for(settings.workdir, settings.db, settings.run_dir), tasks, runners,
+        goal,
+        tree_for(settings.workdir, settings.db, settings.run_dir),
+        tasks,
+        runners,
         examples_dir() / "plan-model.yaml" if offline else None,
-    )  # fmt: skip
+    )
     console.print(f"[bold]planning[/] in {request.tree.root} ({'offline' if offline else 'live'})")
     try:
         result, record = asyncio.run(run_plan(settings, request, _say_feedback))
