@@ -79,21 +79,13 @@ async def drive(plan: RunPlan, caught: list[signal.Signals]) -> Outcome:
     """Settle the run with the server, run the fleet until it drains or is stopped, collect."""
     import asyncio
 
-    from codefleet.ui.dashboard import follow_compact
-
     settings = plan.settings
     since, scopes = await _settle(plan)
     prepare_dirs(settings.run_dir)
     if plan.committer is not None:
         plan.committer.start(settings.url, settings.token, since)
     stop = asyncio.Event()
-    follower = None
-    if not plan.json_out:
-        from codefleet.cli.output import console
-
-        follower = asyncio.create_task(
-            follow_compact(settings.url, settings.token, console, stop, since=since)
-        )
+    follower = None if plan.json_out else _following(settings, stop, since)
     interrupt = _interrupt_on_signals(caught)
     answering = _answering(settings, stop, plan.json_out or plan.no_questions, plan.say)
     try:
@@ -186,6 +178,18 @@ def report(plan: RunPlan, outcome: Outcome) -> None:
     print_result(console, result, outcome.conflicts, simulated_cost=plan.simulated, outside=outside)
     if plan.committer is not None and history is not None:
         print_history(console, history, plan.committer.log(history))
+
+
+def _following(settings: Settings, stop: asyncio.Event, since: int) -> asyncio.Task[int]:
+    """One line per notable event of the run on the terminal, until `stop`."""
+    import asyncio
+
+    from codefleet.cli.output import console
+    from codefleet.ui.dashboard import follow_compact
+
+    return asyncio.create_task(
+        follow_compact(settings.url, settings.token, console, stop, since=since)
+    )
 
 
 def _answering(
