@@ -110,7 +110,9 @@ def agent_block(
         if agent == "copilot":
             block[event] = [{"type": "command", "bash": command, spec.timeout_key: spec.timeout}]
             continue
-        entry: dict[str, Any] = {"hooks": [{"type": "command", "command": command, spec.timeout_key: spec.timeout}]}  # fmt: skip
+        entry: dict[str, Any] = {
+            "hooks": [{"type": "command", "command": command, spec.timeout_key: spec.timeout}]
+        }
         block[event] = [{"matcher": matcher, **entry} if matcher else entry]
     return block
 

@@ -165,7 +165,9 @@ def _run(args: HookArgs, stdin_text: str, env: Mapping[str, str], post: Post | N
     raw = tool_paths(tool, data.get("tool_input"))
     if not raw:
         if args.event == PRE_TOOL_USE:
-            return _deny(f"{tool} named no file path, so CodeFleet could not check it; the write was refused.")  # fmt: skip
+            return _deny(
+                f"{tool} named no file path, so CodeFleet could not check it; the write was refused."
+            )
         return ""
     keys, refusal = _lease_keys(args.tree, data["cwd"], raw)
     if args.event == POST_TOOL_USE:
@@ -238,7 +240,9 @@ def _lease_keys(tree: str, cwd: str, raw: list[str]) -> tuple[list[str], str | N
 
 def _ask(args: HookArgs, send: Post, body: dict[str, Any], env: Mapping[str, str]) -> str:
     try:
-        answer = send(args.server, "/interactive/acquire", body, env.get("CODEFLEET_TOKEN"), PRE_TIMEOUT_S)  # fmt: skip
+        answer = send(
+            args.server, "/interactive/acquire", body, env.get("CODEFLEET_TOKEN"), PRE_TIMEOUT_S
+        )
     except Unreachable as err:
         if args.fail_open:
             sys.stderr.write(f"codefleet: {err}; allowed (--fail-open)\n")
@@ -286,7 +290,9 @@ def _malformed(args: HookArgs, problem: str) -> str:
     if args.event != PRE_TOOL_USE:
         sys.stderr.write(f"codefleet hook {args.event}: {problem}; ignored\n")
         return ""
-    return _deny(f"CodeFleet could not read this write's hook call: {problem}. The write was refused.")  # fmt: skip
+    return _deny(
+        f"CodeFleet could not read this write's hook call: {problem}. The write was refused."
+    )
 
 
 def _deny(reason: str) -> str:
@@ -418,7 +424,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parse_args(argv)
     except UsageError as err:
         if argv and argv[0] == PRE_TOOL_USE:  # a broken settings line must still fail closed
-            sys.stdout.write(_deny(f"CodeFleet's hook is misconfigured ({err}); the write was refused. Run `codefleet join` again.") + "\n")  # fmt: skip
+            sys.stdout.write(
+                _deny(
+                    f"CodeFleet's hook is misconfigured ({err}); the write was refused. Run `codefleet join` again."
+                )
+                + "\n"
+            )
             return 0
         sys.stderr.write(f"codefleet hook: {err}\n{USAGE}")
         return 0 if argv and argv[0] in EVENTS else 2
@@ -426,7 +437,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         out = run(args, text, os.environ)
     except Exception as err:  # the hook fails closed and never shows the person a traceback
-        out = _deny(f"CodeFleet's hook failed ({type(err).__name__}: {err}); the write was refused.") if args.event == PRE_TOOL_USE else ""  # fmt: skip
+        out = (
+            _deny(f"CodeFleet's hook failed ({type(err).__name__}: {err}); the write was refused.")
+            if args.event == PRE_TOOL_USE
+            else ""
+        )
     if out:
         sys.stdout.write(out + "\n")
     return 0
