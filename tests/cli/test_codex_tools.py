@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,8 +24,10 @@ from test_codex_executor import say
 
 from codefleet.api.client import FleetClient
 from codefleet.attempt import OperatorNote
+from codefleet.fleet.apply import ShellLimits
 from codefleet.fleet.ask import Asker
 from codefleet.fleet.checks import Checker, CheckLimits
+from codefleet.fleet.commands import CommandRunner, host_shell
 from codefleet.session.codex import CodexExecutor
 from codefleet.testing.fakecodex import FakeCodexModel, patch_call
 from codefleet.testing.fakemodel import marker
@@ -194,3 +197,30 @@ async def test_a_codex_prompt_names_only_the_tools_the_session_has(
         assert absent not in prompt
     assert "read_file" in prompt and "tool_search" in prompt
     assert json.dumps(prompt)  # plain text
+
+
+async def test_a_codex_task_with_the_shell_runs_a_command_whose_file_lands_leased(
+    fake_codex: FakeCodexModel, client: FleetClient, start_attempt: StartAttempt,
+    workdir: Path, codex: CodexExecutor,
+) -> None:  # fmt: skip
+    generate = f"\"{sys.executable}\" -c \"open('gen.py', 'w').write('GEN = 1\\n')\""
+    fake_codex.add_script(
+        "C1",
+        [{"content": [search("run a shell command")]},
+         {"content": [call("run_command", command=generate)]}, say("Generated gen.py.")],
+    )  # fmt: skip
+    attempt = await start_attempt("C1")
+    config = host_shell(ShellLimits(), unsandboxed=True)
+    assert config is not None, "no command layer on this host"
+    attempt = dataclasses.replace(
+        attempt, commands=CommandRunner(attempt.gate, attempt.number, config)
+    )
+
+    outcome = await run_attempt(codex, attempt)
+
+    answer = fake_codex.tool_results("C1")[-1].content
+    assert "Command exited with code 0" in answer and "Applied to the shared tree: gen.py" in answer
+    assert outcome.ok and (workdir / "gen.py").read_text() == "GEN = 1\n"
+    assert [(x["path"], x["task_id"]) for x in await client.leases()] == [("gen.py", "C1")]
+    prompt = "\n".join(user_texts(fake_codex.requests("C1")[0].body))
+    assert "run_command tool" in prompt and "You cannot run commands" not in prompt
