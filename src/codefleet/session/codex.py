@@ -4,7 +4,7 @@ With `session.sdk` and `session.readonly`, the only modules that import an agent
 (here `openai_codex`, pinned with its CLI runtime `openai-codex-cli-bin`, both 0.163.0).
 One attempt starts `codex app-server` with a private `CODEX_HOME` (`codexconfig`: a
 custom Responses provider, no shell, hooks on `apply_patch`), cwd = the shared tree,
-and runs one turn with the task's prompt (`CODEX_RULES` before the task).
+and runs the task's prompt (`CODEX_RULES` before the task) as the thread's first turn.
 
 The write gate: Codex hooks are commands, so the attempt serves its `WriteGate` on a
 Unix socket and the hooks run `hook.codexbridge` to reach it. `PreToolUse` receives
@@ -15,6 +15,15 @@ veto every further patch is refused (the attempt is over). `PostToolUse` records
 ledger row of each target. Before the turn the executor trusts the two hooks through
 Codex's own RPCs (`hooks/list`, `config/batchWrite`) and refuses to start the turn
 unless Codex then lists both as trusted: an untrusted hook is skipped silently by Codex.
+
+CodeFleet's tools: the attempt also serves its tool table (`session.tools`: `read_file`,
+`list_files`, the resource tools, `run_check`, `run_command`, `ask_operator` as the
+attempt has them, the same code a Claude Code session runs) on a second socket, which
+the session's MCP server, a thin stdio proxy (`session.codexread`), forwards each call
+to. So a file read lands in the attempt's read set, and after the first turn, as in the
+Claude executor, the operator's new messages are one more turn (`hear_operator`) and the
+reads are validated (`settle_reads`), a stale one getting its reconcile turn: each a
+user message on the same Codex thread. A turn's report counts that turn's tokens only.
 
 The outcome reuses `session_outcome`: the turn becomes a `SessionResult` (the final
 agent message, the thread's token totals; Codex reports no cost, so cost is 0); a

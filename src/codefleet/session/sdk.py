@@ -42,7 +42,8 @@ ourselves and read its `_process` (pinned SDK 0.2.189; a CLI test pins it).
 
 In-process tools: every session gets an in-process MCP server `codefleet`
 (docs/decisions.md, "The check tool is an in-process MCP server"), built in
-one place (`session_mcp_tools`, each tool in `tools` and `allowed_tools`):
+one place (`session_mcp_tools`, each tool in `tools` and `allowed_tools`) from
+the tool table a Codex session gets too (`session.tools`, one definition each):
 `acquire_resource`, `next_number` and `allocate_port` always
 (`fleet.resources`; docs/decisions.md, "Every session gets the resource
 tools"); `run_check(name)` (`mcp__codefleet__run_check`) when the operator
