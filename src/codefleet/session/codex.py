@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from openai_codex import ApprovalMode, AsyncCodex, CodexConfig, Sandbox
+from openai_codex import ApprovalMode, AsyncCodex, AsyncThread, CodexConfig, Sandbox
 from openai_codex.generated.v2_all import (
     ConfigWriteResponse,
     HooksListResponse,
@@ -295,22 +295,8 @@ class CodexExecutor:
     async def _session(
         self, attempt: Attempt, sockets: tuple[str, str], limit: float, patch_log: PatchLog
     ) -> AttemptReport:
-        """The first turn, the operator's messages (`hear_operator`), then the reconcile
-        turns `settle_reads` asks for, all on one Codex thread."""
-        home = codex_home(attempt)
-        gate_path, tools_path = sockets
-        hook = (
-            f"{shlex.quote(sys.executable)} -m codefleet.hook.codexbridge {shlex.quote(gate_path)}"
-        )
-        proxy = (sys.executable, "-m", "codefleet.session.codexread", tools_path)
-        timeout = math.ceil(limit + TOOL_MARGIN_S) if limit else None
-        config = config_toml(self.provider, hook, HOOK_TIMEOUT_S, proxy, timeout)
-        (home / "config.toml").write_text(config)
-        env = {
-            "CODEX_HOME": str(home),
-            "HOME": str(home),
-            **(self.env(attempt) if self.env else {}),
-        }
+        """Start Codex on the attempt's private config, trust its hooks, run the thread."""
+        env = self._prepare(attempt, sockets, limit)
         codex = AsyncCodex(CodexConfig(cwd=str(attempt.workdir), env=env))
         try:
             await codex.__aenter__()
@@ -321,24 +307,50 @@ class CodexExecutor:
                 sandbox=Sandbox.full_access,
                 approval_mode=ApprovalMode.deny_all,
             )
-
-            async def turn(message: str) -> AttemptReport:
-                end = await drain((await thread.turn(message)).stream())
-                patch_log.result = session_result(end, thread.id, self.model)
-                hooks = patch_log.hook_record()
-                report = session_outcome(patch_log.result, None, hooks, attempt=attempt.number)
-                report, patch_log.spent = this_turn(report, patch_log.spent)
-                return report
-
-            async def follow_up(message: str) -> AttemptReport:
-                patch_log.followups.append(message)
-                return await turn(message)
-
-            first = await turn(self._prompt(attempt))
-            first = await hear_operator(attempt.inbox, first, follow_up)
-            return await settle_reads(attempt, first, follow_up)
+            return await self._converse(attempt, thread, patch_log)
         finally:
             await codex.close()
+
+    def _prepare(self, attempt: Attempt, sockets: tuple[str, str], limit: float) -> dict[str, str]:
+        """Write the session's `config.toml` (hooks to the gate's socket, the tools' proxy
+        to the tools' socket) into a fresh CODEX_HOME; the session's environment."""
+        home = codex_home(attempt)
+        gate_path, tools_path = sockets
+        hook = (
+            f"{shlex.quote(sys.executable)} -m codefleet.hook.codexbridge {shlex.quote(gate_path)}"
+        )
+        proxy = (sys.executable, "-m", "codefleet.session.codexread", tools_path)
+        timeout = math.ceil(limit + TOOL_MARGIN_S) if limit else None
+        (home / "config.toml").write_text(
+            config_toml(self.provider, hook, HOOK_TIMEOUT_S, proxy, timeout)
+        )
+        return {
+            "CODEX_HOME": str(home),
+            "HOME": str(home),
+            **(self.env(attempt) if self.env else {}),
+        }
+
+    async def _converse(
+        self, attempt: Attempt, thread: AsyncThread, patch_log: PatchLog
+    ) -> AttemptReport:
+        """The first turn, the operator's messages (`hear_operator`), then the reconcile
+        turns `settle_reads` asks for: each a user message on the same Codex thread."""
+
+        async def turn(message: str) -> AttemptReport:
+            end = await drain((await thread.turn(message)).stream())
+            patch_log.result = session_result(end, thread.id, self.model)
+            hooks = patch_log.hook_record()
+            report = session_outcome(patch_log.result, None, hooks, attempt=attempt.number)
+            report, patch_log.spent = this_turn(report, patch_log.spent)
+            return report
+
+        async def follow_up(message: str) -> AttemptReport:
+            patch_log.followups.append(message)
+            return await turn(message)
+
+        first = await turn(self._prompt(attempt))
+        first = await hear_operator(attempt.inbox, first, follow_up)
+        return await settle_reads(attempt, first, follow_up)
 
     def _prompt(self, attempt: Attempt) -> str:
         marker = self.prompt_marker(attempt) if self.prompt_marker else None
