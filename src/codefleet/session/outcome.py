@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from codefleet.attempt import AttemptReport
@@ -42,7 +42,9 @@ __all__ = [
     "Crash",
     "HookRecord",
     "SessionResult",
+    "Spent",
     "session_outcome",
+    "this_turn",
     "timing_summary",
     "usage_totals",
 ]
@@ -187,3 +189,22 @@ def timing_summary(samples_ms: Sequence[float]) -> dict[str, float | int]:
 def _nearest_rank(ordered: Sequence[float], percent: float) -> float:
     rank = max(1, math.ceil(percent / 100 * len(ordered)))
     return ordered[rank - 1]
+
+
+Spent = tuple[int, int, float]  # tokens in, out and cost of a session's turns so far
+
+
+def this_turn(report: AttemptReport, spent: Spent) -> tuple[AttemptReport, Spent]:
+    """A turn's report with this turn's usage only, and the new running totals: a
+    session's usage figures (the Claude Code CLI's, a Codex thread's) add up over its
+    turns; a turn that reports none keeps the totals."""
+    tokens_in, tokens_out, cost = spent
+    if report.input_tokens or report.output_tokens or report.cost_usd:
+        spent = (report.input_tokens, report.output_tokens, report.cost_usd)
+    own = replace(
+        report,
+        input_tokens=max(0, report.input_tokens - tokens_in),
+        output_tokens=max(0, report.output_tokens - tokens_out),
+        cost_usd=max(0.0, report.cost_usd - cost),
+    )
+    return own, spent

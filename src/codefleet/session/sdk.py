@@ -42,7 +42,8 @@ ourselves and read its `_process` (pinned SDK 0.2.189; a CLI test pins it).
 
 In-process tools: every session gets an in-process MCP server `codefleet`
 (docs/decisions.md, "The check tool is an in-process MCP server"), built in
-one place (`session_mcp_tools`, each tool in `tools` and `allowed_tools`):
+one place (`session_mcp_tools`, each tool in `tools` and `allowed_tools`) from
+the tool table a Codex session gets too (`session.tools`, one definition each):
 `acquire_resource`, `next_number` and `allocate_port` always
 (`fleet.resources`; docs/decisions.md, "Every session gets the resource
 tools"); `run_check(name)` (`mcp__codefleet__run_check`) when the operator
@@ -72,7 +73,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
 from claude_agent_sdk import (
@@ -99,28 +100,29 @@ from claude_agent_sdk import (
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
 from codefleet.attempt import AttemptReport
-from codefleet.fleet.ask import Asker
 from codefleet.fleet.checks import CHECK_TOOL, Checker
-from codefleet.fleet.commands import (
-    COMMAND_TOOL,
-    DEFAULT_COMMAND_TIMEOUT_S,
-    MAX_COMMAND_TIMEOUT_S,
-    CommandRunner,
-)
+from codefleet.fleet.commands import COMMAND_TOOL
 from codefleet.fleet.executor import Attempt
 from codefleet.fleet.inbox import hear_operator
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.fleet.reads import READ_RECORDED_TOOLS
 from codefleet.fleet.reconcile import settle_reads
-from codefleet.fleet.resources import Answer, ResourceTools
 from codefleet.hook.io import deny_output, extract_paths
 from codefleet.hook.readguard import READ_TOOLS, read_refusal
-from codefleet.models import WRITE_TOOLS, CheckPurpose, ErrorKind, utcnow
+from codefleet.models import WRITE_TOOLS, ErrorKind, utcnow
 from codefleet.session.conversation import Conversation, no_input
 from codefleet.session.credentials import CREDENTIAL_VARS, MissingCredentials, credentials_problem
-from codefleet.session.outcome import Crash, HookRecord, SessionResult, session_outcome
+from codefleet.session.outcome import (
+    Crash,
+    HookRecord,
+    SessionResult,
+    Spent,
+    session_outcome,
+    this_turn,
+)
 from codefleet.session.prompt import build_prompt
 from codefleet.session.record import StderrFile, record_path, save_record, stderr_path
+from codefleet.session.tools import ASK_TOOL, SessionTool, check_tool, session_tools
 
 __all__ = [
     "ASK_TOOL_NAME",
@@ -147,23 +149,11 @@ READ_MATCHER: Final = "|".join(READ_TOOLS)
 READ_RECORD_MATCHER: Final = "|".join(sorted(READ_RECORDED_TOOLS))
 CHECK_SERVER: Final = "codefleet"
 CHECK_TOOL_NAME: Final = f"mcp__{CHECK_SERVER}__{CHECK_TOOL}"
-ASK_TOOL: Final = "ask_operator"
 ASK_TOOL_NAME: Final = f"mcp__{CHECK_SERVER}__{ASK_TOOL}"
-ASK_MARGIN_S: Final = 60.0  # past the question timeout: the runner's own bound comes first
 COMMAND_TOOL_NAME: Final = f"mcp__{CHECK_SERVER}__{COMMAND_TOOL}"
 RESOURCE_TOOL_NAMES: Final = [
     f"mcp__{CHECK_SERVER}__{name}" for name in ("acquire_resource", "next_number", "allocate_port")
 ]
-RESOURCE_HELP: Final = (
-    "Take a named resource (a database, a build directory: e.g. db) for the rest of this task, "
-    "before you use it. If another task holds it you are told to stop: do so."
-)
-NUMBER_HELP: Final = (
-    "The next number of a fleet-wide sequence (e.g. migrations): unique across all agents, "
-    "never handed out twice. Use it for a new numbered file instead of counting files yourself."
-)
-PORT_HELP: Final = "A TCP port free on this host and reserved for this task until it ends."
-CHECK_RESULT_CHARS: Final = 50_000  # the CLI keeps a tool result up to this size inline
 MCP_TIMEOUT_MARGIN_S: Final = 60.0  # the CLI's own limit on a tool call, past the check's
 HOOK_TIMEOUT_S: Final = 8.0  # the CLI blocks the write if the hook takes longer
 CHECK_MARGIN_S: Final = 1.0  # our own check gives up first, with a readable reason
@@ -207,7 +197,7 @@ class AttemptLog:
     limit_resets_at: float | None = None  # Unix seconds: a rejected RateLimitEvent said so
     record_read: Callable[[str, Any], None] | None = None  # the attempt's read set
     result: SessionResult | None = None  # the last turn's
-    spent: tuple[int, int, float] = (0, 0, 0.0)  # tokens in, out and cost of the turns so far
+    spent: Spent = (0, 0, 0.0)  # tokens in, out and cost of the turns so far
     followups: list[str] = field(default_factory=list)  # the messages after the first
 
     def hook_record(self) -> HookRecord:
@@ -344,129 +334,26 @@ async def _record(gate: WriteGate, path: str, tool: str) -> None:
 
 def make_check_server(checker: Checker) -> McpSdkServerConfig:
     """The in-process MCP server with the one `run_check(name)` tool of this attempt."""
-    return create_sdk_mcp_server(CHECK_SERVER, tools=[check_tool(checker)])
+    return create_sdk_mcp_server(CHECK_SERVER, tools=[sdk_tool(check_tool(checker))])
 
 
 def session_mcp_tools(attempt: Attempt) -> tuple[list[SdkMcpTool[Any]], float]:
-    """The attempt's in-process tools and the longest a call of one may take, in seconds
-    (0: no tool waits past the CLI's default). The resource tools always (a session cannot
-    know in advance that it will need a number or a port); `run_check` with checks,
-    `run_command` with the shell, `ask_operator` when the attempt may ask."""
-    found = resource_tools(attempt.gate)
-    limit = 0.0
-    if attempt.checks is not None:
-        found.append(check_tool(attempt.checks))
-        limit = max(limit, attempt.checks.limits.timeout)
-    if attempt.commands is not None:
-        found.append(command_tool(attempt.commands))
-        limit = max(limit, MAX_COMMAND_TIMEOUT_S)
-    if attempt.ask is not None:
-        found.append(ask_tool(attempt.ask))
-        limit = max(limit, attempt.ask.timeout + ASK_MARGIN_S)
-    return found, limit
+    """The attempt's tools (`session.tools`, the same table a Codex session gets) as SDK
+    MCP tools, and the longest a call of one may take, in seconds."""
+    found, limit = session_tools(attempt)
+    return [sdk_tool(t) for t in found], limit
 
 
-def ask_tool(asker: Asker) -> SdkMcpTool[Any]:
-    """`ask_operator(question)`: ask the person who runs the fleet; returns the answer."""
-    description = (
-        "Ask the person who runs this fleet a question, when the task is unclear and a wrong "
-        "guess would be costly. Waits for the answer (which may be 'No answer: use your best "
-        "judgment ...'). Ask rarely; decide small things yourself."
-    )
-    schema = {
-        "type": "object",
-        "properties": {"question": {"type": "string", "description": "One short question."}},
-        "required": ["question"],
-    }
+def sdk_tool(found: SessionTool) -> SdkMcpTool[Any]:
+    """One of CodeFleet's tools as an in-process SDK MCP tool."""
+    size = found.result_chars
+    annotations = ToolAnnotations(maxResultSizeChars=size) if size else None
 
-    @tool(ASK_TOOL, description, schema)
-    async def ask_operator(args: dict[str, Any]) -> dict[str, Any]:
-        answer = await asker.ask(str(args.get("question") or "").strip() or "(empty question)")
-        return {"content": [{"type": "text", "text": answer}]}
+    async def call(args: dict[str, Any]) -> dict[str, Any]:
+        answer = await found.call(args)
+        return {"content": [{"type": "text", "text": answer.text}], "is_error": answer.is_error}
 
-    return ask_operator
-
-
-def command_tool(commands: CommandRunner) -> SdkMcpTool[Any]:
-    """`run_command(command, timeout_s)`: this attempt's command tool (`fleet.commands`)."""
-    description = (
-        "Run a shell command in a private layer over the shared tree (your edits and all "
-        "finished work). The files it changes are applied to the shared tree through the "
-        "same file leases as a Write, all or nothing; if another agent holds one of them, "
-        "nothing is applied and you must stop. Returns the exit code, wall time, output "
-        "(tail) and the applied / kept out / refused files."
-    )
-    schema = {
-        "type": "object",
-        "properties": {
-            "command": {"type": "string", "description": "The shell command line."},
-            "timeout_s": {
-                "type": "number",
-                "description": f"Time limit in seconds (default 120, at most {MAX_COMMAND_TIMEOUT_S:g}).",
-            },
-        },
-        "required": ["command"],
-    }
-
-    @tool(COMMAND_TOOL, description, schema, ToolAnnotations(maxResultSizeChars=CHECK_RESULT_CHARS))
-    async def run_command(args: dict[str, Any]) -> dict[str, Any]:
-        timeout = args.get("timeout_s")
-        result = await commands.run(
-            str(args.get("command") or "true"),
-            float(timeout) if isinstance(timeout, int | float) else DEFAULT_COMMAND_TIMEOUT_S,
-        )
-        failed = result.refused is not None or result.applied.denied is not None
-        return {"content": [{"type": "text", "text": result.render()}], "is_error": failed}
-
-    return run_command
-
-
-def check_tool(checker: Checker) -> SdkMcpTool[Any]:
-    """`run_check(name)`: run one of the operator's named checks for this attempt."""
-    description = (
-        "Run one of the operator's named checks (tests, linters) in a private copy of the "
-        "shared tree holding your edits and all finished work, never other agents' unfinished "
-        "edits; nothing it writes reaches the tree. Returns the verdict, exit code and output "
-        f"(tail). Available checks: {', '.join(checker.names)}."
-    )
-    schema = {
-        "type": "object",
-        "properties": {"name": {"type": "string", "description": "The check's name."}},
-        "required": ["name"],
-    }
-
-    @tool(CHECK_TOOL, description, schema, ToolAnnotations(maxResultSizeChars=CHECK_RESULT_CHARS))
-    async def run_check(args: dict[str, Any]) -> dict[str, Any]:
-        result = await checker.run(str(args.get("name") or ""), CheckPurpose.TOOL)
-        text = {"type": "text", "text": result.render()}
-        return {"content": [text], "is_error": result.refused is not None}
-
-    return run_check
-
-
-def resource_tools(gate: WriteGate) -> list[SdkMcpTool[Any]]:
-    """`acquire_resource(name)`, `next_number(sequence)`, `allocate_port()` over `fleet.resources`."""
-    tools = ResourceTools(gate)
-
-    def text(answer: Answer) -> dict[str, Any]:
-        return {"content": [{"type": "text", "text": answer.text}], "is_error": not answer.ok}
-
-    def named(key: str) -> dict[str, Any]:
-        return {"type": "object", "properties": {key: {"type": "string"}}, "required": [key]}
-
-    @tool("acquire_resource", RESOURCE_HELP, named("name"))
-    async def acquire_resource(args: dict[str, Any]) -> dict[str, Any]:
-        return text(await tools.acquire_resource(str(args.get("name") or "")))
-
-    @tool("next_number", NUMBER_HELP, named("sequence"))
-    async def next_number(args: dict[str, Any]) -> dict[str, Any]:
-        return text(await tools.next_number(str(args.get("sequence") or "")))
-
-    @tool("allocate_port", PORT_HELP, {"type": "object", "properties": {}})
-    async def allocate_port(args: dict[str, Any]) -> dict[str, Any]:
-        return text(await tools.allocate_port())
-
-    return [acquire_resource, next_number, allocate_port]
+    return tool(found.name, found.description, found.schema, annotations)(call)
 
 
 # -- the executor -------------------------------------------------------------------
@@ -641,20 +528,8 @@ async def _turn(
     )
     attempt_log.result = found or attempt_log.result
     report = session_outcome(found, crash, attempt_log.hook_record(), attempt=attempt.number)
-    return _this_turn(report, attempt_log)
-
-
-def _this_turn(report: AttemptReport, attempt_log: AttemptLog) -> AttemptReport:
-    """The CLI's usage figures add up over a session: keep what this turn added."""
-    tokens_in, tokens_out, cost = attempt_log.spent
-    if report.input_tokens or report.output_tokens or report.cost_usd:
-        attempt_log.spent = (report.input_tokens, report.output_tokens, report.cost_usd)
-    return replace(
-        report,
-        input_tokens=max(0, report.input_tokens - tokens_in),
-        output_tokens=max(0, report.output_tokens - tokens_out),
-        cost_usd=max(0.0, report.cost_usd - cost),
-    )
+    report, attempt_log.spent = this_turn(report, attempt_log.spent)
+    return report
 
 
 def _watch(message: Any, attempt_log: AttemptLog) -> None:
