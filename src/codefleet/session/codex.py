@@ -287,8 +287,13 @@ class CodexExecutor:
         if report is None:
             hooks = patch_log.hook_record()
             report = session_outcome(None, crash, hooks, attempt=attempt.number)
-        evidence = {"agent": "codex", "model": self.model, "refusals": patch_log.refusals,
-                    "tools": [t.name for t in tools], "followups": patch_log.followups}  # fmt: skip
+        evidence = {
+            "agent": "codex",
+            "model": self.model,
+            "refusals": patch_log.refusals,
+            "tools": [t.name for t in tools],
+            "followups": patch_log.followups,
+        }
         save_record(attempt, evidence, patch_log.hook_ms, patch_log.result, report, started)
         return report
 
@@ -356,9 +361,13 @@ class CodexExecutor:
         marker = self.prompt_marker(attempt) if self.prompt_marker else None
         checks = attempt.checks.names if attempt.checks else ()
         return build_prompt(
-            attempt.task, marker, checks, commands=attempt.commands is not None,
-            ask=attempt.ask is not None, rules=CODEX_RULES,
-        )  # fmt: skip
+            attempt.task,
+            marker,
+            checks,
+            commands=attempt.commands is not None,
+            ask=attempt.ask is not None,
+            rules=CODEX_RULES,
+        )
 
 
 async def trust_hooks(codex: AsyncCodex, workdir: Path) -> None:

@@ -265,8 +265,9 @@ async def mcp_result(tools: Sequence[SessionTool], method: str, params: Any) -> 
     """The MCP `result` of `tools/list` or `tools/call` over `tools`; anything else, or an
     unknown tool, is a tool error the model reads."""
     if method == "tools/list":
-        listed = [{"name": t.name, "description": t.description, "inputSchema": t.schema}
-                  for t in tools]  # fmt: skip
+        listed = [
+            {"name": t.name, "description": t.description, "inputSchema": t.schema} for t in tools
+        ]
         return {"tools": listed}
     params = params if isinstance(params, dict) else {}
     name, arguments = str(params.get("name") or ""), params.get("arguments")
