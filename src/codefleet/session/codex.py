@@ -1,6 +1,6 @@
 """The Codex executor: one attempt = one Codex session through the official Python SDK.
 
-With `session.sdk` and `session.readonly`, the only modules that import an agent SDK
+With the Claude Code session modules, the only modules that import an agent SDK
 (here `openai_codex`, pinned with its CLI runtime `openai-codex-cli-bin`, both 0.163.0).
 One attempt starts `codex app-server` with a private `CODEX_HOME` (`codexconfig`: a
 custom Responses provider, no shell, hooks on `apply_patch`), cwd = the shared tree,

@@ -1,18 +1,19 @@
 """How a finished Claude Code session becomes an `AttemptReport` (pure: no SDK, no I/O).
 
-`session` turns the SDK's `ResultMessage` into a `SessionResult`, a failure
-without one into a `Crash`, and what the hooks saw into a `HookRecord`; then
+`session.clistream` turns the SDK's `ResultMessage` into a `SessionResult` and a
+failure without one into a `Crash`, and `session.attempthooks` what the hooks
+saw into a `HookRecord`; then
 `session_outcome` decides, first rule that applies wins:
 
 1. a write was refused because another task holds the file (the gate's
    `blocked_on`) -> VETO with `blocked_on_path`, whatever the model said after;
-2. no result frame -> the crash's kind (`session.classify_crash`: INFRA, a CLI
+2. no result frame -> the crash's kind (`clistream.classify_crash`: INFRA, a CLI
    that cannot start, talk or finish is the environment failing, not the agent);
 3. `error_max_turns` / `error_max_budget_usd` -> BUDGET;
 4. an API error (`api_error_status`, or `terminal_reason == "api_error"`) ->
    INFRA, or RATE_LIMITED for a 429 (rate or usage limit) or a 529
    (overloaded), carrying `retry_after_s` when the session learnt when the
-   limit lifts (a subscription login's `rate_limit_event`; see `session`);
+   limit lifts (a subscription login's `rate_limit_event`; see `session.clistream`);
 5. any other error result -> AGENT_ERROR;
 6. a write refused for another reason (outside the tree, server down, a hook
    failure the CLI turned into a denial) -> AGENT_ERROR: the agent was told a
