@@ -2,9 +2,8 @@
 
 Each builder is `(RunFacts) -> Section | None` and owns its section's data and
 blocks (`review.reportblocks`); `review.runreport` lists them in `SECTIONS`.
-The verdict (`verdict`: RUNNING while a task is live and no run finished, else
-the last `run_finished`'s word, else whether every task succeeded) is said
-here once and shared with the report's header. A fleet that ran no real model
+The run's one-word verdict (`verdict`) is said here once and shared with the
+report's header and the summary. A fleet that ran no real model
 prices its cost as simulated (`RunFacts.simulated`), in the summary and in the
 cost section alike.
 """
@@ -31,6 +30,8 @@ __all__ = [
 
 
 def verdict(facts: RunFacts) -> str:
+    """RUNNING while a task is live and no run finished, else the last `run_finished`'s word,
+    else PASS only if every task succeeded."""
     statuses = [t["status"] for t in facts.record.tasks]
     if any(s in ("pending", "assigned", "running") for s in statuses) and facts.ok is None:
         return "RUNNING"
