@@ -46,6 +46,7 @@ __all__ = [
     "make_read_guard",
     "make_read_recorder",
     "settle",
+    "write_hook_timeout",
 ]
 
 log = logging.getLogger(__name__)
@@ -98,13 +99,18 @@ class AttemptLog:
         )
 
 
+def write_hook_timeout(hook_timeout: float, gate: WriteGate) -> float:
+    """The pre-write hook's bound: a parked write may wait the gate's `lease_wait_s` on top."""
+    return hook_timeout + gate.lease_wait_s
+
+
 def hook_matchers(attempt_log: AttemptLog, hook_timeout: float) -> dict[Any, list[HookMatcher]]:
     """The attempt's hooks: the write gate (`hook_timeout` plus the lease wait) and the read
     guard (`hook_timeout`) before a call, blocking on failure; the ledger and read set after."""
     pre = HookMatcher(
         matcher=WRITE_MATCHER,
         hooks=[make_pre_tool_use(attempt_log)],
-        timeout=hook_timeout + attempt_log.gate.lease_wait_s,
+        timeout=write_hook_timeout(hook_timeout, attempt_log.gate),
         on_failure="block",
     )
     reads = HookMatcher(

@@ -59,7 +59,6 @@ from typing import Any, Final
 
 from claude_agent_sdk import (
     ClaudeAgentOptions,
-    McpSdkServerConfig,
     SdkMcpTool,
     ToolAnnotations,
     create_sdk_mcp_server,
@@ -68,13 +67,19 @@ from claude_agent_sdk import (
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
 from codefleet.attempt import AttemptReport
-from codefleet.fleet.checks import CHECK_TOOL, Checker
+from codefleet.fleet.checks import CHECK_TOOL
 from codefleet.fleet.commands import COMMAND_TOOL
 from codefleet.fleet.executor import Attempt
 from codefleet.fleet.inbox import hear_operator
 from codefleet.fleet.reconcile import settle_reads
 from codefleet.models import utcnow
-from codefleet.session.attempthooks import HOOK_TIMEOUT_S, AttemptLog, hook_matchers, settle
+from codefleet.session.attempthooks import (
+    HOOK_TIMEOUT_S,
+    AttemptLog,
+    hook_matchers,
+    settle,
+    write_hook_timeout,
+)
 from codefleet.session.clistream import (
     classify_crash,
     kill_cli,
@@ -86,7 +91,7 @@ from codefleet.session.conversation import Conversation, no_input
 from codefleet.session.outcome import session_outcome, this_turn
 from codefleet.session.prompt import build_prompt
 from codefleet.session.record import StderrFile, save_record, stderr_path
-from codefleet.session.tools import ASK_TOOL, SessionTool, check_tool, session_tools
+from codefleet.session.tools import ASK_TOOL, SessionTool, session_tools
 
 __all__ = [
     "ASK_TOOL_NAME",
@@ -96,7 +101,6 @@ __all__ = [
     "RESOURCE_TOOL_NAMES",
     "SESSION_TOOLS",
     "SessionExecutor",
-    "make_check_server",
 ]
 
 SESSION_TOOLS: Final = ("Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Glob", "Grep")
@@ -116,12 +120,7 @@ EnvFor = Callable[[Attempt], Mapping[str, str]]
 MarkerFor = Callable[[Attempt], str | None]
 
 
-# -- the check tool -----------------------------------------------------------------
-
-
-def make_check_server(checker: Checker) -> McpSdkServerConfig:
-    """The in-process MCP server with the one `run_check(name)` tool of this attempt."""
-    return create_sdk_mcp_server(CHECK_SERVER, tools=[sdk_tool(check_tool(checker))])
+# -- the tools ----------------------------------------------------------------------
 
 
 def session_mcp_tools(attempt: Attempt) -> tuple[list[SdkMcpTool[Any]], float]:
@@ -170,7 +169,7 @@ class SessionExecutor:
     async def run(self, attempt: Attempt) -> AttemptReport:
         attempt_log = AttemptLog(
             attempt.gate,
-            max(0.5, self._write_hook_timeout(attempt) - CHECK_MARGIN_S),
+            max(0.5, write_hook_timeout(self.hook_timeout, attempt.gate) - CHECK_MARGIN_S),
             record_read=attempt.record_read,
         )
         started = utcnow()
@@ -223,10 +222,6 @@ class SessionExecutor:
             hooks=hook_matchers(attempt_log, self.hook_timeout),
             system_prompt={"type": "preset", "preset": "claude_code"},
         )
-
-    def _write_hook_timeout(self, attempt: Attempt) -> float:
-        """The pre-write hook's bound: a parked write may wait `lease_wait_s` on top."""
-        return self.hook_timeout + attempt.gate.lease_wait_s
 
     def _prompt(self, attempt: Attempt) -> str:
         marker = self.prompt_marker(attempt) if self.prompt_marker else None
