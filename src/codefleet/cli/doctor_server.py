@@ -25,7 +25,6 @@ import asyncio
 import statistics
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -33,7 +32,7 @@ from codefleet.api.client import FleetClient
 from codefleet.cli.doctor_checks import Check
 from codefleet.config import Settings
 from codefleet.errors import Forbidden, Unauthorized
-from codefleet.models import from_iso
+from codefleet.models import clock_skew_s, utcnow
 from codefleet.statedir import TreeClaim, read_tree_id, tree_mismatch
 
 __all__ = [
@@ -85,11 +84,10 @@ async def probe(settings: Settings) -> Probe:
 
 async def _ping(client: FleetClient) -> tuple[float, float, dict[str, Any]]:
     """One health request: its round trip, the skew it shows, the answer."""
-    sent, wall = time.perf_counter(), time.time()
+    started, sent = time.perf_counter(), utcnow()
     health = await client.health()
-    trip = time.perf_counter() - sent
-    here = datetime.fromtimestamp(wall + trip / 2, UTC)
-    return trip, (from_iso(str(health["server_time"])) - here).total_seconds(), health
+    trip, received = time.perf_counter() - started, utcnow()
+    return trip, clock_skew_s(str(health["server_time"]), sent, received), health
 
 
 def judge_token(found: Probe, has_token: bool) -> Check:

@@ -75,7 +75,14 @@ from codefleet.fleet.inbox import Inbox
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.fleet.reads import ReadLog
 from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S
-from codefleet.models import DEFAULT_RECONCILE_ROUNDS, CheckPurpose, ErrorKind, ShellMode
+from codefleet.models import (
+    DEFAULT_RECONCILE_ROUNDS,
+    CheckPurpose,
+    ErrorKind,
+    ShellMode,
+    clock_skew_s,
+    utcnow,
+)
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
 from codefleet.statedir import NoTreeId, read_tree_id
 
@@ -151,6 +158,7 @@ class Runner:
         self.lease_wait_s = 0.0  # the server's CODEFLEET_LEASE_WAIT: how long a write may park
         self.task_timeout = options.task_timeout or 600.0
         self.question_timeout = 0.0  # the server's; 0: sessions cannot ask
+        self.clock_skew_s = 0.0  # the server's clock minus this host's, measured at registration
         self.fenced = asyncio.Event()
         self._registering: asyncio.Future[dict[str, Any]] | None = None  # the last register call
         self.inbox = Inbox()  # the running attempt's operator messages (`fleet.inbox`)
@@ -189,7 +197,11 @@ class Runner:
                                  replace=take_over, agent=self.options.agent, tree_id=tree_id)
         )  # fmt: skip
         self._registering.add_done_callback(_collect)
-        return await asyncio.shield(self._registering)
+        sent = utcnow()
+        answer = await asyncio.shield(self._registering)
+        if "server_time" in answer:  # reads are stamped in the server's time (`fleet.reads`)
+            self.clock_skew_s = clock_skew_s(str(answer["server_time"]), sent, utcnow())
+        return answer
 
     async def run(
         self, stop: asyncio.Event | None = None, interrupt: asyncio.Event | None = None
@@ -344,7 +356,7 @@ class Runner:
             await self._retrying(lambda: self.client.start(task.id, self.agent_id, self.epoch))
         except NotOwner:
             return None  # the task moved on before we started it
-        reads = ReadLog()
+        reads = ReadLog(skew_s=self.clock_skew_s)
         gate = WriteGate(
             self.client, self.tree, self.agent_id, self.epoch, task.id, self.grant_trust_s,
             lease_wait_s=self.lease_wait_s, reads=reads.latest,
