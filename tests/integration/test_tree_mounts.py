@@ -13,15 +13,20 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from tool_support import require_tool, unavailable
+from typer.testing import CliRunner
 
 from codefleet.api.client import FleetClient
+from codefleet.cli.app import app
 from codefleet.server.thread import ServerThread
+from codefleet.statedir import tree_id_path
 
 CLI = [sys.executable, "-m", "codefleet.cli"]
 
@@ -83,3 +88,24 @@ async def test_a_runner_on_another_mount_of_the_tree_works_by_tree_relative_path
     assert statuses == {"W": "succeeded", "F": "failed"}
     assert [c["path"] for c in written["file_changes"]] == ["a.py"]
     assert sorted(e["payload"]["path"] for e in leased) == ["a.py", "pkg/b.py"]
+
+
+def test_load_on_another_mount_looks_up_the_checks_programs_in_its_own_mount(
+    server: ServerThread, workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mount = tmp_path / "mnt" / "repo"  # this host's mount: the identity, and the script
+    tree_id_path(mount).parent.mkdir(parents=True)
+    shutil.copy(tree_id_path(workdir), tree_id_path(mount))
+    (mount / "check.sh").write_text("#!/bin/sh\ntrue\n")
+    (mount / "check.sh").chmod(0o755)
+    graph = tmp_path / "graph.yaml"
+    graph.write_text(
+        "checks: {here: ./check.sh}\ntasks:\n  - {id: T, title: t, verify: here, description: d}\n"
+    )
+    monkeypatch.chdir(mount)
+    clean = {k: None for k in os.environ if k.startswith("CODEFLEET_")}
+
+    loaded = CliRunner().invoke(app, ["load", str(graph), "--server", server.url], env=clean)  # type: ignore[arg-type]
+
+    assert loaded.exit_code == 0, loaded.output
+    assert "warning" not in loaded.output  # the server's path has no check.sh; this mount has
