@@ -375,6 +375,8 @@ async def test_a_write_that_waited_is_hatched_on_its_bar_with_an_arrow_to_the_ho
     assert mark["x"] <= line["x"] <= mark["x"] + mark["width"]  # it leaves the hatched segment
     reaches = (line["y"], line["y"] + line["height"])  # and ends at the holder's bar
     assert min(abs(reaches[0] - (body["y"] + body["height"])), abs(reaches[1] - body["y"])) <= 2
+    legend = page.locator("ul.legend li", has=page.locator(".wait-key"))  # the mark is explained
+    await expect(legend).to_have_text("waited for a held file")
     await page.screenshot(path=tmp_path / "wait.png")
     assert browser.errors == []
 
@@ -529,7 +531,8 @@ async def test_no_panel_is_narrower_than_its_content_at_common_window_widths(
 async def test_the_dashboards_duration_is_the_reports_wall_time_for_the_same_run(
     demo_server: ServerThread, browser: Browser
 ) -> None:
-    """A runner going stale 22.5 s after the run finished is not part of the run's duration."""
+    """A runner going stale 22.5 s after the run finished is not part of the run's duration,
+    nor the ten minutes before the next run on the same database (which is)."""
     await load_demo_graph(demo_server)
     assert (await run_demo_fleet(demo_server)).ok
     async with FleetClient(demo_server.url, token=TOKEN) as client:
@@ -539,11 +542,19 @@ async def test_the_dashboards_duration_is_the_reports_wall_time_for_the_same_run
     later = from_iso(finished["at"]) + timedelta(seconds=22.5)
     stale = {**events[-1], "id": events[-1]["id"] + 1, "type": "agent_offline", "at": to_iso(later),
              "task_id": None, "payload": {"reason": "agent_stale"}}  # fmt: skip
-    wall_s = run_facts(replace(record, events=(*events, stale))).wall_s
+    next_run = [
+        {**stale, "id": stale["id"] + n, "type": kind, "payload": payload,
+         "at": to_iso(later + timedelta(seconds=600 + offset))}
+        for n, (kind, offset, payload) in enumerate(
+            [("fleet_started", 0.0, {"runners": 1}), ("run_finished", 1.25, {"ok": True})], 1
+        )
+    ]  # fmt: skip
+    events = [*events, stale, *next_run]
+    wall_s = run_facts(replace(record, events=tuple(events))).wall_s
 
     async def with_a_later_event(route: Route) -> None:
         if parse_qs(urlsplit(route.request.url).query)["since"][0] == "0":
-            body = json.dumps({"events": [*events, stale]})
+            body = json.dumps({"events": events})
             await route.fulfill(status=200, content_type="application/json", body=body)
         else:
             await route.continue_()
@@ -551,7 +562,7 @@ async def test_the_dashboards_duration_is_the_reports_wall_time_for_the_same_run
     page = await browser.context.new_page()
     await page.route(re.compile(r"/events\?"), with_a_later_event)
     await page.goto(f"{demo_server.url}/?token={TOKEN}")
-    await expect(page.locator("body")).to_have_attribute("data-last-event", str(stale["id"]))
+    await expect(page.locator("body")).to_have_attribute("data-last-event", str(events[-1]["id"]))
 
     shown = await page.locator(".stat", has_text="Duration").locator("dd").inner_text()
     value, unit = shown.split()

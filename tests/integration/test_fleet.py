@@ -192,9 +192,9 @@ async def test_a_zombie_runner_is_fenced_and_its_late_write_never_lands(
         stop = asyncio.Event()
         zombie_task = asyncio.create_task(_register_and_run(zombie, stop))
         await wait_until(lambda: _status(client, "job", "running"))
-        await wait_until(
-            lambda: _status(client, "job", "pending"), timeout=5
-        )  # taken back as stale
+        # Taken back as stale: wait for the event, a permanent fact (the task's `pending` is
+        # momentary: the re-registered zombie may take the job again before a poll sees it).
+        await wait_until(lambda: _stale_event(client))
         result = await drain(
             server,
             workdir,
@@ -225,6 +225,11 @@ def _keep_beat(runner: Runner, register: Any) -> Any:
         runner.heartbeat_s = 3600.0
 
     return again
+
+
+async def _stale_event(client: FleetClient) -> bool:
+    offline = await events_of(client, "agent_offline")
+    return any(e["payload"].get("reason") == "agent_stale" for e in offline)
 
 
 async def _status(client: FleetClient, task_id: str, status: str) -> bool:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from markdown_it import MarkdownIt
 
+from codefleet.models import to_iso
 from codefleet.review.facts import attempts_of, critical_path, run_facts
 from codefleet.review.record import RunRecord
 from codefleet.review.render import render_html, render_markdown
@@ -19,12 +22,14 @@ from codefleet.review.report import (
     summary_section,
 )
 
+T0 = datetime(2026, 7, 31, 18, 0, tzinfo=UTC)
+
 
 def ev(
     n: int, kind: str, task_id: str | None = None, at: float = 0.0, **payload: Any
 ) -> dict[str, Any]:
     return {"id": n, "type": kind, "task_id": task_id, "agent_id": None,
-            "at": f"2026-07-31T18:00:{at:06.3f}Z", "payload": payload}  # fmt: skip
+            "at": to_iso(T0 + timedelta(seconds=at)), "payload": payload}  # fmt: skip
 
 
 def task(task_id: str, status: str = "succeeded", **fields: Any) -> dict[str, Any]:
@@ -101,6 +106,22 @@ def test_a_veto_knows_how_long_the_holder_held_and_the_refused_task_waited() -> 
     )  # fmt: skip
     assert (facts.wall_s, facts.makespan_s, facts.ok) == (9.0, 7.5, True)
     assert (facts.critical_path, facts.critical_s) == (("T1", "T2"), 2.5)
+
+
+def test_wall_time_counts_each_run_on_one_database_not_the_idle_time_between_them() -> None:
+    later = [
+        ev(22, "agent_offline", at=30.0, reason="agent_stale"),  # after the run: not part of it
+        ev(23, "fleet_started", at=600.0, runners=1),  # the next `codefleet run`, ten minutes on
+        ev(24, "task_assigned", "T5", at=600.5, agent_name="runner-1", attempt=1),
+        ev(25, "task_succeeded", "T5", at=601.5),
+        ev(26, "run_finished", at=602.0, ok=True),
+        ev(27, "fleet_started", at=900.0, runners=1),  # a run that died: it ends at its last event
+        ev(28, "task_assigned", "T6", at=901.0, agent_name="runner-1", attempt=1),
+    ]  # fmt: skip
+
+    facts = run_facts(replace(record(), events=(*EVENTS, *later)))
+
+    assert facts.wall_s == 9.0 + 2.0 + 1.0
 
 
 def test_the_json_report_has_every_sections_data_under_its_key() -> None:

@@ -41,6 +41,11 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
                       "holder_task_id": "T1"}),
     ("lease_denied", {"path": "../x", "reason": "outside_workdir"}),
     ("lease_released", {"path": "a.py", "reason": "completed"}),
+    ("lease_acquired", {"path": "/resource:db", "tool": "acquire_resource"}),
+    ("lease_denied", {"path": "/resource:port:41234", "reason": "held", "holder_agent_name": "r-1",
+                      "holder_task_id": "T1"}),
+    ("lease_released", {"path": "/resource:db", "reason": "completed"}),
+    ("lease_waiting", {"path": "/resource:db", "holder_task_id": "T3", "queue_position": 2}),
     ("file_changed", {"path": "a.py", "tool": "Write"}),
     ("file_restored", {"path": "a.py", "existed": False}),
     ("file_restored", {"path": "a.py", "existed": True}),
@@ -137,6 +142,15 @@ def test_the_web_log_words_events_only_through_the_table() -> None:
     assert "phrase(WORDING" in log
     worded_here = re.findall(r'case "(?:task|lease|file|check|agent|fleet|run)_\w+"', log)
     assert worded_here == [], "log.js must not word events itself: wording.json says it once"
+
+
+def test_a_resource_lease_reads_as_the_resource_not_its_lease_key() -> None:
+    lines = [phrase(kind, payload) or "" for kind, payload in CORPUS if kind.startswith("lease_")]
+    resource_lines = [line for line in lines if "resource " in line]
+    assert not [line for line in lines if "/resource:" in line]
+    assert "leased resource db (acquire_resource)" in resource_lines
+    assert "VETO resource port:41234: held by r-1 (T1)" in resource_lines
+    assert "WAIT resource db: held by T3, #2 in line" in resource_lines
 
 
 def test_a_filter_the_renderer_does_not_know_is_an_error() -> None:

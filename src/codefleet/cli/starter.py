@@ -25,6 +25,7 @@ from typing import Any, Final
 import yaml
 
 __all__ = [
+    "EXAMPLE_TASK_IDS",
     "FoundCheck",
     "find_checks",
     "readme_of",
@@ -36,6 +37,7 @@ __all__ = [
 NPM_NO_TEST: Final = "no test specified"
 TEST_EXTRAS: Final = ("test", "tests", "testing", "dev")
 CONTRIBUTING: Final = "CONTRIBUTING.md"
+EXAMPLE_TASK_IDS: Final = ("T1", "T2")  # the starter graph's tasks, which the scripts play
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +243,7 @@ def _readme_section(readme: str) -> str:
 def starter_script(root: Path, checks: list[FoundCheck]) -> str:
     """A dry-run script (`run --dry-run --script`) playing the two example tasks."""
     readme = readme_of(root)
-    script = {
+    script = {  # EXAMPLE_TASK_IDS
         "T1": [{"write": {"path": CONTRIBUTING, "content": _contributing(root, checks)}}],
         "T2": [{"append": {"path": readme, "text": _readme_section(readme)}}],
     }
@@ -304,9 +306,10 @@ _NO_CHECKS: Final = """\
 _GRAPH: Final = """\
 # CodeFleet task graph for {repo}, written by `codefleet init`.
 #
+#   codefleet graph check  # the critical path and overlapping scopes; nothing spent
 #   codefleet serve &      # the coordination server, for this directory's tree
-#   codefleet load         # posts this file (run does it too, if not yet loaded)
-#   codefleet run          # runs the tasks, prints the verdict; `codefleet watch` shows it live
+#   codefleet run          # loads this file, runs the tasks, prints the verdict;
+#                          # `codefleet watch` shows it live
 #
 # A task: id, title, description (the prompt), file_scope (a scheduling HINT: tasks
 # whose scopes overlap never run side by side; the lock is the per-file lease taken

@@ -30,7 +30,7 @@ from codefleet.fleet.programs import NOT_RUNNABLE, missing_programs, not_started
 from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S
 from codefleet.fleet.runner import MAX_RETRY_S, RETRY_START_S, Runner, RunnerOptions
 from codefleet.fleet.shell import check_env, run_command
-from codefleet.models import DEFAULT_RECONCILE_ROUNDS, EventType, TaskStatus
+from codefleet.models import DEFAULT_RECONCILE_ROUNDS, TERMINAL_STATUSES, EventType, TaskStatus
 from codefleet.paths import DEFAULT_PROTECTED_NAMES
 from codefleet.wording import spent_text
 
@@ -78,6 +78,7 @@ class FleetResult:
     runner_errors: list[str] = field(default_factory=list)  # "name: why", one per stopped runner
     stopped: str | None = None  # why the fleet stopped before the graph drained (its budget)
     interrupted: bool = False  # the operator stopped the run (SIGINT/SIGTERM) before the drain
+    nothing_ran: bool = False  # every task had finished before this run started
 
     @property
     def all_succeeded(self) -> bool:
@@ -228,6 +229,7 @@ async def run_fleet(
     started = time.monotonic()
     connect = connect or (lambda: FleetClient(url, token=token))
     async with FleetClient(url, token=token) as client:
+        before = await client.tasks()
         await client.fleet_started(runners=runners, **({"simulated": True} if simulated else {}))
         stop = asyncio.Event()
         options = [
@@ -258,6 +260,7 @@ async def run_fleet(
         result = FleetResult(tasks=await client.tasks(), runner_errors=list(watch.errors))
         result.stopped = budget_stop(await client.health(), result.tasks)
         result.interrupted = interrupt.is_set()
+        result.nothing_ran = bool(before) and all(t["status"] in TERMINAL_STATUSES for t in before)
         if verify and not result.interrupted:
             result.verify = await run_verify(verify, workdir)
         result.duration_s = time.monotonic() - started

@@ -223,11 +223,34 @@ def _span(events: Sequence[Row], starts: set[str], ends: set[str]) -> float:
 
 
 def _wall(events: Sequence[Row]) -> float:
-    """From the first `fleet_started` (else the first event) to the last `run_finished` (else the last)."""
+    """The sum of the runs' spans: each `fleet_started` to the first `run_finished` after it
+    (a run that died: to its last event before the next start). Time between runs on one
+    database is not counted, nor events after a run (a runner going stale, a commit).
+    With no `fleet_started` (runners started by hand): the first event to the last
+    `run_finished`, else to the last event. The dashboard's `runWall` counts alike.
+    """
     kinds = {e["type"] for e in events}
-    start = {EventType.FLEET_STARTED} if EventType.FLEET_STARTED in kinds else kinds
-    end = {EventType.RUN_FINISHED} if EventType.RUN_FINISHED in kinds else kinds
-    return _span(events, set(start), set(end))
+    if EventType.FLEET_STARTED not in kinds:
+        end = {EventType.RUN_FINISHED} if EventType.RUN_FINISHED in kinds else kinds
+        return _span(events, set(kinds), set(end))
+    total = 0.0
+    start: datetime | None = None
+    last: datetime | None = None
+    for event in events:
+        kind, at = event["type"], _at(event)
+        if kind == EventType.FLEET_STARTED:
+            total += _seconds(start, last)
+            start, last = at, at
+        elif start is not None:
+            last = at
+            if kind == EventType.RUN_FINISHED:
+                total += _seconds(start, last)
+                start = None
+    return total + _seconds(start, last)
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> float:
+    return max(0.0, (end - start).total_seconds()) if start and end else 0.0
 
 
 def run_facts(record: RunRecord) -> RunFacts:

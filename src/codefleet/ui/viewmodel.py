@@ -27,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from codefleet.models import EventType, TaskStatus, from_iso
-from codefleet.resources import is_resource_key, resource_name
+from codefleet.resources import lease_label
 from codefleet.ui.report import STATUS_STYLE
 from codefleet.wording import cost_text, phrase, spent_text
 
@@ -394,11 +394,6 @@ def _agent_table(view: ViewModel) -> Table:
     return table
 
 
-def _lease_label(key: str) -> str:
-    """A file's path, or `resource db` for a named resource's lease key."""
-    return f"resource {resource_name(key)}" if is_resource_key(key) else key
-
-
 def _lease_table(view: ViewModel) -> Table:
     table = Table(title="Leases", title_justify="left", **_TABLE)
     table.add_column("path", no_wrap=True, overflow="ellipsis", ratio=1)
@@ -406,7 +401,7 @@ def _lease_table(view: ViewModel) -> Table:
         table.add_column(name, no_wrap=True)
     for lease in view.leases:
         holder = _holder_text(lease.holder, lease.kind)
-        table.add_row(Text(_lease_label(lease.path)), holder, Text(lease.task_id),
+        table.add_row(Text(lease_label(lease.path)), holder, Text(lease.task_id),
                       _age_text(lease.age_s))  # fmt: skip
     if not view.leases:
         table.add_row(Text("no file is leased", style="dim"), "", "", "")
