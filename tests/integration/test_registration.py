@@ -23,7 +23,7 @@ import pytest
 
 from codefleet.api.client import FleetClient
 from codefleet.errors import NameInUse, StaleEpoch, WrongTree
-from codefleet.server.thread import ServerThread
+from codefleet.server.thread import ServerThread, free_port
 from codefleet.statedir import ensure_tree_id, read_tree_id
 
 CLI = [sys.executable, "-m", "codefleet.cli"]
@@ -197,9 +197,13 @@ async def _offline(client: FleetClient, name: str) -> bool:
 
 
 def _runner(server: ServerThread, workdir: Path, tmp_path: Path, *extra: str) -> list[str]:
+    return _runner_at(server.url, workdir, tmp_path, *extra)
+
+
+def _runner_at(url: str, workdir: Path, tmp_path: Path, *extra: str) -> list[str]:
     script = tmp_path / "no-steps.yaml"
     script.write_text("{}\n")  # scripted agents that play no step
-    return [*CLI, "runner", "--dry-run", "--script", str(script), "--server", server.url,
+    return [*CLI, "runner", "--dry-run", "--script", str(script), "--server", url,
             "--workdir", str(workdir), "--run-dir", str(tmp_path / "runs"), *extra]  # fmt: skip
 
 
@@ -271,6 +275,29 @@ async def test_a_runner_process_whose_tree_has_no_identity_exits_at_once_naming_
     assert f"{bare}/.codefleet/tree-id is missing" in said
     async with FleetClient(server.url) as client:
         assert await client.agents() == []  # it never registered
+
+
+async def test_a_runner_started_before_the_server_of_a_new_tree_registers_once_it_starts(
+    make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path
+):
+    port = free_port()  # nothing answers there yet, and the tree has no identity yet
+    argv = _runner_at(f"http://127.0.0.1:{port}", workdir, tmp_path, "--name", "early",
+                      "--exit-when-drained")  # fmt: skip
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stderr=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL, env=_env()
+    )
+    assert proc.stderr is not None
+    while b"retrying in" not in await asyncio.wait_for(proc.stderr.readline(), 30):
+        pass  # until it waits for the server
+
+    server = make_server(port=port)  # writes the tree's identity as it starts
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "T", "title": "t", "description": "do it"}])
+        code = await asyncio.wait_for(proc.wait(), 60)
+        task = await client.task("T")
+
+    assert code == 0
+    assert task["status"] == "succeeded"
 
 
 def test_two_runs_side_by_side_on_one_server_both_drain_and_succeed(

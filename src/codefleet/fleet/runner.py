@@ -37,8 +37,9 @@ replacing runners cannot take a name back and forth) and `wrong_tree`.
 The tree: the runner registers with the identity it reads in its own mount
 (`statedir.read_tree_id`) and its own path, so it may run on another host
 whose mount of the tree is elsewhere; every path it sends is tree-relative.
-A mount without the identity file ends the runner (`CannotContinue`) before
-it asks the server anything.
+A mount without the identity file waits for the server (a new tree's server
+may not have started yet) and reads again; still without it, the runner
+ends (`CannotContinue`) before it registers.
 
 Stop means stop in every phase: setting `stop` cancels whatever the runner is
 doing (registering against an absent server, polling, running an attempt,
@@ -168,10 +169,7 @@ class Runner:
     async def register(self) -> None:
         """Register (retrying an absent server); a refusal is `CannotContinue`."""
         take_over = self.options.replace and not self.agent_id  # the first registration only
-        try:
-            tree_id = read_tree_id(self.tree.root)
-        except NoTreeId as err:
-            raise CannotContinue(f"cannot register: {err}") from None
+        tree_id = await self._tree_id()
         try:
             answer = await self._retrying(lambda: self._register_once(take_over, tree_id))
         except FATAL:
@@ -187,6 +185,19 @@ class Runner:
         self.question_timeout = float(answer.get("question_timeout_s", 0.0))
         self.fenced.clear()
         log.info("%s registered as %s epoch %s", self.options.name, self.agent_id, self.epoch)
+
+    async def _tree_id(self) -> str:
+        """This tree's identity. A tree without one may be new, its server not started yet:
+        wait for the server (it writes the identity as it starts), then read again; still
+        none is `CannotContinue` naming the file."""
+        try:
+            return read_tree_id(self.tree.root)
+        except NoTreeId:
+            await self._retrying(self.client.health)
+        try:
+            return read_tree_id(self.tree.root)
+        except NoTreeId as err:
+            raise CannotContinue(f"cannot register: {err}") from None
 
     async def _register_once(self, take_over: bool, tree_id: str) -> dict[str, Any]:
         """One register call, shielded: a stop cuts the wait short, never the call, so
