@@ -11,6 +11,8 @@ failed attempt's edit is put back by the server on its own mount.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import shlex
 import shutil
@@ -38,12 +40,17 @@ def _private_mount_works(unshare: str, tree: Path, mount: Path) -> bool:
     return done.returncode == 0
 
 
-def _in_other_mount(tree: Path, mount: Path, argv: list[str]) -> list[str]:
-    """`argv` run where `tree` is also at `mount`, in a mount namespace of its own."""
+def _in_other_mount(tree: Path, mount: Path, argv: list[str], hide: bool = False) -> list[str]:
+    """`argv` run where `tree` is also at `mount`, in a mount namespace of its own; `hide`:
+    and the tree's own path is an empty directory there, as on a host that mounts it only
+    at `mount`."""
     unshare = require_tool("unshare", "a second mount of the tree", "util-linux")
     if not _private_mount_works(unshare, tree, mount):
         unavailable("this kernel refuses a private mount namespace (unshare -m: root needed)")
-    script = f"mount --bind {shlex.quote(str(tree))} {shlex.quote(str(mount))} && exec {shlex.join(argv)}"  # fmt: skip
+    steps = [f"mount --bind {shlex.quote(str(tree))} {shlex.quote(str(mount))}"]
+    if hide:
+        steps.append(f"mount -t tmpfs none {shlex.quote(str(tree))}")
+    script = " && ".join([*steps, f"exec {shlex.join(argv)}"])
     return [unshare, "-m", "--propagation", "private", "sh", "-c", script]
 
 
@@ -109,3 +116,40 @@ def test_load_on_another_mount_looks_up_the_checks_programs_in_its_own_mount(
 
     assert loaded.exit_code == 0, loaded.output
     assert "warning" not in loaded.output  # the server's path has no check.sh; this mount has
+
+
+def test_a_persons_hook_joined_on_the_servers_host_finds_the_tree_on_another_mount(
+    server: ServerThread, workdir: Path, tmp_path: Path
+) -> None:
+    """`.claude/settings.local.json` is in the shared tree: a session on another host runs the
+    hook command `join` wrote on this one, whose `--tree` path does not exist there."""
+    clean = {k: None for k in os.environ if k.startswith("CODEFLEET_")}
+    joined = CliRunner().invoke(app, ["join", "--server", server.url, "--workdir", str(workdir)],
+                                env=clean)  # type: ignore[arg-type]  # fmt: skip
+    assert joined.exit_code == 0, joined.output
+    settings = json.loads((workdir / ".claude" / "settings.local.json").read_text())
+    [[command]] = [[h["command"] for h in e["hooks"]] for e in settings["hooks"]["PreToolUse"]]
+    asyncio.run(_hold(server, workdir, "a.py"))
+    mount = tmp_path / "mnt" / "repo"
+    mount.mkdir(parents=True)
+    call = {"session_id": "s-1", "cwd": str(mount), "hook_event_name": "PreToolUse",
+            "tool_name": "Write", "tool_input": {"file_path": str(mount / "a.py")}}  # fmt: skip
+
+    done = subprocess.run(_in_other_mount(workdir, mount, shlex.split(command), hide=True),
+                          input=json.dumps(call), capture_output=True, text=True, timeout=60,
+                          env={**_env(), "USER": "ada"})  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout, "the write was let through: the hook did not find the tree"
+    reason = json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "a.py is being edited by runner-2 for task T3" in reason
+
+
+async def _hold(server: ServerThread, workdir: Path, path: str) -> None:
+    """A fleet task (T3 of runner-2) holds `path`."""
+    async with FleetClient(server.url) as client:
+        agent = await client.register("runner-2", str(workdir), 4242)
+        await client.create_tasks([{"id": "T3", "title": "t", "description": "d"}])
+        assert await client.assignment(agent["agent_id"], agent["epoch"], wait=5) is not None
+        await client.start("T3", agent["agent_id"], agent["epoch"])
+        await client.acquire(agent["agent_id"], agent["epoch"], "T3", [path], "Edit")

@@ -91,7 +91,9 @@ def join(
     tree = _tree(workdir)
     _known(agent)
     settings = settings_from(server_url=server, token=token)
-    block = agent_block(agent, codefleet_command(), settings.url, tree, fail_open)
+    block = agent_block(
+        agent, codefleet_command(), settings.url, tree, fail_open, tree_id_here(tree)
+    )
     if not show:
         _check_server(settings, tree, fail_open)
     try:
