@@ -6,7 +6,10 @@ same files under another path, as on another host's NFS mount, and not a
 symlink (`realpath` cannot bring the two paths together). The runner
 registers by the tree's identity, its task is assigned, its write lands in
 the server's tree and is leased and recorded by its tree-relative path; a
-failed attempt's edit is put back by the server on its own mount.
+failed attempt's edit is put back by the server on its own mount, and so is
+the write of a runner killed mid-attempt (the server restores alone, issue 33
+item 2). `load` and a person's hook on such a mount find the tree by its
+identity too.
 """
 
 from __future__ import annotations
@@ -16,9 +19,12 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -153,3 +159,36 @@ async def _hold(server: ServerThread, workdir: Path, path: str) -> None:
         assert await client.assignment(agent["agent_id"], agent["epoch"], wait=5) is not None
         await client.start("T3", agent["agent_id"], agent["epoch"])
         await client.acquire(agent["agent_id"], agent["epoch"], "T3", [path], "Edit")
+
+
+async def test_a_killed_runner_on_another_mount_has_its_write_put_back_by_the_server_alone(
+    make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path, wait_until: Any
+) -> None:
+    server = make_server(stale_after=1.0, heartbeat_interval=0.2)
+    mount = tmp_path / "mnt" / "repo"
+    mount.mkdir(parents=True)
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({"long": [{"write": {"path": "a.py", "content": "X\n"}},
+                                               {"sleep": 3600}]}))  # fmt: skip
+    runner = [*CLI, "runner", "--name", "doomed", "--dry-run", "--script", str(script),
+              "--server", server.url, "--workdir", str(mount),
+              "--run-dir", str(tmp_path / "runs")]  # fmt: skip
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "long", "title": "t", "description": "d",
+                                    "max_attempts": 1}])  # fmt: skip
+        proc = await asyncio.create_subprocess_exec(
+            *_in_other_mount(workdir, mount, runner), env=_env(), start_new_session=True,
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        await wait_until(lambda: (workdir / "a.py").read_text() == "X\n", timeout=60)
+
+        os.killpg(proc.pid, signal.SIGKILL)  # the runner and its namespace: no leave, no goodbye
+        await proc.wait()
+        await wait_until(lambda: (workdir / "a.py").read_text() == "A = 1\n", timeout=60)
+        await wait_until(lambda: _no_leases(client), timeout=60)
+        task = await client.task("long")
+    assert (task["status"], task["error_kind"]) == ("failed", "attempts_exhausted")
+
+
+async def _no_leases(client: FleetClient) -> bool:
+    return await client.leases() == []
