@@ -318,9 +318,13 @@ def first_line(args: list[str], cwd: Path) -> str:
     """Start `codefleet ARGS` in `cwd`, read its first line, stop it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEFLEET_")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codefleet.cli", *args], cwd=cwd, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**env, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
+        [sys.executable, "-m", "codefleet.cli", *args],
+        cwd=cwd,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**env, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         assert proc.stdout is not None
         return proc.stdout.readline().rstrip("\n")
@@ -349,8 +353,9 @@ def test_watch_and_a_runner_name_their_tree_on_their_first_line(
     (repo / "s.yaml").write_text("{}\n")
 
     watched = first_line(["watch", "--server", server.url], repo)
-    ran = first_line(["runner", "--name", "r1", "--dry-run", "--script", "s.yaml",
-                      "--server", server.url], repo)  # fmt: skip
+    ran = first_line(
+        ["runner", "--name", "r1", "--dry-run", "--script", "s.yaml", "--server", server.url], repo
+    )
 
     assert watched == f"watch: tree {repo} · server {server.url}"
     assert ran == f"r1: tree {repo} · server {server.url}"
@@ -462,9 +467,13 @@ def piped(*args: str) -> str:
     """`codefleet ARGS` with standard output a pipe (as in `codefleet ARGS | cat`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEFLEET_", "ANTHROPIC_"))}
     done = subprocess.run(
-        [sys.executable, "-m", "codefleet.cli", *args], stdout=subprocess.PIPE, text=True,
-        env={**env, "COLUMNS": "80"}, timeout=120, check=False,
-    )  # fmt: skip
+        [sys.executable, "-m", "codefleet.cli", *args],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**env, "COLUMNS": "80"},
+        timeout=120,
+        check=False,
+    )
     return done.stdout
 
 

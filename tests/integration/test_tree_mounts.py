@@ -41,8 +41,12 @@ CLI = [sys.executable, "-m", "codefleet.cli"]
 
 def _private_mount_works(unshare: str, tree: Path, mount: Path) -> bool:
     probe = f"mount --bind {shlex.quote(str(tree))} {shlex.quote(str(mount))}"
-    done = subprocess.run([unshare, "-m", "--propagation", "private", "sh", "-c", probe],
-                          capture_output=True, text=True, timeout=30)  # fmt: skip
+    done = subprocess.run(
+        [unshare, "-m", "--propagation", "private", "sh", "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     return done.returncode == 0
 
 
@@ -76,17 +80,42 @@ async def test_a_runner_on_another_mount_of_the_tree_works_by_tree_relative_path
               {"fail": "this attempt fails"}],
     }))  # fmt: skip
     async with FleetClient(server.url) as client:
-        await client.create_tasks([
-            {"id": "W", "title": "write a", "description": "d", "file_scope": ["a.py"]},
-            {"id": "F", "title": "fail b", "description": "d", "file_scope": ["pkg/b.py"],
-             "max_attempts": 1},
-        ])  # fmt: skip
-    runner = [*CLI, "runner", "--name", "far", "--dry-run", "--script", str(script),
-              "--server", server.url, "--workdir", str(mount),
-              "--run-dir", str(tmp_path / "runs"), "--exit-when-drained"]  # fmt: skip
+        await client.create_tasks(
+            [
+                {"id": "W", "title": "write a", "description": "d", "file_scope": ["a.py"]},
+                {
+                    "id": "F",
+                    "title": "fail b",
+                    "description": "d",
+                    "file_scope": ["pkg/b.py"],
+                    "max_attempts": 1,
+                },
+            ]
+        )
+    runner = [
+        *CLI,
+        "runner",
+        "--name",
+        "far",
+        "--dry-run",
+        "--script",
+        str(script),
+        "--server",
+        server.url,
+        "--workdir",
+        str(mount),
+        "--run-dir",
+        str(tmp_path / "runs"),
+        "--exit-when-drained",
+    ]
 
-    done = subprocess.run(_in_other_mount(workdir, mount, runner), capture_output=True,
-                          text=True, timeout=120, env=_env())  # fmt: skip
+    done = subprocess.run(
+        _in_other_mount(workdir, mount, runner),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(),
+    )
 
     assert done.returncode == 0, done.stderr
     assert list(mount.iterdir()) == []  # the bind mount was the runner's alone
@@ -130,20 +159,31 @@ def test_a_persons_hook_joined_on_the_servers_host_finds_the_tree_on_another_mou
     """`.claude/settings.local.json` is in the shared tree: a session on another host runs the
     hook command `join` wrote on this one, whose `--tree` path does not exist there."""
     clean = {k: None for k in os.environ if k.startswith("CODEFLEET_")}
-    joined = CliRunner().invoke(app, ["join", "--server", server.url, "--workdir", str(workdir)],
-                                env=clean)  # type: ignore[arg-type]  # fmt: skip
+    joined = CliRunner().invoke(
+        app, ["join", "--server", server.url, "--workdir", str(workdir)], env=clean
+    )  # type: ignore[arg-type]
     assert joined.exit_code == 0, joined.output
     settings = json.loads((workdir / ".claude" / "settings.local.json").read_text())
     [[command]] = [[h["command"] for h in e["hooks"]] for e in settings["hooks"]["PreToolUse"]]
     asyncio.run(_hold(server, workdir, "a.py"))
     mount = tmp_path / "mnt" / "repo"
     mount.mkdir(parents=True)
-    call = {"session_id": "s-1", "cwd": str(mount), "hook_event_name": "PreToolUse",
-            "tool_name": "Write", "tool_input": {"file_path": str(mount / "a.py")}}  # fmt: skip
+    call = {
+        "session_id": "s-1",
+        "cwd": str(mount),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": str(mount / "a.py")},
+    }
 
-    done = subprocess.run(_in_other_mount(workdir, mount, shlex.split(command), hide=True),
-                          input=json.dumps(call), capture_output=True, text=True, timeout=60,
-                          env={**_env(), "USER": "ada"})  # fmt: skip
+    done = subprocess.run(
+        _in_other_mount(workdir, mount, shlex.split(command), hide=True),
+        input=json.dumps(call),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**_env(), "USER": "ada"},
+    )
 
     assert done.returncode == 0, done.stderr
     assert done.stdout, "the write was let through: the hook did not find the tree"
@@ -170,16 +210,32 @@ async def test_a_killed_runner_on_another_mount_has_its_write_put_back_by_the_se
     script = tmp_path / "script.yaml"
     script.write_text(yaml.safe_dump({"long": [{"write": {"path": "a.py", "content": "X\n"}},
                                                {"sleep": 3600}]}))  # fmt: skip
-    runner = [*CLI, "runner", "--name", "doomed", "--dry-run", "--script", str(script),
-              "--server", server.url, "--workdir", str(mount),
-              "--run-dir", str(tmp_path / "runs")]  # fmt: skip
+    runner = [
+        *CLI,
+        "runner",
+        "--name",
+        "doomed",
+        "--dry-run",
+        "--script",
+        str(script),
+        "--server",
+        server.url,
+        "--workdir",
+        str(mount),
+        "--run-dir",
+        str(tmp_path / "runs"),
+    ]
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "long", "title": "t", "description": "d",
-                                    "max_attempts": 1}])  # fmt: skip
+        await client.create_tasks(
+            [{"id": "long", "title": "t", "description": "d", "max_attempts": 1}]
+        )
         proc = await asyncio.create_subprocess_exec(
-            *_in_other_mount(workdir, mount, runner), env=_env(), start_new_session=True,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-        )  # fmt: skip
+            *_in_other_mount(workdir, mount, runner),
+            env=_env(),
+            start_new_session=True,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
         await wait_until(lambda: (workdir / "a.py").read_text() == "X\n", timeout=60)
 
         os.killpg(proc.pid, signal.SIGKILL)  # the runner and its namespace: no leave, no goodbye

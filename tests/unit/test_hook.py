@@ -195,10 +195,17 @@ def test_the_other_events_never_print_even_when_the_server_is_away(
 def test_the_denial_names_the_holder_the_task_and_what_to_do() -> None:
     answer = {
         "decision": "deny",
-        "denied": [{"path": "src/api.py", "reason": "held", "holder_agent_name": "runner-2",
-                    "holder_task_id": "T3", "holder_task_title": "Add rate limiting",
-                    "holder_kind": "task"}],
-    }  # fmt: skip
+        "denied": [
+            {
+                "path": "src/api.py",
+                "reason": "held",
+                "holder_agent_name": "runner-2",
+                "holder_task_id": "T3",
+                "holder_task_title": "Add rate limiting",
+                "holder_kind": "task",
+            }
+        ],
+    }
     assert person_denial(answer) == (
         "src/api.py is being edited by runner-2 for task T3 (Add rate limiting); "
         "wait for it (codefleet watch) or work on another file."
@@ -207,9 +214,16 @@ def test_the_denial_names_the_holder_the_task_and_what_to_do() -> None:
 
 def test_a_file_another_person_holds_names_that_session() -> None:
     answer = {
-        "denied": [{"path": "a.py", "reason": "held", "holder_agent_name": "bob@1a2b3c4d",
-                    "holder_task_id": "i-1a2b3c4d", "holder_kind": "interactive"}]
-    }  # fmt: skip
+        "denied": [
+            {
+                "path": "a.py",
+                "reason": "held",
+                "holder_agent_name": "bob@1a2b3c4d",
+                "holder_task_id": "i-1a2b3c4d",
+                "holder_kind": "interactive",
+            }
+        ]
+    }
     assert person_denial(answer).startswith(
         "a.py is being edited by bob@1a2b3c4d in another Claude Code session;"
     )
@@ -221,8 +235,12 @@ def test_a_file_another_person_holds_names_that_session() -> None:
 def hook_process(argv: list[str], stdin: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "codefleet", "hook", *argv],
-        input=stdin, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_the_process_prints_the_denial_and_exits_zero(workdir: Path) -> None:
@@ -241,7 +259,17 @@ def test_a_broken_settings_line_still_fails_closed(workdir: Path) -> None:
 
 def test_the_hook_imports_no_framework() -> None:
     """The fast path: no FastAPI, pydantic, Rich, httpx, Typer, YAML or the SDK."""
-    heavy = ["fastapi", "starlette", "pydantic", "rich", "httpx", "typer", "yaml", "claude_agent_sdk", "uvicorn"]  # fmt: skip
+    heavy = [
+        "fastapi",
+        "starlette",
+        "pydantic",
+        "rich",
+        "httpx",
+        "typer",
+        "yaml",
+        "claude_agent_sdk",
+        "uvicorn",
+    ]
     code = (
         "import sys, io; sys.argv = ['codefleet', 'hook', 'session-end', '--server', 'http://127.0.0.1:9', '--tree', '.'];"
         "sys.stdin = io.StringIO('{}'); from codefleet.cli.launch import main; main();"

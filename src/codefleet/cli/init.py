@@ -65,9 +65,11 @@ def init(
     _report(root, checks, scripts, kept)
     unscripted = [spec["id"] for spec in graph if spec["id"] not in EXAMPLE_TASK_IDS]
     if scripts and unscripted:
-        _say(f"note: the scripts play the example tasks {', '.join(EXAMPLE_TASK_IDS)}; "
-             f"{DEFAULT_GRAPH}'s tasks {', '.join(unscripted)} have no script: add their steps "
-             f"to {SCRIPT_FILE} (the format: codefleet run --help)")  # fmt: skip
+        _say(
+            f"note: the scripts play the example tasks {', '.join(EXAMPLE_TASK_IDS)}; "
+            f"{DEFAULT_GRAPH}'s tasks {', '.join(unscripted)} have no script: add their steps "
+            f"to {SCRIPT_FILE} (the format: codefleet run --help)"
+        )
 
 
 def _say(text: str) -> None:
@@ -92,8 +94,10 @@ def _report(root: Path, checks: list[FoundCheck], scripts: bool, kept: list[str]
     if written:
         _say(f"wrote {' and '.join(written)}: the example tasks, scripted (no key needed)")
     if not (root / ".git").exists():
-        _say("note: this is not a git repository; `git init` and commit first, so you can "
-             "review and undo what the agents change")  # fmt: skip
+        _say(
+            "note: this is not a git repository; `git init` and commit first, so you can "
+            "review and undo what the agents change"
+        )
     run = f"codefleet run --dry-run --script {SCRIPT_FILE}" if scripts else "codefleet run"
     _say("next:")
     _say(f"  codefleet graph check   # {DEFAULT_GRAPH}'s critical path and overlaps; nothing spent")

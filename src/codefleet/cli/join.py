@@ -184,8 +184,10 @@ def hold(
             console.print(f"refused: {denied['message']}")
         raise typer.Exit(1)
     if not json_out:
-        console.print(f"{answer['holder']['name']} holds {', '.join(names)}; "
-                      f"`codefleet release {' '.join(names)}` gives it back")  # fmt: skip
+        console.print(
+            f"{answer['holder']['name']} holds {', '.join(names)}; "
+            f"`codefleet release {' '.join(names)}` gives it back"
+        )
 
 
 def _login() -> str:

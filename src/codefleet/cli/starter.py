@@ -139,8 +139,11 @@ def _pytest_in(data: dict[str, Any]) -> tuple[str, str | None]:
 def _pytest_in_poetry(data: dict[str, Any]) -> tuple[str, list[str]]:
     """The poetry group that names pytest, and its packages (pytest first), or ('', [])."""
     poetry = data.get("tool", {}).get("poetry", {})
-    groups = {f"tool.poetry.group.{g}.dependencies": v.get("dependencies") for g, v in
-              poetry.get("group", {}).items() if isinstance(v, dict)}  # fmt: skip
+    groups = {
+        f"tool.poetry.group.{g}.dependencies": v.get("dependencies")
+        for g, v in poetry.get("group", {}).items()
+        if isinstance(v, dict)
+    }
     groups["tool.poetry.dev-dependencies"] = poetry.get("dev-dependencies")
     for where, deps in groups.items():
         if isinstance(deps, dict) and "pytest" in deps:
@@ -209,9 +212,12 @@ def starter_graph(root: Path, checks: list[FoundCheck]) -> str:
     lines = [f"  {c.name}: {_scalar(c.command)}  # from {c.source}" for c in checks]
     check_block = "checks:\n" + "\n".join(lines) + "\n\n" if lines else _NO_CHECKS
     return _GRAPH.format(
-        repo=root.resolve().name, checks=check_block, readme=readme, verify=verify,
+        repo=root.resolve().name,
+        checks=check_block,
+        readme=readme,
+        verify=verify,
         contributing=CONTRIBUTING,
-    )  # fmt: skip
+    )
 
 
 def _scalar(text: str) -> str:
@@ -256,22 +262,31 @@ def starter_model_script(root: Path, checks: list[FoundCheck]) -> str:
     path = root / readme
     before = path.read_text(encoding="utf-8") if path.is_file() else ""
     readme_turns: list[dict[str, Any]] = [
-        _turn(f"Writing the Contributing section of {readme}.",
-              {"name": "Write", "input": {"file_path": readme,
-                                          "content": before + _readme_section(readme)}}),
-    ]  # fmt: skip
+        _turn(
+            f"Writing the Contributing section of {readme}.",
+            {
+                "name": "Write",
+                "input": {"file_path": readme, "content": before + _readme_section(readme)},
+            },
+        ),
+    ]
     if before:
         readme_turns.insert(
             0, _turn(f"Reading {readme}.", {"name": "Read", "input": {"file_path": readme}})
         )
     script = {
         "T1": [
-            _turn(f"Writing {CONTRIBUTING}.", {"name": "Write", "input": {
-                "file_path": CONTRIBUTING, "content": _contributing(root, checks)}}),
+            _turn(
+                f"Writing {CONTRIBUTING}.",
+                {
+                    "name": "Write",
+                    "input": {"file_path": CONTRIBUTING, "content": _contributing(root, checks)},
+                },
+            ),
             {"content": [{"text": f"{CONTRIBUTING} is written."}]},
         ],
         "T2": [*readme_turns, {"content": [{"text": f"{readme} links to {CONTRIBUTING}."}]}],
-    }  # fmt: skip
+    }
     return _MODEL_HEADER + _dump(script)
 
 

@@ -106,8 +106,9 @@ async def wait_drained(
         if int(health["live_tasks"]) == 0 or _stopped(health):
             return
         try:
-            async for event in client.stream(int(health["last_event_id"]) if cursor is None
-                                             else cursor):  # fmt: skip
+            async for event in client.stream(
+                int(health["last_event_id"]) if cursor is None else cursor
+            ):
                 cursor = int(event["id"])
                 if event["type"] == EventType.FLEET_IDLE:
                     return
@@ -128,8 +129,10 @@ async def _health_within(
             now = time.monotonic()
             if deadline is None:
                 deadline = now + bound
-                say(f"run: the server at {client.base_url} does not answer ({err}); waiting up "
-                    f"to {bound:.0f} s for it to come back, as the runners do")  # fmt: skip
+                say(
+                    f"run: the server at {client.base_url} does not answer ({err}); waiting up "
+                    f"to {bound:.0f} s for it to come back, as the runners do"
+                )
             elif now >= deadline:
                 raise ServerUnavailable(
                     f"the server at {client.base_url} did not come back within {bound:.0f} s"
@@ -234,16 +237,24 @@ async def run_fleet(
         stop = asyncio.Event()
         options = [
             RunnerOptions(
-                name=f"{_prefix(kinds[n - 1])}-{n}{name_suffix}", workdir=workdir, run_dir=run_dir,
+                name=f"{_prefix(kinds[n - 1])}-{n}{name_suffix}",
+                workdir=workdir,
+                run_dir=run_dir,
                 agent=kinds[n - 1],
-                task_timeout=task_timeout, protected=protected, check_timeout=check_timeout,
-                check_dir=check_dir, protected_names=protected_names, shell_default=shell_default,
-                shell_network=shell_network, shell_config=shell_config,
-                reconcile_rounds=reconcile_rounds, resource_wait=resource_wait,
+                task_timeout=task_timeout,
+                protected=protected,
+                check_timeout=check_timeout,
+                check_dir=check_dir,
+                protected_names=protected_names,
+                shell_default=shell_default,
+                shell_network=shell_network,
+                shell_config=shell_config,
+                reconcile_rounds=reconcile_rounds,
+                resource_wait=resource_wait,
                 no_questions=no_questions,
             )
             for n in range(1, runners + 1)
-        ]  # fmt: skip
+        ]
         watch = _RunnerWatch(runners, stop, on_runner_down)
         interrupt = interrupt or asyncio.Event()
         fleet = [
@@ -268,9 +279,13 @@ async def run_fleet(
             ok=result.ok,
             runners=runners,
             verify=_verify_payload(result.verify),
-            summary={"duration_s": round(result.duration_s, 3), "tasks": len(result.tasks),
-                     "runner_errors": len(result.runner_errors), "stopped": result.stopped},
-        )  # fmt: skip
+            summary={
+                "duration_s": round(result.duration_s, 3),
+                "tasks": len(result.tasks),
+                "runner_errors": len(result.runner_errors),
+                "stopped": result.stopped,
+            },
+        )
     return result
 
 

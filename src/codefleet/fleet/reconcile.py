@@ -184,9 +184,15 @@ async def _post_reads(
     done = None if reconciled is None else reconciled.to_wire()
     try:
         return await gate.client.reads(
-            gate.task_id, gate.agent_id, gate.epoch, attempt.number, rows, watch,
-            stale=[s.to_wire() for s in stale], reconciled=done,
-        )  # fmt: skip
+            gate.task_id,
+            gate.agent_id,
+            gate.epoch,
+            attempt.number,
+            rows,
+            watch,
+            stale=[s.to_wire() for s in stale],
+            reconciled=done,
+        )
     except StaleEpoch:
         gate.fenced = True
     except Exception:  # the ledger is a record: without its answer, size and mtime still tell

@@ -204,9 +204,16 @@ class Runner:
         a registration that lands anyway is known and left (`_leave`)."""
         root = str(self.tree.root)
         self._registering = asyncio.ensure_future(
-            self.client.register(self.options.name, root, os.getpid(), host=HOST,
-                                 replace=take_over, agent=self.options.agent, tree_id=tree_id)
-        )  # fmt: skip
+            self.client.register(
+                self.options.name,
+                root,
+                os.getpid(),
+                host=HOST,
+                replace=take_over,
+                agent=self.options.agent,
+                tree_id=tree_id,
+            )
+        )
         self._registering.add_done_callback(_collect)
         sent = utcnow()
         answer = await asyncio.shield(self._registering)
@@ -288,8 +295,9 @@ class Runner:
                 if _transient(err):
                     log.warning("%s: %s; retrying in %.1fs", self.options.name, err, delay)
                 else:
-                    log.exception("%s: unexpected failure; retrying in %.1fs", self.options.name,
-                                  delay)  # fmt: skip
+                    log.exception(
+                        "%s: unexpected failure; retrying in %.1fs", self.options.name, delay
+                    )
             with contextlib.suppress(TimeoutError):  # a stop cuts the backoff short
                 await asyncio.wait_for(stop.wait(), delay)
             delay = min(delay * 2, MAX_RETRY_S)
@@ -369,17 +377,30 @@ class Runner:
             return None  # the task moved on before we started it
         reads = ReadLog(skew_s=self.clock_skew_s)
         gate = WriteGate(
-            self.client, self.tree, self.agent_id, self.epoch, task.id, self.grant_trust_s,
-            lease_wait_s=self.lease_wait_s, reads=reads.latest,
-        )  # fmt: skip
+            self.client,
+            self.tree,
+            self.agent_id,
+            self.epoch,
+            task.id,
+            self.grant_trust_s,
+            lease_wait_s=self.lease_wait_s,
+            reads=reads.latest,
+        )
         checker = self._checker(gate, commands, task.attempts, resources)
         inbox = Inbox(task)
         attempt = Attempt(
-            task, gate, self.tree.root, self.options.run_dir, self.options.name, checker,
-            self._commands(gate, task), reconcile_rounds=self.options.reconcile_rounds,
-            inbox=inbox, ask=self._asker(task.id, inbox) if task.ask else None,
+            task,
+            gate,
+            self.tree.root,
+            self.options.run_dir,
+            self.options.name,
+            checker,
+            self._commands(gate, task),
+            reconcile_rounds=self.options.reconcile_rounds,
+            inbox=inbox,
+            ask=self._asker(task.id, inbox) if task.ask else None,
             reads=reads,
-        )  # fmt: skip
+        )
         started = time.monotonic()
         self.inbox = attempt.inbox
         try:
@@ -400,20 +421,33 @@ class Runner:
         """The attempt's `ask_operator` (None when the server's question timeout is 0)."""
         if self.question_timeout <= 0 and not self.options.no_questions:
             return None
-        return Asker(self.client, self.agent_id, self.epoch, task_id, inbox,
-                     self.question_timeout, self.options.no_questions)  # fmt: skip
+        return Asker(
+            self.client,
+            self.agent_id,
+            self.epoch,
+            task_id,
+            inbox,
+            self.question_timeout,
+            self.options.no_questions,
+        )
 
     def _checker(
-        self, gate: WriteGate, commands: dict[str, str], attempt: int,
+        self,
+        gate: WriteGate,
+        commands: dict[str, str],
+        attempt: int,
         resources: dict[str, list[str]],
-    ) -> Checker | None:  # fmt: skip
+    ) -> Checker | None:
         if not commands:
             return None
         opts = self.options
         limits = CheckLimits(
-            opts.check_timeout, opts.check_output_chars, opts.protected, opts.check_dir,
+            opts.check_timeout,
+            opts.check_output_chars,
+            opts.protected,
+            opts.check_dir,
             resource_wait=opts.resource_wait,
-        )  # fmt: skip
+        )
         return Checker(gate, commands, attempt, limits, resources)
 
     def _commands(self, gate: WriteGate, task: AssignedTask) -> CommandRunner | None:
@@ -423,8 +457,12 @@ class Runner:
         if not enabled:
             return None
         if opts.shell_config is None:
-            log.warning("%s: task %s asks for run_command, but commands cannot run on this "
-                        "runner (see `codefleet doctor`); it gets no tool", opts.name, task.id)  # fmt: skip
+            log.warning(
+                "%s: task %s asks for run_command, but commands cannot run on this "
+                "runner (see `codefleet doctor`); it gets no tool",
+                opts.name,
+                task.id,
+            )
             return None
         network = mode == ShellMode.NETWORK or opts.shell_network
         config = replace(
@@ -443,8 +481,12 @@ class Runner:
         if not report.ok or not name:
             return report
         if attempt.checks is None:
-            return replace(report, ok=False, error_kind=ErrorKind.INFRA,
-                           error=f"task verifies with check {name!r} but no check is defined")  # fmt: skip
+            return replace(
+                report,
+                ok=False,
+                error_kind=ErrorKind.INFRA,
+                error=f"task verifies with check {name!r} but no check is defined",
+            )
         left = self.task_timeout - (time.monotonic() - started)
         result = await attempt.checks.run(name, CheckPurpose.VERIFY, timeout=max(1.0, left))
         if result.passed:

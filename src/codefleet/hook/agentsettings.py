@@ -97,9 +97,13 @@ COPILOT_VERSION: Final = 1
 
 
 def agent_block(
-    agent: str, executable: list[str], server: str, tree: Path, fail_open: bool,
+    agent: str,
+    executable: list[str],
+    server: str,
+    tree: Path,
+    fail_open: bool,
     tree_id: str | None = None,
-) -> dict[str, list[dict[str, Any]]]:  # fmt: skip
+) -> dict[str, list[dict[str, Any]]]:
     """`agent`'s hook entries, keyed by its event names."""
     if agent == "claude":  # the entries `join` has always written (no --agent: the default)
         return hooks_block(executable, server, tree, fail_open, tree_id)
@@ -113,7 +117,9 @@ def agent_block(
         if agent == "copilot":
             block[event] = [{"type": "command", "bash": command, spec.timeout_key: spec.timeout}]
             continue
-        entry: dict[str, Any] = {"hooks": [{"type": "command", "command": command, spec.timeout_key: spec.timeout}]}  # fmt: skip
+        entry: dict[str, Any] = {
+            "hooks": [{"type": "command", "command": command, spec.timeout_key: spec.timeout}]
+        }
         block[event] = [{"matcher": matcher, **entry} if matcher else entry]
     return block
 

@@ -172,7 +172,7 @@ def _run(args: HookArgs, stdin_text: str, env: Mapping[str, str], post: Post | N
         return ""
     tree = this_tree(args, data["cwd"])
     if tree is None:
-        return _malformed(args, f"{data['cwd']} is not in the tree joined as {args.tree_id} on this host (it is {args.tree} where `codefleet join` ran); run `codefleet join` in this host's mount of the tree")  # fmt: skip
+        return _malformed(args, _not_joined(args, data["cwd"]))
     return _on_tool(args._replace(tree=tree), send, data, env)
 
 
@@ -187,7 +187,9 @@ def _on_tool(args: HookArgs, send: Post, data: dict[str, Any], env: Mapping[str,
     raw = tool_paths(tool, data.get("tool_input"))
     if not raw:
         if args.event == PRE_TOOL_USE:
-            return _deny(f"{tool} named no file path, so CodeFleet could not check it; the write was refused.")  # fmt: skip
+            return _deny(
+                f"{tool} named no file path, so CodeFleet could not check it; the write was refused."
+            )
         return ""
     keys, refusal = _lease_keys(args.tree, data["cwd"], raw)
     if args.event == POST_TOOL_USE:
@@ -200,6 +202,13 @@ def _on_tool(args: HookArgs, send: Post, data: dict[str, Any], env: Mapping[str,
     if not keys:
         return ""
     return _ask(args, send, {**_who(data, env), "paths": keys, "tool": tool}, env)
+
+
+def _not_joined(args: HookArgs, cwd: str) -> str:
+    return (
+        f"{cwd} is not in the tree joined as {args.tree_id} on this host (it is {args.tree} "
+        "where `codefleet join` ran); run `codefleet join` in this host's mount of the tree"
+    )
 
 
 def this_tree(args: HookArgs, cwd: str) -> str | None:
@@ -272,7 +281,9 @@ def _lease_keys(tree: str, cwd: str, raw: list[str]) -> tuple[list[str], str | N
 
 def _ask(args: HookArgs, send: Post, body: dict[str, Any], env: Mapping[str, str]) -> str:
     try:
-        answer = send(args.server, "/interactive/acquire", body, env.get("CODEFLEET_TOKEN"), PRE_TIMEOUT_S)  # fmt: skip
+        answer = send(
+            args.server, "/interactive/acquire", body, env.get("CODEFLEET_TOKEN"), PRE_TIMEOUT_S
+        )
     except Unreachable as err:
         if args.fail_open:
             sys.stderr.write(f"codefleet: {err}; allowed (--fail-open)\n")
@@ -320,7 +331,9 @@ def _malformed(args: HookArgs, problem: str) -> str:
     if args.event != PRE_TOOL_USE:
         sys.stderr.write(f"codefleet hook {args.event}: {problem}; ignored\n")
         return ""
-    return _deny(f"CodeFleet could not read this write's hook call: {problem}. The write was refused.")  # fmt: skip
+    return _deny(
+        f"CodeFleet could not read this write's hook call: {problem}. The write was refused."
+    )
 
 
 def _deny(reason: str) -> str:
@@ -452,7 +465,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parse_args(argv)
     except UsageError as err:
         if argv and argv[0] == PRE_TOOL_USE:  # a broken settings line must still fail closed
-            sys.stdout.write(_deny(f"CodeFleet's hook is misconfigured ({err}); the write was refused. Run `codefleet join` again.") + "\n")  # fmt: skip
+            sys.stdout.write(
+                _deny(
+                    f"CodeFleet's hook is misconfigured ({err}); the write was refused. Run `codefleet join` again."
+                )
+                + "\n"
+            )
             return 0
         sys.stderr.write(f"codefleet hook: {err}\n{USAGE}")
         return 0 if argv and argv[0] in EVENTS else 2
@@ -460,7 +478,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         out = run(args, text, os.environ)
     except Exception as err:  # the hook fails closed and never shows the person a traceback
-        out = _deny(f"CodeFleet's hook failed ({type(err).__name__}: {err}); the write was refused.") if args.event == PRE_TOOL_USE else ""  # fmt: skip
+        out = (
+            _deny(f"CodeFleet's hook failed ({type(err).__name__}: {err}); the write was refused.")
+            if args.event == PRE_TOOL_USE
+            else ""
+        )
     if out:
         sys.stdout.write(out + "\n")
     return 0

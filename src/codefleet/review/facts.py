@@ -167,14 +167,17 @@ def _vetoes(events: Sequence[Row], record: RunRecord) -> list[Veto]:
             later = [s for s in next_start[e["task_id"]] if s > at]
             found.append(
                 Veto(
-                    at=at, path=str(body.get("path")), task_id=str(e["task_id"]),
-                    runner=str(body.get("requester_name") or "?"), holder_task_id=holder,
+                    at=at,
+                    path=str(body.get("path")),
+                    task_id=str(e["task_id"]),
+                    runner=str(body.get("requester_name") or "?"),
+                    holder_task_id=holder,
                     holder_runner=str(body.get("holder_agent_name") or "?"),
                     held_s=(at - since).total_seconds() if since else None,
                     waited_s=(later[0] - at).total_seconds() if later else None,
                     resolved=status.get(e["task_id"]) == "succeeded",
                 )
-            )  # fmt: skip
+            )
     return found
 
 
@@ -207,12 +210,14 @@ def _verify_failures(events: Sequence[Row]) -> list[VerifyFailure]:
             continue
         found.append(
             VerifyFailure(
-                task_id=str(e["task_id"]), attempt=int(body.get("attempt") or 0),
-                check=str(body.get("name")), exit_code=body.get("exit_code"),
+                task_id=str(e["task_id"]),
+                attempt=int(body.get("attempt") or 0),
+                check=str(body.get("name")),
+                exit_code=body.get("exit_code"),
                 timed_out=bool(body.get("timed_out")),
                 output_tail=str(body.get("output_tail") or body.get("error") or ""),
             )
-        )  # fmt: skip
+        )
     return found
 
 
