@@ -22,6 +22,7 @@ from codefleet.fleet.local import run_fleet
 from codefleet.fleet.scripted import ScriptedExecutor, load_script, parse_script
 from codefleet.models import ErrorKind
 from codefleet.server.thread import ServerThread
+from codefleet.statedir import STATE_DIR
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 1.0, "tick_interval": 0.05, "backoff_base": 0.0}
 
@@ -151,7 +152,7 @@ async def test_the_patches_of_the_demo_replayed_in_completion_order_rebuild_its_
     for patch in patches:
         diff = "".join(f["diff"] for f in patch["files"])
         subprocess.run(["git", "apply", "-"], cwd=original, input=diff, text=True, check=True)
-    compared = filecmp.dircmp(original, tree, ignore=["__pycache__"])
+    compared = filecmp.dircmp(original, tree, ignore=["__pycache__", STATE_DIR])  # never patched
     assert _differences(compared) == []
 
 

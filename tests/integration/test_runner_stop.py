@@ -80,7 +80,7 @@ async def test_a_runner_retrying_an_absent_server_stops_on_a_signal(
         "--name", "patient", "--server", nobody, "--workdir", str(workdir), tmp_path=tmp_path
     )
 
-    await wait_for_line(proc, "POST /agents/register")  # in the registration retry loop
+    await wait_for_line(proc, "retrying in")  # waiting for the server, to register
     proc.send_signal(sig)
 
     assert await exit_code(proc) == 0

@@ -25,9 +25,11 @@ from codefleet.hook.command import (
     parse_args,
     person_denial,
     run,
+    this_tree,
 )
 from codefleet.hook.io import deny_output
 from codefleet.models import WRITE_TOOLS
+from codefleet.statedir import ensure_tree_id
 
 SESSION = "0aeef531-72cc-4552-9656-7482e7ecde15"
 
@@ -282,3 +284,37 @@ def test_every_hook_event_has_a_subcommand_and_the_matcher_is_the_write_tools() 
 
     assert set(SUBCOMMANDS.values()) == set(EVENTS)
     assert set(WRITE_MATCHER.split("|")) == WRITE_TOOLS
+
+
+# -- the tree on another host's mount (issue 33) -------------------------------------------
+
+
+def test_tree_id_parses_back() -> None:
+    argv = ["pre-tool-use", "--server", "http://h:1", "--tree", "/t", "--tree-id", "tree_x"]
+    assert parse_args(argv).tree_id == "tree_x"
+
+
+def test_with_a_tree_id_the_hook_takes_the_tree_that_holds_it_on_this_host(
+    tmp_path: Path,
+) -> None:
+    mount = tmp_path / "mnt" / "repo"  # this host's mount; the joined path is elsewhere
+    (mount / "src").mkdir(parents=True)
+    tree_id = ensure_tree_id(mount)
+    args = HookArgs("pre-tool-use", "http://h:1", "/srv/repo", tree_id=tree_id)
+
+    assert this_tree(args, str(mount / "src")) == str(mount)
+    assert this_tree(args._replace(tree=str(mount)), "/elsewhere") == str(mount)
+    assert this_tree(args._replace(tree_id=None), str(mount)) == "/srv/repo"  # older settings
+
+
+def test_a_session_outside_the_joined_tree_on_this_host_is_denied_without_asking(
+    tmp_path: Path,
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    args = HookArgs("pre-tool-use", "http://h:1", "/srv/repo", tree_id="tree_" + "c" * 32)
+
+    out = run(args, tool_call(other), {}, post=never_post)
+
+    assert "is not in the tree joined as" in reason_of(out)
+    assert "codefleet join" in reason_of(out)

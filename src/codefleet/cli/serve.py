@@ -21,7 +21,7 @@ from codefleet.cli.common import (
     settings_of,
 )
 from codefleet.cli.settingopts import option
-from codefleet.statedir import prepare_dirs
+from codefleet.statedir import NoTreeId, prepare_dirs
 
 if TYPE_CHECKING:
     from codefleet.config import Settings
@@ -65,10 +65,13 @@ def serve(
     max_cost: MaxCostOpt = None,
     max_cost_hard: MaxCostHardOpt = None,
     token: TokenOpt = None,
+    tls_cert: Annotated[Path | None, option("tls_cert")] = None,
+    tls_key: Annotated[Path | None, option("tls_key")] = None,
 ) -> None:
     """Run the coordination server (the one process that owns the database)."""
-    from codefleet.cli.output import console
+    from codefleet.cli.output import console, err_console
     from codefleet.heap import settle
+    from codefleet.server.netfs import serve_warnings
     from codefleet.transport.uvicorn_internals import (
         FleetServer,
         raise_descriptor_limit,
@@ -81,6 +84,10 @@ def serve(
             f"refusing to bind {settings.host} without a token: anyone who reaches the port could "
             "hand agents work. Set CODEFLEET_TOKEN (or --token), or bind 127.0.0.1."
         )
+    if (settings.tls_cert is None) != (settings.tls_key is None):
+        raise fail("--tls-cert and --tls-key go together: give both (https) or neither (http)")
+    for line in serve_warnings(settings.db, settings.workdir):
+        err_console.print(f"warning: {line}", style="yellow", markup=False)
     listener = _listen(settings.host, settings.port)  # a busy port fails here, before any file
     settings = settings.model_copy(update={"port": listener.getsockname()[1]})
     application = _application(settings, listener)
@@ -103,7 +110,7 @@ def _application(settings: Settings, listener: socket.socket) -> FleetApp:
     try:
         prepare_dirs(settings.db.parent, settings.run_dir)
         return create_app(settings)
-    except (DatabaseInUse, DatabaseDamaged) as err:
+    except (DatabaseInUse, DatabaseDamaged, NoTreeId) as err:
         listener.close()
         raise fail(str(err)) from None
     except FileNotFoundError as err:

@@ -97,6 +97,10 @@ FLAGS: dict[str, Flag] = {
     ),
     "allow_reset": Flag("Allow POST /reset"),
     "token": Flag("Bearer token for the server"),
+    "tls_cert": Flag(
+        "Serve https with this certificate (PEM, its chain after it); needs --tls-key"
+    ),
+    "tls_key": Flag("The private key of --tls-cert (PEM)"),
     "allowed_hosts": Flag(
         "Without a token: the Host names (besides loopback addresses) requests may use, "
         "comma-separated"

@@ -128,7 +128,8 @@ def stale_error(found: Sequence[StaleRead]) -> str:
 
 def _message(attempt: Attempt, found: Sequence[StaleRead]) -> str:
     """One round's message; a file it shows whole counts as read again, as shown."""
-    now = {s.path: look(attempt.workdir, s.path, RECONCILE_TOOL) for s in found}
+    skew = attempt.reads.skew_s
+    now = {s.path: look(attempt.workdir, s.path, RECONCILE_TOOL, skew) for s in found}
     seen: dict[str, Seen] = {}
     for item in found:
         read = attempt.reads.latest.get(item.path)

@@ -26,12 +26,20 @@ write path denies every write meanwhile (fail closed).
 Faults: any other surprise in the work loop (an answer that breaks the
 contract, a bug) is logged with its traceback and retried after a backoff:
 one bad answer never ends a runner. Only what no retry can fix ends it, by
-raising out of `run`: the token refused (`Unauthorized`, `Forbidden`) or the
+raising out of `run`: the token refused (`Unauthorized`, `Forbidden`), an https
+server's certificate not trusted here (`UntrustedServer`), or the
 registration refused (`CannotContinue`, naming the server's reason).
 
 Two such refusals: `name_in_use` (a live runner of another process holds the
 name; `replace` takes it over, on the first registration only, so two
 replacing runners cannot take a name back and forth) and `wrong_tree`.
+
+The tree: the runner registers with the identity it reads in its own mount
+(`statedir.read_tree_id`) and its own path, so it may run on another host
+whose mount of the tree is elsewhere; every path it sends is tree-relative.
+A mount without the identity file waits for the server (a new tree's server
+may not have started yet) and reads again; still without it, the runner
+ends (`CannotContinue`) before it registers.
 
 Stop means stop in every phase: setting `stop` cancels whatever the runner is
 doing (registering against an absent server, polling, running an attempt,
@@ -51,7 +59,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from codefleet.api.client import ApiError, FleetClient, ServerUnavailable, handed_task
+from codefleet.api.client import (
+    ApiError,
+    FleetClient,
+    ServerUnavailable,
+    UntrustedServer,
+    handed_task,
+)
 from codefleet.attempt import AssignedTask, AttemptReport, OperatorNote
 from codefleet.errors import DomainError, Forbidden, NotFound, NotOwner, StaleEpoch, Unauthorized
 from codefleet.fleet.ask import Asker
@@ -62,8 +76,16 @@ from codefleet.fleet.inbox import Inbox
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.fleet.reads import ReadLog
 from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S
-from codefleet.models import DEFAULT_RECONCILE_ROUNDS, CheckPurpose, ErrorKind, ShellMode
+from codefleet.models import (
+    DEFAULT_RECONCILE_ROUNDS,
+    CheckPurpose,
+    ErrorKind,
+    ShellMode,
+    clock_skew_s,
+    utcnow,
+)
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
+from codefleet.statedir import NoTreeId, read_tree_id
 
 __all__ = ["CannotContinue", "Runner", "RunnerOptions"]
 
@@ -79,7 +101,7 @@ class CannotContinue(Exception):
 
 
 # What no retry can fix: the runner stops and says so.
-FATAL = (Unauthorized, Forbidden, CannotContinue)
+FATAL = (Unauthorized, Forbidden, CannotContinue, UntrustedServer)
 
 
 def _transient(err: BaseException) -> bool:
@@ -137,6 +159,7 @@ class Runner:
         self.lease_wait_s = 0.0  # the server's CODEFLEET_LEASE_WAIT: how long a write may park
         self.task_timeout = options.task_timeout or 600.0
         self.question_timeout = 0.0  # the server's; 0: sessions cannot ask
+        self.clock_skew_s = 0.0  # the server's clock minus this host's, measured at registration
         self.fenced = asyncio.Event()
         self._registering: asyncio.Future[dict[str, Any]] | None = None  # the last register call
         self.inbox = Inbox()  # the running attempt's operator messages (`fleet.inbox`)
@@ -146,8 +169,9 @@ class Runner:
     async def register(self) -> None:
         """Register (retrying an absent server); a refusal is `CannotContinue`."""
         take_over = self.options.replace and not self.agent_id  # the first registration only
+        tree_id = await self._tree_id()
         try:
-            answer = await self._retrying(lambda: self._register_once(take_over))
+            answer = await self._retrying(lambda: self._register_once(take_over, tree_id))
         except FATAL:
             raise
         except DomainError as err:  # refused: registering again would be refused again
@@ -162,7 +186,20 @@ class Runner:
         self.fenced.clear()
         log.info("%s registered as %s epoch %s", self.options.name, self.agent_id, self.epoch)
 
-    async def _register_once(self, take_over: bool) -> dict[str, Any]:
+    async def _tree_id(self) -> str:
+        """This tree's identity. A tree without one may be new, its server not started yet:
+        wait for the server (it writes the identity as it starts), then read again; still
+        none is `CannotContinue` naming the file."""
+        try:
+            return read_tree_id(self.tree.root)
+        except NoTreeId:
+            await self._retrying(self.client.health)
+        try:
+            return read_tree_id(self.tree.root)
+        except NoTreeId as err:
+            raise CannotContinue(f"cannot register: {err}") from None
+
+    async def _register_once(self, take_over: bool, tree_id: str) -> dict[str, Any]:
         """One register call, shielded: a stop cuts the wait short, never the call, so
         a registration that lands anyway is known and left (`_leave`)."""
         root = str(self.tree.root)
@@ -174,10 +211,15 @@ class Runner:
                 host=HOST,
                 replace=take_over,
                 agent=self.options.agent,
+                tree_id=tree_id,
             )
         )
         self._registering.add_done_callback(_collect)
-        return await asyncio.shield(self._registering)
+        sent = utcnow()
+        answer = await asyncio.shield(self._registering)
+        if "server_time" in answer:  # reads are stamped in the server's time (`fleet.reads`)
+            self.clock_skew_s = clock_skew_s(str(answer["server_time"]), sent, utcnow())
+        return answer
 
     async def run(
         self, stop: asyncio.Event | None = None, interrupt: asyncio.Event | None = None
@@ -333,7 +375,7 @@ class Runner:
             await self._retrying(lambda: self.client.start(task.id, self.agent_id, self.epoch))
         except NotOwner:
             return None  # the task moved on before we started it
-        reads = ReadLog()
+        reads = ReadLog(skew_s=self.clock_skew_s)
         gate = WriteGate(
             self.client,
             self.tree,

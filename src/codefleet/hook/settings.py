@@ -50,6 +50,7 @@ __all__ = [
     "leave_tree",
     "merged",
     "settings_path",
+    "tree_id_args",
     "without_ours",
 ]
 
@@ -98,12 +99,13 @@ def codefleet_command() -> list[str]:
 
 
 def hooks_block(
-    executable: list[str], server: str, tree: Path, fail_open: bool
+    executable: list[str], server: str, tree: Path, fail_open: bool, tree_id: str | None = None
 ) -> dict[str, list[dict[str, Any]]]:
     """Our three hook entries, keyed by Claude Code event name."""
     block: dict[str, list[dict[str, Any]]] = {}
     for event in EVENT_KEYS:
         argv = [*executable, "hook", SUBCOMMANDS[event], "--server", server, "--tree", str(tree)]
+        argv += tree_id_args(tree_id)
         if fail_open:
             argv.append("--fail-open")
         entry: dict[str, Any] = {
@@ -114,6 +116,11 @@ def hooks_block(
             entry = {"matcher": matcher, **entry}
         block[event] = [entry]
     return block
+
+
+def tree_id_args(tree_id: str | None) -> list[str]:
+    """`--tree-id ID`: the hook finds the tree by it on a host that mounts it elsewhere."""
+    return ["--tree-id", tree_id] if tree_id else []
 
 
 def is_ours(hook: Any) -> bool:

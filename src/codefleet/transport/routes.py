@@ -149,7 +149,13 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
     @app.post("/agents/register")
     async def register(body: RegisterBody) -> JSONResponse:
         answer = engine.register(
-            body.name, body.workdir, body.pid, body.host, body.replace, body.agent.value
+            body.name,
+            body.workdir,
+            body.pid,
+            body.host,
+            body.replace,
+            body.agent.value,
+            body.tree_id,
         )
         return JSONResponse(registered_json(answer, settings))
 
