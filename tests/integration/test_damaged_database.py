@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from codefleet.coord.store import Store, check_database
+from codefleet.coord.sqlitefile import check_database
+from codefleet.coord.store import Store
 from codefleet.errors import DatabaseDamaged
 from codefleet.server.thread import free_port
 

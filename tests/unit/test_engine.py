@@ -18,8 +18,10 @@ import pytest
 from codefleet.attempt import AttemptReport
 from codefleet.coord import scheduler as sched
 from codefleet.coord.answers import Beat, LeaseAnswer, TaskAnswer
-from codefleet.coord.engine import BASE_WINDOW, Engine, EngineConfig
-from codefleet.coord.store import Row, Store
+from codefleet.coord.database import Row
+from codefleet.coord.engine import Engine, EngineConfig
+from codefleet.coord.store import Store
+from codefleet.coord.ticks import BASE_WINDOW
 from codefleet.coord.validation import NewTask
 from codefleet.errors import InvalidGraph, InvalidState, NotFound, NotOwner, StaleEpoch
 from codefleet.models import AgentStatus, ErrorKind, EventType, TaskStatus, to_iso

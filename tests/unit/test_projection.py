@@ -28,7 +28,6 @@ import test_engine
 from test_engine import Fleet
 
 from codefleet.coord import queries
-from codefleet.coord import store as store_module
 from codefleet.coord.reads import EngineReads
 from codefleet.coord.store import Store
 from codefleet.errors import DomainError
@@ -312,14 +311,19 @@ def test_every_store_method_that_writes_a_task_row_marks_it_touched() -> None:
         if (isinstance(value, str) and TASK_WRITE.search(value))
         or (isinstance(value, tuple) and "tasks" in value)  # RESET_TABLES
     }
-    source = inspect.getsource(store_module)
-    store_class = next(
-        node
-        for node in ast.parse(source).body
-        if isinstance(node, ast.ClassDef) and node.name == "Store"
-    )
     writers = []
-    for method in store_class.body:
+    for cls in Store.__mro__[:-1]:  # the rows, the event log, the connection (not `object`)
+        source = inspect.getsource(cls)
+        node = ast.parse(source).body[0]
+        assert isinstance(node, ast.ClassDef), f"guard: {cls.__name__} is not a class"
+        writers += _task_writers(source, node.body, writes)
+    assert {"insert_tasks", "update_task", "add_usage", "reset"} <= set(writers)
+
+
+def _task_writers(source: str, methods: list[ast.stmt], writes: set[str]) -> list[str]:
+    """The methods among `methods` that write the tasks table; each must mark it touched."""
+    writers = []
+    for method in methods:
         if not isinstance(method, ast.FunctionDef):
             continue
         text = ast.get_source_segment(source, method) or ""
@@ -330,4 +334,4 @@ def test_every_store_method_that_writes_a_task_row_marks_it_touched() -> None:
                 f"Store.{method.name} writes the tasks table without marking `touched`: "
                 "the projection (and a rollback's re-read) would not know the row changed"
             )
-    assert {"insert_tasks", "update_task", "add_usage", "reset"} <= set(writers)
+    return writers

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from codefleet.coord.store import CHECKPOINT_EVERY_COMMITS, Store
+from codefleet.coord.sqlitefile import CHECKPOINT_EVERY_COMMITS
+from codefleet.coord.store import Store
 
 
 def _wal_frames(path: Path) -> tuple[int, int]:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from codefleet.coord.store import Store, Touched
+from codefleet.coord.database import Touched
+from codefleet.coord.store import Store
 from codefleet.models import EventType
 
 

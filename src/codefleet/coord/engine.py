@@ -1,20 +1,21 @@
-"""The engine: the tick, the decision applier, and the transitions that cut across parts.
+"""The engine: the one surface over its parts, its transactions and when the next tick runs.
 
 The engine is composed of parts, each the one writer of its state (docs/
 decisions.md, "The engine is parts, not mixins"): the task table (`tasks`:
 the live index and `idle_announced`), the agent registry (`agents`), the lease
 mirror (`leases`), the files part (`files`) and its restore steps, the checks
-registry, interactive holders, limits and the `alive_at` mark; the runner's
-and the operator's thin calls are pieces handed `transition`. Each public
-method is one transition and runs in ONE store transaction (`transition`); its
-event type shares its name. The engine runs on the server's event loop thread
-and never awaits inside a transition, so transitions are serialized without
-locks.
+registry, interactive holders, limits and the `alive_at` mark. Pieces with no
+state of their own are handed the parts and `transition`: the runner's and
+the operator's thin calls, the tick (`ticks`), an attempt's report
+(`outcomes`), a runner's arrival and departure (`arrivals`) and the take-back
+steps they share (`takebacks`). Each public method is a real `def` here, one
+transition in ONE store transaction (`transition`); its event type shares its
+name. The engine runs on the server's event loop thread and never awaits
+inside a transition, so transitions are serialized without locks.
 
-A tick takes a snapshot, calls the pure `schedule`, and applies the returned
-decisions in order in one transaction; a stale decision is skipped with a
-logged reason. File I/O never runs inside a transaction: a failed attempt's
-restore intent commits first, the files are put back after the COMMIT, and a
+The engine owns `_tick_scheduled`: many kicks before a tick coalesce into
+one. File I/O never runs inside a transaction: a failed attempt's restore
+intent commits first, the files are put back after the COMMIT, and a
 transaction of its own releases them. A transaction that fails re-reads only
 what it touched, so memory is never ahead of the database.
 """
@@ -25,53 +26,43 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.coord import scheduler as sched
-from codefleet.coord.agents import AgentRegistry, AgentState
+from codefleet.coord.agents import AgentRegistry
 from codefleet.coord.answers import Beat, LeaseAnswer, Registered, TaskAnswer
+from codefleet.coord.arrivals import Arrivals
 from codefleet.coord.checks import CheckRegistry
+from codefleet.coord.database import Touched
 from codefleet.coord.engineconfig import EngineConfig
 from codefleet.coord.files import Files
-from codefleet.coord.index import LiveTask
 from codefleet.coord.interactive import InteractiveHolders
 from codefleet.coord.leases import LeaseTable
 from codefleet.coord.leasewait import LeaseWaiting
 from codefleet.coord.limitpolicy import Budget
-from codefleet.coord.limits import FleetLimits, ResumeReason
+from codefleet.coord.limits import FleetLimits
 from codefleet.coord.messages import OperatorMessages
 from codefleet.coord.operatorcalls import OperatorCalls
+from codefleet.coord.outcomes import Outcomes
 from codefleet.coord.parts import CallParts
 from codefleet.coord.questions import Question, Questions
 from codefleet.coord.recovery import AliveMark
-from codefleet.coord.registration import check_tree
 from codefleet.coord.restores import Restores
 from codefleet.coord.runnercalls import RunnerCalls
 from codefleet.coord.sequences import Sequences
-from codefleet.coord.store import Store, Touched
-from codefleet.coord.tasks import INTERRUPT_HOLD_S, TaskTable
+from codefleet.coord.store import Store
+from codefleet.coord.takebacks import TakeBacks
+from codefleet.coord.tasks import TaskTable
+from codefleet.coord.ticks import BASE_WINDOW, Ticks
 from codefleet.coord.validation import NewTask, PreparedBatch
-from codefleet.errors import InvalidState, NotOwner
-from codefleet.models import (
-    RETRYABLE_KINDS,
-    AgentStatus,
-    ErrorKind,
-    ReleaseReason,
-    TaskStatus,
-    to_iso,
-    utcnow,
-)
+from codefleet.models import TaskStatus, utcnow
 from codefleet.paths import TreeRoot
-from codefleet.resources import is_resource_key, resource_name, valid_resource_name
-from codefleet.statedir import TreeClaim
 
 __all__ = ["Engine", "EngineConfig"]
 
 log = logging.getLogger(__name__)
-BASE_WINDOW = 64
 
 
 class Engine:
@@ -106,10 +97,37 @@ class Engine:
         self.questions = Questions(store, clock, self.transition, cfg.question_timeout)
         self.alive = AliveMark(store, clock, cfg.heartbeat_interval)
         self.sequences = Sequences(store, clock)
-        parts = CallParts(
-            store=store,
-            tree=tree,
-            clock=clock,
+        parts = self._call_parts()
+        self.runner = RunnerCalls(parts, task_timeout=cfg.task_timeout, pull_tick=self._pull_tick)
+        self.waiting = LeaseWaiting(
+            parts, self.runner.acquire, lease_wait=cfg.lease_wait, task_timeout=cfg.task_timeout
+        )
+        self.take_backs = TakeBacks(parts)
+        self.operator = OperatorCalls(
+            parts, self.take_backs, self.restores, max_attempts=cfg.max_attempts
+        )
+        self.outcomes = Outcomes(parts, self.take_backs)
+        self.arrivals = Arrivals(
+            parts, self.take_backs, tree_id=tree_id, stale_after=cfg.stale_after
+        )
+        self.ticks = Ticks(
+            parts,
+            self.take_backs,
+            alive=self.alive,
+            restores=self.restores,
+            interactive=self.interactive,
+            config=cfg,
+        )
+        self.load()
+        self.restores.finish()  # a take-back the last process could not finish, before anyone
+        self._block_orphans()
+
+    def _call_parts(self) -> CallParts:
+        """The parts as the pieces are handed them, with `transition` and `kick`."""
+        return CallParts(
+            store=self.store,
+            tree=self.tree,
+            clock=self.clock,
             agents=self.agents,
             tasks=self.tasks,
             leases=self.leases,
@@ -122,14 +140,6 @@ class Engine:
             kick=self.kick,
             sequences=self.sequences,
         )
-        self.runner = RunnerCalls(parts, task_timeout=cfg.task_timeout, pull_tick=self._pull_tick)
-        self.waiting = LeaseWaiting(
-            parts, self.runner.acquire, lease_wait=cfg.lease_wait, task_timeout=cfg.task_timeout
-        )
-        self.operator = OperatorCalls(parts, max_attempts=cfg.max_attempts)
-        self.load()
-        self.restores.finish()  # a take-back the last process could not finish, before anyone
-        self._block_orphans()
 
     # -- the thin calls: each writes one part, through its piece (`runnercalls`, `operatorcalls`)
 
@@ -355,224 +365,18 @@ class Engine:
             except Exception:  # a loop boundary: one bad tick must not stop the timer
                 log.exception("tick failed")
 
-    def snapshot(self, now: datetime, window: int = BASE_WINDOW) -> sched.FleetState:
-        idx = self.tasks.index
-        idx.promote_backoff(now)
-        candidates, more = idx.candidates(window)
-        return sched.FleetState(
-            candidates=tuple(candidates),
-            more_candidates=more,
-            exhausted=tuple(idx.live[t].view() for t in sorted(idx.exhausted)),
-            in_flight=tuple(self._view(t, now) for t in idx.in_flight.values()),
-            agents=self.agents.views(),
-            leases=tuple((path, holder[1]) for path, holder in self.leases.holders.items()),
-            live_tasks=len(idx.live),
-            idle_announced=self.tasks.idle_announced,
-            stale_after=timedelta(seconds=self.config.stale_after),
-            task_timeout=timedelta(seconds=self.config.task_timeout),
-            paused_until=self.limits.paused_until(),
-            budget=self.limits.budget_view(),
-        )
-
-    def _view(self, task: LiveTask, now: datetime) -> sched.TaskView:
-        """An in-flight task as the scheduler sees it; its questions' wait moves its deadline."""
-        view = task.view()
-        asked = self.questions.waited(task.id, task.attempts, now)
-        return replace(view, asked=asked) if asked else view
-
     def tick(self) -> list[sched.Decision]:
-        """Snapshot, schedule, apply in one transaction; returns what was decided."""
-        self.alive.mark()
-        self.restores.finish_due()  # left over when a release could not commit: finish them first
-        now = self.clock()
-        self.interactive.expire_idle(now)
-        window = sched.first_window(self.agents.idle_count())
-        decisions = sched.schedule_widening(lambda w: self.snapshot(now, w), now, window)
-        if not decisions:
-            return decisions
-        with self.transition():
-            for decision in decisions:
-                self._apply(decision, now)
-        if any(not isinstance(d, sched.Assign | sched.FleetIdle) for d in decisions):
-            self.kick()
-        return decisions
+        return self.ticks.tick()
 
-    def _apply(self, decision: sched.Decision, now: datetime) -> None:
-        idx = self.tasks.index
-        match decision:
-            case sched.MarkOffline(agent_id):
-                self._mark_offline(agent_id, ReleaseReason.AGENT_STALE, now)
-            case sched.Requeue(task_id, kind, reason):
-                task = idx.in_flight.get(task_id)
-                if task is None:
-                    log.info("skip stale Requeue of %s: no longer in flight", task_id)
-                    return
-                self._take_back(task, kind, reason, now, charged=decision.charged)
-            case sched.FailTask(task_id, kind, reason):
-                live = idx.live.get(task_id)
-                if live is None:
-                    log.info("skip stale FailTask of %s: already terminal", task_id)
-                    return
-                if task_id in idx.in_flight:
-                    self._fence_owner(live, now)  # an overdue last attempt is a take-back too
-                self._end_attempt(live, release_for(reason), now)
-                self.tasks.fail(live, kind, reason, now)
-            case sched.ResumeFleet():
-                self.limits.resume(ResumeReason.ELAPSED, now)
-            case sched.BudgetExhausted():
-                pending = sum(t.status is TaskStatus.PENDING for t in idx.live.values())
-                self.limits.announce_exhausted(sorted(idx.in_flight), pending)
-            case sched.StopForBudget(task_id):
-                self._stop_for_budget(task_id, now)
-            case sched.Assign(task_id, agent_id):
-                self._assign(task_id, agent_id, now)
-            case sched.FleetIdle():
-                self.tasks.announce_idle(
-                    **({"stopped": "budget"} if self.limits.exhausted() else {})
-                )
-            case _:
-                raise TypeError(f"unknown decision {decision!r}")
+    def snapshot(self, now: datetime, window: int = BASE_WINDOW) -> sched.FleetState:
+        return self.ticks.snapshot(now, window)
 
-    # -- an attempt: assign, complete -------------------------------------------
-
-    def _assign(self, task_id: str, agent_id: str, now: datetime) -> None:
-        task = self.tasks.index.live.get(task_id)
-        agent = self.agents.get(agent_id)
-        if task is None or task.status is not TaskStatus.PENDING or task.ready_key is None:
-            log.info("skip stale Assign of %s: not ready", task_id)
-            return
-        if agent is None or agent.status is not AgentStatus.IDLE:
-            log.info("skip stale Assign to %s: agent not idle", agent_id)
-            return
-        if self.leases.paths_of(task_id):
-            log.info("skip Assign of %s: its last attempt's files are not restored yet", task_id)
-            return
-        held = self.leases.held_by_others(sorted(task.resources), task_id)
-        if held:
-            log.info("skip stale Assign of %s: %s is held by %s", task_id, *held[0])
-            return
-        self.tasks.assign(task, agent_id, agent.name, now)
-        self.leases.grant(sorted(task.resources), agent_id, task_id, "assign")  # taken with it
-        self.agents.busy(agent, task_id, to_iso(now))
-        self.agents.wake(agent_id)
+    # -- an attempt's report; an agent's arrival and departure (`outcomes`, `arrivals`) ----
 
     def complete(
         self, task_id: str, agent_id: str, epoch: int, report: AttemptReport
     ) -> TaskAnswer:
-        """Apply one attempt's outcome, once; an outdated report is a no-op duplicate."""
-        self.agents.check_epoch(agent_id, epoch)
-        self.tasks.require(task_id)
-        task = self.tasks.index.live.get(task_id)
-        if task is None or report.attempt < task.attempts:
-            return self.tasks.answer(task_id, duplicate=True)
-        if (
-            task.agent_id != agent_id
-            or task.status not in (TaskStatus.ASSIGNED, TaskStatus.RUNNING)
-            or report.attempt != task.attempts
-        ):
-            raise NotOwner(
-                f"agent {agent_id} does not own attempt {report.attempt} of {task_id}",
-                {"task_id": task_id, "attempt": task.attempts},
-            )
-        now = self.clock()
-        with self.transition():
-            self.tasks.record_usage(task, agent_id, report)
-            self.limits.spend(report.cost_usd)
-            self._end_attempt(task, ReleaseReason.TASK_ENDED, now, succeeded=report.ok)
-            if report.ok:
-                if report.duration_ms:
-                    self.leases.waits.note_finished(report.duration_ms / 1000)
-                self.limits.succeeded()
-                self.tasks.succeed(task, report, now)
-            else:
-                self._settle_failure(task, report, now)
-        self.kick()
-        return self.tasks.answered(task)  # from the live index: what was just stored, unread
-
-    def _settle_failure(self, task: LiveTask, report: AttemptReport, now: datetime) -> None:
-        kind = report.error_kind or ErrorKind.AGENT_ERROR
-        error = report.error or kind.value
-        if kind not in RETRYABLE_KINDS:
-            self.tasks.fail(task, kind, error, now)
-            return
-        if kind is ErrorKind.RATE_LIMITED:
-            self._limit_reached(task, report, error, now)
-            return
-        if task.charged >= task.max_attempts:  # the last attempt: no requeue to wait out
-            spent = f"out of attempts ({task.charged}/{task.max_attempts}); last: {kind}: {error}"
-            self.tasks.fail(task, ErrorKind.ATTEMPTS_EXHAUSTED, spent, now, last_error_kind=kind)
-            return
-        widen = None
-        if kind is ErrorKind.VETO and report.blocked_on_path:
-            widen = self._canonical_or_none(report.blocked_on_path)
-        self.tasks.requeue(task, kind, error, now, blocked_on_path=widen)
-
-    def _canonical_or_none(self, raw: str) -> str | None:
-        """The lease key a veto names: a resource's own key, or a path canonicalized."""
-        if is_resource_key(raw):
-            return raw if valid_resource_name(resource_name(raw)) else None
-        try:
-            return self.tree.canonical(raw)
-        except ValueError:
-            return None
-
-    # -- a usage limit, a budget stop ------------------------------------------------------------
-
-    def _limit_reached(
-        self, task: LiveTask, report: AttemptReport, error: str, now: datetime
-    ) -> None:
-        """A usage limit: the fleet pauses and the attempt is not charged.
-
-        Docs: decisions.md, "A usage limit pauses the fleet".
-        """
-        agent = self.agents.get(task.agent_id or "")
-        who = agent.name if agent else "a runner"
-        until = self.limits.limited(task.id, report.retry_after_s, f"{who}: {error}", now)
-        self.tasks.requeue(
-            task, ErrorKind.RATE_LIMITED, error, now, charged=False, paused_until=to_iso(until)
-        )
-
-    def _stop_for_budget(self, task_id: str, now: datetime) -> None:
-        """A hard budget stop: take the attempt back, roll it back, do not charge it."""
-        task = self.tasks.index.in_flight.get(task_id)
-        if task is None:
-            log.info("skip stale StopForBudget of %s: no longer in flight", task_id)
-            return
-        self._fence_owner(task, now)
-        self._end_attempt(task, ReleaseReason.FLEET_BUDGET, now)
-        reason = "the fleet's budget is spent (hard stop)"
-        self.tasks.requeue(task, ErrorKind.BUDGET, reason, now, charged=False)
-
-    # -- taking an attempt back ------------------------------------------------------------
-
-    def _take_back(
-        self, task: LiveTask, kind: ErrorKind, reason: str, now: datetime, charged: bool = True
-    ) -> None:
-        """Requeue an in-flight task the server itself takes away from its agent.
-
-        An operator's interrupt holds it briefly: its run's other runners are leaving too.
-        """
-        self._fence_owner(task, now)
-        self._end_attempt(task, release_for(reason), now)
-        hold = INTERRUPT_HOLD_S if reason == ReleaseReason.INTERRUPTED else 0.0
-        self.tasks.requeue(task, kind, reason, now, charged=charged, hold_s=hold)
-
-    def _fence_owner(self, task: LiveTask, now: datetime) -> None:
-        """Bump the owner's epoch, unless going offline already did (one bump per take-back)."""
-        agent = self.agents.get(task.agent_id or "")
-        if agent is not None and agent.status is not AgentStatus.OFFLINE:
-            self.agents.fence(agent.id, now)
-
-    def _end_attempt(
-        self, task: LiveTask, reason: ReleaseReason, now: datetime, succeeded: bool = False
-    ) -> None:
-        """Settle files, release the attempt's leases, free its agent: the caller's transaction."""
-        self.leases.release(task.id, reason, succeeded)
-        agent = self.agents.get(task.agent_id or "")
-        if agent and agent.current_task_id == task.id:
-            self.agents.free(agent, now)
-
-    # -- an agent's arrival and departure -------------------------------------------------
+        return self.outcomes.complete(task_id, agent_id, epoch, report)
 
     def register(
         self,
@@ -584,132 +388,32 @@ class Engine:
         agent_kind: str = "claude",
         tree_id: str | None = None,
     ) -> Registered:
-        """Upsert by name; a previous incarnation's task and leases are taken back.
-
-        Refused (`WrongTree`, `NameInUse`) before anything is written; see `registration`.
-        One registration is exactly one epoch bump, whatever it takes back.
-        """
-        now = self.clock()
-        check_tree(TreeClaim(workdir, tree_id), TreeClaim(str(self.tree.root), self.tree_id))
-        known = self.agents.admit(name, host, pid, replace, now, self.config.stale_after)
-        with self.transition():
-            if known is None:
-                agent = self.agents.enroll(name, workdir, pid, host, now)
-            else:
-                agent = known
-                was_offline = agent.status is AgentStatus.OFFLINE
-                epoch = agent.epoch + 1  # the take-back's own fence is this same bump
-                self._take_back_current(agent, ReleaseReason.AGENT_REREGISTERED, now)
-                self.agents.reincarnate(agent, epoch, was_offline, workdir, pid, host, now)
-            self.agents.drives(agent, agent_kind)
-        self.kick()
-        return Registered(agent.id, agent.epoch, agent.status)
+        return self.arrivals.register(name, workdir, pid, host, replace, agent_kind, tree_id)
 
     def leave(self, agent_id: str, epoch: int, interrupted: bool = False) -> None:
-        """A graceful leave; `interrupted`: the operator stopped the runner, whose attempt
-        is then not charged (docs/decisions.md, "An attempt is charged only for its own
-        failure")."""
-        self.agents.check_epoch(agent_id, epoch)
-        reason = ReleaseReason.INTERRUPTED if interrupted else ReleaseReason.AGENT_LEFT
-        with self.transition():
-            self._mark_offline(agent_id, reason, self.clock())
-        self.kick()
-
-    def _mark_offline(self, agent_id: str, reason: ReleaseReason, now: datetime) -> None:
-        """Offline + fence + release; a graceful leave also requeues its task here."""
-        agent = self.agents.by_id[agent_id]
-        if reason in (ReleaseReason.AGENT_LEFT, ReleaseReason.INTERRUPTED):
-            self._take_back_current(agent, reason, now)
-        elif agent.current_task_id is not None:
-            self.leases.release(agent.current_task_id, reason)
-        self.agents.go_offline(agent, reason, now)
-
-    def _take_back_current(self, agent: AgentState, reason: ReleaseReason, now: datetime) -> None:
-        task = self.tasks.index.in_flight.get(agent.current_task_id or "")
-        if task is not None and task.agent_id == agent.id:
-            started = task.status is TaskStatus.RUNNING
-            charged = started and reason is not ReleaseReason.INTERRUPTED
-            self._take_back(task, ErrorKind.INFRA, reason, now, charged=charged)
+        self.arrivals.leave(agent_id, epoch, interrupted)
 
     # -- operator transitions -------------------------------------------------------------
 
     def cancel(self, task_id: str) -> dict[str, Any]:
-        status = self.tasks.require(task_id)
-        task = self.tasks.index.live.get(task_id)
-        if task is None:
-            raise InvalidState(f"task {task_id} is already {status}", {"status": status})
-        now = self.clock()
-        with self.transition():
-            if task.agent_id and task.status in (TaskStatus.ASSIGNED, TaskStatus.RUNNING):
-                self.agents.fence(task.agent_id, now)
-            self._end_attempt(task, ReleaseReason.CANCELLED, now)
-            self.tasks.cancel(task, now)
-        self.kick()
-        return {"status": TaskStatus.CANCELLED}
+        return self.operator.cancel(task_id)
+
+    def retry(self, task_id: str) -> dict[str, Any]:
+        return self.operator.retry(task_id)
 
     def say(self, task_id: str, text: str) -> dict[str, Any]:
-        """Keep an operator message for a task that has not finished (`coord.messages`)."""
-        status = self.tasks.require(task_id)
-        task = self.tasks.index.live.get(task_id)
-        if task is None:
-            raise InvalidState(
-                f"task {task_id} is already {status}: a message reaches only a task that has "
-                "not finished",
-                {"status": status},
-            )
-        return self.messages.say(task, text)
+        return self.operator.say(task_id, text)
 
     def ask(self, agent_id: str, epoch: int, task_id: str, text: str) -> Question:
         return self.runner.ask(agent_id, epoch, task_id, text)
 
     def answer(self, task_id: str, text: str, question_id: str | None = None) -> Question:
-        """The operator answers a running task's open question (`coord.questions`)."""
-        status = self.tasks.require(task_id)
-        if task_id not in self.tasks.index.live:
-            raise InvalidState(f"task {task_id} is already {status}", {"status": status})
-        waiting = [
-            q
-            for q in self.open_questions()
-            if q.task_id == task_id and question_id in (None, q.question_id)
-        ]
-        return self.questions.answer(waiting, task_id, text)
+        return self.operator.answer(task_id, text, question_id)
 
     def open_questions(self) -> list[Question]:
-        """The unanswered questions of attempts still running (an ended attempt's are moot)."""
-        flight = self.tasks.index.in_flight
-        return [
-            q
-            for q in self.questions.open()
-            if q.task_id in flight and flight[q.task_id].attempts == q.attempt
-        ]
-
-    def retry(self, task_id: str) -> dict[str, Any]:
-        """A failed or cancelled task starts over; its blocked dependents come back."""
-        status = self.tasks.require(task_id)
-        if status not in (TaskStatus.FAILED, TaskStatus.CANCELLED):
-            raise InvalidState(
-                f"only failed or cancelled tasks can be retried; {task_id} is {status}"
-            )
-        self.restores.finish([task_id])  # a file repaired since can now be put back
-        stuck = self.files.unrestorable_of(task_id)
-        if stuck:
-            raise InvalidState(
-                f"{task_id} still holds {', '.join(sorted(stuck))}, which could not be restored "
-                f"({'; '.join(stuck.values())}); repair it, then retry",
-                {"unrestorable": stuck},
-            )
-        with self.transition():
-            self.tasks.retry(task_id, self.clock())
-        self.kick()
-        return {"status": TaskStatus.PENDING}
+        return self.operator.open_questions()
 
     def reset(self) -> None:
         with self.transition():
             self.store.reset()
         self.load()
-
-
-def release_for(reason: str) -> ReleaseReason:
-    """The release reason of a take-back's reason text (`task_ended` when it names none)."""
-    known = {r.value for r in ReleaseReason}
-    return ReleaseReason(reason) if reason in known else ReleaseReason.TASK_ENDED

@@ -33,8 +33,9 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from codefleet.coord.answers import Denial, HolderRef, LeaseAnswer
+from codefleet.coord.database import Row
 from codefleet.coord.leases import HolderOf, LeaseTable, denial
-from codefleet.coord.store import Row, Store
+from codefleet.coord.store import Store
 from codefleet.errors import NotFound
 from codefleet.models import (
     READ_RECORDED_TOOLS,

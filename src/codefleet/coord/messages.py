@@ -24,9 +24,10 @@ from datetime import datetime
 from typing import Any, Final
 
 from codefleet.attempt import OperatorNote
+from codefleet.coord.database import Row
 from codefleet.coord.index import LiveTask
 from codefleet.coord.restores import Transition
-from codefleet.coord.store import Row, Store
+from codefleet.coord.store import Store
 from codefleet.errors import InvalidState, TooLarge
 from codefleet.models import (
     MAX_MESSAGE_BYTES,

@@ -15,7 +15,8 @@ from typing import Any
 
 from codefleet.coord.engine import Engine
 from codefleet.coord.engineconfig import EngineConfig
-from codefleet.coord.store import Store, check_database
+from codefleet.coord.sqlitefile import check_database
+from codefleet.coord.store import Store
 from codefleet.paths import TreeRoot
 
 __all__ = ["close_engine", "open_engine"]

@@ -1,12 +1,15 @@
-"""The operator's calls that write one part: checks, a graph load, the run's events, limits.
+"""The operator's calls: checks, a graph load, the run's events, limits, a task's cancel and retry.
 
 `define_checks`, `create_tasks` (`prepare_tasks` off the loop, then
 `commit_tasks` on it), `fleet_event`, `record_commits`, and the fleet's
 `set_budget` and `resume`. A load is checked whole before anything lands
 (`graph`: pure), then inserted in one `transition` through the checks
-registry and the task table; nothing here touches an agent, a lease or an
-attempt (cancel and retry do, and stay in the engine). It is handed the
-engine's `transition` and `kick`.
+registry and the task table. A task's own calls are `cancel` (fence its runner,
+end its attempt: `takebacks`), `retry` (refused while a file of its last
+attempt could not be restored), `say` (a message for a task not finished)
+and `answer` (a running attempt's open question; an ended attempt's are
+moot). It owns no state; it is handed the engine's parts, the take-back steps
+and the restores.
 """
 
 from __future__ import annotations
@@ -19,25 +22,41 @@ from codefleet.coord.checks import validated_checks
 from codefleet.coord.limitpolicy import Budget
 from codefleet.coord.limits import ResumeReason
 from codefleet.coord.parts import CallParts
+from codefleet.coord.questions import Question
+from codefleet.coord.restores import Restores
+from codefleet.coord.takebacks import TakeBacks
 from codefleet.coord.validation import NewTask, PreparedBatch
 from codefleet.errors import InvalidState
-from codefleet.models import EventType, TaskStatus, to_iso
+from codefleet.models import EventType, ReleaseReason, TaskStatus, to_iso
 
 __all__ = ["OperatorCalls"]
 
 
 class OperatorCalls:
-    """One engine's operator calls that add tasks, checks and events; on its thread."""
+    """One engine's operator calls; on its thread."""
 
-    def __init__(self, parts: CallParts, *, max_attempts: int) -> None:
+    def __init__(
+        self,
+        parts: CallParts,
+        take_backs: TakeBacks,
+        restores: Restores,
+        *,
+        max_attempts: int,
+    ) -> None:
         self.store = parts.store
         self.tree = parts.tree
         self.clock = parts.clock
+        self.agents = parts.agents
         self.tasks = parts.tasks
+        self.files = parts.files
         self.checks = parts.checks
         self.limits = parts.limits
+        self.messages = parts.messages
+        self.questions = parts.questions
         self.transition = parts.transition
         self.kick = parts.kick
+        self.take_backs = take_backs
+        self.restores = restores
         self.max_attempts = max_attempts  # a task's attempts when its spec names none
 
     def define_checks(self, checks: Mapping[str, str]) -> dict[str, Any]:
@@ -112,3 +131,70 @@ class OperatorCalls:
             resumed = self.limits.resume(ResumeReason.OPERATOR, now)
         self.kick()
         return {"resumed": resumed, "paused_until": None, "was": was}
+
+    def cancel(self, task_id: str) -> dict[str, Any]:
+        status = self.tasks.require(task_id)
+        task = self.tasks.index.live.get(task_id)
+        if task is None:
+            raise InvalidState(f"task {task_id} is already {status}", {"status": status})
+        now = self.clock()
+        with self.transition():
+            if task.agent_id and task.status in (TaskStatus.ASSIGNED, TaskStatus.RUNNING):
+                self.agents.fence(task.agent_id, now)
+            self.take_backs.end_attempt(task, ReleaseReason.CANCELLED, now)
+            self.tasks.cancel(task, now)
+        self.kick()
+        return {"status": TaskStatus.CANCELLED}
+
+    def say(self, task_id: str, text: str) -> dict[str, Any]:
+        """Keep an operator message for a task that has not finished (`coord.messages`)."""
+        status = self.tasks.require(task_id)
+        task = self.tasks.index.live.get(task_id)
+        if task is None:
+            raise InvalidState(
+                f"task {task_id} is already {status}: a message reaches only a task that has "
+                "not finished",
+                {"status": status},
+            )
+        return self.messages.say(task, text)
+
+    def answer(self, task_id: str, text: str, question_id: str | None = None) -> Question:
+        """The operator answers a running task's open question (`coord.questions`)."""
+        status = self.tasks.require(task_id)
+        if task_id not in self.tasks.index.live:
+            raise InvalidState(f"task {task_id} is already {status}", {"status": status})
+        waiting = [
+            q
+            for q in self.open_questions()
+            if q.task_id == task_id and question_id in (None, q.question_id)
+        ]
+        return self.questions.answer(waiting, task_id, text)
+
+    def open_questions(self) -> list[Question]:
+        """The unanswered questions of attempts still running (an ended attempt's are moot)."""
+        flight = self.tasks.index.in_flight
+        return [
+            q
+            for q in self.questions.open()
+            if q.task_id in flight and flight[q.task_id].attempts == q.attempt
+        ]
+
+    def retry(self, task_id: str) -> dict[str, Any]:
+        """A failed or cancelled task starts over; its blocked dependents come back."""
+        status = self.tasks.require(task_id)
+        if status not in (TaskStatus.FAILED, TaskStatus.CANCELLED):
+            raise InvalidState(
+                f"only failed or cancelled tasks can be retried; {task_id} is {status}"
+            )
+        self.restores.finish([task_id])  # a file repaired since can now be put back
+        stuck = self.files.unrestorable_of(task_id)
+        if stuck:
+            raise InvalidState(
+                f"{task_id} still holds {', '.join(sorted(stuck))}, which could not be restored "
+                f"({'; '.join(stuck.values())}); repair it, then retry",
+                {"unrestorable": stuck},
+            )
+        with self.transition():
+            self.tasks.retry(task_id, self.clock())
+        self.kick()
+        return {"status": TaskStatus.PENDING}

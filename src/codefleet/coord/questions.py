@@ -21,9 +21,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from codefleet.coord.database import Row
 from codefleet.coord.index import LiveTask
 from codefleet.coord.restores import Transition
-from codefleet.coord.store import Row, Store
+from codefleet.coord.store import Store
 from codefleet.errors import InvalidState, NotOwner, TooLarge
 from codefleet.models import MAX_MESSAGE_BYTES, NO_ANSWER, EventType, from_iso, to_iso
 

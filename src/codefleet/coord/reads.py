@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from codefleet.coord.store import Row, Store, Touched
+from codefleet.coord.database import Row, Touched
+from codefleet.coord.store import Store
 from codefleet.models import TaskStatus
 
 if TYPE_CHECKING:

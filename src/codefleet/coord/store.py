@@ -1,160 +1,39 @@
-"""SQLite persistence: the only module that speaks SQL.
+"""The store: CodeFleet's rows, read and written through the one connection.
 
-One connection, owned by the server process (the single writer), in WAL mode
-with a busy timeout. Every write runs inside `transaction()`, a re-entrant
-`BEGIN IMMEDIATE` block: nested calls join the outer transaction, and the
-events emitted inside it are handed to the `on_commit` listener only after
-COMMIT succeeds, so a subscriber never sees an event that was rolled back.
-
-A rolled-back transaction calls `on_rollback`, so a caller that mirrors rows
-in memory (the engine's live index) can re-read them instead of drifting; a
-committed one calls `on_committed` with the same record, so a read cache (the
-projection) knows which rows to refresh.
-
-Invariants held by the schema, not by code: one lease row per path (primary
-key), no self-dependency, event ids strictly increasing. Statements are named
-constants (`queries`) so a grep finds every query.
+`Store` is the database (`database`: the connection, its transactions, held
+row updates) with its event log (`eventlog`) and a method per query of every
+other table: tasks and their edges, agents, leases and the change ledger,
+pre-images and patches, restore intents, checks, sequences, interactive
+sessions and the server's own record. A write marks what it `Touched` (a
+task, an agent, a task's leases or restores), so a rollback's re-read and the
+projection's refresh find every changed row. Invariants held by the schema,
+not by code: one lease row per path (primary key), no self-dependency, event
+ids strictly increasing. Statements are named constants (`queries`) so a grep
+finds every query; only the store's modules import sqlite3.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import sqlite3
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
-from datetime import datetime
-from importlib import resources
+from collections.abc import Iterable, Sequence
 from operator import itemgetter
-from pathlib import Path
 from typing import Any
 
 from codefleet.coord import queries as q
-from codefleet.coord.held import HeldUpdate
-from codefleet.coord.jsontext import payload_json, plain_json
+from codefleet.coord.database import Row
+from codefleet.coord.eventlog import EventLog
+from codefleet.coord.jsontext import plain_json
 from codefleet.coord.rows import AgentRow, LeaseRow, RestoreRow
-from codefleet.errors import DatabaseDamaged, StoreUnavailable
-from codefleet.models import EventType, ReleaseReason, to_iso, utcnow
+from codefleet.models import ReleaseReason
 from codefleet.rollback import PatchFile, PreImage
 
 # One `read` row of the ledger: task, agent, path, tool, at, attempt, sha256.
 ReadRow = tuple[str, str, str, str, str, int | None, str | None]
 
-__all__ = ["Checkpointer", "Row", "Store", "Touched", "check_database"]
+__all__ = ["Store"]
 
-Row = dict[str, Any]
-WRITER_CACHE_KIB = 32_768  # the writer's page cache (SQLite's default is 2,000 KiB)
-CHECKPOINT_EVERY_COMMITS = 256  # a background checkpoint is asked for after this many commits
-CHECKPOINT_IDLE_S = 1.0  # ... and at least this often while the server runs
-CHECKPOINT_JOIN_S = 5.0
-BACKSTOP_CHECKPOINT_PAGES = 16_384  # the writer checkpoints itself only past this WAL (64 MiB)
-CHECK_BUDGET_S = 10.0  # the start-up check stops here: ~1 GB of pages (docs/reliability.md)
-CHECK_PROGRESS_EVERY = 100  # SQLite VM steps between two looks at the clock
-log = logging.getLogger(__name__)
 _INSERT_TASK_PARAMS = itemgetter(*q.INSERT_TASK_COLUMNS)
-
-
-@dataclass(slots=True)
-class Touched:
-    """The keys a transaction wrote so far: what an in-memory mirror must re-read if it fails."""
-
-    tasks: set[str] = field(default_factory=set)
-    agents: set[str] = field(default_factory=set)
-    lease_tasks: set[str] = field(default_factory=set)  # tasks whose leases or restores changed
-    interactive: bool = False
-    reset: bool = False  # every table was emptied
-
-
-class Checkpointer:
-    """Checkpoints the writer's WAL from a thread of its own connection.
-
-    A checkpoint copies the WAL into the database file and syncs it; on the
-    writer's thread (SQLite's auto-checkpoint) that sync stalled the event loop
-    for milliseconds every few hundred commits. Here it runs beside it (the
-    sqlite3 module lets go of the GIL while SQLite works), `PASSIVE`, so it
-    never waits for or blocks the writer (docs/decisions.md, "Checkpoints off
-    the loop"). A failed checkpoint is tried again at the next; the WAL keeps
-    every commit meanwhile.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.due = threading.Event()
-        self._stopping = False
-        self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._conn.execute("PRAGMA busy_timeout=5000")
-        self.ran = threading.Event()  # set after each checkpoint (a test waits on it)
-        self._thread = threading.Thread(target=self._run, name="sqlite-checkpoint", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            self.due.wait(CHECKPOINT_IDLE_S)
-            self.due.clear()
-            if self._stopping:
-                break
-            try:
-                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                self.ran.set()
-            except sqlite3.Error:  # a thread's loop boundary: the next checkpoint tries again
-                log.warning("WAL checkpoint failed", exc_info=True)
-        self._conn.close()
-
-    @property
-    def alive(self) -> bool:
-        return self._thread.is_alive()
-
-    def close(self) -> None:
-        self._stopping = True
-        self.due.set()
-        self._thread.join(timeout=CHECKPOINT_JOIN_S)
-
-
-def check_database(path: Path, budget_s: float = CHECK_BUDGET_S) -> bool:
-    """Run SQLite's `PRAGMA quick_check` on `path`; raise `DatabaseDamaged` if it fails.
-
-    True when the check ran in full (or there is no file yet: a new database),
-    False when it passed `budget_s` and stopped (docs/reliability.md, "A damaged database").
-    """
-    if not path.exists():
-        return True
-    deadline = time.monotonic() + budget_s
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    # The index checks are VM steps (the handler sees them); the b-tree walk is one step,
-    # which only `interrupt()` from another thread stops.
-    conn.set_progress_handler(lambda: int(time.monotonic() >= deadline), CHECK_PROGRESS_EVERY)
-    timer = threading.Timer(budget_s, conn.interrupt)
-    timer.start()
-    try:
-        verdict = [str(row[0]) for row in conn.execute("PRAGMA quick_check")]
-    except sqlite3.OperationalError as err:
-        if "interrupted" not in str(err):
-            raise DatabaseDamaged(path, str(err), _newest_kept(path)) from None
-        return False
-    except sqlite3.DatabaseError as err:  # not a database, malformed: what SQLite says is the news
-        raise DatabaseDamaged(path, str(err), _newest_kept(path)) from None
-    finally:
-        timer.cancel()
-        timer.join()  # never interrupts a closed connection
-        conn.close()
-    if verdict != ["ok"]:
-        said = "; ".join(" ".join(v.split()) for v in verdict)
-        raise DatabaseDamaged(path, said, _newest_kept(path))
-    return True
-
-
-def _newest_kept(path: Path) -> Path | None:
-    """The newest earlier run's database `codefleet runs new` kept beside `path` (by its stamp)."""
-    kept = sorted(path.parent.glob(f"{path.stem}-*{path.suffix}"))
-    return kept[-1] if kept else None
-
-
-def _decode_event(row: sqlite3.Row) -> Row:
-    event = dict(row)
-    event["payload"] = json.loads(event["payload"])
-    return event
 
 
 def _preimage(row: sqlite3.Row) -> PreImage:
@@ -191,248 +70,8 @@ def _decode_task(row: sqlite3.Row) -> Row:
     return task
 
 
-class Store:
-    """A SQLite database file with CodeFleet's schema."""
-
-    def __init__(
-        self,
-        path: Path | str,
-        on_commit: Callable[[list[Row]], None] | None = None,
-        on_rollback: Callable[[Touched], None] | None = None,
-        on_committed: Callable[[Touched], None] | None = None,
-        *,
-        read_only: bool = False,
-        background_checkpoints: bool = False,
-    ):
-        self.path = Path(path)
-        self._depth = 0
-        self._pending: list[Row] = []
-        self.commits = 0  # outer COMMITs so far: between two, every table read gives the same
-        self.clock: Callable[[], datetime] = utcnow  # the engine sets its own
-        self.on_commit = on_commit
-        self.on_rollback = on_rollback
-        self.on_committed = on_committed  # after each outer COMMIT: what it wrote (read caches)
-        self.touched = Touched()
-        self._held: dict[tuple[str, str], HeldUpdate] = {}  # row updates not yet run (`_flush`)
-        self._checkpointer: Checkpointer | None = None
-        if read_only:  # a reader beside the server's connection: no schema work, no writes
-            uri = f"{self.path.resolve().as_uri()}?mode=ro"
-            self._db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-            self._db.row_factory = sqlite3.Row
-            self._db.execute("PRAGMA busy_timeout=5000")
-            return
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        # a 10,000-task load dirties ~8 MB in one transaction: the 2 MB default spills it
-        self._db.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
-        self._db.execute("PRAGMA busy_timeout=5000")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.executescript(
-            resources.files("codefleet.coord").joinpath("schema.sql").read_text()
-        )
-        for table, column, statement in q.MIGRATIONS:
-            if column not in {r[0] for r in self._db.execute(q.TABLE_COLUMNS, (table,))}:
-                self._db.execute(statement)
-        if background_checkpoints:  # the writer checkpoints only if the thread falls far behind
-            self._db.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_CHECKPOINT_PAGES}")
-            self._checkpointer = Checkpointer(self.path)
-
-    def _hold(
-        self,
-        table: str,
-        row_id: str,
-        sets: Mapping[str, Any],
-        adds: Mapping[str, float] | None = None,
-    ) -> None:
-        """Queue one row's update; consecutive updates of a row run as ONE `UPDATE`.
-
-        A held update runs (`_flush`) before the next statement of its transaction
-        (a read, an insert, the COMMIT), so the order of what the database sees is
-        kept; only the number of statements shrinks (docs/decisions.md, "Held row updates").
-        """
-        if not self._depth:
-            raise RuntimeError("store writes must run inside transaction()")
-        held = self._held.get((table, row_id))
-        if held is None:
-            held = self._held[(table, row_id)] = HeldUpdate()
-        held.merge(sets, adds or {})
-
-    def _flush(self) -> None:
-        """Run the held row updates: before any statement of their transaction, and its COMMIT."""
-        held, self._held = self._held, {}
-        for (table, row_id), update in held.items():
-            sql, params = update.statement(table, row_id)
-            self._db.execute(sql, params)
-
-    def close(self) -> None:
-        if self._checkpointer is not None:
-            self._checkpointer.close()
-        self._db.close()
-
-    @contextmanager
-    def read_transaction(self) -> Iterator[None]:
-        """One read transaction: every read inside it sees the same committed state (WAL)."""
-        self._db.execute("BEGIN")
-        try:
-            yield
-        finally:
-            self._db.execute("ROLLBACK")
-
-    @property
-    def in_transaction(self) -> bool:
-        return self._depth > 0
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Re-entrant BEGIN IMMEDIATE; events are published after the outer COMMIT.
-
-        Anything that fails, the COMMIT included (a full disk), rolls the whole
-        transaction back and hands `on_rollback` the rows it had touched; a
-        SQLite error then leaves as `StoreUnavailable` (nothing was stored).
-        """
-        if self._depth:
-            self._depth += 1
-            try:
-                yield
-            finally:
-                self._depth -= 1
-            return
-        self._begin()
-        try:
-            yield
-            self._flush()
-            self._db.execute("COMMIT")
-        except BaseException as err:
-            touched = self._abort()
-            if self.on_rollback:
-                self.on_rollback(touched)  # whoever mirrors these rows in memory re-reads them
-            if isinstance(err, sqlite3.Error):
-                raise StoreUnavailable(
-                    f"the database could not store the change ({err}); nothing was changed",
-                    {"sqlite_error": str(err)},
-                ) from err
-            raise
-        finally:
-            self._depth = 0
-        # Committed: nothing below may report the change as undone.
-        self.commits += 1
-        if self.on_committed:
-            self.on_committed(self.touched)
-        if self._checkpointer is not None and not self.commits % CHECKPOINT_EVERY_COMMITS:
-            self._checkpointer.due.set()
-        published, self._pending = self._pending, []
-        if published and self.on_commit:
-            self.on_commit(published)
-
-    def _begin(self) -> None:
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as err:
-            raise StoreUnavailable(
-                f"the database could not start a transaction ({err})", {"sqlite_error": str(err)}
-            ) from err
-        self._depth = 1
-        self.touched = Touched()
-
-    def _abort(self) -> Touched:
-        """ROLLBACK whatever is still open (a failed COMMIT may have ended it already)."""
-        self._held.clear()  # never run: the transaction they belonged to is gone
-        if self._db.in_transaction:
-            with suppress(sqlite3.Error):  # the connection rolls back on its own if this fails
-                self._db.execute("ROLLBACK")
-        self._pending.clear()
-        self._depth = 0
-        touched, self.touched = self.touched, Touched()
-        return touched
-
-    def _write(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> sqlite3.Cursor:
-        if not self._depth:
-            raise RuntimeError("store writes must run inside transaction()")
-        self._flush()
-        return self._db.execute(sql, params)
-
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
-        """Run a query. Inside a transaction its held updates run first (it reads its own
-        writes); outside one nothing is held, so a read never writes."""
-        if self._depth:
-            self._flush()
-        elif self._held:
-            raise RuntimeError("row updates held outside a transaction")  # never: COMMIT runs them
-        return self._db.execute(sql, params)
-
-    def _one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
-        row: sqlite3.Row | None = self._read(sql, params).fetchone()
-        return row
-
-    # -- events ---------------------------------------------------------------
-
-    def emit(
-        self,
-        type_: EventType | str,
-        *,
-        task_id: str | None = None,
-        agent_id: str | None = None,
-        **payload: Any,
-    ) -> Row:
-        """Append one event; the type must be a known `EventType`."""
-        kind = EventType(type_)
-        at = to_iso(self.clock())
-        body = payload_json(payload)
-        cur = self._write(q.INSERT_EVENT, (at, kind.value, task_id, agent_id, body))
-        event: Row = {
-            "id": cur.lastrowid,
-            "at": at,
-            "type": kind.value,
-            "task_id": task_id,
-            "agent_id": agent_id,
-            "payload": payload,
-        }
-        self._pending.append(event)
-        return event
-
-    def emit_many(self, type_: EventType, items: Sequence[tuple[str, dict[str, Any]]]) -> None:
-        """`emit` of one type for each (task id, payload of plain values), in one `executemany`.
-
-        The events share one `at` (one batch, one transaction) and take consecutive
-        ids: nothing else writes between the statement and `last_insert_rowid()`.
-        """
-        at = to_iso(self.clock())
-        kind = type_.value
-        params = [(at, kind, task_id, None, plain_json(payload)) for task_id, payload in items]
-        if not self._depth:
-            raise RuntimeError("store writes must run inside transaction()")
-        self._flush()
-        self._db.executemany(q.INSERT_EVENT, params)
-        last = int(self._db.execute(q.LAST_ROWID).fetchone()[0])
-        for n, (task_id, payload) in enumerate(items, start=last - len(items) + 1):
-            self._pending.append(
-                {
-                    "id": n,
-                    "at": at,
-                    "type": kind,
-                    "task_id": task_id,
-                    "agent_id": None,
-                    "payload": payload,
-                }
-            )
-
-    def events(self, since: int = 0, limit: int = 1000, type_: str | None = None) -> list[Row]:
-        if type_:
-            rows = self._read(q.SELECT_EVENTS_OF_TYPE, (since, type_, limit))
-        else:
-            rows = self._read(q.SELECT_EVENTS, (since, limit))
-        return [_decode_event(r) for r in rows]
-
-    def last_event_id(self) -> int:
-        row = self._one(q.SELECT_LAST_EVENT_ID)
-        return int(row[0]) if row else 0
-
-    def last_event_of(self, types: Iterable[EventType]) -> Row | None:
-        """The most recent event of any of `types`, or None."""
-        row = self._one(q.SELECT_LAST_EVENT_OF_TYPES, (json.dumps([t.value for t in types]),))
-        return _decode_event(row) if row else None
+class Store(EventLog):
+    """A SQLite database file with CodeFleet's schema: its events and its rows."""
 
     # -- tasks ----------------------------------------------------------------
 

@@ -24,10 +24,11 @@ from typing import Any, Final
 from codefleet.attempt import AttemptReport
 from codefleet.coord import validation
 from codefleet.coord.answers import TaskAnswer
+from codefleet.coord.database import Row
 from codefleet.coord.engineconfig import EngineConfig
 from codefleet.coord.index import DEAD, LiveIndex, LiveTask, live_task
 from codefleet.coord.recovery import reload_tasks
-from codefleet.coord.store import Row, Store
+from codefleet.coord.store import Store
 from codefleet.errors import NotFound, NotOwner
 from codefleet.models import ErrorKind, EventType, TaskStatus, to_iso
 from codefleet.resources import is_resource_key, resource_name
