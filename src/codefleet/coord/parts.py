@@ -2,9 +2,11 @@
 
 `RunnerCalls` and `OperatorCalls` are thin calls that find the caller's
 attempt or batch and write through one part inside the engine's
-`transition`. They are given one `CallParts` value, built once by the engine,
-instead of a dozen positional collaborators (docs/decisions.md, "The engine's
-surface is real methods").
+`transition`; `Ticks`, `Outcomes`, `Arrivals` and `TakeBacks` compose the
+transitions that cut across parts. None holds state or the engine. They are
+given one `CallParts` value, built once by the engine, instead of a dozen
+positional collaborators (docs/decisions.md, "The engine's surface is real
+methods").
 """
 
 from __future__ import annotations
