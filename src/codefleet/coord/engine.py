@@ -330,7 +330,7 @@ class Engine:
             with self.transition():
                 self.tasks.block_dependents(roots, self.clock())
 
-    # -- ticking --------------------------------------------------------------------
+    # -- when the next tick runs (the tick itself: `ticks`) ---------------------------
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
