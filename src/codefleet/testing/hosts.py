@@ -43,9 +43,10 @@ class NamespaceError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class Host:
-    """One namespace: its name (for `ip netns`) and its address on the pair."""
+    """One namespace: its name (for `ip netns`), its end of the pair and its address on it."""
 
     netns: str
+    device: str
     address: str
 
     def command(self, argv: Sequence[str]) -> list[str]:
@@ -78,15 +79,15 @@ def _ip(*args: str) -> None:
         )
 
 
-def _make(pair: HostPair, tag: str) -> None:
-    ends = {pair.server: f"cf{tag}s", pair.runner: f"cf{tag}r"}  # interface names: <= 15 chars
-    for host in ends:
+def _make(pair: HostPair) -> None:
+    hosts = (pair.server, pair.runner)
+    for host in hosts:
         _ip("netns", "add", host.netns)
-    _ip("link", "add", ends[pair.server], "type", "veth", "peer", "name", ends[pair.runner])
-    for host, end in ends.items():
-        _ip("link", "set", end, "netns", host.netns)
-        _ip("-n", host.netns, "addr", "add", f"{host.address}/24", "dev", end)
-        _ip("-n", host.netns, "link", "set", end, "up")
+    _ip("link", "add", pair.server.device, "type", "veth", "peer", "name", pair.runner.device)
+    for host in hosts:
+        _ip("link", "set", host.device, "netns", host.netns)
+        _ip("-n", host.netns, "addr", "add", f"{host.address}/24", "dev", host.device)
+        _ip("-n", host.netns, "link", "set", host.device, "up")
         _ip("-n", host.netns, "link", "set", "lo", "up")
 
 
@@ -100,12 +101,12 @@ def _remove(pair: HostPair) -> None:
 def two_hosts() -> Iterator[HostPair]:
     """A server host and a runner host joined by a veth pair; removed on exit, even on failure."""
     tag = secrets.token_hex(4)
-    pair = HostPair(
-        server=Host(f"cf-{tag}-server", ADDRESS.format(1)),
-        runner=Host(f"cf-{tag}-runner", ADDRESS.format(2)),
+    pair = HostPair(  # interface names: 15 characters at most
+        server=Host(f"cf-{tag}-server", f"cf{tag}s", ADDRESS.format(1)),
+        runner=Host(f"cf-{tag}-runner", f"cf{tag}r", ADDRESS.format(2)),
     )
     try:
-        _make(pair, tag)
+        _make(pair)
         yield pair
     finally:
         _remove(pair)
