@@ -12,8 +12,9 @@ the resolved tree root. Refused, with a `PathRejected` naming the reason:
 - protected paths: any `.git` component at any depth (compared
   case-insensitively, as a case-insensitive file system would), the
   configurable names (`DEFAULT_PROTECTED_NAMES`: agent configuration a
-  person's own session would load and run) matched the same way, and the
-  database, its side files and the run directory;
+  person's own session would load and run) matched the same way, the
+  database, its side files and the run directory, and CodeFleet's own
+  state directory at the root (`.codefleet/`, with the tree's identity);
 - an existing file with more than one hard link (two names, one inode: two
   leases would guard one file; docs/decisions.md, "Hard links are refused");
 - a directory, the tree itself, or a spelling that is not a usable path.
@@ -30,6 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from codefleet.models import DenyReason
+from codefleet.statedir import STATE_DIR
 
 __all__ = [
     "DEFAULT_PROTECTED_NAMES",
@@ -84,7 +86,7 @@ class TreeRoot:
         parsed = (*parse_protected_names(self.names), (GIT_DIR,))
         self._single = frozenset(p[0] for p in parsed if len(p) == 1)
         self._multi = tuple(p for p in parsed if len(p) > 1)
-        resolved = [Path(os.path.realpath(p)) for p in protected]
+        resolved = [Path(os.path.realpath(p)) for p in (*protected, self.root / STATE_DIR)]
         resolved += [p.with_name(p.name + side) for p in resolved for side in SQLITE_SIDE_FILES]
         # A protected directory that contains the whole tree would forbid everything: it only
         # matters when it lies inside the tree.

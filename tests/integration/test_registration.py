@@ -1,7 +1,8 @@
 """Registration over the wire: one name, one live holder; one tree; one bump.
 
 A registration must say which tree the runner works in (422 without it) and
-that tree must be the server's (409 naming both). A name whose holder is live
+that tree must be the server's (409 naming both): by the tree's identity when
+the runner sends it, wherever the tree is mounted, else by the server's path. A name whose holder is live
 (heartbeat within the stale window) cannot be taken by another process unless
 the body says `"replace": true`. Two `codefleet run` processes side by side
 name their runners apart and both drain.
@@ -23,6 +24,7 @@ import pytest
 from codefleet.api.client import FleetClient
 from codefleet.errors import NameInUse, StaleEpoch, WrongTree
 from codefleet.server.thread import ServerThread
+from codefleet.statedir import ensure_tree_id, read_tree_id
 
 CLI = [sys.executable, "-m", "codefleet.cli"]
 
@@ -57,8 +59,50 @@ async def test_a_runner_in_another_tree_is_refused_with_409_naming_both_paths(
     error = answer.json()["error"]
     assert error["code"] == "wrong_tree"
     assert str(other) in error["message"] and str(workdir) in error["message"]
-    assert error["detail"] == {"runner_workdir": str(other), "server_workdir": str(workdir)}
+    assert error["detail"] == {
+        "runner_workdir": str(other),
+        "server_workdir": str(workdir),
+        "runner_tree_id": None,
+        "server_tree_id": read_tree_id(workdir),
+    }
     assert (await http.get("/agents")).json()["agents"] == []
+
+
+async def test_a_runner_with_the_trees_identity_is_accepted_from_another_path(
+    http: httpx.AsyncClient, workdir: Path, tmp_path: Path
+):
+    elsewhere = tmp_path / "mnt" / "repo"  # another host's mount point of the same tree
+    elsewhere.mkdir(parents=True)
+
+    answer = await http.post(
+        "/agents/register", json=body(elsewhere, tree_id=read_tree_id(workdir))
+    )
+
+    assert answer.status_code == 200, answer.text
+    [agent] = (await http.get("/agents")).json()["agents"]
+    assert agent["workdir"] == str(elsewhere)  # the runner's own path, as it said it
+
+
+async def test_a_runner_with_another_trees_identity_is_refused_even_at_the_servers_path(
+    http: httpx.AsyncClient, workdir: Path, tmp_path: Path
+):
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    other_id = ensure_tree_id(copy)
+
+    answer = await http.post("/agents/register", json=body(workdir, tree_id=other_id))
+
+    assert answer.status_code == 409
+    error = answer.json()["error"]
+    assert error["code"] == "wrong_tree"
+    assert other_id in error["message"] and read_tree_id(workdir) in error["message"]
+    assert error["detail"]["runner_tree_id"] == other_id
+    assert error["detail"]["server_tree_id"] == read_tree_id(workdir)
+    assert (await http.get("/agents")).json()["agents"] == []
+
+
+async def test_health_names_the_trees_identity(http: httpx.AsyncClient, workdir: Path):
+    assert (await http.get("/health")).json()["tree_id"] == read_tree_id(workdir)
 
 
 async def test_another_spelling_of_the_servers_tree_is_the_same_tree(
@@ -200,6 +244,7 @@ async def test_a_runner_process_in_another_tree_exits_at_once_naming_both_trees(
 ):
     other = tmp_path / "other-tree"
     other.mkdir()
+    other_id = ensure_tree_id(other)  # a tree another server once served
 
     done = subprocess.run(_runner(server, other, tmp_path, "--name", "lost"),
                           capture_output=True, text=True, timeout=60, env=_env())  # fmt: skip
@@ -208,6 +253,24 @@ async def test_a_runner_process_in_another_tree_exits_at_once_naming_both_trees(
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     assert str(other) in said and str(workdir) in said
+    assert other_id in said and read_tree_id(workdir) in said
+
+
+async def test_a_runner_process_whose_tree_has_no_identity_exits_at_once_naming_the_file(
+    server: ServerThread, tmp_path: Path
+):
+    bare = tmp_path / "bare"
+    bare.mkdir()
+
+    done = subprocess.run(_runner(server, bare, tmp_path, "--name", "lost"),
+                          capture_output=True, text=True, timeout=60, env=_env())  # fmt: skip
+
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"{bare}/.codefleet/tree-id is missing" in said
+    async with FleetClient(server.url) as client:
+        assert await client.agents() == []  # it never registered
 
 
 def test_two_runs_side_by_side_on_one_server_both_drain_and_succeed(

@@ -188,7 +188,13 @@ RULES = [
 ]
 
 # `codefleet hook` runs on every write of a person's session: standard library only.
-HOOK_SIDE = ("codefleet.hook", "codefleet.paths", "codefleet.models", "codefleet.transport.http1")
+HOOK_SIDE = (
+    "codefleet.hook",
+    "codefleet.paths",
+    "codefleet.statedir",
+    "codefleet.models",
+    "codefleet.transport.http1",
+)
 
 # (library, the only modules allowed to import it, why)
 EXCLUSIVE = [

@@ -35,6 +35,7 @@ from codefleet.cli.common import (
 from codefleet.errors import Unauthorized
 from codefleet.hook.agentsettings import AGENT_FILES, agent_block, join_agent, leave_agent
 from codefleet.hook.settings import JoinError, Written, codefleet_command, exclude_from_git
+from codefleet.statedir import TreeClaim, tree_id_here, tree_mismatch
 
 if TYPE_CHECKING:
     from codefleet.config import Settings
@@ -317,9 +318,13 @@ def _check_server(settings: Settings, tree: Path, fail_open: bool) -> None:
         err_console.print(f"warning: could not ask {settings.url} for its tree: {err}")
         return
     served = answer.get("workdir")
-    if served and Path(served) != tree:
+    if not served:
+        return
+    here = TreeClaim(str(tree), tree_id_here(tree))
+    problem = tree_mismatch(here, TreeClaim(str(served), answer.get("tree_id")))
+    if problem is not None:
         raise fail(
             f"the server at {settings.url} coordinates {served}, not {tree}: its leases say "
-            "nothing about this tree. Run join in the tree the server serves, or point --server "
-            "at the right one. Nothing was written."
+            f"nothing about this tree ({problem}). Run join in the tree the server serves, or "
+            "point --server at the right one. Nothing was written."
         )

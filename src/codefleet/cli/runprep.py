@@ -20,6 +20,7 @@ from typing import Any, Final
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphError, GraphTasks, OnServer, check_references
 from codefleet.cli.agents import Agents
+from codefleet.statedir import TreeClaim, tree_id_here, tree_mismatch
 
 __all__ = ["GraphFile", "RunRefused", "prepare_run"]
 
@@ -37,12 +38,15 @@ class GraphFile:
     tasks: GraphTasks
 
 
-def same_tree(server_tree: str, local_tree: Path, url: str) -> None:
-    """Refuse a run whose tree is not the one the server serves."""
-    if os.path.realpath(server_tree) != os.path.realpath(local_tree):
+def same_tree(health: Mapping[str, Any], local_tree: Path, url: str) -> None:
+    """Refuse a run whose tree is not the one the server serves (any mount of it is)."""
+    local = Path(os.path.realpath(local_tree))
+    server = TreeClaim(str(health["workdir"]), health.get("tree_id"))
+    problem = tree_mismatch(TreeClaim(str(local), tree_id_here(local)), server)
+    if problem is not None:
         raise RunRefused(
-            f"the server at {url} serves the tree {server_tree}, but this run's tree is "
-            f"{local_tree.resolve()}: run `codefleet run` in {server_tree} (or pass --workdir)"
+            f"the server at {url} serves the tree {server.workdir}, but this run's tree is "
+            f"{local}: {problem}"
         )
 
 
@@ -133,7 +137,7 @@ async def prepare_run(
 ) -> int:
     """Settle the run with the server (see the module's docstring); returns the event cursor."""
     health = await client.health()
-    same_tree(str(health["workdir"]), tree, client.base_url)
+    same_tree(health, tree, client.base_url)
     say(f"run: tree {health['workdir']} · server {client.base_url} · {agents.mode} agents")
     if graph is not None:
         for line in await load_graph_file(client, graph, checks):

@@ -20,7 +20,7 @@ from codefleet.cli.common import (
     fail,
     settings_from,
 )
-from codefleet.statedir import prepare_dirs
+from codefleet.statedir import NoTreeId, prepare_dirs
 
 __all__ = ["serve"]
 
@@ -176,7 +176,7 @@ def serve(
     try:
         prepare_dirs(settings.db.parent, settings.run_dir)
         application = create_app(settings)
-    except (DatabaseInUse, DatabaseDamaged) as err:
+    except (DatabaseInUse, DatabaseDamaged, NoTreeId) as err:
         listener.close()
         raise fail(str(err)) from None
     except FileNotFoundError as err:

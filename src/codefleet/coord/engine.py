@@ -66,6 +66,7 @@ from codefleet.models import (
 )
 from codefleet.paths import TreeRoot
 from codefleet.resources import is_resource_key, resource_name, valid_resource_name
+from codefleet.statedir import TreeClaim
 
 __all__ = ["Engine", "EngineConfig"]
 
@@ -80,9 +81,11 @@ class Engine:
         tree: TreeRoot,
         config: EngineConfig | None = None,
         clock: Callable[[], datetime] = utcnow,
+        tree_id: str | None = None,
     ) -> None:
         self.store = store
         self.tree = tree
+        self.tree_id = tree_id  # the tree's identity (`statedir`); None: runners match by path
         self.config = cfg = config or EngineConfig()
         self.clock = clock
         self.store.on_rollback = self.reload_touched  # memory never ahead of the database
@@ -545,7 +548,7 @@ class Engine:
 
     def register(
         self, name: str, workdir: str, pid: int | None, host: str | None = None,
-        replace: bool = False, agent_kind: str = "claude",
+        replace: bool = False, agent_kind: str = "claude", tree_id: str | None = None,
     ) -> Registered:  # fmt: skip
         """Upsert by name; a previous incarnation's task and leases are taken back.
 
@@ -553,7 +556,7 @@ class Engine:
         One registration is exactly one epoch bump, whatever it takes back.
         """
         now = self.clock()
-        check_tree(workdir, str(self.tree.root))
+        check_tree(TreeClaim(workdir, tree_id), TreeClaim(str(self.tree.root), self.tree_id))
         known = self.agents.admit(name, host, pid, replace, now, self.config.stale_after)
         with self.transition():
             if known is None:

@@ -30,12 +30,13 @@ def open_engine(
     on_commit: Callable[[list[dict[str, Any]]], None] | None = None,
     *,
     check: bool = True,
+    tree_id: str | None = None,
 ) -> Engine:
     """The engine over `db` (checked first, if `check`); `on_commit` hears each commit's events."""
     if check and not check_database(db):
         log.warning("the check of %s stopped at its time budget; serving it", db)
     store = Store(db, on_commit=on_commit, background_checkpoints=True)
-    return Engine(store, tree, config)
+    return Engine(store, tree, config, tree_id=tree_id)
 
 
 def close_engine(engine: Engine) -> None:

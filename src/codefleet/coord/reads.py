@@ -153,6 +153,10 @@ class EngineReads:
     def workdir(self) -> str:
         return str(self._engine.tree.root)
 
+    @property
+    def tree_id(self) -> str | None:
+        return self._engine.tree_id
+
     # -- the live index ----------------------------------------------------------------
 
     def parents(self, task_id: str) -> list[str]:

@@ -2,10 +2,15 @@
 
 Two rules, both checked before anything is written:
 
-- **One tree.** The runner's `workdir`, resolved on the server (symlinks and
-  `..` included), must be the server's tree. Pre-images, restores and patches
+- **One tree.** The runner's tree must be the server's tree. A runner says
+  which by the identity it read in its own mount (`.codefleet/tree-id`,
+  `statedir`), so the same tree mounted at another path on another host is
+  accepted and a copy or another checkout is refused. A runner that sends no
+  identity (an older one) is held to the old rule: its `workdir`, resolved on
+  the server, must be the server's path. Pre-images, restores and patches
   happen in the server's tree; a runner editing another one would have its
-  edits never rolled back and its patches empty. `WrongTree` names both.
+  edits never rolled back and its patches empty. `WrongTree` names both
+  paths and both identities.
 - **One live holder per name.** A name whose holder is live (not offline and
   heard from within the stale window) belongs to that process, identified by
   `(host, pid)`. Another process gets `NameInUse` naming the holder, unless it
@@ -17,12 +22,12 @@ Two rules, both checked before anything is written:
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from datetime import datetime
 
 from codefleet.errors import NameInUse, WrongTree
 from codefleet.models import AgentStatus, to_iso
+from codefleet.statedir import TreeClaim, tree_mismatch
 
 __all__ = ["Holder", "check_name", "check_tree"]
 
@@ -39,17 +44,18 @@ class Holder:
     last_heartbeat_at: datetime
 
 
-def check_tree(workdir: str, root: str) -> None:
-    """Refuse a runner whose tree resolves elsewhere than the server's `root`."""
-    try:
-        resolved = os.path.realpath(workdir)
-    except (ValueError, OSError):  # a NUL byte and the like: no tree at all
-        resolved = None
-    if resolved != root:
+def check_tree(runner: TreeClaim, server: TreeClaim) -> None:
+    """Refuse a runner whose tree is not the server's (`statedir.tree_mismatch`)."""
+    problem = tree_mismatch(runner, server)
+    if problem is not None:
         raise WrongTree(
-            f"this runner works in {workdir}, but the server's tree is {root}; "
-            "start the runner with --workdir pointing at the server's tree",
-            {"runner_workdir": workdir, "server_workdir": root},
+            problem,
+            {
+                "runner_workdir": runner.workdir,
+                "server_workdir": server.workdir,
+                "runner_tree_id": runner.tree_id,
+                "server_tree_id": server.tree_id,
+            },
         )
 
 

@@ -33,6 +33,12 @@ Two such refusals: `name_in_use` (a live runner of another process holds the
 name; `replace` takes it over, on the first registration only, so two
 replacing runners cannot take a name back and forth) and `wrong_tree`.
 
+The tree: the runner registers with the identity it reads in its own mount
+(`statedir.read_tree_id`) and its own path, so it may run on another host
+whose mount of the tree is elsewhere; every path it sends is tree-relative.
+A mount without the identity file ends the runner (`CannotContinue`) before
+it asks the server anything.
+
 Stop means stop in every phase: setting `stop` cancels whatever the runner is
 doing (registering against an absent server, polling, running an attempt,
 retrying a report), then it leaves as `interrupted` (its attempt is not
@@ -64,6 +70,7 @@ from codefleet.fleet.reads import ReadLog
 from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S
 from codefleet.models import DEFAULT_RECONCILE_ROUNDS, CheckPurpose, ErrorKind, ShellMode
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
+from codefleet.statedir import NoTreeId, read_tree_id
 
 __all__ = ["CannotContinue", "Runner", "RunnerOptions"]
 
@@ -147,7 +154,11 @@ class Runner:
         """Register (retrying an absent server); a refusal is `CannotContinue`."""
         take_over = self.options.replace and not self.agent_id  # the first registration only
         try:
-            answer = await self._retrying(lambda: self._register_once(take_over))
+            tree_id = read_tree_id(self.tree.root)
+        except NoTreeId as err:
+            raise CannotContinue(f"cannot register: {err}") from None
+        try:
+            answer = await self._retrying(lambda: self._register_once(take_over, tree_id))
         except FATAL:
             raise
         except DomainError as err:  # refused: registering again would be refused again
@@ -162,13 +173,13 @@ class Runner:
         self.fenced.clear()
         log.info("%s registered as %s epoch %s", self.options.name, self.agent_id, self.epoch)
 
-    async def _register_once(self, take_over: bool) -> dict[str, Any]:
+    async def _register_once(self, take_over: bool, tree_id: str) -> dict[str, Any]:
         """One register call, shielded: a stop cuts the wait short, never the call, so
         a registration that lands anyway is known and left (`_leave`)."""
         root = str(self.tree.root)
         self._registering = asyncio.ensure_future(
             self.client.register(self.options.name, root, os.getpid(), host=HOST,
-                                 replace=take_over, agent=self.options.agent)
+                                 replace=take_over, agent=self.options.agent, tree_id=tree_id)
         )  # fmt: skip
         self._registering.add_done_callback(_collect)
         return await asyncio.shield(self._registering)

@@ -190,6 +190,7 @@ class Reads:
             "status": "ok",
             "version": __version__,
             "workdir": self.engine.workdir,
+            "tree_id": self.engine.tree_id,
             "last_event_id": self.engine.last_event_id(),
             "live_tasks": self.engine.live_count(),
             "loop_stalled_s": round(self.engine.deaf_seconds(), 3),

@@ -65,6 +65,7 @@ from codefleet.server.loopwatch import LoopWatch
 from codefleet.server.pages import install_web
 from codefleet.server.resource_routes import install_resource_routes
 from codefleet.server.sse import EventHub, EventStream
+from codefleet.statedir import ensure_tree_id
 from codefleet.transport.fastpath import FastPath
 from codefleet.transport.routes import install_runner_routes
 
@@ -143,7 +144,9 @@ def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
     tree = TreeRoot(
         settings.workdir, protected=[settings.db, settings.run_dir], names=settings.protected_names
     )
-    return open_engine(settings.db, tree, engine_config(settings), hub.publish if hub else None)
+    tree_id = ensure_tree_id(tree.root)  # what a runner on any mount of the tree registers with
+    publish = hub.publish if hub else None
+    return open_engine(settings.db, tree, engine_config(settings), publish, tree_id=tree_id)
 
 
 def create_app(settings: Settings) -> FleetApp:

@@ -149,8 +149,9 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
     @app.post("/agents/register")
     async def register(body: RegisterBody) -> JSONResponse:
         answer = engine.register(
-            body.name, body.workdir, body.pid, body.host, body.replace, body.agent.value
-        )
+            body.name, body.workdir, body.pid, body.host, body.replace, body.agent.value,
+            body.tree_id,
+        )  # fmt: skip
         return JSONResponse(registered_json(answer, settings))
 
     install_hot_route(app, engine, HEARTBEAT)
