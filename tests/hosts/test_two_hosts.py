@@ -27,6 +27,7 @@ import yaml
 from hosts_support import CODEFLEET, Proc, Procs
 
 from codefleet.api.client import FleetClient
+from codefleet.statedir import read_tree_id
 from codefleet.testing.hosts import HostPair, entered, with_tree_at
 
 PORT = 8099  # each run has its own namespaces, so the port is always free
@@ -120,17 +121,20 @@ async def test_a_runner_on_another_host_with_the_tree_mounted_elsewhere_joins_th
             # registered by the tree's identity, from a path that holds no tree on the server host
             assert agent["workdir"] == str(mount) and agent["pid"] == remote.pid
             assert not (mount / "a.py").exists()
+            health = await operator.health()
+            assert health["workdir"] == str(workdir) != agent["workdir"]
+            assert health["tree_id"] == read_tree_id(workdir)
 
             await operator.create_tasks([CONTEND, KILLED])
             denied = await wait_until(lambda: events_of(operator, "lease_denied"), timeout=STEP_S)
             assert denied[0]["task_id"] == "contend"
-            assert denied[0]["agent_id"] == agent["agent_id"]
+            assert denied[0]["agent_id"] == agent["id"]
             assert denied[0]["payload"]["path"] == "shared.txt"
             assert denied[0]["payload"]["holder_agent_name"] == "local-1"
             assert "shared.txt" in (await operator.task("contend"))["file_scope"]
 
             held = await wait_until(lambda: holder_of(operator, "k.txt"), timeout=STEP_S)
-            assert held["agent_id"] == agent["agent_id"] and held["task_id"] == "killed"
+            assert held["agent_id"] == agent["id"] and held["task_id"] == "killed"
             await wait_until(lambda: (workdir / "k.txt").read_text() == "half-done\n")
             alive(remote)
             remote.popen.kill()  # SIGKILL mid-task: no report, no leave, no restore by the runner
