@@ -15,7 +15,7 @@ modules) from a userspace relay on the runner host (`codefleet.testing.delay`:
 each direction held RTT/2, order kept), and the bench prints which it used.
 The relay's `0` row is the relay's own cost.
 
-Per row: the hook's cost per write — `WriteGate.check`, the pre-write lease
+A first `local` row warms the server up and is not reported. Per row: the hook's cost per write — `WriteGate.check`, the pre-write lease
 call exactly as a runner's hook makes it, timed in a probe process on the
 runner host, each call a new file (`--calls`) — p50 / p99; the round trip a
 `GET /health` takes from there; and the dispatch rate: `--tasks` short scripted
@@ -45,6 +45,7 @@ from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.paths import TreeRoot
+from codefleet.statedir import read_tree_id
 from codefleet.testing.hosts import Host, HostPair, entered, two_hosts, with_tree_at
 
 PORT = 8099
@@ -169,7 +170,7 @@ async def probe(url: str, token: str, tree: Path, name: str, calls: int) -> dict
             started = time.perf_counter()
             await client.health()
             health.append((time.perf_counter() - started) * 1000.0)
-        agent = await client.register(name, str(tree), os.getpid())
+        agent = await client.register(name, str(tree), os.getpid(), tree_id=read_tree_id(tree))
         agent_id, epoch = agent["agent_id"], agent["epoch"]
         task = None
         while task is None:
