@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from codefleet.statedir import STATE_DIR
+
 IDENTITY = {"user.name": "Test Person", "user.email": "person@example.invalid"}
 
 
@@ -80,11 +82,14 @@ def commit_json(url: str, *args: str) -> dict[str, Any]:
 
 
 def tree_files(root: Path) -> dict[str, bytes]:
-    """Every file under `root` but `.git` and caches, with its bytes."""
+    """Every file under `root` but `.git`, caches and CodeFleet's own (git-ignored) state
+    directory, with its bytes."""
     return {
         p.relative_to(root).as_posix(): p.read_bytes()
         for p in root.rglob("*")
-        if p.is_file() and ".git" not in p.relative_to(root).parts and "__pycache__" not in p.parts
+        if p.is_file()
+        and not {".git", STATE_DIR} & set(p.relative_to(root).parts)
+        and "__pycache__" not in p.parts
     }
 
 

@@ -5,12 +5,14 @@ the decoding of the error envelope live here and nowhere else. A refusal in
 the envelope comes back as the matching `codefleet.errors` class
 (`StaleEpoch`, `NotOwner`, `NotFound`, ...); a server that cannot be reached
 or times out raises `ServerUnavailable`, which callers on the write path must
-treat as a denial (fail closed).
+treat as a denial (fail closed). An https server whose certificate this host
+does not trust raises `UntrustedServer` instead: no retry can fix it.
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 import sys
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -27,7 +29,7 @@ from codefleet.api.lane import Lane, LaneError
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.errors import ERRORS_BY_CODE, DomainError
 
-__all__ = ["ApiError", "FleetClient", "ServerUnavailable", "handed_task"]
+__all__ = ["ApiError", "FleetClient", "ServerUnavailable", "UntrustedServer", "handed_task"]
 
 DEFAULT_TIMEOUT_S = 10.0
 STREAM_READ_TIMEOUT_S = 40.0  # the server pings every 15 s: silence this long is a dead link
@@ -35,6 +37,23 @@ STREAM_READ_TIMEOUT_S = 40.0  # the server pings every 15 s: silence this long i
 
 class ServerUnavailable(Exception):
     """The coordination server could not be reached or did not answer in time."""
+
+
+class UntrustedServer(Exception):
+    """The https server's certificate is not trusted here; the message says how to trust it."""
+
+
+def _untrusted(err: BaseException, url: str) -> UntrustedServer | None:
+    """`err` (a transport failure) as `UntrustedServer` when a certificate check caused it."""
+    cause: BaseException | None = err
+    while cause is not None and not isinstance(cause, ssl.SSLCertVerificationError):
+        cause = cause.__cause__ or cause.__context__
+    if cause is None:
+        return None
+    return UntrustedServer(
+        f"the certificate of {url} is not trusted here ({cause.verify_message}): point "
+        "SSL_CERT_FILE at the certificate (or its CA) in PEM"
+    )
 
 
 class ApiError(DomainError):
@@ -138,6 +157,9 @@ class FleetClient:
                 method, path, json=body, headers=headers, params=params, **extra
             )
         except (httpx.TransportError, httpx.TimeoutException) as err:
+            untrusted = _untrusted(err, self.base_url)
+            if untrusted is not None:
+                raise untrusted from err
             raise ServerUnavailable(f"{method} {path}: {type(err).__name__}: {err}") from err
         _raise_for(response)
         return response

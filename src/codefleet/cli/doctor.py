@@ -11,6 +11,7 @@ from codefleet.cli.common import (
     START,
     JsonOpt,
     ServerOpt,
+    TokenOpt,
     WorkdirOpt,
     app,
     print_json,
@@ -30,16 +31,19 @@ def doctor(
     ] = None,
     workdir: WorkdirOpt = None,
     server: ServerOpt = None,
+    token: TokenOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Check what makes a run fail minutes in: Python, port, tree, graph, SDK.
 
-    Exits 1 on a failure; a warning (no key and no login: only keyless runs work) passes.
+    With a server answering at --server (a runner's host): its token, its tree's
+    identity against this tree, the clock skew and the round trip too. Exits 1 on a
+    failure; a warning (no key and no login: only keyless runs work) passes.
     """
     from codefleet.cli.doctor_checks import print_checks, run_checks
     from codefleet.cli.output import console
 
-    settings = settings_from(workdir=workdir, server_url=server)
+    settings = settings_from(workdir=workdir, server_url=server, token=token)
     checks = run_checks(settings, graph)
     if json_out:
         print_json([c.as_dict() for c in checks])

@@ -2,7 +2,8 @@
 
 Each check returns a `Check` (name, ok, detail, hint). Nothing here changes
 anything: it reads the Python version, tries to bind the server port (or asks
-a running server for its health), looks at the working tree, parses the task
+a running server for its health, and then what a runner here needs of it:
+`doctor_server`), looks at the working tree, parses the task
 graph and looks up its checks' programs where checks run, and looks for the
 Claude Code CLI the SDK bundles and for a key. A check that is not `required`
 and not ok is a warning: shown, but doctor still exits 0.
@@ -180,9 +181,14 @@ def check_shell(settings: Settings) -> Check:
 
 
 def run_checks(settings: Settings, graph: Path | None) -> list[Check]:
+    """Every check; a server that answers is also asked what a runner here needs of it."""
+    from codefleet.cli.doctor_server import server_checks
+
+    port = check_port(settings)
     return [
         check_python(),
-        check_port(settings),
+        port,
+        *(server_checks(settings) if port.name == "server" else []),
         check_workdir(settings),
         check_graph(find_graph(graph), settings),
         check_programs(find_graph(graph), settings),

@@ -26,7 +26,8 @@ write path denies every write meanwhile (fail closed).
 Faults: any other surprise in the work loop (an answer that breaks the
 contract, a bug) is logged with its traceback and retried after a backoff:
 one bad answer never ends a runner. Only what no retry can fix ends it, by
-raising out of `run`: the token refused (`Unauthorized`, `Forbidden`) or the
+raising out of `run`: the token refused (`Unauthorized`, `Forbidden`), an https
+server's certificate not trusted here (`UntrustedServer`), or the
 registration refused (`CannotContinue`, naming the server's reason).
 
 Two such refusals: `name_in_use` (a live runner of another process holds the
@@ -57,7 +58,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from codefleet.api.client import ApiError, FleetClient, ServerUnavailable, handed_task
+from codefleet.api.client import (
+    ApiError,
+    FleetClient,
+    ServerUnavailable,
+    UntrustedServer,
+    handed_task,
+)
 from codefleet.attempt import AssignedTask, AttemptReport, OperatorNote
 from codefleet.errors import DomainError, Forbidden, NotFound, NotOwner, StaleEpoch, Unauthorized
 from codefleet.fleet.ask import Asker
@@ -86,7 +93,7 @@ class CannotContinue(Exception):
 
 
 # What no retry can fix: the runner stops and says so.
-FATAL = (Unauthorized, Forbidden, CannotContinue)
+FATAL = (Unauthorized, Forbidden, CannotContinue, UntrustedServer)
 
 
 def _transient(err: BaseException) -> bool:

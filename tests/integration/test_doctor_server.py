@@ -1,0 +1,138 @@
+"""`codefleet doctor --server URL` on a runner's host (issue 33 item 3).
+
+Against a real server it checks that the server takes this host's token, that
+this host's tree is the server's by its identity (wherever it is mounted), the
+clock skew against the server's clock and the round trip. The judging
+functions are also read with literal measurements, where a real clock cannot
+be set apart from the server's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from codefleet.cli.app import app
+from codefleet.cli.doctor_server import (
+    PINGS,
+    RTT_WARN_S,
+    SKEW_WARN_S,
+    Probe,
+    judge_clock,
+    judge_round_trip,
+    judge_token,
+)
+from codefleet.server.thread import ServerThread
+from codefleet.statedir import ensure_tree_id, read_tree_id, tree_id_path
+
+TOKEN = "s3cret-doctor-token"
+SERVER_CHECKS = ("token", "tree", "clock", "round-trip")
+
+
+def doctor(server: ServerThread, tree: Path, *extra: str) -> tuple[int, dict[str, dict[str, Any]]]:
+    clean = {k: None for k in os.environ if k.startswith(("CODEFLEET_", "ANTHROPIC_"))}
+    argv = ["doctor", "--json", "--server", server.url, "--workdir", str(tree), *extra]
+    result = CliRunner().invoke(app, argv, env=clean)  # type: ignore[arg-type]
+    return result.exit_code, {c["name"]: c for c in json.loads(result.stdout)}
+
+
+@pytest.fixture
+def guarded(make_server: Callable[..., ServerThread]) -> ServerThread:
+    return make_server(token=TOKEN)
+
+
+def another_mount(workdir: Path, tmp_path: Path) -> Path:
+    """The tree's identity at another path: what a second host's mount of the tree shows."""
+    mount = tmp_path / "mnt" / "repo"
+    tree_id_path(mount).parent.mkdir(parents=True)
+    shutil.copy(tree_id_path(workdir), tree_id_path(mount))
+    return mount
+
+
+def test_doctor_on_a_runner_host_checks_token_tree_clock_and_round_trip(
+    guarded: ServerThread, workdir: Path, tmp_path: Path
+) -> None:
+    mount = another_mount(workdir, tmp_path)
+
+    _, checks = doctor(guarded, mount, "--token", TOKEN)
+
+    assert [n for n in checks if n in SERVER_CHECKS] == list(SERVER_CHECKS)
+    assert checks["token"]["ok"] and checks["tree"]["ok"]
+    assert read_tree_id(workdir) in checks["tree"]["detail"]
+    assert checks["clock"]["ok"]  # one machine, one clock
+    assert f"over {PINGS} requests" in checks["round-trip"]["detail"]
+
+
+def test_doctor_fails_a_token_the_server_refuses_and_a_missing_one(
+    guarded: ServerThread, workdir: Path
+) -> None:
+    wrong_code, wrong = doctor(guarded, workdir, "--token", "not-the-token")
+    none_code, none = doctor(guarded, workdir)
+
+    assert wrong_code == none_code == 1
+    assert not wrong["token"]["ok"] and "refused this host's token" in wrong["token"]["detail"]
+    assert not none["token"]["ok"] and "none is set" in none["token"]["detail"]
+    assert "CODEFLEET_TOKEN" in none["token"]["hint"]
+
+
+def test_doctor_fails_another_tree_naming_both_identities(
+    server: ServerThread, workdir: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    other_id = ensure_tree_id(other)
+
+    code, checks = doctor(server, other)
+
+    assert code == 1
+    assert not checks["tree"]["ok"]
+    assert other_id in checks["tree"]["detail"]
+    assert read_tree_id(workdir) in checks["tree"]["detail"]
+
+
+def test_doctor_fails_a_tree_without_its_identity_naming_the_file(
+    server: ServerThread, tmp_path: Path
+) -> None:
+    bare = tmp_path / "bare"
+    bare.mkdir()
+
+    code, checks = doctor(server, bare)
+
+    assert code == 1
+    assert f"{tree_id_path(bare)} is missing" in checks["tree"]["detail"]
+
+
+def probe_of(skew_s: float = 0.0, round_trips_s: tuple[float, ...] = (0.001,)) -> Probe:
+    return Probe("https://fleet:8099", {}, True, "", round_trips_s, skew_s)
+
+
+def test_a_skew_past_the_limit_is_a_warning_naming_which_clock_counts() -> None:
+    behind = judge_clock(probe_of(skew_s=SKEW_WARN_S + 3))
+    ahead = judge_clock(probe_of(skew_s=-(SKEW_WARN_S + 3)))
+    close = judge_clock(probe_of(skew_s=SKEW_WARN_S / 2))
+
+    assert (behind.ok, behind.required, ahead.ok, close.ok) == (False, False, False, True)
+    assert "behind the server's" in behind.detail and "ahead of the server's" in ahead.detail
+    assert "only the server's clock counts" in behind.detail
+
+
+def test_the_round_trip_is_the_median_and_past_the_limit_a_warning() -> None:
+    slow = judge_round_trip(probe_of(round_trips_s=(0.001, RTT_WARN_S * 3, RTT_WARN_S * 2)))
+    fast = judge_round_trip(probe_of(round_trips_s=(0.002, 0.004, RTT_WARN_S * 9)))
+
+    assert (slow.ok, slow.required) == (False, False)
+    assert f"{RTT_WARN_S * 2 * 1000:.1f} ms" in slow.detail
+    assert fast.ok and "4.0 ms" in fast.detail
+
+
+def test_a_server_without_a_token_passes_the_token_check_saying_so() -> None:
+    check = judge_token(probe_of(), has_token=False)
+
+    assert check.ok and "needs no token" in check.detail
