@@ -72,6 +72,7 @@ def test_the_kubernetes_example_is_the_objects_the_page_describes() -> None:
         ("Secret", "codefleet"),
         ("PersistentVolume", "codefleet-db"),
         ("PersistentVolumeClaim", "codefleet-db"),
+        ("PersistentVolume", "codefleet-tree"),
         ("PersistentVolumeClaim", "codefleet-tree"),
         ("Deployment", "codefleet-server"),
         ("Service", "codefleet"),
@@ -80,6 +81,10 @@ def test_the_kubernetes_example_is_the_objects_the_page_describes() -> None:
     claims = {m["metadata"]["name"]: m["spec"]["accessModes"] for m in manifests()
               if m["kind"] == "PersistentVolumeClaim"}  # fmt: skip
     assert claims == {"codefleet-db": ["ReadWriteOnce"], "codefleet-tree": ["ReadWriteMany"]}
+    tree = next(
+        m["spec"] for m in manifests() if m["kind"] == "PersistentVolume" and "nfs" in m["spec"]
+    )
+    assert {"lookupcache=positive", "actimeo=0"} <= set(tree["mountOptions"])  # the server's mount
 
 
 def test_the_server_and_the_runners_mount_the_tree_at_different_paths() -> None:
