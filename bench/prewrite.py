@@ -14,10 +14,13 @@ check), `acquire` (the client call), and, with the server in this process,
 `server` (the ASGI app, request in → response out) and `engine` (the engine's
 `acquire`), the rest being the client (httpx), uvicorn's protocol and the
 event loop. `--raw` also times the same request over a bare keep-alive
-socket, for the client's share.
+socket, for the client's share. `--tls` serves https with a self-signed
+certificate (made with `openssl`, trusted through `SSL_CERT_FILE`): the
+runner's plain keep-alive lane is then off and the call goes through httpx.
 
     uv run python -m bench.prewrite --clis 1 --calls 400
     uv run python -m bench.prewrite --clis 3 --calls 400 --server process
+    uv run python -m bench.prewrite --clis 1 --calls 400 --tls
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import secrets
 import statistics
+import subprocess
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -181,14 +186,28 @@ async def drive(
     return figures
 
 
+def self_signed(where: Path) -> dict[str, Path]:
+    """A certificate for 127.0.0.1 and its key, trusted by this process's clients from now."""
+    cert, key = where / "cert.pem", where / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "1", "-subj", "/CN=bench", "-keyout", str(key), "-out", str(cert),
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    os.environ["SSL_CERT_FILE"] = str(cert)
+    return {"tls_cert": cert, "tls_key": key}
+
+
 def run_thread(args: argparse.Namespace) -> dict[str, Any]:
     spans = Spans()
     with tempfile.TemporaryDirectory(prefix="cf-prewrite-") as tmp:
         root = Path(tmp)
         (root / "tree").mkdir()
+        tls = self_signed(root) if args.tls else {}
         settings = Settings(
             host="127.0.0.1", port=free_port(), db=root / "bench.db", workdir=root / "tree",
-            run_dir=root / "runs", token=secrets.token_urlsafe(16),
+            run_dir=root / "runs", token=secrets.token_urlsafe(16), **tls,
         )  # fmt: skip
         server = ServerThread(settings)
         engine = server.app.state.engine
@@ -212,10 +231,12 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=400, help="per CLI")
     parser.add_argument("--server", choices=["thread", "process"], default="thread")
     parser.add_argument("--raw", action="store_true")
+    parser.add_argument("--tls", action="store_true", help="https (server in a thread only)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     figures = (run_thread if args.server == "thread" else run_process)(args)
-    print(f"{args.clis} CLI(s), server in a {args.server}, {figures['calls']} calls")
+    scheme = "https" if args.tls else "http"
+    print(f"{args.clis} CLI(s), server in a {args.server}, {scheme}, {figures['calls']} calls")
     for name in ("hook", "acquire", "server", "engine", "canonical", "raw_acquire"):
         if name in figures:
             f = figures[name]

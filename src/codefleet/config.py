@@ -82,6 +82,8 @@ class Settings(BaseSettings):
     lease_wait: float = Field(default=DEFAULT_LEASE_WAIT_S, ge=0, le=MAX_LEASE_WAIT_S)
     allow_reset: bool = False
     token: str | None = None
+    tls_cert: Path | None = None  # serve https with this certificate (PEM) and `tls_key`
+    tls_key: Path | None = None
     allowed_hosts: str = "localhost"  # Host names a token-less server answers to, comma-separated
     read_timeout: float = Field(default=15.0, gt=0)
     keep_alive_timeout: float = Field(default=5.0, gt=0)
@@ -133,7 +135,7 @@ class Settings(BaseSettings):
         if self.server_url:
             return self.server_url.rstrip("/")
         host = "127.0.0.1" if self.host in ("0.0.0.0", "", "::") else self.host
-        return f"http://{host}:{self.port}"
+        return f"{'https' if self.tls_cert else 'http'}://{host}:{self.port}"
 
 
 def _split(value: str) -> tuple[str, ...]:

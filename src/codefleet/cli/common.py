@@ -125,7 +125,7 @@ def call_server(settings: Settings, action: Any) -> Any:
     """Run one async client action, turning transport and API errors into messages."""
     import asyncio
 
-    from codefleet.api.client import ServerUnavailable
+    from codefleet.api.client import ServerUnavailable, UntrustedServer
 
     async def go() -> Any:
         async with make_client(settings) as client:
@@ -139,6 +139,8 @@ def call_server(settings: Settings, action: Any) -> Any:
         ) from None
     except Unauthorized:
         raise fail(unauthorized_message(settings)) from None
+    except UntrustedServer as err:
+        raise fail(str(err)) from None
     except DomainError as err:
         raise fail(f"{err.message}") from None
 

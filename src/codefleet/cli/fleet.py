@@ -126,7 +126,7 @@ def runner(
     """Run ONE runner as its own process until interrupted (or the fleet drains)."""
     import asyncio
 
-    from codefleet.api.client import FleetClient
+    from codefleet.api.client import FleetClient, UntrustedServer
     from codefleet.cli.agents import AgentChoice
     from codefleet.cli.output import console
     from codefleet.fleet.runner import CannotContinue, Runner, RunnerOptions
@@ -177,7 +177,7 @@ def runner(
         asyncio.run(go())
     except Unauthorized:  # a runner keeps retrying an absent server, never a wrong token
         raise fail(unauthorized_message(settings)) from None
-    except (CannotContinue, DomainError) as err:  # refused for good: say why, exit non-zero
+    except (CannotContinue, DomainError, UntrustedServer) as err:  # for good: say why, exit 1
         raise fail(f"{name} stopped: {err}") from None
 
 

@@ -141,13 +141,24 @@ def serve(
     max_cost: MaxCostOpt = None,
     max_cost_hard: MaxCostHardOpt = None,
     token: TokenOpt = None,
+    tls_cert: Annotated[
+        Path | None,
+        typer.Option(
+            help="Serve https with this certificate (PEM); needs --tls-key [CODEFLEET_TLS_CERT]."
+        ),
+    ] = None,
+    tls_key: Annotated[
+        Path | None,
+        typer.Option(help="The private key of --tls-cert (PEM) [CODEFLEET_TLS_KEY]."),
+    ] = None,
 ) -> None:
     """Run the coordination server (the one process that owns the database)."""
-    from codefleet.cli.output import console
+    from codefleet.cli.output import console, err_console
     from codefleet.errors import DatabaseDamaged
     from codefleet.heap import settle
     from codefleet.server.app import create_app
     from codefleet.server.lock import DatabaseInUse
+    from codefleet.server.netfs import serve_warnings
     from codefleet.transport.uvicorn_internals import (
         FleetServer,
         raise_descriptor_limit,
@@ -164,13 +175,17 @@ def serve(
         lease_wait=lease_wait,
         max_cost_hard=max_cost_hard, read_timeout=read_timeout,
         keep_alive_timeout=keep_alive_timeout, max_connections=max_connections,
-        max_streams=max_streams, allowed_hosts=allowed_hosts,
+        max_streams=max_streams, allowed_hosts=allowed_hosts, tls_cert=tls_cert, tls_key=tls_key,
     )  # fmt: skip
+    if (settings.tls_cert is None) != (settings.tls_key is None):
+        raise fail("--tls-cert and --tls-key go together: give both (https) or neither (http)")
     if settings.host not in LOOPBACK and not settings.token:
         raise fail(
             f"refusing to bind {settings.host} without a token: anyone who reaches the port could "
             "hand agents work. Set CODEFLEET_TOKEN (or --token), or bind 127.0.0.1."
         )
+    for line in serve_warnings(settings.db, settings.workdir):
+        err_console.print(f"warning: {line}", style="yellow", markup=False)
     listener = _listen(settings.host, settings.port)  # a busy port fails here, before any file
     settings = settings.model_copy(update={"port": listener.getsockname()[1]})
     try:

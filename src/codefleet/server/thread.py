@@ -50,7 +50,7 @@ class ServerThread:
 
     @property
     def url(self) -> str:
-        return f"http://{self.settings.host}:{self.settings.port}"
+        return self.settings.url
 
     def start(self, timeout: float = 10.0) -> ServerThread:
         self._thread.start()

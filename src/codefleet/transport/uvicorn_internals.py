@@ -128,8 +128,12 @@ def guarded_protocol(read_timeout: float, max_connections: int) -> type[HttpTool
 
 
 def uvicorn_config(app: Any, host: str, port: int, settings: Any, **extra: Any) -> uvicorn.Config:
-    """The server's `uvicorn.Config`: keep-alive timeout, read deadline, connection cap."""
+    """The server's `uvicorn.Config`: keep-alive timeout, read deadline, connection cap, and
+    TLS when the settings name a certificate (the guard wraps the protocol above asyncio's
+    TLS transport, so every rule and the fast path hold unchanged over https)."""
     protocol = guarded_protocol(settings.read_timeout, connection_cap(settings.max_connections))
+    if settings.tls_cert is not None:
+        extra = {"ssl_certfile": settings.tls_cert, "ssl_keyfile": settings.tls_key, **extra}
     # access_log=False: at "warning" no access line is ever written, but while the access
     # logger has a handler uvicorn builds each line's arguments (the quoted path) per answer.
     return uvicorn.Config(
