@@ -68,12 +68,15 @@ class Link:
     via: str  # "direct", "netem" or "relay"
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Bench:
+    """One run: the two hosts, its scratch directory, the token, the options, the delay's kind."""
+
     pair: HostPair
     base: Path
     token: str
     args: argparse.Namespace
+    via: str  # "netem" or "relay"
 
     @property
     def tree(self) -> Path:
@@ -278,9 +281,11 @@ async def one_row(
     relay = None
     if rtt_ms is None:
         link = Link(label, bench.server_url, "direct")
-    elif bench.args.via == "netem":
+    elif bench.via == "netem":
         link = Link(f"rtt{rtt_ms:g}", bench.server_url, "netem")
-        netem(bench.pair, rtt_ms)
+        refused = netem(bench.pair, rtt_ms)
+        if refused is not None:
+            raise BenchFailed(f"tc netem: {refused}")
     else:
         relay, url = start_relay(bench, rtt_ms)
         link = Link(f"rtt{rtt_ms:g}", url, "relay")
@@ -348,10 +353,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         base = Path(tmp)
         for folder in ("tree", "logs", "runner-host"):
             (base / folder).mkdir()
-        bench = Bench(pair, base, secrets.token_urlsafe(16), args)
+        bench = Bench(pair, base, secrets.token_urlsafe(16), args, args.via or choose_delay(pair))
         bench.script.write_text("{}\n")
-        if args.via is None:
-            args.via = choose_delay(pair)
         server = serve(bench)
         try:
             print(HEADER, flush=True)
@@ -359,25 +362,24 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 rows = asyncio.run(run_rows(bench, args.rtt))
         finally:
             _stop(server)
-    return {"machine": machine(), "calls": args.calls, "tasks": args.tasks,
+    return {"machine": machine(), "via": bench.via, "calls": args.calls, "tasks": args.tasks,
             "runners": args.runners, "rows": rows}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["probe"]:
-        return probe_main(argv[1:])
+    if argv[:1] == ["probe"]:  # the child that times the hook on the runner host
+        probe_main(argv[1:])
+        return
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rtt", type=lambda s: [float(x) for x in s.split(",")], default=[0.0])
     parser.add_argument("--calls", type=int, default=100, help="pre-write checks per row")
-    parser.add_argument("--tasks", type=int, default=60, help="tasks per dispatch batch")
+    parser.add_argument("--tasks", type=int, default=120, help="tasks per dispatch batch")
     parser.add_argument("--runners", type=int, default=3)
     parser.add_argument("--via", choices=["netem", "relay"], help="default: netem if it works")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    figures = measure(args)
-    write_json(args.json, figures)
-    return None
+    write_json(args.json, measure(args))
 
 
 def probe_main(argv: list[str]) -> None:
