@@ -131,7 +131,8 @@ async def test_a_runner_on_another_host_with_the_tree_mounted_elsewhere_joins_th
             assert denied[0]["agent_id"] == agent["id"]
             assert denied[0]["payload"]["path"] == "shared.txt"
             assert denied[0]["payload"]["holder_agent_name"] == "local-1"
-            assert "shared.txt" in (await operator.task("contend"))["file_scope"]
+            # the veto's report (after the denial) requeues `contend` with the path in its scope
+            await wait_until(lambda: _scope_has(operator, "contend", "shared.txt"), timeout=STEP_S)
 
             held = await wait_until(lambda: holder_of(operator, "k.txt"), timeout=STEP_S)
             assert held["agent_id"] == agent["id"] and held["task_id"] == "killed"
@@ -153,3 +154,7 @@ async def test_a_runner_on_another_host_with_the_tree_mounted_elsewhere_joins_th
 
 async def _is(operator: FleetClient, task_id: str, wanted: str) -> bool:
     return bool((await operator.task(task_id))["status"] == wanted)
+
+
+async def _scope_has(operator: FleetClient, task_id: str, path: str) -> bool:
+    return path in (await operator.task(task_id))["file_scope"]
