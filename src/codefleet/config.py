@@ -1,7 +1,10 @@
 """One `Settings` object, read from `CODEFLEET_*` environment variables and `.env`.
 
-Every field here is also a flag on the command it applies to (see `cli`), and
-`.env.example` lists them all; a test keeps the three in step. Defaults are the
+A setting is declared here (type, default, bounds) and its help once in
+`cli.settingopts.FLAGS`, from which its flag and `CODEFLEET_*` name are
+derived; `.env.example` lists every one with its default, and the engine's
+`EngineConfig` takes the field of the same name. `tests/unit/test_settings_docs.py`
+keeps them in step (docs/decisions.md, "A setting is declared once"). Defaults are the
 ones in DESIGN §6, except that the tree is the current directory and CodeFleet's
 own files go in its `.codefleet/` (DESIGN §10; docs/decisions.md, "The tree is
 the current directory"). The server URL the clients use is derived from host and

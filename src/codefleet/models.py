@@ -300,6 +300,13 @@ def from_iso(text: str) -> datetime:
     return moment.astimezone(UTC)
 
 
+def clock_skew_s(server_time: str, sent: datetime, received: datetime) -> float:
+    """The server's clock minus this host's, from the `server_time` of an answer to a
+    request sent at `sent` and answered at `received` (both this host's clock): the
+    server stamped it, at best, half-way."""
+    return (from_iso(server_time) - (sent + (received - sent) / 2)).total_seconds()
+
+
 def new_task_id() -> str:
     return f"t_{_token()}"
 

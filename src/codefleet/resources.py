@@ -25,6 +25,7 @@ __all__ = [
     "RESOURCE_PREFIX",
     "glob_inside_tree",
     "is_resource_key",
+    "lease_label",
     "port_resource",
     "resource_key",
     "resource_keys",
@@ -62,6 +63,11 @@ def is_resource_key(key: str) -> bool:
 def resource_name(key: str) -> str:
     """The name in a resource's lease key (the key itself if it is a path's)."""
     return key[len(RESOURCE_PREFIX) :] if is_resource_key(key) else key
+
+
+def lease_label(key: str) -> str:
+    """A lease key as people read it: a file's path, or `resource db` for `/resource:db`."""
+    return f"resource {resource_name(key)}" if is_resource_key(key) else key
 
 
 def port_resource(port: int) -> str:

@@ -46,8 +46,17 @@ ABSENT_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP
 # A pre-image's `mode` for a symlink; a file's keeps its permission bits only.
 SYMLINK_MODE = stat.S_IFLNK | 0o777
 # How git's `quote_c_style` spells these characters inside a quoted name.
-_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f",
-              "\r": "\\r", '"': '\\"', "\\": "\\\\"}  # fmt: skip
+_C_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\v": "\\v",
+    "\f": "\\f",
+    "\r": "\\r",
+    '"': '\\"',
+    "\\": "\\\\",
+}
 
 
 class TooLarge(ValueError):
@@ -208,9 +217,12 @@ def make_patch(before: PreImage, after: PreImage) -> PatchFile | None:
         gone = _one_patch(before, PreImage(before.path, False))
         made = _one_patch(PreImage(before.path, False), after)
         return PatchFile(
-            before.path, gone.diff + made.diff, gone.added + made.added,
-            gone.removed + made.removed, gone.binary or made.binary,
-        )  # fmt: skip
+            before.path,
+            gone.diff + made.diff,
+            gone.added + made.added,
+            gone.removed + made.removed,
+            gone.binary or made.binary,
+        )
     return _one_patch(before, after)
 
 

@@ -24,6 +24,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
+from codefleet.resources import lease_label
+
 __all__ = ["SIMULATED", "WORDING_FILE", "cost_text", "phrase", "spent_text", "table"]
 
 WORDING_FILE: Final = Path(__file__).with_name("wording.json")
@@ -113,6 +115,8 @@ def _filter(name: str, value: Any, n: int) -> str:
             return ", ".join(f"{_text(v)} {k}" for k, v in (value or {}).items())
         case "clock":
             return _clock(value)
+        case "key":
+            return lease_label("" if value is None else _text(value))
         case "stale":
             return ", ".join(_stale_one(v) for v in value or ())
     raise ValueError(f"wording.json names an unknown filter {name!r}")

@@ -36,8 +36,11 @@ def codefleet(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def git_init(tree: Path) -> None:
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
-                 ["-c", "user.name=Demo", "-c", "user.email=demo@example.invalid", "commit", "-qm", "start"]):  # fmt: skip
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        ["-c", "user.name=Demo", "-c", "user.email=demo@example.invalid", "commit", "-qm", "start"],
+    ):
         subprocess.run(["git", *args], cwd=tree, check=True, capture_output=True)
 
 

@@ -310,9 +310,21 @@ async def test_a_rolled_back_attempt_is_marked_on_its_runners_lane(
     }  # fmt: skip
     async with FleetClient(demo_server.url, token=TOKEN) as client:
         await client.create_tasks(
-            [{"id": "holder", "title": "Holds held.py", "description": "do it", "file_scope": ["held.py"]},
-             {"id": "eager", "title": "Writes fresh.py, then held.py", "description": "do it", "file_scope": ["fresh.py"]}]
-        )  # fmt: skip
+            [
+                {
+                    "id": "holder",
+                    "title": "Holds held.py",
+                    "description": "do it",
+                    "file_scope": ["held.py"],
+                },
+                {
+                    "id": "eager",
+                    "title": "Writes fresh.py, then held.py",
+                    "description": "do it",
+                    "file_scope": ["fresh.py"],
+                },
+            ]
+        )
     executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
     settings = demo_server.settings
     result = await run_fleet(
@@ -343,16 +355,22 @@ async def test_a_write_that_waited_is_hatched_on_its_bar_with_an_arrow_to_the_ho
 ) -> None:
     server = make_server(token=TOKEN, lease_wait=20.0, **FAST)
     script = {  # the holder ends once the waiter's write of held.py is parked behind it
-        "holder": [{"write": {"path": "held.py", "content": "HELD = 1\n"}},
-                   {"wait_parked": "held.py"}],
-        "waiter": [{"wait_leased": "held.py"},
-                   {"append": {"path": "held.py", "text": "WAITED = 1\n"}}],
-    }  # fmt: skip
+        "holder": [
+            {"write": {"path": "held.py", "content": "HELD = 1\n"}},
+            {"wait_parked": "held.py"},
+        ],
+        "waiter": [
+            {"wait_leased": "held.py"},
+            {"append": {"path": "held.py", "text": "WAITED = 1\n"}},
+        ],
+    }
     async with FleetClient(server.url, token=TOKEN) as client:
         await client.create_tasks(
-            [{"id": t, "title": t, "description": "do it", "file_scope": [f"{t}.txt"]}
-             for t in ("holder", "waiter")]
-        )  # fmt: skip
+            [
+                {"id": t, "title": t, "description": "do it", "file_scope": [f"{t}.txt"]}
+                for t in ("holder", "waiter")
+            ]
+        )
     executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
     settings = server.settings
     result = await run_fleet(
@@ -375,6 +393,8 @@ async def test_a_write_that_waited_is_hatched_on_its_bar_with_an_arrow_to_the_ho
     assert mark["x"] <= line["x"] <= mark["x"] + mark["width"]  # it leaves the hatched segment
     reaches = (line["y"], line["y"] + line["height"])  # and ends at the holder's bar
     assert min(abs(reaches[0] - (body["y"] + body["height"])), abs(reaches[1] - body["y"])) <= 2
+    legend = page.locator("ul.legend li", has=page.locator(".wait-key"))  # the mark is explained
+    await expect(legend).to_have_text("waited for a held file")
     await page.screenshot(path=tmp_path / "wait.png")
     assert browser.errors == []
 
@@ -440,9 +460,13 @@ async def test_a_usage_limit_pause_shows_a_live_countdown_and_goes_on_resume(
         assert await client.assignment(agent, epoch, wait=5) is not None
         await client.start("T1", agent, epoch)
         page = await open_dashboard(browser, demo_server)
-        limited = AttemptReport(attempt=1, ok=False, error_kind=ErrorKind.RATE_LIMITED,
-                                error="session ended with success (HTTP 429): usage limit",
-                                retry_after_s=600)  # fmt: skip
+        limited = AttemptReport(
+            attempt=1,
+            ok=False,
+            error_kind=ErrorKind.RATE_LIMITED,
+            error="session ended with success (HTTP 429): usage limit",
+            retry_after_s=600,
+        )
         await client.complete("T1", agent, epoch, limited)
 
         banner = page.locator("#pause")
@@ -529,7 +553,8 @@ async def test_no_panel_is_narrower_than_its_content_at_common_window_widths(
 async def test_the_dashboards_duration_is_the_reports_wall_time_for_the_same_run(
     demo_server: ServerThread, browser: Browser
 ) -> None:
-    """A runner going stale 22.5 s after the run finished is not part of the run's duration."""
+    """A runner going stale 22.5 s after the run finished is not part of the run's duration,
+    nor the ten minutes before the next run on the same database (which is)."""
     await load_demo_graph(demo_server)
     assert (await run_demo_fleet(demo_server)).ok
     async with FleetClient(demo_server.url, token=TOKEN) as client:
@@ -537,13 +562,32 @@ async def test_the_dashboards_duration_is_the_reports_wall_time_for_the_same_run
     events = list(record.events)
     finished = next(e for e in reversed(events) if e["type"] == "run_finished")
     later = from_iso(finished["at"]) + timedelta(seconds=22.5)
-    stale = {**events[-1], "id": events[-1]["id"] + 1, "type": "agent_offline", "at": to_iso(later),
-             "task_id": None, "payload": {"reason": "agent_stale"}}  # fmt: skip
-    wall_s = run_facts(replace(record, events=(*events, stale))).wall_s
+    stale = {
+        **events[-1],
+        "id": events[-1]["id"] + 1,
+        "type": "agent_offline",
+        "at": to_iso(later),
+        "task_id": None,
+        "payload": {"reason": "agent_stale"},
+    }
+    next_run = [
+        {
+            **stale,
+            "id": stale["id"] + n,
+            "type": kind,
+            "payload": payload,
+            "at": to_iso(later + timedelta(seconds=600 + offset)),
+        }
+        for n, (kind, offset, payload) in enumerate(
+            [("fleet_started", 0.0, {"runners": 1}), ("run_finished", 1.25, {"ok": True})], 1
+        )
+    ]
+    events = [*events, stale, *next_run]
+    wall_s = run_facts(replace(record, events=tuple(events))).wall_s
 
     async def with_a_later_event(route: Route) -> None:
         if parse_qs(urlsplit(route.request.url).query)["since"][0] == "0":
-            body = json.dumps({"events": [*events, stale]})
+            body = json.dumps({"events": events})
             await route.fulfill(status=200, content_type="application/json", body=body)
         else:
             await route.continue_()
@@ -551,7 +595,7 @@ async def test_the_dashboards_duration_is_the_reports_wall_time_for_the_same_run
     page = await browser.context.new_page()
     await page.route(re.compile(r"/events\?"), with_a_later_event)
     await page.goto(f"{demo_server.url}/?token={TOKEN}")
-    await expect(page.locator("body")).to_have_attribute("data-last-event", str(stale["id"]))
+    await expect(page.locator("body")).to_have_attribute("data-last-event", str(events[-1]["id"]))
 
     shown = await page.locator(".stat", has_text="Duration").locator("dd").inner_text()
     value, unit = shown.split()
@@ -569,8 +613,13 @@ async def test_the_dashboard_shows_an_open_question_and_sends_an_answer(
     demo_server: ServerThread, browser: Browser
 ) -> None:
     """The agent's question gets a badge and a row; the answer typed there reaches its session."""
-    script = {"Q1": [{"ask": "httpx or requests?"}, {"expect_answer": "use httpx"},
-                     {"write": {"path": "client.txt", "content": "httpx\n"}}]}  # fmt: skip
+    script = {
+        "Q1": [
+            {"ask": "httpx or requests?"},
+            {"expect_answer": "use httpx"},
+            {"write": {"path": "client.txt", "content": "httpx\n"}},
+        ]
+    }
     executor = ScriptedExecutor(parse_script(script), wait_timeout=30)
     settings = demo_server.settings
     page = await open_dashboard(browser, demo_server)

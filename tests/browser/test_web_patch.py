@@ -18,19 +18,32 @@ from codefleet.server.thread import ServerThread
 
 LONG_ID = "a-rather-long-task-identifier-0001"
 SCRIPT = {
-    "docs": [{"append": {"path": "README.md", "text": "\nPatched by the docs task.\n"}},
-             {"write": {"path": "NOTES.md", "content": "one\ntwo\n"}}],
+    "docs": [
+        {"append": {"path": "README.md", "text": "\nPatched by the docs task.\n"}},
+        {"write": {"path": "NOTES.md", "content": "one\ntwo\n"}},
+    ],
     LONG_ID: [{"fail": "not on the first attempt", "attempt": 1}],
     "after": [],
-}  # fmt: skip
+}
 TASKS = [
-    {"id": "docs", "title": "Document the service", "description": "do it",
-     "file_scope": ["README.md", "NOTES.md"]},
-    {"id": LONG_ID, "title": "A title far too long to fit on one line of a node box",
-     "description": "do it"},
-    {"id": "after", "title": "Waits for the long one", "description": "do it",
-     "depends_on": [LONG_ID]},
-]  # fmt: skip
+    {
+        "id": "docs",
+        "title": "Document the service",
+        "description": "do it",
+        "file_scope": ["README.md", "NOTES.md"],
+    },
+    {
+        "id": LONG_ID,
+        "title": "A title far too long to fit on one line of a node box",
+        "description": "do it",
+    },
+    {
+        "id": "after",
+        "title": "Waits for the long one",
+        "description": "do it",
+        "depends_on": [LONG_ID],
+    },
+]
 # For every node: do any two of its labels overlap, and does any leave the node's box?
 LABEL_CLASHES = """() => {
   const clashes = [];

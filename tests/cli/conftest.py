@@ -166,9 +166,16 @@ def start_attempt(client: FleetClient, workdir: Path, runs: Path) -> StartAttemp
         task_id: str, *, runner: str = "runner-1", scope: Any = (), gate_type: type = WriteGate
     ) -> Attempt:
         await client.create_tasks(
-            [{"id": task_id, "title": f"task {task_id}", "file_scope": list(scope),
-              "description": f"Do {task_id}.", "max_attempts": 1}]
-        )  # fmt: skip
+            [
+                {
+                    "id": task_id,
+                    "title": f"task {task_id}",
+                    "file_scope": list(scope),
+                    "description": f"Do {task_id}.",
+                    "max_attempts": 1,
+                }
+            ]
+        )
         agent = await client.register(runner, str(workdir), os.getpid())
         agent_id, epoch = agent["agent_id"], agent["epoch"]
         task = None

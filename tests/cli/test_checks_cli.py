@@ -41,9 +41,13 @@ async def test_the_agent_runs_a_named_check_and_an_unknown_name_is_refused(
     await client.define_checks({"test": "cat own.py a.py; echo x > junk.txt; exit 1"})
     fake_model.add_script(
         "T1",
-        [write("own.py", "OWN = 1\n"), run_check("test"), run_check("rm -rf /"),
-         Turn(content=(Text("Done."),))],
-    )  # fmt: skip
+        [
+            write("own.py", "OWN = 1\n"),
+            run_check("test"),
+            run_check("rm -rf /"),
+            Turn(content=(Text("Done."),)),
+        ],
+    )
     attempt = await start_attempt("T1")
     checker = Checker(attempt.gate, await client.checks(), attempt.number, CheckLimits())
     attempt = dataclasses.replace(attempt, checks=checker)

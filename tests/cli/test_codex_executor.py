@@ -55,16 +55,30 @@ def say(text: str) -> dict[str, Any]:
 
 
 async def test_a_patch_on_a_free_file_is_leased_lands_and_is_in_the_ledger(
-    fake_codex: FakeCodexModel, client: FleetClient, start_attempt: StartAttempt,
-    workdir: Path, codex: CodexExecutor,
-) -> None:  # fmt: skip
+    fake_codex: FakeCodexModel,
+    client: FleetClient,
+    start_attempt: StartAttempt,
+    workdir: Path,
+    codex: CodexExecutor,
+) -> None:
     fake_codex.add_script(
         "T1",
         [
-            {"content": [patch_call("*** Update File: a.py", "@@", "-A = 1", "+A = 2", "*** Add File: new file.py", "+N = 1")]},
+            {
+                "content": [
+                    patch_call(
+                        "*** Update File: a.py",
+                        "@@",
+                        "-A = 1",
+                        "+A = 2",
+                        "*** Add File: new file.py",
+                        "+N = 1",
+                    )
+                ]
+            },
             say("Changed a.py and added new file.py."),
         ],
-    )  # fmt: skip
+    )
     attempt = await start_attempt("T1", scope=["a.py"])
 
     outcome = await run_attempt(codex, attempt)
@@ -83,9 +97,12 @@ async def test_a_patch_on_a_free_file_is_leased_lands_and_is_in_the_ledger(
 
 
 async def test_a_patch_touching_a_held_file_is_refused_before_the_disk_is_touched(
-    fake_codex: FakeCodexModel, client: FleetClient, start_attempt: StartAttempt,
-    workdir: Path, codex: CodexExecutor,
-) -> None:  # fmt: skip
+    fake_codex: FakeCodexModel,
+    client: FleetClient,
+    start_attempt: StartAttempt,
+    workdir: Path,
+    codex: CodexExecutor,
+) -> None:
     holder = await start_attempt("H", runner="holder", scope=["a.py"])
     assert (await holder.gate.check("Write", {"file_path": "a.py"})).allowed
     fake_codex.add_script(
@@ -115,9 +132,13 @@ async def test_a_patch_touching_a_held_file_is_refused_before_the_disk_is_touche
 
 
 async def test_a_vetoed_codex_attempt_requeues_its_task_with_the_held_file_in_scope(
-    fake_codex: FakeCodexModel, client: FleetClient, start_attempt: StartAttempt,
-    workdir: Path, runs: Path, codex: CodexExecutor,
-) -> None:  # fmt: skip
+    fake_codex: FakeCodexModel,
+    client: FleetClient,
+    start_attempt: StartAttempt,
+    workdir: Path,
+    runs: Path,
+    codex: CodexExecutor,
+) -> None:
     holder = await start_attempt("H", runner="holder", scope=["a.py"])
     assert (await holder.gate.check("Write", {"file_path": "a.py"})).allowed
     fake_codex.add_script(
@@ -160,9 +181,12 @@ async def test_a_rate_limit_is_reported_as_rate_limited(
 
 
 async def test_a_malformed_patch_is_refused_and_fails_the_attempt(
-    fake_codex: FakeCodexModel, client: FleetClient, start_attempt: StartAttempt,
-    workdir: Path, codex: CodexExecutor,
-) -> None:  # fmt: skip
+    fake_codex: FakeCodexModel,
+    client: FleetClient,
+    start_attempt: StartAttempt,
+    workdir: Path,
+    codex: CodexExecutor,
+) -> None:
     bad = {
         "tool_use": {
             "name": "apply_patch",

@@ -56,8 +56,12 @@ async def test_a_session_generates_a_file_with_a_command_and_it_lands_leased_in_
 
     outcome = await run_attempt(offline_executor(fake_model), attempt)
     leases = await client.leases()
-    await client.complete("T1", attempt.gate.agent_id, attempt.gate.epoch,
-                          dataclasses.replace(outcome, attempt=attempt.number))  # fmt: skip
+    await client.complete(
+        "T1",
+        attempt.gate.agent_id,
+        attempt.gate.epoch,
+        dataclasses.replace(outcome, attempt=attempt.number),
+    )
     patch = await client.patch("T1")
 
     [answer] = fake_model.tool_results("T1")
@@ -96,8 +100,12 @@ async def test_a_sandboxed_command_cannot_write_outside_its_layer_nor_reach_loop
     attempt = with_shell(await start_attempt("T1"), sandboxed=True)
 
     outcome = await run_attempt(offline_executor(fake_model), attempt)
-    await client.complete("T1", attempt.gate.agent_id, attempt.gate.epoch,
-                          AttemptReport(attempt=attempt.number, ok=False, error="done"))  # fmt: skip
+    await client.complete(
+        "T1",
+        attempt.gate.agent_id,
+        attempt.gate.epoch,
+        AttemptReport(attempt=attempt.number, ok=False, error="done"),
+    )
 
     [answer] = fake_model.tool_results("T1")
     # /usr and the home directory are read-only; /tmp is private (the write stays in it)
@@ -123,9 +131,11 @@ async def test_a_sessions_command_touching_a_held_file_is_vetoed_and_nothing_lan
     assert granted["decision"] == "allow"
     fake_model.add_script(
         "T1",
-        [run_command("echo made > gen.txt && echo 'A = 9' > a.py"),
-         Turn(content=(Text("Blocked on a.py."),))],
-    )  # fmt: skip
+        [
+            run_command("echo made > gen.txt && echo 'A = 9' > a.py"),
+            Turn(content=(Text("Blocked on a.py."),)),
+        ],
+    )
     attempt = with_shell(await start_attempt("T1"), sandboxed=False)
 
     outcome = await run_attempt(offline_executor(fake_model), attempt)

@@ -73,9 +73,13 @@ def sdk(fake_model: FakeModel, offline: Callable[..., SessionExecutor]) -> Execu
 
 @pytest.mark.parametrize("kind", ["scripted", "sdk"])
 async def test_an_executor_asks_before_every_write_stops_when_denied_and_reports_its_ledger(
-    kind: str, fake_model: FakeModel, offline: Callable[..., SessionExecutor],
-    client: FleetClient, start_attempt: StartAttempt, workdir: Path,
-) -> None:  # fmt: skip
+    kind: str,
+    fake_model: FakeModel,
+    offline: Callable[..., SessionExecutor],
+    client: FleetClient,
+    start_attempt: StartAttempt,
+    workdir: Path,
+) -> None:
     holder = await start_attempt("H", runner="holder", scope=["a.py"])
     assert (await holder.gate.check("Write", {"file_path": "a.py"})).allowed
     executor = scripted() if kind == "scripted" else sdk(fake_model, offline)
@@ -87,8 +91,10 @@ async def test_an_executor_asks_before_every_write_stops_when_denied_and_reports
 
     calls = attempt.gate.calls  # type: ignore[attr-defined]
     assert [c for c in calls if c[0] == "check"] == [
-        ("check", "new.py", True), ("check", "pkg/b.py", True), ("check", "a.py", False),
-    ]  # fmt: skip
+        ("check", "new.py", True),
+        ("check", "pkg/b.py", True),
+        ("check", "a.py", False),
+    ]
     for n, (what, path, _) in enumerate(calls):
         if what == "record":
             assert ("check", path, True) in calls[:n], f"{path} was written without asking first"

@@ -140,8 +140,13 @@ async def test_a_planted_claude_config_dir_in_the_runners_environment_is_not_loa
     (config / "settings.json").write_text(json.dumps(hostile_settings(canaries, "config-dir")))
     (config / ".claude.json").write_text(json.dumps(hostile_mcp(canaries, "config-dir")))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))  # inherited by the CLI process
-    fake_model.add_script("H2", [Turn(content=(ToolUse("Write", {"file_path": "h2.txt", "content": "ok\n"}),)),
-                                 Turn(content=(Text("Done."),))])  # fmt: skip
+    fake_model.add_script(
+        "H2",
+        [
+            Turn(content=(ToolUse("Write", {"file_path": "h2.txt", "content": "ok\n"}),)),
+            Turn(content=(Text("Done."),)),
+        ],
+    )
     attempt = await start_attempt("H2")
 
     outcome = await run_attempt(offline(), attempt)
@@ -169,8 +174,13 @@ async def test_the_same_plants_do_run_when_a_session_is_not_hardened(
     """The control: loaded, the same plants leave their canaries, so their absence above counts."""
     canaries, config = tmp_path / "canaries", tmp_path / "elsewhere"
     canaries.mkdir()
-    fake_model.add_script("H3", [Turn(content=(ToolUse("Write", {"file_path": "h3.txt", "content": "ok\n"}),)),
-                                 Turn(content=(Text("Done."),))])  # fmt: skip
+    fake_model.add_script(
+        "H3",
+        [
+            Turn(content=(ToolUse("Write", {"file_path": "h3.txt", "content": "ok\n"}),)),
+            Turn(content=(Text("Done."),)),
+        ],
+    )
     attempt = await start_attempt("H3")
     plant(workdir, session_home(attempt), canaries)
     if via_config_dir:
@@ -200,9 +210,12 @@ def softened(hardened: Callable[..., Any]) -> Callable[..., Any]:
 
 
 async def test_reads_outside_the_tree_are_refused_and_reads_inside_still_work(
-    fake_model: FakeModel, start_attempt: StartAttempt, tmp_path: Path, offline: Offline,
+    fake_model: FakeModel,
+    start_attempt: StartAttempt,
+    tmp_path: Path,
+    offline: Offline,
     workdir: Path,
-) -> None:  # fmt: skip
+) -> None:
     """docs/security.md, "Reads": Read, Grep and Glob stay inside the tree (PreToolUse hook)."""
     secret = tmp_path / "outside" / "secret.txt"
     secret.parent.mkdir()
@@ -246,9 +259,12 @@ async def test_reads_outside_the_tree_are_refused_and_reads_inside_still_work(
 
 
 async def test_a_write_to_the_home_directory_by_tilde_is_refused_and_lands_nowhere(
-    fake_model: FakeModel, start_attempt: StartAttempt, offline: Offline, workdir: Path,
+    fake_model: FakeModel,
+    start_attempt: StartAttempt,
+    offline: Offline,
+    workdir: Path,
     runs: Path,
-) -> None:  # fmt: skip
+) -> None:
     """Measured: the CLI writes `~/x` into the session's HOME. It hands the hook the expanded
     path, so the gate sees a path outside the tree (`paths` also refuses the `~/` spelling
     itself, for callers that pass it on unexpanded)."""

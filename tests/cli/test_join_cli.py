@@ -60,25 +60,48 @@ def person_script(workdir: Path) -> list[Turn]:
     ]
 
 
-async def start_claude(fake_model: FakeModel, workdir: Path, home: Path) -> asyncio.subprocess.Process:  # fmt: skip
+async def start_claude(
+    fake_model: FakeModel, workdir: Path, home: Path
+) -> asyncio.subprocess.Process:
     cli = bundled_cli()
     assert cli is not None and cli.exists(), "the SDK's bundled Claude Code CLI is missing"
-    env = {"PATH": os.environ.get("PATH", "/usr/bin"), "USER": "ada", **session_env(fake_model, home)}  # fmt: skip
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin"),
+        "USER": "ada",
+        **session_env(fake_model, home),
+    }
     prompt = f"Follow the script. {marker('person')}"
     return await asyncio.create_subprocess_exec(
-        str(cli), "-p", prompt, "--output-format", "json", "--permission-mode", "acceptEdits",
-        cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        str(cli),
+        "-p",
+        prompt,
+        "--output-format",
+        "json",
+        "--permission-mode",
+        "acceptEdits",
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 async def test_a_person_session_started_in_a_joined_tree_takes_and_respects_leases(
-    server: ServerThread, client: FleetClient, fake_model: FakeModel, workdir: Path,
-    tmp_path: Path, wait_until: WaitUntil,
-) -> None:  # fmt: skip
+    server: ServerThread,
+    client: FleetClient,
+    fake_model: FakeModel,
+    workdir: Path,
+    tmp_path: Path,
+    wait_until: WaitUntil,
+) -> None:
     joined = subprocess.run(
-        [str(CODEFLEET), "join", "--server", server.url], cwd=workdir,
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        [str(CODEFLEET), "join", "--server", server.url],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert joined.returncode == 0, joined.stderr
     await fleet_holds(client, workdir, "a.py")
     fake_model.add_script("person", person_script(workdir))
@@ -106,7 +129,9 @@ async def test_a_person_session_started_in_a_joined_tree_takes_and_respects_leas
     assert "a.py is being edited by runner-2 for task T3 (Add rate limiting)" in results[1].content
     assert (workdir / "a.py").read_text() == "A = 1\n"
     result = json.loads(out)
-    assert [d["tool_input"]["file_path"] for d in result["permission_denials"]] == [str(workdir / "a.py")]  # fmt: skip
+    assert [d["tool_input"]["file_path"] for d in result["permission_denials"]] == [
+        str(workdir / "a.py")
+    ]
     # The Write to the free file happened.
     assert not results[2].is_error
     assert (workdir / "notes.py").read_text() == "N = 1\n"

@@ -54,9 +54,13 @@ async def holder_done(client: FleetClient, holder: Attempt, wait_until: WaitUnti
 
 
 async def test_an_edit_to_a_held_file_waits_and_lands_once_the_holder_finishes(
-    fake_model: FakeModel, client: FleetClient, start_attempt: StartAttempt, workdir: Path,
-    offline: Callable[..., SessionExecutor], wait_until: WaitUntil,
-) -> None:  # fmt: skip
+    fake_model: FakeModel,
+    client: FleetClient,
+    start_attempt: StartAttempt,
+    workdir: Path,
+    offline: Callable[..., SessionExecutor],
+    wait_until: WaitUntil,
+) -> None:
     holder = await start_attempt("H", runner="holder", scope=["pkg/b.py"])
     assert (await holder.gate.check("Edit", {"file_path": "a.py"})).allowed
     fake_model.add_script(
@@ -80,9 +84,13 @@ async def test_an_edit_to_a_held_file_waits_and_lands_once_the_holder_finishes(
 
 
 async def test_a_file_changed_while_the_edit_waited_is_read_again_and_the_edit_redone(
-    fake_model: FakeModel, client: FleetClient, start_attempt: StartAttempt, workdir: Path,
-    offline: Callable[..., SessionExecutor], wait_until: WaitUntil,
-) -> None:  # fmt: skip
+    fake_model: FakeModel,
+    client: FleetClient,
+    start_attempt: StartAttempt,
+    workdir: Path,
+    offline: Callable[..., SessionExecutor],
+    wait_until: WaitUntil,
+) -> None:
     holder = await start_attempt("H", runner="holder", scope=["pkg/b.py"])
     assert (await holder.gate.check("Edit", {"file_path": "a.py"})).allowed
     path = str(workdir / "a.py")
@@ -110,10 +118,12 @@ async def test_a_file_changed_while_the_edit_waited_is_read_again_and_the_edit_r
     assert waited["payload"]["outcome"] == "changed"
     refusal = fake_model.requests("W")[2]  # the turn after the refused Edit
     [answer] = [
-        block for m in refusal.body["messages"] if m["role"] == "user"
+        block
+        for m in refusal.body["messages"]
+        if m["role"] == "user"
         for block in (m["content"] if isinstance(m["content"], list) else [])
         if block.get("type") == "tool_result" and block.get("is_error")
-    ]  # fmt: skip
+    ]
     print(
         "\n--- what the model received after its Edit waited ---\n" + json.dumps(answer, indent=1)
     )

@@ -51,9 +51,11 @@ async def test_a_429_with_retry_after_pauses_the_fleet_charges_nothing_and_all_s
     fake_model.add_script("T2", [write_turn(workdir / "two.py", "TWO = 2\n")])
     executor = offline_executor(fake_model, {"T1", "T2", "T2-a1", "T3"}, login="subscription")
     await client.create_tasks(
-        [{"id": t, "title": f"task {t}", "description": f"Do {t}.", "max_attempts": 1}
-         for t in ("T1", "T2", "T3")]
-    )  # fmt: skip
+        [
+            {"id": t, "title": f"task {t}", "description": f"Do {t}.", "max_attempts": 1}
+            for t in ("T1", "T2", "T3")
+        ]
+    )
 
     paused = asyncio.create_task(_signal_when_paused(client, fake_model))
     result = await _run(server, executor, workdir, runs)
@@ -103,9 +105,13 @@ def _index(kinds: list[tuple[str, str | None]], kind: str) -> int:
     [("api_key", 429, False), ("subscription", 429, True), ("api_key", 529, False)],
 )
 async def test_what_a_session_learns_of_a_limit_depends_on_the_login(
-    fake_model: FakeModel, start_attempt: StartAttempt, offline: Callable[..., SessionExecutor],
-    login: str, status: int, said: bool,
-) -> None:  # fmt: skip
+    fake_model: FakeModel,
+    start_attempt: StartAttempt,
+    offline: Callable[..., SessionExecutor],
+    login: str,
+    status: int,
+    said: bool,
+) -> None:
     """The measurement behind `retry_after_s`: the CLI keeps `retry-after` to itself under
     an API key, and reports the reset under a subscription login; a 529 is a limit too."""
     kind = "rate_limit_error" if status == 429 else "overloaded_error"

@@ -50,9 +50,14 @@ def test_the_offline_demo_vetoes_t4s_command_on_api_py_applies_t1s_and_passes(
     assert retry["ok"] is True
     assert all(r["init"]["permissionMode"] == "dontAsk" for r in records.values())
     assert sorted(records) == [
-        "T1-attempt1", "T1-attempt2", "T2-attempt1", "T3-attempt1", "T4-attempt1",
-        "T4-attempt2", "T5-attempt1",
-    ]  # fmt: skip
+        "T1-attempt1",
+        "T1-attempt2",
+        "T2-attempt1",
+        "T3-attempt1",
+        "T4-attempt1",
+        "T4-attempt2",
+        "T5-attempt1",
+    ]
     assert [(c["name"], c["passed"]) for c in records["T1-attempt1"]["checks"]] == [("test", True)]
     store = Store(workspace / "codefleet.db")
     checks = [e["payload"] for e in store.events(0, 10_000, "check_finished")]
@@ -61,13 +66,17 @@ def test_the_offline_demo_vetoes_t4s_command_on_api_py_applies_t1s_and_passes(
     assert sorted(commands) == ["T1", "T4"]
     generated, vetoed = commands["T1"], commands["T4"]
     assert (generated["attempt"], generated["applied"], generated.get("denied_on")) == (
-        2, ["TAG_RULES.txt"], None,
-    )  # fmt: skip
+        2,
+        ["TAG_RULES.txt"],
+        None,
+    )
     assert (vetoed["attempt"], vetoed["applied"], vetoed["denied_on"]) == (1, [], "api.py")
     assert "MAX_TAGS = 10" in (workspace / "tree" / "TAG_RULES.txt").read_text()
     assert [(c["attempt"], c["purpose"], c["passed"]) for c in checks] == [
-        (1, "tool", True), (1, "verify", False), (2, "verify", True),
-    ]  # fmt: skip
+        (1, "tool", True),
+        (1, "verify", False),
+        (2, "verify", True),
+    ]
     assert "invalid tag 'DOCS'" in checks[1]["output_tail"]
     assert "refused api.py: held by" in text and "PASS" in text
     assert "simulated, nothing spent" in text  # the fake model's tokens, priced, not paid
@@ -84,10 +93,24 @@ def _as_tool_calls(steps: list[Step]) -> list[tuple[str, dict[str, Any]]]:
             case "write":
                 calls.append(("Write", {"file_path": arg["path"], "content": arg["content"]}))
             case "edit":
-                calls.append(("Edit", {"file_path": arg["path"], "old_string": arg["old"], "new_string": arg["new"]}))  # fmt: skip
+                calls.append(
+                    (
+                        "Edit",
+                        {
+                            "file_path": arg["path"],
+                            "old_string": arg["old"],
+                            "new_string": arg["new"],
+                        },
+                    )
+                )
             case "append":
                 new = STORE_TAIL + arg["text"]
-                calls.append(("Edit", {"file_path": arg["path"], "old_string": STORE_TAIL, "new_string": new}))  # fmt: skip
+                calls.append(
+                    (
+                        "Edit",
+                        {"file_path": arg["path"], "old_string": STORE_TAIL, "new_string": new},
+                    )
+                )
             case "check":
                 calls.append((CHECK_TOOL_NAME, {"name": arg}))
     return calls

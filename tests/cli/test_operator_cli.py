@@ -40,8 +40,9 @@ def user_texts(body: Any) -> list[str]:
             texts.append(content)
         else:
             texts.extend(str(b.get("text", "")) for b in content if b.get("type") == "text")
-            texts.extend(str(b.get("content", "")) for b in content
-                         if b.get("type") == "tool_result")  # fmt: skip
+            texts.extend(
+                str(b.get("content", "")) for b in content if b.get("type") == "tool_result"
+            )
     return texts
 
 
@@ -51,19 +52,31 @@ def one_runner(client: FleetClient, executor: SessionExecutor, workdir: Path, ru
 
 
 async def test_a_held_session_gets_says_text_in_its_next_model_request(
-    fake_model: FakeModel, client: FleetClient, workdir: Path, runs: Path, offline: Offline,
+    fake_model: FakeModel,
+    client: FleetClient,
+    workdir: Path,
+    runs: Path,
+    offline: Offline,
     wait_until: WaitUntil,
-) -> None:  # fmt: skip
+) -> None:
     a = str(workdir / "a.txt")
     (workdir / "a.txt").write_text("A\n")
-    fake_model.add_script("T1", [
-        Turn(content=(ToolUse("Read", {"file_path": a}),)),
-        Turn(content=(Text("Read a.txt; nothing to change."),),
-             wait_for=WaitFor(GO, timeout_s=WAIT_S)),
-        Turn(content=(ToolUse("Write", {"file_path": str(workdir / "b.txt"),
-                                        "content": "httpx\n"}),)),
-        Turn(content=(Text("Wrote b.txt with httpx, as the operator said."),)),
-    ])  # fmt: skip
+    fake_model.add_script(
+        "T1",
+        [
+            Turn(content=(ToolUse("Read", {"file_path": a}),)),
+            Turn(
+                content=(Text("Read a.txt; nothing to change."),),
+                wait_for=WaitFor(GO, timeout_s=WAIT_S),
+            ),
+            Turn(
+                content=(
+                    ToolUse("Write", {"file_path": str(workdir / "b.txt"), "content": "httpx\n"}),
+                )
+            ),
+            Turn(content=(Text("Wrote b.txt with httpx, as the operator said."),)),
+        ],
+    )
     await client.create_tasks([{"id": "T1", "title": "t", "description": "read a.txt"}])
     runner = one_runner(client, offline(), workdir, runs)
     fleet = asyncio.create_task(runner.run())
@@ -82,20 +95,32 @@ async def test_a_held_session_gets_says_text_in_its_next_model_request(
     assert (workdir / "b.txt").read_text() == "httpx\n"
     events = await client.all_events()
     print("--- the event log ---\n" + "\n".join(describe(e, {}).text for e in events))
-    kinds = [e["type"] for e in events if e["task_id"] == "T1" and e["type"] in
-             ("operator_message", "operator_message_delivered", "task_succeeded")]  # fmt: skip
+    kinds = [
+        e["type"]
+        for e in events
+        if e["task_id"] == "T1"
+        and e["type"] in ("operator_message", "operator_message_delivered", "task_succeeded")
+    ]
     assert kinds == ["operator_message", "operator_message_delivered", "task_succeeded"]
     assert fake_model.wait_timeouts() == []
 
 
 async def test_a_session_that_asks_gets_the_answer_given_with_codefleet_answer(
-    fake_model: FakeModel, client: FleetClient, server: ServerThread, workdir: Path,
-    runs: Path, offline: Offline, wait_until: WaitUntil,
-) -> None:  # fmt: skip
-    fake_model.add_script("T1", [
-        Turn(content=(ToolUse(ASK_TOOL_NAME, {"question": "httpx or requests?"}),)),
-        Turn(content=(Text("Using httpx, as the operator answered."),)),
-    ])  # fmt: skip
+    fake_model: FakeModel,
+    client: FleetClient,
+    server: ServerThread,
+    workdir: Path,
+    runs: Path,
+    offline: Offline,
+    wait_until: WaitUntil,
+) -> None:
+    fake_model.add_script(
+        "T1",
+        [
+            Turn(content=(ToolUse(ASK_TOOL_NAME, {"question": "httpx or requests?"}),)),
+            Turn(content=(Text("Using httpx, as the operator answered."),)),
+        ],
+    )
     await client.create_tasks([{"id": "T1", "title": "t", "description": "pick a client"}])
     fleet = asyncio.create_task(one_runner(client, offline(), workdir, runs).run())
 

@@ -77,9 +77,17 @@ def test_plan_offline_load_posts_the_graph_to_the_server(
     out = tmp_path / "tasks.yaml"
 
     code, said, err = invoke(
-        "plan", GOAL, "--offline", "-o", str(out), "--run-dir", str(tmp_path), "--load",
-        "--server", server.url,
-    )  # fmt: skip
+        "plan",
+        GOAL,
+        "--offline",
+        "-o",
+        str(out),
+        "--run-dir",
+        str(tmp_path),
+        "--load",
+        "--server",
+        server.url,
+    )
 
     assert code == 0, err
     assert "loaded: created 5 task(s): P1 P2 P3 P4 P5" in said
@@ -133,7 +141,9 @@ async def test_a_graph_still_wrong_after_two_feedback_rounds_fails_with_its_erro
         await _plan(fake_model, tree, tmp_path / "home", "stubborn")
 
     assert str(failed.value) == "the graph still has errors after 2 feedback round(s)"
-    assert failed.value.errors == ("your graph: cycle: A -> B -> A (each task depends on the next one)",)  # fmt: skip
+    assert failed.value.errors == (
+        "your graph: cycle: A -> B -> A (each task depends on the next one)",
+    )
     assert len(failed.value.exchanges) == 3
     requests = fake_model.requests("stubborn")
     assert [r.turn for r in requests] == [0, 1, 2], "three answers in one conversation, no fourth"

@@ -66,14 +66,21 @@ def scripts(fake_model: FakeModel, workdir: Path) -> None:
 
 
 async def run_two(
-    fake_model: FakeModel, client: FleetClient, offline: Offline, wait_until: WaitUntil,
-    workdir: Path, runs: Path, **t1: Any,
-) -> list[dict[str, Any]]:  # fmt: skip
+    fake_model: FakeModel,
+    client: FleetClient,
+    offline: Offline,
+    wait_until: WaitUntil,
+    workdir: Path,
+    runs: Path,
+    **t1: Any,
+) -> list[dict[str, Any]]:
     (workdir / "a.txt").write_text(OLD)
     await client.create_tasks(
-        [{"id": "T1", "title": "use a", "description": "write b.txt from a.txt", **t1},
-         {"id": "T2", "title": "bump a", "description": "bump a.txt"}]
-    )  # fmt: skip
+        [
+            {"id": "T1", "title": "use a", "description": "write b.txt from a.txt", **t1},
+            {"id": "T2", "title": "bump a", "description": "bump a.txt"},
+        ]
+    )
     executor = offline()
     options = [
         RunnerOptions(f"runner-{n}", workdir, runs, poll_wait=0.2, exit_when_drained=True)
@@ -105,9 +112,13 @@ def user_texts(body: dict[str, Any]) -> list[str]:
 
 
 async def test_the_stale_session_gets_the_diff_in_the_same_conversation_and_reconciles(
-    fake_model: FakeModel, client: FleetClient, workdir: Path, runs: Path, offline: Offline,
+    fake_model: FakeModel,
+    client: FleetClient,
+    workdir: Path,
+    runs: Path,
+    offline: Offline,
     wait_until: WaitUntil,
-) -> None:  # fmt: skip
+) -> None:
     scripts(fake_model, workdir)
 
     events = await run_two(fake_model, client, offline, wait_until, workdir, runs)
@@ -118,10 +129,17 @@ async def test_the_stale_session_gets_the_diff_in_the_same_conversation_and_reco
     assert "- a.txt: changed by T2." in followup
     assert "-VERSION = 1\n+VERSION = 2\n" in followup
     assert last.turn == 4  # one conversation: the follow-up came after the three first turns
-    kinds = [(e["type"], e["task_id"]) for e in events
-             if e["type"] in ("stale_read", "reconciled", "task_succeeded")]  # fmt: skip
-    assert kinds == [("task_succeeded", "T2"), ("stale_read", "T1"), ("reconciled", "T1"),
-                     ("task_succeeded", "T1")]  # fmt: skip
+    kinds = [
+        (e["type"], e["task_id"])
+        for e in events
+        if e["type"] in ("stale_read", "reconciled", "task_succeeded")
+    ]
+    assert kinds == [
+        ("task_succeeded", "T2"),
+        ("stale_read", "T1"),
+        ("reconciled", "T1"),
+        ("task_succeeded", "T1"),
+    ]
     [stale] = [e for e in events if e["type"] == "stale_read"]
     assert [(p["path"], p["changed_by"]) for p in stale["payload"]["paths"]] == [("a.txt", ["T2"])]
     [done] = [e for e in events if e["type"] == "reconciled"]
@@ -135,9 +153,13 @@ async def test_the_stale_session_gets_the_diff_in_the_same_conversation_and_reco
 
 
 async def test_with_retry_the_stale_attempt_is_rolled_back_and_requeued_naming_the_file(
-    fake_model: FakeModel, client: FleetClient, workdir: Path, runs: Path, offline: Offline,
+    fake_model: FakeModel,
+    client: FleetClient,
+    workdir: Path,
+    runs: Path,
+    offline: Offline,
     wait_until: WaitUntil,
-) -> None:  # fmt: skip
+) -> None:
     scripts(fake_model, workdir)
 
     events = await run_two(

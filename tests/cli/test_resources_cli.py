@@ -70,10 +70,14 @@ async def test_two_sessions_each_take_a_migration_number_and_write_distinct_file
     (workdir / "migrations").mkdir()
     (workdir / "migrations" / "0001_init.py").write_text("# 1\n")
     (workdir / "migrations" / "0002_users.py").write_text("# 2\n")
-    fake_model.add_script("M1", [call(NEXT_NUMBER, sequence="migrations"),
-                                 write("migrations/0003_x.py", "# 3\n"), done()])  # fmt: skip
-    fake_model.add_script("M2", [call(NEXT_NUMBER, sequence="migrations"),
-                                 write("migrations/0004_y.py", "# 4\n"), done()])  # fmt: skip
+    fake_model.add_script(
+        "M1",
+        [call(NEXT_NUMBER, sequence="migrations"), write("migrations/0003_x.py", "# 3\n"), done()],
+    )
+    fake_model.add_script(
+        "M2",
+        [call(NEXT_NUMBER, sequence="migrations"), write("migrations/0004_y.py", "# 4\n"), done()],
+    )
 
     first = await run_attempt(
         offline_executor(fake_model), await start(client, workdir, runs, "M1")
@@ -88,8 +92,11 @@ async def test_two_sessions_each_take_a_migration_number_and_write_distinct_file
     assert two.content.startswith("4 ") and not two.is_error
     assert first.ok and second.ok
     assert sorted(p.name for p in (workdir / "migrations").iterdir()) == [
-        "0001_init.py", "0002_users.py", "0003_x.py", "0004_y.py",
-    ]  # fmt: skip
+        "0001_init.py",
+        "0002_users.py",
+        "0003_x.py",
+        "0004_y.py",
+    ]
     allocated = await client.events(type_="number_allocated")
     assert [(e["task_id"], e["payload"]["value"]) for e in allocated] == [("M1", 3), ("M2", 4)]
 

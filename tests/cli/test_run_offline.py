@@ -34,10 +34,18 @@ def test_run_offline_plays_the_init_scripts_through_the_real_cli_to_a_green_run(
     init = runner.invoke(app, ["init", "--scripts"], env=clean)  # type: ignore[arg-type]
     result = runner.invoke(
         app,
-        ["run", "--offline", "--model-script", "codefleet.model.yaml", "--server", server.url,
-         "--run-dir", str(tmp_path / "runs")],
+        [
+            "run",
+            "--offline",
+            "--model-script",
+            "codefleet.model.yaml",
+            "--server",
+            server.url,
+            "--run-dir",
+            str(tmp_path / "runs"),
+        ],
         env={**clean, "HOME": str(tmp_path / "home"), "COLUMNS": "200"},  # type: ignore[dict-item]
-    )  # fmt: skip
+    )
 
     assert init.exit_code == 0, init.output
     assert result.exit_code == 0, result.output

@@ -35,7 +35,13 @@ OUR_TOOLS = sorted(RESOURCE_TOOL_NAMES)  # in-process: acquire_resource, next_nu
 
 
 def write(path: str | Path, content: str, usage: Usage | None = None) -> Turn:
-    return Turn(content=(Text(f"Writing {path}."), ToolUse("Write", {"file_path": str(path), "content": content})), usage=usage)  # fmt: skip
+    return Turn(
+        content=(
+            Text(f"Writing {path}."),
+            ToolUse("Write", {"file_path": str(path), "content": content}),
+        ),
+        usage=usage,
+    )
 
 
 def edit(path: str, old: str, new: str, usage: Usage | None = None) -> Turn:
@@ -47,8 +53,9 @@ def say(text: str, usage: Usage | None = None) -> Turn:
     return Turn(content=(Text(text),), usage=usage)
 
 
-async def drain_one(client: FleetClient, executor: SessionExecutor, workdir: Path, runs: Path,
-                    **options: Any) -> None:  # fmt: skip
+async def drain_one(
+    client: FleetClient, executor: SessionExecutor, workdir: Path, runs: Path, **options: Any
+) -> None:
     """Run one real Runner until the fleet has nothing left to do."""
     opts = RunnerOptions(
         "runner-1", workdir, runs, poll_wait=0.2, exit_when_drained=True, **options
@@ -81,7 +88,10 @@ async def test_allowed_writes_land_and_the_task_row_has_the_ledger_usage_and_cos
     assert (workdir / "a.py").read_text() == "A = 2\n"
     row = await client.task("T1")
     assert (row["status"], row["attempts"]) == ("succeeded", 1)
-    assert [(c["path"], c["tool"]) for c in row["file_changes"]] == [("new.py", "Write"), ("a.py", "Edit")]  # fmt: skip
+    assert [(c["path"], c["tool"]) for c in row["file_changes"]] == [
+        ("new.py", "Write"),
+        ("a.py", "Edit"),
+    ]
     assert (row["input_tokens"], row["output_tokens"]) == (2500, 60)
     assert row["cost_usd"] > 0 and row["session_id"]
     assert row["result_summary"] == "Done: new.py and a.py."
@@ -116,9 +126,12 @@ async def test_the_session_record_proves_the_session_was_hermetic(
 
 
 async def test_a_write_to_a_held_file_is_refused_and_the_model_is_told_who_holds_it(
-    fake_model: FakeModel, client: FleetClient, start_attempt: StartAttempt, workdir: Path,
+    fake_model: FakeModel,
+    client: FleetClient,
+    start_attempt: StartAttempt,
+    workdir: Path,
     offline: Offline,
-) -> None:  # fmt: skip
+) -> None:
     holder = await start_attempt("H", runner="holder", scope=["a.py"])
     assert (await holder.gate.check("Write", {"file_path": "a.py"})).allowed
     fake_model.add_script(
@@ -145,9 +158,12 @@ async def test_a_write_to_a_held_file_is_refused_and_the_model_is_told_who_holds
 
 
 async def test_a_path_outside_the_tree_is_refused_without_asking_the_server(
-    fake_model: FakeModel, client: FleetClient, start_attempt: StartAttempt, tmp_path: Path,
+    fake_model: FakeModel,
+    client: FleetClient,
+    start_attempt: StartAttempt,
+    tmp_path: Path,
     offline: Offline,
-) -> None:  # fmt: skip
+) -> None:
     outside = tmp_path / "outside.py"
     fake_model.add_script("T1", [write(outside, "x\n"), say("Refused.")])
     attempt = await start_attempt("T1")
@@ -198,12 +214,19 @@ def _no_event_name(_answer: HookJSONOutput) -> HookJSONOutput:
     return answer  # type: ignore[no-any-return]
 
 
-MANGLERS = {"raises": _raises, "returns None": _none, "wrong-case Deny": _wrong_case,
-            "no hookEventName": _no_event_name}  # fmt: skip
+MANGLERS = {
+    "raises": _raises,
+    "returns None": _none,
+    "wrong-case Deny": _wrong_case,
+    "no hookEventName": _no_event_name,
+}
 
 
-def mangle_hook(monkeypatch: pytest.MonkeyPatch, mangler: Callable[[HookJSONOutput], HookJSONOutput],
-                delay_s: float = 0.0) -> None:  # fmt: skip
+def mangle_hook(
+    monkeypatch: pytest.MonkeyPatch,
+    mangler: Callable[[HookJSONOutput], HookJSONOutput],
+    delay_s: float = 0.0,
+) -> None:
     """Wrap the production PreToolUse callback: it still asks the gate, then answers badly."""
     original = session.make_pre_tool_use
 
@@ -229,9 +252,13 @@ def _blocked_write(fake_model: FakeModel) -> None:
 
 @pytest.mark.parametrize("mangler", MANGLERS.values(), ids=MANGLERS.keys())
 async def test_a_malformed_hook_answer_blocks_the_write(
-    fake_model: FakeModel, start_attempt: StartAttempt, workdir: Path, offline: Offline,
-    monkeypatch: pytest.MonkeyPatch, mangler: Callable[[HookJSONOutput], HookJSONOutput],
-) -> None:  # fmt: skip
+    fake_model: FakeModel,
+    start_attempt: StartAttempt,
+    workdir: Path,
+    offline: Offline,
+    monkeypatch: pytest.MonkeyPatch,
+    mangler: Callable[[HookJSONOutput], HookJSONOutput],
+) -> None:
     _blocked_write(fake_model)
     mangle_hook(monkeypatch, mangler)
     attempt = await start_attempt("T1")
@@ -245,9 +272,12 @@ async def test_a_malformed_hook_answer_blocks_the_write(
 
 
 async def test_a_hook_slower_than_its_timeout_blocks_the_write(
-    fake_model: FakeModel, start_attempt: StartAttempt, workdir: Path, offline: Offline,
+    fake_model: FakeModel,
+    start_attempt: StartAttempt,
+    workdir: Path,
+    offline: Offline,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     _blocked_write(fake_model)
     mangle_hook(monkeypatch, lambda answer: answer, delay_s=3.0)
     attempt = await start_attempt("T1")
@@ -290,9 +320,13 @@ BIG = Usage(input_tokens=200_000, output_tokens=100)  # priced by the CLI itself
     ids=["budget", "turns"],
 )
 async def test_a_budget_or_turn_stop_is_reported_as_budget(
-    fake_model: FakeModel, start_attempt: StartAttempt, offline: Offline,
-    limits: dict[str, Any], turns: list[Turn], subtype: str,
-) -> None:  # fmt: skip
+    fake_model: FakeModel,
+    start_attempt: StartAttempt,
+    offline: Offline,
+    limits: dict[str, Any],
+    turns: list[Turn],
+    subtype: str,
+) -> None:
     fake_model.add_script("T1", turns)
     attempt = await start_attempt("T1")
 
@@ -307,9 +341,12 @@ async def test_a_budget_or_turn_stop_is_reported_as_budget(
     ("status", "kind"), [(500, ErrorKind.INFRA), (429, ErrorKind.RATE_LIMITED)], ids=["500", "429"]
 )
 async def test_an_api_error_is_infra_and_a_429_is_rate_limited(
-    fake_model: FakeModel, start_attempt: StartAttempt, offline: Offline, status: int,
+    fake_model: FakeModel,
+    start_attempt: StartAttempt,
+    offline: Offline,
+    status: int,
     kind: ErrorKind,
-) -> None:  # fmt: skip
+) -> None:
     fake_model.add_script("T1", [Turn(error=ApiError(status, "api_error", "scripted"))])
     attempt = await start_attempt("T1")
 

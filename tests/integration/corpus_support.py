@@ -15,9 +15,15 @@ from pathlib import Path
 from typing import Any
 
 TABLES = (
-    "tasks", "task_dependencies", "agents", "file_leases", "file_changes", "events",
-    "preimages", "patches",
-)  # fmt: skip
+    "tasks",
+    "task_dependencies",
+    "agents",
+    "file_leases",
+    "file_changes",
+    "events",
+    "preimages",
+    "patches",
+)
 
 
 @dataclass(frozen=True)

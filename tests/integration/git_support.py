@@ -69,9 +69,13 @@ def codefleet(
     """The real `codefleet` command line, as a subprocess (`env` added to ours)."""
     return subprocess.run(
         [sys.executable, "-m", "codefleet.cli", *args],
-        capture_output=True, text=True, timeout=120, cwd=cwd, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        check=False,
         env={**os.environ, "COLUMNS": "200", **(env or {})},
-    )  # fmt: skip
+    )
 
 
 def commit_json(url: str, *args: str) -> dict[str, Any]:

@@ -49,9 +49,14 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
     tree.mkdir()
     (tree / "a.py").write_text("A = 1\n")
     settings = Settings(  # type: ignore[call-arg]
-        _env_file=None, port=0, db=root / "db.sqlite", workdir=tree, run_dir=root / "runs",
-        token=TOKEN, tick_interval=0.05,
-    )  # fmt: skip
+        _env_file=None,
+        port=0,
+        db=root / "db.sqlite",
+        workdir=tree,
+        run_dir=root / "runs",
+        token=TOKEN,
+        tick_interval=0.05,
+    )
     with ServerThread(settings) as server:
         yield server
 

@@ -86,10 +86,14 @@ async def test_a_batch_over_the_scope_path_cap_is_a_413_envelope_and_stores_noth
     per_task = 1000
     tasks = MAX_BATCH_SCOPE_PATHS // per_task + 1
     graph = [
-        {"id": f"C{i:04d}", "title": "c", "description": "d",
-         "file_scope": [f"c{i}/{j}.py" for j in range(per_task)]}
+        {
+            "id": f"C{i:04d}",
+            "title": "c",
+            "description": "d",
+            "file_scope": [f"c{i}/{j}.py" for j in range(per_task)],
+        }
         for i in range(tasks)
-    ]  # fmt: skip
+    ]
     async with httpx.AsyncClient(base_url=server.url, timeout=120) as http:
         response = await http.post("/tasks", json={"tasks": graph})
         listed = (await http.get("/tasks")).json()["tasks"]

@@ -26,8 +26,10 @@ TASKS = [{"id": f"T{n}", "title": f"t{n}", "description": "do it"} for n in rang
 def codefleet(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "codefleet.cli", *args],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 async def test_run_with_max_cost_stops_at_the_cap_says_why_and_budget_raises_it(
@@ -38,8 +40,20 @@ async def test_run_with_max_cost_stops_at_the_cap_says_why_and_budget_raises_it(
     script.write_text(yaml.safe_dump({t["id"]: [{"cost": 0.3}] for t in TASKS}))
     async with FleetClient(server.url) as client:
         await client.create_tasks(TASKS)
-    run = ["run", "--dry-run", "--script", str(script), "--runners", "1", "--server", server.url,
-           "--workdir", str(workdir), "--run-dir", str(tmp_path / "runs")]  # fmt: skip
+    run = [
+        "run",
+        "--dry-run",
+        "--script",
+        str(script),
+        "--runners",
+        "1",
+        "--server",
+        server.url,
+        "--workdir",
+        str(workdir),
+        "--run-dir",
+        str(tmp_path / "runs"),
+    ]
 
     stopped = codefleet(*run, "--max-cost", "0.5")
 
@@ -55,8 +69,13 @@ async def test_run_with_max_cost_stops_at_the_cap_says_why_and_budget_raises_it(
     assert statuses == ["pending", "pending", "succeeded", "succeeded"]
     assert kinds.count("fleet_budget_set") == kinds.count("fleet_budget_exhausted") == 1
     assert kinds.index("fleet_budget_exhausted") < kinds.index("fleet_idle")
-    assert health["budget"] == {"max_cost_usd": 0.5, "hard": False, "spent_usd": 0.6,
-                                "exhausted": True, "simulated": True}  # fmt: skip
+    assert health["budget"] == {
+        "max_cost_usd": 0.5,
+        "hard": False,
+        "spent_usd": 0.6,
+        "exhausted": True,
+        "simulated": True,
+    }
 
     again = codefleet(*run)  # still spent: it ends at once, saying why, with nothing assigned
     assert again.returncode == 1 and "fleet budget exhausted" in again.stdout
@@ -81,7 +100,7 @@ async def test_a_hard_cap_stops_the_running_attempt_rolls_it_back_and_does_not_c
     script = {
         "spender": [{"wait_leased": "slow.py"}, {"cost": 0.6}],
         "slow": [{"write": {"path": "slow.py", "content": "half\n"}}, {"wait_denied": "never.py"}],
-    }  # fmt: skip
+    }
     async with FleetClient(server.url) as client:
         await client.create_tasks(
             [{"id": t, "title": t, "description": "do it"} for t in ("spender", "slow")]

@@ -98,7 +98,10 @@ async def test_the_view_has_the_tasks_own_edits_but_not_another_running_tasks(
         assert granted["decision"] == "allow"
         (workdir / "a.py").write_text("A = 'half-done'\n")  # H's unfinished work
         (workdir / "pkg" / "extra.py").write_text("EXTRA = 1\n")
-        await client.create_tasks([{"id": "T", "title": "t", "description": "do it", "file_scope": ["own.py"]}], {"snap": snap})  # fmt: skip
+        await client.create_tasks(
+            [{"id": "T", "title": "t", "description": "do it", "file_scope": ["own.py"]}],
+            {"snap": snap},
+        )
         executor = ScriptedExecutor(parse_script(script))
         stop = asyncio.Event()
         options = RunnerOptions("runner-1", workdir, workdir.parent / "runs", poll_wait=0.2)
@@ -140,8 +143,11 @@ async def test_a_failed_verification_is_rolled_back_and_the_retry_is_told_the_ou
     assert result.all_succeeded and task["attempts"] == 2
     kinds = [(e["type"], e["payload"].get("error_kind")) for e in events if e["task_id"] == "V"]
     assert ("task_requeued", "verify_failed") in kinds
-    verdicts = [(e["payload"]["purpose"], e["payload"]["passed"]) for e in events
-                if e["type"] == "check_finished"]  # fmt: skip
+    verdicts = [
+        (e["payload"]["purpose"], e["payload"]["passed"])
+        for e in events
+        if e["type"] == "check_finished"
+    ]
     assert verdicts == [("verify", False), ("verify", True)]
     restored = [e for e in events if e["type"] == "file_restored"]
     assert [(e["payload"]["path"], e["payload"]["existed"]) for e in restored] == [("v.txt", False)]
@@ -245,15 +251,18 @@ async def test_checks_are_defined_listed_and_validated_on_the_wire(
     agent = await client.register("r", str(workdir), None)
     report = {"attempt": 5, "name": "test", "phase": "started", "purpose": "tool"}  # not its
     refused = await http.post(
-        "/tasks/T/checks", json={"agent_id": agent["agent_id"], **report},
+        "/tasks/T/checks",
+        json={"agent_id": agent["agent_id"], **report},
         headers={"X-Agent-Epoch": str(agent["epoch"])},
-    )  # fmt: skip
+    )
 
     assert await client.checks() == {"lint": "ruff check src", "test": "pytest -q"}
     assert (first["changed"], again["changed"]) == (["lint", "test"], ["lint"])
     assert [(e["payload"]["name"], e["payload"]["replaced"]) for e in defined] == [
-        ("lint", False), ("test", False), ("lint", True),
-    ]  # fmt: skip
+        ("lint", False),
+        ("test", False),
+        ("lint", True),
+    ]
     assert refused.status_code == 409 and refused.json()["error"]["code"] == "not_owner"
 
 
@@ -291,10 +300,24 @@ def test_run_and_load_take_checks_on_the_command_line(
 
     loaded = cli.invoke(app, ["load", str(graph), "--check", "ok=true", "--server", server.url])
     ran = cli.invoke(
-        app, ["run", "--dry-run", "--script", str(script), "--check", "extra=exit 4",
-              "--runners", "1", "--server", server.url, "--workdir", str(workdir),
-              "--run-dir", str(tmp_path / "runs")],
-    )  # fmt: skip
+        app,
+        [
+            "run",
+            "--dry-run",
+            "--script",
+            str(script),
+            "--check",
+            "extra=exit 4",
+            "--runners",
+            "1",
+            "--server",
+            server.url,
+            "--workdir",
+            str(workdir),
+            "--run-dir",
+            str(tmp_path / "runs"),
+        ],
+    )
     bad = cli.invoke(app, ["run", "--check", "no-equals-sign", "--server", server.url])
 
     assert loaded.exit_code == 0, loaded.output

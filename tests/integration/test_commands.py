@@ -45,9 +45,15 @@ async def drain(
 ) -> tuple[Any, ScriptedExecutor]:
     executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
     result = await run_fleet(
-        server.url, 1, lambda _: executor, workdir, workdir.parent / "runs",
-        shell_default=True, shell_config=shell_here(), **options,
-    )  # fmt: skip
+        server.url,
+        1,
+        lambda _: executor,
+        workdir,
+        workdir.parent / "runs",
+        shell_default=True,
+        shell_config=shell_here(),
+        **options,
+    )
     return result, executor
 
 
@@ -72,11 +78,13 @@ async def test_a_commands_two_changed_files_are_applied_leased_and_in_the_ledger
     assert (workdir / "a.py").read_text() == "A = 2\n"
     assert (workdir / "gen" / "out.txt").read_text() == "made\n"
     assert sorted((p["path"], p["tool"]) for p in leased) == [
-        ("a.py", "run_command"), ("gen/out.txt", "run_command"),
-    ]  # fmt: skip
+        ("a.py", "run_command"),
+        ("gen/out.txt", "run_command"),
+    ]
     assert sorted((p["path"], p["tool"], bool(p.get("sha256"))) for p in changed) == [
-        ("a.py", "run_command", True), ("gen/out.txt", "run_command", True),
-    ]  # fmt: skip
+        ("a.py", "run_command", True),
+        ("gen/out.txt", "run_command", True),
+    ]
     assert finished["applied"] == ["a.py", "gen/out.txt"] and finished["exit_code"] == 0
     assert sorted(f["path"] for f in patch["files"]) == ["a.py", "gen/out.txt"]
     [(_, _, answer)] = executor.command_results
@@ -87,8 +95,12 @@ async def test_what_a_command_applied_is_rolled_back_when_the_attempt_fails(
     make_server: Callable[..., ServerThread], workdir: Path
 ) -> None:
     server = make_server(**FAST, max_attempts=1)
-    script = {"T": [{"command": "echo 'A = 2' > a.py && rm pkg/b.py && echo n > new.txt"},
-                    {"fail": "scripted failure after the command"}]}  # fmt: skip
+    script = {
+        "T": [
+            {"command": "echo 'A = 2' > a.py && rm pkg/b.py && echo n > new.txt"},
+            {"fail": "scripted failure after the command"},
+        ]
+    }
     async with FleetClient(server.url) as client:
         await client.create_tasks([{"id": "T", "title": "t", "description": "do it"}])
         result, _ = await drain(server, workdir, script)
@@ -122,9 +134,13 @@ async def test_a_command_writing_a_held_file_is_vetoed_and_nothing_it_changed_la
         executor = ScriptedExecutor(parse_script(script))
         stop = asyncio.Event()
         options = RunnerOptions(
-            "runner-1", workdir, workdir.parent / "runs", poll_wait=0.2, shell_default=True,
+            "runner-1",
+            workdir,
+            workdir.parent / "runs",
+            poll_wait=0.2,
+            shell_default=True,
             shell_config=shell_here(),
-        )  # fmt: skip
+        )
         runner = asyncio.create_task(Runner(client, executor, options).run(stop))
         requeued = await wait_until(lambda: payloads(client, "task_requeued"), timeout=10)
         stop.set()
@@ -181,9 +197,14 @@ async def test_over_the_file_limit_nothing_is_applied_and_the_answer_says_so(
         await client.create_tasks([{"id": "T", "title": "t", "description": "do it"}])
         executor = ScriptedExecutor(parse_script(script))
         await run_fleet(
-            server.url, 1, lambda _: executor, workdir, workdir.parent / "runs", shell_default=True,
+            server.url,
+            1,
+            lambda _: executor,
+            workdir,
+            workdir.parent / "runs",
+            shell_default=True,
             shell_config=shell_here(ShellLimits(max_files=2)),
-        )  # fmt: skip
+        )
     [(_, _, answer)] = executor.command_results
     assert "over the limit of 2 (CODEFLEET_SHELL_MAX_FILES)" in answer.render()
     assert not any((workdir / f"f{n}.txt").exists() for n in (1, 2, 3))
@@ -192,8 +213,11 @@ async def test_over_the_file_limit_nothing_is_applied_and_the_answer_says_so(
 def test_doctor_says_how_commands_would_run_here(tmp_path: Path) -> None:
     ran = subprocess.run(
         [sys.executable, "-m", "codefleet.cli", "doctor", "--json", "--workdir", str(tmp_path)],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     [shell] = [c for c in json.loads(ran.stdout) if c["name"] == "shell"]
     sandboxed = shutil.which("bwrap") is not None
     expected = "sandboxed by bubblewrap" if sandboxed else "NOT sandboxed (no bubblewrap)"
@@ -211,16 +235,22 @@ async def test_the_graphs_shell_key_gives_tasks_the_tool_unless_a_task_says_othe
         {"id": "C", "title": "c", "description": "do it", "shell_network": True},
     ]})  # fmt: skip
     port = server.url.rsplit(":", 1)[1]
-    probe = (f"import socket; s = socket.socket(); s.settimeout(2); open('{{}}.txt', 'w').write("
-             f"'connected' if s.connect_ex(('127.0.0.1', {port})) == 0 else 'no network')")  # fmt: skip
+    probe = (
+        f"import socket; s = socket.socket(); s.settimeout(2); open('{{}}.txt', 'w').write("
+        f"'connected' if s.connect_ex(('127.0.0.1', {port})) == 0 else 'no network')"
+    )
     script = {task: [{"command": f'"{PYTHON}" -c "{probe.format(task)}"'}] for task in "ABC"}
     async with FleetClient(server.url) as client:
         await client.create_tasks(graph)
         executor = ScriptedExecutor(parse_script(script))
         await run_fleet(
-            server.url, 1, lambda _: executor, workdir, workdir.parent / "runs",
+            server.url,
+            1,
+            lambda _: executor,
+            workdir,
+            workdir.parent / "runs",
             shell_config=shell_here(),
-        )  # fmt: skip
+        )
         status = {t["id"]: t["status"] for t in await client.tasks()}
         [b] = [t for t in await client.tasks() if t["id"] == "B"]
 

@@ -110,8 +110,22 @@ async def test_a_task_whose_two_files_were_edited_across_a_veto_and_a_retry_comm
                  {"append": {"path": "a.py", "text": "LATE = 1\n"}}],
     }  # fmt: skip
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "holder", "title": "Hold a.py", "description": "scripted", "file_scope": ["a.py"]},
-                                   {"id": "late", "title": "Edit both", "description": "scripted", "file_scope": ["pkg/b.py"]}])  # fmt: skip
+        await client.create_tasks(
+            [
+                {
+                    "id": "holder",
+                    "title": "Hold a.py",
+                    "description": "scripted",
+                    "file_scope": ["a.py"],
+                },
+                {
+                    "id": "late",
+                    "title": "Edit both",
+                    "description": "scripted",
+                    "file_scope": ["pkg/b.py"],
+                },
+            ]
+        )
         assert (await drain(server, tree, script)).all_succeeded
     before = person_state(tree)
 
@@ -125,9 +139,12 @@ async def test_a_task_whose_two_files_were_edited_across_a_veto_and_a_retry_comm
     assert git(tree, "show", f"{holder['sha']}:a.py") == "A = 1\nHOLDER = 1\n"
     assert git(tree, "show", f"{late['sha']}:a.py") == "A = 1\nHOLDER = 1\nLATE = 1\n"
     diff = git(tree, "show", "--format=", late["sha"], "--", "pkg/b.py")
-    assert [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
-        "-B = 2", "+B = 3",
-    ]  # fmt: skip
+    assert [
+        line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")
+    ] == [
+        "-B = 2",
+        "+B = 3",
+    ]
 
 
 async def test_a_path_edited_outside_the_lock_is_refused_by_name_and_no_branch_is_made(
@@ -136,8 +153,10 @@ async def test_a_path_edited_outside_the_lock_is_refused_by_name_and_no_branch_i
     tree = plain_tree(tmp_path)
     make_repository(tree)
     server = make_server(**FAST, workdir=tree)
-    script = {"edit": [{"append": {"path": "a.py", "text": "TASK = 1\n"}}],
-              "other": [{"append": {"path": "pkg/b.py", "text": "OTHER = 1\n"}}]}  # fmt: skip
+    script = {
+        "edit": [{"append": {"path": "a.py", "text": "TASK = 1\n"}}],
+        "other": [{"append": {"path": "pkg/b.py", "text": "OTHER = 1\n"}}],
+    }
     async with FleetClient(server.url) as client:
         await client.create_tasks(
             [
@@ -357,9 +376,12 @@ with Repo.open(Path(sys.argv[1])).temp_index() as index:
 def holding_an_index(tree: Path, tmp: Path) -> tuple[subprocess.Popen[str], Path]:
     """A process in the middle of a commit: its private index directory exists and is in use."""
     held = subprocess.Popen(
-        [sys.executable, "-c", HOLD_AN_INDEX, str(tree)], stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp)},
-    )  # fmt: skip
+        [sys.executable, "-c", HOLD_AN_INDEX, str(tree)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )
     assert held.stdout is not None
     return held, Path(held.stdout.readline().strip())
 

@@ -183,18 +183,33 @@ def test_the_same_bad_graph_posted_is_a_422_envelope_and_changes_nothing(
     before = witness.picture()
 
     response = httpx.post(
-        f"{server.url}/tasks", content=bad.http_body(), timeout=60,
+        f"{server.url}/tasks",
+        content=bad.http_body(),
+        timeout=60,
         headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
-    )  # fmt: skip
+    )
 
     assert_envelope(response, bad.status, bad.code)
     assert witness.picture() == before
 
 
 def test_the_corpus_names_every_kind_the_issue_lists() -> None:
-    kinds = ["malformed", "a top-level list", "cycle", "self-dependency", "duplicate ids",
-             "unknown dependency", "as a word", "priority 6", "empty file", "huge", "unknown key",
-             "missing description", "empty description", "only whitespace"]  # fmt: skip
+    kinds = [
+        "malformed",
+        "a top-level list",
+        "cycle",
+        "self-dependency",
+        "duplicate ids",
+        "unknown dependency",
+        "as a word",
+        "priority 6",
+        "empty file",
+        "huge",
+        "unknown key",
+        "missing description",
+        "empty description",
+        "only whitespace",
+    ]
     assert all(any(kind in name for name in CORPUS) for kind in kinds)
 
 

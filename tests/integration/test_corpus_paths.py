@@ -180,8 +180,10 @@ async def test_one_bad_path_in_a_multi_path_tool_refuses_the_whole_call(
     door: Door, gate: WriteGate
 ) -> None:
     before = door.witness.picture()
-    edits = [{"file_path": "pkg/b.py", "old_string": "B", "new_string": "C"},
-             {"file_path": "../outside/secret.txt", "old_string": "s", "new_string": "t"}]  # fmt: skip
+    edits = [
+        {"file_path": "pkg/b.py", "old_string": "B", "new_string": "C"},
+        {"file_path": "../outside/secret.txt", "old_string": "s", "new_string": "t"},
+    ]
 
     verdict = await gate.check("MultiEdit", {"file_path": "pkg/b.py", "edits": edits})
 

@@ -50,8 +50,20 @@ DAMAGES: dict[str, Callable[[bytes], bytes]] = {
 
 def _serve(db: Path, workdir: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEFLEET_")}
-    args = [sys.executable, "-m", "codefleet.cli", "serve", "--port", str(free_port()),
-            "--db", str(db), "--workdir", str(workdir), "--run-dir", str(tmp_path / "runs")]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "codefleet.cli",
+        "serve",
+        "--port",
+        str(free_port()),
+        "--db",
+        str(db),
+        "--workdir",
+        str(workdir),
+        "--run-dir",
+        str(tmp_path / "runs"),
+    ]
     try:
         return subprocess.run(args, env=env, capture_output=True, text=True, timeout=EXIT_BOUND_S)
     except subprocess.TimeoutExpired:

@@ -78,10 +78,10 @@ def test_init_writes_a_graph_with_the_repositorys_checks_and_prints_the_next_com
     )
     assert "id: T1" in graph and "id: T2" in graph and "verify: test" in graph
     lines = result.stdout.splitlines()
-    assert [line.split("#")[0].strip() for line in lines[-3:]] == [
+    assert [line.split("#")[0].strip() for line in lines[-3:]] == [  # the README's steps
+        "codefleet graph check",
         "codefleet serve &",
-        "codefleet load",
-        "codefleet run --dry-run --script codefleet.script.yaml",
+        "codefleet run --dry-run --script codefleet.script.yaml",  # `run` loads the graph
     ]
     again = cli("init")
     assert again.exit_code == 1 and "codefleet.yaml already exist(s) here" in said(again)
@@ -123,6 +123,28 @@ def test_run_loads_codefleet_yaml_and_a_scripted_run_goes_green(
     assert (repo / "README.md").read_text().endswith("See CONTRIBUTING.md.\n")
     assert again.exit_code == 0, said(again)
     assert f"{repo / 'codefleet.yaml'}: already loaded (2 task(s))" in again.stdout
+    assert "nothing ran: every task had finished before this run" in said(again)
+    assert "nothing ran" not in said(result)
+
+
+def test_a_run_says_when_the_graph_file_changed_a_check_the_server_had(
+    repo: Path, server: ServerThread
+) -> None:
+    graph = repo / "codefleet.yaml"
+    graph.write_text(
+        "checks:\n  test: python -c pass\n  lint: python -c 'print(1)'\n"
+        "tasks:\n  - {id: T1, title: a, description: d, verify: test}\n"
+    )
+    (repo / "script.yaml").write_text("T1:\n- write: {path: a.txt, content: x}\n")
+    run = ("run", "--dry-run", "--script", "script.yaml", "--server", server.url)
+    assert cli(*run).exit_code == 0
+    graph.write_text(graph.read_text().replace("test: python -c pass", "test: python -c 1"))
+
+    again = cli(*run)
+
+    assert again.exit_code == 0, said(again)
+    assert f"{graph}: check test is now `python -c 1` (it was `python -c pass`)" in said(again)
+    assert "check lint" not in said(again)
 
 
 def test_a_dry_run_refuses_tasks_its_script_does_not_cover_and_names_them(
@@ -296,9 +318,13 @@ def first_line(args: list[str], cwd: Path) -> str:
     """Start `codefleet ARGS` in `cwd`, read its first line, stop it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEFLEET_")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codefleet.cli", *args], cwd=cwd, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**env, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
+        [sys.executable, "-m", "codefleet.cli", *args],
+        cwd=cwd,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**env, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         assert proc.stdout is not None
         return proc.stdout.readline().rstrip("\n")
@@ -327,8 +353,9 @@ def test_watch_and_a_runner_name_their_tree_on_their_first_line(
     (repo / "s.yaml").write_text("{}\n")
 
     watched = first_line(["watch", "--server", server.url], repo)
-    ran = first_line(["runner", "--name", "r1", "--dry-run", "--script", "s.yaml",
-                      "--server", server.url], repo)  # fmt: skip
+    ran = first_line(
+        ["runner", "--name", "r1", "--dry-run", "--script", "s.yaml", "--server", server.url], repo
+    )
 
     assert watched == f"watch: tree {repo} · server {server.url}"
     assert ran == f"r1: tree {repo} · server {server.url}"
@@ -440,9 +467,13 @@ def piped(*args: str) -> str:
     """`codefleet ARGS` with standard output a pipe (as in `codefleet ARGS | cat`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEFLEET_", "ANTHROPIC_"))}
     done = subprocess.run(
-        [sys.executable, "-m", "codefleet.cli", *args], stdout=subprocess.PIPE, text=True,
-        env={**env, "COLUMNS": "80"}, timeout=120, check=False,
-    )  # fmt: skip
+        [sys.executable, "-m", "codefleet.cli", *args],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**env, "COLUMNS": "80"},
+        timeout=120,
+        check=False,
+    )
     return done.stdout
 
 
@@ -519,6 +550,25 @@ def test_init_scripts_after_init_writes_only_the_missing_scripts_and_keeps_the_g
     assert "kept codefleet.yaml (it exists;" in said(scripts)
     assert "wrote codefleet.script.yaml and codefleet.model.yaml" in said(scripts)
     assert again.exit_code == 1 and "pass --force to overwrite" in said(again)
+
+
+def test_init_scripts_beside_a_graph_of_other_tasks_says_which_tasks_have_no_script(
+    repo: Path,
+) -> None:
+    (repo / "codefleet.yaml").write_text(
+        "tasks:\n"
+        "  - {id: T1, title: a, description: d}\n"
+        "  - {id: api, title: b, description: d}\n"
+        "  - {id: docs, title: c, description: d}\n"
+    )
+
+    result = cli("init", "--scripts")
+
+    assert result.exit_code == 0, said(result)
+    assert (
+        "note: the scripts play the example tasks T1, T2; codefleet.yaml's tasks api, docs "
+        "have no script"
+    ) in said(result)
 
 
 def test_load_reports_every_problem_of_the_graph_at_once(repo: Path, server: ServerThread) -> None:

@@ -36,9 +36,13 @@ async def drain(
 ) -> Any:
     executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
     return await run_fleet(
-        server.url, runners, lambda _: executor, workdir, workdir.parent / "runs",
+        server.url,
+        runners,
+        lambda _: executor,
+        workdir,
+        workdir.parent / "runs",
         shell_config=host_shell(ShellLimits(), unsandboxed=True),
-    )  # fmt: skip
+    )
 
 
 async def events_of(client: FleetClient, kind: str) -> list[dict[str, Any]]:
@@ -51,9 +55,12 @@ async def test_a_single_runner_takes_tasks_best_priority_first(
     server = make_server(**FAST)
     async with FleetClient(server.url) as client:
         await client.create_tasks(
-            [{"id": "low", "title": "l", "description": "do it", "priority": 1}, {"id": "high", "title": "h", "description": "do it", "priority": 5},
-             {"id": "mid", "title": "m", "description": "do it", "priority": 3}]
-        )  # fmt: skip
+            [
+                {"id": "low", "title": "l", "description": "do it", "priority": 1},
+                {"id": "high", "title": "h", "description": "do it", "priority": 5},
+                {"id": "mid", "title": "m", "description": "do it", "priority": 3},
+            ]
+        )
         result = await drain(server, workdir, {}, runners=1)
         assigned = [e["task_id"] for e in await events_of(client, "task_assigned")]
     assert result.all_succeeded
@@ -64,8 +71,10 @@ async def test_a_dependent_runs_only_after_its_dependency_succeeded(
     make_server: Callable[..., ServerThread], workdir: Path
 ) -> None:
     server = make_server(**FAST)
-    script = {"A": [{"write": {"path": "made.txt", "content": "by A\n"}}],
-              "B": [{"append": {"path": "made.txt", "text": "by B\n"}}]}  # fmt: skip
+    script = {
+        "A": [{"write": {"path": "made.txt", "content": "by A\n"}}],
+        "B": [{"append": {"path": "made.txt", "text": "by B\n"}}],
+    }
     async with FleetClient(server.url) as client:
         await client.create_tasks(
             [
@@ -94,9 +103,11 @@ async def test_a_vetoed_task_gets_the_path_in_scope_and_runs_after_the_holder(
     }  # fmt: skip
     async with FleetClient(server.url) as client:
         await client.create_tasks(
-            [{"id": "holder", "title": "h", "description": "do it", "file_scope": ["a.py"]},
-             {"id": "late", "title": "l", "description": "do it", "file_scope": ["late.py"]}]
-        )  # fmt: skip
+            [
+                {"id": "holder", "title": "h", "description": "do it", "file_scope": ["a.py"]},
+                {"id": "late", "title": "l", "description": "do it", "file_scope": ["late.py"]},
+            ]
+        )
         result = await drain(server, workdir, script)
         late = await client.task("late")
         events = await client.all_events()
@@ -137,9 +148,12 @@ async def test_attempt_exhaustion_fails_the_task_and_blocks_its_dependents(
     server = make_server(**FAST)
     async with FleetClient(server.url) as client:
         await client.create_tasks(
-            [{"id": "bad", "title": "b", "description": "do it", "max_attempts": 2}, {"id": "child", "title": "c", "description": "do it", "depends_on": ["bad"]},
-             {"id": "grandchild", "title": "g", "description": "do it", "depends_on": ["child"]}]
-        )  # fmt: skip
+            [
+                {"id": "bad", "title": "b", "description": "do it", "max_attempts": 2},
+                {"id": "child", "title": "c", "description": "do it", "depends_on": ["bad"]},
+                {"id": "grandchild", "title": "g", "description": "do it", "depends_on": ["child"]},
+            ]
+        )
         result = await drain(server, workdir, {"bad": [{"fail": "scripted failure"}]})
         rows = {t["id"]: t for t in result.tasks}
     assert not result.ok
@@ -179,22 +193,28 @@ async def test_a_zombie_runner_is_fenced_and_its_late_write_never_lands(
 ) -> None:
     server = make_server(**FAST)
     zombie_script = parse_script(
-        {"job": [{"edit": {"path": "a.py", "old": "A = 1", "new": "A = 666"}}, {"sleep": 1.5},
-                 {"write": {"path": "zombie.txt", "content": "late"}}]}
-    )  # fmt: skip
+        {
+            "job": [
+                {"edit": {"path": "a.py", "old": "A = 1", "new": "A = 666"}},
+                {"sleep": 1.5},
+                {"write": {"path": "zombie.txt", "content": "late"}},
+            ]
+        }
+    )
     async with FleetClient(server.url) as client:
         await client.create_tasks([{"id": "job", "title": "j", "description": "do it"}])
         zombie = Runner(
-            FleetClient(server.url), ScriptedExecutor(zombie_script),
+            FleetClient(server.url),
+            ScriptedExecutor(zombie_script),
             RunnerOptions("zombie", workdir, tmp_path / "runs"),
-        )  # fmt: skip
+        )
         zombie.heartbeat_s = 3600.0  # its heartbeat never comes: the server will think it died
         stop = asyncio.Event()
         zombie_task = asyncio.create_task(_register_and_run(zombie, stop))
         await wait_until(lambda: _status(client, "job", "running"))
-        await wait_until(
-            lambda: _status(client, "job", "pending"), timeout=5
-        )  # taken back as stale
+        # Taken back as stale: wait for the event, a permanent fact (the task's `pending` is
+        # momentary: the re-registered zombie may take the job again before a poll sees it).
+        await wait_until(lambda: _stale_event(client))
         result = await drain(
             server,
             workdir,
@@ -227,6 +247,11 @@ def _keep_beat(runner: Runner, register: Any) -> Any:
     return again
 
 
+async def _stale_event(client: FleetClient) -> bool:
+    offline = await events_of(client, "agent_offline")
+    return any(e["payload"].get("reason") == "agent_stale" for e in offline)
+
+
 async def _status(client: FleetClient, task_id: str, status: str) -> bool:
     return (await client.task(task_id))["status"] == status
 
@@ -236,15 +261,33 @@ async def test_a_killed_runner_process_has_its_task_requeued_to_another_runner(
 ) -> None:
     server = make_server(**FAST)
     script_file = tmp_path / "script.yaml"
-    script_file.write_text(yaml.safe_dump({"job": [{"sleep": 30, "attempt": 1},
-                                                   {"write": {"path": "done.txt", "content": "ok"}}]}))  # fmt: skip
+    script_file.write_text(
+        yaml.safe_dump(
+            {"job": [{"sleep": 30, "attempt": 1}, {"write": {"path": "done.txt", "content": "ok"}}]}
+        )
+    )
     async with FleetClient(server.url) as client:
         await client.create_tasks([{"id": "job", "title": "j", "description": "do it"}])
         proc = subprocess.Popen(
-            [sys.executable, "-m", "codefleet.cli", "runner", "--name", "doomed", "--dry-run",
-             "--script", str(script_file), "--server", server.url, "--workdir", str(workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "CODEFLEET_RUN_DIR": str(tmp_path / "runs")},
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "codefleet.cli",
+                "runner",
+                "--name",
+                "doomed",
+                "--dry-run",
+                "--script",
+                str(script_file),
+                "--server",
+                server.url,
+                "--workdir",
+                str(workdir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "CODEFLEET_RUN_DIR": str(tmp_path / "runs")},
+        )
         try:
             await wait_until(lambda: _status(client, "job", "running"), timeout=20)
         finally:
@@ -271,10 +314,27 @@ def test_run_exits_by_the_verify_command(
         server = make_server(**FAST)
         asyncio.run(_load(server.url, [{"id": "t", "title": "t", "description": "do it"}]))
         done = subprocess.run(
-            [sys.executable, "-m", "codefleet.cli", "run", "--dry-run", "--script", str(script),
-             "--runners", "2", "--verify", verify, "--server", server.url, "--workdir", str(workdir)],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "codefleet.cli",
+                "run",
+                "--dry-run",
+                "--script",
+                str(script),
+                "--runners",
+                "2",
+                "--verify",
+                verify,
+                "--server",
+                server.url,
+                "--workdir",
+                str(workdir),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         codes[verify] = done.returncode
     assert codes == {"true": 0, "exit 3": 1}
 
@@ -293,29 +353,57 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
     server = make_server(**FAST, max_attempts=1, question_timeout=0.5, lease_wait=0.3)
     script = {
         "asker": [{"ask": "which?"}],  # noted before it runs; no answer: question_answered
-        "hold": [{"edit": {"path": "a.py", "old": "A = 1", "new": "A = 2"}}, {"wait_denied": "a.py", "attempt": 1}],
-        "grab": [{"wait_leased": "a.py", "attempt": 1}, {"append": {"path": "a.py", "text": "G = 1\n"}}],
-        "doomed": [{"write": {"path": "doomed.txt", "content": "half"}}, {"write": {"path": "gone.txt", "content": "x"}},
-                   {"make_dir": "doomed.txt"}, {"fail": "scripted failure"}],  # doomed.txt cannot be restored
-        "next": [{"check": "ok"}, {"command": "echo made > made.txt"}, {"next_number": "migrations"}],
+        "hold": [
+            {"edit": {"path": "a.py", "old": "A = 1", "new": "A = 2"}},
+            {"wait_denied": "a.py", "attempt": 1},
+        ],
+        "grab": [
+            {"wait_leased": "a.py", "attempt": 1},
+            {"append": {"path": "a.py", "text": "G = 1\n"}},
+        ],
+        "doomed": [
+            {"write": {"path": "doomed.txt", "content": "half"}},
+            {"write": {"path": "gone.txt", "content": "x"}},
+            {"make_dir": "doomed.txt"},
+            {"fail": "scripted failure"},
+        ],  # doomed.txt cannot be restored
+        "next": [
+            {"check": "ok"},
+            {"command": "echo made > made.txt"},
+            {"next_number": "migrations"},
+        ],
         "limited": [{"rate_limit": 0, "attempt": 1}, {"cost": 0.01}],  # paused, resumed
-        "reader": [{"read": "r.txt"}, {"write": {"path": "rr.txt", "content": "1"}},  # stale_read,
-                   {"wait_succeeded": "writer"}, {"append": {"path": "rr.txt", "text": "2"}, "turn": 2}],  # reconciled
+        "reader": [
+            {"read": "r.txt"},
+            {"write": {"path": "rr.txt", "content": "1"}},  # stale_read,
+            {"wait_succeeded": "writer"},
+            {"append": {"path": "rr.txt", "text": "2"}, "turn": 2},
+        ],  # reconciled
         "writer": [{"wait_leased": "rr.txt"}, {"write": {"path": "r.txt", "content": "new"}}],
-    }  # fmt: skip
+    }
     async with FleetClient(server.url) as client:
         ghost = await client.register("ghost", str(workdir), None)
         await wait_until(lambda: _agent_status(client, "ghost", "offline"), timeout=5)
         back = await client.register("ghost", str(workdir), None)  # comes back: agent_online
         await client.leave(ghost["agent_id"], back["epoch"])
         tasks = [
-            {"id": "hold", "title": "h", "description": "do it", "file_scope": ["a.py"]}, {"id": "grab", "title": "g", "description": "do it", "max_attempts": 2},
-            {"id": "next", "title": "n", "description": "do it", "depends_on": ["hold"], "shell": True}, {"id": "doomed", "title": "d", "description": "do it"},
-            {"id": "orphan", "title": "o", "description": "do it", "depends_on": ["doomed"]}, {"id": "dropped", "title": "x", "description": "do it", "depends_on": ["next"]},
-            {"id": "limited", "title": "l", "description": "do it", "resources": ["db"]}, {"id": "reader", "title": "r", "description": "do it"},
+            {"id": "hold", "title": "h", "description": "do it", "file_scope": ["a.py"]},
+            {"id": "grab", "title": "g", "description": "do it", "max_attempts": 2},
+            {
+                "id": "next",
+                "title": "n",
+                "description": "do it",
+                "depends_on": ["hold"],
+                "shell": True,
+            },
+            {"id": "doomed", "title": "d", "description": "do it"},
+            {"id": "orphan", "title": "o", "description": "do it", "depends_on": ["doomed"]},
+            {"id": "dropped", "title": "x", "description": "do it", "depends_on": ["next"]},
+            {"id": "limited", "title": "l", "description": "do it", "resources": ["db"]},
+            {"id": "reader", "title": "r", "description": "do it"},
             {"id": "writer", "title": "w", "description": "do it"},
             {"id": "asker", "title": "a", "description": "do it"},
-        ]  # fmt: skip
+        ]
         sequences = {
             "migrations": {"start": 1}
         }  # sequence_defined; `next` takes one: number_allocated
@@ -355,13 +443,21 @@ async def test_a_runner_takes_the_next_task_from_its_reports_answer_without_poll
     make_server: Callable[..., ServerThread], workdir: Path
 ) -> None:
     server = make_server(**FAST)
-    chain = [{"id": f"C{n}", "title": f"c{n}", "description": "do it",
-              "depends_on": [f"C{n - 1}"] if n else []} for n in range(4)]  # fmt: skip
+    chain = [
+        {
+            "id": f"C{n}",
+            "title": f"c{n}",
+            "description": "do it",
+            "depends_on": [f"C{n - 1}"] if n else [],
+        }
+        for n in range(4)
+    ]
     executor = ScriptedExecutor(parse_script({}), wait_timeout=10)
     async with CountingClient(server.url) as client:
         await client.create_tasks(chain)
-        options = RunnerOptions("runner-1", workdir, workdir.parent / "runs",
-                                exit_when_drained=True)  # fmt: skip
+        options = RunnerOptions(
+            "runner-1", workdir, workdir.parent / "runs", exit_when_drained=True
+        )
         runner = Runner(client, executor, options)
         await asyncio.wait_for(runner.run(), timeout=30)
         succeeded = [e["task_id"] for e in await events_of(client, "task_succeeded")]

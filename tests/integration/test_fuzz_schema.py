@@ -84,12 +84,24 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
     (tree / ".git").mkdir(parents=True)
     (tree / "a.py").write_text("A = 1\n")
     settings_ = Settings(  # type: ignore[call-arg]
-        _env_file=None, port=0, db=root / "db.sqlite", workdir=tree, run_dir=root / "runs",
-        token=TOKEN, tick_interval=0.05,
-    )  # fmt: skip
+        _env_file=None,
+        port=0,
+        db=root / "db.sqlite",
+        workdir=tree,
+        run_dir=root / "runs",
+        token=TOKEN,
+        tick_interval=0.05,
+    )
     with ServerThread(settings_) as server, httpx.Client(base_url=server.url, headers=AUTH) as http:
-        http.post("/tasks", json={"tasks": [{"id": "T1", "title": "t", "description": "do it"}, {"id": "T2", "title": "u", "description": "do it",
-                  "depends_on": ["T1"]}]}).raise_for_status()  # fmt: skip
+        http.post(
+            "/tasks",
+            json={
+                "tasks": [
+                    {"id": "T1", "title": "t", "description": "do it"},
+                    {"id": "T2", "title": "u", "description": "do it", "depends_on": ["T1"]},
+                ]
+            },
+        ).raise_for_status()
         agent = http.post(
             "/agents/register", json={"name": "runner-1", "workdir": str(tree)}
         ).json()

@@ -51,15 +51,29 @@ def test_every_shape_of_change_becomes_its_own_commit_and_the_tip_equals_the_tre
     tree: Path,
 ) -> None:
     changes = [
-        task(tree, "new", ["deep/new/c.py", "empty.txt"], lambda: (
-            (tree / "deep" / "new").mkdir(parents=True), (tree / "deep/new/c.py").write_text("C = 3"),
-            (tree / "empty.txt").write_text(""))),
+        task(
+            tree,
+            "new",
+            ["deep/new/c.py", "empty.txt"],
+            lambda: (
+                (tree / "deep" / "new").mkdir(parents=True),
+                (tree / "deep/new/c.py").write_text("C = 3"),
+                (tree / "empty.txt").write_text(""),
+            ),
+        ),
         task(tree, "delete", ["gone.txt"], lambda: (tree / "gone.txt").unlink()),
         task(tree, "chmod", ["run.sh"], lambda: os.chmod(tree / "run.sh", 0o755)),
         task(tree, "binary", ["logo.bin"], lambda: (tree / "logo.bin").write_bytes(b"\x00\x02new")),
-        task(tree, "again", ["a.py", "deep/new/c.py"], lambda: (
-            (tree / "a.py").write_text("A = 2\n"), (tree / "deep/new/c.py").write_text("C = 4\n"))),
-    ]  # fmt: skip
+        task(
+            tree,
+            "again",
+            ["a.py", "deep/new/c.py"],
+            lambda: (
+                (tree / "a.py").write_text("A = 2\n"),
+                (tree / "deep/new/c.py").write_text("C = 4\n"),
+            ),
+        ),
+    ]
     repo = Repo.open(tree)
     before = person_state(tree)
 
@@ -90,8 +104,9 @@ def test_a_binary_file_two_tasks_changed_skips_both_by_name_and_the_others_commi
 
     assert [c.task_id for c in result.commits] == ["text"]
     assert [(s.task_id, s.paths) for s in result.skipped] == [
-        ("one", ("logo.bin",)), ("two", ("logo.bin",))
-    ]  # fmt: skip
+        ("one", ("logo.bin",)),
+        ("two", ("logo.bin",)),
+    ]
     assert "logo.bin was changed by 2 tasks" in result.skipped[0].reason
     assert (
         git(tree, "ls-tree", "review", "logo.bin").split()[2]
@@ -159,8 +174,10 @@ def test_the_tree_check_reads_the_files_bytes_itself_so_a_wrong_blob_is_named(tr
     subprocess.run(["git", "read-tree", "HEAD"], cwd=tree, env=env, check=True)
     subprocess.run(
         ["git", "update-index", "--add", "--cacheinfo", f"100644,{wrong},{quoted}"],
-        cwd=tree, env=env, check=True,
-    )  # fmt: skip
+        cwd=tree,
+        env=env,
+        check=True,
+    )
     crafted = subprocess.run(
         ["git", "write-tree"], cwd=tree, env=env, capture_output=True, text=True, check=True
     ).stdout.strip()
@@ -169,8 +186,15 @@ def test_the_tree_check_reads_the_files_bytes_itself_so_a_wrong_blob_is_named(tr
     assert mismatched_paths(repo, commit, [quoted]) == [quoted]
 
 
-UNUSUAL = ["new\nline.txt", "tab\there.txt", '"quoted.txt', "back\\slash.txt", "sp ace.txt",
-           "caf\u00e9.txt", "deep/\"dir\"/x.txt"]  # fmt: skip
+UNUSUAL = [
+    "new\nline.txt",
+    "tab\there.txt",
+    '"quoted.txt',
+    "back\\slash.txt",
+    "sp ace.txt",
+    "caf\u00e9.txt",
+    'deep/"dir"/x.txt',
+]
 
 
 @pytest.mark.parametrize("name", UNUSUAL, ids=repr)
@@ -183,9 +207,13 @@ def test_a_text_file_with_an_unusual_name_is_created_then_edited_in_two_commits(
 
     changes = [
         task(tree, "create", [name], create),
-        task(tree, "edit", [name, "a.py"], lambda: (
-            (tree / name).write_text("one\nTWO\n"), (tree / "a.py").write_text("A = 2\n"))),
-    ]  # fmt: skip
+        task(
+            tree,
+            "edit",
+            [name, "a.py"],
+            lambda: ((tree / name).write_text("one\nTWO\n"), (tree / "a.py").write_text("A = 2\n")),
+        ),
+    ]
     repo = Repo.open(tree)
 
     result = write_history(repo, changes, "review", repo.resolve_commit("HEAD"), None)

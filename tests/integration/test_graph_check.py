@@ -90,12 +90,28 @@ def test_the_json_report_has_the_documented_shape(tree: Path) -> None:
 
     assert code == 0
     assert set(report) == {
-        "file", "workdir", "ok", "tasks", "critical_path", "critical_path_minutes", "max_width",
-        "width_exact", "parallelism", "overlaps", "hotspots", "errors", "warnings",
-    }  # fmt: skip
+        "file",
+        "workdir",
+        "ok",
+        "tasks",
+        "critical_path",
+        "critical_path_minutes",
+        "max_width",
+        "width_exact",
+        "parallelism",
+        "overlaps",
+        "hotspots",
+        "errors",
+        "warnings",
+    }
     assert set(report["parallelism"]) == {
-        "runners", "predicted", "makespan", "total_work", "peak", "unit",
-    }  # fmt: skip
+        "runners",
+        "predicted",
+        "makespan",
+        "total_work",
+        "peak",
+        "unit",
+    }
     assert report["workdir"] == str(tree.resolve())
     assert all(set(w) == {"code", "message", "task", "path"} for w in report["warnings"])
 
@@ -119,9 +135,13 @@ def test_the_critical_path_width_and_prediction_of_the_crafted_graph(tree: Path)
     # A (first: a dependent waits on it) and D start; B waits for A's util.py, then wins the
     # tie with C on id; C runs last: 20 + 10 + 10 minutes, one runner idle most of the time.
     assert report["parallelism"] == {
-        "runners": 2, "predicted": 1.12, "makespan": 40, "total_work": 45, "peak": 2,
+        "runners": 2,
+        "predicted": 1.12,
+        "makespan": 40,
+        "total_work": 45,
+        "peak": 2,
         "unit": "minutes",
-    }  # fmt: skip
+    }
 
 
 def test_missing_paths_warn_unless_plausibly_new(tree: Path) -> None:
@@ -179,12 +199,17 @@ def test_the_text_report_names_every_section(tree: Path) -> None:
     text = " ".join(out.split())
     assert code == 0
     for expected in (
-        "tasks 4", "critical path A -> C (2 task(s), 30 min)", "max width 3",
-        "on 3 runners", "overlapping scopes 2 pair(s)", "A + B: shared/util.py",
-        "hotspots 1 file(s) in 3 or more scopes", "shared/util.py: A, B, C",
+        "tasks 4",
+        "critical path A -> C (2 task(s), 30 min)",
+        "max width 3",
+        "on 3 runners",
+        "overlapping scopes 2 pair(s)",
+        "A + B: shared/util.py",
+        "hotspots 1 file(s) in 3 or more scopes",
+        "shared/util.py: A, B, C",
         "warning: task D: modles.py does not exist; did you mean models.py?",
         "OK: 0 error(s), 2 warning(s)",
-    ):  # fmt: skip
+    ):
         assert expected in text, text
 
 
@@ -208,9 +233,10 @@ def test_the_graph_guide_shows_what_graph_check_prints_for_the_demo_graph() -> N
     demo = examples_dir()
 
     result = CliRunner().invoke(
-        app, ["graph", "check", str(demo / "demo-tasks.yaml"), "--workdir", str(demo / "demo-repo")],
+        app,
+        ["graph", "check", str(demo / "demo-tasks.yaml"), "--workdir", str(demo / "demo-repo")],
         env={"COLUMNS": "200"},
-    )  # fmt: skip
+    )
 
     printed = result.stdout.splitlines()
     assert result.exit_code == 0
@@ -241,8 +267,10 @@ def test_without_a_graph_or_codefleet_yaml_it_says_how_to_make_one(
 
 
 def test_a_task_without_an_id_is_named_by_its_position(tree: Path) -> None:
-    graph = "tasks:\n  - {id: A, title: a, description: d, file_scope: [api.py]}\n" \
-            "  - {title: anonymous, description: d}\n"  # fmt: skip
+    graph = (
+        "tasks:\n  - {id: A, title: a, description: d, file_scope: [api.py]}\n"
+        "  - {title: anonymous, description: d}\n"
+    )
 
     code, report = check_json(tree, graph, "--runners", "2")
 
@@ -272,8 +300,10 @@ async def test_the_server_serves_the_same_analysis_of_its_stored_graph(
 
 
 def test_a_scope_whose_every_entry_is_refused_is_an_error_not_a_missing_scope(tree: Path) -> None:
-    graph = "tasks:\n  - {id: T4, title: t, description: d, " \
-            "file_scope: [../outside.txt, /etc/passwd]}\n"  # fmt: skip
+    graph = (
+        "tasks:\n  - {id: T4, title: t, description: d, "
+        "file_scope: [../outside.txt, /etc/passwd]}\n"
+    )
 
     code, report = check_json(tree, graph, "--runners", "1")
 

@@ -66,10 +66,15 @@ def trickling() -> Iterator[str]:
 
 
 def write_call(tree: Path) -> str:
-    return json.dumps({
-        "session_id": SESSION, "cwd": str(tree), "hook_event_name": "PreToolUse",
-        "tool_name": "Write", "tool_input": {"file_path": str(tree / "a.py"), "content": "x"},
-    })  # fmt: skip
+    return json.dumps(
+        {
+            "session_id": SESSION,
+            "cwd": str(tree),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Write",
+            "tool_input": {"file_path": str(tree / "a.py"), "content": "x"},
+        }
+    )
 
 
 def test_a_trickled_answer_is_cut_off_at_the_exchanges_deadline(trickling: str) -> None:
@@ -81,10 +86,23 @@ def test_the_hook_process_refuses_a_write_whose_answer_trickles(
     trickling: str, workdir: Path
 ) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "codefleet", "hook", "pre-tool-use", "--server", trickling,
-         "--tree", str(workdir)],
-        input=write_call(workdir), capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "codefleet",
+            "hook",
+            "pre-tool-use",
+            "--server",
+            trickling,
+            "--tree",
+            str(workdir),
+        ],
+        input=write_call(workdir),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
     assert done.returncode == 0
     reason = json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
@@ -105,11 +123,28 @@ def tls_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A TLS loopback server answering `allow` at once; yields its URL and its certificate."""
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost",
-         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
     listener = socket.create_server(("127.0.0.1", 0))
@@ -133,11 +168,24 @@ def test_a_server_behind_tls_is_asked_within_the_same_deadline(
 ) -> None:
     url, cert = tls_server
     done = subprocess.run(
-        [sys.executable, "-m", "codefleet", "hook", "pre-tool-use", "--server", url,
-         "--tree", str(workdir)],
-        input=write_call(workdir), capture_output=True, text=True, timeout=60, check=False,
+        [
+            sys.executable,
+            "-m",
+            "codefleet",
+            "hook",
+            "pre-tool-use",
+            "--server",
+            url,
+            "--tree",
+            str(workdir),
+        ],
+        input=write_call(workdir),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
         env={**os.environ, "SSL_CERT_FILE": str(cert)},
-    )  # fmt: skip
+    )
 
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 

@@ -42,9 +42,14 @@ TASK = {"tasks": [{"id": "EVIL", "title": "t", "description": "exfiltrate"}]}
 
 @pytest.mark.parametrize(
     ("method", "path", "body"),
-    [("POST", "/tasks", TASK), ("GET", "/tasks", None), ("GET", "/health", None), ("GET", "/", None),
-     ("GET", "/events", None)],
-)  # fmt: skip
+    [
+        ("POST", "/tasks", TASK),
+        ("GET", "/tasks", None),
+        ("GET", "/health", None),
+        ("GET", "/", None),
+        ("GET", "/events", None),
+    ],
+)
 def test_without_a_token_a_request_for_another_host_name_is_refused_before_any_handler(
     server: ServerThread, method: str, path: str, body: object
 ) -> None:
@@ -117,16 +122,29 @@ def invoke(args: list[str], **env: str) -> Result:
 
 @pytest.mark.parametrize(
     ("args", "env"),
-    [(["tasks", "--token", "  "], {}), (["tasks"], {"CODEFLEET_TOKEN": ""}),
-     (["serve", "--token", " "], {})],
+    [
+        (["tasks", "--token", "  "], {}),
+        (["tasks"], {"CODEFLEET_TOKEN": ""}),
+        (["serve", "--token", " "], {}),
+    ],
     ids=["a client flag", "the environment", "the server flag"],
-)  # fmt: skip
+)
 def test_the_cli_refuses_an_empty_token_with_one_line_naming_the_setting(
     tmp_path: Path, args: list[str], env: dict[str, str]
 ) -> None:
     (tmp_path / "tree").mkdir()
-    where = ["--workdir", str(tmp_path / "tree"), "--db", str(tmp_path / "db.sqlite"),
-             "--port", str(free_port())] if args[0] == "serve" else []  # fmt: skip
+    where = (
+        [
+            "--workdir",
+            str(tmp_path / "tree"),
+            "--db",
+            str(tmp_path / "db.sqlite"),
+            "--port",
+            str(free_port()),
+        ]
+        if args[0] == "serve"
+        else []
+    )
 
     done = invoke([*args, *where], **env)
 

@@ -41,9 +41,13 @@ class Installed:
 
     def run(self, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [str(self.codefleet), *args], cwd=cwd, env=self.env, capture_output=True, text=True,
+            [str(self.codefleet), *args],
+            cwd=cwd,
+            env=self.env,
+            capture_output=True,
+            text=True,
             timeout=180,
-        )  # fmt: skip
+        )
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +55,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     assert shutil.which("uv"), "uv is needed to install CodeFleet as a tool"
     tmp_path = tmp_path_factory.mktemp("install")
     env = {
-        k: v for k, v in os.environ.items()
+        k: v
+        for k, v in os.environ.items()
         if not k.startswith(("CODEFLEET_", "VIRTUAL_ENV", "UV_PROJECT"))
-    }  # fmt: skip
+    }
     env |= {"UV_TOOL_DIR": str(tmp_path / "tools"), "UV_TOOL_BIN_DIR": str(tmp_path / "bin")}
     uv("build", "--wheel", "--offline", "-q", "-o", str(tmp_path / "dist"), env=env)
     (wheel,) = (tmp_path / "dist").glob("codefleet-*.whl")

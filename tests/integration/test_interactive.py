@@ -38,7 +38,9 @@ BOB = "1b2c3d4e-0000-4000-8000-000000000000"
 WaitUntil = Callable[..., Awaitable[Any]]
 
 
-def person(server: ServerThread, workdir: Path, event: str, session: str = ADA, **tool_input: Any) -> str:  # fmt: skip
+def person(
+    server: ServerThread, workdir: Path, event: str, session: str = ADA, **tool_input: Any
+) -> str:
     """One call of the person's hook, as Claude Code makes it; returns what the hook printed."""
     body: dict[str, Any] = {"session_id": session, "cwd": str(workdir)}
     if event == "session-end":
@@ -51,7 +53,9 @@ def person(server: ServerThread, workdir: Path, event: str, session: str = ADA, 
 
 
 def writes(server: ServerThread, workdir: Path, path: str, session: str = ADA) -> str:
-    return person(server, workdir, "pre-tool-use", session, file_path=str(workdir / path), content="x")  # fmt: skip
+    return person(
+        server, workdir, "pre-tool-use", session, file_path=str(workdir / path), content="x"
+    )
 
 
 def reason(printed: str) -> str:
@@ -90,7 +94,12 @@ async def test_a_persons_write_takes_an_interactive_lease_shown_with_its_kind(
     assert await leases(client) == {"a.py": ("ada@0aeef531", "i-0aeef531", "interactive")}
     agents = {a["name"]: a for a in await client.agents()}
     ada = agents["ada@0aeef531"]
-    assert (ada["kind"], ada["status"], ada["session_id"], ada["leases"]) == ("interactive", "busy", ADA, 1)  # fmt: skip
+    assert (ada["kind"], ada["status"], ada["session_id"], ada["leases"]) == (
+        "interactive",
+        "busy",
+        ADA,
+        1,
+    )
     assert ada["current_task_id"] == "i-0aeef531"
     registered = await events_of(client, "agent_registered")
     assert registered[-1]["payload"]["kind"] == "interactive"
@@ -111,7 +120,9 @@ async def test_paths_are_canonicalized_exactly_like_the_runners(
     client: FleetClient, server: ServerThread, workdir: Path
 ) -> None:
     edits = [{"file_path": str(workdir / "pkg//b.py")}, {"file_path": "./a.py"}]
-    printed = person(server, workdir, "pre-tool-use", file_path="pkg/../a.py", edits=edits, tool="MultiEdit")  # fmt: skip
+    printed = person(
+        server, workdir, "pre-tool-use", file_path="pkg/../a.py", edits=edits, tool="MultiEdit"
+    )
     assert printed == ""
     assert set(await leases(client)) == {"a.py", "pkg/b.py"}
 
@@ -170,11 +181,17 @@ async def test_a_fleet_write_to_the_persons_file_is_vetoed_and_requeued_with_the
 
     assert answer["decision"] == "deny"
     held = answer["denied"][0]
-    assert (held["holder_agent_name"], held["holder_task_id"], held["holder_kind"]) == ("ada@0aeef531", "i-0aeef531", "interactive")  # fmt: skip
+    assert (held["holder_agent_name"], held["holder_task_id"], held["holder_kind"]) == (
+        "ada@0aeef531",
+        "i-0aeef531",
+        "interactive",
+    )
     gate = WriteGate(client, TreeRoot(workdir), runner["agent_id"], runner["epoch"], "T1")
     verdict = await gate.check("Edit", {"file_path": str(workdir / "a.py")})
     assert not verdict.allowed and gate.blocked_on == "a.py"
-    assert verdict.reason.startswith("a.py is being edited by ada@0aeef531, a person working in this tree.")  # fmt: skip
+    assert verdict.reason.startswith(
+        "a.py is being edited by ada@0aeef531, a person working in this tree."
+    )
     report = AttemptReport(attempt=1, ok=False, error_kind=ErrorKind.VETO, blocked_on_path="a.py")
     await client.complete("T1", runner["agent_id"], runner["epoch"], report)
     row = await client.task("T1")
@@ -188,9 +205,23 @@ async def test_the_scheduler_keeps_tasks_off_the_persons_paths_until_released(
     for name in ("runner-1", "runner-2"):
         await client.register(name, str(workdir), 4242)
     await client.create_tasks(
-        [{"id": "over", "title": "o", "description": "O.", "priority": 5, "file_scope": ["a.py"]},
-         {"id": "free", "title": "f", "description": "F.", "priority": 1, "file_scope": ["pkg/b.py"]}]
-    )  # fmt: skip
+        [
+            {
+                "id": "over",
+                "title": "o",
+                "description": "O.",
+                "priority": 5,
+                "file_scope": ["a.py"],
+            },
+            {
+                "id": "free",
+                "title": "f",
+                "description": "F.",
+                "priority": 1,
+                "file_scope": ["pkg/b.py"],
+            },
+        ]
+    )
 
     async def status(task_id: str) -> str:
         return str((await client.task(task_id))["status"])
@@ -222,7 +253,11 @@ async def test_session_end_releases_every_lease_and_nothing_is_rolled_back(
 
     assert await leases(client) == {}
     offline = (await events_of(client, "agent_offline"))[-1]["payload"]
-    assert (offline["name"], offline["reason"], offline["paths"]) == ("ada@0aeef531", "session_end", ["a.py", "new.py"])  # fmt: skip
+    assert (offline["name"], offline["reason"], offline["paths"]) == (
+        "ada@0aeef531",
+        "session_end",
+        ["a.py", "new.py"],
+    )
     assert await events_of(client, "file_restored") == []
     assert (workdir / "a.py").read_text() == "A = 'the person wrote this'\n"
     assert (workdir / "new.py").read_text() == "NEW = 1\n"
@@ -247,7 +282,9 @@ async def test_the_operator_releases_one_session_or_all_of_them(
     assert writes(server, workdir, "pkg/b.py", BOB) == ""
 
     one = await client.release_interactive(BOB, every=False)
-    assert [(r["name"], r["paths"], r["reason"]) for r in one["released"]] == [("bob@1b2c3d4e", ["pkg/b.py"], "operator")]  # fmt: skip
+    assert [(r["name"], r["paths"], r["reason"]) for r in one["released"]] == [
+        ("bob@1b2c3d4e", ["pkg/b.py"], "operator")
+    ]
     assert set(await leases(client)) == {"a.py"}
 
     rest = await client.release_interactive(None, every=True)
@@ -264,7 +301,10 @@ async def test_an_idle_session_is_released_with_an_event_that_says_so(
     async with FleetClient(server.url) as client:
         assert writes(server, workdir, "a.py") == ""
         offline = await wait_until(lambda: events_of(client, "agent_offline"))
-        assert (offline[0]["payload"]["reason"], offline[0]["payload"]["paths"]) == ("interactive_idle", ["a.py"])  # fmt: skip
+        assert (offline[0]["payload"]["reason"], offline[0]["payload"]["paths"]) == (
+            "interactive_idle",
+            ["a.py"],
+        )
         assert await leases(client) == {}
 
 
@@ -272,10 +312,14 @@ async def test_post_tool_use_records_the_ledger_row_and_never_vetoes(
     client: FleetClient, server: ServerThread, workdir: Path
 ) -> None:
     assert writes(server, workdir, "a.py") == ""
-    printed = person(server, workdir, "post-tool-use", file_path=str(workdir / "a.py"), content="x")  # fmt: skip
+    printed = person(server, workdir, "post-tool-use", file_path=str(workdir / "a.py"), content="x")
     assert printed == ""
     changed = (await events_of(client, "file_changed"))[-1]
-    assert (changed["task_id"], changed["payload"]["path"], changed["payload"]["kind"]) == ("i-0aeef531", "a.py", "interactive")  # fmt: skip
+    assert (changed["task_id"], changed["payload"]["path"], changed["payload"]["kind"]) == (
+        "i-0aeef531",
+        "a.py",
+        "interactive",
+    )
 
 
 async def test_a_persons_read_is_a_read_row_with_the_content_hash_and_no_event(
@@ -331,17 +375,29 @@ async def test_a_path_the_fleet_cannot_lease_is_skipped_not_denied(
 # -- the hook process against the server ----------------------------------------------------------
 
 
-def hook_process(server: ServerThread, workdir: Path, stdin: dict[str, Any], **env: str) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def hook_process(
+    server: ServerThread, workdir: Path, stdin: dict[str, Any], **env: str
+) -> subprocess.CompletedProcess[str]:
     argv = ["hook", "pre-tool-use", "--server", server.url, "--tree", str(workdir)]
     return subprocess.run(
-        [sys.executable, "-m", "codefleet", *argv], input=json.dumps(stdin),
-        capture_output=True, text=True, timeout=60, check=False, env={"PATH": "/usr/bin", **env},
-    )  # fmt: skip
+        [sys.executable, "-m", "codefleet", *argv],
+        input=json.dumps(stdin),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"PATH": "/usr/bin", **env},
+    )
 
 
 def write_call(workdir: Path, path: str, session: str = ADA) -> dict[str, Any]:
-    return {"session_id": session, "cwd": str(workdir), "hook_event_name": "PreToolUse",
-            "tool_name": "Write", "tool_input": {"file_path": str(workdir / path), "content": "x"}}  # fmt: skip
+    return {
+        "session_id": session,
+        "cwd": str(workdir),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": str(workdir / path), "content": "x"},
+    }
 
 
 async def test_the_hook_process_prints_nothing_to_allow_and_the_exact_denial_to_refuse(
@@ -424,7 +480,9 @@ async def test_a_restart_keeps_a_persons_leases_and_session(
     second = make_server(db=db, port=first.settings.port)
     async with FleetClient(second.url) as client:
         assert await leases(client) == {"a.py": ("ada@0aeef531", "i-0aeef531", "interactive")}
-        assert reason(writes(second, workdir, "a.py", BOB)).startswith("a.py is being edited by ada@0aeef531")  # fmt: skip
+        assert reason(writes(second, workdir, "a.py", BOB)).startswith(
+            "a.py is being edited by ada@0aeef531"
+        )
         assert person(second, workdir, "session-end") == ""
         assert await leases(client) == {}
 

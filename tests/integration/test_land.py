@@ -215,8 +215,13 @@ async def test_a_second_commit_after_land_commits_only_the_new_tasks_and_names_t
     assert again.returncode == 0, again.stdout + again.stderr
     assert "skipped" not in again.stdout
     assert "already in HEAD: T1" in again.stdout
-    branch = git(tree, "for-each-ref", "--sort=-committerdate", "--format=%(refname:short)",
-                 "refs/heads/codefleet/").split()[0]  # fmt: skip
+    branch = git(
+        tree,
+        "for-each-ref",
+        "--sort=-committerdate",
+        "--format=%(refname:short)",
+        "refs/heads/codefleet/",
+    ).split()[0]
     assert git(tree, "rev-list", "--count", f"{landed}..{branch}").strip() == "1"
     assert codefleet("land", branch, cwd=tree).returncode == 0
     assert git(tree, "status", "--porcelain") == ""

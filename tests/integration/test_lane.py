@@ -33,9 +33,13 @@ def server(tmp_path: Path) -> Iterator[ServerThread]:
     tree = tmp_path / "tree"
     tree.mkdir()
     settings = Settings(  # type: ignore[call-arg]
-        _env_file=None, port=0, db=tmp_path / "db.sqlite", workdir=tree, run_dir=tmp_path / "runs",
+        _env_file=None,
+        port=0,
+        db=tmp_path / "db.sqlite",
+        workdir=tree,
+        run_dir=tmp_path / "runs",
         token=TOKEN,
-    )  # fmt: skip
+    )
     with ServerThread(settings) as running:
         yield running
 

@@ -96,7 +96,9 @@ async def test_a_wait_that_would_close_a_cycle_is_refused_at_once_and_nothing_ha
         b = await started(client, "B", "b.py")
         assert (await client.acquire(a.id, a.epoch, "A", ["x.py"], "Edit"))["decision"] == "allow"
         assert (await client.acquire(b.id, b.epoch, "B", ["y.py"], "Edit"))["decision"] == "allow"
-        a_waits = asyncio.create_task(gate_of(client, workdir, a, "A").check("Write", {"file_path": "y.py"}))  # fmt: skip
+        a_waits = asyncio.create_task(
+            gate_of(client, workdir, a, "A").check("Write", {"file_path": "y.py"})
+        )
         await parked(client, wait_until, "A")
         b_gate = gate_of(client, workdir, b, "B")
         verdict = await asyncio.wait_for(b_gate.check("Write", {"file_path": "x.py"}), 5.0)
@@ -201,14 +203,19 @@ async def test_real_runners_keep_heartbeating_through_a_wait_longer_than_the_sta
     )
     script = {  # the holder works 2.5 s on x.py: the waiter's wait outlasts the stale window
         "holder": [{"write": {"path": "x.py", "content": "mine\n"}}, {"sleep": 2.5}],
-        "waiter": [{"wait_leased": "x.py"}, {"read": "x.py"},
-                   {"append": {"path": "x.py", "text": "theirs\n"}}],
-    }  # fmt: skip
+        "waiter": [
+            {"wait_leased": "x.py"},
+            {"read": "x.py"},
+            {"append": {"path": "x.py", "text": "theirs\n"}},
+        ],
+    }
     async with FleetClient(server.url, transport=httpx.AsyncHTTPTransport(verify=False)) as client:
         await client.create_tasks(
-            [{"id": t, "title": t, "description": "do it", "file_scope": [f"{t}.py"]}
-             for t in ("holder", "waiter")]
-        )  # fmt: skip
+            [
+                {"id": t, "title": t, "description": "do it", "file_scope": [f"{t}.py"]}
+                for t in ("holder", "waiter")
+            ]
+        )
         executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
         result = await run_fleet(
             server.url, 2, lambda _: executor, workdir, workdir.parent / "runs"

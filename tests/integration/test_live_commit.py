@@ -82,11 +82,30 @@ async def test_an_interrupted_run_commit_keeps_the_work_that_finished(
         )
     before = person_state(tree)
     run = subprocess.Popen(
-        [sys.executable, "-m", "codefleet.cli", "run", "--dry-run", "--commit", "--branch", "live",
-         "--runners", "2", "--script", str(script), "--server", server.url, "--workdir", str(tree),
-         "--run-dir", str(tmp_path / "runs")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "codefleet.cli",
+            "run",
+            "--dry-run",
+            "--commit",
+            "--branch",
+            "live",
+            "--runners",
+            "2",
+            "--script",
+            str(script),
+            "--server",
+            server.url,
+            "--workdir",
+            str(tree),
+            "--run-dir",
+            str(tmp_path / "runs"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         async with FleetClient(server.url) as client:
 
@@ -105,8 +124,10 @@ async def test_an_interrupted_run_commit_keeps_the_work_that_finished(
     assert git(tree, "show", "live:a.py") == "A = 1\nFIRST = 1\n"
     after = person_state(tree)
     assert (after["head"], after["branch"], after["index"]) == (
-        before["head"], before["branch"], before["index"],
-    )  # fmt: skip
+        before["head"],
+        before["branch"],
+        before["index"],
+    )
 
 
 async def test_run_commit_skips_an_uncommittable_task_with_its_reason_and_commits_the_rest(
@@ -118,22 +139,49 @@ async def test_run_commit_skips_an_uncommittable_task_with_its_reason_and_commit
     make_repository(tree)
     server = make_server(**FAST, workdir=tree)
     script = tmp_path / "script.yaml"
-    script.write_text(yaml.safe_dump({
-        "odd": [{"write": {"path": "git~1/config", "content": "[core]\n"}}],
-        "fine": [{"append": {"path": "a.py", "text": "FINE = 1\n"}}],
-    }))  # fmt: skip
+    script.write_text(
+        yaml.safe_dump(
+            {
+                "odd": [{"write": {"path": "git~1/config", "content": "[core]\n"}}],
+                "fine": [{"append": {"path": "a.py", "text": "FINE = 1\n"}}],
+            }
+        )
+    )
     async with FleetClient(server.url) as client:
-        await client.create_tasks([
-            {"id": "odd", "title": "Odd", "description": "scripted"},
-            {"id": "fine", "title": "Fine", "description": "scripted"},
-        ])  # fmt: skip
+        await client.create_tasks(
+            [
+                {"id": "odd", "title": "Odd", "description": "scripted"},
+                {"id": "fine", "title": "Fine", "description": "scripted"},
+            ]
+        )
 
     run = subprocess.run(
-        [sys.executable, "-m", "codefleet.cli", "run", "--dry-run", "--commit", "--branch", "live",
-         "--runners", "2", "--script", str(script), "--server", server.url, "--workdir", str(tree),
-         "--run-dir", str(tmp_path / "runs"), "--json"],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "codefleet.cli",
+            "run",
+            "--dry-run",
+            "--commit",
+            "--branch",
+            "live",
+            "--runners",
+            "2",
+            "--script",
+            str(script),
+            "--server",
+            server.url,
+            "--workdir",
+            str(tree),
+            "--run-dir",
+            str(tmp_path / "runs"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
     assert run.returncode == 1, run.stderr  # every task succeeded, one is not on the branch
     history = json.loads(run.stdout)["history"]

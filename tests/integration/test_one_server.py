@@ -28,8 +28,20 @@ START_BOUND_S = 30.0
 
 
 def _serve(db: Path, workdir: Path, port: int, tmp_path: Path) -> list[str]:
-    return [sys.executable, "-m", "codefleet.cli", "serve", "--port", str(port), "--db", str(db),
-            "--workdir", str(workdir), "--run-dir", str(tmp_path / "runs")]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "codefleet.cli",
+        "serve",
+        "--port",
+        str(port),
+        "--db",
+        str(db),
+        "--workdir",
+        str(workdir),
+        "--run-dir",
+        str(tmp_path / "runs"),
+    ]
 
 
 def _env() -> dict[str, str]:
@@ -41,8 +53,10 @@ def first_server(tmp_path: Path, workdir: Path) -> Iterator[tuple[subprocess.Pop
     port = free_port()
     proc = subprocess.Popen(
         _serve(tmp_path / "fleet.db", workdir, port, tmp_path),
-        env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         _wait_healthy(proc, port)
         yield proc, port
@@ -90,8 +104,11 @@ def test_a_second_server_on_a_live_servers_database_exits_before_answering_anyth
 
     second = subprocess.run(
         _serve(tmp_path / "fleet.db", workdir, second_port, tmp_path),
-        env=_env(), capture_output=True, text=True, timeout=START_BOUND_S,
-    )  # fmt: skip
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=START_BOUND_S,
+    )
 
     assert second.returncode != 0
     message = " ".join((second.stdout + second.stderr).split())
@@ -110,9 +127,11 @@ def test_the_database_is_free_again_once_its_server_has_exited(
     for _ in range(2):  # the second start would be refused if the first left the lock behind
         port = free_port()
         proc = subprocess.Popen(
-            _serve(db, workdir, port, tmp_path), env=_env(),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            _serve(db, workdir, port, tmp_path),
+            env=_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             _wait_healthy(proc, port)
         finally:

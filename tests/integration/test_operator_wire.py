@@ -71,8 +71,10 @@ async def test_a_running_session_gets_the_message_at_its_next_turn_boundary(
     assert said["delivered"] == "running"
     assert [(t, a) for t, a, _ in executor.followups] == [("T1", 1)]
     assert (workdir / "tests.txt").read_text() == "tests/unit\n"
-    order = [e["type"] for e in of(events, "operator_message", "operator_message_delivered",
-                                   "task_succeeded")]  # fmt: skip
+    order = [
+        e["type"]
+        for e in of(events, "operator_message", "operator_message_delivered", "task_succeeded")
+    ]
     assert order == ["operator_message", "operator_message_delivered", "task_succeeded"]
 
 
@@ -122,8 +124,13 @@ async def test_a_questions_answer_reaches_the_waiting_tool(
     make_server: Callable[..., ServerThread], workdir: Path
 ) -> None:
     server = make_server(**FAST)
-    script = {"T1": [{"ask": "httpx or requests?"}, {"expect_answer": "use httpx"},
-                     {"write": {"path": "client.txt", "content": "httpx\n"}}]}  # fmt: skip
+    script = {
+        "T1": [
+            {"ask": "httpx or requests?"},
+            {"expect_answer": "use httpx"},
+            {"write": {"path": "client.txt", "content": "httpx\n"}},
+        ]
+    }
     async with FleetClient(server.url) as client:
         await client.create_tasks([{"id": "T1", "title": "t", "description": "d"}])
         fleet = await run_one(server, workdir, script)
@@ -134,8 +141,10 @@ async def test_a_questions_answer_reaches_the_waiting_tool(
         events = await client.all_events()
     [question] = open_questions
     assert (question["task_id"], question["attempt"], question["text"]) == (
-        "T1", 1, "httpx or requests?"
-    )  # fmt: skip
+        "T1",
+        1,
+        "httpx or requests?",
+    )
     assert answered["question_id"] == question["question_id"] and answered["by"] == "operator"
     assert result.all_succeeded
     assert (workdir / "client.txt").read_text() == "httpx\n"
@@ -154,9 +163,13 @@ async def test_a_questions_wait_neither_makes_the_runner_stale_nor_spends_its_wa
     make_server: Callable[..., ServerThread], workdir: Path
 ) -> None:
     server = make_server(
-        heartbeat_interval=0.1, stale_after=0.5, task_timeout=1.0, question_timeout=2.0,
-        tick_interval=0.05, backoff_base=0.0,
-    )  # fmt: skip
+        heartbeat_interval=0.1,
+        stale_after=0.5,
+        task_timeout=1.0,
+        question_timeout=2.0,
+        tick_interval=0.05,
+        backoff_base=0.0,
+    )
     script = {"T1": [{"ask": "which tests?"}, {"expect_answer": "No answer: use your best"}]}
     async with FleetClient(server.url) as client:
         await client.create_tasks([{"id": "T1", "title": "t", "description": "d"}])

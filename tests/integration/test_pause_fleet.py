@@ -33,8 +33,13 @@ async def _limited_run(client: FleetClient, tree: Path, retry_after_s: float) ->
     task = await client.assignment(agent, epoch, wait=5)
     assert task is not None
     await client.start(task.id, agent, epoch)
-    report = AttemptReport(attempt=task.attempts, ok=False, error_kind=ErrorKind.RATE_LIMITED,
-                           error="HTTP 429", retry_after_s=retry_after_s)  # fmt: skip
+    report = AttemptReport(
+        attempt=task.attempts,
+        ok=False,
+        error_kind=ErrorKind.RATE_LIMITED,
+        error="HTTP 429",
+        retry_after_s=retry_after_s,
+    )
     return await client.complete(task.id, agent, epoch, report)
 
 
@@ -73,8 +78,13 @@ async def test_a_negative_or_absurd_retry_after_is_a_422_and_the_task_stays_runn
     await client.start("T1", agent, epoch)
 
     for bad in (-1, 10**9, "soon"):
-        body = {"agent_id": agent, "attempt": 1, "ok": False, "error_kind": "rate_limited",
-                "retry_after_s": bad}  # fmt: skip
+        body = {
+            "agent_id": agent,
+            "attempt": 1,
+            "ok": False,
+            "error_kind": "rate_limited",
+            "retry_after_s": bad,
+        }
         answer = await http.post(
             "/tasks/T1/complete", json=body, headers={"X-Agent-Epoch": str(epoch)}
         )
@@ -90,10 +100,13 @@ async def test_a_scripted_fleet_pauses_on_one_limited_session_and_everything_suc
     server = make_server(**FAST, max_attempts=1)
     script = {
         "T1": [{"write": {"path": "one.py", "content": "ONE = 1\n"}}],
-        "T2": [{"write": {"path": "two.py", "content": "half\n"}}, {"rate_limit": 0.3, "attempt": 1},
-               {"write": {"path": "two.py", "content": "TWO = 2\n"}}],
+        "T2": [
+            {"write": {"path": "two.py", "content": "half\n"}},
+            {"rate_limit": 0.3, "attempt": 1},
+            {"write": {"path": "two.py", "content": "TWO = 2\n"}},
+        ],
         "T3": [{"write": {"path": "three.py", "content": "THREE = 3\n"}}],
-    }  # fmt: skip
+    }
     async with FleetClient(server.url) as client:
         await client.create_tasks(
             [{"id": t, "title": t, "description": "do it"} for t in ("T1", "T2", "T3")]

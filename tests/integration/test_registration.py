@@ -23,7 +23,7 @@ import pytest
 
 from codefleet.api.client import FleetClient
 from codefleet.errors import NameInUse, StaleEpoch, WrongTree
-from codefleet.server.thread import ServerThread
+from codefleet.server.thread import ServerThread, free_port
 from codefleet.statedir import ensure_tree_id, read_tree_id
 
 CLI = [sys.executable, "-m", "codefleet.cli"]
@@ -197,10 +197,26 @@ async def _offline(client: FleetClient, name: str) -> bool:
 
 
 def _runner(server: ServerThread, workdir: Path, tmp_path: Path, *extra: str) -> list[str]:
+    return _runner_at(server.url, workdir, tmp_path, *extra)
+
+
+def _runner_at(url: str, workdir: Path, tmp_path: Path, *extra: str) -> list[str]:
     script = tmp_path / "no-steps.yaml"
     script.write_text("{}\n")  # scripted agents that play no step
-    return [*CLI, "runner", "--dry-run", "--script", str(script), "--server", server.url,
-            "--workdir", str(workdir), "--run-dir", str(tmp_path / "runs"), *extra]  # fmt: skip
+    return [
+        *CLI,
+        "runner",
+        "--dry-run",
+        "--script",
+        str(script),
+        "--server",
+        url,
+        "--workdir",
+        str(workdir),
+        "--run-dir",
+        str(tmp_path / "runs"),
+        *extra,
+    ]
 
 
 def _env() -> dict[str, str]:
@@ -213,8 +229,13 @@ async def test_a_runner_process_refused_its_name_exits_at_once_naming_the_holder
     async with FleetClient(server.url) as client:
         await client.register("taken", str(workdir), 1111, host="elsewhere")
 
-    done = subprocess.run(_runner(server, workdir, tmp_path, "--name", "taken"),
-                          capture_output=True, text=True, timeout=60, env=_env())  # fmt: skip
+    done = subprocess.run(
+        _runner(server, workdir, tmp_path, "--name", "taken"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(),
+    )
 
     said = " ".join(done.stderr.split())
     assert done.returncode == 1, done.stderr
@@ -231,8 +252,11 @@ async def test_a_runner_process_with_replace_takes_the_name_and_serves(
 
     done = subprocess.run(
         _runner(server, workdir, tmp_path, "--name", "taken", "--replace", "--exit-when-drained"),
-        capture_output=True, text=True, timeout=60, env=_env(),
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(),
+    )
 
     assert done.returncode == 0, done.stderr
     async with FleetClient(server.url) as client:
@@ -246,8 +270,13 @@ async def test_a_runner_process_in_another_tree_exits_at_once_naming_both_trees(
     other.mkdir()
     other_id = ensure_tree_id(other)  # a tree another server once served
 
-    done = subprocess.run(_runner(server, other, tmp_path, "--name", "lost"),
-                          capture_output=True, text=True, timeout=60, env=_env())  # fmt: skip
+    done = subprocess.run(
+        _runner(server, other, tmp_path, "--name", "lost"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(),
+    )
 
     said = " ".join(done.stderr.split())
     assert done.returncode == 1, done.stderr
@@ -262,8 +291,13 @@ async def test_a_runner_process_whose_tree_has_no_identity_exits_at_once_naming_
     bare = tmp_path / "bare"
     bare.mkdir()
 
-    done = subprocess.run(_runner(server, bare, tmp_path, "--name", "lost"),
-                          capture_output=True, text=True, timeout=60, env=_env())  # fmt: skip
+    done = subprocess.run(
+        _runner(server, bare, tmp_path, "--name", "lost"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(),
+    )
 
     said = " ".join(done.stderr.split())
     assert done.returncode == 1, done.stderr
@@ -271,6 +305,30 @@ async def test_a_runner_process_whose_tree_has_no_identity_exits_at_once_naming_
     assert f"{bare}/.codefleet/tree-id is missing" in said
     async with FleetClient(server.url) as client:
         assert await client.agents() == []  # it never registered
+
+
+async def test_a_runner_started_before_the_server_of_a_new_tree_registers_once_it_starts(
+    make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path
+):
+    port = free_port()  # nothing answers there yet, and the tree has no identity yet
+    argv = _runner_at(
+        f"http://127.0.0.1:{port}", workdir, tmp_path, "--name", "early", "--exit-when-drained"
+    )
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stderr=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL, env=_env()
+    )
+    assert proc.stderr is not None
+    while b"retrying in" not in await asyncio.wait_for(proc.stderr.readline(), 30):
+        pass  # until it waits for the server
+
+    server = make_server(port=port)  # writes the tree's identity as it starts
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([{"id": "T", "title": "t", "description": "do it"}])
+        code = await asyncio.wait_for(proc.wait(), 60)
+        task = await client.task("T")
+
+    assert code == 0
+    assert task["status"] == "succeeded"
 
 
 def test_two_runs_side_by_side_on_one_server_both_drain_and_succeed(
@@ -288,11 +346,27 @@ def test_two_runs_side_by_side_on_one_server_both_drain_and_succeed(
             f"T{n}:\n  - sleep: 0.05\n  - write: {{path: f{n}.txt, content: ok}}" for n in range(12)
         )
     )
-    run = [*CLI, "run", "--dry-run", "--script", str(script), "--runners", "3", "--json",
-           "--server", server.url, "--workdir", str(workdir), "--run-dir", str(tmp_path / "runs")]  # fmt: skip
+    run = [
+        *CLI,
+        "run",
+        "--dry-run",
+        "--script",
+        str(script),
+        "--runners",
+        "3",
+        "--json",
+        "--server",
+        server.url,
+        "--workdir",
+        str(workdir),
+        "--run-dir",
+        str(tmp_path / "runs"),
+    ]
 
-    both = [subprocess.Popen(run, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=_env()) for _ in range(2)]  # fmt: skip
+    both = [
+        subprocess.Popen(run, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=120) for p in both]
 
     assert [p.returncode for p in both] == [0, 0], [err for _, err in outs]
@@ -312,10 +386,27 @@ def test_run_names_its_runners_apart_per_invocation_by_host_and_pid(
     script = tmp_path / "script.yaml"
     script.write_text("T: []\n")  # scripted to change nothing
     done = subprocess.run(
-        [*CLI, "run", "--dry-run", "--script", str(script), "--runners", "2", "--json", "--server", server.url,
-         "--workdir", str(workdir), "--run-dir", str(tmp_path / "runs")],
-        capture_output=True, text=True, timeout=120, env=_env(),
-    )  # fmt: skip
+        [
+            *CLI,
+            "run",
+            "--dry-run",
+            "--script",
+            str(script),
+            "--runners",
+            "2",
+            "--json",
+            "--server",
+            server.url,
+            "--workdir",
+            str(workdir),
+            "--run-dir",
+            str(tmp_path / "runs"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(),
+    )
 
     assert done.returncode == 0, done.stderr
     agents = asyncio.run(_agents(server.url))

@@ -37,9 +37,12 @@ DB = resource_key("db")
 
 def spec(task_id: str, *resources: str, **fields: Any) -> dict[str, Any]:
     return {
-        "id": task_id, "title": task_id, "description": "do it", "resources": list(resources),
+        "id": task_id,
+        "title": task_id,
+        "description": "do it",
+        "resources": list(resources),
         **fields,
-    }  # fmt: skip
+    }
 
 
 async def register(client: FleetClient, name: str) -> tuple[str, int]:
@@ -146,9 +149,11 @@ async def test_a_resource_taken_mid_task_that_another_task_holds_is_a_veto_that_
 
     answer = await client.acquire_resource(second[0], second[1], "T2", "db")
     await client.complete(
-        "T2", second[0], second[1],
+        "T2",
+        second[0],
+        second[1],
         AttemptReport(attempt=1, ok=False, error_kind=ErrorKind.VETO, blocked_on_path=DB),
-    )  # fmt: skip
+    )
 
     assert answer["decision"] == "deny"
     assert answer["denied"][0]["holder_task_id"] == "T1"
@@ -173,9 +178,11 @@ async def test_stats_read_over_the_wire_count_a_veto_on_a_resource_per_resource_
     await wait_until(lambda: client.assignment(*second))
     assert (await client.acquire_resource(second[0], second[1], "T2", "db"))["decision"] == "deny"
     await client.complete(
-        "T2", second[0], second[1],
+        "T2",
+        second[0],
+        second[1],
         AttemptReport(attempt=1, ok=False, error_kind=ErrorKind.VETO, blocked_on_path=DB),
-    )  # fmt: skip
+    )
 
     found = stats_json(fleet_stats(run_facts(await fetch_record(client, with_ledgers=False))))
 
@@ -275,8 +282,9 @@ async def test_a_sequence_starts_after_the_highest_number_its_glob_finds_in_the_
     for name in ("0001_init.py", "0002_users.py", "README.md", "0009_old.txt"):
         (workdir / "migrations" / name).write_text("")
     agent = await register(client, "runner-1")
-    await load_with_sequences(http, {"migrations": {"start_after": "migrations/[0-9]*_*.py"}},
-                              spec("T1"))  # fmt: skip
+    await load_with_sequences(
+        http, {"migrations": {"start_after": "migrations/[0-9]*_*.py"}}, spec("T1")
+    )
     await wait_until(lambda: client.assignment(*agent))
 
     answer = await client.next_number(agent[0], agent[1], "T1", "migrations")
@@ -434,10 +442,15 @@ async def test_a_check_naming_a_held_resource_answers_busy_without_running_then_
 
 
 def test_a_check_may_name_resources_in_the_graph_and_the_plain_form_stays_valid():
-    loaded = parse_graph({
-        "tasks": [{"id": "T1", "title": "t", "description": "d", "verify": "migrate"}],
-        "checks": {"migrate": {"run": "alembic upgrade head", "resources": ["db"]}, "lint": "ruff ."},
-    })  # fmt: skip
+    loaded = parse_graph(
+        {
+            "tasks": [{"id": "T1", "title": "t", "description": "d", "verify": "migrate"}],
+            "checks": {
+                "migrate": {"run": "alembic upgrade head", "resources": ["db"]},
+                "lint": "ruff .",
+            },
+        }
+    )
 
     assert loaded.checks == {"migrate": "alembic upgrade head", "lint": "ruff ."}
     assert loaded.check_resources == {"migrate": ["db"]}
@@ -470,8 +483,20 @@ def test_two_tasks_adding_migrations_through_codefleet_run_get_distinct_numbers(
     graph.write_text(SCENARIO_GRAPH)
     script.write_text(SCENARIO_SCRIPT)
 
-    done = codefleet("run", "--runners", "2", "--dry-run", "--script", str(script), "--graph",
-                     str(graph), "--server", server.url, "--workdir", str(workdir))  # fmt: skip
+    done = codefleet(
+        "run",
+        "--runners",
+        "2",
+        "--dry-run",
+        "--script",
+        str(script),
+        "--graph",
+        str(graph),
+        "--server",
+        server.url,
+        "--workdir",
+        str(workdir),
+    )
 
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     made = sorted(p.name for p in (workdir / "migrations").iterdir())

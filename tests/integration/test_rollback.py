@@ -22,6 +22,7 @@ from codefleet.fleet.local import run_fleet
 from codefleet.fleet.scripted import ScriptedExecutor, load_script, parse_script
 from codefleet.models import ErrorKind
 from codefleet.server.thread import ServerThread
+from codefleet.statedir import STATE_DIR
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 1.0, "tick_interval": 0.05, "backoff_base": 0.0}
 
@@ -48,11 +49,18 @@ async def test_a_vetoed_attempt_is_undone_and_its_retry_starts_from_the_original
                  {"append": {"path": "a.py", "text": "LATE = 1\n"}}],
     }  # fmt: skip
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "holder", "title": "h", "description": "do it", "file_scope": ["a.py"]},
-                                   {"id": "late", "title": "l", "description": "do it", "file_scope": ["pkg/b.py"]}])  # fmt: skip
+        await client.create_tasks(
+            [
+                {"id": "holder", "title": "h", "description": "do it", "file_scope": ["a.py"]},
+                {"id": "late", "title": "l", "description": "do it", "file_scope": ["pkg/b.py"]},
+            ]
+        )
         result = await drain(server, workdir, script)
-        restored = [(e["task_id"], e["payload"]["path"]) for e in await client.all_events()
-                    if e["type"] == "file_restored"]  # fmt: skip
+        restored = [
+            (e["task_id"], e["payload"]["path"])
+            for e in await client.all_events()
+            if e["type"] == "file_restored"
+        ]
     assert result.all_succeeded
     assert sorted(restored) == [("late", "pkg/b.py"), ("late", "pkg/new/extra.py")]
     assert (workdir / "pkg/b.py").read_text() == "B = 3\n"  # edited once, by the retry
@@ -109,9 +117,11 @@ async def test_a_restart_between_write_and_report_still_restores_the_file(
     second = make_server(**{**FAST, "stale_after": 60}, db=db, port=first.settings.port)
     async with FleetClient(second.url) as client:
         answer = await client.complete(
-            "t", agent["agent_id"], agent["epoch"],
+            "t",
+            agent["agent_id"],
+            agent["epoch"],
             AttemptReport(attempt=1, ok=False, error="crashed", error_kind=ErrorKind.AGENT_ERROR),
-        )  # fmt: skip
+        )
         leases = await client.leases()
     assert answer["status"] == "pending"
     assert (workdir / "a.py").read_text() == "A = 1\n"
@@ -142,7 +152,7 @@ async def test_the_patches_of_the_demo_replayed_in_completion_order_rebuild_its_
     for patch in patches:
         diff = "".join(f["diff"] for f in patch["files"])
         subprocess.run(["git", "apply", "-"], cwd=original, input=diff, text=True, check=True)
-    compared = filecmp.dircmp(original, tree, ignore=["__pycache__"])
+    compared = filecmp.dircmp(original, tree, ignore=["__pycache__", STATE_DIR])  # never patched
     assert _differences(compared) == []
 
 
@@ -158,8 +168,12 @@ async def test_a_file_that_cannot_be_restored_fails_its_task_and_keeps_a_visible
 ) -> None:
     server = make_server(**{**FAST, "stale_after": 60})
     async with FleetClient(server.url) as client:
-        await client.create_tasks([{"id": "bad", "title": "b", "description": "do it"},
-                                   {"id": "next", "title": "n", "description": "do it"}])  # fmt: skip
+        await client.create_tasks(
+            [
+                {"id": "bad", "title": "b", "description": "do it"},
+                {"id": "next", "title": "n", "description": "do it"},
+            ]
+        )
         agent = await client.register("r", str(workdir), None)
         ident, epoch = agent["agent_id"], agent["epoch"]
         first = await client.assignment(ident, epoch, wait=5)

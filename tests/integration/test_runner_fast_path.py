@@ -174,8 +174,13 @@ def test_the_route_table_matches_as_starlette_does() -> None:
     table = compile_table([start, change])
     assert match(table, "POST", "/tasks/T1/start") == (start, "T1")
     assert match(table, "POST", "/changes") == (change, "")
-    for method, path in [("POST", "/tasks//start"), ("GET", "/changes"), ("POST", "/changes/"),
-                         ("POST", "/tasks/a/b/start"), ("POST", "/tasks/T1/stop")]:  # fmt: skip
+    for method, path in [
+        ("POST", "/tasks//start"),
+        ("GET", "/changes"),
+        ("POST", "/changes/"),
+        ("POST", "/tasks/a/b/start"),
+        ("POST", "/tasks/T1/stop"),
+    ]:
         assert match(table, method, path) is None
 
 

@@ -134,12 +134,16 @@ async def test_a_runner_that_cannot_go_on_is_reported_at_once_and_the_others_car
         await client.create_tasks([{"id": "T", "title": "t", "description": "do it"}])
         result = await asyncio.wait_for(
             run_fleet(
-                server.url, 2, lambda _: ScriptedExecutor({}), workdir, tmp_path / "runs",
+                server.url,
+                2,
+                lambda _: ScriptedExecutor({}),
+                workdir,
+                tmp_path / "runs",
                 on_runner_down=reports.append,
                 connect=lambda: FleetClient(server.url, transport=faults),
             ),
             timeout=60,
-        )  # fmt: skip
+        )
     assert result.all_succeeded
     assert len(reports) == 1 and reports[0].startswith("runner-1")
     assert "a valid token is required" in reports[0]
@@ -156,12 +160,16 @@ async def test_a_fleet_whose_every_runner_stopped_ends_instead_of_waiting_for_ev
         await client.create_tasks([{"id": "T", "title": "t", "description": "do it"}])
         result = await asyncio.wait_for(  # a liveness bound: without the fix this never returns
             run_fleet(
-                server.url, 2, lambda _: ScriptedExecutor({}), workdir, tmp_path / "runs",
+                server.url,
+                2,
+                lambda _: ScriptedExecutor({}),
+                workdir,
+                tmp_path / "runs",
                 on_runner_down=reports.append,
                 connect=lambda: FleetClient(server.url, transport=faults),
             ),
             timeout=60,
-        )  # fmt: skip
+        )
     assert not result.ok
     assert [t["status"] for t in result.tasks] == ["pending"]
     assert sorted(r.split(":")[0] for r in reports) == ["runner-1", "runner-2"]

@@ -34,10 +34,18 @@ async def start_runner(*args: str, tmp_path: Path) -> asyncio.subprocess.Process
         (tmp_path / "no-steps.yaml").write_text("{}\n")
         args = ("--script", str(tmp_path / "no-steps.yaml"), *args)
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "codefleet.cli", "runner", "--dry-run",
-        "--run-dir", str(tmp_path / "runs"), *args,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, env=env,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "codefleet.cli",
+        "runner",
+        "--dry-run",
+        "--run-dir",
+        str(tmp_path / "runs"),
+        *args,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
 
 
 async def wait_for_line(proc: asyncio.subprocess.Process, needle: str) -> str:
@@ -68,10 +76,11 @@ async def test_a_runner_retrying_an_absent_server_stops_on_a_signal(
     sig: signal.Signals, workdir: Path, tmp_path: Path
 ) -> None:
     nobody = f"http://127.0.0.1:{free_port()}"
-    proc = await start_runner("--name", "patient", "--server", nobody, "--workdir", str(workdir),
-                              tmp_path=tmp_path)  # fmt: skip
+    proc = await start_runner(
+        "--name", "patient", "--server", nobody, "--workdir", str(workdir), tmp_path=tmp_path
+    )
 
-    await wait_for_line(proc, "POST /agents/register")  # in the registration retry loop
+    await wait_for_line(proc, "retrying in")  # waiting for the server, to register
     proc.send_signal(sig)
 
     assert await exit_code(proc) == 0
@@ -89,8 +98,17 @@ async def test_a_runner_stopped_in_the_middle_of_an_attempt_leaves_and_the_attem
     script = long_script(tmp_path)
     async with FleetClient(server.url) as client:
         await client.create_tasks([LONG_TASK])
-        proc = await start_runner("--name", "busy", "--server", server.url, "--workdir",
-                                  str(workdir), "--script", str(script), tmp_path=tmp_path)  # fmt: skip
+        proc = await start_runner(
+            "--name",
+            "busy",
+            "--server",
+            server.url,
+            "--workdir",
+            str(workdir),
+            "--script",
+            str(script),
+            tmp_path=tmp_path,
+        )
         await wait_until(lambda: _leased(client, "a.py"), timeout=LINE_WAIT_S)
 
         proc.send_signal(sig)
@@ -114,9 +132,20 @@ async def test_a_run_stopped_in_the_middle_of_an_attempt_leaves_and_the_attempt_
     script = long_script(tmp_path)
     async with FleetClient(server.url) as client:
         await client.create_tasks([LONG_TASK])
-        proc = await start_cli("run", "--no-graph", "-n", "2", "--dry-run", "--script",
-                               str(script), "--server", server.url, "--run-dir",
-                               str(tmp_path / "runs"), cwd=workdir)  # fmt: skip
+        proc = await start_cli(
+            "run",
+            "--no-graph",
+            "-n",
+            "2",
+            "--dry-run",
+            "--script",
+            str(script),
+            "--server",
+            server.url,
+            "--run-dir",
+            str(tmp_path / "runs"),
+            cwd=workdir,
+        )
         await wait_until(lambda: _leased(client, "a.py"), timeout=LINE_WAIT_S)
 
         proc.send_signal(sig)
@@ -133,15 +162,32 @@ async def test_a_run_stopped_in_the_middle_of_an_attempt_leaves_and_the_attempt_
 async def test_a_run_waits_for_a_server_that_went_away_and_carries_on_when_it_is_back(
     workdir: Path, tmp_path: Path, wait_until: Any
 ) -> None:
-    settings = Settings(_env_file=None, host="127.0.0.1", port=free_port(), db=tmp_path / "db",
-                        workdir=workdir, run_dir=tmp_path / "runs", tick_interval=0.05,
-                        backoff_base=0.0, stale_after=3600.0)  # type: ignore[call-arg]  # fmt: skip
+    settings = Settings(
+        _env_file=None,
+        host="127.0.0.1",
+        port=free_port(),
+        db=tmp_path / "db",
+        workdir=workdir,
+        run_dir=tmp_path / "runs",
+        tick_interval=0.05,
+        backoff_base=0.0,
+        stale_after=3600.0,
+    )  # type: ignore[call-arg]
     first = ServerThread(settings).start()
     async with FleetClient(first.url) as client:
         await client.create_tasks([LONG_TASK])
-        proc = await start_cli("run", "--no-graph", "--dry-run", "--script",
-                               str(long_script(tmp_path)), "--server", first.url, "--run-dir",
-                               str(tmp_path / "runs"), cwd=workdir)  # fmt: skip
+        proc = await start_cli(
+            "run",
+            "--no-graph",
+            "--dry-run",
+            "--script",
+            str(long_script(tmp_path)),
+            "--server",
+            first.url,
+            "--run-dir",
+            str(tmp_path / "runs"),
+            cwd=workdir,
+        )
         await wait_until(lambda: _leased(client, "a.py"), timeout=LINE_WAIT_S)
 
         first.stop()
@@ -155,25 +201,30 @@ async def test_a_run_waits_for_a_server_that_went_away_and_carries_on_when_it_is
     assert "no CodeFleet server answers" not in rest
 
 
-LONG_TASK = {"id": "long", "title": "a long attempt", "description": "work long",
-             "max_attempts": 1}  # fmt: skip
+LONG_TASK = {"id": "long", "title": "a long attempt", "description": "work long", "max_attempts": 1}
 
 
 def long_script(tmp_path: Path) -> Path:
     """The `long` task writes a.py, then works for an hour (until it is stopped)."""
     script = tmp_path / "script.yaml"
-    script.write_text(yaml.safe_dump({"long": [{"write": {"path": "a.py", "content": "X\n"}},
-                                               {"sleep": 3600}]}))  # fmt: skip
+    script.write_text(
+        yaml.safe_dump({"long": [{"write": {"path": "a.py", "content": "X\n"}}, {"sleep": 3600}]})
+    )
     return script
 
 
 async def start_cli(*args: str, cwd: Path) -> asyncio.subprocess.Process:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEFLEET_")}
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "codefleet.cli", *args, cwd=cwd,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "codefleet.cli",
+        *args,
+        cwd=cwd,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
         env={**env, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"},
-    )  # fmt: skip
+    )
 
 
 async def assert_handed_back_uncharged(client: FleetClient, tree: Path) -> None:

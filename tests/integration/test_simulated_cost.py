@@ -38,11 +38,22 @@ def test_a_dry_runs_cost_reads_as_simulated_in_the_verdict_the_report_and_the_st
         return " ".join(done.output.split())
 
     say("load", str(graph))
-    ran = say("run", "--dry-run", "--script", str(script), "--runners", "1", "--workdir",
-              str(workdir), "--run-dir", str(tmp_path / "runs"))  # fmt: skip
+    ran = say(
+        "run",
+        "--dry-run",
+        "--script",
+        str(script),
+        "--runners",
+        "1",
+        "--workdir",
+        str(workdir),
+        "--run-dir",
+        str(tmp_path / "runs"),
+    )
     report = say("report")
-    report_json = json.loads(cli.invoke(app, ["report", "--format", "json", "--server",
-                                              server.url]).output)  # fmt: skip
+    report_json = json.loads(
+        cli.invoke(app, ["report", "--format", "json", "--server", server.url]).output
+    )
     stats = say("stats")
     task = say("tasks", "T")
     budget = say("budget")

@@ -56,9 +56,11 @@ async def race(
     extra = {} if policy is None else {"on_stale_read": policy}
     async with FleetClient(server.url) as client:
         await client.create_tasks(
-            [{"id": "T1", "title": "use f", "description": "call f", **extra},
-             {"id": "T2", "title": "widen f", "description": "add b"}]
-        )  # fmt: skip
+            [
+                {"id": "T1", "title": "use f", "description": "call f", **extra},
+                {"id": "T2", "title": "widen f", "description": "add b"},
+            ]
+        )
         result = await run_fleet(
             server.url, 2, lambda _: executor, workdir, workdir.parent / "runs"
         )
@@ -90,13 +92,18 @@ async def test_with_reconcile_the_same_session_gets_the_diff_and_the_fix_lands(
     server = make_server(**FAST)
     result, events, executor = await race(server, workdir)
     [(task, attempt, message)] = executor.followups
-    order = [(e["type"], e["task_id"]) for e in of(events, "stale_read", "reconciled",
-                                                    "task_succeeded")]  # fmt: skip
+    order = [
+        (e["type"], e["task_id"]) for e in of(events, "stale_read", "reconciled", "task_succeeded")
+    ]
     assert result.all_succeeded
     assert (task, attempt) == ("T1", 1)
     assert "\n-def f(a):\n-    return a\n+def f(a, b):\n+    return a + b\n" in message
-    assert order == [("task_succeeded", "T2"), ("stale_read", "T1"), ("reconciled", "T1"),
-                     ("task_succeeded", "T1")]  # fmt: skip
+    assert order == [
+        ("task_succeeded", "T2"),
+        ("stale_read", "T1"),
+        ("reconciled", "T1"),
+        ("task_succeeded", "T1"),
+    ]
     [done] = of(events, "reconciled")
     assert {k: done["payload"][k] for k in ("attempt", "rounds", "outcome")} == {
         "attempt": 1,
@@ -157,9 +164,11 @@ async def test_a_fenced_runners_reconcile_turn_is_cut_and_nothing_it_writes_land
     executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
     async with FleetClient(server.url) as client:
         await client.create_tasks(
-            [{"id": "T1", "title": "use f", "description": "call f"},
-             {"id": "T2", "title": "widen f", "description": "add b"}]
-        )  # fmt: skip
+            [
+                {"id": "T1", "title": "use f", "description": "call f"},
+                {"id": "T2", "title": "widen f", "description": "add b"},
+            ]
+        )
         fleet = asyncio.create_task(
             run_fleet(server.url, 2, lambda _: executor, workdir, workdir.parent / "runs")
         )
@@ -189,11 +198,18 @@ async def test_with_verify_a_stale_attempt_runs_its_verify_check_and_a_failure_i
     executor = ScriptedExecutor(parse_script(RACE), wait_timeout=10)
     async with FleetClient(server.url) as client:
         await client.create_tasks(
-            [{"id": "T1", "title": "use f", "description": "call f", "on_stale_read": "verify",
-              "verify": "uses"},
-             {"id": "T2", "title": "widen f", "description": "add b"}],
+            [
+                {
+                    "id": "T1",
+                    "title": "use f",
+                    "description": "call f",
+                    "on_stale_read": "verify",
+                    "verify": "uses",
+                },
+                {"id": "T2", "title": "widen f", "description": "add b"},
+            ],
             checks={"uses": "grep -q 'f(1, 2)' use.py"},
-        )  # fmt: skip
+        )
         result = await run_fleet(
             server.url, 2, lambda _: executor, workdir, workdir.parent / "runs"
         )

@@ -60,8 +60,15 @@ async def test_stats_and_suggest_learn_t4s_veto_on_api_py_from_the_demo(
     ]
 
     out = tmp_path / "tasks.next.yaml"
-    made = codefleet("stats", "--suggest", str(examples / "demo-tasks.yaml"), "-o", str(out),
-                     "--server", server.url)  # fmt: skip
+    made = codefleet(
+        "stats",
+        "--suggest",
+        str(examples / "demo-tasks.yaml"),
+        "-o",
+        str(out),
+        "--server",
+        server.url,
+    )
 
     assert made.returncode == 0, made.stderr
     assert "3 change(s)" in made.stdout
@@ -88,8 +95,15 @@ def test_suggest_refuses_a_broken_graph_and_output_without_suggest_before_asking
     broken = tmp_path / "broken.yaml"
     broken.write_text("tasks:\n  - id: T1\n    title: t\n")  # no description
 
-    refused = codefleet("stats", "--suggest", str(broken), "-o", str(tmp_path / "o.yaml"),
-                        "--server", "http://127.0.0.1:9")  # fmt: skip
+    refused = codefleet(
+        "stats",
+        "--suggest",
+        str(broken),
+        "-o",
+        str(tmp_path / "o.yaml"),
+        "--server",
+        "http://127.0.0.1:9",
+    )
     alone = codefleet("stats", "-o", str(tmp_path / "o.yaml"), "--server", "http://127.0.0.1:9")
 
     assert refused.returncode == 1 and "description" in refused.stderr + refused.stdout

@@ -40,11 +40,30 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     where = tmp_path_factory.mktemp("tls")
     cert, key = where / "cert.pem", where / "key.pem"
     subprocess.run(
-        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-nodes", "-days", "1", "-subj", "/CN=codefleet-test", "-keyout", str(key),
-         "-out", str(cert), "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=codefleet-test",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     return cert, key
 
 
@@ -64,9 +83,24 @@ def env(**extra: str) -> dict[str, str]:
 def runner(server: ServerThread, tmp_path: Path, workdir: Path) -> list[str]:
     script = tmp_path / "script.yaml"
     script.write_text(yaml.safe_dump({"T": [{"write": {"path": "a.py", "content": "A = 2\n"}}]}))
-    return [*CLI, "runner", "--name", "far", "--dry-run", "--script", str(script),
-            "--server", server.url, "--token", TOKEN, "--workdir", str(workdir),
-            "--run-dir", str(tmp_path / "runs"), "--exit-when-drained"]  # fmt: skip
+    return [
+        *CLI,
+        "runner",
+        "--name",
+        "far",
+        "--dry-run",
+        "--script",
+        str(script),
+        "--server",
+        server.url,
+        "--token",
+        TOKEN,
+        "--workdir",
+        str(workdir),
+        "--run-dir",
+        str(tmp_path / "runs"),
+        "--exit-when-drained",
+    ]
 
 
 async def test_a_runner_over_https_with_the_token_takes_its_task_and_writes_through_the_lock(
@@ -82,8 +116,13 @@ async def test_a_runner_over_https_with_the_token_takes_its_task_and_writes_thro
     async with FleetClient(tls_server.url, token=TOKEN) as client:
         await client.create_tasks([{"id": "T", "title": "t", "description": "d"}])
 
-    done = subprocess.run(runner(tls_server, tmp_path, workdir), capture_output=True, text=True,
-                          timeout=120, env=env(SSL_CERT_FILE=str(cert)))  # fmt: skip
+    done = subprocess.run(
+        runner(tls_server, tmp_path, workdir),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env(SSL_CERT_FILE=str(cert)),
+    )
 
     assert done.returncode == 0, done.stderr
     assert (workdir / "a.py").read_text() == "A = 2\n"
@@ -97,8 +136,13 @@ async def test_a_runner_over_https_with_the_token_takes_its_task_and_writes_thro
 def test_a_runner_that_does_not_trust_the_certificate_stops_at_once_saying_how_to(
     tls_server: ServerThread, workdir: Path, tmp_path: Path
 ) -> None:
-    done = subprocess.run(runner(tls_server, tmp_path, workdir), capture_output=True, text=True,
-                          timeout=120, env=env())  # fmt: skip
+    done = subprocess.run(
+        runner(tls_server, tmp_path, workdir),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env(),
+    )
 
     said = " ".join(done.stderr.split())
     assert done.returncode == 1, done.stderr
@@ -110,14 +154,33 @@ def test_the_hook_of_a_persons_session_gets_its_lease_over_https(
     tls_server: ServerThread, certificate: tuple[Path, Path], workdir: Path
 ) -> None:
     cert, _ = certificate
-    call = {"session_id": "s-1", "cwd": str(workdir), "hook_event_name": "PreToolUse",
-            "tool_name": "Write", "tool_input": {"file_path": str(workdir / "a.py")}}  # fmt: skip
-    argv = [*CLI[:2], "codefleet", "hook", "pre-tool-use", "--server", tls_server.url,
-            "--tree", str(workdir)]  # fmt: skip
+    call = {
+        "session_id": "s-1",
+        "cwd": str(workdir),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": str(workdir / "a.py")},
+    }
+    argv = [
+        *CLI[:2],
+        "codefleet",
+        "hook",
+        "pre-tool-use",
+        "--server",
+        tls_server.url,
+        "--tree",
+        str(workdir),
+    ]
 
     def hook(**extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(argv, input=json.dumps(call), capture_output=True, text=True,
-                              timeout=60, env=env(CODEFLEET_TOKEN=TOKEN, USER="ada", **extra))  # fmt: skip
+        return subprocess.run(
+            argv,
+            input=json.dumps(call),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env(CODEFLEET_TOKEN=TOKEN, USER="ada", **extra),
+        )
 
     trusted = hook(SSL_CERT_FILE=str(cert))
     untrusted = hook()
@@ -136,8 +199,11 @@ def test_serve_wants_both_the_certificate_and_its_key(
     files = ["--workdir", str(tmp_path / "tree"), "--db", str(tmp_path / "db.sqlite")]
     one = [given, str(cert if given == "--tls-cert" else key)]
 
-    done = CliRunner().invoke(app, ["serve", "--port", str(free_port()), *files, *one],
-                              env={k: None for k in os.environ if k.startswith("CODEFLEET_")})  # type: ignore[arg-type]  # fmt: skip
+    done = CliRunner().invoke(
+        app,
+        ["serve", "--port", str(free_port()), *files, *one],
+        env={k: None for k in os.environ if k.startswith("CODEFLEET_")},
+    )  # type: ignore[arg-type]
 
     said = " ".join(done.stderr.split())
     assert done.exit_code == 1

@@ -31,10 +31,32 @@ def test_a_short_chaos_run_with_a_server_kill_and_runner_kills_breaks_no_invaria
     tmp_path: Path, lease_wait: float
 ) -> None:
     summary_file = tmp_path / "chaos.json"
-    args = ["--lease-wait", str(lease_wait),"--seed", "7", "--tasks", "40", "--runners", "3", "--server-kills", "1",
-            "--runner-kills", "2", "--runner-pauses", "1", "--stale-after", "4",
-            "--hot-files", "4", "--min-gap", "0.5", "--duration", "120",
-            "--json", str(summary_file)]  # fmt: skip
+    args = [
+        "--lease-wait",
+        str(lease_wait),
+        "--seed",
+        "7",
+        "--tasks",
+        "40",
+        "--runners",
+        "3",
+        "--server-kills",
+        "1",
+        "--runner-kills",
+        "2",
+        "--runner-pauses",
+        "1",
+        "--stale-after",
+        "4",
+        "--hot-files",
+        "4",
+        "--min-gap",
+        "0.5",
+        "--duration",
+        "120",
+        "--json",
+        str(summary_file),
+    ]
 
     done = subprocess.run(
         [sys.executable, str(CHAOS), *args], capture_output=True, text=True, timeout=RUN_BOUND_S

@@ -44,9 +44,24 @@ def serve(tmp_path: Path, workdir: Path) -> Iterator[str]:
     """A `codefleet serve` process with a token; yields its URL."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEFLEET_")}
-    cmd = [sys.executable, "-m", "codefleet.cli", "serve", "--port", str(port),
-           "--db", str(tmp_path / "db.sqlite"), "--workdir", str(workdir),
-           "--run-dir", str(tmp_path / "runs"), "--stale-after", "3600", "--token", TOKEN]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "codefleet.cli",
+        "serve",
+        "--port",
+        str(port),
+        "--db",
+        str(tmp_path / "db.sqlite"),
+        "--workdir",
+        str(workdir),
+        "--run-dir",
+        str(tmp_path / "runs"),
+        "--stale-after",
+        "3600",
+        "--token",
+        TOKEN,
+    ]
     with (tmp_path / "serve.log").open("w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"

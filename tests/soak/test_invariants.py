@@ -43,10 +43,16 @@ def history() -> list[tuple[str, str | None, dict[str, Any]]]:
 
 def events_of(steps: list[tuple[str, str | None, dict[str, Any]]]) -> list[dict[str, Any]]:
     return [
-        {"id": n, "at": f"2026-01-01T00:00:{n:02d}.000Z", "type": kind, "task_id": task,
-         "agent_id": "a1", "payload": payload}
+        {
+            "id": n,
+            "at": f"2026-01-01T00:00:{n:02d}.000Z",
+            "type": kind,
+            "task_id": task,
+            "agent_id": "a1",
+            "payload": payload,
+        }
         for n, (kind, task, payload) in enumerate(steps, start=1)
-    ]  # fmt: skip
+    ]
 
 
 def evidence(steps: list[tuple[str, str | None, dict[str, Any]]] | None = None) -> Evidence:

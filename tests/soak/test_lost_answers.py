@@ -72,8 +72,15 @@ async def test_a_start_whose_answer_was_lost_is_retried_and_the_task_finishes_at
     await drain_through(server, workdir, transport)
 
     assert transport.dropped == 1
-    assert await kinds(server) == ["task_created", "task_assigned", "task_started", "lease_acquired",
-                                   "file_changed", "lease_released", "task_succeeded"]  # fmt: skip
+    assert await kinds(server) == [
+        "task_created",
+        "task_assigned",
+        "task_started",
+        "lease_acquired",
+        "file_changed",
+        "lease_released",
+        "task_succeeded",
+    ]
     assert (workdir / "made.txt").read_text() == "once\n"
 
 

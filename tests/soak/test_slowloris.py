@@ -48,13 +48,34 @@ def serve(tmp_path: Path, workdir: Path) -> Iterator[Callable[[float], str]]:
 
     def start(read_timeout: float) -> str:
         port = free_port()
-        cmd = [sys.executable, "-m", "codefleet.cli", "serve", "--port", str(port),
-               "--db", str(tmp_path / "db.sqlite"), "--workdir", str(workdir),
-               "--run-dir", str(tmp_path / "runs"), "--stale-after", "3600",
-               "--read-timeout", str(read_timeout)]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "codefleet.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--db",
+            str(tmp_path / "db.sqlite"),
+            "--workdir",
+            str(workdir),
+            "--run-dir",
+            str(tmp_path / "runs"),
+            "--stale-after",
+            "3600",
+            "--read-timeout",
+            str(read_timeout),
+        ]
         with (tmp_path / "serve.log").open("w") as log:
-            procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                          preexec_fn=_limit_descriptors))  # fmt: skip
+            procs.append(
+                subprocess.Popen(
+                    cmd,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    preexec_fn=_limit_descriptors,
+                )
+            )
         url = f"http://127.0.0.1:{port}"
         _wait_up(url, procs[-1])
         return url

@@ -58,11 +58,15 @@ async def sent_body(report: AttemptReport) -> dict[str, Any]:
 
 def test_the_round_trip_fixture_sets_every_field_away_from_its_default() -> None:
     defaults = AttemptReport(attempt=1, ok=True)
-    same = [f.name for f in fields(AttemptReport) if getattr(FULL, f.name) == getattr(defaults, f.name)]  # fmt: skip
+    same = [
+        f.name for f in fields(AttemptReport) if getattr(FULL, f.name) == getattr(defaults, f.name)
+    ]
     assert same == []
 
 
-async def test_a_report_reaches_the_engine_type_unchanged_through_client_json_and_wire_body() -> None:  # fmt: skip
+async def test_a_report_reaches_the_engine_type_unchanged_through_client_json_and_wire_body() -> (
+    None
+):
     body = await sent_body(FULL)
 
     arrived = CompleteBody.model_validate_json(json.dumps(body))
@@ -75,18 +79,32 @@ async def test_the_wire_json_of_a_report_is_the_runner_body_of_before() -> None:
     body = await sent_body(AttemptReport(attempt=1, ok=True, summary="done", duration_ms=5))
 
     assert body == {
-        "agent_id": "a_1", "attempt": 1, "ok": True, "summary": "done", "error": None,
-        "error_kind": None, "blocked_on_path": None, "input_tokens": 0, "output_tokens": 0,
-        "cost_usd": 0.0, "duration_ms": 5, "session_id": None, "files_written": [],
-    }  # fmt: skip
+        "agent_id": "a_1",
+        "attempt": 1,
+        "ok": True,
+        "summary": "done",
+        "error": None,
+        "error_kind": None,
+        "blocked_on_path": None,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost_usd": 0.0,
+        "duration_ms": 5,
+        "session_id": None,
+        "files_written": [],
+    }
     assert (await sent_body(FULL))["retry_after_s"] == 17.5  # sent only when a limit said so
 
 
 @pytest.mark.parametrize(
     ("change", "problem"),
-    [({"surprise": 1}, "extra_forbidden"), ({"ok": None}, "missing"),
-     ({"attempt": None}, "missing"), ({"error_kind": "bored"}, "enum")],
-)  # fmt: skip
+    [
+        ({"surprise": 1}, "extra_forbidden"),
+        ({"ok": None}, "missing"),
+        ({"attempt": None}, "missing"),
+        ({"error_kind": "bored"}, "enum"),
+    ],
+)
 async def test_the_wire_refuses_an_unknown_a_missing_or_a_wrong_field(
     change: dict[str, Any], problem: str
 ) -> None:
@@ -105,14 +123,23 @@ async def test_the_wire_refuses_an_unknown_a_missing_or_a_wrong_field(
 
 async def test_the_client_parses_the_assignment_json_into_one_type_with_every_field() -> None:
     wire = {
-        "id": "T4", "title": "Add middleware", "description": "Edit api.py first.",
-        "priority": 3, "file_scope": ["api.py", "mw.py"], "attempts": 2,
-        "deadline": "2026-01-02T03:04:05.678Z", "blocked_on_path": "api.py",
-        "error": "vetoed: api.py is held", "error_kind": "veto", "verify": "test",
-        "on_stale_read": "retry", "notes": [{"seq": 1, "text": "use httpx"}], "ask": False,
+        "id": "T4",
+        "title": "Add middleware",
+        "description": "Edit api.py first.",
+        "priority": 3,
+        "file_scope": ["api.py", "mw.py"],
+        "attempts": 2,
+        "deadline": "2026-01-02T03:04:05.678Z",
+        "blocked_on_path": "api.py",
+        "error": "vetoed: api.py is held",
+        "error_kind": "veto",
+        "verify": "test",
+        "on_stale_read": "retry",
+        "notes": [{"seq": 1, "text": "use httpx"}],
+        "ask": False,
         "shell_mode": "network",
         "resources": ["db"],
-    }  # fmt: skip
+    }
 
     def answer(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, json={"task": wire})
@@ -121,12 +148,21 @@ async def test_the_client_parses_the_assignment_json_into_one_type_with_every_fi
         task = await client.assignment("a_1", 3)
 
     assert task == AssignedTask(
-        id="T4", title="Add middleware", description="Edit api.py first.", priority=3,
-        file_scope=("api.py", "mw.py"), attempts=2,
-        deadline=datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC), blocked_on_path="api.py",
-        error="vetoed: api.py is held", error_kind=ErrorKind.VETO, verify="test",
-        on_stale_read=StaleReadPolicy.RETRY, notes=(OperatorNote(1, "use httpx"),), ask=False,
+        id="T4",
+        title="Add middleware",
+        description="Edit api.py first.",
+        priority=3,
+        file_scope=("api.py", "mw.py"),
+        attempts=2,
+        deadline=datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC),
+        blocked_on_path="api.py",
+        error="vetoed: api.py is held",
+        error_kind=ErrorKind.VETO,
+        verify="test",
+        on_stale_read=StaleReadPolicy.RETRY,
+        notes=(OperatorNote(1, "use httpx"),),
+        ask=False,
         shell_mode="network",
         resources=("db",),
-    )  # fmt: skip
+    )
     assert {f.name for f in fields(AssignedTask)} == set(wire)

@@ -232,8 +232,11 @@ EXCLUSIVE = [
 # (module, an import it must make, why): the seams the rules above leave open, really used.
 REQUIRED = [
     ("codefleet.fleet.runner", "codefleet.api.client", "the runner reaches the server by wire"),
-    ("codefleet.planning.simulate", "codefleet.coord.scheduler",
-     "graph check predicts parallelism with scheduler.schedule, not a second implementation"),
+    (
+        "codefleet.planning.simulate",
+        "codefleet.coord.scheduler",
+        "graph check predicts parallelism with scheduler.schedule, not a second implementation",
+    ),
     ("codefleet.hook.command", "codefleet.paths", "the hook canonicalizes with TreeRoot"),
     ("codefleet.fleet.prewrite", "codefleet.paths", "the runner's gate shares the path function"),
     ("codefleet.hook.command", "codefleet.hook.io", "paths and denials from hook.io"),
@@ -244,21 +247,41 @@ REQUIRED = [
     ("codefleet.server.app", "codefleet.coord.engine", "routes call the engine"),
     ("codefleet.server.app", "codefleet.readmodel.reads", "read routes answer from the read model"),
     ("codefleet.readmodel.reads", "codefleet.coord.reads", "the read model reads the engine there"),
-    ("codefleet.readmodel.rows", "codefleet.coord.readiness",
-     "`runnable` is the engine's own readiness rule, not a copy"),
-    ("codefleet.readmodel.projection", "codefleet.coord.readiness",
-     "`runnable` is the engine's own readiness rule, not a copy"),
-    ("codefleet.coord.index", "codefleet.coord.readiness",
-     "the live index files tasks by the same rule the reads use"),
+    (
+        "codefleet.readmodel.rows",
+        "codefleet.coord.readiness",
+        "`runnable` is the engine's own readiness rule, not a copy",
+    ),
+    (
+        "codefleet.readmodel.projection",
+        "codefleet.coord.readiness",
+        "`runnable` is the engine's own readiness rule, not a copy",
+    ),
+    (
+        "codefleet.coord.index",
+        "codefleet.coord.readiness",
+        "the live index files tasks by the same rule the reads use",
+    ),
     ("codefleet.cli.fleet", "codefleet.api.client", "the CLI reads the server through the client"),
     ("codefleet.api.lane", "codefleet.transport.http1", "the lane speaks the shared HTTP codec"),
-    ("codefleet.hook.command", "codefleet.transport.http1", "the hook speaks the shared HTTP codec"),
-    ("codefleet.api.graphfile", "codefleet.dag", "the graph loader finds cycles with the DAG helpers"),
+    (
+        "codefleet.hook.command",
+        "codefleet.transport.http1",
+        "the hook speaks the shared HTTP codec",
+    ),
+    (
+        "codefleet.api.graphfile",
+        "codefleet.dag",
+        "the graph loader finds cycles with the DAG helpers",
+    ),
     ("codefleet.server.app", "codefleet.transport.fastpath", "the app factory wires the fast path"),
-    ("codefleet.transport.fastpath", "codefleet.transport.routes",
-     "the fast path's table is compiled from the one route table"),
+    (
+        "codefleet.transport.fastpath",
+        "codefleet.transport.routes",
+        "the fast path's table is compiled from the one route table",
+    ),
     ("codefleet.server.app", "codefleet.coord.opening", "the app opens the engine there"),
-]  # fmt: skip
+]
 
 
 def crossings(rule: Rule, imported: set[str]) -> list[str]:
@@ -337,8 +360,13 @@ def test_graph_check_loads_without_the_engine_the_server_or_the_sdk() -> None:
     loaded = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
-    banned = ("codefleet.coord.engine", "codefleet.server.app", "codefleet.coord.store", "codefleet.coord.index",
-              "claude_agent_sdk")  # fmt: skip
+    banned = (
+        "codefleet.coord.engine",
+        "codefleet.server.app",
+        "codefleet.coord.store",
+        "codefleet.coord.index",
+        "claude_agent_sdk",
+    )
     assert "codefleet.planning.check" in loaded, "guard: the probe imported nothing"
     assert "codefleet.planning.launch" in loaded, "guard: the plan command is registered there"
     assert [m for m in loaded if m.startswith(banned)] == []

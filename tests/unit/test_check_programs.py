@@ -70,9 +70,9 @@ def test_graph_check_warns_about_a_check_whose_program_is_not_found(tmp_path: Pa
     (tmp_path / "a.py").write_text("A = 1\n")
     (tmp_path / "codefleet.yaml").write_text(GRAPH)
     result = CliRunner().invoke(
-        app, ["graph", "check", str(tmp_path / "codefleet.yaml"), "--workdir", str(tmp_path),
-              "--json"],
-    )  # fmt: skip
+        app,
+        ["graph", "check", str(tmp_path / "codefleet.yaml"), "--workdir", str(tmp_path), "--json"],
+    )
     assert result.exit_code == 0, result.output
     warnings = {w["code"]: w for w in json.loads(result.output)["warnings"]}
     assert "flake9-is-not-installed was not found" in warnings["missing_program"]["message"]
@@ -82,9 +82,16 @@ def test_doctor_warns_about_a_check_whose_program_is_not_found(tmp_path: Path) -
     (tmp_path / "a.py").write_text("A = 1\n")
     (tmp_path / "codefleet.yaml").write_text(GRAPH)
     result = CliRunner().invoke(
-        app, ["doctor", "--graph", str(tmp_path / "codefleet.yaml"), "--workdir", str(tmp_path),
-              "--json"],
-    )  # fmt: skip
+        app,
+        [
+            "doctor",
+            "--graph",
+            str(tmp_path / "codefleet.yaml"),
+            "--workdir",
+            str(tmp_path),
+            "--json",
+        ],
+    )
     checks = {c["name"]: c for c in json.loads(result.output)}
     assert not checks["checks"]["ok"] and not checks["checks"]["required"]
     assert "lint: flake9-is-not-installed was not found" in checks["checks"]["detail"]

@@ -51,8 +51,13 @@ def test_the_view_copies_sources_and_skips_caches_environments_and_protected_pat
     stats = copy_tree(tree, view, exclude=(tree / "codefleet.db", tree / "runs"))
 
     assert files_under(view) == {
-        "a.py", "pkg/b.py", "run.sh", "inside-rel", "inside-abs", "outside",
-    }  # fmt: skip
+        "a.py",
+        "pkg/b.py",
+        "run.sh",
+        "inside-rel",
+        "inside-abs",
+        "outside",
+    }
     assert stats.files == 3 and not stats.git
     assert (view / "run.sh").stat().st_mode & 0o777 == 0o755
 

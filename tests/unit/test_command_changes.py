@@ -149,11 +149,18 @@ def test_changes_are_sorted_into_kept_out_refused_and_to_apply(tmp_path: Path) -
     tree_root = TreeRoot(tree, protected=[db])
     result = sort_changes(collect(layer), tree_root)
     assert [c.path for c in result.kept_out] == [
-        ".venv/lib/site.py", "build/o", "node_modules/x/i.js", "out.log", "pkg/__pycache__/m.pyc",
-    ]  # fmt: skip
+        ".venv/lib/site.py",
+        "build/o",
+        "node_modules/x/i.js",
+        "out.log",
+        "pkg/__pycache__/m.pyc",
+    ]
     assert sorted(c.path for c, _ in result.refused) == [
-        ".claude/settings.json", ".codefleet/codefleet.db", ".mcp.json", "sub/.git/config",
-    ]  # fmt: skip
+        ".claude/settings.json",
+        ".codefleet/codefleet.db",
+        ".mcp.json",
+        "sub/.git/config",
+    ]
     assert all("protected" in why for _, why in result.refused)
     assert [c.path for c in result.apply] == ["a.py", "gen.py"]
 

@@ -24,9 +24,17 @@ NOW = datetime(2026, 7, 31, 18, 4, 30, tzinfo=UTC)
 NAMES = {"a_1": "runner-1", "a_2": "runner-2"}
 
 
-def event(id_: int, type_: str, task_id: str | None = None, agent_id: str | None = None, **payload: Any) -> dict[str, Any]:  # fmt: skip
-    return {"id": id_, "at": "2026-07-31T18:04:22.117Z", "type": type_, "task_id": task_id,
-            "agent_id": agent_id, "payload": payload}  # fmt: skip
+def event(
+    id_: int, type_: str, task_id: str | None = None, agent_id: str | None = None, **payload: Any
+) -> dict[str, Any]:
+    return {
+        "id": id_,
+        "at": "2026-07-31T18:04:22.117Z",
+        "type": type_,
+        "task_id": task_id,
+        "agent_id": agent_id,
+        "payload": payload,
+    }
 
 
 def frame(view: ViewModel, height: int = 40, width: int = 120) -> str:
@@ -74,9 +82,17 @@ def literal_view(**overrides: Any) -> ViewModel:
 
 def test_a_veto_names_the_refused_runner_the_path_and_the_holder_in_bold_red() -> None:
     denied = event(
-        7, "lease_denied", "T4", "a_2", path="api.py", holder_agent_id="a_1",
-        holder_agent_name="runner-1", holder_task_id="T3", requester_name="runner-2", reason="held",
-    )  # fmt: skip
+        7,
+        "lease_denied",
+        "T4",
+        "a_2",
+        path="api.py",
+        holder_agent_id="a_1",
+        holder_agent_name="runner-1",
+        holder_task_id="T3",
+        requester_name="runner-2",
+        reason="held",
+    )
     line = describe(denied, NAMES)
     assert line.event_id == 7
     assert line.text == "T4 · runner-2: VETO api.py: held by runner-1 (T3)"
@@ -89,8 +105,14 @@ def test_a_denial_that_is_not_a_held_lease_gives_its_reason_instead_of_a_holder(
 
 
 def test_requeues_are_yellow_and_successes_green_with_the_runner_name() -> None:
-    requeued = event(8, "task_requeued", "T4", error_kind="veto", blocked_on_path="api.py",
-                     reason="api.py is held")  # fmt: skip
+    requeued = event(
+        8,
+        "task_requeued",
+        "T4",
+        error_kind="veto",
+        blocked_on_path="api.py",
+        reason="api.py is held",
+    )
     succeeded = event(9, "task_succeeded", "T3", "a_1", attempt=1)
     assert (describe(requeued, NAMES).text, describe(requeued, NAMES).style) == (
         "T4: requeued (veto): api.py is held · scope + api.py",
@@ -115,26 +137,66 @@ def test_an_unknown_runner_is_shown_by_id_and_an_unworded_event_by_its_type() ->
 def state(**overrides: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "tasks": [
-            {"id": "T1", "title": "one", "status": "succeeded", "attempts": 1, "max_attempts": 3,
-             "cost_usd": 0.5, "result_summary": "done", "error": "old"},
-            {"id": "T2", "title": "two", "status": "running", "attempts": 2, "max_attempts": 3,
-             "cost_usd": 0.0, "error": "blocked on a.py"},
-            {"id": "T3", "title": "three", "status": "failed", "attempts": 3, "max_attempts": 3,
-             "cost_usd": 0.0, "error": "boom"},
+            {
+                "id": "T1",
+                "title": "one",
+                "status": "succeeded",
+                "attempts": 1,
+                "max_attempts": 3,
+                "cost_usd": 0.5,
+                "result_summary": "done",
+                "error": "old",
+            },
+            {
+                "id": "T2",
+                "title": "two",
+                "status": "running",
+                "attempts": 2,
+                "max_attempts": 3,
+                "cost_usd": 0.0,
+                "error": "blocked on a.py",
+            },
+            {
+                "id": "T3",
+                "title": "three",
+                "status": "failed",
+                "attempts": 3,
+                "max_attempts": 3,
+                "cost_usd": 0.0,
+                "error": "boom",
+            },
         ],
         "agents": [
-            {"id": "a_1", "name": "runner-1", "status": "busy", "current_task_id": "T2",
-             "last_heartbeat_at": "2026-07-31T18:04:25.000Z", "stale": False,
-             "tasks_succeeded": 1, "tasks_failed": 0, "cost_usd": 0.5},
+            {
+                "id": "a_1",
+                "name": "runner-1",
+                "status": "busy",
+                "current_task_id": "T2",
+                "last_heartbeat_at": "2026-07-31T18:04:25.000Z",
+                "stale": False,
+                "tasks_succeeded": 1,
+                "tasks_failed": 0,
+                "cost_usd": 0.5,
+            },
         ],
         "leases": [
-            {"path": "a.py", "agent_id": "a_1", "task_id": "T2", "holder_agent_name": "runner-1",
-             "acquired_at": "2026-07-31T18:04:00.000Z", "age_s": 1.0},
+            {
+                "path": "a.py",
+                "agent_id": "a_1",
+                "task_id": "T2",
+                "holder_agent_name": "runner-1",
+                "acquired_at": "2026-07-31T18:04:00.000Z",
+                "age_s": 1.0,
+            },
         ],
-        "counters": {"tasks": {"running": 1, "succeeded": 1, "failed": 1}, "input_tokens": 10,
-                     "output_tokens": 5, "cost_usd": 0.5},
+        "counters": {
+            "tasks": {"running": 1, "succeeded": 1, "failed": 1},
+            "input_tokens": 10,
+            "output_tokens": 5,
+            "cost_usd": 0.5,
+        },
         "last_event_id": 20,
-    }  # fmt: skip
+    }
     base.update(overrides)
     return base
 
@@ -229,13 +291,28 @@ def test_an_empty_view_renders_without_tables_to_fill() -> None:
 
 
 def test_a_persons_session_and_its_leases_carry_their_kind_into_the_view() -> None:
-    person = {"id": "a_9", "name": "ada@0aeef531", "kind": "interactive", "status": "busy",
-              "current_task_id": "i-0aeef531", "last_heartbeat_at": "2026-07-31T18:04:25.000Z"}  # fmt: skip
-    lease = {"path": "b.py", "agent_id": "a_9", "task_id": "i-0aeef531", "kind": "interactive",
-             "holder_agent_name": "ada@0aeef531", "acquired_at": "2026-07-31T18:04:00.000Z"}  # fmt: skip
+    person = {
+        "id": "a_9",
+        "name": "ada@0aeef531",
+        "kind": "interactive",
+        "status": "busy",
+        "current_task_id": "i-0aeef531",
+        "last_heartbeat_at": "2026-07-31T18:04:25.000Z",
+    }
+    lease = {
+        "path": "b.py",
+        "agent_id": "a_9",
+        "task_id": "i-0aeef531",
+        "kind": "interactive",
+        "holder_agent_name": "ada@0aeef531",
+        "acquired_at": "2026-07-31T18:04:00.000Z",
+    }
     raw = state()
     view = view_of(state(agents=[*raw["agents"], person], leases=[*raw["leases"], lease]))
-    assert [(a.name, a.kind) for a in view.agents] == [("runner-1", "runner"), ("ada@0aeef531", "interactive")]  # fmt: skip
+    assert [(a.name, a.kind) for a in view.agents] == [
+        ("runner-1", "runner"),
+        ("ada@0aeef531", "interactive"),
+    ]
     assert view.leases[1] == LeaseRow("b.py", "ada@0aeef531", "i-0aeef531", 30.0, "interactive")
 
 
@@ -253,17 +330,29 @@ def test_the_frame_marks_a_persons_session_and_its_files() -> None:
 
 def test_a_persons_session_joining_and_releasing_is_worded_for_people() -> None:
     joined = event(3, "agent_registered", None, "a_9", name="ada@0aeef531", kind="interactive")
-    released = event(4, "agent_offline", None, "a_9", name="ada@0aeef531", kind="interactive",
-                     reason="interactive_idle", paths=["b.py"])  # fmt: skip
+    released = event(
+        4,
+        "agent_offline",
+        None,
+        "a_9",
+        name="ada@0aeef531",
+        kind="interactive",
+        reason="interactive_idle",
+        paths=["b.py"],
+    )
     assert describe(joined, NAMES).text == "ada@0aeef531: a person's session joined the lock"
     assert describe(released, NAMES).text == "ada@0aeef531 released b.py (interactive_idle)"
 
 
 # -- the usage-limit pause ----------------------------------------------------------------
 
-PAUSE = {"since": "2026-07-31T18:04:00.000Z", "until": "2026-07-31T18:05:00.000Z",
-         "reason": "runner-2: session ended with success (HTTP 429): limit", "task_id": "T2",
-         "remaining_s": 99.0}  # fmt: skip
+PAUSE = {
+    "since": "2026-07-31T18:04:00.000Z",
+    "until": "2026-07-31T18:05:00.000Z",
+    "reason": "runner-2: session ended with success (HTTP 429): limit",
+    "task_id": "T2",
+    "remaining_s": 99.0,
+}
 
 
 def test_a_paused_fleet_shows_a_countdown_measured_to_now_not_the_servers_remaining() -> None:
@@ -277,8 +366,17 @@ def test_a_paused_fleet_shows_a_countdown_measured_to_now_not_the_servers_remain
 
 
 def test_pausing_and_resuming_are_worded_with_the_resume_time_and_the_reason() -> None:
-    paused = describe(event(1, "fleet_paused", "T2", until=PAUSE["until"], change="started",
-                            reason="runner-2: HTTP 429"), NAMES)  # fmt: skip
+    paused = describe(
+        event(
+            1,
+            "fleet_paused",
+            "T2",
+            until=PAUSE["until"],
+            change="started",
+            reason="runner-2: HTTP 429",
+        ),
+        NAMES,
+    )
     resumed = describe(event(2, "fleet_resumed", reason="elapsed", paused_s=60.0), NAMES)
 
     assert paused.text.startswith("T2: fleet paused until ") and paused.text.endswith(
@@ -302,8 +400,13 @@ def test_a_spent_budget_shows_in_the_summary_and_a_banner_and_an_unspent_one_onl
 
 
 def test_a_simulated_cost_reads_as_simulated_in_the_summary_and_the_budget_banner() -> None:
-    spent = {"max_cost_usd": 1.0, "hard": False, "spent_usd": 1.02, "exhausted": True,
-             "simulated": True}  # fmt: skip
+    spent = {
+        "max_cost_usd": 1.0,
+        "hard": False,
+        "spent_usd": 1.02,
+        "exhausted": True,
+        "simulated": True,
+    }
     text = frame(view_of(state(budget=spent)), width=200)
 
     assert "$0.5000 simulated, nothing spent of $1.00" in text
@@ -313,8 +416,9 @@ def test_a_simulated_cost_reads_as_simulated_in_the_summary_and_the_budget_banne
 
 
 def test_a_budget_running_out_is_worded_with_what_happens_to_running_tasks() -> None:
-    line = describe(event(1, "fleet_budget_exhausted", max_cost_usd=1.0, spent_usd=1.02,
-                          hard=True), NAMES)  # fmt: skip
+    line = describe(
+        event(1, "fleet_budget_exhausted", max_cost_usd=1.0, spent_usd=1.02, hard=True), NAMES
+    )
 
     assert line.text.startswith("fleet budget exhausted: $1.0200 of $1.0000")
     assert "running tasks stopped" in line.text and line.style == "bold red"

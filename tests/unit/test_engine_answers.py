@@ -65,10 +65,15 @@ def test_a_graphs_task_created_events_are_published_as_stored_in_order(fleet: Fl
     fleet.add("A", "a.py")  # events before the batch: its ids do not start at 1
     before = fleet.engine.store.last_event_id()
     specs = [
-        NewTask(f"T{n}", id=f"T{n}", file_scope=[f"t{n}.py"], priority=1 + n % 3,
-                depends_on=[f"T{n - 1}"] if n else [])
+        NewTask(
+            f"T{n}",
+            id=f"T{n}",
+            file_scope=[f"t{n}.py"],
+            priority=1 + n % 3,
+            depends_on=[f"T{n - 1}"] if n else [],
+        )
         for n in range(5)
-    ]  # fmt: skip
+    ]
 
     fleet.engine.create_tasks(specs)
 
@@ -78,8 +83,11 @@ def test_a_graphs_task_created_events_are_published_as_stored_in_order(fleet: Fl
     assert [e["id"] for e in stored] == list(range(before + 1, before + 6))
     assert [e["task_id"] for e in stored] == [s.id for s in specs]
     assert stored[3]["payload"] == {
-        "title": "T3", "priority": 1, "file_scope": ["t3.py"], "depends_on": ["T2"],
-    }  # fmt: skip
+        "title": "T3",
+        "priority": 1,
+        "file_scope": ["t3.py"],
+        "depends_on": ["T2"],
+    }
 
 
 def stored_assignment(fleet: Fleet, agent_id: str) -> AssignedTask | None:
@@ -91,13 +99,18 @@ def stored_assignment(fleet: Fleet, agent_id: str) -> AssignedTask | None:
     row = fleet.task(task.id)
     deadline = task.assigned_at.timestamp() + fleet.engine.config.task_timeout
     return AssignedTask(
-        id=task.id, title=row["title"], description=row["description"],
-        priority=row["priority"], file_scope=tuple(sorted(row["file_scope"])),
-        attempts=row["attempts"], deadline=datetime.fromtimestamp(deadline, UTC),
-        blocked_on_path=row["blocked_on_path"], error=row["error"],
+        id=task.id,
+        title=row["title"],
+        description=row["description"],
+        priority=row["priority"],
+        file_scope=tuple(sorted(row["file_scope"])),
+        attempts=row["attempts"],
+        deadline=datetime.fromtimestamp(deadline, UTC),
+        blocked_on_path=row["blocked_on_path"],
+        error=row["error"],
         error_kind=None if row["error_kind"] is None else ErrorKind(row["error_kind"]),
         verify=row["verify"],
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize(("ok", "report", "status"), OUTCOMES)
@@ -106,8 +119,9 @@ def test_an_assignment_answers_what_is_stored(
     fleet: Fleet, ok: bool, report: dict[str, Any], status: TaskStatus, restart: bool
 ):
     fleet.engine.define_checks({"unit": "true"})
-    fleet.engine.create_tasks([NewTask("Title", id="T", description="Do it.",
-                                       file_scope=["a.py"], verify="unit")])  # fmt: skip
+    fleet.engine.create_tasks(
+        [NewTask("Title", id="T", description="Do it.", file_scope=["a.py"], verify="unit")]
+    )
     runner = fleet.register("runner-1")
     fleet.tick()
     assert fleet.engine.assignment(runner, fleet.epoch(runner)) == stored_assignment(fleet, runner)

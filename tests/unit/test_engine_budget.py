@@ -45,8 +45,13 @@ def test_reaching_the_cap_stops_assignment_and_the_running_task_finishes(
     decisions = fleet.tick()
     assert decisions == [sched.BudgetExhausted()]
     [spent] = fleet.events(EventType.FLEET_BUDGET_EXHAUSTED)
-    assert spent["payload"] == {"max_cost_usd": 1.0, "spent_usd": 1.1, "hard": False,
-                                "running": ["T3"], "not_started": 0}  # fmt: skip
+    assert spent["payload"] == {
+        "max_cost_usd": 1.0,
+        "spent_usd": 1.1,
+        "hard": False,
+        "running": ["T3"],
+        "not_started": 0,
+    }
     fleet.finish("T3", cost_usd=0.2)  # a running task finishes, and its cost counts
     assert fleet.task("T3")["status"] == TaskStatus.SUCCEEDED
     assert fleet.engine.limits.budget_json()["spent_usd"] == 1.3
@@ -79,9 +84,12 @@ def test_raising_the_budget_resumes_assignment(make_fleet: Callable[..., Fleet])
     answer = fleet.engine.set_budget(2.0, hard=False)
 
     assert answer == {
-        "max_cost_usd": 2.0, "hard": False, "spent_usd": 0.5, "exhausted": False,
+        "max_cost_usd": 2.0,
+        "hard": False,
+        "spent_usd": 0.5,
+        "exhausted": False,
         "simulated": False,
-    }  # fmt: skip
+    }
     assert [d.task_id for d in fleet.tick() if isinstance(d, sched.Assign)] == ["T2"]
     [raised] = fleet.events(EventType.FLEET_BUDGET_SET)
     assert (raised["payload"]["previous_usd"], raised["payload"]["max_cost_usd"]) == (0.5, 2.0)
@@ -134,9 +142,12 @@ def test_a_cap_set_live_outlives_a_restart_and_a_servers_own_cap_wins(
 
     again = make_fleet()  # the same database, no cap of its own
     assert again.engine.limits.budget_json() == {
-        "max_cost_usd": 0.4, "hard": True, "spent_usd": 0.4, "exhausted": True,
+        "max_cost_usd": 0.4,
+        "hard": True,
+        "spent_usd": 0.4,
+        "exhausted": True,
         "simulated": False,
-    }  # fmt: skip
+    }
     assert again.engine.limits.announced  # no second announcement after a restart
 
     own = make_fleet(max_cost=5.0)

@@ -32,8 +32,10 @@ def test_a_limited_last_attempt_is_requeued_uncharged_and_pauses_the_fleet(fleet
     assert (answer.status, answer.attempts) == (TaskStatus.PENDING, 1)
     row = fleet.task("T1")
     assert (row["error_kind"], row["uncharged_attempts"], row["backoff_until"]) == (
-        "rate_limited", 1, None,
-    )  # fmt: skip
+        "rate_limited",
+        1,
+        None,
+    )
     [paused] = fleet.events(EventType.FLEET_PAUSED)
     assert paused["task_id"] == "T1"
     assert paused["payload"]["until"] == to_iso(T0 + timedelta(seconds=12.5))

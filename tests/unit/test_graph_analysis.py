@@ -39,15 +39,19 @@ def test_the_critical_path_is_the_longest_dependency_chain_in_tasks() -> None:
 
 def test_with_estimates_the_path_has_minutes_and_the_slowest_chain_is_reported_too() -> None:
     tasks = [
-        t("A", "a", est=5), t("B", "b", deps=("A",), est=5), t("C", "c", deps=("B",), est=5),
-        t("D", "d", est=40), t("E", "e", deps=("D",), est=10),
-    ]  # fmt: skip
+        t("A", "a", est=5),
+        t("B", "b", deps=("A",), est=5),
+        t("C", "c", deps=("B",), est=5),
+        t("D", "d", est=40),
+        t("E", "e", deps=("D",), est=10),
+    ]
 
     analysis = analyse(tasks)
 
     assert (analysis.critical_path.task_ids, analysis.critical_path.minutes) == (
-        ("A", "B", "C"), 15.0,
-    )  # fmt: skip
+        ("A", "B", "C"),
+        15.0,
+    )
     assert analysis.critical_path_minutes is not None
     assert analysis.critical_path_minutes.task_ids == ("D", "E")
     assert analysis.critical_path_minutes.minutes == 50.0
@@ -60,10 +64,15 @@ def rendered(tasks: list[PlannedTask]) -> list[str]:
 
 
 def test_two_different_critical_paths_are_labelled_by_tasks_and_by_minutes() -> None:
-    lines = rendered([
-        t("A", "a", est=5), t("B", "b", deps=("A",), est=5), t("C", "c", deps=("B",), est=5),
-        t("D", "d", est=40), t("E", "e", deps=("D",), est=10),
-    ])  # fmt: skip
+    lines = rendered(
+        [
+            t("A", "a", est=5),
+            t("B", "b", deps=("A",), est=5),
+            t("C", "c", deps=("B",), est=5),
+            t("D", "d", est=40),
+            t("E", "e", deps=("D",), est=10),
+        ]
+    )
 
     assert "critical path A -> B -> C (3 task(s), 15 min) · the most tasks in a chain" in lines
     assert "D -> E (2 task(s), 50 min) · the most minutes in a chain" in lines
@@ -90,15 +99,31 @@ def test_a_missing_estimate_is_a_warning_and_minutes_are_not_claimed() -> None:
     ("tasks", "width"),
     [
         ([t("A", "a"), t("B", "b", deps=("A",)), t("C", "c", deps=("B",))], 1),
-        ([t("A", "a"), t("B", "b", deps=("A",)), t("C", "c", deps=("A",)),
-          t("D", "d", deps=("B", "C"))], 2),
+        (
+            [
+                t("A", "a"),
+                t("B", "b", deps=("A",)),
+                t("C", "c", deps=("A",)),
+                t("D", "d", deps=("B", "C")),
+            ],
+            2,
+        ),
         ([t("R", "r"), *[t(f"L{n}", f"l{n}", deps=("R",)) for n in range(4)]], 4),
         # Not a level count: X runs beside B or C, which sit on different levels.
-        ([t("A", "a"), t("B", "b", deps=("A",)), t("C", "c", deps=("B",)), t("X", "x"),
-          t("Y", "y", deps=("X",)), t("Z", "z", deps=("Y",))], 2),
+        (
+            [
+                t("A", "a"),
+                t("B", "b", deps=("A",)),
+                t("C", "c", deps=("B",)),
+                t("X", "x"),
+                t("Y", "y", deps=("X",)),
+                t("Z", "z", deps=("Y",)),
+            ],
+            2,
+        ),
     ],
     ids=["chain", "diamond", "fan-out", "two-chains"],
-)  # fmt: skip
+)
 def test_the_max_width_counts_tasks_no_dependency_path_connects(
     tasks: list[PlannedTask], width: int
 ) -> None:
@@ -123,7 +148,9 @@ def _brute_width(deps: dict[str, list[str]]) -> int:
             below[x] |= {z for y in below[x] for z in below[y]}
     for size in range(len(deps), 0, -1):
         for group in itertools.combinations(deps, size):
-            if all(a not in below[b] and b not in below[a] for a, b in itertools.combinations(group, 2)):  # fmt: skip
+            if all(
+                a not in below[b] and b not in below[a] for a, b in itertools.combinations(group, 2)
+            ):
                 return size
     return 0
 
@@ -150,9 +177,11 @@ def test_overlapping_scopes_without_a_dependency_path_are_a_serialized_pair() ->
 
 def test_a_file_in_three_scopes_is_a_hotspot_and_one_in_two_is_not() -> None:
     tasks = [
-        t("A", "hot.py", "warm.py"), t("B", "hot.py", "warm.py"), t("C", "hot.py"),
+        t("A", "hot.py", "warm.py"),
+        t("B", "hot.py", "warm.py"),
+        t("C", "hot.py"),
         t("D", "hot.py", "cold.py"),
-    ]  # fmt: skip
+    ]
 
     analysis = analyse(tasks)
 

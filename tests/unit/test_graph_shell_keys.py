@@ -10,9 +10,14 @@ from codefleet.api.graphfile import GraphError, parse_graph
 def graph(**top: object) -> dict[str, object]:
     tasks = [
         {"id": "T1", "title": "a", "description": "do a"},
-        {"id": "T2", "title": "b", "description": "do b", "shell": False,
-         "on_stale_read": "ignore"},
-    ]  # fmt: skip
+        {
+            "id": "T2",
+            "title": "b",
+            "description": "do b",
+            "shell": False,
+            "on_stale_read": "ignore",
+        },
+    ]
     return {"tasks": tasks, **top}
 
 

@@ -13,9 +13,22 @@ import json
 from codefleet.server.guards import Guards
 from codefleet.server.hostcheck import REMEMBERED_HOSTS, HostNames
 
-HOSTS = [b"127.0.0.1:8099", b"localhost", b"LocalHost:1", b"[::1]:80", b"[::1]", b"",
-         b"attacker-rebound.example", b"localhost.attacker.example", b"127.0.0.1.nip.io",
-         b"localhost:80@evil", b"fleet.internal:9", b"0.0.0.0", b"[::1]x", b"\xff"]  # fmt: skip
+HOSTS = [
+    b"127.0.0.1:8099",
+    b"localhost",
+    b"LocalHost:1",
+    b"[::1]:80",
+    b"[::1]",
+    b"",
+    b"attacker-rebound.example",
+    b"localhost.attacker.example",
+    b"127.0.0.1.nip.io",
+    b"localhost:80@evil",
+    b"fleet.internal:9",
+    b"0.0.0.0",
+    b"[::1]x",
+    b"\xff",
+]
 
 
 def fresh() -> HostNames:

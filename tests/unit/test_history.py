@@ -23,15 +23,29 @@ def event(kind: str, task_id: str, **payload: Any) -> dict[str, Any]:
 
 
 def task(task_id: str, status: str = "succeeded", **fields: Any) -> dict[str, Any]:
-    return {"id": task_id, "title": f"Title of {task_id}", "status": status, "attempts": 1,
-            "cost_usd": 0.0, "result_summary": "", "completed_at": None, **fields}  # fmt: skip
+    return {
+        "id": task_id,
+        "title": f"Title of {task_id}",
+        "status": status,
+        "attempts": 1,
+        "cost_usd": 0.0,
+        "result_summary": "",
+        "completed_at": None,
+        **fields,
+    }
 
 
 def change(**fields: Any) -> TaskChange:
     base: dict[str, Any] = {
-        "task_id": "T3", "title": "Add routes", "summary": "", "attempts": 1, "cost_usd": 0.0,
-        "vetoes": 0, "completed_at": None, "files": (),
-    }  # fmt: skip
+        "task_id": "T3",
+        "title": "Add routes",
+        "summary": "",
+        "attempts": 1,
+        "cost_usd": 0.0,
+        "vetoes": 0,
+        "completed_at": None,
+        "files": (),
+    }
     return TaskChange(**{**base, **fields})
 
 
@@ -64,8 +78,12 @@ def test_costs_keep_two_to_four_decimals(usd: float, text: str) -> None:
 
 
 def test_success_order_follows_the_succeeded_events_not_the_task_list() -> None:
-    events = [event("task_succeeded", "T3"), event("lease_denied", "T4"), event("task_succeeded", "T4"),
-              event("task_succeeded", "T1")]  # fmt: skip
+    events = [
+        event("task_succeeded", "T3"),
+        event("lease_denied", "T4"),
+        event("task_succeeded", "T4"),
+        event("task_succeeded", "T1"),
+    ]
 
     assert success_order(events) == ["T3", "T4", "T1"]
 
@@ -74,18 +92,22 @@ def test_planned_changes_carry_the_vetoes_and_skip_tasks_that_did_not_succeed() 
     patch = {"files": [{"path": "api.py", "diff": "d", "binary": False}]}
     record = RunRecord(
         tasks=(task("T1"), task("T4", attempts=2), task("T9", "failed")),
-        events=(event("lease_denied", "T4"), event("task_succeeded", "T4"),
-                event("task_succeeded", "T1")),
+        events=(
+            event("lease_denied", "T4"),
+            event("task_succeeded", "T4"),
+            event("task_succeeded", "T1"),
+        ),
         workdir="/tree",
         patches={"T1": patch, "T4": patch},
         ledgers={"T9": [{"path": "x.py"}, {"path": "x.py"}, {"path": "a.py"}]},
-    )  # fmt: skip
+    )
 
     planned = planned_changes(record)
 
     assert [(c.task_id, c.attempts, c.vetoes, c.paths) for c in planned] == [
-        ("T4", 2, 1, ("api.py",)), ("T1", 1, 0, ("api.py",)),
-    ]  # fmt: skip
+        ("T4", 2, 1, ("api.py",)),
+        ("T1", 1, 0, ("api.py",)),
+    ]
     assert [(u.task_id, u.status, u.paths) for u in unfinished_tasks(record)] == [
         ("T9", "failed", ("a.py", "x.py"))
     ]

@@ -25,9 +25,11 @@ from codefleet.hook.command import (
     parse_args,
     person_denial,
     run,
+    this_tree,
 )
 from codefleet.hook.io import deny_output
 from codefleet.models import WRITE_TOOLS
+from codefleet.statedir import ensure_tree_id
 
 SESSION = "0aeef531-72cc-4552-9656-7482e7ecde15"
 
@@ -193,10 +195,17 @@ def test_the_other_events_never_print_even_when_the_server_is_away(
 def test_the_denial_names_the_holder_the_task_and_what_to_do() -> None:
     answer = {
         "decision": "deny",
-        "denied": [{"path": "src/api.py", "reason": "held", "holder_agent_name": "runner-2",
-                    "holder_task_id": "T3", "holder_task_title": "Add rate limiting",
-                    "holder_kind": "task"}],
-    }  # fmt: skip
+        "denied": [
+            {
+                "path": "src/api.py",
+                "reason": "held",
+                "holder_agent_name": "runner-2",
+                "holder_task_id": "T3",
+                "holder_task_title": "Add rate limiting",
+                "holder_kind": "task",
+            }
+        ],
+    }
     assert person_denial(answer) == (
         "src/api.py is being edited by runner-2 for task T3 (Add rate limiting); "
         "wait for it (codefleet watch) or work on another file."
@@ -205,9 +214,16 @@ def test_the_denial_names_the_holder_the_task_and_what_to_do() -> None:
 
 def test_a_file_another_person_holds_names_that_session() -> None:
     answer = {
-        "denied": [{"path": "a.py", "reason": "held", "holder_agent_name": "bob@1a2b3c4d",
-                    "holder_task_id": "i-1a2b3c4d", "holder_kind": "interactive"}]
-    }  # fmt: skip
+        "denied": [
+            {
+                "path": "a.py",
+                "reason": "held",
+                "holder_agent_name": "bob@1a2b3c4d",
+                "holder_task_id": "i-1a2b3c4d",
+                "holder_kind": "interactive",
+            }
+        ]
+    }
     assert person_denial(answer).startswith(
         "a.py is being edited by bob@1a2b3c4d in another Claude Code session;"
     )
@@ -219,8 +235,12 @@ def test_a_file_another_person_holds_names_that_session() -> None:
 def hook_process(argv: list[str], stdin: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "codefleet", "hook", *argv],
-        input=stdin, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_the_process_prints_the_denial_and_exits_zero(workdir: Path) -> None:
@@ -239,7 +259,17 @@ def test_a_broken_settings_line_still_fails_closed(workdir: Path) -> None:
 
 def test_the_hook_imports_no_framework() -> None:
     """The fast path: no FastAPI, pydantic, Rich, httpx, Typer, YAML or the SDK."""
-    heavy = ["fastapi", "starlette", "pydantic", "rich", "httpx", "typer", "yaml", "claude_agent_sdk", "uvicorn"]  # fmt: skip
+    heavy = [
+        "fastapi",
+        "starlette",
+        "pydantic",
+        "rich",
+        "httpx",
+        "typer",
+        "yaml",
+        "claude_agent_sdk",
+        "uvicorn",
+    ]
     code = (
         "import sys, io; sys.argv = ['codefleet', 'hook', 'session-end', '--server', 'http://127.0.0.1:9', '--tree', '.'];"
         "sys.stdin = io.StringIO('{}'); from codefleet.cli.launch import main; main();"
@@ -254,3 +284,37 @@ def test_every_hook_event_has_a_subcommand_and_the_matcher_is_the_write_tools() 
 
     assert set(SUBCOMMANDS.values()) == set(EVENTS)
     assert set(WRITE_MATCHER.split("|")) == WRITE_TOOLS
+
+
+# -- the tree on another host's mount (issue 33) -------------------------------------------
+
+
+def test_tree_id_parses_back() -> None:
+    argv = ["pre-tool-use", "--server", "http://h:1", "--tree", "/t", "--tree-id", "tree_x"]
+    assert parse_args(argv).tree_id == "tree_x"
+
+
+def test_with_a_tree_id_the_hook_takes_the_tree_that_holds_it_on_this_host(
+    tmp_path: Path,
+) -> None:
+    mount = tmp_path / "mnt" / "repo"  # this host's mount; the joined path is elsewhere
+    (mount / "src").mkdir(parents=True)
+    tree_id = ensure_tree_id(mount)
+    args = HookArgs("pre-tool-use", "http://h:1", "/srv/repo", tree_id=tree_id)
+
+    assert this_tree(args, str(mount / "src")) == str(mount)
+    assert this_tree(args._replace(tree=str(mount)), "/elsewhere") == str(mount)
+    assert this_tree(args._replace(tree_id=None), str(mount)) == "/srv/repo"  # older settings
+
+
+def test_a_session_outside_the_joined_tree_on_this_host_is_denied_without_asking(
+    tmp_path: Path,
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    args = HookArgs("pre-tool-use", "http://h:1", "/srv/repo", tree_id="tree_" + "c" * 32)
+
+    out = run(args, tool_call(other), {}, post=never_post)
+
+    assert "is not in the tree joined as" in reason_of(out)
+    assert "codefleet join" in reason_of(out)

@@ -187,8 +187,16 @@ def test_the_commands_name_the_executable_join_ran_from(tmp_path: Path) -> None:
     assert "no CodeFleet server answers" in done.stderr
     settings = json.loads(settings_path(tmp_path).read_text())
     argv = shlex.split(ours(settings, "PreToolUse")[0])
-    assert argv == [str(CODEFLEET), "hook", "pre-tool-use", "--server", server,
-                    "--tree", str(tmp_path.resolve()), "--fail-open"]  # fmt: skip
+    assert argv == [
+        str(CODEFLEET),
+        "hook",
+        "pre-tool-use",
+        "--server",
+        server,
+        "--tree",
+        str(tmp_path.resolve()),
+        "--fail-open",
+    ]
     shown = codefleet("join", "--print", "--server", server, "--fail-open", cwd=tmp_path)
     assert json.loads(shown.stdout) == settings
     assert codefleet("leave", cwd=tmp_path).returncode == 0

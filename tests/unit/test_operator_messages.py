@@ -41,20 +41,25 @@ def test_messages_to_a_pending_task_are_kept_in_order_and_reach_its_first_attemp
         OperatorNote(2, "the tests live in tests/unit"),
     )
     said = fleet.events(EventType.OPERATOR_MESSAGE)
-    assert [(e["payload"]["seq"], e["payload"]["delivered"], e["payload"]["attempt"])
-            for e in said] == [(1, "next_attempt", 1), (2, "next_attempt", 1)]  # fmt: skip
+    assert [
+        (e["payload"]["seq"], e["payload"]["delivered"], e["payload"]["attempt"]) for e in said
+    ] == [(1, "next_attempt", 1), (2, "next_attempt", 1)]
 
 
 def test_the_next_attempts_prompt_lists_the_notes_under_their_heading_in_order():
     task = AssignedTask(
-        id="T1", title="t", attempts=2, deadline=datetime(2026, 1, 1, tzinfo=UTC),
+        id="T1",
+        title="t",
+        attempts=2,
+        deadline=datetime(2026, 1, 1, tzinfo=UTC),
         notes=(OperatorNote(1, "first"), OperatorNote(2, "second")),
-    )  # fmt: skip
+    )
     prompt = build_prompt(task)
     notes = prompt[prompt.index(NOTES_HEADING) :]
     assert notes.index("1. first") < notes.index("2. second")
-    assert NOTES_HEADING not in build_prompt(AssignedTask(id="T1", title="t", attempts=1,
-                                                          deadline=task.deadline))  # fmt: skip
+    assert NOTES_HEADING not in build_prompt(
+        AssignedTask(id="T1", title="t", attempts=1, deadline=task.deadline)
+    )
 
 
 def test_a_running_tasks_message_rides_its_owners_heartbeat_until_the_session_has_it(

@@ -249,11 +249,21 @@ def test_the_path_check_imports_only_the_standard_library() -> None:
 @pytest.mark.parametrize(
     "raw",
     [
-        "a.py", "d/a.py", "d//e/./f.py", "d/", "missing/x/y.py", "d/missing.py",
-        "file.txt/below.py", "link/a.py", "d/inner-link/f.py", "loop/x.py", "dangling/x.py",
-        "d/../a.py", "d/e/f.py",
+        "a.py",
+        "d/a.py",
+        "d//e/./f.py",
+        "d/",
+        "missing/x/y.py",
+        "d/missing.py",
+        "file.txt/below.py",
+        "link/a.py",
+        "d/inner-link/f.py",
+        "loop/x.py",
+        "dangling/x.py",
+        "d/../a.py",
+        "d/e/f.py",
     ],
-)  # fmt: skip
+)
 def test_the_lstat_walk_resolves_every_spelling_as_realpath_does(
     tree: TreeRoot, workdir: Path, raw: str
 ):

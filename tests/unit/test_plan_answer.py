@@ -80,20 +80,30 @@ def test_a_good_answer_is_loaded_and_analysed() -> None:
     ("body", "error"),
     [
         ("tasks: [\n", "your graph is not valid YAML: "),
-        ("tasks:\n  - {id: A, title: a, description: d, owner: me}\n",
-         "your graph: task #1 (A): unknown key 'owner' (known keys: agent, ask, depends_on,"),
-        ("tasks:\n  - {id: A, title: a, description: d, depends_on: [Z]}\n",
-         "your graph: task A depends on unknown task Z"),
-        ("tasks:\n  - {id: A, title: a, description: d, depends_on: [B]}\n"
-         "  - {id: B, title: b, description: d, depends_on: [A]}\n",
-         "your graph: cycle: A -> B -> A (each task depends on the next one)"),
-        ("tasks:\n  - {id: A, title: a, description: d, file_scope: [../x.py]}\n",
-         "task A: file_scope entry '../x.py': ../x.py resolves outside the working tree"),
-        ("tasks:\n  - {id: A, title: a, description: d, verify: test}\n",
-         "your graph: task A verifies with unknown check 'test'; define it under 'checks:'"),
+        (
+            "tasks:\n  - {id: A, title: a, description: d, owner: me}\n",
+            "your graph: task #1 (A): unknown key 'owner' (known keys: agent, ask, depends_on,",
+        ),
+        (
+            "tasks:\n  - {id: A, title: a, description: d, depends_on: [Z]}\n",
+            "your graph: task A depends on unknown task Z",
+        ),
+        (
+            "tasks:\n  - {id: A, title: a, description: d, depends_on: [B]}\n"
+            "  - {id: B, title: b, description: d, depends_on: [A]}\n",
+            "your graph: cycle: A -> B -> A (each task depends on the next one)",
+        ),
+        (
+            "tasks:\n  - {id: A, title: a, description: d, file_scope: [../x.py]}\n",
+            "task A: file_scope entry '../x.py': ../x.py resolves outside the working tree",
+        ),
+        (
+            "tasks:\n  - {id: A, title: a, description: d, verify: test}\n",
+            "your graph: task A verifies with unknown check 'test'; define it under 'checks:'",
+        ),
     ],
     ids=["yaml", "unknown-key", "unknown-dep", "cycle", "outside", "verify"],
-)  # fmt: skip
+)
 def test_every_problem_is_one_plain_line(body: str, error: str) -> None:
     verdict = judge_answer(fenced(body), TREE)
 
@@ -114,11 +124,16 @@ def test_the_prompt_states_the_shape_the_rules_and_the_goal() -> None:
     prompt = build_plan_prompt("Add search", tasks=4, marker="[[fakemodel:plan]]")
 
     for expected in (
-        "exactly ONE fenced YAML block", "Disjoint file scopes", "Explicit dependencies",
-        "A short critical path", "verify: test", "Complete descriptions", "estimate_min",
+        "exactly ONE fenced YAML block",
+        "Disjoint file scopes",
+        "Explicit dependencies",
+        "A short critical path",
+        "verify: test",
+        "Complete descriptions",
+        "estimate_min",
         "Allowed keys per task: id, title, description, file_scope, depends_on, priority",
         "# The goal\n\nAdd search\n\nAim for about 4 tasks.",
-    ):  # fmt: skip
+    ):
         assert expected in prompt
     assert prompt.rstrip().endswith("[[fakemodel:plan]]")
     assert "fakemodel" not in build_plan_prompt("Add search")

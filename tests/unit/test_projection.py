@@ -69,8 +69,11 @@ def recomputed(fleet: Fleet, now: datetime) -> dict[str, Any]:
     ]
     conflicts = [
         {
-            "event_id": e["id"], "at": e["at"], "path": e["payload"].get("path"),
-            "task_id": e["task_id"], "agent_id": e["agent_id"],
+            "event_id": e["id"],
+            "at": e["at"],
+            "path": e["payload"].get("path"),
+            "task_id": e["task_id"],
+            "agent_id": e["agent_id"],
             "agent_name": e["payload"].get("requester_name"),
             "holder_task_id": e["payload"].get("holder_task_id"),
             "holder_agent_id": e["payload"].get("holder_agent_id"),
@@ -78,7 +81,7 @@ def recomputed(fleet: Fleet, now: datetime) -> dict[str, Any]:
             "resolved": e["task_id"] in done,
         }
         for e in denials
-    ]  # fmt: skip
+    ]
     counters = {
         "tasks": counts,
         "input_tokens": tokens_in,
@@ -194,8 +197,16 @@ class Walk:
         self.fleet, self.rng, self.made = fleet, rng, 0
 
     def step(self) -> None:
-        weighed = [(self.add, 3), (self.tick, 3), (self.start, 2), (self.acquire, 4),
-                   (self.finish, 2), (self.cancel, 1), (self.retry, 1), (self.wait, 1)]  # fmt: skip
+        weighed = [
+            (self.add, 3),
+            (self.tick, 3),
+            (self.start, 2),
+            (self.acquire, 4),
+            (self.finish, 2),
+            (self.cancel, 1),
+            (self.retry, 1),
+            (self.wait, 1),
+        ]
         action = self.rng.choices([a for a, _ in weighed], [w for _, w in weighed])[0]
         with suppress(DomainError):  # a refusal: the walk asked what the state does not allow
             action()

@@ -53,10 +53,17 @@ def index_answer(fleet: Fleet, task_id: str) -> bool:
     if live is None or live.status is not TaskStatus.PENDING:
         return False
     copy = LiveTask(
-        live.id, live.priority, live.scope, live.status, live.attempts, live.max_attempts,
-        live.created_at, backoff_until=live.backoff_until, uncharged=live.uncharged,
+        live.id,
+        live.priority,
+        live.scope,
+        live.status,
+        live.attempts,
+        live.max_attempts,
+        live.created_at,
+        backoff_until=live.backoff_until,
+        uncharged=live.uncharged,
         unmet=live.unmet,
-    )  # fmt: skip
+    )
     index = LiveIndex(live={task_id: copy}, status={task_id: copy.status})
     index.place_pending(copy)
     index.promote_backoff(fleet.clock())
@@ -124,11 +131,19 @@ def test_over_random_task_states_decorate_agrees_with_place_pending() -> None:
         max_attempts = rng.randint(1, 3)
         attempts = rng.randint(0, 5)
         task = LiveTask(
-            "t", 0, frozenset(), TaskStatus.PENDING, attempts, max_attempts, to_iso(T0),
-            backoff_until=rng.choice([None, now - timedelta(seconds=1), now,
-                                      now + timedelta(seconds=1)]),
-            uncharged=rng.randint(0, attempts), unmet=rng.choice([0, 0, 1]),
-        )  # fmt: skip
+            "t",
+            0,
+            frozenset(),
+            TaskStatus.PENDING,
+            attempts,
+            max_attempts,
+            to_iso(T0),
+            backoff_until=rng.choice(
+                [None, now - timedelta(seconds=1), now, now + timedelta(seconds=1)]
+            ),
+            uncharged=rng.randint(0, attempts),
+            unmet=rng.choice([0, 0, 1]),
+        )
         row = _row_of(task)
         parents = [f"p{n}" for n in range(task.unmet)]
         said = decorate(row, parents, lambda _: False, now)["runnable"]
@@ -140,7 +155,10 @@ def test_over_random_task_states_decorate_agrees_with_place_pending() -> None:
 
 def _row_of(task: LiveTask) -> dict[str, Any]:
     return {
-        "id": task.id, "status": task.status.value, "attempts": task.attempts,
-        "uncharged_attempts": task.uncharged, "max_attempts": task.max_attempts,
+        "id": task.id,
+        "status": task.status.value,
+        "attempts": task.attempts,
+        "uncharged_attempts": task.uncharged,
+        "max_attempts": task.max_attempts,
         "backoff_until": to_iso(task.backoff_until) if task.backoff_until else None,
-    }  # fmt: skip
+    }

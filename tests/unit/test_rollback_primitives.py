@@ -103,15 +103,35 @@ def test_the_missing_directories_of_a_capture_are_what_pathlib_finds(tmp_path: P
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "file").write_text("x")
     (tmp_path / "loop").symlink_to(tmp_path / "loop")
-    keys = ["top.py", "a/x.py", "a/b/x.py", "a/b/c/x.py", "a/b/c/d/e/x.py", "n/x.py",
-            "n/m/o/x.py", "file/x.py", "file/d/x.py", "loop/x.py", "a/loop/x.py", "é/ü/x.py"]  # fmt: skip
+    keys = [
+        "top.py",
+        "a/x.py",
+        "a/b/x.py",
+        "a/b/c/x.py",
+        "a/b/c/d/e/x.py",
+        "n/x.py",
+        "n/m/o/x.py",
+        "file/x.py",
+        "file/d/x.py",
+        "loop/x.py",
+        "a/loop/x.py",
+        "é/ü/x.py",
+    ]
     for key in keys:
         assert _missing_dirs(tmp_path, key) == _missing_dirs_by_pathlib(tmp_path, key), key
     assert capture(tmp_path, "n/m/x.py").created_dirs == ("n/m", "n")
 
 
-ODD_NAMES = ["new\nline.txt", "tab\there.txt", '"quoted.txt', "back\\slash.txt", "bell\a.txt",
-             "sp ace.txt", "caf\u00e9.txt", "undecodable-\udcff.txt"]  # fmt: skip
+ODD_NAMES = [
+    "new\nline.txt",
+    "tab\there.txt",
+    '"quoted.txt',
+    "back\\slash.txt",
+    "bell\a.txt",
+    "sp ace.txt",
+    "caf\u00e9.txt",
+    "undecodable-\udcff.txt",
+]
 
 
 def test_git_apply_of_patches_for_unusual_names_makes_exactly_those_files(tmp_path: Path) -> None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from markdown_it import MarkdownIt
 
+from codefleet.models import to_iso
 from codefleet.review.facts import attempts_of, critical_path, run_facts
 from codefleet.review.record import RunRecord
 from codefleet.review.render import render_html, render_markdown
@@ -19,17 +22,33 @@ from codefleet.review.report import (
     summary_section,
 )
 
+T0 = datetime(2026, 7, 31, 18, 0, tzinfo=UTC)
+
 
 def ev(
     n: int, kind: str, task_id: str | None = None, at: float = 0.0, **payload: Any
 ) -> dict[str, Any]:
-    return {"id": n, "type": kind, "task_id": task_id, "agent_id": None,
-            "at": f"2026-07-31T18:00:{at:06.3f}Z", "payload": payload}  # fmt: skip
+    return {
+        "id": n,
+        "type": kind,
+        "task_id": task_id,
+        "agent_id": None,
+        "at": to_iso(T0 + timedelta(seconds=at)),
+        "payload": payload,
+    }
 
 
 def task(task_id: str, status: str = "succeeded", **fields: Any) -> dict[str, Any]:
-    return {"id": task_id, "title": f"Title {task_id}", "status": status, "attempts": 1,
-            "max_attempts": 3, "cost_usd": 0.01, "depends_on": [], **fields}  # fmt: skip
+    return {
+        "id": task_id,
+        "title": f"Title {task_id}",
+        "status": status,
+        "attempts": 1,
+        "max_attempts": 3,
+        "cost_usd": 0.01,
+        "depends_on": [],
+        **fields,
+    }
 
 
 # T3 holds api.py; T4 is refused it at 2.0 s, waits, and succeeds on attempt 2 at 6.0 s.
@@ -39,15 +58,33 @@ EVENTS = [
     ev(2, "task_assigned", "T3", 1.0, agent_name="runner-1", attempt=1),
     ev(3, "task_assigned", "T4", 1.0, agent_name="runner-2", attempt=1),
     ev(4, "lease_acquired", "T3", 1.5, path="api.py"),
-    ev(5, "lease_denied", "T4", 2.0, path="api.py", requester_name="runner-2",
-       holder_task_id="T3", holder_agent_name="runner-1"),
+    ev(
+        5,
+        "lease_denied",
+        "T4",
+        2.0,
+        path="api.py",
+        requester_name="runner-2",
+        holder_task_id="T3",
+        holder_agent_name="runner-1",
+    ),
     ev(6, "task_requeued", "T4", 2.0, error_kind="veto", attempt=1),
     ev(7, "task_succeeded", "T3", 3.0, attempt=1),
     ev(8, "lease_released", "T3", 3.0, path="api.py"),
     ev(9, "task_assigned", "T4", 4.0, agent_name="runner-2", attempt=2),
     ev(10, "task_assigned", "T1", 4.0, agent_name="runner-1", attempt=1),
-    ev(11, "check_finished", "T1", 5.0, name="test", purpose="verify", passed=False,
-       exit_code=1, attempt=1, output_tail="line 1\nAssertionError: | <b>\n"),
+    ev(
+        11,
+        "check_finished",
+        "T1",
+        5.0,
+        name="test",
+        purpose="verify",
+        passed=False,
+        exit_code=1,
+        attempt=1,
+        output_tail="line 1\nAssertionError: | <b>\n",
+    ),
     ev(12, "file_restored", "T1", 5.0, path="models.py", existed=True),
     ev(13, "file_restored", "T1", 5.0, path="tests/new.py", existed=False),
     ev(14, "task_requeued", "T1", 5.0, error_kind="verify_failed", attempt=1),
@@ -58,25 +95,33 @@ EVENTS = [
     ev(19, "task_succeeded", "T2", 8.5, attempt=1),
     ev(20, "task_committed", "T3", 8.5, branch="codefleet/x", commit="a" * 40),
     ev(21, "run_finished", at=9.0, ok=True),
-]  # fmt: skip
-TASKS = (task("T3"), task("T4", attempts=2), task("T1", attempts=2),
-         task("T2", depends_on=["T1"], title="Pipes | and <script>alert(1)</script>"))  # fmt: skip
+]
+TASKS = (
+    task("T3"),
+    task("T4", attempts=2),
+    task("T1", attempts=2),
+    task("T2", depends_on=["T1"], title="Pipes | and <script>alert(1)</script>"),
+)
 
 
 def record() -> RunRecord:
     patch = {"files": [{"path": "api.py"}]}
-    return RunRecord(tasks=TASKS, events=tuple(EVENTS), workdir="/tree",
-                     patches={t["id"]: patch for t in TASKS})  # fmt: skip
+    return RunRecord(
+        tasks=TASKS, events=tuple(EVENTS), workdir="/tree", patches={t["id"]: patch for t in TASKS}
+    )
 
 
 def test_attempts_are_rebuilt_with_runner_span_outcome_and_restored_files() -> None:
     attempts = attempts_of(EVENTS)
 
     assert [(a.task_id, a.number, a.runner, a.seconds, a.outcome) for a in attempts] == [
-        ("T3", 1, "runner-1", 2.0, "succeeded"), ("T4", 1, "runner-2", 1.0, "veto"),
-        ("T4", 2, "runner-2", 2.0, "succeeded"), ("T1", 1, "runner-1", 1.0, "verify_failed"),
-        ("T1", 2, "runner-1", 1.5, "succeeded"), ("T2", 1, "runner-2", 1.0, "succeeded"),
-    ]  # fmt: skip
+        ("T3", 1, "runner-1", 2.0, "succeeded"),
+        ("T4", 1, "runner-2", 1.0, "veto"),
+        ("T4", 2, "runner-2", 2.0, "succeeded"),
+        ("T1", 1, "runner-1", 1.0, "verify_failed"),
+        ("T1", 2, "runner-1", 1.5, "succeeded"),
+        ("T2", 1, "runner-2", 1.0, "succeeded"),
+    ]
     assert attempts[3].restored == ["models.py", "tests/new.py"]
 
 
@@ -92,15 +137,45 @@ def test_a_veto_knows_how_long_the_holder_held_and_the_refused_task_waited() -> 
     facts = run_facts(record())
 
     [veto] = facts.vetoes
-    assert (veto.path, veto.task_id, veto.holder_task_id, veto.held_s, veto.waited_s, veto.resolved) == (
-        "api.py", "T4", "T3", 0.5, 2.0, True,
-    )  # fmt: skip
+    assert (
+        veto.path,
+        veto.task_id,
+        veto.holder_task_id,
+        veto.held_s,
+        veto.waited_s,
+        veto.resolved,
+    ) == (
+        "api.py",
+        "T4",
+        "T3",
+        0.5,
+        2.0,
+        True,
+    )
     [rollback] = facts.rollbacks
     assert (rollback.task_id, rollback.reason, rollback.restored) == (
-        "T1", "verify_failed", (("models.py", True), ("tests/new.py", False)),
-    )  # fmt: skip
+        "T1",
+        "verify_failed",
+        (("models.py", True), ("tests/new.py", False)),
+    )
     assert (facts.wall_s, facts.makespan_s, facts.ok) == (9.0, 7.5, True)
     assert (facts.critical_path, facts.critical_s) == (("T1", "T2"), 2.5)
+
+
+def test_wall_time_counts_each_run_on_one_database_not_the_idle_time_between_them() -> None:
+    later = [
+        ev(22, "agent_offline", at=30.0, reason="agent_stale"),  # after the run: not part of it
+        ev(23, "fleet_started", at=600.0, runners=1),  # the next `codefleet run`, ten minutes on
+        ev(24, "task_assigned", "T5", at=600.5, agent_name="runner-1", attempt=1),
+        ev(25, "task_succeeded", "T5", at=601.5),
+        ev(26, "run_finished", at=602.0, ok=True),
+        ev(27, "fleet_started", at=900.0, runners=1),  # a run that died: it ends at its last event
+        ev(28, "task_assigned", "T6", at=901.0, agent_name="runner-1", attempt=1),
+    ]
+
+    facts = run_facts(replace(record(), events=(*EVENTS, *later)))
+
+    assert facts.wall_s == 9.0 + 2.0 + 1.0
 
 
 def test_the_json_report_has_every_sections_data_under_its_key() -> None:
@@ -188,11 +263,28 @@ def test_durations_read_as_people_say_them() -> None:
 def test_the_report_lists_each_command_with_what_it_applied_or_the_veto() -> None:
     events = (
         ev(1, "fleet_started", at=0.0, runners=1),
-        ev(2, "command_finished", "T1", 1.0, command="python gen.py", exit_code=0,
-           applied=["gen.txt"], refused=[".git/index"], kept_out=[]),
-        ev(3, "command_finished", "T2", 2.0, command="make fmt", exit_code=0, applied=[],
-           denied_on="api.py"),
-    )  # fmt: skip
+        ev(
+            2,
+            "command_finished",
+            "T1",
+            1.0,
+            command="python gen.py",
+            exit_code=0,
+            applied=["gen.txt"],
+            refused=[".git/index"],
+            kept_out=[],
+        ),
+        ev(
+            3,
+            "command_finished",
+            "T2",
+            2.0,
+            command="make fmt",
+            exit_code=0,
+            applied=[],
+            denied_on="api.py",
+        ),
+    )
     report = build_report(RunRecord(tasks=(), events=events, workdir="/tree"))
     [section] = [s for s in report.sections if s.key == "commands"]
     [table] = section.blocks
@@ -213,11 +305,30 @@ def rendered(markdown: str) -> str:
 
 def test_markdown_renders_titles_and_output_from_the_run_as_the_text_they_are() -> None:
     tasks = (*TASKS[:3], task("T2", depends_on=["T1"], title=NASTY))
-    events = [*EVENTS[:10], ev(11, "check_finished", "T1", 5.0, name="test", purpose="verify",
-              passed=False, exit_code=1, attempt=1, output_tail="a ```` fence\n````\n# not a heading\n"),
-              *EVENTS[11:]]  # fmt: skip
-    made = build_report(RunRecord(tasks=tasks, events=tuple(events), workdir="/tree",
-                                  patches={t["id"]: {"files": []} for t in tasks}))  # fmt: skip
+    events = [
+        *EVENTS[:10],
+        ev(
+            11,
+            "check_finished",
+            "T1",
+            5.0,
+            name="test",
+            purpose="verify",
+            passed=False,
+            exit_code=1,
+            attempt=1,
+            output_tail="a ```` fence\n````\n# not a heading\n",
+        ),
+        *EVENTS[11:],
+    ]
+    made = build_report(
+        RunRecord(
+            tasks=tasks,
+            events=tuple(events),
+            workdir="/tree",
+            patches={t["id"]: {"files": []} for t in tasks},
+        )
+    )
 
     page = rendered(render_markdown(made))
 
@@ -230,13 +341,29 @@ def test_markdown_renders_titles_and_output_from_the_run_as_the_text_they_are() 
 
 def test_the_report_shows_the_operators_messages_and_the_agents_questions_in_order() -> None:
     said = [
-        ev(30, "operator_message", "T1", 4.5, seq=1, attempt=1, text="use httpx",
-           delivered="running"),
+        ev(
+            30,
+            "operator_message",
+            "T1",
+            4.5,
+            seq=1,
+            attempt=1,
+            text="use httpx",
+            delivered="running",
+        ),
         ev(31, "operator_message_delivered", "T1", 4.6, seq=1, attempt=1),
         ev(32, "question_asked", "T2", 8.0, attempt=1, question_id="T2-q1", text="which tests?"),
-        ev(33, "question_answered", "T2", 8.2, attempt=1, question_id="T2-q1",
-           text="tests/unit", by="operator"),
-    ]  # fmt: skip
+        ev(
+            33,
+            "question_answered",
+            "T2",
+            8.2,
+            attempt=1,
+            question_id="T2-q1",
+            text="tests/unit",
+            by="operator",
+        ),
+    ]
     made = build_report(RunRecord(tasks=TASKS, events=(*EVENTS, *said), workdir="/tree"))
     data = report_json(made)["sections"]["operator"]
     assert [(r["task"], r["who"], r["text"], r["outcome"]) for r in data] == [

@@ -433,9 +433,11 @@ def test_a_pause_that_ran_out_is_lifted_before_the_same_tick_assigns():
 
 def test_a_paused_fleet_does_not_ask_for_a_wider_window():
     snapshot = state(
-        agents=(agent("a1"),), candidates=(), more_candidates=True,
+        agents=(agent("a1"),),
+        candidates=(),
+        more_candidates=True,
         paused_until=NOW + timedelta(seconds=1),
-    )  # fmt: skip
+    )
 
     assert wants_wider_window(snapshot, schedule(snapshot, NOW)) is False
     resumed = state(agents=(agent("a1"),), candidates=(), more_candidates=True, paused_until=NOW)
@@ -451,12 +453,20 @@ def test_a_spent_budget_is_announced_once_and_nothing_more_is_assigned():
     running = task("t-run", agent="a-busy")
     snapshot = state(
         agents=(agent("a-busy", status=AgentStatus.BUSY), agent("a-idle")),
-        in_flight=(running,), candidates=(task("t-ready"),), live_tasks=2, budget=SPENT,
-    )  # fmt: skip
+        in_flight=(running,),
+        candidates=(task("t-ready"),),
+        live_tasks=2,
+        budget=SPENT,
+    )
 
     assert schedule(snapshot, NOW) == [BudgetExhausted()]
-    said = state(in_flight=(running,), candidates=(task("t-ready"),), agents=(agent("a-idle"),),
-                 live_tasks=2, budget=BudgetView(exhausted=True, announced=True))  # fmt: skip
+    said = state(
+        in_flight=(running,),
+        candidates=(task("t-ready"),),
+        agents=(agent("a-idle"),),
+        live_tasks=2,
+        budget=BudgetView(exhausted=True, announced=True),
+    )
     assert schedule(said, NOW) == []
 
 
@@ -464,18 +474,26 @@ def test_a_hard_budget_stop_takes_back_every_running_attempt_and_the_fleet_stops
     snapshot = state(
         agents=(agent("a1", status=AgentStatus.BUSY), agent("a2", status=AgentStatus.BUSY)),
         in_flight=(task("t2", agent="a2"), task("t1", agent="a1")),
-        candidates=(task("t3"),), live_tasks=3,
+        candidates=(task("t3"),),
+        live_tasks=3,
         budget=BudgetView(exhausted=True, announced=False, hard=True),
-    )  # fmt: skip
+    )
 
     assert schedule(snapshot, NOW) == [
-        BudgetExhausted(), StopForBudget("t1"), StopForBudget("t2"), FleetIdle(),
-    ]  # fmt: skip
+        BudgetExhausted(),
+        StopForBudget("t1"),
+        StopForBudget("t2"),
+        FleetIdle(),
+    ]
 
 
 def test_a_spent_budget_with_nothing_running_is_an_idle_fleet_though_tasks_wait():
-    snapshot = state(agents=(agent("a1"),), candidates=(task("t1"),), live_tasks=1,
-                     budget=BudgetView(exhausted=True, announced=True))  # fmt: skip
+    snapshot = state(
+        agents=(agent("a1"),),
+        candidates=(task("t1"),),
+        live_tasks=1,
+        budget=BudgetView(exhausted=True, announced=True),
+    )
 
     assert schedule(snapshot, NOW) == [FleetIdle()]
     assert wants_wider_window(replace(snapshot, more_candidates=True), []) is False

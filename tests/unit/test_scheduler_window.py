@@ -59,9 +59,14 @@ def random_state(rng: random.Random) -> FleetState:
     budget = rng.choice([BudgetView(), BudgetView(), BudgetView(exhausted=True, hard=True)])
     candidates = tuple(_candidate(rng, n) for n in range(rng.randint(0, 120)))
     return state(
-        agents=tuple(agents), in_flight=tuple(in_flight), candidates=candidates,
-        leases=leases, paused_until=paused, budget=budget, live_tasks=len(candidates),
-    )  # fmt: skip
+        agents=tuple(agents),
+        in_flight=tuple(in_flight),
+        candidates=candidates,
+        leases=leases,
+        paused_until=paused,
+        budget=budget,
+        live_tasks=len(candidates),
+    )
 
 
 def cut(full: FleetState, window: int) -> FleetState:

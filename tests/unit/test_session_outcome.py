@@ -27,15 +27,26 @@ from codefleet.session.sdk import classify_crash, deny
 from codefleet.testing.fakemodel import marker
 
 USAGE = {
-    "claude-a": {"inputTokens": 100, "cacheReadInputTokens": 20, "cacheCreationInputTokens": 3, "outputTokens": 7},
+    "claude-a": {
+        "inputTokens": 100,
+        "cacheReadInputTokens": 20,
+        "cacheCreationInputTokens": 3,
+        "outputTokens": 7,
+    },
     "claude-b": {"inputTokens": 1000, "outputTokens": 50, "costUSD": 0.1},
-}  # fmt: skip
+}
 HELD = "api.py is held by runner-1 for task T3. Do not retry this file or edit around it."
 
 
 def result(**fields: Any) -> SessionResult:
-    base: dict[str, Any] = {"subtype": "success", "is_error": False, "text": "Done.",
-                            "total_cost_usd": 0.25, "model_usage": USAGE, "session_id": "s1"}  # fmt: skip
+    base: dict[str, Any] = {
+        "subtype": "success",
+        "is_error": False,
+        "text": "Done.",
+        "total_cost_usd": 0.25,
+        "model_usage": USAGE,
+        "session_id": "s1",
+    }
     return SessionResult(**{**base, **fields})
 
 
@@ -75,9 +86,13 @@ def test_a_turn_or_budget_stop_is_budget(subtype: str) -> None:
 
 @pytest.mark.parametrize(
     ("status", "reason", "kind"),
-    [(500, "api_error", ErrorKind.INFRA), (529, None, ErrorKind.RATE_LIMITED),
-     (None, "api_error", ErrorKind.INFRA), (429, "api_error", ErrorKind.RATE_LIMITED)],
-)  # fmt: skip
+    [
+        (500, "api_error", ErrorKind.INFRA),
+        (529, None, ErrorKind.RATE_LIMITED),
+        (None, "api_error", ErrorKind.INFRA),
+        (429, "api_error", ErrorKind.RATE_LIMITED),
+    ],
+)
 def test_an_api_error_is_infra_and_a_429_or_529_is_rate_limited(
     status: int | None, reason: str | None, kind: ErrorKind
 ) -> None:
@@ -99,7 +114,10 @@ def test_any_other_error_result_is_an_agent_error_with_its_errors() -> None:
 
     outcome = session_outcome(failed, None, HookRecord(), attempt=1)
 
-    assert (outcome.error_kind, outcome.error) == (ErrorKind.AGENT_ERROR, "session ended with error_during_execution: boom")  # fmt: skip
+    assert (outcome.error_kind, outcome.error) == (
+        ErrorKind.AGENT_ERROR,
+        "session ended with error_during_execution: boom",
+    )
 
 
 def test_a_session_without_a_result_takes_the_crash_kind() -> None:
@@ -118,7 +136,11 @@ def test_a_refused_write_that_is_not_a_veto_fails_the_attempt(hooks_and_denials:
 
     outcome = session_outcome(result(permission_denials=denials), None, hooks, attempt=1)
 
-    assert (outcome.ok, outcome.error_kind, outcome.blocked_on_path) == (False, ErrorKind.AGENT_ERROR, None)  # fmt: skip
+    assert (outcome.ok, outcome.error_kind, outcome.blocked_on_path) == (
+        False,
+        ErrorKind.AGENT_ERROR,
+        None,
+    )
 
 
 @pytest.mark.parametrize(
@@ -152,8 +174,14 @@ def test_deny_is_exactly_the_shape_the_cli_obeys() -> None:
     }
 
 
-TASK = AssignedTask(id="T4", title="Add middleware", description="Edit api.py first.",
-                    file_scope=("middleware.py",), attempts=1, deadline=datetime.now(UTC))  # fmt: skip
+TASK = AssignedTask(
+    id="T4",
+    title="Add middleware",
+    description="Edit api.py first.",
+    file_scope=("middleware.py",),
+    attempts=1,
+    deadline=datetime.now(UTC),
+)
 
 
 def test_the_prompt_states_the_shared_tree_rules_before_the_task() -> None:

@@ -51,9 +51,13 @@ def test_a_file_another_task_changed_since_the_read_is_stale_and_names_that_task
     rewrite(tmp_path / "api.py", "def f(a, b):\n")
     found = find_stale(log.latest, {}, {"api.py": [by("T3")]}, tmp_path)
     assert found == (
-        StaleRead(path="api.py", changed_by=("T3",), read_sha256=sha("def f(a):\n"),
-                  now_sha256=sha("def f(a, b):\n")),
-    )  # fmt: skip
+        StaleRead(
+            path="api.py",
+            changed_by=("T3",),
+            read_sha256=sha("def f(a):\n"),
+            now_sha256=sha("def f(a, b):\n"),
+        ),
+    )
 
 
 def test_a_file_the_attempt_itself_wrote_last_is_not_stale(tmp_path: Path) -> None:

@@ -12,10 +12,15 @@ from codefleet.wording import phrase
 
 
 def stale(event_id: int, reader: str, *paths: tuple[str, list[str], str | None]) -> dict[str, Any]:
-    items = [{"path": p, "changed_by": by, "read_sha256": "a", "now_sha256": now}
-             for p, by, now in paths]  # fmt: skip
-    return {"id": event_id, "type": "stale_read", "task_id": reader,
-            "payload": {"attempt": 1, "paths": items}}  # fmt: skip
+    items = [
+        {"path": p, "changed_by": by, "read_sha256": "a", "now_sha256": now} for p, by, now in paths
+    ]
+    return {
+        "id": event_id,
+        "type": "stale_read",
+        "task_id": reader,
+        "payload": {"attempt": 1, "paths": items},
+    }
 
 
 def test_stats_count_stale_reads_per_file_and_task_pair_most_frequent_first() -> None:
@@ -44,13 +49,23 @@ def test_the_log_names_each_stale_file_and_who_changed_or_deleted_it() -> None:
 
 
 def test_a_tasks_detail_lists_its_stale_reads_and_reconcile_turns() -> None:
-    task = {"id": "T3", "title": "routes", "status": "succeeded", "attempts": 1,
-            "max_attempts": 3, "description": "d"}  # fmt: skip
+    task = {
+        "id": "T3",
+        "title": "routes",
+        "status": "succeeded",
+        "attempts": 1,
+        "max_attempts": 3,
+        "description": "d",
+    }
     reads = [
         stale(7, "T3", ("models.py", ["T1"], "b")),
-        {"id": 9, "type": "reconciled", "task_id": "T3",
-         "payload": {"attempt": 1, "rounds": 1, "outcome": "clean", "cost_usd": 0}},
-    ]  # fmt: skip
+        {
+            "id": 9,
+            "type": "reconciled",
+            "task_id": "T3",
+            "payload": {"attempt": 1, "rounds": 1, "outcome": "clean", "cost_usd": 0},
+        },
+    ]
     console = Console(width=200, record=True)
     console.print(task_detail(task, reads))
     text = console.export_text()

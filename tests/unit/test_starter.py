@@ -83,18 +83,28 @@ def test_a_test_module_inside_the_package_that_imports_pytest_is_found(tmp_path:
 @pytest.mark.parametrize(
     ("files", "expected"),
     [
-        ({"package.json": json.dumps({"scripts": {"test": "vitest", "lint": "eslint ."}})},
-         [("test", "npm test"), ("lint", "npm run lint")]),
-        ({"package.json": json.dumps({"scripts": {"test": 'echo "Error: no test specified" && exit 1'}})},
-         []),
-        ({"Makefile": "all:\n\tcc x.c\n\ntest: all\n\t./x --test\nlint:\n\tclang-tidy x.c\n"},
-         [("test", "make test"), ("lint", "make lint")]),
+        (
+            {"package.json": json.dumps({"scripts": {"test": "vitest", "lint": "eslint ."}})},
+            [("test", "npm test"), ("lint", "npm run lint")],
+        ),
+        (
+            {
+                "package.json": json.dumps(
+                    {"scripts": {"test": 'echo "Error: no test specified" && exit 1'}}
+                )
+            },
+            [],
+        ),
+        (
+            {"Makefile": "all:\n\tcc x.c\n\ntest: all\n\t./x --test\nlint:\n\tclang-tidy x.c\n"},
+            [("test", "make test"), ("lint", "make lint")],
+        ),
         ({"Cargo.toml": "[package]\nname = 'x'\n"}, [("test", "cargo test")]),
         ({"go.mod": "module x\n"}, [("test", "go test ./...")]),
         ({"README.md": "# nothing to run\n"}, []),
     ],
     ids=["npm scripts", "npm's placeholder test", "a Makefile", "Cargo", "Go", "nothing"],
-)  # fmt: skip
+)
 def test_other_ecosystems_use_their_own_runner(
     tmp_path: Path, files: dict[str, str], expected: list[tuple[str, str]]
 ) -> None:

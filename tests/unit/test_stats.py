@@ -18,14 +18,30 @@ from codefleet.review.stats import FileStats, ResourceStats, fleet_stats, stats_
 from codefleet.review.suggest import Change, render_graph, suggest
 
 
-def ev(n: int, kind: str, task_id: str | None = None, at: float = 0.0, **payload: Any) -> dict[str, Any]:  # fmt: skip
-    return {"id": n, "type": kind, "task_id": task_id, "agent_id": None,
-            "at": f"2026-07-31T18:00:{at:06.3f}Z", "payload": payload}  # fmt: skip
+def ev(
+    n: int, kind: str, task_id: str | None = None, at: float = 0.0, **payload: Any
+) -> dict[str, Any]:
+    return {
+        "id": n,
+        "type": kind,
+        "task_id": task_id,
+        "agent_id": None,
+        "at": f"2026-07-31T18:00:{at:06.3f}Z",
+        "payload": payload,
+    }
 
 
 def task(task_id: str, **fields: Any) -> dict[str, Any]:
-    return {"id": task_id, "title": task_id, "status": "succeeded", "attempts": 1,
-            "max_attempts": 3, "cost_usd": 0.01, "depends_on": [], **fields}  # fmt: skip
+    return {
+        "id": task_id,
+        "title": task_id,
+        "status": "succeeded",
+        "attempts": 1,
+        "max_attempts": 3,
+        "cost_usd": 0.01,
+        "depends_on": [],
+        **fields,
+    }
 
 
 # T3 holds api.py; T4 is refused it at 2 s and succeeds on attempt 2 (4-6 s), after T3
@@ -36,8 +52,16 @@ EVENTS = (
     ev(2, "task_assigned", "T3", 1.0, agent_name="runner-1", attempt=1),
     ev(3, "task_assigned", "T4", 1.0, agent_name="runner-2", attempt=1),
     ev(4, "lease_acquired", "T3", 1.5, path="api.py"),
-    ev(5, "lease_denied", "T4", 2.0, path="api.py", requester_name="runner-2",
-       holder_task_id="T3", holder_agent_name="runner-1"),
+    ev(
+        5,
+        "lease_denied",
+        "T4",
+        2.0,
+        path="api.py",
+        requester_name="runner-2",
+        holder_task_id="T3",
+        holder_agent_name="runner-1",
+    ),
     ev(6, "task_requeued", "T4", 2.0, error_kind="veto", attempt=1),
     ev(7, "task_succeeded", "T3", 3.0, attempt=1),
     ev(8, "task_assigned", "T4", 4.0, agent_name="runner-2", attempt=2),
@@ -51,9 +75,13 @@ EVENTS = (
     ev(16, "task_unblocked", "T2", 7.5, by="T1"),
     ev(17, "task_assigned", "T2", 7.5, agent_name="runner-2", attempt=1),
     ev(18, "task_succeeded", "T2", 8.5, attempt=1),
-)  # fmt: skip
-TASKS = (task("T3", cost_usd=0.25), task("T4", attempts=2, cost_usd=0.5),
-         task("T1", attempts=2, uncharged_attempts=1), task("T2", depends_on=["T1"]))  # fmt: skip
+)
+TASKS = (
+    task("T3", cost_usd=0.25),
+    task("T4", attempts=2, cost_usd=0.5),
+    task("T1", attempts=2, uncharged_attempts=1),
+    task("T2", depends_on=["T1"]),
+)
 
 
 def facts(events: tuple[dict[str, Any], ...] = EVENTS) -> Any:
@@ -64,11 +92,17 @@ def test_per_file_the_vetoes_the_tasks_involved_and_the_attempt_time_they_cost()
     stats = fleet_stats(facts())
 
     assert stats.files == (
-        FileStats("api.py", vetoes=1, tasks=("T3", "T4"), veto_lost_s=1.0, rollback_lost_s=0.0,
-                  rollbacks=0),
+        FileStats(
+            "api.py",
+            vetoes=1,
+            tasks=("T3", "T4"),
+            veto_lost_s=1.0,
+            rollback_lost_s=0.0,
+            rollbacks=0,
+        ),
         FileStats("models.py", 0, (), 0.0, 1.0, 1),
         FileStats("tests/new.py", 0, (), 0.0, 1.0, 1),
-    )  # fmt: skip
+    )
     assert (stats.veto_lost_s, stats.rollback_lost_s) == (1.0, 1.0)  # T1's attempt, once
 
 
@@ -78,18 +112,27 @@ RESOURCE_EVENTS = (
     ev(2, "task_assigned", "T5", 1.0, agent_name="runner-1", attempt=1),
     ev(3, "task_assigned", "T6", 1.0, agent_name="runner-2", attempt=1),
     ev(4, "lease_acquired", "T5", 1.0, path="/resource:db"),
-    ev(5, "lease_denied", "T6", 2.0, path="/resource:db", requester_name="runner-2",
-       holder_task_id="T5", holder_agent_name="runner-1"),
+    ev(
+        5,
+        "lease_denied",
+        "T6",
+        2.0,
+        path="/resource:db",
+        requester_name="runner-2",
+        holder_task_id="T5",
+        holder_agent_name="runner-1",
+    ),
     ev(6, "task_requeued", "T6", 2.0, error_kind="veto", attempt=1),
     ev(7, "task_succeeded", "T5", 3.0, attempt=1),
     ev(8, "task_assigned", "T6", 3.0, agent_name="runner-2", attempt=2),
     ev(9, "task_succeeded", "T6", 4.0, attempt=2),
-)  # fmt: skip
+)
 
 
 def test_a_veto_on_a_resource_is_counted_per_resource_not_as_a_file():
-    record = RunRecord(tasks=(task("T5"), task("T6", attempts=2)), events=RESOURCE_EVENTS,
-                       workdir="/tree")  # fmt: skip
+    record = RunRecord(
+        tasks=(task("T5"), task("T6", attempts=2)), events=RESOURCE_EVENTS, workdir="/tree"
+    )
 
     stats = fleet_stats(run_facts(record))
 
@@ -102,8 +145,9 @@ def test_a_veto_on_a_resource_is_counted_per_resource_not_as_a_file():
 
 
 def test_the_report_and_the_stats_command_show_the_resource_by_name_apart_from_files():
-    record = RunRecord(tasks=(task("T5"), task("T6", attempts=2)), events=RESOURCE_EVENTS,
-                       workdir="/tree")  # fmt: skip
+    record = RunRecord(
+        tasks=(task("T5"), task("T6", attempts=2)), events=RESOURCE_EVENTS, workdir="/tree"
+    )
     found = fleet_stats(run_facts(record))
 
     page = render_markdown(build_report(record, [stats_section]))
@@ -139,10 +183,12 @@ def test_the_fleet_achieved_parallelism_and_makespan_against_the_critical_path()
 
 
 def test_pauses_are_counted_with_the_time_they_held_the_fleet():
-    paused = (*EVENTS,
-              ev(19, "fleet_paused", "T2", 8.6, change="started", until="x", reason="429"),
-              ev(20, "fleet_paused", "T1", 8.7, change="extended", until="y", reason="429"),
-              ev(21, "fleet_resumed", at=9.0, reason="elapsed", paused_s=0.4))  # fmt: skip
+    paused = (
+        *EVENTS,
+        ev(19, "fleet_paused", "T2", 8.6, change="started", until="x", reason="429"),
+        ev(20, "fleet_paused", "T1", 8.7, change="extended", until="y", reason="429"),
+        ev(21, "fleet_resumed", at=9.0, reason="elapsed", paused_s=0.4),
+    )
 
     stats = fleet_stats(facts(paused))
 
@@ -190,9 +236,11 @@ def test_suggest_adds_the_vetoed_file_to_scope_and_the_holder_as_a_dependency():
     tasks, changes = suggest(raw["tasks"], facts())
 
     assert changes == [
-        Change("T4", "file_scope", "api.py", "vetoed on api.py at +2.0 s while T3 (runner-1) held it"),
+        Change(
+            "T4", "file_scope", "api.py", "vetoed on api.py at +2.0 s while T3 (runner-1) held it"
+        ),
         Change("T4", "depends_on", "T3", "T4's retry only succeeded after T3 finished with api.py"),
-    ]  # fmt: skip
+    ]
     t4 = next(t for t in tasks if t["id"] == "T4")
     assert (t4["file_scope"], t4["depends_on"]) == (["./middleware.py", "api.py"], ["T3"])
     assert "depends_on" not in raw["tasks"][3]  # the input is not changed
@@ -248,22 +296,50 @@ def test_per_file_the_writes_that_waited_how_they_ended_and_the_work_they_kept()
     # and times out at 2.5 s (a veto); T7 is refused at once for a deadlock.
     waits = (
         ev(19, "task_assigned", "T5", 1.0, agent_name="runner-3", attempt=1),
-        ev(20, "lease_waited", "T5", 3.0, path="api.py", waited_s=0.5, outcome="granted",
-           holder_task_id="T3"),
-        ev(21, "lease_waited", "T6", 2.5, path="api.py", waited_s=0.5, outcome="timed_out",
-           holder_task_id="T3"),
-        ev(22, "lease_waited", "T7", 2.5, path="db.py", waited_s=0.0, outcome="deadlock",
-           holder_task_id="T3"),
-    )  # fmt: skip
+        ev(
+            20,
+            "lease_waited",
+            "T5",
+            3.0,
+            path="api.py",
+            waited_s=0.5,
+            outcome="granted",
+            holder_task_id="T3",
+        ),
+        ev(
+            21,
+            "lease_waited",
+            "T6",
+            2.5,
+            path="api.py",
+            waited_s=0.5,
+            outcome="timed_out",
+            holder_task_id="T3",
+        ),
+        ev(
+            22,
+            "lease_waited",
+            "T7",
+            2.5,
+            path="db.py",
+            waited_s=0.0,
+            outcome="deadlock",
+            holder_task_id="T3",
+        ),
+    )
     stats = fleet_stats(facts(EVENTS + waits))
     api, db = stats.lease_waits
     assert (api.path, api.waits, api.outcomes) == ("api.py", 2, (("granted", 1), ("timed_out", 1)))
     assert (api.waited_s, api.kept_s) == (1.0, 1.5)  # T5 had run 1.5 s when it parked
     assert (db.path, db.waits, db.waited_s, db.kept_s) == ("db.py", 1, 0.0, 0.0)
     assert stats_json(stats)["lease_waits"][0] == {
-        "path": "api.py", "waits": 2, "outcomes": {"granted": 1, "timed_out": 1},
-        "waited_s": 1.0, "kept_s": 1.5, "kept_usd": 0.0,  # T5 is still under way: no cost yet
-    }  # fmt: skip
+        "path": "api.py",
+        "waits": 2,
+        "outcomes": {"granted": 1, "timed_out": 1},
+        "waited_s": 1.0,
+        "kept_s": 1.5,
+        "kept_usd": 0.0,  # T5 is still under way: no cost yet
+    }
 
 
 def test_suggest_adds_a_vetoed_resource_to_resources_not_to_file_scope():
@@ -272,8 +348,9 @@ def test_suggest_adds_a_vetoed_resource_to_resources_not_to_file_scope():
         "  - {id: T6, title: seed, description: s}\n"
     )
     raw = yaml.safe_load(graph)
-    record = RunRecord(tasks=(task("T5"), task("T6", attempts=2)), events=RESOURCE_EVENTS,
-                       workdir="/tree")  # fmt: skip
+    record = RunRecord(
+        tasks=(task("T5"), task("T6", attempts=2)), events=RESOURCE_EVENTS, workdir="/tree"
+    )
 
     tasks, changes = suggest(raw["tasks"], run_facts(record))
     text = render_graph(graph, tasks, None, changes, "the run on http://x")
@@ -295,16 +372,40 @@ def waits_that_kept_work() -> Any:
         ev(19, "task_assigned", "T5", 1.0, agent_name="runner-3", attempt=1),
         ev(20, "task_assigned", "T6", 1.0, agent_name="runner-4", attempt=1),
         ev(21, "task_assigned", "T7", 1.0, agent_name="runner-5", attempt=1),
-        ev(22, "lease_waited", "T6", 3.0, path="api.py", waited_s=1.0, outcome="changed",
-           holder_task_id="T3"),
-        ev(23, "lease_waited", "T5", 3.0, path="api.py", waited_s=0.5, outcome="granted",
-           holder_task_id="T3"),
-        ev(24, "lease_waited", "T7", 3.0, path="api.py", waited_s=0.5, outcome="timed_out",
-           holder_task_id="T3"),
+        ev(
+            22,
+            "lease_waited",
+            "T6",
+            3.0,
+            path="api.py",
+            waited_s=1.0,
+            outcome="changed",
+            holder_task_id="T3",
+        ),
+        ev(
+            23,
+            "lease_waited",
+            "T5",
+            3.0,
+            path="api.py",
+            waited_s=0.5,
+            outcome="granted",
+            holder_task_id="T3",
+        ),
+        ev(
+            24,
+            "lease_waited",
+            "T7",
+            3.0,
+            path="api.py",
+            waited_s=0.5,
+            outcome="timed_out",
+            holder_task_id="T3",
+        ),
         ev(25, "task_requeued", "T6", 3.0, error_kind="verify_failed", attempt=1),
         ev(26, "task_requeued", "T7", 3.0, error_kind="veto", attempt=1),
         ev(27, "task_succeeded", "T5", 5.0, attempt=1, cost_usd=0.4),
-    )  # fmt: skip
+    )
     tasks = (*TASKS, task("T5", cost_usd=0.4), task("T6", cost_usd=0.3), task("T7"))
     return fleet_stats(run_facts(RunRecord(tasks=tasks, events=EVENTS + waits, workdir="/t")))
 

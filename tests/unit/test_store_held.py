@@ -35,9 +35,21 @@ def _store(path: Path) -> Store:
                 ],
                 [],
             )
-            store.insert_agent({"id": f"a{n}", "name": f"a{n}", "status": "idle", "epoch": 1,
-                                "workdir": "w", "pid": None, "host": None, "idle_since": "x", "registered_at": "x",
-                                "last_heartbeat_at": "x", "updated_at": "x"})  # fmt: skip
+            store.insert_agent(
+                {
+                    "id": f"a{n}",
+                    "name": f"a{n}",
+                    "status": "idle",
+                    "epoch": 1,
+                    "workdir": "w",
+                    "pid": None,
+                    "host": None,
+                    "idle_since": "x",
+                    "registered_at": "x",
+                    "last_heartbeat_at": "x",
+                    "updated_at": "x",
+                }
+            )
     return store
 
 

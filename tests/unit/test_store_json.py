@@ -22,8 +22,12 @@ def test_a_created_task_and_its_event_decode_to_the_posted_values(fleet: Fleet, 
     row = fleet.task("t1")
     (event,) = fleet.events(EventType.TASK_CREATED)
     assert (row["title"], row["file_scope"]) == (title, ["ü/naïve.py"])
-    assert event["payload"] == {"title": title, "priority": 3, "file_scope": ["ü/naïve.py"],
-                                "depends_on": []}  # fmt: skip
+    assert event["payload"] == {
+        "title": title,
+        "priority": 3,
+        "file_scope": ["ü/naïve.py"],
+        "depends_on": [],
+    }
 
 
 def test_the_stored_payload_is_compact_json():

@@ -3,22 +3,20 @@
 The server writes `.codefleet/tree-id` once; a runner reads the id in its own
 mount and registers with it and its own path. A matching id is the same tree
 wherever it is mounted, a different id is another tree (409 `wrong_tree`,
-both named), and a mount without the file is a clear error before the runner
-asks the server anything. No agent may write the identity.
+both named), and a mount without the file is a clear error naming it (the
+runner's side: tests/integration/test_registration.py). No agent may write
+the identity.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 
 import pytest
 
-from codefleet.api.client import FleetClient
 from codefleet.coord.registration import check_tree
 from codefleet.errors import WrongTree
-from codefleet.fleet.runner import CannotContinue, Runner, RunnerOptions
 from codefleet.models import DenyReason
 from codefleet.paths import PathRejected, TreeRoot
 from codefleet.statedir import NoTreeId, TreeClaim, ensure_tree_id, read_tree_id, tree_id_path
@@ -90,19 +88,6 @@ def test_a_damaged_identity_is_refused_and_kept_for_the_operator(tmp_path: Path)
     with pytest.raises(NoTreeId, match="damaged"):
         ensure_tree_id(tmp_path)
     assert tree_id_path(tmp_path).read_text() == "not an id\n"
-
-
-def test_a_runner_whose_mount_has_no_identity_stops_before_asking_the_server(
-    tmp_path: Path,
-) -> None:
-    async def register() -> None:
-        # Nothing listens on port 9: had the runner asked, it would retry for ever.
-        async with FleetClient("http://127.0.0.1:9") as client:
-            options = RunnerOptions(name="runner-1", workdir=tmp_path, run_dir=tmp_path / "runs")
-            await Runner(client, executor=None, options=options).register()  # type: ignore[arg-type]
-
-    with pytest.raises(CannotContinue, match="tree-id is missing"):
-        asyncio.run(asyncio.wait_for(register(), 30))
 
 
 @pytest.mark.parametrize("raw", [".codefleet/tree-id", ".codefleet/.gitignore", "./.codefleet/x"])

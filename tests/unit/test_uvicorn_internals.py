@@ -98,8 +98,13 @@ async def fails_before_start(scope: dict[str, Any], receive: Any, send: Any) -> 
 
 async def echo(scope: dict[str, Any], receive: Any, send: Any) -> None:
     body = (await receive())["body"]
-    await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-length", b"%d" % len(body))]})  # fmt: skip
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-length", b"%d" % len(body))],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -109,23 +114,40 @@ CASES: list[tuple[str, App, bytes]] = [
     ("an error answer", sized(b'{"error":{}}', 409), GET),
     ("a 204 without a length", empty_204, GET),
     ("HEAD of a sized answer", sized(), b"HEAD /x HTTP/1.1\r\nHost: a\r\n\r\n"),
-    ("a request asking to close", sized(), b"GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"),
+    (
+        "a request asking to close",
+        sized(),
+        b"GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+    ),
     ("HTTP/1.0", sized(), b"GET /x HTTP/1.0\r\nHost: a\r\n\r\n"),
     ("a sized body in two parts", in_parts, GET),
     ("an exception after the start", fails_after_start, GET),
     ("an exception before the start", fails_before_start, GET),
-    ("two pipelined requests", echo,
-     b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\none"
-     b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\ntwo"),
-    ("100-continue", echo,
-     b"POST /x HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi"),
+    (
+        "two pipelined requests",
+        echo,
+        b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\none"
+        b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\ntwo",
+    ),
+    (
+        "100-continue",
+        echo,
+        b"POST /x HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi",
+    ),
     ("a malformed request", sized(), b"GET /x HTTP/1.1\r\nHost a\r\n\r\n"),
-    ("a body past the head cap in the head's read", echo,
-     b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 200000\r\n\r\n" + b"b" * 200_000),
-    ("a pipelined request after a body past the head cap", echo,
-     b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n" + b"b" * 100_000
-     + b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\ntwo"),
-]  # fmt: skip
+    (
+        "a body past the head cap in the head's read",
+        echo,
+        b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 200000\r\n\r\n" + b"b" * 200_000,
+    ),
+    (
+        "a pipelined request after a body past the head cap",
+        echo,
+        b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n"
+        + b"b" * 100_000
+        + b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\ntwo",
+    ),
+]
 
 
 @pytest.mark.parametrize(("name", "app", "data"), CASES, ids=[c[0] for c in CASES])
@@ -196,9 +218,11 @@ async def test_a_head_past_the_cap_is_answered_431_once_and_closed_however_it_ar
     assert transport.closed
     assert len(transport.writes) == 1
     assert transport.writes[0].startswith(b"HTTP/1.1 431 ")
-    assert transport.writes[0].endswith(b'"code": "header_too_large", "message": '
-                                        b'"the request line and headers exceed 65536 bytes", '
-                                        b'"detail": {}}}')  # fmt: skip
+    assert transport.writes[0].endswith(
+        b'"code": "header_too_large", "message": '
+        b'"the request line and headers exceed 65536 bytes", '
+        b'"detail": {}}}'
+    )
 
 
 async def test_the_cap_counts_each_head_afresh_after_a_request_on_the_same_connection() -> None:

@@ -74,8 +74,10 @@ def shown(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (web / "package.json").write_text('{"type": "module"}')  # the page's modules are ES modules
     ran = subprocess.run(
         [node, "--input-type=module", "-e", SCRIPT, web.as_uri()],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     loaded: dict[str, Any] = json.loads(ran.stdout)
     return loaded
 

@@ -51,8 +51,10 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     module.write_text((WEB / "model.js").read_text())
     ran = subprocess.run(
         [node, "--input-type=module", "-e", SCRIPT, module.as_uri()],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     loaded: dict[str, Any] = json.loads(ran.stdout)
     return loaded
 
@@ -99,8 +101,10 @@ def test_a_stale_read_is_a_mark_on_its_attempts_bar_with_how_it_was_reconciled(
     module.write_text((WEB / "model.js").read_text())
     ran = subprocess.run(
         [node, "--input-type=module", "-e", STALE_SCRIPT, module.as_uri()],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     [mark] = json.loads(ran.stdout)
     assert mark["paths"] == [{"path": "models.py", "by": ["T1"], "gone": False}]
     assert mark["outcome"] == "clean"
@@ -132,8 +136,10 @@ def test_a_wait_for_a_lease_is_a_segment_of_its_attempts_bar_naming_the_holder_a
     module.write_text((WEB / "model.js").read_text())
     ran = subprocess.run(
         [node, "--input-type=module", "-e", WAIT_SCRIPT, module.as_uri()],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     wait = json.loads(ran.stdout)
     assert wait == {
         "from": 2000,

@@ -37,10 +37,24 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("task_cancelled", {}),
     ("task_retried", {}),
     ("lease_acquired", {"path": "a.py", "tool": "Edit", "kind": "interactive"}),
-    ("lease_denied", {"path": "a.py", "reason": "held", "holder_agent_name": "r-1",
-                      "holder_task_id": "T1"}),
+    (
+        "lease_denied",
+        {"path": "a.py", "reason": "held", "holder_agent_name": "r-1", "holder_task_id": "T1"},
+    ),
     ("lease_denied", {"path": "../x", "reason": "outside_workdir"}),
     ("lease_released", {"path": "a.py", "reason": "completed"}),
+    ("lease_acquired", {"path": "/resource:db", "tool": "acquire_resource"}),
+    (
+        "lease_denied",
+        {
+            "path": "/resource:port:41234",
+            "reason": "held",
+            "holder_agent_name": "r-1",
+            "holder_task_id": "T1",
+        },
+    ),
+    ("lease_released", {"path": "/resource:db", "reason": "completed"}),
+    ("lease_waiting", {"path": "/resource:db", "holder_task_id": "T3", "queue_position": 2}),
     ("file_changed", {"path": "a.py", "tool": "Write"}),
     ("file_restored", {"path": "a.py", "existed": False}),
     ("file_restored", {"path": "a.py", "existed": True}),
@@ -48,12 +62,30 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("restore_failed", {"path": "a.py", "error": "disk full"}),
     ("check_defined", {"name": "test", "command": "pytest -q", "replaced": True}),
     ("check_started", {"name": "test", "purpose": "verify"}),
-    ("check_finished", {"name": "test", "purpose": "tool", "passed": False, "timed_out": True,
-                        "exit_code": None, "duration_ms": 1500}),
+    (
+        "check_finished",
+        {
+            "name": "test",
+            "purpose": "tool",
+            "passed": False,
+            "timed_out": True,
+            "exit_code": None,
+            "duration_ms": 1500,
+        },
+    ),
     ("check_finished", {"name": "test", "purpose": "tool", "passed": True, "exit_code": 0}),
     ("command_started", {"command": "python gen.py", "attempt": 1}),
-    ("command_finished", {"exit_code": 0, "wall_s": 0.25, "applied": ["gen.txt"],
-                          "kept_out": [], "refused": [".git/x"], "denied_on": None}),
+    (
+        "command_finished",
+        {
+            "exit_code": 0,
+            "wall_s": 0.25,
+            "applied": ["gen.txt"],
+            "kept_out": [],
+            "refused": [".git/x"],
+            "denied_on": None,
+        },
+    ),
     ("command_finished", {"exit_code": None, "timed_out": True, "applied": [], "kept_out": []}),
     ("command_finished", {"exit_code": 0, "applied": [], "denied_on": "a.py"}),
     ("agent_registered", {"name": "runner-1", "epoch": 3}),
@@ -65,10 +97,21 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("fleet_started", {"runners": 4}),
     ("fleet_idle", {"counts": {"succeeded": 3, "failed": 1}}),
     ("run_finished", {"ok": False, "verify": {"exit_code": 2}}),
-    ("stale_read", {"attempt": 1, "paths": [
-        {"path": "api.py", "changed_by": ["T3"], "read_sha256": "a", "now_sha256": "b"},
-        {"path": "gone.py", "changed_by": ["T3", "a person"], "read_sha256": "a", "now_sha256": None},
-    ]}),
+    (
+        "stale_read",
+        {
+            "attempt": 1,
+            "paths": [
+                {"path": "api.py", "changed_by": ["T3"], "read_sha256": "a", "now_sha256": "b"},
+                {
+                    "path": "gone.py",
+                    "changed_by": ["T3", "a person"],
+                    "read_sha256": "a",
+                    "now_sha256": None,
+                },
+            ],
+        },
+    ),
     ("reconciled", {"rounds": 1, "outcome": "clean", "cost_usd": 0.0123}),
     ("reconciled", {"rounds": 2, "outcome": "unresolved", "cost_usd": 0}),
     ("reconciled", {"rounds": 1, "outcome": "failed", "cost_usd": 0.5}),
@@ -87,17 +130,31 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("fleet_budget_set", {"max_cost_usd": 2.5, "hard": True}),
     ("fleet_budget_exhausted", {"spent_usd": 1.02, "max_cost_usd": 1.0, "hard": True}),
     ("fleet_budget_exhausted", {"spent_usd": 1.02, "max_cost_usd": 1.0, "simulated": True}),
-
     ("number_allocated", {"sequence": "migrations", "value": 3}),
     ("sequence_defined", {"sequence": "migrations", "start": 3}),
     ("lease_waiting", {"path": "api.py", "holder_task_id": "T3", "queue_position": 1}),
-    ("lease_waited", {"path": "api.py", "waited_s": 1.25, "outcome": "granted", "holder_task_id": "T3"}),
-    ("lease_waited", {"path": "api.py", "waited_s": 2, "outcome": "changed", "holder_task_id": "T3"}),
-    ("lease_waited", {"path": "api.py", "waited_s": 0, "outcome": "deadlock", "holder_task_id": "T3"}),
-    ("lease_waited", {"path": "api.py", "waited_s": 30, "outcome": "timed_out", "holder_task_id": "T3"}),
-    ("lease_waited", {"path": "api.py", "waited_s": 1, "outcome": "refused", "holder_task_id": "T3"}),
+    (
+        "lease_waited",
+        {"path": "api.py", "waited_s": 1.25, "outcome": "granted", "holder_task_id": "T3"},
+    ),
+    (
+        "lease_waited",
+        {"path": "api.py", "waited_s": 2, "outcome": "changed", "holder_task_id": "T3"},
+    ),
+    (
+        "lease_waited",
+        {"path": "api.py", "waited_s": 0, "outcome": "deadlock", "holder_task_id": "T3"},
+    ),
+    (
+        "lease_waited",
+        {"path": "api.py", "waited_s": 30, "outcome": "timed_out", "holder_task_id": "T3"},
+    ),
+    (
+        "lease_waited",
+        {"path": "api.py", "waited_s": 1, "outcome": "refused", "holder_task_id": "T3"},
+    ),
     ("not_in_the_table", {}),
-]  # fmt: skip
+]
 
 NODE_SCRIPT = """
 import { readFileSync } from "node:fs";
@@ -122,8 +179,11 @@ def test_the_browser_reads_every_event_exactly_as_the_terminal_does(tmp_path: Pa
     module.write_text((WEB / "wording.js").read_text())
     ran = subprocess.run(
         [node, "--input-type=module", "-e", NODE_SCRIPT, module.as_uri(), str(WORDING_FILE)],
-        input=json.dumps(CORPUS), capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        input=json.dumps(CORPUS),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     browser = json.loads(ran.stdout)
     terminal = [phrase(kind, payload) for kind, payload in CORPUS]
     assert [(k, b) for (k, _), b in zip(CORPUS, browser, strict=True)] == [
@@ -139,6 +199,15 @@ def test_the_web_log_words_events_only_through_the_table() -> None:
     assert worded_here == [], "log.js must not word events itself: wording.json says it once"
 
 
+def test_a_resource_lease_reads_as_the_resource_not_its_lease_key() -> None:
+    lines = [phrase(kind, payload) or "" for kind, payload in CORPUS if kind.startswith("lease_")]
+    resource_lines = [line for line in lines if "resource " in line]
+    assert not [line for line in lines if "/resource:" in line]
+    assert "leased resource db (acquire_resource)" in resource_lines
+    assert "VETO resource port:41234: held by r-1 (T1)" in resource_lines
+    assert "WAIT resource db: held by T3, #2 in line" in resource_lines
+
+
 def test_a_filter_the_renderer_does_not_know_is_an_error() -> None:
     table()["__probe__"] = ["{x|shout}"]
     try:
@@ -150,10 +219,14 @@ def test_a_filter_the_renderer_does_not_know_is_an_error() -> None:
 
 def test_a_verify_that_cannot_start_its_program_says_what_to_do_whole_in_the_log() -> None:
     check = CheckResult(
-        "lint", CheckPurpose.VERIFY, "flake9-is-not-installed --max-line-length 100 src tests",
-        exit_code=127, output="sh: 1: flake9-is-not-installed: not found\n" * 5, infra=True,
+        "lint",
+        CheckPurpose.VERIFY,
+        "flake9-is-not-installed --max-line-length 100 src tests",
+        exit_code=127,
+        output="sh: 1: flake9-is-not-installed: not found\n" * 5,
+        infra=True,
         unstartable=(("flake9-is-not-installed", "was not found"),),
-    )  # fmt: skip
+    )
     error = check.failure_text("T12")
     line = phrase("task_failed", {"error_kind": "check_unrunnable", "error": error})
     assert line is not None
@@ -185,8 +258,10 @@ def test_the_web_dashboard_labels_a_simulated_cost_as_the_terminal_does(tmp_path
     budgets = [None, {"simulated": True}, {"simulated": True, "max_cost_usd": 1.0}]
     ran = subprocess.run(
         [node, "--input-type=module", "-e", COST_SCRIPT, str(tmp_path), json.dumps(budgets)],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     page = json.loads(ran.stdout)
     assert page["stat"] == [
         "$0.0300",

@@ -233,9 +233,15 @@ class FleetClient:
         return result
 
     async def acquire(
-        self, agent_id: str, epoch: int, task_id: str, paths: list[str], tool: str,
-        wait: float = 0.0, seen: Mapping[str, str | None] | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        agent_id: str,
+        epoch: int,
+        task_id: str,
+        paths: list[str],
+        tool: str,
+        wait: float = 0.0,
+        seen: Mapping[str, str | None] | None = None,
+    ) -> dict[str, Any]:
         """The lease answer; with `wait` > 0 it may park that long (`seen`: what the session saw)."""
         body: dict[str, Any] = {"agent_id": agent_id, "task_id": task_id, "paths": paths}
         body["tool"] = tool
@@ -313,9 +319,13 @@ class FleetClient:
         The answer: per watched path, the other tasks' writes since its read.
         """
         body: dict[str, Any] = {
-            "agent_id": agent_id, "attempt": attempt, "reads": reads, "watch": watch,
-            "stale": stale or [], "reconciled": reconciled,
-        }  # fmt: skip
+            "agent_id": agent_id,
+            "attempt": attempt,
+            "reads": reads,
+            "watch": watch,
+            "stale": stale or [],
+            "reconciled": reconciled,
+        }
         answer = await self._json("POST", f"/tasks/{task_id}/reads", body=body, epoch=epoch)
         changes: dict[str, list[dict[str, Any]]] = answer["changes"]
         return changes

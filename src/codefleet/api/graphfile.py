@@ -81,9 +81,11 @@ class GraphTasks(list[dict[str, Any]]):
     """A loaded graph: its task specs (a list, as before) plus its named checks."""
 
     def __init__(
-        self, tasks: list[dict[str, Any]], checks: dict[str, str] | None = None,
+        self,
+        tasks: list[dict[str, Any]],
+        checks: dict[str, str] | None = None,
         sequences: dict[str, dict[str, Any]] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         super().__init__(tasks)
         self.checks: dict[str, str] = dict(checks or {})
         self.sequences: dict[str, dict[str, Any]] = dict(sequences or {})  # `sequences:`

@@ -59,9 +59,13 @@ class Lane:
         self._idle: list[_Connection] = []
 
     async def request(
-        self, method: str, path: str, body: Any, headers: dict[str, str] | None = None,
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        headers: dict[str, str] | None = None,
         timeout: float | None = None,
-    ) -> tuple[int, bytes]:  # fmt: skip
+    ) -> tuple[int, bytes]:
         extra = header_lines(headers) if headers else ""
         message = request_bytes(
             method, self._prefix + path, self._fixed + extra, json.dumps(body).encode()

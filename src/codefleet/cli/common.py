@@ -23,14 +23,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from codefleet.cli.helptext import CliTyper
+from codefleet.cli.settingopts import FLAGS, option
 from codefleet.errors import DomainError, Unauthorized
 from codefleet.models import AgentKind
 
 if TYPE_CHECKING:  # the client (httpx) and settings (pydantic) load with the first command
+    from collections.abc import Mapping
+
     from codefleet.api.client import FleetClient
     from codefleet.config import Settings
 
-__all__ = ["app", "settings_from"]
+__all__ = ["app", "settings_from", "settings_of"]
 
 # Plain help (`cli.helptext`): paragraphs reflow to the terminal's width, no Rich.
 app = CliTyper(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -41,21 +44,11 @@ OPERATE = "Inspect and operate"
 REVIEW = "Review what the fleet did"
 
 
-ServerOpt = Annotated[
-    str | None, typer.Option("--server", help="Server URL (default: from CODEFLEET_HOST/PORT).")
-]
+ServerOpt = Annotated[str | None, option("server_url")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-WorkdirOpt = Annotated[
-    Path | None,
-    typer.Option("--workdir", help="The shared working tree the agents edit [CODEFLEET_WORKDIR]."),
-]
-RunDirOpt = Annotated[
-    Path | None,
-    typer.Option("--run-dir", help="Where runs keep logs and workspaces [CODEFLEET_RUN_DIR]."),
-]
-TokenOpt = Annotated[
-    str | None, typer.Option("--token", help="Bearer token for the server [CODEFLEET_TOKEN].")
-]
+WorkdirOpt = Annotated[Path | None, option("workdir")]
+RunDirOpt = Annotated[Path | None, option("run_dir")]
+TokenOpt = Annotated[str | None, option("token")]
 CheckOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -97,6 +90,15 @@ def settings_from(**overrides: Any) -> Settings:
     except ValidationError as err:
         problems = [_problem(e) for e in err.errors()]
         raise fail("; ".join(problems)) from None
+
+
+def settings_of(params: Mapping[str, Any], **given: Any) -> Settings:
+    """`settings_from` the command's setting parameters (`ctx.params`), and `given`, on top.
+
+    A command parameter named like a setting is that setting's flag
+    (`cli.settingopts`); the command's other parameters are not settings.
+    """
+    return settings_from(**{k: v for k, v in params.items() if k in FLAGS}, **given)
 
 
 def _problem(error: Any) -> str:
@@ -242,76 +244,14 @@ AgentOpt = Annotated[
         case_sensitive=False,
     ),
 ]
-ModelOpt = Annotated[
-    str | None, typer.Option("--model", help="Claude model for real sessions [CODEFLEET_MODEL].")
-]
-MaxTurnsOpt = Annotated[
-    int | None, typer.Option("--max-turns", help="Turn cap per session [CODEFLEET_MAX_TURNS].")
-]
-BudgetOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--task-budget-usd", help="Spend cap per session, USD [CODEFLEET_TASK_BUDGET_USD]."
-    ),
-]
-MaxCostOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--max-cost",
-        help="The fleet's budget, USD: once recorded cost reaches it, no new task is assigned "
-        "[CODEFLEET_MAX_COST].",
-    ),
-]
-MaxCostHardOpt = Annotated[
-    bool | None,
-    typer.Option(
-        "--max-cost-hard/--max-cost-soft",
-        help="When the fleet's budget is spent, also stop running attempts (rolled back, not "
-        "charged) instead of letting them finish [CODEFLEET_MAX_COST_HARD].",
-    ),
-]
-TimeoutOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--task-timeout", help="Wall clock per task attempt, seconds [CODEFLEET_TASK_TIMEOUT]."
-    ),
-]
-CheckTimeoutOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--check-timeout", help="Time limit of one check run, seconds [CODEFLEET_CHECK_TIMEOUT]."
-    ),
-]
-ResourceWaitOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--resource-wait",
-        help="How long a check waits for the resources it names, seconds "
-        "[CODEFLEET_RESOURCE_WAIT].",
-    ),
-]
-ProtectedOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--protected-paths",
-        help="Comma-separated names no agent may write, at any depth, compared "
-        "case-insensitively; .git is always protected [CODEFLEET_PROTECTED_PATHS].",
-    ),
-]
-ReconcileRoundsOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--reconcile-rounds",
-        min=0,
-        help="Reconcile turns an attempt with stale reads gets before the last resort "
-        "[CODEFLEET_RECONCILE_ROUNDS].",
-    ),
-]
-CheckDirOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--check-dir",
-        help="Where checks' throwaway copies of the tree are made (default: the system temp "
-        "dir) [CODEFLEET_CHECK_DIR].",
-    ),
-]
+ModelOpt = Annotated[str | None, option("model")]
+MaxTurnsOpt = Annotated[int | None, option("max_turns")]
+BudgetOpt = Annotated[float | None, option("task_budget_usd")]
+MaxCostOpt = Annotated[float | None, option("max_cost")]
+MaxCostHardOpt = Annotated[bool | None, option("max_cost_hard")]
+TimeoutOpt = Annotated[float | None, option("task_timeout")]
+CheckTimeoutOpt = Annotated[float | None, option("check_timeout")]
+ResourceWaitOpt = Annotated[float | None, option("resource_wait")]
+ProtectedOpt = Annotated[str | None, option("protected_paths")]
+ReconcileRoundsOpt = Annotated[int | None, option("reconcile_rounds")]
+CheckDirOpt = Annotated[Path | None, option("check_dir")]

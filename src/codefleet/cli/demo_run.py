@@ -170,9 +170,13 @@ def demo_committer(tree: Path, console: Console) -> LiveCommitter | None:
 
 
 async def _demo(
-    settings: Settings, mode: str, runners: int, console: Console, commit: bool,
+    settings: Settings,
+    mode: str,
+    runners: int,
+    console: Console,
+    commit: bool,
     mixed: bool = False,
-) -> bool:  # fmt: skip
+) -> bool:
     examples = examples_dir()
     graph = load_graph(examples / "demo-tasks.yaml")
     if mixed:

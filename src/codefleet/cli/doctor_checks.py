@@ -69,8 +69,12 @@ def check_port(settings: Settings) -> Check:
         try:
             sock.bind((settings.host, settings.port))
         except OSError as err:
-            return Check("port", False, f"{settings.host}:{settings.port} is taken ({err.strerror})",
-                         "another program uses the port; set CODEFLEET_PORT")  # fmt: skip
+            return Check(
+                "port",
+                False,
+                f"{settings.host}:{settings.port} is taken ({err.strerror})",
+                "another program uses the port; set CODEFLEET_PORT",
+            )
     return Check("port", True, f"{settings.host}:{settings.port} is free for `codefleet serve`")
 
 
@@ -106,15 +110,20 @@ def check_programs(path: Path | None, settings: Settings) -> Check:
     missing = check_warnings(checks, settings.workdir)
     if missing:
         return Check("checks", False, "; ".join(missing), required=False)
-    return Check("checks", True, f"every program of {len(checks)} check(s) is found where "
-                 "checks run", required=False)  # fmt: skip
+    return Check(
+        "checks",
+        True,
+        f"every program of {len(checks)} check(s) is found where checks run",
+        required=False,
+    )
 
 
 def check_graph(path: Path | None, settings: Settings) -> Check:
     """The graph through the loader's own validation, scopes through the server's path rule."""
     if path is None:
-        return Check("graph", True, f"no --graph given and no {DEFAULT_GRAPH} here; skipped",
-                     required=False)  # fmt: skip
+        return Check(
+            "graph", True, f"no --graph given and no {DEFAULT_GRAPH} here; skipped", required=False
+        )
     try:
         tasks = load_graph(path)
         if settings.workdir.is_dir():
@@ -123,8 +132,12 @@ def check_graph(path: Path | None, settings: Settings) -> Check:
             )
     except GraphError as err:
         return Check("graph", False, str(err))
-    return Check("graph", True, f"{path}: {len(tasks)} task(s), no cycle, every dependency known, "
-                 "every scope inside the tree")  # fmt: skip
+    return Check(
+        "graph",
+        True,
+        f"{path}: {len(tasks)} task(s), no cycle, every dependency known, "
+        "every scope inside the tree",
+    )
 
 
 def bundled_cli() -> Path | None:
@@ -158,11 +171,14 @@ def check_key() -> Check:
         return Check("api-key", True, "ANTHROPIC_API_KEY is set", required=False)
     if credentials_problem() is None:
         return Check("api-key", True, "a Claude login (or token) is present", required=False)
-    return Check("api-key", False,
-                 "no ANTHROPIC_API_KEY and no Claude login: only the keyless paths will work "
-                 "(`run --dry-run --script F`, `run --offline --model-script F`, `demo --offline`)",
-                 f"export ANTHROPIC_API_KEY, or log in: `{bundled_cli() or 'claude'} auth login`",
-                 required=False)  # fmt: skip
+    return Check(
+        "api-key",
+        False,
+        "no ANTHROPIC_API_KEY and no Claude login: only the keyless paths will work "
+        "(`run --dry-run --script F`, `run --offline --model-script F`, `demo --offline`)",
+        f"export ANTHROPIC_API_KEY, or log in: `{bundled_cli() or 'claude'} auth login`",
+        required=False,
+    )
 
 
 def check_shell(settings: Settings) -> Check:
@@ -173,8 +189,10 @@ def check_shell(settings: Settings) -> Check:
     ok = support.problem is None and (support.bwrap is not None or settings.shell_unsandboxed)
     hint = ""
     if support.problem is None and support.bwrap is None:
-        hint = "install bubblewrap to sandbox commands; `run --shell` refuses without it " \
-               "unless --shell-unsandboxed"  # fmt: skip
+        hint = (
+            "install bubblewrap to sandbox commands; `run --shell` refuses without it "
+            "unless --shell-unsandboxed"
+        )
     elif support.problem is not None:
         hint = "commands need user namespaces and overlayfs (Linux); checks still work"
     return Check("shell", ok, support.describe, hint, required=settings.shell)

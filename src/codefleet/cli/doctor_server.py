@@ -25,7 +25,6 @@ import asyncio
 import statistics
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -33,7 +32,7 @@ from codefleet.api.client import FleetClient
 from codefleet.cli.doctor_checks import Check
 from codefleet.config import Settings
 from codefleet.errors import Forbidden, Unauthorized
-from codefleet.models import from_iso
+from codefleet.models import clock_skew_s, utcnow
 from codefleet.statedir import TreeClaim, read_tree_id, tree_mismatch
 
 __all__ = [
@@ -85,11 +84,10 @@ async def probe(settings: Settings) -> Probe:
 
 async def _ping(client: FleetClient) -> tuple[float, float, dict[str, Any]]:
     """One health request: its round trip, the skew it shows, the answer."""
-    sent, wall = time.perf_counter(), time.time()
+    started, sent = time.perf_counter(), utcnow()
     health = await client.health()
-    trip = time.perf_counter() - sent
-    here = datetime.fromtimestamp(wall + trip / 2, UTC)
-    return trip, (from_iso(str(health["server_time"])) - here).total_seconds(), health
+    trip, received = time.perf_counter() - started, utcnow()
+    return trip, clock_skew_s(str(health["server_time"]), sent, received), health
 
 
 def judge_token(found: Probe, has_token: bool) -> Check:
@@ -110,8 +108,12 @@ def judge_tree(found: Probe, local_tree: Path) -> Check:
     """The server's tree identity against the one in `local_tree` (this host's mount)."""
     served = TreeClaim(str(found.health.get("workdir", "?")), found.health.get("tree_id"))
     if served.tree_id is None:
-        return Check("tree", False, f"the server at {found.url} does not say its tree's "
-                     "identity (an older CodeFleet)", required=False)  # fmt: skip
+        return Check(
+            "tree",
+            False,
+            f"the server at {found.url} does not say its tree's identity (an older CodeFleet)",
+            required=False,
+        )
     try:
         here = TreeClaim(str(local_tree), read_tree_id(local_tree))
     except Exception as err:  # NoTreeId or an unreadable mount: either way, no runner here
@@ -119,8 +121,9 @@ def judge_tree(found: Probe, local_tree: Path) -> Check:
     problem = tree_mismatch(here, served)
     if problem is not None:
         return Check("tree", False, problem)
-    return Check("tree", True, f"{local_tree} is the server's tree {served.workdir} "
-                 f"({served.tree_id})")  # fmt: skip
+    return Check(
+        "tree", True, f"{local_tree} is the server's tree {served.workdir} ({served.tree_id})"
+    )
 
 
 def judge_clock(found: Probe) -> Check:
@@ -128,10 +131,14 @@ def judge_clock(found: Probe) -> Check:
     said = f"this host's clock is {abs(skew):.3f} s {'behind' if skew > 0 else 'ahead of'} the server's"
     if abs(skew) <= SKEW_WARN_S:
         return Check("clock", True, said)
-    return Check("clock", False, said + " (only the server's clock counts: deadlines and "
-                 "stale runners are judged there; local logs will disagree with its times)",
-                 "synchronise this host's clock (NTP: chrony or systemd-timesyncd)",
-                 required=False)  # fmt: skip
+    return Check(
+        "clock",
+        False,
+        said + " (only the server's clock counts: deadlines and "
+        "stale runners are judged there; local logs will disagree with its times)",
+        "synchronise this host's clock (NTP: chrony or systemd-timesyncd)",
+        required=False,
+    )
 
 
 def judge_round_trip(found: Probe) -> Check:
@@ -139,8 +146,13 @@ def judge_round_trip(found: Probe) -> Check:
     said = f"median round trip {median * 1000:.1f} ms over {len(found.round_trips_s)} requests"
     if median <= RTT_WARN_S:
         return Check("round-trip", True, said)
-    return Check("round-trip", False, said + ": every write waits at least one round trip "
-                 "for its lease", "run runners closer to the server", required=False)  # fmt: skip
+    return Check(
+        "round-trip",
+        False,
+        said + ": every write waits at least one round trip for its lease",
+        "run runners closer to the server",
+        required=False,
+    )
 
 
 def server_checks(settings: Settings) -> list[Check]:

@@ -41,13 +41,12 @@ from codefleet.cli.common import (
     app,
     call_server,
     fail,
-    make_client,
     parse_check_options,
-    print_json,
-    settings_from,
+    settings_of,
     unauthorized_message,
 )
 from codefleet.cli.review import BranchOpt, CommitOpt, committer_for
+from codefleet.cli.settingopts import option
 from codefleet.cli.shellopts import (
     ShellMaxBytesOpt,
     ShellMaxFilesOpt,
@@ -55,21 +54,15 @@ from codefleet.cli.shellopts import (
     ShellOpt,
     ShellUnsandboxedOpt,
     fleet_shell,
-    shell_settings,
 )
 from codefleet.errors import DomainError, Unauthorized
 from codefleet.models import AgentKind
 from codefleet.statedir import prepare_dirs
 
 if TYPE_CHECKING:
-    import asyncio
-    from collections.abc import Callable
-
-    from codefleet.api.client import FleetClient
     from codefleet.cli.agents import AgentChoice, Agents
     from codefleet.cli.runprep import GraphFile
     from codefleet.config import Settings
-    from codefleet.ui.scopes import ScopeWatch
 
 __all__ = ["run", "runner"]
 
@@ -85,6 +78,7 @@ def _agents(choice: AgentChoice, settings: Settings) -> Agents:
 
 @app.command(rich_help_panel=RUN, epilog=SCRIPT_HELP)
 def runner(
+    ctx: typer.Context,
     name: Annotated[
         str, typer.Option("--name", help="This runner's unique slot name, e.g. runner-1.")
     ],
@@ -131,14 +125,7 @@ def runner(
     from codefleet.cli.output import console
     from codefleet.fleet.runner import CannotContinue, Runner, RunnerOptions
 
-    settings = settings_from(
-        server_url=server, workdir=workdir, run_dir=run_dir, token=token,
-        task_timeout=task_timeout, model=model, max_turns=max_turns,
-        task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
-        protected_paths=protected_paths, reconcile_rounds=reconcile_rounds,
-        resource_wait=resource_wait,
-        **shell_settings(shell, shell_network, shell_unsandboxed, shell_max_files, shell_max_bytes),
-    )  # fmt: skip
+    settings = settings_of(ctx.params, server_url=server)
     choice = AgentChoice(dry_run, script, offline, model_script, agent)
     executor = _agents(choice, settings).executor
     options = RunnerOptions(
@@ -146,17 +133,10 @@ def runner(
         agent=agent,
         workdir=settings.workdir,
         run_dir=settings.run_dir,
-        task_timeout=task_timeout,
         poll_wait=settings.poll_interval,
         exit_when_drained=exit_when_drained,
-        protected=(settings.db, settings.run_dir),
-        check_timeout=settings.check_timeout,
-        check_dir=settings.check_dir,
-        resource_wait=settings.resource_wait,
         replace=replace,
-        protected_names=settings.protected_names,
-        reconcile_rounds=settings.reconcile_rounds,
-        **fleet_shell(settings),
+        **_runner_kw(settings, task_timeout),
     )
 
     async def go() -> None:
@@ -183,9 +163,8 @@ def runner(
 
 @app.command(rich_help_panel=RUN, epilog=SCRIPT_HELP)
 def run(
-    runners: Annotated[
-        int | None, typer.Option("--runners", "-n", help="How many runners [CODEFLEET_RUNNERS].")
-    ] = None,
+    ctx: typer.Context,
+    runners: Annotated[int | None, option("runners")] = None,
     graph: Annotated[
         Path | None,
         typer.Option(
@@ -251,195 +230,48 @@ def run(
     and for the tasks' verify: key. Without a key: --dry-run --script FILE or
     --offline --model-script FILE. --max-cost sets the fleet's budget on the server.
     """
-    import asyncio
-
     from codefleet.cli.agents import AgentChoice
-    from codefleet.cli.output import console, err_console
-    from codefleet.cli.runprep import RunRefused, prepare_run
-    from codefleet.fleet.local import invocation_suffix, run_fleet
-    from codefleet.review.commitview import history_json
+    from codefleet.cli.fleetrun import RunPlan, drive, exit_code, report
 
-    settings = settings_from(
-        runners=runners, server_url=server, workdir=workdir, run_dir=run_dir,
-        task_timeout=task_timeout, token=token, model=model, max_turns=max_turns,
-        task_budget_usd=task_budget_usd, check_timeout=check_timeout, check_dir=check_dir,
-        protected_paths=protected_paths, max_cost=max_cost, max_cost_hard=max_cost_hard,
-        reconcile_rounds=reconcile_rounds,
-        resource_wait=resource_wait,
-        **shell_settings(shell, shell_network, shell_unsandboxed, shell_max_files, shell_max_bytes),
-    )  # fmt: skip
+    settings = settings_of(ctx.params, server_url=server)
     checks = parse_check_options(check)
-    shell_kw = fleet_shell(settings)
+    runner_kw = _runner_kw(settings, task_timeout)  # refuses --shell without a sandbox
     graph_file = None if no_graph else _graph_file(graph)
     agents = _agents(AgentChoice(dry_run, script, offline, model_script, agent), settings)
     committer = committer_for(settings.workdir, branch) if commit else None
-    say = (err_console if json_out else console).print
-
-    def runner_down(why: str) -> None:  # at once, on stderr: the run may go on without it
-        err_console.print(f"[bold red]runner stopped:[/] {why}", markup=True, highlight=False)
-
-    async def go() -> tuple[Any, list[dict[str, Any]], Any, ScopeWatch]:
-        from codefleet.ui.dashboard import follow_compact
-
-        async with make_client(settings) as client:
-            try:
-                since = await prepare_run(
-                    client,
-                    settings.workdir,
-                    agents,
-                    graph_file,
-                    checks,
-                    lambda s: say(s, markup=False),
-                )
-            except RunRefused as err:
-                raise fail(str(err)) from None
-            if settings.max_cost is not None:  # run passes the fleet's budget on to the server
-                await client.set_budget(settings.max_cost, settings.max_cost_hard)
-            scopes = await _declared_scopes(client)
-        prepare_dirs(settings.run_dir)
-        if committer is not None:
-            committer.start(settings.url, settings.token, since)
-        stop = asyncio.Event()
-        follower = (
-            None
-            if json_out
-            else asyncio.create_task(
-                follow_compact(settings.url, settings.token, console, stop, since=since)
-            )
-        )
-        interrupt = _interrupt_on_signals(caught)
-        answering = _answering(settings, stop, json_out or no_questions, say)
-        try:
-            result = await run_fleet(
-                settings.url, settings.runners, lambda _: agents.executor, settings.workdir,
-                settings.run_dir, verify=verify, token=settings.token, task_timeout=task_timeout,
-                protected=(settings.db, settings.run_dir), check_timeout=settings.check_timeout,
-                check_dir=settings.check_dir, resource_wait=settings.resource_wait,
-                on_runner_down=runner_down,
-                name_suffix=invocation_suffix(), protected_names=settings.protected_names,
-                reconcile_rounds=settings.reconcile_rounds, no_questions=no_questions,
-                interrupt=interrupt, say=lambda s: err_console.print(s, markup=False),
-                simulated=agents.mode != "live", agent_for=lambda _: agent,
-                **shell_kw,
-            )  # fmt: skip
-            history = await committer.finish(settings.url, settings.token) if committer else None
-        finally:
-            _default_signals()
-            stop.set()
-            for listener in (follower, answering):
-                if listener is not None:
-                    await listener
-        async with make_client(settings) as client:
-            return result, await _conflicts_and_scopes(client, since, scopes), history, scopes
-
-    caught: list[signal.Signals] = []
-    result, conflicts, history, scopes = call_server(settings, lambda _: go())
-    if json_out:
-        print_json({"ok": result.ok, "tasks": result.tasks, "conflicts": conflicts,
-                    "runner_errors": result.runner_errors, "stopped": result.stopped,
-                    "interrupted": result.interrupted,
-                    "verify": result.verify and {"exit_code": result.verify.exit_code, "output": result.verify.output},
-                    "history": history_json(history) if history else None})  # fmt: skip
-    else:
-        _print_outcome(result, conflicts, agents.mode != "live", scopes, (committer, history))
-    raise typer.Exit(_exit_code(caught, result.ok and (history is None or history.ok)))
-
-
-def _answering(
-    settings: Settings, stop: asyncio.Event, quiet: bool, say: Callable[..., None]
-) -> asyncio.Task[None] | None:
-    """With a terminal on standard input: its lines answer the agents' questions."""
-    import asyncio
-    import sys
-
-    from codefleet.cli.asking import HINT, answer_from_terminal
-
-    if quiet or not sys.stdin.isatty():
-        return None
-    say(HINT, markup=False)
-
-    async def listen() -> None:
-        async with make_client(settings) as client:
-            await answer_from_terminal(client, stop, lambda s: say(s, markup=False))
-
-    return asyncio.create_task(listen())
-
-
-def _exit_code(caught: list[signal.Signals], ok: bool) -> int:
-    """0 when all went well; 128 + the signal (said on stderr) when the operator stopped it."""
-    from codefleet.cli.output import err_console
-
-    if not caught:
-        return 0 if ok else 1
-    err_console.print(
-        f"run: interrupted ({caught[0].name}): the runners left; an attempt in progress was "
-        "rolled back and requeued, not charged. `codefleet run` carries on.",
-        markup=False,
+    plan = RunPlan(
+        settings=settings,
+        agents=agents,
+        agent=agent,
+        graph_file=graph_file,
+        checks=checks,
+        committer=committer,
+        runner_kw=runner_kw,
+        verify=verify,
+        no_questions=no_questions,
+        json_out=json_out,
     )
-    return 128 + caught[0].value
+    caught: list[signal.Signals] = []
+    outcome = call_server(settings, lambda _: drive(plan, caught))
+    report(plan, outcome)
+    raise typer.Exit(exit_code(caught, outcome.ok))
 
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+def _runner_kw(settings: Settings, task_timeout: float | None) -> dict[str, Any]:
+    """The options every runner of `run` and `runner` takes from the settings.
 
-
-def _interrupt_on_signals(caught: list[signal.Signals]) -> Any:
-    """An event the first SIGINT/SIGTERM sets (noted in `caught`); a second one acts at once."""
-    import asyncio
-
-    interrupt = asyncio.Event()
-    loop = asyncio.get_running_loop()
-
-    def on_signal(sig: signal.Signals) -> None:
-        caught.append(sig)
-        interrupt.set()
-        _default_signals()
-
-    for sig in STOP_SIGNALS:
-        loop.add_signal_handler(sig, on_signal, sig)
-    return interrupt
-
-
-def _default_signals() -> None:
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-    for sig in STOP_SIGNALS:
-        loop.remove_signal_handler(sig)
-
-
-def _print_outcome(
-    result: Any,
-    conflicts: list[dict[str, Any]],
-    simulated: bool,
-    scopes: ScopeWatch,
-    commits: tuple[Any, Any],
-) -> None:
-    """The verdict, then the branch `--commit` made (`commits`: its committer and history)."""
-    from codefleet.cli.output import console
-    from codefleet.review.commitview import print_history
-    from codefleet.ui.report import print_result
-
-    print_result(console, result, conflicts, simulated_cost=simulated, outside=scopes.outside)
-    committer, history = commits
-    if committer is not None and history is not None:
-        print_history(console, history, committer.log(history))
-
-
-async def _declared_scopes(client: FleetClient) -> ScopeWatch:
-    """Each task's scope as the run starts (`ui.scopes`)."""
-    from codefleet.ui.scopes import ScopeWatch
-
-    return ScopeWatch.of(await client.tasks())
-
-
-async def _conflicts_and_scopes(
-    client: FleetClient, since: int, scopes: ScopeWatch
-) -> list[dict[str, Any]]:
-    """The server's conflicts; `scopes` follows the run's events (writes outside a scope)."""
-    for event in await client.all_events(since):
-        scopes.take(event)
-    conflicts: list[dict[str, Any]] = await client.conflicts()
-    return conflicts
+    The runner's `task_timeout` is the flag only: without it the server's applies.
+    """
+    return {
+        "task_timeout": task_timeout,
+        "protected": (settings.db, settings.run_dir),
+        "check_timeout": settings.check_timeout,
+        "check_dir": settings.check_dir,
+        "resource_wait": settings.resource_wait,
+        "protected_names": settings.protected_names,
+        "reconcile_rounds": settings.reconcile_rounds,
+        **fleet_shell(settings),
+    }
 
 
 def _graph_file(given: Path | None) -> GraphFile | None:

@@ -37,6 +37,7 @@ def init(
     """Write a starter codefleet.yaml here: the checks found in the repository, two example tasks."""
     from codefleet.api.graphfile import DEFAULT_GRAPH, GraphError, load_graph
     from codefleet.cli.starter import (
+        EXAMPLE_TASK_IDS,
         find_checks,
         starter_graph,
         starter_model_script,
@@ -58,10 +59,17 @@ def init(
         if name not in kept:
             (root / name).write_text(makers[name](root, checks), encoding="utf-8")
     try:
-        load_graph(root / DEFAULT_GRAPH)  # what init writes must load
+        graph = load_graph(root / DEFAULT_GRAPH)  # what init writes must load
     except GraphError as err:
         raise fail(f"{DEFAULT_GRAPH} does not load: {err}") from None
     _report(root, checks, scripts, kept)
+    unscripted = [spec["id"] for spec in graph if spec["id"] not in EXAMPLE_TASK_IDS]
+    if scripts and unscripted:
+        _say(
+            f"note: the scripts play the example tasks {', '.join(EXAMPLE_TASK_IDS)}; "
+            f"{DEFAULT_GRAPH}'s tasks {', '.join(unscripted)} have no script: add their steps "
+            f"to {SCRIPT_FILE} (the format: codefleet run --help)"
+        )
 
 
 def _say(text: str) -> None:
@@ -86,10 +94,14 @@ def _report(root: Path, checks: list[FoundCheck], scripts: bool, kept: list[str]
     if written:
         _say(f"wrote {' and '.join(written)}: the example tasks, scripted (no key needed)")
     if not (root / ".git").exists():
-        _say("note: this is not a git repository; `git init` and commit first, so you can "
-             "review and undo what the agents change")  # fmt: skip
+        _say(
+            "note: this is not a git repository; `git init` and commit first, so you can "
+            "review and undo what the agents change"
+        )
     run = f"codefleet run --dry-run --script {SCRIPT_FILE}" if scripts else "codefleet run"
     _say("next:")
-    _say("  codefleet serve &     # the coordination server for this tree; leave it running")
-    _say(f"  codefleet load        # posts {DEFAULT_GRAPH} (the tasks and their checks)")
-    _say(f"  {run}   # runs them, prints the verdict; `codefleet watch` shows it live")
+    _say(f"  codefleet graph check   # {DEFAULT_GRAPH}'s critical path and overlaps; nothing spent")
+    _say("  codefleet serve &       # the coordination server for this tree; leave it running")
+    _say(
+        f"  {run}   # loads {DEFAULT_GRAPH}, runs it, prints the verdict; `codefleet watch` shows it live"
+    )

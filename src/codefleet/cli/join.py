@@ -91,7 +91,9 @@ def join(
     tree = _tree(workdir)
     _known(agent)
     settings = settings_from(server_url=server, token=token)
-    block = agent_block(agent, codefleet_command(), settings.url, tree, fail_open)
+    block = agent_block(
+        agent, codefleet_command(), settings.url, tree, fail_open, tree_id_here(tree)
+    )
     if not show:
         _check_server(settings, tree, fail_open)
     try:
@@ -182,8 +184,10 @@ def hold(
             console.print(f"refused: {denied['message']}")
         raise typer.Exit(1)
     if not json_out:
-        console.print(f"{answer['holder']['name']} holds {', '.join(names)}; "
-                      f"`codefleet release {' '.join(names)}` gives it back")  # fmt: skip
+        console.print(
+            f"{answer['holder']['name']} holds {', '.join(names)}; "
+            f"`codefleet release {' '.join(names)}` gives it back"
+        )
 
 
 def _login() -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -59,7 +59,7 @@ def load(
         on_server = OnServer(stored, {**await client.checks(), **given_checks})
         tasks = _read(path, on_server)  # every problem at once, the server's tasks known
         checks = {**tasks.checks, **given_checks}
-        for line in check_warnings(checks, Path(health["workdir"])):
+        for line in check_warnings(checks, _checks_tree(health, settings.workdir)):
             err_console.print(f"warning: {line}", style="yellow", markup=False)
         created: list[str] = await client.create_tasks(tasks, checks)
         return created
@@ -78,3 +78,12 @@ def _read(path: Path, on_server: OnServer) -> GraphTasks:
         return load_graph(path, standalone=False, on_server=on_server)
     except GraphError as err:
         raise fail(str(err)) from None
+
+
+def _checks_tree(health: dict[str, Any], here: Path) -> Path:
+    """Where to look up the checks' programs: this host's mount of the server's tree when
+    this is one (a runner's host), else the server's path."""
+    from codefleet.statedir import tree_id_here
+
+    served = health.get("tree_id")
+    return here if served is not None and tree_id_here(here) == served else Path(health["workdir"])

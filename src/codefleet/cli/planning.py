@@ -29,6 +29,7 @@ from codefleet.cli.common import (
     settings_from,
 )
 from codefleet.cli.helptext import CliTyper
+from codefleet.cli.settingopts import option
 
 if TYPE_CHECKING:
     from codefleet.config import Settings
@@ -82,8 +83,9 @@ def check(
         tasks, tree_for(settings.workdir, settings.db, settings.run_dir), runners
     )
     if json_out:
-        print_json({"file": str(graph), "workdir": str(settings.workdir.resolve()),
-                    **analysis.to_json()})  # fmt: skip
+        print_json(
+            {"file": str(graph), "workdir": str(settings.workdir.resolve()), **analysis.to_json()}
+        )
     else:
         print_analysis(console, analysis, f"{graph} · tree {settings.workdir.resolve()}")
     if not analysis.ok:
@@ -114,14 +116,10 @@ def plan(
     workdir: WorkdirOpt = None,
     runners: RunnersOpt = 3,
     model: ModelOpt = None,
-    max_turns: Annotated[
-        int | None, typer.Option("--max-turns", help="Turn cap per answer [CODEFLEET_MAX_TURNS].")
-    ] = None,
+    max_turns: Annotated[int | None, option("max_turns", help="Turn cap per answer")] = None,
     max_budget_usd: Annotated[
         float | None,
-        typer.Option(
-            "--max-budget-usd", help="Spend cap of the session, USD [CODEFLEET_TASK_BUDGET_USD]."
-        ),
+        option("task_budget_usd", "--max-budget-usd", help="Spend cap of the session, USD"),
     ] = None,
     run_dir: RunDirOpt = None,
     server: ServerOpt = None,
@@ -145,16 +143,24 @@ def plan(
     if offline and workdir is not None:
         raise fail("--offline plans for the demo repository; drop --workdir")
     settings = settings_from(
-        workdir=workdir, model=model, max_turns=max_turns, task_budget_usd=max_budget_usd,
-        run_dir=run_dir, server_url=server, token=token,
-    )  # fmt: skip
+        workdir=workdir,
+        model=model,
+        max_turns=max_turns,
+        task_budget_usd=max_budget_usd,
+        run_dir=run_dir,
+        server_url=server,
+        token=token,
+    )
     _refuse_before_spending(settings, output, force, offline)
     if offline:
         settings = _in_a_demo_copy(settings)
     request = PlanRun(
-        goal, tree_for(settings.workdir, settings.db, settings.run_dir), tasks, runners,
+        goal,
+        tree_for(settings.workdir, settings.db, settings.run_dir),
+        tasks,
+        runners,
         examples_dir() / "plan-model.yaml" if offline else None,
-    )  # fmt: skip
+    )
     console.print(f"[bold]planning[/] in {request.tree.root} ({'offline' if offline else 'live'})")
     try:
         result, record = asyncio.run(run_plan(settings, request, _say_feedback))

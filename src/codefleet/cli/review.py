@@ -226,8 +226,9 @@ def land(
     console.print(
         f"landed {landed.branch} on {landed.onto}: {landed.old[:7]} → {landed.new[:7]} · "
         f"{len(landed.paths)} file(s) staged as committed, the working tree untouched",
-        markup=False, highlight=False,
-    )  # fmt: skip
+        markup=False,
+        highlight=False,
+    )
     console.print(log.rstrip(), markup=False, highlight=False)
 
 

@@ -58,7 +58,8 @@ async def load_graph_file(
     Tasks are matched by id. A new task may depend on one already loaded (the server
     resolves it). A loaded task whose spec differs from the server's copy is named, not
     updated: the server keeps the record of what ran. A task without an id cannot be
-    matched, so a graph with one is refused unless the server is empty.
+    matched, so a graph with one is refused unless the server is empty. The checks are
+    defined again: one whose command changed is replaced, and named with its old command.
     """
     all_checks = {**graph.tasks.checks, **checks}
     stored = {t["id"]: t for t in await client.tasks()}
@@ -72,6 +73,8 @@ async def load_graph_file(
     changed = [
         _changed(spec, stored[spec["id"]]) for spec in graph.tasks if spec.get("id") in stored
     ]
+    if all_checks:
+        changed += _changed_checks(all_checks, await client.checks())
     said = [f"{graph.path}: {line}" for line in changed if line]
     new = graph.tasks.with_tasks([t for t in graph.tasks if t.get("id") not in stored])
     if not new:
@@ -113,6 +116,15 @@ def _changed(spec: Mapping[str, Any], row: Mapping[str, Any]) -> str | None:
         f"{task_id} differs from the server's copy ({', '.join(fields)}); the server's is "
         f"kept: `codefleet cancel {task_id}` and give the task a new id to replace it"
     )
+
+
+def _changed_checks(given: Mapping[str, str], defined: Mapping[str, str]) -> list[str]:
+    """A line per check whose command this run changes on the server (it replaces it)."""
+    return [
+        f"check {name} is now `{command}` (it was `{defined[name]}`)"
+        for name, command in given.items()
+        if name in defined and defined[name] != command
+    ]
 
 
 def check_coverage(tasks: list[dict[str, Any]], agents: Agents) -> None:

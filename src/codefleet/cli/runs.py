@@ -61,12 +61,14 @@ def runs(
         removed, busy = prune_runs(settings.run_dir, keep)
     entries = list_runs(settings.run_dir)
     if json_out:
-        print_json({
-            "run_dir": str(settings.run_dir),
-            "entries": [_as_dict(e) for e in entries],
-            "removed": [_as_dict(e) for e in removed],
-            "in_use": [_as_dict(e) for e in busy],
-        })  # fmt: skip
+        print_json(
+            {
+                "run_dir": str(settings.run_dir),
+                "entries": [_as_dict(e) for e in entries],
+                "removed": [_as_dict(e) for e in removed],
+                "in_use": [_as_dict(e) for e in busy],
+            }
+        )
         return
     console.print(f"runs: {settings.run_dir.resolve()}", markup=False)
     if entries:
@@ -97,8 +99,9 @@ def runs_new(
 
     path = settings_from(db=db).db
     if not path.exists():
-        console.print(f"runs new: no database at {path}: the next run is fresh already",
-                      markup=False)  # fmt: skip
+        console.print(
+            f"runs new: no database at {path}: the next run is fresh already", markup=False
+        )
         return
     try:
         lock = ServerLock.acquire(path)
@@ -147,8 +150,12 @@ def _table(entries: list[RunEntry]) -> Table:
 
 
 def _as_dict(entry: RunEntry) -> dict[str, object]:
-    return {"path": str(entry.path), "demo": entry.is_demo, "bytes": entry.size,
-            "modified": entry.modified}  # fmt: skip
+    return {
+        "path": str(entry.path),
+        "demo": entry.is_demo,
+        "bytes": entry.size,
+        "modified": entry.modified,
+    }
 
 
 def _size(size: int) -> str:

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any
 
-import typer
-
 from codefleet.cli.common import fail
+from codefleet.cli.settingopts import option
 
 if TYPE_CHECKING:
     from codefleet.config import Settings
@@ -27,63 +26,13 @@ __all__ = [
     "ShellOpt",
     "ShellUnsandboxedOpt",
     "fleet_shell",
-    "shell_settings",
 ]
 
-ShellOpt = Annotated[
-    bool | None,
-    typer.Option(
-        "--shell/--no-shell",
-        help="Give every task the run_command tool (a command in a throwaway layer whose "
-        "changes land only through the leases), unless its shell: key says otherwise "
-        "[CODEFLEET_SHELL].",
-    ),
-]
-ShellNetworkOpt = Annotated[
-    bool | None,
-    typer.Option(
-        "--shell-network/--no-shell-network",
-        help="Let commands use the network (off by default) [CODEFLEET_SHELL_NETWORK].",
-    ),
-]
-ShellUnsandboxedOpt = Annotated[
-    bool | None,
-    typer.Option(
-        "--shell-unsandboxed/--no-shell-unsandboxed",
-        help="Without bubblewrap, run commands anyway, NOT sandboxed (the layer still keeps "
-        "their writes out of the tree) [CODEFLEET_SHELL_UNSANDBOXED].",
-    ),
-]
-ShellMaxFilesOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--shell-max-files",
-        help="Most files one command may change; over it nothing is applied "
-        "[CODEFLEET_SHELL_MAX_FILES].",
-    ),
-]
-ShellMaxBytesOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--shell-max-bytes",
-        help="Most bytes one command may apply; over it nothing is applied "
-        "[CODEFLEET_SHELL_MAX_BYTES].",
-    ),
-]
-
-
-def shell_settings(
-    on: bool | None,
-    network: bool | None,
-    unsandboxed: bool | None,
-    max_files: int | None,
-    max_bytes: int | None,
-) -> dict[str, Any]:
-    """The `--shell*` flags as `settings_from` overrides (None: not given)."""
-    return {
-        "shell": on, "shell_network": network, "shell_unsandboxed": unsandboxed,
-        "shell_max_files": max_files, "shell_max_bytes": max_bytes,
-    }  # fmt: skip
+ShellOpt = Annotated[bool | None, option("shell")]
+ShellNetworkOpt = Annotated[bool | None, option("shell_network")]
+ShellUnsandboxedOpt = Annotated[bool | None, option("shell_unsandboxed")]
+ShellMaxFilesOpt = Annotated[int | None, option("shell_max_files")]
+ShellMaxBytesOpt = Annotated[int | None, option("shell_max_bytes")]
 
 
 def fleet_shell(settings: Settings) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from typing import Any, Final
 import yaml
 
 __all__ = [
+    "EXAMPLE_TASK_IDS",
     "FoundCheck",
     "find_checks",
     "readme_of",
@@ -36,6 +37,7 @@ __all__ = [
 NPM_NO_TEST: Final = "no test specified"
 TEST_EXTRAS: Final = ("test", "tests", "testing", "dev")
 CONTRIBUTING: Final = "CONTRIBUTING.md"
+EXAMPLE_TASK_IDS: Final = ("T1", "T2")  # the starter graph's tasks, which the scripts play
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,8 +139,11 @@ def _pytest_in(data: dict[str, Any]) -> tuple[str, str | None]:
 def _pytest_in_poetry(data: dict[str, Any]) -> tuple[str, list[str]]:
     """The poetry group that names pytest, and its packages (pytest first), or ('', [])."""
     poetry = data.get("tool", {}).get("poetry", {})
-    groups = {f"tool.poetry.group.{g}.dependencies": v.get("dependencies") for g, v in
-              poetry.get("group", {}).items() if isinstance(v, dict)}  # fmt: skip
+    groups = {
+        f"tool.poetry.group.{g}.dependencies": v.get("dependencies")
+        for g, v in poetry.get("group", {}).items()
+        if isinstance(v, dict)
+    }
     groups["tool.poetry.dev-dependencies"] = poetry.get("dev-dependencies")
     for where, deps in groups.items():
         if isinstance(deps, dict) and "pytest" in deps:
@@ -207,9 +212,12 @@ def starter_graph(root: Path, checks: list[FoundCheck]) -> str:
     lines = [f"  {c.name}: {_scalar(c.command)}  # from {c.source}" for c in checks]
     check_block = "checks:\n" + "\n".join(lines) + "\n\n" if lines else _NO_CHECKS
     return _GRAPH.format(
-        repo=root.resolve().name, checks=check_block, readme=readme, verify=verify,
+        repo=root.resolve().name,
+        checks=check_block,
+        readme=readme,
+        verify=verify,
         contributing=CONTRIBUTING,
-    )  # fmt: skip
+    )
 
 
 def _scalar(text: str) -> str:
@@ -241,7 +249,7 @@ def _readme_section(readme: str) -> str:
 def starter_script(root: Path, checks: list[FoundCheck]) -> str:
     """A dry-run script (`run --dry-run --script`) playing the two example tasks."""
     readme = readme_of(root)
-    script = {
+    script = {  # EXAMPLE_TASK_IDS
         "T1": [{"write": {"path": CONTRIBUTING, "content": _contributing(root, checks)}}],
         "T2": [{"append": {"path": readme, "text": _readme_section(readme)}}],
     }
@@ -254,22 +262,31 @@ def starter_model_script(root: Path, checks: list[FoundCheck]) -> str:
     path = root / readme
     before = path.read_text(encoding="utf-8") if path.is_file() else ""
     readme_turns: list[dict[str, Any]] = [
-        _turn(f"Writing the Contributing section of {readme}.",
-              {"name": "Write", "input": {"file_path": readme,
-                                          "content": before + _readme_section(readme)}}),
-    ]  # fmt: skip
+        _turn(
+            f"Writing the Contributing section of {readme}.",
+            {
+                "name": "Write",
+                "input": {"file_path": readme, "content": before + _readme_section(readme)},
+            },
+        ),
+    ]
     if before:
         readme_turns.insert(
             0, _turn(f"Reading {readme}.", {"name": "Read", "input": {"file_path": readme}})
         )
     script = {
         "T1": [
-            _turn(f"Writing {CONTRIBUTING}.", {"name": "Write", "input": {
-                "file_path": CONTRIBUTING, "content": _contributing(root, checks)}}),
+            _turn(
+                f"Writing {CONTRIBUTING}.",
+                {
+                    "name": "Write",
+                    "input": {"file_path": CONTRIBUTING, "content": _contributing(root, checks)},
+                },
+            ),
             {"content": [{"text": f"{CONTRIBUTING} is written."}]},
         ],
         "T2": [*readme_turns, {"content": [{"text": f"{readme} links to {CONTRIBUTING}."}]}],
-    }  # fmt: skip
+    }
     return _MODEL_HEADER + _dump(script)
 
 
@@ -304,9 +321,10 @@ _NO_CHECKS: Final = """\
 _GRAPH: Final = """\
 # CodeFleet task graph for {repo}, written by `codefleet init`.
 #
+#   codefleet graph check  # the critical path and overlapping scopes; nothing spent
 #   codefleet serve &      # the coordination server, for this directory's tree
-#   codefleet load         # posts this file (run does it too, if not yet loaded)
-#   codefleet run          # runs the tasks, prints the verdict; `codefleet watch` shows it live
+#   codefleet run          # loads this file, runs the tasks, prints the verdict;
+#                          # `codefleet watch` shows it live
 #
 # A task: id, title, description (the prompt), file_scope (a scheduling HINT: tasks
 # whose scopes overlap never run side by side; the lock is the per-file lease taken

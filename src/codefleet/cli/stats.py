@@ -154,8 +154,13 @@ def _files_table(s: FleetStats) -> Table | None:
     for name in ("path", "vetoes", "tasks", "lost to vetoes", "lost to rollbacks"):
         files.add_column(name, justify="right" if name.startswith(("vetoes", "lost")) else "left")
     for f in s.files:
-        files.add_row(f.path, str(f.vetoes), ", ".join(f.tasks) or "—", seconds(f.veto_lost_s),
-                      seconds(f.rollback_lost_s))  # fmt: skip
+        files.add_row(
+            f.path,
+            str(f.vetoes),
+            ", ".join(f.tasks) or "—",
+            seconds(f.veto_lost_s),
+            seconds(f.rollback_lost_s),
+        )
     return files
 
 
@@ -166,8 +171,9 @@ def _resources_table(s: FleetStats) -> Table | None:
 
     if not s.resources:
         return None
-    held = Table(title="Resources: tasks refused a resource another task held",
-                 title_justify="left")  # fmt: skip
+    held = Table(
+        title="Resources: tasks refused a resource another task held", title_justify="left"
+    )
     for name in ("resource", "vetoes", "tasks", "lost to vetoes"):
         held.add_column(name, justify="left" if name in ("resource", "tasks") else "right")
     for r in s.resources:
@@ -180,8 +186,9 @@ def _stale_table(s: FleetStats) -> Table | None:
 
     if not s.stale_reads:
         return None
-    stale = Table(title="Stale reads: a file read, then changed by another task",
-                  title_justify="left")  # fmt: skip
+    stale = Table(
+        title="Stale reads: a file read, then changed by another task", title_justify="left"
+    )
     for name in ("path", "read by", "changed by", "times"):
         stale.add_column(name, justify="right" if name == "times" else "left")
     for r in s.stale_reads:
@@ -197,8 +204,9 @@ def _waits_table(s: FleetStats) -> Table | None:
 
     if not s.lease_waits:
         return None
-    waits = Table(title="Waits: writes that waited for a held file instead of a veto",
-                  title_justify="left")  # fmt: skip
+    waits = Table(
+        title="Waits: writes that waited for a held file instead of a veto", title_justify="left"
+    )
     for name in ("path", "waits", "outcomes", "waiting", "work kept", "cost kept"):
         waits.add_column(name, justify="left" if name in ("path", "outcomes") else "right")
     for w in s.lease_waits:
@@ -220,6 +228,13 @@ def _tasks_table(s: FleetStats) -> Table:
         tasks.add_column(name, justify="left" if name in ("task", "status") else "right")
     for t in s.tasks:
         attempts = f"{t.attempts}" + (f" ({t.uncharged} uncharged)" if t.uncharged else "")
-        tasks.add_row(t.id, t.status, attempts, str(t.vetoed), seconds(t.waiting_s),
-                      seconds(t.running_s), f"${t.cost_usd:.4f}")  # fmt: skip
+        tasks.add_row(
+            t.id,
+            t.status,
+            attempts,
+            str(t.vetoed),
+            seconds(t.waiting_s),
+            seconds(t.running_s),
+            f"${t.cost_usd:.4f}",
+        )
     return tasks

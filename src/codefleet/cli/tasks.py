@@ -169,9 +169,11 @@ def questions(server: ServerOpt = None, token: TokenOpt = None, json_out: JsonOp
     if not found:
         console.print("no open question", markup=False)
     for q in found:
-        console.print(f"{q['task_id']} asks ({q['question_id']}, attempt {q['attempt']}): "
-                      f"{q['text']}\n  answer: codefleet answer {q['task_id']} \"...\"",
-                      markup=False)  # fmt: skip
+        console.print(
+            f"{q['task_id']} asks ({q['question_id']}, attempt {q['attempt']}): "
+            f'{q["text"]}\n  answer: codefleet answer {q["task_id"]} "..."',
+            markup=False,
+        )
 
 
 @app.command(rich_help_panel=OPERATE)

@@ -127,12 +127,19 @@ class AgentRegistry:
     ) -> AgentState:
         """The live view of a stored agent, last heard from at `heard_at` (see LoopWatch)."""
         return AgentState(
-            id=row.id, name=row.name, status=row.status, epoch=row.epoch,
-            last_heartbeat_at=heard_at, idle_since=from_iso(row.idle_since),
-            current_task_id=row.current_task_id, fenced=row.fenced,
+            id=row.id,
+            name=row.name,
+            status=row.status,
+            epoch=row.epoch,
+            last_heartbeat_at=heard_at,
+            idle_since=from_iso(row.idle_since),
+            current_task_id=row.current_task_id,
+            fenced=row.fenced,
             deaf_at_beat=self.deaf_seconds() if deaf_at_beat is None else deaf_at_beat,
-            host=row.host, pid=row.pid, agent=row.agent,
-        )  # fmt: skip
+            host=row.host,
+            pid=row.pid,
+            agent=row.agent,
+        )
 
     # -- liveness and fencing --------------------------------------------------------------
 
@@ -209,9 +216,14 @@ class AgentRegistry:
     # -- registration ----------------------------------------------------------------------
 
     def admit(
-        self, name: str, host: str | None, pid: int | None, replace: bool, now: datetime,
+        self,
+        name: str,
+        host: str | None,
+        pid: int | None,
+        replace: bool,
+        now: datetime,
         stale_after: float,
-    ) -> AgentState | None:  # fmt: skip
+    ) -> AgentState | None:
         """The agent already under `name` (None: a new name); `NameInUse` if another holds it."""
         agent_id = self.ids.get(name)
         if agent_id is None:
@@ -225,23 +237,46 @@ class AgentRegistry:
     ) -> AgentState:
         """A new name: its row and `agent_registered`, in the caller's transaction."""
         at = to_iso(now)
-        agent = AgentState(new_agent_id(), name, AgentStatus.IDLE, 1, now, now,
-                           deaf_at_beat=self.deaf_seconds(), host=host, pid=pid)  # fmt: skip
+        agent = AgentState(
+            new_agent_id(),
+            name,
+            AgentStatus.IDLE,
+            1,
+            now,
+            now,
+            deaf_at_beat=self.deaf_seconds(),
+            host=host,
+            pid=pid,
+        )
         self.store.insert_agent(
             {
-                "id": agent.id, "name": name, "status": agent.status, "epoch": 1,
-                "workdir": workdir, "pid": pid, "host": host, "last_heartbeat_at": at,
-                "idle_since": at, "registered_at": at, "updated_at": at,
+                "id": agent.id,
+                "name": name,
+                "status": agent.status,
+                "epoch": 1,
+                "workdir": workdir,
+                "pid": pid,
+                "host": host,
+                "last_heartbeat_at": at,
+                "idle_since": at,
+                "registered_at": at,
+                "updated_at": at,
             }
-        )  # fmt: skip
+        )
         self._put(agent)
         self._registered(agent, pid)
         return agent
 
     def reincarnate(
-        self, agent: AgentState, epoch: int, was_offline: bool, workdir: str, pid: int | None,
-        host: str | None, now: datetime,
-    ) -> None:  # fmt: skip
+        self,
+        agent: AgentState,
+        epoch: int,
+        was_offline: bool,
+        workdir: str,
+        pid: int | None,
+        host: str | None,
+        now: datetime,
+    ) -> None:
         """A known name registers again (after its old work was taken back): one epoch bump."""
         at = to_iso(now)
         agent.epoch = epoch
@@ -251,10 +286,18 @@ class AgentRegistry:
         agent.last_heartbeat_at = agent.idle_since = now
         agent.deaf_at_beat = self.deaf_seconds()
         self.store.update_agent(
-            agent.id, status=agent.status, epoch=agent.epoch, workdir=workdir, pid=pid,
-            host=host, last_heartbeat_at=at, idle_since=at, current_task_id=None,
-            updated_at=at, fenced=0,
-        )  # fmt: skip
+            agent.id,
+            status=agent.status,
+            epoch=agent.epoch,
+            workdir=workdir,
+            pid=pid,
+            host=host,
+            last_heartbeat_at=at,
+            idle_since=at,
+            current_task_id=None,
+            updated_at=at,
+            fenced=0,
+        )
         self._registered(agent, pid)
         if was_offline:
             self.store.emit(EventType.AGENT_ONLINE, agent_id=agent.id, name=agent.name)
@@ -267,9 +310,12 @@ class AgentRegistry:
 
     def _registered(self, agent: AgentState, pid: int | None) -> None:
         self.store.emit(
-            EventType.AGENT_REGISTERED, agent_id=agent.id, name=agent.name, epoch=agent.epoch,
+            EventType.AGENT_REGISTERED,
+            agent_id=agent.id,
+            name=agent.name,
+            epoch=agent.epoch,
             pid=pid,
-        )  # fmt: skip
+        )
 
     # -- long polls ------------------------------------------------------------------------
 

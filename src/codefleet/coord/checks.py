@@ -82,10 +82,14 @@ class CheckRegistry:
         """One `check_started` or `check_finished` event (caller's transaction); its id."""
         if report["phase"] == "started":
             event = self.store.emit(
-                EventType.CHECK_STARTED, task_id=task_id, agent_id=agent_id,
-                name=str(report["name"]), purpose=report["purpose"], attempt=attempt,
+                EventType.CHECK_STARTED,
+                task_id=task_id,
+                agent_id=agent_id,
+                name=str(report["name"]),
+                purpose=report["purpose"],
+                attempt=attempt,
                 command=command,
-            )  # fmt: skip
+            )
         else:
             body = {
                 k: v for k, v in report.items() if k not in ("agent_id", "phase") and v is not None

@@ -107,11 +107,21 @@ class Engine:
         self.alive = AliveMark(store, clock, cfg.heartbeat_interval)
         self.sequences = Sequences(store, clock)
         parts = CallParts(
-            store=store, tree=tree, clock=clock, agents=self.agents, tasks=self.tasks,
-            leases=self.leases, files=self.files, checks=self.checks, limits=self.limits,
-            messages=self.messages, questions=self.questions, transition=self.transition,
-            kick=self.kick, sequences=self.sequences,
-        )  # fmt: skip
+            store=store,
+            tree=tree,
+            clock=clock,
+            agents=self.agents,
+            tasks=self.tasks,
+            leases=self.leases,
+            files=self.files,
+            checks=self.checks,
+            limits=self.limits,
+            messages=self.messages,
+            questions=self.questions,
+            transition=self.transition,
+            kick=self.kick,
+            sequences=self.sequences,
+        )
         self.runner = RunnerCalls(parts, task_timeout=cfg.task_timeout, pull_tick=self._pull_tick)
         self.waiting = LeaseWaiting(
             parts, self.runner.acquire, lease_wait=cfg.lease_wait, task_timeout=cfg.task_timeout
@@ -146,9 +156,15 @@ class Engine:
         return self.runner.acquire(agent_id, epoch, task_id, paths, tool)
 
     async def acquire_waiting(
-        self, agent_id: str, epoch: int, task_id: str, paths: list[str], tool: str,
-        seen: Mapping[str, str | None], wait: float,
-    ) -> LeaseAnswer:  # fmt: skip
+        self,
+        agent_id: str,
+        epoch: int,
+        task_id: str,
+        paths: list[str],
+        tool: str,
+        seen: Mapping[str, str | None],
+        wait: float,
+    ) -> LeaseAnswer:
         return await self.waiting.acquire_waiting(agent_id, epoch, task_id, paths, tool, seen, wait)
 
     def acquire_resource(self, agent_id: str, epoch: int, task_id: str, name: str) -> LeaseAnswer:
@@ -170,16 +186,27 @@ class Engine:
                 self.sequences.define(starts)
 
     def record_change(
-        self, agent_id: str, epoch: int, task_id: str, path: str, tool: str,
+        self,
+        agent_id: str,
+        epoch: int,
+        task_id: str,
+        path: str,
+        tool: str,
         sha256: str | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.runner.record_change(agent_id, epoch, task_id, path, tool, sha256)
 
     def record_reads(
-        self, task_id: str, agent_id: str, epoch: int, attempt: int,
-        reads: Sequence[Mapping[str, Any]], watch: Sequence[Mapping[str, Any]],
-        stale: Sequence[Mapping[str, Any]] = (), reconciled: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        task_id: str,
+        agent_id: str,
+        epoch: int,
+        attempt: int,
+        reads: Sequence[Mapping[str, Any]],
+        watch: Sequence[Mapping[str, Any]],
+        stale: Sequence[Mapping[str, Any]] = (),
+        reconciled: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         return self.runner.record_reads(
             task_id, agent_id, epoch, attempt, reads, watch, stale, reconciled
         )
@@ -501,8 +528,9 @@ class Engine:
         agent = self.agents.get(task.agent_id or "")
         who = agent.name if agent else "a runner"
         until = self.limits.limited(task.id, report.retry_after_s, f"{who}: {error}", now)
-        self.tasks.requeue(task, ErrorKind.RATE_LIMITED, error, now, charged=False,
-                           paused_until=to_iso(until))  # fmt: skip
+        self.tasks.requeue(
+            task, ErrorKind.RATE_LIMITED, error, now, charged=False, paused_until=to_iso(until)
+        )
 
     def _stop_for_budget(self, task_id: str, now: datetime) -> None:
         """A hard budget stop: take the attempt back, roll it back, do not charge it."""
@@ -547,9 +575,15 @@ class Engine:
     # -- an agent's arrival and departure -------------------------------------------------
 
     def register(
-        self, name: str, workdir: str, pid: int | None, host: str | None = None,
-        replace: bool = False, agent_kind: str = "claude", tree_id: str | None = None,
-    ) -> Registered:  # fmt: skip
+        self,
+        name: str,
+        workdir: str,
+        pid: int | None,
+        host: str | None = None,
+        replace: bool = False,
+        agent_kind: str = "claude",
+        tree_id: str | None = None,
+    ) -> Registered:
         """Upsert by name; a previous incarnation's task and leases are taken back.
 
         Refused (`WrongTree`, `NameInUse`) before anything is written; see `registration`.
@@ -633,15 +667,21 @@ class Engine:
         status = self.tasks.require(task_id)
         if task_id not in self.tasks.index.live:
             raise InvalidState(f"task {task_id} is already {status}", {"status": status})
-        waiting = [q for q in self.open_questions() if q.task_id == task_id
-                   and question_id in (None, q.question_id)]  # fmt: skip
+        waiting = [
+            q
+            for q in self.open_questions()
+            if q.task_id == task_id and question_id in (None, q.question_id)
+        ]
         return self.questions.answer(waiting, task_id, text)
 
     def open_questions(self) -> list[Question]:
         """The unanswered questions of attempts still running (an ended attempt's are moot)."""
         flight = self.tasks.index.in_flight
-        return [q for q in self.questions.open()
-                if q.task_id in flight and flight[q.task_id].attempts == q.attempt]  # fmt: skip
+        return [
+            q
+            for q in self.questions.open()
+            if q.task_id in flight and flight[q.task_id].attempts == q.attempt
+        ]
 
     def retry(self, task_id: str) -> dict[str, Any]:
         """A failed or cancelled task starts over; its blocked dependents come back."""

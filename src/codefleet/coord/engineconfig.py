@@ -2,14 +2,17 @@
 
 `EngineConfig` holds the numbers the engine and its scheduler snapshot use;
 its defaults are the shared ones in `models` (the same `Settings` uses), so a
-default is written once. `engine_config` is the only place a `Settings` field
-is copied into an `EngineConfig`: `--keep-failed-edits` turns rollback off.
+default is written once. A field is copied from the `Settings` field of the
+same name; the one that is not (`DERIVED`) says how it is computed:
+`--keep-failed-edits` turns rollback off. `tests/unit/test_settings_docs.py`
+checks that every other field has its `Settings` twin, with the same default.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
 
 from codefleet.models import (
     DEFAULT_BACKOFF_BASE_S,
@@ -29,7 +32,7 @@ from codefleet.models import (
 if TYPE_CHECKING:
     from codefleet.config import Settings
 
-__all__ = ["EngineConfig", "engine_config"]
+__all__ = ["DERIVED", "EngineConfig", "engine_config"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,22 +54,19 @@ class EngineConfig:
     lease_wait: float = DEFAULT_LEASE_WAIT_S  # how long a refused write may park (0: never)
 
 
+# The fields that are not a `Settings` field of the same name, from the settings.
+DERIVED: dict[str, Callable[[Settings], Any]] = {
+    "rollback": lambda settings: not settings.keep_failed_edits,
+}
+
+
 def engine_config(settings: Settings) -> EngineConfig:
     """The engine's configuration from the server's settings (the one copy of the mapping)."""
     return EngineConfig(
-        stale_after=settings.stale_after,
-        task_timeout=settings.task_timeout,
-        question_timeout=settings.question_timeout,
-        backoff_base=settings.backoff_base,
-        backoff_cap=settings.backoff_cap,
-        heartbeat_interval=settings.heartbeat_interval,
-        poll_interval=settings.poll_interval,
-        tick_interval=settings.tick_interval,
-        max_attempts=settings.max_attempts,
-        rollback=not settings.keep_failed_edits,
-        preimage_max_bytes=settings.preimage_max_bytes,
-        interactive_idle=settings.interactive_idle,
-        max_cost=settings.max_cost,
-        max_cost_hard=settings.max_cost_hard,
-        lease_wait=settings.lease_wait,
+        **{
+            field.name: DERIVED[field.name](settings)
+            if field.name in DERIVED
+            else getattr(settings, field.name)
+            for field in fields(EngineConfig)
+        }
     )

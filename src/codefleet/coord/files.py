@@ -189,17 +189,21 @@ class Files:
         found = self.store.foreign_preimages(task_id)
         covered = {image.path for _, image in found}
         unrestorable = sorted(
-            path for path, (_, holder) in leased.items()
+            path
+            for path, (_, holder) in leased.items()
             if holder != task_id and path not in covered
-        )  # fmt: skip
+        )
         files = [
             {
-                "path": image.path, "holder_task_id": holder, "existed": image.existed,
-                "mode": image.mode, "created_dirs": list(image.created_dirs),
+                "path": image.path,
+                "holder_task_id": holder,
+                "existed": image.existed,
+                "mode": image.mode,
+                "created_dirs": list(image.created_dirs),
                 "content_b64": base64.b64encode(image.content).decode("ascii"),
             }
             for holder, image in found
-        ]  # fmt: skip
+        ]
         return {"task_id": task_id, "files": files, "unrestorable": unrestorable}
 
 

@@ -76,9 +76,12 @@ class LiveTask:
     def standing(self) -> Standing:
         """Where it stands by the one readiness rule, any backoff still counting."""
         return standing(
-            unmet=self.unmet, charged=self.charged, max_attempts=self.max_attempts,
-            backoff_until=self.backoff_until, now=None,
-        )  # fmt: skip
+            unmet=self.unmet,
+            charged=self.charged,
+            max_attempts=self.max_attempts,
+            backoff_until=self.backoff_until,
+            now=None,
+        )
 
     def view(self) -> TaskView:
         return TaskView(
@@ -274,14 +277,22 @@ class LiveIndex:
         for row in rows:
             task_id = row["id"]
             task = live[task_id] = LiveTask(
-                task_id, row["priority"], frozenset(row["file_scope"]), pending, 0,
-                row["max_attempts"], row["created_at"], title=row["title"],
-                description=row["description"], verify=row.get("verify"),
+                task_id,
+                row["priority"],
+                frozenset(row["file_scope"]),
+                pending,
+                0,
+                row["max_attempts"],
+                row["created_at"],
+                title=row["title"],
+                description=row["description"],
+                verify=row.get("verify"),
                 agent=row.get("agent"),
-                on_stale_read=row.get("on_stale_read"), ask=row.get("ask") != 0,
+                on_stale_read=row.get("on_stale_read"),
+                ask=row.get("ask") != 0,
                 shell_mode=row.get("shell"),
                 resources=resource_keys(row.get("resources") or ()),
-            )  # fmt: skip
+            )
             status[task_id] = pending
             task.unmet = sum(1 for p in parents.get(task_id, ()) if status.get(p) is not succeeded)
 

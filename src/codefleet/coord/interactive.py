@@ -119,13 +119,17 @@ class InteractiveHolders:
         self.by_agent = {}
         for row in self.store.interactive_sessions():
             holder = Holder(
-                session_id=row["session_id"], agent_id=row["agent_id"], name=row["name"],
-                task_id=row["task_id"], title=row["title"], active=bool(row["active"]),
+                session_id=row["session_id"],
+                agent_id=row["agent_id"],
+                name=row["name"],
+                task_id=row["task_id"],
+                title=row["title"],
+                active=bool(row["active"]),
                 started_at=from_iso(row["started_at"]),
                 last_write_at=from_iso(row["last_write_at"]),
                 ended_at=from_iso(row["ended_at"]) if row["ended_at"] else None,
                 end_reason=row["end_reason"],
-            )  # fmt: skip
+            )
             self._index(holder)
 
     def _index(self, holder: Holder) -> None:
@@ -168,9 +172,13 @@ class InteractiveHolders:
             for key in keys:
                 self.store.insert_change(holder.task_id, holder.agent_id, key, tool, to_iso(now))
                 self.store.emit(
-                    EventType.FILE_CHANGED, task_id=holder.task_id, agent_id=holder.agent_id,
-                    path=key, tool=tool, kind=INTERACTIVE,
-                )  # fmt: skip
+                    EventType.FILE_CHANGED,
+                    task_id=holder.task_id,
+                    agent_id=holder.agent_id,
+                    path=key,
+                    tool=tool,
+                    kind=INTERACTIVE,
+                )
             self._touch(holder, now)
 
     def _record_reads(
@@ -236,8 +244,10 @@ class InteractiveHolders:
     def expire_idle(self, now: datetime) -> list[Row]:
         """Release every active session that has not written for `idle_after`."""
         idle = [
-            h for h in self.by_session.values() if h.active and now - h.last_write_at >= self.idle_after
-        ]  # fmt: skip
+            h
+            for h in self.by_session.values()
+            if h.active and now - h.last_write_at >= self.idle_after
+        ]
         if not idle:
             return []
         with self.store.transaction():
@@ -277,9 +287,15 @@ class InteractiveHolders:
             store.upsert_interactive(holder.row())
             self._index(holder)
             store.emit(
-                EventType.AGENT_REGISTERED, agent_id=holder.agent_id, name=holder.name, epoch=0,
-                pid=None, kind=INTERACTIVE, session_id=session_id, interactive_task=holder.task_id,
-            )  # fmt: skip
+                EventType.AGENT_REGISTERED,
+                agent_id=holder.agent_id,
+                name=holder.name,
+                epoch=0,
+                pid=None,
+                kind=INTERACTIVE,
+                session_id=session_id,
+                interactive_task=holder.task_id,
+            )
         elif not holder.active:
             holder.active = True
             holder.ended_at = None
@@ -287,23 +303,34 @@ class InteractiveHolders:
             holder.last_write_at = now
             store.upsert_interactive(holder.row())
             store.emit(
-                EventType.AGENT_ONLINE, agent_id=holder.agent_id, name=holder.name,
-                kind=INTERACTIVE, session_id=session_id,
-            )  # fmt: skip
+                EventType.AGENT_ONLINE,
+                agent_id=holder.agent_id,
+                name=holder.name,
+                kind=INTERACTIVE,
+                session_id=session_id,
+            )
         return holder
 
     def _new_holder(self, session_id: str, user: str, now: datetime) -> Holder:
         person = USER_CHARS.sub("", user)[:32] or "you"
-        taken = {h.task_id for h in self.by_session.values()} | {h.name for h in self.by_session.values()}  # fmt: skip
+        taken = {h.task_id for h in self.by_session.values()} | {
+            h.name for h in self.by_session.values()
+        }
         short = next(
-            s for s in _shorts(session_id)
+            s
+            for s in _shorts(session_id)
             if f"{TASK_PREFIX}{s}" not in taken and f"{person}@{s}" not in taken
-        )  # fmt: skip
+        )
         return Holder(
-            session_id=session_id, agent_id=new_agent_id(), name=f"{person}@{short}",
-            task_id=f"{TASK_PREFIX}{short}", title=f"{person}'s interactive Claude Code session",
-            active=True, started_at=now, last_write_at=now,
-        )  # fmt: skip
+            session_id=session_id,
+            agent_id=new_agent_id(),
+            name=f"{person}@{short}",
+            task_id=f"{TASK_PREFIX}{short}",
+            title=f"{person}'s interactive Claude Code session",
+            active=True,
+            started_at=now,
+            last_write_at=now,
+        )
 
     def _touch(self, holder: Holder, now: datetime) -> None:
         holder.last_write_at = max(holder.last_write_at, now)
@@ -319,16 +346,28 @@ class InteractiveHolders:
             title = other.title if other else self._title_of(holder_task)
             denied.append(
                 Denial(
-                    path, DenyReason.HELD, f"{path} is held by {name} for task {holder_task}",
-                    holder_agent, name, holder_task, holder_kind=INTERACTIVE if other else "task",
+                    path,
+                    DenyReason.HELD,
+                    f"{path} is held by {name} for task {holder_task}",
+                    holder_agent,
+                    name,
+                    holder_task,
+                    holder_kind=INTERACTIVE if other else "task",
                     holder_task_title=title,
                 )
-            )  # fmt: skip
+            )
             self.store.emit(
-                EventType.LEASE_DENIED, task_id=holder.task_id, agent_id=holder.agent_id,
-                path=path, tool=tool, holder_agent_id=holder_agent, holder_agent_name=name,
-                holder_task_id=holder_task, requester_name=holder.name, kind=INTERACTIVE,
-            )  # fmt: skip
+                EventType.LEASE_DENIED,
+                task_id=holder.task_id,
+                agent_id=holder.agent_id,
+                path=path,
+                tool=tool,
+                holder_agent_id=holder_agent,
+                holder_agent_name=name,
+                holder_task_id=holder_task,
+                requester_name=holder.name,
+                kind=INTERACTIVE,
+            )
         return LeaseAnswer.deny(denied)
 
     def _title_of(self, task_id: str) -> str | None:
@@ -343,11 +382,21 @@ class InteractiveHolders:
         holder.end_reason = reason.value
         self.store.upsert_interactive(holder.row())
         self.store.emit(
-            EventType.AGENT_OFFLINE, agent_id=holder.agent_id, name=holder.name, reason=reason,
-            kind=INTERACTIVE, session_id=holder.session_id, paths=paths,
-        )  # fmt: skip
-        return {"session_id": holder.session_id, "name": holder.name, "task_id": holder.task_id,
-                "paths": paths, "reason": reason.value}  # fmt: skip
+            EventType.AGENT_OFFLINE,
+            agent_id=holder.agent_id,
+            name=holder.name,
+            reason=reason,
+            kind=INTERACTIVE,
+            session_id=holder.session_id,
+            paths=paths,
+        )
+        return {
+            "session_id": holder.session_id,
+            "name": holder.name,
+            "task_id": holder.task_id,
+            "paths": paths,
+            "reason": reason.value,
+        }
 
 
 def _shorts(session_id: str) -> Iterator[str]:

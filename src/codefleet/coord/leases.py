@@ -121,9 +121,13 @@ class LeaseTable:
                 raise RuntimeError(f"lease mirror out of step with the table for {key}")
             self._mirror(key, agent_id, task_id)
             self.store.emit(
-                EventType.LEASE_ACQUIRED, task_id=task_id, agent_id=agent_id, path=key, tool=tool,
+                EventType.LEASE_ACQUIRED,
+                task_id=task_id,
+                agent_id=agent_id,
+                path=key,
+                tool=tool,
                 **kind,
-            )  # fmt: skip
+            )
 
     def canonical_all(self, paths: list[str]) -> tuple[list[str], list[Denial]]:
         keys: list[str] = []
@@ -141,23 +145,38 @@ class LeaseTable:
         return keys, rejected
 
     def _deny_held(
-        self, agent_id: str, agent_name: str, task_id: str,
-        held: list[tuple[str, tuple[str, str]]], tool: str,
-    ) -> LeaseAnswer:  # fmt: skip
+        self,
+        agent_id: str,
+        agent_name: str,
+        task_id: str,
+        held: list[tuple[str, tuple[str, str]]],
+        tool: str,
+    ) -> LeaseAnswer:
         denied: list[Denial] = []
         for path, (holder_agent, holder_task) in held:
             name, kind = self.holder_of(holder_agent)
             denied.append(
                 Denial(
-                    path, DenyReason.HELD, f"{path} is held by {name} for task {holder_task}",
-                    holder_agent, name, holder_task, holder_kind=kind,
+                    path,
+                    DenyReason.HELD,
+                    f"{path} is held by {name} for task {holder_task}",
+                    holder_agent,
+                    name,
+                    holder_task,
+                    holder_kind=kind,
                 )
-            )  # fmt: skip
+            )
             self.store.emit(
-                EventType.LEASE_DENIED, task_id=task_id, agent_id=agent_id, path=path, tool=tool,
-                holder_agent_id=holder_agent, holder_agent_name=name,
-                holder_task_id=holder_task, requester_name=agent_name,
-            )  # fmt: skip
+                EventType.LEASE_DENIED,
+                task_id=task_id,
+                agent_id=agent_id,
+                path=path,
+                tool=tool,
+                holder_agent_id=holder_agent,
+                holder_agent_name=name,
+                holder_task_id=holder_task,
+                requester_name=agent_name,
+            )
         return LeaseAnswer.deny(denied)
 
     # -- releases ----------------------------------------------------------------------------
@@ -187,9 +206,12 @@ class LeaseTable:
             agent_id, _ = self.holders.pop(path)
             self.store.delete_lease(path, task_id)
             self.store.emit(
-                EventType.LEASE_RELEASED, task_id=task_id, agent_id=agent_id, path=path,
+                EventType.LEASE_RELEASED,
+                task_id=task_id,
+                agent_id=agent_id,
+                path=path,
                 reason=reason,
-            )  # fmt: skip
+            )
             held = self.of_task[task_id]
             held.discard(path)
             if not held:

@@ -61,9 +61,15 @@ class LeaseWaiting:
         self.leases.waits.on_end = self._woken
 
     async def acquire_waiting(
-        self, agent_id: str, epoch: int, task_id: str, paths: list[str], tool: str,
-        seen: Mapping[str, str | None], wait: float,
-    ) -> LeaseAnswer:  # fmt: skip
+        self,
+        agent_id: str,
+        epoch: int,
+        task_id: str,
+        paths: list[str],
+        tool: str,
+        seen: Mapping[str, str | None],
+        wait: float,
+    ) -> LeaseAnswer:
         """`acquire`, parked up to `wait` s (and `lease_wait`) while other fleet tasks hold
         the paths, when the rules allow it."""
         parked = self._park(agent_id, epoch, task_id, paths, tool, wait)
@@ -132,9 +138,13 @@ class LeaseWaiting:
             self.woken[waiter.seq] = asyncio.get_running_loop().create_future()
             for path, (_, holder_task) in held:
                 self.store.emit(
-                    EventType.LEASE_WAITING, task_id=task_id, agent_id=agent_id, path=path,
-                    holder_task_id=holder_task, queue_position=self.leases.waits.position(waiter, path),
-                )  # fmt: skip
+                    EventType.LEASE_WAITING,
+                    task_id=task_id,
+                    agent_id=agent_id,
+                    path=path,
+                    holder_task_id=holder_task,
+                    queue_position=self.leases.waits.position(waiter, path),
+                )
         return _Parked(waiter, holders[0], bound)
 
     def _fleet_ends_soon(self, holder_task_id: str) -> bool:
@@ -161,10 +171,14 @@ class LeaseWaiting:
         with self.transition():
             for path in waiter.keys:
                 self.store.emit(
-                    EventType.LEASE_WAITED, task_id=waiter.task_id, agent_id=waiter.agent_id,
-                    path=path, waited_s=report.waited_s, outcome=report.outcome,
+                    EventType.LEASE_WAITED,
+                    task_id=waiter.task_id,
+                    agent_id=waiter.agent_id,
+                    path=path,
+                    waited_s=report.waited_s,
+                    outcome=report.outcome,
                     holder_task_id=report.holder_task_id,
-                )  # fmt: skip
+                )
 
 
 def _changed(root: Path, keys: tuple[str, ...], seen: Mapping[str, str | None]) -> bool:

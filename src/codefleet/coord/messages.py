@@ -55,8 +55,14 @@ class Message:
     arrived: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"seq": self.seq, "text": self.text, "at": self.at, "attempt": self.attempt,
-                "delivered": self.delivered, "arrived": self.arrived}  # fmt: skip
+        return {
+            "seq": self.seq,
+            "text": self.text,
+            "at": self.at,
+            "attempt": self.attempt,
+            "delivered": self.delivered,
+            "arrived": self.arrived,
+        }
 
 
 class OperatorMessages:
@@ -73,8 +79,13 @@ class OperatorMessages:
         self._by_task = {}
         for event in self._events(EventType.OPERATOR_MESSAGE):
             p = event["payload"]
-            message = Message(int(p["seq"]), str(p["text"]), str(event["at"]),
-                              int(p["attempt"]), str(p["delivered"]))  # fmt: skip
+            message = Message(
+                int(p["seq"]),
+                str(p["text"]),
+                str(event["at"]),
+                int(p["attempt"]),
+                str(p["delivered"]),
+            )
             self._by_task.setdefault(str(event["task_id"]), []).append(message)
         for event in self._events(EventType.OPERATOR_MESSAGE_DELIVERED):
             self._mark(str(event["task_id"]), int(event["payload"]["seq"]))
@@ -102,22 +113,34 @@ class OperatorMessages:
         """Keep one message for a live task (event `operator_message`); its seq and route."""
         size = len(text.encode("utf-8"))
         if size > MAX_MESSAGE_BYTES:
-            raise TooLarge(f"a message is at most {MAX_MESSAGE_BYTES} bytes; this one is {size}",
-                           {"limit": MAX_MESSAGE_BYTES, "size": size})  # fmt: skip
+            raise TooLarge(
+                f"a message is at most {MAX_MESSAGE_BYTES} bytes; this one is {size}",
+                {"limit": MAX_MESSAGE_BYTES, "size": size},
+            )
         kept = self._by_task.get(task.id, [])
         if len(kept) >= MAX_MESSAGES_PER_TASK:
-            raise InvalidState(f"task {task.id} already has {len(kept)} messages, the most "
-                               "one task keeps", {"limit": MAX_MESSAGES_PER_TASK})  # fmt: skip
+            raise InvalidState(
+                f"task {task.id} already has {len(kept)} messages, the most one task keeps",
+                {"limit": MAX_MESSAGES_PER_TASK},
+            )
         running = task.status in (TaskStatus.ASSIGNED, TaskStatus.RUNNING)
         message = Message(
-            seq=len(kept) + 1, text=text, at=to_iso(self.clock()),
+            seq=len(kept) + 1,
+            text=text,
+            at=to_iso(self.clock()),
             attempt=task.attempts if running else task.attempts + 1,
             delivered=RUNNING if running else NEXT_ATTEMPT,
-        )  # fmt: skip
+        )
         with self.transition():
-            self.store.emit(EventType.OPERATOR_MESSAGE, task_id=task.id, agent_id=task.agent_id,
-                            seq=message.seq, attempt=message.attempt, text=text,
-                            delivered=message.delivered)  # fmt: skip
+            self.store.emit(
+                EventType.OPERATOR_MESSAGE,
+                task_id=task.id,
+                agent_id=task.agent_id,
+                seq=message.seq,
+                attempt=message.attempt,
+                text=text,
+                delivered=message.delivered,
+            )
         self._by_task.setdefault(task.id, []).append(message)
         return {"task_id": task.id, **message.to_json()}
 
@@ -128,8 +151,13 @@ class OperatorMessages:
             return
         with self.transition():
             for m in new:
-                self.store.emit(EventType.OPERATOR_MESSAGE_DELIVERED, task_id=task_id,
-                                agent_id=agent_id, seq=m.seq, attempt=attempt)  # fmt: skip
+                self.store.emit(
+                    EventType.OPERATOR_MESSAGE_DELIVERED,
+                    task_id=task_id,
+                    agent_id=agent_id,
+                    seq=m.seq,
+                    attempt=attempt,
+                )
         for m in new:
             self._mark(task_id, m.seq)
 

@@ -61,9 +61,23 @@ AGENT_COLUMNS: Final = frozenset(
 )
 
 INSERT_TASK_COLUMNS: Final = (
-    "id", "seq", "title", "description", "status", "priority", "file_scope", "max_attempts",
-    "verify", "agent", "on_stale_read", "ask", "shell", "created_at", "updated_at", "resources",
-)  # fmt: skip
+    "id",
+    "seq",
+    "title",
+    "description",
+    "status",
+    "priority",
+    "file_scope",
+    "max_attempts",
+    "verify",
+    "agent",
+    "on_stale_read",
+    "ask",
+    "shell",
+    "created_at",
+    "updated_at",
+    "resources",
+)
 INSERT_TASK: Final = (  # positional: executemany binds tuples faster than dicts
     f"INSERT INTO tasks ({', '.join(INSERT_TASK_COLUMNS)})"
     f" VALUES ({', '.join('?' * len(INSERT_TASK_COLUMNS))})"

@@ -48,9 +48,15 @@ class Question:
         return (self.answered_at or now) - self.at
 
     def to_json(self) -> dict[str, Any]:
-        return {"question_id": self.question_id, "task_id": self.task_id,
-                "attempt": self.attempt, "text": self.text, "at": to_iso(self.at),
-                "answer": self.answer, "by": self.by}  # fmt: skip
+        return {
+            "question_id": self.question_id,
+            "task_id": self.task_id,
+            "attempt": self.attempt,
+            "text": self.text,
+            "at": to_iso(self.at),
+            "answer": self.answer,
+            "by": self.by,
+        }
 
 
 class Questions:
@@ -70,13 +76,17 @@ class Questions:
         for event in self._events(EventType.QUESTION_ASKED):
             p = event["payload"]
             self._by_id[str(p["question_id"])] = Question(
-                str(p["question_id"]), str(event["task_id"]), int(p["attempt"]), str(p["text"]),
+                str(p["question_id"]),
+                str(event["task_id"]),
+                int(p["attempt"]),
+                str(p["text"]),
                 from_iso(str(event["at"])),
-            )  # fmt: skip
+            )
         for event in self._events(EventType.QUESTION_ANSWERED):
             p = event["payload"]
-            self._settle(str(p["question_id"]), str(p["text"]), str(p["by"]),
-                         from_iso(str(event["at"])))  # fmt: skip
+            self._settle(
+                str(p["question_id"]), str(p["text"]), str(p["by"]), from_iso(str(event["at"]))
+            )
 
     def _events(self, kind: EventType) -> Iterator[Row]:
         since = 0
@@ -96,12 +106,18 @@ class Questions:
         mine = [q for q in self._by_id.values() if q.task_id == task.id]
         if sum(q.attempt == task.attempts for q in mine) >= MAX_QUESTIONS_PER_ATTEMPT:
             raise InvalidState(f"attempt {task.attempts} of {task.id} asked too many questions")
-        question = Question(f"{task.id}-q{len(mine) + 1}", task.id, task.attempts, text,
-                            self.clock())  # fmt: skip
+        question = Question(
+            f"{task.id}-q{len(mine) + 1}", task.id, task.attempts, text, self.clock()
+        )
         with self.transition():
-            self.store.emit(EventType.QUESTION_ASKED, task_id=task.id, agent_id=task.agent_id,
-                            attempt=task.attempts, question_id=question.question_id,
-                            text=text)  # fmt: skip
+            self.store.emit(
+                EventType.QUESTION_ASKED,
+                task_id=task.id,
+                agent_id=task.agent_id,
+                attempt=task.attempts,
+                question_id=question.question_id,
+                text=text,
+            )
         self._by_id[question.question_id] = question
         return question
 
@@ -121,8 +137,11 @@ class Questions:
 
     def answers(self, task_id: str, attempt: int) -> list[Question]:
         """The answered questions of one attempt (what its heartbeat carries)."""
-        return [q for q in self._by_id.values()
-                if q.task_id == task_id and q.attempt == attempt and q.answer is not None]  # fmt: skip
+        return [
+            q
+            for q in self._by_id.values()
+            if q.task_id == task_id and q.attempt == attempt and q.answer is not None
+        ]
 
     def waited(self, task_id: str, attempt: int, now: datetime) -> timedelta:
         """How long the attempt's questions waited: not charged against its wall clock."""
@@ -131,8 +150,14 @@ class Questions:
 
     def _answer(self, q: Question, text: str, by: str) -> Question:
         with self.transition():
-            self.store.emit(EventType.QUESTION_ANSWERED, task_id=q.task_id, attempt=q.attempt,
-                            question_id=q.question_id, text=text, by=by)  # fmt: skip
+            self.store.emit(
+                EventType.QUESTION_ANSWERED,
+                task_id=q.task_id,
+                attempt=q.attempt,
+                question_id=q.question_id,
+                text=text,
+                by=by,
+            )
         return self._settle(q.question_id, text, by, self.clock())
 
     def _settle(self, question_id: str, text: str, by: str, at: datetime) -> Question:
@@ -144,8 +169,10 @@ class Questions:
 def _check_size(text: str) -> None:
     size = len(text.encode("utf-8"))
     if size > MAX_MESSAGE_BYTES:
-        raise TooLarge(f"a question or answer is at most {MAX_MESSAGE_BYTES} bytes; this one is "
-                       f"{size}", {"limit": MAX_MESSAGE_BYTES, "size": size})  # fmt: skip
+        raise TooLarge(
+            f"a question or answer is at most {MAX_MESSAGE_BYTES} bytes; this one is {size}",
+            {"limit": MAX_MESSAGE_BYTES, "size": size},
+        )
 
 
 def owned(task: LiveTask | None, agent_id: str) -> LiveTask:

@@ -32,12 +32,19 @@ def emit_read_events(
     """`stale_read` when `stale` names files, `reconciled` when given (caller's transaction)."""
     if stale:
         store.emit(
-            EventType.STALE_READ, task_id=task_id, agent_id=agent_id, attempt=attempt,
+            EventType.STALE_READ,
+            task_id=task_id,
+            agent_id=agent_id,
+            attempt=attempt,
             paths=[dict(s) for s in stale],
-        )  # fmt: skip
+        )
     if reconciled is not None:
         store.emit(
-            EventType.RECONCILED, task_id=task_id, agent_id=agent_id, attempt=attempt,
-            rounds=reconciled["rounds"], outcome=reconciled["outcome"],
+            EventType.RECONCILED,
+            task_id=task_id,
+            agent_id=agent_id,
+            attempt=attempt,
+            rounds=reconciled["rounds"],
+            outcome=reconciled["outcome"],
             cost_usd=round(float(reconciled["cost_usd"]), 6),
-        )  # fmt: skip
+        )

@@ -33,9 +33,13 @@ def charged(attempts: int, uncharged: int) -> int:
 
 
 def standing(
-    *, unmet: int, charged: int, max_attempts: int, backoff_until: datetime | None,
+    *,
+    unmet: int,
+    charged: int,
+    max_attempts: int,
+    backoff_until: datetime | None,
     now: datetime | None,
-) -> Standing:  # fmt: skip
+) -> Standing:
     """A pending task's standing at `now` (None: any backoff still counts, as the index files it)."""
     if charged >= max_attempts:
         return Standing.EXHAUSTED
@@ -47,12 +51,20 @@ def standing(
 
 
 def runnable(
-    status: str, *, unmet: int, charged: int, max_attempts: int,
-    backoff_until: datetime | None, now: datetime,
-) -> bool:  # fmt: skip
+    status: str,
+    *,
+    unmet: int,
+    charged: int,
+    max_attempts: int,
+    backoff_until: datetime | None,
+    now: datetime,
+) -> bool:
     """What a read says as `runnable`: pending and ready at `now`."""
     ready = standing(
-        unmet=unmet, charged=charged, max_attempts=max_attempts, backoff_until=backoff_until,
+        unmet=unmet,
+        charged=charged,
+        max_attempts=max_attempts,
+        backoff_until=backoff_until,
         now=now,
-    )  # fmt: skip
+    )
     return status == TaskStatus.PENDING and ready is Standing.READY

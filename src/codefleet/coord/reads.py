@@ -191,10 +191,18 @@ class EngineReads:
         interactive = self._engine.interactive
         for holder in sorted(interactive.by_session.values(), key=lambda h: h.name):
             yield SessionView(
-                holder.session_id, holder.agent_id, holder.name, holder.task_id, holder.title,
-                holder.active, holder.started_at, holder.last_write_at, holder.ended_at,
-                holder.end_reason, len(interactive.leases.paths_of(holder.task_id)),
-            )  # fmt: skip
+                holder.session_id,
+                holder.agent_id,
+                holder.name,
+                holder.task_id,
+                holder.title,
+                holder.active,
+                holder.started_at,
+                holder.last_write_at,
+                holder.ended_at,
+                holder.end_reason,
+                len(interactive.leases.paths_of(holder.task_id)),
+            )
 
     def holder(self, agent_id: str) -> tuple[str | None, str]:
         """(name, kind) of a lease holder: a runner's task, or a person's interactive session."""

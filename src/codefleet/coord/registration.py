@@ -60,9 +60,13 @@ def check_tree(runner: TreeClaim, server: TreeClaim) -> None:
 
 
 def check_name(
-    holder: Holder, host: str | None, pid: int | None, replace: bool, now: datetime,
+    holder: Holder,
+    host: str | None,
+    pid: int | None,
+    replace: bool,
+    now: datetime,
     stale_after: float,
-) -> None:  # fmt: skip
+) -> None:
     """Refuse taking `holder`'s name from another live process unless `replace` says so."""
     if replace or holder.status is AgentStatus.OFFLINE or (holder.host, holder.pid) == (host, pid):
         return

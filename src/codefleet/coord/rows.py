@@ -34,11 +34,18 @@ class AgentRow:
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> AgentRow:
         return cls(
-            id=row["id"], name=row["name"], status=AgentStatus(row["status"]),
-            epoch=row["epoch"], last_heartbeat_at=row["last_heartbeat_at"],
-            idle_since=row["idle_since"], current_task_id=row["current_task_id"],
-            fenced=bool(row["fenced"]), host=row["host"], pid=row["pid"], agent=row["agent"] or "claude",
-        )  # fmt: skip
+            id=row["id"],
+            name=row["name"],
+            status=AgentStatus(row["status"]),
+            epoch=row["epoch"],
+            last_heartbeat_at=row["last_heartbeat_at"],
+            idle_since=row["idle_since"],
+            current_task_id=row["current_task_id"],
+            fenced=bool(row["fenced"]),
+            host=row["host"],
+            pid=row["pid"],
+            agent=row["agent"] or "claude",
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,8 +72,9 @@ class RunnerCalls:
         if delivered is not None and delivered[0] == task.id:
             self.messages.arrived(task.id, delivered[1], task.attempts, agent_id)
         self.questions.expire(task.id)
-        answers = tuple((q.question_id, q.answer or "") for q in
-                        self.questions.answers(task.id, task.attempts))  # fmt: skip
+        answers = tuple(
+            (q.question_id, q.answer or "") for q in self.questions.answers(task.id, task.attempts)
+        )
         return Beat(agent.status, agent.epoch, self.messages.pending(task.id), answers)
 
     def ask(self, agent_id: str, epoch: int, task_id: str, text: str) -> Question:
@@ -91,16 +92,23 @@ class RunnerCalls:
         deadline = task.assigned_at.timestamp() + self.task_timeout
         kind = task.error_kind
         return AssignedTask(
-            id=task.id, title=task.title, description=task.description,
-            priority=task.priority, file_scope=tuple(sorted(task.scope)), attempts=task.attempts,
+            id=task.id,
+            title=task.title,
+            description=task.description,
+            priority=task.priority,
+            file_scope=tuple(sorted(task.scope)),
+            attempts=task.attempts,
             deadline=datetime.fromtimestamp(deadline, task.assigned_at.tzinfo),
-            blocked_on_path=task.blocked_on_path, error=task.error,
-            error_kind=None if kind is None else ErrorKind(kind), verify=task.verify,
+            blocked_on_path=task.blocked_on_path,
+            error=task.error,
+            error_kind=None if kind is None else ErrorKind(kind),
+            verify=task.verify,
             shell_mode=task.shell_mode,
             on_stale_read=StaleReadPolicy(task.on_stale_read or StaleReadPolicy.RECONCILE),
-            notes=self.messages.notes(task.id), ask=task.ask,
+            notes=self.messages.notes(task.id),
+            ask=task.ask,
             resources=tuple(sorted(map(resource_name, task.resources))),
-        )  # fmt: skip
+        )
 
     async def wait_assignment(self, agent_id: str, epoch: int, wait: float) -> AssignedTask | None:
         """Long-poll: answer as soon as an assignment exists, or None after `wait` s."""
@@ -155,9 +163,14 @@ class RunnerCalls:
             return self.leases.acquire(agent_id, agent.name, task_id, keys, tool)
 
     def record_change(
-        self, agent_id: str, epoch: int, task_id: str, path: str, tool: str,
+        self,
+        agent_id: str,
+        epoch: int,
+        task_id: str,
+        path: str,
+        tool: str,
         sha256: str | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Ledger row from PostToolUse; never vetoes, never read by the scheduler.
 
         The row names the owner's current attempt and the content hash the writer
@@ -176,15 +189,25 @@ class RunnerCalls:
                 task_id, agent_id, key, tool, to_iso(self.clock()), attempt, sha256
             )
             self.store.emit(
-                EventType.FILE_CHANGED, task_id=task_id, agent_id=agent_id, path=key, tool=tool,
+                EventType.FILE_CHANGED,
+                task_id=task_id,
+                agent_id=agent_id,
+                path=key,
+                tool=tool,
                 **({"sha256": sha256} if sha256 else {}),
-            )  # fmt: skip
+            )
 
     def record_reads(
-        self, task_id: str, agent_id: str, epoch: int, attempt: int,
-        reads: Sequence[Mapping[str, Any]], watch: Sequence[Mapping[str, Any]],
-        stale: Sequence[Mapping[str, Any]] = (), reconciled: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        task_id: str,
+        agent_id: str,
+        epoch: int,
+        attempt: int,
+        reads: Sequence[Mapping[str, Any]],
+        watch: Sequence[Mapping[str, Any]],
+        stale: Sequence[Mapping[str, Any]] = (),
+        reconciled: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """`read` ledger rows of the owner's attempt, and the writes since each watched read.
 
         The answer names, per watched path, every other task's write at or after the
@@ -196,10 +219,17 @@ class RunnerCalls:
         self.agents.touch(agent)
         self.tasks.owned(task_id, agent_id)
         rows = [
-            (task_id, agent_id, self._key(str(r["path"])), str(r["tool"]), str(r["at"]), attempt,
-             r.get("sha256"))
+            (
+                task_id,
+                agent_id,
+                self._key(str(r["path"])),
+                str(r["tool"]),
+                str(r["at"]),
+                attempt,
+                r.get("sha256"),
+            )
             for r in reads
-        ]  # fmt: skip
+        ]
         if rows or stale or reconciled:
             with self.transition():
                 self.store.insert_reads(rows)
@@ -209,10 +239,14 @@ class RunnerCalls:
             key = self._key(str(w["path"]))
             found = self.store.writes_since(key, str(w["at"]), task_id)
             changes[str(w["path"])] = [
-                {"task_id": r["task_id"], "at": r["at"], "sha256": r["sha256"],
-                 "person": str(r["task_id"]).startswith(INTERACTIVE_TASK_PREFIX)}
+                {
+                    "task_id": r["task_id"],
+                    "at": r["at"],
+                    "sha256": r["sha256"],
+                    "person": str(r["task_id"]).startswith(INTERACTIVE_TASK_PREFIX),
+                }
                 for r in found
-            ]  # fmt: skip
+            ]
         return {"changes": changes}
 
     def _key(self, path: str) -> str:
@@ -278,13 +312,19 @@ class RunnerCalls:
         if sequence not in self.sequences.known:
             known = sorted(self.sequences.known)
             listed = ", ".join(known) or "none are defined"
-            return {"value": None, "known": known,
-                    "refused": f"there is no sequence {sequence!r} (known sequences: {listed})"}  # fmt: skip
+            return {
+                "value": None,
+                "known": known,
+                "refused": f"there is no sequence {sequence!r} (known sequences: {listed})",
+            }
         with self.transition():
             value = self.sequences.take(sequence, task_id, agent_id)
         if value is None:  # its definition rolled back meanwhile
-            return {"value": None, "known": sorted(self.sequences.known),
-                    "refused": f"sequence {sequence!r} is not defined any more"}  # fmt: skip
+            return {
+                "value": None,
+                "known": sorted(self.sequences.known),
+                "refused": f"sequence {sequence!r} is not defined any more",
+            }
         return {"value": value, "sequence": sequence}
 
     def foreign_preimages(self, task_id: str) -> dict[str, Any]:

@@ -77,7 +77,10 @@ class Sequences:
         value = self.store.next_in_sequence(name) if name in self.known else None
         if value is not None:
             self.store.emit(
-                EventType.NUMBER_ALLOCATED, task_id=task_id, agent_id=agent_id,
-                sequence=name, value=value,
-            )  # fmt: skip
+                EventType.NUMBER_ALLOCATED,
+                task_id=task_id,
+                agent_id=agent_id,
+                sequence=name,
+                value=value,
+            )
         return value

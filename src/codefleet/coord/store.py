@@ -239,8 +239,13 @@ class Store:
             self._db.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_CHECKPOINT_PAGES}")
             self._checkpointer = Checkpointer(self.path)
 
-    def _hold(self, table: str, row_id: str, sets: Mapping[str, Any],
-              adds: Mapping[str, float] | None = None) -> None:  # fmt: skip
+    def _hold(
+        self,
+        table: str,
+        row_id: str,
+        sets: Mapping[str, Any],
+        adds: Mapping[str, float] | None = None,
+    ) -> None:
         """Queue one row's update; consecutive updates of a row run as ONE `UPDATE`.
 
         A held update runs (`_flush`) before the next statement of its transaction
@@ -403,9 +408,15 @@ class Store:
         last = int(self._db.execute(q.LAST_ROWID).fetchone()[0])
         for n, (task_id, payload) in enumerate(items, start=last - len(items) + 1):
             self._pending.append(
-                {"id": n, "at": at, "type": kind, "task_id": task_id, "agent_id": None,
-                 "payload": payload}
-            )  # fmt: skip
+                {
+                    "id": n,
+                    "at": at,
+                    "type": kind,
+                    "task_id": task_id,
+                    "agent_id": None,
+                    "payload": payload,
+                }
+            )
 
     def events(self, since: int = 0, limit: int = 1000, type_: str | None = None) -> list[Row]:
         if type_:

@@ -150,14 +150,22 @@ class TaskTable:
         self.index.set_status(task, TaskStatus.ASSIGNED)
         at = to_iso(now)
         self.store.update_task(
-            task.id, status=TaskStatus.ASSIGNED, assigned_agent_id=agent_id,
-            attempts=task.attempts, assigned_at=at, started_at=None, backoff_until=None,
+            task.id,
+            status=TaskStatus.ASSIGNED,
+            assigned_agent_id=agent_id,
+            attempts=task.attempts,
+            assigned_at=at,
+            started_at=None,
+            backoff_until=None,
             updated_at=at,
-        )  # fmt: skip
+        )
         self.store.emit(
-            EventType.TASK_ASSIGNED, task_id=task.id, agent_id=agent_id, agent_name=agent_name,
+            EventType.TASK_ASSIGNED,
+            task_id=task.id,
+            agent_id=agent_id,
+            agent_name=agent_name,
             attempt=task.attempts,
-        )  # fmt: skip
+        )
 
     def start(self, task: LiveTask, now: datetime) -> None:
         self.index.set_status(task, TaskStatus.RUNNING)
@@ -254,15 +262,29 @@ class TaskTable:
         until = to_iso(backoff) if backoff else None
         scope = sorted(task.scope)
         self.store.update_task(
-            task.id, status=TaskStatus.PENDING, assigned_agent_id=None, backoff_until=until,
-            error=error, error_kind=kind, blocked_on_path=blocked_on_path, file_scope=scope,
-            updated_at=to_iso(now), **widened,
-        )  # fmt: skip
+            task.id,
+            status=TaskStatus.PENDING,
+            assigned_agent_id=None,
+            backoff_until=until,
+            error=error,
+            error_kind=kind,
+            blocked_on_path=blocked_on_path,
+            file_scope=scope,
+            updated_at=to_iso(now),
+            **widened,
+        )
         self.store.emit(
-            EventType.TASK_REQUEUED, task_id=task.id, error_kind=kind, reason=error,
-            attempt=task.attempts, backoff_until=until, blocked_on_path=blocked_on_path,
-            file_scope=scope, **widened, **detail,
-        )  # fmt: skip
+            EventType.TASK_REQUEUED,
+            task_id=task.id,
+            error_kind=kind,
+            reason=error,
+            attempt=task.attempts,
+            backoff_until=until,
+            blocked_on_path=blocked_on_path,
+            file_scope=scope,
+            **widened,
+            **detail,
+        )
 
     # -- the end of a task -----------------------------------------------------------------
 
@@ -344,9 +366,15 @@ class TaskTable:
         row = self.store.task(task_id)
         assert row is not None
         row.update(
-            status=TaskStatus.PENDING, attempts=0, uncharged_attempts=0, backoff_until=None,
-            assigned_agent_id=None, error=None, error_kind=None, blocked_on_path=None,
-        )  # fmt: skip
+            status=TaskStatus.PENDING,
+            attempts=0,
+            uncharged_attempts=0,
+            backoff_until=None,
+            assigned_agent_id=None,
+            error=None,
+            error_kind=None,
+            blocked_on_path=None,
+        )
         task = live_task(row)
         task.unmet = self.index.unmet_of(task_id)
         self.index.add_live(task)
@@ -354,10 +382,17 @@ class TaskTable:
         self.index.compute_chains([task_id])
         self.idle_announced = False
         self.store.update_task(
-            task_id, status=TaskStatus.PENDING, attempts=0, uncharged_attempts=0,
-            backoff_until=None, error=None, error_kind=None, blocked_on_path=None,
-            completed_at=None, updated_at=to_iso(now),
-        )  # fmt: skip
+            task_id,
+            status=TaskStatus.PENDING,
+            attempts=0,
+            uncharged_attempts=0,
+            backoff_until=None,
+            error=None,
+            error_kind=None,
+            blocked_on_path=None,
+            completed_at=None,
+            updated_at=to_iso(now),
+        )
         self.store.emit(EventType.TASK_RETRIED, task_id=task_id, reason=reason, attempt=0)
 
     # -- a graph load --------------------------------------------------------------------

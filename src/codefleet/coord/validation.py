@@ -97,16 +97,24 @@ def task_rows(
     for n, (spec, task_id) in enumerate(zip(batch.specs, batch.ids, strict=True), start=1):
         rows.append(
             {
-                "id": task_id, "seq": seq + n, "title": spec.title,
-                "description": spec.description, "status": TaskStatus.PENDING,
-                "priority": spec.priority, "file_scope": batch.scopes[task_id],
+                "id": task_id,
+                "seq": seq + n,
+                "title": spec.title,
+                "description": spec.description,
+                "status": TaskStatus.PENDING,
+                "priority": spec.priority,
+                "file_scope": batch.scopes[task_id],
                 "max_attempts": spec.max_attempts or default_max_attempts,
-                "verify": spec.verify, "agent": spec.agent, "on_stale_read": spec.on_stale_read,
+                "verify": spec.verify,
+                "agent": spec.agent,
+                "on_stale_read": spec.on_stale_read,
                 "ask": None if spec.ask else 0,
-                "shell": spec.shell_mode, "created_at": at, "updated_at": at,
+                "shell": spec.shell_mode,
+                "created_at": at,
+                "updated_at": at,
                 "resources": sorted(set(spec.resources)),
             }
-        )  # fmt: skip
+        )
         edges.extend((task_id, dep) for dep in dict.fromkeys(spec.depends_on))
     return rows, edges
 
@@ -116,10 +124,17 @@ def created_events(
 ) -> list[tuple[str, dict[str, Any]]]:
     """The `task_created` event (task id, payload) of each row of `task_rows`."""
     return [
-        (str(row["id"]), {"title": row["title"], "priority": row["priority"],
-         "file_scope": row["file_scope"], "depends_on": list(parents)})
+        (
+            str(row["id"]),
+            {
+                "title": row["title"],
+                "priority": row["priority"],
+                "file_scope": row["file_scope"],
+                "depends_on": list(parents),
+            },
+        )
         for row, parents in zip(rows, depends_on, strict=True)
-    ]  # fmt: skip
+    ]
 
 
 def _validated_ids(specs: Sequence[NewTask]) -> list[str]:

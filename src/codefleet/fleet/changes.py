@@ -256,8 +256,10 @@ def _ignored(root: Path, paths: list[str]) -> frozenset[str]:
         ran = subprocess.run(
             ["git", "-C", str(root), "check-ignore", "-z", "--stdin"],
             input="".join(f"{p}\0" for p in paths).encode(),
-            capture_output=True, timeout=GIT_TIMEOUT_S, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return frozenset()
     if ran.returncode not in (0, 1):  # 1: nothing ignored

@@ -146,22 +146,34 @@ class CheckResult:
 
     def finished_event(self, attempt: int) -> dict[str, Any]:
         return {
-            "attempt": attempt, "name": self.name, "phase": "finished", "purpose": self.purpose,
-            "exit_code": self.exit_code, "passed": self.passed, "timed_out": self.timed_out,
+            "attempt": attempt,
+            "name": self.name,
+            "phase": "finished",
+            "purpose": self.purpose,
+            "exit_code": self.exit_code,
+            "passed": self.passed,
+            "timed_out": self.timed_out,
             "error": self.refused[:EVENT_TAIL_CHARS] if self.refused else None,
-            "duration_ms": int(self.duration_s * 1000), "view_ms": int(self.view_ms),
-            "view_files": self.view_files, "isolated": list(self.isolated[:EVENT_PATHS_MAX]),
-            "output_bytes": self.output_bytes, "output_tail": self.output[-EVENT_TAIL_CHARS:],
-        }  # fmt: skip
+            "duration_ms": int(self.duration_s * 1000),
+            "view_ms": int(self.view_ms),
+            "view_files": self.view_files,
+            "isolated": list(self.isolated[:EVENT_PATHS_MAX]),
+            "output_bytes": self.output_bytes,
+            "output_tail": self.output[-EVENT_TAIL_CHARS:],
+        }
 
 
 class Checker:
     """The named checks one attempt may run; see the module docstring."""
 
     def __init__(
-        self, gate: WriteGate, commands: Mapping[str, str], attempt: int, limits: CheckLimits,
+        self,
+        gate: WriteGate,
+        commands: Mapping[str, str],
+        attempt: int,
+        limits: CheckLimits,
         resources: Mapping[str, list[str]] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.gate = gate
         self.commands = dict(commands)
         self.resources = dict(resources or {})  # check name -> the resources it must hold
@@ -239,12 +251,22 @@ class Checker:
             await asyncio.to_thread(shutil.rmtree, base, True)
         view_ms, files, isolated, unrestorable = built
         return CheckResult(
-            name, purpose, command, exit_code=ran.exit_code, output=ran.output,
-            output_bytes=ran.output_bytes, timed_out=ran.timed_out, timeout_s=timeout,
-            duration_s=ran.duration_s, view_ms=view_ms, view_files=files, isolated=isolated,
-            unrestorable=unrestorable, infra=ran.exit_code in NOT_RUNNABLE,
+            name,
+            purpose,
+            command,
+            exit_code=ran.exit_code,
+            output=ran.output,
+            output_bytes=ran.output_bytes,
+            timed_out=ran.timed_out,
+            timeout_s=timeout,
+            duration_s=ran.duration_s,
+            view_ms=view_ms,
+            view_files=files,
+            isolated=isolated,
+            unrestorable=unrestorable,
+            infra=ran.exit_code in NOT_RUNNABLE,
             unstartable=unstartable,
-        )  # fmt: skip
+        )
 
     async def _build(self, view: Path) -> tuple[float, int, tuple[str, ...], tuple[str, ...]]:
         """Fetch, copy, fetch again, overlay: (ms, files copied, reset paths, unrestorable)."""
@@ -263,12 +285,14 @@ class Checker:
 def decode_preimages(answer: Mapping[str, Any]) -> dict[str, PreImage]:
     return {
         f["path"]: PreImage(
-            path=f["path"], existed=bool(f["existed"]), mode=f.get("mode"),
+            path=f["path"],
+            existed=bool(f["existed"]),
+            mode=f.get("mode"),
             content=base64.b64decode(f.get("content_b64") or ""),
             created_dirs=tuple(f.get("created_dirs") or ()),
         )
         for f in answer.get("files") or ()
-    }  # fmt: skip
+    }
 
 
 async def post_event(gate: WriteGate, send: Awaitable[Any], what: str) -> str | None:

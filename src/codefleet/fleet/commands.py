@@ -108,15 +108,20 @@ class CommandResult:
             return list(items)[:EVENT_PATHS_MAX]
 
         return {
-            "attempt": attempt, "phase": "finished", "command": self.command,
-            "exit_code": self.exit_code, "timed_out": self.timed_out,
-            "wall_s": round(self.wall_s, 3), "applied": paths(self.applied.applied),
+            "attempt": attempt,
+            "phase": "finished",
+            "command": self.command,
+            "exit_code": self.exit_code,
+            "timed_out": self.timed_out,
+            "wall_s": round(self.wall_s, 3),
+            "applied": paths(self.applied.applied),
             "kept_out": paths(c.path for c in self.sorted.kept_out),
             "refused": paths(c.path for c, _ in self.sorted.refused),
             "denied_on": self.applied.denied_on,
             "error": (self.refused or self.applied.denied or "")[:EVENT_TAIL_CHARS] or None,
-            "sandboxed": self.sandboxed, "output_tail": self.output[-EVENT_TAIL_CHARS:],
-        }  # fmt: skip
+            "sandboxed": self.sandboxed,
+            "output_tail": self.output[-EVENT_TAIL_CHARS:],
+        }
 
 
 def host_shell(
@@ -197,10 +202,16 @@ class CommandRunner:
         finally:
             await asyncio.to_thread(shutil.rmtree, base, True)
         return CommandResult(
-            command, exit_code=ran.exit_code, timed_out=ran.timed_out, timeout_s=timeout,
-            wall_s=ran.duration_s, output=ran.output, sorted=sorted_, applied=applied,
+            command,
+            exit_code=ran.exit_code,
+            timed_out=ran.timed_out,
+            timeout_s=timeout,
+            wall_s=ran.duration_s,
+            output=ran.output,
+            sorted=sorted_,
+            applied=applied,
             sandboxed=sandboxed,
-        )  # fmt: skip
+        )
 
     async def _layer(self, base: Path) -> Layer:
         images = decode_preimages(await self.gate.client.foreign_preimages(self.gate.task_id))

@@ -38,8 +38,15 @@ from typing import Final
 from codefleet.fleet.checkview import SKIP_DIRS
 from codefleet.rollback import PreImage
 
-__all__ = ["Layer", "LayerError", "Sandbox", "ShellSupport", "build_layer", "layer_argv",
-           "shell_support"]  # fmt: skip
+__all__ = [
+    "Layer",
+    "LayerError",
+    "Sandbox",
+    "ShellSupport",
+    "build_layer",
+    "layer_argv",
+    "shell_support",
+]
 
 BWRAP_PATHS: Final = ("/usr/bin/bwrap", "/usr/local/bin/bwrap")
 HIDDEN_FILE: Final = "hidden"
@@ -130,11 +137,27 @@ def layer_argv(layer: Layer, command: str, sandbox: Sandbox, unshare: str) -> li
 def _bwrap_options(tree: Path, network: bool) -> list[str]:
     root = str(tree)
     options = [
-        "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-        "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--bind", root, root,
-        "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session",
-        "--chdir", root,
-    ]  # fmt: skip
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "--tmpfs",
+        "/var/tmp",
+        "--bind",
+        root,
+        root,
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--die-with-parent",
+        "--new-session",
+        "--chdir",
+        root,
+    ]
     return options if network else [*options, "--unshare-net"]
 
 

@@ -30,7 +30,7 @@ from codefleet.fleet.programs import NOT_RUNNABLE, missing_programs, not_started
 from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S
 from codefleet.fleet.runner import MAX_RETRY_S, RETRY_START_S, Runner, RunnerOptions
 from codefleet.fleet.shell import check_env, run_command
-from codefleet.models import DEFAULT_RECONCILE_ROUNDS, EventType, TaskStatus
+from codefleet.models import DEFAULT_RECONCILE_ROUNDS, TERMINAL_STATUSES, EventType, TaskStatus
 from codefleet.paths import DEFAULT_PROTECTED_NAMES
 from codefleet.wording import spent_text
 
@@ -78,6 +78,7 @@ class FleetResult:
     runner_errors: list[str] = field(default_factory=list)  # "name: why", one per stopped runner
     stopped: str | None = None  # why the fleet stopped before the graph drained (its budget)
     interrupted: bool = False  # the operator stopped the run (SIGINT/SIGTERM) before the drain
+    nothing_ran: bool = False  # every task had finished before this run started
 
     @property
     def all_succeeded(self) -> bool:
@@ -105,8 +106,9 @@ async def wait_drained(
         if int(health["live_tasks"]) == 0 or _stopped(health):
             return
         try:
-            async for event in client.stream(int(health["last_event_id"]) if cursor is None
-                                             else cursor):  # fmt: skip
+            async for event in client.stream(
+                int(health["last_event_id"]) if cursor is None else cursor
+            ):
                 cursor = int(event["id"])
                 if event["type"] == EventType.FLEET_IDLE:
                     return
@@ -127,8 +129,10 @@ async def _health_within(
             now = time.monotonic()
             if deadline is None:
                 deadline = now + bound
-                say(f"run: the server at {client.base_url} does not answer ({err}); waiting up "
-                    f"to {bound:.0f} s for it to come back, as the runners do")  # fmt: skip
+                say(
+                    f"run: the server at {client.base_url} does not answer ({err}); waiting up "
+                    f"to {bound:.0f} s for it to come back, as the runners do"
+                )
             elif now >= deadline:
                 raise ServerUnavailable(
                     f"the server at {client.base_url} did not come back within {bound:.0f} s"
@@ -228,20 +232,29 @@ async def run_fleet(
     started = time.monotonic()
     connect = connect or (lambda: FleetClient(url, token=token))
     async with FleetClient(url, token=token) as client:
+        before = await client.tasks()
         await client.fleet_started(runners=runners, **({"simulated": True} if simulated else {}))
         stop = asyncio.Event()
         options = [
             RunnerOptions(
-                name=f"{_prefix(kinds[n - 1])}-{n}{name_suffix}", workdir=workdir, run_dir=run_dir,
+                name=f"{_prefix(kinds[n - 1])}-{n}{name_suffix}",
+                workdir=workdir,
+                run_dir=run_dir,
                 agent=kinds[n - 1],
-                task_timeout=task_timeout, protected=protected, check_timeout=check_timeout,
-                check_dir=check_dir, protected_names=protected_names, shell_default=shell_default,
-                shell_network=shell_network, shell_config=shell_config,
-                reconcile_rounds=reconcile_rounds, resource_wait=resource_wait,
+                task_timeout=task_timeout,
+                protected=protected,
+                check_timeout=check_timeout,
+                check_dir=check_dir,
+                protected_names=protected_names,
+                shell_default=shell_default,
+                shell_network=shell_network,
+                shell_config=shell_config,
+                reconcile_rounds=reconcile_rounds,
+                resource_wait=resource_wait,
                 no_questions=no_questions,
             )
             for n in range(1, runners + 1)
-        ]  # fmt: skip
+        ]
         watch = _RunnerWatch(runners, stop, on_runner_down)
         interrupt = interrupt or asyncio.Event()
         fleet = [
@@ -258,6 +271,7 @@ async def run_fleet(
         result = FleetResult(tasks=await client.tasks(), runner_errors=list(watch.errors))
         result.stopped = budget_stop(await client.health(), result.tasks)
         result.interrupted = interrupt.is_set()
+        result.nothing_ran = bool(before) and all(t["status"] in TERMINAL_STATUSES for t in before)
         if verify and not result.interrupted:
             result.verify = await run_verify(verify, workdir)
         result.duration_s = time.monotonic() - started
@@ -265,9 +279,13 @@ async def run_fleet(
             ok=result.ok,
             runners=runners,
             verify=_verify_payload(result.verify),
-            summary={"duration_s": round(result.duration_s, 3), "tasks": len(result.tasks),
-                     "runner_errors": len(result.runner_errors), "stopped": result.stopped},
-        )  # fmt: skip
+            summary={
+                "duration_s": round(result.duration_s, 3),
+                "tasks": len(result.tasks),
+                "runner_errors": len(result.runner_errors),
+                "stopped": result.stopped,
+            },
+        )
     return result
 
 

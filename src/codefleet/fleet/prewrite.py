@@ -124,9 +124,14 @@ class WriteGate:
         asked = time.monotonic()
         try:
             answer = await self.client.acquire(
-                self.agent_id, self.epoch, self.task_id, keys, tool_name,
-                self.lease_wait_s, self._seen(keys) if self.lease_wait_s > 0 else None,
-            )  # fmt: skip
+                self.agent_id,
+                self.epoch,
+                self.task_id,
+                keys,
+                tool_name,
+                self.lease_wait_s,
+                self._seen(keys) if self.lease_wait_s > 0 else None,
+            )
         except StaleEpoch:
             self.fenced = True
             return Verdict(False, tuple(keys), "This runner was fenced by the server; stop now.")

@@ -8,6 +8,11 @@ might not have seen; docs/decisions.md, "What counts as a read"). `Grep` and
 `Glob` do not count. A later read of the same path replaces the earlier one:
 what the agent saw last is what it works from.
 
+Each read is stamped in the server's time (`ReadLog.skew_s`, measured by the
+runner at registration): the server compares it with its own ledger's times
+to find the other tasks' writes since, so a runner on another host whose clock
+runs ahead would otherwise miss the writes of those seconds.
+
 The log keeps each file's size and mtime (so the validation at the end hashes
 only what moved) and, up to `KEEP_BYTES`, its bytes (for the reconcile turn's
 diff). The rows not yet sent go with the attempt's one `POST /tasks/{id}/reads`
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
 
@@ -97,10 +103,11 @@ def _digest(target: Path) -> str:
     return digest.hexdigest()
 
 
-def look(root: Path, key: str, tool: str) -> ReadRecord:
-    """The file `key` as it is now, as a read by `tool` (nothing recorded)."""
+def look(root: Path, key: str, tool: str, skew_s: float = 0.0) -> ReadRecord:
+    """The file `key` as it is now, as a read by `tool` (nothing recorded), stamped in the
+    server's time: this host's plus `skew_s`."""
     stamp, content = observe(root / key)
-    return ReadRecord(key, tool, to_iso(utcnow()), stamp, content)
+    return ReadRecord(key, tool, to_iso(utcnow() + timedelta(seconds=skew_s)), stamp, content)
 
 
 @dataclass
@@ -109,6 +116,7 @@ class ReadLog:
 
     latest: dict[str, ReadRecord] = field(default_factory=dict)
     unsent: list[ReadRecord] = field(default_factory=list)
+    skew_s: float = 0.0  # the server's clock minus this host's (`models.clock_skew_s`)
 
     def record(self, tree: TreeRoot, tool: str, tool_input: Any) -> None:
         """Note a read tool call that happened; anything but a file in the tree is ignored."""
@@ -119,7 +127,7 @@ class ReadLog:
                 key = tree.canonical(raw)
             except PathRejected:
                 continue
-            self.keep(look(tree.root, key, tool))
+            self.keep(look(tree.root, key, tool, self.skew_s))
 
     def keep(self, record: ReadRecord) -> None:
         """`record` is what the agent has now seen of its file."""

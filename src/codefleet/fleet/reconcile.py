@@ -128,7 +128,8 @@ def stale_error(found: Sequence[StaleRead]) -> str:
 
 def _message(attempt: Attempt, found: Sequence[StaleRead]) -> str:
     """One round's message; a file it shows whole counts as read again, as shown."""
-    now = {s.path: look(attempt.workdir, s.path, RECONCILE_TOOL) for s in found}
+    skew = attempt.reads.skew_s
+    now = {s.path: look(attempt.workdir, s.path, RECONCILE_TOOL, skew) for s in found}
     seen: dict[str, Seen] = {}
     for item in found:
         read = attempt.reads.latest.get(item.path)
@@ -183,9 +184,15 @@ async def _post_reads(
     done = None if reconciled is None else reconciled.to_wire()
     try:
         return await gate.client.reads(
-            gate.task_id, gate.agent_id, gate.epoch, attempt.number, rows, watch,
-            stale=[s.to_wire() for s in stale], reconciled=done,
-        )  # fmt: skip
+            gate.task_id,
+            gate.agent_id,
+            gate.epoch,
+            attempt.number,
+            rows,
+            watch,
+            stale=[s.to_wire() for s in stale],
+            reconciled=done,
+        )
     except StaleEpoch:
         gate.fenced = True
     except Exception:  # the ledger is a record: without its answer, size and mtime still tell

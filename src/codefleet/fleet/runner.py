@@ -37,8 +37,9 @@ replacing runners cannot take a name back and forth) and `wrong_tree`.
 The tree: the runner registers with the identity it reads in its own mount
 (`statedir.read_tree_id`) and its own path, so it may run on another host
 whose mount of the tree is elsewhere; every path it sends is tree-relative.
-A mount without the identity file ends the runner (`CannotContinue`) before
-it asks the server anything.
+A mount without the identity file waits for the server (a new tree's server
+may not have started yet) and reads again; still without it, the runner
+ends (`CannotContinue`) before it registers.
 
 Stop means stop in every phase: setting `stop` cancels whatever the runner is
 doing (registering against an absent server, polling, running an attempt,
@@ -75,7 +76,14 @@ from codefleet.fleet.inbox import Inbox
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.fleet.reads import ReadLog
 from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S
-from codefleet.models import DEFAULT_RECONCILE_ROUNDS, CheckPurpose, ErrorKind, ShellMode
+from codefleet.models import (
+    DEFAULT_RECONCILE_ROUNDS,
+    CheckPurpose,
+    ErrorKind,
+    ShellMode,
+    clock_skew_s,
+    utcnow,
+)
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
 from codefleet.statedir import NoTreeId, read_tree_id
 
@@ -151,6 +159,7 @@ class Runner:
         self.lease_wait_s = 0.0  # the server's CODEFLEET_LEASE_WAIT: how long a write may park
         self.task_timeout = options.task_timeout or 600.0
         self.question_timeout = 0.0  # the server's; 0: sessions cannot ask
+        self.clock_skew_s = 0.0  # the server's clock minus this host's, measured at registration
         self.fenced = asyncio.Event()
         self._registering: asyncio.Future[dict[str, Any]] | None = None  # the last register call
         self.inbox = Inbox()  # the running attempt's operator messages (`fleet.inbox`)
@@ -160,10 +169,7 @@ class Runner:
     async def register(self) -> None:
         """Register (retrying an absent server); a refusal is `CannotContinue`."""
         take_over = self.options.replace and not self.agent_id  # the first registration only
-        try:
-            tree_id = read_tree_id(self.tree.root)
-        except NoTreeId as err:
-            raise CannotContinue(f"cannot register: {err}") from None
+        tree_id = await self._tree_id()
         try:
             answer = await self._retrying(lambda: self._register_once(take_over, tree_id))
         except FATAL:
@@ -180,16 +186,40 @@ class Runner:
         self.fenced.clear()
         log.info("%s registered as %s epoch %s", self.options.name, self.agent_id, self.epoch)
 
+    async def _tree_id(self) -> str:
+        """This tree's identity. A tree without one may be new, its server not started yet:
+        wait for the server (it writes the identity as it starts), then read again; still
+        none is `CannotContinue` naming the file."""
+        try:
+            return read_tree_id(self.tree.root)
+        except NoTreeId:
+            await self._retrying(self.client.health)
+        try:
+            return read_tree_id(self.tree.root)
+        except NoTreeId as err:
+            raise CannotContinue(f"cannot register: {err}") from None
+
     async def _register_once(self, take_over: bool, tree_id: str) -> dict[str, Any]:
         """One register call, shielded: a stop cuts the wait short, never the call, so
         a registration that lands anyway is known and left (`_leave`)."""
         root = str(self.tree.root)
         self._registering = asyncio.ensure_future(
-            self.client.register(self.options.name, root, os.getpid(), host=HOST,
-                                 replace=take_over, agent=self.options.agent, tree_id=tree_id)
-        )  # fmt: skip
+            self.client.register(
+                self.options.name,
+                root,
+                os.getpid(),
+                host=HOST,
+                replace=take_over,
+                agent=self.options.agent,
+                tree_id=tree_id,
+            )
+        )
         self._registering.add_done_callback(_collect)
-        return await asyncio.shield(self._registering)
+        sent = utcnow()
+        answer = await asyncio.shield(self._registering)
+        if "server_time" in answer:  # reads are stamped in the server's time (`fleet.reads`)
+            self.clock_skew_s = clock_skew_s(str(answer["server_time"]), sent, utcnow())
+        return answer
 
     async def run(
         self, stop: asyncio.Event | None = None, interrupt: asyncio.Event | None = None
@@ -265,8 +295,9 @@ class Runner:
                 if _transient(err):
                     log.warning("%s: %s; retrying in %.1fs", self.options.name, err, delay)
                 else:
-                    log.exception("%s: unexpected failure; retrying in %.1fs", self.options.name,
-                                  delay)  # fmt: skip
+                    log.exception(
+                        "%s: unexpected failure; retrying in %.1fs", self.options.name, delay
+                    )
             with contextlib.suppress(TimeoutError):  # a stop cuts the backoff short
                 await asyncio.wait_for(stop.wait(), delay)
             delay = min(delay * 2, MAX_RETRY_S)
@@ -344,19 +375,32 @@ class Runner:
             await self._retrying(lambda: self.client.start(task.id, self.agent_id, self.epoch))
         except NotOwner:
             return None  # the task moved on before we started it
-        reads = ReadLog()
+        reads = ReadLog(skew_s=self.clock_skew_s)
         gate = WriteGate(
-            self.client, self.tree, self.agent_id, self.epoch, task.id, self.grant_trust_s,
-            lease_wait_s=self.lease_wait_s, reads=reads.latest,
-        )  # fmt: skip
+            self.client,
+            self.tree,
+            self.agent_id,
+            self.epoch,
+            task.id,
+            self.grant_trust_s,
+            lease_wait_s=self.lease_wait_s,
+            reads=reads.latest,
+        )
         checker = self._checker(gate, commands, task.attempts, resources)
         inbox = Inbox(task)
         attempt = Attempt(
-            task, gate, self.tree.root, self.options.run_dir, self.options.name, checker,
-            self._commands(gate, task), reconcile_rounds=self.options.reconcile_rounds,
-            inbox=inbox, ask=self._asker(task.id, inbox) if task.ask else None,
+            task,
+            gate,
+            self.tree.root,
+            self.options.run_dir,
+            self.options.name,
+            checker,
+            self._commands(gate, task),
+            reconcile_rounds=self.options.reconcile_rounds,
+            inbox=inbox,
+            ask=self._asker(task.id, inbox) if task.ask else None,
             reads=reads,
-        )  # fmt: skip
+        )
         started = time.monotonic()
         self.inbox = attempt.inbox
         try:
@@ -377,20 +421,33 @@ class Runner:
         """The attempt's `ask_operator` (None when the server's question timeout is 0)."""
         if self.question_timeout <= 0 and not self.options.no_questions:
             return None
-        return Asker(self.client, self.agent_id, self.epoch, task_id, inbox,
-                     self.question_timeout, self.options.no_questions)  # fmt: skip
+        return Asker(
+            self.client,
+            self.agent_id,
+            self.epoch,
+            task_id,
+            inbox,
+            self.question_timeout,
+            self.options.no_questions,
+        )
 
     def _checker(
-        self, gate: WriteGate, commands: dict[str, str], attempt: int,
+        self,
+        gate: WriteGate,
+        commands: dict[str, str],
+        attempt: int,
         resources: dict[str, list[str]],
-    ) -> Checker | None:  # fmt: skip
+    ) -> Checker | None:
         if not commands:
             return None
         opts = self.options
         limits = CheckLimits(
-            opts.check_timeout, opts.check_output_chars, opts.protected, opts.check_dir,
+            opts.check_timeout,
+            opts.check_output_chars,
+            opts.protected,
+            opts.check_dir,
             resource_wait=opts.resource_wait,
-        )  # fmt: skip
+        )
         return Checker(gate, commands, attempt, limits, resources)
 
     def _commands(self, gate: WriteGate, task: AssignedTask) -> CommandRunner | None:
@@ -400,8 +457,12 @@ class Runner:
         if not enabled:
             return None
         if opts.shell_config is None:
-            log.warning("%s: task %s asks for run_command, but commands cannot run on this "
-                        "runner (see `codefleet doctor`); it gets no tool", opts.name, task.id)  # fmt: skip
+            log.warning(
+                "%s: task %s asks for run_command, but commands cannot run on this "
+                "runner (see `codefleet doctor`); it gets no tool",
+                opts.name,
+                task.id,
+            )
             return None
         network = mode == ShellMode.NETWORK or opts.shell_network
         config = replace(
@@ -420,8 +481,12 @@ class Runner:
         if not report.ok or not name:
             return report
         if attempt.checks is None:
-            return replace(report, ok=False, error_kind=ErrorKind.INFRA,
-                           error=f"task verifies with check {name!r} but no check is defined")  # fmt: skip
+            return replace(
+                report,
+                ok=False,
+                error_kind=ErrorKind.INFRA,
+                error=f"task verifies with check {name!r} but no check is defined",
+            )
         left = self.task_timeout - (time.monotonic() - started)
         result = await attempt.checks.run(name, CheckPurpose.VERIFY, timeout=max(1.0, left))
         if result.passed:

@@ -79,13 +79,32 @@ __all__ = ["ScriptError", "ScriptedExecutor", "Step", "load_script"]
 
 STEP_KINDS: Final = frozenset(
     {
-        "write", "edit", "append", "sleep", "wait_leased", "wait_denied", "fail",
-        "check", "expect_check", "expect_error", "make_dir", "rate_limit", "cost", "command",
-        "read", "wait_succeeded", "expect_followup", "wait_message", "ask", "expect_answer",
+        "write",
+        "edit",
+        "append",
+        "sleep",
+        "wait_leased",
+        "wait_denied",
+        "fail",
+        "check",
+        "expect_check",
+        "expect_error",
+        "make_dir",
+        "rate_limit",
+        "cost",
+        "command",
+        "read",
+        "wait_succeeded",
+        "expect_followup",
+        "wait_message",
+        "ask",
+        "expect_answer",
         "wait_parked",
-        "acquire_resource", "next_number", "allocate_port",
+        "acquire_resource",
+        "next_number",
+        "allocate_port",
     }
-)  # fmt: skip
+)
 STEP_OPTIONS: Final = frozenset({"attempt", "turn"})
 WAIT_POLL_S: Final = 0.01
 
@@ -285,11 +304,14 @@ class ScriptedExecutor:
             blocked = attempt.gate.blocked_on
             raise _StepFailed(
                 AttemptReport(
-                    attempt=attempt.number, ok=False, error=answer.text,
+                    attempt=attempt.number,
+                    ok=False,
+                    error=answer.text,
                     error_kind=ErrorKind.VETO if blocked else ErrorKind.AGENT_ERROR,
-                    blocked_on_path=blocked, files_written=tuple(attempt.gate.written),
+                    blocked_on_path=blocked,
+                    files_written=tuple(attempt.gate.written),
                 )
-            )  # fmt: skip
+            )
 
     async def _reading(self, step: Step, attempt: Attempt, played: _Played) -> None:
         """What the session reads: a file, a follow-up message, the operator's answer."""
@@ -335,11 +357,14 @@ class ScriptedExecutor:
         if result.applied.denied_on is not None:
             raise _StepFailed(
                 AttemptReport(
-                    attempt=attempt.number, ok=False, error=result.applied.denied,
-                    error_kind=ErrorKind.VETO, blocked_on_path=result.applied.denied_on,
+                    attempt=attempt.number,
+                    ok=False,
+                    error=result.applied.denied,
+                    error_kind=ErrorKind.VETO,
+                    blocked_on_path=result.applied.denied_on,
                     files_written=tuple(attempt.gate.written),
                 )
-            )  # fmt: skip
+            )
         if result.refused is not None:
             _give_up(attempt, result.refused)
 

@@ -72,10 +72,12 @@ def check_env(
         if prefix
     }
     env = {
-        k: v for k, v in source.items()
-        if not k.startswith(SCRUBBED_PREFIXES) and k not in OWN_RUN_VARS
+        k: v
+        for k, v in source.items()
+        if not k.startswith(SCRUBBED_PREFIXES)
+        and k not in OWN_RUN_VARS
         and not k.startswith("UV_PROJECT")
-    }  # fmt: skip
+    }
     if "PATH" in env:
         kept = [d for d in env["PATH"].split(os.pathsep) if os.path.normpath(d) not in own_bins]
         env["PATH"] = os.pathsep.join(kept)

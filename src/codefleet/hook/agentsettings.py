@@ -38,6 +38,7 @@ from codefleet.hook.settings import (
     join_tree,
     leave_tree,
     read_settings,
+    tree_id_args,
     write_settings,
 )
 
@@ -96,21 +97,29 @@ COPILOT_VERSION: Final = 1
 
 
 def agent_block(
-    agent: str, executable: list[str], server: str, tree: Path, fail_open: bool
+    agent: str,
+    executable: list[str],
+    server: str,
+    tree: Path,
+    fail_open: bool,
+    tree_id: str | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """`agent`'s hook entries, keyed by its event names."""
     if agent == "claude":  # the entries `join` has always written (no --agent: the default)
-        return hooks_block(executable, server, tree, fail_open)
+        return hooks_block(executable, server, tree, fail_open, tree_id)
     spec = AGENT_FILES[agent]
     block: dict[str, list[dict[str, Any]]] = {}
     for event, subcommand, matcher in spec.events:
         argv = [*executable, "hook", subcommand, "--agent", agent, "--server", server]
-        argv += ["--tree", str(tree), *(["--fail-open"] if fail_open else [])]
+        argv += ["--tree", str(tree), *tree_id_args(tree_id)]
+        argv += ["--fail-open"] if fail_open else []
         command = shlex.join(argv)
         if agent == "copilot":
             block[event] = [{"type": "command", "bash": command, spec.timeout_key: spec.timeout}]
             continue
-        entry: dict[str, Any] = {"hooks": [{"type": "command", "command": command, spec.timeout_key: spec.timeout}]}  # fmt: skip
+        entry: dict[str, Any] = {
+            "hooks": [{"type": "command", "command": command, spec.timeout_key: spec.timeout}]
+        }
         block[event] = [{"matcher": matcher, **entry} if matcher else entry]
     return block
 

@@ -14,6 +14,14 @@ them. Each call reads the hook JSON Claude Code writes on stdin and exits 0:
   a `Read` it records a `read` row with the content's SHA-256 (the read set).
 - `session-end` releases every lease the session holds.
 
+The tree: `--tree` is the path on the host that ran `join`. The settings file
+is in the tree, so on a shared file system another host's session runs the
+same command, where that path is elsewhere or absent; with `--tree-id` (what
+`join` writes once the tree has an identity) the hook takes the directory
+holding that identity: `--tree` if it does, else the nearest one above the
+session's `cwd`. None found is a denial (the session is not in the joined
+tree on this host), never a write let through.
+
 Failure policy: an unreachable server is a denial that says how to go on
 without the fleet (`codefleet leave`), unless the settings were written with
 `--fail-open`; so is a server that has not answered in full by the exchange's
@@ -44,6 +52,7 @@ from codefleet.hook.agents import AGENTS, CLAUDE, denial_for, normalized
 from codefleet.hook.io import deny_output, extract_paths, tool_paths
 from codefleet.models import GATED_TOOLS, READ_RECORDED_TOOLS, DenyReason
 from codefleet.paths import PathRejected, TreeRoot
+from codefleet.statedir import tree_id_here
 from codefleet.transport.http1 import Origin, dechunk, header_lines, parse_head, request_bytes
 
 __all__ = [
@@ -57,6 +66,7 @@ __all__ = [
     "person_denial",
     "post_json",
     "run",
+    "this_tree",
 ]
 
 PRE_TOOL_USE: Final = "pre-tool-use"
@@ -75,7 +85,8 @@ NOT_THE_LOCKS_BUSINESS: Final = frozenset(
 )
 USAGE: Final = (
     "usage: codefleet hook pre-tool-use|post-tool-use|session-end --server URL --tree PATH "
-    "[--fail-open]\n(a Claude Code command hook: `codefleet join` writes it into the settings)\n"
+    "[--tree-id ID] [--fail-open]\n(a Claude Code command hook: `codefleet join` writes it "
+    "into the settings)\n"
 )
 
 
@@ -102,13 +113,14 @@ class HookArgs(NamedTuple):  # not a dataclass: `dataclasses` imports `inspect` 
     tree: str
     fail_open: bool = False
     agent: str = CLAUDE  # whose CLI calls: its input is normalized, its denial shaped (`agents`)
+    tree_id: str | None = None  # the joined tree's identity: found on any mount (see above)
 
 
 Post = Callable[[str, str, dict[str, Any], str | None, float], dict[str, Any]]
 
 
 def parse_args(argv: Sequence[str]) -> HookArgs:
-    """`EVENT --server URL --tree PATH [--fail-open]`, or `UsageError`."""
+    """`EVENT --server URL --tree PATH [--tree-id ID] [--fail-open]`, or `UsageError`."""
     if not argv or argv[0] not in EVENTS:
         raise UsageError(f"unknown hook event {argv[0] if argv else ''!r}")
     values: dict[str, str] = {"--agent": CLAUDE}
@@ -118,7 +130,7 @@ def parse_args(argv: Sequence[str]) -> HookArgs:
         flag = rest.pop(0)
         if flag == "--fail-open":
             fail_open = True
-        elif flag in ("--server", "--tree", "--agent") and rest:
+        elif flag in ("--server", "--tree", "--agent", "--tree-id") and rest:
             values[flag] = rest.pop(0)
         else:
             raise UsageError(f"unexpected argument {flag!r}")
@@ -128,7 +140,9 @@ def parse_args(argv: Sequence[str]) -> HookArgs:
     if missing:
         raise UsageError(f"missing {' and '.join(missing)}")
     server = values["--server"].rstrip("/")
-    return HookArgs(argv[0], server, values["--tree"], fail_open, values["--agent"])
+    return HookArgs(
+        argv[0], server, values["--tree"], fail_open, values["--agent"], values.get("--tree-id")
+    )
 
 
 # -- the three events -----------------------------------------------------------------
@@ -156,6 +170,14 @@ def _run(args: HookArgs, stdin_text: str, env: Mapping[str, str], post: Post | N
     if args.event == SESSION_END:
         _quietly(send, args, "/interactive/release", _release_body(data), env)
         return ""
+    tree = this_tree(args, data["cwd"])
+    if tree is None:
+        return _malformed(args, _not_joined(args, data["cwd"]))
+    return _on_tool(args._replace(tree=tree), send, data, env)
+
+
+def _on_tool(args: HookArgs, send: Post, data: dict[str, Any], env: Mapping[str, str]) -> str:
+    """A tool call's hook, `args.tree` being this host's path of the tree."""
     tool = data["tool_name"]
     if tool in READ_RECORDED_TOOLS and args.event == POST_TOOL_USE:
         _record_read(args, send, data, env)
@@ -165,7 +187,9 @@ def _run(args: HookArgs, stdin_text: str, env: Mapping[str, str], post: Post | N
     raw = tool_paths(tool, data.get("tool_input"))
     if not raw:
         if args.event == PRE_TOOL_USE:
-            return _deny(f"{tool} named no file path, so CodeFleet could not check it; the write was refused.")  # fmt: skip
+            return _deny(
+                f"{tool} named no file path, so CodeFleet could not check it; the write was refused."
+            )
         return ""
     keys, refusal = _lease_keys(args.tree, data["cwd"], raw)
     if args.event == POST_TOOL_USE:
@@ -178,6 +202,25 @@ def _run(args: HookArgs, stdin_text: str, env: Mapping[str, str], post: Post | N
     if not keys:
         return ""
     return _ask(args, send, {**_who(data, env), "paths": keys, "tool": tool}, env)
+
+
+def _not_joined(args: HookArgs, cwd: str) -> str:
+    return (
+        f"{cwd} is not in the tree joined as {args.tree_id} on this host (it is {args.tree} "
+        "where `codefleet join` ran); run `codefleet join` in this host's mount of the tree"
+    )
+
+
+def this_tree(args: HookArgs, cwd: str) -> str | None:
+    """The joined tree on this host: `--tree`, or with `--tree-id` the directory holding that
+    identity (`--tree` itself, else the nearest above `cwd`); None when there is none."""
+    if args.tree_id is None or tree_id_here(Path(args.tree)) == args.tree_id:
+        return args.tree
+    here = Path(cwd)
+    for candidate in (here, *here.parents):
+        if tree_id_here(candidate) == args.tree_id:
+            return str(candidate)
+    return None
 
 
 def _record_read(args: HookArgs, send: Post, data: dict[str, Any], env: Mapping[str, str]) -> None:
@@ -238,7 +281,9 @@ def _lease_keys(tree: str, cwd: str, raw: list[str]) -> tuple[list[str], str | N
 
 def _ask(args: HookArgs, send: Post, body: dict[str, Any], env: Mapping[str, str]) -> str:
     try:
-        answer = send(args.server, "/interactive/acquire", body, env.get("CODEFLEET_TOKEN"), PRE_TIMEOUT_S)  # fmt: skip
+        answer = send(
+            args.server, "/interactive/acquire", body, env.get("CODEFLEET_TOKEN"), PRE_TIMEOUT_S
+        )
     except Unreachable as err:
         if args.fail_open:
             sys.stderr.write(f"codefleet: {err}; allowed (--fail-open)\n")
@@ -286,7 +331,9 @@ def _malformed(args: HookArgs, problem: str) -> str:
     if args.event != PRE_TOOL_USE:
         sys.stderr.write(f"codefleet hook {args.event}: {problem}; ignored\n")
         return ""
-    return _deny(f"CodeFleet could not read this write's hook call: {problem}. The write was refused.")  # fmt: skip
+    return _deny(
+        f"CodeFleet could not read this write's hook call: {problem}. The write was refused."
+    )
 
 
 def _deny(reason: str) -> str:
@@ -418,7 +465,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parse_args(argv)
     except UsageError as err:
         if argv and argv[0] == PRE_TOOL_USE:  # a broken settings line must still fail closed
-            sys.stdout.write(_deny(f"CodeFleet's hook is misconfigured ({err}); the write was refused. Run `codefleet join` again.") + "\n")  # fmt: skip
+            sys.stdout.write(
+                _deny(
+                    f"CodeFleet's hook is misconfigured ({err}); the write was refused. Run `codefleet join` again."
+                )
+                + "\n"
+            )
             return 0
         sys.stderr.write(f"codefleet hook: {err}\n{USAGE}")
         return 0 if argv and argv[0] in EVENTS else 2
@@ -426,7 +478,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         out = run(args, text, os.environ)
     except Exception as err:  # the hook fails closed and never shows the person a traceback
-        out = _deny(f"CodeFleet's hook failed ({type(err).__name__}: {err}); the write was refused.") if args.event == PRE_TOOL_USE else ""  # fmt: skip
+        out = (
+            _deny(f"CodeFleet's hook failed ({type(err).__name__}: {err}); the write was refused.")
+            if args.event == PRE_TOOL_USE
+            else ""
+        )
     if out:
         sys.stdout.write(out + "\n")
     return 0

@@ -50,6 +50,7 @@ __all__ = [
     "leave_tree",
     "merged",
     "settings_path",
+    "tree_id_args",
     "without_ours",
 ]
 
@@ -98,20 +99,28 @@ def codefleet_command() -> list[str]:
 
 
 def hooks_block(
-    executable: list[str], server: str, tree: Path, fail_open: bool
+    executable: list[str], server: str, tree: Path, fail_open: bool, tree_id: str | None = None
 ) -> dict[str, list[dict[str, Any]]]:
     """Our three hook entries, keyed by Claude Code event name."""
     block: dict[str, list[dict[str, Any]]] = {}
     for event in EVENT_KEYS:
         argv = [*executable, "hook", SUBCOMMANDS[event], "--server", server, "--tree", str(tree)]
+        argv += tree_id_args(tree_id)
         if fail_open:
             argv.append("--fail-open")
-        entry: dict[str, Any] = {"hooks": [{"type": "command", "command": shlex.join(argv), "timeout": HOOK_TIMEOUT_S}]}  # fmt: skip
+        entry: dict[str, Any] = {
+            "hooks": [{"type": "command", "command": shlex.join(argv), "timeout": HOOK_TIMEOUT_S}]
+        }
         if event != "SessionEnd":
             matcher = POST_MATCHER if event == "PostToolUse" else WRITE_MATCHER
             entry = {"matcher": matcher, **entry}
         block[event] = [entry]
     return block
+
+
+def tree_id_args(tree_id: str | None) -> list[str]:
+    """`--tree-id ID`: the hook finds the tree by it on a host that mounts it elsewhere."""
+    return ["--tree-id", tree_id] if tree_id else []
 
 
 def is_ours(hook: Any) -> bool:
@@ -183,9 +192,11 @@ def read_settings(path: Path) -> dict[str, Any] | None:
 
 
 def join_tree(
-    tree: Path, block: dict[str, list[dict[str, Any]]], dry_run: bool = False,
+    tree: Path,
+    block: dict[str, list[dict[str, Any]]],
+    dry_run: bool = False,
     path: Path | None = None,
-) -> Written:  # fmt: skip
+) -> Written:
     """Merge `block` into the tree's local settings (or only compute it, with `dry_run`);
     `path`: another CLI's hook file of the same shape (`agentsettings`)."""
     path = path or settings_path(tree)
@@ -231,8 +242,12 @@ def exclude_from_git(tree: Path, path: Path | None = None) -> Path | None:
     try:
         prefix, exclude = subprocess.run(
             ["git", "rev-parse", "--show-prefix", "--git-path", "info/exclude"],
-            cwd=tree, capture_output=True, text=True, timeout=30, check=True,
-        ).stdout.split("\n")[:2]  # fmt: skip
+            cwd=tree,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.split("\n")[:2]
     except (OSError, subprocess.SubprocessError, ValueError):
         return None  # not a repository, or no git: nothing to exclude from
     exclude_file = (tree / exclude).resolve()

@@ -163,8 +163,12 @@ def _path_json(path: CriticalPath | None) -> dict[str, Any] | None:
 
 
 def _finding_json(finding: Finding) -> dict[str, Any]:
-    return {"code": finding.code, "message": finding.message, "task": finding.task_id,
-            "path": finding.path}  # fmt: skip
+    return {
+        "code": finding.code,
+        "message": finding.message,
+        "task": finding.task_id,
+        "path": finding.path,
+    }
 
 
 def analyse(
@@ -186,10 +190,12 @@ def analyse(
     by_minutes, total_minutes = longest_path(deps, minutes.__getitem__)
     width, exact = max_antichain(deps)
     sim = simulate(
-        [SimTask(t.id, t.priority, frozenset(t.file_scope), tuple(deps[t.id]), minutes[t.id])
-         for t in tasks],
+        [
+            SimTask(t.id, t.priority, frozenset(t.file_scope), tuple(deps[t.id]), minutes[t.id])
+            for t in tasks
+        ],
         runners,
-    )  # fmt: skip
+    )
     return GraphAnalysis(
         tasks=len(tasks),
         critical_path=CriticalPath(
@@ -269,19 +275,32 @@ def _graph_findings(
 ) -> list[Finding]:
     faulted = {f.task_id for f in given if f.path is not None}  # refused or doubtful entries
     found = [
-        Finding("warning", "no_scope", f"task {t.id} declares no file_scope: the scheduler "
-                "will run it beside anything, and only the write-time lease protects it", t.id)
-        for t in tasks if not t.file_scope and t.id not in faulted
-    ]  # fmt: skip
+        Finding(
+            "warning",
+            "no_scope",
+            f"task {t.id} declares no file_scope: the scheduler "
+            "will run it beside anything, and only the write-time lease protects it",
+            t.id,
+        )
+        for t in tasks
+        if not t.file_scope and t.id not in faulted
+    ]
     missing = [t.id for t in tasks if t.estimate_min is None]
     if estimated and missing:
-        found.append(Finding(
-            "warning", "missing_estimate", f"{len(missing)} task(s) carry no estimate_min "
-            f"({', '.join(missing[:10])}); the simulation assumes {default:g} min each",
-        ))  # fmt: skip
+        found.append(
+            Finding(
+                "warning",
+                "missing_estimate",
+                f"{len(missing)} task(s) carry no estimate_min "
+                f"({', '.join(missing[:10])}); the simulation assumes {default:g} min each",
+            )
+        )
     if tasks and width < runners:
-        found.append(Finding(
-            "warning", "narrow_graph", f"at most {width} task(s) can ever run at once, "
-            f"fewer than the {runners} runners",
-        ))  # fmt: skip
+        found.append(
+            Finding(
+                "warning",
+                "narrow_graph",
+                f"at most {width} task(s) can ever run at once, fewer than the {runners} runners",
+            )
+        )
     return found

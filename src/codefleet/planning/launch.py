@@ -53,20 +53,32 @@ async def run_plan(
     stderr: list[str] = []
     env, marker, fake = _environment(request, settings.run_dir / "homes" / stamp)
     session = ReadOnlySession(
-        request.tree.root, model=settings.model, max_turns=settings.max_turns,
-        max_budget_usd=settings.task_budget_usd, timeout=settings.task_timeout, env=env,
+        request.tree.root,
+        model=settings.model,
+        max_turns=settings.max_turns,
+        max_budget_usd=settings.task_budget_usd,
+        timeout=settings.task_timeout,
+        env=env,
         stderr=stderr.append,
-    )  # fmt: skip
+    )
     try:
         async with session:
             try:
                 plan = await plan_graph(
-                    session, request.goal, request.tree, tasks=request.tasks,
-                    runners=request.runners, marker=marker, on_feedback=on_feedback,
-                )  # fmt: skip
+                    session,
+                    request.goal,
+                    request.tree,
+                    tasks=request.tasks,
+                    runners=request.runners,
+                    marker=marker,
+                    on_feedback=on_feedback,
+                )
             except PlanFailed as failed:
-                _save(record, plan_record(request.goal, failed.exchanges, session.init,
-                                          failed.cost_usd), stderr)  # fmt: skip
+                _save(
+                    record,
+                    plan_record(request.goal, failed.exchanges, session.init, failed.cost_usd),
+                    stderr,
+                )
                 raise
     except SessionFailed as err:
         raise PlanFailed(f"the planning session could not start: {err}") from None

@@ -113,8 +113,10 @@ async def plan_graph(
         if rounds >= MAX_FEEDBACK_ROUNDS:
             raise PlanFailed(
                 f"the graph still has errors after {rounds} feedback round(s)",
-                verdict.errors, tuple(exchanges), cost,
-            )  # fmt: skip
+                verdict.errors,
+                tuple(exchanges),
+                cost,
+            )
         if on_feedback is not None:
             on_feedback(len(exchanges), verdict)
         text = build_feedback(verdict.errors, verdict.warnings)
@@ -149,8 +151,12 @@ def plan_record(
         "init": init,
         "cost_usd": cost,
         "exchanges": [
-            {"sent": e.sent, "answer": e.answer, "errors": list(e.errors),
-             "session_id": e.session_id}
+            {
+                "sent": e.sent,
+                "answer": e.answer,
+                "errors": list(e.errors),
+                "session_id": e.session_id,
+            }
             for e in exchanges
         ],
-    }  # fmt: skip
+    }

@@ -24,12 +24,22 @@ def print_analysis(console: Console, analysis: GraphAnalysis, title: str) -> Non
     exact = "" if analysis.width_exact else " (at least: the graph is too big to count exactly)"
     _row(console, "max width", f"{analysis.max_width} task(s) can run at once{exact}")
     _row(console, f"on {analysis.parallelism.runners} runners", _parallelism(analysis.parallelism))
-    _row(console, "overlapping scopes", "none" if not analysis.overlaps else
-         f"{len(analysis.overlaps)} pair(s) the scheduler will never run together")  # fmt: skip
+    _row(
+        console,
+        "overlapping scopes",
+        "none"
+        if not analysis.overlaps
+        else f"{len(analysis.overlaps)} pair(s) the scheduler will never run together",
+    )
     for overlap in analysis.overlaps:
         console.print(f"  {' + '.join(overlap.task_ids)}: {', '.join(overlap.paths)}", markup=False)
-    _row(console, "hotspots", "none" if not analysis.hotspots else
-         f"{len(analysis.hotspots)} file(s) in 3 or more scopes")  # fmt: skip
+    _row(
+        console,
+        "hotspots",
+        "none"
+        if not analysis.hotspots
+        else f"{len(analysis.hotspots)} file(s) in 3 or more scopes",
+    )
     for hotspot in analysis.hotspots:
         console.print(f"  {hotspot.path}: {', '.join(hotspot.task_ids)}", markup=False)
     for finding in analysis.findings:

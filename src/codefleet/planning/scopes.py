@@ -95,22 +95,32 @@ def judge(
 def _finding(task: ScopedTask, fact: PathFact) -> Finding | None:
     if fact.key is None:
         return Finding(
-            "error", fact.reason or "invalid_path", f"task {task.id}: file_scope entry "
-            f"{fact.raw!r}: {fact.rejected}", task.id, fact.raw,
-        )  # fmt: skip
+            "error",
+            fact.reason or "invalid_path",
+            f"task {task.id}: file_scope entry {fact.raw!r}: {fact.rejected}",
+            task.id,
+            fact.raw,
+        )
     if fact.exists or _named_in(task.description, fact.key):
         return None
     if not fact.parent_exists:
         where = fact.key.rpartition("/")[0]
         return Finding(
-            "warning", "missing_directory", f"task {task.id}: {fact.key} does not exist and "
-            f"neither does its directory {where}/; is the path right?", task.id, fact.key,
-        )  # fmt: skip
+            "warning",
+            "missing_directory",
+            f"task {task.id}: {fact.key} does not exist and "
+            f"neither does its directory {where}/; is the path right?",
+            task.id,
+            fact.key,
+        )
     if fact.near is not None:
         return Finding(
-            "warning", "missing_path", f"task {task.id}: {fact.key} does not exist; "
-            f"did you mean {fact.near}?", task.id, fact.key,
-        )  # fmt: skip
+            "warning",
+            "missing_path",
+            f"task {task.id}: {fact.key} does not exist; did you mean {fact.near}?",
+            task.id,
+            fact.key,
+        )
     return None
 
 

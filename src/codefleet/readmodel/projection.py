@@ -233,10 +233,15 @@ class Projection:
                 flipped.add(task_id)
             backoff = row["backoff_until"]
             self._tasks[task_id] = _Task(
-                row["seq"], status, charged(row["attempts"], row.get("uncharged_attempts") or 0),
+                row["seq"],
+                status,
+                charged(row["attempts"], row.get("uncharged_attempts") or 0),
                 row["max_attempts"],
-                from_iso(backoff) if backoff else None, parents, encode(row)[:-1], 0,
-            )  # fmt: skip
+                from_iso(backoff) if backoff else None,
+                parents,
+                encode(row)[:-1],
+                0,
+            )
         if unordered:
             self._tasks = dict(sorted(self._tasks.items(), key=lambda item: item[1].seq))
         if rows:
@@ -252,25 +257,38 @@ class Projection:
                 continue
             unmet = [p for p in task.parents if self._status(p) != TaskStatus.SUCCEEDED]
             stands = standing(
-                unmet=len(unmet), charged=task.charged, max_attempts=task.max_attempts,
-                backoff_until=task.backoff, now=now,
-            )  # fmt: skip
+                unmet=len(unmet),
+                charged=task.charged,
+                max_attempts=task.max_attempts,
+                backoff_until=task.backoff,
+                now=now,
+            )
             pending = task.status == TaskStatus.PENDING
             if pending and stands is Standing.BACKING_OFF:
                 assert task.backoff is not None
                 self._timed[task_id] = task.backoff
             else:
                 self._timed.pop(task_id, None)
-            tail = b"".join((
-                b',"unmet_dependencies":', _list(unmet),
-                b',"depends_on":', _list(list(task.parents)),
-                RUNNABLE[pending and stands is Standing.READY],
-            ))  # fmt: skip
+            tail = b"".join(
+                (
+                    b',"unmet_dependencies":',
+                    _list(unmet),
+                    b',"depends_on":',
+                    _list(list(task.parents)),
+                    RUNNABLE[pending and stands is Standing.READY],
+                )
+            )
             head = task.body[: len(task.body) - task.tail]
             tasks[task_id] = _Task(
-                task.seq, task.status, task.charged, task.max_attempts, task.backoff,
-                task.parents, head + tail, len(tail),
-            )  # fmt: skip
+                task.seq,
+                task.status,
+                task.charged,
+                task.max_attempts,
+                task.backoff,
+                task.parents,
+                head + tail,
+                len(tail),
+            )
             self._joined_tasks = None
 
     def _status(self, task_id: str) -> str | None:

@@ -122,12 +122,18 @@ class Reads:
         held = [row for row in self.leases() if is_resource_key(row["path"])]
         claims = self.engine.resource_claims()
         holders = [
-            {"name": resource_name(row["path"]), "task_id": row["task_id"],
-             "agent_id": row["agent_id"], "holder_agent_name": row["holder_agent_name"],
-             "kind": row["kind"], "acquired_at": row["acquired_at"], "age_s": row["age_s"],
-             "waiters": claims.get(row["path"], [])}
+            {
+                "name": resource_name(row["path"]),
+                "task_id": row["task_id"],
+                "agent_id": row["agent_id"],
+                "holder_agent_name": row["holder_agent_name"],
+                "kind": row["kind"],
+                "acquired_at": row["acquired_at"],
+                "age_s": row["age_s"],
+                "waiters": claims.get(row["path"], []),
+            }
             for row in held
-        ]  # fmt: skip
+        ]
         sequences = [
             {"name": row["name"], "last_value": row["last_value"], "next": row["last_value"] + 1}
             for row in self.engine.sequence_rows()
@@ -149,14 +155,16 @@ class Reads:
         """
         recorded = await self._recorded(lambda cut: self.projection.state(cut, self.engine.now()))
         now = self.engine.now()
-        rest = encode({
-            "agents": self.agents(),
-            "leases": self.leases(),
-            "counters": recorded.counters,
-            "last_event_id": recorded.last_event_id,
-            "server_time": to_iso(now),
-            **self.engine.limits_view(now),
-        })  # fmt: skip
+        rest = encode(
+            {
+                "agents": self.agents(),
+                "leases": self.leases(),
+                "counters": recorded.counters,
+                "last_event_id": recorded.last_event_id,
+                "server_time": to_iso(now),
+                **self.engine.limits_view(now),
+            }
+        )
         return (b'{"tasks":[', recorded.tasks, b"],", rest[1:])
 
     async def _recorded(self, read: Callable[[Cut], T]) -> T:

@@ -37,40 +37,61 @@ def decorate(task: Row, parents: list[str], done: Callable[[str], bool], now: da
     task["unmet_dependencies"] = unmet
     task["depends_on"] = parents
     task["runnable"] = runnable(
-        task["status"], unmet=len(unmet),
+        task["status"],
+        unmet=len(unmet),
         charged=charged(task["attempts"], task.get("uncharged_attempts") or 0),
-        max_attempts=task["max_attempts"], backoff_until=from_iso(backoff) if backoff else None,
+        max_attempts=task["max_attempts"],
+        backoff_until=from_iso(backoff) if backoff else None,
         now=now,
-    )  # fmt: skip
+    )
     return task
 
 
 def conflict_head(event: Row) -> bytes:
     """A `lease_denied` event as its conflict's JSON, without `resolved` and the brace."""
     body = event["payload"]
-    return encode({
-        "event_id": event["id"], "at": event["at"], "path": body.get("path"),
-        "task_id": event["task_id"], "agent_id": event["agent_id"],
-        "agent_name": body.get("requester_name"),
-        "holder_task_id": body.get("holder_task_id"),
-        "holder_agent_id": body.get("holder_agent_id"),
-        "holder_agent_name": body.get("holder_agent_name"),
-    })[:-1]  # fmt: skip
+    return encode(
+        {
+            "event_id": event["id"],
+            "at": event["at"],
+            "path": body.get("path"),
+            "task_id": event["task_id"],
+            "agent_id": event["agent_id"],
+            "agent_name": body.get("requester_name"),
+            "holder_task_id": body.get("holder_task_id"),
+            "holder_agent_id": body.get("holder_agent_id"),
+            "holder_agent_name": body.get("holder_agent_name"),
+        }
+    )[:-1]
 
 
 def session_row(session: SessionView, workdir: str) -> Row:
     """A person's interactive session in the shape of a `GET /agents` row, plus its session."""
     wrote = to_iso(session.last_write_at)
     return {
-        "id": session.agent_id, "name": session.name, "kind": INTERACTIVE,
-        "status": "busy" if session.active else "offline", "epoch": 0,
+        "id": session.agent_id,
+        "name": session.name,
+        "kind": INTERACTIVE,
+        "status": "busy" if session.active else "offline",
+        "epoch": 0,
         "current_task_id": session.task_id if session.active else None,
-        "current_task_title": session.title, "session_id": session.session_id,
-        "workdir": workdir, "pid": None, "last_heartbeat_at": wrote, "last_write_at": wrote,
-        "idle_since": wrote, "last_assigned_at": None,
-        "registered_at": to_iso(session.started_at), "updated_at": wrote,
+        "current_task_title": session.title,
+        "session_id": session.session_id,
+        "workdir": workdir,
+        "pid": None,
+        "last_heartbeat_at": wrote,
+        "last_write_at": wrote,
+        "idle_since": wrote,
+        "last_assigned_at": None,
+        "registered_at": to_iso(session.started_at),
+        "updated_at": wrote,
         "ended_at": to_iso(session.ended_at) if session.ended_at else None,
-        "end_reason": session.end_reason, "leases": session.leases,
-        "tasks_succeeded": 0, "tasks_failed": 0, "input_tokens": 0,
-        "output_tokens": 0, "cost_usd": 0.0, "stale": False,
-    }  # fmt: skip
+        "end_reason": session.end_reason,
+        "leases": session.leases,
+        "tasks_succeeded": 0,
+        "tasks_failed": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost_usd": 0.0,
+        "stale": False,
+    }

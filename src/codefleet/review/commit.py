@@ -125,9 +125,11 @@ def _env(author: Author | None, completed_at: str | None) -> dict[str, str]:
         env["GIT_AUTHOR_DATE"] = f"@{int(from_iso(completed_at).timestamp())} +0000"
     if author is not None:
         env.update(
-            GIT_AUTHOR_NAME=author.name, GIT_AUTHOR_EMAIL=author.email,
-            GIT_COMMITTER_NAME=author.name, GIT_COMMITTER_EMAIL=author.email,
-        )  # fmt: skip
+            GIT_AUTHOR_NAME=author.name,
+            GIT_AUTHOR_EMAIL=author.email,
+            GIT_COMMITTER_NAME=author.name,
+            GIT_COMMITTER_EMAIL=author.email,
+        )
     return env
 
 
@@ -289,6 +291,10 @@ def write_history(
     if made:
         repo.update_branch(branch, tip, None)
     return CommitResult(
-        branch, base, tuple(made), tuple(empty), tuple(left_out(repo, base, touched)),
+        branch,
+        base,
+        tuple(made),
+        tuple(empty),
+        tuple(left_out(repo, base, touched)),
         skipped=tuple(writer.skipped),
-    )  # fmt: skip
+    )

@@ -59,8 +59,13 @@ def print_history(
     for finding in _findings(result, unfinished):
         console.print(finding)
     if land_hint and result.commits and result.ok:
-        console.print(Text(f"next: codefleet land {result.branch}  (your branch moves to it; "
-                           "the files are in the tree already)", style="dim"))  # fmt: skip
+        console.print(
+            Text(
+                f"next: codefleet land {result.branch}  (your branch moves to it; "
+                "the files are in the tree already)",
+                style="dim",
+            )
+        )
 
 
 def _findings(result: CommitResult, unfinished: Sequence[Unfinished]) -> list[Text]:

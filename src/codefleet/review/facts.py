@@ -167,14 +167,17 @@ def _vetoes(events: Sequence[Row], record: RunRecord) -> list[Veto]:
             later = [s for s in next_start[e["task_id"]] if s > at]
             found.append(
                 Veto(
-                    at=at, path=str(body.get("path")), task_id=str(e["task_id"]),
-                    runner=str(body.get("requester_name") or "?"), holder_task_id=holder,
+                    at=at,
+                    path=str(body.get("path")),
+                    task_id=str(e["task_id"]),
+                    runner=str(body.get("requester_name") or "?"),
+                    holder_task_id=holder,
                     holder_runner=str(body.get("holder_agent_name") or "?"),
                     held_s=(at - since).total_seconds() if since else None,
                     waited_s=(later[0] - at).total_seconds() if later else None,
                     resolved=status.get(e["task_id"]) == "succeeded",
                 )
-            )  # fmt: skip
+            )
     return found
 
 
@@ -207,12 +210,14 @@ def _verify_failures(events: Sequence[Row]) -> list[VerifyFailure]:
             continue
         found.append(
             VerifyFailure(
-                task_id=str(e["task_id"]), attempt=int(body.get("attempt") or 0),
-                check=str(body.get("name")), exit_code=body.get("exit_code"),
+                task_id=str(e["task_id"]),
+                attempt=int(body.get("attempt") or 0),
+                check=str(body.get("name")),
+                exit_code=body.get("exit_code"),
                 timed_out=bool(body.get("timed_out")),
                 output_tail=str(body.get("output_tail") or body.get("error") or ""),
             )
-        )  # fmt: skip
+        )
     return found
 
 
@@ -223,11 +228,34 @@ def _span(events: Sequence[Row], starts: set[str], ends: set[str]) -> float:
 
 
 def _wall(events: Sequence[Row]) -> float:
-    """From the first `fleet_started` (else the first event) to the last `run_finished` (else the last)."""
+    """The sum of the runs' spans: each `fleet_started` to the first `run_finished` after it
+    (a run that died: to its last event before the next start). Time between runs on one
+    database is not counted, nor events after a run (a runner going stale, a commit).
+    With no `fleet_started` (runners started by hand): the first event to the last
+    `run_finished`, else to the last event. The dashboard's `runWall` counts alike.
+    """
     kinds = {e["type"] for e in events}
-    start = {EventType.FLEET_STARTED} if EventType.FLEET_STARTED in kinds else kinds
-    end = {EventType.RUN_FINISHED} if EventType.RUN_FINISHED in kinds else kinds
-    return _span(events, set(start), set(end))
+    if EventType.FLEET_STARTED not in kinds:
+        end = {EventType.RUN_FINISHED} if EventType.RUN_FINISHED in kinds else kinds
+        return _span(events, set(kinds), set(end))
+    total = 0.0
+    start: datetime | None = None
+    last: datetime | None = None
+    for event in events:
+        kind, at = event["type"], _at(event)
+        if kind == EventType.FLEET_STARTED:
+            total += _seconds(start, last)
+            start, last = at, at
+        elif start is not None:
+            last = at
+            if kind == EventType.RUN_FINISHED:
+                total += _seconds(start, last)
+                start = None
+    return total + _seconds(start, last)
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> float:
+    return max(0.0, (end - start).total_seconds()) if start and end else 0.0
 
 
 def run_facts(record: RunRecord) -> RunFacts:

@@ -36,9 +36,16 @@ __all__ = ["Entry", "GitError", "NotARepository", "Repo", "blob_id", "read_entry
 
 ZERO_SHA = "0" * 40
 _DROPPED_ENV = (
-    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_OBJECT_DIRECTORY",
-    "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE",
-)  # fmt: skip
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_PREFIX",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_AUTHOR_DATE",
+    "GIT_COMMITTER_DATE",
+)
 
 
 class GitError(Exception):
@@ -98,8 +105,11 @@ class Repo:
             raise NotARepository(f"{tree} is not a directory")
         done = subprocess.run(
             ["git", "rev-parse", "--show-toplevel", "--show-object-format", "--show-prefix"],
-            cwd=tree, capture_output=True, env=_base_env(), check=False,
-        )  # fmt: skip
+            cwd=tree,
+            capture_output=True,
+            env=_base_env(),
+            check=False,
+        )
         if done.returncode != 0:
             raise NotARepository(
                 f"{tree} is not in a git repository: run `git init` and commit its current "
@@ -154,8 +164,11 @@ class Repo:
         """Whether `ancestor` is `commit` or one of its ancestors (False if unknown here)."""
         done = subprocess.run(
             ["git", "merge-base", "--is-ancestor", ancestor, commit],
-            cwd=self.top, capture_output=True, env=_base_env(), check=False,
-        )  # fmt: skip
+            cwd=self.top,
+            capture_output=True,
+            env=_base_env(),
+            check=False,
+        )
         return done.returncode == 0
 
     def has_identity(self) -> bool:
@@ -283,9 +296,15 @@ class Repo:
                 self.run("update-index", "-q", "--refresh", index=index)
             modified = self.run("diff-files", "--name-only", "-z", "--", *scope, index=index)
             untracked = self.run(
-                "ls-files", "--others", "--exclude-standard", "-z", "--full-name", "--", *scope,
+                "ls-files",
+                "--others",
+                "--exclude-standard",
+                "-z",
+                "--full-name",
+                "--",
+                *scope,
                 index=index,
-            )  # fmt: skip
+            )
         return sorted({p for p in (modified + untracked).split("\0") if p})
 
 

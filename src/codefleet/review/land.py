@@ -54,9 +54,12 @@ class Landed:
 def newest_branch(repo: Repo) -> str:
     """The `codefleet/` branch with the newest tip commit; `GitError` when there is none."""
     refs = repo.run(
-        "for-each-ref", "--sort=-refname", "--sort=-committerdate", "--format=%(refname)",
+        "for-each-ref",
+        "--sort=-refname",
+        "--sort=-committerdate",
+        "--format=%(refname)",
         f"refs/heads/{BRANCH_PREFIX}",
-    ).split()  # fmt: skip
+    ).split()
     if not refs:
         raise GitError(f"no {BRANCH_PREFIX} branch in {repo.top}: run `codefleet commit` first")
     return refs[0].removeprefix("refs/heads/")

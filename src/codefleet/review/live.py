@@ -177,10 +177,14 @@ class LiveCommitter:
         done = self.progress
         held_back = self._writer.held_back
         result = CommitResult(
-            self.branch, self.base, tuple(done.commits), tuple(done.empty),
-            error=done.error, uncommitted=tuple(done.uncommitted),
+            self.branch,
+            self.base,
+            tuple(done.commits),
+            tuple(done.empty),
+            error=done.error,
+            uncommitted=tuple(done.uncommitted),
             skipped=tuple(self._writer.skipped),
-        )  # fmt: skip
+        )
         if not done.commits:
             return result
         checked = self.touched - held_back

@@ -114,9 +114,12 @@ svg text { font: 12px system-ui, sans-serif; fill: var(--ink); }
 """
 
 OUTCOME_COLORS = {
-    "succeeded": "#2da44e", "veto": "#e16f24", "verify_failed": "#d4a72c", "running": "#0969da",
+    "succeeded": "#2da44e",
+    "veto": "#e16f24",
+    "verify_failed": "#d4a72c",
+    "running": "#0969da",
     "cancelled": "#8c959f",
-}  # fmt: skip
+}
 FAILED_COLOR = "#cf222e"
 LANE_H, BAR_H, LEFT, WIDTH = 34, 20, 96, 1040
 

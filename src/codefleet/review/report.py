@@ -198,13 +198,20 @@ def summary_section(facts: RunFacts) -> Section:
             )
         )
     data = {
-        "verdict": _verdict(facts), "tasks": len(tasks), "succeeded": done,
-        "wall_s": round(facts.wall_s, 3), "makespan_s": round(facts.makespan_s, 3),
-        "critical_path": list(facts.critical_path), "critical_path_s": round(facts.critical_s, 3),
-        "vetoes": len(facts.vetoes), "rollbacks": len(facts.rollbacks),
-        "failed_verifies": len(facts.verify_failures), "cost_usd": round(cost, 6),
-        "verify": facts.verify, "branches": branches,
-    }  # fmt: skip
+        "verdict": _verdict(facts),
+        "tasks": len(tasks),
+        "succeeded": done,
+        "wall_s": round(facts.wall_s, 3),
+        "makespan_s": round(facts.makespan_s, 3),
+        "critical_path": list(facts.critical_path),
+        "critical_path_s": round(facts.critical_s, 3),
+        "vetoes": len(facts.vetoes),
+        "rollbacks": len(facts.rollbacks),
+        "failed_verifies": len(facts.verify_failures),
+        "cost_usd": round(cost, 6),
+        "verify": facts.verify,
+        "branches": branches,
+    }
     return Section("summary", "Summary", tuple(blocks), data)
 
 
@@ -235,13 +242,29 @@ def tasks_section(facts: RunFacts) -> Section:
     for t in tasks:
         files = _files_of(facts, t["id"])
         rows.append(
-            (t["id"], t["title"], t["status"], f"{t['attempts']}/{t['max_attempts']}", seconds(work[t["id"]]),
-             f"${format_cost(float(t.get('cost_usd') or 0))}", ", ".join(files) or "—")
-        )  # fmt: skip
+            (
+                t["id"],
+                t["title"],
+                t["status"],
+                f"{t['attempts']}/{t['max_attempts']}",
+                seconds(work[t["id"]]),
+                f"${format_cost(float(t.get('cost_usd') or 0))}",
+                ", ".join(files) or "—",
+            )
+        )
         tones.append("ok" if t["status"] == "succeeded" else "bad")
-        data.append({"id": t["id"], "title": t["title"], "status": t["status"], "attempts": t["attempts"],
-                     "duration_s": round(work[t["id"]], 3), "cost_usd": t.get("cost_usd") or 0.0,
-                     "files": files, "error": t.get("error")})  # fmt: skip
+        data.append(
+            {
+                "id": t["id"],
+                "title": t["title"],
+                "status": t["status"],
+                "attempts": t["attempts"],
+                "duration_s": round(work[t["id"]], 3),
+                "cost_usd": t.get("cost_usd") or 0.0,
+                "files": files,
+                "error": t.get("error"),
+            }
+        )
     columns = ("task", "title", "outcome", "attempts", "duration", "cost", "files")
     table = Table(columns, tuple(rows), tuple(tones))
     return Section("tasks", "Tasks", (table,), data)
@@ -249,17 +272,30 @@ def tasks_section(facts: RunFacts) -> Section:
 
 def operator_section(facts: RunFacts) -> Section | None:
     """The person in the loop: the operator's messages and the agents' questions, in order."""
-    answers = {str(e["payload"]["question_id"]): e["payload"] for e in facts.record.events
-               if e["type"] == "question_answered"}  # fmt: skip
-    delivered = {(e["task_id"], e["payload"]["seq"]) for e in facts.record.events
-                 if e["type"] == "operator_message_delivered"}  # fmt: skip
+    answers = {
+        str(e["payload"]["question_id"]): e["payload"]
+        for e in facts.record.events
+        if e["type"] == "question_answered"
+    }
+    delivered = {
+        (e["task_id"], e["payload"]["seq"])
+        for e in facts.record.events
+        if e["type"] == "operator_message_delivered"
+    }
     rows: list[tuple[str, ...]] = []
     for e in facts.record.events:
         p = e["payload"]
         if e["type"] == "operator_message":
             got = "received" if (e["task_id"], p["seq"]) in delivered else "not received"
-            rows.append((str(e["task_id"]), str(p["attempt"]), "operator says", str(p["text"]),
-                         f"{p['delivered'].replace('_', ' ')}, {got}"))  # fmt: skip
+            rows.append(
+                (
+                    str(e["task_id"]),
+                    str(p["attempt"]),
+                    "operator says",
+                    str(p["text"]),
+                    f"{p['delivered'].replace('_', ' ')}, {got}",
+                )
+            )
         elif e["type"] == "question_asked":
             answer = answers.get(str(p["question_id"]), {})
             said = f"{answer.get('by', 'open')}: {answer.get('text', '—')}"
@@ -281,12 +317,15 @@ def graph_section(facts: RunFacts) -> Section | None:
     ideal_s = analysis.parallelism.makespan * 60
     items = [
         ("max width", f"{analysis.max_width} task(s) can run at once"),
-        (f"ideal on {runners} runners", f"{seconds(ideal_s)} "
-         f"({analysis.parallelism.predicted:.2f} busy on average, peak {analysis.parallelism.peak})"),
+        (
+            f"ideal on {runners} runners",
+            f"{seconds(ideal_s)} "
+            f"({analysis.parallelism.predicted:.2f} busy on average, peak {analysis.parallelism.peak})",
+        ),
         ("the run's makespan", seconds(facts.makespan_s)),
         ("overlapping scopes", f"{len(analysis.overlaps)} pair(s) never run together"),
         ("hotspots", f"{len(analysis.hotspots)} file(s) in 3 or more scopes"),
-    ]  # fmt: skip
+    ]
     blocks: list[Block] = [
         Facts(tuple(items)),
         Para(
@@ -301,8 +340,11 @@ def graph_section(facts: RunFacts) -> Section | None:
     if analysis.hotspots:
         rows = tuple((h.path, ", ".join(h.task_ids)) for h in analysis.hotspots)
         blocks.append(Table(("hotspot", "declared by"), rows))
-    data = {**analysis.to_json(), "ideal_makespan_s": round(ideal_s, 3),
-            "makespan_s": round(facts.makespan_s, 3)}  # fmt: skip
+    data = {
+        **analysis.to_json(),
+        "ideal_makespan_s": round(ideal_s, 3),
+        "makespan_s": round(facts.makespan_s, 3),
+    }
     return Section("graph", "The graph", tuple(blocks), data)
 
 
@@ -339,16 +381,33 @@ def vetoes_section(facts: RunFacts) -> Section:
     if not facts.vetoes:
         return Section("vetoes", "Vetoes", (Para("No write was refused."),), [])
     rows = tuple(
-        (f"+{seconds(_offset(facts, v.at))}", v.path, f"{v.task_id} ({v.runner})",
-         f"{v.holder_task_id} ({v.holder_runner})", seconds(v.held_s), seconds(v.waited_s),
-         "succeeded on a retry" if v.resolved else "not resolved")
+        (
+            f"+{seconds(_offset(facts, v.at))}",
+            v.path,
+            f"{v.task_id} ({v.runner})",
+            f"{v.holder_task_id} ({v.holder_runner})",
+            seconds(v.held_s),
+            seconds(v.waited_s),
+            "succeeded on a retry" if v.resolved else "not resolved",
+        )
         for v in facts.vetoes
-    )  # fmt: skip
+    )
     columns = ("at", "path", "refused", "held by", "held for", "waited", "then")
     tones = tuple("ok" if v.resolved else "bad" for v in facts.vetoes)
-    data = [{"at": v.at.isoformat(), "path": v.path, "task_id": v.task_id, "runner": v.runner,
-             "holder_task_id": v.holder_task_id, "holder_runner": v.holder_runner,
-             "held_s": v.held_s, "waited_s": v.waited_s, "resolved": v.resolved} for v in facts.vetoes]  # fmt: skip
+    data = [
+        {
+            "at": v.at.isoformat(),
+            "path": v.path,
+            "task_id": v.task_id,
+            "runner": v.runner,
+            "holder_task_id": v.holder_task_id,
+            "holder_runner": v.holder_runner,
+            "held_s": v.held_s,
+            "waited_s": v.waited_s,
+            "resolved": v.resolved,
+        }
+        for v in facts.vetoes
+    ]
     note = Para(
         "Each refused write never reached the disk; the task was requeued with the path in its "
         "scope and ran again after the holder finished. \u201cWaited\u201d is the time from the "
@@ -363,12 +422,23 @@ def rollbacks_section(facts: RunFacts) -> Section:
             "rollbacks", "Rollbacks", (Para("No failed attempt had edits to undo."),), []
         )
     rows = tuple(
-        (r.task_id, str(r.attempt), r.reason,
-         ", ".join(p if existed else f"{p} (removed)" for p, existed in r.restored))
+        (
+            r.task_id,
+            str(r.attempt),
+            r.reason,
+            ", ".join(p if existed else f"{p} (removed)" for p, existed in r.restored),
+        )
         for r in facts.rollbacks
-    )  # fmt: skip
-    data = [{"task_id": r.task_id, "attempt": r.attempt, "reason": r.reason,
-             "files": [{"path": p, "existed": e} for p, e in r.restored]} for r in facts.rollbacks]  # fmt: skip
+    )
+    data = [
+        {
+            "task_id": r.task_id,
+            "attempt": r.attempt,
+            "reason": r.reason,
+            "files": [{"path": p, "existed": e} for p, e in r.restored],
+        }
+        for r in facts.rollbacks
+    ]
     table = Table(("task", "attempt", "why it failed", "files put back"), rows)
     return Section("rollbacks", "Rollbacks", (table,), data)
 
@@ -385,8 +455,17 @@ def verify_section(facts: RunFacts) -> Section | None:
             blocks.append(Para(unrunnable[f.task_id, f.attempt], "bad"))
         tail = "\n".join(f.output_tail.rstrip().splitlines()[-OUTPUT_TAIL_LINES:])
         blocks.append(Code(tail or "(no output)", f"last {OUTPUT_TAIL_LINES} lines of output"))
-    data = [{"task_id": f.task_id, "attempt": f.attempt, "check": f.check, "exit_code": f.exit_code,
-             "timed_out": f.timed_out, "output_tail": f.output_tail} for f in facts.verify_failures]  # fmt: skip
+    data = [
+        {
+            "task_id": f.task_id,
+            "attempt": f.attempt,
+            "check": f.check,
+            "exit_code": f.exit_code,
+            "timed_out": f.timed_out,
+            "output_tail": f.output_tail,
+        }
+        for f in facts.verify_failures
+    ]
     return Section("verify", "Failed verifications", tuple(blocks), data)
 
 
@@ -410,9 +489,16 @@ def commands_section(facts: RunFacts) -> Section | None:
         ended = "timed out" if body.get("timed_out") else f"exit {body.get('exit_code')}"
         veto = body.get("denied_on")
         landed = f"VETO on {veto}: nothing" if veto else ", ".join(body.get("applied") or ()) or "-"
-        rows.append((f"+{seconds(_offset(facts, from_iso(str(e['at']))))}",
-                     str(e.get("task_id")), str(body.get("command", ""))[:120], ended, landed,
-                     ", ".join(body.get("refused") or ()) or "-"))  # fmt: skip
+        rows.append(
+            (
+                f"+{seconds(_offset(facts, from_iso(str(e['at']))))}",
+                str(e.get("task_id")),
+                str(body.get("command", ""))[:120],
+                ended,
+                landed,
+                ", ".join(body.get("refused") or ()) or "-",
+            )
+        )
         tones.append("bad" if veto else "")
         data.append({"at": e["at"], "task_id": e.get("task_id"), **body})
     columns = ("at", "task", "command", "ended", "applied", "refused")
@@ -428,17 +514,30 @@ def cost_section(facts: RunFacts) -> Section:
     for a in facts.attempts:
         busy[a.runner] += a.seconds
     rows = tuple(
-        (str(r["name"]), str(r.get("tasks_succeeded", 0)), str(r.get("tasks_failed", 0)),
-         seconds(busy.get(str(r["name"]), 0.0)), f"${format_cost(float(r.get('cost_usd') or 0))}")
+        (
+            str(r["name"]),
+            str(r.get("tasks_succeeded", 0)),
+            str(r.get("tasks_failed", 0)),
+            seconds(busy.get(str(r["name"]), 0.0)),
+            f"${format_cost(float(r.get('cost_usd') or 0))}",
+        )
         for r in sorted(facts.record.agents, key=lambda r: str(r["name"]))
-    )  # fmt: skip
-    facts_block = Facts((("fleet cost", _cost(cost, facts.simulated)),
-                         ("tokens", f"{tokens_in:,} in · {tokens_out:,} out")))  # fmt: skip
+    )
+    facts_block = Facts(
+        (
+            ("fleet cost", _cost(cost, facts.simulated)),
+            ("tokens", f"{tokens_in:,} in · {tokens_out:,} out"),
+        )
+    )
     blocks: list[Block] = [facts_block]
     if rows:
         blocks.append(Table(("runner", "succeeded", "failed", "busy", "cost"), rows))
-    data = {"cost_usd": round(cost, 6), "input_tokens": tokens_in, "output_tokens": tokens_out,
-            "simulated": facts.simulated}  # fmt: skip
+    data = {
+        "cost_usd": round(cost, 6),
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
+        "simulated": facts.simulated,
+    }
     return Section("cost", "Cost", tuple(blocks), data)
 
 
@@ -473,19 +572,26 @@ def stats_section(facts: RunFacts) -> Section | None:
     items = (
         ("runners", str(found.runners)),
         ("busy on average", f"{found.busy_mean:.2f} runners ({found.parallelism:.0%})"),
-        ("makespan vs critical path", f"{seconds(found.makespan_s)} vs "
-         f"{seconds(found.critical_s)}: {stretch}"),
+        (
+            "makespan vs critical path",
+            f"{seconds(found.makespan_s)} vs {seconds(found.critical_s)}: {stretch}",
+        ),
         ("lost to vetoes", seconds(found.veto_lost_s)),
         ("lost to rollbacks", seconds(found.rollback_lost_s)),
         ("usage-limit pauses", f"{found.pauses} ({seconds(found.paused_s)})"),
-    )  # fmt: skip
+    )
     blocks: list[Block] = [Facts(items)]
     if found.files:
         rows = tuple(
-            (f.path, str(f.vetoes), ", ".join(f.tasks) or "—", seconds(f.veto_lost_s),
-             seconds(f.rollback_lost_s))
+            (
+                f.path,
+                str(f.vetoes),
+                ", ".join(f.tasks) or "—",
+                seconds(f.veto_lost_s),
+                seconds(f.rollback_lost_s),
+            )
             for f in found.files
-        )  # fmt: skip
+        )
         columns = ("file", "vetoes", "tasks", "lost to vetoes", "lost to rollbacks")
         blocks.append(Table(columns, rows))
     if found.resources:
@@ -501,8 +607,12 @@ def stats_section(facts: RunFacts) -> Section | None:
         (t.id, str(t.attempts), seconds(t.waiting_s), seconds(t.running_s)) for t in found.tasks
     )
     blocks.append(Table(("task", "attempts", "waiting", "running"), waits))
-    blocks.append(Para("`codefleet stats --suggest GRAPH -o NEXT` writes the graph amended from "
-                       "these collisions."))  # fmt: skip
+    blocks.append(
+        Para(
+            "`codefleet stats --suggest GRAPH -o NEXT` writes the graph amended from "
+            "these collisions."
+        )
+    )
     return Section("stats", "Contention", tuple(blocks), stats_json(found))
 
 

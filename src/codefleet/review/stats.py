@@ -56,8 +56,12 @@ __all__ = [
 ]
 
 Row = dict[str, Any]
-_TERMINAL = {EventType.TASK_SUCCEEDED, EventType.TASK_FAILED, EventType.TASK_CANCELLED,
-             EventType.TASK_BLOCKED_UPSTREAM}  # fmt: skip
+_TERMINAL = {
+    EventType.TASK_SUCCEEDED,
+    EventType.TASK_FAILED,
+    EventType.TASK_CANCELLED,
+    EventType.TASK_BLOCKED_UPSTREAM,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,12 +228,14 @@ def _files(facts: RunFacts) -> list[FileStats]:
     for path in sorted(set(vetoed) | set(rolled)):
         found.append(
             FileStats(
-                path=path, vetoes=len(vetoed[path]), tasks=_involved(vetoed[path]),
+                path=path,
+                vetoes=len(vetoed[path]),
+                tasks=_involved(vetoed[path]),
                 veto_lost_s=veto_lost[path],
                 rollback_lost_s=sum(a.seconds for a in rolled[path]),
                 rollbacks=len(rolled[path]),
             )
-        )  # fmt: skip
+        )
     return sorted(found, key=lambda f: (-f.vetoes, -(f.veto_lost_s + f.rollback_lost_s), f.path))
 
 
@@ -262,13 +268,16 @@ def _tasks(facts: RunFacts) -> list[TaskStats]:
         span = (end - start).total_seconds() if start and end and end > start else 0.0
         found.append(
             TaskStats(
-                id=t["id"], status=str(t["status"]), attempts=len(mine),
+                id=t["id"],
+                status=str(t["status"]),
+                attempts=len(mine),
                 uncharged=int(t.get("uncharged_attempts") or 0),
                 vetoed=sum(v.task_id == t["id"] for v in facts.vetoes),
-                waiting_s=max(0.0, span - running) if mine else span, running_s=running,
+                waiting_s=max(0.0, span - running) if mine else span,
+                running_s=running,
                 cost_usd=float(t.get("cost_usd") or 0.0),
             )
-        )  # fmt: skip
+        )
     return found
 
 
@@ -285,10 +294,12 @@ def _runners(facts: RunFacts) -> int:
 def _pauses(events: Sequence[Row]) -> tuple[int, float]:
     paused = [e for e in events if e["type"] == EventType.FLEET_RESUMED]
     return (
-        sum(e["type"] == EventType.FLEET_PAUSED and e["payload"].get("change") == "started"
-            for e in events),
+        sum(
+            e["type"] == EventType.FLEET_PAUSED and e["payload"].get("change") == "started"
+            for e in events
+        ),
         sum(float(e["payload"].get("paused_s") or 0.0) for e in paused),
-    )  # fmt: skip
+    )
 
 
 def stale_read_stats(events: Sequence[Row]) -> list[StaleReadStats]:
@@ -346,9 +357,13 @@ def _waits_of(
         if attempt.seconds > 0:  # an attempt still under way has no cost yet
             kept_usd += costs[id(attempt)] * min(1.0, elapsed / attempt.seconds)
     return LeaseWaitStats(
-        path, len(events), tuple(sorted(outcomes.items())),
-        sum(float(e["payload"]["waited_s"]) for e in events), kept, kept_usd,
-    )  # fmt: skip
+        path,
+        len(events),
+        tuple(sorted(outcomes.items())),
+        sum(float(e["payload"]["waited_s"]) for e in events),
+        kept,
+        kept_usd,
+    )
 
 
 def fleet_stats(facts: RunFacts) -> FleetStats:
@@ -386,10 +401,14 @@ def _kinds(facts: RunFacts) -> list[KindStats]:
     for attempt in facts.attempts:
         groups[kind_of.get(attempt.runner, "claude")].append(attempt)
     return [
-        KindStats(kind, len(made), sum(1 for a in made if a.outcome == "veto"),
-                  sum(a.seconds for a in made))
+        KindStats(
+            kind,
+            len(made),
+            sum(1 for a in made if a.outcome == "veto"),
+            sum(a.seconds for a in made),
+        )
         for kind, made in sorted(groups.items())
-    ]  # fmt: skip
+    ]
 
 
 def _r(value: float | None) -> float | None:
@@ -400,34 +419,61 @@ def stats_json(stats: FleetStats) -> dict[str, Any]:
     """The figures as plain data (`codefleet stats --json`, the report's `stats` section)."""
     return {
         "fleet": {
-            "runners": stats.runners, "busy_mean": _r(stats.busy_mean),
-            "parallelism": _r(stats.parallelism), "makespan_s": _r(stats.makespan_s),
-            "critical_path": list(stats.critical_path), "critical_path_s": _r(stats.critical_s),
-            "stretch": _r(stats.stretch), "attempt_s": _r(stats.attempt_s),
-            "veto_lost_s": _r(stats.veto_lost_s), "rollback_lost_s": _r(stats.rollback_lost_s),
-            "pauses": stats.pauses, "paused_s": _r(stats.paused_s),
-            "cost_usd": round(stats.cost_usd, 6), "simulated": stats.simulated,
+            "runners": stats.runners,
+            "busy_mean": _r(stats.busy_mean),
+            "parallelism": _r(stats.parallelism),
+            "makespan_s": _r(stats.makespan_s),
+            "critical_path": list(stats.critical_path),
+            "critical_path_s": _r(stats.critical_s),
+            "stretch": _r(stats.stretch),
+            "attempt_s": _r(stats.attempt_s),
+            "veto_lost_s": _r(stats.veto_lost_s),
+            "rollback_lost_s": _r(stats.rollback_lost_s),
+            "pauses": stats.pauses,
+            "paused_s": _r(stats.paused_s),
+            "cost_usd": round(stats.cost_usd, 6),
+            "simulated": stats.simulated,
         },
         "files": [
-            {"path": f.path, "vetoes": f.vetoes, "tasks": list(f.tasks),
-             "veto_lost_s": _r(f.veto_lost_s), "rollback_lost_s": _r(f.rollback_lost_s),
-             "rollbacks": f.rollbacks}
+            {
+                "path": f.path,
+                "vetoes": f.vetoes,
+                "tasks": list(f.tasks),
+                "veto_lost_s": _r(f.veto_lost_s),
+                "rollback_lost_s": _r(f.rollback_lost_s),
+                "rollbacks": f.rollbacks,
+            }
             for f in stats.files
         ],
         "resources": [
-            {"name": r.name, "vetoes": r.vetoes, "tasks": list(r.tasks),
-             "veto_lost_s": _r(r.veto_lost_s)}
+            {
+                "name": r.name,
+                "vetoes": r.vetoes,
+                "tasks": list(r.tasks),
+                "veto_lost_s": _r(r.veto_lost_s),
+            }
             for r in stats.resources
         ],
         "agents": [
-            {"agent": k.agent, "attempts": k.attempts, "vetoed": k.vetoed,
-             "attempt_s": _r(k.attempt_s)}
+            {
+                "agent": k.agent,
+                "attempts": k.attempts,
+                "vetoed": k.vetoed,
+                "attempt_s": _r(k.attempt_s),
+            }
             for k in stats.kinds
         ],
         "tasks": [
-            {"id": t.id, "status": t.status, "attempts": t.attempts, "uncharged": t.uncharged,
-             "vetoed": t.vetoed, "waiting_s": _r(t.waiting_s), "running_s": _r(t.running_s),
-             "cost_usd": round(t.cost_usd, 6)}
+            {
+                "id": t.id,
+                "status": t.status,
+                "attempts": t.attempts,
+                "uncharged": t.uncharged,
+                "vetoed": t.vetoed,
+                "waiting_s": _r(t.waiting_s),
+                "running_s": _r(t.running_s),
+                "cost_usd": round(t.cost_usd, 6),
+            }
             for t in stats.tasks
         ],
         "stale_reads": [
@@ -435,9 +481,14 @@ def stats_json(stats: FleetStats) -> dict[str, Any]:
             for s in stats.stale_reads
         ],
         "lease_waits": [
-            {"path": w.path, "waits": w.waits, "outcomes": dict(w.outcomes),
-             "waited_s": _r(w.waited_s), "kept_s": _r(w.kept_s),
-             "kept_usd": round(w.kept_usd, 6)}
+            {
+                "path": w.path,
+                "waits": w.waits,
+                "outcomes": dict(w.outcomes),
+                "waited_s": _r(w.waited_s),
+                "kept_s": _r(w.kept_s),
+                "kept_usd": round(w.kept_usd, 6),
+            }
             for w in stats.lease_waits
         ],
-    }  # fmt: skip
+    }

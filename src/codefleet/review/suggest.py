@@ -126,8 +126,10 @@ def _widen(task: Row, veto: Veto, facts: RunFacts) -> list[Change]:
         return []
     task[key] = [*have, value]
     what = f"resource {value}" if resource else value
-    why = (f"vetoed on {what} at {_offset(facts, veto.at)} while "
-           f"{veto.holder_task_id} ({veto.holder_runner}) held it")  # fmt: skip
+    why = (
+        f"vetoed on {what} at {_offset(facts, veto.at)} while "
+        f"{veto.holder_task_id} ({veto.holder_runner}) held it"
+    )
     return [Change(veto.task_id, key, value, why)]
 
 
@@ -223,10 +225,14 @@ def render_graph(
     for c in changes:
         notes.setdefault(c.task_id, {})[(c.key, c.value)] = c.why
     head = _header(original)
-    lines = [*head, "" if head else None,
-             f"# Amended by `codefleet stats --suggest` from {source}: {len(changes)} change(s),",
-             f"# each marked `# {MARK}: ...`. Check it: codefleet graph check THIS_FILE",
-             "", "tasks:"]  # fmt: skip
+    lines = [
+        *head,
+        "" if head else None,
+        f"# Amended by `codefleet stats --suggest` from {source}: {len(changes)} change(s),",
+        f"# each marked `# {MARK}: ...`. Check it: codefleet graph check THIS_FILE",
+        "",
+        "tasks:",
+    ]
     for task in tasks:
         lines.extend(_task_lines(task, notes.get(str(task.get("id")), {})))
     if checks:

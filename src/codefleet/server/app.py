@@ -82,12 +82,21 @@ def sequence_starts(root: Path, specs: Mapping[str, SequenceSpec]) -> dict[str, 
 def new_task(spec: TaskSpec) -> NewTask:
     """The engine's record of one validated task spec (its fields, read once)."""
     return NewTask(
-        spec.title, spec.id, spec.description, spec.priority, spec.file_scope, spec.depends_on,
-        spec.max_attempts, spec.verify, spec.estimate_min,
+        spec.title,
+        spec.id,
+        spec.description,
+        spec.priority,
+        spec.file_scope,
+        spec.depends_on,
+        spec.max_attempts,
+        spec.verify,
+        spec.estimate_min,
         None if spec.agent is None else spec.agent.value,
-        None if spec.on_stale_read is None else spec.on_stale_read.value, spec.ask,
-        ShellMode.of(spec.shell, spec.shell_network), tuple(spec.resources),
-    )  # fmt: skip
+        None if spec.on_stale_read is None else spec.on_stale_read.value,
+        spec.ask,
+        ShellMode.of(spec.shell, spec.shell_network),
+        tuple(spec.resources),
+    )
 
 
 class FleetApp(FastAPI):

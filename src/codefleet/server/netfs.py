@@ -41,9 +41,25 @@ __all__ = [
 
 MOUNTS: Final = Path("/proc/self/mounts")
 NETWORK_TYPES: Final = frozenset(
-    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "lustre", "afs",
-     "gpfs", "beegfs", "ocfs2", "gfs2", "fuse", "fuseblk"}
-)  # fmt: skip
+    {
+        "nfs",
+        "nfs4",
+        "cifs",
+        "smb3",
+        "smbfs",
+        "9p",
+        "ceph",
+        "glusterfs",
+        "lustre",
+        "afs",
+        "gpfs",
+        "beegfs",
+        "ocfs2",
+        "gfs2",
+        "fuse",
+        "fuseblk",
+    }
+)
 _ESCAPE: Final = re.compile(r"\\([0-7]{3})")  # the mount table writes a space as \040
 UNCACHED_LOOKUPS: Final = frozenset({"pos", "positive", "none"})  # the kernel shows "pos"
 ATTRIBUTE_TIMES: Final = ("acregmin", "acregmax", "acdirmin", "acdirmax")

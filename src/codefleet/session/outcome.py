@@ -113,12 +113,19 @@ def session_outcome(
         return AttemptReport(ok=False, error=crash.message, error_kind=crash.kind, **base)
     kind = _result_error_kind(result)
     if kind is ErrorKind.RATE_LIMITED:
-        return AttemptReport(ok=False, error=_result_error(result), error_kind=kind,
-                       retry_after_s=result.retry_after_s, **base)  # fmt: skip
+        return AttemptReport(
+            ok=False,
+            error=_result_error(result),
+            error_kind=kind,
+            retry_after_s=result.retry_after_s,
+            **base,
+        )
     if kind is not None:
         return AttemptReport(ok=False, error=_result_error(result), error_kind=kind, **base)
     if hooks.refusals or result.permission_denials > hooks.rereads:
-        return AttemptReport(ok=False, error=_refusal_error(result, hooks), error_kind=ErrorKind.AGENT_ERROR, **base)  # fmt: skip
+        return AttemptReport(
+            ok=False, error=_refusal_error(result, hooks), error_kind=ErrorKind.AGENT_ERROR, **base
+        )
     return AttemptReport(ok=True, summary=(result.text or "done")[:SUMMARY_CHARS], **base)
 
 

@@ -510,12 +510,16 @@ class SessionExecutor:
             return outcome
         finally:
             self.hook_timings_ms.extend(attempt_log.hook_ms)
-            evidence = {"cli_pid": attempt_log.cli_pid, "init": attempt_log.init,
-                        "refusals": attempt_log.refusals,
-                        "read_refusals": attempt_log.read_refusals,
-                        "followups": attempt_log.followups}  # fmt: skip
-            save_record(attempt, evidence, attempt_log.hook_ms, attempt_log.result, outcome,
-                        started)  # fmt: skip
+            evidence = {
+                "cli_pid": attempt_log.cli_pid,
+                "init": attempt_log.init,
+                "refusals": attempt_log.refusals,
+                "read_refusals": attempt_log.read_refusals,
+                "followups": attempt_log.followups,
+            }
+            save_record(
+                attempt, evidence, attempt_log.hook_ms, attempt_log.result, outcome, started
+            )
 
     def options(
         self, attempt: Attempt, attempt_log: AttemptLog, stderr: Callable[[str], None]
@@ -579,9 +583,12 @@ class SessionExecutor:
         marker = self.prompt_marker(attempt) if self.prompt_marker else None
         checks = attempt.checks.names if attempt.checks else ()
         return build_prompt(
-            attempt.task, marker, checks,
-            commands=attempt.commands is not None, ask=attempt.ask is not None,
-        )  # fmt: skip
+            attempt.task,
+            marker,
+            checks,
+            commands=attempt.commands is not None,
+            ask=attempt.ask is not None,
+        )
 
 
 # -- running and reaping the CLI ------------------------------------------------------
@@ -627,9 +634,11 @@ async def _turn(
     result, error = await talk.send(message)
     await _settle(attempt_log.pending)
     crash = classify_crash(error) if error is not None else None
-    found = None if result is None else session_result(
-        result, seconds_until(attempt_log.limit_resets_at)
-    )  # fmt: skip
+    found = (
+        None
+        if result is None
+        else session_result(result, seconds_until(attempt_log.limit_resets_at))
+    )
     attempt_log.result = found or attempt_log.result
     report = session_outcome(found, crash, attempt_log.hook_record(), attempt=attempt.number)
     return _this_turn(report, attempt_log)

@@ -284,13 +284,17 @@ def _on_number(replay: _Replay, event: Row) -> None:
     """A sequence's value goes to one attempt in flight, once."""
     key = (str(event["payload"].get("sequence")), int(event["payload"].get("value")))
     if key in replay.numbers:
-        replay.flag("number_twice", f"{key[0]} {key[1]} handed out twice (first at event "
-                    f"{replay.numbers[key]})", event)  # fmt: skip
+        replay.flag(
+            "number_twice",
+            f"{key[0]} {key[1]} handed out twice (first at event {replay.numbers[key]})",
+            event,
+        )
     replay.numbers.setdefault(key, int(event["id"]))
     task = replay.tasks.get(event["task_id"])
     if task is None or task.status not in IN_FLIGHT:
-        replay.flag("number_outside_attempt", f"{key[0]} {key[1]} went to a task not in flight",
-                    event)  # fmt: skip
+        replay.flag(
+            "number_outside_attempt", f"{key[0]} {key[1]} went to a task not in flight", event
+        )
 
 
 def _on_denied(replay: _Replay, event: Row) -> None:
@@ -548,8 +552,12 @@ def replay_patches(original: Path, evidence: Evidence, into: Path) -> list[Viola
             continue
         done = subprocess.run(
             ["git", "apply", "--whitespace=nowarn", "-"],
-            cwd=into, input=diff.encode(), capture_output=True, env=env, check=False,
-        )  # fmt: skip
+            cwd=into,
+            input=diff.encode(),
+            capture_output=True,
+            env=env,
+            check=False,
+        )
         if done.returncode != 0:
             why = done.stderr.decode(errors="replace").strip()[:500]
             return [

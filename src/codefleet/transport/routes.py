@@ -149,9 +149,14 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
     @app.post("/agents/register")
     async def register(body: RegisterBody) -> JSONResponse:
         answer = engine.register(
-            body.name, body.workdir, body.pid, body.host, body.replace, body.agent.value,
+            body.name,
+            body.workdir,
+            body.pid,
+            body.host,
+            body.replace,
+            body.agent.value,
             body.tree_id,
-        )  # fmt: skip
+        )
         return JSONResponse(registered_json(answer, settings))
 
     install_hot_route(app, engine, HEARTBEAT)
@@ -213,8 +218,12 @@ def install_hot_route(app: FastAPI, engine: Engine, route: HotRoute) -> None:
     param = route.param
 
     async def endpoint(**values: Any) -> Response:
-        args = Args(values[param] if param else "", values.get("body"), values["epoch"],
-                    values.get("wait", 0.0))  # fmt: skip
+        args = Args(
+            values[param] if param else "",
+            values.get("body"),
+            values["epoch"],
+            values.get("wait", 0.0),
+        )
         status, data = await route.handler(engine, args)
         return Response(status_code=204) if status == 204 else JSONResponse(data, status)
 
@@ -228,8 +237,9 @@ def install_hot_route(app: FastAPI, engine: Engine, route: HotRoute) -> None:
 
 def _signature(route: HotRoute) -> inspect.Signature:
     def keyword(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> Any:
-        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
-                                 annotation=annotation)  # fmt: skip
+        return inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+        )
 
     params = [keyword(route.param, str)] if route.param else []
     if route.body is not None and route.optional_body:

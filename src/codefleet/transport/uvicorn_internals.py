@@ -137,9 +137,15 @@ def uvicorn_config(app: Any, host: str, port: int, settings: Any, **extra: Any) 
     # access_log=False: at "warning" no access line is ever written, but while the access
     # logger has a handler uvicorn builds each line's arguments (the quoted path) per answer.
     return uvicorn.Config(
-        app, host=host, port=port, log_level="warning", access_log=False, http=protocol,
-        timeout_keep_alive=settings.keep_alive_timeout, **extra,
-    )  # fmt: skip
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        http=protocol,
+        timeout_keep_alive=settings.keep_alive_timeout,
+        **extra,
+    )
 
 
 class _HeadFirst:
@@ -295,9 +301,10 @@ class _GuardedProtocol(HttpToolsProtocol):
             headers = b"".join(b"%s: %s\r\n" % pair for pair in self.server_state.default_headers)
             self.transport.write(
                 STATUS_LINE[431] + headers + b"content-type: application/json\r\n"
-                b"content-length: %d\r\nconnection: close\r\n\r\n" % len(HEAD_TOO_LARGE)
+                b"content-length: %d\r\nconnection: close\r\n\r\n"
+                % len(HEAD_TOO_LARGE)
                 + HEAD_TOO_LARGE
-            )  # fmt: skip
+            )
         self.transport.close()
 
     # -- the deadline, the keep-alive and the cap -----------------------------------------
@@ -321,9 +328,10 @@ class _GuardedProtocol(HttpToolsProtocol):
     def _evict(self) -> None:
         """Close the connection that waited longest for a request (never-served ones first)."""
         waiting = [
-            c for c in self.connections
+            c
+            for c in self.connections
             if isinstance(c, _GuardedProtocol) and c._reading and not c.transport.is_closing()
-        ]  # fmt: skip
+        ]
         if not waiting:  # every connection is being answered: refuse the newcomer
             self.transport.close()
             return

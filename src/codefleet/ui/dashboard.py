@@ -187,10 +187,15 @@ class _Watch:
     def view(self, height: int) -> ViewModel:
         """The frame for a terminal `height` rows tall: the task table gets about a third."""
         return build_view(
-            self.state, self.log, server=self.server, connection=self.connection,
-            vetoes=self.vetoes, last_event_id=self.cursor(), now=utcnow(),
+            self.state,
+            self.log,
+            server=self.server,
+            connection=self.connection,
+            vetoes=self.vetoes,
+            last_event_id=self.cursor(),
+            now=utcnow(),
             max_task_rows=max(MIN_TASK_ROWS, height // 3),
-        )  # fmt: skip
+        )
 
 
 async def _until(stop: asyncio.Event, *jobs: Coroutine[Any, Any, None]) -> None:
@@ -224,9 +229,13 @@ async def watch(
     stop = stop or asyncio.Event()
     model = _Watch(url)
     with Live(
-        render(model.view(console.size.height)), console=console, auto_refresh=False,
-        redirect_stdout=False, redirect_stderr=False, vertical_overflow="crop",
-    ) as live:  # fmt: skip
+        render(model.view(console.size.height)),
+        console=console,
+        auto_refresh=False,
+        redirect_stdout=False,
+        redirect_stderr=False,
+        vertical_overflow="crop",
+    ) as live:
 
         def paint() -> None:
             view = model.view(console.size.height)

@@ -20,6 +20,10 @@ from codefleet.wording import cost_text
 
 __all__ = ["STATUS_STYLE", "cost_text", "print_result", "task_table", "veto_lines"]
 
+NOTHING_RAN = (
+    "nothing ran: every task had finished before this run (`codefleet retry ID` runs one "
+    "again; `codefleet runs new` starts over on this tree)"
+)
 STATUS_STYLE = {
     "pending": "dim",
     "assigned": "cyan",
@@ -112,5 +116,7 @@ def print_result(
     )
     undeclared = outside_text(outside or {})
     lines = [verdict, summary, *([Text(undeclared, style="yellow")] if undeclared else [])]
+    if result.nothing_ran:
+        lines.append(Text(NOTHING_RAN, style="yellow"))
     body = Group(*lines)
     console.print(Panel(body, title="verdict", expand=False))

@@ -27,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from codefleet.models import EventType, TaskStatus, from_iso
-from codefleet.resources import is_resource_key, resource_name
+from codefleet.resources import lease_label
 from codefleet.ui.report import STATUS_STYLE
 from codefleet.wording import cost_text, phrase, spent_text
 
@@ -54,8 +54,11 @@ PINNED_VETOES: Final = 3
 _URGENT: Final = (TaskStatus.RUNNING, TaskStatus.ASSIGNED, TaskStatus.FAILED)
 _STATUS_ORDER: Final = tuple(TaskStatus)
 _TABLE: Final[dict[str, Any]] = {
-    "expand": True, "box": box.SIMPLE_HEAD, "show_edge": False, "title_style": "bold",
-}  # fmt: skip
+    "expand": True,
+    "box": box.SIMPLE_HEAD,
+    "show_edge": False,
+    "title_style": "bold",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,19 +150,31 @@ class PauseBanner:
 
 # The terminal's colour per event type; the words are `wording.json`'s (shared with the web).
 EVENT_STYLE: Final[dict[str, str]] = {
-    EventType.LEASE_DENIED: VETO_STYLE, EventType.TASK_SUCCEEDED: "green",
-    EventType.TASK_FAILED: "bold red", EventType.TASK_BLOCKED_UPSTREAM: "red",
-    EventType.TASK_REQUEUED: "yellow", EventType.TASK_CANCELLED: "yellow",
-    EventType.TASK_RETRIED: "yellow", EventType.AGENT_OFFLINE: "yellow",
-    EventType.TASK_ASSIGNED: "cyan", EventType.TASK_STARTED: "cyan",
-    EventType.TASK_COMMITTED: "magenta", EventType.FLEET_BUDGET_SET: "magenta",
-    EventType.CHECK_FINISHED: "bold yellow", EventType.FLEET_PAUSED: PAUSE_STYLE,
-    EventType.FLEET_RESUMED: "green", EventType.FLEET_BUDGET_EXHAUSTED: "bold red",
-    EventType.FILE_RESTORED: "yellow", EventType.RESTORE_FAILED: "bold red",
-    EventType.COMMAND_STARTED: "cyan", EventType.COMMAND_FINISHED: "bold cyan",
-    EventType.STALE_READ: "bold yellow", EventType.RECONCILED: "yellow",
-    EventType.OPERATOR_MESSAGE: "bold cyan", EventType.OPERATOR_MESSAGE_DELIVERED: "cyan",
-}  # fmt: skip
+    EventType.LEASE_DENIED: VETO_STYLE,
+    EventType.TASK_SUCCEEDED: "green",
+    EventType.TASK_FAILED: "bold red",
+    EventType.TASK_BLOCKED_UPSTREAM: "red",
+    EventType.TASK_REQUEUED: "yellow",
+    EventType.TASK_CANCELLED: "yellow",
+    EventType.TASK_RETRIED: "yellow",
+    EventType.AGENT_OFFLINE: "yellow",
+    EventType.TASK_ASSIGNED: "cyan",
+    EventType.TASK_STARTED: "cyan",
+    EventType.TASK_COMMITTED: "magenta",
+    EventType.FLEET_BUDGET_SET: "magenta",
+    EventType.CHECK_FINISHED: "bold yellow",
+    EventType.FLEET_PAUSED: PAUSE_STYLE,
+    EventType.FLEET_RESUMED: "green",
+    EventType.FLEET_BUDGET_EXHAUSTED: "bold red",
+    EventType.FILE_RESTORED: "yellow",
+    EventType.RESTORE_FAILED: "bold red",
+    EventType.COMMAND_STARTED: "cyan",
+    EventType.COMMAND_FINISHED: "bold cyan",
+    EventType.STALE_READ: "bold yellow",
+    EventType.RECONCILED: "yellow",
+    EventType.OPERATOR_MESSAGE: "bold cyan",
+    EventType.OPERATOR_MESSAGE_DELIVERED: "cyan",
+}
 
 
 def _style(kind: str, body: Mapping[str, Any]) -> str:
@@ -271,9 +286,12 @@ def _budget(state: Mapping[str, Any]) -> BudgetLine | None:
     if budget.get("max_cost_usd") is None:
         return None
     return BudgetLine(
-        float(budget["max_cost_usd"]), float(budget.get("spent_usd") or 0.0),
-        bool(budget.get("hard")), bool(budget.get("exhausted")), _simulated(state),
-    )  # fmt: skip
+        float(budget["max_cost_usd"]),
+        float(budget.get("spent_usd") or 0.0),
+        bool(budget.get("hard")),
+        bool(budget.get("exhausted")),
+        _simulated(state),
+    )
 
 
 def _simulated(state: Mapping[str, Any]) -> bool:
@@ -300,9 +318,12 @@ def build_view(
 ) -> ViewModel:
     """The frame for one `/state` answer (None before the first one) and the recent log."""
     base = ViewModel(
-        server=server, connection=connection, log=tuple(log), vetoes=vetoes,
+        server=server,
+        connection=connection,
+        log=tuple(log),
+        vetoes=vetoes,
         last_event_id=last_event_id,
-    )  # fmt: skip
+    )
     if state is None:
         return base
     tasks = state["tasks"]
@@ -373,9 +394,13 @@ def _task_table(view: ViewModel) -> Table:
     table.add_column("note", no_wrap=True, overflow="ellipsis", ratio=1)
     for t in view.tasks:
         table.add_row(
-            Text(t.id), Text(t.title), Text(t.status, style=STATUS_STYLE.get(t.status, "")),
-            f"{t.attempts}/{t.max_attempts}", f"{t.cost_usd:.4f}", Text(t.note),
-        )  # fmt: skip
+            Text(t.id),
+            Text(t.title),
+            Text(t.status, style=STATUS_STYLE.get(t.status, "")),
+            f"{t.attempts}/{t.max_attempts}",
+            f"{t.cost_usd:.4f}",
+            Text(t.note),
+        )
     return table
 
 
@@ -386,17 +411,15 @@ def _agent_table(view: ViewModel) -> Table:
     for a in view.agents:
         style = {"busy": "cyan", "offline": "dim"}.get(a.status, "")
         table.add_row(
-            _holder_text(a.name, a.kind), Text(a.status, style=style), Text(a.task_id or "-"),
+            _holder_text(a.name, a.kind),
+            Text(a.status, style=style),
+            Text(a.task_id or "-"),
             "-" if a.status == "offline" else _age_text(a.heartbeat_age_s),
-            Text("STALE", style="bold red") if a.stale else "", f"{a.succeeded}/{a.failed}",
+            Text("STALE", style="bold red") if a.stale else "",
+            f"{a.succeeded}/{a.failed}",
             f"{a.cost_usd:.4f}",
-        )  # fmt: skip
+        )
     return table
-
-
-def _lease_label(key: str) -> str:
-    """A file's path, or `resource db` for a named resource's lease key."""
-    return f"resource {resource_name(key)}" if is_resource_key(key) else key
 
 
 def _lease_table(view: ViewModel) -> Table:
@@ -406,8 +429,9 @@ def _lease_table(view: ViewModel) -> Table:
         table.add_column(name, no_wrap=True)
     for lease in view.leases:
         holder = _holder_text(lease.holder, lease.kind)
-        table.add_row(Text(_lease_label(lease.path)), holder, Text(lease.task_id),
-                      _age_text(lease.age_s))  # fmt: skip
+        table.add_row(
+            Text(lease_label(lease.path)), holder, Text(lease.task_id), _age_text(lease.age_s)
+        )
     if not view.leases:
         table.add_row(Text("no file is leased", style="dim"), "", "", "")
     return table

@@ -22,16 +22,17 @@ export function runOrigin(model) {
 
 /**
  * The run's duration, counted as the report counts its wall time (review/facts.py `_wall`):
- * from the first fleet start (else the first event) to the last run_finished (else the last
- * event); while a run goes on and the page is live, to now. Events after the run (a runner
- * that goes stale, a commit) are not part of it.
+ * the sum of the runs' spans, each fleet start to its run_finished (a run that died: to its
+ * last event), so time between runs on one database and events after a run (a runner that
+ * goes stale, a commit) are not part of it; while a run goes on and the page is live, to now.
+ * With no fleet start: the first event to the last run_finished (else the last event).
  */
 export function runWall(model, view) {
   const h = model.history;
-  const start = h.fleetStarts.length ? h.fleetStarts[0] : h.first;
   const running = model.runState() === "running" && view.live;
-  const end = running ? view.now : h.finished ? h.finished.at : h.last;
-  return end - start;
+  if (!h.fleetStarts.length) return (running ? view.now : h.finished ? h.finished.at : h.last) - h.first;
+  const { closed, start, last } = h.runs;
+  return closed + (Number.isFinite(start) ? Math.max(0, (running ? view.now : last) - start) : 0);
 }
 
 /** The words the tooltip and the screen reader get for one attempt. */

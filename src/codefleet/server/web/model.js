@@ -37,6 +37,7 @@ function emptyHistory() {
     fleetStarts: [],
     idles: [],
     finished: null, // the last run_finished: {at, payload}
+    runs: { closed: 0, start: NaN, last: NaN }, // the runs' spans (describe.js runWall)
     first: NaN,
     last: NaN,
   };
@@ -154,12 +155,28 @@ function fileEntry(h, path) {
   return entry;
 }
 
+/** A run spans its fleet_started to its run_finished (a run that died: to its last event). */
+function foldRunSpan(runs, type, at) {
+  if (type === "fleet_started") {
+    if (Number.isFinite(runs.start)) runs.closed += Math.max(0, runs.last - runs.start);
+    runs.start = at;
+    runs.last = at;
+  } else if (Number.isFinite(runs.start)) {
+    runs.last = at;
+    if (type === "run_finished") {
+      runs.closed += Math.max(0, at - runs.start);
+      runs.start = NaN;
+    }
+  }
+}
+
 function foldHistory(h, event) {
   const at = ms(event.at);
   const body = event.payload ?? {};
   if (Number.isNaN(h.first)) h.first = at;
   h.last = at;
   h.typeCounts.set(event.type, (h.typeCounts.get(event.type) ?? 0) + 1);
+  foldRunSpan(h.runs, event.type, at);
   switch (event.type) {
     case "task_created":
       h.titles.set(event.task_id, body.title ?? "");

@@ -207,6 +207,7 @@ function legend() {
     item("out-requeued", "requeued"),
     item("out-failed", "failed"),
     h("li", {}, h("span", { class: "veto-key", "aria-hidden": "true" }), "veto"),
+    h("li", {}, h("span", { class: "wait-key", "aria-hidden": "true" }), "waited for a held file"),
     h("li", {}, h("span", { class: "rollback-key", "aria-hidden": "true", text: "↺" }), "rollback"),
   );
 }

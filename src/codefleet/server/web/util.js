@@ -82,14 +82,7 @@ export function plural(n, one, many = `${one}s`) {
   return `${n} ${n === 1 ? one : many}`;
 }
 
-// A resource's lease key (codefleet/resources.py: RESOURCE_PREFIX + name); no file's key starts with "/".
-const RESOURCE_PREFIX = "/resource:";
-
-/** A lease key as people read it: a file's path, or `resource db` for the key `/resource:db` (as `watch` says). */
-export function leaseLabel(key) {
-  const text = String(key ?? "");
-  return text.startsWith(RESOURCE_PREFIX) ? `resource ${text.slice(RESOURCE_PREFIX.length)}` : text;
-}
+export { leaseLabel } from "./wording.js"; // said once, where the event words are
 
 export function truncate(text, max) {
   const value = String(text ?? "");

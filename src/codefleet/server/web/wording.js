@@ -81,9 +81,19 @@ function applyFilter(name, value, n) {
     case "join": return (value ?? []).map(text).join(", ");
     case "counts": return Object.entries(value ?? {}).map(([k, v]) => `${text(v)} ${k}`).join(", ");
     case "clock": return clock(value);
+    case "key": return leaseLabel(present(value) ? text(value) : "");
     case "stale": return (value ?? []).map(staleOne).join(", ");
     default: throw new Error(`wording.json names an unknown filter ${name}`);
   }
+}
+
+// A resource's lease key (codefleet/resources.py: RESOURCE_PREFIX + name); no file's key starts with "/".
+const RESOURCE_PREFIX = "/resource:";
+
+/** A lease key as people read it: a file's path, or `resource db` for the key `/resource:db` (as `watch` says). */
+export function leaseLabel(key) {
+  const value = String(key ?? "");
+  return value.startsWith(RESOURCE_PREFIX) ? `resource ${value.slice(RESOURCE_PREFIX.length)}` : value;
 }
 
 // One stale read: "api.py (T3)", or "api.py (deleted by T3)".

@@ -1,0 +1,133 @@
+"""Every setting's flag, declared once: its help, and the `typer.Option` built from it.
+
+A field of `config.Settings` (its type, default and bounds) has one row in
+`FLAGS` (its help), and the rest is derived from the field's name: the
+environment variable `CODEFLEET_<NAME>`, named at the end of the help; the
+flag `--<name-with-dashes>` (a boolean gets `--<name>/--no-<name>`), from the
+command parameter of the same name, unless the row spells it. A command's
+parameter named like a setting *is* that setting (`cli.common.settings_of`
+gathers them), so `--help` and `CODEFLEET_*` cannot drift apart. Kept free of
+pydantic: `codefleet --help` builds every option without loading the settings.
+`tests/unit/test_settings_docs.py` holds `FLAGS`, `Settings`, `.env.example`
+and the commands in step (docs/decisions.md, "A setting is declared once").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import typer
+
+__all__ = ["FLAGS", "Flag", "env_var", "option"]
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """A setting's help (the env variable is appended) and, when not derived, its spelling."""
+
+    help: str
+    decls: tuple[str, ...] = ()  # empty: Typer derives the flag from the parameter's name
+    names_env: bool = True  # False: the help already says where the value comes from
+    min: int | None = None
+
+
+FLAGS: dict[str, Flag] = {
+    "host": Flag("Address to bind"),
+    "port": Flag("Port to bind"),
+    "server_url": Flag(
+        "Server URL (default: from CODEFLEET_HOST/PORT).", ("--server",), names_env=False
+    ),
+    "db": Flag("SQLite database file"),
+    "workdir": Flag("The shared working tree the agents edit"),
+    "runners": Flag("How many runners", ("--runners", "-n")),
+    "model": Flag("Claude model for real sessions"),
+    "task_timeout": Flag("Wall clock per task attempt, seconds"),
+    "task_budget_usd": Flag("Spend cap per session, USD"),
+    "max_turns": Flag("Turn cap per session"),
+    "heartbeat_interval": Flag("Seconds between runner heartbeats"),
+    "stale_after": Flag("Seconds without a heartbeat before a runner is stale"),
+    "poll_interval": Flag("Long-poll wait for an assignment, seconds"),
+    "tick_interval": Flag("Reconciliation tick, seconds"),
+    "max_attempts": Flag("Default attempts per task"),
+    "backoff_base": Flag("Retry backoff: seconds per attempt so far"),
+    "backoff_cap": Flag("Retry backoff ceiling, seconds"),
+    "run_dir": Flag("Where runs keep logs and workspaces"),
+    "keep_failed_edits": Flag(
+        "Leave a failed attempt's edits in the tree instead of restoring the files",
+        ("--keep-failed-edits/--rollback-failed-edits",),
+    ),
+    "preimage_max_bytes": Flag("Largest file a task may lease while rollback is on"),
+    "check_timeout": Flag("Time limit of one check run, seconds"),
+    "resource_wait": Flag("How long a check waits for the resources it names, seconds"),
+    "check_dir": Flag(
+        "Where checks' throwaway copies of the tree are made (default: the system temp dir)"
+    ),
+    "shell": Flag(
+        "Give every task the run_command tool (a command in a throwaway layer whose changes "
+        "land only through the leases), unless its shell: key says otherwise"
+    ),
+    "shell_network": Flag("Let commands use the network (off by default)"),
+    "shell_unsandboxed": Flag(
+        "Without bubblewrap, run commands anyway, NOT sandboxed (the layer still keeps their "
+        "writes out of the tree)"
+    ),
+    "shell_max_files": Flag("Most files one command may change; over it nothing is applied"),
+    "shell_max_bytes": Flag("Most bytes one command may apply; over it nothing is applied"),
+    "reconcile_rounds": Flag(
+        "Reconcile turns an attempt with stale reads gets before the last resort", min=0
+    ),
+    "question_timeout": Flag(
+        "Seconds an agent's question (ask_operator) waits for an answer; 0: agents cannot ask"
+    ),
+    "interactive_idle": Flag(
+        "Release a person's session's leases after this many seconds without a write"
+    ),
+    "max_cost": Flag(
+        "The fleet's budget, USD: once recorded cost reaches it, no new task is assigned"
+    ),
+    "max_cost_hard": Flag(
+        "When the fleet's budget is spent, also stop running attempts (rolled back, not "
+        "charged) instead of letting them finish",
+        ("--max-cost-hard/--max-cost-soft",),
+    ),
+    "lease_wait": Flag(
+        "Seconds a fleet task's write may wait for a file another fleet task holds, instead "
+        "of the veto; 0 = the veto at once"
+    ),
+    "allow_reset": Flag("Allow POST /reset"),
+    "token": Flag("Bearer token for the server"),
+    "tls_cert": Flag(
+        "Serve https with this certificate (PEM, its chain after it); needs --tls-key"
+    ),
+    "tls_key": Flag("The private key of --tls-cert (PEM)"),
+    "allowed_hosts": Flag(
+        "Without a token: the Host names (besides loopback addresses) requests may use, "
+        "comma-separated"
+    ),
+    "read_timeout": Flag(
+        "Seconds a client has to send a whole request once it connects or after its previous "
+        "answer, else it is closed"
+    ),
+    "keep_alive_timeout": Flag("Seconds an idle keep-alive connection stays open"),
+    "max_connections": Flag("Open connections at most; past it the one idle longest is closed"),
+    "max_streams": Flag("Event streams open at once; past it a new one is refused 503"),
+    "protected_paths": Flag(
+        "Comma-separated names no agent may write, at any depth, compared case-insensitively; "
+        ".git is always protected"
+    ),
+}
+
+
+def env_var(name: str) -> str:
+    """The environment variable of setting `name`."""
+    return f"CODEFLEET_{name.upper()}"
+
+
+def option(name: str, *decls: str, help: str | None = None) -> Any:
+    """The `typer.Option` of setting `name`; `decls` or `help` replace its row's for one command."""
+    flag = FLAGS[name]
+    text = flag.help if help is None else help
+    if flag.names_env:
+        text = f"{text} [{env_var(name)}]."
+    return typer.Option(*(decls or flag.decls), help=text, min=flag.min)
