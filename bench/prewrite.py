@@ -1,7 +1,7 @@
 """The runner's pre-write path, timed: `WriteGate.check` from the hook's entry to its verdict.
 
 This is what the SDK executor's PreToolUse hook does for every write of a
-runner's Claude Code session (`session.sdk.make_pre_tool_use` times the same
+runner's Claude Code session (`session.attempthooks.make_pre_tool_use` times the same
 span into the session record), without the CLI: N "CLIs" (one runner client,
 agent and started task each, like `codefleet demo --offline`'s runners), each
 asking for a lease on one of its own files per call, back to back (closed

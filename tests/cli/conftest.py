@@ -37,8 +37,11 @@ from codefleet.api.client import FleetClient
 from codefleet.fleet.executor import Attempt
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.paths import TreeRoot
+from codefleet.session.codex import CodexExecutor
+from codefleet.session.codexconfig import CodexProvider
 from codefleet.session.offline import offline_executor
 from codefleet.session.sdk import SessionExecutor
+from codefleet.testing.fakecodex import FAKE_API_KEY, FakeCodexModel
 from codefleet.testing.fakemodel import FakeModel, marker, session_env
 
 SESSION_TOOLS = ["Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Glob", "Grep"]
@@ -203,3 +206,24 @@ def offline(fake_model: FakeModel) -> Callable[..., SessionExecutor]:
         return offline_executor(fake_model, **limits)
 
     return make
+
+
+# --- the Codex executor tier: the real Codex CLI against the fake Responses API ------------
+
+CODEX_KEY_ENV = "CODEFLEET_TEST_CODEX_KEY"
+
+
+@pytest.fixture
+def fake_codex() -> Iterator[FakeCodexModel]:
+    with FakeCodexModel() as fm:
+        yield fm
+
+
+@pytest.fixture
+def codex(fake_codex: FakeCodexModel) -> CodexExecutor:
+    """The production Codex executor talking to the test's fake, the script named like the task."""
+    return CodexExecutor(
+        CodexProvider(fake_codex.responses_url, CODEX_KEY_ENV),
+        env=lambda _attempt: {CODEX_KEY_ENV: FAKE_API_KEY},
+        prompt_marker=lambda attempt: marker(attempt.task_id),
+    )

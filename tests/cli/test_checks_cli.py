@@ -18,7 +18,8 @@ from codefleet.api.client import FleetClient
 from codefleet.fleet.checks import Checker, CheckLimits
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.session.offline import offline_executor
-from codefleet.session.sdk import CHECK_TOOL_NAME, record_path
+from codefleet.session.record import record_path
+from codefleet.session.sdk import CHECK_TOOL_NAME
 from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn
 
 if TYPE_CHECKING:

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pytest
 from cli_support import run_attempt
 
 from codefleet.api.client import FleetClient
@@ -23,31 +21,11 @@ from codefleet.fleet.prewrite import WriteGate
 from codefleet.models import ErrorKind
 from codefleet.paths import TreeRoot
 from codefleet.session.codex import CodexExecutor
-from codefleet.session.codexconfig import CodexProvider
 from codefleet.session.record import record_path
-from codefleet.testing.fakecodex import FAKE_API_KEY, FakeCodexModel, patch_call
-from codefleet.testing.fakemodel import marker
+from codefleet.testing.fakecodex import FakeCodexModel, patch_call
 
 if TYPE_CHECKING:
     from conftest import StartAttempt
-
-KEY_ENV = "CODEFLEET_TEST_CODEX_KEY"
-
-
-@pytest.fixture
-def fake_codex() -> Iterator[FakeCodexModel]:
-    with FakeCodexModel() as fm:
-        yield fm
-
-
-@pytest.fixture
-def codex(fake_codex: FakeCodexModel) -> CodexExecutor:
-    """The production Codex executor talking to the test's fake, the script named like the task."""
-    return CodexExecutor(
-        CodexProvider(fake_codex.responses_url, KEY_ENV),
-        env=lambda _attempt: {KEY_ENV: FAKE_API_KEY},
-        prompt_marker=lambda attempt: marker(attempt.task_id),
-    )
 
 
 def say(text: str) -> dict[str, Any]:

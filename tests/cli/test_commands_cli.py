@@ -24,7 +24,8 @@ from codefleet.fleet.apply import ShellLimits
 from codefleet.fleet.commands import CommandRunner, host_shell
 from codefleet.fleet.executor import Attempt
 from codefleet.session.offline import offline_executor
-from codefleet.session.sdk import COMMAND_TOOL_NAME, record_path
+from codefleet.session.record import record_path
+from codefleet.session.sdk import COMMAND_TOOL_NAME
 from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn
 
 # The interpreter itself, not the entry point in CodeFleet's venv: a command does not see

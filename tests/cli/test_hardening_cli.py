@@ -24,7 +24,8 @@ import pytest
 from cli_support import run_attempt
 
 from codefleet.session.offline import session_home
-from codefleet.session.sdk import SESSION_TOOLS, SessionExecutor, record_path
+from codefleet.session.record import record_path
+from codefleet.session.sdk import SESSION_TOOLS, SessionExecutor
 from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn
 
 if TYPE_CHECKING:

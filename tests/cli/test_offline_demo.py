@@ -26,8 +26,9 @@ from codefleet.cli.app import app
 from codefleet.cli.demo_run import DEMO_VERIFY, examples_dir, run_demo
 from codefleet.coord.store import Store
 from codefleet.fleet.scripted import Step, load_script
+from codefleet.session.credentials import CREDENTIAL_VARS
 from codefleet.session.offline import load_model_scripts, shared_model
-from codefleet.session.sdk import CHECK_TOOL_NAME, CREDENTIAL_VARS
+from codefleet.session.sdk import CHECK_TOOL_NAME
 from codefleet.testing.fakemodel import ToolUse
 
 STORE_TAIL = "    def __len__(self) -> int:\n        return len(self._items)\n"

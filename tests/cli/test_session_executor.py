@@ -22,8 +22,10 @@ from codefleet.api.client import FleetClient
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.models import ErrorKind
 from codefleet.server.thread import free_port
-from codefleet.session import sdk as session
-from codefleet.session.sdk import RESOURCE_TOOL_NAMES, SessionExecutor, deny, record_path
+from codefleet.session import attempthooks
+from codefleet.session.attempthooks import deny
+from codefleet.session.record import record_path
+from codefleet.session.sdk import RESOURCE_TOOL_NAMES, SessionExecutor
 from codefleet.testing.fakemodel import ApiError, FakeModel, Text, ToolUse, Turn, Usage
 
 if TYPE_CHECKING:
@@ -228,9 +230,9 @@ def mangle_hook(
     delay_s: float = 0.0,
 ) -> None:
     """Wrap the production PreToolUse callback: it still asks the gate, then answers badly."""
-    original = session.make_pre_tool_use
+    original = attempthooks.make_pre_tool_use
 
-    def make(attempt_log: session.AttemptLog) -> HookCallback:
+    def make(attempt_log: attempthooks.AttemptLog) -> HookCallback:
         real = original(attempt_log)
 
         async def hook(
@@ -243,7 +245,7 @@ def mangle_hook(
 
         return hook
 
-    monkeypatch.setattr(session, "make_pre_tool_use", make)
+    monkeypatch.setattr(attempthooks, "make_pre_tool_use", make)
 
 
 def _blocked_write(fake_model: FakeModel) -> None:

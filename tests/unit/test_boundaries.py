@@ -181,6 +181,13 @@ RULES = [
         "the engine does not know what the reads say: the read model depends on it, never back",
     ),
     Rule(
+        ("codefleet.review.reportblocks", "codefleet.review.render"),
+        ("codefleet",),
+        "the report's blocks and their renderer know nothing of a run: the section builders "
+        "fill the blocks from the facts, the renderer draws whatever blocks it is handed",
+        allowed=("codefleet.review.reportblocks",),
+    ),
+    Rule(
         ("codefleet.coord.scheduler",),
         ("sqlite3", "asyncio", "time", "codefleet.coord", "codefleet.server", *WEB_FRAMEWORKS),
         "the scheduler is a pure function: no I/O, no clock, no database, no engine",
@@ -212,9 +219,16 @@ EXCLUSIVE = [
     ),
     (
         "claude_agent_sdk",
-        {"codefleet.session.sdk", "codefleet.session.readonly", "codefleet.session.conversation"},
-        "only the session package's fleet and read-only sessions (and the multi-turn "
-        "conversation they run in) touch the SDK; everything else runs without it",
+        {
+            "codefleet.session.sdk",
+            "codefleet.session.attempthooks",
+            "codefleet.session.clistream",
+            "codefleet.session.readonly",
+            "codefleet.session.conversation",
+        },
+        "only the session package's fleet and read-only sessions (with the fleet session's "
+        "hooks and stream reader, and the multi-turn conversation they run in) touch the SDK; "
+        "everything else runs without it",
     ),
     (
         "openai_codex",
@@ -241,7 +255,7 @@ REQUIRED = [
     ("codefleet.fleet.prewrite", "codefleet.paths", "the runner's gate shares the path function"),
     ("codefleet.hook.command", "codefleet.hook.io", "paths and denials from hook.io"),
     ("codefleet.fleet.prewrite", "codefleet.hook.io", "paths and denials from hook.io"),
-    ("codefleet.session.sdk", "codefleet.hook.io", "paths and denials from hook.io"),
+    ("codefleet.session.attempthooks", "codefleet.hook.io", "paths and denials from hook.io"),
     ("codefleet.session.codex", "codefleet.hook.io", "patch targets and denials from hook.io"),
     ("codefleet.hook.codexbridge", "codefleet.hook.io", "the bridge's denial is THE denial"),
     ("codefleet.server.app", "codefleet.coord.engine", "routes call the engine"),

@@ -60,3 +60,14 @@ def test_the_session_config_has_no_shell_and_hooks_apply_patch_both_ways() -> No
 def test_the_codex_rules_forbid_reverting_other_agents_changes() -> None:
     assert "Never revert" in CODEX_RULES and "did not make" in CODEX_RULES
     assert "refusal is final" in CODEX_RULES
+
+
+def test_the_tools_proxy_is_the_sessions_one_mcp_server_with_the_longest_calls_bound() -> None:
+    proxy = ("/usr/bin/python3", "-m", "codefleet.session.codexread", "/tmp/x/tools.sock")
+    provider = CodexProvider("http://127.0.0.1:9/v1", "KEY_VAR")
+    config = tomllib.loads(config_toml(provider, "bridge", 30, proxy, 960))
+    assert config["mcp_servers"] == {
+        "codefleet": {"command": proxy[0], "args": list(proxy[1:]), "tool_timeout_sec": 960}
+    }
+    unbounded = tomllib.loads(config_toml(provider, "bridge", 30, proxy))
+    assert "tool_timeout_sec" not in unbounded["mcp_servers"]["codefleet"]

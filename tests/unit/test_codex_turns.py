@@ -35,14 +35,14 @@ def test_a_write_becomes_an_added_file_and_an_edit_an_update_hunk() -> None:
     assert patch_targets(patch_of(updated)) == ("b.py",)
 
 
-def test_reads_and_checks_are_dropped_and_their_wait_moves_to_the_next_turn() -> None:
+def test_reads_are_dropped_their_wait_moves_on_and_codefleets_own_tools_are_kept() -> None:
     wait = WaitFor("api.py has been updated", "T3")
     read = Turn((Text("Reading."), ToolUse("Read", {"file_path": "a.py"})), wait_for=wait)
     check = Turn((ToolUse("mcp__codefleet__run_check", {"name": "test"}),))
     write = Turn((ToolUse("Write", {"file_path": "a.py", "content": "x\n"}),))
     done = Turn((Text("Done."),))
     kept = codex_turns([read, check, write, done])
-    assert len(kept) == 2 and kept[0].wait_for == wait and kept[1] == done
+    assert len(kept) == 3 and kept[0] == Turn(check.content, wait_for=wait) and kept[2] == done
 
 
 def test_a_codex_native_patch_call_is_kept_as_it_is() -> None:

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any, cast
 
 from codefleet.fleet.prewrite import Verdict, WriteGate
-from codefleet.session.sdk import UNCHECKED, AttemptLog, make_pre_tool_use
+from codefleet.session.attempthooks import UNCHECKED, AttemptLog, make_pre_tool_use
 
 
 class Gate:

@@ -11,16 +11,11 @@ from markdown_it import MarkdownIt
 
 from codefleet.models import to_iso
 from codefleet.review.facts import attempts_of, critical_path, run_facts
+from codefleet.review.outcomesections import summary_section
 from codefleet.review.record import RunRecord
 from codefleet.review.render import render_html, render_markdown
-from codefleet.review.report import (
-    Para,
-    Section,
-    build_report,
-    report_json,
-    seconds,
-    summary_section,
-)
+from codefleet.review.reportblocks import Para, Section, seconds
+from codefleet.review.runreport import build_report, report_json
 
 T0 = datetime(2026, 7, 31, 18, 0, tzinfo=UTC)
 

@@ -14,6 +14,8 @@ from claude_agent_sdk import CLIConnectionError, CLINotFoundError, ProcessError
 
 from codefleet.attempt import AssignedTask
 from codefleet.models import ErrorKind
+from codefleet.session.attempthooks import deny
+from codefleet.session.clistream import classify_crash
 from codefleet.session.outcome import (
     Crash,
     HookRecord,
@@ -23,7 +25,6 @@ from codefleet.session.outcome import (
     usage_totals,
 )
 from codefleet.session.prompt import build_prompt
-from codefleet.session.sdk import classify_crash, deny
 from codefleet.testing.fakemodel import marker
 
 USAGE = {

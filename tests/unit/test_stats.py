@@ -10,10 +10,11 @@ import yaml
 from codefleet.api.graphfile import parse_graph
 from codefleet.cli.output import console
 from codefleet.cli.stats import print_stats
+from codefleet.review.contentionsections import stats_section
 from codefleet.review.facts import run_facts
 from codefleet.review.record import RunRecord
 from codefleet.review.render import render_markdown
-from codefleet.review.report import build_report, stats_section
+from codefleet.review.runreport import build_report
 from codefleet.review.stats import FileStats, ResourceStats, fleet_stats, stats_json
 from codefleet.review.suggest import Change, render_graph, suggest
 

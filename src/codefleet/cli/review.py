@@ -269,7 +269,7 @@ def report(
     from codefleet.cli.output import console
     from codefleet.review.fetch import fetch_record
     from codefleet.review.render import render_html, render_markdown
-    from codefleet.review.report import build_report, report_json
+    from codefleet.review.runreport import build_report, report_json
 
     settings = settings_from(server_url=server, token=token)
     made = build_report(call_server(settings, fetch_record))

@@ -104,7 +104,7 @@ def _suggest(path: Path, original: str, facts: Any, output: Path | None, url: st
 
 def fleet_line(s: FleetStats) -> str:
     """The fleet in one sentence: parallelism, makespan against the critical path, losses."""
-    from codefleet.review.report import seconds
+    from codefleet.review.reportblocks import seconds
     from codefleet.wording import cost_text
 
     chain = " → ".join(s.critical_path) or "—"
@@ -134,7 +134,7 @@ def print_stats(s: FleetStats) -> None:
             console.print(shown)
     console.print(_tasks_table(s))
     if len(s.kinds) > 1:  # a mixed fleet: which agent made the attempts and met the vetoes
-        from codefleet.review.report import seconds
+        from codefleet.review.reportblocks import seconds
 
         line = " · ".join(
             f"{k.agent}: {k.attempts} attempt(s), {k.vetoed} vetoed, {seconds(k.attempt_s)}"
@@ -146,7 +146,7 @@ def print_stats(s: FleetStats) -> None:
 def _files_table(s: FleetStats) -> Table | None:
     from rich.table import Table
 
-    from codefleet.review.report import seconds
+    from codefleet.review.reportblocks import seconds
 
     if not s.files:
         return None
@@ -167,7 +167,7 @@ def _files_table(s: FleetStats) -> Table | None:
 def _resources_table(s: FleetStats) -> Table | None:
     from rich.table import Table
 
-    from codefleet.review.report import seconds
+    from codefleet.review.reportblocks import seconds
 
     if not s.resources:
         return None
@@ -199,7 +199,7 @@ def _stale_table(s: FleetStats) -> Table | None:
 def _waits_table(s: FleetStats) -> Table | None:
     from rich.table import Table
 
-    from codefleet.review.report import seconds
+    from codefleet.review.reportblocks import seconds
     from codefleet.wording import cost_text
 
     if not s.lease_waits:
@@ -221,7 +221,7 @@ def _waits_table(s: FleetStats) -> Table | None:
 def _tasks_table(s: FleetStats) -> Table:
     from rich.table import Table
 
-    from codefleet.review.report import seconds
+    from codefleet.review.reportblocks import seconds
 
     tasks = Table(title="Tasks", title_justify="left")
     for name in ("task", "status", "attempts", "vetoed", "waiting", "running", "cost"):

@@ -21,7 +21,7 @@ from typing import Final
 
 from codefleet.hook.io import deny_output
 
-__all__ = ["ask_gate", "main"]
+__all__ = ["ask_gate", "exchange", "main"]
 
 TIMEOUT_S: Final = 20.0  # below the hook timeout the runner writes into the Codex config
 MAX_BYTES: Final = 16 * 1024 * 1024
@@ -34,17 +34,24 @@ UNCHECKED: Final = (
 def ask_gate(socket_path: str, payload: bytes, timeout: float = TIMEOUT_S) -> dict[str, object]:
     """Send one hook payload to the runner's gate; its JSON answer, or a denial saying why not."""
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(timeout)
-            conn.connect(socket_path)
-            conn.sendall(payload)
-            conn.shutdown(socket.SHUT_WR)
-            answer = _read_all(conn)
-        decoded = json.loads(answer)
+        decoded = exchange(socket_path, payload, timeout)
     except (OSError, ValueError) as err:
         return deny_output(UNCHECKED.format(why=type(err).__name__))
     if not isinstance(decoded, dict):
         return deny_output(UNCHECKED.format(why="a malformed answer"))
+    return decoded
+
+
+def exchange(socket_path: str, payload: bytes, timeout: float | None) -> object:
+    """One request on an attempt's Unix socket: send `payload`, read the whole JSON answer
+    (OSError or ValueError when there is none; `timeout` None waits as long as it takes)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(timeout)
+        conn.connect(socket_path)
+        conn.sendall(payload)
+        conn.shutdown(socket.SHUT_WR)
+        answer = _read_all(conn)
+    decoded: object = json.loads(answer)
     return decoded
 
 

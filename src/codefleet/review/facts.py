@@ -32,6 +32,7 @@ __all__ = [
     "attempts_of",
     "critical_path",
     "run_facts",
+    "since_start",
 ]
 
 Row = dict[str, Any]
@@ -284,3 +285,17 @@ def run_facts(record: RunRecord) -> RunFacts:
 def _simulated(events: Iterable[Row]) -> bool:
     """Whether every fleet run on this server was simulated (`fleet_started.simulated`)."""
     return cost_simulated(e["payload"] for e in events if e["type"] == EventType.FLEET_STARTED)
+
+
+def _origin(facts: RunFacts) -> datetime | None:
+    """The run's time zero: the first `fleet_started`, else the first event."""
+    events = facts.record.events
+    first = next((e for e in events if e["type"] == EventType.FLEET_STARTED), None)
+    first = first or (events[0] if events else None)
+    return from_iso(str(first["at"])) if first else None
+
+
+def since_start(facts: RunFacts, at: datetime) -> float:
+    """Seconds from the run's time zero to `at` (the report's timeline and its "at" columns)."""
+    origin = _origin(facts)
+    return (at - origin).total_seconds() if origin else 0.0

@@ -2,7 +2,7 @@
 
 The CLI reads it through the wire (`review.fetch.fetch_record`); the server
 builds the same value from its own store for `GET /stats`. The pure code in
-`review.history`, `review.facts` and `review.report` works from it.
+`review.history`, `review.facts` and `review.runreport` works from it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Drawing a `runreport.Report`: Markdown for a pull request, one self-contained HTML file.
+"""Drawing a `reportblocks.Report`: Markdown for a pull request, one self-contained HTML file.
 
 Markdown uses what a pull request description renders: headings, tables,
 fenced code, `<details>` for long output; the timeline has no Markdown form
@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 import re
 
-from codefleet.review.report import Block, Code, Facts, Para, Report, Table, Timeline
+from codefleet.review.reportblocks import Block, Code, Facts, Para, Report, Table, Timeline
 
 __all__ = ["render_html", "render_markdown"]
 

@@ -1,10 +1,10 @@
 """The Codex executor: one attempt = one Codex session through the official Python SDK.
 
-With `session.sdk` and `session.readonly`, the only modules that import an agent SDK
+With the Claude Code session modules, the only modules that import an agent SDK
 (here `openai_codex`, pinned with its CLI runtime `openai-codex-cli-bin`, both 0.163.0).
 One attempt starts `codex app-server` with a private `CODEX_HOME` (`codexconfig`: a
 custom Responses provider, no shell, hooks on `apply_patch`), cwd = the shared tree,
-and runs one turn with the task's prompt (`CODEX_RULES` before the task).
+and runs the task's prompt (`CODEX_RULES` before the task) as the thread's first turn.
 
 The write gate: Codex hooks are commands, so the attempt serves its `WriteGate` on a
 Unix socket and the hooks run `hook.codexbridge` to reach it. `PreToolUse` receives
@@ -15,6 +15,15 @@ veto every further patch is refused (the attempt is over). `PostToolUse` records
 ledger row of each target. Before the turn the executor trusts the two hooks through
 Codex's own RPCs (`hooks/list`, `config/batchWrite`) and refuses to start the turn
 unless Codex then lists both as trusted: an untrusted hook is skipped silently by Codex.
+
+CodeFleet's tools: the attempt also serves its tool table (`session.tools`: `read_file`,
+`list_files`, the resource tools, `run_check`, `run_command`, `ask_operator` as the
+attempt has them, the same code a Claude Code session runs) on a second socket, which
+the session's MCP server, a thin stdio proxy (`session.codexread`), forwards each call
+to. So a file read lands in the attempt's read set, and after the first turn, as in the
+Claude executor, the operator's new messages are one more turn (`hear_operator`) and the
+reads are validated (`settle_reads`), a stale one getting its reconcile turn: each a
+user message on the same Codex thread. A turn's report counts that turn's tokens only.
 
 The outcome reuses `session_outcome`: the turn becomes a `SessionResult` (the final
 agent message, the thread's token totals; Codex reports no cost, so cost is 0); a
@@ -29,18 +38,19 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import os
 import shlex
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from openai_codex import ApprovalMode, AsyncCodex, CodexConfig, Sandbox
+from openai_codex import ApprovalMode, AsyncCodex, AsyncThread, CodexConfig, Sandbox
 from openai_codex.generated.v2_all import (
     ConfigWriteResponse,
     HooksListResponse,
@@ -54,7 +64,9 @@ from openai_codex.models import JsonObject
 
 from codefleet.attempt import AttemptReport
 from codefleet.fleet.executor import Attempt
+from codefleet.fleet.inbox import hear_operator
 from codefleet.fleet.prewrite import WriteGate
+from codefleet.fleet.reconcile import settle_reads
 from codefleet.hook.io import PATCH_TOOL, deny_output, tool_paths
 from codefleet.models import ErrorKind, utcnow
 from codefleet.session.codexconfig import (
@@ -63,9 +75,17 @@ from codefleet.session.codexconfig import (
     CodexProvider,
     config_toml,
 )
-from codefleet.session.outcome import Crash, HookRecord, SessionResult, session_outcome
+from codefleet.session.outcome import (
+    Crash,
+    HookRecord,
+    SessionResult,
+    Spent,
+    session_outcome,
+    this_turn,
+)
 from codefleet.session.prompt import build_prompt
 from codefleet.session.record import save_record
+from codefleet.session.tools import SessionTool, mcp_result, session_tools
 
 __all__ = ["CodexExecutor", "UntrustedHooks", "codex_home", "hook_answer"]
 
@@ -73,6 +93,7 @@ log = logging.getLogger(__name__)
 
 HOOK_TIMEOUT_S: Final = 30  # Codex's limit on one hook run; the bridge gives up at 20 s
 CHECK_TIMEOUT_S: Final = 15.0  # our own gate check gives up first, with a readable reason
+TOOL_MARGIN_S: Final = 60.0  # Codex's bound on one tool call, past the longest one's own
 HOOK_EVENTS: Final = ("preToolUse", "postToolUse")
 UNCHECKED: Final = (
     "The patch could not be checked against the other agents' leases, so it was refused. "
@@ -89,11 +110,14 @@ class UntrustedHooks(RuntimeError):
 
 @dataclass
 class PatchLog:
-    """What one attempt's hooks saw; read after the session."""
+    """What one attempt's hooks and turns saw; read after the session."""
 
     gate: WriteGate
     hook_ms: list[float] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
+    result: SessionResult | None = None  # the last turn's
+    spent: Spent = (0, 0, 0.0)  # the thread's token totals so far
+    followups: list[str] = field(default_factory=list)  # the messages after the first
 
     def hook_record(self) -> HookRecord:
         return HookRecord(
@@ -146,29 +170,54 @@ def _refuse(patch_log: PatchLog, reason: str) -> dict[str, Any]:
     return deny_output(reason)
 
 
+Handler = Callable[[Any], Awaitable[dict[str, Any]]]
+
+
 @contextlib.asynccontextmanager
-async def gate_socket(patch_log: PatchLog) -> AsyncIterator[str]:
-    """Serve `hook_answer` on a fresh Unix socket (a short path under the temp dir)."""
+async def attempt_sockets(
+    patch_log: PatchLog, tools: Sequence[SessionTool]
+) -> AsyncIterator[tuple[str, str]]:
+    """Serve the attempt's gate (`hook_answer`, for the patch hooks) and its tools
+    (`session.tools`, for the MCP proxy) on two fresh Unix sockets under one short
+    temp dir; yields their paths."""
     folder = tempfile.mkdtemp(prefix="cfcx-")
-    path = os.path.join(folder, "gate.sock")
+    paths = (os.path.join(folder, "gate.sock"), os.path.join(folder, "tools.sock"))
+
+    async def gate(payload: Any) -> dict[str, Any]:
+        if not isinstance(payload, dict):
+            return _refuse(patch_log, "The hook input was not JSON; the patch was refused.")
+        return await hook_answer(patch_log, payload)
+
+    async def tool(payload: Any) -> dict[str, Any]:
+        request = payload if isinstance(payload, dict) else {}
+        return await mcp_result(tools, str(request.get("method")), request.get("params"))
+
+    servers = [
+        await _serve(path, handler) for path, handler in zip(paths, (gate, tool), strict=True)
+    ]
+    try:
+        yield paths
+    finally:
+        for server in servers:
+            server.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+async def _serve(path: str, handler: Handler) -> asyncio.Server:
+    """One JSON request per connection, one JSON answer."""
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            payload = json.loads(await reader.read())
-            answer = await hook_answer(patch_log, payload if isinstance(payload, dict) else {})
+            payload: Any = json.loads(await reader.read())
         except ValueError:
-            answer = _refuse(patch_log, "The hook input was not JSON; the patch was refused.")
+            payload = None
+        answer = await handler(payload)
         writer.write(json.dumps(answer).encode())
         with contextlib.suppress(OSError):
             await writer.drain()
             writer.close()
 
-    server = await asyncio.start_unix_server(serve, path)
-    try:
-        yield path
-    finally:
-        server.close()
-        shutil.rmtree(folder, ignore_errors=True)
+    return await asyncio.start_unix_server(serve, path)
 
 
 def codex_home(attempt: Attempt) -> Path:
@@ -224,32 +273,35 @@ class CodexExecutor:
     async def run(self, attempt: Attempt) -> AttemptReport:
         started = utcnow()
         patch_log = PatchLog(attempt.gate)
-        result: SessionResult | None = None
+        report: AttemptReport | None = None
         crash: Crash | None = None
+        tools, limit = session_tools(attempt, reads=True)
         try:
-            async with gate_socket(patch_log) as socket_path:
-                end, thread_id = await self._session(attempt, socket_path)
-            result = session_result(end, thread_id, self.model)
+            async with attempt_sockets(patch_log, tools) as sockets:
+                report = await self._session(attempt, sockets, limit, patch_log)
         except UntrustedHooks as err:
             crash = Crash(ErrorKind.INFRA, str(err))
         except Exception as err:  # the CLI or the SDK failed: the environment, not the agent
             log.warning("Codex session failed", exc_info=True)
             crash = Crash(ErrorKind.INFRA, f"the Codex session failed: {type(err).__name__}: {err}")
-        report = session_outcome(result, crash, patch_log.hook_record(), attempt=attempt.number)
-        evidence = {"agent": "codex", "model": self.model, "refusals": patch_log.refusals}
-        save_record(attempt, evidence, patch_log.hook_ms, result, report, started)
+        if report is None:
+            hooks = patch_log.hook_record()
+            report = session_outcome(None, crash, hooks, attempt=attempt.number)
+        evidence = {
+            "agent": "codex",
+            "model": self.model,
+            "refusals": patch_log.refusals,
+            "tools": [t.name for t in tools],
+            "followups": patch_log.followups,
+        }
+        save_record(attempt, evidence, patch_log.hook_ms, patch_log.result, report, started)
         return report
 
-    async def _session(self, attempt: Attempt, socket_path: str) -> tuple[TurnEnd, str]:
-        home = codex_home(attempt)
-        hook = f"{shlex.quote(sys.executable)} -m codefleet.hook.codexbridge {shlex.quote(socket_path)}"
-        reader = (sys.executable, "-m", "codefleet.session.codexread", str(attempt.workdir))
-        (home / "config.toml").write_text(config_toml(self.provider, hook, HOOK_TIMEOUT_S, reader))
-        env = {
-            "CODEX_HOME": str(home),
-            "HOME": str(home),
-            **(self.env(attempt) if self.env else {}),
-        }
+    async def _session(
+        self, attempt: Attempt, sockets: tuple[str, str], limit: float, patch_log: PatchLog
+    ) -> AttemptReport:
+        """Start Codex on the attempt's private config, trust its hooks, run the thread."""
+        env = self._prepare(attempt, sockets, limit)
         codex = AsyncCodex(CodexConfig(cwd=str(attempt.workdir), env=env))
         try:
             await codex.__aenter__()
@@ -260,11 +312,62 @@ class CodexExecutor:
                 sandbox=Sandbox.full_access,
                 approval_mode=ApprovalMode.deny_all,
             )
-            marker = self.prompt_marker(attempt) if self.prompt_marker else None
-            turn = await thread.turn(build_prompt(attempt.task, marker, rules=CODEX_RULES))
-            return await drain(turn.stream()), thread.id
+            return await self._converse(attempt, thread, patch_log)
         finally:
             await codex.close()
+
+    def _prepare(self, attempt: Attempt, sockets: tuple[str, str], limit: float) -> dict[str, str]:
+        """Write the session's `config.toml` (hooks to the gate's socket, the tools' proxy
+        to the tools' socket) into a fresh CODEX_HOME; the session's environment."""
+        home = codex_home(attempt)
+        gate_path, tools_path = sockets
+        hook = (
+            f"{shlex.quote(sys.executable)} -m codefleet.hook.codexbridge {shlex.quote(gate_path)}"
+        )
+        proxy = (sys.executable, "-m", "codefleet.session.codexread", tools_path)
+        timeout = math.ceil(limit + TOOL_MARGIN_S) if limit else None
+        (home / "config.toml").write_text(
+            config_toml(self.provider, hook, HOOK_TIMEOUT_S, proxy, timeout)
+        )
+        return {
+            "CODEX_HOME": str(home),
+            "HOME": str(home),
+            **(self.env(attempt) if self.env else {}),
+        }
+
+    async def _converse(
+        self, attempt: Attempt, thread: AsyncThread, patch_log: PatchLog
+    ) -> AttemptReport:
+        """The first turn, the operator's messages (`hear_operator`), then the reconcile
+        turns `settle_reads` asks for: each a user message on the same Codex thread."""
+
+        async def turn(message: str) -> AttemptReport:
+            end = await drain((await thread.turn(message)).stream())
+            patch_log.result = session_result(end, thread.id, self.model)
+            hooks = patch_log.hook_record()
+            report = session_outcome(patch_log.result, None, hooks, attempt=attempt.number)
+            report, patch_log.spent = this_turn(report, patch_log.spent)
+            return report
+
+        async def follow_up(message: str) -> AttemptReport:
+            patch_log.followups.append(message)
+            return await turn(message)
+
+        first = await turn(self._prompt(attempt))
+        first = await hear_operator(attempt.inbox, first, follow_up)
+        return await settle_reads(attempt, first, follow_up)
+
+    def _prompt(self, attempt: Attempt) -> str:
+        marker = self.prompt_marker(attempt) if self.prompt_marker else None
+        checks = attempt.checks.names if attempt.checks else ()
+        return build_prompt(
+            attempt.task,
+            marker,
+            checks,
+            commands=attempt.commands is not None,
+            ask=attempt.ask is not None,
+            rules=CODEX_RULES,
+        )
 
 
 async def trust_hooks(codex: AsyncCodex, workdir: Path) -> None:

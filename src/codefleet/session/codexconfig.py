@@ -9,8 +9,13 @@ holding only this file, so nothing of the user's Codex setup is read or written:
   no command tool at all (measured with CLI 0.163.0 and model `gpt-5.5`: its tools
   are `apply_patch`, `view_image` and `request_user_input`); web search, sub-agents,
   goals, apps, plugins and skills off too;
-- CodeFleet's read tools (`session.codexread`, an MCP server on stdio): Codex offers
-  no read tool without a shell, and defers MCP tools behind its `tool_search`;
+- CodeFleet's tools (`session.codexread`, an MCP stdio proxy to the runner's
+  `session.tools`): `read_file` and `list_files` (Codex offers no read tool without a
+  shell), the resource tools, and `run_check`, `run_command`, `ask_operator` when the
+  attempt has them. Codex 0.163.0 defers every MCP tool behind its `tool_search` (no
+  config knob shows them upfront: its `tool_search` features are removed); a search
+  exposes them, as functions in the `mcp__codefleet` namespace, so the rules say to
+  search. `tool_timeout_sec` is the longest call's bound (a check, a question);
 - `PreToolUse` and `PostToolUse` command hooks on `apply_patch`, each running the
   bridge to the runner's gate (`hook.codexbridge`). Codex runs a hook only once it
   is trusted; the executor trusts these two through Codex's own RPCs and checks
@@ -52,7 +57,7 @@ DISABLED_FEATURES: Final = (
     "in_app_browser",
 )
 HOOK_MATCHER: Final = "apply_patch"
-READER_ID: Final = "codefleet"
+TOOLS_ID: Final = "codefleet"
 
 CODEX_RULES: Final = """\
 You are one of several coding agents working at the same time in ONE shared working tree \
@@ -67,9 +72,9 @@ The file list below ("expected files") is only a hint; it is not a permission an
 - If a patch is refused, the refusal is final. Do NOT retry that file, do NOT make the same \
 change somewhere else or work around it. Stop immediately and reply with one short message \
 saying which file blocked you. CodeFleet will run your task again later, when the file is free.
-- Work only inside the current directory. Read files with the read_file and list_files tools \
-and change them with the apply_patch tool. You cannot run commands. Do not create summary or \
-notes files.
+- Work only inside the current directory. Read files with CodeFleet's read_file and \
+list_files tools (find them, and CodeFleet's other tools, with tool_search). You cannot run \
+commands; make the change with the apply_patch tool. Do not create summary or notes files.
 - When you are done, reply with a short summary of what you changed."""
 
 
@@ -82,10 +87,15 @@ class CodexProvider:
 
 
 def config_toml(
-    provider: CodexProvider, hook_command: str, hook_timeout_s: int, reader: Sequence[str] = ()
+    provider: CodexProvider,
+    hook_command: str,
+    hook_timeout_s: int,
+    tools: Sequence[str] = (),
+    tool_timeout_s: int | None = None,
 ) -> str:
-    """The whole `config.toml` of one Codex runner session; `reader` is the argv of the
-    read-tool MCP server (`session.codexread`), none when empty."""
+    """The whole `config.toml` of one Codex runner session; `tools` is the argv of the
+    tools' MCP proxy (`session.codexread`), none when empty, and `tool_timeout_s` the
+    longest one call may take (None: Codex's default)."""
     lines = [
         f"model_provider = {_s(PROVIDER_ID)}",
         'approval_policy = "never"',
@@ -114,11 +124,12 @@ def config_toml(
             f"timeout = {hook_timeout_s}",
             "",
         ]
-    if reader:
+    if tools:
         lines += [
-            f"[mcp_servers.{READER_ID}]",
-            f"command = {_s(reader[0])}",
-            f"args = [{', '.join(_s(a) for a in reader[1:])}]",
+            f"[mcp_servers.{TOOLS_ID}]",
+            f"command = {_s(tools[0])}",
+            f"args = [{', '.join(_s(a) for a in tools[1:])}]",
+            *([f"tool_timeout_sec = {tool_timeout_s}"] if tool_timeout_s else []),
             "",
         ]
     return "\n".join(lines)

@@ -1,47 +1,61 @@
-"""CodeFleet's read tools for a Codex runner: a tiny MCP server on stdio, the tree only.
+"""CodeFleet's tools for a Codex runner session: a thin MCP stdio proxy to the runner.
 
-A Codex runner has no shell, and Codex CLI 0.163.0 offers no file-reading tool without
-one, so the session's config starts this server (`python -m codefleet.session.codexread
-TREE`) and the model gets `read_file(path)` and `list_files(path)`. Every path goes
-through the pre-write gate's own function (`paths.TreeRoot.canonical`): anything outside
-the tree, or protected (`.git`), is refused with a reason the model reads. Reads take no
-lease: the lock is on writes. Standard library only, newline-delimited JSON-RPC 2.0 (the
-MCP stdio transport); a request it does not know is a -32601 error.
+A Codex session's tools are MCP servers it starts itself, so its config starts this
+one (`python -m codefleet.session.codexread SOCKET`). It answers `initialize` and
+`ping` itself and forwards each `tools/list` and `tools/call` as one request over the
+attempt-owned Unix socket (`hook.codexbridge.exchange`, the channel its patch hook
+uses too), where the runner's `CodexExecutor` answers from the attempt's own tool table
+(`session.tools`, the same code a Claude Code session's in-process tools run): reads
+land in the attempt's read set, resources, checks, questions and commands on its gate.
+
+Calls are answered in threads, so a long one (a check, a question waiting for the
+operator) does not hold up the others. No socket, or no answer: the call is a tool
+error the model reads. Standard library only (with the bridge), newline-delimited
+JSON-RPC 2.0 (the MCP stdio transport); a request it does not know is a -32601 error.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
+import threading
+from collections.abc import Callable
 from typing import IO, Any, Final
 
-from codefleet.paths import PathRejected, TreeRoot
+from codefleet.hook.codexbridge import exchange
 
-__all__ = ["answer", "call_tool", "main"]
+__all__ = ["answer", "main", "serve"]
 
-MAX_READ_CHARS: Final = 200_000
-MAX_LIST: Final = 2_000
 DEFAULT_PROTOCOL: Final = "2025-06-18"
-TOOLS: Final = [
-    {
-        "name": "read_file",
-        "description": "Read a text file of the shared working tree (a path relative to it).",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"path": {"type": "string"}},
-            "required": ["path"],
-        },
-    },
-    {
-        "name": "list_files",
-        "description": "List the files under a directory of the shared working tree (default: all).",
-        "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
-    },
-]
+FORWARDED: Final = frozenset({"tools/list", "tools/call"})
+UNREACHABLE: Final = "CodeFleet's tools could not be reached ({why}); stop and report it."
+
+Forward = Callable[[str, Any], dict[str, Any]]
 
 
-def answer(tree: TreeRoot, message: dict[str, Any]) -> dict[str, Any] | None:
+def forward_to(socket_path: str) -> Forward:
+    """Send one tools request to the runner; its MCP result, or a tool error saying why not."""
+
+    def forward(method: str, params: Any) -> dict[str, Any]:
+        payload = json.dumps({"method": method, "params": params}).encode()
+        try:
+            result = exchange(socket_path, payload, None)
+        except (OSError, ValueError) as err:
+            result = None
+            why = type(err).__name__
+        else:
+            why = "a malformed answer"
+        if isinstance(result, dict):
+            return result
+        if method == "tools/list":
+            return {"tools": []}
+        text = UNREACHABLE.format(why=why)
+        return {"content": [{"type": "text", "text": text}], "isError": True}
+
+    return forward
+
+
+def answer(forward: Forward, message: dict[str, Any]) -> dict[str, Any] | None:
     """The JSON-RPC response to one message (None for a notification)."""
     if "id" not in message:
         return None
@@ -52,10 +66,8 @@ def answer(tree: TreeRoot, message: dict[str, Any]) -> dict[str, Any] | None:
             "capabilities": {"tools": {}},
             "serverInfo": {"name": "codefleet", "version": "1"},
         }
-    elif method == "tools/list":
-        result = {"tools": TOOLS}
-    elif method == "tools/call":
-        result = call_tool(tree, str(params.get("name")), params.get("arguments") or {})
+    elif method in FORWARDED:
+        result = forward(str(method), params)
     elif method == "ping":
         result = {}
     else:
@@ -64,66 +76,37 @@ def answer(tree: TreeRoot, message: dict[str, Any]) -> dict[str, Any] | None:
     return {"jsonrpc": "2.0", "id": message["id"], "result": result}
 
 
-def call_tool(tree: TreeRoot, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """One tool call's MCP result: the text, or `isError` with the refusal."""
-    raw = str(arguments.get("path") or ".")
-    try:
-        key = tree.canonical(raw) if raw not in (".", "") else ""
-    except PathRejected as err:
-        return _text(f"{raw} cannot be read: {err.message}.", error=True)
-    target = tree.root / key if key else tree.root
-    if name == "read_file":
-        return _read(target, raw)
-    if name == "list_files":
-        return _list(tree, target, raw)
-    return _text(f"unknown tool {name!r}", error=True)
+def serve(forward: Forward, stdin: IO[str], stdout: IO[str]) -> None:
+    """Answer every line of `stdin` on `stdout`, each in its own thread; wait for all."""
+    lock = threading.Lock()
+    workers: list[threading.Thread] = []
 
+    def reply(message: dict[str, Any]) -> None:
+        found = answer(forward, message)
+        if found is not None:
+            with lock:
+                stdout.write(json.dumps(found) + "\n")
+                stdout.flush()
 
-def _read(target: Path, raw: str) -> dict[str, Any]:
-    try:
-        text = target.read_text(encoding="utf-8", errors="replace")
-    except OSError as err:
-        return _text(f"{raw} cannot be read: {err.strerror or err}.", error=True)
-    return _text(text[:MAX_READ_CHARS])
-
-
-def _list(tree: TreeRoot, target: Path, raw: str) -> dict[str, Any]:
-    if not target.is_dir():
-        return _text(f"{raw} is not a directory of the tree.", error=True)
-    found: list[str] = []
-    for path in sorted(target.rglob("*")):
-        if len(found) >= MAX_LIST:
-            break
-        relative = path.relative_to(tree.root).as_posix()
-        if path.is_file() and ".git" not in relative.split("/"):
-            found.append(relative)
-    return _text("\n".join(found) or "(no files)")
-
-
-def _text(text: str, error: bool = False) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": text}], "isError": error}
-
-
-def serve(tree: TreeRoot, stdin: IO[str], stdout: IO[str]) -> None:
     for line in stdin:
-        if not line.strip():
-            continue
         try:
-            message = json.loads(line)
+            message = json.loads(line) if line.strip() else None
         except ValueError:
             continue
-        reply = answer(tree, message) if isinstance(message, dict) else None
-        if reply is not None:
-            stdout.write(json.dumps(reply) + "\n")
-            stdout.flush()
+        if isinstance(message, dict):
+            worker = threading.Thread(target=reply, args=(message,), daemon=True)
+            worker.start()
+            workers.append(worker)
+    for worker in workers:
+        worker.join()
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        sys.stderr.write("usage: python -m codefleet.session.codexread TREE\n")
+        sys.stderr.write("usage: python -m codefleet.session.codexread SOCKET\n")
         return 2
-    serve(TreeRoot(Path(args[0])), sys.stdin, sys.stdout)
+    serve(forward_to(args[0]), sys.stdin, sys.stdout)
     return 0
 
 

@@ -4,7 +4,7 @@ The one way CodeFleet sends a running session another user message in the
 same conversation (same session id, its context kept): the SDK's
 `ClaudeSDKClient` over the streaming input (`--input-format stream-json`) of a
 `SubprocessCLITransport` we build ourselves (so the caller can reap the CLI
-process: `session.sdk`). `send(text)` writes one user message and drains the
+process: `session.clistream`). `send(text)` writes one user message and drains the
 session's messages up to that turn's `ResultMessage`, handing each message to
 `watch`. Used by the reconcile turn; anything else that must reach a running
 session (steering it, answering it) goes through `send` too.

@@ -1,6 +1,6 @@
 """`--offline`: real Claude Code sessions against the built-in scripted fake model.
 
-The sessions are the production ones (`session.SessionExecutor`: the bundled
+The sessions are the production ones (`session.sdk.SessionExecutor`: the bundled
 CLI, the real hook, the real lease server); only the model is replaced by
 `codefleet.testing.fakemodel`, serving the per-task scripts of a model file
 such as `examples/demo-model.yaml`. A script id is `<task>-a<attempt>` when the
@@ -25,7 +25,8 @@ from typing import Any, Final
 import yaml
 
 from codefleet.fleet.executor import Attempt
-from codefleet.session.sdk import HOOK_TIMEOUT_S, SessionExecutor
+from codefleet.session.attempthooks import HOOK_TIMEOUT_S
+from codefleet.session.sdk import SessionExecutor
 from codefleet.testing.fakecodex import FakeCodexModel
 from codefleet.testing.fakemodel import (
     FakeModel,

@@ -1,18 +1,19 @@
 """How a finished Claude Code session becomes an `AttemptReport` (pure: no SDK, no I/O).
 
-`session` turns the SDK's `ResultMessage` into a `SessionResult`, a failure
-without one into a `Crash`, and what the hooks saw into a `HookRecord`; then
+`session.clistream` turns the SDK's `ResultMessage` into a `SessionResult` and a
+failure without one into a `Crash`, and `session.attempthooks` what the hooks
+saw into a `HookRecord`; then
 `session_outcome` decides, first rule that applies wins:
 
 1. a write was refused because another task holds the file (the gate's
    `blocked_on`) -> VETO with `blocked_on_path`, whatever the model said after;
-2. no result frame -> the crash's kind (`session.classify_crash`: INFRA, a CLI
+2. no result frame -> the crash's kind (`clistream.classify_crash`: INFRA, a CLI
    that cannot start, talk or finish is the environment failing, not the agent);
 3. `error_max_turns` / `error_max_budget_usd` -> BUDGET;
 4. an API error (`api_error_status`, or `terminal_reason == "api_error"`) ->
    INFRA, or RATE_LIMITED for a 429 (rate or usage limit) or a 529
    (overloaded), carrying `retry_after_s` when the session learnt when the
-   limit lifts (a subscription login's `rate_limit_event`; see `session`);
+   limit lifts (a subscription login's `rate_limit_event`; see `session.clistream`);
 5. any other error result -> AGENT_ERROR;
 6. a write refused for another reason (outside the tree, server down, a hook
    failure the CLI turned into a denial) -> AGENT_ERROR: the agent was told a
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from codefleet.attempt import AttemptReport
@@ -42,7 +43,9 @@ __all__ = [
     "Crash",
     "HookRecord",
     "SessionResult",
+    "Spent",
     "session_outcome",
+    "this_turn",
     "timing_summary",
     "usage_totals",
 ]
@@ -187,3 +190,22 @@ def timing_summary(samples_ms: Sequence[float]) -> dict[str, float | int]:
 def _nearest_rank(ordered: Sequence[float], percent: float) -> float:
     rank = max(1, math.ceil(percent / 100 * len(ordered)))
     return ordered[rank - 1]
+
+
+Spent = tuple[int, int, float]  # tokens in, out and cost of a session's turns so far
+
+
+def this_turn(report: AttemptReport, spent: Spent) -> tuple[AttemptReport, Spent]:
+    """A turn's report with this turn's usage only, and the new running totals: a
+    session's usage figures (the Claude Code CLI's, a Codex thread's) add up over its
+    turns; a turn that reports none keeps the totals."""
+    tokens_in, tokens_out, cost = spent
+    if report.input_tokens or report.output_tokens or report.cost_usd:
+        spent = (report.input_tokens, report.output_tokens, report.cost_usd)
+    own = replace(
+        report,
+        input_tokens=max(0, report.input_tokens - tokens_in),
+        output_tokens=max(0, report.output_tokens - tokens_out),
+        cost_usd=max(0.0, report.cost_usd - cost),
+    )
+    return own, spent

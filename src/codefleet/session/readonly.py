@@ -6,8 +6,9 @@ tools Read, Glob and Grep only, and a PreToolUse hook (`on_failure="block"`)
 that refuses any read outside the tree (`hook.readguard`). One conversation
 is kept open across messages, so CodeFleet's feedback on an answer is the
 next user message (docs/decisions.md, "`plan`: one read-only session, errors
-fed back in the same conversation"). With `session.sdk`, the only module that
-imports `claude_agent_sdk`.
+fed back in the same conversation"). With the fleet's session modules
+(`session.sdk`, `session.attempthooks`, `session.clistream`, `session.conversation`),
+the only modules that import `claude_agent_sdk`.
 """
 
 from __future__ import annotations
@@ -35,15 +36,10 @@ from claude_agent_sdk import (
 from codefleet.attempt import AttemptReport
 from codefleet.hook.readguard import READ_TOOLS, read_refusal
 from codefleet.models import ErrorKind
+from codefleet.session.attempthooks import HOOK_TIMEOUT_S, READ_MATCHER, deny
+from codefleet.session.clistream import classify_crash, session_result
 from codefleet.session.outcome import Crash, HookRecord, session_outcome
-from codefleet.session.sdk import (
-    HOOK_TIMEOUT_S,
-    MAX_BUFFER_SIZE,
-    READ_MATCHER,
-    classify_crash,
-    deny,
-    session_result,
-)
+from codefleet.session.sdk import MAX_BUFFER_SIZE
 
 __all__ = ["ReadOnlySession", "Reply", "SessionFailed"]
 

@@ -56,8 +56,6 @@ CLAUDE_TOOLS = frozenset(
         "NotebookEdit",
         "Glob",
         "Grep",
-        "mcp__codefleet__run_check",
-        "mcp__codefleet__run_command",
     }
 )
 
@@ -72,8 +70,9 @@ def codex_turns(turns: Sequence[Turn]) -> list[Turn]:
 
     `Write` becomes `*** Add File:` (Codex's add replaces an existing file), `Edit` an
     `*** Update File:` hunk of its old and new lines (the old string must be whole lines).
-    Reads, searches, checks and commands have no Codex counterpart here and are dropped; a turn
-    left with no tool call is dropped too (a Codex turn ends at a text-only reply), its
+    Claude Code's reads and searches have no Codex counterpart here and are dropped; CodeFleet's
+    own tools (`mcp__codefleet__*`) are Codex's too and kept (Codex needs a `tool_search`
+    call in an earlier turn to expose them); a turn left with no tool call is dropped too (a Codex turn ends at a text-only reply), its
     `wait_for` moving to the next turn kept. The last turn is kept as it is.
     """
     kept: list[Turn] = []
@@ -106,7 +105,7 @@ def _as_codex(item: ContentItem) -> ContentItem | None:
         return ToolUse(
             PATCH_TOOL, {"input": patch_text(f"*** Update File: {path}", "@@", *old, *new)}
         )
-    return None  # a read, a search or a check: not a Codex tool here
+    return None  # a read or a search: not a Codex tool here
 
 
 def patch_call(*body: str) -> dict[str, Any]:

@@ -4,17 +4,22 @@ The same scripts as the fake Anthropic model (`fakescript`) rendered for the API
 Codex CLI speaks (`POST /v1/responses`, `stream: true`). Pure: no I/O, no clock.
 
 Reading a request: the script id comes from the first user `input_text` carrying
-`marker(id)`; the turn index is encoded in the call ids this module hands out
-(`call_<turn>_<n>`), so a request carrying our calls of turn t is turn t+1 — chosen
-from the request alone, whatever else (developer messages, reasoning, context) Codex
-puts in `input`. Tool results are the `function_call_output` / `custom_tool_call_output`
-items after the last call.
+`marker(id)`; the turn index is encoded in the call and message ids this module hands
+out (`call_<turn>_<n>`, `msg_<turn>_<n>`; Codex sends both back), so a request carrying
+our items of turn t is turn t+1 — chosen from the request alone, whatever else
+(developer messages, reasoning, context, a second user message on the same thread)
+Codex puts in `input`. Tool results are the `function_call_output` /
+`custom_tool_call_output` / `tool_search_output` items after the last call.
 
 Writing a reply (measured against Codex CLI 0.163.0): `response.created`, per item
 `response.output_item.added` / `response.output_item.done`, then `response.completed`
 with the whole response and its usage. A `ToolUse` becomes a `custom_tool_call` (its
 `input["input"]` is the raw text, e.g. an `apply_patch` patch) when the request declares
 that tool as `custom`, else a `function_call` with the JSON input as `arguments`.
+Codex defers MCP tools behind its `tool_search` (CLI 0.163.0): `ToolUse("tool_search",
+{"query": ...})` becomes a client-executed `tool_search_call`, and a tool named
+`mcp__<server>__<tool>` a `function_call` of `<tool>` in the namespace `mcp__<server>`,
+as Codex exposes a found MCP tool.
 """
 
 from __future__ import annotations
@@ -39,9 +44,13 @@ __all__ = [
     "render_stream",
 ]
 
-CALL_ID_RE: Final = re.compile(r"^call_(\d+)_\d+$")
-CALL_TYPES: Final = frozenset({"function_call", "custom_tool_call"})
-OUTPUT_TYPES: Final = frozenset({"function_call_output", "custom_tool_call_output"})
+ITEM_ID_RE: Final = re.compile(r"^(?:call|msg)_(\d+)_\d+$")
+SEARCH_TOOL: Final = "tool_search"
+MCP_PREFIX: Final = "mcp__"
+CALL_TYPES: Final = frozenset({"function_call", "custom_tool_call", "tool_search_call"})
+OUTPUT_TYPES: Final = frozenset(
+    {"function_call_output", "custom_tool_call_output", "tool_search_output"}
+)
 CUSTOM_TOOL_TEXT_KEY: Final = "input"
 
 Item = Mapping[str, Any]
@@ -84,12 +93,10 @@ def find_script_id(body: Mapping[str, Any]) -> str | None:
 
 
 def count_turn(body: Mapping[str, Any]) -> int:
-    """The turn index: one past the highest turn encoded in the call ids the input carries."""
+    """The turn index: one past the highest turn encoded in the call and message ids the
+    input carries."""
     turns = [
-        int(match.group(1))
-        for item in _items(body)
-        if item.get("type") in CALL_TYPES
-        and (match := CALL_ID_RE.match(str(item.get("call_id", ""))))
+        int(match.group(1)) for item in _items(body) if (match := ITEM_ID_RE.match(_item_id(item)))
     ]
     return max(turns) + 1 if turns else 0
 
@@ -131,6 +138,12 @@ def _items(body: Mapping[str, Any]) -> list[Item]:
     return [i for i in raw if isinstance(i, Mapping)] if isinstance(raw, list) else []
 
 
+def _item_id(item: Item) -> str:
+    if item.get("type") in CALL_TYPES:
+        return str(item.get("call_id", ""))
+    return str(item.get("id", "")) if item.get("role") == "assistant" else ""
+
+
 def _texts(content: Any) -> list[str]:
     if isinstance(content, str):
         return [content]
@@ -159,7 +172,7 @@ def _item(turn: int, n: int, item: ContentItem, custom: frozenset[str]) -> dict[
         text = {"type": "output_text", "text": item.text, "annotations": []}
         return {
             "type": "message",
-            "id": f"msg_{uuid.uuid4().hex[:24]}",
+            "id": f"msg_{turn}_{n}",
             "role": "assistant",
             "status": "completed",
             "content": [text],
@@ -169,10 +182,17 @@ def _item(turn: int, n: int, item: ContentItem, custom: frozenset[str]) -> dict[
 
 def _call(call_id: str, tool: ToolUse, custom: frozenset[str]) -> dict[str, Any]:
     base = {"id": f"fc_{uuid.uuid4().hex[:24]}", "status": "completed", "call_id": call_id}
+    if tool.name == SEARCH_TOOL:
+        search = {"type": "tool_search_call", "execution": "client", "arguments": dict(tool.input)}
+        return {**base, **search}
     if tool.name in custom:
         text = str(tool.input.get(CUSTOM_TOOL_TEXT_KEY, ""))
         return {**base, "type": "custom_tool_call", "name": tool.name, "input": text}
     arguments = json.dumps(dict(tool.input))
+    if tool.name.startswith(MCP_PREFIX) and "__" in tool.name[len(MCP_PREFIX) :]:
+        namespace, _, name = tool.name.rpartition("__")
+        call = {"type": "function_call", "namespace": namespace, "name": name}
+        return {**base, **call, "arguments": arguments}
     return {**base, "type": "function_call", "name": tool.name, "arguments": arguments}
 
 
