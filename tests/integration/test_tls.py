@@ -209,3 +209,44 @@ def test_serve_wants_both_the_certificate_and_its_key(
     assert done.exit_code == 1
     assert "--tls-cert" in said and "--tls-key" in said
     assert not (tmp_path / "db.sqlite").exists()
+
+
+def test_doctor_on_a_host_that_does_not_trust_the_certificate_fails_saying_how_to(
+    tls_server: ServerThread, workdir: Path
+) -> None:
+    argv = ["doctor", "--json", "--server", tls_server.url, "--token", TOKEN]
+    done = CliRunner().invoke(app, [*argv, "--workdir", str(workdir)], env=env())  # type: ignore[arg-type]
+
+    checks = {c["name"]: c for c in json.loads(done.stdout)}
+    assert done.exit_code == 1
+    assert "port" not in checks  # a server named with --server is not a local port to bind
+    assert checks["server"]["ok"] is False
+    assert "not trusted" in checks["server"]["detail"]
+    assert "SSL_CERT_FILE" in checks["server"]["detail"] + checks["server"]["hint"]
+
+
+def test_doctor_fails_a_server_named_with_server_that_does_not_answer(workdir: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    done = CliRunner().invoke(  # type: ignore[arg-type]
+        app, ["doctor", "--json", "--server", url, "--workdir", str(workdir)], env=env()
+    )
+
+    checks = {c["name"]: c for c in json.loads(done.stdout)}
+    assert done.exit_code == 1
+    assert checks["server"]["ok"] is False and url in checks["server"]["detail"]
+
+
+def test_a_runner_told_https_for_a_plain_http_server_stops_at_once_saying_so(
+    make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path
+) -> None:
+    plain = make_server(token=TOKEN)
+    https = plain.url.replace("http://", "https://")
+    argv = runner(plain, tmp_path, workdir)
+    argv[argv.index(plain.url)] = https
+
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env())
+
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "does not speak TLS" in said and "http://" in said

@@ -240,6 +240,19 @@ def test_the_patches_replayed_in_completion_order_rebuild_the_final_tree(
     assert compare_trees(tmp_path / "rebuilt", final) == []
 
 
+def test_codefleets_own_state_directory_in_the_tree_is_not_a_stray_write(
+    trees: tuple[Path, Path, Evidence], tmp_path: Path
+) -> None:
+    original, final, proof = trees
+    (final / ".codefleet").mkdir()  # the server's: the tree's identity and its .gitignore
+    (final / ".codefleet" / "tree-id").write_text("tree_" + "0" * 32 + "\n")
+    (final / ".codefleet" / ".gitignore").write_text("*\n")
+
+    replay_patches(original, proof, tmp_path / "rebuilt")
+
+    assert compare_trees(tmp_path / "rebuilt", final) == []
+
+
 def test_patches_replayed_out_of_order_do_not_apply(
     trees: tuple[Path, Path, Evidence], tmp_path: Path
 ) -> None:

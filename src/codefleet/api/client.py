@@ -40,20 +40,34 @@ class ServerUnavailable(Exception):
 
 
 class UntrustedServer(Exception):
-    """The https server's certificate is not trusted here; the message says how to trust it."""
+    """TLS to the server failed for good (its certificate is not trusted here, or it does
+    not speak TLS); the message says what to do."""
+
+
+# What OpenSSL says when the other end answers a TLS hello with something else (plain HTTP).
+NOT_TLS_REASONS = frozenset(
+    {"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG"}
+)
 
 
 def _untrusted(err: BaseException, url: str) -> UntrustedServer | None:
-    """`err` (a transport failure) as `UntrustedServer` when a certificate check caused it."""
+    """`err` (a transport failure) as `UntrustedServer` when TLS itself failed: a certificate
+    not trusted here, or a server that does not speak TLS at all. No retry fixes either."""
     cause: BaseException | None = err
-    while cause is not None and not isinstance(cause, ssl.SSLCertVerificationError):
+    while cause is not None and not isinstance(cause, ssl.SSLError):
         cause = cause.__cause__ or cause.__context__
-    if cause is None:
-        return None
-    return UntrustedServer(
-        f"the certificate of {url} is not trusted here ({cause.verify_message}): point "
-        "SSL_CERT_FILE at the certificate (or its CA) in PEM"
-    )
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return UntrustedServer(
+            f"the certificate of {url} is not trusted here ({cause.verify_message}): point "
+            "SSL_CERT_FILE at the certificate (or its CA) in PEM"
+        )
+    if isinstance(cause, ssl.SSLError) and cause.reason in NOT_TLS_REASONS:
+        plain = url.replace("https://", "http://", 1)
+        return UntrustedServer(
+            f"{url} does not speak TLS ({cause.reason}): if the server serves plain http, "
+            f"use {plain}; else check the port"
+        )
+    return None
 
 
 class ApiError(DomainError):

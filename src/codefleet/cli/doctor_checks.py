@@ -25,7 +25,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from codefleet.api.client import FleetClient
+from codefleet.api.client import FleetClient, UntrustedServer
 from codefleet.api.graphfile import DEFAULT_GRAPH, GraphError, check_scopes, find_graph, load_graph
 from codefleet.config import Settings
 from codefleet.paths import TreeRoot
@@ -58,13 +58,23 @@ def check_python() -> Check:
 
 
 def check_port(settings: Settings) -> Check:
+    """A server answering at the URL; else, for a URL named with --server (a runner's
+    host), a failure saying why; else whether the local port is free for `serve`."""
     try:
         health = asyncio.run(_health(settings))
         return Check(
             "server", True, f"a CodeFleet server answers at {settings.url} (v{health['version']})"
         )
-    except Exception:  # nothing answers: see whether the port is free for `serve`
-        pass
+    except UntrustedServer as err:
+        return Check("server", False, str(err), "trust its certificate, or fix the URL")
+    except Exception as err:  # nothing answers: see whether the port is free for `serve`
+        if settings.server_url:
+            return Check(
+                "server",
+                False,
+                f"no CodeFleet server answers at {settings.url} ({err})",
+                "start `codefleet serve` there, or fix --server / CODEFLEET_SERVER_URL",
+            )
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
             sock.bind((settings.host, settings.port))
@@ -206,7 +216,7 @@ def run_checks(settings: Settings, graph: Path | None) -> list[Check]:
     return [
         check_python(),
         port,
-        *(server_checks(settings) if port.name == "server" else []),
+        *(server_checks(settings) if port.name == "server" and port.ok else []),
         check_workdir(settings),
         check_graph(find_graph(graph), settings),
         check_programs(find_graph(graph), settings),

@@ -44,6 +44,7 @@ from typing import Any, Final
 
 from codefleet.api.client import FleetClient
 from codefleet.models import TERMINAL_STATUSES, EventType, TaskStatus
+from codefleet.statedir import STATE_DIR
 
 __all__ = [
     "Evidence",
@@ -567,9 +568,13 @@ def replay_patches(original: Path, evidence: Evidence, into: Path) -> list[Viola
 
 
 def compare_trees(
-    expected: Path, actual: Path, ignore: Iterable[str] = (".git",)
+    expected: Path, actual: Path, ignore: Iterable[str] = (".git", STATE_DIR)
 ) -> list[Violation]:
-    """Every file that differs between two trees (content only; empty directories ignored)."""
+    """Every file that differs between two trees (content only; empty directories ignored).
+
+    `ignore`: top-level names left out: git's, and CodeFleet's own state directory
+    (the server's tree identity; agents cannot write there, so no patch holds it).
+    """
     skip = set(ignore)
     left, right = _files(expected, skip), _files(actual, skip)
     found = [Violation("tree", f"{p} is missing from the final tree") for p in sorted(left - right)]
