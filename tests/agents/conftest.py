@@ -15,11 +15,14 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from tool_support import require_tool, unavailable
+
+from codefleet.testing.fakemodel import FakeModel
 
 HERE = Path(__file__).parent
 PINNED = ("package.json", "package-lock.json")
@@ -46,6 +49,13 @@ def agent_clis() -> AgentClis:
     if not (bin_dir / "gemini").exists() or not (bin_dir / "copilot").exists():
         _install(npm, root)
     return AgentClis(bin_dir / "gemini", bin_dir / "copilot", root / "copilot-pkg")
+
+
+@pytest.fixture
+def fake_model() -> Iterator[FakeModel]:
+    """A started fake Anthropic model (Copilot CLI's own provider speaks to it), closed after."""
+    with FakeModel() as fm:
+        yield fm
 
 
 def _cache_root() -> Path:

@@ -1,8 +1,9 @@
 """`codefleet hook ... --agent NAME`: each CLI's documented hook input read as Claude Code's,
 and the denial written in the shape that CLI honours (`hook.agents`).
 
-The inputs below are the documented (or, for Codex, measured) stdin of each CLI's
-pre-tool hook on a file write. The server is a loopback port where nothing listens, so
+The inputs below are each CLI's pre-tool hook stdin on a file write, as measured with
+the real CLIs: Codex CLI 0.163.0, Gemini CLI 0.61.0 and Copilot CLI 1.0.102 (tests/agents
+runs the last two against a real server). The server is a loopback port where nothing listens, so
 every write that reaches the lease question is refused with "did not answer".
 """
 
@@ -46,20 +47,24 @@ def codex_input(tree: Path, patch: str) -> dict[str, Any]:
     }
 
 
-def gemini_input(tree: Path) -> dict[str, Any]:
+def gemini_input(tree: Path, tool: str = "write_file", **tool_input: str) -> dict[str, Any]:
+    # measured: what Gemini CLI 0.61.0 writes on a BeforeTool hook's stdin
     return {
-        "session_id": "s-1",
-        "transcript_path": "/home/me/.gemini/tmp/chat.json",
+        "session_id": "3e54d499-77eb-4c0f-818a-2e898f633136",
+        "transcript_path": "/home/me/.gemini/tmp/tree/chats/session-2026-12-01T19-03-3e54d499.jsonl",
         "cwd": str(tree),
         "hook_event_name": "BeforeTool",
-        "timestamp": "2026-12-01T15:00:00Z",
-        "tool_name": "write_file",
-        "tool_input": {"file_path": str(tree / "a.py"), "content": "x"},
+        "timestamp": "2026-12-01T19:03:09.503Z",
+        "tool_name": tool,
+        "tool_input": tool_input or {"file_path": str(tree / "a.py"), "content": "x"},
     }
 
 
-def copilot_input(tree: Path, args: Any) -> dict[str, Any]:
-    return {"timestamp": 1796137661000, "cwd": str(tree), "toolName": "edit", "toolArgs": args}
+def copilot_input(tree: Path, args: Any, session: bool = True) -> dict[str, Any]:
+    # measured: what Copilot CLI 1.0.102 writes on a preToolUse hook's stdin (its sessionId;
+    # an input without one, as an older Copilot CLI's documentation showed, is read too)
+    data = {"timestamp": 1796152363214, "cwd": str(tree), "toolName": "edit", "toolArgs": args}
+    return {"sessionId": "979f82eb-588b-45f8-aed2-9bbb344d285e", **data} if session else data
 
 
 PATCH = "*** Begin Patch\n*** Update File: a.py\n@@\n-A = 1\n+A = 2\n*** Add File: pkg/c.py\n+C = 3\n*** End Patch\n"
@@ -72,8 +77,18 @@ def test_a_codex_patch_is_read_as_every_file_its_headers_name(workdir: Path) -> 
 
 def test_a_gemini_write_is_read_as_a_claude_write(workdir: Path) -> None:
     data = normalized("gemini", gemini_input(workdir))
-    assert (data["tool_name"], data["session_id"]) == ("Write", "s-1")
+    assert (data["tool_name"], data["session_id"]) == (
+        "Write",
+        "3e54d499-77eb-4c0f-818a-2e898f633136",
+    )
     assert tool_paths(data["tool_name"], data["tool_input"]) == [str(workdir / "a.py")]
+
+
+def test_a_gemini_replace_is_read_as_a_claude_edit(workdir: Path) -> None:
+    edit = {"file_path": "a.py", "instruction": "Change it.", "old_string": "A", "new_string": "B"}
+    data = normalized("gemini", gemini_input(workdir, "replace", **edit))
+    assert data["tool_name"] == "Edit"
+    assert tool_paths(data["tool_name"], data["tool_input"]) == ["a.py"]
 
 
 @pytest.mark.parametrize(
@@ -83,8 +98,26 @@ def test_a_copilot_edit_is_read_with_its_args_object_or_json_string(
     workdir: Path, args: Any
 ) -> None:
     data = normalized("copilot", copilot_input(workdir, args))
-    assert (data["tool_name"], data["session_id"]) == ("Edit", f"copilot:{workdir}")
+    assert (data["tool_name"], data["session_id"]) == (
+        "Edit",
+        "979f82eb-588b-45f8-aed2-9bbb344d285e",
+    )
     assert tool_paths(data["tool_name"], data["tool_input"]) == ["a.py"]
+
+
+def test_a_copilot_apply_patch_is_read_as_every_file_its_raw_patch_names(workdir: Path) -> None:
+    # measured: with a GPT model Copilot CLI 1.0.102 edits through `apply_patch`, its
+    # toolArgs the raw patch text (not JSON)
+    stdin = {**copilot_input(workdir, PATCH), "toolName": "apply_patch"}
+    data = normalized("copilot", stdin)
+    assert tool_paths(data["tool_name"], data["tool_input"]) == ["a.py", "pkg/c.py"]
+    out = json.loads(run(pre(workdir, "copilot"), json.dumps(stdin), {}))
+    assert "did not answer" in out["permissionDecisionReason"]
+
+
+def test_a_copilot_input_without_a_session_id_is_held_by_the_tree(workdir: Path) -> None:
+    data = normalized("copilot", copilot_input(workdir, {"path": "a.py"}, session=False))
+    assert data["session_id"] == f"copilot:{workdir}"
 
 
 def test_each_cli_gets_the_refusal_in_its_own_documented_shape() -> None:

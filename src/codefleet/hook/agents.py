@@ -9,12 +9,15 @@ fast path reads (`session_id`, `tool_name`, `tool_input`, `cwd`), and turns THE 
 - codex (Codex CLI): Claude Code's shape; its edit tool is `apply_patch`, the raw patch
   in `tool_input.command`, whose headers name the targets (`io.tool_paths`). The
   Claude Code denial is honoured (measured with Codex CLI 0.163.0).
-- gemini (Gemini CLI, `BeforeTool` / `AfterTool`): `tool_name` `write_file` or
-  `replace` with `tool_input.file_path`; refused with `{"decision": "deny", "reason"}`.
-- copilot (GitHub Copilot CLI, `preToolUse` / `postToolUse`): `toolName` `edit` or
-  `create`, `toolArgs` (an object, or a JSON string) with `path`, no session id (the
-  tree stands in for it); refused with `{"permissionDecision": "deny",
-  "permissionDecisionReason"}`.
+- gemini (Gemini CLI, `BeforeTool` / `AfterTool`): Claude Code's keys, `tool_name`
+  `write_file` or `replace` with `tool_input.file_path`; refused with
+  `{"decision": "deny", "reason"}` (measured with Gemini CLI 0.61.0).
+- copilot (GitHub Copilot CLI, `preToolUse` / `postToolUse`): `sessionId`, `cwd`,
+  `toolName` `edit` or `create` with `toolArgs` (an object, or a JSON string) holding
+  `path`; with a GPT model its edit tool is `apply_patch`, `toolArgs` the raw patch text
+  (read as Codex's). An input without `sessionId` is held by the tree. Refused with
+  `{"permissionDecision": "deny", "permissionDecisionReason"}` (measured with Copilot
+  CLI 1.0.102).
 
 Standard library only: it runs on every write of a person's session.
 """
@@ -24,7 +27,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from codefleet.hook.io import deny_output
+from codefleet.hook.io import PATCH_KEY, PATCH_TOOL, deny_output
 
 __all__ = ["AGENTS", "denial_for", "normalized"]
 
@@ -50,7 +53,9 @@ def normalized(agent: str, data: Any) -> Any:
 def _copilot(data: dict[str, Any]) -> dict[str, Any]:
     tool = str(data.get("toolName") or "")
     args = data.get("toolArgs")
-    if isinstance(args, str):
+    if tool == PATCH_TOOL and isinstance(args, str):
+        args = {PATCH_KEY: args}  # the raw patch, where Codex's input carries it
+    elif isinstance(args, str):
         try:
             args = json.loads(args)
         except ValueError:

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from codefleet.hook.patch import MalformedPatch, patch_targets
 
-__all__ = ["PATCH_TOOL", "PATH_KEYS", "deny_output", "extract_paths", "tool_paths"]
+__all__ = ["PATCH_KEY", "PATCH_TOOL", "PATH_KEYS", "deny_output", "extract_paths", "tool_paths"]
 
 PATH_KEYS: Final = ("file_path", "notebook_path", "path")
 PATCH_TOOL: Final = "apply_patch"  # Codex's one file-edit tool; its input is a patch
