@@ -32,9 +32,16 @@ from conftest import AgentClis
 
 from codefleet.api.client import FleetClient
 from codefleet.server.thread import ServerThread
+from codefleet.testing.fakecodex import FakeCodexModel, patch_call
 from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn, WaitFor, marker
 
 CHECKED = "test-has-seen-the-copilot-lease"
+# A GPT model behind an OpenAI Responses endpoint: Copilot CLI then edits with apply_patch.
+GPT_PROVIDER = {
+    "COPILOT_PROVIDER_TYPE": "openai",
+    "COPILOT_PROVIDER_WIRE_API": "responses",
+    "COPILOT_MODEL": "gpt-5.4",
+}
 WaitUntil = Callable[..., Awaitable[Any]]
 
 
@@ -49,10 +56,16 @@ def person_script(tree: Path) -> list[Turn]:
 
 
 async def copilot(
-    clis: AgentClis, fake: FakeModel, tree: Path, home: Path, script: str
+    clis: AgentClis,
+    fake: FakeModel,
+    tree: Path,
+    home: Path,
+    script: str,
+    provider: dict[str, str] | None = None,
 ) -> asyncio.subprocess.Process:
     argv = ["-p", f"Go. {marker(script)}", "--allow-all-tools"]
-    return await start(clis.copilot, argv, tree, copilot_home(fake, home, tree, clis.copilot_cache))
+    env = {**copilot_home(fake, home, tree, clis.copilot_cache), **(provider or {})}
+    return await start(clis.copilot, argv, tree, env)
 
 
 async def test_a_copilot_session_in_a_joined_tree_is_leased_refused_and_released(
@@ -114,3 +127,39 @@ async def test_after_leave_no_codefleet_hook_runs_in_a_copilot_session(
     assert [r.is_error for r in fake_model.tool_results("after")] == [False]
     assert (workdir / "a.py").read_text() == "A = 2\n"
     assert await only_fleet_lease(client)
+
+
+async def test_a_copilot_session_on_a_gpt_model_has_its_apply_patch_gated_by_every_target(
+    agent_clis: AgentClis,
+    server: ServerThread,
+    client: FleetClient,
+    workdir: Path,
+    tmp_path: Path,
+    wait_until: WaitUntil,
+) -> None:
+    codefleet(workdir, "join", "--agent", "copilot", "--server", server.url)
+    await fleet_holds(client, workdir, "a.py")
+    both = ("*** Add File: notes.py", "+N = 1", "*** Update File: a.py", "@@", "-A = 1", "+A = 0")
+    with FakeCodexModel() as fake:
+        fake.add_script(
+            "gpt",
+            [
+                {"content": [patch_call(*both)]},
+                {"content": [patch_call("*** Add File: notes.py", "+N = 1")]},
+                {"content": [{"text": "Done."}]},
+            ],
+        )
+        provider = {**GPT_PROVIDER, "COPILOT_PROVIDER_BASE_URL": fake.responses_url}
+        await finish(await copilot(agent_clis, fake, workdir, tmp_path / "home", "gpt", provider))
+        results = {r.turn: r for r in fake.tool_results("gpt")}
+
+    # The patch naming the fleet's file was refused whole: neither of its files was touched.
+    assert results[1].content.startswith("Denied by preToolUse hook:")
+    assert "a.py is being edited by runner-2 for task T3" in results[1].content
+    assert (workdir / "a.py").read_text() == "A = 1\n"
+    # The patch of the free file alone was leased and landed.
+    assert not results[2].content.startswith("Denied")
+    assert (workdir / "notes.py").read_text() == "N = 1\n"
+    acquired = [e["payload"] for e in await client.all_events() if e["type"] == "lease_acquired"]
+    assert ("notes.py", "apply_patch") in [(p["path"], p["tool"]) for p in acquired], acquired
+    await wait_until(lambda: only_fleet_lease(client))
