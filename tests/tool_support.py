@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import NoReturn
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def unavailable(message: str) -> NoReturn:
@@ -30,3 +36,23 @@ def require_tool(name: str, why: str, package: str | None = None) -> str:
     if found is None:
         unavailable(f"no `{name}` on PATH ({why}; apt-get install {package or name})")
     return found
+
+
+def run_tier(tier: str, report: Path, env: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """Run the tests under `tier` in a subprocess with `env` over this one's (less `CI`):
+    each test's outcome (passed, skipped, failure, error) and message, from its JUnit report."""
+    base = {k: v for k, v in os.environ.items() if k != "CI" and not k.startswith("PYTEST_")}
+    subprocess.run(
+        [sys.executable, "-m", "pytest", tier, "-p", "no:cacheprovider", f"--junitxml={report}"],
+        cwd=ROOT,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    outcomes: dict[str, tuple[str, str]] = {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        name = f"{case.get('classname')}.{case.get('name')}"
+        found = [c for c in case if c.tag in ("skipped", "failure", "error")]
+        outcomes[name] = (found[0].tag, found[0].get("message") or "") if found else ("passed", "")
+    return outcomes

@@ -10,34 +10,18 @@ tier, present and future, goes through the one rule (`tool_support.missing`).
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tool_support import run_tier
+
 TIER = "tests/browser"
 
 
 def run_browser_tier(tmp_path: Path, **env: str) -> dict[str, tuple[str, str]]:
     """Each test of the tier: its outcome (passed, skipped, failure, error) and message."""
-    base = {k: v for k, v in os.environ.items() if k != "CI" and not k.startswith("PYTEST_")}
     report = tmp_path / f"tier-{'ci' if env.get('CI') else 'laptop'}.xml"
-    subprocess.run(
-        [sys.executable, "-m", "pytest", TIER, "-p", "no:cacheprovider", f"--junitxml={report}"],
-        cwd=ROOT,
-        env={**base, "CODEFLEET_CHROMIUM": str(tmp_path / "no-such-chromium"), **env},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    outcomes: dict[str, tuple[str, str]] = {}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        name = f"{case.get('classname')}.{case.get('name')}"
-        found = [c for c in case if c.tag in ("skipped", "failure", "error")]
-        outcomes[name] = (found[0].tag, found[0].get("message") or "") if found else ("passed", "")
-    return outcomes
+    missing = {"CODEFLEET_CHROMIUM": str(tmp_path / "no-such-chromium")}
+    return run_tier(TIER, report, {**missing, **env})
 
 
 def test_every_browser_test_is_skipped_with_its_reason_without_chromium_or_fails_under_ci(
