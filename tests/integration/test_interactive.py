@@ -152,7 +152,7 @@ async def test_two_people_exclude_each_other(
     assert writes(server, workdir, "a.py", ADA) == ""
     assert writes(server, workdir, "a.py", ADA) == ""  # your own lease again is allow
     assert reason(writes(server, workdir, "a.py", BOB)).startswith(
-        "a.py is being edited by ada@0aeef531 in another Claude Code session;"
+        "a.py is being edited by ada@0aeef531 in another session;"
     )
     assert writes(server, workdir, "pkg/b.py", BOB) == ""
 
@@ -411,8 +411,8 @@ async def test_the_hook_process_prints_nothing_to_allow_and_the_exact_denial_to_
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
             "permissionDecision": "deny",
-            "permissionDecisionReason": "a.py is being edited by ada@0aeef531 in another Claude "
-            "Code session; wait for it (codefleet watch) or work on another file.",
+            "permissionDecisionReason": "a.py is being edited by ada@0aeef531 in another "
+            "session; wait for it (codefleet watch) or work on another file.",
         }
     }
 

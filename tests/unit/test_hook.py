@@ -225,7 +225,7 @@ def test_a_file_another_person_holds_names_that_session() -> None:
         ]
     }
     assert person_denial(answer).startswith(
-        "a.py is being edited by bob@1a2b3c4d in another Claude Code session;"
+        "a.py is being edited by bob@1a2b3c4d in another session;"
     )
 
 

@@ -310,7 +310,7 @@ def person_denial(answer: Mapping[str, Any]) -> str:
     first = held[0]
     path, holder = first.get("path"), first.get("holder_agent_name") or "another agent"
     if first.get("holder_kind") == "interactive":
-        who = f"{path} is being edited by {holder} in another Claude Code session"
+        who = f"{path} is being edited by {holder} in another session"
     else:
         title = first.get("holder_task_title")
         who = f"{path} is being edited by {holder} for task {first.get('holder_task_id')}"
