@@ -113,7 +113,8 @@ async def test_after_leave_no_codefleet_hook_runs_in_a_copilot_session(
     tmp_path: Path,
 ) -> None:
     hook_file = workdir / ".github" / "hooks" / "codefleet.json"
-    codefleet(workdir, "join", "--agent", "copilot", "--server", server.url)
+    joined = codefleet(workdir, "join", "--agent", "copilot", "--server", server.url)
+    assert "Copilot CLI runs a " in joined.stdout and "only in a trusted folder" in joined.stdout
     assert set(hooks_in(hook_file)) == {"preToolUse", "postToolUse", "sessionEnd"}
     await fleet_holds(client, workdir, "a.py")
 

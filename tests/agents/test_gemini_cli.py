@@ -102,7 +102,8 @@ async def test_after_leave_no_codefleet_hook_runs_in_a_gemini_session(
     tmp_path: Path,
 ) -> None:
     settings = workdir / ".gemini" / "settings.json"
-    codefleet(workdir, "join", "--agent", "gemini", "--server", server.url)
+    joined = codefleet(workdir, "join", "--agent", "gemini", "--server", server.url)
+    assert "Gemini CLI runs a " in joined.stdout and "only in a trusted folder" in joined.stdout
     assert set(hooks_in(settings)) == {"BeforeTool", "AfterTool", "SessionEnd"}
     await fleet_holds(client, workdir, "a.py")
 

@@ -43,6 +43,15 @@ if TYPE_CHECKING:
 __all__ = ["hold", "hook", "join", "leave", "release"]
 
 ALONGSIDE = "Work alongside the fleet"
+# Each CLI runs a project's hooks only where the person trusted it; `join` never trusts for them.
+TRUST_NOTES = {
+    "codex": "Codex runs a project hook only once you trust it: open Codex here and review "
+    "CodeFleet's hooks with /hooks (and trust the project).",
+    "gemini": "Gemini CLI runs a project's hooks only in a trusted folder: trust this one "
+    "when Gemini CLI asks (or with /permissions).",
+    "copilot": "Copilot CLI runs a repository's hooks only in a trusted folder: trust this "
+    "one when Copilot CLI asks.",
+}
 
 TreeOpt = Annotated[
     Path | None,
@@ -111,11 +120,8 @@ def join(
         f"{AGENT_NAMES[agent]} sessions started in this tree now ask CodeFleet before every "
         f"write; `codefleet leave --agent {agent}` undoes it."
     )
-    if agent == "codex":
-        console.print(
-            "Codex runs a project hook only once you trust it: open Codex here and review "
-            "CodeFleet's hooks with /hooks (and trust the project)."
-        )
+    if agent in TRUST_NOTES:
+        console.print(TRUST_NOTES[agent], markup=False)
 
 
 @app.command(rich_help_panel=ALONGSIDE)
