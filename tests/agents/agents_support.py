@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,15 @@ SESSION_TIMEOUT_S = 90.0
 PERSON = "ada"
 # A model id Copilot CLI knows (its token limits and tool set); the fake answers any.
 COPILOT_MODEL = "claude-sonnet-4.5"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentClis:
+    """The installed CLIs' entry points, and where Copilot CLI unpacks itself once."""
+
+    gemini: Path
+    copilot: Path
+    copilot_cache: Path
 
 
 def codefleet(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:

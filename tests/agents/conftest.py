@@ -16,10 +16,10 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from agents_support import AgentClis
 from tool_support import require_tool, unavailable
 
 from codefleet.testing.fakemodel import FakeModel
@@ -28,15 +28,6 @@ HERE = Path(__file__).parent
 PINNED = ("package.json", "package-lock.json")
 CACHE_ENV = "CODEFLEET_AGENT_CLIS"
 INSTALL_TIMEOUT_S = 600
-
-
-@dataclass(frozen=True, slots=True)
-class AgentClis:
-    """The installed CLIs' entry points, and where Copilot CLI unpacks itself once."""
-
-    gemini: Path
-    copilot: Path
-    copilot_cache: Path
 
 
 @pytest.fixture(scope="session")

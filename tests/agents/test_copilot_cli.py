@@ -19,6 +19,7 @@ from typing import Any
 from agents_support import (
     PERSON,
     SESSION_TIMEOUT_S,
+    AgentClis,
     codefleet,
     copilot_home,
     finish,
@@ -28,7 +29,6 @@ from agents_support import (
     only_fleet_lease,
     start,
 )
-from conftest import AgentClis
 
 from codefleet.api.client import FleetClient
 from codefleet.server.thread import ServerThread

@@ -19,6 +19,7 @@ from typing import Any
 from agents_support import (
     PERSON,
     SESSION_TIMEOUT_S,
+    AgentClis,
     codefleet,
     finish,
     fleet_holds,
@@ -27,7 +28,6 @@ from agents_support import (
     only_fleet_lease,
     start,
 )
-from conftest import AgentClis
 
 from codefleet.api.client import FleetClient
 from codefleet.server.thread import ServerThread

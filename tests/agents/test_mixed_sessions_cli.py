@@ -15,13 +15,13 @@ from typing import Any
 from agents_support import (
     PERSON,
     SESSION_TIMEOUT_S,
+    AgentClis,
     codefleet,
     copilot_home,
     finish,
     lease_of,
     start,
 )
-from conftest import AgentClis
 
 from codefleet.api.client import FleetClient
 from codefleet.server.thread import ServerThread

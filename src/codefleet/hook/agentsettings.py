@@ -18,7 +18,9 @@ Copilot CLI reads every `.github/hooks/*.json` (`{"version": 1, "hooks": {event:
 [{"type": "command", "bash", "timeoutSec"}]}}`, no matcher: the hook itself ignores
 tools that write nothing), so CodeFleet's entries live in a file of its own, removed
 by `leave` once nothing else is in it. Codex runs a project hook only once the person
-trusted it (`/hooks` in Codex): `join` says so, it never trusts on their behalf.
+trusted it (`/hooks` in Codex), Gemini CLI and Copilot CLI only in a folder the person
+trusted: `join` says so, it never trusts on their behalf. (Measured with Gemini CLI
+0.61.0 and Copilot CLI 1.0.102, which tests/agents runs.)
 """
 
 from __future__ import annotations

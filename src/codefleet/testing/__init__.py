@@ -6,4 +6,7 @@ hook, the veto and the ledger are exercised end to end with no key and no networ
 
 `fakecodex` is the same scripts served as the OpenAI Responses API, for the real Codex
 CLI (the Codex runner's offline tier and `codefleet demo --offline --mixed`).
+
+`fakegemini` is the same scripts served as the Gemini API (`streamGenerateContent`), for
+the real Gemini CLI in the agents tier (tests/agents).
 """
