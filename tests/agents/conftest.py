@@ -36,10 +36,14 @@ def agent_clis() -> AgentClis:
     require_tool("node", "the agent CLIs run on node", "nodejs")
     npm = require_tool("npm", "the agent CLIs are installed with npm ci")
     root = _cache_root() / _lock_hash()
-    bin_dir = root / "node_modules" / ".bin"
-    if not (bin_dir / "gemini").exists() or not (bin_dir / "copilot").exists():
+    if not _complete(root):
         _install(npm, root)
+    bin_dir = root / "node_modules" / ".bin"
     return AgentClis(bin_dir / "gemini", bin_dir / "copilot", root / "copilot-pkg")
+
+
+def _complete(root: Path) -> bool:
+    return all((root / "node_modules" / ".bin" / cli).exists() for cli in ("gemini", "copilot"))
 
 
 @pytest.fixture
@@ -78,6 +82,8 @@ def _install(npm: str, root: Path) -> None:
     if done.returncode != 0:
         shutil.rmtree(staging, ignore_errors=True)
         unavailable(f"`npm ci` of tests/agents failed: {done.stderr.strip()[-500:]}")
+    if root.exists() and not _complete(root):  # an install cut short: replace it
+        shutil.rmtree(root, ignore_errors=True)
     try:
         staging.rename(root)
     except OSError:  # another run installed the same lock meanwhile: keep theirs
