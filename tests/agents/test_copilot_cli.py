@@ -6,7 +6,9 @@ mode, `copilot -p PROMPT --allow-all-tools`, with a model provider of its own (B
 pointed at the scripted fake model on loopback: no GitHub login, no key, no network. A
 real server decides: an `edit` of the file a fleet task holds is refused before the disk
 is touched, a `create` of a free file is leased and lands, the session's end releases
-its leases, and after `leave --agent copilot` no hook runs.
+its leases, and after `leave --agent copilot` no hook runs. On a GPT model (an OpenAI
+Responses provider, the fake Codex API) its edit tool is `apply_patch`: every file the
+patch names is leased, all or nothing.
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ async def gemini(
     return await start(clis.gemini, argv, tree, gemini_home(fake, home, tree))
 
 
-async def test_a_gemini_session_in_a_joined_tree_is_leased_refused_and_let_go_by_leave(
+async def test_a_gemini_session_in_a_joined_tree_is_leased_refused_and_released(
     agent_clis: AgentClis,
     server: ServerThread,
     client: FleetClient,
