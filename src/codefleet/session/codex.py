@@ -83,7 +83,7 @@ from codefleet.session.outcome import (
     session_outcome,
     this_turn,
 )
-from codefleet.session.prompt import build_prompt
+from codefleet.session.prompt import attempt_prompt
 from codefleet.session.record import save_record
 from codefleet.session.tools import SessionTool, mcp_result, session_tools
 
@@ -353,21 +353,9 @@ class CodexExecutor:
             patch_log.followups.append(message)
             return await turn(message)
 
-        first = await turn(self._prompt(attempt))
+        first = await turn(attempt_prompt(attempt, self.prompt_marker, CODEX_RULES))
         first = await hear_operator(attempt.inbox, first, follow_up)
         return await settle_reads(attempt, first, follow_up)
-
-    def _prompt(self, attempt: Attempt) -> str:
-        marker = self.prompt_marker(attempt) if self.prompt_marker else None
-        checks = attempt.checks.names if attempt.checks else ()
-        return build_prompt(
-            attempt.task,
-            marker,
-            checks,
-            commands=attempt.commands is not None,
-            ask=attempt.ask is not None,
-            rules=CODEX_RULES,
-        )
 
 
 async def trust_hooks(codex: AsyncCodex, workdir: Path) -> None:

@@ -19,12 +19,16 @@ Pure text: no I/O, no SDK import.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from codefleet.attempt import AssignedTask, OperatorNote
 from codefleet.models import ErrorKind
 
-__all__ = ["NOTES_HEADING", "RULES", "build_prompt", "operator_notes"]
+if TYPE_CHECKING:
+    from codefleet.fleet.executor import Attempt
+
+__all__ = ["NOTES_HEADING", "RULES", "attempt_prompt", "build_prompt", "operator_notes"]
 
 NOTES_HEADING = "# Notes from the operator"
 
@@ -63,6 +67,20 @@ file tools (Read, Edit, Write, Glob, Grep). Do not create summary or notes files
 - When you are done, reply with a short summary of what you changed."""
 NO_COMMANDS = "You cannot run commands; make the change with the"
 HAS_COMMANDS = "Make file changes with the"
+
+
+def attempt_prompt(
+    attempt: Attempt, marker_for: Callable[[Attempt], str | None] | None, rules: str = RULES
+) -> str:
+    """`build_prompt` for one attempt: its task, its checks and the tools it has."""
+    return build_prompt(
+        attempt.task,
+        marker_for(attempt) if marker_for else None,
+        attempt.checks.names if attempt.checks else (),
+        commands=attempt.commands is not None,
+        ask=attempt.ask is not None,
+        rules=rules,
+    )
 
 
 def build_prompt(

@@ -89,7 +89,7 @@ from codefleet.session.clistream import (
 )
 from codefleet.session.conversation import Conversation, no_input
 from codefleet.session.outcome import session_outcome, this_turn
-from codefleet.session.prompt import build_prompt
+from codefleet.session.prompt import attempt_prompt
 from codefleet.session.record import StderrFile, save_record, stderr_path
 from codefleet.session.tools import ASK_TOOL, SessionTool, session_tools
 
@@ -178,7 +178,10 @@ class SessionExecutor:
             with StderrFile(stderr_path(attempt), attempt) as stderr:
                 options = self.options(attempt, attempt_log, stderr.write)
                 outcome = await _reaping(
-                    _converse(attempt, self._prompt(attempt), options, attempt_log), attempt_log
+                    _converse(
+                        attempt, attempt_prompt(attempt, self.prompt_marker), options, attempt_log
+                    ),
+                    attempt_log,
                 )
             return outcome
         finally:
@@ -221,17 +224,6 @@ class SessionExecutor:
             env=env,
             hooks=hook_matchers(attempt_log, self.hook_timeout),
             system_prompt={"type": "preset", "preset": "claude_code"},
-        )
-
-    def _prompt(self, attempt: Attempt) -> str:
-        marker = self.prompt_marker(attempt) if self.prompt_marker else None
-        checks = attempt.checks.names if attempt.checks else ()
-        return build_prompt(
-            attempt.task,
-            marker,
-            checks,
-            commands=attempt.commands is not None,
-            ask=attempt.ask is not None,
         )
 
 
