@@ -17,6 +17,10 @@ from typing import NoReturn
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# For an agent's command (`run_command`): the interpreter itself, not the entry point in
+# CodeFleet's venv, which a command does not see when the checkout sits under /tmp (a CI
+# clone), behind the sandbox's private /tmp.
+COMMAND_PYTHON = os.path.realpath(sys.executable)
 
 
 def unavailable(message: str) -> NoReturn:

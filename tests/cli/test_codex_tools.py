@@ -14,13 +14,13 @@ import asyncio
 import dataclasses
 import hashlib
 import json
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli_support import run_attempt
 from test_codex_executor import say
+from tool_support import COMMAND_PYTHON
 
 from codefleet.api.client import FleetClient
 from codefleet.attempt import OperatorNote
@@ -203,7 +203,7 @@ async def test_a_codex_task_with_the_shell_runs_a_command_whose_file_lands_lease
     fake_codex: FakeCodexModel, client: FleetClient, start_attempt: StartAttempt,
     workdir: Path, codex: CodexExecutor,
 ) -> None:  # fmt: skip
-    generate = f"\"{sys.executable}\" -c \"open('gen.py', 'w').write('GEN = 1\\n')\""
+    generate = f"\"{COMMAND_PYTHON}\" -c \"open('gen.py', 'w').write('GEN = 1\\n')\""
     fake_codex.add_script(
         "C1",
         [{"content": [search("run a shell command")]},

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from cli_support import run_attempt
+from tool_support import COMMAND_PYTHON as PYTHON
 from tool_support import require_tool
 
 from codefleet.api.client import FleetClient
@@ -27,10 +26,6 @@ from codefleet.session.offline import offline_executor
 from codefleet.session.record import record_path
 from codefleet.session.sdk import COMMAND_TOOL_NAME
 from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn
-
-# The interpreter itself, not the entry point in CodeFleet's venv: a command does not see
-# that venv when the checkout sits under /tmp (a CI clone), behind its private /tmp.
-PYTHON = os.path.realpath(sys.executable)
 
 if TYPE_CHECKING:
     from conftest import StartAttempt

@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from tool_support import COMMAND_PYTHON as PYTHON
+
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import parse_graph
 from codefleet.attempt import AttemptReport
@@ -26,10 +28,6 @@ from codefleet.fleet.local import run_fleet
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.server.thread import ServerThread
-
-# The interpreter itself, not the entry point in CodeFleet's venv: a command does not see
-# that venv when the checkout sits under /tmp (a CI clone), behind its private /tmp.
-PYTHON = os.path.realpath(sys.executable)
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
 
