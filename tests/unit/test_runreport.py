@@ -157,7 +157,7 @@ def test_a_veto_knows_how_long_the_holder_held_and_the_refused_task_waited() -> 
     assert (facts.critical_path, facts.critical_s) == (("T1", "T2"), 2.5)
 
 
-def test_wall_time_counts_each_run_on_one_database_not_the_idle_time_between_them() -> None:
+def test_wall_time_and_makespan_count_each_run_on_one_database_not_the_time_between_them() -> None:
     later = [
         ev(22, "agent_offline", at=30.0, reason="agent_stale"),  # after the run: not part of it
         ev(23, "fleet_started", at=600.0, runners=1),  # the next `codefleet run`, ten minutes on
@@ -171,6 +171,7 @@ def test_wall_time_counts_each_run_on_one_database_not_the_idle_time_between_the
     facts = run_facts(replace(record(), events=(*EVENTS, *later)))
 
     assert facts.wall_s == 9.0 + 2.0 + 1.0
+    assert facts.makespan_s == 7.5 + 1.0  # each run's first assignment to its last end
 
 
 def test_the_json_report_has_every_sections_data_under_its_key() -> None:

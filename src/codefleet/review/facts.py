@@ -255,6 +255,17 @@ def _wall(events: Sequence[Row]) -> float:
     return total + _seconds(start, last)
 
 
+def _makespan(events: Sequence[Row]) -> float:
+    """The sum over the runs (split at each `fleet_started`) of each one's first assignment
+    to its last attempt's end: as `_wall`, the time between runs is not counted."""
+    runs: list[list[Row]] = [[]]
+    for event in events:
+        if event["type"] == EventType.FLEET_STARTED:
+            runs.append([])
+        runs[-1].append(event)
+    return sum(_span(run, {EventType.TASK_ASSIGNED}, set(_ENDS)) for run in runs)
+
+
 def _seconds(start: datetime | None, end: datetime | None) -> float:
     return max(0.0, (end - start).total_seconds()) if start and end else 0.0
 
@@ -273,7 +284,7 @@ def run_facts(record: RunRecord) -> RunFacts:
         rollbacks=tuple(_rollbacks(events, attempts)),
         verify_failures=tuple(_verify_failures(events)),
         wall_s=_wall(events),
-        makespan_s=_span(events, {EventType.TASK_ASSIGNED}, set(_ENDS)),
+        makespan_s=_makespan(events),
         critical_path=tuple(chain),
         critical_s=critical_s,
         ok=finished[-1]["payload"].get("ok") if finished else None,

@@ -87,7 +87,7 @@ def summary_section(facts: RunFacts) -> Section:
         blocks.append(
             Para(
                 f"The fleet took {seconds(facts.makespan_s)} from the first assignment to the last "
-                f"outcome; the longest chain of dependencies, each task at the length of its last "
+                f"outcome (of each run, when several ran on this database); the longest chain of dependencies, each task at the length of its last "
                 f"attempt, is {seconds(facts.critical_s)} ({chain}): {ratio:.1f} times the ideal with "
                 "unlimited runners and no retries."
             )
