@@ -2,7 +2,8 @@
 
 The server runs with `CODEFLEET_LEASE_WAIT`; the holder is a started task whose
 gate took `a.py`; the waiting session is the production SDK executor against
-the fake model, its gate wired as a runner wires it (the wait, and the reads).
+the fake model (or the Codex executor against the fake Responses API), its gate
+wired as a runner wires it (the wait, and the reads).
 """
 
 from __future__ import annotations
@@ -15,12 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from cli_support import run_attempt
+from test_codex_executor import say
+from test_codex_tools import call, search
 
 from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
 from codefleet.fleet.executor import Attempt
 from codefleet.server.thread import ServerThread
+from codefleet.session.codex import CodexExecutor
 from codefleet.session.sdk import SessionExecutor
+from codefleet.testing.fakecodex import FakeCodexModel, patch_call
 from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn
 
 if TYPE_CHECKING:
@@ -128,3 +133,47 @@ async def test_a_file_changed_while_the_edit_waited_is_read_again_and_the_edit_r
         "\n--- what the model received after its Edit waited ---\n" + json.dumps(answer, indent=1)
     )
     assert "a.py changed while you waited (H finished): Read it again" in json.dumps(answer)
+
+
+async def test_a_codex_patch_on_a_file_changed_while_it_waited_is_read_again_and_redone(
+    fake_codex: FakeCodexModel,
+    client: FleetClient,
+    start_attempt: StartAttempt,
+    workdir: Path,
+    codex: CodexExecutor,
+    wait_until: WaitUntil,
+) -> None:
+    holder = await start_attempt("H", runner="holder", scope=["pkg/b.py"])
+    assert (await holder.gate.check("Edit", {"file_path": "a.py"})).allowed
+    fake_codex.add_script(
+        "W",
+        [
+            {"content": [search("read a file")]},
+            {"content": [call("read_file", path="a.py")]},
+            {"content": [patch_call("*** Update File: a.py", "@@", "-A = 1", "+A = 2")]},
+            {"content": [call("read_file", path="a.py")]},
+            {"content": [patch_call("*** Update File: a.py", "@@", "-A = 10", "+A = 20")]},
+            say("Done."),
+        ],
+    )
+    attempt = waiting(await start_attempt("W", runner="codex-1", scope=["w.py"]))
+
+    session = asyncio.create_task(run_attempt(codex, attempt))
+    await wait_until(lambda: client.events(type_="lease_waiting"), timeout=30.0)
+    (workdir / "a.py").write_text("A = 10\n")  # the holder's edit, while W's patch waits
+    await holder_done(client, holder, wait_until)
+    outcome = await session
+
+    told = [r.content for r in fake_codex.tool_results("W")]
+    print("\n--- what Codex received after its patch waited ---\n" + told[2])
+    assert "a.py changed while you waited (H finished)" in told[2]
+    assert "read_file" in told[2]
+    assert "A = 10" in told[3]  # it read the file again
+    assert (outcome.ok, outcome.error_kind) == (True, None)  # a reread, not a veto
+    assert (workdir / "a.py").read_text() == "A = 20\n"
+    [waited] = await client.events(type_="lease_waited")
+    assert waited["payload"]["outcome"] == "changed"
+    assert await client.events(type_="lease_denied") == []
+    await client.complete("W", attempt.gate.agent_id, attempt.gate.epoch, outcome)  # as a runner
+    assert await client.events(type_="task_requeued") == []
+    assert (await client.task("W"))["status"] == "succeeded"

@@ -11,7 +11,10 @@ Unix socket and the hooks run `hook.codexbridge` to reach it. `PreToolUse` recei
 the raw patch (`tool_input.command`); `gate.check("apply_patch", ...)` leases every
 target its headers name (`hook.patch`), all or nothing, and the answer is `{}` or THE
 denial. A malformed patch, a non-patch tool, a check that times out: a denial. After a
-veto every further patch is refused (the attempt is over). `PostToolUse` records the
+veto every further patch is refused (the attempt is over). A patch whose lease wait ended
+with the file changed (`Verdict.reread`) is a denial that is not a veto: the model is told
+to read the file again with `read_file` and redo its patch, and the attempt goes on
+(docs/decisions.md, "Waiting for a lease instead of starting over"). `PostToolUse` records the
 ledger row of each target. Before the turn the executor trusts the two hooks through
 Codex's own RPCs (`hooks/list`, `config/batchWrite`) and refuses to start the turn
 unless Codex then lists both as trusted: an untrusted hook is skipped silently by Codex.
@@ -99,6 +102,10 @@ UNCHECKED: Final = (
     "The patch could not be checked against the other agents' leases, so it was refused. "
     "Do not retry it. Stop now and report that the write was refused."
 )
+REREAD: Final = (
+    "Read it with CodeFleet's read_file tool; nothing of this patch was applied, so send "
+    "the whole patch again against what the file holds now."
+)
 
 EnvFor = Callable[[Attempt], Mapping[str, str]]
 MarkerFor = Callable[[Attempt], str | None]
@@ -115,6 +122,7 @@ class PatchLog:
     gate: WriteGate
     hook_ms: list[float] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
+    rereads: list[str] = field(default_factory=list)  # changed while waiting: not failures
     result: SessionResult | None = None  # the last turn's
     spent: Spent = (0, 0, 0.0)  # the thread's token totals so far
     followups: list[str] = field(default_factory=list)  # the messages after the first
@@ -124,6 +132,7 @@ class PatchLog:
             blocked_on=self.gate.blocked_on,
             refusals=tuple(self.refusals),
             written=tuple(self.gate.written),
+            rereads=len(self.rereads),
         )
 
 
@@ -157,7 +166,12 @@ async def _decide(patch_log: PatchLog, payload: Mapping[str, Any]) -> dict[str, 
             verdict = await gate.check(tool, tool_input)
     except TimeoutError:
         return _refuse(patch_log, UNCHECKED)
-    return {} if verdict.allowed else _refuse(patch_log, verdict.reason)
+    if verdict.allowed:
+        return {}
+    if verdict.reread:  # the file changed while the patch waited: an answer, not a failure
+        patch_log.rereads.append(verdict.reason)
+        return deny_output(f"{verdict.reason} {REREAD}")
+    return _refuse(patch_log, verdict.reason)
 
 
 async def _record(patch_log: PatchLog, payload: Mapping[str, Any]) -> None:
