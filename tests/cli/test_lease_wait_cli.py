@@ -22,7 +22,9 @@ from test_codex_tools import call, search
 from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
 from codefleet.fleet.executor import Attempt
+from codefleet.models import ErrorKind
 from codefleet.server.thread import ServerThread
+from codefleet.session import codex as codex_module
 from codefleet.session.codex import CodexExecutor
 from codefleet.session.sdk import SessionExecutor
 from codefleet.testing.fakecodex import FakeCodexModel, patch_call
@@ -177,3 +179,31 @@ async def test_a_codex_patch_on_a_file_changed_while_it_waited_is_read_again_and
     await client.complete("W", attempt.gate.agent_id, attempt.gate.epoch, outcome)  # as a runner
     assert await client.events(type_="task_requeued") == []
     assert (await client.task("W"))["status"] == "succeeded"
+
+
+async def test_a_codex_patch_that_waits_past_its_hooks_bound_is_the_timed_out_veto_not_unchecked(
+    fake_codex: FakeCodexModel,
+    client: FleetClient,
+    start_attempt: StartAttempt,
+    codex: CodexExecutor,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server's wait (30 s here) is cut to what Codex's hook can wait for: the holder keeps
+    the file, the wait times out on the server, and the patch gets the veto that names it."""
+    monkeypatch.setattr(codex_module, "CHECK_TIMEOUT_S", 4.0)  # Codex's own bound, shortened
+    holder = await start_attempt("H", runner="holder", scope=["pkg/b.py"])
+    assert (await holder.gate.check("Edit", {"file_path": "a.py"})).allowed
+    fake_codex.add_script(
+        "W", [{"content": [patch_call("*** Update File: a.py", "@@", "-A = 1", "+A = 2")]},
+              say("Blocked on a.py.")],
+    )  # fmt: skip
+    attempt = waiting(await start_attempt("W", runner="codex-1", scope=["w.py"]))
+
+    outcome = await run_attempt(codex, attempt)
+
+    told = fake_codex.tool_results("W")[0].content
+    assert "could not be checked" not in told
+    assert "a.py" in told and "H" in told
+    assert (outcome.error_kind, outcome.blocked_on_path) == (ErrorKind.VETO, "a.py")
+    [waited] = await client.events(type_="lease_waited")
+    assert waited["payload"]["outcome"] == "timed_out"

@@ -96,6 +96,10 @@ log = logging.getLogger(__name__)
 
 HOOK_TIMEOUT_S: Final = 30  # Codex's limit on one hook run; the bridge gives up at 20 s
 CHECK_TIMEOUT_S: Final = 15.0  # our own gate check gives up first, with a readable reason
+# A patch's lease wait ends this much before CHECK_TIMEOUT_S, so a wait that runs out is the
+# server's timed-out veto (naming the holder; the task requeued with the path in its scope),
+# not an unchecked refusal.
+WAIT_MARGIN_S: Final = 2.0
 TOOL_MARGIN_S: Final = 60.0  # Codex's bound on one tool call, past the longest one's own
 HOOK_EVENTS: Final = ("preToolUse", "postToolUse")
 UNCHECKED: Final = (
@@ -286,6 +290,9 @@ class CodexExecutor:
 
     async def run(self, attempt: Attempt) -> AttemptReport:
         started = utcnow()
+        attempt.gate.lease_wait_s = min(
+            attempt.gate.lease_wait_s, max(0.0, CHECK_TIMEOUT_S - WAIT_MARGIN_S)
+        )
         patch_log = PatchLog(attempt.gate)
         report: AttemptReport | None = None
         crash: Crash | None = None
