@@ -12,6 +12,8 @@ session's end releases its leases, and after `leave --agent gemini` no hook runs
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,7 @@ def person_script(tree: Path) -> list[Turn]:
     return [
         Turn(content=(ToolUse("replace", _edit(held, "A = 1", "A = 'mine'")),)),
         Turn(content=(ToolUse("write_file", {"file_path": free, "content": "N = 1\n"}),)),
+        Turn(content=(ToolUse("read_file", {"file_path": free}),)),
         # Held until the test has looked at the leases while the session still runs.
         Turn(content=(Text("Done."),), wait_for=WaitFor(CHECKED, timeout_s=SESSION_TIMEOUT_S)),
     ]
@@ -90,6 +93,11 @@ async def test_a_gemini_session_in_a_joined_tree_is_leased_refused_and_released(
     assert {"path": "notes.py", "tool": "Write"} in [
         {"path": p["path"], "tool": p["tool"]} for p in acquired
     ], acquired
+    # Its read of the file is recorded as a person's read (a ledger row with the hash).
+    assert not results[3].is_error
+    with sqlite3.connect(f"file:{server.settings.db}?mode=ro", uri=True) as db:
+        reads = list(db.execute("SELECT path, tool, sha256 FROM file_changes WHERE kind = 'read'"))
+    assert reads == [("notes.py", "Read", hashlib.sha256(b"N = 1\n").hexdigest())]
     # The session's end (its SessionEnd hook) gave its lease back; the fleet's stays.
     await wait_until(lambda: only_fleet_lease(client))
 

@@ -10,7 +10,8 @@ fast path reads (`session_id`, `tool_name`, `tool_input`, `cwd`), and turns THE 
   in `tool_input.command`, whose headers name the targets (`io.tool_paths`). The
   Claude Code denial is honoured (measured with Codex CLI 0.163.0).
 - gemini (Gemini CLI, `BeforeTool` / `AfterTool`): Claude Code's keys, `tool_name`
-  `write_file` or `replace` with `tool_input.file_path`; refused with
+  `write_file` or `replace` with `tool_input.file_path` (and `read_file`, recorded after
+  it ran as Claude Code's `Read` is); refused with
   `{"decision": "deny", "reason"}` (measured with Gemini CLI 0.61.0).
 - copilot (GitHub Copilot CLI, `preToolUse` / `postToolUse`): `sessionId`, `cwd`,
   `toolName` `edit` or `create` with `toolArgs` (an object, or a JSON string) holding
@@ -33,7 +34,7 @@ __all__ = ["AGENTS", "denial_for", "normalized"]
 
 CLAUDE: Final = "claude"
 AGENTS: Final = (CLAUDE, "codex", "gemini", "copilot")
-GEMINI_TOOLS: Final = {"write_file": "Write", "replace": "Edit"}
+GEMINI_TOOLS: Final = {"write_file": "Write", "replace": "Edit", "read_file": "Read"}
 COPILOT_TOOLS: Final = {"edit": "Edit", "create": "Write"}
 
 

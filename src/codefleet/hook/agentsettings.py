@@ -4,12 +4,12 @@ Each entry runs `codefleet hook EVENT --agent NAME --server URL --tree PATH`
 (`hook.agents` normalizes the input and shapes the denial). Where each CLI reads its
 project hooks (its documented format):
 
-| agent   | file (under the tree)          | events (matcher)                                    |
-|---------|--------------------------------|-----------------------------------------------------|
-| claude  | .claude/settings.local.json    | PreToolUse, PostToolUse (write tools), SessionEnd   |
-| codex   | .codex/hooks.json              | PreToolUse, PostToolUse (apply_patch)               |
-| gemini  | .gemini/settings.json          | BeforeTool, AfterTool (write_file|replace), SessionEnd |
-| copilot | .github/hooks/codefleet.json   | preToolUse, postToolUse, sessionEnd                 |
+| agent   | file (under the tree)        | events (matcher)                                                    |
+|---------|------------------------------|---------------------------------------------------------------------|
+| claude  | .claude/settings.local.json  | PreToolUse, PostToolUse (write tools), SessionEnd                   |
+| codex   | .codex/hooks.json            | PreToolUse, PostToolUse (apply_patch)                               |
+| gemini  | .gemini/settings.json        | BeforeTool (write_file|replace), AfterTool (+read_file), SessionEnd |
+| copilot | .github/hooks/codefleet.json | preToolUse, postToolUse, sessionEnd                                 |
 
 Claude Code's, Codex's and Gemini CLI's files share one shape (`{"hooks": {EVENT:
 [{"matcher", "hooks": [{"type": "command", "command", "timeout"}]}]}}`, Gemini's timeout
@@ -79,7 +79,7 @@ AGENT_FILES: Final = {
         ".gemini/settings.json",
         (
             ("BeforeTool", "pre-tool-use", "write_file|replace"),
-            ("AfterTool", "post-tool-use", "write_file|replace"),
+            ("AfterTool", "post-tool-use", "write_file|replace|read_file"),
             ("SessionEnd", "session-end", None),
         ),
         HOOK_TIMEOUT_S * 1000,
