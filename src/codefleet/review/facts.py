@@ -228,6 +228,16 @@ def _span(events: Sequence[Row], starts: set[str], ends: set[str]) -> float:
     return max(0.0, (last - first).total_seconds()) if first and last else 0.0
 
 
+def _runs(events: Sequence[Row]) -> list[list[Row]]:
+    """The events split at each `fleet_started`: those before any run, then each run's."""
+    runs: list[list[Row]] = [[]]
+    for event in events:
+        if event["type"] == EventType.FLEET_STARTED:
+            runs.append([])
+        runs[-1].append(event)
+    return runs
+
+
 def _wall(events: Sequence[Row]) -> float:
     """The sum of the runs' spans: each `fleet_started` to the first `run_finished` after it
     (a run that died: to its last event before the next start). Time between runs on one
@@ -235,39 +245,22 @@ def _wall(events: Sequence[Row]) -> float:
     With no `fleet_started` (runners started by hand): the first event to the last
     `run_finished`, else to the last event. The dashboard's `runWall` counts alike.
     """
-    kinds = {e["type"] for e in events}
-    if EventType.FLEET_STARTED not in kinds:
-        end = {EventType.RUN_FINISHED} if EventType.RUN_FINISHED in kinds else kinds
-        return _span(events, set(kinds), set(end))
+    before, *runs = _runs(events)
+    if not runs:
+        kinds = {e["type"] for e in before}
+        ends = {EventType.RUN_FINISHED} if EventType.RUN_FINISHED in kinds else kinds
+        return _span(before, kinds, ends)
     total = 0.0
-    start: datetime | None = None
-    last: datetime | None = None
-    for event in events:
-        kind, at = event["type"], _at(event)
-        if kind == EventType.FLEET_STARTED:
-            total += _seconds(start, last)
-            start, last = at, at
-        elif start is not None:
-            last = at
-            if kind == EventType.RUN_FINISHED:
-                total += _seconds(start, last)
-                start = None
-    return total + _seconds(start, last)
+    for run in runs:
+        finished = next((e for e in run if e["type"] == EventType.RUN_FINISHED), run[-1])
+        total += max(0.0, (_at(finished) - _at(run[0])).total_seconds())
+    return total
 
 
 def _makespan(events: Sequence[Row]) -> float:
-    """The sum over the runs (split at each `fleet_started`) of each one's first assignment
-    to its last attempt's end: as `_wall`, the time between runs is not counted."""
-    runs: list[list[Row]] = [[]]
-    for event in events:
-        if event["type"] == EventType.FLEET_STARTED:
-            runs.append([])
-        runs[-1].append(event)
-    return sum(_span(run, {EventType.TASK_ASSIGNED}, set(_ENDS)) for run in runs)
-
-
-def _seconds(start: datetime | None, end: datetime | None) -> float:
-    return max(0.0, (end - start).total_seconds()) if start and end else 0.0
+    """The sum over the runs of each one's first assignment to its last attempt's end: as
+    `_wall`, the time between runs is not counted."""
+    return sum(_span(run, {EventType.TASK_ASSIGNED}, set(_ENDS)) for run in _runs(events))
 
 
 def run_facts(record: RunRecord) -> RunFacts:
