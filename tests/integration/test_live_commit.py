@@ -28,6 +28,30 @@ from codefleet.server.thread import ServerThread
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
 
 
+def live_run(script: Path, server: ServerThread, tree: Path, tmp_path: Path) -> list[str]:
+    """`codefleet run` with scripted agents committing each task to the branch `live`."""
+    return [
+        sys.executable,
+        "-m",
+        "codefleet.cli",
+        "run",
+        "--dry-run",
+        "--commit",
+        "--branch",
+        "live",
+        "--runners",
+        "2",
+        "--script",
+        str(script),
+        "--server",
+        server.url,
+        "--workdir",
+        str(tree),
+        "--run-dir",
+        str(tmp_path / "runs"),
+    ]
+
+
 def test_the_dry_run_demo_ends_with_its_branch_and_five_commits_in_a_git_workspace(
     tmp_path: Path,
 ) -> None:
@@ -82,26 +106,7 @@ async def test_an_interrupted_run_commit_keeps_the_work_that_finished(
         )
     before = person_state(tree)
     run = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "codefleet.cli",
-            "run",
-            "--dry-run",
-            "--commit",
-            "--branch",
-            "live",
-            "--runners",
-            "2",
-            "--script",
-            str(script),
-            "--server",
-            server.url,
-            "--workdir",
-            str(tree),
-            "--run-dir",
-            str(tmp_path / "runs"),
-        ],
+        live_run(script, server, tree, tmp_path),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -156,27 +161,7 @@ async def test_run_commit_skips_an_uncommittable_task_with_its_reason_and_commit
         )
 
     run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codefleet.cli",
-            "run",
-            "--dry-run",
-            "--commit",
-            "--branch",
-            "live",
-            "--runners",
-            "2",
-            "--script",
-            str(script),
-            "--server",
-            server.url,
-            "--workdir",
-            str(tree),
-            "--run-dir",
-            str(tmp_path / "runs"),
-            "--json",
-        ],
+        [*live_run(script, server, tree, tmp_path), "--json"],
         capture_output=True,
         text=True,
         timeout=120,
