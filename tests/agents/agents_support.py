@@ -119,6 +119,16 @@ async def only_fleet_lease(client: FleetClient) -> bool:
     return [(r["path"], r["kind"]) for r in await client.leases()] == [("a.py", "task")]
 
 
+async def leased(client: FleetClient, path: str, tool: str) -> list[dict[str, Any]]:
+    """The `lease_acquired` events of `path` by `tool` (what the server says of a write)."""
+    return [
+        e["payload"]
+        for e in await client.all_events()
+        if e["type"] == "lease_acquired"
+        and (e["payload"]["path"], e["payload"]["tool"]) == (path, tool)
+    ]
+
+
 def hooks_in(path: Path) -> dict[str, Any]:
     """The `hooks` object of a project hook file, or {} when the file is gone."""
     if not path.exists():

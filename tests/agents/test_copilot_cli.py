@@ -28,6 +28,7 @@ from agents_support import (
     fleet_holds,
     hooks_in,
     lease_of,
+    leased,
     only_fleet_lease,
     start,
 )
@@ -98,10 +99,7 @@ async def test_a_copilot_session_in_a_joined_tree_is_leased_refused_and_released
     # The create of the free file was leased (the server's event says so) and landed.
     assert not results[2].is_error
     assert (workdir / "notes.py").read_text() == "N = 1\n"
-    acquired = [e["payload"] for e in await client.all_events() if e["type"] == "lease_acquired"]
-    assert {"path": "notes.py", "tool": "Write"} in [
-        {"path": p["path"], "tool": p["tool"]} for p in acquired
-    ], acquired
+    assert await leased(client, "notes.py", "Write")
     # The session's end (its sessionEnd hook) gave its lease back; the fleet's stays.
     await wait_until(lambda: only_fleet_lease(client))
 
@@ -163,6 +161,5 @@ async def test_a_copilot_session_on_a_gpt_model_has_its_apply_patch_gated_by_eve
     # The patch of the free file alone was leased and landed.
     assert not results[2].content.startswith("Denied")
     assert (workdir / "notes.py").read_text() == "N = 1\n"
-    acquired = [e["payload"] for e in await client.all_events() if e["type"] == "lease_acquired"]
-    assert ("notes.py", "apply_patch") in [(p["path"], p["tool"]) for p in acquired], acquired
+    assert await leased(client, "notes.py", "apply_patch")
     await wait_until(lambda: only_fleet_lease(client))

@@ -27,6 +27,7 @@ from agents_support import (
     fleet_holds,
     hooks_in,
     lease_of,
+    leased,
     only_fleet_lease,
     start,
 )
@@ -89,10 +90,7 @@ async def test_a_gemini_session_in_a_joined_tree_is_leased_refused_and_released(
     # The write of the free file was leased (the server's event says by whom) and landed.
     assert not results[2].is_error
     assert (workdir / "notes.py").read_text() == "N = 1\n"
-    acquired = [e["payload"] for e in await client.all_events() if e["type"] == "lease_acquired"]
-    assert {"path": "notes.py", "tool": "Write"} in [
-        {"path": p["path"], "tool": p["tool"]} for p in acquired
-    ], acquired
+    assert await leased(client, "notes.py", "Write")
     # Its read of the file is recorded as a person's read (a ledger row with the hash).
     assert not results[3].is_error
     with sqlite3.connect(f"file:{server.settings.db}?mode=ro", uri=True) as db:
