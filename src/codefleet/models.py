@@ -35,6 +35,7 @@ __all__ = [
     "GATED_TOOLS",
     "MAX_BATCH_SCOPE_PATHS",
     "MAX_CHECK_COMMAND",
+    "MAX_INT",
     "MAX_LEASE_WAIT_S",
     "READ_RECORDED_TOOLS",
     "RETRYABLE_KINDS",
@@ -254,6 +255,9 @@ NO_ANSWER: Final = (
 # Scope paths one graph load may declare in all: each is canonicalized with a `stat`
 # (docs/decisions.md, "A big load is prepared off the event loop").
 MAX_BATCH_SCOPE_PATHS: Final = 100_000
+
+# SQLite's largest INTEGER: a wire number past it is a 422, and a sequence hands it out last.
+MAX_INT: Final = 2**63 - 1
 
 # The names an operator may give a check; an agent only ever passes such a name.
 CHECK_NAME_PATTERN: Final = r"^[a-z][a-z0-9_-]{0,31}$"

@@ -18,8 +18,9 @@ import httpx
 import pytest
 from corpus_support import Witness, assert_envelope
 
-from codefleet.api.wire import MAX_INT, MAX_JSON_DEPTH
+from codefleet.api.wire import MAX_JSON_DEPTH
 from codefleet.config import Settings
+from codefleet.models import MAX_INT
 from codefleet.server.thread import ServerThread
 
 BIG = str(MAX_INT + 1)

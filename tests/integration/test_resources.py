@@ -302,6 +302,39 @@ async def test_a_sequence_glob_outside_the_tree_is_a_clear_422(http: httpx.Async
     assert (await http.get("/tasks")).json()["tasks"] == []
 
 
+LARGEST = 2**63 - 1  # SQLite's largest INTEGER
+
+
+@pytest.mark.parametrize("name", [f"{LARGEST}_x.py", "12345678901234567890_x.py"])
+async def test_a_file_numbered_past_what_a_sequence_can_hand_out_is_a_clear_422_naming_it(
+    http: httpx.AsyncClient, workdir: Any, name: str
+):
+    (workdir / "migrations").mkdir()
+    (workdir / "migrations" / name).write_text("")
+
+    loaded = await load_with_sequences(http, {"m": {"start_after": "migrations/*.py"}}, spec("T1"))
+
+    assert loaded.status_code == 422
+    assert f"migrations/{name}" in loaded.text
+    assert (await http.get("/tasks")).json()["tasks"] == []
+
+
+async def test_a_sequence_hands_out_sqlites_largest_integer_once_then_refuses_as_exhausted(
+    client: FleetClient, http: httpx.AsyncClient, workdir: Any, wait_until: Any
+):
+    (workdir / f"{LARGEST - 2}_x.py").write_text("")
+    agent = await register(client, "runner-1")
+    await load_with_sequences(http, {"m": {"start_after": "*_x.py"}}, spec("T1"))
+    await wait_until(lambda: client.assignment(*agent))
+
+    answers = [await client.next_number(agent[0], agent[1], "T1", "m") for _ in range(4)]
+
+    assert [a["value"] for a in answers] == [LARGEST - 1, LARGEST, None, None]
+    assert "exhausted" in answers[2]["refused"] and str(LARGEST) in answers[2]["refused"]
+    shown = (await http.get("/resources")).json()["sequences"]
+    assert shown == [{"name": "m", "last_value": LARGEST, "next": None}]
+
+
 async def test_next_number_from_a_fenced_runner_is_409_like_any_fenced_call(
     client: FleetClient, http: httpx.AsyncClient, wait_until: Any
 ):

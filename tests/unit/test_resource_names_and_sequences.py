@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,49 @@ def test_a_number_taken_in_a_transaction_that_rolls_back_is_not_answered_and_the
         value = counter.take("m", "T1", "a_1")
 
     assert value == 1  # the rolled-back 1 was never answered: handing it out now is its first time
+
+
+LARGEST = 2**63 - 1  # SQLite's largest INTEGER
+
+
+def test_a_counter_hands_out_sqlites_largest_integer_once_and_then_nothing_twice(tmp_path: Path):
+    store = Store(tmp_path / "db.sqlite")
+    counter = Sequences(store, lambda: T0)
+    with store.transaction():
+        counter.define({"m": LARGEST - 1})
+    with store.transaction():
+        taken = [counter.take("m", "T1", "a_1") for _ in range(3)]
+
+    assert taken == [LARGEST - 1, LARGEST, None]
+    assert counter.exhausted("m") and not counter.exhausted("nope")
+    assert store.sequences()[0]["last_value"] == LARGEST
+
+
+def test_a_counter_an_older_server_overflowed_into_a_float_stays_exhausted(tmp_path: Path):
+    db = tmp_path / "db.sqlite"
+    with Store(db).transaction():
+        pass  # the schema
+    with sqlite3.connect(db) as older:
+        older.execute("INSERT INTO sequences VALUES ('m', 9223372036854775808.0, 't')")
+    store = Store(db)
+    counter = Sequences(store, lambda: T0)
+    counter.load()
+
+    with store.transaction():
+        assert counter.take("m", "T1", "a_1") is None
+    assert counter.exhausted("m")
+
+
+@pytest.mark.parametrize("name", [f"{LARGEST}_x.py", "12345678901234567890_x.py"])
+def test_a_file_numbered_past_what_a_sequence_can_hand_out_is_a_graph_error_naming_it(
+    tmp_path: Path, name: str
+):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / name).write_text("")
+
+    with pytest.raises(InvalidGraph, match=f"m/{name}"):
+        first_value(tmp_path, "seq", {"start_after": "m/*.py"})
+    assert first_value(tmp_path, "seq", {"start_after": "nothing/*.py"}) == 1
 
 
 # -- graph check: a shared resource serializes, and is named -------------------------------

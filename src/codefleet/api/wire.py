@@ -27,6 +27,7 @@ from codefleet.attempt import AttemptReport
 from codefleet.models import (
     CHECK_NAME_PATTERN,
     MAX_CHECK_COMMAND,
+    MAX_INT,
     MAX_LEASE_WAIT_S,
     AgentKind,
     CheckPurpose,
@@ -69,7 +70,6 @@ MAX_PATH = MAX_PATH_CHARS
 MAX_SCOPE = 1000
 MAX_TASKS = 50_000
 MAX_BODY_BYTES = 32 * 1024 * 1024
-MAX_INT = 2**63 - 1  # SQLite's INTEGER: a larger number is a 422, never an overflow (500)
 MAX_COST_USD = 1_000_000.0
 MAX_JSON_DEPTH = 32
 MAX_CHECKS = 100

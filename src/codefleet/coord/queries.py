@@ -186,9 +186,10 @@ SELECT_META: Final = "SELECT value FROM server_meta WHERE key = ?"
 UPSERT_SEQUENCE: Final = """INSERT INTO sequences (name, last_value, defined_at) VALUES (?, ?, ?)
     ON CONFLICT (name) DO UPDATE SET last_value = MAX(last_value, excluded.last_value)"""
 SELECT_SEQUENCES: Final = "SELECT * FROM sequences ORDER BY name"
-NEXT_IN_SEQUENCE: Final = (
-    "UPDATE sequences SET last_value = last_value + 1 WHERE name = ? RETURNING last_value"
-)
+# Bounded by the largest INTEGER (a parameter): past it SQLite's `+ 1` would turn into a float
+# and hand out one value for ever. No row: no such counter, or it is exhausted.
+NEXT_IN_SEQUENCE: Final = """UPDATE sequences SET last_value = last_value + 1
+    WHERE name = ? AND last_value < ? RETURNING last_value"""
 
 UPSERT_CHECK: Final = """INSERT INTO checks (name, command, defined_at) VALUES (?, ?, ?)
     ON CONFLICT (name) DO UPDATE SET command = excluded.command, defined_at = excluded.defined_at"""

@@ -28,7 +28,15 @@ from codefleet.coord.parts import CallParts
 from codefleet.coord.questions import Question
 from codefleet.coord.readevents import emit_read_events
 from codefleet.errors import NotOwner
-from codefleet.models import DenyReason, ErrorKind, EventType, StaleReadPolicy, TaskStatus, to_iso
+from codefleet.models import (
+    MAX_INT,
+    DenyReason,
+    ErrorKind,
+    EventType,
+    StaleReadPolicy,
+    TaskStatus,
+    to_iso,
+)
 from codefleet.paths import PathRejected
 from codefleet.resources import resource_key, resource_name
 
@@ -310,22 +318,22 @@ class RunnerCalls:
         self.agents.touch(agent)
         self.tasks.owned(task_id, agent_id)
         if sequence not in self.sequences.known:
-            known = sorted(self.sequences.known)
-            listed = ", ".join(known) or "none are defined"
-            return {
-                "value": None,
-                "known": known,
-                "refused": f"there is no sequence {sequence!r} (known sequences: {listed})",
-            }
+            listed = ", ".join(sorted(self.sequences.known)) or "none are defined"
+            return self._no_number(f"there is no sequence {sequence!r} (known sequences: {listed})")
         with self.transition():
             value = self.sequences.take(sequence, task_id, agent_id)
-        if value is None:  # its definition rolled back meanwhile
-            return {
-                "value": None,
-                "known": sorted(self.sequences.known),
-                "refused": f"sequence {sequence!r} is not defined any more",
-            }
-        return {"value": value, "sequence": sequence}
+        if value is not None:
+            return {"value": value, "sequence": sequence}
+        if self.sequences.exhausted(sequence):
+            return self._no_number(
+                f"sequence {sequence!r} is exhausted: it handed out {MAX_INT}, the largest "
+                "number it can hold, and never hands a number out twice"
+            )
+        return self._no_number(f"sequence {sequence!r} is not defined any more")  # rolled back
+
+    def _no_number(self, refused: str) -> dict[str, Any]:
+        """`next_number`'s refusal: no value, the known sequences, and why."""
+        return {"value": None, "known": sorted(self.sequences.known), "refused": refused}
 
     def foreign_preimages(self, task_id: str) -> dict[str, Any]:
         """Pre-images of every path leased by another task: what the isolated view restores."""

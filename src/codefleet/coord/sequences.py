@@ -7,7 +7,10 @@ twice, whatever rolls back, crashes or restarts (a value whose answer was
 lost is a gap; gaps are fine). Defining a sequence again only ever raises its
 last value. `start_after` is a glob relative to the tree: the first value
 follows the highest number any matching file's name starts with (0 when none
-matches). The part keeps only the known names in memory.
+matches). A value is at most `MAX_INT` (SQLite's largest INTEGER): a file whose
+number leaves no room past it is a load error naming the file, and a counter
+that handed `MAX_INT` out is exhausted (a refusal, never a repeated value).
+The part keeps only the known names in memory.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 
 from codefleet.coord.store import Store
 from codefleet.errors import InvalidGraph
-from codefleet.models import EventType, to_iso
+from codefleet.models import MAX_INT, EventType, to_iso
 from codefleet.resources import glob_inside_tree
 
 __all__ = ["Sequences", "first_value", "highest_number"]
@@ -32,25 +35,37 @@ def first_value(root: Path, name: str, spec: Mapping[str, Any]) -> int:
     """The first value of a sequence spec (`start: N` or `start_after: GLOB`), or InvalidGraph."""
     if spec.get("start") is not None:
         return int(spec["start"])
-    return highest_number(root, name, str(spec["start_after"])) + 1
+    highest, path = _highest(root, name, str(spec["start_after"]))
+    if highest >= MAX_INT:
+        raise InvalidGraph(
+            f"sequence {name}: {path} is numbered {highest}; the next number would be past "
+            f"{MAX_INT}, the largest a sequence can hand out",
+            {"problem": "sequence_overflow", "sequence": name, "path": path},
+        )
+    return highest + 1
 
 
 def highest_number(root: Path, name: str, pattern: str) -> int:
     """The largest number a file matching `pattern` (relative to `root`) starts its name with."""
+    return _highest(root, name, pattern)[0]
+
+
+def _highest(root: Path, name: str, pattern: str) -> tuple[int, str]:
+    """The largest leading number among the files `pattern` matches, and that file ("": none)."""
     if not glob_inside_tree(pattern):
         raise InvalidGraph(
             f"sequence {name}: start_after {pattern!r} must be a glob inside the tree",
             {"problem": "invalid_sequence", "sequence": name},
         )
     tree = root.resolve()
-    numbers = [0]
+    best = (0, "")
     for found in root.glob(pattern):
         if not found.resolve().is_relative_to(tree):
             continue  # a symlink out of the tree counts for nothing
         digits = LEADING_DIGITS.match(found.name)
-        if digits:
-            numbers.append(int(digits.group()))
-    return max(numbers)
+        if digits and int(digits.group()) > best[0]:
+            best = (int(digits.group()), found.relative_to(root).as_posix())
+    return best
 
 
 class Sequences:
@@ -73,7 +88,7 @@ class Sequences:
             self.store.emit(EventType.SEQUENCE_DEFINED, sequence=name, start=start)
 
     def take(self, name: str, task_id: str, agent_id: str) -> int | None:
-        """The next value, taken in the caller's transaction (None: no such sequence)."""
+        """The next value, taken in the caller's transaction (None: no such sequence, or exhausted)."""
         value = self.store.next_in_sequence(name) if name in self.known else None
         if value is not None:
             self.store.emit(
@@ -84,3 +99,8 @@ class Sequences:
                 value=value,
             )
         return value
+
+    def exhausted(self, name: str) -> bool:
+        """Whether the counter has handed out `MAX_INT` (or an older server overflowed it)."""
+        rows = [row for row in self.store.sequences() if row["name"] == name]
+        return bool(rows) and rows[0]["last_value"] >= MAX_INT

@@ -25,7 +25,7 @@ from codefleet.coord.database import Row
 from codefleet.coord.eventlog import EventLog
 from codefleet.coord.jsontext import plain_json
 from codefleet.coord.rows import AgentRow, LeaseRow, RestoreRow
-from codefleet.models import ReleaseReason
+from codefleet.models import MAX_INT, ReleaseReason
 from codefleet.rollback import PatchFile, PreImage
 
 # One `read` row of the ledger: task, agent, path, tool, at, attempt, sha256.
@@ -320,8 +320,8 @@ class Store(EventLog):
         self._write(q.UPSERT_SEQUENCE, (name, last_value, at))
 
     def next_in_sequence(self, name: str) -> int | None:
-        """The counter's next value, taken (None: no such sequence)."""
-        row = self._write(q.NEXT_IN_SEQUENCE, (name,)).fetchone()
+        """The counter's next value, taken (None: no such sequence, or it reached `MAX_INT`)."""
+        row = self._write(q.NEXT_IN_SEQUENCE, (name, MAX_INT)).fetchone()
         return None if row is None else int(row[0])
 
     def sequences(self) -> list[Row]:

@@ -18,7 +18,7 @@ from typing import Any, Final, TypeVar
 from codefleet import __version__
 from codefleet.coord.reads import EngineReads
 from codefleet.errors import NotFound
-from codefleet.models import TaskStatus, from_iso, to_iso
+from codefleet.models import MAX_INT, TaskStatus, from_iso, to_iso
 from codefleet.planning.analysis import PlannedTask
 from codefleet.readmodel.projection import Cut, Projection
 from codefleet.readmodel.rows import Row, decorate, encode, session_row
@@ -135,7 +135,7 @@ class Reads:
             for row in held
         ]
         sequences = [
-            {"name": row["name"], "last_value": row["last_value"], "next": row["last_value"] + 1}
+            {"name": row["name"], "last_value": row["last_value"], "next": _next(row["last_value"])}
             for row in self.engine.sequence_rows()
         ]
         return {"resources": holders, "sequences": sequences}
@@ -207,3 +207,8 @@ class Reads:
             "in_flight": self.engine.in_flight_count(),
             "budget": self.engine.budget(),
         }
+
+
+def _next(last_value: int) -> int | None:
+    """The value a sequence hands out next (None: it is exhausted, at `MAX_INT`)."""
+    return None if last_value >= MAX_INT else int(last_value) + 1

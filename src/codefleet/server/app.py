@@ -27,7 +27,6 @@ from starlette.types import Receive, Scope, Send
 
 from codefleet import __version__
 from codefleet.api.wire import (
-    MAX_INT,
     AnswerBody,
     BudgetBody,
     ChecksBody,
@@ -49,7 +48,7 @@ from codefleet.coord.sequences import first_value
 from codefleet.coord.validation import NewTask
 from codefleet.errors import DomainError, Forbidden
 from codefleet.heap import collector_off
-from codefleet.models import EventType, ShellMode, TaskStatus
+from codefleet.models import MAX_INT, EventType, ShellMode, TaskStatus
 from codefleet.paths import TreeRoot
 from codefleet.planning.analysis import analyse
 from codefleet.readmodel.reads import Reads
