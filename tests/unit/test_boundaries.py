@@ -202,8 +202,9 @@ RULES = [
         ("codefleet.review.reportblocks", "codefleet.review.render"),
         ("codefleet",),
         "the report's blocks and their renderer know nothing of a run: the section builders "
-        "fill the blocks from the facts, the renderer draws whatever blocks it is handed",
-        allowed=("codefleet.review.reportblocks",),
+        "fill the blocks from the facts, the renderer draws whatever blocks it is handed "
+        "(showing their text escaped, by codefleet.safetext, which knows no run either)",
+        allowed=("codefleet.review.reportblocks", "codefleet.safetext"),
     ),
     Rule(
         ("codefleet.coord.sqlitefile", "codefleet.coord.database", "codefleet.coord.eventlog"),

@@ -165,7 +165,7 @@ def demo_committer(tree: Path, console: Console) -> LiveCommitter | None:
         author = None if Repo.open(tree).has_identity() else DEMO_AUTHOR
         return open_committer(tree, None, author)
     except GitError as err:
-        console.print(f"[yellow]not committing the demo's work:[/] {err}")
+        console.print(f"[yellow]not committing the demo's work:[/] {escape(str(err))}", markup=True)
         return None
 
 
@@ -192,13 +192,16 @@ async def _demo(
         committer = await opening if opening is not None else None
         async with FleetClient(server.url, token=settings.token) as client:
             await client.create_tasks(graph, {**graph.checks, **DEMO_CHECKS})
-        console.print(f"[bold]server[/] {server.url}  ·  tree {escape(str(settings.workdir))}")
+        tree = escape(str(settings.workdir))
+        console.print(f"[bold]server[/] {server.url}  ·  tree {tree}", markup=True)
         console.print(
-            f"[bold]dashboard[/] {server.url}/?token={settings.token}  (while the demo runs)"
+            f"[bold]dashboard[/] {server.url}/?token={settings.token}  (while the demo runs)",
+            markup=True,
         )
         if committer is not None:
             console.print(
-                f"[bold]branch[/] {committer.branch}  (each task committed as it succeeds)"
+                f"[bold]branch[/] {escape(committer.branch)}  (each task committed as it succeeds)",
+                markup=True,
             )
             committer.start(server.url, settings.token, since=0)
         stop = asyncio.Event()
@@ -240,7 +243,9 @@ async def _demo(
         if committer is not None and history is not None:
             print_history(console, history, committer.log(history), land_hint=False)
             console.print(
-                f"[dim]in {escape(str(settings.workdir))}: git log --stat {history.branch}[/]"
+                f"[dim]in {escape(str(settings.workdir))}: git log --stat "
+                f"{escape(history.branch)}[/]",
+                markup=True,
             )
     return result.ok and (history is None or history.ok)
 
@@ -267,5 +272,5 @@ def run_demo(
         ),  # a per-run token: nothing else on the machine can drive it
     )
     label = f"{mode}, mixed: Claude Code + Codex" if mixed else mode
-    console.print(f"[bold]CodeFleet demo[/] ({label}) in {escape(str(workspace))}")
+    console.print(f"[bold]CodeFleet demo[/] ({label}) in {escape(str(workspace))}", markup=True)
     return asyncio.run(_demo(settings, mode, runners, console, commit, mixed))

@@ -147,9 +147,11 @@ async def _fleet(plan: RunPlan, interrupt: asyncio.Event) -> Any:
 
 def _runner_down(why: str) -> None:
     """Said at once, on stderr: the run may go on without that runner."""
+    from rich.markup import escape
+
     from codefleet.cli.output import err_console
 
-    err_console.print(f"[bold red]runner stopped:[/] {why}", markup=True, highlight=False)
+    err_console.print(f"[bold red]runner stopped:[/] {escape(why)}", markup=True, highlight=False)
 
 
 def report(plan: RunPlan, outcome: Outcome) -> None:

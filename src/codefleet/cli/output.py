@@ -3,22 +3,30 @@
 Importing Rich costs tens of milliseconds that `codefleet --help` must not pay,
 so this module is imported by the commands that print, inside their bodies,
 never by a command module's top (`tests/unit/test_cli_imports.py`).
+
+Every text the consoles write passes `safetext.terminal_safe`, in a terminal
+and piped alike: a printed string before Rich reads it (so it is laid out as
+shown), and every segment again as the buffer is written (so a `Text` built
+elsewhere, the dashboard's frame, is held too, however Rich split it). No
+control character of a text reaches the screen; only Rich's own styles and
+cursor moves do. Markup and emoji codes are off unless a print asks
+(`markup=True`, with its values `escape`d): an agent's `[red]` is text.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any, Final
 
 from rich.console import Console
 from rich.measure import Measurement
 from rich.segment import Segment
+from rich.text import Text
+
+from codefleet.safetext import terminal_safe
 
 __all__ = ["PlainConsole", "console", "err_console"]
 
-# An ANSI escape sequence (CSI, OSC or a two-character escape), as check and model output carry.
-ANSI: Final = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 UNBOUNDED: Final = 1_000_000  # the width a piped line may take: whole, never wrapped
 
 
@@ -27,10 +35,13 @@ class PlainConsole(Console):
 
     Piped or redirected, nothing wraps or crops (each print is as wide as its
     widest line: a table or a panel takes its content's natural width) and no
-    escape sequence is written, not even one carried by the text printed (a
-    check's coloured output). In a terminal, Rich wraps to the terminal's width
+    escape sequence is written: one carried by the text printed is shown escaped
+    (a check's colour codes dropped). In a terminal, Rich wraps to the terminal's width
     as usual. See docs/decisions.md, "Piped output is whole plain lines".
     """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**{"markup": False, "emoji": False, **kwargs})
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         if self.is_terminal:
@@ -55,11 +66,13 @@ class PlainConsole(Console):
         widths = [Measurement.get(self, options, r).maximum for r in renderables]
         return None if any(w >= UNBOUNDED for w in widths) else max([1, *widths])
 
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        """A printed string escaped before Rich reads it (laid out as shown, `\\r` kept)."""
+        return super().render_str(terminal_safe(text), **kwargs)
+
     def _render_buffer(self, buffer: Iterable[Segment]) -> str:
-        if self.is_terminal:
-            return super()._render_buffer(buffer)
         return super()._render_buffer(
-            Segment(ANSI.sub("", s.text), s.style, s.control) for s in buffer
+            s if s.control else Segment(terminal_safe(s.text), s.style) for s in buffer
         )
 
 

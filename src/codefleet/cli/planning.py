@@ -132,6 +132,8 @@ def plan(
     """
     import asyncio
 
+    from rich.markup import escape
+
     from codefleet.cli.demo_run import examples_dir
     from codefleet.cli.output import console, err_console
     from codefleet.planning.check import tree_for
@@ -161,7 +163,8 @@ def plan(
         runners,
         examples_dir() / "plan-model.yaml" if offline else None,
     )
-    console.print(f"[bold]planning[/] in {request.tree.root} ({'offline' if offline else 'live'})")
+    mode = "offline" if offline else "live"
+    console.print(f"[bold]planning[/] in {escape(str(request.tree.root))} ({mode})", markup=True)
     try:
         result, record = asyncio.run(run_plan(settings, request, _say_feedback))
     except PlanFailed as failed:

@@ -6,6 +6,9 @@ and is left out there. The HTML is one file with its style inline, no
 script, no font, no request to anywhere: it reads the same offline, in a mail
 attachment or a CI artifact. Every string from the run (titles, paths,
 output) is escaped; a `code span` in backticks is the only markup text carries.
+Both renderings end in `safetext.terminal_safe`: a control character of the
+run's text (the template has none) is shown as an escape, whether the file is
+opened in a browser or `cat` in a terminal.
 In Markdown, text outside code spans has every character Markdown or HTML
 would act on backslash-escaped and its line breaks folded, and a fence is
 longer than any run of backticks inside it.
@@ -17,6 +20,7 @@ import html
 import re
 
 from codefleet.review.reportblocks import Block, Code, Facts, Para, Report, Table, Timeline
+from codefleet.safetext import terminal_safe
 
 __all__ = ["render_html", "render_markdown"]
 
@@ -78,7 +82,7 @@ def render_markdown(report: Report) -> str:
         if blocks:
             parts.append(f"### {section.title}\n\n" + "\n\n".join(blocks))
     parts.append(f"<sub>made by `codefleet report` at {report.generated_at}</sub>")
-    return "\n\n".join(parts) + "\n"
+    return terminal_safe("\n\n".join(parts) + "\n")
 
 
 # -- HTML ------------------------------------------------------------------------------------
@@ -216,7 +220,7 @@ def render_html(report: Report) -> str:
         for s in report.sections
     )
     verdict = html.escape(report.verdict)
-    return (
+    return terminal_safe(
         "<!doctype html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -28,6 +28,8 @@ from rich.text import Text
 
 from codefleet.models import EventType, TaskStatus, from_iso
 from codefleet.resources import lease_label
+from codefleet.safetext import one_line
+from codefleet.ui.escaped import Escaped
 from codefleet.ui.report import STATUS_STYLE
 from codefleet.wording import cost_text, phrase, spent_text
 
@@ -201,7 +203,7 @@ def describe(event: Mapping[str, Any], names: Mapping[str, str]) -> LogLine:
     kind, body = str(event["type"]), event["payload"]
     words = phrase(kind, {"task_id": event.get("task_id"), **body}) or kind.replace("_", " ")
     subject = _subject(event, names, words)
-    text = f"{subject}: {words}" if subject else words
+    text = one_line(f"{subject}: {words}" if subject else words)  # an agent's text: one line
     at = _clock_text(event["at"])
     veto = kind == EventType.LEASE_DENIED
     return LogLine(event_id=int(event["id"]), at=at, text=text, style=_style(kind, body), veto=veto)
@@ -521,4 +523,4 @@ def render(view: ViewModel) -> RenderableType:
     vetoes = _veto_panel(view)
     if vetoes is not None:
         parts.append(vetoes)
-    return _LogTail(Group(*parts), view.log)
+    return Escaped(_LogTail(Group(*parts), view.log))

@@ -21,6 +21,7 @@ import { PatchView } from "./patch.js";
 import { PersonView, QUESTION_EVENTS } from "./person.js";
 import { Timeline } from "./timeline.js";
 import { Tooltip } from "./tooltip.js";
+import { shown } from "./util.js";
 
 const STATE_AFTER = new Set([
   "task_created", "task_succeeded", "task_failed", "task_requeued", "task_cancelled", "task_retried",
@@ -100,7 +101,7 @@ function render() {
   timeline.render(view);
   const hasTasks = renderGraph($("#graph-view"), view, { tooltip, onSelect: select });
   $("#graph-empty").hidden = hasTasks;
-  $("#graph-analysis").textContent = describeAnalysis(analysis);
+  $("#graph-analysis").textContent = shown(describeAnalysis(analysis));
   $("#graph-analysis").hidden = !hasTasks || !analysis;
   renderLeases($("#leases-view"), view);
   renderConflicts($("#conflicts-view"), view);

@@ -1,12 +1,25 @@
 // DOM and SVG builders and number formatting. Text always goes in through
 // textContent (never innerHTML): paths, titles and summaries come from agents.
+// It also goes through shown(): a control character or a bidi override (which
+// would reorder what a person reads) is shown as an escape, as the terminal's
+// safetext.terminal_safe shows it (docs/security.md).
 
 const SVG_NS = "http://www.w3.org/2000/svg";
+const UNSAFE = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** `text` with each control character and bidi control shown as `\x1b` / `\u202e`. */
+export function shown(text) {
+  return String(text).replace(UNSAFE, (c) => {
+    const code = c.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+  });
+}
 
 function setAttrs(node, attrs) {
   for (const [key, value] of Object.entries(attrs)) {
     if (value === null || value === undefined || value === false) continue;
-    if (key === "text") node.textContent = String(value);
+    if (key === "text") node.textContent = shown(value);
+    else if (key === "title") node.setAttribute(key, shown(value));
     else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
     else node.setAttribute(key, value === true ? "" : String(value));
   }
@@ -15,7 +28,7 @@ function setAttrs(node, attrs) {
 function appendAll(node, children) {
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
-    node.append(child instanceof Node ? child : String(child));
+    node.append(child instanceof Node ? child : shown(child));
   }
 }
 
