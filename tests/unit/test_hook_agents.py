@@ -155,7 +155,8 @@ def test_an_unreachable_server_refuses_each_agents_write_in_its_shape(
 def test_a_malformed_codex_patch_is_refused_without_asking_the_server(workdir: Path) -> None:
     args = HookArgs("pre-tool-use", "http://127.0.0.1:9", str(workdir), False, "codex")
     out = run(args, json.dumps(codex_input(workdir, "*** Add File: a.py\n")), {}, post=None)
-    assert "named no file path" in json.loads(out)["hookSpecificOutput"]["permissionDecisionReason"]
+    reason = json.loads(out)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "cannot be read as Codex reads it" in reason and "Begin Patch" in reason
 
 
 def test_a_gemini_read_gets_no_objection(workdir: Path) -> None:
