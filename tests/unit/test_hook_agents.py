@@ -117,7 +117,7 @@ def test_a_copilot_apply_patch_is_read_as_every_file_its_raw_patch_names(workdir
 
 def test_a_copilot_input_without_a_session_id_is_held_by_the_tree(workdir: Path) -> None:
     data = normalized("copilot", copilot_input(workdir, {"path": "a.py"}, session=False))
-    assert data["session_id"] == f"copilot:{workdir}"
+    assert data["session_id"] == "copilot-tree"
 
 
 def test_each_cli_gets_the_refusal_in_its_own_documented_shape() -> None:
