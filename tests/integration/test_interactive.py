@@ -506,3 +506,14 @@ async def test_a_name_the_server_does_not_protect_is_leased_like_any_file(
     async with FleetClient(server.url) as client:
         assert writes(server, workdir, ".claude/settings.json") == ""
         assert set(await leases(client)) == {".claude/settings.json"}
+
+
+async def test_a_copilot_write_without_a_session_id_is_leased_to_the_tree_s_copilot_holder(
+    client: FleetClient, server: ServerThread, workdir: Path
+) -> None:
+    body = {"cwd": str(workdir), "toolName": "create", "toolArgs": {"path": "c.py"}}
+    args = HookArgs("pre-tool-use", server.url, str(workdir), False, "copilot")
+    assert run(args, json.dumps(body), {"USER": "ada"}) == ""
+
+    holder = (await leases(client))["c.py"]
+    assert holder[0] == "ada@copilot-" and holder[2] == "interactive"

@@ -83,3 +83,14 @@ def test_a_well_formed_patch_naming_no_file_has_no_target() -> None:
 def test_a_malformed_patch_is_refused(text: str) -> None:
     with pytest.raises(MalformedPatch):
         patch_targets(text)
+
+
+def test_a_header_after_added_lines_is_read_through_its_leading_space() -> None:
+    assert patch_targets(patch("*** Add File: n", "+x", " *** Delete File: held.txt")) == (
+        "n",
+        "held.txt",
+    )
+
+
+def test_a_unicode_line_separator_is_part_of_a_path_not_a_line_break() -> None:
+    assert patch_targets(patch("*** Add File: a\u2028b", "+x")) == ("a\u2028b",)

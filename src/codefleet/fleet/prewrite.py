@@ -34,7 +34,7 @@ from typing import Any
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import StaleEpoch
 from codefleet.fleet.reads import ReadRecord
-from codefleet.hook.io import tool_paths
+from codefleet.hook.io import no_path_reason, tool_paths
 from codefleet.models import GATED_TOOLS, DenyReason
 from codefleet.paths import PathRejected, TreeRoot
 from codefleet.rollback import content_sha256
@@ -96,7 +96,8 @@ class WriteGate:
     async def _check(self, tool_name: str, tool_input: Any) -> Verdict:
         raw = tool_paths(tool_name, tool_input)
         if not raw:
-            return Verdict(False, reason=f"{tool_name} named no file path; the write was refused.")
+            why = no_path_reason(tool_name, tool_input)
+            return Verdict(False, reason=f"{why}; the write was refused.")
         keys: list[str] = []
         for path in raw:
             try:

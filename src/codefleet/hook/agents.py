@@ -36,6 +36,9 @@ CLAUDE: Final = "claude"
 AGENTS: Final = (CLAUDE, "codex", "gemini", "copilot")
 GEMINI_TOOLS: Final = {"write_file": "Write", "replace": "Edit", "read_file": "Read"}
 COPILOT_TOOLS: Final = {"edit": "Edit", "create": "Write"}
+# The holder of a Copilot input without `sessionId`: one per tree (a server serves one
+# tree), spelled as the wire's session ids are (no `/`, so not the cwd; was a 422).
+COPILOT_TREE_SESSION: Final = "copilot-tree"
 
 
 def normalized(agent: str, data: Any) -> Any:
@@ -63,7 +66,7 @@ def _copilot(data: dict[str, Any]) -> dict[str, Any]:
             args = None
     cwd = str(data.get("cwd") or "")
     return {
-        "session_id": str(data.get("sessionId") or f"copilot:{cwd}"),
+        "session_id": str(data.get("sessionId") or COPILOT_TREE_SESSION),
         "tool_name": COPILOT_TOOLS.get(tool, tool),
         "tool_input": args,
         "cwd": cwd,

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from codefleet.hook.agents import AGENTS, CLAUDE, denial_for, normalized
-from codefleet.hook.io import deny_output, extract_paths, tool_paths
+from codefleet.hook.io import deny_output, extract_paths, no_path_reason, tool_paths
 from codefleet.models import GATED_TOOLS, READ_RECORDED_TOOLS, DenyReason
 from codefleet.paths import PathRejected, TreeRoot
 from codefleet.statedir import tree_id_here
@@ -187,9 +187,8 @@ def _on_tool(args: HookArgs, send: Post, data: dict[str, Any], env: Mapping[str,
     raw = tool_paths(tool, data.get("tool_input"))
     if not raw:
         if args.event == PRE_TOOL_USE:
-            return _deny(
-                f"{tool} named no file path, so CodeFleet could not check it; the write was refused."
-            )
+            why = no_path_reason(tool, data.get("tool_input"))
+            return _deny(f"{why}, so CodeFleet could not check it; the write was refused.")
         return ""
     keys, refusal = _lease_keys(args.tree, data["cwd"], raw)
     if args.event == POST_TOOL_USE:

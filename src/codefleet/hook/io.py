@@ -17,7 +17,15 @@ from typing import Any, Final
 
 from codefleet.hook.patch import MalformedPatch, patch_targets
 
-__all__ = ["PATCH_KEY", "PATCH_TOOL", "PATH_KEYS", "deny_output", "extract_paths", "tool_paths"]
+__all__ = [
+    "PATCH_KEY",
+    "PATCH_TOOL",
+    "PATH_KEYS",
+    "deny_output",
+    "extract_paths",
+    "no_path_reason",
+    "tool_paths",
+]
 
 PATH_KEYS: Final = ("file_path", "notebook_path", "path")
 PATCH_TOOL: Final = "apply_patch"  # Codex's one file-edit tool; its input is a patch
@@ -38,6 +46,17 @@ def tool_paths(tool_name: str, tool_input: Any) -> list[str]:
         return list(patch_targets(patch))
     except MalformedPatch:
         return []
+
+
+def no_path_reason(tool_name: str, tool_input: Any) -> str:
+    """Why `tool_paths` named nothing: the patch's flaw as Codex reads it, else no path."""
+    patch = tool_input.get(PATCH_KEY) if isinstance(tool_input, dict) else tool_input
+    if tool_name == PATCH_TOOL and isinstance(patch, str):
+        try:
+            patch_targets(patch)
+        except MalformedPatch as err:
+            return f"{tool_name}'s patch cannot be read as Codex reads it ({err})"
+    return f"{tool_name} named no file path"
 
 
 def extract_paths(tool_input: Any) -> list[str]:

@@ -70,7 +70,7 @@ from codefleet.fleet.executor import Attempt
 from codefleet.fleet.inbox import hear_operator
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.fleet.reconcile import settle_reads
-from codefleet.hook.io import PATCH_TOOL, deny_output, tool_paths
+from codefleet.hook.io import PATCH_TOOL, deny_output, no_path_reason, tool_paths
 from codefleet.models import ErrorKind, utcnow
 from codefleet.session.codexconfig import (
     CODEX_RULES,
@@ -163,8 +163,7 @@ async def _decide(patch_log: PatchLog, payload: Mapping[str, Any]) -> dict[str, 
     if gate.blocked_on is not None:
         return _refuse(patch_log, f"You were already refused {gate.blocked_on}. Stop now.")
     if not tool_paths(tool, tool_input):
-        reason = "The patch names no file CodeFleet can read (malformed headers); it was refused."
-        return _refuse(patch_log, reason)
+        return _refuse(patch_log, f"{no_path_reason(tool, tool_input)}; it was refused.")
     try:
         async with asyncio.timeout(CHECK_TIMEOUT_S):
             verdict = await gate.check(tool, tool_input)
