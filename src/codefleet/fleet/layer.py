@@ -13,13 +13,17 @@ afterwards (`fleet.changes`). Files another task created (pre-image
 leaves overlayfs whiteouts in `upper/` that the collection recognises.
 
 Setting up costs one small directory per held file, never a walk of the
-tree. Inside the namespace the command runs under bubblewrap when it is
-present (`Sandbox.bwrap`): the rest of the file system read-only, private
-`/tmp` and `/var/tmp`, its own PID namespace (everything dies with it), no
-network unless `Sandbox.network`. Without bubblewrap it runs directly in the
-namespace (`--shell-unsandboxed`): the layer is still its view of the tree,
-but it may write wherever the user may. docs/decisions.md, "Commands run in
-an overlay layer"; docs/security.md, "Commands".
+tree. The namespace that mounts the layer is root; the command never is: it
+runs in a NESTED user namespace as `inner_ids()` with no capabilities, where
+the kernel locks the layer's mount (no umount, no remount). With bubblewrap
+(`Sandbox.bwrap`, 0.8 or later) that namespace is bwrap's (`--unshare-user
+--disable-userns --cap-drop ALL`): the rest of the file system read-only,
+private `/tmp` and `/var/tmp`, its own PID namespace (everything dies with
+it), no network unless `Sandbox.network`. Without it (`--shell-unsandboxed`)
+a second `unshare` makes it (`UNSANDBOXED`: its own PID namespace and
+`/proc` too): the tree at its path is still reached only through the layer,
+but the command may write whatever else the user may. docs/decisions.md,
+"Commands run in an overlay layer"; docs/security.md, "Commands".
 """
 
 from __future__ import annotations
