@@ -200,7 +200,7 @@ def check_shell(settings: Settings) -> Check:
     hint = ""
     if support.problem is None and support.bwrap is None:
         hint = (
-            "install bubblewrap to sandbox commands; `run --shell` refuses without it "
+            "install bubblewrap 0.8 or later to sandbox commands; `run --shell` refuses without it "
             "unless --shell-unsandboxed"
         )
     elif support.problem is not None:

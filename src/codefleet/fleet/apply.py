@@ -14,8 +14,10 @@ was built (its ctime is newer: a task finished it while the command ran, and
 applying would overwrite work the command never saw).
 
 Granted: deletions first (and directories the command removed, once empty),
-then each file written beside its target and renamed over it (atomic per
-file), with the layer's mode; then one ledger row per path, with its hash.
+then each file written in `STAGING_DIR` (under the tree's `.codefleet/`, so
+a temporary name never meets a file of the tree) and renamed over its target
+(atomic per file), with its mode as git keeps it (`changes.git_mode`); then
+one ledger row per path, with its hash.
 """
 
 from __future__ import annotations
@@ -24,20 +26,25 @@ import asyncio
 import os
 import shutil
 import stat
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from codefleet.fleet.changes import Change, ChangeKind
+from codefleet.fleet.changes import REGULAR_MODE, Change, ChangeKind
 from codefleet.fleet.layer import Layer
 from codefleet.fleet.prewrite import WriteGate
+from codefleet.statedir import STATE_DIR, prepare_dirs
 
 __all__ = ["COMMAND_TOOL", "Applied", "ShellLimits", "apply_changes"]
 
 COMMAND_TOOL: Final = "run_command"  # the tool name on its lease and ledger rows
 DEFAULT_MAX_FILES: Final = 1000
 DEFAULT_MAX_BYTES: Final = 64 * 1024 * 1024
+# Where a file is written before it is renamed over its target: the tree's own state
+# directory (same file system, protected, never a name in the tree another task holds).
+STAGING_DIR: Final = f"{STATE_DIR}/staging"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,13 +112,16 @@ def _ctime(path: Path) -> int:
 
 
 def put_all(layer: Layer, changes: Sequence[Change]) -> None:
-    """Deletions first, then each file atomically (temp file beside it, then rename)."""
+    """Deletions first, then each file atomically (staged in `STAGING_DIR`, then renamed)."""
     deleted = [c.path for c in changes if c.kind is ChangeKind.DELETED]
     for path in deleted:
         _delete(layer, path)
+    staging = layer.tree / STAGING_DIR
+    if len(deleted) < len(changes):
+        prepare_dirs(staging)
     for change in changes:
         if change.kind is not ChangeKind.DELETED:
-            _put(layer, change)
+            _put(layer, change, staging)
 
 
 def _delete(layer: Layer, path: str) -> None:
@@ -136,10 +146,15 @@ def _removed_in_layer(layer: Layer, directory: str) -> bool:
     return stat.S_ISCHR(info.st_mode) and info.st_rdev == 0
 
 
-def _put(layer: Layer, change: Change) -> None:
+def _put(layer: Layer, change: Change, staging: Path) -> None:
     target = layer.tree / change.path
     target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.with_name(f".{target.name}.codefleet-command")
-    shutil.copyfile(layer.upper / change.path, temp, follow_symlinks=False)
-    os.chmod(temp, change.mode if change.mode is not None else 0o644)
-    os.replace(temp, target)
+    fd, name = tempfile.mkstemp(prefix="command-", dir=staging)
+    os.close(fd)
+    try:
+        shutil.copyfile(layer.upper / change.path, name, follow_symlinks=False)
+        os.chmod(name, change.mode if change.mode is not None else REGULAR_MODE)
+        os.replace(name, target)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise

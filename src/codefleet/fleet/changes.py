@@ -5,9 +5,10 @@ file, a whiteout character device for a deletion, an opaque directory for a
 directory deleted and made again) and compares each entry with what the
 command saw below it (the pre-image layer, else the live tree): created,
 modified, deleted, mode changed, symbolic link, and a file replaced by a
-directory (or the reverse). A file copied up but left byte- and
-mode-identical is no change. Directories themselves are not changes: a
-lease guards a file.
+directory (or the reverse). Modes are compared and carried as git keeps
+them (`git_mode`: the execute bit only), so a setuid bit never lands. A
+file copied up but left byte- and mode-identical is no change. Directories
+themselves are not changes: a lease guards a file.
 
 `sort_changes` puts each change in one of three lists, in this order:
 
@@ -37,11 +38,13 @@ from codefleet.fleet.checkview import SKIP_DIRS
 from codefleet.fleet.layer import Layer
 from codefleet.paths import PathRejected, TreeRoot
 
-__all__ = ["Change", "ChangeKind", "Sorted", "collect", "sort_changes"]
+__all__ = ["Change", "ChangeKind", "Sorted", "collect", "git_mode", "sort_changes"]
 
 OPAQUE_XATTR: Final = "user.overlay.opaque"
 COMPARE_CHUNK: Final = 1 << 20
 GIT_TIMEOUT_S: Final = 30.0
+EXECUTABLE_MODE: Final = 0o755
+REGULAR_MODE: Final = 0o644
 
 
 class ChangeKind(StrEnum):
@@ -59,7 +62,7 @@ class Change:
     path: str
     kind: ChangeKind
     size: int = 0  # bytes to write (created, modified)
-    mode: int | None = None  # permission bits of the new file
+    mode: int | None = None  # permission bits of the new file (`git_mode`)
     target: str | None = None  # what a symbolic link points to
 
 
@@ -159,7 +162,7 @@ def _opaque(path: Path) -> bool:
 def _entry(
     layer: Layer, path: Path, rel: str, info: os.stat_result, below: os.stat_result | None
 ) -> Iterator[Change]:
-    mode = stat.S_IMODE(info.st_mode)
+    mode = git_mode(info.st_mode)
     if below is not None and stat.S_ISDIR(below.st_mode):
         yield Change(rel, ChangeKind.RETYPED)  # a directory replaced by a file
     elif stat.S_ISLNK(info.st_mode):
@@ -181,11 +184,17 @@ def _entry(
             yield Change(rel, kind, info.st_size, mode)
 
 
+def git_mode(st_mode: int) -> int:
+    """The permission bits a change carries, as git keeps them: 0o755 if the owner may
+    execute, else 0o644; never setuid, setgid or sticky, never group or world writable."""
+    return EXECUTABLE_MODE if st_mode & stat.S_IXUSR else REGULAR_MODE
+
+
 def _compare(
     path: Path, lower: Path, info: os.stat_result, below: os.stat_result
 ) -> ChangeKind | None:
     """MODIFIED, MODE or None (a copy-up that changed nothing)."""
-    same_mode = stat.S_IMODE(info.st_mode) == stat.S_IMODE(below.st_mode)
+    same_mode = git_mode(info.st_mode) == git_mode(below.st_mode)
     if info.st_size == below.st_size and _same_bytes(path, lower):
         return None if same_mode else ChangeKind.MODE
     return ChangeKind.MODIFIED

@@ -13,13 +13,17 @@ afterwards (`fleet.changes`). Files another task created (pre-image
 leaves overlayfs whiteouts in `upper/` that the collection recognises.
 
 Setting up costs one small directory per held file, never a walk of the
-tree. Inside the namespace the command runs under bubblewrap when it is
-present (`Sandbox.bwrap`): the rest of the file system read-only, private
-`/tmp` and `/var/tmp`, its own PID namespace (everything dies with it), no
-network unless `Sandbox.network`. Without bubblewrap it runs directly in the
-namespace (`--shell-unsandboxed`): the layer is still its view of the tree,
-but it may write wherever the user may. docs/decisions.md, "Commands run in
-an overlay layer"; docs/security.md, "Commands".
+tree. The namespace that mounts the layer is root; the command never is: it
+runs in a NESTED user namespace as `inner_ids()` with no capabilities, where
+the kernel locks the layer's mount (no umount, no remount). With bubblewrap
+(`Sandbox.bwrap`, 0.8 or later) that namespace is bwrap's (`--unshare-user
+--disable-userns --cap-drop ALL`): the rest of the file system read-only,
+private `/tmp` and `/var/tmp`, its own PID namespace (everything dies with
+it), no network unless `Sandbox.network`. Without it (`--shell-unsandboxed`)
+a second `unshare` makes it (`UNSANDBOXED`: its own PID namespace and
+`/proc` too): the tree at its path is still reached only through the layer,
+but the command may write whatever else the user may. docs/decisions.md,
+"Commands run in an overlay layer"; docs/security.md, "Commands".
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ __all__ = [
     "Sandbox",
     "ShellSupport",
     "build_layer",
+    "inner_ids",
     "layer_argv",
     "shell_support",
 ]
@@ -53,6 +58,11 @@ HIDDEN_FILE: Final = "hidden"
 # A mount option value cannot hold these unescaped; such a tree path is refused.
 MOUNT_UNSAFE: Final = frozenset(",:\\\n")
 PROBE_TIMEOUT_S: Final = 10.0
+# Who a command runs as when the runner is root: any uid but 0 (mapped to the runner's).
+UNPRIVILEGED_ID: Final = 1000
+# Without bubblewrap: a nested user namespace (the layer's mount locked in it), its own
+# PID namespace and /proc (no other process to reach the tree through), no capabilities.
+UNSANDBOXED: Final = ("--user", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc")
 # Runs inside the namespace: $1 tree, $2 lowerdir, $3 layer base, then the command's argv.
 SETUP_SCRIPT: Final = """set -e
 tree=$1; lower=$2; base=$3; shift 3
@@ -125,18 +135,39 @@ def _put_image(images: Path, image: PreImage) -> None:
 
 
 def layer_argv(layer: Layer, command: str, sandbox: Sandbox, unshare: str) -> list[str]:
-    """The argv that runs `command` (through `/bin/sh -c`) in `layer`, confined by `sandbox`."""
-    inner = ["/bin/sh", "-c", command]
+    """The argv that runs `command` (through `/bin/sh -c`) in `layer`, confined by `sandbox`.
+
+    The outer namespace (root in it) mounts the layer; the command runs in a
+    nested one, as `inner_ids()` without capabilities, where that mount is locked."""
+    uid, gid = inner_ids()
     if sandbox.bwrap is not None:
-        inner = [sandbox.bwrap, *_bwrap_options(layer.tree, sandbox.network), "--", *inner]
+        options = _bwrap_options(layer.tree, sandbox.network, uid, gid)
+        confine = [sandbox.bwrap, *options, "--"]
+    else:
+        confine = [unshare, f"--map-user={uid}", f"--map-group={gid}", *UNSANDBOXED, "--"]
     setup = ["/bin/sh", "-c", SETUP_SCRIPT, "codefleet-layer"]
     namespace = [unshare, "--user", "--map-root-user", "--mount", "--propagation", "private"]
-    return [*namespace, *setup, str(layer.tree), layer.lower, str(layer.base), *inner]
+    layout = [str(layer.tree), layer.lower, str(layer.base)]
+    return [*namespace, *setup, *layout, *confine, "/bin/sh", "-c", command]
 
 
-def _bwrap_options(tree: Path, network: bool) -> list[str]:
+def inner_ids() -> tuple[int, int]:
+    """The uid and gid a command runs as: the runner's, or `UNPRIVILEGED_ID` for root."""
+    uid, gid = os.getuid(), os.getgid()
+    return (uid, gid) if uid != 0 else (UNPRIVILEGED_ID, UNPRIVILEGED_ID)
+
+
+def _bwrap_options(tree: Path, network: bool, uid: int, gid: int) -> list[str]:
     root = str(tree)
     options = [
+        "--unshare-user",
+        "--disable-userns",
+        "--uid",
+        str(uid),
+        "--gid",
+        str(gid),
+        "--cap-drop",
+        "ALL",
         "--ro-bind",
         "/",
         "/",
@@ -190,11 +221,10 @@ def shell_support() -> ShellSupport:
         tree.mkdir()
         base.mkdir()
         layer = build_layer(tree, base, ())
-        problem = _probe(layer_argv(layer, "true", Sandbox(None), unshare))
-        if problem is not None:
-            return ShellSupport(unshare, bwrap, f"no overlay in a user namespace ({problem})")
         if bwrap is not None and _probe(layer_argv(layer, "true", Sandbox(bwrap), unshare)):
-            bwrap = None  # present but unusable here: say so as "not sandboxed"
+            bwrap = None  # present but unusable here (or older than 0.8): "not sandboxed"
+        if bwrap is None and (problem := _probe(layer_argv(layer, "true", Sandbox(None), unshare))):
+            return ShellSupport(unshare, None, f"no overlay in a user namespace ({problem})")
     return ShellSupport(unshare, bwrap, None)
 
 
