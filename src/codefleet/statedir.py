@@ -33,6 +33,7 @@ __all__ = [
     "tree_id_here",
     "tree_id_path",
     "tree_mismatch",
+    "tree_root",
 ]
 
 STATE_DIR: Final = ".codefleet"
@@ -60,6 +61,20 @@ def prepare_dirs(*dirs: Path) -> None:
                 ancestor.mkdir(parents=True)
                 (ancestor / ".gitignore").write_text(IGNORE_ALL)
         directory.mkdir(parents=True, exist_ok=True)
+
+
+def tree_root(start: Path) -> tuple[Path, str]:
+    """The tree a command run in `start` works on, and why: the nearest directory (`start`
+    or above) that CodeFleet already serves (it has a tree identity) or that is a git
+    repository's root; `start` itself when there is none (docs/decisions.md, "One lock per
+    tree")."""
+    here = start.absolute()
+    for directory in (here, *here.parents):
+        if tree_id_path(directory).is_file():
+            return directory, f"the tree CodeFleet serves ({STATE_DIR}/{TREE_ID_FILE} is there)"
+        if (directory / ".git").exists():
+            return directory, "the git repository's root"
+    return here, "the current directory (not inside a git repository)"
 
 
 def tree_id_path(root: Path) -> Path:

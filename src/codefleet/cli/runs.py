@@ -54,7 +54,7 @@ def runs(
 
     if keep < 0:
         raise fail("--keep must be 0 or more")
-    settings = settings_from(run_dir=run_dir)
+    settings = settings_from(find_server=False, run_dir=run_dir)
     removed: list[RunEntry] = []
     busy: list[RunEntry] = []
     if prune:
@@ -97,7 +97,7 @@ def runs_new(
     from codefleet.cli.output import console
     from codefleet.server.lock import DatabaseInUse, ServerLock
 
-    path = settings_from(db=db).db
+    path = settings_from(find_server=False, db=db).db
     if not path.exists():
         console.print(
             f"runs new: no database at {path}: the next run is fresh already", markup=False
