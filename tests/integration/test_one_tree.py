@@ -161,3 +161,25 @@ def test_a_dead_servers_record_is_ignored(workdir: Path, tmp_path: Path) -> None
     assert after.returncode != 0
     assert "127.0.0.1:8099" in _said(after)
     assert f":{port}" not in _said(after)
+
+
+def test_runs_new_while_serve_runs_names_the_server_and_runs_lists_the_kept_database(
+    workdir: Path,
+) -> None:
+    port = free_port()
+    with _running([*CLI, "serve", "--port", str(port)], workdir, port) as first:
+        refused = _cli(workdir, "runs", "new")
+
+        assert refused.returncode != 0
+        assert f"http://127.0.0.1:{port}" in _said(refused)
+        assert f"pid {first.pid}" in _said(refused)
+        assert "stop it" in _said(refused)
+    started_over = _cli(workdir, "runs", "new")
+    listed = _cli(workdir, "runs", "--json")
+
+    assert started_over.returncode == 0, _said(started_over)
+    [kept] = (workdir / ".codefleet").glob("codefleet-*.db")
+    assert kept.name in _said(_cli(workdir, "runs"))
+    assert [Path(k["path"]).name for k in json.loads(listed.stdout)["kept_databases"]] == [
+        kept.name
+    ]
