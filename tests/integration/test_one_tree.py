@@ -37,9 +37,14 @@ def _serve(port: int, db: Path, *extra: str) -> list[str]:
     return [*CLI, "serve", "--port", str(port), "--db", str(db), *extra]
 
 
-def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _cli(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*CLI, *args], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=START_BOUND_S
+        [*CLI, *args],
+        cwd=cwd,
+        env={**_env(), **env},
+        capture_output=True,
+        text=True,
+        timeout=START_BOUND_S,
     )
 
 
@@ -140,13 +145,15 @@ def test_a_command_inside_the_tree_finds_its_server_on_any_port_and_says_which(
     with _running(_serve(port, tmp_path / "one.db"), workdir, port):
         found = _cli(workdir / "pkg", "tasks", "--json")
         given = _cli(workdir / "pkg", "tasks", "--server", f"http://127.0.0.1:{free_port()}")
+        by_env = _cli(workdir / "pkg", "tasks", CODEFLEET_PORT=str(free_port()))
 
     assert found.returncode == 0, _said(found)
     assert json.loads(found.stdout) == []
     assert f"http://127.0.0.1:{port}" in found.stderr
     assert str(workdir) in found.stderr
-    assert given.returncode != 0  # --server wins over the tree's record
-    assert f"127.0.0.1:{port}" not in _said(given)
+    for told in (given, by_env):  # --server and CODEFLEET_* win over the tree's record
+        assert told.returncode != 0
+        assert f"127.0.0.1:{port}" not in _said(told)
 
 
 def test_a_dead_servers_record_is_ignored(workdir: Path, tmp_path: Path) -> None:
