@@ -36,6 +36,7 @@ from codefleet.models import (
     MAX_LEASE_WAIT_S,
 )
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, parse_protected_names
+from codefleet.statedir import tree_root
 
 __all__ = ["Settings"]
 
@@ -124,7 +125,13 @@ class Settings(BaseSettings):
     @model_validator(mode="before")
     @classmethod
     def _in_the_tree(cls, data: Any) -> Any:
-        """Unless given, the database and the run directory live in the tree's `.codefleet/`."""
+        """Unless given, the tree is the repository (or served tree) the current directory is
+        in (`statedir.tree_root`), and the database and the run directory live in its
+        `.codefleet/`."""
+        if isinstance(data, dict) and data.get("workdir") in (None, ""):
+            root, _ = tree_root(Path.cwd())
+            if root != Path.cwd().absolute():  # at the root itself nothing changes: "."
+                data = {**data, "workdir": root}
         if isinstance(data, dict) and data.get("workdir") not in (None, ""):
             tree = Path(data["workdir"])
             for name, default in (("db", DEFAULT_DB), ("run_dir", DEFAULT_RUN_DIR)):

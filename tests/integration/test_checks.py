@@ -207,13 +207,14 @@ async def test_the_agent_gets_the_tail_of_a_long_output_and_the_event_a_shorter_
 
 
 async def test_an_unknown_check_name_is_refused_at_load_and_at_call(
-    make_server: Callable[..., ServerThread], workdir: Path, http: httpx.AsyncClient
+    make_server: Callable[..., ServerThread], workdir: Path
 ) -> None:
-    server = make_server(**FAST)
-    bad = await http.post(
-        "/tasks",
-        json={"tasks": [{"id": "x", "title": "x", "description": "do it", "verify": "nope"}]},
-    )
+    server = make_server(**FAST)  # the tree's one server (one lock per tree)
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        bad = await http.post(
+            "/tasks",
+            json={"tasks": [{"id": "x", "title": "x", "description": "do it", "verify": "nope"}]},
+        )
     assert bad.status_code == 422
     assert "unknown check 'nope'" in bad.json()["error"]["message"]
     with pytest.raises(GraphError, match="unknown check 'nope'"):

@@ -336,6 +336,7 @@ def test_run_exits_by_the_verify_command(
             timeout=60,
         )
         codes[verify] = done.returncode
+        server.stop()  # one server per tree: the next one starts once this one is gone
     assert codes == {"true": 0, "exit 3": 1}
 
 

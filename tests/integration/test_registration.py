@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -283,6 +284,31 @@ async def test_a_runner_process_in_another_tree_exits_at_once_naming_both_trees(
     assert "Traceback" not in done.stderr
     assert str(other) in said and str(workdir) in said
     assert other_id in said and read_tree_id(workdir) in said
+
+
+async def test_a_runner_process_in_a_copy_of_the_tree_is_refused_though_the_copy_has_its_identity(
+    server: ServerThread, workdir: Path, tmp_path: Path
+):
+    copy = tmp_path / "copy"
+    shutil.copytree(workdir, copy)  # `cp -r tree copy` while the server runs: every file alike
+    assert read_tree_id(copy) == read_tree_id(workdir)
+
+    done = subprocess.run(
+        _runner(server, copy, tmp_path, "--name", "copied", "--exit-when-drained"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(),
+    )
+
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "registration refused" in said and "a copy" in said
+    assert str(copy) in said and str(workdir) in said
+    assert list((copy / ".codefleet").glob("probe-*")) == []  # the runner's probe is gone
+    async with FleetClient(server.url) as client:
+        assert await client.agents() == []  # it never registered
 
 
 async def test_a_runner_process_whose_tree_has_no_identity_exits_at_once_naming_the_file(

@@ -80,6 +80,7 @@ async def test_with_keep_failed_edits_a_failed_attempt_leaves_its_writes(
             await client.create_tasks([{"id": "bad", "title": "b", "description": "do it"}])
             await drain(server, workdir, script)
         outcomes[keep] = (workdir / "left.txt").exists()
+        server.stop()  # one server per tree: the next one starts once this one is gone
     assert outcomes == {False: False, True: True}
 
 

@@ -98,3 +98,40 @@ def test_no_agent_may_write_codefleets_state_directory(tmp_path: Path, raw: str)
         TreeRoot(tmp_path).canonical(raw)
 
     assert refused.value.reason is DenyReason.PROTECTED_PATH
+
+
+def test_the_tree_of_a_subdirectory_is_the_nearest_served_tree_or_repository_root(
+    tmp_path: Path,
+) -> None:
+    from codefleet.statedir import tree_root
+
+    repo = tmp_path / "repo"
+    inner = repo / "a" / "b"
+    inner.mkdir(parents=True)
+    assert tree_root(inner) == (inner, "the current directory (not inside a git repository)")
+    (repo / ".git").mkdir()
+    assert tree_root(inner)[0] == repo
+    assert tree_root(repo)[0] == repo
+    ensure_tree_id(repo / "a")  # a directory CodeFleet serves is a tree of its own
+    assert tree_root(inner)[0] == repo / "a"
+
+
+def test_a_probe_written_in_the_tree_matches_and_one_written_in_a_copy_does_not(
+    tmp_path: Path,
+) -> None:
+    from codefleet.statedir import remove_probe, tree_mismatch, write_probe
+
+    tree, copy = tmp_path / "tree", tmp_path / "copy"
+    tree_id = ensure_tree_id(tree)
+    tree_id_path(copy).parent.mkdir(parents=True)
+    tree_id_path(copy).write_text(tree_id_path(tree).read_text())
+    server = TreeClaim(str(tree), tree_id)
+    here, there = write_probe(tree), write_probe(copy)
+    assert here is not None and there is not None
+
+    assert tree_mismatch(TreeClaim(str(tree), tree_id, here), server) is None
+    problem = tree_mismatch(TreeClaim(str(copy), tree_id, there), server)
+    assert problem is not None and "is a copy, not a mount" in problem
+    assert tree_mismatch(TreeClaim(str(copy), tree_id), server) is None  # no probe: an older runner
+    remove_probe(tree, here)
+    assert list((tree / ".codefleet").glob("probe-*")) == []

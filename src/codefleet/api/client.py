@@ -194,11 +194,14 @@ class FleetClient:
         replace: bool = False,
         agent: str | None = None,
         tree_id: str | None = None,
+        probe: str | None = None,
     ) -> dict[str, Any]:
         """Register (or re-register) `name`; `NameInUse` / `WrongTree` are refusals to obey."""
         body: dict[str, Any] = {"name": name, "workdir": workdir, "pid": pid}
         if tree_id is not None:
             body["tree_id"] = tree_id
+        if probe is not None:
+            body["probe"] = probe
         if agent is not None:
             body["agent"] = agent
         if host is not None:

@@ -43,6 +43,7 @@ from codefleet.dag import find_cycle
 from codefleet.models import StaleReadPolicy
 from codefleet.paths import PathRejected, TreeRoot
 from codefleet.resources import glob_inside_tree
+from codefleet.statedir import tree_root
 
 __all__ = [
     "DEFAULT_GRAPH",
@@ -99,11 +100,15 @@ class GraphTasks(list[dict[str, Any]]):
 
 
 def find_graph(given: Path | None, cwd: Path | None = None) -> Path | None:
-    """The graph file to use: the one given, else `codefleet.yaml` in `cwd` if there is one."""
+    """The graph file to use: the one given, else `codefleet.yaml` in `cwd` if there is one,
+    else in the root of the tree `cwd` is in (`statedir.tree_root`), where `init` writes it."""
     if given is not None:
         return given
-    default = (cwd or Path.cwd()) / DEFAULT_GRAPH
-    return default if default.is_file() else None
+    here = cwd or Path.cwd()
+    for directory in (here, tree_root(here)[0]):
+        if (directory / DEFAULT_GRAPH).is_file():
+            return directory / DEFAULT_GRAPH
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -200,12 +200,14 @@ class ChecksBody(_Body):
 
 class RegisterBody(_Body):
     """`POST /agents/register`. `tree_id` (read in the runner's own mount) must be the
-    server's tree's; without it the workdir must be the server's path. `host` and `pid` say
-    which process holds the name, and `replace` takes a name a live process holds."""
+        server's tree's; without it the workdir must be the server's path. `probe` names the
+    file the runner wrote in its tree's `.codefleet/`: the server must see it (a copy fails). `host` and `pid` say
+        which process holds the name, and `replace` takes a name a live process holds."""
 
     name: Annotated[StrictStr, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.:-]+$")]
     workdir: Annotated[StrictStr, Field(min_length=1, max_length=MAX_PATH, pattern=r"^[^\x00]+$")]
     tree_id: Annotated[StrictStr, Field(pattern=r"^tree_[0-9a-f]{32}$")] | None = None
+    probe: Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{32}$")] | None = None
     pid: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
     host: Annotated[StrictStr, Field(max_length=255)] | None = None
     replace: StrictBool = False

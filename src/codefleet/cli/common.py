@@ -74,11 +74,12 @@ def parse_check_options(values: list[str] | None) -> dict[str, str]:
         raise fail(str(err)) from None
 
 
-def settings_from(**overrides: Any) -> Settings:
+def settings_from(*, find_server: bool = True, **overrides: Any) -> Settings:
     """Settings from env/.env with the flags the user actually gave on top.
 
     A setting that does not validate ends the command with one line per problem,
-    naming the variable, never a traceback.
+    naming the variable, never a traceback. `find_server`: a command that talks to a
+    server reaches its tree's (`found_server`) unless told where.
     """
     from pydantic import ValidationError
 
@@ -86,19 +87,52 @@ def settings_from(**overrides: Any) -> Settings:
 
     given = {k: v for k, v in overrides.items() if v is not None}
     try:
-        return Settings(**given)
+        settings = Settings(**given)
     except ValidationError as err:
         problems = [_problem(e) for e in err.errors()]
         raise fail("; ".join(problems)) from None
+    return found_server(settings) if find_server else settings
 
 
-def settings_of(params: Mapping[str, Any], **given: Any) -> Settings:
+def settings_of(params: Mapping[str, Any], *, find_server: bool = True, **given: Any) -> Settings:
     """`settings_from` the command's setting parameters (`ctx.params`), and `given`, on top.
 
     A command parameter named like a setting is that setting's flag
     (`cli.settingopts`); the command's other parameters are not settings.
     """
-    return settings_from(**{k: v for k, v in params.items() if k in FLAGS}, **given)
+    chosen = {k: v for k, v in params.items() if k in FLAGS}
+    return settings_from(find_server=find_server, **chosen, **given)
+
+
+def found_server(settings: Settings) -> Settings:
+    """`settings` pointed at the live server of the tree they are in, unless the server's
+    address was given (`--server`, `--host`/`--port`, `CODEFLEET_*`, `.env`): the record
+    in `.codefleet/server.json`, nearest first from the tree up (`treelock.live_server`).
+    Says which server on stderr when it is not the default."""
+    import socket
+
+    from codefleet.treelock import live_server
+
+    if settings.model_fields_set & {"server_url", "host", "port"}:
+        return settings
+    record = live_server(settings.workdir)
+    if record is None or record.url == settings.url:
+        return settings
+    if record.host not in (None, socket.gethostname()) and _loopback(record.url):
+        return settings  # another host's server, recorded by its loopback address
+    from codefleet.cli.output import err_console
+
+    err_console.print(
+        f"server: {record.url} (the server of the tree {record.workdir}, pid {record.pid})",
+        markup=False,
+        highlight=False,
+    )
+    return settings.model_copy(update={"server_url": record.url})
+
+
+def _loopback(url: str) -> bool:
+    host = url.partition("://")[2].rpartition(":")[0].strip("[]")
+    return host in ("127.0.0.1", "localhost", "::1")
 
 
 def _problem(error: Any) -> str:

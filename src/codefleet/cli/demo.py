@@ -48,7 +48,7 @@ def demo(
     from codefleet.cli.output import console
     from codefleet.session.credentials import credentials_problem
 
-    settings = settings_from(run_dir=run_dir)
+    settings = settings_from(find_server=False, run_dir=run_dir)
     mode = "dry-run" if dry_run else "offline" if offline else "live"
     if mixed and mode != "offline":
         raise fail("--mixed goes with --offline (a live Codex runner needs OPENAI_API_KEY)")

@@ -104,7 +104,18 @@ def check_workdir(settings: Settings) -> Check:
             pass
     except OSError as err:
         return Check("workdir", False, f"{tree} is not writable ({err.strerror})")
-    return Check("workdir", True, f"{tree.resolve()} exists and is writable")
+    return Check("workdir", True, f"{tree.resolve()} exists and is writable{_why_tree(tree)}")
+
+
+def _why_tree(tree: Path) -> str:
+    """Why `tree` is the tree when the current directory is another one inside it."""
+    from codefleet.statedir import tree_root
+
+    here = Path.cwd().resolve()
+    root, why = tree_root(here)
+    if tree.resolve() == here or root != tree.resolve():
+        return ""
+    return f" (the tree: {why}; you are in {here})"
 
 
 def check_programs(path: Path | None, settings: Settings) -> Check:

@@ -1,4 +1,9 @@
-"""`codefleet init`: a starter `codefleet.yaml` for the repository in the current directory."""
+"""`codefleet init`: a starter `codefleet.yaml` for the repository the current directory is in.
+
+The file goes in the tree's root (`statedir.tree_root`: the git repository's root, or
+the tree CodeFleet already serves), which is where `serve`, `load` and `run` look;
+from a subdirectory, `init` says which directory that is and why.
+"""
 
 from __future__ import annotations
 
@@ -34,7 +39,7 @@ def init(
         typer.Option("--force", help="Overwrite files that exist (without it, they are kept)."),
     ] = False,
 ) -> None:
-    """Write a starter codefleet.yaml here: the checks found in the repository, two example tasks."""
+    """Write a starter codefleet.yaml at the repository's root: its checks, two example tasks."""
     from codefleet.api.graphfile import DEFAULT_GRAPH, GraphError, load_graph
     from codefleet.cli.starter import (
         EXAMPLE_TASK_IDS,
@@ -43,12 +48,15 @@ def init(
         starter_model_script,
         starter_script,
     )
+    from codefleet.statedir import tree_root
 
-    root = Path.cwd()
+    root, why = tree_root(Path.cwd())
+    if root != Path.cwd().absolute():
+        _say(f"the tree is {root} ({why}; you are in {Path.cwd()}): the files go there")
     files = [DEFAULT_GRAPH, *((SCRIPT_FILE, MODEL_FILE) if scripts else ())]
     kept = [] if force else [name for name in files if (root / name).exists()]
     if kept == files:
-        raise fail(f"{', '.join(kept)} already exist(s) here; pass --force to overwrite")
+        raise fail(f"{', '.join(kept)} already exist(s) here, in {root}; pass --force to overwrite")
     checks = find_checks(root)
     makers = {
         DEFAULT_GRAPH: starter_graph,

@@ -69,7 +69,7 @@ def check(
     if given is None:
         raise fail(f"no graph given and no {DEFAULT_GRAPH} here: `codefleet init` writes one")
     graph = given
-    settings = settings_from(workdir=workdir)
+    settings = settings_from(find_server=False, workdir=workdir)
     if not settings.workdir.is_dir():
         raise fail(f"working tree {settings.workdir} does not exist; set --workdir")
     try:

@@ -1,6 +1,9 @@
 """`codefleet runs`: the run directory, `--prune` for old demos, `runs new` for a fresh run.
 
-`runs new` starts a fresh run on the same tree: the last run's database is kept beside it.
+`runs new` starts a fresh run on the same tree: the last run's database is kept beside it,
+and `codefleet runs` lists the databases kept so. It needs the database free: while a
+server runs on it, it is refused naming that server (URL and pid) and the way on (stop
+it, `runs new`, serve again).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from codefleet.cli.rundirs import RunEntry, list_runs, prune_runs
 if TYPE_CHECKING:  # Rich loads with the command, not with `--help`
     from rich.table import Table
 
+    from codefleet.server.lock import DatabaseInUse
+
 __all__ = ["runs", "runs_new"]
 
 runs_app = CliTyper(invoke_without_command=True)
@@ -45,7 +50,8 @@ def runs(
 ) -> None:
     """List the run directory (demo workspaces, runner records) with sizes; --prune old demos.
 
-    codefleet runs new starts a fresh run on the same tree.
+    Also lists the databases codefleet runs new kept. codefleet runs new starts a fresh run
+    on the same tree.
     """
     from codefleet.cli.output import console
 
@@ -54,7 +60,8 @@ def runs(
 
     if keep < 0:
         raise fail("--keep must be 0 or more")
-    settings = settings_from(run_dir=run_dir)
+    settings = settings_from(find_server=False, run_dir=run_dir)
+    kept = kept_databases(settings.db)
     removed: list[RunEntry] = []
     busy: list[RunEntry] = []
     if prune:
@@ -67,6 +74,7 @@ def runs(
                 "entries": [_as_dict(e) for e in entries],
                 "removed": [_as_dict(e) for e in removed],
                 "in_use": [_as_dict(e) for e in busy],
+                "kept_databases": [_kept_dict(k) for k in kept],
             }
         )
         return
@@ -81,6 +89,12 @@ def runs(
         console.print(f"kept {entry.path.name}: a running server uses its database", markup=False)
     if prune and not removed and not busy:
         console.print(f"nothing to prune: at most {keep} demo workspace(s)", markup=False)
+    if kept:
+        console.print(f"kept databases (runs new): {settings.db.resolve().parent}", markup=False)
+        now = time.time()
+        for path in kept:
+            size, age = path.stat().st_size, now - path.stat().st_mtime
+            console.print(f"  {path.name}  {_size(size)}  {_age(age)}", markup=False)
 
 
 @runs_app.command("new")
@@ -91,13 +105,14 @@ def runs_new(
 ) -> None:
     """Start a fresh run on the same tree: the last run's database is kept beside it.
 
-    The database (tasks, events, patches) is renamed codefleet-<UTC time>.db; the next
-    codefleet serve starts an empty one. The tree is not touched. Stop the server first.
+    The database (tasks, events, patches) is renamed codefleet-<UTC time>.db (codefleet
+    runs lists the kept ones); the next codefleet serve starts an empty one. The tree is
+    not touched. Stop the server first: while it runs, runs new is refused, naming it.
     """
     from codefleet.cli.output import console
     from codefleet.server.lock import DatabaseInUse, ServerLock
 
-    path = settings_from(db=db).db
+    path = settings_from(find_server=False, db=db).db
     if not path.exists():
         console.print(
             f"runs new: no database at {path}: the next run is fresh already", markup=False
@@ -106,7 +121,7 @@ def runs_new(
     try:
         lock = ServerLock.acquire(path)
     except DatabaseInUse as err:
-        raise fail(f"{err}; then `codefleet runs new`") from None
+        raise fail(_in_use(path, err)) from None
     try:
         kept = _set_aside(path)
     finally:
@@ -116,6 +131,31 @@ def runs_new(
         "a fresh one (the tree is not touched)",
         markup=False,
     )
+
+
+def _in_use(db: Path, err: DatabaseInUse) -> str:
+    """Why `runs new` cannot set `db` aside now, naming the running server and the way on."""
+    from codefleet.treelock import live_server
+
+    record = live_server(db.parent)
+    who = record.names() if record is not None else f"pid {err.pid}"
+    stop = f"kill {err.pid}" if err.pid is not None else "its kill"
+    return (
+        f"the database {db} is in use by another CodeFleet server, {who}: stop it first (Ctrl-C "
+        f"where it runs, or `{stop}`), then `codefleet runs new`, then `codefleet serve` "
+        "again for a fresh run"
+    )
+
+
+def kept_databases(db: Path) -> list[Path]:
+    """The databases `runs new` set aside beside `db` (`<stem>-<UTC time><suffix>`), oldest
+    first."""
+    pattern = f"{db.stem}-????????T??????Z{db.suffix}"
+    return sorted(db.parent.glob(pattern)) if db.parent.is_dir() else []
+
+
+def _kept_dict(path: Path) -> dict[str, object]:
+    return {"path": str(path), "bytes": path.stat().st_size, "modified": path.stat().st_mtime}
 
 
 def _set_aside(db: Path) -> Path:

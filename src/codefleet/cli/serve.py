@@ -78,7 +78,7 @@ def serve(
         uvicorn_config,
     )
 
-    settings = settings_of(ctx.params)
+    settings = settings_of(ctx.params, find_server=False)
     if settings.host not in LOOPBACK and not settings.token:
         raise fail(
             f"refusing to bind {settings.host} without a token: anyone who reaches the port could "
@@ -106,11 +106,13 @@ def _application(settings: Settings, listener: socket.socket) -> FleetApp:
     from codefleet.errors import DatabaseDamaged
     from codefleet.server.app import create_app
     from codefleet.server.lock import DatabaseInUse
+    from codefleet.treelock import TreeInUse, refuse_if_served
 
     try:
+        refuse_if_served(settings.workdir)  # before any directory is made for this server
         prepare_dirs(settings.db.parent, settings.run_dir)
         return create_app(settings)
-    except (DatabaseInUse, DatabaseDamaged, NoTreeId) as err:
+    except (TreeInUse, DatabaseInUse, DatabaseDamaged, NoTreeId) as err:
         listener.close()
         raise fail(str(err)) from None
     except FileNotFoundError as err:

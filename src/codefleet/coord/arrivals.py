@@ -46,6 +46,7 @@ class Arrivals:
         replace: bool = False,
         agent_kind: str = "claude",
         tree_id: str | None = None,
+        probe: str | None = None,
     ) -> Registered:
         """Upsert by name; a previous incarnation's task and leases are taken back.
 
@@ -53,7 +54,8 @@ class Arrivals:
         One registration is exactly one epoch bump, whatever it takes back.
         """
         now = self.clock()
-        check_tree(TreeClaim(workdir, tree_id), TreeClaim(str(self.tree.root), self.tree_id))
+        runner = TreeClaim(workdir, tree_id, probe)
+        check_tree(runner, TreeClaim(str(self.tree.root), self.tree_id))
         known = self.agents.admit(name, host, pid, replace, now, self.stale_after)
         with self.transition():
             if known is None:

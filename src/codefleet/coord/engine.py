@@ -387,8 +387,9 @@ class Engine:
         replace: bool = False,
         agent_kind: str = "claude",
         tree_id: str | None = None,
+        probe: str | None = None,
     ) -> Registered:
-        return self.arrivals.register(name, workdir, pid, host, replace, agent_kind, tree_id)
+        return self.arrivals.register(name, workdir, pid, host, replace, agent_kind, tree_id, probe)
 
     def leave(self, agent_id: str, epoch: int, interrupted: bool = False) -> None:
         self.arrivals.leave(agent_id, epoch, interrupted)

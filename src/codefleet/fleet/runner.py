@@ -36,7 +36,8 @@ replacing runners cannot take a name back and forth) and `wrong_tree`.
 
 The tree: the runner registers with the identity it reads in its own mount
 (`statedir.read_tree_id`) and its own path, so it may run on another host
-whose mount of the tree is elsewhere; every path it sends is tree-relative.
+whose mount of the tree is elsewhere, with a probe file written there that the
+server must see (a copy of the tree is refused); every path it sends is tree-relative.
 A mount without the identity file waits for the server (a new tree's server
 may not have started yet) and reads again; still without it, the runner
 ends (`CannotContinue`) before it registers.
@@ -85,7 +86,7 @@ from codefleet.models import (
     utcnow,
 )
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
-from codefleet.statedir import NoTreeId, read_tree_id
+from codefleet.statedir import NoTreeId, read_tree_id, remove_probe, write_probe
 
 __all__ = ["CannotContinue", "Runner", "RunnerOptions"]
 
@@ -203,6 +204,7 @@ class Runner:
         """One register call, shielded: a stop cuts the wait short, never the call, so
         a registration that lands anyway is known and left (`_leave`)."""
         root = str(self.tree.root)
+        probe = write_probe(self.tree.root)  # the server must see it: a copy of the tree fails
         self._registering = asyncio.ensure_future(
             self.client.register(
                 self.options.name,
@@ -212,9 +214,12 @@ class Runner:
                 replace=take_over,
                 agent=self.options.agent,
                 tree_id=tree_id,
+                probe=probe,
             )
         )
         self._registering.add_done_callback(_collect)
+        if probe is not None:
+            self._registering.add_done_callback(lambda _: remove_probe(self.tree.root, probe))
         sent = utcnow()
         answer = await asyncio.shield(self._registering)
         if "server_time" in answer:  # reads are stamped in the server's time (`fleet.reads`)

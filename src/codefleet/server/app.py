@@ -67,6 +67,7 @@ from codefleet.server.sse import EventHub, EventStream
 from codefleet.statedir import ensure_tree_id
 from codefleet.transport.fastpath import FastPath
 from codefleet.transport.routes import install_runner_routes
+from codefleet.treelock import TreeLock
 
 __all__ = ["FleetApp", "create_app"]
 
@@ -147,6 +148,11 @@ def _require_dirs(settings: Settings) -> None:
         raise FileNotFoundError(f"the database's directory {settings.db.parent} does not exist")
 
 
+def listen_url(settings: Settings) -> str:
+    """Where this server listens, as a client on this host reaches it (its tree's record)."""
+    return settings.model_copy(update={"server_url": None}).url
+
+
 def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
     """The engine over the settings' database (checked first) and tree."""
     tree = TreeRoot(
@@ -157,16 +163,28 @@ def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
     return open_engine(settings.db, tree, engine_config(settings), publish, tree_id=tree_id)
 
 
-def create_app(settings: Settings) -> FleetApp:
-    """The app over its engine; holds the database's one-server lock until shutdown."""
-    hub = EventHub(max_streams=settings.max_streams)
-    _require_dirs(settings)
-    lock = ServerLock.acquire(settings.db)  # before anything reads or repairs the database
+def _locked_engine(settings: Settings, hub: EventHub) -> tuple[TreeLock, ServerLock, Engine]:
+    """The tree's lock, then the database's, then the engine; what was taken is let go
+    when a later step fails (docs/decisions.md, "One lock per tree")."""
+    tree_lock = TreeLock.acquire(settings.workdir, listen_url(settings), settings.db.resolve())
     try:
-        engine = build_engine(settings, hub)
+        lock = ServerLock.acquire(settings.db)  # before anything reads or repairs the database
+    except BaseException:
+        tree_lock.release()
+        raise
+    try:
+        return tree_lock, lock, build_engine(settings, hub)
     except BaseException:
         lock.release()
+        tree_lock.release()
         raise
+
+
+def create_app(settings: Settings) -> FleetApp:
+    """The app over its engine; holds the tree's lock and the database's until shutdown."""
+    hub = EventHub(max_streams=settings.max_streams)
+    _require_dirs(settings)
+    tree_lock, lock, engine = _locked_engine(settings, hub)
     reads = Reads(EngineReads(engine), settings.stale_after)
 
     @asynccontextmanager
@@ -187,6 +205,7 @@ def create_app(settings: Settings) -> FleetApp:
             reads.close()
             close_engine(engine)
             lock.release()
+            tree_lock.release()
 
     watch = LoopWatch()  # the time the loop could not run does not count against heartbeats
     engine.deaf_seconds = watch.deaf_seconds
@@ -194,6 +213,7 @@ def create_app(settings: Settings) -> FleetApp:
     app.state.engine = engine
     app.state.hub = hub
     app.state.lock = lock
+    app.state.tree_lock = tree_lock
     _install_errors(app)
     guards = Guards.of(settings.token, HostNames(settings.allowed_host_names, settings.host))
     app.front = Front(app.behind, guards, FastPath(engine), _internal)

@@ -29,7 +29,7 @@ class DatabaseInUse(RuntimeError):
         who = f"pid {pid}" if pid is not None else "a process whose pid is unknown"
         super().__init__(
             f"database {db} is in use by another CodeFleet server ({who}); "
-            "stop that server or give this one another --db"
+            "use that server, or stop it first"
         )
         self.db, self.pid = db, pid
 

@@ -156,6 +156,7 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
             body.replace,
             body.agent.value,
             body.tree_id,
+            body.probe,
         )
         return JSONResponse(registered_json(answer, settings))
 
