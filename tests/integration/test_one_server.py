@@ -9,7 +9,6 @@ the first server's pid. Once the first is gone, the database is free again.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import socket
@@ -21,10 +20,9 @@ from typing import Any
 
 import httpx
 import pytest
+from serve_support import START_BOUND_S, stop, wait_healthy
 
 from codefleet.server.thread import free_port
-
-START_BOUND_S = 30.0
 
 
 def _serve(db: Path, workdir: Path, port: int, tmp_path: Path) -> list[str]:
@@ -58,36 +56,10 @@ def first_server(tmp_path: Path, workdir: Path) -> Iterator[tuple[subprocess.Pop
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait_healthy(proc, port)
+        wait_healthy(proc, port)
         yield proc, port
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _wait_healthy(proc: subprocess.Popen[bytes], port: int) -> None:
-    """Poll /health until it answers (bounded); the server process must stay up."""
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=1.0) as http:
-        for _ in range(int(START_BOUND_S / 0.05)):
-            if proc.poll() is not None:
-                pytest.fail(f"the first server exited with {proc.returncode}")
-            try:
-                if http.get("/health").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            # a bounded poll of a process we do not control: there is no event to wait on
-            proc_wait(proc, 0.05)
-    pytest.fail("the first server never answered /health")
-
-
-def proc_wait(proc: subprocess.Popen[bytes], seconds: float) -> None:
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=seconds)
+        stop(proc)
 
 
 def _answers(port: int) -> bool:
@@ -133,7 +105,7 @@ def test_the_database_is_free_again_once_its_server_has_exited(
             stderr=subprocess.DEVNULL,
         )
         try:
-            _wait_healthy(proc, port)
+            wait_healthy(proc, port)
         finally:
             proc.send_signal(signal.SIGKILL)  # even a killed server releases the lock
             proc.wait()

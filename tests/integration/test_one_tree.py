@@ -21,11 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
+from serve_support import START_BOUND_S, stop, wait_healthy
 
 from codefleet.server.thread import free_port
 
-START_BOUND_S = 30.0
 CLI = [sys.executable, "-m", "codefleet.cli"]
 
 
@@ -58,33 +57,10 @@ def _running(argv: list[str], cwd: Path, port: int) -> Iterator[subprocess.Popen
         argv, cwd=cwd, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        _wait_healthy(proc, port)
+        wait_healthy(proc, port)
         yield proc
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-def _wait_healthy(proc: subprocess.Popen[bytes], port: int) -> None:
-    """Poll /health until it answers (bounded); the server process must stay up."""
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=1.0) as http:
-        for _ in range(int(START_BOUND_S / 0.05)):
-            if proc.poll() is not None:
-                pytest.fail(f"the server exited with {proc.returncode}")
-            try:
-                if http.get("/health").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            # a bounded poll of a process we do not control: there is no event to wait on
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=0.05)
-    pytest.fail("the server never answered /health")
+        stop(proc)
 
 
 def _answers(port: int) -> bool:
