@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from tool_support import unavailable
 
 from codefleet.api.client import FleetClient
 from codefleet.fleet.commands import CommandResult, CommandRunner, ShellConfig
@@ -36,7 +37,7 @@ def shell(sandboxed: bool) -> ShellConfig:
     support = shell_support()
     assert support.unshare is not None and support.problem is None, support.describe
     if sandboxed and support.bwrap is None:
-        pytest.skip("bubblewrap is not installed here")
+        unavailable("bubblewrap is not installed here (apt-get install bubblewrap)")
     return ShellConfig(support.unshare, Sandbox(support.bwrap if sandboxed else None))
 
 
