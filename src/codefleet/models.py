@@ -62,6 +62,7 @@ class TaskStatus(StrEnum):
     PENDING = "pending"
     ASSIGNED = "assigned"
     RUNNING = "running"
+    LANDING = "landing"  # finished, its leases kept: waiting for (or in) its landing check
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     BLOCKED_UPSTREAM = "blocked_upstream"
@@ -103,6 +104,7 @@ class ErrorKind(StrEnum):
     RATE_LIMITED = "rate_limited"
     STALE_READ = "stale_read"  # `on_stale_read: retry` (or reconcile's last resort)
     CHECK_UNRUNNABLE = "check_unrunnable"  # a verify's program cannot start: retrying can't help
+    INTEGRATION_FAILED = "integration_failed"  # its landing check failed on the landed base
 
 
 # Not retryable: the rest, and CHECK_UNRUNNABLE (docs/decisions.md, "A check that cannot
@@ -116,6 +118,7 @@ RETRYABLE_KINDS: Final = frozenset(
         ErrorKind.VERIFY_FAILED,
         ErrorKind.RATE_LIMITED,
         ErrorKind.STALE_READ,
+        ErrorKind.INTEGRATION_FAILED,
     }
 )
 
@@ -173,6 +176,13 @@ class EventType(StrEnum):
     QUESTION_ANSWERED = "question_answered"
     NUMBER_ALLOCATED = "number_allocated"
     SEQUENCE_DEFINED = "sequence_defined"
+    LANDING_QUEUED = "landing_queued"
+    LANDING_CHECK_STARTED = "landing_check_started"
+    LANDING_CHECK_FINISHED = "landing_check_finished"
+    LANDED = "landed"
+    INTEGRATION_FAILED = "integration_failed"
+    LANDING_HALTED = "landing_halted"
+    LANDING_RESUMED = "landing_resumed"
 
 
 class ShellMode(StrEnum):

@@ -132,6 +132,28 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("fleet_budget_exhausted", {"spent_usd": 1.02, "max_cost_usd": 1.0, "simulated": True}),
     ("number_allocated", {"sequence": "migrations", "value": 3}),
     ("sequence_defined", {"sequence": "migrations", "start": 3}),
+    ("landing_queued", {"checks": ["test"], "position": 2}),
+    ("landing_queued", {"checks": []}),
+    (
+        "landing_check_started",
+        {"check": "test", "batch": ["T1", "T2"], "purpose": "batch", "base": 3},
+    ),
+    (
+        "landing_check_finished",
+        {"check": "test", "batch": ["T1"], "purpose": "bisect", "verdict": "failed"},
+    ),
+    (
+        "landing_check_finished",
+        {"check": "test", "batch": [], "purpose": "base", "verdict": "passed", "duration_ms": 9},
+    ),
+    ("landed", {"order": 4, "checks": ["test"]}),
+    ("landed", {"order": 1, "checks": []}),
+    (
+        "integration_failed",
+        {"check": "test", "conflicts_with": ["T1"], "output_tail": "E   NameError"},
+    ),
+    ("landing_halted", {"check": "test", "last_landed": "T4"}),
+    ("landing_resumed", {"reason": "operator"}),
     ("lease_waiting", {"path": "api.py", "holder_task_id": "T3", "queue_position": 1}),
     (
         "lease_waited",
