@@ -24,6 +24,7 @@ from codefleet.models import (
     DEFAULT_BACKOFF_CAP_S,
     DEFAULT_HEARTBEAT_INTERVAL_S,
     DEFAULT_INTERACTIVE_IDLE_S,
+    DEFAULT_LANDING_BATCH,
     DEFAULT_LEASE_WAIT_S,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_POLL_INTERVAL_S,
@@ -84,6 +85,8 @@ class Settings(BaseSettings):
     max_cost: float | None = Field(default=None, gt=0)
     max_cost_hard: bool = False
     lease_wait: float = Field(default=DEFAULT_LEASE_WAIT_S, ge=0, le=MAX_LEASE_WAIT_S)
+    landing_batch: int = Field(default=DEFAULT_LANDING_BATCH, ge=1, le=1000)
+    integration: str | None = None  # the check every task's landing must pass (`run`)
     allow_reset: bool = False
     token: str | None = None
     tls_cert: Path | None = None  # serve https with this certificate (PEM) and `tls_key`

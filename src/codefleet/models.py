@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_BACKOFF_CAP_S",
     "DEFAULT_HEARTBEAT_INTERVAL_S",
     "DEFAULT_INTERACTIVE_IDLE_S",
+    "DEFAULT_LANDING_BATCH",
     "DEFAULT_LEASE_WAIT_S",
     "DEFAULT_MAX_ATTEMPTS",
     "DEFAULT_POLL_INTERVAL_S",
@@ -238,6 +239,7 @@ class ReleaseReason(StrEnum):
 # Defaults shared by `Settings`, the engine's `EngineConfig` and the scheduler's snapshot
 # (DESIGN §6): one definition each.
 DEFAULT_STALE_AFTER_S: Final = 20.0
+DEFAULT_LANDING_BATCH: Final = 8  # bench/landing.py; docs/decisions.md, "The landing batch"
 DEFAULT_TASK_TIMEOUT_S: Final = 600.0
 DEFAULT_HEARTBEAT_INTERVAL_S: Final = 5.0
 DEFAULT_POLL_INTERVAL_S: Final = 1.0

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import ssl
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 if "httpx" not in sys.modules:
@@ -381,6 +381,51 @@ class FleetClient:
         result: dict[str, Any] = await self._json("GET", f"/tasks/{task_id}/foreign-preimages")
         return result
 
+    # -- the landing worker's ---------------------------------------------------------------
+
+    async def landing_claim(
+        self, worker: str, timeout_s: float, wait: float = 0.0
+    ) -> dict[str, Any] | None:
+        """The landing step to run now (or None after `wait` seconds): `fleet.landing`."""
+        body = {"worker": worker, "timeout_s": timeout_s, "wait": wait}
+        answer = await self._json("POST", "/landing/claim", body=body, timeout=wait + 10.0)
+        step: dict[str, Any] | None = answer.get("step")
+        return step
+
+    async def landing_preimages(self, step_id: int) -> dict[str, Any]:
+        """What a landing step's view puts back: every leased file not held by its batch."""
+        result: dict[str, Any] = await self._json("GET", f"/landing/steps/{step_id}/preimages")
+        return result
+
+    async def landing_started(self, step_id: int, check: str) -> None:
+        await self._call("POST", f"/landing/steps/{step_id}/started", body={"check": check})
+
+    async def landing_result(
+        self, step_id: int, results: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        body = {"results": [dict(r) for r in results]}
+        result: dict[str, Any] = await self._json(
+            "POST", f"/landing/steps/{step_id}/result", body=body
+        )
+        return result
+
+    async def landing(self) -> dict[str, Any]:
+        """The landing queue, the step in progress and any halt (`GET /landing`)."""
+        result: dict[str, Any] = await self._json("GET", "/landing")
+        return result
+
+    async def landing_resume(self) -> dict[str, Any]:
+        """Lift a landing halt: the next round checks the landed tree again."""
+        result: dict[str, Any] = await self._json("POST", "/landing/resume")
+        return result
+
+    async def set_integration(self, check: str | None) -> dict[str, Any]:
+        """The check every landing must pass (None: none); answers the landing state."""
+        result: dict[str, Any] = await self._json(
+            "POST", "/landing/integration", body={"check": check}
+        )
+        return result
+
     # -- operator-facing ------------------------------------------------------------------
 
     async def create_tasks(
@@ -397,6 +442,9 @@ class FleetClient:
         sequences = getattr(tasks, "sequences", None)
         if sequences:
             body["sequences"] = dict(sequences)
+        integration = getattr(tasks, "integration", None)
+        if integration:
+            body["integration"] = integration
         result = await self._json("POST", "/tasks", body=body, timeout=120.0)
         return list(result["created"])
 

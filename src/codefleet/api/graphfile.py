@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 TOP_LEVEL_KEYS = frozenset(
-    {"tasks", "checks", "on_stale_read", "shell", "shell_network", "sequences"}
+    {"tasks", "checks", "on_stale_read", "shell", "shell_network", "sequences", "integration"}
 )
 SHELL_KEYS = ("shell", "shell_network")  # graph-wide defaults a task may override
 TASK_KEYS = frozenset(TaskSpec.model_fields)
@@ -91,11 +91,13 @@ class GraphTasks(list[dict[str, Any]]):
         self.checks: dict[str, str] = dict(checks or {})
         self.sequences: dict[str, dict[str, Any]] = dict(sequences or {})  # `sequences:`
         self.check_resources: dict[str, list[str]] = {}  # the checks that name resources
+        self.integration: str | None = None  # `integration:`: the check every landing passes
 
     def with_tasks(self, tasks: list[dict[str, Any]]) -> GraphTasks:
-        """These tasks, with this graph's checks, sequences and check resources."""
+        """These tasks, with this graph's checks, sequences, check resources and integration."""
         subset = GraphTasks(tasks, self.checks, self.sequences)
         subset.check_resources = dict(self.check_resources)
+        subset.integration = self.integration
         return subset
 
 
@@ -134,7 +136,7 @@ def load_graph(
     except UnicodeDecodeError as err:
         raise GraphError(f"{path} is not UTF-8 text: {err.reason} at byte {err.start}") from err
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_UniqueKeys)
     except yaml.YAMLError as err:
         raise GraphError(f"{path} is not valid YAML: {err}") from err
     except RecursionError:
@@ -175,6 +177,10 @@ def parse_graph(
     if standalone or on_server is not None:
         known = on_server if on_server is not None and not standalone else OnServer()
         problems += _unknown_references(found, known.tasks, {**known.checks, **checks})
+    found.integration, integration_problems = _integration(
+        raw.get("integration"), {**(on_server.checks if on_server else {}), **checks}
+    )
+    problems += integration_problems
     if problems:
         raise GraphError.of(where, problems)
     return found
@@ -204,6 +210,35 @@ def _unknown_references(
         for task in tasks
         if task.get("verify") is not None and task["verify"] not in checks
     ]
+
+
+def _integration(raw: Any, checks: Mapping[str, str]) -> tuple[str | None, list[str]]:
+    """The graph's `integration:` check, which must be one of its (or the server's) checks."""
+    if raw is None:
+        return None, []
+    known = ", ".join(sorted(checks)) or "(none: define it under 'checks:')"
+    if not isinstance(raw, str) or raw not in checks:
+        return None, [f"integration: {raw!r} is not a check of this graph; the checks are: {known}"]
+    return raw, []
+
+
+class _UniqueKeys(yaml.SafeLoader):
+    """The safe loader, but a key given twice in one mapping is an error naming its line
+    (PyYAML keeps the last one silently: `integration:` twice would pick one unsaid)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, str | int | float | bool) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while reading a mapping",
+                    node.start_mark,
+                    f"the key {key!r} is given twice",
+                    key_node.start_mark,
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def _name(task: Mapping[str, Any]) -> str:

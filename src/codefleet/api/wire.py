@@ -50,10 +50,15 @@ __all__ = [
     "FleetBody",
     "GraphBody",
     "HeartbeatBody",
+    "IntegrationBody",
     "InteractiveAcquireBody",
     "InteractiveHoldBody",
     "InteractiveReleaseBody",
     "InteractiveUnholdBody",
+    "LandingCheckResult",
+    "LandingClaimBody",
+    "LandingResultBody",
+    "LandingStartedBody",
     "NumberBody",
     "RegisterBody",
     "ResourceBody",
@@ -190,6 +195,46 @@ class GraphBody(_Body):
     tasks: Annotated[list[TaskSpec], Field(min_length=1, max_length=MAX_TASKS)]
     checks: Checks = {}
     sequences: Sequences = {}
+    integration: CheckName | None = None  # the check every landing must pass
+
+
+class IntegrationBody(_Body):
+    """`POST /landing/integration`: the check every landing must pass (null: none)."""
+
+    check: CheckName | None
+
+
+MAX_LANDING_OUTPUT = 20_000  # a failed landing check's output the reworked task is told
+
+
+class LandingClaimBody(_Body):
+    """`POST /landing/claim`: a landing worker asks for the step to run."""
+
+    worker: Annotated[StrictStr, Field(min_length=1, max_length=200)]
+    wait: Annotated[float, Field(ge=0, le=60, allow_inf_nan=False)] = 0.0
+    timeout_s: Annotated[float, Field(gt=0, le=86_400, allow_inf_nan=False)]
+
+
+class LandingStartedBody(_Body):
+    check: CheckName
+
+
+class LandingCheckResult(_Body):
+    """One check of a landing step, as its worker ran it."""
+
+    check: CheckName
+    verdict: Literal["passed", "failed", "timed_out", "unrunnable", "did_not_run"]
+    exit_code: StrictInt | None = None
+    duration_ms: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
+    view_ms: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
+    view: Annotated[StrictStr, Field(max_length=20)] | None = None
+    error: Annotated[StrictStr, Field(max_length=MAX_CHECK_TAIL)] | None = None
+    output: Annotated[StrictStr, Field(max_length=MAX_LANDING_OUTPUT)] = ""
+    output_tail: Annotated[StrictStr, Field(max_length=MAX_CHECK_TAIL)] = ""
+
+
+class LandingResultBody(_Body):
+    results: Annotated[list[LandingCheckResult], Field(max_length=MAX_CHECKS)]
 
 
 class ChecksBody(_Body):

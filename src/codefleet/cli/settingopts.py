@@ -95,6 +95,14 @@ FLAGS: dict[str, Flag] = {
         "Seconds a fleet task's write may wait for a file another fleet task holds, instead "
         "of the veto; 0 = the veto at once"
     ),
+    "landing_batch": Flag(
+        "How many tasks waiting to land one landing check takes at most (a failing batch is "
+        "bisected to the task that breaks it)"
+    ),
+    "integration": Flag(
+        "A check (by name) every task must pass on the landed tree before it lands; "
+        "overrides the graph's `integration:`"
+    ),
     "allow_reset": Flag("Allow POST /reset"),
     "token": Flag("Bearer token for the server"),
     "tls_cert": Flag(

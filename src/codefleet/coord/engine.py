@@ -39,6 +39,7 @@ from codefleet.coord.database import Touched
 from codefleet.coord.engineconfig import EngineConfig
 from codefleet.coord.files import Files
 from codefleet.coord.interactive import InteractiveHolders
+from codefleet.coord.landing import Landing
 from codefleet.coord.leases import LeaseTable
 from codefleet.coord.leasewait import LeaseWaiting
 from codefleet.coord.limitpolicy import Budget
@@ -106,7 +107,8 @@ class Engine:
         self.operator = OperatorCalls(
             parts, self.take_backs, self.restores, max_attempts=cfg.max_attempts
         )
-        self.outcomes = Outcomes(parts, self.take_backs)
+        self.landing = Landing(parts, cfg.landing_batch, cfg.stale_after)
+        self.outcomes = Outcomes(parts, self.take_backs, self.landing)
         self.arrivals = Arrivals(
             parts, self.take_backs, tree_id=tree_id, stale_after=cfg.stale_after
         )
@@ -301,6 +303,7 @@ class Engine:
         self.messages.load()
         self.questions.load()
         self.sequences.load()
+        self.landing.load()
 
     def reload_touched(self, touched: Touched) -> None:
         """Re-read what a rolled-back transaction touched; nothing else (the store calls this)."""
@@ -312,6 +315,8 @@ class Engine:
             self.interactive.load()
         self.limits.load(self.clock())  # a pause is its events: re-read the last one
         self.sequences.load()  # a few names: a rolled-back definition is forgotten
+        if touched.tasks:
+            self.landing.load()  # the queue as stored; a round in progress starts again
 
     @contextmanager
     def transition(self) -> Iterator[None]:
@@ -393,6 +398,29 @@ class Engine:
 
     def leave(self, agent_id: str, epoch: int, interrupted: bool = False) -> None:
         self.arrivals.leave(agent_id, epoch, interrupted)
+
+    # -- landing: a worker's steps, the operator's resume (`landing`) ----------------------
+
+    def landing_claim(self, worker: str, timeout_s: float) -> dict[str, Any] | None:
+        return self.landing.claim(worker, timeout_s)
+
+    def landing_started(self, step_id: int, check: str) -> None:
+        self.landing.started(step_id, check)
+
+    def landing_preimages(self, step_id: int) -> dict[str, Any]:
+        return self.landing.preimages(step_id)
+
+    def landing_result(self, step_id: int, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        return self.landing.result(step_id, results)
+
+    def landing_resume(self) -> dict[str, Any]:
+        return self.landing.resume()
+
+    def landing_state(self) -> dict[str, Any]:
+        return self.landing.state()
+
+    def set_integration(self, name: str | None) -> None:
+        self.landing.set_integration(name)
 
     # -- operator transitions -------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from codefleet.models import (
     DEFAULT_BACKOFF_CAP_S,
     DEFAULT_HEARTBEAT_INTERVAL_S,
     DEFAULT_INTERACTIVE_IDLE_S,
+    DEFAULT_LANDING_BATCH,
     DEFAULT_LEASE_WAIT_S,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_POLL_INTERVAL_S,
@@ -52,6 +53,7 @@ class EngineConfig:
     max_cost: float | None = None  # the fleet's budget in USD (None: no cap)
     max_cost_hard: bool = False  # a spent budget also stops running attempts
     lease_wait: float = DEFAULT_LEASE_WAIT_S  # how long a refused write may park (0: never)
+    landing_batch: int = DEFAULT_LANDING_BATCH  # how many waiting tasks one landing check takes
 
 
 # The fields that are not a `Settings` field of the same name, from the settings.

@@ -67,6 +67,8 @@ class LiveTask:
     blocked_on_path: str | None = None
     agent: str | None = None  # the agent kind the task needs; None: any
     resources: frozenset[str] = frozenset()  # the lease keys of its named resources
+    verified_on: int | None = None  # the landed count when its attempt's verify check started
+    landed_cost_usd: float = 0.0  # the cost of the attempt waiting to land (memory only)
 
     @property
     def charged(self) -> int:
@@ -331,6 +333,9 @@ class LiveIndex:
         if status in (TaskStatus.ASSIGNED, TaskStatus.RUNNING):
             self.discard_ready(task)
             self.in_flight[task.id] = task
+        elif status is TaskStatus.LANDING:  # no agent any more: nothing to take back
+            self.discard_ready(task)
+            self.in_flight.pop(task.id, None)
 
     def forget(self, task_id: str) -> None:
         """Drop a task from the live structures (to be re-read); its status and edges stay."""

@@ -7,7 +7,8 @@ spends the budget, ends the attempt (`takebacks`) and then succeeds the task
 or settles the failure: a kind that is not retryable fails it, the last
 attempt fails it as out of attempts, a usage limit pauses the fleet without
 charging the attempt, and anything else requeues it (a veto widening it by
-the lease key it names). The answer is read from the live index, not the
+the lease key it names). A success does not succeed the task: it waits to land
+(`landing`), keeping its leases, and its agent is free. The answer is read from the live index, not the
 database. It owns no state; it is handed the engine's parts.
 """
 
@@ -18,6 +19,7 @@ from datetime import datetime
 from codefleet.attempt import AttemptReport
 from codefleet.coord.answers import TaskAnswer
 from codefleet.coord.index import LiveTask
+from codefleet.coord.landing import Landing
 from codefleet.coord.parts import CallParts
 from codefleet.coord.takebacks import TakeBacks
 from codefleet.errors import NotOwner
@@ -30,7 +32,7 @@ __all__ = ["Outcomes"]
 class Outcomes:
     """One engine's attempt reports; on its thread."""
 
-    def __init__(self, parts: CallParts, take_backs: TakeBacks) -> None:
+    def __init__(self, parts: CallParts, take_backs: TakeBacks, landing: Landing) -> None:
         self.tree = parts.tree
         self.clock = parts.clock
         self.agents = parts.agents
@@ -40,6 +42,7 @@ class Outcomes:
         self.transition = parts.transition
         self.kick = parts.kick
         self.take_backs = take_backs
+        self.landing = landing
 
     def complete(
         self, task_id: str, agent_id: str, epoch: int, report: AttemptReport
@@ -63,13 +66,14 @@ class Outcomes:
         with self.transition():
             self.tasks.record_usage(task, agent_id, report)
             self.limits.spend(report.cost_usd)
-            self.take_backs.end_attempt(task, ReleaseReason.TASK_ENDED, now, succeeded=report.ok)
-            if report.ok:
+            if report.ok:  # it lands (maybe at once): its leases stay until it has
+                self.take_backs.free_agent(task, now)
                 if report.duration_ms:
                     self.leases.waits.note_finished(report.duration_ms / 1000)
                 self.limits.succeeded()
-                self.tasks.succeed(task, report, now)
+                self.landing.enqueue(task, report, now)
             else:
+                self.take_backs.end_attempt(task, ReleaseReason.TASK_ENDED, now)
                 self._settle_failure(task, report, now)
         self.kick()
         return self.tasks.answered(task)  # from the live index: what was just stored, unread

@@ -36,6 +36,8 @@ TASK_COLUMNS: Final = frozenset(
         "assigned_at",
         "started_at",
         "completed_at",
+        "landing_seq",
+        "landed_order",
     ]
 )
 AGENT_COLUMNS: Final = frozenset(
@@ -107,6 +109,8 @@ MIGRATIONS: Final = (
     ),
     ("tasks", "resources", "ALTER TABLE tasks ADD COLUMN resources TEXT NOT NULL DEFAULT '[]'"),
     ("checks", "resources", "ALTER TABLE checks ADD COLUMN resources TEXT NOT NULL DEFAULT '[]'"),
+    ("tasks", "landing_seq", "ALTER TABLE tasks ADD COLUMN landing_seq INTEGER"),
+    ("tasks", "landed_order", "ALTER TABLE tasks ADD COLUMN landed_order INTEGER"),
 )
 INSERT_DEPENDENCY: Final = "INSERT INTO task_dependencies (task_id, depends_on_id) VALUES (?, ?)"
 SELECT_TASK: Final = "SELECT * FROM tasks WHERE id = ?"
@@ -116,8 +120,14 @@ SELECT_TASKS_OF_IDS: Final = (
 )
 SELECT_TASKS_BY_STATUS: Final = "SELECT * FROM tasks WHERE status = ? ORDER BY seq LIMIT ? OFFSET ?"
 SELECT_LIVE_TASKS: Final = (
-    "SELECT * FROM tasks WHERE status IN ('pending', 'assigned', 'running') ORDER BY seq"
+    "SELECT * FROM tasks WHERE status IN ('pending', 'assigned', 'running', 'landing') ORDER BY seq"
 )
+SELECT_LANDING_QUEUE: Final = "SELECT id FROM tasks WHERE status = 'landing' ORDER BY landing_seq"
+SELECT_LANDING_COUNTERS: Final = (
+    "SELECT COALESCE(MAX(landed_order), 0), COALESCE(MAX(landing_seq), 0) FROM tasks"
+)
+SELECT_LANDED_SINCE: Final = """SELECT id, title, landed_order FROM tasks
+    WHERE landed_order IS NOT NULL AND completed_at >= ? ORDER BY landed_order"""
 SELECT_TASK_STATUSES: Final = "SELECT id, status FROM tasks"
 SELECT_MAX_SEQ: Final = "SELECT COALESCE(MAX(seq), 0) FROM tasks"
 SELECT_ALL_EDGES: Final = "SELECT task_id, depends_on_id FROM task_dependencies"
@@ -171,6 +181,9 @@ INSERT_PATCH: Final = """INSERT OR REPLACE INTO patches (task_id, path, diff, ad
 SELECT_PATCHES_OF_TASK: Final = "SELECT * FROM patches WHERE task_id = ? ORDER BY path"
 SELECT_FOREIGN_PREIMAGES: Final = """SELECT p.* FROM preimages p JOIN file_leases l
     ON l.path = p.path AND l.task_id = p.task_id WHERE l.task_id <> ? ORDER BY p.path"""
+SELECT_PREIMAGES_EXCEPT: Final = """SELECT p.* FROM preimages p JOIN file_leases l
+    ON l.path = p.path AND l.task_id = p.task_id
+    WHERE l.task_id NOT IN (SELECT value FROM json_each(?)) ORDER BY p.path"""
 
 INSERT_RESTORE: Final = """INSERT OR IGNORE INTO restores (task_id, path, reason, requested_at)
     VALUES (?, ?, ?, ?)"""

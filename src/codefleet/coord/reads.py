@@ -175,6 +175,13 @@ class EngineReads:
     def in_flight_count(self) -> int:
         return len(self._engine.tasks.index.in_flight)
 
+    def landing(self) -> dict[str, Any]:
+        """The landing queue as `GET /landing` shows it (`coord.landing`)."""
+        return self._engine.landing.state()
+
+    def ready_count(self) -> int:
+        return len(self._engine.tasks.index.ready)
+
     # -- agents, holders, restores, limits ------------------------------------------------
 
     def liveness(self, agent_id: str) -> Liveness | None:

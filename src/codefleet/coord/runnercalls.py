@@ -30,6 +30,7 @@ from codefleet.coord.readevents import emit_read_events
 from codefleet.errors import NotOwner
 from codefleet.models import (
     MAX_INT,
+    CheckPurpose,
     DenyReason,
     ErrorKind,
     EventType,
@@ -283,6 +284,8 @@ class RunnerCalls:
         command = self.checks.command(str(report["name"]))
         with self.transition():
             event_id = self.checks.record(task_id, agent_id, task.attempts, command, report)
+        if report["phase"] == "started" and report.get("purpose") == CheckPurpose.VERIFY:
+            task.verified_on = self.tasks.landed  # its view: this landed base (`landing`)
         return {"event_id": event_id}
 
     def record_command(

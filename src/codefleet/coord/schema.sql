@@ -34,7 +34,9 @@ CREATE TABLE IF NOT EXISTS tasks (
     on_stale_read    TEXT, -- the task's policy for stale reads (NULL: reconcile)
     ask              INTEGER, -- 0: its sessions cannot ask the operator (NULL: they can)
     shell            TEXT, -- run_command: off | on | network; NULL: the fleet's default
-    resources        TEXT NOT NULL DEFAULT '[]'  -- named resources held for each attempt
+    resources        TEXT NOT NULL DEFAULT '[]',  -- named resources held for each attempt
+    landing_seq      INTEGER, -- its place in the landing queue (set when it finished)
+    landed_order     INTEGER  -- 1, 2, ...: the order it landed in (NULL: not landed)
 );
 CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks(status);
 

@@ -138,6 +138,19 @@ class Store(EventLog):
         row = self._one(q.SELECT_MAX_SEQ)
         return int(row[0]) if row else 0
 
+    def landing_queue(self) -> list[str]:
+        """The tasks waiting to land, in the order they finished."""
+        return [str(r[0]) for r in self._read(q.SELECT_LANDING_QUEUE)]
+
+    def landing_counters(self) -> tuple[int, int]:
+        """(the last landing order number, the last landing queue number) handed out."""
+        row = self._one(q.SELECT_LANDING_COUNTERS)
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    def landed_since(self, at: str) -> list[Row]:
+        """The tasks that landed at or after `at`, in landing order: id, title, order."""
+        return [dict(r) for r in self._read(q.SELECT_LANDED_SINCE, (at,))]
+
     def edges(self) -> list[tuple[str, str]]:
         return [(r[0], r[1]) for r in self._read(q.SELECT_ALL_EDGES)]
 
@@ -250,6 +263,11 @@ class Store(EventLog):
     def foreign_preimages(self, task_id: str) -> list[tuple[str, PreImage]]:
         """(holder task, pre-image) of every path leased by a task other than `task_id`."""
         rows = self._read(q.SELECT_FOREIGN_PREIMAGES, (task_id,))
+        return [(r["task_id"], _preimage(r)) for r in rows]
+
+    def preimages_except(self, task_ids: Iterable[str]) -> list[tuple[str, PreImage]]:
+        """(holder task, pre-image) of every path leased by a task not in `task_ids`."""
+        rows = self._read(q.SELECT_PREIMAGES_EXCEPT, (json.dumps(list(task_ids)),))
         return [(r["task_id"], _preimage(r)) for r in rows]
 
     def delete_preimages_of_task(self, task_id: str) -> None:

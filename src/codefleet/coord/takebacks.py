@@ -55,6 +55,10 @@ class TakeBacks:
     ) -> None:
         """Settle files, release the attempt's leases, free its agent: the caller's transaction."""
         self.leases.release(task.id, reason, succeeded)
+        self.free_agent(task, now)
+
+    def free_agent(self, task: LiveTask, now: datetime) -> None:
+        """Free the task's agent, if it is still on this task (the caller's transaction)."""
         agent = self.agents.get(task.agent_id or "")
         if agent and agent.current_task_id == task.id:
             self.agents.free(agent, now)

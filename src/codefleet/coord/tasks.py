@@ -47,6 +47,7 @@ NO_BACKOFF = frozenset(
     {
         ErrorKind.VETO,
         ErrorKind.VERIFY_FAILED,
+        ErrorKind.INTEGRATION_FAILED,
         ErrorKind.STALE_READ,
         ErrorKind.RATE_LIMITED,
         ErrorKind.BUDGET,
@@ -63,6 +64,8 @@ class TaskTable:
         self.config = config
         self.index = LiveIndex()
         self.idle_announced = True
+        self.landed = 0  # the last landing order number handed out
+        self.landing_seq = 0  # the last landing queue number handed out
 
     # -- memory from the record ------------------------------------------------------
 
@@ -81,6 +84,7 @@ class TaskTable:
                 idx.set_status(task, task.status)
         idx.compute_chains(list(idx.live))
         self.idle_announced = not idx.live
+        self.landed, self.landing_seq = self.store.landing_counters()
 
     def reload(self, task_ids: set[str]) -> None:
         """Re-read the tasks a rolled-back transaction touched."""
@@ -148,6 +152,7 @@ class TaskTable:
         task.attempts += 1
         task.agent_id = agent_id
         task.assigned_at = now
+        task.verified_on = None  # this attempt's verify has not run yet
         self.index.set_status(task, TaskStatus.ASSIGNED)
         at = to_iso(now)
         self.store.update_task(
@@ -193,8 +198,34 @@ class TaskTable:
             result_summary=report.summary,
         )
 
-    def succeed(self, task: LiveTask, report: AttemptReport, now: datetime) -> None:
-        """Done; each dependent whose last unmet dependency this was becomes ready."""
+    def queue_landing(self, task: LiveTask, report: AttemptReport, now: datetime) -> None:
+        """Finished well: it waits to land with its leases kept. Its agent is free (the
+        caller frees it); `agent_id` stays as who did the work, for the events."""
+        self.landing_seq += 1
+        task.landed_cost_usd = report.cost_usd
+        self.index.set_status(task, TaskStatus.LANDING)
+        self.store.update_task(
+            task.id,
+            status=TaskStatus.LANDING,
+            landing_seq=self.landing_seq,
+            updated_at=to_iso(now),
+        )
+
+    def land(self, task: LiveTask, now: datetime, **landing: Any) -> int:
+        """It landed: the next order number, then `succeed` (`landed` carries `landing`)."""
+        self.landed += 1
+        self.store.update_task(task.id, landed_order=self.landed)
+        self.store.emit(EventType.LANDED, task_id=task.id, order=self.landed, **landing)
+        row = self.store.task(task.id)
+        summary = row["result_summary"] if row else None
+        self.succeed(task, now, summary=summary, cost_usd=task.landed_cost_usd)
+        return self.landed
+
+    def succeed(
+        self, task: LiveTask, now: datetime, *, summary: str | None, cost_usd: float
+    ) -> None:
+        """Done, landed in order; each dependent whose last unmet dependency this was becomes
+        ready."""
         at = to_iso(now)
         self.index.finish(task, TaskStatus.SUCCEEDED)
         self.store.update_task(
@@ -210,8 +241,9 @@ class TaskTable:
             task_id=task.id,
             agent_id=task.agent_id,
             attempt=task.attempts,
-            summary=report.summary,
-            cost_usd=report.cost_usd,
+            summary=summary,
+            cost_usd=cost_usd,
+            order=self.landed,
         )
         for child_id in self.index.children.get(task.id, ()):
             child = self.index.live.get(child_id)

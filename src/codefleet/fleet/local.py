@@ -26,12 +26,13 @@ from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S
 from codefleet.fleet.commands import ShellConfig
 from codefleet.fleet.executor import Executor
+from codefleet.fleet.landing import LandingOptions, LandingWorker
 from codefleet.fleet.programs import NOT_RUNNABLE, missing_programs, not_started_text
 from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S
 from codefleet.fleet.runner import MAX_RETRY_S, RETRY_START_S, Runner, RunnerOptions
 from codefleet.fleet.shell import check_env, run_command
 from codefleet.models import DEFAULT_RECONCILE_ROUNDS, TERMINAL_STATUSES, EventType, TaskStatus
-from codefleet.paths import DEFAULT_PROTECTED_NAMES
+from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
 from codefleet.wording import spent_text
 
 __all__ = [
@@ -44,6 +45,16 @@ __all__ = [
 ]
 
 VERIFY_OUTPUT_CHARS = 20_000
+# While landing is halted, the events after which the fleet may have nothing left to run.
+SETTLING = frozenset(
+    {
+        EventType.LANDING_QUEUED,
+        EventType.TASK_REQUEUED,
+        EventType.TASK_FAILED,
+        EventType.TASK_CANCELLED,
+        EventType.TASK_SUCCEEDED,
+    }
+)
 SERVER_WAIT_S = 120.0  # how long `run` waits for a server that went away before giving up
 
 
@@ -105,6 +116,7 @@ async def wait_drained(
         health = await _health_within(client, server_wait, say or (lambda _: None))
         if int(health["live_tasks"]) == 0 or _stopped(health):
             return
+        halted = bool((health.get("landing") or {}).get("halted"))
         try:
             async for event in client.stream(
                 int(health["last_event_id"]) if cursor is None else cursor
@@ -112,6 +124,10 @@ async def wait_drained(
                 cursor = int(event["id"])
                 if event["type"] == EventType.FLEET_IDLE:
                     return
+                if event["type"] == EventType.LANDING_HALTED or (
+                    halted and event["type"] in SETTLING
+                ):
+                    break  # landing halted: stopped once nothing else can run (asked above)
         except ServerUnavailable:
             pass  # the stream broke: the server is going away; wait for it above
 
@@ -146,7 +162,10 @@ async def _health_within(
 
 
 def _stopped(health: dict[str, Any]) -> bool:
+    """The fleet stopped with work left: its budget spent, or landing halted, and idle."""
     budget = health.get("budget") or {}
+    if bool((health.get("landing") or {}).get("stuck")):
+        return True
     return bool(budget.get("exhausted")) and int(health.get("in_flight", 1)) == 0
 
 
@@ -261,6 +280,10 @@ async def run_fleet(
             watch.started(_start_runner(connect, make_executor(n), o, stop, interrupt))
             for n, o in enumerate(options, 1)
         ]
+        lander = LandingOptions(
+            f"landing{name_suffix}", check_timeout, exclude=protected, view_dir=check_dir
+        )
+        fleet.append(start_landing(connect, workdir, protected, protected_names, lander, stop))
         try:
             await _until_drained_or_all_down(
                 wait_drained(client, server_wait, say), watch, interrupt
@@ -340,6 +363,24 @@ def _verify_payload(verify: VerifyResult | None) -> dict[str, Any] | None:
 
 def _prefix(kind: str) -> str:
     return "codex" if kind == "codex" else "runner"
+
+
+def start_landing(
+    connect: Callable[[], FleetClient],
+    workdir: Path,
+    protected: tuple[Path, ...],
+    protected_names: tuple[str, ...],
+    options: LandingOptions,
+    stop: asyncio.Event,
+) -> asyncio.Task[None]:
+    """The fleet's landing worker (`fleet.landing`), until `stop`."""
+    tree = TreeRoot(workdir, protected=protected, names=protected_names)
+
+    async def work() -> None:
+        async with connect() as client:
+            await LandingWorker(client, tree, options).run(stop)
+
+    return asyncio.create_task(work(), name=options.name)
 
 
 def _start_runner(

@@ -206,7 +206,15 @@ class Reads:
             "paused_until": self.engine.limits_view(now)["paused_until"],
             "in_flight": self.engine.in_flight_count(),
             "budget": self.engine.budget(),
+            "landing": self._landing_health(),
         }
+
+    def _landing_health(self) -> dict[str, Any]:
+        """How many tasks wait to land, and whether landing is halted (and nothing else runs)."""
+        state = self.engine.landing()
+        halted = state["halted"] is not None
+        stuck = halted and self.engine.in_flight_count() == 0 and self.engine.ready_count() == 0
+        return {"queued": len(state["queue"]), "halted": halted, "stuck": stuck}
 
 
 def _next(last_value: int) -> int | None:

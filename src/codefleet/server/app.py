@@ -46,7 +46,7 @@ from codefleet.coord.opening import close_engine, open_engine
 from codefleet.coord.reads import EngineReads
 from codefleet.coord.sequences import first_value
 from codefleet.coord.validation import NewTask
-from codefleet.errors import DomainError, Forbidden
+from codefleet.errors import DomainError, Forbidden, InvalidGraph
 from codefleet.heap import collector_off
 from codefleet.models import MAX_INT, EventType, ShellMode, TaskStatus
 from codefleet.paths import TreeRoot
@@ -59,6 +59,7 @@ from codefleet.server.front import Front
 from codefleet.server.guards import Guards
 from codefleet.server.hostcheck import HostNames
 from codefleet.server.interactive import install_interactive
+from codefleet.server.landing_routes import install_landing_routes
 from codefleet.server.lock import ServerLock
 from codefleet.server.loopwatch import LoopWatch
 from codefleet.server.pages import install_web
@@ -226,6 +227,7 @@ def create_app(settings: Settings) -> FleetApp:
     _event_routes(app, reads.engine, hub)
     install_interactive(app, engine)
     install_resource_routes(app, engine, reads)
+    install_landing_routes(app, engine)
     install_web(app)
     return app
 
@@ -276,12 +278,21 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
         # The heavy half (a stat per scope path) runs off the loop, so heartbeats are still
         # read meanwhile; the commit re-checks against the state of the moment, on the loop.
         commands = check_commands(body.checks)
+        known = sorted({str(r["name"]) for r in reads.engine.checks()} | set(commands))
+        if body.integration is not None and body.integration not in known:
+            raise InvalidGraph(
+                f"integration: there is no check named {body.integration!r}; the known "
+                f"checks are: {', '.join(known) or '(none)'}",
+                {"problem": "unknown_check", "check": body.integration, "known": known},
+            )
         prepared = await asyncio.to_thread(engine.prepare_tasks, specs, commands)
         starts = await asyncio.to_thread(sequence_starts, engine.tree.root, body.sequences)
         engine.define_sequences(starts)  # a counter only ever rises: harmless if the load fails
         with collector_off():
             created = engine.commit_tasks(prepared)
         engine.define_check_resources(check_resources(body.checks))
+        if body.integration is not None:
+            engine.set_integration(body.integration)
         return _json({"created": created}, 201)
 
     @app.get("/checks")

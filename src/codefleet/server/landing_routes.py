@@ -1,0 +1,70 @@
+"""The landing routes: a landing worker's steps, and the operator's view and resume.
+
+A worker (`fleet.landing`) claims the step to run (`POST /landing/claim`, a
+short long-poll), reads what its view puts back (`GET
+/landing/steps/{id}/preimages`), says when each check starts and posts the
+verdicts (`POST /landing/steps/{id}/result`); a step that is no longer current
+answers `409 not_owner`. `GET /landing` is the queue as `codefleet landing`
+shows it; `POST /landing/resume` lifts a halt; `POST /landing/integration`
+sets the check every landing must pass (`run --integration`). Never on the
+hook's path: nothing here is a fast-path route.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Final
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+
+from codefleet.api.wire import (
+    IntegrationBody,
+    LandingClaimBody,
+    LandingResultBody,
+    LandingStartedBody,
+)
+from codefleet.coord.engine import Engine
+
+__all__ = ["install_landing_routes"]
+
+CLAIM_POLL_S: Final = 0.05  # how often a parked claim looks again (memory only: cheap)
+
+
+def install_landing_routes(app: FastAPI, engine: Engine) -> None:
+    @app.post("/landing/claim")
+    async def claim(body: LandingClaimBody) -> JSONResponse:
+        deadline = time.monotonic() + body.wait
+        while True:
+            step = engine.landing_claim(body.worker, body.timeout_s)
+            if step is not None or time.monotonic() >= deadline:
+                return JSONResponse({"step": step})
+            await asyncio.sleep(CLAIM_POLL_S)
+
+    @app.get("/landing/steps/{step_id}/preimages")
+    async def preimages(step_id: int) -> JSONResponse:
+        return JSONResponse(engine.landing_preimages(step_id))
+
+    @app.post("/landing/steps/{step_id}/started")
+    async def started(step_id: int, body: LandingStartedBody) -> JSONResponse:
+        engine.landing_started(step_id, body.check)
+        return JSONResponse({"ok": True})
+
+    @app.post("/landing/steps/{step_id}/result")
+    async def result(step_id: int, body: LandingResultBody) -> JSONResponse:
+        results = [r.model_dump() for r in body.results]
+        return JSONResponse(engine.landing_result(step_id, results))
+
+    @app.get("/landing")
+    async def state() -> JSONResponse:
+        return JSONResponse(engine.landing_state())
+
+    @app.post("/landing/resume")
+    async def resume() -> JSONResponse:
+        return JSONResponse(engine.landing_resume())
+
+    @app.post("/landing/integration")
+    async def integration(body: IntegrationBody) -> JSONResponse:
+        engine.set_integration(body.check)
+        return JSONResponse(engine.landing_state())
