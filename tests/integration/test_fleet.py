@@ -414,11 +414,30 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
         await client.retry("dropped")
         await client.cancel("dropped")
         await drain(server, workdir, script)
+        await _land_a_break_and_a_halt(client, server, workdir)
         await client.record_commits("codefleet/t", [("hold", "a" * 40)])  # what `commit` posts
         await client.set_budget(0.005)  # below what "limited" spent: fleet_budget_exhausted
         await wait_until(lambda: events_of(client, "fleet_budget_exhausted"), timeout=5)
         seen = {e["type"] for e in await client.all_events()}
     assert seen == {t.value for t in EventType}
+
+
+async def _land_a_break_and_a_halt(
+    client: FleetClient, server: ServerThread, workdir: Path
+) -> None:
+    """Landing's events: a task that breaks the integration check (`integration_failed`),
+    then a landed tree broken behind the lock's back (`landing_halted`), fixed and resumed."""
+    await client.define_checks({"clean": "test ! -e bad.txt"})
+    await client.set_integration("clean")
+    await client.create_tasks([{"id": "breaker", "title": "b", "description": "do it"}])
+    await drain(server, workdir, {"breaker": [{"write": {"path": "bad.txt", "content": "x"}}]})
+    (workdir / "bad.txt").write_text("by hand")  # the landed tree itself now fails `clean`
+    await client.create_tasks([{"id": "innocent", "title": "i", "description": "do it"}])
+    await drain(server, workdir, {"innocent": [{"write": {"path": "i.txt", "content": "i"}}]})
+    (workdir / "bad.txt").unlink()
+    await client.landing_resume()
+    await drain(server, workdir, {})
+    await client.set_integration(None)
 
 
 async def _agent_status(client: FleetClient, name: str, status: str) -> bool:

@@ -204,6 +204,19 @@ def overlay(dest: Path, images: Iterable[PreImage]) -> list[str]:
     """
     changed = []
     for image in images:
-        if SKIP_DIRS.isdisjoint(Path(image.path).parts) and restore(dest, image):
+        if SKIP_DIRS.isdisjoint(Path(image.path).parts) and _put_back(dest, image):
             changed.append(image.path)
     return changed
+
+
+def _put_back(dest: Path, image: PreImage) -> bool:
+    """`restore` in the view; a directory where the file was (made behind the lock's back,
+    so the shared tree keeps it until a person repairs it) is removed: the view is a copy."""
+    try:
+        return restore(dest, image)
+    except IsADirectoryError:
+        target = dest / image.path
+        if target.is_symlink() or not target.is_dir():
+            raise
+        shutil.rmtree(target)
+        return restore(dest, image) or True
