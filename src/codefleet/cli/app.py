@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "watch",  # watch
     "tasks",  # tasks, cancel, retry, reset
     "limits",  # resume, budget
+    "landing",  # landing [resume]
     "join",  # join, leave, release, hook
     "review",  # commit, report
     "stats",  # stats

@@ -123,6 +123,8 @@ def runner(
     from codefleet.api.client import FleetClient, UntrustedServer
     from codefleet.cli.agents import AgentChoice
     from codefleet.cli.output import console
+    from codefleet.fleet.landing import LandingOptions
+    from codefleet.fleet.local import start_landing
     from codefleet.fleet.runner import CannotContinue, Runner, RunnerOptions
 
     settings = settings_of(ctx.params, server_url=server)
@@ -144,8 +146,20 @@ def runner(
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        async with FleetClient(settings.url, token=settings.token) as client:
-            await Runner(client, executor, options).run(stop)
+        lander = LandingOptions(
+            f"landing-{name}", settings.check_timeout, exclude=options.protected,
+            view_dir=settings.check_dir,
+        )  # fmt: skip
+        connect = lambda: FleetClient(settings.url, token=settings.token)  # noqa: E731
+        landing = start_landing(
+            connect, settings.workdir, options.protected, options.protected_names, lander, stop
+        )
+        try:
+            async with connect() as client:
+                await Runner(client, executor, options).run(stop)
+        finally:
+            stop.set()  # the runner ended (drained, refused): so does its landing worker
+            await asyncio.gather(landing, return_exceptions=True)
 
     if not settings.workdir.is_dir():
         raise fail(f"working tree {settings.workdir} does not exist")
@@ -183,6 +197,7 @@ def run(
         ),
     ] = None,
     check: CheckOpt = None,
+    integration: Annotated[str | None, option("integration")] = None,
     dry_run: DryRunOpt = False,
     script: ScriptOpt = None,
     offline: OfflineOpt = False,

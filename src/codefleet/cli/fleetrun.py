@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from codefleet.cli.common import fail, make_client, print_json
+from codefleet.errors import DomainError
 from codefleet.statedir import prepare_dirs
 
 if TYPE_CHECKING:
@@ -117,6 +118,13 @@ async def _settle(plan: RunPlan) -> tuple[int, ScopeWatch]:
             raise fail(str(err)) from None
         if settings.max_cost is not None:  # run passes the fleet's budget on to the server
             await client.set_budget(settings.max_cost, settings.max_cost_hard)
+        graph = plan.graph_file.tasks if plan.graph_file is not None else None
+        integration = settings.integration or (graph.integration if graph else None)
+        if integration:  # --integration wins over the graph's `integration:`
+            try:
+                await client.set_integration(integration)
+            except DomainError as err:  # an unknown check: the server names the known ones
+                raise fail(f"--integration: {err}") from None
         return since, await _declared_scopes(client)
 
 

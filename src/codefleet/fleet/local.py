@@ -179,6 +179,20 @@ def budget_stop(health: dict[str, Any], tasks: list[dict[str, Any]]) -> str | No
     return f"fleet budget exhausted: {spent} of ${budget['max_cost_usd']:.4f}; {left} task(s) not done. Raise it with `codefleet budget USD` and run again."
 
 
+async def landing_stop(client: FleetClient, health: dict[str, Any]) -> str | None:
+    """Why the fleet stopped with tasks waiting to land, in one line, when landing halted."""
+    if not (health.get("landing") or {}).get("halted"):
+        return None
+    state = await client.landing()
+    halted = state["halted"]
+    return (
+        f"landing halted: the landed tree fails check {halted['check']} with no candidate on "
+        f"it ({halted.get('why')}; last landed: {halted.get('last_landed') or 'none'}); "
+        f"{len(state['queue'])} task(s) wait to land. Fix the tree, then `codefleet landing "
+        "resume` and run again."
+    )
+
+
 async def run_verify(command: str, workdir: Path, timeout: float = 900.0) -> VerifyResult:
     """Run the operator's verify command in the tree, like a check: own process group, capped.
 
@@ -292,7 +306,8 @@ async def run_fleet(
             stop.set()
             await asyncio.gather(*fleet, return_exceptions=True)
         result = FleetResult(tasks=await client.tasks(), runner_errors=list(watch.errors))
-        result.stopped = budget_stop(await client.health(), result.tasks)
+        health = await client.health()
+        result.stopped = budget_stop(health, result.tasks) or await landing_stop(client, health)
         result.interrupted = interrupt.is_set()
         result.nothing_ran = bool(before) and all(t["status"] in TERMINAL_STATUSES for t in before)
         if verify and not result.interrupted:

@@ -133,6 +133,12 @@ def _previous_error(task: AssignedTask) -> str:
             " Its verification failed and its edits were rolled back, so redo the work and "
             "fix what the output below shows."
         )
+    elif task.error_kind is ErrorKind.INTEGRATION_FAILED:
+        note = (
+            " Its work passed alone but broke the tree once put on top of work that landed "
+            "meanwhile; its edits were rolled back. Redo the work on top of that work (keep "
+            "it), so that the check below passes."
+        )
     return (
         f"This is attempt {attempt}. The previous attempt ended with this error:{note}\n"
         f"{error.strip()}\n"
