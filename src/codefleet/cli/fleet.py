@@ -150,7 +150,10 @@ def runner(
             f"landing-{name}", settings.check_timeout, exclude=options.protected,
             view_dir=settings.check_dir,
         )  # fmt: skip
-        connect = lambda: FleetClient(settings.url, token=settings.token)  # noqa: E731
+
+        def connect() -> FleetClient:
+            return FleetClient(settings.url, token=settings.token)
+
         landing = start_landing(
             connect, settings.workdir, options.protected, options.protected_names, lander, stop
         )
