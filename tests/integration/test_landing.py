@@ -8,6 +8,7 @@ landed second reworked and told why.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from collections.abc import Callable
@@ -17,8 +18,12 @@ from typing import Any
 import pytest
 
 from codefleet.api.client import FleetClient
-from codefleet.fleet.local import run_fleet
+from codefleet.api.graphfile import GraphError, load_graph
+from codefleet.errors import InvalidGraph
+from codefleet.fleet.landing import LandingOptions
+from codefleet.fleet.local import run_fleet, start_landing
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.paths import TreeRoot
 from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
@@ -131,3 +136,185 @@ async def test_without_an_integration_check_the_same_pair_lands_a_red_tree(
     assert result.all_succeeded
     assert [e["payload"]["order"] for e in of_type(events, "landed")] == [1, 2]
     assert not suite_passes(lib_tree)
+
+
+async def start_worker(server: ServerThread, workdir: Path, stop: asyncio.Event) -> Any:
+    """A landing worker of its own, for a test that stages the queue first."""
+    tree = TreeRoot(workdir)
+    return start_landing(
+        lambda: FleetClient(server.url), workdir, (), tree.names, LandingOptions("lw"), stop
+    )
+
+
+async def queued(client: FleetClient, n: int) -> bool:
+    return len((await client.landing())["queue"]) >= n
+
+
+async def test_a_batch_with_one_breaker_is_bisected_to_it_and_the_rest_land(
+    make_server: Callable[..., ServerThread], workdir: Path, wait_until: Any
+) -> None:
+    """Six tasks wait to land at once; T4 breaks the check. One batch check fails, the
+    base alone passes, bisection finds T4: T1-T3 land, T4 is reworked, T5 and T6 land."""
+    server = make_server(**FAST, landing_batch=8)
+    script: dict[str, Any] = {f"T{n}": [write(f"f{n}.txt", "ok")] for n in range(1, 7)}
+    script["T4"] = [write("f4.txt", "BROKEN", attempt=1), write("f4.txt", "ok", attempt=2)]
+    ids = [f"T{n}" for n in range(1, 7)]
+    tasks = [{"id": t, "title": t, "description": "do it"} for t in ids]
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks, {"clean": "! grep -l BROKEN f*.txt"})
+        await client.set_integration("clean")
+        stop = asyncio.Event()
+        fleet = asyncio.create_task(drain(server, workdir, script, runners=6, landing_worker=False))
+        await wait_until(lambda: queued(client, 6), timeout=20)
+        worker = await start_worker(server, workdir, stop)
+        result, _ = await fleet
+        stop.set()
+        await worker
+        events = await client.all_events()
+
+    assert result.ok, result.tasks
+    steps = [
+        (e["payload"]["purpose"], e["payload"]["batch"], e["payload"]["verdict"])
+        for e in of_type(events, "landing_check_finished")
+    ]
+    assert steps[:3] == [
+        ("batch", ids, "failed"),
+        ("base", [], "passed"),
+        ("bisect", ids[:3], "passed"),
+    ]
+    blamed = [e["task_id"] for e in of_type(events, "integration_failed")]
+    assert blamed == ["T4"]
+    order = [e["task_id"] for e in of_type(events, "landed")]
+    assert order[:3] == ["T1", "T2", "T3"] and set(order[3:]) == {"T4", "T5", "T6"}
+    assert len(steps) <= 1 + 1 + 3 + 2  # batch, base, log2(6) bisects, the next round(s)
+
+
+async def test_a_conflict_free_graph_lands_in_far_fewer_checks_than_tasks(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST, landing_batch=8)
+    ids = [f"T{n:02d}" for n in range(1, 21)]
+    script = {t: [write(f"{t}.txt", t)] for t in ids}
+    slow_check = f'{PY} -c "import time; time.sleep(0.3)"'
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": t, "title": t, "description": "do it"} for t in ids], {"slow": slow_check}
+        )
+        await client.set_integration("slow")
+        result, _ = await drain(server, workdir, script)
+        events = await client.all_events()
+
+    assert result.ok
+    checks = of_type(events, "landing_check_finished")
+    assert len(checks) < len(ids) / 2, [e["payload"]["batch"] for e in checks]
+    assert sorted(e["task_id"] for e in of_type(events, "landed")) == ids
+
+
+async def test_a_landed_tree_that_fails_alone_blames_nobody_and_halts_until_resumed(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    """A check that fails without any candidate (flaky, or the tree broken by hand): the
+    run stops with landing halted, no task reworked, its work kept; resume lands it."""
+    server = make_server(**FAST)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": "T", "title": "t", "description": "do it"}], {"clean": "test ! -e bad.txt"}
+        )
+        await client.set_integration("clean")
+        (workdir / "bad.txt").write_text("broken by hand")
+        result, _ = await drain(server, workdir, {"T": [write("t.txt", "work")]})
+        events = await client.all_events()
+        held = (await client.task("T"))["status"]
+        (workdir / "bad.txt").unlink()
+        await client.landing_resume()
+        again, _ = await drain(server, workdir, {})
+        after = await client.all_events()
+
+    assert not result.ok and result.stopped and "landing halted" in result.stopped
+    assert held == "landing" and (workdir / "t.txt").read_text() == "work"
+    assert of_type(events, "integration_failed") == []
+    [halt] = of_type(events, "landing_halted")
+    assert halt["payload"]["check"] == "clean"
+    assert again.ok and [e["task_id"] for e in of_type(after, "landed")] == ["T"]
+    assert of_type(after, "landing_resumed")
+
+
+async def test_a_verify_that_passed_on_a_base_that_moved_is_run_again_before_landing(
+    make_server: Callable[..., ServerThread], lib_tree: Path
+) -> None:
+    """No integration check: each task verifies with the suite. B's verify passes before A
+    lands; A lands; B's verify is run again on the landed base, fails, and B is reworked."""
+    server = make_server(**FAST)
+    script = {
+        "A": [write("lib.py", RENAMED), write("test_lib.py", TEST_RENAMED), {"wait_leased": "caller.py"}],
+        "B": [
+            {"wait_leased": "lib.py", "attempt": 1},
+            write("caller.py", CALLER_OLD, attempt=1),
+            write("test_caller.py", TEST_CALLER, attempt=1),
+            {"check": "test", "attempt": 1},
+            {"expect_check": "pass", "attempt": 1},
+            {"wait_succeeded": "A", "attempt": 1},
+            write("caller.py", CALLER_NEW, attempt=2),
+            write("test_caller.py", TEST_CALLER, attempt=2),
+        ],
+    }  # fmt: skip
+    tasks = [{**t, "verify": "test"} for t in TASKS]
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks, {"test": SUITE})
+        result, _ = await drain(server, lib_tree, script)
+        events = await client.all_events()
+
+    assert result.ok and suite_passes(lib_tree)
+    kinds = [
+        e["payload"]["error_kind"] for e in of_type(events, "task_requeued") if e["task_id"] == "B"
+    ]
+    assert kinds in (["integration_failed"], ["verify_failed"])  # which saw A first: timing
+    assert [e["task_id"] for e in of_type(events, "landed")][-1] == "B"
+
+
+async def test_cancelling_a_task_that_waits_to_land_rolls_it_back(
+    make_server: Callable[..., ServerThread], workdir: Path, wait_until: Any
+) -> None:
+    server = make_server(**FAST)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": "T", "title": "t", "description": "do it"}], {"ok": "true"}
+        )
+        await client.set_integration("ok")
+        fleet = asyncio.create_task(
+            drain(server, workdir, {"T": [write("t.txt", "work")]}, landing_worker=False)
+        )
+        await wait_until(lambda: queued(client, 1), timeout=20)
+        assert (workdir / "t.txt").exists()
+        await client.cancel("T")
+        result, _ = await fleet
+        task = await client.task("T")
+        leases = await client.leases()
+
+    assert task["status"] == "cancelled" and not (workdir / "t.txt").exists()
+    assert leases == [] and not result.ok
+
+
+async def test_integration_naming_an_unknown_check_or_given_twice_is_a_load_error(
+    tmp_path: Path, make_server: Callable[..., ServerThread]
+) -> None:
+    graph = tmp_path / "g.yaml"
+    graph.write_text(
+        "checks: {test: 'true'}\nintegration: tset\ntasks: [{title: a, description: b}]\n"
+    )
+    with pytest.raises(
+        GraphError, match="'tset' is not a check of this graph; the checks are: test"
+    ):
+        load_graph(graph)
+    graph.write_text(
+        "checks: {test: 'true', lint: 'true'}\nintegration: test\nintegration: lint\n"
+        "tasks: [{title: a, description: b}]\n"
+    )
+    with pytest.raises(GraphError, match="the key 'integration' is given twice"):
+        load_graph(graph)
+    server = make_server(**FAST)
+    async with FleetClient(server.url) as client:
+        with pytest.raises(InvalidGraph, match="the known checks are: test"):
+            await client.set_integration("nope") if await client.define_checks(
+                {"test": "true"}
+            ) else None

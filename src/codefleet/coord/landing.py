@@ -137,23 +137,30 @@ class Landing:
         self.settle()
 
     def settle(self) -> None:
-        """Start rounds and apply their outcomes until a step needs a worker (or none is left)."""
-        while self.handed is None and self.halted is None:
-            if self.round is None:
-                candidates = [t for t in self.queue if self._landing(t)][: self.batch]
-                if not candidates:
-                    return
-                self.round = self._round_of(candidates)
-                self.failure = ("", "")
-                nxt: policy.Step | policy.Outcome = policy.first_step(self.round)
-            else:
-                return
-            while isinstance(nxt, policy.Step) and not nxt.checks:  # nothing to run: passes
-                self.round, nxt = policy.advance(self.round, nxt, passed=True)
-            if isinstance(nxt, policy.Outcome):
-                self._apply(nxt)
-            else:
-                self._hand(nxt)
+        """Land at once what has nothing to check, in order; a round that needs a check is
+        started only when a worker claims it (`claim`), so its batch is as long as can be."""
+        while self.handed is None and self.halted is None and self._start_round(hand=False):
+            pass
+
+    def _start_round(self, hand: bool) -> bool:
+        """A round over the queue's head: applied at once if it checks nothing (True), else,
+        with `hand`, its first step handed out (True); False when there is nothing to do."""
+        candidates = [t for t in self.queue if self._landing(t)][: self.batch]
+        if not candidates:
+            return False
+        rnd = self._round_of(candidates)
+        nxt: policy.Step | policy.Outcome = policy.first_step(rnd)
+        while isinstance(nxt, policy.Step) and not nxt.checks:  # nothing to run: passes
+            rnd, nxt = policy.advance(rnd, nxt, passed=True)
+        if isinstance(nxt, policy.Outcome):
+            self.round, self.failure = rnd, ("", "")
+            self._apply(nxt)
+            return True
+        if not hand:
+            return False
+        self.round, self.failure = rnd, ("", "")
+        self._hand(nxt)
+        return True
 
     def _round_of(self, candidates: Sequence[str]) -> policy.Round:
         live = self.tasks.index.live
@@ -184,6 +191,10 @@ class Landing:
     def claim(self, worker: str, timeout_s: float) -> dict[str, Any] | None:
         """The step to run now, for `worker`: one at a time, handed again once its claim lapses."""
         self._check_round()
+        if self.handed is None and self.halted is None and any(map(self._landing, self.queue)):
+            with self.transition():
+                while self.handed is None and self._start_round(hand=True):
+                    pass  # rounds with nothing to check land; stop at one with a step
         handed, now = self.handed, self.clock()
         if handed is None or self.round is None:
             return None

@@ -248,6 +248,7 @@ async def run_fleet(
     server_wait: float = SERVER_WAIT_S,
     simulated: bool = False,
     agent_for: Callable[[int], str] | None = None,
+    landing_worker: bool = True,
 ) -> FleetResult:
     """Run N runners until the graph drains, until no runner is left to drain it, or
     until `interrupt` is set (the operator's stop: the runners leave as interrupted).
@@ -260,6 +261,8 @@ async def run_fleet(
     `simulated` (no real model) goes into `fleet_started`, so that every view of the
     run reads its cost as simulated. `agent_for(n)` is runner n's agent kind (default
     claude); a Codex runner is named `codex-N`, so every view shows which agent it is.
+    A landing worker (`fleet.landing`) runs beside the runners unless `landing_worker`
+    is false (a test that stages a landing queue starts its own).
     """
     kinds = [agent_for(n) if agent_for else "claude" for n in range(1, runners + 1)]
     started = time.monotonic()
@@ -297,7 +300,8 @@ async def run_fleet(
         lander = LandingOptions(
             f"landing{name_suffix}", check_timeout, exclude=protected, view_dir=check_dir
         )
-        fleet.append(start_landing(connect, workdir, protected, protected_names, lander, stop))
+        if landing_worker:
+            fleet.append(start_landing(connect, workdir, protected, protected_names, lander, stop))
         try:
             await _until_drained_or_all_down(
                 wait_drained(client, server_wait, say), watch, interrupt
