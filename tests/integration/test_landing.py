@@ -19,7 +19,8 @@ import pytest
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphError, load_graph
-from codefleet.errors import InvalidGraph
+from codefleet.attempt import AttemptReport
+from codefleet.errors import InvalidGraph, NotOwner
 from codefleet.fleet.landing import LandingOptions
 from codefleet.fleet.local import run_fleet, start_landing
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
@@ -318,3 +319,89 @@ async def test_integration_naming_an_unknown_check_or_given_twice_is_a_load_erro
             await client.set_integration("nope") if await client.define_checks(
                 {"test": "true"}
             ) else None
+
+
+async def finish_by_hand(client: FleetClient, workdir: Path, task_id: str, path: str) -> None:
+    """A runner's whole attempt over the wire: it writes `path`, reports success, leaves."""
+    agent = await client.register(f"r-{task_id}", str(workdir), None)
+    who, epoch = agent["agent_id"], agent["epoch"]
+    assert await client.assignment(who, epoch, wait=5)
+    await client.start(task_id, who, epoch)
+    assert (await client.acquire(who, epoch, task_id, [path], "Write"))["decision"] == "allow"
+    (workdir / path).write_text(task_id)
+    await client.complete(task_id, who, epoch, AttemptReport(attempt=1, ok=True))
+    await client.leave(who, epoch)  # the runner is gone: its task still waits to land
+
+
+async def test_a_restart_mid_check_runs_the_check_again_and_lands_the_task_once(
+    make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "landing.sqlite"
+    first = make_server(**FAST, db=db)
+    async with FleetClient(first.url) as client:
+        await client.create_tasks(
+            [{"id": "T", "title": "t", "description": "do it"}], {"ok": "true"}
+        )
+        await client.set_integration("ok")
+        await finish_by_hand(client, workdir, "T", "t.txt")
+        step = await client.landing_claim("w", 30.0)
+        assert step is not None and step["batch"] == ["T"]
+        await client.landing_started(step["step"], "ok")
+    first.stop()  # killed while its check ran
+    second = make_server(**FAST, db=db, port=first.settings.port)
+    async with FleetClient(second.url) as client:
+        assert (await client.task("T"))["status"] == "landing"
+        assert (await client.leases())[0]["path"] == "t.txt"  # nobody may change it meanwhile
+        with pytest.raises(NotOwner):
+            await client.landing_result(step["step"], [{"check": "ok", "verdict": "passed"}])
+        again = await client.landing_claim("w", 30.0)
+        assert again is not None and again["step"] != step["step"]
+        await client.landing_result(again["step"], [{"check": "ok", "verdict": "passed"}])
+        with pytest.raises(NotOwner):  # a duplicate of the result lands nothing twice
+            await client.landing_result(again["step"], [{"check": "ok", "verdict": "passed"}])
+        task = await client.task("T")
+        events = await client.all_events()
+        leases = await client.leases()
+
+    assert task["status"] == "succeeded"
+    assert [e["task_id"] for e in of_type(events, "landed")] == ["T"]
+    assert leases == [] and (workdir / "t.txt").read_text() == "T"
+
+
+async def test_a_check_that_times_out_is_a_failed_landing_with_its_reason(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST, max_attempts=1)
+    sleepy = f"{PY} -c \"import os, time; time.sleep(30 if os.path.exists('t.txt') else 0)\""
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": "T", "title": "t", "description": "do it"}], {"slow": sleepy}
+        )
+        await client.set_integration("slow")
+        result, _ = await drain(server, workdir, {"T": [write("t.txt", "x")]}, check_timeout=1.0)
+        events = await client.all_events()
+        task = await client.task("T")
+
+    verdicts = [e["payload"]["verdict"] for e in of_type(events, "landing_check_finished")]
+    assert verdicts == ["timed_out", "passed"]  # the candidate's run, then the base alone
+    assert task["status"] == "failed" and "timed out after 1s" in task["error"]
+    assert not (workdir / "t.txt").exists() and not result.ok
+
+
+async def test_a_landing_check_whose_program_is_missing_halts_landing_and_keeps_the_work(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": "T", "title": "t", "description": "do it"}],
+            {"gone": "no-such-program-codefleet --check"},
+        )
+        await client.set_integration("gone")
+        result, _ = await drain(server, workdir, {"T": [write("t.txt", "x")]})
+        events = await client.all_events()
+
+    [halt] = of_type(events, "landing_halted")
+    assert halt["payload"]["why"] == "could not start"
+    assert of_type(events, "integration_failed") == []
+    assert (workdir / "t.txt").read_text() == "x" and "landing halted" in (result.stopped or "")

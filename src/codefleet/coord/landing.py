@@ -47,6 +47,7 @@ __all__ = ["Landing"]
 
 INTEGRATION_KEY: Final = "integration"
 HALT_KEY: Final = "landing_halted"
+STEP_KEY: Final = "landing_step"  # the last step number handed out
 INFRA_RETRIES: Final = 3  # a step that could not run this many times halts landing
 CONFLICTS_SHOWN: Final = 10
 FILES_SHOWN: Final = 20
@@ -88,7 +89,6 @@ class Landing:
         self.round: policy.Round | None = None
         self.handed: _Handed | None = None
         self.failure: tuple[str, str] = ("", "")  # the round's latest failing check, output
-        self._step_ids = 0
 
     def load(self) -> None:
         """From the record: the queue in order, the integration check, the halt."""
@@ -177,8 +177,13 @@ class Landing:
         return task is not None and task.status is TaskStatus.LANDING
 
     def _hand(self, step: policy.Step) -> None:
-        self._step_ids += 1
-        self.handed = _Handed(self._step_ids, step)
+        self.handed = _Handed(0, step)  # numbered when a worker claims it
+
+    def _next_step_id(self) -> int:
+        """A step number never handed out before, not even before a restart (stored)."""
+        last = int(self.store.meta(STEP_KEY) or 0) + 1
+        self.store.set_meta(STEP_KEY, str(last))
+        return last
 
     def _void_round(self) -> None:
         """Forget the round (a candidate left the queue, the check changed): start again."""
@@ -200,8 +205,8 @@ class Landing:
             return None
         if handed.worker not in (None, worker) and handed.until and handed.until > now:
             return None  # another worker runs it
-        self._step_ids += 1
-        handed.id = self._step_ids  # a lapsed claim's result is refused from now on
+        with self.transition():  # a lapsed claim's result is refused from now on
+            handed.id = self._next_step_id()
         handed.worker = worker
         per_check = timeout_s + self.stale_after
         handed.until = now + timedelta(seconds=per_check * max(1, len(handed.step.checks)))
@@ -228,7 +233,7 @@ class Landing:
     def _current(self, step_id: int) -> tuple[_Handed, policy.Round]:
         self._check_round()
         handed, rnd = self.handed, self.round
-        if handed is None or rnd is None or handed.id != step_id:
+        if handed is None or rnd is None or not handed.id or handed.id != step_id:
             raise NotOwner(
                 f"landing step {step_id} is over (the queue moved on); claim a new one",
                 {"step": step_id},
