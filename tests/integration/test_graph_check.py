@@ -148,7 +148,7 @@ def test_missing_paths_warn_unless_plausibly_new(tree: Path) -> None:
     code, report = check_json(tree, CRAFTED)
 
     assert code == 0, "warnings alone do not fail the check"
-    warnings = {w["path"]: w for w in report["warnings"]}
+    warnings = {w["path"]: w for w in report["warnings"] if w["code"] != "no_integration"}
     assert set(warnings) == {"modles.py", "newpkg/mod.py"}
     assert "did you mean models.py?" in warnings["modles.py"]["message"]
     assert warnings["modles.py"]["code"] == "missing_path"
@@ -208,7 +208,8 @@ def test_the_text_report_names_every_section(tree: Path) -> None:
         "hotspots 1 file(s) in 3 or more scopes",
         "shared/util.py: A, B, C",
         "warning: task D: modles.py does not exist; did you mean models.py?",
-        "OK: 0 error(s), 2 warning(s)",
+        "warning: no task is checked as it lands",
+        "OK: 0 error(s), 3 warning(s)",
     ):
         assert expected in text, text
 
@@ -275,7 +276,10 @@ def test_a_task_without_an_id_is_named_by_its_position(tree: Path) -> None:
     code, report = check_json(tree, graph, "--runners", "2")
 
     assert code == 0 and report["tasks"] == 2
-    assert [(w["code"], w["task"]) for w in report["warnings"]] == [("no_scope", "#2")]
+    assert [(w["code"], w["task"]) for w in report["warnings"]] == [
+        ("no_integration", None),
+        ("no_scope", "#2"),
+    ]
 
 
 async def test_the_server_serves_the_same_analysis_of_its_stored_graph(
@@ -312,3 +316,25 @@ def test_a_scope_whose_every_entry_is_refused_is_an_error_not_a_missing_scope(tr
     assert "no_scope" not in [w["code"] for w in report["warnings"]], (
         "T4 declared a scope; its refused entries are the errors, not a missing scope"
     )
+
+
+@pytest.mark.parametrize(
+    ("extra", "warned"),
+    [("", True), ("integration: test\n", False), ("", False)],
+    ids=["neither", "integration", "verify"],
+)
+def test_a_graph_whose_tasks_land_unchecked_says_so_in_one_line(
+    tmp_path: Path, extra: str, warned: bool, request: pytest.FixtureRequest
+) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    verify = "verify: test, " if request.node.callspec.id == "verify" else ""
+    graph = tmp_path / "g.yaml"
+    graph.write_text(
+        f"checks: {{test: 'true'}}\n{extra}tasks:\n"
+        f"  - {{id: A, title: a, description: a, {verify}file_scope: [a.py]}}\n"
+        "  - {id: B, title: b, description: b, file_scope: [b.py]}\n"
+    )
+    code, report = check_json(tree, graph)
+    codes = [w["code"] for w in report["warnings"]]
+    assert code == 0 and (codes.count("no_integration") == 1) is warned

@@ -29,6 +29,7 @@ from codefleet.api.client import FleetClient, UntrustedServer
 from codefleet.api.graphfile import DEFAULT_GRAPH, GraphError, check_scopes, find_graph, load_graph
 from codefleet.config import Settings
 from codefleet.paths import TreeRoot
+from codefleet.planning.check import NO_INTEGRATION, unchecked_landing
 from codefleet.session.credentials import credentials_problem
 
 __all__ = ["Check", "print_checks", "run_checks"]
@@ -153,11 +154,12 @@ def check_graph(path: Path | None, settings: Settings) -> Check:
             )
     except GraphError as err:
         return Check("graph", False, str(err))
+    unchecked = " · " + NO_INTEGRATION if unchecked_landing(tasks) else ""
     return Check(
         "graph",
         True,
         f"{path}: {len(tasks)} task(s), no cycle, every dependency known, "
-        "every scope inside the tree",
+        f"every scope inside the tree{unchecked}",
     )
 
 

@@ -18,7 +18,7 @@ from codefleet.planning.analysis import Finding, GraphAnalysis, PlannedTask, ana
 from codefleet.planning.scopes import ScopedTask, judge, survey
 from codefleet.resources import resource_keys
 
-__all__ = ["check_graph", "task_label", "tree_for"]
+__all__ = ["NO_INTEGRATION", "check_graph", "task_label", "tree_for", "unchecked_landing"]
 
 
 def tree_for(workdir: Path, db: Path, run_dir: Path) -> TreeRoot:
@@ -54,4 +54,18 @@ def check_graph(graph: GraphTasks, tree: TreeRoot, runners: int = 3) -> GraphAna
         Finding("warning", "missing_program", line)
         for line in check_warnings(graph.checks, tree.root)
     ]
-    return analyse(planned, runners, [*findings, *programs])
+    return analyse(planned, runners, [*findings, *programs, *unchecked_landing(graph)])
+
+
+def unchecked_landing(graph: GraphTasks) -> list[Finding]:
+    """One line when several tasks land with nothing checking them together."""
+    if len(graph) < 2 or graph.integration or any(spec.get("verify") for spec in graph):
+        return []
+    return [Finding("warning", "no_integration", NO_INTEGRATION)]
+
+
+NO_INTEGRATION = (
+    "no task is checked as it lands (no `integration:` check, no task `verify:`): two tasks "
+    "that each work alone may break the tree together and the run still says PASS; add "
+    '`integration: NAME` naming one of `checks:` (docs/checks.md, "Landing")'
+)
