@@ -54,6 +54,7 @@ def test_the_offline_demo_vetoes_t4s_command_on_api_py_applies_t1s_and_passes(
         "T1-attempt1",
         "T1-attempt2",
         "T2-attempt1",
+        "T2-attempt2",
         "T3-attempt1",
         "T4-attempt1",
         "T4-attempt2",
@@ -62,8 +63,16 @@ def test_the_offline_demo_vetoes_t4s_command_on_api_py_applies_t1s_and_passes(
     assert [(c["name"], c["passed"]) for c in records["T1-attempt1"]["checks"]] == [("test", True)]
     store = Store(workspace / "codefleet.db")
     checks = [e["payload"] for e in store.events(0, 10_000, "check_finished")]
+    # The staged integration break, through the real CLI and hook: T2 landed second, on
+    # top of T3's DELETE route, was reworked, and landed.
+    [broke] = store.events(0, 10_000, "integration_failed")
+    landed = [e["task_id"] for e in store.events(0, 10_000, "landed")]
     commands = {e["task_id"]: e["payload"] for e in store.events(0, 10_000, "command_finished")}
     store.close()
+    assert broke["task_id"] == "T2" and "T3" in broke["payload"]["conflicts_with"]
+    assert landed.index("T3") < landed.index("T2") and sorted(landed) == [
+        f"T{n}" for n in range(1, 6)
+    ]
     assert sorted(commands) == ["T1", "T4"]
     generated, vetoed = commands["T1"], commands["T4"]
     assert (generated["attempt"], generated["applied"], generated.get("denied_on")) == (
