@@ -56,6 +56,7 @@ def serve(
     allow_reset: Annotated[bool | None, option("allow_reset")] = None,
     interactive_idle: Annotated[float | None, option("interactive_idle")] = None,
     lease_wait: Annotated[float | None, option("lease_wait")] = None,
+    landing_batch: Annotated[int | None, option("landing_batch")] = None,
     read_timeout: Annotated[float | None, option("read_timeout")] = None,
     keep_alive_timeout: Annotated[float | None, option("keep_alive_timeout")] = None,
     max_connections: Annotated[int | None, option("max_connections")] = None,
