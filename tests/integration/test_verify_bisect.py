@@ -16,69 +16,41 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
+from history_support import (
+    CALLER_STEPS,
+    RENAME_STEPS,
+    RENAMED,
+    SUITE,
+    run_scripted,
+    write_lib,
+)
 
 from codefleet.api.client import FleetClient
 from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
-SUITE = f'"{sys.executable}" -m pytest -q -p no:cacheprovider'
-
-LIB = 'def greet(name):\n    return f"hello {name}"\n'
-TEST_LIB = 'from lib import greet\n\n\ndef test_greet():\n    assert greet("a") == "hello a"\n'
-RENAMED = LIB.replace("greet", "salute")
-TEST_RENAMED = TEST_LIB.replace("greet", "salute")
-WELCOME = 'from lib import greet\n\n\ndef welcome():\n    return greet("you")\n'
-TEST_WELCOME = (
-    'from welcome import welcome\n\n\ndef test_welcome():\n    assert welcome() == "hello you"\n'
-)
 
 
 def tasks(*rows: tuple[str, str]) -> list[dict[str, Any]]:
     return [{"id": i, "title": title, "description": "scripted"} for i, title in rows]
 
 
-def run_cli(server: ServerThread, tree: Path, script: dict[str, Any], *extra: str) -> Any:
-    path = tree.parent / "script.yaml"
-    path.write_text(yaml.safe_dump(script))
-    return subprocess.run(
-        [
-            sys.executable, "-m", "codefleet.cli", "run", "--dry-run", "--script", str(path),
-            "--runners", "2", "--server", server.url, "--workdir", str(tree),
-            "--run-dir", str(tree.parent / "runs"), *extra,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )  # fmt: skip
-
-
 async def test_a_failing_verify_names_the_landing_after_which_the_suite_fails(
     make_server: Callable[..., ServerThread], workdir: Path
 ) -> None:
-    (workdir / "lib.py").write_text(LIB)
-    (workdir / "test_lib.py").write_text(TEST_LIB)
+    write_lib(workdir)
     server = make_server(**FAST)
     script = {
         "T1": [{"write": {"path": "notes.txt", "content": "notes\n"}}],
-        "T2": [
-            {"wait_succeeded": "T1"},
-            {"write": {"path": "welcome.py", "content": WELCOME}},
-            {"write": {"path": "test_welcome.py", "content": TEST_WELCOME}},
-        ],
-        "T3": [
-            {"wait_succeeded": "T2"},
-            {"write": {"path": "lib.py", "content": RENAMED}},
-            {"write": {"path": "test_lib.py", "content": TEST_RENAMED}},
-        ],
+        "T2": [{"wait_succeeded": "T1"}, *CALLER_STEPS],
+        "T3": [{"wait_succeeded": "T2"}, *RENAME_STEPS],
         "T4": [{"wait_succeeded": "T3"}, {"write": {"path": "more.txt", "content": "more\n"}}],
     }
     rows = [("T1", "Add notes"), ("T2", "Add welcome"), ("T3", "Rename greet"), ("T4", "More")]
     async with FleetClient(server.url) as client:
         await client.create_tasks(tasks(*rows))
 
-        done = run_cli(server, workdir, script, "--verify", SUITE, "--json")
+        done = run_scripted(server.url, workdir, script, "--verify", SUITE, "--json", runners=4)
 
         events = await client.all_events()
     assert done.returncode == 1, done.stderr
@@ -107,7 +79,7 @@ async def test_a_verify_that_fails_before_the_run_too_blames_no_task(
     async with FleetClient(server.url) as client:
         await client.create_tasks(tasks(("A", "Add a"), ("B", "Add b")))
 
-        done = run_cli(server, workdir, script, "--verify", "test -e never-there")
+        done = run_scripted(server.url, workdir, script, "--verify", "test -e never-there")
 
     assert done.returncode == 1, done.stderr
     assert (
