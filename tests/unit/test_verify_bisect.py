@@ -8,6 +8,7 @@ them), undone with `undo_landings`, must give back exactly the files before.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -98,15 +99,19 @@ def _snapshot(root: Path) -> dict[str, PreImage]:
     return {
         p.relative_to(root).as_posix(): capture(root, p.relative_to(root).as_posix())
         for p in root.rglob("*")
-        if p.is_file() or p.is_symlink()
+        if (p.is_file() or p.is_symlink()) and ".git" not in p.relative_to(root).parts
     }
 
 
+@pytest.mark.parametrize("repository", [False, True], ids=["plain-tree", "git-repository"])
 def test_undoing_landings_gives_back_new_deleted_typed_and_twice_edited_files_exactly(
-    tmp_path: Path,
+    tmp_path: Path, repository: bool
 ) -> None:
     root = tmp_path / "tree"
     root.mkdir()
+    if repository:  # git apply inside a repository reads its config: still exact
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+        subprocess.run(["git", "-C", str(root), "config", "core.autocrlf", "true"], check=True)
     (root / "m.txt").write_text("a\nb\nc\n")
     (root / "gone.txt").write_text("last line without newline")
     (root / "was_file").write_text("a file\n")

@@ -135,7 +135,8 @@ async def first_failing(good: int, bad: int, fails: Callable[[int], Awaitable[bo
 
 
 def undo_landings(view: Path, landings: Sequence[Landing]) -> None:
-    """Undo `landings` in `view`, newest first; `OSError` names the one git refused."""
+    """Undo `landings` in `view` (whose parent is no repository), newest first; `OSError`
+    names the one git refused."""
     for landing in reversed(landings):
         text = [f for f in landing.files if not f.binary]
         if text:
@@ -146,11 +147,13 @@ def undo_landings(view: Path, landings: Sequence[Landing]) -> None:
 
 
 def _reverse_apply(view: Path, diff: str, task_id: str) -> None:
+    # Outside any repository (from the view's parent, which has none, up to a ceiling):
+    # inside one, git apply would convert line ends by its config and attributes.
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env["GIT_CEILING_DIRECTORIES"] = str(view.parent)  # never a repository above the view
+    env["GIT_CEILING_DIRECTORIES"] = str(view.parent.parent)
     done = subprocess.run(
-        ["git", "apply", "-R", "--whitespace=nowarn", "-"],
-        cwd=view,
+        ["git", "apply", "-R", "--whitespace=nowarn", f"--directory={view.name}", "-"],
+        cwd=view.parent,
         input=diff.encode("utf-8", "surrogateescape"),
         capture_output=True,
         env=env,
