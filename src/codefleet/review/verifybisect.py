@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from codefleet.api.client import FleetClient
+from codefleet.api.client import FleetClient, ServerUnavailable
+from codefleet.errors import DomainError
 from codefleet.fleet.checkview import copy_tree
 from codefleet.fleet.shell import check_env, run_command
 from codefleet.review.fetch import fetch_record
@@ -237,8 +238,12 @@ async def bisect_verify(
     say: Callable[[str], object] = lambda _: None,
 ) -> VerifyBlame:
     """Find the first landing after which `command` fails (each probe said through `say`)."""
-    landings = landings_of(await fetch_record(client, with_ledgers=False))
-    if (why := await _unpatched(client, landings)) is not None:
+    try:
+        landings = landings_of(await fetch_record(client, with_ledgers=False))
+        why = await _unpatched(client, landings)
+    except (ServerUnavailable, DomainError) as err:  # the verdict stands without the blame
+        return VerifyBlame(0, not_bisected=f"the run's record could not be read ({err})")
+    if why is not None:
         return VerifyBlame(len(landings), not_bisected=why)
     probe = _Prober(
         command, tree, landings, timeout=timeout, exclude=exclude, view_dir=view_dir, say=say
