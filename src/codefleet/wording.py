@@ -11,7 +11,8 @@ The terminal dashboard (`ui.viewmodel`) and the browser (`server/web/wording.js`
 which fetches this file from `/web/wording.json`) interpret it the same way;
 tests/unit/test_wording.py runs both over one corpus and fails if they differ.
 `cost_text` is how a run's or a plan's cost reads in the terminal, simulated or
-spent. Standard library only.
+spent; `verify_blame_text` how a failed `--verify`'s bisection reads (the run's
+verdict, the report). Standard library only.
 """
 
 from __future__ import annotations
@@ -26,7 +27,16 @@ from typing import Any, Final
 
 from codefleet.resources import lease_label
 
-__all__ = ["SIMULATED", "WORDING_FILE", "cost_text", "phrase", "spent_text", "table"]
+__all__ = [
+    "SIMULATED",
+    "WORDING_FILE",
+    "cost_text",
+    "ordinal",
+    "phrase",
+    "spent_text",
+    "table",
+    "verify_blame_text",
+]
 
 WORDING_FILE: Final = Path(__file__).with_name("wording.json")
 PLACEHOLDER: Final = re.compile(r"\{([\w.]+)(?:\|(\w+)(?::(\d+))?)?\}")
@@ -149,3 +159,26 @@ def cost_text(cost: float, simulated: bool) -> str:
 def spent_text(cost: float, simulated: bool) -> str:
     """What a budget has spent: `$X spent`, or the simulated cost labelled as such."""
     return cost_text(cost, simulated) if simulated else f"${cost:.4f} spent"
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, ... 11th, 12th, 13th, 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def verify_blame_text(verify: Mapping[str, Any]) -> str | None:
+    """What a failed `--verify`'s bisection found (its `run_finished` payload), in one line;
+    None when it passed or was not bisected."""
+    if verify.get("ok") or "landings" not in verify:
+        return None
+    if verify.get("first_failing"):
+        landed = f"landed {ordinal(int(verify['order']))} of {verify['landings']}"
+        title = json.dumps(str(verify.get("title") or ""), ensure_ascii=False)
+        return f"verify failed: first failing with {verify['first_failing']} {title} ({landed})"
+    if verify.get("before_run_fails"):
+        return (
+            f"verify failed with every one of the {verify['landings']} landing(s) undone too: "
+            "the tree before the run fails it, no task is to blame"
+        )
+    return f"verify failed: no landing named: {verify.get('not_bisected')}"

@@ -98,6 +98,11 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("fleet_idle", {"counts": {"succeeded": 3, "failed": 1}}),
     ("run_finished", {"ok": False, "verify": {"exit_code": 2}}),
     (
+        "run_finished",
+        {"ok": False, "verify": {"exit_code": 1, "first_failing": "T7", "order": 4, "landings": 9}},
+    ),
+    ("run_finished", {"ok": False, "verify": {"exit_code": 1, "before_run_fails": True}}),
+    (
         "stale_read",
         {
             "attempt": 1,

@@ -196,7 +196,9 @@ def run(
     verify: Annotated[
         str | None,
         typer.Option(
-            "--verify", help="Shell command run in the tree after the drain; its exit code decides."
+            "--verify",
+            help="Shell command run in the tree after the drain; its exit code decides. A "
+            "failure is bisected over the landings to name the first failing task.",
         ),
     ] = None,
     check: CheckOpt = None,

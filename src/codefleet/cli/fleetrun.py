@@ -179,7 +179,7 @@ def report(plan: RunPlan, outcome: Outcome) -> None:
                 "runner_errors": result.runner_errors,
                 "stopped": result.stopped,
                 "interrupted": result.interrupted,
-                "verify": verify and {"exit_code": verify.exit_code, "output": verify.output},
+                "verify": verify and {**verify.payload(), "output": verify.output},
                 "history": history_json(history) if history else None,
             }
         )

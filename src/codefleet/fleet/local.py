@@ -6,7 +6,8 @@ this process (each with its own HTTP client, each exactly the `Runner` a
 as its own process instead. The fleet is drained when the server reports no
 pending, assigned or running task: we wait for the `fleet_idle` event on the
 stream, so there is no polling delay. Then the runners leave, the optional
-verify command runs in the working tree, and `run_finished` is recorded.
+verify command runs in the working tree (when it fails by its own verdict, the
+landings are bisected: `review.verifybisect`), and `run_finished` is recorded.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from codefleet.fleet.runner import MAX_RETRY_S, RETRY_START_S, Runner, RunnerOpt
 from codefleet.fleet.shell import check_env, run_command
 from codefleet.models import DEFAULT_RECONCILE_ROUNDS, TERMINAL_STATUSES, EventType, TaskStatus
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
+from codefleet.review.verifybisect import VerifyBlame, bisect_verify
 from codefleet.wording import spent_text
 
 __all__ = [
@@ -45,6 +47,8 @@ __all__ = [
 ]
 
 VERIFY_OUTPUT_CHARS = 20_000
+VERIFY_TIMEOUT_S = 900.0
+TIMED_OUT = -1  # a verify's exit code when its time limit killed it
 # While landing is halted, the events after which the fleet may have nothing left to run.
 SETTLING = frozenset(
     {
@@ -65,10 +69,21 @@ class VerifyResult:
     output: str
     duration_s: float
     unstartable: tuple[tuple[str, str], ...] = ()  # (program, why) on exit 126/127, if found
+    blame: VerifyBlame | None = None  # the first failing landing, when it failed and was bisected
 
     @property
     def ok(self) -> bool:
         return self.exit_code == 0
+
+    @property
+    def bisectable(self) -> bool:
+        """Failed by its own verdict: not a time limit, not a program that could not start."""
+        return self.exit_code not in (0, TIMED_OUT, *NOT_RUNNABLE)
+
+    def payload(self) -> dict[str, Any]:
+        """What `run_finished` and `run --json` say of it (the output aside)."""
+        said = {"command": self.command, "exit_code": self.exit_code, "ok": self.ok}
+        return said | (self.blame.payload() if self.blame is not None else {})
 
     def cannot_start(self) -> str | None:
         """What to do when the shell could not start a program (exit 126/127), else None."""
@@ -193,7 +208,9 @@ async def landing_stop(client: FleetClient, health: dict[str, Any]) -> str | Non
     )
 
 
-async def run_verify(command: str, workdir: Path, timeout: float = 900.0) -> VerifyResult:
+async def run_verify(
+    command: str, workdir: Path, timeout: float = VERIFY_TIMEOUT_S
+) -> VerifyResult:
     """Run the operator's verify command in the tree, like a check: own process group, capped.
 
     One shell runner for both (`fleet.shell.run_command`): on the time limit and after a
@@ -203,7 +220,7 @@ async def run_verify(command: str, workdir: Path, timeout: float = 900.0) -> Ver
     ran = await run_command(command, workdir, timeout=timeout, cap=VERIFY_OUTPUT_CHARS, env=env)
     if ran.timed_out:
         output = f"{ran.output}\ntimed out after {timeout:.0f}s".lstrip("\n")
-        return VerifyResult(command, -1, output, ran.duration_s)
+        return VerifyResult(command, TIMED_OUT, output, ran.duration_s)
     code = int(ran.exit_code or 0)
     unstartable = tuple(missing_programs(command, workdir, env)) if code in NOT_RUNNABLE else ()
     return VerifyResult(command, code, ran.output, ran.duration_s, unstartable)
@@ -315,7 +332,7 @@ async def run_fleet(
         result.interrupted = interrupt.is_set()
         result.nothing_ran = bool(before) and all(t["status"] in TERMINAL_STATUSES for t in before)
         if verify and not result.interrupted:
-            result.verify = await run_verify(verify, workdir)
+            result.verify = await _verify(client, verify, workdir, protected, check_dir, say)
         result.duration_s = time.monotonic() - started
         await client.fleet_finished(
             ok=result.ok,
@@ -374,10 +391,34 @@ async def _until_drained_or_all_down(
         drained.result()  # the event stream's own failure, if it had one
 
 
+async def _verify(
+    client: FleetClient,
+    command: str,
+    workdir: Path,
+    protected: tuple[Path, ...],
+    view_dir: Path | None,
+    say: Callable[[str], object] | None,
+) -> VerifyResult:
+    """Run `--verify` in the tree; when it fails by its own verdict, bisect the landings."""
+    verified = await run_verify(command, workdir)
+    if not verified.bisectable:
+        return verified
+    tell = say or (lambda _: None)
+    tell(f"verify: `{command}` exited {verified.exit_code}; bisecting the landings")
+    blame = await bisect_verify(
+        client,
+        command,
+        workdir,
+        timeout=VERIFY_TIMEOUT_S,
+        exclude=protected,
+        view_dir=view_dir,
+        say=tell,
+    )
+    return replace(verified, blame=blame)
+
+
 def _verify_payload(verify: VerifyResult | None) -> dict[str, Any] | None:
-    if verify is None:
-        return None
-    return {"command": verify.command, "exit_code": verify.exit_code, "ok": verify.ok}
+    return None if verify is None else verify.payload()
 
 
 def _prefix(kind: str) -> str:

@@ -16,7 +16,7 @@ from codefleet.models import EventType
 from codefleet.review.facts import RunFacts, since_start
 from codefleet.review.history import format_cost, success_order
 from codefleet.review.reportblocks import Bar, Block, Facts, Para, Section, Table, Timeline, seconds
-from codefleet.wording import SIMULATED
+from codefleet.wording import SIMULATED, verify_blame_text
 
 __all__ = [
     "cost_section",
@@ -82,6 +82,8 @@ def summary_section(facts: RunFacts) -> Section:
         items.insert(
             2, ("verify", f"`{facts.verify.get('command')}` exited {facts.verify.get('exit_code')}")
         )
+        if (blame := verify_blame_text(facts.verify)) is not None:
+            items.insert(3, ("verify bisect", blame))
     blocks: list[Block] = [Facts(tuple(items))]
     if ratio is not None:
         blocks.append(

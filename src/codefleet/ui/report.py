@@ -16,7 +16,7 @@ from rich.text import Text
 
 from codefleet.fleet.local import FleetResult
 from codefleet.ui.scopes import outside_text
-from codefleet.wording import cost_text
+from codefleet.wording import cost_text, verify_blame_text
 
 __all__ = ["STATUS_STYLE", "cost_text", "print_result", "task_table", "veto_lines"]
 
@@ -103,6 +103,8 @@ def print_result(
             console.print(Text(f"verify {hint}", style=style))
         if not result.verify.ok:
             console.print(result.verify.output[-3000:], markup=False)
+        if (blame := verify_blame_text(result.verify.payload())) is not None:
+            console.print(Text(blame, style="bold red"))
     for why in result.runner_errors:
         console.print(Text(f"runner stopped: {why}", style="bold red"))
     if result.stopped:
