@@ -124,6 +124,7 @@ class LandingFacts:
     halts: tuple[Halt, ...] = ()
     waiting: tuple[str, ...] = ()  # the queue now: tasks waiting to land, in queue order
     orders: tuple[tuple[str, int], ...] = ()  # (task id, landing order) of every landing
+    waits: tuple[tuple[str, float], ...] = ()  # (task id, seconds) of each wait that ended
 
     @property
     def seen(self) -> bool:
@@ -153,6 +154,10 @@ class LandingFacts:
 
     def order_of(self, task_id: str) -> int | None:
         return dict(self.orders).get(task_id)
+
+    def waited_s(self, task_id: str) -> float:
+        """All the time `task_id` spent waiting to land, landed or not (each attempt's wait)."""
+        return sum(seconds for task, seconds in self.waits if task == task_id)
 
     def checks_on(self, task_id: str) -> tuple[LandingCheck, ...]:
         """The landing checks whose batch held `task_id`, in the order they ran."""
@@ -198,6 +203,14 @@ class _Fold:
         self.landed: list[Landed] = []
         self.breaks: list[dict[str, Any]] = []
         self.halts: list[Halt] = []
+        self.waits: list[tuple[str, float]] = []
+
+    def leave(self, task: str, at: datetime) -> Queued | None:
+        """`task` leaves the queue at `at` (landed, or not): its wait is counted."""
+        queued = self.waiting.pop(task, None)
+        if queued is not None:
+            self.waits.append((task, (at - queued.at).total_seconds()))
+        return queued
 
     def take(self, e: Row) -> None:
         kind, task, body = e["type"], str(e.get("task_id") or ""), e.get("payload") or {}
@@ -213,10 +226,10 @@ class _Fold:
         elif kind == EventType.LANDED:
             self._land(e, task, body)
         elif kind == EventType.INTEGRATION_FAILED:
-            self.waiting.pop(task, None)
+            self.leave(task, _at(e))
             self.breaks.append({"task": task, "at": _at(e), "body": body})
         elif kind in _LEAVES:
-            self.waiting.pop(task, None)
+            self.leave(task, _at(e))
         elif kind == EventType.LANDING_HALTED:
             self.halts.append(
                 Halt(
@@ -271,7 +284,7 @@ class _Fold:
         self.checks.insert(at if at is not None else len(self.checks), done)
 
     def _land(self, e: Row, task: str, body: Mapping[str, Any]) -> None:
-        queued = self.waiting.pop(task, None)
+        queued = self.leave(task, _at(e))
         self.landed.append(
             Landed(
                 task,
@@ -307,6 +320,7 @@ class _Fold:
             halts=tuple(self.halts),
             waiting=tuple(self.waiting),
             orders=tuple(sorted(orders.items(), key=lambda kv: kv[1])),
+            waits=tuple(self.waits),
         )
 
 
