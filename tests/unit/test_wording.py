@@ -153,6 +153,18 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
         {"check": "test", "conflicts_with": ["T1"], "output_tail": "E   NameError"},
     ),
     ("landing_halted", {"check": "test", "last_landed": "T4"}),
+    ("landing_halted", {"check": "test", "last_landed": None, "output_tail": "E   refused"}),
+    (
+        "landing_check_started",
+        {"check": "test", "batch": [], "purpose": "base", "base": 2},
+    ),
+    (
+        "landing_check_finished",
+        {"check": "test", "batch": ["T2"], "purpose": "recheck", "verdict": "timed_out"},
+    ),
+    ("landing_check_finished", {"check": "t", "batch": ["T2"], "purpose": "batch", "verdict": "x"}),
+    ("integration_failed", {"check": "test", "attempt": 1, "conflicts_with": ["T1", "T3"]}),
+    ("integration_failed", {"check": "test", "attempt": 2, "conflicts_with": []}),
     ("landing_resumed", {"reason": "operator"}),
     ("lease_waiting", {"path": "api.py", "holder_task_id": "T3", "queue_position": 1}),
     (
