@@ -62,3 +62,13 @@ def test_a_run_recorded_before_landing_has_no_landing_section_nor_order_column()
     assert "### Landing" not in page
     assert "| task | title | outcome | attempts |" in page
     assert report_json(report)["sections"]["tasks"][0]["order"] is None
+
+
+def test_the_report_timeline_colours_an_attempt_waiting_to_land_and_one_that_broke_the_check() -> (
+    None
+):
+    tasks = (task("T1"), task("T2", attempts=2), task("T3", "landing"))
+    page = render_html(build_report(landing_run(EVENTS[:HALTED], tasks)))
+
+    assert "T3 attempt 1: landing" in page and "T2 attempt 1: integration_failed" in page
+    assert '<i style="background:#bf3989"></i>landing' in page
