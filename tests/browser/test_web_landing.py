@@ -93,6 +93,9 @@ async def test_a_halt_is_loud_until_landing_resumes_and_each_task_shows_its_land
         node = page.locator(f'#graph-view [data-node="{task_id}"]')
         await expect(node).to_have_attribute("data-order", str(order))
         await expect(node.locator(".node-status")).to_have_text(f"✓ succeeded #{order}")
+    await expect(page.locator("#story")).to_contain_text(
+        'T2\'s attempt 1 on runner-2 broke the landing check "test" with T1'
+    )
     # T2's first attempt ended when it began to wait, and its break requeued it
     bar = page.locator('.bar[data-task="T2"]').first
     await expect(bar).to_have_attribute("data-outcome", "requeued")

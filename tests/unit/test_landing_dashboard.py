@@ -76,6 +76,7 @@ def test_the_last_landing_and_the_breaks_show_once_tasks_have_landed() -> None:
     text = frame(shown)
 
     assert shown.landing is not None and shown.landing.last_order == 1
+    assert shown.tasks[0].note == "landed #1"
     assert "last landed #1 (T1)" in text
     assert "1 integration break(s), 0 reworked" in text
 

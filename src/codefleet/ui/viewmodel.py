@@ -258,7 +258,9 @@ def _note(task: Mapping[str, Any]) -> str:
     return str(error)
 
 
-def _task_row(task: Mapping[str, Any]) -> TaskRow:
+def _task_row(task: Mapping[str, Any], landing: LandingFacts) -> TaskRow:
+    order = landing.order_of(str(task["id"])) if task["status"] == TaskStatus.SUCCEEDED else None
+    note = _note(task)
     return TaskRow(
         id=task["id"],
         title=task["title"],
@@ -266,7 +268,7 @@ def _task_row(task: Mapping[str, Any]) -> TaskRow:
         attempts=int(task["attempts"]),
         max_attempts=int(task["max_attempts"]),
         cost_usd=float(task.get("cost_usd") or 0.0),
-        note=_note(task),
+        note=" · ".join(filter(None, (f"landed #{order}" if order else "", note))),
     )
 
 
@@ -366,7 +368,7 @@ def build_view(
     return ViewModel(
         server=server,
         connection=connection,
-        tasks=tuple(_task_row(t) for t in shown),
+        tasks=tuple(_task_row(t, landing or LandingFacts()) for t in shown),
         hidden_tasks=len(tasks) - len(shown),
         agents=tuple(_agent_row(a, now) for a in state["agents"]),
         leases=tuple(_lease_row(lease, now) for lease in state["leases"]),

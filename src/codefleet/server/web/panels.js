@@ -104,7 +104,12 @@ export function setbackSentence(model, attempt) {
   const when = fmtOffset(attempt.end - runOrigin(model));
   const who = `${attempt.task}'s attempt ${attempt.n} on ${model.laneName(attempt.agent)}`;
   const failedCheck = attempt.checks.filter((c) => !c.passed).at(-1);
-  const why = attempt.kind === "verify_failed" && failedCheck ? `failed its verify check "${failedCheck.name}"` : `ended with ${attempt.kind ?? attempt.outcome}`;
+  const broke = attempt.kind === "integration_failed" ? model.history.landing.breaks.find((b) => b.task === attempt.task && b.attempt === attempt.n) : null;
+  const why = attempt.kind === "verify_failed" && failedCheck
+    ? `failed its verify check "${failedCheck.name}"`
+    : broke
+      ? `broke the landing check "${broke.check}"${broke.conflictsWith.length ? ` with ${broke.conflictsWith.join(", ")}` : ""}`
+      : `ended with ${attempt.kind ?? attempt.outcome}`;
   const parts = [`At ${when}, ${who} `, h("strong", { class: "warn", text: why })];
   if (attempt.restored.length) parts.push(`; its edits were rolled back (${plural(attempt.restored.length, "file")})`);
   const attempts = model.attemptsOf(attempt.task);
