@@ -121,3 +121,12 @@ def test_a_run_before_landing_shows_no_landing_panel_and_its_success_still_reads
     assert shown.landing is None
     assert "Landing" not in frame(shown)
     assert describe(OLD_EVENTS[2], NAMES).text == "T1: ✓ succeeded · $0.0100"
+
+
+def test_a_landed_success_reads_with_its_order_and_the_runs_log_prints_breaks_and_halts() -> None:
+    from codefleet.ui.dashboard import NOTABLE_EVENTS
+
+    assert describe(EVENTS[15], NAMES).text == "T1: ✓ succeeded · landed #1 · $0.0100"
+    printed = [e["type"] for e in EVENTS if e["type"] in NOTABLE_EVENTS and "land" in e["type"]]
+    assert printed == ["landing_halted", "landing_resumed"]
+    assert "integration_failed" in NOTABLE_EVENTS

@@ -29,6 +29,7 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("task_started", {}),
     ("task_succeeded", {"summary": "done", "cost_usd": 0.01234}),
     ("task_succeeded", {"cost_usd": 123.456}),
+    ("task_succeeded", {"summary": "done", "cost_usd": 0.01, "order": 3}),
     ("task_requeued", {"error_kind": "veto", "reason": "x" * 200, "blocked_on_path": "a.py"}),
     ("task_failed", {"error_kind": "tool", "error": "ümlaut " * 40}),
     ("task_failed", {"error_kind": "check_unrunnable", "error": "install it " * 40}),

@@ -70,9 +70,9 @@ LANDING_EVENTS: Final = frozenset(
         EventType.TASK_CANCELLED,
     }
 )
+# A landing reads in its `task_succeeded` line (`· landed #N`): `landed` is not printed twice.
 NOTABLE_EVENTS: Final = frozenset(
     {
-        EventType.LANDED,
         EventType.INTEGRATION_FAILED,
         EventType.LANDING_HALTED,
         EventType.LANDING_RESUMED,
