@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from landing_log import CHECKING, EVENTS, HALTED, OLD_EVENTS, TASKS
 
+from codefleet.models import from_iso
 from codefleet.review.facts import attempts_of, run_facts
 from codefleet.review.landing import landing_of
 from codefleet.review.record import RunRecord
@@ -97,3 +98,14 @@ def test_run_facts_derive_landing_once_for_the_report_and_stats() -> None:
 
     assert facts.landing == landing_of(EVENTS)
     assert facts.landing.seen
+
+
+def test_a_check_a_restart_interrupted_and_ran_again_counts_once_and_is_not_left_running() -> None:
+    started = EVENTS[CHECKING - 1]
+    again = {**started, "id": 100, "at": EVENTS[CHECKING]["at"]}
+    events = [*EVENTS[:CHECKING], again, *EVENTS[CHECKING:]]  # no verdict before the rerun
+
+    landing = landing_of(events)
+
+    assert len(landing.checks) == 8 and landing.running is None
+    assert landing.checks[0].started_at == from_iso(again["at"])

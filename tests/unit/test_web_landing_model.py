@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from landing_log import EVENTS, HALTED
+from landing_log import CHECKING, EVENTS, HALTED
 from tool_support import require_tool
 
 from codefleet.review.facts import attempts_of
@@ -34,6 +34,7 @@ const fold = (upto) => {
     queue: [...l.queue.keys()],
     orders: Object.fromEntries(l.orders),
     checks: l.checks.filter((c) => c.verdict !== null).length,
+    open: l.checks.filter((c) => c.verdict === null).length,
     breaks: l.breaks.map((b) => [b.task, b.conflictsWith]),
     halted: now.halted ? now.halted.lastLanded : null,
     lastOrder: now.lastOrder,
@@ -46,27 +47,24 @@ process.stdout.write(JSON.stringify({ halted: fold(cut), end: fold(events.length
 """
 
 
-@pytest.fixture(scope="module")
-def folded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def fold_in_node(tmp: Path, events: list[dict[str, Any]], cut: int) -> dict[str, Any]:
+    """model.js's landing fold of `events[:cut]` and of all of `events`, run by node."""
     node = require_tool("node", "runs the page's model.js", package="nodejs")
-    module = tmp_path_factory.mktemp("web") / "model.mjs"
+    module = tmp / "model.mjs"
     module.write_text((WEB / "model.js").read_text())
     ran = subprocess.run(
-        [
-            node,
-            "--input-type=module",
-            "-e",
-            SCRIPT,
-            module.as_uri(),
-            json.dumps(EVENTS),
-            str(HALTED),
-        ],
+        [node, "--input-type=module", "-e", SCRIPT, module.as_uri(), json.dumps(events), str(cut)],
         capture_output=True,
         text=True,
         check=True,
     )
     loaded: dict[str, Any] = json.loads(ran.stdout)
     return loaded
+
+
+@pytest.fixture(scope="module")
+def folded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return fold_in_node(tmp_path_factory.mktemp("web"), EVENTS, HALTED)
 
 
 def test_while_landing_is_halted_the_page_and_the_report_agree_on_the_queue_and_the_halt(
@@ -98,3 +96,15 @@ def test_the_pages_attempts_end_where_the_reports_do_when_a_task_waits_to_land(
     report = [[a.task_id, a.number, names.get(a.outcome, a.outcome)] for a in attempts_of(EVENTS)]
 
     assert folded["end"]["outcomes"] == report
+
+
+def test_a_check_a_restart_interrupted_and_ran_again_is_not_left_running_on_the_page(
+    tmp_path: Path,
+) -> None:
+    again = {**EVENTS[CHECKING - 1], "id": 100, "at": EVENTS[CHECKING]["at"]}
+    events = [*EVENTS[:CHECKING], again, *EVENTS[CHECKING:]]
+    events = [{**e, "id": n} for n, e in enumerate(events, 1)]  # the page reads ids in order
+
+    end = fold_in_node(tmp_path, events, CHECKING)["end"]
+
+    assert (end["checks"], end["open"]) == (len(landing_of(events).checks), 0)

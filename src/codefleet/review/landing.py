@@ -15,7 +15,7 @@ at all (`LandingFacts.seen` is False), so every reader shows it as it did.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
 
@@ -220,7 +220,7 @@ class _Fold:
             self.queued.append(q)
             self.waiting[task] = q
         elif kind == EventType.LANDING_CHECK_STARTED:
-            self.checks.append(self._check(e, body))
+            self._start(e, body)
         elif kind == EventType.LANDING_CHECK_FINISHED:
             self._finish(e, body)
         elif kind == EventType.LANDED:
@@ -255,10 +255,10 @@ class _Fold:
             started_at=_at(e),
         )
 
-    def _finish(self, e: Row, body: Mapping[str, Any]) -> None:
-        started = self._check(e, body)
-        key = (started.step, started.check, started.batch)
-        at = next(
+    def _open(self, check: LandingCheck) -> int | None:
+        """Where the unfinished check of the same step, check and batch is, if any."""
+        key = (check.step, check.check, check.batch)
+        return next(
             (
                 i
                 for i in range(len(self.checks) - 1, -1, -1)
@@ -267,21 +267,30 @@ class _Fold:
             ),
             None,
         )
-        base = self.checks.pop(at) if at is not None else started
+
+    def _start(self, e: Row, body: Mapping[str, Any]) -> None:
+        """A check starts; one of the same key never finished (a restart runs it again): dropped."""
+        check = self._check(e, body)
+        at = self._open(check)
+        if at is not None:
+            del self.checks[at]
+        self.checks.append(check)
+
+    def _finish(self, e: Row, body: Mapping[str, Any]) -> None:
+        started = self._check(e, body)
+        at = self._open(started)
         duration = body.get("duration_ms")
-        done = LandingCheck(
-            base.step,
-            base.check,
-            base.batch,
-            base.purpose,
-            base.base,
-            base.started_at,
-            str(body.get("verdict") or "did_not_run"),
-            _at(e),
-            int(duration) if isinstance(duration, int | float) else None,
-            str(body.get("output_tail") or ""),
+        done = replace(
+            self.checks[at] if at is not None else started,
+            verdict=str(body.get("verdict") or "did_not_run"),
+            finished_at=_at(e),
+            duration_ms=int(duration) if isinstance(duration, int | float) else None,
+            output_tail=str(body.get("output_tail") or ""),
         )
-        self.checks.insert(at if at is not None else len(self.checks), done)
+        if at is None:
+            self.checks.append(done)
+        else:
+            self.checks[at] = done
 
     def _land(self, e: Row, task: str, body: Mapping[str, Any]) -> None:
         queued = self.leave(task, _at(e))

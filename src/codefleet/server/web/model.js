@@ -191,9 +191,13 @@ function foldLanding(h, event, at, body) {
       l.queue.set(event.task_id, { at, attempt: body.attempt, position: body.position ?? null, checks: body.checks ?? [] });
       break;
     }
-    case "landing_check_started":
+    case "landing_check_started": {
+      // one of the same key that never finished was interrupted (a restart runs it again)
+      const stale = l.checks.findLastIndex((c) => c.verdict === null && same(c));
+      if (stale >= 0) l.checks.splice(stale, 1);
       l.checks.push({ step: body.step, check: body.check ?? "", batch: body.batch ?? [], purpose: body.purpose ?? "batch", base: body.base ?? 0, start: at, end: NaN, verdict: null });
       break;
+    }
     case "landing_check_finished": {
       const open = l.checks.findLast((c) => c.verdict === null && same(c));
       const check = open ?? { step: body.step, check: body.check ?? "", batch: body.batch ?? [], purpose: body.purpose ?? "batch", base: body.base ?? 0, start: at };
