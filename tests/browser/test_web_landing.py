@@ -12,19 +12,30 @@ import re
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from landing_log import CHECKING, EVENTS, HALTED, OLD_EVENTS
+from landing_log import CHECKING, EVENTS, HALTED, OLD_EVENTS, TASKS
 from playwright.async_api import Page, Route, expect
 from web_support import TOKEN, Browser
 
+from codefleet.review.facts import run_facts
+from codefleet.review.record import RunRecord
+from codefleet.review.stats import fleet_stats, stats_json
 from codefleet.server.sse import frame
 from codefleet.server.thread import ServerThread
 
 
 async def open_with(
-    browser: Browser, server: ServerThread, read: list[dict[str, Any]], stream: list[dict[str, Any]]
+    browser: Browser,
+    server: ServerThread,
+    read: list[dict[str, Any]],
+    stream: list[dict[str, Any]],
+    stats: dict[str, Any] | None = None,
 ) -> Page:
-    """The page, its first `/events` read answering `read`, its first stream `stream`."""
+    """The page, its first `/events` read answering `read`, its first stream `stream`,
+    and `GET /stats` answering `stats` (when given)."""
     streams: list[str] = []
+
+    async def given_stats(route: Route) -> None:
+        await route.fulfill(status=200, content_type="application/json", body=json.dumps(stats))
 
     async def first_read(route: Route) -> None:
         if parse_qs(urlsplit(route.request.url).query)["since"][0] == "0":
@@ -45,6 +56,8 @@ async def open_with(
     page.on("pageerror", lambda error: browser.errors.append(f"page error: {error}"))
     await page.route(re.compile(r"/events\?"), first_read)
     await page.route("**/events/stream?*", first_stream)
+    if stats is not None:
+        await page.route(re.compile(r"/stats$"), given_stats)
     await page.goto(f"{server.url}/?token={TOKEN}")
     return page
 
@@ -73,7 +86,9 @@ async def test_the_landing_queue_panel_shows_the_queue_in_order_and_the_check_un
 async def test_a_halt_is_loud_until_landing_resumes_and_each_task_shows_its_landing_order(
     demo_server: ServerThread, browser: Browser
 ) -> None:
-    page = await open_with(browser, demo_server, EVENTS[:HALTED], EVENTS[HALTED:])
+    record = RunRecord(tasks=TASKS, events=tuple(EVENTS), workdir="/tree")
+    stats = stats_json(fleet_stats(run_facts(record)))  # what GET /stats says of this run
+    page = await open_with(browser, demo_server, EVENTS[:HALTED], EVENTS[HALTED:], stats)
     # the stream delivers the resume and T3's landing: the page follows it to the end
     await expect(page.locator("body")).to_have_attribute("data-last-event", str(EVENTS[-1]["id"]))
 
@@ -95,6 +110,10 @@ async def test_a_halt_is_loud_until_landing_resumes_and_each_task_shows_its_land
         await expect(node.locator(".node-status")).to_have_text(f"✓ succeeded #{order}")
     await expect(page.locator("#story")).to_contain_text(
         'T2\'s attempt 1 on runner-2 broke the landing check "test" with T1'
+    )
+    await expect(page.locator("#contention-view [data-landing]")).to_have_text(
+        "Landing: 3 landed · 8 landing checks (2.67 per landed task) · waited to land 2.67 s on "
+        "average, 4.50 s at most · 1 integration break, 1 reworked and landed · 1 halt"
     )
     # T2's first attempt ended when it began to wait, and its break requeued it
     bar = page.locator('.bar[data-task="T2"]').first

@@ -368,7 +368,8 @@ export function renderContention(container, stats) {
     f.pauses ? ` · ${f.pauses} usage-limit pause(s), ${secs(f.paused_s)}` : "",
   );
   const resources = resourceTable(stats.resources ?? []);
-  if (!stats.files.length) return fill(container, summary, h("p", { class: "empty", text: "No write was refused and no attempt was rolled back." }), resources);
+  const landing = landingSummary(stats.landing);
+  if (!stats.files.length) return fill(container, summary, landing, h("p", { class: "empty", text: "No write was refused and no attempt was rolled back." }), resources);
   const table = h(
     "table",
     { class: "table" },
@@ -390,7 +391,20 @@ export function renderContention(container, stats) {
       ),
     ),
   );
-  fill(container, summary, table, resources);
+  fill(container, summary, landing, table, resources);
+}
+
+/** `stats.landing` in one line, as `codefleet stats` says it (cli/stats.py `landing_line`). */
+function landingSummary(landing) {
+  if (!landing) return null;
+  const per = landing.checks_per_landed == null ? "" : ` (${landing.checks_per_landed.toFixed(2)} per landed task)`;
+  const mean = landing.landed ? landing.waited_s / landing.landed : 0;
+  return h(
+    "p",
+    { class: "contention-summary", "data-landing": landing.landed },
+    `Landing: ${landing.landed} landed · ${plural(landing.checks, "landing check")}${per} · waited to land ${secs(mean)} on average, ${secs(landing.waited_max_s)} at most · `,
+    `${plural(landing.breaks, "integration break")}, ${landing.reworked} reworked and landed · ${plural(landing.halts, "halt")}`,
+  );
 }
 
 /** Per resource (`stats.resources`): how often a task was refused it, the tasks involved, the time lost. */
