@@ -29,6 +29,7 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("task_started", {}),
     ("task_succeeded", {"summary": "done", "cost_usd": 0.01234}),
     ("task_succeeded", {"cost_usd": 123.456}),
+    ("task_succeeded", {"summary": "done", "cost_usd": 0.01, "order": 3}),
     ("task_requeued", {"error_kind": "veto", "reason": "x" * 200, "blocked_on_path": "a.py"}),
     ("task_failed", {"error_kind": "tool", "error": "ümlaut " * 40}),
     ("task_failed", {"error_kind": "check_unrunnable", "error": "install it " * 40}),
@@ -158,6 +159,18 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
         {"check": "test", "conflicts_with": ["T1"], "output_tail": "E   NameError"},
     ),
     ("landing_halted", {"check": "test", "last_landed": "T4"}),
+    ("landing_halted", {"check": "test", "last_landed": None, "output_tail": "E   refused"}),
+    (
+        "landing_check_started",
+        {"check": "test", "batch": [], "purpose": "base", "base": 2},
+    ),
+    (
+        "landing_check_finished",
+        {"check": "test", "batch": ["T2"], "purpose": "recheck", "verdict": "timed_out"},
+    ),
+    ("landing_check_finished", {"check": "t", "batch": ["T2"], "purpose": "batch", "verdict": "x"}),
+    ("integration_failed", {"check": "test", "attempt": 1, "conflicts_with": ["T1", "T3"]}),
+    ("integration_failed", {"check": "test", "attempt": 2, "conflicts_with": []}),
     ("landing_resumed", {"reason": "operator"}),
     ("lease_waiting", {"path": "api.py", "holder_task_id": "T3", "queue_position": 1}),
     (

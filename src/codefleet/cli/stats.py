@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from codefleet.review.stats import FleetStats
 
-__all__ = ["fleet_line", "stats"]
+__all__ = ["fleet_line", "landing_line", "stats"]
 
 
 @app.command(rich_help_panel=REVIEW)
@@ -120,10 +120,30 @@ def fleet_line(s: FleetStats) -> str:
     return line
 
 
+def landing_line(s: FleetStats) -> str | None:
+    """Landing in one sentence: checks per landed task, the waits, the breaks, the halts."""
+    from codefleet.review.reportblocks import seconds
+
+    landing = s.landing
+    if landing is None:
+        return None
+    per = landing.checks_per_landed
+    each = f" ({per:.2f} per landed task)" if per is not None else ""
+    mean = landing.waited_s / landing.landed if landing.landed else 0.0
+    return (
+        f"Landing: {landing.landed} landed · {landing.checks} landing check(s){each} · "
+        f"waited to land {seconds(mean)} on average, {seconds(landing.waited_max_s)} at most · "
+        f"{landing.breaks} integration break(s), {landing.reworked} reworked and landed · "
+        f"{landing.halts} halt(s)"
+    )
+
+
 def print_stats(s: FleetStats) -> None:
     from codefleet.cli.output import console
 
     console.print(fleet_line(s), markup=False, highlight=False)
+    if (landing := landing_line(s)) is not None:
+        console.print(landing, markup=False, highlight=False)
     files = _files_table(s)
     console.print(
         files if files is not None else "No write was refused and no attempt was rolled back."
@@ -223,12 +243,14 @@ def _tasks_table(s: FleetStats) -> Table:
 
     from codefleet.review.reportblocks import seconds
 
+    landed = s.landing is not None  # a run before landing keeps its columns
     tasks = Table(title="Tasks", title_justify="left")
-    for name in ("task", "status", "attempts", "vetoed", "waiting", "running", "cost"):
+    columns = ("task", "status", "attempts", "vetoed", "waiting", "running", "cost")
+    for name in columns + (("landed", "to land") if landed else ()):
         tasks.add_column(name, justify="left" if name in ("task", "status") else "right")
     for t in s.tasks:
         attempts = f"{t.attempts}" + (f" ({t.uncharged} uncharged)" if t.uncharged else "")
-        tasks.add_row(
+        row = [
             t.id,
             t.status,
             attempts,
@@ -236,5 +258,8 @@ def _tasks_table(s: FleetStats) -> Table:
             seconds(t.waiting_s),
             seconds(t.running_s),
             f"${t.cost_usd:.4f}",
-        )
+        ]
+        if landed:
+            row += [f"#{t.order}" if t.order is not None else "—", seconds(t.landing_s)]
+        tasks.add_row(*row)
     return tasks

@@ -79,13 +79,24 @@ def tasks(
         console.print(task_table(rows, crop=console.is_terminal))
 
 
+_TASK_EVENTS = ("stale_read", "reconciled", "operator_message")
+_LANDING_EVENTS = ("landing_queued", "landed", "integration_failed")
+_LANDING_CHECKS = ("landing_check_started", "landing_check_finished")  # named by their batch
+
+
 async def _read_events(client: FleetClient, task_id: str) -> list[dict[str, Any]]:
-    """The task's `stale_read`, `reconciled` and `operator_message` events, in log order."""
+    """The task's stale reads, reconciles, messages and landing events, in log order."""
     found = [
         e
-        for kind in ("stale_read", "reconciled", "operator_message")
+        for kind in _TASK_EVENTS + _LANDING_EVENTS
         for e in await client.events(type_=kind)
         if e.get("task_id") == task_id
+    ]
+    found += [
+        e
+        for kind in _LANDING_CHECKS
+        for e in await client.events(type_=kind)
+        if task_id in ((e.get("payload") or {}).get("batch") or ())
     ]
     return sorted(found, key=lambda e: int(e["id"]))
 

@@ -9,6 +9,12 @@ the refused task then waited for its next attempt; a rollback is the
 `check_finished` of purpose `verify` that did not pass. The critical path is
 the longest dependency chain weighted by each task's last attempt: the run's
 length with unlimited runners and no retries.
+
+With landing (issue 39), an attempt's runner is free at `landing_queued`: the
+attempt ends there (outcome `landing`), and the event that settles the task
+later (`task_succeeded` at landing, or `task_requeued` after
+`integration_failed`) gives it its outcome without moving its end. The landing
+facts themselves (`RunFacts.landing`) are `review.landing`'s, derived once here.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import Any
 
 from codefleet.dag import longest_path
 from codefleet.models import EventType, cost_simulated, from_iso
+from codefleet.review.landing import LandingFacts, landing_of
 from codefleet.review.record import RunRecord
 
 __all__ = [
@@ -36,7 +43,7 @@ __all__ = [
 ]
 
 Row = dict[str, Any]
-_ENDS = {
+_ENDS: dict[str, str] = {
     EventType.TASK_SUCCEEDED: "succeeded",
     EventType.TASK_REQUEUED: "requeued",
     EventType.TASK_FAILED: "failed",
@@ -51,7 +58,7 @@ class Attempt:
     runner: str
     start: datetime
     end: datetime | None = None
-    outcome: str = "running"  # succeeded | failed | cancelled | running | an error kind
+    outcome: str = "running"  # succeeded | failed | cancelled | running | landing | an error kind
     restored: list[str] = field(default_factory=list)
     cost_usd: float | None = None  # the ending event's own figure (task_succeeded has one)
 
@@ -105,6 +112,7 @@ class RunFacts:
     ok: bool | None  # the last run_finished's verdict; None when no run finished
     verify: Row | None  # the last run_finished's verify payload
     simulated: bool = False  # every fleet run said it had no real model: costs are priced
+    landing: LandingFacts = field(default_factory=LandingFacts)
 
 
 def _at(event: Row) -> datetime:
@@ -115,6 +123,7 @@ def attempts_of(events: Iterable[Row]) -> list[Attempt]:
     """Every attempt, in the order they began, with its runner, span and outcome."""
     found: list[Attempt] = []
     open_: dict[str, Attempt] = {}
+    landing: dict[str, Attempt] = {}  # ended at `landing_queued`, its outcome not yet known
     latest: dict[str, Attempt] = {}  # a failed attempt's files are restored after its end
     for e in events:
         kind, task = e["type"], e.get("task_id") or ""
@@ -124,21 +133,31 @@ def attempts_of(events: Iterable[Row]) -> list[Attempt]:
                 task, int(body.get("attempt") or 0), str(body.get("agent_name") or "?"), _at(e)
             )
             open_[task] = latest[task] = attempt
+            landing.pop(task, None)
             found.append(attempt)
         elif kind == EventType.FILE_RESTORED and task in latest:
             latest[task].restored.append(str(e["payload"].get("path")))
+        elif kind == EventType.LANDING_QUEUED and task in open_:
+            attempt = landing[task] = open_.pop(task)
+            attempt.end, attempt.outcome = _at(e), "landing"
         elif kind in _ENDS and task in open_:
             attempt = open_.pop(task)
             attempt.end = _at(e)
-            body = e["payload"]
-            if body.get("cost_usd") is not None:
-                attempt.cost_usd = float(body["cost_usd"])
-            attempt.outcome = (
-                str(body.get("error_kind") or _ENDS[kind])
-                if kind != EventType.TASK_SUCCEEDED
-                else "succeeded"
-            )
+            _settle(attempt, kind, e["payload"])
+        elif kind in _ENDS and task in landing:
+            _settle(landing.pop(task), kind, e["payload"])
     return found
+
+
+def _settle(attempt: Attempt, kind: str, body: Row) -> None:
+    """The outcome (and cost) an attempt's ending event gives it."""
+    if body.get("cost_usd") is not None:
+        attempt.cost_usd = float(body["cost_usd"])
+    attempt.outcome = (
+        str(body.get("error_kind") or _ENDS[kind])
+        if kind != EventType.TASK_SUCCEEDED
+        else "succeeded"
+    )
 
 
 def critical_path(tasks: Sequence[Row], seconds: dict[str, float]) -> tuple[list[str], float]:
@@ -283,6 +302,7 @@ def run_facts(record: RunRecord) -> RunFacts:
         ok=finished[-1]["payload"].get("ok") if finished else None,
         verify=finished[-1]["payload"].get("verify") if finished else None,
         simulated=_simulated(events),
+        landing=landing_of(events),
     )
 
 

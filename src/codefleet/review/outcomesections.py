@@ -5,7 +5,8 @@ blocks (`review.reportblocks`); `review.runreport` lists them in `SECTIONS`.
 The run's one-word verdict (`verdict`) is said here once and shared with the
 report's header and the summary. A fleet that ran no real model
 prices its cost as simulated (`RunFacts.simulated`), in the summary and in the
-cost section alike.
+cost section alike. Landing (`RunFacts.landing`) gives the task table its order
+column (the section is `review.landingsections`); a run before landing has neither.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections import defaultdict
 from codefleet.models import EventType
 from codefleet.review.facts import RunFacts, since_start
 from codefleet.review.history import format_cost, success_order
+from codefleet.review.landingsections import landing_summary
 from codefleet.review.reportblocks import Bar, Block, Facts, Para, Section, Table, Timeline, seconds
 from codefleet.wording import SIMULATED, verify_blame_text
 
@@ -33,7 +35,8 @@ def verdict(facts: RunFacts) -> str:
     """RUNNING while a task is live and no run finished, else the last `run_finished`'s word,
     else PASS only if every task succeeded."""
     statuses = [t["status"] for t in facts.record.tasks]
-    if any(s in ("pending", "assigned", "running") for s in statuses) and facts.ok is None:
+    live = ("pending", "assigned", "running", "landing")
+    if any(s in live for s in statuses) and facts.ok is None:
         return "RUNNING"
     if facts.ok is not None:
         return "PASS" if facts.ok else "FAIL"
@@ -78,6 +81,8 @@ def summary_section(facts: RunFacts) -> Section:
         ("fleet cost", _cost(cost, facts.simulated)),
         ("branch", ", ".join(branches) or "not committed (run `codefleet commit`)"),
     ]
+    if facts.landing.seen:
+        items.insert(-2, ("landing", landing_summary(facts.landing)))
     if facts.verify:
         items.insert(
             2, ("verify", f"`{facts.verify.get('command')}` exited {facts.verify.get('exit_code')}")
@@ -135,20 +140,21 @@ def tasks_section(facts: RunFacts) -> Section:
         work[a.task_id] += a.seconds
     order = {t: i for i, t in enumerate(success_order(facts.record.events))}
     tasks = sorted(facts.record.tasks, key=lambda t: (order.get(t["id"], len(order)), t["id"]))
+    landed = facts.landing.seen  # a run before landing keeps its columns
     rows, tones, data = [], [], []
     for t in tasks:
         files = _files_of(facts, t["id"])
-        rows.append(
-            (
-                t["id"],
-                t["title"],
-                t["status"],
-                f"{t['attempts']}/{t['max_attempts']}",
-                seconds(work[t["id"]]),
-                f"${format_cost(float(t.get('cost_usd') or 0))}",
-                ", ".join(files) or "—",
-            )
+        number = facts.landing.order_of(t["id"])
+        row = (
+            t["id"],
+            t["title"],
+            t["status"],
+            f"{t['attempts']}/{t['max_attempts']}",
+            seconds(work[t["id"]]),
+            f"${format_cost(float(t.get('cost_usd') or 0))}",
+            ", ".join(files) or "—",
         )
+        rows.append((*row[:3], f"#{number}" if number else "—", *row[3:]) if landed else row)
         tones.append("ok" if t["status"] == "succeeded" else "bad")
         data.append(
             {
@@ -160,9 +166,12 @@ def tasks_section(facts: RunFacts) -> Section:
                 "cost_usd": t.get("cost_usd") or 0.0,
                 "files": files,
                 "error": t.get("error"),
+                "order": number,
             }
         )
-    columns = ("task", "title", "outcome", "attempts", "duration", "cost", "files")
+    columns: tuple[str, ...] = ("task", "title", "outcome", "attempts", "duration", "cost", "files")
+    if landed:
+        columns = (*columns[:3], "landed", *columns[3:])
     table = Table(columns, tuple(rows), tuple(tones))
     return Section("tasks", "Tasks", (table,), data)
 

@@ -121,7 +121,9 @@ OUTCOME_COLORS = {
     "succeeded": "#2da44e",
     "veto": "#e16f24",
     "verify_failed": "#d4a72c",
+    "integration_failed": "#d4a72c",  # charged like verify_failed, coloured alike
     "running": "#0969da",
+    "landing": "#bf3989",  # finished, waiting to land (its runner was free)
     "cancelled": "#8c959f",
 }
 FAILED_COLOR = "#cf222e"

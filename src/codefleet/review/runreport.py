@@ -4,7 +4,8 @@
 `SECTIONS`, in order; `report_json` is the machine-readable page (the verdict
 and each section's data under its key). The page's shape is
 `review.reportblocks`; the builders live in `review.outcomesections` (what the
-run did) and `review.contentionsections` (what got in its way).
+run did), `review.landingsections` (how it landed) and `review.contentionsections`
+(what got in its way).
 
 Adding a section (as contention analytics, `stats_section`, was) is one function
 `(RunFacts) -> Section | None` and one entry in `SECTIONS`; a builder that
@@ -26,6 +27,7 @@ from codefleet.review.contentionsections import (
     vetoes_section,
 )
 from codefleet.review.facts import RunFacts, run_facts
+from codefleet.review.landingsections import landing_section
 from codefleet.review.outcomesections import (
     cost_section,
     history_section,
@@ -47,6 +49,7 @@ SECTIONS: list[SectionBuilder] = [
     summary_section,
     timeline_section,
     tasks_section,
+    landing_section,
     operator_section,
     graph_section,
     vetoes_section,

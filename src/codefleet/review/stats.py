@@ -22,6 +22,10 @@ events `review.fetch.fetch_record` read through the one client) in, one frozen
   (the attempt's elapsed time when it parked, for each wait that ended with
   the lease: what the veto-and-rerun alternative would have thrown away), and
   its estimated cost (the attempt's cost pro rata to that elapsed time);
+- landing (issue 39, when the run landed its tasks): landing checks run, checks per
+  landed task, the time tasks waited to land (`landing_queued` to `landed`), the
+  integration breaks and how many were reworked and landed, the halts; per task,
+  its landing order and its time waiting to land (not counted as waiting to run);
 - the fleet: achieved parallelism (attempt time over the makespan: the mean
   number of busy runners) against the runners it had, and the makespan
   against the critical path.
@@ -40,11 +44,13 @@ from typing import Any
 from codefleet.models import EventType, from_iso
 from codefleet.resources import is_resource_key, resource_name
 from codefleet.review.facts import Attempt, RunFacts, Veto
+from codefleet.review.landing import LandingFacts
 
 __all__ = [
     "FileStats",
     "FleetStats",
     "KindStats",
+    "LandingStats",
     "LeaseWaitStats",
     "ResourceStats",
     "StaleReadStats",
@@ -116,6 +122,8 @@ class TaskStats:
     waiting_s: float  # ready (dependencies met, inside the run) but not running
     running_s: float  # the sum of its attempts
     cost_usd: float
+    order: int | None = None  # its landing order number (a run before landing: None)
+    landing_s: float = 0.0  # waiting to land, every attempt's wait
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +132,37 @@ class KindStats:
     attempts: int
     vetoed: int
     attempt_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class LandingStats:
+    """What landing cost the run: its checks, the waits to land, the breaks and halts."""
+
+    checks: int  # landing checks that ran to a verdict
+    landed: int
+    checks_per_landed: float | None
+    waited_s: float  # landing_queued -> landed, summed over the landed tasks
+    waited_max_s: float
+    breaks: int  # integration_failed
+    reworked: int  # of those, the tasks that landed on a later attempt
+    halts: int
+
+
+def landing_stats(landing: LandingFacts) -> LandingStats | None:
+    """The landing figures, or None for a run that landed nothing (a run before landing)."""
+    if not landing.seen:
+        return None
+    waits = [x.waited_s for x in landing.landed if x.waited_s is not None]
+    return LandingStats(
+        checks=sum(c.verdict is not None for c in landing.checks),
+        landed=len(landing.orders),
+        checks_per_landed=landing.checks_per_landed,
+        waited_s=sum(waits),
+        waited_max_s=max(waits, default=0.0),
+        breaks=len(landing.breaks),
+        reworked=sum(b.reworked for b in landing.breaks),
+        halts=len(landing.halts),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +185,7 @@ class FleetStats:
     simulated: bool = False  # no real model ran: `cost_usd` is priced, not spent
     kinds: tuple[KindStats, ...] = ()
     resources: tuple[ResourceStats, ...] = ()
+    landing: LandingStats | None = None
 
     @property
     def parallelism(self) -> float:
@@ -263,6 +303,7 @@ def _tasks(facts: RunFacts) -> list[TaskStats]:
     for t in facts.record.tasks:
         mine = [a for a in facts.attempts if a.task_id == t["id"]]
         running = sum(a.seconds for a in mine)
+        landing = facts.landing.waited_s(t["id"])
         start = max(filter(None, (ready.get(t["id"]), origin)), default=None)
         end = ended.get(t["id"], last)
         span = (end - start).total_seconds() if start and end and end > start else 0.0
@@ -273,9 +314,11 @@ def _tasks(facts: RunFacts) -> list[TaskStats]:
                 attempts=len(mine),
                 uncharged=int(t.get("uncharged_attempts") or 0),
                 vetoed=sum(v.task_id == t["id"] for v in facts.vetoes),
-                waiting_s=max(0.0, span - running) if mine else span,
+                waiting_s=max(0.0, span - running - landing) if mine else span,
                 running_s=running,
                 cost_usd=float(t.get("cost_usd") or 0.0),
+                order=facts.landing.order_of(t["id"]),
+                landing_s=landing,
             )
         )
     return found
@@ -391,6 +434,7 @@ def fleet_stats(facts: RunFacts) -> FleetStats:
         kinds=tuple(_kinds(facts)),
         lease_waits=tuple(lease_wait_stats(facts)),
         resources=tuple(_resources(facts)),
+        landing=landing_stats(facts.landing),
     )
 
 
@@ -473,9 +517,12 @@ def stats_json(stats: FleetStats) -> dict[str, Any]:
                 "waiting_s": _r(t.waiting_s),
                 "running_s": _r(t.running_s),
                 "cost_usd": round(t.cost_usd, 6),
+                "order": t.order,
+                "landing_s": _r(t.landing_s),
             }
             for t in stats.tasks
         ],
+        "landing": _landing_json(stats.landing),
         "stale_reads": [
             {"path": s.path, "reader": s.reader, "changed_by": s.changed_by, "count": s.count}
             for s in stats.stale_reads
@@ -491,4 +538,19 @@ def stats_json(stats: FleetStats) -> dict[str, Any]:
             }
             for w in stats.lease_waits
         ],
+    }
+
+
+def _landing_json(landing: LandingStats | None) -> dict[str, Any] | None:
+    if landing is None:
+        return None
+    return {
+        "checks": landing.checks,
+        "landed": landing.landed,
+        "checks_per_landed": _r(landing.checks_per_landed),
+        "waited_s": _r(landing.waited_s),
+        "waited_max_s": _r(landing.waited_max_s),
+        "breaks": landing.breaks,
+        "reworked": landing.reworked,
+        "halts": landing.halts,
     }

@@ -9,6 +9,10 @@ ignored, and after a dropped connection (`ServerUnavailable` or the stream
 ending) the stream is reopened with `since=cursor`, backing off up to
 `BACKOFF_MAX_S`, so no log line is lost or shown twice.
 
+Landing is folded from the stream too: the events that say something of
+landing (`LANDING_EVENTS`) are kept, and each frame folds them
+(`review.landing.landing_of`) into the landing panel.
+
 The pure half (view model, event wording, rendering) is `codefleet.ui.viewmodel`.
 """
 
@@ -29,10 +33,11 @@ from rich.text import Text
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import DomainError
 from codefleet.models import EventType, ReleaseReason, utcnow
+from codefleet.review.landing import LandingFacts, landing_of
 from codefleet.ui.scopes import ScopeWatch
 from codefleet.ui.viewmodel import LogLine, ViewModel, build_view, describe, log_text, render
 
-__all__ = ["NOTABLE_EVENTS", "follow_compact", "watch"]
+__all__ = ["LANDING_EVENTS", "NOTABLE_EVENTS", "follow_compact", "watch"]
 
 LIVE: Final = "live"
 CONNECTING: Final = "connecting…"
@@ -49,8 +54,28 @@ DRAIN_TIMEOUT_S: Final = 2.0
 REQUEST_TIMEOUT_S: Final = 3.0  # for `/state` and friends; the stream itself has none
 # Events that do not change what `/state` returns.
 _STATELESS: Final = frozenset({EventType.FILE_CHANGED})
+# What the landing panel is folded from: the landing events, and what ends a wait to land.
+LANDING_EVENTS: Final = frozenset(
+    {
+        EventType.LANDING_QUEUED,
+        EventType.LANDING_CHECK_STARTED,
+        EventType.LANDING_CHECK_FINISHED,
+        EventType.LANDED,
+        EventType.INTEGRATION_FAILED,
+        EventType.LANDING_HALTED,
+        EventType.LANDING_RESUMED,
+        EventType.TASK_SUCCEEDED,
+        EventType.TASK_REQUEUED,
+        EventType.TASK_FAILED,
+        EventType.TASK_CANCELLED,
+    }
+)
+# A landing reads in its `task_succeeded` line (`· landed #N`): `landed` is not printed twice.
 NOTABLE_EVENTS: Final = frozenset(
     {
+        EventType.INTEGRATION_FAILED,
+        EventType.LANDING_HALTED,
+        EventType.LANDING_RESUMED,
         EventType.TASK_ASSIGNED,
         EventType.LEASE_DENIED,
         EventType.TASK_REQUEUED,
@@ -133,6 +158,8 @@ class _Watch:
     veto_cursor: int = 0
     connection: str = CONNECTING
     log: deque[LogLine] = field(default_factory=lambda: deque(maxlen=LOG_KEEP))
+    landing: list[dict[str, Any]] = field(default_factory=list)  # the `LANDING_EVENTS` seen
+    landing_fold: tuple[int, LandingFacts] = (0, LandingFacts())
     names: dict[str, str] = field(default_factory=dict)
     stale: asyncio.Event = field(default_factory=asyncio.Event)
     dirty: bool = True
@@ -167,6 +194,8 @@ class _Watch:
         if kind == EventType.LEASE_DENIED and event_id > self.veto_cursor:
             self.vetoes, self.veto_cursor = self.vetoes + 1, event_id
         self.log.append(describe(event, self.names))
+        if kind in LANDING_EVENTS:
+            self.landing.append(event)
         if kind not in _STATELESS:
             self.stale.set()
         self.dirty = True
@@ -195,7 +224,14 @@ class _Watch:
             last_event_id=self.cursor(),
             now=utcnow(),
             max_task_rows=max(MIN_TASK_ROWS, height // 3),
+            landing=self._landing(),
         )
+
+    def _landing(self) -> LandingFacts:
+        """The landing fold of the events seen, folded again only when one arrived."""
+        if self.landing_fold[0] != len(self.landing):
+            self.landing_fold = (len(self.landing), landing_of(self.landing))
+        return self.landing_fold[1]
 
 
 async def _until(stop: asyncio.Event, *jobs: Coroutine[Any, Any, None]) -> None:

@@ -28,6 +28,7 @@ STATUS_STYLE = {
     "pending": "dim",
     "assigned": "cyan",
     "running": "bold cyan",
+    "landing": "bold magenta",
     "succeeded": "green",
     "failed": "bold red",
     "blocked_upstream": "red",

@@ -2,7 +2,9 @@
 
 A field list (status and attempts, dependencies, scope, verify, usage, the
 files it changed and its patch's size, its stale reads and reconcile turns,
-the last error) and the description.
+its landing (queued at, the landing checks run on it and their verdicts, its
+landing order, or the integration breaks and whom they conflicted with), the
+last error) and the description.
 Every value is `Text`, never Rich markup: titles, paths and errors are user
 and model text. `--json` prints the server's record unchanged.
 """
@@ -10,6 +12,7 @@ and model text. `--json` prints the server's record unchanged.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -17,6 +20,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from codefleet.review.landing import LandingFacts, landing_of
+from codefleet.review.reportblocks import seconds
 from codefleet.ui.report import STATUS_STYLE
 from codefleet.wording import cost_text, phrase
 
@@ -33,7 +38,9 @@ def task_detail(
     """The task's fields as a two-column list, then its description, in a titled panel.
 
     `reads`: the task's `stale_read`, `reconciled` and `operator_message` events, one line
-    each (the operator's messages under "messages").
+    each (the operator's messages under "messages"), and the landing events that name it
+    (`landing_queued`, `landed`, `integration_failed`, and the landing checks whose batch
+    holds it), folded into its landing.
     `crop` keeps only the last 2000 characters of the error (for a terminal, not a pipe);
     `simulated` labels the cost (no real model ran on the server).
     """
@@ -42,8 +49,10 @@ def task_detail(
     fields.add_column()
     for name, value in _fields(task, crop, simulated):
         fields.add_row(name, value)
+    for name, value in _landing_rows(str(task["id"]), landing_of(reads)):
+        fields.add_row(name, value)
     said = [e for e in reads if e["type"] == "operator_message"]
-    stale = [e for e in reads if e["type"] != "operator_message"]
+    stale = [e for e in reads if e["type"] in ("stale_read", "reconciled")]
     for label, events, style in (("stale reads", stale, "yellow"), ("messages", said, "cyan")):
         for n, event in enumerate(events):
             line = phrase(str(event["type"]), event.get("payload") or {}) or str(event["type"])
@@ -94,3 +103,42 @@ def _changes(task: dict[str, Any]) -> Text:
             style="dim",
         )
     return text
+
+
+def _clock(at: datetime) -> str:
+    return at.astimezone().strftime("%H:%M:%S")
+
+
+def _landing_rows(task_id: str, landing: LandingFacts) -> list[tuple[str, Text]]:
+    """Queued at, landed #order (or waiting), each landing check on it, each break."""
+    rows: list[tuple[str, Text]] = []
+    queued = [q for q in landing.queued if q.task_id == task_id]
+    landed = next((x for x in landing.landed if x.task_id == task_id), None)
+    if landed is not None:
+        text = Text(f"landed #{landed.order}", style="green")
+        checks = ", ".join(landed.checks)
+        text.append(f" at {_clock(landed.at)}" + (f" · {checks} passed" if checks else ""))
+        if landed.waited_s is not None:
+            text.append(f" · waited {seconds(landed.waited_s)} to land", style="dim")
+        rows.append(("landing", text))
+    elif task_id in landing.waiting:
+        q = queued[-1]
+        where = f" · #{q.position} in the queue" if q.position else ""
+        rows.append(("landing", Text(f"waiting to land since {_clock(q.at)}{where}", "magenta")))
+    if queued:
+        rows.append(
+            ("queued", Text(", ".join(f"{_clock(q.at)} (attempt {q.attempt})" for q in queued)))
+        )
+    for n, c in enumerate(landing.checks_on(task_id)):
+        batch = ", ".join(c.batch)
+        words = f"{c.check} on {batch} ({c.purpose}) over {c.base} landed: {c.verdict or 'running'}"
+        style = "green" if c.passed else "yellow" if c.verdict is None else "red"
+        rows.append(("landing checks" if n == 0 else "", Text(words, style=style)))
+    for b in (b for b in landing.breaks if b.task_id == task_id):
+        text = Text(f"attempt {b.attempt} broke {b.check}", style="bold red")
+        text.append(f" with {', '.join(b.conflicts_with) or 'the landed tree'}")
+        text.append(" · reworked and landed" if b.reworked else " · rolled back for rework")
+        if b.output_tail:
+            text.append(f"\n{b.output_tail[-400:]}", style="dim")
+        rows.append(("integration", text))
+    return rows

@@ -7,6 +7,11 @@ the table the web dashboard renders too); `build_view` turns one
 None of them does I/O or reads a clock: `now` is an argument, so a literal
 view model renders the same way every time. The I/O loop is `codefleet.ui.dashboard`.
 
+Landing (issue 39) is folded from the events the dashboard has seen
+(`review.landing.landing_of`) into a `LandingPanel` (`ui.landingview`): the
+queue, the check under way, the last landing, and a halt shown loudly until
+`landing_resumed`.
+
 Ages (heartbeat, lease) are computed from the server's timestamps against
 `now`; statuses, the stale flag and the counters are the server's, never
 re-derived here.
@@ -28,12 +33,21 @@ from rich.text import Text
 
 from codefleet.models import EventType, TaskStatus, from_iso
 from codefleet.resources import lease_label
+from codefleet.review.landing import LandingFacts
 from codefleet.safetext import one_line
 from codefleet.ui.escaped import Escaped
+from codefleet.ui.landingview import (
+    LANDING_STYLE,
+    LandingPanel,
+    halt_text,
+    landing_panel,
+    landing_text,
+)
 from codefleet.ui.report import STATUS_STYLE
 from codefleet.wording import cost_text, phrase, spent_text
 
 __all__ = [
+    "STATUS_MARK",
     "AgentRow",
     "BudgetLine",
     "LeaseRow",
@@ -53,7 +67,9 @@ MAX_TASK_ROWS: Final = 20
 MIN_LOG_ROWS: Final = 3
 PINNED_VETOES: Final = 3
 # Statuses shown first when the task table must be cut: what needs eyes now.
-_URGENT: Final = (TaskStatus.RUNNING, TaskStatus.ASSIGNED, TaskStatus.FAILED)
+_URGENT: Final = (TaskStatus.RUNNING, TaskStatus.ASSIGNED, TaskStatus.LANDING, TaskStatus.FAILED)
+# A status's mark in the task table beside its word (the others read by colour alone).
+STATUS_MARK: Final[dict[str, str]] = {TaskStatus.LANDING: "⇣ "}
 _STATUS_ORDER: Final = tuple(TaskStatus)
 _TABLE: Final[dict[str, Any]] = {
     "expand": True,
@@ -125,6 +141,7 @@ class ViewModel:
     last_event_id: int = 0
     pause: PauseBanner | None = None
     budget: BudgetLine | None = None
+    landing: LandingPanel | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,11 +193,20 @@ EVENT_STYLE: Final[dict[str, str]] = {
     EventType.RECONCILED: "yellow",
     EventType.OPERATOR_MESSAGE: "bold cyan",
     EventType.OPERATOR_MESSAGE_DELIVERED: "cyan",
+    EventType.LANDING_QUEUED: "magenta",
+    EventType.LANDING_CHECK_STARTED: "cyan",
+    EventType.LANDING_CHECK_FINISHED: "bold yellow",
+    EventType.LANDED: "bold green",
+    EventType.INTEGRATION_FAILED: "bold red",
+    EventType.LANDING_HALTED: "bold white on red",
+    EventType.LANDING_RESUMED: "green",
 }
 
 
 def _style(kind: str, body: Mapping[str, Any]) -> str:
     if kind == EventType.CHECK_FINISHED and body.get("passed"):
+        return "green"
+    if kind == EventType.LANDING_CHECK_FINISHED and body.get("verdict") == "passed":
         return "green"
     if kind == EventType.COMMAND_FINISHED and body.get("denied_on"):
         return VETO_STYLE
@@ -224,13 +250,17 @@ def _age(stamp: str | None, now: datetime) -> float:
 def _note(task: Mapping[str, Any]) -> str:
     if task["status"] == TaskStatus.SUCCEEDED:
         return str(task.get("result_summary") or "")
+    if task["status"] == TaskStatus.LANDING:
+        return " · ".join(filter(None, ("waits to land", str(task.get("result_summary") or ""))))
     error = task.get("error") or ""
     if error and task["status"] in (TaskStatus.PENDING, TaskStatus.ASSIGNED, TaskStatus.RUNNING):
         return f"last attempt: {error}"
     return str(error)
 
 
-def _task_row(task: Mapping[str, Any]) -> TaskRow:
+def _task_row(task: Mapping[str, Any], landing: LandingFacts) -> TaskRow:
+    order = landing.order_of(str(task["id"])) if task["status"] == TaskStatus.SUCCEEDED else None
+    note = _note(task)
     return TaskRow(
         id=task["id"],
         title=task["title"],
@@ -238,7 +268,7 @@ def _task_row(task: Mapping[str, Any]) -> TaskRow:
         attempts=int(task["attempts"]),
         max_attempts=int(task["max_attempts"]),
         cost_usd=float(task.get("cost_usd") or 0.0),
-        note=_note(task),
+        note=" · ".join(filter(None, (f"landed #{order}" if order else "", note))),
     )
 
 
@@ -317,8 +347,12 @@ def build_view(
     last_event_id: int,
     now: datetime,
     max_task_rows: int = MAX_TASK_ROWS,
+    landing: LandingFacts | None = None,
 ) -> ViewModel:
-    """The frame for one `/state` answer (None before the first one) and the recent log."""
+    """The frame for one `/state` answer (None before the first one) and the recent log.
+
+    `landing`: what the events seen so far say of landing (`review.landing.landing_of`).
+    """
     base = ViewModel(
         server=server,
         connection=connection,
@@ -334,7 +368,7 @@ def build_view(
     return ViewModel(
         server=server,
         connection=connection,
-        tasks=tuple(_task_row(t) for t in shown),
+        tasks=tuple(_task_row(t, landing or LandingFacts()) for t in shown),
         hidden_tasks=len(tasks) - len(shown),
         agents=tuple(_agent_row(a, now) for a in state["agents"]),
         leases=tuple(_lease_row(lease, now) for lease in state["leases"]),
@@ -348,6 +382,7 @@ def build_view(
         last_event_id=last_event_id,
         pause=_pause(state, now),
         budget=_budget(state),
+        landing=landing_panel(landing or LandingFacts(), tasks, now),
     )
 
 
@@ -398,7 +433,7 @@ def _task_table(view: ViewModel) -> Table:
         table.add_row(
             Text(t.id),
             Text(t.title),
-            Text(t.status, style=STATUS_STYLE.get(t.status, "")),
+            Text(STATUS_MARK.get(t.status, "") + t.status, style=STATUS_STYLE.get(t.status, "")),
             f"{t.attempts}/{t.max_attempts}",
             f"{t.cost_usd:.4f}",
             Text(t.note),
@@ -519,7 +554,20 @@ def render(view: ViewModel) -> RenderableType:
         parts.append(Panel(pause_text(view.pause), border_style="yellow"))
     if view.budget is not None and view.budget.exhausted:
         parts.append(Panel(budget_text(view.budget), border_style="red"))
-    parts += [_task_table(view), side_by_side]
+    if view.landing is not None and view.landing.halt is not None:
+        parts.append(Panel(halt_text(view.landing.halt), border_style="red"))
+    parts.append(_task_table(view))
+    if view.landing is not None:
+        title = "Landing (in order)"
+        parts.append(
+            Panel(
+                landing_text(view.landing),
+                title=title,
+                title_align="left",
+                border_style=LANDING_STYLE,
+            )
+        )
+    parts.append(side_by_side)
     vetoes = _veto_panel(view)
     if vetoes is not None:
         parts.append(vetoes)

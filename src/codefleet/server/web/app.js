@@ -16,7 +16,7 @@ import { Api, AuthError, saveToken, takeToken } from "./api.js";
 import { describeAnalysis, renderGraph } from "./graph.js";
 import { EventLog } from "./log.js";
 import { Model } from "./model.js";
-import { renderConflicts, renderContention, renderCost, renderLeases, renderPause, renderStats, renderStory } from "./panels.js";
+import { renderConflicts, renderContention, renderCost, renderLanding, renderLandingHalt, renderLeases, renderPause, renderStats, renderStory } from "./panels.js";
 import { PatchView } from "./patch.js";
 import { PersonView, QUESTION_EVENTS } from "./person.js";
 import { Timeline } from "./timeline.js";
@@ -26,7 +26,7 @@ import { shown } from "./util.js";
 const STATE_AFTER = new Set([
   "task_created", "task_succeeded", "task_failed", "task_requeued", "task_cancelled", "task_retried",
   "agent_registered", "agent_offline", "fleet_idle", "run_finished", "fleet_paused", "fleet_resumed",
-  "fleet_budget_set", "fleet_budget_exhausted", "fleet_started",
+  "fleet_budget_set", "fleet_budget_exhausted", "fleet_started", "landing_queued", "integration_failed",
 ]);
 // `codefleet stats`' figures change when an attempt ends, a write is refused or a run ends.
 const STATS_AFTER = new Set([
@@ -98,11 +98,13 @@ function render() {
   renderStats($("#stats"), view);
   renderStory($("#story"), view);
   renderPause($("#pause"), view);
+  renderLandingHalt($("#landing-halt"), view);
   timeline.render(view);
   const hasTasks = renderGraph($("#graph-view"), view, { tooltip, onSelect: select });
   $("#graph-empty").hidden = hasTasks;
   $("#graph-analysis").textContent = shown(describeAnalysis(analysis));
   $("#graph-analysis").hidden = !hasTasks || !analysis;
+  renderLanding($("#landing-view"), view);
   renderLeases($("#leases-view"), view);
   renderConflicts($("#conflicts-view"), view);
   renderContention($("#contention-view"), stats);
@@ -232,7 +234,7 @@ document.addEventListener("keydown", (event) => {
 
 window.addEventListener("resize", requestRender);
 setInterval(() => {
-  if (conn === "live" && (model.history.open.size || model.live.leases.size || model.live.pause)) requestRender();
+  if (conn === "live" && (model.history.open.size || model.live.leases.size || model.live.pause || model.history.landing.queue.size)) requestRender();
 }, 1000);
 
 connect();

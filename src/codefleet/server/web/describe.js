@@ -5,6 +5,7 @@ import { fmtCost, fmtDuration, fmtOffset, leaseLabel, plural, truncate } from ".
 
 export const OUTCOME_TEXT = {
   running: "running",
+  landing: "finished, waiting to land",
   succeeded: "succeeded",
   vetoed: "vetoed",
   requeued: "requeued",

@@ -17,6 +17,7 @@ const STATUS = {
   waiting: ["◌", "waiting"],
   assigned: ["◔", "assigned"],
   running: ["●", "running"],
+  landing: ["⇣", "landing"],
   succeeded: ["✓", "succeeded"],
   failed: ["✕", "failed"],
   blocked_upstream: ["⊘", "blocked"],
@@ -73,12 +74,38 @@ export function layout(tasks) {
   return { columns, row, depth };
 }
 
+/** Where a task stands in landing: its order number, its place in the queue, its breaks. */
+export function landingOf(model, taskId) {
+  const l = model.history.landing;
+  const queue = [...l.queue.keys()];
+  const place = queue.indexOf(taskId);
+  return { order: l.orders.get(taskId) ?? null, place: place < 0 ? null : place + 1, queued: queue.length, breaks: l.breaks.filter((b) => b.task === taskId) };
+}
+
+function landingLines(model, task) {
+  const { order, place, queued, breaks } = landingOf(model, task.id);
+  const lines = [];
+  if (order != null) lines.push(`landed #${order}`);
+  if (place != null) lines.push(`waiting to land: ${place} of ${queued} in the queue`);
+  for (const b of breaks) lines.push(`attempt ${b.attempt ?? "?"} broke ${b.check}${b.conflictsWith.length ? ` with ${b.conflictsWith.join(", ")}` : ""}: rolled back for rework`);
+  return lines;
+}
+
+/** The status row of a node: the word, and the landing order (#2) or the place in the queue (1/3). */
+function statusRow(model, task, icon, word) {
+  const { order, place, queued } = landingOf(model, task.id);
+  if (order != null) return `${icon} ${word} #${order}`;
+  if (place != null) return `${icon} ${word} ${place}/${queued}`;
+  return `${icon} ${word}`;
+}
+
 export function describeTask(model, task) {
   const status = shownStatus(model.live.tasks, task);
   const vetoes = model.history.vetoes.filter((v) => v.task === task.id).length;
   const lines = [
     `${task.id} · ${task.title}`,
     `${statusWords(status)[1]}${task.attempts ? ` · ${plural(task.attempts, "attempt")}${task.max_attempts ? ` of ${task.max_attempts}` : ""}` : ""}`,
+    ...landingLines(model, task),
   ];
   if (task.depends_on?.length) lines.push(`depends on ${task.depends_on.join(", ")}`);
   if (vetoes) lines.push(`${plural(vetoes, "veto", "vetoes")}`);
@@ -158,6 +185,7 @@ function node(model, task, { x, y }, selected, { tooltip, onSelect, asking: aske
       "aria-label": lines.join(". "),
       "data-node": task.id,
       "data-status": task.status,
+      "data-order": landingOf(model, task.id).order,
       "data-asking": asking ? "true" : null,
     },
     s("rect", { class: "node-box", x, y, width: W, height: H, rx: 6 }),
@@ -166,7 +194,7 @@ function node(model, task, { x, y }, selected, { tooltip, onSelect, asking: aske
     // title, then the status with the tries at the right.
     s("text", { class: "node-id", x: x + 14, y: y + 20, text: truncate(task.id, 18) }),
     s("text", { class: "node-title", x: x + 14, y: y + 40, text: truncate(task.title, 24) }),
-    s("text", { class: "node-status", x: x + 14, y: y + 60, text: `${icon} ${word}` }),
+    s("text", { class: "node-status", x: x + 14, y: y + 60, text: statusRow(model, task, icon, word) }),
     tries ? s("text", { class: "node-tries", x: x + W - 10, y: y + 60, "text-anchor": "end", text: tries }) : null,
     asking ? s("g", { class: "node-asking" }, s("circle", { cx: x + W - 30, cy: y, r: 9 }), s("text", { x: x + W - 30, y: y + 4, "text-anchor": "middle", text: "?" })) : null,
     vetoes

@@ -18,12 +18,15 @@ const ORDER = [
   "task_committed", "fleet_paused", "fleet_resumed", "fleet_budget_set", "fleet_budget_exhausted",
   "stale_read", "reconciled", "operator_message", "operator_message_delivered",
   "question_asked", "question_answered",
+  "landing_queued", "landing_check_started", "landing_check_finished", "landed", "integration_failed",
+  "landing_halted", "landing_resumed",
 ];
 
 export function category(type) {
   if (type === "lease_denied") return "veto";
-  if (type === "task_succeeded") return "ok";
+  if (type === "task_succeeded" || type === "landed") return "ok";
   if (type === "task_failed" || type === "task_blocked_upstream" || type === "fleet_budget_exhausted") return "bad";
+  if (type === "integration_failed" || type === "landing_halted") return "bad";
   if (type === "task_requeued" || type === "file_restored" || type === "fleet_paused" || type === "stale_read") return "warn";
   return type.split("_")[0];
 }
@@ -58,7 +61,7 @@ export class EventLog {
         this.search,
         preset("All types", () => this.hidden.clear()),
         preset("Vetoes and outcomes", () => {
-          this.hidden = new Set(this.types.filter((t) => !["lease_denied", "task_succeeded", "task_failed", "task_requeued", "run_finished"].includes(t)));
+          this.hidden = new Set(this.types.filter((t) => !["lease_denied", "task_succeeded", "task_failed", "task_requeued", "run_finished", "integration_failed", "landing_halted"].includes(t)));
         }),
         this.selection,
       ),
@@ -113,7 +116,7 @@ export class EventLog {
     const t0 = runOrigin(model);
     const matches = (e) => {
       if (this.hidden.has(e.type)) return false;
-      if (selected && e.task_id !== selected && e.payload?.holder_task_id !== selected) return false;
+      if (selected && e.task_id !== selected && e.payload?.holder_task_id !== selected && !(e.payload?.batch ?? []).includes(selected)) return false;
       if (!this.text) return true;
       const hay = `${e.type} ${e.task_id ?? ""} ${model.laneName(e.agent_id)} ${e.payload?.path ?? ""} ${e.payload?.name ?? ""}`.toLowerCase();
       return hay.includes(this.text);

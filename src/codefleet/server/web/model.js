@@ -3,8 +3,11 @@
 // Two folds over the same ordered events:
 //   - history: every event since id 0 builds the timeline (one attempt per
 //     task_assigned, closed by task_succeeded / task_failed / task_requeued /
-//     task_cancelled), the vetoes (lease_denied), the rollbacks (file_restored),
-//     per-file contention and the log. It never needs a snapshot.
+//     task_cancelled, or by landing_queued: its runner is free while the task
+//     waits to land, and the event that settles the task gives the attempt its
+//     outcome), the vetoes (lease_denied), the rollbacks (file_restored),
+//     per-file contention, landing (the queue, the checks, each landing's order,
+//     the integration breaks, a halt) and the log. It never needs a snapshot.
 //   - live: the current tasks, runners and leases are the last `/state`
 //     snapshot plus the events after its `last_event_id`, so a snapshot taken
 //     at any moment and the stream never disagree or count an event twice.
@@ -15,12 +18,26 @@
 // `eventCount` still counts every event.
 
 export const TERMINAL = new Set(["succeeded", "failed", "blocked_upstream", "cancelled"]);
-export const IN_FLIGHT = new Set(["assigned", "running"]);
+export const IN_FLIGHT = new Set(["assigned", "running", "landing"]);
 
 export const MAX_EVENTS = 10_000;
 
 export function ms(iso) {
   return iso ? Date.parse(iso) : NaN;
+}
+
+/** Landing as the events tell it (review/landing.py derives the same for the report). */
+function emptyLanding() {
+  return {
+    queue: new Map(), // task id -> {at, attempt, position, checks}: waiting to land, in queue order
+    waiting: new Map(), // task id -> its attempt ended at landing_queued, outcome not known yet
+    checks: [], // {step, check, batch, purpose, base, start, end, verdict}
+    landed: [], // {task, order, at, queuedAt, checks}
+    orders: new Map(), // task id -> landing order number
+    breaks: [], // {task, attempt, at, check, conflictsWith, blamed, tail}
+    halts: [], // {at, check, lastLanded, tail, resumedAt, reason}
+    seen: false,
+  };
 }
 
 function emptyHistory() {
@@ -37,6 +54,7 @@ function emptyHistory() {
     fleetStarts: [],
     idles: [],
     finished: null, // the last run_finished: {at, payload}
+    landing: emptyLanding(),
     runs: { closed: 0, start: NaN, last: NaN }, // the runs' spans (describe.js runWall)
     first: NaN,
     last: NaN,
@@ -141,9 +159,93 @@ function attemptFor(h, event) {
 
 function close(h, event, outcome, extra) {
   const attempt = attemptFor(h, event);
-  if (!attempt) return;
+  if (!attempt) return settle(h, event, outcome, extra);
   Object.assign(attempt, { end: ms(event.at), outcome, endEvent: event.id }, extra);
   h.open.delete(event.task_id);
+}
+
+/** An attempt that ended when its task began to wait to land takes the outcome that settles it. */
+function settle(h, event, outcome, extra) {
+  const attempt = h.landing.waiting.get(event.task_id);
+  if (!attempt || outcome === "interrupted") return;
+  Object.assign(attempt, { outcome, settledEvent: event.id }, extra);
+  h.landing.waiting.delete(event.task_id);
+}
+
+function leaveQueue(l, taskId) {
+  l.queue.delete(taskId);
+}
+
+function foldLanding(h, event, at, body) {
+  const l = h.landing;
+  const same = (c) => c.step === body.step && c.check === body.check && String(c.batch) === String(body.batch ?? []);
+  switch (event.type) {
+    case "landing_queued": {
+      const attempt = attemptFor(h, event);
+      if (attempt) {
+        Object.assign(attempt, { end: at, outcome: "landing", endEvent: event.id });
+        h.open.delete(event.task_id);
+        l.waiting.set(event.task_id, attempt);
+      }
+      l.queue.delete(event.task_id);
+      l.queue.set(event.task_id, { at, attempt: body.attempt, position: body.position ?? null, checks: body.checks ?? [] });
+      break;
+    }
+    case "landing_check_started": {
+      // one of the same key that never finished was interrupted (a restart runs it again)
+      const stale = l.checks.findLastIndex((c) => c.verdict === null && same(c));
+      if (stale >= 0) l.checks.splice(stale, 1);
+      l.checks.push({ step: body.step, check: body.check ?? "", batch: body.batch ?? [], purpose: body.purpose ?? "batch", base: body.base ?? 0, start: at, end: NaN, verdict: null });
+      break;
+    }
+    case "landing_check_finished": {
+      const open = l.checks.findLast((c) => c.verdict === null && same(c));
+      const check = open ?? { step: body.step, check: body.check ?? "", batch: body.batch ?? [], purpose: body.purpose ?? "batch", base: body.base ?? 0, start: at };
+      Object.assign(check, { end: at, verdict: body.verdict ?? "did_not_run", durationMs: body.duration_ms ?? null, tail: body.output_tail ?? "" });
+      if (!open) l.checks.push(check);
+      break;
+    }
+    case "landed":
+      l.landed.push({ task: event.task_id, order: body.order, at, queuedAt: l.queue.get(event.task_id)?.at ?? NaN, checks: body.checks ?? [] });
+      if (Number.isFinite(body.order)) l.orders.set(event.task_id, body.order);
+      leaveQueue(l, event.task_id);
+      break;
+    case "integration_failed":
+      l.breaks.push({ task: event.task_id, attempt: body.attempt, at, check: body.check ?? "", conflictsWith: body.conflicts_with ?? [], blamed: body.blamed ?? [], tail: body.output_tail ?? "" });
+      leaveQueue(l, event.task_id);
+      break;
+    case "landing_halted":
+      l.halts.push({ at, check: body.check ?? "", lastLanded: body.last_landed ?? null, tail: body.output_tail ?? "", resumedAt: NaN, reason: "" });
+      break;
+    case "landing_resumed": {
+      const halt = l.halts.at(-1);
+      if (halt && !Number.isFinite(halt.resumedAt)) Object.assign(halt, { resumedAt: at, reason: body.reason ?? "" });
+      break;
+    }
+    case "task_succeeded":
+      if (Number.isFinite(body.order)) l.orders.set(event.task_id, body.order);
+      leaveQueue(l, event.task_id);
+      return;
+    case "task_requeued":
+    case "task_failed":
+    case "task_cancelled":
+      leaveQueue(l, event.task_id);
+      return;
+    default:
+      return;
+  }
+  l.seen = true;
+}
+
+/** The landing check under way, the halt in force (null when none), the last landing order. */
+export function landingNow(model) {
+  const l = model.history.landing;
+  const halt = l.halts.at(-1);
+  return {
+    running: l.checks.findLast((c) => c.verdict === null) ?? null,
+    halted: halt && !Number.isFinite(halt.resumedAt) ? halt : null,
+    lastOrder: Math.max(0, ...l.orders.values()),
+  };
 }
 
 function fileEntry(h, path) {
@@ -177,6 +279,7 @@ function foldHistory(h, event) {
   h.last = at;
   h.typeCounts.set(event.type, (h.typeCounts.get(event.type) ?? 0) + 1);
   foldRunSpan(h.runs, event.type, at);
+  foldLanding(h, event, at, body);
   switch (event.type) {
     case "task_created":
       h.titles.set(event.task_id, body.title ?? "");
@@ -187,6 +290,7 @@ function foldHistory(h, event) {
       break;
     case "task_assigned": {
       close(h, event, "interrupted", {});
+      h.landing.waiting.delete(event.task_id);
       if (!h.lanes.has(event.agent_id)) {
         h.lanes.set(event.agent_id, { id: event.agent_id, name: body.agent_name ?? event.agent_id });
       }
@@ -355,8 +459,12 @@ function foldLive(live, event) {
     case "task_started":
       setTask(live, event, { status: "running" });
       break;
+    case "landing_queued": // its runner is free; its leases are kept until it lands
+      setTask(live, event, { status: "landing" });
+      freeAgentOf(live, event.task_id);
+      break;
     case "task_succeeded": {
-      const task = setTask(live, event, { status: "succeeded" });
+      const task = setTask(live, event, { status: "succeeded", ...(Number.isFinite(body.order) ? { order: body.order } : {}) });
       if (task) task.cost_usd = (task.cost_usd ?? 0) + (body.cost_usd ?? 0);
       freeAgentOf(live, event.task_id);
       break;

@@ -1,9 +1,9 @@
 // The header (figures and a plain-language account of the run), the lease
-// map, the conflicts, and cost and tokens. Each render* function redraws its
-// container from the model; none holds state.
+// map, the conflicts, the landing queue, and cost and tokens. Each render*
+// function redraws its container from the model; none holds state.
 
 import { shownStatus } from "./graph.js";
-import { naturalCompare, TERMINAL } from "./model.js";
+import { landingNow, naturalCompare, TERMINAL } from "./model.js";
 import { runOrigin, runWall } from "./describe.js";
 import { clock, costText, fill, fmtCost, fmtCount, fmtDuration, fmtOffset, h, leaseLabel, plural, spentText, truncate } from "./util.js";
 
@@ -104,7 +104,12 @@ export function setbackSentence(model, attempt) {
   const when = fmtOffset(attempt.end - runOrigin(model));
   const who = `${attempt.task}'s attempt ${attempt.n} on ${model.laneName(attempt.agent)}`;
   const failedCheck = attempt.checks.filter((c) => !c.passed).at(-1);
-  const why = attempt.kind === "verify_failed" && failedCheck ? `failed its verify check "${failedCheck.name}"` : `ended with ${attempt.kind ?? attempt.outcome}`;
+  const broke = attempt.kind === "integration_failed" ? model.history.landing.breaks.find((b) => b.task === attempt.task && b.attempt === attempt.n) : null;
+  const why = attempt.kind === "verify_failed" && failedCheck
+    ? `failed its verify check "${failedCheck.name}"`
+    : broke
+      ? `broke the landing check "${broke.check}"${broke.conflictsWith.length ? ` with ${broke.conflictsWith.join(", ")}` : ""}`
+      : `ended with ${attempt.kind ?? attempt.outcome}`;
   const parts = [`At ${when}, ${who} `, h("strong", { class: "warn", text: why })];
   if (attempt.restored.length) parts.push(`; its edits were rolled back (${plural(attempt.restored.length, "file")})`);
   const attempts = model.attemptsOf(attempt.task);
@@ -131,7 +136,8 @@ function outcomeSentence(model, state) {
   }
   const shown = tasks.map((t) => shownStatus(model.live.tasks, t));
   const count = (...statuses) => shown.filter((st) => statuses.includes(st)).length;
-  return `${ok.length} done, ${count("assigned", "running")} running, ${count("pending")} ready, ${count("waiting")} waiting on dependencies.`;
+  const landing = count("landing") ? `, ${count("landing")} waiting to land` : "";
+  return `${ok.length} done, ${count("assigned", "running")} running${landing}, ${count("pending")} ready, ${count("waiting")} waiting on dependencies.`;
 }
 
 export function renderStory(container, view) {
@@ -214,6 +220,103 @@ function contention(model) {
   return [none, h("ul", { class: "tiles", "aria-label": "Files leased in this run, most contested first" }, tiles), more];
 }
 
+// -- landing ------------------------------------------------------------------------
+
+/** One landing check in words: `test on T1, T2 (batch) over 2 landed`. */
+function checkWords(c) {
+  const what = c.batch.length ? c.batch.join(", ") : "the landed tree alone";
+  return `${c.check} on ${what} (${c.purpose}) over ${c.base} landed`;
+}
+
+/** The landing halt, loud: what fails, the last landing, how to resume. */
+export function renderLandingHalt(container, view) {
+  const { halted } = landingNow(view.model);
+  container.hidden = !halted;
+  if (!halted) return fill(container);
+  fill(
+    container,
+    h("strong", { text: "Landing halted" }),
+    ` · the landed tree alone fails ${halted.check} (last landed ${halted.lastLanded ?? "nothing yet"}) · nothing lands until `,
+    h("code", { text: "codefleet landing resume" }),
+    ". ",
+    h("span", { class: "reason", text: truncate(halted.tail, 200) }),
+  );
+}
+
+/** The landing queue in order, the check under way, the landings by order, the breaks. */
+export function renderLanding(container, view) {
+  const { model, now } = view;
+  const l = model.history.landing;
+  const tasks = model.live.tasks;
+  const waiting = [...l.queue.keys()].filter((id) => !tasks.has(id) || tasks.get(id).status === "landing");
+  for (const t of tasks.values()) if (t.status === "landing" && !waiting.includes(t.id)) waiting.push(t.id);
+  if (!l.seen && !waiting.length) return fill(container, h("p", { class: "empty", text: "Nothing has waited to land yet." }));
+  const { running, halted, lastOrder } = landingNow(model);
+  const queue = waiting.length
+    ? h("ol", { class: "landing-queue", "aria-label": "Tasks waiting to land, in order" }, waiting.map((id) => {
+        const q = l.queue.get(id);
+        return h("li", { "data-queued": id }, h("strong", { text: id }), ` ${truncate(model.title(id), 40)}`, q ? h("span", { class: "muted small", text: ` · waiting ${fmtDuration(now - q.at)}` }) : null);
+      }))
+    : h("p", { class: "empty", "data-queued": "", text: "No task is waiting to land." });
+  const check = running
+    ? h("p", { class: "landing-check", "data-check": running.purpose }, "Checking ", h("strong", { text: checkWords(running) }), ` for ${fmtDuration(now - running.start)}.`)
+    : h("p", { class: "muted small landing-check", text: halted ? "No check runs while landing is halted." : "No landing check is running." });
+  const head = h("p", { class: "landing-last", "data-last-order": lastOrder }, lastOrder ? `Last landed #${lastOrder}` : "Nothing landed yet", ` · ${plural(l.checks.filter((c) => c.verdict !== null).length, "landing check")} run · ${plural(l.breaks.length, "integration break")}`);
+  fill(container, head, h("h3", { text: `Waiting to land (${waiting.length})` }), queue, check, landedTable(model, l), breakList(model, l));
+}
+
+function landedTable(model, l) {
+  if (!l.landed.length) return null;
+  const t0 = runOrigin(model);
+  return [
+    h("h3", { text: "Landed, in order" }),
+    h(
+      "table",
+      { class: "table" },
+      h("caption", { class: "sr-only", text: "Tasks in landing order" }),
+      h("thead", {}, h("tr", {}, ["Order", "Task", "Landed", "Waited", "Checks"].map((c) => h("th", { scope: "col", text: c })))),
+      h(
+        "tbody",
+        {},
+        l.landed.map((x) =>
+          h(
+            "tr",
+            { "data-landed": x.task, "data-order": x.order },
+            h("td", { class: "num", text: `#${x.order}` }),
+            h("td", { title: model.title(x.task) }, x.task, h("span", { class: "muted small", text: ` ${truncate(model.title(x.task), 32)}` })),
+            h("td", { class: "num", text: fmtOffset(x.at - t0) }),
+            h("td", { class: "num", text: Number.isFinite(x.queuedAt) ? fmtDuration(x.at - x.queuedAt) : "–" }),
+            h("td", { text: x.checks.join(", ") || "nothing to check" }),
+          ),
+        ),
+      ),
+    ),
+  ];
+}
+
+function breakList(model, l) {
+  if (!l.breaks.length) return null;
+  return [
+    h("h3", { text: "Integration breaks" }),
+    h(
+      "ul",
+      { class: "landing-breaks" },
+      l.breaks.map((b) => {
+        const landed = l.orders.get(b.task);
+        const then = landed != null ? ` · reworked, landed #${landed}` : " · rolled back for rework";
+        return h(
+          "li",
+          { "data-break": b.task },
+          h("strong", { class: "bad", text: `${b.task} broke ${b.check}` }),
+          b.conflictsWith.length ? ` with ${b.conflictsWith.join(", ")}` : "",
+          ` (attempt ${b.attempt ?? "?"})${then}`,
+          b.tail ? h("code", { class: "small tail", text: truncate(b.tail, 160) }) : null,
+        );
+      }),
+    ),
+  ];
+}
+
 // -- conflicts ----------------------------------------------------------------------
 
 export function renderConflicts(container, view) {
@@ -265,7 +368,8 @@ export function renderContention(container, stats) {
     f.pauses ? ` · ${f.pauses} usage-limit pause(s), ${secs(f.paused_s)}` : "",
   );
   const resources = resourceTable(stats.resources ?? []);
-  if (!stats.files.length) return fill(container, summary, h("p", { class: "empty", text: "No write was refused and no attempt was rolled back." }), resources);
+  const landing = landingSummary(stats.landing);
+  if (!stats.files.length) return fill(container, summary, landing, h("p", { class: "empty", text: "No write was refused and no attempt was rolled back." }), resources);
   const table = h(
     "table",
     { class: "table" },
@@ -287,7 +391,20 @@ export function renderContention(container, stats) {
       ),
     ),
   );
-  fill(container, summary, table, resources);
+  fill(container, summary, landing, table, resources);
+}
+
+/** `stats.landing` in one line, as `codefleet stats` says it (cli/stats.py `landing_line`). */
+function landingSummary(landing) {
+  if (!landing) return null;
+  const per = landing.checks_per_landed == null ? "" : ` (${landing.checks_per_landed.toFixed(2)} per landed task)`;
+  const mean = landing.landed ? landing.waited_s / landing.landed : 0;
+  return h(
+    "p",
+    { class: "contention-summary", "data-landing": landing.landed },
+    `Landing: ${landing.landed} landed · ${plural(landing.checks, "landing check")}${per} · waited to land ${secs(mean)} on average, ${secs(landing.waited_max_s)} at most · `,
+    `${plural(landing.breaks, "integration break")}, ${landing.reworked} reworked and landed · ${plural(landing.halts, "halt")}`,
+  );
 }
 
 /** Per resource (`stats.resources`): how often a task was refused it, the tasks involved, the time lost. */

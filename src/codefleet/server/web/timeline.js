@@ -203,6 +203,7 @@ function legend() {
     { class: "legend", "aria-label": "Legend" },
     item("out-succeeded", "succeeded"),
     item("out-running", "running"),
+    item("out-landing", "waiting to land"),
     item("out-vetoed", "vetoed (write refused)"),
     item("out-requeued", "requeued"),
     item("out-failed", "failed"),

@@ -1,0 +1,63 @@
+"""`codefleet tasks ID` shows the task's landing: queued, its checks' verdicts, #order or the break."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from landing_log import EVENTS, HALTED, OLD_EVENTS, task
+from rich.console import Console
+
+from codefleet.cli.tasks import _read_events
+from codefleet.ui.task_view import task_detail
+
+
+class LoggedEvents:
+    """`FleetClient.events(type_=...)` over a literal event log: what `/events?type=` answers."""
+
+    def __init__(self, events: list[dict[str, Any]]) -> None:
+        self.log = events
+
+    async def events(self, type_: str | None = None, **_: Any) -> list[dict[str, Any]]:
+        return [e for e in self.log if type_ is None or e["type"] == type_]
+
+
+def shown(task_id: str, events: list[dict[str, Any]], **fields: Any) -> str:
+    reads = asyncio.run(_read_events(LoggedEvents(events), task_id))  # type: ignore[arg-type]
+    console = Console(width=200, record=True)
+    console.print(task_detail({**task(task_id), "description": "d", **fields}, reads))
+    return " ".join(console.export_text().split())
+
+
+def test_a_landed_task_shows_its_order_its_waits_its_checks_and_the_break_it_was_reworked_for() -> (
+    None
+):
+    text = shown("T2", EVENTS, attempts=2)
+
+    assert "landing landed #2 at" in text and "test passed · waited 1.00 s to land" in text
+    assert "(attempt 1)" in text and "(attempt 2)" in text  # queued twice
+    assert "landing checks test on T1, T2 (batch) over 0 landed: failed" in text
+    assert "test on T2 (bisect) over 1 landed: failed" in text
+    assert "test on T2 (batch) over 1 landed: passed" in text
+    assert "integration attempt 1 broke test with T1 · reworked and landed" in text
+    assert "NameError: name 'greet' is not defined" in text
+
+
+def test_a_task_waiting_to_land_says_since_when_and_where_in_the_queue() -> None:
+    text = shown("T3", EVENTS[:HALTED], status="landing")
+
+    assert "landing waiting to land since" in text and "#1 in the queue" in text
+    assert "test on T3 (batch) over 2 landed: failed" in text
+
+
+def test_the_tasks_own_reads_still_exclude_other_tasks_landing_checks() -> None:
+    reads = asyncio.run(_read_events(LoggedEvents(EVENTS), "T1"))  # type: ignore[arg-type]
+
+    assert all(e["task_id"] == "T1" or "T1" in e["payload"]["batch"] for e in reads)
+    assert [e["id"] for e in reads] == sorted(e["id"] for e in reads)
+
+
+def test_a_task_of_a_run_before_landing_shows_no_landing_rows() -> None:
+    text = shown("T1", OLD_EVENTS, title="t")
+
+    assert "landing" not in text and "integration" not in text
