@@ -35,7 +35,7 @@ ACTIONS = ("resume",)
 def landing(
     action: Annotated[
         str | None,
-        typer.Argument(help="`resume`: lift a landing halt. Without it: show the queue."),
+        typer.Argument(help="resume: lift a landing halt. Without it: show the queue."),
     ] = None,
     server: ServerOpt = None,
     token: TokenOpt = None,

@@ -101,7 +101,7 @@ FLAGS: dict[str, Flag] = {
     ),
     "integration": Flag(
         "A check (by name) every task must pass on the landed tree before it lands; "
-        "overrides the graph's `integration:`"
+        "overrides the graph's integration: key"
     ),
     "allow_reset": Flag("Allow POST /reset"),
     "token": Flag("Bearer token for the server"),
