@@ -36,6 +36,7 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("task_blocked_upstream", {"upstream": "T1"}),
     ("task_cancelled", {}),
     ("task_retried", {}),
+    ("task_redefined", {"title": "edit a", "depends_on": ["T0"]}),
     ("lease_acquired", {"path": "a.py", "tool": "Edit", "kind": "interactive"}),
     (
         "lease_denied",

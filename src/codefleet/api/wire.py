@@ -190,6 +190,8 @@ class GraphBody(_Body):
     tasks: Annotated[list[TaskSpec], Field(min_length=1, max_length=MAX_TASKS)]
     checks: Checks = {}
     sequences: Sequences = {}
+    # Stored tasks this load may write over, if they have not started (else: refused).
+    redefine: Annotated[list[TaskId], Field(max_length=MAX_TASKS)] = []
 
 
 class ChecksBody(_Body):
