@@ -230,6 +230,7 @@ def run(
     and for the tasks' verify: key. Without a key: --dry-run --script FILE or
     --offline --model-script FILE. --max-cost sets the fleet's budget on the server.
     """
+    from codefleet.cli.again import RunFlags
     from codefleet.cli.agents import AgentChoice
     from codefleet.cli.fleetrun import RunPlan, drive, exit_code, report
 
@@ -250,11 +251,12 @@ def run(
         verify=verify,
         no_questions=no_questions,
         json_out=json_out,
+        flags=RunFlags(agents.mode, script or model_script, graph),
     )
     caught: list[signal.Signals] = []
     outcome = call_server(settings, lambda _: drive(plan, caught))
     report(plan, outcome)
-    raise typer.Exit(exit_code(caught, outcome.ok))
+    raise typer.Exit(exit_code(caught, outcome.ok, plan.flags.command()))
 
 
 def _runner_kw(settings: Settings, task_timeout: float | None) -> dict[str, Any]:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from codefleet.api.client import FleetClient
+    from codefleet.cli.again import RunFlags
     from codefleet.cli.agents import Agents
     from codefleet.cli.runprep import GraphFile
     from codefleet.config import Settings
@@ -49,6 +50,7 @@ class RunPlan:
     verify: str | None
     no_questions: bool
     json_out: bool
+    flags: RunFlags  # recorded in `fleet_started`: the hints after a failure name them
 
     @property
     def simulated(self) -> bool:
@@ -141,6 +143,7 @@ async def _fleet(plan: RunPlan, interrupt: asyncio.Event) -> Any:
         say=lambda s: err_console.print(s, markup=False),
         simulated=plan.simulated,
         agent_for=lambda _: plan.agent,
+        started_with=plan.flags.payload(),
         **plan.runner_kw,
     )
 
@@ -177,7 +180,14 @@ def report(plan: RunPlan, outcome: Outcome) -> None:
         )
         return
     outside = outcome.scopes.outside
-    print_result(console, result, outcome.conflicts, simulated_cost=plan.simulated, outside=outside)
+    print_result(
+        console,
+        result,
+        outcome.conflicts,
+        simulated_cost=plan.simulated,
+        outside=outside,
+        again=plan.flags.command(),
+    )
     if plan.committer is not None and history is not None:
         print_history(console, history, plan.committer.log(history))
 
@@ -214,15 +224,18 @@ def _answering(
     return asyncio.create_task(listen())
 
 
-def exit_code(caught: list[signal.Signals], ok: bool) -> int:
-    """0 when all went well; 128 + the signal (said on stderr) when the operator stopped it."""
+def exit_code(caught: list[signal.Signals], ok: bool, again: str = "codefleet run") -> int:
+    """0 when all went well; 128 + the signal (said on stderr) when the operator stopped it.
+
+    `again` is the command that carries on (the run's own flags: `cli.again`).
+    """
     from codefleet.cli.output import err_console
 
     if not caught:
         return 0 if ok else 1
     err_console.print(
         f"run: interrupted ({caught[0].name}): the runners left; an attempt in progress was "
-        "rolled back and requeued, not charged. `codefleet run` carries on.",
+        f"rolled back and requeued, not charged. `{again}` carries on.",
         markup=False,
     )
     return 128 + caught[0].value

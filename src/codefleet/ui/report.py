@@ -21,9 +21,10 @@ from codefleet.wording import cost_text
 __all__ = ["STATUS_STYLE", "cost_text", "print_result", "task_table", "veto_lines"]
 
 NOTHING_RAN = (
-    "nothing ran: every task had finished before this run (`codefleet retry ID` runs one "
-    "again; `codefleet runs new` starts over on this tree)"
+    "nothing ran: every task had finished before this run (`codefleet retry ID`, then "
+    "`{again}`, runs one again; `codefleet runs new` starts over on this tree)"
 )
+DEAD = ("failed", "cancelled", "blocked_upstream")
 STATUS_STYLE = {
     "pending": "dim",
     "assigned": "cyan",
@@ -86,10 +87,13 @@ def print_result(
     *,
     simulated_cost: bool = False,
     outside: Mapping[str, list[str]] | None = None,
+    again: str = "codefleet run",
 ) -> None:
     """The task table, the vetoes, the verify output and the verdict panel.
 
-    `outside` is what each task wrote outside its declared scope (`scopes.ScopeWatch`).
+    `outside` is what each task wrote outside its declared scope (`scopes.ScopeWatch`);
+    `again` is the command that runs the fleet again with this run's flags (the hints
+    after a failure name it).
     """
     console.print(task_table(result.tasks, crop=console.is_terminal))
     for line in veto_lines(conflicts):
@@ -117,6 +121,14 @@ def print_result(
     undeclared = outside_text(outside or {})
     lines = [verdict, summary, *([Text(undeclared, style="yellow")] if undeclared else [])]
     if result.nothing_ran:
-        lines.append(Text(NOTHING_RAN, style="yellow"))
+        lines.append(Text(NOTHING_RAN.format(again=again), style="yellow"))
     body = Group(*lines)
     console.print(Panel(body, title="verdict", expand=False))
+    failed = [t["id"] for t in result.tasks if t["status"] in DEAD]
+    if failed and not result.nothing_ran:
+        console.print(
+            Text(
+                f"next: `codefleet tasks {failed[0]}` says why; `codefleet retry --failed`, "
+                f"then `{again}`"
+            )
+        )
