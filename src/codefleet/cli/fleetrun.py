@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from codefleet.config import Settings
     from codefleet.models import AgentKind
     from codefleet.review.live import LiveCommitter
+    from codefleet.ui.report import RunShare
     from codefleet.ui.scopes import ScopeWatch
 
 __all__ = ["Outcome", "RunPlan", "drive", "exit_code", "report"]
@@ -71,6 +72,7 @@ class Outcome:
     conflicts: list[dict[str, Any]]
     history: Any
     scopes: ScopeWatch
+    share: RunShare | None = None  # this run's own part of the server's figures
 
     @property
     def ok(self) -> bool:
@@ -81,8 +83,10 @@ async def drive(plan: RunPlan, caught: list[signal.Signals]) -> Outcome:
     """Settle the run with the server, run the fleet until it drains or is stopped, collect."""
     import asyncio
 
+    from codefleet.ui.report import RunShare
+
     settings = plan.settings
-    since, scopes = await _settle(plan)
+    since, scopes, at_start = await _settle(plan)
     prepare_dirs(settings.run_dir)
     if plan.committer is not None:
         plan.committer.start(settings.url, settings.token, since)
@@ -101,13 +105,16 @@ async def drive(plan: RunPlan, caught: list[signal.Signals]) -> Outcome:
             if listener is not None:
                 await listener
     async with make_client(settings) as client:
-        conflicts = await _conflicts_and_scopes(client, since, scopes)
-    return Outcome(result, conflicts, history, scopes)
+        conflicts, events = await _conflicts_and_scopes(client, since, scopes)
+    share = RunShare.of(at_start, result.tasks, events, conflicts, since)
+    return Outcome(result, conflicts, history, scopes, share)
 
 
-async def _settle(plan: RunPlan) -> tuple[int, ScopeWatch]:
-    """Load the graph and checks, set the budget; the event cursor and the declared scopes."""
+async def _settle(plan: RunPlan) -> tuple[int, ScopeWatch, list[dict[str, Any]]]:
+    """Load the graph and checks, set the budget; the event cursor, the declared scopes and
+    the tasks as the run starts."""
     from codefleet.cli.runprep import RunRefused, prepare_run
+    from codefleet.ui.scopes import ScopeWatch
 
     settings = plan.settings
     async with make_client(settings) as client:
@@ -119,7 +126,8 @@ async def _settle(plan: RunPlan) -> tuple[int, ScopeWatch]:
             raise fail(str(err)) from None
         if settings.max_cost is not None:  # run passes the fleet's budget on to the server
             await client.set_budget(settings.max_cost, settings.max_cost_hard)
-        return since, await _declared_scopes(client)
+        at_start = await client.tasks()
+        return since, ScopeWatch.of(at_start), at_start
 
 
 async def _fleet(plan: RunPlan, interrupt: asyncio.Event) -> Any:
@@ -187,6 +195,7 @@ def report(plan: RunPlan, outcome: Outcome) -> None:
         simulated_cost=plan.simulated,
         outside=outside,
         again=plan.flags.command(),
+        share=outcome.share,
     )
     if plan.committer is not None and history is not None:
         print_history(console, history, plan.committer.log(history))
@@ -266,18 +275,13 @@ def _default_signals() -> None:
         loop.remove_signal_handler(sig)
 
 
-async def _declared_scopes(client: FleetClient) -> ScopeWatch:
-    """Each task's scope as the run starts (`ui.scopes`)."""
-    from codefleet.ui.scopes import ScopeWatch
-
-    return ScopeWatch.of(await client.tasks())
-
-
 async def _conflicts_and_scopes(
     client: FleetClient, since: int, scopes: ScopeWatch
-) -> list[dict[str, Any]]:
-    """The server's conflicts; `scopes` follows the run's events (writes outside a scope)."""
-    for event in await client.all_events(since):
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The server's conflicts and the run's events; `scopes` follows them (writes outside
+    a scope)."""
+    events = await client.all_events(since)
+    for event in events:
         scopes.take(event)
     conflicts: list[dict[str, Any]] = await client.conflicts()
-    return conflicts
+    return conflicts, events
