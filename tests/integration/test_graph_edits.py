@@ -108,3 +108,21 @@ def test_a_scripted_run_refuses_a_graph_task_its_script_lacks_before_loading_any
     assert result.exit_code == 1
     assert "has no script for task(s) T3" in said(result)
     assert _ids(server.url) == []  # checked first: nothing was loaded
+
+
+def test_run_with_a_graph_warns_about_a_check_whose_program_is_missing_as_graph_check_does(
+    repo: Path, server: ServerThread
+) -> None:
+    graph = repo / "other.yaml"
+    graph.write_text("checks:\n  test: nosuchprogram-40 --all\n" + GRAPH)
+    (repo / "script.yaml").write_text(SCRIPT)
+
+    checked = cli("graph", "check", str(graph))
+    result = cli(
+        "run", "--dry-run", "--script", "script.yaml", "--graph", str(graph), "--server", server.url
+    )
+
+    warning = "check test: nosuchprogram-40"
+    assert warning in said(checked)
+    assert result.exit_code == 0, said(result)
+    assert f"warning: {warning}" in said(result)

@@ -4,7 +4,8 @@ In order: the server serves this run's tree (a second terminal without the
 right directory must not work on another tree); a scripted run has a script
 for every task it would run (checked before anything is loaded); the graph
 file's tasks (`codefleet.yaml` by default) that are not on the server yet
-are loaded, and those that have not started take the file's edits; the
+are loaded (a check whose program cannot start is warned about first, as
+`graph check` and `load` do), and those that have not started take the file's edits; the
 checks are defined; there is something to run. Each refusal is a `RunRefused` whose
 message names the fix. Nothing here starts a runner.
 """
@@ -222,6 +223,10 @@ async def prepare_run(
     same_tree(health, tree, client.base_url)
     say(f"run: tree {health['workdir']} · server {client.base_url} · {agents.mode} agents")
     if graph is not None:
+        from codefleet.fleet.programs import check_warnings
+
+        for line in check_warnings({**graph.tasks.checks, **checks}, tree):  # as `graph check`
+            say(f"warning: {line}")
         for line in await load_graph_file(client, graph, checks, agents):
             say(line)
     elif checks:

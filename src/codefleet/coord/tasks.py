@@ -364,7 +364,12 @@ class TaskTable:
             self.store.update_task(
                 task_id, status=TaskStatus.BLOCKED_UPSTREAM, error=message, updated_at=at
             )
-            self.store.emit(EventType.TASK_BLOCKED_UPSTREAM, task_id=task_id, upstream=root)
+            self.store.emit(
+                EventType.TASK_BLOCKED_UPSTREAM,
+                task_id=task_id,
+                upstream=root,
+                upstream_status=self.index.status[root],  # "blocked: C1 was cancelled"
+            )
 
     def retry(self, task_id: str, now: datetime) -> None:
         """A failed or cancelled task starts over; the dependents it blocked come back."""

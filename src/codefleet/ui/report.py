@@ -19,7 +19,15 @@ from codefleet.fleet.local import FleetResult
 from codefleet.ui.scopes import outside_text
 from codefleet.wording import cost_text
 
-__all__ = ["STATUS_STYLE", "RunShare", "cost_text", "print_result", "task_table", "veto_lines"]
+__all__ = [
+    "STATUS_STYLE",
+    "RunShare",
+    "attempts_text",
+    "cost_text",
+    "print_result",
+    "task_table",
+    "veto_lines",
+]
 
 NOTHING_RAN = (
     "nothing ran: every task had finished before this run (`codefleet retry ID`, then "
@@ -87,6 +95,14 @@ def _note(task: dict[str, Any]) -> str:
     return task.get("error") or ""
 
 
+def attempts_text(task: Mapping[str, Any]) -> str:
+    """The charged attempts of `max_attempts`, and the free ones (an interrupted attempt,
+    a usage limit: not charged) apart: `1/3 +1 free`, never `2/3`."""
+    free = int(task.get("uncharged_attempts") or 0)
+    charged = int(task["attempts"]) - free
+    return f"{charged}/{task['max_attempts']}" + (f" +{free} free" if free else "")
+
+
 def task_table(tasks: list[dict[str, Any]], title: str = "Tasks", *, crop: bool = True) -> Table:
     """One row a task; `crop` shortens long titles and notes (for a terminal, not a pipe)."""
     title_max, note_max = (48, 90) if crop else (None, None)
@@ -99,7 +115,7 @@ def task_table(tasks: list[dict[str, Any]], title: str = "Tasks", *, crop: bool 
             Text(task["id"]),
             Text(task["title"][:title_max]),
             status,
-            f"{task['attempts']}/{task['max_attempts']}",
+            attempts_text(task),
             f"{task.get('cost_usd', 0.0):.4f}",
             Text(_note(task)[:note_max]),
         )
