@@ -222,8 +222,9 @@ def run(
 ) -> None:
     """Start N runners against a running server, wait for the graph to drain, print a verdict.
 
-    Loads the tasks of ./codefleet.yaml (or --graph) not yet on the server first, and names
-    loaded ones the file changed. Exits 0 only if every task succeeded (and --verify passed,
+    Loads the tasks of ./codefleet.yaml (or --graph) not yet on the server first; a loaded
+    one that has not started takes the file's edits, one that has run is named (a scripted
+    run checks its script against the graph before it loads anything). Exits 0 only if every task succeeded (and --verify passed,
     and with --commit every success was committed); Ctrl-C (SIGINT) or SIGTERM stops the
     runners, whose attempts are requeued uncharged, and exits 130 or 143. A server that
     goes away is waited for up to 120 s. Each --check is defined on the server first, for the agents' run_check tool
