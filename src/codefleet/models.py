@@ -144,6 +144,7 @@ class EventType(StrEnum):
     TASK_BLOCKED_UPSTREAM = "task_blocked_upstream"
     TASK_CANCELLED = "task_cancelled"
     TASK_RETRIED = "task_retried"
+    TASK_REDEFINED = "task_redefined"
     LEASE_ACQUIRED = "lease_acquired"
     LEASE_DENIED = "lease_denied"
     LEASE_RELEASED = "lease_released"

@@ -409,6 +409,8 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
             "migrations": {"start": 1}
         }  # sequence_defined; `next` takes one: number_allocated
         await client.create_tasks(GraphTasks(tasks, sequences=sequences), checks={"ok": "true"})
+        edited = {**tasks[5], "title": "x, edited"}  # `dropped` waits on `next`: not started
+        await client.load_tasks([edited], redefine=["dropped"])  # task_redefined
         await client.say("asker", "a note")  # operator_message, then _delivered in its prompt
         await client.cancel("dropped")
         await client.retry("dropped")

@@ -108,12 +108,12 @@ async def test_a_persons_write_takes_an_interactive_lease_shown_with_its_kind(
 async def test_a_session_id_that_is_the_prefix_of_another_gets_a_holder_of_its_own(
     client: FleetClient, server: ServerThread, workdir: Path
 ) -> None:
-    assert writes(server, workdir, "a.py", session="abcdefgh-long") == ""
-    assert writes(server, workdir, "b.py", session="abcdefgh") == ""
+    assert writes(server, workdir, "a.py", session="abcdef01-2345") == ""
+    assert writes(server, workdir, "b.py", session="abcdef01") == ""
 
     held = await leases(client)
-    assert held["a.py"][1] == "i-abcdefgh"
-    assert held["b.py"][1] not in ("i-abcdefgh", "")
+    assert held["a.py"][1] == "i-abcdef01"
+    assert held["b.py"][1] not in ("i-abcdef01", "")
 
 
 async def test_paths_are_canonicalized_exactly_like_the_runners(
@@ -160,8 +160,8 @@ async def test_two_people_exclude_each_other(
 async def test_a_short_session_id_equal_to_anothers_prefix_gets_a_name_of_its_own(
     client: FleetClient, server: ServerThread, workdir: Path
 ) -> None:
-    assert writes(server, workdir, "a.py", "abcdefgh-long") == ""
-    assert writes(server, workdir, "b.py", "abcdefgh") == ""  # 500 UNIQUE task_id, before
+    assert writes(server, workdir, "a.py", "abcdef01-2345") == ""
+    assert writes(server, workdir, "b.py", "abcdef01") == ""  # 500 UNIQUE task_id, before
 
     held = await leases(client)
     assert held["a.py"][1] != held["b.py"][1]
@@ -516,4 +516,4 @@ async def test_a_copilot_write_without_a_session_id_is_leased_to_the_tree_s_copi
     assert run(args, json.dumps(body), {"USER": "ada"}) == ""
 
     holder = (await leases(client))["c.py"]
-    assert holder[0] == "ada@copilot-" and holder[2] == "interactive"
+    assert holder[0] == "ada@copilot-tree" and holder[2] == "interactive"  # whole, not cut

@@ -182,3 +182,20 @@ def test_a_file_the_tree_changed_while_the_command_ran_stops_the_apply(tmp_path:
     refusal = changed_meanwhile(layer, changes)
     assert refusal is not None and refusal.startswith("b.py changed in the shared tree")
     assert "nothing was applied" in refusal
+
+
+def test_gits_own_files_a_command_touched_are_kept_out_not_reported_refused(
+    tmp_path: Path,
+) -> None:
+    tree = make_tree(tmp_path / "tree")
+    (tree / ".git").mkdir()
+    changes = [  # what `git status` under a version-from-git build tool leaves (issue 40)
+        Change(".git/index", ChangeKind.MODIFIED, 10, 0o644),
+        Change("src/gen.py", ChangeKind.CREATED, 1, 0o644),
+    ]
+
+    result = sort_changes(changes, TreeRoot(tree))
+
+    assert [c.path for c in result.kept_out] == [".git/index"]
+    assert result.refused == ()
+    assert [c.path for c in result.apply] == ["src/gen.py"]

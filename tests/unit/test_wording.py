@@ -35,8 +35,11 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("task_failed", {"error_kind": "check_unrunnable", "error": "install it " * 40}),
     ("task_unblocked", {"by": "T1"}),
     ("task_blocked_upstream", {"upstream": "T1"}),
+    ("task_blocked_upstream", {"upstream": "T1", "upstream_status": "cancelled"}),
+    ("task_blocked_upstream", {"upstream": "T1", "upstream_status": "blocked_upstream"}),
     ("task_cancelled", {}),
     ("task_retried", {}),
+    ("task_redefined", {"title": "edit a", "depends_on": ["T0"]}),
     ("lease_acquired", {"path": "a.py", "tool": "Edit", "kind": "interactive"}),
     (
         "lease_denied",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import ssl
 import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 if "httpx" not in sys.modules:
@@ -432,6 +432,17 @@ class FleetClient:
         self, tasks: list[dict[str, Any]], checks: Mapping[str, str] | None = None
     ) -> list[str]:
         """Post a graph atomically; a loaded graph (`graph.GraphTasks`) brings its checks."""
+        return (await self.load_tasks(tasks, checks))["created"]
+
+    async def load_tasks(
+        self,
+        tasks: list[dict[str, Any]],
+        checks: Mapping[str, str] | None = None,
+        redefine: Iterable[str] = (),
+    ) -> dict[str, list[str]]:
+        """`create_tasks`, where the stored tasks named in `redefine` that have not started
+        take the batch's definitions (one that has started refuses the batch); returns the
+        ids `created` and `redefined`."""
         checks = checks if checks is not None else getattr(tasks, "checks", None)
         body: dict[str, Any] = {"tasks": list(tasks)}
         if checks:
@@ -445,8 +456,11 @@ class FleetClient:
         integration = getattr(tasks, "integration", None)
         if integration:
             body["integration"] = integration
+        redefine = list(redefine)
+        if redefine:
+            body["redefine"] = redefine
         result = await self._json("POST", "/tasks", body=body, timeout=120.0)
-        return list(result["created"])
+        return {"created": list(result["created"]), "redefined": list(result.get("redefined", []))}
 
     async def checks(self) -> dict[str, str]:
         """The named checks: `{name: command}`."""

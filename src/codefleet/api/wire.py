@@ -196,6 +196,8 @@ class GraphBody(_Body):
     checks: Checks = {}
     sequences: Sequences = {}
     integration: CheckName | None = None  # the check every landing must pass
+    # Stored tasks this load may write over, if they have not started (else: refused).
+    redefine: Annotated[list[TaskId], Field(max_length=MAX_TASKS)] = []
 
 
 class IntegrationBody(_Body):
@@ -469,6 +471,10 @@ class FleetBody(_Body):
     ok: StrictBool | None = None
     verify: JsonObject | None = None
     summary: JsonObject | None = None
+    # The run's agents' flags, so the hints after it name the same run (`cli.again`).
+    agents: Literal["live", "dry-run", "offline"] | None = None
+    script: Annotated[StrictStr, Field(max_length=MAX_PATH)] | None = None
+    graph: Annotated[StrictStr, Field(max_length=MAX_PATH)] | None = None
 
 
 # -- a person's own Claude Code session (`codefleet hook`, `codefleet release`) ------------

@@ -242,14 +242,16 @@ def run(
 ) -> None:
     """Start N runners against a running server, wait for the graph to drain, print a verdict.
 
-    Loads the tasks of ./codefleet.yaml (or --graph) not yet on the server first, and names
-    loaded ones the file changed. Exits 0 only if every task succeeded (and --verify passed,
+    Loads the tasks of ./codefleet.yaml (or --graph) not yet on the server first; a loaded
+    one that has not started takes the file's edits, one that has run is named (a scripted
+    run checks its script against the graph before it loads anything). Exits 0 only if every task succeeded (and --verify passed,
     and with --commit every success was committed); Ctrl-C (SIGINT) or SIGTERM stops the
     runners, whose attempts are requeued uncharged, and exits 130 or 143. A server that
     goes away is waited for up to 120 s. Each --check is defined on the server first, for the agents' run_check tool
     and for the tasks' verify: key. Without a key: --dry-run --script FILE or
     --offline --model-script FILE. --max-cost sets the fleet's budget on the server.
     """
+    from codefleet.cli.again import RunFlags
     from codefleet.cli.agents import AgentChoice
     from codefleet.cli.fleetrun import RunPlan, drive, exit_code, report
 
@@ -270,11 +272,12 @@ def run(
         verify=verify,
         no_questions=no_questions,
         json_out=json_out,
+        flags=RunFlags(agents.mode, script or model_script, graph),
     )
     caught: list[signal.Signals] = []
     outcome = call_server(settings, lambda _: drive(plan, caught))
     report(plan, outcome)
-    raise typer.Exit(exit_code(caught, outcome.ok))
+    raise typer.Exit(exit_code(caught, outcome.ok, plan.flags.command()))
 
 
 def _runner_kw(settings: Settings, task_timeout: float | None) -> dict[str, Any]:

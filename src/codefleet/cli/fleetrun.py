@@ -24,11 +24,13 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from codefleet.api.client import FleetClient
+    from codefleet.cli.again import RunFlags
     from codefleet.cli.agents import Agents
     from codefleet.cli.runprep import GraphFile
     from codefleet.config import Settings
     from codefleet.models import AgentKind
     from codefleet.review.live import LiveCommitter
+    from codefleet.ui.report import RunShare
     from codefleet.ui.scopes import ScopeWatch
 
 __all__ = ["Outcome", "RunPlan", "drive", "exit_code", "report"]
@@ -50,6 +52,7 @@ class RunPlan:
     verify: str | None
     no_questions: bool
     json_out: bool
+    flags: RunFlags  # recorded in `fleet_started`: the hints after a failure name them
 
     @property
     def simulated(self) -> bool:
@@ -70,6 +73,7 @@ class Outcome:
     conflicts: list[dict[str, Any]]
     history: Any
     scopes: ScopeWatch
+    share: RunShare | None = None  # this run's own part of the server's figures
 
     @property
     def ok(self) -> bool:
@@ -80,8 +84,10 @@ async def drive(plan: RunPlan, caught: list[signal.Signals]) -> Outcome:
     """Settle the run with the server, run the fleet until it drains or is stopped, collect."""
     import asyncio
 
+    from codefleet.ui.report import RunShare
+
     settings = plan.settings
-    since, scopes = await _settle(plan)
+    since, scopes, at_start = await _settle(plan)
     prepare_dirs(settings.run_dir)
     if plan.committer is not None:
         plan.committer.start(settings.url, settings.token, since)
@@ -100,13 +106,16 @@ async def drive(plan: RunPlan, caught: list[signal.Signals]) -> Outcome:
             if listener is not None:
                 await listener
     async with make_client(settings) as client:
-        conflicts = await _conflicts_and_scopes(client, since, scopes)
-    return Outcome(result, conflicts, history, scopes)
+        conflicts, events = await _conflicts_and_scopes(client, since, scopes)
+    share = RunShare.of(at_start, result.tasks, events, conflicts, since)
+    return Outcome(result, conflicts, history, scopes, share)
 
 
-async def _settle(plan: RunPlan) -> tuple[int, ScopeWatch]:
-    """Load the graph and checks, set the budget; the event cursor and the declared scopes."""
+async def _settle(plan: RunPlan) -> tuple[int, ScopeWatch, list[dict[str, Any]]]:
+    """Load the graph and checks, set the budget; the event cursor, the declared scopes and
+    the tasks as the run starts."""
     from codefleet.cli.runprep import RunRefused, prepare_run
+    from codefleet.ui.scopes import ScopeWatch
 
     settings = plan.settings
     async with make_client(settings) as client:
@@ -125,7 +134,8 @@ async def _settle(plan: RunPlan) -> tuple[int, ScopeWatch]:
                 await client.set_integration(integration)
             except DomainError as err:  # an unknown check: the server names the known ones
                 raise fail(f"--integration: {err}") from None
-        return since, await _declared_scopes(client)
+        at_start = await client.tasks()
+        return since, ScopeWatch.of(at_start), at_start
 
 
 async def _fleet(plan: RunPlan, interrupt: asyncio.Event) -> Any:
@@ -149,6 +159,7 @@ async def _fleet(plan: RunPlan, interrupt: asyncio.Event) -> Any:
         say=lambda s: err_console.print(s, markup=False),
         simulated=plan.simulated,
         agent_for=lambda _: plan.agent,
+        started_with=plan.flags.payload(),
         **plan.runner_kw,
     )
 
@@ -185,7 +196,15 @@ def report(plan: RunPlan, outcome: Outcome) -> None:
         )
         return
     outside = outcome.scopes.outside
-    print_result(console, result, outcome.conflicts, simulated_cost=plan.simulated, outside=outside)
+    print_result(
+        console,
+        result,
+        outcome.conflicts,
+        simulated_cost=plan.simulated,
+        outside=outside,
+        again=plan.flags.command(),
+        share=outcome.share,
+    )
     if plan.committer is not None and history is not None:
         print_history(console, history, plan.committer.log(history))
 
@@ -222,15 +241,18 @@ def _answering(
     return asyncio.create_task(listen())
 
 
-def exit_code(caught: list[signal.Signals], ok: bool) -> int:
-    """0 when all went well; 128 + the signal (said on stderr) when the operator stopped it."""
+def exit_code(caught: list[signal.Signals], ok: bool, again: str = "codefleet run") -> int:
+    """0 when all went well; 128 + the signal (said on stderr) when the operator stopped it.
+
+    `again` is the command that carries on (the run's own flags: `cli.again`).
+    """
     from codefleet.cli.output import err_console
 
     if not caught:
         return 0 if ok else 1
     err_console.print(
         f"run: interrupted ({caught[0].name}): the runners left; an attempt in progress was "
-        "rolled back and requeued, not charged. `codefleet run` carries on.",
+        f"rolled back and requeued, not charged. `{again}` carries on.",
         markup=False,
     )
     return 128 + caught[0].value
@@ -261,18 +283,13 @@ def _default_signals() -> None:
         loop.remove_signal_handler(sig)
 
 
-async def _declared_scopes(client: FleetClient) -> ScopeWatch:
-    """Each task's scope as the run starts (`ui.scopes`)."""
-    from codefleet.ui.scopes import ScopeWatch
-
-    return ScopeWatch.of(await client.tasks())
-
-
 async def _conflicts_and_scopes(
     client: FleetClient, since: int, scopes: ScopeWatch
-) -> list[dict[str, Any]]:
-    """The server's conflicts; `scopes` follows the run's events (writes outside a scope)."""
-    for event in await client.all_events(since):
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The server's conflicts and the run's events; `scopes` follows them (writes outside
+    a scope)."""
+    events = await client.all_events(since)
+    for event in events:
         scopes.take(event)
     conflicts: list[dict[str, Any]] = await client.conflicts()
-    return conflicts
+    return conflicts, events

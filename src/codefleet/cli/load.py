@@ -39,7 +39,12 @@ def load(
     token: TokenOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Post a task graph (and its checks) to the server; the batch lands whole or not at all."""
+    """Post a task graph (and its checks) to the server; the batch lands whole or not at all.
+
+    Tasks are matched by id: a new one is created, one already loaded that has not started
+    takes the file's edits (said in one line), one that has run keeps its definition (the
+    line says how to replace it).
+    """
     from codefleet.api.graphfile import DEFAULT_GRAPH, OnServer, find_graph
     from codefleet.cli.output import console, err_console
 
@@ -49,26 +54,40 @@ def load(
     given_checks = parse_check_options(check)
     settings = settings_from(server_url=server, token=token)
 
-    async def post(client: FleetClient) -> list[str]:
+    async def post(client: FleetClient) -> tuple[dict[str, list[str]], list[str]]:
+        from codefleet.cli.runprep import plan_load
         from codefleet.fleet.programs import check_warnings
 
         health = await client.health()
         say = err_console.print if json_out else console.print
         say(f"load: tree {health['workdir']} · server {settings.url} · {path}", markup=False)
-        stored = frozenset(t["id"] for t in await client.tasks())
-        on_server = OnServer(stored, {**await client.checks(), **given_checks})
+        stored = {t["id"]: t for t in await client.tasks()}
+        on_server = OnServer(frozenset(stored), {**await client.checks(), **given_checks})
         tasks = _read(path, on_server)  # every problem at once, the server's tasks known
         checks = {**tasks.checks, **given_checks}
         for line in check_warnings(checks, _checks_tree(health, settings.workdir)):
             err_console.print(f"warning: {line}", style="yellow", markup=False)
-        created: list[str] = await client.create_tasks(tasks, checks)
-        return created
+        plan = plan_load(tasks, stored)
+        if not plan.new and not plan.redefine:
+            if checks:
+                await client.define_checks(checks)
+            return {"created": [], "redefined": []}, [
+                f"already loaded ({len(tasks)} task(s)): nothing to create",
+                *plan.lines,
+            ]
+        posted = tasks.with_tasks([*plan.new, *plan.redefine])
+        answer = await client.load_tasks(posted, checks, [t["id"] for t in plan.redefine])
+        return answer, plan.lines
 
-    created = call_server(settings, post)
+    answer, lines = call_server(settings, post)
     if json_out:
-        print_json({"created": created})
-    else:
+        print_json(answer)
+        return
+    created = answer["created"]
+    if created:
         console.print(f"created {len(created)} task(s): {' '.join(created)}", markup=False)
+    for line in lines:
+        console.print(line, markup=False)
 
 
 def _read(path: Path, on_server: OnServer) -> GraphTasks:

@@ -71,6 +71,9 @@ def tasks(
             budget = call_server(settings, lambda c: c.health())["budget"]
             simulated = bool(budget.get("simulated"))
             console.print(task_detail(data, reads, crop=console.is_terminal, simulated=simulated))
+            hint = _next_for(data, call_server(settings, _next_run))
+            if hint:
+                console.print(hint, markup=False)
         return
     rows = call_server(settings, lambda c: c.tasks(status))
     if json_out:
@@ -82,6 +85,23 @@ def tasks(
 _TASK_EVENTS = ("stale_read", "reconciled", "operator_message")
 _LANDING_EVENTS = ("landing_queued", "landed", "integration_failed")
 _LANDING_CHECKS = ("landing_check_started", "landing_check_finished")  # named by their batch
+
+
+async def _next_run(client: FleetClient) -> str:
+    from codefleet.cli.again import next_run
+
+    return await next_run(client)
+
+
+def _next_for(task: dict[str, Any], again: str) -> str | None:
+    """What to type next for this task, with the last run's flags (`cli.again`)."""
+    if task["status"] in ("failed", "cancelled"):
+        return f"next: `codefleet retry {task['id']}`, then `{again}`"
+    if task["status"] == "blocked_upstream":
+        return f"next: retry what it waits on (`codefleet retry --failed`), then `{again}`"
+    if task["status"] == "pending":
+        return f"next: `{again}` runs it"
+    return None
 
 
 async def _read_events(client: FleetClient, task_id: str) -> list[dict[str, Any]]:
@@ -117,7 +137,9 @@ def cancel(
 
     settings = settings_from(server_url=server, token=token)
 
-    async def go(client: FleetClient) -> dict[str, str | None]:
+    async def go(client: FleetClient) -> tuple[dict[str, str | None], str]:
+        from codefleet.cli.again import next_run
+
         refused: dict[str, str | None] = {}
         for task_id in task_ids:
             try:
@@ -127,13 +149,15 @@ def cancel(
                 raise  # the token, not the task: no other task would fare better
             except DomainError as err:  # refused for this task (unknown, already ended): go on
                 refused[task_id] = err.message
-        return refused
+        return refused, await next_run(client)
 
-    outcome = call_server(settings, go)
+    outcome, again = call_server(settings, go)
     for task_id, why in outcome.items():
         if why is None:
             console.print(
-                f"{task_id}: cancelled (`codefleet retry {task_id}` brings it back)", markup=False
+                f"{task_id}: cancelled (`codefleet retry {task_id}`, then `{again}`, brings it "
+                "back)",
+                markup=False,
             )
         else:
             err_console.print(f"{task_id}: not cancelled: {why}", markup=False)
@@ -230,21 +254,23 @@ def retry(
         raise fail("name the task(s) to retry, or pass --failed for every failed one (not both)")
     settings = settings_from(server_url=server, token=token)
 
-    async def go(client: FleetClient) -> list[str]:
+    async def go(client: FleetClient) -> tuple[list[str], str]:
+        from codefleet.cli.again import next_run
+
         ids = list(task_ids or ())
         if failed:
             ids = [t["id"] for t in await client.tasks() if t["status"] in ("failed", "cancelled")]
         for task_id in ids:
             await client.retry(task_id)
-        return ids
+        return ids, await next_run(client)
 
-    retried = call_server(settings, go)
+    retried, again = call_server(settings, go)
     if not retried:
         console.print("no failed or cancelled task to retry", markup=False)
     for task_id in retried:
         console.print(f"{task_id}: pending again (attempts reset)", markup=False)
     if retried:
-        console.print("next: `codefleet run` runs them", markup=False)
+        console.print(f"next: `{again}` runs them (the flags of the last run)", markup=False)
 
 
 @app.command(rich_help_panel=OPERATE)

@@ -249,8 +249,10 @@ class Engine:
     ) -> PreparedBatch:
         return self.operator.prepare_tasks(specs, checks)
 
-    def commit_tasks(self, batch: PreparedBatch) -> list[str]:
-        return self.operator.commit_tasks(batch)
+    def commit_tasks(
+        self, batch: PreparedBatch, redefine: frozenset[str] = frozenset()
+    ) -> list[str]:
+        return self.operator.commit_tasks(batch, redefine)
 
     def fleet_event(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         return self.operator.fleet_event(kind, payload)

@@ -358,6 +358,14 @@ class LiveIndex:
             if task_id in others:
                 others.remove(task_id)
 
+    def replace_parents(self, task_id: str, parents: Iterable[str]) -> None:
+        """The task's dependency edges are now `parents` (its children's stay)."""
+        for parent in self.parents.pop(task_id, ()):
+            siblings = self.children.get(parent, [])
+            if task_id in siblings:
+                siblings.remove(task_id)
+        self.add_edges((task_id, parent) for parent in parents)
+
     def parents_of(self, task_id: str) -> list[str]:
         return list(self.parents.get(task_id, ()))
 

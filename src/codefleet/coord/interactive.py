@@ -61,6 +61,7 @@ NOT_LEASABLE: Final = frozenset(
     {DenyReason.OUTSIDE_WORKDIR, DenyReason.PROTECTED_PATH, DenyReason.HARD_LINK}
 )
 USER_CHARS: Final = re.compile(r"[^A-Za-z0-9._-]")
+RANDOM_ID: Final = re.compile(r"[0-9a-fA-F-]+")  # a session id a prefix may stand for
 
 
 @dataclass(slots=True)
@@ -403,8 +404,11 @@ class InteractiveHolders:
 def _shorts(session_id: str) -> Iterator[str]:
     """A session's short names, shortest first: a prefix, then the whole id, then numbered.
 
+    Only a random id (hex and dashes: Claude Code's session ids) is cut to a prefix; a
+    worded one (`hold-root`, from `codefleet hold`) is named whole, never cut mid-word.
     A short id can equal another session's prefix (`abcdefgh` beside `abcdefgh-…`), so
     the whole id alone is not always free; a numbered one always is, in time.
     """
-    yield from dict.fromkeys(session_id[:width] for width in (8, 16, len(session_id)))
+    widths = (8, 16, len(session_id)) if RANDOM_ID.fullmatch(session_id) else (len(session_id),)
+    yield from dict.fromkeys(session_id[:width] for width in widths)
     yield from (f"{session_id}~{n}" for n in itertools.count(2))

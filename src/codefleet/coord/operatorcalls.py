@@ -1,7 +1,7 @@
 """The operator's calls: checks, a graph load, the run's events, limits, a task's cancel and retry.
 
 `define_checks`, `create_tasks` (`prepare_tasks` off the loop, then
-`commit_tasks` on it), `fleet_event`, `record_commits`, and the fleet's
+`commit_tasks` on it, which may also redefine stored tasks that have not started), `fleet_event`, `record_commits`, and the fleet's
 `set_budget` and `resume`. A load is checked whole before anything lands
 (`graph`: pure), then inserted in one `transition` through the checks
 registry and the task table. A task's own calls are `cancel` (fence its runner,
@@ -78,19 +78,53 @@ class OperatorCalls:
         """The heavy, state-free half of a load (`graph`); safe to run off the loop thread."""
         return validation.prepare_tasks(self.tree, specs, checks)
 
-    def commit_tasks(self, batch: PreparedBatch) -> list[str]:
+    def commit_tasks(
+        self, batch: PreparedBatch, redefine: frozenset[str] = frozenset()
+    ) -> list[str]:
         """Check the batch against what is stored now, then insert it in one transaction.
 
         A task below an already-dead parent is born `blocked_upstream` (`TaskTable.create`).
+        A stored id named in `redefine` is written over (`TaskTable.redefine`) if the task
+        has not started (pending, never assigned); one that has started refuses the batch.
+        Returns the ids created (the batch's others were redefined).
         """
-        validation.check_against(batch, self.tasks.index.status, self.checks.known())
+        status = self.tasks.index.status
+        asked = {t: self._not_started(t) for t in redefine if t in status}
+        redefined = validation.check_against(batch, status, self.checks.known(), asked)
+        if redefined:
+            validation.reject_stored_cycles(batch, redefined, self.store.edges())
         at = to_iso(self.clock())
         rows, edges = validation.task_rows(batch, self.store.max_seq(), at, self.max_attempts)
+        deps = [spec.depends_on for spec in batch.specs]
+        new = [n for n, row in enumerate(rows) if row["id"] not in redefined]
+        old = [n for n, row in enumerate(rows) if row["id"] in redefined]
         with self.transition():
             self.checks.define(batch.checks, at)
-            self.tasks.create(rows, edges, [spec.depends_on for spec in batch.specs])
+            if new:
+                ids = {rows[n]["id"] for n in new}
+                self.tasks.create(
+                    [rows[n] for n in new],
+                    [e for e in edges if e[0] in ids],
+                    [deps[n] for n in new],
+                )
+            if old:
+                self.tasks.redefine(
+                    [rows[n] for n in old],
+                    [e for e in edges if e[0] in redefined],
+                    [deps[n] for n in old],
+                )
         self.kick()
-        return batch.ids
+        return [str(rows[n]["id"]) for n in new]
+
+    def _not_started(self, task_id: str) -> bool:
+        """Pending and never assigned: no attempt, no history a redefinition would hide."""
+        row = self.store.task(task_id)
+        return (
+            row is not None
+            and row["status"] == TaskStatus.PENDING
+            and row["attempts"] == 0
+            and row["assigned_at"] is None
+        )
 
     def fleet_event(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         """The run's bookends (`fleet_started`, `run_finished`): events only."""

@@ -22,6 +22,11 @@ TASK_COLUMNS: Final = frozenset(
         "attempts",
         "uncharged_attempts",
         "max_attempts",
+        "verify",
+        "agent",
+        "on_stale_read",
+        "ask",
+        "shell",
         "backoff_until",
         "result_summary",
         "error",
@@ -131,6 +136,8 @@ SELECT_LANDED_SINCE: Final = """SELECT id, title, landed_order FROM tasks
 SELECT_TASK_STATUSES: Final = "SELECT id, status FROM tasks"
 SELECT_MAX_SEQ: Final = "SELECT COALESCE(MAX(seq), 0) FROM tasks"
 SELECT_ALL_EDGES: Final = "SELECT task_id, depends_on_id FROM task_dependencies"
+SELECT_PARENTS: Final = "SELECT depends_on_id FROM task_dependencies WHERE task_id = ?"
+DELETE_PARENTS: Final = "DELETE FROM task_dependencies WHERE task_id = ?"
 COUNT_TASKS_BY_STATUS: Final = "SELECT status, COUNT(*) FROM tasks GROUP BY status"
 SUM_TASK_USAGE: Final = """SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
     COALESCE(SUM(cost_usd), 0) FROM tasks"""

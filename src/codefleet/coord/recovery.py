@@ -46,6 +46,7 @@ def reload_tasks(idx: LiveIndex, store: Store, task_ids: set[str]) -> None:
             idx.drop(task_id)  # its insert was rolled back
         else:
             idx.status[task_id] = TaskStatus(row["status"])
+            idx.replace_parents(task_id, store.parents(task_id))  # a redefinition's edges
     relive = [live_task(row) for row in rows.values() if row and row["status"] in LIVE]
     for task in relive:
         task.unmet = idx.unmet_of(task.id)

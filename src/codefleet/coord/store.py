@@ -84,6 +84,15 @@ class Store(EventLog):
         self._db.executemany(q.INSERT_TASK, rows)
         self._db.executemany(q.INSERT_DEPENDENCY, list(edges))
 
+    def replace_dependencies(self, task_id: str, parents: Iterable[str]) -> None:
+        """The task now depends on `parents` only (a redefinition of a task not started)."""
+        if not self._depth:
+            raise RuntimeError("store writes must run inside transaction()")
+        self.touched.tasks.add(task_id)
+        self._flush()
+        self._db.execute(q.DELETE_PARENTS, (task_id,))
+        self._db.executemany(q.INSERT_DEPENDENCY, [(task_id, p) for p in parents])
+
     def update_task(self, task_id: str, **fields: Any) -> None:
         unknown = set(fields) - q.TASK_COLUMNS
         if unknown:
@@ -153,6 +162,10 @@ class Store(EventLog):
 
     def edges(self) -> list[tuple[str, str]]:
         return [(r[0], r[1]) for r in self._read(q.SELECT_ALL_EDGES)]
+
+    def parents(self, task_id: str) -> list[str]:
+        """The tasks `task_id` depends on."""
+        return [str(r[0]) for r in self._read(q.SELECT_PARENTS, (task_id,))]
 
     def task_counts(self) -> dict[str, int]:
         return {r[0]: r[1] for r in self._read(q.COUNT_TASKS_BY_STATUS)}

@@ -55,6 +55,23 @@ NO_BACKOFF = frozenset(
 )
 
 
+# What a redefinition writes over a stored task (its seq, status and history stay).
+REDEFINED_COLUMNS: Final = (
+    "title",
+    "description",
+    "priority",
+    "file_scope",
+    "max_attempts",
+    "verify",
+    "agent",
+    "on_stale_read",
+    "ask",
+    "shell",
+    "resources",
+    "updated_at",
+)
+
+
 class TaskTable:
     """The live index of one engine and its task transitions; runs on the engine's thread."""
 
@@ -379,7 +396,12 @@ class TaskTable:
             self.store.update_task(
                 task_id, status=TaskStatus.BLOCKED_UPSTREAM, error=message, updated_at=at
             )
-            self.store.emit(EventType.TASK_BLOCKED_UPSTREAM, task_id=task_id, upstream=root)
+            self.store.emit(
+                EventType.TASK_BLOCKED_UPSTREAM,
+                task_id=task_id,
+                upstream=root,
+                upstream_status=self.index.status[root],  # "blocked: C1 was cancelled"
+            )
 
     def retry(self, task_id: str, now: datetime) -> None:
         """A failed or cancelled task starts over; the dependents it blocked come back."""
@@ -429,6 +451,33 @@ class TaskTable:
         self.store.emit(EventType.TASK_RETRIED, task_id=task_id, reason=reason, attempt=0)
 
     # -- a graph load --------------------------------------------------------------------
+
+    def redefine(
+        self, rows: list[Row], edges: list[tuple[str, str]], depends_on: Sequence[Sequence[str]]
+    ) -> None:
+        """Write a checked batch's definitions over stored tasks that have not started.
+
+        Each keeps its seq, creation time and dependents; its fields and its own
+        dependency edges are the new ones. One below an already-dead parent is blocked.
+        """
+        idx = self.index
+        ids = {str(row["id"]) for row in rows}
+        old_parents = {p for task_id in ids for p in idx.parents_of(task_id)}
+        parents: dict[str, list[str]] = {task_id: [] for task_id in ids}
+        for child, parent in edges:
+            parents[child].append(parent)
+        for row in rows:
+            task_id = str(row["id"])
+            self.store.update_task(task_id, **{k: row[k] for k in REDEFINED_COLUMNS})
+            self.store.replace_dependencies(task_id, parents[task_id])
+            idx.replace_parents(task_id, parents[task_id])
+        self.store.emit_many(EventType.TASK_REDEFINED, validation.created_events(rows, depends_on))
+        reload_tasks(idx, self.store, ids)
+        idx.compute_chains(sorted(old_parents - ids))
+        roots = idx.dead_parents(sorted(ids), DEAD)
+        if roots:
+            self.block_dependents(roots, self.clock())
+        self.idle_announced = False
 
     def create(
         self, rows: list[Row], edges: list[tuple[str, str]], depends_on: Sequence[Sequence[str]]

@@ -6,9 +6,12 @@ of its own. Validation happens before the first write, in two halves.
 `prepare_tasks` is the heavy one, so the server runs it off the event loop: at most `MAX_BATCH_SCOPE_PATHS` scope paths in all, ids well-formed and
 unique in the batch, every declared scope path canonical and inside the tree
 (a `stat` each), no cycle (self-dependency included). `check_against` is the
-cheap one, on the loop: ids not already stored, every dependency known (in
-the batch or stored), `verify` naming a known check; `task_rows` builds the
-rows the engine then inserts.
+cheap one, on the loop: ids not already stored (unless the load redefines a
+stored task that has not started: `redefine`), every dependency known (in
+the batch or stored), `verify` naming a known check; a redefinition's new
+dependencies make no cycle with the stored edges (`reject_stored_cycles`);
+`task_rows` builds the rows the engine then inserts (or writes over the
+redefined ones).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codefleet.coord.checks import validated_checks
+from codefleet.dag import find_cycle
 from codefleet.errors import InvalidGraph, TooLarge
 from codefleet.models import MAX_BATCH_SCOPE_PATHS, TaskStatus, new_task_id
 from codefleet.paths import PathRejected, TreeRoot
@@ -30,6 +34,7 @@ __all__ = [
     "check_against",
     "prepare_tasks",
     "reject_cycles",
+    "reject_stored_cycles",
     "task_rows",
 ]
 
@@ -81,11 +86,20 @@ def prepare_tasks(
 
 
 def check_against(
-    batch: PreparedBatch, stored: Mapping[str, TaskStatus], known_checks: Mapping[str, str]
-) -> None:
-    """The cheap half: ids not stored yet, dependencies known, `verify` naming a known check."""
-    _validate_against_state(batch.specs, batch.ids, stored)
+    batch: PreparedBatch,
+    stored: Mapping[str, TaskStatus],
+    known_checks: Mapping[str, str],
+    redefine: Mapping[str, bool] | None = None,
+) -> frozenset[str]:
+    """The cheap half: ids not stored yet, dependencies known, `verify` naming a known check.
+
+    `redefine` maps the stored ids this load may redefine to whether each has not
+    started yet; a stored id outside it is refused, one that has started too. Returns
+    the stored ids the batch redefines.
+    """
+    redefined = _validate_against_state(batch.specs, batch.ids, stored, redefine or {})
     _validate_verify(batch.specs, batch.ids, {**known_checks, **batch.checks})
+    return redefined
 
 
 def task_rows(
@@ -155,11 +169,24 @@ def _validated_ids(specs: Sequence[NewTask]) -> list[str]:
 
 
 def _validate_against_state(
-    specs: Sequence[NewTask], ids: list[str], stored: Mapping[str, TaskStatus]
-) -> None:
+    specs: Sequence[NewTask],
+    ids: list[str],
+    stored: Mapping[str, TaskStatus],
+    redefine: Mapping[str, bool],
+) -> frozenset[str]:
+    redefined: set[str] = set()
     for task_id in ids:
-        if task_id in stored:
+        if task_id not in stored:
+            continue
+        if task_id not in redefine:
             raise _already_loaded(task_id)
+        if not redefine[task_id]:
+            raise InvalidGraph(
+                f"task {task_id} has started ({stored[task_id]}) since the graph was read: "
+                "its definition is kept; load the graph again to see how to replace it",
+                {"problem": "already_started", "task_id": task_id},
+            )
+        redefined.add(task_id)
     in_batch = set(ids)
     for spec, task_id in zip(specs, ids, strict=True):
         for dep in spec.depends_on:
@@ -168,6 +195,7 @@ def _validate_against_state(
                     f"task {task_id} depends on unknown task {dep}",
                     {"problem": "unknown_dependency", "task_id": task_id, "depends_on": dep},
                 )
+    return frozenset(redefined)
 
 
 def _validate_verify(specs: Sequence[NewTask], ids: list[str], checks: Mapping[str, str]) -> None:
@@ -223,6 +251,28 @@ def _check_size(specs: Sequence[NewTask]) -> None:
             f"{MAX_BATCH_SCOPE_PATHS} one load may hold; split the graph into several loads "
             "(a task may depend on tasks of an earlier load)",
             {"problem": "too_many_scope_paths", "paths": paths, "limit": MAX_BATCH_SCOPE_PATHS},
+        )
+
+
+def reject_stored_cycles(
+    batch: PreparedBatch, redefined: frozenset[str], stored_edges: Sequence[tuple[str, str]]
+) -> None:
+    """A redefined task's new dependencies make no cycle with the stored tasks' edges.
+
+    `reject_cycles` looks at the batch alone, which holds for new tasks (a stored task
+    cannot depend on them); a redefined task may have stored dependents.
+    """
+    deps: dict[str, list[str]] = {}
+    for child, parent in stored_edges:
+        if child not in redefined:
+            deps.setdefault(child, []).append(parent)
+    for spec, task_id in zip(batch.specs, batch.ids, strict=True):
+        deps[task_id] = list(spec.depends_on)
+    cycle = find_cycle(deps)
+    if cycle:
+        raise InvalidGraph(
+            f"the graph has a dependency cycle: {' -> '.join(cycle)}",
+            {"problem": "cycle", "task_ids": sorted(set(cycle))},
         )
 
 

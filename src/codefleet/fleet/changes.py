@@ -13,7 +13,11 @@ themselves are not changes: a lease guards a file.
 `sort_changes` puts each change in one of three lists, in this order:
 
 - kept out: under a regenerable directory (`fleet.checkview.SKIP_DIRS`, the
-  check view's skip list) or ignored by the repository (`git check-ignore`);
+  check view's skip list), git's index (`.git/index`: any `git status`,
+  such as a version-from-git build tool runs under `pytest`, refreshes it;
+  it is never the task's work and nothing the agent did wrong; every other
+  write under `.git` is refused), or ignored by the repository
+  (`git check-ignore`);
 - refused: what the lock's one path rule (`TreeRoot.canonical`) refuses
   (protected paths, the database, the run directory, anything resolving
   outside the tree, hard-linked files), symbolic links, special files, and a
@@ -36,7 +40,7 @@ from typing import Final
 
 from codefleet.fleet.checkview import SKIP_DIRS
 from codefleet.fleet.layer import Layer
-from codefleet.paths import PathRejected, TreeRoot
+from codefleet.paths import GIT_DIR, PathRejected, TreeRoot
 
 __all__ = ["Change", "ChangeKind", "Sorted", "collect", "git_mode", "sort_changes"]
 
@@ -45,6 +49,7 @@ COMPARE_CHUNK: Final = 1 << 20
 GIT_TIMEOUT_S: Final = 30.0
 EXECUTABLE_MODE: Final = 0o755
 REGULAR_MODE: Final = 0o644
+GIT_INDEX: Final = "index"  # `.git/index`: git's stat cache, rewritten by a `git status`
 
 
 class ChangeKind(StrEnum):
@@ -228,7 +233,7 @@ def sort_changes(changes: Sequence[Change], tree: TreeRoot) -> Sorted:
     refused: list[tuple[Change, str]] = []
     rest: list[Change] = []
     for change in changes:
-        if not SKIP_DIRS.isdisjoint(change.path.split("/")):
+        if not SKIP_DIRS.isdisjoint(change.path.split("/")) or _git_index(change.path):
             kept.append(change)
         elif (why := _refusal(change, tree)) is not None:
             refused.append((change, why))
@@ -238,6 +243,12 @@ def sort_changes(changes: Sequence[Change], tree: TreeRoot) -> Sorted:
     kept += [c for c in rest if c.path in ignored]
     apply = tuple(c for c in rest if c.path not in ignored)
     return Sorted(apply, tuple(sorted(kept, key=lambda c: c.path)), tuple(refused))
+
+
+def _git_index(path: str) -> bool:
+    """Git's index file, which a read-only `git status` rewrites (its stat cache)."""
+    parts = [p.casefold() for p in path.split("/")]
+    return parts[-2:] == [GIT_DIR, GIT_INDEX]
 
 
 def _refusal(change: Change, tree: TreeRoot) -> str | None:

@@ -97,7 +97,8 @@ class CommandResult:
         else:
             lines.append(f"Applied to the shared tree: {_join(self.applied.applied)}")
         lines.append(
-            f"Kept out (regenerable or ignored): {_join(c.path for c in self.sorted.kept_out)}"
+            "Kept out (regenerable, ignored, or git's index a git status refreshed): "
+            f"{_join(c.path for c in self.sorted.kept_out)}"
         )
         refused = [f"{c.path} ({why})" for c, why in self.sorted.refused]
         lines.append(f"Refused (never applied): {_join(refused)}")

@@ -18,7 +18,7 @@ import re
 import socket
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -266,6 +266,7 @@ async def run_fleet(
     simulated: bool = False,
     agent_for: Callable[[int], str] | None = None,
     landing_worker: bool = True,
+    started_with: Mapping[str, Any] | None = None,
 ) -> FleetResult:
     """Run N runners until the graph drains, until no runner is left to drain it, or
     until `interrupt` is set (the operator's stop: the runners leave as interrupted).
@@ -280,13 +281,16 @@ async def run_fleet(
     claude); a Codex runner is named `codex-N`, so every view shows which agent it is.
     A landing worker (`fleet.landing`) runs beside the runners unless `landing_worker`
     is false (a test that stages a landing queue starts its own).
+    `started_with` goes into `fleet_started` too: the command's flags (`cli.again`).
     """
     kinds = [agent_for(n) if agent_for else "claude" for n in range(1, runners + 1)]
     started = time.monotonic()
     connect = connect or (lambda: FleetClient(url, token=token))
     async with FleetClient(url, token=token) as client:
         before = await client.tasks()
-        await client.fleet_started(runners=runners, **({"simulated": True} if simulated else {}))
+        await client.fleet_started(
+            runners=runners, **({"simulated": True} if simulated else {}), **(started_with or {})
+        )
         stop = asyncio.Event()
         options = [
             RunnerOptions(

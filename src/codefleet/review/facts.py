@@ -32,6 +32,7 @@ from codefleet.review.record import RunRecord
 
 __all__ = [
     "Attempt",
+    "LastRun",
     "Rollback",
     "RunFacts",
     "VerifyFailure",
@@ -113,6 +114,17 @@ class RunFacts:
     verify: Row | None  # the last run_finished's verify payload
     simulated: bool = False  # every fleet run said it had no real model: costs are priced
     landing: LandingFacts = field(default_factory=LandingFacts)
+    runs: int = 0  # the `fleet_started` events: the runs on this database
+    last_run: LastRun | None = None  # the last run's own part, when several ran
+
+
+@dataclass(frozen=True, slots=True)
+class LastRun:
+    """The last run's own figures, apart from the database's (every run's) totals."""
+
+    tasks: tuple[str, ...]  # the tasks with an event in it
+    succeeded: int
+    vetoes: int
 
 
 def _at(event: Row) -> datetime:
@@ -303,7 +315,23 @@ def run_facts(record: RunRecord) -> RunFacts:
         verify=finished[-1]["payload"].get("verify") if finished else None,
         simulated=_simulated(events),
         landing=landing_of(events),
+        runs=sum(e["type"] == EventType.FLEET_STARTED for e in events),
+        last_run=_last_run(events),
     )
+
+
+def _last_run(events: Sequence[Row]) -> LastRun | None:
+    """The events after the last `fleet_started`, when there were several runs."""
+    runs = _runs(events)
+    if len(runs) < 3:  # those before any run, then one run: its figures are the totals
+        return None
+    last = runs[-1]
+    touched = dict.fromkeys(
+        str(e["task_id"]) for e in last if e.get("task_id") and str(e["type"]).startswith("task_")
+    )
+    succeeded = {str(e["task_id"]) for e in last if e["type"] == EventType.TASK_SUCCEEDED}
+    vetoes = sum(e["type"] == EventType.LEASE_DENIED for e in last)
+    return LastRun(tuple(touched), len(succeeded), vetoes)
 
 
 def _simulated(events: Iterable[Row]) -> bool:

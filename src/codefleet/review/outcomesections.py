@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from codefleet.models import EventType
-from codefleet.review.facts import RunFacts, since_start
+from codefleet.review.facts import LastRun, RunFacts, since_start
 from codefleet.review.history import format_cost, success_order
 from codefleet.review.landingsections import landing_summary
 from codefleet.review.reportblocks import Bar, Block, Facts, Para, Section, Table, Timeline, seconds
@@ -83,6 +83,10 @@ def summary_section(facts: RunFacts) -> Section:
     ]
     if facts.landing.seen:
         items.insert(-2, ("landing", landing_summary(facts.landing)))
+    last = facts.last_run
+    if last is not None:  # several runs: the figures above are every run's
+        items[1] = ("tasks", f"{done} of {len(tasks)} succeeded (all {facts.runs} runs)")
+        items.insert(2, ("last run", _last_run_text(facts, last)))
     if facts.verify:
         items.insert(
             2, ("verify", f"`{facts.verify.get('command')}` exited {facts.verify.get('exit_code')}")
@@ -114,7 +118,24 @@ def summary_section(facts: RunFacts) -> Section:
         "verify": facts.verify,
         "branches": branches,
     }
+    if last is not None:
+        data["last_run"] = {
+            "tasks": list(last.tasks),
+            "succeeded": last.succeeded,
+            "vetoes": last.vetoes,
+        }
     return Section("summary", "Summary", tuple(blocks), data)
+
+
+def _last_run_text(facts: RunFacts, last: LastRun) -> str:
+    """The last run's own figures, and the failures it did not touch, named as old."""
+    text = f"{last.succeeded} of {len(last.tasks)} task(s) it worked on succeeded · {last.vetoes} veto(es)"
+    old = [
+        t["id"]
+        for t in facts.record.tasks
+        if t["status"] in ("failed", "cancelled", "blocked_upstream") and t["id"] not in last.tasks
+    ]
+    return text + (f" · old (not retried since an earlier run): {', '.join(old)}" if old else "")
 
 
 def timeline_section(facts: RunFacts) -> Section | None:

@@ -289,11 +289,13 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
         starts = await asyncio.to_thread(sequence_starts, engine.tree.root, body.sequences)
         engine.define_sequences(starts)  # a counter only ever rises: harmless if the load fails
         with collector_off():
-            created = engine.commit_tasks(prepared)
+            created = engine.commit_tasks(prepared, frozenset(body.redefine))
         engine.define_check_resources(check_resources(body.checks))
         if body.integration is not None:
             engine.set_integration(body.integration)
-        return _json({"created": created}, 201)
+        made = set(created)
+        redefined = [t for t in prepared.ids if t not in made]
+        return _json({"created": created, "redefined": redefined}, 201)
 
     @app.get("/checks")
     async def checks() -> JSONResponse:

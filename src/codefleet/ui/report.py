@@ -6,7 +6,8 @@ the run's own result; it holds no state. `run`, `demo` and `tasks` use it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console, Group
@@ -18,12 +19,62 @@ from codefleet.fleet.local import FleetResult
 from codefleet.ui.scopes import outside_text
 from codefleet.wording import cost_text, verify_blame_text
 
-__all__ = ["STATUS_STYLE", "cost_text", "print_result", "task_table", "veto_lines"]
+__all__ = [
+    "STATUS_STYLE",
+    "RunShare",
+    "attempts_text",
+    "cost_text",
+    "print_result",
+    "task_table",
+    "veto_lines",
+]
 
 NOTHING_RAN = (
-    "nothing ran: every task had finished before this run (`codefleet retry ID` runs one "
-    "again; `codefleet runs new` starts over on this tree)"
+    "nothing ran: every task had finished before this run (`codefleet retry ID`, then "
+    "`{again}`, runs one again; `codefleet runs new` starts over on this tree)"
 )
+DEAD = ("failed", "cancelled", "blocked_upstream")
+OLD_WORD = {
+    "failed": "failed",
+    "cancelled": "was cancelled",
+    "blocked_upstream": "was blocked upstream",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RunShare:
+    """This run's own part of what the server holds: the tasks it worked on, its vetoes, its cost.
+
+    The server's tasks and conflicts are the graph's, every run's; a run's verdict shows
+    its own figures apart, and names a failure of an earlier run as old.
+    """
+
+    touched: frozenset[str]  # the tasks with an event of this run (loaded, run, blocked...)
+    vetoes: int
+    cost: float
+    since: int = 0  # the last event before the run: a conflict after it is the run's
+
+    @classmethod
+    def of(
+        cls,
+        at_start: Iterable[Mapping[str, Any]],
+        at_end: Iterable[Mapping[str, Any]],
+        events: Iterable[Mapping[str, Any]],
+        conflicts: Iterable[Mapping[str, Any]],
+        since: int,
+    ) -> RunShare:
+        """From the tasks before and after the run, and the events and conflicts after `since`."""
+        before = {t["id"]: float(t.get("cost_usd") or 0) for t in at_start}
+        cost = sum(float(t.get("cost_usd") or 0) - before.get(t["id"], 0.0) for t in at_end)
+        touched = {
+            str(e["task_id"])
+            for e in events
+            if e.get("task_id") and str(e["type"]).startswith("task_")
+        }
+        vetoes = sum(1 for c in conflicts if int(c["event_id"]) > since)
+        return cls(frozenset(touched), vetoes, cost, since)
+
+
 STATUS_STYLE = {
     "pending": "dim",
     "assigned": "cyan",
@@ -45,6 +96,14 @@ def _note(task: dict[str, Any]) -> str:
     return task.get("error") or ""
 
 
+def attempts_text(task: Mapping[str, Any]) -> str:
+    """The charged attempts of `max_attempts`, and the free ones (an interrupted attempt,
+    a usage limit: not charged) apart: `1/3 +1 free`, never `2/3`."""
+    free = int(task.get("uncharged_attempts") or 0)
+    charged = int(task["attempts"]) - free
+    return f"{charged}/{task['max_attempts']}" + (f" +{free} free" if free else "")
+
+
 def task_table(tasks: list[dict[str, Any]], title: str = "Tasks", *, crop: bool = True) -> Table:
     """One row a task; `crop` shortens long titles and notes (for a terminal, not a pipe)."""
     title_max, note_max = (48, 90) if crop else (None, None)
@@ -57,7 +116,7 @@ def task_table(tasks: list[dict[str, Any]], title: str = "Tasks", *, crop: bool 
             Text(task["id"]),
             Text(task["title"][:title_max]),
             status,
-            f"{task['attempts']}/{task['max_attempts']}",
+            attempts_text(task),
             f"{task.get('cost_usd', 0.0):.4f}",
             Text(_note(task)[:note_max]),
         )
@@ -87,13 +146,19 @@ def print_result(
     *,
     simulated_cost: bool = False,
     outside: Mapping[str, list[str]] | None = None,
+    again: str = "codefleet run",
+    share: RunShare | None = None,
 ) -> None:
     """The task table, the vetoes, the verify output and the verdict panel.
 
-    `outside` is what each task wrote outside its declared scope (`scopes.ScopeWatch`).
+    `outside` is what each task wrote outside its declared scope (`scopes.ScopeWatch`);
+    `again` is the command that runs the fleet again with this run's flags (the hints
+    after a failure name it); `share` is this run's own part (without it, the figures
+    are the server's totals).
     """
     console.print(task_table(result.tasks, crop=console.is_terminal))
-    for line in veto_lines(conflicts):
+    own = [c for c in conflicts if share is None or int(c["event_id"]) > share.since]
+    for line in veto_lines(own):
         console.print(line)
     if result.verify is not None:
         style = "green" if result.verify.ok else "red"
@@ -110,16 +175,69 @@ def print_result(
         console.print(Text(f"runner stopped: {why}", style="bold red"))
     if result.stopped:
         console.print(Text(f"fleet stopped: {result.stopped}", style="bold red"))
-    done = sum(t["status"] == "succeeded" for t in result.tasks)
-    cost = sum(float(t.get("cost_usd") or 0) for t in result.tasks)
     verdict = Text("PASS" if result.ok else "FAIL", style="bold green" if result.ok else "bold red")
-    summary = Text(
-        f"{done}/{len(result.tasks)} tasks succeeded · {len(conflicts)} veto(es) · "
-        f"{cost_text(cost, simulated_cost)} · {result.duration_s:.2f}s"
-    )
+    summary = _summary(result, conflicts, simulated_cost, share, again)
     undeclared = outside_text(outside or {})
-    lines = [verdict, summary, *([Text(undeclared, style="yellow")] if undeclared else [])]
+    lines = [verdict, *summary, *([Text(undeclared, style="yellow")] if undeclared else [])]
     if result.nothing_ran:
-        lines.append(Text(NOTHING_RAN, style="yellow"))
+        lines.append(Text(NOTHING_RAN.format(again=again), style="yellow"))
     body = Group(*lines)
     console.print(Panel(body, title="verdict", expand=False))
+    failed = [
+        t["id"]
+        for t in result.tasks
+        if t["status"] in DEAD and (share is None or t["id"] in share.touched)
+    ]
+    if failed and not result.nothing_ran:
+        console.print(
+            Text(
+                f"next: `codefleet tasks {failed[0]}` says why; `codefleet retry --failed`, "
+                f"then `{again}`"
+            )
+        )
+
+
+def _summary(
+    result: FleetResult,
+    conflicts: list[dict[str, Any]],
+    simulated: bool,
+    share: RunShare | None,
+    again: str,
+) -> list[Text]:
+    """The figures under the verdict: this run's own, then the graph's when they differ."""
+    tasks = result.tasks
+    done = sum(t["status"] == "succeeded" for t in tasks)
+    timing = f"{result.duration_s:.2f}s"
+    if share is None:
+        cost = sum(float(t.get("cost_usd") or 0) for t in tasks)
+        return [
+            Text(
+                f"{done}/{len(tasks)} tasks succeeded · {len(conflicts)} veto(es) · "
+                f"{cost_text(cost, simulated)} · {timing}"
+            )
+        ]
+    own = [t for t in tasks if t["id"] in share.touched]
+    own_done = sum(t["status"] == "succeeded" for t in own)
+    lines = [
+        Text(
+            f"this run: {own_done}/{len(own)} task(s) succeeded · {share.vetoes} veto(es) · "
+            f"{cost_text(share.cost, simulated)} · {timing}"
+        )
+    ]
+    if len(own) == len(tasks):
+        return lines
+    lines.append(Text(f"the graph: {done}/{len(tasks)} tasks succeeded (every run's)"))
+    for task in tasks:
+        if task["status"] in DEAD and task["id"] not in share.touched:
+            way = (
+                "it comes back when what it waits on is retried"
+                if task["status"] == "blocked_upstream"
+                else f"`codefleet retry {task['id']}`, then `{again}`"
+            )
+            lines.append(
+                Text(
+                    f"old: {task['id']} {OLD_WORD[task['status']]} before this run ({way})",
+                    style="yellow",
+                )
+            )
+    return lines

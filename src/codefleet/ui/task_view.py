@@ -64,7 +64,13 @@ def task_detail(
 
 def _fields(task: dict[str, Any], crop: bool, simulated: bool) -> list[tuple[str, Text]]:
     status = Text(task["status"], style=STATUS_STYLE.get(task["status"], ""))
-    status.append(f" · attempt {task['attempts']} of {task['max_attempts']}", style="")
+    free = int(task.get("uncharged_attempts") or 0)
+    charged = int(task["attempts"]) - free
+    status.append(
+        f" · attempts: {charged} of {task['max_attempts']} charged"
+        + (f" (+{free} not charged)" if free else ""),
+        style="",
+    )
     if task.get("assigned_agent_id") and task["status"] in ("assigned", "running"):
         status.append(f" · on {task['assigned_agent_id']}")
     rows = [("status", status)]

@@ -265,7 +265,7 @@ def _task_row(task: Mapping[str, Any], landing: LandingFacts) -> TaskRow:
         id=task["id"],
         title=task["title"],
         status=task["status"],
-        attempts=int(task["attempts"]),
+        attempts=int(task["attempts"]) - int(task.get("uncharged_attempts") or 0),  # charged
         max_attempts=int(task["max_attempts"]),
         cost_usd=float(task.get("cost_usd") or 0.0),
         note=" · ".join(filter(None, (f"landed #{order}" if order else "", note))),
