@@ -20,6 +20,7 @@ from tool_support import unavailable
 
 from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
+from codefleet.fleet.local import run_fleet
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.fleet.views import Mask, ViewKind, host_view, run_in_view
@@ -201,3 +202,26 @@ async def test_a_tasks_check_runs_in_a_layer_with_the_other_tasks_file_at_its_pr
 
 async def _succeeded(client: FleetClient, task_id: str) -> bool:
     return bool((await client.task(task_id))["status"] == "succeeded")
+
+
+async def test_a_tasks_check_with_views_inside_the_tree_runs_in_a_copy_and_says_so(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST)
+    inside = workdir / ".views"
+    inside.mkdir()
+    script = {"t": [{"check": "look"}, {"expect_check": "pass"}]}
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": "t", "title": "t", "description": "do it"}], {"look": "pwd; cat a.py"}
+        )
+        executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
+        result = await run_fleet(server.url, 1, lambda _: executor, workdir,
+                                 workdir.parent / "runs", check_dir=inside)  # fmt: skip
+        [finished] = [e["payload"] for e in await client.events(type_="check_finished")]
+
+    assert result.all_succeeded
+    assert finished["view"] == "copy" and finished["view_files"] >= 2  # a.py, pkg/b.py, ...
+    assert finished["output_tail"].endswith(f"/{workdir.name}\nA = 1\n")
+    assert not finished["output_tail"].startswith(f"{workdir}\n")  # not at the tree's path
+    assert list(inside.iterdir()) == []
