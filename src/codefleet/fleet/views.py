@@ -1,4 +1,4 @@
-"""Where a check's command runs: a view of the tree, built in time that grows with the change.
+"""Where a check runs: `run_in_view`, an overlay layer on the tree's path, or the copy.
 
 `run_in_view` is the one way a check command runs, for a task's checks
 (`fleet.checks`) and for landing alike: it asks its `MaskSource` which files
