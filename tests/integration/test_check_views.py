@@ -10,6 +10,9 @@ reason (and fail under CI).
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -225,3 +228,19 @@ async def test_a_tasks_check_with_views_inside_the_tree_runs_in_a_copy_and_says_
     assert finished["output_tail"].endswith(f"/{workdir.name}\nA = 1\n")
     assert not finished["output_tail"].startswith(f"{workdir}\n")  # not at the tree's path
     assert list(inside.iterdir()) == []
+
+
+def test_doctor_says_where_checks_run_and_why_a_copy(tmp_path: Path, layered: Path) -> None:
+    def doctor(**env: str) -> dict[str, Any]:
+        ran = subprocess.run(
+            [sys.executable, "-m", "codefleet.cli", "doctor", "--json", "--workdir", str(tmp_path)],
+            capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**os.environ, **env},
+        )  # fmt: skip
+        [found] = [c for c in json.loads(ran.stdout) if c["name"] == "check-views"]
+        return dict(found)
+
+    layer, copy = doctor(), doctor(CODEFLEET_CHECK_DIR=str(tmp_path / "inside"))
+
+    assert layer["ok"] and "overlay layers on the tree's path" in layer["detail"]
+    assert not copy["ok"] and copy["required"] is False
+    assert "copies of the tree" in copy["detail"] and "inside the tree" in copy["detail"]

@@ -64,6 +64,7 @@ __all__ = [
     "decode_preimages",
     "foreign_mask",
     "host_view",
+    "layer_problem",
     "run_in_view",
 ]
 
@@ -175,16 +176,21 @@ async def run_in_view(
 
 def host_view(root: Path, view_dir: Path | None = None) -> ViewKind:
     """The layer if one can be mounted over `root` with views under `view_dir`, else the copy."""
-    problem = _layer_problem(root.resolve(), (view_dir or Path(tempfile.gettempdir())).resolve())
+    problem = layer_problem(root, view_dir)
     if problem is not None:
         log.info("checks of %s run in a copy of the tree: %s", root, problem)
         return ViewKind.COPY
     return ViewKind.LAYER
 
 
+def layer_problem(root: Path, view_dir: Path | None = None) -> str | None:
+    """Why no layer can be mounted over `root` with views under `view_dir`, or None."""
+    return _probed(root.resolve(), (view_dir or Path(tempfile.gettempdir())).resolve())
+
+
 @functools.cache
-def _layer_problem(root: Path, view_dir: Path) -> str | None:
-    """Why no layer can be mounted over `root` from `view_dir` (probed once), or None."""
+def _probed(root: Path, view_dir: Path) -> str | None:
+    """`layer_problem`, probed once per tree and view directory with `true` in a layer."""
     support = shell_support()
     if support.problem is not None or support.unshare is None:
         return support.problem or "no `unshare`"
