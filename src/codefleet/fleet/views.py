@@ -176,11 +176,7 @@ async def run_in_view(
 
 def host_view(root: Path, view_dir: Path | None = None) -> ViewKind:
     """The layer if one can be mounted over `root` with views under `view_dir`, else the copy."""
-    problem = layer_problem(root, view_dir)
-    if problem is not None:
-        log.info("checks of %s run in a copy of the tree: %s", root, problem)
-        return ViewKind.COPY
-    return ViewKind.LAYER
+    return ViewKind.COPY if layer_problem(root, view_dir) is not None else ViewKind.LAYER
 
 
 def layer_problem(root: Path, view_dir: Path | None = None) -> str | None:
@@ -190,7 +186,15 @@ def layer_problem(root: Path, view_dir: Path | None = None) -> str | None:
 
 @functools.cache
 def _probed(root: Path, view_dir: Path) -> str | None:
-    """`layer_problem`, probed once per tree and view directory with `true` in a layer."""
+    """`layer_problem`, probed once per tree and view directory (logged when it is a copy)."""
+    problem = _probe(root, view_dir)
+    if problem is not None:
+        log.info("checks of %s run in a copy of the tree: %s", root, problem)
+    return problem
+
+
+def _probe(root: Path, view_dir: Path) -> str | None:
+    """Mount a real layer over `root` from `view_dir` and run `true` in it."""
     support = shell_support()
     if support.problem is not None or support.unshare is None:
         return support.problem or "no `unshare`"
@@ -198,7 +202,10 @@ def _probed(root: Path, view_dir: Path) -> str | None:
         return f"views are made inside the tree ({view_dir})"
     if MOUNT_UNSAFE.intersection(f"{root}{view_dir}"):
         return "the tree's path has a character a mount option cannot hold"
-    base = Path(tempfile.mkdtemp(prefix=VIEW_PREFIX, dir=view_dir))
+    try:
+        base = Path(tempfile.mkdtemp(prefix=VIEW_PREFIX, dir=view_dir))
+    except OSError as err:
+        return f"no view can be made in {view_dir} ({err.strerror})"
     try:
         argv = layer_argv(build_layer(root, base, ()), "true", CHECK_SANDBOX, support.unshare)
         ran = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
