@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from codefleet.fleet.checks import CheckResult
 from codefleet.fleet.views import ViewKind
 from codefleet.models import CheckPurpose
 from codefleet.wording import phrase
 
 
-def result(**fields: object) -> CheckResult:
-    return CheckResult("test", CheckPurpose.TOOL, "pytest -q", exit_code=0, **fields)  # type: ignore[arg-type]
+def result(**fields: Any) -> CheckResult:
+    return CheckResult("test", CheckPurpose.TOOL, "pytest -q", exit_code=0, **fields)
 
 
 def test_the_agent_is_told_whether_it_ran_in_an_overlay_or_a_copy_and_why_it_ran_twice() -> None:
