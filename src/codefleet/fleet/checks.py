@@ -33,10 +33,22 @@ from codefleet.errors import DomainError, NotOwner, StaleEpoch
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.fleet.programs import NOT_RUNNABLE, not_started_text
 from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S, ResourceTools, wait_for_resources
-from codefleet.fleet.views import ViewFailed, ViewKind, foreign_mask, run_in_view
+from codefleet.fleet.views import (
+    ViewFailed,
+    ViewKind,
+    decode_preimages,
+    foreign_mask,
+    run_in_view,
+)
 from codefleet.models import CheckPurpose
 
-__all__ = ["CHECK_TOOL", "CheckLimits", "CheckResult", "Checker"]
+__all__ = [
+    "CHECK_TOOL",
+    "CheckLimits",
+    "CheckResult",
+    "Checker",
+    "decode_preimages",  # defined in `fleet.views`; kept here for its importers
+]
 
 log = logging.getLogger(__name__)
 
