@@ -414,9 +414,11 @@ class CheckEventBody(_Body):
     timed_out: StrictBool = False
     error: Annotated[StrictStr, Field(max_length=MAX_CHECK_TAIL)] | None = None
     duration_ms: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
+    view: Literal["layer", "copy"] | None = None
     view_ms: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
     view_files: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
     isolated: Annotated[list[Path_], Field(max_length=1000)] = []
+    disturbed: Annotated[list[Path_], Field(max_length=1000)] = []
     output_bytes: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
     output_tail: Annotated[StrictStr, Field(max_length=MAX_CHECK_TAIL)] | None = None
 

@@ -220,7 +220,7 @@ writing; run names the tasks the script lacks and does not start.
   edit: {path: P, old: A, new: B}  replace the first A with B; the step fails if A is absent
   append: {path: P, text: TEXT}    append TEXT to a file
   fail: MESSAGE                    end the attempt as a failure
-  check: NAME                      run a named check in an isolated copy of the tree
+  check: NAME                      run a named check in an isolated view of the tree
   expect_check: pass|fail          fail the attempt unless the last check did that
   expect_error: TEXT               fail unless the previous attempt's error contains TEXT
   sleep: SECONDS                   wait

@@ -221,6 +221,29 @@ def check_shell(settings: Settings) -> Check:
     return Check("shell", ok, support.describe, hint, required=settings.shell)
 
 
+def check_views(settings: Settings) -> Check:
+    """Where checks run here: overlay layers over the tree, or copies of it (optional)."""
+    from codefleet.fleet.views import layer_problem
+
+    tree = settings.workdir
+    if not tree.is_dir():
+        return Check("check-views", False, f"{tree} does not exist", required=False)
+    problem = layer_problem(tree, settings.check_dir)
+    if problem is None:
+        detail = (
+            "checks run in overlay layers on the tree's path (cost: the files other tasks hold)"
+        )
+        return Check("check-views", True, detail, required=False)
+    return Check(
+        "check-views",
+        False,
+        f"checks run in copies of the tree (cost: every file): {problem}",
+        "checks still work; a view costs only the held files with user namespaces and "
+        "overlayfs (Linux) and views made outside the tree (CODEFLEET_CHECK_DIR)",
+        required=False,
+    )
+
+
 def run_checks(settings: Settings, graph: Path | None) -> list[Check]:
     """Every check; a server that answers is also asked what a runner here needs of it."""
     from codefleet.cli.doctor_server import server_checks
@@ -236,6 +259,7 @@ def run_checks(settings: Settings, graph: Path | None) -> list[Check]:
         check_cli(),
         check_key(),
         check_shell(settings),
+        check_views(settings),
     ]
 
 

@@ -331,7 +331,7 @@ _GRAPH: Final = """\
 # at write time), depends_on, priority (1-5), max_attempts, verify (a check below
 # that must pass for the task to succeed). Unknown keys are an error.
 #
-# The checks run in a throwaway copy of the tree with the project's own tools, not
+# The checks run in a throwaway view of the tree with the project's own tools, not
 # CodeFleet's environment. The two tasks are examples: replace them with yours.
 
 {checks}tasks:

@@ -6,14 +6,12 @@ never from the agent. One run is:
 
 1. `check_started` is recorded (the server checks the caller still owns the
    attempt; a fenced runner learns it here and runs nothing);
-2. the isolated view is built in a fresh temp directory outside the tree:
-   the pre-images held for OTHER in-flight tasks are fetched, the tree is
-   copied (`checks_view.copy_tree`, in a worker thread), the pre-images are
-   fetched again (a lease taken during the copy is caught; the later answer
-   wins per path) and put back (`checks_view.overlay`);
-3. the command runs there (`fleet.shell.run_command`: time limit, output cap,
-   whole process group killed), and the directory is deleted;
-4. `check_finished` is recorded with the verdict, timings and output tail.
+2. the command runs in an isolated view (`fleet.views.run_in_view`) masked
+   by the pre-images of the files OTHER in-flight tasks hold: an overlay
+   layer on the tree's own path where one can be mounted, else a copy
+   (time limit, output cap, whole process group killed; the view deleted);
+3. `check_finished` is recorded with the verdict, timings, which view it
+   was, what it reset and output tail.
 
 An unknown name is refused locally with the list of known names (nothing
 runs, no event). A check that could not run (server unreachable, view
@@ -24,12 +22,7 @@ with the programs the lookup names (`programs.missing_programs`, in the view).
 
 from __future__ import annotations
 
-import asyncio
-import base64
 import logging
-import shutil
-import tempfile
-import time
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,15 +30,25 @@ from typing import Any, Final
 
 from codefleet.api.client import ServerUnavailable
 from codefleet.errors import DomainError, NotOwner, StaleEpoch
-from codefleet.fleet.checkview import copy_tree, overlay
 from codefleet.fleet.prewrite import WriteGate
-from codefleet.fleet.programs import NOT_RUNNABLE, missing_programs, not_started_text
+from codefleet.fleet.programs import NOT_RUNNABLE, not_started_text
 from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S, ResourceTools, wait_for_resources
-from codefleet.fleet.shell import check_env, run_command
+from codefleet.fleet.views import (
+    ViewFailed,
+    ViewKind,
+    decode_preimages,
+    foreign_mask,
+    run_in_view,
+)
 from codefleet.models import CheckPurpose
-from codefleet.rollback import PreImage
 
-__all__ = ["CHECK_TOOL", "CheckLimits", "CheckResult", "Checker", "decode_preimages"]
+__all__ = [
+    "CHECK_TOOL",
+    "CheckLimits",
+    "CheckResult",
+    "Checker",
+    "decode_preimages",  # defined in `fleet.views`; kept here for its importers
+]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +65,7 @@ class CheckLimits:
     output_chars: int = OUTPUT_CHARS
     exclude: tuple[Path, ...] = ()  # protected paths (database, run dir) if inside the tree
     view_dir: Path | None = None  # where views are made; None: the system temp dir
+    view: ViewKind | None = None  # None: a layer where one can be mounted, else a copy
     resource_wait: float = DEFAULT_RESOURCE_WAIT_S  # for the resources a check names
 
 
@@ -76,10 +80,12 @@ class CheckResult:
     timed_out: bool = False
     timeout_s: float = 0.0
     duration_s: float = 0.0
+    view: ViewKind | None = None  # the view it ran in (None: it did not run)
     view_ms: float = 0.0
     view_files: int = 0
     isolated: tuple[str, ...] = ()  # files another task is editing, reset in the view
     unrestorable: tuple[str, ...] = ()  # held by another task, no pre-image (rollback off)
+    disturbed: tuple[str, ...] = ()  # leased by another task during a layer run: ran again
     refused: str | None = None  # why it did not run
     infra: bool = False  # ... through no fault of the agent
     unstartable: tuple[tuple[str, str], ...] = ()  # (program, why) on exit 126/127, if found
@@ -109,10 +115,7 @@ class CheckResult:
         if self.refused is not None:
             return self.refused
         lines = [f"Check `{self.name}` {self.verdict} in {self.duration_s:.1f}s: {self.command}"]
-        view = "It ran in a private copy of the tree with your edits and all finished work"
-        if self.isolated:
-            view += f"; {len(self.isolated)} file(s) other agents are still editing were reset"
-        lines.append(view + ". Nothing it wrote reached the shared tree.")
+        lines.append(self._view_text())
         if self.unrestorable:
             lines.append(
                 "Note: these files are being edited by other agents and could not be reset "
@@ -122,6 +125,18 @@ class CheckResult:
             lines.append("This is not a fault of your code: do not try to fix it; report it.")
         lines.append("Output:" if self.output else "(no output)")
         return "\n".join(lines) + ("\n" + self.output if self.output else "")
+
+    def _view_text(self) -> str:
+        where = "an overlay of the tree" if self.view is ViewKind.LAYER else "a copy of the tree"
+        view = f"It ran in a private view ({where}) with your edits and all finished work"
+        if self.isolated:
+            view += f"; {len(self.isolated)} file(s) other agents are still editing were reset"
+        if self.disturbed:
+            view += (
+                f"; it ran a second time because other agents began editing "
+                f"{len(self.disturbed)} file(s) during the first run"
+            )
+        return view + ". Nothing it wrote reached the shared tree."
 
     def failure_text(self, task_id: str) -> str:
         """The `error` of an attempt this check failed to verify (the next prompt shows it)."""
@@ -155,9 +170,11 @@ class CheckResult:
             "timed_out": self.timed_out,
             "error": self.refused[:EVENT_TAIL_CHARS] if self.refused else None,
             "duration_ms": int(self.duration_s * 1000),
+            "view": self.view,
             "view_ms": int(self.view_ms),
             "view_files": self.view_files,
             "isolated": list(self.isolated[:EVENT_PATHS_MAX]),
+            "disturbed": list(self.disturbed[:EVENT_PATHS_MAX]),
             "output_bytes": self.output_bytes,
             "output_tail": self.output[-EVENT_TAIL_CHARS:],
         }
@@ -227,29 +244,22 @@ class Checker:
     async def _execute(
         self, name: str, command: str, purpose: CheckPurpose, timeout: float
     ) -> CheckResult:
-        base = Path(
-            tempfile.mkdtemp(
-                prefix=f"codefleet-check-{self.gate.task_id}-", dir=self.limits.view_dir
-            )
-        )
-        view = base / self.gate.tree.root.name
-        step = "the isolated view could not be built"
+        gate, limits = self.gate, self.limits
         try:
-            built = await self._build(view)
-            step = "the command could not be started"
-            env = check_env(view)
-            ran = await run_command(
-                command, view, timeout=timeout, cap=self.limits.output_chars, env=env
+            run = await run_in_view(
+                gate.tree.root,
+                foreign_mask(gate.client, gate.task_id),
+                command,
+                timeout=timeout,
+                cap=limits.output_chars,
+                exclude=limits.exclude,
+                view_dir=limits.view_dir,
+                view=limits.view,
             )
-            unstartable = (
-                tuple(missing_programs(command, view, env)) if ran.exit_code in NOT_RUNNABLE else ()
-            )
-        except (ServerUnavailable, DomainError, OSError, ValueError) as err:
-            why = f"Check {name} did not run: {step} ({type(err).__name__}: {err})."
+        except ViewFailed as err:
+            why = f"Check {name} did not run: {err}."
             return CheckResult(name, purpose, command, refused=why, infra=True)
-        finally:
-            await asyncio.to_thread(shutil.rmtree, base, True)
-        view_ms, files, isolated, unrestorable = built
+        ran = run.ran
         return CheckResult(
             name,
             purpose,
@@ -260,39 +270,15 @@ class Checker:
             timed_out=ran.timed_out,
             timeout_s=timeout,
             duration_s=ran.duration_s,
-            view_ms=view_ms,
-            view_files=files,
-            isolated=isolated,
-            unrestorable=unrestorable,
+            view=run.view,
+            view_ms=run.ms,
+            view_files=run.files,
+            isolated=run.isolated,
+            unrestorable=run.unrestorable,
+            disturbed=run.disturbed,
             infra=ran.exit_code in NOT_RUNNABLE,
-            unstartable=unstartable,
+            unstartable=run.unstartable,
         )
-
-    async def _build(self, view: Path) -> tuple[float, int, tuple[str, ...], tuple[str, ...]]:
-        """Fetch, copy, fetch again, overlay: (ms, files copied, reset paths, unrestorable)."""
-        client, task_id = self.gate.client, self.gate.task_id
-        before = await client.foreign_preimages(task_id)
-        exclude = (*self.limits.exclude, view.parent.parent)  # other views, if made in the tree
-        stats = await asyncio.to_thread(copy_tree, self.gate.tree.root, view, exclude)
-        after = await client.foreign_preimages(task_id)
-        started = time.perf_counter()
-        images = {**decode_preimages(before), **decode_preimages(after)}
-        isolated = await asyncio.to_thread(overlay, view, images.values())
-        ms = stats.ms + (time.perf_counter() - started) * 1000.0
-        return ms, stats.files, tuple(sorted(isolated)), tuple(after.get("unrestorable") or ())
-
-
-def decode_preimages(answer: Mapping[str, Any]) -> dict[str, PreImage]:
-    return {
-        f["path"]: PreImage(
-            path=f["path"],
-            existed=bool(f["existed"]),
-            mode=f.get("mode"),
-            content=base64.b64decode(f.get("content_b64") or ""),
-            created_dirs=tuple(f.get("created_dirs") or ()),
-        )
-        for f in answer.get("files") or ()
-    }
 
 
 async def post_event(gate: WriteGate, send: Awaitable[Any], what: str) -> str | None:

@@ -1,4 +1,4 @@
-"""The isolated view: a throwaway copy of the shared tree for one check of one task.
+"""The copy view: a throwaway copy of the shared tree, where no layer can be mounted.
 
 `copy_tree` copies the tree into a fresh directory with real, independent
 files (a copy-on-write reflink where the filesystem offers one, else a byte

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shlex
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -35,10 +34,18 @@ from codefleet.api.client import ServerUnavailable
 from codefleet.errors import DomainError
 from codefleet.fleet.apply import COMMAND_TOOL, Applied, ShellLimits, apply_changes
 from codefleet.fleet.changes import Sorted, collect, sort_changes
-from codefleet.fleet.checks import OUTPUT_CHARS, decode_preimages, post_event
-from codefleet.fleet.layer import Layer, Sandbox, build_layer, layer_argv, shell_support
+from codefleet.fleet.checks import OUTPUT_CHARS, post_event
+from codefleet.fleet.layer import (
+    Layer,
+    Sandbox,
+    build_layer,
+    layer_argv,
+    shell_line,
+    shell_support,
+)
 from codefleet.fleet.prewrite import WriteGate
 from codefleet.fleet.shell import check_env, run_command
+from codefleet.fleet.views import decode_preimages
 
 __all__ = ["COMMAND_TOOL", "CommandResult", "CommandRunner", "ShellConfig", "host_shell"]
 
@@ -191,7 +198,7 @@ class CommandRunner:
             argv = layer_argv(layer, command, self.config.sandbox, self.config.unshare)
             env = check_env(self.gate.tree.root)
             ran = await run_command(
-                _line(argv), base, timeout=timeout, cap=self.config.output_chars, env=env
+                shell_line(argv), base, timeout=timeout, cap=self.config.output_chars, env=env
             )
             step = "its changes could not be collected or applied"
             found = await asyncio.to_thread(collect, layer)
@@ -219,10 +226,6 @@ class CommandRunner:
         return await asyncio.to_thread(
             build_layer, self.gate.tree.root, base, list(images.values())
         )
-
-
-def _line(argv: list[str]) -> str:
-    return "exec " + shlex.join(argv)
 
 
 def _after_veto(path: str) -> str:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -50,6 +51,7 @@ __all__ = [
     "build_layer",
     "inner_ids",
     "layer_argv",
+    "shell_line",
     "shell_support",
 ]
 
@@ -149,6 +151,11 @@ def layer_argv(layer: Layer, command: str, sandbox: Sandbox, unshare: str) -> li
     namespace = [unshare, "--user", "--map-root-user", "--mount", "--propagation", "private"]
     layout = [str(layer.tree), layer.lower, str(layer.base)]
     return [*namespace, *setup, *layout, *confine, "/bin/sh", "-c", command]
+
+
+def shell_line(argv: list[str]) -> str:
+    """`layer_argv`'s argv as the line `fleet.shell.run_command` hands its shell."""
+    return "exec " + shlex.join(argv)
 
 
 def inner_ids() -> tuple[int, int]:

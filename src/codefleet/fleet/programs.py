@@ -1,6 +1,6 @@
 """Whether a check's command can start: its programs, looked up the way a check runs them.
 
-A check runs through `/bin/sh -c` in a copy of the tree with `check_env`
+A check runs through `/bin/sh -c` in a view of the tree with `check_env`
 (CodeFleet's own virtualenv off PATH). A shell that cannot find a command's
 program exits 127, one that finds it but cannot execute it 126 (`NOT_RUNNABLE`):
 no attempt of the agent can change that, so a verify that exits so is

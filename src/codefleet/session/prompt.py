@@ -34,7 +34,7 @@ NOTES_HEADING = "# Notes from the operator"
 
 CHECKS = """\
 Checks: you cannot run shell commands, but you can run the operator's named checks with the \
-run_check tool, by name: {names}. A check runs in a private copy of the tree holding your edits \
+run_check tool, by name: {names}. A check runs in a private view of the tree holding your edits \
 and all finished work, never other agents' unfinished edits; nothing it writes reaches the \
 shared tree. Run the relevant check before you finish and fix what it reports."""
 ASK = """\

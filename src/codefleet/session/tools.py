@@ -162,7 +162,7 @@ def resource_tools(gate: WriteGate) -> list[SessionTool]:
 def check_tool(checker: Checker) -> SessionTool:
     """`run_check(name)`: run one of the operator's named checks for this attempt."""
     description = (
-        "Run one of the operator's named checks (tests, linters) in a private copy of the "
+        "Run one of the operator's named checks (tests, linters) in a private view of the "
         "shared tree holding your edits and all finished work, never other agents' unfinished "
         "edits; nothing it writes reaches the tree. Returns the verdict, exit code and output "
         f"(tail). Available checks: {', '.join(checker.names)}."
