@@ -54,3 +54,14 @@ def test_every_page_the_readme_links_exists() -> None:
 
     assert links, "the README links its docs pages"
     assert [link for link in links if not (ROOT / link).is_file()] == []
+
+
+def test_doctor_names_the_bundled_cli_the_readme_sends_a_user_to_for_the_login() -> None:
+    """`claude` is not on the PATH of an installed tool: the README points at doctor's line."""
+    from codefleet.cli.doctor_checks import bundled_cli, check_cli
+
+    found = check_cli()
+
+    assert "`codefleet doctor`" in README and "_bundled/claude auth" in README
+    assert found.ok, found.detail
+    assert found.detail.endswith(f"at {bundled_cli()}")

@@ -59,6 +59,12 @@ TreeOpt = Annotated[
         "--workdir", help="The working tree whose Claude Code sessions join (default: here)."
     ),
 ]
+# What a bare `codefleet release` says: its two forms (it cannot guess which one is meant).
+RELEASE_FORMS = (
+    "release needs what to give back: `codefleet release NAME...` gives back resources a "
+    "person holds (codefleet hold NAME); `codefleet release --session ID` (or "
+    "--all-interactive) frees the file leases of a person's Claude Code session (codefleet join)"
+)
 AgentNameOpt = Annotated[
     str,
     typer.Option(
@@ -220,15 +226,22 @@ def release(
     token: TokenOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Release the leases a person's Claude Code session holds (it may write again later)."""
+    """Give back what a person holds: named resources, or a Claude Code session's file leases.
+
+    Two forms. codefleet release NAME... gives back resources a person took with
+    codefleet hold NAME (while held, no fleet task that names one runs). codefleet release
+    --session ID (the session's id, a prefix of it or its holder's name, alice@0aeef531) or
+    --all-interactive frees the file leases of a person's Claude Code
+    session that joined the lock (codefleet join); that session may write again later.
+    """
     from codefleet.cli.output import console
 
+    if not names and (session is None) == (not all_interactive):
+        raise fail(RELEASE_FORMS, code=2)
     settings = settings_from(server_url=server, token=token)
     if names:
         _release_resources(settings, names, json_out)
         return
-    if (session is None) == (not all_interactive):
-        raise fail("give resource names, or exactly one of --session ID and --all-interactive")
 
     async def go(client: Any) -> dict[str, Any]:
         session_id = await _resolve_session(client, session) if session else None
