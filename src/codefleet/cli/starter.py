@@ -387,5 +387,6 @@ _MODEL_HEADER: Final = """\
 # `codefleet init`:
 #   codefleet run --offline --model-script codefleet.model.yaml
 # Real Claude Code sessions (the bundled CLI, the real hook) against this script
-# instead of a model: no key, no cost. Format: examples/demo-model.yaml.
+# instead of a model: no key, no cost. The format: `codefleet run --help`, under
+# "Offline model script".
 """
