@@ -32,6 +32,7 @@ from codefleet.cli.common import (
     settings_from,
     unauthorized_message,
 )
+from codefleet.cli.quick import RELEASE_FORMS
 from codefleet.errors import Unauthorized
 from codefleet.hook.agentsettings import AGENT_FILES, agent_block, join_agent, leave_agent
 from codefleet.hook.settings import JoinError, Written, codefleet_command, exclude_from_git
@@ -59,12 +60,6 @@ TreeOpt = Annotated[
         "--workdir", help="The working tree whose Claude Code sessions join (default: here)."
     ),
 ]
-# What a bare `codefleet release` says: its two forms (it cannot guess which one is meant).
-RELEASE_FORMS = (
-    "release needs what to give back: `codefleet release NAME...` gives back resources a "
-    "person holds (codefleet hold NAME); `codefleet release --session ID` (or "
-    "--all-interactive) frees the file leases of a person's Claude Code session (codefleet join)"
-)
 AgentNameOpt = Annotated[
     str,
     typer.Option(
