@@ -38,6 +38,7 @@ HEAVY = (
 # Never loaded by any command's help (Typer's own pydantic is allowed there).
 SERVER_SIDE = ("fastapi", "starlette", "uvicorn", "claude_agent_sdk", "codefleet.coord", "httpx")
 FAST = [
+    ["--version"],
     ["tasks"],
     ["tasks", "--json"],
     ["tasks", "T1", "--patch"],

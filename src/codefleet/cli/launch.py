@@ -6,7 +6,7 @@ hands it straight to the standard-library `codefleet.hook.command`. The
 commands a person types while a fleet runs (`tasks`, `say`, `answer`,
 `questions`, `hold`, `release`) go to the standard-library `cli.quick` first,
 which hands back what it does not take exactly as Typer would (`--help`
-among it). The full command line is imported only for the rest, with the
+among it), and `--version` is printed here. The full command line is imported only for the rest, with the
 cyclic garbage collector off while it does (`heap.collector_off`).
 """
 
@@ -27,6 +27,11 @@ def main() -> int:
         from codefleet.hook.command import main as hook_main
 
         return hook_main(sys.argv[2:])
+    if sys.argv[1:] == ["--version"]:  # `cli.app`'s --version, without Typer
+        import codefleet
+
+        sys.stdout.write(f"codefleet {codefleet.__version__}\n")
+        return 0
     if sys.argv[1:2] and sys.argv[1] in QUICK_COMMANDS:
         import os
 
