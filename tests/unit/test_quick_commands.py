@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import io
+import os
 import subprocess
 import sys
 
@@ -61,7 +62,8 @@ def loaded_after(argv: list[str], names: tuple[str, ...]) -> list[str]:
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         f"print('LOADED', sorted(m for m in {names!r} if m in sys.modules))"
     )
-    env = {"PATH": "/usr/bin:/bin", "CODEFLEET_SERVER_URL": "http://127.0.0.1:9"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEFLEET_", "ANTHROPIC_"))}
+    env["CODEFLEET_SERVER_URL"] = "http://127.0.0.1:9"  # nothing answers there
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
     )

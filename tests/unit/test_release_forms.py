@@ -7,6 +7,7 @@ session's file leases (`codefleet join`). Neither needs a server to be told apar
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 
 from codefleet.cli.app import app
 
+CLEAN = {k: v for k, v in os.environ.items() if not k.startswith(("CODEFLEET_", "ANTHROPIC_"))}
 FORMS = ("codefleet release NAME...", "codefleet release --session ID", "--all-interactive")
 
 
@@ -23,7 +25,7 @@ def said(*args: str) -> tuple[int, str]:
         [sys.executable, "-m", "codefleet", *args],
         capture_output=True,
         text=True,
-        env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "CODEFLEET_PORT": "9"},
+        env={**CLEAN, "COLUMNS": "200", "CODEFLEET_PORT": "9"},
         timeout=60,
     )
     return done.returncode, " ".join((done.stdout + done.stderr).split())

@@ -32,7 +32,6 @@ from codefleet.cli.common import (
     settings_from,
     unauthorized_message,
 )
-from codefleet.cli.quick import RELEASE_FORMS
 from codefleet.errors import Unauthorized
 from codefleet.hook.agentsettings import AGENT_FILES, agent_block, join_agent, leave_agent
 from codefleet.hook.settings import JoinError, Written, codefleet_command, exclude_from_git
@@ -232,6 +231,8 @@ def release(
     from codefleet.cli.output import console
 
     if not names and (session is None) == (not all_interactive):
+        from codefleet.cli.quick import RELEASE_FORMS
+
         raise fail(RELEASE_FORMS, code=2)
     settings = settings_from(server_url=server, token=token)
     if names:
