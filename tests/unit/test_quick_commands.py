@@ -157,3 +157,15 @@ def test_on_a_narrow_terminal_the_fast_table_wraps_its_widest_column_to_fit() ->
 
     assert max(len(line) for line in lines) <= 60
     assert "".join(lines).count("error") == 3
+
+
+def test_the_fast_table_shows_an_agents_control_characters_escaped() -> None:
+    from codefleet.cli.quicktable import render, task_cells
+
+    hostile = {"id": "T1", "title": "\x1b]0;pwned\x07 x\r", "status": "failed",
+               "attempts": 1, "max_attempts": 3, "error": "\x1b[2Jcleared \u202egnp.exe"}  # fmt: skip
+
+    for styled in (False, True):
+        text = render([task_cells(hostile, crop=styled)], width=200, styled=styled)
+        raw = [c for c in ("\x1b]", "\x07", "\r", "\x1b[2J", "\u202e") if c in text]
+        assert raw == [] and "\\x1b]0;pwned\\x07" in text
