@@ -454,7 +454,8 @@ async def test_codefleet_release_frees_a_session_named_by_prefix_or_all_of_them(
     assert await leases(client) == {}
 
     neither = codefleet("release", "--server", server.url)
-    assert neither.returncode == 1 and "exactly one of" in neither.stderr
+    assert neither.returncode == 2 and "`codefleet release NAME...`" in neither.stderr
+    assert "`codefleet release --session ID` (or --all-interactive)" in neither.stderr
     unknown = codefleet("release", "--session", "zzz", "--server", server.url)
     assert unknown.returncode == 1 and "no interactive session matches 'zzz'" in unknown.stderr
 

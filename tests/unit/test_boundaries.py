@@ -128,9 +128,9 @@ RULES = [
     Rule(
         ("codefleet.api", "codefleet.hook", "codefleet.fleet", "codefleet.session"),
         ("codefleet.transport",),
-        "the client side shares only the standard-library HTTP codec (transport.http1); the rest "
-        "of transport/ is the server's",
-        allowed=("codefleet.transport.http1",),
+        "the client side shares only the standard-library HTTP codec (transport.http1) and its "
+        "blocking exchange (transport.blocking); the rest of transport/ is the server's",
+        allowed=("codefleet.transport.http1", "codefleet.transport.blocking"),
     ),
     Rule(
         ("codefleet.fleet",),
@@ -241,6 +241,16 @@ HOOK_SIDE = (
     "codefleet.statedir",
     "codefleet.models",
     "codefleet.transport.http1",
+    "codefleet.transport.blocking",
+)
+# The commands a person types while a fleet runs (`cli.quick`): standard library only too.
+QUICK_SIDE = (
+    *HOOK_SIDE,
+    "codefleet.cli.quick",
+    "codefleet.cli.quickio",
+    "codefleet.cli.quicktable",
+    "codefleet.safetext",
+    "codefleet.treelock",
 )
 
 # (library, the only modules allowed to import it, why)
@@ -320,8 +330,18 @@ REQUIRED = [
     ("codefleet.api.lane", "codefleet.transport.http1", "the lane speaks the shared HTTP codec"),
     (
         "codefleet.hook.command",
+        "codefleet.transport.blocking",
+        "the hook sends its one request with the shared blocking exchange",
+    ),
+    (
+        "codefleet.transport.blocking",
         "codefleet.transport.http1",
-        "the hook speaks the shared HTTP codec",
+        "the blocking exchange speaks the shared HTTP codec",
+    ),
+    (
+        "codefleet.cli.quickio",
+        "codefleet.transport.blocking",
+        "the fast commands send their requests with the shared blocking exchange",
     ),
     (
         "codefleet.api.graphfile",
@@ -376,6 +396,22 @@ def test_the_hook_side_imports_only_the_standard_library_and_itself() -> None:
     assert not heavy, (
         f"{heavy}: `codefleet hook` runs on every write of a person's session: standard library only"
     )
+
+
+def test_the_fast_commands_import_only_the_standard_library_and_the_hook_side() -> None:
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    bound = modules_under(QUICK_SIDE[len(HOOK_SIDE) :])
+    assert "codefleet.cli.quick" in bound, "guard: the fast commands moved; update QUICK_SIDE"
+    heavy = {
+        m: sorted(
+            i
+            for i in MODULES[m]
+            if i.split(".")[0] not in stdlib and not any(under(i, p) for p in QUICK_SIDE)
+        )
+        for m in bound
+    }
+    heavy = {m: found for m, found in heavy.items() if found}
+    assert not heavy, f"{heavy}: the fleet-time commands start fast: standard library only"
 
 
 @pytest.mark.parametrize(("library", "allowed", "why"), EXCLUSIVE, ids=[e[0] for e in EXCLUSIVE])

@@ -98,6 +98,27 @@ def test_run_help_documents_every_step_of_a_dry_run_script_with_an_example(
     assert (
         "T1:" in lines and '- write: {path: CONTRIBUTING.md, content: "# Contributing\\n"}' in lines
     )
-    example = textwrap.dedent(section.partition("Example")[2].partition("\n\n")[2])
+    example = section.partition("Example")[2].partition("\n\n")[2]
+    example = textwrap.dedent(example.partition("Offline model script")[0])
     (tmp_path / "s.yaml").write_text(example)
     assert sorted(load_script(tmp_path / "s.yaml")) == ["T1", "T2"]
+
+
+def test_run_help_documents_the_offline_model_script_with_an_example_that_parses() -> None:
+    """An installed tool has no examples/ directory: the format is in the help itself."""
+    import yaml
+
+    from codefleet.testing.fakescript import _TURN_KEYS, scripts_from_dict
+
+    text = invoke("run", "--help", columns=100)
+    section = text.partition("\n  Offline model script (")[2]
+
+    assert section, "run --help has no section on the offline model script"
+    assert "examples/demo-model.yaml" not in text  # not in an installed tool
+    documented = {line.strip().split(":")[0] for line in section.splitlines() if ":" in line}
+    assert documented >= _TURN_KEYS, sorted(_TURN_KEYS - documented)
+    for tool in ("Write", "Edit", "Read", "mcp__codefleet__run_check"):
+        assert tool in section
+    example = section.partition("Example")[2].partition(":\n")[2]
+    scripts = scripts_from_dict(yaml.safe_load(textwrap.dedent(example)))
+    assert list(scripts) == ["T1", "T2-a1"] and scripts["T1"][0].content[1].name == "Write"

@@ -54,3 +54,30 @@ def test_every_page_the_readme_links_exists() -> None:
 
     assert links, "the README links its docs pages"
     assert [link for link in links if not (ROOT / link).is_file()] == []
+
+
+def test_doctor_names_the_bundled_cli_the_readme_sends_a_user_to_for_the_login() -> None:
+    """`claude` is not on the PATH of an installed tool: the README points at doctor's line."""
+    from codefleet.cli.doctor_checks import bundled_cli, check_cli
+
+    found = check_cli()
+
+    assert "`codefleet doctor`" in README and "_bundled/claude auth" in README
+    assert found.ok, found.detail
+    assert found.detail.endswith(f"at {bundled_cli()}")
+
+
+def test_ci_runs_exactly_the_readmes_test_command_and_it_prints_the_closing_counts() -> None:
+    """The project's pytest options already say `-q`: one more `-q` drops the `N passed` line."""
+    import tomllib
+
+    dev = README.partition(DEV_SECTION)[2].partition("\n## ")[0]
+    shown = [line.split("#")[0].strip() for line in dev.splitlines() if "uv run pytest" in line]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    after_marker = ci.partition("# Exactly the README's test command.\n")[2].splitlines()[0]
+    addopts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "pytest"
+    ]["ini_options"]["addopts"]
+
+    assert shown and after_marker == shown[0]
+    assert "-q" in addopts.split() and "-q" not in shown[0].split()

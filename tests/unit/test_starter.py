@@ -129,3 +129,22 @@ def test_the_starter_files_load_and_script_exactly_the_example_tasks(tmp_path: P
     assert set(script) == set(model) == {"T1", "T2"}
     written = model["T2"][1].content[1]
     assert written.input["content"].startswith("Title\n=====\n")  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("pyproject.toml", '[tool.pytest.ini_options]\naddopts = "-q --strict-markers"\n'),
+        ("pyproject.toml", '[tool.pytest.ini_options]\naddopts = ["-rs", "--quiet"]\n'),
+        ("setup.cfg", "[tool:pytest]\naddopts = -q\n"),
+        ("pytest.ini", "[pytest]\naddopts =\n    -q\n    -x\n"),
+        ("tox.ini", "[pytest]\naddopts = -qq\n"),
+    ],
+)
+def test_a_project_whose_pytest_options_are_quiet_already_gets_no_second_q(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    """A second -q drops pytest's closing `N passed` line, which the check's reader needs."""
+    (tmp_path / name).write_text(text)
+
+    assert found(tmp_path, uv=False) == [("test", "python -m pytest")]

@@ -99,7 +99,7 @@ def _offline(model_script: Path | None, settings: Settings, agent: AgentKind) ->
     if model_script is None:
         raise AgentSetupError(
             "--offline needs --model-script FILE: the scripted model's turns per task "
-            "(see examples/demo-model.yaml)"
+            "(the format: codefleet run --help, under Offline model script)"
         )
     from codefleet.session.offline import ModelFileError, offline_executor, shared_model
 

@@ -253,6 +253,43 @@ Example (codefleet init --scripts writes one for its example tasks):
   - check: test
   - expect_check: pass
 """
+# The offline model script's format, after SCRIPT_HELP on the commands that take
+# --model-script: an installed tool has no examples/ directory to point to. Every turn key
+# of `testing.fakescript` is listed (`tests/unit/test_cli_help.py`).
+MODEL_SCRIPT_HELP = """\
+Offline model script (--offline --model-script FILE): a YAML mapping of script id to the turns
+CodeFleet's scripted model answers a real Claude Code session with, one turn per model reply,
+in order. The id is a task id (every attempt of it) or TASK-aN (only attempt N: T1-a2). The
+session is real (the bundled CLI, the hook, the lease), so a tool call is Claude Code's own
+tool with its own input: Write {file_path, content}, Edit {file_path, old_string, new_string},
+Read {file_path}, and CodeFleet's tools mcp__codefleet__run_check {name},
+mcp__codefleet__run_command {command} (with shell), mcp__codefleet__ask_operator {question}.
+Paths are relative to the tree. A turn whose content has no tool_use ends the session; a
+task's script that runs out also ends it. run names the tasks the file lacks and does not start.
+
+\b
+  content: [{text: T}, {tool_use: {name: TOOL, input: {...}}}]   the reply's blocks
+  delay_s: SECONDS                 wait before answering
+  usage: {input_tokens: N, output_tokens: N}   the tokens reported (priced, simulated)
+  error: {status: 429, type: rate_limit_error, message: M, retry_after_s: S}   answer an error
+  wait_for: {substring: S, script_id: ID, timeout_s: 15}   hold the reply until some session's
+                                   tool result contains S (after timeout_s it is sent anyway)
+
+Example (codefleet init --scripts writes one for its example tasks):
+
+\b
+  T1:
+  - content:
+    - text: Writing CONTRIBUTING.md.
+    - tool_use: {name: Write, input: {file_path: CONTRIBUTING.md, content: "# Contributing\\n"}}
+  - content: [{text: CONTRIBUTING.md is written.}]
+  T2-a1:
+  - content:
+    - tool_use: {name: Read, input: {file_path: README.md}}
+  - content:
+    - tool_use: {name: Edit, input: {file_path: README.md, old_string: "# x", new_string: "# y"}}
+  - content: [{text: Done.}]
+"""
 OfflineOpt = Annotated[
     bool,
     typer.Option(
@@ -266,7 +303,7 @@ ModelScriptOpt = Annotated[
     typer.Option(
         "--model-script",
         help="With --offline: the scripted model's turns per task id "
-        "(like examples/demo-model.yaml).",
+        "(the format is below, under Offline model script).",
     ),
 ]
 AgentOpt = Annotated[

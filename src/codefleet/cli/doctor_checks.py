@@ -185,7 +185,7 @@ def check_cli() -> Check:
         return Check("claude-cli", False, f"{bundled} does not run: {err}")
     version = out.stdout.strip() or out.stderr.strip()
     sdk = importlib.metadata.version("claude-agent-sdk")
-    return Check("claude-cli", out.returncode == 0, f"{version} (SDK {sdk})")
+    return Check("claude-cli", out.returncode == 0, f"{version} (SDK {sdk}) at {bundled}")
 
 
 def check_key() -> Check:

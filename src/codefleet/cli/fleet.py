@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from codefleet.cli.common import (
+    MODEL_SCRIPT_HELP,
     RUN,
     SCRIPT_HELP,
     AgentOpt,
@@ -76,7 +77,7 @@ def _agents(choice: AgentChoice, settings: Settings) -> Agents:
         raise fail(str(err)) from None
 
 
-@app.command(rich_help_panel=RUN, epilog=SCRIPT_HELP)
+@app.command(rich_help_panel=RUN, epilog=f"{SCRIPT_HELP}\n{MODEL_SCRIPT_HELP}")
 def runner(
     ctx: typer.Context,
     name: Annotated[
@@ -178,7 +179,7 @@ def runner(
         raise fail(f"{name} stopped: {err}") from None
 
 
-@app.command(rich_help_panel=RUN, epilog=SCRIPT_HELP)
+@app.command(rich_help_panel=RUN, epilog=f"{SCRIPT_HELP}\n{MODEL_SCRIPT_HELP}")
 def run(
     ctx: typer.Context,
     runners: Annotated[int | None, option("runners")] = None,

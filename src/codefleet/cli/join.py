@@ -220,15 +220,24 @@ def release(
     token: TokenOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Release the leases a person's Claude Code session holds (it may write again later)."""
+    """Give back what a person holds: named resources, or a Claude Code session's file leases.
+
+    Two forms. codefleet release NAME... gives back resources a person took with
+    codefleet hold NAME (while held, no fleet task that names one runs). codefleet release
+    --session ID (the session's id, a prefix of it or its holder's name, alice@0aeef531) or
+    --all-interactive frees the file leases of a person's Claude Code
+    session that joined the lock (codefleet join); that session may write again later.
+    """
     from codefleet.cli.output import console
 
+    if not names and (session is None) == (not all_interactive):
+        from codefleet.cli.quick import RELEASE_FORMS
+
+        raise fail(RELEASE_FORMS, code=2)
     settings = settings_from(server_url=server, token=token)
     if names:
         _release_resources(settings, names, json_out)
         return
-    if (session is None) == (not all_interactive):
-        raise fail("give resource names, or exactly one of --session ID and --all-interactive")
 
     async def go(client: Any) -> dict[str, Any]:
         session_id = await _resolve_session(client, session) if session else None

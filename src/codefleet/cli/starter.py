@@ -75,7 +75,7 @@ def _python(root: Path, uv: bool) -> list[FoundCheck]:
         return []
     if where or configured:
         source = f"pyproject.toml ({where})" if where else configured
-        run = "pytest -q"
+        run = "pytest" if _quiet_already(root, data) else "pytest -q"
     elif (root / "tests").is_dir() or (root / "test").is_dir():
         source, run = "a tests/ directory", "python -m unittest discover -q"
     else:
@@ -91,6 +91,27 @@ def _python(root: Path, uv: bool) -> list[FoundCheck]:
     else:
         command = f"uv run --project . --with pytest {run}"
     return [FoundCheck("test", command, source)]
+
+
+def _quiet_already(root: Path, data: dict[str, Any]) -> bool:
+    """Whether the project's own pytest options say -q: a second one drops the `N passed`
+    line a check's output should end with."""
+    import configparser
+
+    options = data.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("addopts", "")
+    words = options.split() if isinstance(options, str) else [str(o) for o in options]
+    for name, section in (
+        ("pytest.ini", "pytest"),
+        ("tox.ini", "pytest"),
+        ("setup.cfg", "tool:pytest"),
+    ):
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(_text(root / name))
+        except configparser.Error:
+            continue
+        words += parser.get(section, "addopts", fallback="").split()
+    return any(w == "--quiet" or re.fullmatch(r"-q+", w) for w in words)
 
 
 def _pytest_configured(root: Path) -> str:
@@ -366,5 +387,6 @@ _MODEL_HEADER: Final = """\
 # `codefleet init`:
 #   codefleet run --offline --model-script codefleet.model.yaml
 # Real Claude Code sessions (the bundled CLI, the real hook) against this script
-# instead of a model: no key, no cost. Format: examples/demo-model.yaml.
+# instead of a model: no key, no cost. The format: `codefleet run --help`, under
+# "Offline model script".
 """

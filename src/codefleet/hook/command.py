@@ -41,9 +41,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, NamedTuple
@@ -53,7 +51,7 @@ from codefleet.hook.io import deny_output, extract_paths, no_path_reason, tool_p
 from codefleet.models import GATED_TOOLS, READ_RECORDED_TOOLS, DenyReason
 from codefleet.paths import PathRejected, TreeRoot
 from codefleet.statedir import tree_id_here
-from codefleet.transport.http1 import Origin, dechunk, header_lines, parse_head, request_bytes
+from codefleet.transport.blocking import exchange
 
 __all__ = [
     "EVENTS",
@@ -392,66 +390,7 @@ def _send(
     server: str, path: str, payload: bytes, headers: dict[str, str], timeout: float
 ) -> tuple[int, bytes]:
     """One exchange, all of it (connect, TLS, send, every read) within `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    origin = Origin.of(server)
-    lines = header_lines({"Host": origin.netloc, **headers, "Connection": "close"})
-    sock = _connect(origin.host, origin.port, timeout)
-    try:
-        if origin.scheme == "https":  # a server behind a TLS proxy
-            sock = _tls(sock, origin.host, deadline)
-        sock.settimeout(_left(deadline))
-        sock.sendall(request_bytes("POST", origin.prefix + path, lines, payload))
-        return _read_response(sock, deadline)
-    finally:
-        sock.close()
-
-
-def _left(deadline: float) -> float:
-    """Seconds left before `deadline`; `TimeoutError` once none are."""
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError
-    return left
-
-
-def _connect(host: str, port: int, timeout: float) -> socket.socket:
-    """A connected socket; an address literal skips name resolution (and its imports)."""
-    if ":" in host or host.replace(".", "").isdigit():
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.settimeout(timeout)
-        try:
-            sock.connect((host, port))
-        except BaseException:
-            sock.close()
-            raise
-        return sock
-    return socket.create_connection((host, port), timeout=timeout)
-
-
-def _tls(sock: socket.socket, host: str, deadline: float) -> socket.socket:
-    """`sock` wrapped in TLS (the handshake within the deadline); the slow, general path."""
-    import ssl
-
-    sock.settimeout(_left(deadline))
-    return ssl.create_default_context().wrap_socket(sock, server_hostname=host)
-
-
-def _read_response(sock: socket.socket, deadline: float) -> tuple[int, bytes]:
-    chunks: list[bytes] = []
-    size = 0
-    while size <= MAX_ANSWER_BYTES:
-        sock.settimeout(_left(deadline))
-        data = sock.recv(65536)
-        if not data:
-            break
-        chunks.append(data)
-        size += len(data)
-    head, sep, body = b"".join(chunks).partition(b"\r\n\r\n")
-    if not sep:
-        raise ValueError("incomplete HTTP answer")
-    parsed = parse_head(head)
-    return parsed.status, dechunk(body) if "chunked" in parsed.transfer_encoding else body
+    return exchange("POST", server, path, payload, headers, timeout, max_bytes=MAX_ANSWER_BYTES)
 
 
 # -- entry point ----------------------------------------------------------------------------
