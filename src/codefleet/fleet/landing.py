@@ -3,12 +3,15 @@
 The server decides what lands (`coord.landing`); a worker only runs the step
 it is handed: for each check of the step, a view of the tree holding the
 landed work plus the step's batch, with every other leased file put back to
-its pre-image (the same view a task's checks get, `fleet.checks`, with a
-different set of files kept), the check's command run there with a time limit
+its pre-image, the check's command run there with a time limit
 and an output cap, and the verdicts posted. It stops at the first failing
 check (the step has failed; the rest would not change that). A view that
 cannot be built, or a server that cannot be reached, is `did_not_run`: the
 server hands the step out again.
+
+The view is the one every check gets (`fleet.views.run_in_view`: an overlay
+layer at the tree's own path, or a copy where layers are unavailable), masked by
+the step's own set of files.
 
 One worker runs beside the runners of `codefleet run` and of each `codefleet
 runner`: the server hands one step at a time to one of them, so more workers
@@ -22,9 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import shutil
-import tempfile
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,10 +32,9 @@ from typing import Any, Final
 
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import DomainError, NotOwner
-from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS, decode_preimages
-from codefleet.fleet.checkview import copy_tree, overlay
+from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS
 from codefleet.fleet.programs import NOT_RUNNABLE
-from codefleet.fleet.shell import check_env, run_command
+from codefleet.fleet.views import Mask, ViewFailed, run_in_view
 from codefleet.paths import TreeRoot
 
 __all__ = ["LandingOptions", "LandingWorker"]
@@ -96,25 +95,25 @@ class LandingWorker:
         self.steps += 1
 
     async def _check(self, step_id: int, name: str, command: str) -> dict[str, Any]:
-        base = Path(tempfile.mkdtemp(prefix="codefleet-landing-", dir=self.options.view_dir))
-        view = base / self.tree.root.name
+        async def mask() -> Mask:
+            return Mask.from_answer(await self.client.landing_preimages(step_id))
+
         try:
-            view_ms = await self._build(step_id, view)
-            env = check_env(view)
-            ran = await run_command(
+            run = await run_in_view(
+                self.tree.root,
+                mask,
                 command,
-                view,
                 timeout=self.options.check_timeout,
                 cap=self.options.output_chars,
-                env=env,
+                exclude=self.options.exclude,
+                view_dir=self.options.view_dir,
             )
         except NotOwner:
             raise
-        except (ServerUnavailable, DomainError, OSError, ValueError) as err:
+        except (ViewFailed, ServerUnavailable, DomainError, OSError, ValueError) as err:
             why = f"the landing check {name} did not run: {type(err).__name__}: {err}"
             return {"check": name, "verdict": "did_not_run", "error": why[:TAIL_CHARS]}
-        finally:
-            await asyncio.to_thread(shutil.rmtree, base, True)
+        ran = run.ran
         if ran.timed_out:
             verdict = "timed_out"
         elif ran.exit_code == 0:
@@ -131,19 +130,8 @@ class LandingWorker:
             "verdict": verdict,
             "exit_code": ran.exit_code,
             "duration_ms": int(ran.duration_s * 1000),
-            "view_ms": int(view_ms),
-            "view": "copy",
+            "view_ms": int(run.ms),
+            "view": run.view,
             "output": output,
             "output_tail": output[-TAIL_CHARS:],
         }
-
-    async def _build(self, step_id: int, view: Path) -> float:
-        """Fetch, copy, fetch again, overlay (as `fleet.checks`): the view's build time, ms."""
-        started = time.perf_counter()
-        before = await self.client.landing_preimages(step_id)
-        exclude = (*self.options.exclude, view.parent.parent)
-        await asyncio.to_thread(copy_tree, self.tree.root, view, exclude)
-        after = await self.client.landing_preimages(step_id)
-        images = {**decode_preimages(before), **decode_preimages(after)}
-        await asyncio.to_thread(overlay, view, images.values())
-        return (time.perf_counter() - started) * 1000.0
