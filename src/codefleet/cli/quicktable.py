@@ -29,6 +29,7 @@ STATUS_SGR: Final = {
     "pending": "2",
     "assigned": "36",
     "running": "1;36",
+    "landing": "1;35",
     "succeeded": "32",
     "failed": "1;31",
     "blocked_upstream": "31",

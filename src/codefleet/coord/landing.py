@@ -387,12 +387,15 @@ class Landing:
     ) -> str:
         """The next attempt's error: what failed, who landed meanwhile and what they changed."""
         lines = [
-            f"Integration failed: your work passed on its own, but check `{check}` failed "
-            "once it was put on top of the work that landed while you worked. That work "
-            "stays; adapt yours to it."
+            f"Integration failed: check `{check}` failed on the landed tree with your work "
+            "on it (the work that landed before yours stays: adapt yours to it)."
         ]
-        if since:
-            lines.append("Landed since your attempt started:")
+        lines.append(
+            "Landed since your attempt started:"
+            if since
+            else "Nothing landed since "
+            "your attempt started: your work fails the check on the tree it began on."
+        )
         for row in since[:CONFLICTS_SHOWN]:
             paths = [p["path"] for p in self.store.patches_of_task(str(row["id"]))]
             shown = ", ".join(paths[:FILES_SHOWN]) + (" …" if len(paths) > FILES_SHOWN else "")
