@@ -8,6 +8,7 @@ order tasks land in (`wait_succeeded`), so it differs from their ids.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,16 @@ from history_support import (
 from codefleet.api.client import FleetClient
 from codefleet.server.thread import ServerThread
 
+# The same tests as SUITE without pytest's start-up (a landing check runs at every landing,
+# and the caller's first attempt waits for the rename to land within the script's timeout).
+RUN_TESTS = """import glob, importlib, sys
+sys.path.insert(0, ".")
+for name in sorted(glob.glob("test_*.py")):
+    module = importlib.import_module(name[:-3])
+    for test in [getattr(module, n) for n in dir(module) if n.startswith("test_")]:
+        test()
+"""
+QUICK_SUITE = f'"{sys.executable}" run_tests.py'
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
 
 
@@ -126,3 +137,42 @@ async def test_the_commit_check_names_the_commit_of_a_pair_that_breaks_the_suite
     assert [c.task for c in checked] == ["rename", "caller"]
     assert failing(checked) == ["caller"]
     assert "NameError" in checked[1].output or "ImportError" in checked[1].output
+
+
+async def test_with_an_integration_check_every_commit_of_the_breaking_pair_passes_the_suite(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    """The pair above, with `--integration test`: the caller landed second, its landing check
+    failed, it was reworked onto `salute`, and every commit of the branch passes the suite."""
+    tree = tmp_path / "repo"
+    tree.mkdir()
+    write_lib(tree)
+    (tree / "run_tests.py").write_text(RUN_TESTS)
+    make_repository(tree)
+    server = make_server(**FAST, workdir=tree)
+    adapted = [
+        {"write": {"path": p["write"]["path"], "content": p["write"]["content"].replace("greet", "salute")}, "attempt": 2}
+        for p in CALLER_STEPS
+    ]  # fmt: skip
+    first = [{**step, "attempt": 1} for step in CALLER_STEPS]
+    script = {
+        "rename": RENAME_STEPS,
+        "caller": [{"wait_succeeded": "rename", "attempt": 1}, *first, *adapted],
+    }
+    path = graph(tmp_path, ["rename", "caller"], None)
+    path.write_text(f"checks:\n  test: '{QUICK_SUITE}'\n" + path.read_text())  # no ' in it
+
+    done = run_scripted(
+        server.url, tree, script, "--graph", str(path), "--integration", "test",
+        "--commit", "--branch", "live",
+    )  # fmt: skip
+    checked = check_each_commit(tree, "live", QUICK_SUITE, tmp_path / "commits")
+    async with FleetClient(server.url) as client:
+        broke = [
+            e["task_id"] for e in await client.all_events() if e["type"] == "integration_failed"
+        ]
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert broke == ["caller"], done.stdout
+    assert [c.task for c in checked] == ["rename", "caller"]
+    assert failing(checked) == [], [c.output for c in checked if not c.passed]
