@@ -25,8 +25,11 @@ state reloads unchanged, and runs `codefleet.testing.invariants` over everything
 event log and the stream, the ledger, the lease replay, the task rows, the
 tree rebuilt from the original by `git apply` of every succeeded task's patch in
 completion order, and the content oracle: every path holds the content its last
-succeeded writer hashed right after writing it (`invariants_content`). `--duration` bounds the whole run; a graph that has not
-drained by then is a failure.
+succeeded writer hashed right after writing it (`invariants_content`), and the landing
+contract (`invariants_landing`): every task lands through the integration check `clean`
+(no file under out/ says BROKEN), which one task in 20 (`--breakers`) breaks on its first attempt, so
+landings are blamed, rolled back and reworked under the same faults. `--duration` bounds
+the whole run; a graph that has not drained by then is a failure.
 
 Prints one JSON summary (also `--json FILE`); exits 0 only with zero violations,
 every task terminal, and no process dying on its own.
@@ -66,8 +69,15 @@ from codefleet.testing.invariants import (
     replay_patches,
 )
 from codefleet.testing.invariants_content import check_contents, expected_contents
+from codefleet.testing.invariants_landing import check_landing
 
 HOST = "127.0.0.1"
+# Every landing must pass this check: no file under out/ says BROKEN. A few scripted
+# tasks write one on their first attempt, so landing blames them and they are reworked.
+INTEGRATION = "clean"
+MARKER = "BROKEN"
+CHECKS = {INTEGRATION: f"! grep -rqs {MARKER} out"}
+BREAKERS_PER = 20  # by default one breaker per this many tasks, at least one
 STOP_WAIT_S = 15.0
 
 
@@ -80,9 +90,12 @@ class Workload:
     script: dict[str, list[dict[str, Any]]]
     files: dict[str, str]
     sequences: dict[str, dict[str, Any]] = field(default_factory=dict)
+    breakers: list[str] = field(default_factory=list)
 
 
-def build_workload(seed: int, tasks: int, hot_files: int = 12, fail_rate: float = 0.05) -> Workload:
+def build_workload(
+    seed: int, tasks: int, hot_files: int = 12, fail_rate: float = 0.05, breakers: int | None = None
+) -> Workload:
     """The seeded graph, the script the scripted agents play, and the original tree."""
     rng = random.Random(seed)
     ids = [f"T{n:04d}" for n in range(1, tasks + 1)]
@@ -116,7 +129,21 @@ def build_workload(seed: int, tasks: int, hot_files: int = 12, fail_rate: float 
     files = {path: f"# {path}\n" for path in hot}
     files |= {"README.md": "chaos tree\n", "out/.keep": ""}
     _add_resources(random.Random(seed + 1), graph, script)
-    return Workload(graph, script, files, {SEQUENCE: {"start": 1}})
+    count = max(1, tasks // BREAKERS_PER) if breakers is None else breakers
+    chosen = _add_breakers(random.Random(seed + 2), ids, script, count)
+    return Workload(graph, script, files, {SEQUENCE: {"start": 1}}, chosen)
+
+
+def _add_breakers(
+    rng: random.Random, ids: list[str], script: dict[str, list[dict[str, Any]]], count: int
+) -> list[str]:
+    """A few tasks write the marker the integration check refuses, on their first attempt
+    only: each such landing fails, the task is blamed, rolled back and lands on its rework."""
+    chosen = sorted(rng.sample(ids, min(len(ids), count)))
+    for task_id in chosen:
+        write = {"path": f"out/{task_id}/broken.txt", "content": f"{MARKER}\n"}
+        script[task_id].insert(1, {"write": write, "attempt": 1})
+    return chosen
 
 
 SEQUENCE = "migrations"
@@ -259,6 +286,9 @@ class Summary:
     numbers_allocated: int = 0  # sequence values handed out (the checker: none twice)
     numbers_distinct: bool = True
     requeues: dict[str, int] = field(default_factory=dict)
+    landed: int = 0
+    landing_checks: int = 0  # landing_check_finished events (batches, bisections, bases)
+    integration_failed: int = 0
     final_restart_identical: bool = False
     violations: list[str] = field(default_factory=list)
     workdir: str = ""
@@ -481,6 +511,7 @@ class Chaos:
         self.summary.final_restart_identical = before == await _state(client)
         evidence = await collect(client)
         violations = check(evidence, self.observed)
+        violations += check_landing(evidence.events, INTEGRATION)
         violations += self._tree(evidence)
         if not self.summary.final_restart_identical:
             violations.append(Violation("restart", "the state read back after a restart differs"))
@@ -508,6 +539,8 @@ class Chaos:
         s.statuses = dict(Counter(t["status"] for t in evidence.tasks.values()))
         s.events, s.observed_events = len(evidence.events), len(self.observed)
         s.vetoes, s.restores = kinds["lease_denied"], kinds["file_restored"]
+        s.landed, s.integration_failed = kinds["landed"], kinds["integration_failed"]
+        s.landing_checks = kinds["landing_check_finished"]
         s.waits = dict(
             Counter(e["payload"]["outcome"] for e in evidence.events if e["type"] == "lease_waited")
         )
@@ -553,7 +586,7 @@ async def _state(client: FleetClient) -> dict[str, Any]:
 
 async def run(args: argparse.Namespace) -> Summary:
     chaos = Chaos(args)
-    workload = build_workload(args.seed, args.tasks, args.hot_files, args.fail_rate)
+    workload = build_workload(args.seed, args.tasks, args.hot_files, args.fail_rate, args.breakers)
     chaos.prepare(workload)
     faults = plan_faults(
         chaos.rng, args.runners, args.server_kills, args.runner_kills, args.rogue_writes,
@@ -565,7 +598,9 @@ async def run(args: argparse.Namespace) -> Summary:
         async with FleetClient(chaos.url, token=chaos.token) as client:
             chaos.server.start()
             await chaos.wait_up(client)
-            await client.create_tasks(GraphTasks(workload.graph, sequences=workload.sequences))
+            graph = GraphTasks(workload.graph, checks=CHECKS, sequences=workload.sequences)
+            await client.create_tasks(graph)
+            await client.set_integration(INTEGRATION)
             observer = asyncio.create_task(chaos.observe())
             for proc in chaos.runners:
                 proc.start()
@@ -610,6 +645,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="the control: append to hot files behind the lock's back (must be caught)",
     )
     parser.add_argument("--fail-rate", type=float, default=0.05)
+    parser.add_argument(
+        "--breakers",
+        type=int,
+        default=None,
+        help="tasks whose first attempt breaks the integration check (default: 1 per 20 tasks)",
+    )
     parser.add_argument(
         "--lease-wait", type=float, default=0.0, help="the server's CODEFLEET_LEASE_WAIT, seconds"
     )

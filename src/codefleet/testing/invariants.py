@@ -16,11 +16,16 @@ replays the event log in id order and reports every `Violation` it finds:
   recorded after the attempt ended, a task assigned again before its files
   are back;
 - every task follows its state machine: each attempt ends at most once (no
-  completion applied twice), no task succeeds twice, a task is assigned only
+  completion applied twice), from in flight or waiting to land (`landing_queued`;
+  a task waiting to land takes no new lease), no task succeeds twice, a task is assigned only
   after every dependency succeeded, and the final rows agree with the replay;
 - every task is terminal and consistent with its dependencies (when asked);
 - a named resource is a lease key like a path (the rules above hold for it),
   and no sequence value is handed out twice, nor to a task not in flight.
+
+The landing contract (nothing lands twice, nothing succeeds unchecked, a
+waiting task keeps its leases, a blamed task is rolled back and reworked) is
+`invariants_landing.check_landing`, over the same log.
 
 `replay_patches` + `compare_trees` prove the tree: the original tree with the
 succeeded tasks' patches applied in completion order (`git apply`) equals the
@@ -57,6 +62,7 @@ __all__ = [
 
 Row = dict[str, Any]
 IN_FLIGHT: Final = frozenset({TaskStatus.ASSIGNED, TaskStatus.RUNNING})
+ENDABLE: Final = frozenset({*IN_FLIGHT, TaskStatus.LANDING})  # an attempt may end from these
 ATTEMPT_ENDS: Final = frozenset(
     {EventType.TASK_SUCCEEDED, EventType.TASK_REQUEUED, EventType.TASK_FAILED}
 )
@@ -323,6 +329,7 @@ _TASK_KINDS: Final = frozenset(
         EventType.TASK_CREATED,
         EventType.TASK_ASSIGNED,
         EventType.TASK_STARTED,
+        EventType.LANDING_QUEUED,
         EventType.TASK_SUCCEEDED,
         EventType.TASK_REQUEUED,
         EventType.TASK_FAILED,
@@ -332,6 +339,13 @@ _TASK_KINDS: Final = frozenset(
         EventType.TASK_UNBLOCKED,
     }
 )
+
+
+_MOVES: Final = {  # the plain transitions: from these statuses, to that one
+    EventType.TASK_STARTED: (IN_FLIGHT, TaskStatus.RUNNING),
+    EventType.LANDING_QUEUED: (IN_FLIGHT, TaskStatus.LANDING),
+    EventType.TASK_BLOCKED_UPSTREAM: (frozenset({TaskStatus.PENDING}), TaskStatus.BLOCKED_UPSTREAM),
+}
 
 
 def _replay_task(replay: _Replay, event: Row) -> None:
@@ -349,15 +363,13 @@ def _replay_task(replay: _Replay, event: Row) -> None:
         _require_deps(replay, task_id, event, "unblocked")
     elif kind is EventType.TASK_ASSIGNED:
         _assigned(replay, task, event)
-    elif kind is EventType.TASK_STARTED:
-        _expect(replay, task, event, {TaskStatus.ASSIGNED, TaskStatus.RUNNING}, TaskStatus.RUNNING)
+    elif kind in _MOVES:
+        _expect(replay, task, event, *_MOVES[kind])
     elif kind in ATTEMPT_ENDS:
         _attempt_end(replay, task, event)
-    elif kind is EventType.TASK_BLOCKED_UPSTREAM:
-        _expect(replay, task, event, {TaskStatus.PENDING}, TaskStatus.BLOCKED_UPSTREAM)
     elif kind is EventType.TASK_CANCELLED:
         _end_holdings(replay, event)
-        _expect(replay, task, event, {TaskStatus.PENDING, *IN_FLIGHT}, TaskStatus.CANCELLED)
+        _expect(replay, task, event, {TaskStatus.PENDING, *ENDABLE}, TaskStatus.CANCELLED)
     elif kind is EventType.TASK_RETRIED:
         dead = {TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.BLOCKED_UPSTREAM}
         if _expect(replay, task, event, dead, TaskStatus.PENDING):
@@ -424,7 +436,7 @@ def _attempt_end(replay: _Replay, task: _Task, event: Row) -> None:
         EventType.TASK_REQUEUED: TaskStatus.PENDING,
         EventType.TASK_FAILED: TaskStatus.FAILED,
     }[kind]
-    _expect(replay, task, event, IN_FLIGHT, to)
+    _expect(replay, task, event, ENDABLE, to)
 
 
 def _end_holdings(replay: _Replay, event: Row) -> None:

@@ -1,0 +1,239 @@
+"""The landing invariants: nothing lands twice, nothing succeeds unchecked, leases kept.
+
+`check_landing` replays the event log (in id order) against the landing
+contract (issue 39) and reports every `Violation`:
+
+- `landed_twice`: order numbers are 1, 2, 3, … with no gap or repeat, and a
+  task lands at most once per success (a second `landed` with no `task_retried`
+  between);
+- `succeeded_unlanded`: every `task_succeeded` comes right after its own
+  `landed` (the event before it, same order number), and every `landed` is
+  followed by its `task_succeeded`;
+- `landed_unchecked`: a `landed` sits on the base every earlier landing built
+  (`base` is the number of tasks landed before its batch's first landing:
+  order - 1 - its position in `batch`), and each check it lists had a
+  `landing_check_finished` with verdict passed for that same batch on that
+  same base since the task was queued; with `integration` given, every
+  landing lists it;
+- `landing_lease`: a task waiting to land keeps its leases: no
+  `lease_released` between its `landing_queued` and its end, except the
+  releases of the landing transaction itself (right before its `landed`);
+- `integration_rollback`: an `integration_failed` is for a task waiting to
+  land, is followed by its `task_requeued` (error kind integration_failed) or
+  `task_failed` before anything else happens to it, and each file its attempt
+  wrote is put back (`file_restored` / `restore_failed`) before its lease is released,
+  like any failed attempt (the lease replay in `invariants` does the rest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from codefleet.models import ErrorKind, EventType
+from codefleet.testing.invariants import Violation
+
+__all__ = ["check_landing"]
+
+Row = dict[str, Any]
+PASSED: Final = "passed"
+RELEASING: Final = frozenset({EventType.LEASE_RELEASED, EventType.RESTORE_REQUESTED})
+WAIT_ENDS: Final = frozenset({EventType.LANDED, EventType.TASK_CANCELLED})
+
+
+@dataclass(slots=True)
+class _State:
+    integration: str | None
+    landed: int = 0
+    queued: dict[str, int] = field(default_factory=dict)  # waiting task -> its landing_queued id
+    landed_tasks: set[str] = field(default_factory=set)  # landed since its last retry
+    passed: list[Row] = field(default_factory=list)  # landing_check_finished, verdict passed
+    blamed: set[str] = field(default_factory=set)  # integration_failed, rework not yet seen
+    rolling_back: dict[str, set[str]] = field(default_factory=dict)  # task -> paths not put back
+    written: dict[str, set[str]] = field(default_factory=dict)  # task -> its attempt's writes
+    found: list[Violation] = field(default_factory=list)
+
+    def flag(self, rule: str, message: str, event: Row) -> None:
+        self.found.append(Violation(rule, message, event.get("id"), event.get("task_id")))
+
+
+def check_landing(events: Sequence[Row], integration: str | None = None) -> list[Violation]:
+    """Every landing-contract violation the event log shows (`integration`: the run's check)."""
+    ordered = sorted(events, key=lambda e: int(e["id"]))
+    state = _State(integration)
+    for n, event in enumerate(ordered):
+        handler = _HANDLERS.get(event["type"])
+        if handler is not None and (event.get("task_id") or event["type"] in _TASKLESS):
+            handler(state, ordered, n)
+    for task_id in sorted(state.blamed):
+        state.found.append(
+            Violation("integration_rollback", f"{task_id} was blamed and never reworked",
+                      task_id=task_id)
+        )  # fmt: skip
+    return state.found
+
+
+def _assigned(state: _State, ordered: Sequence[Row], n: int) -> None:
+    state.written[ordered[n]["task_id"]] = set()
+
+
+def _changed(state: _State, ordered: Sequence[Row], n: int) -> None:
+    event = ordered[n]
+    state.written.setdefault(event["task_id"], set()).add(str(event["payload"].get("path")))
+
+
+def _put_back(state: _State, ordered: Sequence[Row], n: int) -> None:
+    event = ordered[n]
+    state.rolling_back.get(event["task_id"], set()).discard(str(event["payload"].get("path")))
+
+
+def _finished(state: _State, ordered: Sequence[Row], n: int) -> None:
+    if ordered[n]["payload"].get("verdict") == PASSED:
+        state.passed.append(ordered[n])
+
+
+def _queued(state: _State, ordered: Sequence[Row], n: int) -> None:
+    state.queued[ordered[n]["task_id"]] = int(ordered[n]["id"])
+
+
+def _retried(state: _State, ordered: Sequence[Row], n: int) -> None:
+    state.landed_tasks.discard(ordered[n]["task_id"])
+
+
+def _released(state: _State, ordered: Sequence[Row], n: int) -> None:
+    """A waiting task's leases go only in the transaction that lands it (then `landed`)."""
+    event = ordered[n]
+    task_id, path = event["task_id"], str(event["payload"].get("path"))
+    unrestored = state.rolling_back.get(task_id, set())
+    if path in unrestored:
+        unrestored.discard(path)
+        state.flag(
+            "integration_rollback", f"{task_id} released {path} before putting it back", event
+        )
+    if task_id not in state.queued:
+        return
+    after = next(
+        (e for e in ordered[n + 1 :]
+         if not (e["type"] in RELEASING and e.get("task_id") == task_id)),
+        None,
+    )  # fmt: skip
+    if after is None or after["type"] not in WAIT_ENDS or after.get("task_id") != task_id:
+        state.flag("landing_lease", f"{task_id} released {path} while waiting to land", event)
+
+
+def _landed(state: _State, ordered: Sequence[Row], n: int) -> None:
+    event = ordered[n]
+    task_id, body = event["task_id"], event["payload"]
+    order, base = int(body.get("order", -1)), int(body.get("base", -1))
+    batch, checks = list(body.get("batch") or ()), list(body.get("checks") or ())
+    if order != state.landed + 1:
+        state.flag("landed_twice", f"{task_id} landed {order}, after {state.landed}", event)
+    _on_its_base(state, event, base, batch)
+    state.landed += 1
+    if task_id in state.landed_tasks:
+        state.flag("landed_twice", f"{task_id} landed a second time", event)
+    state.landed_tasks.add(task_id)
+    queued = state.queued.pop(task_id, None)
+    if task_id in state.blamed:
+        state.flag("integration_rollback", f"{task_id} landed after it was blamed", event)
+    if queued is None:
+        state.flag("succeeded_unlanded", f"{task_id} landed without waiting to land", event)
+    after = ordered[n + 1] if n + 1 < len(ordered) else None
+    if (
+        after is None
+        or after["type"] != EventType.TASK_SUCCEEDED
+        or after.get("task_id") != task_id
+    ):
+        state.flag("succeeded_unlanded", f"{task_id} landed but did not succeed at once", event)
+    if state.integration and state.integration not in checks:
+        state.flag(
+            "landed_unchecked", f"{task_id} landed without the check {state.integration}", event
+        )
+    for name in checks:
+        if not any(_passes(p, name, batch, base, queued or 0) for p in state.passed):
+            state.flag(
+                "landed_unchecked",
+                f"{task_id} landed with no passed {name} for batch {batch} on base {base}",
+                event,
+            )
+
+
+def _on_its_base(state: _State, event: Row, base: int, batch: list[str]) -> None:
+    """`base` is the count of landings before the batch's first (this one not yet counted)."""
+    task_id = event["task_id"]
+    if task_id not in batch:
+        state.flag("landed_unchecked", f"{task_id} landed outside its batch {batch}", event)
+        return
+    want = state.landed - batch.index(task_id)
+    if base != want:
+        state.flag(
+            "landed_unchecked",
+            f"{task_id} landed on base {base}; {want} had landed before its batch",
+            event,
+        )
+
+
+def _passes(finished: Row, name: str, batch: list[str], base: int, since: int) -> bool:
+    body = finished["payload"]
+    return (
+        int(finished["id"]) > since
+        and body.get("check") == name
+        and list(body.get("batch") or ()) == batch
+        and int(body.get("base", -1)) == base
+    )
+
+
+def _succeeded(state: _State, ordered: Sequence[Row], n: int) -> None:
+    event = ordered[n]
+    task_id = event["task_id"]
+    before = ordered[n - 1] if n else None
+    if before is None or before["type"] != EventType.LANDED or before.get("task_id") != task_id:
+        state.flag("succeeded_unlanded", f"{task_id} succeeded without landing first", event)
+    elif event["payload"].get("order") != before["payload"].get("order"):
+        state.flag("succeeded_unlanded", f"{task_id} succeeded with another order number", event)
+
+
+def _integration_failed(state: _State, ordered: Sequence[Row], n: int) -> None:
+    event = ordered[n]
+    task_id = event["task_id"]
+    if state.queued.pop(task_id, None) is None:
+        state.flag("integration_rollback", f"{task_id} blamed while not waiting to land", event)
+    state.blamed.add(task_id)
+    state.rolling_back[task_id] = set(state.written.get(task_id, ()))
+
+
+def _attempt_ended(state: _State, ordered: Sequence[Row], n: int) -> None:
+    """The end of a blamed task's attempt must be its rework (requeue or failure)."""
+    event = ordered[n]
+    task_id, kind = str(event["task_id"]), event["type"]
+    state.queued.pop(task_id, None)
+    if task_id not in state.blamed:
+        return
+    state.blamed.discard(task_id)
+    if kind == EventType.TASK_REQUEUED and (
+        event["payload"].get("error_kind") != ErrorKind.INTEGRATION_FAILED
+    ):
+        state.flag("integration_rollback", f"{task_id} requeued for another reason", event)
+    elif kind == EventType.TASK_CANCELLED:
+        state.flag("integration_rollback", f"{task_id} cancelled instead of reworked", event)
+
+
+Handler = Callable[[_State, Sequence[Row], int], None]
+_HANDLERS: Final[dict[str, Handler]] = {
+    EventType.TASK_ASSIGNED: _assigned,
+    EventType.FILE_CHANGED: _changed,
+    EventType.LEASE_RELEASED: _released,
+    EventType.FILE_RESTORED: _put_back,
+    EventType.RESTORE_FAILED: _put_back,
+    EventType.LANDING_CHECK_FINISHED: _finished,
+    EventType.LANDING_QUEUED: _queued,
+    EventType.LANDED: _landed,
+    EventType.TASK_SUCCEEDED: _succeeded,
+    EventType.INTEGRATION_FAILED: _integration_failed,
+    EventType.TASK_RETRIED: _retried,
+    EventType.TASK_REQUEUED: _attempt_ended,
+    EventType.TASK_FAILED: _attempt_ended,
+    EventType.TASK_CANCELLED: _attempt_ended,
+}
+_TASKLESS: Final = frozenset({EventType.LANDING_CHECK_FINISHED})
