@@ -107,6 +107,7 @@ async def test_a_rename_and_a_new_caller_end_green_with_the_later_task_reworked(
         result, executor = await drain(server, lib_tree, RENAME_AND_CALLER)
         events = await client.all_events()
         b = await client.task("B")
+        agents = await client.agents()
 
     assert result.ok, result.tasks
     assert suite_passes(lib_tree)
@@ -121,6 +122,9 @@ async def test_a_rename_and_a_new_caller_end_green_with_the_later_task_reworked(
     assert [e["payload"]["error_kind"] for e in requeued] == ["integration_failed"]
     retry = executor.assignments[-1]
     assert retry.id == "B" and "salute" not in (retry.error or "").split("Output")[0]
+    # B's first attempt ended well but did not land: its agent is not credited a success
+    counted = [(a["tasks_succeeded"], a["tasks_failed"]) for a in agents]
+    assert sum(s for s, _ in counted) == 2 and sum(f for _, f in counted) == 1
 
 
 async def test_without_an_integration_check_the_same_pair_lands_a_red_tree(

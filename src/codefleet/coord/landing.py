@@ -369,6 +369,8 @@ class Landing:
             conflicts_with=[str(r["id"]) for r in since],
             output_tail=output[-TAIL_CHARS:],
         )
+        if task.agent_id:  # its report counted a success the landing takes back
+            self.store.success_taken_back(task.agent_id)
         self.leases.release(task_id, ReleaseReason.TASK_ENDED)  # its files are put back
         if task.charged >= task.max_attempts:
             spent = f"out of attempts ({task.charged}/{task.max_attempts}); last: {error}"

@@ -121,6 +121,12 @@ class Store(EventLog):
         done = {"tasks_succeeded": 1} if succeeded else {"tasks_failed": 1}
         self._hold("agents", agent_id, {}, {**usage, **done})
 
+    def success_taken_back(self, agent_id: str) -> None:
+        """An attempt counted a success at its report broke the tree as it landed: the agent's
+        count moves from succeeded to failed (`coord.landing`)."""
+        self.touched.agents.add(agent_id)
+        self._hold("agents", agent_id, {}, {"tasks_succeeded": -1, "tasks_failed": 1})
+
     def task(self, task_id: str) -> Row | None:
         row = self._one(q.SELECT_TASK, (task_id,))
         return _decode_task(row) if row else None
