@@ -10,7 +10,7 @@ Reported per case: landing checks run, checks per task, the makespan (wall time 
 `run_fleet`) and the added makespan (makespan - baseline).
 
 Run: `uv run python -m bench.landing [--tasks N] [--check-s S] [--runners R]
-[--work-s W] [--batches 1,2,4,8,16] [--json]`.
+[--work-s W] [--batches 1,2,4,8,16] [--breaker-batches 8,1] [--json]`.
 """
 
 from __future__ import annotations
@@ -119,16 +119,16 @@ async def one_run(args: argparse.Namespace, case: Case, base: Path) -> tuple[int
     return checks, reworked, makespan
 
 
-def cases(batches: list[int]) -> list[Case]:
+def cases(batches: list[int], breaker_batches: list[int]) -> list[Case]:
     plain = [Case(f"batch {b}", b) for b in batches]
-    broken = [Case("batch 8, 1 breaker", 8, True), Case("batch 1, 1 breaker", 1, True)]
+    broken = [Case(f"batch {b}, 1 breaker", b, True) for b in breaker_batches]
     return [Case("no check", None), *plain, *broken]
 
 
 def measure(args: argparse.Namespace) -> list[Figures]:
     found: list[Figures] = []
     baseline: float | None = None
-    for case in cases(args.batches):
+    for case in cases(args.batches, args.breaker_batches):
         with tempfile.TemporaryDirectory(prefix="cf-landing-") as scratch:
             checks, reworked, makespan = asyncio.run(one_run(args, case, Path(scratch)))
         if case.batch is None:
@@ -164,6 +164,10 @@ def row(f: Figures) -> str:
     )
 
 
+def sizes(text: str) -> list[int]:
+    return [int(b) for b in text.split(",") if b]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=20)
@@ -171,7 +175,10 @@ def main() -> None:
     parser.add_argument("--runners", type=int, default=4)
     parser.add_argument("--work-s", type=float, default=0.0, help="seconds each task works")
     parser.add_argument(
-        "--batches", type=lambda s: [int(b) for b in s.split(",")], default=[1, 2, 4, 8, 16]
+        "--batches", type=sizes, default=[1, 2, 4, 8, 16], help="batch sizes run without one"
+    )
+    parser.add_argument(
+        "--breaker-batches", type=sizes, default=[8, 1], help="batch sizes run with a breaker"
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
