@@ -17,7 +17,8 @@ contract (issue 39) and reports every `Violation`:
   landing lists it;
 - `landing_lease`: a task waiting to land keeps its leases: no
   `lease_released` between its `landing_queued` and its end, except the
-  releases of the landing transaction itself (right before its `landed`);
+  releases of the landing transaction itself (right before its `landed`, a
+  freed path's hand-over to a parked write in between);
 - `integration_rollback`: an `integration_failed` is for a task waiting to
   land, is followed by its `task_requeued` (error kind integration_failed) or
   `task_failed` before anything else happens to it, and each file its attempt
@@ -40,6 +41,8 @@ Row = dict[str, Any]
 PASSED: Final = "passed"
 RELEASING: Final = frozenset({EventType.LEASE_RELEASED, EventType.RESTORE_REQUESTED})
 WAIT_ENDS: Final = frozenset({EventType.LANDED, EventType.TASK_CANCELLED})
+# A freed path handed to a parked write, in the transaction that freed it (`leases.drop`).
+HANDED_OVER: Final = frozenset({EventType.LEASE_ACQUIRED, EventType.LEASE_WAITED})
 
 
 @dataclass(slots=True)
@@ -115,7 +118,8 @@ def _released(state: _State, ordered: Sequence[Row], n: int) -> None:
         return
     after = next(
         (e for e in ordered[n + 1 :]
-         if not (e["type"] in RELEASING and e.get("task_id") == task_id)),
+         if not (e["type"] in RELEASING and e.get("task_id") == task_id)
+         and e["type"] not in HANDED_OVER),
         None,
     )  # fmt: skip
     if after is None or after["type"] not in WAIT_ENDS or after.get("task_id") != task_id:
