@@ -78,7 +78,9 @@ async def test_a_start_whose_answer_was_lost_is_retried_and_the_task_finishes_at
         "task_started",
         "lease_acquired",
         "file_changed",
+        "landing_queued",  # nothing to check: it lands in the same transaction
         "lease_released",
+        "landed",
         "task_succeeded",
     ]
     assert (workdir / "made.txt").read_text() == "once\n"
