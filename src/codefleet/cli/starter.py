@@ -232,6 +232,8 @@ def starter_graph(root: Path, checks: list[FoundCheck]) -> str:
     verify = "    verify: test\n" if any(c.name == "test" for c in checks) else ""
     lines = [f"  {c.name}: {_scalar(c.command)}  # from {c.source}" for c in checks]
     check_block = "checks:\n" + "\n".join(lines) + "\n\n" if lines else _NO_CHECKS
+    if verify:  # every task lands only once the suite passes on all that landed before it
+        check_block += INTEGRATION
     return _GRAPH.format(
         repo=root.resolve().name,
         checks=check_block,
@@ -330,6 +332,14 @@ def _dump(data: Any) -> str:
 def _turn(text: str, tool_use: dict[str, Any]) -> dict[str, Any]:
     return {"content": [{"text": text}, {"tool_use": tool_use}]}
 
+
+INTEGRATION: Final = """\
+# Every task lands only once `test` passes on everything landed before it plus its
+# own work: two tasks that each pass alone and break together are caught, and the
+# later one is reworked (docs/checks.md, "Landing").
+integration: test
+
+"""
 
 _NO_CHECKS: Final = """\
 # No test command was found. Name your checks here; agents run them by name
