@@ -408,3 +408,90 @@ async def test_a_landing_check_whose_program_is_missing_halts_landing_and_keeps_
     assert halt["payload"]["why"] == "could not start"
     assert of_type(events, "integration_failed") == []
     assert (workdir / "t.txt").read_text() == "x" and "landing halted" in (result.stopped or "")
+
+
+# More shapes of "each passes alone, together they break": (base files, the task that
+# lands first, the later one's first and reworked writes).
+AREA = "def area(w, h):\n    return w * h\n"
+SQUARE = "def area(size):\n    return size * size\n"
+UNIQUE = (
+    "import glob\nnames = [open(p).read().strip() for p in sorted(glob.glob('plugins/*.txt'))]\n"
+    "assert len(names) == len(set(names)), names\n"
+)
+SHAPES = {
+    "a signature change and a new caller": (
+        {"geometry.py": AREA, "test_geometry.py": "from geometry import area\nassert area(2, 3) == 6\n"},
+        [write("geometry.py", SQUARE), write("test_geometry.py", "from geometry import area\nassert area(3) == 9\n")],
+        [write("test_room.py", "from geometry import area\nassert area(2, 3) == 6\n")],
+        [write("test_room.py", "from geometry import area\nassert area(3) == 9\n")],
+    ),
+    "two plugins registered under one name": (
+        {"plugins/base.txt": "base\n", "test_plugins.py": UNIQUE},
+        [write("plugins/csv.txt", "csv\n")],
+        [write("plugins/comma.txt", "csv\n")],
+        [write("plugins/comma.txt", "comma\n")],
+    ),
+}  # fmt: skip
+
+
+def seed(tree: Path, files: dict[str, str]) -> None:
+    for path, content in files.items():
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text(content)
+    assert suite_passes(tree)
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+async def test_other_pairs_that_break_together_end_green_with_the_later_one_reworked(
+    make_server: Callable[..., ServerThread], workdir: Path, shape: str
+) -> None:
+    files, first, later, reworked = SHAPES[shape]
+    seed(workdir, files)
+    script = {
+        "A": first,
+        "B": [
+            {"wait_succeeded": "A", "attempt": 1},
+            *({**s, "attempt": 1} for s in later),
+            *({**s, "attempt": 2} for s in reworked),
+        ],
+    }
+    server = make_server(**FAST)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(TASKS, {"test": SUITE})
+        await client.set_integration("test")
+        result, _ = await drain(server, workdir, script)
+        events = await client.all_events()
+
+    assert result.ok and suite_passes(workdir)
+    assert [e["task_id"] for e in of_type(events, "integration_failed")] == ["B"]
+    assert [e["task_id"] for e in of_type(events, "landed")] == ["A", "B"]
+
+
+async def test_a_triple_where_the_third_breaks_with_the_first_reworks_only_the_third(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    seed(workdir, {"plugins/base.txt": "base\n", "test_plugins.py": UNIQUE})
+    script = {
+        "A": [write("plugins/a.txt", "csv\n")],
+        "B": [write("plugins/b.txt", "json\n")],
+        "C": [
+            {"wait_succeeded": "A", "attempt": 1},
+            {"wait_succeeded": "B", "attempt": 1},
+            write("plugins/c.txt", "csv\n", attempt=1),
+            write("plugins/c.txt", "yaml\n", attempt=2),
+        ],
+    }
+    tasks = [{"id": t, "title": t, "description": "add a plugin"} for t in "ABC"]
+    server = make_server(**FAST)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks, {"test": SUITE})
+        await client.set_integration("test")
+        result, _ = await drain(server, workdir, script, runners=3)
+        events = await client.all_events()
+        c = await client.task("C")
+
+    assert result.ok and suite_passes(workdir)
+    [broke] = of_type(events, "integration_failed")
+    assert broke["task_id"] == "C" and set(broke["payload"]["conflicts_with"]) == {"A", "B"}
+    assert [e["task_id"] for e in of_type(events, "landed")][-1] == "C"
+    assert c["attempts"] == 2 and (workdir / "plugins" / "c.txt").read_text() == "yaml\n"
