@@ -146,7 +146,7 @@ async def test_the_dashboard_shows_statuses_the_veto_with_its_holder_the_leases_
         )
 
     text = dash.text()
-    assert re.search(r"T1\s+edit a\s+succeeded\s+1/3\s+0\.0000\s+A = 2", text)
+    assert re.search(r"T1\s+edit a\s+succeeded\s+1/3\s+0\.0000\s+landed #1 · A = 2", text)
     assert re.search(
         r"T2\s+edit b\s+running\s+2/3\s+0\.0000\s+last attempt: blocked on a\.py", text
     )
