@@ -213,8 +213,10 @@ class LandingClaimBody(_Body):
     """`POST /landing/claim`: a landing worker asks for the step to run."""
 
     worker: Annotated[StrictStr, Field(min_length=1, max_length=200)]
-    wait: Annotated[float, Field(ge=0, le=60, allow_inf_nan=False)] = 0.0
-    timeout_s: Annotated[float, Field(gt=0, le=86_400, allow_inf_nan=False)]
+    wait: Annotated[float, Field(strict=True, ge=0, le=5, allow_inf_nan=False)] = (
+        0.0  # a short long-poll
+    )
+    timeout_s: Annotated[float, Field(strict=True, gt=0, le=86_400, allow_inf_nan=False)]
 
 
 class LandingStartedBody(_Body):
