@@ -149,7 +149,7 @@ def mixed_graph(graph: GraphTasks) -> GraphTasks:
         {**spec, "agent": MIXED_AGENTS[spec["id"]]} if spec["id"] in MIXED_AGENTS else spec
         for spec in graph
     ]
-    return GraphTasks(tasks, graph.checks)
+    return graph.with_tasks(tasks)  # its checks, sequences and integration kept
 
 
 def mixed_executor(examples: Path) -> Executor:
