@@ -18,14 +18,14 @@ T0 = time.perf_counter()
 MARKS: list[tuple[str, float]] = []
 MARKS.append(("start", T0))
 
-from codefleet.heap import collector_off
+from codefleet.gcpolicy import collector_off
 
 with collector_off(freeze=True):  # as the executable imports the command line
     import codefleet.cli.app
-import codefleet.cli.demo
+import codefleet.cli.start.demo
 
 MARKS.append(("import cli (Typer, every command module)", time.perf_counter()))
-demo_run = codefleet.cli.demo.import_demo_run()  # as the demo command does
+demo_run = codefleet.cli.start.demo.import_demo_run()  # as the demo command does
 
 MARKS.append(("import demo_run (server, client, fleet, ui)", time.perf_counter()))
 

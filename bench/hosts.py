@@ -43,7 +43,7 @@ from typing import Any
 from bench.harness import machine, percentiles, write_json
 from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
-from codefleet.fleet.prewrite import WriteGate
+from codefleet.fleet.gate.prewrite import WriteGate
 from codefleet.paths import TreeRoot
 from codefleet.statedir import read_tree_id
 from codefleet.testing.hosts import Host, HostPair, entered, two_hosts, with_tree_at

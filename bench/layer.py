@@ -1,8 +1,8 @@
 """The command layer on a 100,000-file tree: setup, collecting a change, `run_command("true")`.
 
 `run_command` runs each command in an overlay layer over the shared tree
-(`codefleet.fleet.layer`), then reads what it changed (`fleet.changes`) and
-applies it through the leases (`fleet.apply`). This measures, on a generated
+(`codefleet.fleet.views.layer`), then reads what it changed (`fleet.views.layerchanges`) and
+applies it through the leases (`fleet.views.layerapply`). This measures, on a generated
 tree of `--files` files (default 100,000, about 1 GB) in a git repository
 (so `git check-ignore` runs), with 10 files held by another task (their
 pre-images form the layer's middle):
@@ -15,7 +15,7 @@ pre-images form the layer's middle):
   in this process (command_started, pre-images fetched, layer, run, collect,
   command_finished), sandboxed when bubblewrap is there;
 - `e2e_apply10`: the same for a command changing 10 files, leases and all;
-- `--copy`: one `fleet.checkview.copy_tree` of the same tree, for scale.
+- `--copy`: one `fleet.views.copyview.copy_tree` of the same tree, for scale.
 
 The tree is generated under the system temp dir and deleted at the end.
 
@@ -39,12 +39,12 @@ from typing import Any
 from bench.harness import percentiles
 from codefleet.api.client import FleetClient
 from codefleet.config import Settings
-from codefleet.fleet.apply import ShellLimits
-from codefleet.fleet.changes import collect, sort_changes
-from codefleet.fleet.checkview import copy_tree
-from codefleet.fleet.commands import CommandRunner, host_shell
-from codefleet.fleet.layer import Sandbox, build_layer, layer_argv, shell_support
-from codefleet.fleet.prewrite import WriteGate
+from codefleet.fleet.gate.prewrite import WriteGate
+from codefleet.fleet.tools.commandtool import CommandRunner, host_shell
+from codefleet.fleet.views.copyview import copy_tree
+from codefleet.fleet.views.layer import Sandbox, build_layer, layer_argv, shell_support
+from codefleet.fleet.views.layerapply import ShellLimits
+from codefleet.fleet.views.layerchanges import collect, sort_changes
 from codefleet.paths import TreeRoot
 from codefleet.rollback import PreImage
 from codefleet.server.thread import ServerThread

@@ -32,7 +32,7 @@ import uvloop
 from uvicorn.server import ServerState
 
 from codefleet.config import Settings
-from codefleet.server.app import create_app
+from codefleet.server.httpapp import create_app
 from codefleet.testing.transport import RecordingTransport
 from codefleet.transport.uvicorn_internals import uvicorn_config
 

@@ -69,8 +69,8 @@ async def _post(app: Any, body: bytes) -> int:
 
 async def one_run(tasks: int) -> dict[str, Any]:
     from codefleet.config import Settings
-    from codefleet.heap import settle
-    from codefleet.server.app import create_app
+    from codefleet.gcpolicy import settle
+    from codefleet.server.httpapp import create_app
 
     root = Path(tempfile.mkdtemp())
     (root / "tree").mkdir()

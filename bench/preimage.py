@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from codefleet.coord.engine import Engine, EngineConfig
-from codefleet.coord.store import Store
-from codefleet.coord.validation import NewTask
+from codefleet.coord.storage.store import Store
+from codefleet.coord.tables.validation import NewTask
 from codefleet.paths import TreeRoot
 
 

@@ -41,7 +41,7 @@ from typing import Any
 from bench.harness import RawHttp, Server, free_port, percentiles
 from codefleet.api.client import FleetClient
 from codefleet.config import Settings
-from codefleet.fleet.prewrite import WriteGate
+from codefleet.fleet.gate.prewrite import WriteGate
 from codefleet.paths import TreeRoot
 from codefleet.server.thread import ServerThread
 

@@ -24,9 +24,9 @@ from typing import Any
 
 from codefleet.api.client import FleetClient
 from codefleet.config import Settings
-from codefleet.fleet.checkview import copy_tree
 from codefleet.fleet.local import run_fleet
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.fleet.views.copyview import copy_tree
 from codefleet.server.thread import ServerThread
 
 

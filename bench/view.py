@@ -1,6 +1,6 @@
 """Isolated check view: how long building one takes, for the demo repo and a 5,000-file tree.
 
-A check runs in a fresh copy of the shared tree (`codefleet.fleet.checkview`). This
+A check runs in a fresh copy of the shared tree (`codefleet.fleet.views.copyview`). This
 times `copy_tree` (the copy, `.git` metadata with borrowed objects, skipped
 caches) plus `overlay` (putting back the pre-images of files other tasks hold),
 which is what a runner does per check besides two small HTTP reads, with the
@@ -33,8 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from codefleet.cli.demo_run import examples_dir
-from codefleet.fleet.checkview import copy_tree, overlay
+from codefleet.cli.start.demo_run import examples_dir
+from codefleet.fleet.views.copyview import copy_tree, overlay
 from codefleet.rollback import PreImage, capture
 
 

@@ -1,6 +1,6 @@
 """Check views at 1k / 10k / 50k files: the copy against the overlay layer, in one run.
 
-A check runs through `fleet.views.run_in_view`. For each tree size this times,
+A check runs through `fleet.views.runinview.run_in_view`. For each tree size this times,
 with 10 files held by "another task" (their pre-images masked) and the
 command `true`, both views the same way a check builds them:
 
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import percentiles
-from codefleet.fleet.views import Mask, ViewKind, host_view, run_in_view
+from codefleet.fleet.views.runinview import Mask, ViewKind, host_view, run_in_view
 from codefleet.rollback import PreImage, capture
 
 FILES_PER_DIR = 100

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from codefleet.api.client import FleetClient
-from codefleet.testing.fakemodel import FAKE_API_KEY, FakeModel
+from codefleet.offlinemodels.anthropicapi import FAKE_API_KEY, FakeModel
 
 CODEFLEET = Path(sys.executable).parent / "codefleet"
 SESSION_TIMEOUT_S = 90.0

@@ -22,7 +22,7 @@ import pytest
 from agents_support import AgentClis
 from tool_support import require_tool, unavailable
 
-from codefleet.testing.fakemodel import FakeModel
+from codefleet.offlinemodels.anthropicapi import FakeModel
 
 HERE = Path(__file__).parent
 PINNED = ("package.json", "package-lock.json")

@@ -34,9 +34,9 @@ from agents_support import (
 )
 
 from codefleet.api.client import FleetClient
+from codefleet.offlinemodels.anthropicapi import FakeModel, Text, ToolUse, Turn, WaitFor, marker
+from codefleet.offlinemodels.openaiapi import FakeCodexModel, patch_call
 from codefleet.server.thread import ServerThread
-from codefleet.testing.fakecodex import FakeCodexModel, patch_call
-from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn, WaitFor, marker
 
 CHECKED = "test-has-seen-the-copilot-lease"
 # A GPT model behind an OpenAI Responses endpoint: Copilot CLI then edits with apply_patch.

@@ -33,9 +33,9 @@ from agents_support import (
 )
 
 from codefleet.api.client import FleetClient
+from codefleet.offlinemodels.anthropicapi import Text, ToolUse, Turn, WaitFor, marker
+from codefleet.offlinemodels.geminiapi import GEMINI_MODEL, FakeGeminiModel, gemini_home
 from codefleet.server.thread import ServerThread
-from codefleet.testing.fakegemini import GEMINI_MODEL, FakeGeminiModel, gemini_home
-from codefleet.testing.fakemodel import Text, ToolUse, Turn, WaitFor, marker
 
 CHECKED = "test-has-seen-the-gemini-lease"
 WaitUntil = Callable[..., Awaitable[Any]]

@@ -24,9 +24,9 @@ from agents_support import (
 )
 
 from codefleet.api.client import FleetClient
+from codefleet.offlinemodels.anthropicapi import FakeModel, Text, ToolUse, Turn, WaitFor, marker
+from codefleet.offlinemodels.geminiapi import GEMINI_MODEL, FakeGeminiModel, gemini_home
 from codefleet.server.thread import ServerThread
-from codefleet.testing.fakegemini import GEMINI_MODEL, FakeGeminiModel, gemini_home
-from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn, WaitFor, marker
 
 GEMINI_DONE = "the-gemini-session-has-ended"
 WaitUntil = Callable[..., Awaitable[Any]]

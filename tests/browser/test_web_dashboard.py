@@ -45,7 +45,7 @@ from codefleet.hook.command import HookArgs, run
 from codefleet.models import ErrorKind, from_iso, to_iso
 from codefleet.review.facts import run_facts
 from codefleet.review.fetch import fetch_record
-from codefleet.review.reportblocks import seconds
+from codefleet.review.report.reportblocks import seconds
 from codefleet.server.sse import frame
 from codefleet.server.thread import ServerThread
 

@@ -16,9 +16,9 @@ from landing_log import CHECKING, EVENTS, HALTED, OLD_EVENTS, TASKS
 from playwright.async_api import Page, Route, expect
 from web_support import TOKEN, Browser
 
+from codefleet.review.collisionstats import fleet_stats, stats_json
 from codefleet.review.facts import run_facts
-from codefleet.review.record import RunRecord
-from codefleet.review.stats import fleet_stats, stats_json
+from codefleet.review.runrecord import RunRecord
 from codefleet.server.sse import frame
 from codefleet.server.thread import ServerThread
 

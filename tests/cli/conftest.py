@@ -35,14 +35,14 @@ from claude_agent_sdk import (
 
 from codefleet.api.client import FleetClient
 from codefleet.fleet.executor import Attempt
-from codefleet.fleet.prewrite import WriteGate
+from codefleet.fleet.gate.prewrite import WriteGate
+from codefleet.offlinemodels.anthropicapi import FakeModel, marker, session_env
+from codefleet.offlinemodels.openaiapi import FAKE_API_KEY, FakeCodexModel
 from codefleet.paths import TreeRoot
 from codefleet.session.codex import CodexExecutor
 from codefleet.session.codexconfig import CodexProvider
 from codefleet.session.offline import offline_executor
 from codefleet.session.sdk import SessionExecutor
-from codefleet.testing.fakecodex import FAKE_API_KEY, FakeCodexModel
-from codefleet.testing.fakemodel import FakeModel, marker, session_env
 
 SESSION_TOOLS = ["Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Glob", "Grep"]
 WRITE_TOOLS_MATCHER = "Write|Edit|MultiEdit|NotebookEdit"

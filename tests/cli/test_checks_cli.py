@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 from cli_support import run_attempt
 
 from codefleet.api.client import FleetClient
-from codefleet.fleet.checks import Checker, CheckLimits
 from codefleet.fleet.runner import Runner, RunnerOptions
+from codefleet.fleet.tools.attemptchecks import Checker, CheckLimits
+from codefleet.offlinemodels.anthropicapi import FakeModel, Text, ToolUse, Turn
 from codefleet.session.offline import offline_executor
-from codefleet.session.record import record_path
 from codefleet.session.sdk import CHECK_TOOL_NAME
-from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn
+from codefleet.session.sessionfiles import record_path
 
 if TYPE_CHECKING:
     from conftest import StartAttempt

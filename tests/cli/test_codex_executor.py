@@ -1,5 +1,5 @@
 """The Codex executor through the real Codex CLI (the pinned runtime), a real server and a
-real WriteGate, against the scripted fake Responses API (`testing.fakecodex`).
+real WriteGate, against the scripted fake Responses API (`offlinemodels.openaiapi`).
 
 Each test plays a script named like its task through `CodexExecutor` and checks what
 reached the disk, what the model was told, what the executor reported and what the
@@ -17,12 +17,12 @@ from cli_support import run_attempt
 
 from codefleet.api.client import FleetClient
 from codefleet.fleet.executor import Attempt
-from codefleet.fleet.prewrite import WriteGate
+from codefleet.fleet.gate.prewrite import WriteGate
 from codefleet.models import ErrorKind
+from codefleet.offlinemodels.openaiapi import FakeCodexModel, patch_call
 from codefleet.paths import TreeRoot
 from codefleet.session.codex import CodexExecutor
-from codefleet.session.record import record_path
-from codefleet.testing.fakecodex import FakeCodexModel, patch_call
+from codefleet.session.sessionfiles import record_path
 
 if TYPE_CHECKING:
     from conftest import StartAttempt

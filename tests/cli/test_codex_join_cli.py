@@ -15,9 +15,9 @@ from codex_cli_bin import bundled_codex_path
 
 from codefleet.api.client import FleetClient
 from codefleet.hook.agentsettings import agent_block, join_agent
+from codefleet.offlinemodels.anthropicapi import marker
+from codefleet.offlinemodels.openaiapi import FAKE_API_KEY, FakeCodexModel, patch_call
 from codefleet.server.thread import ServerThread
-from codefleet.testing.fakecodex import FAKE_API_KEY, FakeCodexModel, patch_call
-from codefleet.testing.fakemodel import marker
 
 if TYPE_CHECKING:
     from conftest import StartAttempt

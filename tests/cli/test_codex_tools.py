@@ -24,13 +24,13 @@ from tool_support import COMMAND_PYTHON
 
 from codefleet.api.client import FleetClient
 from codefleet.attempt import OperatorNote
-from codefleet.fleet.apply import ShellLimits
-from codefleet.fleet.ask import Asker
-from codefleet.fleet.checks import Checker, CheckLimits
-from codefleet.fleet.commands import CommandRunner, host_shell
+from codefleet.fleet.tools.ask import Asker
+from codefleet.fleet.tools.attemptchecks import Checker, CheckLimits
+from codefleet.fleet.tools.commandtool import CommandRunner, host_shell
+from codefleet.fleet.views.layerapply import ShellLimits
+from codefleet.offlinemodels.anthropicapi import marker
+from codefleet.offlinemodels.openaiapi import FakeCodexModel, patch_call
 from codefleet.session.codex import CodexExecutor
-from codefleet.testing.fakecodex import FakeCodexModel, patch_call
-from codefleet.testing.fakemodel import marker
 
 if TYPE_CHECKING:
     from conftest import StartAttempt

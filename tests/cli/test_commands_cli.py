@@ -19,13 +19,13 @@ from tool_support import require_tool
 
 from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
-from codefleet.fleet.apply import ShellLimits
-from codefleet.fleet.commands import CommandRunner, host_shell
 from codefleet.fleet.executor import Attempt
+from codefleet.fleet.tools.commandtool import CommandRunner, host_shell
+from codefleet.fleet.views.layerapply import ShellLimits
+from codefleet.offlinemodels.anthropicapi import FakeModel, Text, ToolUse, Turn
 from codefleet.session.offline import offline_executor
-from codefleet.session.record import record_path
 from codefleet.session.sdk import COMMAND_TOOL_NAME
-from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn
+from codefleet.session.sessionfiles import record_path
 
 if TYPE_CHECKING:
     from conftest import StartAttempt

@@ -18,11 +18,11 @@ from cli_support import run_attempt
 
 from codefleet.api.client import FleetClient
 from codefleet.fleet.executor import Executor
-from codefleet.fleet.prewrite import Verdict, WriteGate
+from codefleet.fleet.gate.prewrite import Verdict, WriteGate
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.models import ErrorKind
+from codefleet.offlinemodels.anthropicapi import FakeModel, Text, ToolUse, Turn
 from codefleet.session.sdk import SessionExecutor
-from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn
 
 if TYPE_CHECKING:
     from conftest import StartAttempt

@@ -1,4 +1,4 @@
-"""The scripted fake of the Responses API (`testing.fakecodex`), over plain HTTP and under
+"""The scripted fake of the Responses API (`offlinemodels.openaiapi`), over plain HTTP and under
 the real Codex CLI (`codex exec`, the pinned runtime), with no key and no network."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import httpx
 import pytest
 from codex_cli_bin import bundled_codex_path
 
-from codefleet.testing.fakecodex import FAKE_API_KEY, FakeCodexModel, patch_call
-from codefleet.testing.fakemodel import marker
+from codefleet.offlinemodels.anthropicapi import marker
+from codefleet.offlinemodels.openaiapi import FAKE_API_KEY, FakeCodexModel, patch_call
 
 PATCH_TOOLS = [{"type": "custom", "name": "apply_patch"}, {"type": "function", "name": "view"}]
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from claude_agent_sdk import HookContext, HookInput, HookJSONOutput, ResultError
 
-from codefleet.testing.fakemodel import (
+from codefleet.offlinemodels.anthropicapi import (
     ApiError,
     FakeModel,
     ScriptError,

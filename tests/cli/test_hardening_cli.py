@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from cli_support import run_attempt
 
+from codefleet.offlinemodels.anthropicapi import FakeModel, Text, ToolUse, Turn
 from codefleet.session.offline import session_home
-from codefleet.session.record import record_path
 from codefleet.session.sdk import SESSION_TOOLS, SessionExecutor
-from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn
+from codefleet.session.sessionfiles import record_path
 
 if TYPE_CHECKING:
     from conftest import StartAttempt

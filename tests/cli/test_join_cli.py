@@ -21,9 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from codefleet.api.client import FleetClient
-from codefleet.cli.doctor_checks import bundled_cli
+from codefleet.cli.start.doctor_checks import bundled_cli
+from codefleet.offlinemodels.anthropicapi import (
+    FakeModel,
+    Text,
+    ToolUse,
+    Turn,
+    WaitFor,
+    marker,
+    session_env,
+)
 from codefleet.server.thread import ServerThread
-from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn, WaitFor, marker, session_env
 
 CODEFLEET = Path(sys.executable).parent / "codefleet"
 CHECKED = "test-has-seen-the-interactive-lease"

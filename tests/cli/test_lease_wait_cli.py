@@ -23,12 +23,12 @@ from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
 from codefleet.fleet.executor import Attempt
 from codefleet.models import ErrorKind
+from codefleet.offlinemodels.anthropicapi import FakeModel, Text, ToolUse, Turn
+from codefleet.offlinemodels.openaiapi import FakeCodexModel, patch_call
 from codefleet.server.thread import ServerThread
 from codefleet.session import codex as codex_module
 from codefleet.session.codex import CodexExecutor
 from codefleet.session.sdk import SessionExecutor
-from codefleet.testing.fakecodex import FakeCodexModel, patch_call
-from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn
 
 if TYPE_CHECKING:
     from conftest import StartAttempt

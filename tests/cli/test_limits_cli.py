@@ -23,10 +23,10 @@ from cli_support import run_attempt
 from codefleet.api.client import FleetClient
 from codefleet.fleet.local import run_fleet
 from codefleet.models import ErrorKind, EventType
+from codefleet.offlinemodels.anthropicapi import ApiError, FakeModel, Text, ToolUse, Turn, WaitFor
 from codefleet.server.thread import ServerThread
 from codefleet.session.offline import offline_executor
 from codefleet.session.sdk import SessionExecutor
-from codefleet.testing.fakemodel import ApiError, FakeModel, Text, ToolUse, Turn, WaitFor
 
 if TYPE_CHECKING:
     from conftest import StartAttempt

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from codefleet.cli.demo_run import run_demo
-from codefleet.coord.store import Store
+from codefleet.cli.start.demo_run import run_demo
+from codefleet.coord.storage.store import Store
 
 
 def test_the_mixed_offline_demo_vetoes_codex_on_a_file_claude_holds_and_passes(

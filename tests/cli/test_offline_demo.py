@@ -23,13 +23,13 @@ from typer.testing import CliRunner
 
 from codefleet.api.graphfile import load_graph
 from codefleet.cli.app import app
-from codefleet.cli.demo_run import DEMO_VERIFY, examples_dir, run_demo
-from codefleet.coord.store import Store
+from codefleet.cli.start.demo_run import DEMO_VERIFY, examples_dir, run_demo
+from codefleet.coord.storage.store import Store
 from codefleet.fleet.scripted import Step, load_script
+from codefleet.offlinemodels.anthropicapi import ToolUse
 from codefleet.session.credentials import CREDENTIAL_VARS
 from codefleet.session.offline import load_model_scripts, shared_model
 from codefleet.session.sdk import CHECK_TOOL_NAME
-from codefleet.testing.fakemodel import ToolUse
 
 STORE_TAIL = "    def __len__(self) -> int:\n        return len(self._items)\n"
 VETOED_AFTER = {"T4-a1": 1}  # the staged veto: T4's first attempt makes one (refused) edit

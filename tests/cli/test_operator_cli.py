@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 from codefleet.api.client import FleetClient
 from codefleet.cli.app import app
 from codefleet.fleet.runner import Runner, RunnerOptions
+from codefleet.offlinemodels.anthropicapi import FakeModel, Text, ToolUse, Turn, WaitFor
 from codefleet.server.thread import ServerThread
 from codefleet.session.sdk import ASK_TOOL_NAME, SessionExecutor
-from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn, WaitFor
 from codefleet.ui.viewmodel import describe
 
 Offline = Callable[..., SessionExecutor]

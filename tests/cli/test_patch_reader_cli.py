@@ -1,4 +1,4 @@
-"""The `apply_patch` reader (`hook.patch`) held to the real Codex CLI's own applier.
+"""The `apply_patch` reader (`toolcalls.applypatch`) held to the real Codex CLI's own applier.
 
 Codex dispatches on its program name: the bundled binary run as `apply_patch` (a symlink)
 applies the patch it reads on stdin in its working directory, with the parser and
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from codex_cli_bin import bundled_codex_path
 
-from codefleet.hook.patch import MalformedPatch, patch_targets
+from codefleet.toolcalls.applypatch import MalformedPatch, patch_targets
 
 CORPUS = json.loads((Path(__file__).parent / "patch_corpus.json").read_text())
 TREE_FILES = ("held.txt", "a.txt", " held.txt")  # the files every patch finds, each "old\n"

@@ -23,12 +23,12 @@ from typer.testing import CliRunner
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import load_graph
 from codefleet.cli.app import app
-from codefleet.cli.demo_run import examples_dir
+from codefleet.cli.start.demo_run import examples_dir
+from codefleet.offlinemodels.anthropicapi import FakeModel, marker, session_env
 from codefleet.planning.check import tree_for
 from codefleet.planning.planner import Plan, PlanFailed, plan_graph
 from codefleet.server.thread import ServerThread
 from codefleet.session.readonly import ReadOnlySession
-from codefleet.testing.fakemodel import FakeModel, marker, session_env
 
 GOAL = "Tag rules, search, routes, export and docs for the bookmarks service"
 TIMEOUT_S = 90.0

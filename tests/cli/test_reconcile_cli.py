@@ -17,8 +17,8 @@ from typing import Any
 
 from codefleet.api.client import FleetClient
 from codefleet.fleet.runner import Runner, RunnerOptions
+from codefleet.offlinemodels.anthropicapi import FakeModel, Text, ToolUse, Turn, Usage, WaitFor
 from codefleet.session.sdk import SessionExecutor
-from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn, Usage, WaitFor
 
 Offline = Callable[..., SessionExecutor]
 WaitUntil = Callable[..., Awaitable[Any]]

@@ -15,10 +15,10 @@ from cli_support import run_attempt
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphTasks
 from codefleet.fleet.executor import Attempt
-from codefleet.fleet.prewrite import WriteGate
+from codefleet.fleet.gate.prewrite import WriteGate
+from codefleet.offlinemodels.anthropicapi import FakeModel, Text, ToolUse, Turn
 from codefleet.paths import TreeRoot
 from codefleet.session.offline import offline_executor
-from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn
 
 NEXT_NUMBER = "mcp__codefleet__next_number"
 ACQUIRE = "mcp__codefleet__acquire_resource"

@@ -10,8 +10,8 @@ from cli_support import run_attempt
 
 from codefleet.api.client import FleetClient
 from codefleet.models import ErrorKind
+from codefleet.offlinemodels.anthropicapi import FakeModel, Text, ToolUse, Turn
 from codefleet.session.sdk import SessionExecutor
-from codefleet.testing.fakemodel import FakeModel, Text, ToolUse, Turn
 
 if TYPE_CHECKING:
     from conftest import StartAttempt

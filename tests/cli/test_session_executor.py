@@ -21,12 +21,12 @@ from cli_support import claude_children, pid_alive, run_attempt
 from codefleet.api.client import FleetClient
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.models import ErrorKind
+from codefleet.offlinemodels.anthropicapi import ApiError, FakeModel, Text, ToolUse, Turn, Usage
 from codefleet.server.thread import free_port
 from codefleet.session import attempthooks
 from codefleet.session.attempthooks import deny
-from codefleet.session.record import record_path
 from codefleet.session.sdk import RESOURCE_TOOL_NAMES, SessionExecutor
-from codefleet.testing.fakemodel import ApiError, FakeModel, Text, ToolUse, Turn, Usage
+from codefleet.session.sessionfiles import record_path
 
 if TYPE_CHECKING:
     from conftest import StartAttempt

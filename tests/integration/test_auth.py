@@ -27,8 +27,8 @@ from typer.testing import CliRunner, Result
 
 from codefleet.cli.app import app
 from codefleet.config import Settings
-from codefleet.server import guards
 from codefleet.server.thread import ServerThread, free_port
+from codefleet.transport import guards
 
 TOKEN = "s3cret-token-for-tests"
 GOOD = {"Authorization": f"Bearer {TOKEN}"}

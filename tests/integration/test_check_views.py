@@ -1,6 +1,6 @@
 """Check views as overlay layers: real namespaces, overlayfs, processes, server and leases.
 
-A check runs at the tree's own path in a layer (`fleet.views.run_in_view`) that
+A check runs at the tree's own path in a layer (`fleet.views.runinview.run_in_view`) that
 shows every file another in-flight task holds at its pre-image, costs one file
 per held path, and lets nothing through to the tree; the copy stays the
 fallback. Without user namespaces and overlayfs the layer cases skip with the
@@ -26,7 +26,7 @@ from codefleet.attempt import AttemptReport
 from codefleet.fleet.local import run_fleet
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
-from codefleet.fleet.views import Mask, ViewKind, host_view, run_in_view
+from codefleet.fleet.views.runinview import Mask, ViewKind, host_view, run_in_view
 from codefleet.rollback import PreImage, capture
 from codefleet.server.thread import ServerThread
 
@@ -41,7 +41,7 @@ def layered(tmp_path: Path) -> Path:
     views.mkdir()
     probe.mkdir()
     if host_view(probe, views) is not ViewKind.LAYER:
-        from codefleet.fleet.layer import shell_support
+        from codefleet.fleet.views.layer import shell_support
 
         unavailable(f"no overlay layer here: {shell_support().describe}")
     return views

@@ -26,7 +26,7 @@ from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.models import ErrorKind
 from codefleet.server.thread import ServerThread
-from codefleet.session.prompt import build_prompt
+from codefleet.session.taskprompt import build_prompt
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
 PY = f'"{sys.executable}"'

@@ -17,9 +17,9 @@ import pytest
 from tool_support import unavailable
 
 from codefleet.api.client import FleetClient
-from codefleet.fleet.commands import CommandResult, CommandRunner, ShellConfig
-from codefleet.fleet.layer import Sandbox, shell_support
-from codefleet.fleet.prewrite import WriteGate
+from codefleet.fleet.gate.prewrite import WriteGate
+from codefleet.fleet.tools.commandtool import CommandResult, CommandRunner, ShellConfig
+from codefleet.fleet.views.layer import Sandbox, shell_support
 from codefleet.paths import TreeRoot
 from codefleet.server.thread import ServerThread
 

@@ -22,11 +22,11 @@ from tool_support import COMMAND_PYTHON as PYTHON
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import parse_graph
 from codefleet.attempt import AttemptReport
-from codefleet.fleet.apply import ShellLimits
-from codefleet.fleet.commands import ShellConfig, host_shell
 from codefleet.fleet.local import run_fleet
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.fleet.tools.commandtool import ShellConfig, host_shell
+from codefleet.fleet.views.layerapply import ShellLimits
 from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}

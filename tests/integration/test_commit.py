@@ -30,7 +30,7 @@ from git_support import (
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import load_graph
-from codefleet.cli.demo_run import examples_dir
+from codefleet.cli.start.demo_run import examples_dir
 from codefleet.fleet.local import FleetResult, run_fleet
 from codefleet.fleet.scripted import ScriptedExecutor, load_script, parse_script
 from codefleet.server.thread import ServerThread

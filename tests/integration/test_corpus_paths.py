@@ -26,7 +26,7 @@ from corpus_support import Witness, assert_envelope
 
 from codefleet.api.client import FleetClient
 from codefleet.config import Settings
-from codefleet.fleet.prewrite import WriteGate
+from codefleet.fleet.gate.prewrite import WriteGate
 from codefleet.paths import TreeRoot
 from codefleet.server.thread import ServerThread
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from codefleet.coord.sqlitefile import check_database
-from codefleet.coord.store import Store
+from codefleet.coord.storage.sqlitefile import check_database
+from codefleet.coord.storage.store import Store
 from codefleet.errors import DatabaseDamaged
 from codefleet.server.thread import free_port
 

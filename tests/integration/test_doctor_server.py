@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from codefleet.cli.app import app
-from codefleet.cli.doctor_server import (
+from codefleet.cli.start.doctor_server import (
     PINGS,
     RTT_WARN_S,
     SKEW_WARN_S,

@@ -20,11 +20,11 @@ import yaml
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphTasks
-from codefleet.fleet.apply import ShellLimits
-from codefleet.fleet.commands import host_shell
 from codefleet.fleet.local import run_fleet, wait_drained
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.fleet.tools.commandtool import host_shell
+from codefleet.fleet.views.layerapply import ShellLimits
 from codefleet.models import EventType
 from codefleet.server.thread import ServerThread
 

@@ -35,7 +35,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import negative_data_rejection
 
 from codefleet.config import Settings
-from codefleet.server.app import create_app
+from codefleet.server.httpapp import create_app
 from codefleet.server.thread import ServerThread
 
 TOKEN = "fuzz-token"

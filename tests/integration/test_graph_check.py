@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from codefleet.api.client import FleetClient
 from codefleet.cli.app import app
-from codefleet.cli.demo_run import examples_dir
+from codefleet.cli.start.demo_run import examples_dir
 
 CRAFTED = """
 tasks:

@@ -26,8 +26,8 @@ from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphTasks
 from codefleet.cli.app import app
 from codefleet.cli.output import PlainConsole
-from codefleet.review.render import render_html, render_markdown
-from codefleet.review.reportblocks import Code, Facts, Para, Report, Section, Table
+from codefleet.review.report.reportblocks import Code, Facts, Para, Report, Section, Table
+from codefleet.review.report.reportrender import render_html, render_markdown
 from codefleet.server.thread import ServerThread
 from codefleet.ui.viewmodel import LogLine, TaskRow, ViewModel, describe, log_text, render
 

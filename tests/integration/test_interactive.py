@@ -27,7 +27,7 @@ import pytest
 from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
 from codefleet.errors import NotFound
-from codefleet.fleet.prewrite import WriteGate
+from codefleet.fleet.gate.prewrite import WriteGate
 from codefleet.hook.command import HookArgs, run
 from codefleet.models import ErrorKind
 from codefleet.paths import TreeRoot

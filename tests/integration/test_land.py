@@ -22,7 +22,7 @@ from test_commit import FAST, drain
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import load_graph, parse_graph
-from codefleet.cli.demo_run import examples_dir
+from codefleet.cli.start.demo_run import examples_dir
 from codefleet.fleet.scripted import load_script
 from codefleet.server.thread import ServerThread
 

@@ -21,7 +21,7 @@ from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphError, load_graph
 from codefleet.attempt import AttemptReport
 from codefleet.errors import InvalidGraph, NotOwner
-from codefleet.fleet.landing import LandingOptions
+from codefleet.fleet.landingworker import LandingOptions
 from codefleet.fleet.local import run_fleet, start_landing
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.paths import TreeRoot

@@ -20,7 +20,7 @@ import pytest
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.config import Settings
 from codefleet.errors import StaleEpoch
-from codefleet.fleet.prewrite import WriteGate
+from codefleet.fleet.gate.prewrite import WriteGate
 from codefleet.paths import TreeRoot
 from codefleet.server.thread import ServerThread, free_port
 

@@ -18,9 +18,9 @@ from test_interactive import writes
 
 from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
+from codefleet.fleet.gate.prewrite import Verdict, WriteGate
+from codefleet.fleet.gate.readset import look
 from codefleet.fleet.local import run_fleet
-from codefleet.fleet.prewrite import Verdict, WriteGate
-from codefleet.fleet.reads import look
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.models import ErrorKind
 from codefleet.paths import TreeRoot

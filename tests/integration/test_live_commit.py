@@ -22,7 +22,7 @@ from git_support import checkout_to, commits_on, git, make_repository, person_st
 from rich.console import Console
 
 from codefleet.api.client import FleetClient
-from codefleet.cli.demo_run import run_demo
+from codefleet.cli.start.demo_run import run_demo
 from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}

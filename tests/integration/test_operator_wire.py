@@ -21,7 +21,7 @@ from codefleet.fleet.local import run_fleet
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.models import MAX_MESSAGE_BYTES
 from codefleet.server.thread import ServerThread
-from codefleet.session.prompt import NOTES_HEADING, build_prompt
+from codefleet.session.taskprompt import NOTES_HEADING, build_prompt
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
 
@@ -184,7 +184,7 @@ async def test_a_questions_wait_neither_makes_the_runner_stale_nor_spends_its_wa
 async def test_a_line_typed_at_runs_terminal_answers_the_oldest_open_question(
     client: FleetClient, monkeypatch: Any, wait_until: Any
 ) -> None:
-    from codefleet.cli.asking import answer_from_terminal
+    from codefleet.cli.run.asking import answer_from_terminal
 
     await client.create_tasks([{"id": "T1", "title": "t", "description": "d"}])
     registered = await client.register("r1", (await client.health())["workdir"], 1234)

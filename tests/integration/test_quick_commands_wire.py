@@ -1,4 +1,4 @@
-"""The fast path (`cli.quick`) says what the full command line says, word for word.
+"""The fast path (`cli.operate.quick`) says what the full command line says, word for word.
 
 Each case runs the same command twice against one real server, as the
 installed `codefleet` runs it (`python -m codefleet`: the launcher, so the fast

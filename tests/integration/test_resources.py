@@ -20,15 +20,15 @@ from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphTasks, parse_graph
 from codefleet.attempt import AttemptReport
 from codefleet.errors import StaleEpoch
-from codefleet.fleet.checks import Checker, CheckLimits
-from codefleet.fleet.prewrite import WriteGate
-from codefleet.fleet.resources import ResourceTools
+from codefleet.fleet.gate.prewrite import WriteGate
+from codefleet.fleet.tools.attemptchecks import Checker, CheckLimits
+from codefleet.fleet.tools.resourcecalls import ResourceTools
 from codefleet.models import ErrorKind
 from codefleet.paths import TreeRoot
 from codefleet.resources import resource_key
+from codefleet.review.collisionstats import fleet_stats, stats_json
 from codefleet.review.facts import run_facts
 from codefleet.review.fetch import fetch_record
-from codefleet.review.stats import fleet_stats, stats_json
 from codefleet.server.thread import ServerThread
 
 POLL_S = 5.0

@@ -17,7 +17,7 @@ import httpx
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import load_graph
 from codefleet.attempt import AttemptReport
-from codefleet.cli.demo_run import examples_dir
+from codefleet.cli.start.demo_run import examples_dir
 from codefleet.fleet.local import run_fleet
 from codefleet.fleet.scripted import ScriptedExecutor, load_script, parse_script
 from codefleet.models import ErrorKind

@@ -18,7 +18,7 @@ from typing import Any
 from rich.console import Console
 
 from codefleet.api.client import FleetClient
-from codefleet.cli.demo_run import run_demo
+from codefleet.cli.start.demo_run import run_demo
 from codefleet.fleet.local import run_fleet
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.server.thread import ServerThread

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from codefleet.cli.demo_run import run_demo
+from codefleet.cli.start.demo_run import run_demo
 
 pytestmark = pytest.mark.live
 

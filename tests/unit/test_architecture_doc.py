@@ -16,17 +16,30 @@ def _tree_block() -> str:
     return DOC[start : DOC.index("## The boundaries", start)]
 
 
+def _map_lines() -> list[tuple[Path, str]]:
+    """Each line of the map as (the path it names, its text): folders nest by two spaces."""
+    folders: list[str] = []
+    found = []
+    for line in _tree_block().splitlines():
+        if not (m := re.match(r"(  +)([\w.]+/?)\s+(.*)$", line)):
+            continue
+        depth = len(m[1]) // 2 - 1
+        del folders[depth:]
+        name, text = m[2], m[3]
+        if name.endswith("/"):
+            folders.append(name.rstrip("/"))
+            found.append((SRC.joinpath(*folders, "__init__.py"), text.removeprefix("— ")))
+        else:
+            found.append((SRC.joinpath(*folders, name), text))
+    return found
+
+
 def test_the_map_lists_every_module_under_its_package() -> None:
-    tree = _tree_block()
-    listed: set[str] = set()
-    package = ""
-    for line in tree.splitlines():
-        if m := re.match(r"  (\w+)/\s", line):
-            package = m[1]
-        elif m := re.match(r"    (\w+)\.py\s", line):
-            listed.add(f"{package}/{m[1]}.py")
-        elif m := re.match(r"  (\w+)\.py\s", line):
-            listed.add(f"{m[1]}.py")
+    listed = {
+        str(path.relative_to(SRC))
+        for path, _ in _map_lines()
+        if path.suffix == ".py" and path.name != "__init__.py"
+    }
     modules = {
         str(p.relative_to(SRC))
         for p in SRC.rglob("*.py")
@@ -34,18 +47,19 @@ def test_the_map_lists_every_module_under_its_package() -> None:
     }
     assert modules - listed == set(), "modules missing from docs/architecture.md's tree"
     assert listed - modules == set(), "docs/architecture.md lists modules that no longer exist"
+    folders = {p.parent for p in SRC.rglob("__init__.py")} - {SRC}
+    drawn = {path.parent for path, _ in _map_lines() if path.name == "__init__.py"}
+    assert folders == drawn, "every folder is drawn in docs/architecture.md's tree, and only those"
 
 
 def test_each_line_of_the_map_is_its_modules_first_docstring_line() -> None:
-    package, stale = "", {}
-    for line in _tree_block().splitlines():
-        if m := re.match(r"  (\w+)/\s", line):
-            package = m[1]
-        elif m := re.match(r"(?:    (\w+\.py)|  (\w+\.py))\s+(.*)$", line):
-            module = SRC / (f"{package}/{m[1]}" if m[1] else m[2])
-            first = (ast.get_docstring(ast.parse(module.read_text())) or "").split("\n")[0]
-            if m[3] != first:
-                stale[str(module.relative_to(SRC))] = first
+    stale = {}
+    for path, text in _map_lines():
+        if path.suffix != ".py":
+            continue
+        first = (ast.get_docstring(ast.parse(path.read_text())) or "").split("\n")[0]
+        if text != first:
+            stale[str(path.relative_to(SRC))] = first
     assert stale == {}, "docs/architecture.md's line differs from the module's docstring"
 
 

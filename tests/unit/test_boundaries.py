@@ -3,7 +3,7 @@
 Each rule names importers by package prefix (every module under it, today's and
 tomorrow's), the prefixes they must never import, and why. `imports_of` records
 `from X import name` as both `X` and `X.name`, so `from codefleet.coord import
-store` counts as an import of `codefleet.coord.store`. Guards check that each
+store` counts as an import of `codefleet.coord.storage.store`. Guards check that each
 rule still guards something and that the modules meant to cross a seam do.
 docs/architecture.md prints these rules for a newcomer.
 """
@@ -22,21 +22,21 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "codefleet"
 WEB_FRAMEWORKS = ("fastapi", "starlette", "uvicorn", "httpx")
 # the store, from the bottom up: the file's upkeep, the connection, the event log, the rows
 STORE_MODULES = (
-    "codefleet.coord.sqlitefile",
-    "codefleet.coord.database",
-    "codefleet.coord.eventlog",
-    "codefleet.coord.store",
+    "codefleet.coord.storage.sqlitefile",
+    "codefleet.coord.storage.database",
+    "codefleet.coord.storage.eventlog",
+    "codefleet.coord.storage.store",
 )
 # the engine's pieces: handed the parts they write through, never the engine itself
 ENGINE_PIECES = (
-    "codefleet.coord.arrivals",
-    "codefleet.coord.leasewait",
-    "codefleet.coord.operatorcalls",
-    "codefleet.coord.outcomes",
-    "codefleet.coord.restores",
-    "codefleet.coord.runnercalls",
-    "codefleet.coord.takebacks",
-    "codefleet.coord.ticks",
+    "codefleet.coord.calls.arrivals",
+    "codefleet.coord.calls.leasewait",
+    "codefleet.coord.calls.operatorcalls",
+    "codefleet.coord.calls.outcomes",
+    "codefleet.coord.tables.restores",
+    "codefleet.coord.calls.runnercalls",
+    "codefleet.coord.calls.takebacks",
+    "codefleet.coord.calls.ticks",
 )
 
 
@@ -113,7 +113,7 @@ RULES = [
     Rule(
         ("codefleet.server", "codefleet.transport"),
         STORE_MODULES,
-        "the server reads the engine's record through its read-only interface (coord.reads) or "
+        "the server reads the engine's record through its read-only interface (coord.engineview) or "
         "the read model, and opens and closes it through coord.opening: no store object in the "
         "HTTP layer",
     ),
@@ -123,20 +123,20 @@ RULES = [
         "the front knows the fast path only by its one interface (front.Shortcut): not its "
         "route table, its headers or the engine; the app factory wires transport.fastpath in. "
         "Of the server it uses the guards alone",
-        allowed=("codefleet.server.guards",),
+        allowed=("codefleet.transport.guards",),
     ),
     Rule(
         ("codefleet.api", "codefleet.hook", "codefleet.fleet", "codefleet.session"),
         ("codefleet.transport",),
-        "the client side shares only the standard-library HTTP codec (transport.http1) and its "
-        "blocking exchange (transport.blocking); the rest of transport/ is the server's",
-        allowed=("codefleet.transport.http1", "codefleet.transport.blocking"),
+        "the client side shares only the standard-library HTTP codec (api.http1) and its "
+        "blocking exchange (api.blocking); the rest of transport/ is the server's",
+        allowed=("codefleet.api.http1", "codefleet.api.blocking"),
     ),
     Rule(
         ("codefleet.fleet",),
         ("codefleet.session", "codefleet.cli"),
         "the runner side runs any Executor it is handed: which agents a fleet runs (real "
-        "sessions, the offline model, a script) is command-line wiring, in cli.agents",
+        "sessions, the offline model, a script) is command-line wiring, in cli.run.agentchoice",
     ),
     Rule(
         ("codefleet.dag",),
@@ -164,7 +164,7 @@ RULES = [
         ("codefleet.coord", "codefleet.server"),
         "the graph loader and `graph check` run with no server; the one exception is the pure "
         "scheduler, which the simulation plays so it predicts with the real policy",
-        allowed=("codefleet.coord.scheduler",),
+        allowed=("codefleet.coord.policy.scheduler",),
     ),
     Rule(
         ("codefleet.ui", "codefleet.review", "codefleet.cli"),
@@ -188,10 +188,10 @@ RULES = [
     Rule(
         ("codefleet.readmodel",),
         (*WEB_FRAMEWORKS, "codefleet.coord", "codefleet.server", "codefleet.cli"),
-        "the read model is fed only by the engine's typed read-only interface (coord.reads) "
-        "and derives `runnable` from the engine's own rule (coord.readiness): no store, no "
+        "the read model is fed only by the engine's typed read-only interface (coord.engineview) "
+        "and derives `runnable` from the engine's own rule (coord.policy.readiness): no store, no "
         "engine, no web framework",
-        allowed=("codefleet.coord.reads", "codefleet.coord.readiness"),
+        allowed=("codefleet.coord.engineview", "codefleet.coord.policy.readiness"),
     ),
     Rule(
         ("codefleet.coord",),
@@ -199,36 +199,40 @@ RULES = [
         "the engine does not know what the reads say: the read model depends on it, never back",
     ),
     Rule(
-        ("codefleet.review.reportblocks", "codefleet.review.render"),
+        ("codefleet.review.report.reportblocks", "codefleet.review.report.reportrender"),
         ("codefleet",),
         "the report's blocks and their renderer know nothing of a run: the section builders "
         "fill the blocks from the facts, the renderer draws whatever blocks it is handed "
         "(showing their text escaped, by codefleet.safetext, which knows no run either)",
-        allowed=("codefleet.review.reportblocks", "codefleet.safetext"),
+        allowed=("codefleet.review.report.reportblocks", "codefleet.safetext"),
     ),
     Rule(
-        ("codefleet.coord.sqlitefile", "codefleet.coord.database", "codefleet.coord.eventlog"),
+        (
+            "codefleet.coord.storage.sqlitefile",
+            "codefleet.coord.storage.database",
+            "codefleet.coord.storage.eventlog",
+        ),
         ("codefleet.coord",),
         "below the rows: the file's upkeep, the connection and the event log know no table's "
-        "rows (coord.store) and no part of the engine; they use only the statements, the held "
+        "rows (coord.storage.store) and no part of the engine; they use only the statements, the held "
         "updates, the JSON text and the layers below them",
         allowed=(
-            "codefleet.coord.queries",
-            "codefleet.coord.held",
-            "codefleet.coord.jsontext",
-            "codefleet.coord.sqlitefile",
-            "codefleet.coord.database",
+            "codefleet.coord.storage.queries",
+            "codefleet.coord.storage.held",
+            "codefleet.coord.storage.jsontext",
+            "codefleet.coord.storage.sqlitefile",
+            "codefleet.coord.storage.database",
         ),
     ),
     Rule(
         ENGINE_PIECES,
-        ("codefleet.coord.engine", "codefleet.coord.opening", "codefleet.coord.reads"),
-        "a piece of the engine is handed the parts it writes through (coord.parts) and the "
+        ("codefleet.coord.engine", "codefleet.coord.opening", "codefleet.coord.engineview"),
+        "a piece of the engine is handed the parts it writes through (coord.calls.callparts) and the "
         "engine's `transition` and `kick`, never the engine (docs/decisions.md, \"The engine is "
         'parts, not mixins")',
     ),
     Rule(
-        ("codefleet.coord.scheduler",),
+        ("codefleet.coord.policy.scheduler",),
         ("sqlite3", "asyncio", "time", "codefleet.coord", "codefleet.server", *WEB_FRAMEWORKS),
         "the scheduler is a pure function: no I/O, no clock, no database, no engine",
     ),
@@ -237,18 +241,19 @@ RULES = [
 # `codefleet hook` runs on every write of a person's session: standard library only.
 HOOK_SIDE = (
     "codefleet.hook",
+    "codefleet.toolcalls",
     "codefleet.paths",
     "codefleet.statedir",
     "codefleet.models",
-    "codefleet.transport.http1",
-    "codefleet.transport.blocking",
+    "codefleet.api.http1",
+    "codefleet.api.blocking",
 )
-# The commands a person types while a fleet runs (`cli.quick`): standard library only too.
+# The commands a person types while a fleet runs (`cli.operate.quick`): standard library only too.
 QUICK_SIDE = (
     *HOOK_SIDE,
-    "codefleet.cli.quick",
-    "codefleet.cli.quickio",
-    "codefleet.cli.quicktable",
+    "codefleet.cli.operate.quick",
+    "codefleet.cli.operate.quickio",
+    "codefleet.cli.operate.quicktable",
     "codefleet.safetext",
     "codefleet.treelock",
 )
@@ -297,50 +302,86 @@ EXCLUSIVE = [
 REQUIRED = [
     ("codefleet.fleet.runner", "codefleet.api.client", "the runner reaches the server by wire"),
     (
-        "codefleet.planning.simulate",
-        "codefleet.coord.scheduler",
+        "codefleet.analysis.simulate",
+        "codefleet.coord.policy.scheduler",
         "graph check predicts parallelism with scheduler.schedule, not a second implementation",
     ),
     ("codefleet.hook.command", "codefleet.paths", "the hook canonicalizes with TreeRoot"),
-    ("codefleet.fleet.prewrite", "codefleet.paths", "the runner's gate shares the path function"),
-    ("codefleet.hook.command", "codefleet.hook.io", "paths and denials from hook.io"),
-    ("codefleet.fleet.prewrite", "codefleet.hook.io", "paths and denials from hook.io"),
-    ("codefleet.session.attempthooks", "codefleet.hook.io", "paths and denials from hook.io"),
-    ("codefleet.session.codex", "codefleet.hook.io", "patch targets and denials from hook.io"),
-    ("codefleet.hook.codexbridge", "codefleet.hook.io", "the bridge's denial is THE denial"),
-    ("codefleet.server.app", "codefleet.coord.engine", "routes call the engine"),
-    ("codefleet.server.app", "codefleet.readmodel.reads", "read routes answer from the read model"),
-    ("codefleet.readmodel.reads", "codefleet.coord.reads", "the read model reads the engine there"),
     (
-        "codefleet.readmodel.rows",
-        "codefleet.coord.readiness",
+        "codefleet.fleet.gate.prewrite",
+        "codefleet.paths",
+        "the runner's gate shares the path function",
+    ),
+    (
+        "codefleet.hook.command",
+        "codefleet.toolcalls.writepaths",
+        "paths and denials from toolcalls.writepaths",
+    ),
+    (
+        "codefleet.fleet.gate.prewrite",
+        "codefleet.toolcalls.writepaths",
+        "paths and denials from toolcalls.writepaths",
+    ),
+    (
+        "codefleet.session.attempthooks",
+        "codefleet.toolcalls.writepaths",
+        "paths and denials from toolcalls.writepaths",
+    ),
+    (
+        "codefleet.session.codex",
+        "codefleet.toolcalls.writepaths",
+        "patch targets and denials from toolcalls.writepaths",
+    ),
+    (
+        "codefleet.hook.codexbridge",
+        "codefleet.toolcalls.writepaths",
+        "the bridge's denial is THE denial",
+    ),
+    ("codefleet.server.httpapp", "codefleet.coord.engine", "routes call the engine"),
+    (
+        "codefleet.server.httpapp",
+        "codefleet.readmodel.readapi",
+        "read routes answer from the read model",
+    ),
+    (
+        "codefleet.readmodel.readapi",
+        "codefleet.coord.engineview",
+        "the read model reads the engine there",
+    ),
+    (
+        "codefleet.readmodel.wirerows",
+        "codefleet.coord.policy.readiness",
         "`runnable` is the engine's own readiness rule, not a copy",
     ),
     (
         "codefleet.readmodel.projection",
-        "codefleet.coord.readiness",
+        "codefleet.coord.policy.readiness",
         "`runnable` is the engine's own readiness rule, not a copy",
     ),
     (
-        "codefleet.coord.index",
-        "codefleet.coord.readiness",
+        "codefleet.coord.tables.liveindex",
+        "codefleet.coord.policy.readiness",
         "the live index files tasks by the same rule the reads use",
     ),
-    ("codefleet.cli.fleet", "codefleet.api.client", "the CLI reads the server through the client"),
-    ("codefleet.api.lane", "codefleet.transport.http1", "the lane speaks the shared HTTP codec"),
+    (
+        "codefleet.cli.run.fleetcmds",
+        "codefleet.api.client",
+        "the CLI reads the server through the client",
+    ),
+    ("codefleet.api.lane", "codefleet.api.http1", "the lane speaks the shared HTTP codec"),
     (
         "codefleet.hook.command",
-        "codefleet.transport.blocking",
+        "codefleet.api.blocking",
         "the hook sends its one request with the shared blocking exchange",
     ),
     (
-        "codefleet.transport.blocking",
-        "codefleet.transport.http1",
+        "codefleet.api.blocking",
+        "codefleet.api.http1",
         "the blocking exchange speaks the shared HTTP codec",
     ),
     (
-        "codefleet.cli.quickio",
-        "codefleet.transport.blocking",
+        "codefleet.cli.operate.quickio",
+        "codefleet.api.blocking",
         "the fast commands send their requests with the shared blocking exchange",
     ),
     (
@@ -348,13 +389,17 @@ REQUIRED = [
         "codefleet.dag",
         "the graph loader finds cycles with the DAG helpers",
     ),
-    ("codefleet.server.app", "codefleet.transport.fastpath", "the app factory wires the fast path"),
+    (
+        "codefleet.server.httpapp",
+        "codefleet.transport.fastpath",
+        "the app factory wires the fast path",
+    ),
     (
         "codefleet.transport.fastpath",
         "codefleet.transport.routes",
         "the fast path's table is compiled from the one route table",
     ),
-    ("codefleet.server.app", "codefleet.coord.opening", "the app opens the engine there"),
+    ("codefleet.server.httpapp", "codefleet.coord.opening", "the app opens the engine there"),
 ]
 
 
@@ -401,7 +446,9 @@ def test_the_hook_side_imports_only_the_standard_library_and_itself() -> None:
 def test_the_fast_commands_import_only_the_standard_library_and_the_hook_side() -> None:
     stdlib = set(sys.stdlib_module_names) | {"__future__"}
     bound = modules_under(QUICK_SIDE[len(HOOK_SIDE) :])
-    assert "codefleet.cli.quick" in bound, "guard: the fast commands moved; update QUICK_SIDE"
+    assert "codefleet.cli.operate.quick" in bound, (
+        "guard: the fast commands moved; update QUICK_SIDE"
+    )
     heavy = {
         m: sorted(
             i
@@ -431,20 +478,25 @@ def test_a_seam_the_rules_leave_open_is_really_used(module: str, needed: str, wh
 
 def test_importing_a_module_by_its_package_is_caught_as_importing_the_module() -> None:
     runner_rule = RULES[0]
-    imported = imports_in("from codefleet.coord import store\n", "codefleet.fleet.synthetic")
-    assert crossings(runner_rule, imported) == ["codefleet.coord", "codefleet.coord.store"]
-    relative = imports_in("from ..coord import store\n", "codefleet.fleet.synthetic")
-    assert "codefleet.coord.store" in relative
+    imported = imports_in(
+        "from codefleet.coord.storage import store\n", "codefleet.fleet.synthetic"
+    )
+    assert crossings(runner_rule, imported) == [
+        "codefleet.coord.storage",
+        "codefleet.coord.storage.store",
+    ]
+    relative = imports_in("from ..coord.storage import store\n", "codefleet.fleet.synthetic")
+    assert "codefleet.coord.storage.store" in relative
     lazy = imports_in("def f():\n    from codefleet import coord\n", "codefleet.ui.synthetic")
     assert crossings(RULES[4], lazy) == ["codefleet.coord"]
 
 
 def test_graph_check_loads_without_the_engine_the_server_or_the_sdk() -> None:
     code = (
-        # what the `graph check` and `plan` commands import when they run (cli.planning imports
+        # what the `graph check` and `plan` commands import when they run (cli.start.plancmds imports
         # them inside the commands, so that --help stays light)
-        "import sys, codefleet.cli.planning, codefleet.api.graphfile, codefleet.planning.check, "
-        "codefleet.planning.render, codefleet.planning.launch, codefleet.planning.planner; "
+        "import sys, codefleet.cli.start.plancmds, codefleet.api.graphfile, codefleet.planning.check, "
+        "codefleet.planning.analysistext, codefleet.planning.plansession, codefleet.planning.planner; "
         "print(' '.join(sorted(m for m in sys.modules if m.startswith(('codefleet', 'claude')))))"
     )
     loaded = subprocess.run(
@@ -452,13 +504,13 @@ def test_graph_check_loads_without_the_engine_the_server_or_the_sdk() -> None:
     ).stdout.split()
     banned = (
         "codefleet.coord.engine",
-        "codefleet.server.app",
-        "codefleet.coord.store",
-        "codefleet.coord.index",
+        "codefleet.server.httpapp",
+        "codefleet.coord.storage.store",
+        "codefleet.coord.tables.liveindex",
         "claude_agent_sdk",
     )
     assert "codefleet.planning.check" in loaded, "guard: the probe imported nothing"
-    assert "codefleet.planning.launch" in loaded, "guard: the plan command is registered there"
+    assert "codefleet.planning.plansession" in loaded, "guard: the plan command is registered there"
     assert [m for m in loaded if m.startswith(banned)] == []
 
 
@@ -468,14 +520,14 @@ SERVER = ("codefleet.server",)
 
 # server modules that may import the store module at all, and why: none. The app factory opens
 # and closes the engine through coord.opening; /checks, /events and the SSE stream read through
-# the engine's read-only interface (coord.reads.EngineReads).
+# the engine's read-only interface (coord.engineview.EngineReads).
 STORE_IMPORTERS: dict[str, str] = {}
 
 # server modules that may reach `engine.store` at all (reads only, checked below), and why: none
 STORE_REACHERS: dict[str, str] = {}
 
 # (server module, engine attribute it may set, why): wiring in the app factory, not state
-ENGINE_WIRING = {("codefleet.server.app", "deaf_seconds")}
+ENGINE_WIRING = {("codefleet.server.httpapp", "deaf_seconds")}
 
 
 def store_classes() -> list[ast.ClassDef]:
@@ -576,7 +628,9 @@ def test_routes_change_state_only_through_the_engine(module: str) -> None:
     }
     assert not mutations, f"{module} sets or reaches into engine state {sorted(mutations)}: {why}"
     reaches = any(isinstance(n, ast.Attribute) and n.attr == "store" for n in ast.walk(tree))
-    reads_why = "the server reads through coord.reads.EngineReads and opens through coord.opening"
+    reads_why = (
+        "the server reads through coord.engineview.EngineReads and opens through coord.opening"
+    )
     assert not reaches or module in STORE_REACHERS, f"{module} reaches engine.store: {reads_why}"
     if any(under(i, m) for i in MODULES[module] for m in STORE_MODULES):
         assert module in STORE_IMPORTERS, f"{module} imports the store: {reads_why}"
@@ -599,13 +653,15 @@ def test_a_route_that_writes_the_store_or_pokes_the_engine_is_caught() -> None:
 
 
 def test_the_store_importers_in_the_server_are_real() -> None:
-    stale = {m for m in STORE_IMPORTERS if "codefleet.coord.store" not in MODULES.get(m, set())}
+    stale = {
+        m for m in STORE_IMPORTERS if "codefleet.coord.storage.store" not in MODULES.get(m, set())
+    }
     assert not stale, f"guard: {sorted(stale)} no longer import the store; drop the allowance"
 
 
 # -- one shell runner -------------------------------------------------------------------------
 
-SHELL_SPAWNERS = {"codefleet.fleet.shell"}  # checks and `run --verify` both go through it
+SHELL_SPAWNERS = {"codefleet.fleet.views.shell"}  # checks and `run --verify` both go through it
 
 
 def shell_spawns(tree: ast.Module) -> list[int]:
@@ -628,7 +684,7 @@ def test_one_shell_runner_runs_every_check_and_verify_command() -> None:
     spawners = {m for m in MODULES if shell_spawns(_source(m))}
     assert spawners == SHELL_SPAWNERS, (
         f"{sorted(spawners - SHELL_SPAWNERS)} start a shell of their own: run it through "
-        "fleet.shell.run_command (own process group, time limit, output cap, scrubbed env)"
+        "fleet.views.shell.run_command (own process group, time limit, output cap, scrubbed env)"
     )
     assert shell_spawns(ast.parse("subprocess.run('make', shell=True)\nos.system('x')\n")) == [1, 2]
 
@@ -637,7 +693,7 @@ def test_one_shell_runner_runs_every_check_and_verify_command() -> None:
 
 
 def test_no_store_object_crosses_the_engines_read_interface() -> None:
-    tree = _source("codefleet.coord.reads")
+    tree = _source("codefleet.coord.engineview")
     door = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "EngineReads")
     public = [n for n in door.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
     assert any(m.name == "open_reader" for m in public), "guard: EngineReads moved; update this"
@@ -649,4 +705,207 @@ def test_no_store_object_crosses_the_engines_read_interface() -> None:
     assert leaks == {}, (
         "the read model gets plain rows, frozen views and a read-only SnapshotReader; a Store "
         "handed across would let a read write"
+    )
+
+
+# -- the floors: no import runs up, no circle (issue 41) ------------------------------------------
+# Every module belongs to its folder (`codefleet.coord.tables.leases` to `codefleet.coord.tables`;
+# `codefleet` itself is the folder of the top-level modules). Each folder stands on one floor;
+# a module imports only folders on lower floors, or its own folder: never a folder above it,
+# never a neighbour on its own floor. docs/architecture.md draws these floors.
+FLOORS: list[tuple[str, tuple[str, ...]]] = [
+    ("the foundation: shared values and pure rules", ("codefleet", "codefleet.toolcalls")),
+    (
+        "the wire, the store, the engine's pure policy, the offline models",
+        (
+            "codefleet.api",
+            "codefleet.coord.storage",
+            "codefleet.coord.policy",
+            "codefleet.offlinemodels",
+        ),
+    ),
+    (
+        "the engine's tables, the graph's analysis, the runner's gate, the command line's shared parts",
+        (
+            "codefleet.coord.tables",
+            "codefleet.analysis",
+            "codefleet.fleet.gate",
+            "codefleet.cli",
+            "codefleet.testing",
+        ),
+    ),
+    (
+        "the engine's calls; where a runner's command or check runs",
+        ("codefleet.coord.calls", "codefleet.fleet.views"),
+    ),
+    (
+        "the engine's front door; an attempt's tools; reading a run's record",
+        ("codefleet.coord", "codefleet.fleet.tools", "codefleet.review"),
+    ),
+    (
+        "the runner; the read model; the transport; the run report",
+        (
+            "codefleet.fleet",
+            "codefleet.readmodel",
+            "codefleet.transport",
+            "codefleet.review.report",
+        ),
+    ),
+    (
+        "the hook; the HTTP surface; the views for a person",
+        ("codefleet.hook", "codefleet.server", "codefleet.ui"),
+    ),
+    (
+        "the agents' sessions; the commands during and after a run",
+        ("codefleet.session", "codefleet.cli.operate", "codefleet.cli.results"),
+    ),
+    ("planning; the commands that run a fleet", ("codefleet.planning", "codefleet.cli.run")),
+    ("the commands before a run", ("codefleet.cli.start",)),
+]
+# The executables' entry points stand above every floor: the only modules that import every area
+# of the command line (`cli.app` registers them all; `cli.launch` picks a fast path first).
+ENTRY_POINTS = (
+    "codefleet.__main__",
+    "codefleet.cli.__main__",
+    "codefleet.cli.app",
+    "codefleet.cli.launch",
+)
+FLOOR_OF = {folder: n for n, (_, folders) in enumerate(FLOORS, start=1) for folder in folders}
+TOP_FLOOR = len(FLOORS) + 1
+
+
+def folder_of(module: str) -> str:
+    """A module's folder: its package (a package's `__init__` is its own folder)."""
+    return module if PATHS[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def floor_of(module: str) -> int:
+    return TOP_FLOOR if module in ENTRY_POINTS else FLOOR_OF[folder_of(module)]
+
+
+def module_edges(module: str) -> set[str]:
+    """The codefleet modules `module` imports: `from pkg import mod` is `pkg.mod`, not `pkg`."""
+    imported = MODULES[module]
+    found = {i for i in imported if i in PATHS}
+    packages_only_for_modules = {
+        i for i in found if any(j.startswith(i + ".") and j in PATHS for j in imported)
+    }
+    named = {i for i in found - packages_only_for_modules}
+    return named - {module}
+
+
+def uphill(edges: dict[str, set[str]]) -> list[str]:
+    """Each import that runs up a floor or sideways to a neighbour on the same floor."""
+    found = []
+    for module, targets in sorted(edges.items()):
+        for target in sorted(targets):
+            if floor_of(target) > floor_of(module) or (
+                floor_of(target) == floor_of(module)
+                and folder_of(target) != folder_of(module)
+                and module not in ENTRY_POINTS
+            ):
+                found.append(
+                    f"{module} (floor {floor_of(module)}) -> {target} (floor {floor_of(target)})"
+                )
+    return found
+
+
+def circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of two or more modules (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in edges.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                group.append(top)
+                if top == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+EDGES = {module: module_edges(module) for module in PATHS}
+
+
+def test_every_folder_stands_on_one_floor() -> None:
+    folders = {folder_of(m) for m in PATHS if m not in ENTRY_POINTS}
+    assert folders - set(FLOOR_OF) == set(), "a new folder: give it a floor in FLOORS"
+    assert set(FLOOR_OF) - folders == set(), "FLOORS names a folder that no longer exists"
+
+
+def test_no_import_runs_up_a_floor_or_across_to_a_neighbour() -> None:
+    assert uphill(EDGES) == []
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    assert circles(EDGES) == []
+
+
+def test_an_import_up_or_a_circle_is_caught() -> None:
+    up = {"codefleet.coord.policy.scheduler": {"codefleet.coord.engine"}}
+    assert uphill(up) == [
+        "codefleet.coord.policy.scheduler (floor 2) -> codefleet.coord.engine (floor 5)"
+    ]
+    sideways = {"codefleet.coord.policy.scheduler": {"codefleet.coord.storage.store"}}
+    assert len(uphill(sideways)) == 1
+    assert uphill({"codefleet.coord.tables.leases": {"codefleet.coord.tables.preimages"}}) == []
+    loop = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert circles(loop) == [["a", "b", "c"]]
+
+
+def test_a_folder_holds_at_most_fifteen_modules_of_its_own() -> None:
+    own: dict[str, int] = {}
+    for module, path in PATHS.items():
+        if path.name not in ("__init__.py", "__main__.py"):
+            own[folder_of(module)] = own.get(folder_of(module), 0) + 1
+    assert {f: n for f, n in own.items() if n > 15 and f != "codefleet"} == {}
+
+
+def test_no_two_modules_share_a_file_name() -> None:
+    seen: dict[str, list[str]] = {}
+    for module, path in PATHS.items():
+        if path.name not in ("__init__.py", "__main__.py"):
+            seen.setdefault(path.name, []).append(module)
+    assert {name: mods for name, mods in seen.items() if len(mods) > 1} == {}
+
+
+# -- the shipped fakes: reached only through the offline seams -------------------------------------
+# (module, why it may import the scripted model APIs)
+OFFLINE_SEAMS = {
+    "codefleet.session.offline": "`--offline`: Claude Code sessions against the scripted model",
+    "codefleet.session.codexagents": "an offline Codex runner on the same shared scripted model",
+    "codefleet.planning.plansession": "`plan --offline`: the planning session against the scripted model",
+}
+
+
+def test_product_code_reaches_the_offline_models_only_through_the_offline_seams() -> None:
+    reaching = {
+        m
+        for m in PATHS
+        if not under(m, "codefleet.offlinemodels")
+        and any(under(i, "codefleet.offlinemodels") for i in MODULES[m])
+    }
+    assert reaching == set(OFFLINE_SEAMS), (
+        "the scripted models are the offline mode's, not the product's"
     )

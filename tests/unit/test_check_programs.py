@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from codefleet.cli.app import app
-from codefleet.fleet.programs import command_programs, missing_programs
-from codefleet.fleet.shell import check_env
+from codefleet.fleet.views.programs import command_programs, missing_programs
+from codefleet.fleet.views.shell import check_env
 
 GRAPH = (
     "checks: {lint: flake9-is-not-installed ., test: 'true'}\n"

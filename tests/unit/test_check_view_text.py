@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from codefleet.fleet.checks import CheckResult
-from codefleet.fleet.views import ViewKind
+from codefleet.fleet.tools.attemptchecks import CheckResult
+from codefleet.fleet.views.runinview import ViewKind
 from codefleet.models import CheckPurpose
 from codefleet.wording import phrase
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from codefleet.fleet.checkview import copy_tree, overlay
-from codefleet.fleet.shell import check_env, run_command
+from codefleet.fleet.views.copyview import copy_tree, overlay
+from codefleet.fleet.views.shell import check_env, run_command
 from codefleet.rollback import PreImage, capture
 
 

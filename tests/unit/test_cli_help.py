@@ -108,7 +108,7 @@ def test_run_help_documents_the_offline_model_script_with_an_example_that_parses
     """An installed tool has no examples/ directory: the format is in the help itself."""
     import yaml
 
-    from codefleet.testing.fakescript import _TURN_KEYS, scripts_from_dict
+    from codefleet.offlinemodels.modelscripts import _TURN_KEYS, scripts_from_dict
 
     text = invoke("run", "--help", columns=100)
     section = text.partition("\n  Offline model script (")[2]

@@ -73,6 +73,6 @@ def test_a_commands_help_loads_only_what_typer_itself_needs(command: str) -> Non
 
 def test_the_guard_sees_a_module_that_does_load_them() -> None:
     """The check is live: the demo's runner needs the server and the client, and has them."""
-    code = "import sys, codefleet.cli.demo_run; print(sorted(m for m in ('fastapi', 'httpx') if m in sys.modules))"
+    code = "import sys, codefleet.cli.start.demo_run; print(sorted(m for m in ('fastapi', 'httpx') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "['fastapi', 'httpx']"

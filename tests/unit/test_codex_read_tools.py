@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from codefleet.fleet.reads import ReadLog
+from codefleet.fleet.gate.readset import ReadLog
 from codefleet.paths import TreeRoot
 from codefleet.session.codexread import answer, forward_to, serve
 from codefleet.session.tools import mcp_result, read_tools

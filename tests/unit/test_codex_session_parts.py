@@ -7,9 +7,9 @@ import tomllib
 from pathlib import Path
 
 from codefleet.hook.codexbridge import ask_gate
-from codefleet.hook.io import tool_paths
 from codefleet.models import GATED_TOOLS, WRITE_TOOLS
 from codefleet.session.codexconfig import CODEX_RULES, CodexProvider, config_toml
+from codefleet.toolcalls.writepaths import tool_paths
 
 PATCH = "*** Begin Patch\n*** Update File: /abs/tree/a.py\n*** Move to: b.py\n@@\n-x\n+y\n*** End Patch\n"
 

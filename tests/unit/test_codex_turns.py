@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from codefleet.hook.patch import patch_targets
-from codefleet.testing.fakecodex import codex_turns
-from codefleet.testing.fakescript import Text, ToolUse, Turn, WaitFor
+from codefleet.offlinemodels.modelscripts import Text, ToolUse, Turn, WaitFor
+from codefleet.offlinemodels.openaiapi import codex_turns
+from codefleet.toolcalls.applypatch import patch_targets
 
 
 def patch_of(turn: Turn) -> str:

@@ -1,4 +1,4 @@
-"""What a command changed in its layer (`fleet.changes`): collected from a real overlay.
+"""What a command changed in its layer (`fleet.views.layerchanges`): collected from a real overlay.
 
 Each test runs a real shell command in a real layer (user + mount namespace,
 overlayfs over a scratch tree, no sandbox), then reads what it changed and
@@ -11,9 +11,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from codefleet.fleet.apply import changed_meanwhile
-from codefleet.fleet.changes import Change, ChangeKind, collect, sort_changes
-from codefleet.fleet.layer import Layer, Sandbox, build_layer, layer_argv, shell_support
+from codefleet.fleet.views.layer import Layer, Sandbox, build_layer, layer_argv, shell_support
+from codefleet.fleet.views.layerapply import changed_meanwhile
+from codefleet.fleet.views.layerchanges import Change, ChangeKind, collect, sort_changes
 from codefleet.paths import TreeRoot
 from codefleet.rollback import PreImage
 

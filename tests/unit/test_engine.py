@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from codefleet.attempt import AttemptReport
-from codefleet.coord import scheduler as sched
-from codefleet.coord.answers import Beat, LeaseAnswer, TaskAnswer
-from codefleet.coord.database import Row
+from codefleet.coord.calls.ticks import BASE_WINDOW
 from codefleet.coord.engine import Engine, EngineConfig
-from codefleet.coord.store import Store
-from codefleet.coord.ticks import BASE_WINDOW
-from codefleet.coord.validation import NewTask
+from codefleet.coord.policy import scheduler as sched
+from codefleet.coord.policy.answers import Beat, LeaseAnswer, TaskAnswer
+from codefleet.coord.storage.database import Row
+from codefleet.coord.storage.store import Store
+from codefleet.coord.tables.validation import NewTask
 from codefleet.errors import InvalidGraph, InvalidState, NotFound, NotOwner, StaleEpoch
 from codefleet.models import AgentStatus, ErrorKind, EventType, TaskStatus, to_iso
 from codefleet.paths import TreeRoot

@@ -11,8 +11,8 @@ import test_engine
 from test_engine import Fleet
 
 from codefleet.attempt import AssignedTask
-from codefleet.coord.answers import TaskAnswer
-from codefleet.coord.validation import NewTask
+from codefleet.coord.policy.answers import TaskAnswer
+from codefleet.coord.tables.validation import NewTask
 from codefleet.models import ErrorKind, EventType, TaskStatus
 
 OUTCOMES: list[tuple[bool, dict[str, Any], TaskStatus]] = [

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from codefleet.attempt import AttemptReport
-from codefleet.coord import scheduler as sched
 from codefleet.coord.engine import Engine, EngineConfig
-from codefleet.coord.store import Store
-from codefleet.coord.validation import NewTask
+from codefleet.coord.policy import scheduler as sched
+from codefleet.coord.storage.store import Store
+from codefleet.coord.tables.validation import NewTask
 from codefleet.errors import StoreUnavailable
 from codefleet.models import AgentStatus, TaskStatus
 from codefleet.paths import TreeRoot

@@ -13,8 +13,8 @@ import pytest
 import test_engine
 from test_engine import T0, Fleet
 
-from codefleet.coord import scheduler as sched
-from codefleet.coord.validation import NewTask
+from codefleet.coord.policy import scheduler as sched
+from codefleet.coord.tables.validation import NewTask
 from codefleet.errors import InvalidGraph, StaleEpoch, TooLarge
 from codefleet.models import ErrorKind, EventType, TaskStatus, to_iso
 
@@ -201,7 +201,7 @@ async def test_a_long_poll_of_an_agent_that_leaves_ends_at_once_with_a_stale_epo
 def test_a_batch_over_the_scope_path_cap_is_refused_whole_with_a_413(
     fleet: Fleet, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr("codefleet.coord.validation.MAX_BATCH_SCOPE_PATHS", 5)
+    monkeypatch.setattr("codefleet.coord.tables.validation.MAX_BATCH_SCOPE_PATHS", 5)
     specs = [
         NewTask(title="a", id="a", description="d", file_scope=["a.py", "x.py", "y.py"]),
         NewTask(title="b", id="b", description="d", file_scope=["pkg/b.py", "z.py", "w.py"]),

@@ -14,7 +14,7 @@ from pathlib import Path
 import test_engine
 from test_engine import T0, Fleet, assigned
 
-from codefleet.coord import scheduler as sched
+from codefleet.coord.policy import scheduler as sched
 from codefleet.models import ErrorKind, EventType, TaskStatus, to_iso
 
 make_fleet = test_engine.make_fleet  # the engine harness's fixtures

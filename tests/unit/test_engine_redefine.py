@@ -11,8 +11,8 @@ import pytest
 import test_engine
 from test_engine import Fleet, assigned
 
-from codefleet.coord.index import LiveIndex
-from codefleet.coord.validation import NewTask
+from codefleet.coord.tables.liveindex import LiveIndex
+from codefleet.coord.tables.validation import NewTask
 from codefleet.errors import InvalidGraph
 from codefleet.models import ErrorKind, EventType, TaskStatus
 

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from codefleet.attempt import AttemptReport
-from codefleet.coord import files as engine_files
 from codefleet.coord.engine import Engine, EngineConfig
-from codefleet.coord.store import Store
-from codefleet.coord.validation import NewTask
+from codefleet.coord.storage.store import Store
+from codefleet.coord.tables import preimages as engine_files
+from codefleet.coord.tables.validation import NewTask
 from codefleet.errors import InvalidState, StaleEpoch
 from codefleet.models import AgentStatus, ErrorKind, EventType, TaskStatus
 from codefleet.paths import TreeRoot

@@ -14,8 +14,8 @@ from collections.abc import Callable
 import test_engine
 from test_engine import Fleet, assigned
 
-from codefleet.coord import scheduler as sched
-from codefleet.coord.tasks import INTERRUPT_HOLD_S
+from codefleet.coord.policy import scheduler as sched
+from codefleet.coord.tables.tasktable import INTERRUPT_HOLD_S
 from codefleet.models import AgentStatus, ErrorKind, EventType, TaskStatus
 
 make_fleet = test_engine.make_fleet  # the engine harness's fixtures

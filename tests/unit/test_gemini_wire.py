@@ -1,4 +1,4 @@
-"""The fake Gemini API's wire (`testing.geminiwire`): requests read, replies written, as
+"""The fake Gemini API's wire (`offlinemodels.geminiwire`): requests read, replies written, as
 Gemini CLI 0.61.0 sends and reads them (tests/agents runs the real CLI against it)."""
 
 from __future__ import annotations
@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from codefleet.testing.fakescript import ApiError, Text, ToolUse, Turn, Usage, marker
-from codefleet.testing.geminiwire import (
+from codefleet.offlinemodels.geminiwire import (
     GeminiRequest,
     count_turn,
     find_script_id,
     render_error,
     render_stream,
 )
+from codefleet.offlinemodels.modelscripts import ApiError, Text, ToolUse, Turn, Usage, marker
 
 
 def second_request() -> dict[str, Any]:

@@ -14,10 +14,10 @@ import random
 import pytest
 from rich.console import Console
 
+from codefleet.analysis.graphanalysis import Hotspot, Overlap, PlannedTask, analyse
+from codefleet.analysis.simulate import SimTask, simulate
 from codefleet.dag import EXACT_WIDTH_LIMIT, find_cycle, max_antichain
-from codefleet.planning.analysis import Hotspot, Overlap, PlannedTask, analyse
-from codefleet.planning.render import print_analysis
-from codefleet.planning.simulate import SimTask, simulate
+from codefleet.planning.analysistext import print_analysis
 
 
 def t(
@@ -242,7 +242,7 @@ def test_a_task_without_a_scope_and_a_narrow_graph_are_warnings_not_errors() -> 
 
 
 def test_given_findings_come_first_and_errors_make_the_analysis_not_ok() -> None:
-    from codefleet.planning.analysis import Finding
+    from codefleet.analysis.graphanalysis import Finding
 
     bad = Finding("error", "outside_workdir", "task A: ../x resolves outside", "A", "../x")
 

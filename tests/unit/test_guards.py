@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from codefleet.server.guards import Guards
-from codefleet.server.hostcheck import REMEMBERED_HOSTS, HostNames
+from codefleet.transport.guards import Guards
+from codefleet.transport.hostcheck import REMEMBERED_HOSTS, HostNames
 
 HOSTS = [
     b"127.0.0.1:8099",

@@ -1,4 +1,4 @@
-"""The collector's policy (`codefleet.heap`): off during bulk work, the server's heap settled."""
+"""The collector's policy (`codefleet.gcpolicy`): off during bulk work, the server's heap settled."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from codefleet.heap import YOUNG_THRESHOLD, collector_off, settle
+from codefleet.gcpolicy import YOUNG_THRESHOLD, collector_off, settle
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ from codefleet.review.history import (
     success_order,
     unfinished_tasks,
 )
-from codefleet.review.record import RunRecord
+from codefleet.review.runrecord import RunRecord
 
 
 def event(kind: str, task_id: str, **payload: Any) -> dict[str, Any]:

@@ -27,9 +27,9 @@ from codefleet.hook.command import (
     run,
     this_tree,
 )
-from codefleet.hook.io import deny_output
 from codefleet.models import WRITE_TOOLS
 from codefleet.statedir import ensure_tree_id
+from codefleet.toolcalls.writepaths import deny_output
 
 SESSION = "0aeef531-72cc-4552-9656-7482e7ecde15"
 

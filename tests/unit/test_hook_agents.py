@@ -1,5 +1,5 @@
 """`codefleet hook ... --agent NAME`: each CLI's documented hook input read as Claude Code's,
-and the denial written in the shape that CLI honours (`hook.agents`).
+and the denial written in the shape that CLI honours (`hook.agentdialects`).
 
 The inputs below are each CLI's pre-tool hook stdin on a file write, as measured with
 the real CLIs: Codex CLI 0.163.0, Gemini CLI 0.61.0 and Copilot CLI 1.0.102 (tests/agents
@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from codefleet.hook.agents import denial_for, normalized
+from codefleet.hook.agentdialects import denial_for, normalized
 from codefleet.hook.command import HookArgs, UsageError, parse_args, run
-from codefleet.hook.io import deny_output, tool_paths
+from codefleet.toolcalls.writepaths import deny_output, tool_paths
 
 
 def dead_server() -> str:

@@ -1,10 +1,10 @@
-"""The HTTP/1.1 codec the lane and the hook share (`transport.http1`), on the bytes themselves."""
+"""The HTTP/1.1 codec the lane and the hook share (`api.http1`), on the bytes themselves."""
 
 from __future__ import annotations
 
 import pytest
 
-from codefleet.transport.http1 import Head, Origin, dechunk, header_lines, parse_head, request_bytes
+from codefleet.api.http1 import Head, Origin, dechunk, header_lines, parse_head, request_bytes
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ import pytest
 import test_engine
 from test_engine import Fleet
 
-from codefleet.coord.index import LiveIndex
-from codefleet.coord.validation import NewTask
+from codefleet.coord.tables.liveindex import LiveIndex
+from codefleet.coord.tables.validation import NewTask
 
 make_fleet = test_engine.make_fleet  # the engine harness's fixtures
 fleet = test_engine.fleet

@@ -8,7 +8,7 @@ from typing import Any
 from landing_log import CHECKING, EVENTS, HALTED, OLD_EVENTS, T0
 from rich.console import Console
 
-from codefleet.review.landing import landing_of
+from codefleet.review.landinglog import landing_of
 from codefleet.ui.dashboard import _Watch
 from codefleet.ui.report import STATUS_STYLE
 from codefleet.ui.viewmodel import ViewModel, build_view, describe, render

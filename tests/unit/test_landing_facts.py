@@ -6,8 +6,8 @@ from landing_log import CHECKING, EVENTS, HALTED, OLD_EVENTS, TASKS
 
 from codefleet.models import from_iso
 from codefleet.review.facts import attempts_of, run_facts
-from codefleet.review.landing import landing_of
-from codefleet.review.record import RunRecord
+from codefleet.review.landinglog import landing_of
+from codefleet.review.runrecord import RunRecord
 
 
 def test_an_attempt_ends_when_its_task_waits_to_land_and_takes_the_landings_outcome() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from landing_log import EVENTS, HALTED, OLD_EVENTS, TASKS, task
 
-from codefleet.review.record import RunRecord
-from codefleet.review.render import render_html, render_markdown
-from codefleet.review.runreport import build_report, report_json
+from codefleet.review.report.reportrender import render_html, render_markdown
+from codefleet.review.report.runreport import build_report, report_json
+from codefleet.review.runrecord import RunRecord
 
 
 def landing_run(events: list[dict[str, object]] = EVENTS, tasks: tuple = TASKS) -> RunRecord:

@@ -6,10 +6,10 @@ import pytest
 from landing_log import EVENTS, OLD_EVENTS, TASKS
 
 from codefleet.cli.output import console
-from codefleet.cli.stats import print_stats
+from codefleet.cli.results.statscmds import print_stats
+from codefleet.review.collisionstats import LandingStats, fleet_stats, stats_json
 from codefleet.review.facts import run_facts
-from codefleet.review.record import RunRecord
-from codefleet.review.stats import LandingStats, fleet_stats, stats_json
+from codefleet.review.runrecord import RunRecord
 
 
 def landing_run() -> RunRecord:

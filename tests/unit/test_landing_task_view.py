@@ -8,7 +8,7 @@ from typing import Any
 from landing_log import EVENTS, HALTED, OLD_EVENTS, task
 from rich.console import Console
 
-from codefleet.cli.tasks import _read_events
+from codefleet.cli.operate.taskcmds import _read_events
 from codefleet.ui.task_view import task_detail
 
 

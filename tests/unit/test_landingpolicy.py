@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from codefleet.coord import landingpolicy as policy
+from codefleet.coord.policy import landingpolicy as policy
 
 
 def play(

@@ -14,7 +14,7 @@ from test_engine import Fleet
 
 from codefleet.attempt import AssignedTask, OperatorNote
 from codefleet.errors import InvalidState, NotFound, TooLarge
-from codefleet.fleet.inbox import operator_message
+from codefleet.fleet.tools.inbox import operator_message
 from codefleet.models import (
     MAX_MESSAGE_BYTES,
     MAX_MESSAGES_PER_TASK,
@@ -22,7 +22,7 @@ from codefleet.models import (
     ErrorKind,
     EventType,
 )
-from codefleet.session.prompt import NOTES_HEADING, build_prompt
+from codefleet.session.taskprompt import NOTES_HEADING, build_prompt
 
 make_fleet = test_engine.make_fleet
 fleet = test_engine.fleet

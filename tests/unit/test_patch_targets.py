@@ -1,10 +1,10 @@
-"""The Codex `apply_patch` header parser: which files a patch writes (`hook.patch`)."""
+"""The Codex `apply_patch` header parser: which files a patch writes (`toolcalls.applypatch`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from codefleet.hook.patch import MalformedPatch, patch_targets
+from codefleet.toolcalls.applypatch import MalformedPatch, patch_targets
 
 
 def patch(*body: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from codefleet.coord.limitpolicy import (
+from codefleet.coord.policy.limitpolicy import (
     MAX_PAUSE_S,
     LimitState,
     Pause,

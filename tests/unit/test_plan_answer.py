@@ -14,11 +14,11 @@ import pytest
 import yaml
 
 from codefleet.api.graphfile import parse_graph
-from codefleet.cli.demo_run import examples_dir
+from codefleet.cli.start.demo_run import examples_dir
 from codefleet.planning.answer import AnswerError, extract_block, judge_answer
 from codefleet.planning.check import tree_for
 from codefleet.planning.planner import Exchange, Plan, plan_file
-from codefleet.planning.prompt import build_feedback, build_plan_prompt
+from codefleet.planning.planprompt import build_feedback, build_plan_prompt
 
 DEMO = examples_dir() / "demo-repo"
 TREE = tree_for(DEMO, DEMO / "codefleet.db", DEMO / "runs")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
-from codefleet.fleet.prewrite import Verdict, WriteGate
+from codefleet.fleet.gate.prewrite import Verdict, WriteGate
 from codefleet.session.attempthooks import UNCHECKED, AttemptLog, make_pre_tool_use
 
 

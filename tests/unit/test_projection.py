@@ -27,13 +27,13 @@ import pytest
 import test_engine
 from test_engine import Fleet
 
-from codefleet.coord import queries
-from codefleet.coord.reads import EngineReads
-from codefleet.coord.store import Store
+from codefleet.coord.engineview import EngineReads
+from codefleet.coord.storage import queries
+from codefleet.coord.storage.store import Store
 from codefleet.errors import DomainError
 from codefleet.models import ErrorKind, EventType, TaskStatus
 from codefleet.readmodel.projection import Projection
-from codefleet.readmodel.rows import decorate, encode
+from codefleet.readmodel.wirerows import decorate, encode
 
 make_fleet = test_engine.make_fleet  # the engine harness's fixtures
 fleet = test_engine.fleet

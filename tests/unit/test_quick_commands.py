@@ -1,7 +1,7 @@
 """The commands a person types while a fleet runs start without the heavy packages.
 
 `tasks`, `say`, `answer`, `questions`, `hold` and `release` go through
-`cli.quick` (standard library only) when the `codefleet` executable starts
+`cli.operate.quick` (standard library only) when the `codefleet` executable starts
 them: this guards what they load, not how long they take (the figures are in
 docs/performance.md, "Start-up of the fleet-time commands"). Each runs in a new
 process against a port where nothing answers, so it goes as far as its
@@ -75,7 +75,7 @@ def loaded_after(argv: list[str], names: tuple[str, ...]) -> list[str]:
 @pytest.mark.parametrize("argv", FAST, ids=" ".join)
 def test_a_fleet_time_command_loads_none_of_the_heavy_packages(argv: list[str]) -> None:
     assert loaded_after(argv, HEAVY) == [], (
-        f"`codefleet {' '.join(argv)}` took the full command line: see cli/quick.py"
+        f"`codefleet {' '.join(argv)}` took the full command line: see cli/operate/quick.py"
     )
 
 
@@ -86,7 +86,7 @@ def test_a_fleet_time_commands_help_loads_no_server_client_or_session(command: s
 
 def test_the_launcher_and_the_fast_path_name_the_same_commands() -> None:
     from codefleet.cli.launch import QUICK_COMMANDS
-    from codefleet.cli.quick import COMMANDS
+    from codefleet.cli.operate.quick import COMMANDS
 
     assert QUICK_COMMANDS == COMMANDS
 
@@ -111,7 +111,7 @@ def test_the_launcher_and_the_fast_path_name_the_same_commands() -> None:
 def test_what_the_fast_path_does_not_take_exactly_as_typer_goes_to_typer(
     argv: list[str],
 ) -> None:
-    from codefleet.cli.quick import parse
+    from codefleet.cli.operate.quick import parse
 
     parsed = parse(argv)
 
@@ -119,8 +119,8 @@ def test_what_the_fast_path_does_not_take_exactly_as_typer_goes_to_typer(
 
 
 def test_the_fast_table_is_the_text_rich_prints_for_the_task_table() -> None:
+    from codefleet.cli.operate.quicktable import render, task_cells
     from codefleet.cli.output import PlainConsole
-    from codefleet.cli.quicktable import render, task_cells
     from codefleet.ui.report import task_table
 
     tasks = [
@@ -141,7 +141,7 @@ def test_the_fast_table_is_the_text_rich_prints_for_the_task_table() -> None:
 
 
 def test_the_fast_table_colours_every_status_the_rich_table_styles() -> None:
-    from codefleet.cli.quicktable import STATUS_SGR
+    from codefleet.cli.operate.quicktable import STATUS_SGR
     from codefleet.models import TaskStatus
     from codefleet.ui.report import STATUS_STYLE
 
@@ -150,7 +150,7 @@ def test_the_fast_table_colours_every_status_the_rich_table_styles() -> None:
 
 
 def test_on_a_narrow_terminal_the_fast_table_wraps_its_widest_column_to_fit() -> None:
-    from codefleet.cli.quicktable import render
+    from codefleet.cli.operate.quicktable import render
 
     row = ("T1", "a title " * 6, "failed", "1/3", "0.0000", "a long error message " * 3)
     lines = render([row], width=60, styled=False).splitlines()
@@ -160,7 +160,7 @@ def test_on_a_narrow_terminal_the_fast_table_wraps_its_widest_column_to_fit() ->
 
 
 def test_the_fast_table_shows_an_agents_control_characters_escaped() -> None:
-    from codefleet.cli.quicktable import render, task_cells
+    from codefleet.cli.operate.quicktable import render, task_cells
 
     hostile = {"id": "T1", "title": "\x1b]0;pwned\x07 x\r", "status": "failed",
                "attempts": 1, "max_attempts": 3, "error": "\x1b[2Jcleared \u202egnp.exe"}  # fmt: skip

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from codefleet.fleet.reads import ReadLog
+from codefleet.fleet.gate.readset import ReadLog
 from codefleet.models import clock_skew_s, from_iso, to_iso, utcnow
 from codefleet.paths import TreeRoot
 

@@ -3,7 +3,7 @@
 The engine counts only *charged* attempts against `max_attempts` (a usage
 limit's attempt is not charged); the reads once used `attempts < max_attempts`
 and said `runnable: false` for a task the next tick assigned. The rule is now
-one function (`coord.readiness`); these tests hold every read to the live
+one function (`coord.policy.readiness`); these tests hold every read to the live
 index's `place_pending` answer: after a rate-limited last attempt over the
 real engine, and over seeded random walks and random task states.
 """
@@ -21,11 +21,11 @@ import test_engine
 import test_projection
 from test_engine import T0, Fleet, assigned
 
-from codefleet.coord.index import LiveIndex, LiveTask
-from codefleet.coord.reads import EngineReads
+from codefleet.coord.engineview import EngineReads
+from codefleet.coord.tables.liveindex import LiveIndex, LiveTask
 from codefleet.models import ErrorKind, TaskStatus, to_iso
-from codefleet.readmodel.reads import Reads
-from codefleet.readmodel.rows import decorate
+from codefleet.readmodel.readapi import Reads
+from codefleet.readmodel.wirerows import decorate
 
 make_fleet = test_engine.make_fleet  # the engine harness's fixtures
 fleet = test_engine.fleet

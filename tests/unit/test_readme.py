@@ -58,7 +58,7 @@ def test_every_page_the_readme_links_exists() -> None:
 
 def test_doctor_names_the_bundled_cli_the_readme_sends_a_user_to_for_the_login() -> None:
     """`claude` is not on the PATH of an installed tool: the README points at doctor's line."""
-    from codefleet.cli.doctor_checks import bundled_cli, check_cli
+    from codefleet.cli.start.doctor_checks import bundled_cli, check_cli
 
     found = check_cli()
 

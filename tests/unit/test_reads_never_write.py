@@ -4,7 +4,7 @@ Row updates are held inside a write transaction and run by `Store._flush`
 before its next statement and its COMMIT; outside a transaction nothing is
 held, so a read (a `GET` route, the projection) runs queries and nothing else.
 SQLite's trace callback records every statement the server's connection runs
-while each read of `readmodel.reads.Reads` answers over a fleet in mid-run.
+while each read of `readmodel.readapi.Reads` answers over a fleet in mid-run.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import test_engine
 from test_engine import Fleet
 from test_readiness import LIMITED, reads_of
 
-from codefleet.coord.store import Store
+from codefleet.coord.storage.store import Store
 from codefleet.models import ErrorKind
 
 make_fleet = test_engine.make_fleet

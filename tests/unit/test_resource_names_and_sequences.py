@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from codefleet.api.graphfile import GraphError, GraphTasks, parse_graph
-from codefleet.coord.sequences import Sequences, first_value, highest_number
-from codefleet.coord.store import Store
+from codefleet.coord.storage.store import Store
+from codefleet.coord.tables.sequences import Sequences, first_value, highest_number
 from codefleet.errors import InvalidGraph
 from codefleet.paths import TreeRoot
 from codefleet.planning.check import check_graph

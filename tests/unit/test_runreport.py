@@ -11,11 +11,11 @@ from markdown_it import MarkdownIt
 
 from codefleet.models import to_iso
 from codefleet.review.facts import attempts_of, critical_path, run_facts
-from codefleet.review.outcomesections import summary_section
-from codefleet.review.record import RunRecord
-from codefleet.review.render import render_html, render_markdown
-from codefleet.review.reportblocks import Para, Section, seconds
-from codefleet.review.runreport import build_report, report_json
+from codefleet.review.report.outcomesections import summary_section
+from codefleet.review.report.reportblocks import Para, Section, seconds
+from codefleet.review.report.reportrender import render_html, render_markdown
+from codefleet.review.report.runreport import build_report, report_json
+from codefleet.review.runrecord import RunRecord
 
 T0 = datetime(2026, 7, 31, 18, 0, tzinfo=UTC)
 

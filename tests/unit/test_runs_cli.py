@@ -11,7 +11,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from codefleet.cli.app import app
-from codefleet.coord.store import Store
+from codefleet.coord.storage.store import Store
 from codefleet.server.lock import ServerLock
 
 

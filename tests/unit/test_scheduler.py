@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from codefleet.coord.scheduler import (
+from codefleet.coord.policy.scheduler import (
     AgentView,
     Assign,
     BudgetExhausted,

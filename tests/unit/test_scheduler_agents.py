@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from test_scheduler import NOW, agent, state, task
 
-from codefleet.coord.scheduler import Assign, schedule
+from codefleet.coord.policy.scheduler import Assign, schedule
 
 
 def test_a_codex_task_goes_to_the_codex_agent_even_when_a_claude_agent_waited_longer() -> None:

@@ -14,7 +14,7 @@ from datetime import timedelta
 import pytest
 from test_scheduler import NOW, STALE, agent, state, task
 
-from codefleet.coord.scheduler import (
+from codefleet.coord.policy.scheduler import (
     BudgetView,
     FleetState,
     TaskView,

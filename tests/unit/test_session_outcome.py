@@ -14,6 +14,7 @@ from claude_agent_sdk import CLIConnectionError, CLINotFoundError, ProcessError
 
 from codefleet.attempt import AssignedTask
 from codefleet.models import ErrorKind
+from codefleet.offlinemodels.anthropicapi import marker
 from codefleet.session.attempthooks import deny
 from codefleet.session.clistream import classify_crash
 from codefleet.session.outcome import (
@@ -24,8 +25,7 @@ from codefleet.session.outcome import (
     timing_summary,
     usage_totals,
 )
-from codefleet.session.prompt import build_prompt
-from codefleet.testing.fakemodel import marker
+from codefleet.session.taskprompt import build_prompt
 
 USAGE = {
     "claude-a": {

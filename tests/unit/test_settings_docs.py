@@ -19,7 +19,7 @@ import typer
 from codefleet.cli.app import app
 from codefleet.cli.settingopts import FLAGS, env_var
 from codefleet.config import Settings
-from codefleet.coord.engineconfig import DERIVED, EngineConfig
+from codefleet.coord.policy.engineconfig import DERIVED, EngineConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 FIELDS = sorted(Settings.model_fields)

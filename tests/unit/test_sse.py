@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from pathlib import Path
 
-from codefleet.coord.store import Store
+from codefleet.coord.storage.store import Store
 from codefleet.models import EventType
 from codefleet.server.sse import EventHub, frame
 

@@ -12,9 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from codefleet.attempt import StaleRead
-from codefleet.fleet.followup import FILE_CHARS, TOTAL_CHARS, Seen, bounded_diff, followup_message
-from codefleet.fleet.reads import KEEP_BYTES, ReadLog
-from codefleet.fleet.stale import A_PERSON, OUTSIDE_THE_LOCK, find_stale
+from codefleet.fleet.gate.followup import (
+    FILE_CHARS,
+    TOTAL_CHARS,
+    Seen,
+    bounded_diff,
+    followup_message,
+)
+from codefleet.fleet.gate.readset import KEEP_BYTES, ReadLog
+from codefleet.fleet.gate.stale import A_PERSON, OUTSIDE_THE_LOCK, find_stale
 from codefleet.paths import TreeRoot
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.console import Console
 
-from codefleet.review.stats import StaleReadStats, stale_read_stats
+from codefleet.review.collisionstats import StaleReadStats, stale_read_stats
 from codefleet.ui.task_view import task_detail
 from codefleet.wording import phrase
 

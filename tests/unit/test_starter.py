@@ -9,14 +9,14 @@ import pytest
 import yaml
 
 from codefleet.api.graphfile import parse_graph
-from codefleet.cli.starter import (
+from codefleet.cli.start.starter import (
     find_checks,
     starter_graph,
     starter_model_script,
     starter_script,
 )
 from codefleet.fleet.scripted import parse_script
-from codefleet.testing.fakescript import scripts_from_dict
+from codefleet.offlinemodels.modelscripts import scripts_from_dict
 
 
 def found(root: Path, uv: bool = True) -> list[tuple[str, str]]:

@@ -9,13 +9,13 @@ import yaml
 
 from codefleet.api.graphfile import parse_graph
 from codefleet.cli.output import console
-from codefleet.cli.stats import print_stats
-from codefleet.review.contentionsections import stats_section
+from codefleet.cli.results.statscmds import print_stats
+from codefleet.review.collisionstats import FileStats, ResourceStats, fleet_stats, stats_json
 from codefleet.review.facts import run_facts
-from codefleet.review.record import RunRecord
-from codefleet.review.render import render_markdown
-from codefleet.review.runreport import build_report
-from codefleet.review.stats import FileStats, ResourceStats, fleet_stats, stats_json
+from codefleet.review.report.contentionsections import stats_section
+from codefleet.review.report.reportrender import render_markdown
+from codefleet.review.report.runreport import build_report
+from codefleet.review.runrecord import RunRecord
 from codefleet.review.suggest import Change, render_graph, suggest
 
 
@@ -420,7 +420,7 @@ def test_per_file_the_cost_a_wait_kept_is_the_attempts_cost_pro_rata_at_the_wait
 
 def test_the_stats_table_of_waits_shows_the_estimated_cost_kept() -> None:
     from codefleet.cli.output import console
-    from codefleet.cli.stats import print_stats
+    from codefleet.cli.results.statscmds import print_stats
 
     with console.capture() as shown:
         print_stats(waits_that_kept_work())

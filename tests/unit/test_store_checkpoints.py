@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from codefleet.coord.sqlitefile import CHECKPOINT_EVERY_COMMITS
-from codefleet.coord.store import Store
+from codefleet.coord.storage.sqlitefile import CHECKPOINT_EVERY_COMMITS
+from codefleet.coord.storage.store import Store
 
 
 def _wal_frames(path: Path) -> tuple[int, int]:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from codefleet.coord.database import Touched
-from codefleet.coord.store import Store
+from codefleet.coord.storage.database import Touched
+from codefleet.coord.storage.store import Store
 from codefleet.models import EventType
 
 

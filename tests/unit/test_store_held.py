@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from codefleet.coord.store import Store
+from codefleet.coord.storage.store import Store
 
 TASK_SETS = ["status", "error", "duration_ms", "input_tokens", "cost_usd", "attempts"]
 AGENT_SETS = ["status", "current_task_id", "tasks_succeeded", "input_tokens", "cost_usd"]

@@ -8,8 +8,8 @@ import pytest
 import test_engine
 from test_engine import Fleet
 
-from codefleet.coord.jsontext import plain_json
-from codefleet.coord.validation import NewTask
+from codefleet.coord.storage.jsontext import plain_json
+from codefleet.coord.tables.validation import NewTask
 from codefleet.models import EventType
 
 make_fleet = test_engine.make_fleet  # the engine harness's fixtures

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from codefleet.fleet.local import run_verify
-from codefleet.fleet.shell import check_env
+from codefleet.fleet.views.shell import check_env
 
 OWN = "/opt/codefleet/.venv"
 

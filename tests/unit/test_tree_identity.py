@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from codefleet.coord.registration import check_tree
+from codefleet.coord.policy.registration import check_tree
 from codefleet.errors import WrongTree
 from codefleet.models import DenyReason
 from codefleet.paths import PathRejected, TreeRoot

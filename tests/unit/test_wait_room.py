@@ -6,7 +6,7 @@ who holds what and who waits, and the exact answer.
 
 from __future__ import annotations
 
-from codefleet.coord.waits import (
+from codefleet.coord.policy.waits import (
     Contender,
     Waiter,
     WaitOutcome,

@@ -1,4 +1,4 @@
-"""The web dashboard's model folds landing from the events as review/landing.py does.
+"""The web dashboard's model folds landing from the events as review/landinglog.py does.
 
 model.js has no DOM, so node runs it over the landing run of `landing_log`, at the halt
 and at the end, and its folds are compared with the Python facts of the same events.
@@ -16,7 +16,7 @@ from landing_log import CHECKING, EVENTS, HALTED
 from tool_support import require_tool
 
 from codefleet.review.facts import attempts_of
-from codefleet.review.landing import landing_of
+from codefleet.review.landinglog import landing_of
 
 WEB = Path(__file__).resolve().parents[2] / "src" / "codefleet" / "server" / "web"
 

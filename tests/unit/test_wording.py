@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from tool_support import require_tool
 
-from codefleet.fleet.checks import CheckResult
+from codefleet.fleet.tools.attemptchecks import CheckResult
 from codefleet.models import CheckPurpose, EventType
 from codefleet.wording import WORDING_FILE, cost_text, phrase, spent_text, table
 

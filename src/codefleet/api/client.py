@@ -386,7 +386,7 @@ class FleetClient:
     async def landing_claim(
         self, worker: str, timeout_s: float, wait: float = 0.0
     ) -> dict[str, Any] | None:
-        """The landing step to run now (or None after `wait` seconds): `fleet.landing`."""
+        """The landing step to run now (or None after `wait` seconds): `fleet.landingworker`."""
         body = {"worker": worker, "timeout_s": timeout_s, "wait": wait}
         answer = await self._json("POST", "/landing/claim", body=body, timeout=wait + 10.0)
         step: dict[str, Any] | None = answer.get("step")

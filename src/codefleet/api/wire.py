@@ -475,7 +475,7 @@ class FleetBody(_Body):
     ok: StrictBool | None = None
     verify: JsonObject | None = None
     summary: JsonObject | None = None
-    # The run's agents' flags, so the hints after it name the same run (`cli.again`).
+    # The run's agents' flags, so the hints after it name the same run (`cli.operate.again`).
     agents: Literal["live", "dry-run", "offline"] | None = None
     script: Annotated[StrictStr, Field(max_length=MAX_PATH)] | None = None
     graph: Annotated[StrictStr, Field(max_length=MAX_PATH)] | None = None

@@ -18,21 +18,21 @@ from codefleet.cli.common import app
 
 # One line per area, in the order `codefleet --help` lists them within a panel.
 COMMAND_MODULES = (
-    "init",  # init
-    "demo",  # demo
-    "doctor",  # doctor
-    "serve",  # serve
-    "load",  # load
-    "planning",  # graph check, plan
-    "fleet",  # run, runner
-    "watch",  # watch
-    "tasks",  # tasks, cancel, retry, reset
-    "limits",  # resume, budget
-    "landing",  # landing [resume]
-    "join",  # join, leave, release, hook
-    "review",  # commit, report
-    "stats",  # stats
-    "runs",  # runs
+    "start.init",  # init
+    "start.demo",  # demo
+    "start.doctor",  # doctor
+    "run.serve",  # serve
+    "run.load",  # load
+    "start.plancmds",  # graph check, plan
+    "run.fleetcmds",  # run, runner
+    "operate.watch",  # watch
+    "operate.taskcmds",  # tasks, cancel, retry, reset
+    "operate.limitcmds",  # resume, budget
+    "operate.landingcmds",  # landing [resume]
+    "run.join",  # join, leave, release, hook
+    "results.reviewcmds",  # commit, report
+    "results.statscmds",  # stats
+    "results.runs",  # runs
 )
 for _module in COMMAND_MODULES:
     importlib.import_module(f"codefleet.cli.{_module}")

@@ -255,7 +255,7 @@ Example (codefleet init --scripts writes one for its example tasks):
 """
 # The offline model script's format, after SCRIPT_HELP on the commands that take
 # --model-script: an installed tool has no examples/ directory to point to. Every turn key
-# of `testing.fakescript` is listed (`tests/unit/test_cli_help.py`).
+# of `offlinemodels.modelscripts` is listed (`tests/unit/test_cli_help.py`).
 MODEL_SCRIPT_HELP = """\
 Offline model script (--offline --model-script FILE): a YAML mapping of script id to the turns
 CodeFleet's scripted model answers a real Claude Code session with, one turn per model reply,

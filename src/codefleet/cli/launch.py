@@ -4,7 +4,7 @@
 must not pay for importing Typer, Rich, pydantic or FastAPI: this launcher
 hands it straight to the standard-library `codefleet.hook.command`. The
 commands a person types while a fleet runs (`tasks`, `say`, `answer`,
-`questions`, `hold`, `release`) go to the standard-library `cli.quick` first,
+`questions`, `hold`, `release`) go to the standard-library `cli.operate.quick` first,
 which hands back what it does not take exactly as Typer would (`--help`
 among it), and `--version` is printed here. The full command line is imported only for the rest, with the
 cyclic garbage collector off while it does (`heap.collector_off`).
@@ -16,7 +16,7 @@ import sys
 
 __all__ = ["QUICK_COMMANDS", "main"]
 
-# The commands a person types while a fleet runs: `cli.quick` takes them without Typer
+# The commands a person types while a fleet runs: `cli.operate.quick` takes them without Typer
 # (tests/unit/test_quick_commands.py holds the two lists to the same names).
 QUICK_COMMANDS = frozenset({"tasks", "say", "answer", "questions", "hold", "release"})
 
@@ -35,12 +35,12 @@ def main() -> int:
     if sys.argv[1:2] and sys.argv[1] in QUICK_COMMANDS:
         import os
 
-        from codefleet.cli.quick import run
+        from codefleet.cli.operate.quick import run
 
         code = run(sys.argv[1:], os.environ)
         if code is not None:
             return code
-    from codefleet.heap import collector_off
+    from codefleet.gcpolicy import collector_off
 
     with collector_off(freeze=True):  # imports live as long as the process
         from codefleet.cli.app import app

@@ -30,34 +30,34 @@ from datetime import datetime
 from typing import Any
 
 from codefleet.attempt import AssignedTask, AttemptReport
-from codefleet.coord import scheduler as sched
-from codefleet.coord.agents import AgentRegistry
-from codefleet.coord.answers import Beat, LeaseAnswer, Registered, TaskAnswer
-from codefleet.coord.arrivals import Arrivals
-from codefleet.coord.checks import CheckRegistry
-from codefleet.coord.database import Touched
-from codefleet.coord.engineconfig import EngineConfig
-from codefleet.coord.files import Files
-from codefleet.coord.interactive import InteractiveHolders
-from codefleet.coord.landing import Landing
-from codefleet.coord.leases import LeaseTable
-from codefleet.coord.leasewait import LeaseWaiting
-from codefleet.coord.limitpolicy import Budget
-from codefleet.coord.limits import FleetLimits
-from codefleet.coord.messages import OperatorMessages
-from codefleet.coord.operatorcalls import OperatorCalls
-from codefleet.coord.outcomes import Outcomes
-from codefleet.coord.parts import CallParts
-from codefleet.coord.questions import Question, Questions
-from codefleet.coord.recovery import AliveMark
-from codefleet.coord.restores import Restores
-from codefleet.coord.runnercalls import RunnerCalls
-from codefleet.coord.sequences import Sequences
-from codefleet.coord.store import Store
-from codefleet.coord.takebacks import TakeBacks
-from codefleet.coord.tasks import TaskTable
-from codefleet.coord.ticks import BASE_WINDOW, Ticks
-from codefleet.coord.validation import NewTask, PreparedBatch
+from codefleet.coord.calls.arrivals import Arrivals
+from codefleet.coord.calls.callparts import CallParts
+from codefleet.coord.calls.landingqueue import Landing
+from codefleet.coord.calls.leasewait import LeaseWaiting
+from codefleet.coord.calls.operatorcalls import OperatorCalls
+from codefleet.coord.calls.outcomes import Outcomes
+from codefleet.coord.calls.runnercalls import RunnerCalls
+from codefleet.coord.calls.takebacks import TakeBacks
+from codefleet.coord.calls.ticks import BASE_WINDOW, Ticks
+from codefleet.coord.policy import scheduler as sched
+from codefleet.coord.policy.answers import Beat, LeaseAnswer, Registered, TaskAnswer
+from codefleet.coord.policy.engineconfig import EngineConfig
+from codefleet.coord.policy.limitpolicy import Budget
+from codefleet.coord.storage.database import Touched
+from codefleet.coord.storage.store import Store
+from codefleet.coord.tables.agentregistry import AgentRegistry
+from codefleet.coord.tables.checkregistry import CheckRegistry
+from codefleet.coord.tables.fleetlimits import FleetLimits
+from codefleet.coord.tables.leases import LeaseTable
+from codefleet.coord.tables.messages import OperatorMessages
+from codefleet.coord.tables.persons import InteractiveHolders
+from codefleet.coord.tables.preimages import Files
+from codefleet.coord.tables.questions import Question, Questions
+from codefleet.coord.tables.recovery import AliveMark
+from codefleet.coord.tables.restores import Restores
+from codefleet.coord.tables.sequences import Sequences
+from codefleet.coord.tables.tasktable import TaskTable
+from codefleet.coord.tables.validation import NewTask, PreparedBatch
 from codefleet.models import TaskStatus, utcnow
 from codefleet.paths import TreeRoot
 

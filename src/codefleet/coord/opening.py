@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from codefleet.coord.engine import Engine
-from codefleet.coord.engineconfig import EngineConfig
-from codefleet.coord.sqlitefile import check_database
-from codefleet.coord.store import Store
+from codefleet.coord.policy.engineconfig import EngineConfig
+from codefleet.coord.storage.sqlitefile import check_database
+from codefleet.coord.storage.store import Store
 from codefleet.paths import TreeRoot
 
 __all__ = ["close_engine", "open_engine"]

@@ -17,7 +17,7 @@ conversation: the attempt's stale reads are found there and the task's
 `on_stale_read` policy applied.
 
 Operator messages: before `settle_reads`, an executor hands its first turn's
-report to `fleet.inbox.hear_operator` with the same follow-up turn, so the
+report to `fleet.tools.inbox.hear_operator` with the same follow-up turn, so the
 operator's messages that arrived meanwhile (`Attempt.inbox`) reach the session.
 
 An executor must tolerate cancellation: the runner cancels it on timeout or
@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from codefleet.attempt import AssignedTask, AttemptReport
-from codefleet.fleet.ask import Asker
-from codefleet.fleet.checks import Checker
-from codefleet.fleet.commands import CommandRunner
-from codefleet.fleet.inbox import Inbox
-from codefleet.fleet.prewrite import WriteGate
-from codefleet.fleet.reads import ReadLog
+from codefleet.fleet.gate.prewrite import WriteGate
+from codefleet.fleet.gate.readset import ReadLog
+from codefleet.fleet.tools.ask import Asker
+from codefleet.fleet.tools.attemptchecks import Checker
+from codefleet.fleet.tools.commandtool import CommandRunner
+from codefleet.fleet.tools.inbox import Inbox
 from codefleet.models import DEFAULT_RECONCILE_ROUNDS
 
 __all__ = ["Attempt", "Executor"]

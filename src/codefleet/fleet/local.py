@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from codefleet.api.client import FleetClient, ServerUnavailable
-from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S
-from codefleet.fleet.commands import ShellConfig
 from codefleet.fleet.executor import Executor
-from codefleet.fleet.landing import LandingOptions, LandingWorker
-from codefleet.fleet.programs import NOT_RUNNABLE, missing_programs, not_started_text
-from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S
+from codefleet.fleet.landingworker import LandingOptions, LandingWorker
 from codefleet.fleet.runner import MAX_RETRY_S, RETRY_START_S, Runner, RunnerOptions
-from codefleet.fleet.shell import check_env, run_command
+from codefleet.fleet.tools.attemptchecks import DEFAULT_CHECK_TIMEOUT_S
+from codefleet.fleet.tools.commandtool import ShellConfig
+from codefleet.fleet.tools.resourcecalls import DEFAULT_RESOURCE_WAIT_S
+from codefleet.fleet.views.programs import NOT_RUNNABLE, missing_programs, not_started_text
+from codefleet.fleet.views.shell import check_env, run_command
 from codefleet.models import DEFAULT_RECONCILE_ROUNDS, TERMINAL_STATUSES, EventType, TaskStatus
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
 from codefleet.review.verifybisect import VerifyBlame, bisect_verify
@@ -213,7 +213,7 @@ async def run_verify(
 ) -> VerifyResult:
     """Run the operator's verify command in the tree, like a check: own process group, capped.
 
-    One shell runner for both (`fleet.shell.run_command`): on the time limit and after a
+    One shell runner for both (`fleet.views.shell.run_command`): on the time limit and after a
     normal exit alike the whole group is killed, and the environment is scrubbed.
     """
     env = check_env(workdir.resolve())
@@ -279,9 +279,9 @@ async def run_fleet(
     `simulated` (no real model) goes into `fleet_started`, so that every view of the
     run reads its cost as simulated. `agent_for(n)` is runner n's agent kind (default
     claude); a Codex runner is named `codex-N`, so every view shows which agent it is.
-    A landing worker (`fleet.landing`) runs beside the runners unless `landing_worker`
+    A landing worker (`fleet.landingworker`) runs beside the runners unless `landing_worker`
     is false (a test that stages a landing queue starts its own).
-    `started_with` goes into `fleet_started` too: the command's flags (`cli.again`).
+    `started_with` goes into `fleet_started` too: the command's flags (`cli.operate.again`).
     """
     kinds = [agent_for(n) if agent_for else "claude" for n in range(1, runners + 1)]
     started = time.monotonic()
@@ -437,7 +437,7 @@ def start_landing(
     options: LandingOptions,
     stop: asyncio.Event,
 ) -> asyncio.Task[None]:
-    """The fleet's landing worker (`fleet.landing`), until `stop`."""
+    """The fleet's landing worker (`fleet.landingworker`), until `stop`."""
     tree = TreeRoot(workdir, protected=protected, names=protected_names)
 
     async def work() -> None:

@@ -3,11 +3,11 @@
 `settle_reads` runs inside the executor while its session is still open,
 before the report and before `verify`. It sends the attempt's read rows with
 one `POST /tasks/{id}/reads` (the answer: other tasks' writes since each read)
-and computes the stale reads (`fleet.stale`). With none, the report stands.
+and computes the stale reads (`fleet.gate.stale`). With none, the report stands.
 With some, by the task's policy:
 
 - `reconcile`: the same session takes one more turn (`Turn`: a user message in
-  the same conversation) carrying the diffs (`fleet.followup`), then the reads
+  the same conversation) carrying the diffs (`fleet.gate.followup`), then the reads
   are validated again; at most `Attempt.reconcile_rounds` rounds. Still stale
   after them (or no way to take a turn): the last resort is the task's verify
   check if it has one, else `retry`. A turn that fails (the CLI died, the
@@ -35,9 +35,9 @@ from typing import Any, Final
 from codefleet.attempt import AttemptReport, Reconciled, StaleRead, merged_report
 from codefleet.errors import StaleEpoch
 from codefleet.fleet.executor import Attempt
-from codefleet.fleet.followup import Seen, followup
-from codefleet.fleet.reads import look
-from codefleet.fleet.stale import find_stale
+from codefleet.fleet.gate.followup import Seen, followup
+from codefleet.fleet.gate.readset import look
+from codefleet.fleet.gate.stale import find_stale
 from codefleet.models import ErrorKind, StaleReadPolicy
 
 __all__ = ["Outcome", "Turn", "settle_reads", "stale_error", "validate"]

@@ -15,7 +15,7 @@ start (`check_unrunnable`: the task fails at once, no attempt can install it).
 
 Operator messages: the heartbeat's answer carries the running task's unreceived
 messages into the attempt's `Inbox`, and the next heartbeat says which ones
-its session has (`fleet.inbox`): no other loop asks for them.
+its session has (`fleet.tools.inbox`): no other loop asks for them.
 
 Fencing: when any call answers `stale_epoch`, the runner cancels the running
 attempt, drops its result and registers again. A `not_owner` answer means the
@@ -69,14 +69,19 @@ from codefleet.api.client import (
 )
 from codefleet.attempt import AssignedTask, AttemptReport, OperatorNote
 from codefleet.errors import DomainError, Forbidden, NotFound, NotOwner, StaleEpoch, Unauthorized
-from codefleet.fleet.ask import Asker
-from codefleet.fleet.checks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS, Checker, CheckLimits
-from codefleet.fleet.commands import CommandRunner, ShellConfig
 from codefleet.fleet.executor import Attempt, Executor
-from codefleet.fleet.inbox import Inbox
-from codefleet.fleet.prewrite import WriteGate
-from codefleet.fleet.reads import ReadLog
-from codefleet.fleet.resources import DEFAULT_RESOURCE_WAIT_S
+from codefleet.fleet.gate.prewrite import WriteGate
+from codefleet.fleet.gate.readset import ReadLog
+from codefleet.fleet.tools.ask import Asker
+from codefleet.fleet.tools.attemptchecks import (
+    DEFAULT_CHECK_TIMEOUT_S,
+    OUTPUT_CHARS,
+    Checker,
+    CheckLimits,
+)
+from codefleet.fleet.tools.commandtool import CommandRunner, ShellConfig
+from codefleet.fleet.tools.inbox import Inbox
+from codefleet.fleet.tools.resourcecalls import DEFAULT_RESOURCE_WAIT_S
 from codefleet.models import (
     DEFAULT_RECONCILE_ROUNDS,
     CheckPurpose,
@@ -163,7 +168,7 @@ class Runner:
         self.clock_skew_s = 0.0  # the server's clock minus this host's, measured at registration
         self.fenced = asyncio.Event()
         self._registering: asyncio.Future[dict[str, Any]] | None = None  # the last register call
-        self.inbox = Inbox()  # the running attempt's operator messages (`fleet.inbox`)
+        self.inbox = Inbox()  # the running attempt's operator messages (`fleet.tools.inbox`)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -222,7 +227,7 @@ class Runner:
             self._registering.add_done_callback(lambda _: remove_probe(self.tree.root, probe))
         sent = utcnow()
         answer = await asyncio.shield(self._registering)
-        if "server_time" in answer:  # reads are stamped in the server's time (`fleet.reads`)
+        if "server_time" in answer:  # reads are stamped in the server's time (`fleet.gate.readset`)
             self.clock_skew_s = clock_skew_s(str(answer["server_time"]), sent, utcnow())
         return answer
 

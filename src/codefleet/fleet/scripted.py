@@ -48,7 +48,7 @@ follow-up message plays the steps of the next turn.
 session's `run_command` tool does (its changes reach the tree only through
 the leases); a command refused a held file ends the attempt as a veto.
 `acquire_resource`, `next_number` and `allocate_port` call what the session's
-tools of the same names call (`fleet.resources.ResourceTools`): a resource
+tools of the same names call (`fleet.tools.resourcecalls.ResourceTools`): a resource
 another task holds ends the attempt as a veto naming it; `next_number` with
 `write` writes PATH formatted with the number (`{number:04d}`); the values
 handed out are kept in `numbers` and `ports`.
@@ -67,12 +67,12 @@ from typing import Any, Final, NoReturn
 import yaml
 
 from codefleet.attempt import AssignedTask, AttemptReport
-from codefleet.fleet.checks import CheckResult
-from codefleet.fleet.commands import DEFAULT_COMMAND_TIMEOUT_S, CommandResult
 from codefleet.fleet.executor import Attempt
-from codefleet.fleet.inbox import hear_operator
 from codefleet.fleet.reconcile import settle_reads
-from codefleet.fleet.resources import ResourceTools
+from codefleet.fleet.tools.attemptchecks import CheckResult
+from codefleet.fleet.tools.commandtool import DEFAULT_COMMAND_TIMEOUT_S, CommandResult
+from codefleet.fleet.tools.inbox import hear_operator
+from codefleet.fleet.tools.resourcecalls import ResourceTools
 from codefleet.models import CheckPurpose, ErrorKind, EventType
 
 __all__ = ["ScriptError", "ScriptedExecutor", "Step", "load_script"]

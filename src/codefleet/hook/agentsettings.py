@@ -1,7 +1,7 @@
 """`codefleet join --agent NAME`: CodeFleet's hooks in each CLI's own project hook file.
 
 Each entry runs `codefleet hook EVENT --agent NAME --server URL --tree PATH`
-(`hook.agents` normalizes the input and shapes the denial). Where each CLI reads its
+(`hook.agentdialects` normalizes the input and shapes the denial). Where each CLI reads its
 project hooks (its documented format):
 
 | agent   | file (under the tree)        | events (matcher)                                                    |

@@ -4,12 +4,12 @@ Codex hooks are commands, not callbacks, so the runner's `CodexExecutor` serves 
 attempt's `WriteGate` on a Unix socket and writes this command into the session's
 Codex config: `python -m codefleet.hook.codexbridge SOCKET`. It copies the hook JSON
 Codex writes on stdin to the socket, and the runner's answer (`{}` or THE denial,
-`hook.io.deny_output`) to stdout. Codex honours that denial for `apply_patch`
+`toolcalls.writepaths.deny_output`) to stdout. Codex honours that denial for `apply_patch`
 (measured with CLI 0.163.0: the patch is not applied and the model reads the reason).
 
 Fail closed: no socket, a timeout, an empty or non-JSON answer all print a denial and
 exit 0, so Codex reads a refusal rather than a hook failure. Standard library only, and
-nothing but `hook.io` imported: it starts on every patch the agent makes.
+nothing but `toolcalls.writepaths` imported: it starts on every patch the agent makes.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import socket
 import sys
 from typing import Final
 
-from codefleet.hook.io import deny_output
+from codefleet.toolcalls.writepaths import deny_output
 
 __all__ = ["ask_gate", "exchange", "main"]
 

@@ -33,7 +33,7 @@ Standard library only, with a short import chain: it runs on every write of a
 person's session (p50 budget 60 ms including interpreter start, see
 docs/performance.md). It never imports FastAPI, pydantic, Rich, httpx, Typer
 or the SDK (a test holds it to that), and speaks HTTP/1.1 over a plain socket
-(`transport.http1`, the codec the pre-write lane shares), which is all a JSON
+(`api.http1`, the codec the pre-write lane shares), which is all a JSON
 POST to the coordination server needs.
 """
 
@@ -46,12 +46,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
-from codefleet.hook.agents import AGENTS, CLAUDE, denial_for, normalized
-from codefleet.hook.io import deny_output, extract_paths, no_path_reason, tool_paths
+from codefleet.api.blocking import exchange
+from codefleet.hook.agentdialects import AGENTS, CLAUDE, denial_for, normalized
 from codefleet.models import GATED_TOOLS, READ_RECORDED_TOOLS, DenyReason
 from codefleet.paths import PathRejected, TreeRoot
 from codefleet.statedir import tree_id_here
-from codefleet.transport.blocking import exchange
+from codefleet.toolcalls.writepaths import deny_output, extract_paths, no_path_reason, tool_paths
 
 __all__ = [
     "EVENTS",

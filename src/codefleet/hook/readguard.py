@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any, Final
 
-from codefleet.hook.io import extract_paths
+from codefleet.toolcalls.writepaths import extract_paths
 
 __all__ = ["READ_TOOLS", "read_refusal"]
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from codefleet.analysis.graphanalysis import GraphAnalysis
 from codefleet.api.graphfile import GraphError, GraphTasks, parse_graph
 from codefleet.paths import TreeRoot
-from codefleet.planning.analysis import GraphAnalysis
 from codefleet.planning.check import check_graph
 
 __all__ = ["Verdict", "extract_block", "judge_answer"]

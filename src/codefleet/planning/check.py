@@ -3,7 +3,7 @@
 The loader (`graph.load_graph` / `parse_graph`) has already refused what the
 server would refuse about the graph's shape; here its scope paths are
 checked against the tree with the server's own path rule (`scopes`), its
-checks' programs are looked up where checks run (`fleet.programs`), and the
+checks' programs are looked up where checks run (`fleet.views.programs`), and the
 result is measured by `analysis.analyse`. No server, no model, no engine.
 """
 
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from codefleet.analysis.graphanalysis import Finding, GraphAnalysis, PlannedTask, analyse
+from codefleet.analysis.scopefacts import ScopedTask, judge, survey
 from codefleet.api.graphfile import GraphTasks
-from codefleet.fleet.programs import check_warnings
+from codefleet.fleet.views.programs import check_warnings
 from codefleet.paths import TreeRoot
-from codefleet.planning.analysis import Finding, GraphAnalysis, PlannedTask, analyse
-from codefleet.planning.scopes import ScopedTask, judge, survey
 from codefleet.resources import resource_keys
 
 __all__ = ["NO_INTEGRATION", "check_graph", "task_label", "tree_for", "unchecked_landing"]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from codefleet.paths import TreeRoot
 from codefleet.planning.answer import Verdict, judge_answer
-from codefleet.planning.prompt import build_feedback, build_plan_prompt
+from codefleet.planning.planprompt import build_feedback, build_plan_prompt
 from codefleet.wording import cost_text
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 Each task is kept as its JSON bytes (the stored row, its derived fields last)
 and each `lease_denied` event as its conflict's bytes (`resolved` last); a
 read joins them. What changed is known without looking: each committed
-transaction's task ids reach `committed` (`coord.reads.EngineReads.feed`),
+transaction's task ids reach `committed` (`coord.engineview.EngineReads.feed`),
 which adds them to the dirty set. A read takes a `cut` on the event loop —
 the dirty set, swapped for an empty one, and a read transaction on this projection's own read-only
 connection, at one instant — and `state` or `conflicts` then re-reads off the
@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-from codefleet.coord.readiness import Standing, charged, standing
-from codefleet.coord.reads import SnapshotReader
+from codefleet.coord.engineview import SnapshotReader
+from codefleet.coord.policy.readiness import Standing, charged, standing
 from codefleet.models import EventType, TaskStatus, from_iso
-from codefleet.readmodel.rows import Row, conflict_head, encode
+from codefleet.readmodel.wirerows import Row, conflict_head, encode
 
 __all__ = ["Cut", "Projection", "Recorded"]
 
@@ -67,7 +67,7 @@ class Recorded:
 class _Task:
     seq: int
     status: str
-    charged: int  # attempts that count against `max_attempts` (`coord.readiness`)
+    charged: int  # attempts that count against `max_attempts` (`coord.policy.readiness`)
     max_attempts: int
     backoff: datetime | None
     parents: tuple[str, ...]

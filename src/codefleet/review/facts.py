@@ -14,7 +14,7 @@ With landing (issue 39), an attempt's runner is free at `landing_queued`: the
 attempt ends there (outcome `landing`), and the event that settles the task
 later (`task_succeeded` at landing, or `task_requeued` after
 `integration_failed`) gives it its outcome without moving its end. The landing
-facts themselves (`RunFacts.landing`) are `review.landing`'s, derived once here.
+facts themselves (`RunFacts.landing`) are `review.landinglog`'s, derived once here.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Any
 
 from codefleet.dag import longest_path
 from codefleet.models import EventType, cost_simulated, from_iso
-from codefleet.review.landing import LandingFacts, landing_of
-from codefleet.review.record import RunRecord
+from codefleet.review.landinglog import LandingFacts, landing_of
+from codefleet.review.runrecord import RunRecord
 
 __all__ = [
     "Attempt",

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from codefleet.api.client import FleetClient
 from codefleet.models import TaskStatus
-from codefleet.review.record import RunRecord
+from codefleet.review.runrecord import RunRecord
 
 __all__ = ["fetch_record"]
 

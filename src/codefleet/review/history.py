@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codefleet.models import EventType, TaskStatus
-from codefleet.review.record import RunRecord
+from codefleet.review.runrecord import RunRecord
 
 __all__ = [
     "NO_PATCHES",

@@ -3,14 +3,14 @@
 Landing order is the order of the `task_succeeded` events (`history.success_order`,
 the order `commit` uses). State *i* is the tree as it stood after the first *i*
 landings; the final tree is state *n*, and `--verify` failed there. Each probe
-builds a throwaway view of the final tree outside it (`fleet.checkview.copy_tree`,
+builds a throwaway view of the final tree outside it (`fleet.views.copyview.copy_tree`,
 a fresh one per probe, so a command's own outputs never leak into the next) and
 undoes the last *n - i* landings, newest first, one `git apply -R` of each
 landing's recorded patch (exact for text: new files go, deleted files come back
 with their mode, symlinks and type changes included). A binary file's patch
 carries no bytes: a new one is removed, any other binary change cannot be
 undone, so states before that landing are out of reach ("Verify: bisecting the
-landings" in docs/decisions.md). The command runs there through `fleet.shell`.
+landings" in docs/decisions.md). The command runs there through `fleet.views.shell`.
 
 Cost: one probe of the final tree's view first (the control: a command that
 passes there depends on what a view leaves out, or is flaky, and nobody is
@@ -33,11 +33,11 @@ from typing import Any, Final
 
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import DomainError
-from codefleet.fleet.checkview import copy_tree
-from codefleet.fleet.shell import check_env, run_command
+from codefleet.fleet.views.copyview import copy_tree
+from codefleet.fleet.views.shell import check_env, run_command
 from codefleet.review.fetch import fetch_record
 from codefleet.review.history import FileChange, planned_changes
-from codefleet.review.record import RunRecord
+from codefleet.review.runrecord import RunRecord
 
 __all__ = [
     "BisectStep",

@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from codefleet.server.guards import Guards, TooLarge, counted, envelope, send_json
+from codefleet.transport.guards import Guards, TooLarge, counted, envelope, send_json
 
 __all__ = ["Front", "Shortcut"]
 

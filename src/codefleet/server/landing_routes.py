@@ -1,6 +1,6 @@
 """The landing routes: a landing worker's steps, and the operator's view and resume.
 
-A worker (`fleet.landing`) claims the step to run (`POST /landing/claim`, a
+A worker (`fleet.landingworker`) claims the step to run (`POST /landing/claim`, a
 short long-poll), reads what its view puts back (`GET
 /landing/steps/{id}/preimages`), says when each check starts and posts the
 verdicts (`POST /landing/steps/{id}/result`); a step that is no longer current

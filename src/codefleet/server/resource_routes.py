@@ -15,8 +15,8 @@ from fastapi.responses import JSONResponse
 
 from codefleet.api.wire import NumberBody, ResourceBody
 from codefleet.coord.engine import Engine
-from codefleet.readmodel.reads import Reads
-from codefleet.server.answers import lease_json
+from codefleet.readmodel.readapi import Reads
+from codefleet.transport.answerjson import lease_json
 
 __all__ = ["install_resource_routes"]
 

@@ -27,7 +27,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from codefleet.config import DEFAULT_MAX_STREAMS
-from codefleet.server.guards import envelope, send_json
+from codefleet.transport.guards import envelope, send_json
 
 __all__ = ["PING_INTERVAL_S", "EventHub", "EventStream", "frame"]
 
@@ -37,7 +37,7 @@ Row = dict[str, Any]
 
 
 class EventLog(Protocol):
-    """The committed events, as the engine's read interface (`coord.reads.EngineReads`) gives them."""
+    """The committed events, as the engine's read interface (`coord.engineview.EngineReads`) gives them."""
 
     @property
     def commits(self) -> int: ...  # outer COMMITs so far: a page read between two is the same

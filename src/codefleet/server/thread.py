@@ -15,7 +15,7 @@ import threading
 import time
 
 from codefleet.config import Settings
-from codefleet.server.app import create_app
+from codefleet.server.httpapp import create_app
 from codefleet.transport.uvicorn_internals import FleetServer, uvicorn_config
 
 __all__ = ["ServerThread", "free_port"]

@@ -9,7 +9,7 @@ malformed answer or a timeout is blocked by the CLI itself because of
 coordination overhead can be reported. PreToolUse on Read, Glob and Grep refuses
 reads outside the tree (`hook.readguard`). PostToolUse records the ledger row in
 the background (bounded, never vetoes; `settle` waits for it) and each file read
-in the attempt's read set (`fleet.reads`, in process). `AttemptLog` is what one
+in the attempt's read set (`fleet.gate.readset`, in process). `AttemptLog` is what one
 attempt's hooks and its message drain (`session.clistream`) collect.
 """
 
@@ -26,12 +26,12 @@ from typing import Any, Final, cast
 from claude_agent_sdk import HookCallback, HookContext, HookInput, HookJSONOutput, HookMatcher
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
-from codefleet.fleet.prewrite import WriteGate
-from codefleet.fleet.reads import READ_RECORDED_TOOLS
-from codefleet.hook.io import deny_output, extract_paths
+from codefleet.fleet.gate.prewrite import WriteGate
+from codefleet.fleet.gate.readset import READ_RECORDED_TOOLS
 from codefleet.hook.readguard import READ_TOOLS, read_refusal
 from codefleet.models import WRITE_TOOLS
 from codefleet.session.outcome import HookRecord, SessionResult, Spent
+from codefleet.toolcalls.writepaths import deny_output, extract_paths
 
 __all__ = [
     "HOOK_TIMEOUT_S",

@@ -9,7 +9,7 @@ and runs the task's prompt (`CODEX_RULES` before the task) as the thread's first
 The write gate: Codex hooks are commands, so the attempt serves its `WriteGate` on a
 Unix socket and the hooks run `hook.codexbridge` to reach it. `PreToolUse` receives
 the raw patch (`tool_input.command`); `gate.check("apply_patch", ...)` leases every
-target its headers name (`hook.patch`), all or nothing, and the answer is `{}` or THE
+target its headers name (`toolcalls.applypatch`), all or nothing, and the answer is `{}` or THE
 denial. A malformed patch, a non-patch tool, a check that times out: a denial. After a
 veto every further patch is refused (the attempt is over). A patch whose lease wait ended
 with the file changed (`Verdict.reread`) is a denial that is not a veto: the model is told
@@ -67,10 +67,9 @@ from openai_codex.models import JsonObject
 
 from codefleet.attempt import AttemptReport
 from codefleet.fleet.executor import Attempt
-from codefleet.fleet.inbox import hear_operator
-from codefleet.fleet.prewrite import WriteGate
+from codefleet.fleet.gate.prewrite import WriteGate
 from codefleet.fleet.reconcile import settle_reads
-from codefleet.hook.io import PATCH_TOOL, deny_output, no_path_reason, tool_paths
+from codefleet.fleet.tools.inbox import hear_operator
 from codefleet.models import ErrorKind, utcnow
 from codefleet.session.codexconfig import (
     CODEX_RULES,
@@ -86,9 +85,10 @@ from codefleet.session.outcome import (
     session_outcome,
     this_turn,
 )
-from codefleet.session.prompt import attempt_prompt
-from codefleet.session.record import save_record
+from codefleet.session.sessionfiles import save_record
+from codefleet.session.taskprompt import attempt_prompt
 from codefleet.session.tools import SessionTool, mcp_result, session_tools
+from codefleet.toolcalls.writepaths import PATCH_TOOL, deny_output, no_path_reason, tool_paths
 
 __all__ = ["CodexExecutor", "UntrustedHooks", "codex_home", "hook_answer"]
 

@@ -3,7 +3,7 @@
 Offline, a Codex runner talks to the same process-wide fake as the Claude runners
 (`offline.shared_model`, a `FakeCodexModel` answering both wires), so one model file
 serves a mixed fleet: the fake plays each Claude script to Codex as patches
-(`fakecodex.codex_turns`), and a `wait_for` can wait across agents. Live, it talks to
+(`openaiapi.codex_turns`), and a `wait_for` can wait across agents. Live, it talks to
 the Responses API at `OPENAI_BASE_URL` (default OpenAI's) with the key in
 `OPENAI_API_KEY`, the model from `CODEFLEET_CODEX_MODEL` (default `gpt-5.5`).
 """
@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Final
 
 from codefleet.fleet.executor import Attempt
+from codefleet.offlinemodels.anthropicapi import FakeModel, marker
+from codefleet.offlinemodels.openaiapi import FAKE_API_KEY, FakeCodexModel
 from codefleet.session.codex import CodexExecutor
 from codefleet.session.codexconfig import DEFAULT_CODEX_MODEL, CodexProvider
 from codefleet.session.offline import script_id_for, shared_model
-from codefleet.testing.fakecodex import FAKE_API_KEY, FakeCodexModel
-from codefleet.testing.fakemodel import marker
 
 __all__ = [
     "MissingCodexKey",
@@ -41,8 +41,10 @@ def codex_model() -> str:
     return os.environ.get(MODEL_ENV) or DEFAULT_CODEX_MODEL
 
 
-def offline_codex_executor(fake: FakeCodexModel, script_ids: Collection[str] = ()) -> CodexExecutor:
-    """A `CodexExecutor` whose sessions talk to `fake` with a fake key."""
+def offline_codex_executor(fake: FakeModel, script_ids: Collection[str] = ()) -> CodexExecutor:
+    """A `CodexExecutor` whose sessions talk to `fake` (which speaks the Responses wire) with a fake key."""
+    if not isinstance(fake, FakeCodexModel):
+        raise TypeError("an offline Codex runner needs the fake that speaks the Responses API")
     ids = frozenset(script_ids)
 
     def prompt_marker(attempt: Attempt) -> str:
@@ -58,7 +60,6 @@ def offline_codex_executor(fake: FakeCodexModel, script_ids: Collection[str] = (
 def model_file_codex_executor(model_file: Path) -> CodexExecutor:
     """The offline Codex executor playing `model_file` on the process-wide fake."""
     fake, script_ids = shared_model(model_file.resolve())
-    assert isinstance(fake, FakeCodexModel)
     return offline_codex_executor(fake, script_ids)
 
 

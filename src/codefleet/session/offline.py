@@ -2,7 +2,7 @@
 
 The sessions are the production ones (`session.sdk.SessionExecutor`: the bundled
 CLI, the real hook, the real lease server); only the model is replaced by
-`codefleet.testing.fakemodel`, serving the per-task scripts of a model file
+`codefleet.offlinemodels.anthropicapi`, serving the per-task scripts of a model file
 such as `examples/demo-model.yaml`. A script id is `<task>-a<attempt>` when the
 file has one for that attempt, else `<task>`; the prompt carries its marker.
 
@@ -25,10 +25,7 @@ from typing import Any, Final
 import yaml
 
 from codefleet.fleet.executor import Attempt
-from codefleet.session.attempthooks import HOOK_TIMEOUT_S
-from codefleet.session.sdk import SessionExecutor
-from codefleet.testing.fakecodex import FakeCodexModel
-from codefleet.testing.fakemodel import (
+from codefleet.offlinemodels.anthropicapi import (
     FakeModel,
     Login,
     Turn,
@@ -36,6 +33,9 @@ from codefleet.testing.fakemodel import (
     scripts_from_dict,
     session_env,
 )
+from codefleet.offlinemodels.openaiapi import FakeCodexModel
+from codefleet.session.attempthooks import HOOK_TIMEOUT_S
+from codefleet.session.sdk import SessionExecutor
 
 __all__ = [
     "ModelFileError",

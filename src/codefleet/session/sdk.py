@@ -29,7 +29,7 @@ In-process tools: every session gets an in-process MCP server `codefleet`
 one place (`session_mcp_tools`, each tool in `tools` and `allowed_tools`) from
 the tool table a Codex session gets too (`session.tools`, one definition each):
 `acquire_resource`, `next_number` and `allocate_port` always
-(`fleet.resources`; docs/decisions.md, "Every session gets the resource
+(`fleet.tools.resourcecalls`; docs/decisions.md, "Every session gets the resource
 tools"); `run_check(name)` (`mcp__codefleet__run_check`) when the operator
 defined named checks, which calls the attempt's `Checker`; with the shell
 (`attempt.commands`), `run_command(command, timeout_s)`
@@ -37,15 +37,15 @@ defined named checks, which calls the attempt's `Checker`; with the shell
 still no Bash; and `ask_operator(question)` (`mcp__codefleet__ask_operator`)
 when the attempt may ask (`Attempt.ask`: the server's question timeout is not
 0 and the graph did not say `ask: false`), which waits for the answer through
-`fleet.ask` (docs/decisions.md, "A question waits on the heartbeat"). After
+`fleet.tools.ask` (docs/decisions.md, "A question waits on the heartbeat"). After
 the first turn, the operator's messages that arrived meanwhile are one more
-turn (`fleet.inbox.hear_operator`).
+turn (`fleet.tools.inbox.hear_operator`).
 
 A read-only conversation for `codefleet plan` is `session.readonly`, built
 from the same hardened options and helpers.
 
 Every attempt leaves `run_dir/sessions/<task>-attempt<n>.json` and a stderr
-log (`session.record`): the CLI's `init` frame (tools, model, permission mode,
+log (`session.sessionfiles`): the CLI's `init` frame (tools, model, permission mode,
 cwd, MCP servers: the proof the session was hermetic), the outcome, the hook
 timings and the checks the agent ran.
 """
@@ -67,11 +67,11 @@ from claude_agent_sdk import (
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
 from codefleet.attempt import AttemptReport
-from codefleet.fleet.checks import CHECK_TOOL
-from codefleet.fleet.commands import COMMAND_TOOL
 from codefleet.fleet.executor import Attempt
-from codefleet.fleet.inbox import hear_operator
 from codefleet.fleet.reconcile import settle_reads
+from codefleet.fleet.tools.attemptchecks import CHECK_TOOL
+from codefleet.fleet.tools.commandtool import COMMAND_TOOL
+from codefleet.fleet.tools.inbox import hear_operator
 from codefleet.models import utcnow
 from codefleet.session.attempthooks import (
     HOOK_TIMEOUT_S,
@@ -89,8 +89,8 @@ from codefleet.session.clistream import (
 )
 from codefleet.session.conversation import Conversation, no_input
 from codefleet.session.outcome import session_outcome, this_turn
-from codefleet.session.prompt import attempt_prompt
-from codefleet.session.record import StderrFile, save_record, stderr_path
+from codefleet.session.sessionfiles import StderrFile, save_record, stderr_path
+from codefleet.session.taskprompt import attempt_prompt
 from codefleet.session.tools import ASK_TOOL, SessionTool, session_tools
 
 __all__ = [

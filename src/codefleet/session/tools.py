@@ -6,14 +6,14 @@ these as an in-process SDK MCP server (`session.sdk`); the Codex executor serves
 same table on an attempt-owned Unix socket that its MCP stdio proxy forwards each call
 to (`session.codexread`), so both agents run the same code in the runner's process:
 
-- `acquire_resource`, `next_number`, `allocate_port` always (`fleet.resources`);
+- `acquire_resource`, `next_number`, `allocate_port` always (`fleet.tools.resourcecalls`);
 - `run_check(name)` when the operator defined checks (the attempt's `Checker`);
 - `run_command(command, timeout_s)` when the task has the shell (its `CommandRunner`);
 - `ask_operator(question)` when the attempt may ask (its `Asker`);
 - for Codex only, which has no read tool without a shell, `read_file(path)` and
   `list_files(path)`: confined to the tree by the pre-write gate's own path function
   (`paths.TreeRoot.canonical`, `.git` refused), and each file read is kept in the
-  attempt's read set from the very bytes the model is shown (`fleet.reads.look`), so
+  attempt's read set from the very bytes the model is shown (`fleet.gate.readset.look`), so
   stale reads are found for Codex as for a Claude Code `Read`.
 
 No SDK import: the agents' wire shapes are built by their executors (`mcp_result` is
@@ -28,18 +28,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from codefleet.fleet.ask import Asker
-from codefleet.fleet.checks import CHECK_TOOL, Checker
-from codefleet.fleet.commands import (
+from codefleet.fleet.executor import Attempt
+from codefleet.fleet.gate.prewrite import WriteGate
+from codefleet.fleet.gate.readset import ReadLog, look
+from codefleet.fleet.tools.ask import Asker
+from codefleet.fleet.tools.attemptchecks import CHECK_TOOL, Checker
+from codefleet.fleet.tools.commandtool import (
     COMMAND_TOOL,
     DEFAULT_COMMAND_TIMEOUT_S,
     MAX_COMMAND_TIMEOUT_S,
     CommandRunner,
 )
-from codefleet.fleet.executor import Attempt
-from codefleet.fleet.prewrite import WriteGate
-from codefleet.fleet.reads import ReadLog, look
-from codefleet.fleet.resources import Answer, ResourceTools
+from codefleet.fleet.tools.resourcecalls import Answer, ResourceTools
 from codefleet.models import CheckPurpose
 from codefleet.paths import PathRejected, TreeRoot
 
@@ -177,7 +177,7 @@ def check_tool(checker: Checker) -> SessionTool:
 
 
 def command_tool(commands: CommandRunner) -> SessionTool:
-    """`run_command(command, timeout_s)`: this attempt's command tool (`fleet.commands`)."""
+    """`run_command(command, timeout_s)`: this attempt's command tool (`fleet.tools.commandtool`)."""
 
     async def run_command(args: dict[str, Any]) -> ToolAnswer:
         timeout = args.get("timeout_s")

@@ -37,7 +37,7 @@ from codefleet.api.wire import (
 )
 from codefleet.config import Settings
 from codefleet.coord.engine import Engine
-from codefleet.server.answers import (
+from codefleet.transport.answerjson import (
     assignment_json,
     beat_json,
     lease_json,

@@ -70,7 +70,7 @@ from uvicorn.protocols.http.httptools_impl import (
     RequestResponseCycle,
 )
 
-from codefleet.server.guards import envelope
+from codefleet.transport.guards import envelope
 
 __all__ = [
     "HEAD_LIMIT",

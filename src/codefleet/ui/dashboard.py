@@ -11,7 +11,7 @@ ending) the stream is reopened with `since=cursor`, backing off up to
 
 Landing is folded from the stream too: the events that say something of
 landing (`LANDING_EVENTS`) are kept, and each frame folds them
-(`review.landing.landing_of`) into the landing panel.
+(`review.landinglog.landing_of`) into the landing panel.
 
 The pure half (view model, event wording, rendering) is `codefleet.ui.viewmodel`.
 """
@@ -33,8 +33,8 @@ from rich.text import Text
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import DomainError
 from codefleet.models import EventType, ReleaseReason, utcnow
-from codefleet.review.landing import LandingFacts, landing_of
-from codefleet.ui.scopes import ScopeWatch
+from codefleet.review.landinglog import LandingFacts, landing_of
+from codefleet.ui.outofscope import ScopeWatch
 from codefleet.ui.viewmodel import LogLine, ViewModel, build_view, describe, log_text, render
 
 __all__ = ["LANDING_EVENTS", "NOTABLE_EVENTS", "follow_compact", "watch"]

@@ -1,7 +1,7 @@
 """The live dashboard's landing: the queue in order, the check under way, the halt, as text.
 
 Pure, like `ui.viewmodel`: `landing_panel` turns the landing facts folded from the events
-the dashboard has seen (`review.landing.landing_of`) and the `/state` tasks into a frozen
+the dashboard has seen (`review.landinglog.landing_of`) and the `/state` tasks into a frozen
 `LandingPanel`; `landing_text` and `halt_text` render it. A task the server says is
 `landing` but whose `landing_queued` came before the dashboard's backlog still shows in
 the queue (after the ones whose order the events give). `now` is an argument.
@@ -17,7 +17,7 @@ from typing import Any, Final
 from rich.text import Text
 
 from codefleet.models import TaskStatus
-from codefleet.review.landing import LandingFacts
+from codefleet.review.landinglog import LandingFacts
 
 __all__ = [
     "HALT_STYLE",

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from codefleet.fleet.local import FleetResult
-from codefleet.ui.scopes import outside_text
+from codefleet.ui.outofscope import outside_text
 from codefleet.wording import cost_text, verify_blame_text
 
 __all__ = [

@@ -20,8 +20,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from codefleet.review.landing import LandingFacts, landing_of
-from codefleet.review.reportblocks import seconds
+from codefleet.review.landinglog import LandingFacts, landing_of
+from codefleet.review.report.reportblocks import seconds
 from codefleet.ui.report import STATUS_STYLE
 from codefleet.wording import cost_text, phrase
 

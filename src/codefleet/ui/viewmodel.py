@@ -8,7 +8,7 @@ None of them does I/O or reads a clock: `now` is an argument, so a literal
 view model renders the same way every time. The I/O loop is `codefleet.ui.dashboard`.
 
 Landing (issue 39) is folded from the events the dashboard has seen
-(`review.landing.landing_of`) into a `LandingPanel` (`ui.landingview`): the
+(`review.landinglog.landing_of`) into a `LandingPanel` (`ui.landingview`): the
 queue, the check under way, the last landing, and a halt shown loudly until
 `landing_resumed`.
 
@@ -33,7 +33,7 @@ from rich.text import Text
 
 from codefleet.models import EventType, TaskStatus, from_iso
 from codefleet.resources import lease_label
-from codefleet.review.landing import LandingFacts
+from codefleet.review.landinglog import LandingFacts
 from codefleet.safetext import one_line
 from codefleet.ui.escaped import Escaped
 from codefleet.ui.landingview import (
@@ -351,7 +351,7 @@ def build_view(
 ) -> ViewModel:
     """The frame for one `/state` answer (None before the first one) and the recent log.
 
-    `landing`: what the events seen so far say of landing (`review.landing.landing_of`).
+    `landing`: what the events seen so far say of landing (`review.landinglog.landing_of`).
     """
     base = ViewModel(
         server=server,

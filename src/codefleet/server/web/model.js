@@ -26,7 +26,7 @@ export function ms(iso) {
   return iso ? Date.parse(iso) : NaN;
 }
 
-/** Landing as the events tell it (review/landing.py derives the same for the report). */
+/** Landing as the events tell it (review/landinglog.py derives the same for the report). */
 function emptyLanding() {
   return {
     queue: new Map(), // task id -> {at, attempt, position, checks}: waiting to land, in queue order

@@ -394,7 +394,7 @@ export function renderContention(container, stats) {
   fill(container, summary, landing, table, resources);
 }
 
-/** `stats.landing` in one line, as `codefleet stats` says it (cli/stats.py `landing_line`). */
+/** `stats.landing` in one line, as `codefleet stats` says it (cli/results/statscmds.py `landing_line`). */
 function landingSummary(landing) {
   if (!landing) return null;
   const per = landing.checks_per_landed == null ? "" : ` (${landing.checks_per_landed.toFixed(2)} per landed task)`;

@@ -1,0 +1,129 @@
+"""Declared scope paths against the real tree: facts gathered once, judged purely.
+
+`survey` does the I/O: each raw scope path goes through `paths.TreeRoot`
+(the rule the server applies on load), then we look whether the file exists,
+whether its directory does, and which existing name in that directory is
+closest. `judge` turns those facts into canonical scopes and findings:
+
+- a path outside the tree, into `.git`, onto a protected file or a directory
+  is an ERROR (the server would refuse the graph);
+- a path that does not exist is fine when it is plausibly a new file: the
+  task's description names it, or its directory exists and no existing file
+  there has a near-identical name; otherwise it is a WARNING (a typo, or a
+  directory that is not there), naming the likely intended file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from codefleet.analysis.graphanalysis import Finding
+from codefleet.paths import PathRejected, TreeRoot
+
+__all__ = ["PathFact", "ScopedTask", "judge", "survey"]
+
+NEAR_CUTOFF = 0.8  # difflib ratio above which an existing name is "near-identical"
+
+
+@dataclass(frozen=True, slots=True)
+class PathFact:
+    """What the tree says about one raw scope path."""
+
+    raw: str
+    key: str | None  # canonical lease key; None when rejected
+    rejected: str | None = None  # the refusal, for a person
+    reason: str | None = None  # the refusal's code (outside_workdir, protected_path, ...)
+    exists: bool = False
+    parent_exists: bool = False
+    near: str | None = None  # the closest existing name in the same directory
+
+
+@dataclass(frozen=True, slots=True)
+class ScopedTask:
+    """A task as `judge` needs it: id, raw scope, and the text that may name new files."""
+
+    id: str
+    file_scope: tuple[str, ...]
+    description: str = ""
+
+
+def survey(tree: TreeRoot, raws: Iterable[str]) -> dict[str, PathFact]:
+    """Facts about each distinct raw path (the only function here that touches the disk)."""
+    return {raw: _fact(tree, raw) for raw in dict.fromkeys(raws)}
+
+
+def _fact(tree: TreeRoot, raw: str) -> PathFact:
+    try:
+        key = tree.canonical(raw)
+    except PathRejected as err:
+        return PathFact(raw, None, err.message, str(err.reason))
+    full = tree.root / key
+    if full.exists():
+        return PathFact(raw, key, exists=True, parent_exists=True)
+    parent = full.parent
+    if not parent.is_dir():
+        return PathFact(raw, key)
+    names = sorted(os.listdir(parent))
+    near = difflib.get_close_matches(full.name, names, n=1, cutoff=NEAR_CUTOFF)
+    rel_parent = parent.relative_to(tree.root).as_posix()
+    hint = None if not near else (near[0] if rel_parent == "." else f"{rel_parent}/{near[0]}")
+    return PathFact(raw, key, parent_exists=True, near=hint)
+
+
+def judge(
+    tasks: Sequence[ScopedTask], facts: Mapping[str, PathFact]
+) -> tuple[dict[str, tuple[str, ...]], list[Finding]]:
+    """Each task's canonical scope (rejected paths dropped) and the findings, in task order."""
+    scopes: dict[str, tuple[str, ...]] = {}
+    findings: list[Finding] = []
+    for task in tasks:
+        keys: list[str] = []
+        for raw in task.file_scope:
+            fact = facts[raw]
+            finding = _finding(task, fact)
+            if finding is not None:
+                findings.append(finding)
+            if fact.key is not None:
+                keys.append(fact.key)
+        scopes[task.id] = tuple(sorted(set(keys)))
+    return scopes, findings
+
+
+def _finding(task: ScopedTask, fact: PathFact) -> Finding | None:
+    if fact.key is None:
+        return Finding(
+            "error",
+            fact.reason or "invalid_path",
+            f"task {task.id}: file_scope entry {fact.raw!r}: {fact.rejected}",
+            task.id,
+            fact.raw,
+        )
+    if fact.exists or _named_in(task.description, fact.key):
+        return None
+    if not fact.parent_exists:
+        where = fact.key.rpartition("/")[0]
+        return Finding(
+            "warning",
+            "missing_directory",
+            f"task {task.id}: {fact.key} does not exist and "
+            f"neither does its directory {where}/; is the path right?",
+            task.id,
+            fact.key,
+        )
+    if fact.near is not None:
+        return Finding(
+            "warning",
+            "missing_path",
+            f"task {task.id}: {fact.key} does not exist; did you mean {fact.near}?",
+            task.id,
+            fact.key,
+        )
+    return None
+
+
+def _named_in(description: str, key: str) -> bool:
+    """Does the description name the file (by path or by file name)? Then it is new work."""
+    return key in description or key.rpartition("/")[2] in description

@@ -1,0 +1,1 @@
+"""Commands a person types while a fleet runs: `tasks`, `cancel`, `retry`, `say`, `watch`, `landing`, limits."""

@@ -1,0 +1,98 @@
+"""`codefleet landing`: the landing queue, and `landing resume` after a halt.
+
+A finished task lands only once its checks pass on everything landed before it
+(`coord.calls.landingqueue`). `codefleet landing` shows what waits to land, the check in
+progress, the integration check and any halt; `codefleet landing resume` lifts
+a halt (the landed tree failed the integration check with no candidate on it:
+fix the tree, then resume; the next round checks it again before anything lands).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from codefleet.cli.common import (
+    OPERATE,
+    JsonOpt,
+    ServerOpt,
+    TokenOpt,
+    app,
+    call_server,
+    fail,
+    print_json,
+    settings_from,
+)
+from codefleet.safetext import one_line
+
+__all__ = ["landing", "landing_lines"]
+
+ACTIONS = ("resume",)
+
+
+@app.command(rich_help_panel=OPERATE)
+def landing(
+    action: Annotated[
+        str | None,
+        typer.Argument(help="resume: lift a landing halt. Without it: show the queue."),
+    ] = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show the landing queue (what waits to land, the check running, a halt), or resume."""
+    from codefleet.cli.output import console
+
+    if action is not None and action not in ACTIONS:
+        raise fail(f"unknown action {action!r}: `codefleet landing` or `codefleet landing resume`")
+    settings = settings_from(server_url=server, token=token)
+    if action == "resume":
+        answer = call_server(settings, lambda c: c.landing_resume())
+        if json_out:
+            print_json(answer)
+        elif answer["resumed"]:
+            console.print(
+                "landing resumed: the next round checks the landed tree again first",
+                markup=False,
+            )
+        else:
+            console.print("landing was not halted; nothing to resume", markup=False)
+        return
+    state = call_server(settings, lambda c: c.landing())
+    if json_out:
+        print_json(state)
+        return
+    for line in landing_lines(state):
+        console.print(line, markup=False)
+
+
+def landing_lines(state: dict[str, Any]) -> list[str]:
+    """The landing queue for a person, a few lines (pure: tested as text)."""
+    check = state.get("integration")
+    lines = [
+        f"integration check: {check}"
+        if check
+        else "integration check: none (tasks land after their own verify, if any)",
+        f"landed: {state['landed']} · waiting: {len(state['queue'])} · batch up to "
+        f"{state['batch']}",
+    ]
+    if state["queue"]:
+        lines.append("queue: " + " → ".join(state["queue"]))
+    step = state.get("step")
+    if step:
+        who = f" by {step['worker']}" if step.get("worker") else " (waiting for a worker)"
+        lines.append(
+            f"checking {', '.join(step['batch']) or 'the landed tree alone'} "
+            f"({step['purpose']}: {', '.join(step['checks'])}){who}"
+        )
+    halted = state.get("halted")
+    if halted:
+        lines.append(
+            f"HALTED: the landed tree fails {halted['check']} with no candidate on it "
+            f"({halted.get('why')}; last landed: {halted.get('last_landed') or 'none'}). Fix "
+            "the tree, then `codefleet landing resume`."
+        )
+        if halted.get("output_tail"):
+            lines.append("output: " + one_line(str(halted["output_tail"]))[-300:])
+    return lines

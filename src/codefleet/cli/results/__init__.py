@@ -1,0 +1,1 @@
+"""Commands after a run: `commit`, `land`, `report`, `stats`, `runs`."""

@@ -1,0 +1,1 @@
+"""Commands that run a fleet or join one: `serve`, `load`, `run`, `runner`, `join`."""

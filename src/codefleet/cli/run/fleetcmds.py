@@ -1,0 +1,312 @@
+"""Fleet commands: `run` (N runners in this process) and `runner` (one, as its own process).
+
+`run` starts its runners as asyncio tasks in this process (fast to start,
+one process to stop); `runner --name` runs ONE runner as its own process, so
+runners can be started, killed and restarted one by one, or on another host.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from codefleet.cli.common import (
+    MODEL_SCRIPT_HELP,
+    RUN,
+    SCRIPT_HELP,
+    AgentOpt,
+    BudgetOpt,
+    CheckDirOpt,
+    CheckOpt,
+    CheckTimeoutOpt,
+    DryRunOpt,
+    JsonOpt,
+    MaxCostHardOpt,
+    MaxCostOpt,
+    MaxTurnsOpt,
+    ModelOpt,
+    ModelScriptOpt,
+    OfflineOpt,
+    ProtectedOpt,
+    ReconcileRoundsOpt,
+    ResourceWaitOpt,
+    RunDirOpt,
+    ScriptOpt,
+    ServerOpt,
+    TimeoutOpt,
+    TokenOpt,
+    WorkdirOpt,
+    app,
+    call_server,
+    fail,
+    parse_check_options,
+    settings_of,
+    unauthorized_message,
+)
+from codefleet.cli.results.reviewcmds import BranchOpt, CommitOpt, committer_for
+from codefleet.cli.run.shellopts import (
+    ShellMaxBytesOpt,
+    ShellMaxFilesOpt,
+    ShellNetworkOpt,
+    ShellOpt,
+    ShellUnsandboxedOpt,
+    fleet_shell,
+)
+from codefleet.cli.settingopts import option
+from codefleet.errors import DomainError, Unauthorized
+from codefleet.models import AgentKind
+from codefleet.statedir import prepare_dirs
+
+if TYPE_CHECKING:
+    from codefleet.cli.run.agentchoice import AgentChoice, Agents
+    from codefleet.cli.run.runprep import GraphFile
+    from codefleet.config import Settings
+
+__all__ = ["run", "runner"]
+
+
+def _agents(choice: AgentChoice, settings: Settings) -> Agents:
+    from codefleet.cli.run.agentchoice import AgentSetupError, choose_agents
+
+    try:
+        return choose_agents(choice, settings)
+    except AgentSetupError as err:
+        raise fail(str(err)) from None
+
+
+@app.command(rich_help_panel=RUN, epilog=f"{SCRIPT_HELP}\n{MODEL_SCRIPT_HELP}")
+def runner(
+    ctx: typer.Context,
+    name: Annotated[
+        str, typer.Option("--name", help="This runner's unique slot name, e.g. runner-1.")
+    ],
+    server: ServerOpt = None,
+    workdir: WorkdirOpt = None,
+    run_dir: RunDirOpt = None,
+    dry_run: DryRunOpt = False,
+    script: ScriptOpt = None,
+    offline: OfflineOpt = False,
+    model_script: ModelScriptOpt = None,
+    agent: AgentOpt = AgentKind.CLAUDE,
+    task_timeout: TimeoutOpt = None,
+    check_timeout: CheckTimeoutOpt = None,
+    check_dir: CheckDirOpt = None,
+    reconcile_rounds: ReconcileRoundsOpt = None,
+    resource_wait: ResourceWaitOpt = None,
+    exit_when_drained: Annotated[
+        bool, typer.Option(help="Exit once no task is pending or running.")
+    ] = False,
+    protected_paths: ProtectedOpt = None,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="Take the name over even if a live runner of another process holds it "
+            "(that runner is fenced).",
+        ),
+    ] = False,
+    token: TokenOpt = None,
+    model: ModelOpt = None,
+    max_turns: MaxTurnsOpt = None,
+    task_budget_usd: BudgetOpt = None,
+    shell: ShellOpt = None,
+    shell_network: ShellNetworkOpt = None,
+    shell_unsandboxed: ShellUnsandboxedOpt = None,
+    shell_max_files: ShellMaxFilesOpt = None,
+    shell_max_bytes: ShellMaxBytesOpt = None,
+) -> None:
+    """Run ONE runner as its own process until interrupted (or the fleet drains)."""
+    import asyncio
+
+    from codefleet.api.client import FleetClient, UntrustedServer
+    from codefleet.cli.output import console
+    from codefleet.cli.run.agentchoice import AgentChoice
+    from codefleet.fleet.landingworker import LandingOptions
+    from codefleet.fleet.local import start_landing
+    from codefleet.fleet.runner import CannotContinue, Runner, RunnerOptions
+
+    settings = settings_of(ctx.params, server_url=server)
+    choice = AgentChoice(dry_run, script, offline, model_script, agent)
+    executor = _agents(choice, settings).executor
+    options = RunnerOptions(
+        name=name,
+        agent=agent,
+        workdir=settings.workdir,
+        run_dir=settings.run_dir,
+        poll_wait=settings.poll_interval,
+        exit_when_drained=exit_when_drained,
+        replace=replace,
+        **_runner_kw(settings, task_timeout),
+    )
+
+    async def go() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        lander = LandingOptions(
+            f"landing-{name}", settings.check_timeout, exclude=options.protected,
+            view_dir=settings.check_dir,
+        )  # fmt: skip
+
+        def connect() -> FleetClient:
+            return FleetClient(settings.url, token=settings.token)
+
+        landing = start_landing(
+            connect, settings.workdir, options.protected, options.protected_names, lander, stop
+        )
+        try:
+            async with connect() as client:
+                await Runner(client, executor, options).run(stop)
+        finally:
+            stop.set()  # the runner ended (drained, refused): so does its landing worker
+            await asyncio.gather(landing, return_exceptions=True)
+
+    if not settings.workdir.is_dir():
+        raise fail(f"working tree {settings.workdir} does not exist")
+    console.print(
+        f"{name}: tree {settings.workdir.resolve()} · server {settings.url}", markup=False
+    )
+    prepare_dirs(settings.run_dir)
+    try:
+        asyncio.run(go())
+    except Unauthorized:  # a runner keeps retrying an absent server, never a wrong token
+        raise fail(unauthorized_message(settings)) from None
+    except (CannotContinue, DomainError, UntrustedServer) as err:  # for good: say why, exit 1
+        raise fail(f"{name} stopped: {err}") from None
+
+
+@app.command(rich_help_panel=RUN, epilog=f"{SCRIPT_HELP}\n{MODEL_SCRIPT_HELP}")
+def run(
+    ctx: typer.Context,
+    runners: Annotated[int | None, option("runners")] = None,
+    graph: Annotated[
+        Path | None,
+        typer.Option(
+            "--graph",
+            help="Task graph whose tasks not yet on the server are loaded first (default: "
+            "./codefleet.yaml if there is one).",
+        ),
+    ] = None,
+    no_graph: Annotated[
+        bool, typer.Option("--no-graph", help="Run the server's tasks; load no graph file.")
+    ] = False,
+    verify: Annotated[
+        str | None,
+        typer.Option(
+            "--verify",
+            help="Shell command run in the tree after the drain; its exit code decides. A "
+            "failure is bisected over the landings to name the first failing task.",
+        ),
+    ] = None,
+    check: CheckOpt = None,
+    integration: Annotated[str | None, option("integration")] = None,
+    dry_run: DryRunOpt = False,
+    script: ScriptOpt = None,
+    offline: OfflineOpt = False,
+    model_script: ModelScriptOpt = None,
+    agent: AgentOpt = AgentKind.CLAUDE,
+    server: ServerOpt = None,
+    workdir: WorkdirOpt = None,
+    run_dir: RunDirOpt = None,
+    task_timeout: TimeoutOpt = None,
+    check_timeout: CheckTimeoutOpt = None,
+    check_dir: CheckDirOpt = None,
+    reconcile_rounds: ReconcileRoundsOpt = None,
+    resource_wait: ResourceWaitOpt = None,
+    protected_paths: ProtectedOpt = None,
+    token: TokenOpt = None,
+    model: ModelOpt = None,
+    max_turns: MaxTurnsOpt = None,
+    task_budget_usd: BudgetOpt = None,
+    shell: ShellOpt = None,
+    shell_network: ShellNetworkOpt = None,
+    shell_unsandboxed: ShellUnsandboxedOpt = None,
+    shell_max_files: ShellMaxFilesOpt = None,
+    shell_max_bytes: ShellMaxBytesOpt = None,
+    max_cost: MaxCostOpt = None,
+    max_cost_hard: MaxCostHardOpt = None,
+    no_questions: Annotated[
+        bool,
+        typer.Option(
+            "--no-questions",
+            help="Unattended: an agent's ask_operator is answered at once with 'No answer: use "
+            "your best judgment'.",
+        ),
+    ] = False,
+    commit: CommitOpt = False,
+    branch: BranchOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Start N runners against a running server, wait for the graph to drain, print a verdict.
+
+    Loads the tasks of ./codefleet.yaml (or --graph) not yet on the server first; a loaded
+    one that has not started takes the file's edits, one that has run is named (a scripted
+    run checks its script against the graph before it loads anything). Exits 0 only if every task succeeded (and --verify passed,
+    and with --commit every success was committed); Ctrl-C (SIGINT) or SIGTERM stops the
+    runners, whose attempts are requeued uncharged, and exits 130 or 143. A server that
+    goes away is waited for up to 120 s. Each --check is defined on the server first, for the agents' run_check tool
+    and for the tasks' verify: key. Without a key: --dry-run --script FILE or
+    --offline --model-script FILE. --max-cost sets the fleet's budget on the server.
+    """
+    from codefleet.cli.operate.again import RunFlags
+    from codefleet.cli.run.agentchoice import AgentChoice
+    from codefleet.cli.run.fleetrun import RunPlan, drive, exit_code, report
+
+    settings = settings_of(ctx.params, server_url=server)
+    checks = parse_check_options(check)
+    runner_kw = _runner_kw(settings, task_timeout)  # refuses --shell without a sandbox
+    graph_file = None if no_graph else _graph_file(graph)
+    agents = _agents(AgentChoice(dry_run, script, offline, model_script, agent), settings)
+    committer = committer_for(settings.workdir, branch) if commit else None
+    plan = RunPlan(
+        settings=settings,
+        agents=agents,
+        agent=agent,
+        graph_file=graph_file,
+        checks=checks,
+        committer=committer,
+        runner_kw=runner_kw,
+        verify=verify,
+        no_questions=no_questions,
+        json_out=json_out,
+        flags=RunFlags(agents.mode, script or model_script, graph),
+    )
+    caught: list[signal.Signals] = []
+    outcome = call_server(settings, lambda _: drive(plan, caught))
+    report(plan, outcome)
+    raise typer.Exit(exit_code(caught, outcome.ok, plan.flags.command()))
+
+
+def _runner_kw(settings: Settings, task_timeout: float | None) -> dict[str, Any]:
+    """The options every runner of `run` and `runner` takes from the settings.
+
+    The runner's `task_timeout` is the flag only: without it the server's applies.
+    """
+    return {
+        "task_timeout": task_timeout,
+        "protected": (settings.db, settings.run_dir),
+        "check_timeout": settings.check_timeout,
+        "check_dir": settings.check_dir,
+        "resource_wait": settings.resource_wait,
+        "protected_names": settings.protected_names,
+        "reconcile_rounds": settings.reconcile_rounds,
+        **fleet_shell(settings),
+    }
+
+
+def _graph_file(given: Path | None) -> GraphFile | None:
+    """The graph `run` loads first: --graph, else codefleet.yaml in the current directory."""
+    from codefleet.api.graphfile import GraphError, find_graph, load_graph
+    from codefleet.cli.run.runprep import GraphFile
+
+    path = find_graph(given)
+    if path is None:
+        return None
+    try:
+        return GraphFile(path, load_graph(path, standalone=False))
+    except GraphError as err:
+        raise fail(str(err)) from None

@@ -1,0 +1,295 @@
+"""The steps of `codefleet run` once its options are read: drive the fleet, then report.
+
+`RunPlan` is what the command decided before anything starts (settings,
+agents, the graph to load, the runners' options); `drive` settles the run
+with the server (`cli.run.runprep`), follows it on the terminal, answers the
+agents' questions from standard input, runs the fleet in this process
+(`fleet.local.run_fleet`) until it drains or the operator stops it, and
+returns what `report` prints. SIGINT/SIGTERM stop the runners once (their
+attempts are requeued, not charged); a second signal acts at once.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from codefleet.cli.common import fail, make_client, print_json
+from codefleet.errors import DomainError
+from codefleet.statedir import prepare_dirs
+
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Callable
+
+    from codefleet.api.client import FleetClient
+    from codefleet.cli.operate.again import RunFlags
+    from codefleet.cli.run.agentchoice import Agents
+    from codefleet.cli.run.runprep import GraphFile
+    from codefleet.config import Settings
+    from codefleet.models import AgentKind
+    from codefleet.review.live import LiveCommitter
+    from codefleet.ui.outofscope import ScopeWatch
+    from codefleet.ui.report import RunShare
+
+__all__ = ["Outcome", "RunPlan", "drive", "exit_code", "report"]
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """What `run` decided before it starts; `runner_kw` is every runner's options."""
+
+    settings: Settings
+    agents: Agents
+    agent: AgentKind
+    graph_file: GraphFile | None
+    checks: dict[str, str]
+    committer: LiveCommitter | None
+    runner_kw: dict[str, Any]
+    verify: str | None
+    no_questions: bool
+    json_out: bool
+    flags: RunFlags  # recorded in `fleet_started`: the hints after a failure name them
+
+    @property
+    def simulated(self) -> bool:
+        return self.agents.mode != "live"
+
+    def say(self, text: str) -> None:
+        """Progress, on stderr when standard output carries the JSON verdict."""
+        from codefleet.cli.output import console, err_console
+
+        (err_console if self.json_out else console).print(text, markup=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How the run ended: the fleet's result, the server's conflicts, the `--commit` history."""
+
+    result: Any
+    conflicts: list[dict[str, Any]]
+    history: Any
+    scopes: ScopeWatch
+    share: RunShare | None = None  # this run's own part of the server's figures
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.result.ok and (self.history is None or self.history.ok))
+
+
+async def drive(plan: RunPlan, caught: list[signal.Signals]) -> Outcome:
+    """Settle the run with the server, run the fleet until it drains or is stopped, collect."""
+    import asyncio
+
+    from codefleet.ui.report import RunShare
+
+    settings = plan.settings
+    since, scopes, at_start = await _settle(plan)
+    prepare_dirs(settings.run_dir)
+    if plan.committer is not None:
+        plan.committer.start(settings.url, settings.token, since)
+    stop = asyncio.Event()
+    follower = None if plan.json_out else _following(settings, stop, since)
+    interrupt = _interrupt_on_signals(caught)
+    answering = _answering(settings, stop, plan.json_out or plan.no_questions, plan.say)
+    try:
+        result = await _fleet(plan, interrupt)
+        committer = plan.committer
+        history = await committer.finish(settings.url, settings.token) if committer else None
+    finally:
+        _default_signals()
+        stop.set()
+        for listener in (follower, answering):
+            if listener is not None:
+                await listener
+    async with make_client(settings) as client:
+        conflicts, events = await _conflicts_and_scopes(client, since, scopes)
+    share = RunShare.of(at_start, result.tasks, events, conflicts, since)
+    return Outcome(result, conflicts, history, scopes, share)
+
+
+async def _settle(plan: RunPlan) -> tuple[int, ScopeWatch, list[dict[str, Any]]]:
+    """Load the graph and checks, set the budget; the event cursor, the declared scopes and
+    the tasks as the run starts."""
+    from codefleet.cli.run.runprep import RunRefused, prepare_run
+    from codefleet.ui.outofscope import ScopeWatch
+
+    settings = plan.settings
+    async with make_client(settings) as client:
+        try:
+            since = await prepare_run(
+                client, settings.workdir, plan.agents, plan.graph_file, plan.checks, plan.say
+            )
+        except RunRefused as err:
+            raise fail(str(err)) from None
+        if settings.max_cost is not None:  # run passes the fleet's budget on to the server
+            await client.set_budget(settings.max_cost, settings.max_cost_hard)
+        graph = plan.graph_file.tasks if plan.graph_file is not None else None
+        integration = settings.integration or (graph.integration if graph else None)
+        if integration:  # --integration wins over the graph's `integration:`
+            try:
+                await client.set_integration(integration)
+            except DomainError as err:  # an unknown check: the server names the known ones
+                raise fail(f"--integration: {err}") from None
+        at_start = await client.tasks()
+        return since, ScopeWatch.of(at_start), at_start
+
+
+async def _fleet(plan: RunPlan, interrupt: asyncio.Event) -> Any:
+    """The runners of this process, until the graph drains or `interrupt` is set."""
+    from codefleet.cli.output import err_console
+    from codefleet.fleet.local import invocation_suffix, run_fleet
+
+    settings = plan.settings
+    return await run_fleet(
+        settings.url,
+        settings.runners,
+        lambda _: plan.agents.executor,
+        settings.workdir,
+        settings.run_dir,
+        verify=plan.verify,
+        token=settings.token,
+        on_runner_down=_runner_down,
+        name_suffix=invocation_suffix(),
+        no_questions=plan.no_questions,
+        interrupt=interrupt,
+        say=lambda s: err_console.print(s, markup=False),
+        simulated=plan.simulated,
+        agent_for=lambda _: plan.agent,
+        started_with=plan.flags.payload(),
+        **plan.runner_kw,
+    )
+
+
+def _runner_down(why: str) -> None:
+    """Said at once, on stderr: the run may go on without that runner."""
+    from rich.markup import escape
+
+    from codefleet.cli.output import err_console
+
+    err_console.print(f"[bold red]runner stopped:[/] {escape(why)}", markup=True, highlight=False)
+
+
+def report(plan: RunPlan, outcome: Outcome) -> None:
+    """The verdict: JSON with `--json`, else the table and the branch `--commit` made."""
+    from codefleet.cli.output import console
+    from codefleet.review.commitview import history_json, print_history
+    from codefleet.ui.report import print_result
+
+    result, history = outcome.result, outcome.history
+    if plan.json_out:
+        verify = result.verify
+        print_json(
+            {
+                "ok": result.ok,
+                "tasks": result.tasks,
+                "conflicts": outcome.conflicts,
+                "runner_errors": result.runner_errors,
+                "stopped": result.stopped,
+                "interrupted": result.interrupted,
+                "verify": verify and {**verify.payload(), "output": verify.output},
+                "history": history_json(history) if history else None,
+            }
+        )
+        return
+    outside = outcome.scopes.outside
+    print_result(
+        console,
+        result,
+        outcome.conflicts,
+        simulated_cost=plan.simulated,
+        outside=outside,
+        again=plan.flags.command(),
+        share=outcome.share,
+    )
+    if plan.committer is not None and history is not None:
+        print_history(console, history, plan.committer.log(history))
+
+
+def _following(settings: Settings, stop: asyncio.Event, since: int) -> asyncio.Task[int]:
+    """One line per notable event of the run on the terminal, until `stop`."""
+    import asyncio
+
+    from codefleet.cli.output import console
+    from codefleet.ui.dashboard import follow_compact
+
+    return asyncio.create_task(
+        follow_compact(settings.url, settings.token, console, stop, since=since)
+    )
+
+
+def _answering(
+    settings: Settings, stop: asyncio.Event, quiet: bool, say: Callable[[str], None]
+) -> asyncio.Task[None] | None:
+    """With a terminal on standard input: its lines answer the agents' questions."""
+    import asyncio
+    import sys
+
+    from codefleet.cli.run.asking import HINT, answer_from_terminal
+
+    if quiet or not sys.stdin.isatty():
+        return None
+    say(HINT)
+
+    async def listen() -> None:
+        async with make_client(settings) as client:
+            await answer_from_terminal(client, stop, say)
+
+    return asyncio.create_task(listen())
+
+
+def exit_code(caught: list[signal.Signals], ok: bool, again: str = "codefleet run") -> int:
+    """0 when all went well; 128 + the signal (said on stderr) when the operator stopped it.
+
+    `again` is the command that carries on (the run's own flags: `cli.operate.again`).
+    """
+    from codefleet.cli.output import err_console
+
+    if not caught:
+        return 0 if ok else 1
+    err_console.print(
+        f"run: interrupted ({caught[0].name}): the runners left; an attempt in progress was "
+        f"rolled back and requeued, not charged. `{again}` carries on.",
+        markup=False,
+    )
+    return 128 + caught[0].value
+
+
+def _interrupt_on_signals(caught: list[signal.Signals]) -> Any:
+    """An event the first SIGINT/SIGTERM sets (noted in `caught`); a second one acts at once."""
+    import asyncio
+
+    interrupt = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def on_signal(sig: signal.Signals) -> None:
+        caught.append(sig)
+        interrupt.set()
+        _default_signals()
+
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
+    return interrupt
+
+
+def _default_signals() -> None:
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    for sig in STOP_SIGNALS:
+        loop.remove_signal_handler(sig)
+
+
+async def _conflicts_and_scopes(
+    client: FleetClient, since: int, scopes: ScopeWatch
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The server's conflicts and the run's events; `scopes` follows them (writes outside
+    a scope)."""
+    events = await client.all_events(since)
+    for event in events:
+        scopes.take(event)
+    conflicts: list[dict[str, Any]] = await client.conflicts()
+    return conflicts, events

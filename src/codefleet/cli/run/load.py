@@ -1,0 +1,108 @@
+"""Graph commands: `load` posts a task graph (and its checks) to the server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from codefleet.cli.common import (
+    RUN,
+    CheckOpt,
+    JsonOpt,
+    ServerOpt,
+    TokenOpt,
+    app,
+    call_server,
+    fail,
+    parse_check_options,
+    print_json,
+    settings_from,
+)
+
+if TYPE_CHECKING:
+    from codefleet.api.client import FleetClient
+    from codefleet.api.graphfile import GraphTasks, OnServer
+
+__all__ = ["load"]
+
+
+@app.command(rich_help_panel=RUN)
+def load(
+    graph: Annotated[
+        Path | None,
+        typer.Argument(help="Task graph YAML (default: ./codefleet.yaml; see codefleet init)."),
+    ] = None,
+    check: CheckOpt = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Post a task graph (and its checks) to the server; the batch lands whole or not at all.
+
+    Tasks are matched by id: a new one is created, one already loaded that has not started
+    takes the file's edits (said in one line), one that has run keeps its definition (the
+    line says how to replace it).
+    """
+    from codefleet.api.graphfile import DEFAULT_GRAPH, OnServer, find_graph
+    from codefleet.cli.output import console, err_console
+
+    path = find_graph(graph)
+    if path is None:
+        raise fail(f"no graph given and no {DEFAULT_GRAPH} here: `codefleet init` writes one")
+    given_checks = parse_check_options(check)
+    settings = settings_from(server_url=server, token=token)
+
+    async def post(client: FleetClient) -> tuple[dict[str, list[str]], list[str]]:
+        from codefleet.cli.run.runprep import plan_load
+        from codefleet.fleet.views.programs import check_warnings
+
+        health = await client.health()
+        say = err_console.print if json_out else console.print
+        say(f"load: tree {health['workdir']} · server {settings.url} · {path}", markup=False)
+        stored = {t["id"]: t for t in await client.tasks()}
+        on_server = OnServer(frozenset(stored), {**await client.checks(), **given_checks})
+        tasks = _read(path, on_server)  # every problem at once, the server's tasks known
+        checks = {**tasks.checks, **given_checks}
+        for line in check_warnings(checks, _checks_tree(health, settings.workdir)):
+            err_console.print(f"warning: {line}", style="yellow", markup=False)
+        plan = plan_load(tasks, stored)
+        if not plan.new and not plan.redefine:
+            if checks:
+                await client.define_checks(checks)
+            return {"created": [], "redefined": []}, [
+                f"already loaded ({len(tasks)} task(s)): nothing to create",
+                *plan.lines,
+            ]
+        posted = tasks.with_tasks([*plan.new, *plan.redefine])
+        answer = await client.load_tasks(posted, checks, [t["id"] for t in plan.redefine])
+        return answer, plan.lines
+
+    answer, lines = call_server(settings, post)
+    if json_out:
+        print_json(answer)
+        return
+    created = answer["created"]
+    if created:
+        console.print(f"created {len(created)} task(s): {' '.join(created)}", markup=False)
+    for line in lines:
+        console.print(line, markup=False)
+
+
+def _read(path: Path, on_server: OnServer) -> GraphTasks:
+    from codefleet.api.graphfile import GraphError, load_graph
+
+    try:
+        return load_graph(path, standalone=False, on_server=on_server)
+    except GraphError as err:
+        raise fail(str(err)) from None
+
+
+def _checks_tree(health: dict[str, Any], here: Path) -> Path:
+    """Where to look up the checks' programs: this host's mount of the server's tree when
+    this is one (a runner's host), else the server's path."""
+    from codefleet.statedir import tree_id_here
+
+    served = health.get("tree_id")
+    return here if served is not None and tree_id_here(here) == served else Path(health["workdir"])

@@ -1,0 +1,1 @@
+"""Commands before a fleet runs: `init`, `doctor`, `graph check`, `plan`, `demo`."""

@@ -1,0 +1,276 @@
+"""`codefleet demo`: a fresh workspace, its own server, a fleet, the event log, a verdict.
+
+The demo copies the shipped demo repository into a new workspace under the
+run directory (your checkout is never touched), starts a server on a free
+loopback port with its own database in that workspace, loads the five-task
+demo graph with its named check `test` (the repository's suite, run with the
+interpreter running CodeFleet), runs three runners over it, prints the live
+event log (the veto in red, each check's and command's verdict), then runs the demo
+repository's own test suite in the workspace. Exit 0 only when every task
+succeeded and the tests passed.
+
+The workspace's tree is a git repository with one commit (the demo
+repository as shipped). With `commit` (the default) each task is committed
+on a new branch the moment it succeeds (`livecommit`), and the demo ends by
+printing that branch and its `git log --oneline`.
+
+Tasks with `shell: true` (T1, T4) run their commands in bubblewrap when it is
+installed; without it, unsandboxed for the scripted model only (`demo_shell`).
+
+`--dry-run` plays `demo-script.yaml` through the scripted executor: same
+server, scheduler, leases and veto, no model, deterministic.
+
+`--offline --mixed` makes the last runner a Codex runner (`codex-N`, the real Codex
+CLI against the same scripted model, its writes played as patches) and pins the
+staged collision across agents: T4 needs Codex, T1 and T3 Claude Code, so T4's
+patch of api.py is refused while T3, a Claude Code session, holds it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+import subprocess
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Final
+
+from rich.console import Console
+from rich.markup import escape
+
+from codefleet.api.client import FleetClient
+from codefleet.api.graphfile import GraphTasks, load_graph
+from codefleet.config import Settings
+from codefleet.fleet.executor import Executor
+from codefleet.fleet.local import python_command, run_fleet
+from codefleet.fleet.scripted import ScriptedExecutor, load_script
+from codefleet.fleet.tools.commandtool import ShellConfig, host_shell
+from codefleet.fleet.views.layerapply import ShellLimits
+from codefleet.review.commit import Author, CommitResult
+from codefleet.review.commitview import print_history
+from codefleet.review.git import GitError, Repo
+from codefleet.review.live import LiveCommitter, open_committer
+from codefleet.server.thread import ServerThread
+from codefleet.statedir import prepare_dirs
+from codefleet.ui.dashboard import follow_compact
+from codefleet.ui.outofscope import ScopeWatch
+from codefleet.ui.report import print_result
+
+__all__ = ["examples_dir", "make_workspace", "run_demo"]
+
+DEMO_VERIFY = "-m unittest discover -s tests -q"
+# The graph file says `python -m unittest ...` (readable, and right wherever `python` is the
+# interpreter you want); the demo pins the one running CodeFleet instead of trusting PATH.
+DEMO_CHECKS = {"test": python_command(DEMO_VERIFY)}
+DEMO_AUTHOR = Author("CodeFleet demo", "demo@codefleet.invalid")  # when git knows nobody
+DEMO_IDENTITY = {
+    f"GIT_{role}_{part.upper()}": getattr(DEMO_AUTHOR, part)
+    for role in ("AUTHOR", "COMMITTER")
+    for part in ("name", "email")
+}
+
+
+def examples_dir() -> Path:
+    """The shipped examples: inside the wheel, or at the root of a source checkout."""
+    packaged = Path(str(resources.files("codefleet").joinpath("_examples")))
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[4] / "examples"
+
+
+def make_workspace(run_dir: Path) -> Path:
+    """A fresh copy of the demo repository under `run_dir`, as a git repository if git exists."""
+    prepare_dirs(run_dir)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    workspace = (run_dir / f"demo-{stamp}-{secrets.token_hex(2)}").resolve()
+    shutil.copytree(examples_dir() / "demo-repo", workspace / "tree")
+    if shutil.which("git") is not None:
+        init_repository(workspace / "tree")
+    return workspace
+
+
+def init_repository(tree: Path) -> None:
+    """`git init` the tree and commit it as it is: the commit the fleet's branch starts from."""
+    env = {**os.environ, **DEMO_IDENTITY, "GIT_CEILING_DIRECTORIES": str(tree.parent)}
+    for args in (
+        ["init", "--quiet", "--initial-branch=main"],
+        ["add", "--all"],
+        [
+            "commit",
+            "--quiet",
+            "--no-verify",
+            "--no-gpg-sign",
+            "-m",
+            "The demo repository, as shipped",
+        ],
+    ):
+        subprocess.run(["git", *args], cwd=tree, env=env, check=True, capture_output=True)
+
+
+def demo_executor(mode: str, examples: Path) -> Executor:
+    """The agents of one demo runner: scripted, real CLI + fake model, or real Claude."""
+    if mode == "dry-run":
+        return ScriptedExecutor(load_script(examples / "demo-script.yaml"))
+    from codefleet.session.sdk import SessionExecutor
+
+    limits = Settings()  # model, turn and budget limits from CODEFLEET_* / .env
+    if mode == "offline":
+        from codefleet.session.offline import model_file_executor, shared_model
+
+        # A fresh fake model per demo: a second demo in one process must not see the
+        # first one's requests (its `wait_for` holds would be met by them at once).
+        shared_model.cache_clear()
+
+        return model_file_executor(
+            examples / "demo-model.yaml",
+            max_turns=limits.max_turns,
+            max_budget_usd=limits.task_budget_usd,
+        )
+    return SessionExecutor(  # `demo` refused earlier without a key or a login
+        model=limits.model, max_turns=limits.max_turns, max_budget_usd=limits.task_budget_usd
+    )
+
+
+def demo_shell(mode: str) -> ShellConfig | None:
+    """How the demo's `shell: true` tasks run commands: in bubblewrap when it is there;
+    without it only for the scripted model (our own workload), never for a real one."""
+    return host_shell(ShellLimits(), unsandboxed=mode != "live")
+
+
+MIXED_AGENTS: Final = {"T1": "claude", "T3": "claude", "T4": "codex"}
+
+
+def mixed_graph(graph: GraphTasks) -> GraphTasks:
+    """The demo graph with `MIXED_AGENTS` pinned: the staged veto crosses agents."""
+    tasks = [
+        {**spec, "agent": MIXED_AGENTS[spec["id"]]} if spec["id"] in MIXED_AGENTS else spec
+        for spec in graph
+    ]
+    return graph.with_tasks(tasks)  # its checks, sequences and integration kept
+
+
+def mixed_executor(examples: Path) -> Executor:
+    """The Codex runner of the mixed offline demo, on the Claude runners' fake model."""
+    from codefleet.session.codexagents import model_file_codex_executor
+
+    return model_file_codex_executor(examples / "demo-model.yaml")
+
+
+def demo_committer(tree: Path, console: Console) -> LiveCommitter | None:
+    """The live committer of the demo; None (with a note) when git is missing."""
+    try:
+        author = None if Repo.open(tree).has_identity() else DEMO_AUTHOR
+        return open_committer(tree, None, author)
+    except GitError as err:
+        console.print(f"[yellow]not committing the demo's work:[/] {escape(str(err))}", markup=True)
+        return None
+
+
+async def _demo(
+    settings: Settings,
+    mode: str,
+    runners: int,
+    console: Console,
+    commit: bool,
+    mixed: bool = False,
+) -> bool:
+    examples = examples_dir()
+    graph = load_graph(examples / "demo-tasks.yaml")
+    if mixed:
+        graph = mixed_graph(graph)
+    # The committer's git calls run in a worker thread while this one builds the server's app.
+    opening = (
+        asyncio.get_running_loop().run_in_executor(None, demo_committer, settings.workdir, console)
+        if commit
+        else None
+    )
+    history: CommitResult | None = None
+    with ServerThread(settings) as server:
+        committer = await opening if opening is not None else None
+        async with FleetClient(server.url, token=settings.token) as client:
+            await client.create_tasks(graph, {**graph.checks, **DEMO_CHECKS})
+        tree = escape(str(settings.workdir))
+        console.print(f"[bold]server[/] {server.url}  ·  tree {tree}", markup=True)
+        console.print(
+            f"[bold]dashboard[/] {server.url}/?token={settings.token}  (while the demo runs)",
+            markup=True,
+        )
+        if committer is not None:
+            console.print(
+                f"[bold]branch[/] {escape(committer.branch)}  (each task committed as it succeeds)",
+                markup=True,
+            )
+            committer.start(server.url, settings.token, since=0)
+        stop = asyncio.Event()
+        follower = asyncio.create_task(follow_compact(server.url, settings.token, console, stop))
+        try:
+            executor = demo_executor(mode, examples)  # one for every runner, as `run` shares one
+            codex = mixed_executor(examples) if mixed else None
+
+            def kind(n: int) -> str:
+                return "codex" if codex is not None and n == runners else "claude"
+
+            result = await run_fleet(
+                server.url,
+                runners,
+                lambda n: codex if codex is not None and kind(n) == "codex" else executor,
+                settings.workdir,
+                settings.run_dir,
+                verify=python_command(DEMO_VERIFY),
+                token=settings.token,
+                protected=(settings.db, settings.run_dir / "runners"),
+                simulated=mode != "live",
+                agent_for=kind,
+                shell_config=demo_shell(mode),
+            )
+            if committer is not None:
+                history = await committer.finish(server.url, settings.token)
+        finally:
+            stop.set()
+            await follower  # it prints up to the server's last event, then returns
+        scopes = ScopeWatch()  # a fresh server: its log starts with every task_created
+        async with FleetClient(server.url, token=settings.token) as client:
+            conflicts = await client.conflicts()
+            for event in await client.all_events():
+                scopes.take(event)
+        server.request_stop()  # it winds down while the verdict prints; leaving `with` joins it
+        print_result(
+            console, result, conflicts, simulated_cost=mode != "live", outside=scopes.outside
+        )
+        if committer is not None and history is not None:
+            print_history(console, history, committer.log(history), land_hint=False)
+            console.print(
+                f"[dim]in {escape(str(settings.workdir))}: git log --stat "
+                f"{escape(history.branch)}[/]",
+                markup=True,
+            )
+    return result.ok and (history is None or history.ok)
+
+
+def run_demo(
+    mode: str,
+    run_dir: Path,
+    runners: int = 3,
+    console: Console | None = None,
+    commit: bool = True,
+    mixed: bool = False,
+) -> bool:
+    console = console or Console()
+    workspace = make_workspace(run_dir)
+    settings = Settings(
+        host="127.0.0.1",
+        port=0,
+        db=workspace / "codefleet.db",
+        workdir=workspace / "tree",
+        run_dir=workspace,
+        runners=runners,
+        token=secrets.token_urlsafe(
+            24
+        ),  # a per-run token: nothing else on the machine can drive it
+    )
+    label = f"{mode}, mixed: Claude Code + Codex" if mixed else mode
+    console.print(f"[bold]CodeFleet demo[/] ({label}) in {escape(str(workspace))}", markup=True)
+    return asyncio.run(_demo(settings, mode, runners, console, commit, mixed))

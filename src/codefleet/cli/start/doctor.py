@@ -1,0 +1,78 @@
+"""`codefleet doctor`: what would make a run fail minutes in, checked up front."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from codefleet.cli.common import (
+    START,
+    JsonOpt,
+    ServerOpt,
+    TokenOpt,
+    WorkdirOpt,
+    app,
+    print_json,
+    settings_from,
+)
+
+if TYPE_CHECKING:
+    from codefleet.cli.start.doctor_checks import Check
+    from codefleet.config import Settings
+
+__all__ = ["doctor", "run_checks"]
+
+
+@app.command(rich_help_panel=START)
+def doctor(
+    graph: Annotated[
+        Path | None,
+        typer.Option(
+            "--graph", help="The task graph to check (default: ./codefleet.yaml if there is one)."
+        ),
+    ] = None,
+    workdir: WorkdirOpt = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Check what makes a run fail minutes in: Python, port, tree, graph, SDK.
+
+    With a server answering at --server (a runner's host): its token, its tree's
+    identity against this tree, the clock skew and the round trip too. Exits 1 on a
+    failure; a warning (no key and no login: only keyless runs work) passes.
+    """
+    from codefleet.cli.output import console
+    from codefleet.cli.start.doctor_checks import print_checks
+
+    settings = settings_from(workdir=workdir, server_url=server, token=token)
+    checks = run_checks(settings, graph)
+    if json_out:
+        print_json([c.as_dict() for c in checks])
+    else:
+        print_checks(console, checks)
+    raise typer.Exit(0 if all(c.passes for c in checks) else 1)
+
+
+def run_checks(settings: Settings, graph: Path | None) -> list[Check]:
+    """Every check; a server that answers is also asked what a runner here needs of it."""
+    from codefleet.api.graphfile import find_graph
+    from codefleet.cli.start import doctor_checks as local
+    from codefleet.cli.start.doctor_server import server_checks
+
+    found = find_graph(graph)
+    port = local.check_port(settings)
+    return [
+        local.check_python(),
+        port,
+        *(server_checks(settings) if port.name == "server" and port.ok else []),
+        local.check_workdir(settings),
+        local.check_graph(found, settings),
+        local.check_programs(found, settings),
+        local.check_cli(),
+        local.check_key(),
+        local.check_shell(settings),
+        local.check_views(settings),
+    ]

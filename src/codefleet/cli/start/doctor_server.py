@@ -1,0 +1,169 @@
+"""`codefleet doctor` against a running server: what a runner on this host needs from it.
+
+When a server answers at the configured URL (`--server URL`), doctor asks it a
+few times and judges, each as its own `Check`:
+
+- **token**: the server accepts this host's token (a call that needs it; `/health`
+  does not);
+- **tree**: the server's tree identity is the one in this host's tree
+  (`--workdir`), wherever that is mounted (docs/decisions.md, "A tree is known
+  by its identity, not its path");
+- **clock**: the skew between the server's clock and this host's. The server's
+  clock is the only one that counts (deadlines, stale runners, event times), so
+  a skew only misleads a person reading local logs beside the server's: a
+  warning past `SKEW_WARN_S`;
+- **round trip**: the median of `PINGS` requests; every write waits one round
+  trip for its lease, so past `RTT_WARN_S` it is a warning naming that cost.
+
+The probe does the I/O once; the judging functions are pure (`Probe` in,
+`Check` out).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from codefleet.api.client import FleetClient
+from codefleet.cli.start.doctor_checks import Check
+from codefleet.config import Settings
+from codefleet.errors import Forbidden, Unauthorized
+from codefleet.models import clock_skew_s, utcnow
+from codefleet.statedir import TreeClaim, read_tree_id, tree_mismatch
+
+__all__ = [
+    "PINGS",
+    "RTT_WARN_S",
+    "SKEW_WARN_S",
+    "Probe",
+    "judge_clock",
+    "judge_round_trip",
+    "judge_token",
+    "judge_tree",
+    "probe",
+    "server_checks",
+]
+
+PINGS: Final = 5
+SKEW_WARN_S: Final = 2.0
+RTT_WARN_S: Final = 0.1
+PROBE_TIMEOUT_S: Final = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What the server said and how long it took: its health, whether the token was taken
+    (else the server's `refusal`), each ping's round trip, and the clock skew (the server's
+    time minus this host's at the middle of the fastest ping)."""
+
+    url: str
+    health: dict[str, Any]
+    token_taken: bool
+    refusal: str
+    round_trips_s: tuple[float, ...]
+    skew_s: float
+
+
+async def probe(settings: Settings) -> Probe:
+    """Ask the server at `settings.url`: health `PINGS` times, then one call needing the token."""
+    async with FleetClient(settings.url, token=settings.token, timeout=PROBE_TIMEOUT_S) as client:
+        await client.health()  # the connection (and its TLS handshake) is not a round trip
+        pings = [await _ping(client) for _ in range(PINGS)]
+        try:
+            await client.checks()
+            taken, refusal = True, ""
+        except (Unauthorized, Forbidden) as err:
+            taken, refusal = False, err.message
+    fastest = min(pings, key=lambda p: p[0])
+    return Probe(settings.url, fastest[2], taken, refusal, tuple(p[0] for p in pings), fastest[1])
+
+
+async def _ping(client: FleetClient) -> tuple[float, float, dict[str, Any]]:
+    """One health request: its round trip, the skew it shows, the answer."""
+    started, sent = time.perf_counter(), utcnow()
+    health = await client.health()
+    trip, received = time.perf_counter() - started, utcnow()
+    return trip, clock_skew_s(str(health["server_time"]), sent, received), health
+
+
+def judge_token(found: Probe, has_token: bool) -> Check:
+    if found.token_taken:
+        said = "the server takes this host's token" if has_token else "the server needs no token"
+        return Check("token", True, said)
+    hint = "set CODEFLEET_TOKEN (or --token) to the server's token"
+    if has_token:
+        return Check(
+            "token", False, f"the server refused this host's token ({found.refusal})", hint
+        )
+    return Check(
+        "token", False, f"the server needs a token and none is set ({found.refusal})", hint
+    )
+
+
+def judge_tree(found: Probe, local_tree: Path) -> Check:
+    """The server's tree identity against the one in `local_tree` (this host's mount)."""
+    served = TreeClaim(str(found.health.get("workdir", "?")), found.health.get("tree_id"))
+    if served.tree_id is None:
+        return Check(
+            "tree",
+            False,
+            f"the server at {found.url} does not say its tree's identity (an older CodeFleet)",
+            required=False,
+        )
+    try:
+        here = TreeClaim(str(local_tree), read_tree_id(local_tree))
+    except Exception as err:  # NoTreeId or an unreadable mount: either way, no runner here
+        return Check("tree", False, str(err), "pass --workdir: this host's mount of the tree")
+    problem = tree_mismatch(here, served)
+    if problem is not None:
+        return Check("tree", False, problem)
+    return Check(
+        "tree", True, f"{local_tree} is the server's tree {served.workdir} ({served.tree_id})"
+    )
+
+
+def judge_clock(found: Probe) -> Check:
+    skew = found.skew_s
+    said = f"this host's clock is {abs(skew):.3f} s {'behind' if skew > 0 else 'ahead of'} the server's"
+    if abs(skew) <= SKEW_WARN_S:
+        return Check("clock", True, said)
+    return Check(
+        "clock",
+        False,
+        said + " (only the server's clock counts: deadlines and "
+        "stale runners are judged there; local logs will disagree with its times)",
+        "synchronise this host's clock (NTP: chrony or systemd-timesyncd)",
+        required=False,
+    )
+
+
+def judge_round_trip(found: Probe) -> Check:
+    median = statistics.median(found.round_trips_s)
+    said = f"median round trip {median * 1000:.1f} ms over {len(found.round_trips_s)} requests"
+    if median <= RTT_WARN_S:
+        return Check("round-trip", True, said)
+    return Check(
+        "round-trip",
+        False,
+        said + ": every write waits at least one round trip for its lease",
+        "run runners closer to the server",
+        required=False,
+    )
+
+
+def server_checks(settings: Settings) -> list[Check]:
+    """The four checks against the server at `settings.url` (which answered already)."""
+    try:
+        found = asyncio.run(probe(settings))
+    except Exception as err:  # the server stopped answering between two checks
+        return [Check("server", False, f"{settings.url} stopped answering: {err}")]
+    return [
+        judge_token(found, bool(settings.token)),
+        judge_tree(found, settings.workdir),
+        judge_clock(found),
+        judge_round_trip(found),
+    ]

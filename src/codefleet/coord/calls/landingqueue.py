@@ -1,0 +1,474 @@
+"""Landing: a finished task waits, keeping its leases, until its checks pass on the landed base.
+
+A task whose session ended well (reconciled, its own `verify` passed) is not
+`succeeded` yet: `enqueue` puts it in the landing queue, in the order tasks
+finish, its files still leased (nobody can change them) and its runner free.
+Rounds of the merge queue (`landingpolicy`) decide what lands; this part owns
+the queue, the round in progress, the one step handed out at a time, and the
+halt. A step is run by a landing worker (`fleet.landingworker`, never in the server
+and never on the hook's path): `claim` hands it out under a fresh step id,
+`result` applies its verdict; a result for a step that is no longer current
+(the server restarted, the step was handed out again, a candidate was
+cancelled) is `NotOwner` and changes nothing, so nothing lands twice.
+
+What a verdict does: each landing task's files are patched and released and
+it `succeeds` with its order number (`landed`, then `task_succeeded`); a
+blamed task's files are put back (like any failed attempt) and it is requeued
+as `integration_failed`, its error naming the tasks that landed since its
+attempt started and the failing output; a base that fails alone halts landing
+(`landing_halted`) until `resume`. A round whose checks are empty lands at
+once, inside the transaction that queued it: a graph without checks lands
+every task the moment it finishes, as before.
+
+Memory only: the round, the step and its claim (a restart starts a new
+round). Stored: each task's status, queue and order number (`tasks`), the
+integration check and the halt (`server_meta`). On the engine's thread; its
+writes run in the caller's transaction or its own.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from codefleet.attempt import AttemptReport
+from codefleet.coord.calls.callparts import CallParts
+from codefleet.coord.policy import landingpolicy as policy
+from codefleet.coord.policy.waits import WaitOutcome
+from codefleet.coord.tables.liveindex import LiveTask
+from codefleet.errors import InvalidGraph, InvalidState, NotOwner
+from codefleet.models import ErrorKind, EventType, ReleaseReason, TaskStatus
+
+__all__ = ["Landing"]
+
+INTEGRATION_KEY: Final = "integration"
+HALT_KEY: Final = "landing_halted"
+STEP_KEY: Final = "landing_step"  # the last step number handed out
+INFRA_RETRIES: Final = 3  # a step that could not run this many times halts landing
+CONFLICTS_SHOWN: Final = 10
+FILES_SHOWN: Final = 20
+OUTPUT_SHOWN: Final = 4_000
+TAIL_CHARS: Final = 2_000
+# A step's verdict kinds (`landing_check_finished`'s `verdict`).
+PASSED: Final = "passed"
+UNRUNNABLE: Final = "unrunnable"
+DID_NOT_RUN: Final = "did_not_run"
+
+
+@dataclass(slots=True)
+class _Handed:
+    """The step handed out: its id, what it checks, and who runs it until when."""
+
+    id: int
+    step: policy.Step
+    worker: str | None = None
+    until: datetime | None = None
+    infra: int = 0  # times it could not run
+
+
+class Landing:
+    """The landing queue of one engine; see the module docstring."""
+
+    def __init__(self, parts: CallParts, batch: int, stale_after: float) -> None:
+        self.store = parts.store
+        self.clock = parts.clock
+        self.tasks = parts.tasks
+        self.leases = parts.leases
+        self.checks = parts.checks
+        self.transition = parts.transition
+        self.kick = parts.kick
+        self.batch = max(1, batch)
+        self.stale_after = stale_after
+        self.queue: list[str] = []
+        self.integration: str | None = None
+        self.halted: dict[str, Any] | None = None
+        self.round: policy.Round | None = None
+        self.handed: _Handed | None = None
+        self.failure: tuple[str, str] = ("", "")  # the round's latest failing check, output
+
+    def load(self) -> None:
+        """From the record: the queue in order, the integration check, the halt."""
+        self.queue = self.store.landing_queue()
+        self.integration = self.store.meta(INTEGRATION_KEY) or None
+        halted = self.store.meta(HALT_KEY)
+        self.halted = json.loads(halted) if halted else None
+        self.round = None
+        self.handed = None
+
+    # -- configuration ------------------------------------------------------------------------
+
+    def set_integration(self, name: str | None) -> None:
+        """The check every landing must pass (None: none); an unknown name is `InvalidGraph`."""
+        known = self.checks.known()
+        if name is not None and name not in known:
+            raise InvalidGraph(
+                f"integration: there is no check named {name!r}; the known checks are: "
+                f"{', '.join(sorted(known)) or '(none)'}",
+                {"problem": "unknown_check", "check": name, "known": sorted(known)},
+            )
+        if name == self.integration:
+            return
+        with self.transition():
+            self.store.set_meta(INTEGRATION_KEY, name or "")
+            self.integration = name
+            self._void_round()
+            self.settle()
+
+    # -- queueing and settling ------------------------------------------------------------------
+
+    def enqueue(self, task: LiveTask, report: AttemptReport, now: datetime) -> None:
+        """The task waits to land (caller's transaction); lands at once if nothing is checked."""
+        self.leases.waits.end(task.id, WaitOutcome.ENDED)  # a parked write of it ends
+        self.tasks.queue_landing(task, report, now)
+        self.queue.append(task.id)
+        checks = policy.checks_for(self._round_of([task.id]), 1)
+        self.store.emit(
+            EventType.LANDING_QUEUED,
+            task_id=task.id,
+            agent_id=task.agent_id,
+            attempt=task.attempts,
+            checks=list(checks),
+            position=len(self.queue),
+        )
+        self.settle()
+
+    def settle(self) -> None:
+        """Land at once what has nothing to check, in order; a round that needs a check is
+        started only when a worker claims it (`claim`), so its batch is as long as can be."""
+        while self.handed is None and self.halted is None and self._start_round(hand=False):
+            pass
+
+    def _start_round(self, hand: bool) -> bool:
+        """A round over the queue's head: applied at once if it checks nothing (True), else,
+        with `hand`, its first step handed out (True); False when there is nothing to do."""
+        candidates = [t for t in self.queue if self._landing(t)][: self.batch]
+        if not candidates:
+            return False
+        rnd = self._round_of(candidates)
+        nxt: policy.Step | policy.Outcome = policy.first_step(rnd)
+        while isinstance(nxt, policy.Step) and not nxt.checks:  # nothing to run: passes
+            rnd, nxt = policy.advance(rnd, nxt, passed=True)
+        if isinstance(nxt, policy.Outcome):
+            self.round, self.failure = rnd, ("", "")
+            self._apply(nxt)
+            return True
+        if not hand:
+            return False
+        self.round, self.failure = rnd, ("", "")
+        self._hand(nxt)
+        return True
+
+    def _round_of(self, candidates: Sequence[str]) -> policy.Round:
+        live = self.tasks.index.live
+        return policy.Round(
+            candidates=tuple(candidates),
+            base=self.tasks.landed,
+            integration=self.integration,
+            verify={t: live[t].verify for t in candidates if t in live},
+            verified_on={t: live[t].verified_on for t in candidates if t in live},
+        )
+
+    def _landing(self, task_id: str) -> bool:
+        task = self.tasks.index.live.get(task_id)
+        return task is not None and task.status is TaskStatus.LANDING
+
+    def _hand(self, step: policy.Step) -> None:
+        self.handed = _Handed(0, step)  # numbered when a worker claims it
+
+    def _next_step_id(self) -> int:
+        """A step number never handed out before, not even before a restart (stored)."""
+        last = int(self.store.meta(STEP_KEY) or 0) + 1
+        self.store.set_meta(STEP_KEY, str(last))
+        return last
+
+    def _void_round(self) -> None:
+        """Forget the round (a candidate left the queue, the check changed): start again."""
+        self.round = None
+        self.handed = None
+        self.queue = [t for t in self.queue if self._landing(t)]
+
+    # -- a worker's calls -------------------------------------------------------------------------
+
+    def claim(self, worker: str, timeout_s: float) -> dict[str, Any] | None:
+        """The step to run now, for `worker`: one at a time, handed again once its claim lapses."""
+        self._check_round()
+        if self.handed is None and self.halted is None and any(map(self._landing, self.queue)):
+            with self.transition():
+                while self.handed is None and self._start_round(hand=True):
+                    pass  # rounds with nothing to check land; stop at one with a step
+        handed, now = self.handed, self.clock()
+        if handed is None or self.round is None:
+            return None
+        if handed.worker not in (None, worker) and handed.until and handed.until > now:
+            return None  # another worker runs it
+        with self.transition():  # a lapsed claim's result is refused from now on
+            handed.id = self._next_step_id()
+        handed.worker = worker
+        per_check = timeout_s + self.stale_after
+        handed.until = now + timedelta(seconds=per_check * max(1, len(handed.step.checks)))
+        commands = self.checks.known()
+        step = handed.step
+        return {
+            "step": handed.id,
+            "purpose": step.purpose,
+            "batch": list(self.round.candidates[: step.prefix]),
+            "base": self.round.base,
+            "checks": [{"name": n, "command": commands.get(n, "")} for n in step.checks],
+        }
+
+    def _check_round(self) -> None:
+        """A round whose candidate left (cancelled, reset) or whose base moved starts again."""
+        rnd = self.round
+        if rnd is None:
+            return
+        if rnd.base != self.tasks.landed or not all(self._landing(t) for t in rnd.candidates):
+            with self.transition():
+                self._void_round()
+                self.settle()
+
+    def _current(self, step_id: int) -> tuple[_Handed, policy.Round]:
+        self._check_round()
+        handed, rnd = self.handed, self.round
+        if handed is None or rnd is None or not handed.id or handed.id != step_id:
+            raise NotOwner(
+                f"landing step {step_id} is over (the queue moved on); claim a new one",
+                {"step": step_id},
+            )
+        return handed, rnd
+
+    def started(self, step_id: int, check: str) -> None:
+        """`landing_check_started` for one check of the current step."""
+        handed, rnd = self._current(step_id)
+        with self.transition():
+            self.store.emit(
+                EventType.LANDING_CHECK_STARTED, **self._step_fields(handed, rnd, check)
+            )
+
+    def preimages(self, step_id: int) -> dict[str, Any]:
+        """What the step's view puts back: every leased file not held by its candidates."""
+        handed, rnd = self._current(step_id)
+        keep = rnd.candidates[: handed.step.prefix]
+        files = [
+            {
+                "path": image.path,
+                "holder_task_id": holder,
+                "existed": image.existed,
+                "mode": image.mode,
+                "created_dirs": list(image.created_dirs),
+                "content_b64": base64.b64encode(image.content).decode("ascii"),
+            }
+            for holder, image in self.store.preimages_except(keep)
+        ]
+        covered = {f["path"] for f in files}
+        unrestorable = sorted(
+            path
+            for path, (_, holder) in self.leases.holders.items()
+            if holder not in keep and path not in covered
+        )
+        return {"step": step_id, "files": files, "unrestorable": unrestorable}
+
+    def result(self, step_id: int, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Apply a step's verdicts (one per check run, in order; a failure may end it early)."""
+        handed, rnd = self._current(step_id)
+        verdicts = {str(r["check"]): str(r["verdict"]) for r in results}
+        with self.transition():
+            for r in results:
+                fields = self._step_fields(handed, rnd, str(r["check"]))
+                self.store.emit(EventType.LANDING_CHECK_FINISHED, **fields, **_finished(r))
+            if any(v == DID_NOT_RUN for v in verdicts.values()):
+                return self._could_not_run(handed, results)
+            unrunnable = [n for n, v in verdicts.items() if v == UNRUNNABLE]
+            if unrunnable:
+                self._halt(unrunnable[0], _tail(results, unrunnable[0]), "could not start")
+                return {"applied": True}
+            step = handed.step
+            ran_all = all(n in verdicts for n in step.checks)
+            failed = [n for n, v in verdicts.items() if v != PASSED]
+            passed = ran_all and not failed
+            if not passed and not failed:
+                raise InvalidState(
+                    f"landing step {step_id}: checks {list(step.checks)} not all reported",
+                    {"step": step_id},
+                )
+            self.round, nxt = policy.advance(rnd, step, passed, failed)
+            self.handed = None
+            if failed:  # the latest failure is the one the blamed task is told
+                self.failure = (failed[0], _tail(results, failed[0]))
+            while isinstance(nxt, policy.Step) and not nxt.checks:
+                self.round, nxt = policy.advance(self.round, nxt, passed=True)
+            if isinstance(nxt, policy.Outcome):
+                self._apply(nxt, *self.failure)
+            else:
+                self._hand(nxt)
+            self.settle()
+        self.kick()
+        return {"applied": True}
+
+    def _could_not_run(
+        self, handed: _Handed, results: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        """No verdict: hand the step out again; too many times halts landing."""
+        handed.infra += 1
+        handed.worker = handed.until = None
+        if handed.infra >= INFRA_RETRIES:
+            check = str(results[-1]["check"]) if results else "?"
+            self._halt(check, _tail(results, check), "could not run")
+        return {"applied": False}
+
+    def _step_fields(self, handed: _Handed, rnd: policy.Round, check: str) -> dict[str, Any]:
+        return {
+            "step": handed.id,
+            "check": check,
+            "batch": list(rnd.candidates[: handed.step.prefix]),
+            "purpose": handed.step.purpose,
+            "base": rnd.base,
+        }
+
+    # -- outcomes -----------------------------------------------------------------------------------
+
+    def _apply(self, outcome: policy.Outcome, check: str = "", output: str = "") -> None:
+        """Land what lands (in order), rework the blamed task, or halt; the round is over."""
+        rnd = self.round
+        assert rnd is not None
+        now = self.clock()
+        checks = list(policy.checks_for(rnd, len(outcome.land))) if outcome.land else []
+        for task_id in outcome.land:
+            self._land(task_id, now, list(rnd.candidates[: len(outcome.land)]), rnd.base, checks)
+        if outcome.blamed is not None:
+            self._blame(outcome.blamed, check, output, now)
+        if outcome.halt:
+            self._halt(check, output, "fails on the landed tree alone")
+        self.round = None
+        self.handed = None
+        self.queue = [t for t in self.queue if self._landing(t)]
+
+    def _land(
+        self, task_id: str, now: datetime, batch: list[str], base: int, checks: list[str]
+    ) -> None:
+        task = self.tasks.index.live[task_id]
+        self.leases.release(task_id, ReleaseReason.TASK_ENDED, succeeded=True)
+        self.tasks.land(task, now, checks=checks, batch=batch, base=base)
+
+    def _blame(self, task_id: str, check: str, output: str, now: datetime) -> None:
+        """Roll the task back and rework it, told what broke and who landed before it."""
+        task = self.tasks.index.live[task_id]
+        row = self.store.task(task_id) or {}
+        since = self.store.landed_since(str(row.get("started_at") or row.get("assigned_at") or ""))
+        error = self._rework_text(task_id, check, since, output)
+        self.store.emit(
+            EventType.INTEGRATION_FAILED,
+            task_id=task_id,
+            agent_id=task.agent_id,
+            attempt=task.attempts,
+            check=check,
+            blamed=[task_id],
+            conflicts_with=[str(r["id"]) for r in since],
+            output_tail=output[-TAIL_CHARS:],
+        )
+        if task.agent_id:  # its report counted a success the landing takes back
+            self.store.success_taken_back(task.agent_id)
+        self.leases.release(task_id, ReleaseReason.TASK_ENDED)  # its files are put back
+        if task.charged >= task.max_attempts:
+            spent = f"out of attempts ({task.charged}/{task.max_attempts}); last: {error}"
+            self.tasks.fail(
+                task,
+                ErrorKind.ATTEMPTS_EXHAUSTED,
+                spent,
+                now,
+                last_error_kind=ErrorKind.INTEGRATION_FAILED,
+            )
+        else:
+            self.tasks.requeue(task, ErrorKind.INTEGRATION_FAILED, error, now)
+
+    def _rework_text(
+        self, task_id: str, check: str, since: Sequence[Mapping[str, Any]], output: str
+    ) -> str:
+        """The next attempt's error: what failed, who landed meanwhile and what they changed."""
+        lines = [
+            f"Integration failed: check `{check}` failed on the landed tree with your work "
+            "on it (the work that landed before yours stays: adapt yours to it)."
+        ]
+        lines.append(
+            "Landed since your attempt started:"
+            if since
+            else "Nothing landed since "
+            "your attempt started: your work fails the check on the tree it began on."
+        )
+        for row in since[:CONFLICTS_SHOWN]:
+            paths = [p["path"] for p in self.store.patches_of_task(str(row["id"]))]
+            shown = ", ".join(paths[:FILES_SHOWN]) + (" …" if len(paths) > FILES_SHOWN else "")
+            lines.append(f'- {row["id"]} "{row["title"]}" changed: {shown or "(no files)"}')
+        if len(since) > CONFLICTS_SHOWN:
+            lines.append(f"- … and {len(since) - CONFLICTS_SHOWN} more")
+        lines.append(f"Output of `{check}` (tail):")
+        lines.append(output[-OUTPUT_SHOWN:] or "(no output)")
+        return "\n".join(lines)
+
+    def _halt(self, check: str, output: str, why: str) -> None:
+        last = self.store.landed_since("")[-1:] or [{}]
+        self.halted = {
+            "check": check,
+            "why": why,
+            "last_landed": last[0].get("id"),
+            "output_tail": output[-TAIL_CHARS:],
+        }
+        self.store.set_meta(HALT_KEY, json.dumps(self.halted))
+        self.store.emit(EventType.LANDING_HALTED, **self.halted)
+        self.round = None
+        self.handed = None
+
+    # -- the operator's calls -------------------------------------------------------------------
+
+    def resume(self, reason: str = "operator") -> dict[str, Any]:
+        """Lift a halt: the next round checks the landed base again before anything lands."""
+        was = self.halted
+        with self.transition():
+            if was is not None:
+                self.halted = None
+                self.store.set_meta(HALT_KEY, "")
+                self.store.emit(EventType.LANDING_RESUMED, reason=reason)
+            self.settle()
+        self.kick()
+        return {"resumed": was is not None, "was": was}
+
+    def state(self) -> dict[str, Any]:
+        """The queue, the step in progress, the halt: what `codefleet landing` shows."""
+        self._check_round()
+        handed, rnd = self.handed, self.round
+        step = None
+        if handed is not None and rnd is not None:
+            step = {
+                "step": handed.id,
+                "purpose": handed.step.purpose,
+                "batch": list(rnd.candidates[: handed.step.prefix]),
+                "checks": list(handed.step.checks),
+                "worker": handed.worker,
+                "base": rnd.base,
+            }
+        return {
+            "integration": self.integration,
+            "queue": [t for t in self.queue if self._landing(t)],
+            "landed": self.tasks.landed,
+            "step": step,
+            "halted": self.halted,
+            "batch": self.batch,
+        }
+
+
+def _finished(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of `landing_check_finished` a worker reports, bounded."""
+    keys = ("verdict", "exit_code", "duration_ms", "view_ms", "view", "error")
+    found = {k: result[k] for k in keys if result.get(k) is not None}
+    found["output_tail"] = str(result.get("output_tail") or "")[-TAIL_CHARS:]
+    return found
+
+
+def _tail(results: Sequence[Mapping[str, Any]], check: str) -> str:
+    for r in results:
+        if str(r["check"]) == check:
+            return str(r.get("output") or r.get("output_tail") or r.get("error") or "")
+    return ""

@@ -1,0 +1,222 @@
+"""The files part: pre-images on first grant, restore or patch at attempt end.
+
+This part owns `restoring` (task -> path -> the restore's last error, None
+while not tried) and every pre-image, restore-intent and patch row; the lease
+table calls it to capture and to settle, the engine to put files back. It
+never releases a lease or fails a task itself: it says what was restored and
+what could not be, and the engine does the rest in its transaction.
+
+Restore-before-release: while a task attempt holds a path's lease nobody else
+can write it, so the state captured at the first grant is still the state to
+return to. File I/O cannot be rolled back with a transaction (STYLE §19), so a
+failed attempt's files are put back in three steps:
+
+1. the transition that ends the attempt (and fences its runner, if it is taken
+   back) records a restore intent per leased path (`restores` table, event
+   `restore_requested`) and keeps those leases held; it commits;
+2. `Restores.finish` (`coord/restores`) puts each file back (idempotent: a
+   restore run twice leaves the same tree) outside any transaction;
+3. one more transaction releases what was restored (`file_restored` per file
+   that changed, then `lease_released`) and deletes its intent and pre-image.
+
+A crash anywhere in between leaves the intent, the pre-images and the leases
+in SQLite, with the fence already committed: the restarted engine finishes
+the restores before it serves anyone. A file that cannot be restored (it
+became a directory, a path component became a file, permissions) is that
+task's fault only: its lease stays held (never released over a file we could
+not put back), the intent keeps the error (`restore_failed`), and the task
+fails with `infra` naming the path (docs/decisions.md, "A file that cannot be
+restored keeps its lease"). A restart or `retry` tries again.
+
+On success the task's patch (pre-image -> result) is recorded and its
+pre-images deleted, in the transition itself: reading files has no side
+effect to undo. With `rollback` off (`--keep-failed-edits`) nothing is
+captured, restored or recorded.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from codefleet.coord.policy.answers import Denial
+from codefleet.coord.storage.rows import RestoreRow
+from codefleet.coord.storage.store import Store
+from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
+from codefleet.paths import TreeRoot
+from codefleet.rollback import PreImage, TooLarge, capture, current_state, make_patch, restore
+
+__all__ = ["Files", "PutBack"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PutBack:
+    """Step 2's outcome for one restore intent: `error` None when the file is back."""
+
+    row: RestoreRow
+    changed: bool
+    error: str | None
+    image: PreImage | None
+
+
+class Files:
+    """Pre-images, restore intents and patches of one tree; runs on the engine's thread."""
+
+    def __init__(
+        self,
+        store: Store,
+        tree: TreeRoot,
+        clock: Callable[[], datetime],
+        rollback: bool,
+        preimage_max_bytes: int,
+    ) -> None:
+        self.store = store
+        self.tree = tree
+        self.clock = clock
+        self.rollback = rollback
+        self.preimage_max_bytes = preimage_max_bytes
+        self.restoring: dict[str, dict[str, str | None]] = {}
+
+    def capture_preimages(self, task_id: str, keys: list[str]) -> list[Denial]:
+        """Capture every new key's pre-image, or return the denials (nothing captured)."""
+        if not self.rollback:
+            return []
+        images: list[PreImage] = []
+        denied: list[Denial] = []
+        for key in keys:
+            try:
+                images.append(capture(self.tree.root, key, self.preimage_max_bytes))
+            except TooLarge as err:
+                denied.append(Denial(key, DenyReason.TOO_LARGE, str(err)))
+            except OSError as err:  # unreadable: refuse the write rather than lose the file
+                denied.append(Denial(key, DenyReason.INVALID_PATH, f"{key}: {err}"))
+        if denied:
+            return denied
+        at = to_iso(self.clock())
+        for image in images:
+            self.store.insert_preimage(task_id, image, at)
+        return []
+
+    def record_patches(self, task_id: str) -> None:
+        """A succeeded attempt: its patch per file, then its pre-images go (no file is written)."""
+        if not self.rollback:
+            return
+        images = self.store.preimages_of_task(task_id)
+        for image in images:
+            patch = make_patch(image, current_state(self.tree.root, image.path))
+            if patch is not None:
+                self.store.insert_patch(task_id, patch)
+        if images:
+            self.store.delete_preimages_of_task(task_id)
+
+    def request_restores(self, task_id: str, paths: set[str], reason: ReleaseReason) -> set[str]:
+        """Step 1, in the caller's transaction: the paths with a pre-image stay held for restore."""
+        if not self.rollback:
+            return set()
+        kept = sorted(paths.intersection(self.store.preimage_paths_of_task(task_id)))
+        if not kept:
+            return set()
+        self.store.insert_restores(task_id, kept, reason, to_iso(self.clock()))
+        self.restoring.setdefault(task_id, {}).update(dict.fromkeys(kept))
+        self.store.emit(EventType.RESTORE_REQUESTED, task_id=task_id, paths=kept, reason=reason)
+        return set(kept)
+
+    def restores_due(self) -> list[str]:
+        """Tasks with a restore not yet tried (a failed one waits for a restart or a retry)."""
+        return sorted(t for t, paths in self.restoring.items() if None in paths.values())
+
+    def put_back(self, task_id: str) -> list[PutBack]:
+        """Step 2: put each of the task's files back; file I/O, no transaction open."""
+        rows = self.store.restore_rows(task_id)
+        images = {image.path: image for image in self.store.preimages_of_task(task_id)}
+        return list(_put_back(self.tree.root, rows, images))
+
+    def settle_restored(self, done: PutBack) -> None:
+        """Step 3 for a file that is back (caller's transaction); the lease table releases it."""
+        task_id, path = done.row.task_id, done.row.path
+        if done.changed and done.image is not None:
+            self.store.emit(
+                EventType.FILE_RESTORED, task_id=task_id, path=path, existed=done.image.existed
+            )
+        self.store.delete_restored(task_id, path)
+        paths = self.restoring.get(task_id, {})
+        paths.pop(path, None)
+        if not paths:
+            self.restoring.pop(task_id, None)
+
+    def settle_unrestorable(self, failed: PutBack) -> str:
+        """A file that could not be put back keeps its intent, with the error; returns it."""
+        row, error = failed.row, failed.error or ""
+        if row.error != error:
+            self.store.fail_restore(row.task_id, row.path, error)
+            self.store.emit(
+                EventType.RESTORE_FAILED, task_id=row.task_id, path=row.path, error=error
+            )
+        self.restoring[row.task_id][row.path] = error
+        return error
+
+    def load(self) -> None:
+        self.restoring = {}
+        for row in self.store.restore_rows():
+            self.restoring.setdefault(row.task_id, {})[row.path] = row.error
+
+    def reload(self, task_ids: Iterable[str]) -> None:
+        """Re-read the restore intents of tasks a rolled-back transaction touched."""
+        for task_id in task_ids:
+            self.restoring.pop(task_id, None)
+            for row in self.store.restore_rows(task_id):
+                self.restoring.setdefault(task_id, {})[row.path] = row.error
+
+    def unrestorable_of(self, task_id: str) -> dict[str, str]:
+        """The task's paths whose restore failed, with the error."""
+        return {p: e for p, e in self.restoring.get(task_id, {}).items() if e is not None}
+
+    def foreign_preimages(
+        self, task_id: str, leased: Mapping[str, tuple[str, str]]
+    ) -> dict[str, Any]:
+        """Pre-images of every path leased by another task: what the isolated view restores.
+
+        Without rollback nothing is captured, so those paths are listed as
+        `unrestorable` and the view is not isolated from them.
+        """
+        found = self.store.foreign_preimages(task_id)
+        covered = {image.path for _, image in found}
+        unrestorable = sorted(
+            path
+            for path, (_, holder) in leased.items()
+            if holder != task_id and path not in covered
+        )
+        files = [
+            {
+                "path": image.path,
+                "holder_task_id": holder,
+                "existed": image.existed,
+                "mode": image.mode,
+                "created_dirs": list(image.created_dirs),
+                "content_b64": base64.b64encode(image.content).decode("ascii"),
+            }
+            for holder, image in found
+        ]
+        return {"task_id": task_id, "files": files, "unrestorable": unrestorable}
+
+
+def _put_back(root: Path, rows: list[RestoreRow], images: dict[str, PreImage]) -> Iterable[PutBack]:
+    """One outcome per restore row; an OSError is that file's, not the fleet's."""
+    for row in rows:
+        image = images.get(row.path)
+        if image is None:  # nothing was captured (rollback was off when it was granted)
+            yield PutBack(row, False, None, None)
+            continue
+        try:
+            yield PutBack(row, restore(root, image), None, image)
+        except OSError as err:
+            why = err.strerror or str(err)
+            log.warning("could not restore %s: %s", row.path, err)
+            yield PutBack(row, False, f"{row.path}: {why}", image)

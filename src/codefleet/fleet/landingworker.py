@@ -1,0 +1,137 @@
+"""The landing worker: claims a landing step, runs its checks in a view, reports.
+
+The server decides what lands (`coord.calls.landingqueue`); a worker only runs the step
+it is handed: for each check of the step, a view of the tree holding the
+landed work plus the step's batch, with every other leased file put back to
+its pre-image, the check's command run there with a time limit
+and an output cap, and the verdicts posted. It stops at the first failing
+check (the step has failed; the rest would not change that). A view that
+cannot be built, or a server that cannot be reached, is `did_not_run`: the
+server hands the step out again.
+
+The view is the one every check gets (`fleet.views.runinview.run_in_view`: an overlay
+layer at the tree's own path, or a copy where layers are unavailable), masked by
+the step's own set of files.
+
+One worker runs beside the runners of `codefleet run` and of each `codefleet
+runner`: the server hands one step at a time to one of them, so more workers
+never run more checks at once (docs/decisions.md, "Who runs landing checks").
+A worker is never the server process and never on the hook's path; it runs
+its checks with the isolation every check has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from codefleet.api.client import FleetClient, ServerUnavailable
+from codefleet.errors import DomainError, NotOwner
+from codefleet.fleet.tools.attemptchecks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS
+from codefleet.fleet.views.programs import NOT_RUNNABLE
+from codefleet.fleet.views.runinview import Mask, ViewFailed, run_in_view
+from codefleet.paths import TreeRoot
+
+__all__ = ["LandingOptions", "LandingWorker"]
+
+log = logging.getLogger(__name__)
+TAIL_CHARS: Final = 2_000
+RETRY_S: Final = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class LandingOptions:
+    name: str
+    check_timeout: float = DEFAULT_CHECK_TIMEOUT_S
+    output_chars: int = OUTPUT_CHARS
+    exclude: tuple[Path, ...] = ()  # protected paths inside the tree (database, run dir)
+    view_dir: Path | None = None
+    wait: float = 1.0  # a claim's long-poll
+
+
+class LandingWorker:
+    """One landing worker: `run` until stopped; see the module docstring."""
+
+    def __init__(self, client: FleetClient, tree: TreeRoot, options: LandingOptions) -> None:
+        self.client = client
+        self.tree = tree
+        self.options = options
+        self.steps = 0  # steps run (for tests and the log)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                step = await self.client.landing_claim(
+                    self.options.name, self.options.check_timeout, wait=self.options.wait
+                )
+                if step is not None:
+                    await self.run_step(step)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # a loop boundary: the server hands the step out again
+                log.warning("%s: landing step failed: %s", self.options.name, err)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), RETRY_S)
+
+    async def run_step(self, step: Mapping[str, Any]) -> None:
+        """Run the step's checks in order, stopping at the first that does not pass; report."""
+        step_id = int(step["step"])
+        results: list[dict[str, Any]] = []
+        try:
+            for check in step["checks"]:
+                await self.client.landing_started(step_id, str(check["name"]))
+                result = await self._check(step_id, str(check["name"]), str(check["command"]))
+                results.append(result)
+                if result["verdict"] != "passed":
+                    break
+            await self.client.landing_result(step_id, results)
+        except NotOwner:
+            log.info("%s: landing step %s is over; claiming again", self.options.name, step_id)
+        self.steps += 1
+
+    async def _check(self, step_id: int, name: str, command: str) -> dict[str, Any]:
+        async def mask() -> Mask:
+            return Mask.from_answer(await self.client.landing_preimages(step_id))
+
+        try:
+            run = await run_in_view(
+                self.tree.root,
+                mask,
+                command,
+                timeout=self.options.check_timeout,
+                cap=self.options.output_chars,
+                exclude=self.options.exclude,
+                view_dir=self.options.view_dir,
+            )
+        except NotOwner:
+            raise
+        except (ViewFailed, ServerUnavailable, DomainError, OSError, ValueError) as err:
+            why = f"the landing check {name} did not run: {type(err).__name__}: {err}"
+            return {"check": name, "verdict": "did_not_run", "error": why[:TAIL_CHARS]}
+        ran = run.ran
+        if ran.timed_out:
+            verdict = "timed_out"
+        elif ran.exit_code == 0:
+            verdict = "passed"
+        elif ran.exit_code in NOT_RUNNABLE:
+            verdict = "unrunnable"
+        else:
+            verdict = "failed"
+        output = ran.output[-self.options.output_chars :]
+        if ran.timed_out:
+            output += f"\n(timed out after {self.options.check_timeout:g}s)"
+        return {
+            "check": name,
+            "verdict": verdict,
+            "exit_code": ran.exit_code,
+            "duration_ms": int(ran.duration_s * 1000),
+            "view_ms": int(run.ms),
+            "view": run.view,
+            "output": output,
+            "output_tail": output[-TAIL_CHARS:],
+        }

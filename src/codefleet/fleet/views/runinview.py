@@ -1,0 +1,319 @@
+"""Where a check runs: `run_in_view`, an overlay layer on the tree's path, or the copy.
+
+`run_in_view` is the one way a check command runs, for a task's checks
+(`fleet.tools.attemptchecks`) and for landing alike: it asks its `MaskSource` which files
+to show at their pre-images (the caller decides whose: a task's checks mask
+every OTHER in-flight task's files), builds the view, runs the command there
+(`fleet.views.shell.run_command`: time limit, output cap, whole process group
+killed), tears the view down and says what it was (`ViewRun`).
+
+- **layer** (`fleet.views.layer`): an overlayfs mounted on the tree's own path in a
+  user + mount namespace, the pre-images above the live tree, a private upper
+  that is deleted afterwards. Building it writes one file per masked path,
+  never a walk. The command runs unprivileged in a nested namespace (the
+  mount locked), not under bubblewrap. The lower is the live tree, so the
+  mask is fetched again after the run: a path masked then but not before was
+  leased DURING the run (the check may have read a half-done edit), it is
+  `disturbed`, and the command runs once more, in a copy.
+- **copy** (`fleet.views.copyview`): where no layer can be mounted over this tree
+  (`host_view`), or when asked: fetch the mask, copy the tree, fetch again
+  (the later answer wins per path), put the pre-images back.
+
+docs/decisions.md, "Check views are overlay layers".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import functools
+import logging
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Final
+
+from codefleet.api.client import FleetClient, ServerUnavailable
+from codefleet.errors import DomainError
+from codefleet.fleet.views.copyview import copy_tree, overlay
+from codefleet.fleet.views.layer import (
+    MOUNT_UNSAFE,
+    PROBE_TIMEOUT_S,
+    Layer,
+    Sandbox,
+    build_layer,
+    layer_argv,
+    shell_line,
+    shell_support,
+)
+from codefleet.fleet.views.programs import NOT_RUNNABLE, missing_programs
+from codefleet.fleet.views.shell import CommandResult, check_env, run_command
+from codefleet.rollback import PreImage, TooLarge, capture
+
+__all__ = [
+    "Mask",
+    "MaskSource",
+    "ViewFailed",
+    "ViewKind",
+    "ViewRun",
+    "decode_preimages",
+    "foreign_mask",
+    "host_view",
+    "layer_problem",
+    "run_in_view",
+]
+
+log = logging.getLogger(__name__)
+
+VIEW_PREFIX: Final = "codefleet-view-"
+# Checks keep their reach (home caches, /tmp, network): bubblewrap's read-only root would
+# break `uv run` and friends. The tree is still reached only through the locked layer.
+CHECK_SANDBOX: Final = Sandbox(None)
+# Failures of fetching the mask, building, running or removing a view: infrastructure.
+VIEW_ERRORS: Final = (ServerUnavailable, DomainError, OSError, ValueError)
+
+
+class ViewKind(StrEnum):
+    LAYER = "layer"
+    COPY = "copy"
+
+
+@dataclass(frozen=True, slots=True)
+class Mask:
+    """The files a view shows at their pre-images, and the held ones it cannot (no pre-image)."""
+
+    images: Mapping[str, PreImage]
+    unrestorable: tuple[str, ...] = ()
+
+    @classmethod
+    def from_answer(cls, answer: Mapping[str, Any]) -> Mask:
+        """The server's `foreign-preimages` answer as a mask."""
+        return cls(decode_preimages(answer), tuple(answer.get("unrestorable") or ()))
+
+    @property
+    def paths(self) -> frozenset[str]:
+        return frozenset(self.images) | frozenset(self.unrestorable)
+
+
+# What a caller hands `run_in_view`: called once per view build (twice for a copy).
+MaskSource = Callable[[], Awaitable[Mask | Mapping[str, PreImage]]]
+
+
+@dataclass(frozen=True, slots=True)
+class ViewRun:
+    """One command run in one view: its result, and what the view was."""
+
+    ran: CommandResult
+    view: ViewKind
+    ms: float  # building the view (the layer's mount is in the command's own time)
+    files: int  # files the view made: pre-images laid out (layer), or copied (copy)
+    isolated: tuple[str, ...]  # masked paths whose live state differs from the view's
+    unrestorable: tuple[str, ...]  # held by another task, no pre-image (rollback off)
+    disturbed: tuple[str, ...] = ()  # newly masked during a layer run: it ran again in a copy
+    unstartable: tuple[tuple[str, str], ...] = ()  # (program, why) on exit 126/127
+
+
+class ViewFailed(Exception):
+    """The view could not be built or the command not started: no fault of the command."""
+
+    def __init__(self, step: str, error: BaseException) -> None:
+        super().__init__(f"{step} ({type(error).__name__}: {error})")
+        self.step = step
+
+
+def decode_preimages(answer: Mapping[str, Any]) -> dict[str, PreImage]:
+    """The pre-images of a `foreign-preimages` answer, by path."""
+    return {
+        f["path"]: PreImage(
+            path=f["path"],
+            existed=bool(f["existed"]),
+            mode=f.get("mode"),
+            content=base64.b64decode(f.get("content_b64") or ""),
+            created_dirs=tuple(f.get("created_dirs") or ()),
+        )
+        for f in answer.get("files") or ()
+    }
+
+
+def foreign_mask(client: FleetClient, task_id: str) -> MaskSource:
+    """The mask of a task's checks: every path another in-flight task holds."""
+
+    async def fetch() -> Mask:
+        return Mask.from_answer(await client.foreign_preimages(task_id))
+
+    return fetch
+
+
+async def run_in_view(
+    root: Path,
+    images: MaskSource,
+    command: str,
+    *,
+    timeout: float,
+    cap: int,
+    exclude: tuple[Path, ...] = (),
+    view_dir: Path | None = None,
+    view: ViewKind | None = None,
+) -> ViewRun:
+    """Run `command` in a view of `root` masked by `images`; `view` None: the layer where
+    `host_view` says one works, else the copy. Raises `ViewFailed`, never for the command."""
+    kind = view or await asyncio.to_thread(host_view, root, view_dir)
+    copy = functools.partial(_copy_run, root, images, command, timeout, cap, exclude, view_dir)
+    if kind is ViewKind.COPY:
+        return await copy()
+    first = await _layer_run(root, images, command, timeout, cap, view_dir)
+    if not first.disturbed:
+        return first
+    log.info("check view disturbed by new leases on %s: running it again in a copy",
+             ", ".join(first.disturbed[:10]))  # fmt: skip
+    return replace(await copy(), disturbed=first.disturbed)
+
+
+def host_view(root: Path, view_dir: Path | None = None) -> ViewKind:
+    """The layer if one can be mounted over `root` with views under `view_dir`, else the copy."""
+    return ViewKind.COPY if layer_problem(root, view_dir) is not None else ViewKind.LAYER
+
+
+def layer_problem(root: Path, view_dir: Path | None = None) -> str | None:
+    """Why no layer can be mounted over `root` with views under `view_dir`, or None."""
+    return _probed(root.resolve(), (view_dir or Path(tempfile.gettempdir())).resolve())
+
+
+@functools.cache
+def _probed(root: Path, view_dir: Path) -> str | None:
+    """`layer_problem`, probed once per tree and view directory (logged when it is a copy)."""
+    problem = _probe(root, view_dir)
+    if problem is not None:
+        log.info("checks of %s run in a copy of the tree: %s", root, problem)
+    return problem
+
+
+def _probe(root: Path, view_dir: Path) -> str | None:
+    """Mount a real layer over `root` from `view_dir` and run `true` in it."""
+    support = shell_support()
+    if support.problem is not None or support.unshare is None:
+        return support.problem or "no `unshare`"
+    if view_dir.is_relative_to(root):
+        return f"views are made inside the tree ({view_dir})"
+    if MOUNT_UNSAFE.intersection(f"{root}{view_dir}"):
+        return "the tree's path has a character a mount option cannot hold"
+    try:
+        base = Path(tempfile.mkdtemp(prefix=VIEW_PREFIX, dir=view_dir))
+    except OSError as err:
+        return f"no view can be made in {view_dir} ({err.strerror})"
+    try:
+        argv = layer_argv(build_layer(root, base, ()), "true", CHECK_SANDBOX, support.unshare)
+        ran = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"the layer probe failed ({err})"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    if ran.returncode != 0:
+        return f"overlayfs refused this tree ({ran.stderr.strip()[-300:]})"
+    return None
+
+
+async def _fetch(images: MaskSource) -> Mask:
+    found = await images()
+    return found if isinstance(found, Mask) else Mask(found)
+
+
+async def _layer_run(
+    root: Path, images: MaskSource, command: str, timeout: float, cap: int, view_dir: Path | None
+) -> ViewRun:
+    """Mask, lay out, run in the namespace, mask again: `disturbed` is what was added."""
+    unshare = shell_support().unshare or "unshare"
+    base = Path(tempfile.mkdtemp(prefix=VIEW_PREFIX, dir=view_dir))
+    step = "the isolated view could not be built"
+    try:
+        mask = await _fetch(images)
+        started = time.perf_counter()
+        layer = await asyncio.to_thread(build_layer, root, base, list(mask.images.values()))
+        ms = (time.perf_counter() - started) * 1000.0
+        step = "the command could not be started"
+        argv = layer_argv(layer, command, CHECK_SANDBOX, unshare)
+        ran = await run_command(
+            shell_line(argv), base, timeout=timeout, cap=cap, env=check_env(root)
+        )
+        step = "the view could not be checked after the run"
+        isolated = await asyncio.to_thread(_isolated, root, layer, mask)
+        after = await _fetch(images)
+    except VIEW_ERRORS as err:
+        raise ViewFailed(step, err) from err
+    finally:
+        await asyncio.to_thread(shutil.rmtree, base, True)
+    return ViewRun(
+        ran,
+        ViewKind.LAYER,
+        ms,
+        len(layer.shadowed),
+        isolated,
+        mask.unrestorable,
+        tuple(sorted(after.paths - mask.paths)),
+        _unstartable(command, root, ran),
+    )
+
+
+def _isolated(root: Path, layer: Layer, mask: Mask) -> tuple[str, ...]:
+    """The masked paths the live tree has in another state than the view shows (O(masked))."""
+    shown = layer.shadowed | layer.hidden
+    return tuple(sorted(p for p in shown if _differs(root, mask.images[p])))
+
+
+def _differs(root: Path, image: PreImage) -> bool:
+    try:
+        now = capture(root, image.path, max_bytes=len(image.content))
+    except (TooLarge, OSError):  # grown past its pre-image, or no longer a file
+        return True
+    return (now.existed, now.content, now.mode) != (image.existed, image.content, image.mode)
+
+
+async def _copy_run(
+    root: Path,
+    images: MaskSource,
+    command: str,
+    timeout: float,
+    cap: int,
+    exclude: tuple[Path, ...],
+    view_dir: Path | None,
+) -> ViewRun:
+    """Fetch, copy, fetch again, overlay, run in the copy; the copy is deleted."""
+    base = Path(tempfile.mkdtemp(prefix=VIEW_PREFIX, dir=view_dir))
+    view = base / root.name
+    step = "the isolated view could not be built"
+    try:
+        before = await _fetch(images)
+        skipped = (*exclude, base.parent)  # other views, if they are made in the tree
+        stats = await asyncio.to_thread(copy_tree, root, view, skipped)
+        after = await _fetch(images)
+        started = time.perf_counter()
+        masked = {**before.images, **after.images}
+        isolated = await asyncio.to_thread(overlay, view, masked.values())
+        ms = stats.ms + (time.perf_counter() - started) * 1000.0
+        step = "the command could not be started"
+        ran = await run_command(command, view, timeout=timeout, cap=cap, env=check_env(view))
+        unstartable = _unstartable(command, view, ran)
+    except VIEW_ERRORS as err:
+        raise ViewFailed(step, err) from err
+    finally:
+        await asyncio.to_thread(shutil.rmtree, base, True)
+    return ViewRun(
+        ran,
+        ViewKind.COPY,
+        ms,
+        stats.files,
+        tuple(sorted(isolated)),
+        after.unrestorable,
+        unstartable=unstartable,
+    )
+
+
+def _unstartable(command: str, tree: Path, ran: CommandResult) -> tuple[tuple[str, str], ...]:
+    if ran.exit_code not in NOT_RUNNABLE:
+        return ()
+    return tuple(missing_programs(command, tree, check_env(tree)))

@@ -1,0 +1,1 @@
+"""The run report: its shape, its sections, and how it is drawn (Markdown, HTML)."""

@@ -1,0 +1,112 @@
+"""The report's landing section: the tasks in landing order, the integration breaks, the halts.
+
+Built from `RunFacts.landing` (`review.landinglog`, derived once from the event log);
+`review.report.runreport` lists it after the task table. A run recorded before landing
+(no landing event, no `order`) has no landing section.
+"""
+
+from __future__ import annotations
+
+from codefleet.review.facts import RunFacts, since_start
+from codefleet.review.landinglog import LandingFacts
+from codefleet.review.report.reportblocks import Block, Facts, Para, Section, Table, seconds
+
+__all__ = ["landing_section", "landing_summary"]
+
+
+def landing_summary(landing: LandingFacts) -> str:
+    """Landing in one line: how many landed, the breaks reworked, the halts."""
+    breaks, reworked = len(landing.breaks), sum(b.reworked for b in landing.breaks)
+    text = f"{len(landing.orders)} landed in order · {breaks} integration break(s), {reworked} reworked"
+    halted = " (still halted)" if landing.halted else ""
+    return f"{text} · {len(landing.halts)} halt(s){halted}"
+
+
+def landing_section(facts: RunFacts) -> Section | None:
+    """The tasks in landing order, the integration breaks and how they were reworked, the halts."""
+    landing = facts.landing
+    if not landing.seen:
+        return None
+    titles = {t["id"]: str(t["title"]) for t in facts.record.tasks}
+    per = landing.checks_per_landed
+    checks = sum(c.verdict is not None for c in landing.checks)
+    blocks: list[Block] = [
+        Facts(
+            (
+                ("landed", landing_summary(landing)),
+                ("landing checks", f"{checks}" + (f" ({per:.2f} per landed task)" if per else "")),
+            )
+        )
+    ]
+    order_rows = tuple(
+        (
+            f"#{x.order}",
+            x.task_id,
+            titles.get(x.task_id, ""),
+            seconds(since_start(facts, x.at)),
+            seconds(x.waited_s) if x.waited_s is not None else "—",
+            ", ".join(x.checks) or "no check",
+        )
+        for x in landing.landed
+    )
+    if order_rows:
+        columns = ("order", "task", "title", "landed at", "waited", "checks passed")
+        blocks.append(Table(columns, order_rows, tuple("ok" for _ in order_rows)))
+    if landing.breaks:
+        blocks.append(Para("Integration breaks: the later task is rolled back and reworked."))
+        rows = tuple(
+            (
+                b.task_id,
+                str(b.attempt),
+                b.check,
+                ", ".join(b.conflicts_with) or "—",
+                "reworked and landed" if b.reworked else "not landed",
+                b.output_tail[-160:],
+            )
+            for b in landing.breaks
+        )
+        columns = ("task", "attempt", "check", "conflicts with", "then", "output")
+        blocks.append(
+            Table(columns, rows, tuple("ok" if b.reworked else "bad" for b in landing.breaks))
+        )
+    for h in landing.halts:
+        when = seconds(since_start(facts, h.at))
+        then = (
+            f"resumed at {seconds(since_start(facts, h.resumed_at))} ({h.reason or 'operator'})"
+            if h.resumed_at
+            else "still halted: `codefleet landing resume` after a fix"
+        )
+        text = (
+            f"Landing halted at {when}: the landed tree alone fails `{h.check}` "
+            f"(last landed {h.last_landed or '—'}); {then}."
+        )
+        blocks.append(Para(text, "warn" if h.resumed_at else "bad"))
+    data = {
+        "order": [
+            {
+                "order": x.order,
+                "task_id": x.task_id,
+                "waited_s": x.waited_s,
+                "checks": list(x.checks),
+            }
+            for x in landing.landed
+        ],
+        "checks": checks,
+        "checks_per_landed": round(per, 3) if per is not None else None,
+        "breaks": [
+            {
+                "task_id": b.task_id,
+                "attempt": b.attempt,
+                "check": b.check,
+                "conflicts_with": list(b.conflicts_with),
+                "reworked": b.reworked,
+            }
+            for b in landing.breaks
+        ],
+        "halts": [
+            {"check": h.check, "last_landed": h.last_landed, "resumed": h.resumed_at is not None}
+            for h in landing.halts
+        ],
+        "waiting": list(landing.waiting),
+    }
+    return Section("landing", "Landing", tuple(blocks), data)

@@ -1,0 +1,449 @@
+"""The HTTP surface: a thin FastAPI layer over the engine, plus the SSE stream.
+
+Routes parse and validate (Pydantic, in `wire`), call ONE engine method, and
+shape the answer. Every error leaves in the one envelope
+`{"error": {"code", "message", "detail"}}`: domain refusals with their own
+status, validation problems as 422 (without echoing the input back), an
+oversized body as 413, and anything unexpected as a logged 500.
+
+Handlers are `async` and call the engine synchronously, so each transition
+runs whole on the event loop thread: the engine needs no locks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Receive, Scope, Send
+
+from codefleet import __version__
+from codefleet.analysis.graphanalysis import analyse
+from codefleet.api.wire import (
+    AnswerBody,
+    BudgetBody,
+    ChecksBody,
+    CommitsBody,
+    FleetBody,
+    GraphBody,
+    MessageBody,
+    SequenceSpec,
+    TaskSpec,
+    check_commands,
+    check_resources,
+)
+from codefleet.config import Settings
+from codefleet.coord.engine import Engine
+from codefleet.coord.engineview import EngineReads
+from codefleet.coord.opening import close_engine, open_engine
+from codefleet.coord.policy.engineconfig import engine_config
+from codefleet.coord.tables.sequences import first_value
+from codefleet.coord.tables.validation import NewTask
+from codefleet.errors import DomainError, Forbidden, InvalidGraph
+from codefleet.gcpolicy import collector_off
+from codefleet.models import MAX_INT, EventType, ShellMode, TaskStatus
+from codefleet.paths import TreeRoot
+from codefleet.readmodel.readapi import Reads
+from codefleet.review.collisionstats import fleet_stats, stats_json
+from codefleet.review.facts import run_facts
+from codefleet.review.runrecord import RunRecord
+from codefleet.server.front import Front
+from codefleet.server.landing_routes import install_landing_routes
+from codefleet.server.lock import ServerLock
+from codefleet.server.loopwatch import LoopWatch
+from codefleet.server.pages import install_web
+from codefleet.server.person_routes import install_interactive
+from codefleet.server.resource_routes import install_resource_routes
+from codefleet.server.sse import EventHub, EventStream
+from codefleet.statedir import ensure_tree_id
+from codefleet.transport.fastpath import FastPath
+from codefleet.transport.guards import Guards
+from codefleet.transport.hostcheck import HostNames
+from codefleet.transport.routes import install_runner_routes
+from codefleet.treelock import TreeLock
+
+__all__ = ["FleetApp", "create_app"]
+
+log = logging.getLogger(__name__)
+
+
+def sequence_starts(root: Path, specs: Mapping[str, SequenceSpec]) -> dict[str, int]:
+    """Each sequence's first value (`start_after` globs the tree: off the loop)."""
+    return {name: first_value(root, name, spec.model_dump()) for name, spec in specs.items()}
+
+
+def new_task(spec: TaskSpec) -> NewTask:
+    """The engine's record of one validated task spec (its fields, read once)."""
+    return NewTask(
+        spec.title,
+        spec.id,
+        spec.description,
+        spec.priority,
+        spec.file_scope,
+        spec.depends_on,
+        spec.max_attempts,
+        spec.verify,
+        spec.estimate_min,
+        None if spec.agent is None else spec.agent.value,
+        None if spec.on_stale_read is None else spec.on_stale_read.value,
+        spec.ask,
+        ShellMode.of(spec.shell, spec.shell_network),
+        tuple(spec.resources),
+    )
+
+
+class FleetApp(FastAPI):
+    """FastAPI behind `front`: uvicorn's every request meets the guards and the fast path first."""
+
+    front: Front | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.front is None:
+            await super().__call__(scope, receive, send)
+        else:
+            await self.front(scope, receive, send)
+
+    async def behind(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """FastAPI itself: what `front` hands on."""
+        await super().__call__(scope, receive, send)
+
+
+class PartsResponse(Response):
+    """A JSON body sent in its parts, in order: the cached 6 MB is never copied into one."""
+
+    media_type = "application/json"
+
+    def __init__(self, parts: tuple[bytes, ...]) -> None:
+        self.parts = parts
+        super().__init__(headers={"content-length": str(sum(len(p) for p in parts))})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        last = len(self.parts) - 1
+        for n, part in enumerate(self.parts):
+            await send({"type": "http.response.body", "body": part, "more_body": n < last})
+
+
+def _json(data: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(data, status_code=status)
+
+
+def _raw_json(body: bytes) -> Response:
+    return Response(body, media_type="application/json")
+
+
+def _require_dirs(settings: Settings) -> None:
+    if not settings.workdir.is_dir():
+        raise FileNotFoundError(
+            f"working tree {settings.workdir} does not exist or is not a directory"
+        )
+    if not settings.db.parent.is_dir():
+        raise FileNotFoundError(f"the database's directory {settings.db.parent} does not exist")
+
+
+def listen_url(settings: Settings) -> str:
+    """Where this server listens, as a client on this host reaches it (its tree's record)."""
+    return settings.model_copy(update={"server_url": None}).url
+
+
+def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
+    """The engine over the settings' database (checked first) and tree."""
+    tree = TreeRoot(
+        settings.workdir, protected=[settings.db, settings.run_dir], names=settings.protected_names
+    )
+    tree_id = ensure_tree_id(tree.root)  # what a runner on any mount of the tree registers with
+    publish = hub.publish if hub else None
+    return open_engine(settings.db, tree, engine_config(settings), publish, tree_id=tree_id)
+
+
+def _locked_engine(settings: Settings, hub: EventHub) -> tuple[TreeLock, ServerLock, Engine]:
+    """The tree's lock, then the database's, then the engine; what was taken is let go
+    when a later step fails (docs/decisions.md, "One lock per tree")."""
+    tree_lock = TreeLock.acquire(settings.workdir, listen_url(settings), settings.db.resolve())
+    try:
+        lock = ServerLock.acquire(settings.db)  # before anything reads or repairs the database
+    except BaseException:
+        tree_lock.release()
+        raise
+    try:
+        return tree_lock, lock, build_engine(settings, hub)
+    except BaseException:
+        lock.release()
+        tree_lock.release()
+        raise
+
+
+def create_app(settings: Settings) -> FleetApp:
+    """The app over its engine; holds the tree's lock and the database's until shutdown."""
+    hub = EventHub(max_streams=settings.max_streams)
+    _require_dirs(settings)
+    tree_lock, lock, engine = _locked_engine(settings, hub)
+    reads = Reads(EngineReads(engine), settings.stale_after)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        engine.attach(asyncio.get_running_loop())
+        hub.attach(asyncio.get_running_loop())
+        watch.attach(asyncio.get_running_loop())
+        ticker = asyncio.create_task(engine.run_ticker())
+        engine.kick()
+        try:
+            yield
+        finally:
+            watch.close()
+            ticker.cancel()
+            with suppress(asyncio.CancelledError):
+                await ticker
+            hub.close()
+            reads.close()
+            close_engine(engine)
+            lock.release()
+            tree_lock.release()
+
+    watch = LoopWatch()  # the time the loop could not run does not count against heartbeats
+    engine.deaf_seconds = watch.deaf_seconds
+    app = FleetApp(title="CodeFleet", version=__version__, lifespan=lifespan)
+    app.state.engine = engine
+    app.state.hub = hub
+    app.state.lock = lock
+    app.state.tree_lock = tree_lock
+    _install_errors(app)
+    guards = Guards.of(settings.token, HostNames(settings.allowed_host_names, settings.host))
+    app.front = Front(app.behind, guards, FastPath(engine), _internal)
+    install_runner_routes(app, engine, settings)
+    _operator_routes(app, engine, reads, settings)
+    _person_routes(app, engine)
+    _fleet_routes(app, engine, reads, settings)
+    _limits_routes(app, engine)
+    _stats_routes(app, reads)
+    _event_routes(app, reads.engine, hub)
+    install_interactive(app, engine)
+    install_resource_routes(app, engine, reads)
+    install_landing_routes(app, engine)
+    install_web(app)
+    return app
+
+
+def _install_errors(app: FastAPI) -> None:
+    @app.exception_handler(DomainError)
+    async def domain_error(_: Request, exc: DomainError) -> JSONResponse:
+        return _json(exc.envelope(), exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in exc.errors()
+        ]
+        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+        where = ".".join(str(p) for p in first["loc"])
+        message = f"{where}: {first['msg']}" if where else str(first["msg"])
+        body = {
+            "error": {"code": "invalid_request", "message": message, "detail": {"errors": errors}}
+        }
+        return _json(body, 422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(
+            exc.status_code, "http_error"
+        )
+        return _json(
+            {"error": {"code": code, "message": str(exc.detail), "detail": {}}}, exc.status_code
+        )
+
+    app.add_exception_handler(Exception, _internal)
+
+
+async def _internal(_: Request, exc: Exception) -> Response:
+    """The answer to an unexpected exception, on FastAPI's routes and on the fast path."""
+    log.exception("unhandled error")  # an infrastructure fault, never a refusal
+    body = {"error": {"code": "internal", "message": type(exc).__name__, "detail": {}}}
+    return _json(body, 500)
+
+
+def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings) -> None:
+    @app.post("/tasks", status_code=201)
+    async def create(body: GraphBody) -> JSONResponse:
+        with collector_off():  # a load's allocations would set off full collections
+            specs = [new_task(spec) for spec in body.tasks]
+        # The heavy half (a stat per scope path) runs off the loop, so heartbeats are still
+        # read meanwhile; the commit re-checks against the state of the moment, on the loop.
+        commands = check_commands(body.checks)
+        known = sorted({str(r["name"]) for r in reads.engine.checks()} | set(commands))
+        if body.integration is not None and body.integration not in known:
+            raise InvalidGraph(
+                f"integration: there is no check named {body.integration!r}; the known "
+                f"checks are: {', '.join(known) or '(none)'}",
+                {"problem": "unknown_check", "check": body.integration, "known": known},
+            )
+        prepared = await asyncio.to_thread(engine.prepare_tasks, specs, commands)
+        starts = await asyncio.to_thread(sequence_starts, engine.tree.root, body.sequences)
+        engine.define_sequences(starts)  # a counter only ever rises: harmless if the load fails
+        with collector_off():
+            created = engine.commit_tasks(prepared, frozenset(body.redefine))
+        engine.define_check_resources(check_resources(body.checks))
+        if body.integration is not None:
+            engine.set_integration(body.integration)
+        made = set(created)
+        redefined = [t for t in prepared.ids if t not in made]
+        return _json({"created": created, "redefined": redefined}, 201)
+
+    @app.get("/checks")
+    async def checks() -> JSONResponse:
+        return _json({"checks": reads.engine.checks()})
+
+    @app.post("/checks")
+    async def define_checks(body: ChecksBody) -> JSONResponse:
+        defined = engine.define_checks(check_commands(body.checks))
+        engine.define_check_resources(check_resources(body.checks))
+        return _json(defined)
+
+    @app.get("/tasks")
+    async def tasks(
+        status: TaskStatus | None = None,
+        limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
+        offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+    ) -> JSONResponse:
+        return _json({"tasks": reads.tasks(status, limit, offset)})
+
+    @app.get("/tasks/{task_id}")
+    async def task(task_id: str) -> JSONResponse:
+        return _json(reads.task(task_id))
+
+    @app.get("/tasks/{task_id}/patch", response_model=None)
+    async def patch(
+        task_id: str, format: Annotated[str, Query(pattern="^(text|json)$")] = "text"
+    ) -> Response:
+        found = reads.patch(task_id)
+        if format == "json":
+            return _json(found)
+        text = "".join(f["diff"] for f in found["files"])
+        return Response(text, media_type="text/x-diff")
+
+    @app.post("/tasks/{task_id}/cancel")
+    async def cancel(task_id: str) -> JSONResponse:
+        return _json(engine.cancel(task_id))
+
+    @app.post("/tasks/{task_id}/retry")
+    async def retry(task_id: str) -> JSONResponse:
+        return _json(engine.retry(task_id))
+
+
+def _person_routes(app: FastAPI, engine: Engine) -> None:
+    """A person in the loop: messages to tasks, the agents' open questions and their answers
+    (operator actions: the token when the server has one)."""
+
+    @app.post("/tasks/{task_id}/messages", status_code=201)
+    async def say(task_id: str, body: MessageBody) -> JSONResponse:
+        return _json(engine.say(task_id, body.text), 201)
+
+    @app.post("/tasks/{task_id}/answers")
+    async def answer(task_id: str, body: AnswerBody) -> JSONResponse:
+        return _json(engine.answer(task_id, body.text, body.question_id).to_json())
+
+    @app.get("/questions")
+    async def questions() -> JSONResponse:
+        return _json({"questions": [q.to_json() for q in engine.open_questions()]})
+
+
+def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings) -> None:
+    @app.get("/agents")
+    async def agents() -> JSONResponse:
+        return _json({"agents": reads.agents()})
+
+    @app.get("/leases")
+    async def leases() -> JSONResponse:
+        return _json({"leases": reads.leases()})
+
+    @app.get("/conflicts")
+    async def conflicts(resolved: bool | None = None) -> Response:
+        return _raw_json(await reads.conflicts_json(resolved))
+
+    @app.get("/graph")
+    async def graph(runners: Annotated[int | None, Query(ge=1, le=256)] = None) -> JSONResponse:
+        """`graph check`'s analysis of the stored graph, computed off the event loop."""
+        planned = reads.planned()  # a snapshot, read on the loop like every other read
+        found = await asyncio.to_thread(analyse, planned, runners or settings.runners)
+        return _json({"runners": runners or settings.runners, **found.to_json()})
+
+    @app.get("/state")
+    async def state() -> Response:
+        return PartsResponse(await reads.state_json())
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        return _json(reads.health())
+
+    @app.post("/fleet/started")
+    async def fleet_started(body: FleetBody) -> JSONResponse:
+        return _json(engine.fleet_event("fleet_started", body.model_dump(exclude_none=True)))
+
+    @app.post("/fleet/finished")
+    async def fleet_finished(body: FleetBody) -> JSONResponse:
+        return _json(engine.fleet_event("run_finished", body.model_dump(exclude_none=True)))
+
+    @app.post("/commits")
+    async def commits(body: CommitsBody) -> JSONResponse:
+        pairs = [(c.task_id, c.commit) for c in body.commits]
+        return _json(engine.record_commits(body.branch, pairs))
+
+    @app.post("/reset")
+    async def reset() -> JSONResponse:
+        if not settings.allow_reset:
+            raise Forbidden("reset is disabled; set CODEFLEET_ALLOW_RESET=1 on the server")
+        engine.reset()
+        return _json({"reset": True})
+
+
+def _limits_routes(app: FastAPI, engine: Engine) -> None:
+    """The fleet's limits: lift a usage-limit pause by hand; set the fleet's budget."""
+
+    @app.post("/fleet/resume")
+    async def resume() -> JSONResponse:
+        return _json(engine.resume())
+
+    @app.post("/fleet/budget")
+    async def budget(body: BudgetBody) -> JSONResponse:
+        return _json(engine.set_budget(body.max_cost_usd, body.hard))
+
+
+def _stats_routes(app: FastAPI, reads: Reads) -> None:
+    @app.get("/stats")
+    async def stats() -> JSONResponse:
+        """`codefleet stats`' figures for the dashboard: read on the loop, computed off it."""
+        record = reads.record()
+        return _json(await asyncio.to_thread(_stats_of, record))
+
+
+def _stats_of(record: RunRecord) -> dict[str, Any]:
+    return stats_json(fleet_stats(run_facts(record)))
+
+
+def _event_routes(app: FastAPI, engine: EngineReads, hub: EventHub) -> None:
+    @app.get("/events")
+    async def events(
+        since: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+        type: EventType | None = None,
+    ) -> JSONResponse:
+        return _json({"events": engine.events(since, limit, type)})
+
+    @app.get("/events/stream")
+    async def stream(
+        request: Request,
+        since: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+        last_event_id: Annotated[
+            int | None, Header(alias="Last-Event-ID", ge=0, le=MAX_INT)
+        ] = None,
+    ) -> EventStream:
+        cursor = last_event_id if last_event_id is not None else since
+        return EventStream(hub, engine, cursor)
