@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import itertools
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,11 +15,11 @@ from codefleet.fileparts import (
     PartChange,
     PartKind,
     Preimage,
+    apply_edit,
+    apply_multi_edit,
     canonical_part_key,
     changed_parts,
-    apply_edit,
     keys_conflict,
-    apply_multi_edit,
     part_key,
     parts_of,
     preimages,
@@ -116,7 +118,7 @@ def test_the_parts_tile_the_file_so_their_texts_concatenate_to_it():
     assert parts is not None
     assert "".join(p.text for p in parts) == API
     assert parts[0].first == 1
-    assert all(a.last + 1 == b.first for a, b in zip(parts, parts[1:], strict=False))
+    assert all(a.last + 1 == b.first for a, b in itertools.pairwise(parts))
     assert parts[-1].last == API.count("\n")
 
 
@@ -184,7 +186,9 @@ def test_an_expression_statement_is_named_by_its_whole_text_so_similar_calls_dif
 
 
 def test_a_compound_statement_is_named_by_its_header_line():
-    text = "for x in range(3):\n    print(x)\nwhile ready():  # wait\n    pass\nwith lock:\n    go()\n"
+    text = (
+        "for x in range(3):\n    print(x)\nwhile ready():  # wait\n    pass\nwith lock:\n    go()\n"
+    )
     assert names(text) == ["<for x in range(3)>", "<while ready()>", "<with lock>"]
 
 
@@ -306,7 +310,9 @@ def test_a_method_change_changes_only_its_class():
 
 def test_an_edit_spanning_two_functions_changes_both():
     old = "def f():\n    return 1\n\n\ndef g():\n    return 2\n\n\ndef h():\n    return 3\n"
-    new = old.replace("return 1\n\n\ndef g():\n    return 2", "return 10\n\n\ndef g():\n    return 20")
+    new = old.replace(
+        "return 1\n\n\ndef g():\n    return 2", "return 10\n\n\ndef g():\n    return 20"
+    )
     assert change(old, new) == {"f", "g"}
 
 
@@ -323,9 +329,7 @@ def test_a_docstring_edit_changes_the_header():
 
 def test_an_import_edit_changes_the_import_block():
     assert change(API, API.replace("import os\n", "import os\nimport sys\n")) == {"<imports>"}
-    assert change(API, API.replace("    from collections.abc", "    from typing")) == {
-        "<imports>"
-    }
+    assert change(API, API.replace("    from collections.abc", "    from typing")) == {"<imports>"}
 
 
 def test_adding_a_function_at_the_end_takes_only_the_new_name():
@@ -428,9 +432,7 @@ def test_a_two_thousand_line_module_maps_a_one_function_edit_to_that_function():
     old = generated_module(340)
     assert old.count("\n") >= 2000
     new = old.replace("y = x + 200\n", "y = x + 200 + 1\n")
-    assert changed_parts(old, new) == PartChange(
-        frozenset({"func_200"}), frozenset(), frozenset()
-    )
+    assert changed_parts(old, new) == PartChange(frozenset({"func_200"}), frozenset(), frozenset())
 
 
 def test_mapping_a_write_parses_each_side_once(monkeypatch: pytest.MonkeyPatch):
@@ -624,7 +626,7 @@ def test_preimages_record_text_and_predecessor_and_none_for_added_names():
 
 
 def test_fileparts_imports_only_the_standard_library():
-    source = open(fileparts.__file__, encoding="utf-8").read()
+    source = Path(fileparts.__file__).read_text(encoding="utf-8")
     imported = {
         (alias.name if isinstance(node, ast.Import) else node.module or "").split(".")[0]
         for node in ast.walk(ast.parse(source))
