@@ -98,10 +98,11 @@ class PartChange:
 
 @dataclass(frozen=True, slots=True)
 class Preimage:
-    """A part as it was before an attempt (None: the attempt added it) and the part above it."""
+    """A part as it was before an attempt (None: the attempt added it), and its neighbours then."""
 
     text: str | None
-    after: str | None
+    after: str | None  # the part above it (None: it was first)
+    before: str | None = None  # the part below it (None: it was last)
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,13 +411,13 @@ def _moved_between_parts(
 
 
 def preimages(old_text: str | bytes, names: Iterable[str]) -> dict[str, Preimage] | None:
-    """Each named part of `old_text` with the part above it; None text for a name it lacks."""
+    """Each named part of `old_text` with its neighbours; None text for a name it lacks."""
     parts = parts_of(old_text)
     if parts is None:
         return None
-    found = {
-        p.name: Preimage(p.text, parts[k - 1].name if k else None) for k, p in enumerate(parts)
-    }
+    above: list[str | None] = [None, *(p.name for p in parts[:-1])]
+    below: list[str | None] = [*(p.name for p in parts[1:]), None]
+    found = {p.name: Preimage(p.text, a, b) for p, a, b in zip(parts, above, below, strict=True)}
     return {name: found.get(name, Preimage(None, None)) for name in names}
 
 
@@ -424,7 +425,7 @@ def restore_parts(current_text: str, taken: Mapping[str, Preimage]) -> str | Non
     """`current_text` with each taken part put back as it was; every other part as it is.
 
     A part the attempt added is removed; one it deleted goes back after the part that was
-    above it (else at the end). None when the current text has no parts or the result does
+    above it (if that is gone, before the one that was below; else at the end). None when the current text has no parts or the result does
     not hold exactly the parts it should: the caller restores the whole file.
     """
     parts = parts_of(current_text)
@@ -433,8 +434,11 @@ def restore_parts(current_text: str, taken: Mapping[str, Preimage]) -> str | Non
     texts = {p.name: p.text for p in parts}
     added = {name for name, pre in taken.items() if pre.text is None}
     order = [p.name for p in parts if p.name not in added]
-    deleted = {n: pre.after for n, pre in taken.items() if pre.text is not None and n not in texts}
+    deleted = {n: pre for n, pre in taken.items() if pre.text is not None and n not in texts}
     texts |= {name: pre.text for name, pre in taken.items() if pre.text is not None}
+    for name in order[:]:
+        if name in taken:
+            _unmove(order, name, taken[name], taken)
     _reinsert(order, deleted)
     result = _joined([texts[name] for name in order], current_text)
     again = parts_of(result)
@@ -443,16 +447,47 @@ def restore_parts(current_text: str, taken: Mapping[str, Preimage]) -> str | Non
     return result
 
 
-def _reinsert(order: list[str], after: dict[str, str | None]) -> None:
-    """Put each missing name after its predecessor once that is placed; the rest at the end."""
-    while after:
-        ready = [n for n, above in after.items() if above is None or above in order]
-        if not ready:
-            order.extend(after)
+def _unmove(order: list[str], name: str, pre: Preimage, taken: Mapping[str, Preimage]) -> None:
+    """Move a part back past an untaken neighbour it is now on the other side of (the attempt
+    moved it). Parts others added in between stay: only an inverted pair counts."""
+    at = order.index(name)
+    if pre.after in order and pre.after not in taken and order.index(pre.after) > at:
+        order.remove(name)
+        order.insert(order.index(pre.after) + 1, name)
+    elif pre.before in order and pre.before not in taken and order.index(pre.before) < at:
+        order.remove(name)
+        order.insert(order.index(pre.before), name)
+
+
+def _reinsert(order: list[str], deleted: dict[str, Preimage]) -> None:
+    """Place each deleted part once its neighbour is placed; unplaceable ones at the end."""
+    while deleted:
+        placed = False
+        for name, pre in list(deleted.items()):
+            at = _position(order, pre, deleted)
+            if at is not None:
+                order.insert(at, name)
+                del deleted[name]
+                placed = True
+        if not placed:
+            order.extend(deleted)
             return
-        for name in ready:
-            above = after.pop(name)
-            order.insert(0 if above is None else order.index(above) + 1, name)
+
+
+def _position(order: list[str], pre: Preimage, waiting: Mapping[str, Preimage]) -> int | None:
+    """After the part that was above; if that is gone, before the one that was below; else the
+    end. None: wait, that neighbour is itself still to be put back."""
+    if pre.after is None:
+        return 0
+    if pre.after in order:
+        return order.index(pre.after) + 1
+    if pre.after in waiting:
+        return None
+    if pre.before in order:
+        return order.index(pre.before)
+    if pre.before in waiting:
+        return None
+    return len(order)
 
 
 def _joined(texts: list[str], current: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import random
 import sys
 from pathlib import Path
 
@@ -617,7 +618,7 @@ def test_preimages_of_an_unparsable_file_are_none():
 def test_preimages_record_text_and_predecessor_and_none_for_added_names():
     taken = preimages(API, {"handle", "new"})
     assert taken == {
-        "handle": Preimage(part(API, "handle").text, after="LIMIT"),
+        "handle": Preimage(part(API, "handle").text, after="LIMIT", before="Router"),
         "new": Preimage(None, after=None),
     }
 
@@ -638,3 +639,61 @@ def test_fileparts_imports_only_the_standard_library():
         f"{imported - stdlib}: fileparts runs in the hook and in the server: standard library only"
     )
     assert "ast" in imported and "difflib" in imported
+
+
+# -- a referee over many small random edits (seeded, so each run is the same) ------------------
+
+
+def mutated(rng: random.Random, text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    for _ in range(rng.randint(1, 3)):
+        k = rng.randrange(len(lines))
+        match rng.randrange(5):
+            case 0:
+                del lines[k]
+            case 1:
+                lines.insert(k, lines[rng.randrange(len(lines))])
+            case 2:
+                lines.insert(k, "\n")
+            case 3:
+                lines[k] = lines[k].replace("x", "z", 1)
+            case _:
+                j = rng.randrange(len(lines))
+                lines[k], lines[j] = lines[j], lines[k]
+    return "".join(lines)
+
+
+def without_leading_blanks(text: str) -> str:
+    return text.lstrip("\r\n \t")
+
+
+def test_over_random_edits_no_part_outside_the_change_differs_and_restore_puts_every_part_back():
+    base = '"""Doc."""\n\nimport os\n\nX = 1\n' + "".join(
+        f"\n\n# about f{k}\n@dec\ndef f{k}(x):\n    y = x + {k}\n\n    return y\n" for k in range(6)
+    )
+    base += "\n\nif __name__ == '__main__':\n    f0(1)\n"
+    rng = random.Random(42)
+    mapped = 0
+    for _ in range(600):
+        new = mutated(rng, base)
+        found = changed_parts(base, new)
+        if found is None:
+            continue
+        mapped += 1
+        old_parts = {p.name: p.text for p in parts_of(base) or []}
+        new_parts = {p.name: p.text for p in parts_of(new) or []}
+        for name in (old_parts.keys() | new_parts.keys()) - found.names:
+            assert name in old_parts and name in new_parts, (name, new)
+            assert without_leading_blanks(old_parts[name]) == without_leading_blanks(
+                new_parts[name]
+            ), (name, new)
+        restored = restore_parts(new, preimages(base, found.names) or {})
+        if restored is not None:  # every part's text is back; a moved one may stay moved
+            assert sorted(map(without_leading_blanks, restored_texts(restored))) == sorted(
+                map(without_leading_blanks, old_parts.values())
+            ), new
+    assert mapped > 400
+
+
+def restored_texts(text: str) -> list[str]:
+    return [p.text for p in parts_of(text) or []]
