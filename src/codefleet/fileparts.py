@@ -1,0 +1,569 @@
+"""The parts of a Python module, the parts a write changes, and putting parts back.
+
+A part is one top-level unit of a module, named so that the name survives
+unrelated edits: `<header>` (the docstring, or without one the comments above
+the first statement), `<imports>` (the first run of top-level imports, with
+`try:` imports and `if TYPE_CHECKING:` imports), each definition by its name
+(`handle`, `Router`, `LIMIT`, `a,b` for `a, b = ...`), and any other statement
+by its own text (`<if __name__ == "__main__">`, `<app.add_middleware(Cors)>`).
+A part owns the lines from the end of the part above it through its own end:
+the blank lines, comments and decorators above it, and for the last part the
+tail of the file, so the parts tile the file. Blank lines between parts belong
+to nobody in particular: a change to them alone takes the part that owns them.
+
+Limits: Python only, parsed with `ast`; a text that does not parse, is not
+UTF-8, starts with a byte-order mark, or defines one name in two places that
+are not adjacent has no parts (None), and its caller takes the whole file.
+Adjacent same-named definitions (`@overload`s) and statements sharing a line
+are one part. A lease key for a part is `path::name`; a path that contains
+`::` has no part keys and is leased whole. Standard library only: both the
+hook side and the server import it.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import itertools
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+__all__ = [
+    "HEADER",
+    "IMPORTS",
+    "MAX_NAME_CHARS",
+    "PART_SEPARATOR",
+    "Part",
+    "PartChange",
+    "PartKind",
+    "Preimage",
+    "apply_edit",
+    "apply_multi_edit",
+    "canonical_part_key",
+    "changed_parts",
+    "keys_conflict",
+    "part_key",
+    "parts_of",
+    "preimages",
+    "restore_parts",
+    "split_part_key",
+]
+
+HEADER: Final = "<header>"
+IMPORTS: Final = "<imports>"
+PART_SEPARATOR: Final = "::"
+MAX_NAME_CHARS: Final = 80  # a statement's name past this is cut and ends in a digest
+RESOURCE_KEY_START: Final = "/"  # a resource key (`resources.RESOURCE_PREFIX`), never a path
+# Python's own line breaks: not `str.splitlines`, which also breaks at \f, \v, \x1c, \u2028...
+_LINE: Final = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+class PartKind(StrEnum):
+    HEADER = "header"
+    IMPORTS = "imports"
+    FUNCTION = "function"
+    CLASS = "class"
+    ASSIGNMENT = "assignment"
+    STATEMENT = "statement"
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One part: its lines `first..last` (1-based, inclusive) and their exact text."""
+
+    name: str
+    kind: PartKind
+    first: int
+    last: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class PartChange:
+    """The parts a write changes: in both versions, only in the new one, only in the old."""
+
+    changed: frozenset[str]
+    added: frozenset[str]
+    deleted: frozenset[str]
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every name the write must hold: a rename holds both its old and its new name."""
+        return self.changed | self.added | self.deleted
+
+
+@dataclass(frozen=True, slots=True)
+class Preimage:
+    """A part as it was before an attempt (None: the attempt added it), and its neighbours then."""
+
+    text: str | None
+    after: str | None  # the part above it (None: it was first)
+    before: str | None = None  # the part below it (None: it was last)
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    name: str
+    kind: PartKind
+    first: int  # the first and last line of its code: decorators and comments above are not in it
+    last: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Index:
+    """A parsed text: its lines, its parts, and per line the part that owns it (0-based)."""
+
+    lines: list[str]
+    parts: list[Part]
+    owner: list[int]
+    significant: list[bool]  # False: a blank line outside any part's code
+
+
+_NO_CHANGE: Final = PartChange(frozenset(), frozenset(), frozenset())
+
+# -- parts -------------------------------------------------------------------------------------
+
+
+def parts_of(text: str | bytes) -> list[Part] | None:
+    """The module's parts in file order, or None when they cannot be told (see the module doc)."""
+    index = _index(text)
+    return None if index is None else index.parts
+
+
+def _index(text: str | bytes) -> _Index | None:
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):  # ValueError: a null byte
+        return None
+    lines = _LINE.findall(text)
+    units = _units(tree.body, lines)
+    if units is None:
+        return None
+    return _tile(units, lines)
+
+
+def _units(body: list[ast.stmt], lines: list[str]) -> list[_Unit] | None:
+    """The parts' code spans in order; None when one name is defined in two places."""
+    if not body:
+        return [_Unit(HEADER, PartKind.HEADER, 1, len(lines))] if lines else []
+    units: list[_Unit] = []
+    rest = body
+    if _is_docstring(body[0]):
+        units.append(_Unit(HEADER, PartKind.HEADER, 1, _end(body[0])))
+        rest = body[1:]
+    else:
+        above = [n for n, line in enumerate(lines[: _start(body[0]) - 1], 1) if line.strip()]
+        if above:
+            units.append(_Unit(HEADER, PartKind.HEADER, 1, above[-1]))
+    imports = 0
+    while imports < len(rest) and _import_like(rest[imports]):
+        imports += 1
+    if imports:
+        units.append(_Unit(IMPORTS, PartKind.IMPORTS, _start(rest[0]), _end(rest[imports - 1])))
+    for node in rest[imports:]:
+        name, kind = _name(node, lines)
+        previous = units[-1] if units else None
+        if previous and (_start(node) <= previous.last or previous.name == name):
+            units[-1] = _Unit(previous.name, previous.kind, previous.first, _end(node))
+        else:
+            units.append(_Unit(name, kind, _start(node), _end(node)))
+    if len({u.name for u in units}) < len(units):
+        return None
+    return units
+
+
+def _tile(units: list[_Unit], lines: list[str]) -> _Index:
+    """Give each part the lines from the end of the code above it through its own code's end."""
+    ends = [
+        _with_indented_comments(u.last, lines, nxt.first) for u, nxt in itertools.pairwise(units)
+    ]
+    ends += [len(lines)] if units else []
+    parts: list[Part] = []
+    owner: list[int] = []
+    significant = [bool(line.strip()) for line in lines]
+    first = 1
+    for k, (unit, last) in enumerate(zip(units, ends, strict=True)):
+        parts.append(Part(unit.name, unit.kind, first, last, "".join(lines[first - 1 : last])))
+        owner.extend([k] * (last - first + 1))
+        significant[unit.first - 1 : unit.last] = [True] * (unit.last - unit.first + 1)
+        first = last + 1
+    return _Index(lines, parts, owner, significant)
+
+
+def _with_indented_comments(last: int, lines: list[str], before: int) -> int:
+    """Extend a part's code over the indented comments right below it (a body's last lines)."""
+    while last + 1 < before and lines[last][:1] in (" ", "\t") and lines[last].lstrip()[:1] == "#":
+        last += 1
+    return last
+
+
+def _start(node: ast.stmt) -> int:
+    decorators = getattr(node, "decorator_list", None)
+    return min(d.lineno for d in decorators) if decorators else node.lineno
+
+
+def _end(node: ast.stmt) -> int:
+    return node.end_lineno or node.lineno
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    )
+
+
+def _import_like(node: ast.stmt) -> bool:
+    """An import, a `try:` of imports, or an `if TYPE_CHECKING:` of imports."""
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return True
+    if isinstance(node, ast.If):
+        test = node.test
+        checking = (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+            isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+        )
+        return checking and all(_import_or_pass(s) for s in (*node.body, *node.orelse))
+    if isinstance(node, ast.Try):
+        fallbacks = [*node.orelse, *node.finalbody, *(s for h in node.handlers for s in h.body)]
+        return all(isinstance(s, ast.Import | ast.ImportFrom) for s in node.body) and all(
+            _import_or_pass(s) or isinstance(s, ast.Assign) for s in fallbacks
+        )
+    return False
+
+
+def _import_or_pass(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Import | ast.ImportFrom | ast.Pass)
+
+
+def _name(node: ast.stmt, lines: list[str]) -> tuple[str, PartKind]:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return node.name, PartKind.FUNCTION
+    if isinstance(node, ast.ClassDef):
+        return node.name, PartKind.CLASS
+    targets = _assigned(node)
+    if targets:
+        return ",".join(targets), PartKind.ASSIGNMENT
+    return _statement_name(_header_text(node, lines)), PartKind.STATEMENT
+
+
+def _assigned(node: ast.stmt) -> list[str] | None:
+    """The plain names an assignment binds, or None when it binds anything else."""
+    if isinstance(node, ast.AnnAssign):
+        return _target_names(node.target)
+    if isinstance(node, ast.Assign):
+        found: list[str] = []
+        for target in node.targets:
+            names = _target_names(target)
+            if names is None:
+                return None
+            found += names
+        return found
+    return None
+
+
+def _target_names(target: ast.expr) -> list[str] | None:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    if isinstance(target, ast.Tuple | ast.List):
+        found: list[str] = []
+        for element in target.elts:
+            names = _target_names(element)
+            if names is None:
+                return None
+            found += names
+        return found
+    return None
+
+
+def _header_text(node: ast.stmt, lines: list[str]) -> str:
+    """A compound statement's header (`if x`, `for a in b`), else the whole statement."""
+    match node:
+        case ast.If(test=test):
+            return f"if {_segment(test, lines)}"
+        case ast.While(test=test):
+            return f"while {_segment(test, lines)}"
+        case ast.For(target=target, iter=it) | ast.AsyncFor(target=target, iter=it):
+            prefix = "async for" if isinstance(node, ast.AsyncFor) else "for"
+            return f"{prefix} {_segment(target, lines)} in {_segment(it, lines)}"
+        case ast.With(items=items) | ast.AsyncWith(items=items):
+            prefix = "async with" if isinstance(node, ast.AsyncWith) else "with"
+            return f"{prefix} {', '.join(_with_item(item, lines) for item in items)}"
+        case ast.Try(body=body):
+            return f"try {_segment(body[0], lines)}"
+        case ast.Match(subject=subject):
+            return f"match {_segment(subject, lines)}"
+    return _segment(node, lines)
+
+
+def _with_item(item: ast.withitem, lines: list[str]) -> str:
+    text = _segment(item.context_expr, lines)
+    return f"{text} as {_segment(item.optional_vars, lines)}" if item.optional_vars else text
+
+
+def _segment(node: ast.stmt | ast.expr, lines: list[str]) -> str:
+    """A node's source (its offsets count UTF-8 bytes), whitespace runs made one space."""
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    start, end = node.col_offset, node.end_col_offset
+    if first == last:
+        text = lines[first].encode()[start:end].decode()
+    else:
+        head = lines[first].encode()[start:].decode()
+        tail = lines[last].encode()[:end].decode()
+        text = "".join((head, *lines[first + 1 : last], tail))
+    return " ".join(text.split())
+
+
+def _statement_name(text: str) -> str:
+    if len(text) + 2 <= MAX_NAME_CHARS:
+        return f"<{text}>"
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    return f"<{text[: MAX_NAME_CHARS - 12]}~{digest}>"
+
+
+# -- the parts a write changes -----------------------------------------------------------------
+
+
+def changed_parts(old_text: str | bytes, new_text: str | bytes) -> PartChange | None:
+    """The parts the write `old_text` -> `new_text` changes; None when a side has no parts.
+
+    Each changed line takes the part that owns it on its side (blank lines between parts only
+    when nothing else in their hunk changed); an unchanged line that moved from one part to
+    another takes both. Each side is parsed once.
+    """
+    if old_text == new_text:
+        return _NO_CHANGE
+    old, new = _index(old_text), _index(new_text)
+    if old is None or new is None:
+        return None
+    took_old: set[int] = set()
+    took_new: set[int] = set()
+    for tag, i1, i2, j1, j2 in _opcodes(old.lines, new.lines):
+        if tag == "equal":
+            _moved_between_parts(old, new, range(i1, i2), range(j1, j2), took_old, took_new)
+        else:
+            _changed_lines(old, new, range(i1, i2), range(j1, j2), took_old, took_new)
+    old_names = {p.name for p in old.parts}
+    new_names = {p.name for p in new.parts}
+    touched = {old.parts[k].name for k in took_old} | {new.parts[k].name for k in took_new}
+    return PartChange(
+        changed=frozenset(touched & old_names & new_names),
+        added=frozenset(touched - old_names),
+        deleted=frozenset(touched - new_names),
+    )
+
+
+def _opcodes(a: list[str], b: list[str]) -> Iterator[tuple[str, int, int, int, int]]:
+    """difflib's opcodes, with the common head and tail set aside first (most writes are small)."""
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    if head:
+        yield "equal", 0, head, 0, head
+    matcher = difflib.SequenceMatcher(None, a[head : len(a) - tail], b[head : len(b) - tail])
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        yield tag, i1 + head, i2 + head, j1 + head, j2 + head
+    if tail:
+        yield "equal", len(a) - tail, len(a), len(b) - tail, len(b)
+
+
+def _changed_lines(
+    old: _Index, new: _Index, a: range, b: range, took_old: set[int], took_new: set[int]
+) -> None:
+    olds = {old.owner[n] for n in a if old.significant[n]}
+    news = {new.owner[n] for n in b if new.significant[n]}
+    if not olds and not news:  # only blank lines between parts: their owners, never nothing
+        olds = {old.owner[n] for n in a}
+        news = {new.owner[n] for n in b}
+    took_old |= olds
+    took_new |= news
+
+
+def _moved_between_parts(
+    old: _Index, new: _Index, a: range, b: range, took_old: set[int], took_new: set[int]
+) -> None:
+    """Unchanged lines whose part changed name (a split import block, a dropped docstring)."""
+    names_a = [old.parts[k].name for k in old.owner[a.start : a.stop]]
+    names_b = [new.parts[k].name for k in new.owner[b.start : b.stop]]
+    if names_a == names_b:
+        return
+    for m, n, name_a, name_b in zip(a, b, names_a, names_b, strict=True):
+        if name_a != name_b and (old.significant[m] or new.significant[n]):
+            took_old.add(old.owner[m])
+            took_new.add(new.owner[n])
+
+
+# -- putting parts back ------------------------------------------------------------------------
+
+
+def preimages(old_text: str | bytes, names: Iterable[str]) -> dict[str, Preimage] | None:
+    """Each named part of `old_text` with its neighbours; None text for a name it lacks."""
+    parts = parts_of(old_text)
+    if parts is None:
+        return None
+    above: list[str | None] = [None, *(p.name for p in parts[:-1])]
+    below: list[str | None] = [*(p.name for p in parts[1:]), None]
+    found = {p.name: Preimage(p.text, a, b) for p, a, b in zip(parts, above, below, strict=True)}
+    return {name: found.get(name, Preimage(None, None)) for name in names}
+
+
+def restore_parts(current_text: str, taken: Mapping[str, Preimage]) -> str | None:
+    """`current_text` with each taken part put back as it was; every other part as it is.
+
+    A part the attempt added is removed; one it deleted goes back after the part that was
+    above it (if that is gone, before the one that was below; else at the end). None when the current text has no parts or the result does
+    not hold exactly the parts it should: the caller restores the whole file.
+    """
+    parts = parts_of(current_text)
+    if parts is None:
+        return None
+    texts = {p.name: p.text for p in parts}
+    added = {name for name, pre in taken.items() if pre.text is None}
+    order = [p.name for p in parts if p.name not in added]
+    deleted = {n: pre for n, pre in taken.items() if pre.text is not None and n not in texts}
+    texts |= {name: pre.text for name, pre in taken.items() if pre.text is not None}
+    for name in order[:]:
+        if name in taken:
+            _unmove(order, name, taken[name], taken)
+    _reinsert(order, deleted)
+    result = _joined([texts[name] for name in order], current_text)
+    again = parts_of(result)
+    if again is None or [p.name for p in again] != order:
+        return None
+    return result
+
+
+def _unmove(order: list[str], name: str, pre: Preimage, taken: Mapping[str, Preimage]) -> None:
+    """Move a part back past an untaken neighbour it is now on the other side of (the attempt
+    moved it). Parts others added in between stay: only an inverted pair counts."""
+    at = order.index(name)
+    if pre.after in order and pre.after not in taken and order.index(pre.after) > at:
+        order.remove(name)
+        order.insert(order.index(pre.after) + 1, name)
+    elif pre.before in order and pre.before not in taken and order.index(pre.before) < at:
+        order.remove(name)
+        order.insert(order.index(pre.before), name)
+
+
+def _reinsert(order: list[str], deleted: dict[str, Preimage]) -> None:
+    """Place each deleted part once its neighbour is placed; unplaceable ones at the end."""
+    while deleted:
+        placed = False
+        for name, pre in list(deleted.items()):
+            at = _position(order, pre, deleted)
+            if at is not None:
+                order.insert(at, name)
+                del deleted[name]
+                placed = True
+        if not placed:
+            order.extend(deleted)
+            return
+
+
+def _position(order: list[str], pre: Preimage, waiting: Mapping[str, Preimage]) -> int | None:
+    """After the part that was above; if that is gone, before the one that was below; else the
+    end. None: wait, that neighbour is itself still to be put back."""
+    if pre.after is None:
+        return 0
+    if pre.after in order:
+        return order.index(pre.after) + 1
+    if pre.after in waiting:
+        return None
+    if pre.before in order:
+        return order.index(pre.before)
+    if pre.before in waiting:
+        return None
+    return len(order)
+
+
+def _joined(texts: list[str], current: str) -> str:
+    newline = "\r\n" if "\r\n" in current else "\n"
+    fixed = [t if t.endswith(("\n", "\r")) else t + newline for t in texts[:-1]]
+    return "".join(fixed + texts[-1:])
+
+
+# -- lease keys --------------------------------------------------------------------------------
+
+
+def part_key(path: str, name: str) -> str:
+    """The lease key of part `name` of the file whose canonical key is `path`."""
+    if PART_SEPARATOR in path:
+        raise ValueError(f"{path!r} contains {PART_SEPARATOR!r}: such a file is leased whole")
+    if not path or not name:
+        raise ValueError("a part key needs a path and a name")
+    return f"{path}{PART_SEPARATOR}{name}"
+
+
+def split_part_key(key: str) -> tuple[str, str | None]:
+    """`(path, name)` of a part key, `(key, None)` of a whole-file key."""
+    path, separator, name = key.partition(PART_SEPARATOR)
+    if not separator:
+        return key, None
+    if not path or not name:
+        raise ValueError(f"{key!r} is not a part key: `path::name`")
+    return path, name
+
+
+def canonical_part_key(raw: str, canonical: Callable[[str], str]) -> str:
+    """`raw` with its path made canonical (e.g. `TreeRoot.canonical`); the first `::` splits."""
+    path, name = split_part_key(raw)
+    key = canonical(path)
+    return key if name is None else part_key(key, name)
+
+
+def keys_conflict(a: str, b: str) -> bool:
+    """Do two lease keys exclude each other? A file and any of its parts do; two parts don't."""
+    if a == b:
+        return True
+    if a.startswith(RESOURCE_KEY_START) or b.startswith(RESOURCE_KEY_START):
+        return False
+    path_a, _, name_a = a.partition(PART_SEPARATOR)
+    path_b, _, name_b = b.partition(PART_SEPARATOR)
+    return path_a == path_b and (not name_a or not name_b or name_a == name_b)
+
+
+# -- the content an edit proposes --------------------------------------------------------------
+
+
+def apply_edit(
+    current: str, old_string: str, new_string: str, replace_all: bool = False
+) -> str | None:
+    """The text an `Edit` would write, or None where the tool refuses it (no match, several
+    matches without `replace_all`, nothing changed); an empty `old_string` fills an empty file."""
+    if old_string == new_string:
+        return None
+    if not old_string:
+        return new_string if not current else None
+    matches = current.count(old_string)
+    if matches == 0 or (matches > 1 and not replace_all):
+        return None
+    return current.replace(old_string, new_string, -1 if replace_all else 1)
+
+
+def apply_multi_edit(current: str, edits: Iterable[Mapping[str, object]]) -> str | None:
+    """The text a `MultiEdit` would write: its edits in order, None if any one is refused."""
+    text = current
+    for edit in edits:
+        old, new = edit.get("old_string"), edit.get("new_string")
+        replace_all = edit.get("replace_all", False)
+        if not (isinstance(old, str) and isinstance(new, str) and isinstance(replace_all, bool)):
+            return None
+        edited = apply_edit(text, old, new, replace_all)
+        if edited is None:
+            return None
+        text = edited
+    return text
