@@ -9,7 +9,7 @@ measured (`dataclasses.replace`: verify, `duration_ms`), the client sends
 and turns it back into this type for the engine. Standard library only: both
 sides import it, and neither sees the other's machinery. Not in `models`: the
 hook imports that on every write, and `dataclasses` costs it milliseconds
-(docs/decisions.md, "An attempt's records are one type each").
+(docs/decisions/0067-an-attempts-records-are-one-type-each.md, "An attempt's records are one type each").
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ A setting is declared here (type, default, bounds) and its help once in
 `cli.settingopts.FLAGS`, from which its flag and `CODEFLEET_*` name are
 derived; `.env.example` lists every one with its default, and the engine's
 `EngineConfig` takes the field of the same name. `tests/unit/test_settings_docs.py`
-keeps them in step (docs/decisions.md, "A setting is declared once"). Defaults are the
+keeps them in step (docs/decisions/0128-a-setting-is-declared-once.md, "A setting is declared once"). Defaults are the
 ones in DESIGN §6, except that the tree is the current directory and CodeFleet's
-own files go in its `.codefleet/` (DESIGN §10; docs/decisions.md, "The tree is
+own files go in its `.codefleet/` (DESIGN §10; docs/decisions/0051-the-tree-is-the-current-directory.md, "The tree is
 the current directory"). The server URL the clients use is derived from host and
 port unless `server_url` is given.
 """

@@ -108,7 +108,7 @@ class ErrorKind(StrEnum):
     INTEGRATION_FAILED = "integration_failed"  # its landing check failed on the landed base
 
 
-# Not retryable: the rest, and CHECK_UNRUNNABLE (docs/decisions.md, "A check that cannot
+# Not retryable: the rest, and CHECK_UNRUNNABLE (docs/decisions/0091-a-check-that-cannot-start-its-program.md, "A check that cannot
 # start its program").
 RETRYABLE_KINDS: Final = frozenset(
     {
@@ -240,7 +240,8 @@ class ReleaseReason(StrEnum):
 # Defaults shared by `Settings`, the engine's `EngineConfig` and the scheduler's snapshot
 # (DESIGN §6): one definition each.
 DEFAULT_STALE_AFTER_S: Final = 20.0
-DEFAULT_LANDING_BATCH: Final = 8  # bench/landing.py; docs/decisions.md, "The landing batch"
+# The landing batch: bench/landing.py; docs/decisions/0026-the-landing-batch.md, "The landing batch".
+DEFAULT_LANDING_BATCH: Final = 8
 DEFAULT_TASK_TIMEOUT_S: Final = 600.0
 DEFAULT_HEARTBEAT_INTERVAL_S: Final = 5.0
 DEFAULT_POLL_INTERVAL_S: Final = 1.0
@@ -266,7 +267,7 @@ NO_ANSWER: Final = (
 )
 
 # Scope paths one graph load may declare in all: each is canonicalized with a `stat`
-# (docs/decisions.md, "A big load is prepared off the event loop").
+# (docs/decisions/0047-a-big-load-is-prepared-off-the-event-loop.md, "A big load is prepared off the event loop").
 MAX_BATCH_SCOPE_PATHS: Final = 100_000
 
 # SQLite's largest INTEGER: a wire number past it is a 422, and a sequence hands it out last.
@@ -282,7 +283,7 @@ WRITE_TOOLS: Final = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
 GATED_TOOLS: Final = WRITE_TOOLS | frozenset({"apply_patch"})
 
 # The tools whose call is recorded as a read of a file (its path and the content's hash):
-# the content reached the model whole. Not Grep or Glob (docs/decisions.md, "What counts as
+# the content reached the model whole. Not Grep or Glob (docs/decisions/0075-what-counts-as-a-read.md, "What counts as
 # a read"). `NotebookRead` where a CLI still has it.
 READ_RECORDED_TOOLS: Final = frozenset({"Read", "NotebookRead"})
 
@@ -291,7 +292,7 @@ def cost_simulated(started: Iterable[Mapping[str, Any]]) -> bool:
     """Whether a server's cost is priced, not spent: it saw a fleet run, and each said so.
 
     `started` are the `fleet_started` payloads (`simulated: true` when no real model ran);
-    the one rule every view of the cost follows (docs/decisions.md, "Simulated cost reads
+    the one rule every view of the cost follows (docs/decisions/0092-simulated-cost-reads-as-simulated.md, "Simulated cost reads
     as simulated").
     """
     said = [bool(payload.get("simulated")) for payload in started]

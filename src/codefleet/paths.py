@@ -16,7 +16,7 @@ the resolved tree root. Refused, with a `PathRejected` naming the reason:
   database, its side files and the run directory, and CodeFleet's own
   state directory at the root (`.codefleet/`, with the tree's identity);
 - an existing file with more than one hard link (two names, one inode: two
-  leases would guard one file; docs/decisions.md, "Hard links are refused");
+  leases would guard one file; docs/decisions/0018-hard-links-are-refused.md, "Hard links are refused");
 - a directory, the tree itself, or a spelling that is not a usable path.
 
 Standard library only (a test holds it to that): the command hook runs it on

@@ -5,7 +5,7 @@ row of `file_leases`, so "never two holders" is the same primary key, the
 same release at the end of an attempt and the same invariant checker. Its
 key is `RESOURCE_PREFIX + name`, a string no canonical path can be: a lease
 key for a file is a relative POSIX path, which never starts with `/`
-(docs/decisions.md, "Resources share the lease table under their own
+(docs/decisions/0107-resources-share-the-lease-table-under-their-own-namespace.md, "Resources share the lease table under their own
 namespace"). A name matches `RESOURCE_NAME_PATTERN`; a task declares at most
 `MAX_RESOURCES`. Standard library only: the runner, the engine and the
 graph loader all import it.

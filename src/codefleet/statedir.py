@@ -10,12 +10,12 @@ protected from agents' writes (see `paths.TreeRoot`).
 The tree's identity lives there too: `.codefleet/tree-id`, a random id the
 server writes once, atomically, and never rewrites. A runner reads it in its
 own mount of the tree and registers with it, so one tree mounted at different
-paths on different hosts is recognised as one tree (docs/decisions.md, "A
+paths on different hosts is recognised as one tree (docs/decisions/0130-a-tree-is-known-by-its-identity-not-its-path.md, "A
 tree is known by its identity, not its path"). An identity alone cannot tell
 a copy (`cp -r`) from a mount, so a runner also writes a *probe*, a file of
 random name and content, into its own `.codefleet/` and names it when it
 registers: a mount of the server's tree shows the file to the server, a copy
-does not (docs/decisions.md, "A copy is not a mount"). Standard library only:
+does not (docs/decisions/0131-a-copy-is-not-a-mount.md, "A copy is not a mount"). Standard library only:
 the hook side imports this module through `paths`.
 """
 
@@ -77,7 +77,7 @@ def prepare_dirs(*dirs: Path) -> None:
 def tree_root(start: Path) -> tuple[Path, str]:
     """The tree a command run in `start` works on, and why: the nearest directory (`start`
     or above) that CodeFleet already serves (it has a tree identity) or that is a git
-    repository's root; `start` itself when there is none (docs/decisions.md, "One lock per
+    repository's root; `start` itself when there is none (docs/decisions/0003-one-lock-per-tree.md, "One lock per
     tree")."""
     here = start.absolute()
     for directory in (here, *here.parents):

@@ -10,7 +10,7 @@ stale (the server died) and is ignored; a server that stops empties it.
 
 The lock is on the tree, not the database: a second server on the tree is
 refused whatever its `--db`, and so is a server on a directory inside a tree
-whose server runs (docs/decisions.md, "One lock per tree"). Whether a file is
+whose server runs (docs/decisions/0003-one-lock-per-tree.md, "One lock per tree"). Whether a file is
 held is asked with a shared, non-blocking `flock` that is dropped at once; a
 server that meets such a probe retries its own lock a few times before it
 calls the tree taken. Standard library only: the CLI reads it before anything

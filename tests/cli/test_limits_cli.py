@@ -4,7 +4,7 @@ Three tasks on three runners, each a real CLI session against the fake model, wh
 answers ONE of them (T2's first attempt) with a 429 saying the limit lifts in two
 seconds. The sessions log in with a (fake) subscription token: that is the login under
 which the CLI reports when a limit lifts (measured; under an API key it keeps the
-`retry-after` to itself, see docs/decisions.md "What a session knows about a usage
+`retry-after` to itself, see docs/decisions/0055-what-a-session-knows-about-a-usage-limit.md "What a session knows about a usage
 limit"). Every task allows one attempt only, so T2 can only succeed if its limited
 attempt was not charged. T1 and T3 hold their first reply until the pause has begun,
 so they are in flight while the fleet is paused, and must carry on.

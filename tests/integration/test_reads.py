@@ -1,7 +1,7 @@
 """`/state` and `/conflicts` equal what a full recomputation from `/events` and `/tasks` gives.
 
 The two reads come from a projection kept encoded and refreshed off the event
-loop (docs/decisions.md, "Reads are projections"); here a scripted run with
+loop (docs/decisions/0068-reads-are-projections.md, "Reads are projections"); here a scripted run with
 vetoes is recomputed by hand from the record, before and after a server
 restart, and after a reset (`tests/unit/test_projection.py` does the same byte
 for byte after every kind of transition).

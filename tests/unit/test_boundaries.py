@@ -228,7 +228,7 @@ RULES = [
         ENGINE_PIECES,
         ("codefleet.coord.engine", "codefleet.coord.opening", "codefleet.coord.engineview"),
         "a piece of the engine is handed the parts it writes through (coord.calls.callparts) and the "
-        "engine's `transition` and `kick`, never the engine (docs/decisions.md, \"The engine is "
+        "engine's `transition` and `kick`, never the engine (docs/decisions/0066-the-engine-is-parts-not-mixins.md, \"The engine is "
         'parts, not mixins")',
     ),
     Rule(
@@ -689,7 +689,7 @@ def test_one_shell_runner_runs_every_check_and_verify_command() -> None:
     assert shell_spawns(ast.parse("subprocess.run('make', shell=True)\nos.system('x')\n")) == [1, 2]
 
 
-# -- the read model's one door (docs/decisions.md, "The read model's room") ---------------------
+# -- the read model's one door (docs/decisions/0097-the-read-models-room.md, "The read model's room") ---------------------
 
 
 def test_no_store_object_crosses_the_engines_read_interface() -> None:

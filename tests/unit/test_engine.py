@@ -352,7 +352,7 @@ def test_a_stale_agent_is_fenced_with_its_task_requeued_then_its_leases_go_once_
         sched.Requeue(task, ErrorKind.INFRA, "agent_stale"),
     ]
     # one COMMIT fences the agent, requeues its task and records the restore intent;
-    # the lease goes in a second one, once the file is back (decisions: "Take-backs ...")
+    # the lease goes in a second one, once the file is back (docs/decisions/0030-take-backs-commit-their-intent-before-any-file-i-o.md: "Take-backs ...")
     fence, release = fleet.commits
     assert fence + release == fleet.events(since=first_new_event - 1)
     assert [e["type"] for e in fence] == ["restore_requested", "agent_offline", "task_requeued"]

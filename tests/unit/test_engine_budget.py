@@ -2,7 +2,7 @@
 
 Once the recorded cost reaches `max_cost` nothing more is assigned; running attempts
 finish, or with a hard stop are taken back (rolled back, not charged); raising the cap
-resumes assignment (docs/decisions.md, "The fleet's budget"). Same harness as
+resumes assignment (docs/decisions/0056-the-fleets-budget.md, "The fleet's budget"). Same harness as
 `test_engine.py`.
 """
 

@@ -1,7 +1,7 @@
 """The usage-limit pause in the engine: a real SQLite file, a scratch tree, an injected clock.
 
 A `rate_limited` report pauses assignment for the whole fleet, is rolled back like any
-failed attempt, and is not charged against `max_attempts` (docs/decisions.md, "A usage
+failed attempt, and is not charged against `max_attempts` (docs/decisions/0054-a-usage-limit-pauses-the-fleet.md, "A usage
 limit pauses the fleet"). Same harness as `test_engine.py`.
 """
 

@@ -1,6 +1,6 @@
 """Attempts that did not fail on their own are not charged against `max_attempts`.
 
-One rule (docs/decisions.md, "An attempt is charged only for its own failure"):
+One rule (docs/decisions/0082-an-attempt-is-charged-only-for-its-own-failure.md, "An attempt is charged only for its own failure"):
 an attempt ended by a usage limit, a hard budget stop, the operator's interrupt
 (a runner leaving with `interrupted`), or taken back before its runner started
 it, is requeued uncharged, and its `task_requeued` event says `charged: false`.

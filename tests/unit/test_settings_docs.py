@@ -1,6 +1,6 @@
 """A setting is declared once: `Settings` (type, default, bounds) and its `FLAGS` row (help).
 
-Everything else is derived or checked here (DESIGN §6; docs/decisions.md, "A
+Everything else is derived or checked here (DESIGN §6; docs/decisions/0128-a-setting-is-declared-once.md, "A
 setting is declared once"): its `CODEFLEET_*` line in `.env.example` with the
 default, its flag on some command, its `--no-` form when it is a switch, and
 the engine's configuration field of the same name.

@@ -37,7 +37,7 @@ class PlainConsole(Console):
     widest line: a table or a panel takes its content's natural width) and no
     escape sequence is written: one carried by the text printed is shown escaped
     (a check's colour codes dropped). In a terminal, Rich wraps to the terminal's width
-    as usual. See docs/decisions.md, "Piped output is whole plain lines".
+    as usual. See docs/decisions/0101-piped-output-is-whole-plain-lines.md, "Piped output is whole plain lines".
     """
 
     def __init__(self, **kwargs: Any) -> None:

@@ -9,7 +9,7 @@ parameter named like a setting *is* that setting (`cli.common.settings_of`
 gathers them), so `--help` and `CODEFLEET_*` cannot drift apart. Kept free of
 pydantic: `codefleet --help` builds every option without loading the settings.
 `tests/unit/test_settings_docs.py` holds `FLAGS`, `Settings`, `.env.example`
-and the commands in step (docs/decisions.md, "A setting is declared once").
+and the commands in step (docs/decisions/0128-a-setting-is-declared-once.md, "A setting is declared once").
 """
 
 from __future__ import annotations

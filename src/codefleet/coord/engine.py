@@ -1,7 +1,7 @@
 """The engine: the one surface over its parts, its transactions and when the next tick runs.
 
 The engine is composed of parts, each the one writer of its state (docs/
-decisions.md, "The engine is parts, not mixins"): the task table (`tasks`:
+docs/decisions/0066-the-engine-is-parts-not-mixins.md, "The engine is parts, not mixins"): the task table (`tasks`:
 the live index and `idle_announced`), the agent registry (`agents`), the lease
 mirror (`leases`), the files part (`files`) and its restore steps, the checks
 registry, interactive holders, limits and the `alive_at` mark. Pieces with no

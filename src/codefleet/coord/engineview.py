@@ -12,7 +12,7 @@ Two kinds of read:
   memory or its connection; each is bounded by the live fleet or by one task;
 - `open_reader` and `feed` serve the projection: a read-only connection of
   its own (a snapshot reader that cannot write) and the commits' changed task
-  ids (docs/decisions.md, "Reads are projections", "The read model's room").
+  ids (docs/decisions/0068-reads-are-projections.md and docs/decisions/0097-the-read-models-room.md, "Reads are projections", "The read model's room").
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ the step's own set of files.
 
 One worker runs beside the runners of `codefleet run` and of each `codefleet
 runner`: the server hands one step at a time to one of them, so more workers
-never run more checks at once (docs/decisions.md, "Who runs landing checks").
+never run more checks at once (docs/decisions/0137-who-runs-landing-checks.md, "Who runs landing checks").
 A worker is never the server process and never on the hook's path; it runs
 its checks with the isolation every check has.
 """

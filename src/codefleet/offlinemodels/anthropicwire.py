@@ -144,7 +144,7 @@ def error_headers(error: ApiError, now: float) -> dict[str, str]:
     `retry-after` in whole seconds, rounded up; `anthropic-ratelimit-unified-status:
     rejected` with `-reset` (Unix seconds) as a subscription login's usage limit answers.
     Measured (CLI 2.1.332): an API-key login keeps both to itself; a subscription login
-    reports the reset in a `rate_limit_event` (docs/decisions.md).
+    reports the reset in a `rate_limit_event` (docs/decisions/0055-what-a-session-knows-about-a-usage-limit.md).
     """
     if error.retry_after_s is None:
         return {}

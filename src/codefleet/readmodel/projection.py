@@ -9,7 +9,7 @@ the dirty set, swapped for an empty one, and a read transaction on this projecti
 connection, at one instant — and `state` or `conflicts` then re-reads off the
 loop only the dirty rows and the denials after the last one seen, on that
 snapshot. So every answer equals a recomputation at its cut (docs/
-decisions.md, "Reads are projections").
+docs/decisions/0068-reads-are-projections.md, "Reads are projections").
 
 A task's derived fields are re-derived when it changes, when a parent's
 success changes, and when its backoff runs out (`_timed`); a conflict's

@@ -6,7 +6,7 @@ Nothing here changes state, and nothing here reads the engine but through
 `resolved`) are computed at read time (`rows`), never stored. The reads that
 grow with the run (`/state`'s task list, `/conflicts`) come from the
 projection (`projection`), kept encoded and refreshed off the event loop on a
-read snapshot (docs/decisions.md, "Reads are projections").
+read snapshot (docs/decisions/0068-reads-are-projections.md, "Reads are projections").
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ events `review.fetch.fetch_record` read through the one client) in, one frozen
   number of busy runners) against the runners it had, and the makespan
   against the critical path.
 
-Definitions and their limits: docs/decisions.md, "Collision analytics".
+Definitions and their limits: docs/decisions/0057-collision-analytics.md, "Collision analytics".
 """
 
 from __future__ import annotations

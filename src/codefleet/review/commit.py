@@ -4,7 +4,7 @@
 the parent's tree into a private index, applies the task's recorded patch to
 that index (`git apply --cached`), writes the tree and the commit. A binary
 file's patch carries no content, so its bytes are taken from the working
-tree (see "Review: commits from recorded patches" in docs/decisions.md).
+tree (see "Review: commits from recorded patches" in docs/decisions/0038-review-commits-from-recorded-patches.md).
 A change git refuses is `Skipped` with git's reason, and so is every later
 change to one of its paths (it builds on content the branch does not have):
 the other tasks still commit ("Review: one uncommittable task is skipped").

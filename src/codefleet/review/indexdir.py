@@ -8,7 +8,7 @@ Making a new one first sweeps the temp dir: a directory is removed only when
 it is ours (our prefix, our user, a real directory, not a link), old (not
 modified for `STALE_AFTER_S`: git renames the index into it on every write)
 and not in use (its lock can be taken, or it has none: made before the lock
-existed). See "Review: leftover index directories" in docs/decisions.md.
+existed). See "Review: leftover index directories" in docs/decisions/0080-review-leftover-index-directories.md.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ the tip with `update-ref` (guarded by its old value) and the index entries of
 those paths are set to the tip's, then refreshed. The working tree is never
 written, so `git status` is clean for those paths. Anything else is refused
 with what differs; nothing changes then. See "Landing a fleet branch" in
-docs/decisions.md.
+docs/decisions/0090-landing-a-fleet-branch.md.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Pure: the graph file's tasks (as written) and the run's `RunFacts` in, the
 amended tasks and one `Change` per amendment out; `render_graph` writes them
-back as YAML with a comment on each change. Three rules (docs/decisions.md,
+back as YAML with a comment on each change. Three rules (docs/decisions/0057-collision-analytics.md,
 "Collision analytics"):
 
 1. a file a task was vetoed on joins its `file_scope`, so the scheduler keeps

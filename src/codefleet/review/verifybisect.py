@@ -10,7 +10,7 @@ landing's recorded patch (exact for text: new files go, deleted files come back
 with their mode, symlinks and type changes included). A binary file's patch
 carries no bytes: a new one is removed, any other binary change cannot be
 undone, so states before that landing are out of reach ("Verify: bisecting the
-landings" in docs/decisions.md). The command runs there through `fleet.views.shell`.
+landings" in docs/decisions/0025-verify-bisecting-the-landings.md). The command runs there through `fleet.views.shell`.
 
 Cost: one probe of the final tree's view first (the control: a command that
 passes there depends on what a view leaves out, or is flaky, and nobody is

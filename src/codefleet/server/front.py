@@ -13,7 +13,7 @@ read on either path, and one that passes the limit is refused 413 as before.
 
 An unexpected exception on the fast path is answered by the app's own 500
 handler and re-raised, as Starlette's `ServerErrorMiddleware` does for routes
-(docs/decisions.md, "The lease path: one layer in front of the app").
+(docs/decisions/0063-the-lease-path-one-layer-in-front-of-the-app.md, "The lease path: one layer in front of the app").
 """
 
 from __future__ import annotations

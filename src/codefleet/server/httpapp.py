@@ -166,7 +166,7 @@ def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
 
 def _locked_engine(settings: Settings, hub: EventHub) -> tuple[TreeLock, ServerLock, Engine]:
     """The tree's lock, then the database's, then the engine; what was taken is let go
-    when a later step fails (docs/decisions.md, "One lock per tree")."""
+    when a later step fails (docs/decisions/0003-one-lock-per-tree.md, "One lock per tree")."""
     tree_lock = TreeLock.acquire(settings.workdir, listen_url(settings), settings.db.resolve())
     try:
         lock = ServerLock.acquire(settings.db)  # before anything reads or repairs the database

@@ -9,7 +9,7 @@ tolerance is added to a running total. The probe runs on the loop every
 `interval`; the engine also observes at the start of every tick, so a stall
 is counted before the stale check that follows it, whichever runs first.
 The engine moves each agent's last heartbeat later by the deaf time since it
-(docs/decisions.md, "Stale means unheard while listening").
+(docs/decisions/0048-stale-means-unheard-while-listening.md, "Stale means unheard while listening").
 """
 
 from __future__ import annotations

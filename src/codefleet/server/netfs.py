@@ -4,7 +4,7 @@ The database must be on a disk of the server's own host: SQLite's WAL mode
 shares memory between the processes that open it, which a second host cannot
 see, its locks over NFS are as unreliable as the one-server `flock`
 (`server.lock`), and the default database is inside the tree, which on a fleet
-across hosts is exactly the network file system (docs/decisions.md, "Who
+across hosts is exactly the network file system (docs/decisions/0132-who-touches-the-disk-when-runners-are-on-other-hosts.md, "Who
 touches the disk when runners are on other hosts").
 
 The answer comes from the kernel's mount table (`/proc/self/mounts`): the
@@ -112,7 +112,7 @@ def network_fs(path: Path) -> Mount | None:
 
 def cache_problems(mount: Mount) -> list[str]:
     """The NFS mount options the server's mount of the tree lacks: uncached negative
-    lookups and attributes (docs/decisions.md, "Who touches the disk ...")."""
+    lookups and attributes (docs/decisions/0132-who-touches-the-disk-when-runners-are-on-other-hosts.md, "Who touches the disk ...")."""
     if not mount.fstype.startswith("nfs"):
         return []
     keyed = dict(o.split("=", 1) for o in mount.options if "=" in o)

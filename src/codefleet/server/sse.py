@@ -13,7 +13,7 @@ hub's slots while it is answered); past it a new stream is refused 503
 `too_many_streams`. A client that stops reading keeps what the server had
 buffered for it (a page and the transport's write buffer, a few hundred KiB),
 so the cap, not the number of connections, bounds what streams can hold
-(docs/decisions.md, "A cap on event streams").
+(docs/decisions/0100-a-cap-on-event-streams.md, "A cap on event streams").
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ failed. The CLI keeps an API's `retry-after` header to itself (measured with
 CLI 2.1.332: it waits out a short one, gives up at once on a long one); under a
 subscription login it reports the limit as a `RateLimitEvent` with
 `status="rejected"` and `resets_at` (Unix seconds) before the error result, which
-becomes the outcome's `retry_after_s` (docs/decisions.md, "What a session knows
+becomes the outcome's `retry_after_s` (docs/decisions/0055-what-a-session-knows-about-a-usage-limit.md, "What a session knows
 about a usage limit"). `session_result` turns the `ResultMessage` into a
 `SessionResult`; `classify_crash` turns a CLI that could not start, broke its
 pipe or died without a result frame into an INFRA crash. The SDK does not

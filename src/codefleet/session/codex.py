@@ -14,7 +14,7 @@ denial. A malformed patch, a non-patch tool, a check that times out: a denial. A
 veto every further patch is refused (the attempt is over). A patch whose lease wait ended
 with the file changed (`Verdict.reread`) is a denial that is not a veto: the model is told
 to read the file again with `read_file` and redo its patch, and the attempt goes on
-(docs/decisions.md, "Waiting for a lease instead of starting over"). `PostToolUse` records the
+(docs/decisions/0119-waiting-for-a-lease-instead-of-starting-over.md, "Waiting for a lease instead of starting over"). `PostToolUse` records the
 ledger row of each target. Before the turn the executor trusts the two hooks through
 Codex's own RPCs (`hooks/list`, `config/batchWrite`) and refuses to start the turn
 unless Codex then lists both as trusted: an untrusted hook is skipped silently by Codex.

@@ -19,7 +19,7 @@ holding only this file, so nothing of the user's Codex setup is read or written:
 - `PreToolUse` and `PostToolUse` command hooks on `apply_patch`, each running the
   bridge to the runner's gate (`hook.codexbridge`). Codex runs a hook only once it
   is trusted; the executor trusts these two through Codex's own RPCs and checks
-  that they are before the turn starts (docs/decisions.md, "Codex runners").
+  that they are before the turn starts (docs/decisions/0111-codex-runners.md, "Codex runners").
 
 The sandbox is `danger-full-access` with approvals `never`: the only tool left that
 touches files is `apply_patch`, gated by the hook, which refuses any path outside

@@ -5,7 +5,7 @@ setting sources, strict MCP, cwd = the tree, turn and budget caps) with the
 tools Read, Glob and Grep only, and a PreToolUse hook (`on_failure="block"`)
 that refuses any read outside the tree (`hook.readguard`). One conversation
 is kept open across messages, so CodeFleet's feedback on an answer is the
-next user message (docs/decisions.md, "`plan`: one read-only session, errors
+next user message (docs/decisions/0037-plan-one-read-only-session-errors-fed-back-in-the-same.md, "`plan`: one read-only session, errors
 fed back in the same conversation"). With the fleet's session modules
 (`session.sdk`, `session.attempthooks`, `session.clistream`, `session.conversation`),
 the only modules that import `claude_agent_sdk`.

@@ -25,11 +25,11 @@ The SDK does not expose the child, so we build its `SubprocessCLITransport`
 ourselves and read its `_process` (`session.clistream.kill_cli`).
 
 In-process tools: every session gets an in-process MCP server `codefleet`
-(docs/decisions.md, "The check tool is an in-process MCP server"), built in
+(docs/decisions/0028-the-check-tool-is-an-in-process-mcp-server.md, "The check tool is an in-process MCP server"), built in
 one place (`session_mcp_tools`, each tool in `tools` and `allowed_tools`) from
 the tool table a Codex session gets too (`session.tools`, one definition each):
 `acquire_resource`, `next_number` and `allocate_port` always
-(`fleet.tools.resourcecalls`; docs/decisions.md, "Every session gets the resource
+(`fleet.tools.resourcecalls`; docs/decisions/0109-every-session-gets-the-resource-tools.md, "Every session gets the resource
 tools"); `run_check(name)` (`mcp__codefleet__run_check`) when the operator
 defined named checks, which calls the attempt's `Checker`; with the shell
 (`attempt.commands`), `run_command(command, timeout_s)`
@@ -37,7 +37,7 @@ defined named checks, which calls the attempt's `Checker`; with the shell
 still no Bash; and `ask_operator(question)` (`mcp__codefleet__ask_operator`)
 when the attempt may ask (`Attempt.ask`: the server's question timeout is not
 0 and the graph did not say `ask: false`), which waits for the answer through
-`fleet.tools.ask` (docs/decisions.md, "A question waits on the heartbeat"). After
+`fleet.tools.ask` (docs/decisions/0124-a-question-waits-on-the-heartbeat.md, "A question waits on the heartbeat"). After
 the first turn, the operator's messages that arrived meanwhile are one more
 turn (`fleet.tools.inbox.hear_operator`).
 

@@ -10,7 +10,7 @@ input, every odd header) is handed to FastAPI with the body replayed, so
 status codes and error envelopes cannot diverge. A domain refusal from the
 engine leaves in the same envelope as FastAPI's handler sends; an unexpected
 exception propagates to the front, which answers it as the app's 500 handler
-does (docs/decisions.md, "Hot routes").
+does (docs/decisions/0062-hot-routes-a-fast-path-in-front-of-fastapi-that-hands-it.md, "Hot routes").
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ handler over the engine. `install_runner_routes` generates each one's FastAPI
 route from its row; `fastpath.FastPath` compiles the same rows into the table
 it answers from in front of FastAPI. A handler sees only `Args` (the path
 parameter, the validated body, the epoch, the wait), so it cannot tell the
-two paths apart and neither path has a copy of it (docs/decisions.md, "Hot
+two paths apart and neither path has a copy of it (docs/decisions/0062-hot-routes-a-fast-path-in-front-of-fastapi-that-hands-it.md and docs/decisions/0121-the-transports-room.md, "Hot
 routes", "The transport's room").
 """
 

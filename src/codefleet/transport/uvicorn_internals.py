@@ -35,13 +35,13 @@ a response's head on `http.response.start` and its body on the first
 `http.response.body`, two system calls and two wake-ups of the client; here
 the head of a response that is not chunked waits for the first body write
 and leaves joined with it. A chunked response (an event stream) sends its
-head at once, as before (docs/decisions.md, "One write per response").
+head at once, as before (docs/decisions/0064-one-write-per-response.md, "One write per response").
 
 The head cap, the deadline and the cap reach into uvicorn's httptools protocol.
 
 `uvicorn_config` builds the one `uvicorn.Config` that `serve` and
 `ServerThread` both run; `raise_descriptor_limit` lifts the process's soft
-limit to its hard limit at `serve` (docs/decisions.md, "Connection guard").
+limit to its hard limit at `serve` (docs/decisions/0059-connection-guard-a-read-deadline-and-a-cap-that-evicts-the.md, "Connection guard").
 
 `FleetServer` (what `codefleet serve` and `ServerThread` run) is uvicorn's
 `Server` without its fixed waits: uvicorn notices an exit request on its next

@@ -231,7 +231,7 @@ def _waits_table(s: FleetStats) -> Table | None:
         waits.add_column(name, justify="left" if name in ("path", "outcomes") else "right")
     for w in s.lease_waits:
         outcomes = ", ".join(f"{n} {o}" for o, n in w.outcomes)
-        kept_usd = f"~{cost_text(w.kept_usd, s.simulated)}"  # an estimate: see decisions.md
+        kept_usd = f"~{cost_text(w.kept_usd, s.simulated)}"  # an estimate: see docs/decisions/0119-waiting-for-a-lease-instead-of-starting-over.md
         waits.add_row(
             w.path, str(w.waits), outcomes, seconds(w.waited_s), seconds(w.kept_s), kept_usd
         )

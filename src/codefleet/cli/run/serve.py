@@ -97,7 +97,7 @@ def serve(
         markup=False,
     )
     raise_descriptor_limit()  # connections are descriptors: the cap is computed from this
-    settle()  # the heap as loaded is frozen: docs/decisions.md, "The server's garbage collector"
+    settle()  # the heap as loaded is frozen: docs/decisions/0065-the-servers-garbage-collector.md, "The server's garbage collector"
     config = uvicorn_config(application, settings.host, settings.port, settings)
     FleetServer(config, application.state.hub).run(sockets=[listener])
 

@@ -6,7 +6,7 @@ few times and judges, each as its own `Check`:
 - **token**: the server accepts this host's token (a call that needs it; `/health`
   does not);
 - **tree**: the server's tree identity is the one in this host's tree
-  (`--workdir`), wherever that is mounted (docs/decisions.md, "A tree is known
+  (`--workdir`), wherever that is mounted (docs/decisions/0130-a-tree-is-known-by-its-identity-not-its-path.md, "A tree is known
   by its identity, not its path");
 - **clock**: the skew between the server's clock and this host's. The server's
   clock is the only one that counts (deadlines, stale runners, event times), so

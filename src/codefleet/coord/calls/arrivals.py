@@ -72,7 +72,7 @@ class Arrivals:
 
     def leave(self, agent_id: str, epoch: int, interrupted: bool = False) -> None:
         """A graceful leave; `interrupted`: the operator stopped the runner, whose attempt
-        is then not charged (docs/decisions.md, "An attempt is charged only for its own
+        is then not charged (docs/decisions/0082-an-attempt-is-charged-only-for-its-own-failure.md, "An attempt is charged only for its own
         failure")."""
         self.agents.check_epoch(agent_id, epoch)
         reason = ReleaseReason.INTERRUPTED if interrupted else ReleaseReason.AGENT_LEFT

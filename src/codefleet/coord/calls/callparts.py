@@ -5,7 +5,7 @@ attempt or batch and write through one part inside the engine's
 `transition`; `Ticks`, `Outcomes`, `Arrivals` and `TakeBacks` compose the
 transitions that cut across parts. None holds state or the engine. They are
 given one `CallParts` value, built once by the engine, instead of a dozen
-positional collaborators (docs/decisions.md, "The engine's surface is real
+positional collaborators (docs/decisions/0096-the-engines-surface-is-real-methods.md, "The engine's surface is real
 methods").
 """
 

@@ -10,7 +10,7 @@ table hands the freed path over in the transaction that frees it; this piece
 then compares each granted file with what the session last saw (`seen`: path
 -> SHA-256, None for no content) and answers `changed` when it moved — a lease
 held, a write refused, no veto. Events `lease_waiting` (per held path) and
-`lease_waited` (once). Docs: decisions.md, "Waiting for a lease instead of
+`lease_waited` (once). Docs: docs/decisions/0119-waiting-for-a-lease-instead-of-starting-over.md, "Waiting for a lease instead of
 starting over".
 """
 

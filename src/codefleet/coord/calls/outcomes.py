@@ -110,7 +110,7 @@ class Outcomes:
     ) -> None:
         """A usage limit: the fleet pauses and the attempt is not charged.
 
-        Docs: decisions.md, "A usage limit pauses the fleet".
+        Docs: docs/decisions/0054-a-usage-limit-pauses-the-fleet.md, "A usage limit pauses the fleet".
         """
         agent = self.agents.get(task.agent_id or "")
         who = agent.name if agent else "a runner"

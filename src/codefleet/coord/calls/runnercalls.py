@@ -133,7 +133,7 @@ class RunnerCalls:
         Yields once, so the kicked tick runs behind the requests already queued: one
         tick for all their reports. Never refuses: a caller fenced meanwhile gets None
         here and `stale_epoch` at its next call.
-        Docs: decisions.md, "The next assignment rides on the report's answer".
+        Docs: docs/decisions/0073-the-next-assignment-rides-on-the-reports-answer.md, "The next assignment rides on the report's answer".
         """
         agent = self.agents.get(agent_id)
         if agent is None or agent.epoch != epoch:
@@ -221,7 +221,7 @@ class RunnerCalls:
 
         The answer names, per watched path, every other task's write at or after the
         read (`person` for a person's session): who to blame for a stale read
-        (docs/decisions.md, "What counts as a read"). `stale` and `reconciled` are
+        (docs/decisions/0075-what-counts-as-a-read.md, "What counts as a read"). `stale` and `reconciled` are
         what the runner found and did: the `stale_read` and `reconciled` events.
         """
         agent = self.agents.check_epoch(agent_id, epoch)

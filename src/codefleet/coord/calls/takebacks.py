@@ -74,7 +74,7 @@ class TakeBacks:
 
     def take_back_current(self, agent: AgentState, reason: ReleaseReason, now: datetime) -> None:
         """Take back the agent's in-flight task; charged only if it started and was not
-        interrupted (docs/decisions.md, "An attempt is charged only for its own failure")."""
+        interrupted (docs/decisions/0082-an-attempt-is-charged-only-for-its-own-failure.md, "An attempt is charged only for its own failure")."""
         task = self.tasks.index.in_flight.get(agent.current_task_id or "")
         if task is not None and task.agent_id == agent.id:
             started = task.status is TaskStatus.RUNNING

@@ -5,7 +5,7 @@ part holds the current `LimitState`, calls `on_limit` when a runner reports an
 attempt that hit a rate or usage limit (`rate_limited`), and hands
 `paused_until` to the scheduler, which assigns nothing while it lies ahead.
 
-Rules (docs/decisions.md, "A usage limit pauses the fleet"):
+Rules (docs/decisions/0054-a-usage-limit-pauses-the-fleet.md, "A usage limit pauses the fleet"):
 
 - a limit with a stated retry time pauses the fleet until then;
 - a limit without one pauses for `DEFAULT_PAUSE_S`, doubled for each pause

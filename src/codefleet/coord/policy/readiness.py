@@ -3,7 +3,7 @@
 The live index files tasks by it (`LiveIndex.place_pending`), and every read
 that says `runnable` (the projection, `GET /tasks`, `GET /tasks/{id}`) derives
 it from the same function, so a read can never disagree with the next tick
-(docs/decisions.md, "One readiness rule"). Only *charged* attempts count
+(docs/decisions/0094-one-readiness-rule.md, "One readiness rule"). Only *charged* attempts count
 against `max_attempts`: an attempt a usage limit ended is not the task's fault.
 Whether the whole fleet is paused is the fleet's state, not the task's.
 """

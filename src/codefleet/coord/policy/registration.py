@@ -16,7 +16,7 @@ Two rules, both checked before anything is written:
   `(host, pid)`. Another process gets `NameInUse` naming the holder, unless it
   asked to `replace` it; the same process registering again (after a fence)
   is a re-registration. Without this, two `codefleet run`s naming runners
-  alike take the names from each other for ever (docs/decisions.md, "Runner
+  alike take the names from each other for ever (docs/decisions/0013-runner-names-are-held-by-a-live-process.md, "Runner
   names are held by a live process").
 """
 

@@ -1,7 +1,7 @@
 """Parked lease requests: one queue per path and the wait-for graph over tasks.
 
 A fleet task's write refused only because another fleet task holds the path
-may park here instead of being vetoed (docs/decisions.md, "Waiting for a
+may park here instead of being vetoed (docs/decisions/0119-waiting-for-a-lease-instead-of-starting-over.md, "Waiting for a
 lease instead of starting over"). The room owns the parked requests (one per
 task: a session's hook asks for one write at a time) and nothing else: who
 holds what is the lease mirror's, and the mirror hands a freed path to the

@@ -111,7 +111,7 @@ class Database:
 
         A held update runs (`_flush`) before the next statement of its transaction
         (a read, an insert, the COMMIT), so the order of what the database sees is
-        kept; only the number of statements shrinks (docs/decisions.md, "Held row updates").
+        kept; only the number of statements shrinks (docs/decisions/0071-held-row-updates.md, "Held row updates").
         """
         if not self._depth:
             raise RuntimeError("store writes must run inside transaction()")

@@ -2,7 +2,7 @@
 
 The store queues each `update_task`, `update_agent` and usage addition per
 `(table, id)` and runs the merged statement before its next statement of any
-kind (docs/decisions.md, "Held row updates"). Merging keeps what running
+kind (docs/decisions/0071-held-row-updates.md, "Held row updates"). Merging keeps what running
 them one by one would store: a later update wins a column it sets, an
 addition adds to what is set or added already. Pure: no SQL is run here.
 """

@@ -143,7 +143,7 @@ CREATE TABLE IF NOT EXISTS patches (
 );
 
 -- The operator's named checks. Agents only ever name one; runners run its
--- command in an isolated copy of the tree (see docs/decisions.md).
+-- command in an isolated copy of the tree (see docs/decisions/0022-isolated-checks-named-by-the-operator-run-by-runners.md).
 CREATE TABLE IF NOT EXISTS checks (
     name       TEXT PRIMARY KEY,
     command    TEXT NOT NULL,

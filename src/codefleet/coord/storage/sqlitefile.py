@@ -44,7 +44,7 @@ class Checkpointer:
     writer's thread (SQLite's auto-checkpoint) that sync stalled the event loop
     for milliseconds every few hundred commits. Here it runs beside it (the
     sqlite3 module lets go of the GIL while SQLite works), `PASSIVE`, so it
-    never waits for or blocks the writer (docs/decisions.md, "Checkpoints off
+    never waits for or blocks the writer (docs/decisions/0072-checkpoints-off-the-loop.md, "Checkpoints off
     the loop"). A failed checkpoint is tried again at the next; the WAL keeps
     every commit meanwhile.
     """

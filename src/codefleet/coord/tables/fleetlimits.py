@@ -16,7 +16,7 @@ scheduler's snapshot, which assigns nothing while either holds.
   changes the cap (`fleet_budget_set`; the server's `--max-cost` at start, or
   `POST /fleet/budget`); `announce_exhausted` emits `fleet_budget_exhausted`
   once per exhaustion. A cap set live outlives a restart unless the restarted
-  server was given one of its own (docs/decisions.md, "The fleet's budget").
+  server was given one of its own (docs/decisions/0056-the-fleets-budget.md, "The fleet's budget").
   Whether that cost is simulated (`models.cost_simulated` over the fleet runs'
   `fleet_started`, read at `load`, added to by `started`) goes with it.
 """

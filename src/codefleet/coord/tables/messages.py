@@ -13,7 +13,7 @@ it in its heartbeat's answer (`pending`), and says in a later heartbeat which
 ones its session has received (`delivered`, event `operator_message_delivered`
 once per message). Every later attempt's prompt carries all of the task's
 messages (`notes`). Limits: `MAX_MESSAGE_BYTES` each (413), `MAX_MESSAGES_PER_TASK`
-per task (409). Docs: decisions.md, "Operator messages ride the heartbeat".
+per task (409). Docs: docs/decisions/0123-operator-messages-ride-the-heartbeat.md, "Operator messages ride the heartbeat".
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ the restores before it serves anyone. A file that cannot be restored (it
 became a directory, a path component became a file, permissions) is that
 task's fault only: its lease stays held (never released over a file we could
 not put back), the intent keeps the error (`restore_failed`), and the task
-fails with `infra` naming the path (docs/decisions.md, "A file that cannot be
+fails with `infra` naming the path (docs/decisions/0031-a-file-that-cannot-be-restored-keeps-its-lease.md, "A file that cannot be
 restored keeps its lease"). A restart or `retry` tries again.
 
 On success the task's patch (pre-image -> result) is recorded and its

@@ -11,7 +11,7 @@ takes. The time a question waited (open or answered) is not charged against
 the attempt's wall clock: the scheduler's deadline moves by `waited` (and the
 runner's by what it measured). The event log is the record; memory is
 rebuilt from it at start and written only after the logging transaction.
-Docs: decisions.md, "A question waits on the heartbeat".
+Docs: docs/decisions/0124-a-question-waits-on-the-heartbeat.md, "A question waits on the heartbeat".
 """
 
 from __future__ import annotations

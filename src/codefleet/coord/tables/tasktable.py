@@ -36,7 +36,7 @@ from codefleet.resources import is_resource_key, resource_name
 __all__ = ["NO_BACKOFF", "TaskTable"]
 
 # A veto waits on the holder (its scope), a failed verify has the output to act on:
-# a timer adds nothing to either (docs/decisions.md, "A veto requeues without backoff").
+# a timer adds nothing to either (docs/decisions/0009-a-veto-requeues-without-backoff.md, "A veto requeues without backoff").
 # A usage limit pauses the whole fleet instead ("A usage limit pauses the fleet"), and a
 # spent fleet budget stops it ("The fleet's budget").
 # An interrupted attempt's requeue waits this long, uncharged: the runners of the run the
@@ -285,7 +285,7 @@ class TaskTable:
         """Back to pending; a veto waits on its path, a failed verify retries at once.
 
         `charged=False`: the attempt does not count against `max_attempts` and has no
-        backoff (docs/decisions.md, "An attempt is charged only for its own failure"),
+        backoff (docs/decisions/0082-an-attempt-is-charged-only-for-its-own-failure.md, "An attempt is charged only for its own failure"),
         only the `hold_s` its caller asks for.
         """
         if not charged:
@@ -387,7 +387,7 @@ class TaskTable:
     def block_dependents(self, roots: list[str], now: datetime) -> None:
         """Every transitive pending dependent of `roots` (tasks that did not succeed) is blocked.
 
-        Docs: decisions.md, "The cascade is a closure".
+        Docs: docs/decisions/0007-the-cascade-is-a-closure.md, "The cascade is a closure".
         """
         at = to_iso(now)
         for task_id, root in self.index.pending_below(roots):

@@ -18,7 +18,7 @@ With `lease_wait_s` > 0 the request may park on the server while other
 fleet tasks hold its paths; it sends what the session last saw of each file
 (its own last write, else its last read). A wait that ends with the file
 changed is a denial that is not a veto (`reread`): the session reads the
-file again and redoes its edit (docs/decisions.md, "Waiting for a lease
+file again and redoes its edit (docs/decisions/0119-waiting-for-a-lease-instead-of-starting-over.md, "Waiting for a lease
 instead of starting over").
 """
 

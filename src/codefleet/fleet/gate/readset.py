@@ -4,7 +4,7 @@ Recorded in process, with no server call on the read path: the SDK session's
 `PostToolUse` for `Read` (and `NotebookRead`, where a CLI has it) and the
 scripted executor's `read` step call `ReadLog.record`, which reads the file
 right after the tool did (the window between the two reads is what an agent
-might not have seen; docs/decisions.md, "What counts as a read"). A Codex
+might not have seen; docs/decisions/0075-what-counts-as-a-read.md, "What counts as a read"). A Codex
 session's `read_file` tool (`session.tools`) has no such window: it keeps the
 record it shows (`look`, then `ReadLog.keep`). `Grep` and `Glob` (and Codex's
 `list_files`) do not count. A later read of the same path replaces the earlier one:

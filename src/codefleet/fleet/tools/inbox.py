@@ -11,7 +11,7 @@ The heartbeat also brings the answers to the attempt's questions
 (`ask_operator`, `fleet.tools.ask`): `expect` / `answer` / `settled`, and `waited`
 is the time they took, not charged against the attempt's wall clock.
 
-What "the next turn boundary" means, and why not mid-turn: docs/decisions.md,
+What "the next turn boundary" means, and why not mid-turn: docs/decisions/0123-operator-messages-ride-the-heartbeat.md,
 "Operator messages ride the heartbeat".
 """
 

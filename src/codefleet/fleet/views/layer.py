@@ -22,7 +22,7 @@ private `/tmp` and `/var/tmp`, its own PID namespace (everything dies with
 it), no network unless `Sandbox.network`. Without it (`--shell-unsandboxed`)
 a second `unshare` makes it (`UNSANDBOXED`: its own PID namespace and
 `/proc` too): the tree at its path is still reached only through the layer,
-but the command may write whatever else the user may. docs/decisions.md,
+but the command may write whatever else the user may. docs/decisions/0104-commands-run-in-an-overlay-layer.md,
 "Commands run in an overlay layer"; docs/security.md, "Commands".
 """
 

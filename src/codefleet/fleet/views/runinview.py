@@ -19,7 +19,7 @@ killed), tears the view down and says what it was (`ViewRun`).
   (`host_view`), or when asked: fetch the mask, copy the tree, fetch again
   (the later answer wins per path), put the pre-images back.
 
-docs/decisions.md, "Check views are overlay layers".
+docs/decisions/0105-check-views-are-overlay-layers.md, "Check views are overlay layers".
 """
 
 from __future__ import annotations
