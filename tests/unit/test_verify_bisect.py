@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from codefleet.fleet.verifybisect import Landing, VerifyBlame, first_failing, undo_landings
 from codefleet.review.history import FileChange
-from codefleet.review.verifybisect import Landing, VerifyBlame, first_failing, undo_landings
 from codefleet.rollback import PreImage, capture, make_patch
 from codefleet.wording import ordinal, verify_blame_text
 

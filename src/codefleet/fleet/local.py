@@ -7,7 +7,7 @@ as its own process instead. The fleet is drained when the server reports no
 pending, assigned or running task: we wait for the `fleet_idle` event on the
 stream, so there is no polling delay. Then the runners leave, the optional
 verify command runs in the working tree (when it fails by its own verdict, the
-landings are bisected: `review.verifybisect`), and `run_finished` is recorded.
+landings are bisected: `fleet.verifybisect`), and `run_finished` is recorded.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from codefleet.fleet.runner import MAX_RETRY_S, RETRY_START_S, Runner, RunnerOpt
 from codefleet.fleet.tools.attemptchecks import DEFAULT_CHECK_TIMEOUT_S
 from codefleet.fleet.tools.commandtool import ShellConfig
 from codefleet.fleet.tools.resourcecalls import DEFAULT_RESOURCE_WAIT_S
+from codefleet.fleet.verifybisect import VerifyBlame, bisect_verify
 from codefleet.fleet.views.programs import NOT_RUNNABLE, missing_programs, not_started_text
 from codefleet.fleet.views.shell import check_env, run_command
 from codefleet.models import DEFAULT_RECONCILE_ROUNDS, TERMINAL_STATUSES, EventType, TaskStatus
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
-from codefleet.review.verifybisect import VerifyBlame, bisect_verify
 from codefleet.wording import spent_text
 
 __all__ = [
