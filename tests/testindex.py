@@ -18,6 +18,7 @@ import ast
 import sys
 from collections import deque
 from collections.abc import Iterator
+from functools import cache
 from itertools import pairwise
 from pathlib import Path
 
@@ -239,15 +240,27 @@ def module_name(path: Path, src: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@cache
 def product_modules(src: Path = SRC) -> dict[str, Path]:
     """Every module of the package under `src`, by dotted name."""
     files = sorted(p for p in src.rglob("*.py") if "__pycache__" not in p.parts)
     return {module_name(p, src): p for p in files}
 
 
+@cache
+def source(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+@cache
+def parsed(path: Path) -> ast.Module:
+    """A file's AST, parsed once per process (the index's test asks for each file three times)."""
+    return ast.parse(source(path))
+
+
 def has_code(path: Path) -> bool:
     """Whether a module holds more than its docstring and `from __future__` imports."""
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in parsed(path).body:
         docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
         future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
         if not (docstring or future):
@@ -255,9 +268,11 @@ def has_code(path: Path) -> bool:
     return False
 
 
-def imported(tree: ast.Module, modules: dict[str, Path], package: str = "") -> Iterator[str]:
-    """The product modules an AST imports or runs with `-m`, each as its own module."""
-    for node in ast.walk(tree):
+def imported(
+    tree: ast.Module, modules: dict[str, Path], package: str = "", commands: bool = True
+) -> Iterator[str]:
+    """The product modules an AST imports, or runs with `-m` (read only when `commands`)."""
+    for node in ast.walk(tree) if commands else statements(tree):
         if isinstance(node, ast.Import):
             yield from (a.name for a in node.names if a.name in modules)
         elif isinstance(node, ast.ImportFrom):
@@ -271,6 +286,21 @@ def imported(tree: ast.Module, modules: dict[str, Path], package: str = "") -> I
                     yield full if full in modules else base
         elif isinstance(node, ast.List | ast.Tuple):
             yield from _run_with_dash_m(node.elts, modules)
+
+
+def statements(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every statement of a tree, in any block (imports are statements): faster than a full walk."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for block in ("body", "orelse", "finalbody", "handlers", "cases"):
+            stack.extend(getattr(node, block, []))
+
+
+def imports_of(path: Path, modules: dict[str, Path], package: str = "") -> set[str]:
+    """What a file imports or runs; only a file that says `-m` is read for command lines."""
+    return set(imported(parsed(path), modules, package, commands="-m" in source(path)))
 
 
 def _run_with_dash_m(elts: list[ast.expr], modules: dict[str, Path]) -> Iterator[str]:
@@ -291,26 +321,27 @@ def test_files(tests: Path = TESTS) -> list[Path]:
     )
 
 
+@cache
 def importers(tests: Path = TESTS, src: Path = SRC) -> dict[str, set[Path]]:
     """For each product module, the test files that import or run it."""
     modules = product_modules(src)
     found: dict[str, set[Path]] = {m: set() for m in modules}
     for path in test_files(tests):
-        for module in imported(ast.parse(path.read_text(encoding="utf-8")), modules):
+        for module in imports_of(path, modules):
             found[module].add(path)
     return found
 
 
+@cache
 def source_edges(src: Path = SRC) -> dict[str, set[str]]:
     """The product modules each product module imports (with the ones a registry names)."""
     modules = product_modules(src)
     edges = {}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        edges[name] = set(imported(tree, modules, package)) - {name}
+        edges[name] = imports_of(path, modules, package) - {name}
         if name in REGISTRIES:
-            edges[name] |= _registered(tree, *REGISTRIES[name])
+            edges[name] |= _registered(parsed(path), *REGISTRIES[name])
     return edges
 
 
@@ -337,7 +368,7 @@ def reaches(edges: dict[str, set[str]], start: str, target: str) -> bool:
 
 def summary_line(path: Path) -> str:
     """A file's docstring's first paragraph, on one line."""
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    doc = ast.get_docstring(parsed(path)) or ""
     return " ".join(doc.split("\n\n")[0].split()).replace("|", "\\|")
 
 
