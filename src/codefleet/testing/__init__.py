@@ -1,12 +1,8 @@
-"""Test doubles shipped with CodeFleet.
+"""Test tools shipped with CodeFleet, for its own tiers and benchmarks: not model fakes.
 
-`fakemodel` is a scripted fake of the Anthropic Messages API on loopback. The real-CLI
-test tier and `codefleet demo --offline` point the real Claude Code CLI at it, so the
-hook, the veto and the ledger are exercised end to end with no key and no network.
-
-`fakecodex` is the same scripts served as the OpenAI Responses API, for the real Codex
-CLI (the Codex runner's offline tier and `codefleet demo --offline --mixed`).
-
-`fakegemini` is the same scripts served as the Gemini API (`streamGenerateContent`), for
-the real Gemini CLI in the agents tier (tests/agents).
+`invariants` (with `invariants_content` and `invariants_landing`) is what a finished
+run must prove, checked over its events, ledger and patches by the chaos harness and
+the soak tier; `hosts` builds two "hosts" on one machine for the hosts tier; `delay` is
+a TCP relay that adds round-trip time; `transport` records what a protocol wrote. The
+scripted model APIs of the offline mode are `codefleet.offlinemodels`.
 """
