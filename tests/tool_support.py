@@ -49,8 +49,17 @@ def run_tier(tier: str, report: Path, env: dict[str, str]) -> dict[str, tuple[st
     `-n 0`: the tier runs in that one process, not in the project's parallel workers."""
     base = {k: v for k, v in os.environ.items() if k != "CI" and not k.startswith("PYTEST_")}
     subprocess.run(
-        [sys.executable, "-m", "pytest", tier, "-n", "0", "-p", "no:cacheprovider"]
-        + [f"--junitxml={report}"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            tier,
+            "-n",
+            "0",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={report}",
+        ],
         cwd=ROOT,
         env={**base, **env},
         capture_output=True,
