@@ -44,10 +44,22 @@ def require_tool(name: str, why: str, package: str | None = None) -> str:
 
 def run_tier(tier: str, report: Path, env: dict[str, str]) -> dict[str, tuple[str, str]]:
     """Run the tests under `tier` in a subprocess with `env` over this one's (less `CI`):
-    each test's outcome (passed, skipped, failure, error) and message, from its JUnit report."""
+    each test's outcome (passed, skipped, failure, error) and message, from its JUnit report.
+
+    `-n 0`: the tier runs in that one process, not in the project's parallel workers."""
     base = {k: v for k, v in os.environ.items() if k != "CI" and not k.startswith("PYTEST_")}
     subprocess.run(
-        [sys.executable, "-m", "pytest", tier, "-p", "no:cacheprovider", f"--junitxml={report}"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            tier,
+            "-n",
+            "0",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={report}",
+        ],
         cwd=ROOT,
         env={**base, **env},
         capture_output=True,

@@ -10,6 +10,8 @@ is skipped with its reason, and fails when `CI` is set (`tool_support.unavailabl
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -37,9 +39,20 @@ def agent_clis() -> AgentClis:
     npm = require_tool("npm", "the agent CLIs are installed with npm ci")
     root = _cache_root() / _lock_hash()
     if not _complete(root):
-        _install(npm, root)
+        with _install_lock(root):  # xdist workers (or other runs) install one at a time
+            if not _complete(root):
+                _install(npm, root)
     bin_dir = root / "node_modules" / ".bin"
     return AgentClis(bin_dir / "gemini", bin_dir / "copilot", root / "copilot-pkg")
+
+
+@contextlib.contextmanager
+def _install_lock(root: Path) -> Iterator[None]:
+    """An exclusive `flock` beside `root`: one `npm ci` per lock, the others wait for it."""
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / f".{root.name}.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        yield
 
 
 def _complete(root: Path) -> bool:
