@@ -129,8 +129,8 @@ RULES = [
         ("codefleet.api", "codefleet.hook", "codefleet.fleet", "codefleet.session"),
         ("codefleet.transport",),
         "the client side shares only the standard-library HTTP codec (api.http1) and its "
-        "blocking exchange (api.blocking); the rest of transport/ is the server's",
-        allowed=("codefleet.api.http1", "codefleet.api.blocking"),
+        "blocking client (api.blockingclient); the rest of transport/ is the server's",
+        allowed=("codefleet.api.http1", "codefleet.api.blockingclient"),
     ),
     Rule(
         ("codefleet.fleet",),
@@ -246,7 +246,7 @@ HOOK_SIDE = (
     "codefleet.statedir",
     "codefleet.models",
     "codefleet.api.http1",
-    "codefleet.api.blocking",
+    "codefleet.api.blockingclient",
 )
 # The commands a person types while a fleet runs (`cli.operate.quick`): standard library only too.
 QUICK_SIDE = (
@@ -371,18 +371,18 @@ REQUIRED = [
     ("codefleet.api.lane", "codefleet.api.http1", "the lane speaks the shared HTTP codec"),
     (
         "codefleet.hook.command",
-        "codefleet.api.blocking",
-        "the hook sends its one request with the shared blocking exchange",
+        "codefleet.api.blockingclient",
+        "the hook sends its requests with the shared blocking client, keeping only its policy",
     ),
     (
-        "codefleet.api.blocking",
+        "codefleet.api.blockingclient",
         "codefleet.api.http1",
-        "the blocking exchange speaks the shared HTTP codec",
+        "the blocking client speaks the shared HTTP codec",
     ),
     (
         "codefleet.cli.operate.quickio",
-        "codefleet.api.blocking",
-        "the fast commands send their requests with the shared blocking exchange",
+        "codefleet.api.blockingclient",
+        "the fast commands send their requests with the shared blocking client",
     ),
     (
         "codefleet.api.graphfile",
