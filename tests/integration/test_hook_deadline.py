@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from codefleet.hook.command import PRE_TIMEOUT_S, HookArgs, Unreachable, post_json, run
+from codefleet.api.blockingclient import Unreachable, post_json
+from codefleet.hook.command import PRE_TIMEOUT_S, HookArgs, run
 from codefleet.hook.settings import HOOK_TIMEOUT_S
 
 TRICKLE_S = 0.1  # between two bytes of the answer: the server's pace, not a wait of the test

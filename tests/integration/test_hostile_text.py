@@ -29,7 +29,8 @@ from codefleet.cli.output import PlainConsole
 from codefleet.review.report.reportblocks import Code, Facts, Para, Report, Section, Table
 from codefleet.review.report.reportrender import render_html, render_markdown
 from codefleet.server.thread import ServerThread
-from codefleet.ui.viewmodel import LogLine, TaskRow, ViewModel, describe, log_text, render
+from codefleet.ui.dashboardrender import log_text, render
+from codefleet.ui.viewmodel import LogLine, TaskRow, ViewModel, describe
 
 # A title change (OSC ... BEL), a screen clear, a line overwritten with a fake verdict,
 # a C1 CSI, a bidi override, and Rich markup that would colour or break the line.

@@ -40,6 +40,10 @@ ENGINE_PIECES = (
 )
 
 
+# the dashboard's view model: frozen values for a frame, the landing panel among them
+VIEW_MODEL = ("codefleet.ui.viewmodel", "codefleet.ui.landingview")
+
+
 def module_name(path: Path) -> str:
     parts = path.relative_to(SRC.parent).with_suffix("").parts
     return ".".join(parts).removesuffix(".__init__")
@@ -129,8 +133,8 @@ RULES = [
         ("codefleet.api", "codefleet.hook", "codefleet.fleet", "codefleet.session"),
         ("codefleet.transport",),
         "the client side shares only the standard-library HTTP codec (api.http1) and its "
-        "blocking exchange (api.blocking); the rest of transport/ is the server's",
-        allowed=("codefleet.api.http1", "codefleet.api.blocking"),
+        "blocking client (api.blockingclient); the rest of transport/ is the server's",
+        allowed=("codefleet.api.http1", "codefleet.api.blockingclient"),
     ),
     Rule(
         ("codefleet.fleet",),
@@ -236,6 +240,14 @@ RULES = [
         ("sqlite3", "asyncio", "time", "codefleet.coord", "codefleet.server", *WEB_FRAMEWORKS),
         "the scheduler is a pure function: no I/O, no clock, no database, no engine",
     ),
+    Rule(
+        VIEW_MODEL,
+        ("rich", "codefleet.ui"),
+        "the dashboard's view model is values, not drawing: a frame is built (and tested) "
+        "without Rich, and ui.dashboardrender alone draws it; the rest of ui/ renders too, "
+        "so the view model imports none of it",
+        allowed=VIEW_MODEL,
+    ),
 ]
 
 # `codefleet hook` runs on every write of a person's session: standard library only.
@@ -246,7 +258,7 @@ HOOK_SIDE = (
     "codefleet.statedir",
     "codefleet.models",
     "codefleet.api.http1",
-    "codefleet.api.blocking",
+    "codefleet.api.blockingclient",
 )
 # The commands a person types while a fleet runs (`cli.operate.quick`): standard library only too.
 QUICK_SIDE = (
@@ -371,18 +383,18 @@ REQUIRED = [
     ("codefleet.api.lane", "codefleet.api.http1", "the lane speaks the shared HTTP codec"),
     (
         "codefleet.hook.command",
-        "codefleet.api.blocking",
-        "the hook sends its one request with the shared blocking exchange",
+        "codefleet.api.blockingclient",
+        "the hook sends its requests with the shared blocking client, keeping only its policy",
     ),
     (
-        "codefleet.api.blocking",
+        "codefleet.api.blockingclient",
         "codefleet.api.http1",
-        "the blocking exchange speaks the shared HTTP codec",
+        "the blocking client speaks the shared HTTP codec",
     ),
     (
         "codefleet.cli.operate.quickio",
-        "codefleet.api.blocking",
-        "the fast commands send their requests with the shared blocking exchange",
+        "codefleet.api.blockingclient",
+        "the fast commands send their requests with the shared blocking client",
     ),
     (
         "codefleet.api.graphfile",
@@ -459,6 +471,18 @@ def test_the_fast_commands_import_only_the_standard_library_and_the_hook_side() 
     }
     heavy = {m: found for m, found in heavy.items() if found}
     assert not heavy, f"{heavy}: the fleet-time commands start fast: standard library only"
+
+
+def test_nothing_the_view_model_imports_reaches_rich() -> None:
+    reached, todo = set(), list(VIEW_MODEL)
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo += [i for i in MODULES[module] if i in PATHS]
+    assert "codefleet.wording" in reached, "guard: the view model's imports moved; update this"
+    drawing = sorted(m for m in reached if any(under(i, "rich") for i in MODULES[m]))
+    assert drawing == [], f"the view model reaches Rich through {drawing}: it is values only"
 
 
 @pytest.mark.parametrize(("library", "allowed", "why"), EXCLUSIVE, ids=[e[0] for e in EXCLUSIVE])

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
+from codefleet.ui.dashboardrender import render
 from codefleet.ui.viewmodel import (
     VETO_STYLE,
     AgentRow,
@@ -17,7 +18,6 @@ from codefleet.ui.viewmodel import (
     ViewModel,
     build_view,
     describe,
-    render,
 )
 
 NOW = datetime(2026, 7, 31, 18, 4, 30, tzinfo=UTC)

@@ -10,8 +10,9 @@ from rich.console import Console
 
 from codefleet.review.landinglog import landing_of
 from codefleet.ui.dashboard import _Watch
+from codefleet.ui.dashboardrender import render
 from codefleet.ui.report import STATUS_STYLE
-from codefleet.ui.viewmodel import ViewModel, build_view, describe, render
+from codefleet.ui.viewmodel import ViewModel, build_view, describe
 
 NOW = T0.replace(second=12)  # twelve seconds into the landing run
 NAMES = {"a_1": "runner-1", "a_2": "runner-2"}

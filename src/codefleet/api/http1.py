@@ -1,13 +1,14 @@
 """The minimal HTTP/1.1 client both hand-written clients share: standard library only.
 
-The pre-write lane (`api.lane`, asyncio streams, keep-alive) and the person's
-hook (`hook.command`, a blocking socket, one exchange per process) send the
-same requests to the same server: a JSON body with a `Content-Length`. What
-HTTP they speak is here, once: where an origin URL points (`Origin`), a
-request's bytes (`request_bytes`), an answer's head (`parse_head`) and a
-chunked body (`dechunk`). Each client keeps only its own I/O. Nothing here
-imports more than the interpreter starts with: the hook runs on every write
-of a person's session (tests/unit/test_cli_imports.py).
+The pre-write lane (`api.lane`, asyncio streams, keep-alive) and the blocking
+client (`api.blockingclient`, a plain socket, one exchange per process: the
+person's hook and the fast commands) send the same requests to the same server:
+a JSON body with a `Content-Length`. What HTTP they speak is here, once: where
+an origin URL points (`Origin`), a request's bytes (`request_bytes`), an
+answer's head (`parse_head`) and a chunked body (`dechunk`). Each client keeps
+only its own I/O, so neither imports the other's. Nothing here imports more
+than the interpreter starts with: the hook runs on every write of a person's
+session (tests/unit/test_cli_imports.py).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ answer; over a bare keep-alive socket it costs about a tenth of that. The lane
 speaks only what the server's JSON answers need: plain http, one request at a
 time per connection (a small pool of idle connections for concurrent calls),
 `Content-Length` bodies. Anything else it cannot read raises `LaneError`. The
-HTTP it speaks is `api.http1`'s, shared with the person's hook.
+HTTP it speaks is `api.http1`'s, shared with the blocking client of the
+person's hook and the fast commands (`api.blockingclient`).
 `FleetClient` owns the lane (paths, headers and error decoding stay there) and
 uses it only for an http:// server it reaches without an injected transport.
 

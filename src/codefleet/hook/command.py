@@ -32,9 +32,10 @@ absolute path among it, is a denial with the reason, never a traceback.
 Standard library only, with a short import chain: it runs on every write of a
 person's session (p50 budget 60 ms including interpreter start, see
 docs/performance.md). It never imports FastAPI, pydantic, Rich, httpx, Typer
-or the SDK (a test holds it to that), and speaks HTTP/1.1 over a plain socket
-(`api.http1`, the codec the pre-write lane shares), which is all a JSON
-POST to the coordination server needs.
+or the SDK (a test holds it to that). Its transport is elsewhere: it sends each JSON
+POST with `api.blockingclient.post_json` (HTTP/1.1 over a plain socket, the one client
+it shares with the fast commands); here is the policy alone: reading the hook input,
+deciding, shaping the answer.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
-from codefleet.api.blocking import exchange
+from codefleet.api.blockingclient import Refused, Unreachable, post_json
 from codefleet.hook.agentdialects import AGENTS, CLAUDE, denial_for, normalized
 from codefleet.models import GATED_TOOLS, READ_RECORDED_TOOLS, DenyReason
 from codefleet.paths import PathRejected, TreeRoot
@@ -56,13 +57,10 @@ from codefleet.toolcalls.writepaths import deny_output, extract_paths, no_path_r
 __all__ = [
     "EVENTS",
     "HookArgs",
-    "Refused",
-    "Unreachable",
     "UsageError",
     "main",
     "parse_args",
     "person_denial",
-    "post_json",
     "run",
     "this_tree",
 ]
@@ -75,7 +73,6 @@ EVENTS: Final = (PRE_TOOL_USE, POST_TOOL_USE, SESSION_END)
 # timeout `join` writes, so that our reason, not Claude Code's timeout, is the one shown.
 PRE_TIMEOUT_S: Final = 5.0
 RECORD_TIMEOUT_S: Final = 2.0
-MAX_ANSWER_BYTES: Final = 4 * 1024 * 1024
 # Paths the fleet can never lease: a person's write there cannot collide with an agent's
 # (a hard-linked file is one no task may lease either).
 NOT_THE_LOCKS_BUSINESS: Final = frozenset(
@@ -90,19 +87,6 @@ USAGE: Final = (
 
 class UsageError(ValueError):
     """The hook command line is incomplete or unknown."""
-
-
-class Unreachable(Exception):
-    """The server did not answer usefully: no connection, a timeout, a 5xx, garbage."""
-
-
-class Refused(Exception):
-    """The server answered with an error envelope (4xx)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 class HookArgs(NamedTuple):  # not a dataclass: `dataclasses` imports `inspect` (ms per write)
@@ -354,43 +338,6 @@ def _quietly(
         send(args.server, path, body, env.get("CODEFLEET_TOKEN"), RECORD_TIMEOUT_S)
     except (Unreachable, Refused) as err:
         sys.stderr.write(f"codefleet hook {args.event}: {err}\n")
-
-
-# -- HTTP ---------------------------------------------------------------------------------
-
-
-def post_json(
-    server: str, path: str, body: dict[str, Any], token: str | None, timeout: float
-) -> dict[str, Any]:
-    """POST `body` as JSON; the decoded answer, `Refused` on a 4xx, `Unreachable` otherwise."""
-    payload = json.dumps(body).encode()
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    try:
-        status, raw = _send(server, path, payload, headers, timeout)
-    except TimeoutError:
-        raise Unreachable(f"no complete answer within {timeout:g} s") from None
-    except (OSError, ValueError) as err:
-        raise Unreachable(f"{type(err).__name__}: {err}") from None
-    try:
-        answer = json.loads(raw) if raw else {}
-    except ValueError:
-        raise Unreachable(f"HTTP {status} with an answer that is not JSON") from None
-    if status >= 500 or not isinstance(answer, dict):
-        raise Unreachable(f"HTTP {status}")
-    if status >= 400:
-        error = answer.get("error")
-        message = error.get("message") if isinstance(error, dict) else None
-        raise Refused(status, str(message or f"HTTP {status}"))
-    return answer
-
-
-def _send(
-    server: str, path: str, payload: bytes, headers: dict[str, str], timeout: float
-) -> tuple[int, bytes]:
-    """One exchange, all of it (connect, TLS, send, every read) within `timeout` seconds."""
-    return exchange("POST", server, path, payload, headers, timeout, max_bytes=MAX_ANSWER_BYTES)
 
 
 # -- entry point ----------------------------------------------------------------------------

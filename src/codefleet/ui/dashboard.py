@@ -13,7 +13,8 @@ Landing is folded from the stream too: the events that say something of
 landing (`LANDING_EVENTS`) are kept, and each frame folds them
 (`review.landinglog.landing_of`) into the landing panel.
 
-The pure half (view model, event wording, rendering) is `codefleet.ui.viewmodel`.
+The pure half is `codefleet.ui.viewmodel` (the view model, event wording) and
+`codefleet.ui.dashboardrender` (drawing it with Rich).
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import DomainError
 from codefleet.models import EventType, ReleaseReason, utcnow
 from codefleet.review.landinglog import LandingFacts, landing_of
+from codefleet.ui.dashboardrender import log_text, render
 from codefleet.ui.outofscope import ScopeWatch
-from codefleet.ui.viewmodel import LogLine, ViewModel, build_view, describe, log_text, render
+from codefleet.ui.viewmodel import LogLine, ViewModel, build_view, describe
 
 __all__ = ["LANDING_EVENTS", "NOTABLE_EVENTS", "follow_compact", "watch"]
 

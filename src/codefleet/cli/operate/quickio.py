@@ -13,7 +13,7 @@ pydantic, httpx, Rich or Typer (tests/unit/test_quick_commands.py).
   would (a `.env` value with quotes it does not know, a token with blanks, a
   port that is not a number, https) is `Unsure`: the command then takes the
   full command line, which reads it and says what is wrong.
-- `call`: one JSON request (`api.blocking`), its refusal as `Failed`
+- `call`: one JSON request (`api.blockingclient`), its refusal as `Failed`
   with the message the full command line prints (`cli.common.call_server`).
 - `say`, `error`, `print_json`: what `cli.output`'s consoles print, piped:
   lines made `terminal_safe`, the error in bold red on a terminal (the task
@@ -190,7 +190,7 @@ def _loopback(url: str) -> bool:
 
 def call(where: Address, method: str, target: str, body: Any = None) -> Any:
     """The decoded JSON answer of one request, or `Failed` with the command's error."""
-    from codefleet.api.blocking import exchange
+    from codefleet.api.blockingclient import exchange
 
     payload = b"" if body is None else json.dumps(body).encode()
     headers = {"Accept": "application/json"}
