@@ -173,11 +173,6 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ("codefleet.analysis.scopefacts",),
     ),
     (
-        "codefleet.hook.command",
-        "the hook's one blocking HTTP/1.1 exchange, tested through the hook",
-        ("codefleet.api.blocking",),
-    ),
-    (
         "codefleet.api.client",
         "the client's keep-alive pre-write lane, tested through the client",
         ("codefleet.api.lane",),
@@ -218,9 +213,14 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ("codefleet.safetext",),
     ),
     (
+        "codefleet.ui.dashboardrender",
+        "the dashboard's frame shown escaped, tested through its rendering",
+        ("codefleet.ui.escaped",),
+    ),
+    (
         "codefleet.ui.viewmodel",
-        "a piece of the live dashboard's view, tested through the view model",
-        ("codefleet.ui.escaped", "codefleet.ui.landingview"),
+        "the landing panel's values, tested through the view model that holds them",
+        ("codefleet.ui.landingview",),
     ),
     (
         "codefleet.ui.dashboard",

@@ -7,8 +7,10 @@
 - `uvicorn_internals`: the one module that reaches into uvicorn (the
   connection guard, the one-write response cycle, the serve loop), with the
   pinned version beside it;
-- `http1`: the minimal standard-library HTTP/1.1 client codec shared by the
-  pre-write lane (`api.lane`) and the person's hook (`hook.command`).
+- `answerjson`: the JSON of the engine's answers, one function per answer type;
+- `guards`, `hostcheck`: what every request meets first (the Host check, the
+  bearer token, the body-size limit), used by `server.front`.
 
-Importing this package imports nothing: the hook imports `http1` alone.
+The package stands below `server/` and imports nothing of it; the clients'
+HTTP/1.1 codec is `api.http1`.
 """
