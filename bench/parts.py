@@ -23,7 +23,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from codefleet.fileparts import changed_parts
+from codefleet.toolcalls.fileparts import changed_parts
 
 
 def module(functions: int) -> str:

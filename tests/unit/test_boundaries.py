@@ -903,7 +903,7 @@ def test_a_folder_holds_at_most_fifteen_modules_of_its_own() -> None:
     for module, path in PATHS.items():
         if path.name not in ("__init__.py", "__main__.py"):
             own[folder_of(module)] = own.get(folder_of(module), 0) + 1
-    assert {f: n for f, n in own.items() if n > 15 and f != "codefleet"} == {}
+    assert {f: n for f, n in own.items() if n > 15} == {}
 
 
 def test_no_two_modules_share_a_file_name() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from codefleet import fileparts
-from codefleet.fileparts import (
+from codefleet.toolcalls import fileparts
+from codefleet.toolcalls.fileparts import (
     Part,
     PartChange,
     PartKind,
