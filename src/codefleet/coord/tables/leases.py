@@ -28,7 +28,7 @@ from codefleet.coord.policy.waits import WaitOutcome, WaitRoom
 from codefleet.coord.storage.store import Store
 from codefleet.coord.tables.preimages import Files
 from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
-from codefleet.paths import PathRejected, TreeRoot
+from codefleet.paths import TreeRoot, lease_keys
 from codefleet.resources import is_resource_key
 
 __all__ = ["HolderOf", "LeaseTable", "denial"]
@@ -130,19 +130,11 @@ class LeaseTable:
             )
 
     def canonical_all(self, paths: list[str]) -> tuple[list[str], list[Denial]]:
-        keys: list[str] = []
-        rejected: list[Denial] = []
-        for raw in paths:
-            try:
-                key = self.tree.canonical(raw)
-            except PathRejected as err:
-                rejected.append(denial(raw, err.reason, err.message))
-                continue
-            if key not in keys:
-                keys.append(key)
+        found = lease_keys(self.tree, paths)
+        rejected = [denial(raw, err.reason, err.message) for raw, err in found.rejected]
         if not paths:
             rejected.append(denial("", DenyReason.INVALID_PATH, "no path to lease"))
-        return keys, rejected
+        return found.keys, rejected
 
     def _deny_held(
         self,

@@ -46,7 +46,7 @@ from codefleet.models import (
     new_agent_id,
     to_iso,
 )
-from codefleet.paths import PathRejected, TreeRoot
+from codefleet.paths import TreeRoot, lease_keys
 from codefleet.resources import resource_key
 
 __all__ = ["INTERACTIVE", "Holder", "InteractiveHolders"]
@@ -264,21 +264,9 @@ class InteractiveHolders:
 
     def _keys(self, paths: list[str]) -> tuple[list[str], list[str], list[Denial]]:
         """(lease keys, raw paths the fleet can never lease, refusals of unusable paths)."""
-        keys: list[str] = []
-        skipped: list[str] = []
-        rejected: list[Denial] = []
-        for raw in paths:
-            try:
-                key = self.tree.canonical(raw)
-            except PathRejected as err:
-                if err.reason in NOT_LEASABLE:
-                    skipped.append(raw)
-                else:
-                    rejected.append(denial(raw, err.reason, err.message))
-                continue
-            if key not in keys:
-                keys.append(key)
-        return keys, skipped, rejected
+        found = lease_keys(self.tree, paths, skip=NOT_LEASABLE)
+        rejected = [denial(raw, err.reason, err.message) for raw, err in found.rejected]
+        return found.keys, found.skipped, rejected
 
     def _holder(self, session_id: str, user: str, now: datetime) -> Holder:
         """The session's holder, created or brought back (caller's transaction)."""
