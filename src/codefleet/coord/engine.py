@@ -90,7 +90,14 @@ class Engine:
         self.leases = LeaseTable(store, tree, clock, self.files, self.holder)
         self.restores = Restores(self.files, self.leases, self.tasks, self.transition, clock)
         self.interactive = InteractiveHolders(
-            store, tree, clock, self.leases, self.holder, self.kick, cfg.interactive_idle
+            store,
+            tree,
+            clock,
+            self.leases,
+            self.holder,
+            self.kick,
+            cfg.interactive_idle,
+            self.transition,
         )
         self.checks = CheckRegistry(store)
         self.limits = FleetLimits(store, Budget(cfg.max_cost, cfg.max_cost_hard))

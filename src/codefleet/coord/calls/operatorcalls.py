@@ -142,7 +142,7 @@ class OperatorCalls:
         for task_id, _ in commits:
             if self.tasks.require(task_id) is not TaskStatus.SUCCEEDED:
                 raise InvalidState(f"{task_id} has not succeeded", {"task_id": task_id})
-        with self.store.transaction():
+        with self.transition():
             for task_id, commit in commits:
                 self.store.emit(
                     EventType.TASK_COMMITTED, task_id=task_id, branch=branch, commit=commit

@@ -100,7 +100,7 @@ class LeaseTable:
         """All-or-nothing grant of canonical `keys` to the task's owner (caller's transaction)."""
         held = self.held_by_others(keys, task_id)
         if held:
-            return self._deny_held(agent_id, agent_name, task_id, held, tool)
+            return self.deny_held(agent_id, agent_name, task_id, held, tool)
         return self._take(agent_id, task_id, keys, tool)
 
     def _take(self, agent_id: str, task_id: str, keys: list[str], tool: str) -> LeaseAnswer:
@@ -136,17 +136,23 @@ class LeaseTable:
             rejected.append(denial("", DenyReason.INVALID_PATH, "no path to lease"))
         return found.keys, rejected
 
-    def _deny_held(
+    def deny_held(
         self,
         agent_id: str,
         agent_name: str,
         task_id: str,
         held: list[tuple[str, tuple[str, str]]],
         tool: str,
+        title_of: Callable[[str, str], str | None] | None = None,
+        **kind: Any,
     ) -> LeaseAnswer:
+        """The one lease-denied answer and its `lease_denied` events, a runner's or a person's.
+
+        `title_of(holder agent, holder task)`: the holder's task title (a person's answer
+        names it); `kind`: extra event fields (`kind: interactive`)."""
         denied: list[Denial] = []
         for path, (holder_agent, holder_task) in held:
-            name, kind = self.holder_of(holder_agent)
+            name, holder_kind = self.holder_of(holder_agent)
             denied.append(
                 Denial(
                     path,
@@ -155,7 +161,10 @@ class LeaseTable:
                     holder_agent,
                     name,
                     holder_task,
-                    holder_kind=kind,
+                    holder_kind=holder_kind,
+                    holder_task_title=None
+                    if title_of is None
+                    else title_of(holder_agent, holder_task),
                 )
             )
             self.store.emit(
@@ -168,6 +177,7 @@ class LeaseTable:
                 holder_agent_name=name,
                 holder_task_id=holder_task,
                 requester_name=agent_name,
+                **kind,
             )
         return LeaseAnswer.deny(denied)
 
