@@ -18,13 +18,13 @@ fleet = test_engine.fleet
 
 
 def _record_ticks(fleet: Fleet, order: list[str]) -> None:
-    tick = fleet.engine.tick
+    tick = fleet.engine.ticks.tick
 
     def recorded() -> Any:
         order.append("tick")
         return tick()
 
-    fleet.engine.tick = recorded  # type: ignore[method-assign]
+    fleet.engine.ticks.tick = recorded  # type: ignore[method-assign]
 
 
 async def test_a_parked_long_poll_runs_the_pending_tick_before_requests_queued_ahead_of_it(
@@ -76,7 +76,7 @@ async def test_a_pulled_tick_that_fails_is_logged_and_the_poll_waits_on(
     def broken() -> Any:
         raise RuntimeError("boom")
 
-    fleet.engine.tick = broken  # type: ignore[method-assign]
+    fleet.engine.ticks.tick = broken  # type: ignore[method-assign]
 
     assert await fleet.engine.runner.wait_assignment(agent, fleet.epoch(agent), 0.01) is None
     assert "tick failed" in caplog.text
