@@ -29,13 +29,13 @@ def measure(rollback: bool, files: int, size: int) -> list[float]:
         engine = Engine(
             Store(Path(tmp) / "db.sqlite"), TreeRoot(tree), EngineConfig(rollback=rollback)
         )
-        engine.create_tasks([NewTask(title="t", id="t")])
-        agent = engine.register("r", str(tree), None)
-        engine.tick()
+        engine.operator.create_tasks([NewTask(title="t", id="t")])
+        agent = engine.arrivals.register("r", str(tree), None)
+        engine.ticks.tick()
         timings = []
         for n in range(files):
             started = time.perf_counter()
-            answer = engine.acquire(agent.agent_id, agent.epoch, "t", [f"f{n}.py"], "Edit")
+            answer = engine.runner.acquire(agent.agent_id, agent.epoch, "t", [f"f{n}.py"], "Edit")
             timings.append(time.perf_counter() - started)
             assert answer.allowed
         engine.store.close()

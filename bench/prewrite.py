@@ -211,7 +211,7 @@ def run_thread(args: argparse.Namespace) -> dict[str, Any]:
         )  # fmt: skip
         server = ServerThread(settings)
         engine = server.app.state.engine
-        engine.acquire = timed_sync(spans, "engine", engine.acquire)
+        engine.acquire = timed_sync(spans, "engine", engine.runner.acquire)
         server._server.config.app = TimedApp(server._server.config.app, spans)
         with server:
             assert settings.token is not None

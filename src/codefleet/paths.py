@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from codefleet.models import DenyReason
@@ -36,8 +37,10 @@ from codefleet.statedir import STATE_DIR
 __all__ = [
     "DEFAULT_PROTECTED_NAMES",
     "MAX_PATH_CHARS",
+    "LeaseKeys",
     "PathRejected",
     "TreeRoot",
+    "lease_keys",
     "parse_protected_names",
 ]
 
@@ -177,3 +180,47 @@ class TreeRoot:
 
     def _is_protected(self, resolved: str) -> bool:
         return any(resolved == p or resolved.startswith(p + os.sep) for p in self._protected)
+
+
+@dataclass(slots=True)
+class LeaseKeys:
+    """Raw paths as lease keys: the keys in order (no repeats unless asked), the raw paths
+    skipped for a reason the caller does not object to, and each refusal with its raw path."""
+
+    keys: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    rejected: list[tuple[str, PathRejected]] = field(default_factory=list)
+
+
+def lease_keys(
+    tree: TreeRoot,
+    raws: Sequence[str],
+    *,
+    cwd: str | None = None,
+    skip: frozenset[DenyReason] = frozenset(),
+    first_refusal: bool = False,
+    repeats: bool = False,
+) -> LeaseKeys:
+    """The one loop from raw paths to lease keys, for every door (the hook, the pre-write gate,
+    the runner's and a person's leases).
+
+    `cwd`: a relative path is joined to it first. A path refused for a reason in `skip` is
+    `skipped`, not `rejected`. `first_refusal`: stop at the first refusal (the keys before it
+    stay). `repeats`: keep a key that two spellings share twice (the pre-write gate asks as
+    the tool named them).
+    """
+    out = LeaseKeys()
+    for raw in raws:
+        try:
+            key = tree.canonical(raw if cwd is None else os.path.join(cwd, raw))
+        except PathRejected as err:
+            if err.reason in skip:
+                out.skipped.append(raw)
+                continue
+            out.rejected.append((raw, err))
+            if first_refusal:
+                break
+            continue
+        if repeats or key not in out.keys:
+            out.keys.append(key)
+    return out

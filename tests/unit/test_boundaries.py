@@ -676,6 +676,88 @@ def test_a_route_that_writes_the_store_or_pokes_the_engine_is_caught() -> None:
     assert sorted(engine_mutations(handler)) == [(5, "[...]"), (6, "_kick")]
 
 
+# -- one way into the engine (docs/decisions/0142-one-way-into-the-engine.md) ---------------
+
+
+def pass_through_forwards(cls: ast.ClassDef) -> list[str]:
+    """Methods whose one statement (a docstring aside) returns, awaits or calls
+    `self.<part>.<name>`: a second way in beside the calls object it forwards to."""
+    found = []
+    for f in cls.body:
+        if not isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        body = [
+            s for s in f.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+        ]
+        value = (
+            body[0].value if len(body) == 1 and isinstance(body[0], ast.Return | ast.Expr) else None
+        )
+        if isinstance(value, ast.Await):
+            value = value.value
+        if isinstance(value, ast.Call):
+            value = value.func
+        if (
+            isinstance(value, ast.Attribute)
+            and isinstance(value.value, ast.Attribute)
+            and isinstance(value.value.value, ast.Name)
+            and value.value.value.id == "self"
+        ):
+            found.append(f.name)
+    return found
+
+
+def test_the_engine_holds_no_pass_through_forwards() -> None:
+    engine = next(
+        n
+        for n in _source("codefleet.coord.engine").body
+        if isinstance(n, ast.ClassDef) and n.name == "Engine"
+    )
+    assert pass_through_forwards(engine) == [], (
+        "a route calls the calls object by name (`engine.runner.acquire(...)`), not a forward"
+    )
+
+
+def test_a_pass_through_forward_is_caught() -> None:
+    (cls,) = ast.parse(
+        "class Engine:\n"
+        "    def acquire(self, a):\n"
+        "        'doc'\n"
+        "        return self.runner.acquire(a)\n"
+        "    async def wait(self):\n"
+        "        return await self.runner.wait()\n"
+        "    def transition(self):\n"
+        "        with self.store.transaction():\n"
+        "            yield\n"
+    ).body
+    assert isinstance(cls, ast.ClassDef)
+    assert pass_through_forwards(cls) == ["acquire", "wait"]
+
+
+# the engine's calls and tables write in the engine's `transition`, which they are handed; the
+# store's own transaction is opened only by the engine (and the server-is-up mark of the tick)
+OWN_TRANSACTION = {"codefleet.coord.engine", "codefleet.coord.tables.recovery"}
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        m
+        for m in modules_under(("codefleet.coord.calls", "codefleet.coord.tables"))
+        if m not in OWN_TRANSACTION
+    ],
+)
+def test_calls_and_tables_write_in_the_engines_transition(module: str) -> None:
+    opened = [
+        n.lineno
+        for n in ast.walk(_source(module))
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "transaction"
+        and _reaches_store(n.func.value)
+    ]
+    assert not opened, f"{module} opens the store's transaction (lines {opened}): use `transition`"
+
+
 def test_the_store_importers_in_the_server_are_real() -> None:
     stale = {
         m for m in STORE_IMPORTERS if "codefleet.coord.storage.store" not in MODULES.get(m, set())

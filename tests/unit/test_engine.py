@@ -56,16 +56,16 @@ class Fleet:
         self, task_id: str, *scope: str, deps: tuple[str, ...] = (), **fields: Any
     ) -> list[str]:
         spec = NewTask(title=task_id, id=task_id, file_scope=scope, depends_on=deps, **fields)
-        return self.engine.create_tasks([spec])
+        return self.engine.operator.create_tasks([spec])
 
     def register(self, name: str) -> str:
-        return str(self.engine.register(name, str(self.engine.tree.root), 4242).agent_id)
+        return str(self.engine.arrivals.register(name, str(self.engine.tree.root), 4242).agent_id)
 
     def epoch(self, agent_id: str) -> int:
         return self.engine.agents.by_id[agent_id].epoch
 
     def tick(self) -> list[sched.Decision]:
-        return self.engine.tick()
+        return self.engine.ticks.tick()
 
     def owner(self, task_id: str) -> str:
         agent_id = self.engine.tasks.index.live[task_id].agent_id
@@ -74,16 +74,18 @@ class Fleet:
 
     def start(self, task_id: str) -> None:
         agent_id = self.owner(task_id)
-        self.engine.start(task_id, agent_id, self.epoch(agent_id))
+        self.engine.runner.start(task_id, agent_id, self.epoch(agent_id))
 
     def acquire(self, task_id: str, *paths: str) -> LeaseAnswer:
         agent_id = self.owner(task_id)
-        return self.engine.acquire(agent_id, self.epoch(agent_id), task_id, list(paths), "Write")
+        return self.engine.runner.acquire(
+            agent_id, self.epoch(agent_id), task_id, list(paths), "Write"
+        )
 
     def finish(self, task_id: str, ok: bool = True, **report: Any) -> TaskAnswer:
         agent_id = self.owner(task_id)
         attempt = self.engine.tasks.index.live[task_id].attempts
-        return self.engine.complete(
+        return self.engine.outcomes.complete(
             task_id, agent_id, self.epoch(agent_id), AttemptReport(attempt=attempt, ok=ok, **report)
         )
 
@@ -113,7 +115,7 @@ class Fleet:
         return self.engine.store.events(since, 100_000, type_.value if type_ else None)
 
     def candidate_ids(self) -> list[str]:
-        return [t.id for t in self.engine.snapshot(self.clock()).candidates]
+        return [t.id for t in self.engine.ticks.snapshot(self.clock()).candidates]
 
     def rows(self, sql: str) -> list[tuple[Any, ...]]:
         """Read through a second connection: only what was committed is visible."""
@@ -153,7 +155,9 @@ def assigned(decisions: list[sched.Decision]) -> list[tuple[str, str]]:
 
 
 def test_among_equal_priorities_the_task_heading_the_longest_chain_runs_first(fleet: Fleet):
-    fleet.engine.create_tasks([NewTask("a-short", id="a-short"), NewTask("head", id="head")])
+    fleet.engine.operator.create_tasks(
+        [NewTask("a-short", id="a-short"), NewTask("head", id="head")]
+    )
     fleet.add("mid", deps=("head",))  # added later: the head's chain must be lifted
     fleet.add("tail", deps=("mid",))
     agent = fleet.register("runner-1")
@@ -164,7 +168,7 @@ def test_among_equal_priorities_the_task_heading_the_longest_chain_runs_first(fl
 def test_ready_order_is_priority_then_critical_path_then_age_then_id(fleet: Fleet):
     fleet.add("old")
     fleet.clock.advance(1)
-    fleet.engine.create_tasks(
+    fleet.engine.operator.create_tasks(
         [
             NewTask("zeta", id="zeta"),
             NewTask("alpha", id="alpha"),
@@ -178,7 +182,7 @@ def test_ready_order_is_priority_then_critical_path_then_age_then_id(fleet: Flee
 
 
 def test_idle_agents_take_the_ready_tasks_best_first(fleet: Fleet):
-    fleet.engine.create_tasks(
+    fleet.engine.operator.create_tasks(
         [NewTask("low", id="low", priority=1), NewTask("top", id="top", priority=5)]
     )
     first = fleet.register("runner-1")
@@ -192,7 +196,7 @@ def test_idle_agents_take_the_ready_tasks_best_first(fleet: Fleet):
 
 
 def test_a_success_unblocks_a_dependent_only_once_all_its_dependencies_succeeded(fleet: Fleet):
-    fleet.engine.create_tasks(
+    fleet.engine.operator.create_tasks(
         [
             NewTask("p1", id="p1"),
             NewTask("p2", id="p2"),
@@ -241,17 +245,17 @@ def test_cancelling_a_pending_task_blocks_its_dependents(fleet: Fleet):
     fleet.add("root")
     fleet.add("child", deps=("root",))
 
-    assert fleet.engine.cancel("root") == {"status": TaskStatus.CANCELLED}
+    assert fleet.engine.operator.cancel("root") == {"status": TaskStatus.CANCELLED}
 
     assert fleet.task("root")["status"] == TaskStatus.CANCELLED
     assert fleet.task("child")["status"] == TaskStatus.BLOCKED_UPSTREAM
     with pytest.raises(InvalidState):
-        fleet.engine.cancel("root")
+        fleet.engine.operator.cancel("root")
 
 
 def test_a_task_depending_on_a_task_that_already_failed_is_born_blocked(fleet: Fleet):
     fleet.add("root")
-    fleet.engine.cancel("root")
+    fleet.engine.operator.cancel("root")
 
     fleet.add("late", deps=("root",))
 
@@ -275,14 +279,14 @@ def test_retry_resets_attempts_and_walks_blocked_dependents_back(fleet: Fleet):
     fleet.add("mid", deps=("root",))
     fleet.add("leaf", deps=("mid",))
     fleet.add("guarded", deps=("root", "other"))
-    fleet.engine.cancel("other")
+    fleet.engine.operator.cancel("other")
     agent = fleet.register("runner-1")
     fleet.run("root", ok=False, error_kind=ErrorKind.AGENT_ERROR)
     fleet.tick()  # out of attempts: failed
     assert fleet.task("root")["status"] == TaskStatus.FAILED
     assert fleet.task("leaf")["status"] == TaskStatus.BLOCKED_UPSTREAM
 
-    assert fleet.engine.retry("root") == {"status": TaskStatus.PENDING}
+    assert fleet.engine.operator.retry("root") == {"status": TaskStatus.PENDING}
 
     root = fleet.task("root")
     assert (root["status"], root["attempts"], root["error"]) == (TaskStatus.PENDING, 0, None)
@@ -298,12 +302,12 @@ def test_retry_resets_attempts_and_walks_blocked_dependents_back(fleet: Fleet):
 def test_only_failed_or_cancelled_tasks_can_be_retried(fleet: Fleet):
     fleet.add("root")
     fleet.add("child", deps=("root",))
-    fleet.engine.cancel("root")
+    fleet.engine.operator.cancel("root")
 
     with pytest.raises(InvalidState):
-        fleet.engine.retry("child")  # blocked_upstream comes back only with its ancestor
+        fleet.engine.operator.retry("child")  # blocked_upstream comes back only with its ancestor
     with pytest.raises(NotFound):
-        fleet.engine.retry("nope")
+        fleet.engine.operator.retry("nope")
 
 
 # -- stale agents, re-registration, heartbeats ------------------------------------------
@@ -432,7 +436,9 @@ def test_re_registration_bumps_the_epoch_and_requeues_the_previous_incarnations_
     agent, task = _running_with_lease(fleet)
     old_epoch = fleet.epoch(agent)
 
-    answer = fleet.engine.register("runner-1", str(fleet.engine.tree.root), 4343, replace=True)
+    answer = fleet.engine.arrivals.register(
+        "runner-1", str(fleet.engine.tree.root), 4343, replace=True
+    )
 
     assert answer.agent_id == agent
     assert answer.epoch == old_epoch + 1  # one registration, one bump (not one per take-back)
@@ -448,7 +454,7 @@ def test_re_registration_bumps_the_epoch_and_requeues_the_previous_incarnations_
     [released] = fleet.events(EventType.LEASE_RELEASED)
     assert released["payload"]["reason"] == "agent_reregistered"
     with pytest.raises(StaleEpoch):
-        fleet.engine.heartbeat(agent, old_epoch)
+        fleet.engine.runner.heartbeat(agent, old_epoch)
 
 
 def test_a_heartbeat_with_the_current_epoch_brings_an_offline_agent_back(
@@ -462,8 +468,8 @@ def test_a_heartbeat_with_the_current_epoch_brings_an_offline_agent_back(
     assert fleet.agent(agent)["status"] == AgentStatus.OFFLINE
 
     with pytest.raises(StaleEpoch):
-        fleet.engine.heartbeat(agent, old_epoch)
-    answer = fleet.engine.heartbeat(agent, fleet.epoch(agent))
+        fleet.engine.runner.heartbeat(agent, old_epoch)
+    answer = fleet.engine.runner.heartbeat(agent, fleet.epoch(agent))
 
     assert answer == Beat(AgentStatus.IDLE, old_epoch + 1)
     assert fleet.agent(agent)["status"] == AgentStatus.IDLE
@@ -488,7 +494,7 @@ def test_re_registering_an_offline_agent_brings_it_back_online(make_fleet: Calla
 def test_a_graceful_leave_requeues_the_task_and_releases_the_leases(fleet: Fleet):
     agent, task = _running_with_lease(fleet)
 
-    fleet.engine.leave(agent, fleet.epoch(agent))
+    fleet.engine.arrivals.leave(agent, fleet.epoch(agent))
 
     assert fleet.agent(agent)["status"] == AgentStatus.OFFLINE
     assert fleet.task(task)["status"] == TaskStatus.PENDING
@@ -558,7 +564,7 @@ def test_a_non_retryable_failure_fails_the_task_at_once(fleet: Fleet):
 def test_a_vetoed_task_widens_its_scope_and_runs_only_after_the_holder_finishes(fleet: Fleet):
     holder_agent = fleet.register("runner-1")
     vetoed_agent = fleet.register("runner-2")
-    fleet.engine.create_tasks(
+    fleet.engine.operator.create_tasks(
         [
             NewTask("T1", id="T1", file_scope=["a.py"]),
             NewTask("T2", id="T2", file_scope=["pkg/b.py"]),
@@ -595,7 +601,7 @@ def test_a_lease_request_for_a_task_the_agent_does_not_hold_is_refused_and_write
     fleet.add("T")
     before = fleet.engine.store.last_event_id()
 
-    answer = fleet.engine.acquire(agent, fleet.epoch(agent), "T", ["a.py"], "Write")
+    answer = fleet.engine.runner.acquire(agent, fleet.epoch(agent), "T", ["a.py"], "Write")
 
     assert not answer.allowed
     assert answer.denied[0].reason == "not_owner"
@@ -616,7 +622,7 @@ def test_a_report_for_an_attempt_the_task_moved_past_is_a_duplicate_and_changes_
     fleet.tick()
     assert fleet.task("T")["attempts"] == 2
 
-    answer = fleet.engine.complete(
+    answer = fleet.engine.outcomes.complete(
         "T", agent, fleet.epoch(agent), AttemptReport(attempt=1, ok=True)
     )
 
@@ -632,9 +638,11 @@ def test_a_report_from_an_agent_that_does_not_own_the_task_is_refused(fleet: Fle
     assert fleet.owner("T") != other
 
     with pytest.raises(NotOwner):
-        fleet.engine.complete("T", other, fleet.epoch(other), AttemptReport(attempt=1, ok=True))
+        fleet.engine.outcomes.complete(
+            "T", other, fleet.epoch(other), AttemptReport(attempt=1, ok=True)
+        )
     with pytest.raises(NotOwner):
-        fleet.engine.start("T", other, fleet.epoch(other))
+        fleet.engine.runner.start("T", other, fleet.epoch(other))
 
 
 # -- deadlines ----------------------------------------------------------------------------
@@ -657,7 +665,7 @@ def test_the_server_takes_a_task_back_at_assigned_at_plus_timeout_plus_grace_and
     assert [e["payload"]["reason"] for e in fleet.events(EventType.LEASE_RELEASED)] == ["deadline"]
     assert fleet.epoch(agent) == epoch + 1
     with pytest.raises(StaleEpoch):
-        fleet.engine.heartbeat(agent, epoch)
+        fleet.engine.runner.heartbeat(agent, epoch)
 
 
 def test_an_overdue_last_attempt_fails_the_task_and_still_fences_the_agent(
@@ -674,7 +682,7 @@ def test_an_overdue_last_attempt_fails_the_task_and_still_fences_the_agent(
     assert fleet.task(task)["status"] == TaskStatus.FAILED
     assert fleet.engine.store.leases() == []
     with pytest.raises(StaleEpoch):
-        fleet.engine.heartbeat(agent, epoch)
+        fleet.engine.runner.heartbeat(agent, epoch)
 
 
 def test_a_fenced_agent_gets_no_new_work_until_its_runner_registers_again(
@@ -699,11 +707,11 @@ def test_cancelling_a_running_task_fences_its_agent_until_it_registers_again(fle
     epoch = fleet.epoch(agent)
     fleet.add("next")
 
-    fleet.engine.cancel(task)
+    fleet.engine.operator.cancel(task)
 
     assert fleet.engine.store.leases() == []
     with pytest.raises(StaleEpoch):
-        fleet.engine.heartbeat(agent, epoch)
+        fleet.engine.runner.heartbeat(agent, epoch)
     assert fleet.tick() == []
     fleet.register("runner-1")
     assert assigned(fleet.tick()) == [("next", agent)]
@@ -779,14 +787,14 @@ def test_a_restarted_engine_keeps_a_backing_off_task_waiting(make_fleet: Callabl
 def test_finished_tasks_leave_the_live_index_and_the_candidate_window_is_bounded(fleet: Fleet):
     done = [f"done-{n:03}" for n in range(40)]
     waiting = [f"wait-{n:03}" for n in range(BASE_WINDOW * 3)]
-    fleet.engine.create_tasks([NewTask(t, id=t, priority=5) for t in done])
-    fleet.engine.create_tasks([NewTask(t, id=t) for t in waiting])
+    fleet.engine.operator.create_tasks([NewTask(t, id=t, priority=5) for t in done])
+    fleet.engine.operator.create_tasks([NewTask(t, id=t) for t in waiting])
     fleet.register("runner-1")
     for task_id in done:
         fleet.run(task_id)
 
     index = fleet.engine.tasks.index
-    state = fleet.engine.snapshot(fleet.clock())
+    state = fleet.engine.ticks.snapshot(fleet.clock())
 
     assert not set(done) & set(index.live)
     assert len(index.ready) == len(waiting)
@@ -801,7 +809,7 @@ def test_a_tick_widens_the_window_when_every_task_in_it_conflicts(fleet: Fleet):
         NewTask(f"hot-{n:03}", id=f"hot-{n:03}", priority=5, file_scope=["a.py"])
         for n in range(BASE_WINDOW + 1)
     ]
-    fleet.engine.create_tasks([*hot, NewTask("cold", id="cold", file_scope=["pkg/b.py"])])
+    fleet.engine.operator.create_tasks([*hot, NewTask("cold", id="cold", file_scope=["pkg/b.py"])])
     first = fleet.register("runner-1")
     second = fleet.register("runner-2")
 
@@ -846,7 +854,7 @@ def test_an_invalid_graph_is_rejected_whole_and_writes_nothing(fleet: Fleet, cas
     statuses = dict(fleet.engine.tasks.index.status)
 
     with pytest.raises(InvalidGraph) as caught:
-        fleet.engine.create_tasks(batch)
+        fleet.engine.operator.create_tasks(batch)
 
     assert caught.value.detail["problem"] == problem
     assert _counts(fleet) == before
@@ -855,7 +863,7 @@ def test_an_invalid_graph_is_rejected_whole_and_writes_nothing(fleet: Fleet, cas
 
 
 def test_a_valid_batch_lands_whole_with_canonical_scopes_and_its_edges(fleet: Fleet):
-    created = fleet.engine.create_tasks(
+    created = fleet.engine.operator.create_tasks(
         [
             NewTask("one", id="one", file_scope=["./a.py", "pkg//b.py", "a.py"]),
             NewTask("two", id="two", depends_on=["one", "one"]),

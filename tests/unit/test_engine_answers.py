@@ -53,7 +53,7 @@ def test_the_last_attempt_failing_answers_what_it_stored(fleet: Fleet):
     first = fleet.run("T", False, error_kind=ErrorKind.AGENT_ERROR)
     assert first.backoff_until is not None and first == stored_answer(fleet, "T")
     fleet.clock.advance(3600)
-    fleet.engine.heartbeat(runner, fleet.epoch(runner))
+    fleet.engine.runner.heartbeat(runner, fleet.epoch(runner))
 
     last = fleet.run("T", False, error_kind=ErrorKind.AGENT_ERROR)
 
@@ -75,7 +75,7 @@ def test_a_graphs_task_created_events_are_published_as_stored_in_order(fleet: Fl
         for n in range(5)
     ]
 
-    fleet.engine.create_tasks(specs)
+    fleet.engine.operator.create_tasks(specs)
 
     stored = fleet.events(EventType.TASK_CREATED, since=before)
     published = [e for e in fleet.commits[-1] if e["type"] == EventType.TASK_CREATED]
@@ -118,27 +118,29 @@ def stored_assignment(fleet: Fleet, agent_id: str) -> AssignedTask | None:
 def test_an_assignment_answers_what_is_stored(
     fleet: Fleet, ok: bool, report: dict[str, Any], status: TaskStatus, restart: bool
 ):
-    fleet.engine.define_checks({"unit": "true"})
-    fleet.engine.create_tasks(
+    fleet.engine.operator.define_checks({"unit": "true"})
+    fleet.engine.operator.create_tasks(
         [NewTask("Title", id="T", description="Do it.", file_scope=["a.py"], verify="unit")]
     )
     runner = fleet.register("runner-1")
     fleet.tick()
-    assert fleet.engine.assignment(runner, fleet.epoch(runner)) == stored_assignment(fleet, runner)
+    assert fleet.engine.runner.assignment(runner, fleet.epoch(runner)) == stored_assignment(
+        fleet, runner
+    )
     fleet.start("T")
     fleet.finish("T", ok, **report)
     if status is TaskStatus.SUCCEEDED:
         return  # nothing to assign again
     if status is TaskStatus.FAILED:
-        fleet.engine.retry("T")
+        fleet.engine.operator.retry("T")
     if restart:
         fleet.engine.load()
     fleet.clock.advance(3600)
-    fleet.engine.resume()
-    fleet.engine.heartbeat(runner, fleet.epoch(runner))
+    fleet.engine.operator.resume()
+    fleet.engine.runner.heartbeat(runner, fleet.epoch(runner))
     fleet.tick()
 
-    again = fleet.engine.assignment(runner, fleet.epoch(runner))
+    again = fleet.engine.runner.assignment(runner, fleet.epoch(runner))
 
     assert again is not None and again == stored_assignment(fleet, runner)
 
@@ -148,10 +150,12 @@ def test_a_handoff_is_the_callers_assignment_and_never_a_refusal(fleet: Fleet):
     runner = fleet.register("runner-1")
     fleet.tick()
     epoch = fleet.epoch(runner)
-    handed = asyncio.run(fleet.engine.handoff(runner, epoch))
-    assert handed is not None and handed == fleet.engine.assignment(runner, epoch)
+    handed = asyncio.run(fleet.engine.runner.handoff(runner, epoch))
+    assert handed is not None and handed == fleet.engine.runner.assignment(runner, epoch)
 
-    fleet.engine.register("runner-1", str(fleet.engine.tree.root), 4242)  # fenced: epoch + 1
+    fleet.engine.arrivals.register(
+        "runner-1", str(fleet.engine.tree.root), 4242
+    )  # fenced: epoch + 1
 
-    assert asyncio.run(fleet.engine.handoff(runner, epoch)) is None
-    assert asyncio.run(fleet.engine.handoff("no-such-agent", 1)) is None
+    assert asyncio.run(fleet.engine.runner.handoff(runner, epoch)) is None
+    assert asyncio.run(fleet.engine.runner.handoff("no-such-agent", 1)) is None

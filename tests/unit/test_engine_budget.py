@@ -81,7 +81,7 @@ def test_raising_the_budget_resumes_assignment(make_fleet: Callable[..., Fleet])
     fleet.run("T1", cost_usd=0.5)
     fleet.tick()
 
-    answer = fleet.engine.set_budget(2.0, hard=False)
+    answer = fleet.engine.operator.set_budget(2.0, hard=False)
 
     assert answer == {
         "max_cost_usd": 2.0,
@@ -126,7 +126,7 @@ def test_lowering_the_cap_below_what_was_spent_announces_it_at_once(fleet: Fleet
     fleet.register("runner-1")
     fleet.run("T1", cost_usd=0.3)
 
-    fleet.engine.set_budget(0.25, hard=False)
+    fleet.engine.operator.set_budget(0.25, hard=False)
 
     assert fleet.tick() == [sched.BudgetExhausted(), sched.FleetIdle()]
 
@@ -138,7 +138,7 @@ def test_a_cap_set_live_outlives_a_restart_and_a_servers_own_cap_wins(
     first.add("T1")
     first.register("runner-1")
     first.run("T1", cost_usd=0.4)
-    first.engine.set_budget(0.4, hard=True)
+    first.engine.operator.set_budget(0.4, hard=True)
 
     again = make_fleet()  # the same database, no cap of its own
     assert again.engine.limits.budget_json() == {
@@ -160,10 +160,10 @@ def test_the_cost_is_simulated_while_every_fleet_run_said_so_and_after_a_restart
     first = make_fleet()
     assert not first.engine.limits.budget_json()["simulated"]  # no run yet: nothing to label
 
-    first.engine.fleet_event("fleet_started", {"runners": 1, "simulated": True})
+    first.engine.operator.fleet_event("fleet_started", {"runners": 1, "simulated": True})
     assert first.engine.limits.budget_json()["simulated"]
     assert make_fleet().engine.limits.budget_json()["simulated"]  # read back from the log
 
-    first.engine.fleet_event("fleet_started", {"runners": 1})  # a live run: a mix is plain
+    first.engine.operator.fleet_event("fleet_started", {"runners": 1})  # a live run: a mix is plain
     assert not first.engine.limits.budget_json()["simulated"]
     assert not make_fleet().engine.limits.budget_json()["simulated"]

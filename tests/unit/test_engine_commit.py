@@ -78,7 +78,7 @@ class Harness:
         return self.engine
 
     def register(self, name: str) -> tuple[str, int]:
-        answer = self.engine.register(name, str(self.tree), 4242)
+        answer = self.engine.arrivals.register(name, str(self.tree), 4242)
         return str(answer.agent_id), int(answer.epoch)
 
     def committed(self, sql: str) -> list[tuple[Any, ...]]:
@@ -95,10 +95,10 @@ def harness(tmp_path: Path, workdir: Path) -> Iterator[Harness]:
 
 
 def _running(h: Harness, task_id: str = "T", name: str = "runner-1") -> tuple[str, int]:
-    h.engine.create_tasks([NewTask(task_id, id=task_id, description="d")])
+    h.engine.operator.create_tasks([NewTask(task_id, id=task_id, description="d")])
     agent, epoch = h.register(name)
-    h.engine.tick()
-    h.engine.start(task_id, agent, epoch)
+    h.engine.ticks.tick()
+    h.engine.runner.start(task_id, agent, epoch)
     return agent, epoch
 
 
@@ -107,13 +107,13 @@ def test_a_grant_whose_commit_fails_is_refused_and_never_held_in_memory(harness:
     harness.disk.full = True
 
     with pytest.raises(StoreUnavailable, match="disk is full"):
-        harness.engine.acquire(agent, epoch, "T", ["a.py"], "Write")
+        harness.engine.runner.acquire(agent, epoch, "T", ["a.py"], "Write")
 
     assert harness.engine.leases.holders == {}
     assert harness.committed("SELECT COUNT(*) FROM file_leases") == [(0,)]
     assert harness.committed("SELECT COUNT(*) FROM preimages") == [(0,)]
     harness.disk.full = False  # space is back: the server works again
-    answer = harness.engine.acquire(agent, epoch, "T", ["a.py"], "Write")
+    answer = harness.engine.runner.acquire(agent, epoch, "T", ["a.py"], "Write")
     assert answer.allowed
     assert harness.committed("SELECT path, task_id FROM file_leases") == [("a.py", "T")]
     assert harness.committed("SELECT COUNT(*) FROM preimages") == [(1,)]
@@ -123,17 +123,17 @@ def test_a_report_whose_commit_fails_changes_nothing_and_is_applied_when_retried
     harness: Harness,
 ) -> None:
     agent, epoch = _running(harness)
-    harness.engine.acquire(agent, epoch, "T", ["a.py"], "Write")
+    harness.engine.runner.acquire(agent, epoch, "T", ["a.py"], "Write")
     harness.disk.full = True
 
     with pytest.raises(StoreUnavailable):
-        harness.engine.complete("T", agent, epoch, AttemptReport(attempt=1, ok=True))
+        harness.engine.outcomes.complete("T", agent, epoch, AttemptReport(attempt=1, ok=True))
 
     assert harness.engine.tasks.index.in_flight["T"].status is TaskStatus.RUNNING
     assert harness.engine.agents.by_id[agent].status is AgentStatus.BUSY
     assert harness.engine.leases.holders == {"a.py": (agent, "T")}
     harness.disk.full = False
-    answer = harness.engine.complete("T", agent, epoch, AttemptReport(attempt=1, ok=True))
+    answer = harness.engine.outcomes.complete("T", agent, epoch, AttemptReport(attempt=1, ok=True))
     assert answer.status == TaskStatus.SUCCEEDED
     assert harness.committed("SELECT status FROM tasks") == [("succeeded",)]
     assert harness.committed("SELECT COUNT(*) FROM file_leases") == [(0,)]
@@ -143,18 +143,18 @@ def test_a_rolled_back_transaction_neither_unfences_an_agent_nor_resets_stale_cl
     harness: Harness,
 ) -> None:
     fenced, fenced_epoch = _running(harness, "T", "runner-1")
-    harness.engine.cancel("T")  # its runner is fenced until it registers again
+    harness.engine.operator.cancel("T")  # its runner is fenced until it registers again
     quiet, _ = harness.register("runner-2")
     harness.clock.advance(15)
-    harness.engine.heartbeat(fenced, fenced_epoch + 1)
+    harness.engine.runner.heartbeat(fenced, fenced_epoch + 1)
     harness.disk.full = True
     with pytest.raises(StoreUnavailable):
-        harness.engine.create_tasks([NewTask("X", id="X", description="d")])
+        harness.engine.operator.create_tasks([NewTask("X", id="X", description="d")])
     harness.disk.full = False
 
     harness.clock.advance(6)  # runner-2 has been silent 21 s: stale, rollback or not
-    harness.engine.create_tasks([NewTask("Y", id="Y", description="d")])
-    decisions = harness.engine.tick()
+    harness.engine.operator.create_tasks([NewTask("Y", id="Y", description="d")])
+    decisions = harness.engine.ticks.tick()
 
     assert sched.MarkOffline(quiet) in decisions
     assert not any(isinstance(d, sched.Assign) for d in decisions)  # the fenced one gets nothing
@@ -163,13 +163,13 @@ def test_a_rolled_back_transaction_neither_unfences_an_agent_nor_resets_stale_cl
 
 def test_a_restart_keeps_a_fenced_agent_fenced(harness: Harness) -> None:
     fenced, _ = _running(harness, "T", "runner-1")
-    harness.engine.cancel("T")
+    harness.engine.operator.cancel("T")
 
     engine = harness.restart()
-    engine.create_tasks([NewTask("Y", id="Y", description="d")])
+    engine.operator.create_tasks([NewTask("Y", id="Y", description="d")])
 
     assert engine.agents.by_id[fenced].fenced
-    assert not any(isinstance(d, sched.Assign) for d in engine.tick())
+    assert not any(isinstance(d, sched.Assign) for d in engine.ticks.tick())
     assert harness.committed("SELECT fenced FROM agents") == [(1,)]
 
 
@@ -178,37 +178,37 @@ def test_a_restart_does_not_give_an_agent_about_to_go_stale_a_fresh_window(
 ) -> None:
     quiet, _ = harness.register("runner-1")
     harness.clock.advance(15)
-    harness.engine.tick()  # the running server notes it is up
+    harness.engine.ticks.tick()  # the running server notes it is up
 
     engine = harness.restart()  # at once: no downtime to credit
     harness.clock.advance(6)
 
-    assert sched.MarkOffline(quiet) in engine.tick()
+    assert sched.MarkOffline(quiet) in engine.ticks.tick()
 
 
 def test_a_restart_credits_every_agent_with_the_servers_downtime(harness: Harness) -> None:
     agent, _ = harness.register("runner-1")
     harness.clock.advance(5)
-    harness.engine.tick()
+    harness.engine.ticks.tick()
     harness.engine.store.close()
     harness.clock.advance(60)  # the server is down for a minute: no heartbeat could land
 
     engine = harness.open()
     harness.engine = engine
-    assert sched.MarkOffline(agent) not in engine.tick()
+    assert sched.MarkOffline(agent) not in engine.ticks.tick()
     harness.clock.advance(16)  # 21 s of silence the server could have heard
-    assert sched.MarkOffline(agent) in engine.tick()
+    assert sched.MarkOffline(agent) in engine.ticks.tick()
 
 
 def test_a_restore_whose_release_cannot_commit_stays_held_and_the_next_tick_finishes_it(
     harness: Harness,
 ) -> None:
     agent, epoch = _running(harness)
-    harness.engine.acquire(agent, epoch, "T", ["a.py"], "Write")
+    harness.engine.runner.acquire(agent, epoch, "T", ["a.py"], "Write")
     (harness.tree / "a.py").write_text("edited\n")
     harness.disk.commits_left = 1  # the report commits; the release after the restore cannot
 
-    answer = harness.engine.complete(
+    answer = harness.engine.outcomes.complete(
         "T", agent, epoch, AttemptReport(attempt=1, ok=False, error="x")
     )
 
@@ -220,10 +220,10 @@ def test_a_restore_whose_release_cannot_commit_stays_held_and_the_next_tick_fini
     assert harness.committed("SELECT path FROM file_leases") == [("a.py",)]
     harness.clock.advance(3)  # past its backoff, with its runner idle: still not handed out
     with pytest.raises(StoreUnavailable):
-        harness.engine.tick()
+        harness.engine.ticks.tick()
     assert harness.engine.tasks.index.live["T"].status is TaskStatus.PENDING
     harness.disk.commits_left = None
     harness.disk.full = False
-    harness.engine.tick()
+    harness.engine.ticks.tick()
     assert harness.engine.leases.holders == {}
     assert harness.committed("SELECT COUNT(*) FROM file_leases") == [(0,)]

@@ -36,7 +36,7 @@ def test_a_child_listed_before_its_parent_is_born_blocked_when_the_grandparent_f
 ):
     _fail_root(fleet)
 
-    fleet.engine.create_tasks(
+    fleet.engine.operator.create_tasks(
         [
             NewTask(title="child", id="child", depends_on=("parent",)),
             NewTask(title="parent", id="parent", depends_on=("X",)),
@@ -63,7 +63,7 @@ def test_a_deep_chain_listed_leaf_first_is_blocked_whole(fleet: Fleet):
         for n, t in enumerate(chain)
     ]
 
-    fleet.engine.create_tasks(list(reversed(specs)))
+    fleet.engine.operator.create_tasks(list(reversed(specs)))
 
     assert {fleet.task(t)["status"] for t in chain} == {TaskStatus.BLOCKED_UPSTREAM}
 
@@ -149,8 +149,8 @@ async def test_a_second_long_poll_of_one_agent_still_wakes_after_the_first_one_e
     fleet.engine.attach(asyncio.get_running_loop())
     agent = fleet.register("runner-1")
     epoch = fleet.epoch(agent)
-    first = asyncio.create_task(fleet.engine.wait_assignment(agent, epoch, 30))
-    second = asyncio.create_task(fleet.engine.wait_assignment(agent, epoch, 30))
+    first = asyncio.create_task(fleet.engine.runner.wait_assignment(agent, epoch, 30))
+    second = asyncio.create_task(fleet.engine.runner.wait_assignment(agent, epoch, 30))
     await asyncio.sleep(0)  # both are parked
     first.cancel()  # the first poll goes away (its client hung up, or its wait ran out)
     with pytest.raises(asyncio.CancelledError):
@@ -169,7 +169,9 @@ async def test_two_concurrent_long_polls_of_one_agent_both_wake_with_the_same_as
     fleet.engine.attach(asyncio.get_running_loop())
     agent = fleet.register("runner-1")
     epoch = fleet.epoch(agent)
-    polls = [asyncio.create_task(fleet.engine.wait_assignment(agent, epoch, 30)) for _ in range(2)]
+    polls = [
+        asyncio.create_task(fleet.engine.runner.wait_assignment(agent, epoch, 30)) for _ in range(2)
+    ]
     await asyncio.sleep(0)
 
     fleet.add("T")
@@ -186,10 +188,10 @@ async def test_a_long_poll_of_an_agent_that_leaves_ends_at_once_with_a_stale_epo
     fleet.engine.attach(asyncio.get_running_loop())
     agent = fleet.register("runner-1")
     epoch = fleet.epoch(agent)
-    poll = asyncio.create_task(fleet.engine.wait_assignment(agent, epoch, 30))
+    poll = asyncio.create_task(fleet.engine.runner.wait_assignment(agent, epoch, 30))
     await asyncio.sleep(0)  # parked
 
-    fleet.engine.leave(agent, epoch)
+    fleet.engine.arrivals.leave(agent, epoch)
 
     with pytest.raises(StaleEpoch):
         await asyncio.wait_for(poll, timeout=5)  # a liveness bound, not a measurement
@@ -208,7 +210,7 @@ def test_a_batch_over_the_scope_path_cap_is_refused_whole_with_a_413(
     ]
 
     with pytest.raises(TooLarge) as refused:
-        fleet.engine.create_tasks(specs)
+        fleet.engine.operator.create_tasks(specs)
 
     assert refused.value.status == 413
     assert refused.value.detail == {"problem": "too_many_scope_paths", "paths": 6, "limit": 5}
@@ -219,7 +221,7 @@ def test_a_batch_over_the_scope_path_cap_is_refused_whole_with_a_413(
 def test_preparing_a_batch_changes_nothing_and_committing_it_rechecks_the_stored_ids(
     fleet: Fleet,
 ):
-    prepared = fleet.engine.prepare_tasks(
+    prepared = fleet.engine.operator.prepare_tasks(
         [NewTask(title="a", id="a", description="d", file_scope=["./a.py"])]
     )
     assert fleet.engine.store.tasks() == [] and fleet.events() == []
@@ -227,7 +229,7 @@ def test_preparing_a_batch_changes_nothing_and_committing_it_rechecks_the_stored
     fleet.add("a")  # another load took the id in between
 
     with pytest.raises(InvalidGraph, match="task a is already loaded on the server"):
-        fleet.engine.commit_tasks(prepared)
+        fleet.engine.operator.commit_tasks(prepared)
 
     assert [t["id"] for t in fleet.engine.store.tasks()] == ["a"]
 
@@ -237,7 +239,7 @@ def test_time_the_server_could_not_listen_does_not_count_against_a_heartbeat(
 ):
     fleet = make_fleet(stale_after=20)
     deaf = [0.0]
-    fleet.engine.deaf_seconds = lambda: deaf[0]
+    fleet.engine.agents.deaf_seconds = lambda: deaf[0]
     agent = fleet.register("runner-1")
     fleet.clock.advance(5)
 
@@ -254,11 +256,11 @@ def test_time_the_server_could_not_listen_does_not_count_against_a_heartbeat(
 def test_a_heartbeat_after_a_stall_starts_the_window_afresh(make_fleet: Callable[..., Fleet]):
     fleet = make_fleet(stale_after=20)
     deaf = [0.0]
-    fleet.engine.deaf_seconds = lambda: deaf[0]
+    fleet.engine.agents.deaf_seconds = lambda: deaf[0]
     agent = fleet.register("runner-1")
     fleet.clock.advance(30)
     deaf[0] = 30.0
-    fleet.engine.heartbeat(agent, fleet.epoch(agent))  # credit already spent by this beat
+    fleet.engine.runner.heartbeat(agent, fleet.epoch(agent))  # credit already spent by this beat
 
     fleet.clock.advance(21)
 

@@ -153,10 +153,10 @@ def test_the_limited_attempts_edits_are_rolled_back(fleet: Fleet, workdir: Path)
 def test_resume_lifts_the_pause_at_once_and_says_so_only_when_paused(fleet: Fleet):
     fleet.add("T1")
     fleet.register("runner-1")
-    assert fleet.engine.resume()["resumed"] is False
+    assert fleet.engine.operator.resume()["resumed"] is False
     fleet.run("T1", **LIMITED)
 
-    assert fleet.engine.resume()["resumed"] is True
+    assert fleet.engine.operator.resume()["resumed"] is True
 
     [resumed] = fleet.events(EventType.FLEET_RESUMED)
     assert resumed["payload"]["reason"] == "operator"
@@ -184,6 +184,6 @@ def test_retry_of_a_failed_task_clears_its_uncharged_attempts(fleet: Fleet):
     fleet.run("T1", **LIMITED, retry_after_s=0)
     fleet.run("T1", ok=False, error_kind=ErrorKind.BUDGET)
 
-    fleet.engine.retry("T1")
+    fleet.engine.operator.retry("T1")
 
     assert (fleet.task("T1")["attempts"], fleet.task("T1")["uncharged_attempts"]) == (0, 0)

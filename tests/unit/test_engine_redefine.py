@@ -20,8 +20,8 @@ make_fleet, fleet = test_engine.make_fleet, test_engine.fleet  # the engine harn
 
 
 def redefine(fleet: Fleet, *specs: NewTask) -> list[str]:
-    batch = fleet.engine.prepare_tasks(list(specs))
-    return fleet.engine.commit_tasks(batch, frozenset(s.id for s in specs if s.id))
+    batch = fleet.engine.operator.prepare_tasks(list(specs))
+    return fleet.engine.operator.commit_tasks(batch, frozenset(s.id for s in specs if s.id))
 
 
 def same_index(fleet: Fleet) -> None:
@@ -107,7 +107,7 @@ def test_a_task_that_was_ever_assigned_is_not_redefined_even_after_a_retry(
     agent = fleet.register("runner-1")
     fleet.run("a", ok=False, error_kind=ErrorKind.AGENT_ERROR)
     fleet.tick()
-    fleet.engine.retry("a")  # pending again, 0 attempts: but it has a history
+    fleet.engine.operator.retry("a")  # pending again, 0 attempts: but it has a history
 
     with pytest.raises(InvalidGraph, match=r"task a has started \(pending\)"):
         redefine(fleet, NewTask("a, edited", id="a"), NewTask("n", id="n"))
@@ -123,4 +123,4 @@ def test_a_stored_id_the_load_does_not_name_for_redefinition_is_still_refused(
     fleet.add("a")
 
     with pytest.raises(InvalidGraph, match="task a is already loaded"):
-        fleet.engine.create_tasks([NewTask("a, edited", id="a")])
+        fleet.engine.operator.create_tasks([NewTask("a, edited", id="a")])

@@ -61,7 +61,7 @@ class Harness:
         return self.engine
 
     def register(self, name: str) -> tuple[str, int]:
-        answer = self.engine.register(name, str(self.tree), 4242)
+        answer = self.engine.arrivals.register(name, str(self.tree), 4242)
         return str(answer.agent_id), int(answer.epoch)
 
     def events(self, kind: EventType) -> list[dict[str, Any]]:
@@ -80,12 +80,12 @@ def harness(tmp_path: Path, workdir: Path) -> Iterator[Harness]:
 
 def _running_with_edits(h: Harness, task_id: str = "T") -> tuple[str, int]:
     """A runner leased and edited every file of FILES for `task_id`, which is running."""
-    h.engine.create_tasks([NewTask(task_id, id=task_id, description="edit them all")])
+    h.engine.operator.create_tasks([NewTask(task_id, id=task_id, description="edit them all")])
     agent, epoch = h.register("runner-1")
-    h.engine.tick()
-    h.engine.start(task_id, agent, epoch)
+    h.engine.ticks.tick()
+    h.engine.runner.start(task_id, agent, epoch)
     for rel in FILES:
-        assert h.engine.acquire(agent, epoch, task_id, [rel], "Edit").allowed
+        assert h.engine.runner.acquire(agent, epoch, task_id, [rel], "Edit").allowed
         (h.tree / rel).write_text(f"# {rel}: edited by {task_id}\n")
     return agent, epoch
 
@@ -115,16 +115,16 @@ def test_a_server_killed_mid_take_back_never_lets_the_fenced_runner_succeed_with
     monkeypatch.setattr(engine_files, "restore", _crash_after(10))
 
     with pytest.raises(ServerKilled):
-        harness.engine.tick()
+        harness.engine.ticks.tick()
     monkeypatch.undo()
     engine = harness.restart()
 
     # The runner that was being taken back carries on as if nothing happened: it must be
     # fenced, or its task "succeeds" with the files the crash had already put back.
     with pytest.raises(StaleEpoch):
-        engine.complete("T", agent, epoch, AttemptReport(attempt=1, ok=True))
+        engine.outcomes.complete("T", agent, epoch, AttemptReport(attempt=1, ok=True))
     with pytest.raises(StaleEpoch):
-        engine.heartbeat(agent, epoch)
+        engine.runner.heartbeat(agent, epoch)
     # The restart finished the take-back before serving anyone: every file is back,
     # every lease released, the task waiting for its next attempt.
     assert _texts(harness) == [f"# {rel}: original\n" for rel in FILES]
@@ -139,7 +139,9 @@ def test_a_failed_report_commits_its_restore_intent_before_touching_a_file(
     monkeypatch.setattr(engine_files, "restore", _crash_after(5))
 
     with pytest.raises(ServerKilled):
-        harness.engine.complete("T", agent, epoch, AttemptReport(attempt=1, ok=False, error="boom"))
+        harness.engine.outcomes.complete(
+            "T", agent, epoch, AttemptReport(attempt=1, ok=False, error="boom")
+        )
     monkeypatch.undo()
     engine = harness.restart()
 
@@ -157,7 +159,7 @@ def test_an_unrestorable_file_fails_only_its_task_keeps_its_lease_and_the_fleet_
     harness: Harness,
 ) -> None:
     engine = harness.engine
-    engine.create_tasks(
+    engine.operator.create_tasks(
         [
             NewTask("bad", id="bad", description="d", file_scope=["a.py"]),
             NewTask("child", id="child", description="d", depends_on=["bad"]),
@@ -165,14 +167,16 @@ def test_an_unrestorable_file_fails_only_its_task_keeps_its_lease_and_the_fleet_
         ]
     )
     agent, epoch = harness.register("runner-1")
-    engine.tick()
-    engine.start("bad", agent, epoch)
-    assert engine.acquire(agent, epoch, "bad", ["a.py", FILES[0]], "Edit").allowed
+    engine.ticks.tick()
+    engine.runner.start("bad", agent, epoch)
+    assert engine.runner.acquire(agent, epoch, "bad", ["a.py", FILES[0]], "Edit").allowed
     (harness.tree / FILES[0]).write_text("edited\n")
     (harness.tree / "a.py").unlink()
     (harness.tree / "a.py").mkdir()  # the leased file became a directory: it cannot be restored
 
-    answer = engine.complete("bad", agent, epoch, AttemptReport(attempt=1, ok=False, error="boom"))
+    answer = engine.outcomes.complete(
+        "bad", agent, epoch, AttemptReport(attempt=1, ok=False, error="boom")
+    )
 
     row = engine.store.task("bad")
     assert row is not None
@@ -186,7 +190,7 @@ def test_an_unrestorable_file_fails_only_its_task_keeps_its_lease_and_the_fleet_
     assert failed["task_id"] == "bad" and failed["payload"]["path"] == "a.py"
     assert "directory" in failed["payload"]["error"]
     # the rest of the fleet keeps running: the next tick assigns the other task
-    engine.tick()
+    engine.ticks.tick()
     assert engine.store.task("other")["status"] == TaskStatus.ASSIGNED  # type: ignore[index]
     assert engine.agents.by_id[agent].status is AgentStatus.BUSY
 
@@ -195,20 +199,20 @@ def test_a_task_with_an_unrestorable_file_is_retried_only_once_the_file_can_be_r
     harness: Harness,
 ) -> None:
     engine = harness.engine
-    engine.create_tasks([NewTask("bad", id="bad", description="d", max_attempts=1)])
+    engine.operator.create_tasks([NewTask("bad", id="bad", description="d", max_attempts=1)])
     agent, epoch = harness.register("runner-1")
-    engine.tick()
-    engine.start("bad", agent, epoch)
-    engine.acquire(agent, epoch, "bad", ["pkg/b.py"], "Edit")
+    engine.ticks.tick()
+    engine.runner.start("bad", agent, epoch)
+    engine.runner.acquire(agent, epoch, "bad", ["pkg/b.py"], "Edit")
     (harness.tree / "pkg" / "b.py").unlink()
     (harness.tree / "pkg").rmdir()
     (harness.tree / "pkg").write_text("a file where a directory was\n")  # a path component
-    engine.complete("bad", agent, epoch, AttemptReport(attempt=1, ok=False, error="boom"))
+    engine.outcomes.complete("bad", agent, epoch, AttemptReport(attempt=1, ok=False, error="boom"))
 
     with pytest.raises(InvalidState, match=r"pkg/b\.py"):
-        engine.retry("bad")
+        engine.operator.retry("bad")
     (harness.tree / "pkg").unlink()  # the operator repairs the tree
-    engine.retry("bad")
+    engine.operator.retry("bad")
 
     assert (harness.tree / "pkg" / "b.py").read_text() == "B = 2\n"
     assert engine.store.leases() == []
@@ -219,14 +223,14 @@ def test_a_restart_retries_an_unrestorable_file_and_releases_it_once_restored(
     harness: Harness,
 ) -> None:
     engine = harness.engine
-    engine.create_tasks([NewTask("bad", id="bad", description="d")])
+    engine.operator.create_tasks([NewTask("bad", id="bad", description="d")])
     agent, epoch = harness.register("runner-1")
-    engine.tick()
-    engine.start("bad", agent, epoch)
-    engine.acquire(agent, epoch, "bad", ["a.py"], "Edit")
+    engine.ticks.tick()
+    engine.runner.start("bad", agent, epoch)
+    engine.runner.acquire(agent, epoch, "bad", ["a.py"], "Edit")
     (harness.tree / "a.py").unlink()
     (harness.tree / "a.py").mkdir()
-    engine.complete("bad", agent, epoch, AttemptReport(attempt=1, ok=False, error="boom"))
+    engine.outcomes.complete("bad", agent, epoch, AttemptReport(attempt=1, ok=False, error="boom"))
     assert [x["path"] for x in engine.store.leases()] == ["a.py"]
 
     (harness.tree / "a.py").rmdir()

@@ -18,13 +18,13 @@ fleet = test_engine.fleet
 
 
 def _record_ticks(fleet: Fleet, order: list[str]) -> None:
-    tick = fleet.engine.tick
+    tick = fleet.engine.ticks.tick
 
     def recorded() -> Any:
         order.append("tick")
         return tick()
 
-    fleet.engine.tick = recorded  # type: ignore[method-assign]
+    fleet.engine.ticks.tick = recorded  # type: ignore[method-assign]
 
 
 async def test_a_parked_long_poll_runs_the_pending_tick_before_requests_queued_ahead_of_it(
@@ -39,7 +39,9 @@ async def test_a_parked_long_poll_runs_the_pending_tick_before_requests_queued_a
     loop.call_soon(order.append, "queued request")  # ahead of the kick in the loop's queue
     fleet.add("T")  # kicks: a tick is pending behind the queued request
 
-    task = await fleet.engine.wait_assignment(agent, fleet.epoch(agent), 5)  # awaited in place,
+    task = await fleet.engine.runner.wait_assignment(
+        agent, fleet.epoch(agent), 5
+    )  # awaited in place,
     # as a request handler does: a task wrapped around it would start behind the queue
 
     assert task is not None and task.id == "T"
@@ -56,7 +58,9 @@ async def test_a_parked_long_poll_with_no_tick_pending_asks_for_one(fleet: Fleet
     order: list[str] = []
     _record_ticks(fleet, order)
 
-    task = await asyncio.wait_for(fleet.engine.wait_assignment(agent, fleet.epoch(agent), 30), 5)
+    task = await asyncio.wait_for(
+        fleet.engine.runner.wait_assignment(agent, fleet.epoch(agent), 30), 5
+    )
 
     assert task is not None and task.id == "T"
     assert order == ["tick"]
@@ -72,7 +76,7 @@ async def test_a_pulled_tick_that_fails_is_logged_and_the_poll_waits_on(
     def broken() -> Any:
         raise RuntimeError("boom")
 
-    fleet.engine.tick = broken  # type: ignore[method-assign]
+    fleet.engine.ticks.tick = broken  # type: ignore[method-assign]
 
-    assert await fleet.engine.wait_assignment(agent, fleet.epoch(agent), 0.01) is None
+    assert await fleet.engine.runner.wait_assignment(agent, fleet.epoch(agent), 0.01) is None
     assert "tick failed" in caplog.text

@@ -53,7 +53,7 @@ def test_a_task_whose_agent_went_stale_before_starting_it_is_requeued_uncharged(
 def test_a_runner_leaving_before_starting_its_task_hands_it_back_uncharged(fleet: Fleet):
     agent = _assigned_not_started(fleet)
 
-    fleet.engine.leave(agent, fleet.epoch(agent))
+    fleet.engine.arrivals.leave(agent, fleet.epoch(agent))
     fleet.tick()
 
     row = fleet.task("T1")
@@ -70,7 +70,7 @@ def test_an_interrupted_runner_leaving_mid_attempt_requeues_it_uncharged_and_say
     fleet.start("T1")
     assert fleet.acquire("T1", "a.py").allowed
 
-    fleet.engine.leave(agent, fleet.epoch(agent), interrupted=True)
+    fleet.engine.arrivals.leave(agent, fleet.epoch(agent), interrupted=True)
     fleet.tick()
 
     row = fleet.task("T1")
@@ -96,9 +96,9 @@ def test_an_interrupted_task_is_not_handed_to_a_runner_of_the_same_run_that_is_l
     assert assigned(fleet.tick()) == [("T1", busy)]
     fleet.start("T1")
 
-    fleet.engine.leave(busy, fleet.epoch(busy), interrupted=True)
+    fleet.engine.arrivals.leave(busy, fleet.epoch(busy), interrupted=True)
     assert assigned(fleet.tick()) == []  # before: assigned to runner-2, leaving a moment later
-    fleet.engine.leave(idle, fleet.epoch(idle), interrupted=True)
+    fleet.engine.arrivals.leave(idle, fleet.epoch(idle), interrupted=True)
     fleet.clock.advance(INTERRUPT_HOLD_S)
     fleet.tick()
 
@@ -112,7 +112,7 @@ def test_a_runner_leaving_mid_attempt_without_a_reason_is_still_charged(fleet: F
     fleet.tick()
     fleet.start("T1")
 
-    fleet.engine.leave(agent, fleet.epoch(agent))
+    fleet.engine.arrivals.leave(agent, fleet.epoch(agent))
     fleet.tick()
 
     row = fleet.task("T1")
@@ -121,7 +121,7 @@ def test_a_runner_leaving_mid_attempt_without_a_reason_is_still_charged(fleet: F
 
 def test_an_agent_that_left_is_never_assigned(fleet: Fleet):
     gone = fleet.register("runner-1")
-    fleet.engine.leave(gone, fleet.epoch(gone))
+    fleet.engine.arrivals.leave(gone, fleet.epoch(gone))
 
     fleet.add("T1")
 

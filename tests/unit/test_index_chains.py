@@ -39,7 +39,7 @@ def test_chains_after_each_batch_are_the_longest_live_chain_below_each_task(
     ids: list[str] = []
     for batch in range(4):
         specs = random_batch(rng, batch, ids)
-        fleet.engine.create_tasks(specs)
+        fleet.engine.operator.create_tasks(specs)
         ids += [str(s.id) for s in specs]
         index = fleet.engine.tasks.index
         assert {t: index.live[t].chain for t in ids} == longest_chains(fleet, ids), seed
@@ -78,12 +78,12 @@ def test_the_index_built_batch_by_batch_equals_the_index_rebuilt_from_the_rows(
     for batch in range(5):
         specs = random_batch(rng, batch, ids, priorities=True)
         rng.shuffle(specs)  # the batch in any order, not only parents first
-        fleet.engine.create_tasks(specs)
+        fleet.engine.operator.create_tasks(specs)
         ids += [str(s.id) for s in specs]
         built = index_state(fleet.engine.tasks.index)
         fleet.engine.tasks.load()
         assert built == index_state(fleet.engine.tasks.index), (seed, batch)
         live = sorted(fleet.engine.tasks.index.live)
         if live and rng.random() < 0.5:  # a dead parent: later children are born blocked
-            fleet.engine.cancel(rng.choice(live))
+            fleet.engine.operator.cancel(rng.choice(live))
             fleet.engine.tasks.load()  # a cancel leaves its ancestors' chains as they were

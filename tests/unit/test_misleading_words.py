@@ -31,7 +31,7 @@ def test_a_cancelled_tasks_dependent_reads_as_blocked_by_a_cancel_not_a_failure(
     fleet.add("C1")
     fleet.add("C2", deps=("C1",))
 
-    fleet.engine.cancel("C1")
+    fleet.engine.operator.cancel("C1")
 
     (blocked,) = fleet.events(EventType.TASK_BLOCKED_UPSTREAM)
     assert phrase("task_blocked_upstream", blocked["payload"]) == "blocked: C1 was cancelled"
@@ -57,9 +57,9 @@ def test_an_uncharged_attempt_is_not_counted_in_the_attempts_a_person_reads() ->
 
 
 def test_a_persons_hold_is_named_whole_not_cut_mid_word(fleet: Fleet) -> None:
-    fleet.engine.interactive.hold("hold-root", "root", ["db"])
-    fleet.engine.interactive.hold("0aeef531-5b6c-4c1e-9d7e-1234567890ab", "ada", ["cache"])
+    fleet.engine.person.hold("hold-root", "root", ["db"])
+    fleet.engine.person.hold("0aeef531-5b6c-4c1e-9d7e-1234567890ab", "ada", ["cache"])
 
-    names = sorted(h.name for h in fleet.engine.interactive.by_session.values())
+    names = sorted(h.name for h in fleet.engine.person.by_session.values())
 
     assert names == ["ada@0aeef531", "root@hold-root"]  # a random id: its prefix is enough

@@ -31,10 +31,10 @@ fleet = test_engine.fleet
 def test_messages_to_a_pending_task_are_kept_in_order_and_reach_its_first_attempt(fleet: Fleet):
     agent = fleet.register("runner-1")
     fleet.add("T1", "a.py")
-    fleet.engine.say("T1", "use httpx, not requests")
-    fleet.engine.say("T1", "the tests live in tests/unit")
+    fleet.engine.operator.say("T1", "use httpx, not requests")
+    fleet.engine.operator.say("T1", "the tests live in tests/unit")
     fleet.tick()
-    task = fleet.engine.assignment(agent, fleet.epoch(agent))
+    task = fleet.engine.runner.assignment(agent, fleet.epoch(agent))
     assert task is not None
     assert task.notes == (
         OperatorNote(1, "use httpx, not requests"),
@@ -69,16 +69,16 @@ def test_a_running_tasks_message_rides_its_owners_heartbeat_until_the_session_ha
     fleet.add("T1", "a.py")
     fleet.tick()
     fleet.start("T1")
-    said = fleet.engine.say("T1", "stop after the first file")
+    said = fleet.engine.operator.say("T1", "stop after the first file")
     assert said["delivered"] == "running"
     epoch = fleet.epoch(agent)
-    assert fleet.engine.heartbeat(agent, epoch).messages == (
+    assert fleet.engine.runner.heartbeat(agent, epoch).messages == (
         OperatorNote(1, "stop after the first file"),
     )
-    assert fleet.engine.heartbeat(agent, epoch, ("T1", 1)).messages == ()
+    assert fleet.engine.runner.heartbeat(agent, epoch, ("T1", 1)).messages == ()
     delivered = fleet.events(EventType.OPERATOR_MESSAGE_DELIVERED)
     assert [(e["task_id"], e["payload"]["seq"]) for e in delivered] == [("T1", 1)]
-    fleet.engine.heartbeat(agent, epoch, ("T1", 1))
+    fleet.engine.runner.heartbeat(agent, epoch, ("T1", 1))
     assert len(fleet.events(EventType.OPERATOR_MESSAGE_DELIVERED)) == 1  # once per message
 
 
@@ -89,17 +89,17 @@ def test_a_message_never_reaches_another_tasks_runner(fleet: Fleet):
     fleet.tick()
     fleet.start("T1")
     fleet.start("T2")
-    fleet.engine.say(fleet.engine.agents.by_id[one].current_task_id or "", "for you")
+    fleet.engine.operator.say(fleet.engine.agents.by_id[one].current_task_id or "", "for you")
     other = two if fleet.owner("T1") == one else one
-    assert fleet.engine.heartbeat(other, fleet.epoch(other), ("T1", 1)).messages == ()
+    assert fleet.engine.runner.heartbeat(other, fleet.epoch(other), ("T1", 1)).messages == ()
     assert fleet.events(EventType.OPERATOR_MESSAGE_DELIVERED) == []
 
 
 def test_messages_survive_a_restart(make_fleet: Callable[..., Fleet]):
     first = make_fleet()
     first.add("T1", "a.py")
-    first.engine.say("T1", "one")
-    first.engine.say("T1", "two")
+    first.engine.operator.say("T1", "one")
+    first.engine.operator.say("T1", "two")
     again = make_fleet()
     assert again.engine.messages.notes("T1") == (OperatorNote(1, "one"), OperatorNote(2, "two"))
 
@@ -109,19 +109,19 @@ def test_a_finished_task_refuses_a_message_with_a_409(fleet: Fleet):
     fleet.add("T1", "a.py")
     fleet.run("T1")
     with pytest.raises(InvalidState, match="already succeeded"):
-        fleet.engine.say("T1", "too late")
+        fleet.engine.operator.say("T1", "too late")
     with pytest.raises(NotFound):
-        fleet.engine.say("T9", "nobody")
+        fleet.engine.operator.say("T9", "nobody")
 
 
 def test_a_message_is_capped_in_size_and_a_task_in_count(fleet: Fleet):
     fleet.add("T1", "a.py")
     with pytest.raises(TooLarge):
-        fleet.engine.say("T1", "é" * (MAX_MESSAGE_BYTES // 2 + 1))
+        fleet.engine.operator.say("T1", "é" * (MAX_MESSAGE_BYTES // 2 + 1))
     for n in range(MAX_MESSAGES_PER_TASK):
-        fleet.engine.say("T1", f"m{n}")
+        fleet.engine.operator.say("T1", f"m{n}")
     with pytest.raises(InvalidState, match="messages"):
-        fleet.engine.say("T1", "one more")
+        fleet.engine.operator.say("T1", "one more")
 
 
 def test_the_live_message_quotes_each_note_once():
@@ -141,11 +141,11 @@ def test_an_unanswered_question_gets_no_answer_after_the_timeout_and_the_log_say
     fleet.tick()
     fleet.start("T1")
     epoch = fleet.epoch(agent)
-    asked = fleet.engine.ask(agent, epoch, "T1", "which tests?")
+    asked = fleet.engine.runner.ask(agent, epoch, "T1", "which tests?")
     fleet.clock.advance(599)
-    assert fleet.engine.heartbeat(agent, epoch).answers == ()
+    assert fleet.engine.runner.heartbeat(agent, epoch).answers == ()
     fleet.clock.advance(1)
-    beat = fleet.engine.heartbeat(agent, epoch)
+    beat = fleet.engine.runner.heartbeat(agent, epoch)
     assert beat.answers == ((asked.question_id, NO_ANSWER),)
     [answered] = fleet.events(EventType.QUESTION_ANSWERED)
     assert answered["payload"]["by"] == "timeout"
@@ -158,9 +158,9 @@ def test_a_questions_wait_moves_the_servers_deadline(make_fleet: Callable[..., F
     fleet.add("T1", "a.py")
     fleet.tick()
     fleet.start("T1")
-    fleet.engine.ask(agent, fleet.epoch(agent), "T1", "which tests?")
+    fleet.engine.runner.ask(agent, fleet.epoch(agent), "T1", "which tests?")
     fleet.clock.advance(400)  # past the wall clock and its grace, all of it spent asking
-    fleet.engine.heartbeat(agent, fleet.epoch(agent))
+    fleet.engine.runner.heartbeat(agent, fleet.epoch(agent))
     fleet.tick()
     assert fleet.engine.tasks.index.live["T1"].status == "running"
 
@@ -172,7 +172,7 @@ def test_with_a_zero_timeout_a_session_cannot_ask(make_fleet: Callable[..., Flee
     fleet.tick()
     fleet.start("T1")
     with pytest.raises(InvalidState, match="off"):
-        fleet.engine.ask(agent, fleet.epoch(agent), "T1", "which tests?")
+        fleet.engine.runner.ask(agent, fleet.epoch(agent), "T1", "which tests?")
 
 
 def test_a_task_the_graph_says_ask_false_for_is_assigned_without_asking_before_and_after_a_restart(
@@ -187,7 +187,7 @@ def test_a_task_the_graph_says_ask_false_for_is_assigned_without_asking_before_a
     again = make_fleet()
     assert again.engine.tasks.index.live["T1"].ask is False
     fleet.tick()
-    task = fleet.engine.assignment(agent, fleet.epoch(agent))
+    task = fleet.engine.runner.assignment(agent, fleet.epoch(agent))
     assert task is not None and task.ask is (task.id != "T1")
     assert type(task).from_wire(task.to_wire()).ask is task.ask
 
@@ -198,9 +198,9 @@ def test_an_ended_attempts_question_is_no_longer_open(make_fleet: Callable[..., 
     fleet.add("T1", "a.py")
     fleet.tick()
     fleet.start("T1")
-    fleet.engine.ask(agent, fleet.epoch(agent), "T1", "which tests?")
-    assert [q.task_id for q in fleet.engine.open_questions()] == ["T1"]
+    fleet.engine.runner.ask(agent, fleet.epoch(agent), "T1", "which tests?")
+    assert [q.task_id for q in fleet.engine.operator.open_questions()] == ["T1"]
     fleet.finish("T1", ok=False, error="gave up", error_kind=ErrorKind.AGENT_ERROR)
-    assert fleet.engine.open_questions() == []
+    assert fleet.engine.operator.open_questions() == []
     with pytest.raises(InvalidState, match="no open question"):
-        fleet.engine.answer("T1", "too late")
+        fleet.engine.operator.answer("T1", "too late")

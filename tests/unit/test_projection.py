@@ -137,9 +137,9 @@ def test_after_every_kind_of_transition_the_projection_equals_the_recomputation(
     assert_current(projection, fleet)  # its backoff ran out: runnable with no write at all
     fleet.run("doomed", ok=False, error_kind=ErrorKind.AGENT_ERROR)
     assert_current(projection, fleet)  # exhausted: failed, `below` blocked upstream
-    fleet.engine.retry("doomed")
+    fleet.engine.operator.retry("doomed")
     assert_current(projection, fleet)  # retried: `below` pending again
-    fleet.engine.cancel("doomed")
+    fleet.engine.operator.cancel("doomed")
     assert_current(projection, fleet)
     fleet.run("R", cost_usd=0.5)
     assert_current(projection, fleet)  # the vetoed task succeeded: its conflict is resolved
@@ -255,12 +255,12 @@ class Walk:
     def cancel(self) -> None:
         task_id = self._pick({TaskStatus.PENDING, TaskStatus.ASSIGNED, TaskStatus.RUNNING})
         if task_id:
-            self.fleet.engine.cancel(task_id)
+            self.fleet.engine.operator.cancel(task_id)
 
     def retry(self) -> None:
         task_id = self._pick({TaskStatus.FAILED, TaskStatus.CANCELLED})
         if task_id:
-            self.fleet.engine.retry(task_id)
+            self.fleet.engine.operator.retry(task_id)
 
     def wait(self) -> None:
         self.fleet.clock.advance(self.rng.choice([1, 5, 20]))

@@ -18,7 +18,7 @@ fleet = test_engine.fleet
 
 @pytest.mark.parametrize("title", ["plain", "naïve ünïcode ✓", 'q"\\'])
 def test_a_created_task_and_its_event_decode_to_the_posted_values(fleet: Fleet, title: str):
-    fleet.engine.create_tasks([NewTask(title, id="t1", file_scope=["ü/naïve.py"])])
+    fleet.engine.operator.create_tasks([NewTask(title, id="t1", file_scope=["ü/naïve.py"])])
     row = fleet.task("t1")
     (event,) = fleet.events(EventType.TASK_CREATED)
     assert (row["title"], row["file_scope"]) == (title, ["ü/naïve.py"])

@@ -144,7 +144,7 @@ class EngineReads:
         return self._engine.store.last_event_id()
 
     def require_task(self, task_id: str) -> None:
-        self._engine.require_task(task_id)
+        self._engine.tasks.require(task_id)
 
     def now(self) -> datetime:
         """The engine's time: what every read derives at (the wall clock, but in tests)."""
@@ -192,11 +192,11 @@ class EngineReads:
         return Liveness(agent.last_heartbeat_at, agent.heard_at(self.deaf_seconds()))
 
     def deaf_seconds(self) -> float:
-        return self._engine.deaf_seconds()
+        return self._engine.agents.deaf_seconds()
 
     def sessions(self) -> Iterator[SessionView]:
         """People's interactive sessions, by name."""
-        interactive = self._engine.interactive
+        interactive = self._engine.person
         for holder in sorted(interactive.by_session.values(), key=lambda h: h.name):
             yield SessionView(
                 holder.session_id,
@@ -218,7 +218,7 @@ class EngineReads:
 
     def restoring(self, task_id: str) -> dict[str, str | None]:
         """Paths of the task whose ended attempt is not yet put back, with any restore error."""
-        return dict(self._engine.restoring.get(task_id, {}))
+        return dict(self._engine.files.restoring.get(task_id, {}))
 
     def limits_view(self, now: datetime) -> dict[str, Any]:
         return self._engine.limits.view(now)

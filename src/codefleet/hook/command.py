@@ -50,7 +50,7 @@ from typing import Any, Final, NamedTuple
 from codefleet.api.blockingclient import Refused, Unreachable, post_json
 from codefleet.hook.agentdialects import AGENTS, CLAUDE, denial_for, normalized
 from codefleet.models import GATED_TOOLS, READ_RECORDED_TOOLS, DenyReason
-from codefleet.paths import PathRejected, TreeRoot
+from codefleet.paths import TreeRoot, lease_keys
 from codefleet.statedir import tree_id_here
 from codefleet.toolcalls.writepaths import deny_output, extract_paths, no_path_reason, tool_paths
 
@@ -247,17 +247,11 @@ def _lease_keys(tree: str, cwd: str, raw: list[str]) -> tuple[list[str], str | N
     # Only `.git` here: which other names are protected is the server's setting, and a path
     # it protects comes back `skipped` (nothing leased, no objection).
     root = TreeRoot(Path(tree), names=())
-    keys: list[str] = []
-    for path in raw:
-        try:
-            key = root.canonical(os.path.join(cwd, path))
-        except PathRejected as err:
-            if err.reason in NOT_THE_LOCKS_BUSINESS:
-                continue
-            return keys, f"CodeFleet refused the write to {path}: {err.message}."
-        if key not in keys:
-            keys.append(key)
-    return keys, None
+    found = lease_keys(root, raw, cwd=cwd, skip=NOT_THE_LOCKS_BUSINESS, first_refusal=True)
+    if found.rejected:
+        path, err = found.rejected[0]
+        return found.keys, f"CodeFleet refused the write to {path}: {err.message}."
+    return found.keys, None
 
 
 def _ask(args: HookArgs, send: Post, body: dict[str, Any], env: Mapping[str, str]) -> str:

@@ -209,7 +209,7 @@ def create_app(settings: Settings) -> FleetApp:
             tree_lock.release()
 
     watch = LoopWatch()  # the time the loop could not run does not count against heartbeats
-    engine.deaf_seconds = watch.deaf_seconds
+    engine.agents.deaf_seconds = watch.deaf_seconds
     app = FleetApp(title="CodeFleet", version=__version__, lifespan=lifespan)
     app.state.engine = engine
     app.state.hub = hub
@@ -285,14 +285,16 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
                 f"checks are: {', '.join(known) or '(none)'}",
                 {"problem": "unknown_check", "check": body.integration, "known": known},
             )
-        prepared = await asyncio.to_thread(engine.prepare_tasks, specs, commands)
+        prepared = await asyncio.to_thread(engine.operator.prepare_tasks, specs, commands)
         starts = await asyncio.to_thread(sequence_starts, engine.tree.root, body.sequences)
-        engine.define_sequences(starts)  # a counter only ever rises: harmless if the load fails
+        engine.operator.define_sequences(
+            starts
+        )  # a counter only ever rises: harmless if the load fails
         with collector_off():
-            created = engine.commit_tasks(prepared, frozenset(body.redefine))
-        engine.define_check_resources(check_resources(body.checks))
+            created = engine.operator.commit_tasks(prepared, frozenset(body.redefine))
+        engine.operator.define_check_resources(check_resources(body.checks))
         if body.integration is not None:
-            engine.set_integration(body.integration)
+            engine.landing.set_integration(body.integration)
         made = set(created)
         redefined = [t for t in prepared.ids if t not in made]
         return _json({"created": created, "redefined": redefined}, 201)
@@ -303,8 +305,8 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
 
     @app.post("/checks")
     async def define_checks(body: ChecksBody) -> JSONResponse:
-        defined = engine.define_checks(check_commands(body.checks))
-        engine.define_check_resources(check_resources(body.checks))
+        defined = engine.operator.define_checks(check_commands(body.checks))
+        engine.operator.define_check_resources(check_resources(body.checks))
         return _json(defined)
 
     @app.get("/tasks")
@@ -331,11 +333,11 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
 
     @app.post("/tasks/{task_id}/cancel")
     async def cancel(task_id: str) -> JSONResponse:
-        return _json(engine.cancel(task_id))
+        return _json(engine.operator.cancel(task_id))
 
     @app.post("/tasks/{task_id}/retry")
     async def retry(task_id: str) -> JSONResponse:
-        return _json(engine.retry(task_id))
+        return _json(engine.operator.retry(task_id))
 
 
 def _person_routes(app: FastAPI, engine: Engine) -> None:
@@ -344,15 +346,15 @@ def _person_routes(app: FastAPI, engine: Engine) -> None:
 
     @app.post("/tasks/{task_id}/messages", status_code=201)
     async def say(task_id: str, body: MessageBody) -> JSONResponse:
-        return _json(engine.say(task_id, body.text), 201)
+        return _json(engine.operator.say(task_id, body.text), 201)
 
     @app.post("/tasks/{task_id}/answers")
     async def answer(task_id: str, body: AnswerBody) -> JSONResponse:
-        return _json(engine.answer(task_id, body.text, body.question_id).to_json())
+        return _json(engine.operator.answer(task_id, body.text, body.question_id).to_json())
 
     @app.get("/questions")
     async def questions() -> JSONResponse:
-        return _json({"questions": [q.to_json() for q in engine.open_questions()]})
+        return _json({"questions": [q.to_json() for q in engine.operator.open_questions()]})
 
 
 def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings) -> None:
@@ -385,16 +387,20 @@ def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings
 
     @app.post("/fleet/started")
     async def fleet_started(body: FleetBody) -> JSONResponse:
-        return _json(engine.fleet_event("fleet_started", body.model_dump(exclude_none=True)))
+        return _json(
+            engine.operator.fleet_event("fleet_started", body.model_dump(exclude_none=True))
+        )
 
     @app.post("/fleet/finished")
     async def fleet_finished(body: FleetBody) -> JSONResponse:
-        return _json(engine.fleet_event("run_finished", body.model_dump(exclude_none=True)))
+        return _json(
+            engine.operator.fleet_event("run_finished", body.model_dump(exclude_none=True))
+        )
 
     @app.post("/commits")
     async def commits(body: CommitsBody) -> JSONResponse:
         pairs = [(c.task_id, c.commit) for c in body.commits]
-        return _json(engine.record_commits(body.branch, pairs))
+        return _json(engine.operator.record_commits(body.branch, pairs))
 
     @app.post("/reset")
     async def reset() -> JSONResponse:
@@ -409,11 +415,11 @@ def _limits_routes(app: FastAPI, engine: Engine) -> None:
 
     @app.post("/fleet/resume")
     async def resume() -> JSONResponse:
-        return _json(engine.resume())
+        return _json(engine.operator.resume())
 
     @app.post("/fleet/budget")
     async def budget(body: BudgetBody) -> JSONResponse:
-        return _json(engine.set_budget(body.max_cost_usd, body.hard))
+        return _json(engine.operator.set_budget(body.max_cost_usd, body.hard))
 
 
 def _stats_routes(app: FastAPI, reads: Reads) -> None:

@@ -37,34 +37,34 @@ def install_landing_routes(app: FastAPI, engine: Engine) -> None:
     async def claim(body: LandingClaimBody) -> JSONResponse:
         deadline = time.monotonic() + body.wait
         while True:
-            step = engine.landing_claim(body.worker, body.timeout_s)
+            step = engine.landing.claim(body.worker, body.timeout_s)
             if step is not None or time.monotonic() >= deadline:
                 return JSONResponse({"step": step})
             await asyncio.sleep(CLAIM_POLL_S)
 
     @app.get("/landing/steps/{step_id}/preimages")
     async def preimages(step_id: int) -> JSONResponse:
-        return JSONResponse(engine.landing_preimages(step_id))
+        return JSONResponse(engine.landing.preimages(step_id))
 
     @app.post("/landing/steps/{step_id}/started")
     async def started(step_id: int, body: LandingStartedBody) -> JSONResponse:
-        engine.landing_started(step_id, body.check)
+        engine.landing.started(step_id, body.check)
         return JSONResponse({"ok": True})
 
     @app.post("/landing/steps/{step_id}/result")
     async def result(step_id: int, body: LandingResultBody) -> JSONResponse:
         results = [r.model_dump() for r in body.results]
-        return JSONResponse(engine.landing_result(step_id, results))
+        return JSONResponse(engine.landing.result(step_id, results))
 
     @app.get("/landing")
     async def state() -> JSONResponse:
-        return JSONResponse(engine.landing_state())
+        return JSONResponse(engine.landing.state())
 
     @app.post("/landing/resume")
     async def resume() -> JSONResponse:
-        return JSONResponse(engine.landing_resume())
+        return JSONResponse(engine.landing.resume())
 
     @app.post("/landing/integration")
     async def integration(body: IntegrationBody) -> JSONResponse:
-        engine.set_integration(body.check)
-        return JSONResponse(engine.landing_state())
+        engine.landing.set_integration(body.check)
+        return JSONResponse(engine.landing.state())

@@ -12,7 +12,8 @@
   (`codefleet release db`; a resource a fleet task holds is refused).
 
 No epoch header: an interactive holder is never fenced (see
-`engine_interactive`). The token guard covers these routes like every other.
+`coord.tables.persons`). Each call enters `engine.person`, and each write there is
+one engine `transition`, like every other route's. The token guard covers these routes like every other.
 """
 
 from __future__ import annotations
@@ -54,31 +55,29 @@ def interactive_lease_json(answer: LeaseAnswer) -> dict[str, Any]:
 
 
 def install_interactive(app: FastAPI, engine: Engine) -> None:
-    holders = engine.interactive
-
     @app.post("/interactive/acquire")
     async def interactive_acquire(body: InteractiveAcquireBody) -> JSONResponse:
-        answer = holders.acquire(body.session_id, body.user, body.paths, body.tool)
+        answer = engine.person.acquire(body.session_id, body.user, body.paths, body.tool)
         return JSONResponse(interactive_lease_json(answer))
 
     @app.post("/interactive/changes", status_code=202)
     async def interactive_changes(body: InteractiveAcquireBody) -> JSONResponse:
-        holders.record_change(body.session_id, body.user, body.paths, body.tool, body.sha256)
+        engine.person.record_change(body.session_id, body.user, body.paths, body.tool, body.sha256)
         return JSONResponse({}, 202)
 
     @app.post("/interactive/hold")
     async def interactive_hold(body: InteractiveHoldBody) -> JSONResponse:
-        answer = holders.hold(body.session_id, body.user, body.names)
+        answer = engine.person.hold(body.session_id, body.user, body.names)
         return JSONResponse(interactive_lease_json(answer))
 
     @app.post("/interactive/unhold")
     async def interactive_unhold(body: InteractiveUnholdBody) -> JSONResponse:
-        return JSONResponse(holders.unhold(body.names))
+        return JSONResponse(engine.person.unhold(body.names))
 
     @app.post("/interactive/release")
     async def interactive_release(body: InteractiveReleaseBody) -> JSONResponse:
         if body.all == (body.session_id is not None):
             raise DomainError("give exactly one of session_id and all=true")
         reason = ReleaseReason(body.reason)
-        released = holders.release(body.session_id, reason, every=body.all)
+        released = engine.person.release(body.session_id, reason, every=body.all)
         return JSONResponse({"released": released})

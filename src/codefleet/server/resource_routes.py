@@ -26,7 +26,7 @@ Epoch = Annotated[int, Header(alias="X-Agent-Epoch")]
 def install_resource_routes(app: FastAPI, engine: Engine, reads: Reads) -> None:
     @app.post("/resources/acquire")
     async def acquire_resource(body: ResourceBody, epoch: Epoch) -> JSONResponse:
-        answer = engine.acquire_resource(body.agent_id, epoch, body.task_id, body.name)
+        answer = engine.runner.acquire_resource(body.agent_id, epoch, body.task_id, body.name)
         return JSONResponse(lease_json(answer))
 
     @app.get("/resources")
@@ -35,4 +35,6 @@ def install_resource_routes(app: FastAPI, engine: Engine, reads: Reads) -> None:
 
     @app.post("/sequences/next")
     async def next_number(body: NumberBody, epoch: Epoch) -> JSONResponse:
-        return JSONResponse(engine.next_number(body.agent_id, epoch, body.task_id, body.sequence))
+        return JSONResponse(
+            engine.runner.next_number(body.agent_id, epoch, body.task_id, body.sequence)
+        )

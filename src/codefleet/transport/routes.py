@@ -91,36 +91,36 @@ class HotRoute:
 async def _acquire(engine: Engine, a: Args) -> Answer:
     b: AcquireBody = a.body
     if b.wait > 0:  # parked first when the caller may wait
-        answer = await engine.acquire_waiting(
+        answer = await engine.waiting.acquire_waiting(
             b.agent_id, a.epoch, b.task_id, b.paths, b.tool, b.seen, b.wait
         )
         return 200, lease_json(answer)
-    return 200, lease_json(engine.acquire(b.agent_id, a.epoch, b.task_id, b.paths, b.tool))
+    return 200, lease_json(engine.runner.acquire(b.agent_id, a.epoch, b.task_id, b.paths, b.tool))
 
 
 async def _start(engine: Engine, a: Args) -> Answer:
-    return 200, engine.start(a.param, a.body.agent_id, a.epoch)
+    return 200, engine.runner.start(a.param, a.body.agent_id, a.epoch)
 
 
 async def _complete(engine: Engine, a: Args) -> Answer:
     b: CompleteBody = a.body
-    answer = engine.complete(a.param, b.agent_id, a.epoch, b.report())
-    return 200, task_json(answer, await engine.handoff(b.agent_id, a.epoch))
+    answer = engine.outcomes.complete(a.param, b.agent_id, a.epoch, b.report())
+    return 200, task_json(answer, await engine.runner.handoff(b.agent_id, a.epoch))
 
 
 async def _assignment(engine: Engine, a: Args) -> Answer:
-    task = await engine.wait_assignment(a.param, a.epoch, a.wait)
+    task = await engine.runner.wait_assignment(a.param, a.epoch, a.wait)
     return (200, {"task": assignment_json(task)}) if task else (204, None)
 
 
 async def _heartbeat(engine: Engine, a: Args) -> Answer:
     delivered = a.body.delivery() if a.body else None  # the operator's messages it has
-    return 200, beat_json(engine.heartbeat(a.param, a.epoch, delivered))
+    return 200, beat_json(engine.runner.heartbeat(a.param, a.epoch, delivered))
 
 
 async def _change(engine: Engine, a: Args) -> Answer:
     b: ChangeBody = a.body
-    engine.record_change(b.agent_id, a.epoch, b.task_id, b.path, b.tool, b.sha256)
+    engine.runner.record_change(b.agent_id, a.epoch, b.task_id, b.path, b.tool, b.sha256)
     return 202, {}
 
 
@@ -148,7 +148,7 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
 
     @app.post("/agents/register")
     async def register(body: RegisterBody) -> JSONResponse:
-        answer = engine.register(
+        answer = engine.arrivals.register(
             body.name,
             body.workdir,
             body.pid,
@@ -168,7 +168,7 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
         epoch: Epoch,
         reason: Annotated[Literal["interrupted"] | None, Query()] = None,
     ) -> Response:
-        engine.leave(agent_id, epoch, interrupted=reason == "interrupted")
+        engine.arrivals.leave(agent_id, epoch, interrupted=reason == "interrupted")
         return Response(status_code=204)
 
     for route in (ASSIGNMENT, START, ACQUIRE, CHANGE, COMPLETE):  # the schema's order
@@ -182,7 +182,7 @@ def _install_question_route(app: FastAPI, engine: Engine) -> None:
 
     @app.post("/tasks/{task_id}/questions", status_code=201)
     async def ask(task_id: str, body: QuestionBody, epoch: Epoch) -> JSONResponse:
-        question = engine.ask(body.agent_id, epoch, task_id, body.text)
+        question = engine.runner.ask(body.agent_id, epoch, task_id, body.text)
         return JSONResponse(question.to_json(), status_code=201)
 
 
@@ -195,23 +195,25 @@ def _install_attempt_reports(app: FastAPI, engine: Engine) -> None:
         watch = [w.model_dump() for w in body.watch]
         stale = [s.model_dump() for s in body.stale]
         done = body.reconciled.model_dump() if body.reconciled else None
-        answer = engine.record_reads(
+        answer = engine.runner.record_reads(
             task_id, body.agent_id, epoch, body.attempt, rows, watch, stale, done
         )
         return JSONResponse(answer)
 
     @app.post("/tasks/{task_id}/checks")
     async def check_event(task_id: str, body: CheckEventBody, epoch: Epoch) -> JSONResponse:
-        return JSONResponse(engine.record_check(task_id, body.agent_id, epoch, body.model_dump()))
+        return JSONResponse(
+            engine.runner.record_check(task_id, body.agent_id, epoch, body.model_dump())
+        )
 
     @app.post("/tasks/{task_id}/commands")
     async def command_event(task_id: str, body: CommandEventBody, epoch: Epoch) -> JSONResponse:
         report = body.model_dump()
-        return JSONResponse(engine.record_command(task_id, body.agent_id, epoch, report))
+        return JSONResponse(engine.runner.record_command(task_id, body.agent_id, epoch, report))
 
     @app.get("/tasks/{task_id}/foreign-preimages")
     async def foreign_preimages(task_id: str) -> JSONResponse:
-        return JSONResponse(engine.foreign_preimages(task_id))
+        return JSONResponse(engine.runner.foreign_preimages(task_id))
 
 
 def install_hot_route(app: FastAPI, engine: Engine, route: HotRoute) -> None:

@@ -1,6 +1,6 @@
 """The operator's calls: checks, a graph load, the run's events, limits, a task's cancel and retry.
 
-`define_checks`, `create_tasks` (`prepare_tasks` off the loop, then
+`define_checks` (and `define_check_resources`), `define_sequences`, `create_tasks` (`prepare_tasks` off the loop, then
 `commit_tasks` on it, which may also redefine stored tasks that have not started), `fleet_event`, `record_commits`, and the fleet's
 `set_budget` and `resume`. A load is checked whole before anything lands
 (`graph`: pure), then inserted in one `transition` through the checks
@@ -53,11 +53,24 @@ class OperatorCalls:
         self.limits = parts.limits
         self.messages = parts.messages
         self.questions = parts.questions
+        self.sequences = parts.sequences
         self.transition = parts.transition
         self.kick = parts.kick
         self.take_backs = take_backs
         self.restores = restores
         self.max_attempts = max_attempts  # a task's attempts when its spec names none
+
+    def define_check_resources(self, resources: Mapping[str, list[str]]) -> None:
+        """Set the resources each named check must hold to run (`[]`: none), in one transaction."""
+        if resources:
+            with self.transition():
+                self.checks.define_resources(resources)
+
+    def define_sequences(self, starts: Mapping[str, int]) -> None:
+        """Create or raise the graph's counters (`sequences:`), in one transaction."""
+        if starts:
+            with self.transition():
+                self.sequences.define(starts)
 
     def define_checks(self, checks: Mapping[str, str]) -> dict[str, Any]:
         """Define or redefine named checks; returns the names whose command changed."""
@@ -142,7 +155,7 @@ class OperatorCalls:
         for task_id, _ in commits:
             if self.tasks.require(task_id) is not TaskStatus.SUCCEEDED:
                 raise InvalidState(f"{task_id} has not succeeded", {"task_id": task_id})
-        with self.store.transaction():
+        with self.transition():
             for task_id, commit in commits:
                 self.store.emit(
                     EventType.TASK_COMMITTED, task_id=task_id, branch=branch, commit=commit

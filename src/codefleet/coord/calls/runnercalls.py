@@ -66,7 +66,9 @@ class RunnerCalls:
         self.task_timeout = task_timeout
         self.pull_tick = pull_tick  # tick now, for a poll that is about to park
 
-    def heartbeat(self, agent_id: str, epoch: int, delivered: tuple[str, int] | None) -> Beat:
+    def heartbeat(
+        self, agent_id: str, epoch: int, delivered: tuple[str, int] | None = None
+    ) -> Beat:
         """Alive; `delivered` (task, seq): its session has the operator's messages to seq.
         The answer carries the messages its running task has not received yet."""
         agent = self.agents.check_epoch(agent_id, epoch)

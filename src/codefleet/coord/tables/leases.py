@@ -28,7 +28,7 @@ from codefleet.coord.policy.waits import WaitOutcome, WaitRoom
 from codefleet.coord.storage.store import Store
 from codefleet.coord.tables.preimages import Files
 from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
-from codefleet.paths import PathRejected, TreeRoot
+from codefleet.paths import TreeRoot, lease_keys
 from codefleet.resources import is_resource_key
 
 __all__ = ["HolderOf", "LeaseTable", "denial"]
@@ -100,7 +100,7 @@ class LeaseTable:
         """All-or-nothing grant of canonical `keys` to the task's owner (caller's transaction)."""
         held = self.held_by_others(keys, task_id)
         if held:
-            return self._deny_held(agent_id, agent_name, task_id, held, tool)
+            return self.deny_held(agent_id, agent_name, task_id, held, tool)
         return self._take(agent_id, task_id, keys, tool)
 
     def _take(self, agent_id: str, task_id: str, keys: list[str], tool: str) -> LeaseAnswer:
@@ -130,31 +130,29 @@ class LeaseTable:
             )
 
     def canonical_all(self, paths: list[str]) -> tuple[list[str], list[Denial]]:
-        keys: list[str] = []
-        rejected: list[Denial] = []
-        for raw in paths:
-            try:
-                key = self.tree.canonical(raw)
-            except PathRejected as err:
-                rejected.append(denial(raw, err.reason, err.message))
-                continue
-            if key not in keys:
-                keys.append(key)
+        found = lease_keys(self.tree, paths)
+        rejected = [denial(raw, err.reason, err.message) for raw, err in found.rejected]
         if not paths:
             rejected.append(denial("", DenyReason.INVALID_PATH, "no path to lease"))
-        return keys, rejected
+        return found.keys, rejected
 
-    def _deny_held(
+    def deny_held(
         self,
         agent_id: str,
         agent_name: str,
         task_id: str,
         held: list[tuple[str, tuple[str, str]]],
         tool: str,
+        title_of: Callable[[str, str], str | None] | None = None,
+        **kind: Any,
     ) -> LeaseAnswer:
+        """The one lease-denied answer and its `lease_denied` events, a runner's or a person's.
+
+        `title_of(holder agent, holder task)`: the holder's task title (a person's answer
+        names it); `kind`: extra event fields (`kind: interactive`)."""
         denied: list[Denial] = []
         for path, (holder_agent, holder_task) in held:
-            name, kind = self.holder_of(holder_agent)
+            name, holder_kind = self.holder_of(holder_agent)
             denied.append(
                 Denial(
                     path,
@@ -163,7 +161,10 @@ class LeaseTable:
                     holder_agent,
                     name,
                     holder_task,
-                    holder_kind=kind,
+                    holder_kind=holder_kind,
+                    holder_task_title=None
+                    if title_of is None
+                    else title_of(holder_agent, holder_task),
                 )
             )
             self.store.emit(
@@ -176,6 +177,7 @@ class LeaseTable:
                 holder_agent_name=name,
                 holder_task_id=holder_task,
                 requester_name=agent_name,
+                **kind,
             )
         return LeaseAnswer.deny(denied)
 

@@ -19,7 +19,7 @@ operator's `codefleet release`, or when the session has not written for
 This part owns the holders (`by_session`, `by_agent`); the lease table owns
 the lease mirror, which this part changes only through its `grant` and
 `drop`. It is handed the lease table, the name lookup of lease holders and
-the engine's `kick`, never the engine.
+the engine's `kick` and `transition` (every write here is one), never the engine.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import itertools
 import logging
 import re
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -46,7 +47,7 @@ from codefleet.models import (
     new_agent_id,
     to_iso,
 )
-from codefleet.paths import PathRejected, TreeRoot
+from codefleet.paths import TreeRoot, lease_keys
 from codefleet.resources import resource_key
 
 __all__ = ["INTERACTIVE", "Holder", "InteractiveHolders"]
@@ -104,8 +105,10 @@ class InteractiveHolders:
         holder_of: HolderOf,
         kick: Callable[[], None],
         idle_after: float,
+        transition: Callable[[], AbstractContextManager[None]],
     ) -> None:
         self.store = store
+        self.transition = transition  # the engine's: a person's write is a transition too
         self.tree = tree
         self.clock = clock
         self.leases = leases
@@ -148,7 +151,7 @@ class InteractiveHolders:
         if not keys:  # nothing the fleet could ever lease: no holder, no lease
             return LeaseAnswer(True, skipped=tuple(skipped))
         now = self.clock()
-        with self.store.transaction():
+        with self.transition():
             holder = self._holder(session_id, user, now)
             held = self.leases.held_by_others(keys, holder.task_id)
             if held:
@@ -169,7 +172,7 @@ class InteractiveHolders:
         if tool in READ_RECORDED_TOOLS:
             self._record_reads(session_id, keys, tool, sha256, to_iso(now))
             return
-        with self.store.transaction():
+        with self.transition():
             holder = self._holder(session_id, user, now)
             for key in keys:
                 self.store.insert_change(holder.task_id, holder.agent_id, key, tool, to_iso(now))
@@ -190,7 +193,7 @@ class InteractiveHolders:
         holder = self.by_session.get(session_id)
         task_id = holder.task_id if holder else f"{TASK_PREFIX}{session_id[:8]}"
         agent_id = holder.agent_id if holder else ""
-        with self.store.transaction():
+        with self.transition():
             self.store.insert_reads([(task_id, agent_id, k, tool, at, None, sha256) for k in keys])
 
     def release(
@@ -206,7 +209,7 @@ class InteractiveHolders:
             targets = [holder] if holder is not None and holder.active else []
         now = self.clock()
         released = []
-        with self.store.transaction():
+        with self.transition():
             for holder in sorted(targets, key=lambda h: h.name):
                 released.append(self._end(holder, reason, now))
         if released:
@@ -217,7 +220,7 @@ class InteractiveHolders:
         """A person takes named resources (`codefleet hold db`), all or nothing, like a write."""
         keys = sorted({resource_key(n) for n in names})
         now = self.clock()
-        with self.store.transaction():
+        with self.transition():
             holder = self._holder(session_id, user, now)
             held = self.leases.held_by_others(keys, holder.task_id)
             if held:
@@ -231,7 +234,7 @@ class InteractiveHolders:
         """Release named resources people hold (`codefleet release db`); a task's are refused."""
         released: list[str] = []
         refused: dict[str, str] = {}
-        with self.store.transaction():
+        with self.transition():
             for name in sorted(set(names)):
                 agent_id, task_id = self.leases.holders.get(resource_key(name), ("", ""))
                 if agent_id in self.by_agent:
@@ -252,7 +255,7 @@ class InteractiveHolders:
         ]
         if not idle:
             return []
-        with self.store.transaction():
+        with self.transition():
             released = [
                 self._end(h, ReleaseReason.INTERACTIVE_IDLE, now)
                 for h in sorted(idle, key=lambda h: h.name)
@@ -264,21 +267,9 @@ class InteractiveHolders:
 
     def _keys(self, paths: list[str]) -> tuple[list[str], list[str], list[Denial]]:
         """(lease keys, raw paths the fleet can never lease, refusals of unusable paths)."""
-        keys: list[str] = []
-        skipped: list[str] = []
-        rejected: list[Denial] = []
-        for raw in paths:
-            try:
-                key = self.tree.canonical(raw)
-            except PathRejected as err:
-                if err.reason in NOT_LEASABLE:
-                    skipped.append(raw)
-                else:
-                    rejected.append(denial(raw, err.reason, err.message))
-                continue
-            if key not in keys:
-                keys.append(key)
-        return keys, skipped, rejected
+        found = lease_keys(self.tree, paths, skip=NOT_LEASABLE)
+        rejected = [denial(raw, err.reason, err.message) for raw, err in found.rejected]
+        return found.keys, found.skipped, rejected
 
     def _holder(self, session_id: str, user: str, now: datetime) -> Holder:
         """The session's holder, created or brought back (caller's transaction)."""
@@ -341,36 +332,19 @@ class InteractiveHolders:
     def _deny_held(
         self, holder: Holder, held: list[tuple[str, tuple[str, str]]], tool: str
     ) -> LeaseAnswer:
-        denied = []
-        for path, (holder_agent, holder_task) in held:
-            name, _ = self.holder_of(holder_agent)
-            other = self.by_agent.get(holder_agent)
-            title = other.title if other else self._title_of(holder_task)
-            denied.append(
-                Denial(
-                    path,
-                    DenyReason.HELD,
-                    f"{path} is held by {name} for task {holder_task}",
-                    holder_agent,
-                    name,
-                    holder_task,
-                    holder_kind=INTERACTIVE if other else "task",
-                    holder_task_title=title,
-                )
-            )
-            self.store.emit(
-                EventType.LEASE_DENIED,
-                task_id=holder.task_id,
-                agent_id=holder.agent_id,
-                path=path,
-                tool=tool,
-                holder_agent_id=holder_agent,
-                holder_agent_name=name,
-                holder_task_id=holder_task,
-                requester_name=holder.name,
-                kind=INTERACTIVE,
-            )
-        return LeaseAnswer.deny(denied)
+        return self.leases.deny_held(
+            holder.agent_id,
+            holder.name,
+            holder.task_id,
+            held,
+            tool,
+            title_of=self._holder_title,
+            kind=INTERACTIVE,
+        )
+
+    def _holder_title(self, holder_agent: str, holder_task: str) -> str | None:
+        other = self.by_agent.get(holder_agent)
+        return other.title if other else self._title_of(holder_task)
 
     def _title_of(self, task_id: str) -> str | None:
         row = self.store.task(task_id)

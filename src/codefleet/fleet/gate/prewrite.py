@@ -35,7 +35,7 @@ from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import StaleEpoch
 from codefleet.fleet.gate.readset import ReadRecord
 from codefleet.models import GATED_TOOLS, DenyReason
-from codefleet.paths import PathRejected, TreeRoot
+from codefleet.paths import PathRejected, TreeRoot, lease_keys
 from codefleet.rollback import content_sha256
 from codefleet.toolcalls.writepaths import no_path_reason, tool_paths
 
@@ -98,13 +98,10 @@ class WriteGate:
         if not raw:
             why = no_path_reason(tool_name, tool_input)
             return Verdict(False, reason=f"{why}; the write was refused.")
-        keys: list[str] = []
-        for path in raw:
-            try:
-                keys.append(self.tree.canonical(path))
-            except PathRejected as err:
-                return Verdict(False, reason=_local_refusal(err))
-        return await self._ask(tool_name, keys)
+        found = lease_keys(self.tree, raw, first_refusal=True, repeats=True)
+        if found.rejected:
+            return Verdict(False, reason=_local_refusal(found.rejected[0][1]))
+        return await self._ask(tool_name, found.keys)
 
     async def acquire(self, tool_name: str, keys: list[str]) -> Verdict:
         """Ask for the leases on canonical `keys` at once, all or nothing; never raises.
