@@ -54,6 +54,7 @@ __all__ = [
     "from_iso",
     "new_agent_id",
     "new_task_id",
+    "read_clock_skew_s",
     "to_iso",
     "utcnow",
 ]
@@ -323,6 +324,19 @@ def clock_skew_s(server_time: str, sent: datetime, received: datetime) -> float:
     request sent at `sent` and answered at `received` (both this host's clock): the
     server stamped it, at best, half-way."""
     return (from_iso(server_time) - (sent + (received - sent) / 2)).total_seconds()
+
+
+def read_clock_skew_s(server_time: str, received: datetime) -> float:
+    """The skew a runner stamps its reads with: the lowest the exchange allows.
+
+    The server stamped `server_time` before its answer arrived at `received`, so its
+    clock minus this host's is at least `server_time - received`. A read stamped with
+    that bound is never later than it happened in the server's time, so no write
+    after it is missed (a slow exchange's midpoint could stamp it up to half the round
+    trip late); at worst a write just before the read is named too, which only ever
+    blames a file whose content the read did not see anyway.
+    """
+    return (from_iso(server_time) - received).total_seconds()
 
 
 def new_task_id() -> str:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from codefleet.fleet.gate.readset import ReadLog
-from codefleet.models import clock_skew_s, from_iso, to_iso, utcnow
+from codefleet.models import clock_skew_s, from_iso, read_clock_skew_s, to_iso, utcnow
 from codefleet.paths import TreeRoot
 
 T0 = datetime(2026, 12, 1, 18, 0, 0, tzinfo=UTC)
@@ -40,3 +40,25 @@ def test_a_read_is_stamped_in_the_servers_time_not_this_hosts(tmp_path: Path) ->
     at = from_iso(ahead.latest["a.py"].at)
     shift = timedelta(seconds=30)
     assert before - shift - timedelta(milliseconds=1) <= at <= after - shift
+
+
+def test_reads_take_the_lowest_skew_the_exchange_allows_so_a_slow_registration_hides_no_write() -> (
+    None
+):
+    """Same clock, a registration answered slowly (the server stamped it near the end): the
+    middle of the exchange would put the server 0.9 s ahead and stamp every read 0.9 s late,
+    after a write that came 0.5 s after the read (found as "outside the lock", not the task)."""
+    sent, received = T0, T0 + timedelta(seconds=2)
+    server_stamped = to_iso(T0 + timedelta(seconds=1.9))
+
+    assert clock_skew_s(server_stamped, sent, received) == 0.9
+    skew = read_clock_skew_s(server_stamped, received)
+    assert skew == -0.1  # never above the true skew (0 here): the server stamped before it arrived
+    read_at = T0 + timedelta(seconds=3) + timedelta(seconds=skew)
+    write_at = T0 + timedelta(seconds=3.5)
+    assert to_iso(write_at) >= to_iso(read_at)  # the ledger's `at >= read` finds the write
+    assert read_clock_skew_s(
+        to_iso(T0 + timedelta(seconds=30.05)), T0 + timedelta(seconds=0.1)
+    ) == (
+        29.95  # a host 30 s behind, a quick exchange: the skew within its round trip
+    )

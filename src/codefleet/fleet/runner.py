@@ -87,7 +87,7 @@ from codefleet.models import (
     CheckPurpose,
     ErrorKind,
     ShellMode,
-    clock_skew_s,
+    read_clock_skew_s,
     utcnow,
 )
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
@@ -165,7 +165,9 @@ class Runner:
         self.lease_wait_s = 0.0  # the server's CODEFLEET_LEASE_WAIT: how long a write may park
         self.task_timeout = options.task_timeout or 600.0
         self.question_timeout = 0.0  # the server's; 0: sessions cannot ask
-        self.clock_skew_s = 0.0  # the server's clock minus this host's, measured at registration
+        self.clock_skew_s = (
+            0.0  # the server's clock minus this host's, at its lowest (registration)
+        )
         self.fenced = asyncio.Event()
         self._registering: asyncio.Future[dict[str, Any]] | None = None  # the last register call
         self.inbox = Inbox()  # the running attempt's operator messages (`fleet.tools.inbox`)
@@ -225,10 +227,9 @@ class Runner:
         self._registering.add_done_callback(_collect)
         if probe is not None:
             self._registering.add_done_callback(lambda _: remove_probe(self.tree.root, probe))
-        sent = utcnow()
         answer = await asyncio.shield(self._registering)
         if "server_time" in answer:  # reads are stamped in the server's time (`fleet.gate.readset`)
-            self.clock_skew_s = clock_skew_s(str(answer["server_time"]), sent, utcnow())
+            self.clock_skew_s = read_clock_skew_s(str(answer["server_time"]), utcnow())
         return answer
 
     async def run(

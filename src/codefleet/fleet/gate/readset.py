@@ -118,7 +118,7 @@ class ReadLog:
 
     latest: dict[str, ReadRecord] = field(default_factory=dict)
     unsent: list[ReadRecord] = field(default_factory=list)
-    skew_s: float = 0.0  # the server's clock minus this host's (`models.clock_skew_s`)
+    skew_s: float = 0.0  # the server's clock minus this host's (`models.read_clock_skew_s`)
 
     def record(self, tree: TreeRoot, tool: str, tool_input: Any) -> None:
         """Note a read tool call that happened; anything but a file in the tree is ignored."""
