@@ -27,7 +27,8 @@ from typing import Any
 
 from codefleet.api.client import FleetClient
 from codefleet.config import Settings
-from codefleet.fleet.local import run_fleet
+from codefleet.fleet.local import FleetOptions, run_fleet
+from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.server.thread import ServerThread
 
@@ -106,7 +107,9 @@ async def one_run(args: argparse.Namespace, case: Case, base: Path) -> tuple[int
             executor = ScriptedExecutor(parse_script(raw), wait_timeout=600)
             started = time.monotonic()
             result = await run_fleet(
-                server.url, args.runners, lambda _n: executor, tree, base / "runs"
+                server.url,
+                lambda _n: executor,
+                FleetOptions(RunnerOptions("runner", tree, base / "runs"), runners=args.runners),
             )
             makespan = time.monotonic() - started
             events = await client.all_events()

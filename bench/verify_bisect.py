@@ -24,7 +24,8 @@ from typing import Any
 
 from codefleet.api.client import FleetClient
 from codefleet.config import Settings
-from codefleet.fleet.local import run_fleet
+from codefleet.fleet.local import FleetOptions, run_fleet
+from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.fleet.views.copyview import copy_tree
 from codefleet.server.thread import ServerThread
@@ -63,9 +64,13 @@ async def one_run(args: argparse.Namespace, base: Path) -> dict[str, Any]:
         executor = ScriptedExecutor(parse_script(raw), wait_timeout=600)
         said: list[tuple[float, str]] = []
         result = await run_fleet(
-            server.url, 1, lambda _n: executor, tree, base / "runs",
-            verify="test ! -e broken.txt", say=lambda s: said.append((time.monotonic(), s)),
-        )  # fmt: skip
+            server.url,
+            lambda _n: executor,
+            FleetOptions(
+                RunnerOptions("runner", tree, base / "runs"), verify="test ! -e broken.txt"
+            ),
+            say=lambda s: said.append((time.monotonic(), s)),
+        )
     finally:
         server.stop()
     copy_ms = copy_tree(tree, base / "copy").ms

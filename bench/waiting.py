@@ -36,7 +36,8 @@ from typing import Any
 
 from codefleet.api.client import FleetClient
 from codefleet.config import Settings
-from codefleet.fleet.local import run_fleet
+from codefleet.fleet.local import FleetOptions, run_fleet
+from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.server.thread import ServerThread
 
@@ -108,9 +109,12 @@ async def one_run(args: argparse.Namespace, runners: int, hidden: float, seed: i
             started = time.monotonic()
             script = parse_script(raw)
             await run_fleet(
-                server.url, runners, lambda _n: ScriptedExecutor(script), tree, base / "runs",
-                simulated=True,
-            )  # fmt: skip
+                server.url,
+                lambda _n: ScriptedExecutor(script),
+                FleetOptions(
+                    RunnerOptions("runner", tree, base / "runs"), runners=runners, simulated=True
+                ),
+            )
             makespan = time.monotonic() - started
             async with FleetClient(server.url) as client:
                 tasks = await client.tasks()

@@ -39,7 +39,8 @@ from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
 from codefleet.cli.app import app as cli
 from codefleet.fleet.executor import Attempt
-from codefleet.fleet.local import run_fleet
+from codefleet.fleet.local import FleetOptions, run_fleet
+from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.hook.command import HookArgs, run
 from codefleet.models import ErrorKind, from_iso, to_iso
@@ -329,7 +330,10 @@ async def test_a_rolled_back_attempt_is_marked_on_its_runners_lane(
     executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
     settings = demo_server.settings
     result = await run_fleet(
-        demo_server.url, 2, lambda _: executor, settings.workdir, settings.run_dir, token=TOKEN
+        demo_server.url,
+        lambda _: executor,
+        FleetOptions(RunnerOptions("runner", settings.workdir, settings.run_dir), runners=2),
+        token=TOKEN,
     )
     assert result.ok
     server = await server_view(demo_server)
@@ -375,7 +379,10 @@ async def test_a_write_that_waited_is_hatched_on_its_bar_with_an_arrow_to_the_ho
     executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
     settings = server.settings
     result = await run_fleet(
-        server.url, 2, lambda _: executor, settings.workdir, settings.run_dir, token=TOKEN
+        server.url,
+        lambda _: executor,
+        FleetOptions(RunnerOptions("runner", settings.workdir, settings.run_dir), runners=2),
+        token=TOKEN,
     )
     assert result.ok
 
@@ -631,7 +638,10 @@ async def test_the_dashboard_shows_an_open_question_and_sends_an_answer(
     async with FleetClient(demo_server.url, token=TOKEN) as client:
         await client.create_tasks([{"id": "Q1", "title": "Pick a client", "description": "ask"}])
         run = run_fleet(
-            demo_server.url, 1, lambda _: executor, settings.workdir, settings.run_dir, token=TOKEN
+            demo_server.url,
+            lambda _: executor,
+            FleetOptions(RunnerOptions("runner", settings.workdir, settings.run_dir)),
+            token=TOKEN,
         )
         fleet = asyncio.create_task(run)
         row = page.locator('#questions-view li[data-task="Q1"]')

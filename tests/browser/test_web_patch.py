@@ -12,7 +12,8 @@ from playwright.async_api import expect
 from web_support import TOKEN, Browser
 
 from codefleet.api.client import FleetClient
-from codefleet.fleet.local import run_fleet
+from codefleet.fleet.local import FleetOptions, run_fleet
+from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.server.thread import ServerThread
 
@@ -78,7 +79,10 @@ async def test_clicking_a_task_shows_its_patch_and_node_labels_never_collide(
         settings = demo_server.settings
         executor = ScriptedExecutor(parse_script(SCRIPT))
         result = await run_fleet(
-            demo_server.url, 2, lambda _: executor, settings.workdir, settings.run_dir, token=TOKEN
+            demo_server.url,
+            lambda _: executor,
+            FleetOptions(RunnerOptions("runner", settings.workdir, settings.run_dir), runners=2),
+            token=TOKEN,
         )
         assert result.ok
         patch = await client.patch("docs")

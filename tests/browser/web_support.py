@@ -27,7 +27,8 @@ from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import load_graph
 from codefleet.attempt import AttemptReport
 from codefleet.fleet.executor import Attempt
-from codefleet.fleet.local import FleetResult, run_fleet
+from codefleet.fleet.local import FleetOptions, FleetResult, run_fleet
+from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, load_script
 from codefleet.server.thread import ServerThread
 
@@ -145,12 +146,17 @@ async def run_demo_fleet(
     settings = server.settings
     return await run_fleet(
         server.url,
-        3,
         lambda _: executor,
-        settings.workdir,
-        settings.run_dir,
+        FleetOptions(
+            RunnerOptions(
+                "runner",
+                settings.workdir,
+                settings.run_dir,
+                protected=(settings.db, settings.run_dir / "runners"),
+            ),
+            runners=3,
+        ),
         token=TOKEN,
-        protected=(settings.db, settings.run_dir / "runners"),
     )
 
 

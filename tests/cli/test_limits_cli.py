@@ -21,7 +21,8 @@ import pytest
 from cli_support import run_attempt
 
 from codefleet.api.client import FleetClient
-from codefleet.fleet.local import run_fleet
+from codefleet.fleet.local import FleetOptions, run_fleet
+from codefleet.fleet.runner import RunnerOptions
 from codefleet.models import ErrorKind, EventType
 from codefleet.offlinemodels.anthropicapi import ApiError, FakeModel, Text, ToolUse, Turn, WaitFor
 from codefleet.server.thread import ServerThread
@@ -92,7 +93,11 @@ async def _signal_when_paused(client: FleetClient, fake: FakeModel) -> dict[str,
 
 async def _run(server: ServerThread, executor: SessionExecutor, workdir: Path, runs: Path) -> Any:
     return await run_fleet(
-        server.url, 3, lambda _: executor, workdir, runs, protected=(runs,), task_timeout=60
+        server.url,
+        lambda _: executor,
+        FleetOptions(
+            RunnerOptions("runner", workdir, runs, protected=(runs,), task_timeout=60), runners=3
+        ),
     )
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import yaml
 
 from codefleet.api.client import FleetClient
-from codefleet.fleet.local import run_fleet
+from codefleet.fleet.local import FleetOptions, run_fleet
+from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.server.thread import ServerThread
 
@@ -107,7 +108,9 @@ async def test_a_hard_cap_stops_the_running_attempt_rolls_it_back_and_does_not_c
         )
         executor = ScriptedExecutor(parse_script(script), wait_timeout=30)
         result = await run_fleet(
-            server.url, 2, lambda _: executor, workdir, workdir.parent / "runs"
+            server.url,
+            lambda _: executor,
+            FleetOptions(RunnerOptions("runner", workdir, workdir.parent / "runs"), runners=2),
         )
         slow = await client.task("slow")
         events = await client.all_events()

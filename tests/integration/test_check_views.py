@@ -23,7 +23,7 @@ from tool_support import unavailable
 
 from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
-from codefleet.fleet.local import run_fleet
+from codefleet.fleet.local import FleetOptions, run_fleet
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.fleet.views.runinview import Mask, ViewKind, host_view, run_in_view
@@ -219,8 +219,13 @@ async def test_a_tasks_check_with_views_inside_the_tree_runs_in_a_copy_and_says_
             [{"id": "t", "title": "t", "description": "do it"}], {"look": "pwd; cat a.py"}
         )
         executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
-        result = await run_fleet(server.url, 1, lambda _: executor, workdir,
-                                 workdir.parent / "runs", check_dir=inside)  # fmt: skip
+        result = await run_fleet(
+            server.url,
+            lambda _: executor,
+            FleetOptions(
+                RunnerOptions("runner", workdir, workdir.parent / "runs", check_dir=inside)
+            ),
+        )
         [finished] = [e["payload"] for e in await client.events(type_="check_finished")]
 
     assert result.all_succeeded

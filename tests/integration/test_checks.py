@@ -21,7 +21,7 @@ from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphError, parse_graph
 from codefleet.attempt import AttemptReport
 from codefleet.cli.app import app
-from codefleet.fleet.local import run_fleet
+from codefleet.fleet.local import FleetOptions, run_fleet
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.models import ErrorKind
@@ -43,12 +43,11 @@ def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 async def drain(
-    server: ServerThread, workdir: Path, script: dict[str, Any], **options: Any
+    server: ServerThread, workdir: Path, script: dict[str, Any], **runner: Any
 ) -> tuple[Any, ScriptedExecutor]:
     executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
-    result = await run_fleet(
-        server.url, 2, lambda _: executor, workdir, workdir.parent / "runs", **options
-    )
+    options = RunnerOptions("runner", workdir, workdir.parent / "runs", **runner)
+    result = await run_fleet(server.url, lambda _: executor, FleetOptions(options, runners=2))
     return result, executor
 
 

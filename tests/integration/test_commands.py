@@ -22,7 +22,7 @@ from tool_support import COMMAND_PYTHON as PYTHON
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import parse_graph
 from codefleet.attempt import AttemptReport
-from codefleet.fleet.local import run_fleet
+from codefleet.fleet.local import FleetOptions, run_fleet
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.fleet.tools.commandtool import ShellConfig, host_shell
@@ -39,19 +39,13 @@ def shell_here(limits: ShellLimits | None = None) -> ShellConfig:
 
 
 async def drain(
-    server: ServerThread, workdir: Path, script: dict[str, Any], **options: Any
+    server: ServerThread, workdir: Path, script: dict[str, Any]
 ) -> tuple[Any, ScriptedExecutor]:
     executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
-    result = await run_fleet(
-        server.url,
-        1,
-        lambda _: executor,
-        workdir,
-        workdir.parent / "runs",
-        shell_default=True,
-        shell_config=shell_here(),
-        **options,
+    options = RunnerOptions(
+        "runner", workdir, workdir.parent / "runs", shell_default=True, shell_config=shell_here()
     )
+    result = await run_fleet(server.url, lambda _: executor, FleetOptions(options))
     return result, executor
 
 
@@ -196,12 +190,16 @@ async def test_over_the_file_limit_nothing_is_applied_and_the_answer_says_so(
         executor = ScriptedExecutor(parse_script(script))
         await run_fleet(
             server.url,
-            1,
             lambda _: executor,
-            workdir,
-            workdir.parent / "runs",
-            shell_default=True,
-            shell_config=shell_here(ShellLimits(max_files=2)),
+            FleetOptions(
+                RunnerOptions(
+                    "runner",
+                    workdir,
+                    workdir.parent / "runs",
+                    shell_default=True,
+                    shell_config=shell_here(ShellLimits(max_files=2)),
+                )
+            ),
         )
     [(_, _, answer)] = executor.command_results
     assert "over the limit of 2 (CODEFLEET_SHELL_MAX_FILES)" in answer.render()
@@ -243,11 +241,10 @@ async def test_the_graphs_shell_key_gives_tasks_the_tool_unless_a_task_says_othe
         executor = ScriptedExecutor(parse_script(script))
         await run_fleet(
             server.url,
-            1,
             lambda _: executor,
-            workdir,
-            workdir.parent / "runs",
-            shell_config=shell_here(),
+            FleetOptions(
+                RunnerOptions("runner", workdir, workdir.parent / "runs", shell_config=shell_here())
+            ),
         )
         status = {t["id"]: t["status"] for t in await client.tasks()}
         [b] = [t for t in await client.tasks() if t["id"] == "B"]

@@ -31,7 +31,8 @@ from git_support import (
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import load_graph
 from codefleet.cli.start.demo_run import examples_dir
-from codefleet.fleet.local import FleetResult, run_fleet
+from codefleet.fleet.local import FleetOptions, FleetResult, run_fleet
+from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, load_script, parse_script
 from codefleet.server.thread import ServerThread
 
@@ -51,7 +52,11 @@ async def drain(server: ServerThread, tree: Path, script: Any, runners: int = 2)
     """Run the scripted fleet to the drain; `script` is raw (a dict of dicts) or loaded."""
     raw = any(isinstance(step, dict) for steps in script.values() for step in steps)
     executor = ScriptedExecutor(parse_script(script) if raw else script)
-    return await run_fleet(server.url, runners, lambda _: executor, tree, tree.parent / "runs")
+    return await run_fleet(
+        server.url,
+        lambda _: executor,
+        FleetOptions(RunnerOptions("runner", tree, tree.parent / "runs"), runners=runners),
+    )
 
 
 async def succeeded_order(url: str) -> list[str]:

@@ -20,7 +20,7 @@ import yaml
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphTasks
-from codefleet.fleet.local import run_fleet, wait_drained
+from codefleet.fleet.local import FleetOptions, run_fleet, wait_drained
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.fleet.tools.commandtool import host_shell
@@ -37,11 +37,16 @@ async def drain(
     executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
     return await run_fleet(
         server.url,
-        runners,
         lambda _: executor,
-        workdir,
-        workdir.parent / "runs",
-        shell_config=host_shell(ShellLimits(), unsandboxed=True),
+        FleetOptions(
+            RunnerOptions(
+                "runner",
+                workdir,
+                workdir.parent / "runs",
+                shell_config=host_shell(ShellLimits(), unsandboxed=True),
+            ),
+            runners=runners,
+        ),
     )
 
 

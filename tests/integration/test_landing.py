@@ -22,7 +22,8 @@ from codefleet.api.graphfile import GraphError, load_graph
 from codefleet.attempt import AttemptReport
 from codefleet.errors import InvalidGraph, NotOwner
 from codefleet.fleet.landingworker import LandingOptions
-from codefleet.fleet.local import run_fleet, start_landing
+from codefleet.fleet.local import FleetOptions, run_fleet, start_landing
+from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.paths import TreeRoot
 from codefleet.server.thread import ServerThread
@@ -63,12 +64,20 @@ def write(path: str, content: str, attempt: int | None = None) -> dict[str, Any]
 
 
 async def drain(
-    server: ServerThread, workdir: Path, script: dict[str, Any], runners: int = 2, **options: Any
+    server: ServerThread,
+    workdir: Path,
+    script: dict[str, Any],
+    runners: int = 2,
+    landing_worker: bool = True,
+    **runner: Any,
 ) -> tuple[Any, ScriptedExecutor]:
     executor = ScriptedExecutor(parse_script(script), wait_timeout=20)
-    result = await run_fleet(
-        server.url, runners, lambda _: executor, workdir, workdir.parent / "runs", **options
+    options = FleetOptions(
+        RunnerOptions("runner", workdir, workdir.parent / "runs", **runner),
+        runners=runners,
+        landing_worker=landing_worker,
     )
+    result = await run_fleet(server.url, lambda _: executor, options)
     return result, executor
 
 
@@ -146,9 +155,8 @@ async def test_without_an_integration_check_the_same_pair_lands_a_red_tree(
 async def start_worker(server: ServerThread, workdir: Path, stop: asyncio.Event) -> Any:
     """A landing worker of its own, for a test that stages the queue first."""
     tree = TreeRoot(workdir)
-    return start_landing(
-        lambda: FleetClient(server.url), workdir, (), tree.names, LandingOptions("lw"), stop
-    )
+    runner = RunnerOptions("runner", workdir, workdir.parent / "runs", protected_names=tree.names)
+    return start_landing(lambda: FleetClient(server.url), runner, LandingOptions("lw"), stop)
 
 
 async def queued(client: FleetClient, n: int) -> bool:

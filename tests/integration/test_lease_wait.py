@@ -20,7 +20,8 @@ from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
 from codefleet.fleet.gate.prewrite import Verdict, WriteGate
 from codefleet.fleet.gate.readset import look
-from codefleet.fleet.local import run_fleet
+from codefleet.fleet.local import FleetOptions, run_fleet
+from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.models import ErrorKind
 from codefleet.paths import TreeRoot
@@ -218,7 +219,9 @@ async def test_real_runners_keep_heartbeating_through_a_wait_longer_than_the_sta
         )
         executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
         result = await run_fleet(
-            server.url, 2, lambda _: executor, workdir, workdir.parent / "runs"
+            server.url,
+            lambda _: executor,
+            FleetOptions(RunnerOptions("runner", workdir, workdir.parent / "runs"), runners=2),
         )
         assert result.ok
         offline = {e["payload"]["reason"] for e in await client.events(type_="agent_offline")}

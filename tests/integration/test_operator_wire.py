@@ -17,7 +17,8 @@ import httpx
 
 from codefleet.api.client import FleetClient
 from codefleet.errors import InvalidState, NotFound, TooLarge
-from codefleet.fleet.local import run_fleet
+from codefleet.fleet.local import FleetOptions, run_fleet
+from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.models import MAX_MESSAGE_BYTES
 from codefleet.server.thread import ServerThread
@@ -60,7 +61,11 @@ async def test_a_running_session_gets_the_message_at_its_next_turn_boundary(
     async with FleetClient(server.url) as client:
         await client.create_tasks([{"id": "T1", "title": "t", "description": "d"}])
         fleet = asyncio.create_task(
-            run_fleet(server.url, 1, lambda _: executor, workdir, workdir.parent / "runs")
+            run_fleet(
+                server.url,
+                lambda _: executor,
+                FleetOptions(RunnerOptions("runner", workdir, workdir.parent / "runs")),
+            )
         )
         while (await client.task("T1"))["status"] != "running":
             await asyncio.sleep(0.01)
@@ -116,7 +121,11 @@ async def test_a_message_is_an_operator_action_with_clear_refusals(
 async def run_one(server: ServerThread, workdir: Path, script: dict[str, Any]) -> Any:
     executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
     return asyncio.create_task(
-        run_fleet(server.url, 1, lambda _: executor, workdir, workdir.parent / "runs")
+        run_fleet(
+            server.url,
+            lambda _: executor,
+            FleetOptions(RunnerOptions("runner", workdir, workdir.parent / "runs")),
+        )
     )
 
 

@@ -17,7 +17,8 @@ import httpx
 
 from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
-from codefleet.fleet.local import run_fleet
+from codefleet.fleet.local import FleetOptions, run_fleet
+from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.models import ErrorKind, EventType, from_iso
 from codefleet.server.thread import ServerThread
@@ -113,7 +114,9 @@ async def test_a_scripted_fleet_pauses_on_one_limited_session_and_everything_suc
         )
         executor = ScriptedExecutor(parse_script(script))
         result = await run_fleet(
-            server.url, 3, lambda _: executor, workdir, workdir.parent / "runs"
+            server.url,
+            lambda _: executor,
+            FleetOptions(RunnerOptions("runner", workdir, workdir.parent / "runs"), runners=3),
         )
         events = await client.all_events()
         t2 = await client.task("T2")

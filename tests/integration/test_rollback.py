@@ -18,7 +18,8 @@ from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import load_graph
 from codefleet.attempt import AttemptReport
 from codefleet.cli.start.demo_run import examples_dir
-from codefleet.fleet.local import run_fleet
+from codefleet.fleet.local import FleetOptions, run_fleet
+from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, load_script, parse_script
 from codefleet.models import ErrorKind
 from codefleet.server.thread import ServerThread
@@ -32,7 +33,9 @@ async def drain(
 ) -> Any:
     executor = ScriptedExecutor(parse_script(script) if raw else script)
     return await run_fleet(
-        server.url, runners, lambda _: executor, workdir, workdir.parent / "runs"
+        server.url,
+        lambda _: executor,
+        FleetOptions(RunnerOptions("runner", workdir, workdir.parent / "runs"), runners=runners),
     )
 
 

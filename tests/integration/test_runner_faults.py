@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from codefleet.api.client import FleetClient
-from codefleet.fleet.local import run_fleet
+from codefleet.fleet.local import FleetOptions, run_fleet
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.server.thread import ServerThread
@@ -135,10 +135,8 @@ async def test_a_runner_that_cannot_go_on_is_reported_at_once_and_the_others_car
         result = await asyncio.wait_for(
             run_fleet(
                 server.url,
-                2,
                 lambda _: ScriptedExecutor({}),
-                workdir,
-                tmp_path / "runs",
+                FleetOptions(RunnerOptions("runner", workdir, tmp_path / "runs"), runners=2),
                 on_runner_down=reports.append,
                 connect=lambda: FleetClient(server.url, transport=faults),
             ),
@@ -161,10 +159,8 @@ async def test_a_fleet_whose_every_runner_stopped_ends_instead_of_waiting_for_ev
         result = await asyncio.wait_for(  # a liveness bound: without the fix this never returns
             run_fleet(
                 server.url,
-                2,
                 lambda _: ScriptedExecutor({}),
-                workdir,
-                tmp_path / "runs",
+                FleetOptions(RunnerOptions("runner", workdir, tmp_path / "runs"), runners=2),
                 on_runner_down=reports.append,
                 connect=lambda: FleetClient(server.url, transport=faults),
             ),

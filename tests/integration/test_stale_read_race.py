@@ -19,7 +19,8 @@ from rich.console import Console
 
 from codefleet.api.client import FleetClient
 from codefleet.cli.start.demo_run import run_demo
-from codefleet.fleet.local import run_fleet
+from codefleet.fleet.local import FleetOptions, run_fleet
+from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.server.thread import ServerThread
 
@@ -62,7 +63,9 @@ async def race(
             ]
         )
         result = await run_fleet(
-            server.url, 2, lambda _: executor, workdir, workdir.parent / "runs"
+            server.url,
+            lambda _: executor,
+            FleetOptions(RunnerOptions("runner", workdir, workdir.parent / "runs"), runners=2),
         )
         events = await client.all_events()
     return result, events, executor
@@ -170,7 +173,11 @@ async def test_a_fenced_runners_reconcile_turn_is_cut_and_nothing_it_writes_land
             ]
         )
         fleet = asyncio.create_task(
-            run_fleet(server.url, 2, lambda _: executor, workdir, workdir.parent / "runs")
+            run_fleet(
+                server.url,
+                lambda _: executor,
+                FleetOptions(RunnerOptions("runner", workdir, workdir.parent / "runs"), runners=2),
+            )
         )
         await wait_until(lambda: executor.followups, timeout=20)
         holder = next(a for a in await client.agents() if a.get("current_task_id") == "T1")
@@ -211,7 +218,9 @@ async def test_with_verify_a_stale_attempt_runs_its_verify_check_and_a_failure_i
             checks={"uses": "grep -q 'f(1, 2)' use.py"},
         )
         result = await run_fleet(
-            server.url, 2, lambda _: executor, workdir, workdir.parent / "runs"
+            server.url,
+            lambda _: executor,
+            FleetOptions(RunnerOptions("runner", workdir, workdir.parent / "runs"), runners=2),
         )
         events = await client.all_events()
     assert result.all_succeeded

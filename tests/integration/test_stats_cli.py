@@ -19,7 +19,8 @@ import yaml
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import load_graph
 from codefleet.cli.start.demo_run import examples_dir
-from codefleet.fleet.local import run_fleet
+from codefleet.fleet.local import FleetOptions, run_fleet
+from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, load_script
 from codefleet.server.thread import ServerThread
 
@@ -45,7 +46,13 @@ async def test_stats_and_suggest_learn_t4s_veto_on_api_py_from_the_demo(
     async with FleetClient(server.url) as client:
         await client.create_tasks(load_graph(examples / "demo-tasks.yaml"))
     executor = ScriptedExecutor(load_script(examples / "demo-script.yaml"))
-    assert (await run_fleet(server.url, 3, lambda _: executor, tree, tmp_path / "runs")).ok
+    assert (
+        await run_fleet(
+            server.url,
+            lambda _: executor,
+            FleetOptions(RunnerOptions("runner", tree, tmp_path / "runs"), runners=3),
+        )
+    ).ok
 
     shown = codefleet("stats", "--server", server.url, "--json")
     assert shown.returncode == 0, shown.stderr

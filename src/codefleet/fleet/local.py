@@ -27,17 +27,15 @@ from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.fleet.executor import Executor
 from codefleet.fleet.landingworker import LandingOptions, LandingWorker
 from codefleet.fleet.runner import MAX_RETRY_S, RETRY_START_S, Runner, RunnerOptions
-from codefleet.fleet.tools.attemptchecks import DEFAULT_CHECK_TIMEOUT_S
-from codefleet.fleet.tools.commandtool import ShellConfig
-from codefleet.fleet.tools.resourcecalls import DEFAULT_RESOURCE_WAIT_S
 from codefleet.fleet.verifybisect import VerifyBlame, bisect_verify
 from codefleet.fleet.views.programs import NOT_RUNNABLE, missing_programs, not_started_text
 from codefleet.fleet.views.shell import check_env, run_command
-from codefleet.models import DEFAULT_RECONCILE_ROUNDS, TERMINAL_STATUSES, EventType, TaskStatus
-from codefleet.paths import DEFAULT_PROTECTED_NAMES, TreeRoot
+from codefleet.models import TERMINAL_STATUSES, EventType, TaskStatus
+from codefleet.paths import TreeRoot
 from codefleet.wording import spent_text
 
 __all__ = [
+    "FleetOptions",
     "FleetResult",
     "VerifyResult",
     "invocation_suffix",
@@ -237,119 +235,141 @@ def python_command(args: str) -> str:
     return f'"{sys.executable}" {args}'
 
 
+@dataclass(frozen=True, slots=True)
+class FleetOptions:
+    """What a fleet of `run_fleet` runs with: every runner's options and the fleet's own.
+
+    `runner` is the options each runner takes whole; only its name and agent kind are
+    each runner's own: runner n is `runner-N<name_suffix>` (`codex-N` for a Codex runner,
+    so every view shows which agent it is) and drives `agent_for(n)` (default claude).
+    """
+
+    runner: RunnerOptions
+    runners: int = 1
+    verify: str | None = None  # the shell command run in the tree after the drain
+    name_suffix: str = ""
+    server_wait: float = SERVER_WAIT_S  # how long a server that went away is waited for
+    simulated: bool = False  # no real model: every view reads the run's cost as simulated
+    agent_for: Callable[[int], str] | None = None
+    landing_worker: bool = True  # false: a test that stages a landing queue starts its own
+    started_with: Mapping[str, Any] | None = None  # the command's flags (`cli.operate.again`)
+
+    def kind(self, n: int) -> str:
+        """Runner n's agent kind."""
+        return self.agent_for(n) if self.agent_for else "claude"
+
+    def runner_options(self, n: int) -> RunnerOptions:
+        """Runner n's options: the fleet's, under its own name and agent kind."""
+        kind = self.kind(n)
+        return replace(self.runner, name=f"{_prefix(kind)}-{n}{self.name_suffix}", agent=kind)
+
+    def landing(self) -> LandingOptions:
+        """The options of the fleet's landing worker."""
+        runner = self.runner
+        return LandingOptions(
+            f"landing{self.name_suffix}", runner.check_timeout, exclude=runner.protected,
+            view_dir=runner.check_dir,
+        )  # fmt: skip
+
+
 async def run_fleet(
     url: str,
-    runners: int,
     make_executor: Callable[[int], Executor],
-    workdir: Path,
-    run_dir: Path,
+    options: FleetOptions,
     *,
-    verify: str | None = None,
     token: str | None = None,
-    task_timeout: float | None = None,
-    protected: tuple[Path, ...] = (),
-    check_timeout: float = DEFAULT_CHECK_TIMEOUT_S,
-    check_dir: Path | None = None,
-    resource_wait: float = DEFAULT_RESOURCE_WAIT_S,
-    on_runner_down: Callable[[str], object] | None = None,
     connect: Callable[[], FleetClient] | None = None,
-    name_suffix: str = "",
-    protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES,
-    shell_default: bool = False,
-    shell_network: bool = False,
-    shell_config: ShellConfig | None = None,
-    reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS,
-    no_questions: bool = False,
+    on_runner_down: Callable[[str], object] | None = None,
     interrupt: asyncio.Event | None = None,
     say: Callable[[str], object] | None = None,
-    server_wait: float = SERVER_WAIT_S,
-    simulated: bool = False,
-    agent_for: Callable[[int], str] | None = None,
-    landing_worker: bool = True,
-    started_with: Mapping[str, Any] | None = None,
 ) -> FleetResult:
-    """Run N runners until the graph drains, until no runner is left to drain it, or
-    until `interrupt` is set (the operator's stop: the runners leave as interrupted).
+    """Run `options.runners` runners until the graph drains, until no runner is left to drain
+    it, or until `interrupt` is set (the operator's stop: the runners leave as interrupted).
 
     A runner that stops on its own (it cannot go on) is reported at once through
     `on_runner_down("name: why")` and listed in `runner_errors`. `connect` makes
-    each runner's client (default: one per runner on `url` with `token`). Runners are
-    named `runner-N<name_suffix>`. However this ends, every runner leaves the server.
-    A server that goes away is waited for up to `server_wait` s (said through `say`).
-    `simulated` (no real model) goes into `fleet_started`, so that every view of the
-    run reads its cost as simulated. `agent_for(n)` is runner n's agent kind (default
-    claude); a Codex runner is named `codex-N`, so every view shows which agent it is.
-    A landing worker (`fleet.landingworker`) runs beside the runners unless `landing_worker`
-    is false (a test that stages a landing queue starts its own).
-    `started_with` goes into `fleet_started` too: the command's flags (`cli.operate.again`).
+    each runner's client (default: one per runner on `url` with `token`). However this
+    ends, every runner leaves the server. A server that goes away is waited for up to
+    `options.server_wait` s (said through `say`). `simulated` and `started_with` go into
+    `fleet_started`. A landing worker (`fleet.landingworker`) runs beside the runners
+    unless `options.landing_worker` is false.
     """
-    kinds = [agent_for(n) if agent_for else "claude" for n in range(1, runners + 1)]
     started = time.monotonic()
     connect = connect or (lambda: FleetClient(url, token=token))
+    interrupt = interrupt or asyncio.Event()
     async with FleetClient(url, token=token) as client:
         before = await client.tasks()
         await client.fleet_started(
-            runners=runners, **({"simulated": True} if simulated else {}), **(started_with or {})
+            runners=options.runners,
+            **({"simulated": True} if options.simulated else {}),
+            **(options.started_with or {}),
         )
-        stop = asyncio.Event()
-        options = [
-            RunnerOptions(
-                name=f"{_prefix(kinds[n - 1])}-{n}{name_suffix}",
-                workdir=workdir,
-                run_dir=run_dir,
-                agent=kinds[n - 1],
-                task_timeout=task_timeout,
-                protected=protected,
-                check_timeout=check_timeout,
-                check_dir=check_dir,
-                protected_names=protected_names,
-                shell_default=shell_default,
-                shell_network=shell_network,
-                shell_config=shell_config,
-                reconcile_rounds=reconcile_rounds,
-                resource_wait=resource_wait,
-                no_questions=no_questions,
-            )
-            for n in range(1, runners + 1)
-        ]
-        watch = _RunnerWatch(runners, stop, on_runner_down)
-        interrupt = interrupt or asyncio.Event()
-        fleet = [
-            watch.started(_start_runner(connect, make_executor(n), o, stop, interrupt))
-            for n, o in enumerate(options, 1)
-        ]
-        lander = LandingOptions(
-            f"landing{name_suffix}", check_timeout, exclude=protected, view_dir=check_dir
+        watch = await _drive(
+            client, connect, make_executor, options, on_runner_down, interrupt, say
         )
-        if landing_worker:
-            fleet.append(start_landing(connect, workdir, protected, protected_names, lander, stop))
-        try:
-            await _until_drained_or_all_down(
-                wait_drained(client, server_wait, say), watch, interrupt
-            )
-        finally:
-            stop.set()
-            await asyncio.gather(*fleet, return_exceptions=True)
-        result = FleetResult(tasks=await client.tasks(), runner_errors=list(watch.errors))
-        health = await client.health()
-        result.stopped = budget_stop(health, result.tasks) or await landing_stop(client, health)
-        result.interrupted = interrupt.is_set()
-        result.nothing_ran = bool(before) and all(t["status"] in TERMINAL_STATUSES for t in before)
-        if verify and not result.interrupted:
-            result.verify = await _verify(client, verify, workdir, protected, check_dir, say)
+        result = await _collect(client, watch, before, interrupt.is_set())
+        if options.verify and not result.interrupted:
+            result.verify = await _verify(client, options.verify, options.runner, say)
         result.duration_s = time.monotonic() - started
-        await client.fleet_finished(
-            ok=result.ok,
-            runners=runners,
-            verify=_verify_payload(result.verify),
-            summary={
-                "duration_s": round(result.duration_s, 3),
-                "tasks": len(result.tasks),
-                "runner_errors": len(result.runner_errors),
-                "stopped": result.stopped,
-            },
-        )
+        await _finished(client, result, options.runners)
     return result
+
+
+async def _drive(
+    client: FleetClient,
+    connect: Callable[[], FleetClient],
+    make_executor: Callable[[int], Executor],
+    options: FleetOptions,
+    on_runner_down: Callable[[str], object] | None,
+    interrupt: asyncio.Event,
+    say: Callable[[str], object] | None,
+) -> _RunnerWatch:
+    """Start the runners (and the landing worker), wait for the drain, stop them all."""
+    stop = asyncio.Event()
+    watch = _RunnerWatch(options.runners, stop, on_runner_down)
+    fleet = [
+        watch.started(
+            _start_runner(connect, make_executor(n), options.runner_options(n), stop, interrupt)
+        )
+        for n in range(1, options.runners + 1)
+    ]
+    if options.landing_worker:
+        fleet.append(start_landing(connect, options.runner, options.landing(), stop))
+    try:
+        await _until_drained_or_all_down(
+            wait_drained(client, options.server_wait, say), watch, interrupt
+        )
+    finally:
+        stop.set()
+        await asyncio.gather(*fleet, return_exceptions=True)
+    return watch
+
+
+async def _collect(
+    client: FleetClient, watch: _RunnerWatch, before: list[dict[str, Any]], interrupted: bool
+) -> FleetResult:
+    """The fleet's result once its runners are gone: the tasks, why it stopped, if it did."""
+    result = FleetResult(tasks=await client.tasks(), runner_errors=list(watch.errors))
+    health = await client.health()
+    result.stopped = budget_stop(health, result.tasks) or await landing_stop(client, health)
+    result.interrupted = interrupted
+    result.nothing_ran = bool(before) and all(t["status"] in TERMINAL_STATUSES for t in before)
+    return result
+
+
+async def _finished(client: FleetClient, result: FleetResult, runners: int) -> None:
+    """Record `run_finished`."""
+    await client.fleet_finished(
+        ok=result.ok,
+        runners=runners,
+        verify=_verify_payload(result.verify),
+        summary={
+            "duration_s": round(result.duration_s, 3),
+            "tasks": len(result.tasks),
+            "runner_errors": len(result.runner_errors),
+            "stopped": result.stopped,
+        },
+    )
 
 
 @dataclass
@@ -398,12 +418,11 @@ async def _until_drained_or_all_down(
 async def _verify(
     client: FleetClient,
     command: str,
-    workdir: Path,
-    protected: tuple[Path, ...],
-    view_dir: Path | None,
+    runner: RunnerOptions,
     say: Callable[[str], object] | None,
 ) -> VerifyResult:
     """Run `--verify` in the tree; when it fails by its own verdict, bisect the landings."""
+    workdir = runner.workdir
     verified = await run_verify(command, workdir)
     if not verified.bisectable:
         return verified
@@ -414,8 +433,8 @@ async def _verify(
         command,
         workdir,
         timeout=VERIFY_TIMEOUT_S,
-        exclude=protected,
-        view_dir=view_dir,
+        exclude=runner.protected,
+        view_dir=runner.check_dir,
         say=tell,
     )
     return replace(verified, blame=blame)
@@ -431,14 +450,12 @@ def _prefix(kind: str) -> str:
 
 def start_landing(
     connect: Callable[[], FleetClient],
-    workdir: Path,
-    protected: tuple[Path, ...],
-    protected_names: tuple[str, ...],
+    runner: RunnerOptions,
     options: LandingOptions,
     stop: asyncio.Event,
 ) -> asyncio.Task[None]:
-    """The fleet's landing worker (`fleet.landingworker`), until `stop`."""
-    tree = TreeRoot(workdir, protected=protected, names=protected_names)
+    """The fleet's landing worker (`fleet.landingworker`) in the runners' tree, until `stop`."""
+    tree = TreeRoot(runner.workdir, protected=runner.protected, names=runner.protected_names)
 
     async def work() -> None:
         async with connect() as client:

@@ -462,22 +462,7 @@ def _r(value: float | None) -> float | None:
 def stats_json(stats: FleetStats) -> dict[str, Any]:
     """The figures as plain data (`codefleet stats --json`, the report's `stats` section)."""
     return {
-        "fleet": {
-            "runners": stats.runners,
-            "busy_mean": _r(stats.busy_mean),
-            "parallelism": _r(stats.parallelism),
-            "makespan_s": _r(stats.makespan_s),
-            "critical_path": list(stats.critical_path),
-            "critical_path_s": _r(stats.critical_s),
-            "stretch": _r(stats.stretch),
-            "attempt_s": _r(stats.attempt_s),
-            "veto_lost_s": _r(stats.veto_lost_s),
-            "rollback_lost_s": _r(stats.rollback_lost_s),
-            "pauses": stats.pauses,
-            "paused_s": _r(stats.paused_s),
-            "cost_usd": round(stats.cost_usd, 6),
-            "simulated": stats.simulated,
-        },
+        "fleet": _fleet_json(stats),
         "files": [
             {
                 "path": f.path,
@@ -507,21 +492,7 @@ def stats_json(stats: FleetStats) -> dict[str, Any]:
             }
             for k in stats.kinds
         ],
-        "tasks": [
-            {
-                "id": t.id,
-                "status": t.status,
-                "attempts": t.attempts,
-                "uncharged": t.uncharged,
-                "vetoed": t.vetoed,
-                "waiting_s": _r(t.waiting_s),
-                "running_s": _r(t.running_s),
-                "cost_usd": round(t.cost_usd, 6),
-                "order": t.order,
-                "landing_s": _r(t.landing_s),
-            }
-            for t in stats.tasks
-        ],
+        "tasks": [_task_json(t) for t in stats.tasks],
         "landing": _landing_json(stats.landing),
         "stale_reads": [
             {"path": s.path, "reader": s.reader, "changed_by": s.changed_by, "count": s.count}
@@ -538,6 +509,42 @@ def stats_json(stats: FleetStats) -> dict[str, Any]:
             }
             for w in stats.lease_waits
         ],
+    }
+
+
+def _fleet_json(stats: FleetStats) -> dict[str, Any]:
+    """The fleet's own figures."""
+    return {
+        "runners": stats.runners,
+        "busy_mean": _r(stats.busy_mean),
+        "parallelism": _r(stats.parallelism),
+        "makespan_s": _r(stats.makespan_s),
+        "critical_path": list(stats.critical_path),
+        "critical_path_s": _r(stats.critical_s),
+        "stretch": _r(stats.stretch),
+        "attempt_s": _r(stats.attempt_s),
+        "veto_lost_s": _r(stats.veto_lost_s),
+        "rollback_lost_s": _r(stats.rollback_lost_s),
+        "pauses": stats.pauses,
+        "paused_s": _r(stats.paused_s),
+        "cost_usd": round(stats.cost_usd, 6),
+        "simulated": stats.simulated,
+    }
+
+
+def _task_json(t: TaskStats) -> dict[str, Any]:
+    """One task's figures."""
+    return {
+        "id": t.id,
+        "status": t.status,
+        "attempts": t.attempts,
+        "uncharged": t.uncharged,
+        "vetoed": t.vetoed,
+        "waiting_s": _r(t.waiting_s),
+        "running_s": _r(t.running_s),
+        "cost_usd": round(t.cost_usd, 6),
+        "order": t.order,
+        "landing_s": _r(t.landing_s),
     }
 
 

@@ -29,7 +29,8 @@ from codefleet.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from codefleet.review.commit import Author
+    from codefleet.config import Settings
+    from codefleet.review.commit import Author, CommitResult
     from codefleet.review.git import Repo
     from codefleet.review.history import TaskChange
     from codefleet.review.live import LiveCommitter
@@ -139,18 +140,32 @@ def commit(
     when the tree differs from the tasks' recorded changes. A task git cannot commit
     is skipped with its reason while the others commit; the exit status is then 1.
     """
-    from codefleet.cli.output import console
-    from codefleet.review.commit import Refused, default_branch, write_history
-    from codefleet.review.commitview import history_json, print_history
     from codefleet.review.fetch import fetch_record
-    from codefleet.review.git import GitError, Repo
-    from codefleet.review.history import committed_before, planned_changes, unfinished_tasks
-    from codefleet.rollback import quote_name
 
     settings = settings_from(server_url=server, token=token)
     who = parse_author(author)
     record = call_server(settings, fetch_record)
-    tree = workdir or Path(record.workdir)
+    made = _write_commits(settings, record, workdir or Path(record.workdir), branch, onto, who)
+    if made is not None:
+        _say_commits(settings, record, made, json_out)
+
+
+def _write_commits(
+    settings: Settings,
+    record: RunRecord,
+    tree: Path,
+    branch: str | None,
+    onto: str | None,
+    who: Author | None,
+) -> tuple[CommitResult, str, list[str]] | None:
+    """`commit`'s git side: the history written, its log and the tasks already in HEAD;
+    None (said) when every succeeded task is in HEAD already."""
+    from codefleet.cli.output import console
+    from codefleet.review.commit import Refused, default_branch, write_history
+    from codefleet.review.git import GitError, Repo
+    from codefleet.review.history import planned_changes
+    from codefleet.rollback import quote_name
+
     changes = planned_changes(record)
     try:
         repo = Repo.open(tree)
@@ -163,13 +178,28 @@ def commit(
         changes, in_head = _split_landed(repo, base, record, changes)
         if not changes:
             console.print(f"nothing new to commit: {', '.join(in_head)} {IN_HEAD}")
-            return
+            return None
         result = write_history(repo, changes, name, base, who)
         log = repo.log_oneline(base, result.tip)
     except Refused as err:
         raise fail(f"{err}:\n  " + "\n  ".join(quote_name(p) for p in err.paths)) from None
     except GitError as err:
         raise fail(str(err)) from None
+    return result, log, in_head
+
+
+def _say_commits(
+    settings: Settings,
+    record: RunRecord,
+    made: tuple[CommitResult, str, list[str]],
+    json_out: bool,
+) -> None:
+    """Record the commits on the server and print them; exit 1 when a task was skipped."""
+    from codefleet.cli.output import console
+    from codefleet.review.commitview import history_json, print_history
+    from codefleet.review.history import committed_before, unfinished_tasks
+
+    result, log, in_head = made
     if result.commits:
         pairs = [(c.task_id, c.sha) for c in result.commits]
         call_server(settings, lambda c: c.record_commits(result.branch, pairs))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import signal
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -40,7 +40,6 @@ from codefleet.cli.common import (
     TokenOpt,
     WorkdirOpt,
     app,
-    call_server,
     fail,
     parse_check_options,
     settings_of,
@@ -64,8 +63,10 @@ if TYPE_CHECKING:
     from codefleet.cli.run.agentchoice import AgentChoice, Agents
     from codefleet.cli.run.runprep import GraphFile
     from codefleet.config import Settings
+    from codefleet.fleet.executor import Executor
+    from codefleet.fleet.runner import RunnerOptions
 
-__all__ = ["run", "runner"]
+__all__ = ["run", "runner", "runner_options"]
 
 
 def _agents(choice: AgentChoice, settings: Settings) -> Agents:
@@ -119,52 +120,32 @@ def runner(
     shell_max_bytes: ShellMaxBytesOpt = None,
 ) -> None:
     """Run ONE runner as its own process until interrupted (or the fleet drains)."""
-    import asyncio
+    import dataclasses
 
-    from codefleet.api.client import FleetClient, UntrustedServer
-    from codefleet.cli.output import console
     from codefleet.cli.run.agentchoice import AgentChoice
-    from codefleet.fleet.landingworker import LandingOptions
-    from codefleet.fleet.local import start_landing
-    from codefleet.fleet.runner import CannotContinue, Runner, RunnerOptions
 
     settings = settings_of(ctx.params, server_url=server)
     choice = AgentChoice(dry_run, script, offline, model_script, agent)
     executor = _agents(choice, settings).executor
-    options = RunnerOptions(
+    options = dataclasses.replace(
+        runner_options(settings, agent, task_timeout),
         name=name,
-        agent=agent,
-        workdir=settings.workdir,
-        run_dir=settings.run_dir,
         poll_wait=settings.poll_interval,
         exit_when_drained=exit_when_drained,
         replace=replace,
-        **_runner_kw(settings, task_timeout),
     )
+    _run_one(settings, executor, options)
 
-    async def go() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        lander = LandingOptions(
-            f"landing-{name}", settings.check_timeout, exclude=options.protected,
-            view_dir=settings.check_dir,
-        )  # fmt: skip
 
-        def connect() -> FleetClient:
-            return FleetClient(settings.url, token=settings.token)
+def _run_one(settings: Settings, executor: Executor, options: RunnerOptions) -> None:
+    """`runner`'s steps: run the runner and its landing worker here until they end."""
+    import asyncio
 
-        landing = start_landing(
-            connect, settings.workdir, options.protected, options.protected_names, lander, stop
-        )
-        try:
-            async with connect() as client:
-                await Runner(client, executor, options).run(stop)
-        finally:
-            stop.set()  # the runner ended (drained, refused): so does its landing worker
-            await asyncio.gather(landing, return_exceptions=True)
+    from codefleet.api.client import UntrustedServer
+    from codefleet.cli.output import console
+    from codefleet.fleet.runner import CannotContinue
 
+    name = options.name
     if not settings.workdir.is_dir():
         raise fail(f"working tree {settings.workdir} does not exist")
     console.print(
@@ -172,11 +153,41 @@ def runner(
     )
     prepare_dirs(settings.run_dir)
     try:
-        asyncio.run(go())
+        asyncio.run(_one_runner(settings, executor, options))
     except Unauthorized:  # a runner keeps retrying an absent server, never a wrong token
         raise fail(unauthorized_message(settings)) from None
     except (CannotContinue, DomainError, UntrustedServer) as err:  # for good: say why, exit 1
         raise fail(f"{name} stopped: {err}") from None
+
+
+async def _one_runner(settings: Settings, executor: Executor, options: RunnerOptions) -> None:
+    """The runner and its landing worker, until SIGINT/SIGTERM or the runner ends."""
+    import asyncio
+
+    from codefleet.api.client import FleetClient
+    from codefleet.fleet.landingworker import LandingOptions
+    from codefleet.fleet.local import start_landing
+    from codefleet.fleet.runner import Runner
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    lander = LandingOptions(
+        f"landing-{options.name}", options.check_timeout, exclude=options.protected,
+        view_dir=options.check_dir,
+    )  # fmt: skip
+
+    def connect() -> FleetClient:
+        return FleetClient(settings.url, token=settings.token)
+
+    landing = start_landing(connect, options, lander, stop)
+    try:
+        async with connect() as client:
+            await Runner(client, executor, options).run(stop)
+    finally:
+        stop.set()  # the runner ended (drained, refused): so does its landing worker
+        await asyncio.gather(landing, return_exceptions=True)
 
 
 @app.command(rich_help_panel=RUN, epilog=f"{SCRIPT_HELP}\n{MODEL_SCRIPT_HELP}")
@@ -254,11 +265,12 @@ def run(
     """
     from codefleet.cli.operate.again import RunFlags
     from codefleet.cli.run.agentchoice import AgentChoice
-    from codefleet.cli.run.fleetrun import RunPlan, drive, exit_code, report
+    from codefleet.cli.run.fleetrun import RunPlan, execute
 
     settings = settings_of(ctx.params, server_url=server)
     checks = parse_check_options(check)
-    runner_kw = _runner_kw(settings, task_timeout)  # refuses --shell without a sandbox
+    # refuses --shell without a sandbox
+    options = runner_options(settings, agent, task_timeout, no_questions=no_questions)
     graph_file = None if no_graph else _graph_file(graph)
     agents = _agents(AgentChoice(dry_run, script, offline, model_script, agent), settings)
     committer = committer_for(settings.workdir, branch) if commit else None
@@ -269,33 +281,39 @@ def run(
         graph_file=graph_file,
         checks=checks,
         committer=committer,
-        runner_kw=runner_kw,
+        runner=options,
         verify=verify,
-        no_questions=no_questions,
         json_out=json_out,
         flags=RunFlags(agents.mode, script or model_script, graph),
     )
-    caught: list[signal.Signals] = []
-    outcome = call_server(settings, lambda _: drive(plan, caught))
-    report(plan, outcome)
-    raise typer.Exit(exit_code(caught, outcome.ok, plan.flags.command()))
+    raise typer.Exit(execute(plan))
 
 
-def _runner_kw(settings: Settings, task_timeout: float | None) -> dict[str, Any]:
-    """The options every runner of `run` and `runner` takes from the settings.
+def runner_options(
+    settings: Settings, agent: str, task_timeout: float | None, *, no_questions: bool = False
+) -> RunnerOptions:
+    """The options every runner of `run` and `runner` takes from the settings (refuses
+    `--shell` with no sandbox); `runner` names its one, `run_fleet` each of its own.
 
     The runner's `task_timeout` is the flag only: without it the server's applies.
     """
-    return {
-        "task_timeout": task_timeout,
-        "protected": (settings.db, settings.run_dir),
-        "check_timeout": settings.check_timeout,
-        "check_dir": settings.check_dir,
-        "resource_wait": settings.resource_wait,
-        "protected_names": settings.protected_names,
-        "reconcile_rounds": settings.reconcile_rounds,
+    from codefleet.fleet.runner import RunnerOptions
+
+    return RunnerOptions(
+        name="runner",
+        workdir=settings.workdir,
+        run_dir=settings.run_dir,
+        agent=agent,
+        task_timeout=task_timeout,
+        protected=(settings.db, settings.run_dir),
+        check_timeout=settings.check_timeout,
+        check_dir=settings.check_dir,
+        resource_wait=settings.resource_wait,
+        protected_names=settings.protected_names,
+        reconcile_rounds=settings.reconcile_rounds,
+        no_questions=no_questions,
         **fleet_shell(settings),
-    }
+    )
 
 
 def _graph_file(given: Path | None) -> GraphFile | None:

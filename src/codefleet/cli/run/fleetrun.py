@@ -15,7 +15,7 @@ import signal
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from codefleet.cli.common import fail, make_client, print_json
+from codefleet.cli.common import call_server, fail, make_client, print_json
 from codefleet.errors import DomainError
 from codefleet.statedir import prepare_dirs
 
@@ -28,19 +28,20 @@ if TYPE_CHECKING:
     from codefleet.cli.run.agentchoice import Agents
     from codefleet.cli.run.runprep import GraphFile
     from codefleet.config import Settings
+    from codefleet.fleet.runner import RunnerOptions
     from codefleet.models import AgentKind
     from codefleet.review.live import LiveCommitter
     from codefleet.ui.outofscope import ScopeWatch
     from codefleet.ui.report import RunShare
 
-__all__ = ["Outcome", "RunPlan", "drive", "exit_code", "report"]
+__all__ = ["Outcome", "RunPlan", "drive", "execute", "exit_code", "report"]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 @dataclass(frozen=True, slots=True)
 class RunPlan:
-    """What `run` decided before it starts; `runner_kw` is every runner's options."""
+    """What `run` decided before it starts; `runner` is every runner's options."""
 
     settings: Settings
     agents: Agents
@@ -48,11 +49,14 @@ class RunPlan:
     graph_file: GraphFile | None
     checks: dict[str, str]
     committer: LiveCommitter | None
-    runner_kw: dict[str, Any]
+    runner: RunnerOptions
     verify: str | None
-    no_questions: bool
     json_out: bool
     flags: RunFlags  # recorded in `fleet_started`: the hints after a failure name them
+
+    @property
+    def no_questions(self) -> bool:
+        return self.runner.no_questions
 
     @property
     def simulated(self) -> bool:
@@ -78,6 +82,14 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return bool(self.result.ok and (self.history is None or self.history.ok))
+
+
+def execute(plan: RunPlan) -> int:
+    """`run`'s steps once planned: drive the fleet, report, and the exit code."""
+    caught: list[signal.Signals] = []
+    outcome = call_server(plan.settings, lambda _: drive(plan, caught))
+    report(plan, outcome)
+    return exit_code(caught, outcome.ok, plan.flags.command())
 
 
 async def drive(plan: RunPlan, caught: list[signal.Signals]) -> Outcome:
@@ -141,26 +153,26 @@ async def _settle(plan: RunPlan) -> tuple[int, ScopeWatch, list[dict[str, Any]]]
 async def _fleet(plan: RunPlan, interrupt: asyncio.Event) -> Any:
     """The runners of this process, until the graph drains or `interrupt` is set."""
     from codefleet.cli.output import err_console
-    from codefleet.fleet.local import invocation_suffix, run_fleet
+    from codefleet.fleet.local import FleetOptions, invocation_suffix, run_fleet
 
     settings = plan.settings
-    return await run_fleet(
-        settings.url,
-        settings.runners,
-        lambda _: plan.agents.executor,
-        settings.workdir,
-        settings.run_dir,
+    options = FleetOptions(
+        runner=plan.runner,
+        runners=settings.runners,
         verify=plan.verify,
-        token=settings.token,
-        on_runner_down=_runner_down,
         name_suffix=invocation_suffix(),
-        no_questions=plan.no_questions,
-        interrupt=interrupt,
-        say=lambda s: err_console.print(s, markup=False),
         simulated=plan.simulated,
         agent_for=lambda _: plan.agent,
         started_with=plan.flags.payload(),
-        **plan.runner_kw,
+    )
+    return await run_fleet(
+        settings.url,
+        lambda _: plan.agents.executor,
+        options,
+        token=settings.token,
+        on_runner_down=_runner_down,
+        interrupt=interrupt,
+        say=lambda s: err_console.print(s, markup=False),
     )
 
 

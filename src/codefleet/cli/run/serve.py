@@ -70,6 +70,24 @@ def serve(
     tls_key: Annotated[Path | None, option("tls_key")] = None,
 ) -> None:
     """Run the coordination server (the one process that owns the database)."""
+    settings = settings_of(ctx.params, find_server=False)
+    _refuse_unsafe(settings)
+    _serve(settings)
+
+
+def _refuse_unsafe(settings: Settings) -> None:
+    """No token on a reachable address, or half a TLS pair: refused before anything starts."""
+    if settings.host not in LOOPBACK and not settings.token:
+        raise fail(
+            f"refusing to bind {settings.host} without a token: anyone who reaches the port could "
+            "hand agents work. Set CODEFLEET_TOKEN (or --token), or bind 127.0.0.1."
+        )
+    if (settings.tls_cert is None) != (settings.tls_key is None):
+        raise fail("--tls-cert and --tls-key go together: give both (https) or neither (http)")
+
+
+def _serve(settings: Settings) -> None:
+    """`serve`'s steps: warn, listen, build the app, run it until stopped."""
     from codefleet.cli.output import console, err_console
     from codefleet.gcpolicy import settle
     from codefleet.server.netfs import serve_warnings
@@ -79,14 +97,6 @@ def serve(
         uvicorn_config,
     )
 
-    settings = settings_of(ctx.params, find_server=False)
-    if settings.host not in LOOPBACK and not settings.token:
-        raise fail(
-            f"refusing to bind {settings.host} without a token: anyone who reaches the port could "
-            "hand agents work. Set CODEFLEET_TOKEN (or --token), or bind 127.0.0.1."
-        )
-    if (settings.tls_cert is None) != (settings.tls_key is None):
-        raise fail("--tls-cert and --tls-key go together: give both (https) or neither (http)")
     for line in serve_warnings(settings.db, settings.workdir):
         err_console.print(f"warning: {line}", style="yellow", markup=False)
     listener = _listen(settings.host, settings.port)  # a busy port fails here, before any file

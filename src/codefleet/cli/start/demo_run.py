@@ -45,11 +45,12 @@ from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphTasks, load_graph
 from codefleet.config import Settings
 from codefleet.fleet.executor import Executor
-from codefleet.fleet.local import python_command, run_fleet
+from codefleet.fleet.local import FleetOptions, FleetResult, python_command, run_fleet
+from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, load_script
 from codefleet.fleet.tools.commandtool import ShellConfig, host_shell
 from codefleet.fleet.views.layerapply import ShellLimits
-from codefleet.review.commit import Author, CommitResult
+from codefleet.review.commit import Author
 from codefleet.review.commitview import print_history
 from codefleet.review.git import GitError, Repo
 from codefleet.review.live import LiveCommitter, open_committer
@@ -187,47 +188,14 @@ async def _demo(
         if commit
         else None
     )
-    history: CommitResult | None = None
     with ServerThread(settings) as server:
         committer = await opening if opening is not None else None
-        async with FleetClient(server.url, token=settings.token) as client:
-            await client.create_tasks(graph, {**graph.checks, **DEMO_CHECKS})
-        tree = escape(str(settings.workdir))
-        console.print(f"[bold]server[/] {server.url}  ·  tree {tree}", markup=True)
-        console.print(
-            f"[bold]dashboard[/] {server.url}/?token={settings.token}  (while the demo runs)",
-            markup=True,
-        )
-        if committer is not None:
-            console.print(
-                f"[bold]branch[/] {escape(committer.branch)}  (each task committed as it succeeds)",
-                markup=True,
-            )
-            committer.start(server.url, settings.token, since=0)
+        await _load_and_announce(server, settings, graph, console, committer)
         stop = asyncio.Event()
         follower = asyncio.create_task(follow_compact(server.url, settings.token, console, stop))
         try:
-            executor = demo_executor(mode, examples)  # one for every runner, as `run` shares one
-            codex = mixed_executor(examples) if mixed else None
-
-            def kind(n: int) -> str:
-                return "codex" if codex is not None and n == runners else "claude"
-
-            result = await run_fleet(
-                server.url,
-                runners,
-                lambda n: codex if codex is not None and kind(n) == "codex" else executor,
-                settings.workdir,
-                settings.run_dir,
-                verify=python_command(DEMO_VERIFY),
-                token=settings.token,
-                protected=(settings.db, settings.run_dir / "runners"),
-                simulated=mode != "live",
-                agent_for=kind,
-                shell_config=demo_shell(mode),
-            )
-            if committer is not None:
-                history = await committer.finish(server.url, settings.token)
+            result = await _demo_fleet(server, settings, mode, runners, examples, mixed)
+            history = await committer.finish(server.url, settings.token) if committer else None
         finally:
             stop.set()
             await follower  # it prints up to the server's last event, then returns
@@ -248,6 +216,67 @@ async def _demo(
                 markup=True,
             )
     return result.ok and (history is None or history.ok)
+
+
+async def _load_and_announce(
+    server: ServerThread,
+    settings: Settings,
+    graph: GraphTasks,
+    console: Console,
+    committer: LiveCommitter | None,
+) -> None:
+    """Load the demo's tasks and checks, say where the server, dashboard and branch are."""
+    async with FleetClient(server.url, token=settings.token) as client:
+        await client.create_tasks(graph, {**graph.checks, **DEMO_CHECKS})
+    tree = escape(str(settings.workdir))
+    console.print(f"[bold]server[/] {server.url}  ·  tree {tree}", markup=True)
+    console.print(
+        f"[bold]dashboard[/] {server.url}/?token={settings.token}  (while the demo runs)",
+        markup=True,
+    )
+    if committer is not None:
+        console.print(
+            f"[bold]branch[/] {escape(committer.branch)}  (each task committed as it succeeds)",
+            markup=True,
+        )
+        committer.start(server.url, settings.token, since=0)
+
+
+async def _demo_fleet(
+    server: ServerThread,
+    settings: Settings,
+    mode: str,
+    runners: int,
+    examples: Path,
+    mixed: bool,
+) -> FleetResult:
+    """The demo's runners until the graph drains; with `mixed` the last is a Codex runner."""
+    executor = demo_executor(mode, examples)  # one for every runner, as `run` shares one
+    codex = mixed_executor(examples) if mixed else None
+
+    def kind(n: int) -> str:
+        return "codex" if codex is not None and n == runners else "claude"
+
+    runner = RunnerOptions(
+        "runner",
+        settings.workdir,
+        settings.run_dir,
+        protected=(settings.db, settings.run_dir / "runners"),
+        shell_config=demo_shell(mode),
+    )
+    options = FleetOptions(
+        runner,
+        runners=runners,
+        verify=python_command(DEMO_VERIFY),
+        simulated=mode != "live",
+        agent_for=kind,
+    )
+    return await run_fleet(
+        server.url,
+        lambda n: codex if codex is not None and kind(n) == "codex" else executor,
+        options,
+        token=settings.token,
+    )
 
 
 def run_demo(

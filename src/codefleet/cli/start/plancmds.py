@@ -34,6 +34,8 @@ from codefleet.cli.settingopts import option
 if TYPE_CHECKING:
     from codefleet.config import Settings
     from codefleet.planning.answer import Verdict
+    from codefleet.planning.planner import Plan
+    from codefleet.planning.plansession import PlanRun
 
 __all__ = ["graph_app", "plan"]
 
@@ -130,17 +132,9 @@ def plan(
     The session reads the tree (Read, Glob, Grep; nothing else) and answers one YAML
     graph; the errors of graph check go back to it, at most twice. Exit 1 if no graph passes.
     """
-    import asyncio
-
-    from rich.markup import escape
-
-    from codefleet.cli.output import console, err_console
     from codefleet.cli.start.demo_run import examples_dir
-    from codefleet.planning.analysistext import print_analysis
     from codefleet.planning.check import tree_for
-    from codefleet.planning.planner import PlanFailed, plan_file
-    from codefleet.planning.plansession import PlanRun, run_plan
-    from codefleet.wording import cost_text
+    from codefleet.planning.plansession import PlanRun
 
     if offline and workdir is not None:
         raise fail("--offline plans for the demo repository; drop --workdir")
@@ -163,15 +157,47 @@ def plan(
         runners,
         examples_dir() / "plan-model.yaml" if offline else None,
     )
+    result, record = _plan_session(settings, request, offline)
+    _write_plan(settings, request.goal, (result, record), output, offline, load_it)
+
+
+def _plan_session(settings: Settings, request: PlanRun, offline: bool) -> tuple[Plan, Path]:
+    """`plan`'s session until a graph passes the check; its failure said and exit 1."""
+    import asyncio
+
+    from rich.markup import escape
+
+    from codefleet.cli.output import console, err_console
+    from codefleet.planning.planner import PlanFailed
+    from codefleet.planning.plansession import run_plan
+    from codefleet.wording import cost_text
+
     mode = "offline" if offline else "live"
     console.print(f"[bold]planning[/] in {escape(str(request.tree.root))} ({mode})", markup=True)
     try:
-        result, record = asyncio.run(run_plan(settings, request, _say_feedback))
+        return asyncio.run(run_plan(settings, request, _say_feedback))
     except PlanFailed as failed:
         for error in failed.errors:
             err_console.print(f"  {error}", markup=False, highlight=False)
         cost = cost_text(failed.cost_usd, offline)
         raise fail(f"{failed} (nothing written; {cost if offline else cost + ' spent'})") from None
+
+
+def _write_plan(
+    settings: Settings,
+    goal: str,
+    planned: tuple[Plan, Path],
+    output: Path,
+    offline: bool,
+    load_it: bool,
+) -> None:
+    """Write the planned graph to `output`, print its analysis; with `--load`, post it."""
+    from codefleet.cli.output import console
+    from codefleet.planning.analysistext import print_analysis
+    from codefleet.planning.planner import plan_file
+    from codefleet.wording import cost_text
+
+    result, record = planned
     text = plan_file(result, goal, datetime.now(UTC), str(output), simulated=offline)
     output.write_text(text, encoding="utf-8")
     console.print(

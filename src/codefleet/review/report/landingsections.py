@@ -27,7 +27,6 @@ def landing_section(facts: RunFacts) -> Section | None:
     landing = facts.landing
     if not landing.seen:
         return None
-    titles = {t["id"]: str(t["title"]) for t in facts.record.tasks}
     per = landing.checks_per_landed
     checks = sum(c.verdict is not None for c in landing.checks)
     blocks: list[Block] = [
@@ -38,6 +37,15 @@ def landing_section(facts: RunFacts) -> Section | None:
             )
         )
     ]
+    blocks += _order_table(facts)
+    blocks += _breaks(landing)
+    blocks += _halts(facts)
+    return Section("landing", "Landing", tuple(blocks), _landing_data(landing, checks))
+
+
+def _order_table(facts: RunFacts) -> list[Block]:
+    """The landed tasks in landing order, when any landed."""
+    titles = {t["id"]: str(t["title"]) for t in facts.record.tasks}
     order_rows = tuple(
         (
             f"#{x.order}",
@@ -47,29 +55,40 @@ def landing_section(facts: RunFacts) -> Section | None:
             seconds(x.waited_s) if x.waited_s is not None else "—",
             ", ".join(x.checks) or "no check",
         )
-        for x in landing.landed
+        for x in facts.landing.landed
     )
-    if order_rows:
-        columns = ("order", "task", "title", "landed at", "waited", "checks passed")
-        blocks.append(Table(columns, order_rows, tuple("ok" for _ in order_rows)))
-    if landing.breaks:
-        blocks.append(Para("Integration breaks: the later task is rolled back and reworked."))
-        rows = tuple(
-            (
-                b.task_id,
-                str(b.attempt),
-                b.check,
-                ", ".join(b.conflicts_with) or "—",
-                "reworked and landed" if b.reworked else "not landed",
-                b.output_tail[-160:],
-            )
-            for b in landing.breaks
+    if not order_rows:
+        return []
+    columns = ("order", "task", "title", "landed at", "waited", "checks passed")
+    return [Table(columns, order_rows, tuple("ok" for _ in order_rows))]
+
+
+def _breaks(landing: LandingFacts) -> list[Block]:
+    """The integration breaks and how each ended, when there were any."""
+    if not landing.breaks:
+        return []
+    rows = tuple(
+        (
+            b.task_id,
+            str(b.attempt),
+            b.check,
+            ", ".join(b.conflicts_with) or "—",
+            "reworked and landed" if b.reworked else "not landed",
+            b.output_tail[-160:],
         )
-        columns = ("task", "attempt", "check", "conflicts with", "then", "output")
-        blocks.append(
-            Table(columns, rows, tuple("ok" if b.reworked else "bad" for b in landing.breaks))
-        )
-    for h in landing.halts:
+        for b in landing.breaks
+    )
+    columns = ("task", "attempt", "check", "conflicts with", "then", "output")
+    return [
+        Para("Integration breaks: the later task is rolled back and reworked."),
+        Table(columns, rows, tuple("ok" if b.reworked else "bad" for b in landing.breaks)),
+    ]
+
+
+def _halts(facts: RunFacts) -> list[Block]:
+    """One paragraph per landing halt: when, on which check, whether it resumed."""
+    paras: list[Block] = []
+    for h in facts.landing.halts:
         when = seconds(since_start(facts, h.at))
         then = (
             f"resumed at {seconds(since_start(facts, h.resumed_at))} ({h.reason or 'operator'})"
@@ -80,8 +99,14 @@ def landing_section(facts: RunFacts) -> Section | None:
             f"Landing halted at {when}: the landed tree alone fails `{h.check}` "
             f"(last landed {h.last_landed or '—'}); {then}."
         )
-        blocks.append(Para(text, "warn" if h.resumed_at else "bad"))
-    data = {
+        paras.append(Para(text, "warn" if h.resumed_at else "bad"))
+    return paras
+
+
+def _landing_data(landing: LandingFacts, checks: int) -> dict[str, object]:
+    """The section's data (the report's JSON)."""
+    per = landing.checks_per_landed
+    return {
         "order": [
             {
                 "order": x.order,
@@ -109,4 +134,3 @@ def landing_section(facts: RunFacts) -> Section | None:
         ],
         "waiting": list(landing.waiting),
     }
-    return Section("landing", "Landing", tuple(blocks), data)

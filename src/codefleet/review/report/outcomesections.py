@@ -78,6 +78,25 @@ def summary_section(facts: RunFacts) -> Section:
     branches = sorted({c["branch"] for c in _commits(facts)})
     ratio = facts.makespan_s / facts.critical_s if facts.critical_s else None
     chain = " → ".join(facts.critical_path) or "—"
+    blocks: list[Block] = [Facts(tuple(_summary_items(facts, done, cost, branches)))]
+    if ratio is not None:
+        blocks.append(
+            Para(
+                f"The fleet took {seconds(facts.makespan_s)} from the first assignment to the last "
+                f"outcome (of each run, when several ran on this database); the longest chain of dependencies, each task at the length of its last "
+                f"attempt, is {seconds(facts.critical_s)} ({chain}): {ratio:.1f} times the ideal with "
+                "unlimited runners and no retries."
+            )
+        )
+    return Section("summary", "Summary", tuple(blocks), _summary_data(facts, done, cost, branches))
+
+
+def _summary_items(
+    facts: RunFacts, done: int, cost: float, branches: list[str]
+) -> list[tuple[str, str]]:
+    """The summary's facts, in the order they read."""
+    tasks = facts.record.tasks
+    chain = " → ".join(facts.critical_path) or "—"
     items = [
         ("verdict", verdict(facts)),
         ("tasks", f"{done} of {len(tasks)} succeeded"),
@@ -102,19 +121,16 @@ def summary_section(facts: RunFacts) -> Section:
         )
         if (blame := verify_blame_text(facts.verify)) is not None:
             items.insert(3, ("verify bisect", blame))
-    blocks: list[Block] = [Facts(tuple(items))]
-    if ratio is not None:
-        blocks.append(
-            Para(
-                f"The fleet took {seconds(facts.makespan_s)} from the first assignment to the last "
-                f"outcome (of each run, when several ran on this database); the longest chain of dependencies, each task at the length of its last "
-                f"attempt, is {seconds(facts.critical_s)} ({chain}): {ratio:.1f} times the ideal with "
-                "unlimited runners and no retries."
-            )
-        )
-    data = {
+    return items
+
+
+def _summary_data(
+    facts: RunFacts, done: int, cost: float, branches: list[str]
+) -> dict[str, object]:
+    """The summary section's data (the report's JSON)."""
+    data: dict[str, object] = {
         "verdict": verdict(facts),
-        "tasks": len(tasks),
+        "tasks": len(facts.record.tasks),
         "succeeded": done,
         "wall_s": round(facts.wall_s, 3),
         "makespan_s": round(facts.makespan_s, 3),
@@ -127,13 +143,14 @@ def summary_section(facts: RunFacts) -> Section:
         "verify": facts.verify,
         "branches": branches,
     }
+    last = facts.last_run
     if last is not None:
         data["last_run"] = {
             "tasks": list(last.tasks),
             "succeeded": last.succeeded,
             "vetoes": last.vetoes,
         }
-    return Section("summary", "Summary", tuple(blocks), data)
+    return data
 
 
 def _last_run_text(facts: RunFacts, last: LastRun) -> str:
