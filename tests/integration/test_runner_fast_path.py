@@ -195,7 +195,7 @@ def test_an_unexpected_exception_is_the_apps_500_envelope_on_both_paths(
     side = _side(tmp_path, fast)
     served = next(side)
     try:
-        served.engine.acquire = _broken  # type: ignore[method-assign]
+        served.engine.runner.acquire = _broken  # type: ignore[method-assign]
         answer = served.send("POST", "/leases/acquire", ACQUIRE, GOOD)
     finally:
         next(side, None)
