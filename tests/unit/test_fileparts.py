@@ -18,14 +18,10 @@ from codefleet.toolcalls.fileparts import (
     Preimage,
     apply_edit,
     apply_multi_edit,
-    canonical_part_key,
     changed_parts,
-    keys_conflict,
-    part_key,
     parts_of,
     preimages,
     restore_parts,
-    split_part_key,
 )
 
 API = '''\
@@ -447,57 +443,6 @@ def test_mapping_a_write_parses_each_side_once(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(fileparts.ast, "parse", counting)
     changed_parts(API, API.replace("return 1", "return 11"))
     assert len(calls) == 2
-
-
-# -- keys --------------------------------------------------------------------------------------
-
-
-def test_a_part_key_is_the_path_then_two_colons_then_the_name():
-    assert part_key("src/api.py", "handle") == "src/api.py::handle"
-    assert split_part_key("src/api.py::handle") == ("src/api.py", "handle")
-    assert split_part_key("src/api.py::<imports>") == ("src/api.py", "<imports>")
-    assert split_part_key("src/api.py") == ("src/api.py", None)
-
-
-def test_a_part_name_may_contain_two_colons_the_path_may_not():
-    key = part_key("a.py", "<print(x[::2])>")
-    assert split_part_key(key) == ("a.py", "<print(x[::2])>")
-    with pytest.raises(ValueError, match="::"):
-        part_key("odd::name.py", "f")
-    with pytest.raises(ValueError):
-        part_key("a.py", "")
-    with pytest.raises(ValueError):
-        split_part_key("a.py::")
-
-
-def test_a_whole_file_key_and_any_part_of_that_file_conflict():
-    assert keys_conflict("src/api.py", "src/api.py::handle")
-    assert keys_conflict("src/api.py::handle", "src/api.py")
-    assert keys_conflict("src/api.py", "src/api.py")
-
-
-def test_two_parts_of_one_file_do_not_conflict_and_one_part_does():
-    assert not keys_conflict("src/api.py::handle", "src/api.py::Router")
-    assert keys_conflict("src/api.py::handle", "src/api.py::handle")
-
-
-def test_different_files_never_conflict():
-    assert not keys_conflict("src/api.py", "src/app.py")
-    assert not keys_conflict("src/api.py::handle", "src/app.py::handle")
-    assert not keys_conflict("src/api.py", "src/api.py.bak")
-
-
-def test_resource_keys_conflict_only_with_themselves():
-    assert keys_conflict("/resource:db", "/resource:db")
-    assert not keys_conflict("/resource:build::x", "/resource:build")
-
-
-def test_a_key_is_canonicalized_on_its_path_only():
-    def canonical(raw: str) -> str:
-        return raw.removeprefix("./").replace("//", "/")
-
-    assert canonical_part_key("./src//api.py::handle", canonical) == "src/api.py::handle"
-    assert canonical_part_key("./src/api.py", canonical) == "src/api.py"
 
 
 # -- edits -------------------------------------------------------------------------------------

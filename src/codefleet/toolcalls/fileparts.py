@@ -15,9 +15,8 @@ Limits: Python only, parsed with `ast`; a text that does not parse, is not
 UTF-8, starts with a byte-order mark, or defines one name in two places that
 are not adjacent has no parts (None), and its caller takes the whole file.
 Adjacent same-named definitions (`@overload`s) and statements sharing a line
-are one part. A lease key for a part is `path::name`; a path that contains
-`::` has no part keys and is leased whole. Standard library only: both the
-hook side and the server import it.
+are one part. A part's lease key (`path::name`) is `toolcalls.partkeys`'. Standard
+library only: both the hook side and the server import it.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ import difflib
 import hashlib
 import itertools
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
@@ -36,28 +35,21 @@ __all__ = [
     "HEADER",
     "IMPORTS",
     "MAX_NAME_CHARS",
-    "PART_SEPARATOR",
     "Part",
     "PartChange",
     "PartKind",
     "Preimage",
     "apply_edit",
     "apply_multi_edit",
-    "canonical_part_key",
     "changed_parts",
-    "keys_conflict",
-    "part_key",
     "parts_of",
     "preimages",
     "restore_parts",
-    "split_part_key",
 ]
 
 HEADER: Final = "<header>"
 IMPORTS: Final = "<imports>"
-PART_SEPARATOR: Final = "::"
 MAX_NAME_CHARS: Final = 80  # a statement's name past this is cut and ends in a digest
-RESOURCE_KEY_START: Final = "/"  # a resource key (`resources.RESOURCE_PREFIX`), never a path
 # Python's own line breaks: not `str.splitlines`, which also breaks at \f, \v, \x1c, \u2028...
 _LINE: Final = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
@@ -494,46 +486,6 @@ def _joined(texts: list[str], current: str) -> str:
     newline = "\r\n" if "\r\n" in current else "\n"
     fixed = [t if t.endswith(("\n", "\r")) else t + newline for t in texts[:-1]]
     return "".join(fixed + texts[-1:])
-
-
-# -- lease keys --------------------------------------------------------------------------------
-
-
-def part_key(path: str, name: str) -> str:
-    """The lease key of part `name` of the file whose canonical key is `path`."""
-    if PART_SEPARATOR in path:
-        raise ValueError(f"{path!r} contains {PART_SEPARATOR!r}: such a file is leased whole")
-    if not path or not name:
-        raise ValueError("a part key needs a path and a name")
-    return f"{path}{PART_SEPARATOR}{name}"
-
-
-def split_part_key(key: str) -> tuple[str, str | None]:
-    """`(path, name)` of a part key, `(key, None)` of a whole-file key."""
-    path, separator, name = key.partition(PART_SEPARATOR)
-    if not separator:
-        return key, None
-    if not path or not name:
-        raise ValueError(f"{key!r} is not a part key: `path::name`")
-    return path, name
-
-
-def canonical_part_key(raw: str, canonical: Callable[[str], str]) -> str:
-    """`raw` with its path made canonical (e.g. `TreeRoot.canonical`); the first `::` splits."""
-    path, name = split_part_key(raw)
-    key = canonical(path)
-    return key if name is None else part_key(key, name)
-
-
-def keys_conflict(a: str, b: str) -> bool:
-    """Do two lease keys exclude each other? A file and any of its parts do; two parts don't."""
-    if a == b:
-        return True
-    if a.startswith(RESOURCE_KEY_START) or b.startswith(RESOURCE_KEY_START):
-        return False
-    path_a, _, name_a = a.partition(PART_SEPARATOR)
-    path_b, _, name_b = b.partition(PART_SEPARATOR)
-    return path_a == path_b and (not name_a or not name_b or name_a == name_b)
 
 
 # -- the content an edit proposes --------------------------------------------------------------
