@@ -60,6 +60,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
         if not k.startswith(("CODEFLEET_", "VIRTUAL_ENV", "UV_PROJECT"))
     }
     env |= {"UV_TOOL_DIR": str(tmp_path / "tools"), "UV_TOOL_BIN_DIR": str(tmp_path / "bin")}
+    # Python's own bytecode cache is not the tool writing into itself: keep it out whatever
+    # the outer environment says (CI lets the suite's processes share compiled modules).
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     uv("build", "--wheel", "--offline", "-q", "-o", str(tmp_path / "dist"), env=env)
     (wheel,) = (tmp_path / "dist").glob("codefleet-*.whl")
     # Not --offline: resolving a tool's dependencies reads the package index, which a fresh
