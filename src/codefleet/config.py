@@ -35,6 +35,7 @@ from codefleet.models import (
     DEFAULT_TASK_TIMEOUT_S,
     DEFAULT_TICK_INTERVAL_S,
     MAX_LEASE_WAIT_S,
+    Granularity,
 )
 from codefleet.paths import DEFAULT_PROTECTED_NAMES, parse_protected_names
 from codefleet.statedir import tree_root
@@ -85,6 +86,7 @@ class Settings(BaseSettings):
     max_cost: float | None = Field(default=None, gt=0)
     max_cost_hard: bool = False
     lease_wait: float = Field(default=DEFAULT_LEASE_WAIT_S, ge=0, le=MAX_LEASE_WAIT_S)
+    lease_granularity: Granularity = Granularity.FILE  # a fleet write leases its parts, or files
     landing_batch: int = Field(default=DEFAULT_LANDING_BATCH, ge=1, le=1000)
     integration: str | None = None  # the check every task's landing must pass (`run`)
     allow_reset: bool = False

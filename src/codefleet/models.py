@@ -212,6 +212,14 @@ class CheckPurpose(StrEnum):
     VERIFY = "verify"
 
 
+class Granularity(StrEnum):
+    """What a fleet write's lease covers (`lease_granularity`): the parts it changes where
+    they can be found (a Python file's top-level definitions), or always the whole file."""
+
+    PART = "part"
+    FILE = "file"
+
+
 class DenyReason(StrEnum):
     """Why a lease request was refused; the hook turns it into an instruction."""
 
@@ -222,6 +230,7 @@ class DenyReason(StrEnum):
     TOO_LARGE = "too_large"
     NOT_OWNER = "not_owner"
     HARD_LINK = "hard_link"  # an existing file with more than one link: two names, one inode
+    BUSY = "busy"  # another task's write of a part of the file is under way: ask again shortly
 
 
 class ReleaseReason(StrEnum):

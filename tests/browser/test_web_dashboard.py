@@ -389,15 +389,22 @@ async def test_a_write_that_waited_is_hatched_on_its_bar_with_an_arrow_to_the_ho
     page = await open_dashboard(browser, server)
     await expect(page.locator("body")).to_have_attribute("data-run", "finished")
     waiter = page.locator('g.bar[data-task="waiter"]')
-    holder = page.locator('g.bar[data-task="holder"]')
     link = waiter.locator("line.wait-link")
     await expect(link).to_have_count(1)
     await expect(link).to_have_attribute("data-holder", "holder")
     await expect(link).to_have_attribute("marker-end", "url(#arrow-wait)")
-    mark = await waiter.locator("rect.wait-mark").bounding_box()
-    line = await link.bounding_box()
-    body = await holder.locator("rect.bar-body").bounding_box()
-    assert mark and line and body
+    # measured in one frame: a later render may rescale the time axis between two reads
+    mark, line, body = await page.evaluate(
+        """() => {
+        const box = (e) => { const b = e.getBoundingClientRect();
+                             return {x: b.x, y: b.y, width: b.width, height: b.height}; };
+        const waiter = document.querySelector('g.bar[data-task="waiter"]');
+        const holder = document.querySelector('g.bar[data-task="holder"]');
+        return [box(waiter.querySelector("rect.wait-mark")),
+                box(waiter.querySelector("line.wait-link")),
+                box(holder.querySelector("rect.bar-body"))];
+        }"""
+    )
     assert mark["x"] <= line["x"] <= mark["x"] + mark["width"]  # it leaves the hatched segment
     reaches = (line["y"], line["y"] + line["height"])  # and ends at the holder's bar
     assert min(abs(reaches[0] - (body["y"] + body["height"])), abs(reaches[1] - body["y"])) <= 2

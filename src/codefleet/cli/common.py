@@ -25,7 +25,7 @@ import typer
 from codefleet.cli.helptext import CliTyper
 from codefleet.cli.settingopts import FLAGS, option
 from codefleet.errors import DomainError, Unauthorized
-from codefleet.models import AgentKind
+from codefleet.models import AgentKind, Granularity
 
 if TYPE_CHECKING:  # the client (httpx) and settings (pydantic) load with the first command
     from collections.abc import Mapping
@@ -225,6 +225,7 @@ writing; run names the tasks the script lacks and does not start.
   expect_error: TEXT               fail unless the previous attempt's error contains TEXT
   sleep: SECONDS                   wait
   wait_leased: PATH                wait until another task holds the lease on PATH
+  wait_acquired: PATH              wait until another task has been granted PATH (held or not now)
   wait_denied: PATH                wait until some task was denied the lease on PATH
   wait_parked: PATH                wait until some task's write of PATH is waiting for it
   make_dir: PATH                   make PATH a directory without asking (stages a fault)
@@ -325,4 +326,5 @@ CheckTimeoutOpt = Annotated[float | None, option("check_timeout")]
 ResourceWaitOpt = Annotated[float | None, option("resource_wait")]
 ProtectedOpt = Annotated[str | None, option("protected_paths")]
 ReconcileRoundsOpt = Annotated[int | None, option("reconcile_rounds")]
+LeaseGranularityOpt = Annotated[Granularity | None, option("lease_granularity")]
 CheckDirOpt = Annotated[Path | None, option("check_dir")]

@@ -95,6 +95,11 @@ FLAGS: dict[str, Flag] = {
         "Seconds a fleet task's write may wait for a file another fleet task holds, instead "
         "of the veto; 0 = the veto at once"
     ),
+    "lease_granularity": Flag(
+        "What a fleet task's write leases: 'part' (the top-level definitions of a Python "
+        "file it changes; two tasks may write different parts of one file) or 'file' (always "
+        "the whole file)"
+    ),
     "landing_batch": Flag(
         "How many tasks waiting to land one landing check takes at most (a failing batch is "
         "bisected to the task that breaks it)"

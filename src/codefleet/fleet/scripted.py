@@ -14,13 +14,17 @@ message, e.g. a reconcile turn; without it, the first turn):
     expect_answer: TEXT         command: CMD | {run: CMD, timeout_s: S}
     wait_parked: PATH           acquire_resource: NAME      allocate_port: null
     next_number: SEQUENCE or {sequence, write: PATH with {number}, content}
+    wait_acquired: PATH
 
 Every file change goes through the attempt's `WriteGate` first, exactly as a
 real session's hook does; a denied write ends the attempt as a veto naming the
-blocking path. `wait_leased` / `wait_denied` ask the server (through the
-client) until another task holds a path, or until some task was denied it,
-which is how a collision is staged deterministically, without timing luck;
+blocking path. `wait_leased` / `wait_acquired` / `wait_denied` ask the server
+(through the client) until another task holds a path, until another task has
+been granted it (even if it has let go since), or until some task was denied
+it, which is how a collision is staged deterministically, without timing luck;
 `wait_parked` until some task's write of the path is parked (`lease_waiting`).
+A PATH there is a file or a part (`api.py::handle`); a lease or an event on a key
+that excludes it matches (a part of the file, or the whole file of the part).
 `check` runs a named check through the attempt's `Checker`, as the real
 session's `run_check` tool does; `expect_check` ends the attempt as an agent
 error unless the last check passed (or failed), and `expect_error` unless the
@@ -74,6 +78,7 @@ from codefleet.fleet.tools.commandtool import DEFAULT_COMMAND_TIMEOUT_S, Command
 from codefleet.fleet.tools.inbox import hear_operator
 from codefleet.fleet.tools.resourcecalls import ResourceTools
 from codefleet.models import CheckPurpose, ErrorKind, EventType
+from codefleet.toolcalls.partkeys import keys_conflict
 
 __all__ = ["ScriptError", "ScriptedExecutor", "Step", "load_script"]
 
@@ -84,6 +89,7 @@ STEP_KINDS: Final = frozenset(
         "append",
         "sleep",
         "wait_leased",
+        "wait_acquired",
         "wait_denied",
         "fail",
         "check",
@@ -194,6 +200,7 @@ class ScriptedExecutor:
         self.followups: list[tuple[str, int, str]] = []  # (task, attempt, message) per follow-up
         self._waits = {
             "wait_leased": self._leased_by_other,
+            "wait_acquired": self._was_acquired,
             "wait_denied": self._was_denied,
             "wait_parked": self._was_parked,
             "wait_succeeded": self._succeeded,
@@ -239,8 +246,8 @@ class ScriptedExecutor:
                 await self._change(attempt, tool, step.arg, apply)
             case "sleep":
                 await asyncio.sleep(float(step.arg))
-            case "wait_leased" | "wait_denied" | "wait_parked" | "wait_succeeded" | "wait_message":
-                await self._wait(attempt, str(step.arg), self._waits[step.kind])
+            case kind if kind in self._waits:
+                await self._wait(attempt, str(step.arg), self._waits[kind])
             case "fail":
                 _give_up(attempt, str(step.arg))
             case "rate_limit":
@@ -260,7 +267,10 @@ class ScriptedExecutor:
 
     async def _change(self, attempt: Attempt, tool: str, arg: dict[str, Any], apply: Any) -> None:
         target = attempt.workdir / str(arg["path"])
-        tool_input = {"file_path": str(target), **{k: v for k, v in arg.items() if k != "path"}}
+        tool_input = {
+            "file_path": str(target),
+            **{_AS_TOOL.get(k, k): v for k, v in arg.items() if k != "path"},
+        }
         verdict = await attempt.gate.check(tool, tool_input)
         if verdict.reread:  # changed while it waited: read it again, redo the edit (no veto)
             self.rereads.append((attempt.task_id, str(arg["path"])))
@@ -377,7 +387,9 @@ class ScriptedExecutor:
 
     async def _leased_by_other(self, attempt: Attempt, path: str) -> bool:
         leases = await attempt.gate.client.leases()
-        return any(x["path"] == path and x["task_id"] != attempt.task_id for x in leases)
+        return any(
+            keys_conflict(x["path"], path) and x["task_id"] != attempt.task_id for x in leases
+        )
 
     async def _succeeded(self, attempt: Attempt, task_id: str) -> bool:
         return bool((await attempt.gate.client.task(task_id))["status"] == "succeeded")
@@ -385,13 +397,20 @@ class ScriptedExecutor:
     async def _heard(self, attempt: Attempt, text: str) -> bool:
         return any(text in note.text for note in attempt.inbox.waiting)
 
+    async def _was_acquired(self, attempt: Attempt, path: str) -> bool:
+        events = await attempt.gate.client.events(type_=EventType.LEASE_ACQUIRED)
+        return any(
+            keys_conflict(str(e["payload"].get("path")), path) and e["task_id"] != attempt.task_id
+            for e in events
+        )
+
     async def _was_denied(self, attempt: Attempt, path: str) -> bool:
         events = await attempt.gate.client.events(type_=EventType.LEASE_DENIED)
-        return any(e["payload"].get("path") == path for e in events)
+        return any(keys_conflict(str(e["payload"].get("path")), path) for e in events)
 
     async def _was_parked(self, attempt: Attempt, path: str) -> bool:
         events = await attempt.gate.client.events(type_=EventType.LEASE_WAITING)
-        return any(e["payload"].get("path") == path for e in events)
+        return any(keys_conflict(str(e["payload"].get("path")), path) for e in events)
 
 
 def _rate_limited(retry_after: Any, attempt: Attempt) -> AttemptReport:
@@ -446,5 +465,7 @@ def _append(target: Path, arg: dict[str, Any]) -> None:
         handle.write(str(arg["text"]))
 
 
-# each file-changing step: the tool a session would use, and how the change is made
+# each file-changing step: the tool a session would use, and how the change is made; an
+# `edit`'s keys as the Edit tool names them (the gate reads which parts it changes)
+_AS_TOOL: Final = {"old": "old_string", "new": "new_string"}
 _CHANGES: Final = {"write": ("Write", _write), "edit": ("Edit", _edit), "append": ("Edit", _append)}

@@ -44,6 +44,7 @@ __all__ = [
     "changed_parts",
     "parts_of",
     "preimages",
+    "put_back_parts",
     "restore_parts",
 ]
 
@@ -403,9 +404,10 @@ def _moved_between_parts(
 
 
 def preimages(old_text: str | bytes, names: Iterable[str]) -> dict[str, Preimage] | None:
-    """Each named part of `old_text` with its neighbours; None text for a name it lacks."""
+    """Each named part of `old_text` with its neighbours; None text for a name it lacks.
+    None when it has no parts (nor any: an empty text's names cannot be found in it)."""
     parts = parts_of(old_text)
-    if parts is None:
+    if not parts:
         return None
     above: list[str | None] = [None, *(p.name for p in parts[:-1])]
     below: list[str | None] = [*(p.name for p in parts[1:]), None]
@@ -437,6 +439,27 @@ def restore_parts(current_text: str, taken: Mapping[str, Preimage]) -> str | Non
     if again is None or [p.name for p in again] != order:
         return None
     return result
+
+
+def put_back_parts(current: bytes, taken: Iterable[tuple[bytes, Iterable[str]]]) -> bytes | None:
+    """`current` with the named parts of each pre-image put back as they were in it: a
+    failed attempt's restore (one pre-image), a patch's ends and a check's view (one per
+    other holder). None where the parts cannot be found or put back: the caller takes the
+    whole file (or says it cannot)."""
+    merged: dict[str, Preimage] = {}
+    for pre, names in taken:
+        found = preimages(pre, names)
+        if found is None or merged.keys() & found.keys():
+            return None  # a pre-image with no parts; one part in two hands cannot be
+        merged |= found
+    if not merged:
+        return current
+    try:
+        text = current.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    restored = restore_parts(text, merged)
+    return None if restored is None else restored.encode("utf-8")
 
 
 def _unmove(order: list[str], name: str, pre: Preimage, taken: Mapping[str, Preimage]) -> None:

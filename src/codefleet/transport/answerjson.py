@@ -98,6 +98,7 @@ def registered_json(answer: Registered, settings: Settings) -> dict[str, Any]:
         "task_timeout_s": settings.task_timeout,
         "question_timeout_s": settings.question_timeout,
         "lease_wait_s": settings.lease_wait,
+        "lease_granularity": settings.lease_granularity.value,
         "server_time": to_iso(utcnow()),
     }
 

@@ -24,6 +24,7 @@ from codefleet.cli.common import (
     CheckTimeoutOpt,
     DryRunOpt,
     JsonOpt,
+    LeaseGranularityOpt,
     MaxCostHardOpt,
     MaxCostOpt,
     MaxTurnsOpt,
@@ -96,6 +97,7 @@ def runner(
     check_timeout: CheckTimeoutOpt = None,
     check_dir: CheckDirOpt = None,
     reconcile_rounds: ReconcileRoundsOpt = None,
+    lease_granularity: LeaseGranularityOpt = None,
     resource_wait: ResourceWaitOpt = None,
     exit_when_drained: Annotated[
         bool, typer.Option(help="Exit once no task is pending or running.")
@@ -227,6 +229,7 @@ def run(
     check_timeout: CheckTimeoutOpt = None,
     check_dir: CheckDirOpt = None,
     reconcile_rounds: ReconcileRoundsOpt = None,
+    lease_granularity: LeaseGranularityOpt = None,
     resource_wait: ResourceWaitOpt = None,
     protected_paths: ProtectedOpt = None,
     token: TokenOpt = None,
@@ -312,6 +315,10 @@ def runner_options(
         protected_names=settings.protected_names,
         reconcile_rounds=settings.reconcile_rounds,
         no_questions=no_questions,
+        # the flag (or its env variable) overrides the server's; unset, the server's applies
+        lease_granularity=settings.lease_granularity
+        if "lease_granularity" in settings.model_fields_set
+        else None,
         **fleet_shell(settings),
     )
 

@@ -21,6 +21,7 @@ from codefleet.cli.common import (
     settings_of,
 )
 from codefleet.cli.settingopts import option
+from codefleet.models import Granularity
 from codefleet.statedir import NoTreeId, prepare_dirs
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ def serve(
     allow_reset: Annotated[bool | None, option("allow_reset")] = None,
     interactive_idle: Annotated[float | None, option("interactive_idle")] = None,
     lease_wait: Annotated[float | None, option("lease_wait")] = None,
+    lease_granularity: Annotated[Granularity | None, option("lease_granularity")] = None,
     landing_batch: Annotated[int | None, option("landing_batch")] = None,
     read_timeout: Annotated[float | None, option("read_timeout")] = None,
     keep_alive_timeout: Annotated[float | None, option("keep_alive_timeout")] = None,

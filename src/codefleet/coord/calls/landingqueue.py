@@ -28,7 +28,6 @@ writes run in the caller's transaction or its own.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from codefleet.coord.calls.callparts import CallParts
 from codefleet.coord.policy import landingpolicy as policy
 from codefleet.coord.policy.waits import WaitOutcome
 from codefleet.coord.tables.liveindex import LiveTask
+from codefleet.coord.tables.preimages import uncovered
 from codefleet.errors import InvalidGraph, InvalidState, NotOwner
 from codefleet.models import ErrorKind, EventType, ReleaseReason, TaskStatus
 
@@ -78,6 +78,7 @@ class Landing:
         self.clock = parts.clock
         self.tasks = parts.tasks
         self.leases = parts.leases
+        self.files = parts.files
         self.checks = parts.checks
         self.transition = parts.transition
         self.kick = parts.kick
@@ -252,23 +253,9 @@ class Landing:
         """What the step's view puts back: every leased file not held by its candidates."""
         handed, rnd = self._current(step_id)
         keep = rnd.candidates[: handed.step.prefix]
-        files = [
-            {
-                "path": image.path,
-                "holder_task_id": holder,
-                "existed": image.existed,
-                "mode": image.mode,
-                "created_dirs": list(image.created_dirs),
-                "content_b64": base64.b64encode(image.content).decode("ascii"),
-            }
-            for holder, image in self.store.preimages_except(keep)
-        ]
-        covered = {f["path"] for f in files}
-        unrestorable = sorted(
-            path
-            for path, (_, holder) in self.leases.holders.items()
-            if holder not in keep and path not in covered
-        )
+        rows = self.store.preimages_except(keep)
+        files = self.files.view_files(rows, self.leases.holders_on)
+        unrestorable = uncovered(self.leases.holders, files, lambda holder: holder not in keep)
         return {"step": step_id, "files": files, "unrestorable": unrestorable}
 
     def result(self, step_id: int, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from codefleet.coord.policy.waits import Contender, Waiter, WaitOutcome, holder_
 from codefleet.coord.tables.persons import TASK_PREFIX as INTERACTIVE_TASK_PREFIX
 from codefleet.models import EventType
 from codefleet.rollback import content_sha256
+from codefleet.toolcalls.partkeys import file_of
 
 __all__ = ["LeaseWaiting"]
 
@@ -80,12 +81,17 @@ class LeaseWaiting:
         outcome = await self._sleep(parked)
         keys = parked.waiter.keys
         if outcome is WaitOutcome.GRANTED and self.leases.all_ours(list(keys), task_id):
-            answer = LeaseAnswer(True, granted=keys)
+            busy = self.leases.busy(list(keys), task_id)  # another part's write under way
+            answer = LeaseAnswer.deny(busy) if busy else LeaseAnswer(True, granted=keys)
+            if answer.allowed:
+                self.leases.latch(list(keys), task_id)
         else:  # timed out, lost a deadlock, or a hand-over a rollback undid: the ordinary answer
             answer = self.acquire(agent_id, epoch, task_id, paths, tool)
         if answer.allowed:  # however the lease came, never over content the session did not see
             changed = _changed(self.tree.root, keys, seen)
             outcome = WaitOutcome.CHANGED if changed else WaitOutcome.GRANTED
+            if changed:
+                self.leases.unlatch(task_id)  # it reads the file again before it writes
         report = WaitReport(outcome, round(time.monotonic() - started, 3), parked.holder_task_id)
         self._record(parked.waiter, report)
         return replace(answer, waited=report)
@@ -182,5 +188,6 @@ class LeaseWaiting:
 
 
 def _changed(root: Path, keys: tuple[str, ...], seen: Mapping[str, str | None]) -> bool:
-    """Does any granted file differ from what the session last saw (None: no content)?"""
-    return any(content_sha256(root / key) != seen.get(key) for key in keys)
+    """Does any granted file differ from what the session last saw (None: no content)?
+    A part key's file is its path's (`seen` is keyed as the request was)."""
+    return any(content_sha256(root / file_of(key)) != seen.get(key) for key in keys)

@@ -168,10 +168,17 @@ class RunnerCalls:
         keys, rejected = self.leases.canonical_all(paths)
         if rejected:
             return LeaseAnswer.deny(rejected)
+        busy = self.leases.busy(keys, task_id)  # another task is writing a part of the file
+        if busy:
+            return LeaseAnswer.deny(busy)
         if self.leases.all_ours(keys, task_id):
-            return LeaseAnswer(True, granted=tuple(keys))  # a re-acquire writes nothing
-        with self.transition():
-            return self.leases.acquire(agent_id, agent.name, task_id, keys, tool)
+            answer = LeaseAnswer(True, granted=tuple(keys))  # a re-acquire writes nothing
+        else:
+            with self.transition():
+                answer = self.leases.acquire(agent_id, agent.name, task_id, keys, tool)
+        if answer.allowed:
+            self.leases.latch(keys, task_id)
+        return answer
 
     def record_change(
         self,
@@ -195,6 +202,7 @@ class RunnerCalls:
             key = path
         task = self.tasks.index.in_flight.get(task_id)
         attempt = task.attempts if task is not None and task.agent_id == agent_id else None
+        self.leases.unlatch(task_id, key)  # the write of its parts is over
         with self.transition():
             self.store.insert_change(
                 task_id, agent_id, key, tool, to_iso(self.clock()), attempt, sha256
@@ -343,4 +351,4 @@ class RunnerCalls:
     def foreign_preimages(self, task_id: str) -> dict[str, Any]:
         """Pre-images of every path leased by another task: what the isolated view restores."""
         self.tasks.require(task_id)
-        return self.files.foreign_preimages(task_id, self.leases.holders)
+        return self.files.foreign_preimages(task_id, self.leases.holders, self.leases.holders_on)

@@ -43,6 +43,7 @@ from codefleet.models import (
     ErrorKind,
     ReleaseReason,
 )
+from codefleet.toolcalls.partkeys import Claims
 
 __all__ = [
     "AgentView",
@@ -291,11 +292,13 @@ def _take_back_overdue(state: FleetState, now: datetime, plan: _Plan) -> None:
             _take_back(task, ErrorKind.TIMEOUT, ReleaseReason.DEADLINE, plan, runner_gone=False)
 
 
-def _busy_scope(state: FleetState, plan: _Plan) -> set[str]:
-    busy: set[str] = set()
+def _busy_scope(state: FleetState, plan: _Plan) -> Claims:
+    """What running tasks claim and leases hold: a part (`api.py::handle`) excludes its file
+    and itself, not the file's other parts."""
+    busy = Claims()
     for task in state.in_flight:
         if task.id not in plan.taken_back:
-            busy |= task.claims
+            busy.update(task.claims)
     busy.update(path for path, holder in state.leases if holder not in plan.taken_back)
     return busy
 
@@ -328,7 +331,7 @@ def _assign(state: FleetState, now: datetime, plan: _Plan) -> None:
             continue  # no idle agent of the kind it needs: skipped like a conflict
         agents.remove(fit)
         plan.decisions.append(Assign(task.id, fit.id))
-        busy |= claims
+        busy.update(claims)
 
 
 def wants_wider_window(state: FleetState, decisions: Sequence[Decision]) -> bool:

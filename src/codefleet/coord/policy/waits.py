@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from codefleet.toolcalls.partkeys import file_of, keys_conflict
+
 __all__ = [
     "Contender",
     "WaitOutcome",
@@ -130,9 +132,10 @@ class WaitRoom:
         self.waiters[who.task_id] = waiter
         return waiter
 
-    def queue(self, path: str) -> list[Waiter]:
-        """The waiters for `path`, first to be handed it first: priority desc, then arrival."""
-        found = [w for w in self.waiters.values() if path in w.keys]
+    def queue(self, key: str) -> list[Waiter]:
+        """The waiters for `key` (or a key it excludes: a part of the file, the file of a part),
+        first to be handed it first: priority desc, then arrival."""
+        found = [w for w in self.waiters.values() if any(keys_conflict(key, k) for k in w.keys)]
         return sorted(found, key=lambda w: (-w.who.priority, w.seq))
 
     def position(self, waiter: Waiter, path: str) -> int:
@@ -140,10 +143,19 @@ class WaitRoom:
         return [w.seq for w in self.queue(path)].index(waiter.seq) + 1
 
     def graph(self, holders: Mapping[str, str]) -> dict[str, set[str]]:
-        """Wait-for edges: each waiting task -> the tasks holding its keys (`holders`: path -> task)."""
+        """Wait-for edges: each waiting task -> the tasks holding its keys or keys they exclude
+        (`holders`: lease key -> task)."""
+        on_file: dict[str, list[tuple[str, str]]] = {}
+        for key, task_id in holders.items():
+            on_file.setdefault(file_of(key), []).append((key, task_id))
         edges: dict[str, set[str]] = {}
         for w in self.waiters.values():
-            held = {holders[k] for k in w.keys if k in holders and holders[k] != w.task_id}
+            held = {
+                task_id
+                for k in w.keys
+                for held_key, task_id in on_file.get(file_of(k), ())
+                if task_id != w.task_id and keys_conflict(k, held_key)
+            }
             if held:
                 edges[w.task_id] = held
         return edges

@@ -186,11 +186,15 @@ DELETE_PREIMAGES_OF_TASK: Final = "DELETE FROM preimages WHERE task_id = ?"
 INSERT_PATCH: Final = """INSERT OR REPLACE INTO patches (task_id, path, diff, added, removed, binary)
     VALUES (?, ?, ?, ?, ?, ?)"""
 SELECT_PATCHES_OF_TASK: Final = "SELECT * FROM patches WHERE task_id = ? ORDER BY path"
-SELECT_FOREIGN_PREIMAGES: Final = """SELECT p.* FROM preimages p JOIN file_leases l
-    ON l.path = p.path AND l.task_id = p.task_id WHERE l.task_id <> ? ORDER BY p.path"""
-SELECT_PREIMAGES_EXCEPT: Final = """SELECT p.* FROM preimages p JOIN file_leases l
-    ON l.path = p.path AND l.task_id = p.task_id
-    WHERE l.task_id NOT IN (SELECT value FROM json_each(?)) ORDER BY p.path"""
+# A lease on a file's part (`path::name`) holds the file's pre-image like a lease on the file.
+_LEASE_ON_PREIMAGE = """l.task_id = p.task_id
+    AND (l.path = p.path OR substr(l.path, 1, length(p.path) + 2) = p.path || '::')"""
+SELECT_FOREIGN_PREIMAGES: Final = f"""SELECT DISTINCT p.* FROM preimages p JOIN file_leases l
+    ON {_LEASE_ON_PREIMAGE} WHERE l.task_id <> ? ORDER BY p.path, p.task_id"""
+SELECT_PREIMAGES_EXCEPT: Final = f"""SELECT DISTINCT p.* FROM preimages p JOIN file_leases l
+    ON {_LEASE_ON_PREIMAGE}
+    WHERE l.task_id NOT IN (SELECT value FROM json_each(?)) ORDER BY p.path, p.task_id"""
+SELECT_PREIMAGE: Final = "SELECT * FROM preimages WHERE task_id = ? AND path = ?"
 
 INSERT_RESTORE: Final = """INSERT OR IGNORE INTO restores (task_id, path, reason, requested_at)
     VALUES (?, ?, ?, ?)"""

@@ -279,6 +279,10 @@ class Store(EventLog):
     def preimages_of_task(self, task_id: str) -> list[PreImage]:
         return [_preimage(r) for r in self._read(q.SELECT_PREIMAGES_OF_TASK, (task_id,))]
 
+    def preimage_of(self, task_id: str, path: str) -> PreImage | None:
+        row = self._read(q.SELECT_PREIMAGE, (task_id, path)).fetchone()
+        return None if row is None else _preimage(row)
+
     def foreign_preimages(self, task_id: str) -> list[tuple[str, PreImage]]:
         """(holder task, pre-image) of every path leased by a task other than `task_id`."""
         rows = self._read(q.SELECT_FOREIGN_PREIMAGES, (task_id,))

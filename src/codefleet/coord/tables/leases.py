@@ -1,26 +1,37 @@
-"""The lease table's mirror: who holds which path, answering grants and denials.
+"""The lease table's mirror: who holds which key, answering grants and denials.
 
-Lease exclusion is the primary key of `file_leases`; this part owns the
-in-memory mirror of it (`holders`: path -> (agent, task); `of_task`: task ->
-its paths) and is the only writer of both, for runners and for people's
-interactive sessions alike. The mirror exists to answer a denial with the
-holder's name without a query; a rolled-back transaction re-reads the rows
-of the tasks it touched (`reload`), so it is never ahead of the table.
+Lease exclusion is the primary key of `file_leases` plus the part rule: a key is a
+file's path, a part of a file (`path::name`, `toolcalls.partkeys`) or a resource, and
+a whole file excludes every part of it. This part owns the in-memory mirror of the
+table (`holders`: key -> (agent, task); `of_task`: task -> its keys; `on_file`: file
+-> the keys held on it) and is the only writer of all three, for runners and for
+people's interactive sessions alike. The mirror answers a denial with the holder's
+name without a query; a rolled-back transaction re-reads the rows of the tasks it
+touched (`reload`), so it is never ahead of the table.
 
-Acquisition is all-or-nothing over the canonical paths of one request, inside
-the caller's transaction; a new path's pre-image is captured (through the
-files part) before its row is inserted. A denial is an answer (with the
-holder). A parked request waits in the wait room (`waits`, filled by
-`leasewait`); a freed path is handed to its first waiter that can take all
-it asked, in the transaction that frees it (`_hand_over`), so no other
-request slips in between. Releasing a failed attempt's files asks the files
-part for restore intents first: those paths stay held until they are put back.
+Acquisition is all-or-nothing over the canonical keys of one request, inside the
+caller's transaction; a task's first key on a file captures the file's pre-image
+(through the files part) before its row is inserted. A denial is an answer (with
+the holder). A parked request waits in the wait room (`waits`, filled by
+`leasewait`); a freed key is handed to its first waiter that can take all it
+asked, in the transaction that frees it (`_hand_over`), so no other request slips
+in between. Releasing a failed attempt's files asks the files part for restore
+intents first: every key on those files stays held until they are put back (only
+the parts it held, for a task that held parts).
+
+The write moment: two tasks holding different parts of one file still write the
+whole file (a tool reads it, changes its part, writes it all back), so a grant of
+parts latches the file to the task until its write is recorded (`unlatch`, from
+the change ledger) or `WRITE_LATCH_S` passes; meanwhile another task's request for
+parts of it is refused as `busy` (the gate asks again, with its parts worked out
+on the file as it then is). No write of a file can land between another task's
+reading of it for a write and that write, so neither loses the other's part.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from codefleet.coord.policy.answers import Denial, LeaseAnswer
@@ -30,8 +41,11 @@ from codefleet.coord.tables.preimages import Files
 from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
 from codefleet.paths import TreeRoot, lease_keys
 from codefleet.resources import is_resource_key
+from codefleet.toolcalls.partkeys import file_of, part_key, split_part_key
 
-__all__ = ["HolderOf", "LeaseTable", "denial"]
+__all__ = ["WRITE_LATCH_S", "HolderOf", "LeaseTable", "denial"]
+
+WRITE_LATCH_S = 5.0  # a write of parts not recorded by then (the tool failed) frees the file
 
 # (agent id) -> (its name, `task` or `interactive`): who holds a lease, for a denial
 HolderOf = Callable[[str], tuple[str | None, str]]
@@ -55,6 +69,8 @@ class LeaseTable:
         self.holder_of = holder_of
         self.holders: dict[str, tuple[str, str]] = {}
         self.of_task: dict[str, set[str]] = {}
+        self.on_file: dict[str, set[str]] = {}  # a file (or resource) -> the keys held on it
+        self.writing: dict[str, tuple[str, datetime]] = {}  # file -> (task writing parts, until)
         self.waits = WaitRoom()
 
     def load(self) -> None:
@@ -62,35 +78,128 @@ class LeaseTable:
             self.waits.end(task_id, WaitOutcome.ENDED)
         self.holders = {}
         self.of_task = {}
+        self.on_file = {}
         for lease in self.store.lease_rows():
             self._mirror(lease.path, lease.agent_id, lease.task_id)
 
     def reload(self, task_ids: Iterable[str]) -> None:
         """Re-read the leases of tasks a rolled-back transaction touched."""
         for task_id in task_ids:
-            for path in self.of_task.pop(task_id, set()):
-                if self.holders.get(path, ("", ""))[1] == task_id:
-                    del self.holders[path]
+            for key in self.of_task.pop(task_id, set()):
+                if self.holders.get(key, ("", ""))[1] == task_id:
+                    self._unmirror(key)
             for lease in self.store.lease_rows(task_id):
                 self._mirror(lease.path, lease.agent_id, task_id)
 
-    def _mirror(self, path: str, agent_id: str, task_id: str) -> None:
-        self.holders[path] = (agent_id, task_id)
-        self.of_task.setdefault(task_id, set()).add(path)
+    def _mirror(self, key: str, agent_id: str, task_id: str) -> None:
+        self.holders[key] = (agent_id, task_id)
+        self.of_task.setdefault(task_id, set()).add(key)
+        self.on_file.setdefault(file_of(key), set()).add(key)
+
+    def _unmirror(self, key: str) -> tuple[str, str]:
+        holder = self.holders.pop(key)
+        on = self.on_file[file_of(key)]
+        on.discard(key)
+        if not on:
+            del self.on_file[file_of(key)]
+        return holder
 
     def paths_of(self, task_id: str) -> set[str]:
+        """The task's keys: paths, part keys and resources."""
         return self.of_task.get(task_id, set())
+
+    def keys_on(self, task_id: str, path: str) -> list[str]:
+        """The task's keys on one file: the whole file, its parts, or both."""
+        return sorted(k for k in self.on_file.get(path, ()) if self.holders[k][1] == task_id)
+
+    def part_names(self, task_id: str) -> dict[str, frozenset[str]]:
+        """File -> the parts the task holds of it, for each file it holds parts of and not whole."""
+        found: dict[str, set[str]] = {}
+        whole: set[str] = set()
+        for key in self.paths_of(task_id):
+            path, name = split_part_key(key)
+            if name is None:
+                whole.add(path)
+            else:
+                found.setdefault(path, set()).add(name)
+        return {path: frozenset(names) for path, names in found.items() if path not in whole}
+
+    def holders_on(self, path: str) -> dict[str, frozenset[str] | None]:
+        """Task -> the parts of `path` it holds (None: the whole file), for every holder."""
+        whole: set[str] = set()
+        parts: dict[str, set[str]] = {}
+        for key in self.on_file.get(path, ()):
+            task_id, name = self.holders[key][1], split_part_key(key)[1]
+            if name is None:
+                whole.add(task_id)
+            else:
+                parts.setdefault(task_id, set()).add(name)
+        found: dict[str, frozenset[str] | None] = dict.fromkeys(whole)
+        found.update((t, frozenset(n)) for t, n in parts.items() if t not in whole)
+        return found
+
+    def _conflicting(self, key: str) -> list[str]:
+        """The held keys `key` excludes: all of a file's keys for the file, else itself and the file."""
+        path, name = split_part_key(key)
+        on = self.on_file.get(path)
+        if not on:
+            return []
+        if name is None:
+            return sorted(on)
+        return [k for k in (path, key) if k in on]
+
+    def _covered(self, key: str, task_id: str) -> bool:
+        """Does the task hold `key`, or the whole file a part key is on?"""
+        if self.holders.get(key, ("", ""))[1] == task_id:
+            return True
+        path, name = split_part_key(key)
+        return name is not None and self.holders.get(path, ("", ""))[1] == task_id
 
     def all_ours(self, keys: list[str], task_id: str) -> bool:
         """Does the task already hold every key? (Then a grant has nothing to write.)"""
-        return all(self.holders.get(k, ("", ""))[1] == task_id for k in keys)
+        return all(self._covered(k, task_id) for k in keys)
 
     def held_by_others(self, keys: list[str], task_id: str) -> list[tuple[str, tuple[str, str]]]:
-        return [
-            (k, self.holders[k])
-            for k in keys
-            if k in self.holders and self.holders[k][1] != task_id
-        ]
+        """(held key, its holder) for each key another task holds that one of `keys` excludes."""
+        seen: dict[str, tuple[str, str]] = {}
+        for key in keys:
+            for held in self._conflicting(key):
+                holder = self.holders[held]
+                if holder[1] != task_id:
+                    seen.setdefault(held, holder)
+        return list(seen.items())
+
+    # -- the write moment --------------------------------------------------------------------
+
+    def busy(self, keys: list[str], task_id: str) -> list[Denial]:
+        """A `busy` refusal per file whose parts `keys` asks for while another task writes it."""
+        now = self.clock()
+        refused: list[Denial] = []
+        for path in sorted({file_of(k) for k in keys if split_part_key(k)[1] is not None}):
+            writer, until = self.writing.get(path, ("", now))
+            if writer and writer != task_id and until > now:
+                refused.append(
+                    denial(
+                        path,
+                        DenyReason.BUSY,
+                        f"{path} is being written by task {writer} (another part of it) right now",
+                    )
+                )
+        return refused
+
+    def latch(self, keys: list[str], task_id: str) -> None:
+        """The files whose parts were just granted are the task's to write, until it records."""
+        until = self.clock() + timedelta(seconds=WRITE_LATCH_S)
+        for key in keys:
+            path, name = split_part_key(key)
+            if name is not None:
+                self.writing[path] = (task_id, until)
+
+    def unlatch(self, task_id: str, path: str | None = None) -> None:
+        """The task's write of `path` (None: of every file) is over."""
+        for held, (writer, _) in list(self.writing.items()):
+            if writer == task_id and path in (None, held):
+                del self.writing[held]
 
     # -- grants ------------------------------------------------------------------------------
 
@@ -104,18 +213,22 @@ class LeaseTable:
         return self._take(agent_id, task_id, keys, tool)
 
     def _take(self, agent_id: str, task_id: str, keys: list[str], tool: str) -> LeaseAnswer:
-        new_paths = [k for k in keys if k not in self.holders and not is_resource_key(k)]
-        refused = self.files.capture_preimages(task_id, new_paths)  # a resource has no pre-image
+        new_files = sorted(
+            {file_of(k) for k in keys if not is_resource_key(k)}
+            - {file_of(k) for k in self.paths_of(task_id)}
+        )  # a task's first key on a file captures the file; a resource has no pre-image
+        refused = self.files.capture_preimages(task_id, new_files)
         if refused:
             return LeaseAnswer.deny(refused)
         self.grant(keys, agent_id, task_id, tool)
         return LeaseAnswer(True, granted=tuple(keys))
 
     def grant(self, keys: list[str], agent_id: str, task_id: str, tool: str, **kind: Any) -> None:
-        """Insert a row per key not held yet (re-acquiring your own lease is allow)."""
+        """Insert a row per key the task does not hold yet (re-acquiring your own lease is allow;
+        a part of a file it holds whole is held)."""
         at = to_iso(self.clock())
         for key in keys:
-            if key in self.holders:
+            if self._covered(key, task_id):
                 continue
             if not self.store.insert_lease(key, agent_id, task_id, at):
                 raise RuntimeError(f"lease mirror out of step with the table for {key}")
@@ -129,12 +242,26 @@ class LeaseTable:
                 **kind,
             )
 
-    def canonical_all(self, paths: list[str]) -> tuple[list[str], list[Denial]]:
-        found = lease_keys(self.tree, paths)
-        rejected = [denial(raw, err.reason, err.message) for raw, err in found.rejected]
-        if not paths:
+    def canonical_all(self, raws: list[str]) -> tuple[list[str], list[Denial]]:
+        """Raw paths and part keys (`path::name`) as canonical keys, and the ones refused."""
+        keys: list[str] = []
+        rejected: list[Denial] = []
+        for raw in raws:
+            try:
+                path, name = split_part_key(raw)
+            except ValueError as err:
+                rejected.append(denial(raw, DenyReason.INVALID_PATH, str(err)))
+                continue
+            found = lease_keys(self.tree, [path])
+            for _, refused in found.rejected:
+                rejected.append(denial(raw, refused.reason, refused.message))
+            for path_key in found.keys:
+                key = path_key if name is None else part_key(path_key, name)
+                if key not in keys:
+                    keys.append(key)
+        if not raws:
             rejected.append(denial("", DenyReason.INVALID_PATH, "no path to lease"))
-        return found.keys, rejected
+        return keys, rejected
 
     def deny_held(
         self,
@@ -186,44 +313,47 @@ class LeaseTable:
     def release(self, task_id: str, reason: ReleaseReason, succeeded: bool = False) -> None:
         """End the attempt's hold on its files: patch them (success) or restore them, then release.
 
-        A failed attempt's files keep their leases until they are put back, after
-        the caller's transaction commits (`files`); the others are released here.
+        A failed attempt's files keep their leases (every key on them) until they are put
+        back, after the caller's transaction commits (`files`); the others are released here.
         """
         self.waits.end(task_id, WaitOutcome.ENDED)
-        held = self.paths_of(task_id) - set(self.files.restoring.get(task_id, ()))
+        self.unlatch(task_id)
+        restoring = self.files.restoring.get(task_id, {})
+        held = {k for k in self.paths_of(task_id) if file_of(k) not in restoring}
         if not held:
             return
         if succeeded:
-            self.files.record_patches(task_id)
+            self.files.record_patches(task_id, self.part_names(task_id), self.holders_on)
         else:
-            held -= self.files.request_restores(task_id, held, reason)
+            kept = self.files.request_restores(task_id, {file_of(k) for k in held}, reason)
+            held = {k for k in held if file_of(k) not in kept}
         self.drop(task_id, held, reason)
 
-    def drop(self, task_id: str, paths: Iterable[str], reason: ReleaseReason) -> None:
-        """Delete the task's lease rows for `paths` and their mirror; one event per path.
+    def drop(self, task_id: str, keys: Iterable[str], reason: ReleaseReason) -> None:
+        """Delete the task's lease rows for `keys` and their mirror; one event per key.
 
-        Then each freed path goes to its first waiter, in this same transaction."""
-        freed = sorted(paths)
-        for path in freed:
-            agent_id, _ = self.holders.pop(path)
-            self.store.delete_lease(path, task_id)
+        Then each freed key goes to its first waiter, in this same transaction."""
+        freed = sorted(keys)
+        for key in freed:
+            agent_id, _ = self._unmirror(key)
+            self.store.delete_lease(key, task_id)
             self.store.emit(
                 EventType.LEASE_RELEASED,
                 task_id=task_id,
                 agent_id=agent_id,
-                path=path,
+                path=key,
                 reason=reason,
             )
             held = self.of_task[task_id]
-            held.discard(path)
+            held.discard(key)
             if not held:
                 del self.of_task[task_id]
-        for path in freed:
-            self._hand_over(path)
+        for key in freed:
+            self._hand_over(key)
 
-    def _hand_over(self, path: str) -> None:
-        """Grant a freed path to the first waiter (priority, arrival) that can take all it asked."""
-        for waiter in self.waits.queue(path):
+    def _hand_over(self, key: str) -> None:
+        """Grant a freed key to the first waiter (priority, arrival) that can take all it asked."""
+        for waiter in self.waits.queue(key):
             if self.held_by_others(list(waiter.keys), waiter.task_id):
                 continue
             taken = self._take(waiter.agent_id, waiter.task_id, list(waiter.keys), waiter.tool)

@@ -32,14 +32,24 @@ On success the task's patch (pre-image -> result) is recorded and its
 pre-images deleted, in the transition itself: reading files has no side
 effect to undo. With `rollback` off (`--keep-failed-edits`) nothing is
 captured, restored or recorded.
+
+Parts (`toolcalls.fileparts`): a task that holds parts of a file, not the whole
+file, has the file's pre-image like any other, but only its parts are put back
+(`put_back_parts`), so another holder's concurrent change to another part stays.
+Its patch runs from the file without its parts and without those of tasks still
+holding parts, to the file without those others' parts: the patches apply in the
+order the tasks land. A check's view of a file others hold parts of shows it
+with their parts put back. Where the parts cannot be found again, a file no one
+else holds is put back whole; one that others hold parts of is not (a restore
+fails and keeps its lease, a view lists it as not isolated).
 """
 
 from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -50,10 +60,15 @@ from codefleet.coord.storage.store import Store
 from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
 from codefleet.paths import TreeRoot
 from codefleet.rollback import PreImage, TooLarge, capture, current_state, make_patch, restore
+from codefleet.toolcalls.fileparts import put_back_parts
+from codefleet.toolcalls.partkeys import file_of
 
-__all__ = ["Files", "PutBack"]
+__all__ = ["Files", "HoldersOn", "PutBack", "uncovered"]
 
 log = logging.getLogger(__name__)
+
+# (file) -> task -> the parts of it the task holds (None: the whole file): `LeaseTable.holders_on`
+HoldersOn = Callable[[str], Mapping[str, frozenset[str] | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,17 +119,61 @@ class Files:
             self.store.insert_preimage(task_id, image, at)
         return []
 
-    def record_patches(self, task_id: str) -> None:
-        """A succeeded attempt: its patch per file, then its pre-images go (no file is written)."""
+    def record_patches(
+        self, task_id: str, parts: Mapping[str, frozenset[str]], holders_on: HoldersOn
+    ) -> None:
+        """A succeeded attempt: its patch per file, then its pre-images go (no file is written).
+
+        `parts`: file -> the parts the task held of it (files it held whole are not in it)."""
         if not self.rollback:
             return
         images = self.store.preimages_of_task(task_id)
         for image in images:
-            patch = make_patch(image, current_state(self.tree.root, image.path))
+            after = current_state(self.tree.root, image.path)
+            before = image
+            if image.path in parts and after.existed:
+                before, after = self._part_patch_ends(
+                    task_id, image, after, parts[image.path], holders_on(image.path)
+                )
+            patch = make_patch(before, after)
             if patch is not None:
                 self.store.insert_patch(task_id, patch)
         if images:
             self.store.delete_preimages_of_task(task_id)
+
+    def _part_patch_ends(
+        self,
+        task_id: str,
+        image: PreImage,
+        after: PreImage,
+        names: frozenset[str],
+        holders: Mapping[str, frozenset[str] | None],
+    ) -> tuple[PreImage, PreImage]:
+        """The file without the other holders' parts, before and after this task's parts: the
+        patch that applies once the tasks that landed before it did. Unmappable: the whole
+        file's pre-image to now (it then carries the others' changes made so far)."""
+        others = self._others_taken(task_id, image.path, holders)
+        if others is not None:
+            end = put_back_parts(after.content, others)
+            start = put_back_parts(after.content, [*others, (image.content, names)])
+            if end is not None and start is not None:
+                return replace(image, content=start), replace(after, content=end)
+        return image, after
+
+    def _others_taken(
+        self, task_id: str, path: str, holders: Mapping[str, frozenset[str] | None]
+    ) -> list[tuple[bytes, frozenset[str]]] | None:
+        """Each other holder's pre-image of `path` with the parts it holds; None when one
+        holds it whole or has no pre-image of it."""
+        taken: list[tuple[bytes, frozenset[str]]] = []
+        for holder, names in sorted(holders.items()):
+            if holder == task_id:
+                continue
+            image = self.store.preimage_of(holder, path)
+            if names is None or image is None:
+                return None
+            taken.append((image.content, names))
+        return taken
 
     def request_restores(self, task_id: str, paths: set[str], reason: ReleaseReason) -> set[str]:
         """Step 1, in the caller's transaction: the paths with a pre-image stay held for restore."""
@@ -132,11 +191,37 @@ class Files:
         """Tasks with a restore not yet tried (a failed one waits for a restart or a retry)."""
         return sorted(t for t, paths in self.restoring.items() if None in paths.values())
 
-    def put_back(self, task_id: str) -> list[PutBack]:
-        """Step 2: put each of the task's files back; file I/O, no transaction open."""
+    def put_back(
+        self, task_id: str, parts: Mapping[str, frozenset[str]], holders_on: HoldersOn
+    ) -> list[PutBack]:
+        """Step 2: put each of the task's files back (only its parts, where it held parts);
+        file I/O, no transaction open."""
         rows = self.store.restore_rows(task_id)
         images = {image.path: image for image in self.store.preimages_of_task(task_id)}
-        return list(_put_back(self.tree.root, rows, images))
+        outcomes: list[PutBack] = []
+        for row in rows:
+            image: PreImage | str | None = images.get(row.path)
+            if isinstance(image, PreImage) and row.path in parts:
+                shared = any(t != task_id for t in holders_on(row.path))
+                image = self._parts_put_back(image, parts[row.path], shared)
+            outcomes.append(_put_back_one(self.tree.root, row, image))
+        return outcomes
+
+    def _parts_put_back(
+        self, image: PreImage, names: frozenset[str], shared: bool
+    ) -> PreImage | str:
+        """The file as it is now with the task's parts as they were; the whole pre-image when
+        nobody else holds a part of it; else why it cannot be put back."""
+        now = current_state(self.tree.root, image.path)
+        content = put_back_parts(now.content, [(image.content, names)]) if now.existed else None
+        if content is not None:
+            return replace(image, content=content, mode=now.mode)
+        if not shared:
+            return image
+        return (
+            f"{image.path}: its parts {', '.join(sorted(names))} could not be found again "
+            "to put back, and other tasks hold other parts of it"
+        )
 
     def settle_restored(self, done: PutBack) -> None:
         """Step 3 for a file that is back (caller's transaction); the lease table releases it."""
@@ -179,44 +264,79 @@ class Files:
         return {p: e for p, e in self.restoring.get(task_id, {}).items() if e is not None}
 
     def foreign_preimages(
-        self, task_id: str, leased: Mapping[str, tuple[str, str]]
+        self, task_id: str, leased: Mapping[str, tuple[str, str]], holders_on: HoldersOn
     ) -> dict[str, Any]:
-        """Pre-images of every path leased by another task: what the isolated view restores.
+        """Pre-images of every file another task holds (or holds parts of): what the isolated
+        view puts back.
 
-        Without rollback nothing is captured, so those paths are listed as
+        Without rollback nothing is captured, so those files are listed as
         `unrestorable` and the view is not isolated from them.
         """
-        found = self.store.foreign_preimages(task_id)
-        covered = {image.path for _, image in found}
-        unrestorable = sorted(
-            path
-            for path, (_, holder) in leased.items()
-            if holder != task_id and path not in covered
-        )
-        files = [
-            {
-                "path": image.path,
-                "holder_task_id": holder,
-                "existed": image.existed,
-                "mode": image.mode,
-                "created_dirs": list(image.created_dirs),
-                "content_b64": base64.b64encode(image.content).decode("ascii"),
-            }
-            for holder, image in found
-        ]
-        return {"task_id": task_id, "files": files, "unrestorable": unrestorable}
+        files = self.view_files(self.store.foreign_preimages(task_id), holders_on)
+        return {
+            "task_id": task_id,
+            "files": files,
+            "unrestorable": uncovered(leased, files, lambda holder: holder != task_id),
+        }
+
+    def view_files(
+        self, rows: Sequence[tuple[str, PreImage]], holders_on: HoldersOn
+    ) -> list[dict[str, Any]]:
+        """The wire form of what a view puts back, from (holder, pre-image) rows by file: a
+        file held whole is its pre-image; one held in parts is the file as it is now with
+        those holders' parts put back (left out where they cannot be: not isolated)."""
+        by_path: dict[str, list[tuple[str, PreImage]]] = {}
+        for holder, image in rows:
+            by_path.setdefault(image.path, []).append((holder, image))
+        files: list[dict[str, Any]] = []
+        for path, found in by_path.items():
+            holders = holders_on(path)
+            if len(found) == 1 and holders.get(found[0][0]) is None:
+                files.append(_image_json(*found[0]))
+                continue
+            now = current_state(self.tree.root, path)
+            taken = [(image.content, holders.get(h)) for h, image in found]
+            if not now.existed or any(names is None for _, names in taken):
+                continue
+            content = put_back_parts(now.content, [(c, n) for c, n in taken if n is not None])
+            if content is not None:
+                holder = ",".join(h for h, _ in found)
+                files.append(_image_json(holder, replace(now, content=content)))
+        return files
 
 
-def _put_back(root: Path, rows: list[RestoreRow], images: dict[str, PreImage]) -> Iterable[PutBack]:
-    """One outcome per restore row; an OSError is that file's, not the fleet's."""
-    for row in rows:
-        image = images.get(row.path)
-        if image is None:  # nothing was captured (rollback was off when it was granted)
-            yield PutBack(row, False, None, None)
-            continue
-        try:
-            yield PutBack(row, restore(root, image), None, image)
-        except OSError as err:
-            why = err.strerror or str(err)
-            log.warning("could not restore %s: %s", row.path, err)
-            yield PutBack(row, False, f"{row.path}: {why}", image)
+def _image_json(holder: str, image: PreImage) -> dict[str, Any]:
+    return {
+        "path": image.path,
+        "holder_task_id": holder,
+        "existed": image.existed,
+        "mode": image.mode,
+        "created_dirs": list(image.created_dirs),
+        "content_b64": base64.b64encode(image.content).decode("ascii"),
+    }
+
+
+def uncovered(
+    leased: Mapping[str, tuple[str, str]],
+    files: Sequence[Mapping[str, Any]],
+    put_back: Callable[[str], bool],
+) -> list[str]:
+    """The files a view should put back (held by a task `put_back` names) but has no image of."""
+    covered = {f["path"] for f in files}
+    return sorted(
+        {file_of(key) for key, (_, holder) in leased.items() if put_back(holder)} - covered
+    )
+
+
+def _put_back_one(root: Path, row: RestoreRow, image: PreImage | str | None) -> PutBack:
+    """One restore row's outcome; an OSError is that file's, not the fleet's."""
+    if image is None:  # nothing was captured (rollback was off when it was granted)
+        return PutBack(row, False, None, None)
+    if isinstance(image, str):  # its parts could not be put back
+        return PutBack(row, False, image, None)
+    try:
+        return PutBack(row, restore(root, image), None, image)
+    except OSError as err:
+        why = err.strerror or str(err)
+        log.warning("could not restore %s: %s", row.path, err)
+        return PutBack(row, False, f"{row.path}: {why}", image)

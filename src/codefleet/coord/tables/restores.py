@@ -75,13 +75,15 @@ class Restores:
                 self._finish_one(task_id)
 
     def _finish_one(self, task_id: str) -> None:
-        outcomes = self.files.put_back(task_id)  # file I/O, no transaction open
+        parts = self.leases.part_names(task_id)
+        outcomes = self.files.put_back(task_id, parts, self.leases.holders_on)  # file I/O only
         with self.transition():
             failed = []
             for outcome in outcomes:
                 if outcome.error is None:
                     self.files.settle_restored(outcome)
-                    self.leases.drop(task_id, [outcome.row.path], outcome.row.reason)
+                    keys = self.leases.keys_on(task_id, outcome.row.path)
+                    self.leases.drop(task_id, keys, outcome.row.reason)
                 else:
                     failed.append(self.files.settle_unrestorable(outcome))
             if failed:

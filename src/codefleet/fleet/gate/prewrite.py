@@ -6,7 +6,10 @@ extracts every target path (`file_path`, `notebook_path`, `path`, the
 paths of an `edits` list, or every header of a Codex `apply_patch` patch:
 `toolcalls.writepaths.tool_paths`), normalizes each against the working tree (symlinks
 resolved), refuses locally anything outside the tree or with no path at all,
-then asks the server for the leases, all or nothing.
+then asks the server for the leases, all or nothing. With leases by part (the
+default, `granularity`), a `Write`/`Edit`/`MultiEdit` of a Python file asks for
+the parts it changes instead of the file (`toolcalls.writeparts.write_keys`:
+anything it cannot map is the whole file).
 
 It fails closed: an unreachable server, a timeout, a fenced runner or any
 unexpected error is a denial. A denial carries an instruction for the model
@@ -34,9 +37,11 @@ from typing import Any
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import StaleEpoch
 from codefleet.fleet.gate.readset import ReadRecord
-from codefleet.models import GATED_TOOLS, DenyReason
+from codefleet.models import GATED_TOOLS, DenyReason, Granularity
 from codefleet.paths import PathRejected, TreeRoot, lease_keys
 from codefleet.rollback import content_sha256
+from codefleet.toolcalls.partkeys import file_of
+from codefleet.toolcalls.writeparts import write_keys
 from codefleet.toolcalls.writepaths import no_path_reason, tool_paths
 
 __all__ = ["Verdict", "WriteGate"]
@@ -45,6 +50,8 @@ log = logging.getLogger(__name__)
 RECORD_RETRY_S = 30.0
 RECORD_RETRY_START_S = 0.1
 RECORD_RETRY_MAX_S = 2.0
+BUSY_WAIT_S = 10.0  # how long a write waits for another part's holder to finish writing the file
+BUSY_POLL_S = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +61,7 @@ class Verdict:
     reason: str = ""
     blocked_on: str | None = None
     reread: bool = False  # the file changed while the write waited: read it again, no veto
+    busy: bool = False  # another part's holder is writing the file this instant: ask again
 
 
 def stop_instruction(path: str, why: str) -> str:
@@ -79,6 +87,7 @@ class WriteGate:
     last_written: dict[str, str | None] = field(default_factory=dict)  # path -> content hash
     lease_wait_s: float = 0.0  # how long a held path's write may park (0: the veto at once)
     reads: Mapping[str, ReadRecord] = field(default_factory=dict)  # the attempt's latest reads
+    granularity: Granularity = Granularity.FILE  # a write's lease: the parts it changes, or files
 
     async def check(self, tool_name: str, tool_input: Any) -> Verdict:
         """Allow or deny one tool call; never raises (fails closed)."""
@@ -101,7 +110,21 @@ class WriteGate:
         found = lease_keys(self.tree, raw, first_refusal=True, repeats=True)
         if found.rejected:
             return Verdict(False, reason=_local_refusal(found.rejected[0][1]))
-        return await self._ask(tool_name, found.keys)
+        deadline = time.monotonic() + BUSY_WAIT_S
+        while True:
+            keys = found.keys
+            if self.granularity is Granularity.PART:
+                keys = [
+                    k
+                    for key in keys
+                    for k in write_keys(self.tree.root, key, tool_name, tool_input)
+                ]
+            verdict = await self._ask(tool_name, keys)
+            if not verdict.busy or time.monotonic() + BUSY_POLL_S > deadline:
+                return verdict
+            # another part's holder is writing this file now: its write lands in a moment,
+            # and the parts this write changes are computed again from the file it leaves
+            await asyncio.sleep(BUSY_POLL_S)
 
     async def acquire(self, tool_name: str, keys: list[str]) -> Verdict:
         """Ask for the leases on canonical `keys` at once, all or nothing; never raises.
@@ -155,13 +178,14 @@ class WriteGate:
         return Verdict(True, tuple(keys))
 
     def _seen(self, keys: list[str]) -> dict[str, str | None]:
-        """What the session last saw of each file: its own last write, else its last read."""
+        """What the session last saw of each key's file: its own last write, else its last read."""
         seen: dict[str, str | None] = {}
         for key in keys:
-            if key in self.last_written:
-                seen[key] = self.last_written[key]
-            elif key in self.reads:
-                seen[key] = self.reads[key].sha256
+            path = file_of(key)
+            if path in self.last_written:
+                seen[key] = self.last_written[path]
+            elif path in self.reads:
+                seen[key] = self.reads[path].sha256
             else:
                 seen[key] = None  # never seen: only a still-absent file may be written
         return seen
@@ -179,6 +203,13 @@ class WriteGate:
                 why = f"{path} is being edited by {first.get('holder_agent_name')}, a person working in this tree"
             return Verdict(False, tuple(keys), stop_instruction(path, why), blocked_on=path)
         message = answer.get("message") or "the server refused the lease"
+        if any(d.get("reason") == DenyReason.BUSY for d in denied):
+            return Verdict(
+                False,
+                tuple(keys),
+                f"{message}; the write was refused. Try it again in a moment.",
+                busy=True,
+            )
         return Verdict(False, tuple(keys), f"The write was refused: {message}. Do not retry it.")
 
     async def record(self, path: str, tool_name: str) -> None:
@@ -219,7 +250,7 @@ class WriteGate:
 
 
 def _changed_instruction(keys: list[str], parked: dict[str, Any]) -> str:
-    names = ", ".join(keys)
+    names = ", ".join(dict.fromkeys(file_of(k) for k in keys))  # files: what it reads again
     holder = parked.get("holder_task_id")
     return (
         f"{names} changed while you waited ({holder} finished): Read it again and redo your "

@@ -1,0 +1,88 @@
+"""Which lease keys one write takes: the parts of a Python file it changes, or the whole file.
+
+The runner's gate asks this before every `Write`, `Edit` and `MultiEdit` when leases
+are by part (`lease_granularity: part`, the default). It reads the file as it is
+now, works out what the tool would leave there (`Edit`/`MultiEdit`: the replacement
+applied to the current text; `Write`: the content given), and maps the changed lines
+to parts (`fileparts.changed_parts`: each side parsed once). The answer is the part
+keys (`path::name`, `partkeys`) of every part the write changes, adds or deletes.
+
+Anything it cannot map takes the whole file, as leases by file always do: another
+tool (a command, a Codex patch, a notebook), a file that is not `.py`/`.pyi`, does
+not exist yet, is not a regular file, is larger than `MAX_PART_FILE_BYTES`, does not
+parse before or after, a path that holds `::`, an edit the tool would refuse, or a
+write that changes nothing. Never raises: a mapping that fails is the whole file.
+Standard library only (the hook side imports it).
+"""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from codefleet.toolcalls.fileparts import apply_edit, apply_multi_edit, changed_parts
+from codefleet.toolcalls.partkeys import PART_SEPARATOR, part_key
+
+__all__ = ["MAX_PART_FILE_BYTES", "PART_TOOLS", "write_keys"]
+
+MAX_PART_FILE_BYTES: Final = 1_000_000  # larger modules are leased whole (parsing cost)
+PART_SUFFIXES: Final = (".py", ".pyi")
+PART_TOOLS: Final = frozenset({"Write", "Edit", "MultiEdit"})
+
+
+def write_keys(root: Path, key: str, tool_name: str, tool_input: Any) -> list[str]:
+    """The lease keys the write `tool_name(tool_input)` to canonical `key` under `root` takes."""
+    try:
+        parts = _changed_names(root, key, tool_name, tool_input)
+    except (OSError, ValueError, RecursionError, MemoryError):  # e.g. a file deep past the parser
+        parts = None
+    if not parts:
+        return [key]
+    return [part_key(key, name) for name in sorted(parts)]
+
+
+def _changed_names(root: Path, key: str, tool_name: str, tool_input: Any) -> set[str] | None:
+    if tool_name not in PART_TOOLS or not isinstance(tool_input, Mapping):
+        return None
+    if PART_SEPARATOR in key or not key.endswith(PART_SUFFIXES):
+        return None
+    current = _current_text(root / key)
+    if current is None:
+        return None
+    proposed = _proposed(current, tool_name, tool_input)
+    if proposed is None:
+        return None
+    change = changed_parts(current, proposed)
+    if change is None:
+        return None
+    return set(change.changed | change.added | change.deleted)
+
+
+def _current_text(target: Path) -> str | None:
+    """The file's text: a regular file (not a symlink) within the size cap, UTF-8."""
+    info = target.lstat()
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_PART_FILE_BYTES:
+        return None
+    try:
+        return target.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _proposed(current: str, tool_name: str, tool_input: Mapping[str, Any]) -> str | None:
+    """What the tool would leave in the file, or None where it would refuse the call."""
+    if tool_name == "Write":
+        content = tool_input.get("content")
+        return content if isinstance(content, str) else None
+    if tool_name == "Edit":
+        old, new = tool_input.get("old_string"), tool_input.get("new_string")
+        replace_all = tool_input.get("replace_all", False)
+        if isinstance(old, str) and isinstance(new, str) and isinstance(replace_all, bool):
+            return apply_edit(current, old, new, replace_all)
+        return None
+    edits = tool_input.get("edits")
+    if not isinstance(edits, list) or not all(isinstance(e, Mapping) for e in edits):
+        return None
+    return apply_multi_edit(current, edits)

@@ -1,0 +1,222 @@
+"""Two agents in one file: tasks editing different functions of one module run side by side.
+
+Real server, real runners and SQLite; only the agents' brains are scripted. Each
+script forces the overlap (neither ends before the other was granted its part,
+and the second grant comes while the first is held), so the two edits are in
+flight at once, deterministically.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from codefleet.api.client import FleetClient
+from codefleet.fleet.local import FleetOptions, run_fleet
+from codefleet.fleet.runner import RunnerOptions
+from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.fleet.tools.commandtool import host_shell
+from codefleet.fleet.views.layerapply import ShellLimits
+from codefleet.models import Granularity
+
+FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
+PARTS = {**FAST, "lease_granularity": "part"}
+
+API = '''"""The API."""
+
+import os
+
+
+def handle(request):
+    return 1
+
+
+def route(path):
+    return path
+
+
+class Router:
+    pass
+'''
+
+
+def edit(old: str, new: str, **more: Any) -> dict[str, Any]:
+    return {"edit": {"path": "api.py", "old": old, "new": new}, **more}
+
+
+def tasks(*ids: str) -> list[dict[str, Any]]:
+    return [{"id": t, "title": f"edit api.py ({t})", "description": "edit api.py"} for t in ids]
+
+
+async def drain(workdir: Path, url: str, script: dict[str, Any], runners: int) -> Any:
+    executor = ScriptedExecutor(parse_script(script), wait_timeout=20)
+    options = FleetOptions(
+        RunnerOptions("runner", workdir, workdir.parent / "runs"), runners=runners
+    )
+    return await run_fleet(url, lambda _: executor, options)
+
+
+def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] == kind]
+
+
+async def test_two_tasks_edit_different_functions_of_one_module_at_once_with_no_veto(
+    make_server: Any, workdir: Path
+) -> None:
+    (workdir / "api.py").write_text(API)
+    server = make_server(**PARTS)
+    script = {
+        "T1": [edit("return 1", "return 'one'"), {"wait_acquired": "api.py::route"}],
+        "T2": [edit("return path", "return path.upper()"), {"wait_acquired": "api.py::handle"}],
+    }
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks("T1", "T2"))
+        result = await drain(workdir, server.url, script, runners=2)
+        events = await client.all_events()
+
+    assert result.all_succeeded, result.tasks
+    assert of_type(events, "lease_denied") == []
+    assert (workdir / "api.py").read_text() == API.replace("return 1", "return 'one'").replace(
+        "return path", "return path.upper()"
+    )
+    acquired = {(e["task_id"], e["payload"]["path"]) for e in of_type(events, "lease_acquired")}
+    assert acquired == {("T1", "api.py::handle"), ("T2", "api.py::route")}
+    assert all(t["attempts"] == 1 for t in result.tasks)
+
+
+async def test_a_third_task_editing_a_held_function_is_refused_naming_the_part(
+    make_server: Any, workdir: Path
+) -> None:
+    (workdir / "api.py").write_text(API)
+    server = make_server(**PARTS)
+    script = {
+        "T1": [edit("return 1", "return 'one'"), {"wait_denied": "api.py::handle"}],
+        "T3": [
+            {"wait_leased": "api.py::handle", "attempt": 1},
+            edit("return 1", "return 3", attempt=1),
+            edit("return 'one'", "return 3", attempt=2),
+        ],
+    }
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks("T1", "T3"))
+        result = await drain(workdir, server.url, script, runners=2)
+        events = await client.all_events()
+        t3 = await client.task("T3")
+
+    assert result.all_succeeded, result.tasks
+    (denied,) = of_type(events, "lease_denied")
+    assert denied["task_id"] == "T3" and denied["payload"]["path"] == "api.py::handle"
+    assert denied["payload"]["holder_task_id"] == "T1"
+    (requeued,) = [e for e in of_type(events, "task_requeued") if e["task_id"] == "T3"]
+    assert "api.py::handle is held by" in requeued["payload"]["reason"]
+    assert requeued["payload"]["blocked_on_path"] == "api.py::handle"
+    assert "api.py::handle" in t3["file_scope"]  # the veto widened its scope by the part
+    assert "return 3" in (workdir / "api.py").read_text()
+
+
+async def test_of_two_concurrent_editors_the_failed_one_is_rolled_back_and_the_other_stays(
+    make_server: Any, workdir: Path
+) -> None:
+    (workdir / "api.py").write_text(API)
+    server = make_server(**PARTS)
+    script = {
+        "T1": [edit("return 1", "return 'one'"), {"wait_acquired": "api.py::route"}],
+        "T2": [
+            edit("return path", "return path.upper()", attempt=1),
+            {"wait_acquired": "api.py::handle", "attempt": 1},
+            {"fail": "T2 gives up", "attempt": 1},
+            edit("    pass\n", "    prefix = '/'\n", attempt=2),
+        ],
+    }
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks("T1", "T2"))
+        result = await drain(workdir, server.url, script, runners=2)
+        events = await client.all_events()
+
+    assert result.all_succeeded, result.tasks
+    restored = [(e["task_id"], e["payload"]["path"]) for e in of_type(events, "file_restored")]
+    assert restored == [("T2", "api.py")]
+    # T1's change stands; T2's first attempt is gone; its second attempt's change is there
+    assert (workdir / "api.py").read_text() == API.replace("return 1", "return 'one'").replace(
+        "    pass\n", "    prefix = '/'\n"
+    )
+
+
+async def test_with_lease_granularity_file_the_same_two_edits_collide_on_the_whole_file(
+    make_server: Any, workdir: Path
+) -> None:
+    (workdir / "api.py").write_text(API)
+    server = make_server(**{**FAST, "lease_granularity": "file"})
+    script = {
+        "T1": [edit("return 1", "return 'one'"), {"wait_denied": "api.py"}],
+        "T2": [
+            {"wait_leased": "api.py", "attempt": 1},
+            edit("return path", "return path.upper()"),
+        ],
+    }
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks("T1", "T2"))
+        result = await drain(workdir, server.url, script, runners=2)
+        events = await client.all_events()
+
+    assert result.all_succeeded, result.tasks
+    (denied,) = of_type(events, "lease_denied")
+    assert denied["task_id"] == "T2" and denied["payload"]["path"] == "api.py"
+    acquired = {e["payload"]["path"] for e in of_type(events, "lease_acquired")}
+    assert acquired == {"api.py"}  # no part key under the off switch
+    assert (workdir / "api.py").read_text() == API.replace("return 1", "return 'one'").replace(
+        "return path", "return path.upper()"
+    )
+
+
+async def test_a_runners_own_lease_granularity_overrides_the_servers(
+    make_server: Any, workdir: Path
+) -> None:
+    (workdir / "api.py").write_text(API)
+    server = make_server(**PARTS)
+    script = {"T1": [edit("return 1", "return 'one'")]}
+    executor = ScriptedExecutor(parse_script(script), wait_timeout=20)
+    runner = RunnerOptions(
+        "runner", workdir, workdir.parent / "runs", lease_granularity=Granularity.FILE
+    )
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks("T1"))
+        result = await run_fleet(server.url, lambda _: executor, FleetOptions(runner, runners=1))
+        events = await client.all_events()
+
+    assert result.all_succeeded, result.tasks
+    assert [e["payload"]["path"] for e in of_type(events, "lease_acquired")] == ["api.py"]
+
+
+async def test_a_command_that_rewrites_a_file_another_task_holds_a_part_of_is_refused(
+    make_server: Any, workdir: Path
+) -> None:
+    (workdir / "api.py").write_text(API)
+    server = make_server(**PARTS)
+    rewrite = "sed -i 's/return path/return path.strip()/' api.py"
+    script = {
+        "T1": [edit("return 1", "return 'one'"), {"wait_denied": "api.py"}],
+        "T2": [{"wait_leased": "api.py::handle", "attempt": 1}, {"command": rewrite}],
+    }
+    shell = host_shell(ShellLimits(), unsandboxed=True)
+    assert shell is not None, "this host cannot build a command layer (user namespaces?)"
+    runner = RunnerOptions(
+        "runner", workdir, workdir.parent / "runs", shell_default=True, shell_config=shell
+    )
+    executor = ScriptedExecutor(parse_script(script), wait_timeout=20)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks("T1", "T2"))
+        result = await run_fleet(server.url, lambda _: executor, FleetOptions(runner, runners=2))
+        events = await client.all_events()
+
+    assert result.all_succeeded, result.tasks
+    (denied,) = of_type(events, "lease_denied")
+    # a command's change is a whole-file write: it excludes the part T1 holds
+    assert denied["task_id"] == "T2" and denied["payload"]["path"] == "api.py::handle"
+    assert denied["payload"]["holder_task_id"] == "T1"
+    (requeued,) = [e for e in of_type(events, "task_requeued") if e["task_id"] == "T2"]
+    assert requeued["payload"]["attempt"] == 1
+    # T1's change is not lost to the command's rewrite of the file as it saw it
+    assert (workdir / "api.py").read_text() == API.replace("return 1", "return 'one'").replace(
+        "return path", "return path.strip()"
+    )

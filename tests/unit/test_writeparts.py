@@ -1,0 +1,123 @@
+"""Which lease keys a write takes: the parts of a Python file it changes, else the whole file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from codefleet.toolcalls import writeparts
+from codefleet.toolcalls.writeparts import write_keys
+
+API = '''"""The API."""
+
+import os
+
+
+def handle(request):
+    return 1
+
+
+def route(path):
+    return path
+
+
+class Router:
+    pass
+'''
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "api.py").write_text(API)
+    return tmp_path
+
+
+def edit(old: str, new: str, **more: object) -> dict[str, object]:
+    return {"file_path": "api.py", "old_string": old, "new_string": new, **more}
+
+
+def test_an_edit_inside_one_function_takes_that_function(tree: Path) -> None:
+    assert write_keys(tree, "api.py", "Edit", edit("return 1", "return 2")) == ["api.py::handle"]
+
+
+def test_an_edit_that_changes_lines_in_two_parts_takes_both(tree: Path) -> None:
+    spanning = edit("    return 1\n\n\ndef route(path):", "    return 2\n\n\ndef route(p):")
+    assert write_keys(tree, "api.py", "Edit", spanning) == ["api.py::handle", "api.py::route"]
+
+
+def test_a_write_of_the_whole_file_that_changes_one_part_takes_only_that_part(
+    tree: Path,
+) -> None:
+    content = API.replace("    pass\n", "    prefix = '/'\n")
+    assert write_keys(tree, "api.py", "Write", {"content": content}) == ["api.py::Router"]
+
+
+def test_a_new_function_takes_its_own_name_and_a_new_import_the_import_block(
+    tree: Path,
+) -> None:
+    added = edit("class Router:", "def ping():\n    return 'pong'\n\n\nclass Router:")
+    assert write_keys(tree, "api.py", "Edit", added) == ["api.py::ping"]
+    imported = edit("import os\n", "import os\nimport re\n")
+    assert write_keys(tree, "api.py", "Edit", imported) == ["api.py::<imports>"]
+
+
+def test_a_rename_takes_the_old_name_and_the_new(tree: Path) -> None:
+    renamed = edit("def route(path):", "def path_of(path):")
+    assert write_keys(tree, "api.py", "Edit", renamed) == ["api.py::path_of", "api.py::route"]
+
+
+def test_a_multi_edit_takes_the_parts_of_all_its_edits(tree: Path) -> None:
+    edits = {"edits": [{"old_string": "return 1", "new_string": "return 2"},
+                       {"old_string": "    pass", "new_string": "    x = 1"}]}  # fmt: skip
+    assert write_keys(tree, "api.py", "MultiEdit", edits) == ["api.py::Router", "api.py::handle"]
+
+
+@pytest.mark.parametrize(
+    ("why", "content"),
+    [
+        ("the write does not parse", API + "def broken(:\n"),
+        ("the write changes nothing", API),
+    ],
+)
+def test_a_write_whose_parts_cannot_be_told_takes_the_whole_file(
+    tree: Path, why: str, content: str
+) -> None:
+    assert write_keys(tree, "api.py", "Write", {"content": content}) == ["api.py"], why
+
+
+def test_a_file_that_does_not_parse_now_takes_the_whole_file(tree: Path) -> None:
+    (tree / "api.py").write_text("def broken(:\n")
+    assert write_keys(tree, "api.py", "Write", {"content": API}) == ["api.py"]
+
+
+def test_an_edit_the_tool_would_refuse_takes_the_whole_file(tree: Path) -> None:
+    assert write_keys(tree, "api.py", "Edit", edit("not in the file", "x")) == ["api.py"]
+    assert write_keys(tree, "api.py", "Edit", edit("return", "x")) == ["api.py"]  # two matches
+
+
+def test_other_files_and_tools_take_the_whole_file(tree: Path) -> None:
+    (tree / "notes.md").write_text("# notes\n")
+    assert write_keys(tree, "notes.md", "Write", {"content": "# more\n"}) == ["notes.md"]
+    assert write_keys(tree, "new.py", "Write", {"content": "X = 1\n"}) == ["new.py"]  # absent
+    assert write_keys(tree, "api.py", "NotebookEdit", {"new_source": "x"}) == ["api.py"]
+    assert write_keys(tree, "api.py", "apply_patch", {"command": "..."}) == ["api.py"]
+
+
+def test_a_symlink_a_large_file_and_a_path_with_two_colons_take_the_whole_file(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    os.symlink(tree / "api.py", tree / "alias.py")
+    assert write_keys(tree, "alias.py", "Write", {"content": API + "X = 1\n"}) == ["alias.py"]
+    (tree / "odd::name.py").write_text(API)
+    assert write_keys(tree, "odd::name.py", "Edit", edit("return 1", "return 2")) == [
+        "odd::name.py"
+    ]
+    monkeypatch.setattr(writeparts, "MAX_PART_FILE_BYTES", len(API) - 1)
+    assert write_keys(tree, "api.py", "Edit", edit("return 1", "return 2")) == ["api.py"]
+
+
+def test_a_file_that_is_not_utf8_takes_the_whole_file(tree: Path) -> None:
+    (tree / "latin.py").write_bytes(b"X = '\xe9'\n")
+    assert write_keys(tree, "latin.py", "Write", {"content": "X = 'e'\n"}) == ["latin.py"]
