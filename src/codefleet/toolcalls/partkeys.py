@@ -55,6 +55,8 @@ def split_part_key(key: str) -> tuple[str, str | None]:
 
 def file_of(key: str) -> str:
     """The file a key is on: the path of a part key, the key itself otherwise."""
+    if PART_SEPARATOR not in key:  # the lease path's common case, without the checks
+        return key
     return split_part_key(key)[0]
 
 

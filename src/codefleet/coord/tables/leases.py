@@ -41,7 +41,7 @@ from codefleet.coord.tables.preimages import Files
 from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
 from codefleet.paths import TreeRoot, lease_keys
 from codefleet.resources import is_resource_key
-from codefleet.toolcalls.partkeys import file_of, part_key, split_part_key
+from codefleet.toolcalls.partkeys import PART_SEPARATOR, file_of, part_key, split_part_key
 
 __all__ = ["WRITE_LATCH_S", "HolderOf", "LeaseTable", "denial"]
 
@@ -138,22 +138,27 @@ class LeaseTable:
         found.update((t, frozenset(n)) for t, n in parts.items() if t not in whole)
         return found
 
+    def _on_file_of(self, path: str, task_id: str) -> bool:
+        """Does the task hold a key on `path` (the file, or a part of it)?"""
+        return any(self.holders[k][1] == task_id for k in self.on_file.get(path, ()))
+
     def _conflicting(self, key: str) -> list[str]:
         """The held keys `key` excludes: all of a file's keys for the file, else itself and the file."""
-        path, name = split_part_key(key)
+        if PART_SEPARATOR not in key:  # a file (or a resource): every key held on it
+            on = self.on_file.get(key)
+            return sorted(on) if on else []
+        path, _ = split_part_key(key)
         on = self.on_file.get(path)
-        if not on:
-            return []
-        if name is None:
-            return sorted(on)
-        return [k for k in (path, key) if k in on]
+        return [k for k in (path, key) if k in on] if on else []
 
     def _covered(self, key: str, task_id: str) -> bool:
         """Does the task hold `key`, or the whole file a part key is on?"""
         if self.holders.get(key, ("", ""))[1] == task_id:
             return True
-        path, name = split_part_key(key)
-        return name is not None and self.holders.get(path, ("", ""))[1] == task_id
+        if PART_SEPARATOR not in key:
+            return False
+        path, _ = split_part_key(key)
+        return self.holders.get(path, ("", ""))[1] == task_id
 
     def all_ours(self, keys: list[str], task_id: str) -> bool:
         """Does the task already hold every key? (Then a grant has nothing to write.)"""
@@ -173,6 +178,8 @@ class LeaseTable:
 
     def busy(self, keys: list[str], task_id: str) -> list[Denial]:
         """A `busy` refusal per file whose parts `keys` asks for while another task writes it."""
+        if not self.writing:
+            return []  # nobody is writing parts: the whole-file path pays one test
         now = self.clock()
         refused: list[Denial] = []
         for path in sorted({file_of(k) for k in keys if split_part_key(k)[1] is not None}):
@@ -189,14 +196,19 @@ class LeaseTable:
 
     def latch(self, keys: list[str], task_id: str) -> None:
         """The files whose parts were just granted are the task's to write, until it records."""
+        parted = [k for k in keys if PART_SEPARATOR in k]
+        if not parted:
+            return
         until = self.clock() + timedelta(seconds=WRITE_LATCH_S)
-        for key in keys:
+        for key in parted:
             path, name = split_part_key(key)
             if name is not None:
                 self.writing[path] = (task_id, until)
 
     def unlatch(self, task_id: str, path: str | None = None) -> None:
         """The task's write of `path` (None: of every file) is over."""
+        if not self.writing:
+            return
         for held, (writer, _) in list(self.writing.items()):
             if writer == task_id and path in (None, held):
                 del self.writing[held]
@@ -214,8 +226,11 @@ class LeaseTable:
 
     def _take(self, agent_id: str, task_id: str, keys: list[str], tool: str) -> LeaseAnswer:
         new_files = sorted(
-            {file_of(k) for k in keys if not is_resource_key(k)}
-            - {file_of(k) for k in self.paths_of(task_id)}
+            {
+                path
+                for path in map(file_of, keys)
+                if not is_resource_key(path) and not self._on_file_of(path, task_id)
+            }
         )  # a task's first key on a file captures the file; a resource has no pre-image
         refused = self.files.capture_preimages(task_id, new_files)
         if refused:
@@ -244,6 +259,12 @@ class LeaseTable:
 
     def canonical_all(self, raws: list[str]) -> tuple[list[str], list[Denial]]:
         """Raw paths and part keys (`path::name`) as canonical keys, and the ones refused."""
+        if not any(PART_SEPARATOR in raw for raw in raws):  # whole files: one pass, as ever
+            found = lease_keys(self.tree, raws)
+            rejected = [denial(raw, err.reason, err.message) for raw, err in found.rejected]
+            if not raws:
+                rejected.append(denial("", DenyReason.INVALID_PATH, "no path to lease"))
+            return found.keys, rejected
         keys: list[str] = []
         rejected: list[Denial] = []
         for raw in raws:
