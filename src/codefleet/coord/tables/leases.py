@@ -259,12 +259,17 @@ class LeaseTable:
 
     def canonical_all(self, raws: list[str]) -> tuple[list[str], list[Denial]]:
         """Raw paths and part keys (`path::name`) as canonical keys, and the ones refused."""
-        if not any(PART_SEPARATOR in raw for raw in raws):  # whole files: one pass, as ever
+        if any(PART_SEPARATOR in raw for raw in raws):
+            keys, rejected = self._canonical_parts(raws)
+        else:  # whole files: one pass, as ever
             found = lease_keys(self.tree, raws)
+            keys = found.keys
             rejected = [denial(raw, err.reason, err.message) for raw, err in found.rejected]
-            if not raws:
-                rejected.append(denial("", DenyReason.INVALID_PATH, "no path to lease"))
-            return found.keys, rejected
+        if not raws:
+            rejected.append(denial("", DenyReason.INVALID_PATH, "no path to lease"))
+        return keys, rejected
+
+    def _canonical_parts(self, raws: list[str]) -> tuple[list[str], list[Denial]]:
         keys: list[str] = []
         rejected: list[Denial] = []
         for raw in raws:
@@ -280,8 +285,6 @@ class LeaseTable:
                 key = path_key if name is None else part_key(path_key, name)
                 if key not in keys:
                     keys.append(key)
-        if not raws:
-            rejected.append(denial("", DenyReason.INVALID_PATH, "no path to lease"))
         return keys, rejected
 
     def deny_held(
