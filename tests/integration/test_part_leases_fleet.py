@@ -18,6 +18,7 @@ from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.fleet.tools.commandtool import host_shell
 from codefleet.fleet.views.layerapply import ShellLimits
 from codefleet.models import Granularity
+from codefleet.testing.invariants import check, collect
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
 PARTS = {**FAST, "lease_granularity": "part"}
@@ -73,6 +74,7 @@ async def test_two_tasks_edit_different_functions_of_one_module_at_once_with_no_
         await client.create_tasks(tasks("T1", "T2"))
         result = await drain(workdir, server.url, script, runners=2)
         events = await client.all_events()
+        assert check(await collect(client)) == []  # the invariants, part-aware
 
     assert result.all_succeeded, result.tasks
     assert of_type(events, "lease_denied") == []
@@ -101,6 +103,7 @@ async def test_a_third_task_editing_a_held_function_is_refused_naming_the_part(
         await client.create_tasks(tasks("T1", "T3"))
         result = await drain(workdir, server.url, script, runners=2)
         events = await client.all_events()
+        assert check(await collect(client)) == []  # the invariants, part-aware
         t3 = await client.task("T3")
 
     assert result.all_succeeded, result.tasks
@@ -132,6 +135,7 @@ async def test_of_two_concurrent_editors_the_failed_one_is_rolled_back_and_the_o
         await client.create_tasks(tasks("T1", "T2"))
         result = await drain(workdir, server.url, script, runners=2)
         events = await client.all_events()
+        assert check(await collect(client)) == []  # the invariants, part-aware
 
     assert result.all_succeeded, result.tasks
     restored = [(e["task_id"], e["payload"]["path"]) for e in of_type(events, "file_restored")]
@@ -158,6 +162,7 @@ async def test_with_lease_granularity_file_the_same_two_edits_collide_on_the_who
         await client.create_tasks(tasks("T1", "T2"))
         result = await drain(workdir, server.url, script, runners=2)
         events = await client.all_events()
+        assert check(await collect(client)) == []  # the invariants, part-aware
 
     assert result.all_succeeded, result.tasks
     (denied,) = of_type(events, "lease_denied")
@@ -183,6 +188,7 @@ async def test_a_runners_own_lease_granularity_overrides_the_servers(
         await client.create_tasks(tasks("T1"))
         result = await run_fleet(server.url, lambda _: executor, FleetOptions(runner, runners=1))
         events = await client.all_events()
+        assert check(await collect(client)) == []  # the invariants, part-aware
 
     assert result.all_succeeded, result.tasks
     assert [e["payload"]["path"] for e in of_type(events, "lease_acquired")] == ["api.py"]
@@ -208,6 +214,7 @@ async def test_a_command_that_rewrites_a_file_another_task_holds_a_part_of_is_re
         await client.create_tasks(tasks("T1", "T2"))
         result = await run_fleet(server.url, lambda _: executor, FleetOptions(runner, runners=2))
         events = await client.all_events()
+        assert check(await collect(client)) == []  # the invariants, part-aware
 
     assert result.all_succeeded, result.tasks
     (denied,) = of_type(events, "lease_denied")

@@ -414,3 +414,69 @@ def test_a_number_handed_out_twice_is_caught_and_one_to_a_finished_task_too() ->
     assert clean == []
     assert rules(check(evidence(twice))) == {"number_twice"}
     assert rules(check(evidence(late))) == {"number_outside_attempt"}
+
+
+def parts_history(second: str = "api.py::route") -> list[tuple[str, str | None, dict[str, Any]]]:
+    """A and B (no dependency) hold parts of api.py at once; B fails and puts its part back."""
+    return [
+        ("task_created", "A", {}),
+        ("task_created", "B", {}),
+        ("agent_registered", None, {"name": "runner-1"}),
+        ("task_assigned", "A", {"attempt": 1}),
+        ("task_assigned", "B", {"attempt": 1}),
+        ("task_started", "A", {"attempt": 1}),
+        ("task_started", "B", {"attempt": 1}),
+        ("lease_acquired", "A", {"path": "api.py::handle", "tool": "Edit"}),
+        ("file_changed", "A", {"path": "api.py", "tool": "Edit"}),
+        ("lease_acquired", "B", {"path": second, "tool": "Edit"}),
+        ("file_changed", "B", {"path": "api.py", "tool": "Edit"}),
+        ("restore_requested", "B", {"paths": ["api.py"], "reason": "task_ended"}),
+        ("task_requeued", "B", {"attempt": 1}),
+        ("file_restored", "B", {"path": "api.py"}),
+        ("lease_released", "B", {"path": second, "reason": "task_ended"}),
+        ("lease_released", "A", {"path": "api.py::handle", "reason": "task_ended"}),
+        ("task_succeeded", "A", {"attempt": 1}),
+        ("task_assigned", "B", {"attempt": 2}),
+        ("task_started", "B", {"attempt": 2}),
+        ("lease_acquired", "B", {"path": "api.py", "tool": "Edit"}),
+        ("file_changed", "B", {"path": "api.py", "tool": "Edit"}),
+        ("lease_released", "B", {"path": "api.py", "reason": "task_ended"}),
+        ("task_succeeded", "B", {"attempt": 2}),
+    ]
+
+
+def parts_evidence(second: str = "api.py::route") -> Evidence:
+    return Evidence(
+        events=events_of(parts_history(second)),
+        tasks={
+            "A": {"id": "A", "status": "succeeded", "attempts": 1, "depends_on": []},
+            "B": {"id": "B", "status": "succeeded", "attempts": 2, "depends_on": []},
+        },
+        ledger={
+            "A": [{"path": "api.py", "tool": "Edit"}],
+            "B": [{"path": "api.py", "tool": "Edit"}, {"path": "api.py", "tool": "Edit"}],
+        },
+        agents=[{"name": "runner-1", "tasks_succeeded": 2}],
+        leases=[],
+    )
+
+
+def test_two_holders_of_different_parts_of_one_file_prove_every_invariant() -> None:
+    assert check(parts_evidence()) == []
+
+
+@pytest.mark.parametrize("second", ["api.py", "api.py::handle"])
+def test_the_file_or_the_same_part_granted_while_a_part_is_held_is_two_holders(
+    second: str,
+) -> None:
+    found = check(parts_evidence(second))
+    assert "two_holders" in rules(found)
+    assert any("api.py::handle" in v.message and v.task_id == "B" for v in found)
+
+
+def test_a_write_of_a_file_by_a_task_holding_no_part_of_it_is_caught() -> None:
+    steps = parts_history()
+    steps.insert(8, ("file_changed", "B", {"path": "api.py", "tool": "Edit"}))  # before its lease
+    ev = parts_evidence()
+    found = check(Evidence(events_of(steps), ev.tasks, ev.ledger, ev.agents, ev.leases))
+    assert "file_changed of api.py by B while A holds it" in [v.message for v in found]

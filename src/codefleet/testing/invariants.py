@@ -9,7 +9,8 @@ replays the event log in id order and reports every `Violation` it finds:
   a committed id; with one writer and no reset, a rolled-back or crashed
   transaction leaves no gap either), and every event a live observer streamed
   is in the final log unchanged (nothing it saw was lost or re-numbered);
-- never two holders of one path: a grant to a held path, a release by a task
+- never two holders of one path (a file and any part of it, `path::name`,
+  exclude each other; two parts of one file do not): a grant to a held path, a release by a task
   that does not hold it, a lease outliving its attempt (unless a
   `restore_requested` keeps it until its file is back), a ledger row, a
   restore or a denial that disagrees with the replayed holder, a write
@@ -50,6 +51,7 @@ from typing import Any, Final
 from codefleet.api.client import FleetClient
 from codefleet.models import TERMINAL_STATUSES, EventType, TaskStatus
 from codefleet.statedir import STATE_DIR
+from codefleet.toolcalls.partkeys import file_of, keys_conflict
 
 __all__ = [
     "Evidence",
@@ -141,7 +143,8 @@ class _Replay:
     deps: Mapping[str, Sequence[str]]
     tasks: dict[str, _Task] = field(default_factory=dict)
     holders: dict[str, tuple[str, int]] = field(default_factory=dict)  # path -> (task, event)
-    restoring: set[str] = field(default_factory=set)  # held paths of ended attempts, in restore
+    # (task, file) of ended attempts whose held files (or parts of them) are in restore
+    restoring: set[tuple[str, str]] = field(default_factory=set)
     ended: set[tuple[str, int, int]] = field(default_factory=set)
     numbers: dict[tuple[str, int], int] = field(default_factory=dict)  # (sequence, value) -> event
     found: list[Violation] = field(default_factory=list)
@@ -151,6 +154,18 @@ class _Replay:
 
     def held_by(self, task_id: str) -> list[str]:
         return sorted(p for p, (holder, _) in self.holders.items() if holder == task_id)
+
+    def holds(self, task_id: str, path: str) -> bool:
+        """Does the task hold the key `path`, or (a file) a part of it?"""
+        held = self.holders.get(path)
+        if held is not None:
+            return held[0] == task_id
+        return any(h == task_id and file_of(k) == path for k, (h, _) in self.holders.items())
+
+    def holder_of(self, path: str) -> str:
+        """Who holds `path` (or parts of it), for a message."""
+        found = sorted({h for k, (h, _) in self.holders.items() if file_of(k) == file_of(path)})
+        return ", ".join(found) or "nobody"
 
 
 def check(
@@ -239,6 +254,13 @@ def _on_acquired(replay: _Replay, event: Row) -> None:
             f"{path} granted to {task_id} while {held[0]} holds it (since event {held[1]})",
             event,
         )
+    for key, (holder, since) in replay.holders.items():  # a file and its parts exclude each other
+        if key != path and holder != task_id and keys_conflict(key, path):
+            replay.flag(
+                "two_holders",
+                f"{path} granted to {task_id} while {holder} holds {key} (since event {since})",
+                event,
+            )
     task = replay.tasks.get(task_id)
     interactive = event["payload"].get("kind") == "interactive"  # a person's session: no attempt
     if not interactive and (task is None or task.status not in IN_FLIGHT):
@@ -256,20 +278,21 @@ def _on_released(replay: _Replay, event: Row) -> None:
         replay.flag("two_holders", f"{task_id} released {path}, held by {holder}", event)
     if held is not None and held[0] == task_id:
         del replay.holders[path]
-        replay.restoring.discard(path)
+        if not replay.holds(task_id, file_of(path)):  # its last key on the file
+            replay.restoring.discard((task_id, file_of(path)))
 
 
 def _on_held_use(replay: _Replay, event: Row) -> None:
     """A ledger row or a restore: only the holder of the path may touch it."""
     path, task_id = event["payload"].get("path"), event["task_id"]
-    held = replay.holders.get(path)
-    if held is None or held[0] != task_id:
-        holder = held[0] if held else "nobody"
+    restoring = (task_id, path) in replay.restoring
+    if not replay.holds(task_id, path):
+        holder = replay.holder_of(path)
         rule = "ledger" if event["type"] == EventType.FILE_CHANGED else "two_holders"
         replay.flag(rule, f"{event['type']} of {path} by {task_id} while {holder} holds it", event)
-    elif event["type"] == EventType.FILE_CHANGED and path in replay.restoring:
+    elif event["type"] == EventType.FILE_CHANGED and restoring:
         replay.flag("ledger", f"{path} written by {task_id} after its attempt ended", event)
-    elif event["type"] != EventType.FILE_CHANGED and path not in replay.restoring:
+    elif event["type"] != EventType.FILE_CHANGED and not restoring:
         replay.flag("two_holders", f"{event['type']} of {path} with no restore asked", event)
 
 
@@ -277,14 +300,14 @@ def _on_restore_requested(replay: _Replay, event: Row) -> None:
     """The attempt is ending: these held paths stay held until they are put back."""
     task_id = event["task_id"]
     for path in event["payload"].get("paths") or ():
-        held = replay.holders.get(path)
-        if held is None or held[0] != task_id:
-            holder = held[0] if held else "nobody"
+        if not replay.holds(task_id, path):
             replay.flag(
-                "two_holders", f"{task_id} asked to restore {path}, held by {holder}", event
+                "two_holders",
+                f"{task_id} asked to restore {path}, held by {replay.holder_of(path)}",
+                event,
             )
         else:
-            replay.restoring.add(path)
+            replay.restoring.add((task_id, path))
 
 
 def _on_number(replay: _Replay, event: Row) -> None:
@@ -441,7 +464,8 @@ def _attempt_end(replay: _Replay, task: _Task, event: Row) -> None:
 
 def _end_holdings(replay: _Replay, event: Row) -> None:
     """Leases are released (or put in restore) by the transaction that ends the attempt."""
-    kept = [p for p in replay.held_by(event["task_id"]) if p not in replay.restoring]
+    task_id = event["task_id"]
+    kept = [p for p in replay.held_by(task_id) if (task_id, file_of(p)) not in replay.restoring]
     if kept:
         replay.flag(
             "lease_outside_attempt",
