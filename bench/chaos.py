@@ -7,7 +7,10 @@ every task writes its own notes file, edits one line of each dependency's
 notes (so it can only succeed after them), appends to one or two of a few hot
 shared files (declared in its scope only half the time, so vetoes happen),
 sleeps a little between steps, and sometimes fails its first attempt on
-purpose after writing. The scripted executor plays it through the real
+purpose after writing. With `--hub-modules K`, half the tasks also edit their own
+function of one of K shared Python modules first; with `--lease-granularity part`
+they lease only that function, so several tasks write one module at once and a
+failed or taken-back one puts back only its part. The scripted executor plays it through the real
 `WriteGate`.
 
 The driver starts `codefleet serve` and N `codefleet runner --dry-run` processes
@@ -94,8 +97,9 @@ class Workload:
 
 
 def build_workload(
-    seed: int, tasks: int, hot_files: int = 12, fail_rate: float = 0.05, breakers: int | None = None
-) -> Workload:
+    seed: int, tasks: int, hot_files: int = 12, fail_rate: float = 0.05,
+    breakers: int | None = None, hub_modules: int = 0,
+) -> Workload:  # fmt: skip
     """The seeded graph, the script the scripted agents play, and the original tree."""
     rng = random.Random(seed)
     ids = [f"T{n:04d}" for n in range(1, tasks + 1)]
@@ -129,6 +133,7 @@ def build_workload(
     files = {path: f"# {path}\n" for path in hot}
     files |= {"README.md": "chaos tree\n", "out/.keep": ""}
     _add_resources(random.Random(seed + 1), graph, script)
+    files |= _add_hubs(random.Random(seed + 3), graph, script, hub_modules)
     count = max(1, tasks // BREAKERS_PER) if breakers is None else breakers
     chosen = _add_breakers(random.Random(seed + 2), ids, script, count)
     return Workload(graph, script, files, {SEQUENCE: {"start": 1}}, chosen)
@@ -147,6 +152,28 @@ def _add_breakers(
 
 
 SEQUENCE = "migrations"
+
+
+def _add_hubs(
+    rng: random.Random,
+    graph: list[dict[str, Any]],
+    script: dict[str, list[dict[str, Any]]],
+    modules: int,
+) -> dict[str, str]:
+    """Hub Python modules with one function per task that edits it (half the tasks, from
+    their own random stream): under part leases they share the module, under file leases
+    they take turns. The edit comes first, so a task failing later rolls its part back."""
+    if modules <= 0:
+        return {}
+    hubs = [f"shared/hub{k:02d}.py" for k in range(modules)]
+    body: dict[str, list[str]] = {hub: [] for hub in hubs}
+    for spec in graph:
+        if rng.random() < 0.5:
+            task_id, hub = spec["id"], rng.choice(hubs)
+            body[hub].append(f'\n\ndef f_{task_id}():\n    return "{task_id}-todo"\n')
+            old, new = f'"{task_id}-todo"', f'"{task_id}-done"'
+            script[task_id].insert(1, {"edit": {"path": hub, "old": old, "new": new}})
+    return {hub: '"""A hub."""\n\nimport os\n' + "".join(lines) for hub, lines in body.items()}
 
 
 def _add_resources(
@@ -282,6 +309,8 @@ class Summary:
     unrestorable: int = 0
     contents_checked: int = 0  # paths whose final content the oracle compared
     resource_grants: int = 0  # named resources taken (at assignment or mid-task)
+    part_grants: int = 0  # leases on parts of a file (`path::name`, `--lease-granularity part`)
+    part_vetoes: int = 0
     resource_vetoes: int = 0  # a resource refused because another task held it
     numbers_allocated: int = 0  # sequence values handed out (the checker: none twice)
     numbers_distinct: bool = True
@@ -350,6 +379,7 @@ class Chaos:
             "CODEFLEET_BACKOFF_CAP": "2",
             "CODEFLEET_TOKEN": self.token,
             "CODEFLEET_LEASE_WAIT": str(args.lease_wait),
+            "CODEFLEET_LEASE_GRANULARITY": args.lease_granularity,
         }
         self.env = env
         self.exe = str(Path(sys.executable).parent / "codefleet")
@@ -550,6 +580,9 @@ class Chaos:
         ]
         s.resource_grants = sum(e["type"] == "lease_acquired" for e in on_resource)
         s.resource_vetoes = sum(e["type"] == "lease_denied" for e in on_resource)
+        on_part = [e for e in evidence.events if "::" in str(e["payload"].get("path"))]
+        s.part_grants = sum(e["type"] == "lease_acquired" for e in on_part)
+        s.part_vetoes = sum(e["type"] == "lease_denied" for e in on_part)
         numbers = [(e["payload"]["sequence"], e["payload"]["value"]) for e in evidence.events
                    if e["type"] == "number_allocated"]  # fmt: skip
         s.numbers_allocated, s.numbers_distinct = len(numbers), len(set(numbers)) == len(numbers)
@@ -586,7 +619,9 @@ async def _state(client: FleetClient) -> dict[str, Any]:
 
 async def run(args: argparse.Namespace) -> Summary:
     chaos = Chaos(args)
-    workload = build_workload(args.seed, args.tasks, args.hot_files, args.fail_rate, args.breakers)
+    workload = build_workload(
+        args.seed, args.tasks, args.hot_files, args.fail_rate, args.breakers, args.hub_modules
+    )
     chaos.prepare(workload)
     faults = plan_faults(
         chaos.rng, args.runners, args.server_kills, args.runner_kills, args.rogue_writes,
@@ -638,6 +673,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--stale-after", type=float, default=10.0, help="the server's, seconds")
     parser.add_argument("--min-gap", type=float, default=1.0, help="seconds between two faults")
     parser.add_argument("--hot-files", type=int, default=12)
+    parser.add_argument(
+        "--hub-modules", type=int, default=0,
+        help="Python modules half the tasks each edit one function of (0: none)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--lease-granularity", choices=["file", "part"], default="file",
+        help="the server's CODEFLEET_LEASE_GRANULARITY",
+    )  # fmt: skip
     parser.add_argument(
         "--rogue-writes",
         type=int,

@@ -480,3 +480,17 @@ def test_a_write_of_a_file_by_a_task_holding_no_part_of_it_is_caught() -> None:
     ev = parts_evidence()
     found = check(Evidence(events_of(steps), ev.tasks, ev.ledger, ev.agents, ev.leases))
     assert "file_changed of api.py by B while A holds it" in [v.message for v in found]
+
+
+def test_the_content_oracle_expects_a_parted_file_only_from_a_last_write_that_succeeded() -> None:
+    steps = parts_history()
+    for n, (kind, task, payload) in enumerate(steps):
+        if kind == "file_changed":
+            steps[n] = (kind, task, {**payload, "sha256": f"{task}{n}"})
+    last_write = max(n for n, s in enumerate(steps) if s[0] == "file_changed")
+
+    assert expected_contents(events_of(steps))["api.py"].sha256 == f"B{last_write}"
+    # without B's second attempt, B's restore of its part is the file's last change: A's
+    # hash is not the file's content any more, and the oracle does not guess one
+    cut = steps[: steps.index(("task_assigned", "B", {"attempt": 2}))]
+    assert expected_contents(events_of(cut))["api.py"].sha256 is None

@@ -12,7 +12,10 @@ which the patch replay (computed from the damaged tree) cannot see.
 `expected_contents` replays the event log: the writes of an attempt count
 once that attempt ends in `task_succeeded`, and for each path the last such
 write wins (by event id: leases serialize the writers of a path, so that is
-its last successful holder). `check_contents` compares the tree with it. A
+its last successful holder). Writers of different parts of one file share it: a
+later write by an attempt that then failed, or a restore of its parts, leaves a
+content no writer hashed, so such a file is expected only when its last write or
+restore is a succeeded attempt's write. `check_contents` compares the tree with it. A
 write recorded without a hash makes its path unknown (skipped), never a
 guess.
 """
@@ -27,6 +30,7 @@ from typing import Any
 from codefleet.models import EventType
 from codefleet.rollback import content_sha256
 from codefleet.testing.invariants import Violation
+from codefleet.toolcalls.partkeys import PART_SEPARATOR, file_of
 
 __all__ = ["Expected", "check_contents", "expected_contents"]
 
@@ -47,10 +51,16 @@ def expected_contents(events: Iterable[Row]) -> dict[str, Expected]:
     generation: dict[str, int] = {}
     writes: dict[Attempt, dict[str, tuple[int, str | None]]] = {}
     expected: dict[str, Expected] = {}
+    parted: set[str] = set()  # files some task held parts of
+    touched: dict[str, int] = {}  # path -> the last event that wrote or put back its content
     for event in sorted(events, key=lambda e: int(e["id"])):
         kind, task_id, body = event["type"], event.get("task_id"), event.get("payload") or {}
         if not task_id:
             continue
+        if kind == EventType.LEASE_ACQUIRED and PART_SEPARATOR in str(body.get("path")):
+            parted.add(file_of(str(body.get("path"))))
+        if kind in (EventType.FILE_CHANGED, EventType.FILE_RESTORED):
+            touched[str(body.get("path"))] = int(event["id"])
         if kind == EventType.TASK_RETRIED:
             generation[task_id] = generation.get(task_id, 0) + 1
         elif kind == EventType.TASK_ASSIGNED:
@@ -60,6 +70,10 @@ def expected_contents(events: Iterable[Row]) -> dict[str, Expected]:
             written[str(body.get("path"))] = (int(event["id"]), body.get("sha256"))
         elif kind == EventType.TASK_SUCCEEDED and task_id in current:
             _succeeded(expected, task_id, writes.pop(current[task_id], {}))
+    for path in parted & expected.keys():  # writers of parts share the file: no last writer
+        want = expected[path]
+        if touched[path] != want.event_id:  # a later write or restore left content none hashed
+            expected[path] = Expected(None, want.task_id, want.event_id)
     return expected
 
 
