@@ -337,3 +337,23 @@ def test_a_malformed_part_key_is_refused_with_a_clear_reason(fleet: Fleet) -> No
     assert not refused.allowed
     (denied,) = refused.denied
     assert denied.reason is DenyReason.INVALID_PATH and "path::name" in denied.message
+
+
+def test_a_restore_by_part_waits_while_another_task_is_writing_the_file(fleet: Fleet) -> None:
+    fleet.start("T1", "T2")
+    fleet.edit("T1", "return 1", "return 'one'", "api.py::handle")
+    assert fleet.acquire("T2", "api.py::route").allowed  # T2's tool has read the file ...
+    seen_by_t2 = fleet.api.read_text()
+
+    fleet.finish("T1", ok=False)  # ... when T1 fails
+
+    assert fleet.api.read_text() == seen_by_t2  # not put back under T2's tool
+    assert fleet.held() == {"api.py::handle": "T1", "api.py::route": "T2"}
+    assert fleet.events(EventType.FILE_RESTORED) == []
+    fleet.api.write_text(seen_by_t2.replace("return path", "return path.upper()"))
+    fleet.record("T2")  # T2's write is over: the restore goes ahead after it
+
+    assert fleet.api.read_text() == API.replace("return path", "return path.upper()")
+    assert fleet.held() == {"api.py::route": "T2"}
+    (restored,) = fleet.events(EventType.FILE_RESTORED)
+    assert restored["task_id"] == "T1"

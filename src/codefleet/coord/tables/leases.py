@@ -25,7 +25,8 @@ parts latches the file to the task until its write is recorded (`unlatch`, from
 the change ledger) or `WRITE_LATCH_S` passes; meanwhile another task's request for
 parts of it is refused as `busy` (the gate asks again, with its parts worked out
 on the file as it then is). No write of a file can land between another task's
-reading of it for a write and that write, so neither loses the other's part.
+reading of it for a write and that write, so neither loses the other's part; a
+restore by part waits for it too (`written_by_other`, asked by `restores`).
 """
 
 from __future__ import annotations
@@ -193,6 +194,11 @@ class LeaseTable:
                     )
                 )
         return refused
+
+    def written_by_other(self, path: str, task_id: str) -> bool:
+        """Is a task other than `task_id` writing parts of `path` this instant?"""
+        writer, until = self.writing.get(path, ("", self.clock()))
+        return bool(writer) and writer != task_id and until > self.clock()
 
     def latch(self, keys: list[str], task_id: str) -> None:
         """The files whose parts were just granted are the task's to write, until it records."""

@@ -192,14 +192,25 @@ class Files:
         return sorted(t for t, paths in self.restoring.items() if None in paths.values())
 
     def put_back(
-        self, task_id: str, parts: Mapping[str, frozenset[str]], holders_on: HoldersOn
+        self,
+        task_id: str,
+        parts: Mapping[str, frozenset[str]],
+        holders_on: HoldersOn,
+        being_written: Callable[[str], bool] = lambda _: False,
     ) -> list[PutBack]:
         """Step 2: put each of the task's files back (only its parts, where it held parts);
-        file I/O, no transaction open."""
+        file I/O, no transaction open.
+
+        A file whose parts it held and that another task is writing this instant
+        (`being_written`: between its grant and its recorded write) is left due: its tool
+        read the file before and writes it whole after, so a restore now would either be
+        read half-done or be written over. The next tick tries again."""
         rows = self.store.restore_rows(task_id)
         images = {image.path: image for image in self.store.preimages_of_task(task_id)}
         outcomes: list[PutBack] = []
         for row in rows:
+            if row.path in parts and being_written(row.path):
+                continue
             image: PreImage | str | None = images.get(row.path)
             if isinstance(image, PreImage) and row.path in parts:
                 shared = any(t != task_id for t in holders_on(row.path))

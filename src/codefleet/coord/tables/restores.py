@@ -76,7 +76,12 @@ class Restores:
 
     def _finish_one(self, task_id: str) -> None:
         parts = self.leases.part_names(task_id)
-        outcomes = self.files.put_back(task_id, parts, self.leases.holders_on)  # file I/O only
+        outcomes = self.files.put_back(  # file I/O only
+            task_id,
+            parts,
+            self.leases.holders_on,
+            lambda path: self.leases.written_by_other(path, task_id),
+        )
         with self.transition():
             failed = []
             for outcome in outcomes:
