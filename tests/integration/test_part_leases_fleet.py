@@ -49,12 +49,24 @@ def tasks(*ids: str) -> list[dict[str, Any]]:
     return [{"id": t, "title": f"edit api.py ({t})", "description": "edit api.py"} for t in ids]
 
 
-async def drain(workdir: Path, url: str, script: dict[str, Any], runners: int) -> Any:
+async def play(
+    server: Any,
+    workdir: Path,
+    script: dict[str, Any],
+    *task_ids: str,
+    runner: RunnerOptions | None = None,
+) -> tuple[Any, list[dict[str, Any]]]:
+    """Create the tasks, drain them on one runner each, and prove the invariants (part-aware):
+    the fleet's result and the event log."""
+    runner = runner or RunnerOptions("runner", workdir, workdir.parent / "runs")
     executor = ScriptedExecutor(parse_script(script), wait_timeout=20)
-    options = FleetOptions(
-        RunnerOptions("runner", workdir, workdir.parent / "runs"), runners=runners
-    )
-    return await run_fleet(url, lambda _: executor, options)
+    options = FleetOptions(runner, runners=len(task_ids))
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks(*task_ids))
+        result = await run_fleet(server.url, lambda _: executor, options)
+        events = await client.all_events()
+        assert check(await collect(client)) == []
+    return result, events
 
 
 def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -70,11 +82,7 @@ async def test_two_tasks_edit_different_functions_of_one_module_at_once_with_no_
         "T1": [edit("return 1", "return 'one'"), {"wait_acquired": "api.py::route"}],
         "T2": [edit("return path", "return path.upper()"), {"wait_acquired": "api.py::handle"}],
     }
-    async with FleetClient(server.url) as client:
-        await client.create_tasks(tasks("T1", "T2"))
-        result = await drain(workdir, server.url, script, runners=2)
-        events = await client.all_events()
-        assert check(await collect(client)) == []  # the invariants, part-aware
+    result, events = await play(server, workdir, script, "T1", "T2")
 
     assert result.all_succeeded, result.tasks
     assert of_type(events, "lease_denied") == []
@@ -99,12 +107,8 @@ async def test_a_third_task_editing_a_held_function_is_refused_naming_the_part(
             edit("return 'one'", "return 3", attempt=2),
         ],
     }
-    async with FleetClient(server.url) as client:
-        await client.create_tasks(tasks("T1", "T3"))
-        result = await drain(workdir, server.url, script, runners=2)
-        events = await client.all_events()
-        assert check(await collect(client)) == []  # the invariants, part-aware
-        t3 = await client.task("T3")
+    result, events = await play(server, workdir, script, "T1", "T3")
+    (t3,) = [t for t in result.tasks if t["id"] == "T3"]
 
     assert result.all_succeeded, result.tasks
     (denied,) = of_type(events, "lease_denied")
@@ -131,11 +135,7 @@ async def test_of_two_concurrent_editors_the_failed_one_is_rolled_back_and_the_o
             edit("    pass\n", "    prefix = '/'\n", attempt=2),
         ],
     }
-    async with FleetClient(server.url) as client:
-        await client.create_tasks(tasks("T1", "T2"))
-        result = await drain(workdir, server.url, script, runners=2)
-        events = await client.all_events()
-        assert check(await collect(client)) == []  # the invariants, part-aware
+    result, events = await play(server, workdir, script, "T1", "T2")
 
     assert result.all_succeeded, result.tasks
     restored = [(e["task_id"], e["payload"]["path"]) for e in of_type(events, "file_restored")]
@@ -158,11 +158,7 @@ async def test_with_lease_granularity_file_the_same_two_edits_collide_on_the_who
             edit("return path", "return path.upper()"),
         ],
     }
-    async with FleetClient(server.url) as client:
-        await client.create_tasks(tasks("T1", "T2"))
-        result = await drain(workdir, server.url, script, runners=2)
-        events = await client.all_events()
-        assert check(await collect(client)) == []  # the invariants, part-aware
+    result, events = await play(server, workdir, script, "T1", "T2")
 
     assert result.all_succeeded, result.tasks
     (denied,) = of_type(events, "lease_denied")
@@ -180,15 +176,10 @@ async def test_a_runners_own_lease_granularity_overrides_the_servers(
     (workdir / "api.py").write_text(API)
     server = make_server(**PARTS)
     script = {"T1": [edit("return 1", "return 'one'")]}
-    executor = ScriptedExecutor(parse_script(script), wait_timeout=20)
     runner = RunnerOptions(
         "runner", workdir, workdir.parent / "runs", lease_granularity=Granularity.FILE
     )
-    async with FleetClient(server.url) as client:
-        await client.create_tasks(tasks("T1"))
-        result = await run_fleet(server.url, lambda _: executor, FleetOptions(runner, runners=1))
-        events = await client.all_events()
-        assert check(await collect(client)) == []  # the invariants, part-aware
+    result, events = await play(server, workdir, script, "T1", runner=runner)
 
     assert result.all_succeeded, result.tasks
     assert [e["payload"]["path"] for e in of_type(events, "lease_acquired")] == ["api.py"]
@@ -209,12 +200,7 @@ async def test_a_command_that_rewrites_a_file_another_task_holds_a_part_of_is_re
     runner = RunnerOptions(
         "runner", workdir, workdir.parent / "runs", shell_default=True, shell_config=shell
     )
-    executor = ScriptedExecutor(parse_script(script), wait_timeout=20)
-    async with FleetClient(server.url) as client:
-        await client.create_tasks(tasks("T1", "T2"))
-        result = await run_fleet(server.url, lambda _: executor, FleetOptions(runner, runners=2))
-        events = await client.all_events()
-        assert check(await collect(client)) == []  # the invariants, part-aware
+    result, events = await play(server, workdir, script, "T1", "T2", runner=runner)
 
     assert result.all_succeeded, result.tasks
     (denied,) = of_type(events, "lease_denied")
