@@ -16,9 +16,10 @@ from landing_log import CHECKING, EVENTS, HALTED, OLD_EVENTS, TASKS
 from playwright.async_api import Page, Route, expect
 from web_support import TOKEN, Browser
 
-from codefleet.review.collisionstats import fleet_stats, stats_json
+from codefleet.review.collisionstats import fleet_stats
 from codefleet.review.facts import run_facts
 from codefleet.review.runrecord import RunRecord
+from codefleet.review.statsjson import stats_json
 from codefleet.server.sse import frame
 from codefleet.server.thread import ServerThread
 

@@ -26,9 +26,10 @@ from codefleet.fleet.tools.resourcecalls import ResourceTools
 from codefleet.models import ErrorKind
 from codefleet.paths import TreeRoot
 from codefleet.resources import resource_key
-from codefleet.review.collisionstats import fleet_stats, stats_json
+from codefleet.review.collisionstats import fleet_stats
 from codefleet.review.facts import run_facts
 from codefleet.review.fetch import fetch_record
+from codefleet.review.statsjson import stats_json
 from codefleet.server.thread import ServerThread
 
 POLL_S = 5.0

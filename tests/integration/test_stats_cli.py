@@ -2,7 +2,8 @@
 
 The demo graph runs with its scripted agents (examples/demo-script.yaml: T4 is refused
 api.py while T3 holds it, and succeeds on its retry after T3); then the real CLI reads
-the run back over HTTP and writes the graph amended from it.
+the run back over HTTP and writes the graph amended from it. A run with part leases
+(two tasks in one function of a hub module) is read back gathered under its file.
 """
 
 from __future__ import annotations
@@ -21,10 +22,20 @@ from codefleet.api.graphfile import load_graph
 from codefleet.cli.start.demo_run import examples_dir
 from codefleet.fleet.local import FleetOptions, run_fleet
 from codefleet.fleet.runner import RunnerOptions
-from codefleet.fleet.scripted import ScriptedExecutor, load_script
+from codefleet.fleet.scripted import ScriptedExecutor, load_script, parse_script
 from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
+HUB = '''"""The API."""
+
+
+def handle(request):
+    return 1
+
+
+def route(path):
+    return path
+'''
 
 
 def codefleet(*args: str) -> subprocess.CompletedProcess[str]:
@@ -116,3 +127,44 @@ def test_suggest_refuses_a_broken_graph_and_output_without_suggest_before_asking
     assert refused.returncode == 1 and "description" in refused.stderr + refused.stdout
     assert alone.returncode == 1 and "goes with --suggest" in alone.stderr + alone.stdout
     assert not (tmp_path / "o.yaml").exists()
+
+
+def _edit(old: str, new: str, **more: object) -> dict[str, object]:
+    return {"edit": {"path": "api.py", "old": old, "new": new}, **more}
+
+
+async def test_stats_counts_a_veto_on_a_part_under_its_file_with_the_part_beneath(
+    make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path
+) -> None:
+    tree = workdir
+    (tree / "api.py").write_text(HUB)
+    server = make_server(**FAST, lease_granularity="part")
+    script = {  # T3 is refused api.py::handle while T1 holds it, and edits it on its retry
+        "T1": [_edit("return 1", "return 'one'"), {"wait_denied": "api.py::handle"}],
+        "T2": [_edit("return path", "return path.upper()")],
+        "T3": [
+            {"wait_leased": "api.py::handle", "attempt": 1},
+            _edit("return 1", "return 3", attempt=1),
+            _edit("return 'one'", "return 3", attempt=2),
+        ],
+    }
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": t, "title": t, "description": "edit api.py"} for t in ("T1", "T2", "T3")]
+        )
+    executor = ScriptedExecutor(parse_script(script), wait_timeout=20)
+    options = FleetOptions(RunnerOptions("runner", tree, tmp_path / "runs"), runners=3)
+    assert (await run_fleet(server.url, lambda _: executor, options)).ok
+
+    shown = codefleet("stats", "--server", server.url, "--json")
+    table = codefleet("stats", "--server", server.url)
+
+    assert shown.returncode == 0, shown.stderr
+    [api] = json.loads(shown.stdout)["files"]
+    assert (api["path"], api["vetoes"], api["tasks"]) == ("api.py", 1, ["T1", "T3"])
+    [handle] = api["parts"]
+    assert (handle["part"], handle["path"], handle["vetoes"]) == ("handle", "api.py::handle", 1)
+    assert handle["veto_lost_s"] == api["veto_lost_s"] > 0
+    files = table.stdout.split("Files: collisions and rollbacks")[1].split("Tasks")[0]
+    rows = [line.split("│")[1].strip() for line in files.splitlines() if line.startswith("│")]
+    assert rows == ["api.py", "::handle"]

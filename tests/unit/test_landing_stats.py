@@ -7,9 +7,10 @@ from landing_log import EVENTS, OLD_EVENTS, TASKS
 
 from codefleet.cli.output import console
 from codefleet.cli.results.statscmds import print_stats
-from codefleet.review.collisionstats import LandingStats, fleet_stats, stats_json
+from codefleet.review.collisionstats import LandingStats, fleet_stats
 from codefleet.review.facts import run_facts
 from codefleet.review.runrecord import RunRecord
+from codefleet.review.statsjson import stats_json
 
 
 def landing_run() -> RunRecord:

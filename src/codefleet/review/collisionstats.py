@@ -12,13 +12,16 @@ events `review.fetch.fetch_record` read through the one client) in, one frozen
   (the refused and the holders), the attempt time lost to those vetoes (each
   vetoed attempt, whole: its edits were undone), and the attempt time lost to
   rollbacks of other failed attempts that had edited it (an attempt that
-  restored several files counts in each file, once in the fleet's total);
+  restored several files counts in each file, once in the fleet's total); a
+  file leased by part (`api.py::handle`) counts its parts and its whole-file
+  key together, and lists each beneath it (`FileStats.parts`), so a hub
+  module's total and its hot part are both seen;
 - per task: attempts (and how many a usage limit ended, not charged), the
   time it waited (ready but not running) and ran, its cost;
 - per agent kind (claude, codex): attempts, vetoed attempts and attempt time of
   the runners driving it (a runner's kind is the one it registered with);
-- per file, the writes that waited for it instead of a veto (`lease_waited`):
-  how they ended, the time spent waiting, and the attempt time a wait kept
+- per file, the writes that waited for it instead of a veto (`lease_waited`),
+  its parts beneath it as for vetoes: how they ended, the time spent waiting, and the attempt time a wait kept
   (the attempt's elapsed time when it parked, for each wait that ended with
   the lease: what the veto-and-rerun alternative would have thrown away), and
   its estimated cost (the attempt's cost pro rata to that elapsed time);
@@ -30,14 +33,14 @@ events `review.fetch.fetch_record` read through the one client) in, one frozen
   number of busy runners) against the runners it had, and the makespan
   against the critical path.
 
-Definitions and their limits: docs/decisions/0057-collision-analytics.md, "Collision analytics".
+`review.statsjson` turns the figures into plain data. Definitions and their limits: docs/decisions/0057-collision-analytics.md, "Collision analytics".
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -45,6 +48,7 @@ from codefleet.models import EventType, from_iso
 from codefleet.resources import is_resource_key, resource_name
 from codefleet.review.facts import Attempt, RunFacts, Veto
 from codefleet.review.landinglog import LandingFacts
+from codefleet.toolcalls.partkeys import file_of, split_part_key
 
 __all__ = [
     "FileStats",
@@ -57,8 +61,8 @@ __all__ = [
     "TaskStats",
     "fleet_stats",
     "lease_wait_stats",
+    "part_row_label",
     "stale_read_stats",
-    "stats_json",
 ]
 
 Row = dict[str, Any]
@@ -72,12 +76,15 @@ _TERMINAL = {
 
 @dataclass(frozen=True, slots=True)
 class FileStats:
-    path: str
-    vetoes: int
+    """A file's contention; one leased by part has its parts (and its whole key) in `parts`."""
+
+    path: str  # a file; in `parts`, a part's lease key (`api.py::handle`) or the file's own
+    vetoes: int  # of a file leased by part: its parts' and its whole key's together
     tasks: tuple[str, ...]  # refused tasks and holders, sorted
-    veto_lost_s: float  # the vetoed attempts' time
+    veto_lost_s: float  # the vetoed attempts' time (each attempt once per file)
     rollback_lost_s: float  # other failed attempts whose edits to this file were undone
-    rollbacks: int
+    rollbacks: int  # a rollback puts a file back: counted on the file, never on a part
+    parts: tuple[FileStats, ...] = ()  # most contested first; () for a file leased whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +111,19 @@ class StaleReadStats:
 class LeaseWaitStats:
     """The writes that waited for `path` instead of a veto, and what the waits kept."""
 
-    path: str
-    waits: int
+    path: str  # a file; in `parts`, a part's lease key or the file's own
+    waits: int  # one write's wait for several parts of the file counts once for the file
     outcomes: tuple[tuple[str, int], ...]  # (outcome, count), by outcome
     waited_s: float
     kept_s: float  # attempt time before each wait that ended with the lease
     kept_usd: float = 0.0  # that time's share of its attempt's cost (an estimate)
+    parts: tuple[LeaseWaitStats, ...] = ()  # most waited first; () for a file leased whole
+
+
+def part_row_label(key: str) -> str:
+    """A row beneath its file: `  ::handle` for a part's key, `  (whole file)` for the file's."""
+    name = split_part_key(key)[1]
+    return "  (whole file)" if name is None else f"  ::{name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +269,7 @@ def _resources(facts: RunFacts) -> list[ResourceStats]:
 
 
 def _files(facts: RunFacts) -> list[FileStats]:
+    """Per file, its vetoes (of its whole key and of its parts) and rollbacks, most refused first."""
     vetoed, veto_lost = _vetoes_by_key(facts)
     for key in [k for k in vetoed if is_resource_key(k)]:  # counted in `_resources`
         del vetoed[key]
@@ -264,19 +279,39 @@ def _files(facts: RunFacts) -> list[FileStats]:
         if a.restored and id(a) not in veto_attempts:
             for path in set(a.restored):
                 rolled[path].append(a)
+    keys_of: dict[str, list[str]] = defaultdict(list)
+    for key in vetoed:
+        keys_of[file_of(key)].append(key)
     found = []
-    for path in sorted(set(vetoed) | set(rolled)):
+    for path in sorted(set(keys_of) | set(rolled)):
+        keys = keys_of[path]
+        refusals = [v for key in keys for v in vetoed[key]]
+        parts = [_key_row(key, vetoed[key], veto_lost[key]) for key in keys]
         found.append(
             FileStats(
                 path=path,
-                vetoes=len(vetoed[path]),
-                tasks=_involved(vetoed[path]),
-                veto_lost_s=veto_lost[path],
+                vetoes=len(refusals),
+                tasks=_involved(refusals),
+                veto_lost_s=sum(
+                    a.seconds
+                    for a, refused in veto_attempts.values()
+                    if any(file_of(key) == path for key in refused)
+                ),
                 rollback_lost_s=sum(a.seconds for a in rolled[path]),
                 rollbacks=len(rolled[path]),
+                parts=tuple(sorted(parts, key=_most_contested)) if keys != [path] else (),
             )
         )
-    return sorted(found, key=lambda f: (-f.vetoes, -(f.veto_lost_s + f.rollback_lost_s), f.path))
+    return sorted(found, key=_most_contested)
+
+
+def _key_row(key: str, vetoes: list[Veto], lost_s: float) -> FileStats:
+    """One lease key's vetoes, as a row beneath its file (rollbacks are the file's)."""
+    return FileStats(key, len(vetoes), _involved(vetoes), lost_s, 0.0, 0)
+
+
+def _most_contested(f: FileStats) -> tuple[int, float, str]:
+    return (-f.vetoes, -(f.veto_lost_s + f.rollback_lost_s), f.path)
 
 
 def _origin(events: Sequence[Row]) -> datetime | None:
@@ -361,13 +396,25 @@ def stale_read_stats(events: Sequence[Row]) -> list[StaleReadStats]:
 
 
 def lease_wait_stats(facts: RunFacts) -> list[LeaseWaitStats]:
-    """Per file, the writes that waited for it (`lease_waited`), most waited first."""
+    """Per file, the writes that waited for it (`lease_waited`), its parts beneath it, most
+    waited first."""
     rows: dict[str, list[Row]] = defaultdict(list)
     for e in facts.record.events:
         if e["type"] == EventType.LEASE_WAITED:
             rows[str(e["payload"]["path"])].append(e)
+    keys_of: dict[str, list[str]] = defaultdict(list)
+    for key in rows:
+        keys_of[file_of(key)].append(key)
     costs = _attempt_costs(facts)
-    found = [_waits_of(path, events, facts.attempts, costs) for path, events in rows.items()]
+    found = []
+    for path, keys in keys_of.items():
+        # One write's wait for several parts is one event per key, all in one transaction.
+        waits = {(e.get("task_id"), e["at"]): e for key in keys for e in rows[key]}
+        parts = [_waits_of(key, rows[key], facts.attempts, costs) for key in keys]
+        total = _waits_of(path, list(waits.values()), facts.attempts, costs)
+        if keys != [path]:
+            total = replace(total, parts=tuple(sorted(parts, key=lambda w: (-w.waited_s, w.path))))
+        found.append(total)
     return sorted(found, key=lambda w: (-w.waited_s, w.path))
 
 
@@ -453,111 +500,3 @@ def _kinds(facts: RunFacts) -> list[KindStats]:
         )
         for kind, made in sorted(groups.items())
     ]
-
-
-def _r(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
-
-
-def stats_json(stats: FleetStats) -> dict[str, Any]:
-    """The figures as plain data (`codefleet stats --json`, the report's `stats` section)."""
-    return {
-        "fleet": _fleet_json(stats),
-        "files": [
-            {
-                "path": f.path,
-                "vetoes": f.vetoes,
-                "tasks": list(f.tasks),
-                "veto_lost_s": _r(f.veto_lost_s),
-                "rollback_lost_s": _r(f.rollback_lost_s),
-                "rollbacks": f.rollbacks,
-            }
-            for f in stats.files
-        ],
-        "resources": [
-            {
-                "name": r.name,
-                "vetoes": r.vetoes,
-                "tasks": list(r.tasks),
-                "veto_lost_s": _r(r.veto_lost_s),
-            }
-            for r in stats.resources
-        ],
-        "agents": [
-            {
-                "agent": k.agent,
-                "attempts": k.attempts,
-                "vetoed": k.vetoed,
-                "attempt_s": _r(k.attempt_s),
-            }
-            for k in stats.kinds
-        ],
-        "tasks": [_task_json(t) for t in stats.tasks],
-        "landing": _landing_json(stats.landing),
-        "stale_reads": [
-            {"path": s.path, "reader": s.reader, "changed_by": s.changed_by, "count": s.count}
-            for s in stats.stale_reads
-        ],
-        "lease_waits": [
-            {
-                "path": w.path,
-                "waits": w.waits,
-                "outcomes": dict(w.outcomes),
-                "waited_s": _r(w.waited_s),
-                "kept_s": _r(w.kept_s),
-                "kept_usd": round(w.kept_usd, 6),
-            }
-            for w in stats.lease_waits
-        ],
-    }
-
-
-def _fleet_json(stats: FleetStats) -> dict[str, Any]:
-    """The fleet's own figures."""
-    return {
-        "runners": stats.runners,
-        "busy_mean": _r(stats.busy_mean),
-        "parallelism": _r(stats.parallelism),
-        "makespan_s": _r(stats.makespan_s),
-        "critical_path": list(stats.critical_path),
-        "critical_path_s": _r(stats.critical_s),
-        "stretch": _r(stats.stretch),
-        "attempt_s": _r(stats.attempt_s),
-        "veto_lost_s": _r(stats.veto_lost_s),
-        "rollback_lost_s": _r(stats.rollback_lost_s),
-        "pauses": stats.pauses,
-        "paused_s": _r(stats.paused_s),
-        "cost_usd": round(stats.cost_usd, 6),
-        "simulated": stats.simulated,
-    }
-
-
-def _task_json(t: TaskStats) -> dict[str, Any]:
-    """One task's figures."""
-    return {
-        "id": t.id,
-        "status": t.status,
-        "attempts": t.attempts,
-        "uncharged": t.uncharged,
-        "vetoed": t.vetoed,
-        "waiting_s": _r(t.waiting_s),
-        "running_s": _r(t.running_s),
-        "cost_usd": round(t.cost_usd, 6),
-        "order": t.order,
-        "landing_s": _r(t.landing_s),
-    }
-
-
-def _landing_json(landing: LandingStats | None) -> dict[str, Any] | None:
-    if landing is None:
-        return None
-    return {
-        "checks": landing.checks,
-        "landed": landing.landed,
-        "checks_per_landed": _r(landing.checks_per_landed),
-        "waited_s": _r(landing.waited_s),
-        "waited_max_s": _r(landing.waited_max_s),
-        "breaks": landing.breaks,
-        "reworked": landing.reworked,
-        "halts": landing.halts,
-    }

@@ -52,9 +52,10 @@ from codefleet.gcpolicy import collector_off
 from codefleet.models import MAX_INT, EventType, ShellMode, TaskStatus
 from codefleet.paths import TreeRoot
 from codefleet.readmodel.readapi import Reads
-from codefleet.review.collisionstats import fleet_stats, stats_json
+from codefleet.review.collisionstats import fleet_stats
 from codefleet.review.facts import run_facts
 from codefleet.review.runrecord import RunRecord
+from codefleet.review.statsjson import stats_json
 from codefleet.server.front import Front
 from codefleet.server.landing_routes import install_landing_routes
 from codefleet.server.lock import ServerLock

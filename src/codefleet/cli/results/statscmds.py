@@ -52,9 +52,10 @@ def stats(
     json_out: JsonOpt = False,
 ) -> None:
     """Collisions and their cost per file and per task; parallelism; makespan vs critical path."""
-    from codefleet.review.collisionstats import fleet_stats, stats_json
+    from codefleet.review.collisionstats import fleet_stats
     from codefleet.review.facts import run_facts
     from codefleet.review.fetch import fetch_record
+    from codefleet.review.statsjson import stats_json
 
     if output is not None and suggest_from is None:
         raise fail("-o/--output goes with --suggest GRAPH")
@@ -166,6 +167,7 @@ def print_stats(s: FleetStats) -> None:
 def _files_table(s: FleetStats) -> Table | None:
     from rich.table import Table
 
+    from codefleet.review.collisionstats import part_row_label
     from codefleet.review.report.reportblocks import seconds
 
     if not s.files:
@@ -181,6 +183,14 @@ def _files_table(s: FleetStats) -> Table | None:
             seconds(f.veto_lost_s),
             seconds(f.rollback_lost_s),
         )
+        for part in f.parts:  # a file leased by part: its total above, each part beneath
+            files.add_row(
+                part_row_label(part.path),
+                str(part.vetoes),
+                ", ".join(part.tasks),
+                seconds(part.veto_lost_s),
+                "—",  # a rollback puts the file back: counted on its row
+            )
     return files
 
 
@@ -219,6 +229,7 @@ def _stale_table(s: FleetStats) -> Table | None:
 def _waits_table(s: FleetStats) -> Table | None:
     from rich.table import Table
 
+    from codefleet.review.collisionstats import part_row_label
     from codefleet.review.report.reportblocks import seconds
     from codefleet.wording import cost_text
 
@@ -230,11 +241,17 @@ def _waits_table(s: FleetStats) -> Table | None:
     for name in ("path", "waits", "outcomes", "waiting", "work kept", "cost kept"):
         waits.add_column(name, justify="left" if name in ("path", "outcomes") else "right")
     for w in s.lease_waits:
-        outcomes = ", ".join(f"{n} {o}" for o, n in w.outcomes)
-        kept_usd = f"~{cost_text(w.kept_usd, s.simulated)}"  # an estimate: see docs/decisions/0119-waiting-for-a-lease-instead-of-starting-over.md
-        waits.add_row(
-            w.path, str(w.waits), outcomes, seconds(w.waited_s), seconds(w.kept_s), kept_usd
-        )
+        for label, row in ((w.path, w), *((part_row_label(p.path), p) for p in w.parts)):
+            outcomes = ", ".join(f"{n} {o}" for o, n in row.outcomes)
+            kept_usd = f"~{cost_text(row.kept_usd, s.simulated)}"  # an estimate: see docs/decisions/0119-waiting-for-a-lease-instead-of-starting-over.md
+            waits.add_row(
+                label,
+                str(row.waits),
+                outcomes,
+                seconds(row.waited_s),
+                seconds(row.kept_s),
+                kept_usd,
+            )
     return waits
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from codefleet.analysis.graphanalysis import PlannedTask, analyse
 from codefleet.models import ErrorKind, EventType, from_iso
-from codefleet.review.collisionstats import fleet_stats, stats_json
+from codefleet.review.collisionstats import FileStats, fleet_stats, part_row_label
 from codefleet.review.facts import RunFacts, since_start
 from codefleet.review.report.reportblocks import Block, Code, Facts, Para, Section, Table, seconds
+from codefleet.review.statsjson import stats_json
 
 __all__ = [
     "commands_section",
@@ -227,6 +228,30 @@ def commands_section(facts: RunFacts) -> Section | None:
     return Section("commands", "Commands", (Table(columns, tuple(rows), tuple(tones)),), data)
 
 
+def _file_rows(f: FileStats) -> list[tuple[str, ...]]:
+    """A file's row (its total), then one per part beneath it when it was leased by part."""
+    rows: list[tuple[str, ...]] = [
+        (
+            f.path,
+            str(f.vetoes),
+            ", ".join(f.tasks) or "—",
+            seconds(f.veto_lost_s),
+            seconds(f.rollback_lost_s),
+        )
+    ]
+    for part in f.parts:  # a rollback puts the file back: counted on its row
+        rows.append(
+            (
+                part_row_label(part.path),
+                str(part.vetoes),
+                ", ".join(part.tasks),
+                seconds(part.veto_lost_s),
+                "—",
+            )
+        )
+    return rows
+
+
 def stats_section(facts: RunFacts) -> Section | None:
     """Contention analytics (`codefleet stats`): what collisions cost, parallelism, stretch."""
     found = fleet_stats(facts)
@@ -246,18 +271,8 @@ def stats_section(facts: RunFacts) -> Section | None:
     )
     blocks: list[Block] = [Facts(items)]
     if found.files:
-        rows = tuple(
-            (
-                f.path,
-                str(f.vetoes),
-                ", ".join(f.tasks) or "—",
-                seconds(f.veto_lost_s),
-                seconds(f.rollback_lost_s),
-            )
-            for f in found.files
-        )
         columns = ("file", "vetoes", "tasks", "lost to vetoes", "lost to rollbacks")
-        blocks.append(Table(columns, rows))
+        blocks.append(Table(columns, tuple(row for f in found.files for row in _file_rows(f))))
     if found.resources:
         held = tuple(
             (r.name, str(r.vetoes), ", ".join(r.tasks), seconds(r.veto_lost_s))
