@@ -434,3 +434,32 @@ def test_the_lease_map_shows_a_named_resource_beside_the_files() -> None:
     text = frame(view, width=160)
     assert "a.py" in text
     assert "resource db" in text and "runner-2" in text
+
+
+def test_part_leases_are_listed_by_their_key_beneath_their_file_and_a_whole_file_stays_one_row() -> (
+    None
+):
+    def lease(path: str, task_id: str) -> dict[str, Any]:
+        return {
+            "path": path,
+            "agent_id": "a_1",
+            "task_id": task_id,
+            "holder_agent_name": f"runner-{task_id}",
+            "acquired_at": "2026-07-31T18:04:00.000Z",
+        }
+
+    held = ("api.py::route", "T2"), ("models.py", "T1"), ("api.py::handle", "T1")
+    view = view_of(state(leases=[lease(path, task) for path, task in held]))
+    text = frame(view, width=160)
+
+    assert [lease.path for lease in view.leases] == ["api.py::handle", "api.py::route", "models.py"]
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if "by part" in line)
+    shown = [line.split("0.5000")[-1].split() for line in lines[at : at + 4]]
+    assert shown == [
+        ["api.py", "by", "part"],  # the file, once, then each part it has leased beneath it
+        ["::handle", "runner-T1", "T1", "30s"],
+        ["::route", "runner-T2", "T2", "30s"],
+        ["models.py", "runner-T1", "T1", "30s"],  # leased whole: one row, as before
+    ]
+    assert "api.py::" not in text

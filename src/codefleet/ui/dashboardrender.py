@@ -22,6 +22,7 @@ from rich.text import Text
 
 from codefleet.models import TaskStatus
 from codefleet.resources import lease_label
+from codefleet.toolcalls.partkeys import PART_SEPARATOR, split_part_key
 from codefleet.ui.escaped import Escaped
 from codefleet.ui.landingview import HaltBanner, LandingPanel
 from codefleet.ui.report import STATUS_STYLE
@@ -140,11 +141,15 @@ def _lease_table(view: ViewModel) -> Table:
     table.add_column("path", no_wrap=True, overflow="ellipsis", ratio=1)
     for name in ("holder", "task", "age"):
         table.add_column(name, no_wrap=True)
-    for lease in view.leases:
+    shown: set[str] = set()  # the files with a row of their own so far
+    for lease in view.leases:  # by file: its whole key first, then its parts (the view model's)
+        path, part = split_part_key(lease.path)
+        if part is not None and path not in shown:  # the file, then its parts beneath it
+            table.add_row(Text(path), Text("by part", style="dim"), "", "")
+        shown.add(path)
+        label = lease_label(lease.path) if part is None else f"  {PART_SEPARATOR}{part}"
         holder = _holder_text(lease.holder, lease.kind)
-        table.add_row(
-            Text(lease_label(lease.path)), holder, Text(lease.task_id), _age_text(lease.age_s)
-        )
+        table.add_row(Text(label), holder, Text(lease.task_id), _age_text(lease.age_s))
     if not view.leases:
         table.add_row(Text("no file is leased", style="dim"), "", "", "")
     return table

@@ -28,6 +28,7 @@ from typing import Any, Final
 from codefleet.models import EventType, TaskStatus, from_iso
 from codefleet.review.landinglog import LandingFacts
 from codefleet.safetext import one_line
+from codefleet.toolcalls.partkeys import split_part_key
 from codefleet.ui.landingview import LandingPanel, landing_panel
 from codefleet.wording import phrase
 
@@ -270,6 +271,17 @@ def _agent_row(agent: Mapping[str, Any], now: datetime) -> AgentRow:
     )
 
 
+def _lease_rows(leases: Iterable[Mapping[str, Any]], now: datetime) -> tuple[LeaseRow, ...]:
+    """The leases by file: a file's whole key first, then its parts (`api.py::handle`) by name."""
+    rows = (_lease_row(lease, now) for lease in leases)
+    return tuple(sorted(rows, key=lambda row: _by_file(row.path)))
+
+
+def _by_file(key: str) -> tuple[str, str]:
+    path, name = split_part_key(key)
+    return path, name or ""
+
+
 def _lease_row(lease: Mapping[str, Any], now: datetime) -> LeaseRow:
     return LeaseRow(
         path=lease["path"],
@@ -346,7 +358,7 @@ def build_view(
         tasks=tuple(_task_row(t, landing or LandingFacts()) for t in shown),
         hidden_tasks=len(tasks) - len(shown),
         agents=tuple(_agent_row(a, now) for a in state["agents"]),
-        leases=tuple(_lease_row(lease, now) for lease in state["leases"]),
+        leases=_lease_rows(state["leases"], now),
         log=base.log,
         counts=_counts(counters["tasks"]),
         cost_usd=float(counters["cost_usd"]),
