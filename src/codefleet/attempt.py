@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from codefleet.models import ErrorKind, StaleReadPolicy, from_iso, to_iso
+from codefleet.models import ErrorKind, Granularity, StaleReadPolicy, from_iso, to_iso
 
 __all__ = [
     "AssignedTask",
@@ -62,6 +62,7 @@ class AssignedTask:
     error_kind: ErrorKind | None = None
     verify: str | None = None  # the check run after a successful session
     on_stale_read: StaleReadPolicy = StaleReadPolicy.RECONCILE
+    lease_granularity: Granularity | None = None  # what its writes lease; None: the runner's
     notes: tuple[OperatorNote, ...] = ()  # the operator's messages so far, in order
     ask: bool = True  # False: the graph said `ask: false` (no `ask_operator` tool)
     shell_mode: str | None = None  # a `ShellMode` value: the run_command tool; None: the fleet's
@@ -83,6 +84,9 @@ class AssignedTask:
             "error_kind": None if self.error_kind is None else self.error_kind.value,
             "verify": self.verify,
             "on_stale_read": self.on_stale_read.value,
+            "lease_granularity": None
+            if self.lease_granularity is None
+            else self.lease_granularity.value,
             "notes": [n.to_wire() for n in self.notes],
             "ask": self.ask,
             "shell_mode": self.shell_mode,
@@ -106,6 +110,9 @@ class AssignedTask:
             error_kind=None if kind is None else ErrorKind(kind),
             verify=data["verify"],
             on_stale_read=StaleReadPolicy(data.get("on_stale_read") or StaleReadPolicy.RECONCILE),
+            lease_granularity=Granularity(data["lease_granularity"])
+            if data.get("lease_granularity")
+            else None,
             notes=tuple(OperatorNote.from_wire(n) for n in data.get("notes") or ()),
             ask=bool(data.get("ask", True)),
             shell_mode=data.get("shell_mode"),

@@ -92,7 +92,7 @@ CORPUS: dict[str, Bad] = {
     "an empty file": Bad("", "must be a mapping with a 'tasks' list"),
     "a top-level list": Bad("- id: A\n  title: a\n", "must be a mapping"),
     "a scalar": Bad("just some words\n", "must be a mapping"),
-    "no tasks key": Bad("jobs:\n  - title: a\n", "unknown top-level key 'jobs' (known keys: checks, integration, on_stale_read, sequences, shell, shell_network, tasks)"),
+    "no tasks key": Bad("jobs:\n  - title: a\n", "unknown top-level key 'jobs' (known keys: checks, integration, lease_granularity, on_stale_read, sequences, shell, shell_network, tasks)"),
     "an unknown top-level key": Bad(graph("{id: A, title: a, description: d}") + "version: 2\n", "unknown top-level key 'version'"),
     "a misspelled top-level key": Bad("task:\n  - title: a\n", "unknown top-level key 'task' (did you mean tasks?)"),
     "an empty task list": Bad("tasks: []\n", "'tasks' must be a non-empty list"),

@@ -59,6 +59,22 @@ def test_a_second_load_gives_a_task_that_never_ran_its_edited_definition(
     assert _task(server.url, "T1")["description"] == "d"  # unchanged: left alone
 
 
+def test_a_graph_that_now_leases_parts_redefines_its_tasks_that_never_ran(
+    repo: Path, server: ServerThread
+) -> None:
+    graph = repo / "codefleet.yaml"
+    graph.write_text(GRAPH)
+    assert cli("load", "--server", server.url).exit_code == 0
+    assert _task(server.url, "T1")["lease_granularity"] is None  # unset: the runner's
+    graph.write_text("lease_granularity: part\n" + GRAPH)
+
+    again = cli("load", "--server", server.url)
+
+    assert again.exit_code == 0, said(again)
+    assert "T1: not started yet, its definition was updated" in said(again)
+    assert [_task(server.url, t)["lease_granularity"] for t in ("T1", "T2")] == ["part", "part"]
+
+
 def test_a_run_gives_an_edited_task_that_never_ran_its_new_definition_and_runs_it(
     repo: Path, server: ServerThread
 ) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from codefleet.api.client import FleetClient
+from codefleet.api.graphfile import parse_graph
 from codefleet.fleet.local import FleetOptions, run_fleet
 from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
@@ -45,8 +46,12 @@ def edit(old: str, new: str, **more: Any) -> dict[str, Any]:
     return {"edit": {"path": "api.py", "old": old, "new": new}, **more}
 
 
-def tasks(*ids: str) -> list[dict[str, Any]]:
-    return [{"id": t, "title": f"edit api.py ({t})", "description": "edit api.py"} for t in ids]
+def tasks(*ids: str, **fields: Any) -> list[dict[str, Any]]:
+    """A task per id editing api.py, each with `fields` (e.g. its `lease_granularity`)."""
+    return [
+        {"id": t, "title": f"edit api.py ({t})", "description": "edit api.py", **fields}
+        for t in ids
+    ]
 
 
 async def play(
@@ -55,14 +60,15 @@ async def play(
     script: dict[str, Any],
     *task_ids: str,
     runner: RunnerOptions | None = None,
+    specs: list[dict[str, Any]] | None = None,
 ) -> tuple[Any, list[dict[str, Any]]]:
-    """Create the tasks, drain them on one runner each, and prove the invariants (part-aware):
-    the fleet's result and the event log."""
+    """Create the tasks (`specs`, else `tasks(*task_ids)`), drain them on one runner each,
+    and prove the invariants (part-aware): the fleet's result and the event log."""
     runner = runner or RunnerOptions("runner", workdir, workdir.parent / "runs")
     executor = ScriptedExecutor(parse_script(script), wait_timeout=20)
     options = FleetOptions(runner, runners=len(task_ids))
     async with FleetClient(server.url) as client:
-        await client.create_tasks(tasks(*task_ids))
+        await client.create_tasks(specs or tasks(*task_ids))
         result = await run_fleet(server.url, lambda _: executor, options)
         events = await client.all_events()
         assert check(await collect(client)) == []
@@ -180,6 +186,59 @@ async def test_a_runners_own_lease_granularity_overrides_the_servers(
         "runner", workdir, workdir.parent / "runs", lease_granularity=Granularity.FILE
     )
     result, events = await play(server, workdir, script, "T1", runner=runner)
+
+    assert result.all_succeeded, result.tasks
+    assert [e["payload"]["path"] for e in of_type(events, "lease_acquired")] == ["api.py"]
+
+
+async def test_a_graph_asking_for_parts_gets_them_from_a_server_that_leases_files(
+    make_server: Any, workdir: Path
+) -> None:
+    (workdir / "api.py").write_text(API)
+    server = make_server(**FAST)  # the server's default: whole files
+    script = {
+        "T1": [edit("return 1", "return 'one'"), {"wait_acquired": "api.py::route"}],
+        "T2": [edit("return path", "return path.upper()"), {"wait_acquired": "api.py::handle"}],
+    }
+    graph = parse_graph({"lease_granularity": "part", "tasks": tasks("T1", "T2")})
+    result, events = await play(server, workdir, script, "T1", "T2", specs=graph)
+
+    assert result.all_succeeded, result.tasks
+    assert of_type(events, "lease_denied") == []
+    acquired = {(e["task_id"], e["payload"]["path"]) for e in of_type(events, "lease_acquired")}
+    assert acquired == {("T1", "api.py::handle"), ("T2", "api.py::route")}
+
+
+async def test_a_task_that_says_file_leases_the_whole_file_under_a_server_of_parts(
+    make_server: Any, workdir: Path
+) -> None:
+    (workdir / "api.py").write_text(API)
+    server = make_server(**PARTS)
+    script = {
+        "T1": [edit("return 1", "return 'one'"), {"wait_denied": "api.py"}],
+        "T2": [{"wait_leased": "api.py::handle", "attempt": 1}, edit("    pass\n", "    x = 1\n")],
+    }
+    specs = [*tasks("T1"), *tasks("T2", lease_granularity="file")]
+    result, events = await play(server, workdir, script, "T1", "T2", specs=specs)
+
+    assert result.all_succeeded, result.tasks
+    (denied,) = of_type(events, "lease_denied")  # a whole file excludes the part T1 holds
+    assert denied["task_id"] == "T2" and denied["payload"]["path"] == "api.py::handle"
+    acquired = {(e["task_id"], e["payload"]["path"]) for e in of_type(events, "lease_acquired")}
+    assert acquired == {("T1", "api.py::handle"), ("T2", "api.py")}
+
+
+async def test_a_runners_own_lease_granularity_wins_over_the_tasks(
+    make_server: Any, workdir: Path
+) -> None:
+    (workdir / "api.py").write_text(API)
+    server = make_server(**PARTS)
+    script = {"T1": [edit("return 1", "return 'one'")]}
+    runner = RunnerOptions(
+        "runner", workdir, workdir.parent / "runs", lease_granularity=Granularity.FILE
+    )
+    specs = tasks("T1", lease_granularity="part")
+    result, events = await play(server, workdir, script, "T1", runner=runner, specs=specs)
 
     assert result.all_succeeded, result.tasks
     assert [e["payload"]["path"] for e in of_type(events, "lease_acquired")] == ["api.py"]

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from codefleet.api.client import FleetClient
 from codefleet.api.wire import CompleteBody
 from codefleet.attempt import AssignedTask, AttemptReport, OperatorNote
-from codefleet.models import ErrorKind, StaleReadPolicy
+from codefleet.models import ErrorKind, Granularity, StaleReadPolicy
 
 # Every field away from its default, so a field lost on the way cannot pass unnoticed.
 FULL = AttemptReport(
@@ -135,6 +135,7 @@ async def test_the_client_parses_the_assignment_json_into_one_type_with_every_fi
         "error_kind": "veto",
         "verify": "test",
         "on_stale_read": "retry",
+        "lease_granularity": "part",
         "notes": [{"seq": 1, "text": "use httpx"}],
         "ask": False,
         "shell_mode": "network",
@@ -160,6 +161,7 @@ async def test_the_client_parses_the_assignment_json_into_one_type_with_every_fi
         error_kind=ErrorKind.VETO,
         verify="test",
         on_stale_read=StaleReadPolicy.RETRY,
+        lease_granularity=Granularity.PART,
         notes=(OperatorNote(1, "use httpx"),),
         ask=False,
         shell_mode="network",

@@ -175,6 +175,26 @@ def test_overlapping_scopes_without_a_dependency_path_are_a_serialized_pair() ->
     assert analysis.overlaps == (Overlap(("A", "B"), ("models.py",)),)
 
 
+def test_scopes_naming_different_parts_of_one_file_do_not_overlap_but_the_whole_file_does() -> None:
+    tasks = [
+        t("A", "api.py::handle"),
+        t("B", "api.py::route"),
+        t("C", "api.py::handle", "api.py::<imports>"),
+        t("D", "api.py"),
+        t("E", "api.py::Router", deps=("D",)),  # after the whole file: no overlap
+    ]
+
+    analysis = analyse(tasks)
+
+    assert analysis.overlaps == (
+        Overlap(("A", "C"), ("api.py::handle",)),
+        Overlap(("A", "D"), ("api.py", "api.py::handle")),
+        Overlap(("B", "D"), ("api.py", "api.py::route")),
+        Overlap(("C", "D"), ("api.py", "api.py::<imports>", "api.py::handle")),
+    )
+    assert analysis.parallelism.peak == 3  # after D: A, B and E, three parts of api.py at once
+
+
 def test_a_file_in_three_scopes_is_a_hotspot_and_one_in_two_is_not() -> None:
     tasks = [
         t("A", "hot.py", "warm.py"),

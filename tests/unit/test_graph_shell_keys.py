@@ -1,4 +1,5 @@
-"""The graph's `shell:` / `shell_network:` defaults beside `on_stale_read`, and their bad values."""
+"""The graph's task defaults (`shell:`, `shell_network:`, `on_stale_read`, `lease_granularity`),
+and their bad values."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ def graph(**top: object) -> dict[str, object]:
             "description": "do b",
             "shell": False,
             "on_stale_read": "ignore",
+            "lease_granularity": "file",
         },
     ]
     return {"tasks": tasks, **top}
@@ -40,3 +42,21 @@ def test_a_bad_shell_key_is_reported_with_every_other_problem_of_the_file() -> N
     assert "'shell_network' must be true or false" in message
     assert "on_stale_read 'FAKE' is not one of" in message
     assert "unknown top-level key 'jobs'" in message
+
+
+def test_the_graph_level_lease_granularity_reaches_every_task_that_does_not_say_its_own() -> None:
+    specs = parse_graph(graph(lease_granularity="part"))
+
+    assert [s.get("lease_granularity") for s in specs] == ["part", "file"]
+    assert "lease_granularity" not in parse_graph(graph())[0]  # unset: the runner decides
+
+
+def test_a_bad_lease_granularity_names_the_allowed_values_at_the_top_and_on_a_task() -> None:
+    broken = graph(lease_granularity="function")
+    broken["tasks"][0]["lease_granularity"] = "line"  # type: ignore[index]
+    with pytest.raises(GraphError) as err:
+        parse_graph(broken)
+
+    message = str(err.value)
+    assert "lease_granularity 'function' is not one of part, file" in message
+    assert "task #1 (T1): lease_granularity: Input should be 'part' or 'file'" in message

@@ -9,8 +9,9 @@ the server would store them), one frozen `GraphAnalysis` out. It reports
   an upper bound on what can ever run at once;
 - the predicted parallelism on N runners, by playing the graph through the
   real scheduler policy (`simulate`);
-- overlap pairs: tasks with intersecting declared scopes and no dependency
-  path between them, which the scheduler never runs together;
+- overlap pairs: tasks whose declared scopes exclude each other (a file and
+  any part of it do, two different parts of one file do not) and no
+  dependency path between them, which the scheduler never runs together;
 - hotspots: files in three or more scopes, and named resources in two or
   more tasks (a resource is a lease key like a path, `resources`: tasks
   sharing one overlap and are serialized like tasks sharing a file);
@@ -31,6 +32,7 @@ from typing import Any, Literal
 from codefleet.analysis.simulate import SimTask, simulate
 from codefleet.dag import longest_path, max_antichain
 from codefleet.resources import is_resource_key
+from codefleet.toolcalls.partkeys import file_of, keys_conflict
 
 __all__ = [
     "HOTSPOT_SCOPES",
@@ -214,13 +216,19 @@ def analyse(
 
 
 def _overlaps(tasks: Sequence[PlannedTask], deps: dict[str, list[str]]) -> list[Overlap]:
-    """Pairs with shared declared paths and no dependency path between them, by id."""
+    """Pairs whose declared keys exclude each other and no dependency path between them, by id.
+
+    Keys are compared as leases are (`toolcalls.partkeys`): a file and any part of it
+    overlap, two different parts of one file do not; an overlap names the keys on both
+    sides (`api.py`, `api.py::handle`).
+    """
     above = _Ancestry(deps)
     shared: dict[tuple[str, str], set[str]] = {}
-    for path, ids in _holders(tasks).items():
-        for a, b in itertools.combinations(ids, 2):
-            if not above.related(a, b):
-                shared.setdefault((a, b), set()).add(path)
+    for keys_by_task in _holders_by_file(tasks).values():
+        for (a, keys_a), (b, keys_b) in itertools.combinations(sorted(keys_by_task.items()), 2):
+            met = {k for x in keys_a for y in keys_b if keys_conflict(x, y) for k in (x, y)}
+            if met and not above.related(a, b):
+                shared.setdefault((a, b), set()).update(met)
     return [Overlap(pair, tuple(sorted(paths))) for pair, paths in sorted(shared.items())]
 
 
@@ -254,6 +262,15 @@ def _holders(tasks: Sequence[PlannedTask]) -> dict[str, list[str]]:
         for path in set(task.file_scope):
             holders.setdefault(path, []).append(task.id)
     return {path: sorted(ids) for path, ids in holders.items()}
+
+
+def _holders_by_file(tasks: Sequence[PlannedTask]) -> dict[str, dict[str, set[str]]]:
+    """File (or resource) -> each task declaring it or a part of it -> the keys it declares."""
+    found: dict[str, dict[str, set[str]]] = {}
+    for task in tasks:
+        for key in task.file_scope:
+            found.setdefault(file_of(key), {}).setdefault(task.id, set()).add(key)
+    return found
 
 
 def _hotspots(tasks: Sequence[PlannedTask]) -> list[Hotspot]:

@@ -3,8 +3,8 @@
 The file is a mapping with a `tasks` list, whose keys are those of
 `wire.TaskSpec` (unknown keys are an error, not silently dropped), and an
 optional `checks` mapping of check name to shell command, and optional
-`shell:` / `shell_network:` defaults every task inherits unless it sets
-them (the `run_command` tool). The result is a
+`shell:`, `shell_network:`, `on_stale_read:` and `lease_granularity:`
+defaults every task inherits unless it sets its own (`TASK_DEFAULTS`). The result is a
 `GraphTasks`: the task specs as `POST /tasks` expects them, carrying the
 checks, which `FleetClient.create_tasks` posts with them. Problems are
 reported with the task's position and id so a person can find them:
@@ -26,7 +26,7 @@ import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import yaml
 from pydantic import ValidationError
@@ -40,7 +40,7 @@ from codefleet.api.wire import (
     check_resources,
 )
 from codefleet.dag import find_cycle
-from codefleet.models import StaleReadPolicy
+from codefleet.models import Granularity, StaleReadPolicy
 from codefleet.paths import PathRejected, TreeRoot
 from codefleet.resources import glob_inside_tree
 from codefleet.statedir import tree_root
@@ -58,10 +58,14 @@ __all__ = [
     "parse_graph",
 ]
 
-TOP_LEVEL_KEYS = frozenset(
-    {"tasks", "checks", "on_stale_read", "shell", "shell_network", "sequences", "integration"}
-)
-SHELL_KEYS = ("shell", "shell_network")  # graph-wide defaults a task may override
+# Graph-wide defaults every task inherits unless it sets its own: the allowed values.
+TASK_DEFAULTS: Final[Mapping[str, tuple[Any, ...]]] = {
+    "shell": (True, False),
+    "shell_network": (True, False),
+    "on_stale_read": tuple(p.value for p in StaleReadPolicy),
+    "lease_granularity": tuple(g.value for g in Granularity),
+}
+TOP_LEVEL_KEYS = frozenset({"tasks", "checks", "sequences", "integration", *TASK_DEFAULTS})
 TASK_KEYS = frozenset(TaskSpec.model_fields)
 _PROBE = {"title": "-", "description": "-"}  # a valid task, to validate `sequences` alone
 DEFAULT_GRAPH = "codefleet.yaml"
@@ -163,12 +167,11 @@ def parse_graph(
     given, check_problems = _check_specs(raw.get("checks") or {})
     checks = check_commands(given)
     sequences, sequence_problems = _sequences(raw.get("sequences") or {})
-    policy, policy_problems = _policy(raw.get("on_stale_read"))
-    defaults, default_problems = _shell_defaults(raw)
-    problems += policy_problems + default_problems
+    defaults, default_problems = _task_defaults(raw)
+    problems += default_problems
     specs: list[TaskSpec] = []
     for n, item in enumerate(tasks, start=1):
-        spec, spec_problems = _spec(n, _with_defaults(_with_policy(item, policy), defaults))
+        spec, spec_problems = _spec(n, _with_defaults(item, defaults))
         specs += [spec] if spec is not None else []
         problems += spec_problems
     found = GraphTasks([spec.model_dump(exclude_none=True) for spec in specs], checks, sequences)
@@ -245,19 +248,25 @@ def _name(task: Mapping[str, Any]) -> str:
     return str(task.get("id") or repr(task["title"]))
 
 
-def _shell_defaults(raw: dict[Any, Any]) -> tuple[dict[str, bool], list[str]]:
-    """The graph's `shell:` / `shell_network:` keys, which every task inherits unless it sets them."""
-    defaults = {key: raw[key] for key in SHELL_KEYS if key in raw}
+def _task_defaults(raw: dict[Any, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The graph's `TASK_DEFAULTS` keys it sets, which every task inherits, or their problems."""
+    defaults = {key: raw[key] for key in TASK_DEFAULTS if key in raw}
     problems = [
-        f"'{key}' must be true or false"
+        _bad_default(key, value)
         for key, value in defaults.items()
-        if not isinstance(value, bool)
+        if not any(value is v if isinstance(v, bool) else value == v for v in TASK_DEFAULTS[key])
     ]
     return ({} if problems else defaults), problems
 
 
-def _with_defaults(item: Any, defaults: Mapping[str, bool]) -> Any:
-    """`item` with the graph's shell defaults under its own keys (a task's own value wins)."""
+def _bad_default(key: str, value: Any) -> str:
+    if TASK_DEFAULTS[key] == (True, False):
+        return f"'{key}' must be true or false"
+    return f"{key} {value!r} is not one of {', '.join(TASK_DEFAULTS[key])}"
+
+
+def _with_defaults(item: Any, defaults: Mapping[str, Any]) -> Any:
+    """`item` with the graph's defaults under its own keys (a task's own value wins)."""
     return {**defaults, **item} if isinstance(item, dict) else item
 
 
@@ -318,22 +327,6 @@ def _field_problem(error: Any) -> str:
     if error["type"] == "extra_forbidden":
         return f"unknown key {_unknown(field, TASK_KEYS)}"
     return f"{field}: {error['msg']}"
-
-
-def _policy(raw: Any) -> tuple[str | None, list[str]]:
-    """The graph's `on_stale_read` (every task's unless it says its own), or the problem."""
-    allowed = [p.value for p in StaleReadPolicy]
-    if raw is None:
-        return None, []
-    if raw not in allowed:
-        return None, [f"on_stale_read {raw!r} is not one of {', '.join(allowed)}"]
-    return str(raw), []
-
-
-def _with_policy(item: Any, policy: str | None) -> Any:
-    if policy is None or not isinstance(item, dict) or "on_stale_read" in item:
-        return item
-    return {**item, "on_stale_read": policy}
 
 
 def _unknown(key: str, known: Iterable[str]) -> str:

@@ -32,6 +32,7 @@ from codefleet.models import (
     AgentKind,
     CheckPurpose,
     ErrorKind,
+    Granularity,
     StaleReadPolicy,
 )
 from codefleet.paths import MAX_PATH_CHARS
@@ -167,6 +168,7 @@ class TaskSpec(_Body):
     estimate_min: Annotated[StrictInt, Field(ge=1, le=MAX_ESTIMATE_MIN)] | None = None
     agent: AgentKind | None = None  # the coding agent the task needs; None: any runner
     on_stale_read: StaleReadPolicy | None = None  # None: the graph's, else reconcile
+    lease_granularity: Granularity | None = None  # None: the graph's, else the runner's
     ask: StrictBool = True  # False: its sessions get no `ask_operator` tool
 
     resources: Resources = []  # named exclusive locks held for the whole attempt

@@ -139,7 +139,9 @@ class RunnerOptions:
     shell_config: ShellConfig | None = None  # how commands run here; None: they cannot
     reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS  # `fleet.reconcile`
     no_questions: bool = False  # unattended: `ask_operator` answers NO_ANSWER at once
-    lease_granularity: Granularity | None = None  # what a write leases; None: the server's
+    # What a write leases: wins over the task's `lease_granularity`; None: the task's,
+    # else the server's (decision 0146)
+    lease_granularity: Granularity | None = None
 
 
 def _collect(task: asyncio.Task[Any]) -> None:
@@ -165,7 +167,7 @@ class Runner:
         self.heartbeat_s = 5.0
         self.grant_trust_s = 10.0
         self.lease_wait_s = 0.0  # the server's CODEFLEET_LEASE_WAIT: how long a write may park
-        self.granularity = Granularity.FILE  # what a write leases (registration says)
+        self.granularity = Granularity.FILE  # the server's default lease (registration says)
         self.task_timeout = options.task_timeout or 600.0
         self.question_timeout = 0.0  # the server's; 0: sessions cannot ask
         self.clock_skew_s = (
@@ -192,7 +194,7 @@ class Runner:
         # A grant is trusted for half the server's stale window (prewrite: "A late grant").
         self.grant_trust_s = float(answer.get("stale_after_s", 20.0)) / 2
         self.lease_wait_s = float(answer.get("lease_wait_s", 0.0))
-        self.granularity = self.options.lease_granularity or Granularity(
+        self.granularity = Granularity(
             answer.get("lease_granularity", Granularity.FILE)  # an older server: files
         )
         self.task_timeout = self.options.task_timeout or float(answer.get("task_timeout_s", 600.0))
@@ -402,7 +404,9 @@ class Runner:
             self.grant_trust_s,
             lease_wait_s=self.lease_wait_s,
             reads=reads.latest,
-            granularity=self.granularity,
+            granularity=self.options.lease_granularity
+            or task.lease_granularity
+            or self.granularity,
         )
         checker = self._checker(gate, commands, task.attempts, resources)
         inbox = Inbox(task)

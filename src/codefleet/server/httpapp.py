@@ -95,6 +95,7 @@ def new_task(spec: TaskSpec) -> NewTask:
         spec.estimate_min,
         None if spec.agent is None else spec.agent.value,
         None if spec.on_stale_read is None else spec.on_stale_read.value,
+        None if spec.lease_granularity is None else spec.lease_granularity.value,
         spec.ask,
         ShellMode.of(spec.shell, spec.shell_network),
         tuple(spec.resources),

@@ -155,8 +155,11 @@ def _changed(spec: Mapping[str, Any], row: Mapping[str, Any], *, exact: bool) ->
     change, only what the file adds to them.
     """
     fields = [k for k in COMPARED if k in spec and k in row and spec[k] != row[k]]
-    if spec.get("on_stale_read", row.get("on_stale_read")) != row.get("on_stale_read"):
-        fields.append("on_stale_read")
+    fields += [
+        key
+        for key in ("on_stale_read", "lease_granularity")
+        if spec.get(key, row.get(key)) != row.get(key)
+    ]
     if spec.get("ask", True) != (row.get("ask") != 0):
         fields.append("ask")
     shell = ShellMode.of(spec.get("shell"), spec.get("shell_network"))

@@ -34,6 +34,7 @@ from codefleet.models import (
     DenyReason,
     ErrorKind,
     EventType,
+    Granularity,
     StaleReadPolicy,
     TaskStatus,
     to_iso,
@@ -116,6 +117,9 @@ class RunnerCalls:
             verify=task.verify,
             shell_mode=task.shell_mode,
             on_stale_read=StaleReadPolicy(task.on_stale_read or StaleReadPolicy.RECONCILE),
+            lease_granularity=None
+            if task.lease_granularity is None
+            else Granularity(task.lease_granularity),
             notes=self.messages.notes(task.id),
             ask=task.ask,
             resources=tuple(sorted(map(resource_name, task.resources))),

@@ -25,6 +25,7 @@ TASK_COLUMNS: Final = frozenset(
         "verify",
         "agent",
         "on_stale_read",
+        "lease_granularity",
         "ask",
         "shell",
         "backoff_until",
@@ -79,6 +80,7 @@ INSERT_TASK_COLUMNS: Final = (
     "verify",
     "agent",
     "on_stale_read",
+    "lease_granularity",
     "ask",
     "shell",
     "created_at",
@@ -116,6 +118,7 @@ MIGRATIONS: Final = (
     ("checks", "resources", "ALTER TABLE checks ADD COLUMN resources TEXT NOT NULL DEFAULT '[]'"),
     ("tasks", "landing_seq", "ALTER TABLE tasks ADD COLUMN landing_seq INTEGER"),
     ("tasks", "landed_order", "ALTER TABLE tasks ADD COLUMN landed_order INTEGER"),
+    ("tasks", "lease_granularity", "ALTER TABLE tasks ADD COLUMN lease_granularity TEXT"),
 )
 INSERT_DEPENDENCY: Final = "INSERT INTO task_dependencies (task_id, depends_on_id) VALUES (?, ?)"
 SELECT_TASK: Final = "SELECT * FROM tasks WHERE id = ?"

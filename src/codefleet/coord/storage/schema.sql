@@ -32,6 +32,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     verify           TEXT, -- the name of the check that verifies a finished session
     agent            TEXT, -- the agent kind the task needs (claude, codex); NULL: any
     on_stale_read    TEXT, -- the task's policy for stale reads (NULL: reconcile)
+    lease_granularity TEXT, -- what its writes lease: part | file (NULL: the runner's)
     ask              INTEGER, -- 0: its sessions cannot ask the operator (NULL: they can)
     shell            TEXT, -- run_command: off | on | network; NULL: the fleet's default
     resources        TEXT NOT NULL DEFAULT '[]',  -- named resources held for each attempt

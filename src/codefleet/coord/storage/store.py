@@ -47,12 +47,13 @@ def _preimage(row: sqlite3.Row) -> PreImage:
 
 
 def _task_params(task: Row) -> tuple[Any, ...]:
-    """`INSERT_TASK`'s parameters, in order; `verify`, `agent`, `on_stale_read` and `shell`
-    may be left out (NULL)."""
+    """`INSERT_TASK`'s parameters, in order; `verify`, `agent`, `on_stale_read`,
+    `lease_granularity`, `ask` and `shell` may be left out (NULL)."""
     row = {
         "verify": None,
         "agent": None,
         "on_stale_read": None,
+        "lease_granularity": None,
         "ask": None,
         "shell": None,
         **task,

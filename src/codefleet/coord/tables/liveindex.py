@@ -60,6 +60,7 @@ class LiveTask:
     description: str = ""
     verify: str | None = None
     on_stale_read: str | None = None  # None: the default policy (reconcile)
+    lease_granularity: str | None = None  # None: the runner's
     ask: bool = True  # False: the graph said `ask: false`
     shell_mode: str | None = None
     error: str | None = None  # the last attempt's failure (set by a requeue, kept as stored)
@@ -120,6 +121,7 @@ def live_task(row: Mapping[str, Any]) -> LiveTask:
         verify=row.get("verify"),
         agent=row.get("agent"),
         on_stale_read=row.get("on_stale_read"),
+        lease_granularity=row.get("lease_granularity"),
         ask=row.get("ask") != 0,
         shell_mode=row.get("shell"),
         error=row["error"],
@@ -291,6 +293,7 @@ class LiveIndex:
                 verify=row.get("verify"),
                 agent=row.get("agent"),
                 on_stale_read=row.get("on_stale_read"),
+                lease_granularity=row.get("lease_granularity"),
                 ask=row.get("ask") != 0,
                 shell_mode=row.get("shell"),
                 resources=resource_keys(row.get("resources") or ()),

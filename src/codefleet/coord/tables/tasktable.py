@@ -65,6 +65,7 @@ REDEFINED_COLUMNS: Final = (
     "verify",
     "agent",
     "on_stale_read",
+    "lease_granularity",
     "ask",
     "shell",
     "resources",

@@ -54,6 +54,7 @@ class NewTask:
     estimate_min: int | None = None  # read by `graph check` and `plan`; not stored
     agent: str | None = None  # the agent kind the task needs (`models.AgentKind`); None: any
     on_stale_read: str | None = None  # a `StaleReadPolicy` value; None: the default
+    lease_granularity: str | None = None  # a `Granularity` value; None: the runner's
     ask: bool = True  # False: the task's sessions cannot ask the operator
     shell_mode: str | None = None  # a `ShellMode` value; None: the fleet's default
     resources: Sequence[str] = ()  # names (`resources`), held for the whole attempt
@@ -122,6 +123,7 @@ def task_rows(
                 "verify": spec.verify,
                 "agent": spec.agent,
                 "on_stale_read": spec.on_stale_read,
+                "lease_granularity": spec.lease_granularity,
                 "ask": None if spec.ask else 0,
                 "shell": spec.shell_mode,
                 "created_at": at,
