@@ -6,10 +6,13 @@ extracts every target path (`file_path`, `notebook_path`, `path`, the
 paths of an `edits` list, or every header of a Codex `apply_patch` patch:
 `toolcalls.writepaths.tool_paths`), normalizes each against the working tree (symlinks
 resolved), refuses locally anything outside the tree or with no path at all,
-then asks the server for the leases, all or nothing. With leases by part (the
-default, `granularity`), a `Write`/`Edit`/`MultiEdit` of a Python file asks for
-the parts it changes instead of the file (`toolcalls.writeparts.write_keys`:
-anything it cannot map is the whole file).
+then asks the server for the leases, all or nothing. With leases by part
+(`granularity` part: the task's, the runner's or the server's choice), a
+`Write`/`Edit`/`MultiEdit` of a Python file asks for the parts it changes
+instead of the file (`toolcalls.writeparts.write_keys`: anything it cannot map
+is the whole file). A command's change (`acquire`) is always the whole file: the
+command ran on a view with other tasks' unfinished parts put back, so its text
+of the file is not theirs to write.
 
 It fails closed: an unreachable server, a timeout, a fenced runner or any
 unexpected error is a denial. A denial carries an instruction for the model
