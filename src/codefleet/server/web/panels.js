@@ -5,7 +5,7 @@
 import { shownStatus } from "./graph.js";
 import { landingNow, naturalCompare, TERMINAL } from "./model.js";
 import { runOrigin, runWall } from "./describe.js";
-import { clock, costText, fill, fmtCost, fmtCount, fmtDuration, fmtOffset, h, leaseLabel, plural, spentText, truncate } from "./util.js";
+import { clock, costText, fill, fmtCost, fmtCount, fmtDuration, fmtOffset, h, keyText, leaseLabel, PART_SEPARATOR, plural, spentText, splitLeaseKey, truncate } from "./util.js";
 
 // -- header -------------------------------------------------------------------------
 
@@ -181,7 +181,7 @@ function personBadge() {
 
 export function renderLeases(container, view) {
   const { model, now } = view;
-  const leases = [...model.live.leases.values()].sort((a, b) => naturalCompare(a.path, b.path));
+  const leases = [...model.live.leases.values()].sort((a, b) => byFileThenPart(a.path, b.path));
   const held = leases.length
     ? h(
         "table",
@@ -192,7 +192,7 @@ export function renderLeases(container, view) {
           "tbody",
           {},
           leases.map((l) =>
-            h("tr", { "data-lease": l.path, "data-kind": l.kind ?? "task" }, h("td", { class: "path", text: leaseLabel(l.path) }), h("td", {}, model.laneName(l.agent_id), l.kind === "interactive" ? personBadge() : null), h("td", { text: l.task_id }), h("td", { class: "num", text: fmtDuration(now - Date.parse(l.acquired_at)) })),
+            h("tr", { "data-lease": l.path, "data-file": splitLeaseKey(l.path).file, "data-kind": l.kind ?? "task" }, h("td", { class: "path" }, keyText(l.path)), h("td", {}, model.laneName(l.agent_id), l.kind === "interactive" ? personBadge() : null), h("td", { text: l.task_id }), h("td", { class: "num", text: fmtDuration(now - Date.parse(l.acquired_at)) })),
           ),
         ),
       )
@@ -200,18 +200,49 @@ export function renderLeases(container, view) {
   fill(container, h("h3", { text: `Held now (${leases.length})` }), held, h("h3", { text: "Files of the run, most contested first" }), contention(model));
 }
 
+/** Lease keys in the order of their file, a file's whole key before its parts. */
+function byFileThenPart(a, b) {
+  const x = splitLeaseKey(a);
+  const y = splitLeaseKey(b);
+  return naturalCompare(x.file, y.file) || naturalCompare(x.part ?? "", y.part ?? "");
+}
+
+/** The run's lease keys (`model.history.files`) gathered by file: a file's vetoes and tasks are
+ * its whole key's and its parts' together; `parts` are its parts, most refused first. */
+function byFile(entries) {
+  const files = new Map();
+  for (const entry of entries) {
+    const { file, part } = splitLeaseKey(entry.path);
+    if (!files.has(file)) files.set(file, { path: file, keys: [], tasks: [], denials: 0, parts: [] });
+    const f = files.get(file);
+    f.keys.push(entry.path);
+    f.denials += entry.denials;
+    for (const task of entry.tasks) if (!f.tasks.includes(task)) f.tasks.push(task);
+    if (part !== null) f.parts.push({ part, denials: entry.denials });
+  }
+  for (const f of files.values()) f.parts.sort((a, b) => b.denials - a.denials || naturalCompare(a.part, b.part));
+  return [...files.values()];
+}
+
+function partChips(parts) {
+  if (!parts.length) return null;
+  const chip = (p) => h("span", { class: "part", "data-part": p.part, "data-denials": p.denials, text: `${PART_SEPARATOR}${p.part}${p.denials ? ` · ${plural(p.denials, "veto", "vetoes")}` : ""}` });
+  return h("span", { class: "tile-parts small" }, parts.map(chip));
+}
+
 function contention(model) {
-  const files = [...model.history.files.values()];
+  const files = byFile(model.history.files.values());
   if (!files.length) return h("p", { class: "empty", text: "No file has been leased yet." });
   files.sort((a, b) => b.denials - a.denials || naturalCompare(a.path, b.path));
   const shown = files.slice(0, 24);
   const tiles = shown.map((f) => {
-    const holder = model.live.leases.get(f.path);
+    const holder = f.keys.map((key) => model.live.leases.get(key)).find(Boolean);
     return h(
       "li",
       { class: `tile${f.denials ? " contested" : ""}${holder ? " held" : ""}`, "data-file": f.path, "data-denials": f.denials },
       h("span", { class: "path", text: leaseLabel(f.path) }),
       f.denials ? h("span", { class: "denials", text: plural(f.denials, "veto", "vetoes") }) : null,
+      partChips(f.parts),
       h("span", { class: "small muted", text: holder ? `held by ${model.laneName(holder.agent_id)} · ${holder.task_id}` : `leased by ${f.tasks.join(" → ")}` }),
     );
   });
@@ -339,7 +370,7 @@ export function renderConflicts(container, view) {
             "tr",
             { "data-conflict": c.event_id },
             h("td", { class: "num", title: clock(c.at), text: fmtOffset(Date.parse(c.at) - t0) }),
-            h("td", { class: "path", text: leaseLabel(c.path) }),
+            h("td", { class: "path" }, keyText(c.path)),
             h("td", { text: `${c.agent_name ?? "?"} · ${c.task_id}` }),
             h("td", { text: `${c.holder_agent_name ?? "?"} · ${c.holder_task_id ?? "?"}` }),
             h("td", { class: c.resolved ? "good" : "warn", text: c.resolved ? `✓ ${c.task_id} succeeded later` : "open" }),
@@ -378,7 +409,7 @@ export function renderContention(container, stats) {
     h(
       "tbody",
       {},
-      stats.files.map((file) =>
+      stats.files.map((file) => [
         h(
           "tr",
           { "data-file": file.path },
@@ -388,7 +419,19 @@ export function renderContention(container, stats) {
           h("td", { class: "num", text: secs(file.veto_lost_s) }),
           h("td", { class: "num", text: secs(file.rollback_lost_s) }),
         ),
-      ),
+        // A file leased by part: its total above, each part (and its whole key) beneath it.
+        (file.parts ?? []).map((p) =>
+          h(
+            "tr",
+            { "data-part-of": file.path, "data-part": p.part ?? "", class: "part-row" },
+            h("td", { class: "path part", text: p.part === null ? "(whole file)" : `${PART_SEPARATOR}${p.part}` }),
+            h("td", { class: "num", text: String(p.vetoes) }),
+            h("td", { text: p.tasks.join(", ") || "–" }),
+            h("td", { class: "num", text: secs(p.veto_lost_s) }),
+            h("td", { class: "num muted", title: "a rollback puts the whole file back: counted on its row", text: "–" }),
+          ),
+        ),
+      ]),
     ),
   );
   fill(container, summary, landing, table, resources);

@@ -4,6 +4,8 @@
 // would reorder what a person reads) is shown as an escape, as the terminal's
 // safetext.terminal_safe shows it (docs/security.md).
 
+import { leaseLabel, PART_SEPARATOR, splitLeaseKey } from "./wording.js";
+
 const SVG_NS = "http://www.w3.org/2000/svg";
 const UNSAFE = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
@@ -95,7 +97,13 @@ export function plural(n, one, many = `${one}s`) {
   return `${n} ${n === 1 ? one : many}`;
 }
 
-export { leaseLabel } from "./wording.js"; // said once, where the event words are
+export { leaseLabel, PART_SEPARATOR, splitLeaseKey }; // said once, where the event words are
+
+/** A lease key's cell text: the file (or `resource db`), then its part, if any, as its own span. */
+export function keyText(key) {
+  const { file, part } = splitLeaseKey(key);
+  return part === null ? [leaseLabel(key)] : [file, h("span", { class: "part", "data-part": part, text: `${PART_SEPARATOR}${part}` })];
+}
 
 export function truncate(text, max) {
   const value = String(text ?? "");

@@ -96,6 +96,17 @@ export function leaseLabel(key) {
   return value.startsWith(RESOURCE_PREFIX) ? `resource ${value.slice(RESOURCE_PREFIX.length)}` : value;
 }
 
+// A part's lease key is `path::name` (codefleet/toolcalls/partkeys.py: PART_SEPARATOR); the first "::" splits.
+export const PART_SEPARATOR = "::";
+
+/** `{file, part}` of a lease key, as `toolcalls.partkeys.split_part_key`: part null for a whole file or a resource. */
+export function splitLeaseKey(key) {
+  const value = String(key ?? "");
+  const at = value.indexOf(PART_SEPARATOR);
+  if (value.startsWith(RESOURCE_PREFIX) || at <= 0 || at + PART_SEPARATOR.length >= value.length) return { file: value, part: null };
+  return { file: value.slice(0, at), part: value.slice(at + PART_SEPARATOR.length) };
+}
+
 // One stale read: "api.py (T3)", or "api.py (deleted by T3)".
 function staleOne(item) {
   const who = (item?.changed_by ?? []).map(text).join(", ");
