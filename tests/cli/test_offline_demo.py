@@ -2,10 +2,12 @@
 
 The full run is the real thing: the demo graph, three runners, the bundled CLI per
 attempt, the real hook and lease server, the fake model playing
-examples/demo-model.yaml. It must show the staged veto (T4 refused api.py while T3
-holds it: T4's command touching api.py is vetoed, nothing of it lands), retry T4 to
-success, apply T1's command that generates TAG_RULES.txt, show the verify loop (T1 calls the check tool, its
-verification fails, the retry passes), and end with the demo repository's tests passing.
+examples/demo-model.yaml, leased by part. It must show T3 and T4 in api.py side by side
+through the real hook (T4's Edit of `create_app` granted while T3 holds its own parts),
+the staged veto on a part both want (T4's Edit of the import block refused while T3
+holds `api.py::<imports>`), retry T4 to success, apply T1's command that generates
+TAG_RULES.txt, show the verify loop (T1 calls the check tool, its verification fails,
+the retry passes), and end with the demo repository's tests passing.
 The other tests keep the model file equivalent to the dry-run script and check the
 live mode refuses to start without credentials.
 """
@@ -24,6 +26,7 @@ from typer.testing import CliRunner
 from codefleet.api.graphfile import load_graph
 from codefleet.cli.app import app
 from codefleet.cli.start.demo_run import DEMO_VERIFY, examples_dir, run_demo
+from codefleet.cli.start.sidebyside import SideBySide, side_by_side
 from codefleet.coord.storage.store import Store
 from codefleet.fleet.scripted import Step, load_script
 from codefleet.offlinemodels.anthropicapi import ToolUse
@@ -32,10 +35,13 @@ from codefleet.session.offline import load_model_scripts, shared_model
 from codefleet.session.sdk import CHECK_TOOL_NAME
 
 STORE_TAIL = "    def __len__(self) -> int:\n        return len(self._items)\n"
-VETOED_AFTER = {"T4-a1": 1}  # the staged veto: T4's first attempt makes one (refused) edit
+# the staged veto: T4's first attempt makes two edits, create_app (granted) and the
+# import block (refused)
+VETOED_AFTER = {"T4-a1": 2}
+T3_PARTS = ("<imports>", "ROUTES", "delete_bookmark", "list_tags", "update_bookmark")
 
 
-def test_the_offline_demo_vetoes_t4s_command_on_api_py_applies_t1s_and_passes(
+def test_the_offline_demo_runs_t3_and_t4_side_by_side_in_api_py_vetoes_t4_on_a_part_and_passes(
     tmp_path: Path,
 ) -> None:
     out = io.StringIO()
@@ -47,7 +53,7 @@ def test_the_offline_demo_vetoes_t4s_command_on_api_py_applies_t1s_and_passes(
     [workspace] = tmp_path.glob("demo-*")
     records = {p.stem: json.loads(p.read_text()) for p in (workspace / "sessions").glob("*.json")}
     first, retry = records["T4-attempt1"]["outcome"], records["T4-attempt2"]["outcome"]
-    assert (first["error_kind"], first["blocked_on_path"]) == ("veto", "api.py")
+    assert (first["error_kind"], first["blocked_on_path"]) == ("veto", "api.py::<imports>")
     assert retry["ok"] is True
     assert all(r["init"]["permissionMode"] == "dontAsk" for r in records.values())
     assert sorted(records) == [
@@ -68,19 +74,25 @@ def test_the_offline_demo_vetoes_t4s_command_on_api_py_applies_t1s_and_passes(
     [broke] = store.events(0, 10_000, "integration_failed")
     landed = [e["task_id"] for e in store.events(0, 10_000, "landed")]
     commands = {e["task_id"]: e["payload"] for e in store.events(0, 10_000, "command_finished")}
+    [denied] = store.events(0, 10_000, "lease_denied")
+    pairs = side_by_side(store.events(0, 100_000))
     store.close()
+    # Side by side through the real hook: T4's Edit of create_app was granted while T3 held
+    # its parts; its Edit of the import block was the refused one.
+    assert pairs == [SideBySide("api.py", ("T3", "T4"), (T3_PARTS, ("create_app",)))]
+    assert (denied["task_id"], denied["payload"]["path"]) == ("T4", "api.py::<imports>")
+    assert (denied["payload"]["tool"], denied["payload"]["holder_task_id"]) == ("Edit", "T3")
     assert broke["task_id"] == "T2" and "T3" in broke["payload"]["conflicts_with"]
     assert landed.index("T3") < landed.index("T2") and sorted(landed) == [
         f"T{n}" for n in range(1, 6)
     ]
-    assert sorted(commands) == ["T1", "T4"]
-    generated, vetoed = commands["T1"], commands["T4"]
+    assert sorted(commands) == ["T1"]
+    generated = commands["T1"]
     assert (generated["attempt"], generated["applied"], generated.get("denied_on")) == (
         2,
         ["TAG_RULES.txt"],
         None,
     )
-    assert (vetoed["attempt"], vetoed["applied"], vetoed["denied_on"]) == (1, [], "api.py")
     assert "MAX_TAGS = 10" in (workspace / "tree" / "TAG_RULES.txt").read_text()
     assert [(c["attempt"], c["purpose"], c["passed"]) for c in checks] == [
         (1, "tool", True),
@@ -88,7 +100,8 @@ def test_the_offline_demo_vetoes_t4s_command_on_api_py_applies_t1s_and_passes(
         (2, "verify", True),
     ]
     assert "invalid tag 'DOCS'" in checks[1]["output_tail"]
-    assert "refused api.py: held by" in text and "PASS" in text
+    assert "refused api.py::<imports>: held by" in text and "PASS" in text
+    assert "SIDE BY SIDE  api.py: T3 held <imports>, ROUTES" in text
     assert "simulated, nothing spent" in text  # the fake model's tokens, priced, not paid
     fake, _ = shared_model((examples_dir() / "demo-model.yaml").resolve())
     assert fake.wait_timeouts() == [], "the veto was staged by the scripts, not by a give-up"

@@ -7,14 +7,15 @@ demo graph with its named check `test` (the repository's suite, run with the
 interpreter running CodeFleet), runs three runners over it, prints the live
 event log (the veto in red, each check's and command's verdict), then runs the demo
 repository's own test suite in the workspace. Exit 0 only when every task
-succeeded and the tests passed.
+succeeded and the tests passed. Leased by part, the tasks that held different
+parts of one file at once are named on a SIDE BY SIDE line (`sidebyside`).
 
 The workspace's tree is a git repository with one commit (the demo
 repository as shipped). With `commit` (the default) each task is committed
 on a new branch the moment it succeeds (`livecommit`), and the demo ends by
 printing that branch and its `git log --oneline`.
 
-Tasks with `shell: true` (T1, T4) run their commands in bubblewrap when it is
+Tasks with `shell: true` (T1) run their commands in bubblewrap when it is
 installed; without it, unsandboxed for the scripted model only (`demo_shell`).
 
 `--dry-run` plays `demo-script.yaml` through the scripted executor: same
@@ -23,7 +24,8 @@ server, scheduler, leases and veto, no model, deterministic.
 `--offline --mixed` makes the last runner a Codex runner (`codex-N`, the real Codex
 CLI against the same scripted model, its writes played as patches) and pins the
 staged collision across agents: T4 needs Codex, T1 and T3 Claude Code, so T4's
-patch of api.py is refused while T3, a Claude Code session, holds it.
+patch of api.py (a patch leases the whole file) is refused on the parts T3, a Claude
+Code session, holds.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from rich.markup import escape
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphTasks, load_graph
+from codefleet.cli.start.sidebyside import side_by_side
 from codefleet.config import Settings
 from codefleet.fleet.executor import Executor
 from codefleet.fleet.local import FleetOptions, FleetResult, python_command, run_fleet
@@ -202,9 +205,12 @@ async def _demo(
         scopes = ScopeWatch()  # a fresh server: its log starts with every task_created
         async with FleetClient(server.url, token=settings.token) as client:
             conflicts = await client.conflicts()
-            for event in await client.all_events():
-                scopes.take(event)
+            events = await client.all_events()
+        for event in events:
+            scopes.take(event)
         server.request_stop()  # it winds down while the verdict prints; leaving `with` joins it
+        for pair in side_by_side(events):  # leases by part: two tasks in one file at once
+            console.print(f"[bold cyan]SIDE BY SIDE[/]  {escape(pair.describe())}", markup=True)
         print_result(
             console, result, conflicts, simulated_cost=mode != "live", outside=scopes.outside
         )
