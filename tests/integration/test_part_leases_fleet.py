@@ -244,31 +244,57 @@ async def test_a_runners_own_lease_granularity_wins_over_the_tasks(
     assert [e["payload"]["path"] for e in of_type(events, "lease_acquired")] == ["api.py"]
 
 
+def command_runner(workdir: Path) -> RunnerOptions:
+    shell = host_shell(ShellLimits(), unsandboxed=True)
+    assert shell is not None, "this host cannot build a command layer (user namespaces?)"
+    return RunnerOptions(
+        "runner", workdir, workdir.parent / "runs", shell_default=True, shell_config=shell
+    )
+
+
 async def test_a_command_that_rewrites_a_file_another_task_holds_a_part_of_is_refused(
     make_server: Any, workdir: Path
 ) -> None:
     (workdir / "api.py").write_text(API)
     server = make_server(**PARTS)
-    rewrite = "sed -i 's/return path/return path.strip()/' api.py"
+    rewrite = "sed -i 's/return /return  /' api.py"  # every function, the held one too
     script = {
-        "T1": [edit("return 1", "return 'one'"), {"wait_denied": "api.py"}],
+        "T1": [edit("return 1", "return 'one'"), {"wait_denied": "api.py::handle"}],
         "T2": [{"wait_leased": "api.py::handle", "attempt": 1}, {"command": rewrite}],
     }
-    shell = host_shell(ShellLimits(), unsandboxed=True)
-    assert shell is not None, "this host cannot build a command layer (user namespaces?)"
-    runner = RunnerOptions(
-        "runner", workdir, workdir.parent / "runs", shell_default=True, shell_config=shell
-    )
-    result, events = await play(server, workdir, script, "T1", "T2", runner=runner)
+    result, events = await play(server, workdir, script, "T1", "T2", runner=command_runner(workdir))
 
     assert result.all_succeeded, result.tasks
     (denied,) = of_type(events, "lease_denied")
-    # a command's change is a whole-file write: it excludes the part T1 holds
     assert denied["task_id"] == "T2" and denied["payload"]["path"] == "api.py::handle"
     assert denied["payload"]["holder_task_id"] == "T1"
     (requeued,) = [e for e in of_type(events, "task_requeued") if e["task_id"] == "T2"]
     assert requeued["payload"]["attempt"] == 1
     # T1's change is not lost to the command's rewrite of the file as it saw it
+    assert (workdir / "api.py").read_text() == API.replace("return 1", "return  'one'").replace(
+        "return path", "return  path"
+    )
+
+
+async def test_a_command_that_changes_another_part_of_a_held_file_lands_by_part(
+    make_server: Any, workdir: Path
+) -> None:
+    (workdir / "api.py").write_text(API)
+    server = make_server(**PARTS)
+    script = {
+        "T1": [edit("return 1", "return 'one'"), {"wait_acquired": "api.py::route"}],
+        "T2": [
+            {"wait_leased": "api.py::handle"},
+            {"command": "sed -i 's/return path/return path.strip()/' api.py"},
+        ],
+    }
+    result, events = await play(server, workdir, script, "T1", "T2", runner=command_runner(workdir))
+
+    assert result.all_succeeded, result.tasks
+    assert of_type(events, "lease_denied") == []
+    acquired = {(e["task_id"], e["payload"]["path"]) for e in of_type(events, "lease_acquired")}
+    assert acquired == {("T1", "api.py::handle"), ("T2", "api.py::route")}
+    # the command ran on T1's pre-image of api.py; only its own part landed, T1's stays
     assert (workdir / "api.py").read_text() == API.replace("return 1", "return 'one'").replace(
         "return path", "return path.strip()"
     )

@@ -121,3 +121,42 @@ def test_a_symlink_a_large_file_and_a_path_with_two_colons_take_the_whole_file(
 def test_a_file_that_is_not_utf8_takes_the_whole_file(tree: Path) -> None:
     (tree / "latin.py").write_bytes(b"X = '\xe9'\n")
     assert write_keys(tree, "latin.py", "Write", {"content": "X = 'e'\n"}) == ["latin.py"]
+
+
+# -- a command's rewrite (run_command): mapped against what it saw, landed by part -----------
+
+SEEN = API.encode()
+
+
+def test_a_rewrite_takes_the_parts_it_changes_adds_and_deletes_against_what_it_saw() -> None:
+    after = API.replace("return path", "return path.strip()").replace(
+        "class Router:\n    pass\n", ""
+    )
+    added = API + "\n\ndef extra():\n    pass\n"
+
+    assert writeparts.rewrite_parts("api.py", SEEN, after.encode()) == {"route", "Router"}
+    assert writeparts.rewrite_parts("api.py", SEEN, added.encode()) == {"extra"}
+    assert writeparts.rewrite_parts("api.txt", SEEN, added.encode()) is None  # not Python
+    assert writeparts.rewrite_parts("api.py", SEEN, b"def (:\n") is None  # does not parse
+    assert writeparts.rewrite_parts("api.py", SEEN, SEEN) is None  # changes nothing
+
+
+def test_a_rewrite_lands_on_the_current_file_keeping_another_holders_part() -> None:
+    after = API.replace("return path", "return path.strip()").encode()
+    current = API.replace("return 1", "return 'one'").encode()  # another task's part since
+
+    merged = writeparts.merge_rewrite(current, SEEN, after, frozenset({"route"}))
+
+    assert (
+        merged
+        == API.replace("return 1", "return 'one'")
+        .replace("return path", "return path.strip()")
+        .encode()
+    )
+
+
+def test_a_rewrite_of_a_part_changed_since_the_command_saw_it_does_not_land() -> None:
+    after = API.replace("return path", "return path.strip()").encode()
+    current = API.replace("return path", "return path.lower()").encode()
+
+    assert writeparts.merge_rewrite(current, SEEN, after, frozenset({"route"})) is None

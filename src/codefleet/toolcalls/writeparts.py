@@ -1,14 +1,19 @@
 """Which lease keys one write takes: the parts of a Python file it changes, or the whole file.
 
 The runner's gate asks this before every `Write`, `Edit` and `MultiEdit` when leases
-are by part (`lease_granularity: part`, the default). It reads the file as it is
+are by part (`lease_granularity: part`). It reads the file as it is
 now, works out what the tool would leave there (`Edit`/`MultiEdit`: the replacement
 applied to the current text; `Write`: the content given), and maps the changed lines
 to parts (`fileparts.changed_parts`: each side parsed once). The answer is the part
 keys (`path::name`, `partkeys`) of every part the write changes, adds or deletes.
 
+A command's rewrite of a file (`run_command`) is mapped the same way, but against
+the text the command saw (`rewrite_parts`), and lands by part: the current file
+with only those parts as the command left them, provided each is still as the
+command saw it (`merge_rewrite`), so another holder's parts written meanwhile stay.
+
 Anything it cannot map takes the whole file, as leases by file always do: another
-tool (a command, a Codex patch, a notebook), a file that is not `.py`/`.pyi`, does
+tool (a Codex patch, a notebook), a file that is not `.py`/`.pyi`, does
 not exist yet, is not a regular file, is larger than `MAX_PART_FILE_BYTES`, does not
 parse before or after, a path that holds `::`, an edit the tool would refuse, or a
 write that changes nothing. Never raises: a mapping that fails is the whole file.
@@ -22,10 +27,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from codefleet.toolcalls.fileparts import apply_edit, apply_multi_edit, changed_parts
+from codefleet.toolcalls.fileparts import (
+    apply_edit,
+    apply_multi_edit,
+    changed_parts,
+    preimages,
+    put_back_parts,
+)
 from codefleet.toolcalls.partkeys import PART_SEPARATOR, part_key
 
-__all__ = ["MAX_PART_FILE_BYTES", "PART_TOOLS", "write_keys"]
+__all__ = ["MAX_PART_FILE_BYTES", "PART_TOOLS", "merge_rewrite", "rewrite_parts", "write_keys"]
 
 MAX_PART_FILE_BYTES: Final = 1_000_000  # larger modules are leased whole (parsing cost)
 PART_SUFFIXES: Final = (".py", ".pyi")
@@ -58,6 +69,37 @@ def _changed_names(root: Path, key: str, tool_name: str, tool_input: Any) -> set
     if change is None:
         return None
     return set(change.changed | change.added | change.deleted)
+
+
+def rewrite_parts(key: str, seen: bytes, after: bytes) -> frozenset[str] | None:
+    """The parts a rewrite of file `key` from `seen` (what the command saw) to `after`
+    changes, adds or deletes; None: the rewrite takes the whole file."""
+    if PART_SEPARATOR in key or not key.endswith(PART_SUFFIXES):
+        return None
+    if max(len(seen), len(after)) > MAX_PART_FILE_BYTES:
+        return None
+    try:
+        change = changed_parts(seen, after)
+    except (ValueError, RecursionError, MemoryError):
+        return None
+    if change is None:
+        return None
+    return frozenset(change.changed | change.added | change.deleted) or None
+
+
+def merge_rewrite(current: bytes, seen: bytes, after: bytes, names: frozenset[str]) -> bytes | None:
+    """`current` with the parts `names` as `after` holds them (a part `after` lacks removed,
+    one only it holds added), or None when any of them is no longer as in `seen` (another
+    task changed it since the command ran) or the parts cannot be put in place."""
+    try:
+        then, now = preimages(seen, names), preimages(current, names)
+        if then is None or now is None:
+            return None
+        if any(then[name].text != now[name].text for name in names):
+            return None
+        return put_back_parts(current, [(after, names)])
+    except (ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _current_text(target: Path) -> str | None:

@@ -10,9 +10,9 @@ then asks the server for the leases, all or nothing. With leases by part
 (`granularity` part: the task's, the runner's or the server's choice), a
 `Write`/`Edit`/`MultiEdit` of a Python file asks for the parts it changes
 instead of the file (`toolcalls.writeparts.write_keys`: anything it cannot map
-is the whole file). A command's change (`acquire`) is always the whole file: the
-command ran on a view with other tasks' unfinished parts put back, so its text
-of the file is not theirs to write.
+is the whole file); a command's change asks for its parts through `acquire`
+(`fleet.views.layerapply`). While another part's holder is writing the file
+(`busy`), the gate asks again, the parts worked out on the file as it is.
 
 It fails closed: an unreachable server, a timeout, a fenced runner or any
 unexpected error is a denial. A denial carries an instruction for the model
@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,29 +113,34 @@ class WriteGate:
         found = lease_keys(self.tree, raw, first_refusal=True, repeats=True)
         if found.rejected:
             return Verdict(False, reason=_local_refusal(found.rejected[0][1]))
+        return await self._ask_until_free(
+            tool_name, lambda: self._keys(found.keys, tool_name, tool_input)
+        )
+
+    def _keys(self, files: list[str], tool_name: str, tool_input: Any) -> list[str]:
+        """The keys `tool_name(tool_input)` takes on canonical `files`: its parts, or files."""
+        if self.granularity is not Granularity.PART:
+            return files
+        return [k for key in files for k in write_keys(self.tree.root, key, tool_name, tool_input)]
+
+    async def _ask_until_free(self, tool_name: str, keys_now: Callable[[], list[str]]) -> Verdict:
+        """`_ask` for `keys_now()`, asked again while another part's holder writes the file."""
         deadline = time.monotonic() + BUSY_WAIT_S
         while True:
-            keys = found.keys
-            if self.granularity is Granularity.PART:
-                keys = [
-                    k
-                    for key in keys
-                    for k in write_keys(self.tree.root, key, tool_name, tool_input)
-                ]
-            verdict = await self._ask(tool_name, keys)
+            verdict = await self._ask(tool_name, keys_now())
             if not verdict.busy or time.monotonic() + BUSY_POLL_S > deadline:
                 return verdict
-            # another part's holder is writing this file now: its write lands in a moment,
-            # and the parts this write changes are computed again from the file it leaves
+            # its write lands in a moment, and the parts are worked out on the file it leaves
             await asyncio.sleep(BUSY_POLL_S)
 
     async def acquire(self, tool_name: str, keys: list[str]) -> Verdict:
         """Ask for the leases on canonical `keys` at once, all or nothing; never raises.
 
-        The command tool's door (`fleet.views.layerapply`): its paths were canonicalized and sorted
-        before, so this is the same question a write tool's call asks."""
+        The command tool's door (`fleet.views.layerapply`): its keys (paths, or the parts
+        of a file it rewrote) were worked out before, so this is the same question a
+        write tool's call asks, asked again while the file is `busy`."""
         try:
-            return await self._ask(tool_name, keys)
+            return await self._ask_until_free(tool_name, lambda: keys)
         except Exception as err:  # the write path fails closed on anything unexpected
             log.exception("lease request failed; denying")
             return Verdict(

@@ -18,6 +18,14 @@ then each file written in `STAGING_DIR` (under the tree's `.codefleet/`, so
 a temporary name never meets a file of the tree) and renamed over its target
 (atomic per file), with its mode as git keeps it (`changes.git_mode`); then
 one ledger row per path, with its hash.
+
+With leases by part (the gate's `granularity`), a Python file the command
+modified asks for the parts its text changes against the text the command saw
+(`toolcalls.writeparts.rewrite_parts`; the pre-image the layer showed, for a file
+another task was editing), and lands by part: under the grant, which latches the
+file, the current file takes only those parts as the command left them, if each is
+still as the command saw it (`merge_rewrite`); another holder's parts stay as they
+are. A file whose parts cannot be mapped is leased and written whole, as above.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -35,7 +43,10 @@ from typing import Final
 from codefleet.fleet.gate.prewrite import WriteGate
 from codefleet.fleet.views.layer import Layer
 from codefleet.fleet.views.layerchanges import REGULAR_MODE, Change, ChangeKind
+from codefleet.models import Granularity
 from codefleet.statedir import STATE_DIR, prepare_dirs
+from codefleet.toolcalls.partkeys import part_key
+from codefleet.toolcalls.writeparts import merge_rewrite, rewrite_parts
 
 __all__ = ["COMMAND_TOOL", "Applied", "ShellLimits", "apply_changes"]
 
@@ -66,13 +77,20 @@ async def apply_changes(
     """Apply every change or none; see the module docstring. Never raises for a refusal."""
     if not changes:
         return Applied()
-    refusal = over_limits(changes, limits) or changed_meanwhile(layer, changes)
+    parted = await asyncio.to_thread(rewrites, layer, changes, gate.granularity)
+    # a file the layer showed at another task's pre-image is checked part by part instead
+    watched = [c for c in changes if not (c.path in parted and c.path in layer.shadowed)]
+    refusal = over_limits(changes, limits) or changed_meanwhile(layer, watched)
     if refusal is not None:
         return Applied(denied=refusal)
-    verdict = await gate.acquire(COMMAND_TOOL, [c.path for c in changes])
+    keys = [k for c in changes for k in (parted[c.path].keys if c.path in parted else [c.path])]
+    verdict = await gate.acquire(COMMAND_TOOL, keys)
     if not verdict.allowed:
         return Applied(denied=verdict.reason, denied_on=verdict.blocked_on)
-    await asyncio.to_thread(put_all, layer, changes)
+    texts, refusal = await asyncio.to_thread(merged_under_grant, layer, watched, parted)
+    if refusal is not None:
+        return Applied(denied=refusal)
+    await asyncio.to_thread(put_all, layer, changes, texts)
     await asyncio.gather(*(gate.record(c.path, COMMAND_TOOL) for c in changes))
     return Applied(applied=tuple(c.path for c in changes))
 
@@ -104,6 +122,70 @@ def changed_meanwhile(layer: Layer, changes: Sequence[Change]) -> str | None:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """A command's change to a Python file, by part: what it saw, what it left, the parts."""
+
+    path: str
+    seen: bytes
+    after: bytes
+    names: frozenset[str]
+
+    @property
+    def keys(self) -> list[str]:
+        return [part_key(self.path, name) for name in sorted(self.names)]
+
+
+def rewrites(
+    layer: Layer, changes: Sequence[Change], granularity: Granularity
+) -> dict[str, Rewrite]:
+    """The modified files that land by part (none when leases are by file)."""
+    if granularity is not Granularity.PART:
+        return {}
+    found: dict[str, Rewrite] = {}
+    for change in changes:
+        if change.kind is not ChangeKind.MODIFIED:
+            continue
+        lower = layer.images if change.path in layer.shadowed else layer.tree
+        try:
+            seen = (lower / change.path).read_bytes()
+            after = (layer.upper / change.path).read_bytes()
+        except OSError:
+            continue
+        names = rewrite_parts(change.path, seen, after)
+        if names:
+            found[change.path] = Rewrite(change.path, seen, after, names)
+    return found
+
+
+def merged_under_grant(
+    layer: Layer, watched: Sequence[Change], parted: Mapping[str, Rewrite]
+) -> tuple[dict[str, bytes], str | None]:
+    """Under the grant: the text each file by part lands as, or the refusal (nothing applied).
+
+    Another part's holder may have written a watched file between the first look and
+    the grant, so that look is taken again; a file by part needs each of its parts as
+    the command saw it."""
+    refusal = changed_meanwhile(layer, watched)
+    if refusal is not None:
+        return {}, refusal
+    texts: dict[str, bytes] = {}
+    for path, rewrite in parted.items():
+        try:
+            current = (layer.tree / path).read_bytes()
+        except OSError:
+            current = b""
+        merged = merge_rewrite(current, rewrite.seen, rewrite.after, rewrite.names)
+        if merged is None:
+            return {}, (
+                f"{path}: {', '.join(rewrite.keys)} changed in the shared tree while the "
+                "command ran (another task finished work there); nothing was applied. Read "
+                "the file again and run the command again."
+            )
+        texts[path] = merged
+    return texts, None
+
+
 def _ctime(path: Path) -> int:
     try:
         return os.lstat(path).st_ctime_ns
@@ -111,8 +193,11 @@ def _ctime(path: Path) -> int:
         return 0
 
 
-def put_all(layer: Layer, changes: Sequence[Change]) -> None:
-    """Deletions first, then each file atomically (staged in `STAGING_DIR`, then renamed)."""
+def put_all(
+    layer: Layer, changes: Sequence[Change], texts: Mapping[str, bytes] | None = None
+) -> None:
+    """Deletions first, then each file atomically (staged in `STAGING_DIR`, then renamed):
+    its text in `texts` (a file landing by part), else the layer's copy."""
     deleted = [c.path for c in changes if c.kind is ChangeKind.DELETED]
     for path in deleted:
         _delete(layer, path)
@@ -121,7 +206,7 @@ def put_all(layer: Layer, changes: Sequence[Change]) -> None:
         prepare_dirs(staging)
     for change in changes:
         if change.kind is not ChangeKind.DELETED:
-            _put(layer, change, staging)
+            _put(layer, change, staging, (texts or {}).get(change.path))
 
 
 def _delete(layer: Layer, path: str) -> None:
@@ -146,13 +231,16 @@ def _removed_in_layer(layer: Layer, directory: str) -> bool:
     return stat.S_ISCHR(info.st_mode) and info.st_rdev == 0
 
 
-def _put(layer: Layer, change: Change, staging: Path) -> None:
+def _put(layer: Layer, change: Change, staging: Path, text: bytes | None) -> None:
     target = layer.tree / change.path
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix="command-", dir=staging)
     os.close(fd)
     try:
-        shutil.copyfile(layer.upper / change.path, name, follow_symlinks=False)
+        if text is None:
+            shutil.copyfile(layer.upper / change.path, name, follow_symlinks=False)
+        else:
+            Path(name).write_bytes(text)
         os.chmod(name, change.mode if change.mode is not None else REGULAR_MODE)
         os.replace(name, target)
     except BaseException:
