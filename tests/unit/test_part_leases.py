@@ -152,6 +152,23 @@ def test_two_tasks_hold_different_parts_of_one_file_and_a_third_is_refused_namin
     assert event["payload"]["holder_task_id"] == "T1"
 
 
+def test_a_whole_file_refused_by_several_parts_of_one_holder_is_one_veto_per_holder(
+    fleet: Fleet,
+) -> None:
+    fleet.start("T1", "T2", "T3")
+    fleet.edit("T1", "return 1", "return 'one'", "api.py::handle", "api.py::<imports>")
+    fleet.edit("T2", "    pass\n", "    x = 1\n", "api.py::Router")
+
+    refused = fleet.acquire("T3", "api.py")  # a write the gate could not map: the whole file
+
+    assert not refused.allowed
+    assert [(d.path, d.holder_task_id) for d in refused.denied] == [
+        ("api.py::<imports>", "T1"),
+        ("api.py::Router", "T2"),
+    ]
+    assert len(fleet.events(EventType.LEASE_DENIED)) == 2  # not one per held part
+
+
 def test_while_a_task_writes_its_part_another_tasks_parts_of_the_file_are_busy(
     fleet: Fleet,
 ) -> None:

@@ -305,10 +305,16 @@ class LeaseTable:
     ) -> LeaseAnswer:
         """The one lease-denied answer and its `lease_denied` events, a runner's or a person's.
 
-        `title_of(holder agent, holder task)`: the holder's task title (a person's answer
-        names it); `kind`: extra event fields (`kind: interactive`)."""
+        One denial per file and holder: a whole file refused because its holder has five
+        of its parts is one veto, named by the first of them. `title_of(holder agent,
+        holder task)`: the holder's task title (a person's answer names it); `kind`: extra
+        event fields (`kind: interactive`)."""
         denied: list[Denial] = []
+        named: set[tuple[str, str]] = set()
         for path, (holder_agent, holder_task) in held:
+            if (file_of(path), holder_task) in named:
+                continue
+            named.add((file_of(path), holder_task))
             name, holder_kind = self.holder_of(holder_agent)
             denied.append(
                 Denial(
