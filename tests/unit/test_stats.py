@@ -252,7 +252,7 @@ def test_the_written_graph_keeps_the_header_marks_each_change_and_loads():
     raw = yaml.safe_load(GRAPH)
     tasks, changes = suggest(raw["tasks"], facts())
 
-    text = render_graph(GRAPH, tasks, raw["checks"], changes, "the run on http://x")
+    text = render_graph(GRAPH, raw, tasks, changes, "the run on http://x")
 
     assert text.startswith("# The demo graph (a header comment that is kept).\n")
     assert "      - api.py  # codefleet stats: vetoed on api.py at +2.0 s while T3" in text
@@ -262,6 +262,19 @@ def test_the_written_graph_keeps_the_header_marks_each_change_and_loads():
     assert [t["id"] for t in loaded] == ["T1", "T2", "T3", "T4"]
     assert loaded[1]["description"] == "Search by tag.\nTwo lines.\n"
     assert loaded.checks == {"test": "python -m unittest -q"}
+
+
+def test_the_written_graph_keeps_every_graph_wide_key_where_it_stood():
+    graph = "lease_granularity: part\nintegration: test\n" + GRAPH.split("\n", 1)[1]
+    raw = yaml.safe_load(graph)
+    tasks, changes = suggest(raw["tasks"], facts())
+
+    text = render_graph(graph, raw, tasks, changes, "the run on http://x")
+
+    assert text.index("lease_granularity: part") < text.index("tasks:") < text.index("checks:")
+    loaded = parse_graph(yaml.safe_load(text))
+    assert loaded.integration == "test" and loaded.checks == {"test": "python -m unittest -q"}
+    assert {t.get("lease_granularity") for t in loaded} == {"part"}
 
 
 def test_no_dependency_is_added_where_a_path_links_the_two_tasks_already():
@@ -356,7 +369,7 @@ def test_suggest_adds_a_vetoed_resource_to_resources_not_to_file_scope():
     )
 
     tasks, changes = suggest(raw["tasks"], run_facts(record))
-    text = render_graph(graph, tasks, None, changes, "the run on http://x")
+    text = render_graph(graph, yaml.safe_load(graph), tasks, changes, "the run on http://x")
 
     assert changes[0] == Change(
         "T6", "resources", "db", "vetoed on resource db at +2.0 s while T5 (runner-1) held it"

@@ -215,12 +215,13 @@ def _header(original: str) -> list[str]:
 
 def render_graph(
     original: str,
+    graph: Mapping[str, Any],
     tasks: Iterable[Mapping[str, Any]],
-    checks: Mapping[str, str] | None,
     changes: Sequence[Change],
     source: str,
 ) -> str:
-    """The amended graph file: the original's header comments, a note, then the tasks."""
+    """The amended graph file: the original's header comments, a note, then the tasks, with
+    every other key of `graph` (the original, parsed) where it stood: before or after them."""
     notes: dict[str, dict[tuple[str, str], str]] = {}
     for c in changes:
         notes.setdefault(c.task_id, {})[(c.key, c.value)] = c.why
@@ -231,10 +232,14 @@ def render_graph(
         f"# Amended by `codefleet stats --suggest` from {source}: {len(changes)} change(s),",
         f"# each marked `# {MARK}: ...`. Check it: codefleet graph check THIS_FILE",
         "",
-        "tasks:",
     ]
+    keys = list(graph)
+    at = keys.index("tasks") if "tasks" in keys else len(keys)
+    for key in keys[:at]:
+        lines.extend([*_dump_key(key, graph[key]), ""])
+    lines.append("tasks:")
     for task in tasks:
         lines.extend(_task_lines(task, notes.get(str(task.get("id")), {})))
-    if checks:
-        lines.extend(["", *_dump_key("checks", dict(checks))])
+    for key in keys[at + 1 :]:
+        lines.extend(["", *_dump_key(key, graph[key])])
     return "\n".join(line for line in lines if line is not None) + "\n"

@@ -90,7 +90,7 @@ def _suggest(path: Path, original: str, facts: Any, output: Path | None, url: st
 
     raw = yaml.safe_load(original)
     tasks, changes = suggest(raw["tasks"], facts)
-    text = render_graph(original, tasks, raw.get("checks"), changes, f"the run on {url}")
+    text = render_graph(original, raw, tasks, changes, f"the run on {url}")
     if output is None:
         typer.echo(text, nl=False)
         return
