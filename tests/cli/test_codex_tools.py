@@ -109,7 +109,7 @@ async def test_a_stale_read_gets_a_reconcile_turn_on_the_same_codex_thread(
 
     followup = user_texts(fake_codex.requests("S1")[-1].body)[-1]
     print("\n--- the follow-up message as Codex received it ---\n" + followup)
-    assert "- a.py: changed by outside the lock." in followup
+    assert "- a.py: changed by outside the lock (in A)." in followup
     assert "-A = 1\n+A = 5\n" in followup
     assert (outcome.ok, outcome.summary) == (True, "Reconciled: b.py now uses A = 5.")
     assert (workdir / "b.py").read_text() == "USES = 'A = 5'\n"

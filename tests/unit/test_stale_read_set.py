@@ -155,6 +155,21 @@ def test_the_diff_shows_what_was_read_against_what_is_there_now() -> None:
     assert changed == 2
 
 
+def test_a_python_files_diff_names_the_parts_that_changed() -> None:
+    before = "import os\n\n\ndef handle():\n    return 1\n\n\ndef route():\n    return 2\n"
+    after = before.replace("return 2", "return 3").replace("import os", "import os, re")
+    stale = StaleRead(path="api.py", changed_by=("T3",), read_sha256="a" * 64, now_sha256="b" * 64)
+
+    message = followup_message([stale], {"api.py": Seen(before, after, kept=True)})
+
+    assert "- api.py: changed by T3 (in <imports>, route).\n```diff\n" in message
+    notes = StaleRead(
+        path="notes.txt", changed_by=("T3",), read_sha256="a" * 64, now_sha256="b" * 64
+    )
+    plain = followup_message([notes], {"notes.txt": Seen(before, after, kept=True)})
+    assert "- notes.txt: changed by T3.\n" in plain  # not Python: no parts named
+
+
 def test_a_file_diff_past_the_per_file_bound_is_named_with_its_line_count() -> None:
     before = "".join(f"line {n}\n" for n in range(3000))
     after = "".join(f"LINE {n}\n" for n in range(3000))

@@ -71,7 +71,7 @@ def _changed_names(root: Path, key: str, tool_name: str, tool_input: Any) -> set
     return set(change.changed | change.added | change.deleted)
 
 
-def rewrite_parts(key: str, seen: bytes, after: bytes) -> frozenset[str] | None:
+def rewrite_parts(key: str, seen: str | bytes, after: str | bytes) -> frozenset[str] | None:
     """The parts a rewrite of file `key` from `seen` (what the command saw) to `after`
     changes, adds or deletes; None: the rewrite takes the whole file."""
     if PART_SEPARATOR in key or not key.endswith(PART_SUFFIXES):

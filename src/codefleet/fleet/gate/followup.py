@@ -1,6 +1,8 @@
 """The reconcile turn's message: which files changed while the agent worked, and how.
 
-For each stale path: who changed it (or deleted it), and the unified diff from
+For each stale path: who changed it (or deleted it), the top-level parts of a
+Python file that changed (`writeparts.rewrite_parts`: `handle`, `<imports>`),
+and the unified diff from
 what the agent read to what is there now, within bounds: at most
 `FILE_CHARS` per file and `TOTAL_CHARS` in all. A file past either bound (or
 not kept, or not text) is named with the number of lines that changed and
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from codefleet.attempt import StaleRead
+from codefleet.toolcalls.writeparts import rewrite_parts
 
 __all__ = ["FILE_CHARS", "TOTAL_CHARS", "Seen", "bounded_diff", "followup", "followup_message"]
 
@@ -87,6 +90,9 @@ def _section(item: StaleRead, seen: Seen | None, budget: int) -> tuple[str, int]
     head = f"- {item.path}: changed by {who}."
     if seen is None or not seen.kept or seen.after is None:
         return f"{head} Read it again.", -1
+    parts = rewrite_parts(item.path, seen.before or "", seen.after)
+    if parts:
+        head = f"- {item.path}: changed by {who} (in {', '.join(sorted(parts))})."
     diff, changed = bounded_diff(item.path, seen.before, seen.after)
     if len(diff) > FILE_CHARS or len(diff) > budget:
         return f"{head} {changed} lines changed (too long to show here). Read it again.", -1
