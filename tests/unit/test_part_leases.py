@@ -325,6 +325,34 @@ def test_the_patches_of_two_tasks_in_one_file_apply_in_the_order_they_landed(
     assert "return 'one'" not in str(first["diff"])  # T1's unlanded change is not T2's
 
 
+def test_a_task_landing_while_another_writes_the_file_gets_its_patch_from_the_file_unwritten(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    fleet.start("T1", "T2")
+    fleet.edit("T1", "return 1", "return 'one'", "api.py::handle")
+    assert fleet.acquire("T2", "api.py::route").allowed  # T2's tool now writes the file...
+    fleet.api.write_text('"""The API."""\n\nimport os\n\n\ndef hand')  # ...half written
+
+    fleet.finish("T1", ok=True)  # T1 lands in that instant (the chaos run's seed 501)
+
+    (patch,) = fleet.engine.store.patches_of_task("T1")
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    (replay / "api.py").write_text(API)
+    subprocess.run(
+        ["git", "apply", "--unidiff-zero", "-"],
+        input=str(patch["diff"]),
+        text=True,
+        cwd=replay,
+        check=True,
+    )
+    assert (replay / "api.py").read_text() == API.replace("return 1", "return 'one'")
+    view = fleet.engine.runner.foreign_preimages("T1")  # and a check's view meanwhile
+    assert [base64.b64decode(f["content_b64"]).decode() for f in view["files"]] == [
+        API.replace("return 1", "return 'one'")
+    ]
+
+
 def test_a_check_view_shows_the_other_holders_parts_as_they_were_and_its_own_as_they_are(
     fleet: Fleet,
 ) -> None:

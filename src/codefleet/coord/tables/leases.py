@@ -26,7 +26,10 @@ the change ledger) or `WRITE_LATCH_S` passes; meanwhile another task's request f
 parts of it is refused as `busy` (the gate asks again, with its parts worked out
 on the file as it then is). No write of a file can land between another task's
 reading of it for a write and that write, so neither loses the other's part; a
-restore by part waits for it too (`written_by_other`, asked by `restores`).
+restore by part waits for it too (`written_by_other`, asked by `restores`), and
+what the server itself reads of the file meanwhile (a landed task's patch, a check's
+view) is the file as the writer found it (`Files.hold_still`), never one its tool
+has half written.
 """
 
 from __future__ import annotations
@@ -205,10 +208,14 @@ class LeaseTable:
         parted = [k for k in keys if PART_SEPARATOR in k]
         if not parted:
             return
-        until = self.clock() + timedelta(seconds=WRITE_LATCH_S)
+        now = self.clock()
+        until = now + timedelta(seconds=WRITE_LATCH_S)
         for key in parted:
             path, name = split_part_key(key)
             if name is not None:
+                writer, latched_until = self.writing.get(path, ("", now))
+                if writer != task_id or latched_until <= now:  # a new write moment
+                    self.files.hold_still(path, until)  # the file as its writer finds it
                 self.writing[path] = (task_id, until)
 
     def unlatch(self, task_id: str, path: str | None = None) -> None:
@@ -218,6 +225,7 @@ class LeaseTable:
         for held, (writer, _) in list(self.writing.items()):
             if writer == task_id and path in (None, held):
                 del self.writing[held]
+                self.files.let_go(held)
 
     # -- grants ------------------------------------------------------------------------------
 

@@ -98,6 +98,26 @@ class Files:
         self.rollback = rollback
         self.preimage_max_bytes = preimage_max_bytes
         self.restoring: dict[str, dict[str, str | None]] = {}
+        # file -> (until, its state when a task was granted parts of it to write): while that
+        # task's tool writes it, reads of it here take this, never a half-written file
+        self.stills: dict[str, tuple[datetime, PreImage]] = {}
+
+    def hold_still(self, path: str, until: datetime) -> None:
+        """A task may write parts of `path` now, until `until`: keep the file as it is."""
+        try:
+            self.stills[path] = (until, current_state(self.tree.root, path))
+        except OSError:
+            self.stills.pop(path, None)
+
+    def let_go(self, path: str) -> None:
+        self.stills.pop(path, None)
+
+    def file_now(self, path: str) -> PreImage:
+        """The file as it is, or as it was before its writer's tool call, while one runs."""
+        until, still = self.stills.get(path, (None, None))
+        if until is not None and still is not None and until > self.clock():
+            return still
+        return current_state(self.tree.root, path)
 
     def capture_preimages(self, task_id: str, keys: list[str]) -> list[Denial]:
         """Capture every new key's pre-image, or return the denials (nothing captured)."""
@@ -129,7 +149,7 @@ class Files:
             return
         images = self.store.preimages_of_task(task_id)
         for image in images:
-            after = current_state(self.tree.root, image.path)
+            after = self.file_now(image.path)
             before = image
             if image.path in parts and after.existed:
                 before, after = self._part_patch_ends(
@@ -305,7 +325,7 @@ class Files:
             if len(found) == 1 and holders.get(found[0][0]) is None:
                 files.append(_image_json(*found[0]))
                 continue
-            now = current_state(self.tree.root, path)
+            now = self.file_now(path)
             taken = [(image.content, holders.get(h)) for h, image in found]
             if not now.existed or any(names is None for _, names in taken):
                 continue
