@@ -62,6 +62,29 @@ def test_the_view_copies_sources_and_skips_caches_environments_and_protected_pat
     assert (view / "run.sh").stat().st_mode & 0o777 == 0o755
 
 
+def test_a_directory_removed_while_the_tree_is_copied_is_left_out_of_the_view(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = tmp_path / "tree"
+    (tree / "out" / "T1").mkdir(parents=True)
+    (tree / "out" / "T1" / "notes.txt").write_text("child: todo\n")
+    (tree / "out" / "T2").mkdir()
+    (tree / "out" / "T2" / "notes.txt").write_text("kept\n")
+    real_scandir = os.scandir
+
+    def restore_meanwhile(path: object) -> object:  # a restore removes T1's directory now
+        if isinstance(path, str) and path.endswith("/out/T1"):
+            shutil.rmtree(path)
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", restore_meanwhile)
+
+    copy_tree(tree, tmp_path / "view")  # the landing run's seed 503: FileNotFoundError
+
+    assert not (tmp_path / "view" / "out" / "T1").exists()
+    assert (tmp_path / "view" / "out" / "T2" / "notes.txt").read_text() == "kept\n"
+
+
 def test_the_copies_are_independent_files_so_writes_never_reach_the_tree(
     tree: Path, tmp_path: Path
 ) -> None:

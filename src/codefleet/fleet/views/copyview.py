@@ -16,7 +16,10 @@ tree through the copy. It skips what is regenerable or private:
   is shared state a check could write to.
 
 Symlinks stay symlinks; one that resolves inside the tree is re-pointed into
-the view, one that resolves outside keeps pointing there (absolute).
+the view, one that resolves outside keeps pointing there (absolute). The tree
+moves while it is copied (other tasks write, a restore removes what a failed
+attempt created): an entry that is gone by the time it is copied is left out
+(`GONE`), as if the copy had been taken a moment later.
 
 `overlay` then puts back the pre-image of every path another in-flight task
 holds (rewriting it, or deleting it if it did not exist), reusing
@@ -65,6 +68,9 @@ NO_REFLINK: Final = frozenset(
 )
 
 
+GONE: Final = (FileNotFoundError, NotADirectoryError)  # removed while the tree was copied
+
+
 @dataclass(frozen=True, slots=True)
 class ViewStats:
     files: int
@@ -89,15 +95,24 @@ class _Copier:
                 if entry.name == ".git" or entry.path in self.exclude:
                     continue  # the root's .git is handled by `_copy_git`
                 target = os.path.join(dst, entry.name)
-                if entry.is_symlink():
-                    self.link(entry.path, target)
-                elif entry.is_dir(follow_symlinks=False):
-                    if entry.name not in SKIP_DIRS:
-                        self.copy_dir(entry.path, target)
-                elif entry.is_file(follow_symlinks=False):
-                    self.copy_file(entry.path, target)
+                try:
+                    self._copy_entry(entry, target)
+                except GONE:
+                    if not os.path.lexists(entry.path):  # gone meanwhile: so it is in the view
+                        shutil.rmtree(target, ignore_errors=True)
+                        continue
+                    raise
         if not top:
             shutil.copymode(src, dst)
+
+    def _copy_entry(self, entry: os.DirEntry[str], target: str) -> None:
+        if entry.is_symlink():
+            self.link(entry.path, target)
+        elif entry.is_dir(follow_symlinks=False):
+            if entry.name not in SKIP_DIRS:
+                self.copy_dir(entry.path, target)
+        elif entry.is_file(follow_symlinks=False):
+            self.copy_file(entry.path, target)
 
     def copy_file(self, src: str, dst: str) -> None:
         """One independent copy with mode and times: a reflink, else `sendfile`."""
