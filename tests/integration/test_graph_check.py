@@ -144,6 +144,22 @@ def test_the_critical_path_width_and_prediction_of_the_crafted_graph(tree: Path)
     }
 
 
+def test_tasks_leased_by_part_with_no_integration_check_are_warned_once(tree: Path) -> None:
+    graph = (
+        "lease_granularity: part\n"
+        "checks: {test: 'true'}\n"
+        "tasks:\n"
+        "  - {id: A, title: a, description: d, file_scope: [api.py::a], verify: test}\n"
+        "  - {id: B, title: b, description: d, file_scope: [api.py::b], verify: test}\n"
+    )
+    _, report = check_json(tree, graph)
+    _, landed = check_json(tree, graph.replace("checks:", "integration: test\nchecks:"))
+
+    codes = [w["code"] for w in report["warnings"]]
+    assert codes.count("parts_unchecked") == 1 and "no_integration" not in codes  # verify: set
+    assert "parts_unchecked" not in [w["code"] for w in landed["warnings"]]
+
+
 def test_missing_paths_warn_unless_plausibly_new(tree: Path) -> None:
     code, report = check_json(tree, CRAFTED)
 

@@ -58,12 +58,23 @@ def check_graph(graph: GraphTasks, tree: TreeRoot, runners: int = 3) -> GraphAna
 
 
 def unchecked_landing(graph: GraphTasks) -> list[Finding]:
-    """One line when several tasks land with nothing checking them together."""
-    if len(graph) < 2 or graph.integration or any(spec.get("verify") for spec in graph):
+    """One line when several tasks land with nothing checking them together, and one when
+    tasks leased by part land with no `integration:` (a `verify` sees no other part)."""
+    if len(graph) < 2 or graph.integration:
         return []
-    return [Finding("warning", "no_integration", NO_INTEGRATION)]
+    found = []
+    if not any(spec.get("verify") for spec in graph):
+        found.append(Finding("warning", "no_integration", NO_INTEGRATION))
+    if sum(spec.get("lease_granularity") == "part" for spec in graph) >= 2:
+        found.append(Finding("warning", "parts_unchecked", PARTS_UNCHECKED))
+    return found
 
 
+PARTS_UNCHECKED = (
+    "tasks lease by part (`lease_granularity: part`) with no `integration:` check: two of them "
+    "may change different functions of one file at once, and no check runs on both changes "
+    'together before the run says PASS; add `integration: NAME` (docs/checks.md, "Landing")'
+)
 NO_INTEGRATION = (
     "no task is checked as it lands (no `integration:` check, no task `verify:`): two tasks "
     "that each work alone may break the tree together and the run still says PASS; add "
