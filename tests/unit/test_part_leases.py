@@ -187,6 +187,21 @@ def test_while_a_task_writes_its_part_another_tasks_parts_of_the_file_are_busy(
     assert fleet.held() == {"api.py::handle": "T1", "api.py::route": "T2"}
 
 
+def test_a_whole_file_asked_for_while_another_task_writes_a_part_is_busy_not_a_veto(
+    fleet: Fleet,
+) -> None:
+    fleet.start("T1", "T2")
+    assert fleet.acquire("T1", "api.py::handle").allowed  # T1's tool is writing the file
+    # T2's gate read the file half written, could not parse it, and asks for all of it
+
+    first = fleet.acquire("T2", "api.py")
+
+    assert [(d.path, d.reason) for d in first.denied] == [("api.py", DenyReason.BUSY)]
+    assert fleet.events(EventType.LEASE_DENIED) == []  # no veto: the gate asks again
+    fleet.record("T1")
+    assert fleet.acquire("T2", "api.py::route").allowed  # mapped again on the written file
+
+
 def test_a_write_that_is_never_recorded_frees_the_file_after_the_latch(fleet: Fleet) -> None:
     fleet.start("T1", "T2")
     assert fleet.acquire("T1", "api.py::handle").allowed  # its tool failed: no PostToolUse
@@ -210,6 +225,7 @@ def test_the_write_moment_does_not_hold_back_the_writer_itself_or_other_files(
 def test_a_whole_file_and_any_part_of_it_exclude_each_other(fleet: Fleet) -> None:
     fleet.start("T1", "T2")
     assert fleet.acquire("T1", "api.py::handle").allowed
+    fleet.record("T1")  # its write is in: the file is no longer being written
 
     whole = fleet.acquire("T2", "api.py")
     assert not whole.allowed and [d.path for d in whole.denied] == ["api.py::handle"]

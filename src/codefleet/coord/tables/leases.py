@@ -181,12 +181,15 @@ class LeaseTable:
     # -- the write moment --------------------------------------------------------------------
 
     def busy(self, keys: list[str], task_id: str) -> list[Denial]:
-        """A `busy` refusal per file whose parts `keys` asks for while another task writes it."""
+        """A `busy` refusal per file `keys` asks for (whole or parts) while another task writes
+        parts of it. A whole-file request too: the gate maps a write to parts on the file as
+        it reads it, and a file caught mid-write does not parse, so its request is the whole
+        file; asked again once the write is in, it is mapped to its parts."""
         if not self.writing:
             return []  # nobody is writing parts: the whole-file path pays one test
         now = self.clock()
         refused: list[Denial] = []
-        for path in sorted({file_of(k) for k in keys if split_part_key(k)[1] is not None}):
+        for path in sorted({file_of(k) for k in keys}):
             writer, until = self.writing.get(path, ("", now))
             if writer and writer != task_id and until > now:
                 refused.append(
