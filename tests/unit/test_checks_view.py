@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codefleet.fleet.views.copyview import copy_tree, overlay
+from codefleet.fleet.views.copyview import copy_tree, overlay, settle
 from codefleet.fleet.views.shell import check_env, run_command
 from codefleet.rollback import PreImage, capture
 
@@ -83,6 +83,29 @@ def test_a_directory_removed_while_the_tree_is_copied_is_left_out_of_the_view(
 
     assert not (tmp_path / "view" / "out" / "T1").exists()
     assert (tmp_path / "view" / "out" / "T2" / "notes.txt").read_text() == "kept\n"
+
+
+def test_settle_brings_the_copy_level_with_a_tree_that_moved_while_it_was_copied(
+    tmp_path: Path,
+) -> None:
+    tree = tmp_path / "tree"
+    (tree / "out" / "T1").mkdir(parents=True)
+    (tree / "out" / "T1" / "broken.txt").write_text("BROKEN\n")  # leased, written...
+    (tree / "out" / "kept.txt").write_text("old\n")
+    (tree / "out" / "masked.txt").write_text("in flight\n")
+    stats = copy_tree(tree, tmp_path / "view")
+    (tree / "out" / "T1" / "broken.txt").unlink()  # ...and put back before the second fetch
+    time.sleep(0.01)
+    (tree / "out" / "kept.txt").write_text("new\n")  # a task finished it meanwhile
+    (tree / "out" / "masked.txt").write_text("moved on\n")
+
+    moved = settle(tree, tmp_path / "view", stats.copied, ["out/masked.txt"])
+
+    view = tmp_path / "view" / "out"
+    assert moved == 2  # the seed 503 landing run: a BROKEN file in neither mask
+    assert not (view / "T1" / "broken.txt").exists()
+    assert (view / "kept.txt").read_text() == "new\n"
+    assert (view / "masked.txt").read_text() == "in flight\n"  # the mask decides that one
 
 
 def test_the_copies_are_independent_files_so_writes_never_reach_the_tree(

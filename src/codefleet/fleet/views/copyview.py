@@ -19,7 +19,10 @@ Symlinks stay symlinks; one that resolves inside the tree is re-pointed into
 the view, one that resolves outside keeps pointing there (absolute). The tree
 moves while it is copied (other tasks write, a restore removes what a failed
 attempt created): an entry that is gone by the time it is copied is left out
-(`GONE`), as if the copy had been taken a moment later.
+(`GONE`), as if the copy had been taken a moment later, and `settle` brings the
+copy level with the tree once the mask has been fetched again: a file removed or
+rewritten since it was copied (a failed attempt's file, leased, written and put
+back between the two fetches, is in neither mask) is removed or copied again.
 
 `overlay` then puts back the pre-image of every path another in-flight task
 holds (rewriting it, or deleting it if it did not exist), reusing
@@ -36,14 +39,14 @@ import shutil
 import stat
 import sys
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 from codefleet.rollback import PreImage, restore
 
-__all__ = ["SKIP_DIRS", "ViewStats", "copy_tree", "overlay"]
+__all__ = ["SKIP_DIRS", "ViewStats", "copy_tree", "overlay", "settle"]
 
 SKIP_DIRS: Final = frozenset(
     {
@@ -78,6 +81,8 @@ class ViewStats:
     reflinked: int
     git: bool
     ms: float
+    # each copied file (relative path) -> its change time in the tree when it was copied
+    copied: Mapping[str, int] = field(default_factory=dict, repr=False, compare=False)
 
 
 class _Copier:
@@ -86,6 +91,7 @@ class _Copier:
         self.dest = dest
         self.exclude = frozenset(str(p) for p in exclude)
         self.files = self.bytes = self.reflinked = 0
+        self.copied: dict[str, int] = {}
         self.try_reflink = sys.platform.startswith("linux")
 
     def copy_dir(self, src: str, dst: str, top: bool = False) -> None:
@@ -132,6 +138,7 @@ class _Copier:
             os.close(reader)
         self.files += 1
         self.bytes += info.st_size
+        self.copied[os.path.relpath(src, self.source)] = info.st_ctime_ns
 
     def _reflink(self, reader: int, writer: int) -> bool:
         """A copy-on-write clone (btrfs, XFS, ...); False, and never again, if unsupported."""
@@ -185,7 +192,32 @@ def copy_tree(source: Path, dest: Path, exclude: Iterable[Path] = ()) -> ViewSta
     copier.copy_dir(str(source), str(dest), top=True)
     git = _copy_git(source / ".git", dest / ".git")
     ms = (time.perf_counter() - started) * 1000.0
-    return ViewStats(copier.files, copier.bytes, copier.reflinked, git, ms)
+    return ViewStats(copier.files, copier.bytes, copier.reflinked, git, ms, copier.copied)
+
+
+def settle(source: Path, dest: Path, copied: Mapping[str, int], masked: Iterable[str]) -> int:
+    """Bring the copy level with the tree for each copied file not `masked`: removed from
+    the copy if gone from the tree, copied again if changed since; how many were."""
+    source = source.resolve()
+    copier = _Copier(source, dest, ())
+    skip = set(masked)
+    moved = 0
+    for rel, ctime in copied.items():
+        if rel in skip:
+            continue
+        try:
+            now = os.lstat(source / rel).st_ctime_ns
+        except GONE:
+            now = None
+        if now == ctime:
+            continue
+        moved += 1
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(dest / rel)
+        if now is not None:
+            with contextlib.suppress(*GONE):
+                copier.copy_file(str(source / rel), str(dest / rel))
+    return moved
 
 
 def _copy_git(git: Path, target: Path) -> bool:

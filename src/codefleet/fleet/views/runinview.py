@@ -17,7 +17,8 @@ killed), tears the view down and says what it was (`ViewRun`).
   `disturbed`, and the command runs once more, in a copy.
 - **copy** (`fleet.views.copyview`): where no layer can be mounted over this tree
   (`host_view`), or when asked: fetch the mask, copy the tree, fetch again
-  (the later answer wins per path), put the pre-images back.
+  (the later answer wins per path), bring every unmasked file the tree removed or
+  rewrote meanwhile level with it (`settle`), put the pre-images back.
 
 docs/decisions/0105-check-views-are-overlay-layers.md, "Check views are overlay layers".
 """
@@ -40,7 +41,7 @@ from typing import Any, Final
 
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import DomainError
-from codefleet.fleet.views.copyview import copy_tree, overlay
+from codefleet.fleet.views.copyview import copy_tree, overlay, settle
 from codefleet.fleet.views.layer import (
     MOUNT_UNSAFE,
     PROBE_TIMEOUT_S,
@@ -293,6 +294,7 @@ async def _copy_run(
         after = await _fetch(images)
         started = time.perf_counter()
         masked = {**before.images, **after.images}
+        await asyncio.to_thread(settle, root, view, stats.copied, masked)
         isolated = await asyncio.to_thread(overlay, view, masked.values())
         ms = stats.ms + (time.perf_counter() - started) * 1000.0
         step = "the command could not be started"
