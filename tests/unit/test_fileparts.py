@@ -642,3 +642,41 @@ def test_over_random_edits_no_part_outside_the_change_differs_and_restore_puts_e
 
 def restored_texts(text: str) -> list[str]:
     return [p.text for p in parts_of(text) or []]
+
+
+# -- the parser inside threads (CPython 3.11: python/cpython#106905) -------------------------
+
+
+def test_modules_are_parsed_one_at_a_time_across_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    import time
+
+    real_parse, inside, most = ast.parse, [0], [0]
+
+    def slow_parse(text: str) -> ast.Module:
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.01)  # long enough for another thread to come in, if it may
+        inside[0] -= 1
+        return real_parse(text)
+
+    monkeypatch.setattr(ast, "parse", slow_parse)
+    threads = [
+        threading.Thread(target=fileparts.parts_of, args=("def f():\n    return 1\n",))
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert most[0] == 1
+
+
+def test_a_parser_fault_is_a_module_without_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    def faulty(text: str) -> ast.Module:
+        raise SystemError("AST constructor recursion depth mismatch (before=132, after=199)")
+
+    monkeypatch.setattr(ast, "parse", faulty)
+
+    assert fileparts.parts_of("def f():\n    return 1\n") is None  # the whole file, safely

@@ -25,7 +25,9 @@ import ast
 import difflib
 import hashlib
 import itertools
+import logging
 import re
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -47,6 +49,14 @@ __all__ = [
     "put_back_parts",
     "restore_parts",
 ]
+
+# One parse at a time in a process: CPython 3.11's AST constructor keeps its recursion
+# depth in state the threads share, and two parses at once (the engine's thread and a
+# runner's gate in one process: `run`, `demo`) can fail with "SystemError: AST
+# constructor recursion depth mismatch" (python/cpython#106905). A parse that fails so
+# anyway is a module without parts: leased, restored and patched whole.
+_PARSING: Final = threading.Lock()
+log = logging.getLogger(__name__)
 
 HEADER: Final = "<header>"
 IMPORTS: Final = "<imports>"
@@ -134,8 +144,12 @@ def _index(text: str | bytes) -> _Index | None:
         except UnicodeDecodeError:
             return None
     try:
-        tree = ast.parse(text)
+        with _PARSING:
+            tree = ast.parse(text)
     except (SyntaxError, ValueError):  # ValueError: a null byte
+        return None
+    except SystemError:  # the AST constructor's own fault (below): no parts, the whole file
+        log.warning("the parser failed on a module (a CPython fault); it is taken whole")
         return None
     lines = _LINE.findall(text)
     units = _units(tree.body, lines)
