@@ -145,10 +145,9 @@ async def test_stats_counts_a_veto_on_a_part_under_its_file_with_the_part_beneat
     script = {  # T3 is refused api.py::handle while T1 holds it, and edits it on its retry
         "T1": [_edit("return 1", "return 'one'"), {"wait_denied": "api.py::handle"}],
         "T2": [_edit("return path", "return path.upper()")],
-        "T3": [
+        "T3": [  # an edit of handle() whether or not T1's write is in yet: one part asked
             {"wait_leased": "api.py::handle", "attempt": 1},
-            _edit("return 1", "return 3", attempt=1),
-            _edit("return 'one'", "return 3", attempt=2),
+            _edit("def handle(request):", "def handle(request, strict=False):"),
         ],
     }
     async with FleetClient(server.url) as client:
