@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import parse_graph
 from codefleet.fleet.local import FleetOptions, run_fleet
@@ -62,8 +64,10 @@ async def play(
     runner: RunnerOptions | None = None,
     specs: list[dict[str, Any]] | None = None,
 ) -> tuple[Any, list[dict[str, Any]]]:
-    """Create the tasks (`specs`, else `tasks(*task_ids)`), drain them on one runner each,
-    and prove the invariants (part-aware): the fleet's result and the event log."""
+    """Lay out `api.py` as `API`, create the tasks (`specs`, else `tasks(*task_ids)`), drain
+    them on one runner each, and prove the invariants (part-aware): the fleet's result and
+    the event log."""
+    (workdir / "api.py").write_text(API)
     runner = runner or RunnerOptions("runner", workdir, workdir.parent / "runs")
     executor = ScriptedExecutor(parse_script(script), wait_timeout=20)
     options = FleetOptions(runner, runners=len(task_ids))
@@ -79,10 +83,14 @@ def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [e for e in events if e["type"] == kind]
 
 
+def acquired(events: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """(task, key) of every lease granted."""
+    return {(e["task_id"], e["payload"]["path"]) for e in of_type(events, "lease_acquired")}
+
+
 async def test_two_tasks_edit_different_functions_of_one_module_at_once_with_no_veto(
     make_server: Any, workdir: Path
 ) -> None:
-    (workdir / "api.py").write_text(API)
     server = make_server(**PARTS)
     script = {
         "T1": [edit("return 1", "return 'one'"), {"wait_acquired": "api.py::route"}],
@@ -95,15 +103,13 @@ async def test_two_tasks_edit_different_functions_of_one_module_at_once_with_no_
     assert (workdir / "api.py").read_text() == API.replace("return 1", "return 'one'").replace(
         "return path", "return path.upper()"
     )
-    acquired = {(e["task_id"], e["payload"]["path"]) for e in of_type(events, "lease_acquired")}
-    assert acquired == {("T1", "api.py::handle"), ("T2", "api.py::route")}
+    assert acquired(events) == {("T1", "api.py::handle"), ("T2", "api.py::route")}
     assert all(t["attempts"] == 1 for t in result.tasks)
 
 
 async def test_a_third_task_editing_a_held_function_is_refused_naming_the_part(
     make_server: Any, workdir: Path
 ) -> None:
-    (workdir / "api.py").write_text(API)
     server = make_server(**PARTS)
     script = {
         "T1": [edit("return 1", "return 'one'"), {"wait_denied": "api.py::handle"}],
@@ -130,7 +136,6 @@ async def test_a_third_task_editing_a_held_function_is_refused_naming_the_part(
 async def test_of_two_concurrent_editors_the_failed_one_is_rolled_back_and_the_other_stays(
     make_server: Any, workdir: Path
 ) -> None:
-    (workdir / "api.py").write_text(API)
     server = make_server(**PARTS)
     script = {
         "T1": [edit("return 1", "return 'one'"), {"wait_acquired": "api.py::route"}],
@@ -155,7 +160,6 @@ async def test_of_two_concurrent_editors_the_failed_one_is_rolled_back_and_the_o
 async def test_with_lease_granularity_file_the_same_two_edits_collide_on_the_whole_file(
     make_server: Any, workdir: Path
 ) -> None:
-    (workdir / "api.py").write_text(API)
     server = make_server(**{**FAST, "lease_granularity": "file"})
     script = {
         "T1": [edit("return 1", "return 'one'"), {"wait_denied": "api.py"}],
@@ -169,23 +173,23 @@ async def test_with_lease_granularity_file_the_same_two_edits_collide_on_the_who
     assert result.all_succeeded, result.tasks
     (denied,) = of_type(events, "lease_denied")
     assert denied["task_id"] == "T2" and denied["payload"]["path"] == "api.py"
-    acquired = {e["payload"]["path"] for e in of_type(events, "lease_acquired")}
-    assert acquired == {"api.py"}  # no part key under the off switch
+    assert {key for _, key in acquired(events)} == {"api.py"}  # no part key under the off switch
     assert (workdir / "api.py").read_text() == API.replace("return 1", "return 'one'").replace(
         "return path", "return path.upper()"
     )
 
 
-async def test_a_runners_own_lease_granularity_overrides_the_servers(
-    make_server: Any, workdir: Path
+@pytest.mark.parametrize("task_says", [None, "part"], ids=["over-the-server", "over-the-task"])
+async def test_a_runners_own_lease_granularity_wins(
+    make_server: Any, workdir: Path, task_says: str | None
 ) -> None:
-    (workdir / "api.py").write_text(API)
     server = make_server(**PARTS)
     script = {"T1": [edit("return 1", "return 'one'")]}
     runner = RunnerOptions(
         "runner", workdir, workdir.parent / "runs", lease_granularity=Granularity.FILE
     )
-    result, events = await play(server, workdir, script, "T1", runner=runner)
+    specs = tasks("T1", **({"lease_granularity": task_says} if task_says else {}))
+    result, events = await play(server, workdir, script, "T1", runner=runner, specs=specs)
 
     assert result.all_succeeded, result.tasks
     assert [e["payload"]["path"] for e in of_type(events, "lease_acquired")] == ["api.py"]
@@ -194,7 +198,6 @@ async def test_a_runners_own_lease_granularity_overrides_the_servers(
 async def test_a_graph_asking_for_parts_gets_them_from_a_server_that_leases_files(
     make_server: Any, workdir: Path
 ) -> None:
-    (workdir / "api.py").write_text(API)
     server = make_server(**FAST)  # the server's default: whole files
     script = {
         "T1": [edit("return 1", "return 'one'"), {"wait_acquired": "api.py::route"}],
@@ -205,14 +208,12 @@ async def test_a_graph_asking_for_parts_gets_them_from_a_server_that_leases_file
 
     assert result.all_succeeded, result.tasks
     assert of_type(events, "lease_denied") == []
-    acquired = {(e["task_id"], e["payload"]["path"]) for e in of_type(events, "lease_acquired")}
-    assert acquired == {("T1", "api.py::handle"), ("T2", "api.py::route")}
+    assert acquired(events) == {("T1", "api.py::handle"), ("T2", "api.py::route")}
 
 
 async def test_a_task_that_says_file_leases_the_whole_file_under_a_server_of_parts(
     make_server: Any, workdir: Path
 ) -> None:
-    (workdir / "api.py").write_text(API)
     server = make_server(**PARTS)
     script = {
         "T1": [edit("return 1", "return 'one'"), {"wait_denied": "api.py"}],
@@ -224,24 +225,7 @@ async def test_a_task_that_says_file_leases_the_whole_file_under_a_server_of_par
     assert result.all_succeeded, result.tasks
     (denied,) = of_type(events, "lease_denied")  # a whole file excludes the part T1 holds
     assert denied["task_id"] == "T2" and denied["payload"]["path"] == "api.py::handle"
-    acquired = {(e["task_id"], e["payload"]["path"]) for e in of_type(events, "lease_acquired")}
-    assert acquired == {("T1", "api.py::handle"), ("T2", "api.py")}
-
-
-async def test_a_runners_own_lease_granularity_wins_over_the_tasks(
-    make_server: Any, workdir: Path
-) -> None:
-    (workdir / "api.py").write_text(API)
-    server = make_server(**PARTS)
-    script = {"T1": [edit("return 1", "return 'one'")]}
-    runner = RunnerOptions(
-        "runner", workdir, workdir.parent / "runs", lease_granularity=Granularity.FILE
-    )
-    specs = tasks("T1", lease_granularity="part")
-    result, events = await play(server, workdir, script, "T1", runner=runner, specs=specs)
-
-    assert result.all_succeeded, result.tasks
-    assert [e["payload"]["path"] for e in of_type(events, "lease_acquired")] == ["api.py"]
+    assert acquired(events) == {("T1", "api.py::handle"), ("T2", "api.py")}
 
 
 def command_runner(workdir: Path) -> RunnerOptions:
@@ -255,7 +239,6 @@ def command_runner(workdir: Path) -> RunnerOptions:
 async def test_a_command_that_rewrites_a_file_another_task_holds_a_part_of_is_refused(
     make_server: Any, workdir: Path
 ) -> None:
-    (workdir / "api.py").write_text(API)
     server = make_server(**PARTS)
     rewrite = "sed -i 's/return /return  /' api.py"  # every function, the held one too
     script = {
@@ -279,7 +262,6 @@ async def test_a_command_that_rewrites_a_file_another_task_holds_a_part_of_is_re
 async def test_a_command_that_changes_another_part_of_a_held_file_lands_by_part(
     make_server: Any, workdir: Path
 ) -> None:
-    (workdir / "api.py").write_text(API)
     server = make_server(**PARTS)
     script = {
         "T1": [edit("return 1", "return 'one'"), {"wait_acquired": "api.py::route"}],
@@ -292,8 +274,7 @@ async def test_a_command_that_changes_another_part_of_a_held_file_lands_by_part(
 
     assert result.all_succeeded, result.tasks
     assert of_type(events, "lease_denied") == []
-    acquired = {(e["task_id"], e["payload"]["path"]) for e in of_type(events, "lease_acquired")}
-    assert acquired == {("T1", "api.py::handle"), ("T2", "api.py::route")}
+    assert acquired(events) == {("T1", "api.py::handle"), ("T2", "api.py::route")}
     # the command ran on T1's pre-image of api.py; only its own part landed, T1's stays
     assert (workdir / "api.py").read_text() == API.replace("return 1", "return 'one'").replace(
         "return path", "return path.strip()"
