@@ -54,34 +54,35 @@ def write_keys(root: Path, key: str, tool_name: str, tool_input: Any) -> list[st
     return [part_key(key, name) for name in sorted(parts)]
 
 
-def _changed_names(root: Path, key: str, tool_name: str, tool_input: Any) -> set[str] | None:
-    if tool_name not in PART_TOOLS or not isinstance(tool_input, Mapping):
-        return None
-    if PART_SEPARATOR in key or not key.endswith(PART_SUFFIXES):
+def _changed_names(root: Path, key: str, tool_name: str, tool_input: Any) -> frozenset[str] | None:
+    if tool_name not in PART_TOOLS or not isinstance(tool_input, Mapping) or not _partable(key):
         return None
     current = _current_text(root / key)
     if current is None:
         return None
     proposed = _proposed(current, tool_name, tool_input)
-    if proposed is None:
-        return None
-    change = changed_parts(current, proposed)
-    if change is None:
-        return None
-    return set(change.changed | change.added | change.deleted)
+    return None if proposed is None else _names(current, proposed)
 
 
 def rewrite_parts(key: str, seen: str | bytes, after: str | bytes) -> frozenset[str] | None:
     """The parts a rewrite of file `key` from `seen` (what the command saw) to `after`
     changes, adds or deletes; None: the rewrite takes the whole file."""
-    if PART_SEPARATOR in key or not key.endswith(PART_SUFFIXES):
-        return None
-    if max(len(seen), len(after)) > MAX_PART_FILE_BYTES:
+    if not _partable(key) or max(len(seen), len(after)) > MAX_PART_FILE_BYTES:
         return None
     try:
-        change = changed_parts(seen, after)
+        return _names(seen, after)
     except (ValueError, RecursionError, MemoryError):
         return None
+
+
+def _partable(key: str) -> bool:
+    """A key whose file may be leased by part: a Python file's, not already a part's."""
+    return PART_SEPARATOR not in key and key.endswith(PART_SUFFIXES)
+
+
+def _names(old: str | bytes, new: str | bytes) -> frozenset[str] | None:
+    """Every part `new` changes, adds or deletes against `old`; None: none, or unmappable."""
+    change = changed_parts(old, new)
     if change is None:
         return None
     return frozenset(change.changed | change.added | change.deleted) or None
