@@ -20,19 +20,14 @@ import argparse
 import asyncio
 import sys
 import tempfile
-import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codefleet.api.client import FleetClient
+from bench.scripted_run import play
 from codefleet.config import Settings
-from codefleet.fleet.local import FleetOptions, run_fleet
-from codefleet.fleet.runner import RunnerOptions
-from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.models import Granularity
-from codefleet.server.thread import ServerThread
 
 THINK_S = 0.3
 
@@ -79,34 +74,17 @@ async def one_run(tasks: int, granularity: Granularity) -> Figures:
             run_dir=base / "runs", tick_interval=0.05, max_attempts=50, backoff_base=0.0,
             lease_granularity=granularity,
         )  # fmt: skip
-        server = ServerThread(settings).start()
-        try:
-            async with FleetClient(server.url) as client:
-                await client.create_tasks(graph)
-            started = time.monotonic()
-            script = parse_script(raw)
-            await run_fleet(
-                server.url,
-                lambda _n: ScriptedExecutor(script),
-                FleetOptions(
-                    RunnerOptions("runner", tree, base / "runs"), runners=tasks, simulated=True
-                ),
-            )
-            makespan = time.monotonic() - started
-            async with FleetClient(server.url) as client:
-                done = await client.tasks()
-                events = await client.all_events()
-            text = (tree / "hub.py").read_text()
-        finally:
-            server.stop()
+        played = await play(settings, graph, raw, runners=tasks)
+        text = (tree / "hub.py").read_text()
     missing = [i for i in range(tasks) if f'"r{i}-done"' not in text]
+    done = played.tasks
     if missing or any(t["status"] != "succeeded" for t in done):
         raise SystemExit(f"{granularity} x{tasks}: changes lost or tasks failed: {missing}")
-    kinds = Counter(e["type"] for e in events)
+    kinds = Counter(e["type"] for e in played.events)
     return Figures(
         tasks=tasks,
         granularity=granularity.value,
-        makespan_s=round(makespan, 2),
+        makespan_s=round(played.makespan_s, 2),
         attempts=sum(int(t["attempts"]) for t in done),
         vetoes=kinds["lease_denied"],
         rolled_back=kinds["file_restored"],

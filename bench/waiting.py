@@ -27,19 +27,14 @@ import json
 import random
 import sys
 import tempfile
-import time
 from collections import Counter
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from codefleet.api.client import FleetClient
+from bench.scripted_run import play
 from codefleet.config import Settings
-from codefleet.fleet.local import FleetOptions, run_fleet
-from codefleet.fleet.runner import RunnerOptions
-from codefleet.fleet.scripted import ScriptedExecutor, parse_script
-from codefleet.server.thread import ServerThread
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,26 +97,8 @@ async def one_run(args: argparse.Namespace, runners: int, hidden: float, seed: i
             _env_file=None, host="127.0.0.1", port=0, workdir=tree, db=base / "db.sqlite",  # type: ignore[call-arg]
             run_dir=base / "runs", lease_wait=wait, tick_interval=0.05, max_attempts=10,
         )  # fmt: skip
-        server = ServerThread(settings).start()
-        try:
-            async with FleetClient(server.url) as client:
-                await client.create_tasks(graph)
-            started = time.monotonic()
-            script = parse_script(raw)
-            await run_fleet(
-                server.url,
-                lambda _n: ScriptedExecutor(script),
-                FleetOptions(
-                    RunnerOptions("runner", tree, base / "runs"), runners=runners, simulated=True
-                ),
-            )
-            makespan = time.monotonic() - started
-            async with FleetClient(server.url) as client:
-                tasks = await client.tasks()
-                events = await client.all_events()
-        finally:
-            server.stop()
-    return figures(runners, hidden, seed, wait, makespan, tasks, events, raw)
+        played = await play(settings, graph, raw, runners)
+    return figures(runners, hidden, seed, wait, played.makespan_s, played.tasks, played.events, raw)
 
 
 def figures(
