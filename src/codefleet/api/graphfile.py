@@ -254,8 +254,8 @@ def _task_defaults(raw: dict[Any, Any]) -> tuple[dict[str, Any], list[str]]:
     problems = [
         _bad_default(key, value)
         for key, value in defaults.items()
-        if not any(value is v if isinstance(v, bool) else value == v for v in TASK_DEFAULTS[key])
-    ]
+        if not any(type(value) is type(v) and value == v for v in TASK_DEFAULTS[key])
+    ]  # by type too: YAML's 1 is not true
     return ({} if problems else defaults), problems
 
 
