@@ -251,20 +251,25 @@ def test_all_or_nothing_holds_across_parts(fleet: Fleet) -> None:
     assert fleet.held() == {"api.py::route": "T1"}
 
 
+@pytest.mark.parametrize("failing", ["T1", "T2"], ids=["the-earlier", "the-later"])
 def test_of_two_concurrent_editors_the_one_that_fails_puts_back_only_its_part(
-    fleet: Fleet,
+    fleet: Fleet, failing: str
 ) -> None:
+    # the earlier editor's pre-image predates the later one's change: a whole-file
+    # restore of it would erase that change too
+    changes = {"T1": ("return 1", "return 'one'"), "T2": ("return path", "return path.upper()")}
     fleet.start("T1", "T2")
-    fleet.edit("T1", "return 1", "return 'one'", "api.py::handle")
-    fleet.edit("T2", "return path", "return path.upper()", "api.py::route")
+    fleet.edit("T1", *changes["T1"], "api.py::handle")
+    fleet.edit("T2", *changes["T2"], "api.py::route")
 
-    fleet.finish("T2", ok=False)
+    fleet.finish(failing, ok=False)
 
-    assert fleet.api.read_text() == API.replace("return 1", "return 'one'")
-    assert fleet.held() == {"api.py::handle": "T1"}
+    (stays,) = set(changes) - {failing}
+    assert fleet.api.read_text() == API.replace(*changes[stays])
+    assert fleet.held() == {"T1": {"api.py::route": "T2"}, "T2": {"api.py::handle": "T1"}}[failing]
     (restored,) = fleet.events(EventType.FILE_RESTORED)
-    assert restored["payload"]["path"] == "api.py" and restored["task_id"] == "T2"
-    assert fleet.engine.store.task("T2")["status"] == TaskStatus.PENDING  # type: ignore[index]
+    assert restored["payload"]["path"] == "api.py" and restored["task_id"] == failing
+    assert fleet.engine.store.task(failing)["status"] == TaskStatus.PENDING  # type: ignore[index]
 
 
 def test_a_failed_attempt_removes_the_part_it_added_and_keeps_the_others_addition(
