@@ -26,6 +26,7 @@ from codefleet.server.thread import ServerThread, free_port
 
 EXIT_WAIT_S = 20.0  # a bound on a hang, not a speed claim: a stopped runner exits in well under 1 s
 LINE_WAIT_S = 30.0
+PIPE_EXIT_WAIT_S = 60.0  # a bound on a hang (the bug: a piped run waited for a second Ctrl-C)
 
 
 async def start_runner(*args: str, tmp_path: Path) -> asyncio.subprocess.Process:
@@ -159,6 +160,57 @@ async def test_a_run_stopped_in_the_middle_of_an_attempt_leaves_and_the_attempt_
     assert (workdir / "a.py").read_text() == "A = 1\n"
 
 
+@pytest.mark.parametrize(
+    ("reader", "flags"),
+    [("stopped_by_the_same_ctrl_c", ()), ("gone_before", ()), ("gone_before", ("--json",))],
+    ids=["reader_stopped_too", "reader_gone", "reader_gone_json"],
+)
+async def test_a_run_piped_into_a_reader_stops_on_one_ctrl_c_as_it_does_on_a_terminal(
+    reader: str,
+    flags: tuple[str, ...],
+    make_server: Callable[..., ServerThread],
+    workdir: Path,
+    tmp_path: Path,
+    wait_until: Any,
+) -> None:
+    """`codefleet run … | tee log`, Ctrl-C: the terminal signals the whole pipeline, so `tee`
+    dies with the run's first Ctrl-C and the run's next line meets a broken pipe (or the
+    reader was gone before). The run stops as on a terminal: 130, rolled back, said."""
+    server = make_server(stale_after=3600.0)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks([LONG_TASK])
+        tee, proc = await start_piped_cli(
+            "run",
+            "--no-graph",
+            "--dry-run",
+            *flags,
+            "--script",
+            str(long_script(tmp_path)),
+            "--server",
+            server.url,
+            "--run-dir",
+            str(tmp_path / "runs"),
+            cwd=workdir,
+            log=tmp_path / "log",
+        )
+        await wait_until(lambda: _leased(client, "a.py"), timeout=LINE_WAIT_S)
+        if reader == "gone_before":
+            tee.kill()
+            await tee.wait()
+
+        os.killpg(tee.pid, signal.SIGINT)  # Ctrl-C: the terminal's whole foreground group
+
+        code = await pipeline_exit_code(proc, tee)
+        said = (await proc.stderr.read()).decode() if proc.stderr else ""
+        await assert_handed_back_uncharged(client, workdir)
+    assert code == 128 + signal.SIGINT.value, said
+    assert "run: interrupted (SIGINT)" in " ".join(said.split())
+    assert "Traceback" not in said
+    assert (workdir / "a.py").read_text() == "A = 1\n"
+    if not flags:  # the live log did go through the pipe
+        assert "long: attempt 1" in (tmp_path / "log").read_text()
+
+
 async def test_a_run_waits_for_a_server_that_went_away_and_carries_on_when_it_is_back(
     workdir: Path, tmp_path: Path, wait_until: Any
 ) -> None:
@@ -225,6 +277,50 @@ async def start_cli(*args: str, cwd: Path) -> asyncio.subprocess.Process:
         stderr=asyncio.subprocess.PIPE,
         env={**env, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"},
     )
+
+
+async def start_piped_cli(
+    *args: str, cwd: Path, log: Path
+) -> tuple[asyncio.subprocess.Process, asyncio.subprocess.Process]:
+    """`codefleet ARGS | tee LOG` as a shell starts it: one process group of its own, `tee`'s
+    pid being the group's id (the group a terminal's Ctrl-C signals); stderr is read here."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEFLEET_")}
+    out, into = os.pipe()
+    try:
+        tee = await asyncio.create_subprocess_exec(
+            "tee", str(log), stdin=out, stdout=asyncio.subprocess.DEVNULL, process_group=0
+        )
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "codefleet.cli",
+            *args,
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=into,
+            stderr=asyncio.subprocess.PIPE,
+            env={**env, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"},
+            process_group=tee.pid,
+        )
+    finally:
+        os.close(out)
+        os.close(into)
+    return tee, proc
+
+
+async def pipeline_exit_code(
+    proc: asyncio.subprocess.Process, tee: asyncio.subprocess.Process
+) -> int:
+    """The run's exit code, waited for up to `PIPE_EXIT_WAIT_S` (a bound on a hang)."""
+    try:
+        return await asyncio.wait_for(proc.wait(), PIPE_EXIT_WAIT_S)
+    except TimeoutError:
+        os.killpg(tee.pid, signal.SIGKILL)
+        await proc.wait()
+        pytest.fail(f"one Ctrl-C did not stop a piped run within {PIPE_EXIT_WAIT_S} s")
+    finally:
+        if tee.returncode is None:
+            await tee.wait()
 
 
 async def assert_handed_back_uncharged(client: FleetClient, tree: Path) -> None:

@@ -11,10 +11,16 @@ elsewhere, the dashboard's frame, is held too, however Rich split it). No
 control character of a text reaches the screen; only Rich's own styles and
 cursor moves do. Markup and emoji codes are off unless a print asks
 (`markup=True`, with its values `escape`d): an agent's `[red]` is text.
+
+A console whose reader went away (`codefleet run | tee log`: the terminal's
+Ctrl-C stops `tee` too) falls silent and its stream points at the null device;
+it never raises from a print (Rich's own answer, `SystemExit`, would escape the
+event loop from whichever task printed and cut the run's stop short).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -25,7 +31,7 @@ from rich.text import Text
 
 from codefleet.safetext import terminal_safe
 
-__all__ = ["PlainConsole", "console", "err_console"]
+__all__ = ["PlainConsole", "console", "err_console", "reader_gone"]
 
 UNBOUNDED: Final = 1_000_000  # the width a piped line may take: whole, never wrapped
 
@@ -66,6 +72,11 @@ class PlainConsole(Console):
         widths = [Measurement.get(self, options, r).maximum for r in renderables]
         return None if any(w >= UNBOUNDED for w in widths) else max([1, *widths])
 
+    def on_broken_pipe(self) -> None:
+        """The reader left: print nothing more, here or at exit; the command carries on."""
+        self.quiet = True
+        reader_gone(self.file)
+
     def render_str(self, text: str, **kwargs: Any) -> Text:
         """A printed string escaped before Rich reads it (laid out as shown, `\\r` kept)."""
         return super().render_str(terminal_safe(text), **kwargs)
@@ -74,6 +85,16 @@ class PlainConsole(Console):
         return super()._render_buffer(
             s if s.control else Segment(terminal_safe(s.text), s.style) for s in buffer
         )
+
+
+def reader_gone(stream: Any) -> None:
+    """Point `stream`'s descriptor at the null device: its reader left (a broken pipe), and
+    what is still buffered or printed later must not fail the command (nor its exit)."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, stream.fileno())
+    finally:
+        os.close(null)
 
 
 console = PlainConsole()

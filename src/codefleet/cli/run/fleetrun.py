@@ -6,7 +6,9 @@ with the server (`cli.run.runprep`), follows it on the terminal, answers the
 agents' questions from standard input, runs the fleet in this process
 (`fleet.local.run_fleet`) until it drains or the operator stops it, and
 returns what `report` prints. SIGINT/SIGTERM stop the runners once (their
-attempts are requeued, not charged); a second signal acts at once.
+attempts are requeued, not charged); a second signal acts at once. Piped
+output whose reader left (Ctrl-C stops `| tee` too) changes none of that: the
+run stops and exits the same way, silent on standard output.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ class Outcome:
     history: Any
     scopes: ScopeWatch
     share: RunShare | None = None  # this run's own part of the server's figures
+    weakened: tuple[str, ...] = ()  # tests deleted, checks changed (`review.checkfiles`)
 
     @property
     def ok(self) -> bool:
@@ -86,9 +89,17 @@ class Outcome:
 
 def execute(plan: RunPlan) -> int:
     """`run`'s steps once planned: drive the fleet, report, and the exit code."""
+    import sys
+
+    from codefleet.cli.output import reader_gone
+
     caught: list[signal.Signals] = []
     outcome = call_server(plan.settings, lambda _: drive(plan, caught))
-    report(plan, outcome)
+    try:
+        report(plan, outcome)
+        sys.stdout.flush()
+    except BrokenPipeError:  # standard output's reader left (`| tee`, stopped by the Ctrl-C)
+        reader_gone(sys.stdout)
     return exit_code(caught, outcome.ok, plan.flags.command())
 
 
@@ -96,6 +107,7 @@ async def drive(plan: RunPlan, caught: list[signal.Signals]) -> Outcome:
     """Settle the run with the server, run the fleet until it drains or is stopped, collect."""
     import asyncio
 
+    from codefleet.review.checkfiles import weakened_lines
     from codefleet.ui.report import RunShare
 
     settings = plan.settings
@@ -120,7 +132,9 @@ async def drive(plan: RunPlan, caught: list[signal.Signals]) -> Outcome:
     async with make_client(settings) as client:
         conflicts, events = await _conflicts_and_scopes(client, since, scopes)
     share = RunShare.of(at_start, result.tasks, events, conflicts, since)
-    return Outcome(result, conflicts, history, scopes, share)
+    succeeded = {t["id"] for t in result.tasks if t["status"] == "succeeded"}
+    weakened = tuple(weakened_lines(events, succeeded))
+    return Outcome(result, conflicts, history, scopes, share, weakened)
 
 
 async def _settle(plan: RunPlan) -> tuple[int, ScopeWatch, list[dict[str, Any]]]:
@@ -133,7 +147,13 @@ async def _settle(plan: RunPlan) -> tuple[int, ScopeWatch, list[dict[str, Any]]]
     async with make_client(settings) as client:
         try:
             since = await prepare_run(
-                client, settings.workdir, plan.agents, plan.graph_file, plan.checks, plan.say
+                client,
+                settings.workdir,
+                plan.agents,
+                plan.graph_file,
+                plan.checks,
+                plan.say,
+                _terminal_confirm(),
             )
         except RunRefused as err:
             raise fail(str(err)) from None
@@ -176,6 +196,18 @@ async def _fleet(plan: RunPlan, interrupt: asyncio.Event) -> Any:
     )
 
 
+def _terminal_confirm() -> Callable[[str], bool] | None:
+    """A yes/no prompt on the terminal, or None when standard input is not one (CI, a pipe):
+    a question nobody can answer is a refusal (`cli.run.checkchange`)."""
+    import sys
+
+    import typer
+
+    if not sys.stdin.isatty():
+        return None
+    return lambda question: typer.confirm(question, default=False, err=True)
+
+
 def _runner_down(why: str) -> None:
     """Said at once, on stderr: the run may go on without that runner."""
     from rich.markup import escape
@@ -204,6 +236,7 @@ def report(plan: RunPlan, outcome: Outcome) -> None:
                 "interrupted": result.interrupted,
                 "verify": verify and {**verify.payload(), "output": verify.output},
                 "history": history_json(history) if history else None,
+                "weakened": list(outcome.weakened),
             }
         )
         return
@@ -216,6 +249,7 @@ def report(plan: RunPlan, outcome: Outcome) -> None:
         outside=outside,
         again=plan.flags.command(),
         share=outcome.share,
+        weakened=outcome.weakened,
     )
     if plan.committer is not None and history is not None:
         print_history(console, history, plan.committer.log(history))
