@@ -8,6 +8,7 @@ flight at once, deterministically.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.fleet.tools.commandtool import host_shell
 from codefleet.fleet.views.layerapply import ShellLimits
 from codefleet.models import Granularity
-from codefleet.testing.invariants import check, collect
+from codefleet.testing.invariants import check, collect, compare_trees, replay_patches
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
 PARTS = {**FAST, "lease_granularity": "part"}
@@ -279,3 +280,100 @@ async def test_a_command_that_changes_another_part_of_a_held_file_lands_by_part(
     assert (workdir / "api.py").read_text() == API.replace("return 1", "return 'one'").replace(
         "return path", "return path.strip()"
     )
+
+
+async def replayed(server: Any, workdir: Path, into: Path) -> list[Any]:
+    """Every succeeded task's patch applied, in landing order, to the tree as it was (only
+    api.py changed: it was `API`), and the result compared with the real tree."""
+    source = into.parent / f"{into.name}-original"
+    shutil.copytree(workdir, source, ignore=shutil.ignore_patterns(".codefleet"))
+    (source / "api.py").write_text(API)
+    async with FleetClient(server.url) as client:
+        evidence = await collect(client)
+    return replay_patches(source, evidence, into) or compare_trees(into, workdir)
+
+
+async def test_a_task_granted_its_module_whole_after_another_landed_fails_and_keeps_that_change(
+    make_server: Any, workdir: Path, tmp_path: Path
+) -> None:
+    server = make_server(**PARTS)
+    script = {
+        "T1": [
+            edit("return 1", "return 'one'"),
+            {"wait_succeeded": "T2", "attempt": 1},
+            # an Edit whose old_string is not in the file: the gate cannot map it to parts
+            # and, with nobody else in api.py, is granted the whole file; the Edit fails
+            edit("not in the file", "x", attempt=1),
+        ],
+        "T2": [{"wait_leased": "api.py::handle"}, edit("return path", "return path.upper()")],
+    }
+    result, events = await play(server, workdir, script, "T1", "T2")
+
+    assert result.all_succeeded, result.tasks
+    assert ("T1", "api.py") in acquired(events)  # the part -> whole upgrade happened
+    assert (workdir / "api.py").read_text() == API.replace("return 1", "return 'one'").replace(
+        "return path", "return path.upper()"
+    )
+    assert await replayed(server, workdir, tmp_path / "replay") == []
+
+
+async def test_a_task_granted_its_module_whole_after_another_landed_patches_only_its_change(
+    make_server: Any, workdir: Path, tmp_path: Path
+) -> None:
+    server = make_server(**PARTS)
+    script = {
+        "T1": [
+            edit("return 1", "return 'one'"),
+            {"wait_succeeded": "T2"},
+            {"append": {"path": "api.py", "text": "# T1 was here\n"}},  # the whole file
+        ],
+        "T2": [{"wait_leased": "api.py::handle"}, edit("return path", "return path.upper()")],
+    }
+    result, events = await play(server, workdir, script, "T1", "T2")
+
+    assert result.all_succeeded, result.tasks
+    assert ("T1", "api.py") in acquired(events)
+    async with FleetClient(server.url) as client:
+        patch = await client.patch("T1")
+    assert "path.upper()" not in str(patch)  # T2's landed change is not T1's
+    assert await replayed(server, workdir, tmp_path / "replay") == []
+
+
+def init_edit(old: str, new: str, **more: Any) -> dict[str, Any]:
+    return {"edit": {"path": "pkg/__init__.py", "old": old, "new": new}, **more}
+
+
+BETA = "\n\ndef beta():\n    return 2\n"
+ADD_ALPHA = init_edit("", "def alpha():\n    return 1\n", attempt=1)  # into the empty module
+ADD_BETA = init_edit("    return 1\n", "    return 1\n" + BETA, attempt=1)
+ADD_GAMMA = init_edit("def beta", "def gamma():\n    return 3\n\n\ndef beta", attempt=2)
+EMPTY_MODULE = {  # T1 adds alpha to an empty module, T2 adds beta, T1's first attempt fails
+    "landed": {
+        "T1": [ADD_ALPHA, {"wait_succeeded": "T2", "attempt": 1}, {"fail": "no", "attempt": 1},
+               ADD_GAMMA],
+        "T2": [{"wait_leased": "pkg/__init__.py::alpha"}, ADD_BETA],
+    },
+    "still-holding": {  # T2 holds beta until T1's second attempt has begun
+        "T1": [ADD_ALPHA, {"wait_acquired": "pkg/__init__.py::beta", "attempt": 1},
+               {"fail": "no", "attempt": 1}, ADD_GAMMA, {"wait_succeeded": "T2", "attempt": 2}],
+        "T2": [{"wait_leased": "pkg/__init__.py::alpha"}, ADD_BETA,
+               {"wait_leased": "pkg/__init__.py::gamma"}],
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("other", list(EMPTY_MODULE))
+async def test_on_an_empty_module_a_failed_attempt_keeps_the_definition_another_task_added(
+    make_server: Any, workdir: Path, other: str
+) -> None:
+    server = make_server(**PARTS)
+    (workdir / "pkg" / "__init__.py").write_text("")
+    result, events = await play(server, workdir, EMPTY_MODULE[other], "T1", "T2")
+
+    assert result.all_succeeded, result.tasks
+    assert of_type(events, "restore_failed") == []
+    restored = [(e["task_id"], e["payload"]["path"]) for e in of_type(events, "file_restored")]
+    assert restored == [("T1", "pkg/__init__.py")]
+    assert (
+        workdir / "pkg" / "__init__.py"
+    ).read_text() == "\n\ndef gamma():\n    return 3\n" + BETA

@@ -102,10 +102,10 @@ class Fleet:
         self.api.write_text(text.replace(old, new, 1))
         self.record(task_id)
 
-    def record(self, task_id: str, tool: str = "Edit") -> None:
+    def record(self, task_id: str, tool: str = "Edit", path: str = "api.py") -> None:
         """The write's PostToolUse: the change ledger's row, which ends the write moment."""
         agent, epoch = self.runners[task_id]
-        self.engine.runner.record_change(agent, epoch, task_id, "api.py", tool)
+        self.engine.runner.record_change(agent, epoch, task_id, path, tool)
 
     def finish(self, task_id: str, ok: bool) -> None:
         agent, epoch = self.runners[task_id]
@@ -423,3 +423,91 @@ def test_a_restore_by_part_waits_while_another_task_is_writing_the_file(fleet: F
     assert fleet.held() == {"api.py::route": "T2"}
     (restored,) = fleet.events(EventType.FILE_RESTORED)
     assert restored["task_id"] == "T1"
+
+
+def test_a_task_granted_its_file_whole_after_another_landed_puts_back_only_its_own_change(
+    fleet: Fleet,
+) -> None:
+    fleet.start("T1", "T2")
+    fleet.edit("T1", "return 1", "return 'one'", "api.py::handle")
+    fleet.edit("T2", "return path", "return path.upper()", "api.py::route")
+    fleet.finish("T2", ok=True)  # T2's change lands; nobody else holds a part of api.py
+    # T1's next write cannot be mapped to parts (say, an Edit whose old_string is not in
+    # the file): the gate asks for the whole file, and with nobody else in it gets it
+    fleet.edit("T1", "    pass\n", "    x = 1\n", "api.py")
+
+    fleet.finish("T1", ok=False)
+
+    assert fleet.api.read_text() == API.replace("return path", "return path.upper()")
+    assert fleet.held() == {}
+
+
+def test_after_a_task_is_granted_its_file_whole_a_view_and_its_patch_keep_the_landed_change(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    fleet.start("T1", "T2", "T3")
+    fleet.edit("T1", "return 1", "return 'one'", "api.py::handle")
+    fleet.edit("T2", "return path", "return path.upper()", "api.py::route")
+    fleet.finish("T2", ok=True)
+    fleet.edit("T1", "    pass\n", "    x = 1\n", "api.py")  # the part -> whole upgrade
+
+    view = fleet.engine.runner.foreign_preimages("T3")  # what a check's view puts back
+    (shown,) = view["files"]
+    assert base64.b64decode(shown["content_b64"]).decode() == API.replace(
+        "return path", "return path.upper()"
+    )
+    fleet.finish("T1", ok=True)
+    (patch,) = fleet.engine.store.patches_of_task("T1")
+    assert "path.upper()" not in str(patch["diff"])  # T1's patch carries only T1's change
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    (replay / "api.py").write_text(API)
+    for task_id in ("T2", "T1"):  # the order they landed in
+        (landed,) = fleet.engine.store.patches_of_task(task_id)
+        subprocess.run(
+            ["git", "apply", "--unidiff-zero", "-"],
+            input=str(landed["diff"]),
+            text=True,
+            cwd=replay,
+            check=True,
+        )
+    assert (replay / "api.py").read_text() == fleet.api.read_text()
+
+
+@pytest.mark.parametrize("other", ["landed", "still-holding"])
+def test_on_an_empty_module_a_failed_attempt_removes_only_the_definition_it_added(
+    fleet: Fleet, workdir: Path, other: str
+) -> None:
+    module = workdir / "pkg.py"  # an empty module, like most __init__.py files
+    module.write_text("")
+    fleet.start("T1", "T2")
+    assert fleet.acquire("T1", "pkg.py::alpha").allowed
+    module.write_text("def alpha():\n    return 1\n")
+    fleet.record("T1", path="pkg.py")
+    assert fleet.acquire("T2", "pkg.py::beta").allowed
+    module.write_text(module.read_text() + "\n\ndef beta():\n    return 2\n")
+    fleet.record("T2", path="pkg.py")
+    if other == "landed":
+        fleet.finish("T2", ok=True)
+
+    fleet.finish("T1", ok=False)
+
+    assert module.read_text() == "\n\ndef beta():\n    return 2\n"
+    assert fleet.events(EventType.RESTORE_FAILED) == []
+    assert fleet.held() == ({} if other == "landed" else {"pkg.py::beta": "T2"})
+
+
+def test_a_whole_file_is_refused_to_a_part_holder_whose_parts_cannot_be_found_in_it_now(
+    fleet: Fleet,
+) -> None:
+    fleet.start("T1", "T2")
+    fleet.edit("T1", "return 1", "return 'one'", "api.py::handle")
+    fleet.edit("T2", "return path", "return path.upper()", "api.py::route")
+    fleet.finish("T2", ok=True)
+    fleet.api.write_text(fleet.api.read_text() + "this is not python (\n")  # behind the lock
+
+    refused = fleet.acquire("T1", "api.py")
+
+    (denied,) = refused.denied
+    assert denied.reason is DenyReason.INVALID_PATH and "cannot be found again" in denied.message
+    assert fleet.held() == {"api.py::handle": "T1"}

@@ -419,10 +419,13 @@ def _moved_between_parts(
 
 def preimages(old_text: str | bytes, names: Iterable[str]) -> dict[str, Preimage] | None:
     """Each named part of `old_text` with its neighbours; None text for a name it lacks.
-    None when it has no parts (nor any: an empty text's names cannot be found in it)."""
+    None when its parts cannot be told. An empty text (an empty `__init__.py`) has no
+    parts at all, so every name is one the attempt added."""
     parts = parts_of(old_text)
-    if not parts:
+    if parts is None:
         return None
+    if not parts:
+        return {name: Preimage(None, None) for name in names}
     above: list[str | None] = [None, *(p.name for p in parts[:-1])]
     below: list[str | None] = [*(p.name for p in parts[1:]), None]
     found = {p.name: Preimage(p.text, a, b) for p, a, b in zip(parts, above, below, strict=True)}

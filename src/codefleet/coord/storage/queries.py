@@ -183,6 +183,8 @@ SELECT_LAST_EVENT_OF_TYPES: Final = (
 INSERT_PREIMAGE: Final = """INSERT OR IGNORE INTO preimages (task_id, path, existed, content,
     mode, created_dirs, captured_at) VALUES (?, ?, ?, ?, ?, ?, ?)"""
 SELECT_PREIMAGES_OF_TASK: Final = "SELECT * FROM preimages WHERE task_id = ? ORDER BY path"
+UPDATE_PREIMAGE: Final = """UPDATE preimages SET content = ?, mode = ?
+    WHERE task_id = ? AND path = ? AND existed = 1"""
 SELECT_PREIMAGE_PATHS_OF_TASK: Final = "SELECT path FROM preimages WHERE task_id = ? ORDER BY path"
 DELETE_PREIMAGE: Final = "DELETE FROM preimages WHERE task_id = ? AND path = ?"
 DELETE_PREIMAGES_OF_TASK: Final = "DELETE FROM preimages WHERE task_id = ?"

@@ -277,6 +277,10 @@ class Store(EventLog):
             (task_id, image.path, int(image.existed), content, image.mode, dirs, at),
         )
 
+    def rebase_preimage(self, task_id: str, image: PreImage) -> None:
+        """The task's pre-image of an existing file is now `image` (a part -> whole upgrade)."""
+        self._write(q.UPDATE_PREIMAGE, (image.content, image.mode, task_id, image.path))
+
     def preimages_of_task(self, task_id: str) -> list[PreImage]:
         return [_preimage(r) for r in self._read(q.SELECT_PREIMAGES_OF_TASK, (task_id,))]
 

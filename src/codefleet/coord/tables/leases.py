@@ -11,7 +11,9 @@ touched (`reload`), so it is never ahead of the table.
 
 Acquisition is all-or-nothing over the canonical keys of one request, inside the
 caller's transaction; a task's first key on a file captures the file's pre-image
-(through the files part) before its row is inserted. A denial is an answer (with
+(through the files part) before its row is inserted, and a whole file granted to a
+task that held only parts of it moves its pre-image to the file as it now is with
+only its parts as they were (`Files.rebased`), so others' landed changes stay. A denial is an answer (with
 the holder). A parked request waits in the wait room (`waits`, filled by
 `leasewait`); a freed key is handed to its first waiter that can take all it
 asked, in the transaction that frees it (`_hand_over`), so no other request slips
@@ -249,11 +251,23 @@ class LeaseTable:
                 if not is_resource_key(path) and not self._on_file_of(path, task_id)
             }
         )  # a task's first key on a file captures the file; a resource has no pre-image
-        refused = self.files.capture_preimages(task_id, new_files)
+        rebased, refused = self.files.rebased(task_id, self._upgrades(task_id, keys))
+        if not refused:
+            refused = self.files.capture_preimages(task_id, new_files)
         if refused:
             return LeaseAnswer.deny(refused)
+        self.files.rebase(task_id, rebased)
         self.grant(keys, agent_id, task_id, tool)
         return LeaseAnswer(True, granted=tuple(keys))
+
+    def _upgrades(self, task_id: str, keys: list[str]) -> dict[str, frozenset[str]]:
+        """File -> the parts the task holds of it, for each file `keys` asks for whole that the
+        task holds only parts of: its pre-image moves to the file as it is now (`rebased`)."""
+        whole = [k for k in keys if PART_SEPARATOR not in k and self._on_file_of(k, task_id)]
+        if not whole:
+            return {}
+        parts = self.part_names(task_id)
+        return {path: parts[path] for path in whole if path in parts}
 
     def grant(self, keys: list[str], agent_id: str, task_id: str, tool: str, **kind: Any) -> None:
         """Insert a row per key the task does not hold yet (re-acquiring your own lease is allow;

@@ -41,7 +41,14 @@ holding parts, to the file without those others' parts: the patches apply in the
 order the tasks land. A check's view of a file others hold parts of shows it
 with their parts put back. Where the parts cannot be found again, a file no one
 else holds is put back whole; one that others hold parts of is not (a restore
-fails and keeps its lease, a view lists it as not isolated).
+fails and keeps its lease, a view lists it as not isolated). An empty pre-image
+(an empty `__init__.py`) has no parts: every part the task holds it added.
+
+A task granted whole a file it held parts of (a write the gate could not map to
+parts, with nobody else in the file) has its pre-image moved to the file as it is
+then with only its parts as they were (`rebased`): what others changed meanwhile
+and landed is in the file now, so its restore, a view and its patch keep it
+(docs/decisions/0148-a-part-to-whole-upgrade-moves-the-pre-image.md).
 """
 
 from __future__ import annotations
@@ -138,6 +145,33 @@ class Files:
         for image in images:
             self.store.insert_preimage(task_id, image, at)
         return []
+
+    def rebased(
+        self, task_id: str, upgrades: Mapping[str, frozenset[str]]
+    ) -> tuple[list[PreImage], list[Denial]]:
+        """The pre-images a grant of whole files the task held parts of (`upgrades`: file ->
+        those parts) moves to: the file as it is now with only its parts as they were. Or the
+        denials, where its parts cannot be found again (nothing is changed either way)."""
+        if not self.rollback:
+            return [], []
+        images: list[PreImage] = []
+        denied: list[Denial] = []
+        for path, names in sorted(upgrades.items()):
+            image = self.store.preimage_of(task_id, path)
+            if image is None or not image.existed:
+                continue
+            now = self.file_now(path)
+            content = put_back_parts(now.content, [(image.content, names)]) if now.existed else None
+            if content is None:
+                denied.append(Denial(path, DenyReason.INVALID_PATH, _not_rebased(path, names)))
+            else:
+                images.append(replace(image, content=content, mode=now.mode))
+        return images, denied
+
+    def rebase(self, task_id: str, images: Iterable[PreImage]) -> None:
+        """Keep `rebased`'s pre-images (caller's transaction, with the grant)."""
+        for image in images:
+            self.store.rebase_preimage(task_id, image)
 
     def record_patches(
         self, task_id: str, parts: Mapping[str, frozenset[str]], holders_on: HoldersOn
@@ -334,6 +368,14 @@ class Files:
                 holder = ",".join(h for h, _ in found)
                 files.append(_image_json(holder, replace(now, content=content)))
         return files
+
+
+def _not_rebased(path: str, names: frozenset[str]) -> str:
+    return (
+        f"{path}: its parts {', '.join(sorted(names))} held by this task cannot be found again "
+        "in the file as it is now, so it cannot be taken whole without losing what other tasks "
+        "changed in it since; read the file again and change it by its parts"
+    )
 
 
 def _image_json(holder: str, image: PreImage) -> dict[str, Any]:
