@@ -23,6 +23,7 @@ from codefleet.fleet.tools.commandtool import host_shell
 from codefleet.fleet.views.layerapply import ShellLimits
 from codefleet.models import Granularity
 from codefleet.testing.invariants import check, collect, compare_trees, replay_patches
+from codefleet.ui.outofscope import ScopeWatch
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
 PARTS = {**FAST, "lease_granularity": "part"}
@@ -377,3 +378,32 @@ async def test_on_an_empty_module_a_failed_attempt_keeps_the_definition_another_
     assert (
         workdir / "pkg" / "__init__.py"
     ).read_text() == "\n\ndef gamma():\n    return 3\n" + BETA
+
+
+async def test_a_write_is_outside_its_scope_by_the_keys_it_leased_not_by_its_file(
+    make_server: Any, workdir: Path
+) -> None:
+    server = make_server(**PARTS)
+    script = {
+        "T1": [
+            edit("return 1", "return 'one'"),  # api.py::handle: its declared part
+            edit("return path", "return path.upper()"),  # api.py::route: outside
+            {"append": {"path": "api.py", "text": "# T1\n"}},  # api.py whole: outside
+        ],
+        # api.py::Router under a scope of the whole file (run after T1: the scopes overlap)
+        "T2": [edit("    pass\n", "    x = 1\n")],
+    }
+    specs = [
+        *tasks("T1", file_scope=["api.py::handle"]),
+        *tasks("T2", file_scope=["api.py"]),
+    ]
+    result, events = await play(server, workdir, script, "T1", "T2", specs=specs)
+    watch = ScopeWatch()
+    said = [(e["task_id"], found) for e in events if (found := watch.take(e)) is not None]
+
+    assert result.all_succeeded, result.tasks
+    assert said == [("T1", "api.py::route"), ("T1", "api.py")]
+    assert watch.outside == {"T1": ["api.py::route", "api.py"]}
+    assert watch.line("T1", "api.py::route") == (
+        "T1 wrote api.py::route outside its declared scope (api.py::handle)"
+    )

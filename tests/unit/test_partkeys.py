@@ -9,6 +9,7 @@ import pytest
 from codefleet.toolcalls.partkeys import (
     Claims,
     canonical_part_key,
+    covering,
     file_of,
     keys_conflict,
     part_key,
@@ -97,3 +98,10 @@ def test_claims_count_a_key_once():
     claims.add("a.py::f")
     assert len(claims) == 1 and "a.py::f" in claims
     assert claims.conflicts("a.py") and not claims.conflicts("a.py::g")
+
+
+def test_a_key_is_covered_by_itself_and_a_part_by_its_whole_file_never_by_a_sibling():
+    assert covering("a.py") == ("a.py",)
+    assert covering("a.py::f") == ("a.py::f", "a.py")
+    assert covering("/resource:db") == ("/resource:db",)
+    assert "a.py::g" not in covering("a.py::f") and "a.py::f" not in covering("a.py")

@@ -5,7 +5,9 @@ a part key `path::name`: part `name` of the file at `path` (`toolcalls.fileparts
 names the parts). The path is everything before the first `::`, so a path that itself
 contains `::` has no part keys and is always leased whole. A whole-file key and any
 part key of the same file exclude each other; two part keys of one file exclude each
-other only when they name the same part; a resource key excludes only itself.
+other only when they name the same part; a resource key excludes only itself. A key
+is covered by itself and, for a part, by its whole file (`covering`): what a holder
+of the file may write, and what a scope naming the file takes in.
 
 `Claims` is a set of keys that answers "does this key conflict with anything in me?"
 in constant time: the scheduler's busy set and the lease table's mirror both ask it.
@@ -22,6 +24,7 @@ __all__ = [
     "PART_SEPARATOR",
     "Claims",
     "canonical_part_key",
+    "covering",
     "file_of",
     "keys_conflict",
     "part_key",
@@ -65,6 +68,15 @@ def canonical_part_key(raw: str, canonical: Callable[[str], str]) -> str:
     path, name = split_part_key(raw)
     key = canonical(path)
     return key if name is None else part_key(key, name)
+
+
+def covering(key: str) -> tuple[str, ...]:
+    """The keys whose holder may write `key`: the key itself and, for a part, its whole file.
+    (A part does not cover its file, nor another part of it.)"""
+    if PART_SEPARATOR not in key:
+        return (key,)
+    path, name = split_part_key(key)
+    return (key,) if name is None else (key, path)
 
 
 def keys_conflict(a: str, b: str) -> bool:

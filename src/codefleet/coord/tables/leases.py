@@ -47,7 +47,13 @@ from codefleet.coord.tables.preimages import Files
 from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
 from codefleet.paths import TreeRoot, lease_keys
 from codefleet.resources import is_resource_key
-from codefleet.toolcalls.partkeys import PART_SEPARATOR, file_of, part_key, split_part_key
+from codefleet.toolcalls.partkeys import (
+    PART_SEPARATOR,
+    covering,
+    file_of,
+    part_key,
+    split_part_key,
+)
 
 __all__ = ["WRITE_LATCH_S", "HolderOf", "LeaseTable", "denial"]
 
@@ -159,12 +165,7 @@ class LeaseTable:
 
     def _covered(self, key: str, task_id: str) -> bool:
         """Does the task hold `key`, or the whole file a part key is on?"""
-        if self.holders.get(key, ("", ""))[1] == task_id:
-            return True
-        if PART_SEPARATOR not in key:
-            return False
-        path, _ = split_part_key(key)
-        return self.holders.get(path, ("", ""))[1] == task_id
+        return any(self.holders.get(k, ("", ""))[1] == task_id for k in covering(key))
 
     def all_ours(self, keys: list[str], task_id: str) -> bool:
         """Does the task already hold every key? (Then a grant has nothing to write.)"""
