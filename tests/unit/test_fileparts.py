@@ -21,6 +21,7 @@ from codefleet.toolcalls.fileparts import (
     changed_parts,
     parts_of,
     preimages,
+    put_back_parts,
     restore_parts,
 )
 
@@ -443,6 +444,76 @@ def test_mapping_a_write_parses_each_side_once(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(fileparts.ast, "parse", counting)
     changed_parts(API, API.replace("return 1", "return 11"))
     assert len(calls) == 2
+
+
+# -- the cost of a big module (issue 51: a big module blocked every lease) -------------------
+
+
+def unique_module(kilobytes: int) -> str:
+    """A generated module of about `kilobytes` KB that no other test parses."""
+    text = f"# {random.random()}\n" + generated_module(1)
+    functions = 1
+    while len(text) < kilobytes * 1000:
+        functions += 100
+        text = text.split("\n", 1)[0] + "\n" + generated_module(functions)
+    return text
+
+
+def test_a_module_larger_than_the_bound_has_no_parts_so_it_is_taken_whole():
+    big = unique_module(300)
+    edited = big.replace("y = x + 7\n", "y = x + 77\n")
+    assert parts_of(big) is None
+    assert parts_of(big.encode()) is None
+    assert changed_parts(big, edited) is None
+    assert put_back_parts(edited.encode(), [(big.encode(), ["func_7"])]) is None
+    assert len(big.encode()) > fileparts.MAX_PART_BYTES
+    below = big[: fileparts.MAX_PART_BYTES]
+    below = below[: below.rindex("\n\n\ndef ")] + "\n"
+    assert parts_of(below) is not None  # at the bound and below: parts
+
+
+def test_a_large_text_is_parsed_once_however_many_holders_put_it_back_and_however_often(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    calls: list[str] = []
+    real = ast.parse
+
+    def counting(source: str, *args: object, **kwargs: object) -> ast.Module:
+        calls.append(source)
+        return real(source)
+
+    monkeypatch.setattr(fileparts.ast, "parse", counting)
+    pre = unique_module(40)  # four holders' pre-images of one file, as a check's view has them
+    now = pre.replace("y = x + 5\n", "y = x + 50\n")  # the viewer's own change stays
+    for n in (1, 2, 3, 4):
+        now = now.replace(f"y = x + {n}\n", f"y = x + {n}0\n")
+    taken = [(pre.encode(), [f"func_{n}"]) for n in (1, 2, 3, 4)]
+    view = pre.replace("y = x + 5\n", "y = x + 50\n").encode()
+
+    assert put_back_parts(now.encode(), taken) == view
+    assert len(calls) == 3  # the pre-image, the current text and the result: once each
+    assert put_back_parts(now.encode(), taken) == view
+    assert len(calls) == 3  # the same view again: no parse
+
+
+def test_a_parse_sets_off_no_garbage_collection_while_it_builds_the_tree():
+    import gc
+
+    text = unique_module(100)
+    collections: list[int] = []
+
+    def counted(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(counted)
+    try:
+        assert parts_of(text) is not None
+    finally:
+        gc.callbacks.remove(counted)
+
+    # each would walk the tree built so far; at most one young collection once it is back on
+    assert collections in ([], [0])
 
 
 # -- edits -------------------------------------------------------------------------------------

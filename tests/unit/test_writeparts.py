@@ -118,6 +118,25 @@ def test_a_symlink_a_large_file_and_a_path_with_two_colons_take_the_whole_file(
     assert write_keys(tree, "api.py", "Edit", edit("return 1", "return 2")) == ["api.py"]
 
 
+def big_module(kilobytes: int) -> str:
+    body = "".join(
+        f"\n\ndef func_{n}(x):\n    return x + {n}\n" for n in range(kilobytes * 1000 // 36)
+    )
+    return '"""A big module."""\n' + body
+
+
+def test_a_module_over_the_part_bound_is_leased_whole_and_so_is_a_write_that_grows_one_past_it(
+    tree: Path,
+) -> None:
+    (tree / "big.py").write_text(big_module(300))
+    assert write_keys(tree, "big.py", "Edit", edit("return x + 7\n", "return x + 77\n")) == [
+        "big.py"
+    ]
+    grown = API + big_module(300)
+    assert write_keys(tree, "api.py", "Write", {"content": grown}) == ["api.py"]
+    assert writeparts.rewrite_parts("api.py", API, grown) is None
+
+
 def test_a_file_that_is_not_utf8_takes_the_whole_file(tree: Path) -> None:
     (tree / "latin.py").write_bytes(b"X = '\xe9'\n")
     assert write_keys(tree, "latin.py", "Write", {"content": "X = 'e'\n"}) == ["latin.py"]

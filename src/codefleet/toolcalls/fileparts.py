@@ -11,9 +11,13 @@ the blank lines, comments and decorators above it, and for the last part the
 tail of the file, so the parts tile the file. Blank lines between parts belong
 to nobody in particular: a change to them alone takes the part that owns them.
 
-Limits: Python only, parsed with `ast`; a text that does not parse, is not
-UTF-8, starts with a byte-order mark, or defines one name in two places that
-are not adjacent has no parts (None), and its caller takes the whole file.
+Limits: Python only, parsed with `ast`; a text that is larger than `MAX_PART_BYTES`,
+does not parse, is not UTF-8, starts with a byte-order mark, or defines one name in
+two places that are not adjacent has no parts (None), and its caller takes the whole
+file. The size bound keeps each parse, and so each grant, restore, patch and view by
+part on the server's loop, short (docs/decisions/0154-a-big-module-is-leased-whole.md).
+The last few large texts parsed are kept parsed: a file held in parts by several tasks
+is put back from the same pre-images and current text again and again.
 Adjacent same-named definitions (`@overload`s) and statements sharing a line
 are one part. A part's lease key (`path::name`) is `toolcalls.partkeys`'. Standard
 library only: both the hook side and the server import it.
@@ -23,12 +27,15 @@ from __future__ import annotations
 
 import ast
 import difflib
+import gc
 import hashlib
 import itertools
 import logging
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
@@ -37,6 +44,7 @@ __all__ = [
     "HEADER",
     "IMPORTS",
     "MAX_NAME_CHARS",
+    "MAX_PART_BYTES",
     "Part",
     "PartChange",
     "PartKind",
@@ -57,6 +65,15 @@ __all__ = [
 # anyway is a module without parts: leased, restored and patched whole.
 _PARSING: Final = threading.Lock()
 log = logging.getLogger(__name__)
+
+# A module larger than this (UTF-8 bytes) has no parts: it is leased, restored and patched
+# whole. Parsing and tiling cost about 1 ms per 2 KB of dense code on the 2-core machine of
+# docs/performance.md, and a restore or a view by part parses two or three texts.
+MAX_PART_BYTES: Final = 128_000
+# Texts of at least KEEP_PARSED_BYTES are kept parsed, the last KEEP_PARSED of them (below
+# that, a parse costs a few ms at most and is not worth the memory).
+KEEP_PARSED_BYTES: Final = 16_000
+KEEP_PARSED: Final = 16
 
 HEADER: Final = "<header>"
 IMPORTS: Final = "<imports>"
@@ -127,6 +144,7 @@ class _Index:
 
 
 _NO_CHANGE: Final = PartChange(frozenset(), frozenset(), frozenset())
+_parsed: OrderedDict[str, _Index | None] = OrderedDict()  # text -> its index; under _PARSING
 
 # -- parts -------------------------------------------------------------------------------------
 
@@ -134,22 +152,65 @@ _NO_CHANGE: Final = PartChange(frozenset(), frozenset(), frozenset())
 def parts_of(text: str | bytes) -> list[Part] | None:
     """The module's parts in file order, or None when they cannot be told (see the module doc)."""
     index = _index(text)
-    return None if index is None else index.parts
+    return None if index is None else list(index.parts)
 
 
 def _index(text: str | bytes) -> _Index | None:
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
+    """The parsed text (None: no parts); a large one from `_parsed` when it was parsed lately."""
+    decoded = _within_bound(text)
+    if decoded is None:
+        return None
+    keep = len(decoded) >= KEEP_PARSED_BYTES
+    if keep:
+        with _PARSING:
+            if decoded in _parsed:
+                _parsed.move_to_end(decoded)
+                return _parsed[decoded]
+    try:
+        with _collector_paused():
+            index = _indexed(decoded)
+    except SystemError:  # the AST constructor's own fault (above): no parts, the whole file
+        log.warning("the parser failed on a module (a CPython fault); it is taken whole")
+        return None  # not kept: the same text may parse next time
+    if keep:
+        with _PARSING:
+            _parsed[decoded] = index
+            while len(_parsed) > KEEP_PARSED:
+                _parsed.popitem(last=False)
+    return index
+
+
+def _within_bound(text: str | bytes) -> str | None:
+    """The text as `str`, or None when it is not UTF-8 or is larger than `MAX_PART_BYTES`."""
+    if len(text) > MAX_PART_BYTES:
+        return None
+    if isinstance(text, str):
+        return text if len(text.encode("utf-8", "surrogatepass")) <= MAX_PART_BYTES else None
+    try:
+        return text.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No garbage collection while a text is parsed and tiled: its tree is one object per
+    node, and each collection those allocations set off walks the objects tracked, the tree
+    built so far included; a 300 KB module's parse took twice as long (decision 0154)."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _indexed(text: str) -> _Index | None:
     try:
         with _PARSING:
             tree = ast.parse(text)
     except (SyntaxError, ValueError):  # ValueError: a null byte
-        return None
-    except SystemError:  # the AST constructor's own fault (below): no parts, the whole file
-        log.warning("the parser failed on a module (a CPython fault); it is taken whole")
         return None
     lines = _LINE.findall(text)
     units = _units(tree.body, lines)

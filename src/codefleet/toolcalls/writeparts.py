@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from codefleet.toolcalls.fileparts import (
+    MAX_PART_BYTES,
     apply_edit,
     apply_multi_edit,
     changed_parts,
@@ -38,7 +39,7 @@ from codefleet.toolcalls.partkeys import PART_SEPARATOR, part_key
 
 __all__ = ["MAX_PART_FILE_BYTES", "PART_TOOLS", "merge_rewrite", "rewrite_parts", "write_keys"]
 
-MAX_PART_FILE_BYTES: Final = 1_000_000  # larger modules are leased whole (parsing cost)
+MAX_PART_FILE_BYTES: Final = MAX_PART_BYTES  # larger modules are leased whole (parsing cost)
 PART_SUFFIXES: Final = (".py", ".pyi")
 PART_TOOLS: Final = frozenset({"Write", "Edit", "MultiEdit"})
 
