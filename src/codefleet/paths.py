@@ -15,6 +15,8 @@ the resolved tree root. Refused, with a `PathRejected` naming the reason:
   person's own session would load and run) matched the same way, the
   database, its side files and the run directory, and CodeFleet's own
   state directory at the root (`.codefleet/`, with the tree's identity);
+- the files the checks come from (`protect`: the graph file a run loaded,
+  docs/decisions/0151-the-checks-own-file-is-protected.md);
 - an existing file with more than one hard link (two names, one inode: two
   leases would guard one file; docs/decisions/0018-hard-links-are-refused.md, "Hard links are refused");
 - a directory, the tree itself, or a spelling that is not a usable path.
@@ -98,6 +100,17 @@ class TreeRoot:
         )
         self._root = str(self.root)
         self._prefix = self._root.rstrip(os.sep) + os.sep
+
+    def protect(self, key: str) -> None:
+        """Refuse `key` (a file inside the tree, e.g. the graph file the checks come from)
+        from now on, like a path given at construction.
+
+        One writer: the server's check registry (`coord.tables.checkregistry`), which
+        knows the checks' files; a key that resolves outside the tree changes nothing.
+        """
+        resolved = os.path.realpath(os.path.join(self._root, key))
+        if resolved.startswith(self._prefix) and resolved not in self._protected:
+            self._protected = (*self._protected, resolved)
 
     def canonical(self, raw: str) -> str:
         """The lease key for `raw`, or `PathRejected`.

@@ -127,7 +127,7 @@ def test_run_loads_codefleet_yaml_and_a_scripted_run_goes_green(
     assert "nothing ran" not in said(result)
 
 
-def test_a_run_says_when_the_graph_file_changed_a_check_the_server_had(
+def test_a_run_refuses_a_check_the_graph_file_changed_until_the_operator_gives_it(
     repo: Path, server: ServerThread
 ) -> None:
     graph = repo / "codefleet.yaml"
@@ -140,8 +140,15 @@ def test_a_run_says_when_the_graph_file_changed_a_check_the_server_had(
     assert cli(*run).exit_code == 0
     graph.write_text(graph.read_text().replace("test: python -c pass", "test: python -c 1"))
 
-    again = cli(*run)
+    refused = cli(*run)  # no terminal: nobody can say yes
+    again = cli(*run, "--check", "test=python -c 1")
 
+    assert refused.exit_code == 1, said(refused)
+    assert (
+        "check test changed in codefleet.yaml: it was `python -c pass`, now `python -c 1`; "
+        "not applied. To apply it, run again with --check 'test=python -c 1'; to keep the old "
+        "one, restore codefleet.yaml" in said(refused)
+    )
     assert again.exit_code == 0, said(again)
     assert f"{graph}: check test is now `python -c 1` (it was `python -c pass`)" in said(again)
     assert "check lint" not in said(again)

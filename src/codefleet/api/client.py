@@ -442,7 +442,9 @@ class FleetClient:
     ) -> dict[str, list[str]]:
         """`create_tasks`, where the stored tasks named in `redefine` that have not started
         take the batch's definitions (one that has started refuses the batch); returns the
-        ids `created` and `redefined`."""
+        ids `created` and `redefined`. `source`: the graph file's key in the tree (the
+        server protects it from agents)."""
+        source: str | None = None,
         checks = checks if checks is not None else getattr(tasks, "checks", None)
         body: dict[str, Any] = {"tasks": list(tasks)}
         if checks:
@@ -463,6 +465,8 @@ class FleetClient:
         return {"created": list(result["created"]), "redefined": list(result.get("redefined", []))}
 
     async def checks(self) -> dict[str, str]:
+        if source is not None:
+            body["source"] = source
         """The named checks: `{name: command}`."""
         return (await self.check_specs())[0]
 
@@ -473,14 +477,25 @@ class FleetClient:
         resources = {str(r["name"]): list(r["resources"]) for r in rows if r.get("resources")}
         return commands, resources
 
-    async def define_checks(self, checks: Mapping[str, str]) -> dict[str, Any]:
-        result: dict[str, Any] = await self._json("POST", "/checks", body={"checks": dict(checks)})
+    async def define_checks(
+        self, checks: Mapping[str, str], source: str | None = None
+    ) -> dict[str, Any]:
+        """Define the checks; `source`: the file in the tree they come from (protected)."""
+        body: dict[str, Any] = {"checks": dict(checks)}
+        if source is not None:
+            body["source"] = source
+        result: dict[str, Any] = await self._json("POST", "/checks", body=body)
         return result
 
     async def tasks(
         self, status: str | None = None, limit: int = 100_000, offset: int = 0
     ) -> list[dict[str, Any]]:
         params: dict[str, Any] = {"limit": limit, "offset": offset}
+    async def check_written_by(self, source: str) -> str | None:
+        """The task whose write left the checks' file `source` (a key) as it is, if one did."""
+        answer = await self._json("GET", "/checks", params={"source": source})
+        return None if answer.get("written_by") is None else str(answer["written_by"])
+
         if status:
             params["status"] = status
         result = await self._json("GET", "/tasks", params=params)

@@ -198,6 +198,7 @@ class GraphBody(_Body):
     checks: Checks = {}
     sequences: Sequences = {}
     integration: CheckName | None = None  # the check every landing must pass
+    source: Path_ | None = None  # the graph file in the tree: protected from agents from now on
     # Stored tasks this load may write over, if they have not started (else: refused).
     redefine: Annotated[list[TaskId], Field(max_length=MAX_TASKS)] = []
 
@@ -244,9 +245,11 @@ class LandingResultBody(_Body):
 
 
 class ChecksBody(_Body):
-    """`POST /checks`: define or redefine named checks (operator-facing)."""
+    """`POST /checks`: define or redefine named checks (operator-facing); `source` is the
+    file in the tree they were read from (protected from agents from now on)."""
 
     checks: Checks
+    source: Path_ | None = None
 
 
 class RegisterBody(_Body):

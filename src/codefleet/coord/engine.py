@@ -100,7 +100,7 @@ class Engine:
             cfg.interactive_idle,
             self.transition,
         )
-        self.checks = CheckRegistry(store)
+        self.checks = CheckRegistry(store, tree)
         self.limits = FleetLimits(store, Budget(cfg.max_cost, cfg.max_cost_hard))
         self.messages = OperatorMessages(store, clock, self.transition)
         self.questions = Questions(store, clock, self.transition, cfg.question_timeout)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from codefleet.coord.storage.database import Row, Touched
 from codefleet.coord.storage.store import Store
+from codefleet.coord.tables.checkregistry import source_key
 from codefleet.models import TaskStatus
 
 if TYPE_CHECKING:
@@ -139,6 +140,10 @@ class EngineReads:
 
     def checks(self) -> list[Row]:
         return self._engine.store.checks()
+
+    def check_written_by(self, source: str) -> str | None:
+        """The task whose write left the checks' file `source` as it is now, if one did."""
+        return self._engine.checks.written_by(source_key(source))
 
     def last_event_id(self) -> int:
         return self._engine.store.last_event_id()

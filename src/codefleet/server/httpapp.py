@@ -50,7 +50,7 @@ from codefleet.coord.tables.validation import NewTask
 from codefleet.errors import DomainError, Forbidden, InvalidGraph
 from codefleet.gcpolicy import collector_off
 from codefleet.models import MAX_INT, EventType, ShellMode, TaskStatus
-from codefleet.paths import TreeRoot
+from codefleet.paths import MAX_PATH_CHARS, TreeRoot
 from codefleet.readmodel.readapi import Reads
 from codefleet.review.collisionstats import fleet_stats
 from codefleet.review.facts import run_facts
@@ -279,6 +279,15 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
             specs = [new_task(spec) for spec in body.tasks]
         # The heavy half (a stat per scope path) runs off the loop, so heartbeats are still
         # read meanwhile; the commit re-checks against the state of the moment, on the loop.
+def _checks_answer(reads: Reads, source: str | None) -> dict[str, Any]:
+    """`GET /checks`: the checks, and with `source` the task whose write left that file
+    (the graph the checks come from) as it is now (`run` names it before a change)."""
+    answer: dict[str, Any] = {"checks": reads.engine.checks()}
+    if source is not None:
+        answer["written_by"] = reads.engine.check_written_by(source)
+    return answer
+
+
         commands = check_commands(body.checks)
         known = sorted({str(r["name"]) for r in reads.engine.checks()} | set(commands))
         if body.integration is not None and body.integration not in known:
@@ -293,7 +302,7 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
             starts
         )  # a counter only ever rises: harmless if the load fails
         with collector_off():
-            created = engine.operator.commit_tasks(prepared, frozenset(body.redefine))
+            created = engine.operator.commit_tasks(prepared, frozenset(body.redefine), body.source)
         engine.operator.define_check_resources(check_resources(body.checks))
         if body.integration is not None:
             engine.landing.set_integration(body.integration)
@@ -302,12 +311,14 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
         return _json({"created": created, "redefined": redefined}, 201)
 
     @app.get("/checks")
-    async def checks() -> JSONResponse:
-        return _json({"checks": reads.engine.checks()})
+    async def checks(
+        source: Annotated[str | None, Query(min_length=1, max_length=MAX_PATH_CHARS)] = None,
+    ) -> JSONResponse:
+        return _json(_checks_answer(reads, source))
 
     @app.post("/checks")
     async def define_checks(body: ChecksBody) -> JSONResponse:
-        defined = engine.operator.define_checks(check_commands(body.checks))
+        defined = engine.operator.define_checks(check_commands(body.checks), body.source)
         engine.operator.define_check_resources(check_resources(body.checks))
         return _json(defined)
 

@@ -6,7 +6,7 @@ the run's own result; it holds no state. `run`, `demo` and `tasks` use it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,10 +148,12 @@ def print_result(
     outside: Mapping[str, list[str]] | None = None,
     again: str = "codefleet run",
     share: RunShare | None = None,
+    weakened: Sequence[str] = (),
 ) -> None:
     """The task table, the vetoes, the verify output and the verdict panel.
 
     `outside` is what each task wrote outside its declared scope (`scopes.ScopeWatch`);
+    `weakened` names tests deleted and checks changed (`review.report.checksections.weakened_lines`);
     `again` is the command that runs the fleet again with this run's flags (the hints
     after a failure name it); `share` is this run's own part (without it, the figures
     are the server's totals).
@@ -179,6 +181,7 @@ def print_result(
     summary = _summary(result, conflicts, simulated_cost, share, again)
     undeclared = outside_text(outside or {})
     lines = [verdict, *summary, *([Text(undeclared, style="yellow")] if undeclared else [])]
+    lines += [Text(line, style="bold yellow") for line in weakened]
     if result.nothing_ran:
         lines.append(Text(NOTHING_RAN.format(again=again), style="yellow"))
     body = Group(*lines)

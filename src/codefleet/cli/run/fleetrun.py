@@ -80,7 +80,7 @@ class Outcome:
     history: Any
     scopes: ScopeWatch
     share: RunShare | None = None  # this run's own part of the server's figures
-    weakened: tuple[str, ...] = ()  # tests deleted, checks changed (`review.checkfiles`)
+    weakened: tuple[str, ...] = ()  # tests deleted, checks changed (`review.report.checksections`)
 
     @property
     def ok(self) -> bool:
@@ -107,7 +107,7 @@ async def drive(plan: RunPlan, caught: list[signal.Signals]) -> Outcome:
     """Settle the run with the server, run the fleet until it drains or is stopped, collect."""
     import asyncio
 
-    from codefleet.review.checkfiles import weakened_lines
+    from codefleet.review.report.checksections import weakened_lines
     from codefleet.ui.report import RunShare
 
     settings = plan.settings
@@ -140,6 +140,7 @@ async def drive(plan: RunPlan, caught: list[signal.Signals]) -> Outcome:
 async def _settle(plan: RunPlan) -> tuple[int, ScopeWatch, list[dict[str, Any]]]:
     """Load the graph and checks, set the budget; the event cursor, the declared scopes and
     the tasks as the run starts."""
+    from codefleet.cli.run.checkchange import terminal_confirm
     from codefleet.cli.run.runprep import RunRefused, prepare_run
     from codefleet.ui.outofscope import ScopeWatch
 
@@ -153,7 +154,7 @@ async def _settle(plan: RunPlan) -> tuple[int, ScopeWatch, list[dict[str, Any]]]
                 plan.graph_file,
                 plan.checks,
                 plan.say,
-                _terminal_confirm(),
+                terminal_confirm(),
             )
         except RunRefused as err:
             raise fail(str(err)) from None
@@ -194,18 +195,6 @@ async def _fleet(plan: RunPlan, interrupt: asyncio.Event) -> Any:
         interrupt=interrupt,
         say=lambda s: err_console.print(s, markup=False),
     )
-
-
-def _terminal_confirm() -> Callable[[str], bool] | None:
-    """A yes/no prompt on the terminal, or None when standard input is not one (CI, a pipe):
-    a question nobody can answer is a refusal (`cli.run.checkchange`)."""
-    import sys
-
-    import typer
-
-    if not sys.stdin.isatty():
-        return None
-    return lambda question: typer.confirm(question, default=False, err=True)
 
 
 def _runner_down(why: str) -> None:

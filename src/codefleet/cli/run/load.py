@@ -62,21 +62,25 @@ def load(
         say = err_console.print if json_out else console.print
         say(f"load: tree {health['workdir']} · server {settings.url} · {path}", markup=False)
         stored = {t["id"]: t for t in await client.tasks()}
-        on_server = OnServer(frozenset(stored), {**await client.checks(), **given_checks})
+        defined = await client.checks()
+        on_server = OnServer(frozenset(stored), {**defined, **given_checks})
         tasks = _read(path, on_server)  # every problem at once, the server's tasks known
         checks = {**tasks.checks, **given_checks}
-        for line in check_warnings(checks, _checks_tree(health, settings.workdir)):
+        tree = _checks_tree(health, settings.workdir)
+        for line in check_warnings(checks, tree):
             err_console.print(f"warning: {line}", style="yellow", markup=False)
+        source = await _confirmed_source(client, path, tree, tasks.checks, given_checks, defined)
         plan = plan_load(tasks, stored)
         if not plan.new and not plan.redefine:
-            if checks:
-                await client.define_checks(checks)
+            if checks or source is not None:
+                await client.define_checks(checks, source)
             return {"created": [], "redefined": []}, [
                 f"already loaded ({len(tasks)} task(s)): nothing to create",
                 *plan.lines,
             ]
         posted = tasks.with_tasks([*plan.new, *plan.redefine])
-        answer = await client.load_tasks(posted, checks, [t["id"] for t in plan.redefine])
+        redefine = [t["id"] for t in plan.redefine]
+        answer = await client.load_tasks(posted, checks, redefine, source)
         return answer, plan.lines
 
     answer, lines = call_server(settings, post)
@@ -88,6 +92,35 @@ def load(
         console.print(f"created {len(created)} task(s): {' '.join(created)}", markup=False)
     for line in lines:
         console.print(line, markup=False)
+
+
+async def _confirmed_source(
+    client: FleetClient,
+    path: Path,
+    tree: Path,
+    graph_checks: dict[str, str],
+    given: dict[str, str],
+    defined: dict[str, str],
+) -> str | None:
+    """The graph's key in the tree (the server protects it), once every check the graph
+    changed is confirmed (`cli.run.checkchange`; else the load is refused)."""
+    from codefleet.cli.run.checkchange import (
+        NotConfirmed,
+        changed_by_graph,
+        confirm_check_changes,
+        graph_key,
+        terminal_confirm,
+    )
+
+    source = graph_key(path, tree)
+    changes = changed_by_graph(graph_checks, given, defined)
+    try:
+        await confirm_check_changes(
+            client, changes, source or str(path), source, terminal_confirm()
+        )
+    except NotConfirmed as err:
+        raise fail(str(err)) from None
+    return source
 
 
 def _read(path: Path, on_server: OnServer) -> GraphTasks:

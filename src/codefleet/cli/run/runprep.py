@@ -22,6 +22,13 @@ from typing import Any, Final
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphError, GraphTasks, OnServer, check_references
 from codefleet.cli.run.agentchoice import Agents
+from codefleet.cli.run.checkchange import (
+    Confirm,
+    NotConfirmed,
+    changed_by_graph,
+    confirm_check_changes,
+    graph_key,
+)
 from codefleet.models import ShellMode
 from codefleet.statedir import TreeClaim, tree_id_here, tree_mismatch
 
@@ -55,7 +62,13 @@ def same_tree(health: Mapping[str, Any], local_tree: Path, url: str) -> None:
 
 
 async def load_graph_file(
-    client: FleetClient, graph: GraphFile, checks: Mapping[str, str], agents: Agents | None = None
+    client: FleetClient,
+    graph: GraphFile,
+    checks: Mapping[str, str],
+    agents: Agents | None = None,
+    *,
+    source: str | None = None,
+    confirm: Confirm | None = None,
 ) -> list[str]:
     """Post the graph's tasks that are not on the server yet, and the edited definitions of
     those that have not started; say what happened.
@@ -66,8 +79,10 @@ async def load_graph_file(
     is of that one), and the line says how to replace it. A task without an id cannot be
     matched, so a graph with one is refused unless the server is empty. With `agents`, a
     scripted run's script is checked against the tasks it would run before anything is
-    loaded. The checks are defined again: one whose command changed is replaced, and named
-    with its old command.
+    loaded. The checks are defined again: one whose command the graph changed is replaced
+    only once the operator confirms it (`cli.run.checkchange`: `confirm`, or `--check`;
+    else `RunRefused`), and named with its old command. `source` is the graph's key in
+    the tree: the server protects the file from agents from then on.
     """
     all_checks = {**graph.tasks.checks, **checks}
     stored = {t["id"]: t for t in await client.tasks()}
@@ -83,20 +98,24 @@ async def load_graph_file(
         check_coverage([*stored.values(), *(t for t in plan.new if t.get("id"))], agents)
     said = [f"{graph.path}: {line}" for line in plan.lines]
     if all_checks:
-        said += [
-            f"{graph.path}: {line}" for line in _changed_checks(all_checks, await client.checks())
-        ]
+        defined = await client.checks()
+        changes = changed_by_graph(graph.tasks.checks, checks, defined)
+        try:  # before anything is loaded: a refused run loads nothing
+            await confirm_check_changes(client, changes, source or str(graph.path), source, confirm)
+        except NotConfirmed as err:
+            raise RunRefused(str(err)) from None
+        said += [f"{graph.path}: {line}" for line in _changed_checks(all_checks, defined)]
     posted = graph.tasks.with_tasks([*plan.new, *plan.redefine])
     if not posted:
-        if all_checks:
-            await client.define_checks(all_checks)
+        if all_checks or source is not None:
+            await client.define_checks(all_checks, source)
         return [f"{graph.path}: already loaded ({len(ids)} task(s))", *said]
     on_server = OnServer(frozenset(stored), {**await client.checks(), **all_checks})
     try:  # every unknown reference at once, before the server refuses the first
         check_references(posted, on_server, str(graph.path))
     except GraphError as err:
         raise RunRefused(str(err)) from None
-    answer = await client.load_tasks(posted, all_checks, [t["id"] for t in plan.redefine])
+    answer = await client.load_tasks(posted, all_checks, [t["id"] for t in plan.redefine], source)
     created = answer["created"]
     if not created:
         return said
@@ -220,8 +239,11 @@ async def prepare_run(
     graph: GraphFile | None,
     checks: Mapping[str, str],
     say: Any,
+    confirm: Confirm | None = None,
 ) -> int:
-    """Settle the run with the server (see the module's docstring); returns the event cursor."""
+    """Settle the run with the server (see the module's docstring); returns the event cursor.
+
+    `confirm` asks the operator about a check the graph changed (None: no terminal)."""
     health = await client.health()
     same_tree(health, tree, client.base_url)
     say(f"run: tree {health['workdir']} · server {client.base_url} · {agents.mode} agents")
@@ -230,7 +252,10 @@ async def prepare_run(
 
         for line in check_warnings({**graph.tasks.checks, **checks}, tree):  # as `graph check`
             say(f"warning: {line}")
-        for line in await load_graph_file(client, graph, checks, agents):
+        source = graph_key(graph.path, tree)
+        for line in await load_graph_file(
+            client, graph, checks, agents, source=source, confirm=confirm
+        ):
             say(line)
     elif checks:
         await client.define_checks(checks)

@@ -21,7 +21,7 @@ from codefleet.coord.calls.callparts import CallParts
 from codefleet.coord.calls.takebacks import TakeBacks
 from codefleet.coord.policy.limitpolicy import Budget
 from codefleet.coord.tables import validation
-from codefleet.coord.tables.checkregistry import validated_checks
+from codefleet.coord.tables.checkregistry import source_key, validated_checks
 from codefleet.coord.tables.fleetlimits import ResumeReason
 from codefleet.coord.tables.questions import Question
 from codefleet.coord.tables.restores import Restores
@@ -72,11 +72,13 @@ class OperatorCalls:
             with self.transition():
                 self.sequences.define(starts)
 
-    def define_checks(self, checks: Mapping[str, str]) -> dict[str, Any]:
-        """Define or redefine named checks; returns the names whose command changed."""
+    def define_checks(self, checks: Mapping[str, str], source: str | None = None) -> dict[str, Any]:
+        """Define or redefine named checks (read from the file `source`, protected from
+        then on); returns the names whose command changed."""
         valid = validated_checks(checks)
+        key = None if source is None else source_key(source)
         with self.transition():
-            changed = self.checks.define(valid, to_iso(self.clock()))
+            changed = self.checks.define(valid, to_iso(self.clock()), key)
         return {"defined": sorted(valid), "changed": changed}
 
     def create_tasks(
@@ -92,27 +94,32 @@ class OperatorCalls:
         return validation.prepare_tasks(self.tree, specs, checks)
 
     def commit_tasks(
-        self, batch: PreparedBatch, redefine: frozenset[str] = frozenset()
+        self,
+        batch: PreparedBatch,
+        redefine: frozenset[str] = frozenset(),
+        source: str | None = None,
     ) -> list[str]:
         """Check the batch against what is stored now, then insert it in one transaction.
 
         A task below an already-dead parent is born `blocked_upstream` (`TaskTable.create`).
         A stored id named in `redefine` is written over (`TaskTable.redefine`) if the task
         has not started (pending, never assigned); one that has started refuses the batch.
-        Returns the ids created (the batch's others were redefined).
+        Returns the ids created (the batch's others were redefined). `source` is the graph
+        file the batch was read from (`define_checks`).
         """
         status = self.tasks.index.status
         asked = {t: self._not_started(t) for t in redefine if t in status}
         redefined = validation.check_against(batch, status, self.checks.known(), asked)
         if redefined:
             validation.reject_stored_cycles(batch, redefined, self.store.edges())
+        key = None if source is None else source_key(source)
         at = to_iso(self.clock())
         rows, edges = validation.task_rows(batch, self.store.max_seq(), at, self.max_attempts)
         deps = [spec.depends_on for spec in batch.specs]
         new = [n for n, row in enumerate(rows) if row["id"] not in redefined]
         old = [n for n, row in enumerate(rows) if row["id"] in redefined]
         with self.transition():
-            self.checks.define(batch.checks, at)
+            self.checks.define(batch.checks, at, key)
             if new:
                 ids = {rows[n]["id"] for n in new}
                 self.tasks.create(

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from codefleet.review.facts import RunFacts, run_facts
+from codefleet.review.report.checksections import checks_section
 from codefleet.review.report.contentionsections import (
     commands_section,
     graph_section,
@@ -55,6 +56,7 @@ SECTIONS: list[SectionBuilder] = [
     vetoes_section,
     rollbacks_section,
     verify_section,
+    checks_section,
     commands_section,
     cost_section,
     history_section,
