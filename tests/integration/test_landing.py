@@ -394,7 +394,8 @@ async def test_a_check_that_times_out_is_a_failed_landing_with_its_reason(
         task = await client.task("T")
 
     verdicts = [e["payload"]["verdict"] for e in of_type(events, "landing_check_finished")]
-    assert verdicts == ["timed_out", "passed"]  # the candidate's run, then the base alone
+    # the candidate's run, the base alone, the candidate's again (a blame is confirmed)
+    assert verdicts == ["timed_out", "passed", "timed_out"]
     assert task["status"] == "failed" and "timed out after 1s" in task["error"]
     assert not (workdir / "t.txt").exists() and not result.ok
 

@@ -57,7 +57,9 @@ from codefleet.review.facts import run_facts
 from codefleet.review.runrecord import RunRecord
 from codefleet.review.statsjson import stats_json
 from codefleet.server.front import Front
+from codefleet.server.landed_routes import install_landed_routes
 from codefleet.server.landing_routes import install_landing_routes
+from codefleet.server.linefollower import LineFollower
 from codefleet.server.lock import ServerLock
 from codefleet.server.loopwatch import LoopWatch
 from codefleet.server.pages import install_web
@@ -189,21 +191,25 @@ def create_app(settings: Settings) -> FleetApp:
     _require_dirs(settings)
     tree_lock, lock, engine = _locked_engine(settings, hub)
     reads = Reads(EngineReads(engine), settings.stale_after)
+    follower = LineFollower(reads, hub, engine.tree.root)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         engine.attach(asyncio.get_running_loop())
         hub.attach(asyncio.get_running_loop())
         watch.attach(asyncio.get_running_loop())
+        await follower.open()  # before anyone is served: the line starts at the tree as is
         ticker = asyncio.create_task(engine.run_ticker())
+        line = asyncio.create_task(follower.run(), name="landed-line")
         engine.kick()
         try:
             yield
         finally:
             watch.close()
-            ticker.cancel()
-            with suppress(asyncio.CancelledError):
-                await ticker
+            for task in (line, ticker):
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
             hub.close()
             reads.close()
             close_engine(engine)
@@ -230,6 +236,7 @@ def create_app(settings: Settings) -> FleetApp:
     install_interactive(app, engine)
     install_resource_routes(app, engine, reads)
     install_landing_routes(app, engine)
+    install_landed_routes(app, follower)
     install_web(app)
     return app
 

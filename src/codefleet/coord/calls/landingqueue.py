@@ -9,14 +9,18 @@ halt. A step is run by a landing worker (`fleet.landingworker`, never in the ser
 and never on the hook's path): `claim` hands it out under a fresh step id,
 `result` applies its verdict; a result for a step that is no longer current
 (the server restarted, the step was handed out again, a candidate was
-cancelled) is `NotOwner` and changes nothing, so nothing lands twice.
+cancelled) is `NotOwner` and changes nothing, so nothing lands twice. A claim
+holds while its worker is heard from (the claim, `beat`, `started`,
+`preimages`) within `stale_after`: a worker that died loses the step to the
+next worker that asks (docs/decisions/0152-a-landing-claim-lapses-with-its-worker.md).
 
 What a verdict does: each landing task's files are patched and released and
 it `succeeds` with its order number (`landed`, then `task_succeeded`); a
 blamed task's files are put back (like any failed attempt) and it is requeued
 as `integration_failed`, its error naming the tasks that landed since its
-attempt started and the failing output; a base that fails alone halts landing
-(`landing_halted`) until `resume`. A round whose checks are empty lands at
+attempt started and the failing output; a base that fails alone, a check that
+cannot start even there, or a failure that did not repeat (flaky) halts landing
+(`landing_halted`, its `why` the policy's `Halt`) until `resume`. A round whose checks are empty lands at
 once, inside the transaction that queued it: a graph without checks lands
 every task the moment it finishes, as before.
 
@@ -29,6 +33,7 @@ writes run in the caller's transaction or its own.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -41,32 +46,37 @@ from codefleet.coord.policy.waits import WaitOutcome
 from codefleet.coord.tables.liveindex import LiveTask
 from codefleet.coord.tables.preimages import uncovered
 from codefleet.errors import InvalidGraph, InvalidState, NotOwner
+from codefleet.failuretext import failure_excerpt
 from codefleet.models import ErrorKind, EventType, ReleaseReason, TaskStatus
 
 __all__ = ["Landing"]
 
+log = logging.getLogger(__name__)
 INTEGRATION_KEY: Final = "integration"
 HALT_KEY: Final = "landing_halted"
 STEP_KEY: Final = "landing_step"  # the last step number handed out
+BEATS_PER_STALE: Final = 4  # a worker running a step says it is alive this often per stale_after
 INFRA_RETRIES: Final = 3  # a step that could not run this many times halts landing
 CONFLICTS_SHOWN: Final = 10
 FILES_SHOWN: Final = 20
 OUTPUT_SHOWN: Final = 4_000
 TAIL_CHARS: Final = 2_000
-# A step's verdict kinds (`landing_check_finished`'s `verdict`).
-PASSED: Final = "passed"
-UNRUNNABLE: Final = "unrunnable"
+# A step's verdict that is no verdict (`landing_check_finished`'s `verdict`; the others are
+# the policy's): the check did not run; the step is handed out again.
 DID_NOT_RUN: Final = "did_not_run"
+COULD_NOT_RUN: Final = "could not run"  # `landing_halted`'s why after INFRA_RETRIES of them
 
 
 @dataclass(slots=True)
 class _Handed:
-    """The step handed out: its id, what it checks, and who runs it until when."""
+    """The step handed out: its id, what it checks, who runs it, when it was last heard of."""
 
     id: int
     step: policy.Step
     worker: str | None = None
-    until: datetime | None = None
+    until: datetime | None = None  # the claim's hard end: each check's time limit + stale_after
+    heard: datetime | None = None  # the worker's last sign of life (claim, beat, started, …)
+    deaf_at: float = 0.0  # the server's deaf seconds then (`AgentRegistry.deaf_seconds`)
     infra: int = 0  # times it could not run
 
 
@@ -82,6 +92,7 @@ class Landing:
         self.checks = parts.checks
         self.transition = parts.transition
         self.kick = parts.kick
+        self.deaf_seconds = parts.agents.deaf_seconds  # stale means unheard while listening
         self.batch = max(1, batch)
         self.stale_after = stale_after
         self.queue: list[str] = []
@@ -152,7 +163,7 @@ class Landing:
         rnd = self._round_of(candidates)
         nxt: policy.Step | policy.Outcome = policy.first_step(rnd)
         while isinstance(nxt, policy.Step) and not nxt.checks:  # nothing to run: passes
-            rnd, nxt = policy.advance(rnd, nxt, passed=True)
+            rnd, nxt = policy.advance(rnd, nxt, {})
         if isinstance(nxt, policy.Outcome):
             self.round, self.failure = rnd, ("", "")
             self._apply(nxt)
@@ -204,13 +215,17 @@ class Landing:
         handed, now = self.handed, self.clock()
         if handed is None or self.round is None:
             return None
-        if handed.worker not in (None, worker) and handed.until and handed.until > now:
-            return None  # another worker runs it
+        if handed.worker not in (None, worker):
+            if self._held(handed, now):
+                return None  # another worker runs it
+            log.info("landing step %s: %s fell silent; handed to %s", handed.id, handed.worker,
+                     worker)  # fmt: skip
         with self.transition():  # a lapsed claim's result is refused from now on
             handed.id = self._next_step_id()
         handed.worker = worker
         per_check = timeout_s + self.stale_after
         handed.until = now + timedelta(seconds=per_check * max(1, len(handed.step.checks)))
+        self._heard(handed)
         commands = self.checks.known()
         step = handed.step
         return {
@@ -219,7 +234,26 @@ class Landing:
             "batch": list(self.round.candidates[: step.prefix]),
             "base": self.round.base,
             "checks": [{"name": n, "command": commands.get(n, "")} for n in step.checks],
+            "beat_s": self.stale_after / BEATS_PER_STALE,
         }
+
+    def beat(self, step_id: int) -> dict[str, Any]:
+        """The worker running step `step_id` is alive (memory only); `NotOwner` once it is over."""
+        handed, _ = self._current(step_id)
+        self._heard(handed)
+        return {"step": step_id}
+
+    def _heard(self, handed: _Handed) -> None:
+        handed.heard, handed.deaf_at = self.clock(), self.deaf_seconds()
+
+    def _held(self, handed: _Handed, now: datetime) -> bool:
+        """Whether `handed`'s claim holds: its worker was heard within `stale_after` (time the
+        server could not listen not counted, as for a runner) and its hard end is not past."""
+        if handed.worker is None or handed.heard is None or handed.until is None:
+            return False
+        deaf = max(0.0, self.deaf_seconds() - handed.deaf_at)
+        heard = handed.heard + timedelta(seconds=deaf)
+        return handed.until > now and heard >= now - timedelta(seconds=self.stale_after)
 
     def _check_round(self) -> None:
         """A round whose candidate left (cancelled, reset) or whose base moved starts again."""
@@ -244,6 +278,7 @@ class Landing:
     def started(self, step_id: int, check: str) -> None:
         """`landing_check_started` for one check of the current step."""
         handed, rnd = self._current(step_id)
+        self._heard(handed)
         with self.transition():
             self.store.emit(
                 EventType.LANDING_CHECK_STARTED, **self._step_fields(handed, rnd, check)
@@ -252,6 +287,7 @@ class Landing:
     def preimages(self, step_id: int) -> dict[str, Any]:
         """What the step's view puts back: every leased file not held by its candidates."""
         handed, rnd = self._current(step_id)
+        self._heard(handed)
         keep = rnd.candidates[: handed.step.prefix]
         rows = self.store.preimages_except(keep)
         files = self.files.view_files(rows, self.leases.holders_on)
@@ -268,25 +304,19 @@ class Landing:
                 self.store.emit(EventType.LANDING_CHECK_FINISHED, **fields, **_finished(r))
             if any(v == DID_NOT_RUN for v in verdicts.values()):
                 return self._could_not_run(handed, results)
-            unrunnable = [n for n, v in verdicts.items() if v == UNRUNNABLE]
-            if unrunnable:
-                self._halt(unrunnable[0], _tail(results, unrunnable[0]), "could not start")
-                return {"applied": True}
             step = handed.step
-            ran_all = all(n in verdicts for n in step.checks)
-            failed = [n for n, v in verdicts.items() if v != PASSED]
-            passed = ran_all and not failed
-            if not passed and not failed:
+            failed = [n for n, v in verdicts.items() if v != policy.PASSED]
+            if not failed and not all(n in verdicts for n in step.checks):
                 raise InvalidState(
                     f"landing step {step_id}: checks {list(step.checks)} not all reported",
                     {"step": step_id},
                 )
-            self.round, nxt = policy.advance(rnd, step, passed, failed)
+            self.round, nxt = policy.advance(rnd, step, verdicts)
             self.handed = None
             if failed:  # the latest failure is the one the blamed task is told
                 self.failure = (failed[0], _tail(results, failed[0]))
             while isinstance(nxt, policy.Step) and not nxt.checks:
-                self.round, nxt = policy.advance(self.round, nxt, passed=True)
+                self.round, nxt = policy.advance(self.round, nxt, {})
             if isinstance(nxt, policy.Outcome):
                 self._apply(nxt, *self.failure)
             else:
@@ -303,7 +333,7 @@ class Landing:
         handed.worker = handed.until = None
         if handed.infra >= INFRA_RETRIES:
             check = str(results[-1]["check"]) if results else "?"
-            self._halt(check, _tail(results, check), "could not run")
+            self._halt(check, _tail(results, check), COULD_NOT_RUN)
         return {"applied": False}
 
     def _step_fields(self, handed: _Handed, rnd: policy.Round, check: str) -> dict[str, Any]:
@@ -327,8 +357,8 @@ class Landing:
             self._land(task_id, now, list(rnd.candidates[: len(outcome.land)]), rnd.base, checks)
         if outcome.blamed is not None:
             self._blame(outcome.blamed, check, output, now)
-        if outcome.halt:
-            self._halt(check, output, "fails on the landed tree alone")
+        if outcome.halt is not None:
+            self._halt(check, output, outcome.halt)
         self.round = None
         self.handed = None
         self.queue = [t for t in self.queue if self._landing(t)]
@@ -433,7 +463,7 @@ class Landing:
                 "purpose": handed.step.purpose,
                 "batch": list(rnd.candidates[: handed.step.prefix]),
                 "checks": list(handed.step.checks),
-                "worker": handed.worker,
+                "worker": handed.worker if self._held(handed, self.clock()) else None,
                 "base": rnd.base,
             }
         return {
@@ -455,7 +485,10 @@ def _finished(result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _tail(results: Sequence[Mapping[str, Any]], check: str) -> str:
+    """What a person and the blamed task are shown of `check`'s output: its failing lines
+    first, then its last lines (`failuretext.failure_excerpt`)."""
     for r in results:
         if str(r["check"]) == check:
-            return str(r.get("output") or r.get("output_tail") or r.get("error") or "")
+            output = str(r.get("output") or r.get("output_tail") or r.get("error") or "")
+            return failure_excerpt(output, TAIL_CHARS)
     return ""

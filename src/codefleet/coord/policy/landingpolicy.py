@@ -5,27 +5,43 @@ order they finished) and asks which of them may land on the landed base. Its
 steps each check one *prefix*: the landed base plus the first `n` candidates
 (`n == 0` is the base alone). The round starts with the whole batch; a
 failing prefix is bisected (prefixes only, so whatever lands, lands in
-order); the first candidate whose prefix fails is blamed, everything before
-it lands, everything after it stays queued for the next round on the new
-base. A failing integration check is first run on the base alone: if the base
-fails too, nobody is blamed and landing halts (docs/checks.md, "Landing").
+order) down to the first candidate whose prefix fails. Before that candidate
+is blamed, its failing prefix runs the failed checks once more (`CONFIRM`): a
+failure that does not repeat is a flaky check, nobody is blamed and landing
+halts; one that repeats blames it, everything before it lands, everything
+after it stays queued for the next round on the new base.
+
+The base alone (`BASE`) answers two questions, each once per round: a failing
+integration check, while no prefix has passed, is run on the base (the base
+fails too: nobody is blamed, landing halts); a check that could not start
+(exit 126/127, `UNRUNNABLE`) is run on the base unless a passing prefix
+already ran it (it cannot start there either: the environment lacks its
+program, landing halts; it starts: the candidates broke it, which is theirs
+to answer for). docs/checks.md, "Landing"; decisions 0141 and 0153.
 
 Which checks a prefix runs: the integration check (if any), plus the `verify`
 check of each candidate in it, each name once. A lone candidate whose verify
 already passed on this very base (the runner's check at the end of its
-session) does not run it again. No I/O, no clock, no database.
+session) does not run it again. A step's verdicts are the checks it ran, by
+name (a worker stops at the first that does not pass). No I/O, no clock, no
+database.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Final
 
 __all__ = [
     "BASE",
     "BATCH",
     "BISECT",
+    "CONFIRM",
+    "PASSED",
+    "UNRUNNABLE",
+    "Halt",
     "Outcome",
     "Round",
     "Step",
@@ -36,7 +52,19 @@ __all__ = [
 
 BATCH: Final = "batch"  # the whole batch on the base
 BISECT: Final = "bisect"  # a shorter prefix, to find the first breaker
-BASE: Final = "base"  # the base alone: is the landed tree itself broken?
+BASE: Final = "base"  # the base alone: is the landed tree itself broken? does the check start?
+CONFIRM: Final = "confirm"  # the failing prefix once more, before its last candidate is blamed
+# A check's verdict words (a worker's; any other reported word is a failure that ran).
+PASSED: Final = "passed"
+UNRUNNABLE: Final = "unrunnable"  # its program could not start (exit 126/127)
+
+
+class Halt(StrEnum):
+    """Why landing halts (`landing_halted`'s `why`): nobody is blamed for any of these."""
+
+    FAILS_ALONE = "fails on the landed tree alone"
+    CANNOT_START = "could not start"
+    FLAKY = "flaky: failed, then passed when run again on the same tree"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +82,7 @@ class Outcome:
 
     land: tuple[str, ...] = ()
     blamed: str | None = None
-    halt: bool = False
+    halt: Halt | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +96,9 @@ class Round:
     verified_on: Mapping[str, int | None]  # candidate -> the base its own verify passed on
     lo: int = 0  # the longest prefix known to pass (0: the base, assumed until shown not)
     hi: int | None = None  # the shortest prefix known to fail
-    base_checked: bool = False
+    base_ran: tuple[str, ...] = ()  # the checks the base alone ran this round
     failed: tuple[str, ...] = ()  # the checks that failed at `hi`
+    unrunnable: tuple[str, ...] = ()  # those of them that could not start
 
 
 def checks_for(rnd: Round, prefix: int) -> tuple[str, ...]:
@@ -94,27 +123,62 @@ def first_step(rnd: Round) -> Step | Outcome:
     return Step(whole, BATCH, checks)
 
 
-def advance(
-    rnd: Round, step: Step, passed: bool, failed: Sequence[str] = ()
-) -> tuple[Round, Step | Outcome]:
-    """The round after `step`'s verdict, and what comes next: another step or the outcome."""
-    if step.prefix == 0:
-        if not passed:
-            return rnd, Outcome(land=rnd.candidates[: rnd.lo], halt=True)
-        rnd = replace(rnd, base_checked=True)
-    elif passed:
-        rnd = replace(rnd, lo=step.prefix)
+def advance(rnd: Round, step: Step, verdicts: Mapping[str, str]) -> tuple[Round, Step | Outcome]:
+    """The round after `step`'s `verdicts` (check -> verdict word, for the checks it ran), and
+    what comes next: another step or the outcome. A step that ran all its checks and
+    failed none passed; one with no failure must have run them all (the caller's to check)."""
+    ran = tuple(n for n in step.checks if n in verdicts)
+    failed = tuple(n for n in ran if verdicts[n] != PASSED)
+    unrunnable = tuple(n for n in failed if verdicts[n] == UNRUNNABLE)
+    if step.purpose == BASE:
+        return _after_base(replace(rnd, base_ran=rnd.base_ran + ran), failed, unrunnable)
+    if step.purpose == CONFIRM:
+        return rnd, _after_confirm(rnd, failed)
+    if failed:
+        rnd = replace(rnd, hi=step.prefix, failed=failed, unrunnable=unrunnable)
     else:
-        rnd = replace(rnd, hi=step.prefix, failed=tuple(failed))
-        if rnd.lo == 0 and not rnd.base_checked and rnd.integration in rnd.failed:
-            return rnd, Step(0, BASE, (rnd.integration,))
+        rnd = replace(rnd, lo=step.prefix)
     return rnd, _next(rnd)
+
+
+def _after_base(
+    rnd: Round, failed: tuple[str, ...], unrunnable: tuple[str, ...]
+) -> tuple[Round, Step | Outcome]:
+    """The base alone: a check that cannot start there, or an integration check that fails
+    there, halts; a check that started (passing or not) leaves the candidates to answer."""
+    if unrunnable:
+        return rnd, Outcome(land=rnd.candidates[: rnd.lo], halt=Halt.CANNOT_START)
+    if rnd.integration is not None and rnd.integration in failed:
+        return rnd, Outcome(land=rnd.candidates[: rnd.lo], halt=Halt.FAILS_ALONE)
+    return rnd, _next(rnd)
+
+
+def _after_confirm(rnd: Round, failed: tuple[str, ...]) -> Outcome:
+    """The failing prefix ran again: it failed again (blame its last candidate) or passed."""
+    land = rnd.candidates[: rnd.lo]
+    if not failed:
+        return Outcome(land=land, halt=Halt.FLAKY)
+    assert rnd.hi is not None
+    return Outcome(land=land, blamed=rnd.candidates[rnd.hi - 1])
 
 
 def _next(rnd: Round) -> Step | Outcome:
     if rnd.hi is None:  # nothing failed: the longest prefix checked passed
         return Outcome(land=rnd.candidates[: rnd.lo])
+    base = _base_checks(rnd)
+    if base:
+        return Step(0, BASE, base)
     if rnd.hi - rnd.lo == 1:
-        return Outcome(land=rnd.candidates[: rnd.lo], blamed=rnd.candidates[rnd.hi - 1])
+        return Step(rnd.hi, CONFIRM, rnd.failed)
     middle = (rnd.lo + rnd.hi) // 2
     return Step(middle, BISECT, checks_for(rnd, middle))
+
+
+def _base_checks(rnd: Round) -> tuple[str, ...]:
+    """What the base alone must run before bisecting on (see the module docstring)."""
+    wanted: list[str] = []
+    if rnd.lo == 0 and rnd.integration is not None and rnd.integration in rnd.failed:
+        wanted.append(rnd.integration)
+    started = checks_for(rnd, rnd.lo) if rnd.lo else ()  # a passing prefix ran them
+    wanted += [n for n in rnd.unrunnable if n not in started and n not in wanted]
+    return tuple(n for n in wanted if n not in rnd.base_ran)
