@@ -400,6 +400,10 @@ class FleetClient:
     async def landing_started(self, step_id: int, check: str) -> None:
         await self._call("POST", f"/landing/steps/{step_id}/started", body={"check": check})
 
+    async def landing_beat(self, step_id: int) -> None:
+        """The worker running step `step_id` is alive; `NotOwner` once the step is over."""
+        await self._call("POST", f"/landing/steps/{step_id}/beat")
+
     async def landing_result(
         self, step_id: int, results: Sequence[Mapping[str, Any]]
     ) -> dict[str, Any]:

@@ -7,7 +7,11 @@ its pre-image, the check's command run there with a time limit
 and an output cap, and the verdicts posted. It stops at the first failing
 check (the step has failed; the rest would not change that). A view that
 cannot be built, or a server that cannot be reached, is `did_not_run`: the
-server hands the step out again.
+server hands the step out again. While a step runs the worker beats (`beat_s`,
+from the claim): a worker that dies is not heard from, and its claim lapses
+after `stale_after` (docs/decisions/0152-a-landing-claim-lapses-with-its-worker.md).
+The check itself dies with the worker (`fleet.views.shell`: its process group is
+killed when the worker's end of a pipe closes).
 
 The view is the one every check gets (`fleet.views.runinview.run_in_view`: an overlay
 layer at the tree's own path, or a copy where layers are unavailable), masked by
@@ -32,6 +36,7 @@ from typing import Any, Final
 
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import DomainError, NotOwner
+from codefleet.failuretext import failure_excerpt
 from codefleet.fleet.tools.attemptchecks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS
 from codefleet.fleet.views.programs import NOT_RUNNABLE
 from codefleet.fleet.views.runinview import Mask, ViewFailed, run_in_view
@@ -42,6 +47,7 @@ __all__ = ["LandingOptions", "LandingWorker"]
 log = logging.getLogger(__name__)
 TAIL_CHARS: Final = 2_000
 RETRY_S: Final = 1.0
+BEAT_S: Final = 5.0  # when a claim does not say how often to beat
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +88,7 @@ class LandingWorker:
         """Run the step's checks in order, stopping at the first that does not pass; report."""
         step_id = int(step["step"])
         results: list[dict[str, Any]] = []
+        beating = asyncio.create_task(self._beat(step_id, float(step.get("beat_s") or BEAT_S)))
         try:
             for check in step["checks"]:
                 await self.client.landing_started(step_id, str(check["name"]))
@@ -92,7 +99,21 @@ class LandingWorker:
             await self.client.landing_result(step_id, results)
         except NotOwner:
             log.info("%s: landing step %s is over; claiming again", self.options.name, step_id)
+        finally:
+            beating.cancel()
+            await asyncio.gather(beating, return_exceptions=True)
         self.steps += 1
+
+    async def _beat(self, step_id: int, every: float) -> None:
+        """Say this worker is alive every `every` s while step `step_id` runs, until it is over."""
+        while True:
+            await asyncio.sleep(every)  # a timer, not a wait on anything
+            try:
+                await self.client.landing_beat(step_id)
+            except NotOwner:
+                return  # the step is over (handed out again, the queue moved on)
+            except (ServerUnavailable, DomainError) as err:  # the next beat tries again
+                log.info("%s: beat of landing step %s failed: %s", self.options.name, step_id, err)
 
     async def _check(self, step_id: int, name: str, command: str) -> dict[str, Any]:
         async def mask() -> Mask:
@@ -133,5 +154,5 @@ class LandingWorker:
             "view_ms": int(run.ms),
             "view": run.view,
             "output": output,
-            "output_tail": output[-TAIL_CHARS:],
+            "output_tail": failure_excerpt(output, TAIL_CHARS),
         }

@@ -2,9 +2,11 @@
 
 A worker (`fleet.landingworker`) claims the step to run (`POST /landing/claim`, a
 short long-poll), reads what its view puts back (`GET
-/landing/steps/{id}/preimages`), says when each check starts and posts the
-verdicts (`POST /landing/steps/{id}/result`); a step that is no longer current
-answers `409 not_owner`. `GET /landing` is the queue as `codefleet landing`
+/landing/steps/{id}/preimages`), says when each check starts, says it is alive
+while the step runs (`POST /landing/steps/{id}/beat`: a claim whose worker is not
+heard from for `stale_after` lapses) and posts the verdicts (`POST
+/landing/steps/{id}/result`); a step that is no longer current answers `409
+not_owner`. `GET /landing` is the queue as `codefleet landing`
 shows it; `POST /landing/resume` lifts a halt; `POST /landing/integration`
 sets the check every landing must pass (`run --integration`). Never on the
 hook's path: nothing here is a fast-path route.
@@ -50,6 +52,10 @@ def install_landing_routes(app: FastAPI, engine: Engine) -> None:
     async def started(step_id: int, body: LandingStartedBody) -> JSONResponse:
         engine.landing.started(step_id, body.check)
         return JSONResponse({"ok": True})
+
+    @app.post("/landing/steps/{step_id}/beat")
+    async def beat(step_id: int) -> JSONResponse:
+        return JSONResponse(engine.landing.beat(step_id))
 
     @app.post("/landing/steps/{step_id}/result")
     async def result(step_id: int, body: LandingResultBody) -> JSONResponse:

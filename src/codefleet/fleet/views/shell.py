@@ -7,6 +7,12 @@ memory (the cap in characters, tail kept: a test runner prints its verdict
 last). On the time limit, on cancellation, and after a normal exit alike, the
 whole process group gets SIGKILL, so nothing a check started outlives it.
 
+Nor does it outlive this process: the shell first starts a watcher in the
+group that reads a pipe whose only write end this process holds (`WATCH`).
+When this process dies, even by SIGKILL, the kernel closes that end, the read
+ends and the watcher kills the group (docs/decisions/0152-a-landing-claim-lapses-with-its-worker.md).
+A process that leaves the group (`setsid`) escapes both, as it escapes the time limit.
+
 The environment (`check_env`, used by the checks and by `run --verify`) is the
 runner's minus CodeFleet's own settings (the server token among them), the
 Anthropic/Claude credentials, and CodeFleet's own virtualenv: code the agents
@@ -35,6 +41,11 @@ OWN_RUN_VARS: Final = frozenset(
     {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "UV", "UV_RUN_RECURSION_DEPTH"}
 )
 READ_CHUNK: Final = 64 * 1024
+# Run first by the command's shell, whose stdin is the life pipe: keep the pipe on fd 9,
+# give the command /dev/null, and leave a watcher in the group that kills the group
+# (`kill -9 0`) once the pipe's write end, held only by this process, is closed.
+# One line, so the shell's messages still name the command's own line numbers.
+WATCH: Final = "exec 9<&0 </dev/null; { read -r _ <&9; kill -9 0; } >/dev/null 2>&1 & exec 9<&-; "
 DRAIN_GRACE_S: Final = 2.0  # after the group is killed, the pipe closes at once
 
 
@@ -126,24 +137,37 @@ async def run_command(
 ) -> CommandResult:
     """Run `command` in `cwd`; never raises for the command's own failure or timeout."""
     started = time.monotonic()
+    life_fd, alive_fd = os.pipe()  # `WATCH` reads life_fd; alive_fd closes when we die
     # Our own pipe, not asyncio's: `Process.wait()` would also wait for asyncio's pipes to
     # close, which a backgrounded child holding stdout delays until the time limit.
     read_fd, write_fd = os.pipe()
     try:
         proc = await asyncio.create_subprocess_shell(
-            command,
+            WATCH + command,
             cwd=cwd,
             env=dict(env),
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=life_fd,
             stdout=write_fd,
             stderr=write_fd,
             start_new_session=True,
         )
     except BaseException:
         os.close(read_fd)
+        os.close(alive_fd)
         raise
     finally:
         os.close(write_fd)
+        os.close(life_fd)
+    try:
+        return await _collect(proc, read_fd, timeout, cap, started)
+    finally:
+        os.close(alive_fd)  # the group is dead by now; were it not, the watcher would kill it
+
+
+async def _collect(
+    proc: asyncio.subprocess.Process, read_fd: int, timeout: float, cap: int, started: float
+) -> CommandResult:
+    """Wait for the command within `timeout`, keep its output's tail, kill its group."""
     stream = asyncio.StreamReader()
     transport, _ = await asyncio.get_running_loop().connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(stream), os.fdopen(read_fd, "rb", 0)
