@@ -95,6 +95,7 @@ class Repo:
     top: Path  # the repository's working tree root
     prefix: str  # where the shared tree sits inside it: "" or "sub/dir/"
     object_format: str = "sha1"  # or "sha256": how blob ids are computed
+    git_dir: Path | None = None  # another repository's refs and objects (the landed line's)
 
     @classmethod
     def open(cls, tree: Path) -> Repo:
@@ -128,7 +129,7 @@ class Repo:
         env: Mapping[str, str] | None = None,
     ) -> str:
         """Run `git args...` at the top level; its stdout, or `GitError` with its stderr."""
-        full = _base_env()
+        full = self._env()
         if index is not None:
             full["GIT_INDEX_FILE"] = str(index)
         full.update(env or {})
@@ -139,6 +140,12 @@ class Repo:
             why = done.stderr.decode(errors="replace").strip() or f"exit {done.returncode}"
             raise GitError(f"git {args[0]}: {why}")
         return done.stdout.decode(errors="surrogateescape")
+
+    def _env(self) -> dict[str, str]:
+        env = _base_env()
+        if self.git_dir is not None:  # the working tree stays the tree: binaries are read there
+            env.update(GIT_DIR=str(self.git_dir), GIT_WORK_TREE=str(self.top))
+        return env
 
     def repo_path(self, tree_path: str) -> str:
         """A path relative to the shared tree, as a repository path."""
@@ -166,7 +173,7 @@ class Repo:
             ["git", "merge-base", "--is-ancestor", ancestor, commit],
             cwd=self.top,
             capture_output=True,
-            env=_base_env(),
+            env=self._env(),
             check=False,
         )
         return done.returncode == 0

@@ -19,8 +19,9 @@ so the cap, not the number of connections, bounds what streams can hold
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Final, Protocol
 
 from starlette.responses import StreamingResponse
@@ -80,6 +81,16 @@ class EventHub:
         if self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self.close)
 
+    @contextlib.contextmanager
+    def woken(self) -> Iterator[asyncio.Event]:
+        """An event set after each commit that emitted events, for as long as the block runs."""
+        wakeup = asyncio.Event()
+        self._wakeups.add(wakeup)
+        try:
+            yield wakeup
+        finally:
+            self._wakeups.discard(wakeup)
+
     def take_slot(self) -> bool:
         """Count one more open stream, unless `max_streams` are open (then False)."""
         if self._open >= self.max_streams:
@@ -108,9 +119,7 @@ class EventHub:
         return found
 
     async def frames(self, record: EventLog, cursor: int) -> AsyncIterator[str]:
-        wakeup = asyncio.Event()
-        self._wakeups.add(wakeup)
-        try:
+        with self.woken() as wakeup:
             yield ": connected\n\n"
             while not self._closed:
                 wakeup.clear()
@@ -123,8 +132,6 @@ class EventHub:
                     await asyncio.wait_for(wakeup.wait(), timeout=self.ping_interval)
                 except TimeoutError:
                     yield ": ping\n\n"
-        finally:
-            self._wakeups.discard(wakeup)
 
 
 class EventStream(StreamingResponse):

@@ -1,0 +1,40 @@
+"""The landed line's routes: its state, and git's smart HTTP to fetch it.
+
+`GET /landed` says where the line is (its first commit, its tip, the last event
+it followed, tasks that could not go on it, or why the tree has none). Under
+`/git/landed.git/` git's own `http-backend` answers fetches and clones
+(`server.gitbackend`); a line that has not started answers 503 with the reason.
+Never on the hook's path: nothing here is a fast-path route.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+
+from codefleet.server.gitbackend import git_response
+from codefleet.server.linefollower import LineFollower
+from codefleet.transport.guards import envelope
+
+__all__ = ["install_landed_routes"]
+
+
+def install_landed_routes(app: FastAPI, follower: LineFollower) -> None:
+    @app.get("/landed")
+    async def landed() -> JSONResponse:
+        return JSONResponse(follower.state())
+
+    @app.api_route("/git/landed.git/{rest:path}", methods=["GET", "POST"], response_model=None)
+    async def git(rest: str, request: Request) -> Response:
+        line = follower.line
+        if line is None or not line.started:
+            why = follower.off or "the landed line has not started yet (a task holds a lease)"
+            return Response(envelope("unavailable", why), 503, media_type="application/json")
+        return await git_response(
+            line.place.parent,
+            request.method,
+            rest,
+            request.url.query,
+            request.headers,
+            await request.body(),
+        )

@@ -1,0 +1,129 @@
+"""The server's side of the landed line: follow the log, commit each landing, git off the loop.
+
+`LineFollower` runs beside the engine for the server's life. It opens the tree's
+line (`review.landedline`) and starts it at the first moment no task holds a
+lease: the tree is snapshotted in a thread and the snapshot kept only if no
+lease was granted meanwhile (else it tries again at the next commit). Then,
+after every commit that emitted events, it reads the `task_succeeded` events
+past the line's cursor and the tasks' recorded patches on the loop (the
+record's reads belong to the loop), and commits each one in a thread: git never
+runs on the loop, so no lease waits for it. A tree that is not a git repository
+has no line, and the fleet runs as before (`state` says why).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import suppress
+from pathlib import Path
+from typing import Any, Final
+
+from codefleet.coord.engineview import EngineReads
+from codefleet.models import EventType
+from codefleet.readmodel.readapi import Reads
+from codefleet.review.git import GitError
+from codefleet.review.history import NO_PATCHES, TaskChange, task_change, wrote_without_patch
+from codefleet.review.landedline import BRANCH, LandedLine
+from codefleet.server.sse import EventHub
+
+__all__ = ["LineFollower"]
+
+log = logging.getLogger(__name__)
+
+PAGE: Final = 200
+RECHECK_S: Final = 5.0  # a line that could not start or move looks again after this long
+ALL: Final = 1_000_000
+
+
+class LineFollower:
+    """Keeps the tree's landed line one commit per landed task, in landing order."""
+
+    def __init__(self, reads: Reads, hub: EventHub, tree: Path) -> None:
+        self.reads, self.hub, self.tree = reads, hub, tree
+        self.line: LandedLine | None = None
+        self.off: str | None = None  # why there is no line (not a git repository, ...)
+        self.problem: str | None = None  # the last failure to move the line, until it moves
+
+    @property
+    def record(self) -> EngineReads:
+        return self.reads.engine
+
+    async def open(self) -> None:
+        """Open the line, and start it if it can start now: before the server serves anyone,
+        no lease can be granted while the tree is read, so the line starts at the tree as is."""
+        try:
+            self.line = await asyncio.to_thread(LandedLine.open, self.tree)
+        except GitError as err:
+            self.off = str(err)
+            log.info("no landed line: %s", err)
+            return
+        await self._step(self.line)
+
+    async def run(self) -> None:
+        """Follow until cancelled (after `open`)."""
+        if self.line is None:
+            return
+        try:
+            with self.hub.woken() as wakeup:
+                while True:
+                    wakeup.clear()
+                    await self._step(self.line)
+                    with suppress(TimeoutError):
+                        await asyncio.wait_for(wakeup.wait(), RECHECK_S)
+        finally:
+            self.line.close()
+
+    async def _step(self, line: LandedLine) -> None:
+        try:
+            if line.started or await self._start(line):
+                await self._catch_up(line)
+            self.problem = None
+        except GitError as err:  # the repository is damaged or busy: said, tried again
+            self.problem = str(err)
+            log.warning("the landed line did not move: %s", err)
+
+    async def _start(self, line: LandedLine) -> bool:
+        """Start the line from the tree as it is while no lease is held; False: not now."""
+        if self.record.lease_rows():
+            return False
+        since = self.record.last_event_id()
+        start = await asyncio.to_thread(line.prepare, since)
+        if self.record.events(since, 1, EventType.LEASE_ACQUIRED):
+            return False  # a write may have begun while the tree was read
+        await asyncio.to_thread(line.begin, start)
+        log.info("the landed line starts at %s (after event %s)", start.base[:12], since)
+        return True
+
+    async def _catch_up(self, line: LandedLine) -> None:
+        while events := self.record.events(line.cursor, PAGE, EventType.TASK_SUCCEEDED):
+            for event in events:
+                task_id = str(event["task_id"])
+                change = self._change(task_id)
+                if change is None:
+                    line.skipped.append(f"{task_id}: {NO_PATCHES}")
+                    await asyncio.to_thread(line.pass_event, int(event["id"]))
+                else:
+                    await asyncio.to_thread(line.append, change, int(event["id"]))
+
+    def _change(self, task_id: str) -> TaskChange | None:
+        task, patch = self.reads.task(task_id), self.reads.patch(task_id)
+        if wrote_without_patch(task, patch):
+            return None
+        denied = self.record.events(0, ALL, EventType.LEASE_DENIED)
+        return task_change(task, patch, sum(e["task_id"] == task_id for e in denied))
+
+    def state(self) -> dict[str, Any]:
+        """The line as `GET /landed` shows it."""
+        line = self.line
+        return {
+            "branch": BRANCH,
+            "path": "/git/landed.git",
+            "off": self.off,
+            "started": bool(line and line.started),
+            "base": line.base if line else "",
+            "tip": (line.tip or "") if line else "",
+            "cursor": line.cursor if line else 0,
+            "skipped": list(line.skipped) if line else [],
+            "problem": self.problem,
+        }

@@ -1,0 +1,211 @@
+"""The landed line: one commit per landed task on a line the server owns, fetched with plain git.
+
+Real runner with a scripted brain, real server and SQLite, the real `git`
+binary (its own `http-backend` on the server's port, and `git clone` / `fetch`
+as a runner or a person would run them).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+from git_support import git, make_repository, person_state, tree_files
+
+from codefleet.api.client import FleetClient
+from codefleet.fleet.local import FleetOptions, FleetResult, run_fleet
+from codefleet.fleet.runner import RunnerOptions
+from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.server.thread import ServerThread
+
+FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
+TOKEN = "line-token-0123456789abcdef"
+Wait = Callable[..., Awaitable[Any]]
+
+
+def repo_tree(tmp_path: Path) -> Path:
+    tree = tmp_path / "repo"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "a.py").write_text("A = 1\n")
+    (tree / "pkg" / "b.py").write_text("B = 2\n")
+    make_repository(tree)
+    return tree
+
+
+def tasks(*ids: str) -> list[dict[str, Any]]:
+    return [{"id": i, "title": f"Task {i}", "description": f"do {i}"} for i in ids]
+
+
+async def drain(server: ServerThread, tree: Path, script: dict[str, Any]) -> FleetResult:
+    executor = ScriptedExecutor(parse_script(script))
+    return await run_fleet(
+        server.url,
+        lambda _: executor,
+        FleetOptions(RunnerOptions("runner", tree, tree.parent / "runs"), runners=2),
+    )
+
+
+def git_run(cwd: Path, *args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Plain git as a person runs it (the token, when given, as an extra header)."""
+    header = ["-c", f"http.extraHeader=Authorization: Bearer {token}"] if token else []
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    return subprocess.run(
+        ["git", *header, *args], cwd=cwd, capture_output=True, text=True, env=env, check=False
+    )
+
+
+def clone(server: ServerThread, dest: Path, token: str | None = None) -> Path:
+    done = git_run(
+        dest.parent, "clone", "-q", f"{server.url}/git/landed.git", dest.name, token=token
+    )
+    assert done.returncode == 0, done.stderr
+    return dest
+
+
+def line_tasks(clone_dir: Path) -> list[str]:
+    out = git(clone_dir, "log", "--reverse", "--format=%(trailers:key=CodeFleet-Task,valueonly)")
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+async def landed_order(url: str, token: str | None = None) -> list[str]:
+    async with FleetClient(url, token=token) as client:
+        events = await client.all_events()
+    return [e["task_id"] for e in events if e["type"] == "task_succeeded"]
+
+
+async def line_state(url: str, token: str | None = None) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx.AsyncClient(base_url=url, headers=headers) as http:
+        answer = await http.get("/landed")
+    answer.raise_for_status()
+    return dict(answer.json())
+
+
+EDIT_A = [{"edit": {"path": "a.py", "old": "A = 1", "new": "A = 10"}}]
+EDIT_B = [{"edit": {"path": "pkg/b.py", "old": "B = 2", "new": "B = 20"}}]
+
+
+async def line_moved(url: str, token: str | None = None) -> bool:
+    state = await line_state(url, token)
+    return bool(state["started"]) and state["tip"] != state["base"]
+
+
+def fetched_tasks(clone_dir: Path, token: str | None = None) -> list[str]:
+    """Fetch the line again and say which tasks it holds, oldest first."""
+    assert git_run(clone_dir, "fetch", "-q", "origin", token=token).returncode == 0
+    git(clone_dir, "reset", "-q", "--hard", "origin/landed")
+    return line_tasks(clone_dir)
+
+
+async def test_each_landed_task_is_one_commit_on_the_line_in_landing_order_and_a_clone_is_the_tree(
+    make_server: Callable[..., ServerThread], tmp_path: Path, wait_until: Wait
+) -> None:
+    tree = repo_tree(tmp_path)
+    before = person_state(tree)
+    server = make_server(**FAST, workdir=tree)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks("T1", "T2"))
+    assert (await drain(server, tree, {"T1": EDIT_A, "T2": EDIT_B})).ok
+    order = await landed_order(server.url)
+    assert sorted(order) == ["T1", "T2"]
+
+    await wait_until(lambda: line_moved(server.url), timeout=30)
+    here = clone(server, tmp_path / "runner-clone")
+    await wait_until(lambda: fetched_tasks(here) == order, timeout=30)
+
+    assert tree_files(here) == tree_files(tree)
+    assert git(here, "rev-parse", "HEAD~2").strip() == before["head"]  # on top of the tree's HEAD
+    after = person_state(tree)
+    assert (after["head"], after["branch"], after["index"]) == (  # the person's repo: untouched
+        before["head"],
+        before["branch"],
+        before["index"],
+    )
+    assert git(tree, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/main"]
+
+
+async def test_the_line_needs_the_token_and_refuses_a_push(
+    make_server: Callable[..., ServerThread], tmp_path: Path, wait_until: Wait
+) -> None:
+    tree = repo_tree(tmp_path)
+    server = make_server(**FAST, workdir=tree, token=TOKEN)
+    await wait_until(lambda: _started(server.url, TOKEN), timeout=30)
+    url = f"{server.url}/git/landed.git"
+
+    refused = git_run(tmp_path, "clone", "-q", url, "no-token")
+    assert refused.returncode != 0 and "could not read Username" in refused.stderr  # a 401
+    assert not (tmp_path / "no-token").exists()
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        answer = await http.get("/git/landed.git/info/refs", params={"service": "git-upload-pack"})
+    assert answer.status_code == 401
+
+    here = clone(server, tmp_path / "with-token", token=TOKEN)
+    (here / "a.py").write_text("A = 'pushed'\n")
+    git(here, "-c", "user.name=x", "-c", "user.email=x@example.invalid", "commit", "-qam", "push")
+    pushed = git_run(here, "push", "origin", "HEAD:landed", token=TOKEN)
+    assert pushed.returncode != 0 and "403" in pushed.stderr
+    state = await line_state(server.url, TOKEN)
+    assert state["tip"] == state["base"] == git(tree, "rev-parse", "HEAD").strip()
+
+
+async def _started(url: str, token: str | None = None) -> bool:
+    return bool((await line_state(url, token))["started"])
+
+
+async def test_a_restarted_server_goes_on_with_the_line_and_commits_no_task_twice(
+    make_server: Callable[..., ServerThread], tmp_path: Path, wait_until: Wait
+) -> None:
+    tree = repo_tree(tmp_path)
+    db = tmp_path / "fleet.sqlite"
+    first = make_server(**FAST, workdir=tree, db=db)
+    async with FleetClient(first.url) as client:
+        await client.create_tasks(tasks("T1"))
+    assert (await drain(first, tree, {"T1": EDIT_A})).ok
+    await wait_until(lambda: line_moved(first.url), timeout=30)
+    first.stop()
+
+    second = make_server(**FAST, workdir=tree, db=db)
+    async with FleetClient(second.url) as client:
+        await client.create_tasks(tasks("T2"))
+    assert (await drain(second, tree, {"T2": EDIT_B})).ok
+    here = clone(second, tmp_path / "clone")
+    await wait_until(lambda: fetched_tasks(here) == ["T1", "T2"], timeout=30)
+    assert tree_files(here) == tree_files(tree)
+
+
+async def test_a_line_started_on_a_dirty_tree_holds_its_uncommitted_and_untracked_files(
+    make_server: Callable[..., ServerThread], tmp_path: Path, wait_until: Wait
+) -> None:
+    tree = repo_tree(tmp_path)
+    (tree / "a.py").write_text("A = 1\nDRAFT = True\n")  # uncommitted
+    (tree / "notes.txt").write_text("untracked\n")
+    server = make_server(**FAST, workdir=tree)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks("T1"))
+    assert (await drain(server, tree, {"T1": EDIT_A})).ok
+    await wait_until(lambda: line_moved(server.url), timeout=30)
+
+    here = clone(server, tmp_path / "clone")
+    assert line_tasks(here) == ["T1"]
+    assert (here / "a.py").read_text() == "A = 10\nDRAFT = True\n"
+    assert (here / "notes.txt").read_text() == "untracked\n"
+    assert git(here, "log", "-1", "--format=%s", "HEAD~1").startswith("CodeFleet: the tree as")
+
+
+async def test_a_tree_that_is_not_a_git_repository_has_no_line_and_says_why(
+    server: ServerThread, tmp_path: Path, wait_until: Wait
+) -> None:
+    async def said() -> dict[str, Any] | None:
+        state = await line_state(server.url)
+        return state if state["off"] else None
+
+    state = await wait_until(said)
+    assert "not in a git repository" in state["off"] and not state["started"]
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        answer = await http.get("/git/landed.git/info/refs", params={"service": "git-upload-pack"})
+    assert answer.status_code == 503
+    assert "not in a git repository" in answer.json()["error"]["message"]
