@@ -279,13 +279,6 @@ async def _internal(_: Request, exc: Exception) -> Response:
     return _json(body, 500)
 
 
-def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings) -> None:
-    @app.post("/tasks", status_code=201)
-    async def create(body: GraphBody) -> JSONResponse:
-        with collector_off():  # a load's allocations would set off full collections
-            specs = [new_task(spec) for spec in body.tasks]
-        # The heavy half (a stat per scope path) runs off the loop, so heartbeats are still
-        # read meanwhile; the commit re-checks against the state of the moment, on the loop.
 def _checks_answer(reads: Reads, source: str | None) -> dict[str, Any]:
     """`GET /checks`: the checks, and with `source` the task whose write left that file
     (the graph the checks come from) as it is now (`run` names it before a change)."""
@@ -295,6 +288,13 @@ def _checks_answer(reads: Reads, source: str | None) -> dict[str, Any]:
     return answer
 
 
+def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings) -> None:
+    @app.post("/tasks", status_code=201)
+    async def create(body: GraphBody) -> JSONResponse:
+        with collector_off():  # a load's allocations would set off full collections
+            specs = [new_task(spec) for spec in body.tasks]
+        # The heavy half (a stat per scope path) runs off the loop, so heartbeats are still
+        # read meanwhile; the commit re-checks against the state of the moment, on the loop.
         commands = check_commands(body.checks)
         known = sorted({str(r["name"]) for r in reads.engine.checks()} | set(commands))
         if body.integration is not None and body.integration not in known:
