@@ -2,7 +2,8 @@
 
 The graph file a run loads (its `checks:`, its `integration:`) is protected from
 the fleet's agents once the server knows it: a `Write` to it and a command that
-rewrites or deletes it are refused like a write into `.claude/`. A check whose
+rewrites or deletes it are refused like a write into `.claude/`, while a
+person's own session (the `join` hook) may still edit it. A check whose
 command changed since the server last had it (a graph file edited between runs,
 by anybody) is not applied without the operator saying yes: a run with no
 terminal refuses, naming the check, both commands, the task that last wrote the
@@ -21,6 +22,8 @@ import pytest
 from test_first_hour import cli, repo, said, server
 
 from codefleet.api.client import FleetClient
+from codefleet.hook.command import HookArgs
+from codefleet.hook.command import run as run_hook
 from codefleet.server.thread import ServerThread
 
 __all__ = ["repo", "server"]  # the fixtures, used by name
@@ -153,3 +156,25 @@ def test_the_verdict_and_the_report_name_a_task_that_deleted_a_test_file(
     assert not (repo / "tests" / "test_ok.py").exists()
     assert "T1 deleted test file(s): tests/test_ok.py" in said(result)
     assert _report_lines(server.url) == ["T1 deleted test file(s): tests/test_ok.py"]
+
+
+def test_a_persons_own_session_may_still_edit_the_graph_file(
+    repo: Path, server: ServerThread
+) -> None:
+    (repo / "codefleet.yaml").write_text(GRAPH)
+    (repo / "script.yaml").write_text("T1: []\n")
+    assert cli(*RUN, "--server", server.url).exit_code == 0  # the server knows the file now
+    body = {
+        "session_id": "0aeef531-72cc-4552-9656-7482e7ecde15",
+        "cwd": str(repo),
+        "tool_name": "Edit",
+        "tool_input": {
+            "file_path": str(repo / "codefleet.yaml"),
+            "old_string": "a",
+            "new_string": "b",
+        },
+    }
+
+    printed = run_hook(HookArgs("pre-tool-use", server.url, str(repo)), json.dumps(body), {})
+
+    assert printed == ""  # allowed: a person's write is not the fleet's to refuse
