@@ -187,6 +187,10 @@ class EngineReads:
     def ready_count(self) -> int:
         return len(self._engine.tasks.index.ready)
 
+    def task_counts(self) -> dict[str, int]:
+        """Tasks by status (`GET /metrics`)."""
+        return self._engine.store.task_counts()
+
     # -- agents, holders, restores, limits ------------------------------------------------
 
     def liveness(self, agent_id: str) -> Liveness | None:

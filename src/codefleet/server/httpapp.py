@@ -62,6 +62,7 @@ from codefleet.server.landing_routes import install_landing_routes
 from codefleet.server.linefollower import LineFollower
 from codefleet.server.lock import ServerLock
 from codefleet.server.loopwatch import LoopWatch
+from codefleet.server.metrics import install_metrics
 from codefleet.server.pages import install_web
 from codefleet.server.person_routes import install_interactive
 from codefleet.server.resource_routes import install_resource_routes
@@ -237,6 +238,7 @@ def create_app(settings: Settings) -> FleetApp:
     install_resource_routes(app, engine, reads)
     install_landing_routes(app, engine)
     install_landed_routes(app, follower)
+    install_metrics(app, reads)
     install_web(app)
     return app
 
