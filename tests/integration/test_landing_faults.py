@@ -162,7 +162,7 @@ async def test_a_killed_landing_worker_takes_its_check_with_it_and_its_claim_lap
         worker = subprocess.Popen([sys.executable, "-c", WORKER, server.url, str(workdir)])
         group: list[int] = []
         try:
-            await wait_until(started.exists, timeout=20)
+            await wait_until(started.exists, timeout=60)  # a worker process starting
             group = await wait_until(lambda: carrying(marker))
             worker.send_signal(signal.SIGKILL)
             worker.wait()
@@ -176,7 +176,7 @@ async def test_a_killed_landing_worker_takes_its_check_with_it_and_its_claim_lap
         stop = asyncio.Event()
         other = await start_worker(server, workdir, stop)
         try:
-            await wait_until(lambda: task_landed(client), timeout=FAST["stale_after"] * 3)
+            await wait_until(lambda: task_landed(client), timeout=FAST["stale_after"] * 6)
         finally:
             stop.set()
             await other
