@@ -588,6 +588,29 @@ def test_a_part_the_attempt_added_is_removed_and_another_writers_addition_stays(
     assert restored == API + "\n\ndef theirs():\n    pass\n"
 
 
+def test_a_part_added_above_another_is_removed_with_the_blank_lines_it_put_below_it():
+    # the part below it owns those blank lines now (a part owns the lines above it); left
+    # there, a patch made by removing the part does not apply where it was never added
+    cases = [
+        ("def seed():\n    return 0\n", "def added():\n    return 1\n\n\n"),  # at the top
+        ("x = 1\ndef seed():\n    return 0\n", "def added():\n    return 1\n\n\n"),
+        ("x = 1\n\n\ndef seed():\n    return 0\n", "def added():\n    pass\n\n\n\n"),
+    ]
+    for old, addition in cases:
+        at = old.index("def seed")
+        mine = old[:at] + addition + old[at:]
+        both = mine.replace("return 0", "return 10")  # another task changed seed meanwhile
+        assert put_back_parts(mine.encode(), [(old.encode(), ["added"])]) == old.encode()
+        theirs = old.replace("return 0", "return 10").encode()
+        assert put_back_parts(both.encode(), [(old.encode(), ["added"])]) == theirs
+
+
+def test_parts_added_to_an_empty_module_are_all_removed():
+    mine = "def added():\n    return 1\n\n\ndef seed():\n    return 0\n"
+    assert restore_parts(mine, preimages("", {"added", "seed"}) or {}) == ""
+    assert preimages("", {"added"}) == {"added": Preimage(None, None)}
+
+
 def test_a_deleted_part_goes_back_after_the_part_that_preceded_it():
     start = API.index("\n\nasync def serve")
     end = API.index("\n\nif __name__")

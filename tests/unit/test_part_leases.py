@@ -511,3 +511,31 @@ def test_a_whole_file_is_refused_to_a_part_holder_whose_parts_cannot_be_found_in
     (denied,) = refused.denied
     assert denied.reason is DenyReason.INVALID_PATH and "cannot be found again" in denied.message
     assert fleet.held() == {"api.py::handle": "T1"}
+
+
+def test_a_function_added_at_the_top_lands_as_a_patch_that_applies_to_the_module_as_it_was(
+    fleet: Fleet, workdir: Path, tmp_path: Path
+) -> None:
+    module = workdir / "pkg.py"
+    original = "def seed():\n    return 0\n\n\ndef other():\n    return 0\n"
+    module.write_text(original)
+    fleet.start("T1", "T2")
+    assert fleet.acquire("T2", "pkg.py::other").allowed
+    module.write_text(original.replace("other():\n    return 0", "other():\n    return 2"))
+    fleet.record("T2", path="pkg.py")
+    assert fleet.acquire("T1", "pkg.py::added").allowed  # above seed(), at the very top
+    module.write_text("def added():\n    return 1\n\n\n" + module.read_text())
+    fleet.record("T1", path="pkg.py")
+
+    fleet.finish("T1", ok=True)  # while T2 still holds other()
+    fleet.finish("T2", ok=True)
+
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    (replay / "pkg.py").write_text(original)
+    for task_id in ("T1", "T2"):
+        (patch,) = fleet.engine.store.patches_of_task(task_id)
+        subprocess.run(
+            ["git", "apply", "-"], input=str(patch["diff"]), text=True, cwd=replay, check=True
+        )
+    assert (replay / "pkg.py").read_text() == module.read_text()

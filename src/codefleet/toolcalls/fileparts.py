@@ -483,8 +483,10 @@ def preimages(old_text: str | bytes, names: Iterable[str]) -> dict[str, Preimage
     None when its parts cannot be told. An empty text (an empty `__init__.py`) has no
     parts at all, so every name is one the attempt added."""
     parts = parts_of(old_text)
-    if parts is None:
-        return None
+    return None if parts is None else _preimages_in(parts, names)
+
+
+def _preimages_in(parts: list[Part], names: Iterable[str]) -> dict[str, Preimage]:
     if not parts:
         return {name: Preimage(None, None) for name in names}
     above: list[str | None] = [None, *(p.name for p in parts[:-1])]
@@ -493,12 +495,22 @@ def preimages(old_text: str | bytes, names: Iterable[str]) -> dict[str, Preimage
     return {name: found.get(name, Preimage(None, None)) for name in names}
 
 
-def restore_parts(current_text: str, taken: Mapping[str, Preimage]) -> str | None:
+# part name -> (the part above it, the blank lines above its code) in a pre-image
+Gaps = Mapping[str, tuple[str | None, str]]
+
+
+def restore_parts(
+    current_text: str, taken: Mapping[str, Preimage], gaps: Gaps | None = None
+) -> str | None:
     """`current_text` with each taken part put back as it was; every other part as it is.
 
     A part the attempt added is removed; one it deleted goes back after the part that was
-    above it (if that is gone, before the one that was below; else at the end). None when the current text has no parts or the result does
-    not hold exactly the parts it should: the caller restores the whole file.
+    above it (if that is gone, before the one that was below; else at the end). The part
+    below a removed one gets back the blank lines above its code that it had in the
+    pre-image (`gaps`), where the part above it is again the one it had there: blank
+    lines belong to the part below them, so an addition's own separator went to that
+    part. None when the current text has no parts or the result does not hold exactly
+    the parts it should: the caller restores the whole file.
     """
     parts = parts_of(current_text)
     if parts is None:
@@ -512,11 +524,28 @@ def restore_parts(current_text: str, taken: Mapping[str, Preimage]) -> str | Non
         if name in taken:
             _unmove(order, name, taken[name], taken)
     _reinsert(order, deleted)
+    below_removed = {b.name for a, b in itertools.pairwise(parts) if a.name in added}
+    _close_gaps(texts, order, below_removed - taken.keys(), gaps or {})
     result = _joined([texts[name] for name in order], current_text)
     again = parts_of(result)
     if again is None or [p.name for p in again] != order:
         return None
     return result
+
+
+def _close_gaps(texts: dict[str, str], order: list[str], names: set[str], gaps: Gaps) -> None:
+    """Give each of `names` the blank lines above its code it had in the pre-image, where
+    the part above it is the one it had there."""
+    for k, name in enumerate(order):
+        above = order[k - 1] if k else None
+        if name in names and name in gaps and gaps[name][0] == above:
+            texts[name] = gaps[name][1] + texts[name][len(_blank_run(texts[name])) :]
+
+
+def _blank_run(text: str) -> str:
+    """The blank lines a part's text starts with."""
+    lines = (m.group() for m in _LINE.finditer(text))
+    return "".join(itertools.takewhile(lambda line: not line.strip(), lines))
 
 
 def put_back_parts(current: bytes, taken: Iterable[tuple[bytes, Iterable[str]]]) -> bytes | None:
@@ -525,18 +554,24 @@ def put_back_parts(current: bytes, taken: Iterable[tuple[bytes, Iterable[str]]])
     other holder). None where the parts cannot be found or put back: the caller takes the
     whole file (or says it cannot)."""
     merged: dict[str, Preimage] = {}
+    gaps: dict[str, tuple[str | None, str]] = {}
     for pre, names in taken:
-        found = preimages(pre, names)
-        if found is None or merged.keys() & found.keys():
-            return None  # a pre-image with no parts; one part in two hands cannot be
+        parts = parts_of(pre)
+        if parts is None:
+            return None  # a pre-image whose parts cannot be told
+        found = _preimages_in(parts, names)
+        if merged.keys() & found.keys():
+            return None  # one part in two hands cannot be
         merged |= found
+        for above, part in zip([None, *(p.name for p in parts)], parts, strict=False):
+            gaps.setdefault(part.name, (above, _blank_run(part.text)))
     if not merged:
         return current
     try:
         text = current.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    restored = restore_parts(text, merged)
+    restored = restore_parts(text, merged, gaps)
     return None if restored is None else restored.encode("utf-8")
 
 
