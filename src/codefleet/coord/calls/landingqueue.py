@@ -218,8 +218,8 @@ class Landing:
         if handed.worker not in (None, worker):
             if self._held(handed, now):
                 return None  # another worker runs it
-            log.info("landing step %s: %s fell silent; handed to %s", handed.id, handed.worker,
-                     worker)  # fmt: skip
+            silent = handed.worker
+            log.info("landing step %s: %s fell silent; handed to %s", handed.id, silent, worker)
         with self.transition():  # a lapsed claim's result is refused from now on
             handed.id = self._next_step_id()
         handed.worker = worker
