@@ -20,6 +20,7 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
+from codefleet.failuretext import GAP, failure_excerpt
 from codefleet.models import TaskStatus
 from codefleet.resources import lease_label
 from codefleet.toolcalls.partkeys import PART_SEPARATOR, split_part_key
@@ -55,7 +56,9 @@ HALT_STYLE: Final = "bold white on red"
 MIN_LOG_ROWS: Final = 3
 PINNED_VETOES: Final = 3
 MAX_QUEUE_SHOWN: Final = 12
-TAIL_CHARS: Final = 160
+TAIL_CHARS: Final = 240  # the failed check's excerpt a halt banner shows
+DETAIL_INDENT: Final = "    "
+DETAIL_STYLE: Final = "red"
 # A status's mark in the task table beside its word (the others read by colour alone).
 STATUS_MARK: Final[dict[str, str]] = {TaskStatus.LANDING: "⇣ "}
 _TABLE: Final[dict[str, Any]] = {
@@ -162,8 +165,9 @@ def _holder_text(name: str, kind: str) -> Text:
     return Text.assemble(name, (" person", "magenta"))
 
 
-def log_text(line: LogLine) -> Text:
-    """`#id time text`; a veto gets a white-on-red badge on its first word."""
+def log_text(line: LogLine, detail: bool = True) -> Text:
+    """`#id time text`; a veto gets a white-on-red badge on its first word. With `detail`,
+    the line's detail (a failed check's excerpt) follows on lines of its own, indented."""
     text = Text.assemble((f"#{line.event_id:<5} {line.at} ", "dim"))
     at = line.text.find("VETO ") if line.veto else -1
     if at >= 0:
@@ -172,6 +176,9 @@ def log_text(line: LogLine) -> Text:
         text.append(line.text[at + 4 :], style=line.style)
     else:
         text.append(line.text, style=line.style)
+    if detail and line.detail:
+        shown = "".join(f"\n{DETAIL_INDENT}{x}" for x in line.detail.splitlines())
+        text.append(shown, style=DETAIL_STYLE)
     return text
 
 
@@ -186,7 +193,7 @@ class _LogTail:
         above = console.render_lines(self.above, options, pad=False)
         rows = max(MIN_LOG_ROWS, (options.height or options.max_height) - len(above) - 3)
         tail = self.lines[-rows:]
-        body = Text("\n").join(log_text(line) for line in tail) if tail else Text("")
+        body = Text("\n").join(log_text(line, detail=False) for line in tail) if tail else Text("")
         for line in above:
             yield from line
             yield Segment.line()
@@ -286,7 +293,7 @@ def halt_text(halt: HaltBanner) -> Text:
     line = Text("⛔ LANDING HALTED", style=HALT_STYLE)
     line.append(f" · the landed tree alone fails {halt.check} (last landed {halt.last_landed})")
     line.append(" · nothing lands until `codefleet landing resume`", style="bold red")
-    last = next((x for x in reversed(halt.output_tail.splitlines()) if x.strip()), "")
-    if last:
-        line.append(f"\n{last.strip()[-TAIL_CHARS:]}", style="red")
+    shown = [x for x in failure_excerpt(halt.output_tail, TAIL_CHARS).splitlines() if x != GAP]
+    if shown:
+        line.append("".join(f"\n{x}" for x in shown), style="red")
     return line

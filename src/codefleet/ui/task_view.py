@@ -20,12 +20,15 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from codefleet.failuretext import failure_excerpt
 from codefleet.review.landinglog import LandingFacts, landing_of
 from codefleet.review.report.reportblocks import seconds
 from codefleet.ui.report import STATUS_STYLE
 from codefleet.wording import cost_text, phrase
 
 __all__ = ["task_detail"]
+
+EXCERPT_CHARS = 600  # of a break's check output: its failing lines, then its last lines
 
 
 def task_detail(
@@ -145,6 +148,6 @@ def _landing_rows(task_id: str, landing: LandingFacts) -> list[tuple[str, Text]]
         text.append(f" with {', '.join(b.conflicts_with) or 'the landed tree'}")
         text.append(" · reworked and landed" if b.reworked else " · rolled back for rework")
         if b.output_tail:
-            text.append(f"\n{b.output_tail[-400:]}", style="dim")
+            text.append(f"\n{failure_excerpt(b.output_tail, EXCERPT_CHARS)}", style="dim")
         rows.append(("integration", text))
     return rows

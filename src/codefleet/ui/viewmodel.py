@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+from codefleet.failuretext import failure_excerpt
 from codefleet.models import EventType, TaskStatus, from_iso
 from codefleet.review.landinglog import LandingFacts
 from codefleet.safetext import one_line
@@ -48,6 +49,9 @@ __all__ = [
 ]
 
 VETO_STYLE: Final = "bold red"
+# The events whose check output is shown under their line: the failing lines, then the tail.
+EXCERPTED: Final = frozenset({EventType.INTEGRATION_FAILED, EventType.LANDING_HALTED})
+LOG_EXCERPT_CHARS: Final = 600
 PAUSE_STYLE: Final = "bold yellow"
 MAX_TASK_ROWS: Final = 20
 # Statuses shown first when the task table must be cut: what needs eyes now.
@@ -95,6 +99,7 @@ class LogLine:
     text: str
     style: str = ""
     veto: bool = False
+    detail: str = ""  # lines shown under the line: a failed check's output, excerpted
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,12 +208,17 @@ def _subject(event: Mapping[str, Any], names: Mapping[str, str], words: str) -> 
 def describe(event: Mapping[str, Any], names: Mapping[str, str]) -> LogLine:
     """One log line for one event; `names` maps agent ids to runner names."""
     kind, body = str(event["type"]), event["payload"]
+    detail = ""
+    if kind in EXCERPTED and body.get("output_tail"):  # under the line, not in it
+        detail = failure_excerpt(str(body["output_tail"]), LOG_EXCERPT_CHARS)
+        body = {**body, "output_tail": None}
     words = phrase(kind, {"task_id": event.get("task_id"), **body}) or kind.replace("_", " ")
     subject = _subject(event, names, words)
     text = one_line(f"{subject}: {words}" if subject else words)  # an agent's text: one line
     at = _clock_text(event["at"])
     veto = kind == EventType.LEASE_DENIED
-    return LogLine(event_id=int(event["id"]), at=at, text=text, style=_style(kind, body), veto=veto)
+    style = _style(kind, body)
+    return LogLine(int(event["id"]), at, text, style=style, veto=veto, detail=detail)
 
 
 def _clock_text(stamp: str) -> str:

@@ -24,11 +24,12 @@ from codefleet.cli.common import (
     print_json,
     settings_from,
 )
-from codefleet.safetext import one_line
+from codefleet.failuretext import failure_excerpt
 
 __all__ = ["landing", "landing_lines"]
 
 ACTIONS = ("resume",)
+OUTPUT_CHARS = 1_200  # of the halting check's output: its failing lines, then its tail
 
 
 @app.command(rich_help_panel=OPERATE)
@@ -94,5 +95,7 @@ def landing_lines(state: dict[str, Any]) -> list[str]:
             "the tree, then `codefleet landing resume`."
         )
         if halted.get("output_tail"):
-            lines.append("output: " + one_line(str(halted["output_tail"]))[-300:])
+            excerpt = failure_excerpt(str(halted["output_tail"]), OUTPUT_CHARS)
+            lines.append("output:")
+            lines.extend(f"  {shown}".rstrip() for shown in excerpt.splitlines())
     return lines

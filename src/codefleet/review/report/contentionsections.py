@@ -12,6 +12,7 @@ builder is `(RunFacts) -> Section | None`; `review.report.runreport` lists them 
 from __future__ import annotations
 
 from codefleet.analysis.graphanalysis import PlannedTask, analyse
+from codefleet.failuretext import failure_excerpt
 from codefleet.models import ErrorKind, EventType, from_iso
 from codefleet.review.collisionstats import FileStats, fleet_stats, part_row_label
 from codefleet.review.facts import RunFacts, since_start
@@ -27,7 +28,7 @@ __all__ = [
     "vetoes_section",
 ]
 
-OUTPUT_TAIL_LINES = 30
+OUTPUT_CHARS = 2_000  # of a failed verify's output: its failing lines, then its last lines
 
 
 def graph_section(facts: RunFacts) -> Section | None:
@@ -176,8 +177,10 @@ def verify_section(facts: RunFacts) -> Section | None:
         blocks.append(Para(f"{f.task_id}, attempt {f.attempt}: check `{f.check}` {how}", "bad"))
         if (f.task_id, f.attempt) in unrunnable:
             blocks.append(Para(unrunnable[f.task_id, f.attempt], "bad"))
-        tail = "\n".join(f.output_tail.rstrip().splitlines()[-OUTPUT_TAIL_LINES:])
-        blocks.append(Code(tail or "(no output)", f"last {OUTPUT_TAIL_LINES} lines of output"))
+        shown = failure_excerpt(f.output_tail, OUTPUT_CHARS)
+        blocks.append(
+            Code(shown or "(no output)", "the failing lines, then the last lines of output")
+        )
     data = [
         {
             "task_id": f.task_id,

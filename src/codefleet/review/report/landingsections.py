@@ -7,11 +7,23 @@ Built from `RunFacts.landing` (`review.landinglog`, derived once from the event 
 
 from __future__ import annotations
 
+from codefleet.failuretext import GAP, failure_excerpt
 from codefleet.review.facts import RunFacts, since_start
 from codefleet.review.landinglog import LandingFacts
-from codefleet.review.report.reportblocks import Block, Facts, Para, Section, Table, seconds
+from codefleet.review.report.reportblocks import (
+    Block,
+    Code,
+    Facts,
+    Para,
+    Section,
+    Table,
+    seconds,
+)
 
 __all__ = ["landing_section", "landing_summary"]
+
+EXCERPT_CHARS = 1_200  # of a failed check's output: its failing lines, then its last lines
+EXCERPT_LABEL = "the failing lines, then the last lines of its output"
 
 
 def landing_summary(landing: LandingFacts) -> str:
@@ -74,15 +86,31 @@ def _breaks(landing: LandingFacts) -> list[Block]:
             b.check,
             ", ".join(b.conflicts_with) or "—",
             "reworked and landed" if b.reworked else "not landed",
-            b.output_tail[-160:],
+            _first_failing(b.output_tail),
         )
         for b in landing.breaks
     )
     columns = ("task", "attempt", "check", "conflicts with", "then", "output")
+    excerpts: list[Block] = [
+        Code(
+            failure_excerpt(b.output_tail, EXCERPT_CHARS),
+            f"{b.task_id}, attempt {b.attempt}: {EXCERPT_LABEL}",
+        )
+        for b in landing.breaks
+        if b.output_tail
+    ]
     return [
         Para("Integration breaks: the later task is rolled back and reworked."),
         Table(columns, rows, tuple("ok" if b.reworked else "bad" for b in landing.breaks)),
+        *excerpts,
     ]
+
+
+def _first_failing(output: str) -> str:
+    """The first line a failed check's excerpt shows: what failed, when the output says."""
+    return next(
+        (x.strip() for x in failure_excerpt(output, EXCERPT_CHARS).splitlines() if x != GAP), ""
+    )
 
 
 def _halts(facts: RunFacts) -> list[Block]:
@@ -100,6 +128,8 @@ def _halts(facts: RunFacts) -> list[Block]:
             f"(last landed {h.last_landed or '—'}); {then}."
         )
         paras.append(Para(text, "warn" if h.resumed_at else "bad"))
+        if h.output_tail:
+            paras.append(Code(failure_excerpt(h.output_tail, EXCERPT_CHARS), EXCERPT_LABEL))
     return paras
 
 
