@@ -178,3 +178,20 @@ def test_a_persons_own_session_may_still_edit_the_graph_file(
     printed = run_hook(HookArgs("pre-tool-use", server.url, str(repo)), json.dumps(body), {})
 
     assert printed == ""  # allowed: a person's write is not the fleet's to refuse
+
+
+def test_load_asks_the_same_of_a_check_the_graph_changed(repo: Path, server: ServerThread) -> None:
+    graph = repo / "codefleet.yaml"
+    graph.write_text(GRAPH)
+    assert cli("load", "--server", server.url).exit_code == 0
+    graph.write_text(GRAPH.replace("python -c pass", "'true'"))  # a person's edit: no task named
+
+    refused = cli("load", "--server", server.url)
+    accepted = cli("load", "--check", "test=true", "--server", server.url)
+
+    assert refused.exit_code == 1, said(refused)
+    assert "check test changed in codefleet.yaml: it was `python -c pass`, now `true`" in said(
+        refused
+    )
+    assert accepted.exit_code == 0, said(accepted)
+    assert asyncio.run(_checks(server.url)) == {"test": "true"}
