@@ -263,7 +263,9 @@ def run(
     and with --commit every success was committed); Ctrl-C (SIGINT) or SIGTERM stops the
     runners, whose attempts are requeued uncharged, and exits 130 or 143. A server that
     goes away is waited for up to 120 s. Each --check is defined on the server first, for the agents' run_check tool
-    and for the tasks' verify: key. Without a key: --dry-run --script FILE or
+    and for the tasks' verify: key. A check whose command the graph changed since the
+    server had it is applied only with your yes (asked on a terminal; without one the run
+    is refused, and --check NAME=CMD says yes); the graph file is protected from agents. Without a key: --dry-run --script FILE or
     --offline --model-script FILE. --max-cost sets the fleet's budget on the server.
     """
     from codefleet.cli.operate.again import RunFlags

@@ -43,7 +43,9 @@ def load(
 
     Tasks are matched by id: a new one is created, one already loaded that has not started
     takes the file's edits (said in one line), one that has run keeps its definition (the
-    line says how to replace it).
+    line says how to replace it). A check whose command the file changed is applied only
+    with your yes (asked on a terminal; without one the load is refused, and --check
+    NAME=CMD says yes). From the load on, the file is protected from agents.
     """
     from codefleet.api.graphfile import DEFAULT_GRAPH, OnServer, find_graph
     from codefleet.cli.output import console, err_console
