@@ -177,12 +177,13 @@ async def test_a_restarted_server_goes_on_with_the_line_and_commits_no_task_twic
     assert tree_files(here) == tree_files(tree)
 
 
-async def test_a_line_started_on_a_dirty_tree_holds_its_uncommitted_and_untracked_files(
+async def test_a_line_started_on_a_dirty_tree_holds_its_uncommitted_untracked_and_deleted_files(
     make_server: Callable[..., ServerThread], tmp_path: Path, wait_until: Wait
 ) -> None:
     tree = repo_tree(tmp_path)
     (tree / "a.py").write_text("A = 1\nDRAFT = True\n")  # uncommitted
     (tree / "notes.txt").write_text("untracked\n")
+    (tree / "pkg" / "b.py").unlink()  # deleted, not committed
     server = make_server(**FAST, workdir=tree)
     async with FleetClient(server.url) as client:
         await client.create_tasks(tasks("T1"))
@@ -193,6 +194,8 @@ async def test_a_line_started_on_a_dirty_tree_holds_its_uncommitted_and_untracke
     assert line_tasks(here) == ["T1"]
     assert (here / "a.py").read_text() == "A = 10\nDRAFT = True\n"
     assert (here / "notes.txt").read_text() == "untracked\n"
+    assert not (here / "pkg" / "b.py").exists()
+    assert tree_files(here) == tree_files(tree)
     assert git(here, "log", "-1", "--format=%s", "HEAD~1").startswith("CodeFleet: the tree as")
 
 

@@ -103,9 +103,13 @@ class LandedLine:
         changed = person.changed_since(person.tree_of(head))
         if not changed:
             return LineStart(head, since)
+        listed = "".join(f"{path}\0" for path in changed).encode(errors="surrogateescape")
         with self.repo.temp_index() as index:
             self.repo.read_tree(index, self.repo.tree_of(head))
-            self.repo.stage_from_worktree(index, changed)
+            # one git hashes every file (however many are untracked), into the line's store
+            self.repo.run(
+                "update-index", "--add", "--remove", "-z", "--stdin", stdin=listed, index=index
+            )
             tree = self.repo.write_tree(index)
         base = self.repo.commit_tree(tree, head, START_MESSAGE, _author_env(self.author))
         return LineStart(base, since)
