@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from landing_log import EVENTS, HALTED, OLD_EVENTS, TASKS, task
 
 from codefleet.review.report.reportrender import render_html, render_markdown
@@ -72,3 +74,21 @@ def test_the_report_timeline_colours_an_attempt_waiting_to_land_and_one_that_bro
 
     assert "T3 attempt 1: landing" in page and "T2 attempt 1: integration_failed" in page
     assert '<i style="background:#bf3989"></i>landing' in page
+
+
+def test_a_break_shows_the_failing_test_even_when_a_benchmark_table_ends_its_output() -> None:
+    output = (Path(__file__).with_name("checkoutputs") / "pytest-benchmark-failed.txt").read_text()
+    events = [
+        {**e, "payload": {**e["payload"], "output_tail": output[-2_000:]}}  # type: ignore[dict-item]
+        if e["type"] == "integration_failed"
+        else e
+        for e in EVENTS
+    ]
+
+    page = render_markdown(build_report(landing_run(events)))
+    section = page[page.index("### Landing") :]
+
+    failed = "FAILED test\\_shop.py::test\\_total\\_with\\_tax - assert 36.0 == 36.5"
+    assert f"| reworked and landed | {failed} |" in section  # the table's cell
+    assert "T2, attempt 1: the failing lines, then the last lines of its output" in section
+    assert "FAILED test_shop.py::test_total_with_tax - assert 36.0 == 36.5\n" in section

@@ -221,8 +221,8 @@ def test_markdown_escapes_table_pipes_and_folds_the_output_tail() -> None:
 
     assert "| T2 | Pipes \\| and \\<script\\>alert(1)\\</script\\> |" in text
     assert (
-        "<details><summary>last 30 lines of output</summary>\n\n```text\nline 1\nAssertionError: | <b>\n```"
-        in text
+        "<details><summary>the failing lines, then the last lines of output</summary>\n\n"
+        "```text\nline 1\nAssertionError: | <b>\n```" in text
     )
     assert "### Timeline" not in text  # no Markdown form
 

@@ -24,6 +24,7 @@ __all__ = ["landing_section", "landing_summary"]
 
 EXCERPT_CHARS = 1_200  # of a failed check's output: its failing lines, then its last lines
 EXCERPT_LABEL = "the failing lines, then the last lines of its output"
+CELL_CHARS = 200  # a break's output in the table: the first line of an excerpt this short
 
 
 def landing_summary(landing: LandingFacts) -> str:
@@ -107,10 +108,10 @@ def _breaks(landing: LandingFacts) -> list[Block]:
 
 
 def _first_failing(output: str) -> str:
-    """The first line a failed check's excerpt shows: what failed, when the output says."""
-    return next(
-        (x.strip() for x in failure_excerpt(output, EXCERPT_CHARS).splitlines() if x != GAP), ""
-    )
+    """One line for a table cell: the first a short excerpt shows (what failed, when the
+    output says)."""
+    shown = failure_excerpt(output, CELL_CHARS).splitlines()
+    return next((x.strip() for x in shown if x != GAP), "")
 
 
 def _halts(facts: RunFacts) -> list[Block]:
