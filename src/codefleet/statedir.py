@@ -15,14 +15,22 @@ tree is known by its identity, not its path"). An identity alone cannot tell
 a copy (`cp -r`) from a mount, so a runner also writes a *probe*, a file of
 random name and content, into its own `.codefleet/` and names it when it
 registers: a mount of the server's tree shows the file to the server, a copy
-does not (docs/decisions/0131-a-copy-is-not-a-mount.md, "A copy is not a mount"). Standard library only:
-the hook side imports this module through `paths`.
+does not (docs/decisions/0131-a-copy-is-not-a-mount.md, "A copy is not a mount").
+
+Nothing here follows a link (docs/decisions/0149-the-state-directory-follows-no-link.md): `.codefleet`
+must be a real directory, and every file CodeFleet opens in it (`open_state_file`) is opened
+through that directory with `O_NOFOLLOW | O_NONBLOCK` and must be a regular file; a
+directory CodeFleet makes or writes in (`prepare_dirs`) is audited once per process for a
+link, a FIFO or a device anywhere in it. What is not so is `UnsafeStateDir`, one line naming
+the path. Standard library only: the hook side imports this module through `paths`.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Final, NamedTuple
 
@@ -31,7 +39,10 @@ __all__ = [
     "TREE_ID_FILE",
     "NoTreeId",
     "TreeClaim",
+    "UnsafeStateDir",
     "ensure_tree_id",
+    "open_state_file",
+    "own_state_dir",
     "prepare_dirs",
     "probe_seen",
     "read_tree_id",
@@ -40,6 +51,7 @@ __all__ = [
     "tree_id_path",
     "tree_mismatch",
     "tree_root",
+    "trusted_state_dir",
     "write_probe",
 ]
 
@@ -49,6 +61,9 @@ TREE_ID_SHAPE: Final = re.compile(r"tree_[0-9a-f]{32}")
 PROBE_PREFIX: Final = "probe-"
 PROBE_SHAPE: Final = re.compile(r"[0-9a-f]{32}")
 IGNORE_ALL: Final = "# CodeFleet's database and run records; never committed.\n*\n"
+OTHERS_WRITE: Final = stat.S_IWGRP | stat.S_IWOTH
+NO_LINK: Final = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a FIFO must not hang an open
+_audited: set[tuple[int, int]] = set()  # the state directories this process audited (dev, ino)
 
 
 class TreeClaim(NamedTuple):  # not a dataclass: `dataclasses` imports `inspect` (the hook)
@@ -64,14 +79,145 @@ class NoTreeId(Exception):
     """The directory holds no usable tree identity; the message says what to do."""
 
 
+class UnsafeStateDir(NoTreeId):
+    """`.codefleet`, or something in it, is not what CodeFleet makes there: a symbolic link,
+    a FIFO or device, or a directory another user owns or may write. A tree with it has no
+    usable identity either; the message names the path and what to do."""
+
+    def __init__(self, path: Path | str, what: str) -> None:
+        super().__init__(
+            f"{path} is {what}: CodeFleet keeps its server record and database in "
+            f"{STATE_DIR}/ and never follows a link or shares it with another user. Remove it "
+            f"(a repository must not commit {STATE_DIR}/) and start again"
+        )
+        self.path = Path(path)
+
+
 def prepare_dirs(*dirs: Path) -> None:
-    """Create each directory (and its parents); a new `.codefleet` gets its `.gitignore`."""
+    """Create each directory (and its parents); a new `.codefleet` gets its `.gitignore`.
+
+    At and under a `.codefleet` every directory must be a real one (`UnsafeStateDir`), the
+    `.codefleet` this user's and writable by no one else (`own_state_dir`), and nothing in
+    it a link, FIFO or device (audited once per process)."""
     for directory in dirs:
-        for ancestor in (*reversed(directory.parents), directory):
-            if ancestor.name == STATE_DIR and not ancestor.exists():
-                ancestor.mkdir(parents=True)
-                (ancestor / ".gitignore").write_text(IGNORE_ALL)
+        inside = False
+        for ancestor in (*reversed(directory.absolute().parents), directory.absolute()):
+            if ancestor.name == STATE_DIR and not inside:
+                inside = True
+                _make_state_dir(ancestor)
+            elif inside:
+                _real_dir(ancestor)
         directory.mkdir(parents=True, exist_ok=True)
+
+
+def _make_state_dir(state: Path) -> None:
+    state.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mkdir(state, 0o755)
+    except FileExistsError:
+        own_state_dir(state)
+        _audit(state)
+        return
+    os.chmod(state, 0o755)  # whatever the umask: nobody else writes here
+    fd = os.open(state / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_LINK, 0o644)
+    with os.fdopen(fd, "w") as out:
+        out.write(IGNORE_ALL)
+
+
+def _real_dir(path: Path) -> None:
+    """Make `path` a directory, or check it is one (not a link to one)."""
+    try:
+        os.mkdir(path, 0o755)
+    except FileExistsError:
+        info = os.lstat(path)
+        if not stat.S_ISDIR(info.st_mode):
+            raise UnsafeStateDir(path, _kind(path, info)) from None
+
+
+def own_state_dir(state: Path) -> None:
+    """`state` (a `.codefleet`) must be a real directory of this user's; one that others may
+    write is made private (it is this user's). `UnsafeStateDir` otherwise."""
+    info = os.lstat(state)
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafeStateDir(state, _kind(state, info))
+    if info.st_uid != os.geteuid():
+        raise UnsafeStateDir(state, f"a directory of uid {info.st_uid}, not yours ({os.geteuid()})")
+    if info.st_mode & OTHERS_WRITE:
+        os.chmod(state, stat.S_IMODE(info.st_mode) & ~OTHERS_WRITE)
+
+
+def trusted_state_dir(state: Path) -> bool:
+    """Whether a record in `state` may be believed: a real directory of this user's that no
+    one else may write (docs/decisions/0150-a-server-record-is-believed-only-where-it-could-only-be-yours.md)."""
+    try:
+        info = os.lstat(state)
+    except OSError:
+        return False
+    return (
+        stat.S_ISDIR(info.st_mode)
+        and info.st_uid == os.geteuid()
+        and not info.st_mode & OTHERS_WRITE
+    )
+
+
+def open_state_file(root: Path, name: str, flags: int, mode: int = 0o600) -> int:
+    """A descriptor of `root/.codefleet/name`, opened through the directory without following a
+    link (the directory's own name included) and without blocking; a regular file or
+    `UnsafeStateDir`. `FileNotFoundError` when it (or `.codefleet`) is missing."""
+    state = root / STATE_DIR
+    try:
+        directory = os.open(state, os.O_RDONLY | os.O_DIRECTORY | NO_LINK)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise UnsafeStateDir(state, _kind(state, os.lstat(state))) from None
+        raise
+    try:
+        fd = os.open(name, flags | NO_LINK, mode, dir_fd=directory)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):  # a link, a socket, a dir
+            path = state / name
+            raise UnsafeStateDir(path, _kind(path, os.lstat(path))) from None
+        raise
+    finally:
+        os.close(directory)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise UnsafeStateDir(state / name, _kind(state / name, info))
+    return fd
+
+
+def _audit(state: Path) -> None:
+    """`UnsafeStateDir` for the first link, FIFO or device anywhere under `state` (a socket,
+    which no open goes through, is let be); once per process per directory."""
+    info = os.lstat(state)
+    if (info.st_dev, info.st_ino) in _audited:
+        return
+    pending = [state]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in entries:
+                found = entry.stat(follow_symlinks=False)
+                if stat.S_ISDIR(found.st_mode):
+                    pending.append(Path(entry.path))
+                elif not (stat.S_ISREG(found.st_mode) or stat.S_ISSOCK(found.st_mode)):
+                    raise UnsafeStateDir(entry.path, _kind(Path(entry.path), found))
+    _audited.add((info.st_dev, info.st_ino))
+
+
+def _kind(path: Path, info: os.stat_result) -> str:
+    """What `path` is, in words, when it is not a regular file."""
+    if stat.S_ISLNK(info.st_mode):
+        return f"a symbolic link (to {os.readlink(path)})"
+    if stat.S_ISFIFO(info.st_mode):
+        return "a FIFO, not a regular file"
+    if stat.S_ISDIR(info.st_mode):
+        return "a directory, not a regular file"
+    if stat.S_ISSOCK(info.st_mode):
+        return "a socket, not a regular file"
+    if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
+        return "a device, not a regular file"
+    return "not a regular file"
 
 
 def tree_root(start: Path) -> tuple[Path, str]:
@@ -96,7 +242,7 @@ def read_tree_id(root: Path) -> str:
     """The identity of the tree at `root`, or `NoTreeId` saying why there is none."""
     path = tree_id_path(root)
     try:
-        text = path.read_text(encoding="ascii", errors="replace").strip()
+        text = _read(root, TREE_ID_FILE, 4096).decode("ascii", errors="replace").strip()
     except (FileNotFoundError, NotADirectoryError):
         raise NoTreeId(
             f"{root} has no tree identity ({path} is missing): no CodeFleet server has served "
@@ -111,6 +257,15 @@ def read_tree_id(root: Path) -> str:
             "writes); remove it and start the server again"
         )
     return text
+
+
+def _read(root: Path, name: str, limit: int) -> bytes:
+    """Up to `limit` bytes of `root/.codefleet/name` (`open_state_file`)."""
+    fd = open_state_file(root, name, os.O_RDONLY)
+    try:
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)
 
 
 def tree_id_here(root: Path) -> str | None:
@@ -129,13 +284,15 @@ def ensure_tree_id(root: Path) -> str:
     """
     try:
         return read_tree_id(root)
+    except UnsafeStateDir:
+        raise
     except NoTreeId:
-        if tree_id_path(root).exists():  # damaged: keep it for the operator to look at
+        if os.path.lexists(tree_id_path(root)):  # damaged: keep it for the operator to look at
             raise
     path = tree_id_path(root)
     prepare_dirs(path.parent)
     temp = path.with_name(f".{TREE_ID_FILE}.{os.urandom(8).hex()}")
-    temp.write_text(f"tree_{os.urandom(16).hex()}\n", encoding="ascii")
+    _write_new(root, temp.name, f"tree_{os.urandom(16).hex()}\n".encode(), 0o644)
     try:
         _create_once(temp, path)
     finally:
@@ -152,13 +309,19 @@ def _create_once(written: Path, path: Path) -> None:
         return
     except OSError:  # no hard links here (some FUSE file systems): O_EXCL is the next best
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            _write_new(path.parent.parent, path.name, written.read_bytes(), 0o644)
         except FileExistsError:
             return
-        with os.fdopen(fd, "wb") as out:
-            out.write(written.read_bytes())
-            out.flush()
-            os.fsync(out.fileno())
+
+
+def _write_new(root: Path, name: str, data: bytes, mode: int) -> None:
+    """`root/.codefleet/name` created (never an existing file, nor through a link), written
+    whole and synced."""
+    fd = open_state_file(root, name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
 
 
 def write_probe(root: Path) -> str | None:
@@ -166,8 +329,8 @@ def write_probe(root: Path) -> str | None:
     has sent it); its token, or None when the directory cannot be written."""
     token = os.urandom(16).hex()
     try:
-        (root / STATE_DIR / f"{PROBE_PREFIX}{token}").write_text(token, encoding="ascii")
-    except OSError:
+        _write_new(root, f"{PROBE_PREFIX}{token}", token.encode(), 0o644)
+    except (OSError, NoTreeId):
         return None
     return token
 
@@ -181,8 +344,8 @@ def probe_seen(root: Path, token: str) -> bool:
     if not PROBE_SHAPE.fullmatch(token):
         return False
     try:
-        return (root / STATE_DIR / f"{PROBE_PREFIX}{token}").read_text(encoding="ascii") == token
-    except (OSError, UnicodeDecodeError):
+        return _read(root, f"{PROBE_PREFIX}{token}", 64) == token.encode()
+    except (OSError, NoTreeId):
         return False
 
 

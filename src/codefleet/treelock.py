@@ -8,9 +8,19 @@ one, and a command run anywhere inside the tree finds its server by walking
 up from its directory (`live_server`). A record whose file nobody holds is
 stale (the server died) and is ignored; a server that stops empties it.
 
+A record is believed only where it could only be this user's
+(docs/decisions/0150-a-server-record-is-believed-only-where-it-could-only-be-yours.md): the
+walk up stops at the first directory this user does not own, the `.codefleet` must be a real
+directory of theirs that no one else may write (`statedir.trusted_state_dir`), and the record a
+regular file of theirs, opened without following a link or blocking on a FIFO; it is written
+`0600`, so no other user can even open it to hold its lock. Whether the record names this tree
+and a live CodeFleet server is asked before anything is sent to it (`api.treeserver`).
+
 The lock is on the tree, not the database: a second server on the tree is
 refused whatever its `--db`, and so is a server on a directory inside a tree
-whose server runs (docs/decisions/0003-one-lock-per-tree.md, "One lock per tree"). Whether a file is
+whose server runs (docs/decisions/0003-one-lock-per-tree.md, "One lock per tree"), wherever
+that directory is mounted on this host (`mountpaths.aliases`: a bind-mounted subdirectory
+is asked about the tree above its mount source). Whether a file is
 held is asked with a shared, non-blocking `flock` that is dropped at once; a
 server that meets such a probe retries its own lock a few times before it
 calls the tree taken. Standard library only: the CLI reads it before anything
@@ -24,10 +34,12 @@ import json
 import os
 import socket
 import time
+from contextlib import suppress
 from pathlib import Path
 from typing import Final, Literal, NamedTuple
 
-from codefleet.statedir import STATE_DIR, prepare_dirs
+from codefleet.mountpaths import aliases
+from codefleet.statedir import STATE_DIR, NoTreeId, open_state_file, prepare_dirs, trusted_state_dir
 
 __all__ = [
     "SERVER_FILE",
@@ -35,6 +47,7 @@ __all__ = [
     "TreeInUse",
     "TreeLock",
     "live_server",
+    "nearest_record",
     "refuse_if_served",
     "server_file",
 ]
@@ -95,7 +108,9 @@ class TreeLock:
         root = root.resolve()
         refuse_if_served(root, parents_only=True)
         prepare_dirs(root / STATE_DIR)
-        fd = os.open(server_file(root), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_state_file(root, SERVER_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        with suppress(OSError):  # an older server's record was 0644: no one else may lock it
+            os.fchmod(fd, 0o600)
         if not _take(fd):
             holder = _record(fd)
             os.close(fd)
@@ -120,25 +135,49 @@ class TreeLock:
 
 
 def refuse_if_served(root: Path, *, parents_only: bool = False) -> None:
-    """`TreeInUse` when a live server holds `root` or a tree that contains it."""
+    """`TreeInUse` when a live server holds `root` or a tree of this user's that contains it."""
     root = root.resolve()
-    for tree in root.parents if parents_only else (root, *root.parents):
-        holder = _holder(server_file(tree))
+    trees = _own_dirs(root)[1:] if parents_only else _own_dirs(root)
+    for alias in aliases(root):  # a bind mount of a subdirectory: the tree above it, there
+        trees += _own_dirs(alias)[1:] if parents_only else _own_dirs(alias)
+    for tree in trees:
+        holder = _holder(tree)
         if holder is not None:  # inside a served tree, a server would be a second lock on it
             raise TreeInUse(root, holder or None, tree)
 
 
 def live_server(start: Path) -> ServerRecord | None:
     """The record of the live server whose tree holds `start` (the nearest), or None."""
+    found = nearest_record(start)
+    return found[1] if found is not None else None
+
+
+def nearest_record(start: Path) -> tuple[Path, ServerRecord] | None:
+    """The nearest tree at or above `start` whose record a live server holds, and the record;
+    None when there is none. Only this user's directories are asked (`_own_dirs`)."""
     try:
         here = start.resolve()
     except OSError:
         return None
-    for tree in (here, *here.parents):
-        holder = _holder(server_file(tree))
+    for tree in _own_dirs(here):
+        holder = _holder(tree)
         if holder:
-            return holder
+            return tree, holder
     return None
+
+
+def _own_dirs(here: Path) -> list[Path]:
+    """`here` and its parents up to the last one this user owns: a tree is a directory of
+    yours, and the walk stops where another user's begins (`/tmp`, `/home`)."""
+    mine = []
+    for directory in (here, *here.parents):
+        try:
+            if os.stat(directory).st_uid != os.geteuid():
+                break
+        except OSError:
+            break
+        mine.append(directory)
+    return mine
 
 
 def _take(fd: int) -> bool:
@@ -151,14 +190,19 @@ def _take(fd: int) -> bool:
     return False
 
 
-def _holder(path: Path) -> ServerRecord | Literal[False] | None:
-    """The record in `path` when a live server holds it; False when it is held but says
-    nothing readable yet; None when nobody holds it (or there is no such file)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
+def _holder(tree: Path) -> ServerRecord | Literal[False] | None:
+    """The record in `tree`'s `.codefleet/server.json` when a live server holds it; False when
+    it is held but says nothing readable yet; None when nobody holds it, there is no such
+    file, or it is not to be believed (not this user's alone, a link, a FIFO)."""
+    if not trusted_state_dir(tree / STATE_DIR):
         return None
     try:
+        fd = open_state_file(tree, SERVER_FILE, os.O_RDONLY)
+    except (OSError, NoTreeId):
+        return None
+    try:
+        if os.fstat(fd).st_uid != os.geteuid():
+            return None
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -268,6 +268,8 @@ QUICK_SIDE = (
     "codefleet.cli.operate.quicktable",
     "codefleet.safetext",
     "codefleet.treelock",
+    "codefleet.mountpaths",
+    "codefleet.api.treeserver",
 )
 
 # (library, the only modules allowed to import it, why)

@@ -35,8 +35,30 @@ if TYPE_CHECKING:  # the client (httpx) and settings (pydantic) load with the fi
 
 __all__ = ["app", "settings_from", "settings_of"]
 
+
+class FleetTyper(CliTyper):
+    """The command line: a state directory CodeFleet will not use (`statedir.UnsafeStateDir`,
+    met wherever a command first opens `.codefleet/`) ends any command with its one line; so
+    does an answer read as CodeFleet's that is not (a `KeyError` or `TypeError` out of a
+    command: a server of another kind, or a bug), never a traceback."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from codefleet.statedir import UnsafeStateDir
+
+        try:
+            return super().__call__(*args, **kwargs)
+        except UnsafeStateDir as err:
+            fail(str(err))
+        except (KeyError, TypeError) as err:
+            fail(
+                f"an answer had a shape no CodeFleet server sends ({type(err).__name__}: {err}): "
+                "check --server / CODEFLEET_SERVER_URL; if it is CodeFleet's, please report this"
+            )
+        sys.exit(1)
+
+
 # Plain help (`cli.helptext`): paragraphs reflow to the terminal's width, no Rich.
-app = CliTyper(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+app = FleetTyper(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 # Help panels: `@app.command(rich_help_panel=RUN)` files a command under one.
 START = "Start here"
 RUN = "Run a fleet"
@@ -107,19 +129,19 @@ def settings_of(params: Mapping[str, Any], *, find_server: bool = True, **given:
 def found_server(settings: Settings) -> Settings:
     """`settings` pointed at the live server of the tree they are in, unless the server's
     address was given (`--server`, `--host`/`--port`, `CODEFLEET_*`, `.env`): the record
-    in `.codefleet/server.json`, nearest first from the tree up (`treelock.live_server`).
+    in `.codefleet/server.json`, nearest first from the tree up, once it has shown it is this
+    tree's CodeFleet server (`api.treeserver.tree_server`; one line and the exit if not).
     Says which server on stderr when it is not the default."""
-    import socket
-
-    from codefleet.treelock import live_server
+    from codefleet.api.treeserver import NotThisTree, tree_server
 
     if settings.model_fields_set & {"server_url", "host", "port"}:
         return settings
-    record = live_server(settings.workdir)
+    try:
+        record = tree_server(settings.workdir)
+    except NotThisTree as err:
+        raise fail(str(err)) from None
     if record is None or record.url == settings.url:
         return settings
-    if record.host not in (None, socket.gethostname()) and _loopback(record.url):
-        return settings  # another host's server, recorded by its loopback address
     from codefleet.cli.output import err_console
 
     err_console.print(
@@ -128,11 +150,6 @@ def found_server(settings: Settings) -> Settings:
         highlight=False,
     )
     return settings.model_copy(update={"server_url": record.url})
-
-
-def _loopback(url: str) -> bool:
-    host = url.partition("://")[2].rpartition(":")[0].strip("[]")
-    return host in ("127.0.0.1", "localhost", "::1")
 
 
 def _problem(error: Any) -> str:
@@ -161,7 +178,7 @@ def call_server(settings: Settings, action: Any) -> Any:
     """Run one async client action, turning transport and API errors into messages."""
     import asyncio
 
-    from codefleet.api.client import ServerUnavailable, UntrustedServer
+    from codefleet.api.client import ApiError, ServerUnavailable, UntrustedServer
 
     async def go() -> Any:
         async with make_client(settings) as client:
@@ -177,8 +194,23 @@ def call_server(settings: Settings, action: Any) -> Any:
         raise fail(unauthorized_message(settings)) from None
     except UntrustedServer as err:
         raise fail(str(err)) from None
+    except ApiError as err:
+        if err.error_code != "http_error":
+            raise fail(f"{err.message}") from None
+        raise fail(not_codefleet_message(settings, f"HTTP {err.status_code}")) from None
     except DomainError as err:
         raise fail(f"{err.message}") from None
+    except (KeyError, TypeError, ValueError) as err:  # an answer of a shape CodeFleet never sends
+        raise fail(not_codefleet_message(settings, f"{type(err).__name__}: {err}")) from None
+
+
+def not_codefleet_message(settings: Settings, what: str) -> str:
+    """The one line for an answer that is not a CodeFleet server's (an HTML page, JSON of
+    another shape): never its body, never a traceback."""
+    return (
+        f"the server at {settings.url} answered what no CodeFleet server sends ({what}): "
+        "is it CodeFleet? Check --server / CODEFLEET_SERVER_URL"
+    )
 
 
 def unauthorized_message(settings: Settings) -> str:

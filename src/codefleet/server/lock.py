@@ -12,10 +12,14 @@ from agents' writes like the database itself (`paths.SQLITE_SIDE_FILES`).
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 from pathlib import Path
 from typing import Final
+
+from codefleet.statedir import NO_LINK, UnsafeStateDir
 
 __all__ = ["LOCK_SUFFIX", "DatabaseInUse", "ServerLock"]
 
@@ -46,7 +50,7 @@ class ServerLock:
     def acquire(cls, db: Path) -> ServerLock:
         """Lock `db` for this process, or raise `DatabaseInUse` naming the holder's pid."""
         path = lock_path(db)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open_regular(path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -67,6 +71,21 @@ class ServerLock:
         fd, self._fd = self._fd, None
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def _open_regular(path: Path) -> int:
+    """`path` opened for the lock, never through a link nor a FIFO; a regular file or
+    `UnsafeStateDir` (docs/decisions/0149-the-state-directory-follows-no-link.md)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | NO_LINK, 0o600)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+            raise UnsafeStateDir(path, "a symbolic link or not a regular file") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafeStateDir(path, "not a regular file")
+    return fd
 
 
 def lock_path(db: Path) -> Path:

@@ -29,6 +29,7 @@ from codefleet.cli.operate.quickio import (
     address,
     call,
     error,
+    not_codefleet_text,
     print_json,
     say,
 )
@@ -101,12 +102,21 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> int | None:
     if parsed is None:
         return None
     command = COMMAND_FUNCS[parsed.command]
+    where: list[Address] = []
+
+    def at() -> Address:
+        where.append(address(parsed.opt("--server"), parsed.opt("--token"), env))
+        return where[-1]
+
     try:
-        return command(parsed, lambda: address(parsed.opt("--server"), parsed.opt("--token"), env))
+        return command(parsed, at)
     except Unsure:
         return None
     except Failed as err:
         return error(str(err))
+    except (KeyError, TypeError, AttributeError) as err:  # an answer CodeFleet never sends
+        url = where[-1].url if where else "the server"
+        return error(not_codefleet_text(url, f"{type(err).__name__}: {err}"))
 
 
 Where = Callable[[], Address]

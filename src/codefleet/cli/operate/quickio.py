@@ -8,8 +8,8 @@ pydantic, httpx, Rich or Typer (tests/unit/test_quick_commands.py).
   for the settings these commands use (`server_url`, `host`, `port`, `token`,
   `tls_cert`, `workdir`): a flag wins over `CODEFLEET_*` in the environment
   (any case), which wins over the current directory's `.env`; with none of
-  the address given, the tree's live server (`treelock.live_server`, as
-  `cli.common.found_server`). Whatever it cannot read exactly as pydantic
+  the address given, the tree's live server once it has shown it is this tree's
+  (`api.treeserver.tree_server`, as `cli.common.found_server`). Whatever it cannot read exactly as pydantic
   would (a `.env` value with quotes it does not know, a token with blanks, a
   port that is not a number, https) is `Unsure`: the command then takes the
   full command line, which reads it and says what is wrong.
@@ -39,6 +39,7 @@ __all__ = [
     "call",
     "error",
     "no_server_text",
+    "not_codefleet_text",
     "print_json",
     "say",
     "unauthorized_text",
@@ -160,15 +161,14 @@ def _tree() -> Path:
 
 def _found(workdir: Path, url: str) -> str:
     """`url`, or the tree's live server's when there is one (`cli.common.found_server`)."""
-    import socket
+    from codefleet.api.treeserver import NotThisTree, tree_server
 
-    from codefleet.treelock import live_server
-
-    record = live_server(workdir)
+    try:
+        record = tree_server(workdir)
+    except NotThisTree as err:
+        raise Failed(str(err)) from None
     if record is None or record.url == url:
         return url
-    if record.host not in (None, socket.gethostname()) and _loopback(record.url):
-        return url  # another host's server, recorded by its loopback address
     if not record.url.startswith("http://"):
         raise Unsure("https")  # before the line below: the full command line says it
     sys.stderr.write(
@@ -178,11 +178,6 @@ def _found(workdir: Path, url: str) -> str:
         + "\n"
     )
     return record.url
-
-
-def _loopback(url: str) -> bool:
-    host = url.partition("://")[2].rpartition(":")[0].strip("[]")
-    return host in ("127.0.0.1", "localhost", "::1")
 
 
 # -- one call ---------------------------------------------------------------------------------
@@ -208,7 +203,18 @@ def call(where: Address, method: str, target: str, body: Any = None) -> Any:
         raise Failed(no_server_text(where.url))
     if status >= 400:
         raise Failed(_refusal(where, status, raw))
-    return json.loads(raw) if raw else None
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        raise Failed(not_codefleet_text(where.url, f"HTTP {status}, not JSON")) from None
+
+
+def not_codefleet_text(url: str, what: str) -> str:
+    """`cli.common.not_codefleet_message`'s line."""
+    return (
+        f"the server at {url} answered what no CodeFleet server sends ({what}): "
+        "is it CodeFleet? Check --server / CODEFLEET_SERVER_URL"
+    )
 
 
 def _refusal(where: Address, status: int, raw: bytes) -> str:
@@ -217,7 +223,7 @@ def _refusal(where: Address, status: int, raw: bytes) -> str:
         err = json.loads(raw)["error"]
         code, message = err["code"], err["message"]
     except (ValueError, KeyError, TypeError):
-        code, message = "http_error", raw[:500].decode("utf-8", "replace")
+        return not_codefleet_text(where.url, f"HTTP {status}")
     if code == "unauthorized":
         return unauthorized_text(where.url, bool(where.token))
     return str(message)

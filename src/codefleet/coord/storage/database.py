@@ -31,6 +31,7 @@ from codefleet.coord.storage.sqlitefile import (
     BACKSTOP_CHECKPOINT_PAGES,
     CHECKPOINT_EVERY_COMMITS,
     Checkpointer,
+    refuse_links,
 )
 from codefleet.errors import StoreUnavailable
 from codefleet.models import utcnow
@@ -82,6 +83,7 @@ class Database:
             self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA busy_timeout=5000")
             return
+        refuse_links(self.path)  # SQLite follows a link: the database would live elsewhere
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")

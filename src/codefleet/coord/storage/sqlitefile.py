@@ -8,24 +8,30 @@ auto-checkpoint stays as a backstop at `BACKSTOP_CHECKPOINT_PAGES`.
 `check_database` runs SQLite's `quick_check` before the server opens the file,
 bounded by a time budget: a damaged file is refused (`DatabaseDamaged`, naming
 the newest earlier run's database kept beside it), an unfinished check lets it
-open. Neither writes a row.
+open. Neither writes a row. SQLite follows a link to the database (and puts its WAL
+beside the link's target), so `refuse_links` is asked first: the file and its side files
+are regular files or absent (docs/decisions/0149-the-state-directory-follows-no-link.md).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
+import stat
 import threading
 import time
 from pathlib import Path
 
 from codefleet.errors import DatabaseDamaged
+from codefleet.statedir import UnsafeStateDir
 
 __all__ = [
     "BACKSTOP_CHECKPOINT_PAGES",
     "CHECKPOINT_EVERY_COMMITS",
     "Checkpointer",
     "check_database",
+    "refuse_links",
 ]
 
 CHECKPOINT_EVERY_COMMITS = 256  # a background checkpoint is asked for after this many commits
@@ -34,6 +40,7 @@ CHECKPOINT_JOIN_S = 5.0
 BACKSTOP_CHECKPOINT_PAGES = 16_384  # the writer checkpoints itself only past this WAL (64 MiB)
 CHECK_BUDGET_S = 10.0  # the start-up check stops here: ~1 GB of pages (docs/reliability.md)
 CHECK_PROGRESS_EVERY = 100  # SQLite VM steps between two looks at the clock
+SIDE_SUFFIXES = ("", "-wal", "-shm", "-journal")  # the files SQLite opens for a database
 log = logging.getLogger(__name__)
 
 
@@ -87,6 +94,7 @@ def check_database(path: Path, budget_s: float = CHECK_BUDGET_S) -> bool:
     True when the check ran in full (or there is no file yet: a new database),
     False when it passed `budget_s` and stopped (docs/reliability.md, "A damaged database").
     """
+    refuse_links(path)
     if not path.exists():
         return True
     deadline = time.monotonic() + budget_s
@@ -112,6 +120,24 @@ def check_database(path: Path, budget_s: float = CHECK_BUDGET_S) -> bool:
         said = "; ".join(" ".join(v.split()) for v in verdict)
         raise DatabaseDamaged(path, said, _newest_kept(path))
     return True
+
+
+def refuse_links(path: Path) -> None:
+    """`UnsafeStateDir` unless the database `path` and its side files are regular files or
+    absent: SQLite would open a link's target, outside the tree."""
+    for side in SIDE_SUFFIXES:
+        named = path.with_name(path.name + side)
+        try:
+            info = os.lstat(named)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            kind = (
+                f"a symbolic link (to {os.readlink(named)})"
+                if stat.S_ISLNK(info.st_mode)
+                else "not a regular file"
+            )
+            raise UnsafeStateDir(named, kind)
 
 
 def _newest_kept(path: Path) -> Path | None:
