@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from codefleet.cli.run.checkchange import ChangedCheck, changed_by_graph, graph_key
+from codefleet.cli.run.checkchange import ChangedCheck, changed_by_graph, graph_key, split_given
 from codefleet.coord.engine import Engine, EngineConfig
 from codefleet.coord.storage.store import Store
 from codefleet.paths import PathRejected, TreeRoot
@@ -179,3 +179,14 @@ def test_a_graph_outside_the_tree_has_no_key(tmp_path: Path) -> None:
 
     assert graph_key(tmp_path / "tree" / "sub" / "g.yaml", tmp_path / "tree") == "sub/g.yaml"
     assert graph_key(tmp_path / "g.yaml", tmp_path / "tree") is None
+
+
+def test_a_change_only_the_operator_typed_is_defined_apart_from_the_file() -> None:
+    graph = {"test": "true", "lint": "ruff check", "doc": "mkdocs build"}
+    given = {"test": "true", "lint": "ruff check --fix", "new": "echo"}
+    defined = {"test": "pytest -q", "lint": "ruff", "doc": "mkdocs build"}
+
+    with_file, typed = split_given(graph, given, defined)
+
+    assert typed == {"lint": "ruff check --fix"}  # the file says otherwise: the operator's own
+    assert with_file == {"test": "true", "lint": "ruff", "doc": "mkdocs build", "new": "echo"}

@@ -29,6 +29,7 @@ __all__ = [
     "changed_by_graph",
     "confirm_check_changes",
     "graph_key",
+    "split_given",
     "terminal_confirm",
 ]
 
@@ -81,6 +82,22 @@ def changed_by_graph(
         for name, command in sorted(graph_checks.items())
         if name not in given and name in defined and defined[name] != command
     ]
+
+
+def split_given(
+    graph_checks: Mapping[str, str], given: Mapping[str, str], defined: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The checks to define with the graph file (named as their source), and the command
+    line's changes to checks the server has that the file does not make, defined apart: a
+    change only the operator typed is never put down to the file or to its last writer
+    (typing the file's own change is accepting it, and stays the file's)."""
+    overrides = {
+        n: c
+        for n, c in given.items()
+        if n in defined and defined[n] != c and graph_checks.get(n) != c
+    }
+    with_file = {**graph_checks, **given, **{n: defined[n] for n in overrides}}
+    return with_file, overrides
 
 
 async def confirm_check_changes(

@@ -57,6 +57,7 @@ def load(
     settings = settings_from(server_url=server, token=token)
 
     async def post(client: FleetClient) -> tuple[dict[str, list[str]], list[str]]:
+        from codefleet.cli.run.checkchange import split_given
         from codefleet.cli.run.runprep import plan_load
         from codefleet.fleet.views.programs import check_warnings
 
@@ -72,17 +73,22 @@ def load(
         for line in check_warnings(checks, tree):
             err_console.print(f"warning: {line}", style="yellow", markup=False)
         source = await _confirmed_source(client, path, tree, tasks.checks, given_checks, defined)
+        with_file, typed = split_given(tasks.checks, given_checks, defined)
         plan = plan_load(tasks, stored)
         if not plan.new and not plan.redefine:
-            if checks or source is not None:
-                await client.define_checks(checks, source)
+            if with_file or source is not None:
+                await client.define_checks(with_file, source)
+            if typed:
+                await client.define_checks(typed)
             return {"created": [], "redefined": []}, [
                 f"already loaded ({len(tasks)} task(s)): nothing to create",
                 *plan.lines,
             ]
         posted = tasks.with_tasks([*plan.new, *plan.redefine])
         redefine = [t["id"] for t in plan.redefine]
-        answer = await client.load_tasks(posted, checks, redefine, source)
+        answer = await client.load_tasks(posted, with_file, redefine, source)
+        if typed:  # a change the operator typed is not put down to the file
+            await client.define_checks(typed)
         return answer, plan.lines
 
     answer, lines = call_server(settings, post)

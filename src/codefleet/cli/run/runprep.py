@@ -28,6 +28,7 @@ from codefleet.cli.run.checkchange import (
     changed_by_graph,
     confirm_check_changes,
     graph_key,
+    split_given,
 )
 from codefleet.models import ShellMode
 from codefleet.statedir import TreeClaim, tree_id_here, tree_mismatch
@@ -97,25 +98,28 @@ async def load_graph_file(
     if agents is not None:  # check first, then load: a refused run loads nothing
         check_coverage([*stored.values(), *(t for t in plan.new if t.get("id"))], agents)
     said = [f"{graph.path}: {line}" for line in plan.lines]
+    defined = await client.checks()
     if all_checks:
-        defined = await client.checks()
         changes = changed_by_graph(graph.tasks.checks, checks, defined)
         try:  # before anything is loaded: a refused run loads nothing
             await confirm_check_changes(client, changes, source or str(graph.path), source, confirm)
         except NotConfirmed as err:
             raise RunRefused(str(err)) from None
         said += [f"{graph.path}: {line}" for line in _changed_checks(all_checks, defined)]
+    with_file, typed = split_given(graph.tasks.checks, checks, defined)
     posted = graph.tasks.with_tasks([*plan.new, *plan.redefine])
     if not posted:
-        if all_checks or source is not None:
-            await client.define_checks(all_checks, source)
+        if with_file or source is not None:
+            await client.define_checks(with_file, source)
+        await _define_typed(client, typed)
         return [f"{graph.path}: already loaded ({len(ids)} task(s))", *said]
-    on_server = OnServer(frozenset(stored), {**await client.checks(), **all_checks})
+    on_server = OnServer(frozenset(stored), {**defined, **all_checks})
     try:  # every unknown reference at once, before the server refuses the first
         check_references(posted, on_server, str(graph.path))
     except GraphError as err:
         raise RunRefused(str(err)) from None
-    answer = await client.load_tasks(posted, all_checks, [t["id"] for t in plan.redefine], source)
+    answer = await client.load_tasks(posted, with_file, [t["id"] for t in plan.redefine], source)
+    await _define_typed(client, typed)
     created = answer["created"]
     if not created:
         return said
@@ -127,6 +131,12 @@ async def load_graph_file(
         f"({kept} already loaded)",
         *said,
     ]
+
+
+async def _define_typed(client: FleetClient, typed: Mapping[str, str]) -> None:
+    """The command line's changes to the server's checks, once the graph is in."""
+    if typed:
+        await client.define_checks(typed)
 
 
 @dataclass(frozen=True, slots=True)
