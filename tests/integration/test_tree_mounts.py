@@ -9,7 +9,8 @@ the server's tree and is leased and recorded by its tree-relative path; a
 failed attempt's edit is put back by the server on its own mount, and so is
 the write of a runner killed mid-attempt (the server restores alone, issue 33
 item 2). `load` and a person's hook on such a mount find the tree by its
-identity too.
+identity too. A subdirectory of the served tree bind-mounted elsewhere and served
+there is refused, as `serve` in the subdirectory itself is (issue 51 item 10).
 """
 
 from __future__ import annotations
@@ -28,12 +29,13 @@ from typing import Any
 
 import pytest
 import yaml
+from serve_support import START_BOUND_S, stop, wait_healthy
 from tool_support import require_tool, unavailable
 from typer.testing import CliRunner
 
 from codefleet.api.client import FleetClient
 from codefleet.cli.app import app
-from codefleet.server.thread import ServerThread
+from codefleet.server.thread import ServerThread, free_port
 from codefleet.statedir import tree_id_path
 
 CLI = [sys.executable, "-m", "codefleet.cli"]
@@ -248,3 +250,35 @@ async def test_a_killed_runner_on_another_mount_has_its_write_put_back_by_the_se
 
 async def _no_leases(client: FleetClient) -> bool:
     return await client.leases() == []
+
+
+def test_serving_a_bind_mounted_subdirectory_of_a_served_tree_is_refused_naming_its_server(
+    workdir: Path, tmp_path: Path
+) -> None:
+    port = free_port()
+    first = subprocess.Popen(
+        [*CLI, "serve", "--port", str(port), "--db", str(tmp_path / "one.db")],
+        cwd=workdir,
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    mount = tmp_path / "mnt" / "pkg"  # the tree's pkg/, seen here with nothing above it
+    mount.mkdir(parents=True)
+    second = [*CLI, "serve", "--port", str(free_port()), "--workdir", str(mount)]
+    try:
+        wait_healthy(first, port)
+        done = subprocess.run(
+            _in_other_mount(workdir / "pkg", mount, [*second, "--db", str(tmp_path / "two.db")]),
+            capture_output=True,
+            text=True,
+            timeout=START_BOUND_S,
+            env=_env(),
+        )
+    finally:
+        stop(first)
+
+    said = " ".join(done.stderr.split())
+    assert done.returncode != 0, said
+    assert f"inside the tree {workdir}" in said and f"pid {first.pid}" in said
+    assert not (workdir / "pkg" / ".codefleet").exists()
