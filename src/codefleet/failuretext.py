@@ -11,7 +11,8 @@ cut at a word and ends in `…`), a gap between shown lines is a `…` line, a c
 return keeps what a terminal would show after it, and every line is `terminal_safe`
 (a control character shown escaped, a colour code dropped) with real line breaks.
 Pure and standard library only: applied where a check's output is cut (the landing
-worker, the landing queue) and again, smaller, where it is shown.
+worker, the landing queue) and again, smaller, where it is shown
+(docs/decisions/0155-a-failed-check-reads-failing-lines-first.md).
 """
 
 from __future__ import annotations
