@@ -39,7 +39,7 @@ FAILS_ALONE = f"cat out.txt; printf '{TITLE}'; exit 1"
 
 def printed(event: dict[str, Any]) -> str:
     """The log line `codefleet run` and `watch` print for `event`, as a terminal shows it."""
-    console = Console(record=True, width=200, file=io.StringIO())
+    console = Console(record=True, width=400, file=io.StringIO())
     console.print(log_text(describe(event, {})))
     return console.export_text()
 
@@ -78,6 +78,7 @@ async def test_the_broke_line_shows_the_failing_test_on_lines_of_its_own(
     assert "BROKE suite: rolled back for rework" in lines[0]
     assert FAILED in lines and ASSERTION.strip() in lines
     assert "\\x0a" not in shown and "\\x1b]0;owned\\x07" in shown and "\x1b" not in shown
+    assert all(line.startswith("    ") for line in shown.splitlines()[1:])  # under its event
 
 
 async def test_a_halt_shows_the_failing_test_in_its_log_line_and_in_codefleet_landing(
