@@ -50,8 +50,10 @@ MAX_PATH_CHARS = 4096
 # Always protected, at any depth: a repository's hooks, config (core.fsmonitor) and objects.
 GIT_DIR = ".git"
 # Protected by default (CODEFLEET_PROTECTED_PATHS): what a person's own Claude Code session in
-# this tree would load or execute, so an agent writing it would run code as that person.
-DEFAULT_PROTECTED_NAMES: tuple[str, ...] = (".claude", ".mcp.json")
+# this tree would load or execute, so an agent writing it would run code as that person; and
+# `.env`, where `codefleet` itself reads its settings (the server's URL, the token's, the
+# integration check, this very list), so an agent writing it would steer the next command.
+DEFAULT_PROTECTED_NAMES: tuple[str, ...] = (".claude", ".mcp.json", ".env")
 # Writing SQLite's side files rewrites the database as surely as writing the database itself;
 # `.lock` is the server's one-server lock (`server.lock`).
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal", ".lock")

@@ -52,6 +52,9 @@ async def test_by_default_the_server_protects_agent_configuration(
 
         assert await _reason(client, agent, ".claude/settings.json") == "protected_path"
         assert await _reason(client, agent, ".mcp.json") == "protected_path"
+        # where `codefleet` reads its settings: the URL and token of the next command
+        assert await _reason(client, agent, ".env") == "protected_path"
+        assert await _reason(client, agent, ".env.example") is None
 
 
 @pytest.mark.parametrize("value", ["../up", "/etc", "a/../b"])
