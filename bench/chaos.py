@@ -10,8 +10,11 @@ sleeps a little between steps, and sometimes fails its first attempt on
 purpose after writing. With `--hub-modules K`, half the tasks also edit their own
 function of one of K shared Python modules first; with `--lease-granularity part`
 they lease only that function, so several tasks write one module at once and a
-failed or taken-back one puts back only its part. The scripted executor plays it through the real
-`WriteGate`.
+failed or taken-back one puts back only its part; some of them end their first attempt
+with a write the gate cannot map to parts (the whole module: a part -> whole upgrade)
+that fails, and a quarter of the tasks add a function to a module that starts empty
+(`shared/__init__.py`), whose first writer fails once (issue 51). The scripted executor
+plays it through the real `WriteGate`.
 
 The driver starts `codefleet serve` and N `codefleet runner --dry-run` processes
 (a fresh per-run token), loads the graph, streams the events like a dashboard
@@ -55,6 +58,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -162,18 +166,72 @@ def _add_hubs(
 ) -> dict[str, str]:
     """Hub Python modules with one function per task that edits it (half the tasks, from
     their own random stream): under part leases they share the module, under file leases
-    they take turns. The edit comes first, so a task failing later rolls its part back."""
+    they take turns. The edit comes first, so a task failing later rolls its part back.
+    Plus the two ways a part holder's pre-image could erase a landed change (issue 51):
+    `_add_upgrades` and `_add_empty_module`."""
     if modules <= 0:
         return {}
     hubs = [f"shared/hub{k:02d}.py" for k in range(modules)]
     body: dict[str, list[str]] = {hub: [] for hub in hubs}
+    edited: dict[str, str] = {}  # task -> the hub it edits
     for spec in graph:
         if rng.random() < 0.5:
             task_id, hub = spec["id"], rng.choice(hubs)
             body[hub].append(f'\n\ndef f_{task_id}():\n    return "{task_id}-todo"\n')
             old, new = f'"{task_id}-todo"', f'"{task_id}-done"'
             script[task_id].insert(1, {"edit": {"path": hub, "old": old, "new": new}})
-    return {hub: '"""A hub."""\n\nimport os\n' + "".join(lines) for hub, lines in body.items()}
+            edited[task_id] = hub
+    _add_upgrades(random.Random(rng.random()), script, edited)
+    files = {hub: '"""A hub."""\n\nimport os\n' + "".join(lines) for hub, lines in body.items()}
+    return files | _add_empty_module(random.Random(rng.random()), graph, script)
+
+
+UPGRADE_SHARE = 0.3  # of the hub tasks: a first attempt that takes its hub whole, then fails
+EMPTY_MODULE = "shared/__init__.py"
+EMPTY_MODULE_SHARE = 0.25  # of the tasks: each adds a function to the module that starts empty
+
+
+def _add_upgrades(
+    rng: random.Random, script: dict[str, list[dict[str, Any]]], edited: Mapping[str, str]
+) -> None:
+    """Some hub tasks end their first attempt with an Edit whose old text is not in the
+    hub, after a pause: the gate cannot map it to parts, so the task asks for the whole
+    module (vetoed while another holds a part of it, else granted: the part -> whole
+    upgrade), and the Edit fails. Meanwhile others' changes to the hub may have landed:
+    the rollback must keep them."""
+    for task_id, hub in sorted(edited.items()):
+        if rng.random() < UPGRADE_SHARE:
+            steps = script[task_id]
+            steps.append({"sleep": round(rng.uniform(0.1, 0.4), 3), "attempt": 1})
+            missing = {"path": hub, "old": f"<{task_id}: not in the file>", "new": "x"}
+            steps.append({"edit": missing, "attempt": 1})
+
+
+def _add_empty_module(
+    rng: random.Random, graph: list[dict[str, Any]], script: dict[str, list[dict[str, Any]]]
+) -> dict[str, str]:
+    """A module that starts empty (an `__init__.py`). The first task (first by priority)
+    fills it with `seed()` from nothing (its pre-image has no parts), waits for one of the
+    tasks adding a function before `seed()` to succeed, and fails its first attempt: its
+    rollback must remove `seed()` and nothing that task added. Its later attempts put
+    `seed()` back at the top (the whole module: an empty old text of a non-empty file)."""
+    first, rest = graph[0], graph[1:]
+    adders = [spec["id"] for spec in rest if rng.random() < EMPTY_MODULE_SHARE]
+    if not adders:
+        return {}
+    first["priority"] = 5  # the highest: it starts before the tasks that build on its seed()
+    seed = {"path": EMPTY_MODULE, "old": "", "new": "def seed():\n    return 0\n\n\n"}
+    script[first["id"]][1:1] = [
+        {"edit": seed},
+        {"wait_succeeded": adders[0], "attempt": 1},
+        {"fail": f"{first['id']} fails after filling the empty module", "attempt": 1},
+    ]
+    for task_id in adders:
+        new = f"def g_{task_id}():\n    return 1\n\n\ndef seed():"
+        script[task_id].insert(
+            1, {"edit": {"path": EMPTY_MODULE, "old": "def seed():", "new": new}}
+        )
+    return {EMPTY_MODULE: ""}
 
 
 def _add_resources(
@@ -311,6 +369,7 @@ class Summary:
     resource_grants: int = 0  # named resources taken (at assignment or mid-task)
     part_grants: int = 0  # leases on parts of a file (`path::name`, `--lease-granularity part`)
     part_vetoes: int = 0
+    part_upgrades: int = 0  # a whole file granted to a task holding parts of it
     resource_vetoes: int = 0  # a resource refused because another task held it
     numbers_allocated: int = 0  # sequence values handed out (the checker: none twice)
     numbers_distinct: bool = True
@@ -583,6 +642,7 @@ class Chaos:
         on_part = [e for e in evidence.events if "::" in str(e["payload"].get("path"))]
         s.part_grants = sum(e["type"] == "lease_acquired" for e in on_part)
         s.part_vetoes = sum(e["type"] == "lease_denied" for e in on_part)
+        s.part_upgrades = _upgrades(evidence.events)
         numbers = [(e["payload"]["sequence"], e["payload"]["value"]) for e in evidence.events
                    if e["type"] == "number_allocated"]  # fmt: skip
         s.numbers_allocated, s.numbers_distinct = len(numbers), len(set(numbers)) == len(numbers)
@@ -608,6 +668,22 @@ class Chaos:
             proc.stop(timeout=5)
         if not keep:
             shutil.rmtree(self.base, ignore_errors=True)
+
+
+def _upgrades(events: list[dict[str, Any]]) -> int:
+    """Whole files granted to a task that then held a part of them (the part -> whole upgrade)."""
+    held: set[tuple[str, str]] = set()  # (task, file) with a part held
+    count = 0
+    for event in events:
+        task_id, path = event.get("task_id"), str(event["payload"].get("path"))
+        if event["type"] == "lease_acquired":
+            file, _, name = path.partition("::")
+            count += not name and (task_id, file) in held
+            if name:
+                held.add((task_id, file))
+        elif event["type"] == "lease_released":
+            held.discard((task_id, path.partition("::")[0]))
+    return count
 
 
 async def _state(client: FleetClient) -> dict[str, Any]:
