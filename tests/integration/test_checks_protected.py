@@ -22,6 +22,8 @@ import pytest
 from test_first_hour import cli, repo, said, server
 
 from codefleet.api.client import FleetClient
+from codefleet.api.graphfile import load_graph
+from codefleet.cli.run.runprep import GraphFile, RunRefused, load_graph_file
 from codefleet.hook.command import HookArgs
 from codefleet.hook.command import run as run_hook
 from codefleet.server.thread import ServerThread
@@ -195,3 +197,35 @@ def test_load_asks_the_same_of_a_check_the_graph_changed(repo: Path, server: Ser
     )
     assert accepted.exit_code == 0, said(accepted)
     assert asyncio.run(_checks(server.url)) == {"test": "true"}
+
+
+@pytest.mark.parametrize("yes", [True, False])
+def test_on_a_terminal_the_operator_is_asked_and_the_answer_decides(
+    repo: Path, server: ServerThread, yes: bool
+) -> None:
+    graph = repo / "codefleet.yaml"
+    graph.write_text(GRAPH)
+    assert cli("load", "--server", server.url).exit_code == 0
+    graph.write_text(GRAPH.replace("python -c pass", "'true'"))
+    asked: list[str] = []
+
+    def confirm(question: str) -> bool:
+        asked.append(question)
+        return yes
+
+    async def load_again() -> None:
+        async with FleetClient(server.url) as client:
+            loaded = GraphFile(graph, load_graph(graph, standalone=False))
+            await load_graph_file(client, loaded, {}, source="codefleet.yaml", confirm=confirm)
+
+    if yes:
+        asyncio.run(load_again())
+    else:
+        with pytest.raises(RunRefused, match=r"check test changed in codefleet\.yaml"):
+            asyncio.run(load_again())
+
+    assert asked == [
+        "check test changed in codefleet.yaml: it was `python -c pass`, now `true`. Apply it?"
+    ]
+    expected = "true" if yes else "python -c pass"
+    assert asyncio.run(_checks(server.url)) == {"test": expected}
