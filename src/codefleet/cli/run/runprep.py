@@ -6,7 +6,9 @@ for every task it would run (checked before anything is loaded); the graph
 file's tasks (`codefleet.yaml` by default) that are not on the server yet
 are loaded (a check whose program cannot start is warned about first, as
 `graph check` and `load` do), and those that have not started take the file's edits; the
-checks are defined; there is something to run. Each refusal is a `RunRefused` whose
+checks are defined (one the file changed only with the operator's yes:
+`cli.run.checkchange`), naming the file, which the server then protects from agents;
+there is something to run. Each refusal is a `RunRefused` whose
 message names the fix. Nothing here starts a runner.
 """
 
