@@ -105,6 +105,14 @@ def _write_record(state: Path, record: dict[str, object], fds: list[int]) -> Pat
     return state / "server.json"
 
 
+def _graph(workdir: Path) -> Path:
+    """A one-task `codefleet.yaml` in `workdir`, and the dry-run script `run` plays for it."""
+    (workdir / "codefleet.yaml").write_text("tasks:\n  - {id: T1, title: t, description: d}\n")
+    script = workdir.parent / "script.yaml"
+    script.write_text("T1: []\n")
+    return script
+
+
 def _repo(parent: Path) -> Path:
     repo = parent / "repo"
     (repo / ".git").mkdir(parents=True)
@@ -179,8 +187,9 @@ def test_a_held_record_whose_url_is_not_a_codefleet_server_never_gets_the_token(
     url, seen = recorder
     ensure_tree_id(workdir)
     _write_record(workdir / ".codefleet", _record(workdir, url), held)
+    run = ["run", "--dry-run", "--script", str(_graph(workdir))]
 
-    answers = [_cli(workdir, *c) for c in (["tasks"], ["say", "T1", "hi"], ["landing"])]
+    answers = [_cli(workdir, *c) for c in (["tasks"], ["say", "T1", "hi"], ["landing"], run)]
 
     for done in answers:
         assert done.returncode != 0
@@ -193,8 +202,9 @@ def test_a_reply_that_is_not_codefleets_is_one_line_without_a_traceback(
     workdir: Path, recorder: tuple[str, list[tuple[str, str, str | None]]]
 ) -> None:
     url, _ = recorder  # named by the user: it gets the token, and its answers are not believed
+    run = ["run", "--dry-run", "--script", str(_graph(workdir))]
 
-    for command in (["tasks"], ["say", "T1", "hi"], ["stats"], ["questions"], ["landing"]):
+    for command in (["tasks"], ["say", "T1", "hi"], ["stats"], ["questions"], ["landing"], run):
         done = _cli(workdir, *command, "--server", url)
 
         assert done.returncode != 0
