@@ -499,7 +499,7 @@ def test_a_large_text_is_parsed_once_however_many_holders_put_it_back_and_howeve
 def test_a_parse_sets_off_no_garbage_collection_while_it_builds_the_tree():
     import gc
 
-    text = unique_module(100)
+    text = unique_module(60)
     collections: list[int] = []
 
     def counted(phase: str, info: dict[str, int]) -> None:
@@ -603,6 +603,14 @@ def test_a_part_added_above_another_is_removed_with_the_blank_lines_it_put_below
         assert put_back_parts(mine.encode(), [(old.encode(), ["added"])]) == old.encode()
         theirs = old.replace("return 0", "return 10").encode()
         assert put_back_parts(both.encode(), [(old.encode(), ["added"])]) == theirs
+
+
+def test_two_parts_added_on_top_of_each_other_by_two_holders_are_both_removed_cleanly():
+    old = "def seed():\n    return 0\n"
+    first = "def one():\n    return 1\n\n\n" + old  # the second holder's pre-image
+    both = "def two():\n    return 2\n\n\n" + first
+    taken = [(first.encode(), ["two"]), (old.encode(), ["one"])]  # a patch's start
+    assert put_back_parts(both.encode(), taken) == old.encode()
 
 
 def test_parts_added_to_an_empty_module_are_all_removed():

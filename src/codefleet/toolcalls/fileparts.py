@@ -495,8 +495,8 @@ def _preimages_in(parts: list[Part], names: Iterable[str]) -> dict[str, Preimage
     return {name: found.get(name, Preimage(None, None)) for name in names}
 
 
-# part name -> (the part above it, the blank lines above its code) in a pre-image
-Gaps = Mapping[str, tuple[str | None, str]]
+# (a part's name, the part above it) -> the blank lines above its code, in a pre-image
+Gaps = Mapping[tuple[str, str | None], str]
 
 
 def restore_parts(
@@ -534,12 +534,12 @@ def restore_parts(
 
 
 def _close_gaps(texts: dict[str, str], order: list[str], names: set[str], gaps: Gaps) -> None:
-    """Give each of `names` the blank lines above its code it had in the pre-image, where
-    the part above it is the one it had there."""
+    """Give each of `names` the blank lines above its code it had in a pre-image where the
+    part above it was the one it has now."""
     for k, name in enumerate(order):
-        above = order[k - 1] if k else None
-        if name in names and name in gaps and gaps[name][0] == above:
-            texts[name] = gaps[name][1] + texts[name][len(_blank_run(texts[name])) :]
+        gap = gaps.get((name, order[k - 1] if k else None)) if name in names else None
+        if gap is not None:
+            texts[name] = gap + texts[name][len(_blank_run(texts[name])) :]
 
 
 def _blank_run(text: str) -> str:
@@ -554,7 +554,7 @@ def put_back_parts(current: bytes, taken: Iterable[tuple[bytes, Iterable[str]]])
     other holder). None where the parts cannot be found or put back: the caller takes the
     whole file (or says it cannot)."""
     merged: dict[str, Preimage] = {}
-    gaps: dict[str, tuple[str | None, str]] = {}
+    gaps: dict[tuple[str, str | None], str] = {}
     for pre, names in taken:
         parts = parts_of(pre)
         if parts is None:
@@ -564,7 +564,7 @@ def put_back_parts(current: bytes, taken: Iterable[tuple[bytes, Iterable[str]]])
             return None  # one part in two hands cannot be
         merged |= found
         for above, part in zip([None, *(p.name for p in parts)], parts, strict=False):
-            gaps.setdefault(part.name, (above, _blank_run(part.text)))
+            gaps.setdefault((part.name, above), _blank_run(part.text))
     if not merged:
         return current
     try:
