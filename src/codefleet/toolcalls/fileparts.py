@@ -67,9 +67,10 @@ _PARSING: Final = threading.Lock()
 log = logging.getLogger(__name__)
 
 # A module larger than this (UTF-8 bytes) has no parts: it is leased, restored and patched
-# whole. Parsing and tiling cost about 1 ms per 2 KB of dense code on the 2-core machine of
-# docs/performance.md, and a restore or a view by part parses two or three texts.
-MAX_PART_BYTES: Final = 128_000
+# whole. A restore, a patch or a check's view by part parses on the server's loop (about
+# 1 ms per KB of dense code on the shared 2-core machine), and every agent's lease answer
+# waits for it; past this bound it waited too long (decision 0154).
+MAX_PART_BYTES: Final = 64_000
 # Texts of at least KEEP_PARSED_BYTES are kept parsed, the last KEEP_PARSED of them (below
 # that, a parse costs a few ms at most and is not worth the memory).
 KEEP_PARSED_BYTES: Final = 16_000
