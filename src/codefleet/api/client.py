@@ -443,12 +443,12 @@ class FleetClient:
         tasks: list[dict[str, Any]],
         checks: Mapping[str, str] | None = None,
         redefine: Iterable[str] = (),
+        source: str | None = None,
     ) -> dict[str, list[str]]:
         """`create_tasks`, where the stored tasks named in `redefine` that have not started
         take the batch's definitions (one that has started refuses the batch); returns the
         ids `created` and `redefined`. `source`: the graph file's key in the tree (the
         server protects it from agents)."""
-        source: str | None = None,
         checks = checks if checks is not None else getattr(tasks, "checks", None)
         body: dict[str, Any] = {"tasks": list(tasks)}
         if checks:
@@ -465,12 +465,12 @@ class FleetClient:
         redefine = list(redefine)
         if redefine:
             body["redefine"] = redefine
+        if source is not None:
+            body["source"] = source
         result = await self._json("POST", "/tasks", body=body, timeout=120.0)
         return {"created": list(result["created"]), "redefined": list(result.get("redefined", []))}
 
     async def checks(self) -> dict[str, str]:
-        if source is not None:
-            body["source"] = source
         """The named checks: `{name: command}`."""
         return (await self.check_specs())[0]
 
@@ -491,15 +491,15 @@ class FleetClient:
         result: dict[str, Any] = await self._json("POST", "/checks", body=body)
         return result
 
-    async def tasks(
-        self, status: str | None = None, limit: int = 100_000, offset: int = 0
-    ) -> list[dict[str, Any]]:
-        params: dict[str, Any] = {"limit": limit, "offset": offset}
     async def check_written_by(self, source: str) -> str | None:
         """The task whose write left the checks' file `source` (a key) as it is, if one did."""
         answer = await self._json("GET", "/checks", params={"source": source})
         return None if answer.get("written_by") is None else str(answer["written_by"])
 
+    async def tasks(
+        self, status: str | None = None, limit: int = 100_000, offset: int = 0
+    ) -> list[dict[str, Any]]:
+        params: dict[str, Any] = {"limit": limit, "offset": offset}
         if status:
             params["status"] = status
         result = await self._json("GET", "/tasks", params=params)
