@@ -94,8 +94,15 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ),
     (
         "codefleet.server.httpapp",
-        "the one-server-per-tree lock the app takes at its start (`integration/test_one_tree.py`)",
-        ("codefleet.treelock",),
+        "the landed line and the metrics the app serves, tested over the wire "
+        "(`integration/test_landed_line.py`, `integration/test_metrics.py`)",
+        (
+            "codefleet.review.landedline",
+            "codefleet.server.gitbackend",
+            "codefleet.server.landed_routes",
+            "codefleet.server.linefollower",
+            "codefleet.server.metrics",
+        ),
     ),
     (
         "codefleet.transport.routes",
@@ -127,7 +134,6 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         (
             "codefleet.cli.run.agentchoice",
             "codefleet.cli.run.fleetrun",
-            "codefleet.cli.run.runprep",
             "codefleet.cli.run.shellopts",
             "codefleet.planning.plansession",
         ),
@@ -222,9 +228,10 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ("codefleet.ui.landingview",),
     ),
     (
-        "codefleet.ui.dashboard",
-        "the out-of-scope writes the dashboard follows, tested through the dashboard",
-        ("codefleet.ui.outofscope",),
+        "codefleet.cli.app",
+        "whether a found server record is this tree's server, asked before the token is sent "
+        "(`integration/test_state_dir.py`)",
+        ("codefleet.api.treeserver",),
     ),
 )
 
