@@ -94,6 +94,16 @@ class AgentKind(StrEnum):
     CODEX = "codex"
 
 
+class HaltCause(StrEnum):
+    """Why landing halts (`landing_halted`'s `why`): nobody is blamed for any of these.
+    How each reads: `wording.halt_cause`."""
+
+    FAILS_ALONE = "fails on the landed tree alone"
+    CANNOT_START = "could not start"
+    FLAKY = "flaky: failed, then passed when run again on the same tree"
+    COULD_NOT_RUN = "could not run"  # no worker could run the step, several times
+
+
 class ErrorKind(StrEnum):
     AGENT_ERROR = "agent_error"
     VETO = "veto"

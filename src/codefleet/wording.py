@@ -12,7 +12,8 @@ which fetches this file from `/web/wording.json`) interpret it the same way;
 tests/unit/test_wording.py runs both over one corpus and fails if they differ.
 `cost_text` is how a run's or a plan's cost reads in the terminal, simulated or
 spent; `verify_blame_text` how a failed `--verify`'s bisection reads (the run's
-verdict, the report). Standard library only.
+verdict, the report); `halt_cause` why landing halted, in every view that says it
+(the log's `landing_halted` line says the same, from the table). Standard library only.
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
+from codefleet.models import HaltCause
 from codefleet.resources import lease_label
 
 __all__ = [
     "SIMULATED",
     "WORDING_FILE",
     "cost_text",
+    "halt_cause",
     "ordinal",
     "phrase",
     "spent_text",
@@ -159,6 +162,24 @@ def cost_text(cost: float, simulated: bool) -> str:
 def spent_text(cost: float, simulated: bool) -> str:
     """What a budget has spent: `$X spent`, or the simulated cost labelled as such."""
     return cost_text(cost, simulated) if simulated else f"${cost:.4f} spent"
+
+
+HALT_CAUSES: Final = {
+    HaltCause.FAILS_ALONE: "the landed tree alone fails {check}",
+    HaltCause.CANNOT_START: "{check} could not start on the landed tree alone",
+    HaltCause.FLAKY: "{check} is flaky: it failed, then passed when run again on the same tree",
+    HaltCause.COULD_NOT_RUN: "no landing worker could run {check}",
+}
+
+
+def halt_cause(check: str, why: str | None) -> str:
+    """Why landing halted, as a clause: "the landed tree alone fails test", "test is flaky: ..."
+    (a halt recorded before its cause was: the first)."""
+    try:
+        cause = HaltCause(why or "")
+    except ValueError:
+        cause = HaltCause.FAILS_ALONE
+    return HALT_CAUSES[cause].format(check=check)
 
 
 def ordinal(n: int) -> str:

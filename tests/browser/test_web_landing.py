@@ -131,7 +131,7 @@ async def test_the_halt_banner_names_the_check_and_the_last_landing(
     halt = page.locator("#landing-halt")
     await expect(halt).to_be_visible()
     await expect(halt).to_contain_text(
-        "Landing halted · the landed tree alone fails test (last landed T2)"
+        "LANDING HALTED: the landed tree alone fails test (last landed T2)"
     )
     await expect(halt).to_contain_text("codefleet landing resume")
     await expect(page.locator("#landing-view .landing-check")).to_have_text(

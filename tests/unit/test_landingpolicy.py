@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from codefleet.coord.policy import landingpolicy as policy
+from codefleet.models import HaltCause
 
 
 def play(
@@ -48,7 +49,7 @@ def test_one_breaker_is_found_in_a_logarithmic_number_of_checks(breaker: int) ->
 
 def test_a_base_that_fails_alone_halts_and_blames_nobody() -> None:
     outcome, steps = play(round_of(4), lambda prefix: True)
-    assert outcome == policy.Outcome(halt=policy.Halt.FAILS_ALONE)
+    assert outcome == policy.Outcome(halt=HaltCause.FAILS_ALONE)
     assert steps == [("batch", 4), ("base", 0)]
 
 
@@ -93,7 +94,7 @@ def test_a_prefix_that_passes_when_run_again_is_a_flaky_check_and_blames_nobody(
     prefix passes when run again. The seven before it land; nobody is blamed; landing halts."""
     runs = iter([True])
     outcome, steps = play(round_of(8), lambda prefix: next(runs, False))
-    assert outcome.blamed is None and outcome.halt is policy.Halt.FLAKY
+    assert outcome.blamed is None and outcome.halt is HaltCause.FLAKY
     assert outcome.land == tuple(f"T{i}" for i in range(1, 8))
     assert steps[-1] == ("confirm", 8)
 
@@ -107,7 +108,7 @@ def test_a_check_that_cannot_start_with_a_candidate_but_starts_on_the_base_blame
 
 def test_a_check_that_cannot_start_on_the_base_either_halts_and_blames_nobody() -> None:
     outcome, steps = play(round_of(4), lambda prefix: "unrunnable")
-    assert outcome == policy.Outcome(halt=policy.Halt.CANNOT_START)
+    assert outcome == policy.Outcome(halt=HaltCause.CANNOT_START)
     assert steps == [("batch", 4), ("base", 0)]
 
 

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 from tool_support import require_tool
 
+from codefleet.cli.operate.landingcmds import landing_lines
 from codefleet.fleet.tools.attemptchecks import CheckResult
-from codefleet.models import CheckPurpose, EventType
-from codefleet.wording import WORDING_FILE, cost_text, phrase, spent_text, table
+from codefleet.models import CheckPurpose, EventType, HaltCause
+from codefleet.wording import WORDING_FILE, cost_text, halt_cause, phrase, spent_text, table
 
 WEB = Path(__file__).resolve().parents[2] / "src" / "codefleet" / "server" / "web"
 
@@ -321,4 +322,27 @@ def test_a_spent_budget_reads_as_simulated_in_the_log_when_no_real_model_ran() -
     )
     assert said == (
         "fleet budget exhausted: $1.0200 simulated, nothing spent of $1.0000; no new task is assigned"
+    )
+
+
+@pytest.mark.parametrize("cause", list(HaltCause))
+def test_a_halt_reads_as_its_cause_in_the_log_and_in_every_view(cause: HaltCause) -> None:
+    halted = {"check": "test", "why": cause.value, "last_landed": "T1", "output_tail": ""}
+    said = phrase("landing_halted", halted)
+    shown = landing_lines(
+        {"integration": "test", "landed": 1, "queue": ["T2"], "batch": 4, "halted": halted}
+    )
+    clause = halt_cause("test", cause)
+    assert said is not None and said.startswith(f"LANDING HALTED: {clause} (last landed T1)")
+    assert any(line.startswith(f"HALTED: {clause}, with no candidate") for line in shown)
+    alone = cause is HaltCause.FAILS_ALONE
+    assert ("the landed tree alone fails test" in clause) is alone, clause
+
+
+def test_a_flaky_halt_says_flaky_and_a_halt_without_a_cause_reads_as_the_tree_failing() -> None:
+    assert halt_cause("test", HaltCause.FLAKY).startswith("test is flaky: it failed, then passed")
+    assert (
+        halt_cause("test", None)
+        == halt_cause("test", "something else")
+        == ("the landed tree alone fails test")
     )

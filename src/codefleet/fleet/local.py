@@ -32,7 +32,7 @@ from codefleet.fleet.views.programs import NOT_RUNNABLE, missing_programs, not_s
 from codefleet.fleet.views.shell import check_env, run_command
 from codefleet.models import TERMINAL_STATUSES, EventType, TaskStatus
 from codefleet.paths import TreeRoot
-from codefleet.wording import spent_text
+from codefleet.wording import halt_cause, spent_text
 
 __all__ = [
     "FleetOptions",
@@ -199,10 +199,10 @@ async def landing_stop(client: FleetClient, health: dict[str, Any]) -> str | Non
     state = await client.landing()
     halted = state["halted"]
     return (
-        f"landing halted: the landed tree fails check {halted['check']} with no candidate on "
-        f"it ({halted.get('why')}; last landed: {halted.get('last_landed') or 'none'}); "
-        f"{len(state['queue'])} task(s) wait to land. Fix the tree, then `codefleet landing "
-        "resume` and run again."
+        f"landing halted: {halt_cause(halted['check'], halted.get('why'))}, with no candidate "
+        f"on it (last landed: {halted.get('last_landed') or 'none'}); {len(state['queue'])} "
+        "task(s) wait to land. Fix the tree or the check, then `codefleet landing resume` and "
+        "run again."
     )
 
 

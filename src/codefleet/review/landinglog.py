@@ -105,7 +105,7 @@ class Break:
 
 @dataclass(frozen=True, slots=True)
 class Halt:
-    """One `landing_halted`: the landed tree alone failed `check`; resumed, or not yet."""
+    """One `landing_halted` on `check` (`why`: a `models.HaltCause`); resumed, or not yet."""
 
     at: datetime
     check: str
@@ -113,6 +113,7 @@ class Halt:
     output_tail: str
     resumed_at: datetime | None = None
     reason: str = ""
+    why: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,12 +238,13 @@ class _Fold:
                     str(body.get("check") or ""),
                     str(body.get("last_landed") or ""),
                     str(body.get("output_tail") or ""),
+                    why=str(body.get("why") or ""),
                 )
             )
         elif kind == EventType.LANDING_RESUMED and self.halts and self.halts[-1].resumed_at is None:
             h = self.halts[-1]
             reason = str(body.get("reason") or "")
-            self.halts[-1] = Halt(h.at, h.check, h.last_landed, h.output_tail, _at(e), reason)
+            self.halts[-1] = replace(h, resumed_at=_at(e), reason=reason)
 
     @staticmethod
     def _check(e: Row, body: Mapping[str, Any]) -> LandingCheck:

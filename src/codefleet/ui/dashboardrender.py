@@ -35,7 +35,7 @@ from codefleet.ui.viewmodel import (
     PauseBanner,
     ViewModel,
 )
-from codefleet.wording import cost_text, spent_text
+from codefleet.wording import cost_text, halt_cause, spent_text
 
 __all__ = [
     "HALT_STYLE",
@@ -291,7 +291,7 @@ def landing_text(panel: LandingPanel) -> Text:
 def halt_text(halt: HaltBanner) -> Text:
     """The halt, loud: what fails, the last landing, and how to resume."""
     line = Text("⛔ LANDING HALTED", style=HALT_STYLE)
-    line.append(f" · the landed tree alone fails {halt.check} (last landed {halt.last_landed})")
+    line.append(f" · {halt_cause(halt.check, halt.why)} (last landed {halt.last_landed})")
     line.append(" · nothing lands until `codefleet landing resume`", style="bold red")
     shown = [x for x in failure_excerpt(halt.output_tail, TAIL_CHARS).splitlines() if x != GAP]
     if shown:

@@ -23,11 +23,12 @@ __all__ = ["HaltBanner", "LandingPanel", "landing_panel"]
 
 @dataclass(frozen=True, slots=True)
 class HaltBanner:
-    """Landing is halted: the landed tree alone fails `check`; nothing lands until resumed."""
+    """Landing is halted on `check` (`why`: a `models.HaltCause`); nothing lands until resumed."""
 
     check: str
     last_landed: str
     output_tail: str
+    why: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,5 +74,7 @@ def landing_panel(
         last_task=last[0],
         breaks=len(landing.breaks),
         reworked=sum(b.reworked for b in landing.breaks),
-        halt=HaltBanner(halted.check, halted.last_landed, halted.output_tail) if halted else None,
+        halt=HaltBanner(halted.check, halted.last_landed, halted.output_tail, halted.why)
+        if halted
+        else None,
     )

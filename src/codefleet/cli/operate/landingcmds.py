@@ -25,6 +25,7 @@ from codefleet.cli.common import (
     settings_from,
 )
 from codefleet.failuretext import failure_excerpt
+from codefleet.wording import halt_cause
 
 __all__ = ["landing", "landing_lines"]
 
@@ -90,9 +91,9 @@ def landing_lines(state: dict[str, Any]) -> list[str]:
     halted = state.get("halted")
     if halted:
         lines.append(
-            f"HALTED: the landed tree fails {halted['check']} with no candidate on it "
-            f"({halted.get('why')}; last landed: {halted.get('last_landed') or 'none'}). Fix "
-            "the tree, then `codefleet landing resume`."
+            f"HALTED: {halt_cause(halted['check'], halted.get('why'))}, with no candidate "
+            f"on it (last landed: {halted.get('last_landed') or 'none'}). Fix the tree or the "
+            "check, then `codefleet landing resume`."
         )
         if halted.get("output_tail"):
             excerpt = failure_excerpt(str(halted["output_tail"]), OUTPUT_CHARS)

@@ -20,7 +20,7 @@ blamed task's files are put back (like any failed attempt) and it is requeued
 as `integration_failed`, its error naming the tasks that landed since its
 attempt started and the failing output; a base that fails alone, a check that
 cannot start even there, or a failure that did not repeat (flaky) halts landing
-(`landing_halted`, its `why` the policy's `Halt`) until `resume`. A round whose checks are empty lands at
+(`landing_halted`, its `why` a `models.HaltCause`) until `resume`. A round whose checks are empty lands at
 once, inside the transaction that queued it: a graph without checks lands
 every task the moment it finishes, as before.
 
@@ -47,7 +47,7 @@ from codefleet.coord.tables.liveindex import LiveTask
 from codefleet.coord.tables.preimages import uncovered
 from codefleet.errors import InvalidGraph, InvalidState, NotOwner
 from codefleet.failuretext import failure_excerpt
-from codefleet.models import ErrorKind, EventType, ReleaseReason, TaskStatus
+from codefleet.models import ErrorKind, EventType, HaltCause, ReleaseReason, TaskStatus
 
 __all__ = ["Landing"]
 
@@ -64,7 +64,6 @@ TAIL_CHARS: Final = 2_000
 # A step's verdict that is no verdict (`landing_check_finished`'s `verdict`; the others are
 # the policy's): the check did not run; the step is handed out again.
 DID_NOT_RUN: Final = "did_not_run"
-COULD_NOT_RUN: Final = "could not run"  # `landing_halted`'s why after INFRA_RETRIES of them
 
 
 @dataclass(slots=True)
@@ -333,7 +332,7 @@ class Landing:
         handed.worker = handed.until = None
         if handed.infra >= INFRA_RETRIES:
             check = str(results[-1]["check"]) if results else "?"
-            self._halt(check, _tail(results, check), COULD_NOT_RUN)
+            self._halt(check, _tail(results, check), HaltCause.COULD_NOT_RUN)
         return {"applied": False}
 
     def _step_fields(self, handed: _Handed, rnd: policy.Round, check: str) -> dict[str, Any]:

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from typing import Final
+
+from codefleet.models import HaltCause
 
 __all__ = [
     "BASE",
@@ -41,7 +42,6 @@ __all__ = [
     "CONFIRM",
     "PASSED",
     "UNRUNNABLE",
-    "Halt",
     "Outcome",
     "Round",
     "Step",
@@ -59,14 +59,6 @@ PASSED: Final = "passed"
 UNRUNNABLE: Final = "unrunnable"  # its program could not start (exit 126/127)
 
 
-class Halt(StrEnum):
-    """Why landing halts (`landing_halted`'s `why`): nobody is blamed for any of these."""
-
-    FAILS_ALONE = "fails on the landed tree alone"
-    CANNOT_START = "could not start"
-    FLAKY = "flaky: failed, then passed when run again on the same tree"
-
-
 @dataclass(frozen=True, slots=True)
 class Step:
     """One check run the round asks for: the first `prefix` candidates on the base."""
@@ -82,7 +74,7 @@ class Outcome:
 
     land: tuple[str, ...] = ()
     blamed: str | None = None
-    halt: Halt | None = None
+    halt: HaltCause | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,9 +139,9 @@ def _after_base(
     """The base alone: a check that cannot start there, or an integration check that fails
     there, halts; a check that started (passing or not) leaves the candidates to answer."""
     if unrunnable:
-        return rnd, Outcome(land=rnd.candidates[: rnd.lo], halt=Halt.CANNOT_START)
+        return rnd, Outcome(land=rnd.candidates[: rnd.lo], halt=HaltCause.CANNOT_START)
     if rnd.integration is not None and rnd.integration in failed:
-        return rnd, Outcome(land=rnd.candidates[: rnd.lo], halt=Halt.FAILS_ALONE)
+        return rnd, Outcome(land=rnd.candidates[: rnd.lo], halt=HaltCause.FAILS_ALONE)
     return rnd, _next(rnd)
 
 
@@ -157,7 +149,7 @@ def _after_confirm(rnd: Round, failed: tuple[str, ...]) -> Outcome:
     """The failing prefix ran again: it failed again (blame its last candidate) or passed."""
     land = rnd.candidates[: rnd.lo]
     if not failed:
-        return Outcome(land=land, halt=Halt.FLAKY)
+        return Outcome(land=land, halt=HaltCause.FLAKY)
     assert rnd.hi is not None
     return Outcome(land=land, blamed=rnd.candidates[rnd.hi - 1])
 

@@ -19,6 +19,7 @@ from codefleet.review.report.reportblocks import (
     Table,
     seconds,
 )
+from codefleet.wording import halt_cause
 
 __all__ = ["landing_section", "landing_summary"]
 
@@ -125,7 +126,7 @@ def _halts(facts: RunFacts) -> list[Block]:
             else "still halted: `codefleet landing resume` after a fix"
         )
         text = (
-            f"Landing halted at {when}: the landed tree alone fails `{h.check}` "
+            f"Landing halted at {when}: {halt_cause(f'`{h.check}`', h.why)} "
             f"(last landed {h.last_landed or '—'}); {then}."
         )
         paras.append(Para(text, "warn" if h.resumed_at else "bad"))

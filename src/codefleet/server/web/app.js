@@ -14,7 +14,7 @@
 
 import { Api, AuthError, saveToken, takeToken } from "./api.js";
 import { describeAnalysis, renderGraph } from "./graph.js";
-import { EventLog } from "./log.js";
+import { describeEvent, EventLog } from "./log.js";
 import { Model } from "./model.js";
 import { renderConflicts, renderContention, renderCost, renderLanding, renderLandingHalt, renderLeases, renderPause, renderStats, renderStory } from "./panels.js";
 import { PatchView } from "./patch.js";
@@ -98,7 +98,7 @@ function render() {
   renderStats($("#stats"), view);
   renderStory($("#story"), view);
   renderPause($("#pause"), view);
-  renderLandingHalt($("#landing-halt"), view);
+  renderLandingHalt($("#landing-halt"), view, describeEvent);
   timeline.render(view);
   const hasTasks = renderGraph($("#graph-view"), view, { tooltip, onSelect: select });
   $("#graph-empty").hidden = hasTasks;

@@ -35,7 +35,7 @@ function emptyLanding() {
     landed: [], // {task, order, at, queuedAt, checks}
     orders: new Map(), // task id -> landing order number
     breaks: [], // {task, attempt, at, check, conflictsWith, blamed, tail}
-    halts: [], // {at, check, lastLanded, tail, resumedAt, reason}
+    halts: [], // {at, check, lastLanded, tail, resumedAt, reason, body: the event's payload}
     seen: false,
   };
 }
@@ -215,7 +215,7 @@ function foldLanding(h, event, at, body) {
       leaveQueue(l, event.task_id);
       break;
     case "landing_halted":
-      l.halts.push({ at, check: body.check ?? "", lastLanded: body.last_landed ?? null, tail: body.output_tail ?? "", resumedAt: NaN, reason: "" });
+      l.halts.push({ at, check: body.check ?? "", lastLanded: body.last_landed ?? null, tail: body.output_tail ?? "", resumedAt: NaN, reason: "", body });
       break;
     case "landing_resumed": {
       const halt = l.halts.at(-1);

@@ -259,19 +259,14 @@ function checkWords(c) {
   return `${c.check} on ${what} (${c.purpose}) over ${c.base} landed`;
 }
 
-/** The landing halt, loud: what fails, the last landing, how to resume. */
-export function renderLandingHalt(container, view) {
+/** The landing halt, loud: its cause and the last landing as the log words it (`describe`:
+ * log.js's `describeEvent`, handed in so this module needs no wording table), and the tail. */
+export function renderLandingHalt(container, view, describe) {
   const { halted } = landingNow(view.model);
   container.hidden = !halted;
   if (!halted) return fill(container);
-  fill(
-    container,
-    h("strong", { text: "Landing halted" }),
-    ` · the landed tree alone fails ${halted.check} (last landed ${halted.lastLanded ?? "nothing yet"}) · nothing lands until `,
-    h("code", { text: "codefleet landing resume" }),
-    ". ",
-    h("span", { class: "reason", text: truncate(halted.tail, 200) }),
-  );
+  const said = describe(view.model, { type: "landing_halted", payload: { ...halted.body, output_tail: null } });
+  fill(container, h("strong", { text: said }), " ", h("span", { class: "reason", text: truncate(halted.tail, 200) }));
 }
 
 /** The landing queue in order, the check under way, the landings by order, the breaks. */
