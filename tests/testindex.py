@@ -113,7 +113,6 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "codefleet.cli.app",
         COMMAND,
         (
-            "codefleet.cli.operate.landingcmds",
             "codefleet.cli.operate.limitcmds",
             "codefleet.cli.operate.watch",
             "codefleet.cli.results.reviewcmds",
