@@ -283,12 +283,16 @@ async def test_a_command_that_changes_another_part_of_a_held_file_lands_by_part(
     )
 
 
-async def replayed(server: Any, workdir: Path, into: Path) -> list[Any]:
+async def replayed(
+    server: Any, workdir: Path, into: Path, was: dict[str, str] | None = None
+) -> list[Any]:
     """Every succeeded task's patch applied, in landing order, to the tree as it was (only
-    api.py changed: it was `API`), and the result compared with the real tree."""
+    the files of `was` changed, api.py by default: it was `API`), and the result compared
+    with the real tree."""
     source = into.parent / f"{into.name}-original"
     shutil.copytree(workdir, source, ignore=shutil.ignore_patterns(".codefleet"))
-    (source / "api.py").write_text(API)
+    for path, text in (was or {"api.py": API}).items():
+        (source / path).write_text(text)
     async with FleetClient(server.url) as client:
         evidence = await collect(client)
     return replay_patches(source, evidence, into) or compare_trees(into, workdir)
@@ -365,7 +369,7 @@ EMPTY_MODULE = {  # T1 adds alpha to an empty module, T2 adds beta, T1's first a
 
 @pytest.mark.parametrize("other", list(EMPTY_MODULE))
 async def test_on_an_empty_module_a_failed_attempt_keeps_the_definition_another_task_added(
-    make_server: Any, workdir: Path, other: str
+    make_server: Any, workdir: Path, tmp_path: Path, other: str
 ) -> None:
     server = make_server(**PARTS)
     (workdir / "pkg" / "__init__.py").write_text("")
@@ -375,9 +379,11 @@ async def test_on_an_empty_module_a_failed_attempt_keeps_the_definition_another_
     assert of_type(events, "restore_failed") == []
     restored = [(e["task_id"], e["payload"]["path"]) for e in of_type(events, "file_restored")]
     assert restored == [("T1", "pkg/__init__.py")]
-    assert (
+    assert (  # no blank lines left on top of the module by alpha's removal
         workdir / "pkg" / "__init__.py"
-    ).read_text() == "\n\ndef gamma():\n    return 3\n" + BETA
+    ).read_text() == "def gamma():\n    return 3\n" + BETA
+    was = {"pkg/__init__.py": ""}
+    assert await replayed(server, workdir, tmp_path / "replay", was) == []  # the patches apply
 
 
 async def test_a_write_is_outside_its_scope_by_the_keys_it_leased_not_by_its_file(

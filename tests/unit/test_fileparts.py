@@ -619,6 +619,19 @@ def test_parts_added_to_an_empty_module_are_all_removed():
     assert preimages("", {"added"}) == {"added": Preimage(None, None)}
 
 
+def test_a_part_added_at_the_top_of_an_empty_module_leaves_no_blank_lines_on_the_part_below():
+    # the empty pre-image knows no part below it: the part now first takes the blank lines
+    # the removed one had at the top (none), not the separator the addition put below it
+    # (the chaos run's seeds 11 and 17: a later task's patch did not apply at line 1)
+    seed = "def seed():\n    return 0\n"
+    later = seed + "\n\ndef g_y():\n    return 2\n"  # landed by others since the pre-image
+    for theirs in (seed, later):
+        mine = "def g_x():\n    return 1\n\n\n" + theirs
+        assert put_back_parts(mine.encode(), [(b"", ["g_x"])]) == theirs.encode()
+        two = "def g_w():\n    return 3\n\n\n" + mine  # two of this task's parts on top
+        assert put_back_parts(two.encode(), [(b"", ["g_w", "g_x"])]) == theirs.encode()
+
+
 def test_a_deleted_part_goes_back_after_the_part_that_preceded_it():
     start = API.index("\n\nasync def serve")
     end = API.index("\n\nif __name__")

@@ -492,7 +492,7 @@ def test_on_an_empty_module_a_failed_attempt_removes_only_the_definition_it_adde
 
     fleet.finish("T1", ok=False)
 
-    assert module.read_text() == "\n\ndef beta():\n    return 2\n"
+    assert module.read_text() == "def beta():\n    return 2\n"  # first now: no blank lines above
     assert fleet.events(EventType.RESTORE_FAILED) == []
     assert fleet.held() == ({} if other == "landed" else {"pkg.py::beta": "T2"})
 

@@ -525,8 +525,8 @@ def restore_parts(
         if name in taken:
             _unmove(order, name, taken[name], taken)
     _reinsert(order, deleted)
-    below_removed = {b.name for a, b in itertools.pairwise(parts) if a.name in added}
-    _close_gaps(texts, order, below_removed - taken.keys(), gaps or {})
+    tops = _tops_of_removed_runs(parts, added)
+    _close_gaps(texts, order, tops.keys() - taken.keys(), gaps or {}, tops)
     result = _joined([texts[name] for name in order], current_text)
     again = parts_of(result)
     if again is None or [p.name for p in again] != order:
@@ -534,11 +534,32 @@ def restore_parts(
     return result
 
 
-def _close_gaps(texts: dict[str, str], order: list[str], names: set[str], gaps: Gaps) -> None:
+def _tops_of_removed_runs(parts: list[Part], removed: set[str]) -> dict[str, str]:
+    """Each part right below a run of removed parts -> the blank lines the run's first part
+    starts with (the gap that was above the run)."""
+    tops: dict[str, str] = {}
+    top: str | None = None
+    for part in parts:
+        if part.name in removed:
+            top = _blank_run(part.text) if top is None else top
+        elif top is not None:
+            tops[part.name], top = top, None
+    return tops
+
+
+def _close_gaps(
+    texts: dict[str, str], order: list[str], names: set[str], gaps: Gaps, tops: Mapping[str, str]
+) -> None:
     """Give each of `names` the blank lines above its code it had in a pre-image where the
-    part above it was the one it has now."""
+    part above it was the one it has now; one no pre-image shows there that is now first
+    takes the blank lines the file started with (`tops`: a pre-image with no parts, an
+    empty module, knows no part's gap)."""
     for k, name in enumerate(order):
-        gap = gaps.get((name, order[k - 1] if k else None)) if name in names else None
+        if name not in names:
+            continue
+        gap = gaps.get((name, order[k - 1] if k else None))
+        if gap is None and k == 0:
+            gap = tops[name]
         if gap is not None:
             texts[name] = gap + texts[name][len(_blank_run(texts[name])) :]
 
