@@ -41,6 +41,7 @@ __all__ = [
     "Refused",
     "Skipped",
     "check_new_branch",
+    "commit_env",
     "default_branch",
     "left_out",
     "mismatched_paths",
@@ -119,7 +120,9 @@ class CommitResult:
         return self.error is None and not self.mismatched and not self.skipped
 
 
-def _env(author: Author | None, completed_at: str | None) -> dict[str, str]:
+def commit_env(author: Author | None, completed_at: str | None) -> dict[str, str]:
+    """Git's author and committer variables for a commit by `author` (None: git's own), dated
+    `completed_at` when given."""
     env: dict[str, str] = {}
     if completed_at:
         env["GIT_AUTHOR_DATE"] = f"@{int(from_iso(completed_at).timestamp())} +0000"
@@ -166,7 +169,7 @@ class HistoryWriter:
             return None
         message = commit_message(change)
         sha = self.repo.commit_tree(
-            tree, self.parent, message, _env(self.author, change.completed_at)
+            tree, self.parent, message, commit_env(self.author, change.completed_at)
         )
         self.parent, self.tree = sha, tree
         return Made(change.task_id, sha, message.splitlines()[0], change.paths)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from codefleet.review.commit import Author, HistoryWriter, Made, Uncommittable
+from codefleet.review.commit import Author, HistoryWriter, Made, Uncommittable, commit_env
 from codefleet.review.git import GitError, NotARepository, Repo
 from codefleet.review.history import TaskChange
 from codefleet.review.indexdir import IndexDir
@@ -111,7 +111,7 @@ class LandedLine:
                 "update-index", "--add", "--remove", "-z", "--stdin", stdin=listed, index=index
             )
             tree = self.repo.write_tree(index)
-        base = self.repo.commit_tree(tree, head, START_MESSAGE, _author_env(self.author))
+        base = self.repo.commit_tree(tree, head, START_MESSAGE, commit_env(self.author, None))
         return LineStart(base, since)
 
     def begin(self, start: LineStart) -> None:
@@ -237,12 +237,3 @@ def _identity(person: Repo) -> Author:
     except GitError:
         return FALLBACK_AUTHOR
     return Author(name, email) if name and email else FALLBACK_AUTHOR
-
-
-def _author_env(author: Author) -> dict[str, str]:
-    return {
-        "GIT_AUTHOR_NAME": author.name,
-        "GIT_AUTHOR_EMAIL": author.email,
-        "GIT_COMMITTER_NAME": author.name,
-        "GIT_COMMITTER_EMAIL": author.email,
-    }
