@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from pipe_support import pipeline_exit_code, start_piped_cli
 
 from codefleet.api.client import FleetClient
 from codefleet.config import Settings
@@ -26,7 +27,6 @@ from codefleet.server.thread import ServerThread, free_port
 
 EXIT_WAIT_S = 20.0  # a bound on a hang, not a speed claim: a stopped runner exits in well under 1 s
 LINE_WAIT_S = 30.0
-PIPE_EXIT_WAIT_S = 60.0  # a bound on a hang (the bug: a piped run waited for a second Ctrl-C)
 
 
 async def start_runner(*args: str, tmp_path: Path) -> asyncio.subprocess.Process:
@@ -277,50 +277,6 @@ async def start_cli(*args: str, cwd: Path) -> asyncio.subprocess.Process:
         stderr=asyncio.subprocess.PIPE,
         env={**env, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"},
     )
-
-
-async def start_piped_cli(
-    *args: str, cwd: Path, log: Path
-) -> tuple[asyncio.subprocess.Process, asyncio.subprocess.Process]:
-    """`codefleet ARGS | tee LOG` as a shell starts it: one process group of its own, `tee`'s
-    pid being the group's id (the group a terminal's Ctrl-C signals); stderr is read here."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEFLEET_")}
-    out, into = os.pipe()
-    try:
-        tee = await asyncio.create_subprocess_exec(
-            "tee", str(log), stdin=out, stdout=asyncio.subprocess.DEVNULL, process_group=0
-        )
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "codefleet.cli",
-            *args,
-            cwd=cwd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=into,
-            stderr=asyncio.subprocess.PIPE,
-            env={**env, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"},
-            process_group=tee.pid,
-        )
-    finally:
-        os.close(out)
-        os.close(into)
-    return tee, proc
-
-
-async def pipeline_exit_code(
-    proc: asyncio.subprocess.Process, tee: asyncio.subprocess.Process
-) -> int:
-    """The run's exit code, waited for up to `PIPE_EXIT_WAIT_S` (a bound on a hang)."""
-    try:
-        return await asyncio.wait_for(proc.wait(), PIPE_EXIT_WAIT_S)
-    except TimeoutError:
-        os.killpg(tee.pid, signal.SIGKILL)
-        await proc.wait()
-        pytest.fail(f"one Ctrl-C did not stop a piped run within {PIPE_EXIT_WAIT_S} s")
-    finally:
-        if tee.returncode is None:
-            await tee.wait()
 
 
 async def assert_handed_back_uncharged(client: FleetClient, tree: Path) -> None:
