@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from git_support import git, make_repository, person_state, tree_files
+from git_support import codefleet, git, make_repository, person_state, tree_files
 
 from codefleet.api.client import FleetClient
 from codefleet.fleet.local import FleetOptions, FleetResult, run_fleet
@@ -212,3 +212,37 @@ async def test_a_tree_that_is_not_a_git_repository_has_no_line_and_says_why(
         answer = await http.get("/git/landed.git/info/refs", params={"service": "git-upload-pack"})
     assert answer.status_code == 503
     assert "not in a git repository" in answer.json()["error"]["message"]
+
+
+async def test_land_line_moves_the_checked_out_branch_to_the_landed_line_and_the_tree_stays(
+    make_server: Callable[..., ServerThread], tmp_path: Path, wait_until: Wait
+) -> None:
+    tree = repo_tree(tmp_path)
+    server = make_server(**FAST, workdir=tree)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks("T1", "T2"))
+    assert (await drain(server, tree, {"T1": EDIT_A, "T2": EDIT_B})).ok
+    order = await landed_order(server.url)
+    await wait_until(lambda: line_tasks(tree / ".codefleet" / "landed.git") == order, timeout=30)
+    files = tree_files(tree)
+
+    landed = codefleet("land", "--line", cwd=tree / "pkg")  # from a subdirectory, too
+    again = codefleet("land", "--line", cwd=tree)
+
+    assert landed.returncode == 0, landed.stderr
+    assert "landed codefleet/landed on main" in landed.stdout
+    assert line_tasks(tree) == order  # main now holds one commit per landed task
+    assert git(tree, "status", "--porcelain") == ""  # the tree already had it: nothing to do
+    assert tree_files(tree) == files
+    assert again.returncode == 0 and "already landed" in again.stdout
+
+
+def test_land_line_without_a_line_says_so_and_changes_nothing(tmp_path: Path) -> None:
+    tree = repo_tree(tmp_path)
+    before = person_state(tree)
+
+    refused = codefleet("land", "--line", cwd=tree)
+
+    assert refused.returncode == 1
+    assert "no landed line at" in refused.stderr and "landed.git" in refused.stderr
+    assert person_state(tree) == before

@@ -11,6 +11,10 @@ those paths are set to the tip's, then refreshed. The working tree is never
 written, so `git status` is clean for those paths. Anything else is refused
 with what differs; nothing changes then. See "Landing a fleet branch" in
 docs/decisions/0090-landing-a-fleet-branch.md.
+
+`fetch_line` brings the server's landed line (`review.landedline`: every landed task,
+one commit each) into the repository as the branch `codefleet/landed`, for `land` to
+fast-forward to like any fleet branch.
 """
 
 from __future__ import annotations
@@ -18,11 +22,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from codefleet.review.commit import BRANCH_PREFIX, mismatched_paths
 from codefleet.review.git import ZERO_SHA, Entry, GitError, Repo
+from codefleet.review.landedline import BRANCH as LINE_BRANCH
 
-__all__ = ["Landed", "NotLanded", "land", "newest_branch"]
+__all__ = ["LINE_LOCAL", "Landed", "NotLanded", "fetch_line", "land", "newest_branch"]
+
+LINE_LOCAL = f"{BRANCH_PREFIX}{LINE_BRANCH}"  # where `fetch_line` puts the landed line
 
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
 _REFUSED = "cannot land {} on {}; nothing was changed"
@@ -63,6 +71,25 @@ def newest_branch(repo: Repo) -> str:
     if not refs:
         raise GitError(f"no {BRANCH_PREFIX} branch in {repo.top}: run `codefleet commit` first")
     return refs[0].removeprefix("refs/heads/")
+
+
+def fetch_line(repo: Repo, line: Path) -> str:
+    """Fetch the landed line at `line` (a `.codefleet/landed.git`) into `LINE_LOCAL`; its name.
+
+    Only forward: a line that was started again (it does not contain the branch's tip) is
+    refused by git, naming the branch."""
+    if not (line / "HEAD").is_file():
+        raise GitError(
+            f"no landed line at {line}: a server keeps one while it serves a git repository"
+        )
+    repo.run(
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        str(line),
+        f"refs/heads/{LINE_BRANCH}:refs/heads/{LINE_LOCAL}",
+    )
+    return LINE_LOCAL
 
 
 def land(repo: Repo, branch: str | None = None) -> Landed:

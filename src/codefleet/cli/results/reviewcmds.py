@@ -228,8 +228,16 @@ def land(
             "--workdir", show_default=False, help="A directory of the repository (default: here)."
         ),
     ] = Path(),
+    line: Annotated[
+        bool,
+        typer.Option(
+            "--line",
+            help="Land the server's landed line instead (every landed task, one commit each, "
+            "kept in .codefleet/landed.git): fetched as codefleet/landed first.",
+        ),
+    ] = False,
 ) -> None:
-    """Move the checked-out branch to BRANCH, whose changes commit left in the working tree.
+    """Move the checked-out branch to BRANCH (or --line), whose changes are in the working tree.
 
     What git merge --ff-only refuses after commit: when HEAD is the branch's base and every
     file the branch changes is in the working tree exactly as committed, the checked-out
@@ -239,11 +247,17 @@ def land(
     """
     from codefleet.cli.output import console
     from codefleet.review.git import GitError, Repo
-    from codefleet.review.land import NotLanded
+    from codefleet.review.land import NotLanded, fetch_line
     from codefleet.review.land import land as land_branch
+    from codefleet.review.landedline import line_dir
+    from codefleet.statedir import tree_root
 
+    if line and branch is not None:
+        raise fail("give BRANCH or --line, not both")
     try:
         repo = Repo.open(workdir)
+        if line:
+            branch = fetch_line(repo, line_dir(tree_root(workdir)[0]))
         landed = land_branch(repo, branch)
         log = repo.log_oneline(landed.old, landed.new) if landed.moved else ""
     except NotLanded as err:
