@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from codefleet.cli.start.doctor_server import (
     SKEW_WARN_S,
     Probe,
     judge_clock,
+    judge_line,
     judge_round_trip,
     judge_token,
 )
@@ -136,3 +139,51 @@ def test_a_server_without_a_token_passes_the_token_check_saying_so() -> None:
     check = judge_token(probe_of(), has_token=False)
 
     assert check.ok and "needs no token" in check.detail
+
+
+def test_doctor_says_whether_this_host_can_fetch_the_landed_line(
+    make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.py").write_text("A = 1\n")
+    git_init = ["git", "-C", str(repo)]
+    for args in (["init", "-q"], ["add", "-A"]):
+        subprocess.run([*git_init, *args], check=True)
+    subprocess.run(
+        [
+            *git_init,
+            "-c",
+            "user.name=x",
+            "-c",
+            "user.email=x@example.invalid",
+            "commit",
+            "-qm",
+            "a",
+        ],
+        check=True,
+    )
+    served = make_server(workdir=repo, token=TOKEN)
+    plain = make_server()  # the default tree is no git repository: no line
+
+    code, checks = doctor(served, repo, "--token", TOKEN)
+    _, none = doctor(plain, workdir)
+
+    assert code == 0 and checks["landed line"]["ok"], checks["landed line"]
+    assert "can fetch the landed line (at " in checks["landed line"]["detail"]
+    assert not none["landed line"]["ok"] and not none["landed line"]["required"]
+    assert "keeps no landed line" in none["landed line"]["detail"]
+    assert "not in a git repository" in none["landed line"]["detail"]
+
+
+def test_a_line_this_host_cannot_fetch_is_a_warning_with_what_git_said() -> None:
+    found = replace(
+        probe_of(),
+        line={"started": True, "off": None},
+        listed=(128, "fatal: unable to access: The requested URL returned error: 401"),
+    )
+
+    check = judge_line(found)
+
+    assert not check.ok and not check.required
+    assert "returned error: 401" in check.detail and "token" in check.hint

@@ -418,6 +418,12 @@ class FleetClient:
         result: dict[str, Any] = await self._json("GET", "/landing")
         return result
 
+    async def landed(self) -> dict[str, Any]:
+        """Where the server's landed line is (`GET /landed`): its first commit, its tip, why
+        there is none."""
+        result: dict[str, Any] = await self._json("GET", "/landed")
+        return result
+
     async def landing_resume(self) -> dict[str, Any]:
         """Lift a landing halt: the next round checks the landed tree again."""
         result: dict[str, Any] = await self._json("POST", "/landing/resume")

@@ -13,7 +13,11 @@ few times and judges, each as its own `Check`:
   a skew only misleads a person reading local logs beside the server's: a
   warning past `SKEW_WARN_S`;
 - **round trip**: the median of `PINGS` requests; every write waits one round
-  trip for its lease, so past `RTT_WARN_S` it is a warning naming that cost.
+  trip for its lease, so past `RTT_WARN_S` it is a warning naming that cost;
+- **landed line**: this host's git can list the server's landed line over the
+  server's port with this host's token (`git ls-remote`, git's own smart HTTP),
+  as a runner or a person fetching it would. A warning, not a failure: a runner
+  in the shared tree does not need it.
 
 The probe does the I/O once; the judging functions are pure (`Probe` in,
 `Check` out).
@@ -22,7 +26,10 @@ The probe does the I/O once; the judging functions are pure (`Probe` in,
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import statistics
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +48,7 @@ __all__ = [
     "SKEW_WARN_S",
     "Probe",
     "judge_clock",
+    "judge_line",
     "judge_round_trip",
     "judge_token",
     "judge_tree",
@@ -52,6 +60,7 @@ PINGS: Final = 5
 SKEW_WARN_S: Final = 2.0
 RTT_WARN_S: Final = 0.1
 PROBE_TIMEOUT_S: Final = 5.0
+FETCH_TIMEOUT_S: Final = 20.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +75,8 @@ class Probe:
     refusal: str
     round_trips_s: tuple[float, ...]
     skew_s: float
+    line: dict[str, Any] | None = None  # `GET /landed` (None: the token was refused)
+    listed: tuple[int, str] = (0, "")  # `git ls-remote` of the line: exit code, what it said
 
 
 async def probe(settings: Settings) -> Probe:
@@ -76,10 +87,36 @@ async def probe(settings: Settings) -> Probe:
         try:
             await client.checks()
             taken, refusal = True, ""
+            line = await client.landed()
         except (Unauthorized, Forbidden) as err:
-            taken, refusal = False, err.message
+            taken, refusal, line = False, err.message, None
+    listed = (0, "")
+    if line is not None and line.get("started"):
+        listed = await asyncio.to_thread(list_line, settings.url, settings.token)
     fastest = min(pings, key=lambda p: p[0])
-    return Probe(settings.url, fastest[2], taken, refusal, tuple(p[0] for p in pings), fastest[1])
+    trips = tuple(p[0] for p in pings)
+    return Probe(settings.url, fastest[2], taken, refusal, trips, fastest[1], line, listed)
+
+
+def list_line(url: str, token: str | None) -> tuple[int, str]:
+    """`git ls-remote` of the landed line at `url`, as a fetch starts: exit code and output."""
+    git = shutil.which("git")
+    if git is None:
+        return 127, "git is not installed"
+    header = ["-c", f"http.extraHeader=Authorization: Bearer {token}"] if token else []
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    try:
+        done = subprocess.run(
+            [git, *header, "ls-remote", f"{url}/git/landed.git", "refs/heads/landed"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=FETCH_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return 124, f"no answer within {FETCH_TIMEOUT_S:.0f} s"
+    return done.returncode, (done.stdout if done.returncode == 0 else done.stderr).strip()
 
 
 async def _ping(client: FleetClient) -> tuple[float, float, dict[str, Any]]:
@@ -155,8 +192,31 @@ def judge_round_trip(found: Probe) -> Check:
     )
 
 
+def judge_line(found: Probe) -> Check:
+    """Whether this host can fetch the server's landed line (a warning when it cannot)."""
+    line = found.line
+    if line is None:
+        return Check("landed line", False, "not asked: the token was refused", required=False)
+    if not line.get("started"):
+        why = line.get("off") or "it has not started yet (a task held a lease)"
+        return Check(
+            "landed line", False, f"the server keeps no landed line: {why}", required=False
+        )
+    code, said = found.listed
+    if code == 0 and said:
+        tip = said.split()[0][:12]
+        return Check("landed line", True, f"this host's git can fetch the landed line (at {tip})")
+    return Check(
+        "landed line",
+        False,
+        f"this host's git cannot fetch {found.url}/git/landed.git: {said or f'exit {code}'}",
+        "install git, and check the token and that the server's port is reachable from here",
+        required=False,
+    )
+
+
 def server_checks(settings: Settings) -> list[Check]:
-    """The four checks against the server at `settings.url` (which answered already)."""
+    """The checks against the server at `settings.url` (which answered already)."""
     try:
         found = asyncio.run(probe(settings))
     except Exception as err:  # the server stopped answering between two checks
@@ -166,4 +226,5 @@ def server_checks(settings: Settings) -> list[Check]:
         judge_tree(found, settings.workdir),
         judge_clock(found),
         judge_round_trip(found),
+        judge_line(found),
     ]
