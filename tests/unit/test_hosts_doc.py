@@ -1,9 +1,11 @@
 """docs/hosts.md's checkable claims: its YAML parses, its commands and options exist.
 
 The page's commands appear in shell blocks, in systemd `ExecStart=` lines and
-in the Kubernetes containers' `command` lists; every `codefleet` command among
-them must be a real command and every option it passes one that command
-takes, so the worked examples cannot drift from the CLI.
+in the Kubernetes containers' `command` lists (the manifests the page describes,
+deploy/kubernetes/); every `codefleet` command among them must be a real command
+and every option it passes one that command takes, so the worked examples cannot
+drift from the CLI. tests/unit/test_kubernetes_manifests.py holds the manifests to
+the Kubernetes schemas.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import yaml
 
 from codefleet.cli.app import app
 
-DOC = (Path(__file__).resolve().parents[2] / "docs" / "hosts.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parents[2]
+DOC = (ROOT / "docs" / "hosts.md").read_text(encoding="utf-8")
+DEPLOY = ROOT / "deploy" / "kubernetes"
 FENCED = re.compile(r"```(\w*)\n(.*?)```", re.DOTALL)
 
 
@@ -29,7 +33,10 @@ def blocks(language: str) -> list[str]:
 
 
 def manifests() -> list[dict[str, Any]]:
-    return [doc for body in blocks("yaml") for doc in yaml.safe_load_all(body) if doc]
+    """The Kubernetes objects of deploy/kubernetes/, in its kustomization's order, and the page's."""
+    listed = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]
+    files = [(DEPLOY / name).read_text() for name in listed]
+    return [doc for body in [*files, *blocks("yaml")] for doc in yaml.safe_load_all(body) if doc]
 
 
 def container_commands() -> list[list[str]]:
