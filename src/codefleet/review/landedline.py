@@ -68,8 +68,10 @@ class LandedLine:
         self.author = author
         self.skipped: list[str] = []  # "T3: why" for each landed task not on the line
         self.tip = self._head()  # None until the line starts; read here, kept up to date
-        self.cursor = int(self._get("codefleet.cursor") or 0)  # the last event handled
-        self.base = self._get("codefleet.base") or ""  # the line's first commit
+        kept = self._config()
+        self.cursor = int(kept.get("codefleet.cursor") or 0)  # the last event passed
+        self.base = kept.get("codefleet.base", "")  # the line's first commit
+        self._on_line: set[str] | None = None  # its tasks, read once when first needed
         self._tmp: IndexDir | None = None
         self._writer: HistoryWriter | None = None
 
@@ -139,19 +141,22 @@ class LandedLine:
 
     # -- moving on ----------------------------------------------------------------------
 
-    def append(self, change: TaskChange, event_id: int) -> Made | None:
-        """Commit a landed task on the line (once), then move the cursor past `event_id`."""
+    def append(self, change: TaskChange) -> Made | None:
+        """Commit a landed task on the line, once (a task already on it is passed over)."""
         old = self.tip
         if old is None:
             raise GitError("the landed line has not started")
-        made = None
-        if change.task_id not in self._on_line():
-            made = self._commit(change, old)
-        self.pass_event(event_id)
+        if self._on_line is None:
+            self._on_line = set(self.tasks())
+        if change.task_id in self._on_line:
+            return None
+        made = self._commit(change, old)
+        self._on_line.add(change.task_id)
         return made
 
     def pass_event(self, event_id: int) -> None:
-        """Move the cursor past an event that puts nothing (more) on the line."""
+        """Move the cursor past `event_id`: a restart reads the log again from there (a task
+        it meets again is already on the line, and passed over)."""
         self._set("codefleet.cursor", str(event_id))
         self.cursor = event_id
 
@@ -182,14 +187,13 @@ class LandedLine:
             self._writer = HistoryWriter(self.repo, self._tmp.index, tip, self.author)
         return self._writer
 
-    def _on_line(self) -> set[str]:
-        return set(self.tasks())
-
-    def _get(self, key: str) -> str | None:
+    def _config(self) -> dict[str, str]:
+        """What the line keeps in its repository's config (`codefleet.*`), read at once."""
         try:
-            return self.repo.run("config", "--get", key).strip()
-        except GitError:
-            return None
+            out = self.repo.run("config", "--get-regexp", r"^codefleet\.")
+        except GitError:  # none yet
+            return {}
+        return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
 
     def _set(self, key: str, value: str) -> None:
         self.repo.run("config", key, value)

@@ -96,15 +96,16 @@ class LineFollower:
         return True
 
     async def _catch_up(self, line: LandedLine) -> None:
+        """Commit each landing past the cursor; the cursor moves once a page is done."""
         while events := self.record.events(line.cursor, PAGE, EventType.TASK_SUCCEEDED):
             for event in events:
                 task_id = str(event["task_id"])
                 change = self._change(task_id)
                 if change is None:
                     line.skipped.append(f"{task_id}: {NO_PATCHES}")
-                    await asyncio.to_thread(line.pass_event, int(event["id"]))
                 else:
-                    await asyncio.to_thread(line.append, change, int(event["id"]))
+                    await asyncio.to_thread(line.append, change)
+            await asyncio.to_thread(line.pass_event, int(events[-1]["id"]))
 
     def _change(self, task_id: str) -> TaskChange | None:
         task, patch = self.reads.task(task_id), self.reads.patch(task_id)
