@@ -84,7 +84,7 @@ def test_init_writes_a_graph_with_the_repositorys_checks_and_prints_the_next_com
         "codefleet run --dry-run --script codefleet.script.yaml",  # `run` loads the graph
     ]
     again = cli("init")
-    assert again.exit_code == 1 and "codefleet.yaml already exist(s) here" in said(again)
+    assert again.exit_code == 1 and "codefleet.yaml already exists here" in said(again)
 
 
 def test_load_finds_codefleet_yaml_and_a_second_load_says_already_loaded(

@@ -96,6 +96,20 @@ def test_a_command_that_finds_nothing_to_change_says_the_same_on_both_paths(
     assert run(FAST, given, workdir) == run(FULL, given, workdir)
 
 
+def test_an_empty_server_s_tasks_says_how_to_start_on_both_paths(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    empty = make_server()
+    given = ["tasks", "--server", empty.url]
+
+    fast, full = run(FAST, given, workdir), run(FULL, given, workdir)
+    filtered = run(FAST, [*given, "--status", "failed"], workdir)
+
+    assert fast == full and fast.code == 0
+    assert "no task on this server yet: `codefleet run` loads ./codefleet.yaml" in fast.err
+    assert "no task on this server" not in filtered.err  # a filter that finds none: no hint
+
+
 @pytest.mark.parametrize(
     ("first", "then"),
     [

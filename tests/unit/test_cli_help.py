@@ -122,3 +122,10 @@ def test_run_help_documents_the_offline_model_script_with_an_example_that_parses
     example = section.partition("Example")[2].partition(":\n")[2]
     scripts = scripts_from_dict(yaml.safe_load(textwrap.dedent(example)))
     assert list(scripts) == ["T1", "T2-a1"] and scripts["T1"][0].content[1].name == "Write"
+
+
+def test_the_server_option_says_the_tree_s_record_is_where_the_server_is_found() -> None:
+    shown = " ".join(
+        CliRunner().invoke(app, ["tasks", "--help"], env={"COLUMNS": "200"}).stdout.split()
+    )
+    assert ".codefleet/server.json" in shown and "CODEFLEET_SERVER_URL" in shown

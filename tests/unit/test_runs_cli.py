@@ -96,3 +96,17 @@ def test_runs_new_refuses_while_a_server_uses_the_database(tmp_path: Path) -> No
     assert result.exit_code == 1
     assert "is in use by another CodeFleet server" in " ".join(result.output.split())
     assert db.exists()
+
+
+def test_an_empty_run_directory_says_where_a_run_s_record_is_not_nothing_here(
+    tmp_path: Path,
+) -> None:
+    listed = CliRunner().invoke(
+        app, ["runs", "--run-dir", str(tmp_path / "runs")], env={"COLUMNS": "200"}
+    )
+
+    assert listed.exit_code == 0
+    said = " ".join(listed.stdout.split())
+    assert "nothing here yet" not in said
+    assert "no demo workspace or runner record here" in said
+    assert "`codefleet report`" in said and "`codefleet runs new`" in said

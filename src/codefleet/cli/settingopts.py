@@ -36,7 +36,10 @@ FLAGS: dict[str, Flag] = {
     "host": Flag("Address to bind"),
     "port": Flag("Port to bind"),
     "server_url": Flag(
-        "Server URL (default: from CODEFLEET_HOST/PORT).", ("--server",), names_env=False
+        "Server URL (default: CODEFLEET_SERVER_URL or CODEFLEET_HOST/PORT when set, else "
+        "the tree's own server, found in .codefleet/server.json, else http://127.0.0.1:8099).",
+        ("--server",),
+        names_env=False,
     ),
     "db": Flag("SQLite database file"),
     "workdir": Flag("The shared working tree the agents edit"),

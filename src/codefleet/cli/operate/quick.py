@@ -152,9 +152,11 @@ def _tasks(p: Parsed, where: Where) -> int | None:
     if as_json:
         print_json(rows)
     else:
-        from codefleet.cli.operate.quicktable import task_table
+        from codefleet.cli.operate.quicktable import NO_TASKS_HINT, task_table
 
         task_table(rows)
+        if not rows and not status:
+            print(NO_TASKS_HINT, file=sys.stderr)
     return 0
 
 

@@ -19,7 +19,13 @@ from typing import Any, Final, TextIO
 
 from codefleet.safetext import terminal_safe
 
-__all__ = ["COLUMNS", "STATUS_SGR", "render", "task_cells", "task_table"]
+__all__ = ["COLUMNS", "NO_TASKS_HINT", "STATUS_SGR", "render", "task_cells", "task_table"]
+
+# What `tasks` says (on stderr, both paths) when the server holds no task at all.
+NO_TASKS_HINT: Final = (
+    "no task on this server yet: `codefleet run` loads ./codefleet.yaml and runs it "
+    "(`codefleet load FILE` only loads one; `codefleet init` writes a starter graph)"
+)
 
 COLUMNS: Final = ("task", "title", "status", "att.", "cost $", "note")
 STATUS_COLUMN: Final = 2

@@ -79,7 +79,11 @@ def tasks(
     if json_out:
         print_json(rows)
     else:
+        from codefleet.cli.operate.quicktable import NO_TASKS_HINT
+
         console.print(task_table(rows, crop=console.is_terminal))
+        if not rows and not status:
+            err_console.print(NO_TASKS_HINT, markup=False)
 
 
 _TASK_EVENTS = ("stale_read", "reconciled", "operator_message")

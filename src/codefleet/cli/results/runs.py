@@ -82,7 +82,11 @@ def runs(
     if entries:
         console.print(_table(entries))
     else:
-        console.print("  nothing here yet", markup=False)
+        console.print(
+            "  no demo workspace or runner record here (a `codefleet run` keeps its record in "
+            "the server's database: `codefleet report`, `codefleet runs new` for a fresh one)",
+            markup=False,
+        )
     for entry in removed:
         console.print(f"removed {entry.path.name} ({_size(entry.size)})", markup=False)
     for entry in busy:

@@ -56,7 +56,10 @@ def init(
     files = [DEFAULT_GRAPH, *((SCRIPT_FILE, MODEL_FILE) if scripts else ())]
     kept = [] if force else [name for name in files if (root / name).exists()]
     if kept == files:
-        raise fail(f"{', '.join(kept)} already exist(s) here, in {root}; pass --force to overwrite")
+        which = (
+            f"{kept[0]} already exists" if len(kept) == 1 else f"{', '.join(kept)} already exist"
+        )
+        raise fail(f"{which} here, in {root}; pass --force to overwrite")
     checks = find_checks(root)
     makers = {
         DEFAULT_GRAPH: starter_graph,
