@@ -135,6 +135,9 @@ def test_land_refuses_naming_each_file_that_differs_from_the_branch_and_changes_
     assert "cannot land codefleet/one on main" in refused.stderr
     assert "a.py: the working tree's content differs from the branch's" in refused.stderr
     assert "pkg/new.py: missing from the working tree" in refused.stderr
+    assert "shown by: git diff codefleet/one -- ':/a.py' ':/pkg/new.py'" in refused.stderr
+    shown = git(tree, "diff", "codefleet/one", "--", ":/a.py", ":/pkg/new.py")
+    assert "-A = 10" in shown and "+A = 11" in shown and "pkg/new.py" in shown  # it shows why
     assert person_state(tree) == before and tree_files(tree) == files
 
 

@@ -61,3 +61,17 @@ def test_a_task_of_a_run_before_landing_shows_no_landing_rows() -> None:
     text = shown("T1", OLD_EVENTS, title="t")
 
     assert "landing" not in text and "integration" not in text
+
+
+def test_a_rolled_back_task_s_files_read_as_written_and_rolled_back_not_changed() -> None:
+    wrote = {"file_changes": [{"path": "a.py"}], "patch": {"files": 0}}
+    restored = [
+        {"id": 9, "type": "file_restored", "task_id": "T1", "payload": {"path": "a.py"}, "at": ""}
+    ]
+
+    undone = shown("T1", restored, status="pending", **wrote)
+    kept = shown("T1", [], status="pending", **wrote)  # --keep-failed-edits: nothing put back
+    landed = shown("T1", restored, status="succeeded", **wrote)
+
+    assert "wrote, rolled back a.py" in undone and "changed a.py" not in undone
+    assert "changed a.py" in kept and "changed a.py" in landed

@@ -37,11 +37,13 @@ _REFUSED = "cannot land {} on {}; nothing was changed"
 
 
 class NotLanded(GitError):
-    """Landing was refused; `reasons` say what differs, one line each. Nothing was changed."""
+    """Landing was refused; `reasons` say what differs, one line each, and `shown_by` the
+    git command that shows it ("" when none does). Nothing was changed."""
 
-    def __init__(self, message: str, reasons: Sequence[str] = ()) -> None:
+    def __init__(self, message: str, reasons: Sequence[str] = (), shown_by: str = "") -> None:
         super().__init__(message)
         self.reasons = tuple(reasons)
+        self.shown_by = shown_by
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,9 +109,12 @@ def land(repo: Repo, branch: str | None = None) -> Landed:
     if not _is_ancestor(repo, head, tip):
         raise NotLanded(_REFUSED.format(name, onto), [_moved(repo, head, tip, name)])
     paths = _touched(repo, head, tip)
-    reasons = _tree_differs(repo, tip, paths) + _index_differs(repo, head, tip, paths)
+    differ = mismatched_paths(Repo(repo.top, ""), tip, paths)
+    reasons = _tree_differs(repo, tip, differ) + _index_differs(repo, head, tip, paths)
     if reasons:
-        raise NotLanded(_REFUSED.format(name, onto), reasons)
+        shown = " ".join(f"':/{p}'" for p in differ)  # `:/`: from the top, wherever it is run
+        shown_by = f"git diff {name} -- {shown}" if differ else f"git diff --cached {name}"
+        raise NotLanded(_REFUSED.format(name, onto), reasons, shown_by)
     repo.run("update-ref", "-m", f"codefleet land {name}", "HEAD", tip, head)
     _stage(repo, tip, paths)
     return Landed(name, onto, head, tip, tuple(paths))
@@ -147,10 +152,9 @@ def _touched(repo: Repo, head: str, tip: str) -> list[str]:
     return sorted(p for p in out.split("\0") if p)
 
 
-def _tree_differs(repo: Repo, tip: str, paths: Sequence[str]) -> list[str]:
-    """One line per path whose working-tree state is not the tip's."""
+def _tree_differs(repo: Repo, tip: str, differ: Sequence[str]) -> list[str]:
+    """One line per path of `differ` (its working-tree state is not the tip's): how."""
     whole = Repo(repo.top, "")
-    differ = mismatched_paths(whole, tip, paths)
     stored = whole.tree_entries(tip, differ)
     actual = whole.worktree_entries(differ)
     return [_difference(p, stored.get(p), actual.get(p)) for p in differ]

@@ -12,6 +12,7 @@ and model text. `--json` prints the server's record unchanged.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from datetime import datetime
 from typing import Any
 
@@ -50,7 +51,10 @@ def task_detail(
     fields = Table.grid(padding=(0, 2))
     fields.add_column(style="bold", no_wrap=True)
     fields.add_column()
-    for name, value in _fields(task, crop, simulated):
+    restored = {
+        str((e.get("payload") or {}).get("path")) for e in reads if e["type"] == "file_restored"
+    }
+    for name, value in _fields(task, crop, simulated, restored):
         fields.add_row(name, value)
     for name, value in _landing_rows(str(task["id"]), landing_of(reads)):
         fields.add_row(name, value)
@@ -65,7 +69,9 @@ def task_detail(
     return Panel(Group(fields, Text(""), description), title=title, title_align="left")
 
 
-def _fields(task: dict[str, Any], crop: bool, simulated: bool) -> list[tuple[str, Text]]:
+def _fields(
+    task: dict[str, Any], crop: bool, simulated: bool, restored: AbstractSet[str]
+) -> list[tuple[str, Text]]:
     status = Text(task["status"], style=STATUS_STYLE.get(task["status"], ""))
     free = int(task.get("uncharged_attempts") or 0)
     charged = int(task["attempts"]) - free
@@ -89,7 +95,7 @@ def _fields(task: dict[str, Any], crop: bool, simulated: bool) -> list[tuple[str
         f"{cost} · {task.get('input_tokens') or 0} in / {task.get('output_tokens') or 0} out tokens"
     )
     rows.append(("usage", Text(usage)))
-    rows.append(("changed", _changes(task)))
+    rows.append((_changes_label(task, restored), _changes(task)))
     if task.get("error"):
         kind = f"{task.get('error_kind')}: " if task.get("error_kind") else ""
         error = str(task["error"])[-2000:] if crop else str(task["error"])
@@ -97,6 +103,14 @@ def _fields(task: dict[str, Any], crop: bool, simulated: bool) -> list[tuple[str
     elif task.get("result_summary"):
         rows.append(("result", Text(str(task["result_summary"]))))
     return rows
+
+
+def _changes_label(task: dict[str, Any], restored: AbstractSet[str]) -> str:
+    """ "changed", or "wrote, rolled back" for a task that has not succeeded and whose every
+    written file was put back (its attempts' writes are not in the tree)."""
+    wrote = {str(c["path"]) for c in task.get("file_changes") or ()}
+    undone = task["status"] != "succeeded" and bool(wrote) and wrote <= restored
+    return "wrote, rolled back" if undone else "changed"
 
 
 def _changes(task: dict[str, Any]) -> Text:

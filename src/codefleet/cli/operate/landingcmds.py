@@ -27,7 +27,7 @@ from codefleet.cli.common import (
 from codefleet.failuretext import failure_excerpt
 from codefleet.wording import halt_cause
 
-__all__ = ["landing", "landing_lines"]
+__all__ = ["landing", "landing_lines", "resume_line"]
 
 ACTIONS = ("resume",)
 OUTPUT_CHARS = 1_200  # of the halting check's output: its failing lines, then its tail
@@ -53,13 +53,8 @@ def landing(
         answer = call_server(settings, lambda c: c.landing_resume())
         if json_out:
             print_json(answer)
-        elif answer["resumed"]:
-            console.print(
-                "landing resumed: the next round checks the landed tree again first",
-                markup=False,
-            )
         else:
-            console.print("landing was not halted; nothing to resume", markup=False)
+            console.print(resume_line(answer), markup=False)
         return
     state = call_server(settings, lambda c: c.landing())
     if json_out:
@@ -69,13 +64,25 @@ def landing(
         console.print(line, markup=False)
 
 
+def resume_line(answer: dict[str, Any]) -> str:
+    """What `landing resume` says (pure: tested as text)."""
+    if not answer["resumed"]:
+        return "landing was not halted; nothing to resume"
+    return (
+        "landing resumed: the next round checks the landed tree again first; the queue "
+        "lands while a `codefleet run` (or a `codefleet runner`) is up"
+    )
+
+
 def landing_lines(state: dict[str, Any]) -> list[str]:
     """The landing queue for a person, a few lines (pure: tested as text)."""
     check = state.get("integration")
     lines = [
         f"integration check: {check}"
         if check
-        else "integration check: none (tasks land after their own verify, if any)",
+        else "integration check: none on this server yet (a graph's `integration:` is set "
+        "when `codefleet run` or `load` reads it; until then tasks land after their own "
+        "verify, if any)",
         f"landed: {state['landed']} · waiting: {len(state['queue'])} · batch up to "
         f"{state['batch']}",
     ]

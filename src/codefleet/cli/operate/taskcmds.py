@@ -86,7 +86,7 @@ def tasks(
             err_console.print(NO_TASKS_HINT, markup=False)
 
 
-_TASK_EVENTS = ("stale_read", "reconciled", "operator_message")
+_TASK_EVENTS = ("stale_read", "reconciled", "operator_message", "file_restored")
 _LANDING_EVENTS = ("landing_queued", "landed", "integration_failed")
 _LANDING_CHECKS = ("landing_check_started", "landing_check_finished")  # named by their batch
 
@@ -109,7 +109,8 @@ def _next_for(task: dict[str, Any], again: str) -> str | None:
 
 
 async def _read_events(client: FleetClient, task_id: str) -> list[dict[str, Any]]:
-    """The task's stale reads, reconciles, messages and landing events, in log order."""
+    """The task's stale reads, reconciles, messages, rollbacks and landing events, in log
+    order."""
     found = [
         e
         for kind in _TASK_EVENTS + _LANDING_EVENTS

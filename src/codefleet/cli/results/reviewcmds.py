@@ -261,7 +261,8 @@ def land(
         landed = land_branch(repo, branch)
         log = repo.log_oneline(landed.old, landed.new) if landed.moved else ""
     except NotLanded as err:
-        raise fail(f"{err}:\n  " + "\n  ".join(err.reasons)) from None
+        shown = f"\n  shown by: {err.shown_by}" if err.shown_by else ""
+        raise fail(f"{err}:\n  " + "\n  ".join(err.reasons) + shown) from None
     except GitError as err:
         raise fail(str(err)) from None
     if not landed.moved:
