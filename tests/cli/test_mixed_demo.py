@@ -18,8 +18,8 @@ from pathlib import Path
 from rich.console import Console
 
 from codefleet.cli.start.demo_run import run_demo
-from codefleet.cli.start.sidebyside import side_by_side
 from codefleet.coord.storage.store import Store
+from codefleet.review.report.sidebyside import side_by_side
 
 
 def test_the_mixed_offline_demo_vetoes_codex_whole_file_patch_on_parts_claude_holds_and_passes(

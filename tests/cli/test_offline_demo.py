@@ -26,10 +26,10 @@ from typer.testing import CliRunner
 from codefleet.api.graphfile import load_graph
 from codefleet.cli.app import app
 from codefleet.cli.start.demo_run import DEMO_VERIFY, examples_dir, run_demo
-from codefleet.cli.start.sidebyside import SideBySide, side_by_side
 from codefleet.coord.storage.store import Store
 from codefleet.fleet.scripted import Step, load_script
 from codefleet.offlinemodels.anthropicapi import ToolUse
+from codefleet.review.report.sidebyside import SideBySide, side_by_side
 from codefleet.session.credentials import CREDENTIAL_VARS
 from codefleet.session.offline import load_model_scripts, shared_model
 from codefleet.session.sdk import CHECK_TOOL_NAME

@@ -8,11 +8,16 @@ flight at once, deterministically.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import parse_graph
@@ -79,6 +84,20 @@ async def play(
         events = await client.all_events()
         assert check(await collect(client)) == []
     return result, events
+
+
+def codefleet_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The real command line, as a subprocess (none of our CODEFLEET_ settings)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEFLEET_")}
+    return subprocess.run(
+        [sys.executable, "-m", "codefleet.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "COLUMNS": "200"},
+        check=False,
+    )
 
 
 def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -413,3 +432,34 @@ async def test_a_write_is_outside_its_scope_by_the_keys_it_leased_not_by_its_fil
     assert watch.line("T1", "api.py::route") == (
         "T1 wrote api.py::route outside its declared scope (api.py::handle)"
     )
+
+
+def test_run_says_which_tasks_held_parts_of_one_file_at_once_as_the_demo_does(
+    make_server: Any, workdir: Path, tmp_path: Path
+) -> None:
+    (workdir / "api.py").write_text(API)
+    server = make_server(**PARTS)
+    script = tmp_path / "script.yaml"
+    script.write_text(
+        yaml.safe_dump(
+            {
+                "T1": [edit("return 1", "return 'one'"), {"wait_acquired": "api.py::route"}],
+                "T2": [
+                    edit("return path", "return path.upper()"),
+                    {"wait_acquired": "api.py::handle"},
+                ],
+            }
+        )
+    )
+    graph = tmp_path / "graph.yaml"
+    graph.write_text(yaml.safe_dump({"lease_granularity": "part", "tasks": tasks("T1", "T2")}))
+    common = ["--dry-run", "--script", str(script), "--graph", str(graph), "--server", server.url]
+    run_dir = ["--run-dir", str(tmp_path / "runs")]
+
+    shown = codefleet_cli("run", *common, *run_dir, cwd=workdir)
+    again = codefleet_cli("run", "--json", *common, *run_dir, cwd=workdir)  # nothing left: none
+
+    assert shown.returncode == 0, shown.stderr
+    said = " ".join(shown.stdout.split())
+    assert "SIDE BY SIDE api.py: T1 held handle while T2 held route" in said
+    assert json.loads(again.stdout)["side_by_side"] == []

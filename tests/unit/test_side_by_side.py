@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from codefleet.cli.start.sidebyside import SideBySide, side_by_side
+from codefleet.review.report.sidebyside import SideBySide, side_by_side
 
 
 def lease(event_id: int, kind: str, task: str, key: str) -> dict[str, Any]:

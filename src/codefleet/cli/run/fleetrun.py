@@ -81,6 +81,7 @@ class Outcome:
     scopes: ScopeWatch
     share: RunShare | None = None  # this run's own part of the server's figures
     weakened: tuple[str, ...] = ()  # tests deleted, checks changed (`review.report.checksections`)
+    side_by_side: tuple[str, ...] = ()  # tasks that held parts of one file at once (`sidebyside`)
 
     @property
     def ok(self) -> bool:
@@ -108,6 +109,7 @@ async def drive(plan: RunPlan, caught: list[signal.Signals]) -> Outcome:
     import asyncio
 
     from codefleet.review.report.checksections import weakened_lines
+    from codefleet.review.report.sidebyside import side_by_side
     from codefleet.ui.report import RunShare
 
     settings = plan.settings
@@ -134,7 +136,8 @@ async def drive(plan: RunPlan, caught: list[signal.Signals]) -> Outcome:
     share = RunShare.of(at_start, result.tasks, events, conflicts, since)
     succeeded = {t["id"] for t in result.tasks if t["status"] == "succeeded"}
     weakened = tuple(weakened_lines(events, succeeded))
-    return Outcome(result, conflicts, history, scopes, share, weakened)
+    together = tuple(pair.describe() for pair in side_by_side(events))
+    return Outcome(result, conflicts, history, scopes, share, weakened, together)
 
 
 async def _settle(plan: RunPlan) -> tuple[int, ScopeWatch, list[dict[str, Any]]]:
@@ -208,6 +211,8 @@ def _runner_down(why: str) -> None:
 
 def report(plan: RunPlan, outcome: Outcome) -> None:
     """The verdict: JSON with `--json`, else the table and the branch `--commit` made."""
+    from rich.markup import escape
+
     from codefleet.cli.output import console
     from codefleet.review.commitview import history_json, print_history
     from codefleet.ui.report import print_result
@@ -226,9 +231,12 @@ def report(plan: RunPlan, outcome: Outcome) -> None:
                 "verify": verify and {**verify.payload(), "output": verify.output},
                 "history": history_json(history) if history else None,
                 "weakened": list(outcome.weakened),
+                "side_by_side": list(outcome.side_by_side),
             }
         )
         return
+    for pair in outcome.side_by_side:  # leases by part: two tasks in one file at once
+        console.print(f"[bold cyan]SIDE BY SIDE[/]  {escape(pair)}", markup=True)
     outside = outcome.scopes.outside
     print_result(
         console,

@@ -45,7 +45,6 @@ from rich.markup import escape
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphTasks, load_graph
-from codefleet.cli.start.sidebyside import side_by_side
 from codefleet.config import Settings
 from codefleet.fleet.executor import Executor
 from codefleet.fleet.local import FleetOptions, FleetResult, python_command, run_fleet
@@ -57,6 +56,7 @@ from codefleet.review.commit import Author
 from codefleet.review.commitview import print_history
 from codefleet.review.git import GitError, Repo
 from codefleet.review.live import LiveCommitter, open_committer
+from codefleet.review.report.sidebyside import side_by_side
 from codefleet.server.thread import ServerThread
 from codefleet.statedir import prepare_dirs
 from codefleet.ui.dashboard import follow_compact
