@@ -160,6 +160,25 @@ def test_tasks_leased_by_part_with_no_integration_check_are_warned_once(tree: Pa
     assert "parts_unchecked" not in [w["code"] for w in landed["warnings"]]
 
 
+def test_a_part_its_file_does_not_have_is_warned_with_the_nearest_unless_new(tree: Path) -> None:
+    (tree / "number.py").write_text("def apnumber():\n    return 1\n\n\ndef other():\n    pass\n")
+    graph = (
+        "integration: test\n"
+        "checks: {test: 'true'}\n"
+        "tasks:\n"
+        "  - {id: A, title: a, description: d, file_scope: [number.py::apnumbr]}\n"
+        "  - {id: B, title: b, description: d, file_scope: [number.py::other]}\n"
+        "  - {id: C, title: c, description: add fresh() to number.py, file_scope: [number.py::fresh]}\n"
+    )
+
+    code, report = check_json(tree, graph)
+
+    assert code == 0, "a warning alone does not fail the check"
+    parts = [w for w in report["warnings"] if w["code"] == "missing_part"]
+    assert [(w["task"], w["path"]) for w in parts] == [("A", "number.py::apnumbr")]
+    assert "number.py has no part apnumbr; did you mean number.py::apnumber?" in parts[0]["message"]
+
+
 def test_missing_paths_warn_unless_plausibly_new(tree: Path) -> None:
     code, report = check_json(tree, CRAFTED)
 

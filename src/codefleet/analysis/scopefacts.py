@@ -10,7 +10,11 @@ closest. `judge` turns those facts into canonical scopes and findings:
 - a path that does not exist is fine when it is plausibly a new file: the
   task's description names it, or its directory exists and no existing file
   there has a near-identical name; otherwise it is a WARNING (a typo, or a
-  directory that is not there), naming the likely intended file.
+  directory that is not there), naming the likely intended file;
+- a part (`file.py::name`) is looked for in its file's parts, as the lease
+  mapper finds them: a name the file does not have is fine when the
+  description names it (a new definition); otherwise it is a WARNING naming
+  the nearest part the file has.
 """
 
 from __future__ import annotations
@@ -19,9 +23,12 @@ import difflib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from codefleet.analysis.graphanalysis import Finding
 from codefleet.paths import PathRejected, TreeRoot
+from codefleet.toolcalls.fileparts import parts_of
+from codefleet.toolcalls.partkeys import split_part_key
 
 __all__ = ["PathFact", "ScopedTask", "judge", "survey"]
 
@@ -39,6 +46,7 @@ class PathFact:
     exists: bool = False
     parent_exists: bool = False
     near: str | None = None  # the closest existing name in the same directory
+    parts: tuple[str, ...] | None = None  # a part's file's parts (None: not a part, or unknown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,9 +68,10 @@ def _fact(tree: TreeRoot, raw: str) -> PathFact:
         key = tree.canonical(raw)
     except PathRejected as err:
         return PathFact(raw, None, err.message, str(err.reason))
-    full = tree.root / key
+    path, name = split_part_key(key)
+    full = tree.root / path
     if full.exists():
-        return PathFact(raw, key, exists=True, parent_exists=True)
+        return PathFact(raw, key, exists=True, parent_exists=True, parts=_parts(full, name))
     parent = full.parent
     if not parent.is_dir():
         return PathFact(raw, key)
@@ -71,6 +80,17 @@ def _fact(tree: TreeRoot, raw: str) -> PathFact:
     rel_parent = parent.relative_to(tree.root).as_posix()
     hint = None if not near else (near[0] if rel_parent == "." else f"{rel_parent}/{near[0]}")
     return PathFact(raw, key, parent_exists=True, near=hint)
+
+
+def _parts(file: Path, name: str | None) -> tuple[str, ...] | None:
+    """The names of `file`'s parts when a part of it is asked for and it has parts."""
+    if name is None or not file.is_file():
+        return None
+    try:
+        found = parts_of(file.read_bytes())
+    except OSError:
+        return None
+    return None if found is None else tuple(p.name for p in found)
 
 
 def judge(
@@ -101,7 +121,9 @@ def _finding(task: ScopedTask, fact: PathFact) -> Finding | None:
             task.id,
             fact.raw,
         )
-    if fact.exists or _named_in(task.description, fact.key):
+    if fact.exists:
+        return _part_finding(task, fact)
+    if _named_in(task.description, fact.key):
         return None
     if not fact.parent_exists:
         where = fact.key.rpartition("/")[0]
@@ -122,6 +144,23 @@ def _finding(task: ScopedTask, fact: PathFact) -> Finding | None:
             fact.key,
         )
     return None
+
+
+def _part_finding(task: ScopedTask, fact: PathFact) -> Finding | None:
+    """A part its file does not have, that the description does not name as new work."""
+    assert fact.key is not None
+    path, name = split_part_key(fact.key)
+    if name is None or fact.parts is None or name in fact.parts or name in task.description:
+        return None
+    near = difflib.get_close_matches(name, fact.parts, n=1, cutoff=0.6)
+    hint = f"; did you mean {path}::{near[0]}?" if near else ""
+    return Finding(
+        "warning",
+        "missing_part",
+        f"task {task.id}: {path} has no part {name}{hint}",
+        task.id,
+        fact.key,
+    )
 
 
 def _named_in(description: str, key: str) -> bool:
