@@ -338,22 +338,6 @@ async def test_the_server_serves_the_same_analysis_of_its_stored_graph(
     assert refused.status_code == 422 and refused.json()["error"]["code"] == "invalid_request"
 
 
-async def test_the_server_s_overlaps_leave_out_tasks_that_will_not_run_again(
-    client: FleetClient,
-) -> None:
-    await client.create_tasks(
-        [{"id": "A", "title": "a", "description": "d", "file_scope": ["x.py"]},
-         {"id": "B", "title": "b", "description": "d", "file_scope": ["x.py"]}]
-    )  # fmt: skip
-    before = await client.graph()
-    await client.cancel("A")
-
-    after = await client.graph()
-
-    assert before["overlaps"] == [{"tasks": ["A", "B"], "paths": ["x.py"]}]
-    assert after["overlaps"] == []
-
-
 def test_a_scope_whose_every_entry_is_refused_is_an_error_not_a_missing_scope(tree: Path) -> None:
     graph = (
         "tasks:\n  - {id: T4, title: t, description: d, "

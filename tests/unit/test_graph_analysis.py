@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import itertools
 import random
-from dataclasses import replace
 
 import pytest
 from rich.console import Console
@@ -174,18 +173,6 @@ def test_overlapping_scopes_without_a_dependency_path_are_a_serialized_pair() ->
     analysis = analyse(tasks)
 
     assert analysis.overlaps == (Overlap(("A", "B"), ("models.py",)),)
-
-
-def test_a_task_that_succeeded_or_was_cancelled_overlaps_nothing_any_more() -> None:
-    tasks = [
-        replace(t("A", "models.py"), done=True),  # succeeded: it will not run again
-        t("B", "models.py"),
-        t("C", "models.py"),
-    ]
-
-    analysis = analyse(tasks)
-
-    assert analysis.overlaps == (Overlap(("B", "C"), ("models.py",)),)
 
 
 def test_scopes_naming_different_parts_of_one_file_do_not_overlap_but_the_whole_file_does() -> None:

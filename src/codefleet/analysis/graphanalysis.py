@@ -72,7 +72,6 @@ class PlannedTask:
     file_scope: tuple[str, ...] = ()
     depends_on: tuple[str, ...] = ()
     estimate_min: float | None = None  # a guess, or (in a run report) the time it really took
-    done: bool = False  # succeeded or cancelled: it runs no more, so it overlaps nothing
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +224,7 @@ def _overlaps(tasks: Sequence[PlannedTask], deps: dict[str, list[str]]) -> list[
     """
     above = _Ancestry(deps)
     shared: dict[tuple[str, str], set[str]] = {}
-    for keys_by_task in _holders_by_file([t for t in tasks if not t.done]).values():
+    for keys_by_task in _holders_by_file(tasks).values():
         for (a, keys_a), (b, keys_b) in itertools.combinations(sorted(keys_by_task.items()), 2):
             met = {k for x in keys_a for y in keys_b if keys_conflict(x, y) for k in (x, y)}
             if met and not above.related(a, b):

@@ -78,15 +78,13 @@ class Reads:
         }
 
     def planned(self) -> list[PlannedTask]:
-        """The stored graph as `graph check` sees it (scopes as they stand, widened by vetoes;
-        a task that succeeded or was cancelled overlaps nothing any more)."""
+        """The stored graph as `graph check` sees it (scopes as they stand, widened by vetoes)."""
         return [
             PlannedTask(
                 t["id"],
                 t["priority"],
                 (*t["file_scope"], *resource_keys(t["resources"])),
                 tuple(t["depends_on"]),
-                done=t["status"] in (TaskStatus.SUCCEEDED, TaskStatus.CANCELLED),
             )
             for t in self.tasks(None, ALL, 0)
         ]
