@@ -23,7 +23,13 @@ from codefleet.coord.engineview import EngineReads
 from codefleet.models import EventType
 from codefleet.readmodel.readapi import Reads
 from codefleet.review.git import GitError
-from codefleet.review.history import NO_PATCHES, TaskChange, task_change, wrote_without_patch
+from codefleet.review.history import (
+    NO_PATCHES,
+    TaskChange,
+    task_change,
+    veto_counts,
+    wrote_without_patch,
+)
 from codefleet.review.landedline import BRANCH, LandedLine
 from codefleet.server.sse import EventHub
 
@@ -98,21 +104,19 @@ class LineFollower:
     async def _catch_up(self, line: LandedLine) -> None:
         """Commit each landing past the cursor; the cursor moves once a page is done."""
         while events := self.record.events(line.cursor, PAGE, EventType.TASK_SUCCEEDED):
+            vetoes = veto_counts(self.record.events(0, ALL, EventType.LEASE_DENIED))
             for event in events:
                 task_id = str(event["task_id"])
-                change = self._change(task_id)
+                change = self._change(task_id, vetoes[task_id])
                 if change is None:
                     line.skipped.append(f"{task_id}: {NO_PATCHES}")
                 else:
                     await asyncio.to_thread(line.append, change)
             await asyncio.to_thread(line.pass_event, int(events[-1]["id"]))
 
-    def _change(self, task_id: str) -> TaskChange | None:
+    def _change(self, task_id: str, vetoes: int) -> TaskChange | None:
         task, patch = self.reads.task(task_id), self.reads.patch(task_id)
-        if wrote_without_patch(task, patch):
-            return None
-        denied = self.record.events(0, ALL, EventType.LEASE_DENIED)
-        return task_change(task, patch, sum(e["task_id"] == task_id for e in denied))
+        return None if wrote_without_patch(task, patch) else task_change(task, patch, vetoes)
 
     def state(self) -> dict[str, Any]:
         """The line as `GET /landed` shows it."""
