@@ -56,7 +56,7 @@ from bench.harness import (
     running,
     server_from,
 )
-from bench.leases import own_paths
+from bench.leases import own_paths, with_agents
 from codefleet.toolcalls.fileparts import put_back_parts
 from codefleet.toolcalls.writeparts import write_keys
 
@@ -108,25 +108,11 @@ async def lease_agents(
     params: dict[str, Any], indices: list[int], wait_go: Callable[[], Awaitable[None]]
 ) -> list[list[float]]:
     """The lease agents of one load process: their latencies."""
-    pool: list[Any] = []
-    agents = [
-        Agent(make_http(params["client"], params["port"], params["token"], pool), f"lease-{i}")
-        for i in indices
-    ]
-    tasks = []
-    for agent in agents:
-        await agent.register()
-        tasks.append(await agent.next_task(wait=2.0))
-        await agent.start(tasks[-1]["id"])
-    await wait_go()
-    found = await asyncio.gather(
-        *(_paced(a, i, t["id"], params) for a, i, t in zip(agents, indices, tasks, strict=True))
-    )
-    for agent in agents:
-        await agent.http.aclose()
-    for client in pool:
-        await client.aclose()
-    return list(found)
+
+    async def paced(agent: Agent, index: int, task: dict[str, Any], at: dict[str, Any]) -> Any:
+        return await _paced(agent, index, task["id"], at)
+
+    return await with_agents(params, indices, wait_go, paced)
 
 
 async def _acquire_until_granted(agent: Agent, task_id: str, keys: list[str], end: float) -> bool:

@@ -95,11 +95,19 @@ async def _acquire_loop(
     }
 
 
-async def lease_worker(
-    params: dict[str, Any], indices: list[int], wait_go: Callable[[], Awaitable[None]]
-) -> list[dict[str, Any]]:
+Play = Callable[[Agent, int, dict[str, Any], dict[str, Any]], Awaitable[Any]]
+
+
+async def with_agents(
+    params: dict[str, Any],
+    indices: list[int],
+    wait_go: Callable[[], Awaitable[None]],
+    play: Play,
+    prefix: str = "lease-",
+) -> list[Any]:
+    """One agent per index, registered and started on a task each; at the go, `play` for
+    every agent at once (agent, index, task, params); the connections closed after."""
     pool: list[Any] = []
-    prefix = params.get("name_prefix", "lease-")
     agents = [
         Agent(make_http(params["client"], params["port"], params["token"], pool), f"{prefix}{i}")
         for i in indices
@@ -109,13 +117,20 @@ async def lease_worker(
     tasks = await asyncio.gather(*(_take_task(a) for a in agents))
     await wait_go()
     found = await asyncio.gather(
-        *(_acquire_loop(a, i, t, params) for a, i, t in zip(agents, indices, tasks, strict=True))
+        *(play(a, i, t, params) for a, i, t in zip(agents, indices, tasks, strict=True))
     )
     for agent in agents:
         await agent.http.aclose()
     for client in pool:
         await client.aclose()
     return list(found)
+
+
+async def lease_worker(
+    params: dict[str, Any], indices: list[int], wait_go: Callable[[], Awaitable[None]]
+) -> list[dict[str, Any]]:
+    prefix = params.get("name_prefix", "lease-")
+    return await with_agents(params, indices, wait_go, _acquire_loop, prefix)
 
 
 # -- the correctness check ----------------------------------------------------------------
