@@ -94,6 +94,14 @@ class AgentKind(StrEnum):
     CODEX = "codex"
 
 
+class Workspace(StrEnum):
+    """Where a runner's agents work: the one shared tree, or a clone of the landed line
+    (`fleet.clone`: reset to the line before each attempt, its files delivered at the end)."""
+
+    TREE = "tree"
+    CLONE = "clone"
+
+
 class HaltCause(StrEnum):
     """Why landing halts (`landing_halted`'s `why`): nobody is blamed for any of these.
     How each reads: `wording.halt_cause`."""

@@ -39,6 +39,7 @@ __all__ = [
     "make_patch",
     "quote_name",
     "restore",
+    "state_sha256",
 ]
 
 DEFAULT_MAX_BYTES = DEFAULT_PREIMAGE_MAX_BYTES
@@ -185,6 +186,13 @@ def content_sha256(path: Path) -> str | None:
         return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
     except OSError:
         return None
+
+
+def state_sha256(image: PreImage) -> str | None:
+    """The hex SHA-256 of what `image` holds (a symlink: its target); None when absent.
+
+    How a grant names a file's version to a clone runner, and how the runner checks its own."""
+    return hashlib.sha256(image.content).hexdigest() if image.existed else None
 
 
 def current_state(root: Path, key: str) -> PreImage:

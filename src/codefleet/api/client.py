@@ -131,6 +131,7 @@ class FleetClient:
         if token is not None and (not token.strip() or token != token.strip()):
             raise ValueError("the token is empty or has surrounding whitespace; give the real one")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.token = token  # for git, which fetches the landed line with it (`fleet.clone`)
         self.base_url = base_url.rstrip("/")
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
@@ -195,9 +196,12 @@ class FleetClient:
         agent: str | None = None,
         tree_id: str | None = None,
         probe: str | None = None,
+        workspace: str | None = None,
     ) -> dict[str, Any]:
         """Register (or re-register) `name`; `NameInUse` / `WrongTree` are refusals to obey."""
         body: dict[str, Any] = {"name": name, "workdir": workdir, "pid": pid}
+        if workspace is not None:
+            body["workspace"] = workspace
         if tree_id is not None:
             body["tree_id"] = tree_id
         if probe is not None:
@@ -353,6 +357,21 @@ class FleetClient:
         body = {"agent_id": agent_id, **report.to_wire()}
         result: dict[str, Any] = await self._json(
             "POST", f"/tasks/{task_id}/complete", body=body, epoch=epoch
+        )
+        return result
+
+    async def deliver(
+        self,
+        task_id: str,
+        agent_id: str,
+        epoch: int,
+        attempt: int,
+        files: Sequence[Mapping[str, Any]],
+    ) -> dict[str, Any]:
+        """Hand the server a clone's files (`DeliveryBody`'s rows) before reporting success."""
+        body = {"agent_id": agent_id, "attempt": attempt, "files": list(files)}
+        result: dict[str, Any] = await self._json(
+            "POST", f"/tasks/{task_id}/delivery", body=body, epoch=epoch
         )
         return result
 

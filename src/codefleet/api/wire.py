@@ -34,6 +34,7 @@ from codefleet.models import (
     ErrorKind,
     Granularity,
     StaleReadPolicy,
+    Workspace,
 )
 from codefleet.paths import MAX_PATH_CHARS
 from codefleet.resources import MAX_RESOURCES, RESOURCE_NAME_PATTERN
@@ -48,6 +49,8 @@ __all__ = [
     "CommandEventBody",
     "CommitsBody",
     "CompleteBody",
+    "DeliveredFile",
+    "DeliveryBody",
     "FleetBody",
     "GraphBody",
     "HeartbeatBody",
@@ -266,6 +269,7 @@ class RegisterBody(_Body):
     host: Annotated[StrictStr, Field(max_length=255)] | None = None
     replace: StrictBool = False
     agent: AgentKind = AgentKind.CLAUDE  # the coding agent this runner drives
+    workspace: Workspace = Workspace.TREE  # the tree, or a clone of the landed line
 
 
 class HeartbeatBody(_Body):
@@ -382,6 +386,25 @@ class ReadsBody(_Body):
     watch: Annotated[list[WatchBody], Field(max_length=10_000)] = []
     stale: Annotated[list[StaleReadBody], Field(max_length=10_000)] = []  # -> `stale_read`
     reconciled: ReconciledBody | None = None  # -> `reconciled`
+
+
+class DeliveredFile(_Body):
+    """One file as a clone's attempt left it: its bytes (base64; a symlink: its target) and
+    permission bits, or `existed` false for a file it deleted."""
+
+    path: Path_
+    existed: StrictBool
+    content: StrictStr = ""  # base64
+    mode: Annotated[StrictInt, Field(ge=0, le=0o177777)] | None = None
+
+
+class DeliveryBody(_Body):
+    """`POST /tasks/{id}/delivery`: a clone runner's attempt hands the server the files it
+    holds, as they are in its clone, before it reports success (`fleet.clone`)."""
+
+    agent_id: StrictStr
+    attempt: Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
+    files: Annotated[list[DeliveredFile], Field(max_length=10_000)] = []
 
 
 class CompleteBody(_Body):

@@ -32,6 +32,7 @@ from codefleet.fleet.views.programs import NOT_RUNNABLE, missing_programs, not_s
 from codefleet.fleet.views.shell import check_env, run_command
 from codefleet.models import TERMINAL_STATUSES, EventType, TaskStatus
 from codefleet.paths import TreeRoot
+from codefleet.statedir import STATE_DIR
 from codefleet.wording import halt_cause, spent_text
 
 __all__ = [
@@ -252,6 +253,10 @@ class FleetOptions:
     simulated: bool = False  # no real model: every view reads the run's cost as simulated
     agent_for: Callable[[int], str] | None = None
     landing_worker: bool = True  # false: a test that stages a landing queue starts its own
+    # runners in their own clones of the landed line (`fleet.clone`), each in `clones/NAME`:
+    # the first `in_clones` of them (None: all); the landing worker stays in the tree
+    clones: Path | None = None
+    in_clones: int | None = None
     started_with: Mapping[str, Any] | None = None  # the command's flags (`cli.operate.again`)
 
     def kind(self, n: int) -> str:
@@ -261,7 +266,18 @@ class FleetOptions:
     def runner_options(self, n: int) -> RunnerOptions:
         """Runner n's options: the fleet's, under its own name and agent kind."""
         kind = self.kind(n)
-        return replace(self.runner, name=f"{_prefix(kind)}-{n}{self.name_suffix}", agent=kind)
+        name = f"{_prefix(kind)}-{n}{self.name_suffix}"
+        own = replace(self.runner, name=name, agent=kind)
+        if self.clones is None or (self.in_clones is not None and n > self.in_clones):
+            return own
+        root = self.clones / name
+        return replace(
+            own,
+            workdir=root,
+            run_dir=root / STATE_DIR / "runs",
+            protected=(root / STATE_DIR,),
+            clone=True,
+        )
 
     def landing(self) -> LandingOptions:
         """The options of the fleet's landing worker."""

@@ -1,7 +1,9 @@
 """The end of a successful session: validate the attempt's reads, apply `on_stale_read`.
 
 `settle_reads` runs inside the executor while its session is still open,
-before the report and before `verify`. It sends the attempt's read rows with
+before the report and before `verify`. In a clone of the landed line it first takes
+what landed meanwhile into the clone (`fleet.clone`), so a stale read is found as in
+the tree. It sends the attempt's read rows with
 one `POST /tasks/{id}/reads` (the answer: other tasks' writes since each read)
 and computes the stale reads (`fleet.gate.stale`). With none, the report stands.
 With some, by the task's policy:
@@ -76,10 +78,12 @@ async def settle_reads(attempt: Attempt, report: AttemptReport, turn: Turn | Non
 
 async def validate(attempt: Attempt) -> tuple[StaleRead, ...]:
     """Send the unsent read rows, ask what changed since each read, find the stale ones."""
-    changes = await _send_reads(attempt, watch=True)
-    if attempt.gate.fenced:
-        return ()
     gate = attempt.gate
+    if gate.clone is not None:  # what landed meanwhile, taken into the clone: seen as stale
+        await gate.clone.catch_up(gate.held)
+    changes = await _send_reads(attempt, watch=True)
+    if gate.fenced:
+        return ()
     return find_stale(attempt.reads.latest, gate.last_written, changes, attempt.workdir)
 
 

@@ -34,6 +34,14 @@ Two such refusals: `name_in_use` (a live runner of another process holds the
 name; `replace` takes it over, on the first registration only, so two
 replacing runners cannot take a name back and forth) and `wrong_tree`.
 
+A clone (`RunnerOptions.clone`): the runner works in its own clone of the
+server's landed line instead of a mount of the tree (`fleet.clone`): it
+registers with the server's tree identity and no probe, resets the clone to
+the line before each attempt, brings each granted file level with the
+server's version before the write (`fleet.gate.prewrite`), and hands the files
+it holds to the server before it reports a success (`delivery`). A server with
+no landed line is `CannotContinue`; one whose line has not started is waited for.
+
 The tree: the runner registers with the identity it reads in its own mount
 (`statedir.read_tree_id`) and its own path, so it may run on another host
 whose mount of the tree is elsewhere, with a probe file written there that the
@@ -69,6 +77,7 @@ from codefleet.api.client import (
 )
 from codefleet.attempt import AssignedTask, AttemptReport, OperatorNote
 from codefleet.errors import DomainError, Forbidden, NotFound, NotOwner, StaleEpoch, Unauthorized
+from codefleet.fleet.clone import AsyncClone, Clone, CloneError
 from codefleet.fleet.executor import Attempt, Executor
 from codefleet.fleet.gate.prewrite import WriteGate
 from codefleet.fleet.gate.readset import ReadLog
@@ -88,6 +97,7 @@ from codefleet.models import (
     ErrorKind,
     Granularity,
     ShellMode,
+    Workspace,
     read_clock_skew_s,
     utcnow,
 )
@@ -142,6 +152,7 @@ class RunnerOptions:
     # What a write leases: wins over the task's `lease_granularity`; None: the task's,
     # else the server's (decision 0146)
     lease_granularity: Granularity | None = None
+    clone: bool = False  # `workdir` is this runner's own clone of the landed line (`fleet.clone`)
 
 
 def _collect(task: asyncio.Task[Any]) -> None:
@@ -176,6 +187,11 @@ class Runner:
         self.fenced = asyncio.Event()
         self._registering: asyncio.Future[dict[str, Any]] | None = None  # the last register call
         self.inbox = Inbox()  # the running attempt's operator messages (`fleet.tools.inbox`)
+        self.clone = (
+            Clone(options.workdir, client.base_url, client.token) if options.clone else None
+        )
+        self._opened = False  # the clone is made (or checked) once, before the first register
+        self._forget: set[str] = set()  # what the last attempt wrote: the next reset removes it
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -205,7 +221,9 @@ class Runner:
     async def _tree_id(self) -> str:
         """This tree's identity. A tree without one may be new, its server not started yet:
         wait for the server (it writes the identity as it starts), then read again; still
-        none is `CannotContinue` naming the file."""
+        none is `CannotContinue` naming the file. A clone takes the server's."""
+        if self.clone is not None:
+            return await self._open_clone(self.clone)
         try:
             return read_tree_id(self.tree.root)
         except NoTreeId:
@@ -215,11 +233,39 @@ class Runner:
         except NoTreeId as err:
             raise CannotContinue(f"cannot register: {err}") from None
 
+    async def _open_clone(self, clone: Clone) -> str:
+        """The served tree's identity, once the clone is made (or checked) at its line."""
+        health = await self._retrying(self.client.health)
+        tree_id = str(health.get("tree_id") or "")
+        if self._opened:
+            return tree_id
+        delay = RETRY_START_S
+        while True:
+            line = await self._retrying(self.client.landed)
+            if line.get("off"):
+                raise CannotContinue(
+                    f"the server has no landed line ({line['off']}): a runner in a clone needs "
+                    "a server that serves a git repository"
+                )
+            if line.get("started"):
+                break
+            log.info("%s: the landed line has not started yet; waiting", self.options.name)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, MAX_RETRY_S)
+        try:
+            tip = await asyncio.to_thread(clone.open, tree_id)
+        except CloneError as err:
+            raise CannotContinue(str(err)) from None
+        self._opened = True
+        log.info("%s: clone %s at the landed line's %s", self.options.name, clone.root, tip[:12])
+        return tree_id
+
     async def _register_once(self, take_over: bool, tree_id: str) -> dict[str, Any]:
         """One register call, shielded: a stop cuts the wait short, never the call, so
         a registration that lands anyway is known and left (`_leave`)."""
         root = str(self.tree.root)
-        probe = write_probe(self.tree.root)  # the server must see it: a copy of the tree fails
+        # the server must see the probe: a copy of the tree fails (a clone is one by design)
+        probe = None if self.clone is not None else write_probe(self.tree.root)
         self._registering = asyncio.ensure_future(
             self.client.register(
                 self.options.name,
@@ -230,6 +276,7 @@ class Runner:
                 agent=self.options.agent,
                 tree_id=tree_id,
                 probe=probe,
+                workspace=Workspace.CLONE if self.clone is not None else None,
             )
         )
         self._registering.add_done_callback(_collect)
@@ -394,6 +441,9 @@ class Runner:
             await self._retrying(lambda: self.client.start(task.id, self.agent_id, self.epoch))
         except NotOwner:
             return None  # the task moved on before we started it
+        failed = await self._reset_clone(task)
+        if failed is not None:
+            return await self._report(task.id, failed)
         reads = ReadLog(skew_s=self.clock_skew_s)
         gate = WriteGate(
             self.client,
@@ -404,9 +454,10 @@ class Runner:
             self.grant_trust_s,
             lease_wait_s=self.lease_wait_s,
             reads=reads.latest,
-            granularity=self.options.lease_granularity
-            or task.lease_granularity
-            or self.granularity,
+            granularity=Granularity.FILE  # a clone delivers whole files
+            if self.clone is not None
+            else self.options.lease_granularity or task.lease_granularity or self.granularity,
+            clone=AsyncClone(self.clone) if self.clone is not None else None,
         )
         checker = self._checker(gate, commands, task.attempts, resources)
         inbox = Inbox(task)
@@ -436,8 +487,56 @@ class Runner:
             report = await self._verify(attempt, report, started)
         if report is None or gate.fenced:
             raise Fenced  # drop the result: the server already took the task back
+        if self.clone is not None:
+            self._forget = set(gate.written)
+            report = await self._deliver(task, gate, report)
         duration_ms = int((time.monotonic() - started) * 1000)
         return await self._report(task.id, replace(report, duration_ms=duration_ms))
+
+    async def _reset_clone(self, task: AssignedTask) -> AttemptReport | None:
+        """A clone's rollback and fresh start: the line's tip, before the attempt; a failed
+        reset (the line cannot be fetched) is the attempt's infrastructure failure."""
+        if self.clone is None:
+            return None
+        try:
+            await asyncio.to_thread(self.clone.reset, self._forget)
+        except CloneError as err:
+            return AttemptReport(
+                attempt=task.attempts,
+                ok=False,
+                error=f"this runner's clone could not be reset to the landed line: {err}",
+                error_kind=ErrorKind.INFRA,
+            )
+        self._forget = set()
+        return None
+
+    async def _deliver(
+        self, task: AssignedTask, gate: WriteGate, report: AttemptReport
+    ) -> AttemptReport:
+        """A clone's success reaches the server's tree: the files the attempt holds, as they
+        are here, before the report. Refused, the attempt fails (and is rolled back)."""
+        assert self.clone is not None
+        if not report.ok:
+            return report
+        rows = self.clone.delivered(gate.held | set(gate.written))
+        if not rows:
+            return report
+        try:
+            await self._retrying(
+                lambda: self.client.deliver(task.id, self.agent_id, self.epoch, task.attempts, rows)
+            )
+        except StaleEpoch:
+            raise Fenced from None
+        except NotOwner:
+            return report  # the task moved on: its report is refused the same way
+        except DomainError as err:
+            return replace(
+                report,
+                ok=False,
+                error=f"the server refused this clone's files: {err}",
+                error_kind=ErrorKind.INFRA,
+            )
+        return report
 
     def _asker(self, task_id: str, inbox: Inbox) -> Asker | None:
         """The attempt's `ask_operator` (None when the server's question timeout is 0)."""

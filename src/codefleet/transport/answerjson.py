@@ -57,7 +57,8 @@ def lease_json(answer: LeaseAnswer) -> dict[str, Any]:
     """`POST /leases/acquire`: allow with the granted keys, or deny with the rows and why."""
     waited = {} if answer.waited is None else {"waited": waited_json(answer.waited)}
     if answer.allowed:
-        return {"decision": "allow", "granted": list(answer.granted), **waited}
+        versions = {"versions": dict(answer.versions)} if answer.versions else {}
+        return {"decision": "allow", "granted": list(answer.granted), **waited, **versions}
     return {
         "decision": "deny",
         "denied": [denial_json(d) for d in answer.denied],

@@ -14,12 +14,14 @@ routes", "The transport's room").
 
 from __future__ import annotations
 
+import base64
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal, NamedTuple
 
 from fastapi import FastAPI, Header, Query
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
@@ -29,6 +31,8 @@ from codefleet.api.wire import (
     CheckEventBody,
     CommandEventBody,
     CompleteBody,
+    DeliveredFile,
+    DeliveryBody,
     HeartbeatBody,
     QuestionBody,
     ReadsBody,
@@ -37,6 +41,7 @@ from codefleet.api.wire import (
 )
 from codefleet.config import Settings
 from codefleet.coord.engine import Engine
+from codefleet.rollback import PreImage
 from codefleet.transport.answerjson import (
     assignment_json,
     beat_json,
@@ -94,8 +99,9 @@ async def _acquire(engine: Engine, a: Args) -> Answer:
         answer = await engine.waiting.acquire_waiting(
             b.agent_id, a.epoch, b.task_id, b.paths, b.tool, b.seen, b.wait
         )
-        return 200, lease_json(answer)
-    return 200, lease_json(engine.runner.acquire(b.agent_id, a.epoch, b.task_id, b.paths, b.tool))
+    else:
+        answer = engine.runner.acquire(b.agent_id, a.epoch, b.task_id, b.paths, b.tool)
+    return 200, lease_json(engine.runner.versions(b.agent_id, answer))
 
 
 async def _start(engine: Engine, a: Args) -> Answer:
@@ -157,6 +163,7 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
             body.agent.value,
             body.tree_id,
             body.probe,
+            body.workspace.value,
         )
         return JSONResponse(registered_json(answer, settings))
 
@@ -187,7 +194,8 @@ def _install_question_route(app: FastAPI, engine: Engine) -> None:
 
 
 def _install_attempt_reports(app: FastAPI, engine: Engine) -> None:
-    """The routes an attempt uses as it goes: its reads, checks, commands, foreign pre-images."""
+    """The routes an attempt uses as it goes: its reads, checks, commands, foreign pre-images,
+    and a clone runner's delivery of its files."""
 
     @app.post("/tasks/{task_id}/reads")
     async def reads(task_id: str, body: ReadsBody, epoch: Epoch) -> JSONResponse:
@@ -211,9 +219,33 @@ def _install_attempt_reports(app: FastAPI, engine: Engine) -> None:
         report = body.model_dump()
         return JSONResponse(engine.runner.record_command(task_id, body.agent_id, epoch, report))
 
+    @app.post("/tasks/{task_id}/delivery")
+    async def delivery(task_id: str, body: DeliveryBody, epoch: Epoch) -> JSONResponse:
+        files = [delivered_image(f) for f in body.files]
+        return JSONResponse(
+            engine.runner.deliver(task_id, body.agent_id, epoch, body.attempt, files)
+        )
+
     @app.get("/tasks/{task_id}/foreign-preimages")
     async def foreign_preimages(task_id: str) -> JSONResponse:
         return JSONResponse(engine.runner.foreign_preimages(task_id))
+
+
+def delivered_image(file: DeliveredFile) -> PreImage:
+    """A delivered file as the state the server writes into its tree (bad base64: 422)."""
+    try:
+        content = base64.b64decode(file.content, validate=True)
+    except ValueError as err:
+        raise RequestValidationError(
+            [
+                {
+                    "loc": ("body", "files", "content"),
+                    "msg": f"not base64: {err}",
+                    "type": "value_error",
+                }
+            ]
+        ) from None
+    return PreImage(file.path, file.existed, content if file.existed else b"", file.mode)
 
 
 def install_hot_route(app: FastAPI, engine: Engine, route: HotRoute) -> None:

@@ -120,13 +120,37 @@ def runner(
     shell_unsandboxed: ShellUnsandboxedOpt = None,
     shell_max_files: ShellMaxFilesOpt = None,
     shell_max_bytes: ShellMaxBytesOpt = None,
+    clone: Annotated[
+        Path | None,
+        typer.Option(
+            "--clone",
+            help="Work in this runner's own clone of the server's landed line, kept in this "
+            "directory (absent or empty: it is cloned; a clone this runner made before: "
+            "reused), not in a mount of the tree: for a host that shares no disk with the "
+            "server. Its files reach the server over the wire; it runs no landing worker.",
+        ),
+    ] = None,
+    landing_only: Annotated[
+        bool,
+        typer.Option(
+            "--landing-only",
+            help="Run only a landing worker, no agent: landing checks in the server's tree, "
+            "for a fleet whose runners all work in clones (run it where the tree is).",
+        ),
+    ] = False,
 ) -> None:
     """Run ONE runner as its own process until interrupted (or the fleet drains)."""
     import dataclasses
 
     from codefleet.cli.run.agentchoice import AgentChoice
 
+    if clone is not None and landing_only:
+        raise fail(
+            "--clone and --landing-only do not go together: a landing worker runs in the tree"
+        )
     settings = settings_of(ctx.params, server_url=server)
+    if clone is not None:
+        settings = _in_clone(settings, clone)
     choice = AgentChoice(dry_run, script, offline, model_script, agent)
     executor = _agents(choice, settings).executor
     options = dataclasses.replace(
@@ -135,11 +159,27 @@ def runner(
         poll_wait=settings.poll_interval,
         exit_when_drained=exit_when_drained,
         replace=replace,
+        clone=clone is not None,
     )
-    _run_one(settings, executor, options)
+    _run_one(settings, executor, options, landing_only=landing_only)
 
 
-def _run_one(settings: Settings, executor: Executor, options: RunnerOptions) -> None:
+def _in_clone(settings: Settings, clone: Path) -> Settings:
+    """`runner --clone DIR`'s settings: DIR is the tree its agents work in, its records there."""
+    from codefleet.config import DEFAULT_DB, DEFAULT_RUN_DIR
+
+    if clone.exists() and not clone.is_dir():
+        raise fail(f"--clone {clone} is a file: give an absent or empty directory")
+    root = clone.absolute()
+    root.mkdir(parents=True, exist_ok=True)
+    return settings.model_copy(
+        update={"workdir": root, "run_dir": root / DEFAULT_RUN_DIR, "db": root / DEFAULT_DB}
+    )
+
+
+def _run_one(
+    settings: Settings, executor: Executor, options: RunnerOptions, *, landing_only: bool = False
+) -> None:
     """`runner`'s steps: run the runner and its landing worker here until they end."""
     import asyncio
 
@@ -150,20 +190,25 @@ def _run_one(settings: Settings, executor: Executor, options: RunnerOptions) -> 
     name = options.name
     if not settings.workdir.is_dir():
         raise fail(f"working tree {settings.workdir} does not exist")
+    where = "clone" if options.clone else "landing worker in tree" if landing_only else "tree"
     console.print(
-        f"{name}: tree {settings.workdir.resolve()} · server {settings.url}", markup=False
+        f"{name}: {where} {settings.workdir.resolve()} · server {settings.url}", markup=False
     )
     prepare_dirs(settings.run_dir)
     try:
-        asyncio.run(_one_runner(settings, executor, options))
+        asyncio.run(_one_runner(settings, executor, options, landing_only))
     except Unauthorized:  # a runner keeps retrying an absent server, never a wrong token
         raise fail(unauthorized_message(settings)) from None
     except (CannotContinue, DomainError, UntrustedServer) as err:  # for good: say why, exit 1
         raise fail(f"{name} stopped: {err}") from None
 
 
-async def _one_runner(settings: Settings, executor: Executor, options: RunnerOptions) -> None:
-    """The runner and its landing worker, until SIGINT/SIGTERM or the runner ends."""
+async def _one_runner(
+    settings: Settings, executor: Executor, options: RunnerOptions, landing_only: bool = False
+) -> None:
+    """The runner and its landing worker, until SIGINT/SIGTERM or the runner ends. A runner
+    in a clone has no landing worker (landing checks run in the tree); `landing_only` has
+    no runner."""
     import asyncio
 
     from codefleet.api.client import FleetClient
@@ -183,8 +228,15 @@ async def _one_runner(settings: Settings, executor: Executor, options: RunnerOpt
     def connect() -> FleetClient:
         return FleetClient(settings.url, token=settings.token)
 
-    landing = start_landing(connect, options, lander, stop)
+    landing = (
+        asyncio.create_task(asyncio.sleep(0))
+        if options.clone
+        else start_landing(connect, options, lander, stop)
+    )
     try:
+        if landing_only:
+            await stop.wait()
+            return
         async with connect() as client:
             await Runner(client, executor, options).run(stop)
     finally:

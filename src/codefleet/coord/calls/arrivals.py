@@ -47,10 +47,13 @@ class Arrivals:
         agent_kind: str = "claude",
         tree_id: str | None = None,
         probe: str | None = None,
+        workspace: str = "tree",
     ) -> Registered:
         """Upsert by name; a previous incarnation's task and leases are taken back.
 
         Refused (`WrongTree`, `NameInUse`) before anything is written; see `registration`.
+        A runner in a clone of the landed line (`workspace` clone) names the server's tree
+        by its identity and writes no probe: its clone is not the tree, by design.
         One registration is exactly one epoch bump, whatever it takes back.
         """
         now = self.clock()
@@ -66,7 +69,7 @@ class Arrivals:
                 epoch = agent.epoch + 1  # the take-back's own fence is this same bump
                 self.take_backs.take_back_current(agent, ReleaseReason.AGENT_REREGISTERED, now)
                 self.agents.reincarnate(agent, epoch, was_offline, workdir, pid, host, now)
-            self.agents.drives(agent, agent_kind)
+            self.agents.drives(agent, agent_kind, workspace)
         self.kick()
         return Registered(agent.id, agent.epoch, agent.status)
 

@@ -1,7 +1,8 @@
 """The runner's and the hook's calls that find the caller's attempt and write one part.
 
 `heartbeat`, `assignment` (its long poll, and `handoff` after a report),
-`start`, `acquire`, `record_change`, `record_check` and `foreign_preimages`:
+`start`, `acquire` (and `versions`, a clone runner's grant), `record_change`,
+`record_check`, `foreign_preimages` and `deliver` (a clone runner's files):
 each checks the
 caller's epoch, reads the live index to find the caller's attempt, and writes
 (if at all) through one part (the agent registry, the task table, the lease
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -27,7 +29,7 @@ from codefleet.coord.tables.liveindex import LiveTask
 from codefleet.coord.tables.persons import TASK_PREFIX as INTERACTIVE_TASK_PREFIX
 from codefleet.coord.tables.questions import Question
 from codefleet.coord.tables.readevents import emit_read_events
-from codefleet.errors import NotOwner
+from codefleet.errors import InvalidState, NotOwner
 from codefleet.models import (
     MAX_INT,
     CheckPurpose,
@@ -37,10 +39,13 @@ from codefleet.models import (
     Granularity,
     StaleReadPolicy,
     TaskStatus,
+    Workspace,
     to_iso,
 )
 from codefleet.paths import PathRejected
 from codefleet.resources import resource_key, resource_name
+from codefleet.rollback import PreImage, restore, state_sha256
+from codefleet.toolcalls.partkeys import file_of
 
 __all__ = ["RunnerCalls"]
 
@@ -183,6 +188,42 @@ class RunnerCalls:
         if answer.allowed:
             self.leases.latch(keys, task_id)
         return answer
+
+    def versions(self, agent_id: str, answer: LeaseAnswer) -> LeaseAnswer:
+        """`answer` with each granted file's version in the server's tree, for a runner in a
+        clone: what its clone must hold before the write (`fleet.clone` fetches it from the
+        landed line). A runner in the tree sees the tree itself: its answer is unchanged."""
+        agent = self.agents.get(agent_id)
+        if not answer.allowed or agent is None or agent.workspace != Workspace.CLONE:
+            return answer
+        files = dict.fromkeys(file_of(key) for key in answer.granted)
+        stamped = tuple((path, state_sha256(self.files.file_now(path))) for path in files)
+        return replace(answer, versions=stamped)
+
+    def deliver(
+        self, task_id: str, agent_id: str, epoch: int, attempt: int, files: Sequence[PreImage]
+    ) -> dict[str, Any]:
+        """A clone runner's attempt hands over the files it holds, as its clone has them, before
+        it reports success: each is written into the server's tree, the tree every patch,
+        restore, check view and the landed line read. Only files the attempt holds whole are
+        taken (`InvalidState` names the first other one, and nothing is written); an attempt
+        that does not succeed after all is rolled back from its pre-images, as in the tree."""
+        self._current_attempt(task_id, agent_id, epoch, attempt)
+        held = self.leases.paths_of(task_id)
+        images = [replace(image, path=self._key(image.path)) for image in files]
+        for image in images:
+            if image.path not in held:
+                why = (
+                    "it holds a part of it, not the whole file"
+                    if any(file_of(k) == image.path for k in held)
+                    else "it holds no lease on it"
+                )
+                raise InvalidState(
+                    f"{task_id} cannot deliver {image.path}: {why}",
+                    {"task_id": task_id, "path": image.path},
+                )
+        written = [image.path for image in images if restore(self.tree.root, image)]
+        return {"task_id": task_id, "written": written}
 
     def record_change(
         self,

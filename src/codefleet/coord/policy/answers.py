@@ -69,6 +69,9 @@ class LeaseAnswer:
     skipped: tuple[str, ...] = ()  # a person's paths the fleet can never lease
     holder: HolderRef | None = None
     waited: WaitReport | None = None  # the request was parked first
+    # a clone runner's grant: each granted file's SHA-256 in the server's tree (None: absent),
+    # the version its clone must have before it writes (`fleet.clone`)
+    versions: tuple[tuple[str, str | None], ...] = ()
 
     @classmethod
     def deny(cls, denied: list[Denial], message: str | None = None) -> LeaseAnswer:

@@ -56,6 +56,7 @@ AGENT_COLUMNS: Final = frozenset(
         "pid",
         "host",
         "agent",
+        "workspace",
         "last_heartbeat_at",
         "last_assigned_at",
         "idle_since",
@@ -109,6 +110,11 @@ MIGRATIONS: Final = (
     ("agents", "host", "ALTER TABLE agents ADD COLUMN host TEXT"),
     ("tasks", "agent", "ALTER TABLE tasks ADD COLUMN agent TEXT"),
     ("agents", "agent", "ALTER TABLE agents ADD COLUMN agent TEXT NOT NULL DEFAULT 'claude'"),
+    (
+        "agents",
+        "workspace",
+        "ALTER TABLE agents ADD COLUMN workspace TEXT NOT NULL DEFAULT 'tree'",
+    ),
     (
         "tasks",
         "uncharged_attempts",

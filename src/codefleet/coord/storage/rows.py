@@ -30,6 +30,7 @@ class AgentRow:
     host: str | None
     agent: str
     pid: int | None
+    workspace: str = "tree"
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> AgentRow:
@@ -45,6 +46,7 @@ class AgentRow:
             host=row["host"],
             pid=row["pid"],
             agent=row["agent"] or "claude",
+            workspace=row["workspace"] or "tree",
         )
 
 

@@ -59,6 +59,7 @@ CREATE TABLE IF NOT EXISTS agents (
     pid               INTEGER,
     host              TEXT,
     agent             TEXT NOT NULL DEFAULT 'claude',  -- the agent kind the runner drives
+    workspace         TEXT NOT NULL DEFAULT 'tree',  -- where it works: the tree, or a clone of the landed line
     last_heartbeat_at TEXT NOT NULL,
     fenced            INTEGER NOT NULL DEFAULT 0,  -- taken back: no new work until it registers
     last_assigned_at  TEXT,

@@ -45,6 +45,7 @@ class AgentState:
     host: str | None = None  # the process holding the name: (host, pid)
     pid: int | None = None
     agent: str = "claude"  # the agent kind its runner drives (`models.AgentKind`)
+    workspace: str = "tree"  # where it works (`models.Workspace`): the tree, or a clone
 
     def holder(self, deaf: float) -> Holder:
         heard = self.heard_at(deaf)
@@ -139,6 +140,7 @@ class AgentRegistry:
             host=row.host,
             pid=row.pid,
             agent=row.agent,
+            workspace=row.workspace,
         )
 
     # -- liveness and fencing --------------------------------------------------------------
@@ -302,11 +304,12 @@ class AgentRegistry:
         if was_offline:
             self.store.emit(EventType.AGENT_ONLINE, agent_id=agent.id, name=agent.name)
 
-    def drives(self, agent: AgentState, kind: str) -> None:
-        """Record the agent kind its runner (re-)registered with, in the caller's transaction."""
-        if agent.agent != kind:
-            agent.agent = kind
-            self.store.update_agent(agent.id, agent=kind)
+    def drives(self, agent: AgentState, kind: str, workspace: str = "tree") -> None:
+        """Record the agent kind its runner (re-)registered with, and where it works, in the
+        caller's transaction."""
+        if (agent.agent, agent.workspace) != (kind, workspace):
+            agent.agent, agent.workspace = kind, workspace
+            self.store.update_agent(agent.id, agent=kind, workspace=workspace)
 
     def _registered(self, agent: AgentState, pid: int | None) -> None:
         self.store.emit(

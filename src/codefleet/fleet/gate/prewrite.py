@@ -26,6 +26,12 @@ fleet tasks hold its paths; it sends what the session last saw of each file
 changed is a denial that is not a veto (`reread`): the session reads the
 file again and redoes its edit (docs/decisions/0119-waiting-for-a-lease-instead-of-starting-over.md, "Waiting for a lease
 instead of starting over").
+
+In a clone of the landed line (`clone`, `fleet.clone`) a grant names the version
+of each granted file the server holds; the first grant of a file in the attempt
+brings the clone's copy level with it before the write is allowed. A file that
+changed there is a denial that is not a veto (`reread`), as after a wait: the
+session reads it again (a command runs again) and the file is now its own.
 """
 
 from __future__ import annotations
@@ -33,9 +39,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import StaleEpoch
@@ -47,7 +53,7 @@ from codefleet.toolcalls.partkeys import file_of
 from codefleet.toolcalls.writeparts import write_keys
 from codefleet.toolcalls.writepaths import no_path_reason, tool_paths
 
-__all__ = ["Verdict", "WriteGate"]
+__all__ = ["CloneSync", "Verdict", "WriteGate"]
 
 log = logging.getLogger(__name__)
 RECORD_RETRY_S = 30.0
@@ -65,6 +71,15 @@ class Verdict:
     blocked_on: str | None = None
     reread: bool = False  # the file changed while the write waited: read it again, no veto
     busy: bool = False  # another part's holder is writing the file this instant: ask again
+
+
+class CloneSync(Protocol):
+    """A clone of the landed line, as the gate and the reads' validation use it
+    (`fleet.clone.AsyncClone`)."""
+
+    async def level(self, path: str, want: str | None) -> bool: ...
+
+    async def catch_up(self, held: Collection[str]) -> list[str]: ...
 
 
 def stop_instruction(path: str, why: str) -> str:
@@ -91,6 +106,8 @@ class WriteGate:
     lease_wait_s: float = 0.0  # how long a held path's write may park (0: the veto at once)
     reads: Mapping[str, ReadRecord] = field(default_factory=dict)  # the attempt's latest reads
     granularity: Granularity = Granularity.FILE  # a write's lease: the parts it changes, or files
+    clone: CloneSync | None = None  # the runner works in a clone of the landed line
+    held: set[str] = field(default_factory=set)  # files granted to this attempt (a clone's)
 
     async def check(self, tool_name: str, tool_input: Any) -> Verdict:
         """Allow or deny one tool call; never raises (fails closed)."""
@@ -173,6 +190,12 @@ class WriteGate:
         if answer.get("decision") != "allow":
             return self._denied(keys, answer)
         parked = answer.get("waited") or {}
+        if self.clone is not None:
+            moved = await self._level(answer.get("versions") or {})
+            if isinstance(moved, Verdict):
+                return moved
+            if moved and parked.get("outcome") != "changed":
+                return Verdict(False, tuple(keys), _landed_instruction(moved), reread=True)
         if parked.get("outcome") == "changed":
             return Verdict(False, tuple(keys), _changed_instruction(keys, parked), reread=True)
         waited = time.monotonic() - asked - float(parked.get("waited_s", 0.0))
@@ -184,6 +207,31 @@ class WriteGate:
                 "have taken this task back meanwhile. The write was refused. Stop now.",
             )
         return Verdict(True, tuple(keys))
+
+    async def _level(self, versions: Mapping[str, str | None]) -> list[str] | Verdict:
+        """Bring each file granted for the first time in this attempt level with the version
+        the server holds; the ones that changed here. Whatever the session (or a command)
+        made of such a file, it made of an older version: the write is a `reread`. A clone
+        that cannot be brought level denies the write (not a veto)."""
+        assert self.clone is not None
+        moved: list[str] = []
+        for path, want in versions.items():
+            if path in self.held:
+                continue
+            try:
+                changed = await self.clone.level(path, want)
+            except Exception as err:  # the write path fails closed
+                log.warning("cannot bring %s level with the landed line: %s", path, err)
+                return Verdict(
+                    False,
+                    (path,),
+                    f"The write to {path} was refused: this runner's clone could not fetch the "
+                    f"landed version of it ({err}). Stop now and report the failure.",
+                )
+            self.held.add(path)
+            if changed:
+                moved.append(path)
+        return moved
 
     def _seen(self, keys: list[str]) -> dict[str, str | None]:
         """What the session last saw of each key's file: its own last write, else its last read."""
@@ -263,6 +311,14 @@ def _changed_instruction(keys: list[str], parked: dict[str, Any]) -> str:
     return (
         f"{names} changed while you waited ({holder} finished): Read it again and redo your "
         "edit. The file is now yours; your other edits stand."
+    )
+
+
+def _landed_instruction(paths: list[str]) -> str:
+    names = ", ".join(paths)
+    return (
+        f"{names} changed: another task landed a change to it that this clone did not have. "
+        "Read it again and redo your edit. The file is now yours; your other edits stand."
     )
 
 
