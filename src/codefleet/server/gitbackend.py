@@ -52,10 +52,7 @@ async def git_response(
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     errors = asyncio.create_task(proc.stderr.read())
     try:
-        with suppress(BrokenPipeError, ConnectionResetError):  # it answered without reading
-            proc.stdin.write(body)
-            await proc.stdin.drain()
-        proc.stdin.close()
+        await _send(proc.stdin, body)
         status, answer_headers = await _head(proc.stdout)
     except BaseException:
         with suppress(ProcessLookupError):
@@ -65,6 +62,17 @@ async def git_response(
     return StreamingResponse(
         _rest(proc, errors), status_code=status, headers=answer_headers, media_type=None
     )
+
+
+async def _send(stdin: asyncio.StreamWriter, body: bytes) -> None:
+    """The request's body to git, which may have answered (and exited) without reading it:
+    a closed pipe is `BrokenPipeError` on asyncio's loop and a closed transport's
+    `RuntimeError` on uvloop's, the server's; either way git's answer stands."""
+    with suppress(BrokenPipeError, ConnectionResetError, RuntimeError):
+        if body:
+            stdin.write(body)
+            await stdin.drain()
+        stdin.close()
 
 
 def _cgi_env(

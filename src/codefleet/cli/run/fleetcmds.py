@@ -152,7 +152,8 @@ def runner(
     if clone is not None:
         settings = _in_clone(settings, clone)
     choice = AgentChoice(dry_run, script, offline, model_script, agent)
-    executor = _agents(choice, settings).executor
+    # a landing worker runs checks, no agent: it needs neither a key nor a script
+    executor = None if landing_only else _agents(choice, settings).executor
     options = dataclasses.replace(
         runner_options(settings, agent, task_timeout),
         name=name,
@@ -178,7 +179,11 @@ def _in_clone(settings: Settings, clone: Path) -> Settings:
 
 
 def _run_one(
-    settings: Settings, executor: Executor, options: RunnerOptions, *, landing_only: bool = False
+    settings: Settings,
+    executor: Executor | None,
+    options: RunnerOptions,
+    *,
+    landing_only: bool = False,
 ) -> None:
     """`runner`'s steps: run the runner and its landing worker here until they end."""
     import asyncio
@@ -204,7 +209,10 @@ def _run_one(
 
 
 async def _one_runner(
-    settings: Settings, executor: Executor, options: RunnerOptions, landing_only: bool = False
+    settings: Settings,
+    executor: Executor | None,
+    options: RunnerOptions,
+    landing_only: bool = False,
 ) -> None:
     """The runner and its landing worker, until SIGINT/SIGTERM or the runner ends. A runner
     in a clone has no landing worker (landing checks run in the tree); `landing_only` has
@@ -234,7 +242,7 @@ async def _one_runner(
         else start_landing(connect, options, lander, stop)
     )
     try:
-        if landing_only:
+        if executor is None:  # --landing-only
             await stop.wait()
             return
         async with connect() as client:
