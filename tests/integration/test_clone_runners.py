@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from git_support import git, make_repository, tree_files
+from git_support import codefleet, git, make_repository, tree_files
 
 from codefleet.api.client import FleetClient
 from codefleet.fleet.clone import Clone, CloneError
@@ -314,3 +314,127 @@ async def test_a_server_without_a_landed_line_refuses_a_clone_runner_in_one_line
             await Runner(client, ScriptedExecutor({}), options).run()
     assert "no landed line" in str(refused.value)
     assert not (root / ".git").exists()
+
+
+async def test_a_mixed_fleet_shares_one_lock_and_one_line_and_runners_says_who_works_where(
+    make_server: Callable[..., ServerThread], tmp_path: Path, wait_until: Wait
+) -> None:
+    """One runner in a clone and one in the tree, at once: whatever runs where, the two
+    tasks of each pair run on different kinds, and the second is vetoed on the file the
+    first holds; all four land on one line, and `codefleet runners` shows each runner's
+    workspace and the clone's landed head."""
+    tree = repo_tree(tmp_path)
+    server = make_server(**FAST, workdir=tree)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks("T1", "T2") + tasks("T3", "T4", depends_on=["T1", "T2"]))
+
+    def pair(path: str, old: str, new: str, more: str) -> tuple[list[Any], list[Any]]:
+        holder = [{"edit": {"path": path, "old": old, "new": new}}, {"wait_denied": path}]
+        second = [
+            {"wait_leased": path, "attempt": 1},
+            {"append": {"path": path, "text": more}},
+        ]
+        return holder, second
+
+    t1, t2 = pair("a.py", "A = 1", "A = 10", "A2 = 2\n")
+    t3, t4 = pair("pkg/b.py", "B = 2", "B = 20", "B4 = 4\n")
+    script = {"T1": t1, "T2": t2, "T3": t3, "T4": t4}
+    result, _ = await drain(server, tree, script, tmp_path / "clones", runners=2, in_clones=1)
+    assert result.ok, result
+    agents = {a["name"]: a for a in await _agents(server.url)}
+    kind = {a["id"]: a["workspace"] for a in agents.values()}
+    assert sorted(kind.values()) == ["clone", "tree"]
+    denied = await events_of(server.url, "lease_denied")
+    assert [(e["task_id"], e["payload"]["path"]) for e in denied] == [
+        ("T2", "a.py"),
+        ("T4", "pkg/b.py"),
+    ]
+    for e in denied:  # the requester and the holder work in different places
+        assert kind[e["agent_id"]] != kind[e["payload"]["holder_agent_id"]]
+    assert (tree / "a.py").read_text() == "A = 10\nA2 = 2\n"
+    assert (tree / "pkg" / "b.py").read_text() == "B = 20\nB4 = 4\n"
+    reader = Clone(tmp_path / "reader", server.url)
+    reader.open((await _health(server.url))["tree_id"])
+    await wait_line_has(server.url, reader.root, 4, wait_until)
+    assert sorted(line_log(reader.root)) == ["T1", "T2", "T3", "T4"]
+    assert line_files(reader.root) == tree_files_of(tree)
+    in_clone = agents["runner-1"]
+    assert in_clone["workspace"] == "clone" and agents["runner-2"]["head"] is None
+    assert git(reader.root, "cat-file", "-t", str(in_clone["head"])).strip() == "commit"
+
+    shown = codefleet("runners", "--all", "--server", server.url)
+    assert shown.returncode == 0, shown.stderr
+    lines = {
+        line.split()[0]: line for line in shown.stdout.splitlines() if line.startswith("runner-")
+    }
+    assert "clone " + str(tmp_path / "clones" / "runner-1") in lines["runner-1"]
+    assert str(in_clone["head"])[:12] in lines["runner-1"]
+    assert "tree " + str(tree) in lines["runner-2"]
+
+
+@pytest.mark.parametrize("case", ["a wrong token", "a directory not its own"])
+async def test_runner_clone_refuses_bad_input_in_one_line_and_clones_nothing(
+    make_server: Callable[..., ServerThread], tmp_path: Path, case: str
+) -> None:
+    tree = repo_tree(tmp_path)
+    server = make_server(**FAST, workdir=tree, token="right-token-0123456789")
+    root = tmp_path / "pod"
+    token = "wrong-token-0123456789" if case == "a wrong token" else "right-token-0123456789"
+    if case == "a directory not its own":
+        root.mkdir()
+        (root / "notes.txt").write_text("mine\n")
+    script = tmp_path / "script.yaml"
+    script.write_text("{}\n")
+    done = codefleet(
+        "runner", "--name", "pod-1", "--server", server.url, "--token", token,
+        "--clone", str(root), "--dry-run", "--script", str(script), "--exit-when-drained",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(said) == 1, done.stderr
+    if case == "a wrong token":
+        assert "refused" in said[0] and "--token" in said[0]
+    else:
+        assert "give an absent or empty directory" in said[0]
+        assert (root / "notes.txt").read_text() == "mine\n"
+    assert not (root / ".git").exists()
+
+
+async def test_a_fetch_that_fails_mid_way_refuses_the_write_and_puts_nothing_on_the_line(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    """A clone behind on a granted file whose fetch fails (the server went away mid-way):
+    the write is denied with the reason, not vetoed, and the file is left as it was."""
+    tree = repo_tree(tmp_path)
+    server = make_server(**FAST, workdir=tree)
+    clone = Clone(tmp_path / "pod", server.url, level_wait_s=0.5)
+    clone.open((await _health(server.url))["tree_id"])
+    clone.url = "http://127.0.0.1:9"  # nothing listens: every fetch fails
+    with pytest.raises(CloneError) as failed:
+        clone.level("a.py", "0" * 64)
+    assert "cannot fetch the landed line" in str(failed.value)
+    assert "\n" not in str(failed.value)
+    assert (clone.root / "a.py").read_text() == "A = 1\n"
+
+    from codefleet.fleet.clone import AsyncClone
+    from codefleet.fleet.gate.prewrite import WriteGate
+    from codefleet.paths import TreeRoot
+
+    class Granting:  # the server's answer to the lease request: granted, at a newer version
+        async def acquire(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return {"decision": "allow", "granted": ["a.py"], "versions": {"a.py": "0" * 64}}
+
+    gate = WriteGate(
+        Granting(),  # type: ignore[arg-type]
+        TreeRoot(clone.root),
+        "agent",
+        1,
+        "T1",
+        clone=AsyncClone(clone),
+    )
+    verdict = await gate.check("Edit", {"file_path": str(clone.root / "a.py")})
+    assert not verdict.allowed and verdict.blocked_on is None  # refused, not a veto
+    assert "could not fetch the landed version" in verdict.reason
+    async with FleetClient(server.url) as client:
+        state = await client.landed()
+    assert state["tip"] == state["base"]  # nothing reached the line

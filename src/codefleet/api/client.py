@@ -216,10 +216,19 @@ class FleetClient:
         return result
 
     async def heartbeat(
-        self, agent_id: str, epoch: int, delivered: tuple[str, int] | None = None
+        self,
+        agent_id: str,
+        epoch: int,
+        delivered: tuple[str, int] | None = None,
+        head: str | None = None,
     ) -> dict[str, Any]:
-        """Alive; `delivered` (task, seq): the session has the operator's messages up to seq."""
-        body = {} if delivered is None else {"task_id": delivered[0], "delivered": delivered[1]}
+        """Alive; `delivered` (task, seq): the session has the operator's messages up to seq;
+        `head`: the landed commit this runner's clone is level with."""
+        body: dict[str, Any] = (
+            {} if delivered is None else {"task_id": delivered[0], "delivered": delivered[1]}
+        )
+        if head is not None:
+            body["head"] = head
         result: dict[str, Any] = await self._json(
             "POST", f"/agents/{agent_id}/heartbeat", body=body, epoch=epoch
         )

@@ -274,10 +274,12 @@ class RegisterBody(_Body):
 
 class HeartbeatBody(_Body):
     """`POST /agents/{id}/heartbeat`; `task_id` and `delivered`: the running session has the
-    operator's messages of that task up to `delivered` (their `seq`)."""
+    operator's messages of that task up to `delivered` (their `seq`); `head`: the landed
+    line's commit a runner's clone is level with (a runner in the tree sends none)."""
 
     task_id: TaskId | None = None
     delivered: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
+    head: Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")] | None = None
 
     def delivery(self) -> tuple[str, int] | None:
         if self.task_id is None or self.delivered is None:

@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "operate.taskcmds",  # tasks, cancel, retry, reset
     "operate.limitcmds",  # resume, budget
     "operate.landingcmds",  # landing [resume]
+    "operate.runnercmds",  # runners
     "run.join",  # join, leave, release, hook
     "results.reviewcmds",  # commit, report
     "results.statscmds",  # stats

@@ -53,6 +53,7 @@ class Liveness:
 
     last_heartbeat_at: datetime
     heard_at: datetime  # moved later by the time the server could not listen
+    head: str | None = None  # a clone's landed commit, as its last heartbeat said
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +199,7 @@ class EngineReads:
         agent = self._engine.agents.get(agent_id)
         if agent is None:
             return None
-        return Liveness(agent.last_heartbeat_at, agent.heard_at(self.deaf_seconds()))
+        return Liveness(agent.last_heartbeat_at, agent.heard_at(self.deaf_seconds()), agent.head)
 
     def deaf_seconds(self) -> float:
         return self._engine.agents.deaf_seconds()

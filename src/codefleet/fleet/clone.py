@@ -75,6 +75,7 @@ class Clone:
     level_wait_s: float = LEVEL_WAIT_S
     fetches: int = 0  # git fetches made (the cost table counts them)
     levelled: int = 0  # files taken from the line at a grant
+    head: str | None = None  # the line's commit the clone was last reset or caught up to
 
     # -- opening -----------------------------------------------------------------------
 
@@ -140,7 +141,8 @@ class Clone:
     def fetch(self) -> str:
         """Fetch the line; its tip."""
         self.fetches += 1
-        done = self._run("fetch", "--quiet", "--no-tags", REMOTE, check=False)
+        refspec = f"+refs/heads/{BRANCH}:{TRACKING}"  # from the URL given, whatever the config says
+        done = self._run("fetch", "--quiet", "--no-tags", self.line_url, refspec, check=False)
         if done.returncode != 0:
             raise CloneError(f"cannot fetch the landed line {self.line_url}: {_said(done)}")
         return self._git("rev-parse", "--verify", f"{TRACKING}^{{commit}}").strip()
@@ -157,6 +159,7 @@ class Clone:
             if path not in tracked:
                 _remove(self.root / path)
         self._git("update-ref", BASE, tip)
+        self.head = tip
         return tip
 
     @property
@@ -171,7 +174,7 @@ class Clone:
             return False
         deadline = time.monotonic() + self.level_wait_s
         while True:
-            tip = self.fetch()
+            tip = self.fetch()  # a fetch that fails is `CloneError` at once: no guess
             if self._version(tip, path) == want:
                 self._take(tip, path)
                 self.levelled += 1
@@ -194,6 +197,7 @@ class Clone:
         for path in taken:
             self._take(tip, path)
         self._git("update-ref", BASE, tip)
+        self.head = tip
         return taken
 
     def _version(self, tip: str, path: str) -> str | None:

@@ -414,7 +414,8 @@ class Runner:
     async def _beat(self, inbox: Inbox) -> None:
         """One heartbeat: say which operator messages the session has, take the new ones."""
         acknowledged = inbox.acknowledged()
-        beat = await self.client.heartbeat(self.agent_id, self.epoch, acknowledged)
+        head = self.clone.head if self.clone is not None else None
+        beat = await self.client.heartbeat(self.agent_id, self.epoch, acknowledged, head)
         inbox.told(acknowledged)
         inbox.offer(OperatorNote.from_wire(m) for m in beat.get("messages") or ())
         inbox.answer((str(a["question_id"]), str(a["text"])) for a in beat.get("answers") or ())
@@ -494,8 +495,9 @@ class Runner:
         return await self._report(task.id, replace(report, duration_ms=duration_ms))
 
     async def _reset_clone(self, task: AssignedTask) -> AttemptReport | None:
-        """A clone's rollback and fresh start: the line's tip, before the attempt; a failed
-        reset (the line cannot be fetched) is the attempt's infrastructure failure."""
+        """A clone's rollback and fresh start: the line's tip, before the attempt (said to the
+        server at once); a failed reset (the line cannot be fetched) is the attempt's
+        infrastructure failure."""
         if self.clone is None:
             return None
         try:
@@ -508,6 +510,8 @@ class Runner:
                 error_kind=ErrorKind.INFRA,
             )
         self._forget = set()
+        with contextlib.suppress(Exception):  # a view's record; the next heartbeat says it too
+            await self._beat(self.inbox)  # the clone's new head, at once
         return None
 
     async def _deliver(

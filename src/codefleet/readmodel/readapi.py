@@ -96,6 +96,7 @@ class Reads:
         for row in rows:
             row["kind"] = "runner"
             live = self.engine.liveness(row["id"])
+            row["head"] = live.head if live else None  # a clone's landed commit
             seen = live.last_heartbeat_at if live else from_iso(row["last_heartbeat_at"])
             row["last_heartbeat_at"] = to_iso(seen)
             if live:  # stale means unheard while the server was listening (LoopWatch)

@@ -121,7 +121,8 @@ async def _assignment(engine: Engine, a: Args) -> Answer:
 
 async def _heartbeat(engine: Engine, a: Args) -> Answer:
     delivered = a.body.delivery() if a.body else None  # the operator's messages it has
-    return 200, beat_json(engine.runner.heartbeat(a.param, a.epoch, delivered))
+    head = a.body.head if a.body else None  # a clone's landed commit
+    return 200, beat_json(engine.runner.heartbeat(a.param, a.epoch, delivered, head))
 
 
 async def _change(engine: Engine, a: Args) -> Answer:

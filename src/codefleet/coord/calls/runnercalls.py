@@ -73,11 +73,18 @@ class RunnerCalls:
         self.pull_tick = pull_tick  # tick now, for a poll that is about to park
 
     def heartbeat(
-        self, agent_id: str, epoch: int, delivered: tuple[str, int] | None = None
+        self,
+        agent_id: str,
+        epoch: int,
+        delivered: tuple[str, int] | None = None,
+        head: str | None = None,
     ) -> Beat:
-        """Alive; `delivered` (task, seq): its session has the operator's messages to seq.
+        """Alive; `delivered` (task, seq): its session has the operator's messages to seq;
+        `head`: the landed commit its clone is level with (kept in memory, for the views).
         The answer carries the messages its running task has not received yet."""
         agent = self.agents.check_epoch(agent_id, epoch)
+        if head is not None:
+            agent.head = head
         now = self.clock()
         self.agents.beat(agent, now)
         with self.transition():

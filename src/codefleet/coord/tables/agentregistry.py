@@ -46,6 +46,7 @@ class AgentState:
     pid: int | None = None
     agent: str = "claude"  # the agent kind its runner drives (`models.AgentKind`)
     workspace: str = "tree"  # where it works (`models.Workspace`): the tree, or a clone
+    head: str | None = None  # a clone's landed commit, as its last heartbeat said (memory only)
 
     def holder(self, deaf: float) -> Holder:
         heard = self.heard_at(deaf)
