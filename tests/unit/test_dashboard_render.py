@@ -463,3 +463,20 @@ def test_part_leases_are_listed_by_their_key_beneath_their_file_and_a_whole_file
         ["models.py", "runner-T1", "T1", "30s"],  # leased whole: one row, as before
     ]
     assert "api.py::" not in text
+
+
+# -- a runner in its own clone of the landed line (`runner --clone`) ---------------------------
+
+
+def test_a_runner_in_a_clone_shows_its_workspace_and_landed_head_in_the_agents_table() -> None:
+    head = "3f2a9c1d" + "0" * 32
+    raw = state()
+    pod = {**raw["agents"][0], "id": "a_7", "name": "pod-7", "workspace": "clone", "head": head}
+    view = view_of(state(agents=[*raw["agents"], pod]))
+    assert [(a.name, a.workspace, a.head) for a in view.agents] == [
+        ("runner-1", "tree", None),
+        ("pod-7", "clone", head),
+    ]
+    text = frame(view, width=160)
+    assert "pod-7 clone@3f2a9c1d" in text
+    assert "runner-1 clone" not in text

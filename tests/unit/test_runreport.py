@@ -12,7 +12,7 @@ from markdown_it import MarkdownIt
 from codefleet.models import to_iso
 from codefleet.review.facts import attempts_of, critical_path, run_facts
 from codefleet.review.report.outcomesections import summary_section
-from codefleet.review.report.reportblocks import Para, Section, seconds
+from codefleet.review.report.reportblocks import Para, Section, Table, seconds
 from codefleet.review.report.reportrender import render_html, render_markdown
 from codefleet.review.report.runreport import build_report, report_json
 from codefleet.review.runrecord import RunRecord
@@ -367,3 +367,20 @@ def test_the_report_shows_the_operators_messages_and_the_agents_questions_in_ord
         ("T2", "agent asks", "which tests?", "operator: tests/unit"),
     ]
     assert "operator" not in report_json(build_report(record()))["sections"]
+
+
+def test_the_cost_section_says_where_each_runner_worked_the_tree_or_its_own_clone() -> None:
+    agents = (
+        {"name": "runner-1", "workspace": "tree", "host": "laptop", "tasks_succeeded": 2},
+        {"name": "pod-7", "workspace": "clone", "host": "pod-7", "tasks_succeeded": 1},
+        {"name": "old", "tasks_succeeded": 0},  # an older server's row: the tree
+    )
+    report = build_report(replace(record(), agents=agents))
+    [section] = [s for s in report.sections if s.key == "cost"]
+    [table] = [b for b in section.blocks if isinstance(b, Table)]
+    assert table.columns[:2] == ("runner", "works in")
+    assert [row[:2] for row in table.rows] == [
+        ("old", "tree"),
+        ("pod-7", "clone on pod-7"),
+        ("runner-1", "tree on laptop"),
+    ]

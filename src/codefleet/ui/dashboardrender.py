@@ -30,6 +30,7 @@ from codefleet.ui.report import STATUS_STYLE
 from codefleet.ui.viewmodel import (
     PAUSE_STYLE,
     VETO_STYLE,
+    AgentRow,
     BudgetLine,
     LogLine,
     PauseBanner,
@@ -128,7 +129,7 @@ def _agent_table(view: ViewModel) -> Table:
     for a in view.agents:
         style = {"busy": "cyan", "offline": "dim"}.get(a.status, "")
         table.add_row(
-            _holder_text(a.name, a.kind),
+            _runner_text(a),
             Text(a.status, style=style),
             Text(a.task_id or "-"),
             "-" if a.status == "offline" else _age_text(a.heartbeat_age_s),
@@ -156,6 +157,13 @@ def _lease_table(view: ViewModel) -> Table:
     if not view.leases:
         table.add_row(Text("no file is leased", style="dim"), "", "", "")
     return table
+
+
+def _runner_text(agent: AgentRow) -> Text:
+    """A runner in its own clone says so, with the landed commit it is level with."""
+    if agent.workspace != "clone":
+        return _holder_text(agent.name, agent.kind)
+    return Text.assemble(agent.name, (f" clone@{(agent.head or '-')[:8]}", "blue"))
 
 
 def _holder_text(name: str, kind: str) -> Text:

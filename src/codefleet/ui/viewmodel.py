@@ -81,6 +81,8 @@ class AgentRow:
     failed: int
     cost_usd: float
     kind: str = "runner"  # or "interactive": a person's own Claude Code session
+    workspace: str = "tree"  # or "clone": its own clone of the landed line
+    head: str | None = None  # the landed commit a clone is level with
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +280,8 @@ def _agent_row(agent: Mapping[str, Any], now: datetime) -> AgentRow:
         failed=int(agent.get("tasks_failed") or 0),
         cost_usd=float(agent.get("cost_usd") or 0.0),
         kind=str(agent.get("kind") or "runner"),
+        workspace=str(agent.get("workspace") or "tree"),
+        head=agent.get("head"),
     )
 
 

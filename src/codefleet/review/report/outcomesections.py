@@ -12,6 +12,8 @@ column (the section is `review.report.landingsections`); a run before landing ha
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
 
 from codefleet.models import EventType
 from codefleet.review.facts import LastRun, RunFacts, since_start
@@ -271,6 +273,7 @@ def cost_section(facts: RunFacts) -> Section:
     rows = tuple(
         (
             str(r["name"]),
+            _works_in(r),
             str(r.get("tasks_succeeded", 0)),
             str(r.get("tasks_failed", 0)),
             seconds(busy.get(str(r["name"]), 0.0)),
@@ -286,7 +289,7 @@ def cost_section(facts: RunFacts) -> Section:
     )
     blocks: list[Block] = [facts_block]
     if rows:
-        blocks.append(Table(("runner", "succeeded", "failed", "busy", "cost"), rows))
+        blocks.append(Table(("runner", "works in", "succeeded", "failed", "busy", "cost"), rows))
     data = {
         "cost_usd": round(cost, 6),
         "input_tokens": tokens_in,
@@ -294,6 +297,12 @@ def cost_section(facts: RunFacts) -> Section:
         "simulated": facts.simulated,
     }
     return Section("cost", "Cost", tuple(blocks), data)
+
+
+def _works_in(runner: Mapping[str, Any]) -> str:
+    """Where a runner worked: the tree, or its own clone of the landed line; and its host."""
+    where = str(runner.get("workspace") or "tree")
+    return f"{where} on {runner['host']}" if runner.get("host") else where
 
 
 def _cost(cost: float, simulated: bool) -> str:

@@ -495,6 +495,12 @@ function attemptSummary(model, agentId) {
   return [...counts].map(([outcome, n]) => `${n} ${outcome}`).join(" · ");
 }
 
+// A runner in its own clone of the landed line says so, with the landed commit it is level with.
+export function workspaceNote(agent) {
+  if (agent.workspace !== "clone") return null;
+  return h("span", { class: "muted small", "data-workspace": "clone", title: agent.head ?? "", text: ` clone@${(agent.head ?? "-").slice(0, 8)}` });
+}
+
 export function renderCost(container, view) {
   const { model } = view;
   const tasks = [...model.live.tasks.values()].sort((a, b) => naturalCompare(a.id, b.id));
@@ -509,7 +515,7 @@ export function renderCost(container, view) {
   const num = (text) => h("td", { class: "num", text });
   const head = (first) => [[first, ""], ["In", "num"], ["Out", "num"], ["Cost", "num"], [byCost ? "Cost share" : "Token share", "share"]];
   const runnerRows = agents.map((a) =>
-    h("tr", { "data-runner": a.name }, h("td", {}, a.name, h("span", { class: "muted small", text: ` ${attemptSummary(model, a.id)}` })), num(fmtCount(a.input_tokens)), num(fmtCount(a.output_tokens)), num(fmtCost(a.cost_usd)), h("td", { class: "share" }, shareBar(weight(a), total))),
+    h("tr", { "data-runner": a.name }, h("td", {}, a.name, workspaceNote(a), h("span", { class: "muted small", text: ` ${attemptSummary(model, a.id)}` })), num(fmtCount(a.input_tokens)), num(fmtCount(a.output_tokens)), num(fmtCost(a.cost_usd)), h("td", { class: "share" }, shareBar(weight(a), total))),
   );
   const taskRows = tasks.map((t) =>
     h("tr", { "data-task-cost": t.id }, h("td", { title: t.title }, t.id, h("span", { class: "muted small", text: ` ${truncate(t.title, 28)}${t.attempts > 1 ? ` · ${t.attempts} tries` : ""}` })), num(fmtCount(t.input_tokens)), num(fmtCount(t.output_tokens)), num(fmtCost(t.cost_usd)), h("td", { class: "share" }, shareBar(weight(t), total))),
