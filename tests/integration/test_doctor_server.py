@@ -176,6 +176,36 @@ def test_doctor_says_whether_this_host_can_fetch_the_landed_line(
     assert "not in a git repository" in none["landed line"]["detail"]
 
 
+def test_doctor_on_a_clone_runners_host_checks_its_directory_and_fetches_the_line(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "a.py").write_text("A = 1\n")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=x", "-c",
+                 "user.email=x@example.invalid", "commit", "-qm", "a"]):  # fmt: skip
+        subprocess.run(["git", "-C", str(repo), *args], check=True)
+    served = make_server(workdir=repo, token=TOKEN)
+    pod = tmp_path / "pod"  # absent: the runner clones there
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine\n")
+
+    code, checks = doctor(served, pod, "--token", TOKEN, "--clone", str(pod))
+    busy_code, refused = doctor(served, busy, "--token", TOKEN, "--clone", str(busy))
+    bad_code, untrusted = doctor(served, pod, "--token", "not-the-token", "--clone", str(pod))
+
+    assert code == 0, checks
+    assert "tree" not in checks and "workdir" not in checks  # a clone host has no tree mount
+    assert checks["clone"]["ok"] and "cloned there at start" in checks["clone"]["detail"]
+    assert checks["landed line"]["ok"] and checks["landed line"]["required"]
+    assert not pod.exists()  # the check fetched into scratch space, not into the clone
+    assert busy_code == 1 and not refused["clone"]["ok"]
+    assert "give an absent or empty directory" in refused["clone"]["detail"]
+    assert bad_code == 1 and not untrusted["landed line"]["ok"]
+    assert untrusted["landed line"]["required"]
+
+
 def test_a_line_this_host_cannot_fetch_is_a_warning_with_what_git_said() -> None:
     found = replace(
         probe_of(),

@@ -48,7 +48,7 @@ from typing import Any, Final
 from codefleet.rollback import current_state, state_sha256
 from codefleet.statedir import STATE_DIR
 
-__all__ = ["LINE_PATH", "AsyncClone", "Clone", "CloneError"]
+__all__ = ["LINE_PATH", "AsyncClone", "Clone", "CloneError", "dir_problem", "git_env"]
 
 LINE_PATH: Final = "/git/landed.git"  # where the server serves its line (`server.landed_routes`)
 REMOTE: Final = "codefleet"
@@ -86,11 +86,11 @@ class Clone:
         if shutil.which("git") is None:
             raise CloneError("git is not installed on this host: a clone runner needs it")
         root = self.root
-        if root.exists() and not root.is_dir():
-            raise CloneError(f"--clone {root} is a file: give an absent or empty directory")
+        problem = dir_problem(root, tree_id)
+        if problem is not None:
+            raise CloneError(problem)
         root.mkdir(parents=True, exist_ok=True)
-        if any(entry.name != STATE_DIR for entry in root.iterdir()):
-            self._check_own(tree_id)
+        if (root / ".git").is_dir():
             self._git("remote", "set-url", REMOTE, self.line_url)
         else:
             self._clone(tree_id)
@@ -111,26 +111,6 @@ class Clone:
         except CloneError:
             shutil.rmtree(self.root / ".git", ignore_errors=True)
             raise
-
-    def _check_own(self, tree_id: str) -> None:
-        """A non-empty `root` must be CodeFleet's clone of this tree's line."""
-        if not (self.root / ".git").is_dir():
-            raise CloneError(
-                f"--clone {self.root} is not empty and not a clone CodeFleet made: give an "
-                "absent or empty directory"
-            )
-        done = self._run("config", "--get", TREE_KEY, check=False)
-        theirs = done.stdout.decode(errors="replace").strip()
-        if not theirs:
-            raise CloneError(
-                f"--clone {self.root} is a git repository CodeFleet did not clone: give an "
-                "absent or empty directory"
-            )
-        if theirs != tree_id:
-            raise CloneError(
-                f"--clone {self.root} is a clone of another tree's line ({theirs}), not of "
-                f"this server's ({tree_id}): give an absent or empty directory"
-            )
 
     @property
     def line_url(self) -> str:
@@ -234,13 +214,7 @@ class Clone:
     # -- git ---------------------------------------------------------------------------
 
     def _env(self) -> dict[str, str]:
-        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
-        if self.token:
-            count = int(env.get("GIT_CONFIG_COUNT", "0") or 0)
-            env[f"GIT_CONFIG_KEY_{count}"] = "http.extraHeader"
-            env[f"GIT_CONFIG_VALUE_{count}"] = f"Authorization: Bearer {self.token}"
-            env["GIT_CONFIG_COUNT"] = str(count + 1)
-        return env
+        return git_env(self.token)
 
     def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
         done = subprocess.run(
@@ -270,6 +244,51 @@ class AsyncClone:
 
     async def catch_up(self, held: Collection[str]) -> list[str]:
         return await asyncio.to_thread(self.clone.catch_up, held)
+
+
+def git_env(token: str | None) -> dict[str, str]:
+    """git's environment for the line: no prompt, and the token as an extra header given
+    through `GIT_CONFIG_*` (never argv, where any process could read it, nor a config)."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    if token:
+        count = int(env.get("GIT_CONFIG_COUNT", "0") or 0)
+        env[f"GIT_CONFIG_KEY_{count}"] = "http.extraHeader"
+        env[f"GIT_CONFIG_VALUE_{count}"] = f"Authorization: Bearer {token}"
+        env["GIT_CONFIG_COUNT"] = str(count + 1)
+    return env
+
+
+def dir_problem(root: Path, tree_id: str) -> str | None:
+    """Why `root` cannot hold this tree's clone (one line, with what to do); None when it
+    can: absent, empty (its `.codefleet/` aside), or CodeFleet's clone of `tree_id`."""
+    if root.exists() and not root.is_dir():
+        return f"--clone {root} is a file: give an absent or empty directory"
+    if not root.is_dir() or not any(e.name != STATE_DIR for e in root.iterdir()):
+        return None
+    if not (root / ".git").is_dir():
+        return (
+            f"--clone {root} is not empty and not a clone CodeFleet made: give an absent or "
+            "empty directory"
+        )
+    done = subprocess.run(
+        ["git", "config", "--get", TREE_KEY],
+        cwd=root,
+        capture_output=True,
+        env={**os.environ, "LC_ALL": "C"},
+        check=False,
+    )
+    theirs = done.stdout.decode(errors="replace").strip()
+    if not theirs:
+        return (
+            f"--clone {root} is a git repository CodeFleet did not clone: give an absent or "
+            "empty directory"
+        )
+    if theirs != tree_id:
+        return (
+            f"--clone {root} is a clone of another tree's line ({theirs}), not of this "
+            f"server's ({tree_id}): give an absent or empty directory"
+        )
+    return None
 
 
 def _remove(path: Path) -> None:

@@ -37,18 +37,27 @@ def doctor(
     server: ServerOpt = None,
     token: TokenOpt = None,
     json_out: JsonOpt = False,
+    clone: Annotated[
+        Path | None,
+        typer.Option(
+            "--clone",
+            help="This host runs `runner --clone DIR`: check DIR and that git can fetch the "
+            "server's landed line, instead of a mount of the tree.",
+        ),
+    ] = None,
 ) -> None:
     """Check what makes a run fail minutes in: Python, port, tree, graph, SDK.
 
     With a server answering at --server (a runner's host): its token, its tree's
-    identity against this tree, the clock skew and the round trip too. Exits 1 on a
-    failure; a warning (no key and no login: only keyless runs work) passes.
+    identity against this tree (with --clone: the clone directory), the clock skew,
+    the round trip and a fetch of its landed line too. Exits 1 on a failure; a warning
+    (no key and no login: only keyless runs work) passes.
     """
     from codefleet.cli.output import console
     from codefleet.cli.start.doctor_checks import print_checks
 
     settings = settings_from(workdir=workdir, server_url=server, token=token)
-    checks = run_checks(settings, graph)
+    checks = run_checks(settings, graph, clone)
     if json_out:
         print_json([c.as_dict() for c in checks])
     else:
@@ -56,8 +65,9 @@ def doctor(
     raise typer.Exit(0 if all(c.passes for c in checks) else 1)
 
 
-def run_checks(settings: Settings, graph: Path | None) -> list[Check]:
-    """Every check; a server that answers is also asked what a runner here needs of it."""
+def run_checks(settings: Settings, graph: Path | None, clone: Path | None = None) -> list[Check]:
+    """Every check; a server that answers is also asked what a runner here needs of it
+    (with `clone`: a runner in a clone, which has no tree of its own to check)."""
     from codefleet.api.graphfile import find_graph
     from codefleet.cli.start import doctor_checks as local
     from codefleet.cli.start.doctor_server import server_checks
@@ -67,8 +77,8 @@ def run_checks(settings: Settings, graph: Path | None) -> list[Check]:
     return [
         local.check_python(),
         port,
-        *(server_checks(settings) if port.name == "server" and port.ok else []),
-        local.check_workdir(settings),
+        *(server_checks(settings, clone) if port.name == "server" and port.ok else []),
+        *([] if clone is not None else [local.check_workdir(settings)]),
         local.check_graph(found, settings),
         local.check_programs(found, settings),
         local.check_cli(),

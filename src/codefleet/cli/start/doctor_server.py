@@ -14,10 +14,12 @@ few times and judges, each as its own `Check`:
   warning past `SKEW_WARN_S`;
 - **round trip**: the median of `PINGS` requests; every write waits one round
   trip for its lease, so past `RTT_WARN_S` it is a warning naming that cost;
-- **landed line**: this host's git can list the server's landed line over the
-  server's port with this host's token (`git ls-remote`, git's own smart HTTP),
-  as a runner or a person fetching it would. A warning, not a failure: a runner
-  in the shared tree does not need it.
+- **landed line**: this host's git can fetch the server's landed line over the
+  server's port with this host's token (a shallow `git fetch` of its tip into a
+  scratch repository, git's own smart HTTP), as a runner in a clone or a person
+  would. A warning for a runner in the shared tree, which does not need it; a
+  failure with `--clone DIR` (a clone runner's host), where the **clone**
+  directory is checked too: absent, empty, or this runner's clone of this tree.
 
 The probe does the I/O once; the judging functions are pure (`Probe` in,
 `Check` out).
@@ -26,10 +28,10 @@ The probe does the I/O once; the judging functions are pure (`Probe` in,
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import statistics
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,24 +101,36 @@ async def probe(settings: Settings) -> Probe:
 
 
 def list_line(url: str, token: str | None) -> tuple[int, str]:
-    """`git ls-remote` of the landed line at `url`, as a fetch starts: exit code and output."""
+    """A shallow fetch of the landed line's tip at `url` into a scratch repository, as a
+    clone runner's first fetch: exit code, and the tip (or what git said)."""
+    from codefleet.fleet.clone import LINE_PATH, git_env
+
     git = shutil.which("git")
     if git is None:
         return 127, "git is not installed"
-    header = ["-c", f"http.extraHeader=Authorization: Bearer {token}"] if token else []
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
-    try:
-        done = subprocess.run(
-            [git, *header, "ls-remote", f"{url}/git/landed.git", "refs/heads/landed"],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=FETCH_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return 124, f"no answer within {FETCH_TIMEOUT_S:.0f} s"
-    return done.returncode, (done.stdout if done.returncode == 0 else done.stderr).strip()
+    env = git_env(token)
+    with tempfile.TemporaryDirectory(prefix="codefleet-doctor-") as scratch:
+        steps = (
+            ["init", "--quiet", "--bare", scratch],
+            ["-C", scratch, "fetch", "--quiet", "--depth=1", "--no-tags", f"{url}{LINE_PATH}",
+             "+refs/heads/landed:refs/heads/landed"],
+            ["-C", scratch, "rev-parse", "refs/heads/landed"],
+        )  # fmt: skip
+        for args in steps:
+            try:
+                done = subprocess.run(
+                    [git, *args],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    timeout=FETCH_TIMEOUT_S,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:
+                return 124, f"no answer within {FETCH_TIMEOUT_S:.0f} s"
+            if done.returncode != 0:
+                return done.returncode, done.stderr.strip()
+    return 0, done.stdout.strip()
 
 
 async def _ping(client: FleetClient) -> tuple[float, float, dict[str, Any]]:
@@ -192,15 +206,16 @@ def judge_round_trip(found: Probe) -> Check:
     )
 
 
-def judge_line(found: Probe) -> Check:
-    """Whether this host can fetch the server's landed line (a warning when it cannot)."""
+def judge_line(found: Probe, needed: bool = False) -> Check:
+    """Whether this host can fetch the server's landed line: a warning when it cannot,
+    unless `needed` (a clone runner's host, `--clone`)."""
     line = found.line
     if line is None:
-        return Check("landed line", False, "not asked: the token was refused", required=False)
+        return Check("landed line", False, "not asked: the token was refused", required=needed)
     if not line.get("started"):
         why = line.get("off") or "it has not started yet (a task held a lease)"
         return Check(
-            "landed line", False, f"the server keeps no landed line: {why}", required=False
+            "landed line", False, f"the server keeps no landed line: {why}", required=needed
         )
     code, said = found.listed
     if code == 0 and said:
@@ -211,20 +226,35 @@ def judge_line(found: Probe) -> Check:
         False,
         f"this host's git cannot fetch {found.url}/git/landed.git: {said or f'exit {code}'}",
         "install git, and check the token and that the server's port is reachable from here",
-        required=False,
+        required=needed,
     )
 
 
-def server_checks(settings: Settings) -> list[Check]:
-    """The checks against the server at `settings.url` (which answered already)."""
+def judge_clone(found: Probe, clone: Path) -> Check:
+    """Whether `clone` can hold this runner's clone of the server's line."""
+    from codefleet.fleet.clone import dir_problem
+
+    tree_id = found.health.get("tree_id")
+    if not tree_id:
+        return Check("clone", False, f"the server at {found.url} does not say its tree's identity")
+    problem = dir_problem(clone, str(tree_id))
+    if problem is not None:
+        return Check("clone", False, problem)
+    state = "reused: this tree's clone" if (clone / ".git").is_dir() else "cloned there at start"
+    return Check("clone", True, f"{clone}: {state} ({tree_id})")
+
+
+def server_checks(settings: Settings, clone: Path | None = None) -> list[Check]:
+    """The checks against the server at `settings.url` (which answered already); with
+    `clone`, a clone runner's host: its clone directory instead of a mount of the tree."""
     try:
         found = asyncio.run(probe(settings))
     except Exception as err:  # the server stopped answering between two checks
         return [Check("server", False, f"{settings.url} stopped answering: {err}")]
     return [
         judge_token(found, bool(settings.token)),
-        judge_tree(found, settings.workdir),
+        judge_clone(found, clone) if clone is not None else judge_tree(found, settings.workdir),
         judge_clock(found),
         judge_round_trip(found),
-        judge_line(found),
+        judge_line(found, needed=clone is not None),
     ]
