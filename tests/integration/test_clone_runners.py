@@ -438,3 +438,43 @@ async def test_a_fetch_that_fails_mid_way_refuses_the_write_and_puts_nothing_on_
     async with FleetClient(server.url) as client:
         state = await client.landed()
     assert state["tip"] == state["base"]  # nothing reached the line
+
+
+async def test_a_read_the_line_changed_while_the_clone_worked_is_stale_and_reconciled(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    """T1 reads api.py in its clone, then T2 (in another clone) changes it and lands. The
+    clone takes what landed before the reads are validated: T1's read is stale, naming
+    T2, and its reconcile turn sees T2's text in its own clone."""
+    tree = repo_tree(tmp_path)
+    (tree / "api.py").write_text("def f(a):\n    return a\n")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-qm", "api")
+    server = make_server(**FAST, workdir=tree)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks("T1", "T2"))
+    script = {
+        "T1": [
+            {"read": "api.py", "attempt": 1},
+            {"write": {"path": "use.py", "content": "f(1)\n"}, "attempt": 1},
+            {"wait_succeeded": "T2", "attempt": 1},
+            {"expect_followup": "api.py: changed by T2", "turn": 2},
+            {"edit": {"path": "use.py", "old": "f(1)", "new": "f(1, 2)"}, "turn": 2},
+        ],
+        "T2": [
+            {"wait_leased": "use.py"},
+            {"edit": {"path": "api.py", "old": "def f(a):", "new": "def f(a, b):"}},
+        ],
+    }
+    result, executor = await drain(server, tree, script, tmp_path / "clones")
+    assert result.ok, result
+    stale = await events_of(server.url, "stale_read")
+    assert [(e["task_id"], e["payload"]["paths"][0]["changed_by"]) for e in stale] == [
+        ("T1", ["T2"])
+    ]
+    assert [e["payload"]["outcome"] for e in await events_of(server.url, "reconciled")] == [
+        "clean"
+    ]
+    assert (tree / "use.py").read_text() == "f(1, 2)\n"
+    [(_, _, message)] = [f for f in executor.followups if f[0] == "T1"]
+    assert "def f(a, b):" in message  # the clone had taken T2's landed change

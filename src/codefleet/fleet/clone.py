@@ -18,7 +18,8 @@ of the shared tree. What keeps the lock's promises there:
   that has not caught up within `level_wait_s` is a denial, never a guess.
 - **Before its reads are validated** the clone takes every file the line
   changed since the attempt began that the attempt does not hold (`catch_up`),
-  so a stale read is found as in the tree (`fleet.gate.stale`).
+  once the server says its line holds every landing so far (`AsyncClone`), so a
+  stale read is found as in the tree (`fleet.gate.stale`).
 - **At a successful end** the files the attempt holds are handed to the server as
   they are here (`delivered`, `POST /tasks/{id}/delivery`), which writes them into
   its tree; landing, patches and the line go on from there as for a runner in the
@@ -40,7 +41,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -234,15 +235,39 @@ class Clone:
 
 
 class AsyncClone:
-    """The clone as the runner's loop uses it: each git step in a thread."""
+    """The clone as the runner's loop uses it: each git step in a thread.
 
-    def __init__(self, clone: Clone) -> None:
+    `current` asks the server whether its line holds every task that has landed
+    (`GET /landed`'s `current`): the line commits a landing just after it, so a
+    runner that must see everything landed so far (a reset, the reads' validation)
+    waits for that first, up to the clone's `level_wait_s`."""
+
+    def __init__(self, clone: Clone, current: Callable[[], Awaitable[bool]] | None = None) -> None:
         self.clone = clone
+        self.current = current
+
+    async def caught_up(self) -> None:
+        """Until the server's line holds every landing so far (`CloneError` past the bound)."""
+        if self.current is None:
+            return
+        deadline = time.monotonic() + self.clone.level_wait_s
+        while not await self.current():
+            if time.monotonic() > deadline:
+                raise CloneError(
+                    f"the landed line is behind what landed after {self.clone.level_wait_s:g}s "
+                    "(GET /landed says why)"
+                )
+            await asyncio.sleep(LEVEL_POLL_S)
+
+    async def reset(self, forget: Iterable[str]) -> str:
+        await self.caught_up()
+        return await asyncio.to_thread(self.clone.reset, forget)
 
     async def level(self, path: str, want: str | None) -> bool:
         return await asyncio.to_thread(self.clone.level, path, want)
 
     async def catch_up(self, held: Collection[str]) -> list[str]:
+        await self.caught_up()
         return await asyncio.to_thread(self.clone.catch_up, held)
 
 

@@ -458,7 +458,7 @@ class Runner:
             granularity=Granularity.FILE  # a clone delivers whole files
             if self.clone is not None
             else self.options.lease_granularity or task.lease_granularity or self.granularity,
-            clone=AsyncClone(self.clone) if self.clone is not None else None,
+            clone=self._clone_async() if self.clone is not None else None,
         )
         checker = self._checker(gate, commands, task.attempts, resources)
         inbox = Inbox(task)
@@ -501,7 +501,7 @@ class Runner:
         if self.clone is None:
             return None
         try:
-            await asyncio.to_thread(self.clone.reset, self._forget)
+            await self._clone_async().reset(self._forget)
         except CloneError as err:
             return AttemptReport(
                 attempt=task.attempts,
@@ -513,6 +513,16 @@ class Runner:
         with contextlib.suppress(Exception):  # a view's record; the next heartbeat says it too
             await self._beat(self.inbox)  # the clone's new head, at once
         return None
+
+    def _clone_async(self) -> AsyncClone:
+        """The clone as the attempt's gate uses it, asking this server whether its line is
+        current."""
+        assert self.clone is not None
+
+        async def current() -> bool:
+            return bool((await self.client.landed()).get("current", True))
+
+        return AsyncClone(self.clone, current)
 
     async def _deliver(
         self, task: AssignedTask, gate: WriteGate, report: AttemptReport

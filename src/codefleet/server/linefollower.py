@@ -121,11 +121,15 @@ class LineFollower:
     def state(self) -> dict[str, Any]:
         """The line as `GET /landed` shows it."""
         line = self.line
+        started = bool(line and line.started)
+        past = self.record.events(line.cursor, 1, EventType.TASK_SUCCEEDED) if line else []
         return {
             "branch": BRANCH,
             "path": "/git/landed.git",
             "off": self.off,
-            "started": bool(line and line.started),
+            "started": started,
+            # every task that landed so far is on the line: a fetch now sees them all
+            "current": started and not past,
             "base": line.base if line else "",
             "tip": (line.tip or "") if line else "",
             "cursor": line.cursor if line else 0,
