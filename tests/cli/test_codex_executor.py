@@ -193,3 +193,58 @@ async def test_a_shell_call_is_not_a_tool_of_the_session_and_runs_nothing(
     assert not (workdir / "shell.txt").exists()
     assert [r.content for r in fake_codex.tool_results("T8")] == ["unsupported call: exec_command"]
     assert outcome.ok  # nothing was written, nothing refused: the model simply had no shell
+
+
+async def test_a_codex_runner_in_a_clone_lands_its_patch_through_the_line(
+    fake_codex: FakeCodexModel, codex: CodexExecutor, tmp_path: Path
+) -> None:
+    """A real Codex session in a runner's own clone of the landed line: its patch is leased,
+    written in the clone, delivered to the server's tree at the end, and lands on the line."""
+    import subprocess
+
+    from codefleet.config import Settings
+    from codefleet.fleet.local import FleetOptions, run_fleet
+    from codefleet.fleet.runner import RunnerOptions
+    from codefleet.server.thread import ServerThread
+
+    tree = tmp_path / "repo"
+    tree.mkdir()
+    (tree / "a.py").write_text("A = 1\n")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=x", "-c",
+                 "user.email=x@example.invalid", "commit", "-qm", "a"]):  # fmt: skip
+        subprocess.run(["git", "-C", str(tree), *args], check=True)
+    fake_codex.add_script(
+        "T1",
+        [
+            {"content": [patch_call("*** Update File: a.py", "@@", "-A = 1", "+A = 2")]},
+            say("Changed a.py."),
+        ],
+    )
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None, host="127.0.0.1", port=0, workdir=tree, db=tmp_path / "db.sqlite",
+        run_dir=tmp_path / "runs", tick_interval=0.05, heartbeat_interval=0.1, backoff_base=0.0,
+    )  # fmt: skip
+    server = ServerThread(settings).start()
+    try:
+        async with FleetClient(server.url) as client:
+            await client.create_tasks(
+                [{"id": "T1", "title": "t", "description": "d", "agent": "codex"}]
+            )
+        options = FleetOptions(
+            RunnerOptions("runner", tree, tmp_path / "runs"),
+            clones=tmp_path / "clones",
+            agent_for=lambda _: "codex",
+        )
+        result = await run_fleet(server.url, lambda _: codex, options)
+        assert result.ok, result
+        assert (tree / "a.py").read_text() == "A = 2\n"
+        assert (tmp_path / "clones" / "codex-1" / "a.py").read_text() == "A = 2\n"
+        async with FleetClient(server.url) as client:
+            agents = await client.agents()
+            events = await client.all_events()
+        assert [a["workspace"] for a in agents] == ["clone"]
+        assert [e["payload"]["tool"] for e in events if e["type"] == "lease_acquired"] == [
+            "apply_patch"
+        ]
+    finally:
+        server.stop()

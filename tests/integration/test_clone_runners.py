@@ -52,11 +52,13 @@ async def drain(
     runners: int = 2,
     in_clones: int | None = None,
     token: str | None = None,
+    **runner: Any,
 ) -> tuple[FleetResult, ScriptedExecutor]:
-    """The graph drained by `runners` runners in clones under `clones` (None: in the tree)."""
+    """The graph drained by `runners` runners in clones under `clones` (None: in the tree);
+    `runner`: more of every runner's options."""
     executor = ScriptedExecutor(parse_script(script))
     options = FleetOptions(
-        RunnerOptions("runner", tree, tree.parent / "runs"),
+        RunnerOptions("runner", tree, tree.parent / "runs", **runner),
         runners=runners,
         clones=clones,
         in_clones=in_clones,
@@ -472,9 +474,33 @@ async def test_a_read_the_line_changed_while_the_clone_worked_is_stale_and_recon
     assert [(e["task_id"], e["payload"]["paths"][0]["changed_by"]) for e in stale] == [
         ("T1", ["T2"])
     ]
-    assert [e["payload"]["outcome"] for e in await events_of(server.url, "reconciled")] == [
-        "clean"
-    ]
+    assert [e["payload"]["outcome"] for e in await events_of(server.url, "reconciled")] == ["clean"]
     assert (tree / "use.py").read_text() == "f(1, 2)\n"
     [(_, _, message)] = [f for f in executor.followups if f[0] == "T1"]
     assert "def f(a, b):" in message  # the clone had taken T2's landed change
+
+
+async def test_a_command_in_a_clone_applies_under_the_leases_and_its_files_are_delivered(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    """`run_command` in a clone: its layer is over the clone, its changes reach the clone
+    through the leases, and the success delivers them to the server's tree."""
+    from codefleet.fleet.tools.commandtool import host_shell
+    from codefleet.fleet.views.layerapply import ShellLimits
+
+    shell = host_shell(ShellLimits(), unsandboxed=True)
+    assert shell is not None, "this host cannot build a command layer (user namespaces?)"
+    tree = repo_tree(tmp_path)
+    server = make_server(**FAST, workdir=tree)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks("T1"))
+    script = {"T1": [{"command": "echo 'A = 2' > a.py && mkdir -p gen && echo made > gen/out.txt"}]}
+    result, executor = await drain(
+        server, tree, script, tmp_path / "clones", runners=1, shell_default=True, shell_config=shell
+    )
+    assert result.ok, result
+    assert (tree / "a.py").read_text() == "A = 2\n"
+    assert (tree / "gen" / "out.txt").read_text() == "made\n"
+    acquired = await events_of(server.url, "lease_acquired")
+    assert sorted(e["payload"]["path"] for e in acquired) == ["a.py", "gen/out.txt"]
+    assert {e["payload"]["tool"] for e in acquired} == {"run_command"}
