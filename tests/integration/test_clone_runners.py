@@ -495,7 +495,7 @@ async def test_a_command_in_a_clone_applies_under_the_leases_and_its_files_are_d
     async with FleetClient(server.url) as client:
         await client.create_tasks(tasks("T1"))
     script = {"T1": [{"command": "echo 'A = 2' > a.py && mkdir -p gen && echo made > gen/out.txt"}]}
-    result, executor = await drain(
+    result, _ = await drain(
         server, tree, script, tmp_path / "clones", runners=1, shell_default=True, shell_config=shell
     )
     assert result.ok, result
