@@ -504,3 +504,58 @@ async def test_a_command_in_a_clone_applies_under_the_leases_and_its_files_are_d
     acquired = await events_of(server.url, "lease_acquired")
     assert sorted(e["payload"]["path"] for e in acquired) == ["a.py", "gen/out.txt"]
     assert {e["payload"]["tool"] for e in acquired} == {"run_command"}
+
+
+async def test_a_delivery_writes_only_files_held_whole_and_nothing_a_pod_should_not_set(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    """The server's side of a delivery, over the wire: a file the attempt does not hold is
+    refused (nothing written), a set-id bit never reaches the server's host, and a symbolic
+    link out of the tree is refused."""
+    import base64
+    import os
+    import stat
+
+    from codefleet.errors import InvalidState
+
+    tree = repo_tree(tmp_path)
+    server = make_server(**FAST, workdir=tree)
+    b64 = lambda data: base64.b64encode(data).decode()  # noqa: E731
+
+    async with FleetClient(server.url) as client:
+        health = await client.health()
+        me = await client.register(
+            "pod-1", "/work/clone", os.getpid(), tree_id=health["tree_id"], workspace="clone"
+        )
+        agent, epoch = me["agent_id"], me["epoch"]
+        await client.create_tasks(tasks("T1"))
+        task = await client.assignment(agent, epoch, wait=5.0)
+        assert task is not None
+        await client.start("T1", agent, epoch)
+        granted = await client.acquire(agent, epoch, "T1", ["a.py", "link.py"], "Write")
+        assert granted["decision"] == "allow"
+        assert set(granted["versions"]) == {"a.py", "link.py"}  # a clone's grant names them
+        assert granted["versions"]["link.py"] is None  # absent in the server's tree
+
+        with pytest.raises(InvalidState) as not_held:
+            await client.deliver("T1", agent, epoch, 1, [
+                {"path": "a.py", "existed": True, "content": b64(b"A = 2\n"), "mode": 0o644},
+                {"path": "pkg/b.py", "existed": True, "content": b64(b"B = 9\n"), "mode": 0o644},
+            ])  # fmt: skip
+        assert "pkg/b.py" in not_held.value.message and "no lease" in not_held.value.message
+        assert (tree / "a.py").read_text() == "A = 1\n"  # all or nothing
+
+        with pytest.raises(InvalidState) as outward:
+            await client.deliver("T1", agent, epoch, 1, [
+                {"path": "link.py", "existed": True, "content": b64(b"../../etc/passwd"),
+                 "mode": stat.S_IFLNK | 0o777},
+            ])  # fmt: skip
+        assert "out of the tree" in outward.value.message
+        assert not (tree / "link.py").is_symlink()
+
+        answer = await client.deliver("T1", agent, epoch, 1, [
+            {"path": "a.py", "existed": True, "content": b64(b"A = 2\n"), "mode": 0o4755},
+        ])  # fmt: skip
+        assert answer["written"] == ["a.py"]
+    assert (tree / "a.py").read_text() == "A = 2\n"
+    assert stat.S_IMODE((tree / "a.py").stat().st_mode) == 0o755  # no set-uid bit

@@ -16,6 +16,8 @@ refusal is an answer (a lease denial) or a domain error (`StaleEpoch`,
 from __future__ import annotations
 
 import asyncio
+import os
+import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -217,7 +219,7 @@ class RunnerCalls:
         that does not succeed after all is rolled back from its pre-images, as in the tree."""
         self._current_attempt(task_id, agent_id, epoch, attempt)
         held = self.leases.paths_of(task_id)
-        images = [replace(image, path=self._key(image.path)) for image in files]
+        images = [_delivered(replace(image, path=self._key(image.path))) for image in files]
         for image in images:
             if image.path not in held:
                 why = (
@@ -227,6 +229,12 @@ class RunnerCalls:
                 )
                 raise InvalidState(
                     f"{task_id} cannot deliver {image.path}: {why}",
+                    {"task_id": task_id, "path": image.path},
+                )
+        for image in images:
+            if image.symlink and _leaves_tree(image.path, os.fsdecode(image.content)):
+                raise InvalidState(
+                    f"{task_id} cannot deliver {image.path}: a symbolic link out of the tree",
                     {"task_id": task_id, "path": image.path},
                 )
         written = [image.path for image in images if restore(self.tree.root, image)]
@@ -404,3 +412,19 @@ class RunnerCalls:
         """Pre-images of every path leased by another task: what the isolated view restores."""
         self.tasks.require(task_id)
         return self.files.foreign_preimages(task_id, self.leases.holders, self.leases.holders_on)
+
+
+def _delivered(image: PreImage) -> PreImage:
+    """A delivered file keeps its permission bits only: no set-id or sticky bit reaches the
+    server's host from a clone (a symbolic link keeps its kind)."""
+    if image.mode is None or image.symlink:
+        return image
+    return replace(image, mode=image.mode & 0o777)
+
+
+def _leaves_tree(path: str, target: str) -> bool:
+    """Does a link at `path` with `target` point outside the tree (absolute, or up past it)?"""
+    if posixpath.isabs(target):
+        return True
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+    return joined == ".." or joined.startswith("../")
