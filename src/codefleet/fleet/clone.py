@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from codefleet.review.landedline import BRANCH
 from codefleet.rollback import current_state, state_sha256
 from codefleet.statedir import STATE_DIR
 
@@ -53,7 +54,6 @@ __all__ = ["LINE_PATH", "AsyncClone", "Clone", "CloneError", "dir_problem", "git
 
 LINE_PATH: Final = "/git/landed.git"  # where the server serves its line (`server.landed_routes`)
 REMOTE: Final = "codefleet"
-BRANCH: Final = "landed"  # the line's branch (`review.landedline.BRANCH`)
 TRACKING: Final = f"refs/remotes/{REMOTE}/{BRANCH}"
 BASE: Final = "refs/codefleet/base"  # the line's commit the clone was last brought level with
 TREE_KEY: Final = "codefleet.tree"  # the served tree's identity, kept in the clone's config
