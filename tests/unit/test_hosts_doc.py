@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 import typer.main
 import yaml
+from kubernetes_support import DEPLOY, manifest_files
 
 from codefleet.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "hosts.md").read_text(encoding="utf-8")
-DEPLOY = ROOT / "deploy" / "kubernetes"
 FENCED = re.compile(r"```(\w*)\n(.*?)```", re.DOTALL)
 
 
@@ -33,9 +33,9 @@ def blocks(language: str) -> list[str]:
 
 
 def manifests() -> list[dict[str, Any]]:
-    """The Kubernetes objects of deploy/kubernetes/, in its kustomization's order, and the page's."""
-    listed = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]
-    files = [(DEPLOY / name).read_text() for name in listed]
+    """The Kubernetes objects of deploy/kubernetes/shared-tree/, in its kustomization's order,
+    and the page's."""
+    files = [path.read_text() for path in manifest_files(DEPLOY / "shared-tree")]
     return [doc for body in [*files, *blocks("yaml")] for doc in yaml.safe_load_all(body) if doc]
 
 
