@@ -1,15 +1,18 @@
 """docs/hosts.md's checkable claims: its YAML parses, its commands and options exist.
 
 The page's commands appear in shell blocks, in systemd `ExecStart=` lines and
-in the Kubernetes containers' `command` lists (the manifests the page describes,
-deploy/kubernetes/); every `codefleet` command among them must be a real command
-and every option it passes one that command takes, so the worked examples cannot
-drift from the CLI. tests/unit/test_kubernetes_manifests.py holds the manifests to
-the Kubernetes schemas.
+in the Kubernetes containers' commands (the manifests the page describes, both layouts
+of deploy/kubernetes/; a container that runs runner.sh runs the `codefleet runner` that
+script execs); every `codefleet` command among them must be a real command and every
+option it passes one that command takes, so the worked examples cannot drift from the
+CLI. The page's autoscaling recipes read only metrics the server exposes and feed the
+metric the shipped autoscaler reads. tests/unit/test_kubernetes_manifests.py holds the
+manifests to the Kubernetes schemas.
 """
 
 from __future__ import annotations
 
+import ast
 import itertools
 import re
 import shlex
@@ -19,12 +22,12 @@ from typing import Any
 import pytest
 import typer.main
 import yaml
+from kubernetes_support import DEPLOY, LAYOUTS, Manifest, container, flag, named, objects
 
 from codefleet.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "hosts.md").read_text(encoding="utf-8")
-DEPLOY = ROOT / "deploy" / "kubernetes"
 FENCED = re.compile(r"```(\w*)\n(.*?)```", re.DOTALL)
 
 
@@ -32,18 +35,34 @@ def blocks(language: str) -> list[str]:
     return [body for lang, body in FENCED.findall(DOC) if lang == language]
 
 
-def manifests() -> list[dict[str, Any]]:
-    """The Kubernetes objects of deploy/kubernetes/, in its kustomization's order, and the page's."""
-    listed = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]
-    files = [(DEPLOY / name).read_text() for name in listed]
-    return [doc for body in [*files, *blocks("yaml")] for doc in yaml.safe_load_all(body) if doc]
+def page_objects() -> list[Manifest]:
+    """The page's YAML documents that are Kubernetes objects (not scrape or adapter configs)."""
+    return [doc for body in blocks("yaml") for doc in yaml.safe_load_all(body) if "kind" in doc]
+
+
+def manifests() -> list[Manifest]:
+    """The Kubernetes objects of both layouts, in their kustomizations' order, and the page's."""
+    return [doc for layout in LAYOUTS for _, doc in objects(layout)] + page_objects()
+
+
+def runner_sh() -> list[str]:
+    """The `codefleet runner ...` runner.sh execs, its variables' values left out."""
+    script = (DEPLOY / "clones" / "runner.sh").read_text().replace("\\\n", " ")
+    line = next(line for line in script.splitlines() if line.startswith("exec codefleet"))
+    return [w for w in shlex.split(line)[1:] if not w.startswith("$")]
 
 
 def container_commands() -> list[list[str]]:
+    """Each container's `codefleet` argv; one that runs runner.sh, the argv it execs."""
     found = []
     for manifest in manifests():
         pod = manifest.get("spec", {}).get("template", {}).get("spec", {})
-        found += [c["command"] for c in pod.get("containers", []) if "command" in c]
+        for c in pod.get("initContainers", []) + pod.get("containers", []):
+            command = c.get("command", [])
+            if command[-1:] == ["/etc/codefleet/runner.sh"]:
+                found.append([*runner_sh(), *c.get("args", [])])
+            elif command[:1] == ["codefleet"]:
+                found.append(command)
     return found
 
 
@@ -73,9 +92,10 @@ def options_of(argv: list[str]) -> tuple[Any, list[str]]:
 
 
 def test_the_kubernetes_example_is_the_objects_the_page_describes() -> None:
-    kinds = [(m["kind"], m["metadata"]["name"]) for m in manifests()]
+    shared = [(m["kind"], m["metadata"]["name"]) for _, m in objects("shared-tree")]
+    clones = [(m["kind"], m["metadata"]["name"]) for _, m in objects("clones")]
 
-    assert kinds == [
+    assert shared == [
         ("Secret", "codefleet"),
         ("PersistentVolume", "codefleet-db"),
         ("PersistentVolumeClaim", "codefleet-db"),
@@ -85,19 +105,73 @@ def test_the_kubernetes_example_is_the_objects_the_page_describes() -> None:
         ("Service", "codefleet"),
         ("Deployment", "codefleet-runner"),
     ]
-    claims = {m["metadata"]["name"]: m["spec"]["accessModes"] for m in manifests()
+    assert clones == [
+        ("Secret", "codefleet"),
+        ("ConfigMap", "codefleet-repository"),
+        ("PersistentVolumeClaim", "codefleet-server"),
+        ("Deployment", "codefleet-server"),
+        ("Service", "codefleet"),
+        ("Deployment", "codefleet-runner"),
+        ("HorizontalPodAutoscaler", "codefleet-runner"),
+    ]
+    claims = {m["metadata"]["name"]: m["spec"]["accessModes"] for _, m in objects("shared-tree")
               if m["kind"] == "PersistentVolumeClaim"}  # fmt: skip
     assert claims == {"codefleet-db": ["ReadWriteOnce"], "codefleet-tree": ["ReadWriteMany"]}
-    tree = next(
-        m["spec"] for m in manifests() if m["kind"] == "PersistentVolume" and "nfs" in m["spec"]
-    )
+    tree = named("shared-tree", "PersistentVolume", "codefleet-tree")["spec"]
     assert {"lookupcache=positive", "actimeo=0"} <= set(tree["mountOptions"])  # the server's mount
 
 
-def test_the_server_and_the_runners_mount_the_tree_at_different_paths() -> None:
-    server, runner = container_commands()
+def test_the_page_names_every_file_of_both_layouts() -> None:
+    for layout in LAYOUTS:
+        files = {p.name for p in (DEPLOY / layout).iterdir()} - {"kustomization.yaml"}
+        assert [f for f in sorted(files) if f"`{f}`" not in DOC] == [], layout
+        assert f"kubectl apply -k deploy/kubernetes/{layout}" in DOC
 
-    assert "--workdir=/srv/tree" in server and "--workdir=/work/tree" in runner
+
+def test_the_server_and_the_runners_mount_the_tree_at_different_paths() -> None:
+    server = container(named("shared-tree", "Deployment", "codefleet-server"), "server")
+    runner = container(named("shared-tree", "Deployment", "codefleet-runner"), "runner")
+
+    assert flag(server["command"], "--workdir") == "/srv/tree"
+    assert flag(runner["command"], "--workdir") == "/work/tree"
+
+
+def test_runner_sh_runs_a_clone_runner_that_replaces_its_own_name() -> None:
+    assert runner_sh()[:2] == ["codefleet", "runner"]
+    assert {"--name", "--server", "--clone", "--replace"} <= set(runner_sh())
+    assert runner_sh() in container_commands()
+
+
+def exposed_metrics() -> set[str]:
+    """The metric names server/metrics.py writes: its `codefleet_*` string literals."""
+    source = (ROOT / "src" / "codefleet" / "server" / "metrics.py").read_text()
+    return {
+        node.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and re.fullmatch(r"codefleet_\w+", node.value)
+    }
+
+
+def test_the_autoscaling_recipes_read_only_metrics_the_server_exposes() -> None:
+    adapter = next(yaml.safe_load(b) for b in blocks("yaml") if "external:" in b)["external"][0]
+    (keda,) = [m for m in page_objects() if m["kind"] == "ScaledObject"]
+    query = keda["spec"]["triggers"][0]["metadata"]["query"]
+    read = set(re.findall(r"codefleet_\w+", query + adapter["metricsQuery"]))
+
+    assert read and read <= exposed_metrics(), read - exposed_metrics()
+    assert {"codefleet_tasks_ready", "codefleet_tasks_in_flight"} <= read
+
+
+def test_the_shipped_autoscaler_reads_the_metric_the_pages_adapter_rule_makes() -> None:
+    hpa = named("clones", "HorizontalPodAutoscaler", "codefleet-runner")
+    adapter = next(yaml.safe_load(b) for b in blocks("yaml") if "external:" in b)["external"][0]
+    (keda,) = [m for m in page_objects() if m["kind"] == "ScaledObject"]
+    wanted = hpa["spec"]["metrics"][0]["external"]["metric"]["name"]
+
+    assert adapter["name"]["as"] == wanted and f"`{wanted}`" in DOC
+    assert keda["spec"]["scaleTargetRef"]["name"] == hpa["spec"]["scaleTargetRef"]["name"]
 
 
 @pytest.mark.parametrize("argv", command_lines(), ids=lambda argv: " ".join(argv[:2]))
