@@ -94,6 +94,7 @@ class Settings(BaseSettings):
     tls_cert: Path | None = None  # serve https with this certificate (PEM) and `tls_key`
     tls_key: Path | None = None
     allowed_hosts: str = "localhost"  # Host names a token-less server answers to, comma-separated
+    line_remote: str | None = None  # a git remote the server pushes its landed line to
     read_timeout: float = Field(default=15.0, gt=0)
     keep_alive_timeout: float = Field(default=5.0, gt=0)
     max_connections: int = Field(default=2048, ge=16, le=1_000_000)

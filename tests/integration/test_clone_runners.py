@@ -10,6 +10,7 @@ runners are all in clones.
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import sys
 from collections.abc import Awaitable, Callable
@@ -559,3 +560,62 @@ async def test_a_delivery_writes_only_files_held_whole_and_nothing_a_pod_should_
         assert answer["written"] == ["a.py"]
     assert (tree / "a.py").read_text() == "A = 2\n"
     assert stat.S_IMODE((tree / "a.py").stat().st_mode) == 0o755  # no set-uid bit
+
+
+async def test_a_line_pushed_to_the_operators_remote_is_where_clones_fetch_it(
+    make_server: Callable[..., ServerThread], tmp_path: Path, wait_until: Wait
+) -> None:
+    """`serve --line-remote`: the server pushes its line to a remote the operator names as
+    it moves, and runners started with `--line` clone and fetch it there."""
+    tree = repo_tree(tmp_path)
+    remote = tmp_path / "mirror.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    server = make_server(**FAST, workdir=tree, line_remote=str(remote))
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks("T1", "T2"))
+    script = {
+        "T1": [{"edit": {"path": "a.py", "old": "A = 1", "new": "A = 10"}}],
+        "T2": [
+            {"wait_succeeded": "T1"},
+            {"edit": {"path": "a.py", "old": "A = 10", "new": "A = 11"}},
+        ],
+    }
+    result, _ = await drain(server, tree, script, tmp_path / "clones", line=str(remote))
+    assert result.ok, result
+
+    async def pushed_both() -> bool:
+        async with FleetClient(server.url) as client:
+            state = await client.landed()
+        return bool(state["pushed"] == state["tip"] != state["base"]) and state["current"]
+
+    await wait_until(pushed_both, timeout=30)
+    log = git(remote, "log", "--format=%(trailers:key=CodeFleet-Task,valueonly)", "landed")
+    assert [line for line in log.split() if line] == ["T2", "T1"]
+    assert git(remote, "show", "landed:a.py") == "A = 11\n"
+    for name in ("runner-1", "runner-2"):  # each clone fetched from the mirror, not the server
+        assert git(tmp_path / "clones" / name, "remote", "get-url", "codefleet").strip() == str(
+            remote
+        )
+
+
+async def test_a_push_the_remote_refuses_is_said_and_its_credentials_never_shown(
+    make_server: Callable[..., ServerThread], tmp_path: Path, wait_until: Wait
+) -> None:
+    tree = repo_tree(tmp_path)
+    nowhere = "http://someone:s3cret@127.0.0.1:9/mirror.git"  # nothing listens on port 9
+    server = make_server(**FAST, workdir=tree, line_remote=nowhere)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks("T1"))
+    script = {"T1": [{"edit": {"path": "a.py", "old": "A = 1", "new": "A = 10"}}]}
+    result, _ = await drain(server, tree, script, None, runners=1)
+    assert result.ok, result
+
+    async def refused() -> dict[str, Any] | None:
+        async with FleetClient(server.url) as client:
+            state = await client.landed()
+        return state if state["push_problem"] else None
+
+    state = await wait_until(refused, timeout=30)
+    assert state["remote"] == "http://127.0.0.1:9/mirror.git"
+    assert state["pushed"] is None
+    assert "s3cret" not in json.dumps(state)

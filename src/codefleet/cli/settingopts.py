@@ -117,6 +117,11 @@ FLAGS: dict[str, Flag] = {
         "Serve https with this certificate (PEM, its chain after it); needs --tls-key"
     ),
     "tls_key": Flag("The private key of --tls-cert (PEM)"),
+    "line_remote": Flag(
+        "A git remote (URL or path) the server pushes its landed line to as tasks land (branch "
+        "landed), for runners (runner --clone DIR --line URL) and people to fetch it "
+        "there; git's own credentials for it apply"
+    ),
     "allowed_hosts": Flag(
         "Without a token: the Host names (besides loopback addresses) requests may use, "
         "comma-separated"

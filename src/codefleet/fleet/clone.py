@@ -72,7 +72,8 @@ class Clone:
 
     root: Path
     url: str  # the server's base URL; the line is at `url + LINE_PATH`
-    token: str | None = None
+    token: str | None = None  # the server's, sent only to the server
+    line: str | None = None  # fetch the line from this remote instead (`serve --line-remote`)
     level_wait_s: float = LEVEL_WAIT_S
     fetches: int = 0  # git fetches made (the cost table counts them)
     levelled: int = 0  # files taken from the line at a grant
@@ -115,7 +116,7 @@ class Clone:
 
     @property
     def line_url(self) -> str:
-        return f"{self.url.rstrip('/')}{LINE_PATH}"
+        return self.line or f"{self.url.rstrip('/')}{LINE_PATH}"
 
     # -- the line ----------------------------------------------------------------------
 
@@ -215,7 +216,7 @@ class Clone:
     # -- git ---------------------------------------------------------------------------
 
     def _env(self) -> dict[str, str]:
-        return git_env(self.token)
+        return git_env(None if self.line else self.token)  # another remote: git's own credentials
 
     def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
         done = subprocess.run(

@@ -153,6 +153,7 @@ class RunnerOptions:
     # else the server's (decision 0146)
     lease_granularity: Granularity | None = None
     clone: bool = False  # `workdir` is this runner's own clone of the landed line (`fleet.clone`)
+    line: str | None = None  # ... fetched from this remote, not the server (`serve --line-remote`)
 
 
 def _collect(task: asyncio.Task[Any]) -> None:
@@ -188,7 +189,9 @@ class Runner:
         self._registering: asyncio.Future[dict[str, Any]] | None = None  # the last register call
         self.inbox = Inbox()  # the running attempt's operator messages (`fleet.tools.inbox`)
         self.clone = (
-            Clone(options.workdir, client.base_url, client.token) if options.clone else None
+            Clone(options.workdir, client.base_url, client.token, options.line)
+            if options.clone
+            else None
         )
         self._opened = False  # the clone is made (or checked) once, before the first register
         self._forget: set[str] = set()  # what the last attempt wrote: the next reset removes it
@@ -519,8 +522,12 @@ class Runner:
         current."""
         assert self.clone is not None
 
+        remote = self.options.line is not None
+
         async def current() -> bool:
-            return bool((await self.client.landed()).get("current", True))
+            line = await self.client.landed()
+            pushed = not remote or line.get("pushed") == line.get("tip")  # the remote has it too
+            return bool(line.get("current", True)) and pushed
 
         return AsyncClone(self.clone, current)
 

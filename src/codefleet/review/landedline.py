@@ -154,6 +154,10 @@ class LandedLine:
         self._on_line.add(change.task_id)
         return made
 
+    def push(self, remote: str) -> None:
+        """Push the line's branch to `remote` (forced: a line started again has a new base)."""
+        self.repo.run("push", "--quiet", remote, f"+{REF}:{REF}", env={"GIT_TERMINAL_PROMPT": "0"})
+
     def pass_event(self, event_id: int) -> None:
         """Move the cursor past `event_id`: a restart reads the log again from there (a task
         it meets again is already on the line, and passed over)."""

@@ -192,7 +192,7 @@ def create_app(settings: Settings) -> FleetApp:
     _require_dirs(settings)
     tree_lock, lock, engine = _locked_engine(settings, hub)
     reads = Reads(EngineReads(engine), settings.stale_after)
-    follower = LineFollower(reads, hub, engine.tree.root)
+    follower = LineFollower(reads, hub, engine.tree.root, remote=settings.line_remote)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

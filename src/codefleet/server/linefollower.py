@@ -9,6 +9,11 @@ past the line's cursor and the tasks' recorded patches on the loop (the
 record's reads belong to the loop), and commits each one in a thread: git never
 runs on the loop, so no lease waits for it. A tree that is not a git repository
 has no line, and the fleet runs as before (`state` says why).
+
+With a remote the operator names (`serve --line-remote`), the line's branch is
+pushed there after it moves (in a thread, forced: a line started again starts
+from another base), so runners (`runner --line URL`) and people can fetch it
+from that remote too; `state` says what was pushed last and why a push failed.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import logging
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import urlsplit, urlunsplit
 
 from codefleet.coord.engineview import EngineReads
 from codefleet.models import EventType
@@ -45,8 +51,11 @@ ALL: Final = 1_000_000
 class LineFollower:
     """Keeps the tree's landed line one commit per landed task, in landing order."""
 
-    def __init__(self, reads: Reads, hub: EventHub, tree: Path) -> None:
+    def __init__(self, reads: Reads, hub: EventHub, tree: Path, remote: str | None = None) -> None:
         self.reads, self.hub, self.tree = reads, hub, tree
+        self.remote = remote  # where the line is pushed as it moves (None: nowhere)
+        self.pushed: str | None = None  # the tip last pushed there
+        self.push_problem: str | None = None  # why the last push failed, until one works
         self.line: LandedLine | None = None
         self.off: str | None = None  # why there is no line (not a git repository, ...)
         self.problem: str | None = None  # the last failure to move the line, until it moves
@@ -84,6 +93,7 @@ class LineFollower:
         try:
             if line.started or await self._start(line):
                 await self._catch_up(line)
+                await self._push(line)
             self.problem = None
         except GitError as err:  # the repository is damaged or busy: said, tried again
             self.problem = str(err)
@@ -114,6 +124,19 @@ class LineFollower:
                     await asyncio.to_thread(line.append, change)
             await asyncio.to_thread(line.pass_event, int(events[-1]["id"]))
 
+    async def _push(self, line: LandedLine) -> None:
+        """Push the line to the operator's remote, if there is one and the line moved."""
+        if self.remote is None or line.tip is None or line.tip == self.pushed:
+            return
+        tip = line.tip
+        try:
+            await asyncio.to_thread(line.push, self.remote)
+        except GitError as err:  # the remote is down or refuses: said, tried at the next move
+            self.push_problem = str(err)
+            log.warning("the landed line was not pushed to its remote: %s", err)
+            return
+        self.pushed, self.push_problem = tip, None
+
     def _change(self, task_id: str, vetoes: int) -> TaskChange | None:
         task, patch = self.reads.task(task_id), self.reads.patch(task_id)
         return None if wrote_without_patch(task, patch) else task_change(task, patch, vetoes)
@@ -135,4 +158,15 @@ class LineFollower:
             "cursor": line.cursor if line else 0,
             "skipped": list(line.skipped) if line else [],
             "problem": self.problem,
+            "remote": _without_credentials(self.remote) if self.remote else None,
+            "pushed": self.pushed,
+            "push_problem": self.push_problem,
         }
+
+
+def _without_credentials(remote: str) -> str:
+    """A remote's URL as it may be shown: any user and password in it left out."""
+    parts = urlsplit(remote)
+    if not parts.netloc or "@" not in parts.netloc:
+        return remote
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))

@@ -130,6 +130,15 @@ def runner(
             "server. Its files reach the server over the wire; it runs no landing worker.",
         ),
     ] = None,
+    line: Annotated[
+        str | None,
+        typer.Option(
+            "--line",
+            help="With --clone: fetch the landed line from this git remote, where the server "
+            "pushes it (serve --line-remote), instead of from the server; git's own "
+            "credentials for it apply.",
+        ),
+    ] = None,
     landing_only: Annotated[
         bool,
         typer.Option(
@@ -144,6 +153,8 @@ def runner(
 
     from codefleet.cli.run.agentchoice import AgentChoice
 
+    if line is not None and clone is None:
+        raise fail("--line goes with --clone: it is where a clone fetches the landed line")
     if clone is not None and landing_only:
         raise fail(
             "--clone and --landing-only do not go together: a landing worker runs in the tree"
@@ -161,6 +172,7 @@ def runner(
         exit_when_drained=exit_when_drained,
         replace=replace,
         clone=clone is not None,
+        line=line,
     )
     _run_one(settings, executor, options, landing_only=landing_only)
 

@@ -70,6 +70,7 @@ def serve(
     token: TokenOpt = None,
     tls_cert: Annotated[Path | None, option("tls_cert")] = None,
     tls_key: Annotated[Path | None, option("tls_key")] = None,
+    line_remote: Annotated[str | None, option("line_remote")] = None,
 ) -> None:
     """Run the coordination server (the one process that owns the database)."""
     settings = settings_of(ctx.params, find_server=False)

@@ -41,7 +41,7 @@ def doctor(
         Path | None,
         typer.Option(
             "--clone",
-            help="This host runs `runner --clone DIR`: check DIR and that git can fetch the "
+            help="This host runs runner --clone DIR: check DIR and that git can fetch the "
             "server's landed line, instead of a mount of the tree.",
         ),
     ] = None,
