@@ -61,6 +61,8 @@ class AssignedTask:
     error: str | None = None  # the previous attempt's error, shown in the retry's prompt
     error_kind: ErrorKind | None = None
     verify: str | None = None  # the check run after a successful session
+    # ... left to the landing check, which runs it on the landed tree (it is the integration check)
+    verify_at_landing: bool = False
     on_stale_read: StaleReadPolicy = StaleReadPolicy.RECONCILE
     lease_granularity: Granularity | None = None  # what its writes lease; None: the runner's
     notes: tuple[OperatorNote, ...] = ()  # the operator's messages so far, in order
@@ -83,6 +85,7 @@ class AssignedTask:
             "error": self.error,
             "error_kind": None if self.error_kind is None else self.error_kind.value,
             "verify": self.verify,
+            "verify_at_landing": self.verify_at_landing,
             "on_stale_read": self.on_stale_read.value,
             "lease_granularity": None
             if self.lease_granularity is None
@@ -109,6 +112,7 @@ class AssignedTask:
             error=data["error"],
             error_kind=None if kind is None else ErrorKind(kind),
             verify=data["verify"],
+            verify_at_landing=bool(data.get("verify_at_landing", False)),  # an older server: no
             on_stale_read=StaleReadPolicy(data.get("on_stale_read") or StaleReadPolicy.RECONCILE),
             lease_granularity=Granularity(data["lease_granularity"])
             if data.get("lease_granularity")

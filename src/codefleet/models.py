@@ -176,6 +176,7 @@ class EventType(StrEnum):
     CHECK_DEFINED = "check_defined"
     CHECK_STARTED = "check_started"
     CHECK_FINISHED = "check_finished"
+    CHECK_DEFERRED = "check_deferred"  # a verify left to the landing check, which runs it
     COMMAND_STARTED = "command_started"
     COMMAND_FINISHED = "command_finished"
     AGENT_REGISTERED = "agent_registered"

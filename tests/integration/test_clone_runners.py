@@ -619,3 +619,28 @@ async def test_a_push_the_remote_refuses_is_said_and_its_credentials_never_shown
     assert state["remote"] == "http://127.0.0.1:9/mirror.git"
     assert state["pushed"] is None
     assert "s3cret" not in json.dumps(state)
+
+
+async def test_a_first_fetch_the_server_cut_short_leaves_a_clone_the_next_start_reuses(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    """Found by the chaos run: a runner whose first fetch failed as the server died exited
+    for good (and a half-made `.git` made every restart refuse the directory). A fetch that
+    fails is a `CloneError` to retry, never a refusal; the repository is made aside and
+    moved into place whole, so a restart reuses it."""
+    from codefleet.fleet.clone import CloneRefused, dir_problem
+
+    tree = repo_tree(tmp_path)
+    server = make_server(**FAST, workdir=tree)
+    tree_id = (await _health(server.url))["tree_id"]
+    root = tmp_path / "pod"
+    (root / ".codefleet" / "clone-new-999" / ".git").mkdir(parents=True)  # a killed start's
+
+    with pytest.raises(CloneError) as cut:
+        Clone(root, "http://127.0.0.1:9").open(tree_id)  # the server is away
+    assert not isinstance(cut.value, CloneRefused)
+    assert (root / ".git").is_dir() and dir_problem(root, tree_id) is None
+
+    tip = Clone(root, server.url).open(tree_id)  # the next start: the same directory, reused
+    assert (root / "a.py").read_text() == "A = 1\n"
+    assert git(root, "rev-parse", "HEAD").strip() == tip

@@ -67,6 +67,7 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("restore_failed", {"path": "a.py", "error": "disk full"}),
     ("check_defined", {"name": "test", "command": "pytest -q", "replaced": True}),
     ("check_started", {"name": "test", "purpose": "verify"}),
+    ("check_deferred", {"name": "test", "purpose": "verify"}),
     (
         "check_finished",
         {

@@ -439,7 +439,7 @@ class CheckEventBody(_Body):
     agent_id: StrictStr
     attempt: Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
     name: CheckName
-    phase: Literal["started", "finished"]
+    phase: Literal["started", "finished", "deferred"]  # deferred: left to the landing check
     purpose: CheckPurpose
     exit_code: StrictInt | None = None
     passed: StrictBool | None = None

@@ -111,6 +111,11 @@ FLAGS: dict[str, Flag] = {
         "A check (by name) every task must pass on the landed tree before it lands; "
         "overrides the graph's integration: key"
     ),
+    "verify_before_landing": Flag(
+        "Run a task's verify at the end of its session even when it is the integration check, "
+        "which its landing runs on the landed tree anyway (default: left to the landing)",
+        ("--verify-before-landing/--verify-at-landing",),
+    ),
     "allow_reset": Flag("Allow POST /reset"),
     "token": Flag("Bearer token for the server"),
     "tls_cert": Flag(

@@ -108,7 +108,12 @@ class Engine:
         self.sequences = Sequences(store, clock)
         parts = self._call_parts()
         # the calls objects every route enters by name (`engine.runner.acquire(...)`), no forwards
-        self.runner = RunnerCalls(parts, task_timeout=cfg.task_timeout, pull_tick=self._pull_tick)
+        self.runner = RunnerCalls(
+            parts,
+            task_timeout=cfg.task_timeout,
+            pull_tick=self._pull_tick,
+            verify_before_landing=cfg.verify_before_landing,
+        )
         self.waiting = LeaseWaiting(
             parts, self.runner.acquire, lease_wait=cfg.lease_wait, task_timeout=cfg.task_timeout
         )
@@ -117,6 +122,7 @@ class Engine:
             parts, self.take_backs, self.restores, max_attempts=cfg.max_attempts
         )
         self.landing = Landing(parts, cfg.landing_batch, cfg.stale_after)
+        self.runner.landing_check = lambda: self.landing.integration  # what a verify may leave it
         self.outcomes = Outcomes(parts, self.take_backs, self.landing)
         self.arrivals = Arrivals(
             parts, self.take_backs, tree_id=tree_id, stale_after=cfg.stale_after

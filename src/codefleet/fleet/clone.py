@@ -50,7 +50,15 @@ from codefleet.review.landedline import BRANCH
 from codefleet.rollback import current_state, state_sha256
 from codefleet.statedir import STATE_DIR
 
-__all__ = ["LINE_PATH", "AsyncClone", "Clone", "CloneError", "dir_problem", "git_env"]
+__all__ = [
+    "LINE_PATH",
+    "AsyncClone",
+    "Clone",
+    "CloneError",
+    "CloneRefused",
+    "dir_problem",
+    "git_env",
+]
 
 LINE_PATH: Final = "/git/landed.git"  # where the server serves its line (`server.landed_routes`)
 REMOTE: Final = "codefleet"
@@ -64,6 +72,10 @@ GIT_TIMEOUT_S: Final = 300.0
 
 class CloneError(Exception):
     """The clone cannot be used or brought level: one line saying what and what to do."""
+
+
+class CloneRefused(CloneError):
+    """The directory or the host cannot hold a clone at all (not a fetch that may work later)."""
 
 
 @dataclass
@@ -86,11 +98,11 @@ class Clone:
         CodeFleet's own clone of the same tree there; the tip. Anything else is `CloneError`
         naming what to do."""
         if shutil.which("git") is None:
-            raise CloneError("git is not installed on this host: a clone runner needs it")
+            raise CloneRefused("git is not installed on this host: a clone runner needs it")
         root = self.root
         problem = dir_problem(root, tree_id)
         if problem is not None:
-            raise CloneError(problem)
+            raise CloneRefused(problem)
         root.mkdir(parents=True, exist_ok=True)
         if (root / ".git").is_dir():
             self._git("remote", "set-url", REMOTE, self.line_url)
@@ -104,15 +116,23 @@ class Clone:
         return self.reset(())
 
     def _clone(self, tree_id: str) -> None:
-        """A new clone in `root` (which may hold our `.codefleet/`): whole, or nothing left."""
+        """A new repository in `root` (which may hold our `.codefleet/`), whole or not at all:
+        made and marked as this tree's aside, then moved into place in one rename, so a
+        runner killed meanwhile leaves nothing a restart would refuse. Its first fetch may
+        fail (the server away): the repository stays, and the next open fetches again."""
+        aside = self.root / STATE_DIR / f"clone-new-{os.getpid()}"
+        shutil.rmtree(aside, ignore_errors=True)
+        aside.mkdir(parents=True)
         try:
-            self._git("init", "--quiet")
-            self._git("remote", "add", REMOTE, self.line_url)
-            self._git("config", TREE_KEY, tree_id)
-            self.fetch()
-        except CloneError:
-            shutil.rmtree(self.root / ".git", ignore_errors=True)
-            raise
+            for args in (
+                ("init", "--quiet"),
+                ("remote", "add", REMOTE, self.line_url),
+                ("config", TREE_KEY, tree_id),
+            ):
+                self._run(*args, cwd=aside)
+            (aside / ".git").rename(self.root / ".git")
+        finally:
+            shutil.rmtree(aside, ignore_errors=True)
 
     @property
     def line_url(self) -> str:
@@ -120,8 +140,11 @@ class Clone:
 
     # -- the line ----------------------------------------------------------------------
 
-    def fetch(self) -> str:
-        """Fetch the line; its tip."""
+    def fetch(self, known: str | None = None) -> str:
+        """Fetch the line; its tip. With `known` (the tip the server says the line is at)
+        already here, no fetch: the line has not moved since."""
+        if known is not None and self._has(known) and self.tracked() == known:
+            return known
         self.fetches += 1
         refspec = f"+refs/heads/{BRANCH}:{TRACKING}"  # from the URL given, whatever the config says
         done = self._run("fetch", "--quiet", "--no-tags", self.line_url, refspec, check=False)
@@ -129,17 +152,27 @@ class Clone:
             raise CloneError(f"cannot fetch the landed line {self.line_url}: {_said(done)}")
         return self._git("rev-parse", "--verify", f"{TRACKING}^{{commit}}").strip()
 
-    def reset(self, forget: Iterable[str]) -> str:
+    def tracked(self) -> str | None:
+        """The line's tip as last fetched (None: never)."""
+        done = self._run("rev-parse", "--verify", "--quiet", f"{TRACKING}^{{commit}}", check=False)
+        return done.stdout.decode().strip() or None if done.returncode == 0 else None
+
+    def _has(self, commit: str) -> bool:
+        return self._run("cat-file", "-e", f"{commit}^{{commit}}", check=False).returncode == 0
+
+    def reset(self, forget: Iterable[str], known: str | None = None) -> str:
         """The clone as the line's tip, before an attempt: tracked files as the tip has them,
         untracked ones gone, and `forget` (what the last attempt wrote) gone unless the tip
-        has it. The tip."""
-        tip = self.fetch()
+        has it. The tip (`known`: see `fetch`)."""
+        tip = self.fetch(known)
         self._git("checkout", "--quiet", "--force", "-B", BRANCH, tip)
         self._git("clean", "-ffdq")
-        tracked = set(self._git("ls-tree", "-r", "--name-only", "-z", tip).split("\0"))
-        for path in forget:
-            if path not in tracked:
-                _remove(self.root / path)
+        forget = list(forget)
+        if forget:  # the last attempt's files the line does not have (ignored ones included)
+            tracked = set(self._git("ls-tree", "-r", "--name-only", "-z", tip).split("\0"))
+            for path in forget:
+                if path not in tracked:
+                    _remove(self.root / path)
         self._git("update-ref", BASE, tip)
         self.head = tip
         return tip
@@ -155,8 +188,10 @@ class Clone:
         if state_sha256(current_state(self.root, path)) == want:
             return False
         deadline = time.monotonic() + self.level_wait_s
+        tip = self.tracked()  # the last fetch may have it already
         while True:
-            tip = self.fetch()  # a fetch that fails is `CloneError` at once: no guess
+            if tip is None or self._version(tip, path) != want:
+                tip = self.fetch()  # a fetch that fails is `CloneError` at once: no guess
             if self._version(tip, path) == want:
                 self._take(tip, path)
                 self.levelled += 1
@@ -168,19 +203,32 @@ class Clone:
                 )
             time.sleep(LEVEL_POLL_S)
 
-    def catch_up(self, held: Collection[str]) -> list[str]:
-        """Take every file the line changed since `base` that is not in `held`; those paths."""
-        tip = self.fetch()
+    def catch_up(self, held: Collection[str], known: str | None = None) -> list[str]:
+        """Take every file the line changed since `base` that is not in `held`; those paths.
+        A few git processes however many files landed: one diff, one checkout, one `rm`
+        (`known`: see `fetch`)."""
+        tip = self.fetch(known)
         base = self.base
         if tip == base:
             return []
-        out = self._git("diff", "--name-only", "--no-renames", "-z", base, tip)
-        taken = [p for p in out.split("\0") if p and p not in held]
-        for path in taken:
-            self._take(tip, path)
+        out = self._git("diff", "--name-status", "--no-renames", "-z", base, tip).split("\0")
+        pairs = [(status, path) for status, path in zip(out[::2], out[1::2], strict=False) if path]
+        taken = [(status, path) for status, path in pairs if path not in held]
+        changed = [path for status, path in taken if status != "D"]
+        gone = [path for status, path in taken if status == "D"]
+        if changed:
+            listed = "".join(f"{path}\0" for path in changed).encode(errors="surrogateescape")
+            self._run(
+                "checkout", "--quiet", tip, "--pathspec-from-file=-", "--pathspec-file-nul",
+                stdin=listed,
+            )  # fmt: skip
+        if gone:
+            for path in gone:
+                _remove(self.root / path)
+            self._run("rm", "--cached", "--quiet", "--ignore-unmatch", "--", *gone, check=False)
         self._git("update-ref", BASE, tip)
         self.head = tip
-        return taken
+        return [path for _, path in taken]
 
     def _version(self, tip: str, path: str) -> str | None:
         done = self._run("cat-file", "blob", f"{tip}:{path}", check=False)
@@ -218,10 +266,13 @@ class Clone:
     def _env(self) -> dict[str, str]:
         return git_env(None if self.line else self.token)  # another remote: git's own credentials
 
-    def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    def _run(
+        self, *args: str, check: bool = True, stdin: bytes | None = None, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
         done = subprocess.run(
             ["git", *args],
-            cwd=self.root,
+            cwd=cwd or self.root,
+            input=stdin,
             capture_output=True,
             env=self._env(),
             timeout=GIT_TIMEOUT_S,
@@ -238,21 +289,28 @@ class Clone:
 class AsyncClone:
     """The clone as the runner's loop uses it: each git step in a thread.
 
-    `current` asks the server whether its line holds every task that has landed
-    (`GET /landed`'s `current`): the line commits a landing just after it, so a
-    runner that must see everything landed so far (a reset, the reads' validation)
-    waits for that first, up to the clone's `level_wait_s`."""
+    `current` asks the server whether its line holds every task that has landed,
+    and at which tip (`GET /landed`'s `current` and `tip`): the line commits a
+    landing just after it, so a runner that must see everything landed so far (a
+    reset, the reads' validation) waits for that first, up to the clone's
+    `level_wait_s`, and does not fetch when it has that tip already."""
 
-    def __init__(self, clone: Clone, current: Callable[[], Awaitable[bool]] | None = None) -> None:
+    def __init__(
+        self, clone: Clone, current: Callable[[], Awaitable[tuple[bool, str | None]]] | None = None
+    ) -> None:
         self.clone = clone
         self.current = current
 
-    async def caught_up(self) -> None:
-        """Until the server's line holds every landing so far (`CloneError` past the bound)."""
+    async def caught_up(self) -> str | None:
+        """The line's tip once it holds every landing so far (`CloneError` past the bound);
+        None when there is no server to ask."""
         if self.current is None:
-            return
+            return None
         deadline = time.monotonic() + self.clone.level_wait_s
-        while not await self.current():
+        while True:
+            now, tip = await self.current()
+            if now:
+                return tip
             if time.monotonic() > deadline:
                 raise CloneError(
                     f"the landed line is behind what landed after {self.clone.level_wait_s:g}s "
@@ -261,15 +319,15 @@ class AsyncClone:
             await asyncio.sleep(LEVEL_POLL_S)
 
     async def reset(self, forget: Iterable[str]) -> str:
-        await self.caught_up()
-        return await asyncio.to_thread(self.clone.reset, forget)
+        known = await self.caught_up()
+        return await asyncio.to_thread(self.clone.reset, forget, known)
 
     async def level(self, path: str, want: str | None) -> bool:
         return await asyncio.to_thread(self.clone.level, path, want)
 
     async def catch_up(self, held: Collection[str]) -> list[str]:
-        await self.caught_up()
-        return await asyncio.to_thread(self.clone.catch_up, held)
+        known = await self.caught_up()
+        return await asyncio.to_thread(self.clone.catch_up, held, known)
 
 
 def git_env(token: str | None) -> dict[str, str]:

@@ -79,8 +79,8 @@ async def settle_reads(attempt: Attempt, report: AttemptReport, turn: Turn | Non
 async def validate(attempt: Attempt) -> tuple[StaleRead, ...]:
     """Send the unsent read rows, ask what changed since each read, find the stale ones."""
     gate = attempt.gate
-    if gate.clone is not None:  # what landed meanwhile, taken into the clone: seen as stale
-        await gate.clone.catch_up(gate.held)
+    if gate.clone is not None and attempt.reads.latest:  # what landed meanwhile, in the clone
+        await gate.clone.catch_up(gate.held)  # (a read of it then shows as stale)
     changes = await _send_reads(attempt, watch=True)
     if gate.fenced:
         return ()

@@ -8,7 +8,10 @@ cancelling the executor (which must stop what it started).
 Checks: at the start of each attempt the runner reads the server's named
 checks and hands the executor a `Checker` for them. When a session of a task
 with `verify` ends successfully, the runner runs that check in the isolated
-view (within what is left of the attempt's wall clock); a failure turns the
+view (within what is left of the attempt's wall clock), unless the assignment
+leaves it to the landing check (`verify_at_landing`: it is the integration
+check, which runs on the landed tree before the task can succeed; the runner
+says so with a `check_deferred` event); a failure turns the
 attempt into `verify_failed` whose error carries the check's output, so the
 next attempt's prompt shows what to fix — unless the check's program could not
 start (`check_unrunnable`: the task fails at once, no attempt can install it).
@@ -77,7 +80,7 @@ from codefleet.api.client import (
 )
 from codefleet.attempt import AssignedTask, AttemptReport, OperatorNote
 from codefleet.errors import DomainError, Forbidden, NotFound, NotOwner, StaleEpoch, Unauthorized
-from codefleet.fleet.clone import AsyncClone, Clone, CloneError
+from codefleet.fleet.clone import AsyncClone, Clone, CloneError, CloneRefused
 from codefleet.fleet.executor import Attempt, Executor
 from codefleet.fleet.gate.prewrite import WriteGate
 from codefleet.fleet.gate.readset import ReadLog
@@ -255,10 +258,17 @@ class Runner:
             log.info("%s: the landed line has not started yet; waiting", self.options.name)
             await asyncio.sleep(delay)
             delay = min(delay * 2, MAX_RETRY_S)
-        try:
-            tip = await asyncio.to_thread(clone.open, tree_id)
-        except CloneError as err:
-            raise CannotContinue(str(err)) from None
+        delay = RETRY_START_S
+        while True:
+            try:
+                tip = await asyncio.to_thread(clone.open, tree_id)
+                break
+            except CloneRefused as err:  # the directory or the host: no retry can fix it
+                raise CannotContinue(str(err)) from None
+            except CloneError as err:  # a fetch the server's going away cut short: again
+                log.warning("%s: %s; retrying in %.1fs", self.options.name, err, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, MAX_RETRY_S)
         self._opened = True
         log.info("%s: clone %s at the landed line's %s", self.options.name, clone.root, tip[:12])
         return tree_id
@@ -524,10 +534,10 @@ class Runner:
 
         remote = self.options.line is not None
 
-        async def current() -> bool:
+        async def current() -> tuple[bool, str | None]:
             line = await self.client.landed()
             pushed = not remote or line.get("pushed") == line.get("tip")  # the remote has it too
-            return bool(line.get("current", True)) and pushed
+            return bool(line.get("current", True)) and pushed, line.get("tip") or None
 
         return AsyncClone(self.clone, current)
 
@@ -622,6 +632,21 @@ class Runner:
         name = attempt.task.verify
         if not report.ok or not name:
             return report
+        if attempt.task.verify_at_landing:  # the same check runs before it lands: said, not run
+            with contextlib.suppress(Exception):  # a record; the landing check is the gate
+                await self.client.check_event(
+                    attempt.task_id,
+                    self.agent_id,
+                    self.epoch,
+                    {
+                        "attempt": attempt.number,
+                        "name": name,
+                        "phase": "deferred",
+                        "purpose": CheckPurpose.VERIFY,
+                    },
+                )
+            summary = f"{report.summary or 'done'} (verify: check {name} runs at landing)"
+            return replace(report, summary=summary)
         if attempt.checks is None:
             return replace(
                 report,

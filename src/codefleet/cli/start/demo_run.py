@@ -305,6 +305,9 @@ def run_demo(
         token=secrets.token_urlsafe(
             24
         ),  # a per-run token: nothing else on the machine can drive it
+        # T1's verify is the integration check: the demo runs it at the session's end too, to
+        # show a verify failing and the retry it starts (a fleet leaves it to the landing)
+        verify_before_landing=True,
     )
     label = f"{mode}, mixed: Claude Code + Codex" if mixed else mode
     console.print(f"[bold]CodeFleet demo[/] ({label}) in {escape(str(workspace))}", markup=True)

@@ -56,7 +56,12 @@ class RunnerCalls:
     """One engine's thin runner calls; every method runs on the engine's thread."""
 
     def __init__(
-        self, parts: CallParts, *, task_timeout: float, pull_tick: Callable[[], None]
+        self,
+        parts: CallParts,
+        *,
+        task_timeout: float,
+        pull_tick: Callable[[], None],
+        verify_before_landing: bool = False,
     ) -> None:
         self.store = parts.store
         self.tree = parts.tree
@@ -73,6 +78,8 @@ class RunnerCalls:
         self.kick = parts.kick
         self.task_timeout = task_timeout
         self.pull_tick = pull_tick  # tick now, for a poll that is about to park
+        self.verify_before_landing = verify_before_landing
+        self.landing_check: Callable[[], str | None] = lambda: None  # the engine's integration
 
     def heartbeat(
         self,
@@ -103,6 +110,12 @@ class RunnerCalls:
         )
         return Beat(agent.status, agent.epoch, self.messages.pending(task.id), answers)
 
+    def _verified_at_landing(self, verify: str | None) -> bool:
+        """A verify that is the integration check is left to the landing check: it runs the
+        same check on the landed tree with the task's change before the task can succeed
+        (docs/decisions/0157-a-verify-the-landing-runs-is-left-to-it.md)."""
+        return bool(verify) and not self.verify_before_landing and verify == self.landing_check()
+
     def ask(self, agent_id: str, epoch: int, task_id: str, text: str) -> Question:
         """The owner's session asks the operator (`coord.tables.questions`)."""
         self.agents.check_epoch(agent_id, epoch)
@@ -129,6 +142,7 @@ class RunnerCalls:
             error=task.error,
             error_kind=None if kind is None else ErrorKind(kind),
             verify=task.verify,
+            verify_at_landing=self._verified_at_landing(task.verify),
             shell_mode=task.shell_mode,
             on_stale_read=StaleReadPolicy(task.on_stale_read or StaleReadPolicy.RECONCILE),
             lease_granularity=None

@@ -42,6 +42,8 @@ class EngineConfig:
     max_cost_hard: bool = _default("max_cost_hard")  # a spent budget also stops running attempts
     lease_wait: float = _default("lease_wait")  # how long a refused write may park (0: never)
     landing_batch: int = _default("landing_batch")  # waiting tasks one landing check takes
+    # a verify that is the integration check runs at the session's end too (else: at landing)
+    verify_before_landing: bool = _default("verify_before_landing")
 
 
 # The fields that are not a `Settings` field of the same name, from the settings.

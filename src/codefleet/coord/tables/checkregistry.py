@@ -140,8 +140,18 @@ class CheckRegistry:
     def record(
         self, task_id: str, agent_id: str, attempt: int, command: str, report: Mapping[str, Any]
     ) -> int:
-        """One `check_started` or `check_finished` event (caller's transaction); its id."""
-        if report["phase"] == "started":
+        """One `check_started`, `check_finished` or `check_deferred` event (caller's
+        transaction); its id."""
+        if report["phase"] == "deferred":  # a verify the landing check runs instead
+            event = self.store.emit(
+                EventType.CHECK_DEFERRED,
+                task_id=task_id,
+                agent_id=agent_id,
+                name=str(report["name"]),
+                purpose=report["purpose"],
+                attempt=attempt,
+            )
+        elif report["phase"] == "started":
             event = self.store.emit(
                 EventType.CHECK_STARTED,
                 task_id=task_id,
