@@ -41,8 +41,8 @@ With `--clones` every runner works in its own clone of the landed line
 (`runner --clone`, a directory of its own under the run's), `--mixed` half of
 them (the even-numbered); the tree is then a git repository, one
 `runner --landing-only` runs the landing checks in it, a killed clone runner
-loses its directory with its process (a pod lost with its disk) and comes back
-to a fresh empty one, and the landed line is checked too (`invariants_line`):
+loses its directory with its process group (a pod lost with its disk: no git it
+ran writes on after it) and comes back to a fresh empty one, and the landed line is checked too (`invariants_line`):
 its tip is the final tree, its commits the landings in order, each once.
 
 Prints one JSON summary (also `--json FILE`); exits 0 only with zero violations,
@@ -313,7 +313,12 @@ class Proc:
         with self.log.open("ab") as out:
             out.write(f"\n--- start {time.strftime('%H:%M:%S')}\n".encode())
             self.popen = subprocess.Popen(
-                self.command, cwd=self.cwd, env=self.env, stdout=out, stderr=subprocess.STDOUT
+                self.command,
+                cwd=self.cwd,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=self.clone is not None,  # a pod: the runner and its gits
             )
 
     def alive(self) -> bool:
@@ -325,10 +330,16 @@ class Proc:
             self.popen.send_signal(signal.SIGKILL)
             self.popen.wait()
 
-    def lose_disk(self) -> None:
-        """A clone runner's directory gone with its killed process: it restarts empty."""
-        if self.clone is not None:
-            shutil.rmtree(self.clone, ignore_errors=True)
+    def lose_pod(self) -> None:
+        """A clone runner's pod lost: SIGKILL its process group (a git it ran dies with it,
+        not left writing into the directory), then its directory: it restarts empty."""
+        assert self.clone is not None
+        if self.popen is not None and self.alive():
+            self.killed_by_us = True
+            os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait()
+            _wait_group_gone(self.popen.pid)
+        shutil.rmtree(self.clone, ignore_errors=True)
 
     def stop(self, timeout: float = STOP_WAIT_S) -> int | None:
         """SIGTERM (a runner leaves gracefully), SIGKILL if it does not exit in time."""
@@ -341,6 +352,20 @@ class Proc:
         except subprocess.TimeoutExpired:
             self.popen.kill()
             return self.popen.wait()
+
+
+def _wait_group_gone(pgid: int, timeout: float = 5.0) -> None:
+    """Until no live (non-zombie) process is left in group `pgid`, or `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        live = False
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                live = live or (fields[0] != "Z" and int(fields[2]) == pgid)
+        if not live:
+            return
+        time.sleep(0.02)
 
 
 def free_port() -> int:
@@ -565,8 +590,10 @@ class Chaos:
             await self.wait_up(client)
         else:
             proc = self.runners[fault.target]
-            proc.kill()
-            proc.lose_disk()
+            if proc.clone is None:
+                proc.kill()
+            else:
+                proc.lose_pod()
             await asyncio.sleep(fault.down_s)
             proc.start()
         self.summary.faults_injected[fault.kind] = (
