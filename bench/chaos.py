@@ -37,6 +37,14 @@ contract (`invariants_landing`): every task lands through the integration check 
 landings are blamed, rolled back and reworked under the same faults. `--duration` bounds
 the whole run; a graph that has not drained by then is a failure.
 
+With `--clones` every runner works in its own clone of the landed line
+(`runner --clone`, a directory of its own under the run's), `--mixed` half of
+them (the even-numbered); the tree is then a git repository, one
+`runner --landing-only` runs the landing checks in it, a killed clone runner
+loses its directory with its process group (a pod lost with its disk: no git it
+ran writes on after it) and comes back to a fresh empty one, and the landed line is checked too (`invariants_line`):
+its tip is the final tree, its commits the landings in order, each once.
+
 Prints one JSON summary (also `--json FILE`); exits 0 only with zero violations,
 every task terminal, and no process dying on its own.
 """
@@ -77,6 +85,7 @@ from codefleet.testing.invariants import (
 )
 from codefleet.testing.invariants_content import check_contents, expected_contents
 from codefleet.testing.invariants_landing import check_landing
+from codefleet.testing.invariants_line import check_line, collect_line
 
 HOST = "127.0.0.1"
 # Every landing must pass this check: no file under out/ says BROKEN. A few scripted
@@ -86,6 +95,7 @@ MARKER = "BROKEN"
 CHECKS = {INTEGRATION: f"! grep -rqs {MARKER} out"}
 BREAKERS_PER = 20  # by default one breaker per this many tasks, at least one
 STOP_WAIT_S = 15.0
+IDENTITY = ("-c", "user.name=chaos", "-c", "user.email=chaos@localhost")
 
 
 # -- the workload ----------------------------------------------------------------------------
@@ -296,13 +306,19 @@ class Proc:
     cwd: Path
     popen: subprocess.Popen[bytes] | None = None
     killed_by_us: bool = False
+    clone: Path | None = None  # a clone runner's own directory (`runner --clone`)
 
     def start(self) -> None:
         self.killed_by_us = False
         with self.log.open("ab") as out:
             out.write(f"\n--- start {time.strftime('%H:%M:%S')}\n".encode())
             self.popen = subprocess.Popen(
-                self.command, cwd=self.cwd, env=self.env, stdout=out, stderr=subprocess.STDOUT
+                self.command,
+                cwd=self.cwd,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=self.clone is not None,  # a pod: the runner and its gits
             )
 
     def alive(self) -> bool:
@@ -313,6 +329,17 @@ class Proc:
             self.killed_by_us = True
             self.popen.send_signal(signal.SIGKILL)
             self.popen.wait()
+
+    def lose_pod(self) -> None:
+        """A clone runner's pod lost: SIGKILL its process group (a git it ran dies with it,
+        not left writing into the directory), then its directory: it restarts empty."""
+        assert self.clone is not None
+        if self.popen is not None and self.alive():
+            self.killed_by_us = True
+            os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait()
+            _wait_group_gone(self.popen.pid)
+        shutil.rmtree(self.clone, ignore_errors=True)
 
     def stop(self, timeout: float = STOP_WAIT_S) -> int | None:
         """SIGTERM (a runner leaves gracefully), SIGKILL if it does not exit in time."""
@@ -325,6 +352,20 @@ class Proc:
         except subprocess.TimeoutExpired:
             self.popen.kill()
             return self.popen.wait()
+
+
+def _wait_group_gone(pgid: int, timeout: float = 5.0) -> None:
+    """Until no live (non-zombie) process is left in group `pgid`, or `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        live = False
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                live = live or (fields[0] != "Z" and int(fields[2]) == pgid)
+        if not live:
+            return
+        time.sleep(0.02)
 
 
 def free_port() -> int:
@@ -350,6 +391,7 @@ class Summary:
     seed: int
     tasks: int
     runners: int
+    clone_runners: int = 0  # of `runners`, those in clones of their own (`--clones`, `--mixed`)
     duration_s: float = 0.0
     phases_s: dict[str, float] = field(default_factory=dict)
     drained: bool = False
@@ -378,6 +420,8 @@ class Summary:
     landing_checks: int = 0  # landing_check_finished events (batches, bisections, bases)
     integration_failed: int = 0
     final_restart_identical: bool = False
+    line_commits: int = 0  # landed tasks on the landed line (0: the tree has no line)
+    levels: int = 0  # clone grants of a file landed anew since the attempt began (`_levels`)
     violations: list[str] = field(default_factory=list)
     workdir: str = ""
 
@@ -428,7 +472,10 @@ class Chaos:
         self.port = free_port()
         self.url = f"http://{HOST}:{self.port}"
         self.token = secrets.token_urlsafe(16)
-        self.summary = Summary(args.seed, args.tasks, args.runners, workdir=str(self.base))
+        self.in_clones = clone_runners(args.runners, args.clones, args.mixed)
+        self.summary = Summary(
+            args.seed, args.tasks, args.runners, len(self.in_clones), workdir=str(self.base)
+        )
         self.observed: list[dict[str, Any]] = []
         self.pauses: list[asyncio.Task[None]] = []
         self.started = self._lap = time.monotonic()
@@ -444,6 +491,13 @@ class Chaos:
         self.exe = str(Path(sys.executable).parent / "codefleet")
         self.server = self._server_proc()
         self.runners = [self._runner_proc(n) for n in range(1, args.runners + 1)]
+        # clone runners run no landing worker: one runs the landing checks in the tree
+        self.landing = self._landing_proc() if self.in_clones else None
+
+    @property
+    def procs(self) -> list[Proc]:
+        """Every process but the server's: the runners, and the landing worker if any."""
+        return [*self.runners, *([self.landing] if self.landing else [])]
 
     def lap(self, phase: str) -> None:
         """Seconds since the previous lap, recorded under `phase`."""
@@ -461,6 +515,8 @@ class Chaos:
         shutil.copytree(self.tree, self.original)
         (self.base / "script.yaml").write_text(yaml.safe_dump(workload.script, sort_keys=False))
         (self.base / "logs").mkdir()
+        if self.in_clones:  # clones fetch the landed line, which needs a repository
+            _git_init(self.tree)
 
     def _server_proc(self) -> Proc:
         cmd = [self.exe, "serve", "--port", str(self.port), "--db", str(self.base / "chaos.db")]
@@ -475,9 +531,19 @@ class Chaos:
         script = str(self.base / "script.yaml")
         # --replace: a restarted runner takes its name back from the process we killed.
         cmd = [self.exe, "runner", "--name", name, "--replace", "--dry-run", "--script", script]
-        cmd += ["--server", self.url, "--workdir", str(self.tree), "--task-timeout", "60"]
+        cmd += ["--server", self.url, "--task-timeout", "60"]
+        log = self.base / "logs" / f"{name}.log"
+        if n in self.in_clones:  # its own directory, cloned when absent or empty
+            clone = self.base / "clones" / name
+            return Proc(name, [*cmd, "--clone", str(clone)], log, self.env, self.base, clone=clone)
+        cmd += ["--workdir", str(self.tree), "--run-dir", str(self.base / "runs")]
+        return Proc(name, cmd, log, self.env, self.base)
+
+    def _landing_proc(self) -> Proc:
+        cmd = [self.exe, "runner", "--name", "landing", "--replace", "--landing-only"]
+        cmd += ["--server", self.url, "--workdir", str(self.tree)]
         cmd += ["--run-dir", str(self.base / "runs")]
-        return Proc(name, cmd, self.base / "logs" / f"{name}.log", self.env, self.base)
+        return Proc("landing", cmd, self.base / "logs" / "landing.log", self.env, self.base)
 
     async def wait_up(self, client: FleetClient, timeout: float = 90.0) -> None:
         deadline = time.monotonic() + timeout
@@ -524,15 +590,21 @@ class Chaos:
             await self.wait_up(client)
         else:
             proc = self.runners[fault.target]
-            proc.kill()
+            if proc.clone is None:
+                proc.kill()
+            else:
+                proc.lose_pod()
             await asyncio.sleep(fault.down_s)
             proc.start()
         self.summary.faults_injected[fault.kind] = (
             self.summary.faults_injected.get(fault.kind, 0) + 1
         )
         who = "server" if fault.kind == "server" else self.runners[fault.target].name
+        lost = (
+            " and its clone" if fault.kind == "runner" and self.runners[fault.target].clone else ""
+        )
         self.summary.fault_log.append(
-            f"{fault.fired_at_s}s @{fault.at_progress:.0%}: SIGKILL {who}, back after {fault.down_s:.1f}s"
+            f"{fault.fired_at_s}s @{fault.at_progress:.0%}: SIGKILL {who}{lost}, back after {fault.down_s:.1f}s"
         )
 
     async def _pause(self, proc: Proc, fault: Fault) -> None:
@@ -553,7 +625,7 @@ class Chaos:
 
     def reap_unexpected(self) -> None:
         """A process that died without our SIGKILL is a finding: note it, restart it."""
-        for proc in [self.server, *self.runners]:
+        for proc in [self.server, *self.procs]:
             if proc.popen is not None and not proc.alive() and not proc.killed_by_us:
                 self.summary.unexpected_exits.append(f"{proc.name} exited {proc.popen.returncode}")
                 proc.start()
@@ -590,7 +662,7 @@ class Chaos:
         for paused in self.pauses:  # every frozen runner is let go before the runners stop
             paused.cancel()
         await asyncio.gather(*self.pauses, return_exceptions=True)
-        for proc in self.runners:
+        for proc in self.procs:
             proc.stop()
         await self._catch_up(client)
         before = await _state(client)
@@ -602,6 +674,8 @@ class Chaos:
         violations = check(evidence, self.observed)
         violations += check_landing(evidence.events, INTEGRATION)
         violations += self._tree(evidence)
+        if self.in_clones:
+            violations += await self._line(client, evidence)
         if not self.summary.final_restart_identical:
             violations.append(Violation("restart", "the state read back after a restart differs"))
         self._figures(evidence, violations)
@@ -621,6 +695,14 @@ class Chaos:
         expected = expected_contents(evidence.events)
         self.summary.contents_checked = sum(1 for e in expected.values() if e.sha256)
         return found + check_contents(expected, self.tree)
+
+    async def _line(self, client: FleetClient, evidence: Evidence) -> list[Violation]:
+        """The landed line, cloned as a clone runner would: the landings, the final tree."""
+        line = await collect_line(client, evidence, self.base / "line")
+        if isinstance(line, Violation):
+            return [line]
+        self.summary.line_commits = len(line.tasks)
+        return check_line(line, evidence, self.tree)
 
     def _figures(self, evidence: Evidence, violations: list[Violation]) -> None:
         s = self.summary
@@ -643,6 +725,8 @@ class Chaos:
         s.part_grants = sum(e["type"] == "lease_acquired" for e in on_part)
         s.part_vetoes = sum(e["type"] == "lease_denied" for e in on_part)
         s.part_upgrades = _upgrades(evidence.events)
+        clones = {str(a["id"]) for a in evidence.agents if a.get("workspace") == "clone"}
+        s.levels = _levels(evidence.events, clones)
         numbers = [(e["payload"]["sequence"], e["payload"]["value"]) for e in evidence.events
                    if e["type"] == "number_allocated"]  # fmt: skip
         s.numbers_allocated, s.numbers_distinct = len(numbers), len(set(numbers)) == len(numbers)
@@ -664,10 +748,55 @@ class Chaos:
         for proc in self.runners:  # a runner still frozen (the run failed mid-pause) must wake
             if proc.alive() and proc.popen is not None:
                 proc.popen.send_signal(signal.SIGCONT)
-        for proc in [*self.runners, self.server]:
+        for proc in [*self.procs, self.server]:
             proc.stop(timeout=5)
         if not keep:
             shutil.rmtree(self.base, ignore_errors=True)
+
+
+def clone_runners(runners: int, clones: bool, mixed: bool) -> frozenset[int]:
+    """The runner numbers (1..runners) that work in clones: all, the even half, or none."""
+    if clones:
+        return frozenset(range(1, runners + 1))
+    return frozenset(range(2, runners + 1, 2)) if mixed else frozenset()
+
+
+def _git_init(tree: Path) -> None:
+    """The tree as a git repository with one commit: the landed line starts from it."""
+    for args in (
+        ("init", "--quiet"),
+        ("add", "--all"),
+        (*IDENTITY, "commit", "--quiet", "-m", "chaos tree"),
+    ):
+        subprocess.run(["git", *args], cwd=tree, check=True, capture_output=True)
+
+
+def _levels(events: list[dict[str, Any]], clone_agents: set[str]) -> int:
+    """First grants of a file in a clone runner's attempt after a task that wrote it landed
+    since the attempt began: the clone fetched it at the grant, and the write was a reread.
+    From the log, so an upper bound: a landing just before the clone's reset counts too."""
+    began: dict[str, int] = {}  # task -> its clone attempt's task_started id
+    wrote: dict[str, set[str]] = {}  # task -> files its current attempt wrote
+    landed_at: dict[str, int] = {}  # file -> the last task_succeeded of a task that wrote it
+    granted: set[tuple[str, str]] = set()
+    count = 0
+    for event in events:
+        kind, task_id = event["type"], str(event.get("task_id"))
+        path = str(event["payload"].get("path"))
+        if kind == "task_started":
+            wrote[task_id] = set()
+            granted = {g for g in granted if g[0] != task_id}
+            began.pop(task_id, None)
+            if event.get("agent_id") in clone_agents:
+                began[task_id] = int(event["id"])
+        elif kind == "file_changed":
+            wrote.setdefault(task_id, set()).add(path)
+        elif kind == "task_succeeded":
+            landed_at |= dict.fromkeys(wrote.pop(task_id, set()), int(event["id"]))
+        elif kind == "lease_acquired" and task_id in began and (task_id, path) not in granted:
+            granted.add((task_id, path))
+            count += landed_at.get(path, 0) > began[task_id]
+    return count
 
 
 def _upgrades(events: list[dict[str, Any]]) -> int:
@@ -713,7 +842,7 @@ async def run(args: argparse.Namespace) -> Summary:
             await client.create_tasks(graph)
             await client.set_integration(INTEGRATION)
             observer = asyncio.create_task(chaos.observe())
-            for proc in chaos.runners:
+            for proc in chaos.procs:
                 proc.start()
             chaos.lap("start")
             await chaos.drive(client, faults)
@@ -773,6 +902,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--lease-wait", type=float, default=0.0, help="the server's CODEFLEET_LEASE_WAIT, seconds"
     )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--clones", action="store_true",
+        help="every runner in its own clone of the landed line (runner --clone); a killed one "
+        "loses its clone",
+    )  # fmt: skip
+    where.add_argument(
+        "--mixed", action="store_true",
+        help="the even-numbered runners in clones, the others in the tree",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path, default=None, help="also write the summary here")
     parser.add_argument(
         "--keep", action="store_true", help="keep the run directory (kept on failure)"

@@ -9,7 +9,10 @@ named resources and take numbers of a sequence. It must drain with every
 task succeeded and zero invariant violations, the content oracle included, with
 parking off (every held file a veto) and on (`--lease-wait`: a held file's
 write waits for it), and with leases by part on two shared Python modules half
-the tasks edit a function of (`--hub-modules 2 --lease-granularity part`). The
+the tasks edit a function of (`--hub-modules 2 --lease-granularity part`), and
+with every runner in its own clone of the landed line (`--clones`: a killed runner
+loses its clone with its process; the line's tip must be the final tree, its
+commits the landings in order). The
 long run (500 tasks, 8 runners, about 25 faults) is run by hand; see
 docs/reliability.md.
 """
@@ -24,21 +27,25 @@ from pathlib import Path
 import pytest
 
 CHAOS = Path(__file__).resolve().parents[2] / "bench" / "chaos.py"
-RUN_BOUND_S = 150
+DRAIN_BOUND_S = 120
+CLONES_DRAIN_BOUND_S = 240  # a git fetch per attempt: slower on a loaded machine
+CHECK_BOUND_S = 30  # the final restart and the checker, after the drain
 
 
 @pytest.mark.parametrize(
-    ("lease_wait", "granularity"),
-    [(0.0, "file"), (5.0, "file"), (0.0, "part")],
-    ids=["vetoes", "parking", "parts"],
+    ("lease_wait", "granularity", "clones"),
+    [(0.0, "file", False), (5.0, "file", False), (0.0, "part", False), (0.0, "file", True)],
+    ids=["vetoes", "parking", "parts", "clones"],
 )
 def test_a_short_chaos_run_with_a_server_kill_and_runner_kills_breaks_no_invariant(
-    tmp_path: Path, lease_wait: float, granularity: str
+    tmp_path: Path, lease_wait: float, granularity: str, clones: bool
 ) -> None:
     summary_file = tmp_path / "chaos.json"
+    drain_bound = CLONES_DRAIN_BOUND_S if clones else DRAIN_BOUND_S
     parts = ["--hub-modules", "2", "--lease-granularity", "part"] if granularity == "part" else []
     args = [
         *parts,
+        *(["--clones"] if clones else []),
         "--lease-wait",
         str(lease_wait),
         "--seed",
@@ -60,13 +67,16 @@ def test_a_short_chaos_run_with_a_server_kill_and_runner_kills_breaks_no_invaria
         "--min-gap",
         "0.5",
         "--duration",
-        "120",
+        str(drain_bound),
         "--json",
         str(summary_file),
     ]
 
     done = subprocess.run(
-        [sys.executable, str(CHAOS), *args], capture_output=True, text=True, timeout=RUN_BOUND_S
+        [sys.executable, str(CHAOS), *args],
+        capture_output=True,
+        text=True,
+        timeout=drain_bound + CHECK_BOUND_S,
     )
 
     assert summary_file.exists(), done.stderr[-3000:]
@@ -87,4 +97,8 @@ def test_a_short_chaos_run_with_a_server_kill_and_runner_kills_breaks_no_invaria
     assert summary["numbers_distinct"]  # and the checker found no number handed out twice
     if granularity == "part":  # several tasks wrote one module at once, and some were undone
         assert summary["part_grants"] > 0
+    if clones:  # each killed runner lost its clone; the line holds every landing, once
+        assert summary["clone_runners"] == 3
+        assert sum("and its clone" in f for f in summary["fault_log"]) == 2
+        assert summary["line_commits"] == 40
     assert done.returncode == 0 and summary["ok"]
