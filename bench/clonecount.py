@@ -97,6 +97,8 @@ def _relay_main(ports: list[int], target: int, totals: Any, ready: Any) -> None:
 
 
 async def _relay(ports: list[int], target: int, totals: Any, ready: Any) -> None:
+    live: set[asyncio.Task[Any]] = set()  # the loop holds tasks weakly: a connection's is here
+
     def serving(slot: int) -> Callable[..., Any]:
         def add(index: int, amount: int) -> None:
             with totals.get_lock():
@@ -104,6 +106,10 @@ async def _relay(ports: list[int], target: int, totals: Any, ready: Any) -> None
 
         async def connection(near_r: asyncio.StreamReader, near_w: asyncio.StreamWriter) -> None:
             add(0, 1)
+            me = asyncio.current_task()
+            if me is not None:
+                live.add(me)
+                me.add_done_callback(live.discard)
             far_r, far_w = await asyncio.open_connection(HOST, target)
             try:
                 await asyncio.gather(
