@@ -53,6 +53,7 @@ __all__ = [
     "machine",
     "make_http",
     "percentiles",
+    "pid_cpu_split",
     "process_cpu",
     "system_busy_seconds",
     "wait_http",
@@ -81,6 +82,15 @@ def pid_cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def pid_cpu_split(pid: int) -> tuple[float, float]:
+    """(own, reaped children's) user + system CPU seconds of one process, from /proc/<pid>/stat:
+    the children's share is the processes it started and waited for (a server's git)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    own = int(fields[11]) + int(fields[12])
+    return own / CLK_TCK, (int(fields[13]) + int(fields[14])) / CLK_TCK
 
 
 def system_busy_seconds() -> float:
@@ -136,6 +146,8 @@ class Server:
     profile_out: Path | None = None
     keep: bool = False
     server_bin: Path | None = None  # a `codefleet` executable; default: this environment's
+    serve_args: tuple[str, ...] = ()  # more `serve` options (e.g. `--lease-wait 60`)
+    seed: Callable[[Path], object] | None = None  # fills the tree before the server starts
     port: int = 0
     pid: int = 0
     tmp: Path = field(default_factory=Path)
@@ -157,6 +169,7 @@ class Server:
         cmd += ["--poll-interval", str(self.poll_interval), "--stale-after", str(self.stale_after)]
         if self.token:
             cmd += ["--token", self.token]
+        cmd += self.serve_args
         if self.profile == "cprofile":
             python = exe.parent / "python"
             cmd = [str(python), "-m", "cProfile", "-o", str(self._profile_path()), *cmd]
@@ -189,6 +202,8 @@ class Server:
     def start(self) -> Server:
         self.tmp = Path(tempfile.mkdtemp(prefix="codefleet-bench-"))
         (self.tmp / "tree").mkdir()
+        if self.seed is not None:
+            self.seed(self.tmp / "tree")
         self.port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("CODEFLEET_")}
         log = (self.tmp / "server.log").open("wb")
