@@ -167,11 +167,10 @@ class CloneProbe:
     @contextlib.contextmanager
     def installed(self) -> Iterator[CloneProbe]:
         """Wrap `Clone`'s methods for the block; the originals are back after it."""
-        saved = {name: Clone.__dict__[name] for name in (*STEPS, "fetch", "_run")}
+        saved = {name: Clone.__dict__[name] for name in (*STEPS, "_run")}
         try:
             wrappers = {name: self._stepping(name, saved[name]) for name in STEPS}
-            wrappers["fetch"] = self._counting(saved["fetch"], fetches=True)
-            wrappers["_run"] = self._counting(saved["_run"], fetches=False)
+            wrappers["_run"] = self._counting(saved["_run"])
             for name, wrapper in wrappers.items():
                 setattr(Clone, name, wrapper)
             yield self
@@ -195,14 +194,17 @@ class CloneProbe:
 
         return step
 
-    def _counting(self, original: Callable[..., Any], *, fetches: bool) -> Callable[..., Any]:
-        counter = self.fetches if fetches else self.gits
+    def _counting(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """Every git process a clone starts, and among them the fetches (a `fetch` call that
+        finds the line where it was starts none)."""
 
         def count(clone: Clone, *args: Any, **kwargs: Any) -> Any:
             step = getattr(self._step, "name", None) or "other"
             with self._lock:
-                counter[step] += 1
-            if not fetches and args[:1] == ("fetch",) and self.meter is not None:
+                self.gits[step] += 1
+                if args[:1] == ("fetch",):
+                    self.fetches[step] += 1
+            if args[:1] == ("fetch",) and self.meter is not None:
                 # git's own URL rewriting sends this fetch through the step's port
                 rewrite = f"url.{self.meter.url(step)}/.insteadOf={self.server_url.rstrip('/')}/"
                 args = ("-c", rewrite, *args)
