@@ -18,7 +18,9 @@ of the shared tree. What keeps the lock's promises there:
   that has not caught up within `level_wait_s` is a denial, never a guess.
 - **Before its reads are validated** the clone takes every file the line
   changed since the attempt began that the attempt does not hold (`catch_up`),
-  so a stale read is found as in the tree (`fleet.gate.stale`).
+  so a stale read is found as in the tree (`fleet.gate.stale`); first it waits
+  (up to `level_wait_s`) until the line holds every task that succeeded so far,
+  as it commits each a moment after `task_succeeded` (`AsyncClone.catch_up`).
 - **At a successful end** the files the attempt holds are handed to the server as
   they are here (`delivered`, `POST /tasks/{id}/delivery`), which writes them into
   its tree; landing, patches and the line go on from there as for a runner in the
@@ -43,10 +45,14 @@ import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
+from codefleet.models import EventType
 from codefleet.rollback import current_state, state_sha256
 from codefleet.statedir import STATE_DIR
+
+if TYPE_CHECKING:
+    from codefleet.api.client import FleetClient
 
 __all__ = ["LINE_PATH", "AsyncClone", "Clone", "CloneError"]
 
@@ -256,16 +262,37 @@ class Clone:
 
 
 class AsyncClone:
-    """The clone as the runner's loop uses it: each git step in a thread."""
+    """The clone as the runner's loop uses it: each git step in a thread; `client` asks the
+    server how far its line has followed the landings."""
 
-    def __init__(self, clone: Clone) -> None:
-        self.clone = clone
+    def __init__(self, clone: Clone, client: FleetClient) -> None:
+        self.clone, self.client = clone, client
 
     async def level(self, path: str, want: str | None) -> bool:
         return await asyncio.to_thread(self.clone.level, path, want)
 
     async def catch_up(self, held: Collection[str]) -> list[str]:
+        """`Clone.catch_up` once the line holds every task that succeeded before this call:
+        a file another task landed meanwhile is then taken, and a read of it is stale."""
+        await self._line_followed()
         return await asyncio.to_thread(self.clone.catch_up, held)
+
+    async def _line_followed(self) -> None:
+        """Until the line's cursor is past the last `task_succeeded` of now; `CloneError`
+        after `level_wait_s` (the clone never guesses)."""
+        cursor = int((await self.client.landed())["cursor"])
+        succeeded = await self.client.events(since=cursor, type_=EventType.TASK_SUCCEEDED)
+        if not succeeded:
+            return
+        target = int(succeeded[-1]["id"])
+        deadline = time.monotonic() + self.clone.level_wait_s
+        while int((await self.client.landed())["cursor"]) < target:
+            if time.monotonic() > deadline:
+                raise CloneError(
+                    f"the landed line has not committed every landed task after "
+                    f"{self.clone.level_wait_s:g}s (GET /landed says why it lags)"
+                )
+            await asyncio.sleep(LEVEL_POLL_S)
 
 
 def _remove(path: Path) -> None:

@@ -457,7 +457,7 @@ class Runner:
             granularity=Granularity.FILE  # a clone delivers whole files
             if self.clone is not None
             else self.options.lease_granularity or task.lease_granularity or self.granularity,
-            clone=AsyncClone(self.clone) if self.clone is not None else None,
+            clone=AsyncClone(self.clone, self.client) if self.clone is not None else None,
         )
         checker = self._checker(gate, commands, task.attempts, resources)
         inbox = Inbox(task)
