@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hosts_support import CODEFLEET, Proc, Procs
+from hosts_support import CODEFLEET, Proc, Procs, alive, up
 
 from codefleet.api.client import FleetClient
 from codefleet.statedir import read_tree_id
@@ -66,19 +66,6 @@ def serve_argv(hosts: HostPair, workdir: Path, tmp_path: Path) -> list[str]:
 def runner_argv(name: str, url: str, tree: Path, run_dir: Path, script: Path) -> list[str]:
     return [CODEFLEET, "runner", "--name", name, "--server", url, "--token", TOKEN,
             "--workdir", str(tree), "--run-dir", str(run_dir), "--dry-run", "--script", str(script)]  # fmt: skip
-
-
-def alive(proc: Proc) -> None:
-    assert not proc.exited(), f"{proc.name} exited ({proc.popen.returncode}):\n{proc.output()}"
-
-
-async def up(operator: FleetClient, server: Proc) -> bool:
-    alive(server)
-    try:
-        await operator.health()
-    except Exception:  # not listening yet: the bounded wait asks again
-        return False
-    return True
 
 
 async def agent_named(operator: FleetClient, name: str, proc: Proc) -> dict[str, Any] | None:

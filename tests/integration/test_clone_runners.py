@@ -13,6 +13,7 @@ import asyncio
 import json
 import shutil
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,13 @@ from codefleet.fleet.clone import Clone, CloneError
 from codefleet.fleet.local import FleetOptions, FleetResult, run_fleet
 from codefleet.fleet.runner import CannotContinue, Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.review.commit import Made
+from codefleet.review.history import TaskChange
+from codefleet.review.landedline import LandedLine
 from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
+LINE_LAG_S = 1.0  # how long after `task_succeeded` a lagging line commits the landing
 Wait = Callable[..., Awaitable[Any]]
 
 
@@ -167,6 +172,42 @@ async def test_the_next_holder_of_a_file_edits_it_as_its_previous_holder_landed_
     assert (tree / "a.py").read_text() == "A = 11\n"
     assert ("T2", "a.py") in executor.rereads  # told the file changed, it read it again
     assert not await events_of(server.url, "lease_denied")
+
+
+async def test_a_read_of_a_file_that_landed_meanwhile_is_stale_even_while_the_line_lags(
+    make_server: Callable[..., ServerThread], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """T2 reads a.py, T1 changes it and lands, T2 ends at once: the line commits T1 only
+    LINE_LAG_S after `task_succeeded` here, and T2's reads are validated once it has (its
+    read is stale, and the reconcile turn is told by whom), not against the line before."""
+    append = LandedLine.append
+
+    def lagging(line: LandedLine, change: TaskChange) -> Made | None:
+        time.sleep(LINE_LAG_S)  # the follower's thread, not the server's loop
+        return append(line, change)
+
+    monkeypatch.setattr(LandedLine, "append", lagging)
+    tree = repo_tree(tmp_path)
+    server = make_server(**FAST, workdir=tree)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks("T1", "T2"))
+    script = {
+        "T1": [
+            {"wait_leased": "pkg/b.py"},  # T2 has read a.py
+            {"edit": {"path": "a.py", "old": "A = 1", "new": "A = 10"}},
+        ],
+        "T2": [
+            {"read": "a.py"},
+            {"write": {"path": "pkg/b.py", "content": "B = 3\n"}},
+            {"wait_succeeded": "T1"},
+            {"expect_followup": "a.py: changed by T1", "turn": 2},
+        ],
+    }
+    result, _ = await drain(server, tree, script, tmp_path / "clones")
+    assert result.ok, result
+    stale = await events_of(server.url, "stale_read")
+    assert [(e["task_id"], e["payload"]["paths"][0]["path"]) for e in stale] == [("T2", "a.py")]
+    assert stale[0]["payload"]["paths"][0]["changed_by"] == ["T1"]
 
 
 async def test_the_landed_line_is_the_shared_tree_runs_result_for_the_same_graph_and_script(
