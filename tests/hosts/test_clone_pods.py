@@ -55,7 +55,7 @@ def serve_argv(server: Host, server_dir: Path) -> list[str]:
          "--workdir", str(server_dir / "tree"), "--db", str(server_dir / "server.db"),
          "--run-dir", str(server_dir / "server-runs"), "--stale-after", "30",
          "--heartbeat-interval", "0.2", "--tick-interval", "0.05", "--poll-interval", "0.5",
-         "--backoff-base", "0"]
+         "--backoff-base", "0", "--verify-before-landing"]  # as `codefleet demo` runs the graph
     )  # fmt: skip
 
 

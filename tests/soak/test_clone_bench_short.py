@@ -44,8 +44,10 @@ def test_a_tiny_clone_cost_run_drains_both_modes_and_counts_the_clones_fetches(
         assert figures["server_cpu_s"] > 0
     assert tree["fetches"] == {} and tree["kb_per_task"] == 0
     fetches = clones["fetches"]
-    assert fetches["open"] == 2 * 2  # each clone: the first fetch and its first reset
-    assert fetches["reset"] == fetches["catch_up"] == clones["attempts"]
+    assert fetches["open"] == 2  # each clone's first fetch; its first reset finds that tip
+    # a reset or a catch-up fetches only when the line moved since the clone's last fetch
+    assert fetches.get("reset", 0) <= clones["attempts"]
+    assert fetches.get("catch_up", 0) <= clones["attempts"]
     assert fetches.get("level", 0) >= clones["behind"]
     assert fetches.get("level", 0) == 0 or clones["behind"] > 0  # no fetch when level
     assert clones["kb"]["open"] > 0 and clones["git_requests_per_task"] > 0
