@@ -97,7 +97,6 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "the landed line and the metrics the app serves, tested over the wire "
         "(`integration/test_landed_line.py`, `integration/test_metrics.py`)",
         (
-            "codefleet.review.landedline",
             "codefleet.server.landed_routes",
             "codefleet.server.linefollower",
             "codefleet.server.metrics",

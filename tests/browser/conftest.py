@@ -50,7 +50,7 @@ def workdir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def demo_server(make_server: Callable[..., ServerThread]) -> ServerThread:
-    return make_server(token=TOKEN, **FAST)
+    return make_server(token=TOKEN, verify_before_landing=True, **FAST)  # as `codefleet demo`
 
 
 @pytest.fixture

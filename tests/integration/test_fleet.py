@@ -439,7 +439,9 @@ async def _land_a_break_and_a_halt(
     await client.create_tasks([{"id": "breaker", "title": "b", "description": "do it"}])
     await drain(server, workdir, {"breaker": [{"write": {"path": "bad.txt", "content": "x"}}]})
     (workdir / "bad.txt").write_text("by hand")  # the landed tree itself now fails `clean`
-    await client.create_tasks([{"id": "innocent", "title": "i", "description": "do it"}])
+    await client.create_tasks(  # its verify is the integration check: left to it (check_deferred)
+        [{"id": "innocent", "title": "i", "description": "do it", "verify": "clean"}]
+    )
     await drain(server, workdir, {"innocent": [{"write": {"path": "i.txt", "content": "i"}}]})
     (workdir / "bad.txt").unlink()
     await client.landing_resume()
