@@ -231,8 +231,7 @@ async def test_the_landed_line_is_the_shared_tree_runs_result_for_the_same_graph
         clones = tmp_path / mode / "clones" if mode == "clones" else None
         result, _ = await drain(server, tree, script, clones, runners=3)
         assert result.ok, result
-        reader = Clone(tmp_path / mode / "reader", server.url)
-        reader.open((await _health(server.url))["tree_id"])
+        reader = await line_reader(server, tmp_path / mode / "reader")
         await wait_line_has(server.url, reader.root, 4, wait_until)
         finals.append((line_files(reader.root), tree_files_of(tree)))
     (tree_line, tree_tree), (clone_line, clone_tree) = finals
@@ -246,6 +245,13 @@ def tree_files_of(tree: Path) -> dict[str, bytes]:
         for k, v in tree_files(tree).items()
         if not k.startswith(".codefleet/") and not k.startswith("clones/")
     }
+
+
+async def line_reader(server: ServerThread, root: Path) -> Clone:
+    """A clone of the server's line in `root`, as a person would read it."""
+    reader = Clone(root, server.url)
+    reader.open((await _health(server.url))["tree_id"])
+    return reader
 
 
 async def _health(url: str) -> dict[str, Any]:
@@ -315,8 +321,7 @@ async def test_a_runner_killed_mid_task_leaves_nothing_on_the_line_and_its_task_
     result, _ = await drain(server_after, tree, script, tmp_path / "clones")
     assert result.ok, result
     assert (tree / "a.py").read_text() == "A = 5\n"
-    reader = Clone(tmp_path / "reader", server.url)
-    reader.open((await _health(server.url))["tree_id"])
+    reader = await line_reader(server, tmp_path / "reader")
     await wait_line_has(server.url, reader.root, 1, wait_until)
     assert line_log(reader.root)[-1] == "T1"
     assert line_files(reader.root)["a.py"] == b"A = 5\n"
@@ -397,8 +402,7 @@ async def test_a_mixed_fleet_shares_one_lock_and_one_line_and_runners_says_who_w
         assert kind[e["agent_id"]] != kind[e["payload"]["holder_agent_id"]]
     assert (tree / "a.py").read_text() == "A = 10\nA2 = 2\n"
     assert (tree / "pkg" / "b.py").read_text() == "B = 20\nB4 = 4\n"
-    reader = Clone(tmp_path / "reader", server.url)
-    reader.open((await _health(server.url))["tree_id"])
+    reader = await line_reader(server, tmp_path / "reader")
     await wait_line_has(server.url, reader.root, 4, wait_until)
     assert sorted(line_log(reader.root)) == ["T1", "T2", "T3", "T4"]
     assert line_files(reader.root) == tree_files_of(tree)

@@ -11,25 +11,15 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
+from dom_support import WEB, minimal_dom
 from tool_support import require_tool
 
-WEB = Path(__file__).resolve().parents[2] / "src" / "codefleet" / "server" / "web"
-
-SCRIPT = """
-class Node {
-  constructor(tag) { this.tag = tag; this.children = []; this.attrs = {}; this.style = {}; this.textContent = ""; }
-  setAttribute(key, value) { this.attrs[key] = value; }
-  addEventListener() {}
-  append(...items) { this.children.push(...items); }
-  replaceChildren() { this.children = []; }
-  get text() { return this.textContent + this.children.map((c) => (c instanceof Node ? c.text : String(c))).join(" "); }
-}
-globalThis.Node = Node;
-globalThis.document = { createElement: (tag) => new Node(tag), createElementNS: (_, tag) => new Node(tag) };
+SCRIPT = (
+    minimal_dom(" ")
+    + """
 const dir = process.argv[1];
 const { Model } = await import(`${dir}/model.js`);
 const { renderContention, renderLeases, vetoSentence } = await import(`${dir}/panels.js`);
@@ -63,6 +53,7 @@ process.stdout.write(JSON.stringify({
   holder: describeAttempt(model, model.history.attempts[0], 0).join(" "),
 }));
 """
+)
 
 
 @pytest.fixture(scope="module")

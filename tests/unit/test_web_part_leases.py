@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
+from dom_support import WEB, minimal_dom
 from test_part_contention import record
 from tool_support import require_tool
 
@@ -23,19 +23,9 @@ from codefleet.review.collisionstats import fleet_stats
 from codefleet.review.facts import run_facts
 from codefleet.review.statsjson import stats_json
 
-WEB = Path(__file__).resolve().parents[2] / "src" / "codefleet" / "server" / "web"
-
-SCRIPT = """
-class Node {
-  constructor(tag) { this.tag = tag; this.children = []; this.attrs = {}; this.style = {}; this.textContent = ""; }
-  setAttribute(key, value) { this.attrs[key] = value; }
-  addEventListener() {}
-  append(...items) { this.children.push(...items); }
-  replaceChildren() { this.children = []; }
-  get text() { return this.textContent + this.children.map((c) => (c instanceof Node ? c.text : String(c))).join(""); }
-}
-globalThis.Node = Node;
-globalThis.document = { createElement: (tag) => new Node(tag), createElementNS: (_, tag) => new Node(tag) };
+SCRIPT = (
+    minimal_dom("")
+    + """
 const [dir, statsJson] = process.argv.slice(1);
 const { Model } = await import(`${dir}/model.js`);
 const { renderContention, renderLeases } = await import(`${dir}/panels.js`);
@@ -70,6 +60,7 @@ process.stdout.write(JSON.stringify({
   rows: all(stats, (n) => n.tag === "tr" && (n.attrs["data-file"] || n.attrs["data-part-of"])).map((n) => n.children.slice(0, 3).map((c) => c.text)),
 }));
 """
+)
 
 
 @pytest.fixture(scope="module")

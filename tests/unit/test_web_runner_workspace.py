@@ -9,23 +9,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
+from dom_support import WEB, minimal_dom
 from tool_support import require_tool
 
-WEB = Path(__file__).resolve().parents[2] / "src" / "codefleet" / "server" / "web"
-
-SCRIPT = """
-class Node {
-  constructor(tag) { this.tag = tag; this.children = []; this.attrs = {}; this.style = {}; this.textContent = ""; }
-  setAttribute(key, value) { this.attrs[key] = value; }
-  addEventListener() {}
-  append(...items) { this.children.push(...items); }
-  replaceChildren() { this.children = []; }
-  get text() { return this.textContent + this.children.map((c) => (c instanceof Node ? c.text : String(c))).join(" "); }
-}
-globalThis.Node = Node;
-globalThis.document = { createElement: (tag) => new Node(tag), createElementNS: (_, tag) => new Node(tag) };
+SCRIPT = (
+    minimal_dom(" ")
+    + """
 const dir = process.argv[1];
 const { Model } = await import(`${dir}/model.js`);
 const { renderCost } = await import(`${dir}/panels.js`);
@@ -44,6 +34,7 @@ const walk = (node) => { if (node.attrs?.["data-runner"]) rows.push([node.attrs[
 walk(container);
 process.stdout.write(JSON.stringify(rows));
 """
+)
 
 
 def test_a_clone_runner_shows_its_landed_head_and_a_tree_runner_nothing_more() -> None:
