@@ -177,6 +177,7 @@ class EventType(StrEnum):
     CHECK_STARTED = "check_started"
     CHECK_FINISHED = "check_finished"
     CHECK_DEFERRED = "check_deferred"  # a verify left to the landing check, which runs it
+    CHECK_REUSED = "check_reused"  # not run: it passed before on exactly this content
     COMMAND_STARTED = "command_started"
     COMMAND_FINISHED = "command_finished"
     AGENT_REGISTERED = "agent_registered"

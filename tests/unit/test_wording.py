@@ -68,6 +68,7 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("check_defined", {"name": "test", "command": "pytest -q", "replaced": True}),
     ("check_started", {"name": "test", "purpose": "verify"}),
     ("check_deferred", {"name": "test", "purpose": "verify"}),
+    ("check_reused", {"name": "test", "purpose": "verify", "reused_from": "tool"}),
     (
         "check_finished",
         {

@@ -486,10 +486,9 @@ class FleetClient:
         checks = checks if checks is not None else getattr(tasks, "checks", None)
         body: dict[str, Any] = {"tasks": list(tasks)}
         if checks:
-            held = getattr(tasks, "check_resources", {})  # `{run, resources}` for those
-            body["checks"] = {
-                n: {"run": c, "resources": held[n]} if held.get(n) else c for n, c in checks.items()
-            }
+            held = getattr(tasks, "check_resources", {})  # `{run, resources, reuse}` for those
+            fresh: frozenset[str] = getattr(tasks, "check_fresh", frozenset())
+            body["checks"] = {n: _check_body(c, held.get(n), n in fresh) for n, c in checks.items()}
         sequences = getattr(tasks, "sequences", None)
         if sequences:
             body["sequences"] = dict(sequences)
@@ -510,10 +509,18 @@ class FleetClient:
 
     async def check_specs(self) -> tuple[dict[str, str], dict[str, list[str]]]:
         """The named checks' commands, and the resources of those that name some."""
+        commands, resources, _ = await self.check_options()
+        return commands, resources
+
+    async def check_options(
+        self,
+    ) -> tuple[dict[str, str], dict[str, list[str]], frozenset[str]]:
+        """`check_specs`, and the checks whose passing result is never reused (`reuse: false`)."""
         rows = (await self._json("GET", "/checks"))["checks"]
         commands = {str(r["name"]): str(r["command"]) for r in rows}
         resources = {str(r["name"]): list(r["resources"]) for r in rows if r.get("resources")}
-        return commands, resources
+        fresh = frozenset(str(r["name"]) for r in rows if r.get("reuse") is False)
+        return commands, resources, fresh
 
     async def define_checks(
         self, checks: Mapping[str, str], source: str | None = None
@@ -696,3 +703,13 @@ class FleetClient:
                         data = []
         except (httpx.TransportError, httpx.TimeoutException) as err:
             raise ServerUnavailable(f"event stream: {type(err).__name__}: {err}") from err
+
+
+def _check_body(command: str, resources: list[str] | None, fresh: bool) -> str | dict[str, Any]:
+    """A graph's check on the wire: the plain command, or `{run, resources, reuse}`."""
+    if not resources and not fresh:
+        return command
+    body: dict[str, Any] = {"run": command, "resources": list(resources or [])}
+    if fresh:
+        body["reuse"] = False
+    return body

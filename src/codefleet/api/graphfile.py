@@ -38,6 +38,7 @@ from codefleet.api.wire import (
     TaskSpec,
     check_commands,
     check_resources,
+    check_reuse,
 )
 from codefleet.dag import find_cycle
 from codefleet.models import Granularity, StaleReadPolicy
@@ -95,12 +96,14 @@ class GraphTasks(list[dict[str, Any]]):
         self.checks: dict[str, str] = dict(checks or {})
         self.sequences: dict[str, dict[str, Any]] = dict(sequences or {})  # `sequences:`
         self.check_resources: dict[str, list[str]] = {}  # the checks that name resources
+        self.check_fresh: frozenset[str] = frozenset()  # the checks declared `reuse: false`
         self.integration: str | None = None  # `integration:`: the check every landing passes
 
     def with_tasks(self, tasks: list[dict[str, Any]]) -> GraphTasks:
         """These tasks, with this graph's checks, sequences, check resources and integration."""
         subset = GraphTasks(tasks, self.checks, self.sequences)
         subset.check_resources = dict(self.check_resources)
+        subset.check_fresh = self.check_fresh
         subset.integration = self.integration
         return subset
 
@@ -176,6 +179,7 @@ def parse_graph(
         problems += spec_problems
     found = GraphTasks([spec.model_dump(exclude_none=True) for spec in specs], checks, sequences)
     found.check_resources = {n: names for n, names in check_resources(given).items() if names}
+    found.check_fresh = frozenset(n for n, may in check_reuse(given).items() if not may)
     problems += check_problems + sequence_problems + _graph_problems(found)
     if standalone or on_server is not None:
         known = on_server if on_server is not None and not standalone else OnServer()

@@ -71,6 +71,7 @@ __all__ = [
     "TaskSpec",
     "check_commands",
     "check_resources",
+    "check_reuse",
 ]
 
 MAX_TITLE = 500
@@ -96,12 +97,15 @@ Resources = Annotated[list[ResourceName], Field(max_length=MAX_RESOURCES)]
 
 
 class CheckSpec(BaseModel):
-    """A check that names resources: `{run: COMMAND, resources: [db]}` (else a plain command)."""
+    """A check with options: `{run: COMMAND, resources: [db], reuse: false}` (else a plain
+    command). `reuse: false`: a passing result is never reused for the same content (its
+    result depends on something outside the view: the clock, the network, ignored files)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     run: CheckCommand
     resources: Resources = []
+    reuse: StrictBool = True
 
 
 Checks = Annotated[dict[CheckName, CheckCommand | CheckSpec], Field(max_length=MAX_CHECKS)]
@@ -117,6 +121,12 @@ def check_resources(checks: Mapping[str, str | CheckSpec]) -> dict[str, list[str
     return {
         n: [] if isinstance(c, str) else list(dict.fromkeys(c.resources)) for n, c in checks.items()
     }
+
+
+def check_reuse(checks: Mapping[str, str | CheckSpec]) -> dict[str, bool]:
+    """Whether each check's passing result may be reused on the same content (every check
+    given; a plain command: yes)."""
+    return {n: isinstance(c, str) or c.reuse for n, c in checks.items()}
 
 
 def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
@@ -439,7 +449,9 @@ class CheckEventBody(_Body):
     agent_id: StrictStr
     attempt: Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
     name: CheckName
-    phase: Literal["started", "finished", "deferred"]  # deferred: left to the landing check
+    # deferred: left to the landing check; reused: it passed on this same content before
+    phase: Literal["started", "finished", "deferred", "reused"]
+    reused_from: CheckPurpose | None = None  # the purpose of the run a reused result is
     purpose: CheckPurpose
     exit_code: StrictInt | None = None
     passed: StrictBool | None = None

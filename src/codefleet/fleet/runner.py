@@ -450,7 +450,7 @@ class Runner:
 
     async def run_task(self, task: AssignedTask) -> AssignedTask | None:
         """One attempt, reported; the next task when the report's answer hands one over."""
-        commands, resources = await self.client.check_specs()
+        commands, resources, fresh = await self.client.check_options()
         try:  # retried: a start applied just before a server crash must not be lost (idempotent)
             await self._retrying(lambda: self.client.start(task.id, self.agent_id, self.epoch))
         except NotOwner:
@@ -473,7 +473,7 @@ class Runner:
             else self.options.lease_granularity or task.lease_granularity or self.granularity,
             clone=self._clone_async() if self.clone is not None else None,
         )
-        checker = self._checker(gate, commands, task.attempts, resources)
+        checker = self._checker(gate, commands, task.attempts, resources, fresh)
         inbox = Inbox(task)
         attempt = Attempt(
             task,
@@ -589,6 +589,7 @@ class Runner:
         commands: dict[str, str],
         attempt: int,
         resources: dict[str, list[str]],
+        fresh: frozenset[str] = frozenset(),
     ) -> Checker | None:
         if not commands:
             return None
@@ -600,7 +601,7 @@ class Runner:
             opts.check_dir,
             resource_wait=opts.resource_wait,
         )
-        return Checker(gate, commands, attempt, limits, resources)
+        return Checker(gate, commands, attempt, limits, resources, fresh)
 
     def _commands(self, gate: WriteGate, task: AssignedTask) -> CommandRunner | None:
         """The attempt's run_command tool: the task's `shell` mode, else the fleet's default."""
@@ -657,7 +658,8 @@ class Runner:
         left = self.task_timeout - (time.monotonic() - started)
         result = await attempt.checks.run(name, CheckPurpose.VERIFY, timeout=max(1.0, left))
         if result.passed:
-            summary = f"{report.summary or 'done'} (verified: check {name} passed)"
+            how = "passed on this same content before" if result.reused else "passed"
+            summary = f"{report.summary or 'done'} (verified: check {name} {how})"
             return replace(report, summary=summary)
         if result.not_runnable:
             kind = ErrorKind.CHECK_UNRUNNABLE

@@ -39,6 +39,7 @@ from codefleet.api.wire import (
     TaskSpec,
     check_commands,
     check_resources,
+    check_reuse,
 )
 from codefleet.config import Settings
 from codefleet.coord.engine import Engine
@@ -312,7 +313,9 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
         )  # a counter only ever rises: harmless if the load fails
         with collector_off():
             created = engine.operator.commit_tasks(prepared, frozenset(body.redefine), body.source)
-        engine.operator.define_check_resources(check_resources(body.checks))
+        engine.operator.define_check_resources(
+            check_resources(body.checks), check_reuse(body.checks)
+        )
         if body.integration is not None:
             engine.landing.set_integration(body.integration)
         made = set(created)
@@ -328,7 +331,9 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
     @app.post("/checks")
     async def define_checks(body: ChecksBody) -> JSONResponse:
         defined = engine.operator.define_checks(check_commands(body.checks), body.source)
-        engine.operator.define_check_resources(check_resources(body.checks))
+        engine.operator.define_check_resources(
+            check_resources(body.checks), check_reuse(body.checks)
+        )
         return _json(defined)
 
     @app.get("/tasks")

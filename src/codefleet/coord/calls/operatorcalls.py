@@ -60,11 +60,15 @@ class OperatorCalls:
         self.restores = restores
         self.max_attempts = max_attempts  # a task's attempts when its spec names none
 
-    def define_check_resources(self, resources: Mapping[str, list[str]]) -> None:
-        """Set the resources each named check must hold to run (`[]`: none), in one transaction."""
-        if resources:
+    def define_check_resources(
+        self, resources: Mapping[str, list[str]], reuse: Mapping[str, bool] | None = None
+    ) -> None:
+        """Set the resources each named check must hold to run (`[]`: none) and whether its
+        passing result may be reused on the same content, in one transaction."""
+        if resources or reuse:
             with self.transition():
                 self.checks.define_resources(resources)
+                self.checks.define_reuse(reuse or {})
 
     def define_sequences(self, starts: Mapping[str, int]) -> None:
         """Create or raise the graph's counters (`sequences:`), in one transaction."""

@@ -110,6 +110,7 @@ MIGRATIONS: Final = (
     ("agents", "host", "ALTER TABLE agents ADD COLUMN host TEXT"),
     ("tasks", "agent", "ALTER TABLE tasks ADD COLUMN agent TEXT"),
     ("agents", "agent", "ALTER TABLE agents ADD COLUMN agent TEXT NOT NULL DEFAULT 'claude'"),
+    ("checks", "reuse", "ALTER TABLE checks ADD COLUMN reuse INTEGER NOT NULL DEFAULT 1"),
     (
         "agents",
         "workspace",
@@ -229,6 +230,7 @@ NEXT_IN_SEQUENCE: Final = """UPDATE sequences SET last_value = last_value + 1
 UPSERT_CHECK: Final = """INSERT INTO checks (name, command, defined_at) VALUES (?, ?, ?)
     ON CONFLICT (name) DO UPDATE SET command = excluded.command, defined_at = excluded.defined_at"""
 SET_CHECK_RESOURCES: Final = "UPDATE checks SET resources = ? WHERE name = ?"
+SET_CHECK_REUSE: Final = "UPDATE checks SET reuse = ? WHERE name = ?"
 SELECT_CHECKS: Final = "SELECT * FROM checks ORDER BY name"
 
 UPSERT_INTERACTIVE: Final = """INSERT INTO interactive_sessions (session_id, agent_id, name,

@@ -150,7 +150,8 @@ CREATE TABLE IF NOT EXISTS checks (
     name       TEXT PRIMARY KEY,
     command    TEXT NOT NULL,
     defined_at TEXT NOT NULL,
-    resources  TEXT NOT NULL DEFAULT '[]'  -- resources a run of it must hold (waited for)
+    resources  TEXT NOT NULL DEFAULT '[]',  -- resources a run of it must hold (waited for)
+    reuse      INTEGER NOT NULL DEFAULT 1  -- 0: a passing result is never reused for its content
 );
 
 -- A person's own Claude Code session that joined the lock (`codefleet join`): an

@@ -354,10 +354,14 @@ class Store(EventLog):
         rows = [dict(r) for r in self._read(q.SELECT_CHECKS)]
         for row in rows:
             row["resources"] = json.loads(row.get("resources") or "[]")
+            row["reuse"] = bool(row.get("reuse", 1))
         return rows
 
     def set_check_resources(self, name: str, resources: list[str]) -> None:
         self._write(q.SET_CHECK_RESOURCES, (plain_json(resources), name))
+
+    def set_check_reuse(self, name: str, reuse: bool) -> None:
+        self._write(q.SET_CHECK_REUSE, (int(reuse), name))
 
     # -- sequences (`next_number`) ---------------------------------------------------------
 

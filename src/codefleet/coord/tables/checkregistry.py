@@ -132,6 +132,11 @@ class CheckRegistry:
         if source not in sources:
             self.store.set_meta(SOURCES_KEY, json.dumps([*sources, source]))
 
+    def define_reuse(self, reuse: Mapping[str, bool]) -> None:
+        """Whether each known check's passing result may be reused (caller's transaction)."""
+        for name, may in sorted(reuse.items()):
+            self.store.set_check_reuse(name, may)
+
     def define_resources(self, resources: Mapping[str, list[str]]) -> None:
         """Each known check's resources (caller's transaction); an unknown name is skipped."""
         for name, names in sorted(resources.items()):
@@ -140,9 +145,19 @@ class CheckRegistry:
     def record(
         self, task_id: str, agent_id: str, attempt: int, command: str, report: Mapping[str, Any]
     ) -> int:
-        """One `check_started`, `check_finished` or `check_deferred` event (caller's
-        transaction); its id."""
-        if report["phase"] == "deferred":  # a verify the landing check runs instead
+        """One `check_started`, `check_finished`, `check_deferred` or `check_reused` event
+        (caller's transaction); its id."""
+        if report["phase"] == "reused":  # it passed on this same content before: not run
+            event = self.store.emit(
+                EventType.CHECK_REUSED,
+                task_id=task_id,
+                agent_id=agent_id,
+                name=str(report["name"]),
+                purpose=report["purpose"],
+                reused_from=report.get("reused_from"),
+                attempt=attempt,
+            )
+        elif report["phase"] == "deferred":  # a verify the landing check runs instead
             event = self.store.emit(
                 EventType.CHECK_DEFERRED,
                 task_id=task_id,

@@ -13,6 +13,14 @@ never from the agent. One run is:
 3. `check_finished` is recorded with the verdict, timings, which view it
    was, what it reset and output tail.
 
+No check runs twice on the same content: each run that passed is kept with
+its view's content identity (`fleet.views.identity`, taken before and after it
+ran, and kept only when both agree and no file was newly masked during the
+run), and a later run of the same check and command on a view of that same
+identity is that result, said with `check_reused` instead of run (an agent's
+`run_check` that passed on exactly what its verify sees is the verify). A
+check its operator declared `reuse: false` always runs.
+
 An unknown name is refused locally with the list of known names (nothing
 runs, no event). A check that could not run (server unreachable, view
 failure) is `refused` with `infra=True`; so is, with its exit code and output,
@@ -22,9 +30,10 @@ with the programs the lookup names (`programs.missing_programs`, in the view).
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Collection, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -36,8 +45,10 @@ from codefleet.fleet.tools.resourcecalls import (
     ResourceTools,
     wait_for_resources,
 )
+from codefleet.fleet.views.identity import view_identity
 from codefleet.fleet.views.programs import NOT_RUNNABLE, not_started_text
 from codefleet.fleet.views.runinview import (
+    Mask,
     ViewFailed,
     ViewKind,
     decode_preimages,
@@ -93,6 +104,8 @@ class CheckResult:
     refused: str | None = None  # why it did not run
     infra: bool = False  # ... through no fault of the agent
     unstartable: tuple[tuple[str, str], ...] = ()  # (program, why) on exit 126/127, if found
+    identity: str | None = None  # the view's content identity, where it held still for the run
+    reused: CheckPurpose | None = None  # not run: the result of this earlier run on the content
 
     @property
     def passed(self) -> bool:
@@ -119,6 +132,11 @@ class CheckResult:
         if self.refused is not None:
             return self.refused
         lines = [f"Check `{self.name}` {self.verdict} in {self.duration_s:.1f}s: {self.command}"]
+        if self.reused is not None:
+            lines.append(
+                "It was not run again: it passed before on exactly this content "
+                f"({'your run_check' if self.reused is CheckPurpose.TOOL else 'a verify'})."
+            )
         lines.append(self._view_text())
         if self.unrestorable:
             lines.append(
@@ -194,10 +212,12 @@ class Checker:
         attempt: int,
         limits: CheckLimits,
         resources: Mapping[str, list[str]] | None = None,
+        fresh: Collection[str] = (),
     ) -> None:
         self.gate = gate
         self.commands = dict(commands)
         self.resources = dict(resources or {})  # check name -> the resources it must hold
+        self.fresh = frozenset(fresh)  # checks declared `reuse: false`: always run
         self.attempt = attempt
         self.limits = limits
         self.results: list[CheckResult] = []
@@ -229,6 +249,16 @@ class Checker:
                 result = CheckResult(name, purpose, command, refused=busy)
                 self.results.append(result)
                 return result
+        before = await self._identity(name)
+        earlier = self._passed_on(name, command, before)
+        if earlier is not None:
+            result = replace(earlier, purpose=purpose, reused=earlier.purpose, identity=before)
+            reused = {"attempt": self.attempt, "name": name, "phase": "reused", "purpose": purpose}
+            problem = await self._post({**reused, "reused_from": earlier.purpose})
+            if problem is not None:
+                result = CheckResult(name, purpose, command, refused=problem, infra=True)
+            self.results.append(result)
+            return result
         started = {"attempt": self.attempt, "name": name, "phase": "started", "purpose": purpose}
         problem = await self._post(started)
         if problem is not None:
@@ -236,8 +266,32 @@ class Checker:
         else:
             result = await self._execute(name, command, purpose, limit)
             await self._post(result.finished_event(self.attempt))
+            if before is not None and not result.disturbed and await self._identity(name) == before:
+                result = replace(result, identity=before)  # the content held still: reusable
         self.results.append(result)
         return result
+
+    def _passed_on(self, name: str, command: str, identity: str | None) -> CheckResult | None:
+        """An earlier run of this check and command that passed on a view of `identity`."""
+        if identity is None:
+            return None
+        for earlier in reversed(self.results):
+            if (earlier.name, earlier.command, earlier.identity) == (name, command, identity):
+                return earlier if earlier.passed and earlier.reused is None else None
+        return None
+
+    async def _identity(self, name: str) -> str | None:
+        """The content identity of the view this check would see now (None: not reusable)."""
+        if name in self.fresh:
+            return None
+        gate, limits = self.gate, self.limits
+        try:
+            mask = Mask.from_answer(await gate.client.foreign_preimages(gate.task_id))
+        except (ServerUnavailable, DomainError):
+            return None
+        return await asyncio.to_thread(
+            view_identity, gate.tree.root, mask.images, mask.unrestorable, limits.exclude
+        )
 
     async def _post(self, report: dict[str, Any]) -> str | None:
         """Record a check event; a reason to stop when the server refuses or is unreachable."""

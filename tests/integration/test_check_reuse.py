@@ -1,0 +1,110 @@
+"""No check twice on the same content (issue 53, item 1): a passing result is its content's.
+
+Real server and runner, SQLite, the real `git`; only the agent's brain is scripted.
+The agent runs its check with `run_check`, then the runner verifies its session with
+the same check: on exactly the content the agent's run saw, the verify is that run
+(`check_reused`); a file written after the run, or a check its operator declared
+`reuse: false`, runs again.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from codefleet.api.client import FleetClient
+from codefleet.api.graphfile import load_graph
+from codefleet.fleet.local import FleetOptions, run_fleet
+from codefleet.fleet.runner import RunnerOptions
+from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.server.thread import ServerThread
+
+FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
+SUITE = f'"{sys.executable}" -c "import lib; assert lib.VALUE == 2"'
+
+
+def repository(tree: Path) -> None:
+    (tree / "lib.py").write_text("VALUE = 1\n")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=x", "-c",
+                 "user.email=x@example.invalid", "commit", "-qm", "start"]):  # fmt: skip
+        subprocess.run(["git", "-C", str(tree), *args], check=True, capture_output=True)
+
+
+async def run(
+    make_server: Callable[..., ServerThread], tree: Path, steps: list[Any], reuse: bool = True
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    repository(tree)
+    server = make_server(**FAST, workdir=tree)
+    check: dict[str, Any] = {"run": SUITE} if reuse else {"run": SUITE, "reuse": False}
+    graph_file = tree.parent / "graph.yaml"  # read as a person's graph file is
+    graph_file.write_text(
+        yaml.safe_dump(
+            {
+                "checks": {"suite": check},
+                "tasks": [
+                    {"id": "T1", "title": "two", "description": "make it 2", "verify": "suite"}
+                ],
+            }
+        )
+    )
+    graph = load_graph(graph_file)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(graph)
+        executor = ScriptedExecutor(parse_script({"T1": steps}))
+        options = FleetOptions(RunnerOptions("runner", tree, tree.parent / "runs"))
+        result = await run_fleet(server.url, lambda _: executor, options)
+        assert result.ok, result.tasks
+        events = await client.all_events()
+    [succeeded] = [e for e in events if e["type"] == "task_succeeded"]
+    return [e for e in events if e["type"].startswith("check_")], succeeded["payload"]
+
+
+WRITE = {"write": {"path": "lib.py", "content": "VALUE = 2\n"}}
+CHECK = {"check": "suite"}
+
+
+def kinds(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(e["type"], e["payload"]["purpose"]) for e in events if e["type"] != "check_defined"]
+
+
+async def test_a_verify_on_exactly_what_the_agents_check_saw_is_that_check(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    events, succeeded = await run(make_server, workdir, [WRITE, CHECK])
+
+    assert kinds(events) == [
+        ("check_started", "tool"),
+        ("check_finished", "tool"),
+        ("check_reused", "verify"),
+    ]
+    [reused] = [e for e in events if e["type"] == "check_reused"]
+    assert reused["payload"]["reused_from"] == "tool"
+    assert "passed on this same content before" in succeeded["summary"]
+
+
+async def test_a_file_written_after_the_agents_check_makes_the_verify_run_again(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    notes = {"write": {"path": "notes.txt", "content": "a note\n"}}  # untracked, new content
+    events, _ = await run(make_server, workdir, [WRITE, CHECK, notes])
+
+    assert kinds(events) == [
+        ("check_started", "tool"),
+        ("check_finished", "tool"),
+        ("check_started", "verify"),
+        ("check_finished", "verify"),
+    ]
+
+
+async def test_a_check_its_graph_declares_reuse_false_always_runs(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    events, _ = await run(make_server, workdir, [WRITE, CHECK], reuse=False)
+
+    assert ("check_reused", "verify") not in kinds(events)
+    assert kinds(events)[-2:] == [("check_started", "verify"), ("check_finished", "verify")]
