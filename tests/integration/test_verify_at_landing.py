@@ -88,3 +88,39 @@ async def test_the_operator_may_ask_for_both_and_the_verify_runs_at_the_sessions
     assert [e["payload"]["passed"] for e in verifies] == [False, True]  # attempt 1 caught early
     assert of(events, "integration_failed") == []
     assert task["status"] == "succeeded"
+
+
+async def test_run_verify_reuses_the_last_landing_check_on_this_same_tree(
+    make_server: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    """`run --verify CMD` after the drain: the last landing check ran CMD on exactly this
+    tree (the same content identity, nobody at work), so it is not run again; another
+    command runs."""
+    import subprocess
+
+    tree = tmp_path / "repo"
+    tree.mkdir()
+    (tree / "lib.py").write_text("VALUE = 1\n")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=x", "-c",
+                 "user.email=x@example.invalid", "commit", "-qm", "start"]):  # fmt: skip
+        subprocess.run(["git", "-C", str(tree), *args], check=True, capture_output=True)
+    server = make_server(**FAST, workdir=tree)
+    script = {"T1": [{"write": {"path": "lib.py", "content": "VALUE = 2\n"}}]}
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": "T1", "title": "two", "description": "make it 2"}], {"suite": SUITE}
+        )
+        await client.set_integration("suite")
+        verified = []
+        for command in (SUITE, f"{SUITE} && true"):
+            options = FleetOptions(RunnerOptions("runner", tree, tmp_path / "runs"), verify=command)
+            executor = ScriptedExecutor(parse_script(script))
+            result = await run_fleet(server.url, lambda _, brain=executor: brain, options)
+            assert result.ok and result.verify is not None, result
+            verified.append(result.verify)
+
+    reused, ran = verified
+    assert reused.reused == "suite" and reused.exit_code == 0
+    assert "landing check suite passed with this command on this same tree" in reused.output
+    assert reused.payload()["reused"] == "suite"
+    assert ran.reused is None and ran.exit_code == 0 and ran.duration_s > 0

@@ -251,6 +251,8 @@ class LandingCheckResult(_Body):
     error: Annotated[StrictStr, Field(max_length=MAX_CHECK_TAIL)] | None = None
     output: Annotated[StrictStr, Field(max_length=MAX_LANDING_OUTPUT)] = ""
     output_tail: Annotated[StrictStr, Field(max_length=MAX_CHECK_TAIL)] = ""
+    # the view's content identity, where it held still for the run (`fleet.views.identity`)
+    identity: Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")] | None = None
 
 
 class LandingResultBody(_Body):

@@ -13,6 +13,11 @@ after `stale_after` (docs/decisions/0152-a-landing-claim-lapses-with-its-worker.
 The check itself dies with the worker (`fleet.views.shell`: its process group is
 killed when the worker's end of a pipe closes).
 
+Each check reports its view's content identity (`fleet.views.identity`,
+taken before and after the run, kept when they agree): `run --verify` after
+the drain reuses the last landing check that passed on exactly the tree it
+would run on.
+
 The view is the one every check gets (`fleet.views.runinview.run_in_view`: an overlay
 layer at the tree's own path, or a copy where layers are unavailable), masked by
 the step's own set of files.
@@ -38,6 +43,7 @@ from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import DomainError, NotOwner
 from codefleet.failuretext import failure_excerpt
 from codefleet.fleet.tools.attemptchecks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS
+from codefleet.fleet.views.identity import view_identity
 from codefleet.fleet.views.programs import NOT_RUNNABLE
 from codefleet.fleet.views.runinview import Mask, ViewFailed, run_in_view
 from codefleet.paths import TreeRoot
@@ -120,6 +126,7 @@ class LandingWorker:
             return Mask.from_answer(await self.client.landing_preimages(step_id))
 
         try:
+            before = await self._identity(await mask())
             run = await run_in_view(
                 self.tree.root,
                 mask,
@@ -146,6 +153,7 @@ class LandingWorker:
         output = ran.output[-self.options.output_chars :]
         if ran.timed_out:
             output += f"\n(timed out after {self.options.check_timeout:g}s)"
+        still = before is not None and not run.disturbed and await self._identity(await mask())
         return {
             "check": name,
             "verdict": verdict,
@@ -155,4 +163,11 @@ class LandingWorker:
             "view": run.view,
             "output": output,
             "output_tail": failure_excerpt(output, TAIL_CHARS),
+            **({"identity": before} if still == before and before is not None else {}),
         }
+
+    async def _identity(self, mask: Mask) -> str | None:
+        """The step's view's content identity (`fleet.views.identity`; None: none)."""
+        return await asyncio.to_thread(
+            view_identity, self.tree.root, mask.images, mask.unrestorable, self.options.exclude
+        )

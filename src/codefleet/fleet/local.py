@@ -28,6 +28,7 @@ from codefleet.fleet.executor import Executor
 from codefleet.fleet.landingworker import LandingOptions, LandingWorker
 from codefleet.fleet.runner import MAX_RETRY_S, RETRY_START_S, Runner, RunnerOptions
 from codefleet.fleet.verifybisect import VerifyBlame, bisect_verify
+from codefleet.fleet.views.identity import view_identity
 from codefleet.fleet.views.programs import NOT_RUNNABLE, missing_programs, not_started_text
 from codefleet.fleet.views.shell import check_env, run_command
 from codefleet.models import TERMINAL_STATUSES, EventType, TaskStatus
@@ -69,6 +70,7 @@ class VerifyResult:
     duration_s: float
     unstartable: tuple[tuple[str, str], ...] = ()  # (program, why) on exit 126/127, if found
     blame: VerifyBlame | None = None  # the first failing landing, when it failed and was bisected
+    reused: str | None = None  # not run: the landing check (name) that passed on this content
 
     @property
     def ok(self) -> bool:
@@ -82,6 +84,8 @@ class VerifyResult:
     def payload(self) -> dict[str, Any]:
         """What `run_finished` and `run --json` say of it (the output aside)."""
         said = {"command": self.command, "exit_code": self.exit_code, "ok": self.ok}
+        if self.reused is not None:
+            said["reused"] = self.reused
         return said | (self.blame.payload() if self.blame is not None else {})
 
     def cannot_start(self) -> str | None:
@@ -437,8 +441,14 @@ async def _verify(
     runner: RunnerOptions,
     say: Callable[[str], object] | None,
 ) -> VerifyResult:
-    """Run `--verify` in the tree; when it fails by its own verdict, bisect the landings."""
+    """Run `--verify` in the tree (unless the last landing check ran this very command on
+    this very content); when it fails by its own verdict, bisect the landings."""
     workdir = runner.workdir
+    reused = await _landed_on_this(client, command, runner)
+    if reused is not None:
+        said = f"not run: the landing check {reused} passed with this command on this same tree"
+        (say or (lambda _: None))(f"verify: {said}")
+        return VerifyResult(command, 0, said, 0.0, reused=reused)
     verified = await run_verify(command, workdir)
     if not verified.bisectable:
         return verified
@@ -454,6 +464,28 @@ async def _verify(
         say=tell,
     )
     return replace(verified, blame=blame)
+
+
+async def _landed_on_this(client: FleetClient, command: str, runner: RunnerOptions) -> str | None:
+    """The landing check that last passed with exactly `command` on exactly the tree as it
+    is now (no lease held, the same content identity), or None: `--verify` runs then."""
+    if await client.leases():
+        return None  # someone is at work: the tree is not what it will be
+    events = await client.all_events()
+    finished = [e for e in events if e["type"] == "landing_check_finished"]
+    if not finished:
+        return None
+    last = finished[-1]["payload"]
+    name = str(last.get("check") or "")
+    if last.get("verdict") != "passed" or not last.get("identity"):
+        return None
+    if (await client.checks()).get(name) != command:
+        return None
+    landed_since = [e for e in events if e["type"] == "landed" and e["id"] > finished[-1]["id"]]
+    if not landed_since:  # the check that passed was a round that did not land (halted, voided)
+        return None
+    now = await asyncio.to_thread(view_identity, runner.workdir, {}, (), runner.protected)
+    return name if now == last["identity"] else None
 
 
 def _verify_payload(verify: VerifyResult | None) -> dict[str, Any] | None:

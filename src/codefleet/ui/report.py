@@ -164,9 +164,10 @@ def print_result(
         console.print(line)
     if result.verify is not None:
         style = "green" if result.verify.ok else "red"
-        console.print(
-            Text(f"verify: `{result.verify.command}` exited {result.verify.exit_code}", style=style)
-        )
+        said = f"exited {result.verify.exit_code}"
+        if result.verify.reused is not None:  # the last landing check ran it on this very tree
+            said = f"passed: {result.verify.output}"
+        console.print(Text(f"verify: `{result.verify.command}` {said}", style=style))
         if (hint := result.verify.cannot_start()) is not None:
             console.print(Text(f"verify {hint}", style=style))
         if not result.verify.ok:
