@@ -386,7 +386,11 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
             {"append": {"path": "rr.txt", "text": "2"}, "turn": 2},
         ],  # reconciled
         "writer": [{"wait_leased": "rr.txt"}, {"write": {"path": "r.txt", "content": "new"}}],
+        "twice": [{"write": {"path": "t.txt", "content": "t"}}, {"check": "ok"}],  # check_reused
     }
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=x", "-c",
+                 "user.email=x@example.invalid", "commit", "-qm", "start"]):  # fmt: skip
+        subprocess.run(["git", "-C", str(workdir), *args], check=True, capture_output=True)
     async with FleetClient(server.url) as client:
         ghost = await client.register("ghost", str(workdir), None)
         await wait_until(lambda: _agent_status(client, "ghost", "offline"), timeout=5)
@@ -409,6 +413,7 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
             {"id": "reader", "title": "r", "description": "do it"},
             {"id": "writer", "title": "w", "description": "do it"},
             {"id": "asker", "title": "a", "description": "do it"},
+            {"id": "twice", "title": "t", "description": "do it", "verify": "ok"},
         ]
         sequences = {
             "migrations": {"start": 1}

@@ -91,7 +91,9 @@ def test_a_short_chaos_run_with_a_server_kill_and_runner_kills_breaks_no_invaria
     assert summary["final_restart_identical"]
     assert summary["observed_events"] == summary["events"]
     met = summary["vetoes"] + sum(summary["waits"].values())
-    assert met > 0 and summary["restores"] > 0  # the faults met real contention
+    # the faults met real contention; in clones a failed attempt's writes never reach the
+    # server's tree (its undoing is the clone's reset, the kills below), so none is restored
+    assert met > 0 and (clones or summary["restores"] > 0)
     assert bool(summary["waits"]) == (lease_wait > 0)
     assert summary["resource_grants"] > 0 and summary["numbers_allocated"] > 0
     assert summary["numbers_distinct"]  # and the checker found no number handed out twice
