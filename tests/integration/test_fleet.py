@@ -413,7 +413,13 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
             {"id": "reader", "title": "r", "description": "do it"},
             {"id": "writer", "title": "w", "description": "do it"},
             {"id": "asker", "title": "a", "description": "do it"},
-            {"id": "twice", "title": "t", "description": "do it", "verify": "ok"},
+            {  # last, alone: nothing else writes the tree between its check and its verify
+                "id": "twice",
+                "title": "t",
+                "description": "do it",
+                "verify": "ok",
+                "depends_on": ["hold", "grab", "next", "limited", "reader", "writer", "asker"],
+            },
         ]
         sequences = {
             "migrations": {"start": 1}
