@@ -11,9 +11,9 @@ column (the section is `review.report.landingsections`); a run before landing ha
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from codefleet.models import EventType
 from codefleet.review.facts import LastRun, RunFacts, since_start
@@ -108,6 +108,7 @@ def _summary_items(
         ("vetoes", str(len(facts.vetoes))),
         ("rollbacks", str(len(facts.rollbacks))),
         ("failed verifies", str(len(facts.verify_failures))),
+        *([("checks", said)] if (said := checks_text(check_counts(facts))) else []),
         ("fleet cost", _cost(cost, facts.simulated)),
         ("branch", ", ".join(branches) or "not committed (run `codefleet commit`)"),
     ]
@@ -118,12 +119,43 @@ def _summary_items(
         items[1] = ("tasks", f"{done} of {len(tasks)} succeeded (all {facts.runs} runs)")
         items.insert(2, ("last run", _last_run_text(facts, last)))
     if facts.verify:
-        items.insert(
-            2, ("verify", f"`{facts.verify.get('command')}` exited {facts.verify.get('exit_code')}")
-        )
+        said = f"exited {facts.verify.get('exit_code')}"
+        if facts.verify.get("reused"):  # the last landing check ran it on this very tree
+            said = f"passed: not run again, the landing check {facts.verify['reused']} ran it on this same tree"
+        items.insert(2, ("verify", f"`{facts.verify.get('command')}` {said}"))
         if (blame := verify_blame_text(facts.verify)) is not None:
             items.insert(3, ("verify bisect", blame))
     return items
+
+
+CHECK_KINDS: Final = {
+    EventType.CHECK_FINISHED: "run",
+    EventType.CHECK_REUSED: "reused",
+    EventType.CHECK_DEFERRED: "deferred",
+    EventType.LANDING_CHECK_FINISHED: "landing",
+}
+
+
+def check_counts(facts: RunFacts) -> dict[str, int]:
+    """The attempts' checks run, reused on the same content, left to landing; the landing's."""
+    counts = Counter(
+        CHECK_KINDS[e["type"]] for e in facts.record.events if e["type"] in CHECK_KINDS
+    )
+    return {kind: counts[kind] for kind in CHECK_KINDS.values()}
+
+
+def checks_text(counts: dict[str, int]) -> str | None:
+    """`5 run · 2 reused (the same content) · 1 left to landing · 3 at landing`, or None."""
+    if not any(counts.values()):
+        return None
+    parts = [f"{counts['run']} run"]
+    if counts["reused"]:
+        parts.append(f"{counts['reused']} reused (passed before on the same content)")
+    if counts["deferred"]:
+        parts.append(f"{counts['deferred']} left to the landing check")
+    if counts["landing"]:
+        parts.append(f"{counts['landing']} at landing")
+    return " · ".join(parts)
 
 
 def _summary_data(
@@ -138,6 +170,7 @@ def _summary_data(
         "makespan_s": round(facts.makespan_s, 3),
         "critical_path": list(facts.critical_path),
         "critical_path_s": round(facts.critical_s, 3),
+        "checks": check_counts(facts),
         "vetoes": len(facts.vetoes),
         "rollbacks": len(facts.rollbacks),
         "failed_verifies": len(facts.verify_failures),
