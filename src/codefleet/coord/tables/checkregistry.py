@@ -65,6 +65,14 @@ def validated_checks(checks: Mapping[str, str]) -> dict[str, str]:
     return dict(checks)
 
 
+# A check event's phase, as the runner reports it, and the event it is (`finished`: its own).
+PHASE_EVENTS: Final = {
+    "started": EventType.CHECK_STARTED,
+    "deferred": EventType.CHECK_DEFERRED,
+    "reused": EventType.CHECK_REUSED,
+}
+
+
 class CheckRegistry:
     def __init__(self, store: Store, tree: TreeRoot) -> None:
         self.store = store
@@ -145,42 +153,30 @@ class CheckRegistry:
     def record(
         self, task_id: str, agent_id: str, attempt: int, command: str, report: Mapping[str, Any]
     ) -> int:
-        """One `check_started`, `check_finished`, `check_deferred` or `check_reused` event
-        (caller's transaction); its id."""
-        if report["phase"] == "reused":  # it passed on this same content before: not run
-            event = self.store.emit(
-                EventType.CHECK_REUSED,
-                task_id=task_id,
-                agent_id=agent_id,
-                name=str(report["name"]),
-                purpose=report["purpose"],
-                reused_from=report.get("reused_from"),
-                attempt=attempt,
-            )
-        elif report["phase"] == "deferred":  # a verify the landing check runs instead
-            event = self.store.emit(
-                EventType.CHECK_DEFERRED,
-                task_id=task_id,
-                agent_id=agent_id,
-                name=str(report["name"]),
-                purpose=report["purpose"],
-                attempt=attempt,
-            )
-        elif report["phase"] == "started":
-            event = self.store.emit(
-                EventType.CHECK_STARTED,
-                task_id=task_id,
-                agent_id=agent_id,
-                name=str(report["name"]),
-                purpose=report["purpose"],
-                attempt=attempt,
-                command=command,
-            )
-        else:
+        """One `check_started`, `check_finished`, `check_deferred` (a verify the landing check
+        runs instead) or `check_reused` (it passed on this same content before: not run)
+        event, in the caller's transaction; its id."""
+        phase = report["phase"]
+        if phase == "finished":
             body = {
                 k: v for k, v in report.items() if k not in ("agent_id", "phase") and v is not None
             }
             event = self.store.emit(
                 EventType.CHECK_FINISHED, task_id=task_id, agent_id=agent_id, **body
             )
+            return int(event["id"])
+        extra: dict[str, Any] = {}
+        if phase == "started":
+            extra["command"] = command
+        elif phase == "reused":
+            extra["reused_from"] = report.get("reused_from")
+        event = self.store.emit(
+            PHASE_EVENTS[phase],
+            task_id=task_id,
+            agent_id=agent_id,
+            name=str(report["name"]),
+            purpose=report["purpose"],
+            attempt=attempt,
+            **extra,
+        )
         return int(event["id"])
