@@ -75,3 +75,20 @@ def test_a_rolled_back_task_s_files_read_as_written_and_rolled_back_not_changed(
 
     assert "wrote, rolled back a.py" in undone and "changed a.py" not in undone
     assert "changed a.py" in kept and "changed a.py" in landed
+
+
+def test_a_check_not_run_again_or_left_to_the_landing_is_shown_as_spared() -> None:
+    def event(n: int, kind: str, task_id: str, **payload: Any) -> dict[str, Any]:
+        return {"id": n, "type": kind, "task_id": task_id, "payload": payload, "at": ""}
+
+    spared = [
+        event(1, "check_reused", "T1", name="test", purpose="verify", reused_from="tool"),
+        event(2, "check_deferred", "T1", name="suite", purpose="verify"),
+        event(3, "check_reused", "T2", name="test", purpose="verify", reused_from="tool"),
+    ]
+
+    text = shown("T1", spared)
+
+    assert "checks spared check test (verify): passed, not run again" in text
+    assert "check suite (verify): not run here: the landing check runs it" in text
+    assert text.count("not run again") == 1  # T2's is T2's

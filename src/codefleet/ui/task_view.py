@@ -42,7 +42,9 @@ def task_detail(
     """The task's fields as a two-column list, then its description, in a titled panel.
 
     `reads`: the task's `stale_read`, `reconciled` and `operator_message` events, one line
-    each (the operator's messages under "messages"), and the landing events that name it
+    each (the operator's messages under "messages"), its checks not run (`check_reused`: it
+    passed on the same content before; `check_deferred`: the landing runs it), and the
+    landing events that name it
     (`landing_queued`, `landed`, `integration_failed`, and the landing checks whose batch
     holds it), folded into its landing.
     `crop` keeps only the last 2000 characters of the error (for a terminal, not a pipe);
@@ -60,7 +62,12 @@ def task_detail(
         fields.add_row(name, value)
     said = [e for e in reads if e["type"] == "operator_message"]
     stale = [e for e in reads if e["type"] in ("stale_read", "reconciled")]
-    for label, events, style in (("stale reads", stale, "yellow"), ("messages", said, "cyan")):
+    spared = [e for e in reads if e["type"] in ("check_reused", "check_deferred")]
+    for label, events, style in (
+        ("stale reads", stale, "yellow"),
+        ("checks spared", spared, "green"),
+        ("messages", said, "cyan"),
+    ):
         for n, event in enumerate(events):
             line = phrase(str(event["type"]), event.get("payload") or {}) or str(event["type"])
             fields.add_row(label if n == 0 else "", Text(line, style=style))

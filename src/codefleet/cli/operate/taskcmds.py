@@ -86,7 +86,14 @@ def tasks(
             err_console.print(NO_TASKS_HINT, markup=False)
 
 
-_TASK_EVENTS = ("stale_read", "reconciled", "operator_message", "file_restored")
+_TASK_EVENTS = (
+    "stale_read",
+    "reconciled",
+    "operator_message",
+    "file_restored",
+    "check_reused",  # a check not run again on the same content
+    "check_deferred",  # a verify left to the landing check
+)
 _LANDING_EVENTS = ("landing_queued", "landed", "integration_failed")
 _LANDING_CHECKS = ("landing_check_started", "landing_check_finished")  # named by their batch
 
