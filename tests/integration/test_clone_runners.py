@@ -73,6 +73,17 @@ async def drain(
     return result, executor
 
 
+async def served(
+    make_server: Callable[..., ServerThread], tmp_path: Path, *ids: str
+) -> tuple[Path, ServerThread]:
+    """The repository's tree, its server, and tasks `ids` loaded on it."""
+    tree = repo_tree(tmp_path)
+    server = make_server(**FAST, workdir=tree)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks(*ids))
+    return tree, server
+
+
 async def events_of(url: str, kind: str) -> list[dict[str, Any]]:
     async with FleetClient(url) as client:
         return [e for e in await client.all_events() if e["type"] == kind]
@@ -117,10 +128,7 @@ def _base(clone_dir: Path) -> str:
 async def test_a_write_another_clone_holds_is_vetoed_and_runs_again_once_the_holder_landed(
     make_server: Callable[..., ServerThread], tmp_path: Path
 ) -> None:
-    tree = repo_tree(tmp_path)
-    server = make_server(**FAST, workdir=tree)
-    async with FleetClient(server.url) as client:
-        await client.create_tasks(tasks("T1", "T2"))
+    tree, server = await served(make_server, tmp_path, "T1", "T2")
     script = {
         "T1": [
             {"edit": {"path": "a.py", "old": "A = 1", "new": "A = 10"}},
@@ -152,10 +160,7 @@ async def test_the_next_holder_of_a_file_edits_it_as_its_previous_holder_landed_
 ) -> None:
     """T2's clone was reset before T1 landed; its grant names T1's version, so the clone
     takes it from the line before the edit (which only applies to T1's text)."""
-    tree = repo_tree(tmp_path)
-    server = make_server(**FAST, workdir=tree)
-    async with FleetClient(server.url) as client:
-        await client.create_tasks(tasks("T1", "T2"))
+    tree, server = await served(make_server, tmp_path, "T1", "T2")
     script = {
         "T1": [
             {"wait_leased": "pkg/b.py"},
@@ -187,10 +192,7 @@ async def test_a_read_of_a_file_that_landed_meanwhile_is_stale_even_while_the_li
         return append(line, change)
 
     monkeypatch.setattr(LandedLine, "append", lagging)
-    tree = repo_tree(tmp_path)
-    server = make_server(**FAST, workdir=tree)
-    async with FleetClient(server.url) as client:
-        await client.create_tasks(tasks("T1", "T2"))
+    tree, server = await served(make_server, tmp_path, "T1", "T2")
     script = {
         "T1": [
             {"wait_leased": "pkg/b.py"},  # T2 has read a.py
@@ -296,10 +298,7 @@ async def test_an_integration_break_between_two_clones_tasks_is_blamed_and_rewor
 async def test_a_runner_killed_mid_task_leaves_nothing_on_the_line_and_its_task_runs_again(
     make_server: Callable[..., ServerThread], tmp_path: Path, wait_until: Wait
 ) -> None:
-    tree = repo_tree(tmp_path)
-    server = make_server(**FAST, workdir=tree)
-    async with FleetClient(server.url) as client:
-        await client.create_tasks(tasks("T1"))
+    tree, server = await served(make_server, tmp_path, "T1")
     blocked = {"T1": [{"edit": {"path": "a.py", "old": "A = 1", "new": "A = 9"}}, {"sleep": 60}]}
     root = tmp_path / "pod-1"
     options = RunnerOptions("pod-1", root, root / ".codefleet" / "runs", clone=True)
@@ -536,10 +535,7 @@ async def test_a_command_in_a_clone_applies_under_the_leases_and_its_files_are_d
 
     shell = host_shell(ShellLimits(), unsandboxed=True)
     assert shell is not None, "this host cannot build a command layer (user namespaces?)"
-    tree = repo_tree(tmp_path)
-    server = make_server(**FAST, workdir=tree)
-    async with FleetClient(server.url) as client:
-        await client.create_tasks(tasks("T1"))
+    tree, server = await served(make_server, tmp_path, "T1")
     script = {"T1": [{"command": "echo 'A = 2' > a.py && mkdir -p gen && echo made > gen/out.txt"}]}
     result, _ = await drain(
         server, tree, script, tmp_path / "clones", runners=1, shell_default=True, shell_config=shell

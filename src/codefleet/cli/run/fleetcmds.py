@@ -248,11 +248,8 @@ async def _one_runner(
     def connect() -> FleetClient:
         return FleetClient(settings.url, token=settings.token)
 
-    landing = (
-        asyncio.create_task(asyncio.sleep(0))
-        if options.clone
-        else start_landing(connect, options, lander, stop)
-    )
+    # a clone has no tree to check landings in: the server's tree has its own worker
+    landing = None if options.clone else start_landing(connect, options, lander, stop)
     try:
         if executor is None:  # --landing-only
             await stop.wait()
@@ -261,7 +258,8 @@ async def _one_runner(
             await Runner(client, executor, options).run(stop)
     finally:
         stop.set()  # the runner ended (drained, refused): so does its landing worker
-        await asyncio.gather(landing, return_exceptions=True)
+        if landing is not None:
+            await asyncio.gather(landing, return_exceptions=True)
 
 
 @app.command(rich_help_panel=RUN, epilog=f"{SCRIPT_HELP}\n{MODEL_SCRIPT_HELP}")
