@@ -90,6 +90,7 @@ class Settings(BaseSettings):
     landing_batch: int = Field(default=DEFAULT_LANDING_BATCH, ge=1, le=1000)
     integration: str | None = None  # the check every task's landing must pass (`run`)
     verify_before_landing: bool = False  # a verify naming the integration check runs twice
+    landing_stack: bool = True  # a file waiting to land may pass on to its next writer
     allow_reset: bool = False
     token: str | None = None
     tls_cert: Path | None = None  # serve https with this certificate (PEM) and `tls_key`

@@ -125,6 +125,7 @@ class ErrorKind(StrEnum):
     STALE_READ = "stale_read"  # `on_stale_read: retry` (or reconcile's last resort)
     CHECK_UNRUNNABLE = "check_unrunnable"  # a verify's program cannot start: retrying can't help
     INTEGRATION_FAILED = "integration_failed"  # its landing check failed on the landed base
+    STACK_UNWOUND = "stack_unwound"  # a task it stacked on did not land: its work went with it
 
 
 # Not retryable: the rest, and CHECK_UNRUNNABLE (docs/decisions/0091-a-check-that-cannot-start-its-program.md, "A check that cannot
@@ -139,6 +140,7 @@ RETRYABLE_KINDS: Final = frozenset(
         ErrorKind.RATE_LIMITED,
         ErrorKind.STALE_READ,
         ErrorKind.INTEGRATION_FAILED,
+        ErrorKind.STACK_UNWOUND,
     }
 )
 
@@ -206,6 +208,7 @@ class EventType(StrEnum):
     INTEGRATION_FAILED = "integration_failed"
     LANDING_HALTED = "landing_halted"
     LANDING_RESUMED = "landing_resumed"
+    STACK_UNWOUND = "stack_unwound"  # built on a task that did not land: undone with it
 
 
 class ShellMode(StrEnum):
@@ -265,6 +268,7 @@ class ReleaseReason(StrEnum):
     INTERACTIVE_IDLE = "interactive_idle"  # a person's session wrote nothing for a while
     FLEET_BUDGET = "fleet_budget"  # the fleet's budget ran out and the stop is hard
     INTERRUPTED = "interrupted"  # the operator stopped the runner (SIGINT/SIGTERM): a leave
+    STACKED = "stacked"  # passed on to the next writer while it waits to land (`policy.stacks`)
 
 
 # Defaults shared by `Settings`, the engine's `EngineConfig` and the scheduler's snapshot

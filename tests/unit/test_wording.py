@@ -160,6 +160,10 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ),
     ("landed", {"order": 4, "checks": ["test"]}),
     ("landed", {"order": 1, "checks": []}),
+    ("lease_released", {"path": "hub.py", "reason": "stacked", "to_task_id": "T2"}),
+    ("lease_acquired", {"path": "hub.py", "tool": "Edit", "stacked_on": "T1"}),
+    ("lease_acquired", {"path": "hub.py", "tool": "unstack", "returned_by": "T2"}),
+    ("stack_unwound", {"under_task_id": "T1", "attempt": 1}),
     (
         "integration_failed",
         {"check": "test", "conflicts_with": ["T1"], "output_tail": "E   NameError"},

@@ -116,6 +116,12 @@ FLAGS: dict[str, Flag] = {
         "which its landing runs on the landed tree anyway (default: left to the landing)",
         ("--verify-before-landing/--verify-at-landing",),
     ),
+    "landing_stack": Flag(
+        "Let the next task that writes a file held by a task waiting to land take it at once, "
+        "on top of that change (undone with it if it does not land); off: it waits until the "
+        "holder has landed",
+        ("--landing-stack/--no-landing-stack",),
+    ),
     "allow_reset": Flag("Allow POST /reset"),
     "token": Flag("Bearer token for the server"),
     "tls_cert": Flag(

@@ -113,11 +113,13 @@ class Engine:
             task_timeout=cfg.task_timeout,
             pull_tick=self._pull_tick,
             verify_before_landing=cfg.verify_before_landing,
+            landing_stack=cfg.landing_stack,
         )
         self.waiting = LeaseWaiting(
             parts, self.runner.acquire, lease_wait=cfg.lease_wait, task_timeout=cfg.task_timeout
         )
         self.take_backs = TakeBacks(parts)
+        self.leases.on_unwound = self.take_backs.unwind_stacked  # a stack under a rollback
         self.operator = OperatorCalls(
             parts, self.take_backs, self.restores, max_attempts=cfg.max_attempts
         )

@@ -263,11 +263,22 @@ def _on_acquired(replay: _Replay, event: Row) -> None:
             )
     task = replay.tasks.get(task_id)
     interactive = event["payload"].get("kind") == "interactive"  # a person's session: no attempt
-    if not interactive and (task is None or task.status not in IN_FLIGHT):
+    if (
+        not interactive
+        and not _back_down(task, event)
+        and (task is None or task.status not in IN_FLIGHT)
+    ):
         replay.flag(
             "lease_outside_attempt", f"{path} granted to {task_id}, which is not in flight", event
         )
     replay.holders[path] = (task_id, int(event["id"]))
+
+
+def _back_down(task: _Task | None, event: Row) -> bool:
+    """A file's lease going back to the task waiting to land under its holder (a stack)."""
+    body = event["payload"]
+    stacked = body.get("returned_by") is not None or body.get("unwound") is not None
+    return stacked and task is not None and task.status is TaskStatus.LANDING
 
 
 def _on_released(replay: _Replay, event: Row) -> None:

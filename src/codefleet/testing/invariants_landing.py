@@ -19,6 +19,11 @@ contract (issue 39) and reports every `Violation`:
   `lease_released` between its `landing_queued` and its end, except the
   releases of the landing transaction itself (right before its `landed`, a
   freed path's hand-over to a parked write in between);
+- `stack_order`: a task that took a file over from a task waiting to land
+  (`lease_acquired` with `stacked_on`) lands only after that task landed, and a
+  `stack_unwound` attempt ends next as `task_requeued` (error kind
+  `stack_unwound`), uncharged; a waiting task's lease passed on that way
+  (`lease_released`, reason `stacked`) is not a lease given up;
 - `integration_rollback`: an `integration_failed` is for a task waiting to
   land, is followed by its `task_requeued` (error kind integration_failed) or
   `task_failed` before anything else happens to it, and each file its attempt
@@ -39,6 +44,7 @@ __all__ = ["check_landing"]
 
 Row = dict[str, Any]
 PASSED: Final = "passed"
+STACKED: Final = "stacked"  # `ReleaseReason.STACKED`: passed on to the next writer
 RELEASING: Final = frozenset({EventType.LEASE_RELEASED, EventType.RESTORE_REQUESTED})
 WAIT_ENDS: Final = frozenset({EventType.LANDED, EventType.TASK_CANCELLED})
 # A freed path handed to a parked write, in the transaction that freed it (`leases.drop`).
@@ -55,6 +61,8 @@ class _State:
     blamed: set[str] = field(default_factory=set)  # integration_failed, rework not yet seen
     rolling_back: dict[str, set[str]] = field(default_factory=dict)  # task -> paths not put back
     written: dict[str, set[str]] = field(default_factory=dict)  # task -> its attempt's writes
+    stacked_on: dict[str, set[str]] = field(default_factory=dict)  # task -> what it built on
+    unwound: set[str] = field(default_factory=set)  # stack_unwound, its requeue not yet seen
     found: list[Violation] = field(default_factory=list)
 
     def flag(self, rule: str, message: str, event: Row) -> None:
@@ -114,7 +122,7 @@ def _released(state: _State, ordered: Sequence[Row], n: int) -> None:
         state.flag(
             "integration_rollback", f"{task_id} released {path} before putting it back", event
         )
-    if task_id not in state.queued:
+    if task_id not in state.queued or event["payload"].get("reason") == STACKED:
         return
     after = next(
         (e for e in ordered[n + 1 :]
@@ -138,6 +146,9 @@ def _landed(state: _State, ordered: Sequence[Row], n: int) -> None:
     if task_id in state.landed_tasks:
         state.flag("landed_twice", f"{task_id} landed a second time", event)
     state.landed_tasks.add(task_id)
+    early = sorted(state.stacked_on.pop(task_id, set()) - state.landed_tasks)
+    if early:
+        state.flag("stack_order", f"{task_id} landed before {early}, which it built on", event)
     queued = state.queued.pop(task_id, None)
     if task_id in state.blamed:
         state.flag("integration_rollback", f"{task_id} landed after it was blamed", event)
@@ -207,11 +218,32 @@ def _integration_failed(state: _State, ordered: Sequence[Row], n: int) -> None:
     state.rolling_back[task_id] = set(state.written.get(task_id, ()))
 
 
+def _acquired(state: _State, ordered: Sequence[Row], n: int) -> None:
+    event = ordered[n]
+    under = event["payload"].get("stacked_on")
+    if under is not None:
+        state.stacked_on.setdefault(str(event["task_id"]), set()).add(str(under))
+
+
+def _unwound(state: _State, ordered: Sequence[Row], n: int) -> None:
+    """An unwound task leaves the landing queue (if it was in it) and its attempt ends."""
+    task_id = str(ordered[n]["task_id"])
+    state.unwound.add(task_id)
+    state.queued.pop(task_id, None)
+
+
 def _attempt_ended(state: _State, ordered: Sequence[Row], n: int) -> None:
-    """The end of a blamed task's attempt must be its rework (requeue or failure)."""
+    """The end of a blamed task's attempt must be its rework (requeue or failure); an
+    unwound one's, a requeue for that reason, uncharged."""
     event = ordered[n]
     task_id, kind = str(event["task_id"]), event["type"]
     state.queued.pop(task_id, None)
+    state.stacked_on.pop(task_id, None)
+    if task_id in state.unwound:
+        state.unwound.discard(task_id)
+        body = event["payload"]
+        if kind != EventType.TASK_REQUEUED or body.get("error_kind") != ErrorKind.STACK_UNWOUND:
+            state.flag("stack_order", f"{task_id} unwound, then ended by {kind}", event)
     if task_id not in state.blamed:
         return
     state.blamed.discard(task_id)
@@ -226,6 +258,8 @@ def _attempt_ended(state: _State, ordered: Sequence[Row], n: int) -> None:
 Handler = Callable[[_State, Sequence[Row], int], None]
 _HANDLERS: Final[dict[str, Handler]] = {
     EventType.TASK_ASSIGNED: _assigned,
+    EventType.LEASE_ACQUIRED: _acquired,
+    EventType.STACK_UNWOUND: _unwound,
     EventType.FILE_CHANGED: _changed,
     EventType.LEASE_RELEASED: _released,
     EventType.FILE_RESTORED: _put_back,

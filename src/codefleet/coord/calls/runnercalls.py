@@ -26,6 +26,8 @@ from typing import Any
 from codefleet.attempt import AssignedTask
 from codefleet.coord.calls.callparts import CallParts
 from codefleet.coord.policy.answers import Beat, LeaseAnswer
+from codefleet.coord.policy.stacks import may_stack
+from codefleet.coord.tables.agentregistry import AgentState
 from codefleet.coord.tables.leases import denial
 from codefleet.coord.tables.liveindex import LiveTask
 from codefleet.coord.tables.persons import TASK_PREFIX as INTERACTIVE_TASK_PREFIX
@@ -62,6 +64,7 @@ class RunnerCalls:
         task_timeout: float,
         pull_tick: Callable[[], None],
         verify_before_landing: bool = False,
+        landing_stack: bool = False,
     ) -> None:
         self.store = parts.store
         self.tree = parts.tree
@@ -79,6 +82,7 @@ class RunnerCalls:
         self.task_timeout = task_timeout
         self.pull_tick = pull_tick  # tick now, for a poll that is about to park
         self.verify_before_landing = verify_before_landing
+        self.landing_stack = landing_stack
         self.landing_check: Callable[[], str | None] = lambda: None  # the engine's integration
 
     def heartbeat(
@@ -207,10 +211,20 @@ class RunnerCalls:
             answer = LeaseAnswer(True, granted=tuple(keys))  # a re-acquire writes nothing
         else:
             with self.transition():
-                answer = self.leases.acquire(agent_id, agent.name, task_id, keys, tool)
+                stack = self._may_stack if self._stacks_for(agent) else None
+                answer = self.leases.acquire(agent_id, agent.name, task_id, keys, tool, stack)
         if answer.allowed:
             self.leases.latch(keys, task_id)
         return answer
+
+    def _stacks_for(self, agent: AgentState) -> bool:
+        """Whether a write of this runner may stack on a task waiting to land: a runner in the
+        tree, where that change is (a clone has only the landed line, decision 0156)."""
+        return self.landing_stack and agent.workspace != Workspace.CLONE
+
+    def _may_stack(self, held: list[tuple[str, tuple[str, str]]]) -> bool:
+        live = self.tasks.index.live
+        return may_stack(held, lambda t: t in live and live[t].status is TaskStatus.LANDING)
 
     def versions(self, agent_id: str, answer: LeaseAnswer) -> LeaseAnswer:
         """`answer` with each granted file's version in the server's tree, for a runner in a
@@ -425,7 +439,12 @@ class RunnerCalls:
     def foreign_preimages(self, task_id: str) -> dict[str, Any]:
         """Pre-images of every path leased by another task: what the isolated view restores."""
         self.tasks.require(task_id)
-        return self.files.foreign_preimages(task_id, self.leases.holders, self.leases.holders_on)
+        return self.files.foreign_preimages(
+            task_id,
+            self.leases.holders,
+            self.leases.holders_on,
+            self.leases.stacked_bases(task_id),
+        )
 
 
 def _delivered(image: PreImage) -> PreImage:

@@ -19,18 +19,50 @@ from codefleet.coord.calls.callparts import CallParts
 from codefleet.coord.tables.agentregistry import AgentState
 from codefleet.coord.tables.liveindex import LiveTask
 from codefleet.coord.tables.tasktable import INTERRUPT_HOLD_S
-from codefleet.models import AgentStatus, ErrorKind, ReleaseReason, TaskStatus
+from codefleet.models import AgentStatus, ErrorKind, EventType, ReleaseReason, TaskStatus
 
 __all__ = ["TakeBacks", "release_for"]
+
+IN_FLIGHT = (TaskStatus.ASSIGNED, TaskStatus.RUNNING)
 
 
 class TakeBacks:
     """The steps that end an attempt, inside the caller's transaction; on the engine's thread."""
 
     def __init__(self, parts: CallParts) -> None:
+        self.store = parts.store
+        self.clock = parts.clock
         self.agents = parts.agents
         self.tasks = parts.tasks
         self.leases = parts.leases
+
+    def unwind_stacked(self, victims: list[str], under: str) -> None:
+        """End the attempts of `victims`, stacked on `under`, which is rolled back: their work
+        was built on its change (`policy.stacks`). Not charged: the failure was not theirs."""
+        now = self.clock()
+        for task_id in victims:
+            task = self.tasks.index.live.get(task_id)
+            if task is None or task.status not in (*IN_FLIGHT, TaskStatus.LANDING):
+                continue
+            self.store.emit(
+                EventType.STACK_UNWOUND,
+                task_id=task_id,
+                agent_id=task.agent_id,
+                attempt=task.attempts,
+                under_task_id=under,
+            )
+            why = (
+                f"Task {under}, whose change in a file this attempt took over while {under} "
+                "waited to land, did not land: this attempt's work, built on that change, was "
+                "undone with it. Start again on the tree as it is now."
+            )
+            if task.status is TaskStatus.LANDING:
+                if task.agent_id:  # its report counted a success the unwinding takes back
+                    self.store.success_taken_back(task.agent_id)
+                self.leases.release(task.id, ReleaseReason.TASK_ENDED)
+                self.tasks.requeue(task, ErrorKind.STACK_UNWOUND, why, now, charged=False)
+            else:
+                self.take_back(task, ErrorKind.STACK_UNWOUND, why, now, charged=False)
 
     def take_back(
         self, task: LiveTask, kind: ErrorKind, reason: str, now: datetime, charged: bool = True

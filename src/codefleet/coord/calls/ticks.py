@@ -16,6 +16,7 @@ uses (the alive mark, the restores, the interactive holders, the settings).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -23,6 +24,7 @@ from codefleet.coord.calls.callparts import CallParts
 from codefleet.coord.calls.takebacks import TakeBacks, release_for
 from codefleet.coord.policy import scheduler as sched
 from codefleet.coord.policy.engineconfig import EngineConfig
+from codefleet.coord.policy.stacks import may_stack
 from codefleet.coord.tables.fleetlimits import ResumeReason
 from codefleet.coord.tables.liveindex import LiveTask
 from codefleet.coord.tables.persons import InteractiveHolders
@@ -90,13 +92,26 @@ class Ticks:
             exhausted=tuple(idx.live[t].view() for t in sorted(idx.exhausted)),
             in_flight=tuple(self._view(t, now) for t in idx.in_flight.values()),
             agents=self.agents.views(),
-            leases=tuple((path, holder[1]) for path, holder in self.leases.holders.items()),
+            leases=self._busy_leases(),
             live_tasks=len(idx.live),
             idle_announced=self.tasks.idle_announced,
             stale_after=timedelta(seconds=self.config.stale_after),
             task_timeout=timedelta(seconds=self.config.task_timeout),
             paused_until=self.limits.paused_until(),
             budget=self.limits.budget_view(),
+        )
+
+    def _busy_leases(self) -> tuple[tuple[str, str], ...]:
+        """(key, holder) of each lease a new task must wait for: not a whole file held by a task
+        waiting to land when its next writer may stack on it (every runner in the tree)."""
+        held = self.leases.holders.items()
+        live = self.tasks.index.live
+        if not self.config.landing_stack or self.agents.any_in_clones():
+            return tuple((key, holder[1]) for key, holder in held)
+        return tuple(
+            (key, task_id)
+            for key, (agent_id, task_id) in held
+            if not may_stack([(key, (agent_id, task_id))], lambda t: _landing(live, t))
         )
 
     def _view(self, task: LiveTask, now: datetime) -> sched.TaskView:
@@ -172,3 +187,7 @@ class Ticks:
         self.take_backs.end_attempt(task, ReleaseReason.FLEET_BUDGET, now)
         reason = "the fleet's budget is spent (hard stop)"
         self.tasks.requeue(task, ErrorKind.BUDGET, reason, now, charged=False)
+
+
+def _landing(live: Mapping[str, LiveTask], task_id: str) -> bool:
+    return task_id in live and live[task_id].status is TaskStatus.LANDING

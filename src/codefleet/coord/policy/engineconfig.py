@@ -44,6 +44,8 @@ class EngineConfig:
     landing_batch: int = _default("landing_batch")  # waiting tasks one landing check takes
     # a verify that is the integration check runs at the session's end too (else: at landing)
     verify_before_landing: bool = _default("verify_before_landing")
+    # a file held by a task waiting to land may pass on to its next writer (`policy.stacks`)
+    landing_stack: bool = _default("landing_stack")
 
 
 # The fields that are not a `Settings` field of the same name, from the settings.

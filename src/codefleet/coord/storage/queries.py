@@ -201,11 +201,17 @@ SELECT_PATCHES_OF_TASK: Final = "SELECT * FROM patches WHERE task_id = ? ORDER B
 # A lease on a file's part (`path::name`) holds the file's pre-image like a lease on the file.
 _LEASE_ON_PREIMAGE = """l.task_id = p.task_id
     AND (l.path = p.path OR substr(l.path, 1, length(p.path) + 2) = p.path || '::')"""
-SELECT_FOREIGN_PREIMAGES: Final = f"""SELECT DISTINCT p.* FROM preimages p JOIN file_leases l
-    ON {_LEASE_ON_PREIMAGE} WHERE l.task_id <> ? ORDER BY p.path, p.task_id"""
-SELECT_PREIMAGES_EXCEPT: Final = f"""SELECT DISTINCT p.* FROM preimages p JOIN file_leases l
-    ON {_LEASE_ON_PREIMAGE}
-    WHERE l.task_id NOT IN (SELECT value FROM json_each(?)) ORDER BY p.path, p.task_id"""
+# Every pre-image is of a file its task holds, or of one it passed on while waiting to land
+# (`policy.stacks`): a file's rows come bottom of its stack first.
+SELECT_FOREIGN_PREIMAGES: Final = """SELECT p.* FROM preimages p
+    WHERE p.task_id <> ? ORDER BY p.path, p.captured_at, p.rowid"""
+SELECT_PREIMAGES_EXCEPT: Final = """SELECT p.* FROM preimages p
+    WHERE p.task_id NOT IN (SELECT value FROM json_each(?)) ORDER BY p.path, p.captured_at, p.rowid"""
+# The tasks under a file's holder: a pre-image with no lease of its task on the file.
+SELECT_STACKED_UNDER: Final = f"""SELECT p.path, p.task_id, coalesce(t.assigned_agent_id, '')
+    FROM preimages p LEFT JOIN tasks t ON t.id = p.task_id
+    WHERE NOT EXISTS (SELECT 1 FROM file_leases l WHERE {_LEASE_ON_PREIMAGE})
+    ORDER BY p.path, p.captured_at, p.rowid"""
 SELECT_PREIMAGE: Final = "SELECT * FROM preimages WHERE task_id = ? AND path = ?"
 
 INSERT_RESTORE: Final = """INSERT OR IGNORE INTO restores (task_id, path, reason, requested_at)

@@ -298,6 +298,10 @@ class Store(EventLog):
         rows = self._read(q.SELECT_PREIMAGES_EXCEPT, (json.dumps(list(task_ids)),))
         return [(r["task_id"], _preimage(r)) for r in rows]
 
+    def stacked_under(self) -> list[tuple[str, str, str]]:
+        """(file, task, its agent) of each task under a file's holder, bottom first."""
+        return [(r[0], r[1], r[2]) for r in self._read(q.SELECT_STACKED_UNDER)]
+
     def delete_preimages_of_task(self, task_id: str) -> None:
         self._write(q.DELETE_PREIMAGES_OF_TASK, (task_id,))
 

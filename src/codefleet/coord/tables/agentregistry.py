@@ -26,7 +26,15 @@ from codefleet.coord.policy.scheduler import AgentView
 from codefleet.coord.storage.rows import AgentRow
 from codefleet.coord.storage.store import Store
 from codefleet.errors import NotFound, StaleEpoch
-from codefleet.models import AgentStatus, EventType, ReleaseReason, from_iso, new_agent_id, to_iso
+from codefleet.models import (
+    AgentStatus,
+    EventType,
+    ReleaseReason,
+    Workspace,
+    from_iso,
+    new_agent_id,
+    to_iso,
+)
 
 __all__ = ["AgentRegistry", "AgentState"]
 
@@ -88,6 +96,13 @@ class AgentRegistry:
     def views(self) -> tuple[AgentView, ...]:
         deaf = self.deaf_seconds()  # stale means unheard while listening
         return tuple(a.view(deaf) for a in self.by_id.values())
+
+    def any_in_clones(self) -> bool:
+        """Is a runner that works in its own clone online (it cannot stack: decision 0156)?"""
+        return any(
+            a.workspace == Workspace.CLONE and a.status is not AgentStatus.OFFLINE
+            for a in self.by_id.values()
+        )
 
     def idle_count(self) -> int:
         return sum(1 for a in self.by_id.values() if a.status is AgentStatus.IDLE)

@@ -36,17 +36,19 @@ has half written.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from codefleet.coord.policy.answers import Denial, LeaseAnswer
+from codefleet.coord.policy.stacks import Stacks
 from codefleet.coord.policy.waits import WaitOutcome, WaitRoom
 from codefleet.coord.storage.store import Store
 from codefleet.coord.tables.preimages import Files
 from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
 from codefleet.paths import TreeRoot, lease_keys
 from codefleet.resources import is_resource_key
+from codefleet.rollback import PreImage
 from codefleet.toolcalls.partkeys import (
     PART_SEPARATOR,
     covering,
@@ -61,6 +63,10 @@ WRITE_LATCH_S = 5.0  # a write of parts not recorded by then (the tool failed) f
 
 # (agent id) -> (its name, `task` or `interactive`): who holds a lease, for a denial
 HolderOf = Callable[[str], tuple[str | None, str]]
+# (the tasks unwound, the task under them that is rolled back): ends their attempts
+Unwound = Callable[[list[str], str], None]
+# the keys a refused request met, with their holders: may it stack on them? (`policy.stacks`)
+MayStack = Callable[[list[tuple[str, tuple[str, str]]]], bool]
 
 
 class LeaseTable:
@@ -84,6 +90,8 @@ class LeaseTable:
         self.on_file: dict[str, set[str]] = {}  # a file (or resource) -> the keys held on it
         self.writing: dict[str, tuple[str, datetime]] = {}  # file -> (task writing parts, until)
         self.waits = WaitRoom()
+        self.stacks = Stacks()  # files passed on by tasks waiting to land (`policy.stacks`)
+        self.on_unwound: Unwound = lambda _tasks, _under: None  # set by the engine
 
     def load(self) -> None:
         for task_id in list(self.waits.waiters):  # a reset: no parked request outlives it
@@ -93,6 +101,7 @@ class LeaseTable:
         self.on_file = {}
         for lease in self.store.lease_rows():
             self._mirror(lease.path, lease.agent_id, lease.task_id)
+        self.stacks.load(self.store.stacked_under())
 
     def reload(self, task_ids: Iterable[str]) -> None:
         """Re-read the leases of tasks a rolled-back transaction touched."""
@@ -102,6 +111,7 @@ class LeaseTable:
                     self._unmirror(key)
             for lease in self.store.lease_rows(task_id):
                 self._mirror(lease.path, lease.agent_id, task_id)
+        self.stacks.load(self.store.stacked_under())
 
     def _mirror(self, key: str, agent_id: str, task_id: str) -> None:
         self.holders[key] = (agent_id, task_id)
@@ -236,15 +246,31 @@ class LeaseTable:
     # -- grants ------------------------------------------------------------------------------
 
     def acquire(
-        self, agent_id: str, agent_name: str, task_id: str, keys: list[str], tool: str
+        self,
+        agent_id: str,
+        agent_name: str,
+        task_id: str,
+        keys: list[str],
+        tool: str,
+        may_stack: MayStack | None = None,
     ) -> LeaseAnswer:
-        """All-or-nothing grant of canonical `keys` to the task's owner (caller's transaction)."""
+        """All-or-nothing grant of canonical `keys` to the task's owner (caller's transaction).
+        Keys held only by tasks waiting to land are stacked on when `may_stack` says so."""
         held = self.held_by_others(keys, task_id)
+        if held and may_stack is not None and self.files.rollback and may_stack(held):
+            return self._take(agent_id, task_id, keys, tool, stacked=held)
         if held:
             return self.deny_held(agent_id, agent_name, task_id, held, tool)
         return self._take(agent_id, task_id, keys, tool)
 
-    def _take(self, agent_id: str, task_id: str, keys: list[str], tool: str) -> LeaseAnswer:
+    def _take(
+        self,
+        agent_id: str,
+        task_id: str,
+        keys: list[str],
+        tool: str,
+        stacked: Sequence[tuple[str, tuple[str, str]]] = (),
+    ) -> LeaseAnswer:
         new_files = sorted(
             {
                 path
@@ -258,8 +284,32 @@ class LeaseTable:
         if refused:
             return LeaseAnswer.deny(refused)
         self.files.rebase(task_id, rebased)
+        for key, (under_agent, under_task) in stacked:
+            self._move(key, under_task, (agent_id, task_id), tool, stacked_on=under_task)
+            self.stacks.push(key, under_task, under_agent)
         self.grant(keys, agent_id, task_id, tool)
         return LeaseAnswer(True, granted=tuple(keys))
+
+    def _move(self, key: str, from_task: str, to: tuple[str, str], tool: str, **kind: Any) -> None:
+        """The lease on `key` passes from `from_task` to `to` (agent, task): up onto a stack,
+        or back down when what is above is unwound; one release and one grant, in the
+        caller's transaction."""
+        agent_id, task_id = to
+        from_agent, _ = self._unmirror(key)
+        self.store.delete_lease(key, from_task)
+        held = self.of_task[from_task]
+        held.discard(key)
+        if not held:
+            del self.of_task[from_task]
+        self.store.emit(
+            EventType.LEASE_RELEASED,
+            task_id=from_task,
+            agent_id=from_agent,
+            path=key,
+            reason=ReleaseReason.STACKED,
+            to_task_id=task_id,
+        )
+        self.grant([key], agent_id, task_id, tool, **kind)
 
     def _upgrades(self, task_id: str, keys: list[str]) -> dict[str, frozenset[str]]:
         """File -> the parts the task holds of it, for each file `keys` asks for whole that the
@@ -380,16 +430,55 @@ class LeaseTable:
         """
         self.waits.end(task_id, WaitOutcome.ENDED)
         self.unlatch(task_id)
+        if succeeded:
+            after = self._passed_on(task_id)
+            self.files.record_patches(task_id, self.part_names(task_id), self.holders_on, after)
+            self.stacks.landed(task_id)
+        else:
+            self._unwind(task_id)
         restoring = self.files.restoring.get(task_id, {})
         held = {k for k in self.paths_of(task_id) if file_of(k) not in restoring}
         if not held:
             return
-        if succeeded:
-            self.files.record_patches(task_id, self.part_names(task_id), self.holders_on)
-        else:
+        if not succeeded:
             kept = self.files.request_restores(task_id, {file_of(k) for k in held}, reason)
             held = {k for k in held if file_of(k) not in kept}
         self.drop(task_id, held, reason)
+
+    # -- stacks: a file passed on while its holder waits to land (`policy.stacks`) ---------
+
+    def _passed_on(self, task_id: str) -> dict[str, PreImage]:
+        """File -> the task's result in it, for each file it passed on: what the task right
+        above it found there (the file itself has moved on since)."""
+        found: dict[str, PreImage] = {}
+        for path in self.stacks.files_under(task_id):
+            above = self.stacks.above(task_id, path) or self.holders[path][1]
+            image = self.store.preimage_of(above, path)
+            if image is not None:
+                found[path] = image
+        return found
+
+    def _unwind(self, task_id: str) -> None:
+        """A task under others that is rolled back takes its files back from the top: what
+        was stacked on them is dropped (its restore would only be undone by this one), and
+        the tasks above are ended (`on_unwound`), before anything of this task is put back."""
+        victims: list[str] = []
+        for path in self.stacks.files_under(task_id):
+            agent_id, above = self.stacks.cut(task_id, path)
+            top = self.holders[path][1]
+            self._move(path, top, (agent_id, task_id), "unwind", unwound=[*above, top])
+            for stacked in (*above, top):
+                self.files.forget(stacked, path)
+                if stacked not in victims:
+                    victims.append(stacked)
+        if victims:
+            self.on_unwound(victims[::-1], task_id)
+
+    def stacked_bases(self, task_id: str) -> set[str]:
+        """The tasks waiting to land whose work `task_id` builds on (it stacked on them)."""
+        if not self.stacks.under:
+            return set()
+        return self.stacks.bases(task_id, lambda path: self.holders.get(path, ("", None))[1])
 
     def drop(self, task_id: str, keys: Iterable[str], reason: ReleaseReason) -> None:
         """Delete the task's lease rows for `keys` and their mirror; one event per key.
@@ -411,7 +500,11 @@ class LeaseTable:
             if not held:
                 del self.of_task[task_id]
         for key in freed:
-            self._hand_over(key)
+            below = self.stacks.pop(key)
+            if below is None:
+                self._hand_over(key)
+            else:  # back to the task under it, waiting to land
+                self.grant([key], below[1], below[0], "unstack", returned_by=task_id)
 
     def _hand_over(self, key: str) -> None:
         """Grant a freed key to the first waiter (priority, arrival) that can take all it asked."""

@@ -174,16 +174,22 @@ class Files:
             self.store.rebase_preimage(task_id, image)
 
     def record_patches(
-        self, task_id: str, parts: Mapping[str, frozenset[str]], holders_on: HoldersOn
+        self,
+        task_id: str,
+        parts: Mapping[str, frozenset[str]],
+        holders_on: HoldersOn,
+        passed_on: Mapping[str, PreImage] | None = None,
     ) -> None:
         """A succeeded attempt: its patch per file, then its pre-images go (no file is written).
 
-        `parts`: file -> the parts the task held of it (files it held whole are not in it)."""
+        `parts`: file -> the parts the task held of it (files it held whole are not in it);
+        `passed_on`: file -> the task's result in a file it passed on while it waited to land
+        (the file has moved on since: `policy.stacks`)."""
         if not self.rollback:
             return
         images = self.store.preimages_of_task(task_id)
         for image in images:
-            after = self.file_now(image.path)
+            after = (passed_on or {}).get(image.path) or self.file_now(image.path)
             before = image
             if image.path in parts and after.existed:
                 before, after = self._part_patch_ends(
@@ -241,6 +247,15 @@ class Files:
         self.store.emit(EventType.RESTORE_REQUESTED, task_id=task_id, paths=kept, reason=reason)
         return set(kept)
 
+    def forget(self, task_id: str, path: str) -> None:
+        """Drop the task's pre-image of `path` and any restore of it (caller's transaction):
+        what it stacked there is undone by the restore of the task under it."""
+        self.store.delete_restored(task_id, path)
+        paths = self.restoring.get(task_id, {})
+        paths.pop(path, None)
+        if not paths:
+            self.restoring.pop(task_id, None)
+
     def restores_due(self) -> list[str]:
         """Tasks with a restore not yet tried (a failed one waits for a restart or a retry)."""
         return sorted(t for t, paths in self.restoring.items() if None in paths.values())
@@ -295,11 +310,7 @@ class Files:
             self.store.emit(
                 EventType.FILE_RESTORED, task_id=task_id, path=path, existed=done.image.existed
             )
-        self.store.delete_restored(task_id, path)
-        paths = self.restoring.get(task_id, {})
-        paths.pop(path, None)
-        if not paths:
-            self.restoring.pop(task_id, None)
+        self.forget(task_id, path)
 
     def settle_unrestorable(self, failed: PutBack) -> str:
         """A file that could not be put back keeps its intent, with the error; returns it."""
@@ -329,19 +340,25 @@ class Files:
         return {p: e for p, e in self.restoring.get(task_id, {}).items() if e is not None}
 
     def foreign_preimages(
-        self, task_id: str, leased: Mapping[str, tuple[str, str]], holders_on: HoldersOn
+        self,
+        task_id: str,
+        leased: Mapping[str, tuple[str, str]],
+        holders_on: HoldersOn,
+        bases: Iterable[str] = (),
     ) -> dict[str, Any]:
         """Pre-images of every file another task holds (or holds parts of): what the isolated
-        view puts back.
+        view puts back. `bases`: the tasks it stacked on, whose work its view keeps.
 
         Without rollback nothing is captured, so those files are listed as
         `unrestorable` and the view is not isolated from them.
         """
-        files = self.view_files(self.store.foreign_preimages(task_id), holders_on)
+        kept = {task_id, *bases}
+        rows = [(t, image) for t, image in self.store.foreign_preimages(task_id) if t not in kept]
+        files = self.view_files(rows, holders_on)
         return {
             "task_id": task_id,
             "files": files,
-            "unrestorable": uncovered(leased, files, lambda holder: holder != task_id),
+            "unrestorable": uncovered(leased, files, lambda holder: holder not in kept),
         }
 
     def view_files(
@@ -356,8 +373,8 @@ class Files:
         files: list[dict[str, Any]] = []
         for path, found in by_path.items():
             holders = holders_on(path)
-            if len(found) == 1 and holders.get(found[0][0]) is None:
-                files.append(_image_json(*found[0]))
+            if all(holders.get(holder) is None for holder, _ in found):
+                files.append(_image_json(*found[0]))  # held whole: the bottom of its stack
                 continue
             now = self.file_now(path)
             taken = [(image.content, holders.get(h)) for h, image in found]
