@@ -170,3 +170,45 @@ def test_a_blamed_task_that_is_not_reworked_or_not_rolled_back_is_caught() -> No
     assert "integration_rollback" in rules(landed_anyway)
     assert rules(unrestored) == {"integration_rollback"}
     assert rules(other_reason) == {"integration_rollback"}
+
+
+def stacked_history() -> list[Step]:
+    """A waits to land on lib.py; C takes lib.py over (a stack) and lands after A."""
+    steps = history()
+    i = at(steps, "landing_queued", "A")
+    stack = [
+        ("task_assigned", "C", {"attempt": 1}),
+        ("lease_released", "A", {"path": "lib.py", "reason": "stacked", "to_task_id": "C"}),
+        ("lease_acquired", "C", {"path": "lib.py", "tool": "Edit", "stacked_on": "A"}),
+    ]
+    return [*steps[: i + 1], *stack, *steps[i + 1 :]]
+
+
+def test_a_task_that_stacked_lands_only_after_the_task_it_built_on() -> None:
+    clean = stacked_history()
+    early = stacked_history()
+    early[at(early, "lease_acquired", "C")] = (
+        "lease_acquired",
+        "C",
+        {"path": "lib.py", "tool": "Edit", "stacked_on": "B"},  # B lands after C here
+    )
+    b2 = at(early, "landed", "B")
+    early[b2 : b2 + 2], c3 = [], at(early, "landed", "C")
+    early[c3 : c3 + 2] = [*landed("C", 2, ["C"], 1)]
+    early += [*landed("B", 3, ["B"], 2)]
+
+    assert "stack_order" not in rules(clean)
+    assert "landing_lease" not in rules(clean)  # passing lib.py on is not giving it up
+    assert "stack_order" in rules(early)
+
+
+def test_an_unwound_task_is_requeued_for_that_and_nothing_else() -> None:
+    unwound = [
+        ("task_assigned", "C", {"attempt": 1}),
+        ("stack_unwound", "C", {"attempt": 1, "under_task_id": "A"}),
+        ("task_requeued", "C", {"attempt": 1, "error_kind": "stack_unwound"}),
+    ]
+    failed = [*unwound[:2], ("task_failed", "C", {"attempt": 1, "error_kind": "agent_error"})]
+
+    assert "stack_order" not in rules(unwound)
+    assert "stack_order" in rules(failed)

@@ -14,7 +14,7 @@ message, e.g. a reconcile turn; without it, the first turn):
     expect_answer: TEXT         command: CMD | {run: CMD, timeout_s: S}
     wait_parked: PATH           acquire_resource: NAME      allocate_port: null
     next_number: SEQUENCE or {sequence, write: PATH with {number}, content}
-    wait_acquired: PATH
+    wait_acquired: PATH         wait_landing: TASK
 
 Every file change goes through the attempt's `WriteGate` first, exactly as a
 real session's hook does; a denied write ends the attempt as a veto naming the
@@ -38,7 +38,8 @@ restore.
 `cost` adds USD to what the attempt reports it spent, as a real session's
 `total_cost_usd` would (how the fleet's budget is tested without a model).
 `read` reads a file as the session's `Read` tool does (recorded in the
-attempt's read set); `wait_succeeded` waits until another task succeeded;
+attempt's read set); `wait_succeeded` waits until another task succeeded,
+`wait_landing` until it waits to land (its session over, its landing check not passed);
 `expect_followup` ends the turn as an agent error unless the follow-up message
 it answers contains TEXT (how the scripted tier observes a reconcile turn);
 `wait_message` waits until the runner's heartbeat brought an operator message
@@ -101,6 +102,7 @@ STEP_KINDS: Final = frozenset(
         "command",
         "read",
         "wait_succeeded",
+        "wait_landing",
         "expect_followup",
         "wait_message",
         "ask",
@@ -204,6 +206,7 @@ class ScriptedExecutor:
             "wait_denied": self._was_denied,
             "wait_parked": self._was_parked,
             "wait_succeeded": self._succeeded,
+            "wait_landing": self._waiting_to_land,
             "wait_message": self._heard,
         }
         self.numbers: list[tuple[str, str, int]] = []  # (task, sequence, value) handed out
@@ -393,6 +396,9 @@ class ScriptedExecutor:
 
     async def _succeeded(self, attempt: Attempt, task_id: str) -> bool:
         return bool((await attempt.gate.client.task(task_id))["status"] == "succeeded")
+
+    async def _waiting_to_land(self, attempt: Attempt, task_id: str) -> bool:
+        return bool((await attempt.gate.client.task(task_id))["status"] == "landing")
 
     async def _heard(self, attempt: Attempt, text: str) -> bool:
         return any(text in note.text for note in attempt.inbox.waiting)

@@ -1,0 +1,118 @@
+"""A hot file keeps moving: its next writer stacks on a task waiting to land.
+
+Real server, real runners, the real landing worker and SQLite; only the agents'
+brains are scripted. T1 changes `hub.py` and waits to land behind a slow
+integration check; T2 waits for that (`wait_landing`), then writes `hub.py` too:
+it takes the lease over at once (no veto), lands after T1, and each landed patch
+is the task's own change. When T1 breaks the check instead, T2's work, built on
+T1's change, is undone with it (`stack_unwound`, not charged) and both run again.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from codefleet.api.client import FleetClient
+from codefleet.fleet.local import FleetOptions, run_fleet
+from codefleet.fleet.runner import RunnerOptions
+from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.server.thread import ServerThread
+from codefleet.testing.invariants_landing import check_landing
+
+FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
+# Slow enough that T2 stacks while T1's check runs; fails while hub.py holds BROKEN.
+CHECK = f"sleep 0.5 && \"{sys.executable}\" -c \"assert 'BROKEN' not in open('hub.py').read()\""
+HUB = "A = 0\n"
+TASKS = [
+    {"id": "T1", "title": "first", "description": "do it"},
+    {"id": "T2", "title": "second", "description": "do it"},
+]
+
+
+async def drain(server: ServerThread, workdir: Path, script: dict[str, Any]) -> Any:
+    executor = ScriptedExecutor(parse_script(script), wait_timeout=20)
+    options = FleetOptions(
+        RunnerOptions("runner", workdir, workdir.parent / "runs"), runners=2, landing_worker=True
+    )
+    return await run_fleet(server.url, lambda _: executor, options)
+
+
+async def load(client: FleetClient) -> None:
+    await client.create_tasks(TASKS, checks={"clean": CHECK})
+    await client.set_integration("clean")
+
+
+def kinds(events: list[dict[str, Any]], task_id: str) -> list[str]:
+    return [e["type"] for e in events if e.get("task_id") == task_id]
+
+
+async def test_the_next_writer_of_a_file_waiting_to_land_stacks_on_it_and_lands_after_it(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    (workdir / "hub.py").write_text(HUB)
+    server = make_server(**FAST)
+    script = {
+        "T1": [{"write": {"path": "hub.py", "content": "A = 1\n"}}],
+        "T2": [{"wait_landing": "T1"}, {"append": {"path": "hub.py", "text": "B = 2\n"}}],
+    }
+    async with FleetClient(server.url) as client:
+        await load(client)
+        await drain(server, workdir, script)
+        events = await client.all_events()
+        patches = {t: (await client.patch(t))["files"] for t in ("T1", "T2")}
+        statuses = {t: (await client.task(t))["status"] for t in ("T1", "T2")}
+    assert statuses == {"T1": "succeeded", "T2": "succeeded"}
+    assert check_landing(events, "clean") == []
+    assert (workdir / "hub.py").read_text() == "A = 1\nB = 2\n"
+    assert not [e for e in events if e["type"] == "lease_denied"]  # no veto: it stacked
+    [stacked] = [e for e in events if e["payload"].get("stacked_on")]
+    assert (stacked["task_id"], stacked["payload"]["path"]) == ("T2", "hub.py")
+    assert [e["task_id"] for e in events if e["type"] == "landed"] == ["T1", "T2"]
+    assert [e["payload"]["attempt"] for e in events if e["type"] == "task_assigned"] == [1, 1]
+    t1_diff, t2_diff = (patches[t][0]["diff"] for t in ("T1", "T2"))
+    assert "+A = 1" in t1_diff and "B = 2" not in t1_diff  # T1's own change, not T2's on it
+    assert "+B = 2" in t2_diff and "-A = 0" not in t2_diff  # T2's, on top of T1's
+
+
+async def test_a_task_stacked_on_one_that_breaks_the_check_is_undone_with_it_uncharged(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    (workdir / "hub.py").write_text(HUB)
+    server = make_server(**FAST)
+    script = {
+        "T1": [
+            {"write": {"path": "hub.py", "content": "A = 'BROKEN'\n"}, "attempt": 1},
+            {"edit": {"path": "hub.py", "old": "A = 0", "new": "A = 1"}, "attempt": 2},
+        ],
+        "T2": [
+            {"wait_landing": "T1", "attempt": 1},
+            {"append": {"path": "hub.py", "text": "B = 2\n"}},
+            {"wait_succeeded": "T1", "attempt": 1},  # still running when T1 is blamed
+        ],
+    }
+    async with FleetClient(server.url) as client:
+        await load(client)
+        await drain(server, workdir, script)
+        events = await client.all_events()
+        tasks = {t: await client.task(t) for t in ("T1", "T2")}
+    assert {t: row["status"] for t, row in tasks.items()} == {
+        "T1": "succeeded",
+        "T2": "succeeded",
+    }
+    assert check_landing(events, "clean") == []
+    [unwound] = [e for e in events if e["type"] == "stack_unwound"]
+    assert (unwound["task_id"], unwound["payload"]["under_task_id"]) == ("T2", "T1")
+    blamed = next(i for i, e in enumerate(events) if e["type"] == "integration_failed")
+    assert events[blamed]["task_id"] == "T1"
+    requeued = [e for e in events if e["type"] == "task_requeued" and e["task_id"] == "T2"]
+    assert requeued[0]["payload"]["error_kind"] == "stack_unwound"
+    assert (tasks["T2"]["attempts"], tasks["T2"]["uncharged_attempts"]) == (2, 1)  # not its fault
+    assert (workdir / "hub.py").read_text() == "A = 1\nB = 2\n"
+    t1_restored = [
+        e for e in events if e["type"] == "file_restored" and e["task_id"] == "T1"
+    ]  # T1's rollback put hub.py back to before T1 (T2's stacked restore was dropped)
+    assert [e["payload"]["path"] for e in t1_restored] == ["hub.py"]
+    assert not [e for e in events if e["type"] == "file_restored" and e["task_id"] == "T2"]
