@@ -1,4 +1,4 @@
-"""One scripted graph on an in-process server: the shared body of `hubfile` and `waiting`.
+"""One scripted graph on an in-process server: the shared body of `hubfile`, `hubland`, `waiting`.
 
 `play` starts a `ServerThread` on the given settings, loads the graph, drains it on
 `runners` in-process runners with the scripted executor (`fleet.local.run_fleet`:
@@ -31,13 +31,21 @@ class Played:
 
 
 async def play(
-    settings: Settings, graph: list[dict[str, Any]], script: dict[str, Any], runners: int
+    settings: Settings,
+    graph: list[dict[str, Any]],
+    script: dict[str, Any],
+    runners: int,
+    checks: dict[str, str] | None = None,
+    integration: str | None = None,
 ) -> Played:
-    """Drain `graph` under `script` on `runners` runners over `settings.workdir`."""
+    """Drain `graph` under `script` on `runners` runners over `settings.workdir`, with `checks`
+    and an `integration` check every task's landing must pass (the runners' landing worker)."""
     server = ServerThread(settings).start()
     try:
         async with FleetClient(server.url) as client:
-            await client.create_tasks(graph)
+            await client.create_tasks(graph, checks=checks)
+            if integration is not None:
+                await client.set_integration(integration)
         started = time.monotonic()
         parsed = parse_script(script)
         runner = RunnerOptions("runner", Path(settings.workdir), Path(settings.run_dir))

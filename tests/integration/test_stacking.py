@@ -19,6 +19,8 @@ from codefleet.api.client import FleetClient
 from codefleet.fleet.local import FleetOptions, run_fleet
 from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.review.fetch import fetch_record
+from codefleet.review.report.runreport import build_report, report_json
 from codefleet.server.thread import ServerThread
 from codefleet.testing.invariants_landing import check_landing
 
@@ -98,6 +100,9 @@ async def test_a_task_stacked_on_one_that_breaks_the_check_is_undone_with_it_unc
         await drain(server, workdir, script)
         events = await client.all_events()
         tasks = {t: await client.task(t) for t in ("T1", "T2")}
+        summary = report_json(build_report(await fetch_record(client)))["sections"]["summary"]
+    stacked = sum(1 for e in events if e["payload"].get("stacked_on"))  # attempt 2 may stack too
+    assert summary["stacks"] == {"stacked": stacked, "undone": 1} and stacked >= 1
     assert {t: row["status"] for t, row in tasks.items()} == {
         "T1": "succeeded",
         "T2": "succeeded",

@@ -92,3 +92,20 @@ def test_a_check_not_run_again_or_left_to_the_landing_is_shown_as_spared() -> No
     assert "checks spared check test (verify): passed, not run again" in text
     assert "check suite (verify): not run here: the landing check runs it" in text
     assert text.count("not run again") == 1  # T2's is T2's
+
+
+def test_a_file_taken_over_from_a_task_waiting_to_land_and_its_undoing_are_shown() -> None:
+    def event(n: int, kind: str, task_id: str, **payload: Any) -> dict[str, Any]:
+        return {"id": n, "type": kind, "task_id": task_id, "payload": payload, "at": ""}
+
+    stacks = [
+        event(1, "lease_acquired", "T2", path="other.py", tool="Write"),  # an ordinary lease
+        event(2, "lease_acquired", "T2", path="hub.py", tool="Edit", stacked_on="T1"),
+        event(3, "stack_unwound", "T2", under_task_id="T1", attempt=1),
+    ]
+
+    text = shown("T2", stacks)
+
+    assert "stacks leased hub.py (Edit) · on top of T1, waiting to land" in text
+    assert "UNDONE: built on T1, which did not land; runs again" in text
+    assert "other.py" not in text

@@ -44,7 +44,8 @@ def task_detail(
     `reads`: the task's `stale_read`, `reconciled` and `operator_message` events, one line
     each (the operator's messages under "messages"), its checks not run (`check_reused`: it
     passed on the same content before; `check_deferred`: the landing runs it), and the
-    landing events that name it
+    leases it took over from a task waiting to land (`stacked_on`) and its `stack_unwound`,
+    the landing events that name it
     (`landing_queued`, `landed`, `integration_failed`, and the landing checks whose batch
     holds it), folded into its landing.
     `crop` keeps only the last 2000 characters of the error (for a terminal, not a pipe);
@@ -63,9 +64,11 @@ def task_detail(
     said = [e for e in reads if e["type"] == "operator_message"]
     stale = [e for e in reads if e["type"] in ("stale_read", "reconciled")]
     spared = [e for e in reads if e["type"] in ("check_reused", "check_deferred")]
+    stacks = [e for e in reads if e["type"] == "stack_unwound" or _stacked(e)]
     for label, events, style in (
         ("stale reads", stale, "yellow"),
         ("checks spared", spared, "green"),
+        ("stacks", stacks, "cyan"),
         ("messages", said, "cyan"),
     ):
         for n, event in enumerate(events):
@@ -74,6 +77,13 @@ def task_detail(
     description = Text(task.get("description") or "(no description)", style="dim")
     title = Text(f"{task['id']} · {task['title']}")
     return Panel(Group(fields, Text(""), description), title=title, title_align="left")
+
+
+def _stacked(event: dict[str, Any]) -> bool:
+    """A lease taken over from a task waiting to land (`coord.policy.stacks`)."""
+    return event["type"] == "lease_acquired" and bool(
+        (event.get("payload") or {}).get("stacked_on")
+    )
 
 
 def _fields(

@@ -93,6 +93,8 @@ _TASK_EVENTS = (
     "file_restored",
     "check_reused",  # a check not run again on the same content
     "check_deferred",  # a verify left to the landing check
+    "lease_acquired",  # those `stacked_on` a task waiting to land are shown
+    "stack_unwound",  # undone with the task it stacked on
 )
 _LANDING_EVENTS = ("landing_queued", "landed", "integration_failed")
 _LANDING_CHECKS = ("landing_check_started", "landing_check_finished")  # named by their batch

@@ -109,6 +109,7 @@ def _summary_items(
         ("rollbacks", str(len(facts.rollbacks))),
         ("failed verifies", str(len(facts.verify_failures))),
         *([("checks", said)] if (said := checks_text(check_counts(facts))) else []),
+        *([("stacks", said)] if (said := stacks_text(stack_counts(facts))) else []),
         ("fleet cost", _cost(cost, facts.simulated)),
         ("branch", ", ".join(branches) or "not committed (run `codefleet commit`)"),
     ]
@@ -158,6 +159,31 @@ def checks_text(counts: dict[str, int]) -> str | None:
     return " · ".join(parts)
 
 
+def stack_counts(facts: RunFacts) -> dict[str, int]:
+    """Files taken over from a task waiting to land, and attempts undone with what they built on."""
+    events = facts.record.events
+    return {
+        "stacked": sum(
+            1 for e in events if e["type"] == EventType.LEASE_ACQUIRED and _payload(e, "stacked_on")
+        ),
+        "undone": sum(1 for e in events if e["type"] == EventType.STACK_UNWOUND),
+    }
+
+
+def _payload(event: Mapping[str, Any], key: str) -> Any:
+    return (event.get("payload") or {}).get(key)
+
+
+def stacks_text(counts: dict[str, int]) -> str | None:
+    """`4 files taken over while waiting to land · 1 attempt undone with it`, or None."""
+    if not counts["stacked"]:
+        return None
+    said = f"{counts['stacked']} file(s) taken over from tasks waiting to land (no wait for their landing)"
+    if counts["undone"]:
+        said += f" · {counts['undone']} attempt(s) undone with a task that did not land"
+    return said
+
+
 def _summary_data(
     facts: RunFacts, done: int, cost: float, branches: list[str]
 ) -> dict[str, object]:
@@ -171,6 +197,7 @@ def _summary_data(
         "critical_path": list(facts.critical_path),
         "critical_path_s": round(facts.critical_s, 3),
         "checks": check_counts(facts),
+        "stacks": stack_counts(facts),
         "vetoes": len(facts.vetoes),
         "rollbacks": len(facts.rollbacks),
         "failed_verifies": len(facts.verify_failures),
