@@ -34,7 +34,8 @@ completion order, and the content oracle: every path holds the content its last
 succeeded writer hashed right after writing it (`invariants_content`), and the landing
 contract (`invariants_landing`): every task lands through the integration check `clean`
 (no file under out/ says BROKEN), which one task in 20 (`--breakers`) breaks on its first attempt, so
-landings are blamed, rolled back and reworked under the same faults. `--duration` bounds
+landings are blamed, rolled back and reworked under the same faults; a hot file waiting to
+land is taken over by its next writer (a stack), undone with it when it is blamed. `--duration` bounds
 the whole run; a graph that has not drained by then is a failure.
 
 With `--clones` every runner works in its own clone of the landed line
@@ -419,6 +420,8 @@ class Summary:
     landed: int = 0
     landing_checks: int = 0  # landing_check_finished events (batches, bisections, bases)
     integration_failed: int = 0
+    stacks: int = 0  # files taken over from tasks waiting to land (`lease_acquired` stacked_on)
+    stacks_undone: int = 0  # attempts undone with a task that did not land (`stack_unwound`)
     final_restart_identical: bool = False
     line_commits: int = 0  # landed tasks on the landed line (0: the tree has no line)
     levels: int = 0  # clone grants of a file landed anew since the attempt began (`_levels`)
@@ -712,6 +715,8 @@ class Chaos:
         s.vetoes, s.restores = kinds["lease_denied"], kinds["file_restored"]
         s.landed, s.integration_failed = kinds["landed"], kinds["integration_failed"]
         s.landing_checks = kinds["landing_check_finished"]
+        s.stacks = sum(1 for e in evidence.events if e["payload"].get("stacked_on"))
+        s.stacks_undone = kinds["stack_unwound"]
         s.waits = dict(
             Counter(e["payload"]["outcome"] for e in evidence.events if e["type"] == "lease_waited")
         )

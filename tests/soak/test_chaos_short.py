@@ -86,6 +86,8 @@ def test_a_short_chaos_run_with_a_server_kill_and_runner_kills_breaks_no_invaria
         "fault_log"
     ]
     assert summary["contents_checked"] > 0
+    if not clones:  # a hot file waiting to land is taken over (clone runners never stack)
+        assert summary["stacks"] > 0, summary
     assert summary["unexpected_exits"] == []
     assert summary["drained"] and summary["statuses"] == {"succeeded": 40}
     assert summary["final_restart_identical"]
