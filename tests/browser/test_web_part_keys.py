@@ -14,7 +14,7 @@ from playwright.async_api import expect
 from web_support import FAST, TOKEN, Browser, load_demo_graph, run_demo_fleet, server_view
 
 from codefleet.server.thread import ServerThread
-from codefleet.toolcalls.partkeys import split_part_key
+from codefleet.toolcalls.leasekeys import split_part_key
 
 
 async def test_a_veto_on_a_part_reads_file_then_part_and_is_counted_under_its_file(

@@ -2,7 +2,7 @@
 
 The engine over a real SQLite file and a real scratch tree, with an injected clock
 and no event loop; each "agent" writes the file as its tool would, after its lease.
-A part key is `path::name` (`toolcalls.partkeys`); which parts a write changes is
+A part key is `path::name` (`toolcalls.leasekeys`); which parts a write changes is
 the gate's question (`toolcalls.writeparts`), so here the keys are asked for as
 the gate would ask for them.
 """

@@ -88,7 +88,7 @@ def test_a_lease_key_splits_into_its_file_and_its_part_as_the_python_helper_does
         {"file": "api.py", "part": "handle"},
         {"file": "api.py", "part": None},
         {"file": "/resource:db", "part": None},
-        {"file": "a", "part": "b::c"},  # the first `::` splits, as toolcalls.partkeys
+        {"file": "a", "part": "b::c"},  # the first `::` splits, as toolcalls.leasekeys
     ]
 
 

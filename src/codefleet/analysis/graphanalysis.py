@@ -32,7 +32,7 @@ from typing import Any, Literal
 from codefleet.analysis.simulate import SimTask, simulate
 from codefleet.dag import longest_path, max_antichain
 from codefleet.resources import is_resource_key
-from codefleet.toolcalls.partkeys import file_of, keys_conflict
+from codefleet.toolcalls.leasekeys import excludes, file_of
 
 __all__ = [
     "HOTSPOT_SCOPES",
@@ -218,7 +218,7 @@ def analyse(
 def _overlaps(tasks: Sequence[PlannedTask], deps: dict[str, list[str]]) -> list[Overlap]:
     """Pairs whose declared keys exclude each other and no dependency path between them, by id.
 
-    Keys are compared as leases are (`toolcalls.partkeys`): a file and any part of it
+    Keys are compared as leases are (`toolcalls.leasekeys`): a file and any part of it
     overlap, two different parts of one file do not; an overlap names the keys on both
     sides (`api.py`, `api.py::handle`).
     """
@@ -226,7 +226,7 @@ def _overlaps(tasks: Sequence[PlannedTask], deps: dict[str, list[str]]) -> list[
     shared: dict[tuple[str, str], set[str]] = {}
     for keys_by_task in _holders_by_file(tasks).values():
         for (a, keys_a), (b, keys_b) in itertools.combinations(sorted(keys_by_task.items()), 2):
-            met = {k for x in keys_a for y in keys_b if keys_conflict(x, y) for k in (x, y)}
+            met = {k for x in keys_a for y in keys_b if excludes(x, y) for k in (x, y)}
             if met and not above.related(a, b):
                 shared.setdefault((a, b), set()).update(met)
     return [Overlap(pair, tuple(sorted(paths))) for pair, paths in sorted(shared.items())]

@@ -28,7 +28,7 @@ from pathlib import Path
 from codefleet.analysis.graphanalysis import Finding
 from codefleet.paths import PathRejected, TreeRoot
 from codefleet.toolcalls.fileparts import parts_of
-from codefleet.toolcalls.partkeys import split_part_key
+from codefleet.toolcalls.leasekeys import split_part_key
 
 __all__ = ["PathFact", "ScopedTask", "judge", "survey"]
 

@@ -265,6 +265,7 @@ writing; run names the tasks the script lacks and does not start.
   cost: USD                        add USD to what the attempt reports it spent
   read: PATH                       read a file (recorded in the attempt's read set)
   wait_succeeded: TASK             wait until another task succeeded
+  wait_landing: TASK               wait until another task waits to land (its session over)
   expect_followup: TEXT            fail unless the follow-up message (reconcile turn) says TEXT
   wait_message: TEXT               wait until an operator message (codefleet say) says TEXT
   ask: QUESTION                    ask the operator (ask_operator) and wait for the answer

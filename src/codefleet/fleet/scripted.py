@@ -79,7 +79,7 @@ from codefleet.fleet.tools.commandtool import DEFAULT_COMMAND_TIMEOUT_S, Command
 from codefleet.fleet.tools.inbox import hear_operator
 from codefleet.fleet.tools.resourcecalls import ResourceTools
 from codefleet.models import CheckPurpose, ErrorKind, EventType
-from codefleet.toolcalls.partkeys import keys_conflict
+from codefleet.toolcalls.leasekeys import excludes
 
 __all__ = ["ScriptError", "ScriptedExecutor", "Step", "load_script"]
 
@@ -390,9 +390,7 @@ class ScriptedExecutor:
 
     async def _leased_by_other(self, attempt: Attempt, path: str) -> bool:
         leases = await attempt.gate.client.leases()
-        return any(
-            keys_conflict(x["path"], path) and x["task_id"] != attempt.task_id for x in leases
-        )
+        return any(excludes(x["path"], path) and x["task_id"] != attempt.task_id for x in leases)
 
     async def _succeeded(self, attempt: Attempt, task_id: str) -> bool:
         return bool((await attempt.gate.client.task(task_id))["status"] == "succeeded")
@@ -406,17 +404,17 @@ class ScriptedExecutor:
     async def _was_acquired(self, attempt: Attempt, path: str) -> bool:
         events = await attempt.gate.client.events(type_=EventType.LEASE_ACQUIRED)
         return any(
-            keys_conflict(str(e["payload"].get("path")), path) and e["task_id"] != attempt.task_id
+            excludes(str(e["payload"].get("path")), path) and e["task_id"] != attempt.task_id
             for e in events
         )
 
     async def _was_denied(self, attempt: Attempt, path: str) -> bool:
         events = await attempt.gate.client.events(type_=EventType.LEASE_DENIED)
-        return any(keys_conflict(str(e["payload"].get("path")), path) for e in events)
+        return any(excludes(str(e["payload"].get("path")), path) for e in events)
 
     async def _was_parked(self, attempt: Attempt, path: str) -> bool:
         events = await attempt.gate.client.events(type_=EventType.LEASE_WAITING)
-        return any(keys_conflict(str(e["payload"].get("path")), path) for e in events)
+        return any(excludes(str(e["payload"].get("path")), path) for e in events)
 
 
 def _rate_limited(retry_after: Any, attempt: Attempt) -> AttemptReport:

@@ -48,7 +48,7 @@ from codefleet.models import EventType, from_iso
 from codefleet.resources import is_resource_key, resource_name
 from codefleet.review.facts import Attempt, RunFacts, Veto
 from codefleet.review.landinglog import LandingFacts
-from codefleet.toolcalls.partkeys import file_of, split_part_key
+from codefleet.toolcalls.leasekeys import file_of, split_part_key
 
 __all__ = [
     "FileStats",

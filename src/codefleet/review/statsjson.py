@@ -17,7 +17,7 @@ from codefleet.review.collisionstats import (
     LeaseWaitStats,
     TaskStats,
 )
-from codefleet.toolcalls.partkeys import split_part_key
+from codefleet.toolcalls.leasekeys import split_part_key
 
 __all__ = ["stats_json"]
 

@@ -51,7 +51,7 @@ from typing import Any, Final
 from codefleet.api.client import FleetClient
 from codefleet.models import TERMINAL_STATUSES, EventType, TaskStatus
 from codefleet.statedir import STATE_DIR
-from codefleet.toolcalls.partkeys import file_of, keys_conflict
+from codefleet.toolcalls.leasekeys import excludes, file_of
 
 __all__ = [
     "Evidence",
@@ -255,7 +255,7 @@ def _on_acquired(replay: _Replay, event: Row) -> None:
             event,
         )
     for key, (holder, since) in replay.holders.items():  # a file and its parts exclude each other
-        if key != path and holder != task_id and keys_conflict(key, path):
+        if key != path and holder != task_id and excludes(key, path):
             replay.flag(
                 "two_holders",
                 f"{path} granted to {task_id} while {holder} holds {key} (since event {since})",

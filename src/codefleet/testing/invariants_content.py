@@ -30,7 +30,7 @@ from typing import Any
 from codefleet.models import EventType
 from codefleet.rollback import content_sha256
 from codefleet.testing.invariants import Violation
-from codefleet.toolcalls.partkeys import PART_SEPARATOR, file_of
+from codefleet.toolcalls.leasekeys import PART_SEPARATOR, file_of
 
 __all__ = ["Expected", "check_contents", "expected_contents"]
 

@@ -19,7 +19,7 @@ part on the server's loop, short (docs/decisions/0154-a-big-module-is-leased-who
 The last few large texts parsed are kept parsed: a file held in parts by several tasks
 is put back from the same pre-images and current text again and again.
 Adjacent same-named definitions (`@overload`s) and statements sharing a line
-are one part. A part's lease key (`path::name`) is `toolcalls.partkeys`'. Standard
+are one part. A part's lease key (`path::name`) is `toolcalls.leasekeys`'. Standard
 library only: both the hook side and the server import it.
 """
 

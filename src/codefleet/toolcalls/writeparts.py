@@ -5,7 +5,7 @@ are by part (`lease_granularity: part`). It reads the file as it is
 now, works out what the tool would leave there (`Edit`/`MultiEdit`: the replacement
 applied to the current text; `Write`: the content given), and maps the changed lines
 to parts (`fileparts.changed_parts`: each side parsed once). The answer is the part
-keys (`path::name`, `partkeys`) of every part the write changes, adds or deletes.
+keys (`path::name`, `leasekeys`) of every part the write changes, adds or deletes.
 
 A command's rewrite of a file (`run_command`) is mapped the same way, but against
 the text the command saw (`rewrite_parts`), and lands by part: the current file
@@ -35,7 +35,7 @@ from codefleet.toolcalls.fileparts import (
     preimages,
     put_back_parts,
 )
-from codefleet.toolcalls.partkeys import PART_SEPARATOR, part_key
+from codefleet.toolcalls.leasekeys import PART_SEPARATOR, part_key
 
 __all__ = ["MAX_PART_FILE_BYTES", "PART_TOOLS", "merge_rewrite", "rewrite_parts", "write_keys"]
 

@@ -23,7 +23,7 @@ from rich.text import Text
 from codefleet.failuretext import GAP, failure_excerpt
 from codefleet.models import TaskStatus
 from codefleet.resources import lease_label
-from codefleet.toolcalls.partkeys import PART_SEPARATOR, split_part_key
+from codefleet.toolcalls.leasekeys import PART_SEPARATOR, split_part_key
 from codefleet.ui.escaped import Escaped
 from codefleet.ui.landingview import HaltBanner, LandingPanel
 from codefleet.ui.report import STATUS_STYLE

@@ -11,7 +11,7 @@ canonical keys. A person's own session (kind `interactive`) has no scope.
 
 A write is compared by the lease keys its task holds on the written file
 (`lease_acquired`, `lease_released`), with the lease rule's own containment
-(`partkeys.covering`): a scope naming a file covers the file and each of its
+(`leasekeys.covering`): a scope naming a file covers the file and each of its
 parts; one naming a part covers that part only, so a write leased as another part
 or as the whole file (a write the gate could not map to parts) is outside it.
 A write whose keys were not seen (a watch that joined mid-attempt) is inside when
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codefleet.models import EventType
-from codefleet.toolcalls.partkeys import covering, file_of
+from codefleet.toolcalls.leasekeys import covering, file_of
 
 __all__ = ["ScopeWatch", "outside_text"]
 

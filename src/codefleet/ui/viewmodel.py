@@ -29,7 +29,7 @@ from codefleet.failuretext import failure_excerpt
 from codefleet.models import EventType, TaskStatus, from_iso
 from codefleet.review.landinglog import LandingFacts
 from codefleet.safetext import one_line
-from codefleet.toolcalls.partkeys import split_part_key
+from codefleet.toolcalls.leasekeys import split_part_key
 from codefleet.ui.landingview import LandingPanel, landing_panel
 from codefleet.wording import phrase
 

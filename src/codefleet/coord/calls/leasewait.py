@@ -28,7 +28,7 @@ from codefleet.coord.policy.waits import Contender, Waiter, WaitOutcome, holder_
 from codefleet.coord.tables.persons import TASK_PREFIX as INTERACTIVE_TASK_PREFIX
 from codefleet.models import EventType
 from codefleet.rollback import content_sha256
-from codefleet.toolcalls.partkeys import file_of
+from codefleet.toolcalls.leasekeys import file_of
 
 __all__ = ["LeaseWaiting"]
 

@@ -49,7 +49,7 @@ from codefleet.models import (
 from codefleet.paths import PathRejected
 from codefleet.resources import resource_key, resource_name
 from codefleet.rollback import PreImage, restore, state_sha256
-from codefleet.toolcalls.partkeys import file_of
+from codefleet.toolcalls.leasekeys import file_of
 
 __all__ = ["RunnerCalls"]
 

@@ -43,7 +43,7 @@ from codefleet.models import (
     ErrorKind,
     ReleaseReason,
 )
-from codefleet.toolcalls.partkeys import Claims
+from codefleet.toolcalls.leasekeys import KeyIndex
 
 __all__ = [
     "AgentView",
@@ -292,14 +292,16 @@ def _take_back_overdue(state: FleetState, now: datetime, plan: _Plan) -> None:
             _take_back(task, ErrorKind.TIMEOUT, ReleaseReason.DEADLINE, plan, runner_gone=False)
 
 
-def _busy_scope(state: FleetState, plan: _Plan) -> Claims:
-    """What running tasks claim and leases hold: a part (`api.py::handle`) excludes its file
-    and itself, not the file's other parts."""
-    busy = Claims()
+def _busy_scope(state: FleetState, plan: _Plan) -> KeyIndex[str]:
+    """What running tasks claim and leases hold, each key with the task that makes it busy: a
+    part (`api.py::handle`) excludes its file and itself, not the file's other parts."""
+    busy: KeyIndex[str] = KeyIndex()
     for task in state.in_flight:
         if task.id not in plan.taken_back:
-            busy.update(task.claims)
-    busy.update(path for path, holder in state.leases if holder not in plan.taken_back)
+            busy.update(task.claims, task.id)
+    for path, holder in state.leases:
+        if holder not in plan.taken_back:
+            busy.put(path, holder)
     return busy
 
 
@@ -331,7 +333,7 @@ def _assign(state: FleetState, now: datetime, plan: _Plan) -> None:
             continue  # no idle agent of the kind it needs: skipped like a conflict
         agents.remove(fit)
         plan.decisions.append(Assign(task.id, fit.id))
-        busy.update(claims)
+        busy.update(claims, task.id)
 
 
 def wants_wider_window(state: FleetState, decisions: Sequence[Decision]) -> bool:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from codefleet.resources import is_resource_key
-from codefleet.toolcalls.partkeys import PART_SEPARATOR
+from codefleet.toolcalls.leasekeys import PART_SEPARATOR
 
 __all__ = ["Stacks", "may_stack"]
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from codefleet.toolcalls.partkeys import file_of, keys_conflict
+from codefleet.toolcalls.leasekeys import KeyIndex, excludes
 
 __all__ = [
     "Contender",
@@ -135,7 +135,7 @@ class WaitRoom:
     def queue(self, key: str) -> list[Waiter]:
         """The waiters for `key` (or a key it excludes: a part of the file, the file of a part),
         first to be handed it first: priority desc, then arrival."""
-        found = [w for w in self.waiters.values() if any(keys_conflict(key, k) for k in w.keys)]
+        found = [w for w in self.waiters.values() if any(excludes(key, k) for k in w.keys)]
         return sorted(found, key=lambda w: (-w.who.priority, w.seq))
 
     def position(self, waiter: Waiter, path: str) -> int:
@@ -145,16 +145,16 @@ class WaitRoom:
     def graph(self, holders: Mapping[str, str]) -> dict[str, set[str]]:
         """Wait-for edges: each waiting task -> the tasks holding its keys or keys they exclude
         (`holders`: lease key -> task)."""
-        on_file: dict[str, list[tuple[str, str]]] = {}
+        index: KeyIndex[str] = KeyIndex()
         for key, task_id in holders.items():
-            on_file.setdefault(file_of(key), []).append((key, task_id))
+            index.put(key, task_id)
         edges: dict[str, set[str]] = {}
         for w in self.waiters.values():
             held = {
-                task_id
+                index.held[held_key]
                 for k in w.keys
-                for held_key, task_id in on_file.get(file_of(k), ())
-                if task_id != w.task_id and keys_conflict(k, held_key)
+                for held_key in index.excluded_by(k)
+                if index.held[held_key] != w.task_id
             }
             if held:
                 edges[w.task_id] = held

@@ -1,11 +1,11 @@
 """The lease table's mirror: who holds which key, answering grants and denials.
 
 Lease exclusion is the primary key of `file_leases` plus the part rule: a key is a
-file's path, a part of a file (`path::name`, `toolcalls.partkeys`) or a resource, and
+file's path, a part of a file (`path::name`, `toolcalls.leasekeys`) or a resource, and
 a whole file excludes every part of it. This part owns the in-memory mirror of the
-table (`holders`: key -> (agent, task); `of_task`: task -> its keys; `on_file`: file
--> the keys held on it) and is the only writer of all three, for runners and for
-people's interactive sessions alike. The mirror answers a denial with the holder's
+table (`index`: key -> (agent, task), by file, answering by the one rule of
+`toolcalls.leasekeys`; `of_task`: task -> its keys) and is the only writer of both, for
+runners and for people's interactive sessions alike. The mirror answers a denial with the holder's
 name without a query; a rolled-back transaction re-reads the rows of the tasks it
 touched (`reload`), so it is never ahead of the table.
 
@@ -49,8 +49,9 @@ from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
 from codefleet.paths import TreeRoot, lease_keys
 from codefleet.resources import is_resource_key
 from codefleet.rollback import PreImage
-from codefleet.toolcalls.partkeys import (
+from codefleet.toolcalls.leasekeys import (
     PART_SEPARATOR,
+    KeyIndex,
     covering,
     file_of,
     part_key,
@@ -85,9 +86,8 @@ class LeaseTable:
         self.clock = clock
         self.files = files
         self.holder_of = holder_of
-        self.holders: dict[str, tuple[str, str]] = {}
+        self.index: KeyIndex[tuple[str, str]] = KeyIndex()  # key -> (agent, task), by file
         self.of_task: dict[str, set[str]] = {}
-        self.on_file: dict[str, set[str]] = {}  # a file (or resource) -> the keys held on it
         self.writing: dict[str, tuple[str, datetime]] = {}  # file -> (task writing parts, until)
         self.waits = WaitRoom()
         self.stacks = Stacks()  # files passed on by tasks waiting to land (`policy.stacks`)
@@ -96,9 +96,8 @@ class LeaseTable:
     def load(self) -> None:
         for task_id in list(self.waits.waiters):  # a reset: no parked request outlives it
             self.waits.end(task_id, WaitOutcome.ENDED)
-        self.holders = {}
+        self.index = KeyIndex()
         self.of_task = {}
-        self.on_file = {}
         for lease in self.store.lease_rows():
             self._mirror(lease.path, lease.agent_id, lease.task_id)
         self.stacks.load(self.store.stacked_under())
@@ -113,18 +112,17 @@ class LeaseTable:
                 self._mirror(lease.path, lease.agent_id, task_id)
         self.stacks.load(self.store.stacked_under())
 
+    @property
+    def holders(self) -> dict[str, tuple[str, str]]:
+        """Every held key -> (agent, task)."""
+        return self.index.held
+
     def _mirror(self, key: str, agent_id: str, task_id: str) -> None:
-        self.holders[key] = (agent_id, task_id)
+        self.index.put(key, (agent_id, task_id))
         self.of_task.setdefault(task_id, set()).add(key)
-        self.on_file.setdefault(file_of(key), set()).add(key)
 
     def _unmirror(self, key: str) -> tuple[str, str]:
-        holder = self.holders.pop(key)
-        on = self.on_file[file_of(key)]
-        on.discard(key)
-        if not on:
-            del self.on_file[file_of(key)]
-        return holder
+        return self.index.pop(key)
 
     def paths_of(self, task_id: str) -> set[str]:
         """The task's keys: paths, part keys and resources."""
@@ -132,7 +130,7 @@ class LeaseTable:
 
     def keys_on(self, task_id: str, path: str) -> list[str]:
         """The task's keys on one file: the whole file, its parts, or both."""
-        return sorted(k for k in self.on_file.get(path, ()) if self.holders[k][1] == task_id)
+        return sorted(k for k in self.index.keys_on(path) if self.holders[k][1] == task_id)
 
     def part_names(self, task_id: str) -> dict[str, frozenset[str]]:
         """File -> the parts the task holds of it, for each file it holds parts of and not whole."""
@@ -150,7 +148,7 @@ class LeaseTable:
         """Task -> the parts of `path` it holds (None: the whole file), for every holder."""
         whole: set[str] = set()
         parts: dict[str, set[str]] = {}
-        for key in self.on_file.get(path, ()):
+        for key in self.index.keys_on(path):
             task_id, name = self.holders[key][1], split_part_key(key)[1]
             if name is None:
                 whole.add(task_id)
@@ -162,16 +160,7 @@ class LeaseTable:
 
     def _on_file_of(self, path: str, task_id: str) -> bool:
         """Does the task hold a key on `path` (the file, or a part of it)?"""
-        return any(self.holders[k][1] == task_id for k in self.on_file.get(path, ()))
-
-    def _conflicting(self, key: str) -> list[str]:
-        """The held keys `key` excludes: all of a file's keys for the file, else itself and the file."""
-        if PART_SEPARATOR not in key:  # a file (or a resource): every key held on it
-            on = self.on_file.get(key)
-            return sorted(on) if on else []
-        path, _ = split_part_key(key)
-        on = self.on_file.get(path)
-        return [k for k in (path, key) if k in on] if on else []
+        return any(self.holders[k][1] == task_id for k in self.index.keys_on(path))
 
     def _covered(self, key: str, task_id: str) -> bool:
         """Does the task hold `key`, or the whole file a part key is on?"""
@@ -185,7 +174,7 @@ class LeaseTable:
         """(held key, its holder) for each key another task holds that one of `keys` excludes."""
         seen: dict[str, tuple[str, str]] = {}
         for key in keys:
-            for held in self._conflicting(key):
+            for held in self.index.excluded_by(key):
                 holder = self.holders[held]
                 if holder[1] != task_id:
                     seen.setdefault(held, holder)

@@ -68,7 +68,7 @@ from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
 from codefleet.paths import TreeRoot
 from codefleet.rollback import PreImage, TooLarge, capture, current_state, make_patch, restore
 from codefleet.toolcalls.fileparts import put_back_parts
-from codefleet.toolcalls.partkeys import file_of
+from codefleet.toolcalls.leasekeys import file_of
 
 __all__ = ["Files", "HoldersOn", "PutBack", "uncovered"]
 

@@ -49,7 +49,7 @@ from codefleet.fleet.gate.readset import ReadRecord
 from codefleet.models import GATED_TOOLS, DenyReason, Granularity
 from codefleet.paths import PathRejected, TreeRoot, lease_keys
 from codefleet.rollback import content_sha256
-from codefleet.toolcalls.partkeys import file_of
+from codefleet.toolcalls.leasekeys import file_of
 from codefleet.toolcalls.writeparts import write_keys
 from codefleet.toolcalls.writepaths import no_path_reason, tool_paths
 

@@ -45,7 +45,7 @@ from codefleet.fleet.views.layer import Layer
 from codefleet.fleet.views.layerchanges import REGULAR_MODE, Change, ChangeKind
 from codefleet.models import Granularity
 from codefleet.statedir import STATE_DIR, prepare_dirs
-from codefleet.toolcalls.partkeys import part_key
+from codefleet.toolcalls.leasekeys import part_key
 from codefleet.toolcalls.writeparts import merge_rewrite, rewrite_parts
 
 __all__ = ["COMMAND_TOOL", "Applied", "ShellLimits", "apply_changes"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codefleet.models import EventType
-from codefleet.toolcalls.partkeys import split_part_key
+from codefleet.toolcalls.leasekeys import split_part_key
 
 __all__ = ["SideBySide", "side_by_side"]
 

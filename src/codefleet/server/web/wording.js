@@ -96,10 +96,10 @@ export function leaseLabel(key) {
   return value.startsWith(RESOURCE_PREFIX) ? `resource ${value.slice(RESOURCE_PREFIX.length)}` : value;
 }
 
-// A part's lease key is `path::name` (codefleet/toolcalls/partkeys.py: PART_SEPARATOR); the first "::" splits.
+// A part's lease key is `path::name` (codefleet/toolcalls/leasekeys.py: PART_SEPARATOR); the first "::" splits.
 export const PART_SEPARATOR = "::";
 
-/** `{file, part}` of a lease key, as `toolcalls.partkeys.split_part_key`: part null for a whole file or a resource. */
+/** `{file, part}` of a lease key, as `toolcalls.leasekeys.split_part_key`: part null for a whole file or a resource. */
 export function splitLeaseKey(key) {
   const value = String(key ?? "");
   const at = value.indexOf(PART_SEPARATOR);

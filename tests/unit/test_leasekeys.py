@@ -1,4 +1,4 @@
-"""Lease keys for parts of a file: the spelling, which keys exclude each other, `Claims`."""
+"""Lease keys: the spelling, the one rule of which exclude each other, `KeyIndex`."""
 
 from __future__ import annotations
 
@@ -6,12 +6,11 @@ import itertools
 
 import pytest
 
-from codefleet.toolcalls.partkeys import (
-    Claims,
-    canonical_part_key,
+from codefleet.toolcalls.leasekeys import (
+    KeyIndex,
     covering,
+    excludes,
     file_of,
-    keys_conflict,
     part_key,
     split_part_key,
 )
@@ -36,33 +35,25 @@ def test_a_part_name_may_contain_two_colons_the_path_may_not():
 
 
 def test_a_whole_file_key_and_any_part_of_that_file_conflict():
-    assert keys_conflict("src/api.py", "src/api.py::handle")
-    assert keys_conflict("src/api.py::handle", "src/api.py")
-    assert keys_conflict("src/api.py", "src/api.py")
+    assert excludes("src/api.py", "src/api.py::handle")
+    assert excludes("src/api.py::handle", "src/api.py")
+    assert excludes("src/api.py", "src/api.py")
 
 
 def test_two_parts_of_one_file_do_not_conflict_and_one_part_does():
-    assert not keys_conflict("src/api.py::handle", "src/api.py::Router")
-    assert keys_conflict("src/api.py::handle", "src/api.py::handle")
+    assert not excludes("src/api.py::handle", "src/api.py::Router")
+    assert excludes("src/api.py::handle", "src/api.py::handle")
 
 
 def test_different_files_never_conflict():
-    assert not keys_conflict("src/api.py", "src/app.py")
-    assert not keys_conflict("src/api.py::handle", "src/app.py::handle")
-    assert not keys_conflict("src/api.py", "src/api.py.bak")
+    assert not excludes("src/api.py", "src/app.py")
+    assert not excludes("src/api.py::handle", "src/app.py::handle")
+    assert not excludes("src/api.py", "src/api.py.bak")
 
 
 def test_resource_keys_conflict_only_with_themselves():
-    assert keys_conflict("/resource:db", "/resource:db")
-    assert not keys_conflict("/resource:build::x", "/resource:build")
-
-
-def test_a_key_is_canonicalized_on_its_path_only():
-    def canonical(raw: str) -> str:
-        return raw.removeprefix("./").replace("//", "/")
-
-    assert canonical_part_key("./src//api.py::handle", canonical) == "src/api.py::handle"
-    assert canonical_part_key("./src/api.py", canonical) == "src/api.py"
+    assert excludes("/resource:db", "/resource:db")
+    assert not excludes("/resource:build::x", "/resource:build")
 
 
 def test_a_resource_key_is_never_split_into_a_part():
@@ -86,18 +77,23 @@ KEYS = [
 @pytest.mark.parametrize(
     "held", [list(c) for n in range(4) for c in itertools.combinations(KEYS, n)]
 )
-def test_claims_answer_as_keys_conflict_over_every_key_they_hold(held):
-    claims = Claims(held)
+def test_an_index_answers_by_the_rule_over_every_key_it_holds(held):
+    index: KeyIndex[str] = KeyIndex()
+    index.update(held, "T1")
     for key in KEYS:
-        assert claims.conflicts(key) == any(keys_conflict(key, h) for h in held), (held, key)
-        assert claims.isdisjoint([key]) == (not claims.conflicts(key))
+        assert index.conflicts(key) == any(excludes(key, h) for h in held), (held, key)
+        assert index.excluded_by(key) == sorted(h for h in held if excludes(key, h)), (held, key)
+        assert index.isdisjoint([key]) == (not index.conflicts(key))
 
 
-def test_claims_count_a_key_once():
-    claims = Claims(["a.py::f", "a.py::f"])
-    claims.add("a.py::f")
-    assert len(claims) == 1 and "a.py::f" in claims
-    assert claims.conflicts("a.py") and not claims.conflicts("a.py::g")
+def test_an_index_holds_a_key_once_and_lets_it_go():
+    index: KeyIndex[str] = KeyIndex()
+    index.update(["a.py::f", "a.py::f"], "T1")
+    index.put("a.py::f", "T2")  # held again: the value is the latest
+    assert len(index) == 1 and index.held == {"a.py::f": "T2"}
+    assert index.conflicts("a.py") and not index.conflicts("a.py::g")
+    assert index.pop("a.py::f") == "T2"
+    assert not index.conflicts("a.py") and index.keys_on("a.py") == set()
 
 
 def test_a_key_is_covered_by_itself_and_a_part_by_its_whole_file_never_by_a_sibling():

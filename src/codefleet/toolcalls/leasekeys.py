@@ -1,4 +1,4 @@
-"""Lease keys for parts of a file, and which keys exclude each other.
+"""Lease keys and the one rule of which exclude each other: a file, its parts, a resource.
 
 A lease key is a canonical path (the whole file), a resource key (`/resource:...`), or
 a part key `path::name`: part `name` of the file at `path` (`toolcalls.fileparts`
@@ -9,27 +9,30 @@ other only when they name the same part; a resource key excludes only itself. A 
 is covered by itself and, for a part, by its whole file (`covering`): what a holder
 of the file may write, and what a scope naming the file takes in.
 
-`Claims` is a set of keys that answers "does this key conflict with anything in me?"
-in constant time: the scheduler's busy set and the lease table's mirror both ask it.
+`excludes(a, b)` is the rule. `KeyIndex` holds keys (each with a value: its holder)
+indexed by file, and answers by that same rule which of them a key excludes
+(`excluded_by`, `conflicts`) in time bounded by the keys held on its file: the lease
+table's mirror, the scheduler's busy set and the wait room's wait-for graph are each one.
 Standard library only: the hook, the runner's gate, the scheduler and the server all
 import it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Final
+from collections.abc import Iterable, Iterator
+from typing import Final, Generic, TypeVar
 
 __all__ = [
     "PART_SEPARATOR",
-    "Claims",
-    "canonical_part_key",
+    "KeyIndex",
     "covering",
+    "excludes",
     "file_of",
-    "keys_conflict",
     "part_key",
     "split_part_key",
 ]
+
+V = TypeVar("V")
 
 PART_SEPARATOR: Final = "::"
 RESOURCE_KEY_START: Final = "/"  # a resource key (`resources.RESOURCE_PREFIX`), never a path
@@ -63,13 +66,6 @@ def file_of(key: str) -> str:
     return split_part_key(key)[0]
 
 
-def canonical_part_key(raw: str, canonical: Callable[[str], str]) -> str:
-    """`raw` with its path made canonical (e.g. `TreeRoot.canonical`); the first `::` splits."""
-    path, name = split_part_key(raw)
-    key = canonical(path)
-    return key if name is None else part_key(key, name)
-
-
 def covering(key: str) -> tuple[str, ...]:
     """The keys whose holder may write `key`: the key itself and, for a part, its whole file.
     (A part does not cover its file, nor another part of it.)"""
@@ -79,7 +75,7 @@ def covering(key: str) -> tuple[str, ...]:
     return (key,) if name is None else (key, path)
 
 
-def keys_conflict(a: str, b: str) -> bool:
+def excludes(a: str, b: str) -> bool:
     """Do two lease keys exclude each other? A file and any of its parts do; two parts don't."""
     if a == b:
         return True
@@ -90,42 +86,66 @@ def keys_conflict(a: str, b: str) -> bool:
     return path_a == path_b and (not name_a or not name_b or name_a == name_b)
 
 
-class Claims:
-    """A set of lease keys that says, in O(1) per key, whether a key conflicts with one in it."""
+class KeyIndex(Generic[V]):
+    """Held keys, each with its value (who holds it), indexed by file."""
 
-    __slots__ = ("_parted", "keys")
+    __slots__ = ("held", "on_file")
 
-    def __init__(self, keys: Iterable[str] = ()) -> None:
-        self.keys: set[str] = set()
-        self._parted: dict[str, int] = {}  # file -> how many of its part keys are in the set
-        self.update(keys)
+    def __init__(self) -> None:
+        self.held: dict[str, V] = {}
+        self.on_file: dict[str, set[str]] = {}  # a file (or resource) -> the keys held on it
 
-    def add(self, key: str) -> None:
-        if key in self.keys:
-            return
-        self.keys.add(key)
-        path, name = split_part_key(key)
-        if name is not None:
-            self._parted[path] = self._parted.get(path, 0) + 1
+    def put(self, key: str, value: V) -> None:
+        """Hold `key` for `value` (replacing the value of a key already held)."""
+        self.held[key] = value
+        self.on_file.setdefault(file_of(key), set()).add(key)
 
-    def update(self, keys: Iterable[str]) -> None:
+    def update(self, keys: Iterable[str], value: V) -> None:
         for key in keys:
-            self.add(key)
+            self.put(key, value)
+
+    def pop(self, key: str) -> V:
+        """Let go of `key`; its value."""
+        value = self.held.pop(key)
+        path = file_of(key)
+        on = self.on_file[path]
+        on.discard(key)
+        if not on:
+            del self.on_file[path]
+        return value
+
+    def excluded_by(self, key: str) -> list[str]:
+        """The held keys `key` excludes (`excludes`): every key on a file for the file (or a
+        resource), else the part itself and its whole file."""
+        if PART_SEPARATOR not in key:
+            on = self.on_file.get(key)
+            return sorted(on) if on else []
+        path, _ = split_part_key(key)
+        on = self.on_file.get(path)
+        return [k for k in (path, key) if k in on] if on else []
 
     def conflicts(self, key: str) -> bool:
-        if key in self.keys:
+        """Does a held key exclude `key`? (`excluded_by` is not empty; constant time.)"""
+        if key in self.held:
             return True
         path, name = split_part_key(key)
         if name is None:
-            return path in self._parted
-        return path in self.keys
+            return path in self.on_file
+        return path in self.held
 
     def isdisjoint(self, keys: Iterable[str]) -> bool:
-        """No key of `keys` conflicts with one in this set (set-like, for a scope)."""
+        """No key of `keys` conflicts with one held (set-like, for a scope)."""
         return not any(self.conflicts(key) for key in keys)
 
+    def keys_on(self, path: str) -> set[str]:
+        """The keys held on a file: the file itself, its parts."""
+        return self.on_file.get(path, set())
+
     def __contains__(self, key: object) -> bool:
-        return key in self.keys
+        return key in self.held
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.held)
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return len(self.held)
