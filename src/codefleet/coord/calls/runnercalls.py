@@ -26,6 +26,7 @@ from typing import Any
 from codefleet.attempt import AssignedTask
 from codefleet.coord.calls.callparts import CallParts
 from codefleet.coord.policy.answers import Beat, LeaseAnswer
+from codefleet.coord.policy.leaserule import Door, Verdict, decide
 from codefleet.coord.policy.stacks import may_stack
 from codefleet.coord.tables.agentregistry import AgentState
 from codefleet.coord.tables.leases import denial
@@ -202,17 +203,17 @@ class RunnerCalls:
             refused = [denial(p, DenyReason.NOT_OWNER) for p in paths]
             return LeaseAnswer.deny(refused, f"task {task_id} is not yours")
         keys, rejected = self.leases.canonical_all(paths)
-        if rejected:
-            return LeaseAnswer.deny(rejected)
-        busy = self.leases.busy(keys, task_id)  # another task is writing a part of the file
-        if busy:
-            return LeaseAnswer.deny(busy)
-        if self.leases.all_ours(keys, task_id):
+        stack = self._may_stack if self._stacks_for(agent) else None
+        request = self.leases.ask(Door.FLEET, task_id, keys, rejected, stack)
+        verdict = decide(request)  # the lease rule, the one place it is written
+        if verdict in (Verdict.REFUSE, Verdict.BUSY):
+            return LeaseAnswer.deny([*request.rejected, *request.busy])
+        if verdict is Verdict.OURS:
             answer = LeaseAnswer(True, granted=tuple(keys))  # a re-acquire writes nothing
         else:
             with self.transition():
-                stack = self._may_stack if self._stacks_for(agent) else None
-                answer = self.leases.acquire(agent_id, agent.name, task_id, keys, tool, stack)
+                who = (agent_id, agent.name, task_id)
+                answer = self.leases.settle(request, verdict, who, keys, tool)
         if answer.allowed:
             self.leases.latch(keys, task_id)
         return answer

@@ -41,6 +41,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from codefleet.coord.policy.answers import Denial, LeaseAnswer
+from codefleet.coord.policy.leaserule import Door, Request, Verdict, decide
 from codefleet.coord.policy.stacks import Stacks
 from codefleet.coord.policy.waits import WaitOutcome, WaitRoom
 from codefleet.coord.storage.store import Store
@@ -234,6 +235,28 @@ class LeaseTable:
 
     # -- grants ------------------------------------------------------------------------------
 
+    def ask(
+        self,
+        door: Door,
+        task_id: str,
+        keys: list[str],
+        rejected: Sequence[Denial] = (),
+        may_stack: MayStack | None = None,
+    ) -> Request:
+        """What the table sees of a request for `keys` by `task_id` now, for `decide`."""
+        held = self.held_by_others(keys, task_id)
+        stackable = False  # a stack is undone by restores: never without pre-images
+        if held and may_stack is not None and self.files.rollback:
+            stackable = may_stack(held)
+        return Request(
+            door,
+            rejected=tuple(rejected),
+            busy=tuple(self.busy(keys, task_id)) if door is Door.FLEET else (),
+            ours=self.all_ours(keys, task_id),
+            held=tuple(held),
+            stackable=stackable,
+        )
+
     def acquire(
         self,
         agent_id: str,
@@ -243,14 +266,33 @@ class LeaseTable:
         tool: str,
         may_stack: MayStack | None = None,
     ) -> LeaseAnswer:
-        """All-or-nothing grant of canonical `keys` to the task's owner (caller's transaction).
-        Keys held only by tasks waiting to land are stacked on when `may_stack` says so."""
-        held = self.held_by_others(keys, task_id)
-        if held and may_stack is not None and self.files.rollback and may_stack(held):
-            return self._take(agent_id, task_id, keys, tool, stacked=held)
-        if held:
-            return self.deny_held(agent_id, agent_name, task_id, held, tool)
-        return self._take(agent_id, task_id, keys, tool)
+        """A fleet task's all-or-nothing grant of canonical `keys`, by the lease rule
+        (`policy.leaserule`; the caller's transaction). Keys held only by tasks waiting to
+        land are stacked on when `may_stack` says so."""
+        request = self.ask(Door.FLEET, task_id, keys, may_stack=may_stack)
+        return self.settle(request, decide(request), (agent_id, agent_name, task_id), keys, tool)
+
+    def settle(
+        self,
+        request: Request,
+        verdict: Verdict,
+        who: tuple[str, str, str],
+        keys: list[str],
+        tool: str,
+    ) -> LeaseAnswer:
+        """Carry out a fleet task's `verdict` on `request` (`who`: agent id, its name, task)."""
+        agent_id, agent_name, task_id = who
+        match verdict:
+            case Verdict.REFUSE | Verdict.BUSY:
+                return LeaseAnswer.deny([*request.rejected, *request.busy])
+            case Verdict.OURS:
+                return LeaseAnswer(True, granted=tuple(keys))  # a re-acquire writes nothing
+            case Verdict.STACK:
+                return self._take(agent_id, task_id, keys, tool, stacked=request.held)
+            case Verdict.DENY:
+                return self.deny_held(agent_id, agent_name, task_id, list(request.held), tool)
+            case Verdict.TAKE:
+                return self._take(agent_id, task_id, keys, tool)
 
     def _take(
         self,

@@ -34,6 +34,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from codefleet.coord.policy.answers import Denial, HolderRef, LeaseAnswer
+from codefleet.coord.policy.leaserule import Door, Verdict, decide
 from codefleet.coord.storage.database import Row
 from codefleet.coord.storage.store import Store
 from codefleet.coord.tables.leases import HolderOf, LeaseTable, denial
@@ -153,13 +154,21 @@ class InteractiveHolders:
         now = self.clock()
         with self.transition():
             holder = self._holder(session_id, user, now)
-            held = self.leases.held_by_others(keys, holder.task_id)
-            if held:
-                return self._deny_held(holder, held, tool)
-            self.leases.grant(keys, holder.agent_id, holder.task_id, tool, kind=INTERACTIVE)
+            refused = self._take(holder, keys, tool)
+            if refused is not None:
+                return refused
             self._touch(holder, now)
         ref = HolderRef(holder.agent_id, holder.name, holder.task_id)
         return LeaseAnswer(True, granted=tuple(keys), skipped=tuple(skipped), holder=ref)
+
+    def _take(self, holder: Holder, keys: list[str], tool: str) -> LeaseAnswer | None:
+        """Grant `keys` to the person's session by the lease rule (`policy.leaserule`, the
+        person's door: no stack, no pre-image); the denial, or None once granted."""
+        request = self.leases.ask(Door.PERSON, holder.task_id, keys)
+        if decide(request) is Verdict.DENY:
+            return self._deny_held(holder, list(request.held), tool)
+        self.leases.grant(keys, holder.agent_id, holder.task_id, tool, kind=INTERACTIVE)
+        return None
 
     def record_change(
         self, session_id: str, user: str, paths: list[str], tool: str, sha256: str | None = None
@@ -222,10 +231,9 @@ class InteractiveHolders:
         now = self.clock()
         with self.transition():
             holder = self._holder(session_id, user, now)
-            held = self.leases.held_by_others(keys, holder.task_id)
-            if held:
-                return self._deny_held(holder, held, "hold")
-            self.leases.grant(keys, holder.agent_id, holder.task_id, "hold", kind=INTERACTIVE)
+            refused = self._take(holder, keys, "hold")
+            if refused is not None:
+                return refused
             self._touch(holder, now)
         ref = HolderRef(holder.agent_id, holder.name, holder.task_id)
         return LeaseAnswer(True, granted=tuple(keys), holder=ref)

@@ -1,0 +1,74 @@
+"""The lease rule: what one write's request gets, at either door, decided in one place.
+
+Both doors ask `decide`: a runner's task (`coord.calls.runnercalls.RunnerCalls.acquire`,
+the pre-write gate's call) and a person's session (`coord.tables.persons`, the
+`codefleet hook` call). The lease table says what it sees (`Request`); the answer is one
+`Verdict`, taken in this order, the first that applies:
+
+1. `REFUSE`: a path that can never be leased (outside the tree, protected, unusable);
+2. `BUSY`: another task is writing parts of the file this instant (`leases.busy`): ask
+   again once its write is in;
+3. `OURS`: the requester holds every key already: a grant that writes nothing;
+4. `STACK`: the keys others hold are whole files of tasks waiting to land, and the
+   requester may build on them (`policy.stacks`): it takes them over;
+5. `DENY`: another holder has a key it excludes (`toolcalls.leasekeys.excludes`): a veto
+   naming the holder;
+6. `TAKE`: the keys are free: granted.
+
+Where the doors differ, they differ here only: a person's session never stacks (its
+edits are not rolled back, so nothing could be undone with the task under it), and a
+person's write is never `BUSY` (it is whole, so it meets a task's parts as `DENY`).
+What a `TAKE` writes differs too, in the lease table: a fleet task's first key on a file
+captures its pre-image, a person's does not. Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from codefleet.coord.policy.answers import Denial
+
+__all__ = ["Door", "Request", "Verdict", "decide"]
+
+Held = tuple[tuple[str, tuple[str, str]], ...]  # (held key, (its agent, its task))
+
+
+class Door(StrEnum):
+    FLEET = "fleet"  # a runner's task, through its pre-write gate
+    PERSON = "person"  # a person's own session, through `codefleet hook`
+
+
+class Verdict(StrEnum):
+    REFUSE = "refuse"
+    BUSY = "busy"
+    OURS = "ours"
+    STACK = "stack"
+    DENY = "deny"
+    TAKE = "take"
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One write's keys at one door, and what the lease table sees of them now."""
+
+    door: Door
+    rejected: tuple[Denial, ...] = ()  # paths that can never be leased
+    busy: tuple[Denial, ...] = ()  # files another task is writing parts of this instant
+    ours: bool = False  # the requester holds (or covers) every key
+    held: Held = ()  # keys others hold that the request's keys exclude
+    stackable: bool = False  # every one of `held` may be stacked on by this requester
+
+
+def decide(request: Request) -> Verdict:
+    """The one answer to `request` (see the module docstring for the order)."""
+    if request.rejected:
+        return Verdict.REFUSE
+    if request.door is Door.FLEET and request.busy:
+        return Verdict.BUSY
+    if request.ours:
+        return Verdict.OURS
+    if request.held:
+        stacks = request.door is Door.FLEET and request.stackable
+        return Verdict.STACK if stacks else Verdict.DENY
+    return Verdict.TAKE
