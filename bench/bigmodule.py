@@ -21,7 +21,7 @@ in the same session.
 Run: `uv run python -m bench.bigmodule --sizes 3 60 300 --runs 5`.
 
 `--ops` measures instead, in process, where the server's time goes for each size:
-the CPU ms of one `ast.parse`, and of the put-backs (`fileparts.put_back_parts`) of
+the CPU ms of one `ast.parse`, and of the put-backs (`parts.putback.put_back_parts`) of
 a restore, a check's view and a landed task's patch ends, four tasks holding one
 function each, every operation on a new current text (another write came in).
 """
@@ -57,7 +57,7 @@ from bench.harness import (
     server_from,
 )
 from bench.leases import own_paths, with_agents
-from codefleet.toolcalls.fileparts import put_back_parts
+from codefleet.parts.putback import put_back_parts
 from codefleet.toolcalls.writeparts import write_keys
 
 MODULE = "big.py"

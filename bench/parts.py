@@ -1,4 +1,4 @@
-"""Cost of mapping a write to parts: `fileparts.changed_parts` on a 2,000-line module.
+"""Cost of mapping a write to parts: `parts.changes.changed_parts` on a 2,000-line module.
 
 In process: a generated module of 2,000+ lines, one function's body edited (the
 whole new text, as a `Write` gives it); the median of N runs of
@@ -23,7 +23,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from codefleet.toolcalls.fileparts import changed_parts
+from codefleet.parts.changes import changed_parts
 
 
 def module(functions: int) -> str:

@@ -1,7 +1,7 @@
 """A module over the part bound is leased whole, even when leases are by part (issue 51).
 
 Each grant, restore, patch and view by part parses the module on the server's loop; past
-`fileparts.MAX_PART_BYTES` the module has no parts, so a write of it takes the whole file,
+`parts.python.MAX_PART_BYTES` the module has no parts, so a write of it takes the whole file,
 as under file leases, and the lease path stays bounded. Real server, real runners and
 SQLite; only the agents' brains are scripted.
 """
@@ -15,8 +15,8 @@ from codefleet.api.client import FleetClient
 from codefleet.fleet.local import FleetOptions, run_fleet
 from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.parts.python import MAX_PART_BYTES
 from codefleet.testing.invariants import check, collect
-from codefleet.toolcalls.fileparts import MAX_PART_BYTES
 
 PARTS = {
     "heartbeat_interval": 0.1,

@@ -253,6 +253,7 @@ RULES = [
 # `codefleet hook` runs on every write of a person's session: standard library only.
 HOOK_SIDE = (
     "codefleet.hook",
+    "codefleet.parts",
     "codefleet.toolcalls",
     "codefleet.paths",
     "codefleet.statedir",
@@ -822,6 +823,7 @@ def test_no_store_object_crosses_the_engines_read_interface() -> None:
 # a module imports only folders on lower floors, or its own folder: never a folder above it,
 # never a neighbour on its own floor. docs/architecture.md draws these floors.
 FLOORS: list[tuple[str, tuple[str, ...]]] = [
+    ("the parts of a file: one mapper per kind, standard library only", ("codefleet.parts",)),
     ("the foundation: shared values and pure rules", ("codefleet", "codefleet.toolcalls")),
     (
         "the wire, the store, the engine's pure policy, the offline models",
@@ -973,7 +975,7 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
 def test_an_import_up_or_a_circle_is_caught() -> None:
     up = {"codefleet.coord.policy.scheduler": {"codefleet.coord.engine"}}
     assert uphill(up) == [
-        "codefleet.coord.policy.scheduler (floor 2) -> codefleet.coord.engine (floor 5)"
+        "codefleet.coord.policy.scheduler (floor 3) -> codefleet.coord.engine (floor 6)"
     ]
     sideways = {"codefleet.coord.policy.scheduler": {"codefleet.coord.storage.store"}}
     assert len(uphill(sideways)) == 1

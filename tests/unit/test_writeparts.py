@@ -164,7 +164,7 @@ def test_a_rewrite_lands_on_the_current_file_keeping_another_holders_part() -> N
     after = API.replace("return path", "return path.strip()").encode()
     current = API.replace("return 1", "return 'one'").encode()  # another task's part since
 
-    merged = writeparts.merge_rewrite(current, SEEN, after, frozenset({"route"}))
+    merged = writeparts.merge_rewrite("api.py", current, SEEN, after, frozenset({"route"}))
 
     assert (
         merged
@@ -178,4 +178,4 @@ def test_a_rewrite_of_a_part_changed_since_the_command_saw_it_does_not_land() ->
     after = API.replace("return path", "return path.strip()").encode()
     current = API.replace("return path", "return path.lower()").encode()
 
-    assert writeparts.merge_rewrite(current, SEEN, after, frozenset({"route"})) is None
+    assert writeparts.merge_rewrite("api.py", current, SEEN, after, frozenset({"route"})) is None

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codefleet.analysis.graphanalysis import Finding
+from codefleet.parts.kinds import mapper_for
+from codefleet.parts.putback import parts_of
 from codefleet.paths import PathRejected, TreeRoot
-from codefleet.toolcalls.fileparts import parts_of
 from codefleet.toolcalls.leasekeys import split_part_key
 
 __all__ = ["PathFact", "ScopedTask", "judge", "survey"]
@@ -84,10 +85,11 @@ def _fact(tree: TreeRoot, raw: str) -> PathFact:
 
 def _parts(file: Path, name: str | None) -> tuple[str, ...] | None:
     """The names of `file`'s parts when a part of it is asked for and it has parts."""
-    if name is None or not file.is_file():
+    mapper = mapper_for(file.name)
+    if name is None or mapper is None or not file.is_file():
         return None
     try:
-        found = parts_of(file.read_bytes())
+        found = parts_of(file.read_bytes(), mapper)
     except OSError:
         return None
     return None if found is None else tuple(p.name for p in found)

@@ -1,7 +1,7 @@
 """Lease keys and the one rule of which exclude each other: a file, its parts, a resource.
 
 A lease key is a canonical path (the whole file), a resource key (`/resource:...`), or
-a part key `path::name`: part `name` of the file at `path` (`toolcalls.fileparts`
+a part key `path::name`: part `name` of the file at `path` (`parts`
 names the parts). The path is everything before the first `::`, so a path that itself
 contains `::` has no part keys and is always leased whole. A whole-file key and any
 part key of the same file exclude each other; two part keys of one file exclude each

@@ -33,7 +33,7 @@ pre-images deleted, in the transition itself: reading files has no side
 effect to undo. With `rollback` off (`--keep-failed-edits`) nothing is
 captured, restored or recorded.
 
-Parts (`toolcalls.fileparts`): a task that holds parts of a file, not the whole
+Parts (`parts`, a mapper per kind of file): a task that holds parts of a file, not the whole
 file, has the file's pre-image like any other, but only its parts are put back
 (`put_back_parts`), so another holder's concurrent change to another part stays.
 Its patch runs from the file without its parts and without those of tasks still
@@ -65,9 +65,10 @@ from codefleet.coord.policy.answers import Denial
 from codefleet.coord.storage.rows import RestoreRow
 from codefleet.coord.storage.store import Store
 from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
+from codefleet.parts.kinds import mapper_for
+from codefleet.parts.putback import put_back_parts
 from codefleet.paths import TreeRoot
 from codefleet.rollback import PreImage, TooLarge, capture, current_state, make_patch, restore
-from codefleet.toolcalls.fileparts import put_back_parts
 from codefleet.toolcalls.leasekeys import file_of
 
 __all__ = ["Files", "HoldersOn", "PutBack", "uncovered"]
@@ -161,7 +162,9 @@ class Files:
             if image is None or not image.existed:
                 continue
             now = self.file_now(path)
-            content = put_back_parts(now.content, [(image.content, names)]) if now.existed else None
+            content = (
+                _put_back(path, now.content, [(image.content, names)]) if now.existed else None
+            )
             if content is None:
                 denied.append(Denial(path, DenyReason.INVALID_PATH, _not_rebased(path, names)))
             else:
@@ -214,8 +217,8 @@ class Files:
         file's pre-image to now (it then carries the others' changes made so far)."""
         others = self._others_taken(task_id, image.path, holders)
         if others is not None:
-            end = put_back_parts(after.content, others)
-            start = put_back_parts(after.content, [*others, (image.content, names)])
+            end = _put_back(image.path, after.content, others)
+            start = _put_back(image.path, after.content, [*others, (image.content, names)])
             if end is not None and start is not None:
                 return replace(image, content=start), replace(after, content=end)
         return image, after
@@ -293,7 +296,9 @@ class Files:
         """The file as it is now with the task's parts as they were; the whole pre-image when
         nobody else holds a part of it; else why it cannot be put back."""
         now = current_state(self.tree.root, image.path)
-        content = put_back_parts(now.content, [(image.content, names)]) if now.existed else None
+        content = (
+            _put_back(image.path, now.content, [(image.content, names)]) if now.existed else None
+        )
         if content is not None:
             return replace(image, content=content, mode=now.mode)
         if not shared:
@@ -380,11 +385,19 @@ class Files:
             taken = [(image.content, holders.get(h)) for h, image in found]
             if not now.existed or any(names is None for _, names in taken):
                 continue
-            content = put_back_parts(now.content, [(c, n) for c, n in taken if n is not None])
+            content = _put_back(path, now.content, [(c, n) for c, n in taken if n is not None])
             if content is not None:
                 holder = ",".join(h for h, _ in found)
                 files.append(_image_json(holder, replace(now, content=content)))
         return files
+
+
+def _put_back(
+    path: str, current: bytes, taken: Sequence[tuple[bytes, frozenset[str]]]
+) -> bytes | None:
+    """`parts.putback.put_back_parts` with the file's own mapper; None: it has no parts."""
+    mapper = mapper_for(path)
+    return None if mapper is None else put_back_parts(current, taken, mapper)
 
 
 def _not_rebased(path: str, names: frozenset[str]) -> str:

@@ -175,7 +175,7 @@ def merged_under_grant(
             current = (layer.tree / path).read_bytes()
         except OSError:
             current = b""
-        merged = merge_rewrite(current, rewrite.seen, rewrite.after, rewrite.names)
+        merged = merge_rewrite(path, current, rewrite.seen, rewrite.after, rewrite.names)
         if merged is None:
             return {}, (
                 f"{path}: {', '.join(rewrite.keys)} changed in the shared tree while the "

@@ -1,4 +1,4 @@
-"""`fileparts`: a Python module's parts, the parts a write changes, and putting parts back."""
+"""`parts`: a Python module's parts, the parts a write changes, putting parts back, edits replayed."""
 
 from __future__ import annotations
 
@@ -10,20 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from codefleet.toolcalls import fileparts
-from codefleet.toolcalls.fileparts import (
-    Part,
-    PartChange,
-    PartKind,
-    Preimage,
-    apply_edit,
-    apply_multi_edit,
-    changed_parts,
-    parts_of,
-    preimages,
-    put_back_parts,
-    restore_parts,
-)
+from codefleet import parts as parts_room
+from codefleet.parts import python as python_parts
+from codefleet.parts.changes import changed_parts
+from codefleet.parts.edits import apply_edit, apply_multi_edit
+from codefleet.parts.kinds import mapper_for
+from codefleet.parts.model import Part, PartChange, PartKind, Preimage
+from codefleet.parts.putback import parts_of, preimages, put_back_parts, restore_parts
 
 API = '''\
 #!/usr/bin/env python
@@ -196,7 +189,7 @@ def test_a_long_statement_name_is_cut_and_keeps_a_digest_of_the_rest():
     [a] = names(long_a)
     [b] = names(long_b)
     assert a != b
-    assert len(a) <= fileparts.MAX_NAME_CHARS
+    assert len(a) <= python_parts.MAX_NAME_CHARS
     assert a.startswith("<register(a0, a1")
 
 
@@ -441,7 +434,7 @@ def test_mapping_a_write_parses_each_side_once(monkeypatch: pytest.MonkeyPatch):
         calls.append(source)
         return real(source)
 
-    monkeypatch.setattr(fileparts.ast, "parse", counting)
+    monkeypatch.setattr(python_parts.ast, "parse", counting)
     changed_parts(API, API.replace("return 1", "return 11"))
     assert len(calls) == 2
 
@@ -466,8 +459,8 @@ def test_a_module_larger_than_the_bound_has_no_parts_so_it_is_taken_whole():
     assert parts_of(big.encode()) is None
     assert changed_parts(big, edited) is None
     assert put_back_parts(edited.encode(), [(big.encode(), ["func_7"])]) is None
-    assert len(big.encode()) > fileparts.MAX_PART_BYTES
-    below = big[: fileparts.MAX_PART_BYTES]
+    assert len(big.encode()) > python_parts.MAX_PART_BYTES
+    below = big[: python_parts.MAX_PART_BYTES]
     below = below[: below.rindex("\n\n\ndef ")] + "\n"
     assert parts_of(below) is not None  # at the bound and below: parts
 
@@ -482,7 +475,7 @@ def test_a_large_text_is_parsed_once_however_many_holders_put_it_back_and_howeve
         calls.append(source)
         return real(source)
 
-    monkeypatch.setattr(fileparts.ast, "parse", counting)
+    monkeypatch.setattr(python_parts.ast, "parse", counting)
     pre = unique_module(40)  # four holders' pre-images of one file, as a check's view has them
     now = pre.replace("y = x + 5\n", "y = x + 50\n")  # the viewer's own change stays
     for n in (1, 2, 3, 4):
@@ -686,19 +679,31 @@ def test_preimages_record_text_and_predecessor_and_none_for_added_names():
 # -- boundary ----------------------------------------------------------------------------------
 
 
-def test_fileparts_imports_only_the_standard_library():
-    source = Path(fileparts.__file__).read_text(encoding="utf-8")
-    imported = {
-        (alias.name if isinstance(node, ast.Import) else node.module or "").split(".")[0]
-        for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.Import | ast.ImportFrom)
-        for alias in node.names
-    }
-    stdlib = set(sys.stdlib_module_names) | {"__future__"}
-    assert imported <= stdlib, (
-        f"{imported - stdlib}: fileparts runs in the hook and in the server: standard library only"
-    )
-    assert "ast" in imported and "difflib" in imported
+def test_the_parts_room_imports_only_the_standard_library_and_itself():
+    room = Path(parts_room.__file__).parent
+    for module in sorted(room.glob("*.py")):
+        imported = {
+            (alias.name if isinstance(node, ast.Import) else node.module or "")
+            for node in ast.walk(ast.parse(module.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for alias in node.names
+        }
+        outside = {
+            name
+            for name in imported
+            if name.split(".")[0] not in {*sys.stdlib_module_names, "__future__"}
+            and not name.startswith("codefleet.parts")
+        }
+        assert outside == set(), (
+            f"{module.name} imports {outside}: parts run in the hook and in the server: "
+            "the standard library only"
+        )
+
+
+def test_a_file_has_the_parts_of_its_kind_or_none() -> None:
+    assert mapper_for("src/api.py") is python_parts.PYTHON
+    assert mapper_for("stubs/api.pyi") is python_parts.PYTHON
+    assert mapper_for("README.md") is None and mapper_for("api.py.bak") is None
 
 
 # -- a referee over many small random edits (seeded, so each run is the same) ------------------
@@ -777,8 +782,7 @@ def test_modules_are_parsed_one_at_a_time_across_threads(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(ast, "parse", slow_parse)
     threads = [
-        threading.Thread(target=fileparts.parts_of, args=("def f():\n    return 1\n",))
-        for _ in range(4)
+        threading.Thread(target=parts_of, args=("def f():\n    return 1\n",)) for _ in range(4)
     ]
     for thread in threads:
         thread.start()
@@ -794,4 +798,4 @@ def test_a_parser_fault_is_a_module_without_parts(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(ast, "parse", faulty)
 
-    assert fileparts.parts_of("def f():\n    return 1\n") is None  # the whole file, safely
+    assert parts_of("def f():\n    return 1\n") is None  # the whole file, safely

@@ -1,0 +1,1 @@
+"""Parts of a file: one mapper per kind of file, and what is done with parts whatever the kind."""
