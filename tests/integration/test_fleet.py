@@ -443,12 +443,30 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
 async def _land_a_break_and_a_halt(
     client: FleetClient, server: ServerThread, workdir: Path
 ) -> None:
-    """Landing's events: a task that breaks the integration check (`integration_failed`),
-    then a landed tree broken behind the lock's back (`landing_halted`), fixed and resumed."""
-    await client.define_checks({"clean": "test ! -e bad.txt"})
+    """Landing's events: a task that breaks the integration check (`integration_failed`) with
+    a task stacked on its change (`stack_unwound`), then a landed tree broken behind the
+    lock's back (`landing_halted`), fixed and resumed. The check is slow enough for the
+    stacker to take `shared.txt` over while the breaker waits to land."""
+    await client.define_checks({"clean": "sleep 0.5 && test ! -e bad.txt"})
     await client.set_integration("clean")
-    await client.create_tasks([{"id": "breaker", "title": "b", "description": "do it"}])
-    await drain(server, workdir, {"breaker": [{"write": {"path": "bad.txt", "content": "x"}}]})
+    await client.create_tasks(
+        [
+            {"id": "breaker", "title": "b", "description": "do it"},
+            {"id": "stacker", "title": "s", "description": "do it"},
+        ]
+    )
+    script = {
+        "breaker": [
+            {"write": {"path": "bad.txt", "content": "x"}},
+            {"write": {"path": "shared.txt", "content": "b"}},
+        ],
+        "stacker": [
+            {"wait_landing": "breaker", "attempt": 1},
+            {"write": {"path": "shared.txt", "content": "s"}},  # on top of the breaker's
+            {"wait_succeeded": "breaker", "attempt": 1},  # undone first: stack_unwound
+        ],
+    }
+    await drain(server, workdir, script)
     (workdir / "bad.txt").write_text("by hand")  # the landed tree itself now fails `clean`
     await client.create_tasks(  # its verify is the integration check: left to it (check_deferred)
         [{"id": "innocent", "title": "i", "description": "do it", "verify": "clean"}]
