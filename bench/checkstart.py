@@ -13,11 +13,16 @@ memory: no server), each phase is timed `--repeat` times, interleaved:
   bare, `uv run` as named (it checks the lock against pyproject.toml, then the
   environment against the lock), `--frozen` (no lock check, still the sync) and
   `--no-sync` (neither); in the copy view (`.venv` is not copied) `uv run` as
-  named and `--frozen`, each building the environment afresh;
+  named and `--frozen`, each building the environment afresh; `uv run, lock kept`
+  is `uv run` as named with `fleet.views.uvlock`'s kept lock (its first run, the
+  warm-up, resolves and keeps it: the rest run frozen on it);
 - `--suite`: the library's suite itself in the layer, `uv run` against the venv's
   `python -m pytest`.
 
-    uv run python -m bench.checkstart [--repeat N] [--suite N] [--json]
+`--no-lock`: the tree as the sdist ships it, without `uv.lock` (synced all the
+same): every `uv run` in a view resolves, asking the package index.
+
+    uv run python -m bench.checkstart [--repeat N] [--suite N] [--no-lock] [--json]
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from codefleet.fleet.views.identity import view_identity
 from codefleet.fleet.views.layer import build_layer, layer_argv, shell_line, shell_support
 from codefleet.fleet.views.runinview import CHECK_SANDBOX, Mask, ViewKind, run_in_view
 from codefleet.fleet.views.shell import check_env, run_command
+from codefleet.fleet.views.uvlock import LockCache
 from codefleet.rollback import PreImage, capture
 
 HELD = 10
@@ -55,15 +61,15 @@ def held_images(tree: Path) -> dict[str, PreImage]:
     return {p: capture(tree, p) for p in paths[:HELD]}
 
 
-def phases(tree: Path) -> dict[str, Callable[[], Awaitable[Any]]]:
-    """Each phase as a coroutine factory over `tree`."""
+def phases(tree: Path, locks: LockCache) -> dict[str, Callable[[], Awaitable[Any]]]:
+    """Each phase as a coroutine factory over `tree`; `locks` for the kept-lock phases."""
     images = held_images(tree)
 
     async def mask() -> Mask:
         return Mask(images)
 
-    async def in_view(command: str, kind: ViewKind) -> None:
-        run = await run_in_view(tree, mask, command, timeout=600, cap=2000, view=kind)
+    async def in_view(command: str, kind: ViewKind, kept: LockCache | None = None) -> None:
+        run = await run_in_view(tree, mask, command, timeout=600, cap=2000, view=kind, locks=kept)
         if run.ran.exit_code != 0:
             raise SystemExit(f"{command} failed in the {kind} view:\n{run.ran.output}")
 
@@ -90,27 +96,38 @@ def phases(tree: Path) -> dict[str, Callable[[], Awaitable[Any]]]:
         "layer view": lambda: in_view("true", ViewKind.LAYER),
         "copy view": lambda: in_view("true", ViewKind.COPY),
     }
+    locked = (tree / "uv.lock").exists()  # without it, `--frozen` cannot start
     for label, command in STARTS.items():
+        if not locked and "--frozen" in label:
+            continue
         found[f"layer: {label}"] = lambda c=command: in_view(c, ViewKind.LAYER)  # type: ignore[misc]
-    for label in COPY_STARTS:
+    found["layer: uv run, lock kept"] = lambda: in_view(STARTS["uv run"], ViewKind.LAYER, locks)
+    for label in COPY_STARTS[: 2 if locked else 1]:
         found[f"copy: {label}"] = lambda c=STARTS[label]: in_view(c, ViewKind.COPY)  # type: ignore[misc]
+    found["copy: uv run, lock kept"] = lambda: in_view(STARTS["uv run"], ViewKind.COPY, locks)
     return found
 
 
-def suite_phases(tree: Path) -> dict[str, Callable[[], Awaitable[Any]]]:
+def suite_phases(tree: Path, locks: LockCache) -> dict[str, Callable[[], Awaitable[Any]]]:
     async def mask() -> Mask:
         return Mask({})
 
-    async def in_layer(command: str) -> None:
-        await run_in_view(tree, mask, command, timeout=600, cap=2000, view=ViewKind.LAYER)
+    async def in_layer(command: str, kept: LockCache | None = None) -> None:
+        await run_in_view(
+            tree, mask, command, timeout=600, cap=2000, view=ViewKind.LAYER, locks=kept
+        )
 
     bare = SUITE.replace("uv run --project . pytest", ".venv/bin/python -m pytest")
     frozen = SUITE.replace("uv run", "uv run --frozen")
-    return {
+    found = {
         "suite: uv run": lambda: in_layer(SUITE),
         "suite: uv run --frozen": lambda: in_layer(frozen),
+        "suite: uv run, lock kept": lambda: in_layer(SUITE, locks),
         "suite: python -m pytest": lambda: in_layer(bare),
     }
+    if not (tree / "uv.lock").exists():
+        del found["suite: uv run --frozen"]
+    return found
 
 
 async def measure(steps: dict[str, Callable[[], Awaitable[Any]]], repeat: int) -> dict[str, Any]:
@@ -130,13 +147,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--suite", type=int, default=3, help="runs of the whole suite (0: none)")
+    parser.add_argument("--no-lock", action="store_true", help="no uv.lock in the tree")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cf-checkstart-") as scratch:
-        tree = prepare(Path(scratch))
-        found = asyncio.run(measure(phases(tree), args.repeat))
+        tree = prepare(Path(scratch), lock=not args.no_lock)
+        locks = LockCache(Path(scratch) / "locks")
+        found = asyncio.run(measure(phases(tree, locks), args.repeat))
         if args.suite:
-            found |= asyncio.run(measure(suite_phases(tree), args.suite))
+            found |= asyncio.run(measure(suite_phases(tree, locks), args.suite))
     if args.json:
         print(json.dumps(found))
         return

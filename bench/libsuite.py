@@ -2,10 +2,11 @@
 
 `prepare(base)` puts the source distribution of `LIBRARY` (pure Python, its
 tests shipped in the sdist: boltons, 519 tests, about 2 s bare) into
-`base/LIBRARY`, fetched from the package registry with `pip download` run by
-`uvx` (never a registry host named here), makes it a git repository (a check's
-content identity needs one), locks and syncs its environment with uv (its own
-`dev` group holds pytest), and commits the lock. `SUITE` is the check a task of
+`base/LIBRARY-VERSION`, fetched from the package registry with `pip download`
+run by `uvx` (`fetch`; never a registry host named here), makes it a git
+repository (a check's content identity needs one), syncs its environment with
+uv (its own `dev` group holds pytest) and commits the lock, or leaves it out
+as the sdist does (then every `uv run` in a throwaway view resolves). `SUITE` is the check a task of
 the benchmarks runs: the library's suite through `uv run`, as docs/checks.md
 tells operators to name a check.
 
@@ -16,13 +17,12 @@ Used by `bench.checkstart` (what a check start costs) and `bench.checkspertask`
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tarfile
 from pathlib import Path
 from typing import Final
 
-__all__ = ["LIBRARY", "SUITE", "VERSION", "prepare", "uv_env"]
+__all__ = ["LIBRARY", "SUITE", "VERSION", "fetch", "prepare", "uv_env"]
 
 LIBRARY: Final = "boltons"
 VERSION: Final = "26.2.0"
@@ -35,24 +35,29 @@ def uv_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT")}
 
 
-def prepare(base: Path) -> Path:
-    """The library's tree under `base`, locked, synced and committed; its path."""
-    download = base / "sdist"
+def fetch(base: Path) -> Path:
+    """The library's source distribution, downloaded into `base`; its path."""
     subprocess.run(
         ["uvx", "--from", "pip", "pip", "download", "--quiet", "--no-deps", "--no-binary",
-         ":all:", "--dest", str(download), f"{LIBRARY}=={VERSION}"],
+         ":all:", "--dest", str(base), f"{LIBRARY}=={VERSION}"],
         check=True, env=uv_env(),
     )  # fmt: skip
-    archive = next(download.glob("*.tar.gz"))
+    return next(base.glob("*.tar.gz"))
+
+
+def prepare(base: Path, archive: Path | None = None, *, lock: bool = True) -> Path:
+    """The library's tree under `base`: synced, committed, and its `uv.lock` committed too
+    (`lock`) or left out, as the sdist ships (each `uv run` then resolves); its path."""
+    archive = archive or fetch(base / "sdist")
     with tarfile.open(archive) as sdist:
         sdist.extractall(base, filter="data")
     tree = base / f"{LIBRARY}-{VERSION}"
-    shutil.rmtree(download)
     (tree / ".python-version").write_text("3.11\n")
-    (tree / ".gitignore").write_text(".venv/\n__pycache__/\n")
+    (tree / ".gitignore").write_text(".venv/\n__pycache__/\n" + ("" if lock else "uv.lock\n"))
     subprocess.run(["git", "init", "-q", str(tree)], check=True)
-    subprocess.run(["uv", "lock", "--quiet"], cwd=tree, check=True, env=uv_env())
     subprocess.run(["uv", "sync", "--quiet"], cwd=tree, check=True, env=uv_env())
+    if not lock:
+        (tree / "uv.lock").unlink()
     subprocess.run([*GIT, "add", "-A"], cwd=tree, check=True)
     subprocess.run([*GIT, "commit", "-qm", LIBRARY], cwd=tree, check=True)
     return tree
