@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -124,7 +123,6 @@ def graph_file(base: Path, reuse: bool) -> Path:
 async def one_run(case: Case, base: Path, archive: Path, lock: bool, runners: int) -> Figures:
     """One fresh tree, server and lock cache under `base`: the figures of `case`."""
     tree = prepare(base, archive, lock=lock)
-    os.environ["XDG_CACHE_HOME"] = str(base / "cache")  # this case's kept locks, none yet
     settings = Settings(
         _env_file=None, host="127.0.0.1", port=0, workdir=tree, db=base / "db.sqlite",  # type: ignore[call-arg]
         run_dir=base / "runs", tick_interval=0.05, backoff_base=0.0, check_timeout=600,

@@ -152,7 +152,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cf-checkstart-") as scratch:
         tree = prepare(Path(scratch), lock=not args.no_lock)
-        locks = LockCache(Path(scratch) / "locks")
+        (tree / ".codefleet").mkdir(exist_ok=True)  # where the locks are kept
+        locks = LockCache(tree)
         found = asyncio.run(measure(phases(tree, locks), args.repeat))
         if args.suite:
             found |= asyncio.run(measure(suite_phases(tree, locks), args.suite))

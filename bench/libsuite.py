@@ -53,7 +53,9 @@ def prepare(base: Path, archive: Path | None = None, *, lock: bool = True) -> Pa
         sdist.extractall(base, filter="data")
     tree = base / f"{LIBRARY}-{VERSION}"
     (tree / ".python-version").write_text("3.11\n")
-    (tree / ".gitignore").write_text(".venv/\n__pycache__/\n" + ("" if lock else "uv.lock\n"))
+    (tree / ".gitignore").write_text(
+        ".venv/\n__pycache__/\n.codefleet/\n" + ("" if lock else "uv.lock\n")
+    )
     subprocess.run(["git", "init", "-q", str(tree)], check=True)
     subprocess.run(["uv", "sync", "--quiet"], cwd=tree, check=True, env=uv_env())
     if not lock:

@@ -1,9 +1,9 @@
 """A `uv run` check resolves once per content of what defines its lock (issue 53, item 5).
 
 Real server, runner and landing worker, SQLite and the real `uv` (offline: the
-project has no dependencies); only the agent's brain is scripted. The check
-prints `UV_FROZEN` as uv hands it on, so the command actually run says whether
-uv resolved. The tree has no `uv.lock`: each view's resolution writes one that
+project has no dependencies); only the agent's brain is scripted. The check's
+program prints the command line of the uv that started it (its parent), so the
+command actually run says whether uv resolved (`--frozen`). The tree has no `uv.lock`: each view's resolution writes one that
 the view takes away with it, so without the kept lock every check resolves.
 """
 
@@ -29,10 +29,13 @@ pytestmark = pytest.mark.skipif(shutil.which("uv") is None, reason="needs uv")
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
 PYPROJECT = '[project]\nname = "demo"\nversion = "0"\nrequires-python = ">=3.11"\n'
-SUITE = (
-    'uv run --project . python -c "import os, lib; '
-    "print('UV_FROZEN', os.environ.get('UV_FROZEN')); assert lib.VALUE == 2\""
-)
+SUITE = "uv run --project . python probe.py"
+PROBE = """import os, lib
+uv = open(f"/proc/{os.getppid()}/cmdline", "rb").read().split(b"\\0")
+print("uv", b" ".join(uv[1:3]).decode())
+assert lib.VALUE == 2
+assert "UV_FROZEN" not in os.environ  # a uv this program started would resolve as usual
+"""
 WRITE = {"write": {"path": "lib.py", "content": "VALUE = 2\n"}}
 CHECK = {"check": "suite"}
 NOTE = {"write": {"path": "notes.txt", "content": "new content: not the same view\n"}}
@@ -41,13 +44,14 @@ EDIT = {"write": {"path": "pyproject.toml", "content": PYPROJECT + "# edited\n"}
 
 @pytest.fixture
 def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # where the locks are kept
     monkeypatch.setenv("UV_OFFLINE", "1")
     root = tmp_path / "project"
     root.mkdir()
     (root / "pyproject.toml").write_text(PYPROJECT)
     (root / "lib.py").write_text("VALUE = 1\n")
-    (root / ".gitignore").write_text(".venv/\n")
+    (root / "probe.py").write_text(PROBE)
+    (root / ".gitignore").write_text(".venv/\n.codefleet/\n")
+    (root / ".codefleet").mkdir()  # where the locks are kept (the server's state directory)
     for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=x", "-c",
                  "user.email=x@example.invalid", "commit", "-qm", "start"]):  # fmt: skip
         subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
@@ -77,7 +81,7 @@ def started(events: list[dict[str, Any]]) -> list[tuple[str, str | None, str]]:
         (
             e["type"],
             e["payload"].get("resolution"),
-            "frozen" if "UV_FROZEN 1" in e["payload"]["output_tail"] else "resolving",
+            "frozen" if "uv run --frozen" in e["payload"]["output_tail"] else "resolving",
         )
         for e in events
     ]
@@ -95,6 +99,7 @@ async def test_a_second_uv_run_check_on_the_same_project_files_skips_the_resolut
     ]
     assert all(e["payload"].get("passed", True) for e in events)
     assert not (tree / "uv.lock").exists()  # the kept lock is laid into views only
+    assert len(list((tree / ".codefleet").glob("uv-lock-*"))) == 1
 
 
 async def test_an_edit_to_pyproject_between_two_checks_makes_uv_resolve_again(
@@ -137,7 +142,7 @@ async def test_each_view_kind_lays_the_kept_lock_in_and_runs_frozen(
     if kind is ViewKind.LAYER and layer_problem(tree) is not None:
         pytest.skip(f"no layer on this host: {layer_problem(tree)}")
     (tree / "lib.py").write_text("VALUE = 2\n")
-    locks = LockCache(tmp_path / "locks")
+    locks = LockCache(tree)
 
     async def nothing_held() -> Mask:
         return Mask({})
@@ -151,5 +156,6 @@ async def test_each_view_kind_lays_the_kept_lock_in_and_runs_frozen(
         (0, Resolution.RESOLVED),
         (0, Resolution.SKIPPED),
     ]
-    assert "UV_FROZEN 1" in runs[1].ran.output and "UV_FROZEN None" in runs[0].ran.output
+    assert "uv run --frozen" in runs[1].ran.output and "uv run --project" in runs[0].ran.output
     assert not runs[1].isolated  # the lock laid in is no file another task holds
+    assert [p.name[:8] for p in (tree / ".codefleet").glob("uv-lock-*")] == ["uv-lock-"]

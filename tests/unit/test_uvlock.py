@@ -16,6 +16,7 @@ from codefleet.fleet.views.uvlock import (
     LockCache,
     Resolution,
     defining_key,
+    frozen_command,
     uv_run_command,
     view_reader,
 )
@@ -37,6 +38,12 @@ def files(**extra: bytes | None) -> dict[str, bytes | None]:
     return found
 
 
+def kept_in(tmp_path: Path) -> LockCache:
+    """A cache over a tree at `tmp_path` with its state directory."""
+    (tmp_path / ".codefleet").mkdir()
+    return LockCache(tmp_path)
+
+
 def key(content: dict[str, bytes | None], command: str = COMMAND, **env: str) -> str | None:
     return defining_key(content.get, command, env)
 
@@ -49,6 +56,7 @@ def key(content: dict[str, bytes | None], command: str = COMMAND, **env: str) ->
         "uv run --project=. --group test pytest",
         "FOO=1 uv run pytest && uv run ruff check .",
         "uv run python -m unittest 2>&1 | tail -5",
+        "uv run --with pytest pytest",
     ],
 )
 def test_a_plain_uv_run_of_the_trees_project_qualifies(command: str) -> None:
@@ -63,6 +71,7 @@ def test_a_plain_uv_run_of_the_trees_project_qualifies(command: str) -> None:
         "uv run --frozen pytest",
         "uv run --locked pytest",
         "uv run --no-sync pytest",
+        "uv run --with pytest --locked pytest",
         "uv run --project sub pytest",
         "uv run --directory=sub pytest",
         "uv run --config-file other.toml pytest",
@@ -74,6 +83,26 @@ def test_a_plain_uv_run_of_the_trees_project_qualifies(command: str) -> None:
 )
 def test_any_other_command_is_left_as_it_is(command: str) -> None:
     assert not uv_run_command(command)
+
+
+@pytest.mark.parametrize(
+    ("command", "frozen"),
+    [
+        ("uv run --project . pytest -q", "uv run --frozen --project . pytest -q"),
+        (
+            "FOO=1 uv run pytest && uv  run ruff check .",
+            "FOO=1 uv run --frozen pytest && uv  run --frozen ruff check .",
+        ),
+        ("(uv run pytest)|tail -3", "(uv run --frozen pytest)|tail -3"),
+        ('echo "uv run"; uv run pytest', 'echo "uv run"; uv run --frozen pytest'),
+    ],
+)
+def test_each_uv_run_and_only_it_gets_the_frozen_flag(command: str, frozen: str) -> None:
+    assert frozen_command(command) == frozen
+
+
+def test_a_rewrite_that_would_change_another_word_is_not_made() -> None:
+    assert frozen_command('echo "a; uv run b"; uv run pytest') is None
 
 
 @pytest.mark.parametrize("path", DEFINING)
@@ -113,16 +142,18 @@ def test_a_lock_other_files_define_too_has_no_key(pyproject: bytes | None) -> No
 def test_a_kept_lock_makes_the_next_check_on_that_content_skip_the_resolution(
     tmp_path: Path,
 ) -> None:
-    cache, view = LockCache(tmp_path / "locks"), files(uv__lock=None)
+    cache, view = kept_in(tmp_path), files(uv__lock=None)
     first = cache.plan(view.get, COMMAND, {})
-    assert first is not None and first.resolution is Resolution.RESOLVED and first.env == {}
+    assert first is not None and first.resolution is Resolution.RESOLVED
+    assert first.command(COMMAND) == COMMAND
 
     assert cache.keep(first, b"resolved lock", exit_code=1, still=True)  # uv wrote it
 
     second = cache.plan(view.get, COMMAND, {})
     assert second is not None and second.resolution is Resolution.SKIPPED
-    assert second.env == {"UV_FROZEN": "1"}
+    assert second.command(COMMAND) == "uv run --frozen --project . pytest -q"
     assert second.image == PreImage(LOCK, existed=True, content=b"resolved lock", mode=0o644)
+    assert (tmp_path / ".codefleet" / f"uv-lock-{first.key}").read_bytes() == b"resolved lock"
     edited = files(uv__lock=None, pyproject__toml=PYPROJECT + b"# one more line\n")
     again = cache.plan(edited.get, COMMAND, {})
     assert again is not None and again.resolution is Resolution.RESOLVED
@@ -131,7 +162,7 @@ def test_a_kept_lock_makes_the_next_check_on_that_content_skip_the_resolution(
 def test_a_current_lock_is_kept_when_the_command_passed_and_needs_no_image(
     tmp_path: Path,
 ) -> None:
-    cache, view = LockCache(tmp_path), files()
+    cache, view = kept_in(tmp_path), files()
     plan = cache.plan(view.get, COMMAND, {})
     assert plan is not None
 
@@ -145,14 +176,14 @@ def test_a_current_lock_is_kept_when_the_command_passed_and_needs_no_image(
 
 
 def test_no_plan_where_uv_is_already_told_not_to_resolve(tmp_path: Path) -> None:
-    cache = LockCache(tmp_path)
+    cache = kept_in(tmp_path)
     assert cache.plan(files().get, COMMAND, {"UV_FROZEN": "1"}) is None
     assert cache.plan(files().get, COMMAND, {"UV_NO_SYNC": "1"}) is None
     assert cache.plan(files().get, "pytest -q", {}) is None
 
 
 def test_the_key_is_held_still_only_when_the_files_read_again_agree(tmp_path: Path) -> None:
-    cache, view = LockCache(tmp_path), files(uv__lock=None)
+    cache, view = kept_in(tmp_path), files(uv__lock=None)
     plan = cache.plan(view.get, COMMAND, {})
     assert plan is not None
 
@@ -173,3 +204,17 @@ def test_the_view_shows_a_masked_file_at_its_pre_image(tmp_path: Path) -> None:
 
     assert (read("pyproject.toml"), read("uv.lock"), read("uv.toml")) == (b"before", None, None)
     assert view_reader(tmp_path)("uv.lock") == b"live lock"
+
+
+def test_nothing_is_kept_without_a_state_directory_nor_through_a_link(tmp_path: Path) -> None:
+    view = files(uv__lock=None)
+    bare = LockCache(tmp_path / "no-state")
+    plan = bare.plan(view.get, COMMAND, {})
+    assert plan is not None and not bare.keep(plan, b"lock", exit_code=0, still=True)
+
+    cache = kept_in(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_bytes(b"planted")
+    (tmp_path / ".codefleet" / f"uv-lock-{plan.key}").symlink_to(elsewhere)
+    again = cache.plan(view.get, COMMAND, {})
+    assert again is not None and again.lock is None  # a link is not read: uv resolves

@@ -162,7 +162,7 @@ class RunnerOptions:
 
     def locks(self) -> LockCache | None:
         """The locks `uv run` checks keep (`fleet.views.uvlock`), or None when turned off."""
-        return LockCache.default() if self.uv_lock_cache else None
+        return LockCache(self.workdir) if self.uv_lock_cache else None
 
 
 def _collect(task: asyncio.Task[Any]) -> None:

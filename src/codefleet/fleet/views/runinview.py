@@ -20,6 +20,9 @@ killed), tears the view down and says what it was (`ViewRun`).
   (the later answer wins per path), bring every unmasked file the tree removed or
   rewrote meanwhile level with it (`settle`), put the pre-images back.
 
+Handed a `LockCache`, a `uv run` check starts frozen on the lock kept for its
+project files' content, or keeps the lock its view had (`fleet.views.uvlock`).
+
 docs/decisions/0105-check-views-are-overlay-layers.md, "Check views are overlay layers".
 """
 
@@ -241,13 +244,12 @@ class _Run:
     def plan(self, read: Callable[[str], bytes | None], env: Mapping[str, str]) -> LockPlan | None:
         return None if self.locks is None else self.locks.plan(read, self.command, env)
 
-    async def start(
-        self, argv_line: str, cwd: Path, env: Mapping[str, str], plan: LockPlan | None
-    ) -> CommandResult:
-        extra = {} if plan is None else plan.env
-        return await run_command(
-            argv_line, cwd, timeout=self.timeout, cap=self.cap, env={**env, **extra}
-        )
+    def line(self, plan: LockPlan | None) -> str:
+        """The command line that runs: `plan`'s (frozen on a kept lock), else as named."""
+        return self.command if plan is None else plan.command(self.command)
+
+    async def start(self, line: str, cwd: Path, env: Mapping[str, str]) -> CommandResult:
+        return await run_command(line, cwd, timeout=self.timeout, cap=self.cap, env=env)
 
     def keep(
         self,
@@ -278,8 +280,8 @@ async def _layer_run(root: Path, images: MaskSource, run: _Run, view_dir: Path |
         layer = await asyncio.to_thread(build_layer, root, base, shown)
         ms = (time.perf_counter() - started) * 1000.0
         step = "the command could not be started"
-        argv = layer_argv(layer, run.command, CHECK_SANDBOX, unshare)
-        ran = await run.start(shell_line(argv), base, env, plan)
+        argv = layer_argv(layer, run.line(plan), CHECK_SANDBOX, unshare)
+        ran = await run.start(shell_line(argv), base, env)
         step = "the view could not be checked after the run"
         isolated = await asyncio.to_thread(_isolated, root, layer, mask)
         after = await _fetch(images)
@@ -347,7 +349,7 @@ async def _copy_run(
             await asyncio.to_thread(overlay, view, [plan.image])
         ms = stats.ms + (time.perf_counter() - started) * 1000.0
         step = "the command could not be started"
-        ran = await run.start(run.command, view, env, plan)
+        ran = await run.start(run.line(plan), view, env)
         unstartable = _unstartable(run.command, view, ran)
         if plan is not None:
             run.keep(plan, view_reader(view), view_reader(view)(LOCK), env, ran)

@@ -1,21 +1,18 @@
 """A `uv run` check resolves once per content of what defines its lock, not at every start.
 
-`uv run` first makes `uv.lock` agree with `pyproject.toml` (the resolution:
-a millisecond when the lock is current, a second or more when it is missing or
-stale, since it asks the package index), then syncs the environment, then runs.
-A check's view is thrown away, so a lock uv writes there is lost and the next
-check resolves again. `LockCache` keeps, per key, the lock the view had after a
-run; the key is one SHA-256 over the command, the checks' `UV_*` variables and
-the content, as the view shows it, of `DEFINING` (`pyproject.toml`, `uv.lock`,
-`.python-version`, `uv.toml`). A later check with the same key runs with
-`UV_FROZEN=1` on that lock (laid into its view when the tree's differs): no
-resolution, the sync still done. An edit to any of those files is a new key,
-so it resolves again. A lock is kept only when the key held still for the run
-and uv wrote it, or the command exited 0 with the lock as it was (current).
-
-Only plain `uv run` commands on the tree's own project qualify (`uv_run_command`);
-a workspace, path sources or dynamic dependencies (other files define the lock)
-have no key. Locks are files named by key under the user's cache directory.
+`uv run` first makes `uv.lock` agree with `pyproject.toml` (a millisecond when the
+lock is current, a second or more against the package index when it is missing
+or stale), then syncs the environment. A view is thrown away with the lock uv
+wrote there, so `LockCache` keeps the lock a view had after a run, under a key:
+one SHA-256 over the command, the `UV_*` variables and `DEFINING` as the view
+shows them. A later check with that key runs as `uv run --frozen` on the kept
+lock (laid into its view where the view's own differs): no resolution, the sync
+still done; a flag, not `UV_FROZEN`, so a uv that the check's program starts is
+not frozen. An edit to one of `DEFINING` is a new key: uv resolves again. A lock
+is kept only when the key held still and uv wrote it, or the command passed with
+it as it was. Only plain `uv run` commands of the tree's own project qualify; a
+lock other files define too (a workspace, path sources) has no key. Locks are
+kept in the tree's state directory (`.codefleet/`), which agents cannot write.
 docs/decisions/0162-a-uv-run-check-resolves-once-per-content.md.
 """
 
@@ -23,8 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
-import tempfile
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,6 +30,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from codefleet.rollback import PreImage
+from codefleet.statedir import NoTreeId, open_state_file, write_state_once
 
 __all__ = [
     "DEFINING",
@@ -41,6 +39,7 @@ __all__ = [
     "LockPlan",
     "Resolution",
     "defining_key",
+    "frozen_command",
     "uv_run_command",
     "view_reader",
 ]
@@ -48,12 +47,17 @@ __all__ = [
 LOCK: Final = "uv.lock"
 DEFINING: Final = ("pyproject.toml", LOCK, ".python-version", "uv.toml")
 FROZEN: Final = "UV_FROZEN"
-# Set already, these leave uv nothing to resolve (or conflict with `UV_FROZEN`).
+KEPT_PREFIX: Final = "uv-lock-"  # + the key: a kept lock's name in the state directory
+# Set already, these leave uv nothing to resolve (or conflict with `--frozen`).
 ALREADY: Final = frozenset({"--frozen", "--locked", "--no-sync", "--no-project", "--isolated"})
 # Options that point uv at another project or configuration: not this tree's lock.
 ELSEWHERE: Final = frozenset({"--project", "--directory", "--config-file", "--script", "--package"})
 HERE: Final = frozenset({".", "./"})
 _PUNCTUATION: Final = frozenset("();<>|&")
+# `uv run` where a simple command starts (after `NAME=value` prefixes): where `--frozen` goes.
+_UV_RUN: Final = re.compile(
+    r"(^|[;&|(\n]\s*)((?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*)uv(\s+)run(?=\s|$)"
+)
 
 Read = Callable[[str], bytes | None]  # a path's content as the view shows it (None: absent)
 
@@ -78,6 +82,16 @@ def uv_run_command(command: str) -> bool:
     return found
 
 
+def frozen_command(command: str) -> str | None:
+    """`command` with `--frozen` after each `uv run` (only that uv, not one its program
+    starts); None where the rewrite cannot be checked word for word."""
+    frozen = _UV_RUN.sub(lambda m: f"{m[1]}{m[2]}uv{m[3]}run --frozen", command)
+    expected = [
+        [*w[:2], "--frozen", *w[2:]] if w[:1] == ["uv"] else w for w in _simple_commands(command)
+    ]
+    return frozen if _simple_commands(frozen) == expected else None
+
+
 def _simple_commands(command: str) -> list[list[str]]:
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
@@ -94,10 +108,9 @@ def _simple_commands(command: str) -> list[list[str]]:
 
 
 def _plain_run(options: list[str]) -> bool:
-    """`uv run`'s own options (up to the command it runs) name no other project."""
+    """No word after `uv run` is an option that names another project or already says
+    how to lock (the program's own words too: a false alarm only costs the fast path)."""
     for n, word in enumerate(options):
-        if not word.startswith("-"):
-            return True
         name, _, value = word.partition("=")
         if name in ALREADY:
             return False
@@ -164,15 +177,15 @@ class LockPlan:
     key: str
     lock: bytes | None
     before: bytes | None  # the view's own uv.lock
+    frozen: str  # the command with `--frozen` after each `uv run`
 
     @property
     def resolution(self) -> Resolution:
         return Resolution.RESOLVED if self.lock is None else Resolution.SKIPPED
 
-    @property
-    def env(self) -> dict[str, str]:
-        """What the command's environment gets: `UV_FROZEN=1` on a kept lock."""
-        return {} if self.lock is None else {FROZEN: "1"}
+    def command(self, named: str) -> str:
+        """What runs: the frozen command on a kept lock, else the command as named."""
+        return named if self.lock is None else self.frozen
 
     @property
     def image(self) -> PreImage | None:
@@ -183,29 +196,19 @@ class LockPlan:
 
 
 class LockCache:
-    """The locks kept by key, one file each under `directory` (see the module docstring)."""
+    """The locks kept for the tree at `root`: `.codefleet/uv-lock-KEY`, one file a key."""
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-
-    @classmethod
-    def default(cls) -> LockCache:
-        """Under `$XDG_CACHE_HOME` (else `~/.cache`): `codefleet/uv-locks`."""
-        cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        return cls(Path(cache) / "codefleet" / "uv-locks")
+    def __init__(self, root: Path) -> None:
+        self.root = root
 
     def plan(self, read: Read, command: str, env: Mapping[str, str]) -> LockPlan | None:
         """The plan of a check about to start (None: not a `uv run` check with a key)."""
         if not uv_run_command(command) or env.keys() & {FROZEN, "UV_LOCKED", "UV_NO_SYNC"}:
             return None
-        key = defining_key(read, command, env)
-        if key is None:
+        key, frozen = defining_key(read, command, env), frozen_command(command)
+        if key is None or frozen is None:
             return None
-        try:
-            lock = (self.directory / key).read_bytes()
-        except OSError:
-            lock = None
-        return LockPlan(key, lock, read(LOCK))
+        return LockPlan(key, self._read(key), read(LOCK), frozen)
 
     def keep(self, plan: LockPlan, lock: bytes | None, exit_code: int | None, still: bool) -> bool:
         """Keep the view's `lock` after a resolving run when the key held still (`still`)
@@ -214,7 +217,11 @@ class LockCache:
             return False
         if lock == plan.before and exit_code != 0:  # uv may have failed before it resolved
             return False
-        return self._write(plan.key, lock)
+        try:
+            write_state_once(self.root, f"{KEPT_PREFIX}{plan.key}", lock)
+        except (OSError, NoTreeId):  # no state directory, or not a safe one: nothing kept
+            return False
+        return True
 
     def held_still(self, plan: LockPlan, read: Read, command: str, env: Mapping[str, str]) -> bool:
         """Whether the view, read again after the run (its lock as before), has `plan`'s key."""
@@ -224,13 +231,10 @@ class LockCache:
 
         return defining_key(as_before, command, env) == plan.key
 
-    def _write(self, key: str, lock: bytes) -> bool:
+    def _read(self, key: str) -> bytes | None:
         try:
-            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd, temp = tempfile.mkstemp(dir=self.directory, prefix=".keep-")
-            with os.fdopen(fd, "wb") as out:
-                out.write(lock)
-            os.replace(temp, self.directory / key)
-        except OSError:
-            return False
-        return True
+            fd = open_state_file(self.root, f"{KEPT_PREFIX}{key}", os.O_RDONLY)
+        except (OSError, NoTreeId):  # none kept, or not safely readable: uv resolves
+            return None
+        with os.fdopen(fd, "rb") as kept:
+            return kept.read()
