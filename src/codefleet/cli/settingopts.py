@@ -67,7 +67,7 @@ FLAGS: dict[str, Flag] = {
         "Where checks' throwaway copies of the tree are made (default: the system temp dir)"
     ),
     "uv_lock_cache": Flag(
-        "Keep the lock a `uv run` check's resolution made, by the content of pyproject.toml, "
+        "Keep the lock a uv run check's resolution made, by the content of pyproject.toml, "
         "uv.lock, .python-version and uv.toml: later checks on that content run frozen on it "
         "instead of resolving again"
     ),
