@@ -75,6 +75,7 @@ class Settings(BaseSettings):
     check_timeout: float = Field(default=300.0, gt=0)
     resource_wait: float = Field(default=30.0, ge=0)  # a check waits this long for its resources
     check_dir: Path | None = None
+    uv_lock_cache: bool = True  # a `uv run` check resolves once per content (`fleet.views.uvlock`)
     shell: bool = False  # every task gets run_command unless its `shell:` says otherwise
     shell_network: bool = False
     shell_unsandboxed: bool = False  # without bubblewrap, run commands anyway

@@ -53,6 +53,7 @@ __all__ = [
     "tree_root",
     "trusted_state_dir",
     "write_probe",
+    "write_state_once",
 ]
 
 STATE_DIR: Final = ".codefleet"
@@ -289,15 +290,21 @@ def ensure_tree_id(root: Path) -> str:
     except NoTreeId:
         if os.path.lexists(tree_id_path(root)):  # damaged: keep it for the operator to look at
             raise
-    path = tree_id_path(root)
-    prepare_dirs(path.parent)
-    temp = path.with_name(f".{TREE_ID_FILE}.{os.urandom(8).hex()}")
-    _write_new(root, temp.name, f"tree_{os.urandom(16).hex()}\n".encode(), 0o644)
+    prepare_dirs(tree_id_path(root).parent)
+    write_state_once(root, TREE_ID_FILE, f"tree_{os.urandom(16).hex()}\n".encode(), 0o644)
+    return read_tree_id(root)
+
+
+def write_state_once(root: Path, name: str, data: bytes, mode: int = 0o600) -> None:
+    """`root/.codefleet/name` created whole (a hard link of a written file) unless it
+    exists already, then left as it is; through no link (`open_state_file`)."""
+    state = root / STATE_DIR
+    temp = state / f".{name}.{os.urandom(8).hex()}"
+    _write_new(root, temp.name, data, mode)
     try:
-        _create_once(temp, path)
+        _create_once(temp, state / name)
     finally:
         temp.unlink(missing_ok=True)
-    return read_tree_id(root)
 
 
 def _create_once(written: Path, path: Path) -> None:

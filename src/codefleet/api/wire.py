@@ -253,6 +253,8 @@ class LandingCheckResult(_Body):
     output_tail: Annotated[StrictStr, Field(max_length=MAX_CHECK_TAIL)] = ""
     # the view's content identity, where it held still for the run (`fleet.views.identity`)
     identity: Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")] | None = None
+    # a `uv run` check: uv resolved its lock, or it ran on the one kept (`fleet.views.uvlock`)
+    resolution: Literal["resolved", "skipped"] | None = None
 
 
 class LandingResultBody(_Body):
@@ -463,6 +465,7 @@ class CheckEventBody(_Body):
     view: Literal["layer", "copy"] | None = None
     view_ms: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
     view_files: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
+    resolution: Literal["resolved", "skipped"] | None = None  # a `uv run` check's lock
     isolated: Annotated[list[Path_], Field(max_length=1000)] = []
     disturbed: Annotated[list[Path_], Field(max_length=1000)] = []
     output_bytes: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None

@@ -66,6 +66,11 @@ FLAGS: dict[str, Flag] = {
     "check_dir": Flag(
         "Where checks' throwaway copies of the tree are made (default: the system temp dir)"
     ),
+    "uv_lock_cache": Flag(
+        "Keep the lock a uv run check's resolution made, by the content of pyproject.toml, "
+        "uv.lock, .python-version and uv.toml: later checks on that content run frozen on it "
+        "instead of resolving again"
+    ),
     "shell": Flag(
         "Give every task the run_command tool (a command in a throwaway layer whose changes "
         "land only through the leases), unless its shell: key says otherwise"

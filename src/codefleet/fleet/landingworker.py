@@ -46,6 +46,7 @@ from codefleet.fleet.tools.attemptchecks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_
 from codefleet.fleet.views.identity import view_identity
 from codefleet.fleet.views.programs import NOT_RUNNABLE
 from codefleet.fleet.views.runinview import Mask, ViewFailed, run_in_view
+from codefleet.fleet.views.uvlock import LockCache
 from codefleet.paths import TreeRoot
 
 __all__ = ["LandingOptions", "LandingWorker"]
@@ -64,6 +65,7 @@ class LandingOptions:
     exclude: tuple[Path, ...] = ()  # protected paths inside the tree (database, run dir)
     view_dir: Path | None = None
     wait: float = 1.0  # a claim's long-poll
+    locks: LockCache | None = None  # a `uv run` check resolves once per content; None: always
 
 
 class LandingWorker:
@@ -135,6 +137,7 @@ class LandingWorker:
                 cap=self.options.output_chars,
                 exclude=self.options.exclude,
                 view_dir=self.options.view_dir,
+                locks=self.options.locks,
             )
         except NotOwner:
             raise
@@ -164,6 +167,7 @@ class LandingWorker:
             "output": output,
             "output_tail": failure_excerpt(output, TAIL_CHARS),
             **({"identity": before} if still == before and before is not None else {}),
+            **({"resolution": run.resolution} if run.resolution is not None else {}),
         }
 
     async def _identity(self, mask: Mask) -> str | None:

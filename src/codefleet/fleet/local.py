@@ -288,7 +288,7 @@ class FleetOptions:
         runner = self.runner
         return LandingOptions(
             f"landing{self.name_suffix}", runner.check_timeout, exclude=runner.protected,
-            view_dir=runner.check_dir,
+            view_dir=runner.check_dir, locks=runner.locks(),
         )  # fmt: skip
 
 

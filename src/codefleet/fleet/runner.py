@@ -94,6 +94,7 @@ from codefleet.fleet.tools.attemptchecks import (
 from codefleet.fleet.tools.commandtool import CommandRunner, ShellConfig
 from codefleet.fleet.tools.inbox import Inbox
 from codefleet.fleet.tools.resourcecalls import DEFAULT_RESOURCE_WAIT_S
+from codefleet.fleet.views.uvlock import LockCache
 from codefleet.models import (
     DEFAULT_RECONCILE_ROUNDS,
     CheckPurpose,
@@ -143,6 +144,7 @@ class RunnerOptions:
     check_timeout: float = DEFAULT_CHECK_TIMEOUT_S
     check_output_chars: int = OUTPUT_CHARS
     check_dir: Path | None = None
+    uv_lock_cache: bool = True  # a `uv run` check resolves once per content (`fleet.views.uvlock`)
     resource_wait: float = DEFAULT_RESOURCE_WAIT_S  # a check waits this long for its resources
     replace: bool = False  # take the name over from a live runner of another process
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES  # see `paths`
@@ -157,6 +159,10 @@ class RunnerOptions:
     lease_granularity: Granularity | None = None
     clone: bool = False  # `workdir` is this runner's own clone of the landed line (`fleet.clone`)
     line: str | None = None  # ... fetched from this remote, not the server (`serve --line-remote`)
+
+    def locks(self) -> LockCache | None:
+        """The locks `uv run` checks keep (`fleet.views.uvlock`), or None when turned off."""
+        return LockCache(self.workdir) if self.uv_lock_cache else None
 
 
 def _collect(task: asyncio.Task[Any]) -> None:
@@ -600,6 +606,7 @@ class Runner:
             opts.protected,
             opts.check_dir,
             resource_wait=opts.resource_wait,
+            locks=opts.locks(),
         )
         return Checker(gate, commands, attempt, limits, resources, fresh)
 

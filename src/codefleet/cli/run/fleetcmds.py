@@ -39,6 +39,7 @@ from codefleet.cli.common import (
     ServerOpt,
     TimeoutOpt,
     TokenOpt,
+    UvLockCacheOpt,
     WorkdirOpt,
     app,
     fail,
@@ -96,6 +97,7 @@ def runner(
     task_timeout: TimeoutOpt = None,
     check_timeout: CheckTimeoutOpt = None,
     check_dir: CheckDirOpt = None,
+    uv_lock_cache: UvLockCacheOpt = None,
     reconcile_rounds: ReconcileRoundsOpt = None,
     lease_granularity: LeaseGranularityOpt = None,
     resource_wait: ResourceWaitOpt = None,
@@ -242,7 +244,7 @@ async def _one_runner(
         loop.add_signal_handler(sig, stop.set)
     lander = LandingOptions(
         f"landing-{options.name}", options.check_timeout, exclude=options.protected,
-        view_dir=options.check_dir,
+        view_dir=options.check_dir, locks=options.locks(),
     )  # fmt: skip
 
     def connect() -> FleetClient:
@@ -298,6 +300,7 @@ def run(
     task_timeout: TimeoutOpt = None,
     check_timeout: CheckTimeoutOpt = None,
     check_dir: CheckDirOpt = None,
+    uv_lock_cache: UvLockCacheOpt = None,
     reconcile_rounds: ReconcileRoundsOpt = None,
     lease_granularity: LeaseGranularityOpt = None,
     resource_wait: ResourceWaitOpt = None,
@@ -383,6 +386,7 @@ def runner_options(
         protected=(settings.db, settings.run_dir),
         check_timeout=settings.check_timeout,
         check_dir=settings.check_dir,
+        uv_lock_cache=settings.uv_lock_cache,
         resource_wait=settings.resource_wait,
         protected_names=settings.protected_names,
         reconcile_rounds=settings.reconcile_rounds,

@@ -477,7 +477,9 @@ class Landing:
 
 def _finished(result: Mapping[str, Any]) -> dict[str, Any]:
     """The fields of `landing_check_finished` a worker reports, bounded."""
-    keys = ("verdict", "exit_code", "duration_ms", "view_ms", "view", "error", "identity")
+    keys = (
+        "verdict", "exit_code", "duration_ms", "view_ms", "view", "error", "identity", "resolution"
+    )  # fmt: skip
     found = {k: result[k] for k in keys if result.get(k) is not None}
     found["output_tail"] = str(result.get("output_tail") or "")[-TAIL_CHARS:]
     return found

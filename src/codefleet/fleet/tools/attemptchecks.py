@@ -55,6 +55,7 @@ from codefleet.fleet.views.runinview import (
     foreign_mask,
     run_in_view,
 )
+from codefleet.fleet.views.uvlock import LockCache, Resolution
 from codefleet.models import CheckPurpose
 
 __all__ = [
@@ -82,6 +83,7 @@ class CheckLimits:
     view_dir: Path | None = None  # where views are made; None: the system temp dir
     view: ViewKind | None = None  # None: a layer where one can be mounted, else a copy
     resource_wait: float = DEFAULT_RESOURCE_WAIT_S  # for the resources a check names
+    locks: LockCache | None = None  # a `uv run` check resolves once per content; None: always
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +108,7 @@ class CheckResult:
     unstartable: tuple[tuple[str, str], ...] = ()  # (program, why) on exit 126/127, if found
     identity: str | None = None  # the view's content identity, where it held still for the run
     reused: CheckPurpose | None = None  # not run: the result of this earlier run on the content
+    resolution: Resolution | None = None  # a `uv run` check: uv resolved, or the kept lock
 
     @property
     def passed(self) -> bool:
@@ -195,6 +198,7 @@ class CheckResult:
             "view": self.view,
             "view_ms": int(self.view_ms),
             "view_files": self.view_files,
+            "resolution": self.resolution,
             "isolated": list(self.isolated[:EVENT_PATHS_MAX]),
             "disturbed": list(self.disturbed[:EVENT_PATHS_MAX]),
             "output_bytes": self.output_bytes,
@@ -313,6 +317,7 @@ class Checker:
                 exclude=limits.exclude,
                 view_dir=limits.view_dir,
                 view=limits.view,
+                locks=limits.locks,
             )
         except ViewFailed as err:
             why = f"Check {name} did not run: {err}."
@@ -336,6 +341,7 @@ class Checker:
             disturbed=run.disturbed,
             infra=ran.exit_code in NOT_RUNNABLE,
             unstartable=run.unstartable,
+            resolution=run.resolution,
         )
 
 

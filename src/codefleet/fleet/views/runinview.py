@@ -20,6 +20,9 @@ killed), tears the view down and says what it was (`ViewRun`).
   (the later answer wins per path), bring every unmasked file the tree removed or
   rewrote meanwhile level with it (`settle`), put the pre-images back.
 
+Handed a `LockCache`, a `uv run` check starts frozen on the lock kept for its
+project files' content, or keeps the lock its view had (`fleet.views.uvlock`).
+
 docs/decisions/0105-check-views-are-overlay-layers.md, "Check views are overlay layers".
 """
 
@@ -54,6 +57,7 @@ from codefleet.fleet.views.layer import (
 )
 from codefleet.fleet.views.programs import NOT_RUNNABLE, missing_programs
 from codefleet.fleet.views.shell import CommandResult, check_env, run_command
+from codefleet.fleet.views.uvlock import LOCK, LockCache, LockPlan, Resolution, view_reader
 from codefleet.rollback import PreImage, TooLarge, capture
 
 __all__ = [
@@ -117,6 +121,7 @@ class ViewRun:
     unrestorable: tuple[str, ...]  # held by another task, no pre-image (rollback off)
     disturbed: tuple[str, ...] = ()  # newly masked during a layer run: it ran again in a copy
     unstartable: tuple[tuple[str, str], ...] = ()  # (program, why) on exit 126/127
+    resolution: Resolution | None = None  # a `uv run` check's lock: resolved, or kept (skipped)
 
 
 class ViewFailed(Exception):
@@ -160,14 +165,17 @@ async def run_in_view(
     exclude: tuple[Path, ...] = (),
     view_dir: Path | None = None,
     view: ViewKind | None = None,
+    locks: LockCache | None = None,
 ) -> ViewRun:
     """Run `command` in a view of `root` masked by `images`; `view` None: the layer where
-    `host_view` says one works, else the copy. Raises `ViewFailed`, never for the command."""
+    `host_view` says one works, else the copy; `locks`: a `uv run` check resolves once per
+    content (`fleet.views.uvlock`). Raises `ViewFailed`, never for the command."""
     kind = view or await asyncio.to_thread(host_view, root, view_dir)
-    copy = functools.partial(_copy_run, root, images, command, timeout, cap, exclude, view_dir)
+    run = _Run(command, timeout, cap, locks)
+    copy = functools.partial(_copy_run, root, images, run, exclude, view_dir)
     if kind is ViewKind.COPY:
         return await copy()
-    first = await _layer_run(root, images, command, timeout, cap, view_dir)
+    first = await _layer_run(root, images, run, view_dir)
     if not first.disturbed:
         return first
     log.info("check view disturbed by new leases on %s: running it again in a copy",
@@ -224,26 +232,62 @@ async def _fetch(images: MaskSource) -> Mask:
     return found if isinstance(found, Mask) else Mask(found)
 
 
-async def _layer_run(
-    root: Path, images: MaskSource, command: str, timeout: float, cap: int, view_dir: Path | None
-) -> ViewRun:
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """What runs in a view: the command, its limits, and the kept locks (None: none)."""
+
+    command: str
+    timeout: float
+    cap: int
+    locks: LockCache | None
+
+    def plan(self, read: Callable[[str], bytes | None], env: Mapping[str, str]) -> LockPlan | None:
+        return None if self.locks is None else self.locks.plan(read, self.command, env)
+
+    def line(self, plan: LockPlan | None) -> str:
+        """The command line that runs: `plan`'s (frozen on a kept lock), else as named."""
+        return self.command if plan is None else plan.command(self.command)
+
+    async def start(self, line: str, cwd: Path, env: Mapping[str, str]) -> CommandResult:
+        return await run_command(line, cwd, timeout=self.timeout, cap=self.cap, env=env)
+
+    def keep(
+        self,
+        plan: LockPlan | None,
+        read: Callable[[str], bytes | None],
+        lock: bytes | None,
+        env: Mapping[str, str],
+        ran: CommandResult,
+    ) -> None:
+        """Keep the lock the view had after a resolving run (`LockCache.keep`)."""
+        if self.locks is None or plan is None or plan.lock is not None:
+            return
+        still = self.locks.held_still(plan, read, self.command, env)
+        self.locks.keep(plan, lock, ran.exit_code, still)
+
+
+async def _layer_run(root: Path, images: MaskSource, run: _Run, view_dir: Path | None) -> ViewRun:
     """Mask, lay out, run in the namespace, mask again: `disturbed` is what was added."""
     unshare = shell_support().unshare or "unshare"
     base = Path(tempfile.mkdtemp(prefix=VIEW_PREFIX, dir=view_dir))
     step = "the isolated view could not be built"
+    env = check_env(root)
     try:
         mask = await _fetch(images)
+        plan = run.plan(view_reader(root, mask.images), env)
+        shown = [*mask.images.values(), *([plan.image] if plan and plan.image else [])]
         started = time.perf_counter()
-        layer = await asyncio.to_thread(build_layer, root, base, list(mask.images.values()))
+        layer = await asyncio.to_thread(build_layer, root, base, shown)
         ms = (time.perf_counter() - started) * 1000.0
         step = "the command could not be started"
-        argv = layer_argv(layer, command, CHECK_SANDBOX, unshare)
-        ran = await run_command(
-            shell_line(argv), base, timeout=timeout, cap=cap, env=check_env(root)
-        )
+        argv = layer_argv(layer, run.line(plan), CHECK_SANDBOX, unshare)
+        ran = await run.start(shell_line(argv), base, env)
         step = "the view could not be checked after the run"
         isolated = await asyncio.to_thread(_isolated, root, layer, mask)
         after = await _fetch(images)
+        if plan is not None:
+            lock = await asyncio.to_thread(_upper_lock, layer, plan)
+            run.keep(plan, view_reader(root, after.images), lock, env, ran)
     except VIEW_ERRORS as err:
         raise ViewFailed(step, err) from err
     finally:
@@ -256,13 +300,22 @@ async def _layer_run(
         isolated,
         mask.unrestorable,
         tuple(sorted(after.paths - mask.paths)),
-        _unstartable(command, root, ran),
+        _unstartable(run.command, root, ran),
+        None if plan is None else plan.resolution,
     )
+
+
+def _upper_lock(layer: Layer, plan: LockPlan) -> bytes | None:
+    """The view's lock after the run: the one the run wrote (in the upper), else as it was."""
+    written = layer.upper / LOCK
+    if not written.exists() and not written.is_symlink():
+        return plan.before
+    return written.read_bytes() if written.is_file() and not written.is_symlink() else None
 
 
 def _isolated(root: Path, layer: Layer, mask: Mask) -> tuple[str, ...]:
     """The masked paths the live tree has in another state than the view shows (O(masked))."""
-    shown = layer.shadowed | layer.hidden
+    shown = (layer.shadowed | layer.hidden) & mask.images.keys()  # not a kept lock laid in
     return tuple(sorted(p for p in shown if _differs(root, mask.images[p])))
 
 
@@ -275,18 +328,13 @@ def _differs(root: Path, image: PreImage) -> bool:
 
 
 async def _copy_run(
-    root: Path,
-    images: MaskSource,
-    command: str,
-    timeout: float,
-    cap: int,
-    exclude: tuple[Path, ...],
-    view_dir: Path | None,
+    root: Path, images: MaskSource, run: _Run, exclude: tuple[Path, ...], view_dir: Path | None
 ) -> ViewRun:
     """Fetch, copy, fetch again, overlay, run in the copy; the copy is deleted."""
     base = Path(tempfile.mkdtemp(prefix=VIEW_PREFIX, dir=view_dir))
     view = base / root.name
     step = "the isolated view could not be built"
+    env = check_env(view)
     try:
         before = await _fetch(images)
         skipped = (*exclude, base.parent)  # other views, if they are made in the tree
@@ -296,10 +344,15 @@ async def _copy_run(
         masked = {**before.images, **after.images}
         await asyncio.to_thread(settle, root, view, stats.copied, masked)
         isolated = await asyncio.to_thread(overlay, view, masked.values())
+        plan = run.plan(view_reader(view), env)
+        if plan is not None and plan.image is not None:
+            await asyncio.to_thread(overlay, view, [plan.image])
         ms = stats.ms + (time.perf_counter() - started) * 1000.0
         step = "the command could not be started"
-        ran = await run_command(command, view, timeout=timeout, cap=cap, env=check_env(view))
-        unstartable = _unstartable(command, view, ran)
+        ran = await run.start(run.line(plan), view, env)
+        unstartable = _unstartable(run.command, view, ran)
+        if plan is not None:
+            run.keep(plan, view_reader(view), view_reader(view)(LOCK), env, ran)
     except VIEW_ERRORS as err:
         raise ViewFailed(step, err) from err
     finally:
@@ -312,6 +365,7 @@ async def _copy_run(
         tuple(sorted(isolated)),
         after.unrestorable,
         unstartable=unstartable,
+        resolution=None if plan is None else plan.resolution,
     )
 
 
