@@ -281,12 +281,20 @@ def test_a_failing_batch_makes_the_step_ahead_moot_and_its_late_result_lands_not
     fleet = make_fleet(landing_batch=2, landing_parallel=4)
     waiting(fleet, "A", "B", "C", "D")
     first, second = claim(fleet, "w1"), claim(fleet, "w2")
+    fleet.engine.landing.started(second["step"], CHECK)
 
     report(fleet, first, "failed")
+    with pytest.raises(NotOwner):
+        fleet.engine.landing.beat(second["step"])  # its worker stops the check
     with pytest.raises(NotOwner):
         report(fleet, second, "passed")
 
     assert landed(fleet) == []
+    [stopped] = [
+        e for e in fleet.events(EventType.LANDING_CHECK_FINISHED)
+        if e["payload"]["step"] == second["step"]
+    ]  # fmt: skip
+    assert stopped["payload"]["verdict"] == "stopped"  # the log shows it no longer running
     purposes = sorted(claim(fleet, w)["purpose"] for w in ("w1", "w2"))
     assert purposes == ["base", "bisect"]  # the failing batch is searched by both at once
 

@@ -65,6 +65,9 @@ TAIL_CHARS: Final = 2_000
 # A step's verdict that is no verdict (`landing_check_finished`'s `verdict`; the others are
 # the policy's): the check did not run; the step is handed out again.
 DID_NOT_RUN: Final = "did_not_run"
+# The check of a step whose answer stopped mattering (a shorter prefix failed under it, the
+# round ended): said by the server when it drops the step; its worker stops it.
+STOPPED: Final = "stopped"
 
 
 class Landing:
@@ -96,7 +99,7 @@ class Landing:
         halted = self.store.meta(HALT_KEY)
         self.halted = json.loads(halted) if halted else None
         self.round = None
-        self.steps.clear()
+        self.steps.clear()  # a restart: nothing was running in this process
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -151,7 +154,7 @@ class Landing:
         if not hand and not rnd.over:
             return False
         self.round, self.failure = rnd, ("", "")
-        self.steps.sync(rnd)
+        self._follow(rnd)
         if outcome is not None:
             self._apply(outcome)
         if rnd.over:
@@ -186,7 +189,7 @@ class Landing:
         """One more step of the round in progress, beside those running."""
         assert self.round is not None
         self.round, _, outcome = policy.propose(self._extended(self.round), 1)
-        self.steps.sync(self.round)
+        self._follow(self.round)
         if outcome is not None:
             self._apply(outcome)
         if self.round is not None and self.round.over:
@@ -202,10 +205,23 @@ class Landing:
         self.store.set_meta(STEP_KEY, str(last))
         return last
 
+    def _follow(self, rnd: policy.Round | None) -> None:
+        """The steps follow the round: a dropped step's check under way is said stopped."""
+        for handed in self.steps.sync(rnd):
+            self._restarted(handed)
+
+    def _restarted(self, handed: Handed) -> None:
+        """A step dropped or handed out again: the check its last worker started is said
+        stopped (its `landing_check_finished`, verdict `stopped`)."""
+        if handed.check is not None:
+            fields = {**handed.fields(), "check": handed.check}
+            self.store.emit(EventType.LANDING_CHECK_FINISHED, **fields, verdict=STOPPED)
+            handed.check = None
+
     def _end_round(self) -> None:
         """The round is over: its steps stop mattering, the queue keeps those still waiting."""
         self.round = None
-        self.steps.clear()
+        self._follow(None)
         self.queue = [t for t in self.queue if self._landing(t)]
 
     def _void_round(self) -> None:
@@ -230,6 +246,7 @@ class Landing:
             log.info("landing step %s: %s fell silent; handed to %s", handed.id, handed.worker,
                      worker)  # fmt: skip
         with self.transition():  # a lapsed claim's result is refused from now on
+            self._restarted(handed)
             step_id = self._next_step_id()
         per_check = timeout_s + self.stale_after
         self.steps.claim(handed, worker, step_id, per_check * max(1, len(handed.step.checks)))
@@ -285,6 +302,7 @@ class Landing:
         """`landing_check_started` for one check of the step."""
         handed, _ = self._current(step_id)
         self.steps.heard(handed)
+        handed.check = check
         with self.transition():
             self.store.emit(EventType.LANDING_CHECK_STARTED, **handed.fields(), check=check)
 
@@ -302,6 +320,7 @@ class Landing:
         """Apply a step's verdicts (one per check run, in order; a failure may end it early)."""
         handed, rnd = self._current(step_id)
         verdicts = {str(r["check"]): str(r["verdict"]) for r in results}
+        handed.check = None
         with self.transition():
             for r in results:
                 fields = {**handed.fields(), "check": str(r["check"])}
@@ -324,7 +343,7 @@ class Landing:
     def _recorded(self, rnd: policy.Round, outcome: policy.Outcome | None) -> None:
         """The round after a step's verdicts: land what it decided, end it or go on."""
         self.round = rnd
-        self.steps.sync(rnd)
+        self._follow(rnd)
         if outcome is not None:
             self._apply(outcome, *self.failure)
         if self.round is None or self.round.over:

@@ -8,8 +8,9 @@ when it was proposed (its view keeps exactly those candidates, which stays the
 same content when the shorter prefix under it lands). A claim holds while its
 worker is heard from within `stale_after` (decision 0152); a worker that
 claims again gets its own step back, under a new number. `sync` follows the
-round: a step the policy no longer runs is dropped, and its late result, beat
-or pre-images fetch finds no step (`NotOwner` for the caller). Memory only.
+round: a step the policy no longer runs is dropped (returned, so the caller can
+say that the check it was running was stopped), and its late result, beat or
+pre-images fetch finds no step (`NotOwner` for the caller). Memory only.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Handed:
     heard: datetime | None = None  # the worker's last sign of life (claim, beat, started, …)
     deaf_at: float = 0.0  # the server's deaf seconds then (`AgentRegistry.deaf_seconds`)
     infra: int = 0  # times it could not run
+    check: str | None = None  # the check its worker said it started and has not answered
 
     def fields(self) -> dict[str, Any]:
         """What its events and its claim say of it."""
@@ -59,19 +61,23 @@ class HandedSteps:
         self.stale_after = stale_after
         self.steps: list[Handed] = []
 
-    def clear(self) -> None:
-        self.steps = []
+    def clear(self) -> list[Handed]:
+        """Drop every step (the round is over); the dropped ones."""
+        return self.sync(None)
 
-    def sync(self, rnd: policy.Round | None) -> None:
-        """Keep the steps `rnd` still runs, in order; hand out (unclaimed) the ones it added."""
+    def sync(self, rnd: policy.Round | None) -> list[Handed]:
+        """Keep the steps `rnd` still runs, in order; hand out (unclaimed) the ones it added.
+        The dropped ones."""
         running = list(rnd.running) if rnd is not None else []
         kept = [h for h in self.steps if h.step in running]
+        dropped = [h for h in self.steps if h.step not in running]
         known = [h.step for h in kept]
         self.steps = kept
         for step in running:
             if step not in known and rnd is not None:
                 batch = rnd.candidates[rnd.landed : step.prefix]
                 self.steps.append(Handed(0, step, rnd.base + rnd.landed, batch))
+        return dropped
 
     def find(self, step_id: int) -> Handed | None:
         """The step numbered `step_id`, if it is still handed out."""
