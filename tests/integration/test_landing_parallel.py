@@ -36,10 +36,10 @@ def meeting_check(meet: Path, checks: int = 2, wait_s: float = MEET_S) -> str:
     checks have started in all, for at most `wait_s`."""
     script = (
         "import glob, os, sys, time, uuid; d = sys.argv[1]; "
-        "open(os.path.join(d, uuid.uuid4().hex), 'w').close(); end = time.time() + %g\n"
-        "while len(os.listdir(d)) < %d and time.time() < end: time.sleep(0.02)\n"
+        f"open(os.path.join(d, uuid.uuid4().hex), 'w').close(); end = time.time() + {wait_s}\n"
+        f"while len(os.listdir(d)) < {checks} and time.time() < end: time.sleep(0.02)\n"
         "sys.exit(any('BROKEN' in open(p).read() for p in glob.glob('f*.txt')))"
-    ) % (wait_s, checks)
+    )
     return f'"{sys.executable}" -c "{script}" "{meet}"'
 
 

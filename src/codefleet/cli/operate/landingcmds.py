@@ -84,8 +84,8 @@ def landing_lines(state: dict[str, Any]) -> list[str]:
         "when `codefleet run` or `load` reads it; until then tasks land after their own "
         "verify, if any)",
         f"landed: {state['landed']} · waiting: {len(state['queue'])} · batch up to "
-        f"{state['batch']}" + (f" · up to {state['parallel']} steps at once"
-                               if state.get("parallel", 1) > 1 else ""),
+        f"{state['batch']}"
+        + (f" · up to {state['parallel']} steps at once" if state.get("parallel", 1) > 1 else ""),
     ]
     if state["queue"]:
         lines.append("queue: " + " → ".join(state["queue"]))
