@@ -17,7 +17,7 @@ stopped because a shorter prefix decided first.
 
 Run: `uv run python -m bench.landing [--tasks N] [--check-s S] [--runners R]
 [--work-s W] [--batches 1,2,4,8,16] [--breaker-batches 8,1] [--parallel-runners 2,4]
-[--parallel P] [--json]`.
+[--parallel P] [--no-breaker] [--json]`.
 """
 
 from __future__ import annotations
@@ -158,20 +158,22 @@ def landing_time(events: list[dict[str, Any]]) -> float:
 
 def cases(args: argparse.Namespace) -> list[Case]:
     if args.parallel_runners:
-        return parallel_cases(args.parallel_runners, args.parallel, args.breaker_batches[0])
+        batch = args.breaker_batches[0]
+        return parallel_cases(args.parallel_runners, args.parallel, batch, not args.no_breaker)
     plain = [Case(f"batch {b}", b) for b in args.batches]
     broken = [Case(f"batch {b}, 1 breaker", b, True) for b in args.breaker_batches]
     return [Case("no check", None), *plain, *broken]
 
 
-def parallel_cases(runners: list[int], parallel: int, batch: int) -> list[Case]:
-    """For each runner count: no check, then one breaker one step at a time and in parallel."""
+def parallel_cases(runners: list[int], parallel: int, batch: int, breaker: bool) -> list[Case]:
+    """For each runner count: no check, then one step at a time and in parallel (with one
+    breaker, unless `breaker` is false)."""
     found: list[Case] = []
     for r in runners:
         found += [
             Case(f"{r} runners, no check", None, runners=r),
-            Case(f"{r} runners, 1 at a time", batch, True, r, 1),
-            Case(f"{r} runners, {parallel} at once", batch, True, r, parallel),
+            Case(f"{r} runners, 1 at a time", batch, breaker, r, 1),
+            Case(f"{r} runners, {parallel} at once", batch, breaker, r, parallel),
         ]
     return found
 
@@ -238,6 +240,9 @@ def main() -> None:
         "--parallel-runners", type=sizes, default=[], help="runner counts for the parallel table"
     )
     parser.add_argument("--parallel", type=int, default=4, help="landing steps at once")
+    parser.add_argument(
+        "--no-breaker", action="store_true", help="the parallel table without a breaker"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if not args.json:

@@ -478,7 +478,7 @@ async def _landed_on_this(client: FleetClient, command: str, runner: RunnerOptio
     if await client.leases():
         return None  # someone is at work: the tree is not what it will be
     events = await client.all_events()
-    finished = [e for e in events if e["type"] == "landing_check_finished"]
+    finished = [e for e in events if _tells_the_tree(e)]
     if not finished:
         return None
     last = finished[-1]["payload"]
@@ -492,6 +492,13 @@ async def _landed_on_this(client: FleetClient, command: str, runner: RunnerOptio
         return None
     now = await asyncio.to_thread(view_identity, runner.workdir, {}, (), runner.protected)
     return name if now == last["identity"] else None
+
+
+def _tells_the_tree(event: dict[str, Any]) -> bool:
+    """A landing check's end that says something of a tree (a stopped one, its answer moot
+    while it ran, does not)."""
+    stopped = event["payload"].get("verdict") == "stopped"
+    return event["type"] == "landing_check_finished" and not stopped
 
 
 def _verify_payload(verify: VerifyResult | None) -> dict[str, Any] | None:
