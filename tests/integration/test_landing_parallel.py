@@ -11,12 +11,17 @@ order, and the landing invariants hold for the history (decision 0160).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 import sys
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from test_landing import FAST, drain, of_type, queued, write
+from test_landing import FAST, drain, finish_by_hand, of_type, queued, write
+from test_landing_faults import carrying, running
 
 from codefleet.api.client import FleetClient
 from codefleet.fleet.landingworker import LandingOptions
@@ -134,3 +139,64 @@ async def test_a_failing_batch_is_searched_with_several_prefixes_at_once(
     assert most_at_once(search) >= 2, "the search of the failing batch ran one step at a time"
     assert [e["task_id"] for e in of_type(events, "integration_failed")] == ["T4"]
     assert check_landing(events, "clean") == []
+
+
+def hanging_ahead(ahead: Path, marker: str) -> str:
+    """A's work is broken. With B in the view too (the step ahead) the check says it started
+    (`ahead`) and hangs in a child carrying `marker` (put together by the shell, so that only
+    the child carries it); without B (the batch) it waits for the step ahead to start, then
+    fails; without A's work it passes."""
+    child = f'"{sys.executable}" -c "import time; time.sleep(600)" "${{m}}{marker[8:]}"'
+    return (
+        f"m={marker[:8]}; "
+        f'if [ -e b.txt ] && grep -q BROKEN a.txt 2>/dev/null; then touch "{ahead}"; '
+        f"{child} & wait; fi; "
+        "if grep -q BROKEN a.txt 2>/dev/null; then n=0; "
+        f'while [ ! -e "{ahead}" ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done; '
+        "exit 1; fi"
+    )
+
+
+async def test_a_step_ahead_whose_batch_failed_is_stopped_and_its_check_killed(
+    make_server: Callable[..., ServerThread], workdir: Path, tmp_path: Path, wait_until: Any
+) -> None:
+    """A then B wait (batch 1): one worker checks A, the other A + B ahead of it, whose
+    check hangs. A fails: the step ahead stops mattering, the log says its check stopped,
+    its worker kills the check at its next beat, and B lands without waiting for it."""
+    marker = f"hanging-ahead-{uuid.uuid4().hex}"
+    server = make_server(**FAST, landing_batch=1, landing_parallel=4)
+    tasks = [{"id": t, "title": t, "description": "do it"} for t in ("A", "B")]
+    group: list[int] = []
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks[:1], {"clean": hanging_ahead(tmp_path / "ahead", marker)})
+        await client.set_integration("clean")
+        await finish_by_hand(client, workdir, "A", "a.txt", "BROKEN")
+        await client.create_tasks(tasks[1:])  # now, so that A's runner took nothing more
+        await finish_by_hand(client, workdir, "B", "b.txt")
+        stop = asyncio.Event()
+        started = workers(server, workdir, stop, 2)
+        try:
+            group = await wait_until(lambda: carrying(marker), timeout=30)
+            await wait_until(lambda: not any(map(running, group)), timeout=FAST["stale_after"] * 4)
+            await wait_until(lambda: landed(client, "B"), timeout=30)
+        finally:
+            for pid in filter(running, group):  # never leave it behind when the test fails
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            stop.set()
+            await asyncio.gather(*started)
+        events = await client.all_events()
+        a = await client.task("A")
+
+    stopped = [
+        e["payload"] for e in of_type(events, "landing_check_finished")
+        if e["payload"]["verdict"] == "stopped"
+    ]  # fmt: skip
+    assert [(p["purpose"], p["batch"]) for p in stopped] == [("ahead", ["A", "B"])]
+    assert [e["task_id"] for e in of_type(events, "integration_failed")] == ["A"]
+    assert a["status"] == "pending"  # blamed, rolled back, waiting for its next attempt
+    assert check_landing(events, "clean") == []
+
+
+async def landed(client: FleetClient, task_id: str) -> bool:
+    return bool((await client.task(task_id))["status"] == "succeeded")
