@@ -35,15 +35,18 @@ IDS = [f"T{n}" for n in range(1, 7)]
 MEET_S = 10  # how long a check waits for the others to start before going on alone
 
 
-def meeting_check(meet: Path, checks: int = 2, wait_s: float = MEET_S) -> str:
+def meeting_check(meet: Path, alone: int = 0) -> str:
     """Fails when a candidate file says BROKEN; first says it started (a file in `meet`, by
-    a random name: a view may have a PID namespace of its own) and waits until `checks`
-    checks have started in all, for at most `wait_s`."""
+    a random name: a view may have a PID namespace of its own) and waits until a second
+    check has started, for at most MEET_S. A view with `alone` task files (the batch, when
+    it runs alone) neither says it started nor waits."""
     script = (
-        "import glob, os, sys, time, uuid; d = sys.argv[1]; "
-        f"open(os.path.join(d, uuid.uuid4().hex), 'w').close(); end = time.time() + {wait_s}\n"
-        f"while len(os.listdir(d)) < {checks} and time.time() < end: time.sleep(0.02)\n"
-        "sys.exit(any('BROKEN' in open(p).read() for p in glob.glob('f*.txt')))"
+        "import glob, os, sys, time, uuid; d = sys.argv[1]; files = glob.glob('f*.txt')\n"
+        f"if len(files) != {alone}: open(os.path.join(d, uuid.uuid4().hex), 'w').close()\n"
+        f"end = time.time() + {MEET_S}\n"
+        f"while len(files) != {alone} and len(os.listdir(d)) < 2 and time.time() < end: "
+        "time.sleep(0.02)\n"
+        "sys.exit(any('BROKEN' in open(p).read() for p in files))"
     )
     return f'"{sys.executable}" -c "{script}" "{meet}"'
 
@@ -113,7 +116,7 @@ async def test_a_failing_batch_is_searched_with_several_prefixes_at_once(
 ) -> None:
     """One batch of six fails; the free workers check the landed tree alone and prefixes
     of the batch at the same time, and the first breaker is the one blamed. (The batch
-    runs alone, so the check waits for three: the batch's, then two of the search.)"""
+    runs alone: its check, on all six, does not wait for another.)"""
     server = make_server(**FAST, landing_batch=8, landing_parallel=4)
     meet = tmp_path / "meet"
     meet.mkdir()
@@ -121,7 +124,7 @@ async def test_a_failing_batch_is_searched_with_several_prefixes_at_once(
     script["T4"] = [write("f4.txt", "BROKEN", attempt=1), write("f4.txt", "ok", attempt=2)]
     tasks = [{"id": t, "title": t, "description": "do it"} for t in IDS]
     async with FleetClient(server.url) as client:
-        await client.create_tasks(tasks, {"clean": meeting_check(meet, 3, 2.0)})
+        await client.create_tasks(tasks, {"clean": meeting_check(meet, alone=len(IDS))})
         await client.set_integration("clean")
         stop = asyncio.Event()
         fleet = asyncio.create_task(drain(server, workdir, script, runners=6, landing_worker=False))
