@@ -9,8 +9,15 @@ marker; its second does not) at batch 8 and at batch 1, for the cost of bisectio
 Reported per case: landing checks run, checks per task, the makespan (wall time of
 `run_fleet`) and the added makespan (makespan - baseline).
 
+Steps in parallel (decision 0160): `--parallel-runners 2,4` runs instead, for each R,
+R runners (a landing worker beside each) with one breaker, once one step at a time
+(`landing_parallel` 1) and once with up to `--parallel` steps at once; besides the
+above, the landing wall time (first `landing_queued` to last `landed`) and the checks
+stopped because a shorter prefix decided first.
+
 Run: `uv run python -m bench.landing [--tasks N] [--check-s S] [--runners R]
-[--work-s W] [--batches 1,2,4,8,16] [--breaker-batches 8,1] [--json]`.
+[--work-s W] [--batches 1,2,4,8,16] [--breaker-batches 8,1] [--parallel-runners 2,4]
+[--parallel P] [--no-breaker] [--json]`.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from codefleet.config import Settings
 from codefleet.fleet.local import FleetOptions, run_fleet
 from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.models import from_iso
 from codefleet.server.thread import ServerThread
 
 MARKER = "BROKEN"
@@ -43,6 +51,8 @@ class Case:
     label: str
     batch: int | None
     breaker: bool = False
+    runners: int | None = None  # None: --runners
+    parallel: int = 1  # landing steps at once
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,19 @@ class Figures:
     reworked: int
     makespan_s: float
     added_s: float | None
+    landing_s: float = 0.0  # first landing_queued to last landed
+    stopped: int = 0  # checks stopped: their answer no longer mattered
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What one run measured."""
+
+    checks: int
+    stopped: int
+    reworked: int
+    makespan_s: float
+    landing_s: float
 
 
 def check_command(check_s: float) -> str:
@@ -86,14 +109,14 @@ def workload(
     return graph, script
 
 
-async def one_run(args: argparse.Namespace, case: Case, base: Path) -> tuple[int, int, float]:
-    """Checks run, tasks reworked and the makespan of one fresh run."""
+async def one_run(args: argparse.Namespace, case: Case, base: Path) -> Ran:
+    """Checks run and stopped, tasks reworked, the makespan and landing time of one run."""
     tree = base / "tree"
     (tree / "out").mkdir(parents=True)
     settings = Settings(
         _env_file=None, host="127.0.0.1", port=0, workdir=tree, db=base / "db.sqlite",  # type: ignore[call-arg]
         run_dir=base / "runs", tick_interval=0.05, backoff_base=0.0,
-        landing_batch=case.batch or 1,
+        landing_batch=case.batch or 1, landing_parallel=case.parallel,
     )  # fmt: skip
     graph, raw = workload(args.tasks, args.work_s, case.breaker)
     server = ServerThread(settings).start()
@@ -109,7 +132,10 @@ async def one_run(args: argparse.Namespace, case: Case, base: Path) -> tuple[int
             result = await run_fleet(
                 server.url,
                 lambda _n: executor,
-                FleetOptions(RunnerOptions("runner", tree, base / "runs"), runners=args.runners),
+                FleetOptions(
+                    RunnerOptions("runner", tree, base / "runs"),
+                    runners=case.runners or args.runners,
+                ),
             )
             makespan = time.monotonic() - started
             events = await client.all_events()
@@ -117,36 +143,62 @@ async def one_run(args: argparse.Namespace, case: Case, base: Path) -> tuple[int
         server.stop()
     if not result.ok:
         raise SystemExit(f"{case.label}: the run did not end green: {result.tasks}")
-    checks = sum(1 for e in events if e["type"] == "landing_check_finished")
+    finished = [e for e in events if e["type"] == "landing_check_finished"]
+    stopped = sum(1 for e in finished if e["payload"].get("verdict") == "stopped")
     reworked = sum(1 for e in events if e["type"] == "integration_failed")
-    return checks, reworked, makespan
+    return Ran(len(finished) - stopped, stopped, reworked, makespan, landing_time(events))
 
 
-def cases(batches: list[int], breaker_batches: list[int]) -> list[Case]:
-    plain = [Case(f"batch {b}", b) for b in batches]
-    broken = [Case(f"batch {b}, 1 breaker", b, True) for b in breaker_batches]
+def landing_time(events: list[dict[str, Any]]) -> float:
+    """From the first task waiting to land to the last landing, in seconds (0: none)."""
+    queued = [from_iso(e["at"]) for e in events if e["type"] == "landing_queued"]
+    landed = [from_iso(e["at"]) for e in events if e["type"] == "landed"]
+    return (max(landed) - min(queued)).total_seconds() if queued and landed else 0.0
+
+
+def cases(args: argparse.Namespace) -> list[Case]:
+    if args.parallel_runners:
+        batch = args.breaker_batches[0]
+        return parallel_cases(args.parallel_runners, args.parallel, batch, not args.no_breaker)
+    plain = [Case(f"batch {b}", b) for b in args.batches]
+    broken = [Case(f"batch {b}, 1 breaker", b, True) for b in args.breaker_batches]
     return [Case("no check", None), *plain, *broken]
+
+
+def parallel_cases(runners: list[int], parallel: int, batch: int, breaker: bool) -> list[Case]:
+    """For each runner count: no check, then one step at a time and in parallel (with one
+    breaker, unless `breaker` is false)."""
+    found: list[Case] = []
+    for r in runners:
+        found += [
+            Case(f"{r} runners, no check", None, runners=r),
+            Case(f"{r} runners, 1 at a time", batch, breaker, r, 1),
+            Case(f"{r} runners, {parallel} at once", batch, breaker, r, parallel),
+        ]
+    return found
 
 
 def measure(args: argparse.Namespace) -> list[Figures]:
     found: list[Figures] = []
     baseline: float | None = None
-    for case in cases(args.batches, args.breaker_batches):
+    for case in cases(args):
         with tempfile.TemporaryDirectory(prefix="cf-landing-") as scratch:
-            checks, reworked, makespan = asyncio.run(one_run(args, case, Path(scratch)))
+            ran = asyncio.run(one_run(args, case, Path(scratch)))
         if case.batch is None:
-            baseline = makespan
-        added = None if baseline is None else round(makespan - baseline, 2)
-        per_task = round(checks / args.tasks, 2)
+            baseline = ran.makespan_s
+        added = None if baseline is None else round(ran.makespan_s - baseline, 2)
+        per_task = round(ran.checks / args.tasks, 2)
         figures = Figures(
             case.label,
             case.batch,
             case.breaker,
-            checks,
+            ran.checks,
             per_task,
-            reworked,
-            round(makespan, 2),
+            ran.reworked,
+            round(ran.makespan_s, 2),
             added,
+            round(ran.landing_s, 2),
+            ran.stopped,
         )
         found.append(figures)
         if not args.json:
@@ -155,15 +207,16 @@ def measure(args: argparse.Namespace) -> list[Figures]:
 
 
 HEADER = (
-    f"{'case':<20} {'checks':>6} {'per task':>8} {'reworked':>8} {'makespan s':>10} {'added s':>8}"
+    f"{'case':<26} {'checks':>6} {'stopped':>7} {'per task':>8} {'reworked':>8} "
+    f"{'makespan s':>10} {'added s':>8} {'landing s':>9}"
 )
 
 
 def row(f: Figures) -> str:
     added = "-" if f.added_s is None else f"{f.added_s:.2f}"
     return (
-        f"{f.label:<20} {f.checks:>6} {f.checks_per_task:>8.2f} {f.reworked:>8} "
-        f"{f.makespan_s:>10.2f} {added:>8}"
+        f"{f.label:<26} {f.checks:>6} {f.stopped:>7} {f.checks_per_task:>8.2f} {f.reworked:>8} "
+        f"{f.makespan_s:>10.2f} {added:>8} {f.landing_s:>9.2f}"
     )
 
 
@@ -182,6 +235,13 @@ def main() -> None:
     )
     parser.add_argument(
         "--breaker-batches", type=sizes, default=[8, 1], help="batch sizes run with a breaker"
+    )
+    parser.add_argument(
+        "--parallel-runners", type=sizes, default=[], help="runner counts for the parallel table"
+    )
+    parser.add_argument("--parallel", type=int, default=4, help="landing steps at once")
+    parser.add_argument(
+        "--no-breaker", action="store_true", help="the parallel table without a breaker"
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()

@@ -25,6 +25,7 @@ from codefleet.models import (
     DEFAULT_HEARTBEAT_INTERVAL_S,
     DEFAULT_INTERACTIVE_IDLE_S,
     DEFAULT_LANDING_BATCH,
+    DEFAULT_LANDING_PARALLEL,
     DEFAULT_LEASE_WAIT_S,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_POLL_INTERVAL_S,
@@ -89,6 +90,7 @@ class Settings(BaseSettings):
     lease_wait: float = Field(default=DEFAULT_LEASE_WAIT_S, ge=0, le=MAX_LEASE_WAIT_S)
     lease_granularity: Granularity = Granularity.FILE  # a fleet write leases its parts, or files
     landing_batch: int = Field(default=DEFAULT_LANDING_BATCH, ge=1, le=1000)
+    landing_parallel: int = Field(default=DEFAULT_LANDING_PARALLEL, ge=1, le=64)
     integration: str | None = None  # the check every task's landing must pass (`run`)
     verify_before_landing: bool = False  # a verify naming the integration check runs twice
     landing_stack: bool = True  # a file waiting to land may pass on to its next writer

@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_HEARTBEAT_INTERVAL_S",
     "DEFAULT_INTERACTIVE_IDLE_S",
     "DEFAULT_LANDING_BATCH",
+    "DEFAULT_LANDING_PARALLEL",
     "DEFAULT_LEASE_WAIT_S",
     "DEFAULT_MAX_ATTEMPTS",
     "DEFAULT_POLL_INTERVAL_S",
@@ -276,6 +277,8 @@ class ReleaseReason(StrEnum):
 DEFAULT_STALE_AFTER_S: Final = 20.0
 # The landing batch: bench/landing.py; docs/decisions/0026-the-landing-batch.md, "The landing batch".
 DEFAULT_LANDING_BATCH: Final = 8
+# Landing steps in flight at once: bench/landing.py --parallel; decision 0160.
+DEFAULT_LANDING_PARALLEL: Final = 4
 DEFAULT_TASK_TIMEOUT_S: Final = 600.0
 DEFAULT_HEARTBEAT_INTERVAL_S: Final = 5.0
 DEFAULT_POLL_INTERVAL_S: Final = 1.0

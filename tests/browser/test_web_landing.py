@@ -84,6 +84,22 @@ async def test_the_landing_queue_panel_shows_the_queue_in_order_and_the_check_un
     assert browser.errors == []
 
 
+async def test_every_check_under_way_is_shown_when_landing_steps_run_in_parallel(
+    demo_server: ServerThread, browser: Browser
+) -> None:
+    batch = EVENTS[CHECKING - 1]
+    ahead = {**batch, "id": CHECKING + 1, "payload": {
+        **batch["payload"], "step": 99, "batch": ["T1", "T2", "T3"], "purpose": "ahead"}}  # fmt: skip
+    page = await open_with(browser, demo_server, [*EVENTS[:CHECKING], ahead], [])
+    await expect(page.locator("body")).to_have_attribute("data-last-event", str(CHECKING + 1))
+
+    checks = page.locator("#landing-view .landing-check")
+    await expect(checks).to_have_count(2)
+    await expect(checks.nth(0)).to_contain_text("Checking test on T1, T2 (batch) over 0 landed")
+    await expect(checks.nth(1)).to_contain_text("Checking test on T1, T2, T3 (ahead) over 0")
+    assert browser.errors == []
+
+
 async def test_a_halt_is_loud_until_landing_resumes_and_each_task_shows_its_landing_order(
     demo_server: ServerThread, browser: Browser
 ) -> None:

@@ -332,14 +332,17 @@ async def test_integration_naming_an_unknown_check_or_given_twice_is_a_load_erro
             ) else None
 
 
-async def finish_by_hand(client: FleetClient, workdir: Path, task_id: str, path: str) -> None:
-    """A runner's whole attempt over the wire: it writes `path`, reports success, leaves."""
+async def finish_by_hand(
+    client: FleetClient, workdir: Path, task_id: str, path: str, content: str | None = None
+) -> None:
+    """A runner's whole attempt over the wire: it writes `path` (`content`, else the task's
+    id), reports success, leaves."""
     agent = await client.register(f"r-{task_id}", str(workdir), None)
     who, epoch = agent["agent_id"], agent["epoch"]
     assert await client.assignment(who, epoch, wait=5)
     await client.start(task_id, who, epoch)
     assert (await client.acquire(who, epoch, task_id, [path], "Write"))["decision"] == "allow"
-    (workdir / path).write_text(task_id)
+    (workdir / path).write_text(task_id if content is None else content)
     await client.complete(task_id, who, epoch, AttemptReport(attempt=1, ok=True))
     await client.leave(who, epoch)  # the runner is gone: its task still waits to land
 

@@ -58,6 +58,7 @@ async def test_the_gauges_follow_tasks_runners_and_leases(
     assert busy[("codefleet_runners", (("status", "busy"),))] == 1
     assert busy[("codefleet_landing_queue", ())] == 0
     assert busy[("codefleet_landing_halted", ())] == 0
+    assert busy[("codefleet_landing_steps", ())] == 0
     assert busy[("codefleet_fleet_paused", ())] == 0
 
 

@@ -212,3 +212,31 @@ def test_an_unwound_task_is_requeued_for_that_and_nothing_else() -> None:
 
     assert "stack_order" not in rules(unwound)
     assert "stack_order" in rules(failed)
+
+
+def parallel_history(ahead: list[str], ahead_base: int = 1) -> list[Step]:
+    """The clean history with two steps at once (decision 0160): B's batch and, ahead of it,
+    `ahead` on base `ahead_base`; B lands when its check passes, C when the one ahead does."""
+    steps = history()
+    i = at(steps, "landing_check_finished", None, 3)
+    return [
+        *steps[:i],
+        finished(["B"], 1),
+        release("B", "caller.py"),
+        *landed("B", 2, ["B"], 1),
+        finished(ahead, ahead_base, purpose="ahead"),
+        release("C", "c.py"),
+        *landed("C", 3, ["C"], 2),
+    ]
+
+
+def test_a_task_landed_by_a_check_that_ran_ahead_on_the_older_base_is_clean() -> None:
+    """B + C checked on base 1 is the very tree C's landing on base 2 (after B) makes."""
+    assert rules(parallel_history(["B", "C"])) == set()
+
+
+def test_a_check_ahead_that_left_out_a_task_under_it_or_went_past_the_landing_is_caught() -> None:
+    assert rules(parallel_history(["C"])) == {"landed_unchecked"}  # without B under it
+    assert rules(parallel_history(["B", "C", "D"])) == {"landed_unchecked"}  # D never landed
+    assert rules(parallel_history(["A", "B", "C"], 0)) == set()  # the same tree, older base
+    assert rules(parallel_history(["B", "C"], 0)) == {"landed_unchecked"}  # without A

@@ -46,4 +46,5 @@ def test_without_agent_for_every_runner_is_claude_and_the_landing_worker_follows
     assert {fleet.runner_options(n).agent for n in (1, 2)} == {"claude"}
     lander = fleet.landing()
     assert (lander.name, lander.check_timeout) == ("landing-x", 9.0)
+    assert fleet.landing(2).name == "landing-2-x"  # one beside each runner
     assert (lander.exclude, lander.view_dir) == ((tmp_path / "db",), tmp_path / "views")

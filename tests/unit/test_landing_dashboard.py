@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from landing_log import CHECKING, EVENTS, HALTED, OLD_EVENTS, T0
+from landing_log import CHECKING, EVENTS, HALTED, OLD_EVENTS, T0, ev
 from rich.console import Console
 
 from codefleet.review.landinglog import landing_of
@@ -70,6 +70,18 @@ def test_the_landing_panel_shows_the_queue_in_order_and_the_check_under_way() ->
     assert "Landing (in order)" in text
     assert "queue T1 → T2 · checking test on T1, T2 (batch) over 0 landed" in text
     assert "nothing landed yet" in text
+
+
+def test_every_check_under_way_shows_when_steps_run_in_parallel() -> None:
+    ahead = ev(CHECKING + 1, "landing_check_started", None, 3.6, step=9, check="test",
+               batch=["T1", "T2", "T3"], purpose="ahead", base=0)  # fmt: skip
+    shown = view({"T1": "landing", "T2": "landing", "T3": "landing"}, [*EVENTS[:CHECKING], ahead])
+    text = frame(shown)
+
+    assert shown.landing is not None
+    assert shown.landing.checking == "test on T1, T2, T3 (ahead) over 0 landed"
+    assert shown.landing.also == ("test on T1, T2 (batch) over 0 landed",)
+    assert "; also test on T1, T2 (batch) over 0 landed" in text
 
 
 def test_the_last_landing_and_the_breaks_show_once_tasks_have_landed() -> None:

@@ -106,7 +106,7 @@ def test_a_blamed_task_is_requeued_told_the_check_its_output_and_who_landed_befo
         ("batch", ["A", "B"]),
         ("base", []),
         ("bisect", ["A"]),
-        ("confirm", ["A", "B"]),
+        ("confirm", ["B"]),  # A landed as soon as it passed: B is confirmed on top of it
     ]
     assert landed(fleet) == [("A", 1)] and status(fleet, "B") == TaskStatus.PENDING
     error = str(fleet.task("B")["error"])
@@ -163,7 +163,7 @@ def test_a_failure_that_passes_when_run_again_halts_as_a_flaky_check_and_blames_
 
     steps = play(fleet, "failed", "passed", "passed", "passed", output="flaky")
 
-    assert steps[-1] == ("confirm", ["A", "B"])
+    assert steps[-1] == ("confirm", ["B"])  # on top of A, which landed when it passed
     assert landed(fleet) == [("A", 1)]  # the prefix that passed lands
     halted = fleet.engine.landing.state()["halted"]
     assert halted["why"].startswith("flaky") and "flaky" in halted["output_tail"]
@@ -234,3 +234,76 @@ def test_a_worker_that_beats_keeps_its_claim_past_stale_after_and_a_late_beat_is
     assert claim(fleet, "w-other")["step"] != first["step"]
     with pytest.raises(NotOwner):
         fleet.engine.landing.beat(first["step"])
+
+
+# -- steps in parallel (decision 0160) --------------------------------------------------------
+
+
+def test_a_second_worker_checks_the_next_batch_ahead_and_both_steps_are_shown(
+    make_fleet: Callable[..., Fleet],
+) -> None:
+    fleet = make_fleet(landing_batch=2, landing_parallel=4)
+    waiting(fleet, "A", "B", "C", "D")
+
+    first, second = claim(fleet, "w1"), claim(fleet, "w2")
+
+    assert (first["purpose"], first["batch"]) == ("batch", ["A", "B"])
+    assert (second["purpose"], second["batch"]) == ("ahead", ["A", "B", "C", "D"])
+    assert first["step"] != second["step"]
+    assert fleet.engine.landing.claim("w3", 30.0) is None  # nothing more to check
+    state = fleet.engine.landing.state()
+    assert [(s["step"], s["worker"]) for s in state["steps"]] == [
+        (first["step"], "w1"),
+        (second["step"], "w2"),
+    ]
+    assert state["step"] == state["steps"][0]
+
+
+def test_the_batch_lands_when_it_passes_and_the_step_ahead_lands_the_rest_on_top_of_it(
+    make_fleet: Callable[..., Fleet],
+) -> None:
+    fleet = make_fleet(landing_batch=2, landing_parallel=4)
+    waiting(fleet, "A", "B", "C", "D")
+    first, second = claim(fleet, "w1"), claim(fleet, "w2")
+
+    report(fleet, first, "passed")
+    assert landed(fleet) == [("A", 1), ("B", 2)]
+    report(fleet, second, "passed")  # checked on the base + A..D: what is landed now + C, D
+
+    assert landed(fleet) == [("A", 1), ("B", 2), ("C", 3), ("D", 4)]
+    [c] = [e for e in fleet.events(EventType.LANDED) if e["task_id"] == "C"]
+    assert (c["payload"]["base"], c["payload"]["batch"]) == (2, ["C", "D"])
+
+
+def test_a_failing_batch_makes_the_step_ahead_moot_and_its_late_result_lands_nothing(
+    make_fleet: Callable[..., Fleet],
+) -> None:
+    fleet = make_fleet(landing_batch=2, landing_parallel=4)
+    waiting(fleet, "A", "B", "C", "D")
+    first, second = claim(fleet, "w1"), claim(fleet, "w2")
+    fleet.engine.landing.started(second["step"], CHECK)
+
+    report(fleet, first, "failed")
+    with pytest.raises(NotOwner):
+        fleet.engine.landing.beat(second["step"])  # its worker stops the check
+    with pytest.raises(NotOwner):
+        report(fleet, second, "passed")
+
+    assert landed(fleet) == []
+    [stopped] = [
+        e for e in fleet.events(EventType.LANDING_CHECK_FINISHED)
+        if e["payload"]["step"] == second["step"]
+    ]  # fmt: skip
+    assert stopped["payload"]["verdict"] == "stopped"  # the log shows it no longer running
+    purposes = sorted(claim(fleet, w)["purpose"] for w in ("w1", "w2"))
+    assert purposes == ["base", "bisect"]  # the failing batch is searched by both at once
+
+
+def test_one_step_at_a_time_when_landing_parallel_is_one(
+    make_fleet: Callable[..., Fleet],
+) -> None:
+    fleet = make_fleet(landing_batch=2, landing_parallel=1)
+    waiting(fleet, "A", "B", "C", "D")
+
+    assert claim(fleet, "w1")["batch"] == ["A", "B"]
+    assert fleet.engine.landing.claim("w2", 30.0) is None

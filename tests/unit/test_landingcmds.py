@@ -31,6 +31,28 @@ def test_the_queue_and_the_check_under_way_are_named() -> None:
     assert shown[3] == "checking T3 (batch: test) by w1"
 
 
+def test_every_step_in_flight_is_named_with_its_worker() -> None:
+    first = {"batch": ["T3"], "purpose": "batch", "checks": ["test"], "worker": "w1"}
+    ahead = {"batch": ["T3", "T4"], "purpose": "ahead", "checks": ["test"], "worker": None}
+    state = {
+        "integration": "test",
+        "landed": 2,
+        "queue": ["T3", "T4"],
+        "batch": 1,
+        "parallel": 4,
+        "step": first,
+        "steps": [first, ahead],
+    }
+
+    shown = landing_lines(state)
+
+    assert shown[1] == "landed: 2 · waiting: 2 · batch up to 1 · up to 4 steps at once"
+    assert shown[3:] == [
+        "checking T3 (batch: test) by w1",
+        "checking T3, T4 (ahead: test) (waiting for a worker)",
+    ]
+
+
 def test_resume_says_a_run_is_needed_for_the_queue_to_land() -> None:
     said = resume_line({"resumed": True, "was": {"check": "test"}})
 

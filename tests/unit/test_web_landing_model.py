@@ -38,6 +38,7 @@ const fold = (upto) => {
     breaks: l.breaks.map((b) => [b.task, b.conflictsWith]),
     halted: now.halted ? now.halted.lastLanded : null,
     lastOrder: now.lastOrder,
+    running: now.runningAll.map((c) => c.purpose),
     statuses: Object.fromEntries([...model.live.tasks.values()].map((t) => [t.id, t.status])),
     outcomes: model.history.attempts.map((a) => [a.task, a.n, a.outcome]),
     run: model.runState(),
@@ -108,3 +109,17 @@ def test_a_check_a_restart_interrupted_and_ran_again_is_not_left_running_on_the_
     end = fold_in_node(tmp_path, events, CHECKING)["end"]
 
     assert (end["checks"], end["open"]) == (len(landing_of(events).checks), 0)
+
+
+def test_the_page_shows_every_check_under_way_when_steps_run_in_parallel(
+    tmp_path: Path,
+) -> None:
+    ahead = {**EVENTS[CHECKING - 1], "id": CHECKING + 1, "payload": {
+        **EVENTS[CHECKING - 1]["payload"], "step": 99, "batch": ["T1", "T2", "T3"],
+        "purpose": "ahead"}}  # fmt: skip
+    events = [*EVENTS[:CHECKING], ahead]
+
+    shown = fold_in_node(tmp_path, events, len(events))["end"]
+
+    assert shown["open"] == len(landing_of(events).running_all) == 2
+    assert shown["running"] == ["batch", "ahead"]  # what the landing panel lists

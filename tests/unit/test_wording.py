@@ -179,6 +179,10 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
         {"check": "test", "batch": ["T2"], "purpose": "recheck", "verdict": "timed_out"},
     ),
     ("landing_check_finished", {"check": "t", "batch": ["T2"], "purpose": "batch", "verdict": "x"}),
+    (
+        "landing_check_finished",
+        {"check": "test", "batch": ["T1", "T2"], "purpose": "ahead", "verdict": "stopped"},
+    ),
     ("integration_failed", {"check": "test", "attempt": 1, "conflicts_with": ["T1", "T3"]}),
     ("integration_failed", {"check": "test", "attempt": 2, "conflicts_with": []}),
     ("landing_resumed", {"reason": "operator"}),

@@ -442,7 +442,7 @@ class FleetClient:
         return result
 
     async def landing(self) -> dict[str, Any]:
-        """The landing queue, the step in progress and any halt (`GET /landing`)."""
+        """The landing queue, the steps in progress and any halt (`GET /landing`)."""
         result: dict[str, Any] = await self._json("GET", "/landing")
         return result
 

@@ -112,6 +112,10 @@ FLAGS: dict[str, Flag] = {
         "How many tasks waiting to land one landing check takes at most (a failing batch is "
         "bisected to the task that breaks it)"
     ),
+    "landing_parallel": Flag(
+        "How many landing steps may run at once, one per free landing worker (a prefix "
+        "ahead of the running one, or several prefixes of a failing batch); 1: one at a time"
+    ),
     "integration": Flag(
         "A check (by name) every task must pass on the landed tree before it lands; "
         "overrides the graph's integration: key"

@@ -10,6 +10,9 @@ cannot be built, or a server that cannot be reached, is `did_not_run`: the
 server hands the step out again. While a step runs the worker beats (`beat_s`,
 from the claim): a worker that dies is not heard from, and its claim lapses
 after `stale_after` (docs/decisions/0152-a-landing-claim-lapses-with-its-worker.md).
+A beat answered `not_owner` means the step's answer can no longer matter (a
+shorter prefix failed under it, the round ended): its check is stopped and the
+worker claims again.
 The check itself dies with the worker (`fleet.views.shell`: its process group is
 killed when the worker's end of a pipe closes).
 
@@ -22,9 +25,10 @@ The view is the one every check gets (`fleet.views.runinview.run_in_view`: an ov
 layer at the tree's own path, or a copy where layers are unavailable), masked by
 the step's own set of files.
 
-One worker runs beside the runners of `codefleet run` and of each `codefleet
-runner`: the server hands one step at a time to one of them, so more workers
-never run more checks at once (docs/decisions/0137-who-runs-landing-checks.md, "Who runs landing checks").
+One worker runs beside each runner of `codefleet run` and beside each `codefleet
+runner`; the server hands each free worker a step of its own, up to
+`landing_parallel` at once (docs/decisions/0137-who-runs-landing-checks.md,
+0160-landing-steps-run-in-parallel.md).
 A worker is never the server process and never on the hook's path; it runs
 its checks with the isolation every check has.
 """
@@ -34,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -93,33 +97,49 @@ class LandingWorker:
                     await asyncio.wait_for(stop.wait(), RETRY_S)
 
     async def run_step(self, step: Mapping[str, Any]) -> None:
-        """Run the step's checks in order, stopping at the first that does not pass; report."""
+        """Run the step's checks in order, stopping at the first that does not pass; report.
+        A step the server says is over stops at once (its check killed)."""
         step_id = int(step["step"])
-        results: list[dict[str, Any]] = []
-        beating = asyncio.create_task(self._beat(step_id, float(step.get("beat_s") or BEAT_S)))
+        checks = asyncio.create_task(self._run_checks(step_id, step["checks"]))
+        every = float(step.get("beat_s") or BEAT_S)
+        beating = asyncio.create_task(self._beat(step_id, every, checks.cancel))
         try:
-            for check in step["checks"]:
-                await self.client.landing_started(step_id, str(check["name"]))
-                result = await self._check(step_id, str(check["name"]), str(check["command"]))
-                results.append(result)
-                if result["verdict"] != "passed":
-                    break
-            await self.client.landing_result(step_id, results)
+            await self.client.landing_result(step_id, await checks)
         except NotOwner:
             log.info("%s: landing step %s is over; claiming again", self.options.name, step_id)
+        except asyncio.CancelledError:
+            if (me := asyncio.current_task()) is not None and me.cancelling():
+                raise  # this worker is stopping
+            log.info("%s: landing step %s is over; its check stopped", self.options.name, step_id)
         finally:
+            checks.cancel()
             beating.cancel()
-            await asyncio.gather(beating, return_exceptions=True)
+            await asyncio.gather(checks, beating, return_exceptions=True)
         self.steps += 1
 
-    async def _beat(self, step_id: int, every: float) -> None:
-        """Say this worker is alive every `every` s while step `step_id` runs, until it is over."""
+    async def _run_checks(
+        self, step_id: int, checks: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Each check of the step in order, until the first that does not pass."""
+        results: list[dict[str, Any]] = []
+        for check in checks:
+            await self.client.landing_started(step_id, str(check["name"]))
+            result = await self._check(step_id, str(check["name"]), str(check["command"]))
+            results.append(result)
+            if result["verdict"] != "passed":
+                break
+        return results
+
+    async def _beat(self, step_id: int, every: float, over: Callable[[], object]) -> None:
+        """Say this worker is alive every `every` s while step `step_id` runs; once the server
+        says it is over, call `over` (which stops its check)."""
         while True:
             await asyncio.sleep(every)  # a timer, not a wait on anything
             try:
                 await self.client.landing_beat(step_id)
             except NotOwner:
-                return  # the step is over (handed out again, the queue moved on)
+                over()  # the step is over (handed out again, a shorter prefix failed under it)
+                return
             except (ServerUnavailable, DomainError) as err:  # the next beat tries again
                 log.info("%s: beat of landing step %s failed: %s", self.options.name, step_id, err)
 

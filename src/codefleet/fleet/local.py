@@ -283,11 +283,13 @@ class FleetOptions:
             clone=True,
         )
 
-    def landing(self) -> LandingOptions:
-        """The options of the fleet's landing worker."""
+    def landing(self, n: int = 1) -> LandingOptions:
+        """The options of the fleet's landing worker n (one beside each runner: `landing`,
+        then `landing-2`, … so that steps run in parallel, decision 0160)."""
         runner = self.runner
+        name = "landing" if n == 1 else f"landing-{n}"
         return LandingOptions(
-            f"landing{self.name_suffix}", runner.check_timeout, exclude=runner.protected,
+            f"{name}{self.name_suffix}", runner.check_timeout, exclude=runner.protected,
             view_dir=runner.check_dir, locks=runner.locks(),
         )  # fmt: skip
 
@@ -311,7 +313,7 @@ async def run_fleet(
     each runner's client (default: one per runner on `url` with `token`). However this
     ends, every runner leaves the server. A server that goes away is waited for up to
     `options.server_wait` s (said through `say`). `simulated` and `started_with` go into
-    `fleet_started`. A landing worker (`fleet.landingworker`) runs beside the runners
+    `fleet_started`. A landing worker (`fleet.landingworker`) runs beside each runner
     unless `options.landing_worker` is false.
     """
     started = time.monotonic()
@@ -344,7 +346,8 @@ async def _drive(
     interrupt: asyncio.Event,
     say: Callable[[str], object] | None,
 ) -> _RunnerWatch:
-    """Start the runners (and the landing worker), wait for the drain, stop them all."""
+    """Start the runners (and a landing worker beside each), wait for the drain, stop them
+    all."""
     stop = asyncio.Event()
     watch = _RunnerWatch(options.runners, stop, on_runner_down)
     fleet = [
@@ -354,7 +357,10 @@ async def _drive(
         for n in range(1, options.runners + 1)
     ]
     if options.landing_worker:
-        fleet.append(start_landing(connect, options.runner, options.landing(), stop))
+        fleet += [
+            start_landing(connect, options.runner, options.landing(n), stop)
+            for n in range(1, options.runners + 1)
+        ]
     try:
         await _until_drained_or_all_down(
             wait_drained(client, options.server_wait, say), watch, interrupt
@@ -472,7 +478,7 @@ async def _landed_on_this(client: FleetClient, command: str, runner: RunnerOptio
     if await client.leases():
         return None  # someone is at work: the tree is not what it will be
     events = await client.all_events()
-    finished = [e for e in events if e["type"] == "landing_check_finished"]
+    finished = [e for e in events if _tells_the_tree(e)]
     if not finished:
         return None
     last = finished[-1]["payload"]
@@ -486,6 +492,13 @@ async def _landed_on_this(client: FleetClient, command: str, runner: RunnerOptio
         return None
     now = await asyncio.to_thread(view_identity, runner.workdir, {}, (), runner.protected)
     return name if now == last["identity"] else None
+
+
+def _tells_the_tree(event: dict[str, Any]) -> bool:
+    """A landing check's end that says something of a tree (a stopped one, its answer moot
+    while it ran, does not)."""
+    stopped = event["payload"].get("verdict") == "stopped"
+    return event["type"] == "landing_check_finished" and not stopped
 
 
 def _verify_payload(verify: VerifyResult | None) -> dict[str, Any] | None:

@@ -134,8 +134,14 @@ class LandingFacts:
 
     @property
     def running(self) -> LandingCheck | None:
-        """The landing check under way now (started, no verdict yet)."""
+        """The landing check under way now (started, no verdict yet); the latest started."""
         return next((c for c in reversed(self.checks) if c.verdict is None), None)
+
+    @property
+    def running_all(self) -> tuple[LandingCheck, ...]:
+        """Every landing check under way now, in the order they started (steps run in
+        parallel, decision 0160)."""
+        return tuple(c for c in self.checks if c.verdict is None)
 
     @property
     def halted(self) -> Halt | None:

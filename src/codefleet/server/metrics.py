@@ -13,6 +13,7 @@ the scraper sends it (`authorization` in its scrape config).
 - `codefleet_tasks_ready`: tasks that could be assigned now (the live index's ready set);
 - `codefleet_tasks_in_flight`: tasks assigned or running;
 - `codefleet_landing_queue`: finished tasks waiting to land; `codefleet_landing_halted`;
+- `codefleet_landing_steps`: landing steps in flight (up to `landing_parallel`, decision 0160);
 - `codefleet_runners{status}`: registered runners idle, busy, offline (stale counts as offline);
 - `codefleet_people`: people's sessions holding the lock (`codefleet join`);
 - `codefleet_leases`: leases held (files, parts and named resources);
@@ -67,6 +68,7 @@ class FleetMetrics:
         yield _gauge(
             "codefleet_landing_halted", "1 while landing is halted.", landing["halted"] is not None
         )
+        yield _gauge("codefleet_landing_steps", "Landing steps in flight.", len(landing["steps"]))
         yield from self._holders()
         yield _gauge(
             "codefleet_fleet_paused",

@@ -12,9 +12,12 @@ contract (issue 39) and reports every `Violation`:
 - `landed_unchecked`: a `landed` sits on the base every earlier landing built
   (`base` is the number of tasks landed before its batch's first landing:
   order - 1 - its position in `batch`), and each check it lists had a
-  `landing_check_finished` with verdict passed for that same batch on that
-  same base since the task was queued; with `integration` given, every
-  landing lists it;
+  `landing_check_finished` with verdict passed, since the task was queued, on
+  exactly the tree its landing makes: the check's base (landed tasks, in
+  landing order) plus its batch is the landing's base plus its whole batch (a
+  step checked while a shorter prefix under it was landing names the older
+  base and the longer batch: the same tasks in the same order, decision 0160);
+  with `integration` given, every landing lists it;
 - `landing_lease`: a task waiting to land keeps its leases: no
   `lease_released` between its `landing_queued` and its end, except the
   releases of the landing transaction itself (right before its `landed`, a
@@ -55,6 +58,7 @@ HANDED_OVER: Final = frozenset({EventType.LEASE_ACQUIRED, EventType.LEASE_WAITED
 class _State:
     integration: str | None
     landed: int = 0
+    order: list[str] = field(default_factory=list)  # the landed tasks, in landing order
     queued: dict[str, int] = field(default_factory=dict)  # waiting task -> its landing_queued id
     landed_tasks: set[str] = field(default_factory=set)  # landed since its last retry
     passed: list[Row] = field(default_factory=list)  # landing_check_finished, verdict passed
@@ -142,7 +146,9 @@ def _landed(state: _State, ordered: Sequence[Row], n: int) -> None:
     if order != state.landed + 1:
         state.flag("landed_twice", f"{task_id} landed {order}, after {state.landed}", event)
     _on_its_base(state, event, base, batch)
+    tree = state.order[: max(0, base)] + batch  # what is landed once its batch has landed
     state.landed += 1
+    state.order.append(task_id)
     if task_id in state.landed_tasks:
         state.flag("landed_twice", f"{task_id} landed a second time", event)
     state.landed_tasks.add(task_id)
@@ -166,7 +172,7 @@ def _landed(state: _State, ordered: Sequence[Row], n: int) -> None:
             "landed_unchecked", f"{task_id} landed without the check {state.integration}", event
         )
     for name in checks:
-        if not any(_passes(p, name, batch, base, queued or 0) for p in state.passed):
+        if not any(_passes(p, name, tree, state.order, queued or 0) for p in state.passed):
             state.flag(
                 "landed_unchecked",
                 f"{task_id} landed with no passed {name} for batch {batch} on base {base}",
@@ -189,13 +195,16 @@ def _on_its_base(state: _State, event: Row, base: int, batch: list[str]) -> None
         )
 
 
-def _passes(finished: Row, name: str, batch: list[str], base: int, since: int) -> bool:
+def _passes(finished: Row, name: str, tree: list[str], order: list[str], since: int) -> bool:
+    """Whether `finished` passed `name`, after `since`, on exactly `tree` (the landed tasks
+    under its base, in order, then its batch)."""
     body = finished["payload"]
+    base = int(body.get("base", -1))
     return (
         int(finished["id"]) > since
         and body.get("check") == name
-        and list(body.get("batch") or ()) == batch
-        and int(body.get("base", -1)) == base
+        and 0 <= base <= len(order)
+        and order[:base] + list(body.get("batch") or ()) == tree
     )
 
 

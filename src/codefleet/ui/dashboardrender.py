@@ -283,6 +283,9 @@ def landing_text(panel: LandingPanel) -> Text:
     if panel.checking:
         line.append("checking ", style="bold")
         line.append(f"{panel.checking}, {panel.checking_s:.0f}s", style="cyan")
+        for other in panel.also:  # steps in parallel
+            line.append("; also ", style="bold")
+            line.append(other, style="cyan")
     else:
         line.append("no check running", style="dim")
     line.append(" · ", style="dim")

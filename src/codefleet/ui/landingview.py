@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from codefleet.models import TaskStatus
-from codefleet.review.landinglog import LandingFacts
+from codefleet.review.landinglog import LandingCheck, LandingFacts
 
 __all__ = ["HaltBanner", "LandingPanel", "landing_panel"]
 
@@ -34,22 +34,26 @@ class HaltBanner:
 @dataclass(frozen=True, slots=True)
 class LandingPanel:
     queue: tuple[str, ...]  # tasks waiting to land, in queue order
-    checking: str  # the check under way, in words ("" when none)
+    checking: str  # the check under way (the latest started), in words ("" when none)
     checking_s: float
     last_order: int  # the last landing order number (0: nothing landed yet)
     last_task: str  # ... and the task that got it
     breaks: int
     reworked: int
     halt: HaltBanner | None = None
+    also: tuple[str, ...] = ()  # the other checks under way at once, in words
 
 
 def _checking(landing: LandingFacts, now: datetime) -> tuple[str, float]:
     c = landing.running
     if c is None:
         return "", 0.0
+    return _words(c), max(0.0, (now - c.started_at).total_seconds())
+
+
+def _words(c: LandingCheck) -> str:
     batch = ", ".join(c.batch) or "the landed tree alone"
-    words = f"{c.check} on {batch} ({c.purpose}) over {c.base} landed"
-    return words, max(0.0, (now - c.started_at).total_seconds())
+    return f"{c.check} on {batch} ({c.purpose}) over {c.base} landed"
 
 
 def landing_panel(
@@ -77,4 +81,5 @@ def landing_panel(
         halt=HaltBanner(halted.check, halted.last_landed, halted.output_tail, halted.why)
         if halted
         else None,
+        also=tuple(_words(c) for c in landing.running_all if c is not landing.running),
     )

@@ -84,12 +84,13 @@ def landing_lines(state: dict[str, Any]) -> list[str]:
         "when `codefleet run` or `load` reads it; until then tasks land after their own "
         "verify, if any)",
         f"landed: {state['landed']} · waiting: {len(state['queue'])} · batch up to "
-        f"{state['batch']}",
+        f"{state['batch']}"
+        + (f" · up to {state['parallel']} steps at once" if state.get("parallel", 1) > 1 else ""),
     ]
     if state["queue"]:
         lines.append("queue: " + " → ".join(state["queue"]))
-    step = state.get("step")
-    if step:
+    steps = state.get("steps") or ([state["step"]] if state.get("step") else [])
+    for step in steps:  # one per worker when steps run in parallel
         who = f" by {step['worker']}" if step.get("worker") else " (waiting for a worker)"
         lines.append(
             f"checking {', '.join(step['batch']) or 'the landed tree alone'} "

@@ -59,6 +59,7 @@ def serve(
     lease_wait: Annotated[float | None, option("lease_wait")] = None,
     lease_granularity: Annotated[Granularity | None, option("lease_granularity")] = None,
     landing_batch: Annotated[int | None, option("landing_batch")] = None,
+    landing_parallel: Annotated[int | None, option("landing_parallel")] = None,
     verify_before_landing: Annotated[bool | None, option("verify_before_landing")] = None,
     landing_stack: Annotated[bool | None, option("landing_stack")] = None,
     read_timeout: Annotated[float | None, option("read_timeout")] = None,

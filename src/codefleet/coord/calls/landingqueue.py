@@ -4,13 +4,14 @@ A task whose session ended well (reconciled, its own `verify` passed) is not
 `succeeded` yet: `enqueue` puts it in the landing queue, in the order tasks
 finish, its files still leased (nobody can change them) and its runner free.
 Rounds of the merge queue (`landingpolicy`) decide what lands; this part owns
-the queue, the round in progress, the one step handed out at a time, and the
-halt. A step is run by a landing worker (`fleet.landingworker`, never in the server
-and never on the hook's path): `claim` hands it out under a fresh step id,
-`result` applies its verdict; a result for a step that is no longer current
-(the server restarted, the step was handed out again, a candidate was
-cancelled) is `NotOwner` and changes nothing, so nothing lands twice. A claim
-holds while its worker is heard from (the claim, `beat`, `started`,
+the queue, the round in progress, the halt; `landingsteps` the steps handed
+out, up to `parallel` at once, one per worker (decision 0160). A step is run by a
+landing worker (`fleet.landingworker`, never in the server and never on the
+hook's path): `claim` hands it out under a fresh step id, `result` applies its
+verdict; a result for a step that is no longer current (the server restarted,
+the step was handed out again, a candidate was cancelled, a shorter prefix
+failed under it) is `NotOwner` and changes nothing, so nothing lands twice. A
+claim holds while its worker is heard from (the claim, `beat`, `started`,
 `preimages`) within `stale_after`: a worker that died loses the step to the
 next worker that asks (docs/decisions/0152-a-landing-claim-lapses-with-its-worker.md).
 
@@ -24,7 +25,7 @@ cannot start even there, or a failure that did not repeat (flaky) halts landing
 once, inside the transaction that queued it: a graph without checks lands
 every task the moment it finishes, as before.
 
-Memory only: the round, the step and its claim (a restart starts a new
+Memory only: the round, its steps and their claims (a restart starts a new
 round). Stored: each task's status, queue and order number (`tasks`), the
 integration check and the halt (`server_meta`). On the engine's thread; its
 writes run in the caller's transaction or its own.
@@ -35,12 +36,12 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Final
 
 from codefleet.attempt import AttemptReport
 from codefleet.coord.calls.callparts import CallParts
+from codefleet.coord.calls.landingsteps import Handed, HandedSteps
 from codefleet.coord.policy import landingpolicy as policy
 from codefleet.coord.policy.waits import WaitOutcome
 from codefleet.coord.tables.liveindex import LiveTask
@@ -64,25 +65,15 @@ TAIL_CHARS: Final = 2_000
 # A step's verdict that is no verdict (`landing_check_finished`'s `verdict`; the others are
 # the policy's): the check did not run; the step is handed out again.
 DID_NOT_RUN: Final = "did_not_run"
-
-
-@dataclass(slots=True)
-class _Handed:
-    """The step handed out: its id, what it checks, who runs it, when it was last heard of."""
-
-    id: int
-    step: policy.Step
-    worker: str | None = None
-    until: datetime | None = None  # the claim's hard end: each check's time limit + stale_after
-    heard: datetime | None = None  # the worker's last sign of life (claim, beat, started, …)
-    deaf_at: float = 0.0  # the server's deaf seconds then (`AgentRegistry.deaf_seconds`)
-    infra: int = 0  # times it could not run
+# The check of a step whose answer stopped mattering (a shorter prefix failed under it, the
+# round ended): said by the server when it drops the step; its worker stops it.
+STOPPED: Final = "stopped"
 
 
 class Landing:
     """The landing queue of one engine; see the module docstring."""
 
-    def __init__(self, parts: CallParts, batch: int, stale_after: float) -> None:
+    def __init__(self, parts: CallParts, batch: int, stale_after: float, parallel: int) -> None:
         self.store = parts.store
         self.clock = parts.clock
         self.tasks = parts.tasks
@@ -91,14 +82,14 @@ class Landing:
         self.checks = parts.checks
         self.transition = parts.transition
         self.kick = parts.kick
-        self.deaf_seconds = parts.agents.deaf_seconds  # stale means unheard while listening
         self.batch = max(1, batch)
+        self.parallel = max(1, parallel)  # the most steps in flight at once
         self.stale_after = stale_after
+        self.steps = HandedSteps(self.clock, parts.agents.deaf_seconds, stale_after)
         self.queue: list[str] = []
         self.integration: str | None = None
         self.halted: dict[str, Any] | None = None
         self.round: policy.Round | None = None
-        self.handed: _Handed | None = None
         self.failure: tuple[str, str] = ("", "")  # the round's latest failing check, output
 
     def load(self) -> None:
@@ -108,7 +99,7 @@ class Landing:
         halted = self.store.meta(HALT_KEY)
         self.halted = json.loads(halted) if halted else None
         self.round = None
-        self.handed = None
+        self.steps.clear()  # a restart: nothing was running in this process
 
     # -- configuration ------------------------------------------------------------------------
 
@@ -150,28 +141,29 @@ class Landing:
     def settle(self) -> None:
         """Land at once what has nothing to check, in order; a round that needs a check is
         started only when a worker claims it (`claim`), so its batch is as long as can be."""
-        while self.handed is None and self.halted is None and self._start_round(hand=False):
+        while self.round is None and self.halted is None and self._start_round(hand=False):
             pass
 
     def _start_round(self, hand: bool) -> bool:
         """A round over the queue's head: applied at once if it checks nothing (True), else,
         with `hand`, its first step handed out (True); False when there is nothing to do."""
-        candidates = [t for t in self.queue if self._landing(t)][: self.batch]
+        candidates = [t for t in self.queue if self._landing(t)][: self._window()]
         if not candidates:
             return False
-        rnd = self._round_of(candidates)
-        nxt: policy.Step | policy.Outcome = policy.first_step(rnd)
-        while isinstance(nxt, policy.Step) and not nxt.checks:  # nothing to run: passes
-            rnd, nxt = policy.advance(rnd, nxt, {})
-        if isinstance(nxt, policy.Outcome):
-            self.round, self.failure = rnd, ("", "")
-            self._apply(nxt)
-            return True
-        if not hand:
+        rnd, _, outcome = policy.propose(self._round_of(candidates), 1)
+        if not hand and not rnd.over:
             return False
         self.round, self.failure = rnd, ("", "")
-        self._hand(nxt)
+        self._follow(rnd)
+        if outcome is not None:
+            self._apply(outcome)
+        if rnd.over:
+            self._end_round()
         return True
+
+    def _window(self) -> int:
+        """The most candidates a round holds: a batch for each step that may run at once."""
+        return self.batch * self.parallel
 
     def _round_of(self, candidates: Sequence[str]) -> policy.Round:
         live = self.tasks.index.live
@@ -181,14 +173,31 @@ class Landing:
             integration=self.integration,
             verify={t: live[t].verify for t in candidates if t in live},
             verified_on={t: live[t].verified_on for t in candidates if t in live},
+            batch=self.batch,
         )
+
+    def _extended(self, rnd: policy.Round) -> policy.Round:
+        """`rnd` with the tasks queued since it started after its own, up to the window."""
+        room = self._window() - (len(rnd.candidates) - rnd.landed)
+        if rnd.hi is not None or room <= 0:
+            return rnd
+        more = tuple(t for t in self.queue if self._landing(t) and t not in rnd.candidates)
+        fresh = self._round_of(more[:room])
+        return policy.extend(rnd, fresh.candidates, fresh.verify, fresh.verified_on)
+
+    def _propose(self) -> None:
+        """One more step of the round in progress, beside those running."""
+        assert self.round is not None
+        self.round, _, outcome = policy.propose(self._extended(self.round), 1)
+        self._follow(self.round)
+        if outcome is not None:
+            self._apply(outcome)
+        if self.round is not None and self.round.over:
+            self._end_round()
 
     def _landing(self, task_id: str) -> bool:
         task = self.tasks.index.live.get(task_id)
         return task is not None and task.status is TaskStatus.LANDING
-
-    def _hand(self, step: policy.Step) -> None:
-        self.handed = _Handed(0, step)  # numbered when a worker claims it
 
     def _next_step_id(self) -> int:
         """A step number never handed out before, not even before a restart (stored)."""
@@ -196,78 +205,93 @@ class Landing:
         self.store.set_meta(STEP_KEY, str(last))
         return last
 
+    def _follow(self, rnd: policy.Round | None) -> None:
+        """The steps follow the round: a dropped step's check under way is said stopped."""
+        for handed in self.steps.sync(rnd):
+            self._restarted(handed)
+
+    def _restarted(self, handed: Handed) -> None:
+        """A step dropped or handed out again: the check its last worker started is said
+        stopped (its `landing_check_finished`, verdict `stopped`)."""
+        if handed.check is not None:
+            fields = {**handed.fields(), "check": handed.check}
+            self.store.emit(EventType.LANDING_CHECK_FINISHED, **fields, verdict=STOPPED)
+            handed.check = None
+
+    def _end_round(self) -> None:
+        """The round is over: its steps stop mattering, the queue keeps those still waiting."""
+        self.round = None
+        self._follow(None)
+        self.queue = [t for t in self.queue if self._landing(t)]
+
     def _void_round(self) -> None:
         """Forget the round (a candidate left the queue, the check changed): start again."""
-        self.round = None
-        self.handed = None
-        self.queue = [t for t in self.queue if self._landing(t)]
+        self._end_round()
 
     # -- a worker's calls -------------------------------------------------------------------------
 
     def claim(self, worker: str, timeout_s: float) -> dict[str, Any] | None:
-        """The step to run now, for `worker`: one at a time, handed again once its claim lapses."""
+        """The step to run now, for `worker`: its own again, one nobody holds, or one more of
+        the round (up to `parallel` at once); None when there is nothing for it."""
         self._check_round()
-        if self.handed is None and self.halted is None and any(map(self._landing, self.queue)):
+        now = self.clock()
+        handed = self.steps.claimable(worker, now) if self.halted is None else None
+        if handed is None and self._may_add(now):
             with self.transition():
-                while self.handed is None and self._start_round(hand=True):
-                    pass  # rounds with nothing to check land; stop at one with a step
-        handed, now = self.handed, self.clock()
+                self._add_step()
+            handed = self.steps.claimable(worker, now)
         if handed is None or self.round is None:
             return None
         if handed.worker not in (None, worker):
-            if self._held(handed, now):
-                return None  # another worker runs it
-            silent = handed.worker
-            log.info("landing step %s: %s fell silent; handed to %s", handed.id, silent, worker)
+            log.info("landing step %s: %s fell silent; handed to %s", handed.id, handed.worker,
+                     worker)  # fmt: skip
         with self.transition():  # a lapsed claim's result is refused from now on
-            handed.id = self._next_step_id()
-        handed.worker = worker
+            self._restarted(handed)
+            step_id = self._next_step_id()
         per_check = timeout_s + self.stale_after
-        handed.until = now + timedelta(seconds=per_check * max(1, len(handed.step.checks)))
-        self._heard(handed)
+        self.steps.claim(handed, worker, step_id, per_check * max(1, len(handed.step.checks)))
         commands = self.checks.known()
-        step = handed.step
         return {
-            "step": handed.id,
-            "purpose": step.purpose,
-            "batch": list(self.round.candidates[: step.prefix]),
-            "base": self.round.base,
-            "checks": [{"name": n, "command": commands.get(n, "")} for n in step.checks],
+            **handed.fields(),
+            "checks": [{"name": n, "command": commands.get(n, "")} for n in handed.step.checks],
             "beat_s": self.stale_after / BEATS_PER_STALE,
         }
+
+    def _may_add(self, now: datetime) -> bool:
+        """Whether a claim may start a round or add a step to the one in progress."""
+        if self.halted is not None or self.steps.claimed(now) >= self.parallel:
+            return False
+        return self.round is not None or any(map(self._landing, self.queue))
+
+    def _add_step(self) -> None:
+        """Start a round (rounds with nothing to check land on the way) or add one step."""
+        if self.round is None:
+            while self.round is None and self._start_round(hand=True):
+                pass
+        elif len(self.steps.steps) < self.parallel:
+            self._propose()
 
     def beat(self, step_id: int) -> dict[str, Any]:
         """The worker running step `step_id` is alive (memory only); `NotOwner` once it is over."""
         handed, _ = self._current(step_id)
-        self._heard(handed)
+        self.steps.heard(handed)
         return {"step": step_id}
-
-    def _heard(self, handed: _Handed) -> None:
-        handed.heard, handed.deaf_at = self.clock(), self.deaf_seconds()
-
-    def _held(self, handed: _Handed, now: datetime) -> bool:
-        """Whether `handed`'s claim holds: its worker was heard within `stale_after` (time the
-        server could not listen not counted, as for a runner) and its hard end is not past."""
-        if handed.worker is None or handed.heard is None or handed.until is None:
-            return False
-        deaf = max(0.0, self.deaf_seconds() - handed.deaf_at)
-        heard = handed.heard + timedelta(seconds=deaf)
-        return handed.until > now and heard >= now - timedelta(seconds=self.stale_after)
 
     def _check_round(self) -> None:
         """A round whose candidate left (cancelled, reset) or whose base moved starts again."""
         rnd = self.round
         if rnd is None:
             return
-        if rnd.base != self.tasks.landed or not all(self._landing(t) for t in rnd.candidates):
+        waiting = rnd.candidates[rnd.landed :]
+        if rnd.base + rnd.landed != self.tasks.landed or not all(map(self._landing, waiting)):
             with self.transition():
                 self._void_round()
                 self.settle()
 
-    def _current(self, step_id: int) -> tuple[_Handed, policy.Round]:
+    def _current(self, step_id: int) -> tuple[Handed, policy.Round]:
         self._check_round()
-        handed, rnd = self.handed, self.round
-        if handed is None or rnd is None or not handed.id or handed.id != step_id:
+        handed, rnd = self.steps.find(step_id), self.round
+        if handed is None or rnd is None:
             raise NotOwner(
                 f"landing step {step_id} is over (the queue moved on); claim a new one",
                 {"step": step_id},
@@ -275,19 +299,18 @@ class Landing:
         return handed, rnd
 
     def started(self, step_id: int, check: str) -> None:
-        """`landing_check_started` for one check of the current step."""
-        handed, rnd = self._current(step_id)
-        self._heard(handed)
+        """`landing_check_started` for one check of the step."""
+        handed, _ = self._current(step_id)
+        self.steps.heard(handed)
+        handed.check = check
         with self.transition():
-            self.store.emit(
-                EventType.LANDING_CHECK_STARTED, **self._step_fields(handed, rnd, check)
-            )
+            self.store.emit(EventType.LANDING_CHECK_STARTED, **handed.fields(), check=check)
 
     def preimages(self, step_id: int) -> dict[str, Any]:
         """What the step's view puts back: every leased file not held by its candidates."""
-        handed, rnd = self._current(step_id)
-        self._heard(handed)
-        keep = rnd.candidates[: handed.step.prefix]
+        handed, _ = self._current(step_id)
+        self.steps.heard(handed)
+        keep = handed.batch
         rows = self.store.preimages_except(keep)
         files = self.files.view_files(rows, self.leases.holders_on)
         unrestorable = uncovered(self.leases.holders, files, lambda holder: holder not in keep)
@@ -297,35 +320,39 @@ class Landing:
         """Apply a step's verdicts (one per check run, in order; a failure may end it early)."""
         handed, rnd = self._current(step_id)
         verdicts = {str(r["check"]): str(r["verdict"]) for r in results}
+        handed.check = None
         with self.transition():
             for r in results:
-                fields = self._step_fields(handed, rnd, str(r["check"]))
+                fields = {**handed.fields(), "check": str(r["check"])}
                 self.store.emit(EventType.LANDING_CHECK_FINISHED, **fields, **_finished(r))
             if any(v == DID_NOT_RUN for v in verdicts.values()):
                 return self._could_not_run(handed, results)
-            step = handed.step
             failed = [n for n, v in verdicts.items() if v != policy.PASSED]
-            if not failed and not all(n in verdicts for n in step.checks):
+            if not failed and not all(n in verdicts for n in handed.step.checks):
                 raise InvalidState(
-                    f"landing step {step_id}: checks {list(step.checks)} not all reported",
+                    f"landing step {step_id}: checks {list(handed.step.checks)} not all reported",
                     {"step": step_id},
                 )
-            self.round, nxt = policy.advance(rnd, step, verdicts)
-            self.handed = None
             if failed:  # the latest failure is the one the blamed task is told
                 self.failure = (failed[0], _tail(results, failed[0]))
-            while isinstance(nxt, policy.Step) and not nxt.checks:
-                self.round, nxt = policy.advance(self.round, nxt, {})
-            if isinstance(nxt, policy.Outcome):
-                self._apply(nxt, *self.failure)
-            else:
-                self._hand(nxt)
+            self._recorded(*policy.record(rnd, handed.step, verdicts))
             self.settle()
         self.kick()
         return {"applied": True}
 
+    def _recorded(self, rnd: policy.Round, outcome: policy.Outcome | None) -> None:
+        """The round after a step's verdicts: land what it decided, end it or go on."""
+        self.round = rnd
+        self._follow(rnd)
+        if outcome is not None:
+            self._apply(outcome, *self.failure)
+        if self.round is None or self.round.over:
+            self._end_round()
+        elif not self.steps.steps:
+            self._propose()
+
     def _could_not_run(
-        self, handed: _Handed, results: Sequence[Mapping[str, Any]]
+        self, handed: Handed, results: Sequence[Mapping[str, Any]]
     ) -> dict[str, Any]:
         """No verdict: hand the step out again; too many times halts landing."""
         handed.infra += 1
@@ -335,32 +362,23 @@ class Landing:
             self._halt(check, _tail(results, check), HaltCause.COULD_NOT_RUN)
         return {"applied": False}
 
-    def _step_fields(self, handed: _Handed, rnd: policy.Round, check: str) -> dict[str, Any]:
-        return {
-            "step": handed.id,
-            "check": check,
-            "batch": list(rnd.candidates[: handed.step.prefix]),
-            "purpose": handed.step.purpose,
-            "base": rnd.base,
-        }
-
     # -- outcomes -----------------------------------------------------------------------------------
 
     def _apply(self, outcome: policy.Outcome, check: str = "", output: str = "") -> None:
-        """Land what lands (in order), rework the blamed task, or halt; the round is over."""
+        """Land what lands (in order, on the landed tree the passing prefix was checked on),
+        rework the blamed task, or halt (which ends the round)."""
         rnd = self.round
         assert rnd is not None
         now = self.clock()
-        checks = list(policy.checks_for(rnd, len(outcome.land))) if outcome.land else []
-        for task_id in outcome.land:
-            self._land(task_id, now, list(rnd.candidates[: len(outcome.land)]), rnd.base, checks)
+        if outcome.land:
+            first = rnd.candidates.index(outcome.land[0])
+            checks = list(policy.checks_for(rnd, first + len(outcome.land)))
+            for task_id in outcome.land:
+                self._land(task_id, now, list(outcome.land), rnd.base + first, checks)
         if outcome.blamed is not None:
             self._blame(outcome.blamed, check, output, now)
         if outcome.halt is not None:
             self._halt(check, output, outcome.halt)
-        self.round = None
-        self.handed = None
-        self.queue = [t for t in self.queue if self._landing(t)]
 
     def _land(
         self, task_id: str, now: datetime, batch: list[str], base: int, checks: list[str]
@@ -434,8 +452,7 @@ class Landing:
         }
         self.store.set_meta(HALT_KEY, json.dumps(self.halted))
         self.store.emit(EventType.LANDING_HALTED, **self.halted)
-        self.round = None
-        self.handed = None
+        self._end_round()
 
     # -- the operator's calls -------------------------------------------------------------------
 
@@ -452,26 +469,19 @@ class Landing:
         return {"resumed": was is not None, "was": was}
 
     def state(self) -> dict[str, Any]:
-        """The queue, the step in progress, the halt: what `codefleet landing` shows."""
+        """The queue, the steps in progress, the halt: what `codefleet landing` shows (`step`
+        is the first of `steps`, as before steps ran in parallel)."""
         self._check_round()
-        handed, rnd = self.handed, self.round
-        step = None
-        if handed is not None and rnd is not None:
-            step = {
-                "step": handed.id,
-                "purpose": handed.step.purpose,
-                "batch": list(rnd.candidates[: handed.step.prefix]),
-                "checks": list(handed.step.checks),
-                "worker": handed.worker if self._held(handed, self.clock()) else None,
-                "base": rnd.base,
-            }
+        steps = [self.steps.shown(h) for h in self.steps.steps] if self.round else []
         return {
             "integration": self.integration,
             "queue": [t for t in self.queue if self._landing(t)],
             "landed": self.tasks.landed,
-            "step": step,
+            "step": steps[0] if steps else None,
+            "steps": steps,
             "halted": self.halted,
             "batch": self.batch,
+            "parallel": self.parallel,
         }
 
 

@@ -42,6 +42,7 @@ class EngineConfig:
     max_cost_hard: bool = _default("max_cost_hard")  # a spent budget also stops running attempts
     lease_wait: float = _default("lease_wait")  # how long a refused write may park (0: never)
     landing_batch: int = _default("landing_batch")  # waiting tasks one landing check takes
+    landing_parallel: int = _default("landing_parallel")  # landing steps in flight at once
     # a verify that is the integration check runs at the session's end too (else: at landing)
     verify_before_landing: bool = _default("verify_before_landing")
     # a file held by a task waiting to land may pass on to its next writer (`policy.stacks`)

@@ -1,23 +1,29 @@
-"""The landing policy: a merge queue's rounds as one pure function per step.
+"""The landing policy: a merge queue's rounds as pure functions over a frozen `Round`.
 
 A round takes the first tasks of the landing queue (the *candidates*, in the
 order they finished) and asks which of them may land on the landed base. Its
-steps each check one *prefix*: the landed base plus the first `n` candidates
-(`n == 0` is the base alone). The round starts with the whole batch; a
-failing prefix is bisected (prefixes only, so whatever lands, lands in
-order) down to the first candidate whose prefix fails. Before that candidate
-is blamed, its failing prefix runs the failed checks once more (`CONFIRM`): a
-failure that does not repeat is a flaky check, nobody is blamed and landing
-halts; one that repeats blames it, everything before it lands, everything
-after it stays queued for the next round on the new base.
+steps each check one *prefix*: the round's base plus the first `n` candidates
+(`n == 0` is the base alone). `propose` says which steps to run now beside
+the ones running (one per free worker), `record` applies one step's verdicts.
+The round starts with a batch (`BATCH`); a worker free while it runs checks a
+longer prefix ahead (`AHEAD`: the next batch on top of this one). The longest
+prefix known to pass (`lo`) lands at once, in order: it was checked on exactly
+that base plus exactly those candidates, so the steps still running on longer
+prefixes stay valid. A failing prefix (`hi`, the shortest known to fail) is
+searched for its first breaker with as many prefixes between `lo` and `hi` at
+once as there are free workers (one: halving). Before the candidate at `hi` is
+blamed, its prefix runs the failed checks once more (`CONFIRM`): a failure that
+does not repeat is a flaky check, nobody is blamed and landing halts; one that
+repeats blames it. A step whose answer can no longer matter (a prefix not
+between `lo` and `hi`) leaves `running`: its result is ignored.
 
-The base alone (`BASE`) answers two questions, each once per round: a failing
-integration check, while no prefix has passed, is run on the base (the base
-fails too: nobody is blamed, landing halts); a check that could not start
-(exit 126/127, `UNRUNNABLE`) is run on the base unless a passing prefix
-already ran it (it cannot start there either: the environment lacks its
-program, landing halts; it starts: the candidates broke it, which is theirs
-to answer for). docs/checks.md, "Landing"; decisions 0141 and 0153.
+The landed tree alone (`BASE`, the prefix of what already landed this round)
+answers two questions, each once per round: a failing integration check, while
+no prefix has passed, is run there (it fails too: nobody is blamed, landing
+halts); a check that could not start (exit 126/127, `UNRUNNABLE`) is run there
+unless a passing prefix already ran it (it cannot start there either: the
+environment lacks its program, landing halts; it starts: the candidates broke
+it). docs/checks.md, "Landing"; decisions 0141, 0153 and 0160.
 
 Which checks a prefix runs: the integration check (if any), plus the `verify`
 check of each candidate in it, each name once. A lone candidate whose verify
@@ -29,6 +35,7 @@ database.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Final
@@ -36,6 +43,7 @@ from typing import Final
 from codefleet.models import HaltCause
 
 __all__ = [
+    "AHEAD",
     "BASE",
     "BATCH",
     "BISECT",
@@ -45,15 +53,18 @@ __all__ = [
     "Outcome",
     "Round",
     "Step",
-    "advance",
     "checks_for",
-    "first_step",
+    "extend",
+    "propose",
+    "record",
 ]
 
-BATCH: Final = "batch"  # the whole batch on the base
+BATCH: Final = "batch"  # the round's first batch on the base
+AHEAD: Final = "ahead"  # a longer prefix, checked while a shorter one runs (the next batch)
 BISECT: Final = "bisect"  # a shorter prefix, to find the first breaker
-BASE: Final = "base"  # the base alone: is the landed tree itself broken? does the check start?
+BASE: Final = "base"  # the landed tree alone: is it broken itself? does the check start?
 CONFIRM: Final = "confirm"  # the failing prefix once more, before its last candidate is blamed
+PREFIXES: Final = frozenset({BATCH, AHEAD, BISECT})  # steps whose answer moves `lo` or `hi`
 # A check's verdict words (a worker's; any other reported word is a failure that ran).
 PASSED: Final = "passed"
 UNRUNNABLE: Final = "unrunnable"  # its program could not start (exit 126/127)
@@ -70,7 +81,7 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What a round decided: these land (in order), this one is blamed, or landing halts."""
+    """What a step decided: these land now (in order), this one is blamed, or landing halts."""
 
     land: tuple[str, ...] = ()
     blamed: str | None = None
@@ -86,11 +97,15 @@ class Round:
     integration: str | None
     verify: Mapping[str, str | None]  # candidate -> its verify check
     verified_on: Mapping[str, int | None]  # candidate -> the base its own verify passed on
+    batch: int = 0  # the most candidates a BATCH or AHEAD step adds (0: all of them)
     lo: int = 0  # the longest prefix known to pass (0: the base, assumed until shown not)
     hi: int | None = None  # the shortest prefix known to fail
-    base_ran: tuple[str, ...] = ()  # the checks the base alone ran this round
+    landed: int = 0  # the first `landed` candidates have landed (never more than `lo`)
+    base_ran: tuple[str, ...] = ()  # the checks the landed tree alone ran this round
     failed: tuple[str, ...] = ()  # the checks that failed at `hi`
     unrunnable: tuple[str, ...] = ()  # those of them that could not start
+    running: tuple[Step, ...] = ()  # the steps handed out whose answer still matters
+    over: bool = False  # decided: nothing runs and nothing is left to ask
 
 
 def checks_for(rnd: Round, prefix: int) -> tuple[str, ...]:
@@ -106,68 +121,148 @@ def checks_for(rnd: Round, prefix: int) -> tuple[str, ...]:
     return tuple(names)
 
 
-def first_step(rnd: Round) -> Step | Outcome:
-    """The batch check, or at once an outcome when the whole batch has nothing to check."""
-    whole = len(rnd.candidates)
-    checks = checks_for(rnd, whole)
-    if not checks:
-        return Outcome(land=rnd.candidates)
-    return Step(whole, BATCH, checks)
+def extend(
+    rnd: Round,
+    more: tuple[str, ...],
+    verify: Mapping[str, str | None],
+    verified_on: Mapping[str, int | None],
+) -> Round:
+    """The round with `more` candidates queued after its own (prefixes it knows stay true)."""
+    if not more:
+        return rnd
+    return replace(
+        rnd,
+        candidates=rnd.candidates + more,
+        verify={**rnd.verify, **{t: verify.get(t) for t in more}},
+        verified_on={**rnd.verified_on, **{t: verified_on.get(t) for t in more}},
+    )
 
 
-def advance(rnd: Round, step: Step, verdicts: Mapping[str, str]) -> tuple[Round, Step | Outcome]:
+def propose(rnd: Round, free: int) -> tuple[Round, tuple[Step, ...], Outcome | None]:
+    """Up to `free` steps to run now beside the running ones (now `running`), and what
+    lands at once: a prefix with nothing to check passes without a worker."""
+    steps: list[Step] = []
+    landed: list[str] = []
+    while len(steps) < free and not rnd.over:
+        step = _wanted(rnd)
+        if step is None:
+            break
+        rnd = replace(rnd, running=(*rnd.running, step))
+        if step.checks:
+            steps.append(step)
+            continue
+        rnd, outcome = record(rnd, step, {})
+        landed += outcome.land if outcome else ()
+    return (
+        rnd,
+        tuple(s for s in steps if s in rnd.running),
+        Outcome(tuple(landed)) if landed else None,
+    )
+
+
+def record(rnd: Round, step: Step, verdicts: Mapping[str, str]) -> tuple[Round, Outcome | None]:
     """The round after `step`'s `verdicts` (check -> verdict word, for the checks it ran), and
-    what comes next: another step or the outcome. A step that ran all its checks and
-    failed none passed; one with no failure must have run them all (the caller's to check)."""
+    what it decides now (None: nothing yet). A step no longer `running` changes nothing. A
+    step that ran all its checks and failed none passed (the caller checks it ran them all)."""
+    if step not in rnd.running:
+        return rnd, None
+    rnd = replace(rnd, running=tuple(s for s in rnd.running if s != step))
     ran = tuple(n for n in step.checks if n in verdicts)
     failed = tuple(n for n in ran if verdicts[n] != PASSED)
     unrunnable = tuple(n for n in failed if verdicts[n] == UNRUNNABLE)
     if step.purpose == BASE:
         return _after_base(replace(rnd, base_ran=rnd.base_ran + ran), failed, unrunnable)
     if step.purpose == CONFIRM:
-        return rnd, _after_confirm(rnd, failed)
+        return _end(rnd, _after_confirm(rnd, failed))
     if failed:
         rnd = replace(rnd, hi=step.prefix, failed=failed, unrunnable=unrunnable)
     else:
         rnd = replace(rnd, lo=step.prefix)
-    return rnd, _next(rnd)
+    return _settled(rnd)
+
+
+def _settled(rnd: Round) -> tuple[Round, Outcome | None]:
+    """Drop the steps that can no longer matter, land what is known to pass, say if it is over."""
+    land = rnd.candidates[rnd.landed : rnd.lo]
+    rnd = replace(rnd, landed=rnd.lo)
+    rnd = replace(rnd, running=tuple(s for s in rnd.running if _matters(rnd, s)))
+    rnd = replace(rnd, over=rnd.hi is None and not rnd.running)
+    return rnd, Outcome(land) if land else None
+
+
+def _matters(rnd: Round, step: Step) -> bool:
+    if step.purpose == BASE:
+        return step.prefix == rnd.landed
+    if step.purpose == CONFIRM:
+        return step.prefix == rnd.hi
+    return rnd.lo < step.prefix and (rnd.hi is None or step.prefix < rnd.hi)
+
+
+def _end(rnd: Round, outcome: Outcome) -> tuple[Round, Outcome]:
+    return replace(rnd, landed=rnd.lo, running=(), over=True), outcome
 
 
 def _after_base(
     rnd: Round, failed: tuple[str, ...], unrunnable: tuple[str, ...]
-) -> tuple[Round, Step | Outcome]:
-    """The base alone: a check that cannot start there, or an integration check that fails
-    there, halts; a check that started (passing or not) leaves the candidates to answer."""
+) -> tuple[Round, Outcome | None]:
+    """The landed tree alone: a check that cannot start there, or an integration check that
+    fails there, halts; a check that started (passing or not) leaves the candidates to answer."""
+    land = rnd.candidates[rnd.landed : rnd.lo]
     if unrunnable:
-        return rnd, Outcome(land=rnd.candidates[: rnd.lo], halt=HaltCause.CANNOT_START)
+        return _end(rnd, Outcome(land=land, halt=HaltCause.CANNOT_START))
     if rnd.integration is not None and rnd.integration in failed:
-        return rnd, Outcome(land=rnd.candidates[: rnd.lo], halt=HaltCause.FAILS_ALONE)
-    return rnd, _next(rnd)
+        return _end(rnd, Outcome(land=land, halt=HaltCause.FAILS_ALONE))
+    return rnd, None
 
 
 def _after_confirm(rnd: Round, failed: tuple[str, ...]) -> Outcome:
     """The failing prefix ran again: it failed again (blame its last candidate) or passed."""
-    land = rnd.candidates[: rnd.lo]
+    land = rnd.candidates[rnd.landed : rnd.lo]
     if not failed:
         return Outcome(land=land, halt=HaltCause.FLAKY)
     assert rnd.hi is not None
     return Outcome(land=land, blamed=rnd.candidates[rnd.hi - 1])
 
 
-def _next(rnd: Round) -> Step | Outcome:
-    if rnd.hi is None:  # nothing failed: the longest prefix checked passed
-        return Outcome(land=rnd.candidates[: rnd.lo])
+def _wanted(rnd: Round) -> Step | None:
+    """The next step the round wants beside the running ones (None: none for now)."""
+    if rnd.hi is None:
+        return _ahead(rnd)
+    purposes = {s.purpose for s in rnd.running}
     base = _base_checks(rnd)
-    if base:
-        return Step(0, BASE, base)
-    if rnd.hi - rnd.lo == 1:
+    if base and BASE not in purposes:
+        return Step(rnd.landed, BASE, base)
+    if rnd.hi - rnd.lo == 1:  # the first breaker is found: confirm it, the base question first
+        if base or purposes & {BASE, CONFIRM}:
+            return None
         return Step(rnd.hi, CONFIRM, rnd.failed)
-    middle = (rnd.lo + rnd.hi) // 2
-    return Step(middle, BISECT, checks_for(rnd, middle))
+    middle = _split(rnd.lo, rnd.hi, [s.prefix for s in rnd.running if s.purpose in PREFIXES])
+    return None if middle is None else Step(middle, BISECT, checks_for(rnd, middle))
+
+
+def _ahead(rnd: Round) -> Step | None:
+    """Nothing failed yet: the first batch, or the next one on top of the longest running."""
+    tops = [s.prefix for s in rnd.running if s.purpose in PREFIXES]
+    top = max(tops, default=rnd.lo)
+    if top >= len(rnd.candidates):
+        return None
+    prefix = min(top + (rnd.batch or len(rnd.candidates)), len(rnd.candidates))
+    return Step(prefix, AHEAD if tops else BATCH, checks_for(rnd, prefix))
+
+
+def _split(lo: int, hi: int, running: list[int]) -> int | None:
+    """The middle of the widest gap between `lo`, the running prefixes and `hi` (the lowest
+    of equals), so that k prefixes at once cut the range in k + 1 parts; None: no gap left."""
+    marks = sorted({lo, hi, *(p for p in running if lo < p < hi)})
+    gaps = [(b - a, -a) for a, b in itertools.pairwise(marks) if b - a > 1]
+    if not gaps:
+        return None
+    width, start = max(gaps)
+    return -start + width // 2
 
 
 def _base_checks(rnd: Round) -> tuple[str, ...]:
-    """What the base alone must run before bisecting on (see the module docstring)."""
+    """What the landed tree alone must run before the breaker is blamed (module docstring)."""
     wanted: list[str] = []
     if rnd.lo == 0 and rnd.integration is not None and rnd.integration in rnd.failed:
         wanted.append(rnd.integration)

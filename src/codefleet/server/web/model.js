@@ -237,12 +237,14 @@ function foldLanding(h, event, at, body) {
   l.seen = true;
 }
 
-/** The landing check under way, the halt in force (null when none), the last landing order. */
+/** The landing check under way (the latest started; `runningAll`: every one, steps run in
+ * parallel), the halt in force (null when none), the last landing order. */
 export function landingNow(model) {
   const l = model.history.landing;
   const halt = l.halts.at(-1);
   return {
     running: l.checks.findLast((c) => c.verdict === null) ?? null,
+    runningAll: l.checks.filter((c) => c.verdict === null),
     halted: halt && !Number.isFinite(halt.resumedAt) ? halt : null,
     lastOrder: Math.max(0, ...l.orders.values()),
   };

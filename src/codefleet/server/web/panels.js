@@ -277,15 +277,15 @@ export function renderLanding(container, view) {
   const waiting = [...l.queue.keys()].filter((id) => !tasks.has(id) || tasks.get(id).status === "landing");
   for (const t of tasks.values()) if (t.status === "landing" && !waiting.includes(t.id)) waiting.push(t.id);
   if (!l.seen && !waiting.length) return fill(container, h("p", { class: "empty", text: "Nothing has waited to land yet." }));
-  const { running, halted, lastOrder } = landingNow(model);
+  const { runningAll, halted, lastOrder } = landingNow(model);
   const queue = waiting.length
     ? h("ol", { class: "landing-queue", "aria-label": "Tasks waiting to land, in order" }, waiting.map((id) => {
         const q = l.queue.get(id);
         return h("li", { "data-queued": id }, h("strong", { text: id }), ` ${truncate(model.title(id), 40)}`, q ? h("span", { class: "muted small", text: ` · waiting ${fmtDuration(now - q.at)}` }) : null);
       }))
     : h("p", { class: "empty", "data-queued": "", text: "No task is waiting to land." });
-  const check = running
-    ? h("p", { class: "landing-check", "data-check": running.purpose }, "Checking ", h("strong", { text: checkWords(running) }), ` for ${fmtDuration(now - running.start)}.`)
+  const check = runningAll.length
+    ? runningAll.map((running) => h("p", { class: "landing-check", "data-check": running.purpose }, "Checking ", h("strong", { text: checkWords(running) }), ` for ${fmtDuration(now - running.start)}.`))
     : h("p", { class: "muted small landing-check", text: halted ? "No check runs while landing is halted." : "No landing check is running." });
   const head = h("p", { class: "landing-last", "data-last-order": lastOrder }, lastOrder ? `Last landed #${lastOrder}` : "Nothing landed yet", ` · ${plural(l.checks.filter((c) => c.verdict !== null).length, "landing check")} run · ${plural(l.breaks.length, "integration break")}`);
   fill(container, head, h("h3", { text: `Waiting to land (${waiting.length})` }), queue, check, landedTable(model, l), breakList(model, l));
