@@ -4,10 +4,11 @@ Most tasks of the graph change their own function of one hub module (`hub.py`);
 the rest write their own file. Each task reads the hub, thinks, edits its
 function, thinks, edits it again (scripted, through the real gate, server, store,
 runners and landing worker). Each configuration (runners, lease granularity)
-runs three times on a fresh tree and server: with no integration check (the
-baseline), with the integration check `import` (which sleeps `--check-s`, then
-imports the hub) and `--no-landing-stack` (a file waiting to land is not passed
-on: before issue 53, item 2), and with it and stacking (the default).
+runs four times on a fresh tree and server: with no integration check (the
+baseline); with the integration check `import` (which sleeps `--check-s`, then
+imports the hub) as before issue 53 (`--no-landing-stack`, `--landing-parallel
+1`: a file waiting to land is not passed on, one landing step at a time); with
+stacking alone; and with the defaults (stacking, steps in parallel).
 
 Reported per run: makespan (s), its ratio to the baseline, attempts, vetoes
 (`lease_denied`), stacks (`lease_acquired` with `stacked_on`), landing checks
@@ -33,7 +34,13 @@ from codefleet.config import Settings
 from codefleet.models import Granularity
 
 PY = f'"{sys.executable}"'
-CASES = ("none", "no stack", "stack")  # the integration check and stacking of each run
+# case -> (an integration check?, stacking, landing steps at once)
+CASES = {
+    "none": (False, True, 4),
+    "before": (True, False, 1),  # before issue 53: one step at a time, no stacking
+    "stacking": (True, True, 1),
+    "after": (True, True, 4),  # the defaults: stacking, steps in parallel
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +97,10 @@ async def one_run(
         settings = Settings(
             _env_file=None, host="127.0.0.1", port=0, workdir=tree, db=base / "db.sqlite",  # type: ignore[call-arg]
             run_dir=base / "runs", tick_interval=0.05, max_attempts=50, backoff_base=0.0,
-            lease_granularity=granularity, landing_stack=case == "stack",
+            lease_granularity=granularity, landing_stack=CASES[case][1],
+            landing_parallel=CASES[case][2],
         )  # fmt: skip
-        integration = None if case == "none" else "import"
+        integration = "import" if CASES[case][0] else None
         played = await play(settings, graph, raw, runners, {"import": check}, integration)
         text = (tree / "hub.py").read_text()
     missing = [i for i in range(args.hub) if f'"r{i}-done"' not in text]
@@ -117,7 +125,12 @@ def table(rows: list[Figures]) -> str:
     baseline = {(r.runners, r.granularity): r.makespan_s for r in rows if r.case == "none"}
     for r in rows:
         ratio = r.makespan_s / baseline[(r.runners, r.granularity)]
-        what = {"none": "none", "no stack": "yes, no stacking", "stack": "yes, stacking"}[r.case]
+        what = {
+            "none": "none",
+            "before": "yes: one step at a time, no stacking (before)",
+            "stacking": "yes: stacking, one step at a time",
+            "after": "yes: stacking, steps in parallel (after)",
+        }[r.case]
         lines.append(
             f"| {r.runners} | {r.granularity} | {what} | {r.makespan_s} | {ratio:.2f} "
             f"| {r.attempts} | {r.vetoes} | {r.stacks} | {r.checks} |"
