@@ -47,16 +47,16 @@ def hub(tasks: int) -> str:
     return '"""The hub every task edits."""\n\nimport os\n' + body
 
 
-def workload(tasks: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def workload(tasks: int, think_s: float = THINK_S) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     graph, script = [], {}
     for i in range(tasks):
         task_id = f"T{i:02d}"
         graph.append({"id": task_id, "title": task_id, "description": f"change route_{i}"})
         script[task_id] = [
             {"read": "hub.py"},
-            {"sleep": THINK_S},
+            {"sleep": think_s},
             {"edit": {"path": "hub.py", "old": f'"r{i}"', "new": f'"r{i}-changed"'}},
-            {"sleep": THINK_S},
+            {"sleep": think_s},
             {"edit": {"path": "hub.py", "old": f'"r{i}-changed"', "new": f'"r{i}-done"'}},
         ]
     return graph, script

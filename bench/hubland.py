@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import hubfile
 from bench.scripted_run import play
 from codefleet.config import Settings
 from codefleet.models import Granularity
@@ -55,31 +56,18 @@ class Figures:
     checks: int
 
 
-def hub(tasks: int) -> str:
-    body = "".join(f'\n\ndef route_{i}(request):\n    return "r{i}"\n' for i in range(tasks))
-    return '"""The hub most tasks edit."""\n\nimport os\n' + body
-
-
 def workload(
     tasks: int, on_hub: int, think_s: float
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    graph, script = [], {}
-    for i in range(tasks):
+    """`hubfile`'s tasks on the hub for the first `on_hub`, then tasks on their own file."""
+    graph, script = hubfile.workload(on_hub, think_s)
+    for i in range(on_hub, tasks):
         task_id = f"T{i:02d}"
-        graph.append({"id": task_id, "title": task_id, "description": f"change route_{i}"})
-        if i >= on_hub:
-            script[task_id] = [
-                {"sleep": think_s},
-                {"write": {"path": f"own_{i}.py", "content": f"X = {i}\n"}},
-                {"sleep": think_s},
-            ]
-            continue
+        graph.append({"id": task_id, "title": task_id, "description": f"write own_{i}.py"})
         script[task_id] = [
-            {"read": "hub.py"},
             {"sleep": think_s},
-            {"edit": {"path": "hub.py", "old": f'"r{i}"', "new": f'"r{i}-changed"'}},
+            {"write": {"path": f"own_{i}.py", "content": f"X = {i}\n"}},
             {"sleep": think_s},
-            {"edit": {"path": "hub.py", "old": f'"r{i}-changed"', "new": f'"r{i}-done"'}},
         ]
     return graph, script
 
@@ -93,7 +81,7 @@ async def one_run(
         base = Path(scratch)
         tree = base / "tree"
         tree.mkdir()
-        (tree / "hub.py").write_text(hub(args.hub))
+        (tree / "hub.py").write_text(hubfile.hub(args.hub))
         settings = Settings(
             _env_file=None, host="127.0.0.1", port=0, workdir=tree, db=base / "db.sqlite",  # type: ignore[call-arg]
             run_dir=base / "runs", tick_interval=0.05, max_attempts=50, backoff_base=0.0,
