@@ -96,6 +96,7 @@ from codefleet.fleet.tools.inbox import Inbox
 from codefleet.fleet.tools.resourcecalls import DEFAULT_RESOURCE_WAIT_S
 from codefleet.models import (
     DEFAULT_RECONCILE_ROUNDS,
+    DEFAULT_REPAIR_TURNS,
     CheckPurpose,
     ErrorKind,
     Granularity,
@@ -151,6 +152,7 @@ class RunnerOptions:
     shell_network: bool = False  # ... and its commands may use the network
     shell_config: ShellConfig | None = None  # how commands run here; None: they cannot
     reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS  # `fleet.reconcile`
+    repair_turns: int = DEFAULT_REPAIR_TURNS  # `fleet.repair`: a failed verify's repair turns
     no_questions: bool = False  # unattended: `ask_operator` answers NO_ANSWER at once
     # What a write leases: wins over the task's `lease_granularity`; None: the task's,
     # else the server's (decision 0146)
@@ -475,6 +477,11 @@ class Runner:
         )
         checker = self._checker(gate, commands, task.attempts, resources, fresh)
         inbox = Inbox(task)
+        started = time.monotonic()
+
+        async def verify(report: AttemptReport) -> AttemptReport:
+            return await self._verify(task, checker, report, started)
+
         attempt = Attempt(
             task,
             gate,
@@ -487,8 +494,9 @@ class Runner:
             inbox=inbox,
             ask=self._asker(task.id, inbox) if task.ask else None,
             reads=reads,
+            verify=verify,
+            repair_turns=self.options.repair_turns,
         )
-        started = time.monotonic()
         self.inbox = attempt.inbox
         try:
             report = await self._execute(attempt)
@@ -497,8 +505,8 @@ class Runner:
                     await self._beat(attempt.inbox)
         finally:
             self.inbox = Inbox()
-        if report is not None and not gate.fenced:
-            report = await self._verify(attempt, report, started)
+        if report is not None and not gate.fenced and not attempt.repairs.verified:
+            report = await verify(report)  # an executor that does not end in `fleet.repair`
         if report is None or gate.fenced:
             raise Fenced  # drop the result: the server already took the task back
         if self.clone is not None:
@@ -624,23 +632,23 @@ class Runner:
         return CommandRunner(gate, task.attempts, config)
 
     async def _verify(
-        self, attempt: Attempt, report: AttemptReport, started: float
+        self, task: AssignedTask, checks: Checker | None, report: AttemptReport, started: float
     ) -> AttemptReport:
         """Run the task's `verify` check after a successful session; failure -> verify_failed.
 
         A check whose program cannot start is `check_unrunnable`: the task fails at once.
         """
-        name = attempt.task.verify
+        name = task.verify
         if not report.ok or not name:
             return report
-        if attempt.task.verify_at_landing:  # the same check runs before it lands: said, not run
+        if task.verify_at_landing:  # the same check runs before it lands: said, not run
             with contextlib.suppress(Exception):  # a record; the landing check is the gate
                 await self.client.check_event(
-                    attempt.task_id,
+                    task.id,
                     self.agent_id,
                     self.epoch,
                     {
-                        "attempt": attempt.number,
+                        "attempt": task.attempts,
                         "name": name,
                         "phase": "deferred",
                         "purpose": CheckPurpose.VERIFY,
@@ -648,7 +656,7 @@ class Runner:
                 )
             summary = f"{report.summary or 'done'} (verify: check {name} runs at landing)"
             return replace(report, summary=summary)
-        if attempt.checks is None:
+        if checks is None:
             return replace(
                 report,
                 ok=False,
@@ -656,7 +664,7 @@ class Runner:
                 error=f"task verifies with check {name!r} but no check is defined",
             )
         left = self.task_timeout - (time.monotonic() - started)
-        result = await attempt.checks.run(name, CheckPurpose.VERIFY, timeout=max(1.0, left))
+        result = await checks.run(name, CheckPurpose.VERIFY, timeout=max(1.0, left))
         if result.passed:
             how = "passed on this same content before" if result.reused else "passed"
             summary = f"{report.summary or 'done'} (verified: check {name} {how})"
@@ -665,7 +673,7 @@ class Runner:
             kind = ErrorKind.CHECK_UNRUNNABLE
         else:
             kind = ErrorKind.INFRA if result.infra else ErrorKind.VERIFY_FAILED
-        error = result.failure_text(attempt.task.id)
+        error = result.failure_text(task.id)
         return replace(report, ok=False, error=error, error_kind=kind)
 
     async def _execute(self, attempt: Attempt) -> AttemptReport | None:

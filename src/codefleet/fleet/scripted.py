@@ -56,6 +56,11 @@ tools of the same names call (`fleet.tools.resourcecalls.ResourceTools`): a reso
 another task holds ends the attempt as a veto naming it; `next_number` with
 `write` writes PATH formatted with the number (`{number:04d}`); the values
 handed out are kept in `numbers` and `ports`.
+A repair turn is a follow-up turn too (`fleet.repair`): after a failed verify
+it is the session's next turn; after a failed landing check the task's next
+attempt resumes the session (`AssignedTask.repair_session`) and plays its next
+turn, so `attempt: N` there names the attempt that started the session, and
+`expect_followup` reads the repair message.
 A task with no script succeeds without writing anything.
 """
 
@@ -72,7 +77,7 @@ import yaml
 
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.fleet.executor import Attempt
-from codefleet.fleet.reconcile import settle_reads
+from codefleet.fleet.repair import finish_session, opening
 from codefleet.fleet.tools.attemptchecks import CheckResult
 from codefleet.fleet.tools.commandtool import DEFAULT_COMMAND_TIMEOUT_S, CommandResult
 from codefleet.fleet.tools.inbox import hear_operator
@@ -178,8 +183,10 @@ class _StepFailed(Exception):
 
 @dataclass
 class _Played:
-    """What one attempt has done so far (an executor is shared by every runner)."""
+    """What one session has done so far (an executor is shared by every runner)."""
 
+    session_id: str
+    attempt: int  # the attempt that started the session (a repair attempt resumes it)
     checks: list[CheckResult] = field(default_factory=list)
     cost_usd: float = 0.0  # spent in the current turn
     turn: int = 1
@@ -198,6 +205,7 @@ class ScriptedExecutor:
         self.command_results: list[tuple[str, int, CommandResult]] = []
         self.rereads: list[tuple[str, str]] = []  # (task, path): a write redone after a change
         self.followups: list[tuple[str, int, str]] = []  # (task, attempt, message) per follow-up
+        self.sessions: dict[str, _Played] = {}  # by session id: what a repair attempt resumes
         self._waits = {
             "wait_leased": self._leased_by_other,
             "wait_acquired": self._was_acquired,
@@ -211,25 +219,40 @@ class ScriptedExecutor:
 
     async def run(self, attempt: Attempt) -> AttemptReport:
         self.assignments.append(attempt.task)
-        played = _Played()
+        played = self._session(attempt)
 
         async def follow_up(message: str) -> AttemptReport:
             self.followups.append((attempt.task_id, attempt.number, message))
             played.turn, played.followup, played.cost_usd = played.turn + 1, message, 0.0
             return await self._turn(attempt, played)
 
-        first = await hear_operator(attempt.inbox, await self._turn(attempt, played), follow_up)
-        return await settle_reads(attempt, first, follow_up)
+        repair = opening(attempt)
+        if repair is not None:  # a resumed session: its next turn is the repair
+            first = await follow_up(repair)
+        else:
+            first = await hear_operator(attempt.inbox, await self._turn(attempt, played), follow_up)
+        return await finish_session(attempt, first, follow_up)
+
+    def _session(self, attempt: Attempt) -> _Played:
+        """The session a repair attempt resumes, else a new one (its first turn)."""
+        resumed = self.sessions.get(attempt.task.repair_session or "")
+        if resumed is not None:
+            resumed.checks = []
+            return resumed
+        played = _Played(f"scripted-{attempt.task_id}-{attempt.number}", attempt.number)
+        self.sessions[played.session_id] = played
+        return played
 
     async def _turn(self, attempt: Attempt, played: _Played) -> AttemptReport:
         """Play the steps of the current turn; the turn's report (its own cost)."""
         steps = self.script.get(attempt.task_id, ())
         try:
             for step in steps:
-                if step.plays(attempt.number, played.turn):
+                if step.plays(played.attempt, played.turn):
                     await self._play(step, attempt, played)
         except _StepFailed as failed:
-            return replace(failed.report, cost_usd=failed.report.cost_usd + played.cost_usd)
+            cost = failed.report.cost_usd + played.cost_usd
+            return replace(failed.report, cost_usd=cost, session_id=played.session_id)
         written = tuple(attempt.gate.written)
         return AttemptReport(
             attempt=attempt.number,
@@ -237,6 +260,7 @@ class ScriptedExecutor:
             summary=f"scripted: {len(written)} file(s) written",
             files_written=written,
             cost_usd=played.cost_usd,
+            session_id=played.session_id,
         )
 
     async def _play(self, step: Step, attempt: Attempt, played: _Played) -> None:

@@ -17,7 +17,9 @@ result decides.
 Reads: the session is a `session.conversation.Conversation`: after its first
 turn ends well, the attempt's reads are validated (`fleet.reconcile`) and a
 reconcile turn is one more user message in the same conversation; its usage
-counts to the attempt.
+counts to the attempt. So is a repair turn after a failed verify
+(`fleet.repair`); a repair attempt after a failed landing resumes the session
+that made the change (the SDK's `resume`), its first message the repair.
 
 Cancellation (the runner's wall clock, or fencing) kills the CLI process with
 SIGKILL before the SDK closes the transport, so nothing outlives the attempt.
@@ -68,7 +70,7 @@ from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITra
 
 from codefleet.attempt import AttemptReport
 from codefleet.fleet.executor import Attempt
-from codefleet.fleet.reconcile import settle_reads
+from codefleet.fleet.repair import finish_session, opening
 from codefleet.fleet.tools.attemptchecks import CHECK_TOOL
 from codefleet.fleet.tools.commandtool import COMMAND_TOOL
 from codefleet.fleet.tools.inbox import hear_operator
@@ -177,11 +179,9 @@ class SessionExecutor:
         try:
             with StderrFile(stderr_path(attempt), attempt) as stderr:
                 options = self.options(attempt, attempt_log, stderr.write)
+                prompt = opening(attempt) or attempt_prompt(attempt, self.prompt_marker)
                 outcome = await _reaping(
-                    _converse(
-                        attempt, attempt_prompt(attempt, self.prompt_marker), options, attempt_log
-                    ),
-                    attempt_log,
+                    _converse(attempt, prompt, options, attempt_log), attempt_log
                 )
             return outcome
         finally:
@@ -224,6 +224,7 @@ class SessionExecutor:
             env=env,
             hooks=hook_matchers(attempt_log, self.hook_timeout),
             system_prompt={"type": "preset", "preset": "claude_code"},
+            resume=attempt.task.repair_session,  # a repair: the session that made the change
         )
 
 
@@ -260,7 +261,7 @@ async def _converse(
 
         first = await _turn(talk, prompt, attempt, attempt_log)
         first = await hear_operator(attempt.inbox, first, None if talk.broken else follow_up)
-        return await settle_reads(attempt, first, None if talk.broken else follow_up)
+        return await finish_session(attempt, first, None if talk.broken else follow_up)
 
 
 async def _turn(

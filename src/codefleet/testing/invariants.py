@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from codefleet.api.client import FleetClient
-from codefleet.models import TERMINAL_STATUSES, EventType, TaskStatus
+from codefleet.models import TERMINAL_STATUSES, EventType, RepairCause, TaskStatus
 from codefleet.statedir import STATE_DIR
 from codefleet.toolcalls.partkeys import file_of, keys_conflict
 
@@ -360,6 +360,7 @@ _TASK_KINDS: Final = frozenset(
         EventType.TASK_CANCELLED,
         EventType.TASK_RETRIED,
         EventType.TASK_UNBLOCKED,
+        EventType.REPAIR_STARTED,
     }
 )
 
@@ -384,6 +385,9 @@ def _replay_task(replay: _Replay, event: Row) -> None:
         return
     if kind is EventType.TASK_UNBLOCKED:
         _require_deps(replay, task_id, event, "unblocked")
+    elif kind is EventType.REPAIR_STARTED:
+        if event["payload"].get("cause") == RepairCause.INTEGRATION:  # its leases are kept
+            _expect(replay, task, event, {TaskStatus.LANDING}, TaskStatus.PENDING)
     elif kind is EventType.TASK_ASSIGNED:
         _assigned(replay, task, event)
     elif kind in _MOVES:
@@ -421,7 +425,7 @@ def _assigned(replay: _Replay, task: _Task, event: Row) -> None:
         )
     _require_deps(replay, event["task_id"], event, "assigned")
     unrestored = replay.held_by(event["task_id"])
-    if unrestored:
+    if unrestored and not event["payload"].get("repair"):  # a repair resumes its own change
         replay.flag(
             "lease_outside_attempt",
             f"{event['task_id']} assigned again while {unrestored} are not restored",

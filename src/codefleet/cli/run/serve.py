@@ -60,6 +60,7 @@ def serve(
     lease_granularity: Annotated[Granularity | None, option("lease_granularity")] = None,
     landing_batch: Annotated[int | None, option("landing_batch")] = None,
     verify_before_landing: Annotated[bool | None, option("verify_before_landing")] = None,
+    repair_turns: Annotated[int | None, option("repair_turns")] = None,
     read_timeout: Annotated[float | None, option("read_timeout")] = None,
     keep_alive_timeout: Annotated[float | None, option("keep_alive_timeout")] = None,
     max_connections: Annotated[int | None, option("max_connections")] = None,

@@ -44,6 +44,8 @@ class EngineConfig:
     landing_batch: int = _default("landing_batch")  # waiting tasks one landing check takes
     # a verify that is the integration check runs at the session's end too (else: at landing)
     verify_before_landing: bool = _default("verify_before_landing")
+    # a blamed task's session repairs its change this many times before it is reworked
+    repair_turns: int = _default("repair_turns")
 
 
 # The fields that are not a `Settings` field of the same name, from the settings.

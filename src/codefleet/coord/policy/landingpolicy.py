@@ -25,6 +25,10 @@ already passed on this very base (the runner's check at the end of its
 session) does not run it again. A step's verdicts are the checks it ran, by
 name (a worker stops at the first that does not pass). No I/O, no clock, no
 database.
+
+A blamed task is *repaired* before it is reworked (`may_repair`): the session
+that made its change is resumed, told the failure, while the change stays on
+the tree (decision 0161).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Final
 
-from codefleet.models import HaltCause
+from codefleet.models import AgentKind, HaltCause, Workspace
 
 __all__ = [
     "BASE",
@@ -48,6 +52,7 @@ __all__ = [
     "advance",
     "checks_for",
     "first_step",
+    "may_repair",
 ]
 
 BATCH: Final = "batch"  # the whole batch on the base
@@ -174,3 +179,18 @@ def _base_checks(rnd: Round) -> tuple[str, ...]:
     started = checks_for(rnd, rnd.lo) if rnd.lo else ()  # a passing prefix ran them
     wanted += [n for n in rnd.unrunnable if n not in started and n not in wanted]
     return tuple(n for n in wanted if n not in rnd.base_ran)
+
+
+def may_repair(
+    session_id: str | None, repairs: int, repair_turns: int, agent: str | None, workspace: str
+) -> bool:
+    """Whether a blamed task's session repairs its change instead of a rollback and rework:
+    there is a session to resume, it has repair turns left, and its agent can resume it on
+    the tree where the change is (a Claude Code session of a runner in the shared tree; a
+    clone holds the line, not the change)."""
+    return (
+        bool(session_id)
+        and repairs < repair_turns
+        and agent in (None, AgentKind.CLAUDE)
+        and workspace == Workspace.TREE
+    )
