@@ -167,14 +167,13 @@ class TaskTable:
     # -- an attempt ----------------------------------------------------------------------
 
     def assign(self, task: LiveTask, agent_id: str, agent_name: str, now: datetime) -> None:
-        """The next attempt; a repair attempt (`repair_session`) is not charged (decision 0161)."""
+        """The next attempt (a repair attempt, `repair_session`, was made uncharged already)."""
         repair = task.repair_session is not None
         task.attempts += 1
         task.agent_id = agent_id
         task.assigned_at = now
         task.verified_on = None  # this attempt's verify has not run yet
         task.repairs = task.repairs + 1 if repair else 0
-        task.uncharged += int(repair)
         self.index.set_status(task, TaskStatus.ASSIGNED)
         at = to_iso(now)
         self.store.update_task(
@@ -187,7 +186,6 @@ class TaskTable:
             backoff_until=None,
             updated_at=at,
             repairs=task.repairs,
-            uncharged_attempts=task.uncharged,
         )
         self.store.emit(
             EventType.TASK_ASSIGNED,
@@ -200,8 +198,11 @@ class TaskTable:
 
     def await_repair(self, task: LiveTask, session_id: str, error: str, now: datetime) -> None:
         """Its landing failed: back to pending for a repair attempt that resumes `session_id`,
-        its change on the tree and its leases kept (the caller emitted `repair_started`)."""
+        its change on the tree and its leases kept (the caller emitted `repair_started`). The
+        repair attempt is not charged (decision 0161): counted so now, so it may run even
+        after the task's last charged attempt."""
         task.repair_session = session_id
+        task.uncharged += 1
         task.agent_id = None
         task.assigned_at = None
         task.backoff_until = None
@@ -219,6 +220,7 @@ class TaskTable:
             error_kind=ErrorKind.INTEGRATION_FAILED,
             blocked_on_path=None,
             repair_session=session_id,
+            uncharged_attempts=task.uncharged,
             updated_at=to_iso(now),
         )
 
