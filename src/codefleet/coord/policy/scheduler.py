@@ -292,15 +292,33 @@ def _take_back_overdue(state: FleetState, now: datetime, plan: _Plan) -> None:
             _take_back(task, ErrorKind.TIMEOUT, ReleaseReason.DEADLINE, plan, runner_gone=False)
 
 
-def _busy_scope(state: FleetState, plan: _Plan) -> Claims:
+def _busy_scope(state: FleetState, plan: _Plan, waiting: frozenset[str]) -> Claims:
     """What running tasks claim and leases hold: a part (`api.py::handle`) excludes its file
-    and itself, not the file's other parts."""
+    and itself, not the file's other parts. Leases of `waiting` tasks are left out."""
     busy = Claims()
     for task in state.in_flight:
         if task.id not in plan.taken_back:
             busy.update(task.claims)
-    busy.update(path for path, holder in state.leases if holder not in plan.taken_back)
+    busy.update(
+        path
+        for path, holder in state.leases
+        if holder not in plan.taken_back and holder not in waiting
+    )
     return busy
+
+
+def _kept_by_candidates(state: FleetState, waiting: frozenset[str]) -> dict[str, Claims]:
+    """Leases a pending task holds: a repair's, its change still on the tree (decision 0161).
+    They keep other tasks out, never the task itself."""
+    kept: dict[str, Claims] = {}
+    for path, holder in state.leases:
+        if holder in waiting:
+            kept.setdefault(holder, Claims()).update([path])
+    return kept
+
+
+def _meets_kept(task: TaskView, kept: dict[str, Claims]) -> bool:
+    return any(h != task.id and not keys.isdisjoint(task.claims) for h, keys in kept.items())
 
 
 def _idle_agents(state: FleetState, now: datetime, plan: _Plan) -> list[AgentView]:
@@ -319,12 +337,14 @@ def _assign(state: FleetState, now: datetime, plan: _Plan) -> None:
     agents = _idle_agents(state, now, plan)
     if not agents:
         return
-    busy = _busy_scope(state, plan)
+    waiting = frozenset(t.id for t in state.candidates)
+    busy = _busy_scope(state, plan, waiting)
+    kept = _kept_by_candidates(state, waiting)
     for task in state.candidates:
         if not agents:
             return
         claims = task.claims
-        if not is_runnable(task, now) or not busy.isdisjoint(claims):
+        if not is_runnable(task, now) or not busy.isdisjoint(claims) or _meets_kept(task, kept):
             continue  # skipped, never head-of-line blocking
         fit = next((a for a in agents if task.agent in (None, a.agent)), None)
         if fit is None:
