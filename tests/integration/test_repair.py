@@ -89,7 +89,11 @@ BREAKER = [
     step("expect_followup", 'A "rename greet" changed: lib.py, test_lib.py', turn=2),
     step("expect_followup", "ImportError", turn=2),
 ]
-RENAMER = [write("lib.py", RENAMED), write("test_lib.py", TEST_RENAMED), {"wait_leased": "caller.py"}]
+RENAMER = [
+    write("lib.py", RENAMED),
+    write("test_lib.py", TEST_RENAMED),
+    {"wait_leased": "caller.py"},
+]
 
 
 async def landing_repair(

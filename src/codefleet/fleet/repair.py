@@ -51,7 +51,7 @@ CLOSING: Final = (
 def repair_message(cause: RepairCause, error: str) -> str:
     """A repair turn's user message: what failed (the check's error text), then what to do."""
     if cause is RepairCause.VERIFY:
-        head = "Your change failed its verification after your session ended its work."
+        head = "Your change failed its verification at the end of your session."
     else:
         head = "Your change did not land: its landing check failed on the landed tree."
     return f"{head}\n\n{error.strip()}\n\n{CLOSING}\n"
