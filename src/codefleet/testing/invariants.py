@@ -386,8 +386,7 @@ def _replay_task(replay: _Replay, event: Row) -> None:
     if kind is EventType.TASK_UNBLOCKED:
         _require_deps(replay, task_id, event, "unblocked")
     elif kind is EventType.REPAIR_STARTED:
-        if event["payload"].get("cause") == RepairCause.INTEGRATION:  # its leases are kept
-            _expect(replay, task, event, {TaskStatus.LANDING}, TaskStatus.PENDING)
+        _repair_started(replay, task, event)
     elif kind is EventType.TASK_ASSIGNED:
         _assigned(replay, task, event)
     elif kind in _MOVES:
@@ -401,6 +400,12 @@ def _replay_task(replay: _Replay, event: Row) -> None:
         dead = {TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.BLOCKED_UPSTREAM}
         if _expect(replay, task, event, dead, TaskStatus.PENDING):
             task.attempts, task.generation = 0, task.generation + 1
+
+
+def _repair_started(replay: _Replay, task: _Task, event: Row) -> None:
+    """A landing repair: from `landing` back to `pending`, its leases kept (decision 0161)."""
+    if event["payload"].get("cause") == RepairCause.INTEGRATION:
+        _expect(replay, task, event, {TaskStatus.LANDING}, TaskStatus.PENDING)
 
 
 def _expect(
