@@ -93,6 +93,9 @@ _TASK_EVENTS = (
     "file_restored",
     "check_reused",  # a check not run again on the same content
     "check_deferred",  # a verify left to the landing check
+    "repair_started",  # a failed check repaired in the same session (decision 0161)
+    "repair_finished",
+    "task_requeued",  # ... or reworked: rolled back for a new attempt
 )
 _LANDING_EVENTS = ("landing_queued", "landed", "integration_failed")
 _LANDING_CHECKS = ("landing_check_started", "landing_check_finished")  # named by their batch
