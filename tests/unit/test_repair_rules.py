@@ -7,6 +7,7 @@ import pytest
 from codefleet.coord.policy.landingpolicy import may_repair
 from codefleet.fleet.repair import repair_message
 from codefleet.models import RepairCause
+from codefleet.review.report.repairsections import repairs_of, reworks_of
 
 
 def test_a_blamed_task_with_a_session_and_turns_left_is_repaired() -> None:
@@ -38,3 +39,26 @@ def test_a_repair_message_carries_the_failure_and_says_the_change_is_still_there
     assert "did not land" in landing and "Integration failed" in landing
     for text in (verify, landing):
         assert "still on the tree" in text and "leases are still held" in text
+
+
+def test_the_report_counts_repairs_reworks_and_what_a_repair_saved() -> None:
+    def event(kind: str, task: str, **payload: object) -> dict[str, object]:
+        return {"type": kind, "task_id": task, "payload": payload}
+
+    log = [
+        event("repair_started", "T1", attempt=1, cause="verify", name="test", spent_usd=0.10),
+        event("repair_finished", "T1", outcome="failed", cost_usd=0.02),
+        event("task_requeued", "T1", error_kind="verify_failed"),
+        event("repair_started", "T2", attempt=1, cause="integration", name="test", spent_usd=0.3),
+        event("repair_finished", "T2", outcome="landing", cost_usd=0.05),
+        event("task_requeued", "T3", error_kind="veto"),
+    ]
+
+    repairs = repairs_of(log)
+
+    assert [(r.task_id, r.cause, r.outcome) for r in repairs] == [
+        ("T1", "verify", "failed"),
+        ("T2", "integration", "landing"),
+    ]
+    assert [round(r.saved_usd, 2) for r in repairs] == [0.0, 0.25]  # a failed one saved nothing
+    assert reworks_of(log) == 1  # the veto's requeue is no rework of a failed check

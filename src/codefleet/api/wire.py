@@ -473,6 +473,7 @@ class CheckEventBody(_Body):
     turn: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None  # the repair turn's number
     outcome: Literal["fixed", "failed"] | None = None  # how a repair turn ended
     cost_usd: Annotated[float, Field(ge=0)] | None = None  # ... and what it cost
+    spent_usd: Annotated[float, Field(ge=0)] | None = None  # the session before its repair
     input_tokens: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
     output_tokens: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
 

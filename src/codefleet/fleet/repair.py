@@ -91,7 +91,7 @@ async def _repair(
 ) -> tuple[AttemptReport, AttemptReport]:
     """One repair turn after a failed verify: (the session's report, the verified one)."""
     attempt.repairs.turns += 1
-    await _said(attempt, "repair_started", "", failed)
+    await _said(attempt, "repair_started", "", report)
     after = await turn(repair_message(RepairCause.VERIFY, failed.error or ""))
     attempt.repairs.cost_usd += after.cost_usd
     merged = merged_report(report, after)
@@ -117,7 +117,8 @@ def _usage_of(failed: AttemptReport, spent: AttemptReport) -> AttemptReport:
 
 
 async def _said(attempt: Attempt, phase: str, outcome: str, turn: AttemptReport) -> None:
-    """`repair_started` / `repair_finished` for this attempt (a record: a lost one is logged)."""
+    """`repair_started` (`turn`: the session so far) / `repair_finished` (`turn`: the repair
+    turn) for this attempt; a record: a lost one is logged."""
     body: dict[str, Any] = {
         "attempt": attempt.number,
         "name": attempt.task.verify,
@@ -129,6 +130,8 @@ async def _said(attempt: Attempt, phase: str, outcome: str, turn: AttemptReport)
     if phase == "repair_finished":
         body |= {"outcome": outcome, "cost_usd": turn.cost_usd}
         body |= {"input_tokens": turn.input_tokens, "output_tokens": turn.output_tokens}
+    else:  # the session so far: what a rework would spend again
+        body["spent_usd"] = turn.cost_usd
     gate = attempt.gate
     try:
         await gate.client.check_event(gate.task_id, gate.agent_id, gate.epoch, body)

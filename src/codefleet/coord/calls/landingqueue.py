@@ -441,6 +441,7 @@ class Landing:
             session_id=session,
             turn=task.repairs + 1,
             conflicts_with=[str(r["id"]) for r in since],
+            spent_usd=task.landed_cost_usd,  # the change so far: what a rework spends again
         )
         if task.agent_id:  # its report counted a success the landing takes back
             self.store.success_taken_back(task.agent_id)

@@ -74,7 +74,15 @@ PHASE_EVENTS: Final = {
     "repair_finished": EventType.REPAIR_FINISHED,
 }
 # The fields a repair turn's events carry beyond a check event's (`fleet.repair`).
-REPAIR_FIELDS: Final = ("cause", "turn", "outcome", "cost_usd", "input_tokens", "output_tokens")
+REPAIR_FIELDS: Final = (
+    "cause",
+    "turn",
+    "outcome",
+    "cost_usd",
+    "spent_usd",
+    "input_tokens",
+    "output_tokens",
+)
 
 
 class CheckRegistry:
