@@ -90,7 +90,7 @@ from codefleet.session.clistream import (
     watch,
 )
 from codefleet.session.conversation import Conversation, no_input
-from codefleet.session.outcome import session_outcome, this_turn
+from codefleet.session.outcome import Spent, session_outcome, this_turn
 from codefleet.session.sessionfiles import StderrFile, save_record, stderr_path
 from codefleet.session.taskprompt import attempt_prompt
 from codefleet.session.tools import ASK_TOOL, SessionTool, session_tools
@@ -167,6 +167,9 @@ class SessionExecutor:
         self.prompt_marker = prompt_marker
         self.hook_timeout = hook_timeout
         self.hook_timings_ms: list[float] = []  # every hook call of every attempt, for reports
+        # each session's usage so far, by id: a resumed session's CLI reports its totals
+        # since the session began, and a repair attempt counts only its own turns
+        self.spent: dict[str, Spent] = {}
 
     async def run(self, attempt: Attempt) -> AttemptReport:
         attempt_log = AttemptLog(
@@ -176,6 +179,7 @@ class SessionExecutor:
         )
         started = utcnow()
         outcome: AttemptReport | None = None
+        attempt_log.spent = self.spent.get(attempt.task.repair_session or "", attempt_log.spent)
         try:
             with StderrFile(stderr_path(attempt), attempt) as stderr:
                 options = self.options(attempt, attempt_log, stderr.write)
@@ -186,6 +190,8 @@ class SessionExecutor:
             return outcome
         finally:
             self.hook_timings_ms.extend(attempt_log.hook_ms)
+            if outcome is not None and outcome.session_id:
+                self.spent[outcome.session_id] = attempt_log.spent
             evidence = {
                 "cli_pid": attempt_log.cli_pid,
                 "init": attempt_log.init,
