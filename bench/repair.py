@@ -54,7 +54,9 @@ def work(tree: Path, files: int, broken: bool) -> list[Turn]:
 def scripts(fake: FakeModel, tree: Path, files: int) -> None:
     """T1-a1: the work, then the repair (2 more turns); T1-a2: the rework, done right."""
     last = str(tree / "src" / f"m{files - 1}.py")
-    fix = Turn(content=(ToolUse("Write", {"file_path": last, "content": f"VALUE_{files - 1} = 0\n"}),))
+    fix = Turn(
+        content=(ToolUse("Write", {"file_path": last, "content": f"VALUE_{files - 1} = 0\n"}),)
+    )
     first = [*work(tree, files, broken=True), fix, Turn(content=(Text("Repaired."),))]
     again = [*work(tree, files, broken=False)]
     for script_id, turns in (("T1-a1", first), ("T1-a2", again)):
@@ -115,7 +117,7 @@ async def measure(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
 def table(runs: dict[str, list[dict[str, Any]]]) -> str:
     lines = [
         "| mode | tokens (simulated) | cost (priced) | model replies | attempts | landing checks "
-        "| wall s (median, min–max) |",
+        "| wall s (median, min-max) |",
         "|---|---|---|---|---|---|---|",
     ]
     for mode, found in runs.items():
@@ -124,7 +126,7 @@ def table(runs: dict[str, list[dict[str, Any]]]) -> str:
         lines.append(
             f"| {mode} | {first['tokens']:,} | ${first['cost_usd']:.4f} | {first['replies']} "
             f"| {first['attempts']} | {first['landing_checks']} "
-            f"| {statistics.median(walls):.2f} ({min(walls):.2f}–{max(walls):.2f}) |"
+            f"| {statistics.median(walls):.2f} ({min(walls):.2f}-{max(walls):.2f}) |"
         )
     return "\n".join(lines)
 

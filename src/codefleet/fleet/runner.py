@@ -457,7 +457,7 @@ class Runner:
             await self._retrying(lambda: self.client.start(task.id, self.agent_id, self.epoch))
         except NotOwner:
             return None  # the task moved on before we started it
-        failed = await self._reset_clone(task)
+        failed = self._unrepairable(task) or await self._reset_clone(task)
         if failed is not None:
             return await self._report(task.id, failed)
         reads = ReadLog(skew_s=self.clock_skew_s)
@@ -514,6 +514,18 @@ class Runner:
             report = await self._deliver(task, gate, report)
         duration_ms = int((time.monotonic() - started) * 1000)
         return await self._report(task.id, replace(report, duration_ms=duration_ms))
+
+    def _unrepairable(self, task: AssignedTask) -> AttemptReport | None:
+        """A repair in a clone: the change is in the server's tree, out of this clone's reach;
+        the attempt fails at once and the server reworks the task (decision 0161)."""
+        if task.repair_session is None or self.clone is None:
+            return None
+        return AttemptReport(
+            attempt=task.attempts,
+            ok=False,
+            error="a runner in a clone cannot repair a change delivered to the server's tree",
+            error_kind=ErrorKind.INFRA,
+        )
 
     async def _reset_clone(self, task: AssignedTask) -> AttemptReport | None:
         """A clone's rollback and fresh start: the line's tip, before the attempt (said to the
