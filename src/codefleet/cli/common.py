@@ -244,7 +244,9 @@ Dry-run script (--dry-run --script FILE): a YAML mapping of task id to the steps
 agent plays for it, in order. Every file change asks for the lease first, as a real session's
 hook does: a refused write ends the attempt as a veto. A step is a one-key mapping, and may
 carry attempt: N to run only on attempt N, and turn: N to run only in the session's Nth
-turn (turn 2 is the reconcile turn after a stale read). A task with no steps (T2: []) succeeds without
+turn (turn 2 is the reconcile turn after a stale read, or the repair turn after a failed verify
+or landing check; a landing's repair resumes attempt N's session, so its turn is attempt N's
+turn 2). A task with no steps (T2: []) succeeds without
 writing; run names the tasks the script lacks and does not start.
 
 \b
@@ -265,7 +267,7 @@ writing; run names the tasks the script lacks and does not start.
   cost: USD                        add USD to what the attempt reports it spent
   read: PATH                       read a file (recorded in the attempt's read set)
   wait_succeeded: TASK             wait until another task succeeded
-  expect_followup: TEXT            fail unless the follow-up message (reconcile turn) says TEXT
+  expect_followup: TEXT            fail unless the follow-up message (reconcile, repair) says TEXT
   wait_message: TEXT               wait until an operator message (codefleet say) says TEXT
   ask: QUESTION                    ask the operator (ask_operator) and wait for the answer
   expect_answer: TEXT              fail unless the operator's last answer contains TEXT
