@@ -140,9 +140,10 @@ async def test_a_landing_repair_that_fails_is_rolled_back_and_reworked(
 ) -> None:
     gives_up = [
         step("fail", "cannot repair this", turn=2),
-        step("expect_error", "repair in the same session failed too", attempt=3),
-        write("caller.py", CALLER_NEW, attempt=3),
-        write("test_caller.py", TEST_CALLER, attempt=3),
+        # the rework is the task's second session (attempt 3: the repair was attempt 2)
+        step("expect_error", "repair in the same session failed too", attempt=2),
+        write("caller.py", CALLER_NEW, attempt=2),
+        write("test_caller.py", TEST_CALLER, attempt=2),
     ]
     events, result, _, evidence = await landing_repair(make_server, workdir, gives_up)
 

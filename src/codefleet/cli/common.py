@@ -246,8 +246,8 @@ hook does: a refused write ends the attempt as a veto. A step is a one-key mappi
 carry attempt: N to run only on attempt N, and turn: N to run only in the session's Nth
 turn (turn 2 is the reconcile turn after a stale read, or the repair turn after a failed verify
 or landing check; a landing's repair resumes attempt N's session, so its turn is attempt N's
-turn 2). A task with no steps (T2: []) succeeds without
-writing; run names the tasks the script lacks and does not start.
+turn 2, and attempt: N counts sessions: a repair is none). A task with no steps (T2: [])
+succeeds without writing; run names the tasks the script lacks and does not start.
 
 \b
   write: {path: P, content: TEXT}  create or overwrite a file (P relative to the tree)

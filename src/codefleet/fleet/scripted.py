@@ -59,8 +59,10 @@ handed out are kept in `numbers` and `ports`.
 A repair turn is a follow-up turn too (`fleet.repair`): after a failed verify
 it is the session's next turn; after a failed landing check the task's next
 attempt resumes the session (`AssignedTask.repair_session`) and plays its next
-turn, so `attempt: N` there names the attempt that started the session, and
-`expect_followup` reads the repair message.
+turn, and `expect_followup` reads the repair message. So a step's `attempt: N`
+names the task's Nth session: a repair attempt is not a session of its own
+(without repairs, the Nth session is attempt N), and `attempt: 2` stays the
+rework whether or not a repair came between.
 A task with no script succeeds without writing anything.
 """
 
@@ -186,7 +188,7 @@ class _Played:
     """What one session has done so far (an executor is shared by every runner)."""
 
     session_id: str
-    attempt: int  # the attempt that started the session (a repair attempt resumes it)
+    attempt: int  # the task's Nth session, as a script's `attempt: N` names it
     checks: list[CheckResult] = field(default_factory=list)
     cost_usd: float = 0.0  # spent in the current turn
     turn: int = 1
@@ -206,6 +208,7 @@ class ScriptedExecutor:
         self.rereads: list[tuple[str, str]] = []  # (task, path): a write redone after a change
         self.followups: list[tuple[str, int, str]] = []  # (task, attempt, message) per follow-up
         self.sessions: dict[str, _Played] = {}  # by session id: what a repair attempt resumes
+        self.fresh: dict[str, int] = {}  # task -> its sessions started (repairs resume one)
         self._waits = {
             "wait_leased": self._leased_by_other,
             "wait_acquired": self._was_acquired,
@@ -239,7 +242,8 @@ class ScriptedExecutor:
         if resumed is not None:
             resumed.checks = []
             return resumed
-        played = _Played(f"scripted-{attempt.task_id}-{attempt.number}", attempt.number)
+        n = self.fresh[attempt.task_id] = self.fresh.get(attempt.task_id, 0) + 1
+        played = _Played(f"scripted-{attempt.task_id}-{attempt.number}", n)
         self.sessions[played.session_id] = played
         return played
 

@@ -16,7 +16,9 @@ next worker that asks (docs/decisions/0152-a-landing-claim-lapses-with-its-worke
 
 What a verdict does: each landing task's files are patched and released and
 it `succeeds` with its order number (`landed`, then `task_succeeded`); a
-blamed task's files are put back (like any failed attempt) and it is requeued
+blamed task is first handed back to the session that made its change, its
+files kept (`repair_started`, decision 0161), else its files are put back
+(like any failed attempt) and it is requeued
 as `integration_failed`, its error naming the tasks that landed since its
 attempt started and the failing output; a base that fails alone, a check that
 cannot start even there, or a failure that did not repeat (flaky) halts landing
