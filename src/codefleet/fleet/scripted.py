@@ -208,7 +208,6 @@ class ScriptedExecutor:
         self.rereads: list[tuple[str, str]] = []  # (task, path): a write redone after a change
         self.followups: list[tuple[str, int, str]] = []  # (task, attempt, message) per follow-up
         self.sessions: dict[str, _Played] = {}  # by session id: what a repair attempt resumes
-        self.fresh: dict[str, int] = {}  # task -> its sessions started (repairs resume one)
         self._waits = {
             "wait_leased": self._leased_by_other,
             "wait_acquired": self._was_acquired,
@@ -222,7 +221,7 @@ class ScriptedExecutor:
 
     async def run(self, attempt: Attempt) -> AttemptReport:
         self.assignments.append(attempt.task)
-        played = self._session(attempt)
+        played = await self._session(attempt)
 
         async def follow_up(message: str) -> AttemptReport:
             self.followups.append((attempt.task_id, attempt.number, message))
@@ -236,16 +235,31 @@ class ScriptedExecutor:
             first = await hear_operator(attempt.inbox, await self._turn(attempt, played), follow_up)
         return await finish_session(attempt, first, follow_up)
 
-    def _session(self, attempt: Attempt) -> _Played:
-        """The session a repair attempt resumes, else a new one (its first turn)."""
-        resumed = self.sessions.get(attempt.task.repair_session or "")
-        if resumed is not None:
-            resumed.checks = []
-            return resumed
-        n = self.fresh[attempt.task_id] = self.fresh.get(attempt.task_id, 0) + 1
-        played = _Played(f"scripted-{attempt.task_id}-{attempt.number}", n)
+    async def _session(self, attempt: Attempt) -> _Played:
+        """The session a repair attempt resumes (played by another process: at its first
+        turn), else a new one, numbered among the task's sessions (a repair is none)."""
+        resumed = attempt.task.repair_session
+        if resumed is not None and resumed in self.sessions:
+            self.sessions[resumed].checks = []
+            return self.sessions[resumed]
+        started = _started_by(resumed, attempt.number)
+        repairs = await self._repairs_before(attempt, started)
+        played = _Played(resumed or f"scripted-{attempt.task_id}-{started}", started - repairs)
         self.sessions[played.session_id] = played
         return played
+
+    async def _repairs_before(self, attempt: Attempt, number: int) -> int:
+        """The task's repair attempts before its attempt `number` (the server's record)."""
+        if number <= 1:
+            return 0
+        events = await attempt.gate.client.events(type_=EventType.TASK_ASSIGNED)
+        return sum(
+            1
+            for e in events
+            if e["task_id"] == attempt.task_id
+            and e["payload"].get("repair")
+            and int(e["payload"].get("attempt") or 0) < number
+        )
 
     async def _turn(self, attempt: Attempt, played: _Played) -> AttemptReport:
         """Play the steps of the current turn; the turn's report (its own cost)."""
@@ -439,6 +453,14 @@ class ScriptedExecutor:
     async def _was_parked(self, attempt: Attempt, path: str) -> bool:
         events = await attempt.gate.client.events(type_=EventType.LEASE_WAITING)
         return any(keys_conflict(str(e["payload"].get("path")), path) for e in events)
+
+
+def _started_by(session_id: str | None, number: int) -> int:
+    """The attempt that started a scripted session (`scripted-TASK-N`); none: this one."""
+    if session_id is None:
+        return number
+    tail = session_id.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else number - 1
 
 
 def _rate_limited(retry_after: Any, attempt: Attempt) -> AttemptReport:
