@@ -70,6 +70,9 @@ class AssignedTask:
     shell_mode: str | None = None  # a `ShellMode` value: the run_command tool; None: the fleet's
 
     resources: tuple[str, ...] = ()  # the named resources it holds for the attempt
+    # a repair: resume this session, whose change is still on the tree, and fix what `error`
+    # says broke (its landing check); None: a fresh attempt (decision 0161)
+    repair_session: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
         """The assignment JSON's `task` object, in the wire's key order."""
@@ -94,6 +97,7 @@ class AssignedTask:
             "ask": self.ask,
             "shell_mode": self.shell_mode,
             "resources": list(self.resources),
+            "repair_session": self.repair_session,
         }
 
     @classmethod
@@ -121,6 +125,7 @@ class AssignedTask:
             ask=bool(data.get("ask", True)),
             shell_mode=data.get("shell_mode"),
             resources=tuple(str(n) for n in data["resources"]),
+            repair_session=data.get("repair_session"),  # an older server: never a repair
         )
 
 

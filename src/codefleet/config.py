@@ -32,6 +32,7 @@ from codefleet.models import (
     DEFAULT_PREIMAGE_MAX_BYTES,
     DEFAULT_QUESTION_TIMEOUT_S,
     DEFAULT_RECONCILE_ROUNDS,
+    DEFAULT_REPAIR_TURNS,
     DEFAULT_STALE_AFTER_S,
     DEFAULT_TASK_TIMEOUT_S,
     DEFAULT_TICK_INTERVAL_S,
@@ -83,6 +84,8 @@ class Settings(BaseSettings):
     shell_max_files: int = Field(default=1000, ge=1)
     shell_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
     reconcile_rounds: int = Field(default=DEFAULT_RECONCILE_ROUNDS, ge=0, le=20)
+    # repair turns per attempt before a failed verify or landing check reworks the task
+    repair_turns: int = Field(default=DEFAULT_REPAIR_TURNS, ge=0, le=5)
     question_timeout: float = Field(default=DEFAULT_QUESTION_TIMEOUT_S, ge=0)  # 0: no asking
     interactive_idle: float = Field(default=DEFAULT_INTERACTIVE_IDLE_S, gt=0)
     max_cost: float | None = Field(default=None, gt=0)

@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_POLL_INTERVAL_S",
     "DEFAULT_PREIMAGE_MAX_BYTES",
     "DEFAULT_RECONCILE_ROUNDS",
+    "DEFAULT_REPAIR_TURNS",
     "DEFAULT_STALE_AFTER_S",
     "DEFAULT_TASK_TIMEOUT_S",
     "DEFAULT_TICK_INTERVAL_S",
@@ -49,6 +50,7 @@ __all__ = [
     "DenyReason",
     "ErrorKind",
     "EventType",
+    "RepairCause",
     "StaleReadPolicy",
     "TaskStatus",
     "cost_simulated",
@@ -210,6 +212,8 @@ class EventType(StrEnum):
     LANDING_HALTED = "landing_halted"
     LANDING_RESUMED = "landing_resumed"
     STACK_UNWOUND = "stack_unwound"  # built on a task that did not land: undone with it
+    REPAIR_STARTED = "repair_started"  # a failed check's change is repaired in the same session
+    REPAIR_FINISHED = "repair_finished"  # ... and how that repair turn ended
 
 
 class ShellMode(StrEnum):
@@ -234,6 +238,14 @@ class CheckPurpose(StrEnum):
 
     TOOL = "tool"
     VERIFY = "verify"
+
+
+class RepairCause(StrEnum):
+    """Which check a repair turn answers: the task's `verify` at the session's end, or its
+    landing check on the landed tree."""
+
+    VERIFY = "verify"
+    INTEGRATION = "integration"
 
 
 class Granularity(StrEnum):
@@ -293,6 +305,9 @@ DEFAULT_INTERACTIVE_IDLE_S: Final = 900.0
 DEFAULT_LEASE_WAIT_S: Final = 0.0
 MAX_LEASE_WAIT_S: Final = 600.0
 DEFAULT_RECONCILE_ROUNDS: Final = 2  # reconcile turns per attempt before the last resort
+# Repair turns per attempt before a failed check rolls the change back and reworks it
+# (docs/decisions/0161-a-failed-check-is-repaired-in-the-same-session.md).
+DEFAULT_REPAIR_TURNS: Final = 1
 
 # The longest command a check may run (graph file, `--check`, `POST /checks`).
 MAX_CHECK_COMMAND: Final = 4096

@@ -69,10 +69,13 @@ async def test_the_html_report_reads_offline_and_shows_the_run(
     await expect(page.locator("h1 .verdict")).to_have_text("PASS")
     await expect(page.locator("#vetoes tbody tr")).to_have_count(1)
     await expect(page.locator("#vetoes tbody tr")).to_contain_text("api.py")
-    # T1's verify, T4's veto (its create_app edit put back, by part), T2's landing break
+    # T1's verify, T4's veto (its create_app edit put back, by part); T2's landing break is
+    # repaired in its session, nothing rolled back
     rollbacks = page.locator("#rollbacks tbody tr")
-    await expect(rollbacks).to_contain_text(["verify_failed", "veto", "integration_failed"])
-    await expect(page.locator("#verify pre")).to_contain_text("invalid tag 'DOCS'")
+    await expect(rollbacks).to_contain_text(["verify_failed", "veto"])
+    await expect(page.locator("#repairs")).to_contain_text("1 of 2 repaired in the same session")
+    # T1-a1 failed its verify twice: before and after its repair turn
+    await expect(page.locator("#verify pre").first).to_contain_text("invalid tag 'DOCS'")
     await expect(page.locator("#tasks tbody tr")).to_have_count(5)
     await expect(page.locator("#graph")).to_contain_text("ideal on 3 runners")  # graph check's
     await expect(page.locator("#history")).to_contain_text("fleet/demo")

@@ -178,5 +178,7 @@ def attempt_outcomes(events: list[dict[str, Any]]) -> Counter[str]:
             ended["succeeded"] += 1
         elif event["type"] == "task_requeued":
             ended["vetoed" if event["payload"]["error_kind"] == "veto" else "requeued"] += 1
+        elif event["type"] == "repair_started" and event["payload"]["cause"] == "integration":
+            ended["repaired"] += 1  # its change stays: the next attempt resumes the session
     assert sum(ended.values()) == sum(e["type"] == "task_assigned" for e in events)
     return ended

@@ -83,7 +83,9 @@ async def test_a_failed_verification_reaches_the_next_sessions_prompt_and_the_re
         [{"id": "V", "title": "v", "description": "do it", "verify": "test"}], {"test": check}
     )
     executor = offline_executor(fake_model, ["V-a1", "V-a2"])
-    options = RunnerOptions("runner-1", workdir, runs, poll_wait=0.2, exit_when_drained=True)
+    options = RunnerOptions(  # the retry's prompt, so no repair turn first (test_repair_cli)
+        "runner-1", workdir, runs, poll_wait=0.2, exit_when_drained=True, repair_turns=0
+    )
 
     await Runner(client, executor, options).run()
 

@@ -135,7 +135,8 @@ async def test_a_failed_verification_is_rolled_back_and_the_retry_is_told_the_ou
             [{"id": "V", "title": "v", "description": "do it", "verify": "test"}],
             {"test": f'{PY} -c "{V_SAYS}"'},
         )
-        result, executor = await drain(server, workdir, script)
+        # no repair turn first: this is the rollback (test_repair.py repairs it in the session)
+        result, executor = await drain(server, workdir, script, repair_turns=0)
         task = await client.task("V")
         events = await client.all_events()
 
@@ -176,7 +177,7 @@ async def test_a_check_past_its_time_limit_is_killed_and_fails_the_verification(
             ],
             {"slow": "sleep 30"},
         )
-        result, _ = await drain(server, workdir, {}, check_timeout=0.5)
+        result, _ = await drain(server, workdir, {}, check_timeout=0.5, repair_turns=0)
         [finished] = await finished_checks(client)
         [failed] = await client.events(type_="task_failed")
 

@@ -266,7 +266,8 @@ async def test_an_integration_break_between_two_clones_tasks_is_blamed_and_rewor
 ) -> None:
     """T1 renames a function T2 calls, each in its own clone; the landing check (in the
     server's tree) runs both together, blames the one that lands second, which is told
-    why and lands on its second attempt."""
+    why and lands on its second attempt. Not repaired first: a clone's change is out of its
+    session's reach once delivered (decision 0161), so repair turns on or not, it is reworked."""
     tree = repo_tree(tmp_path)
     (tree / "lib.py").write_text("def old():\n    return 1\n")
     (tree / "use.py").write_text("")
@@ -293,6 +294,7 @@ async def test_an_integration_break_between_two_clones_tasks_is_blamed_and_rewor
     [broke] = await events_of(server.url, "integration_failed")
     assert broke["task_id"] == "T2" and broke["payload"]["conflicts_with"] == ["T1"]
     assert "ImportError" in broke["payload"]["output_tail"]
+    assert await events_of(server.url, "repair_started") == []
 
 
 async def test_a_runner_killed_mid_task_leaves_nothing_on_the_line_and_its_task_runs_again(

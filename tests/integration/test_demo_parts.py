@@ -7,7 +7,7 @@ T3 holds its parts of api.py (the import block, its three handlers, ROUTES) whil
 registers its middleware in `create_app`: both are granted and T4's edit lands beside
 T3's. T4 then reaches the import block T3 holds and is vetoed naming that part; it is
 requeued with `api.py::<imports>` in its scope and runs again after T3. The landing
-story (T2 breaks with T3, is reworked, lands) and the verdict stay as they were.
+story (T2 breaks with T3, is repaired in its session, lands) and the verdict stay as they were.
 """
 
 from __future__ import annotations
@@ -108,14 +108,16 @@ def test_the_staged_veto_names_the_import_block_and_t4_reruns_after_t3_with_it_i
     assert "PASS" in text and "5/5 tasks succeeded · 1 veto(es)" in text
 
 
-def test_the_landing_break_and_rework_of_t2_still_happens_by_part(
+def test_the_landing_break_of_t2_is_repaired_in_its_session_by_part(
     demo_events: dict[str, Any],
 ) -> None:
     events = demo_events["events"]
-    [broke] = [e for e in events if e["type"] == "integration_failed"]
+    [broke] = [e for e in events if e["type"] == "repair_started" and e["task_id"] == "T2"]
     landed = [e["task_id"] for e in events if e["type"] == "landed"]
 
-    assert broke["task_id"] == "T2" and broke["payload"]["conflicts_with"] == ["T3"]
+    assert broke["payload"]["cause"] == "integration"
+    assert broke["payload"]["conflicts_with"] == ["T3"]
+    assert [e for e in events if e["type"] == "integration_failed"] == []
     assert landed.index("T3") < landed.index("T2") and sorted(landed) == [
         "T1",
         "T2",

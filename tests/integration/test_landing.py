@@ -28,7 +28,14 @@ from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.paths import TreeRoot
 from codefleet.server.thread import ServerThread
 
-FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
+# These tests are about the rollback and rework: no repair turn first (test_repair.py has those).
+FAST = {
+    "heartbeat_interval": 0.1,
+    "stale_after": 5.0,
+    "tick_interval": 0.05,
+    "backoff_base": 0.0,
+    "repair_turns": 0,
+}
 PY = f'"{sys.executable}"'
 # The suite: every test_*.py file, run in order; an exception fails it.
 SUITE = (

@@ -27,7 +27,14 @@ from codefleet.server.thread import ServerThread
 from codefleet.ui.dashboardrender import log_text
 from codefleet.ui.viewmodel import describe
 
-FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
+# These tests are about the rollback and rework: no repair turn first (test_repair.py has those).
+FAST = {
+    "heartbeat_interval": 0.1,
+    "stale_after": 5.0,
+    "tick_interval": 0.05,
+    "backoff_base": 0.0,
+    "repair_turns": 0,
+}
 OUTPUT = Path(__file__).parents[1] / "unit" / "checkoutputs" / "pytest-benchmark-failed.txt"
 FAILED = "FAILED test_shop.py::test_total_with_tax - assert 36.0 == 36.5"
 ASSERTION = "E       assert 36.0 == 36.5"

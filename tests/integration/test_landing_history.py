@@ -37,7 +37,14 @@ for name in sorted(glob.glob("test_*.py")):
         test()
 """
 QUICK_SUITE = f'"{sys.executable}" run_tests.py'
-FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
+# These tests are about the rollback and rework: no repair turn first (test_repair.py has those).
+FAST = {
+    "heartbeat_interval": 0.1,
+    "stale_after": 5.0,
+    "tick_interval": 0.05,
+    "backoff_base": 0.0,
+    "repair_turns": 0,
+}
 
 
 def module(name: str, value: int) -> list[dict[str, Any]]:

@@ -220,7 +220,10 @@ async def test_with_verify_a_stale_attempt_runs_its_verify_check_and_a_failure_i
         result = await run_fleet(
             server.url,
             lambda _: executor,
-            FleetOptions(RunnerOptions("runner", workdir, workdir.parent / "runs"), runners=2),
+            FleetOptions(  # the verify's failure as such: no repair turn (test_repair.py)
+                RunnerOptions("runner", workdir, workdir.parent / "runs", repair_turns=0),
+                runners=2,
+            ),
         )
         events = await client.all_events()
     assert result.all_succeeded

@@ -20,7 +20,14 @@ from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.server.thread import ServerThread
 
-FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
+# These tests are about the rollback and rework: no repair turn first (test_repair.py has those).
+FAST = {
+    "heartbeat_interval": 0.1,
+    "stale_after": 5.0,
+    "tick_interval": 0.05,
+    "backoff_base": 0.0,
+    "repair_turns": 0,
+}
 SUITE = f'"{sys.executable}" -c "import lib; assert lib.VALUE in (1, 2)"'
 
 
@@ -42,7 +49,8 @@ async def run(
         )
         await client.set_integration("suite")
         executor = ScriptedExecutor(parse_script(script))
-        options = FleetOptions(RunnerOptions("runner", workdir, workdir.parent / "runs"))
+        runner = RunnerOptions("runner", workdir, workdir.parent / "runs", repair_turns=0)
+        options = FleetOptions(runner)
         result = await run_fleet(server.url, lambda _: executor, options)
         assert result.ok, result.tasks
         return await client.all_events(), await client.task("T1")

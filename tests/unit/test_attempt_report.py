@@ -141,6 +141,7 @@ async def test_the_client_parses_the_assignment_json_into_one_type_with_every_fi
         "ask": False,
         "shell_mode": "network",
         "resources": ["db"],
+        "repair_session": "s-1",
     }
 
     def answer(request: httpx.Request) -> httpx.Response:
@@ -168,5 +169,6 @@ async def test_the_client_parses_the_assignment_json_into_one_type_with_every_fi
         ask=False,
         shell_mode="network",
         resources=("db",),
+        repair_session="s-1",
     )
     assert {f.name for f in fields(AssignedTask)} == set(wire)

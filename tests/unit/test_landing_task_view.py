@@ -11,6 +11,8 @@ from rich.console import Console
 from codefleet.cli.operate.taskcmds import _read_events
 from codefleet.ui.task_view import task_detail
 
+AT = "2026-01-01T00:00:00.000Z"
+
 
 class LoggedEvents:
     """`FleetClient.events(type_=...)` over a literal event log: what `/events?type=` answers."""
@@ -109,3 +111,22 @@ def test_a_file_taken_over_from_a_task_waiting_to_land_and_its_undoing_are_shown
     assert "stacks leased hub.py (Edit) · on top of T1, waiting to land" in text
     assert "UNDONE: built on T1, which did not land; runs again" in text
     assert "other.py" not in text
+
+
+def test_repair_turns_and_reworks_are_counted_with_what_the_turns_cost() -> None:
+    def event(n: int, kind: str, **payload: Any) -> dict[str, Any]:
+        return {"id": n, "type": kind, "task_id": "T1", "payload": payload, "at": AT}
+
+    log = [
+        event(1, "repair_started", name="test", cause="verify", turn=1),
+        event(2, "repair_finished", cause="verify", turn=1, outcome="failed", cost_usd=0.01),
+        event(3, "task_requeued", error_kind="verify_failed", reason="x", attempt=1),
+        event(4, "repair_started", name="test", cause="integration", turn=1),
+        event(5, "repair_finished", cause="integration", turn=1, outcome="landing", cost_usd=0.02),
+    ]
+
+    text = shown("T1", log)
+
+    assert "repairs 1 of 2 repaired in the same session · $0.0300 · 1 rework(s)" in text
+    assert "repair turns REPAIR test: its verify failed" in text
+    assert "repair turn 1: done: its change lands again" in text

@@ -181,6 +181,7 @@ def test_the_json_report_has_every_sections_data_under_its_key() -> None:
     assert list(data["sections"]) == [
         "summary",
         "tasks",
+        "repairs",  # its failed verify was reworked (none repaired: a run before repair turns)
         "graph",
         "vetoes",
         "rollbacks",
@@ -190,6 +191,10 @@ def test_the_json_report_has_every_sections_data_under_its_key() -> None:
         "stats",
     ]
     assert data["sections"]["summary"]["critical_path"] == ["T1", "T2"]
+    assert (data["sections"]["repairs"]["repairs"], data["sections"]["repairs"]["reworks"]) == (
+        0,
+        1,
+    )
     assert data["sections"]["stats"]["files"][0]["path"] == "api.py"  # the contention section
     assert [t["id"] for t in data["sections"]["tasks"]] == ["T3", "T4", "T1", "T2"]  # success order
     assert data["sections"]["history"] == [

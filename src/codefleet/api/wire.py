@@ -33,6 +33,7 @@ from codefleet.models import (
     CheckPurpose,
     ErrorKind,
     Granularity,
+    RepairCause,
     StaleReadPolicy,
     Workspace,
 )
@@ -453,8 +454,9 @@ class CheckEventBody(_Body):
     agent_id: StrictStr
     attempt: Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
     name: CheckName
-    # deferred: left to the landing check; reused: it passed on this same content before
-    phase: Literal["started", "finished", "deferred", "reused"]
+    # deferred: left to the landing check; reused: it passed on this same content before;
+    # repair_started / repair_finished: a failed verify repaired in the same session (0161)
+    phase: Literal["started", "finished", "deferred", "reused", "repair_started", "repair_finished"]
     reused_from: CheckPurpose | None = None  # the purpose of the run a reused result is
     purpose: CheckPurpose
     exit_code: StrictInt | None = None
@@ -470,6 +472,13 @@ class CheckEventBody(_Body):
     disturbed: Annotated[list[Path_], Field(max_length=1000)] = []
     output_bytes: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
     output_tail: Annotated[StrictStr, Field(max_length=MAX_CHECK_TAIL)] | None = None
+    cause: RepairCause | None = None  # a repair's: which check it answers
+    turn: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None  # the repair turn's number
+    outcome: Literal["fixed", "failed"] | None = None  # how a repair turn ended
+    cost_usd: Annotated[float, Field(ge=0)] | None = None  # ... and what it cost
+    spent_usd: Annotated[float, Field(ge=0)] | None = None  # the session before its repair
+    input_tokens: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
+    output_tokens: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
 
 
 MAX_COMMAND = 10_000  # the longest command line an agent may run

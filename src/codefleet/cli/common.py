@@ -244,8 +244,10 @@ Dry-run script (--dry-run --script FILE): a YAML mapping of task id to the steps
 agent plays for it, in order. Every file change asks for the lease first, as a real session's
 hook does: a refused write ends the attempt as a veto. A step is a one-key mapping, and may
 carry attempt: N to run only on attempt N, and turn: N to run only in the session's Nth
-turn (turn 2 is the reconcile turn after a stale read). A task with no steps (T2: []) succeeds without
-writing; run names the tasks the script lacks and does not start.
+turn (turn 2 is the reconcile turn after a stale read, or the repair turn after a failed verify
+or landing check; a landing's repair resumes attempt N's session, so its turn is attempt N's
+turn 2, and attempt: N counts sessions: a repair is none). A task with no steps (T2: [])
+succeeds without writing; run names the tasks the script lacks and does not start.
 
 \b
   write: {path: P, content: TEXT}  create or overwrite a file (P relative to the tree)
@@ -266,7 +268,7 @@ writing; run names the tasks the script lacks and does not start.
   read: PATH                       read a file (recorded in the attempt's read set)
   wait_succeeded: TASK             wait until another task succeeded
   wait_landing: TASK               wait until another task waits to land (its session over)
-  expect_followup: TEXT            fail unless the follow-up message (reconcile turn) says TEXT
+  expect_followup: TEXT            fail unless the follow-up message (reconcile, repair) says TEXT
   wait_message: TEXT               wait until an operator message (codefleet say) says TEXT
   ask: QUESTION                    ask the operator (ask_operator) and wait for the answer
   expect_answer: TEXT              fail unless the operator's last answer contains TEXT
@@ -359,6 +361,7 @@ CheckTimeoutOpt = Annotated[float | None, option("check_timeout")]
 ResourceWaitOpt = Annotated[float | None, option("resource_wait")]
 ProtectedOpt = Annotated[str | None, option("protected_paths")]
 ReconcileRoundsOpt = Annotated[int | None, option("reconcile_rounds")]
+RepairTurnsOpt = Annotated[int | None, option("repair_turns")]
 LeaseGranularityOpt = Annotated[Granularity | None, option("lease_granularity")]
 CheckDirOpt = Annotated[Path | None, option("check_dir")]
 UvLockCacheOpt = Annotated[bool | None, option("uv_lock_cache")]

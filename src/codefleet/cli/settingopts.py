@@ -85,6 +85,11 @@ FLAGS: dict[str, Flag] = {
     "reconcile_rounds": Flag(
         "Reconcile turns an attempt with stale reads gets before the last resort", min=0
     ),
+    "repair_turns": Flag(
+        "Repair turns a task whose verify or landing check failed gets in the same session "
+        "before its change is rolled back and redone; 0: redo at once",
+        min=0,
+    ),
     "question_timeout": Flag(
         "Seconds an agent's question (ask_operator) waits for an answer; 0: agents cannot ask"
     ),

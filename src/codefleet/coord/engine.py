@@ -123,7 +123,9 @@ class Engine:
         self.operator = OperatorCalls(
             parts, self.take_backs, self.restores, max_attempts=cfg.max_attempts
         )
-        self.landing = Landing(parts, cfg.landing_batch, cfg.stale_after, cfg.landing_parallel)
+        self.landing = Landing(
+            parts, cfg.landing_batch, cfg.stale_after, cfg.landing_parallel, cfg.repair_turns
+        )
         self.runner.landing_check = lambda: self.landing.integration  # what a verify may leave it
         self.outcomes = Outcomes(parts, self.take_backs, self.landing)
         self.arrivals = Arrivals(

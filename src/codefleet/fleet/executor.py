@@ -16,6 +16,11 @@ process), and before it returns a report it hands it to
 conversation: the attempt's stale reads are found there and the task's
 `on_stale_read` policy applied.
 
+The session's end: an executor hands its report to `fleet.repair.finish_session`
+with the same follow-up turn: the reads are settled there, then the task's verify
+runs (`Attempt.verify`) and a failure is repaired in up to `Attempt.repair_turns`
+more turns. A repair attempt (`AssignedTask.repair_session`) resumes that session.
+
 Operator messages: before `settle_reads`, an executor hands its first turn's
 report to `fleet.tools.inbox.hear_operator` with the same follow-up turn, so the
 operator's messages that arrived meanwhile (`Attempt.inbox`) reach the session.
@@ -26,6 +31,7 @@ when its runner is fenced, and it must then stop whatever it started.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -37,9 +43,21 @@ from codefleet.fleet.tools.ask import Asker
 from codefleet.fleet.tools.attemptchecks import Checker
 from codefleet.fleet.tools.commandtool import CommandRunner
 from codefleet.fleet.tools.inbox import Inbox
-from codefleet.models import DEFAULT_RECONCILE_ROUNDS
+from codefleet.models import DEFAULT_RECONCILE_ROUNDS, DEFAULT_REPAIR_TURNS
 
-__all__ = ["Attempt", "Executor"]
+__all__ = ["Attempt", "Executor", "Repairs", "Verify"]
+
+# The task's `verify` run on a session's report: the report, verified (or failed by it).
+Verify = Callable[[AttemptReport], Awaitable[AttemptReport]]
+
+
+@dataclass(slots=True)
+class Repairs:
+    """What the session's end did (`fleet.repair`): whether it ran the verify, the repair turns."""
+
+    verified: bool = False  # the executor ran `Attempt.verify` (the runner does not run it again)
+    turns: int = 0  # repair turns taken
+    cost_usd: float = 0.0  # ... and what they cost
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +73,9 @@ class Attempt:
     reads: ReadLog = field(default_factory=ReadLog)
     inbox: Inbox = field(default_factory=Inbox)  # the operator's messages on their way
     ask: Asker | None = None  # `ask_operator` (None: this session cannot ask)
+    verify: Verify | None = None  # the task's verify, run at the session's end (`fleet.repair`)
+    repair_turns: int = DEFAULT_REPAIR_TURNS
+    repairs: Repairs = field(default_factory=Repairs)
 
     @property
     def task_id(self) -> str:

@@ -97,6 +97,7 @@ from codefleet.fleet.tools.resourcecalls import DEFAULT_RESOURCE_WAIT_S
 from codefleet.fleet.views.uvlock import LockCache
 from codefleet.models import (
     DEFAULT_RECONCILE_ROUNDS,
+    DEFAULT_REPAIR_TURNS,
     CheckPurpose,
     ErrorKind,
     Granularity,
@@ -153,6 +154,7 @@ class RunnerOptions:
     shell_network: bool = False  # ... and its commands may use the network
     shell_config: ShellConfig | None = None  # how commands run here; None: they cannot
     reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS  # `fleet.reconcile`
+    repair_turns: int = DEFAULT_REPAIR_TURNS  # `fleet.repair`: a failed verify's repair turns
     no_questions: bool = False  # unattended: `ask_operator` answers NO_ANSWER at once
     # What a write leases: wins over the task's `lease_granularity`; None: the task's,
     # else the server's (decision 0146)
@@ -461,7 +463,7 @@ class Runner:
             await self._retrying(lambda: self.client.start(task.id, self.agent_id, self.epoch))
         except NotOwner:
             return None  # the task moved on before we started it
-        failed = await self._reset_clone(task)
+        failed = self._unrepairable(task) or await self._reset_clone(task)
         if failed is not None:
             return await self._report(task.id, failed)
         reads = ReadLog(skew_s=self.clock_skew_s)
@@ -481,6 +483,11 @@ class Runner:
         )
         checker = self._checker(gate, commands, task.attempts, resources, fresh)
         inbox = Inbox(task)
+        started = time.monotonic()
+
+        async def verify(report: AttemptReport) -> AttemptReport:
+            return await self._verify(task, checker, report, started)
+
         attempt = Attempt(
             task,
             gate,
@@ -493,8 +500,9 @@ class Runner:
             inbox=inbox,
             ask=self._asker(task.id, inbox) if task.ask else None,
             reads=reads,
+            verify=verify,
+            repair_turns=self.options.repair_turns,
         )
-        started = time.monotonic()
         self.inbox = attempt.inbox
         try:
             report = await self._execute(attempt)
@@ -503,8 +511,8 @@ class Runner:
                     await self._beat(attempt.inbox)
         finally:
             self.inbox = Inbox()
-        if report is not None and not gate.fenced:
-            report = await self._verify(attempt, report, started)
+        if report is not None and not gate.fenced and not attempt.repairs.verified:
+            report = await verify(report)  # an executor that does not end in `fleet.repair`
         if report is None or gate.fenced:
             raise Fenced  # drop the result: the server already took the task back
         if self.clone is not None:
@@ -512,6 +520,18 @@ class Runner:
             report = await self._deliver(task, gate, report)
         duration_ms = int((time.monotonic() - started) * 1000)
         return await self._report(task.id, replace(report, duration_ms=duration_ms))
+
+    def _unrepairable(self, task: AssignedTask) -> AttemptReport | None:
+        """A repair in a clone: the change is in the server's tree, out of this clone's reach;
+        the attempt fails at once and the server reworks the task (decision 0161)."""
+        if task.repair_session is None or self.clone is None:
+            return None
+        return AttemptReport(
+            attempt=task.attempts,
+            ok=False,
+            error="a runner in a clone cannot repair a change delivered to the server's tree",
+            error_kind=ErrorKind.INFRA,
+        )
 
     async def _reset_clone(self, task: AssignedTask) -> AttemptReport | None:
         """A clone's rollback and fresh start: the line's tip, before the attempt (said to the
@@ -631,23 +651,23 @@ class Runner:
         return CommandRunner(gate, task.attempts, config)
 
     async def _verify(
-        self, attempt: Attempt, report: AttemptReport, started: float
+        self, task: AssignedTask, checks: Checker | None, report: AttemptReport, started: float
     ) -> AttemptReport:
         """Run the task's `verify` check after a successful session; failure -> verify_failed.
 
         A check whose program cannot start is `check_unrunnable`: the task fails at once.
         """
-        name = attempt.task.verify
+        name = task.verify
         if not report.ok or not name:
             return report
-        if attempt.task.verify_at_landing:  # the same check runs before it lands: said, not run
+        if task.verify_at_landing:  # the same check runs before it lands: said, not run
             with contextlib.suppress(Exception):  # a record; the landing check is the gate
                 await self.client.check_event(
-                    attempt.task_id,
+                    task.id,
                     self.agent_id,
                     self.epoch,
                     {
-                        "attempt": attempt.number,
+                        "attempt": task.attempts,
                         "name": name,
                         "phase": "deferred",
                         "purpose": CheckPurpose.VERIFY,
@@ -655,7 +675,7 @@ class Runner:
                 )
             summary = f"{report.summary or 'done'} (verify: check {name} runs at landing)"
             return replace(report, summary=summary)
-        if attempt.checks is None:
+        if checks is None:
             return replace(
                 report,
                 ok=False,
@@ -663,7 +683,7 @@ class Runner:
                 error=f"task verifies with check {name!r} but no check is defined",
             )
         left = self.task_timeout - (time.monotonic() - started)
-        result = await attempt.checks.run(name, CheckPurpose.VERIFY, timeout=max(1.0, left))
+        result = await checks.run(name, CheckPurpose.VERIFY, timeout=max(1.0, left))
         if result.passed:
             how = "passed on this same content before" if result.reused else "passed"
             summary = f"{report.summary or 'done'} (verified: check {name} {how})"
@@ -672,7 +692,7 @@ class Runner:
             kind = ErrorKind.CHECK_UNRUNNABLE
         else:
             kind = ErrorKind.INFRA if result.infra else ErrorKind.VERIFY_FAILED
-        error = result.failure_text(attempt.task.id)
+        error = result.failure_text(task.id)
         return replace(report, ok=False, error=error, error_kind=kind)
 
     async def _execute(self, attempt: Attempt) -> AttemptReport | None:

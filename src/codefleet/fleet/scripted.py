@@ -57,6 +57,13 @@ tools of the same names call (`fleet.tools.resourcecalls.ResourceTools`): a reso
 another task holds ends the attempt as a veto naming it; `next_number` with
 `write` writes PATH formatted with the number (`{number:04d}`); the values
 handed out are kept in `numbers` and `ports`.
+A repair turn is a follow-up turn too (`fleet.repair`): after a failed verify
+it is the session's next turn; after a failed landing check the task's next
+attempt resumes the session (`AssignedTask.repair_session`) and plays its next
+turn, and `expect_followup` reads the repair message. So a step's `attempt: N`
+names the task's Nth session: a repair attempt is not a session of its own
+(without repairs, the Nth session is attempt N), and `attempt: 2` stays the
+rework whether or not a repair came between.
 A task with no script succeeds without writing anything.
 """
 
@@ -73,7 +80,7 @@ import yaml
 
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.fleet.executor import Attempt
-from codefleet.fleet.reconcile import settle_reads
+from codefleet.fleet.repair import finish_session, opening
 from codefleet.fleet.tools.attemptchecks import CheckResult
 from codefleet.fleet.tools.commandtool import DEFAULT_COMMAND_TIMEOUT_S, CommandResult
 from codefleet.fleet.tools.inbox import hear_operator
@@ -180,8 +187,10 @@ class _StepFailed(Exception):
 
 @dataclass
 class _Played:
-    """What one attempt has done so far (an executor is shared by every runner)."""
+    """What one session has done so far (an executor is shared by every runner)."""
 
+    session_id: str
+    attempt: int  # the task's Nth session, as a script's `attempt: N` names it
     checks: list[CheckResult] = field(default_factory=list)
     cost_usd: float = 0.0  # spent in the current turn
     turn: int = 1
@@ -200,6 +209,7 @@ class ScriptedExecutor:
         self.command_results: list[tuple[str, int, CommandResult]] = []
         self.rereads: list[tuple[str, str]] = []  # (task, path): a write redone after a change
         self.followups: list[tuple[str, int, str]] = []  # (task, attempt, message) per follow-up
+        self.sessions: dict[str, _Played] = {}  # by session id: what a repair attempt resumes
         self._waits = {
             "wait_leased": self._leased_by_other,
             "wait_acquired": self._was_acquired,
@@ -214,25 +224,56 @@ class ScriptedExecutor:
 
     async def run(self, attempt: Attempt) -> AttemptReport:
         self.assignments.append(attempt.task)
-        played = _Played()
+        played = await self._session(attempt)
 
         async def follow_up(message: str) -> AttemptReport:
             self.followups.append((attempt.task_id, attempt.number, message))
             played.turn, played.followup, played.cost_usd = played.turn + 1, message, 0.0
             return await self._turn(attempt, played)
 
-        first = await hear_operator(attempt.inbox, await self._turn(attempt, played), follow_up)
-        return await settle_reads(attempt, first, follow_up)
+        repair = opening(attempt)
+        if repair is not None:  # a resumed session: its next turn is the repair
+            first = await follow_up(repair)
+        else:
+            first = await hear_operator(attempt.inbox, await self._turn(attempt, played), follow_up)
+        return await finish_session(attempt, first, follow_up)
+
+    async def _session(self, attempt: Attempt) -> _Played:
+        """The session a repair attempt resumes (played by another process: at its first
+        turn), else a new one, numbered among the task's sessions (a repair is none)."""
+        resumed = attempt.task.repair_session
+        if resumed is not None and resumed in self.sessions:
+            self.sessions[resumed].checks = []
+            return self.sessions[resumed]
+        started = _started_by(resumed, attempt.number)
+        repairs = await self._repairs_before(attempt, started)
+        played = _Played(resumed or f"scripted-{attempt.task_id}-{started}", started - repairs)
+        self.sessions[played.session_id] = played
+        return played
+
+    async def _repairs_before(self, attempt: Attempt, number: int) -> int:
+        """The task's repair attempts before its attempt `number` (the server's record)."""
+        if number <= 1:
+            return 0
+        events = await attempt.gate.client.events(type_=EventType.TASK_ASSIGNED)
+        return sum(
+            1
+            for e in events
+            if e["task_id"] == attempt.task_id
+            and e["payload"].get("repair")
+            and int(e["payload"].get("attempt") or 0) < number
+        )
 
     async def _turn(self, attempt: Attempt, played: _Played) -> AttemptReport:
         """Play the steps of the current turn; the turn's report (its own cost)."""
         steps = self.script.get(attempt.task_id, ())
         try:
             for step in steps:
-                if step.plays(attempt.number, played.turn):
+                if step.plays(played.attempt, played.turn):
                     await self._play(step, attempt, played)
         except _StepFailed as failed:
-            return replace(failed.report, cost_usd=failed.report.cost_usd + played.cost_usd)
+            cost = failed.report.cost_usd + played.cost_usd
+            return replace(failed.report, cost_usd=cost, session_id=played.session_id)
         written = tuple(attempt.gate.written)
         return AttemptReport(
             attempt=attempt.number,
@@ -240,6 +281,7 @@ class ScriptedExecutor:
             summary=f"scripted: {len(written)} file(s) written",
             files_written=written,
             cost_usd=played.cost_usd,
+            session_id=played.session_id,
         )
 
     async def _play(self, step: Step, attempt: Attempt, played: _Played) -> None:
@@ -415,6 +457,14 @@ class ScriptedExecutor:
     async def _was_parked(self, attempt: Attempt, path: str) -> bool:
         events = await attempt.gate.client.events(type_=EventType.LEASE_WAITING)
         return any(excludes(str(e["payload"].get("path")), path) for e in events)
+
+
+def _started_by(session_id: str | None, number: int) -> int:
+    """The attempt that started a scripted session (`scripted-TASK-N`); none: this one."""
+    if session_id is None:
+        return number
+    tail = session_id.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else number - 1
 
 
 def _rate_limited(retry_after: Any, attempt: Attempt) -> AttemptReport:

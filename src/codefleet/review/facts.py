@@ -158,6 +158,8 @@ def attempts_of(events: Iterable[Row]) -> list[Attempt]:
             _settle(attempt, kind, e["payload"])
         elif kind in _ENDS and task in landing:
             _settle(landing.pop(task), kind, e["payload"])
+        elif kind == EventType.REPAIR_STARTED and task in landing:  # its session repairs it
+            landing.pop(task).outcome = "repaired"
     return found
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
 
-from codefleet.models import EventType, from_iso
+from codefleet.models import EventType, RepairCause, from_iso
 
 __all__ = [
     "Break",
@@ -237,6 +237,8 @@ class _Fold:
             self.breaks.append({"task": task, "at": _at(e), "body": body})
         elif kind in _LEAVES:
             self.leave(task, _at(e))
+        elif kind == EventType.REPAIR_STARTED and body.get("cause") == RepairCause.INTEGRATION:
+            self.leave(task, _at(e))  # its session repairs it; it queues again when done
         elif kind == EventType.LANDING_HALTED:
             self.halts.append(
                 Halt(

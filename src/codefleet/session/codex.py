@@ -25,7 +25,7 @@ attempt has them, the same code a Claude Code session runs) on a second socket, 
 the session's MCP server, a thin stdio proxy (`session.codexread`), forwards each call
 to. So a file read lands in the attempt's read set, and after the first turn, as in the
 Claude executor, the operator's new messages are one more turn (`hear_operator`) and the
-reads are validated (`settle_reads`), a stale one getting its reconcile turn: each a
+reads are validated (`finish_session`), a stale one getting its reconcile turn: each a
 user message on the same Codex thread. A turn's report counts that turn's tokens only.
 
 The outcome reuses `session_outcome`: the turn becomes a `SessionResult` (the final
@@ -68,7 +68,7 @@ from openai_codex.models import JsonObject
 from codefleet.attempt import AttemptReport
 from codefleet.fleet.executor import Attempt
 from codefleet.fleet.gate.prewrite import WriteGate
-from codefleet.fleet.reconcile import settle_reads
+from codefleet.fleet.repair import finish_session
 from codefleet.fleet.tools.inbox import hear_operator
 from codefleet.models import ErrorKind, utcnow
 from codefleet.session.codexconfig import (
@@ -375,7 +375,7 @@ class CodexExecutor:
 
         first = await turn(attempt_prompt(attempt, self.prompt_marker, CODEX_RULES))
         first = await hear_operator(attempt.inbox, first, follow_up)
-        return await settle_reads(attempt, first, follow_up)
+        return await finish_session(attempt, first, follow_up)
 
 
 async def trust_hooks(codex: AsyncCodex, workdir: Path) -> None:

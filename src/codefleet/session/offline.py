@@ -11,7 +11,7 @@ exit): the staged veto needs T3's and T4's sessions, on different runners, to
 see each other's requests. Each session gets the fake's env (loopback base
 URL, a fake key, no side traffic) and its own HOME and temp dirs under
 `run_dir/homes/`, so nothing of the user's Claude Code setup is read or
-written.
+written; a repair attempt gets the HOME of the session it resumes.
 """
 
 from __future__ import annotations
@@ -90,9 +90,14 @@ def script_id_for(script_ids: Collection[str], attempt: Attempt) -> str:
 
 
 def session_home(attempt: Attempt) -> Path:
-    """A private HOME for one session, under the run directory."""
-    name = f"{attempt.task_id}-a{attempt.number}-{attempt.runner_name}"
-    return attempt.run_dir / "homes" / name
+    """A private HOME for one session, under the run directory; a repair attempt's is the
+    HOME of the session it resumes (where the CLI keeps its transcript), when it is found."""
+    homes = attempt.run_dir / "homes"
+    resumed = attempt.task.repair_session
+    if resumed:
+        for transcript in homes.glob(f"{attempt.task_id}-a*/.claude/projects/*/{resumed}.jsonl"):
+            return transcript.parents[3]
+    return homes / f"{attempt.task_id}-a{attempt.number}-{attempt.runner_name}"
 
 
 @functools.cache

@@ -17,7 +17,9 @@ result decides.
 Reads: the session is a `session.conversation.Conversation`: after its first
 turn ends well, the attempt's reads are validated (`fleet.reconcile`) and a
 reconcile turn is one more user message in the same conversation; its usage
-counts to the attempt.
+counts to the attempt. So is a repair turn after a failed verify
+(`fleet.repair`); a repair attempt after a failed landing resumes the session
+that made the change (the SDK's `resume`), its first message the repair.
 
 Cancellation (the runner's wall clock, or fencing) kills the CLI process with
 SIGKILL before the SDK closes the transport, so nothing outlives the attempt.
@@ -68,7 +70,7 @@ from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITra
 
 from codefleet.attempt import AttemptReport
 from codefleet.fleet.executor import Attempt
-from codefleet.fleet.reconcile import settle_reads
+from codefleet.fleet.repair import finish_session, opening
 from codefleet.fleet.tools.attemptchecks import CHECK_TOOL
 from codefleet.fleet.tools.commandtool import COMMAND_TOOL
 from codefleet.fleet.tools.inbox import hear_operator
@@ -88,7 +90,7 @@ from codefleet.session.clistream import (
     watch,
 )
 from codefleet.session.conversation import Conversation, no_input
-from codefleet.session.outcome import session_outcome, this_turn
+from codefleet.session.outcome import Spent, session_outcome, this_turn
 from codefleet.session.sessionfiles import StderrFile, save_record, stderr_path
 from codefleet.session.taskprompt import attempt_prompt
 from codefleet.session.tools import ASK_TOOL, SessionTool, session_tools
@@ -165,6 +167,9 @@ class SessionExecutor:
         self.prompt_marker = prompt_marker
         self.hook_timeout = hook_timeout
         self.hook_timings_ms: list[float] = []  # every hook call of every attempt, for reports
+        # each session's usage so far, by id: a resumed session's CLI reports its totals
+        # since the session began, and a repair attempt counts only its own turns
+        self.spent: dict[str, Spent] = {}
 
     async def run(self, attempt: Attempt) -> AttemptReport:
         attempt_log = AttemptLog(
@@ -174,18 +179,19 @@ class SessionExecutor:
         )
         started = utcnow()
         outcome: AttemptReport | None = None
+        attempt_log.spent = self.spent.get(attempt.task.repair_session or "", attempt_log.spent)
         try:
             with StderrFile(stderr_path(attempt), attempt) as stderr:
                 options = self.options(attempt, attempt_log, stderr.write)
+                prompt = opening(attempt) or attempt_prompt(attempt, self.prompt_marker)
                 outcome = await _reaping(
-                    _converse(
-                        attempt, attempt_prompt(attempt, self.prompt_marker), options, attempt_log
-                    ),
-                    attempt_log,
+                    _converse(attempt, prompt, options, attempt_log), attempt_log
                 )
             return outcome
         finally:
             self.hook_timings_ms.extend(attempt_log.hook_ms)
+            if outcome is not None and outcome.session_id:
+                self.spent[outcome.session_id] = attempt_log.spent
             evidence = {
                 "cli_pid": attempt_log.cli_pid,
                 "init": attempt_log.init,
@@ -224,6 +230,7 @@ class SessionExecutor:
             env=env,
             hooks=hook_matchers(attempt_log, self.hook_timeout),
             system_prompt={"type": "preset", "preset": "claude_code"},
+            resume=attempt.task.repair_session,  # a repair: the session that made the change
         )
 
 
@@ -260,7 +267,7 @@ async def _converse(
 
         first = await _turn(talk, prompt, attempt, attempt_log)
         first = await hear_operator(attempt.inbox, first, None if talk.broken else follow_up)
-        return await settle_reads(attempt, first, None if talk.broken else follow_up)
+        return await finish_session(attempt, first, None if talk.broken else follow_up)
 
 
 async def _turn(

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from codefleet.api.client import FleetClient
-from codefleet.models import TERMINAL_STATUSES, EventType, TaskStatus
+from codefleet.models import TERMINAL_STATUSES, EventType, RepairCause, TaskStatus
 from codefleet.statedir import STATE_DIR
 from codefleet.toolcalls.leasekeys import excludes, file_of
 
@@ -371,6 +371,7 @@ _TASK_KINDS: Final = frozenset(
         EventType.TASK_CANCELLED,
         EventType.TASK_RETRIED,
         EventType.TASK_UNBLOCKED,
+        EventType.REPAIR_STARTED,
     }
 )
 
@@ -395,6 +396,8 @@ def _replay_task(replay: _Replay, event: Row) -> None:
         return
     if kind is EventType.TASK_UNBLOCKED:
         _require_deps(replay, task_id, event, "unblocked")
+    elif kind is EventType.REPAIR_STARTED:
+        _repair_started(replay, task, event)
     elif kind is EventType.TASK_ASSIGNED:
         _assigned(replay, task, event)
     elif kind in _MOVES:
@@ -408,6 +411,12 @@ def _replay_task(replay: _Replay, event: Row) -> None:
         dead = {TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.BLOCKED_UPSTREAM}
         if _expect(replay, task, event, dead, TaskStatus.PENDING):
             task.attempts, task.generation = 0, task.generation + 1
+
+
+def _repair_started(replay: _Replay, task: _Task, event: Row) -> None:
+    """A landing repair: from `landing` back to `pending`, its leases kept (decision 0161)."""
+    if event["payload"].get("cause") == RepairCause.INTEGRATION:
+        _expect(replay, task, event, {TaskStatus.LANDING}, TaskStatus.PENDING)
 
 
 def _expect(
@@ -432,7 +441,7 @@ def _assigned(replay: _Replay, task: _Task, event: Row) -> None:
         )
     _require_deps(replay, event["task_id"], event, "assigned")
     unrestored = replay.held_by(event["task_id"])
-    if unrestored:
+    if unrestored and not event["payload"].get("repair"):  # a repair resumes its own change
         replay.flag(
             "lease_outside_attempt",
             f"{event['task_id']} assigned again while {unrestored} are not restored",

@@ -32,6 +32,10 @@ contract (issue 39) and reports every `Violation`:
   `task_failed` before anything else happens to it, and each file its attempt
   wrote is put back (`file_restored` / `restore_failed`) before its lease is released,
   like any failed attempt (the lease replay in `invariants` does the rest).
+
+A blamed task whose session repairs its change (`repair_started`, cause
+`integration`, decision 0161) is not blamed yet: it stops waiting to land, its
+leases kept, and its repair attempt's success queues it again.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from codefleet.models import ErrorKind, EventType
+from codefleet.models import ErrorKind, EventType, RepairCause
 from codefleet.testing.invariants import Violation
 
 __all__ = ["check_landing"]
@@ -241,6 +245,17 @@ def _unwound(state: _State, ordered: Sequence[Row], n: int) -> None:
     state.queued.pop(task_id, None)
 
 
+def _repair(state: _State, ordered: Sequence[Row], n: int) -> None:
+    """A landing repair: the task stops waiting to land, nothing rolled back."""
+    event = ordered[n]
+    if event["payload"].get("cause") != RepairCause.INTEGRATION:
+        return
+    if state.queued.pop(event["task_id"], None) is None:
+        state.flag(
+            "integration_rollback", f"{event['task_id']} repaired while not waiting to land", event
+        )
+
+
 def _attempt_ended(state: _State, ordered: Sequence[Row], n: int) -> None:
     """The end of a blamed task's attempt must be its rework (requeue or failure); an
     unwound one's, a requeue for that reason, uncharged."""
@@ -278,6 +293,7 @@ _HANDLERS: Final[dict[str, Handler]] = {
     EventType.LANDED: _landed,
     EventType.TASK_SUCCEEDED: _succeeded,
     EventType.INTEGRATION_FAILED: _integration_failed,
+    EventType.REPAIR_STARTED: _repair,
     EventType.TASK_RETRIED: _retried,
     EventType.TASK_REQUEUED: _attempt_ended,
     EventType.TASK_FAILED: _attempt_ended,

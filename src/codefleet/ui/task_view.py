@@ -3,8 +3,8 @@
 A field list (status and attempts, dependencies, scope, verify, usage, the
 files it changed and its patch's size, its stale reads and reconcile turns,
 its landing (queued at, the landing checks run on it and their verdicts, its
-landing order, or the integration breaks and whom they conflicted with), the
-last error) and the description.
+landing order, or the integration breaks and whom they conflicted with), its
+repair turns and reworks (decision 0161), the last error) and the description.
 Every value is `Text`, never Rich markup: titles, paths and errors are user
 and model text. `--json` prints the server's record unchanged.
 """
@@ -65,10 +65,14 @@ def task_detail(
     stale = [e for e in reads if e["type"] in ("stale_read", "reconciled")]
     spared = [e for e in reads if e["type"] in ("check_reused", "check_deferred")]
     stacks = [e for e in reads if e["type"] == "stack_unwound" or _stacked(e)]
+    repairs = [e for e in reads if e["type"] in ("repair_started", "repair_finished")]
+    for name, value in _mended(reads, simulated):
+        fields.add_row(name, value)
     for label, events, style in (
         ("stale reads", stale, "yellow"),
         ("checks spared", spared, "green"),
         ("stacks", stacks, "cyan"),
+        ("repair turns", repairs, "yellow"),
         ("messages", said, "cyan"),
     ):
         for n, event in enumerate(events):
@@ -84,6 +88,25 @@ def _stacked(event: dict[str, Any]) -> bool:
     return event["type"] == "lease_acquired" and bool(
         (event.get("payload") or {}).get("stacked_on")
     )
+
+
+def _mended(reads: Sequence[dict[str, Any]], simulated: bool) -> list[tuple[str, Text]]:
+    """`repairs`: how many failed checks its sessions repaired, what the turns cost, and
+    the reworks (rolled back for a new attempt) that still happened; none of either: no row."""
+    ended = [e.get("payload") or {} for e in reads if e["type"] == "repair_finished"]
+    reworks = sum(1 for e in reads if e["type"] == "task_requeued" and _reworked(e))
+    if not ended and not reworks:
+        return []
+    fixed = sum(1 for p in ended if p.get("outcome") != "failed")
+    cost = sum(float(p.get("cost_usd") or 0) for p in ended)
+    line = f"{fixed} of {len(ended)} repaired in the same session · {cost_text(cost, simulated)}"
+    return [("repairs", Text(f"{line} · {reworks} rework(s)"))]
+
+
+def _reworked(event: dict[str, Any]) -> bool:
+    """A requeue that rolled back a change a check failed (a verify, a landing)."""
+    kind = (event.get("payload") or {}).get("error_kind")
+    return kind in ("verify_failed", "integration_failed")
 
 
 def _fields(

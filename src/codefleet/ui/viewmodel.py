@@ -174,6 +174,8 @@ EVENT_STYLE: Final[dict[str, str]] = {
     EventType.COMMAND_FINISHED: "bold cyan",
     EventType.STALE_READ: "bold yellow",
     EventType.RECONCILED: "yellow",
+    EventType.REPAIR_STARTED: "bold yellow",
+    EventType.REPAIR_FINISHED: "yellow",
     EventType.OPERATOR_MESSAGE: "bold cyan",
     EventType.OPERATOR_MESSAGE_DELIVERED: "cyan",
     EventType.LANDING_QUEUED: "magenta",

@@ -95,6 +95,9 @@ _TASK_EVENTS = (
     "check_deferred",  # a verify left to the landing check
     "lease_acquired",  # those `stacked_on` a task waiting to land are shown
     "stack_unwound",  # undone with the task it stacked on
+    "repair_started",  # a failed check repaired in the same session (decision 0161)
+    "repair_finished",
+    "task_requeued",  # ... or reworked: rolled back for a new attempt
 )
 _LANDING_EVENTS = ("landing_queued", "landed", "integration_failed")
 _LANDING_CHECKS = ("landing_check_started", "landing_check_finished")  # named by their batch

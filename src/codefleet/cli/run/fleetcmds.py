@@ -33,6 +33,7 @@ from codefleet.cli.common import (
     OfflineOpt,
     ProtectedOpt,
     ReconcileRoundsOpt,
+    RepairTurnsOpt,
     ResourceWaitOpt,
     RunDirOpt,
     ScriptOpt,
@@ -99,6 +100,7 @@ def runner(
     check_dir: CheckDirOpt = None,
     uv_lock_cache: UvLockCacheOpt = None,
     reconcile_rounds: ReconcileRoundsOpt = None,
+    repair_turns: RepairTurnsOpt = None,
     lease_granularity: LeaseGranularityOpt = None,
     resource_wait: ResourceWaitOpt = None,
     exit_when_drained: Annotated[
@@ -302,6 +304,7 @@ def run(
     check_dir: CheckDirOpt = None,
     uv_lock_cache: UvLockCacheOpt = None,
     reconcile_rounds: ReconcileRoundsOpt = None,
+    repair_turns: RepairTurnsOpt = None,
     lease_granularity: LeaseGranularityOpt = None,
     resource_wait: ResourceWaitOpt = None,
     protected_paths: ProtectedOpt = None,
@@ -390,6 +393,7 @@ def runner_options(
         resource_wait=settings.resource_wait,
         protected_names=settings.protected_names,
         reconcile_rounds=settings.reconcile_rounds,
+        repair_turns=settings.repair_turns,
         no_questions=no_questions,
         # the flag (or its env variable) overrides the server's; unset, the server's applies
         lease_granularity=settings.lease_granularity

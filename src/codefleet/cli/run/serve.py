@@ -62,6 +62,7 @@ def serve(
     landing_parallel: Annotated[int | None, option("landing_parallel")] = None,
     verify_before_landing: Annotated[bool | None, option("verify_before_landing")] = None,
     landing_stack: Annotated[bool | None, option("landing_stack")] = None,
+    repair_turns: Annotated[int | None, option("repair_turns")] = None,
     read_timeout: Annotated[float | None, option("read_timeout")] = None,
     keep_alive_timeout: Annotated[float | None, option("keep_alive_timeout")] = None,
     max_connections: Annotated[int | None, option("max_connections")] = None,

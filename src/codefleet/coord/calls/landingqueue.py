@@ -17,7 +17,9 @@ next worker that asks (docs/decisions/0152-a-landing-claim-lapses-with-its-worke
 
 What a verdict does: each landing task's files are patched and released and
 it `succeeds` with its order number (`landed`, then `task_succeeded`); a
-blamed task's files are put back (like any failed attempt) and it is requeued
+blamed task is first handed back to the session that made its change, its
+files kept (`repair_started`, decision 0161), else its files are put back
+(like any failed attempt) and it is requeued
 as `integration_failed`, its error naming the tasks that landed since its
 attempt started and the failing output; a base that fails alone, a check that
 cannot start even there, or a failure that did not repeat (flaky) halts landing
@@ -48,7 +50,15 @@ from codefleet.coord.tables.liveindex import LiveTask
 from codefleet.coord.tables.preimages import uncovered
 from codefleet.errors import InvalidGraph, InvalidState, NotOwner
 from codefleet.failuretext import failure_excerpt
-from codefleet.models import ErrorKind, EventType, HaltCause, ReleaseReason, TaskStatus
+from codefleet.models import (
+    ErrorKind,
+    EventType,
+    HaltCause,
+    ReleaseReason,
+    RepairCause,
+    TaskStatus,
+    Workspace,
+)
 
 __all__ = ["Landing"]
 
@@ -73,7 +83,14 @@ STOPPED: Final = "stopped"
 class Landing:
     """The landing queue of one engine; see the module docstring."""
 
-    def __init__(self, parts: CallParts, batch: int, stale_after: float, parallel: int) -> None:
+    def __init__(
+        self,
+        parts: CallParts,
+        batch: int,
+        stale_after: float,
+        parallel: int,
+        repair_turns: int = 0,
+    ) -> None:
         self.store = parts.store
         self.clock = parts.clock
         self.tasks = parts.tasks
@@ -82,6 +99,8 @@ class Landing:
         self.checks = parts.checks
         self.transition = parts.transition
         self.kick = parts.kick
+        self.agents = parts.agents
+        self.repair_turns = repair_turns  # a blamed task's session repairs its change first
         self.batch = max(1, batch)
         self.parallel = max(1, parallel)  # the most steps in flight at once
         self.stale_after = stale_after
@@ -393,6 +412,8 @@ class Landing:
         row = self.store.task(task_id) or {}
         since = self.store.landed_since(str(row.get("started_at") or row.get("assigned_at") or ""))
         error = self._rework_text(task_id, check, since, output)
+        if self._repair_or_rework(task, row, check, since, error, now):
+            return  # its session repairs the change in place: nothing is rolled back
         self.store.emit(
             EventType.INTEGRATION_FAILED,
             task_id=task_id,
@@ -417,6 +438,43 @@ class Landing:
             )
         else:
             self.tasks.requeue(task, ErrorKind.INTEGRATION_FAILED, error, now)
+
+    def _repair_or_rework(
+        self,
+        task: LiveTask,
+        row: Mapping[str, Any],
+        check: str,
+        since: Sequence[Mapping[str, Any]],
+        error: str,
+        now: datetime,
+    ) -> bool:
+        """Hand the change back to the session that made it (`repair_started`): True when the
+        task waits for its repair attempt, its change on the tree and its leases kept; False
+        when it is to be rolled back and reworked (`policy.may_repair`; decision 0161)."""
+        agent = self.agents.get(task.agent_id or "")
+        session = row.get("session_id")
+        kind, workspace = (agent.agent, agent.workspace) if agent else (task.agent, Workspace.TREE)
+        stacked_on = bool(self.leases.stacks.files_under(task.id))
+        if not policy.may_repair(
+            session, task.repairs, self.repair_turns, kind, workspace, stacked_on
+        ):
+            return False
+        self.store.emit(
+            EventType.REPAIR_STARTED,
+            task_id=task.id,
+            agent_id=task.agent_id,
+            attempt=task.attempts,
+            cause=RepairCause.INTEGRATION,
+            name=check,
+            session_id=session,
+            turn=task.repairs + 1,
+            conflicts_with=[str(r["id"]) for r in since],
+            spent_usd=task.landed_cost_usd,  # the change so far: what a rework spends again
+        )
+        if task.agent_id:  # its report counted a success the landing takes back
+            self.store.success_taken_back(task.agent_id)
+        self.tasks.await_repair(task, str(session), error, now)
+        return True
 
     def _rework_text(
         self, task_id: str, check: str, since: Sequence[Mapping[str, Any]], output: str

@@ -14,7 +14,9 @@ database. It owns no state; it is handed the engine's parts.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
+from typing import Final
 
 from codefleet.attempt import AttemptReport
 from codefleet.coord.calls.callparts import CallParts
@@ -23,10 +25,23 @@ from codefleet.coord.calls.takebacks import TakeBacks
 from codefleet.coord.policy.answers import TaskAnswer
 from codefleet.coord.tables.liveindex import LiveTask
 from codefleet.errors import NotOwner
-from codefleet.models import RETRYABLE_KINDS, ErrorKind, ReleaseReason, TaskStatus, to_iso
+from codefleet.models import (
+    RETRYABLE_KINDS,
+    ErrorKind,
+    EventType,
+    ReleaseReason,
+    RepairCause,
+    TaskStatus,
+    to_iso,
+)
 from codefleet.resources import is_resource_key, resource_name, valid_resource_name
 
 __all__ = ["Outcomes"]
+
+# A failed repair attempt is reworked as the landing failure it repaired, unless its own
+# failure says more: a usage limit (not charged), a veto (its scope widened), a check that
+# cannot start (not retried).
+KEPT_KINDS: Final = frozenset({ErrorKind.RATE_LIMITED, ErrorKind.VETO, ErrorKind.CHECK_UNRUNNABLE})
 
 
 class Outcomes:
@@ -34,6 +49,7 @@ class Outcomes:
 
     def __init__(self, parts: CallParts, take_backs: TakeBacks, landing: Landing) -> None:
         self.tree = parts.tree
+        self.store = parts.store
         self.clock = parts.clock
         self.agents = parts.agents
         self.tasks = parts.tasks
@@ -64,6 +80,7 @@ class Outcomes:
             )
         now = self.clock()
         with self.transition():
+            report = self._repair_ended(task, report)
             self.tasks.record_usage(task, agent_id, report)
             self.limits.spend(report.cost_usd)
             if report.ok:  # it lands (maybe at once): its leases stay until it has
@@ -77,6 +94,30 @@ class Outcomes:
                 self._settle_failure(task, report, now)
         self.kick()
         return self.tasks.answered(task)  # from the live index: what was just stored, unread
+
+    def _repair_ended(self, task: LiveTask, report: AttemptReport) -> AttemptReport:
+        """A repair attempt's end (`repair_finished`): its change lands again, or, failed, it
+        is rolled back and reworked as the landing failure it repaired (decision 0161)."""
+        if task.repair_session is None:
+            return report
+        self.tasks.end_repair(task)
+        self.store.emit(
+            EventType.REPAIR_FINISHED,
+            task_id=task.id,
+            agent_id=task.agent_id,
+            attempt=task.attempts,
+            cause=RepairCause.INTEGRATION,
+            outcome="landing" if report.ok else "failed",
+            turn=task.repairs,
+            cost_usd=report.cost_usd,
+            input_tokens=report.input_tokens,
+            output_tokens=report.output_tokens,
+        )
+        if report.ok or report.error_kind in KEPT_KINDS:
+            return report
+        said = f"{report.error_kind or 'failed'}: {report.error or ''}".strip()
+        error = f"{task.error or ''}\n\nIts repair in the same session failed too ({said})."
+        return replace(report, error=error, error_kind=ErrorKind.INTEGRATION_FAILED)
 
     def _settle_failure(self, task: LiveTask, report: AttemptReport, now: datetime) -> None:
         kind = report.error_kind or ErrorKind.AGENT_ERROR

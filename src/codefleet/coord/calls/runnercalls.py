@@ -156,6 +156,7 @@ class RunnerCalls:
             notes=self.messages.notes(task.id),
             ask=task.ask,
             resources=tuple(sorted(map(resource_name, task.resources))),
+            repair_session=task.repair_session,
         )
 
     async def wait_assignment(self, agent_id: str, epoch: int, wait: float) -> AssignedTask | None:

@@ -165,7 +165,7 @@ class Ticks:
         if agent is None or agent.status is not AgentStatus.IDLE:
             log.info("skip stale Assign to %s: agent not idle", agent_id)
             return
-        if self.leases.paths_of(task_id):
+        if self.leases.paths_of(task_id) and task.repair_session is None:  # a repair keeps them
             log.info("skip Assign of %s: its last attempt's files are not restored yet", task_id)
             return
         held = self.leases.held_by_others(sorted(task.resources), task_id)

@@ -47,6 +47,8 @@ class EngineConfig:
     verify_before_landing: bool = _default("verify_before_landing")
     # a file held by a task waiting to land may pass on to its next writer (`policy.stacks`)
     landing_stack: bool = _default("landing_stack")
+    # a blamed task's session repairs its change this many times before it is reworked
+    repair_turns: int = _default("repair_turns")
 
 
 # The fields that are not a `Settings` field of the same name, from the settings.

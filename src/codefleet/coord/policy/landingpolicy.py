@@ -31,6 +31,10 @@ already passed on this very base (the runner's check at the end of its
 session) does not run it again. A step's verdicts are the checks it ran, by
 name (a worker stops at the first that does not pass). No I/O, no clock, no
 database.
+
+A blamed task is *repaired* before it is reworked (`may_repair`): the session
+that made its change is resumed, told the failure, while the change stays on
+the tree (decision 0161).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Final
 
-from codefleet.models import HaltCause
+from codefleet.models import AgentKind, HaltCause, Workspace
 
 __all__ = [
     "AHEAD",
@@ -55,6 +59,7 @@ __all__ = [
     "Step",
     "checks_for",
     "extend",
+    "may_repair",
     "propose",
     "record",
 ]
@@ -269,3 +274,26 @@ def _base_checks(rnd: Round) -> tuple[str, ...]:
     started = checks_for(rnd, rnd.lo) if rnd.lo else ()  # a passing prefix ran them
     wanted += [n for n in rnd.unrunnable if n not in started and n not in wanted]
     return tuple(n for n in wanted if n not in rnd.base_ran)
+
+
+def may_repair(
+    session_id: str | None,
+    repairs: int,
+    repair_turns: int,
+    agent: str | None,
+    workspace: str,
+    stacked_on: bool = False,
+) -> bool:
+    """Whether a blamed task's session repairs its change instead of a rollback and rework:
+    there is a session to resume, it has repair turns left, its agent can resume it on the
+    tree where the change is (a Claude Code session of a runner in the shared tree; a clone
+    holds the line, not the change), and no task has stacked on its files (their holders
+    are undone and the task reworked: a repair would need those files back as it left
+    them, decisions 0159 and 0161)."""
+    return (
+        bool(session_id)
+        and repairs < repair_turns
+        and agent in (None, AgentKind.CLAUDE)
+        and workspace == Workspace.TREE
+        and not stacked_on
+    )

@@ -305,6 +305,15 @@ def _busy_scope(state: FleetState, plan: _Plan) -> KeyIndex[str]:
     return busy
 
 
+def _blocked(task: TaskView, busy: KeyIndex[str]) -> bool:
+    """Does a key the task claims meet one another task holds or claims? Its own leases never
+    block it: a pending task may hold some, a repair's, its change still on the tree
+    (decision 0161); they keep every other task out."""
+    if busy.isdisjoint(task.claims):
+        return False
+    return any(busy.held[k] != task.id for key in task.claims for k in busy.excluded_by(key))
+
+
 def _idle_agents(state: FleetState, now: datetime, plan: _Plan) -> list[AgentView]:
     cutoff = now - state.stale_after
     idle = [
@@ -326,7 +335,7 @@ def _assign(state: FleetState, now: datetime, plan: _Plan) -> None:
         if not agents:
             return
         claims = task.claims
-        if not is_runnable(task, now) or not busy.isdisjoint(claims):
+        if not is_runnable(task, now) or _blocked(task, busy):
             continue  # skipped, never head-of-line blocking
         fit = next((a for a in agents if task.agent in (None, a.agent)), None)
         if fit is None:

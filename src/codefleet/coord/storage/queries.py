@@ -44,6 +44,8 @@ TASK_COLUMNS: Final = frozenset(
         "completed_at",
         "landing_seq",
         "landed_order",
+        "repair_session",
+        "repairs",
     ]
 )
 AGENT_COLUMNS: Final = frozenset(
@@ -126,6 +128,8 @@ MIGRATIONS: Final = (
     ("tasks", "landing_seq", "ALTER TABLE tasks ADD COLUMN landing_seq INTEGER"),
     ("tasks", "landed_order", "ALTER TABLE tasks ADD COLUMN landed_order INTEGER"),
     ("tasks", "lease_granularity", "ALTER TABLE tasks ADD COLUMN lease_granularity TEXT"),
+    ("tasks", "repair_session", "ALTER TABLE tasks ADD COLUMN repair_session TEXT"),
+    ("tasks", "repairs", "ALTER TABLE tasks ADD COLUMN repairs INTEGER NOT NULL DEFAULT 0"),
 )
 INSERT_DEPENDENCY: Final = "INSERT INTO task_dependencies (task_id, depends_on_id) VALUES (?, ?)"
 SELECT_TASK: Final = "SELECT * FROM tasks WHERE id = ?"

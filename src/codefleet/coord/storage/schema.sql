@@ -37,7 +37,9 @@ CREATE TABLE IF NOT EXISTS tasks (
     shell            TEXT, -- run_command: off | on | network; NULL: the fleet's default
     resources        TEXT NOT NULL DEFAULT '[]',  -- named resources held for each attempt
     landing_seq      INTEGER, -- its place in the landing queue (set when it finished)
-    landed_order     INTEGER  -- 1, 2, ...: the order it landed in (NULL: not landed)
+    landed_order     INTEGER, -- 1, 2, ...: the order it landed in (NULL: not landed)
+    repair_session   TEXT,    -- the session its next attempt resumes to repair its change
+    repairs          INTEGER NOT NULL DEFAULT 0  -- repair attempts since its last fresh one
 );
 CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks(status);
 

@@ -70,7 +70,19 @@ PHASE_EVENTS: Final = {
     "started": EventType.CHECK_STARTED,
     "deferred": EventType.CHECK_DEFERRED,
     "reused": EventType.CHECK_REUSED,
+    "repair_started": EventType.REPAIR_STARTED,
+    "repair_finished": EventType.REPAIR_FINISHED,
 }
+# The fields a repair turn's events carry beyond a check event's (`fleet.repair`).
+REPAIR_FIELDS: Final = (
+    "cause",
+    "turn",
+    "outcome",
+    "cost_usd",
+    "spent_usd",
+    "input_tokens",
+    "output_tokens",
+)
 
 
 class CheckRegistry:
@@ -170,6 +182,8 @@ class CheckRegistry:
             extra["command"] = command
         elif phase == "reused":
             extra["reused_from"] = report.get("reused_from")
+        elif phase in ("repair_started", "repair_finished"):
+            extra = {k: report[k] for k in REPAIR_FIELDS if report.get(k) is not None}
         event = self.store.emit(
             PHASE_EVENTS[phase],
             task_id=task_id,

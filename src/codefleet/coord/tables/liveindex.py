@@ -70,6 +70,9 @@ class LiveTask:
     resources: frozenset[str] = frozenset()  # the lease keys of its named resources
     verified_on: int | None = None  # the landed count when its attempt's verify check started
     landed_cost_usd: float = 0.0  # the cost of the attempt waiting to land (memory only)
+    # the session its next attempt resumes to repair its change, still on the tree (None: fresh)
+    repair_session: str | None = None
+    repairs: int = 0  # repair attempts since its last fresh one
 
     @property
     def charged(self) -> int:
@@ -128,6 +131,8 @@ def live_task(row: Mapping[str, Any]) -> LiveTask:
         error_kind=row["error_kind"],
         blocked_on_path=row["blocked_on_path"],
         resources=resource_keys(row.get("resources") or ()),
+        repair_session=row.get("repair_session"),
+        repairs=int(row.get("repairs") or 0),
     )
 
 

@@ -167,10 +167,13 @@ class TaskTable:
     # -- an attempt ----------------------------------------------------------------------
 
     def assign(self, task: LiveTask, agent_id: str, agent_name: str, now: datetime) -> None:
+        """The next attempt (a repair attempt, `repair_session`, was made uncharged already)."""
+        repair = task.repair_session is not None
         task.attempts += 1
         task.agent_id = agent_id
         task.assigned_at = now
         task.verified_on = None  # this attempt's verify has not run yet
+        task.repairs = task.repairs + 1 if repair else 0
         self.index.set_status(task, TaskStatus.ASSIGNED)
         at = to_iso(now)
         self.store.update_task(
@@ -182,6 +185,7 @@ class TaskTable:
             started_at=None,
             backoff_until=None,
             updated_at=at,
+            repairs=task.repairs,
         )
         self.store.emit(
             EventType.TASK_ASSIGNED,
@@ -189,7 +193,42 @@ class TaskTable:
             agent_id=agent_id,
             agent_name=agent_name,
             attempt=task.attempts,
+            **({"repair": True, "session_id": task.repair_session} if repair else {}),
         )
+
+    def await_repair(self, task: LiveTask, session_id: str, error: str, now: datetime) -> None:
+        """Its landing failed: back to pending for a repair attempt that resumes `session_id`,
+        its change on the tree and its leases kept (the caller emitted `repair_started`). The
+        repair attempt is not charged (decision 0161): counted so now, so it may run even
+        after the task's last charged attempt."""
+        task.repair_session = session_id
+        task.uncharged += 1
+        task.agent_id = None
+        task.assigned_at = None
+        task.backoff_until = None
+        task.error, task.error_kind = error, ErrorKind.INTEGRATION_FAILED.value
+        task.blocked_on_path = None
+        self.index.set_status(task, TaskStatus.PENDING)
+        self.index.place_pending(task)
+        self.idle_announced = False
+        self.store.update_task(
+            task.id,
+            status=TaskStatus.PENDING,
+            assigned_agent_id=None,
+            backoff_until=None,
+            error=error,
+            error_kind=ErrorKind.INTEGRATION_FAILED,
+            blocked_on_path=None,
+            repair_session=session_id,
+            uncharged_attempts=task.uncharged,
+            updated_at=to_iso(now),
+        )
+
+    def end_repair(self, task: LiveTask) -> None:
+        """A repair attempt ended (well or not): the next attempt is fresh unless blamed again."""
+        if task.repair_session is not None:
+            task.repair_session = None
+            self.store.update_task(task.id, repair_session=None)
 
     def start(self, task: LiveTask, now: datetime) -> None:
         self.index.set_status(task, TaskStatus.RUNNING)
@@ -289,6 +328,7 @@ class TaskTable:
         backoff (docs/decisions/0082-an-attempt-is-charged-only-for-its-own-failure.md, "An attempt is charged only for its own failure"),
         only the `hold_s` its caller asks for.
         """
+        self.end_repair(task)  # rolled back: the next attempt starts afresh
         if not charged:
             task.uncharged += 1
             self.store.update_task(task.id, uncharged_attempts=task.uncharged)
@@ -348,6 +388,7 @@ class TaskTable:
         last_error_kind: ErrorKind | None = None,
     ) -> None:
         """Terminal failure; its dependents are blocked in the same transaction."""
+        self.end_repair(task)
         at = to_iso(now)
         self.index.finish(task, TaskStatus.FAILED)
         self.store.update_task(
@@ -371,6 +412,7 @@ class TaskTable:
 
     def cancel(self, task: LiveTask, now: datetime) -> None:
         """The operator ends the task; its dependents are blocked in the same transaction."""
+        self.end_repair(task)
         at = to_iso(now)
         self.index.finish(task, TaskStatus.CANCELLED)
         self.store.update_task(

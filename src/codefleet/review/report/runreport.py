@@ -38,6 +38,7 @@ from codefleet.review.report.outcomesections import (
     timeline_section,
     verdict,
 )
+from codefleet.review.report.repairsections import repair_section
 from codefleet.review.report.reportblocks import Report, Section
 from codefleet.review.runrecord import RunRecord
 
@@ -51,6 +52,7 @@ SECTIONS: list[SectionBuilder] = [
     timeline_section,
     tasks_section,
     landing_section,
+    repair_section,
     operator_section,
     graph_section,
     vetoes_section,

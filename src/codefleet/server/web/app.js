@@ -27,6 +27,7 @@ const STATE_AFTER = new Set([
   "task_created", "task_succeeded", "task_failed", "task_requeued", "task_cancelled", "task_retried",
   "agent_registered", "agent_offline", "fleet_idle", "run_finished", "fleet_paused", "fleet_resumed",
   "fleet_budget_set", "fleet_budget_exhausted", "fleet_started", "landing_queued", "integration_failed",
+  "repair_started",
 ]);
 // `codefleet stats`' figures change when an attempt ends, a write is refused or a run ends.
 const STATS_AFTER = new Set([

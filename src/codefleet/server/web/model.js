@@ -3,7 +3,8 @@
 // Two folds over the same ordered events:
 //   - history: every event since id 0 builds the timeline (one attempt per
 //     task_assigned, closed by task_succeeded / task_failed / task_requeued /
-//     task_cancelled, or by landing_queued: its runner is free while the task
+//     task_cancelled / repair_started (a landing break its session repairs:
+//     "repaired"), or by landing_queued: its runner is free while the task
 //     waits to land, and the event that settles the task gives the attempt its
 //     outcome), the vetoes (lease_denied), the rollbacks (file_restored),
 //     per-file contention, landing (the queue, the checks, each landing's order,
@@ -210,6 +211,9 @@ function foldLanding(h, event, at, body) {
       if (Number.isFinite(body.order)) l.orders.set(event.task_id, body.order);
       leaveQueue(l, event.task_id);
       break;
+    case "repair_started":
+      if (body.cause === "integration") leaveQueue(l, event.task_id);
+      return;
     case "integration_failed":
       l.breaks.push({ task: event.task_id, attempt: body.attempt, at, check: body.check ?? "", conflictsWith: body.conflicts_with ?? [], blamed: body.blamed ?? [], tail: body.output_tail ?? "" });
       leaveQueue(l, event.task_id);
@@ -397,6 +401,9 @@ function foldHistory(h, event) {
       break;
     case "task_failed":
       close(h, event, "failed", { kind: body.error_kind, reason: body.error ?? "" });
+      break;
+    case "repair_started": // a landing break: the session that made the change repairs it
+      if (body.cause === "integration") close(h, event, "repaired", { kind: "integration_failed", reason: "repaired in its own session" });
       break;
     case "task_cancelled":
       close(h, event, "cancelled", { kind: "cancelled", reason: "cancelled" });
