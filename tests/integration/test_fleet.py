@@ -444,20 +444,26 @@ async def _land_a_break_and_a_halt(
     client: FleetClient, server: ServerThread, workdir: Path
 ) -> None:
     """Landing's events: a task that breaks the integration check (`integration_failed`) with
-    a task stacked on its change (`stack_unwound`), then a landed tree broken behind the
-    lock's back (`landing_halted`), fixed and resumed. The check is slow enough for the
-    stacker to take `shared.txt` over while the breaker waits to land."""
-    await client.define_checks({"clean": "sleep 0.5 && test ! -e bad.txt"})
+    a task stacked on its change (`stack_unwound`), one that breaks it and repairs its change
+    in its own session (`repair_started`, `repair_finished`), then a landed tree broken
+    behind the lock's back (`landing_halted`), fixed and resumed. The check is slow enough
+    for the stacker to take `shared.txt` over while the breaker waits to land."""
+    await client.define_checks({"clean": "sleep 0.5 && ! grep -qs BROKEN bad.txt mend.txt"})
     await client.set_integration("clean")
     await client.create_tasks(
         [
             {"id": "breaker", "title": "b", "description": "do it"},
             {"id": "stacker", "title": "s", "description": "do it"},
+            {"id": "mender", "title": "m", "description": "do it"},
         ]
     )
     script = {
+        "mender": [
+            {"write": {"path": "mend.txt", "content": "BROKEN"}},
+            {"write": {"path": "mend.txt", "content": "mended"}, "turn": 2},  # its repair turn
+        ],
         "breaker": [
-            {"write": {"path": "bad.txt", "content": "x"}},
+            {"write": {"path": "bad.txt", "content": "BROKEN"}},
             {"write": {"path": "shared.txt", "content": "b"}},
         ],
         "stacker": [
@@ -467,7 +473,7 @@ async def _land_a_break_and_a_halt(
         ],
     }
     await drain(server, workdir, script)
-    (workdir / "bad.txt").write_text("by hand")  # the landed tree itself now fails `clean`
+    (workdir / "bad.txt").write_text("BROKEN by hand")  # the landed tree now fails `clean`
     await client.create_tasks(  # its verify is the integration check: left to it (check_deferred)
         [{"id": "innocent", "title": "i", "description": "do it", "verify": "clean"}]
     )
