@@ -422,6 +422,7 @@ class Summary:
     integration_failed: int = 0
     stacks: int = 0  # files taken over from tasks waiting to land (`lease_acquired` stacked_on)
     stacks_undone: int = 0  # attempts undone with a task that did not land (`stack_unwound`)
+    repairs: int = 0  # failed checks handed back to the session that made the change
     final_restart_identical: bool = False
     line_commits: int = 0  # landed tasks on the landed line (0: the tree has no line)
     levels: int = 0  # clone grants of a file landed anew since the attempt began (`_levels`)
@@ -717,6 +718,7 @@ class Chaos:
         s.landing_checks = kinds["landing_check_finished"]
         s.stacks = sum(1 for e in evidence.events if e["payload"].get("stacked_on"))
         s.stacks_undone = kinds["stack_unwound"]
+        s.repairs = kinds["repair_started"]
         s.waits = dict(
             Counter(e["payload"]["outcome"] for e in evidence.events if e["type"] == "lease_waited")
         )
