@@ -1,7 +1,8 @@
 """The landing routes: a landing worker's steps, and the operator's view and resume.
 
 A worker (`fleet.landingworker`) claims the step to run (`POST /landing/claim`, a
-short long-poll), reads what its view puts back (`GET
+short long-poll parked on the queue's `claimable` event, set whenever the queue, a round
+or the halt changes), reads what its view puts back (`GET
 /landing/steps/{id}/preimages`), says when each check starts, says it is alive
 while the step runs (`POST /landing/steps/{id}/beat`: a claim whose worker is not
 heard from for `stale_after` lapses) and posts the verdicts (`POST
@@ -15,8 +16,8 @@ hook's path: nothing here is a fast-path route.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from typing import Final
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
@@ -31,18 +32,19 @@ from codefleet.coord.engine import Engine
 
 __all__ = ["install_landing_routes"]
 
-CLAIM_POLL_S: Final = 0.05  # how often a parked claim looks again (memory only: cheap)
-
 
 def install_landing_routes(app: FastAPI, engine: Engine) -> None:
     @app.post("/landing/claim")
     async def claim(body: LandingClaimBody) -> JSONResponse:
         deadline = time.monotonic() + body.wait
         while True:
+            changed = engine.landing.claimable  # taken first: a change after it is not missed
             step = engine.landing.claim(body.worker, body.timeout_s)
-            if step is not None or time.monotonic() >= deadline:
+            left = deadline - time.monotonic()
+            if step is not None or left <= 0:
                 return JSONResponse({"step": step})
-            await asyncio.sleep(CLAIM_POLL_S)
+            with contextlib.suppress(TimeoutError):  # a lapsed claim: the worker's next asks
+                await asyncio.wait_for(changed.wait(), left)
 
     @app.get("/landing/steps/{step_id}/preimages")
     async def preimages(step_id: int) -> JSONResponse:

@@ -35,6 +35,7 @@ writes run in the caller's transaction or its own.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -110,6 +111,8 @@ class Landing:
         self.halted: dict[str, Any] | None = None
         self.round: policy.Round | None = None
         self.failure: tuple[str, str] = ("", "")  # the round's latest failing check, output
+        # set when the queue, the round or the halt changed: what a parked claim waits on
+        self.claimable = asyncio.Event()
 
     def load(self) -> None:
         """From the record: the queue in order, the integration check, the halt."""
@@ -159,9 +162,16 @@ class Landing:
 
     def settle(self) -> None:
         """Land at once what has nothing to check, in order; a round that needs a check is
-        started only when a worker claims it (`claim`), so its batch is as long as can be."""
+        started only when a worker claims it (`claim`), so its batch is as long as can be.
+        Parked claims are woken: what they may take has changed."""
         while self.round is None and self.halted is None and self._start_round(hand=False):
             pass
+        self._wake()
+
+    def _wake(self) -> None:
+        """Wake every parked claim: what it may take changed (`claimable`)."""
+        self.claimable.set()
+        self.claimable = asyncio.Event()  # set once: a claim parked from now on waits anew
 
     def _start_round(self, hand: bool) -> bool:
         """A round over the queue's head: applied at once if it checks nothing (True), else,
@@ -269,6 +279,7 @@ class Landing:
             step_id = self._next_step_id()
         per_check = timeout_s + self.stale_after
         self.steps.claim(handed, worker, step_id, per_check * max(1, len(handed.step.checks)))
+        self._wake()  # another free worker may take the next step of this round now
         commands = self.checks.known()
         return {
             **handed.fields(),
