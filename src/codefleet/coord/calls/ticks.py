@@ -106,13 +106,16 @@ class Ticks:
         waiting to land when its next writer may stack on it (every runner in the tree)."""
         held = self.leases.holders.items()
         live = self.tasks.index.live
-        if not self.config.landing_stack or self.agents.any_in_clones():
+        landing = [t for t in self.leases.of_task if _landing(live, t)]  # a few tasks at most
+        if not landing or not self.config.landing_stack or self.agents.any_in_clones():
             return tuple((key, holder[1]) for key, holder in held)
-        return tuple(
-            (key, task_id)
-            for key, (agent_id, task_id) in held
-            if not may_stack([(key, (agent_id, task_id))], lambda t: _landing(live, t))
-        )
+        free = {
+            key
+            for task_id in landing
+            for key in self.leases.of_task[task_id]
+            if may_stack([(key, ("", task_id))], lambda _: True)
+        }
+        return tuple((key, holder[1]) for key, holder in held if key not in free)
 
     def _view(self, task: LiveTask, now: datetime) -> sched.TaskView:
         """An in-flight task as the scheduler sees it; its questions' wait moves its deadline."""

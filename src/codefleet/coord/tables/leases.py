@@ -88,6 +88,7 @@ class LeaseTable:
         self.files = files
         self.holder_of = holder_of
         self.index: KeyIndex[tuple[str, str]] = KeyIndex()  # key -> (agent, task), by file
+        self.holders = self.index.held  # every held key -> (agent, task): the index's own dict
         self.of_task: dict[str, set[str]] = {}
         self.writing: dict[str, tuple[str, datetime]] = {}  # file -> (task writing parts, until)
         self.waits = WaitRoom()
@@ -98,6 +99,7 @@ class LeaseTable:
         for task_id in list(self.waits.waiters):  # a reset: no parked request outlives it
             self.waits.end(task_id, WaitOutcome.ENDED)
         self.index = KeyIndex()
+        self.holders = self.index.held
         self.of_task = {}
         for lease in self.store.lease_rows():
             self._mirror(lease.path, lease.agent_id, lease.task_id)
@@ -112,11 +114,6 @@ class LeaseTable:
             for lease in self.store.lease_rows(task_id):
                 self._mirror(lease.path, lease.agent_id, task_id)
         self.stacks.load(self.store.stacked_under())
-
-    @property
-    def holders(self) -> dict[str, tuple[str, str]]:
-        """Every held key -> (agent, task)."""
-        return self.index.held
 
     def _mirror(self, key: str, agent_id: str, task_id: str) -> None:
         self.index.put(key, (agent_id, task_id))
@@ -243,19 +240,17 @@ class LeaseTable:
         rejected: Sequence[Denial] = (),
         may_stack: MayStack | None = None,
     ) -> Request:
-        """What the table sees of a request for `keys` by `task_id` now, for `decide`."""
-        held = self.held_by_others(keys, task_id)
+        """What the table sees of a request for `keys` by `task_id` now, for `decide`. Who else
+        holds them is looked up only when the request does not hold them all already (the
+        re-acquire of the steady state asks nothing more: `decide` answers `OURS` first)."""
+        busy = tuple(self.busy(keys, task_id)) if door is Door.FLEET else ()
+        if rejected or busy or self.all_ours(keys, task_id):
+            return Request(door, rejected=tuple(rejected), busy=busy, ours=not (rejected or busy))
+        held = tuple(self.held_by_others(keys, task_id))
         stackable = False  # a stack is undone by restores: never without pre-images
         if held and may_stack is not None and self.files.rollback:
-            stackable = may_stack(held)
-        return Request(
-            door,
-            rejected=tuple(rejected),
-            busy=tuple(self.busy(keys, task_id)) if door is Door.FLEET else (),
-            ours=self.all_ours(keys, task_id),
-            held=tuple(held),
-            stackable=stackable,
-        )
+            stackable = may_stack(list(held))
+        return Request(door, held=held, stackable=stackable)
 
     def acquire(
         self,
