@@ -47,6 +47,7 @@ __all__ = [
     "AgentKind",
     "AgentStatus",
     "CheckPurpose",
+    "CheckVerdict",
     "DenyReason",
     "ErrorKind",
     "EventType",
@@ -103,6 +104,17 @@ class Workspace(StrEnum):
 
     TREE = "tree"
     CLONE = "clone"
+
+
+class CheckVerdict(StrEnum):
+    """A landing check's verdict (`landing_check_finished`'s `verdict`), one word each."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"  # a failure: it ran past its time limit
+    UNRUNNABLE = "unrunnable"  # its program could not start (exit 126/127)
+    DID_NOT_RUN = "did_not_run"  # no verdict: no view, no server; the step is handed out again
+    STOPPED = "stopped"  # its answer stopped mattering (the server dropped the step)
 
 
 class HaltCause(StrEnum):

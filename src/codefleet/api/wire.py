@@ -31,6 +31,7 @@ from codefleet.models import (
     MAX_LEASE_WAIT_S,
     AgentKind,
     CheckPurpose,
+    CheckVerdict,
     ErrorKind,
     Granularity,
     RepairCause,
@@ -244,7 +245,7 @@ class LandingCheckResult(_Body):
     """One check of a landing step, as its worker ran it."""
 
     check: CheckName
-    verdict: Literal["passed", "failed", "timed_out", "unrunnable", "did_not_run"]
+    verdict: CheckVerdict
     exit_code: StrictInt | None = None
     duration_ms: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None
     view_ms: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None

@@ -51,6 +51,7 @@ from codefleet.fleet.views.identity import view_identity
 from codefleet.fleet.views.programs import NOT_RUNNABLE
 from codefleet.fleet.views.runinview import Mask, ViewFailed, run_in_view
 from codefleet.fleet.views.uvlock import LockCache
+from codefleet.models import CheckVerdict
 from codefleet.paths import TreeRoot
 
 __all__ = ["LandingOptions", "LandingWorker"]
@@ -126,7 +127,7 @@ class LandingWorker:
             await self.client.landing_started(step_id, str(check["name"]))
             result = await self._check(step_id, str(check["name"]), str(check["command"]))
             results.append(result)
-            if result["verdict"] != "passed":
+            if result["verdict"] != CheckVerdict.PASSED:
                 break
         return results
 
@@ -163,16 +164,16 @@ class LandingWorker:
             raise
         except (ViewFailed, ServerUnavailable, DomainError, OSError, ValueError) as err:
             why = f"the landing check {name} did not run: {type(err).__name__}: {err}"
-            return {"check": name, "verdict": "did_not_run", "error": why[:TAIL_CHARS]}
+            return {"check": name, "verdict": CheckVerdict.DID_NOT_RUN, "error": why[:TAIL_CHARS]}
         ran = run.ran
         if ran.timed_out:
-            verdict = "timed_out"
+            verdict = CheckVerdict.TIMED_OUT
         elif ran.exit_code == 0:
-            verdict = "passed"
+            verdict = CheckVerdict.PASSED
         elif ran.exit_code in NOT_RUNNABLE:
-            verdict = "unrunnable"
+            verdict = CheckVerdict.UNRUNNABLE
         else:
-            verdict = "failed"
+            verdict = CheckVerdict.FAILED
         output = ran.output[-self.options.output_chars :]
         if ran.timed_out:
             output += f"\n(timed out after {self.options.check_timeout:g}s)"

@@ -31,7 +31,7 @@ from codefleet.fleet.verifybisect import VerifyBlame, bisect_verify
 from codefleet.fleet.views.identity import view_identity
 from codefleet.fleet.views.programs import NOT_RUNNABLE, missing_programs, not_started_text
 from codefleet.fleet.views.shell import check_env, run_command
-from codefleet.models import TERMINAL_STATUSES, EventType, TaskStatus
+from codefleet.models import TERMINAL_STATUSES, CheckVerdict, EventType, TaskStatus
 from codefleet.paths import TreeRoot
 from codefleet.statedir import STATE_DIR
 from codefleet.wording import halt_cause, spent_text
@@ -497,7 +497,7 @@ async def _landed_on_this(client: FleetClient, command: str, runner: RunnerOptio
 def _tells_the_tree(event: dict[str, Any]) -> bool:
     """A landing check's end that says something of a tree (a stopped one, its answer moot
     while it ran, does not)."""
-    stopped = event["payload"].get("verdict") == "stopped"
+    stopped = event["payload"].get("verdict") == CheckVerdict.STOPPED
     return event["type"] == "landing_check_finished" and not stopped
 
 

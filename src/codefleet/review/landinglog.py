@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
 
-from codefleet.models import EventType, RepairCause, from_iso
+from codefleet.models import CheckVerdict, EventType, RepairCause, from_iso
 
 __all__ = [
     "Break",
@@ -292,7 +292,7 @@ class _Fold:
         duration = body.get("duration_ms")
         done = replace(
             self.checks[at] if at is not None else started,
-            verdict=str(body.get("verdict") or "did_not_run"),
+            verdict=str(body.get("verdict") or CheckVerdict.DID_NOT_RUN),
             finished_at=_at(e),
             duration_ms=int(duration) if isinstance(duration, int | float) else None,
             output_tail=str(body.get("output_tail") or ""),

@@ -52,6 +52,7 @@ from codefleet.coord.tables.preimages import uncovered
 from codefleet.errors import InvalidGraph, InvalidState, NotOwner
 from codefleet.failuretext import failure_excerpt
 from codefleet.models import (
+    CheckVerdict,
     ErrorKind,
     EventType,
     HaltCause,
@@ -73,12 +74,11 @@ CONFLICTS_SHOWN: Final = 10
 FILES_SHOWN: Final = 20
 OUTPUT_SHOWN: Final = 4_000
 TAIL_CHARS: Final = 2_000
-# A step's verdict that is no verdict (`landing_check_finished`'s `verdict`; the others are
-# the policy's): the check did not run; the step is handed out again.
-DID_NOT_RUN: Final = "did_not_run"
+# A step's verdict that is no verdict: the check did not run; the step is handed out again.
+DID_NOT_RUN: Final = CheckVerdict.DID_NOT_RUN
 # The check of a step whose answer stopped mattering (a shorter prefix failed under it, the
 # round ended): said by the server when it drops the step; its worker stops it.
-STOPPED: Final = "stopped"
+STOPPED: Final = CheckVerdict.STOPPED
 
 
 class Landing:

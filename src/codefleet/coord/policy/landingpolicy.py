@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Final
 
-from codefleet.models import AgentKind, HaltCause, Workspace
+from codefleet.models import AgentKind, CheckVerdict, HaltCause, Workspace
 
 __all__ = [
     "AHEAD",
@@ -71,8 +71,8 @@ BASE: Final = "base"  # the landed tree alone: is it broken itself? does the che
 CONFIRM: Final = "confirm"  # the failing prefix once more, before its last candidate is blamed
 PREFIXES: Final = frozenset({BATCH, AHEAD, BISECT})  # steps whose answer moves `lo` or `hi`
 # A check's verdict words (a worker's; any other reported word is a failure that ran).
-PASSED: Final = "passed"
-UNRUNNABLE: Final = "unrunnable"  # its program could not start (exit 126/127)
+PASSED: Final = CheckVerdict.PASSED
+UNRUNNABLE: Final = CheckVerdict.UNRUNNABLE  # its program could not start (exit 126/127)
 
 
 @dataclass(frozen=True, slots=True)
