@@ -458,7 +458,9 @@ class LeaseTable:
         self.unlatch(task_id)
         if succeeded:
             after = self._passed_on(task_id)
-            self.files.record_patches(task_id, self.part_names(task_id), self.holders_on, after)
+            if after or self.paths_of(task_id):  # a pre-image is of a file held or passed on
+                parts = self.part_names(task_id)
+                self.files.record_patches(task_id, parts, self.holders_on, after)
             self.stacks.landed(task_id)
         else:
             self._unwind(task_id)
