@@ -12,6 +12,7 @@ it is the same for every kind of file. Standard library only.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from typing import Final, Protocol
 
 __all__ = [
     "LINE",
+    "MAX_NAME_CHARS",
     "Index",
     "Part",
     "PartChange",
@@ -28,12 +30,14 @@ __all__ = [
     "PartMapper",
     "Preimage",
     "Unit",
+    "statement_name",
     "tile",
 ]
 
 # Line breaks as a parser counts them: not `str.splitlines`, which also breaks at \f, \v,
 # \x1c, \u2028...
 LINE: Final = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+MAX_NAME_CHARS: Final = 80  # a statement's name past this is cut and ends in a digest
 
 
 class PartKind(StrEnum):
@@ -123,3 +127,12 @@ def tile(
         significant[unit.first - 1 : unit.last] = [True] * (unit.last - unit.first + 1)
         first = last + 1
     return Index(lines, parts, owner, significant)
+
+
+def statement_name(text: str) -> str:
+    """A part named by its own text (whitespace runs made one space by the mapper): `<text>`,
+    cut past `MAX_NAME_CHARS` and ended with a digest of the whole."""
+    if len(text) + 2 <= MAX_NAME_CHARS:
+        return f"<{text}>"
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    return f"<{text[: MAX_NAME_CHARS - 12]}~{digest}>"

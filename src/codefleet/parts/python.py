@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ast
 import gc
-import hashlib
 import logging
 import threading
 from collections import OrderedDict
@@ -28,7 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final
 
-from codefleet.parts.model import LINE, Index, PartKind, Unit, tile
+from codefleet.parts.model import LINE, MAX_NAME_CHARS, Index, PartKind, Unit, statement_name, tile
 
 __all__ = ["HEADER", "IMPORTS", "MAX_NAME_CHARS", "MAX_PART_BYTES", "PYTHON", "PythonParts"]
 
@@ -52,7 +51,6 @@ KEEP_PARSED: Final = 16
 
 HEADER: Final = "<header>"
 IMPORTS: Final = "<imports>"
-MAX_NAME_CHARS: Final = 80  # a statement's name past this is cut and ends in a digest
 
 
 _parsed: OrderedDict[str, Index | None] = OrderedDict()  # text -> its index; under _PARSING
@@ -216,7 +214,7 @@ def _name(node: ast.stmt, lines: list[str]) -> tuple[str, PartKind]:
     targets = _assigned(node)
     if targets:
         return ",".join(targets), PartKind.ASSIGNMENT
-    return _statement_name(_header_text(node, lines)), PartKind.STATEMENT
+    return statement_name(_header_text(node, lines)), PartKind.STATEMENT
 
 
 def _assigned(node: ast.stmt) -> list[str] | None:
@@ -286,10 +284,3 @@ def _segment(node: ast.stmt | ast.expr, lines: list[str]) -> str:
         tail = lines[last].encode()[:end].decode()
         text = "".join((head, *lines[first + 1 : last], tail))
     return " ".join(text.split())
-
-
-def _statement_name(text: str) -> str:
-    if len(text) + 2 <= MAX_NAME_CHARS:
-        return f"<{text}>"
-    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
-    return f"<{text[: MAX_NAME_CHARS - 12]}~{digest}>"
