@@ -5,7 +5,7 @@ command behind a watcher that kills the command's process group when the
 process running it dies (docs/decisions/0152-a-landing-claim-lapses-with-its-worker.md).
 This times `run_command("true")` (spawn, wait, kill the group, drain) with the
 watcher and with `WATCH` emptied, interleaved in rounds so both see the same
-machine load. Figures: docs/performance.md, "Check commands: the watcher".
+machine load. Figures: docs/performance-checks.md, `bench/checkwatch.py`.
 
 Run: `uv run python -m bench.checkwatch [--runs N] [--rounds N] [--json]`.
 """

@@ -313,7 +313,7 @@ DEFAULT_BACKOFF_CAP_S: Final = 30.0
 DEFAULT_PREIMAGE_MAX_BYTES: Final = 10 * 1024 * 1024
 DEFAULT_INTERACTIVE_IDLE_S: Final = 900.0
 # How long a write refused only because another fleet task holds it may wait (0: never).
-# Chosen from bench/waiting.py (docs/performance.md, "Waiting for a lease").
+# Chosen from bench/waiting.py (docs/history/performance-log.md, "Waiting for a lease").
 DEFAULT_LEASE_WAIT_S: Final = 0.0
 MAX_LEASE_WAIT_S: Final = 600.0
 DEFAULT_RECONCILE_ROUNDS: Final = 2  # reconcile turns per attempt before the last resort

@@ -6,7 +6,7 @@ through the benchmark's counting relay. What must hold is what the figures
 rest on, never a time: both drains land every task with the same leases, the
 runners in the tree fetch nothing, and each attempt in a clone fetches at its
 reset and before its reads are checked, and at a grant only when the clone
-was behind (docs/performance.md, "Runners in clones: what they cost").
+was behind (docs/history/performance-log.md, "Runners in clones: what they cost").
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Each such connection must be answered 431 and closed by the server long
 before its budget is spent, and while they stream, every heartbeat of an
 authorized runner is answered. Before the head cap the server read each
 header to its end, with parsing work growing with its square: 12 such
-connections held authorized calls for up to 20 s (docs/performance.md,
+connections held authorized calls for up to 20 s (docs/history/performance-log.md,
 "Request heads").
 """
 

@@ -3,7 +3,7 @@
 `tasks`, `say`, `answer`, `questions`, `hold` and `release` go through
 `cli.operate.quick` (standard library only) when the `codefleet` executable starts
 them: this guards what they load, not how long they take (the figures are in
-docs/performance.md, "Start-up of the fleet-time commands"). Each runs in a new
+docs/performance-startup.md, "The fleet-time commands"). Each runs in a new
 process against a port where nothing answers, so it goes as far as its
 request. Their output beside Typer's is tests/integration/test_quick_commands.py.
 """

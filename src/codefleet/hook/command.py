@@ -31,7 +31,7 @@ absolute path among it, is a denial with the reason, never a traceback.
 
 Standard library only, with a short import chain: it runs on every write of a
 person's session (p50 budget 60 ms including interpreter start, see
-docs/performance.md). It never imports FastAPI, pydantic, Rich, httpx, Typer
+docs/performance-startup.md). It never imports FastAPI, pydantic, Rich, httpx, Typer
 or the SDK (a test holds it to that). Its transport is elsewhere: it sends each JSON
 POST with `api.blockingclient.post_json` (HTTP/1.1 over a plain socket, the one client
 it shares with the fast commands); here is the policy alone: reading the hook input,

@@ -364,7 +364,7 @@ def first_window(idle_agents: int) -> int:
     Any start gives the same decisions as the whole ready list: `_assign` walks
     the candidates in order and stops when the agents run out, and
     `wants_wider_window` widens whenever a cut window left an idle agent
-    unfed, so only the cost depends on it (docs: performance.md, "Engine hot paths").
+    unfed, so only the cost depends on it (docs/history/performance-log.md, "Engine hot paths").
     """
     return max(MIN_WINDOW, 2 * idle_agents)
 
