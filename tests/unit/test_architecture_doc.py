@@ -1,4 +1,8 @@
-"""docs/architecture.md, the newcomer's map, names every module and every boundary rule."""
+"""docs/architecture.md, the newcomer's map, names every module: its module map is generated.
+
+The map is what `tests.modulemap` writes (`uv run python -m tests.modulemap --write`),
+and each of its lines is checked against the module it names besides.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,16 @@ import ast
 import re
 from pathlib import Path
 
+from modulemap import BEGIN, END, REGENERATE, module_map, written_map
+
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "codefleet"
 DOC = (ROOT / "docs" / "architecture.md").read_text()
 
 
 def _tree_block() -> str:
-    start = DOC.index("## The tree")
-    return DOC[start : DOC.index("## The boundaries", start)]
+    start = DOC.index(BEGIN)
+    return DOC[start : DOC.index(END, start)]
 
 
 def _map_lines() -> list[tuple[Path, str]]:
@@ -61,6 +67,12 @@ def test_each_line_of_the_map_is_its_modules_first_docstring_line() -> None:
         if text != first:
             stale[str(path.relative_to(SRC))] = first
     assert stale == {}, "docs/architecture.md's line differs from the module's docstring"
+
+
+def test_the_map_on_the_page_is_the_one_the_command_writes() -> None:
+    assert written_map(DOC) == module_map(), (
+        f"docs/architecture.md's module map is stale: {REGENERATE}"
+    )
 
 
 def test_the_readme_links_the_map() -> None:

@@ -5,7 +5,7 @@ tomorrow's), the prefixes they must never import, and why. `imports_of` records
 `from X import name` as both `X` and `X.name`, so `from codefleet.coord import
 store` counts as an import of `codefleet.coord.storage.store`. Guards check that each
 rule still guards something and that the modules meant to cross a seam do.
-docs/architecture.md prints these rules for a newcomer.
+docs/boundaries.md prints these rules for a newcomer.
 """
 
 from __future__ import annotations
