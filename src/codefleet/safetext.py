@@ -9,7 +9,7 @@ DEL, C1, and the bidi controls. A colour sequence whole in the text (SGR,
 `ESC [ ... m`, as a check's coloured output carries) is dropped instead:
 colour is not content. `one_line` also escapes newline and tab, for a text
 that must stay one line. Standard library only; the CLI's console, the
-dashboard's frame and the report apply it (docs/security.md, "What an agent
+dashboard's frame and the report apply it (docs/security-checks.md, "What an agent
 writes is shown escaped").
 """
 

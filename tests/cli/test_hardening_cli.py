@@ -217,7 +217,7 @@ async def test_reads_outside_the_tree_are_refused_and_reads_inside_still_work(
     offline: Offline,
     workdir: Path,
 ) -> None:
-    """docs/security.md, "Reads": Read, Grep and Glob stay inside the tree (PreToolUse hook)."""
+    """docs/security-agents.md, "Reads": Read, Grep and Glob stay inside the tree (PreToolUse hook)."""
     secret = tmp_path / "outside" / "secret.txt"
     secret.parent.mkdir()
     secret.write_text("TOPSECRET-42\n")

@@ -10,7 +10,7 @@ own check) must deny it too. Nothing may change: no lease, no event, no file.
 Look-alikes are not refusals: a fullwidth solidus, a Cyrillic letter, a
 decomposed accent or a backslash name a DIFFERENT file on this file system, so
 the right answer is a lease on that file under its own key, never the lease of
-the file it imitates (docs/security.md, "Paths").
+the file it imitates (docs/security-agents.md, "Paths").
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ envelope `{"error": {"code", "message", "detail"}}`; data the schema forbids is
 refused (schemathesis' `negative_data_rejection`). `CODEFLEET_FUZZ_EXAMPLES`
 raises the bound for a longer run by hand, `CODEFLEET_FUZZ_RANDOM=1` draws new
 examples instead of CI's fixed ones, and `CODEFLEET_FUZZ_REPORT=FILE` writes the
-figures (examples, statuses) quoted in docs/reliability.md.
+figures (examples, statuses) quoted in docs/history/reliability-log.md.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ with every runner in its own clone of the landed line (`--clones`: a killed runn
 loses its clone with its process; the line's tip must be the final tree, its
 commits the landings in order). The
 long run (500 tasks, 8 runners, about 25 faults) is run by hand; see
-docs/reliability.md.
+docs/reliability-chaos.md.
 """
 
 from __future__ import annotations

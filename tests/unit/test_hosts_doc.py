@@ -1,7 +1,7 @@
-"""docs/hosts.md's checkable claims: its YAML parses, its commands and options exist.
+"""docs/hosts*.md's checkable claims: their YAML parses, their commands and options exist.
 
-The page's commands appear in shell blocks, in systemd `ExecStart=` lines and
-in the Kubernetes containers' commands (the manifests the page describes, both layouts
+The hosts pages (docs/hosts.md and the hosts-*.md pages it links) are read as one.
+Their commands appear in shell blocks, in systemd `ExecStart=` lines and in the Kubernetes containers' commands (the manifests the page describes, both layouts
 of deploy/kubernetes/; a container that runs runner.sh runs the `codefleet runner` that
 script execs); every `codefleet` command among them must be a real command and every
 option it passes one that command takes, so the worked examples cannot drift from the
@@ -27,7 +27,9 @@ from kubernetes_support import DEPLOY, LAYOUTS, Manifest, container, flag, named
 from codefleet.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = (ROOT / "docs" / "hosts.md").read_text(encoding="utf-8")
+DOC = "\n".join(
+    page.read_text(encoding="utf-8") for page in sorted((ROOT / "docs").glob("hosts*.md"))
+)
 FENCED = re.compile(r"```(\w*)\n(.*?)```", re.DOTALL)
 
 

@@ -7,7 +7,7 @@ offline, so every file each kustomization lists is validated on its own, each
 kustomization names every file of its directory, and the ConfigMap clones/ generates is
 checked by its sources: the scripts exist and are mounted where the commands run them.
 
-The shapes docs/hosts.md promises hold: one server that never overlaps itself on its
+The shapes docs/hosts-kubernetes.md promises hold: one server that never overlaps itself on its
 database, scraped for /metrics, a Service in front of it, runners that need none; in
 clones/, runner pods that mount no PersistentVolumeClaim and run runner.sh, a landing
 worker on the server's own tree volume, an autoscaler on the runner Deployment.

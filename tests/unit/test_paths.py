@@ -223,7 +223,7 @@ def test_once_the_second_link_is_gone_the_file_has_its_key_again(tree: TreeRoot,
 
 @pytest.mark.parametrize("raw", ["~", "~/x.py", "~/.ssh/authorized_keys"])
 def test_a_path_the_cli_would_expand_to_the_home_directory_is_outside(tree: TreeRoot, raw: str):
-    """Measured: Claude Code writes `~/x` to $HOME/x (docs/security.md, "Writes")."""
+    """Measured: Claude Code writes `~/x` to $HOME/x (docs/security-agents.md, "Writes")."""
     assert reason_for(tree, raw) is DenyReason.OUTSIDE_WORKDIR
 
 

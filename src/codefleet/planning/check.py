@@ -73,10 +73,10 @@ def unchecked_landing(graph: GraphTasks) -> list[Finding]:
 PARTS_UNCHECKED = (
     "tasks lease by part (`lease_granularity: part`) with no `integration:` check: two of them "
     "may change different functions of one file at once, and no check runs on both changes "
-    'together before the run says PASS; add `integration: NAME` (docs/checks.md, "Landing")'
+    'together before the run says PASS; add `integration: NAME` (docs/landing.md, "Landing")'
 )
 NO_INTEGRATION = (
     "no task is checked as it lands (no `integration:` check, no task `verify:`): two tasks "
     "that each work alone may break the tree together and the run still says PASS; add "
-    '`integration: NAME` naming one of `checks:` (docs/checks.md, "Landing")'
+    '`integration: NAME` naming one of `checks:` (docs/landing.md, "Landing")'
 )

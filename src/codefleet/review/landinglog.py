@@ -3,7 +3,7 @@
 Pure functions over events (no I/O, no clock), for every reader of the log: the run
 report and `stats` (through `RunFacts.landing`), `codefleet tasks ID`, and the live
 terminal dashboard (`landing_of` over the events it has seen). The events are the
-landing contract's (docs/checks.md, "Landing"): `landing_queued`, `landing_check_started`
+landing contract's (docs/landing.md, "Landing"): `landing_queued`, `landing_check_started`
 and `_finished`, `landed`, `integration_failed`, `landing_halted`, `landing_resumed`.
 
 Landing order is the order of `task_succeeded` in the log (every success happens at

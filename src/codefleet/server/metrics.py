@@ -6,7 +6,7 @@ the loop like every other read: nothing is counted twice, so nothing can drift.
 An autoscaler (a HorizontalPodAutoscaler through an adapter, or KEDA's Prometheus
 scaler) sizes the runner Deployment on `codefleet_tasks_ready` and
 `codefleet_tasks_in_flight` against `codefleet_runners{status="idle"}`;
-docs/hosts.md has the recipe. Behind the same guards as every route: with a token,
+docs/hosts-autoscaling.md has the recipe. Behind the same guards as every route: with a token,
 the scraper sends it (`authorization` in its scrape config).
 
 - `codefleet_tasks{status}`: tasks by status;

@@ -5,7 +5,7 @@ its own `shell:` says otherwise; a graph's or task's `shell: true` gives it
 to that task alone. Commands run in an overlay layer (`fleet.views.layer`), under
 bubblewrap when it works here. Without bubblewrap `run --shell` refuses to
 start unless `--shell-unsandboxed` accepts commands that are not confined
-(docs/security.md, "Commands"). Imports stay inside the functions: `--help`
+(docs/security-commands.md, "Commands"). Imports stay inside the functions: `--help`
 must stay cheap.
 """
 

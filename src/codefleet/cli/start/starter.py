@@ -336,7 +336,7 @@ def _turn(text: str, tool_use: dict[str, Any]) -> dict[str, Any]:
 INTEGRATION: Final = """\
 # Every task lands only once `test` passes on everything landed before it plus its
 # own work: two tasks that each pass alone and break together are caught, and the
-# later one is reworked (docs/checks.md, "Landing").
+# later one is reworked (docs/landing.md, "Landing").
 integration: test
 
 """

@@ -23,7 +23,7 @@ no prefix has passed, is run there (it fails too: nobody is blamed, landing
 halts); a check that could not start (exit 126/127, `UNRUNNABLE`) is run there
 unless a passing prefix already ran it (it cannot start there either: the
 environment lacks its program, landing halts; it starts: the candidates broke
-it). docs/checks.md, "Landing"; decisions 0141, 0153 and 0160.
+it). docs/landing.md, "Landing"; decisions 0141, 0153 and 0160.
 
 Which checks a prefix runs: the integration check (if any), plus the `verify`
 check of each candidate in it, each name once. A lone candidate whose verify

@@ -38,7 +38,9 @@ CHECKPOINT_EVERY_COMMITS = 256  # a background checkpoint is asked for after thi
 CHECKPOINT_IDLE_S = 1.0  # ... and at least this often while the server runs
 CHECKPOINT_JOIN_S = 5.0
 BACKSTOP_CHECKPOINT_PAGES = 16_384  # the writer checkpoints itself only past this WAL (64 MiB)
-CHECK_BUDGET_S = 10.0  # the start-up check stops here: ~1 GB of pages (docs/reliability.md)
+CHECK_BUDGET_S = (
+    10.0  # the start-up check stops here: ~1 GB of pages (docs/reliability-restarts.md)
+)
 CHECK_PROGRESS_EVERY = 100  # SQLite VM steps between two looks at the clock
 SIDE_SUFFIXES = ("", "-wal", "-shm", "-journal")  # the files SQLite opens for a database
 log = logging.getLogger(__name__)
@@ -92,7 +94,7 @@ def check_database(path: Path, budget_s: float = CHECK_BUDGET_S) -> bool:
     """Run SQLite's `PRAGMA quick_check` on `path`; raise `DatabaseDamaged` if it fails.
 
     True when the check ran in full (or there is no file yet: a new database),
-    False when it passed `budget_s` and stopped (docs/reliability.md, "A damaged database").
+    False when it passed `budget_s` and stopped (docs/reliability-restarts.md, "A damaged database").
     """
     refuse_links(path)
     if not path.exists():

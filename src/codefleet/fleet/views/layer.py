@@ -23,7 +23,7 @@ it), no network unless `Sandbox.network`. Without it (`--shell-unsandboxed`)
 a second `unshare` makes it (`UNSANDBOXED`: its own PID namespace and
 `/proc` too): the tree at its path is still reached only through the layer,
 but the command may write whatever else the user may. docs/decisions/0104-commands-run-in-an-overlay-layer.md,
-"Commands run in an overlay layer"; docs/security.md, "Commands".
+"Commands run in an overlay layer"; docs/security-commands.md, "Commands".
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ two pure functions over events:
 
 The report's section (`checks_section`) shows the same lines over the whole
 log; it is left out when nothing was weakened. Editing a test to match broken
-code is not found here: it reads like any other edit (docs/security.md, "Checks").
+code is not found here: it reads like any other edit (docs/security-checks.md, "Checks").
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 // textContent (never innerHTML): paths, titles and summaries come from agents.
 // It also goes through shown(): a control character or a bidi override (which
 // would reorder what a person reads) is shown as an escape, as the terminal's
-// safetext.terminal_safe shows it (docs/security.md).
+// safetext.terminal_safe shows it (docs/security-checks.md).
 
 import { leaseLabel, PART_SEPARATOR, splitLeaseKey } from "./wording.js";
 
