@@ -2,7 +2,7 @@
 
 The real server on loopback, with SQLite's "database or disk is full" injected
 at COMMIT on the store's connection (every other statement runs for real). The
-by-hand run on a 2 MiB tmpfs is in docs/reliability-faults.md.
+by-hand run on a 2 MiB tmpfs is in docs/history/reliability-log.md.
 """
 
 from __future__ import annotations

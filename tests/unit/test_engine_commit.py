@@ -3,7 +3,7 @@
 The engine over a real SQLite file. A full disk is injected at the narrowest
 seam: the store's connection answers `COMMIT` with SQLite's own "database or
 disk is full" error while `full` is set (every other statement runs for real).
-A by-hand run with the database on a 2 MiB tmpfs is in docs/reliability-faults.md.
+A by-hand run with the database on a 2 MiB tmpfs is in docs/history/reliability-log.md.
 """
 
 from __future__ import annotations
