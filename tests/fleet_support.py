@@ -5,7 +5,8 @@ brain (`ScriptedExecutor`) until the graph drains, and hands back both the fleet
 and the executor (what each attempt was handed, its check and command results). A test
 file that drains with its own options binds them once (`functools.partial`), so the
 difference is one line in that file. `register` joins one runner over the wire client;
-`events_of` reads every event of one type. `shell_here` is the host's command layer.
+`events_of` reads every event of one type. `shell_here` is the host's command layer;
+`server_settings` the settings of a server a module-scoped fixture starts itself.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, NamedTuple
 import httpx
 
 from codefleet.api.client import FleetClient
+from codefleet.config import Settings
 from codefleet.fleet.local import FleetOptions, FleetResult, run_fleet
 from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
@@ -100,3 +102,10 @@ def shell_here(limits: ShellLimits | None = None) -> ShellConfig:
     config = host_shell(limits or ShellLimits(), unsandboxed=True)
     assert config is not None, "this host cannot build a command layer (user namespaces?)"
     return config
+
+
+def server_settings(root: Path, tree: Path, **overrides: Any) -> Settings:
+    """A server on `tree` with its database and runs under `root`, any free port, no `.env`
+    read, and the defaults but for `overrides` (not the `make_server` fixture's speed-ups)."""
+    fields = {"port": 0, "db": root / "db.sqlite", "workdir": tree, "run_dir": root / "runs"}
+    return Settings(_env_file=None, **(fields | overrides))  # type: ignore[call-arg]
