@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from fleet_support import drain
+from fleet_support import drain, events_of
 from git_support import (
     checkout_to,
     codefleet,
@@ -84,7 +84,7 @@ async def test_the_demo_becomes_five_commits_in_success_order_and_the_checkout_i
     assert tree_files(checkout_to(tree, "fleet", tmp_path / "tip")) == tree_files(tree)
     assert made["left_out"] == [] and made["not_succeeded"] == []
     async with FleetClient(server.url) as client:
-        recorded = [e for e in await client.all_events() if e["type"] == "task_committed"]
+        recorded = await events_of(client, "task_committed")
     assert [(e["task_id"], e["payload"]["commit"]) for e in recorded] == [
         (c["trailers"]["CodeFleet-Task"], c["sha"]) for c in commits
     ]

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from fleet_support import drain
+from fleet_support import drain, events_of
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import load_graph
@@ -130,7 +130,7 @@ async def test_the_patches_of_the_demo_replayed_in_completion_order_rebuild_its_
     async with FleetClient(server.url) as client:
         await client.create_tasks(load_graph(examples / "demo-tasks.yaml"))
         result, _ = await drain(server, tree, load_script(examples / "demo-script.yaml"), runners=3)
-        order = [e["task_id"] for e in await client.all_events() if e["type"] == "task_succeeded"]
+        order = [e["task_id"] for e in await events_of(client, "task_succeeded")]
         patches = [await client.patch(task_id) for task_id in order]
         async with httpx.AsyncClient(base_url=server.url) as raw:
             text = (await raw.get(f"/tasks/{order[0]}/patch")).text
