@@ -31,10 +31,10 @@ ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "codefleet"
 # History names things as they were: docs/decisions/ and docs/history/ are not read (only
 # docs/*.md is). Until the dated logs and the rename table move to docs/history/ (issue 54),
-# they are set aside where they are: the table whole, the logs but for their file paths.
+# they are set aside where they are: the rename table and the dated logs.
 LOGS_MOVED = (ROOT / "docs" / "history").is_dir()
 HISTORY_SECTIONS = {} if LOGS_MOVED else {"architecture.md": "## What moved where"}
-MEASURED = frozenset() if LOGS_MOVED else frozenset({"docs/performance.md"})
+DATED_LOGS = frozenset() if LOGS_MOVED else frozenset({"performance.md"})
 REPO_FOLDERS = ("bench/", "deploy/", "docs/", "examples/", "src/codefleet/", "tests/", ".ci/")
 # Other libraries' classes, cited with an attribute (the SDKs', FastAPI, sortedcontainers).
 FOREIGN = frozenset({"AsyncCodex", "FastAPI", "HookMatcher", "SortedList"})
@@ -80,7 +80,8 @@ def _doc_text(path: Path) -> str:
 def sources() -> Iterator[tuple[str, str]]:
     """(where, text) for every text whose backticked names are checked."""
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
-        yield str(path.relative_to(ROOT)), _doc_text(path)
+        if path.name not in DATED_LOGS:
+            yield str(path.relative_to(ROOT)), _doc_text(path)
     for path in sorted(SRC.rglob("*.py")):
         yield str(path.relative_to(ROOT)), "\n".join(_docstrings(path))
 
@@ -89,9 +90,7 @@ def cited() -> Iterator[tuple[str, str]]:
     """(where, name) for every backticked token, `()` after a callable dropped."""
     for where, text in sources():
         for match in CITED.finditer(text):
-            name = match[1].strip().removesuffix("()")
-            if where not in MEASURED or PATH.fullmatch(name):
-                yield where, name
+            yield where, match[1].strip().removesuffix("()")
 
 
 @cache
