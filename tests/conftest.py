@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fleet_support import loopback_transport
 
 from codefleet.api.client import FleetClient
 from codefleet.config import Settings
@@ -108,11 +109,6 @@ def make_server(
 @pytest.fixture
 def server(make_server: Callable[..., ServerThread]) -> ServerThread:
     return make_server()
-
-
-def loopback_transport() -> httpx.AsyncHTTPTransport:
-    """Plain HTTP on 127.0.0.1: skip loading the CA bundle (slow) for a TLS we never use."""
-    return httpx.AsyncHTTPTransport(verify=False)
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from typing import Any
 
 import httpx
 import pytest
+from fleet_support import server_settings
 
 from codefleet.api.wire import MAX_BODY_BYTES, MAX_DESCRIPTION
-from codefleet.config import Settings
 from codefleet.server.thread import ServerThread
 
 TABLES = ("tasks", "task_dependencies", "agents", "file_leases", "file_changes", "events")
@@ -45,9 +45,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fixture]:
     tree = root / "tree"
     tree.mkdir()
     (tree / "a.py").write_text("A = 1\n")
-    settings = Settings(  # type: ignore[call-arg]
-        _env_file=None, port=0, db=root / "db.sqlite", workdir=tree, run_dir=root / "runs"
-    )
+    settings = server_settings(root, tree)
     with ServerThread(settings) as server, httpx.Client(base_url=server.url) as http:
         agent = http.post(
             "/agents/register", json={"name": "runner-1", "workdir": str(tree)}

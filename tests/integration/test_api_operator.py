@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fleet_support import Runner, register
 
 from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
@@ -17,15 +18,10 @@ from codefleet.server.thread import ServerThread
 WaitUntil = Callable[..., Awaitable[Any]]
 
 
-async def register(client: FleetClient, name: str) -> tuple[str, int]:
-    answer = await client.register(name, (await client.health())["workdir"], 1234)
-    return answer["agent_id"], answer["epoch"]
-
-
-async def take_and_start(client: FleetClient, agent: tuple[str, int], task_id: str) -> None:
+async def take_and_start(client: FleetClient, agent: Runner, task_id: str) -> None:
     task = await client.assignment(*agent, wait=5)
     assert task is not None and task.id == task_id
-    await client.start(task_id, agent[0], agent[1])
+    await client.start(task_id, *agent)
 
 
 def statuses(tasks: list[dict[str, Any]]) -> dict[str, str]:

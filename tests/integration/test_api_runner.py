@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
+from fleet_support import Runner, register
 
 from codefleet.api.client import FleetClient, handed_task
 from codefleet.attempt import AssignedTask, AttemptReport
@@ -23,18 +23,6 @@ from codefleet.server.thread import ServerThread
 
 POLL_S = 5.0
 WaitUntil = Callable[..., Awaitable[Any]]
-
-
-@dataclass
-class Runner:
-    name: str
-    id: str
-    epoch: int
-
-
-async def register(client: FleetClient, name: str) -> Runner:
-    answer = await client.register(name, (await client.health())["workdir"], 1234)
-    return Runner(name, answer["agent_id"], answer["epoch"])
 
 
 async def take(client: FleetClient, runner: Runner) -> AssignedTask:

@@ -23,10 +23,10 @@ from pathlib import Path
 import httpx
 import pytest
 from corpus_support import assert_envelope
+from fleet_support import server_settings
 from typer.testing import CliRunner, Result
 
 from codefleet.cli.app import app
-from codefleet.config import Settings
 from codefleet.server.thread import ServerThread, free_port
 from codefleet.transport import guards
 
@@ -48,15 +48,7 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
     tree = root / "tree"
     tree.mkdir()
     (tree / "a.py").write_text("A = 1\n")
-    settings = Settings(  # type: ignore[call-arg]
-        _env_file=None,
-        port=0,
-        db=root / "db.sqlite",
-        workdir=tree,
-        run_dir=root / "runs",
-        token=TOKEN,
-        tick_interval=0.05,
-    )
+    settings = server_settings(root, tree, token=TOKEN, tick_interval=0.05)
     with ServerThread(settings) as server:
         yield server
 

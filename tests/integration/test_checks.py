@@ -15,13 +15,13 @@ from typing import Any
 
 import httpx
 import pytest
+from fleet_support import drain
 from typer.testing import CliRunner
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphError, parse_graph
 from codefleet.attempt import AttemptReport
 from codefleet.cli.app import app
-from codefleet.fleet.local import FleetOptions, run_fleet
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.models import ErrorKind
@@ -40,15 +40,6 @@ def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     found.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(found))
     return found
-
-
-async def drain(
-    server: ServerThread, workdir: Path, script: dict[str, Any], **runner: Any
-) -> tuple[Any, ScriptedExecutor]:
-    executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
-    options = RunnerOptions("runner", workdir, workdir.parent / "runs", **runner)
-    result = await run_fleet(server.url, lambda _: executor, FleetOptions(options, runners=2))
-    return result, executor
 
 
 async def finished_checks(client: FleetClient) -> list[dict[str, Any]]:

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fleet_support import drain, events_of
 from git_support import codefleet, git, make_repository, tree_files
 
 from codefleet.api.client import FleetClient
 from codefleet.fleet.clone import Clone, CloneError
-from codefleet.fleet.local import FleetOptions, FleetResult, run_fleet
 from codefleet.fleet.runner import CannotContinue, Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.review.commit import Made
@@ -49,30 +49,6 @@ def tasks(*ids: str, **fields: Any) -> list[dict[str, Any]]:
     return [{"id": i, "title": f"Task {i}", "description": f"do {i}", **fields} for i in ids]
 
 
-async def drain(
-    server: ServerThread,
-    tree: Path,
-    script: dict[str, Any],
-    clones: Path | None,
-    *,
-    runners: int = 2,
-    in_clones: int | None = None,
-    token: str | None = None,
-    **runner: Any,
-) -> tuple[FleetResult, ScriptedExecutor]:
-    """The graph drained by `runners` runners in clones under `clones` (None: in the tree);
-    `runner`: more of every runner's options."""
-    executor = ScriptedExecutor(parse_script(script))
-    options = FleetOptions(
-        RunnerOptions("runner", tree, tree.parent / "runs", **runner),
-        runners=runners,
-        clones=clones,
-        in_clones=in_clones,
-    )
-    result = await run_fleet(server.url, lambda _: executor, options, token=token)
-    return result, executor
-
-
 async def served(
     make_server: Callable[..., ServerThread], tmp_path: Path, *ids: str
 ) -> tuple[Path, ServerThread]:
@@ -82,11 +58,6 @@ async def served(
     async with FleetClient(server.url) as client:
         await client.create_tasks(tasks(*ids))
     return tree, server
-
-
-async def events_of(url: str, kind: str) -> list[dict[str, Any]]:
-    async with FleetClient(url) as client:
-        return [e for e in await client.all_events() if e["type"] == kind]
 
 
 async def line_tip(url: str) -> tuple[str, str]:
@@ -140,7 +111,7 @@ async def test_a_write_another_clone_holds_is_vetoed_and_runs_again_once_the_hol
             {"edit": {"path": "a.py", "old": "A = 10", "new": "A = 20"}, "attempt": 2},
         ],
     }
-    result, _ = await drain(server, tree, script, tmp_path / "clones")
+    result, _ = await drain(server, tree, script, clones=tmp_path / "clones")
     assert result.ok, result
     denied = await events_of(server.url, "lease_denied")
     assert [(e["task_id"], e["payload"]["path"]) for e in denied] == [("T2", "a.py")]
@@ -172,7 +143,7 @@ async def test_the_next_holder_of_a_file_edits_it_as_its_previous_holder_landed_
             {"edit": {"path": "a.py", "old": "A = 10", "new": "A = 11"}},
         ],
     }
-    result, executor = await drain(server, tree, script, tmp_path / "clones")
+    result, executor = await drain(server, tree, script, clones=tmp_path / "clones")
     assert result.ok, result
     assert (tree / "a.py").read_text() == "A = 11\n"
     assert ("T2", "a.py") in executor.rereads  # told the file changed, it read it again
@@ -205,7 +176,7 @@ async def test_a_read_of_a_file_that_landed_meanwhile_is_stale_even_while_the_li
             {"expect_followup": "a.py: changed by T1", "turn": 2},
         ],
     }
-    result, _ = await drain(server, tree, script, tmp_path / "clones")
+    result, _ = await drain(server, tree, script, clones=tmp_path / "clones")
     assert result.ok, result
     stale = await events_of(server.url, "stale_read")
     assert [(e["task_id"], e["payload"]["paths"][0]["path"]) for e in stale] == [("T2", "a.py")]
@@ -231,7 +202,7 @@ async def test_the_landed_line_is_the_shared_tree_runs_result_for_the_same_graph
         async with FleetClient(server.url) as client:
             await client.create_tasks(tasks("T1", "T2", "T3", "T4"))
         clones = tmp_path / mode / "clones" if mode == "clones" else None
-        result, _ = await drain(server, tree, script, clones, runners=3)
+        result, _ = await drain(server, tree, script, clones=clones, runners=3)
         assert result.ok, result
         reader = await line_reader(server, tmp_path / mode / "reader")
         await wait_line_has(server.url, reader.root, 4, wait_until)
@@ -287,7 +258,7 @@ async def test_an_integration_break_between_two_clones_tasks_is_blamed_and_rewor
             {"write": {"path": "use.py", "content": "from lib import new\n"}, "attempt": 2},
         ],
     }
-    result, _ = await drain(server, tree, script, tmp_path / "clones")
+    result, _ = await drain(server, tree, script, clones=tmp_path / "clones")
     assert result.ok, result
     assert (tree / "use.py").read_text() == "from lib import new\n"
     assert (tree / "lib.py").read_text() == "def new():\n    return 1\n"
@@ -319,7 +290,7 @@ async def test_a_runner_killed_mid_task_leaves_nothing_on_the_line_and_its_task_
     assert (tree / "a.py").read_text() == "A = 1\n"  # nothing reached the server's tree
     script = {"T1": [{"edit": {"path": "a.py", "old": "A = 1", "new": "A = 5"}}]}
     server_after = server
-    result, _ = await drain(server_after, tree, script, tmp_path / "clones")
+    result, _ = await drain(server_after, tree, script, clones=tmp_path / "clones")
     assert result.ok, result
     assert (tree / "a.py").read_text() == "A = 5\n"
     reader = await line_reader(server, tmp_path / "reader")
@@ -389,7 +360,9 @@ async def test_a_mixed_fleet_shares_one_lock_and_one_line_and_runners_says_who_w
     t1, t2 = pair("a.py", "A = 1", "A = 10", "A2 = 2\n")
     t3, t4 = pair("pkg/b.py", "B = 2", "B = 20", "B4 = 4\n")
     script = {"T1": t1, "T2": t2, "T3": t3, "T4": t4}
-    result, _ = await drain(server, tree, script, tmp_path / "clones", runners=2, in_clones=1)
+    result, _ = await drain(
+        server, tree, script, clones=tmp_path / "clones", runners=2, in_clones=1
+    )
     assert result.ok, result
     agents = {a["name"]: a for a in await _agents(server.url)}
     kind = {a["id"]: a["workspace"] for a in agents.values()}
@@ -515,7 +488,7 @@ async def test_a_read_the_line_changed_while_the_clone_worked_is_stale_and_recon
             {"edit": {"path": "api.py", "old": "def f(a):", "new": "def f(a, b):"}},
         ],
     }
-    result, executor = await drain(server, tree, script, tmp_path / "clones")
+    result, executor = await drain(server, tree, script, clones=tmp_path / "clones")
     assert result.ok, result
     stale = await events_of(server.url, "stale_read")
     assert [(e["task_id"], e["payload"]["paths"][0]["changed_by"]) for e in stale] == [
@@ -540,7 +513,13 @@ async def test_a_command_in_a_clone_applies_under_the_leases_and_its_files_are_d
     tree, server = await served(make_server, tmp_path, "T1")
     script = {"T1": [{"command": "echo 'A = 2' > a.py && mkdir -p gen && echo made > gen/out.txt"}]}
     result, _ = await drain(
-        server, tree, script, tmp_path / "clones", runners=1, shell_default=True, shell_config=shell
+        server,
+        tree,
+        script,
+        clones=tmp_path / "clones",
+        runners=1,
+        shell_default=True,
+        shell_config=shell,
     )
     assert result.ok, result
     assert (tree / "a.py").read_text() == "A = 2\n"
@@ -623,7 +602,7 @@ async def test_a_line_pushed_to_the_operators_remote_is_where_clones_fetch_it(
             {"edit": {"path": "a.py", "old": "A = 10", "new": "A = 11"}},
         ],
     }
-    result, _ = await drain(server, tree, script, tmp_path / "clones", line=str(remote))
+    result, _ = await drain(server, tree, script, clones=tmp_path / "clones", line=str(remote))
     assert result.ok, result
 
     async def pushed_both() -> bool:
@@ -650,7 +629,7 @@ async def test_a_push_the_remote_refuses_is_said_and_its_credentials_never_shown
     async with FleetClient(server.url) as client:
         await client.create_tasks(tasks("T1"))
     script = {"T1": [{"edit": {"path": "a.py", "old": "A = 1", "new": "A = 10"}}]}
-    result, _ = await drain(server, tree, script, None, runners=1)
+    result, _ = await drain(server, tree, script, clones=None, runners=1)
     assert result.ok, result
 
     async def refused() -> dict[str, Any] | None:

@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from fleet_support import Drained, shell_here
+from fleet_support import drain as drain_fleet
 from tool_support import COMMAND_PYTHON as PYTHON
 
 from codefleet.api.client import FleetClient
@@ -25,28 +27,17 @@ from codefleet.attempt import AttemptReport
 from codefleet.fleet.local import FleetOptions, run_fleet
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
-from codefleet.fleet.tools.commandtool import ShellConfig, host_shell
 from codefleet.fleet.views.layerapply import ShellLimits
 from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
 
 
-def shell_here(limits: ShellLimits | None = None) -> ShellConfig:
-    config = host_shell(limits or ShellLimits(), unsandboxed=True)
-    assert config is not None, "this host cannot build a command layer (user namespaces?)"
-    return config
-
-
-async def drain(
-    server: ServerThread, workdir: Path, script: dict[str, Any]
-) -> tuple[Any, ScriptedExecutor]:
-    executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
-    options = RunnerOptions(
-        "runner", workdir, workdir.parent / "runs", shell_default=True, shell_config=shell_here()
+async def drain(server: ServerThread, workdir: Path, script: dict[str, Any]) -> Drained:
+    """One runner, whose shell runs by default, in this host's command layer."""
+    return await drain_fleet(
+        server, workdir, script, runners=1, shell_default=True, shell_config=shell_here()
     )
-    result = await run_fleet(server.url, lambda _: executor, FleetOptions(options))
-    return result, executor
 
 
 async def payloads(client: FleetClient, kind: str) -> list[dict[str, Any]]:

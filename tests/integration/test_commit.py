@@ -15,8 +15,8 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from fleet_support import drain, events_of
 from git_support import (
     checkout_to,
     codefleet,
@@ -31,9 +31,7 @@ from git_support import (
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import load_graph
 from codefleet.cli.start.demo_run import examples_dir
-from codefleet.fleet.local import FleetOptions, FleetResult, run_fleet
-from codefleet.fleet.runner import RunnerOptions
-from codefleet.fleet.scripted import ScriptedExecutor, load_script, parse_script
+from codefleet.fleet.scripted import load_script
 from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
@@ -46,17 +44,6 @@ def plain_tree(tmp_path: Path) -> Path:
     (tree / "pkg" / "b.py").write_text("B = 2\n")
     (tree / "README.md").write_text("# repo\n")
     return tree
-
-
-async def drain(server: ServerThread, tree: Path, script: Any, runners: int = 2) -> FleetResult:
-    """Run the scripted fleet to the drain; `script` is raw (a dict of dicts) or loaded."""
-    raw = any(isinstance(step, dict) for steps in script.values() for step in steps)
-    executor = ScriptedExecutor(parse_script(script) if raw else script)
-    return await run_fleet(
-        server.url,
-        lambda _: executor,
-        FleetOptions(RunnerOptions("runner", tree, tree.parent / "runs"), runners=runners),
-    )
 
 
 async def succeeded_order(url: str) -> list[str]:
@@ -75,7 +62,9 @@ async def test_the_demo_becomes_five_commits_in_success_order_and_the_checkout_i
     server = make_server(**FAST, workdir=tree)
     async with FleetClient(server.url) as client:
         await client.create_tasks(load_graph(examples / "demo-tasks.yaml"))
-        assert (await drain(server, tree, load_script(examples / "demo-script.yaml"), 3)).ok
+        assert (
+            await drain(server, tree, load_script(examples / "demo-script.yaml"), runners=3)
+        ).result.ok
         patches = {t["id"]: await client.patch(t["id"]) for t in await client.tasks()}
     order = await succeeded_order(server.url)
     before = person_state(tree)
@@ -95,7 +84,7 @@ async def test_the_demo_becomes_five_commits_in_success_order_and_the_checkout_i
     assert tree_files(checkout_to(tree, "fleet", tmp_path / "tip")) == tree_files(tree)
     assert made["left_out"] == [] and made["not_succeeded"] == []
     async with FleetClient(server.url) as client:
-        recorded = [e for e in await client.all_events() if e["type"] == "task_committed"]
+        recorded = await events_of(client, "task_committed")
     assert [(e["task_id"], e["payload"]["commit"]) for e in recorded] == [
         (c["trailers"]["CodeFleet-Task"], c["sha"]) for c in commits
     ]
@@ -131,7 +120,7 @@ async def test_a_task_whose_two_files_were_edited_across_a_veto_and_a_retry_comm
                 },
             ]
         )
-        assert (await drain(server, tree, script)).all_succeeded
+        assert (await drain(server, tree, script)).result.all_succeeded
     before = person_state(tree)
 
     commit_json(server.url, "--branch", "review")
@@ -169,7 +158,7 @@ async def test_a_path_edited_outside_the_lock_is_refused_by_name_and_no_branch_i
                 {"id": "other", "title": "o", "description": "scripted"},
             ]
         )
-        assert (await drain(server, tree, script)).all_succeeded
+        assert (await drain(server, tree, script)).result.all_succeeded
     with (tree / "a.py").open("a") as sneaky:  # a write that took no lease
         sneaky.write("BYPASS = 1\n")
     before = person_state(tree)
@@ -326,7 +315,9 @@ async def test_one_uncommittable_task_is_skipped_with_its_reason_and_the_others_
     async with FleetClient(server.url) as client:
         for task_id in script:  # one after another: success order first, odd, last
             await client.create_tasks([{"id": task_id, "title": task_id, "description": "s"}])
-            assert (await drain(server, tree, {task_id: script[task_id]}, 1)).all_succeeded
+            assert (
+                await drain(server, tree, {task_id: script[task_id]}, runners=1)
+            ).result.all_succeeded
     before = person_state(tree)
 
     done = codefleet("commit", "--server", server.url, "--branch", "review", "--json")
@@ -357,7 +348,7 @@ async def test_files_with_unusual_names_written_through_the_lock_commit_with_the
     script = {"odd": [{"write": {"path": name, "content": text}} for name, text in names.items()]}
     async with FleetClient(server.url) as client:
         await client.create_tasks([{"id": "odd", "title": "odd names", "description": "s"}])
-        assert (await drain(server, tree, script, 1)).all_succeeded
+        assert (await drain(server, tree, script, runners=1)).result.all_succeeded
 
     made = commit_json(server.url, "--branch", "review")
 

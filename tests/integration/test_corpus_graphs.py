@@ -19,11 +19,11 @@ import httpx
 import pytest
 import yaml
 from corpus_support import Witness, assert_envelope
+from fleet_support import server_settings
 from typer.testing import CliRunner
 
 from codefleet.api.wire import MAX_DESCRIPTION, MAX_TASKS
 from codefleet.cli.app import app
-from codefleet.config import Settings
 from codefleet.server.thread import ServerThread
 
 TOKEN = "corpus-token"
@@ -135,14 +135,7 @@ def door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerThrea
     tree = root / "tree"
     (tree / ".git").mkdir(parents=True)
     (tree / "a.py").write_text("A = 1\n")
-    settings = Settings(  # type: ignore[call-arg]
-        _env_file=None,
-        port=0,
-        db=root / "db.sqlite",
-        workdir=tree,
-        run_dir=root / "runs",
-        token=TOKEN,
-    )
+    settings = server_settings(root, tree, token=TOKEN)
     with ServerThread(settings) as server:
         headers = {"Authorization": f"Bearer {TOKEN}"}
         httpx.post(

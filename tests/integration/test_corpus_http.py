@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 from corpus_support import Witness, assert_envelope
+from fleet_support import server_settings
 
 from codefleet.api.wire import MAX_JSON_DEPTH
-from codefleet.config import Settings
 from codefleet.models import MAX_INT
 from codefleet.server.thread import ServerThread
 
@@ -40,9 +40,7 @@ def door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Door]:
     tree = root / "tree"
     tree.mkdir()
     (tree / "a.py").write_text("A = 1\n")
-    settings = Settings(  # type: ignore[call-arg]
-        _env_file=None, port=0, db=root / "db.sqlite", workdir=tree, run_dir=root / "runs"
-    )
+    settings = server_settings(root, tree)
     with ServerThread(settings) as server, httpx.Client(base_url=server.url) as http:
         http.post(
             "/tasks", json={"tasks": [{"id": "T1", "title": "t", "description": "do it"}]}

@@ -23,9 +23,9 @@ from pathlib import Path
 import httpx
 import pytest
 from corpus_support import Witness, assert_envelope
+from fleet_support import server_settings
 
 from codefleet.api.client import FleetClient
-from codefleet.config import Settings
 from codefleet.fleet.gate.prewrite import WriteGate
 from codefleet.paths import TreeRoot
 from codefleet.server.thread import ServerThread
@@ -64,9 +64,7 @@ def door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Door]:
     os.symlink(tree / ".git", tree / "gitlink")
     os.symlink(".git/config", tree / "config_link")
     os.symlink("codefleet.db", tree / "db_link")
-    settings = Settings(  # type: ignore[call-arg]
-        _env_file=None, port=0, db=tree / "codefleet.db", workdir=tree, run_dir=tree / "runs"
-    )
+    settings = server_settings(tree, tree, db=tree / "codefleet.db")
     with ServerThread(settings) as server, httpx.Client(base_url=server.url) as http:
         http.post(
             "/tasks", json={"tasks": [{"id": "T1", "title": "t", "description": "do it"}]}

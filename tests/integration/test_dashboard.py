@@ -14,8 +14,11 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
+from fleet_support import Runner
+from fleet_support import register as register_runner
 from rich.console import Console
 
 from codefleet.api.client import FleetClient
@@ -27,13 +30,7 @@ from codefleet.ui.viewmodel import ViewModel
 
 WaitUntil = Callable[..., Awaitable[Any]]
 POLL_S = 5.0
-
-
-@dataclass
-class Runner:
-    name: str
-    id: str
-    epoch: int
+register = partial(register_runner, pid=None)  # runners with no process id
 
 
 @dataclass
@@ -64,11 +61,6 @@ async def watching(url: str) -> AsyncIterator[Dashboard]:
     finally:
         stop.set()
         await task
-
-
-async def register(client: FleetClient, name: str) -> Runner:
-    answer = await client.register(name, (await client.health())["workdir"], None)
-    return Runner(name, answer["agent_id"], answer["epoch"])
 
 
 async def take_and_start(client: FleetClient, runner: Runner, task_id: str) -> None:

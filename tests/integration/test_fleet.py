@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from fleet_support import drain as drain_fleet
+from fleet_support import events_of
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphTasks
-from codefleet.fleet.local import FleetOptions, run_fleet, wait_drained
+from codefleet.fleet.local import FleetResult, wait_drained
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.fleet.tools.commandtool import host_shell
@@ -33,25 +35,10 @@ FAST = {"heartbeat_interval": 0.1, "stale_after": 1.0, "tick_interval": 0.05, "b
 
 async def drain(
     server: ServerThread, workdir: Path, script: dict[str, Any], runners: int = 3
-) -> Any:
-    executor = ScriptedExecutor(parse_script(script), wait_timeout=10)
-    return await run_fleet(
-        server.url,
-        lambda _: executor,
-        FleetOptions(
-            RunnerOptions(
-                "runner",
-                workdir,
-                workdir.parent / "runs",
-                shell_config=host_shell(ShellLimits(), unsandboxed=True),
-            ),
-            runners=runners,
-        ),
-    )
-
-
-async def events_of(client: FleetClient, kind: str) -> list[dict[str, Any]]:
-    return [e for e in await client.all_events() if e["type"] == kind]
+) -> FleetResult:
+    """Three runners by default, each with this host's command layer (None: no commands)."""
+    shell = host_shell(ShellLimits(), unsandboxed=True)
+    return (await drain_fleet(server, workdir, script, runners=runners, shell_config=shell)).result
 
 
 async def test_a_single_runner_takes_tasks_best_priority_first(

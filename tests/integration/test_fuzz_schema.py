@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 import pytest
 import schemathesis
+from fleet_support import server_settings
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import negative_data_rejection
@@ -83,15 +84,7 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
     tree = root / "tree"
     (tree / ".git").mkdir(parents=True)
     (tree / "a.py").write_text("A = 1\n")
-    settings_ = Settings(  # type: ignore[call-arg]
-        _env_file=None,
-        port=0,
-        db=root / "db.sqlite",
-        workdir=tree,
-        run_dir=root / "runs",
-        token=TOKEN,
-        tick_interval=0.05,
-    )
+    settings_ = server_settings(root, tree, token=TOKEN, tick_interval=0.05)
     with ServerThread(settings_) as server, httpx.Client(base_url=server.url, headers=AUTH) as http:
         http.post(
             "/tasks",

@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fleet_support import events_of
 
 from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
@@ -67,10 +68,6 @@ async def leases(client: FleetClient) -> dict[str, tuple[str, str, str]]:
         row["path"]: (row["holder_agent_name"], row["task_id"], row["kind"])
         for row in await client.leases()
     }
-
-
-async def events_of(client: FleetClient, kind: str) -> list[dict[str, Any]]:
-    return [e for e in await client.all_events() if e["type"] == kind]
 
 
 async def runner_on(client: FleetClient, workdir: Path, name: str, task: dict[str, Any]) -> Any:

@@ -17,8 +17,9 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from fleet_support import drain
 from git_support import codefleet, git, make_repository, person_state, tree_files
-from test_commit import FAST, drain
+from test_commit import FAST
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import load_graph, parse_graph
@@ -37,7 +38,9 @@ async def test_after_commit_land_moves_main_to_the_fleet_branch_and_git_status_i
     server = make_server(**FAST, workdir=tree, db=tmp_path / "fleet.db")
     async with FleetClient(server.url) as client:
         await client.create_tasks(load_graph(examples / "demo-tasks.yaml"))
-    assert (await drain(server, tree, load_script(examples / "demo-script.yaml"), 3)).ok
+    assert (
+        await drain(server, tree, load_script(examples / "demo-script.yaml"), runners=3)
+    ).result.ok
     committed = codefleet("commit", "--server", server.url)
     assert committed.returncode == 0, committed.stderr
     branch = git(tree, "for-each-ref", "--format=%(refname:short)", "refs/heads/codefleet/")
@@ -203,7 +206,7 @@ async def test_a_second_commit_after_land_commits_only_the_new_tasks_and_names_t
         await client.create_tasks(parse_graph(first))
     assert (
         await drain(server, tree, {"T1": [{"write": {"path": "a.py", "content": "A = 10\n"}}]})
-    ).ok
+    ).result.ok
     assert codefleet("commit", "--server", server.url, cwd=tree).returncode == 0
     assert codefleet("land", cwd=tree).returncode == 0
     landed = git(tree, "rev-parse", "HEAD").strip()
@@ -211,7 +214,7 @@ async def test_a_second_commit_after_land_commits_only_the_new_tasks_and_names_t
         await client.create_tasks(parse_graph({"tasks": [later]}, standalone=False))
     assert (
         await drain(server, tree, {"T2": [{"write": {"path": "pkg/b.py", "content": "B = 20\n"}}]})
-    ).ok
+    ).result.ok
 
     again = codefleet("commit", "--server", server.url, cwd=tree)
 

@@ -14,12 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from fleet_support import drain
 from git_support import codefleet, git, make_repository, person_state, tree_files
 
 from codefleet.api.client import FleetClient
-from codefleet.fleet.local import FleetOptions, FleetResult, run_fleet
-from codefleet.fleet.runner import RunnerOptions
-from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
@@ -38,15 +36,6 @@ def repo_tree(tmp_path: Path) -> Path:
 
 def tasks(*ids: str) -> list[dict[str, Any]]:
     return [{"id": i, "title": f"Task {i}", "description": f"do {i}"} for i in ids]
-
-
-async def drain(server: ServerThread, tree: Path, script: dict[str, Any]) -> FleetResult:
-    executor = ScriptedExecutor(parse_script(script))
-    return await run_fleet(
-        server.url,
-        lambda _: executor,
-        FleetOptions(RunnerOptions("runner", tree, tree.parent / "runs"), runners=2),
-    )
 
 
 def git_run(cwd: Path, *args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -109,7 +98,7 @@ async def test_each_landed_task_is_one_commit_on_the_line_in_landing_order_and_a
     server = make_server(**FAST, workdir=tree)
     async with FleetClient(server.url) as client:
         await client.create_tasks(tasks("T1", "T2"))
-    assert (await drain(server, tree, {"T1": EDIT_A, "T2": EDIT_B})).ok
+    assert (await drain(server, tree, {"T1": EDIT_A, "T2": EDIT_B})).result.ok
     order = await landed_order(server.url)
     assert sorted(order) == ["T1", "T2"]
 
@@ -164,14 +153,14 @@ async def test_a_restarted_server_goes_on_with_the_line_and_commits_no_task_twic
     first = make_server(**FAST, workdir=tree, db=db)
     async with FleetClient(first.url) as client:
         await client.create_tasks(tasks("T1"))
-    assert (await drain(first, tree, {"T1": EDIT_A})).ok
+    assert (await drain(first, tree, {"T1": EDIT_A})).result.ok
     await wait_until(lambda: line_moved(first.url), timeout=30)
     first.stop()
 
     second = make_server(**FAST, workdir=tree, db=db)
     async with FleetClient(second.url) as client:
         await client.create_tasks(tasks("T2"))
-    assert (await drain(second, tree, {"T2": EDIT_B})).ok
+    assert (await drain(second, tree, {"T2": EDIT_B})).result.ok
     here = clone(second, tmp_path / "clone")
     await wait_until(lambda: fetched_tasks(here) == ["T1", "T2"], timeout=30)
     assert tree_files(here) == tree_files(tree)
@@ -187,7 +176,7 @@ async def test_a_line_started_on_a_dirty_tree_holds_its_uncommitted_untracked_an
     server = make_server(**FAST, workdir=tree)
     async with FleetClient(server.url) as client:
         await client.create_tasks(tasks("T1"))
-    assert (await drain(server, tree, {"T1": EDIT_A})).ok
+    assert (await drain(server, tree, {"T1": EDIT_A})).result.ok
     await wait_until(lambda: line_moved(server.url), timeout=30)
 
     here = clone(server, tmp_path / "clone")
@@ -221,7 +210,7 @@ async def test_land_line_moves_the_checked_out_branch_to_the_landed_line_and_the
     server = make_server(**FAST, workdir=tree)
     async with FleetClient(server.url) as client:
         await client.create_tasks(tasks("T1", "T2"))
-    assert (await drain(server, tree, {"T1": EDIT_A, "T2": EDIT_B})).ok
+    assert (await drain(server, tree, {"T1": EDIT_A, "T2": EDIT_B})).result.ok
     order = await landed_order(server.url)
     await wait_until(lambda: line_tasks(tree / ".codefleet" / "landed.git") == order, timeout=30)
     files = tree_files(tree)

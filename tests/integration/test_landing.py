@@ -12,19 +12,20 @@ import asyncio
 import subprocess
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fleet_support import drain as drain_fleet
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphError, load_graph
 from codefleet.attempt import AttemptReport
 from codefleet.errors import InvalidGraph, NotOwner
 from codefleet.fleet.landingworker import LandingOptions
-from codefleet.fleet.local import FleetOptions, run_fleet, start_landing
+from codefleet.fleet.local import start_landing
 from codefleet.fleet.runner import RunnerOptions
-from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.paths import TreeRoot
 from codefleet.server.thread import ServerThread
 
@@ -37,6 +38,7 @@ FAST = {
     "repair_turns": 0,
 }
 PY = f'"{sys.executable}"'
+drain = partial(drain_fleet, wait_timeout=20)  # each scripted wait here is bounded at 20 s
 # The suite: every test_*.py file, run in order; an exception fails it.
 SUITE = (
     f"{PY} -c \"import glob, runpy, sys; sys.path.insert(0, '.'); "
@@ -68,24 +70,6 @@ def write(path: str, content: str, attempt: int | None = None) -> dict[str, Any]
     if attempt is not None:
         step["attempt"] = attempt
     return step
-
-
-async def drain(
-    server: ServerThread,
-    workdir: Path,
-    script: dict[str, Any],
-    runners: int = 2,
-    landing_worker: bool = True,
-    **runner: Any,
-) -> tuple[Any, ScriptedExecutor]:
-    executor = ScriptedExecutor(parse_script(script), wait_timeout=20)
-    options = FleetOptions(
-        RunnerOptions("runner", workdir, workdir.parent / "runs", **runner),
-        runners=runners,
-        landing_worker=landing_worker,
-    )
-    result = await run_fleet(server.url, lambda _: executor, options)
-    return result, executor
 
 
 def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:

@@ -20,11 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fleet_support import shell_here
 from test_landing import FAST, drain, finish_by_hand, of_type, start_worker, write
 
 from codefleet.api.client import FleetClient
-from codefleet.fleet.tools.commandtool import ShellConfig, host_shell
-from codefleet.fleet.views.layerapply import ShellLimits
 from codefleet.server.thread import ServerThread
 
 ONE = [{"id": "T", "title": "t", "description": "do it"}]
@@ -60,12 +59,6 @@ async def test_a_check_that_fails_once_then_passes_halts_as_flaky_and_blames_nob
     assert task["status"] == "landing" and task["attempts"] == 1  # not rolled back, not charged
     assert (workdir / "t.txt").read_text() == "work"
     assert again.ok and [e["task_id"] for e in of_type(after, "landed")] == ["T"]
-
-
-def shell_here() -> ShellConfig:
-    config = host_shell(ShellLimits(), unsandboxed=True)
-    assert config is not None, "this host cannot build a command layer (user namespaces?)"
-    return config
 
 
 async def test_a_candidate_that_deletes_the_checks_program_is_blamed_and_landing_goes_on(

@@ -16,9 +16,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from fleet_support import server_settings
 
 from codefleet.api.client import FleetClient, ServerUnavailable
-from codefleet.config import Settings
 from codefleet.errors import StaleEpoch
 from codefleet.fleet.gate.prewrite import WriteGate
 from codefleet.paths import TreeRoot
@@ -32,14 +32,7 @@ ALLOW = json.dumps({"decision": "allow", "granted": ["a.py"], "denied": []}).enc
 def server(tmp_path: Path) -> Iterator[ServerThread]:
     tree = tmp_path / "tree"
     tree.mkdir()
-    settings = Settings(  # type: ignore[call-arg]
-        _env_file=None,
-        port=0,
-        db=tmp_path / "db.sqlite",
-        workdir=tree,
-        run_dir=tmp_path / "runs",
-        token=TOKEN,
-    )
+    settings = server_settings(tmp_path, tree, token=TOKEN)
     with ServerThread(settings) as running:
         yield running
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from test_api_runner import Runner, register, take
+from fleet_support import Runner, register
+from test_api_runner import take
 from test_interactive import writes
 
 from codefleet.api.client import FleetClient

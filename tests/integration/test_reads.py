@@ -14,26 +14,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+from fleet_support import Runner, loopback_transport, register
 
 from codefleet.api.client import FleetClient
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.models import ErrorKind
 from codefleet.server.thread import ServerThread
 
-Agent = tuple[str, int]
 
-
-def loopback_transport() -> httpx.AsyncHTTPTransport:
-    return httpx.AsyncHTTPTransport(verify=False)
-
-
-async def register(client: FleetClient, name: str) -> Agent:
-    answer = await client.register(name, (await client.health())["workdir"], 1234)
-    return answer["agent_id"], answer["epoch"]
-
-
-async def take(client: FleetClient, agent: Agent) -> AssignedTask:
+async def take(client: FleetClient, agent: Runner) -> AssignedTask:
     task = await client.assignment(*agent, wait=5)
     assert task is not None
     await client.start(task.id, *agent)

@@ -13,19 +13,21 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from fleet_support import drain as drain_fleet
+
 from codefleet.api.client import FleetClient
-from codefleet.fleet.local import FleetOptions, run_fleet
-from codefleet.fleet.runner import RunnerOptions
-from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.fleet.scripted import ScriptedExecutor
 from codefleet.server.thread import ServerThread
 from codefleet.testing.invariants import check, collect
 from codefleet.testing.invariants_landing import check_landing
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
 PY = f'"{sys.executable}"'
+drain = partial(drain_fleet, wait_timeout=20)  # each scripted wait here is bounded at 20 s
 SUITE = (
     f"{PY} -c \"import glob, runpy, sys; sys.path.insert(0, '.'); "
     "[runpy.run_path(p) for p in sorted(glob.glob('test_*.py'))]\""
@@ -57,16 +59,6 @@ def suite_passes(tree: Path) -> bool:
 
 def of(events: list[dict[str, Any]], kind: str, task: str | None = None) -> list[dict[str, Any]]:
     return [e for e in events if e["type"] == kind and task in (None, e["task_id"])]
-
-
-async def drain(
-    server: ServerThread, workdir: Path, script: dict[str, Any], runners: int = 2
-) -> tuple[Any, ScriptedExecutor]:
-    executor = ScriptedExecutor(parse_script(script), wait_timeout=20)
-    options = FleetOptions(
-        RunnerOptions("runner", workdir, workdir.parent / "runs"), runners=runners
-    )
-    return await run_fleet(server.url, lambda _: executor, options), executor
 
 
 async def record(client: FleetClient) -> tuple[list[dict[str, Any]], Any]:

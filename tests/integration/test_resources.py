@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fleet_support import Runner, register
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphTasks, parse_graph
@@ -46,11 +47,6 @@ def spec(task_id: str, *resources: str, **fields: Any) -> dict[str, Any]:
     }
 
 
-async def register(client: FleetClient, name: str) -> tuple[str, int]:
-    answer = await client.register(name, (await client.health())["workdir"], 1234)
-    return answer["agent_id"], answer["epoch"]
-
-
 async def holders(client: FleetClient) -> dict[str, str]:
     return {lease["path"]: lease["task_id"] for lease in await client.leases()}
 
@@ -67,7 +63,7 @@ async def test_two_tasks_naming_one_resource_never_run_at_once_even_with_two_idl
 
     first = await wait_until(lambda: _first_assignment(client, agents))
     (agent_id, epoch), task = first
-    other = next(a for a in agents if a[0] != agent_id)
+    other = next(a for a in agents if a.id != agent_id)
 
     assert task.resources == ("db",)
     assert await holders(client) == {DB: task.id}
@@ -83,7 +79,7 @@ async def test_two_tasks_naming_one_resource_never_run_at_once_even_with_two_idl
     assert await holders(client) == {DB: second.id}
 
 
-async def _first_assignment(client: FleetClient, agents: list[tuple[str, int]]) -> Any:
+async def _first_assignment(client: FleetClient, agents: list[Runner]) -> Any:
     for agent in agents:
         task = await client.assignment(*agent)
         if task is not None:
@@ -101,8 +97,8 @@ async def test_a_file_named_like_a_resource_is_leased_beside_it_and_never_collid
     await client.create_tasks([spec("T2")])
     await wait_until(lambda: client.assignment(*second))
 
-    answer = await client.acquire(second[0], second[1], "T2", ["resource:db"], "Write")
-    spoof = await client.acquire(second[0], second[1], "T2", [DB], "Write")
+    answer = await client.acquire(second.id, second.epoch, "T2", ["resource:db"], "Write")
+    spoof = await client.acquire(second.id, second.epoch, "T2", [DB], "Write")
 
     assert answer["decision"] == "allow"
     assert spoof["decision"] == "deny"  # a path can never name a resource's key
@@ -148,11 +144,11 @@ async def test_a_resource_taken_mid_task_that_another_task_holds_is_a_veto_that_
     await client.create_tasks([spec("T2")])
     await wait_until(lambda: client.assignment(*second))
 
-    answer = await client.acquire_resource(second[0], second[1], "T2", "db")
+    answer = await client.acquire_resource(second.id, second.epoch, "T2", "db")
     await client.complete(
         "T2",
-        second[0],
-        second[1],
+        second.id,
+        second.epoch,
         AttemptReport(attempt=1, ok=False, error_kind=ErrorKind.VETO, blocked_on_path=DB),
     )
 
@@ -160,7 +156,7 @@ async def test_a_resource_taken_mid_task_that_another_task_holds_is_a_veto_that_
     assert answer["denied"][0]["holder_task_id"] == "T1"
     assert (await client.task("T2"))["resources"] == ["db"]
     assert await client.assignment(*second) is None  # T1 still holds db: T2 waits
-    await client.complete("T1", first[0], first[1], AttemptReport(attempt=1, ok=True))
+    await client.complete("T1", first.id, first.epoch, AttemptReport(attempt=1, ok=True))
     again = await client.assignment(*second, wait=POLL_S) or await client.assignment(
         *first, wait=POLL_S
     )
@@ -177,11 +173,13 @@ async def test_stats_read_over_the_wire_count_a_veto_on_a_resource_per_resource_
     second = await register(client, "runner-2")
     await client.create_tasks([spec("T2")])
     await wait_until(lambda: client.assignment(*second))
-    assert (await client.acquire_resource(second[0], second[1], "T2", "db"))["decision"] == "deny"
+    assert (await client.acquire_resource(second.id, second.epoch, "T2", "db"))[
+        "decision"
+    ] == "deny"
     await client.complete(
         "T2",
-        second[0],
-        second[1],
+        second.id,
+        second.epoch,
         AttemptReport(attempt=1, ok=False, error_kind=ErrorKind.VETO, blocked_on_path=DB),
     )
 
@@ -201,7 +199,7 @@ async def test_taking_a_resource_you_hold_again_is_allowed_and_writes_nothing(
     await wait_until(lambda: client.assignment(*agent))
     before = len(await client.all_events())
 
-    answer = await client.acquire_resource(agent[0], agent[1], "T1", "db")
+    answer = await client.acquire_resource(agent.id, agent.epoch, "T1", "db")
 
     assert answer["decision"] == "allow"
     assert len(await client.all_events()) == before
@@ -244,13 +242,13 @@ async def test_fifty_concurrent_numbers_from_five_agents_are_fifty_distinct_valu
     async with FleetClient(restarted.url) as client:
         agent = await register(client, "runner-0")
         task = await wait_until(lambda: client.assignment(*agent))  # one taken back at register
-        after = await client.next_number(agent[0], agent[1], task.id, "migrations")
+        after = await client.next_number(agent.id, agent.epoch, task.id, "migrations")
     assert after["value"] > max(values)
 
 
 async def _all_assigned(
-    client: FleetClient, agents: list[tuple[str, int]]
-) -> list[tuple[tuple[str, int], str]] | None:
+    client: FleetClient, agents: list[Runner]
+) -> list[tuple[Runner, str]] | None:
     owned = []
     for agent in agents:
         task = await client.assignment(*agent)
@@ -267,8 +265,8 @@ async def test_an_unknown_sequence_is_refused_with_the_known_ones(
     loaded = await load_with_sequences(http, {"migrations": {"start": 7}}, spec("T1"))
     await wait_until(lambda: client.assignment(*agent))
 
-    answer = await client.next_number(agent[0], agent[1], "T1", "migration")
-    first = await client.next_number(agent[0], agent[1], "T1", "migrations")
+    answer = await client.next_number(agent.id, agent.epoch, "T1", "migration")
+    first = await client.next_number(agent.id, agent.epoch, "T1", "migrations")
 
     assert loaded.status_code == 201
     assert answer["value"] is None and answer["known"] == ["migrations"]
@@ -288,7 +286,7 @@ async def test_a_sequence_starts_after_the_highest_number_its_glob_finds_in_the_
     )
     await wait_until(lambda: client.assignment(*agent))
 
-    answer = await client.next_number(agent[0], agent[1], "T1", "migrations")
+    answer = await client.next_number(agent.id, agent.epoch, "T1", "migrations")
 
     assert answer["value"] == 3
 
@@ -328,7 +326,7 @@ async def test_a_sequence_hands_out_sqlites_largest_integer_once_then_refuses_as
     await load_with_sequences(http, {"m": {"start_after": "*_x.py"}}, spec("T1"))
     await wait_until(lambda: client.assignment(*agent))
 
-    answers = [await client.next_number(agent[0], agent[1], "T1", "m") for _ in range(4)]
+    answers = [await client.next_number(agent.id, agent.epoch, "T1", "m") for _ in range(4)]
 
     assert [a["value"] for a in answers] == [LARGEST - 1, LARGEST, None, None]
     assert "exhausted" in answers[2]["refused"] and str(LARGEST) in answers[2]["refused"]
@@ -345,9 +343,9 @@ async def test_next_number_from_a_fenced_runner_is_409_like_any_fenced_call(
     await register(client, "runner-1")  # a new incarnation: the old epoch is fenced
 
     with pytest.raises(StaleEpoch):
-        await client.next_number(agent[0], agent[1], "T1", "migrations")
+        await client.next_number(agent.id, agent.epoch, "T1", "migrations")
     with pytest.raises(StaleEpoch):
-        await client.acquire_resource(agent[0], agent[1], "T1", "db")
+        await client.acquire_resource(agent.id, agent.epoch, "T1", "db")
 
 
 # -- ports, and the read of it all -------------------------------------------------------------
@@ -361,7 +359,7 @@ async def test_two_tasks_allocating_ports_get_distinct_free_ports_held_until_the
         agent = await register(client, f"runner-{n}")
         await client.create_tasks([spec(f"T{n}")])
         await wait_until(lambda agent=agent: client.assignment(*agent))
-        gates.append(WriteGate(client, TreeRoot(workdir), agent[0], agent[1], f"T{n}"))
+        gates.append(WriteGate(client, TreeRoot(workdir), agent.id, agent.epoch, f"T{n}"))
 
     ports = [await ResourceTools(gate).allocate_port() for gate in gates]
 
@@ -387,7 +385,7 @@ async def test_get_resources_shows_holders_their_waiters_and_each_sequences_last
         http, {"migrations": {"start": 5}}, spec("T1", "db"), spec("T2", "db")
     )
     task = await wait_until(lambda: client.assignment(*agent))
-    await client.next_number(agent[0], agent[1], task.id, "migrations")
+    await client.next_number(agent.id, agent.epoch, task.id, "migrations")
 
     answer = await client.resources()
 
@@ -416,7 +414,7 @@ async def test_a_person_holding_a_resource_keeps_tasks_naming_it_waiting_until_r
     agent = await register(client, "runner-1")
     await client.create_tasks([spec("T1", "db"), spec("T2")])
     other = await wait_until(lambda: client.assignment(*agent))
-    await client.complete(other.id, agent[0], agent[1], AttemptReport(attempt=1, ok=True))
+    await client.complete(other.id, agent.id, agent.epoch, AttemptReport(attempt=1, ok=True))
     waiting = await client.assignment(*agent)  # the tick after T2 left T1 waiting for db
     unheld = await asyncio.to_thread(codefleet, "release", "db", "--server", server.url)
     then = await client.assignment(*agent, wait=POLL_S)
@@ -460,12 +458,12 @@ async def test_a_check_naming_a_held_resource_answers_busy_without_running_then_
     await client.create_tasks([spec("T2")])
     await wait_until(lambda: client.assignment(*second))
     commands, resources = await client.check_specs()
-    gate = WriteGate(client, TreeRoot(workdir), second[0], second[1], "T2")
+    gate = WriteGate(client, TreeRoot(workdir), second.id, second.epoch, "T2")
     checker = Checker(gate, commands, 1, CheckLimits(resource_wait=0.2), resources)
 
     busy = await checker.run("migrate")
     started_while_busy = await client.events(type_="check_started")
-    await client.complete("T1", first[0], first[1], AttemptReport(attempt=1, ok=True))
+    await client.complete("T1", first.id, first.epoch, AttemptReport(attempt=1, ok=True))
     ran = await checker.run("migrate")
 
     assert defined.status_code == 200 and resources == {"migrate": ["db"]}

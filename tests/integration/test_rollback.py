@@ -10,33 +10,20 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
+from fleet_support import drain, events_of
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import load_graph
 from codefleet.attempt import AttemptReport
 from codefleet.cli.start.demo_run import examples_dir
-from codefleet.fleet.local import FleetOptions, run_fleet
-from codefleet.fleet.runner import RunnerOptions
-from codefleet.fleet.scripted import ScriptedExecutor, load_script, parse_script
+from codefleet.fleet.scripted import load_script
 from codefleet.models import ErrorKind
 from codefleet.server.thread import ServerThread
 from codefleet.statedir import STATE_DIR
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 1.0, "tick_interval": 0.05, "backoff_base": 0.0}
-
-
-async def drain(
-    server: ServerThread, workdir: Path, script: Any, runners: int = 2, raw: bool = True
-) -> Any:
-    executor = ScriptedExecutor(parse_script(script) if raw else script)
-    return await run_fleet(
-        server.url,
-        lambda _: executor,
-        FleetOptions(RunnerOptions("runner", workdir, workdir.parent / "runs"), runners=runners),
-    )
 
 
 async def test_a_vetoed_attempt_is_undone_and_its_retry_starts_from_the_original(
@@ -58,7 +45,7 @@ async def test_a_vetoed_attempt_is_undone_and_its_retry_starts_from_the_original
                 {"id": "late", "title": "l", "description": "do it", "file_scope": ["pkg/b.py"]},
             ]
         )
-        result = await drain(server, workdir, script)
+        result, _ = await drain(server, workdir, script)
         restored = [
             (e["task_id"], e["payload"]["path"])
             for e in await client.all_events()
@@ -142,10 +129,8 @@ async def test_the_patches_of_the_demo_replayed_in_completion_order_rebuild_its_
     server = make_server(**FAST, workdir=tree)
     async with FleetClient(server.url) as client:
         await client.create_tasks(load_graph(examples / "demo-tasks.yaml"))
-        result = await drain(
-            server, tree, load_script(examples / "demo-script.yaml"), runners=3, raw=False
-        )
-        order = [e["task_id"] for e in await client.all_events() if e["type"] == "task_succeeded"]
+        result, _ = await drain(server, tree, load_script(examples / "demo-script.yaml"), runners=3)
+        order = [e["task_id"] for e in await events_of(client, "task_succeeded")]
         patches = [await client.patch(task_id) for task_id in order]
         async with httpx.AsyncClient(base_url=server.url) as raw:
             text = (await raw.get(f"/tasks/{order[0]}/patch")).text

@@ -19,8 +19,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
+from fleet_support import server_settings
 
-from codefleet.config import Settings
 from codefleet.coord.engine import Engine
 from codefleet.server.thread import ServerThread
 from codefleet.transport.fastpath import FastPath, compile_table, match
@@ -63,9 +63,7 @@ def _normal(data: Any, agent_id: str) -> Any:
 def _side(root: Path, fast: bool) -> Iterator[Side]:
     tree = root / "tree"
     tree.mkdir()
-    settings = Settings(  # type: ignore[call-arg]
-        _env_file=None, port=0, db=root / "db.sqlite", workdir=tree, run_dir=root / "runs"
-    )
+    settings = server_settings(root, tree)
     server = ServerThread(settings)
     assert server.app.front is not None
     if not fast:

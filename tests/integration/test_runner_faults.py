@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fleet_support import loopback_transport
 
 from codefleet.api.client import FleetClient
 from codefleet.fleet.local import FleetOptions, run_fleet
@@ -30,10 +31,6 @@ from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 30.0, "tick_interval": 0.05, "backoff_base": 0.0}
 Answer = Callable[[httpx.Request], httpx.Response | None]
-
-
-def loopback_transport() -> httpx.AsyncHTTPTransport:
-    return httpx.AsyncHTTPTransport(verify=False)  # plain HTTP on 127.0.0.1: no CA bundle
 
 
 def server_error(_: httpx.Request) -> httpx.Response:

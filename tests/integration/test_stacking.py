@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from fleet_support import drain as drain_fleet
+
 from codefleet.api.client import FleetClient
-from codefleet.fleet.local import FleetOptions, run_fleet
-from codefleet.fleet.runner import RunnerOptions
-from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.review.fetch import fetch_record
 from codefleet.review.report.runreport import build_report, report_json
 from codefleet.server.thread import ServerThread
@@ -28,18 +28,11 @@ FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "b
 # Slow enough that T2 stacks while T1's check runs; fails while hub.py holds BROKEN.
 CHECK = f"sleep 0.5 && \"{sys.executable}\" -c \"assert 'BROKEN' not in open('hub.py').read()\""
 HUB = "A = 0\n"
+drain = partial(drain_fleet, wait_timeout=20)  # each scripted wait here is bounded at 20 s
 TASKS = [
     {"id": "T1", "title": "first", "description": "do it"},
     {"id": "T2", "title": "second", "description": "do it"},
 ]
-
-
-async def drain(server: ServerThread, workdir: Path, script: dict[str, Any]) -> Any:
-    executor = ScriptedExecutor(parse_script(script), wait_timeout=20)
-    options = FleetOptions(
-        RunnerOptions("runner", workdir, workdir.parent / "runs"), runners=2, landing_worker=True
-    )
-    return await run_fleet(server.url, lambda _: executor, options)
 
 
 async def load(client: FleetClient) -> None:

@@ -1,4 +1,4 @@
-"""`parts`: a Python module's parts, the parts a write changes, putting parts back, edits replayed."""
+"""`parts`: a Python module's parts, the parts a write changes, putting parts back."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ import pytest
 from codefleet import parts as parts_room
 from codefleet.parts import python as python_parts
 from codefleet.parts.changes import changed_parts
-from codefleet.parts.edits import apply_edit, apply_multi_edit
-from codefleet.parts.kinds import mapper_for
 from codefleet.parts.model import Part, PartChange, PartKind, Preimage
 from codefleet.parts.putback import parts_of, preimages, put_back_parts, restore_parts
 
@@ -524,38 +522,6 @@ def test_a_parse_sets_off_no_garbage_collection_while_it_builds_the_tree(
     assert collections == []  # each would walk the tree built so far
 
 
-# -- edits -------------------------------------------------------------------------------------
-
-
-def test_an_edit_replaces_its_one_match():
-    assert apply_edit("a = 1\nb = 2\n", "b = 2", "b = 3") == "a = 1\nb = 3\n"
-
-
-def test_an_edit_that_the_tool_would_refuse_gives_none():
-    assert apply_edit("a\na\n", "a", "b") is None
-    assert apply_edit("a\n", "z", "b") is None
-    assert apply_edit("a\n", "a", "a") is None
-
-
-def test_replace_all_replaces_every_match():
-    assert apply_edit("a\na\n", "a", "b", replace_all=True) == "b\nb\n"
-
-
-def test_an_empty_old_string_creates_an_empty_file_only():
-    assert apply_edit("", "", "x = 1\n") == "x = 1\n"
-    assert apply_edit("y\n", "", "x = 1\n") is None
-
-
-def test_a_multi_edit_applies_its_edits_in_order_all_or_nothing():
-    edits = [
-        {"old_string": "a = 1", "new_string": "a = 2"},
-        {"old_string": "a = 2", "new_string": "a = 3"},
-    ]
-    assert apply_multi_edit("a = 1\n", edits) == "a = 3\n"
-    assert apply_multi_edit("a = 1\n", [*edits, {"old_string": "q", "new_string": "r"}]) is None
-    assert apply_multi_edit("a = 1\n", [{"old_string": 1}]) is None
-
-
 # -- restore_parts -----------------------------------------------------------------------------
 
 
@@ -713,12 +679,6 @@ def test_the_parts_room_imports_only_the_standard_library_and_itself():
             f"{module.name} imports {outside}: parts run in the hook and in the server: "
             "the standard library only"
         )
-
-
-def test_a_file_has_the_parts_of_its_kind_or_none() -> None:
-    assert mapper_for("src/api.py") is python_parts.PYTHON
-    assert mapper_for("stubs/api.pyi") is python_parts.PYTHON
-    assert mapper_for("README.md") is None and mapper_for("api.py.bak") is None
 
 
 # -- a referee over many small random edits (seeded, so each run is the same) ------------------

@@ -178,7 +178,7 @@ def analyse(
 ) -> GraphAnalysis:
     """The analysis of an acyclic graph of `tasks` (see the module docstring).
 
-    `findings` (path facts from `scopes.judge`, say) are kept, before the ones found here;
+    `findings` (path facts from `scopefacts.judge`, say) are kept, before the ones found here;
     a task they already fault for a scope entry is not also told it declares no scope.
     """
     findings = tuple(findings)

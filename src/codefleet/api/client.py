@@ -469,7 +469,7 @@ class FleetClient:
     async def create_tasks(
         self, tasks: list[dict[str, Any]], checks: Mapping[str, str] | None = None
     ) -> list[str]:
-        """Post a graph atomically; a loaded graph (`graph.GraphTasks`) brings its checks."""
+        """Post a graph atomically; a loaded graph (`graphfile.GraphTasks`) brings its checks."""
         return (await self.load_tasks(tasks, checks))["created"]
 
     async def load_tasks(

@@ -7,7 +7,7 @@ commands a person types while a fleet runs (`tasks`, `say`, `answer`,
 `questions`, `hold`, `release`) go to the standard-library `cli.operate.quick` first,
 which hands back what it does not take exactly as Typer would (`--help`
 among it), and `--version` is printed here. The full command line is imported only for the rest, with the
-cyclic garbage collector off while it does (`heap.collector_off`).
+cyclic garbage collector off while it does (`gcpolicy.collector_off`).
 """
 
 from __future__ import annotations

@@ -3,11 +3,11 @@
 `codefleet hook pre-tool-use --agent NAME` (written by `codefleet join --agent NAME`)
 normalizes what NAME's CLI writes on stdin into the Claude Code shape the command's
 fast path reads (`session_id`, `tool_name`, `tool_input`, `cwd`), and turns THE denial
-(`io.deny_output`) into NAME's refusal. Each shape is the CLI's documented one:
+(`toolcalls.writepaths.deny_output`) into NAME's refusal. Each shape is the CLI's documented one:
 
 - claude: as is.
 - codex (Codex CLI): Claude Code's shape; its edit tool is `apply_patch`, the raw patch
-  in `tool_input.command`, whose headers name the targets (`io.tool_paths`). The
+  in `tool_input.command`, whose headers name the targets (`writepaths.tool_paths`). The
   Claude Code denial is honoured (measured with Codex CLI 0.163.0).
 - gemini (Gemini CLI, `BeforeTool` / `AfterTool`): Claude Code's keys, `tool_name`
   `write_file` or `replace` with `tool_input.file_path` (and `read_file`, recorded after

@@ -1,6 +1,6 @@
 """A scripted fake of the Gemini API for driving the real Gemini CLI offline.
 
-The fake Anthropic model (`fakemodel.FakeModel`) with another wire: the same scripts
+The fake Anthropic model (`anthropicapi.FakeModel`) with another wire: the same scripts
 (`fakescript`: a prompt carries `marker(id)`, a script is a list of `Turn`s), the same
 loopback server, request log, `wait_for` holds, signals and errors; only the path
 (`POST /v1beta/models/<model>:streamGenerateContent`) and the rendering (`geminiwire`)

@@ -74,7 +74,7 @@ class ApiError:
 
     `retry_after_s` sends the headers of a limit that lifts after that many seconds: the
     standard `retry-after`, and the `anthropic-ratelimit-unified-*` pair a subscription
-    account's limit carries (see `fakewire.error_headers`).
+    account's limit carries (see `anthropicwire.error_headers`).
     """
 
     status: int = 500

@@ -1,6 +1,6 @@
 """A scripted fake of the OpenAI Responses API for driving the real Codex CLI offline.
 
-The fake Anthropic model (`fakemodel.FakeModel`) with another wire: the same scripts
+The fake Anthropic model (`anthropicapi.FakeModel`) with another wire: the same scripts
 (`fakescript`: a prompt carries `marker(id)`, a script is a list of `Turn`s), the same
 loopback server, request log, `wait_for` holds, signals and errors; only the path
 (`POST /v1/responses`) and the rendering (`responseswire`) differ. The reply is chosen
@@ -10,7 +10,7 @@ A `ToolUse("apply_patch", {"input": PATCH})` is Codex's file edit (a custom tool
 raw text the patch); any other tool name is a function call with its JSON input.
 
 Point a Codex session at it with a custom model provider whose `base_url` is
-`responses_url` and whose key is `FAKE_API_KEY` (see `session.codexoptions`).
+`responses_url` and whose key is `FAKE_API_KEY` (see `session.codexagents`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ the opening fence's indentation, so an indented ``` inside a YAML block
 scalar does not end it) and picks the one YAML block: the blocks tagged
 `yaml`/`yml`, or failing those the untagged ones; none or several is a
 problem the model is told about. `judge_answer` then runs the loader `load`
-uses (`graph.parse_graph`) and `graph check` (`check.check_graph`) on it, and
+uses (`api.graphfile.parse_graph`) and `graph check` (`check.check_graph`) on it, and
 returns every error as one plain line (e.g. `cycle: A -> B -> A`).
 """
 

@@ -1,10 +1,10 @@
 """`graph check` without the command line: a loaded graph and a tree in, an analysis out.
 
-The loader (`graph.load_graph` / `parse_graph`) has already refused what the
+The loader (`api.graphfile.load_graph` / `parse_graph`) has already refused what the
 server would refuse about the graph's shape; here its scope paths are
 checked against the tree with the server's own path rule (`scopes`), its
 checks' programs are looked up where checks run (`fleet.views.programs`), and the
-result is measured by `analysis.analyse`. No server, no model, no engine.
+result is measured by `analysis.graphanalysis.analyse`. No server, no model, no engine.
 """
 
 from __future__ import annotations

@@ -152,7 +152,7 @@ def print_result(
 ) -> None:
     """The task table, the vetoes, the verify output and the verdict panel.
 
-    `outside` is what each task wrote outside its declared scope (`scopes.ScopeWatch`);
+    `outside` is what each task wrote outside its declared scope (`ui.outofscope.ScopeWatch`);
     `weakened` names tests deleted and checks changed (`review.report.checksections.weakened_lines`);
     `again` is the command that runs the fleet again with this run's flags (the hints
     after a failure name it); `share` is this run's own part (without it, the figures

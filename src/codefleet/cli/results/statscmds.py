@@ -1,7 +1,7 @@
 """`codefleet stats`: where the run's time and money went, and what the graph should learn.
 
 Reads the run through the server's wire API (`review.fetch.fetch_record`, the
-one client), computes `stats.fleet_stats` (pure, over the event log) and
+one client), computes `review.collisionstats.fleet_stats` (pure, over the event log) and
 prints it; `--suggest GRAPH -o OUT` writes GRAPH amended from the run's
 collisions (`suggest`), a comment on each change.
 """

@@ -68,7 +68,7 @@ def demo(
 def import_demo_run() -> ModuleType:
     """`cli.start.demo_run` (the server, the client, the fleet): most of the demo's start-up.
 
-    Imported with the collector off (`heap.collector_off`, frozen after), and without pydantic.v1:
+    Imported with the collector off (`gcpolicy.collector_off`, frozen after), without pydantic.v1:
     FastAPI imports it (23 modules) only to refuse v1 models in routes, and the
     demo's server has none. A None entry makes that import fail, and FastAPI's
     check answers "not v1", as it does for a pydantic without v1 (decision

@@ -6,7 +6,7 @@ own transactions and hands `paused_until` and the budget's state to the
 scheduler's snapshot, which assigns nothing while either holds.
 
 - `limited` runs when a runner reports an attempt that ended on a rate or
-  usage limit: it starts, extends or joins the pause (`limits.on_limit`) and
+  usage limit: it starts, extends or joins the pause (`coord.policy.limitpolicy.on_limit`) and
   emits `fleet_paused` when the pause starts or moves later;
 - `resume` lifts the pause (`fleet_resumed`): when it ran out (the
   scheduler's `ResumeFleet`) or by hand (`POST /fleet/resume`);

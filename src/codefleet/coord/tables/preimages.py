@@ -14,7 +14,7 @@ failed attempt's files are put back in three steps:
 1. the transition that ends the attempt (and fences its runner, if it is taken
    back) records a restore intent per leased path (`restores` table, event
    `restore_requested`) and keeps those leases held; it commits;
-2. `Restores.finish` (`coord/restores`) puts each file back (idempotent: a
+2. `Restores.finish` (`coord/tables/restores.py`) puts each file back (idempotent: a
    restore run twice leaves the same tree) outside any transaction;
 3. one more transaction releases what was restored (`file_restored` per file
    that changed, then `lease_released`) and deletes its intent and pre-image.

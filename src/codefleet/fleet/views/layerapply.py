@@ -16,7 +16,7 @@ applying would overwrite work the command never saw).
 Granted: deletions first (and directories the command removed, once empty),
 then each file written in `STAGING_DIR` (under the tree's `.codefleet/`, so
 a temporary name never meets a file of the tree) and renamed over its target
-(atomic per file), with its mode as git keeps it (`changes.git_mode`); then
+(atomic per file), with its mode as git keeps it (`layerchanges.git_mode`); then
 one ledger row per path, with its hash.
 
 With leases by part (the gate's `granularity`), a Python file the command
