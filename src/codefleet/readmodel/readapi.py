@@ -162,6 +162,7 @@ class Reads:
                 "leases": self.leases(),
                 "counters": recorded.counters,
                 "last_event_id": recorded.last_event_id,
+                "database_id": self.engine.database_id,
                 "server_time": to_iso(now),
                 **self.engine.limits_view(now),
             }
@@ -200,6 +201,7 @@ class Reads:
             "version": __version__,
             "workdir": self.engine.workdir,
             "tree_id": self.engine.tree_id,
+            "database_id": self.engine.database_id,
             "last_event_id": self.engine.last_event_id(),
             "live_tasks": self.engine.live_count(),
             "loop_stalled_s": round(self.engine.deaf_seconds(), 3),
