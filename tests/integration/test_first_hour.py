@@ -240,6 +240,20 @@ def test_after_retry_the_earlier_attempts_stay_in_the_table_the_task_and_the_rep
     assert re.search(r"\| T1 \| .* \| 1/3 \+3 before retry \|", report.stdout), report.stdout
 
 
+def test_landing_before_a_load_names_the_integration_check_the_graph_here_names(
+    repo: Path, server: ServerThread
+) -> None:
+    assert cli("init").exit_code == 0
+
+    before = cli("landing", "--server", server.url)
+    assert cli("load", "--server", server.url).exit_code == 0
+    after = cli("landing", "--server", server.url)
+
+    assert before.exit_code == 0, said(before)
+    assert "integration check: none on this server yet; codefleet.yaml names `test`" in said(before)
+    assert said(after).startswith("integration check: test landed: 0")
+
+
 def test_cancel_then_retry_one_task_by_id(repo: Path, server: ServerThread) -> None:
     assert cli("init").exit_code == 0
     assert cli("load", "--server", server.url).exit_code == 0
