@@ -13,7 +13,9 @@ tests/unit/test_wording.py runs both over one corpus and fails if they differ.
 `cost_text` is how a run's or a plan's cost reads in the terminal, simulated or
 spent; `verify_blame_text` how a failed `--verify`'s bisection reads (the run's
 verdict, the report); `halt_cause` why landing halted, in every view that says it
-(the log's `landing_halted` line says the same, from the table). Standard library only.
+(the log's `landing_halted` line says the same, from the table); `attempts_text` how a
+task's attempts read in every table: the charged ones of its allowance, then the free
+ones and those a `retry` set aside, apart. Standard library only.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from pathlib import Path
@@ -32,6 +35,8 @@ from codefleet.resources import lease_label
 __all__ = [
     "SIMULATED",
     "WORDING_FILE",
+    "AttemptCounts",
+    "attempts_text",
     "cost_text",
     "halt_cause",
     "ordinal",
@@ -157,6 +162,46 @@ SIMULATED: Final = " simulated, nothing spent"  # after a cost no real model ran
 def cost_text(cost: float, simulated: bool) -> str:
     """A cost; `simulated` when no real model ran (the figure is priced, not spent)."""
     return f"${cost:.4f}{SIMULATED if simulated else ''}"
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptCounts:
+    """A task's attempts as a person needs them: `charged` of `allowed` count against the
+    limit; `free` ones do not (interrupted, a usage limit, a repair); `before_retry` ones
+    ran before the last `codefleet retry` (kept in the record, not charged)."""
+
+    charged: int
+    allowed: int
+    free: int = 0
+    before_retry: int = 0
+
+    @classmethod
+    def of(cls, task: Mapping[str, Any]) -> AttemptCounts:
+        """From a task row of the wire (`attempts`, `uncharged_attempts`, `retried_attempts`)."""
+        uncharged = int(task.get("uncharged_attempts") or 0)
+        retried = int(task.get("retried_attempts") or 0)
+        charged = int(task.get("attempts") or 0) - uncharged
+        return cls(charged, int(task["max_attempts"]), uncharged - retried, retried)
+
+    def short(self) -> str:
+        """A table's cell: `1/3`, `0/3 +3 free`, `1/3 +3 before retry`."""
+        text = f"{self.charged}/{self.allowed}"
+        text += f" +{self.free} free" if self.free else ""
+        return text + (f" +{self.before_retry} before retry" if self.before_retry else "")
+
+    def long(self) -> str:
+        """`tasks ID`'s words: what counts against the limit and what does not, and why."""
+        text = f"{self.charged} of {self.allowed} charged"
+        if self.free:
+            text += f" (+{self.free} free: interrupted, a usage limit or a repair)"
+        if self.before_retry:
+            text += f" · {self.before_retry} before the last retry (kept, not charged)"
+        return text
+
+
+def attempts_text(task: Mapping[str, Any]) -> str:
+    """A task row's attempts as a table shows them (`AttemptCounts.short`)."""
+    return AttemptCounts.of(task).short()
 
 
 def spent_text(cost: float, simulated: bool) -> str:

@@ -355,6 +355,48 @@ async def test_a_rolled_back_attempt_is_marked_on_its_runners_lane(
     assert browser.errors == []
 
 
+async def test_the_lanes_are_this_run_s_runners_and_an_interrupted_attempt_is_said_to_be_yours(
+    demo_server: ServerThread, browser: Browser
+) -> None:
+    script = {"one": [{"write": {"path": "one.py", "content": "ONE = 1\n"}}]}
+    settings = demo_server.settings
+    async with FleetClient(demo_server.url, token=TOKEN) as client:
+        await client.create_tasks([{"id": "one", "title": "One", "description": "do it"}])
+        earlier = await run_fleet(
+            demo_server.url,
+            lambda _: ScriptedExecutor(parse_script(script), wait_timeout=10),
+            FleetOptions(
+                RunnerOptions("runner", settings.workdir, settings.run_dir),
+                runners=2,
+                name_suffix=".old",
+            ),
+            token=TOKEN,
+        )
+        assert earlier.ok
+        await client.create_tasks([{"id": "two", "title": "Two", "description": "do it"}])
+        await client.fleet_started(runners=1)  # the next run: its runner is stopped (Ctrl-C)
+        joined = await client.register("runner-1.new", str(settings.workdir), None)
+        agent, epoch = joined["agent_id"], joined["epoch"]
+        assert await client.assignment(agent, epoch, wait=5) is not None
+        await client.start("two", agent, epoch)
+        await client.leave(agent, epoch, interrupted=True)
+
+    page = await open_dashboard(browser, demo_server)
+    labels = page.locator(".tl-label")
+    await expect(labels).to_have_count(2)
+    await expect(labels.nth(0)).to_have_attribute("data-lane", "runner-1.new")
+    await expect(labels.nth(1)).to_have_attribute("data-lane", "2 earlier runners")
+    await expect(labels.nth(1)).to_contain_text("offline · 1 attempt")
+    await expect(page.locator("#story")).to_contain_text(
+        "two's attempt 1 on runner-1.new was interrupted by you (not charged)"
+    )
+    await expect(page.locator("#story")).not_to_contain_text("ended with infra")
+    await expect(page.locator('g.node[data-node="two"]')).to_have_attribute(
+        "aria-label", re.compile(r"attempts 0/3 \+1 free")
+    )
+    assert browser.errors == []
+
+
 async def test_a_write_that_waited_is_hatched_on_its_bar_with_an_arrow_to_the_holders_lane(
     make_server: Callable[..., ServerThread], browser: Browser, tmp_path: Path
 ) -> None:

@@ -385,7 +385,9 @@ async def test_a_report_for_an_attempt_the_task_has_moved_past_is_never_applied(
     assert await client.events(type_="task_succeeded") == []
 
 
-async def test_after_a_retry_the_new_first_attempts_report_is_applied(client: FleetClient):
+async def test_after_a_retry_the_next_attempts_report_is_applied_and_the_old_one_is_not(
+    client: FleetClient,
+):
     runner = await running(client, "runner-1", "T1")
     failed = await client.complete(
         "T1", runner.id, runner.epoch, report(1, ok=False, error_kind=ErrorKind.BUDGET)
@@ -394,10 +396,12 @@ async def test_after_a_retry_the_new_first_attempts_report_is_applied(client: Fl
 
     await client.retry("T1")
     task = await take(client, runner)
-    assert (task.id, task.attempts) == ("T1", 1)
+    assert (task.id, task.attempts) == ("T1", 2)  # numbered on: attempt 1 stays in the record
     await client.start("T1", runner.id, runner.epoch)
-    answer = await client.complete("T1", runner.id, runner.epoch, report(1, summary="second life"))
+    again = await client.complete("T1", runner.id, runner.epoch, report(1, summary="old"))
+    answer = await client.complete("T1", runner.id, runner.epoch, report(2, summary="second life"))
 
+    assert again["duplicate"] is True
     assert (answer["status"], answer["duplicate"]) == ("succeeded", False)
     assert (await client.task("T1"))["result_summary"] == "second life"
 

@@ -164,12 +164,14 @@ async def test_the_dashboard_reconnects_after_a_restart_and_logs_every_event_onc
             )
             await register(client, "runner-1")
             await wait_until(CaughtUp(dash, (await client.state())["last_event_id"]))
+            record = (await client.health())["database_id"]
 
         await asyncio.to_thread(crash, first)
         await wait_until(lambda: dash.view and dash.view.connection.startswith("reconnecting"))
 
         second = make_server(db=tmp_path / "shared.sqlite", port=first.settings.port)
         async with FleetClient(second.url) as client:
+            assert (await client.health())["database_id"] == record, "one record, restarted"
             await client.create_tasks(
                 [{"id": "T2", "title": "after the restart", "description": "do it"}]
             )
@@ -185,6 +187,39 @@ async def test_the_dashboard_reconnects_after_a_restart_and_logs_every_event_onc
     text = dash.text()
     assert "T2: created: after the restart" in text
     assert text.count("T1: created: before the restart") == 1
+
+
+async def test_the_dashboard_follows_a_fresh_database_behind_the_same_address(
+    make_server: Callable[..., ServerThread], tmp_path: Any, wait_until: WaitUntil
+) -> None:
+    first = make_server(db=tmp_path / "old.sqlite")
+    async with watching(first.url) as dash:
+        async with FleetClient(first.url) as client:
+            await client.create_tasks([{"id": "T1", "title": "the old run", "description": "x"}])
+            one = await register(client, "runner-1")
+            await take_and_start(client, one, "T1")
+            await client.complete("T1", one.id, one.epoch, AttemptReport(attempt=1, ok=True))
+            await wait_until(CaughtUp(dash, (await client.state())["last_event_id"]))
+            await wait_until(lambda: dash.view and dash.view.landing is not None)
+
+        await asyncio.to_thread(crash, first)  # `codefleet runs new`, then a fresh `serve`
+        second = make_server(db=tmp_path / "new.sqlite", port=first.settings.port)
+        async with FleetClient(second.url) as client:
+            await client.create_tasks([{"id": "T2", "title": "the new run", "description": "x"}])
+            every = [e["id"] for e in await client.all_events()]
+            await wait_until(
+                lambda: (
+                    dash.view
+                    and dash.view.connection == "live"
+                    and [t.id for t in dash.view.tasks] == ["T2"]
+                    and [line.event_id for line in dash.view.log] == every
+                )
+            )
+
+    view = dash.views[-1]
+    assert view.last_event_id == every[-1], "the event number is the new record's"
+    assert view.landing is None, "the old record's landing panel is gone"
+    assert not any("T1" in line.text for line in view.log)
 
 
 async def test_the_compact_printer_prints_notable_events_and_catches_up_before_it_returns(

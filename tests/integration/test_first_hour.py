@@ -220,6 +220,40 @@ def test_a_failed_run_is_recovered_with_retry_and_a_second_run(
     assert "PASS" in fixed.stdout
 
 
+def test_after_retry_the_earlier_attempts_stay_in_the_table_the_task_and_the_report(
+    repo: Path, server: ServerThread
+) -> None:
+    assert cli("init").exit_code == 0
+    (repo / "bad.yaml").write_text("T1:\n- fail: not today\nT2: []\n")
+    (repo / "script.yaml").write_text(SCRIPT)
+    assert cli("run", "--dry-run", "--script", "bad.yaml", "--server", server.url).exit_code == 1
+    assert cli("retry", "T1", "--server", server.url).exit_code == 0
+
+    fixed = cli("run", "--dry-run", "--script", "script.yaml", "--server", server.url)
+    table = cli("tasks", "--server", server.url)
+    task = cli("tasks", "T1", "--server", server.url)
+    report = cli("report", "--server", server.url)
+
+    assert fixed.exit_code == 0, said(fixed)
+    assert re.search(r"T1 .* succeeded .* 1/3 \+3 before retry", said(table)), said(table)
+    assert "attempts: 1 of 3 charged · 3 before the last retry (kept, not charged)" in said(task)
+    assert re.search(r"\| T1 \| .* \| 1/3 \+3 before retry \|", report.stdout), report.stdout
+
+
+def test_landing_before_a_load_names_the_integration_check_the_graph_here_names(
+    repo: Path, server: ServerThread
+) -> None:
+    assert cli("init").exit_code == 0
+
+    before = cli("landing", "--server", server.url)
+    assert cli("load", "--server", server.url).exit_code == 0
+    after = cli("landing", "--server", server.url)
+
+    assert before.exit_code == 0, said(before)
+    assert "integration check: none on this server yet; codefleet.yaml names `test`" in said(before)
+    assert said(after).startswith("integration check: test landed: 0")
+
+
 def test_cancel_then_retry_one_task_by_id(repo: Path, server: ServerThread) -> None:
     assert cli("init").exit_code == 0
     assert cli("load", "--server", server.url).exit_code == 0
@@ -479,6 +513,30 @@ def piped(*args: str) -> str:
         check=False,
     )
     return done.stdout
+
+
+async def agents_of(url: str) -> list[dict[str, Any]]:
+    async with FleetClient(url) as client:
+        return await client.agents()
+
+
+def test_after_a_second_run_the_first_run_s_runners_are_called_earlier(
+    repo: Path, server: ServerThread
+) -> None:
+    assert cli("init").exit_code == 0
+    (repo / "bad.yaml").write_text("T1:\n- fail: not today\nT2: []\n")
+    (repo / "script.yaml").write_text(SCRIPT)
+    piped("run", "--dry-run", "--script", "bad.yaml", "--server", server.url)
+    first = {a["name"] for a in asyncio.run(agents_of(server.url))}
+    assert cli("retry", "T1", "--server", server.url).exit_code == 0
+
+    piped("run", "--dry-run", "--script", "script.yaml", "--server", server.url)  # its own pid
+
+    agents = asyncio.run(agents_of(server.url))
+    earlier = {a["name"] for a in agents if a["earlier"]}
+    assert earlier == first and len(first) == 3
+    assert len([a for a in agents if not a["earlier"]]) == 3  # this run's, offline now too
+    assert {a["status"] for a in agents} == {"offline"}
 
 
 LONG_PATH = "src/" + "/".join(["a-rather-long-package-directory-name"] * 3) + "/module.py"

@@ -81,6 +81,28 @@ def test_a_clean_history_proves_every_invariant() -> None:
     assert found == []
 
 
+def test_a_retry_goes_on_from_the_attempt_it_kept_and_a_renumbered_one_is_caught() -> None:
+    steps = history()
+    failed = [
+        ("task_assigned", "A", {"attempt": 1}),
+        ("task_started", "A", {"attempt": 1}),
+        ("task_failed", "A", {"attempt": 1, "error_kind": "agent_error"}),
+        ("task_retried", "A", {"attempt": 1, "set_aside": 1, "reason": "retry"}),
+    ]
+    steps = [  # A's attempt after the retry is its second
+        (kind, task, {**body, "attempt": 2} if task == "A" and "attempt" in body else body)
+        for kind, task, body in steps
+    ]
+    steps[3:3] = failed
+    kept = evidence(steps)
+    kept.tasks["A"]["attempts"] = 2
+    renumbered = copy.deepcopy(kept)
+    renumbered.events[len(failed) + 2]["payload"] = {"attempt": 0, "reason": "retry"}
+
+    assert check(kept, observed=kept.events) == []
+    assert "transition" in rules(check(renumbered, observed=renumbered.events))
+
+
 def test_a_grant_of_a_path_someone_holds_is_two_holders() -> None:
     steps = history()
     steps.insert(7, ("lease_acquired", "B", {"path": "x.txt"}))  # B while A still holds x.txt

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -216,6 +217,33 @@ def test_the_view_takes_statuses_notes_and_counters_from_the_state_in_status_ord
     ]
     assert view.counts == (("running", 1), ("succeeded", 1), ("failed", 1))
     assert (view.cost_usd, view.input_tokens, view.output_tokens) == (0.5, 10, 5)
+
+
+def test_free_attempts_and_those_before_a_retry_read_apart_in_the_task_table() -> None:
+    stopped = {"id": "T4", "title": "four", "status": "pending", "attempts": 3,
+               "uncharged_attempts": 3, "max_attempts": 3, "error": "interrupted"}  # fmt: skip
+    retried = {**stopped, "id": "T5", "attempts": 4, "retried_attempts": 3, "status": "running"}
+    raw = state(tasks=[stopped, {**retried, "uncharged_attempts": 3}])
+
+    text = frame(view_of(raw))
+
+    assert re.search(r"T4 .* pending +0/3 \+3 free ", text)  # three Ctrl-Cs: none charged
+    assert re.search(r"T5 .* running +1/3 \+3 before retry ", text)
+
+
+def test_the_agents_are_this_run_s_and_runners_of_earlier_runs_fold_into_one_line() -> None:
+    old = {"id": "a_0", "name": "runner-1.old", "status": "offline", "earlier": True,
+           "last_heartbeat_at": "2026-07-31T17:00:00.000Z"}  # fmt: skip
+    lost = {**old, "id": "a_9", "name": "runner-3", "earlier": False}  # lost in this run: shown
+    agents = [*state()["agents"], old, {**old, "id": "a_8", "name": "runner-2.old"}, lost]
+
+    view = view_of(state(agents=agents))
+    text = frame(view)
+
+    assert [a.name for a in view.agents] == ["runner-1", "runner-3"]
+    assert view.earlier_runners == 2
+    assert "+ 2 earlier runners (offline, from runs before this one)" in text
+    assert "runner-1.old" not in text
 
 
 def test_ages_are_measured_from_the_server_timestamps_to_now() -> None:

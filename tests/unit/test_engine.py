@@ -273,7 +273,7 @@ def test_a_task_depending_on_a_task_that_already_succeeded_is_ready_at_once(flee
     assert fleet.candidate_ids() == ["late"]
 
 
-def test_retry_resets_attempts_and_walks_blocked_dependents_back(fleet: Fleet):
+def test_retry_sets_earlier_attempts_aside_and_walks_blocked_dependents_back(fleet: Fleet):
     fleet.add("root", max_attempts=1)
     fleet.add("other")
     fleet.add("mid", deps=("root",))
@@ -289,14 +289,39 @@ def test_retry_resets_attempts_and_walks_blocked_dependents_back(fleet: Fleet):
     assert fleet.engine.operator.retry("root") == {"status": TaskStatus.PENDING}
 
     root = fleet.task("root")
-    assert (root["status"], root["attempts"], root["error"]) == (TaskStatus.PENDING, 0, None)
+    assert (root["status"], root["attempts"], root["error"]) == (TaskStatus.PENDING, 1, None)
+    assert (root["uncharged_attempts"], root["retried_attempts"]) == (1, 1)  # kept, not charged
     assert fleet.task("mid")["status"] == TaskStatus.PENDING
     assert fleet.task("leaf")["status"] == TaskStatus.PENDING
     assert fleet.task("guarded")["status"] == TaskStatus.BLOCKED_UPSTREAM  # "other" is still dead
     retried = [(e["task_id"], e["payload"]["reason"]) for e in fleet.events(EventType.TASK_RETRIED)]
     assert retried == [("root", "retry"), ("mid", "upstream_retried"), ("leaf", "upstream_retried")]
     assert assigned(fleet.tick()) == [("root", agent)]
-    assert fleet.task("root")["attempts"] == 1
+    assert fleet.task("root")["attempts"] == 2  # attempt numbers are never reused
+
+
+def test_a_retried_task_keeps_its_attempts_numbered_and_gets_its_whole_allowance_again(
+    make_fleet: Callable[..., Fleet],
+):
+    fleet = make_fleet(backoff_base=0)
+    fleet.add("T1", max_attempts=2)
+    fleet.register("runner-1")
+    for _ in range(2):
+        fleet.run("T1", ok=False, error_kind=ErrorKind.AGENT_ERROR)
+        fleet.tick()
+    assert fleet.task("T1")["status"] == TaskStatus.FAILED
+
+    fleet.engine.operator.retry("T1")
+    for _ in range(2):
+        fleet.run("T1", ok=False, error_kind=ErrorKind.AGENT_ERROR)
+        fleet.tick()
+
+    row = fleet.task("T1")
+    assert (row["status"], row["attempts"], row["retried_attempts"]) == ("failed", 4, 2)
+    numbers = [e["payload"]["attempt"] for e in fleet.events(EventType.TASK_ASSIGNED)]
+    assert numbers == [1, 2, 3, 4]
+    [retried] = fleet.events(EventType.TASK_RETRIED)
+    assert (retried["payload"]["attempt"], retried["payload"]["set_aside"]) == (2, 2)
 
 
 def test_only_failed_or_cancelled_tasks_can_be_retried(fleet: Fleet):

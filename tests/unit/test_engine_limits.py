@@ -178,7 +178,7 @@ def test_a_restarted_engine_keeps_a_pause_that_has_not_run_out(
     assert again.engine.limits.state.pause.task_id == "T1"
 
 
-def test_retry_of_a_failed_task_clears_its_uncharged_attempts(fleet: Fleet):
+def test_retry_of_a_failed_task_sets_every_attempt_aside_uncharged(fleet: Fleet):
     fleet.add("T1", max_attempts=1)
     fleet.register("runner-1")
     fleet.run("T1", **LIMITED, retry_after_s=0)
@@ -186,4 +186,5 @@ def test_retry_of_a_failed_task_clears_its_uncharged_attempts(fleet: Fleet):
 
     fleet.engine.operator.retry("T1")
 
-    assert (fleet.task("T1")["attempts"], fleet.task("T1")["uncharged_attempts"]) == (0, 0)
+    row = fleet.task("T1")
+    assert (row["attempts"], row["uncharged_attempts"], row["retried_attempts"]) == (2, 2, 2)

@@ -107,7 +107,7 @@ def test_a_task_that_was_ever_assigned_is_not_redefined_even_after_a_retry(
     agent = fleet.register("runner-1")
     fleet.run("a", ok=False, error_kind=ErrorKind.AGENT_ERROR)
     fleet.tick()
-    fleet.engine.operator.retry("a")  # pending again, 0 attempts: but it has a history
+    fleet.engine.operator.retry("a")  # pending again, none charged: but it has a history
 
     with pytest.raises(InvalidGraph, match=r"task a has started \(pending\)"):
         redefine(fleet, NewTask("a, edited", id="a"), NewTask("n", id="n"))

@@ -53,7 +53,7 @@ def test_an_uncharged_attempt_is_not_counted_in_the_attempts_a_person_reads() ->
 
     assert "1/3 +1 free" in table
     assert "2/3" not in table
-    assert "1 of 3 charged (+1 not charged)" in detail
+    assert "1 of 3 charged (+1 free: interrupted, a usage limit or a repair)" in detail
 
 
 def test_a_persons_hold_is_named_whole_not_cut_mid_word(fleet: Fleet) -> None:

@@ -131,6 +131,10 @@ def test_the_fast_table_is_the_text_rich_prints_for_the_task_table() -> None:
          "error": "boom\nsecond line"},
         {"id": "T3", "title": "ünïcode ✓", "status": "pending", "attempts": 0,
          "max_attempts": 3},
+        {"id": "T4", "title": "stopped", "status": "pending", "attempts": 3,
+         "uncharged_attempts": 3, "max_attempts": 3, "error": "interrupted"},
+        {"id": "T5", "title": "retried", "status": "running", "attempts": 5,
+         "uncharged_attempts": 4, "retried_attempts": 3, "max_attempts": 3},
     ]  # fmt: skip
     for shown in (tasks, []):
         out = io.StringIO()
@@ -138,6 +142,17 @@ def test_the_fast_table_is_the_text_rich_prints_for_the_task_table() -> None:
         rows = [task_cells(t, crop=False) for t in shown]
 
         assert render(rows, width=None, styled=False) == out.getvalue()
+
+
+def test_a_task_s_free_attempts_and_those_before_a_retry_read_apart_from_the_charged_ones() -> None:
+    from codefleet.cli.operate.quicktable import task_cells
+
+    interrupted = {"id": "T1", "title": "t", "status": "pending", "attempts": 3,
+                   "uncharged_attempts": 3, "max_attempts": 3, "error": "interrupted"}  # fmt: skip
+    retried = {**interrupted, "attempts": 5, "uncharged_attempts": 4, "retried_attempts": 3}
+
+    assert task_cells(interrupted, crop=False)[3] == "0/3 +3 free"  # not 3/3: none was charged
+    assert task_cells(retried, crop=False)[3] == "1/3 +1 free +3 before retry"
 
 
 def test_the_fast_table_colours_every_status_the_rich_table_styles() -> None:

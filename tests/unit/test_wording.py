@@ -40,6 +40,8 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("task_blocked_upstream", {"upstream": "T1", "upstream_status": "blocked_upstream"}),
     ("task_cancelled", {}),
     ("task_retried", {}),
+    ("task_retried", {"attempt": 3, "set_aside": 3}),
+    ("task_requeued", {"error_kind": "infra", "reason": "interrupted", "charged": False}),
     ("task_redefined", {"title": "edit a", "depends_on": ["T0"]}),
     ("lease_acquired", {"path": "a.py", "tool": "Edit", "kind": "interactive"}),
     (
@@ -259,6 +261,15 @@ def test_the_web_log_words_events_only_through_the_table() -> None:
     assert "phrase(WORDING" in log
     worded_here = re.findall(r'case "(?:task|lease|file|check|agent|fleet|run)_\w+"', log)
     assert worded_here == [], "log.js must not word events itself: wording.json says it once"
+
+
+def test_an_interrupted_attempt_reads_as_interrupted_by_you_not_as_an_infra_failure() -> None:
+    body = {"error_kind": "infra", "reason": "interrupted", "charged": False}
+
+    assert phrase("task_requeued", body) == "interrupted by you: requeued, not charged"
+    assert phrase("task_requeued", {**body, "reason": "agent_stale"}) == (
+        "requeued (infra): agent_stale"
+    )
 
 
 def test_a_resource_lease_reads_as_the_resource_not_its_lease_key() -> None:

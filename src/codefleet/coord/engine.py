@@ -55,7 +55,7 @@ from codefleet.coord.tables.messages import OperatorMessages
 from codefleet.coord.tables.persons import InteractiveHolders
 from codefleet.coord.tables.preimages import Files
 from codefleet.coord.tables.questions import Questions
-from codefleet.coord.tables.recovery import AliveMark
+from codefleet.coord.tables.recovery import AliveMark, database_id
 from codefleet.coord.tables.restores import Restores
 from codefleet.coord.tables.sequences import Sequences
 from codefleet.coord.tables.tasktable import TaskTable
@@ -140,6 +140,7 @@ class Engine:
             config=cfg,
         )
         self.load()
+        self.database_id = database_id(store)  # which record this is (a client follows it)
         self.restores.finish()  # a take-back the last process could not finish, before anyone
         self._block_orphans()
 

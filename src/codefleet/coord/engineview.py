@@ -164,6 +164,15 @@ class EngineReads:
     def tree_id(self) -> str | None:
         return self._engine.tree_id
 
+    def last_run_started(self) -> datetime | None:
+        """When the last fleet run began (its `fleet_started`); None before any."""
+        return self._engine.limits.last_start
+
+    @property
+    def database_id(self) -> str:
+        """Which record the server keeps: another one after `runs new` and a fresh `serve`."""
+        return self._engine.database_id
+
     # -- the live index ----------------------------------------------------------------
 
     def parents(self, task_id: str) -> list[str]:

@@ -90,8 +90,12 @@ class Reads:
         ]
 
     def agents(self) -> list[Row]:
-        """Runners (`kind: runner`) then people's interactive sessions (`kind: interactive`)."""
+        """Runners (`kind: runner`) then people's interactive sessions (`kind: interactive`).
+
+        `earlier`: a runner of an earlier run, offline and not heard since the last run
+        began (the dashboards fold these into one line)."""
         now = self.engine.now()
+        run_started = self.engine.last_run_started()
         rows = self.engine.agent_rows()
         for row in rows:
             row["kind"] = "runner"
@@ -99,6 +103,9 @@ class Reads:
             row["head"] = live.head if live else None  # a clone's landed commit
             seen = live.last_heartbeat_at if live else from_iso(row["last_heartbeat_at"])
             row["last_heartbeat_at"] = to_iso(seen)
+            row["earlier"] = (
+                run_started is not None and row["status"] == "offline" and seen < run_started
+            )
             if live:  # stale means unheard while the server was listening (LoopWatch)
                 seen = live.heard_at
             row["stale"] = (
@@ -162,6 +169,7 @@ class Reads:
                 "leases": self.leases(),
                 "counters": recorded.counters,
                 "last_event_id": recorded.last_event_id,
+                "database_id": self.engine.database_id,
                 "server_time": to_iso(now),
                 **self.engine.limits_view(now),
             }
@@ -200,6 +208,7 @@ class Reads:
             "version": __version__,
             "workdir": self.engine.workdir,
             "tree_id": self.engine.tree_id,
+            "database_id": self.engine.database_id,
             "last_event_id": self.engine.last_event_id(),
             "live_tasks": self.engine.live_count(),
             "loop_stalled_s": round(self.engine.deaf_seconds(), 3),

@@ -410,7 +410,9 @@ def _replay_task(replay: _Replay, event: Row) -> None:
     elif kind is EventType.TASK_RETRIED:
         dead = {TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.BLOCKED_UPSTREAM}
         if _expect(replay, task, event, dead, TaskStatus.PENDING):
-            task.attempts, task.generation = 0, task.generation + 1
+            # the attempt it was at: kept since attempts are never renumbered (0 before)
+            task.attempts = int(event["payload"].get("attempt") or 0)
+            task.generation += 1
 
 
 def _repair_started(replay: _Replay, task: _Task, event: Row) -> None:

@@ -7,7 +7,10 @@ instead of re-deriving the engine's rules. The event log is built from the
 stream alone. The cursor is the last event id seen: an event at or below it is
 ignored, and after a dropped connection (`ServerUnavailable` or the stream
 ending) the stream is reopened with `since=cursor`, backing off up to
-`BACKOFF_MAX_S`, so no log line is lost or shown twice.
+`BACKOFF_MAX_S`, so no log line is lost or shown twice. The dashboard follows the
+server it watches, not the first one it met: when the server that answers a
+reconnect keeps another record (its `database_id` differs, or its events end
+before the cursor: `codefleet runs new` and a fresh `serve`), it starts over.
 
 Landing is folded from the stream too: the events that say something of
 landing (`LANDING_EVENTS`) are kept, and each frame folds them
@@ -158,6 +161,7 @@ class _Watch:
 
     server: str
     state: dict[str, Any] | None = None
+    database: str | None = None  # the `database_id` of the record the frame shows
     last_id: int | None = None
     vetoes: int = 0
     veto_cursor: int = 0
@@ -173,8 +177,12 @@ class _Watch:
         return self.last_id or 0
 
     async def on_connect(self, client: FleetClient) -> None:
-        """Fetch `/state` and the veto count; the first time, also place the cursor."""
+        """Fetch `/state` and the veto count; the first time (or on another record), also
+        place the cursor."""
         state = await client.state()
+        if self._another_record(state):
+            self._start_over()
+        self.database = state.get("database_id")
         conflicts = await client.conflicts()
         self._take(state)
         self.vetoes = len(conflicts)
@@ -182,7 +190,24 @@ class _Watch:
         if self.last_id is None:
             self.last_id = max(0, int(state["last_event_id"]) - BACKLOG_EVENTS)
 
+    def _another_record(self, state: dict[str, Any]) -> bool:
+        """The server now answering keeps another record than the one shown."""
+        if self.last_id is None:
+            return False
+        said = state.get("database_id")
+        return said != self.database or int(state["last_event_id"]) < self.last_id
+
+    def _start_over(self) -> None:
+        """Forget the last record's log, landing, names and cursor (`on_connect` re-seeds)."""
+        self.last_id, self.state = None, None
+        self.log.clear()
+        self.landing.clear()
+        self.landing_fold = (0, LandingFacts())
+        self.names.clear()
+
     def _take(self, state: dict[str, Any]) -> None:
+        if state.get("database_id") != self.database:
+            return  # another server answered between reconnects: `on_connect` starts over
         self.state = state
         self.names.update({a["id"]: a["name"] for a in state["agents"]})
         self.dirty = True

@@ -115,7 +115,7 @@ def _task_table(view: ViewModel) -> Table:
             Text(t.id),
             Text(t.title),
             Text(STATUS_MARK.get(t.status, "") + t.status, style=STATUS_STYLE.get(t.status, "")),
-            f"{t.attempts}/{t.max_attempts}",
+            t.attempts_said or f"{t.attempts}/{t.max_attempts}",
             f"{t.cost_usd:.4f}",
             Text(t.note),
         )
@@ -123,7 +123,13 @@ def _task_table(view: ViewModel) -> Table:
 
 
 def _agent_table(view: ViewModel) -> Table:
-    table = Table(title="Agents", title_justify="left", **_TABLE)
+    table = Table(
+        title="Agents",
+        title_justify="left",
+        caption=_earlier(view),
+        caption_justify="left",
+        **_TABLE,
+    )
     for name in ("agent", "status", "task", "hb", "stale", "ok/fail", "cost $"):
         table.add_column(name, no_wrap=True, overflow="ellipsis")
     for a in view.agents:
@@ -138,6 +144,17 @@ def _agent_table(view: ViewModel) -> Table:
             f"{a.cost_usd:.4f}",
         )
     return table
+
+
+def _earlier(view: ViewModel) -> Text | None:
+    """The runners of earlier runs, folded into one line under this run's."""
+    n = view.earlier_runners
+    if not n:
+        return None
+    return Text(
+        f"+ {n} earlier runner{'s' if n > 1 else ''} (offline, from runs before this one)",
+        style="dim",
+    )
 
 
 def _lease_table(view: ViewModel) -> Table:

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from codefleet.fleet.local import FleetResult
 from codefleet.ui.outofscope import outside_text
-from codefleet.wording import cost_text, verify_blame_text
+from codefleet.wording import attempts_text, cost_text, verify_blame_text
 
 __all__ = [
     "STATUS_STYLE",
@@ -94,14 +94,6 @@ def _note(task: dict[str, Any]) -> str:
             note = f"after {task['error_kind']} on attempt 1; {note}"
         return note
     return task.get("error") or ""
-
-
-def attempts_text(task: Mapping[str, Any]) -> str:
-    """The charged attempts of `max_attempts`, and the free ones (an interrupted attempt,
-    a usage limit: not charged) apart: `1/3 +1 free`, never `2/3`."""
-    free = int(task.get("uncharged_attempts") or 0)
-    charged = int(task["attempts"]) - free
-    return f"{charged}/{task['max_attempts']}" + (f" +{free} free" if free else "")
 
 
 def task_table(tasks: list[dict[str, Any]], title: str = "Tasks", *, crop: bool = True) -> Table:

@@ -25,7 +25,7 @@ from codefleet.failuretext import failure_excerpt
 from codefleet.review.landinglog import LandingFacts, landing_of
 from codefleet.review.report.reportblocks import seconds
 from codefleet.ui.report import STATUS_STYLE
-from codefleet.wording import cost_text, phrase
+from codefleet.wording import AttemptCounts, cost_text, phrase
 
 __all__ = ["task_detail"]
 
@@ -113,13 +113,7 @@ def _fields(
     task: dict[str, Any], crop: bool, simulated: bool, restored: AbstractSet[str]
 ) -> list[tuple[str, Text]]:
     status = Text(task["status"], style=STATUS_STYLE.get(task["status"], ""))
-    free = int(task.get("uncharged_attempts") or 0)
-    charged = int(task["attempts"]) - free
-    status.append(
-        f" · attempts: {charged} of {task['max_attempts']} charged"
-        + (f" (+{free} not charged)" if free else ""),
-        style="",
-    )
+    status.append(f" · attempts: {AttemptCounts.of(task).long()}", style="")
     if task.get("assigned_agent_id") and task["status"] in ("assigned", "running"):
         status.append(f" · on {task['assigned_agent_id']}")
     rows = [("status", status)]

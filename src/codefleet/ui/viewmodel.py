@@ -13,6 +13,9 @@ Landing (issue 39) is folded from the events the dashboard has seen
 queue, the check under way, the last landing, and a halt shown loudly until
 `landing_resumed`.
 
+The agents are this run's: a runner the server calls `earlier` (offline since a run
+before the last one began) is only counted, in one line under the table.
+
 Ages (heartbeat, lease) are computed from the server's timestamps against
 `now`; statuses, the stale flag and the counters are the server's, never
 re-derived here.
@@ -31,7 +34,7 @@ from codefleet.review.landinglog import LandingFacts
 from codefleet.safetext import one_line
 from codefleet.toolcalls.leasekeys import split_part_key
 from codefleet.ui.landingview import LandingPanel, landing_panel
-from codefleet.wording import phrase
+from codefleet.wording import AttemptCounts, phrase
 
 __all__ = [
     "EVENT_STYLE",
@@ -64,10 +67,11 @@ class TaskRow:
     id: str
     title: str
     status: str
-    attempts: int
+    attempts: int  # charged
     max_attempts: int
     cost_usd: float
     note: str
+    attempts_said: str = ""  # the table's cell (`wording.AttemptCounts.short`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +129,7 @@ class ViewModel:
     pause: PauseBanner | None = None
     budget: BudgetLine | None = None
     landing: LandingPanel | None = None
+    earlier_runners: int = 0  # runners of earlier runs (the server's `earlier`), folded
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,14 +256,16 @@ def _note(task: Mapping[str, Any]) -> str:
 def _task_row(task: Mapping[str, Any], landing: LandingFacts) -> TaskRow:
     order = landing.order_of(str(task["id"])) if task["status"] == TaskStatus.SUCCEEDED else None
     note = _note(task)
+    counts = AttemptCounts.of(task)
     return TaskRow(
         id=task["id"],
         title=task["title"],
         status=task["status"],
-        attempts=int(task["attempts"]) - int(task.get("uncharged_attempts") or 0),  # charged
-        max_attempts=int(task["max_attempts"]),
+        attempts=counts.charged,
+        max_attempts=counts.allowed,
         cost_usd=float(task.get("cost_usd") or 0.0),
         note=" · ".join(filter(None, (f"landed #{order}" if order else "", note))),
+        attempts_said=counts.short(),
     )
 
 
@@ -373,7 +380,8 @@ def build_view(
         connection=connection,
         tasks=tuple(_task_row(t, landing or LandingFacts()) for t in shown),
         hidden_tasks=len(tasks) - len(shown),
-        agents=tuple(_agent_row(a, now) for a in state["agents"]),
+        agents=tuple(_agent_row(a, now) for a in state["agents"] if not a.get("earlier")),
+        earlier_runners=sum(1 for a in state["agents"] if a.get("earlier")),
         leases=_lease_rows(state["leases"], now),
         log=base.log,
         counts=_counts(counters["tasks"]),

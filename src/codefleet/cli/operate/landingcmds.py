@@ -60,8 +60,21 @@ def landing(
     if json_out:
         print_json(state)
         return
-    for line in landing_lines(state):
+    named = None if state.get("integration") else _graph_integration()
+    for line in landing_lines(state, named):
         console.print(line, markup=False)
+
+
+def _graph_integration() -> tuple[str, str] | None:
+    """The graph file `run` would load here and the integration check it names, if any."""
+    from codefleet.api.graphfile import GraphError, find_graph, load_graph
+
+    path = find_graph(None)
+    try:
+        check = load_graph(path, standalone=False).integration if path else None
+    except GraphError:  # `load` says what is wrong with it; here it names nothing
+        return None
+    return (path.name, check) if path and check else None
 
 
 def resume_line(answer: dict[str, Any]) -> str:
@@ -74,15 +87,27 @@ def resume_line(answer: dict[str, Any]) -> str:
     )
 
 
-def landing_lines(state: dict[str, Any]) -> list[str]:
-    """The landing queue for a person, a few lines (pure: tested as text)."""
+def _no_integration(named: tuple[str, str] | None) -> str:
+    """What `landing` says while the server has no integration check."""
+    if named is not None:
+        return (
+            f"integration check: none on this server yet; {named[0]} names `{named[1]}`, set "
+            "when `codefleet run` or `load` reads it (until then tasks land after their own "
+            "verify, if any)"
+        )
+    return (
+        "integration check: none on this server yet (a graph's `integration:` is set when "
+        "`codefleet run` or `load` reads it; until then tasks land after their own verify, "
+        "if any)"
+    )
+
+
+def landing_lines(state: dict[str, Any], named: tuple[str, str] | None = None) -> list[str]:
+    """The landing queue for a person, a few lines (pure: tested as text); `named`: the graph
+    file here and the integration check it names, when the server has none yet."""
     check = state.get("integration")
     lines = [
-        f"integration check: {check}"
-        if check
-        else "integration check: none on this server yet (a graph's `integration:` is set "
-        "when `codefleet run` or `load` reads it; until then tasks land after their own "
-        "verify, if any)",
+        f"integration check: {check}" if check else _no_integration(named),
         f"landed: {state['landed']} · waiting: {len(state['queue'])} · batch up to "
         f"{state['batch']}"
         + (f" · up to {state['parallel']} steps at once" if state.get("parallel", 1) > 1 else ""),

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any, Final, TextIO
 
 from codefleet.safetext import terminal_safe
+from codefleet.wording import attempts_text
 
 __all__ = ["COLUMNS", "NO_TASKS_HINT", "STATUS_SGR", "render", "task_cells", "task_table"]
 
@@ -60,7 +61,7 @@ def task_cells(task: dict[str, Any], *, crop: bool) -> tuple[str, ...]:
         task["id"],
         task["title"][:title_max],
         task["status"],
-        f"{task['attempts']}/{task['max_attempts']}",
+        attempts_text(task),
         f"{task.get('cost_usd', 0.0):.4f}",
         _note(task)[:note_max],
     )

@@ -261,9 +261,9 @@ def retry(
     server: ServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
-    """Start failed or cancelled tasks over (attempts reset); their blocked dependents follow.
+    """Start failed or cancelled tasks over; their blocked dependents follow.
 
-    Then codefleet run runs them: the graph is already loaded, so nothing restarts.
+    Earlier attempts stay in the record, not charged. Then codefleet run runs them.
     """
     from codefleet.cli.output import console
 
@@ -285,7 +285,11 @@ def retry(
     if not retried:
         console.print("no failed or cancelled task to retry", markup=False)
     for task_id in retried:
-        console.print(f"{task_id}: pending again (attempts reset)", markup=False)
+        console.print(
+            f"{task_id}: pending again (a fresh allowance of attempts; the earlier ones are "
+            "kept, not charged)",
+            markup=False,
+        )
     if retried:
         console.print(f"next: `{again}` runs them (the flags of the last run)", markup=False)
 

@@ -158,7 +158,7 @@ class OperatorCalls:
         with self.transition():
             event = self.store.emit(event_type, **payload)
         if event_type is EventType.FLEET_STARTED:
-            self.limits.started(payload)
+            self.limits.started(event)
         return {"event_id": event["id"]}
 
     def record_commits(self, branch: str, commits: list[tuple[str, str]]) -> dict[str, Any]:

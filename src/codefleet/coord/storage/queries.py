@@ -21,6 +21,7 @@ TASK_COLUMNS: Final = frozenset(
         "assigned_agent_id",
         "attempts",
         "uncharged_attempts",
+        "retried_attempts",
         "max_attempts",
         "verify",
         "agent",
@@ -130,6 +131,11 @@ MIGRATIONS: Final = (
     ("tasks", "lease_granularity", "ALTER TABLE tasks ADD COLUMN lease_granularity TEXT"),
     ("tasks", "repair_session", "ALTER TABLE tasks ADD COLUMN repair_session TEXT"),
     ("tasks", "repairs", "ALTER TABLE tasks ADD COLUMN repairs INTEGER NOT NULL DEFAULT 0"),
+    (
+        "tasks",
+        "retried_attempts",
+        "ALTER TABLE tasks ADD COLUMN retried_attempts INTEGER NOT NULL DEFAULT 0",
+    ),
 )
 INSERT_DEPENDENCY: Final = "INSERT INTO task_dependencies (task_id, depends_on_id) VALUES (?, ?)"
 SELECT_TASK: Final = "SELECT * FROM tasks WHERE id = ?"

@@ -13,6 +13,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     assigned_agent_id TEXT,
     attempts         INTEGER NOT NULL DEFAULT 0,  -- the attempt number: +1 per assignment
     uncharged_attempts INTEGER NOT NULL DEFAULT 0,  -- attempts a usage limit ended: not charged
+    retried_attempts INTEGER NOT NULL DEFAULT 0,  -- of those, the attempts before the last retry
     max_attempts     INTEGER NOT NULL DEFAULT 3,
     backoff_until    TEXT,
     result_summary   TEXT,

@@ -18,7 +18,8 @@ scheduler's snapshot, which assigns nothing while either holds.
   once per exhaustion. A cap set live outlives a restart unless the restarted
   server was given one of its own (docs/decisions/0056-the-fleets-budget.md, "The fleet's budget").
   Whether that cost is simulated (`models.cost_simulated` over the fleet runs'
-  `fleet_started`, read at `load`, added to by `started`) goes with it.
+  `fleet_started`, read at `load`, added to by `started`) goes with it, and when
+  the last run began (`last_start`: which runners are this run's, in the reads).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class FleetLimits:
         self.budget = budget if budget is not None and budget.max_cost else self._logged_budget()
         self.spent = 0.0
         self.runs: list[dict[str, Any]] = []  # each fleet run's `fleet_started` payload
+        self.last_start: datetime | None = None  # when the last fleet run began
         self.announced = True  # set per exhaustion; `load` decides the first value
 
     def _logged_budget(self) -> Budget:
@@ -74,6 +76,7 @@ class FleetLimits:
         self.spent = self.store.usage_totals()[2]
         started = self.store.events(limit=ALL_RUNS, type_=EventType.FLEET_STARTED)
         self.runs = [event["payload"] for event in started]
+        self.last_start = from_iso(started[-1]["at"]) if started else None
         self.announced = self.budget.exhausted(self.spent)  # said before the restart, if so
         self.state = LimitState()
         last = self.store.last_event_of((EventType.FLEET_PAUSED, EventType.FLEET_RESUMED))
@@ -138,9 +141,11 @@ class FleetLimits:
     def exhausted(self) -> bool:
         return self.budget.exhausted(self.spent)
 
-    def started(self, payload: dict[str, Any]) -> None:
-        """A fleet run began (`fleet_started`): it says whether its cost is simulated."""
-        self.runs.append(payload)
+    def started(self, event: dict[str, Any]) -> None:
+        """A fleet run began (its `fleet_started` event): it says whether its cost is
+        simulated, and its time which runners are its own."""
+        self.runs.append(event["payload"])
+        self.last_start = from_iso(event["at"])
 
     @property
     def simulated(self) -> bool:

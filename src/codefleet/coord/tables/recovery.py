@@ -16,12 +16,15 @@ Restarts: the fence is a column (`agents.fenced`), and the running server
 records `alive_at` every heartbeat interval (`AliveMark`, which owns when
 it last did), so a restarted server credits each agent with its own downtime
 (it could not hear heartbeats meanwhile) instead of restarting every stale
-clock from zero.
+clock from zero. The database's own identity (`database_id`, made at its first
+start and never rewritten) tells a client that follows the server when the one
+answering now keeps another record (`codefleet runs new`, a fresh `serve`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -30,10 +33,11 @@ from codefleet.coord.tables.liveindex import LiveIndex, live_task
 from codefleet.errors import StoreUnavailable
 from codefleet.models import TaskStatus, from_iso, to_iso
 
-__all__ = ["AliveMark", "reload_tasks"]
+__all__ = ["AliveMark", "database_id", "reload_tasks"]
 
 log = logging.getLogger(__name__)
 ALIVE_KEY = "alive_at"
+DATABASE_KEY = "database_id"
 LIVE = frozenset({TaskStatus.PENDING, TaskStatus.ASSIGNED, TaskStatus.RUNNING})
 
 
@@ -61,6 +65,17 @@ def reload_tasks(idx: LiveIndex, store: Store, task_ids: set[str]) -> None:
             child.unmet = idx.unmet_of(child_id)
             idx.place_pending(child)
     idx.compute_chains([t.id for t in relive] + [p for t in task_ids for p in idx.parents_of(t)])
+
+
+def database_id(store: Store) -> str:
+    """This database's identity: read, or made and recorded at its first start."""
+    known = store.meta(DATABASE_KEY)
+    if known:
+        return known
+    made = f"db_{os.urandom(16).hex()}"
+    with store.transaction():
+        store.set_meta(DATABASE_KEY, made)
+    return made
 
 
 class AliveMark:

@@ -335,7 +335,7 @@ class TaskTable:
             detail["charged"] = False
         backoff = now + timedelta(seconds=hold_s) if hold_s > 0 else None
         if kind not in NO_BACKOFF and charged:
-            seconds = min(self.config.backoff_base * task.attempts, self.config.backoff_cap)
+            seconds = min(self.config.backoff_base * task.charged, self.config.backoff_cap)
             backoff = now + timedelta(seconds=seconds) if seconds > 0 else None
         widened: dict[str, Any] = {}
         if blocked_on_path and is_resource_key(blocked_on_path):  # a veto on a resource
@@ -461,12 +461,15 @@ class TaskTable:
             queue.extend(idx.children.get(child_id, ()))
 
     def _retried(self, task_id: str, now: datetime, reason: str) -> None:
+        """Pending again with a fresh allowance: its attempts so far are set aside (not
+        charged, `retried_attempts`), not erased, so its history and numbers go on."""
         row = self.store.task(task_id)
         assert row is not None
+        done = int(row["attempts"])
         row.update(
             status=TaskStatus.PENDING,
-            attempts=0,
-            uncharged_attempts=0,
+            uncharged_attempts=done,
+            retried_attempts=done,
             backoff_until=None,
             assigned_agent_id=None,
             error=None,
@@ -482,8 +485,8 @@ class TaskTable:
         self.store.update_task(
             task_id,
             status=TaskStatus.PENDING,
-            attempts=0,
-            uncharged_attempts=0,
+            uncharged_attempts=done,
+            retried_attempts=done,
             backoff_until=None,
             error=None,
             error_kind=None,
@@ -491,7 +494,9 @@ class TaskTable:
             completed_at=None,
             updated_at=to_iso(now),
         )
-        self.store.emit(EventType.TASK_RETRIED, task_id=task_id, reason=reason, attempt=0)
+        self.store.emit(
+            EventType.TASK_RETRIED, task_id=task_id, reason=reason, attempt=done, set_aside=done
+        )
 
     # -- a graph load --------------------------------------------------------------------
 

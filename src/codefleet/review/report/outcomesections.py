@@ -29,7 +29,7 @@ from codefleet.review.report.reportblocks import (
     Timeline,
     seconds,
 )
-from codefleet.wording import SIMULATED, verify_blame_text
+from codefleet.wording import SIMULATED, attempts_text, verify_blame_text
 
 __all__ = [
     "cost_section",
@@ -258,7 +258,7 @@ def tasks_section(facts: RunFacts) -> Section:
             t["id"],
             t["title"],
             t["status"],
-            f"{t['attempts']}/{t['max_attempts']}",
+            attempts_text(t),
             seconds(work[t["id"]]),
             f"${format_cost(float(t.get('cost_usd') or 0))}",
             ", ".join(files) or "—",
@@ -271,6 +271,8 @@ def tasks_section(facts: RunFacts) -> Section:
                 "title": t["title"],
                 "status": t["status"],
                 "attempts": t["attempts"],
+                "uncharged_attempts": t.get("uncharged_attempts") or 0,
+                "retried_attempts": t.get("retried_attempts") or 0,
                 "duration_s": round(work[t["id"]], 3),
                 "cost_usd": t.get("cost_usd") or 0.0,
                 "files": files,

@@ -79,8 +79,9 @@ export function describeAttempt(model, attempt, t0) {
     const path = attempt.blockedOn ? ` with ${attempt.blockedOn} added to its scope` : "";
     lines.push(`vetoed: the write never landed; ${attempt.task} went back to the queue${path}`);
   } else if (attempt.outcome !== "running") {
-    lines.push(`${OUTCOME_TEXT[attempt.outcome]}${attempt.kind ? ` (${attempt.kind})` : ""}`);
-    if (attempt.reason) lines.push(truncate(attempt.reason, 160));
+    const why = attempt.byYou ? " (interrupted by you, not charged)" : attempt.kind ? ` (${attempt.kind})` : "";
+    lines.push(`${OUTCOME_TEXT[attempt.outcome]}${why}`);
+    if (attempt.reason && !attempt.byYou) lines.push(truncate(attempt.reason, 160));
   }
   if (attempt.files.length) lines.push(`leased: ${truncate(attempt.files.map(leaseLabel).join(", "), 160)}`);
   return lines;

@@ -4,7 +4,7 @@
 // selects its task everywhere, the patch view included.
 
 import { naturalCompare } from "./model.js";
-import { fmtCost, fmtCount, plural, s, truncate } from "./util.js";
+import { attemptsText, fmtCost, fmtCount, plural, s, truncate } from "./util.js";
 
 const W = 184;
 const H = 72;
@@ -104,7 +104,7 @@ export function describeTask(model, task) {
   const vetoes = model.history.vetoes.filter((v) => v.task === task.id).length;
   const lines = [
     `${task.id} · ${task.title}`,
-    `${statusWords(status)[1]}${task.attempts ? ` · ${plural(task.attempts, "attempt")}${task.max_attempts ? ` of ${task.max_attempts}` : ""}` : ""}`,
+    `${statusWords(status)[1]}${task.attempts ? ` · ${task.max_attempts ? `attempts ${attemptsText(task)}` : plural(task.attempts, "attempt")}` : ""}`,
     ...landingLines(model, task),
   ];
   if (task.depends_on?.length) lines.push(`depends on ${task.depends_on.join(", ")}`);

@@ -22,6 +22,8 @@ export const TERMINAL = new Set(["succeeded", "failed", "blocked_upstream", "can
 export const IN_FLIGHT = new Set(["assigned", "running", "landing"]);
 
 export const MAX_EVENTS = 10_000;
+// The one lane the runners of earlier runs fold into (the server calls them `earlier`).
+export const EARLIER_LANE = "earlier-runners";
 
 export function ms(iso) {
   return iso ? Date.parse(iso) : NaN;
@@ -126,13 +128,24 @@ export class Model {
     return this.live.tasks.get(taskId)?.title ?? this.history.titles.get(taskId) ?? "";
   }
 
-  /** Ordered lanes: every runner that registered or holds an attempt, by name. */
+  /** Ordered lanes: this run's runners (every one that registered or holds an attempt), by
+   * name, then one lane `{id: EARLIER_LANE, name, members}` for the runners of earlier runs. */
   lanes() {
     const lanes = new Map(this.history.lanes);
     for (const agent of this.live.agents.values()) {
       if (!lanes.has(agent.id)) lanes.set(agent.id, { id: agent.id, name: agent.name });
     }
-    return [...lanes.values()].sort((a, b) => naturalCompare(a.name, b.name));
+    const sorted = [...lanes.values()].sort((a, b) => naturalCompare(a.name, b.name));
+    const earlier = sorted.filter((lane) => this.live.agents.get(lane.id)?.earlier);
+    const current = sorted.filter((lane) => !this.live.agents.get(lane.id)?.earlier);
+    if (!earlier.length) return current;
+    const name = `${earlier.length} earlier runner${earlier.length > 1 ? "s" : ""}`;
+    return [...current, { id: EARLIER_LANE, name, members: earlier.map((lane) => lane.id) }];
+  }
+
+  /** This run's runners: the lanes but the folded one. */
+  runnerCount() {
+    return this.lanes().filter((lane) => !lane.members).length;
   }
 
   attemptsOf(taskId) {
@@ -397,6 +410,7 @@ function foldHistory(h, event) {
         kind: body.error_kind,
         reason: body.reason ?? "",
         blockedOn: body.blocked_on_path ?? null,
+        byYou: body.reason === "interrupted", // the operator stopped the run: not charged
       });
       break;
     case "task_failed":
@@ -478,14 +492,16 @@ function foldLive(live, event) {
       freeAgentOf(live, event.task_id);
       break;
     }
-    case "task_requeued":
-      setTask(live, event, {
+    case "task_requeued": {
+      const task = setTask(live, event, {
         status: "pending",
         file_scope: body.file_scope ?? [],
         error_kind: body.error_kind,
       });
+      if (task && body.charged === false) task.uncharged_attempts = (task.uncharged_attempts ?? 0) + 1;
       freeAgentOf(live, event.task_id);
       break;
+    }
     case "task_failed":
       setTask(live, event, { status: "failed", error_kind: body.error_kind, error: body.error });
       freeAgentOf(live, event.task_id);
@@ -497,9 +513,12 @@ function foldLive(live, event) {
       setTask(live, event, { status: "cancelled" });
       freeAgentOf(live, event.task_id);
       break;
-    case "task_retried":
-      setTask(live, event, { status: "pending", attempts: 0 });
+    case "task_retried": {
+      // its attempts so far are kept, set aside (not charged); `attempt` was 0 before they were
+      const kept = body.set_aside ?? 0;
+      setTask(live, event, { status: "pending", attempts: body.attempt ?? 0, uncharged_attempts: kept, retried_attempts: kept });
       break;
+    }
     case "lease_acquired":
       live.leases.set(body.path, {
         path: body.path,

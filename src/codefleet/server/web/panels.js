@@ -22,7 +22,7 @@ export function renderStats(container, view) {
     container,
     stat("Tasks", `${ok}/${tasks.length} succeeded`, bad ? "bad" : ok && ok === tasks.length ? "good" : ""),
     stat("Vetoes", String(model.history.vetoes.length), model.history.vetoes.length ? "has-veto" : ""),
-    stat("Runners", String(model.lanes().length)),
+    stat("Runners", String(model.runnerCount())),
     stat("Duration", model.history.attempts.length ? fmtDuration(runWall(model, view)) : "–"),
     stat("Tokens", fmtCount(tokens)),
     stat("Cost", costStat(cost, model.live.budget), model.live.budget?.exhausted ? "bad" : ""),
@@ -99,13 +99,18 @@ function nextOutcome(attempt) {
   return { succeeded: " and succeeded", running: " and is running", vetoed: " and was refused again" }[attempt.outcome] ?? ` and was ${attempt.outcome} again`;
 }
 
+// What an attempt the operator stopped (Ctrl-C on `codefleet run`) reads as: not an infra failure.
+export const INTERRUPTED_BY_YOU = "was interrupted by you (not charged)";
+
 /** An attempt that ended without success for another reason: a failed check, an error, a timeout. */
 export function setbackSentence(model, attempt) {
   const when = fmtOffset(attempt.end - runOrigin(model));
   const who = `${attempt.task}'s attempt ${attempt.n} on ${model.laneName(attempt.agent)}`;
   const failedCheck = attempt.checks.filter((c) => !c.passed).at(-1);
   const broke = attempt.kind === "integration_failed" ? model.history.landing.breaks.find((b) => b.task === attempt.task && b.attempt === attempt.n) : null;
-  const why = attempt.kind === "verify_failed" && failedCheck
+  const why = attempt.byYou
+    ? INTERRUPTED_BY_YOU
+    : attempt.kind === "verify_failed" && failedCheck
     ? `failed its verify check "${failedCheck.name}"`
     : broke
       ? `broke the landing check "${broke.check}"${broke.conflictsWith.length ? ` with ${broke.conflictsWith.join(", ")}` : ""}`
@@ -152,7 +157,7 @@ export function renderStory(container, view) {
     sentences.push(`${plural(tasks.size, "task")} loaded; none has started yet.`);
   } else {
     const took = fmtDuration(runWall(model, view));
-    const runners = plural(model.lanes().length, "runner");
+    const runners = plural(model.runnerCount(), "runner");
     sentences.push(
       state === "running"
         ? `${runners} have been working through ${plural(tasks.size, "task")} for ${took}.`

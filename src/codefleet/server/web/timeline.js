@@ -156,7 +156,8 @@ export class Timeline {
     const span = Math.max(t1 - t0, MIN_SPAN_MS) * 1.02;
     const width = Math.max(MIN_WIDTH, this.scroller.clientWidth || 800) * this.zoom;
     const x = (t) => PAD_L + ((t - t0) / span) * (width - PAD_L - PAD_R);
-    const laneIndex = new Map(lanes.map((lane, i) => [lane.id, i]));
+    // a folded lane's members draw on it: the runners of earlier runs share one lane
+    const laneIndex = new Map(lanes.flatMap((lane, i) => (lane.members ?? [lane.id]).map((id) => [id, i])));
     const laneTop = (agent) => AXIS_H + (laneIndex.get(agent) ?? 0) * LANE_H;
     const height = AXIS_H + lanes.length * LANE_H + FOOT_H;
     const geo = { x, laneTop, laneIndex, t0, now: view.now, width, height, model, view };
@@ -243,8 +244,9 @@ function defs() {
 
 function laneLabel(model, lane) {
   const agent = model.live.agents.get(lane.id);
-  const count = model.history.attempts.filter((a) => a.agent === lane.id).length;
-  const status = agent?.status ?? "";
+  const members = new Set(lane.members ?? [lane.id]);
+  const count = model.history.attempts.filter((a) => members.has(a.agent)).length;
+  const status = lane.members ? "offline" : (agent?.status ?? "");
   return h(
     "div",
     { class: "tl-label", "data-lane": lane.name },

@@ -86,6 +86,17 @@ export function spentText(usd, simulated) {
   return simulated ? costText(usd, true) : `${fmtCost(usd)} spent`;
 }
 
+/** A task's attempts: the charged ones of its allowance, then the free ones and those a retry
+ * set aside, apart (`wording.AttemptCounts.short`): `1/3`, `0/3 +3 free`, `1/3 +3 before retry`. */
+export function attemptsText(task) {
+  const uncharged = task.uncharged_attempts || 0;
+  const retried = task.retried_attempts || 0;
+  const free = uncharged - retried;
+  let text = `${(task.attempts || 0) - uncharged}/${task.max_attempts}`;
+  if (free) text += ` +${free} free`;
+  return retried ? `${text} +${retried} before retry` : text;
+}
+
 export function fmtCount(n) {
   const value = Number(n) || 0;
   if (value < 1000) return String(value);
