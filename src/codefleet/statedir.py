@@ -106,8 +106,8 @@ def prepare_dirs(*dirs: Path) -> None:
             if ancestor.name == STATE_DIR and not inside:
                 inside = True
                 _make_state_dir(ancestor)
-            elif inside:
-                _real_dir(ancestor)
+            elif inside and _real_dir(ancestor) and ancestor.name == STATE_DIR:
+                _write_ignore_all(ancestor)  # a tree's own state inside ours (a demo's tree)
         directory.mkdir(parents=True, exist_ok=True)
 
 
@@ -120,19 +120,25 @@ def _make_state_dir(state: Path) -> None:
         _audit(state)
         return
     os.chmod(state, 0o755)  # whatever the umask: nobody else writes here
+    _write_ignore_all(state)
+
+
+def _write_ignore_all(state: Path) -> None:
     fd = os.open(state / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_LINK, 0o644)
     with os.fdopen(fd, "w") as out:
         out.write(IGNORE_ALL)
 
 
-def _real_dir(path: Path) -> None:
-    """Make `path` a directory, or check it is one (not a link to one)."""
+def _real_dir(path: Path) -> bool:
+    """Make `path` a directory (True), or check it is one, not a link to one (False)."""
     try:
         os.mkdir(path, 0o755)
     except FileExistsError:
         info = os.lstat(path)
         if not stat.S_ISDIR(info.st_mode):
             raise UnsafeStateDir(path, _kind(path, info)) from None
+        return False
+    return True
 
 
 def own_state_dir(state: Path) -> None:

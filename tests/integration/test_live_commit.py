@@ -56,12 +56,14 @@ def test_the_dry_run_demo_ends_with_its_branch_and_five_commits_in_a_git_workspa
     tmp_path: Path,
 ) -> None:
     out = io.StringIO()
+    runs = tmp_path / ".codefleet" / "runs"  # where the demo runs by default: in a state dir
 
-    ok = run_demo("dry-run", tmp_path, console=Console(file=out, width=200))
+    ok = run_demo("dry-run", runs, console=Console(file=out, width=200))
 
     text = out.getvalue()
     assert ok, text
-    [tree] = tmp_path.glob("demo-*/tree")
+    assert "left out" not in text  # the tree's own .codefleet is ignored there as everywhere
+    [tree] = runs.glob("demo-*/tree")
     [branch] = git(tree, "branch", "--list", "codefleet/*", "--format=%(refname:short)").split()
     commits = commits_on(tree, branch)
     assert sorted(c["trailers"]["CodeFleet-Task"] for c in commits) == [
