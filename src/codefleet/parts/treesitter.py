@@ -11,11 +11,14 @@ are one part; comments above a node belong to it (`model.tile`).
 Whatever cannot be mapped for certain has no parts (None: the caller takes the whole file):
 a text larger than the language's bound, not UTF-8, starting with a byte-order mark, with a
 line break tree-sitter does not count (a lone CR), whose tree holds any ERROR or MISSING
-node, or that names one definition in two places that are not adjacent.
+node, or that names one definition in two places that are not adjacent. The last few
+large texts mapped are kept mapped (by language and bytes).
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
@@ -30,6 +33,13 @@ if TYPE_CHECKING:
 __all__ = ["HEADER", "Syntax", "TreeSitterParts", "text_of"]
 
 HEADER: Final = "<header>"
+# Texts of at least KEEP_PARSED_BYTES are kept mapped, the last KEEP_PARSED of them: a file
+# held in parts by several tasks is put back from the same pre-images again and again
+# (as Python's mapper does, decision 0154).
+KEEP_PARSED_BYTES: Final = 16_000
+KEEP_PARSED: Final = 16
+_KEEPING: Final = threading.Lock()
+_parsed: OrderedDict[tuple[str, bytes], Index | None] = OrderedDict()  # under _KEEPING
 COMMENTS: Final = frozenset({"comment", "line_comment", "block_comment", "hash_bang_line"})
 
 # A definition's (name, kind); None: it is a statement, named by its text
@@ -61,6 +71,21 @@ class TreeSitterParts:
         if decoded is None:
             return None
         source, data = decoded
+        if len(data) < KEEP_PARSED_BYTES:
+            return self._indexed(source, data)
+        key = (self.syntax.grammar, data)
+        with _KEEPING:
+            if key in _parsed:
+                _parsed.move_to_end(key)
+                return _parsed[key]
+        index = self._indexed(source, data)
+        with _KEEPING:
+            _parsed[key] = index
+            while len(_parsed) > KEEP_PARSED:
+                _parsed.popitem(last=False)
+        return index
+
+    def _indexed(self, source: str, data: bytes) -> Index | None:
         from tree_sitter import Parser
 
         root = Parser(self.language).parse(data).root_node
