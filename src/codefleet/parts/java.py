@@ -20,7 +20,7 @@ __all__ = ["JAVA", "MAX_PART_BYTES"]
 
 # A file larger than this (UTF-8 bytes) has no parts: it is leased, restored and patched whole
 # (docs/decisions/0163-parts-in-every-language-on-tree-sitter.md has the measurements).
-MAX_PART_BYTES: Final = 256_000
+MAX_PART_BYTES: Final = 96_000
 
 TYPES: Final = frozenset(
     {

@@ -24,7 +24,7 @@ __all__ = ["MAX_PART_BYTES", "RUST"]
 
 # A file larger than this (UTF-8 bytes) has no parts: it is leased, restored and patched whole
 # (docs/decisions/0163-parts-in-every-language-on-tree-sitter.md has the measurements).
-MAX_PART_BYTES: Final = 256_000
+MAX_PART_BYTES: Final = 96_000
 
 KINDS: Final = {
     "function_item": PartKind.FUNCTION,

@@ -23,7 +23,7 @@ __all__ = ["JAVASCRIPT", "MAX_PART_BYTES", "TSX", "TYPESCRIPT"]
 
 # A file larger than this (UTF-8 bytes) has no parts: it is leased, restored and patched whole
 # (docs/decisions/0163-parts-in-every-language-on-tree-sitter.md has the measurements).
-MAX_PART_BYTES: Final = 256_000
+MAX_PART_BYTES: Final = 96_000
 
 FUNCTIONS: Final = frozenset(
     {"function_declaration", "generator_function_declaration", "function_signature"}
