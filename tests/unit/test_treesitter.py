@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from codefleet.parts import treesitter
 from codefleet.parts.golang import GO
 from codefleet.parts.java import JAVA
+from codefleet.parts.kinds import MAPPERS, mapper_for
 from codefleet.parts.putback import parts_of
 from codefleet.parts.typescript import TYPESCRIPT
 
@@ -67,3 +71,19 @@ def test_a_large_text_is_mapped_once_however_often_it_is_asked(
 
     assert mapped.count(len(big.encode())) == 1  # kept mapped
     assert mapped.count(len(small.encode())) == 3  # a small text costs little: mapped again
+
+
+def test_the_docs_give_each_kind_of_file_its_mappers_size_bound() -> None:
+    """docs/how-it-works.md's table of languages: every suffix has a mapper, with that bound."""
+    doc = (Path(__file__).parents[2] / "docs" / "how-it-works.md").read_text()
+    rows = [line for line in doc.splitlines() if line.startswith("| ") and "KB |" in line]
+    said = {
+        suffix: int(bound) * 1000
+        for row in rows
+        for bound in re.findall(r"\| (\d+) KB \|$", row)
+        for suffix in re.findall(r"`(\.[a-z]+)`", row.split("|")[1])
+    }
+
+    assert len(said) == 13, said
+    assert {suffix: getattr(mapper_for(f"x{suffix}"), "max_bytes", None) for suffix in said} == said
+    assert {s for suffixes, _ in MAPPERS for s in suffixes} == set(said)
