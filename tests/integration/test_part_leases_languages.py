@@ -4,22 +4,29 @@ Real server, real runners and SQLite; only the agents' brains are scripted. One 
 per language with two top-level definitions; each script forces the overlap it tests, as
 tests/integration/test_part_leases_fleet.py does for Python: two tasks in different
 definitions at once, a third refused the one held, a failed editor put back by part, an
-unparsable write taking the whole file, and the patches applying in landing order.
+unparsable write taking the whole file, and the patches applying in landing order; and
+`graph check` counting overlap by part, and a command's change landing by part.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from typer.testing import CliRunner
 
 from codefleet.api.client import FleetClient
+from codefleet.cli.app import app
 from codefleet.fleet.local import FleetOptions, run_fleet
 from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.fleet.tools.commandtool import host_shell
+from codefleet.fleet.views.layerapply import ShellLimits
 from codefleet.testing.invariants import check, collect, compare_trees, replay_patches
 
 PARTS = {
@@ -124,12 +131,16 @@ def changed(text: str, *edits: tuple[str, str]) -> str:
 
 
 async def play(
-    server: Any, workdir: Path, source: Source, script: dict[str, Any]
+    server: Any,
+    workdir: Path,
+    source: Source,
+    script: dict[str, Any],
+    runner: RunnerOptions | None = None,
 ) -> tuple[Any, list[dict[str, Any]]]:
     """Lay out the file, run a task per script entry on a runner each, prove the invariants."""
     (workdir / source.path).parent.mkdir(parents=True, exist_ok=True)
     (workdir / source.path).write_text(source.text)
-    runner = RunnerOptions("runner", workdir, workdir.parent / "runs")
+    runner = runner or RunnerOptions("runner", workdir, workdir.parent / "runs")
     executor = ScriptedExecutor(parse_script(script), wait_timeout=20)
     specs = [{"id": t, "title": f"edit {source.path} ({t})", "description": "d"} for t in script]
     async with FleetClient(server.url) as client:
@@ -266,3 +277,67 @@ async def test_a_write_that_leaves_the_file_unparsable_takes_the_whole_file(
     assert (workdir / source.path).read_text() == changed(
         source.text, one, (source.two, source.broken)
     )
+
+
+@LANGUAGES
+def test_graph_check_counts_overlap_by_part_and_names_a_part_the_file_lacks(
+    tmp_path: Path, source: Source
+) -> None:
+    tree = tmp_path / "tree"
+    (tree / source.path).parent.mkdir(parents=True)
+    (tree / source.path).write_text(source.text)
+    first, second, typo = (key(source, n) for n in (source.first, source.second, "Frist"))
+    graph = tmp_path / "graph.yaml"
+    graph.write_text(
+        yaml.safe_dump(
+            {
+                "integration": "test",
+                "checks": {"test": "true"},
+                "tasks": [
+                    {"id": "A", "title": "a", "description": "d", "file_scope": [first]},
+                    {"id": "B", "title": "b", "description": "d", "file_scope": [second]},
+                    {"id": "C", "title": "c", "description": "d", "file_scope": [source.path]},
+                    {"id": "D", "title": "d", "description": "d", "file_scope": [typo]},
+                ],
+            }
+        )
+    )
+    ran = CliRunner().invoke(app, ["graph", "check", str(graph), "--workdir", str(tree), "--json"])
+    report = json.loads(ran.stdout)
+
+    pairs = {tuple(o["tasks"]) for o in report["overlaps"]}
+    assert pairs == {("A", "C"), ("B", "C"), ("C", "D")}  # A and B: different parts
+    (missing,) = [w for w in report["warnings"] if w["code"] == "missing_part"]
+    assert missing["task"] == "D" and f"{source.path} has no part Frist" in missing["message"]
+
+
+def command_runner(workdir: Path) -> RunnerOptions:
+    shell = host_shell(ShellLimits(), unsandboxed=True)
+    assert shell is not None, "this host cannot build a command layer (user namespaces?)"
+    return RunnerOptions(
+        "runner", workdir, workdir.parent / "runs", shell_default=True, shell_config=shell
+    )
+
+
+@pytest.mark.parametrize("source", [SOURCES["ts"], SOURCES["go"]], ids=["ts", "go"])
+async def test_a_command_that_changes_another_definition_of_a_held_file_lands_by_part(
+    make_server: Any, workdir: Path, source: Source
+) -> None:
+    server = make_server(**PARTS)
+    one = (source.one, source.one.replace("1", "11"))
+    sed = f"sed -i 's/{source.two.strip()}/{source.two.strip().replace('2', '7')}/' {source.path}"
+    script = {
+        "T1": [edit(source, *one), {"wait_acquired": key(source, source.second)}],
+        "T2": [{"wait_leased": key(source, source.first)}, {"command": sed}],
+    }
+    result, events = await play(server, workdir, source, script, command_runner(workdir))
+
+    assert result.all_succeeded, result.tasks
+    assert of_type(events, "lease_denied") == []
+    assert acquired(events) == {
+        ("T1", key(source, source.first)),
+        ("T2", key(source, source.second)),
+    }
+    # the command ran on T1's pre-image; only its own definition landed, T1's change stays
+    two = (source.two, source.two.replace("2", "7"))
+    assert (workdir / source.path).read_text() == changed(source.text, one, two)
