@@ -1,18 +1,12 @@
 """What mapping a file to parts and putting parts back cost, per language, at 10 KB / 100 KB / 1 MB.
 
-In process, CPU-bound, each mapper with its size bound lifted (the point is to choose the
-bound): a generated file of short functions of the size asked for, per language, and the
-median over `--runs` of
-
-- map: one `mapper.index(text)` (Python: `ast`; the others: tree-sitter);
-- put-back: `put_back_parts` of one function from a pre-image into a current text where
-  it and another function changed (a failed task's restore, another holder's change
-  kept: the current text and the result parsed, the pre-image kept parsed after the
-  first run, as on the server);
-
-every run on a new text (one number in it changed), so Python's cache of large parsed
-texts never answers. With `tree-sitter-python` importable (it is not a dependency), a
-plain parse of the Python file by it is measured beside `ast.parse`.
+In process, CPU ms, each mapper's size bound lifted (the point is to choose it): a
+generated file of short functions per language and size, and the median over `--runs`
+of a map (`mapper.index`) and of a put-back (`put_back_parts` of a failed holder's
+function beside another holder's change: the current text and the result mapped, the
+pre-image kept mapped after the first run, as on the server), each run on a new text
+so no cache answers. With `tree-sitter-python` importable (not a dependency), its
+parse of the Python file is measured beside `ast.parse` (the collector paused).
 
     uv run python -m bench.partcost [--sizes 10 100 1000] [--runs 5]
 

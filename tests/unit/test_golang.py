@@ -29,6 +29,8 @@ type (
 
 var registry, count = map[string]int{}, 0
 
+var _ fmt.Stringer = (*Server)(nil)
+
 const Limit = 10
 
 // Handle handles one request.
@@ -58,6 +60,7 @@ def test_a_go_file_is_its_header_each_import_and_each_declaration_methods_by_the
         "Server",
         "ID,Names",
         "registry,count",
+        "<var _ fmt.Stringer = (*Server)(nil)>",
         "Limit",
         "Server.Handle",
         "Server.Close",
@@ -82,6 +85,8 @@ def test_an_unparsable_file_two_inits_apart_and_a_file_over_the_bound_have_no_pa
     assert parts_of(HANDLERS.replace("func Route(", "func Route(("), GO) is None
     inits = "package a\n\nfunc init() {}\n\nfunc a() {}\n\nfunc init() {}\n"
     assert parts_of(inits, GO) is None
+    blanks = "package a\n\nvar _ A = (*T)(nil)\n\nfunc a() {}\n\nvar _ B = (*T)(nil)\n"
+    assert parts_of(blanks, GO) is not None  # interface assertions: each by its own text
     big = "package a\n" + "".join(f"const C{n} = {n}\n" for n in range(MAX_PART_BYTES // 12))
     assert len(big.encode()) > MAX_PART_BYTES and parts_of(big, GO) is None
 

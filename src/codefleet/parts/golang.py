@@ -4,9 +4,10 @@ The parts (`parts.treesitter`): `<header>` (the comments and the `package` claus
 `import` declaration by its own text (a parenthesized group is one declaration), each
 function by its name, each method by its receiver's type and its name (`Server.Handle`,
 whether the receiver is `s *Server` or `Server[T]`), each `type`, `var` and `const`
-declaration by the names it declares (`A,B` for a group), and anything else by its own
-text. Adjacent same-named declarations are one part; two `func init()` apart are one name
-in two places, so such a file is leased whole.
+declaration by the names it declares (`A,B` for a group; one that declares only `_`, an
+interface assertion, by its own text), and anything else by its own text. Adjacent
+same-named declarations are one part; two `func init()` apart are one name in two
+places, so such a file is leased whole.
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ def name_of(node: Node) -> tuple[str, PartKind] | None:
         names = [
             text_of(n) for spec in _specs(node, specs) for n in spec.children_by_field_name("name")
         ]
-        return (",".join(names), kind) if names else None
+        if not names or set(names) == {"_"}:  # `var _ Handler = (*Server)(nil)`: by its text
+            return None
+        return ",".join(names), kind
     return None
 
 
