@@ -1,17 +1,21 @@
-"""`parts.treesitter`: what no tree-sitter mapper maps for certain, and large texts mapped once."""
+"""`parts.treesitter`: what no tree-sitter mapper maps for certain, large texts mapped once, and
+a referee over random edits."""
 
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
 
 import pytest
 
 from codefleet.parts import treesitter
+from codefleet.parts.changes import changed_parts
 from codefleet.parts.golang import GO
 from codefleet.parts.java import JAVA
 from codefleet.parts.kinds import MAPPERS, mapper_for
-from codefleet.parts.putback import parts_of
+from codefleet.parts.putback import parts_of, put_back_parts
+from codefleet.parts.rust import RUST
 from codefleet.parts.typescript import TYPESCRIPT
 
 TS = 'import { a } from "a";\n\nexport function f() {\n  return a;\n}\n\nconst x = 1;\n'
@@ -87,3 +91,95 @@ def test_the_docs_give_each_kind_of_file_its_mappers_size_bound() -> None:
     assert len(said) == 13, said
     assert {suffix: getattr(mapper_for(f"x{suffix}"), "max_bytes", None) for suffix in said} == said
     assert {s for suffixes, _ in MAPPERS for s in suffixes} == set(said)
+
+
+# -- a referee over many small random edits, per language (seeded: each run is the same) -----
+
+REFEREE_BASES = {
+    "typescript": (
+        TYPESCRIPT,
+        '// Doc.\nimport { a } from "a";\nimport b from "b";\n\nexport const X = 1;\n'
+        + "".join(
+            f"\n// about f{k}\nexport function f{k}(x: number): number {{\n  const y = x + {k};\n"
+            f"\n  return y;\n}}\n"
+            for k in range(6)
+        )
+        + "\nconsole.log(f0(1));\n",
+    ),
+    "go": (
+        GO,
+        '// Doc.\npackage a\n\nimport "fmt"\n\nvar X = 1\n'
+        + "".join(
+            f"\n// F{k} is about x.\nfunc (s *S) F{k}(x int) int {{\n\ty := x + {k}\n\n\treturn y\n}}\n"
+            for k in range(6)
+        ),
+    ),
+    "rust": (
+        RUST,
+        "//! Doc.\nuse std::fmt;\nuse std::io;\n\nconst X: i32 = 1;\n"
+        + "".join(
+            f"\n/// About f{k}.\n#[inline]\npub fn f{k}(x: i32) -> i32 {{\n    let y = x + {k};\n"
+            f"\n    y\n}}\n"
+            for k in range(6)
+        ),
+    ),
+    "java": (
+        JAVA,
+        "package a;\n\nimport java.util.List;\nimport java.util.Map;\n"
+        + "".join(
+            f"\n/** About F{k}. */\nclass F{k} {{\n    int f(int x) {{\n        int y = x + {k};\n"
+            f"\n        return y;\n    }}\n}}\n"
+            for k in range(6)
+        ),
+    ),
+}
+
+
+def mutated(rng: random.Random, text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    for _ in range(rng.randint(1, 3)):
+        k = rng.randrange(len(lines))
+        match rng.randrange(5):
+            case 0:
+                del lines[k]
+            case 1:
+                lines.insert(k, lines[rng.randrange(len(lines))])
+            case 2:
+                lines.insert(k, "\n")
+            case 3:
+                lines[k] = lines[k].replace("x", "z", 1)
+            case _:
+                j = rng.randrange(len(lines))
+                lines[k], lines[j] = lines[j], lines[k]
+    return "".join(lines)
+
+
+def bare(text: str) -> str:
+    """A part's text without the blank lines around it: blank lines belong to no part in
+    particular (`parts.model`), and the file's tail goes to whichever part is last."""
+    return text.strip("\r\n \t")
+
+
+@pytest.mark.parametrize("language", list(REFEREE_BASES))
+def test_over_random_edits_no_part_outside_the_change_differs_and_a_restore_puts_them_back(
+    language: str,
+) -> None:
+    mapper, base = REFEREE_BASES[language]
+    old_parts = {p.name: p.text for p in parts_of(base, mapper) or []}
+    rng = random.Random(42)
+    mapped = 0
+    for _ in range(300):
+        new = mutated(rng, base)
+        found = changed_parts(base, new, mapper)
+        if found is None:  # unparsable or ambiguous: the whole file
+            continue
+        mapped += 1
+        new_parts = {p.name: p.text for p in parts_of(new, mapper) or []}
+        for name in (old_parts.keys() | new_parts.keys()) - found.names:
+            assert name in old_parts and name in new_parts, (name, new)
+            assert bare(old_parts[name]) == bare(new_parts[name]), (name, new)
+        restored = put_back_parts(new.encode(), [(base.encode(), found.names)], mapper)
+        if restored is not None:  # every part's text is back; a moved one may stay moved
+            back = [p.text for p in parts_of(restored, mapper) or []]
+            assert sorted(map(bare, back)) == sorted(map(bare, old_parts.values())), new
+    assert mapped > 60, mapped
