@@ -17,7 +17,7 @@ from codefleet.parts.python import PYTHON
 from codefleet.parts.rust import RUST
 from codefleet.parts.typescript import JAVASCRIPT, TSX, TYPESCRIPT
 
-__all__ = ["MAPPERS", "MAX_MAPPED_BYTES", "mapper_for"]
+__all__ = ["MAPPERS", "mapper_for"]
 
 # (file name suffixes, the mapper of those files)
 MAPPERS: Final[tuple[tuple[tuple[str, ...], PartMapper], ...]] = (
@@ -29,8 +29,6 @@ MAPPERS: Final[tuple[tuple[tuple[str, ...], PartMapper], ...]] = (
     ((".rs",), RUST),
     ((".java",), JAVA),
 )
-# No mapper maps a text larger than this (each has its own bound, `PartMapper.max_bytes`)
-MAX_MAPPED_BYTES: Final = max(mapper.max_bytes for _, mapper in MAPPERS)
 
 
 def mapper_for(path: str) -> PartMapper | None:
