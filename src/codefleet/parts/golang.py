@@ -2,7 +2,7 @@
 
 The parts (`parts.treesitter`): `<header>` (the comments and the `package` clause), each
 `import` declaration by its own text (a parenthesized group is one declaration), each
-function by its name, each method by its receiver's type and its name (`Server.Handle`,
+function by its name, each method by its receiver's type and its name (`api.go::Server.Handle`,
 whether the receiver is `s *Server` or `Server[T]`), each `type`, `var` and `const`
 declaration by the names it declares (`A,B` for a group; one that declares only `_`, an
 interface assertion, by its own text), and anything else by its own text. Adjacent
