@@ -18,7 +18,8 @@ landed and put back, and the ratio of each size's median p99 to the first size's
 To compare two checkouts, run this file in each (`uv run python -m bench.bigmodule`)
 in the same session.
 
-Run: `uv run python -m bench.bigmodule --sizes 3 60 300 --runs 5`.
+Run: `uv run python -m bench.bigmodule --sizes 3 60 300 --runs 5`; `--language typescript`
+writes `big.ts` instead (issue 55: the same load on a tree-sitter mapper).
 
 `--ops` measures instead, in process, where the server's time goes for each size:
 the CPU ms of one `ast.parse`, and of the put-backs (`parts.putback.put_back_parts`) of
@@ -60,30 +61,45 @@ from bench.leases import own_paths, with_agents
 from codefleet.parts.putback import put_back_parts
 from codefleet.toolcalls.writeparts import write_keys
 
-MODULE = "big.py"
+MODULES = {"python": "big.py", "typescript": "big.ts"}  # `--language`: the module's file
 RETRY_S = 0.02  # between asks while the module is refused (held or being written)
 
 
-def module(kilobytes: int) -> str:
+def module(kilobytes: int, language: str = "python") -> str:
     """A module of about `kilobytes` KB: functions (one per writer is `writer_<w>`)."""
-    head = '"""Generated for bench.bigmodule."""\n\nimport os\n'
+    head, function, writer = SOURCES[language]
     body, n = [], 0
     while len(head) + sum(map(len, body)) < kilobytes * 1000:
-        body.append(
-            f"\n\ndef func_{n}(x, y={n}):\n    # step {n}\n    if x > {n}:\n        return x + y\n"
-            f"    z = dict(a=x, b=y, c={n})\n    return os.fspath(str(z))\n"
-        )
+        body.append(function.format(n=n))
         n += 1
     for w in range(64):  # writers' functions in the middle of the module
-        body.insert(len(body) // 2, f'\n\ndef writer_{w}(x):\n    return "w{w}-0"\n')
+        body.insert(len(body) // 2, writer.format(w=w))
     return head + "".join(body)
+
+
+# language -> (the module's head, function n, writer w's function)
+SOURCES = {
+    "python": (
+        '"""Generated for bench.bigmodule."""\n\nimport os\n',
+        "\n\ndef func_{n}(x, y={n}):\n    # step {n}\n    if x > {n}:\n        return x + y\n"
+        "    z = dict(a=x, b=y, c={n})\n    return os.fspath(str(z))\n",
+        '\n\ndef writer_{w}(x):\n    return "w{w}-0"\n',
+    ),
+    "typescript": (
+        '// Generated for bench.bigmodule.\nimport * as os from "os";\n',
+        "\nexport function func_{n}(x: number, y = {n}): string {{\n  // step {n}\n"
+        "  if (x > {n}) {{\n    return String(x + y);\n  }}\n"
+        "  const z = {{ a: x, b: y, c: {n} }};\n  return os.EOL + JSON.stringify(z);\n}}\n",
+        '\nexport function writer_{w}(x: number): string {{\n  return "w{w}-0";\n}}\n',
+    ),
+}
 
 
 def next_edit(text: str, writer: int) -> dict[str, str]:
     """The `Edit` that moves writer `writer`'s marker one step on."""
     found = re.search(rf'"w{writer}-(\d+)"', text)
     if found is None:
-        raise BenchError(f"writer_{writer}'s marker is gone from {MODULE}")
+        raise BenchError(f"writer_{writer}'s marker is gone from the module")
     step = int(found.group(1)) + 1
     return {"old_string": found.group(0), "new_string": f'"w{writer}-{step}"'}
 
@@ -125,24 +141,24 @@ async def _acquire_until_granted(agent: Agent, task_id: str, keys: list[str], en
 
 
 async def _one_write(
-    agent: Agent, tree: Path, writer: int, task: dict[str, Any], end: float
+    agent: Agent, tree: Path, path: str, writer: int, task: dict[str, Any], end: float
 ) -> bool:
     """Take the keys of one edit, make it, record it, fetch a view; False: out of time."""
-    edit = next_edit((tree / MODULE).read_text(), writer)
-    keys = write_keys(tree, MODULE, "Edit", edit)
+    edit = next_edit((tree / path).read_text(), writer)
+    keys = write_keys(tree, path, "Edit", edit)
     if not await _acquire_until_granted(agent, task["id"], keys, end):
         return False
-    target = tree / MODULE
+    target = tree / path
     edit = next_edit(target.read_text(), writer)  # as the tool reads it, once granted
     target.write_text(target.read_text().replace(edit["old_string"], edit["new_string"], 1))
-    change = {"agent_id": agent.id, "task_id": task["id"], "path": MODULE, "tool": "Edit"}
+    change = {"agent_id": agent.id, "task_id": task["id"], "path": path, "tool": "Edit"}
     await agent._ok("POST", "/changes", change)
     await agent._ok("GET", f"/tasks/{task['id']}/foreign-preimages")
     return True
 
 
 async def writer_loop(
-    agent: Agent, tree: Path, writer: int, every: float, end: float
+    agent: Agent, tree: Path, path: str, writer: int, every: float, end: float
 ) -> Counter[str]:
     """A task every `every` s (or as soon as the last is done) until `end`: land one, fail
     the next (its parts put back), and so on."""
@@ -153,7 +169,7 @@ async def writer_loop(
         due = max(due + every, time.monotonic())
         task = await agent.next_task(wait=1.0)
         await agent.start(task["id"])
-        wrote = await _one_write(agent, tree, writer, task, end)
+        wrote = await _one_write(agent, tree, path, writer, task, end)
         ok = wrote and done["tasks"] % 2 == 0
         body = {"agent_id": agent.id, "attempt": task["attempts"], "ok": ok}
         if not ok:
@@ -165,7 +181,7 @@ async def writer_loop(
 
 
 async def writers(
-    server: Server, tree: Path, count: int, every: float, duration: float
+    server: Server, tree: Path, path: str, count: int, every: float, duration: float
 ) -> Counter[str]:
     pool: list[Any] = []
     agents = [
@@ -176,7 +192,7 @@ async def writers(
         await agent.register()
     end = time.monotonic() + duration
     found = await asyncio.gather(
-        *(writer_loop(a, tree, w, every, end) for w, a in enumerate(agents))
+        *(writer_loop(a, tree, path, w, every, end) for w, a in enumerate(agents))
     )
     for agent in agents:
         await agent.http.aclose()
@@ -233,9 +249,9 @@ def post_tasks(server: Server, prefix: str, count: int) -> None:
 
 def run_once(args: argparse.Namespace, kilobytes: int) -> dict[str, Any]:
     with server_from(args) as server:
-        tree = server.tmp / "tree"
-        text = module(kilobytes)
-        (tree / MODULE).write_text(text)
+        tree, path = server.tmp / "tree", MODULES[args.language]
+        text = module(kilobytes, args.language)
+        (tree / path).write_text(text)
         post_tasks(server, "L", args.agents)
         params = {"client": args.client, "port": server.port, "token": args.token,
                   "duration": args.duration, "period": args.period}  # fmt: skip
@@ -243,7 +259,9 @@ def run_once(args: argparse.Namespace, kilobytes: int) -> dict[str, Any]:
         with running(fleet):  # the lease agents hold the L tasks before the W tasks exist
             post_tasks(server, "W", args.writers * 2000)
             fleet.go()
-            done = asyncio.run(writers(server, tree, args.writers, args.task_every, args.duration))
+            done = asyncio.run(
+                writers(server, tree, path, args.writers, args.task_every, args.duration)
+            )
             parts, _ = fleet.results()
         kinds = Counter(e["type"] for e in fetch_events(server))
     latencies = [x for part in parts for agent in part for x in agent]
@@ -291,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task-every", type=float, default=0.5, help="s between a writer's tasks")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per run")
     parser.add_argument("--ops", action="store_true", help="CPU ms per operation, in process")
+    parser.add_argument("--language", choices=sorted(MODULES), default="python")
     add_common_args(parser)
     parser.set_defaults(client="raw")  # the server's latency, not httpx's CPU on 2 cores
     args = parser.parse_args(argv)

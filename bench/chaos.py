@@ -8,7 +8,7 @@ notes (so it can only succeed after them), appends to one or two of a few hot
 shared files (declared in its scope only half the time, so vetoes happen),
 sleeps a little between steps, and sometimes fails its first attempt on
 purpose after writing. With `--hub-modules K`, half the tasks also edit their own
-function of one of K shared Python modules first; with `--lease-granularity part`
+function of one of K shared modules first (Python, TypeScript and Go in turn); with `--lease-granularity part`
 they lease only that function, so several tasks write one module at once and a
 failed or taken-back one puts back only its part; some of them end their first attempt
 with a write the gate cannot map to parts (the whole module: a part -> whole upgrade)
@@ -175,26 +175,43 @@ def _add_hubs(
     script: dict[str, list[dict[str, Any]]],
     modules: int,
 ) -> dict[str, str]:
-    """Hub Python modules with one function per task that edits it (half the tasks, from
-    their own random stream): under part leases they share the module, under file leases
+    """Hub modules (Python, TypeScript and Go in turn: `HUB_KINDS`) with one function per
+    task that edits it (half the tasks, from their own random stream): under part leases they share the module, under file leases
     they take turns. The edit comes first, so a task failing later rolls its part back.
     Plus the two ways a part holder's pre-image could erase a landed change (issue 51):
     `_add_upgrades` and `_add_empty_module`."""
     if modules <= 0:
         return {}
-    hubs = [f"shared/hub{k:02d}.py" for k in range(modules)]
+    kinds = [HUB_KINDS[k % len(HUB_KINDS)] for k in range(modules)]
+    hubs = {f"shared/hub{k:02d}{kind[0]}": kind for k, kind in enumerate(kinds)}
     body: dict[str, list[str]] = {hub: [] for hub in hubs}
     edited: dict[str, str] = {}  # task -> the hub it edits
     for spec in graph:
         if rng.random() < 0.5:
-            task_id, hub = spec["id"], rng.choice(hubs)
-            body[hub].append(f'\n\ndef f_{task_id}():\n    return "{task_id}-todo"\n')
+            task_id, hub = spec["id"], rng.choice(list(hubs))
+            body[hub].append(hubs[hub][2].format(task=task_id))
             old, new = f'"{task_id}-todo"', f'"{task_id}-done"'
             script[task_id].insert(1, {"edit": {"path": hub, "old": old, "new": new}})
             edited[task_id] = hub
     _add_upgrades(random.Random(rng.random()), script, edited)
-    files = {hub: '"""A hub."""\n\nimport os\n' + "".join(lines) for hub, lines in body.items()}
+    files = {hub: hubs[hub][1] + "".join(lines) for hub, lines in body.items()}
     return files | _add_empty_module(random.Random(rng.random()), graph, script)
+
+
+# The hubs' languages, in turn: (suffix, the module's head, a task's function in it)
+HUB_KINDS: tuple[tuple[str, str, str], ...] = (
+    (".py", '"""A hub."""\n\nimport os\n', '\n\ndef f_{task}():\n    return "{task}-todo"\n'),
+    (
+        ".ts",
+        '// A hub.\nimport { join } from "path";\n',
+        '\nexport function f_{task}(): string {{\n  return "{task}-todo";\n}}\n',
+    ),
+    (
+        ".go",
+        '// Package shared is a hub.\npackage shared\n\nimport "os"\n',
+        '\nfunc F_{task}() string {{\n\treturn "{task}-todo"\n}}\n',
+    ),
+)
 
 
 UPGRADE_SHARE = 0.3  # of the hub tasks: a first attempt that takes its hub whole, then fails
@@ -411,6 +428,7 @@ class Summary:
     contents_checked: int = 0  # paths whose final content the oracle compared
     resource_grants: int = 0  # named resources taken (at assignment or mid-task)
     part_grants: int = 0  # leases on parts of a file (`path::name`, `--lease-granularity part`)
+    part_grants_by_suffix: dict[str, int] = field(default_factory=dict)  # `.py`, `.ts`, `.go`
     part_vetoes: int = 0
     part_upgrades: int = 0  # a whole file granted to a task holding parts of it
     resource_vetoes: int = 0  # a resource refused because another task held it
@@ -730,6 +748,8 @@ class Chaos:
         s.resource_vetoes = sum(e["type"] == "lease_denied" for e in on_resource)
         on_part = [e for e in evidence.events if "::" in str(e["payload"].get("path"))]
         s.part_grants = sum(e["type"] == "lease_acquired" for e in on_part)
+        granted = [str(e["payload"]["path"]) for e in on_part if e["type"] == "lease_acquired"]
+        s.part_grants_by_suffix = dict(Counter(Path(k.split("::")[0]).suffix for k in granted))
         s.part_vetoes = sum(e["type"] == "lease_denied" for e in on_part)
         s.part_upgrades = _upgrades(evidence.events)
         clones = {str(a["id"]) for a in evidence.agents if a.get("workspace") == "clone"}

@@ -14,6 +14,7 @@ datetimes so a local time can never slip in.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Final
@@ -46,6 +47,7 @@ __all__ = [
     "WRITE_TOOLS",
     "AgentKind",
     "AgentStatus",
+    "AttemptCounts",
     "CheckPurpose",
     "CheckVerdict",
     "DenyReason",
@@ -414,3 +416,38 @@ def _token() -> str:
     import secrets  # here, not at the top: `codefleet hook` imports this module on every write
 
     return secrets.token_hex(6)
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptCounts:
+    """A task's attempts as a person needs them: `charged` of `allowed` count against the
+    limit; `free` ones do not (interrupted, a usage limit, a repair); `before_retry` ones
+    ran before the last `codefleet retry` (kept in the record, not charged)."""
+
+    charged: int
+    allowed: int
+    free: int = 0
+    before_retry: int = 0
+
+    @classmethod
+    def of(cls, task: Mapping[str, Any]) -> AttemptCounts:
+        """From a task row of the wire (`attempts`, `uncharged_attempts`, `retried_attempts`)."""
+        uncharged = int(task.get("uncharged_attempts") or 0)
+        retried = int(task.get("retried_attempts") or 0)
+        charged = int(task.get("attempts") or 0) - uncharged
+        return cls(charged, int(task["max_attempts"]), uncharged - retried, retried)
+
+    def short(self) -> str:
+        """A table's cell: `1/3`, `0/3 +3 free`, `1/3 +3 before retry`."""
+        text = f"{self.charged}/{self.allowed}"
+        text += f" +{self.free} free" if self.free else ""
+        return text + (f" +{self.before_retry} before retry" if self.before_retry else "")
+
+    def long(self) -> str:
+        """`tasks ID`'s words: what counts against the limit and what does not, and why."""
+        text = f"{self.charged} of {self.allowed} charged"
+        if self.free:
+            text += f" (+{self.free} free: interrupted, a usage limit or a repair)"
+        if self.before_retry:
+            text += f" · {self.before_retry} before the last retry (kept, not charged)"
+        return text

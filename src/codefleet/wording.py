@@ -23,13 +23,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
-from codefleet.models import HaltCause
+from codefleet.models import AttemptCounts, HaltCause
 from codefleet.resources import lease_label
 
 __all__ = [
@@ -162,41 +161,6 @@ SIMULATED: Final = " simulated, nothing spent"  # after a cost no real model ran
 def cost_text(cost: float, simulated: bool) -> str:
     """A cost; `simulated` when no real model ran (the figure is priced, not spent)."""
     return f"${cost:.4f}{SIMULATED if simulated else ''}"
-
-
-@dataclass(frozen=True, slots=True)
-class AttemptCounts:
-    """A task's attempts as a person needs them: `charged` of `allowed` count against the
-    limit; `free` ones do not (interrupted, a usage limit, a repair); `before_retry` ones
-    ran before the last `codefleet retry` (kept in the record, not charged)."""
-
-    charged: int
-    allowed: int
-    free: int = 0
-    before_retry: int = 0
-
-    @classmethod
-    def of(cls, task: Mapping[str, Any]) -> AttemptCounts:
-        """From a task row of the wire (`attempts`, `uncharged_attempts`, `retried_attempts`)."""
-        uncharged = int(task.get("uncharged_attempts") or 0)
-        retried = int(task.get("retried_attempts") or 0)
-        charged = int(task.get("attempts") or 0) - uncharged
-        return cls(charged, int(task["max_attempts"]), uncharged - retried, retried)
-
-    def short(self) -> str:
-        """A table's cell: `1/3`, `0/3 +3 free`, `1/3 +3 before retry`."""
-        text = f"{self.charged}/{self.allowed}"
-        text += f" +{self.free} free" if self.free else ""
-        return text + (f" +{self.before_retry} before retry" if self.before_retry else "")
-
-    def long(self) -> str:
-        """`tasks ID`'s words: what counts against the limit and what does not, and why."""
-        text = f"{self.charged} of {self.allowed} charged"
-        if self.free:
-            text += f" (+{self.free} free: interrupted, a usage limit or a repair)"
-        if self.before_retry:
-            text += f" · {self.before_retry} before the last retry (kept, not charged)"
-        return text
 
 
 def attempts_text(task: Mapping[str, Any]) -> str:

@@ -8,8 +8,8 @@ kill-and-restart that must reload the state unchanged. Some tasks declare or tak
 named resources and take numbers of a sequence. It must drain with every
 task succeeded and zero invariant violations, the content oracle included, with
 parking off (every held file a veto) and on (`--lease-wait`: a held file's
-write waits for it), and with leases by part on two shared Python modules half
-the tasks edit a function of (`--hub-modules 2 --lease-granularity part`), and
+write waits for it), and with leases by part on three shared modules, Python, TypeScript and Go, half
+the tasks edit a function of (`--hub-modules 3 --lease-granularity part`), and
 with every runner in its own clone of the landed line (`--clones`: a killed runner
 loses its clone with its process; the line's tip must be the final tree, its
 commits the landings in order). The
@@ -42,7 +42,7 @@ def test_a_short_chaos_run_with_a_server_kill_and_runner_kills_breaks_no_invaria
 ) -> None:
     summary_file = tmp_path / "chaos.json"
     drain_bound = CLONES_DRAIN_BOUND_S if clones else DRAIN_BOUND_S
-    parts = ["--hub-modules", "2", "--lease-granularity", "part"] if granularity == "part" else []
+    parts = ["--hub-modules", "3", "--lease-granularity", "part"] if granularity == "part" else []
     args = [
         *parts,
         *(["--clones"] if clones else []),
@@ -101,6 +101,8 @@ def test_a_short_chaos_run_with_a_server_kill_and_runner_kills_breaks_no_invaria
     assert summary["numbers_distinct"]  # and the checker found no number handed out twice
     if granularity == "part":  # several tasks wrote one module at once, and some were undone
         assert summary["part_grants"] > 0
+        by_suffix = summary["part_grants_by_suffix"]  # Python, TypeScript and Go modules alike
+        assert all(by_suffix.get(suffix, 0) > 0 for suffix in (".py", ".ts", ".go")), by_suffix
     if clones:  # each killed runner lost its clone; the line holds every landing, once
         assert summary["clone_runners"] == 3
         assert sum("and its clone" in f for f in summary["fault_log"]) == 2

@@ -250,7 +250,9 @@ RULES = [
     ),
 ]
 
-# `codefleet hook` runs on every write of a person's session: standard library only.
+# `codefleet hook` runs on every write of a person's session: standard library only (the part
+# mappers' parser, tree-sitter, aside: the gate maps parts in the runner, never in the hook).
+PARSER = "tree_sitter"
 HOOK_SIDE = (
     "codefleet.hook",
     "codefleet.parts",
@@ -305,6 +307,12 @@ EXCLUSIVE = [
         {"codefleet.session.codex"},
         "only the session package's Codex executor touches the Codex SDK; everything else "
         "(the runner, the hook bridge, the server) runs without it",
+    ),
+    (
+        "tree_sitter",
+        {"codefleet.parts.grammars", "codefleet.parts.treesitter"},
+        "tree-sitter is reached in two places: parts.grammars loads the pinned grammars, "
+        "parts.treesitter parses; the language modules read its nodes through the latter",
     ),
     (
         "codex_cli_bin",
@@ -448,13 +456,30 @@ def test_the_hook_side_imports_only_the_standard_library_and_itself() -> None:
         m: sorted(
             i
             for i in MODULES[m]
-            if i.split(".")[0] not in stdlib and not any(under(i, p) for p in HOOK_SIDE)
+            if i.split(".")[0] not in stdlib
+            and not any(under(i, p) for p in HOOK_SIDE)
+            and not (under(m, "codefleet.parts") and under(i, PARSER))
         )
         for m in bound
     }
     heavy = {m: found for m, found in heavy.items() if found}
     assert not heavy, (
         f"{heavy}: `codefleet hook` runs on every write of a person's session: standard library only"
+    )
+
+
+def test_the_hook_never_reaches_the_part_mappers_parser() -> None:
+    reached, todo = set(), ["codefleet.hook.command"]
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo += [i for i in MODULES[module] if i in PATHS]
+    assert "codefleet.paths" in reached, "guard: the hook's imports moved; update this"
+    parsing = sorted(m for m in reached if any(under(i, PARSER) for i in MODULES[m]))
+    assert parsing == [], (
+        f"the hook reaches tree-sitter through {parsing}: it maps no parts (the runner's gate "
+        "does), and it runs on every write of a person's session"
     )
 
 
@@ -823,7 +848,10 @@ def test_no_store_object_crosses_the_engines_read_interface() -> None:
 # a module imports only folders on lower floors, or its own folder: never a folder above it,
 # never a neighbour on its own floor. docs/architecture.md draws these floors.
 FLOORS: list[tuple[str, tuple[str, ...]]] = [
-    ("the parts of a file: one mapper per kind, standard library only", ("codefleet.parts",)),
+    (
+        "the parts of a file: one mapper per kind, standard library and tree-sitter",
+        ("codefleet.parts",),
+    ),
     ("the foundation: shared values and pure rules", ("codefleet", "codefleet.toolcalls")),
     (
         "the wire, the store, the engine's pure policy, the offline models",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from codefleet.parts.python import PythonParts
 from codefleet.toolcalls import writeparts
 from codefleet.toolcalls.writeparts import write_keys
 
@@ -114,7 +115,7 @@ def test_a_symlink_a_large_file_and_a_path_with_two_colons_take_the_whole_file(
     assert write_keys(tree, "odd::name.py", "Edit", edit("return 1", "return 2")) == [
         "odd::name.py"
     ]
-    monkeypatch.setattr(writeparts, "MAX_PART_FILE_BYTES", len(API) - 1)
+    monkeypatch.setattr(PythonParts, "max_bytes", len(API) - 1)  # the file's mapper's bound
     assert write_keys(tree, "api.py", "Edit", edit("return 1", "return 2")) == ["api.py"]
 
 

@@ -7,7 +7,8 @@ commands a person types while a fleet runs (`tasks`, `say`, `answer`,
 `questions`, `hold`, `release`) go to the standard-library `cli.operate.quick` first,
 which hands back what it does not take exactly as Typer would (`--help`
 among it), and `--version` is printed here. The full command line is imported only for the rest, with the
-cyclic garbage collector off while it does (`gcpolicy.collector_off`).
+cyclic garbage collector off while it does (`gcpolicy.collector_off`); a part mapper's grammar
+that does not load stops a command with one line naming its package (`parts.grammars`).
 """
 
 from __future__ import annotations
@@ -41,9 +42,14 @@ def main() -> int:
         if code is not None:
             return code
     from codefleet.gcpolicy import collector_off
+    from codefleet.parts.grammars import GrammarMissing
 
     with collector_off(freeze=True):  # imports live as long as the process
         from codefleet.cli.app import app
 
-    app()
+    try:
+        app()
+    except GrammarMissing as err:  # a broken install, found as a command starts: one line
+        sys.stderr.write(f"codefleet: {err}\n")
+        return 1
     return 0

@@ -104,7 +104,11 @@ class Index:
 
 
 class PartMapper(Protocol):
-    """One kind of file's parts: its `Index`, or None when the text has none to tell."""
+    """One kind of file's parts: its `Index`, or None when the text has none to tell (a
+    text larger than `max_bytes` UTF-8 bytes never has any)."""
+
+    @property
+    def max_bytes(self) -> int: ...
 
     def index(self, text: str | bytes) -> Index | None: ...
 

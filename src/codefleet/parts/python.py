@@ -59,6 +59,8 @@ _parsed: OrderedDict[str, Index | None] = OrderedDict()  # text -> its index; un
 class PythonParts:
     """The mapper of `.py` and `.pyi` files (`parts.kinds`)."""
 
+    max_bytes: Final = MAX_PART_BYTES
+
     def index(self, text: str | bytes) -> Index | None:
         return _index(text)
 

@@ -15,8 +15,8 @@ command saw it (`merge_rewrite`), so another holder's parts written meanwhile st
 
 Anything it cannot map takes the whole file, as leases by file always do: another
 tool (a Codex patch, a notebook), a file no part mapper takes (`parts.kinds`), does
-not exist yet, is not a regular file, is larger than `MAX_PART_FILE_BYTES`, does not
-parse before or after, a path that holds `::`, an edit the tool would refuse, or a
+not exist yet, is not a regular file, is larger than its mapper's bound (`max_bytes`),
+does not parse before or after, a path that holds `::`, an edit the tool would refuse, or a
 write that changes nothing. Never raises: a mapping that fails is the whole file.
 Standard library only (the hook side imports it).
 """
@@ -33,12 +33,10 @@ from codefleet.parts.edits import apply_edit, apply_multi_edit
 from codefleet.parts.kinds import mapper_for
 from codefleet.parts.model import PartMapper
 from codefleet.parts.putback import preimages, put_back_parts
-from codefleet.parts.python import MAX_PART_BYTES
 from codefleet.toolcalls.leasekeys import PART_SEPARATOR, part_key
 
-__all__ = ["MAX_PART_FILE_BYTES", "PART_TOOLS", "merge_rewrite", "rewrite_parts", "write_keys"]
+__all__ = ["PART_TOOLS", "merge_rewrite", "rewrite_parts", "write_keys"]
 
-MAX_PART_FILE_BYTES: Final = MAX_PART_BYTES  # larger modules are leased whole (parsing cost)
 PART_TOOLS: Final = frozenset({"Write", "Edit", "MultiEdit"})
 
 
@@ -57,7 +55,7 @@ def _changed_names(root: Path, key: str, tool_name: str, tool_input: Any) -> fro
     mapper = _mapper(key)
     if tool_name not in PART_TOOLS or not isinstance(tool_input, Mapping) or mapper is None:
         return None
-    current = _current_text(root / key)
+    current = _current_text(root / key, mapper.max_bytes)
     if current is None:
         return None
     proposed = _proposed(current, tool_name, tool_input)
@@ -68,7 +66,7 @@ def rewrite_parts(key: str, seen: str | bytes, after: str | bytes) -> frozenset[
     """The parts a rewrite of file `key` from `seen` (what the command saw) to `after`
     changes, adds or deletes; None: the rewrite takes the whole file."""
     mapper = _mapper(key)
-    if mapper is None or max(len(seen), len(after)) > MAX_PART_FILE_BYTES:
+    if mapper is None or max(len(seen), len(after)) > mapper.max_bytes:
         return None
     try:
         return _names(seen, after, mapper)
@@ -110,10 +108,10 @@ def merge_rewrite(
         return None
 
 
-def _current_text(target: Path) -> str | None:
-    """The file's text: a regular file (not a symlink) within the size cap, UTF-8."""
+def _current_text(target: Path, limit: int) -> str | None:
+    """The file's text: a regular file (not a symlink) of at most `limit` bytes, UTF-8."""
     info = target.lstat()
-    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_PART_FILE_BYTES:
+    if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
         return None
     try:
         return target.read_bytes().decode("utf-8")

@@ -17,8 +17,8 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any, Final, TextIO
 
+from codefleet.models import AttemptCounts
 from codefleet.safetext import terminal_safe
-from codefleet.wording import attempts_text
 
 __all__ = ["COLUMNS", "NO_TASKS_HINT", "STATUS_SGR", "render", "task_cells", "task_table"]
 
@@ -61,7 +61,7 @@ def task_cells(task: dict[str, Any], *, crop: bool) -> tuple[str, ...]:
         task["id"],
         task["title"][:title_max],
         task["status"],
-        attempts_text(task),
+        AttemptCounts.of(task).short(),
         f"{task.get('cost_usd', 0.0):.4f}",
         _note(task)[:note_max],
     )

@@ -46,7 +46,7 @@ def doctor(
         ),
     ] = None,
 ) -> None:
-    """Check what makes a run fail minutes in: Python, port, tree, graph, SDK.
+    """Check what makes a run fail minutes in: Python, grammars, port, tree, graph, SDK.
 
     With a server answering at --server (a runner's host): its token, its tree's
     identity against this tree (with --clone: the clone directory), the clock skew,
@@ -54,6 +54,8 @@ def doctor(
     (no key and no login: only keyless runs work) passes.
     """
     from codefleet.cli.output import console
+
+    _stop_on_a_broken_grammar(json_out)
     from codefleet.cli.start.doctor_checks import print_checks
 
     settings = settings_from(workdir=workdir, server_url=server, token=token)
@@ -63,6 +65,29 @@ def doctor(
     else:
         print_checks(console, checks)
     raise typer.Exit(0 if all(c.passes for c in checks) else 1)
+
+
+def _stop_on_a_broken_grammar(json_out: bool) -> None:
+    """A grammar package that does not load stops every command that maps parts, the other
+    checks' among them: say which, alone, and exit 1."""
+    from rich.text import Text
+
+    from codefleet.cli.output import console
+    from codefleet.parts.grammars import problems
+
+    broken = problems()
+    if not broken:
+        return
+    hint = "reinstall CodeFleet (`uv sync`, or `pip install --force-reinstall codefleet`)"
+    if json_out:
+        print_json([{"name": "grammars", "ok": False, "detail": "; ".join(broken), "hint": hint}])
+    else:
+        for problem in broken:
+            console.print(
+                Text(" FAIL ", style="bold white on red") + Text(f" grammars    {problem}")
+            )
+        console.print(Text(f"        → {hint}", style="dim"))
+    raise typer.Exit(1)
 
 
 def run_checks(settings: Settings, graph: Path | None, clone: Path | None = None) -> list[Check]:
@@ -76,6 +101,7 @@ def run_checks(settings: Settings, graph: Path | None, clone: Path | None = None
     port = local.check_port(settings)
     return [
         local.check_python(),
+        local.check_grammars(),
         port,
         *(server_checks(settings, clone) if port.name == "server" and port.ok else []),
         *([] if clone is not None else [local.check_workdir(settings)]),

@@ -1,7 +1,7 @@
 """`codefleet doctor`: the checks that otherwise fail a run minutes in.
 
 Each check returns a `Check` (name, ok, detail, hint). Nothing here changes
-anything: it reads the Python version, tries to bind the server port (or asks
+anything: it reads the Python version, loads the part mappers' grammars, tries to bind the server port (or asks
 a running server for its health; `doctor.run_checks` adds what a runner here
 needs of it, from `doctor_server`), looks at the working tree, parses the task
 graph and looks up its checks' programs where checks run, and looks for the
@@ -28,6 +28,7 @@ from rich.text import Text
 from codefleet.api.client import FleetClient, UntrustedServer
 from codefleet.api.graphfile import DEFAULT_GRAPH, GraphError, check_scopes, load_graph
 from codefleet.config import Settings
+from codefleet.parts.grammars import GRAMMARS, problems
 from codefleet.paths import TreeRoot
 from codefleet.planning.check import NO_INTEGRATION, unchecked_landing
 from codefleet.session.credentials import credentials_problem
@@ -56,6 +57,15 @@ class Check:
 def check_python() -> Check:
     ok = sys.version_info >= (3, 11)
     return Check("python", ok, sys.version.split()[0], "" if ok else "CodeFleet needs Python 3.11+")
+
+
+def check_grammars() -> Check:
+    """The grammar packages of the languages with parts (`parts.grammars`) all load."""
+    broken = problems()
+    if broken:
+        return Check("grammars", False, "; ".join(broken), "reinstall CodeFleet (`uv sync`)")
+    languages = ", ".join(sorted({g.language for g in GRAMMARS.values()}))
+    return Check("grammars", True, f"parts of {languages} files: every grammar loads")
 
 
 def check_port(settings: Settings) -> Check:

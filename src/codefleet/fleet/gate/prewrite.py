@@ -8,7 +8,7 @@ paths of an `edits` list, or every header of a Codex `apply_patch` patch:
 resolved), refuses locally anything outside the tree or with no path at all,
 then asks the server for the leases, all or nothing. With leases by part
 (`granularity` part: the task's, the runner's or the server's choice), a
-`Write`/`Edit`/`MultiEdit` of a Python file asks for the parts it changes
+`Write`/`Edit`/`MultiEdit` of a file with parts (`parts.kinds`) asks for the parts it changes
 instead of the file (`toolcalls.writeparts.write_keys`: anything it cannot map
 is the whole file); a command's change asks for its parts through `acquire`
 (`fleet.views.layerapply`). While another part's holder is writing the file

@@ -19,7 +19,7 @@ a temporary name never meets a file of the tree) and renamed over its target
 (atomic per file), with its mode as git keeps it (`layerchanges.git_mode`); then
 one ledger row per path, with its hash.
 
-With leases by part (the gate's `granularity`), a Python file the command
+With leases by part (the gate's `granularity`), a file with parts the command
 modified asks for the parts its text changes against the text the command saw
 (`toolcalls.writeparts.rewrite_parts`; the pre-image the layer showed, for a file
 another task was editing), and lands by part: under the grant, which latches the
@@ -124,7 +124,7 @@ def changed_meanwhile(layer: Layer, changes: Sequence[Change]) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Rewrite:
-    """A command's change to a Python file, by part: what it saw, what it left, the parts."""
+    """A command's change to a file with parts, by part: what it saw, what it left, the parts."""
 
     path: str
     seen: bytes
