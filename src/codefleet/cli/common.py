@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from codefleet.cli.helptext import CliTyper
+from codefleet.cli.app import app
 from codefleet.cli.settingopts import FLAGS, option
 from codefleet.errors import DomainError, Unauthorized
 from codefleet.models import AgentKind, Granularity
@@ -36,30 +36,8 @@ if TYPE_CHECKING:  # the client (httpx) and settings (pydantic) load with the fi
 __all__ = ["app", "settings_from", "settings_of"]
 
 
-class FleetTyper(CliTyper):
-    """The command line: a state directory CodeFleet will not use (`statedir.UnsafeStateDir`,
-    met wherever a command first opens `.codefleet/`) ends any command with its one line; so
-    does an answer read as CodeFleet's that is not (a `KeyError` or `TypeError` out of a
-    command: a server of another kind, or a bug), never a traceback."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from codefleet.statedir import UnsafeStateDir
-
-        try:
-            return super().__call__(*args, **kwargs)
-        except UnsafeStateDir as err:
-            fail(str(err))
-        except (KeyError, TypeError) as err:
-            fail(
-                f"an answer had a shape no CodeFleet server sends ({type(err).__name__}: {err}): "
-                "check --server / CODEFLEET_SERVER_URL; if it is CodeFleet's, please report this"
-            )
-        sys.exit(1)
-
-
-# Plain help (`cli.helptext`): paragraphs reflow to the terminal's width, no Rich.
-app = FleetTyper(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-# Help panels: `@app.command(rich_help_panel=RUN)` files a command under one.
+# Help panels: `@app.command(rich_help_panel=RUN)` files a command under one (and its
+# row in `cli.app.COMMANDS` names the same panel).
 START = "Start here"
 RUN = "Run a fleet"
 OPERATE = "Inspect and operate"
@@ -166,11 +144,9 @@ def make_client(settings: Settings) -> FleetClient:
 
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print `message` as the command's error and return the exit to raise."""
-    from rich.markup import escape
+    from codefleet.cli.output import print_error
 
-    from codefleet.cli.output import err_console
-
-    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)
+    print_error(message)
     return typer.Exit(code)
 
 

@@ -112,14 +112,20 @@ class PanelGroup(TyperGroup):
 
     context_class = PlainContext
 
-    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
-        panels: dict[str, list[tuple[str, str]]] = {DEFAULT_PANEL: []}
+    def help_rows(self, ctx: Context) -> list[tuple[str, str, str]]:
+        """(name, help panel, line) of each command the help lists, in its order."""
+        rows = []
         for name in self.list_commands(ctx):
             command = self.get_command(ctx, name)
-            if command is None or command.hidden:
-                continue
-            panel = getattr(command, "rich_help_panel", None) or DEFAULT_PANEL
-            panels.setdefault(panel, []).append((name, summary(command)))
+            if command is not None and not command.hidden:
+                panel = getattr(command, "rich_help_panel", None) or DEFAULT_PANEL
+                rows.append((name, panel, summary(command)))
+        return rows
+
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
+        panels: dict[str, list[tuple[str, str]]] = {DEFAULT_PANEL: []}
+        for name, panel, line in self.help_rows(ctx):
+            panels.setdefault(panel, []).append((name, line))
         width = max((len(name) for rows in panels.values() for name, _ in rows), default=0)
         for panel, rows in panels.items():
             if rows:  # one column for every panel: names padded to the longest
@@ -136,8 +142,8 @@ def summary(command: Command) -> str:
 class CliTyper(typer.Typer):
     """A Typer app whose group and commands write plain help (no Rich)."""
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(cls=PanelGroup, rich_markup_mode=None, **kwargs)
+    def __init__(self, *, cls: type[PanelGroup] = PanelGroup, **kwargs: Any) -> None:
+        super().__init__(cls=cls, rich_markup_mode=None, **kwargs)
 
     def command(
         self, name: str | None = None, *, cls: type[TyperCommand] | None = None, **kwargs: Any
