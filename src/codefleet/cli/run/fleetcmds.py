@@ -7,12 +7,19 @@ runners can be started, killed and restarted one by one, or on another host.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from codefleet.api.client import (
+    FleetClient,
+    UntrustedServer,
+)
+from codefleet.api.graphfile import GraphError, find_graph, load_graph
 from codefleet.cli.common import (
     MODEL_SCRIPT_HELP,
     RUN,
@@ -48,7 +55,12 @@ from codefleet.cli.common import (
     settings_of,
     unauthorized_message,
 )
+from codefleet.cli.operate.again import RunFlags
+from codefleet.cli.output import console
 from codefleet.cli.results.reviewcmds import BranchOpt, CommitOpt, committer_for
+from codefleet.cli.run.agentchoice import AgentChoice, AgentSetupError, choose_agents
+from codefleet.cli.run.fleetrun import RunPlan, execute
+from codefleet.cli.run.runprep import GraphFile
 from codefleet.cli.run.shellopts import (
     ShellMaxBytesOpt,
     ShellMaxFilesOpt,
@@ -58,23 +70,23 @@ from codefleet.cli.run.shellopts import (
     fleet_shell,
 )
 from codefleet.cli.settingopts import option
+from codefleet.config import DEFAULT_DB, DEFAULT_RUN_DIR
 from codefleet.errors import DomainError, Unauthorized
+from codefleet.fleet.landingworker import LandingOptions
+from codefleet.fleet.local import start_landing
+from codefleet.fleet.runner import CannotContinue, Runner, RunnerOptions
 from codefleet.models import AgentKind
 from codefleet.statedir import prepare_dirs
 
 if TYPE_CHECKING:
-    from codefleet.cli.run.agentchoice import AgentChoice, Agents
-    from codefleet.cli.run.runprep import GraphFile
+    from codefleet.cli.run.agentchoice import Agents
     from codefleet.config import Settings
     from codefleet.fleet.executor import Executor
-    from codefleet.fleet.runner import RunnerOptions
 
 __all__ = ["run", "runner", "runner_options"]
 
 
 def _agents(choice: AgentChoice, settings: Settings) -> Agents:
-    from codefleet.cli.run.agentchoice import AgentSetupError, choose_agents
-
     try:
         return choose_agents(choice, settings)
     except AgentSetupError as err:
@@ -153,10 +165,6 @@ def runner(
     ] = False,
 ) -> None:
     """Run ONE runner as its own process until interrupted (or the fleet drains)."""
-    import dataclasses
-
-    from codefleet.cli.run.agentchoice import AgentChoice
-
     if line is not None and clone is None:
         raise fail("--line goes with --clone: it is where a clone fetches the landed line")
     if clone is not None and landing_only:
@@ -183,8 +191,6 @@ def runner(
 
 def _in_clone(settings: Settings, clone: Path) -> Settings:
     """`runner --clone DIR`'s settings: DIR is the tree its agents work in, its records there."""
-    from codefleet.config import DEFAULT_DB, DEFAULT_RUN_DIR
-
     if clone.exists() and not clone.is_dir():
         raise fail(f"--clone {clone} is a file: give an absent or empty directory")
     root = clone.absolute()
@@ -202,12 +208,6 @@ def _run_one(
     landing_only: bool = False,
 ) -> None:
     """`runner`'s steps: run the runner and its landing worker here until they end."""
-    import asyncio
-
-    from codefleet.api.client import UntrustedServer
-    from codefleet.cli.output import console
-    from codefleet.fleet.runner import CannotContinue
-
     name = options.name
     if not settings.workdir.is_dir():
         raise fail(f"working tree {settings.workdir} does not exist")
@@ -233,13 +233,6 @@ async def _one_runner(
     """The runner and its landing worker, until SIGINT/SIGTERM or the runner ends. A runner
     in a clone has no landing worker (landing checks run in the tree); `landing_only` has
     no runner."""
-    import asyncio
-
-    from codefleet.api.client import FleetClient
-    from codefleet.fleet.landingworker import LandingOptions
-    from codefleet.fleet.local import start_landing
-    from codefleet.fleet.runner import Runner
-
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -344,10 +337,6 @@ def run(
     is refused, and --check NAME=CMD says yes); the graph file is protected from agents. Without a key: --dry-run --script FILE or
     --offline --model-script FILE. --max-cost sets the fleet's budget on the server.
     """
-    from codefleet.cli.operate.again import RunFlags
-    from codefleet.cli.run.agentchoice import AgentChoice
-    from codefleet.cli.run.fleetrun import RunPlan, execute
-
     settings = settings_of(ctx.params, server_url=server)
     checks = parse_check_options(check)
     # refuses --shell without a sandbox
@@ -378,8 +367,6 @@ def runner_options(
 
     The runner's `task_timeout` is the flag only: without it the server's applies.
     """
-    from codefleet.fleet.runner import RunnerOptions
-
     return RunnerOptions(
         name="runner",
         workdir=settings.workdir,
@@ -405,9 +392,6 @@ def runner_options(
 
 def _graph_file(given: Path | None) -> GraphFile | None:
     """The graph `run` loads first: --graph, else codefleet.yaml in the current directory."""
-    from codefleet.api.graphfile import GraphError, find_graph, load_graph
-    from codefleet.cli.run.runprep import GraphFile
-
     path = find_graph(given)
     if path is None:
         return None

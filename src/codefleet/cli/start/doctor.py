@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from codefleet.api.graphfile import find_graph
 from codefleet.cli.common import (
     START,
     JsonOpt,
@@ -17,6 +18,10 @@ from codefleet.cli.common import (
     print_json,
     settings_from,
 )
+from codefleet.cli.output import console
+from codefleet.cli.start import doctor_checks as local
+from codefleet.cli.start.doctor_checks import print_checks
+from codefleet.cli.start.doctor_server import server_checks
 
 if TYPE_CHECKING:
     from codefleet.cli.start.doctor_checks import Check
@@ -53,9 +58,6 @@ def doctor(
     the round trip and a fetch of its landed line too. Exits 1 on a failure; a warning
     (no key and no login: only keyless runs work) passes.
     """
-    from codefleet.cli.output import console
-    from codefleet.cli.start.doctor_checks import print_checks
-
     settings = settings_from(workdir=workdir, server_url=server, token=token)
     checks = run_checks(settings, graph, clone)
     if json_out:
@@ -68,10 +70,6 @@ def doctor(
 def run_checks(settings: Settings, graph: Path | None, clone: Path | None = None) -> list[Check]:
     """Every check; a server that answers is also asked what a runner here needs of it
     (with `clone`: a runner in a clone, which has no tree of its own to check)."""
-    from codefleet.api.graphfile import find_graph
-    from codefleet.cli.start import doctor_checks as local
-    from codefleet.cli.start.doctor_server import server_checks
-
     found = find_graph(graph)
     port = local.check_port(settings)
     return [
