@@ -139,11 +139,6 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ),
     (
         "codefleet.cli.app",
-        "the Typer app and options every command shares, tested through the commands",
-        ("codefleet.cli.common",),
-    ),
-    (
-        "codefleet.cli.app",
         "`codefleet land`, tested through the command",
         ("codefleet.review.land",),
     ),

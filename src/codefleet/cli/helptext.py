@@ -31,6 +31,10 @@ DEFAULT_PANEL = "Commands"
 NAME_COLUMN_MAX = 30  # a longer option or command name pushes its help to the next line
 COLUMN_GAP = 2
 MIN_WIDTH = 50  # Click's floor: narrower terminals still get 50 columns
+TRANSPORT_NOTE = (
+    "Transport knobs, not listed above, work as flags and as their CODEFLEET_* variables: "
+    '{flags} (the README, "Transport knobs").'
+)
 
 
 def reflow(text: str, width: int, indent: str = "") -> str:
@@ -102,9 +106,17 @@ class PlainContext(typer.Context):
 
 
 class PlainCommand(TyperCommand):
-    """A command whose help is written by `PlainFormatter`."""
+    """A command whose help is written by `PlainFormatter`, naming its hidden options (the
+    transport knobs, `cli.settingopts`) after the ones it lists."""
 
     context_class = PlainContext
+
+    def format_epilog(self, ctx: Context, formatter: HelpFormatter) -> None:
+        hidden = [p.opts[0] for p in self.get_params(ctx) if getattr(p, "hidden", False)]
+        if hidden:
+            formatter.write_paragraph()
+            formatter.write_text(TRANSPORT_NOTE.format(flags=", ".join(hidden)))
+        super().format_epilog(ctx, formatter)
 
 
 class PanelGroup(TyperGroup):

@@ -24,31 +24,10 @@ from codefleet.cli.common import (
     MODEL_SCRIPT_HELP,
     RUN,
     SCRIPT_HELP,
-    AgentOpt,
-    BudgetOpt,
-    CheckDirOpt,
     CheckOpt,
-    CheckTimeoutOpt,
-    DryRunOpt,
     JsonOpt,
-    LeaseGranularityOpt,
     MaxCostHardOpt,
     MaxCostOpt,
-    MaxTurnsOpt,
-    ModelOpt,
-    ModelScriptOpt,
-    OfflineOpt,
-    ProtectedOpt,
-    ReconcileRoundsOpt,
-    RepairTurnsOpt,
-    ResourceWaitOpt,
-    RunDirOpt,
-    ScriptOpt,
-    ServerOpt,
-    TimeoutOpt,
-    TokenOpt,
-    UvLockCacheOpt,
-    WorkdirOpt,
     app,
     fail,
     parse_check_options,
@@ -59,14 +38,10 @@ from codefleet.cli.operate.again import RunFlags
 from codefleet.cli.output import console
 from codefleet.cli.results.reviewcmds import BranchOpt, CommitOpt, committer_for
 from codefleet.cli.run.agentchoice import AgentChoice, AgentSetupError, choose_agents
+from codefleet.cli.run.fleetopts import FleetFlags, with_fleet_flags
 from codefleet.cli.run.fleetrun import RunPlan, execute
 from codefleet.cli.run.runprep import GraphFile
 from codefleet.cli.run.shellopts import (
-    ShellMaxBytesOpt,
-    ShellMaxFilesOpt,
-    ShellNetworkOpt,
-    ShellOpt,
-    ShellUnsandboxedOpt,
     fleet_shell,
 )
 from codefleet.cli.settingopts import option
@@ -75,7 +50,6 @@ from codefleet.errors import DomainError, Unauthorized
 from codefleet.fleet.landingworker import LandingOptions
 from codefleet.fleet.local import start_landing
 from codefleet.fleet.runner import CannotContinue, Runner, RunnerOptions
-from codefleet.models import AgentKind
 from codefleet.statedir import prepare_dirs
 
 if TYPE_CHECKING:
@@ -94,31 +68,16 @@ def _agents(choice: AgentChoice, settings: Settings) -> Agents:
 
 
 @app.command(rich_help_panel=RUN, epilog=f"{SCRIPT_HELP}\n{MODEL_SCRIPT_HELP}")
+@with_fleet_flags
 def runner(
     ctx: typer.Context,
     name: Annotated[
         str, typer.Option("--name", help="This runner's unique slot name, e.g. runner-1.")
     ],
-    server: ServerOpt = None,
-    workdir: WorkdirOpt = None,
-    run_dir: RunDirOpt = None,
-    dry_run: DryRunOpt = False,
-    script: ScriptOpt = None,
-    offline: OfflineOpt = False,
-    model_script: ModelScriptOpt = None,
-    agent: AgentOpt = AgentKind.CLAUDE,
-    task_timeout: TimeoutOpt = None,
-    check_timeout: CheckTimeoutOpt = None,
-    check_dir: CheckDirOpt = None,
-    uv_lock_cache: UvLockCacheOpt = None,
-    reconcile_rounds: ReconcileRoundsOpt = None,
-    repair_turns: RepairTurnsOpt = None,
-    lease_granularity: LeaseGranularityOpt = None,
-    resource_wait: ResourceWaitOpt = None,
+    flags: FleetFlags,
     exit_when_drained: Annotated[
         bool, typer.Option(help="Exit once no task is pending or running.")
     ] = False,
-    protected_paths: ProtectedOpt = None,
     replace: Annotated[
         bool,
         typer.Option(
@@ -127,15 +86,6 @@ def runner(
             "(that runner is fenced).",
         ),
     ] = False,
-    token: TokenOpt = None,
-    model: ModelOpt = None,
-    max_turns: MaxTurnsOpt = None,
-    task_budget_usd: BudgetOpt = None,
-    shell: ShellOpt = None,
-    shell_network: ShellNetworkOpt = None,
-    shell_unsandboxed: ShellUnsandboxedOpt = None,
-    shell_max_files: ShellMaxFilesOpt = None,
-    shell_max_bytes: ShellMaxBytesOpt = None,
     clone: Annotated[
         Path | None,
         typer.Option(
@@ -171,14 +121,13 @@ def runner(
         raise fail(
             "--clone and --landing-only do not go together: a landing worker runs in the tree"
         )
-    settings = settings_of(ctx.params, server_url=server)
+    settings = settings_of(ctx.params, server_url=flags.server)
     if clone is not None:
         settings = _in_clone(settings, clone)
-    choice = AgentChoice(dry_run, script, offline, model_script, agent)
     # a landing worker runs checks, no agent: it needs neither a key nor a script
-    executor = None if landing_only else _agents(choice, settings).executor
+    executor = None if landing_only else _agents(flags.agents(), settings).executor
     options = dataclasses.replace(
-        runner_options(settings, agent, task_timeout),
+        runner_options(settings, flags.agent, flags.task_timeout),
         name=name,
         poll_wait=settings.poll_interval,
         exit_when_drained=exit_when_drained,
@@ -260,8 +209,10 @@ async def _one_runner(
 
 
 @app.command(rich_help_panel=RUN, epilog=f"{SCRIPT_HELP}\n{MODEL_SCRIPT_HELP}")
+@with_fleet_flags
 def run(
     ctx: typer.Context,
+    *,
     runners: Annotated[int | None, option("runners")] = None,
     graph: Annotated[
         Path | None,
@@ -284,32 +235,7 @@ def run(
     ] = None,
     check: CheckOpt = None,
     integration: Annotated[str | None, option("integration")] = None,
-    dry_run: DryRunOpt = False,
-    script: ScriptOpt = None,
-    offline: OfflineOpt = False,
-    model_script: ModelScriptOpt = None,
-    agent: AgentOpt = AgentKind.CLAUDE,
-    server: ServerOpt = None,
-    workdir: WorkdirOpt = None,
-    run_dir: RunDirOpt = None,
-    task_timeout: TimeoutOpt = None,
-    check_timeout: CheckTimeoutOpt = None,
-    check_dir: CheckDirOpt = None,
-    uv_lock_cache: UvLockCacheOpt = None,
-    reconcile_rounds: ReconcileRoundsOpt = None,
-    repair_turns: RepairTurnsOpt = None,
-    lease_granularity: LeaseGranularityOpt = None,
-    resource_wait: ResourceWaitOpt = None,
-    protected_paths: ProtectedOpt = None,
-    token: TokenOpt = None,
-    model: ModelOpt = None,
-    max_turns: MaxTurnsOpt = None,
-    task_budget_usd: BudgetOpt = None,
-    shell: ShellOpt = None,
-    shell_network: ShellNetworkOpt = None,
-    shell_unsandboxed: ShellUnsandboxedOpt = None,
-    shell_max_files: ShellMaxFilesOpt = None,
-    shell_max_bytes: ShellMaxBytesOpt = None,
+    flags: FleetFlags,
     max_cost: MaxCostOpt = None,
     max_cost_hard: MaxCostHardOpt = None,
     no_questions: Annotated[
@@ -337,24 +263,24 @@ def run(
     is refused, and --check NAME=CMD says yes); the graph file is protected from agents. Without a key: --dry-run --script FILE or
     --offline --model-script FILE. --max-cost sets the fleet's budget on the server.
     """
-    settings = settings_of(ctx.params, server_url=server)
+    settings = settings_of(ctx.params, server_url=flags.server)
     checks = parse_check_options(check)
     # refuses --shell without a sandbox
-    options = runner_options(settings, agent, task_timeout, no_questions=no_questions)
+    options = runner_options(settings, flags.agent, flags.task_timeout, no_questions=no_questions)
     graph_file = None if no_graph else _graph_file(graph)
-    agents = _agents(AgentChoice(dry_run, script, offline, model_script, agent), settings)
+    agents = _agents(flags.agents(), settings)
     committer = committer_for(settings.workdir, branch) if commit else None
     plan = RunPlan(
         settings=settings,
         agents=agents,
-        agent=agent,
+        agent=flags.agent,
         graph_file=graph_file,
         checks=checks,
         committer=committer,
         runner=options,
         verify=verify,
         json_out=json_out,
-        flags=RunFlags(agents.mode, script or model_script, graph),
+        flags=RunFlags(agents.mode, flags.script or flags.model_script, graph),
     )
     raise typer.Exit(execute(plan))
 
