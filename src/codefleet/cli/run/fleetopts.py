@@ -16,7 +16,6 @@ import inspect
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any
 
 from codefleet.cli.common import (
@@ -50,7 +49,7 @@ from codefleet.cli.run.shellopts import (
     ShellOpt,
     ShellUnsandboxedOpt,
 )
-from codefleet.models import AgentKind, Granularity
+from codefleet.models import AgentKind
 
 __all__ = ["FleetFlags", "with_fleet_flags"]
 
@@ -91,13 +90,9 @@ class FleetFlags:
         return AgentChoice(self.dry_run, self.script, self.offline, self.model_script, self.agent)
 
 
-# The names the annotations above use, for `typing.get_type_hints` (this module's
-# `from __future__ import annotations` keeps them as text).
-_NAMES = {"Path": Path, "AgentKind": AgentKind, "Granularity": Granularity}
-
-
 def _shared_parameters() -> list[inspect.Parameter]:
-    hints = typing.get_type_hints(FleetFlags, localns=_NAMES, include_extras=True)
+    """The fields of `FleetFlags` as keyword parameters, each typed with its option."""
+    hints = typing.get_type_hints(FleetFlags, include_extras=True)
     return [
         inspect.Parameter(
             f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name]
