@@ -1,11 +1,13 @@
-"""Start-up wall time of `codefleet --help` and `codefleet demo --dry-run`, from the shell.
+"""Start-up wall time of `codefleet --help`, `tasks`, `run --help` and `demo --dry-run`, from the shell.
 
 Each case is a command line run as a new process (spawn → exit, output
 discarded); the cases are run round-robin (case 1, case 2, …, case 1, …) so
 that a noisy, shared machine weighs on all of them alike. `--checkout DIR`
 adds the same cases for another checkout's `.venv/bin/codefleet` (a frozen
 clone of an earlier commit: before/after in one session). The demo runs in a
-fresh `--run-dir` per call so that no run sees another's workspace.
+fresh `--run-dir` per call so that no run sees another's workspace. `tasks` asks a
+port where nothing answers (`CODEFLEET_SERVER_URL`), so it prints its error and exits 1:
+what it measures is the start-up up to its one request.
 
 Bytecode: with `PYTHONDONTWRITEBYTECODE` set (as in this project's agent
 sessions) and a venv made by `uv sync` (which does not compile), no `.pyc`
@@ -19,6 +21,8 @@ warm-up. `--bytecode both` measures each case both ways.
 
     uv run python -m bench.startup --runs 5
     uv run python -m bench.startup --runs 5 --checkout /tmp/cf-base --bytecode both --json out.json
+    uv run python -m bench.startup --runs 9 --launcher venv --command help --command tasks \
+        --checkout /tmp/cf-head --checkout /tmp/cf-base --bytecode cached
 """
 
 from __future__ import annotations
@@ -35,7 +39,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMANDS = {"help": ["--help"], "demo": ["demo", "--dry-run"]}
+COMMANDS = {
+    "help": ["--help"],
+    "demo": ["demo", "--dry-run"],
+    "tasks": ["tasks"],
+    "run-help": ["run", "--help"],
+}
+NO_SERVER = "http://127.0.0.1:9"  # `tasks` asks here: nothing answers, it exits 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +54,7 @@ class Case:
     argv: tuple[str, ...]
     demo: bool
     pycache: Path | None = None  # cached bytecode: PYTHONPYCACHEPREFIX for this case
+    asks_server: bool = False  # `tasks`: asks NO_SERVER, so its exit 1 is expected
 
 
 def cases(
@@ -74,17 +85,23 @@ def cases(
                             (*prefix, *COMMANDS[command]),
                             command == "demo",
                             own,
+                            command == "tasks",
                         )
                     )
     return out
 
 
 def environment(case: Case) -> dict[str, str] | None:
-    """The case's environment: this one, or with a bytecode cache Python may write to."""
-    if case.pycache is None:
+    """The case's environment: this one, or with a bytecode cache Python may write to
+    (and, for `tasks`, the address where no server answers)."""
+    if case.pycache is None and not case.asks_server:
         return None
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = str(case.pycache)
+    env = dict(os.environ)
+    if case.pycache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(case.pycache)
+    if case.asks_server:
+        env["CODEFLEET_SERVER_URL"] = NO_SERVER
     return env
 
 
@@ -107,7 +124,7 @@ def run_once(case: Case) -> tuple[float, float]:
         )
         elapsed = time.perf_counter() - start
         cpu = _children_cpu() - cpu
-    if done.returncode != 0:
+    if done.returncode != (1 if case.asks_server else 0):
         raise SystemExit(f"{case.label} exited {done.returncode}: {done.stderr.decode()[-2000:]}")
     return elapsed, cpu
 

@@ -29,7 +29,8 @@ INDEX = TESTS / "README.md"
 REGENERATE = "uv run python -m tests.testindex"
 TIERS = ("unit", "integration", "cli", "agents", "browser", "hosts", "soak", "live")
 # A module that imports others by name at run time: the tuple that names them and their prefix.
-REGISTRIES = {"codefleet.cli.app": ("COMMAND_MODULES", "codefleet.cli.")}
+# (`cli.app.COMMANDS` maps each command to a row whose first item is its module.)
+REGISTRIES = {"codefleet.cli.app": ("COMMANDS", "codefleet.cli.")}
 
 ENGINE_PART = (
     "a table or a call the engine composes; tests drive it through `Engine` and its "
@@ -135,11 +136,6 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "codefleet.cli.run.shellopts",
             "codefleet.planning.plansession",
         ),
-    ),
-    (
-        "codefleet.cli.app",
-        "the Typer app and options every command shares, tested through the commands",
-        ("codefleet.cli.common",),
     ),
     (
         "codefleet.cli.app",
@@ -351,10 +347,13 @@ def source_edges(src: Path = SRC) -> dict[str, set[str]]:
 
 def _registered(tree: ast.Module, variable: str, prefix: str) -> set[str]:
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == variable for t in node.targets
-        ):
-            return {prefix + name for name in ast.literal_eval(node.value)}
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        if any(isinstance(t, ast.Name) and t.id == variable for t in targets):
+            named = ast.literal_eval(node.value)
+            rows = named.values() if isinstance(named, dict) else named
+            return {prefix + (row[0] if isinstance(row, tuple) else row) for row in rows}
     return set()  # none: the modules it named are then unreached, and the index's test says so
 
 

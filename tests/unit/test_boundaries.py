@@ -901,11 +901,11 @@ FLOORS: list[tuple[str, tuple[str, ...]]] = [
     ("the commands before a run", ("codefleet.cli.start",)),
 ]
 # The executables' entry points stand above every floor: the only modules that import every area
-# of the command line (`cli.app` registers them all; `cli.launch` picks a fast path first).
+# of the command line (`cli.launch` picks a fast path first). `cli.app` names the command modules
+# in a table and imports one only when its command runs: it stands on the command line's floor.
 ENTRY_POINTS = (
     "codefleet.__main__",
     "codefleet.cli.__main__",
-    "codefleet.cli.app",
     "codefleet.cli.launch",
 )
 FLOOR_OF = {folder: n for n, (_, folders) in enumerate(FLOORS, start=1) for folder in folders}

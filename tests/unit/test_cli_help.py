@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 import textwrap
 from pathlib import Path
+from typing import Any
 
+import typer
+from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 from codefleet import __version__
@@ -39,12 +42,13 @@ def test_help_groups_the_commands_in_panels_in_the_order_of_a_first_run() -> Non
 
 def _command_paths() -> list[list[str]]:
     """Every command and group of the app, as the argv that names it."""
-    import typer
 
-    def walk(command: object, path: list[str]) -> list[list[str]]:
+    def walk(command: Any, path: list[str]) -> list[list[str]]:
         found = [path]
-        for name, sub in getattr(command, "commands", {}).items():
-            found += walk(sub, [*path, name])
+        if isinstance(command, TyperGroup):  # the root loads its commands on use (cli.app)
+            ctx = typer.Context(command)
+            for name in command.list_commands(ctx):
+                found += walk(command.get_command(ctx, name), [*path, name])
         return found
 
     return walk(typer.main.get_command(app), [])

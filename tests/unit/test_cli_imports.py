@@ -1,11 +1,10 @@
-"""`codefleet --help` loads the command line only: no server, client, settings or sessions.
+"""`codefleet --help` loads the command line only: no command module, server, client or settings.
 
-Typer imports every command module to list the commands, so a module-level
-import of FastAPI, httpx or the SDK in any of them is paid by every
-invocation (`--help` included: ~1 s on the project's machine). Commands
-import what they need inside their body, Rich included: the help is plain
-text (`cli.helptext`), and the consoles load with the first command that
-prints (`cli.output`).
+The root group loads a command's module only when that command runs or shows its
+own help (`cli.app.LazyGroup`, decision 0169), so `--help` lists the commands from
+`cli.app.COMMANDS` alone; each row there is held to the command it names (its
+panel, its line), and every command its module registers has a row. The help is
+plain text (`cli.helptext`): Rich loads with the first command that prints.
 """
 
 from __future__ import annotations
@@ -15,6 +14,11 @@ import subprocess
 import sys
 
 import pytest
+import typer
+from typer.testing import CliRunner
+
+from codefleet.cli.app import COMMANDS, app
+from codefleet.cli.helptext import summary
 
 # What `--help` must not load, and why each is heavy or irrelevant to listing commands.
 HEAVY = {
@@ -32,43 +36,75 @@ HEAVY = {
     "rich": "the consoles and tables (cli.output; the help is plain text, cli.helptext)",
     "asyncio": "the event loop (the commands that talk to a server run one)",
 }
+COMMAND_PACKAGES = tuple(f"codefleet.cli.{p}." for p in ("start", "run", "operate", "results"))
 
 
-def loaded_after(argv: list[str]) -> list[str]:
-    """The heavy top-level packages in `sys.modules` once `codefleet <argv>` has exited."""
+def loaded_after(argv: list[str], env: dict[str, str] | None = None) -> list[str]:
+    """The modules in `sys.modules` once `codefleet <argv>` has exited."""
     code = (
         "import sys\n"
         f"sys.argv = ['codefleet', *{argv!r}]\n"
         "from codefleet.cli.launch import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        f"print('LOADED', sorted(m for m in {sorted(HEAVY)!r} if m in sys.modules))"
+        "print('LOADED', sorted(sys.modules))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
     marker = [line for line in done.stdout.splitlines() if line.startswith("LOADED ")]
     assert marker, done.stdout + done.stderr
     return list(ast.literal_eval(marker[-1].removeprefix("LOADED ")))
 
 
-def _explain(argv: list[str], loaded: list[str]) -> str:
-    what = "; ".join(f"{name} ({HEAVY[name]})" for name in loaded)
-    return (
-        f"`codefleet {' '.join(argv)}` loaded {what}. Move the import into the command "
-        "that uses it (see cli/common.py)."
-    )
-
-
-def test_help_loads_no_server_client_settings_session_or_metadata() -> None:
+def test_help_loads_no_command_module_server_client_settings_or_metadata() -> None:
     loaded = loaded_after(["--help"])
-    assert loaded == [], _explain(["--help"], loaded)
+    heavy = [f"{name} ({why})" for name, why in HEAVY.items() if name in loaded]
+    assert heavy == [], f"`codefleet --help` loaded {'; '.join(heavy)}"
+    commands = [m for m in loaded if m.startswith(COMMAND_PACKAGES)]
+    assert commands == [], f"`codefleet --help` imported command modules {commands}"
 
 
-@pytest.mark.parametrize("command", ["demo", "run", "serve", "join"])
-def test_a_commands_help_loads_only_what_typer_itself_needs(command: str) -> None:
-    """Typer builds a command's options with pydantic's TypeAdapter (whose plugin loader reads
-    importlib.metadata): those two are Typer's."""
-    typers = {"pydantic", "importlib.metadata"}
-    loaded = [name for name in loaded_after([command, "--help"]) if name not in typers]
-    assert loaded == [], _explain([command, "--help"], loaded)
+def test_a_commands_help_loads_its_own_module_and_not_the_others() -> None:
+    """`landing --help` imports `cli.operate.landingcmds`; `serve`'s and `run`'s modules
+    (the server, the sessions) stay out."""
+    loaded = loaded_after(["landing", "--help"])
+    assert "codefleet.cli.operate.landingcmds" in loaded
+    for module in ("codefleet.cli.run.serve", "codefleet.cli.run.fleetcmds", "fastapi"):
+        assert module not in loaded, f"`codefleet landing --help` imported {module}"
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_listed_command_loads_from_its_row_and_shows_its_help(name: str) -> None:
+    module, panel, line = COMMANDS[name]
+    root = typer.main.get_command(app)
+    command = root.get_command(typer.Context(root), name)  # type: ignore[attr-defined]
+    assert command is not None, f"codefleet.cli.{module} registers no command {name!r}"
+    assert (getattr(command, "rich_help_panel", None), summary(command)) == (panel, line), (
+        f"the row of {name!r} in cli.app.COMMANDS differs from the command: update the row"
+    )
+    result = CliRunner().invoke(app, [name, "--help"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("Usage: ") and line.split()[0] in result.output
+
+
+def test_every_command_a_listed_module_registers_has_a_row_naming_that_module() -> None:
+    root = typer.main.get_command(app)
+    for name in COMMANDS:  # loads every module the table names
+        root.get_command(typer.Context(root), name)  # type: ignore[attr-defined]
+    registered = {
+        typer.main.get_command_name(info.name or info.callback.__name__): info.callback.__module__  # type: ignore[union-attr]
+        for info in app.registered_commands
+    } | {
+        str(group.name): group.typer_instance.registered_commands[0].callback.__module__  # type: ignore[union-attr]
+        for group in app.registered_groups
+    }
+    assert registered == {name: f"codefleet.cli.{row[0]}" for name, row in COMMANDS.items()}
+
+
+def test_an_unknown_command_is_met_with_the_names_it_resembles() -> None:
+    result = CliRunner().invoke(app, ["rn"])
+    assert result.exit_code == 2
+    assert "No such command 'rn'. Did you mean 'run', 'runs'?" in result.output
 
 
 def test_the_guard_sees_a_module_that_does_load_them() -> None:

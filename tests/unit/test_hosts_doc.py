@@ -87,7 +87,8 @@ def command_lines() -> list[list[str]]:
 
 
 def options_of(argv: list[str]) -> tuple[Any, list[str]]:
-    command = typer.main.get_command(app).commands.get(argv[1])  # type: ignore[attr-defined]
+    root = typer.main.get_command(app)
+    command = root.get_command(typer.Context(root), argv[1])  # type: ignore[attr-defined]
     assert command is not None, f"no command `codefleet {argv[1]}`"
     used = [w.split("=", 1)[0] for w in argv[2:] if w.startswith("--")]
     return command, used

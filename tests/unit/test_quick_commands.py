@@ -36,8 +36,9 @@ HEAVY = (
     "codefleet.config",
     "codefleet.api.client",
 )
-# Never loaded by any command's help (Typer's own pydantic is allowed there).
-SERVER_SIDE = ("fastapi", "starlette", "uvicorn", "claude_agent_sdk", "codefleet.coord", "httpx")
+# Never loaded by a fleet-time command's help: it loads that command's module (and the wire
+# client the module imports, httpx), never the server, the engine or a session.
+SERVER_SIDE = ("fastapi", "starlette", "uvicorn", "claude_agent_sdk", "codefleet.coord")
 FAST = [
     ["--version"],
     ["tasks"],

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import typer
+from typer.core import TyperGroup
 
 from codefleet.cli.app import app
 from codefleet.cli.settingopts import FLAGS, env_var
@@ -42,8 +43,10 @@ def all_params() -> list[tuple[str, Any]]:
 
     def walk(command: Any, path: str) -> list[tuple[str, Any]]:
         found = [(path, param) for param in getattr(command, "params", [])]
-        for name, sub in getattr(command, "commands", {}).items():
-            found += walk(sub, f"{path} {name}".strip())
+        if isinstance(command, TyperGroup):  # the root loads its commands on use (cli.app)
+            ctx = typer.Context(command)
+            for name in command.list_commands(ctx):
+                found += walk(command.get_command(ctx, name), f"{path} {name}".strip())
         return found
 
     return walk(typer.main.get_command(app), "")

@@ -1,4 +1,4 @@
-"""Shared pieces of the `codefleet` command line: the Typer app, options, helpers.
+"""Shared pieces of the `codefleet` command line: panels, options, helpers.
 
 Every setting of `config.Settings` is a `CODEFLEET_*` environment variable and
 a flag on the commands it applies to; a flag wins over the environment, which
@@ -6,60 +6,46 @@ wins over `.env`. Read commands print JSON with `--json`. The CLI is an HTTP
 client of the server (through `client`) except for `serve`, `demo` (which
 start a server) and `doctor` (which checks the machine before anything runs).
 
-Importing the command modules must stay cheap (`codefleet --help` imports
-them all): the client, the settings, the server, the sessions, asyncio and
-Rich (`cli.output`) are imported inside the functions that use them, and the
-help is plain text (`cli.helptext`); `tests/unit/test_cli_imports.py` holds
-the line.
+The app (`cli.app`) imports a command's module only when that command runs, so
+`codefleet --help` loads none of them, nor this module; a command module imports
+what it uses at its top (`tests/unit/test_cli_imports.py`, decision 0169).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from pydantic import ValidationError
 
-from codefleet.cli.helptext import CliTyper
+from codefleet.api.client import (
+    ApiError,
+    FleetClient,
+    ServerUnavailable,
+    UntrustedServer,
+)
+from codefleet.api.graphfile import GraphError, parse_checks
+from codefleet.api.treeserver import NotThisTree, tree_server
+from codefleet.cli.app import app
+from codefleet.cli.output import err_console, print_error
 from codefleet.cli.settingopts import FLAGS, option
+from codefleet.config import Settings
 from codefleet.errors import DomainError, Unauthorized
 from codefleet.models import AgentKind, Granularity
 
-if TYPE_CHECKING:  # the client (httpx) and settings (pydantic) load with the first command
+if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from codefleet.api.client import FleetClient
-    from codefleet.config import Settings
 
 __all__ = ["app", "settings_from", "settings_of"]
 
 
-class FleetTyper(CliTyper):
-    """The command line: a state directory CodeFleet will not use (`statedir.UnsafeStateDir`,
-    met wherever a command first opens `.codefleet/`) ends any command with its one line; so
-    does an answer read as CodeFleet's that is not (a `KeyError` or `TypeError` out of a
-    command: a server of another kind, or a bug), never a traceback."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from codefleet.statedir import UnsafeStateDir
-
-        try:
-            return super().__call__(*args, **kwargs)
-        except UnsafeStateDir as err:
-            fail(str(err))
-        except (KeyError, TypeError) as err:
-            fail(
-                f"an answer had a shape no CodeFleet server sends ({type(err).__name__}: {err}): "
-                "check --server / CODEFLEET_SERVER_URL; if it is CodeFleet's, please report this"
-            )
-        sys.exit(1)
-
-
-# Plain help (`cli.helptext`): paragraphs reflow to the terminal's width, no Rich.
-app = FleetTyper(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-# Help panels: `@app.command(rich_help_panel=RUN)` files a command under one.
+# Help panels: `@app.command(rich_help_panel=RUN)` files a command under one (and its
+# row in `cli.app.COMMANDS` names the same panel).
 START = "Start here"
 RUN = "Run a fleet"
 OPERATE = "Inspect and operate"
@@ -82,8 +68,6 @@ CheckOpt = Annotated[
 
 def parse_check_options(values: list[str] | None) -> dict[str, str]:
     """`--check NAME=CMD` values as `{name: command}`, validated like the graph's `checks:`."""
-    from codefleet.api.graphfile import GraphError, parse_checks
-
     checks: dict[str, str] = {}
     for value in values or ():
         name, sep, command = value.partition("=")
@@ -103,10 +87,6 @@ def settings_from(*, find_server: bool = True, **overrides: Any) -> Settings:
     naming the variable, never a traceback. `find_server`: a command that talks to a
     server reaches its tree's (`found_server`) unless told where.
     """
-    from pydantic import ValidationError
-
-    from codefleet.config import Settings
-
     given = {k: v for k, v in overrides.items() if v is not None}
     try:
         settings = Settings(**given)
@@ -132,8 +112,6 @@ def found_server(settings: Settings) -> Settings:
     in `.codefleet/server.json`, nearest first from the tree up, once it has shown it is this
     tree's CodeFleet server (`api.treeserver.tree_server`; one line and the exit if not).
     Says which server on stderr when it is not the default."""
-    from codefleet.api.treeserver import NotThisTree, tree_server
-
     if settings.model_fields_set & {"server_url", "host", "port"}:
         return settings
     try:
@@ -142,8 +120,6 @@ def found_server(settings: Settings) -> Settings:
         raise fail(str(err)) from None
     if record is None or record.url == settings.url:
         return settings
-    from codefleet.cli.output import err_console
-
     err_console.print(
         f"server: {record.url} (the server of the tree {record.workdir}, pid {record.pid})",
         markup=False,
@@ -159,26 +135,17 @@ def _problem(error: Any) -> str:
 
 
 def make_client(settings: Settings) -> FleetClient:
-    from codefleet.api.client import FleetClient
-
     return FleetClient(settings.url, token=settings.token)
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print `message` as the command's error and return the exit to raise."""
-    from rich.markup import escape
-
-    from codefleet.cli.output import err_console
-
-    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)
+    print_error(message)
     return typer.Exit(code)
 
 
 def call_server(settings: Settings, action: Any) -> Any:
     """Run one async client action, turning transport and API errors into messages."""
-    import asyncio
-
-    from codefleet.api.client import ApiError, ServerUnavailable, UntrustedServer
 
     async def go() -> Any:
         async with make_client(settings) as client:

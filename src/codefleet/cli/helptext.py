@@ -31,6 +31,10 @@ DEFAULT_PANEL = "Commands"
 NAME_COLUMN_MAX = 30  # a longer option or command name pushes its help to the next line
 COLUMN_GAP = 2
 MIN_WIDTH = 50  # Click's floor: narrower terminals still get 50 columns
+TRANSPORT_NOTE = (
+    "Transport knobs, not listed above, work as flags and as their CODEFLEET_* variables: "
+    '{flags} (the README, "Transport knobs").'
+)
 
 
 def reflow(text: str, width: int, indent: str = "") -> str:
@@ -102,9 +106,17 @@ class PlainContext(typer.Context):
 
 
 class PlainCommand(TyperCommand):
-    """A command whose help is written by `PlainFormatter`."""
+    """A command whose help is written by `PlainFormatter`, naming its hidden options (the
+    transport knobs, `cli.settingopts`) after the ones it lists."""
 
     context_class = PlainContext
+
+    def format_epilog(self, ctx: Context, formatter: HelpFormatter) -> None:
+        hidden = [p.opts[0] for p in self.get_params(ctx) if getattr(p, "hidden", False)]
+        if hidden:
+            formatter.write_paragraph()
+            formatter.write_text(TRANSPORT_NOTE.format(flags=", ".join(hidden)))
+        super().format_epilog(ctx, formatter)
 
 
 class PanelGroup(TyperGroup):
@@ -112,14 +124,20 @@ class PanelGroup(TyperGroup):
 
     context_class = PlainContext
 
-    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
-        panels: dict[str, list[tuple[str, str]]] = {DEFAULT_PANEL: []}
+    def help_rows(self, ctx: Context) -> list[tuple[str, str, str]]:
+        """(name, help panel, line) of each command the help lists, in its order."""
+        rows = []
         for name in self.list_commands(ctx):
             command = self.get_command(ctx, name)
-            if command is None or command.hidden:
-                continue
-            panel = getattr(command, "rich_help_panel", None) or DEFAULT_PANEL
-            panels.setdefault(panel, []).append((name, summary(command)))
+            if command is not None and not command.hidden:
+                panel = getattr(command, "rich_help_panel", None) or DEFAULT_PANEL
+                rows.append((name, panel, summary(command)))
+        return rows
+
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
+        panels: dict[str, list[tuple[str, str]]] = {DEFAULT_PANEL: []}
+        for name, panel, line in self.help_rows(ctx):
+            panels.setdefault(panel, []).append((name, line))
         width = max((len(name) for rows in panels.values() for name, _ in rows), default=0)
         for panel, rows in panels.items():
             if rows:  # one column for every panel: names padded to the longest
@@ -136,8 +154,8 @@ def summary(command: Command) -> str:
 class CliTyper(typer.Typer):
     """A Typer app whose group and commands write plain help (no Rich)."""
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(cls=PanelGroup, rich_markup_mode=None, **kwargs)
+    def __init__(self, *, cls: type[PanelGroup] = PanelGroup, **kwargs: Any) -> None:
+        super().__init__(cls=cls, rich_markup_mode=None, **kwargs)
 
     def command(
         self, name: str | None = None, *, cls: type[TyperCommand] | None = None, **kwargs: Any

@@ -1,8 +1,8 @@
 """The command line's two Rich consoles: standard output and standard error.
 
-Importing Rich costs tens of milliseconds that `codefleet --help` must not pay,
-so this module is imported by the commands that print, inside their bodies,
-never by a command module's top (`tests/unit/test_cli_imports.py`).
+Importing Rich costs tens of milliseconds that `codefleet --help` must not pay:
+it loads with the first command module that prints (`codefleet --help` loads none,
+`tests/unit/test_cli_imports.py`).
 
 Every text the consoles write passes `safetext.terminal_safe`, in a terminal
 and piped alike: a printed string before Rich reads it (so it is laid out as
@@ -26,13 +26,14 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from rich.console import Console
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.segment import Segment
 from rich.text import Text
 
 from codefleet.safetext import terminal_safe
 
-__all__ = ["PlainConsole", "console", "err_console", "reader_gone"]
+__all__ = ["PlainConsole", "console", "err_console", "print_error", "reader_gone"]
 
 UNBOUNDED: Final = 1_000_000  # the width a piped line may take: whole, never wrapped
 
@@ -102,3 +103,8 @@ def reader_gone(stream: Any) -> None:
 
 console = PlainConsole()
 err_console = PlainConsole(stderr=True)
+
+
+def print_error(message: str) -> None:
+    """`message` on standard error as a command's error line."""
+    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False)

@@ -10,6 +10,9 @@ gathers them), so `--help` and `CODEFLEET_*` cannot drift apart. Kept free of
 pydantic: `codefleet --help` builds every option without loading the settings.
 `tests/unit/test_settings_docs.py` holds `FLAGS`, `Settings`, `.env.example`
 and the commands in step (docs/decisions/0128-a-setting-is-declared-once.md, "A setting is declared once").
+A row marked `transport` (HTTP timeouts, connection caps, TLS files, shell limits, the
+retry backoff) is a hidden option: it works as flag and variable alike, and its command's
+help names it after the options (`cli.helptext`; decision 0169).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class Flag:
     decls: tuple[str, ...] = ()  # empty: Typer derives the flag from the parameter's name
     names_env: bool = True  # False: the help already says where the value comes from
     min: int | None = None
+    transport: bool = False  # a transport knob: works, but left out of the option list
 
 
 FLAGS: dict[str, Flag] = {
@@ -53,8 +57,8 @@ FLAGS: dict[str, Flag] = {
     "poll_interval": Flag("Long-poll wait for an assignment, seconds"),
     "tick_interval": Flag("Reconciliation tick, seconds"),
     "max_attempts": Flag("Default attempts per task"),
-    "backoff_base": Flag("Retry backoff: seconds per attempt so far"),
-    "backoff_cap": Flag("Retry backoff ceiling, seconds"),
+    "backoff_base": Flag("Retry backoff: seconds per attempt so far", transport=True),
+    "backoff_cap": Flag("Retry backoff ceiling, seconds", transport=True),
     "run_dir": Flag("Where runs keep logs and workspaces"),
     "keep_failed_edits": Flag(
         "Leave a failed attempt's edits in the tree instead of restoring the files",
@@ -80,8 +84,12 @@ FLAGS: dict[str, Flag] = {
         "Without bubblewrap, run commands anyway, NOT sandboxed (the layer still keeps their "
         "writes out of the tree)"
     ),
-    "shell_max_files": Flag("Most files one command may change; over it nothing is applied"),
-    "shell_max_bytes": Flag("Most bytes one command may apply; over it nothing is applied"),
+    "shell_max_files": Flag(
+        "Most files one command may change; over it nothing is applied", transport=True
+    ),
+    "shell_max_bytes": Flag(
+        "Most bytes one command may apply; over it nothing is applied", transport=True
+    ),
     "reconcile_rounds": Flag(
         "Reconcile turns an attempt with stale reads gets before the last resort", min=0
     ),
@@ -139,9 +147,10 @@ FLAGS: dict[str, Flag] = {
     "allow_reset": Flag("Allow POST /reset"),
     "token": Flag("Bearer token for the server"),
     "tls_cert": Flag(
-        "Serve https with this certificate (PEM, its chain after it); needs --tls-key"
+        "Serve https with this certificate (PEM, its chain after it); needs --tls-key",
+        transport=True,
     ),
-    "tls_key": Flag("The private key of --tls-cert (PEM)"),
+    "tls_key": Flag("The private key of --tls-cert (PEM)", transport=True),
     "line_remote": Flag(
         "A git remote (URL or path) the server pushes its landed line to as tasks land (branch "
         "landed), for runners (runner --clone DIR --line URL) and people to fetch it "
@@ -153,11 +162,16 @@ FLAGS: dict[str, Flag] = {
     ),
     "read_timeout": Flag(
         "Seconds a client has to send a whole request once it connects or after its previous "
-        "answer, else it is closed"
+        "answer, else it is closed",
+        transport=True,
     ),
-    "keep_alive_timeout": Flag("Seconds an idle keep-alive connection stays open"),
-    "max_connections": Flag("Open connections at most; past it the one idle longest is closed"),
-    "max_streams": Flag("Event streams open at once; past it a new one is refused 503"),
+    "keep_alive_timeout": Flag("Seconds an idle keep-alive connection stays open", transport=True),
+    "max_connections": Flag(
+        "Open connections at most; past it the one idle longest is closed", transport=True
+    ),
+    "max_streams": Flag(
+        "Event streams open at once; past it a new one is refused 503", transport=True
+    ),
     "protected_paths": Flag(
         "Comma-separated names no agent may write, at any depth, compared case-insensitively; "
         ".git is always protected"
@@ -176,4 +190,4 @@ def option(name: str, *decls: str, help: str | None = None) -> Any:
     text = flag.help if help is None else help
     if flag.names_env:
         text = f"{text} [{env_var(name)}]."
-    return typer.Option(*(decls or flag.decls), help=text, min=flag.min)
+    return typer.Option(*(decls or flag.decls), help=text, min=flag.min, hidden=flag.transport)

@@ -24,6 +24,7 @@ from codefleet.cli.common import (
     print_json,
     settings_from,
 )
+from codefleet.cli.output import console
 from codefleet.failuretext import failure_excerpt
 from codefleet.wording import halt_cause
 
@@ -44,8 +45,6 @@ def landing(
     json_out: JsonOpt = False,
 ) -> None:
     """Show the landing queue (what waits to land, the check running, a halt), or resume."""
-    from codefleet.cli.output import console
-
     if action is not None and action not in ACTIONS:
         raise fail(f"unknown action {action!r}: `codefleet landing` or `codefleet landing resume`")
     settings = settings_from(server_url=server, token=token)

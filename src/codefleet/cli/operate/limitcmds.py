@@ -24,6 +24,8 @@ from codefleet.cli.common import (
     print_json,
     settings_from,
 )
+from codefleet.cli.output import console
+from codefleet.wording import spent_text
 
 __all__ = ["budget", "resume"]
 
@@ -31,8 +33,6 @@ __all__ = ["budget", "resume"]
 @app.command(rich_help_panel=OPERATE)
 def resume(server: ServerOpt = None, token: TokenOpt = None) -> None:
     """Lift the fleet's usage-limit pause now: the server assigns work again at once."""
-    from codefleet.cli.output import console
-
     settings = settings_from(server_url=server, token=token)
     answer = call_server(settings, lambda c: c.resume())
     was = answer.get("was")
@@ -66,8 +66,6 @@ def budget(
     json_out: JsonOpt = False,
 ) -> None:
     """Show the fleet's budget, or set it live (a higher cap resumes a stopped fleet)."""
-    from codefleet.cli.output import console
-
     if usd is not None and usd <= 0:
         raise fail("the budget must be more than 0 USD; --none removes it")
     if usd is not None and none:
@@ -92,8 +90,6 @@ def budget(
 
 def budget_line(budget: dict[str, Any]) -> str:
     """The budget in one line: the cap and its kind of stop, what was spent, whether it holds."""
-    from codefleet.wording import spent_text
-
     spent = spent_text(budget["spent_usd"], bool(budget.get("simulated")))
     if budget["max_cost_usd"] is None:
         return f"no fleet budget · {spent}"

@@ -128,6 +128,7 @@ def _tasks(p: Parsed, where: Where) -> int | None:
     if task_id and not (patch or as_json):
         return None  # the detail view is Rich's (cli.operate.taskcmds)
     if status is not None:
+        # fast path: loaded only by the command that needs it
         from codefleet.models import TaskStatus
 
         if status not in tuple(TaskStatus):
@@ -152,6 +153,7 @@ def _tasks(p: Parsed, where: Where) -> int | None:
     if as_json:
         print_json(rows)
     else:
+        # fast path: loaded only by the command that needs it
         from codefleet.cli.operate.quicktable import NO_TASKS_HINT, task_table
 
         task_table(rows)
@@ -222,6 +224,7 @@ def _hold(p: Parsed, where: Where) -> int:
 
 
 def _login() -> str:
+    # fast path: loaded only by the command that needs it
     import getpass
 
     try:
@@ -279,6 +282,7 @@ def _session(at: Address, given: str) -> str:
 
 def _part(text: str) -> str:
     """`text` percent-encoded for a URL's path or query, as httpx sends it."""
+    # fast path: loaded only by the command that needs it
     from urllib.parse import quote
 
     return quote(text, safe="")

@@ -154,6 +154,7 @@ def _unsure(line: str) -> str:
 
 
 def _tree() -> Path:
+    # fast path: loaded only by the command that needs it
     from codefleet.statedir import tree_root
 
     return tree_root(Path.cwd())[0]
@@ -161,6 +162,7 @@ def _tree() -> Path:
 
 def _found(workdir: Path, url: str) -> str:
     """`url`, or the tree's live server's when there is one (`cli.common.found_server`)."""
+    # fast path: loaded only by the command that needs it
     from codefleet.api.treeserver import NotThisTree, tree_server
 
     try:
@@ -185,6 +187,7 @@ def _found(workdir: Path, url: str) -> str:
 
 def call(where: Address, method: str, target: str, body: Any = None) -> Any:
     """The decoded JSON answer of one request, or `Failed` with the command's error."""
+    # fast path: loaded only by the command that needs it
     from codefleet.api.blockingclient import exchange
 
     payload = b"" if body is None else json.dumps(body).encode()

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 
 from codefleet.cli.common import (
     OPERATE,
@@ -24,6 +25,7 @@ from codefleet.cli.common import (
     print_json,
     settings_from,
 )
+from codefleet.cli.output import console
 
 __all__ = ["runner_rows", "runners"]
 
@@ -40,10 +42,6 @@ def runners(
     ] = False,
 ) -> None:
     """Show the runners: where each works (tree or clone), its host, its clone's landed head."""
-    from rich.table import Table
-
-    from codefleet.cli.output import console
-
     settings = settings_from(server_url=server, token=token)
     agents = call_server(settings, lambda c: c.agents())
     if json_out:

@@ -19,7 +19,13 @@ from codefleet.cli.common import (
     print_json,
     settings_from,
 )
+from codefleet.cli.operate.again import next_run
+from codefleet.cli.operate.quicktable import NO_TASKS_HINT
+from codefleet.cli.output import console, err_console
+from codefleet.errors import DomainError, Forbidden, Unauthorized
 from codefleet.models import TaskStatus
+from codefleet.ui.report import task_table
+from codefleet.ui.task_view import task_detail
 
 if TYPE_CHECKING:
     from codefleet.api.client import FleetClient
@@ -44,10 +50,6 @@ def tasks(
     json_out: JsonOpt = False,
 ) -> None:
     """List the tasks (or one task with its dependencies, file changes and patch size)."""
-    from codefleet.cli.output import console, err_console
-    from codefleet.ui.report import task_table
-    from codefleet.ui.task_view import task_detail
-
     if status is not None and status not in STATUSES:
         raise fail(f"unknown status {status!r}: one of {', '.join(STATUSES)}")
     if patch and not task_id:
@@ -79,8 +81,6 @@ def tasks(
     if json_out:
         print_json(rows)
     else:
-        from codefleet.cli.operate.quicktable import NO_TASKS_HINT
-
         console.print(task_table(rows, crop=console.is_terminal))
         if not rows and not status:
             err_console.print(NO_TASKS_HINT, markup=False)
@@ -104,8 +104,6 @@ _LANDING_CHECKS = ("landing_check_started", "landing_check_finished")  # named b
 
 
 async def _next_run(client: FleetClient) -> str:
-    from codefleet.cli.operate.again import next_run
-
     return await next_run(client)
 
 
@@ -149,14 +147,9 @@ def cancel(
     Each task is tried in turn: one that cannot be cancelled is named with the reason and
     the rest are still tried. Exits 0 only if every task was cancelled.
     """
-    from codefleet.cli.output import console, err_console
-    from codefleet.errors import DomainError, Forbidden, Unauthorized
-
     settings = settings_from(server_url=server, token=token)
 
     async def go(client: FleetClient) -> tuple[dict[str, str | None], str]:
-        from codefleet.cli.operate.again import next_run
-
         refused: dict[str, str | None] = {}
         for task_id in task_ids:
             try:
@@ -194,8 +187,6 @@ def say(
 ) -> None:
     """Tell a task something: a running session gets it at its next turn boundary, a task
     that is not running gets it in its next attempt's prompt ("Notes from the operator")."""
-    from codefleet.cli.output import console
-
     settings = settings_from(server_url=server, token=token)
     said = call_server(settings, lambda c: c.say(task_id, text))
     if json_out:
@@ -211,8 +202,6 @@ def say(
 @app.command(rich_help_panel=OPERATE)
 def questions(server: ServerOpt = None, token: TokenOpt = None, json_out: JsonOpt = False) -> None:
     """List the agents' open questions (ask_operator), oldest first, with how to answer."""
-    from codefleet.cli.output import console
-
     settings = settings_from(server_url=server, token=token)
     found = call_server(settings, lambda c: c.questions())
     if json_out:
@@ -240,8 +229,6 @@ def answer(
     json_out: JsonOpt = False,
 ) -> None:
     """Answer a task's open question; the waiting agent gets the answer and goes on."""
-    from codefleet.cli.output import console
-
     settings = settings_from(server_url=server, token=token)
     answered = call_server(settings, lambda c: c.answer(task_id, text, question))
     if json_out:
@@ -265,15 +252,11 @@ def retry(
 
     Earlier attempts stay in the record, not charged. Then codefleet run runs them.
     """
-    from codefleet.cli.output import console
-
     if bool(task_ids) == failed:
         raise fail("name the task(s) to retry, or pass --failed for every failed one (not both)")
     settings = settings_from(server_url=server, token=token)
 
     async def go(client: FleetClient) -> tuple[list[str], str]:
-        from codefleet.cli.operate.again import next_run
-
         ids = list(task_ids or ())
         if failed:
             ids = [t["id"] for t in await client.tasks() if t["status"] in ("failed", "cancelled")]
@@ -297,8 +280,6 @@ def retry(
 @app.command(rich_help_panel=OPERATE)
 def reset(server: ServerOpt = None, token: TokenOpt = None) -> None:
     """Delete every task, agent, lease and event. Needs CODEFLEET_ALLOW_RESET=1."""
-    from codefleet.cli.output import console
-
     if os.environ.get("CODEFLEET_ALLOW_RESET") not in ("1", "true", "yes"):
         raise fail("reset deletes everything; set CODEFLEET_ALLOW_RESET=1 to confirm")
     settings = settings_from(server_url=server, token=token)

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
+from codefleet.api.client import (
+    ServerUnavailable,
+)
 from codefleet.cli.common import RUN, ServerOpt, TokenOpt, app, make_client, settings_from
+from codefleet.cli.output import console
 from codefleet.errors import DomainError
+from codefleet.ui.dashboard import watch as run_dashboard
 
 if TYPE_CHECKING:
     from codefleet.config import Settings
@@ -17,11 +23,6 @@ __all__ = ["watch"]
 @app.command(rich_help_panel=RUN)
 def watch(server: ServerOpt = None, token: TokenOpt = None) -> None:
     """Live dashboard of a running server (read-only; Ctrl-C to leave)."""
-    import asyncio
-
-    from codefleet.cli.output import console
-    from codefleet.ui.dashboard import watch as run_dashboard
-
     settings = settings_from(server_url=server, token=token)
 
     async def go() -> None:
@@ -34,8 +35,6 @@ def watch(server: ServerOpt = None, token: TokenOpt = None) -> None:
 
 async def _tree(settings: Settings) -> str:
     """The tree the server serves, for the first line (the dashboard keeps retrying)."""
-    from codefleet.api.client import ServerUnavailable
-
     try:
         async with make_client(settings) as client:
             return f"tree {(await client.health())['workdir']}"

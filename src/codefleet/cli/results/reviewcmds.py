@@ -9,6 +9,7 @@ branch to the fleet's branch and its index entries with it (`review.land`).
 
 from __future__ import annotations
 
+import json
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -27,11 +28,31 @@ from codefleet.cli.common import (
     print_json,
     settings_from,
 )
+from codefleet.cli.output import console
+from codefleet.review.commit import Author, Refused, default_branch, write_history
+from codefleet.review.commitview import history_json, print_history
+from codefleet.review.fetch import fetch_record
+from codefleet.review.git import GitError, Repo
+from codefleet.review.history import (
+    NO_PATCHES,
+    commits_of_tasks,
+    committed_before,
+    planned_changes,
+    unfinished_tasks,
+    wrote_without_patch,
+)
+from codefleet.review.land import NotLanded, fetch_line
+from codefleet.review.land import land as land_branch
+from codefleet.review.landedline import line_dir
+from codefleet.review.live import open_committer
+from codefleet.review.report.reportrender import render_html, render_markdown
+from codefleet.review.report.runreport import build_report, report_json
+from codefleet.rollback import quote_name
+from codefleet.statedir import tree_root
 
 if TYPE_CHECKING:
     from codefleet.config import Settings
-    from codefleet.review.commit import Author, CommitResult
-    from codefleet.review.git import Repo
+    from codefleet.review.commit import CommitResult
     from codefleet.review.history import TaskChange
     from codefleet.review.live import LiveCommitter
     from codefleet.review.runrecord import RunRecord
@@ -72,8 +93,6 @@ TreeOpt = Annotated[
 
 
 def parse_author(text: str | None) -> Author | None:
-    from codefleet.review.commit import Author
-
     if text is None:
         return None
     try:
@@ -84,9 +103,6 @@ def parse_author(text: str | None) -> Author | None:
 
 def committer_for(tree: Path, branch: str | None, author: str | None = None) -> LiveCommitter:
     """The live committer of `run --commit`, or a clear error before anything runs."""
-    from codefleet.review.git import GitError
-    from codefleet.review.live import open_committer
-
     try:
         return open_committer(tree, branch, parse_author(author))
     except GitError as err:
@@ -95,8 +111,6 @@ def committer_for(tree: Path, branch: str | None, author: str | None = None) -> 
 
 def _refuse_without_patches(settings: Any, record: RunRecord) -> None:
     """Every succeeded task has an empty patch: fail if that is because none were recorded."""
-    from codefleet.review.history import NO_PATCHES, wrote_without_patch
-
     for task_id, patch in record.patches.items():
         detail = call_server(settings, lambda c, i=task_id: c.task(i))
         if wrote_without_patch(detail, patch):
@@ -110,8 +124,6 @@ def _split_landed(
     repo: Repo, base: str, record: RunRecord, changes: list[TaskChange]
 ) -> tuple[list[TaskChange], list[str]]:
     """The changes still to commit, and the tasks whose recorded commit `base` contains."""
-    from codefleet.review.history import commits_of_tasks
-
     commits = commits_of_tasks(record)
     landed = {
         c.task_id
@@ -140,8 +152,6 @@ def commit(
     when the tree differs from the tasks' recorded changes. A task git cannot commit
     is skipped with its reason while the others commit; the exit status is then 1.
     """
-    from codefleet.review.fetch import fetch_record
-
     settings = settings_from(server_url=server, token=token)
     who = parse_author(author)
     record = call_server(settings, fetch_record)
@@ -160,12 +170,6 @@ def _write_commits(
 ) -> tuple[CommitResult, str, list[str]] | None:
     """`commit`'s git side: the history written, its log and the tasks already in HEAD;
     None (said) when every succeeded task is in HEAD already."""
-    from codefleet.cli.output import console
-    from codefleet.review.commit import Refused, default_branch, write_history
-    from codefleet.review.git import GitError, Repo
-    from codefleet.review.history import planned_changes
-    from codefleet.rollback import quote_name
-
     changes = planned_changes(record)
     try:
         repo = Repo.open(tree)
@@ -195,10 +199,6 @@ def _say_commits(
     json_out: bool,
 ) -> None:
     """Record the commits on the server and print them; exit 1 when a task was skipped."""
-    from codefleet.cli.output import console
-    from codefleet.review.commitview import history_json, print_history
-    from codefleet.review.history import committed_before, unfinished_tasks
-
     result, log, in_head = made
     if result.commits:
         pairs = [(c.task_id, c.sha) for c in result.commits]
@@ -245,13 +245,6 @@ def land(
     so git status is clean for those files. Otherwise it refuses, says what differs (HEAD
     moved, a file differs) and changes nothing.
     """
-    from codefleet.cli.output import console
-    from codefleet.review.git import GitError, Repo
-    from codefleet.review.land import NotLanded, fetch_line
-    from codefleet.review.land import land as land_branch
-    from codefleet.review.landedline import line_dir
-    from codefleet.statedir import tree_root
-
     if line and branch is not None:
         raise fail("give BRANCH or --line, not both")
     try:
@@ -309,13 +302,6 @@ def report(
     token: TokenOpt = None,
 ) -> None:
     """The run on one page: verdict, timing, tasks, vetoes, rollbacks, failed verifies, cost, branch."""
-    import json
-
-    from codefleet.cli.output import console
-    from codefleet.review.fetch import fetch_record
-    from codefleet.review.report.reportrender import render_html, render_markdown
-    from codefleet.review.report.runreport import build_report, report_json
-
     settings = settings_from(server_url=server, token=token)
     made = build_report(call_server(settings, fetch_record))
     kind = _format_for(format_, output)

@@ -11,9 +11,11 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
+from rich.table import Table
+from rich.text import Text
 
 from codefleet.cli.common import (
     OPERATE,
@@ -25,12 +27,10 @@ from codefleet.cli.common import (
     settings_from,
 )
 from codefleet.cli.helptext import CliTyper
+from codefleet.cli.output import console
 from codefleet.cli.results.rundirs import RunEntry, list_runs, prune_runs
-
-if TYPE_CHECKING:  # Rich loads with the command, not with `--help`
-    from rich.table import Table
-
-    from codefleet.server.lock import DatabaseInUse
+from codefleet.server.lock import DatabaseInUse, ServerLock
+from codefleet.treelock import live_server
 
 __all__ = ["runs", "runs_new"]
 
@@ -53,8 +53,6 @@ def runs(
     Also lists the databases codefleet runs new kept. codefleet runs new starts a fresh run
     on the same tree.
     """
-    from codefleet.cli.output import console
-
     if ctx.invoked_subcommand is not None:
         return
 
@@ -113,9 +111,6 @@ def runs_new(
     runs lists the kept ones); the next codefleet serve starts an empty one. The tree is
     not touched. Stop the server first: while it runs, runs new is refused, naming it.
     """
-    from codefleet.cli.output import console
-    from codefleet.server.lock import DatabaseInUse, ServerLock
-
     path = settings_from(find_server=False, db=db).db
     if not path.exists():
         console.print(
@@ -139,8 +134,6 @@ def runs_new(
 
 def _in_use(db: Path, err: DatabaseInUse) -> str:
     """Why `runs new` cannot set `db` aside now, naming the running server and the way on."""
-    from codefleet.treelock import live_server
-
     record = live_server(db.parent)
     who = record.names() if record is not None else f"pid {err.pid}"
     stop = f"kill {err.pid}" if err.pid is not None else "its kill"
@@ -175,9 +168,6 @@ def _set_aside(db: Path) -> Path:
 
 
 def _table(entries: list[RunEntry]) -> Table:
-    from rich.table import Table
-    from rich.text import Text
-
     table = Table(title_justify="left", expand=False)
     for column, justify in (
         ("entry", "left"),

@@ -12,7 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+import yaml
+from rich.table import Table
 
+from codefleet.api.graphfile import GraphError, load_graph
 from codefleet.cli.common import (
     REVIEW,
     JsonOpt,
@@ -24,10 +27,16 @@ from codefleet.cli.common import (
     print_json,
     settings_from,
 )
+from codefleet.cli.output import console
+from codefleet.review.collisionstats import fleet_stats, part_row_label
+from codefleet.review.facts import run_facts
+from codefleet.review.fetch import fetch_record
+from codefleet.review.report.reportblocks import seconds
+from codefleet.review.statsjson import stats_json
+from codefleet.review.suggest import render_graph, suggest
+from codefleet.wording import cost_text
 
 if TYPE_CHECKING:
-    from rich.table import Table
-
     from codefleet.review.collisionstats import FleetStats
 
 __all__ = ["fleet_line", "landing_line", "stats"]
@@ -52,11 +61,6 @@ def stats(
     json_out: JsonOpt = False,
 ) -> None:
     """Collisions and their cost per file and per task; parallelism; makespan vs critical path."""
-    from codefleet.review.collisionstats import fleet_stats
-    from codefleet.review.facts import run_facts
-    from codefleet.review.fetch import fetch_record
-    from codefleet.review.statsjson import stats_json
-
     if output is not None and suggest_from is None:
         raise fail("-o/--output goes with --suggest GRAPH")
     original = _read_graph(suggest_from) if suggest_from is not None else None
@@ -73,8 +77,6 @@ def stats(
 
 
 def _read_graph(path: Path) -> str:
-    from codefleet.api.graphfile import GraphError, load_graph
-
     try:
         load_graph(path)
         return path.read_text(encoding="utf-8")
@@ -83,11 +85,6 @@ def _read_graph(path: Path) -> str:
 
 
 def _suggest(path: Path, original: str, facts: Any, output: Path | None, url: str) -> None:
-    import yaml
-
-    from codefleet.cli.output import console
-    from codefleet.review.suggest import render_graph, suggest
-
     raw = yaml.safe_load(original)
     tasks, changes = suggest(raw["tasks"], facts)
     text = render_graph(original, raw, tasks, changes, f"the run on {url}")
@@ -105,9 +102,6 @@ def _suggest(path: Path, original: str, facts: Any, output: Path | None, url: st
 
 def fleet_line(s: FleetStats) -> str:
     """The fleet in one sentence: parallelism, makespan against the critical path, losses."""
-    from codefleet.review.report.reportblocks import seconds
-    from codefleet.wording import cost_text
-
     chain = " → ".join(s.critical_path) or "—"
     stretch = f"{s.stretch:.1f}x" if s.stretch is not None else "—"
     line = (
@@ -123,8 +117,6 @@ def fleet_line(s: FleetStats) -> str:
 
 def landing_line(s: FleetStats) -> str | None:
     """Landing in one sentence: checks per landed task, the waits, the breaks, the halts."""
-    from codefleet.review.report.reportblocks import seconds
-
     landing = s.landing
     if landing is None:
         return None
@@ -140,8 +132,6 @@ def landing_line(s: FleetStats) -> str | None:
 
 
 def print_stats(s: FleetStats) -> None:
-    from codefleet.cli.output import console
-
     console.print(fleet_line(s), markup=False, highlight=False)
     if (landing := landing_line(s)) is not None:
         console.print(landing, markup=False, highlight=False)
@@ -155,8 +145,6 @@ def print_stats(s: FleetStats) -> None:
             console.print(shown)
     console.print(_tasks_table(s))
     if len(s.kinds) > 1:  # a mixed fleet: which agent made the attempts and met the vetoes
-        from codefleet.review.report.reportblocks import seconds
-
         line = " · ".join(
             f"{k.agent}: {k.attempts} attempt(s), {k.vetoed} vetoed, {seconds(k.attempt_s)}"
             for k in s.kinds
@@ -165,11 +153,6 @@ def print_stats(s: FleetStats) -> None:
 
 
 def _files_table(s: FleetStats) -> Table | None:
-    from rich.table import Table
-
-    from codefleet.review.collisionstats import part_row_label
-    from codefleet.review.report.reportblocks import seconds
-
     if not s.files:
         return None
     files = Table(title="Files: collisions and rollbacks", title_justify="left")
@@ -195,10 +178,6 @@ def _files_table(s: FleetStats) -> Table | None:
 
 
 def _resources_table(s: FleetStats) -> Table | None:
-    from rich.table import Table
-
-    from codefleet.review.report.reportblocks import seconds
-
     if not s.resources:
         return None
     held = Table(
@@ -212,8 +191,6 @@ def _resources_table(s: FleetStats) -> Table | None:
 
 
 def _stale_table(s: FleetStats) -> Table | None:
-    from rich.table import Table
-
     if not s.stale_reads:
         return None
     stale = Table(
@@ -227,12 +204,6 @@ def _stale_table(s: FleetStats) -> Table | None:
 
 
 def _waits_table(s: FleetStats) -> Table | None:
-    from rich.table import Table
-
-    from codefleet.review.collisionstats import part_row_label
-    from codefleet.review.report.reportblocks import seconds
-    from codefleet.wording import cost_text
-
     if not s.lease_waits:
         return None
     waits = Table(
@@ -256,10 +227,6 @@ def _waits_table(s: FleetStats) -> Table | None:
 
 
 def _tasks_table(s: FleetStats) -> Table:
-    from rich.table import Table
-
-    from codefleet.review.report.reportblocks import seconds
-
     landed = s.landing is not None  # a run before landing keeps its columns
     tasks = Table(title="Tasks", title_justify="left")
     columns = ("task", "status", "attempts", "vetoed", "waiting", "running", "cost")

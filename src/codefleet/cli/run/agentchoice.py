@@ -25,6 +25,7 @@ from typing import Final
 from codefleet.config import Settings
 from codefleet.fleet.executor import Executor
 from codefleet.models import AgentKind
+from codefleet.session.credentials import credentials_problem
 
 __all__ = ["KEYLESS_RUN", "AgentChoice", "AgentSetupError", "Agents", "choose_agents"]
 
@@ -81,7 +82,11 @@ def choose_agents(choice: AgentChoice, settings: Settings) -> Agents:
 
 
 def _scripted(script: Path | None) -> Agents:
-    from codefleet.fleet.scripted import ScriptedExecutor, ScriptError, load_script
+    from codefleet.fleet.scripted import (  # on use: only the chosen agent's executor (and its SDK) loads
+        ScriptedExecutor,
+        ScriptError,
+        load_script,
+    )
 
     if script is None:
         raise AgentSetupError(
@@ -101,7 +106,11 @@ def _offline(model_script: Path | None, settings: Settings, agent: AgentKind) ->
             "--offline needs --model-script FILE: the scripted model's turns per task "
             "(the format: codefleet run --help, under Offline model script)"
         )
-    from codefleet.session.offline import ModelFileError, offline_executor, shared_model
+    from codefleet.session.offline import (  # on use: only the chosen agent's executor (and its SDK) loads
+        ModelFileError,
+        offline_executor,
+        shared_model,
+    )
 
     try:
         fake, script_ids = shared_model(model_script.resolve())
@@ -111,7 +120,9 @@ def _offline(model_script: Path | None, settings: Settings, agent: AgentKind) ->
         fake, script_ids, max_turns=settings.max_turns, max_budget_usd=settings.task_budget_usd
     )
     if agent is AgentKind.CODEX:
-        from codefleet.session.codexagents import offline_codex_executor
+        from codefleet.session.codexagents import (
+            offline_codex_executor,  # on use: only the chosen agent's executor (and its SDK) loads
+        )
 
         executor = offline_codex_executor(fake, script_ids)  # the shared model speaks both wires
 
@@ -122,7 +133,10 @@ def _offline(model_script: Path | None, settings: Settings, agent: AgentKind) ->
 
 
 def _live_codex() -> Agents:
-    from codefleet.session.codexagents import MissingCodexKey, live_codex_executor
+    from codefleet.session.codexagents import (  # on use: only the chosen agent's executor (and its SDK) loads
+        MissingCodexKey,
+        live_codex_executor,
+    )
 
     try:
         return Agents(live_codex_executor(), "live", lambda _: True)
@@ -131,12 +145,12 @@ def _live_codex() -> Agents:
 
 
 def _live(settings: Settings) -> Agents:
-    from codefleet.session.credentials import credentials_problem
-
     problem = credentials_problem(KEYLESS_RUN)
     if problem:
         raise AgentSetupError(problem)
-    from codefleet.session.sdk import SessionExecutor
+    from codefleet.session.sdk import (
+        SessionExecutor,  # on use: only the chosen agent's executor (and its SDK) loads
+    )
 
     executor = SessionExecutor(
         model=settings.model, max_turns=settings.max_turns, max_budget_usd=settings.task_budget_usd

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+import typer
 
 from codefleet.api.client import FleetClient
 
@@ -122,10 +125,6 @@ async def confirm_check_changes(
 def terminal_confirm() -> Confirm | None:
     """A yes/no prompt on the terminal, or None when standard input is not one (CI, a pipe):
     a question nobody can answer is a refusal."""
-    import sys
-
-    import typer
-
     if not sys.stdin.isatty():
         return None
     return lambda question: typer.confirm(question, default=False, err=True)

@@ -7,74 +7,60 @@ runners can be started, killed and restarted one by one, or on another host.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from codefleet.api.client import (
+    FleetClient,
+    UntrustedServer,
+)
+from codefleet.api.graphfile import GraphError, find_graph, load_graph
 from codefleet.cli.common import (
     MODEL_SCRIPT_HELP,
     RUN,
     SCRIPT_HELP,
-    AgentOpt,
-    BudgetOpt,
-    CheckDirOpt,
     CheckOpt,
-    CheckTimeoutOpt,
-    DryRunOpt,
     JsonOpt,
-    LeaseGranularityOpt,
     MaxCostHardOpt,
     MaxCostOpt,
-    MaxTurnsOpt,
-    ModelOpt,
-    ModelScriptOpt,
-    OfflineOpt,
-    ProtectedOpt,
-    ReconcileRoundsOpt,
-    RepairTurnsOpt,
-    ResourceWaitOpt,
-    RunDirOpt,
-    ScriptOpt,
-    ServerOpt,
-    TimeoutOpt,
-    TokenOpt,
-    UvLockCacheOpt,
-    WorkdirOpt,
     app,
     fail,
     parse_check_options,
     settings_of,
     unauthorized_message,
 )
+from codefleet.cli.operate.again import RunFlags
+from codefleet.cli.output import console
 from codefleet.cli.results.reviewcmds import BranchOpt, CommitOpt, committer_for
+from codefleet.cli.run.agentchoice import AgentChoice, AgentSetupError, choose_agents
+from codefleet.cli.run.fleetopts import FleetFlags, with_fleet_flags
+from codefleet.cli.run.fleetrun import RunPlan, execute
+from codefleet.cli.run.runprep import GraphFile
 from codefleet.cli.run.shellopts import (
-    ShellMaxBytesOpt,
-    ShellMaxFilesOpt,
-    ShellNetworkOpt,
-    ShellOpt,
-    ShellUnsandboxedOpt,
     fleet_shell,
 )
 from codefleet.cli.settingopts import option
+from codefleet.config import DEFAULT_DB, DEFAULT_RUN_DIR
 from codefleet.errors import DomainError, Unauthorized
-from codefleet.models import AgentKind
+from codefleet.fleet.landingworker import LandingOptions
+from codefleet.fleet.local import start_landing
+from codefleet.fleet.runner import CannotContinue, Runner, RunnerOptions
 from codefleet.statedir import prepare_dirs
 
 if TYPE_CHECKING:
-    from codefleet.cli.run.agentchoice import AgentChoice, Agents
-    from codefleet.cli.run.runprep import GraphFile
+    from codefleet.cli.run.agentchoice import Agents
     from codefleet.config import Settings
     from codefleet.fleet.executor import Executor
-    from codefleet.fleet.runner import RunnerOptions
 
 __all__ = ["run", "runner", "runner_options"]
 
 
 def _agents(choice: AgentChoice, settings: Settings) -> Agents:
-    from codefleet.cli.run.agentchoice import AgentSetupError, choose_agents
-
     try:
         return choose_agents(choice, settings)
     except AgentSetupError as err:
@@ -82,31 +68,16 @@ def _agents(choice: AgentChoice, settings: Settings) -> Agents:
 
 
 @app.command(rich_help_panel=RUN, epilog=f"{SCRIPT_HELP}\n{MODEL_SCRIPT_HELP}")
+@with_fleet_flags
 def runner(
     ctx: typer.Context,
     name: Annotated[
         str, typer.Option("--name", help="This runner's unique slot name, e.g. runner-1.")
     ],
-    server: ServerOpt = None,
-    workdir: WorkdirOpt = None,
-    run_dir: RunDirOpt = None,
-    dry_run: DryRunOpt = False,
-    script: ScriptOpt = None,
-    offline: OfflineOpt = False,
-    model_script: ModelScriptOpt = None,
-    agent: AgentOpt = AgentKind.CLAUDE,
-    task_timeout: TimeoutOpt = None,
-    check_timeout: CheckTimeoutOpt = None,
-    check_dir: CheckDirOpt = None,
-    uv_lock_cache: UvLockCacheOpt = None,
-    reconcile_rounds: ReconcileRoundsOpt = None,
-    repair_turns: RepairTurnsOpt = None,
-    lease_granularity: LeaseGranularityOpt = None,
-    resource_wait: ResourceWaitOpt = None,
+    flags: FleetFlags,
     exit_when_drained: Annotated[
         bool, typer.Option(help="Exit once no task is pending or running.")
     ] = False,
-    protected_paths: ProtectedOpt = None,
     replace: Annotated[
         bool,
         typer.Option(
@@ -115,15 +86,6 @@ def runner(
             "(that runner is fenced).",
         ),
     ] = False,
-    token: TokenOpt = None,
-    model: ModelOpt = None,
-    max_turns: MaxTurnsOpt = None,
-    task_budget_usd: BudgetOpt = None,
-    shell: ShellOpt = None,
-    shell_network: ShellNetworkOpt = None,
-    shell_unsandboxed: ShellUnsandboxedOpt = None,
-    shell_max_files: ShellMaxFilesOpt = None,
-    shell_max_bytes: ShellMaxBytesOpt = None,
     clone: Annotated[
         Path | None,
         typer.Option(
@@ -153,24 +115,19 @@ def runner(
     ] = False,
 ) -> None:
     """Run ONE runner as its own process until interrupted (or the fleet drains)."""
-    import dataclasses
-
-    from codefleet.cli.run.agentchoice import AgentChoice
-
     if line is not None and clone is None:
         raise fail("--line goes with --clone: it is where a clone fetches the landed line")
     if clone is not None and landing_only:
         raise fail(
             "--clone and --landing-only do not go together: a landing worker runs in the tree"
         )
-    settings = settings_of(ctx.params, server_url=server)
+    settings = settings_of(ctx.params, server_url=flags.server)
     if clone is not None:
         settings = _in_clone(settings, clone)
-    choice = AgentChoice(dry_run, script, offline, model_script, agent)
     # a landing worker runs checks, no agent: it needs neither a key nor a script
-    executor = None if landing_only else _agents(choice, settings).executor
+    executor = None if landing_only else _agents(flags.agents(), settings).executor
     options = dataclasses.replace(
-        runner_options(settings, agent, task_timeout),
+        runner_options(settings, flags.agent, flags.task_timeout),
         name=name,
         poll_wait=settings.poll_interval,
         exit_when_drained=exit_when_drained,
@@ -183,8 +140,6 @@ def runner(
 
 def _in_clone(settings: Settings, clone: Path) -> Settings:
     """`runner --clone DIR`'s settings: DIR is the tree its agents work in, its records there."""
-    from codefleet.config import DEFAULT_DB, DEFAULT_RUN_DIR
-
     if clone.exists() and not clone.is_dir():
         raise fail(f"--clone {clone} is a file: give an absent or empty directory")
     root = clone.absolute()
@@ -202,12 +157,6 @@ def _run_one(
     landing_only: bool = False,
 ) -> None:
     """`runner`'s steps: run the runner and its landing worker here until they end."""
-    import asyncio
-
-    from codefleet.api.client import UntrustedServer
-    from codefleet.cli.output import console
-    from codefleet.fleet.runner import CannotContinue
-
     name = options.name
     if not settings.workdir.is_dir():
         raise fail(f"working tree {settings.workdir} does not exist")
@@ -233,13 +182,6 @@ async def _one_runner(
     """The runner and its landing worker, until SIGINT/SIGTERM or the runner ends. A runner
     in a clone has no landing worker (landing checks run in the tree); `landing_only` has
     no runner."""
-    import asyncio
-
-    from codefleet.api.client import FleetClient
-    from codefleet.fleet.landingworker import LandingOptions
-    from codefleet.fleet.local import start_landing
-    from codefleet.fleet.runner import Runner
-
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -267,8 +209,10 @@ async def _one_runner(
 
 
 @app.command(rich_help_panel=RUN, epilog=f"{SCRIPT_HELP}\n{MODEL_SCRIPT_HELP}")
+@with_fleet_flags
 def run(
     ctx: typer.Context,
+    *,
     runners: Annotated[int | None, option("runners")] = None,
     graph: Annotated[
         Path | None,
@@ -291,32 +235,7 @@ def run(
     ] = None,
     check: CheckOpt = None,
     integration: Annotated[str | None, option("integration")] = None,
-    dry_run: DryRunOpt = False,
-    script: ScriptOpt = None,
-    offline: OfflineOpt = False,
-    model_script: ModelScriptOpt = None,
-    agent: AgentOpt = AgentKind.CLAUDE,
-    server: ServerOpt = None,
-    workdir: WorkdirOpt = None,
-    run_dir: RunDirOpt = None,
-    task_timeout: TimeoutOpt = None,
-    check_timeout: CheckTimeoutOpt = None,
-    check_dir: CheckDirOpt = None,
-    uv_lock_cache: UvLockCacheOpt = None,
-    reconcile_rounds: ReconcileRoundsOpt = None,
-    repair_turns: RepairTurnsOpt = None,
-    lease_granularity: LeaseGranularityOpt = None,
-    resource_wait: ResourceWaitOpt = None,
-    protected_paths: ProtectedOpt = None,
-    token: TokenOpt = None,
-    model: ModelOpt = None,
-    max_turns: MaxTurnsOpt = None,
-    task_budget_usd: BudgetOpt = None,
-    shell: ShellOpt = None,
-    shell_network: ShellNetworkOpt = None,
-    shell_unsandboxed: ShellUnsandboxedOpt = None,
-    shell_max_files: ShellMaxFilesOpt = None,
-    shell_max_bytes: ShellMaxBytesOpt = None,
+    flags: FleetFlags,
     max_cost: MaxCostOpt = None,
     max_cost_hard: MaxCostHardOpt = None,
     no_questions: Annotated[
@@ -344,28 +263,24 @@ def run(
     is refused, and --check NAME=CMD says yes); the graph file is protected from agents. Without a key: --dry-run --script FILE or
     --offline --model-script FILE. --max-cost sets the fleet's budget on the server.
     """
-    from codefleet.cli.operate.again import RunFlags
-    from codefleet.cli.run.agentchoice import AgentChoice
-    from codefleet.cli.run.fleetrun import RunPlan, execute
-
-    settings = settings_of(ctx.params, server_url=server)
+    settings = settings_of(ctx.params, server_url=flags.server)
     checks = parse_check_options(check)
     # refuses --shell without a sandbox
-    options = runner_options(settings, agent, task_timeout, no_questions=no_questions)
+    options = runner_options(settings, flags.agent, flags.task_timeout, no_questions=no_questions)
     graph_file = None if no_graph else _graph_file(graph)
-    agents = _agents(AgentChoice(dry_run, script, offline, model_script, agent), settings)
+    agents = _agents(flags.agents(), settings)
     committer = committer_for(settings.workdir, branch) if commit else None
     plan = RunPlan(
         settings=settings,
         agents=agents,
-        agent=agent,
+        agent=flags.agent,
         graph_file=graph_file,
         checks=checks,
         committer=committer,
         runner=options,
         verify=verify,
         json_out=json_out,
-        flags=RunFlags(agents.mode, script or model_script, graph),
+        flags=RunFlags(agents.mode, flags.script or flags.model_script, graph),
     )
     raise typer.Exit(execute(plan))
 
@@ -378,8 +293,6 @@ def runner_options(
 
     The runner's `task_timeout` is the flag only: without it the server's applies.
     """
-    from codefleet.fleet.runner import RunnerOptions
-
     return RunnerOptions(
         name="runner",
         workdir=settings.workdir,
@@ -405,9 +318,6 @@ def runner_options(
 
 def _graph_file(given: Path | None) -> GraphFile | None:
     """The graph `run` loads first: --graph, else codefleet.yaml in the current directory."""
-    from codefleet.api.graphfile import GraphError, find_graph, load_graph
-    from codefleet.cli.run.runprep import GraphFile
-
     path = find_graph(given)
     if path is None:
         return None

@@ -13,13 +13,28 @@ run stops and exits the same way, silent on standard output.
 
 from __future__ import annotations
 
+import asyncio
 import signal
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
+
 from codefleet.cli.common import call_server, fail, make_client, print_json
+from codefleet.cli.output import console, err_console, reader_gone
+from codefleet.cli.run.asking import HINT, answer_from_terminal
+from codefleet.cli.run.checkchange import terminal_confirm
+from codefleet.cli.run.runprep import RunRefused, prepare_run
 from codefleet.errors import DomainError
+from codefleet.fleet.local import FleetOptions, invocation_suffix, run_fleet
+from codefleet.review.commitview import history_json, print_history
+from codefleet.review.report.checksections import weakened_lines
+from codefleet.review.report.sidebyside import side_by_side
 from codefleet.statedir import prepare_dirs
+from codefleet.ui.dashboard import follow_compact
+from codefleet.ui.outofscope import ScopeWatch
+from codefleet.ui.report import RunShare, print_result
 
 if TYPE_CHECKING:
     import asyncio
@@ -33,8 +48,6 @@ if TYPE_CHECKING:
     from codefleet.fleet.runner import RunnerOptions
     from codefleet.models import AgentKind
     from codefleet.review.live import LiveCommitter
-    from codefleet.ui.outofscope import ScopeWatch
-    from codefleet.ui.report import RunShare
 
 __all__ = ["Outcome", "RunPlan", "drive", "execute", "exit_code", "report"]
 
@@ -66,8 +79,6 @@ class RunPlan:
 
     def say(self, text: str) -> None:
         """Progress, on stderr when standard output carries the JSON verdict."""
-        from codefleet.cli.output import console, err_console
-
         (err_console if self.json_out else console).print(text, markup=False)
 
 
@@ -90,10 +101,6 @@ class Outcome:
 
 def execute(plan: RunPlan) -> int:
     """`run`'s steps once planned: drive the fleet, report, and the exit code."""
-    import sys
-
-    from codefleet.cli.output import reader_gone
-
     caught: list[signal.Signals] = []
     outcome = call_server(plan.settings, lambda _: drive(plan, caught))
     try:
@@ -106,12 +113,6 @@ def execute(plan: RunPlan) -> int:
 
 async def drive(plan: RunPlan, caught: list[signal.Signals]) -> Outcome:
     """Settle the run with the server, run the fleet until it drains or is stopped, collect."""
-    import asyncio
-
-    from codefleet.review.report.checksections import weakened_lines
-    from codefleet.review.report.sidebyside import side_by_side
-    from codefleet.ui.report import RunShare
-
     settings = plan.settings
     since, scopes, at_start = await _settle(plan)
     prepare_dirs(settings.run_dir)
@@ -143,10 +144,6 @@ async def drive(plan: RunPlan, caught: list[signal.Signals]) -> Outcome:
 async def _settle(plan: RunPlan) -> tuple[int, ScopeWatch, list[dict[str, Any]]]:
     """Load the graph and checks, set the budget; the event cursor, the declared scopes and
     the tasks as the run starts."""
-    from codefleet.cli.run.checkchange import terminal_confirm
-    from codefleet.cli.run.runprep import RunRefused, prepare_run
-    from codefleet.ui.outofscope import ScopeWatch
-
     settings = plan.settings
     async with make_client(settings) as client:
         try:
@@ -176,9 +173,6 @@ async def _settle(plan: RunPlan) -> tuple[int, ScopeWatch, list[dict[str, Any]]]
 
 async def _fleet(plan: RunPlan, interrupt: asyncio.Event) -> Any:
     """The runners of this process, until the graph drains or `interrupt` is set."""
-    from codefleet.cli.output import err_console
-    from codefleet.fleet.local import FleetOptions, invocation_suffix, run_fleet
-
     settings = plan.settings
     options = FleetOptions(
         runner=plan.runner,
@@ -202,21 +196,11 @@ async def _fleet(plan: RunPlan, interrupt: asyncio.Event) -> Any:
 
 def _runner_down(why: str) -> None:
     """Said at once, on stderr: the run may go on without that runner."""
-    from rich.markup import escape
-
-    from codefleet.cli.output import err_console
-
     err_console.print(f"[bold red]runner stopped:[/] {escape(why)}", markup=True, highlight=False)
 
 
 def report(plan: RunPlan, outcome: Outcome) -> None:
     """The verdict: JSON with `--json`, else the table and the branch `--commit` made."""
-    from rich.markup import escape
-
-    from codefleet.cli.output import console
-    from codefleet.review.commitview import history_json, print_history
-    from codefleet.ui.report import print_result
-
     result, history = outcome.result, outcome.history
     if plan.json_out:
         verify = result.verify
@@ -254,11 +238,6 @@ def report(plan: RunPlan, outcome: Outcome) -> None:
 
 def _following(settings: Settings, stop: asyncio.Event, since: int) -> asyncio.Task[int]:
     """One line per notable event of the run on the terminal, until `stop`."""
-    import asyncio
-
-    from codefleet.cli.output import console
-    from codefleet.ui.dashboard import follow_compact
-
     return asyncio.create_task(
         follow_compact(settings.url, settings.token, console, stop, since=since)
     )
@@ -268,11 +247,6 @@ def _answering(
     settings: Settings, stop: asyncio.Event, quiet: bool, say: Callable[[str], None]
 ) -> asyncio.Task[None] | None:
     """With a terminal on standard input: its lines answer the agents' questions."""
-    import asyncio
-    import sys
-
-    from codefleet.cli.run.asking import HINT, answer_from_terminal
-
     if quiet or not sys.stdin.isatty():
         return None
     say(HINT)
@@ -289,8 +263,6 @@ def exit_code(caught: list[signal.Signals], ok: bool, again: str = "codefleet ru
 
     `again` is the command that carries on (the run's own flags: `cli.operate.again`).
     """
-    from codefleet.cli.output import err_console
-
     if not caught:
         return 0 if ok else 1
     err_console.print(
@@ -303,8 +275,6 @@ def exit_code(caught: list[signal.Signals], ok: bool, again: str = "codefleet ru
 
 def _interrupt_on_signals(caught: list[signal.Signals]) -> Any:
     """An event the first SIGINT/SIGTERM sets (noted in `caught`); a second one acts at once."""
-    import asyncio
-
     interrupt = asyncio.Event()
     loop = asyncio.get_running_loop()
 
@@ -319,8 +289,6 @@ def _interrupt_on_signals(caught: list[signal.Signals]) -> Any:
 
 
 def _default_signals() -> None:
-    import asyncio
-
     loop = asyncio.get_running_loop()
     for sig in STOP_SIGNALS:
         loop.remove_signal_handler(sig)

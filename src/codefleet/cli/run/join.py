@@ -14,12 +14,17 @@ interactive holder `hold-<user>`; `release NAME` gives it back.
 
 from __future__ import annotations
 
+import asyncio
+import getpass
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from codefleet.api.client import (
+    ServerUnavailable,
+)
 from codefleet.cli.common import (
     JsonOpt,
     ServerOpt,
@@ -32,8 +37,11 @@ from codefleet.cli.common import (
     settings_from,
     unauthorized_message,
 )
+from codefleet.cli.operate.quick import RELEASE_FORMS
+from codefleet.cli.output import console, err_console
 from codefleet.errors import Unauthorized
 from codefleet.hook.agentsettings import AGENT_FILES, agent_block, join_agent, leave_agent
+from codefleet.hook.command import main as hook_main
 from codefleet.hook.settings import JoinError, Written, codefleet_command, exclude_from_git
 from codefleet.statedir import TreeClaim, tree_id_here, tree_mismatch
 
@@ -95,8 +103,6 @@ def join(
     idempotent) and lists both files in the repository's .git/info/exclude.
     codefleet leave removes exactly the hooks, and a .bak that holds one.
     """
-    from codefleet.cli.output import console
-
     tree = _tree(workdir)
     _known(agent)
     settings = settings_from(server_url=server, token=token)
@@ -130,8 +136,6 @@ def leave(workdir: TreeOpt = None, show: PrintOpt = False, agent: AgentNameOpt =
 
     A .bak of the hook file holding one of them goes too: no hook command is left behind.
     """
-    from codefleet.cli.output import console
-
     tree = _tree(workdir)
     _known(agent)
     try:
@@ -162,8 +166,6 @@ def hook(
     Options: --server URL --tree PATH [--fail-open]. Always exits 0; a refusal is the
     PreToolUse deny JSON. Token: CODEFLEET_TOKEN in the session's environment.
     """
-    from codefleet.hook.command import main as hook_main
-
     raise typer.Exit(hook_main([event, *ctx.args]))
 
 
@@ -178,8 +180,6 @@ def hold(
     json_out: JsonOpt = False,
 ) -> None:
     """Hold named resources as a person: no fleet task naming one runs until you release it."""
-    from codefleet.cli.output import console
-
     person = user or _login()
     settings = settings_from(server_url=server, token=token)
     answer = call_server(settings, lambda c: c.hold(f"hold-{person}", person, list(names)))
@@ -197,8 +197,6 @@ def hold(
 
 
 def _login() -> str:
-    import getpass
-
     try:
         return getpass.getuser()
     except (KeyError, OSError):  # no login name in this environment
@@ -228,11 +226,7 @@ def release(
     --all-interactive frees the file leases of a person's Claude Code
     session that joined the lock (codefleet join); that session may write again later.
     """
-    from codefleet.cli.output import console
-
     if not names and (session is None) == (not all_interactive):
-        from codefleet.cli.operate.quick import RELEASE_FORMS
-
         raise fail(RELEASE_FORMS, code=2)
     settings = settings_from(server_url=server, token=token)
     if names:
@@ -256,8 +250,6 @@ def release(
 
 
 def _release_resources(settings: Settings, names: list[str], json_out: bool) -> None:
-    from codefleet.cli.output import console
-
     answer = call_server(settings, lambda c: c.unhold(list(names)))
     if json_out:
         print_json(answer)
@@ -304,18 +296,12 @@ def _tree(workdir: Path | None) -> Path:
 
 
 def _say(written: Written, what: str) -> None:
-    from codefleet.cli.output import console
-
     backup = f" (previous version: {written.backup})" if written.backup else ""
     console.print(f"{what}: {written.path}{backup}")
 
 
 def _check_server(settings: Settings, tree: Path, fail_open: bool) -> None:
     """Refuse a server that serves another tree; warn when none answers yet."""
-    import asyncio
-
-    from codefleet.api.client import ServerUnavailable
-    from codefleet.cli.output import err_console
 
     async def health() -> dict[str, Any]:
         async with make_client(settings) as client:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from codefleet.api.graphfile import DEFAULT_GRAPH, GraphError, OnServer, find_graph, load_graph
 from codefleet.cli.common import (
     RUN,
     CheckOpt,
@@ -20,10 +21,22 @@ from codefleet.cli.common import (
     print_json,
     settings_from,
 )
+from codefleet.cli.output import console, err_console
+from codefleet.cli.run.checkchange import (
+    NotConfirmed,
+    changed_by_graph,
+    confirm_check_changes,
+    graph_key,
+    split_given,
+    terminal_confirm,
+)
+from codefleet.cli.run.runprep import plan_load
+from codefleet.fleet.views.programs import check_warnings
+from codefleet.statedir import tree_id_here
 
 if TYPE_CHECKING:
     from codefleet.api.client import FleetClient
-    from codefleet.api.graphfile import GraphTasks, OnServer
+    from codefleet.api.graphfile import GraphTasks
 
 __all__ = ["load"]
 
@@ -47,9 +60,6 @@ def load(
     with your yes (asked on a terminal; without one the load is refused, and --check
     NAME=CMD says yes). From the load on, the file is protected from agents.
     """
-    from codefleet.api.graphfile import DEFAULT_GRAPH, OnServer, find_graph
-    from codefleet.cli.output import console, err_console
-
     path = find_graph(graph)
     if path is None:
         raise fail(f"no graph given and no {DEFAULT_GRAPH} here: `codefleet init` writes one")
@@ -57,10 +67,6 @@ def load(
     settings = settings_from(server_url=server, token=token)
 
     async def post(client: FleetClient) -> tuple[dict[str, list[str]], list[str]]:
-        from codefleet.cli.run.checkchange import split_given
-        from codefleet.cli.run.runprep import plan_load
-        from codefleet.fleet.views.programs import check_warnings
-
         health = await client.health()
         say = err_console.print if json_out else console.print
         say(f"load: tree {health['workdir']} · server {settings.url} · {path}", markup=False)
@@ -112,14 +118,6 @@ async def _confirmed_source(
 ) -> str | None:
     """The graph's key in the tree (the server protects it), once every check the graph
     changed is confirmed (`cli.run.checkchange`; else the load is refused)."""
-    from codefleet.cli.run.checkchange import (
-        NotConfirmed,
-        changed_by_graph,
-        confirm_check_changes,
-        graph_key,
-        terminal_confirm,
-    )
-
     source = graph_key(path, tree)
     changes = changed_by_graph(graph_checks, given, defined)
     try:
@@ -132,8 +130,6 @@ async def _confirmed_source(
 
 
 def _read(path: Path, on_server: OnServer) -> GraphTasks:
-    from codefleet.api.graphfile import GraphError, load_graph
-
     try:
         return load_graph(path, standalone=False, on_server=on_server)
     except GraphError as err:
@@ -143,7 +139,5 @@ def _read(path: Path, on_server: OnServer) -> GraphTasks:
 def _checks_tree(health: dict[str, Any], here: Path) -> Path:
     """Where to look up the checks' programs: this host's mount of the server's tree when
     this is one (a runner's host), else the server's path."""
-    from codefleet.statedir import tree_id_here
-
     served = health.get("tree_id")
     return here if served is not None and tree_id_here(here) == served else Path(health["workdir"])

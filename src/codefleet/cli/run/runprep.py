@@ -32,6 +32,7 @@ from codefleet.cli.run.checkchange import (
     graph_key,
     split_given,
 )
+from codefleet.fleet.views.programs import check_warnings
 from codefleet.models import ShellMode
 from codefleet.statedir import TreeClaim, tree_id_here, tree_mismatch
 
@@ -260,8 +261,6 @@ async def prepare_run(
     same_tree(health, tree, client.base_url)
     say(f"run: tree {health['workdir']} · server {client.base_url} · {agents.mode} agents")
     if graph is not None:
-        from codefleet.fleet.views.programs import check_warnings
-
         for line in check_warnings({**graph.tasks.checks, **checks}, tree):  # as `graph check`
             say(f"warning: {line}")
         source = graph_key(graph.path, tree)

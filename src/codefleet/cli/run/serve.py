@@ -20,9 +20,21 @@ from codefleet.cli.common import (
     fail,
     settings_of,
 )
+from codefleet.cli.output import console, err_console
 from codefleet.cli.settingopts import option
+from codefleet.errors import DatabaseDamaged
+from codefleet.gcpolicy import settle
 from codefleet.models import Granularity
+from codefleet.server.httpapp import create_app
+from codefleet.server.lock import DatabaseInUse
+from codefleet.server.netfs import serve_warnings
 from codefleet.statedir import NoTreeId, prepare_dirs
+from codefleet.transport.uvicorn_internals import (
+    FleetServer,
+    raise_descriptor_limit,
+    uvicorn_config,
+)
+from codefleet.treelock import TreeInUse, refuse_if_served
 
 if TYPE_CHECKING:
     from codefleet.config import Settings
@@ -95,15 +107,6 @@ def _refuse_unsafe(settings: Settings) -> None:
 
 def _serve(settings: Settings) -> None:
     """`serve`'s steps: warn, listen, build the app, run it until stopped."""
-    from codefleet.cli.output import console, err_console
-    from codefleet.gcpolicy import settle
-    from codefleet.server.netfs import serve_warnings
-    from codefleet.transport.uvicorn_internals import (
-        FleetServer,
-        raise_descriptor_limit,
-        uvicorn_config,
-    )
-
     for line in serve_warnings(settings.db, settings.workdir):
         err_console.print(f"warning: {line}", style="yellow", markup=False)
     listener = _listen(settings.host, settings.port)  # a busy port fails here, before any file
@@ -121,11 +124,6 @@ def _serve(settings: Settings) -> None:
 
 def _application(settings: Settings, listener: socket.socket) -> FleetApp:
     """The server's app over its prepared directories; a clear error (and the port closed) if not."""
-    from codefleet.errors import DatabaseDamaged
-    from codefleet.server.httpapp import create_app
-    from codefleet.server.lock import DatabaseInUse
-    from codefleet.treelock import TreeInUse, refuse_if_served
-
     try:
         refuse_if_served(settings.workdir)  # before any directory is made for this server
         prepare_dirs(settings.db.parent, settings.run_dir)

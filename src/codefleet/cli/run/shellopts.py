@@ -5,8 +5,7 @@ its own `shell:` says otherwise; a graph's or task's `shell: true` gives it
 to that task alone. Commands run in an overlay layer (`fleet.views.layer`), under
 bubblewrap when it works here. Without bubblewrap `run --shell` refuses to
 start unless `--shell-unsandboxed` accepts commands that are not confined
-(docs/security-commands.md, "Commands"). Imports stay inside the functions: `--help`
-must stay cheap.
+(docs/security-commands.md, "Commands").
 """
 
 from __future__ import annotations
@@ -15,6 +14,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from codefleet.cli.common import fail
 from codefleet.cli.settingopts import option
+from codefleet.fleet.tools.commandtool import host_shell
+from codefleet.fleet.views.layer import shell_support
+from codefleet.fleet.views.layerapply import ShellLimits
 
 if TYPE_CHECKING:
     from codefleet.config import Settings
@@ -37,10 +39,6 @@ ShellMaxBytesOpt = Annotated[int | None, option("shell_max_bytes")]
 
 def fleet_shell(settings: Settings) -> dict[str, Any]:
     """`run_fleet`'s shell keywords for these settings; refuses `--shell` with no sandbox."""
-    from codefleet.fleet.tools.commandtool import host_shell
-    from codefleet.fleet.views.layer import shell_support
-    from codefleet.fleet.views.layerapply import ShellLimits
-
     limits = ShellLimits(settings.shell_max_files, settings.shell_max_bytes)
     config = host_shell(limits, settings.shell_unsandboxed, settings.check_dir)
     if settings.shell and config is None:

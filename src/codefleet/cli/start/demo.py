@@ -9,6 +9,9 @@ from typing import Annotated
 import typer
 
 from codefleet.cli.common import START, DryRunOpt, RunDirOpt, app, fail, settings_from
+from codefleet.cli.output import console
+from codefleet.gcpolicy import collector_off
+from codefleet.session.credentials import credentials_problem
 
 __all__ = ["demo", "import_demo_run"]
 
@@ -45,9 +48,6 @@ def demo(
 
     Your checkout is never touched: the demo works in a fresh workspace under the run dir.
     """
-    from codefleet.cli.output import console
-    from codefleet.session.credentials import credentials_problem
-
     settings = settings_from(find_server=False, run_dir=run_dir)
     mode = "dry-run" if dry_run else "offline" if offline else "live"
     if mixed and mode != "offline":
@@ -74,9 +74,7 @@ def import_demo_run() -> ModuleType:
     check answers "not v1", as it does for a pydantic without v1 (decision
     "The demo's start-up").
     """
-    from codefleet.gcpolicy import collector_off
-
     sys.modules.setdefault("pydantic.v1", None)  # type: ignore[arg-type]
     with collector_off(freeze=True):
-        import codefleet.cli.start.demo_run as demo_run
+        import codefleet.cli.start.demo_run as demo_run  # on use, collector off: the server
     return demo_run

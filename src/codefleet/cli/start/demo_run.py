@@ -118,11 +118,16 @@ def demo_executor(mode: str, examples: Path) -> Executor:
     """The agents of one demo runner: scripted, real CLI + fake model, or real Claude."""
     if mode == "dry-run":
         return ScriptedExecutor(load_script(examples / "demo-script.yaml"))
-    from codefleet.session.sdk import SessionExecutor
+    from codefleet.session.sdk import (
+        SessionExecutor,  # on use: only the chosen agent's executor (and its SDK) loads
+    )
 
     limits = Settings()  # model, turn and budget limits from CODEFLEET_* / .env
     if mode == "offline":
-        from codefleet.session.offline import model_file_executor, shared_model
+        from codefleet.session.offline import (  # on use: only the chosen agent's executor (and its SDK) loads
+            model_file_executor,
+            shared_model,
+        )
 
         # A fresh fake model per demo: a second demo in one process must not see the
         # first one's requests (its `wait_for` holds would be met by them at once).
@@ -158,7 +163,9 @@ def mixed_graph(graph: GraphTasks) -> GraphTasks:
 
 def mixed_executor(examples: Path) -> Executor:
     """The Codex runner of the mixed offline demo, on the Claude runners' fake model."""
-    from codefleet.session.codexagents import model_file_codex_executor
+    from codefleet.session.codexagents import (
+        model_file_codex_executor,  # on use: only the chosen agent's executor (and its SDK) loads
+    )
 
     return model_file_codex_executor(examples / "demo-model.yaml")
 

@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.text import Text
 
+from codefleet.api.graphfile import find_graph
 from codefleet.cli.common import (
     START,
     JsonOpt,
@@ -17,6 +19,8 @@ from codefleet.cli.common import (
     print_json,
     settings_from,
 )
+from codefleet.cli.output import console
+from codefleet.parts.grammars import problems
 
 if TYPE_CHECKING:
     from codefleet.cli.start.doctor_checks import Check
@@ -53,9 +57,9 @@ def doctor(
     the round trip and a fetch of its landed line too. Exits 1 on a failure; a warning
     (no key and no login: only keyless runs work) passes.
     """
-    from codefleet.cli.output import console
-
     _stop_on_a_broken_grammar(json_out)
+    # The checks map parts (graph check's scopes), which loads every grammar: imported only
+    # once the grammars are known to load, so a broken one is said alone, above.
     from codefleet.cli.start.doctor_checks import print_checks
 
     settings = settings_from(workdir=workdir, server_url=server, token=token)
@@ -70,11 +74,6 @@ def doctor(
 def _stop_on_a_broken_grammar(json_out: bool) -> None:
     """A grammar package that does not load stops every command that maps parts, the other
     checks' among them: say which, alone, and exit 1."""
-    from rich.text import Text
-
-    from codefleet.cli.output import console
-    from codefleet.parts.grammars import problems
-
     broken = problems()
     if not broken:
         return
@@ -93,8 +92,7 @@ def _stop_on_a_broken_grammar(json_out: bool) -> None:
 def run_checks(settings: Settings, graph: Path | None, clone: Path | None = None) -> list[Check]:
     """Every check; a server that answers is also asked what a runner here needs of it
     (with `clone`: a runner in a clone, which has no tree of its own to check)."""
-    from codefleet.api.graphfile import find_graph
-    from codefleet.cli.start import doctor_checks as local
+    from codefleet.cli.start import doctor_checks as local  # after the grammars (doctor)
     from codefleet.cli.start.doctor_server import server_checks
 
     found = find_graph(graph)

@@ -28,10 +28,14 @@ from rich.text import Text
 from codefleet.api.client import FleetClient, UntrustedServer
 from codefleet.api.graphfile import DEFAULT_GRAPH, GraphError, check_scopes, load_graph
 from codefleet.config import Settings
+from codefleet.fleet.views.layer import shell_support
+from codefleet.fleet.views.programs import check_warnings
+from codefleet.fleet.views.runinview import layer_problem
 from codefleet.parts.grammars import GRAMMARS, problems
 from codefleet.paths import TreeRoot
 from codefleet.planning.check import NO_INTEGRATION, unchecked_landing
 from codefleet.session.credentials import credentials_problem
+from codefleet.statedir import tree_root
 
 __all__ = ["Check", "print_checks"]
 
@@ -120,8 +124,6 @@ def check_workdir(settings: Settings) -> Check:
 
 def _why_tree(tree: Path) -> str:
     """Why `tree` is the tree when the current directory is another one inside it."""
-    from codefleet.statedir import tree_root
-
     here = Path.cwd().resolve()
     root, why = tree_root(here)
     if tree.resolve() == here or root != tree.resolve():
@@ -131,8 +133,6 @@ def _why_tree(tree: Path) -> str:
 
 def check_programs(path: Path | None, settings: Settings) -> Check:
     """Each check's programs, looked up where checks run (a warning: the graph may be fixed)."""
-    from codefleet.fleet.views.programs import check_warnings
-
     try:
         checks = load_graph(path).checks if path is not None else {}
     except GraphError:
@@ -216,8 +216,6 @@ def check_key() -> Check:
 
 def check_shell(settings: Settings) -> Check:
     """How `run_command` would run here: sandboxed, not sandboxed, or not at all (optional)."""
-    from codefleet.fleet.views.layer import shell_support
-
     support = shell_support()
     ok = support.problem is None and (support.bwrap is not None or settings.shell_unsandboxed)
     hint = ""
@@ -233,8 +231,6 @@ def check_shell(settings: Settings) -> Check:
 
 def check_views(settings: Settings) -> Check:
     """Where checks run here: overlay layers over the tree, or copies of it (optional)."""
-    from codefleet.fleet.views.runinview import layer_problem
-
     tree = settings.workdir
     if not tree.is_dir():
         return Check("check-views", False, f"{tree} does not exist", required=False)

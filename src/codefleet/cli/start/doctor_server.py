@@ -41,6 +41,7 @@ from codefleet.api.client import FleetClient
 from codefleet.cli.start.doctor_checks import Check
 from codefleet.config import Settings
 from codefleet.errors import Forbidden, Unauthorized
+from codefleet.fleet.clone import LINE_PATH, dir_problem, git_env
 from codefleet.models import clock_skew_s, utcnow
 from codefleet.statedir import TreeClaim, read_tree_id, tree_mismatch
 
@@ -103,8 +104,6 @@ async def probe(settings: Settings) -> Probe:
 def list_line(url: str, token: str | None) -> tuple[int, str]:
     """A shallow fetch of the landed line's tip at `url` into a scratch repository, as a
     clone runner's first fetch: exit code, and the tip (or what git said)."""
-    from codefleet.fleet.clone import LINE_PATH, git_env
-
     git = shutil.which("git")
     if git is None:
         return 127, "git is not installed"
@@ -232,8 +231,6 @@ def judge_line(found: Probe, needed: bool = False) -> Check:
 
 def judge_clone(found: Probe, clone: Path) -> Check:
     """Whether `clone` can hold this runner's clone of the server's line."""
-    from codefleet.fleet.clone import dir_problem
-
     tree_id = found.health.get("tree_id")
     if not tree_id:
         return Check("clone", False, f"the server at {found.url} does not say its tree's identity")

@@ -12,7 +12,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from codefleet.api.graphfile import DEFAULT_GRAPH, GraphError, load_graph
 from codefleet.cli.common import START, app, fail
+from codefleet.cli.output import console
+from codefleet.cli.start.starter import (
+    EXAMPLE_TASK_IDS,
+    find_checks,
+    starter_graph,
+    starter_model_script,
+    starter_script,
+)
+from codefleet.statedir import tree_root
 
 if TYPE_CHECKING:
     from codefleet.cli.start.starter import FoundCheck
@@ -40,16 +50,6 @@ def init(
     ] = False,
 ) -> None:
     """Write a starter codefleet.yaml at the repository's root: its checks, two example tasks."""
-    from codefleet.api.graphfile import DEFAULT_GRAPH, GraphError, load_graph
-    from codefleet.cli.start.starter import (
-        EXAMPLE_TASK_IDS,
-        find_checks,
-        starter_graph,
-        starter_model_script,
-        starter_script,
-    )
-    from codefleet.statedir import tree_root
-
     root, why = tree_root(Path.cwd())
     if root != Path.cwd().absolute():
         _say(f"the tree is {root} ({why}; you are in {Path.cwd()}): the files go there")
@@ -84,15 +84,11 @@ def init(
 
 
 def _say(text: str) -> None:
-    from codefleet.cli.output import console
-
     console.print(text, markup=False, highlight=False)
 
 
 def _report(root: Path, checks: list[FoundCheck], scripts: bool, kept: list[str]) -> None:
     """What was written, what was kept as it was, and the next commands."""
-    from codefleet.api.graphfile import DEFAULT_GRAPH
-
     for name in kept:
         _say(f"kept {name} (it exists; --force overwrites it)")
     if DEFAULT_GRAPH not in kept:

@@ -8,12 +8,15 @@ the tree until it answers a graph that passes the same check (see `planner`).
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 
+from codefleet.api.graphfile import DEFAULT_GRAPH, GraphError, find_graph, load_graph
 from codefleet.cli.common import (
     RUN,
     JsonOpt,
@@ -29,13 +32,19 @@ from codefleet.cli.common import (
     settings_from,
 )
 from codefleet.cli.helptext import CliTyper
+from codefleet.cli.output import console, err_console
 from codefleet.cli.settingopts import option
+from codefleet.planning.analysistext import print_analysis
+from codefleet.planning.check import check_graph, tree_for
+from codefleet.planning.planner import PlanFailed, plan_file
+from codefleet.planning.plansession import PlanRun, run_plan
+from codefleet.session.credentials import credentials_problem
+from codefleet.wording import cost_text
 
 if TYPE_CHECKING:
     from codefleet.config import Settings
     from codefleet.planning.answer import Verdict
     from codefleet.planning.planner import Plan
-    from codefleet.planning.plansession import PlanRun
 
 __all__ = ["graph_app", "plan"]
 
@@ -62,11 +71,6 @@ def check(
 
     No server and no model. Exit 1 when the graph has errors, 0 otherwise.
     """
-    from codefleet.api.graphfile import DEFAULT_GRAPH, GraphError, find_graph, load_graph
-    from codefleet.cli.output import console
-    from codefleet.planning.analysistext import print_analysis
-    from codefleet.planning.check import check_graph, tree_for
-
     given = find_graph(graph)
     if given is None:
         raise fail(f"no graph given and no {DEFAULT_GRAPH} here: `codefleet init` writes one")
@@ -132,9 +136,7 @@ def plan(
     The session reads the tree (Read, Glob, Grep; nothing else) and answers one YAML
     graph; the errors of graph check go back to it, at most twice. Exit 1 if no graph passes.
     """
-    from codefleet.cli.start.demo_run import examples_dir
-    from codefleet.planning.check import tree_for
-    from codefleet.planning.plansession import PlanRun
+    from codefleet.cli.start.demo_run import examples_dir  # on use: it brings the server
 
     if offline and workdir is not None:
         raise fail("--offline plans for the demo repository; drop --workdir")
@@ -163,15 +165,6 @@ def plan(
 
 def _plan_session(settings: Settings, request: PlanRun, offline: bool) -> tuple[Plan, Path]:
     """`plan`'s session until a graph passes the check; its failure said and exit 1."""
-    import asyncio
-
-    from rich.markup import escape
-
-    from codefleet.cli.output import console, err_console
-    from codefleet.planning.planner import PlanFailed
-    from codefleet.planning.plansession import run_plan
-    from codefleet.wording import cost_text
-
     mode = "offline" if offline else "live"
     console.print(f"[bold]planning[/] in {escape(str(request.tree.root))} ({mode})", markup=True)
     try:
@@ -192,11 +185,6 @@ def _write_plan(
     load_it: bool,
 ) -> None:
     """Write the planned graph to `output`, print its analysis; with `--load`, post it."""
-    from codefleet.cli.output import console
-    from codefleet.planning.analysistext import print_analysis
-    from codefleet.planning.planner import plan_file
-    from codefleet.wording import cost_text
-
     result, record = planned
     text = plan_file(result, goal, datetime.now(UTC), str(output), simulated=offline)
     output.write_text(text, encoding="utf-8")
@@ -217,7 +205,7 @@ def _in_a_demo_copy(settings: Settings) -> Settings:
     """The settings of an offline plan: a fresh copy of the demo repository, made as `demo`
     makes its workspace, so nothing is written into the installation (whose files uv
     installs as hard links, which the tree refuses)."""
-    from codefleet.cli.start.demo_run import make_workspace
+    from codefleet.cli.start.demo_run import make_workspace  # on use: it brings the server
 
     workspace = make_workspace(settings.run_dir)
     return settings.model_copy(
@@ -234,16 +222,12 @@ def _refuse_before_spending(settings: Settings, output: Path, force: bool, offli
     if not output.parent.is_dir():
         raise fail(f"cannot write {output}: {output.parent} is not a directory")
     if not offline:
-        from codefleet.session.credentials import credentials_problem
-
         problem = credentials_problem()
         if problem:
             raise fail(f"{problem} (or try `codefleet plan --offline`)")
 
 
 def _say_feedback(answer: int, verdict: Verdict) -> None:
-    from codefleet.cli.output import console
-
     console.print(
         f"answer {answer} has {len(verdict.errors)} error(s); sending them back:", style="yellow"
     )

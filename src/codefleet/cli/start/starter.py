@@ -14,6 +14,7 @@ the command writes.
 
 from __future__ import annotations
 
+import configparser
 import json
 import re
 import shutil
@@ -96,8 +97,6 @@ def _python(root: Path, uv: bool) -> list[FoundCheck]:
 def _quiet_already(root: Path, data: dict[str, Any]) -> bool:
     """Whether the project's own pytest options say -q: a second one drops the `N passed`
     line a check's output should end with."""
-    import configparser
-
     options = data.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("addopts", "")
     words = options.split() if isinstance(options, str) else [str(o) for o in options]
     for name, section in (
