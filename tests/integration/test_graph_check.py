@@ -92,6 +92,7 @@ def test_the_json_report_has_the_documented_shape(tree: Path) -> None:
     assert set(report) == {
         "file",
         "workdir",
+        "leases",
         "ok",
         "tasks",
         "critical_path",

@@ -62,7 +62,13 @@ def check(
 
     No server and no model. Exit 1 when the graph has errors, 0 otherwise.
     """
-    from codefleet.api.graphfile import DEFAULT_GRAPH, GraphError, find_graph, load_graph
+    from codefleet.api.graphfile import (
+        DEFAULT_GRAPH,
+        GraphError,
+        find_graph,
+        leases_line,
+        load_graph,
+    )
     from codefleet.cli.output import console
     from codefleet.planning.analysistext import print_analysis
     from codefleet.planning.check import check_graph, tree_for
@@ -84,12 +90,13 @@ def check(
     analysis = check_graph(
         tasks, tree_for(settings.workdir, settings.db, settings.run_dir), runners
     )
+    integration = settings.integration or tasks.integration  # as `run` sets it
+    leases = leases_line(tasks, settings.lease_granularity, integration)
     if json_out:
-        print_json(
-            {"file": str(graph), "workdir": str(settings.workdir.resolve()), **analysis.to_json()}
-        )
+        where = {"file": str(graph), "workdir": str(settings.workdir.resolve()), "leases": leases}
+        print_json({**where, **analysis.to_json()})
     else:
-        print_analysis(console, analysis, f"{graph} · tree {settings.workdir.resolve()}")
+        print_analysis(console, analysis, f"{graph} · tree {settings.workdir.resolve()}", leases)
     if not analysis.ok:
         raise typer.Exit(1)
 
