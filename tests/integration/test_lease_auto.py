@@ -194,3 +194,45 @@ def test_a_runners_own_flag_is_stated_at_the_start_of_a_run(
     assert run.returncode == 0, run.stdout + run.stderr
     said = " ".join((run.stdout + run.stderr).split())
     assert "leases: whole files (lease_granularity: file), this run's --lease-granularity" in said
+
+
+def first_lines(args: list[str], cwd: Path, count: int) -> list[str]:
+    """Start `codefleet ARGS` in `cwd`, read its first `count` lines, stop it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEFLEET_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codefleet.cli", *args],
+        cwd=cwd,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**env, "PYTHONUNBUFFERED": "1", "COLUMNS": "300"},
+    )
+    try:
+        assert proc.stdout is not None
+        return [proc.stdout.readline().rstrip("\n") for _ in range(count)]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize(
+    ("flag", "says"),
+    [
+        ([], "r1: leases as each task's assignment says (a task's lease_granularity, else the "
+             "server's; the server resolves auto: by part where an integration check is set)"),
+        (["--lease-granularity", "part"],
+         "r1: leases by part (lease_granularity: part), this runner's --lease-granularity"),
+    ],
+    ids=["no-flag", "flag"],
+)  # fmt: skip
+def test_a_runner_states_at_its_start_what_decides_its_leases(
+    make_server: Any, workdir: Path, tmp_path: Path, flag: list[str], says: str
+) -> None:
+    server = make_server(**FAST)
+    (tmp_path / "s.yaml").write_text("{}\n")
+    args = ["runner", "--name", "r1", "--dry-run", "--script", str(tmp_path / "s.yaml")]
+
+    lines = first_lines([*args, "--server", server.url, *flag], workdir, 2)
+
+    assert lines[0].startswith("r1: tree ")
+    assert lines[1] == says
