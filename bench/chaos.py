@@ -113,7 +113,7 @@ class Workload:
 
 def build_workload(
     seed: int, tasks: int, hot_files: int = 12, fail_rate: float = 0.05,
-    breakers: int | None = None, hub_modules: int = 0, hub_suffixes: tuple[str, ...] = (".py",),
+    breakers: int | None = None, hub_modules: int = 0,
 ) -> Workload:  # fmt: skip
     """The seeded graph, the script the scripted agents play, and the original tree."""
     rng = random.Random(seed)
@@ -148,7 +148,7 @@ def build_workload(
     files = {path: f"# {path}\n" for path in hot}
     files |= {"README.md": "chaos tree\n", "out/.keep": ""}
     _add_resources(random.Random(seed + 1), graph, script)
-    files |= _add_hubs(random.Random(seed + 3), graph, script, hub_modules, hub_suffixes)
+    files |= _add_hubs(random.Random(seed + 3), graph, script, hub_modules)
     count = max(1, tasks // BREAKERS_PER) if breakers is None else breakers
     chosen = _add_breakers(random.Random(seed + 2), ids, script, count)
     return Workload(graph, script, files, {SEQUENCE: {"start": 1}}, chosen)
@@ -174,47 +174,27 @@ def _add_hubs(
     graph: list[dict[str, Any]],
     script: dict[str, list[dict[str, Any]]],
     modules: int,
-    suffixes: tuple[str, ...] = (".py",),
 ) -> dict[str, str]:
-    """Hub modules with one function per task that edits it (half the tasks, from their own
-    random stream): under part leases they share the module, under file leases they take
-    turns. Hub k is in the language of `suffixes[k % len(suffixes)]` (`HUB_SOURCES`); one
-    no mapper takes is leased whole. The edit comes first, so a task failing later rolls its
-    part back. Plus the two ways a part holder's pre-image could erase a landed change
-    (issue 51): `_add_upgrades` and `_add_empty_module`."""
+    """Hub Python modules with one function per task that edits it (half the tasks, from
+    their own random stream): under part leases they share the module, under file leases
+    they take turns. The edit comes first, so a task failing later rolls its part back.
+    Plus the two ways a part holder's pre-image could erase a landed change (issue 51):
+    `_add_upgrades` and `_add_empty_module`."""
     if modules <= 0:
         return {}
-    hubs = [f"shared/hub{k:02d}{suffixes[k % len(suffixes)]}" for k in range(modules)]
+    hubs = [f"shared/hub{k:02d}.py" for k in range(modules)]
     body: dict[str, list[str]] = {hub: [] for hub in hubs}
     edited: dict[str, str] = {}  # task -> the hub it edits
     for spec in graph:
         if rng.random() < 0.5:
             task_id, hub = spec["id"], rng.choice(hubs)
-            body[hub].append(_hub_source(hub)[1].replace("TASK", task_id))
+            body[hub].append(f'\n\ndef f_{task_id}():\n    return "{task_id}-todo"\n')
             old, new = f'"{task_id}-todo"', f'"{task_id}-done"'
             script[task_id].insert(1, {"edit": {"path": hub, "old": old, "new": new}})
             edited[task_id] = hub
     _add_upgrades(random.Random(rng.random()), script, edited)
-    files = {hub: _hub_source(hub)[0] + "".join(lines) for hub, lines in body.items()}
+    files = {hub: '"""A hub."""\n\nimport os\n' + "".join(lines) for hub, lines in body.items()}
     return files | _add_empty_module(random.Random(rng.random()), graph, script)
-
-
-# a hub's suffix -> (its head: a header and one import, a task's function with TASK for its id)
-HUB_SOURCES: dict[str, tuple[str, str]] = {
-    ".py": ('"""A hub."""\n\nimport os\n', '\n\ndef f_TASK():\n    return "TASK-todo"\n'),
-    ".ts": (
-        '// A hub.\n\nimport * as os from "os";\n',
-        '\n\nexport function f_TASK(): string {\n  return "TASK-todo";\n}\n',
-    ),
-    ".go": (
-        '// A hub.\npackage shared\n\nimport "os"\n\nvar _ = os.Args\n',
-        '\n\nfunc F_TASK() string {\n\treturn "TASK-todo"\n}\n',
-    ),
-}
-
-
-def _hub_source(hub: str) -> tuple[str, str]:
-    return HUB_SOURCES[Path(hub).suffix]
 
 
 UPGRADE_SHARE = 0.3  # of the hub tasks: a first attempt that takes its hub whole, then fails
@@ -852,9 +832,8 @@ async def _state(client: FleetClient) -> dict[str, Any]:
 async def run(args: argparse.Namespace) -> Summary:
     chaos = Chaos(args)
     workload = build_workload(
-        args.seed, args.tasks, args.hot_files, args.fail_rate, args.breakers, args.hub_modules,
-        tuple(args.hub_suffixes),
-    )  # fmt: skip
+        args.seed, args.tasks, args.hot_files, args.fail_rate, args.breakers, args.hub_modules
+    )
     chaos.prepare(workload)
     faults = plan_faults(
         chaos.rng, args.runners, args.server_kills, args.runner_kills, args.rogue_writes,
@@ -909,10 +888,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--hub-modules", type=int, default=0,
         help="Python modules half the tasks each edit one function of (0: none)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--hub-suffixes", nargs="+", default=[".py"], choices=sorted(HUB_SOURCES),
-        help="the hub modules' languages, by suffix, in turn (default: .py)",
     )  # fmt: skip
     parser.add_argument(
         "--lease-granularity", choices=["file", "part"], default="file",
