@@ -91,7 +91,8 @@ class Settings(BaseSettings):
     max_cost: float | None = Field(default=None, gt=0)
     max_cost_hard: bool = False
     lease_wait: float = Field(default=DEFAULT_LEASE_WAIT_S, ge=0, le=MAX_LEASE_WAIT_S)
-    lease_granularity: Granularity = Granularity.FILE  # a fleet write leases its parts, or files
+    # a fleet write leases its parts, or files; auto: parts where an integration check is set
+    lease_granularity: Granularity = Granularity.AUTO
     landing_batch: int = Field(default=DEFAULT_LANDING_BATCH, ge=1, le=1000)
     landing_parallel: int = Field(default=DEFAULT_LANDING_PARALLEL, ge=1, le=64)
     integration: str | None = None  # the check every task's landing must pass (`run`)

@@ -264,10 +264,33 @@ class RepairCause(StrEnum):
 
 class Granularity(StrEnum):
     """What a fleet write's lease covers (`lease_granularity`): the parts it changes where
-    they can be found (a Python file's top-level definitions), or always the whole file."""
+    they can be found (a Python file's top-level definitions), or always the whole file;
+    `auto` is parts where a landing check runs both changes together, else files."""
 
     PART = "part"
     FILE = "file"
+    AUTO = "auto"
+
+    def resolved(self, integration: str | None) -> Granularity:
+        """`part` or `file`: `auto` is `part` when an integration check is set (decision 0164)."""
+        if self is not Granularity.AUTO:
+            return self
+        return Granularity.PART if integration else Granularity.FILE
+
+    def stated(self, integration: str | None) -> str:
+        """What a write leases under this choice, and why, for a person (`leases: ...`)."""
+        if self is not Granularity.AUTO:
+            whole = "whole files" if self is Granularity.FILE else "by part"
+            return f"{whole} (lease_granularity: {self.value})"
+        if integration:
+            return (
+                f"by part (lease_granularity: auto; the integration check "
+                f"{integration!r} runs every two changes of a file together)"
+            )
+        return (
+            "whole files (lease_granularity: auto; no integration check runs two "
+            "changes of a file together: set `integration:` to lease by part)"
+        )
 
 
 class DenyReason(StrEnum):

@@ -1,8 +1,8 @@
 """The web dashboard in a real headless Chromium, against a real server and a scripted fleet.
 
 The fleet is the demo: five tasks, three runners, leases by part, one staged veto on
-`api.py::<imports>`. "Live" is proven, not timed: T4's first attempt does not start until
-the lease map shows api.py's import block held for T3, its retry not until the page shows the
+`api.py::<header>`. "Live" is proven, not timed: T4's first attempt does not start until
+the lease map shows api.py's module docstring held for T3, its retry not until the page shows the
 veto marker, and T5's agent waits until the page shows T5 running, so the run
 cannot finish unless the page follows it.
 """
@@ -77,7 +77,7 @@ async def assert_vetoes_and_rollbacks_sit_where_they_happened(
     page: Page, server: dict[str, Any]
 ) -> None:
     conflicts = server["conflicts"]
-    assert conflicts and {c["path"] for c in conflicts} >= {"api.py::<imports>"}
+    assert conflicts and {c["path"] for c in conflicts} >= {"api.py::<header>"}
 
     # every veto sits on the lane of the runner that was refused, and names the file
     await expect(page.locator("g.veto")).to_have_count(len(conflicts))
@@ -137,7 +137,7 @@ async def test_the_page_follows_a_demo_run_live_and_a_new_page_replays_it_the_sa
     await expect(page.locator('[data-node][data-status="pending"]')).to_have_count(5)
 
     async def lease_of_t3_shown(_: Attempt) -> None:  # T3 keeps its parts until T4 is refused
-        await expect(page.locator('[data-lease="api.py::<imports>"]')).to_contain_text("T3")
+        await expect(page.locator('[data-lease="api.py::<header>"]')).to_contain_text("T3")
 
     async def veto_marker_shown(_: Attempt) -> None:
         await expect(page.locator("g.veto").first).to_be_visible()

@@ -36,7 +36,7 @@ def test_the_mixed_offline_demo_vetoes_codex_whole_file_patch_on_parts_claude_ho
     first, retry = records["T4-attempt1"], records["T4-attempt2"]
     assert (first["agent"], first["runner"]) == ("codex", "codex-3")
     assert first["outcome"]["error_kind"] == "veto"
-    assert first["outcome"]["blocked_on_path"] == "api.py::<imports>"
+    assert first["outcome"]["blocked_on_path"] == "api.py::<from collections import Counter>"
     assert retry["outcome"]["ok"] is True
     assert records["T3-attempt1"]["runner"].startswith("runner-")  # a Claude Code session
     store = Store(workspace / "codefleet.db")
@@ -60,9 +60,9 @@ def test_the_mixed_offline_demo_vetoes_codex_whole_file_patch_on_parts_claude_ho
         ("T4", "apply_patch")
     }
     assert {e["payload"]["path"] for e in denied} <= t3_parts
-    assert "api.py::<imports>" in t3_parts
+    assert "api.py::<from collections import Counter>" in t3_parts
     assert "api.py" in t4_keys and not any(k.startswith("api.py::") for k in t4_keys)
     assert side_by_side(events) == []
     assert agents == {"runner-1": "claude", "runner-2": "claude", "codex-3": "codex"}
-    assert "VETO  codex-3 (task T4) was refused api.py::<imports>" in text
+    assert "VETO  codex-3 (task T4) was refused api.py::<from collections import Counter>" in text
     assert "SIDE BY SIDE" not in text

@@ -3,9 +3,9 @@
 The full run is the real thing: the demo graph, three runners, the bundled CLI per
 attempt, the real hook and lease server, the fake model playing
 examples/demo-model.yaml, leased by part. It must show T3 and T4 in api.py side by side
-through the real hook (T4's Edit of `create_app` granted while T3 holds its own parts),
-the staged veto on a part both want (T4's Edit of the import block refused while T3
-holds `api.py::<imports>`), retry T4 to success, apply T1's command that generates
+through the real hook (T4's Edits of `create_app` and of its own import granted while
+T3 holds its own parts), the staged veto on a part both want (T4's Edit of the module
+docstring refused while T3 holds `api.py::<header>`), retry T4 to success, apply T1's command that generates
 TAG_RULES.txt, show the verify loop (T1 calls the check tool, its verification fails,
 the retry passes), and end with the demo repository's tests passing.
 The other tests keep the model file equivalent to the dry-run script and check the
@@ -35,10 +35,18 @@ from codefleet.session.offline import load_model_scripts, shared_model
 from codefleet.session.sdk import CHECK_TOOL_NAME
 
 STORE_TAIL = "    def __len__(self) -> int:\n        return len(self._items)\n"
-# the staged veto: T4's first attempt makes two edits, create_app (granted) and the
-# import block (refused)
-VETOED_AFTER = {"T4-a1": 2}
-T3_PARTS = ("<imports>", "ROUTES", "delete_bookmark", "list_tags", "update_bookmark")
+# the staged veto: T4's first attempt makes three edits, create_app and its import
+# (granted) and the module docstring (refused)
+VETOED_AFTER = {"T4-a1": 3}
+T3_PARTS = (
+    "<from collections import Counter>",
+    "<header>",
+    "ROUTES",
+    "delete_bookmark",
+    "list_tags",
+    "update_bookmark",
+)
+T4_PARTS = ("<from middleware import RequestIdMiddleware>", "create_app")
 
 
 def test_the_offline_demo_runs_t3_and_t4_side_by_side_in_api_py_vetoes_t4_on_a_part_and_passes(
@@ -53,7 +61,7 @@ def test_the_offline_demo_runs_t3_and_t4_side_by_side_in_api_py_vetoes_t4_on_a_p
     [workspace] = tmp_path.glob("demo-*")
     records = {p.stem: json.loads(p.read_text()) for p in (workspace / "sessions").glob("*.json")}
     first, retry = records["T4-attempt1"]["outcome"], records["T4-attempt2"]["outcome"]
-    assert (first["error_kind"], first["blocked_on_path"]) == ("veto", "api.py::<imports>")
+    assert (first["error_kind"], first["blocked_on_path"]) == ("veto", "api.py::<header>")
     assert retry["ok"] is True
     assert all(r["init"]["permissionMode"] == "dontAsk" for r in records.values())
     assert sorted(records) == [
@@ -85,10 +93,10 @@ def test_the_offline_demo_runs_t3_and_t4_side_by_side_in_api_py_vetoes_t4_on_a_p
     [denied] = store.events(0, 10_000, "lease_denied")
     pairs = side_by_side(store.events(0, 100_000))
     store.close()
-    # Side by side through the real hook: T4's Edit of create_app was granted while T3 held
-    # its parts; its Edit of the import block was the refused one.
-    assert pairs == [SideBySide("api.py", ("T3", "T4"), (T3_PARTS, ("create_app",)))]
-    assert (denied["task_id"], denied["payload"]["path"]) == ("T4", "api.py::<imports>")
+    # Side by side through the real hook: T4's Edits of create_app and of its own import
+    # were granted while T3 held its parts; its Edit of the module docstring was refused.
+    assert pairs == [SideBySide("api.py", ("T3", "T4"), (T3_PARTS, T4_PARTS))]
+    assert (denied["task_id"], denied["payload"]["path"]) == ("T4", "api.py::<header>")
     assert (denied["payload"]["tool"], denied["payload"]["holder_task_id"]) == ("Edit", "T3")
     assert broke["task_id"] == "T2" and "T3" in broke["payload"]["conflicts_with"]
     assert landed.index("T3") < landed.index("T2") and sorted(landed) == [
@@ -109,8 +117,10 @@ def test_the_offline_demo_runs_t3_and_t4_side_by_side_in_api_py_vetoes_t4_on_a_p
         (2, "verify", True),
     ]
     assert "invalid tag 'DOCS'" in checks[1]["output_tail"]
-    assert "refused api.py::<imports>: held by" in text and "PASS" in text
-    assert "SIDE BY SIDE  api.py: T3 held <imports>, ROUTES" in text
+    assert "refused api.py::<header>: held by" in text and "PASS" in text
+    assert (
+        "SIDE BY SIDE  api.py: T3 held <from collections import Counter>, <header>, ROUTES" in text
+    )
     assert "simulated, nothing spent" in text  # the fake model's tokens, priced, not paid
     fake, _ = shared_model((examples_dir() / "demo-model.yaml").resolve())
     assert fake.wait_timeouts() == [], "the veto was staged by the scripts, not by a give-up"

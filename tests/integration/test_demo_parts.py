@@ -3,10 +3,12 @@
 The demo graph says `lease_granularity: part` (every task inherits it), so no server
 setting is needed.
 
-T3 holds its parts of api.py (the import block, its three handlers, ROUTES) while T4
-registers its middleware in `create_app`: both are granted and T4's edit lands beside
-T3's. T4 then reaches the import block T3 holds and is vetoed naming that part; it is
-requeued with `api.py::<imports>` in its scope and runs again after T3. The landing
+T3 holds its parts of api.py (its Counter import, the module docstring, its three
+handlers, ROUTES) while T4 registers its middleware in `create_app` and adds its own
+import (each import statement is a part, decision 0165): both are granted and T4's
+edits land beside T3's. T4 then reaches the module docstring T3 holds and is vetoed
+naming that part; it is requeued with `api.py::<header>` in its scope and runs again
+after T3. The landing
 story (T2 breaks with T3, is repaired in its session, lands) and the verdict stay as they were.
 """
 
@@ -63,28 +65,32 @@ def test_t3_and_t4_hold_and_write_different_parts_of_api_py_at_once(
     t4 = held(events, "T4", t4_vetoed["id"])
 
     assert sorted(t3) == [
-        "api.py::<imports>",
+        "api.py::<from collections import Counter>",
+        "api.py::<header>",
         "api.py::ROUTES",
         "api.py::delete_bookmark",
         "api.py::list_tags",
         "api.py::update_bookmark",
     ]
-    assert sorted(t4) == ["api.py::create_app"]  # granted, beside T3's parts
+    import_key = "api.py::<from middleware import RequestIdMiddleware>"
+    assert sorted(t4) == [import_key, "api.py::create_app"]  # granted, beside T3's parts
     (t4_from, t4_to) = t4["api.py::create_app"]
     assert all(start < t4_from and t4_to < end for start, end in t3.values())
-    [t4_wrote] = [
+    assert all(start < t4[import_key][0] and t4[import_key][1] < end for start, end in t3.values())
+    t4_wrote = [
         e
         for e in events
         if e["type"] == "file_changed" and e["task_id"] == "T4" and t4_from < e["id"] < t4_to
     ]
-    assert t4_wrote["payload"]["path"] == "api.py"
+    assert [e["payload"]["path"] for e in t4_wrote] == ["api.py", "api.py"]
     assert (
-        "SIDE BY SIDE  api.py: T3 held <imports>, ROUTES, delete_bookmark, list_tags, "
-        "update_bookmark while T4 held create_app"
+        "SIDE BY SIDE  api.py: T3 held <from collections import Counter>, <header>, ROUTES, "
+        "delete_bookmark, list_tags, update_bookmark while T4 held "
+        "<from middleware import RequestIdMiddleware>, create_app"
     ) in text
 
 
-def test_the_staged_veto_names_the_import_block_and_t4_reruns_after_t3_with_it_in_scope(
+def test_the_staged_veto_names_the_module_docstring_and_t4_reruns_after_t3_with_it_in_scope(
     demo_events: dict[str, Any],
 ) -> None:
     events, text = demo_events["events"], demo_events["text"]
@@ -97,14 +103,14 @@ def test_the_staged_veto_names_the_import_block_and_t4_reruns_after_t3_with_it_i
         if e["type"] == "task_assigned" and e["task_id"] == "T4" and e["id"] > requeued["id"]
     )
 
-    assert (denied["task_id"], denied["payload"]["path"]) == ("T4", "api.py::<imports>")
+    assert (denied["task_id"], denied["payload"]["path"]) == ("T4", "api.py::<header>")
     assert denied["payload"]["holder_task_id"] == "T3"
     assert requeued["payload"]["error_kind"] == "veto"
-    assert "api.py::<imports>" in requeued["payload"]["file_scope"]
+    assert "api.py::<header>" in requeued["payload"]["file_scope"]
     assert order.index(("task_succeeded", "T3")) < order.index(("task_succeeded", "T4"))
     t3_done = next(e for e in events if e["type"] == "task_succeeded" and e["task_id"] == "T3")
     assert t3_done["id"] < t4_second["id"]
-    assert "VETO  " in text and "was refused api.py::<imports>: held by" in text
+    assert "VETO  " in text and "was refused api.py::<header>: held by" in text
     assert "PASS" in text and "5/5 tasks succeeded · 1 veto(es)" in text
 
 

@@ -92,6 +92,7 @@ def test_the_json_report_has_the_documented_shape(tree: Path) -> None:
     assert set(report) == {
         "file",
         "workdir",
+        "leases",
         "ok",
         "tasks",
         "critical_path",
@@ -177,6 +178,25 @@ def test_a_part_its_file_does_not_have_is_warned_with_the_nearest_unless_new(tre
     parts = [w for w in report["warnings"] if w["code"] == "missing_part"]
     assert [(w["task"], w["path"]) for w in parts] == [("A", "number.py::apnumbr")]
     assert "number.py has no part apnumbr; did you mean number.py::apnumber?" in parts[0]["message"]
+
+
+def test_a_scope_naming_the_old_import_block_is_warned_to_name_a_statement(tree: Path) -> None:
+    (tree / "hub.py").write_text("import os\nfrom x import y\n\n\ndef f():\n    pass\n")
+    graph = (
+        "integration: test\n"
+        "checks: {test: 'true'}\n"
+        "tasks:\n"
+        "  - {id: A, title: a, description: d, file_scope: ['hub.py::<imports>']}\n"
+    )
+
+    code, report = check_json(tree, graph)
+
+    assert code == 0
+    (warning,) = [w for w in report["warnings"] if w["code"] == "missing_part"]
+    assert warning["message"] == (
+        "task A: hub.py has no part <imports>; each import statement is a part of its own: "
+        "name one (hub.py::<import os>) or hub.py"
+    )
 
 
 def test_missing_paths_warn_unless_plausibly_new(tree: Path) -> None:

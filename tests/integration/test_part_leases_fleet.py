@@ -219,7 +219,7 @@ async def test_a_runners_own_lease_granularity_wins(
 async def test_a_graph_asking_for_parts_gets_them_from_a_server_that_leases_files(
     make_server: Any, workdir: Path
 ) -> None:
-    server = make_server(**FAST)  # the server's default: whole files
+    server = make_server(**FAST)  # the default, auto, with no integration check: whole files
     script = {
         "T1": [edit("return 1", "return 'one'"), {"wait_acquired": "api.py::route"}],
         "T2": [edit("return path", "return path.upper()"), {"wait_acquired": "api.py::handle"}],

@@ -24,7 +24,15 @@ from codefleet.review.report.runreport import build_report, report_json
 from codefleet.server.thread import ServerThread
 from codefleet.testing.invariants_landing import check_landing
 
-FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
+# Whole files: stacking hands a file over (parts are not stacked, decision 0159), and under
+# `auto` an integration check would lease hub.py by part (decision 0164).
+FAST = {
+    "heartbeat_interval": 0.1,
+    "stale_after": 5.0,
+    "tick_interval": 0.05,
+    "backoff_base": 0.0,
+    "lease_granularity": "file",
+}
 # Slow enough that T2 stacks while T1's check runs; fails while hub.py holds BROKEN.
 CHECK = f"sleep 0.5 && \"{sys.executable}\" -c \"assert 'BROKEN' not in open('hub.py').read()\""
 HUB = "A = 0\n"

@@ -1,7 +1,7 @@
 """`codefleet stats` on the demo's staged veto, through the wire, and `--suggest`.
 
 The demo graph runs with its scripted agents (examples/demo-script.yaml, leased by part:
-T4 is refused api.py's import block while T3 holds it, and succeeds on its retry after
+T4 is refused api.py's module docstring while T3 holds it, and succeeds on its retry after
 T3); then the real CLI reads
 the run back over HTTP and writes the graph amended from it. A run with part leases
 (two tasks in one function of a hub module) is read back gathered under its file.
@@ -92,15 +92,15 @@ async def test_stats_and_suggest_learn_t4s_veto_on_api_py_from_the_demo(
     assert made.returncode == 0, made.stderr
     assert "3 change(s)" in made.stdout
     text = out.read_text()
-    assert '  - "api.py::<imports>"  # codefleet stats: vetoed on api.py::<imports> at +' in text
+    assert '  - "api.py::<header>"  # codefleet stats: vetoed on api.py::<header> at +' in text
     assert (
         "  - T3  # codefleet stats: T4's retry only succeeded after T3 finished with "
-        "api.py::<imports>" in text
+        "api.py::<header>" in text
     )
     assert "  - T1  # codefleet stats: T3's read of models.py went stale: T1 changed it" in text
     assert text.startswith("# The CodeFleet demo graph")  # the original header is kept
     amended = {t["id"]: t for t in yaml.safe_load(text)["tasks"]}
-    assert "api.py::<imports>" in amended["T4"]["file_scope"]
+    assert "api.py::<header>" in amended["T4"]["file_scope"]
     assert amended["T4"]["depends_on"] == ["T3"]
     assert amended["T3"]["depends_on"] == ["T1"]
     checked = codefleet("graph", "check", str(out), "--workdir", str(tree))

@@ -110,6 +110,7 @@ def stored_assignment(fleet: Fleet, agent_id: str) -> AssignedTask | None:
         error=row["error"],
         error_kind=None if row["error_kind"] is None else ErrorKind(row["error_kind"]),
         verify=row["verify"],
+        lease_granularity=fleet.engine.runner.lease_granularity(row["lease_granularity"]),
     )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from codefleet.api.graphfile import GraphError, parse_graph
+from codefleet.api.graphfile import GraphError, leases_line, parse_graph
+from codefleet.models import Granularity
 
 
 def graph(**top: object) -> dict[str, object]:
@@ -58,5 +59,26 @@ def test_a_bad_lease_granularity_names_the_allowed_values_at_the_top_and_on_a_ta
         parse_graph(broken)
 
     message = str(err.value)
-    assert "lease_granularity 'function' is not one of part, file" in message
-    assert "task #1 (T1): lease_granularity: Input should be 'part' or 'file'" in message
+    assert "lease_granularity 'function' is not one of part, file, auto" in message
+    assert "task #1 (T1): lease_granularity: Input should be 'part', 'file' or 'auto'" in message
+
+
+def test_auto_leases_by_part_with_an_integration_check_and_whole_files_without() -> None:
+    assert Granularity.AUTO.resolved("test") is Granularity.PART
+    assert Granularity.AUTO.resolved(None) is Granularity.FILE
+    assert Granularity.FILE.resolved("test") is Granularity.FILE
+    assert Granularity.PART.resolved(None) is Granularity.PART
+
+
+def test_the_leases_line_states_the_graphs_choice_and_the_tasks_leased_otherwise() -> None:
+    auto = Granularity.AUTO
+    assert leases_line(parse_graph(graph()), auto, "test") == (
+        "by part (lease_granularity: auto; the integration check 'test' runs every two changes "
+        "of a file together); leased otherwise: T2 (file)"
+    )
+    assert leases_line(parse_graph(graph(lease_granularity="part")), auto, None) == (
+        "whole files (lease_granularity: auto; no integration check runs two changes of a file "
+        "together: set `integration:` to lease by part); leased otherwise: T1 (part)"
+    )
+    same = parse_graph({"tasks": [{"id": "T1", "title": "a", "description": "d"}]})
+    assert leases_line(same, auto, None).startswith("whole files (lease_granularity: auto;")

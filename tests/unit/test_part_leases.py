@@ -156,14 +156,14 @@ def test_a_whole_file_refused_by_several_parts_of_one_holder_is_one_veto_per_hol
     fleet: Fleet,
 ) -> None:
     fleet.start("T1", "T2", "T3")
-    fleet.edit("T1", "return 1", "return 'one'", "api.py::handle", "api.py::<imports>")
+    fleet.edit("T1", "return 1", "return 'one'", "api.py::handle", "api.py::<import os>")
     fleet.edit("T2", "    pass\n", "    x = 1\n", "api.py::Router")
 
     refused = fleet.acquire("T3", "api.py")  # a write the gate could not map: the whole file
 
     assert not refused.allowed
     assert [(d.path, d.holder_task_id) for d in refused.denied] == [
-        ("api.py::<imports>", "T1"),
+        ("api.py::<import os>", "T1"),
         ("api.py::Router", "T2"),
     ]
     assert len(fleet.events(EventType.LEASE_DENIED)) == 2  # not one per held part
@@ -288,6 +288,42 @@ def test_a_failed_attempt_removes_the_part_it_added_and_keeps_the_others_additio
     assert text == API.replace("\n\ndef route(", "\n\ndef added_by_t2():\n    pass\n\n\ndef route(")
 
 
+def test_two_tasks_each_add_an_import_at_once_and_a_failed_one_removes_only_its_own(
+    fleet: Fleet,
+) -> None:
+    fleet.start("T1", "T2")
+    fleet.edit("T1", "import os\n", "import os\nimport re\n", "api.py::<import re>")
+    fleet.edit("T2", "import os\n", "import os\nimport sys\n", "api.py::<import sys>")
+    assert fleet.held() == {"api.py::<import re>": "T1", "api.py::<import sys>": "T2"}
+
+    fleet.finish("T1", ok=False)
+
+    assert fleet.api.read_text() == API.replace("import os\n", "import os\nimport sys\n")
+
+
+def test_two_tasks_adding_imports_land_patches_that_leave_both_imports(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    fleet.start("T1", "T2")
+    fleet.edit("T1", "import os\n", "import os\nimport re\n", "api.py::<import re>")
+    fleet.edit("T2", "import os\n", "import os\nimport sys\n", "api.py::<import sys>")
+    fleet.edit("T1", "return 1", "return re.escape('1')", "api.py::handle")
+
+    fleet.finish("T2", ok=True)
+    fleet.finish("T1", ok=True)
+
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    (replay / "api.py").write_text(API)
+    for task_id in ("T2", "T1"):
+        (patch,) = fleet.engine.store.patches_of_task(task_id)
+        subprocess.run(["git", "apply", "--unidiff-zero", "-"], input=str(patch["diff"]),
+                       text=True, cwd=replay, check=True)  # fmt: skip
+    landed = (replay / "api.py").read_text()
+    assert landed == fleet.api.read_text()
+    assert "import os\nimport sys\nimport re\n" in landed and "re.escape('1')" in landed
+
+
 def test_parts_that_cannot_be_found_again_keep_their_lease_while_another_holds_a_part(
     fleet: Fleet,
 ) -> None:
@@ -324,7 +360,7 @@ def test_the_patches_of_two_tasks_in_one_file_apply_in_the_order_they_landed(
     fleet.start("T1", "T2")
     fleet.edit("T1", "return 1", "return 'one'", "api.py::handle")
     fleet.edit("T2", "    pass\n", "    prefix = '/'\n", "api.py::Router")
-    fleet.edit("T1", "import os\n", "import os\nimport re\n", "api.py::<imports>")
+    fleet.edit("T1", "import os\n", "import os\nimport re\n", "api.py::<import re>")
 
     fleet.finish("T2", ok=True)  # T2 lands first, while T1 is still editing
     fleet.finish("T1", ok=True)

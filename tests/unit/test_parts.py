@@ -81,7 +81,10 @@ def change(old: str, new: str) -> set[str]:
 def test_a_module_has_its_header_its_imports_and_each_top_level_definition():
     assert names(API) == [
         "<header>",
-        "<imports>",
+        "<from __future__ import annotations>",
+        "<import os>",
+        "<from typing import TYPE_CHECKING>",
+        "<if TYPE_CHECKING>",
         "__all__",
         "LIMIT",
         "handle",
@@ -94,7 +97,8 @@ def test_a_module_has_its_header_its_imports_and_each_top_level_definition():
 def test_each_part_has_its_kind():
     kinds = {p.name: p.kind for p in parts_of(API) or []}
     assert kinds["<header>"] is PartKind.HEADER
-    assert kinds["<imports>"] is PartKind.IMPORTS
+    assert kinds["<import os>"] is PartKind.IMPORTS
+    assert kinds["<if TYPE_CHECKING>"] is PartKind.IMPORTS
     assert kinds["handle"] is PartKind.FUNCTION
     assert kinds["serve"] is PartKind.FUNCTION
     assert kinds["Router"] is PartKind.CLASS
@@ -126,34 +130,50 @@ def test_the_header_is_the_docstring_and_what_is_above_it():
 
 def test_without_a_docstring_the_comments_above_the_first_statement_are_the_header():
     text = "# Copyright\n# License\n\nimport os\n"
-    assert names(text) == ["<header>", "<imports>"]
+    assert names(text) == ["<header>", "<import os>"]
     assert part(text, "<header>").text == "# Copyright\n# License\n"
 
 
 def test_blank_lines_alone_above_the_first_statement_are_no_header():
-    assert names("\n\nimport os\n") == ["<imports>"]
+    assert names("\n\nimport os\n") == ["<import os>"]
 
 
-def test_the_import_block_takes_future_imports_type_checking_and_try_imports():
+def test_each_import_statement_is_a_part_and_a_try_or_type_checking_of_imports_is_one():
     text = (
         "from __future__ import annotations\n"
         "import os\n\n"
         "try:\n    import ujson as json\nexcept ImportError:\n    import json\n\n"
         "if TYPE_CHECKING:\n    import x\n"
         "if typing.TYPE_CHECKING:\n    import y\n"
+        "from x import (a,\n    b)\n"
         "X = 1\n"
     )
-    assert names(text) == ["<imports>", "X"]
+    assert names(text) == [
+        "<from __future__ import annotations>",
+        "<import os>",
+        "<try import ujson as json>",
+        "<if TYPE_CHECKING>",
+        "<if typing.TYPE_CHECKING>",
+        "<from x import (a, b)>",
+        "X",
+    ]
+    assert {p.kind for p in parts_of(text) or [] if p.name != "X"} == {PartKind.IMPORTS}
 
 
-def test_an_import_after_the_first_block_is_a_statement_named_by_its_text():
+def test_an_import_after_the_first_block_is_an_import_part_named_by_its_text():
     text = "import os\nX = 1\nimport sys\n"
-    assert names(text) == ["<imports>", "X", "<import sys>"]
+    assert names(text) == ["<import os>", "X", "<import sys>"]
+    assert part(text, "<import sys>").kind is PartKind.IMPORTS
 
 
 def test_a_type_checking_block_holding_more_than_imports_is_a_statement():
     text = "import os\nif TYPE_CHECKING:\n    X = 1\n"
-    assert names(text) == ["<imports>", "<if TYPE_CHECKING>"]
+    assert names(text) == ["<import os>", "<if TYPE_CHECKING>"]
+    assert part(text, "<if TYPE_CHECKING>").kind is PartKind.STATEMENT
+
+
+def test_one_import_written_twice_apart_leaves_the_module_without_parts():
+    assert parts_of("import os\nX = 1\nimport os\n") is None
 
 
 def test_assignment_names_cover_chains_tuples_and_starred_targets():
@@ -245,7 +265,7 @@ def test_an_empty_file_has_no_parts_and_a_comment_only_file_is_all_header():
 
 def test_crlf_and_lone_cr_line_endings_count_as_python_counts_them():
     crlf = "import os\r\n\r\ndef f():\r\n    return 1\r\n\r\ndef g():\r\n    return 2\r\n"
-    assert names(crlf) == ["<imports>", "f", "g"]
+    assert names(crlf) == ["<import os>", "f", "g"]
     assert part(crlf, "f").text == "\r\ndef f():\r\n    return 1\r\n"
     assert "".join(p.text for p in parts_of(crlf) or []) == crlf
     assert names("x = 1\ry = 2\r") == ["x", "y"]
@@ -316,9 +336,31 @@ def test_a_docstring_edit_changes_the_header():
     assert change(API, API.replace("The API module.", "The API.")) == {"<header>"}
 
 
-def test_an_import_edit_changes_the_import_block():
-    assert change(API, API.replace("import os\n", "import os\nimport sys\n")) == {"<imports>"}
-    assert change(API, API.replace("    from collections.abc", "    from typing")) == {"<imports>"}
+def test_a_new_import_is_its_own_part_and_changing_or_removing_one_takes_that_one():
+    added = changed_parts(API, API.replace("import os\n", "import os\nimport sys\n"))
+    assert added == PartChange(frozenset(), frozenset({"<import sys>"}), frozenset())
+    changed = API.replace("    from collections.abc", "    from typing")
+    assert change(API, changed) == {"<if TYPE_CHECKING>"}
+    removed = changed_parts(API, API.replace("import os\n", ""))
+    assert removed == PartChange(frozenset(), frozenset(), frozenset({"<import os>"}))
+    renamed = API.replace("import os\n", "import os.path\n")
+    assert change(API, renamed) == {"<import os>", "<import os.path>"}
+
+
+def test_two_writers_adding_an_import_each_take_different_names_and_one_import_the_same():
+    one = API.replace("import os\n", "import os\nimport re\n")
+    two = one.replace("import os\n", "import os\nimport sys\n")
+    assert change(API, one) == {"<import re>"}
+    assert change(one, two) == {"<import sys>"}
+    assert change(API, API.replace("import os\n", "import os\nimport sys\n")) == {"<import sys>"}
+
+
+def test_reordering_the_imports_takes_every_import_part():
+    old = "import b\nimport a\nimport c\n\n\ndef f():\n    pass\n"
+    new = "import a\nimport b\nimport c\n\n\ndef f():\n    pass\n"
+    assert change(old, new) == {"<import a>", "<import b>", "<import c>"}
+    sorted_in = "import a\nimport b\nimport c\nimport d\n\n\ndef f():\n    pass\n"
+    assert change(old, sorted_in) == {"<import a>", "<import b>", "<import c>", "<import d>"}
 
 
 def test_adding_a_function_at_the_end_takes_only_the_new_name():
@@ -374,10 +416,10 @@ def test_a_comment_that_moves_from_one_part_to_another_changes_both():
     assert change(old, new) == {"<header>", "f"}
 
 
-def test_a_statement_put_between_imports_changes_the_imports_it_splits_off():
+def test_a_statement_put_between_imports_takes_only_itself():
     old = "import os\nimport sys\n\nX = 1\n"
     new = "import os\nsys_path = 1\nimport sys\n\nX = 1\n"
-    assert change(old, new) == {"<imports>", "sys_path", "<import sys>"}
+    assert change(old, new) == {"sys_path"}
 
 
 def test_moving_a_function_below_another_takes_the_moved_function():
@@ -396,7 +438,7 @@ def test_an_unparsable_side_gives_none():
 
 def test_a_new_file_takes_every_part_it_creates():
     found = changed_parts("", "import os\n\ndef f():\n    pass\n")
-    assert found == PartChange(frozenset(), frozenset({"<imports>", "f"}), frozenset())
+    assert found == PartChange(frozenset(), frozenset({"<import os>", "f"}), frozenset())
 
 
 def test_crlf_file_change_is_mapped_like_lf():
@@ -546,6 +588,22 @@ def test_restoring_a_single_writers_change_gives_back_the_old_file():
     ]
     for new in cases:
         assert restore_parts(new, attempt(API, new)) == API, new
+
+
+def test_an_added_import_is_removed_on_restore_and_another_writers_import_stays():
+    mine = API.replace("import os\n", "import os\nimport re\n")
+    both = mine.replace("import re\n", "import re\nimport sys\n")
+    assert restore_parts(mine, attempt(API, mine)) == API
+    restored = restore_parts(both, attempt(API, mine))
+    assert restored == API.replace("import os\n", "import os\nimport sys\n")
+
+
+def test_restoring_a_reordered_import_block_puts_the_old_order_back():
+    old = "import b\nimport a\n\n\ndef f():\n    pass\n"
+    new = "import a\nimport b\nimport c\n\n\ndef f():\n    pass\n"
+    both = new.replace("pass", "return 1")  # another task changed f meanwhile
+    assert restore_parts(new, attempt(old, new)) == old
+    assert restore_parts(both, attempt(old, new)) == old.replace("pass", "return 1")
 
 
 def test_restoring_one_writer_keeps_the_other_writers_change():

@@ -8,7 +8,7 @@ which lines count, and the bound past which a module has no parts.
 from __future__ import annotations
 
 from codefleet.parts.model import PartKind
-from codefleet.parts.python import HEADER, IMPORTS, MAX_PART_BYTES, PYTHON
+from codefleet.parts.python import HEADER, MAX_PART_BYTES, PYTHON
 
 MODULE = '"""Doc."""\nimport os\n\n\ndef f():\n    return os.sep\n\n\nX = 1\n'
 
@@ -18,7 +18,7 @@ def test_a_modules_index_tiles_its_lines_and_names_each_lines_owner():
     assert index is not None
     assert [(p.name, p.kind) for p in index.parts] == [
         (HEADER, PartKind.HEADER),
-        (IMPORTS, PartKind.IMPORTS),
+        ("<import os>", PartKind.IMPORTS),
         ("f", PartKind.FUNCTION),
         ("X", PartKind.ASSIGNMENT),
     ]

@@ -157,12 +157,12 @@ def test_the_diff_shows_what_was_read_against_what_is_there_now() -> None:
 
 def test_a_python_files_diff_names_the_parts_that_changed() -> None:
     before = "import os\n\n\ndef handle():\n    return 1\n\n\ndef route():\n    return 2\n"
-    after = before.replace("return 2", "return 3").replace("import os", "import os, re")
+    after = before.replace("return 2", "return 3").replace("import os\n", "import os\nimport re\n")
     stale = StaleRead(path="api.py", changed_by=("T3",), read_sha256="a" * 64, now_sha256="b" * 64)
 
     message = followup_message([stale], {"api.py": Seen(before, after, kept=True)})
 
-    assert "- api.py: changed by T3 (in <imports>, route).\n```diff\n" in message
+    assert "- api.py: changed by T3 (in <import re>, route).\n```diff\n" in message
     notes = StaleRead(
         path="notes.txt", changed_by=("T3",), read_sha256="a" * 64, now_sha256="b" * 64
     )

@@ -55,13 +55,13 @@ def test_a_write_of_the_whole_file_that_changes_one_part_takes_only_that_part(
     assert write_keys(tree, "api.py", "Write", {"content": content}) == ["api.py::Router"]
 
 
-def test_a_new_function_takes_its_own_name_and_a_new_import_the_import_block(
+def test_a_new_function_takes_its_own_name_and_a_new_import_its_own_statement(
     tree: Path,
 ) -> None:
     added = edit("class Router:", "def ping():\n    return 'pong'\n\n\nclass Router:")
     assert write_keys(tree, "api.py", "Edit", added) == ["api.py::ping"]
     imported = edit("import os\n", "import os\nimport re\n")
-    assert write_keys(tree, "api.py", "Edit", imported) == ["api.py::<imports>"]
+    assert write_keys(tree, "api.py", "Edit", imported) == ["api.py::<import re>"]
 
 
 def test_a_rename_takes_the_old_name_and_the_new(tree: Path) -> None:

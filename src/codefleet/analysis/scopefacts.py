@@ -14,7 +14,9 @@ closest. `judge` turns those facts into canonical scopes and findings:
 - a part (`file.py::name`) is looked for in its file's parts, as the lease
   mapper finds them: a name the file does not have is fine when the
   description names it (a new definition); otherwise it is a WARNING naming
-  the nearest part the file has.
+  the nearest part the file has. `<imports>`, the one import block before each import
+  statement became a part of its own (decision 0165), names no part: it is warned
+  with a hint to name one import statement or the whole file.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from codefleet.toolcalls.leasekeys import split_part_key
 __all__ = ["PathFact", "ScopedTask", "judge", "survey"]
 
 NEAR_CUTOFF = 0.8  # difflib ratio above which an existing name is "near-identical"
+IMPORT_BLOCK = "<imports>"  # the import block's old part name: now no part (decision 0165)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +159,8 @@ def _part_finding(task: ScopedTask, fact: PathFact) -> Finding | None:
         return None
     near = difflib.get_close_matches(name, fact.parts, n=1, cutoff=0.6)
     hint = f"; did you mean {path}::{near[0]}?" if near else ""
+    if name == IMPORT_BLOCK:
+        hint = _import_block_hint(path, fact.parts)
     return Finding(
         "warning",
         "missing_part",
@@ -163,6 +168,12 @@ def _part_finding(task: ScopedTask, fact: PathFact) -> Finding | None:
         task.id,
         fact.key,
     )
+
+
+def _import_block_hint(path: str, parts: tuple[str, ...]) -> str:
+    """Import statements are parts one by one: name one of them, or the whole file."""
+    one = next((p for p in parts if p.startswith(("<import ", "<from "))), "<import os>")
+    return f"; each import statement is a part of its own: name one ({path}::{one}) or {path}"
 
 
 def _named_in(description: str, key: str) -> bool:

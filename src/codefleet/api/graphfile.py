@@ -54,6 +54,7 @@ __all__ = [
     "check_references",
     "check_scopes",
     "find_graph",
+    "leases_line",
     "load_graph",
     "parse_checks",
     "parse_graph",
@@ -106,6 +107,26 @@ class GraphTasks(list[dict[str, Any]]):
         subset.check_fresh = self.check_fresh
         subset.integration = self.integration
         return subset
+
+
+def leases_line(specs: list[dict[str, Any]], default: Granularity, integration: str | None) -> str:
+    """One line: what the graph's writes lease (`auto` resolved by `integration`). The value
+    every task names, else `default` (the server's, or a runner's flag); tasks naming another
+    are listed after it."""
+    named = {
+        str(s.get("id") or f"#{n}"): s.get("lease_granularity") for n, s in enumerate(specs, 1)
+    }
+    values = set(named.values())
+    only = next(iter(values)) if len(values) == 1 else None
+    chosen = Granularity(only) if only else default
+    resolved = chosen.resolved(integration)
+    others = sorted(
+        f"{task} ({Granularity(value).resolved(integration).value})"
+        for task, value in named.items()
+        if value is not None and Granularity(value).resolved(integration) is not resolved
+    )
+    own = f"; leased otherwise: {', '.join(others)}" if others else ""
+    return chosen.stated(integration) + own
 
 
 def find_graph(given: Path | None, cwd: Path | None = None) -> Path | None:

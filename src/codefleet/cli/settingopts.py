@@ -117,8 +117,9 @@ FLAGS: dict[str, Flag] = {
         "of the veto; 0 = the veto at once"
     ),
     "lease_granularity": Flag(
-        "What a fleet task's write leases: 'part' (the top-level definitions of a Python, "
-        "TypeScript/JavaScript, Go, Rust or Java file it changes; two tasks may write "
+        "What a fleet task's write leases: 'auto' (the default: 'part' where an integration "
+        "check runs both changes together, else 'file'), 'part' (the top-level definitions of "
+        "a Python, TypeScript/JavaScript, Go, Rust or Java file it changes; two tasks may write "
         "different parts of one file) or 'file' (always the whole file)"
     ),
     "landing_batch": Flag(

@@ -114,6 +114,7 @@ class Engine:
             pull_tick=self._pull_tick,
             verify_before_landing=cfg.verify_before_landing,
             landing_stack=cfg.landing_stack,
+            lease_granularity=cfg.lease_granularity,
         )
         self.waiting = LeaseWaiting(
             parts, self.runner.acquire, lease_wait=cfg.lease_wait, task_timeout=cfg.task_timeout

@@ -156,8 +156,8 @@ class RunnerOptions:
     reconcile_rounds: int = DEFAULT_RECONCILE_ROUNDS  # `fleet.reconcile`
     repair_turns: int = DEFAULT_REPAIR_TURNS  # `fleet.repair`: a failed verify's repair turns
     no_questions: bool = False  # unattended: `ask_operator` answers NO_ANSWER at once
-    # What a write leases: wins over the task's `lease_granularity`; None: the task's,
-    # else the server's (decision 0146)
+    # What a write leases: wins over the task's `lease_granularity`; None or `auto`: the
+    # task's, else the server's, which resolves `auto` (decisions 0146, 0164)
     lease_granularity: Granularity | None = None
     clone: bool = False  # `workdir` is this runner's own clone of the landed line (`fleet.clone`)
     line: str | None = None  # ... fetched from this remote, not the server (`serve --line-remote`)
@@ -231,6 +231,12 @@ class Runner:
         self.question_timeout = float(answer.get("question_timeout_s", 0.0))
         self.fenced.clear()
         log.info("%s registered as %s epoch %s", self.options.name, self.agent_id, self.epoch)
+
+    def _own_granularity(self) -> Granularity | None:
+        """This runner's flag, where it names one: `auto` is the server's to resolve, never
+        guessed here (the server knows the integration check)."""
+        own = self.options.lease_granularity
+        return None if own is Granularity.AUTO else own
 
     async def _tree_id(self) -> str:
         """This tree's identity. A tree without one may be new, its server not started yet:
@@ -478,7 +484,7 @@ class Runner:
             reads=reads.latest,
             granularity=Granularity.FILE  # a clone delivers whole files
             if self.clone is not None
-            else self.options.lease_granularity or task.lease_granularity or self.granularity,
+            else self._own_granularity() or task.lease_granularity or self.granularity,
             clone=self._clone_async() if self.clone is not None else None,
         )
         checker = self._checker(gate, commands, task.attempts, resources, fresh)

@@ -1,6 +1,10 @@
 """The parts a write changes: each changed line takes the part that owns it, on its side.
 
-Any kind of file: the mapper's `Index` of each side is all it reads. Standard library only.
+Import statements are parts one by one (each mapper names each by its text), so two
+writes that each add an import take different names; a write that reorders the import
+statements both sides have takes every import part of both sides (the order is the
+block's, not one statement's). Any kind of file: the mapper's `Index` of each side is
+all it reads. Standard library only.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ import difflib
 from collections.abc import Iterator
 from typing import Final
 
-from codefleet.parts.model import Index, PartChange, PartMapper
+from codefleet.parts.model import Index, PartChange, PartKind, PartMapper
 from codefleet.parts.python import PYTHON
 
 __all__ = ["changed_parts"]
@@ -41,11 +45,22 @@ def changed_parts(
     old_names = {p.name for p in old.parts}
     new_names = {p.name for p in new.parts}
     touched = {old.parts[k].name for k in took_old} | {new.parts[k].name for k in took_new}
+    touched |= _reordered_imports(old, new)
     return PartChange(
         changed=frozenset(touched & old_names & new_names),
         added=frozenset(touched - old_names),
         deleted=frozenset(touched - new_names),
     )
+
+
+def _reordered_imports(old: Index, new: Index) -> set[str]:
+    """Every import part of both sides when the imports both sides have changed order, else none."""
+    olds = [p.name for p in old.parts if p.kind is PartKind.IMPORTS]
+    news = [p.name for p in new.parts if p.kind is PartKind.IMPORTS]
+    both = set(olds) & set(news)
+    if [n for n in olds if n in both] == [n for n in news if n in both]:
+        return set()
+    return {*olds, *news}
 
 
 def _opcodes(a: list[str], b: list[str]) -> Iterator[tuple[str, int, int, int, int]]:

@@ -72,6 +72,7 @@ def restore_parts(
     for name in order[:]:
         if name in taken:
             _unmove(order, name, taken[name], taken)
+    _unswap(order, taken)
     _reinsert(order, deleted)
     tops = _tops_of_removed_runs(parts, added)
     _close_gaps(texts, order, tops.keys() - taken.keys(), gaps or {}, tops)
@@ -157,6 +158,27 @@ def _unmove(order: list[str], name: str, pre: Preimage, taken: Mapping[str, Prei
     elif pre.before in order and pre.before not in taken and order.index(pre.before) < at:
         order.remove(name)
         order.insert(order.index(pre.before), name)
+
+
+def _unswap(order: list[str], taken: Mapping[str, Preimage]) -> None:
+    """Swap back taken parts that are now in the other order than their pre-image's (a
+    reordered import block is taken whole): each swap undoes one inversion, so it ends."""
+    for _ in range(len(taken) ** 2):
+        inverted = next(
+            (
+                (name, pre.after)
+                for name, pre in taken.items()
+                if pre.after in taken
+                and name in order
+                and pre.after in order
+                and order.index(pre.after) > order.index(name)
+            ),
+            None,
+        )
+        if inverted is None:
+            return
+        a, b = order.index(inverted[0]), order.index(inverted[1])
+        order[a], order[b] = order[b], order[a]
 
 
 def _reinsert(order: list[str], deleted: dict[str, Preimage]) -> None:

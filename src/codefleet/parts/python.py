@@ -1,11 +1,12 @@
 """Python's parts: a module's top-level units, found with `ast`.
 
 The parts: `<header>` (the docstring, or without one the comments above the first
-statement), `<imports>` (the first run of top-level imports, with `try:` imports and
-`if TYPE_CHECKING:` imports), each definition by its name (`handle`, `Router`, `LIMIT`,
-`a,b` for `a, b = ...`), and any other statement by its own text (`<if __name__ ==
-"__main__">`, `<app.add_middleware(Cors)>`). Adjacent same-named definitions
-(`@overload`s) and statements sharing a line are one part.
+statement), each import statement by its own text (`<import os>`, `<from x import (a,
+b)>`; a `try:` of imports and an `if TYPE_CHECKING:` of imports are one part each,
+named by their header: `<try import ujson as json>`, `<if TYPE_CHECKING>`), each
+definition by its name (`handle`, `Router`, `LIMIT`, `a,b` for `a, b = ...`), and any
+other statement by its own text (`<if __name__ == "__main__">`). Adjacent same-named
+definitions (`@overload`s) and statements sharing a line are one part.
 
 Limits: a text that is larger than `MAX_PART_BYTES`, does not parse, is not UTF-8,
 starts with a byte-order mark, or defines one name in two places that are not
@@ -29,7 +30,7 @@ from typing import Final
 
 from codefleet.parts.model import LINE, MAX_NAME_CHARS, Index, PartKind, Unit, statement_name, tile
 
-__all__ = ["HEADER", "IMPORTS", "MAX_NAME_CHARS", "MAX_PART_BYTES", "PYTHON", "PythonParts"]
+__all__ = ["HEADER", "MAX_NAME_CHARS", "MAX_PART_BYTES", "PYTHON", "PythonParts"]
 
 # One parse at a time in a process: CPython 3.11's AST constructor keeps its recursion
 # depth in state the threads share, and two parses at once (the engine's thread and a
@@ -50,7 +51,6 @@ KEEP_PARSED_BYTES: Final = 16_000
 KEEP_PARSED: Final = 16
 
 HEADER: Final = "<header>"
-IMPORTS: Final = "<imports>"
 
 
 _parsed: OrderedDict[str, Index | None] = OrderedDict()  # text -> its index; under _PARSING
@@ -145,12 +145,7 @@ def _units(body: list[ast.stmt], lines: list[str]) -> list[Unit] | None:
         above = [n for n, line in enumerate(lines[: _start(body[0]) - 1], 1) if line.strip()]
         if above:
             units.append(Unit(HEADER, PartKind.HEADER, 1, above[-1]))
-    imports = 0
-    while imports < len(rest) and _import_like(rest[imports]):
-        imports += 1
-    if imports:
-        units.append(Unit(IMPORTS, PartKind.IMPORTS, _start(rest[0]), _end(rest[imports - 1])))
-    for node in rest[imports:]:
+    for node in rest:
         name, kind = _name(node, lines)
         previous = units[-1] if units else None
         if previous and (_start(node) <= previous.last or previous.name == name):
@@ -209,6 +204,8 @@ def _import_or_pass(node: ast.stmt) -> bool:
 
 
 def _name(node: ast.stmt, lines: list[str]) -> tuple[str, PartKind]:
+    if _import_like(node):  # one part per statement: two tasks may each add one
+        return statement_name(_header_text(node, lines)), PartKind.IMPORTS
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         return node.name, PartKind.FUNCTION
     if isinstance(node, ast.ClassDef):

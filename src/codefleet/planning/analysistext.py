@@ -16,10 +16,14 @@ __all__ = ["print_analysis"]
 LABEL_WIDTH = 20
 
 
-def print_analysis(console: Console, analysis: GraphAnalysis, title: str) -> None:
-    """Print the analysis of the graph named `title`."""
+def print_analysis(
+    console: Console, analysis: GraphAnalysis, title: str, leases: str | None = None
+) -> None:
+    """Print the analysis of the graph named `title` (`leases`: what its writes lease)."""
     console.print(Text(title, style="bold"))
     _row(console, "tasks", str(analysis.tasks))
+    if leases is not None:
+        _row(console, "leases", leases)
     _critical_paths(console, analysis.critical_path, analysis.critical_path_minutes)
     exact = "" if analysis.width_exact else " (at least: the graph is too big to count exactly)"
     _row(console, "max width", f"{analysis.max_width} task(s) can run at once{exact}")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
@@ -66,7 +67,7 @@ def install_landing_routes(app: FastAPI, engine: Engine) -> None:
 
     @app.get("/landing")
     async def state() -> JSONResponse:
-        return JSONResponse(engine.landing.state())
+        return JSONResponse(_with_leases(engine.landing.state()))
 
     @app.post("/landing/resume")
     async def resume() -> JSONResponse:
@@ -75,4 +76,10 @@ def install_landing_routes(app: FastAPI, engine: Engine) -> None:
     @app.post("/landing/integration")
     async def integration(body: IntegrationBody) -> JSONResponse:
         engine.landing.set_integration(body.check)
-        return JSONResponse(engine.landing.state())
+        return JSONResponse(_with_leases(engine.landing.state()))
+
+    def _with_leases(state: dict[str, Any]) -> dict[str, Any]:
+        """The landing state and what a write leases by default under it (`auto` resolved)."""
+        chosen = engine.runner.default_granularity
+        leases = {"setting": chosen.value, "resolved": engine.runner.lease_granularity().value}
+        return {**state, "lease_granularity": leases}

@@ -20,7 +20,7 @@ from codefleet.coord.policy.answers import (
     TaskAnswer,
     WaitReport,
 )
-from codefleet.models import to_iso, utcnow
+from codefleet.models import Granularity, to_iso, utcnow
 
 __all__ = [
     "assignment_json",
@@ -87,8 +87,11 @@ def task_json(answer: TaskAnswer, handed: AssignedTask | None = None) -> dict[st
     }
 
 
-def registered_json(answer: Registered, settings: Settings) -> dict[str, Any]:
-    """`POST /agents/register`: the agent's id and epoch, and the timings its runner keeps."""
+def registered_json(
+    answer: Registered, settings: Settings, granularity: Granularity
+) -> dict[str, Any]:
+    """`POST /agents/register`: the agent's id and epoch, the timings its runner keeps, and
+    what a write leases by default (`auto` resolved: `part` or `file`)."""
     return {
         "agent_id": answer.agent_id,
         "epoch": answer.epoch,
@@ -99,7 +102,7 @@ def registered_json(answer: Registered, settings: Settings) -> dict[str, Any]:
         "task_timeout_s": settings.task_timeout,
         "question_timeout_s": settings.question_timeout,
         "lease_wait_s": settings.lease_wait,
-        "lease_granularity": settings.lease_granularity.value,
+        "lease_granularity": granularity.value,
         "server_time": to_iso(utcnow()),
     }
 

@@ -166,7 +166,7 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
             body.probe,
             body.workspace.value,
         )
-        return JSONResponse(registered_json(answer, settings))
+        return JSONResponse(registered_json(answer, settings, engine.runner.lease_granularity()))
 
     install_hot_route(app, engine, HEARTBEAT)
 

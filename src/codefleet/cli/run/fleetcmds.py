@@ -164,6 +164,8 @@ def _run_one(
     console.print(
         f"{name}: {where} {settings.workdir.resolve()} · server {settings.url}", markup=False
     )
+    if not landing_only:
+        console.print(f"{name}: leases {_runner_leases(options)}", markup=False)
     prepare_dirs(settings.run_dir)
     try:
         asyncio.run(_one_runner(settings, executor, options, landing_only))
@@ -171,6 +173,21 @@ def _run_one(
         raise fail(unauthorized_message(settings)) from None
     except (CannotContinue, DomainError, UntrustedServer) as err:  # for good: say why, exit 1
         raise fail(f"{name} stopped: {err}") from None
+
+
+def _runner_leases(options: RunnerOptions) -> str:
+    """What this runner's writes lease, as far as it decides (decisions 0146, 0164)."""
+    from codefleet.models import Granularity
+
+    own = options.lease_granularity
+    if options.clone:
+        return "whole files (a clone delivers whole files)"
+    if own is None or own is Granularity.AUTO:
+        return (
+            "as each task's assignment says (a task's lease_granularity, else the server's; "
+            "the server resolves auto: by part where an integration check is set)"
+        )
+    return f"{own.stated(None)}, this runner's --lease-granularity"
 
 
 async def _one_runner(

@@ -167,8 +167,23 @@ async def _settle(plan: RunPlan) -> tuple[int, ScopeWatch, list[dict[str, Any]]]
                 await client.set_integration(integration)
             except DomainError as err:  # an unknown check: the server names the known ones
                 raise fail(f"--integration: {err}") from None
+        plan.say(_leases(plan, await client.landing()))
         at_start = await client.tasks()
         return since, ScopeWatch.of(at_start), at_start
+
+
+def _leases(plan: RunPlan, landing: dict[str, Any]) -> str:
+    """The run's start line on what a write leases: the runners' flag, else the graph's, else
+    the server's setting, `auto` resolved by the server's integration check (decision 0164)."""
+    from codefleet.api.graphfile import leases_line
+    from codefleet.models import Granularity
+
+    own, integration = plan.runner.lease_granularity, landing.get("integration")
+    if own is not None and own is not Granularity.AUTO:
+        return f"leases: {own.stated(integration)}, this run's --lease-granularity"
+    setting = (landing.get("lease_granularity") or {}).get("setting", Granularity.FILE.value)
+    specs = list(plan.graph_file.tasks) if plan.graph_file is not None else []
+    return f"leases: {leases_line(specs, Granularity(setting), integration)}"
 
 
 async def _fleet(plan: RunPlan, interrupt: asyncio.Event) -> Any:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from codefleet.api.graphfile import DEFAULT_GRAPH, GraphError, find_graph, load_graph
+from codefleet.api.graphfile import DEFAULT_GRAPH, GraphError, find_graph, leases_line, load_graph
 from codefleet.cli.common import (
     RUN,
     JsonOpt,
@@ -88,12 +88,13 @@ def check(
     analysis = check_graph(
         tasks, tree_for(settings.workdir, settings.db, settings.run_dir), runners
     )
+    integration = settings.integration or tasks.integration  # as `run` sets it
+    leases = leases_line(tasks, settings.lease_granularity, integration)
     if json_out:
-        print_json(
-            {"file": str(graph), "workdir": str(settings.workdir.resolve()), **analysis.to_json()}
-        )
+        where = {"file": str(graph), "workdir": str(settings.workdir.resolve()), "leases": leases}
+        print_json({**where, **analysis.to_json()})
     else:
-        print_analysis(console, analysis, f"{graph} · tree {settings.workdir.resolve()}")
+        print_analysis(console, analysis, f"{graph} · tree {settings.workdir.resolve()}", leases)
     if not analysis.ok:
         raise typer.Exit(1)
 

@@ -66,6 +66,7 @@ class RunnerCalls:
         pull_tick: Callable[[], None],
         verify_before_landing: bool = False,
         landing_stack: bool = False,
+        lease_granularity: Granularity = Granularity.FILE,
     ) -> None:
         self.store = parts.store
         self.tree = parts.tree
@@ -85,6 +86,7 @@ class RunnerCalls:
         self.verify_before_landing = verify_before_landing
         self.landing_stack = landing_stack
         self.landing_check: Callable[[], str | None] = lambda: None  # the engine's integration
+        self.default_granularity = lease_granularity  # a task that names none: the server's
 
     def heartbeat(
         self,
@@ -121,6 +123,11 @@ class RunnerCalls:
         (docs/decisions/0157-a-verify-the-landing-runs-is-left-to-it.md)."""
         return bool(verify) and not self.verify_before_landing and verify == self.landing_check()
 
+    def lease_granularity(self, chosen: str | None = None) -> Granularity:
+        """What a write leases for a task that chose `chosen` (None: the server's default):
+        `auto` resolved here, where leases are granted, by the integration check (0164)."""
+        return Granularity(chosen or self.default_granularity).resolved(self.landing_check())
+
     def ask(self, agent_id: str, epoch: int, task_id: str, text: str) -> Question:
         """The owner's session asks the operator (`coord.tables.questions`)."""
         self.agents.check_epoch(agent_id, epoch)
@@ -150,9 +157,7 @@ class RunnerCalls:
             verify_at_landing=self._verified_at_landing(task.verify),
             shell_mode=task.shell_mode,
             on_stale_read=StaleReadPolicy(task.on_stale_read or StaleReadPolicy.RECONCILE),
-            lease_granularity=None
-            if task.lease_granularity is None
-            else Granularity(task.lease_granularity),
+            lease_granularity=self.lease_granularity(task.lease_granularity),
             notes=self.messages.notes(task.id),
             ask=task.ask,
             resources=tuple(sorted(map(resource_name, task.resources))),

@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from codefleet.config import Settings
+from codefleet.models import Granularity
 
 __all__ = ["DERIVED", "EngineConfig", "engine_config"]
 
@@ -49,6 +50,9 @@ class EngineConfig:
     landing_stack: bool = _default("landing_stack")
     # a blamed task's session repairs its change this many times before it is reworked
     repair_turns: int = _default("repair_turns")
+    # what a write leases for a task that names none (`auto` resolved at assignment); an
+    # enum member is immutable, so a shared default is safe
+    lease_granularity: Granularity = _default("lease_granularity")  # noqa: RUF009
 
 
 # The fields that are not a `Settings` field of the same name, from the settings.

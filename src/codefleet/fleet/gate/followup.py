@@ -1,7 +1,7 @@
 """The reconcile turn's message: which files changed while the agent worked, and how.
 
 For each stale path: who changed it (or deleted it), the top-level parts of a
-file with parts that changed (`writeparts.rewrite_parts`: `handle`, `<imports>`),
+file with parts that changed (`writeparts.rewrite_parts`: `handle`, `<import os>`),
 and the unified diff from
 what the agent read to what is there now, within bounds: at most
 `FILE_CHARS` per file and `TOTAL_CHARS` in all. A file past either bound (or

@@ -29,7 +29,7 @@ class SideBySide:
     parts: tuple[tuple[str, ...], tuple[str, ...]]
 
     def describe(self) -> str:
-        """`api.py: T3 held <imports>, ROUTES while T4 held create_app`."""
+        """`api.py: T3 held <header>, ROUTES while T4 held create_app`."""
         (first, second), (mine, theirs) = self.tasks, self.parts
         return (
             f"{self.file}: {first} held {', '.join(mine)} while {second} held {', '.join(theirs)}"
