@@ -59,6 +59,7 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "codefleet.coord.tables.agentregistry",
             "codefleet.coord.tables.checkregistry",
             "codefleet.coord.tables.fleetlimits",
+            "codefleet.coord.tables.leases",
             "codefleet.coord.tables.messages",
             "codefleet.coord.tables.persons",
             "codefleet.coord.tables.questions",
