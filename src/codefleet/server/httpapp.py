@@ -317,7 +317,7 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
             check_resources(body.checks), check_reuse(body.checks)
         )
         if body.integration is not None:
-            engine.landing.set_integration(body.integration)
+            engine.landing_queue.set_integration(body.integration)
         made = set(created)
         redefined = [t for t in prepared.ids if t not in made]
         return _json({"created": created, "redefined": redefined}, 201)

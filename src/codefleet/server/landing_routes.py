@@ -38,8 +38,8 @@ def install_landing_routes(app: FastAPI, engine: Engine) -> None:
     async def claim(body: LandingClaimBody) -> JSONResponse:
         deadline = time.monotonic() + body.wait
         while True:
-            changed = engine.landing.claimable  # taken first: a change after it is not missed
-            step = engine.landing.claim(body.worker, body.timeout_s)
+            changed = engine.landing_queue.claimable  # taken first: a change after it is not missed
+            step = engine.landing_queue.claim(body.worker, body.timeout_s)
             left = deadline - time.monotonic()
             if step is not None or left <= 0:
                 return JSONResponse({"step": step})
@@ -48,31 +48,31 @@ def install_landing_routes(app: FastAPI, engine: Engine) -> None:
 
     @app.get("/landing/steps/{step_id}/preimages")
     async def preimages(step_id: int) -> JSONResponse:
-        return JSONResponse(engine.landing.preimages(step_id))
+        return JSONResponse(engine.landing_queue.preimages(step_id))
 
     @app.post("/landing/steps/{step_id}/started")
     async def started(step_id: int, body: LandingStartedBody) -> JSONResponse:
-        engine.landing.started(step_id, body.check)
+        engine.landing_queue.started(step_id, body.check)
         return JSONResponse({"ok": True})
 
     @app.post("/landing/steps/{step_id}/beat")
     async def beat(step_id: int) -> JSONResponse:
-        return JSONResponse(engine.landing.beat(step_id))
+        return JSONResponse(engine.landing_queue.beat(step_id))
 
     @app.post("/landing/steps/{step_id}/result")
     async def result(step_id: int, body: LandingResultBody) -> JSONResponse:
         results = [r.model_dump() for r in body.results]
-        return JSONResponse(engine.landing.result(step_id, results))
+        return JSONResponse(engine.landing_queue.result(step_id, results))
 
     @app.get("/landing")
     async def state() -> JSONResponse:
-        return JSONResponse(engine.landing.state())
+        return JSONResponse(engine.landing_queue.state())
 
     @app.post("/landing/resume")
     async def resume() -> JSONResponse:
-        return JSONResponse(engine.landing.resume())
+        return JSONResponse(engine.landing_queue.resume())
 
     @app.post("/landing/integration")
     async def integration(body: IntegrationBody) -> JSONResponse:
-        engine.landing.set_integration(body.check)
-        return JSONResponse(engine.landing.state())
+        engine.landing_queue.set_integration(body.check)
+        return JSONResponse(engine.landing_queue.state())

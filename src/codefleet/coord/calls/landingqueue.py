@@ -1,4 +1,4 @@
-"""Landing: a finished task waits, keeping its leases, until its checks pass on the landed base.
+"""The landing queue: a finished task waits, keeping its leases, until its checks pass on the landed base.
 
 A task whose session ended well (reconciled, its own `verify` passed) is not
 `succeeded` yet: `enqueue` puts it in the landing queue, in the order tasks
@@ -62,7 +62,7 @@ from codefleet.models import (
     Workspace,
 )
 
-__all__ = ["Landing"]
+__all__ = ["LandingQueue"]
 
 log = logging.getLogger(__name__)
 INTEGRATION_KEY: Final = "integration"
@@ -81,7 +81,7 @@ DID_NOT_RUN: Final = CheckVerdict.DID_NOT_RUN
 STOPPED: Final = CheckVerdict.STOPPED
 
 
-class Landing:
+class LandingQueue:
     """The landing queue of one engine; see the module docstring."""
 
     def __init__(
