@@ -49,6 +49,7 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         (
             "codefleet.coord.calls.arrivals",
             "codefleet.coord.calls.callparts",
+            "codefleet.coord.calls.landingoutcomes",
             "codefleet.coord.calls.landingqueue",
             "codefleet.coord.calls.landingsteps",
             "codefleet.coord.calls.leasewait",

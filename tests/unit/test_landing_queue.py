@@ -10,14 +10,14 @@ test, so breaking one fails a test named after it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 import test_engine
 from test_engine import Fleet
 
+from codefleet.api.landingrecords import CheckRun, LandingStep
 from codefleet.errors import NotOwner
-from codefleet.models import EventType, TaskStatus
+from codefleet.models import CheckVerdict, EventType, TaskStatus
 
 make_fleet = test_engine.make_fleet  # the engine harness's fixtures
 fleet = test_engine.fleet
@@ -36,17 +36,17 @@ def waiting(fleet: Fleet, *ids: str) -> None:
     assert fleet.engine.landing_queue.state()["queue"] == list(ids)
 
 
-def claim(fleet: Fleet, worker: str = "w", timeout_s: float = 30.0) -> dict[str, Any]:
+def claim(fleet: Fleet, worker: str = "w", timeout_s: float = 30.0) -> LandingStep:
     step = fleet.engine.landing_queue.claim(worker, timeout_s)
     assert step is not None, "no step to claim"
     return step
 
 
-def report(fleet: Fleet, step: dict[str, Any], verdict: str, output: str = "") -> None:
+def report(fleet: Fleet, step: LandingStep, verdict: str, output: str = "") -> None:
     """The step's one check ended with `verdict` (a worker's word) and `output`."""
-    [check] = [c["name"] for c in step["checks"]]
+    [check] = [c.name for c in step.checks]
     fleet.engine.landing_queue.result(
-        step["step"], [{"check": check, "verdict": verdict, "output": output}]
+        step.step, [CheckRun(check, CheckVerdict(verdict), output=output)]
     )
 
 
@@ -55,7 +55,7 @@ def play(fleet: Fleet, *verdicts: str, output: str = "") -> list[tuple[str, list
     steps = []
     for verdict in verdicts:
         step = claim(fleet)
-        steps.append((step["purpose"], step["batch"]))
+        steps.append((step.purpose, list(step.batch)))
         report(fleet, step, verdict, output)
     return steps
 
@@ -143,7 +143,7 @@ def test_a_step_that_could_not_run_is_handed_out_again_and_three_times_halts(
     report(fleet, first, "did_not_run", "the view could not be built")
     again = claim(fleet)
 
-    assert again["step"] != first["step"] and again["batch"] == ["T"]
+    assert again.step != first.step and again.batch == ("T",)
     with pytest.raises(NotOwner):
         report(fleet, first, "passed")  # the old step's late answer lands nothing
     assert landed(fleet) == [] and fleet.engine.landing_queue.state()["halted"] is None
@@ -210,7 +210,7 @@ def test_a_claim_whose_worker_falls_silent_is_handed_out_again_within_stale_afte
     again = claim(fleet, "w-new")
 
     assert state["step"]["worker"] is None  # `codefleet landing` no longer names the dead one
-    assert again["step"] != first["step"] and again["batch"] == ["T"]
+    assert again.step != first.step and again.batch == ("T",)
     with pytest.raises(NotOwner):
         report(fleet, first, "passed")
     report(fleet, again, "passed")
@@ -223,17 +223,17 @@ def test_a_worker_that_beats_keeps_its_claim_past_stale_after_and_a_late_beat_is
     fleet = make_fleet(stale_after=20.0)
     waiting(fleet, "T")
     first = claim(fleet, "w-alive", timeout_s=300.0)
-    assert first["beat_s"] == 5.0  # four beats per stale_after
+    assert first.beat_s == 5.0  # four beats per stale_after
     for _ in range(12):  # a minute of a check that may take five, beating
-        fleet.clock.advance(first["beat_s"])
-        fleet.engine.landing_queue.beat(first["step"])
+        fleet.clock.advance(first.beat_s)
+        fleet.engine.landing_queue.beat(first.step)
         assert fleet.engine.landing_queue.claim("w-other", 30.0) is None
 
     assert fleet.engine.landing_queue.state()["step"]["worker"] == "w-alive"
     fleet.clock.advance(21.0)
-    assert claim(fleet, "w-other")["step"] != first["step"]
+    assert claim(fleet, "w-other").step != first.step
     with pytest.raises(NotOwner):
-        fleet.engine.landing_queue.beat(first["step"])
+        fleet.engine.landing_queue.beat(first.step)
 
 
 # -- steps in parallel (decision 0160) --------------------------------------------------------
@@ -247,14 +247,14 @@ def test_a_second_worker_checks_the_next_batch_ahead_and_both_steps_are_shown(
 
     first, second = claim(fleet, "w1"), claim(fleet, "w2")
 
-    assert (first["purpose"], first["batch"]) == ("batch", ["A", "B"])
-    assert (second["purpose"], second["batch"]) == ("ahead", ["A", "B", "C", "D"])
-    assert first["step"] != second["step"]
+    assert (first.purpose, first.batch) == ("batch", ("A", "B"))
+    assert (second.purpose, second.batch) == ("ahead", ("A", "B", "C", "D"))
+    assert first.step != second.step
     assert fleet.engine.landing_queue.claim("w3", 30.0) is None  # nothing more to check
     state = fleet.engine.landing_queue.state()
     assert [(s["step"], s["worker"]) for s in state["steps"]] == [
-        (first["step"], "w1"),
-        (second["step"], "w2"),
+        (first.step, "w1"),
+        (second.step, "w2"),
     ]
     assert state["step"] == state["steps"][0]
 
@@ -281,21 +281,21 @@ def test_a_failing_batch_makes_the_step_ahead_moot_and_its_late_result_lands_not
     fleet = make_fleet(landing_batch=2, landing_parallel=4)
     waiting(fleet, "A", "B", "C", "D")
     first, second = claim(fleet, "w1"), claim(fleet, "w2")
-    fleet.engine.landing_queue.started(second["step"], CHECK)
+    fleet.engine.landing_queue.started(second.step, CHECK)
 
     report(fleet, first, "failed")
     with pytest.raises(NotOwner):
-        fleet.engine.landing_queue.beat(second["step"])  # its worker stops the check
+        fleet.engine.landing_queue.beat(second.step)  # its worker stops the check
     with pytest.raises(NotOwner):
         report(fleet, second, "passed")
 
     assert landed(fleet) == []
     [stopped] = [
         e for e in fleet.events(EventType.LANDING_CHECK_FINISHED)
-        if e["payload"]["step"] == second["step"]
+        if e["payload"]["step"] == second.step
     ]  # fmt: skip
     assert stopped["payload"]["verdict"] == "stopped"  # the log shows it no longer running
-    purposes = sorted(claim(fleet, w)["purpose"] for w in ("w1", "w2"))
+    purposes = sorted(claim(fleet, w).purpose for w in ("w1", "w2"))
     assert purposes == ["base", "bisect"]  # the failing batch is searched by both at once
 
 
@@ -305,5 +305,5 @@ def test_one_step_at_a_time_when_landing_parallel_is_one(
     fleet = make_fleet(landing_batch=2, landing_parallel=1)
     waiting(fleet, "A", "B", "C", "D")
 
-    assert claim(fleet, "w1")["batch"] == ["A", "B"]
+    assert claim(fleet, "w1").batch == ("A", "B")
     assert fleet.engine.landing_queue.claim("w2", 30.0) is None

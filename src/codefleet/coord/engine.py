@@ -126,9 +126,8 @@ class Engine:
         self.landing_queue = LandingQueue(
             parts, cfg.landing_batch, cfg.stale_after, cfg.landing_parallel, cfg.repair_turns
         )
-        self.runner.landing_check = lambda: (
-            self.landing_queue.integration
-        )  # what a verify may leave it
+        # what a verify may leave to the landing check
+        self.runner.landing_check = lambda: self.landing_queue.integration
         self.outcomes = Outcomes(parts, self.take_backs, self.landing_queue)
         self.arrivals = Arrivals(
             parts, self.take_backs, tree_id=tree_id, stale_after=cfg.stale_after

@@ -22,6 +22,7 @@ import time
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
+from codefleet.api.landingrecords import CheckRun
 from codefleet.api.wire import (
     IntegrationBody,
     LandingClaimBody,
@@ -42,7 +43,7 @@ def install_landing_routes(app: FastAPI, engine: Engine) -> None:
             step = engine.landing_queue.claim(body.worker, body.timeout_s)
             left = deadline - time.monotonic()
             if step is not None or left <= 0:
-                return JSONResponse({"step": step})
+                return JSONResponse({"step": None if step is None else step.to_wire()})
             with contextlib.suppress(TimeoutError):  # a lapsed claim: the worker's next asks
                 await asyncio.wait_for(changed.wait(), left)
 
@@ -61,7 +62,7 @@ def install_landing_routes(app: FastAPI, engine: Engine) -> None:
 
     @app.post("/landing/steps/{step_id}/result")
     async def result(step_id: int, body: LandingResultBody) -> JSONResponse:
-        results = [r.model_dump() for r in body.results]
+        results = [CheckRun.from_wire(r.model_dump()) for r in body.results]
         return JSONResponse(engine.landing_queue.result(step_id, results))
 
     @app.get("/landing")
