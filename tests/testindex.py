@@ -92,7 +92,6 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "codefleet.server.front",
             "codefleet.server.landing_routes",
             "codefleet.server.person_routes",
-            "codefleet.server.resource_routes",
         ),
     ),
     (

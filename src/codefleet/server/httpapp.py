@@ -66,7 +66,6 @@ from codefleet.server.loopwatch import LoopWatch
 from codefleet.server.metrics import install_metrics
 from codefleet.server.pages import install_web
 from codefleet.server.person_routes import install_interactive
-from codefleet.server.resource_routes import install_resource_routes
 from codefleet.server.sse import EventHub, EventStream
 from codefleet.statedir import ensure_tree_id
 from codefleet.transport.fastpath import FastPath
@@ -236,7 +235,7 @@ def create_app(settings: Settings) -> FleetApp:
     _stats_routes(app, reads)
     _event_routes(app, reads.engine, hub)
     install_interactive(app, engine)
-    install_resource_routes(app, engine, reads)
+    _resources_route(app, reads)
     install_landing_routes(app, engine)
     install_landed_routes(app, follower)
     install_metrics(app, reads)
@@ -447,6 +446,13 @@ def _limits_routes(app: FastAPI, engine: Engine) -> None:
     @app.post("/fleet/budget")
     async def budget(body: BudgetBody) -> JSONResponse:
         return _json(engine.operator.set_budget(body.max_cost_usd, body.hard))
+
+
+def _resources_route(app: FastAPI, reads: Reads) -> None:
+    @app.get("/resources")
+    async def resources() -> JSONResponse:
+        """Named resources' holders and waiters, and the sequences (the operator's read)."""
+        return _json(reads.resources())
 
 
 def _stats_routes(app: FastAPI, reads: Reads) -> None:

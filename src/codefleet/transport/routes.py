@@ -34,9 +34,11 @@ from codefleet.api.wire import (
     DeliveredFile,
     DeliveryBody,
     HeartbeatBody,
+    NumberBody,
     QuestionBody,
     ReadsBody,
     RegisterBody,
+    ResourceBody,
     StartBody,
 )
 from codefleet.config import Settings
@@ -183,6 +185,7 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
         install_hot_route(app, engine, route)
     _install_attempt_reports(app, engine)
     _install_question_route(app, engine)
+    _install_resource_routes(app, engine)
 
 
 def _install_question_route(app: FastAPI, engine: Engine) -> None:
@@ -192,6 +195,22 @@ def _install_question_route(app: FastAPI, engine: Engine) -> None:
     async def ask(task_id: str, body: QuestionBody, epoch: Epoch) -> JSONResponse:
         question = engine.runner.ask(body.agent_id, epoch, task_id, body.text)
         return JSONResponse(question.to_json(), status_code=201)
+
+
+def _install_resource_routes(app: FastAPI, engine: Engine) -> None:
+    """A session's calls for things that are not files: a named resource, a sequence's next
+    number (fenced by `X-Agent-Epoch`; not on the fast path: a few calls, not every write)."""
+
+    @app.post("/resources/acquire")
+    async def acquire_resource(body: ResourceBody, epoch: Epoch) -> JSONResponse:
+        answer = engine.runner.acquire_resource(body.agent_id, epoch, body.task_id, body.name)
+        return JSONResponse(lease_json(answer))
+
+    @app.post("/sequences/next")
+    async def next_number(body: NumberBody, epoch: Epoch) -> JSONResponse:
+        return JSONResponse(
+            engine.runner.next_number(body.agent_id, epoch, body.task_id, body.sequence)
+        )
 
 
 def _install_attempt_reports(app: FastAPI, engine: Engine) -> None:
