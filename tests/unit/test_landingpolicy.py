@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -284,8 +285,8 @@ def test_a_flaky_failure_and_a_broken_base_decide_the_same_with_several_workers(
 # -- which tasks join a round: landing order, cut once --------------------------------------
 
 
-def rnd_of(candidates: tuple[str, ...], **fields: object) -> policy.Round:
-    return replace(policy.Round(candidates, 0, "test", {}, {}), **fields)  # type: ignore[arg-type]
+def rnd_of(candidates: tuple[str, ...], **fields: Any) -> policy.Round:
+    return replace(policy.Round(candidates, 0, "test", {}, {}), **fields)
 
 
 def test_a_new_round_takes_the_head_of_the_queue_in_the_order_tasks_finished() -> None:
