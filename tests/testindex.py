@@ -50,6 +50,7 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         (
             "codefleet.coord.calls.arrivals",
             "codefleet.coord.calls.callparts",
+            "codefleet.coord.calls.landingoutcomes",
             "codefleet.coord.calls.landingqueue",
             "codefleet.coord.calls.landingsteps",
             "codefleet.coord.calls.leasewait",
@@ -60,6 +61,7 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "codefleet.coord.tables.agentregistry",
             "codefleet.coord.tables.checkregistry",
             "codefleet.coord.tables.fleetlimits",
+            "codefleet.coord.tables.leases",
             "codefleet.coord.tables.messages",
             "codefleet.coord.tables.persons",
             "codefleet.coord.tables.questions",
@@ -91,7 +93,6 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "codefleet.server.front",
             "codefleet.server.landing_routes",
             "codefleet.server.person_routes",
-            "codefleet.server.resource_routes",
         ),
     ),
     (

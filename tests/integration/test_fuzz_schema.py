@@ -123,6 +123,13 @@ def _openapi_document() -> dict[str, Any]:
     return document
 
 
+def test_every_operation_of_the_schema_has_an_operation_id_of_its_own() -> None:
+    paths = _openapi_document()["paths"]
+    ids = Counter(op["operationId"] for ops in paths.values() for op in ops.values())
+
+    assert [name for name, n in ids.items() if n > 1] == []
+
+
 # Loaded at import: schemathesis' fixture-based lazy loader does not work with pytest 9.
 schema = schemathesis.openapi.from_dict(_with_links(_openapi_document()))
 schema.config.update(headers=AUTH, request_timeout=REQUEST_TIMEOUT_S)

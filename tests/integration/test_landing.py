@@ -21,11 +21,13 @@ from fleet_support import drain as drain_fleet
 
 from codefleet.api.client import FleetClient
 from codefleet.api.graphfile import GraphError, load_graph
+from codefleet.api.landingrecords import CheckRun
 from codefleet.attempt import AttemptReport
 from codefleet.errors import InvalidGraph, NotOwner
 from codefleet.fleet.landingworker import LandingOptions
 from codefleet.fleet.local import start_landing
 from codefleet.fleet.runner import RunnerOptions
+from codefleet.models import CheckVerdict
 from codefleet.paths import TreeRoot
 from codefleet.server.thread import ServerThread
 
@@ -350,20 +352,20 @@ async def test_a_restart_mid_check_runs_the_check_again_and_lands_the_task_once(
         await client.set_integration("ok")
         await finish_by_hand(client, workdir, "T", "t.txt")
         step = await client.landing_claim("w", 30.0)
-        assert step is not None and step["batch"] == ["T"]
-        await client.landing_started(step["step"], "ok")
+        assert step is not None and step.batch == ("T",)
+        await client.landing_started(step.step, "ok")
     first.stop()  # killed while its check ran
     second = make_server(**FAST, db=db, port=first.settings.port)
     async with FleetClient(second.url) as client:
         assert (await client.task("T"))["status"] == "landing"
         assert (await client.leases())[0]["path"] == "t.txt"  # nobody may change it meanwhile
         with pytest.raises(NotOwner):
-            await client.landing_result(step["step"], [{"check": "ok", "verdict": "passed"}])
+            await client.landing_result(step.step, [CheckRun("ok", CheckVerdict.PASSED)])
         again = await client.landing_claim("w", 30.0)
-        assert again is not None and again["step"] != step["step"]
-        await client.landing_result(again["step"], [{"check": "ok", "verdict": "passed"}])
+        assert again is not None and again.step != step.step
+        await client.landing_result(again.step, [CheckRun("ok", CheckVerdict.PASSED)])
         with pytest.raises(NotOwner):  # a duplicate of the result lands nothing twice
-            await client.landing_result(again["step"], [{"check": "ok", "verdict": "passed"}])
+            await client.landing_result(again.step, [CheckRun("ok", CheckVerdict.PASSED)])
         task = await client.task("T")
         events = await client.all_events()
         leases = await client.leases()

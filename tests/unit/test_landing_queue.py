@@ -10,14 +10,14 @@ test, so breaking one fails a test named after it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 import test_engine
 from test_engine import Fleet
 
+from codefleet.api.landingrecords import CheckRun, LandingStep
 from codefleet.errors import NotOwner
-from codefleet.models import EventType, TaskStatus
+from codefleet.models import CheckVerdict, EventType, TaskStatus
 
 make_fleet = test_engine.make_fleet  # the engine harness's fixtures
 fleet = test_engine.fleet
@@ -28,25 +28,25 @@ CHECK = "test"
 def waiting(fleet: Fleet, *ids: str) -> None:
     """`ids` finish well, in this order, with `test` as the integration check: they wait."""
     fleet.engine.operator.define_checks({CHECK: "run the suite"})
-    fleet.engine.landing.set_integration(CHECK)
+    fleet.engine.landing_queue.set_integration(CHECK)
     for n, task_id in enumerate(ids):
         fleet.add(task_id)
         fleet.register(f"runner-{n}")
         fleet.run(task_id)
-    assert fleet.engine.landing.state()["queue"] == list(ids)
+    assert fleet.engine.landing_queue.state()["queue"] == list(ids)
 
 
-def claim(fleet: Fleet, worker: str = "w", timeout_s: float = 30.0) -> dict[str, Any]:
-    step = fleet.engine.landing.claim(worker, timeout_s)
+def claim(fleet: Fleet, worker: str = "w", timeout_s: float = 30.0) -> LandingStep:
+    step = fleet.engine.landing_queue.claim(worker, timeout_s)
     assert step is not None, "no step to claim"
     return step
 
 
-def report(fleet: Fleet, step: dict[str, Any], verdict: str, output: str = "") -> None:
+def report(fleet: Fleet, step: LandingStep, verdict: str, output: str = "") -> None:
     """The step's one check ended with `verdict` (a worker's word) and `output`."""
-    [check] = [c["name"] for c in step["checks"]]
-    fleet.engine.landing.result(
-        step["step"], [{"check": check, "verdict": verdict, "output": output}]
+    [check] = [c.name for c in step.checks]
+    fleet.engine.landing_queue.result(
+        step.step, [CheckRun(check, CheckVerdict(verdict), output=output)]
     )
 
 
@@ -55,7 +55,7 @@ def play(fleet: Fleet, *verdicts: str, output: str = "") -> list[tuple[str, list
     steps = []
     for verdict in verdicts:
         step = claim(fleet)
-        steps.append((step["purpose"], step["batch"]))
+        steps.append((step.purpose, list(step.batch)))
         report(fleet, step, verdict, output)
     return steps
 
@@ -78,7 +78,7 @@ def test_a_passing_batch_lands_whole_in_the_order_its_tasks_finished(fleet: Flee
     assert landed(fleet) == [("T3", 1), ("T1", 2), ("T2", 3)]
     succeeded = [e["task_id"] for e in fleet.events(EventType.TASK_SUCCEEDED)]
     assert succeeded == ["T3", "T1", "T2"]
-    assert fleet.engine.landing.state()["queue"] == []
+    assert fleet.engine.landing_queue.state()["queue"] == []
 
 
 # -- failures ---------------------------------------------------------------------------------
@@ -126,12 +126,12 @@ def test_a_base_that_fails_alone_halts_landing_blames_nobody_and_keeps_the_work_
 
     assert play(fleet, "failed", "failed") == [("batch", ["T"]), ("base", [])]
 
-    halted = fleet.engine.landing.state()["halted"]
+    halted = fleet.engine.landing_queue.state()["halted"]
     assert halted["why"] == "fails on the landed tree alone" and halted["check"] == CHECK
     assert fleet.events(EventType.INTEGRATION_FAILED) == []
     assert status(fleet, "T") == TaskStatus.LANDING
-    assert fleet.engine.landing.claim("w", 30.0) is None  # halted: nothing is handed out
-    fleet.engine.landing.resume()
+    assert fleet.engine.landing_queue.claim("w", 30.0) is None  # halted: nothing is handed out
+    fleet.engine.landing_queue.resume()
     assert play(fleet, "passed") == [("batch", ["T"])] and landed(fleet) == [("T", 1)]
 
 
@@ -143,13 +143,13 @@ def test_a_step_that_could_not_run_is_handed_out_again_and_three_times_halts(
     report(fleet, first, "did_not_run", "the view could not be built")
     again = claim(fleet)
 
-    assert again["step"] != first["step"] and again["batch"] == ["T"]
+    assert again.step != first.step and again.batch == ("T",)
     with pytest.raises(NotOwner):
         report(fleet, first, "passed")  # the old step's late answer lands nothing
-    assert landed(fleet) == [] and fleet.engine.landing.state()["halted"] is None
+    assert landed(fleet) == [] and fleet.engine.landing_queue.state()["halted"] is None
     report(fleet, again, "did_not_run")
     report(fleet, claim(fleet), "did_not_run")
-    halted = fleet.engine.landing.state()["halted"]
+    halted = fleet.engine.landing_queue.state()["halted"]
     assert halted["why"] == "could not run" and status(fleet, "T") == TaskStatus.LANDING
 
 
@@ -165,7 +165,7 @@ def test_a_failure_that_passes_when_run_again_halts_as_a_flaky_check_and_blames_
 
     assert steps[-1] == ("confirm", ["B"])  # on top of A, which landed when it passed
     assert landed(fleet) == [("A", 1)]  # the prefix that passed lands
-    halted = fleet.engine.landing.state()["halted"]
+    halted = fleet.engine.landing_queue.state()["halted"]
     assert halted["why"].startswith("flaky") and "flaky" in halted["output_tail"]
     assert fleet.events(EventType.INTEGRATION_FAILED) == []
     assert status(fleet, "B") == TaskStatus.LANDING and fleet.task("B")["attempts"] == 1
@@ -179,7 +179,7 @@ def test_a_check_that_cannot_start_with_the_candidate_but_starts_without_it_blam
     steps = play(fleet, "unrunnable", "passed", "unrunnable", output="./check.sh: not found")
 
     assert steps == [("batch", ["T"]), ("base", []), ("confirm", ["T"])]
-    assert fleet.engine.landing.state()["halted"] is None
+    assert fleet.engine.landing_queue.state()["halted"] is None
     assert status(fleet, "T") == TaskStatus.PENDING
     assert "./check.sh: not found" in fleet.task("T")["error"]
 
@@ -189,7 +189,7 @@ def test_a_check_that_cannot_start_on_the_landed_tree_alone_halts_landing(fleet:
 
     assert play(fleet, "unrunnable", "unrunnable") == [("batch", ["T"]), ("base", [])]
 
-    assert fleet.engine.landing.state()["halted"]["why"] == "could not start"
+    assert fleet.engine.landing_queue.state()["halted"]["why"] == "could not start"
     assert status(fleet, "T") == TaskStatus.LANDING
 
 
@@ -203,14 +203,14 @@ def test_a_claim_whose_worker_falls_silent_is_handed_out_again_within_stale_afte
     waiting(fleet, "T")
     first = claim(fleet, "w-dead")
     fleet.clock.advance(19.0)
-    assert fleet.engine.landing.claim("w-new", 30.0) is None  # still within stale_after
+    assert fleet.engine.landing_queue.claim("w-new", 30.0) is None  # still within stale_after
 
     fleet.clock.advance(2.0)
-    state = fleet.engine.landing.state()
+    state = fleet.engine.landing_queue.state()
     again = claim(fleet, "w-new")
 
     assert state["step"]["worker"] is None  # `codefleet landing` no longer names the dead one
-    assert again["step"] != first["step"] and again["batch"] == ["T"]
+    assert again.step != first.step and again.batch == ("T",)
     with pytest.raises(NotOwner):
         report(fleet, first, "passed")
     report(fleet, again, "passed")
@@ -223,17 +223,17 @@ def test_a_worker_that_beats_keeps_its_claim_past_stale_after_and_a_late_beat_is
     fleet = make_fleet(stale_after=20.0)
     waiting(fleet, "T")
     first = claim(fleet, "w-alive", timeout_s=300.0)
-    assert first["beat_s"] == 5.0  # four beats per stale_after
+    assert first.beat_s == 5.0  # four beats per stale_after
     for _ in range(12):  # a minute of a check that may take five, beating
-        fleet.clock.advance(first["beat_s"])
-        fleet.engine.landing.beat(first["step"])
-        assert fleet.engine.landing.claim("w-other", 30.0) is None
+        fleet.clock.advance(first.beat_s)
+        fleet.engine.landing_queue.beat(first.step)
+        assert fleet.engine.landing_queue.claim("w-other", 30.0) is None
 
-    assert fleet.engine.landing.state()["step"]["worker"] == "w-alive"
+    assert fleet.engine.landing_queue.state()["step"]["worker"] == "w-alive"
     fleet.clock.advance(21.0)
-    assert claim(fleet, "w-other")["step"] != first["step"]
+    assert claim(fleet, "w-other").step != first.step
     with pytest.raises(NotOwner):
-        fleet.engine.landing.beat(first["step"])
+        fleet.engine.landing_queue.beat(first.step)
 
 
 # -- steps in parallel (decision 0160) --------------------------------------------------------
@@ -247,14 +247,14 @@ def test_a_second_worker_checks_the_next_batch_ahead_and_both_steps_are_shown(
 
     first, second = claim(fleet, "w1"), claim(fleet, "w2")
 
-    assert (first["purpose"], first["batch"]) == ("batch", ["A", "B"])
-    assert (second["purpose"], second["batch"]) == ("ahead", ["A", "B", "C", "D"])
-    assert first["step"] != second["step"]
-    assert fleet.engine.landing.claim("w3", 30.0) is None  # nothing more to check
-    state = fleet.engine.landing.state()
+    assert (first.purpose, first.batch) == ("batch", ("A", "B"))
+    assert (second.purpose, second.batch) == ("ahead", ("A", "B", "C", "D"))
+    assert first.step != second.step
+    assert fleet.engine.landing_queue.claim("w3", 30.0) is None  # nothing more to check
+    state = fleet.engine.landing_queue.state()
     assert [(s["step"], s["worker"]) for s in state["steps"]] == [
-        (first["step"], "w1"),
-        (second["step"], "w2"),
+        (first.step, "w1"),
+        (second.step, "w2"),
     ]
     assert state["step"] == state["steps"][0]
 
@@ -281,21 +281,21 @@ def test_a_failing_batch_makes_the_step_ahead_moot_and_its_late_result_lands_not
     fleet = make_fleet(landing_batch=2, landing_parallel=4)
     waiting(fleet, "A", "B", "C", "D")
     first, second = claim(fleet, "w1"), claim(fleet, "w2")
-    fleet.engine.landing.started(second["step"], CHECK)
+    fleet.engine.landing_queue.started(second.step, CHECK)
 
     report(fleet, first, "failed")
     with pytest.raises(NotOwner):
-        fleet.engine.landing.beat(second["step"])  # its worker stops the check
+        fleet.engine.landing_queue.beat(second.step)  # its worker stops the check
     with pytest.raises(NotOwner):
         report(fleet, second, "passed")
 
     assert landed(fleet) == []
     [stopped] = [
         e for e in fleet.events(EventType.LANDING_CHECK_FINISHED)
-        if e["payload"]["step"] == second["step"]
+        if e["payload"]["step"] == second.step
     ]  # fmt: skip
     assert stopped["payload"]["verdict"] == "stopped"  # the log shows it no longer running
-    purposes = sorted(claim(fleet, w)["purpose"] for w in ("w1", "w2"))
+    purposes = sorted(claim(fleet, w).purpose for w in ("w1", "w2"))
     assert purposes == ["base", "bisect"]  # the failing batch is searched by both at once
 
 
@@ -305,5 +305,5 @@ def test_one_step_at_a_time_when_landing_parallel_is_one(
     fleet = make_fleet(landing_batch=2, landing_parallel=1)
     waiting(fleet, "A", "B", "C", "D")
 
-    assert claim(fleet, "w1")["batch"] == ["A", "B"]
-    assert fleet.engine.landing.claim("w2", 30.0) is None
+    assert claim(fleet, "w1").batch == ("A", "B")
+    assert fleet.engine.landing_queue.claim("w2", 30.0) is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -279,3 +280,25 @@ def test_a_flaky_failure_and_a_broken_base_decide_the_same_with_several_workers(
     assert flaky.blamed is None and flaky.halt is HaltCause.FLAKY
     broken, _ = play_parallel(round_of(8), lambda prefix: True, workers)
     assert broken == policy.Outcome(halt=HaltCause.FAILS_ALONE)
+
+
+# -- which tasks join a round: landing order, cut once --------------------------------------
+
+
+def rnd_of(candidates: tuple[str, ...], **fields: Any) -> policy.Round:
+    return replace(policy.Round(candidates, 0, "test", {}, {}), **fields)
+
+
+def test_a_new_round_takes_the_head_of_the_queue_in_the_order_tasks_finished() -> None:
+    assert policy.joining(["T3", "T1", "T2"], None, 2) == ("T3", "T1")
+
+
+def test_a_running_round_takes_those_queued_since_up_to_the_room_left_in_its_window() -> None:
+    rnd = rnd_of(("A", "B"), landed=1)  # A landed: one candidate still in the window
+
+    assert policy.joining(["B", "C", "D", "E"], rnd, 3) == ("C", "D")
+
+
+def test_no_task_joins_a_round_once_a_prefix_failed_or_its_window_is_full() -> None:
+    assert policy.joining(["A", "B", "C"], rnd_of(("A", "B"), hi=2), 4) == ()
+    assert policy.joining(["A", "B", "C"], rnd_of(("A", "B")), 2) == ()

@@ -20,8 +20,8 @@ import pytest
 
 from codefleet.attempt import AttemptReport
 from codefleet.coord.engine import Engine, EngineConfig
+from codefleet.coord.policy.writelatch import WRITE_LATCH_S
 from codefleet.coord.storage.store import Store
-from codefleet.coord.tables.leases import WRITE_LATCH_S
 from codefleet.coord.tables.validation import NewTask
 from codefleet.models import DenyReason, EventType, TaskStatus
 from codefleet.paths import TreeRoot

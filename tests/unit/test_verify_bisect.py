@@ -2,7 +2,7 @@
 
 The search is played against a literal list of verdicts; undoing is checked on
 files in `tmp_path`: patches made by `rollback.make_patch` (as the server records
-them), undone with `undo_landings`, must give back exactly the files before.
+them), undone with `undo_changes`, must give back exactly the files before.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from codefleet.fleet.verifybisect import Landing, VerifyBlame, first_failing, undo_landings
+from codefleet.fleet.verifybisect import LandedChange, VerifyBlame, first_failing, undo_changes
 from codefleet.review.history import FileChange
 from codefleet.rollback import PreImage, capture, make_patch
 from codefleet.wording import ordinal, verify_blame_text
@@ -77,7 +77,7 @@ def test_the_blame_reads_as_one_line_naming_the_task_its_title_and_its_landing()
     assert verify_blame_text({"command": "x", "exit_code": 1, "ok": False}) is None
 
 
-def _landing(root: Path, task_id: str, order: int, change: dict[str, bytes | None]) -> Landing:
+def _landing(root: Path, task_id: str, order: int, change: dict[str, bytes | None]) -> LandedChange:
     """Apply `change` (path -> new bytes, None deletes) to `root`; its recorded patch."""
     before = {p: capture(root, p) for p in change}
     for path, content in change.items():
@@ -92,7 +92,7 @@ def _landing(root: Path, task_id: str, order: int, change: dict[str, bytes | Non
         made = make_patch(image, capture(root, path))
         assert made is not None
         files.append(FileChange(path, made.diff, made.binary))
-    return Landing(task_id, task_id, order, tuple(files))
+    return LandedChange(task_id, task_id, order, tuple(files))
 
 
 def _snapshot(root: Path) -> dict[str, PreImage]:
@@ -128,7 +128,7 @@ def test_undoing_landings_gives_back_new_deleted_typed_and_twice_edited_files_ex
     os.symlink("m.txt", root / "was_file")
     link = make_patch(start["was_file"], capture(root, "was_file"))
     assert link is not None
-    two = Landing(
+    two = LandedChange(
         "T2",
         "T2",
         2,
@@ -137,9 +137,9 @@ def test_undoing_landings_gives_back_new_deleted_typed_and_twice_edited_files_ex
     after_two = _snapshot(root)
     three = _landing(root, "T3", 3, {"m.txt": b"a\nB\nc\nd\n", "new/n.py": b"X = 1"})
 
-    undo_landings(root, [three])
+    undo_changes(root, [three])
     assert _snapshot(root) == after_two
-    undo_landings(root, [one, two])
+    undo_changes(root, [one, two])
     assert _snapshot(root) == start
     assert not (root / "new").exists()
     assert one.stuck_on is None  # a new binary file is undone by removing it
@@ -161,4 +161,4 @@ def test_a_patch_that_no_longer_fits_the_tree_names_its_task(tmp_path: Path) -> 
     (root / "a.txt").write_text("edited behind the fleet's back\n")
 
     with pytest.raises(OSError, match="git apply -R of T4's patch failed"):
-        undo_landings(root, [landing])
+        undo_changes(root, [landing])

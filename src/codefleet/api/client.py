@@ -25,6 +25,7 @@ if "httpx" not in sys.modules:
 
 import httpx
 
+from codefleet.api.landingrecords import CheckRun, LandingStep
 from codefleet.api.lane import Lane, LaneError
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.errors import ERRORS_BY_CODE, DomainError
@@ -413,12 +414,12 @@ class FleetClient:
 
     async def landing_claim(
         self, worker: str, timeout_s: float, wait: float = 0.0
-    ) -> dict[str, Any] | None:
+    ) -> LandingStep | None:
         """The landing step to run now (or None after `wait` seconds): `fleet.landingworker`."""
         body = {"worker": worker, "timeout_s": timeout_s, "wait": wait}
         answer = await self._json("POST", "/landing/claim", body=body, timeout=wait + 10.0)
-        step: dict[str, Any] | None = answer.get("step")
-        return step
+        step = answer.get("step")
+        return None if step is None else LandingStep.from_wire(step)
 
     async def landing_preimages(self, step_id: int) -> dict[str, Any]:
         """What a landing step's view puts back: every leased file not held by its batch."""
@@ -432,10 +433,9 @@ class FleetClient:
         """The worker running step `step_id` is alive; `NotOwner` once the step is over."""
         await self._call("POST", f"/landing/steps/{step_id}/beat")
 
-    async def landing_result(
-        self, step_id: int, results: Sequence[Mapping[str, Any]]
-    ) -> dict[str, Any]:
-        body = {"results": [dict(r) for r in results]}
+    async def landing_result(self, step_id: int, results: Sequence[CheckRun]) -> dict[str, Any]:
+        """A step's check runs, in the order they ran."""
+        body = {"results": [r.to_wire() for r in results]}
         result: dict[str, Any] = await self._json(
             "POST", f"/landing/steps/{step_id}/result", body=body
         )

@@ -14,7 +14,7 @@ calls object it enters and calls it there, with no forward on the engine:
 a runner's `engine.runner` (and `engine.waiting` for a parked lease,
 `engine.arrivals` to arrive and leave, `engine.outcomes` to report), a person's
 `engine.person`, the operator's `engine.operator`, a landing worker's
-`engine.landing`. Each call is one transition in ONE store transaction (the
+`engine.landing_queue`. Each call is one transition in ONE store transaction (the
 engine's `transition`, which every one of them is handed); its event type shares
 its name. The engine runs on the server's event loop thread and never awaits
 inside a transition, so transitions are serialized without locks.
@@ -36,7 +36,7 @@ from datetime import datetime
 
 from codefleet.coord.calls.arrivals import Arrivals
 from codefleet.coord.calls.callparts import CallParts
-from codefleet.coord.calls.landingqueue import Landing
+from codefleet.coord.calls.landingqueue import LandingQueue
 from codefleet.coord.calls.leasewait import LeaseWaiting
 from codefleet.coord.calls.operatorcalls import OperatorCalls
 from codefleet.coord.calls.outcomes import Outcomes
@@ -124,11 +124,12 @@ class Engine:
         self.operator = OperatorCalls(
             parts, self.take_backs, self.restores, max_attempts=cfg.max_attempts
         )
-        self.landing = Landing(
+        self.landing_queue = LandingQueue(
             parts, cfg.landing_batch, cfg.stale_after, cfg.landing_parallel, cfg.repair_turns
         )
-        self.runner.landing_check = lambda: self.landing.integration  # what a verify may leave it
-        self.outcomes = Outcomes(parts, self.take_backs, self.landing)
+        # what a verify may leave to the landing check
+        self.runner.landing_check = lambda: self.landing_queue.integration
+        self.outcomes = Outcomes(parts, self.take_backs, self.landing_queue)
         self.arrivals = Arrivals(
             parts, self.take_backs, tree_id=tree_id, stale_after=cfg.stale_after
         )
@@ -187,7 +188,7 @@ class Engine:
         self.messages.load()
         self.questions.load()
         self.sequences.load()
-        self.landing.load()
+        self.landing_queue.load()
 
     def reload_touched(self, touched: Touched) -> None:
         """Re-read what a rolled-back transaction touched; nothing else (the store calls this)."""
@@ -200,7 +201,7 @@ class Engine:
         self.limits.load(self.clock())  # a pause is its events: re-read the last one
         self.sequences.load()  # a few names: a rolled-back definition is forgotten
         if touched.tasks:
-            self.landing.load()  # the queue as stored; a round in progress starts again
+            self.landing_queue.load()  # the queue as stored; a round in progress starts again
 
     @contextmanager
     def transition(self) -> Iterator[None]:

@@ -192,7 +192,7 @@ class EngineReads:
 
     def landing(self) -> dict[str, Any]:
         """The landing queue as `GET /landing` shows it (`coord.calls.landingqueue`)."""
-        return self._engine.landing.state()
+        return self._engine.landing_queue.state()
 
     def ready_count(self) -> int:
         return len(self._engine.tasks.index.ready)

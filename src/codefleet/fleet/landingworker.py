@@ -38,12 +38,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from codefleet.api.client import FleetClient, ServerUnavailable
+from codefleet.api.landingrecords import CheckRun, LandingStep, StepCheck
 from codefleet.errors import DomainError, NotOwner
 from codefleet.failuretext import failure_excerpt
 from codefleet.fleet.tools.attemptchecks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS
@@ -97,12 +98,12 @@ class LandingWorker:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), RETRY_S)
 
-    async def run_step(self, step: Mapping[str, Any]) -> None:
+    async def run_step(self, step: LandingStep) -> None:
         """Run the step's checks in order, stopping at the first that does not pass; report.
         A step the server says is over stops at once (its check killed)."""
-        step_id = int(step["step"])
-        checks = asyncio.create_task(self._run_checks(step_id, step["checks"]))
-        every = float(step.get("beat_s") or BEAT_S)
+        step_id = step.step
+        checks = asyncio.create_task(self._run_checks(step_id, step.checks))
+        every = step.beat_s or BEAT_S
         beating = asyncio.create_task(self._beat(step_id, every, checks.cancel))
         try:
             await self.client.landing_result(step_id, await checks)
@@ -118,16 +119,14 @@ class LandingWorker:
             await asyncio.gather(checks, beating, return_exceptions=True)
         self.steps += 1
 
-    async def _run_checks(
-        self, step_id: int, checks: Sequence[Mapping[str, Any]]
-    ) -> list[dict[str, Any]]:
+    async def _run_checks(self, step_id: int, checks: Sequence[StepCheck]) -> list[CheckRun]:
         """Each check of the step in order, until the first that does not pass."""
-        results: list[dict[str, Any]] = []
+        results: list[CheckRun] = []
         for check in checks:
-            await self.client.landing_started(step_id, str(check["name"]))
-            result = await self._check(step_id, str(check["name"]), str(check["command"]))
+            await self.client.landing_started(step_id, check.name)
+            result = await self._check(step_id, check.name, check.command)
             results.append(result)
-            if result["verdict"] != CheckVerdict.PASSED:
+            if result.verdict != CheckVerdict.PASSED:
                 break
         return results
 
@@ -144,7 +143,7 @@ class LandingWorker:
             except (ServerUnavailable, DomainError) as err:  # the next beat tries again
                 log.info("%s: beat of landing step %s failed: %s", self.options.name, step_id, err)
 
-    async def _check(self, step_id: int, name: str, command: str) -> dict[str, Any]:
+    async def _check(self, step_id: int, name: str, command: str) -> CheckRun:
         async def mask() -> Mask:
             return Mask.from_answer(await self.client.landing_preimages(step_id))
 
@@ -164,7 +163,7 @@ class LandingWorker:
             raise
         except (ViewFailed, ServerUnavailable, DomainError, OSError, ValueError) as err:
             why = f"the landing check {name} did not run: {type(err).__name__}: {err}"
-            return {"check": name, "verdict": CheckVerdict.DID_NOT_RUN, "error": why[:TAIL_CHARS]}
+            return CheckRun(name, CheckVerdict.DID_NOT_RUN, error=why[:TAIL_CHARS])
         ran = run.ran
         if ran.timed_out:
             verdict = CheckVerdict.TIMED_OUT
@@ -178,18 +177,18 @@ class LandingWorker:
         if ran.timed_out:
             output += f"\n(timed out after {self.options.check_timeout:g}s)"
         still = before is not None and not run.disturbed and await self._identity(await mask())
-        return {
-            "check": name,
-            "verdict": verdict,
-            "exit_code": ran.exit_code,
-            "duration_ms": int(ran.duration_s * 1000),
-            "view_ms": int(run.ms),
-            "view": run.view,
-            "output": output,
-            "output_tail": failure_excerpt(output, TAIL_CHARS),
-            **({"identity": before} if still == before and before is not None else {}),
-            **({"resolution": run.resolution} if run.resolution is not None else {}),
-        }
+        return CheckRun(
+            name,
+            verdict,
+            exit_code=ran.exit_code,
+            duration_ms=int(ran.duration_s * 1000),
+            view_ms=int(run.ms),
+            view=run.view,
+            output=output,
+            output_tail=failure_excerpt(output, TAIL_CHARS),
+            identity=before if still == before else None,
+            resolution=run.resolution,
+        )
 
     async def _identity(self, mask: Mask) -> str | None:
         """The step's view's content identity (`fleet.views.identity`; None: none)."""

@@ -1,12 +1,12 @@
-"""A failing `run --verify`, bisected over the run's landings: which landing broke it.
+"""A failing `run --verify`, bisected over the run's landed changes: which one broke it.
 
-Landing order is the order of the `task_succeeded` events (`history.success_order`,
-the order `commit` uses). State *i* is the tree as it stood after the first *i*
+A landed change is one succeeded task's recorded patch; their order is the order of
+the `task_succeeded` events (`history.success_order`, the order `commit` uses). State *i* is the tree as it stood after the first *i*
 landings; the final tree is state *n*, and `--verify` failed there. Each probe
 builds a throwaway view of the final tree outside it (`fleet.views.copyview.copy_tree`,
 a fresh one per probe, so a command's own outputs never leak into the next) and
-undoes the last *n - i* landings, newest first, one `git apply -R` of each
-landing's recorded patch (exact for text: new files go, deleted files come back
+undoes the last *n - i* landed changes, newest first, one `git apply -R` of each
+change's recorded patch (exact for text: new files go, deleted files come back
 with their mode, symlinks and type changes included). A binary file's patch
 carries no bytes: a new one is removed, any other binary change cannot be
 undone, so states before that landing are out of reach ("Verify: bisecting the
@@ -41,12 +41,12 @@ from codefleet.review.runrecord import RunRecord
 
 __all__ = [
     "BisectStep",
-    "Landing",
+    "LandedChange",
     "VerifyBlame",
     "bisect_verify",
     "first_failing",
-    "landings_of",
-    "undo_landings",
+    "landed_changes",
+    "undo_changes",
 ]
 
 PROBE_OUTPUT_CHARS: Final = 2_000  # a probe's verdict is its exit code; the tail is for errors
@@ -54,8 +54,8 @@ NEW_FILE: Final = re.compile(r"(?m)^new file mode ")
 
 
 @dataclass(frozen=True, slots=True)
-class Landing:
-    """One succeeded task in landing order: `order` is its 1-based landing number."""
+class LandedChange:
+    """One landed change: a succeeded task's recorded patch; `order` is its 1-based number."""
 
     task_id: str
     title: str
@@ -64,7 +64,7 @@ class Landing:
 
     @property
     def stuck_on(self) -> str | None:
-        """A binary file this landing changed whose earlier bytes are not recorded, if any."""
+        """A binary file this change touched whose earlier bytes are not recorded, if any."""
         for f in self.files:
             if f.binary and not NEW_FILE.search(f.diff):
                 return f.path
@@ -112,10 +112,10 @@ class VerifyBlame:
         }
 
 
-def landings_of(record: RunRecord) -> list[Landing]:
+def landed_changes(record: RunRecord) -> list[LandedChange]:
     """Every succeeded task's recorded change, in landing order."""
     return [
-        Landing(c.task_id, c.title, n, c.files)
+        LandedChange(c.task_id, c.title, n, c.files)
         for n, c in enumerate(planned_changes(record), start=1)
     ]
 
@@ -135,9 +135,9 @@ async def first_failing(good: int, bad: int, fails: Callable[[int], Awaitable[bo
     return bad
 
 
-def undo_landings(view: Path, landings: Sequence[Landing]) -> None:
-    """Undo `landings` in `view` (whose parent is no repository), newest first; `OSError`
-    names the one git refused."""
+def undo_changes(view: Path, landings: Sequence[LandedChange]) -> None:
+    """Undo the landed changes `landings` in `view` (whose parent is no repository), newest
+    first; `OSError` names the one git refused."""
     for landing in reversed(landings):
         text = [f for f in landing.files if not f.binary]
         if text:
@@ -184,7 +184,7 @@ class _Prober:
         self,
         command: str,
         tree: Path,
-        landings: Sequence[Landing],
+        landings: Sequence[LandedChange],
         *,
         timeout: float,
         exclude: Iterable[Path],
@@ -200,7 +200,7 @@ class _Prober:
         view = base / self.tree.name
         try:
             await asyncio.to_thread(copy_tree, self.tree, view, self.exclude)
-            await asyncio.to_thread(undo_landings, view, self.landings[landed:])
+            await asyncio.to_thread(undo_changes, view, self.landings[landed:])
             ran = await run_command(
                 self.command,
                 view,
@@ -239,7 +239,7 @@ async def bisect_verify(
 ) -> VerifyBlame:
     """Find the first landing after which `command` fails (each probe said through `say`)."""
     try:
-        landings = landings_of(await fetch_record(client, with_ledgers=False))
+        landings = landed_changes(await fetch_record(client, with_ledgers=False))
         why = await _unpatched(client, landings)
     except (ServerUnavailable, DomainError) as err:  # the verdict stands without the blame
         return VerifyBlame(0, not_bisected=f"the run's record could not be read ({err})")
@@ -255,7 +255,7 @@ async def bisect_verify(
         return VerifyBlame(len(landings), not_bisected=why, steps=tuple(probe.steps))
 
 
-async def _search(probe: _Prober, landings: Sequence[Landing]) -> VerifyBlame:
+async def _search(probe: _Prober, landings: Sequence[LandedChange]) -> VerifyBlame:
     n = len(landings)
     if not await probe.fails(n):
         why = (
@@ -286,7 +286,7 @@ async def _search(probe: _Prober, landings: Sequence[Landing]) -> VerifyBlame:
     return VerifyBlame(n, blamed.task_id, blamed.title, blamed.order, steps=steps)
 
 
-async def _unpatched(client: FleetClient, landings: Sequence[Landing]) -> str | None:
+async def _unpatched(client: FleetClient, landings: Sequence[LandedChange]) -> str | None:
     """Why the record cannot be bisected: a landing wrote files but has no patch recorded."""
     for landing in landings:
         if not landing.files and (await client.task(landing.task_id)).get("file_changes"):

@@ -2,7 +2,7 @@
 
 After `codefleet commit` the working tree already holds every change of the
 branch, so `git merge --ff-only` refuses (it would overwrite those files).
-Landing is the fast-forward without the checkout: when HEAD is an ancestor of
+`land` is a fast-forward without the checkout: when HEAD is an ancestor of
 the branch's tip (it is the branch's base, or older) and every path that
 differs between HEAD and the tip is in the working tree exactly as at the tip
 (and staged as HEAD or as the tip, nothing else), HEAD's branch is moved to
@@ -28,7 +28,7 @@ from codefleet.review.commit import BRANCH_PREFIX, mismatched_paths
 from codefleet.review.git import ZERO_SHA, Entry, GitError, Repo
 from codefleet.review.landedline import BRANCH as LINE_BRANCH
 
-__all__ = ["LINE_LOCAL", "Landed", "NotLanded", "fetch_line", "land", "newest_branch"]
+__all__ = ["LINE_LOCAL", "FastForward", "NoFastForward", "fetch_line", "land", "newest_branch"]
 
 LINE_LOCAL = f"{BRANCH_PREFIX}{LINE_BRANCH}"  # where `fetch_line` puts the landed line
 
@@ -36,9 +36,9 @@ _LITERAL = {"GIT_LITERAL_PATHSPECS": "1"}
 _REFUSED = "cannot land {} on {}; nothing was changed"
 
 
-class NotLanded(GitError):
-    """Landing was refused; `reasons` say what differs, one line each, and `shown_by` the
-    git command that shows it ("" when none does). Nothing was changed."""
+class NoFastForward(GitError):
+    """The fast-forward was refused; `reasons` say what differs, one line each, and
+    `shown_by` the git command that shows it ("" when none does). Nothing was changed."""
 
     def __init__(self, message: str, reasons: Sequence[str] = (), shown_by: str = "") -> None:
         super().__init__(message)
@@ -47,7 +47,7 @@ class NotLanded(GitError):
 
 
 @dataclass(frozen=True, slots=True)
-class Landed:
+class FastForward:
     """What `land` did: `onto` (the moved branch, or HEAD when detached) went `old` → `new`."""
 
     branch: str
@@ -94,7 +94,7 @@ def fetch_line(repo: Repo, line: Path) -> str:
     return LINE_LOCAL
 
 
-def land(repo: Repo, branch: str | None = None) -> Landed:
+def land(repo: Repo, branch: str | None = None) -> FastForward:
     """Fast-forward HEAD's branch to `branch` (default: `newest_branch`) without a checkout."""
     name = branch or newest_branch(repo)
     if not repo.branch_exists(name):
@@ -105,19 +105,19 @@ def land(repo: Repo, branch: str | None = None) -> Landed:
     if onto == name:
         raise GitError(f"{name} is the checked-out branch: check out the branch to land it on")
     if head == tip or _is_ancestor(repo, tip, head):
-        return Landed(name, onto, head, head, ())
+        return FastForward(name, onto, head, head, ())
     if not _is_ancestor(repo, head, tip):
-        raise NotLanded(_REFUSED.format(name, onto), [_moved(repo, head, tip, name)])
+        raise NoFastForward(_REFUSED.format(name, onto), [_moved(repo, head, tip, name)])
     paths = _touched(repo, head, tip)
     differ = mismatched_paths(Repo(repo.top, ""), tip, paths)
     reasons = _tree_differs(repo, tip, differ) + _index_differs(repo, head, tip, paths)
     if reasons:
         shown = " ".join(f"':/{p}'" for p in differ)  # `:/`: from the top, wherever it is run
         shown_by = f"git diff {name} -- {shown}" if differ else f"git diff --cached {name}"
-        raise NotLanded(_REFUSED.format(name, onto), reasons, shown_by)
+        raise NoFastForward(_REFUSED.format(name, onto), reasons, shown_by)
     repo.run("update-ref", "-m", f"codefleet land {name}", "HEAD", tip, head)
     _stage(repo, tip, paths)
-    return Landed(name, onto, head, tip, tuple(paths))
+    return FastForward(name, onto, head, tip, tuple(paths))
 
 
 def _checked_out(repo: Repo) -> str:

@@ -7,7 +7,10 @@ status, validation problems as 422 (without echoing the input back), an
 oversized body as 413, and anything unexpected as a logged 500.
 
 Handlers are `async` and call the engine synchronously, so each transition
-runs whole on the event loop thread: the engine needs no locks.
+runs whole on the event loop thread: the engine needs no locks. Routes are
+grouped by the object they call: the runner's (`transport.routes`), the
+operator's and the reads (here), a person's session (`person_routes`), the
+landing queue (`landing_routes`), the landed line (`landed_routes`).
 """
 
 from __future__ import annotations
@@ -66,7 +69,6 @@ from codefleet.server.loopwatch import LoopWatch
 from codefleet.server.metrics import install_metrics
 from codefleet.server.pages import install_web
 from codefleet.server.person_routes import install_interactive
-from codefleet.server.resource_routes import install_resource_routes
 from codefleet.server.sse import EventHub, EventStream
 from codefleet.statedir import ensure_tree_id
 from codefleet.transport.fastpath import FastPath
@@ -228,15 +230,15 @@ def create_app(settings: Settings) -> FleetApp:
     _install_errors(app)
     guards = Guards.of(settings.token, HostNames(settings.allowed_host_names, settings.host))
     app.front = Front(app.behind, guards, FastPath(engine), _internal)
+    # the routes, grouped by the object each calls: the runner's calls (`transport.routes`),
+    # the operator's, the reads, the events, a person's session, the landing queue, the line
     install_runner_routes(app, engine, settings)
-    _operator_routes(app, engine, reads, settings)
-    _person_routes(app, engine)
-    _fleet_routes(app, engine, reads, settings)
-    _limits_routes(app, engine)
-    _stats_routes(app, reads)
+    _operator_task_routes(app, engine, reads)
+    _operator_fleet_routes(app, engine, settings)
+    _task_reads(app, reads, settings)
+    _fleet_reads(app, reads)
     _event_routes(app, reads.engine, hub)
     install_interactive(app, engine)
-    install_resource_routes(app, engine, reads)
     install_landing_routes(app, engine)
     install_landed_routes(app, follower)
     install_metrics(app, reads)
@@ -291,7 +293,11 @@ def _checks_answer(reads: Reads, source: str | None) -> dict[str, Any]:
     return answer
 
 
-def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings) -> None:
+def _operator_task_routes(app: FastAPI, engine: Engine, reads: Reads) -> None:
+    """The operator's calls on the graph and its tasks (`engine.operator`): a load, the checks,
+    cancel and retry, a message to a task, an answer to an agent's question, the questions.
+    (Operator actions: the token when the server has one.)"""
+
     @app.post("/tasks", status_code=201)
     async def create(body: GraphBody) -> JSONResponse:
         with collector_off():  # a load's allocations would set off full collections
@@ -317,16 +323,10 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
             check_resources(body.checks), check_reuse(body.checks)
         )
         if body.integration is not None:
-            engine.landing.set_integration(body.integration)
+            engine.landing_queue.set_integration(body.integration)
         made = set(created)
         redefined = [t for t in prepared.ids if t not in made]
         return _json({"created": created, "redefined": redefined}, 201)
-
-    @app.get("/checks")
-    async def checks(
-        source: Annotated[str | None, Query(min_length=1, max_length=MAX_PATH_CHARS)] = None,
-    ) -> JSONResponse:
-        return _json(_checks_answer(reads, source))
 
     @app.post("/checks")
     async def define_checks(body: ChecksBody) -> JSONResponse:
@@ -335,6 +335,67 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
             check_resources(body.checks), check_reuse(body.checks)
         )
         return _json(defined)
+
+    @app.post("/tasks/{task_id}/cancel")
+    async def cancel(task_id: str) -> JSONResponse:
+        return _json(engine.operator.cancel(task_id))
+
+    @app.post("/tasks/{task_id}/retry")
+    async def retry(task_id: str) -> JSONResponse:
+        return _json(engine.operator.retry(task_id))
+
+    @app.post("/tasks/{task_id}/messages", status_code=201)
+    async def say(task_id: str, body: MessageBody) -> JSONResponse:
+        return _json(engine.operator.say(task_id, body.text), 201)
+
+    @app.post("/tasks/{task_id}/answers")
+    async def answer(task_id: str, body: AnswerBody) -> JSONResponse:
+        return _json(engine.operator.answer(task_id, body.text, body.question_id).to_json())
+
+    @app.get("/questions")
+    async def questions() -> JSONResponse:
+        return _json({"questions": [q.to_json() for q in engine.operator.open_questions()]})
+
+
+def _operator_fleet_routes(app: FastAPI, engine: Engine, settings: Settings) -> None:
+    """The operator's calls on the fleet (`engine.operator`; `engine.reset`): a fleet's start
+    and end, its commits, a usage-limit pause lifted by hand, the budget, a reset."""
+
+    @app.post("/fleet/started")
+    async def fleet_started(body: FleetBody) -> JSONResponse:
+        return _json(
+            engine.operator.fleet_event("fleet_started", body.model_dump(exclude_none=True))
+        )
+
+    @app.post("/fleet/finished")
+    async def fleet_finished(body: FleetBody) -> JSONResponse:
+        return _json(
+            engine.operator.fleet_event("run_finished", body.model_dump(exclude_none=True))
+        )
+
+    @app.post("/commits")
+    async def commits(body: CommitsBody) -> JSONResponse:
+        pairs = [(c.task_id, c.commit) for c in body.commits]
+        return _json(engine.operator.record_commits(body.branch, pairs))
+
+    @app.post("/fleet/resume")
+    async def resume() -> JSONResponse:
+        return _json(engine.operator.resume())
+
+    @app.post("/fleet/budget")
+    async def budget(body: BudgetBody) -> JSONResponse:
+        return _json(engine.operator.set_budget(body.max_cost_usd, body.hard))
+
+    @app.post("/reset")
+    async def reset() -> JSONResponse:
+        if not settings.allow_reset:
+            raise Forbidden("reset is disabled; set CODEFLEET_ALLOW_RESET=1 on the server")
+        engine.reset()
+        return _json({"reset": True})
+
+
+def _task_reads(app: FastAPI, reads: Reads, settings: Settings) -> None:
+    """Reads of the graph and its tasks (`readmodel.readapi.Reads`)."""
 
     @app.get("/tasks")
     async def tasks(
@@ -358,44 +419,11 @@ def _operator_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Setti
         text = "".join(f["diff"] for f in found["files"])
         return Response(text, media_type="text/x-diff")
 
-    @app.post("/tasks/{task_id}/cancel")
-    async def cancel(task_id: str) -> JSONResponse:
-        return _json(engine.operator.cancel(task_id))
-
-    @app.post("/tasks/{task_id}/retry")
-    async def retry(task_id: str) -> JSONResponse:
-        return _json(engine.operator.retry(task_id))
-
-
-def _person_routes(app: FastAPI, engine: Engine) -> None:
-    """A person in the loop: messages to tasks, the agents' open questions and their answers
-    (operator actions: the token when the server has one)."""
-
-    @app.post("/tasks/{task_id}/messages", status_code=201)
-    async def say(task_id: str, body: MessageBody) -> JSONResponse:
-        return _json(engine.operator.say(task_id, body.text), 201)
-
-    @app.post("/tasks/{task_id}/answers")
-    async def answer(task_id: str, body: AnswerBody) -> JSONResponse:
-        return _json(engine.operator.answer(task_id, body.text, body.question_id).to_json())
-
-    @app.get("/questions")
-    async def questions() -> JSONResponse:
-        return _json({"questions": [q.to_json() for q in engine.operator.open_questions()]})
-
-
-def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings) -> None:
-    @app.get("/agents")
-    async def agents() -> JSONResponse:
-        return _json({"agents": reads.agents()})
-
-    @app.get("/leases")
-    async def leases() -> JSONResponse:
-        return _json({"leases": reads.leases()})
-
-    @app.get("/conflicts")
-    async def conflicts(resolved: bool | None = None) -> Response:
-        return _raw_json(await reads.conflicts_json(resolved))
+    @app.get("/checks")
+    async def checks(
+        source: Annotated[str | None, Query(min_length=1, max_length=MAX_PATH_CHARS)] = None,
+    ) -> JSONResponse:
+        return _json(_checks_answer(reads, source))
 
     @app.get("/graph")
     async def graph(runners: Annotated[int | None, Query(ge=1, le=256)] = None) -> JSONResponse:
@@ -404,6 +432,33 @@ def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings
         found = await asyncio.to_thread(analyse, planned, runners or settings.runners)
         return _json({"runners": runners or settings.runners, **found.to_json()})
 
+    @app.get("/stats")
+    async def stats() -> JSONResponse:
+        """`codefleet stats`' figures for the dashboard: read on the loop, computed off it."""
+        record = reads.record()
+        return _json(await asyncio.to_thread(_stats_of, record))
+
+
+def _fleet_reads(app: FastAPI, reads: Reads) -> None:
+    """Reads of the fleet: its runners, leases, resources, conflicts, the state, its health."""
+
+    @app.get("/agents")
+    async def agents() -> JSONResponse:
+        return _json({"agents": reads.agents()})
+
+    @app.get("/leases")
+    async def leases() -> JSONResponse:
+        return _json({"leases": reads.leases()})
+
+    @app.get("/resources")
+    async def resources() -> JSONResponse:
+        """Named resources' holders and waiters, and the sequences (the operator's read)."""
+        return _json(reads.resources())
+
+    @app.get("/conflicts")
+    async def conflicts(resolved: bool | None = None) -> Response:
+        return _raw_json(await reads.conflicts_json(resolved))
+
     @app.get("/state")
     async def state() -> Response:
         return PartsResponse(await reads.state_json())
@@ -411,50 +466,6 @@ def _fleet_routes(app: FastAPI, engine: Engine, reads: Reads, settings: Settings
     @app.get("/health")
     async def health() -> JSONResponse:
         return _json(reads.health())
-
-    @app.post("/fleet/started")
-    async def fleet_started(body: FleetBody) -> JSONResponse:
-        return _json(
-            engine.operator.fleet_event("fleet_started", body.model_dump(exclude_none=True))
-        )
-
-    @app.post("/fleet/finished")
-    async def fleet_finished(body: FleetBody) -> JSONResponse:
-        return _json(
-            engine.operator.fleet_event("run_finished", body.model_dump(exclude_none=True))
-        )
-
-    @app.post("/commits")
-    async def commits(body: CommitsBody) -> JSONResponse:
-        pairs = [(c.task_id, c.commit) for c in body.commits]
-        return _json(engine.operator.record_commits(body.branch, pairs))
-
-    @app.post("/reset")
-    async def reset() -> JSONResponse:
-        if not settings.allow_reset:
-            raise Forbidden("reset is disabled; set CODEFLEET_ALLOW_RESET=1 on the server")
-        engine.reset()
-        return _json({"reset": True})
-
-
-def _limits_routes(app: FastAPI, engine: Engine) -> None:
-    """The fleet's limits: lift a usage-limit pause by hand; set the fleet's budget."""
-
-    @app.post("/fleet/resume")
-    async def resume() -> JSONResponse:
-        return _json(engine.operator.resume())
-
-    @app.post("/fleet/budget")
-    async def budget(body: BudgetBody) -> JSONResponse:
-        return _json(engine.operator.set_budget(body.max_cost_usd, body.hard))
-
-
-def _stats_routes(app: FastAPI, reads: Reads) -> None:
-    @app.get("/stats")
-    async def stats() -> JSONResponse:
-        """`codefleet stats`' figures for the dashboard: read on the loop, computed off it."""
-        record = reads.record()
-        return _json(await asyncio.to_thread(_stats_of, record))
 
 
 def _stats_of(record: RunRecord) -> dict[str, Any]:

@@ -24,7 +24,6 @@ def install_landed_routes(app: FastAPI, follower: LineFollower) -> None:
     async def landed() -> JSONResponse:
         return JSONResponse(follower.state())
 
-    @app.api_route("/git/landed.git/{rest:path}", methods=["GET", "POST"], response_model=None)
     async def git(rest: str, request: Request) -> Response:
         line = follower.line
         if line is None or not line.started:
@@ -38,3 +37,6 @@ def install_landed_routes(app: FastAPI, follower: LineFollower) -> None:
             request.headers,
             await request.body(),
         )
+
+    for method in ("GET", "POST"):  # one route each: each its own operation in the schema
+        app.add_api_route("/git/landed.git/{rest:path}", git, methods=[method], response_model=None)

@@ -23,6 +23,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
+from codefleet.api.landingrecords import CheckRun
 from codefleet.api.wire import (
     IntegrationBody,
     LandingClaimBody,
@@ -39,44 +40,44 @@ def install_landing_routes(app: FastAPI, engine: Engine) -> None:
     async def claim(body: LandingClaimBody) -> JSONResponse:
         deadline = time.monotonic() + body.wait
         while True:
-            changed = engine.landing.claimable  # taken first: a change after it is not missed
-            step = engine.landing.claim(body.worker, body.timeout_s)
+            changed = engine.landing_queue.claimable  # taken first: a change after it is not missed
+            step = engine.landing_queue.claim(body.worker, body.timeout_s)
             left = deadline - time.monotonic()
             if step is not None or left <= 0:
-                return JSONResponse({"step": step})
+                return JSONResponse({"step": None if step is None else step.to_wire()})
             with contextlib.suppress(TimeoutError):  # a lapsed claim: the worker's next asks
                 await asyncio.wait_for(changed.wait(), left)
 
     @app.get("/landing/steps/{step_id}/preimages")
     async def preimages(step_id: int) -> JSONResponse:
-        return JSONResponse(engine.landing.preimages(step_id))
+        return JSONResponse(engine.landing_queue.preimages(step_id))
 
     @app.post("/landing/steps/{step_id}/started")
     async def started(step_id: int, body: LandingStartedBody) -> JSONResponse:
-        engine.landing.started(step_id, body.check)
+        engine.landing_queue.started(step_id, body.check)
         return JSONResponse({"ok": True})
 
     @app.post("/landing/steps/{step_id}/beat")
     async def beat(step_id: int) -> JSONResponse:
-        return JSONResponse(engine.landing.beat(step_id))
+        return JSONResponse(engine.landing_queue.beat(step_id))
 
     @app.post("/landing/steps/{step_id}/result")
     async def result(step_id: int, body: LandingResultBody) -> JSONResponse:
-        results = [r.model_dump() for r in body.results]
-        return JSONResponse(engine.landing.result(step_id, results))
+        results = [CheckRun.from_wire(r.model_dump()) for r in body.results]
+        return JSONResponse(engine.landing_queue.result(step_id, results))
 
     @app.get("/landing")
     async def state() -> JSONResponse:
-        return JSONResponse(_with_leases(engine.landing.state()))
+        return JSONResponse(_with_leases(engine.landing_queue.state()))
 
     @app.post("/landing/resume")
     async def resume() -> JSONResponse:
-        return JSONResponse(engine.landing.resume())
+        return JSONResponse(engine.landing_queue.resume())
 
     @app.post("/landing/integration")
     async def integration(body: IntegrationBody) -> JSONResponse:
-        engine.landing.set_integration(body.check)
-        return JSONResponse(_with_leases(engine.landing.state()))
+        engine.landing_queue.set_integration(body.check)
+        return JSONResponse(_with_leases(engine.landing_queue.state()))
 
     def _with_leases(state: dict[str, Any]) -> dict[str, Any]:
         """The landing state and what a write leases by default under it (`auto` resolved)."""

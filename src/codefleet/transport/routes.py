@@ -1,15 +1,17 @@
-"""The runner's routes: each hot route declared once, in one table, for both paths.
+"""The runner's routes: each declared once, as a row of one table, the hot ones for both paths.
 
-Every runner route is a FastAPI route (the OpenAPI schema, and the reference
-behaviour for every input). The hot ones (acquire, start, complete,
-assignment, heartbeat, changes) are declared once, as `HotRoute` rows of
-`HOT_ROUTES`: their method, path, body model, declared status and one
-handler over the engine. `install_runner_routes` generates each one's FastAPI
-route from its row; `fastpath.FastPath` compiles the same rows into the table
-it answers from in front of FastAPI. A handler sees only `Args` (the path
-parameter, the validated body, the epoch, the wait), so it cannot tell the
-two paths apart and neither path has a copy of it (docs/decisions/0062-hot-routes-a-fast-path-in-front-of-fastapi-that-hands-it.md and docs/decisions/0121-the-transports-room.md, "Hot
-routes", "The transport's room").
+Every runner route is a FastAPI route (the schema, and the reference behaviour
+for every input). The hot ones (acquire, start, complete, assignment,
+heartbeat, changes) are `HotRoute` rows of `HOT_ROUTES`: method, path, body
+model, declared status and one handler over the engine; `install_runner_routes`
+generates each one's FastAPI route from its row, and `fastpath.FastPath`
+compiles the same rows into the table it answers from in front of FastAPI. An
+attempt's other calls (reads, checks, commands, delivery, questions, a
+resource, a sequence's number) are rows of `ATTEMPT_ROUTES`, FastAPI's alone;
+`register`, `leave` and the foreign pre-images are written out. A handler sees
+only `Args` (path parameter, body, epoch, wait), so neither path has a copy of it
+(docs/decisions/0062-hot-routes-a-fast-path-in-front-of-fastapi-that-hands-it.md,
+docs/decisions/0121-the-transports-room.md).
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ from codefleet.api.wire import (
     DeliveredFile,
     DeliveryBody,
     HeartbeatBody,
+    NumberBody,
     QuestionBody,
     ReadsBody,
     RegisterBody,
+    ResourceBody,
     StartBody,
 )
 from codefleet.config import Settings
@@ -50,7 +54,15 @@ from codefleet.transport.answerjson import (
     task_json,
 )
 
-__all__ = ["HOT_ROUTES", "MAX_WAIT_S", "Answer", "Args", "HotRoute", "install_runner_routes"]
+__all__ = [
+    "ATTEMPT_ROUTES",
+    "HOT_ROUTES",
+    "MAX_WAIT_S",
+    "Answer",
+    "Args",
+    "HotRoute",
+    "install_runner_routes",
+]
 
 MAX_WAIT_S: Final = 30.0  # the long poll's longest wait
 Epoch = Annotated[int, Header(alias="X-Agent-Epoch")]
@@ -72,7 +84,8 @@ Handler = Callable[[Engine, Args], Awaitable[Answer]]
 
 @dataclass(frozen=True, slots=True)
 class HotRoute:
-    """One hot runner route: everything both paths need to answer it."""
+    """One runner route: everything both paths need to answer it (the fast path compiles
+    the rows of `HOT_ROUTES` only; those of `ATTEMPT_ROUTES` FastAPI alone serves)."""
 
     name: str  # the FastAPI endpoint's name: its operationId and summary in the schema
     method: str
@@ -147,6 +160,67 @@ COMPLETE = HotRoute("complete", "POST", "/tasks/{task_id}/complete", _complete, 
 HOT_ROUTES: Final = (HEARTBEAT, ASSIGNMENT, START, ACQUIRE, CHANGE, COMPLETE)
 
 
+# -- the attempt's other calls: rows of the same table, served by FastAPI alone -------------
+
+
+async def _ask(engine: Engine, a: Args) -> Answer:
+    """The owner's session asks the operator (`ask_operator`); answers ride the heartbeat."""
+    b: QuestionBody = a.body
+    return 201, engine.runner.ask(b.agent_id, a.epoch, a.param, b.text).to_json()
+
+
+async def _reads(engine: Engine, a: Args) -> Answer:
+    b: ReadsBody = a.body
+    rows = [r.model_dump() for r in b.reads]
+    watch = [w.model_dump() for w in b.watch]
+    stale = [s.model_dump() for s in b.stale]
+    done = b.reconciled.model_dump() if b.reconciled else None
+    return 200, engine.runner.record_reads(
+        a.param, b.agent_id, a.epoch, b.attempt, rows, watch, stale, done
+    )
+
+
+async def _check_event(engine: Engine, a: Args) -> Answer:
+    b: CheckEventBody = a.body
+    return 200, engine.runner.record_check(a.param, b.agent_id, a.epoch, b.model_dump())
+
+
+async def _command_event(engine: Engine, a: Args) -> Answer:
+    b: CommandEventBody = a.body
+    return 200, engine.runner.record_command(a.param, b.agent_id, a.epoch, b.model_dump())
+
+
+async def _delivery(engine: Engine, a: Args) -> Answer:
+    b: DeliveryBody = a.body
+    files = [delivered_image(f) for f in b.files]
+    return 200, engine.runner.deliver(a.param, b.agent_id, a.epoch, b.attempt, files)
+
+
+async def _acquire_resource(engine: Engine, a: Args) -> Answer:
+    b: ResourceBody = a.body
+    return 200, lease_json(engine.runner.acquire_resource(b.agent_id, a.epoch, b.task_id, b.name))
+
+
+async def _next_number(engine: Engine, a: Args) -> Answer:
+    b: NumberBody = a.body
+    return 200, engine.runner.next_number(b.agent_id, a.epoch, b.task_id, b.sequence)
+
+
+# An attempt's reads, checks, commands and a clone's delivery of its files; its questions;
+# a session's calls for things that are not files (a few calls, not one per write).
+ATTEMPT_ROUTES: Final = (
+    HotRoute("reads", "POST", "/tasks/{task_id}/reads", _reads, ReadsBody),
+    HotRoute("check_event", "POST", "/tasks/{task_id}/checks", _check_event, CheckEventBody),
+    HotRoute(
+        "command_event", "POST", "/tasks/{task_id}/commands", _command_event, CommandEventBody
+    ),
+    HotRoute("delivery", "POST", "/tasks/{task_id}/delivery", _delivery, DeliveryBody),
+    HotRoute("ask", "POST", "/tasks/{task_id}/questions", _ask, QuestionBody, status=201),
+    HotRoute("acquire_resource", "POST", "/resources/acquire", _acquire_resource, ResourceBody),
+    HotRoute("next_number", "POST", "/sequences/next", _next_number, NumberBody),
+)
+
+
 # -- the FastAPI declarations: the schema, and every answer the fast path leaves to them ----
 
 
@@ -181,55 +255,13 @@ def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> N
 
     for route in (ASSIGNMENT, START, ACQUIRE, CHANGE, COMPLETE):  # the schema's order
         install_hot_route(app, engine, route)
-    _install_attempt_reports(app, engine)
-    _install_question_route(app, engine)
-
-
-def _install_question_route(app: FastAPI, engine: Engine) -> None:
-    """The owner's session asks the operator (`ask_operator`); answers ride the heartbeat."""
-
-    @app.post("/tasks/{task_id}/questions", status_code=201)
-    async def ask(task_id: str, body: QuestionBody, epoch: Epoch) -> JSONResponse:
-        question = engine.runner.ask(body.agent_id, epoch, task_id, body.text)
-        return JSONResponse(question.to_json(), status_code=201)
-
-
-def _install_attempt_reports(app: FastAPI, engine: Engine) -> None:
-    """The routes an attempt uses as it goes: its reads, checks, commands, foreign pre-images,
-    and a clone runner's delivery of its files."""
-
-    @app.post("/tasks/{task_id}/reads")
-    async def reads(task_id: str, body: ReadsBody, epoch: Epoch) -> JSONResponse:
-        rows = [r.model_dump() for r in body.reads]
-        watch = [w.model_dump() for w in body.watch]
-        stale = [s.model_dump() for s in body.stale]
-        done = body.reconciled.model_dump() if body.reconciled else None
-        answer = engine.runner.record_reads(
-            task_id, body.agent_id, epoch, body.attempt, rows, watch, stale, done
-        )
-        return JSONResponse(answer)
-
-    @app.post("/tasks/{task_id}/checks")
-    async def check_event(task_id: str, body: CheckEventBody, epoch: Epoch) -> JSONResponse:
-        return JSONResponse(
-            engine.runner.record_check(task_id, body.agent_id, epoch, body.model_dump())
-        )
-
-    @app.post("/tasks/{task_id}/commands")
-    async def command_event(task_id: str, body: CommandEventBody, epoch: Epoch) -> JSONResponse:
-        report = body.model_dump()
-        return JSONResponse(engine.runner.record_command(task_id, body.agent_id, epoch, report))
-
-    @app.post("/tasks/{task_id}/delivery")
-    async def delivery(task_id: str, body: DeliveryBody, epoch: Epoch) -> JSONResponse:
-        files = [delivered_image(f) for f in body.files]
-        return JSONResponse(
-            engine.runner.deliver(task_id, body.agent_id, epoch, body.attempt, files)
-        )
 
     @app.get("/tasks/{task_id}/foreign-preimages")
     async def foreign_preimages(task_id: str) -> JSONResponse:
         return JSONResponse(engine.runner.foreign_preimages(task_id))
+
+    for route in ATTEMPT_ROUTES:
+        install_hot_route(app, engine, route)
 
 
 def delivered_image(file: DeliveredFile) -> PreImage:

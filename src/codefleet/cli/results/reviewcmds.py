@@ -41,7 +41,7 @@ from codefleet.review.history import (
     unfinished_tasks,
     wrote_without_patch,
 )
-from codefleet.review.land import NotLanded, fetch_line
+from codefleet.review.land import NoFastForward, fetch_line
 from codefleet.review.land import land as land_branch
 from codefleet.review.landedline import line_dir
 from codefleet.review.live import open_committer
@@ -253,7 +253,7 @@ def land(
             branch = fetch_line(repo, line_dir(tree_root(workdir)[0]))
         landed = land_branch(repo, branch)
         log = repo.log_oneline(landed.old, landed.new) if landed.moved else ""
-    except NotLanded as err:
+    except NoFastForward as err:
         shown = f"\n  shown by: {err.shown_by}" if err.shown_by else ""
         raise fail(f"{err}:\n  " + "\n  ".join(err.reasons) + shown) from None
     except GitError as err:

@@ -1,4 +1,4 @@
-"""Landing: a finished task waits, keeping its leases, until its checks pass on the landed base.
+"""The landing queue: a finished task waits, keeping its leases, until its checks pass on the landed base.
 
 A task whose session ended well (reconciled, its own `verify` passed) is not
 `succeeded` yet: `enqueue` puts it in the landing queue, in the order tasks
@@ -15,17 +15,15 @@ claim holds while its worker is heard from (the claim, `beat`, `started`,
 `preimages`) within `stale_after`: a worker that died loses the step to the
 next worker that asks (docs/decisions/0152-a-landing-claim-lapses-with-its-worker.md).
 
-What a verdict does: each landing task's files are patched and released and
-it `succeeds` with its order number (`landed`, then `task_succeeded`); a
-blamed task is first handed back to the session that made its change, its
-files kept (`repair_started`, decision 0161), else its files are put back
-(like any failed attempt) and it is requeued
-as `integration_failed`, its error naming the tasks that landed since its
-attempt started and the failing output; a base that fails alone, a check that
-cannot start even there, or a failure that did not repeat (flaky) halts landing
-(`landing_halted`, its `why` a `models.HaltCause`) until `resume`. A round whose checks are empty lands at
-once, inside the transaction that queued it: a graph without checks lands
-every task the moment it finishes, as before.
+What a decision does to its tasks (landing, a blamed task's repair or rework,
+a halt) and how each is told is `landingoutcomes`; this class only sequences.
+Landing order is the order tasks finished (`queue`, stored as `landing_seq`):
+`waiting` is the queue's tasks still waiting, and `landingpolicy.joining` says
+which of them join a round (the one place the order is cut to a round's
+window). A round whose checks are empty lands at once, inside the transaction
+that queued it: a graph without checks lands every task the moment it
+finishes, as before. The step a worker claims and the runs it reports are
+typed (`api.landingrecords`).
 
 Memory only: the round, its steps and their claims (a restart starts a new
 round). Stored: each task's status, queue and order number (`tasks`), the
@@ -38,42 +36,34 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Final
 
+from codefleet.api.landingrecords import CheckRun, LandingStep, StepCheck
 from codefleet.attempt import AttemptReport
 from codefleet.coord.calls.callparts import CallParts
+from codefleet.coord.calls.landingoutcomes import (
+    HALT_KEY,
+    LandingOutcomes,
+    failure_tail,
+    finished_fields,
+)
 from codefleet.coord.calls.landingsteps import Handed, HandedSteps
 from codefleet.coord.policy import landingpolicy as policy
 from codefleet.coord.policy.waits import WaitOutcome
 from codefleet.coord.tables.liveindex import LiveTask
 from codefleet.coord.tables.preimages import uncovered
 from codefleet.errors import InvalidGraph, InvalidState, NotOwner
-from codefleet.failuretext import failure_excerpt
-from codefleet.models import (
-    CheckVerdict,
-    ErrorKind,
-    EventType,
-    HaltCause,
-    ReleaseReason,
-    RepairCause,
-    TaskStatus,
-    Workspace,
-)
+from codefleet.models import CheckVerdict, EventType, HaltCause, TaskStatus
 
-__all__ = ["Landing"]
+__all__ = ["LandingQueue"]
 
 log = logging.getLogger(__name__)
 INTEGRATION_KEY: Final = "integration"
-HALT_KEY: Final = "landing_halted"
 STEP_KEY: Final = "landing_step"  # the last step number handed out
 BEATS_PER_STALE: Final = 4  # a worker running a step says it is alive this often per stale_after
 INFRA_RETRIES: Final = 3  # a step that could not run this many times halts landing
-CONFLICTS_SHOWN: Final = 10
-FILES_SHOWN: Final = 20
-OUTPUT_SHOWN: Final = 4_000
-TAIL_CHARS: Final = 2_000
 # A step's verdict that is no verdict: the check did not run; the step is handed out again.
 DID_NOT_RUN: Final = CheckVerdict.DID_NOT_RUN
 # The check of a step whose answer stopped mattering (a shorter prefix failed under it, the
@@ -81,7 +71,7 @@ DID_NOT_RUN: Final = CheckVerdict.DID_NOT_RUN
 STOPPED: Final = CheckVerdict.STOPPED
 
 
-class Landing:
+class LandingQueue:
     """The landing queue of one engine; see the module docstring."""
 
     def __init__(
@@ -100,8 +90,7 @@ class Landing:
         self.checks = parts.checks
         self.transition = parts.transition
         self.kick = parts.kick
-        self.agents = parts.agents
-        self.repair_turns = repair_turns  # a blamed task's session repairs its change first
+        self.outcomes = LandingOutcomes(parts, repair_turns)  # what a decision does, and says
         self.batch = max(1, batch)
         self.parallel = max(1, parallel)  # the most steps in flight at once
         self.stale_after = stale_after
@@ -176,7 +165,7 @@ class Landing:
     def _start_round(self, hand: bool) -> bool:
         """A round over the queue's head: applied at once if it checks nothing (True), else,
         with `hand`, its first step handed out (True); False when there is nothing to do."""
-        candidates = [t for t in self.queue if self._landing(t)][: self._window()]
+        candidates = policy.joining(self.waiting(), None, self._window())
         if not candidates:
             return False
         rnd, _, outcome = policy.propose(self._round_of(candidates), 1)
@@ -207,11 +196,7 @@ class Landing:
 
     def _extended(self, rnd: policy.Round) -> policy.Round:
         """`rnd` with the tasks queued since it started after its own, up to the window."""
-        room = self._window() - (len(rnd.candidates) - rnd.landed)
-        if rnd.hi is not None or room <= 0:
-            return rnd
-        more = tuple(t for t in self.queue if self._landing(t) and t not in rnd.candidates)
-        fresh = self._round_of(more[:room])
+        fresh = self._round_of(policy.joining(self.waiting(), rnd, self._window()))
         return policy.extend(rnd, fresh.candidates, fresh.verify, fresh.verified_on)
 
     def _propose(self) -> None:
@@ -227,6 +212,10 @@ class Landing:
     def _landing(self, task_id: str) -> bool:
         task = self.tasks.index.live.get(task_id)
         return task is not None and task.status is TaskStatus.LANDING
+
+    def waiting(self) -> list[str]:
+        """The tasks waiting to land, in landing order (the order they finished)."""
+        return [t for t in self.queue if self._landing(t)]
 
     def _next_step_id(self) -> int:
         """A step number never handed out before, not even before a restart (stored)."""
@@ -251,7 +240,7 @@ class Landing:
         """The round is over: its steps stop mattering, the queue keeps those still waiting."""
         self.round = None
         self._follow(None)
-        self.queue = [t for t in self.queue if self._landing(t)]
+        self.queue = self.waiting()
 
     def _void_round(self) -> None:
         """Forget the round (a candidate left the queue, the check changed): start again."""
@@ -259,7 +248,7 @@ class Landing:
 
     # -- a worker's calls -------------------------------------------------------------------------
 
-    def claim(self, worker: str, timeout_s: float) -> dict[str, Any] | None:
+    def claim(self, worker: str, timeout_s: float) -> LandingStep | None:
         """The step to run now, for `worker`: its own again, one nobody holds, or one more of
         the round (up to `parallel` at once); None when there is nothing for it."""
         self._check_round()
@@ -281,11 +270,14 @@ class Landing:
         self.steps.claim(handed, worker, step_id, per_check * max(1, len(handed.step.checks)))
         self._wake()  # another free worker may take the next step of this round now
         commands = self.checks.known()
-        return {
-            **handed.fields(),
-            "checks": [{"name": n, "command": commands.get(n, "")} for n in handed.step.checks],
-            "beat_s": self.stale_after / BEATS_PER_STALE,
-        }
+        return LandingStep(
+            step=step_id,
+            purpose=handed.step.purpose,
+            batch=handed.batch,
+            base=handed.base,
+            checks=tuple(StepCheck(n, commands.get(n, "")) for n in handed.step.checks),
+            beat_s=self.stale_after / BEATS_PER_STALE,
+        )
 
     def _may_add(self, now: datetime) -> bool:
         """Whether a claim may start a round or add a step to the one in progress."""
@@ -346,15 +338,15 @@ class Landing:
         unrestorable = uncovered(self.leases.holders, files, lambda holder: holder not in keep)
         return {"step": step_id, "files": files, "unrestorable": unrestorable}
 
-    def result(self, step_id: int, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    def result(self, step_id: int, results: Sequence[CheckRun]) -> dict[str, Any]:
         """Apply a step's verdicts (one per check run, in order; a failure may end it early)."""
         handed, rnd = self._current(step_id)
-        verdicts = {str(r["check"]): str(r["verdict"]) for r in results}
+        verdicts = {r.check: str(r.verdict) for r in results}
         handed.check = None
         with self.transition():
             for r in results:
-                fields = {**handed.fields(), "check": str(r["check"])}
-                self.store.emit(EventType.LANDING_CHECK_FINISHED, **fields, **_finished(r))
+                fields = {**handed.fields(), "check": r.check}
+                self.store.emit(EventType.LANDING_CHECK_FINISHED, **fields, **finished_fields(r))
             if any(v == DID_NOT_RUN for v in verdicts.values()):
                 return self._could_not_run(handed, results)
             failed = [n for n, v in verdicts.items() if v != policy.PASSED]
@@ -364,7 +356,7 @@ class Landing:
                     {"step": step_id},
                 )
             if failed:  # the latest failure is the one the blamed task is told
-                self.failure = (failed[0], _tail(results, failed[0]))
+                self.failure = (failed[0], failure_tail(results, failed[0]))
             self._recorded(*policy.record(rnd, handed.step, verdicts))
             self.settle()
         self.kick()
@@ -381,146 +373,31 @@ class Landing:
         elif not self.steps.steps:
             self._propose()
 
-    def _could_not_run(
-        self, handed: Handed, results: Sequence[Mapping[str, Any]]
-    ) -> dict[str, Any]:
+    def _could_not_run(self, handed: Handed, results: Sequence[CheckRun]) -> dict[str, Any]:
         """No verdict: hand the step out again; too many times halts landing."""
         handed.infra += 1
         handed.worker = handed.until = None
         if handed.infra >= INFRA_RETRIES:
-            check = str(results[-1]["check"]) if results else "?"
-            self._halt(check, _tail(results, check), HaltCause.COULD_NOT_RUN)
+            check = results[-1].check if results else "?"
+            self._halt(check, failure_tail(results, check), HaltCause.COULD_NOT_RUN)
         return {"applied": False}
 
-    # -- outcomes -----------------------------------------------------------------------------------
+    # -- a decision carried out (`landingoutcomes`) ---------------------------------------------
 
     def _apply(self, outcome: policy.Outcome, check: str = "", output: str = "") -> None:
-        """Land what lands (in order, on the landed tree the passing prefix was checked on),
-        rework the blamed task, or halt (which ends the round)."""
+        """Land what lands, rework the blamed task, or halt (which ends the round)."""
         rnd = self.round
         assert rnd is not None
         now = self.clock()
         if outcome.land:
-            first = rnd.candidates.index(outcome.land[0])
-            checks = list(policy.checks_for(rnd, first + len(outcome.land)))
-            for task_id in outcome.land:
-                self._land(task_id, now, list(outcome.land), rnd.base + first, checks)
+            self.outcomes.land(rnd, outcome.land, now)
         if outcome.blamed is not None:
-            self._blame(outcome.blamed, check, output, now)
+            self.outcomes.blame(outcome.blamed, check, output, now)
         if outcome.halt is not None:
             self._halt(check, output, outcome.halt)
 
-    def _land(
-        self, task_id: str, now: datetime, batch: list[str], base: int, checks: list[str]
-    ) -> None:
-        task = self.tasks.index.live[task_id]
-        self.leases.release(task_id, ReleaseReason.TASK_ENDED, succeeded=True)
-        self.tasks.land(task, now, checks=checks, batch=batch, base=base)
-
-    def _blame(self, task_id: str, check: str, output: str, now: datetime) -> None:
-        """Roll the task back and rework it, told what broke and who landed before it."""
-        task = self.tasks.index.live[task_id]
-        row = self.store.task(task_id) or {}
-        since = self.store.landed_since(str(row.get("started_at") or row.get("assigned_at") or ""))
-        error = self._rework_text(task_id, check, since, output)
-        if self._repair_or_rework(task, row, check, since, error, now):
-            return  # its session repairs the change in place: nothing is rolled back
-        self.store.emit(
-            EventType.INTEGRATION_FAILED,
-            task_id=task_id,
-            agent_id=task.agent_id,
-            attempt=task.attempts,
-            check=check,
-            blamed=[task_id],
-            conflicts_with=[str(r["id"]) for r in since],
-            output_tail=output[-TAIL_CHARS:],
-        )
-        if task.agent_id:  # its report counted a success the landing takes back
-            self.store.success_taken_back(task.agent_id)
-        self.leases.release(task_id, ReleaseReason.TASK_ENDED)  # its files are put back
-        if task.charged >= task.max_attempts:
-            spent = f"out of attempts ({task.charged}/{task.max_attempts}); last: {error}"
-            self.tasks.fail(
-                task,
-                ErrorKind.ATTEMPTS_EXHAUSTED,
-                spent,
-                now,
-                last_error_kind=ErrorKind.INTEGRATION_FAILED,
-            )
-        else:
-            self.tasks.requeue(task, ErrorKind.INTEGRATION_FAILED, error, now)
-
-    def _repair_or_rework(
-        self,
-        task: LiveTask,
-        row: Mapping[str, Any],
-        check: str,
-        since: Sequence[Mapping[str, Any]],
-        error: str,
-        now: datetime,
-    ) -> bool:
-        """Hand the change back to the session that made it (`repair_started`): True when the
-        task waits for its repair attempt, its change on the tree and its leases kept; False
-        when it is to be rolled back and reworked (`policy.may_repair`; decision 0161)."""
-        agent = self.agents.get(task.agent_id or "")
-        session = row.get("session_id")
-        kind, workspace = (agent.agent, agent.workspace) if agent else (task.agent, Workspace.TREE)
-        stacked_on = bool(self.leases.stacks.files_under(task.id))
-        if not policy.may_repair(
-            session, task.repairs, self.repair_turns, kind, workspace, stacked_on
-        ):
-            return False
-        self.store.emit(
-            EventType.REPAIR_STARTED,
-            task_id=task.id,
-            agent_id=task.agent_id,
-            attempt=task.attempts,
-            cause=RepairCause.INTEGRATION,
-            name=check,
-            session_id=session,
-            turn=task.repairs + 1,
-            conflicts_with=[str(r["id"]) for r in since],
-            spent_usd=task.landed_cost_usd,  # the change so far: what a rework spends again
-        )
-        if task.agent_id:  # its report counted a success the landing takes back
-            self.store.success_taken_back(task.agent_id)
-        self.tasks.await_repair(task, str(session), error, now)
-        return True
-
-    def _rework_text(
-        self, task_id: str, check: str, since: Sequence[Mapping[str, Any]], output: str
-    ) -> str:
-        """The next attempt's error: what failed, who landed meanwhile and what they changed."""
-        lines = [
-            f"Integration failed: check `{check}` failed on the landed tree with your work "
-            "on it (the work that landed before yours stays: adapt yours to it)."
-        ]
-        lines.append(
-            "Landed since your attempt started:"
-            if since
-            else "Nothing landed since "
-            "your attempt started: your work fails the check on the tree it began on."
-        )
-        for row in since[:CONFLICTS_SHOWN]:
-            paths = [p["path"] for p in self.store.patches_of_task(str(row["id"]))]
-            shown = ", ".join(paths[:FILES_SHOWN]) + (" …" if len(paths) > FILES_SHOWN else "")
-            lines.append(f'- {row["id"]} "{row["title"]}" changed: {shown or "(no files)"}')
-        if len(since) > CONFLICTS_SHOWN:
-            lines.append(f"- … and {len(since) - CONFLICTS_SHOWN} more")
-        lines.append(f"Output of `{check}` (tail):")
-        lines.append(output[-OUTPUT_SHOWN:] or "(no output)")
-        return "\n".join(lines)
-
-    def _halt(self, check: str, output: str, why: str) -> None:
-        last = self.store.landed_since("")[-1:] or [{}]
-        self.halted = {
-            "check": check,
-            "why": why,
-            "last_landed": last[0].get("id"),
-            "output_tail": output[-TAIL_CHARS:],
-        }
-        self.store.set_meta(HALT_KEY, json.dumps(self.halted))
-        self.store.emit(EventType.LANDING_HALTED, **self.halted)
+    def _halt(self, check: str, output: str, why: HaltCause) -> None:
+        self.halted = self.outcomes.halt(check, output, why)
         self._end_round()
 
     # -- the operator's calls -------------------------------------------------------------------
@@ -544,7 +421,7 @@ class Landing:
         steps = [self.steps.shown(h) for h in self.steps.steps] if self.round else []
         return {
             "integration": self.integration,
-            "queue": [t for t in self.queue if self._landing(t)],
+            "queue": self.waiting(),
             "landed": self.tasks.landed,
             "step": steps[0] if steps else None,
             "steps": steps,
@@ -552,23 +429,3 @@ class Landing:
             "batch": self.batch,
             "parallel": self.parallel,
         }
-
-
-def _finished(result: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields of `landing_check_finished` a worker reports, bounded."""
-    keys = (
-        "verdict", "exit_code", "duration_ms", "view_ms", "view", "error", "identity", "resolution"
-    )  # fmt: skip
-    found = {k: result[k] for k in keys if result.get(k) is not None}
-    found["output_tail"] = str(result.get("output_tail") or "")[-TAIL_CHARS:]
-    return found
-
-
-def _tail(results: Sequence[Mapping[str, Any]], check: str) -> str:
-    """What a person and the blamed task are shown of `check`'s output: its failing lines
-    first, then its last lines (`failuretext.failure_excerpt`)."""
-    for r in results:
-        if str(r["check"]) == check:
-            output = str(r.get("output") or r.get("output_tail") or r.get("error") or "")
-            return failure_excerpt(output, TAIL_CHARS)
-    return ""

@@ -81,17 +81,19 @@ class LeaseWaiting:
         outcome = await self._sleep(parked)
         keys = parked.waiter.keys
         if outcome is WaitOutcome.GRANTED and self.leases.all_ours(list(keys), task_id):
-            busy = self.leases.busy(list(keys), task_id)  # another part's write under way
+            busy = self.leases.write_latch.busy(
+                list(keys), task_id
+            )  # another part's write under way
             answer = LeaseAnswer.deny(busy) if busy else LeaseAnswer(True, granted=keys)
             if answer.allowed:
-                self.leases.latch(list(keys), task_id)
+                self.leases.write_latch.latch(list(keys), task_id)
         else:  # timed out, lost a deadlock, or a hand-over a rollback undid: the ordinary answer
             answer = self.acquire(agent_id, epoch, task_id, paths, tool)
         if answer.allowed:  # however the lease came, never over content the session did not see
             changed = _changed(self.tree.root, keys, seen)
             outcome = WaitOutcome.CHANGED if changed else WaitOutcome.GRANTED
             if changed:
-                self.leases.unlatch(task_id)  # it reads the file again before it writes
+                self.leases.write_latch.unlatch(task_id)  # it reads the file again before it writes
         report = WaitReport(outcome, round(time.monotonic() - started, 3), parked.holder_task_id)
         self._record(parked.waiter, report)
         return replace(answer, waited=report)

@@ -20,7 +20,7 @@ from typing import Final
 
 from codefleet.attempt import AttemptReport
 from codefleet.coord.calls.callparts import CallParts
-from codefleet.coord.calls.landingqueue import Landing
+from codefleet.coord.calls.landingqueue import LandingQueue
 from codefleet.coord.calls.takebacks import TakeBacks
 from codefleet.coord.policy.answers import TaskAnswer
 from codefleet.coord.tables.liveindex import LiveTask
@@ -47,7 +47,9 @@ KEPT_KINDS: Final = frozenset({ErrorKind.RATE_LIMITED, ErrorKind.VETO, ErrorKind
 class Outcomes:
     """One engine's attempt reports; on its thread."""
 
-    def __init__(self, parts: CallParts, take_backs: TakeBacks, landing: Landing) -> None:
+    def __init__(
+        self, parts: CallParts, take_backs: TakeBacks, landing_queue: LandingQueue
+    ) -> None:
         self.tree = parts.tree
         self.store = parts.store
         self.clock = parts.clock
@@ -58,7 +60,7 @@ class Outcomes:
         self.transition = parts.transition
         self.kick = parts.kick
         self.take_backs = take_backs
-        self.landing = landing
+        self.landing_queue = landing_queue
 
     def complete(
         self, task_id: str, agent_id: str, epoch: int, report: AttemptReport
@@ -88,7 +90,7 @@ class Outcomes:
                 if report.duration_ms:
                     self.leases.waits.note_finished(report.duration_ms / 1000)
                 self.limits.succeeded()
-                self.landing.enqueue(task, report, now)
+                self.landing_queue.enqueue(task, report, now)
             else:
                 self.take_backs.end_attempt(task, ReleaseReason.TASK_ENDED, now)
                 self._settle_failure(task, report, now)

@@ -221,7 +221,7 @@ class RunnerCalls:
                 who = (agent_id, agent.name, task_id)
                 answer = self.leases.settle(request, verdict, who, keys, tool)
         if answer.allowed:
-            self.leases.latch(keys, task_id)
+            self.leases.write_latch.latch(keys, task_id)
         return answer
 
     def _stacks_for(self, agent: AgentState) -> bool:
@@ -297,7 +297,7 @@ class RunnerCalls:
             key = path
         task = self.tasks.index.in_flight.get(task_id)
         attempt = task.attempts if task is not None and task.agent_id == agent_id else None
-        self.leases.unlatch(task_id, key)  # the write of its parts is over
+        self.leases.write_latch.unlatch(task_id, key)  # the write of its parts is over
         with self.transition():
             self.store.insert_change(
                 task_id, agent_id, key, tool, to_iso(self.clock()), attempt, sha256

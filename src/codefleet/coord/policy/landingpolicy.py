@@ -40,7 +40,7 @@ the tree (decision 0161).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -59,6 +59,7 @@ __all__ = [
     "Step",
     "checks_for",
     "extend",
+    "joining",
     "may_repair",
     "propose",
     "record",
@@ -124,6 +125,18 @@ def checks_for(rnd: Round, prefix: int) -> tuple[str, ...]:
         if name and not fresh and name not in names:
             names.append(name)
     return tuple(names)
+
+
+def joining(waiting: Sequence[str], rnd: Round | None, window: int) -> tuple[str, ...]:
+    """The tasks that join a round now, in landing order (`waiting`: the order they finished):
+    the queue's head up to `window` for a new round (`rnd` None); for `rnd`, the tasks queued
+    since it started, up to the room its window has left (none once a prefix failed)."""
+    if rnd is None:
+        return tuple(waiting[:window])
+    room = window - (len(rnd.candidates) - rnd.landed)
+    if rnd.hi is not None or room <= 0:
+        return ()
+    return tuple(t for t in waiting if t not in rnd.candidates)[:room]
 
 
 def extend(

@@ -21,29 +21,24 @@ in between. Releasing a failed attempt's files asks the files part for restore
 intents first: every key on those files stays held until they are put back (only
 the parts it held, for a task that held parts).
 
-The write moment: two tasks holding different parts of one file still write the
-whole file (a tool reads it, changes its part, writes it all back), so a grant of
-parts latches the file to the task until its write is recorded (`unlatch`, from
-the change ledger) or `WRITE_LATCH_S` passes; meanwhile another task's request for
-parts of it is refused as `busy` (the gate asks again, with its parts worked out
-on the file as it then is). No write of a file can land between another task's
-reading of it for a write and that write, so neither loses the other's part; a
-restore by part waits for it too (`written_by_other`, asked by `restores`), and
-what the server itself reads of the file meanwhile (a landed task's patch, a check's
-view) is the file as the writer found it (`Files.hold_still`), never one its tool
-has half written.
+The write moment is the write latch's (`write_latch`, `coord.policy.writelatch`):
+a grant of parts latches the file to its writer until the write is recorded, so no
+write of a file lands between another task's reading of it for a write and that
+write; what the server itself reads of the file meanwhile (a landed task's patch, a
+check's view) is the file as the writer found it (`Files.hold_still`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from codefleet.coord.policy.answers import Denial, LeaseAnswer
 from codefleet.coord.policy.leaserule import Door, Request, Verdict, decide
 from codefleet.coord.policy.stacks import Stacks
 from codefleet.coord.policy.waits import WaitOutcome, WaitRoom
+from codefleet.coord.policy.writelatch import WriteLatch
 from codefleet.coord.storage.store import Store
 from codefleet.coord.tables.preimages import Files
 from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
@@ -59,9 +54,7 @@ from codefleet.toolcalls.leasekeys import (
     split_part_key,
 )
 
-__all__ = ["WRITE_LATCH_S", "HolderOf", "LeaseTable", "denial"]
-
-WRITE_LATCH_S = 5.0  # a write of parts not recorded by then (the tool failed) frees the file
+__all__ = ["HolderOf", "LeaseTable", "denial"]
 
 # (agent id) -> (its name, `task` or `interactive`): who holds a lease, for a denial
 HolderOf = Callable[[str], tuple[str | None, str]]
@@ -90,7 +83,7 @@ class LeaseTable:
         self.index: KeyIndex[tuple[str, str]] = KeyIndex()  # key -> (agent, task), by file
         self.holders = self.index.held  # every held key -> (agent, task): the index's own dict
         self.of_task: dict[str, set[str]] = {}
-        self.writing: dict[str, tuple[str, datetime]] = {}  # file -> (task writing parts, until)
+        self.write_latch = WriteLatch(clock, files.hold_still, files.let_go)  # the write moment
         self.waits = WaitRoom()
         self.stacks = Stacks()  # files passed on by tasks waiting to land (`policy.stacks`)
         self.on_unwound: Unwound = lambda _tasks, _under: None  # set by the engine
@@ -178,58 +171,6 @@ class LeaseTable:
                     seen.setdefault(held, holder)
         return list(seen.items())
 
-    # -- the write moment --------------------------------------------------------------------
-
-    def busy(self, keys: list[str], task_id: str) -> list[Denial]:
-        """A `busy` refusal per file `keys` asks for (whole or parts) while another task writes
-        parts of it. A whole-file request too: the gate maps a write to parts on the file as
-        it reads it, and a file caught mid-write does not parse, so its request is the whole
-        file; asked again once the write is in, it is mapped to its parts."""
-        if not self.writing:
-            return []  # nobody is writing parts: the whole-file path pays one test
-        now = self.clock()
-        refused: list[Denial] = []
-        for path in sorted({file_of(k) for k in keys}):
-            writer, until = self.writing.get(path, ("", now))
-            if writer and writer != task_id and until > now:
-                refused.append(
-                    denial(
-                        path,
-                        DenyReason.BUSY,
-                        f"{path} is being written by task {writer} (another part of it) right now",
-                    )
-                )
-        return refused
-
-    def written_by_other(self, path: str, task_id: str) -> bool:
-        """Is a task other than `task_id` writing parts of `path` this instant?"""
-        writer, until = self.writing.get(path, ("", self.clock()))
-        return bool(writer) and writer != task_id and until > self.clock()
-
-    def latch(self, keys: list[str], task_id: str) -> None:
-        """The files whose parts were just granted are the task's to write, until it records."""
-        parted = [k for k in keys if PART_SEPARATOR in k]
-        if not parted:
-            return
-        now = self.clock()
-        until = now + timedelta(seconds=WRITE_LATCH_S)
-        for key in parted:
-            path, name = split_part_key(key)
-            if name is not None:
-                writer, latched_until = self.writing.get(path, ("", now))
-                if writer != task_id or latched_until <= now:  # a new write moment
-                    self.files.hold_still(path, until)  # the file as its writer finds it
-                self.writing[path] = (task_id, until)
-
-    def unlatch(self, task_id: str, path: str | None = None) -> None:
-        """The task's write of `path` (None: of every file) is over."""
-        if not self.writing:
-            return
-        for held, (writer, _) in list(self.writing.items()):
-            if writer == task_id and path in (None, held):
-                del self.writing[held]
-                self.files.let_go(held)
-
     # -- grants ------------------------------------------------------------------------------
 
     def ask(
@@ -243,7 +184,7 @@ class LeaseTable:
         """What the table sees of a request for `keys` by `task_id` now, for `decide`. Who else
         holds them is looked up only when the request does not hold them all already (the
         re-acquire of the steady state asks nothing more: `decide` answers `OURS` first)."""
-        busy = tuple(self.busy(keys, task_id)) if door is Door.FLEET else ()
+        busy = tuple(self.write_latch.busy(keys, task_id)) if door is Door.FLEET else ()
         if rejected or busy or self.all_ours(keys, task_id):
             return Request(door, rejected=tuple(rejected), busy=busy, ours=not (rejected or busy))
         held = tuple(self.held_by_others(keys, task_id))
@@ -455,7 +396,7 @@ class LeaseTable:
         back, after the caller's transaction commits (`files`); the others are released here.
         """
         self.waits.end(task_id, WaitOutcome.ENDED)
-        self.unlatch(task_id)
+        self.write_latch.unlatch(task_id)
         if succeeded:
             after = self._passed_on(task_id)
             if after or self.paths_of(task_id):  # a pre-image is of a file held or passed on

@@ -80,7 +80,7 @@ class Restores:
             task_id,
             parts,
             self.leases.holders_on,
-            lambda path: self.leases.written_by_other(path, task_id),
+            lambda path: self.leases.write_latch.written_by_other(path, task_id),
         )
         with self.transition():
             failed = []
