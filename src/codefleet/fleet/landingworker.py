@@ -85,9 +85,7 @@ class LandingWorker:
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             try:
-                step = await self.client.landing_claim(
-                    self.options.name, self.options.check_timeout, wait=self.options.wait
-                )
+                step = await self._claim(stop)
                 if step is not None:
                     await self.run_step(step)
             except asyncio.CancelledError:
@@ -96,6 +94,24 @@ class LandingWorker:
                 log.warning("%s: landing step failed: %s", self.options.name, err)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), RETRY_S)
+
+    async def _claim(self, stop: asyncio.Event) -> Mapping[str, Any] | None:
+        """A step to run, or None: none within the claim's long-poll, or `stop` was set (a
+        fleet that drained does not wait out the poll)."""
+        claim = asyncio.create_task(
+            self.client.landing_claim(
+                self.options.name, self.options.check_timeout, wait=self.options.wait
+            )
+        )
+        stopper = asyncio.create_task(stop.wait())
+        try:
+            done, _ = await asyncio.wait({claim, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+            if not claim.done():  # stopped mid-poll: nobody awaits the claim's failure
+                claim.cancel()
+                claim.add_done_callback(_collect)
+        return claim.result() if claim in done else None
 
     async def run_step(self, step: Mapping[str, Any]) -> None:
         """Run the step's checks in order, stopping at the first that does not pass; report.
@@ -196,3 +212,9 @@ class LandingWorker:
         return await asyncio.to_thread(
             view_identity, self.tree.root, mask.images, mask.unrestorable, self.options.exclude
         )
+
+
+def _collect(task: asyncio.Task[Any]) -> None:
+    """Retrieve a stopped claim's outcome, so that its failure is not logged as unretrieved."""
+    if not task.cancelled():
+        task.exception()
