@@ -33,6 +33,9 @@ def print_analysis(console: Console, analysis: GraphAnalysis, title: str) -> Non
     )
     for overlap in analysis.overlaps:
         console.print(f"  {' + '.join(overlap.task_ids)}: {', '.join(overlap.paths)}", markup=False)
+    if analysis.succeeded:
+        done = ", ".join(analysis.succeeded)
+        _row(console, "already succeeded", f"{done}: on this tree's server; not counted above")
     _row(
         console,
         "hotspots",
