@@ -19,7 +19,9 @@ killed when the worker's end of a pipe closes).
 Each check reports its view's content identity (`fleet.views.identity`,
 taken before and after the run, kept when they agree): `run --verify` after
 the drain reuses the last landing check that passed on exactly the tree it
-would run on.
+would run on, and a fleet's workers share the passes (`LandingOptions.passed`):
+a check that passed on a content is not run again on it (the base alone, after
+the batch that landed it), its result says `view: reused`.
 
 The view is the one every check gets (`fleet.views.runinview.run_in_view`: an overlay
 layer at the tree's own path, or a copy where layers are unavailable), masked by
@@ -60,6 +62,7 @@ log = logging.getLogger(__name__)
 TAIL_CHARS: Final = 2_000
 RETRY_S: Final = 1.0
 BEAT_S: Final = 5.0  # when a claim does not say how often to beat
+REUSED: Final = "reused"  # a result's `view` when the check was not run (`_reused`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +74,9 @@ class LandingOptions:
     view_dir: Path | None = None
     wait: float = 1.0  # a claim's long-poll
     locks: LockCache | None = None  # a `uv run` check resolves once per content; None: always
+    # (command, content identity) of the checks that passed in this fleet: not run again on
+    # the same content (the base alone after a batch that just landed it); None: always run
+    passed: set[tuple[str, str]] | None = None
 
 
 class LandingWorker:
@@ -166,6 +172,8 @@ class LandingWorker:
 
         try:
             before = await self._identity(await mask())
+            if self._passed_on(command, before) and await self._reusable(name):
+                return _reused(name, before)
             run = await run_in_view(
                 self.tree.root,
                 mask,
@@ -194,6 +202,8 @@ class LandingWorker:
         if ran.timed_out:
             output += f"\n(timed out after {self.options.check_timeout:g}s)"
         still = before is not None and not run.disturbed and await self._identity(await mask())
+        if verdict is CheckVerdict.PASSED and still == before and self.options.passed is not None:
+            self.options.passed.add((command, str(before)))
         return {
             "check": name,
             "verdict": verdict,
@@ -207,11 +217,30 @@ class LandingWorker:
             **({"resolution": run.resolution} if run.resolution is not None else {}),
         }
 
+    async def _reusable(self, name: str) -> bool:
+        """Whether the check's passing result may stand for another run (not `reuse: false`)."""
+        _, _, fresh = await self.client.check_options()
+        return name not in fresh
+
+    def _passed_on(self, command: str, identity: str | None) -> bool:
+        passed = self.options.passed
+        return passed is not None and identity is not None and (command, identity) in passed
+
     async def _identity(self, mask: Mask) -> str | None:
         """The step's view's content identity (`fleet.views.identity`; None: none)."""
         return await asyncio.to_thread(
             view_identity, self.tree.root, mask.images, mask.unrestorable, self.options.exclude
         )
+
+
+def _reused(name: str, identity: str | None) -> dict[str, Any]:
+    """A check not run: it passed with the same command on this same content (decision 0158,
+    "A check is not run twice on the same content")."""
+    said = "not run: this check passed with the same command on this same content"
+    return {
+        "check": name, "verdict": CheckVerdict.PASSED, "exit_code": 0, "duration_ms": 0,
+        "view_ms": 0, "view": REUSED, "output": said, "output_tail": said, "identity": identity,
+    }  # fmt: skip
 
 
 def _collect(task: asyncio.Task[Any]) -> None:

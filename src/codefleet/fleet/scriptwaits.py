@@ -28,7 +28,7 @@ __all__ = ["DEFAULT_WAIT_S", "WAIT_KINDS", "wait_until"]
 
 DEFAULT_WAIT_S: Final = 600.0  # a wait's limit when neither the step nor the script says one
 WAIT_POLL_S: Final = 0.01  # the first polls: a staged collision is seen at once
-WAIT_POLL_MAX_S: Final = 0.2  # a long wait (a landing) asks less often
+WAIT_POLL_MAX_S: Final = 0.05  # a long wait (a landing) asks less often, still seen at once
 LIVENESS_EVERY_S: Final = 0.5  # how often a lease or event wait asks whether others are alive
 
 # A task's status, as far as a wait on it can tell: reached, still possible, or never.
