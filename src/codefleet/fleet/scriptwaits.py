@@ -9,7 +9,7 @@ wait also stops at its limit: the step's `timeout: S`, else the script's
 `wait_timeout: S`, else `DEFAULT_WAIT_S` (long enough for a landing: a check, a verify
 and a landing check on a real library took 50 s). The give-up names what it waited
 for and why it stopped (docs/decisions/0166-a-scripted-wait-follows-what-it-waits-for.md).
-The server is asked every `WAIT_POLL_S` at first, less often as a wait grows long.
+The server is asked every `WAIT_POLL_S` for a second, then every `WAIT_POLL_MAX_S`.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ __all__ = ["DEFAULT_WAIT_S", "WAIT_KINDS", "wait_until"]
 DEFAULT_WAIT_S: Final = 600.0  # a wait's limit when neither the step nor the script says one
 WAIT_POLL_S: Final = 0.01  # the first polls: a staged collision is seen at once
 WAIT_POLL_MAX_S: Final = 0.05  # a long wait (a landing) asks less often, still seen at once
+QUICK_S: Final = 1.0  # a wait this young asks every WAIT_POLL_S (a staged order costs nothing)
 LIVENESS_EVERY_S: Final = 0.5  # how often a lease or event wait asks whether others are alive
 
 # A task's status, as far as a wait on it can tell: reached, still possible, or never.
@@ -115,7 +116,6 @@ async def _poll(
     """Ask `happened` until it says so (None), `possible` says it never will, or `limit` s."""
     started = time.monotonic()
     asked = started
-    pause = WAIT_POLL_S
     while not await happened():
         now = time.monotonic()
         if possible is not None and now - asked >= every:
@@ -127,8 +127,7 @@ async def _poll(
                 f"gave up waiting for {what} after {limit:g} s, its limit (a step's "
                 "`timeout: S` or the script's `wait_timeout: S` sets it)"
             )
-        await asyncio.sleep(pause)
-        pause = min(WAIT_POLL_MAX_S, pause * 1.5)
+        await asyncio.sleep(WAIT_POLL_S if now - started < QUICK_S else WAIT_POLL_MAX_S)
     return None
 
 
