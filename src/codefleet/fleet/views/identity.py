@@ -49,12 +49,14 @@ def view_identity(
     when it cannot be said for certain (see the module docstring)."""
     if unrestorable or shutil.which("git") is None:
         return None
-    top = _git(root, "rev-parse", "--show-toplevel")
-    if top is None or Path(top.decode().strip()).resolve() != root.resolve():
+    if not _top_level(root.resolve()):
         return None
     skip = [STATE_DIR, *(_inside(root, p) for p in exclude)]
-    staged = _git(root, "ls-files", "-s", "-z")
-    status = _git(root, "status", "--porcelain", "-z", "--untracked-files=all", "--no-renames")
+    staged, status = _git_both(
+        root,
+        ("ls-files", "-s", "-z"),
+        ("status", "--porcelain", "-z", "--untracked-files=all", "--no-renames"),
+    )
     if staged is None or status is None:
         return None
     entries: dict[str, str] = {}
@@ -118,8 +120,54 @@ def _inside(root: Path, path: Path) -> str:
         return ""
 
 
+def _top_level(root: Path) -> bool:
+    """Whether `root` is a git repository's top level; a yes is remembered (a check asks
+    twice per run, and a repository's top level does not move while CodeFleet serves it)."""
+    if root in _TOP_LEVELS:
+        return True
+    top = _git(root, "rev-parse", "--show-toplevel")
+    if top is None or Path(top.decode().strip()).resolve() != root:
+        return False
+    _TOP_LEVELS.add(root)
+    return True
+
+
+_TOP_LEVELS: set[Path] = set()
+
+
+def _git_both(
+    root: Path, first: tuple[str, ...], second: tuple[str, ...]
+) -> tuple[bytes | None, bytes | None]:
+    """Two read-only git commands run at once (each is a few ms of process start)."""
+    try:
+        procs = [_start(root, first), _start(root, second)]
+    except OSError:
+        return None, None
+    return _finish(procs[0]), _finish(procs[1])
+
+
+def _start(root: Path, args: tuple[str, ...]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        ["git", *args], cwd=root, env={**os.environ, **_GIT_ENV},
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _finish(proc: subprocess.Popen[bytes]) -> bytes | None:
+    try:
+        out, _ = proc.communicate(timeout=GIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return None
+    return out if proc.returncode == 0 else None
+
+
+_GIT_ENV: Final = {"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+
+
 def _git(root: Path, *args: str) -> bytes | None:
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+    env = {**os.environ, **_GIT_ENV}
     try:
         done = subprocess.run(
             ["git", *args], cwd=root, capture_output=True, env=env, timeout=GIT_TIMEOUT_S
