@@ -101,7 +101,6 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "(`integration/test_landed_line.py`, `integration/test_metrics.py`)",
         (
             "codefleet.server.landed_routes",
-            "codefleet.server.linefollower",
             "codefleet.server.metrics",
         ),
     ),

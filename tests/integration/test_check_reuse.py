@@ -117,3 +117,36 @@ async def test_a_check_its_graph_declares_reuse_false_always_runs(
 
     assert ("check_reused", "verify") not in kinds(events)
     assert kinds(events)[-2:] == [("check_started", "verify"), ("check_finished", "verify")]
+
+
+async def test_a_landing_check_is_not_run_again_on_the_content_it_passed_on(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    """A lands (its batch passed on the base plus A); B's batch fails, and the base alone
+    is checked to tell who broke it: that base is exactly what A's batch passed on, so the
+    check is not run again (`view: reused`). B is still blamed, reworked, and lands."""
+    from test_landing import FAST as LANDING
+    from test_landing import LIB, RENAME_AND_CALLER, TASKS, TEST_LIB
+    from test_landing import SUITE as LIB_SUITE
+
+    repository(workdir)
+    (workdir / "lib.py").write_text(LIB)
+    (workdir / "test_lib.py").write_text(TEST_LIB)
+    for args in (["add", "-A"], ["-c", "user.name=x", "-c", "user.email=x@example.invalid",
+                 "commit", "-qm", "lib"]):  # fmt: skip
+        subprocess.run(["git", "-C", str(workdir), *args], check=True, capture_output=True)
+    server = make_server(**LANDING, workdir=workdir)
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(TASKS, {"test": LIB_SUITE})
+        await client.set_integration("test")
+        executor = ScriptedExecutor(parse_script(RENAME_AND_CALLER))
+        options = FleetOptions(RunnerOptions("runner", workdir, workdir.parent / "runs"), runners=2)
+        result = await run_fleet(server.url, lambda _: executor, options)
+        events = await client.all_events()
+
+    assert result.ok, result.tasks
+    finished = [e["payload"] for e in events if e["type"] == "landing_check_finished"]
+    [base] = [p for p in finished if p["purpose"] == "base"]
+    assert (base["verdict"], base["view"], base["duration_ms"]) == ("passed", "reused", 0)
+    [batch_a] = [p for p in finished if p["batch"] == ["A"]]
+    assert batch_a["identity"] == base["identity"] and batch_a.get("view") != "reused"

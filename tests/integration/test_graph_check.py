@@ -1,14 +1,15 @@
 """`codefleet graph check FILE` on real files, and the same analysis served by `GET /graph`.
 
-No server and no model: each test writes a small tree and a graph under
-`tmp_path` and runs the Typer app in process. The crafted graph has one of
-everything the check reports (an overlap pair, a hotspot, a typo, a missing
-directory, a new file its task names, a path outside the tree); the shipped
-demo graph must come out clean.
+No model, and a server only where the check reads one: each test writes a small tree
+and a graph under `tmp_path` and runs the Typer app in process. The crafted graph has
+one of everything the check reports (an overlap pair, a hotspot, a typo, a missing
+directory, a new file its task names, a path outside the tree); the shipped demo
+graph's one warning is the veto it stages.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,10 @@ def test_the_demo_graph_is_clean_three_wide_with_a_forty_minute_critical_path() 
     assert report["critical_path"] == {"tasks": ["T1", "T2", "T5"], "length": 3, "minutes": 40}
     assert report["max_width"] == 3 and report["width_exact"] is True
     assert report["overlaps"] == [] and report["hotspots"] == []
-    assert report["errors"] == [] and report["warnings"] == []
+    assert report["errors"] == []  # its one warning is the veto it stages (T4 in api.py):
+    assert [(w["code"], w["task"], w["path"]) for w in report["warnings"]] == [
+        ("unscoped_mention", "T4", "api.py")
+    ]
     assert report["parallelism"]["runners"] == 3 and report["parallelism"]["unit"] == "minutes"
     assert (report["parallelism"]["makespan"], report["parallelism"]["total_work"]) == (40, 65)
 
@@ -102,6 +106,7 @@ def test_the_json_report_has_the_documented_shape(tree: Path) -> None:
         "parallelism",
         "overlaps",
         "hotspots",
+        "succeeded",
         "errors",
         "warnings",
     }
@@ -393,3 +398,53 @@ def test_a_graph_whose_tasks_land_unchecked_says_so_in_one_line(
     code, report = check_json(tree, graph)
     codes = [w["code"] for w in report["warnings"]]
     assert code == 0 and (codes.count("no_integration") == 1) is warned
+
+
+def test_a_file_the_description_names_that_another_tasks_scope_holds_is_warned(
+    tree: Path,
+) -> None:
+    """B's description names api.py, which A holds and B does not: B would be vetoed. C
+    names it too but runs after A; D names test_api.py, which is not api.py."""
+    graph = (
+        "tasks:\n"
+        "  - {id: A, title: a, description: d, file_scope: [api.py]}\n"
+        "  - {id: B, title: b, description: Call the new route from api.py., file_scope: [models.py]}\n"
+        "  - {id: C, title: c, description: Document api.py., file_scope: [models.py], depends_on: [A]}\n"
+        "  - {id: D, title: d, description: Add tests/test_api.py., file_scope: [tests/test_api.py]}\n"
+    )
+    code, report = check_json(tree, graph)
+
+    assert code == 0
+    mentions = [w for w in report["warnings"] if w["code"] == "unscoped_mention"]
+    assert [(w["task"], w["path"]) for w in mentions] == [("B", "api.py")]
+    assert "A's file_scope holds and B's does not" in mentions[0]["message"]
+    assert "vetoed" in mentions[0]["message"]
+
+
+def test_tasks_that_succeeded_on_the_trees_server_are_left_out_of_overlaps(
+    tree: Path, make_server: Any
+) -> None:
+    """A and B overlap on shared/util.py; once both succeeded on the tree's server, a
+    check of the same graph counts no overlap and says why."""
+    from codefleet.fleet.local import FleetOptions, run_fleet
+    from codefleet.fleet.runner import RunnerOptions
+    from codefleet.fleet.scripted import ScriptedExecutor
+
+    server = make_server(workdir=tree)
+    before_code, before = check_json(tree, CRAFTED)
+
+    async def succeed_a_and_b() -> None:
+        async with FleetClient(server.url) as client:
+            await client.create_tasks([{"id": t, "title": t, "description": "d"} for t in "AB"])
+        options = FleetOptions(RunnerOptions("runner", tree, tree.parent / "runs"), runners=1)
+        await run_fleet(server.url, lambda _: ScriptedExecutor({}), options)
+
+    asyncio.run(succeed_a_and_b())
+    code, report = check_json(tree, CRAFTED)
+    _, out, _ = check(tree, CRAFTED)
+
+    assert [o["tasks"] for o in before["overlaps"]] == [["A", "B"], ["B", "C"]]
+    assert before["succeeded"] == [] and code == before_code == 0
+    assert report["overlaps"] == [] and report["succeeded"] == ["A", "B"]
+    said = " ".join(out.split())
+    assert "already succeeded A, B: on this tree's server; not counted above" in said

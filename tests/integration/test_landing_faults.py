@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,8 @@ from fleet_support import shell_here
 from test_landing import FAST, drain, finish_by_hand, of_type, start_worker, write
 
 from codefleet.api.client import FleetClient
+from codefleet.fleet.landingworker import LandingOptions, LandingWorker
+from codefleet.paths import TreeRoot
 from codefleet.server.thread import ServerThread
 
 ONE = [{"id": "T", "title": "t", "description": "do it"}]
@@ -180,3 +183,52 @@ async def test_a_killed_landing_worker_takes_its_check_with_it_and_its_claim_lap
 
 async def task_landed(client: FleetClient) -> bool:
     return bool((await client.task("T"))["status"] == "succeeded")
+
+
+class _NeverAnswers:
+    """A client whose claim long-polls for ever: what an idle worker waits on."""
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+
+    async def landing_claim(self, worker: str, timeout_s: float, wait: float = 0.0) -> None:
+        self.asked.set()
+        await asyncio.Event().wait()
+
+
+async def test_a_worker_parked_on_a_claim_stops_with_its_fleet_without_waiting_for_the_answer(
+    workdir: Path,
+) -> None:
+    """A drained fleet sets `stop`; its idle workers end then, not when their claim's
+    long-poll ends (the demo ended a second late)."""
+    client = _NeverAnswers()
+    worker = LandingWorker(client, TreeRoot(workdir), LandingOptions("lw"))  # type: ignore[arg-type]
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    await client.asked.wait()
+    stop.set()
+    await asyncio.wait_for(running, 60)  # the claim never answers: only `stop` ends the run
+    assert worker.steps == 0
+
+
+async def test_a_stopping_server_answers_a_parked_claim_with_no_step(
+    make_server: Callable[..., ServerThread],
+) -> None:
+    """The server's stop ends a worker's parked claim (no step) instead of waiting it out."""
+    server = make_server(**FAST)
+    queue = server.app.state.engine.landing_queue
+    asked = threading.Event()
+    claim = queue.claim
+
+    def claim_and_say(worker: str, timeout_s: float) -> Any:
+        step = claim(worker, timeout_s)
+        asked.set()  # the route parks right after, before its loop runs anything else
+        return step
+
+    queue.claim = claim_and_say
+    async with FleetClient(server.url) as client:
+        parked = asyncio.create_task(client.landing_claim("lw", 60.0, wait=5.0))
+        assert await asyncio.to_thread(asked.wait, 60)
+        server.request_stop()
+        assert await parked is None
+    assert queue.closing

@@ -105,7 +105,9 @@ def test_run_help_documents_every_step_of_a_dry_run_script_with_an_example(
     example = section.partition("Example")[2].partition("\n\n")[2]
     example = textwrap.dedent(example.partition("Offline model script")[0])
     (tmp_path / "s.yaml").write_text(example)
-    assert sorted(load_script(tmp_path / "s.yaml")) == ["T1", "T2"]
+    script = load_script(tmp_path / "s.yaml")
+    assert sorted(script) == ["A", "B", "T1", "T2"]
+    assert [s.rework for s in script["A"] + script["B"]] == [False, True, False, True]
 
 
 def test_run_help_documents_the_offline_model_script_with_an_example_that_parses() -> None:

@@ -148,3 +148,24 @@ def test_a_project_whose_pytest_options_are_quiet_already_gets_no_second_q(
     (tmp_path / name).write_text(text)
 
     assert found(tmp_path, uv=False) == [("test", "python -m pytest")]
+
+
+def test_the_starter_scripts_commented_example_is_a_script_with_rework_steps(
+    tmp_path: Path,
+) -> None:
+    """The dry-run script `init --scripts` writes shows how a script handles either landing
+    order; uncommented, its example is a script that plays (its files aside)."""
+    text = starter_script(tmp_path, [])
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("#   T3:"))
+    example = [line[4:] for line in lines[start:] if line.startswith("#   ")]
+    raw = yaml.safe_load("\n".join(example))
+    assert ["rework" if "rework" in s else next(iter(s)) for s in raw["T3"]] == [
+        "patch",
+        "rework",
+    ]
+    (tmp_path / "t3.diff").write_text("--- a/lib.py\n+++ b/lib.py\n@@ -1 +1 @@\n-f\n+g\n")
+    (tmp_path / "t4").mkdir()
+    (tmp_path / "t4" / "caller.py").write_text("f()\n")
+    script = parse_script(raw, tmp_path)
+    assert [s.rework for s in script["T3"] + script["T4"]] == [False, True, False, True]

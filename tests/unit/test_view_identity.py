@@ -82,3 +82,17 @@ def test_saying_it_writes_nothing_to_the_repository(tmp_path: Path) -> None:
     view_identity(tree, {})
     assert (tree / ".git" / "index").read_bytes() == index
     assert git(tree, "count-objects", "-v") == objects
+
+
+def test_one_content_has_one_identity_masked_or_not(tmp_path: Path) -> None:
+    """A file masked back to what the index holds counts as the index's file, and one
+    masked to bytes a changed file has counts as that file: the base alone, checked after
+    a batch landed it, is the content that batch passed on."""
+    tree = repository(tmp_path)
+    clean = view_identity(tree, {})
+    (tree / "a.py").write_text("A = 99\n")  # another task's edit, in flight
+    assert view_identity(tree, {"a.py": PreImage("a.py", True, b"A = 1\n", 0o644)}) == clean
+    changed = view_identity(tree, {})
+    (tree / "a.py").write_text("A = 100\n")
+    assert view_identity(tree, {"a.py": PreImage("a.py", True, b"A = 99\n", 0o644)}) == changed
+    assert view_identity(tree, {"a.py": PreImage("a.py", True, b"A = 99\n", 0o755)}) != changed

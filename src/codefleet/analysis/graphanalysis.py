@@ -36,6 +36,7 @@ from codefleet.toolcalls.leasekeys import excludes, file_of
 
 __all__ = [
     "HOTSPOT_SCOPES",
+    "Ancestry",
     "CriticalPath",
     "Finding",
     "GraphAnalysis",
@@ -119,6 +120,7 @@ class GraphAnalysis:
     overlaps: tuple[Overlap, ...]
     hotspots: tuple[Hotspot, ...]
     findings: tuple[Finding, ...]
+    succeeded: tuple[str, ...] = ()  # tasks done on the tree's server: left out of overlaps
 
     @property
     def errors(self) -> tuple[Finding, ...]:
@@ -153,6 +155,7 @@ class GraphAnalysis:
                 {"tasks": list(o.task_ids), "paths": list(o.paths)} for o in self.overlaps
             ],
             "hotspots": [{"path": h.path, "tasks": list(h.task_ids)} for h in self.hotspots],
+            "succeeded": list(self.succeeded),
             "errors": [_finding_json(f) for f in self.errors],
             "warnings": [_finding_json(f) for f in self.warnings],
         }
@@ -222,7 +225,7 @@ def _overlaps(tasks: Sequence[PlannedTask], deps: dict[str, list[str]]) -> list[
     overlap, two different parts of one file do not; an overlap names the keys on both
     sides (`api.py`, `api.py::handle`).
     """
-    above = _Ancestry(deps)
+    above = Ancestry(deps)
     shared: dict[tuple[str, str], set[str]] = {}
     for keys_by_task in _holders_by_file(tasks).values():
         for (a, keys_a), (b, keys_b) in itertools.combinations(sorted(keys_by_task.items()), 2):
@@ -232,7 +235,7 @@ def _overlaps(tasks: Sequence[PlannedTask], deps: dict[str, list[str]]) -> list[
     return [Overlap(pair, tuple(sorted(paths))) for pair, paths in sorted(shared.items())]
 
 
-class _Ancestry:
+class Ancestry:
     """Ancestor sets, computed only for the tasks asked about (those sharing a path)."""
 
     def __init__(self, deps: dict[str, list[str]]) -> None:
@@ -245,12 +248,12 @@ class _Ancestry:
     def of(self, task_id: str) -> frozenset[str]:
         if task_id not in self._above:
             seen: set[str] = set()
-            todo = list(self._deps[task_id])
-            while todo:
+            todo = list(self._deps.get(task_id, ()))
+            while todo:  # a dependency outside the graph (loaded before) has no parents here
                 parent = todo.pop()
                 if parent not in seen:
                     seen.add(parent)
-                    todo.extend(self._deps[parent])
+                    todo.extend(self._deps.get(parent, ()))
             self._above[task_id] = frozenset(seen)
         return self._above[task_id]
 

@@ -14,29 +14,34 @@ closest. `judge` turns those facts into canonical scopes and findings:
 - a part (`file.py::name`) is looked for in its file's parts, as the lease
   mapper finds them: a name the file does not have is fine when the
   description names it (a new definition); otherwise it is a WARNING naming
-  the nearest part the file has. `<imports>`, the one import block before each import
-  statement became a part of its own (decision 0165), names no part: it is warned
-  with a hint to name one import statement or the whole file.
+  the nearest part the file has, or the parts it has. `<imports>`, the one import block
+  before each import statement became a part of its own (decision 0165), names no part:
+  it is warned with a hint to name one import statement or the whole file;
+- a file a task's description names, held by another task's scope that may run
+  beside it and absent from its own, is a WARNING (`unscoped_mentions`): its
+  write of that file would be vetoed while the other holds it.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from codefleet.analysis.graphanalysis import Finding
+from codefleet.analysis.graphanalysis import Ancestry, Finding
 from codefleet.parts.kinds import mapper_for
 from codefleet.parts.putback import parts_of
 from codefleet.paths import PathRejected, TreeRoot
 from codefleet.toolcalls.leasekeys import split_part_key
 
-__all__ = ["PathFact", "ScopedTask", "judge", "survey"]
+__all__ = ["PathFact", "ScopedTask", "judge", "survey", "unscoped_mentions"]
 
 NEAR_CUTOFF = 0.8  # difflib ratio above which an existing name is "near-identical"
 IMPORT_BLOCK = "<imports>"  # the import block's old part name: now no part (decision 0165)
+PARTS_SHOWN = 8  # a missing part's warning lists at most this many of the file's parts
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,13 +163,22 @@ def _part_finding(task: ScopedTask, fact: PathFact) -> Finding | None:
     if name is None or fact.parts is None or name in fact.parts or name in task.description:
         return None
     near = difflib.get_close_matches(name, fact.parts, n=1, cutoff=0.6)
-    hint = f"; did you mean {path}::{near[0]}?" if near else ""
+    shown = ", ".join(fact.parts[:PARTS_SHOWN]) + (", …" if len(fact.parts) > PARTS_SHOWN else "")
+    hint = f"did you mean {path}::{near[0]}?" if near else f"its parts: {shown or 'none'}."
     if name == IMPORT_BLOCK:
         hint = _import_block_hint(path, fact.parts)
+        return Finding(
+            "warning",
+            "missing_part",
+            f"task {task.id}: {path} has no part {name}; {hint}",
+            task.id,
+            fact.key,
+        )
     return Finding(
         "warning",
         "missing_part",
-        f"task {task.id}: {path} has no part {name}{hint}",
+        f"task {task.id}: {path} has no part {name}; {hint} (A part the task adds is fine: "
+        "name it in its description.)",
         task.id,
         fact.key,
     )
@@ -173,7 +187,46 @@ def _part_finding(task: ScopedTask, fact: PathFact) -> Finding | None:
 def _import_block_hint(path: str, parts: tuple[str, ...]) -> str:
     """Import statements are parts one by one: name one of them, or the whole file."""
     one = next((p for p in parts if p.startswith(("<import ", "<from "))), "<import os>")
-    return f"; each import statement is a part of its own: name one ({path}::{one}) or {path}"
+    return f"each import statement is a part of its own: name one ({path}::{one}) or {path}"
+
+
+def unscoped_mentions(
+    tasks: Sequence[ScopedTask],
+    scopes: Mapping[str, tuple[str, ...]],
+    deps: Mapping[str, Sequence[str]],
+) -> list[Finding]:
+    """A file a task's description names that another task's scope holds and its own does
+    not, where neither task waits for the other: the write would be vetoed."""
+    files = {t.id: {key.partition("::")[0] for key in scopes[t.id]} for t in tasks}
+    above = Ancestry({t.id: list(deps.get(t.id, ())) for t in tasks})
+    found: list[Finding] = []
+    for task in tasks:
+        for other in tasks:
+            if other.id == task.id or above.related(task.id, other.id):
+                continue
+            for path in sorted(files[other.id] - files[task.id]):
+                if _mentions(task.description, path):
+                    found.append(_unscoped(task.id, other.id, path))
+    return found
+
+
+def _unscoped(task_id: str, other: str, path: str) -> Finding:
+    return Finding(
+        "warning",
+        "unscoped_mention",
+        f"task {task_id}: its description names {path}, which {other}'s file_scope holds and "
+        f"{task_id}'s does not: if {task_id} writes it while {other} runs, the write is "
+        f"vetoed; add {path} (or its part) to {task_id}'s file_scope, or make {task_id} "
+        f"depend on {other}",
+        task_id,
+        path,
+    )
+
+
+def _mentions(description: str, path: str) -> bool:
+    """Does the description name the file as a word: its path, or its file name alone?"""
+    names = {path, path.rpartition("/")[2]}
+    return any(re.search(rf"(?<![\w./-]){re.escape(n)}(?![\w/-])", description) for n in names)
 
 
 def _named_in(description: str, key: str) -> bool:

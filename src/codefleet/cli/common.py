@@ -216,10 +216,25 @@ or landing check; a landing's repair resumes attempt N's session, so its turn is
 turn 2, and attempt: N counts sessions: a repair is none). A task with no steps (T2: [])
 succeeds without writing; run names the tasks the script lacks and does not start.
 
+Rework: a step with rework: true plays only when the task is reworked because a check failed
+its change: in the repair turn that fixes it in place, or, after a rollback, in the next
+session after the steps without it (once per session). Which of two tasks lands second, and
+so is reworked after a semantic break, depends on how long checks take: give each such task
+its rework steps and the script ends green whichever lands first.
+
+Waits follow what they wait for: wait_succeeded and wait_landing wait while the task is
+alive (running, waiting to land, landing, or pending with attempts left) and give up at once
+when it failed or was cancelled; the lease and event waits give up once no other task is
+alive. Each also stops at its limit: the step's timeout: S, else the script's top-level
+wait_timeout: S, else 600 s. The give-up names what it waited for and the limit.
+
 \b
   write: {path: P, content: TEXT}  create or overwrite a file (P relative to the tree)
   edit: {path: P, old: A, new: B}  replace the first A with B; the step fails if A is absent
   append: {path: P, text: TEXT}    append TEXT to a file
+  patch: DIFF | FILE               apply a unified diff (git diff, diff -u; several files may be
+                                   in it): its text, or a .diff file next to the script
+  write_from: {path: P, from: F}   write P with the content of file F (next to the script)
   fail: MESSAGE                    end the attempt as a failure
   check: NAME                      run a named check in an isolated view of the tree
   expect_check: pass|fail          fail the attempt unless the last check did that
@@ -246,7 +261,9 @@ succeeds without writing; run names the tasks the script lacks and does not star
                                    also write the file it names
   allocate_port: null              take a free TCP port for the attempt
 
-Example (codefleet init --scripts writes one for its example tasks):
+Example (codefleet init --scripts writes one for its example tasks). A and B end green in
+either landing order: A renames f to g, B adds a caller of f, each passes alone and they break
+together, so each says what it does if it is the one reworked:
 
 \b
   T1:
@@ -255,6 +272,14 @@ Example (codefleet init --scripts writes one for its example tasks):
   - append: {path: README.md, text: "\\nSee CONTRIBUTING.md.\\n"}
   - check: test
   - expect_check: pass
+  A:
+  - edit: {path: lib.py, old: "def f(", new: "def g("}
+  - rework: true                   # B landed first: keep its caller working
+    append: {path: lib.py, text: "\\nf = g\\n"}
+  B:
+  - append: {path: caller.py, text: "print(f())\\n"}
+  - rework: true                   # A landed first: call the new name
+    edit: {path: caller.py, old: "f()", new: "g()"}
 """
 # The offline model script's format, after SCRIPT_HELP on the commands that take
 # --model-script: an installed tool has no examples/ directory to point to. Every turn key

@@ -19,7 +19,9 @@ killed when the worker's end of a pipe closes).
 Each check reports its view's content identity (`fleet.views.identity`,
 taken before and after the run, kept when they agree): `run --verify` after
 the drain reuses the last landing check that passed on exactly the tree it
-would run on.
+would run on, and a fleet's workers share the passes (`LandingOptions.passed`):
+a check that passed on a content is not run again on it (the base alone, after
+the batch that landed it), its result says `view: reused`.
 
 The view is the one every check gets (`fleet.views.runinview.run_in_view`: an overlay
 layer at the tree's own path, or a copy where layers are unavailable), masked by
@@ -41,7 +43,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.api.landingrecords import CheckRun, LandingStep, StepCheck
@@ -61,6 +63,7 @@ log = logging.getLogger(__name__)
 TAIL_CHARS: Final = 2_000
 RETRY_S: Final = 1.0
 BEAT_S: Final = 5.0  # when a claim does not say how often to beat
+REUSED: Final = "reused"  # a result's `view` when the check was not run (`_reused`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,9 @@ class LandingOptions:
     view_dir: Path | None = None
     wait: float = 1.0  # a claim's long-poll
     locks: LockCache | None = None  # a `uv run` check resolves once per content; None: always
+    # (command, content identity) of the checks that passed in this fleet: not run again on
+    # the same content (the base alone after a batch that just landed it); None: always run
+    passed: set[tuple[str, str]] | None = None
 
 
 class LandingWorker:
@@ -86,9 +92,7 @@ class LandingWorker:
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             try:
-                step = await self.client.landing_claim(
-                    self.options.name, self.options.check_timeout, wait=self.options.wait
-                )
+                step = await self._claim(stop)
                 if step is not None:
                     await self.run_step(step)
             except asyncio.CancelledError:
@@ -97,6 +101,24 @@ class LandingWorker:
                 log.warning("%s: landing step failed: %s", self.options.name, err)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), RETRY_S)
+
+    async def _claim(self, stop: asyncio.Event) -> LandingStep | None:
+        """A step to run, or None: none within the claim's long-poll, or `stop` was set (a
+        fleet that drained does not wait out the poll)."""
+        claim = asyncio.create_task(
+            self.client.landing_claim(
+                self.options.name, self.options.check_timeout, wait=self.options.wait
+            )
+        )
+        stopper = asyncio.create_task(stop.wait())
+        try:
+            done, _ = await asyncio.wait({claim, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+            if not claim.done():  # stopped mid-poll: nobody awaits the claim's failure
+                claim.cancel()
+                claim.add_done_callback(_collect)
+        return claim.result() if claim in done else None
 
     async def run_step(self, step: LandingStep) -> None:
         """Run the step's checks in order, stopping at the first that does not pass; report.
@@ -149,6 +171,8 @@ class LandingWorker:
 
         try:
             before = await self._identity(await mask())
+            if self._passed_on(command, before) and await self._reusable(name):
+                return _reused(name, before)
             run = await run_in_view(
                 self.tree.root,
                 mask,
@@ -177,6 +201,8 @@ class LandingWorker:
         if ran.timed_out:
             output += f"\n(timed out after {self.options.check_timeout:g}s)"
         still = before is not None and not run.disturbed and await self._identity(await mask())
+        if verdict is CheckVerdict.PASSED and still == before and self.options.passed is not None:
+            self.options.passed.add((command, str(before)))
         return CheckRun(
             name,
             verdict,
@@ -190,8 +216,40 @@ class LandingWorker:
             resolution=run.resolution,
         )
 
+    async def _reusable(self, name: str) -> bool:
+        """Whether the check's passing result may stand for another run (not `reuse: false`)."""
+        _, _, fresh = await self.client.check_options()
+        return name not in fresh
+
+    def _passed_on(self, command: str, identity: str | None) -> bool:
+        passed = self.options.passed
+        return passed is not None and identity is not None and (command, identity) in passed
+
     async def _identity(self, mask: Mask) -> str | None:
         """The step's view's content identity (`fleet.views.identity`; None: none)."""
         return await asyncio.to_thread(
             view_identity, self.tree.root, mask.images, mask.unrestorable, self.options.exclude
         )
+
+
+def _reused(name: str, identity: str | None) -> CheckRun:
+    """A check not run: it passed with the same command on this same content (decision 0158,
+    "A check is not run twice on the same content")."""
+    said = "not run: this check passed with the same command on this same content"
+    return CheckRun(
+        name,
+        CheckVerdict.PASSED,
+        exit_code=0,
+        duration_ms=0,
+        view_ms=0,
+        view=REUSED,
+        output=said,
+        output_tail=said,
+        identity=identity,
+    )
+
+
+def _collect(task: asyncio.Task[Any]) -> None:
+    """Retrieve a stopped claim's outcome, so that its failure is not logged as unretrieved."""
+    if not task.cancelled():
+        task.exception()

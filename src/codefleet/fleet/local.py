@@ -262,6 +262,8 @@ class FleetOptions:
     clones: Path | None = None
     in_clones: int | None = None
     started_with: Mapping[str, Any] | None = None  # the command's flags (`cli.operate.again`)
+    # the landing checks that passed in this fleet, shared by its workers (`LandingOptions`)
+    landing_passes: set[tuple[str, str]] = field(default_factory=set)
 
     def kind(self, n: int) -> str:
         """Runner n's agent kind."""
@@ -290,7 +292,7 @@ class FleetOptions:
         name = "landing" if n == 1 else f"landing-{n}"
         return LandingOptions(
             f"{name}{self.name_suffix}", runner.check_timeout, exclude=runner.protected,
-            view_dir=runner.check_dir, locks=runner.locks(),
+            view_dir=runner.check_dir, locks=runner.locks(), passed=self.landing_passes,
         )  # fmt: skip
 
 

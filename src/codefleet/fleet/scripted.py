@@ -1,11 +1,15 @@
 """The scripted executor: a deterministic agent brain for dry runs and tests.
 
-A script maps a task id to a list of steps, each a one-key mapping with an
-optional `attempt: N` (run the step only on that attempt) and an optional
-`turn: N` (run it only on the session's Nth turn: 2 is the first follow-up
-message, e.g. a reconcile turn; without it, the first turn):
+A script (read by `fleet.scriptfile`) maps a task id to a list of steps, each a
+one-key mapping with an optional `attempt: N` (run the step only on that attempt),
+an optional `turn: N` (run it only on the session's Nth turn: 2 is the first
+follow-up message, e.g. a reconcile turn; without it, the first turn), or
+`rework: true` (run it only when the task is reworked after a check failed its
+change: in a repair turn, or in the first turn of a session after such a rollback,
+once per session), and on a wait, `timeout: S` (`fleet.scriptwaits`):
 
     write: {path, content}      edit: {path, old, new}     append: {path, text}
+    patch: DIFF (a unified diff, `fleet.scriptpatch`)      write_from: {path, from, content}
     sleep: SECONDS              wait_leased: PATH           wait_denied: PATH
     fail: MESSAGE               check: NAME                 expect_check: pass|fail
     expect_error: TEXT          make_dir: PATH              rate_limit: SECONDS|null
@@ -70,114 +74,27 @@ A task with no script succeeds without writing anything.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
-import yaml
-
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.fleet.executor import Attempt
 from codefleet.fleet.repair import finish_session, opening
+from codefleet.fleet.scriptfile import STEP_KINDS, ScriptError, Step, load_script, parse_script
+from codefleet.fleet.scriptpatch import FilePatch, PatchError, apply_hunks
+from codefleet.fleet.scriptwaits import DEFAULT_WAIT_S, WAIT_KINDS, wait_until
 from codefleet.fleet.tools.attemptchecks import CheckResult
 from codefleet.fleet.tools.commandtool import DEFAULT_COMMAND_TIMEOUT_S, CommandResult
 from codefleet.fleet.tools.inbox import hear_operator
 from codefleet.fleet.tools.resourcecalls import ResourceTools
 from codefleet.models import CheckPurpose, ErrorKind, EventType
-from codefleet.toolcalls.leasekeys import excludes
 
-__all__ = ["ScriptError", "ScriptedExecutor", "Step", "load_script"]
+__all__ = ["STEP_KINDS", "ScriptError", "ScriptedExecutor", "Step", "load_script", "parse_script"]
 
-STEP_KINDS: Final = frozenset(
-    {
-        "write",
-        "edit",
-        "append",
-        "sleep",
-        "wait_leased",
-        "wait_acquired",
-        "wait_denied",
-        "fail",
-        "check",
-        "expect_check",
-        "expect_error",
-        "make_dir",
-        "rate_limit",
-        "cost",
-        "command",
-        "read",
-        "wait_succeeded",
-        "wait_landing",
-        "expect_followup",
-        "wait_message",
-        "ask",
-        "expect_answer",
-        "wait_parked",
-        "acquire_resource",
-        "next_number",
-        "allocate_port",
-    }
-)
-STEP_OPTIONS: Final = frozenset({"attempt", "turn"})
-WAIT_POLL_S: Final = 0.01
-
-
-class ScriptError(ValueError):
-    """A script file that cannot be played."""
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    kind: str
-    arg: Any
-    attempt: int | None = None
-    turn: int = 1
-
-    def plays(self, attempt: int, turn: int) -> bool:
-        return (self.attempt is None or self.attempt == attempt) and self.turn == turn
-
-
-def _parse_step(task_id: str, raw: Any) -> Step:
-    if not isinstance(raw, dict):
-        raise ScriptError(f"{task_id}: each step must be a mapping, got {raw!r}")
-    attempt, turn = raw.get("attempt"), raw.get("turn", 1)
-    kinds = [k for k in raw if k not in STEP_OPTIONS]
-    if len(kinds) != 1 or kinds[0] not in STEP_KINDS:
-        raise ScriptError(f"{task_id}: a step needs exactly one of {sorted(STEP_KINDS)}: {raw!r}")
-    if attempt is not None and not isinstance(attempt, int):
-        raise ScriptError(f"{task_id}: attempt must be a number")
-    if not isinstance(turn, int) or isinstance(turn, bool) or turn < 1:
-        raise ScriptError(f"{task_id}: turn must be a number from 1")
-    return Step(kinds[0], raw[kinds[0]], attempt, turn)
-
-
-def parse_script(raw: Any) -> dict[str, list[Step]]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise ScriptError("a script is a mapping of task id to a list of steps")
-    script: dict[str, list[Step]] = {}
-    for task_id, steps in raw.items():
-        if not isinstance(steps, list):
-            raise ScriptError(f"{task_id}: steps must be a list")
-        script[str(task_id)] = [_parse_step(str(task_id), s) for s in steps]
-    return script
-
-
-def load_script(path: Path) -> dict[str, list[Step]]:
-    """The script in a YAML file; every problem is a `ScriptError` naming the file."""
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ScriptError(f"cannot read {path}: {err.strerror or err}") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise ScriptError(f"{path} is not valid YAML: {err}") from None
-    try:
-        return parse_script(raw)
-    except ScriptError as err:
-        raise ScriptError(f"{path}: {err}") from None
+# a later session reworks the task (its `rework: true` steps play) after one of these
+REWORK_KINDS: Final = frozenset({ErrorKind.INTEGRATION_FAILED, ErrorKind.VERIFY_FAILED})
 
 
 class _StepFailed(Exception):
@@ -196,11 +113,23 @@ class _Played:
     turn: int = 1
     followup: str = ""  # the message the current turn answers (none on the first)
     answer: str = ""  # the last `ask`'s answer
+    # the task is reworked after a failed check: in the session after a rollback (its first
+    # turn), or in a repair turn; `rework: true` steps play then, once per session
+    redo: bool = False  # a session after an attempt of the task failed its check
+    repairing: bool = False  # the current turn is a repair turn
+    repairs_seen: int = 0  # the attempt's repair turns before the current turn
+    reworked: bool = False  # its `rework` steps have played
+
+    @property
+    def reworks(self) -> bool:
+        return not self.reworked and (self.repairing or (self.redo and self.turn == 1))
 
 
 class ScriptedExecutor:
     def __init__(
-        self, script: Mapping[str, Sequence[Step]] | None = None, wait_timeout: float = 10.0
+        self,
+        script: Mapping[str, Sequence[Step]] | None = None,
+        wait_timeout: float = DEFAULT_WAIT_S,
     ) -> None:
         self.script = dict(script or {})
         self.wait_timeout = wait_timeout
@@ -210,15 +139,6 @@ class ScriptedExecutor:
         self.rereads: list[tuple[str, str]] = []  # (task, path): a write redone after a change
         self.followups: list[tuple[str, int, str]] = []  # (task, attempt, message) per follow-up
         self.sessions: dict[str, _Played] = {}  # by session id: what a repair attempt resumes
-        self._waits = {
-            "wait_leased": self._leased_by_other,
-            "wait_acquired": self._was_acquired,
-            "wait_denied": self._was_denied,
-            "wait_parked": self._was_parked,
-            "wait_succeeded": self._succeeded,
-            "wait_landing": self._waiting_to_land,
-            "wait_message": self._heard,
-        }
         self.numbers: list[tuple[str, str, int]] = []  # (task, sequence, value) handed out
         self.ports: list[tuple[str, int]] = []  # (task, port) allocated
 
@@ -226,14 +146,16 @@ class ScriptedExecutor:
         self.assignments.append(attempt.task)
         played = await self._session(attempt)
 
-        async def follow_up(message: str) -> AttemptReport:
+        async def follow_up(message: str, repair: bool = False) -> AttemptReport:
             self.followups.append((attempt.task_id, attempt.number, message))
             played.turn, played.followup, played.cost_usd = played.turn + 1, message, 0.0
+            played.repairing = repair or attempt.repairs.turns > played.repairs_seen
+            played.repairs_seen = attempt.repairs.turns
             return await self._turn(attempt, played)
 
         repair = opening(attempt)
         if repair is not None:  # a resumed session: its next turn is the repair
-            first = await follow_up(repair)
+            first = await follow_up(repair, repair=True)
         else:
             first = await hear_operator(attempt.inbox, await self._turn(attempt, played), follow_up)
         return await finish_session(attempt, first, follow_up)
@@ -243,11 +165,12 @@ class ScriptedExecutor:
         turn), else a new one, numbered among the task's sessions (a repair is none)."""
         resumed = attempt.task.repair_session
         if resumed is not None and resumed in self.sessions:
-            self.sessions[resumed].checks = []
+            self.sessions[resumed].checks, self.sessions[resumed].repairs_seen = [], 0
             return self.sessions[resumed]
         started = _started_by(resumed, attempt.number)
         repairs = await self._repairs_before(attempt, started)
         played = _Played(resumed or f"scripted-{attempt.task_id}-{started}", started - repairs)
+        played.redo = resumed is None and await self._failed_a_check(attempt)
         self.sessions[played.session_id] = played
         return played
 
@@ -264,13 +187,28 @@ class ScriptedExecutor:
             and int(e["payload"].get("attempt") or 0) < number
         )
 
+    async def _failed_a_check(self, attempt: Attempt) -> bool:
+        """Whether an earlier attempt of the task was rolled back because a check failed it
+        (its landing check or its verify): this session reworks the task."""
+        if attempt.task.error_kind in REWORK_KINDS:
+            return True
+        if attempt.number <= 1:
+            return False
+        events = await attempt.gate.client.events(type_=EventType.TASK_REQUEUED)
+        return any(
+            e["task_id"] == attempt.task_id and e["payload"].get("error_kind") in REWORK_KINDS
+            for e in events
+        )
+
     async def _turn(self, attempt: Attempt, played: _Played) -> AttemptReport:
         """Play the steps of the current turn; the turn's report (its own cost)."""
         steps = self.script.get(attempt.task_id, ())
         try:
+            reworks = played.reworks
             for step in steps:
-                if step.plays(played.attempt, played.turn):
+                if step.plays(played.attempt, played.turn, reworks):
                     await self._play(step, attempt, played)
+            played.reworked = played.reworked or reworks
         except _StepFailed as failed:
             cost = failed.report.cost_usd + played.cost_usd
             return replace(failed.report, cost_usd=cost, session_id=played.session_id)
@@ -286,13 +224,12 @@ class ScriptedExecutor:
 
     async def _play(self, step: Step, attempt: Attempt, played: _Played) -> None:
         match step.kind:
-            case "write" | "edit" | "append":
-                tool, apply = _CHANGES[step.kind]
-                await self._change(attempt, tool, step.arg, apply)
+            case "write" | "edit" | "append" | "write_from" | "patch":
+                await self._changes(step, attempt)
             case "sleep":
                 await asyncio.sleep(float(step.arg))
-            case kind if kind in self._waits:
-                await self._wait(attempt, str(step.arg), self._waits[kind])
+            case kind if kind in WAIT_KINDS:
+                await self._wait(step, attempt)
             case "fail":
                 _give_up(attempt, str(step.arg))
             case "rate_limit":
@@ -310,11 +247,20 @@ class ScriptedExecutor:
             case _:
                 raise ScriptError(f"unknown step {step.kind}")
 
+    async def _changes(self, step: Step, attempt: Attempt) -> None:
+        """A step that changes files: each through the gate, as the session's tool would."""
+        if step.kind == "patch":
+            for patch in step.arg:
+                await self._patch(attempt, patch)
+        else:
+            tool, apply = _CHANGES[step.kind]
+            await self._change(attempt, tool, step.arg, apply)
+
     async def _change(self, attempt: Attempt, tool: str, arg: dict[str, Any], apply: Any) -> None:
         target = attempt.workdir / str(arg["path"])
         tool_input = {
             "file_path": str(target),
-            **{_AS_TOOL.get(k, k): v for k, v in arg.items() if k != "path"},
+            **{_AS_TOOL.get(k, k): v for k, v in arg.items() if k not in _NOT_TOOL_INPUT},
         }
         verdict = await attempt.gate.check(tool, tool_input)
         if verdict.reread:  # changed while it waited: read it again, redo the edit (no veto)
@@ -423,40 +369,23 @@ class ScriptedExecutor:
         if result.refused is not None:
             _give_up(attempt, result.refused)
 
-    async def _wait(self, attempt: Attempt, path: str, condition: Any) -> None:
-        deadline = time.monotonic() + self.wait_timeout
-        while not await condition(attempt, path):
-            if time.monotonic() > deadline:
-                _give_up(attempt, f"gave up waiting on {path}")
-            await asyncio.sleep(WAIT_POLL_S)
+    async def _wait(self, step: Step, attempt: Attempt) -> None:
+        """A `wait_*` step (`fleet.scriptwaits`); its give-up ends the attempt."""
+        limit = self.wait_timeout if step.timeout is None else step.timeout
+        gave_up = await wait_until(step.kind, str(step.arg), attempt, limit)
+        if gave_up is not None:
+            _give_up(attempt, gave_up)
 
-    async def _leased_by_other(self, attempt: Attempt, path: str) -> bool:
-        leases = await attempt.gate.client.leases()
-        return any(excludes(x["path"], path) and x["task_id"] != attempt.task_id for x in leases)
-
-    async def _succeeded(self, attempt: Attempt, task_id: str) -> bool:
-        return bool((await attempt.gate.client.task(task_id))["status"] == "succeeded")
-
-    async def _waiting_to_land(self, attempt: Attempt, task_id: str) -> bool:
-        return bool((await attempt.gate.client.task(task_id))["status"] == "landing")
-
-    async def _heard(self, attempt: Attempt, text: str) -> bool:
-        return any(text in note.text for note in attempt.inbox.waiting)
-
-    async def _was_acquired(self, attempt: Attempt, path: str) -> bool:
-        events = await attempt.gate.client.events(type_=EventType.LEASE_ACQUIRED)
-        return any(
-            excludes(str(e["payload"].get("path")), path) and e["task_id"] != attempt.task_id
-            for e in events
-        )
-
-    async def _was_denied(self, attempt: Attempt, path: str) -> bool:
-        events = await attempt.gate.client.events(type_=EventType.LEASE_DENIED)
-        return any(excludes(str(e["payload"].get("path")), path) for e in events)
-
-    async def _was_parked(self, attempt: Attempt, path: str) -> bool:
-        events = await attempt.gate.client.events(type_=EventType.LEASE_WAITING)
-        return any(excludes(str(e["payload"].get("path")), path) for e in events)
+    async def _patch(self, attempt: Attempt, patch: FilePatch) -> None:
+        """One file of a `patch` step: its hunks applied to the file as it is when written
+        (the gate is asked with the result, as for a `write`)."""
+        target = attempt.workdir / patch.path
+        try:
+            proposed = _patched(target, patch)
+        except (OSError, ValueError) as err:
+            _give_up(attempt, f"patch {patch.path}: {err}", err)
+        arg = {"path": patch.path, "content": proposed, "patch": patch}
+        await self._change(attempt, "Write", arg, _write_patched)
 
 
 def _started_by(session_id: str | None, number: int) -> int:
@@ -508,6 +437,21 @@ def _edit(target: Path, arg: dict[str, Any]) -> None:
     target.write_text(text.replace(old, new, 1))
 
 
+def _patched(target: Path, patch: FilePatch) -> str:
+    """The file's text with the patch's hunks applied (a created file starts empty)."""
+    if patch.created and target.exists():
+        raise PatchError(f"the diff creates {patch.path}, which exists")
+    text = "" if patch.created else target.read_text(encoding="utf-8")
+    return apply_hunks(text, patch.hunks, patch.path)
+
+
+def _write_patched(target: Path, arg: dict[str, Any]) -> None:
+    """The hunks applied to the file as it is now (another task may have changed other
+    parts of it since the gate was asked)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(_patched(target, arg["patch"]), encoding="utf-8")
+
+
 def _make_dir(target: Path) -> None:
     if target.is_file() or target.is_symlink():
         target.unlink()
@@ -522,4 +466,10 @@ def _append(target: Path, arg: dict[str, Any]) -> None:
 # each file-changing step: the tool a session would use, and how the change is made; an
 # `edit`'s keys as the Edit tool names them (the gate reads which parts it changes)
 _AS_TOOL: Final = {"old": "old_string", "new": "new_string"}
-_CHANGES: Final = {"write": ("Write", _write), "edit": ("Edit", _edit), "append": ("Edit", _append)}
+_CHANGES: Final = {
+    "write": ("Write", _write),
+    "write_from": ("Write", _write),
+    "edit": ("Edit", _edit),
+    "append": ("Edit", _append),
+}
+_NOT_TOOL_INPUT: Final = frozenset({"path", "from", "patch"})  # a step's keys the tool lacks

@@ -37,6 +37,9 @@ def print_analysis(
     )
     for overlap in analysis.overlaps:
         console.print(f"  {' + '.join(overlap.task_ids)}: {', '.join(overlap.paths)}", markup=False)
+    if analysis.succeeded:
+        done = ", ".join(analysis.succeeded)
+        _row(console, "already succeeded", f"{done}: on this tree's server; not counted above")
     _row(
         console,
         "hotspots",

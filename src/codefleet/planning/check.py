@@ -9,10 +9,11 @@ result is measured by `analysis.graphanalysis.analyse`. No server, no model, no 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from codefleet.analysis.graphanalysis import Finding, GraphAnalysis, PlannedTask, analyse
-from codefleet.analysis.scopefacts import ScopedTask, judge, survey
+from codefleet.analysis.scopefacts import ScopedTask, judge, survey, unscoped_mentions
 from codefleet.api.graphfile import GraphTasks
 from codefleet.fleet.views.programs import check_warnings
 from codefleet.paths import TreeRoot
@@ -31,8 +32,11 @@ def task_label(spec: dict[str, object], n: int) -> str:
     return str(spec.get("id") or f"#{n}")
 
 
-def check_graph(graph: GraphTasks, tree: TreeRoot, runners: int = 3) -> GraphAnalysis:
-    """Scope facts from the tree, then the pure analysis (see the module docstring)."""
+def check_graph(
+    graph: GraphTasks, tree: TreeRoot, runners: int = 3, succeeded: frozenset[str] = frozenset()
+) -> GraphAnalysis:
+    """Scope facts from the tree, then the pure analysis (see the module docstring); the
+    tasks in `succeeded` (done on the tree's server) hold no scope any more."""
     labels = [task_label(spec, n) for n, spec in enumerate(graph, start=1)]
     scoped = [
         ScopedTask(label, tuple(spec.get("file_scope") or ()), str(spec.get("description") or ""))
@@ -40,11 +44,19 @@ def check_graph(graph: GraphTasks, tree: TreeRoot, runners: int = 3) -> GraphAna
     ]
     facts = survey(tree, (raw for task in scoped for raw in task.file_scope))
     scopes, findings = judge(scoped, facts)
+    deps = {
+        label: tuple(spec.get("depends_on") or ())
+        for label, spec in zip(labels, graph, strict=True)
+    }
+    live = [task for task in scoped if task.id not in succeeded]
+    findings += unscoped_mentions(live, scopes, deps)
     planned = [
         PlannedTask(
             id=label,
             priority=int(spec.get("priority") or 3),
-            file_scope=(*scopes[label], *sorted(resource_keys(spec.get("resources") or ()))),
+            file_scope=()
+            if label in succeeded
+            else (*scopes[label], *sorted(resource_keys(spec.get("resources") or ()))),
             depends_on=tuple(spec.get("depends_on") or ()),
             estimate_min=spec.get("estimate_min"),
         )
@@ -54,7 +66,8 @@ def check_graph(graph: GraphTasks, tree: TreeRoot, runners: int = 3) -> GraphAna
         Finding("warning", "missing_program", line)
         for line in check_warnings(graph.checks, tree.root)
     ]
-    return analyse(planned, runners, [*findings, *programs, *unchecked_landing(graph)])
+    analysis = analyse(planned, runners, [*findings, *programs, *unchecked_landing(graph)])
+    return replace(analysis, succeeded=tuple(t for t in labels if t in succeeded))
 
 
 def unchecked_landing(graph: GraphTasks) -> list[Finding]:

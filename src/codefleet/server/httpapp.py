@@ -169,7 +169,10 @@ def build_engine(settings: Settings, hub: EventHub | None = None) -> Engine:
     )
     tree_id = ensure_tree_id(tree.root)  # what a runner on any mount of the tree registers with
     publish = hub.publish if hub else None
-    return open_engine(settings.db, tree, engine_config(settings), publish, tree_id=tree_id)
+    engine = open_engine(settings.db, tree, engine_config(settings), publish, tree_id=tree_id)
+    if hub is not None:  # a parked landing claim does not hold up the server's stop
+        hub.when_closed(engine.landing_queue.close)
+    return engine
 
 
 def _locked_engine(settings: Settings, hub: EventHub) -> tuple[TreeLock, ServerLock, Engine]:

@@ -43,7 +43,7 @@ def install_landing_routes(app: FastAPI, engine: Engine) -> None:
             changed = engine.landing_queue.claimable  # taken first: a change after it is not missed
             step = engine.landing_queue.claim(body.worker, body.timeout_s)
             left = deadline - time.monotonic()
-            if step is not None or left <= 0:
+            if step is not None or left <= 0 or engine.landing_queue.closing:
                 return JSONResponse({"step": None if step is None else step.to_wire()})
             with contextlib.suppress(TimeoutError):  # a lapsed claim: the worker's next asks
                 await asyncio.wait_for(changed.wait(), left)

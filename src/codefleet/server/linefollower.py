@@ -84,8 +84,9 @@ class LineFollower:
                 while True:
                     wakeup.clear()
                     await self._step(self.line)
-                    with suppress(TimeoutError):
-                        await asyncio.wait_for(wakeup.wait(), RECHECK_S)
+                    with suppress(TimeoutError):  # not `wait_for`: woken as it is cancelled,
+                        async with asyncio.timeout(RECHECK_S):  # 3.11's loses the cancel and
+                            await wakeup.wait()  # the server's stop waits for ever
         finally:
             self.line.close()
 

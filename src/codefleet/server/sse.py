@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Final, Protocol
 
 from starlette.responses import StreamingResponse
@@ -64,6 +64,7 @@ class EventHub:
         self.ping_interval = ping_interval
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pages: dict[tuple[int, int], tuple[int, str]] = {}  # (commits, cursor) -> page
+        self._on_close: list[Callable[[], object]] = []  # the other waits a shutdown ends
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -73,9 +74,16 @@ class EventHub:
             wakeup.set()
 
     def close(self) -> None:
-        """End every stream (their responses complete, so a shutdown is not held up)."""
+        """End every stream (their responses complete, so a shutdown is not held up), and
+        the other long waits registered with `when_closed`."""
         self._closed = True
         self.publish([])
+        for end in self._on_close:
+            end()
+
+    def when_closed(self, end: Callable[[], object]) -> None:
+        """Call `end` when the hub closes: another long wait a shutdown must not wait out."""
+        self._on_close.append(end)
 
     def close_threadsafe(self) -> None:
         if self._loop is not None and not self._loop.is_closed():

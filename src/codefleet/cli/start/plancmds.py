@@ -2,7 +2,8 @@
 
 `graph check` needs no server and no model: it loads the graph with the
 loader `load` uses, checks its scope paths against the tree, and prints the
-analysis (exit 1 on errors). `plan` runs one read-only Claude session over
+analysis (exit 1 on errors). Where the tree's server runs, the tasks that
+succeeded there are left out of the overlaps (their leases are gone). `plan` runs one read-only Claude session over
 the tree until it answers a graph that passes the same check (see `planner`).
 """
 
@@ -28,6 +29,7 @@ from codefleet.cli.common import (
     app,
     call_server,
     fail,
+    make_client,
     print_json,
     settings_from,
 )
@@ -69,7 +71,8 @@ def check(
 ) -> None:
     """Analyse a task graph: critical path, width, parallelism, overlaps, hotspots, bad paths.
 
-    No server and no model. Exit 1 when the graph has errors, 0 otherwise.
+    No model, and no server needed: where this tree's server runs, tasks that succeeded
+    there are left out of the overlaps. Exit 1 when the graph has errors, 0 otherwise.
     """
     given = find_graph(graph)
     if given is None:
@@ -85,9 +88,8 @@ def check(
             print_json({"ok": False, "errors": [{"code": "invalid_graph", "message": str(err)}]})
             raise typer.Exit(1) from None
         raise fail(str(err)) from None
-    analysis = check_graph(
-        tasks, tree_for(settings.workdir, settings.db, settings.run_dir), runners
-    )
+    tree = tree_for(settings.workdir, settings.db, settings.run_dir)
+    analysis = check_graph(tasks, tree, runners, _succeeded_here(settings))
     integration = settings.integration or tasks.integration  # as `run` sets it
     leases = leases_line(tasks, settings.lease_granularity, integration)
     if json_out:
@@ -97,6 +99,32 @@ def check(
         print_analysis(console, analysis, f"{graph} · tree {settings.workdir.resolve()}", leases)
     if not analysis.ok:
         raise typer.Exit(1)
+
+
+def _succeeded_here(settings: Settings) -> frozenset[str]:
+    """The ids of the tasks that succeeded on this tree's running server (none when no
+    server runs or it does not answer): their scopes are free again."""
+    import asyncio
+
+    from codefleet.api.client import ApiError, ServerUnavailable, UntrustedServer
+    from codefleet.api.treeserver import NotThisTree, tree_server
+    from codefleet.errors import Unauthorized
+
+    try:
+        record = tree_server(settings.workdir)
+    except NotThisTree:
+        return frozenset()
+    if record is None:
+        return frozenset()
+
+    async def ask() -> list[dict[str, object]]:
+        async with make_client(settings.model_copy(update={"server_url": record.url})) as client:
+            return await client.tasks(status="succeeded")
+
+    try:
+        return frozenset(str(t["id"]) for t in asyncio.run(ask()))
+    except (ApiError, ServerUnavailable, UntrustedServer, Unauthorized, OSError):
+        return frozenset()  # the check goes on without the server's state
 
 
 @app.command(rich_help_panel=RUN)

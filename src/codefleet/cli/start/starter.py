@@ -389,6 +389,21 @@ _SCRIPT_HEADER: Final = """\
 #   codefleet run --dry-run --script codefleet.script.yaml
 # No model and no key: each task's steps write through the same lease check as a
 # real session's hook. The format: `codefleet run --help`, under "Dry-run script".
+#
+# Your own tasks: say a change as a diff next to this file (`patch: t3.diff`, from
+# `git diff`) or a file to copy (`write_from: {path: P, from: FILE}`). Two tasks
+# that pass alone and break together land in the order their checks finish, so
+# give each the steps it plays if it is the one reworked (`rework: true`):
+#   T3:                              # renames f to g
+#   - patch: t3.diff
+#   - rework: true                   # T4 landed first and calls f: keep f
+#     append: {path: lib.py, text: "\\nf = g\\n"}
+#   T4:                              # adds a caller of f
+#   - write_from: {path: caller.py, from: t4/caller.py}
+#   - rework: true                   # T3 landed first: call g
+#     edit: {path: caller.py, old: "f(", new: "g("}
+# A wait_succeeded waits while the task it names is alive (600 s at most; set it
+# with `timeout: S` on the step or `wait_timeout: S` at the top of this file).
 """
 
 _MODEL_HEADER: Final = """\

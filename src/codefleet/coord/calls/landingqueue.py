@@ -102,6 +102,7 @@ class LandingQueue:
         self.failure: tuple[str, str] = ("", "")  # the round's latest failing check, output
         # set when the queue, the round or the halt changed: what a parked claim waits on
         self.claimable = asyncio.Event()
+        self.closing = False  # the server is stopping: a parked claim answers at once
 
     def load(self) -> None:
         """From the record: the queue in order, the integration check, the halt."""
@@ -155,6 +156,12 @@ class LandingQueue:
         Parked claims are woken: what they may take has changed."""
         while self.round is None and self.halted is None and self._start_round(hand=False):
             pass
+        self._wake()
+
+    def close(self) -> None:
+        """The server is stopping: every parked claim answers now (no step), not after its
+        `wait`, so that a shutdown is not held up by an idle worker's long-poll."""
+        self.closing = True
         self._wake()
 
     def _wake(self) -> None:
