@@ -3,7 +3,7 @@
 The engine is composed of parts, each the one writer of its state (docs/
 docs/decisions/0066-the-engine-is-parts-not-mixins.md, "The engine is parts, not mixins"): the task table (`tasks`:
 the live index and `idle_announced`), the agent registry (`agents`), the lease
-mirror (`leases`), the files part (`files`) and its restore steps, the checks
+mirror (`leases`), the pre-images part (`preimages`) and its restore steps, the checks
 registry, a person's sessions (`person`), limits and the `alive_at` mark. Pieces
 with no state of their own are handed the parts and `transition`: the tick
 (`ticks`), an attempt's report (`outcomes`), a runner's arrival and departure
@@ -53,7 +53,7 @@ from codefleet.coord.tables.fleetlimits import FleetLimits
 from codefleet.coord.tables.leases import LeaseTable
 from codefleet.coord.tables.messages import OperatorMessages
 from codefleet.coord.tables.persons import InteractiveHolders
-from codefleet.coord.tables.preimages import Files
+from codefleet.coord.tables.preimages import Preimages
 from codefleet.coord.tables.questions import Questions
 from codefleet.coord.tables.recovery import AliveMark, database_id
 from codefleet.coord.tables.restores import Restores
@@ -87,9 +87,9 @@ class Engine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.tasks = TaskTable(store, clock, cfg)
         self.agents = AgentRegistry(store, clock)
-        self.files = Files(store, tree, clock, cfg.rollback, cfg.preimage_max_bytes)
-        self.leases = LeaseTable(store, tree, clock, self.files, self.holder)
-        self.restores = Restores(self.files, self.leases, self.tasks, self.transition, clock)
+        self.preimages = Preimages(store, tree, clock, cfg.rollback, cfg.preimage_max_bytes)
+        self.leases = LeaseTable(store, tree, clock, self.preimages, self.holder)
+        self.restores = Restores(self.preimages, self.leases, self.tasks, self.transition, clock)
         self.person = InteractiveHolders(  # a person's calls: a part that is its own calls object
             store,
             tree,
@@ -153,7 +153,7 @@ class Engine:
             agents=self.agents,
             tasks=self.tasks,
             leases=self.leases,
-            files=self.files,
+            preimages=self.preimages,
             checks=self.checks,
             limits=self.limits,
             messages=self.messages,
@@ -181,7 +181,7 @@ class Engine:
         self.agents.load(now, self.alive.downtime(now))
         self.leases.load()
         self.person.load()
-        self.files.load()
+        self.preimages.load()
         self.limits.load(self.clock())
         self.messages.load()
         self.questions.load()
@@ -193,7 +193,7 @@ class Engine:
         self.tasks.reload(touched.tasks)
         self.agents.reload(touched.agents)
         self.leases.reload(touched.lease_tasks)
-        self.files.reload(touched.lease_tasks)
+        self.preimages.reload(touched.lease_tasks)
         if touched.interactive:
             self.person.load()
         self.limits.load(self.clock())  # a pause is its events: re-read the last one

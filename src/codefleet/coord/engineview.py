@@ -237,7 +237,7 @@ class EngineReads:
 
     def restoring(self, task_id: str) -> dict[str, str | None]:
         """Paths of the task whose ended attempt is not yet put back, with any restore error."""
-        return dict(self._engine.files.restoring.get(task_id, {}))
+        return dict(self._engine.preimages.restoring.get(task_id, {}))
 
     def limits_view(self, now: datetime) -> dict[str, Any]:
         return self._engine.limits.view(now)

@@ -21,7 +21,7 @@ from codefleet.coord.tables.checkregistry import CheckRegistry
 from codefleet.coord.tables.fleetlimits import FleetLimits
 from codefleet.coord.tables.leases import LeaseTable
 from codefleet.coord.tables.messages import OperatorMessages
-from codefleet.coord.tables.preimages import Files
+from codefleet.coord.tables.preimages import Preimages
 from codefleet.coord.tables.questions import Questions
 from codefleet.coord.tables.restores import Transition
 from codefleet.coord.tables.sequences import Sequences
@@ -41,7 +41,7 @@ class CallParts:
     agents: AgentRegistry
     tasks: TaskTable
     leases: LeaseTable
-    files: Files
+    preimages: Preimages
     checks: CheckRegistry
     limits: FleetLimits
     messages: OperatorMessages
@@ -49,3 +49,8 @@ class CallParts:
     sequences: Sequences
     transition: Transition  # one store transaction, restores after the outermost COMMIT
     kick: Callable[[], None]  # ask for a tick soon
+
+    @property
+    def files(self) -> Preimages:
+        """`preimages` by its old name, for `coord.calls.landingqueue` until it says the new one."""
+        return self.preimages

@@ -73,7 +73,7 @@ class RunnerCalls:
         self.agents = parts.agents
         self.tasks = parts.tasks
         self.leases = parts.leases
-        self.files = parts.files
+        self.preimages = parts.preimages
         self.checks = parts.checks
         self.messages = parts.messages
         self.questions = parts.questions
@@ -236,7 +236,7 @@ class RunnerCalls:
         if not answer.allowed or agent is None or agent.workspace != Workspace.CLONE:
             return answer
         files = dict.fromkeys(file_of(key) for key in answer.granted)
-        stamped = tuple((path, state_sha256(self.files.file_now(path))) for path in files)
+        stamped = tuple((path, state_sha256(self.preimages.file_now(path))) for path in files)
         return replace(answer, versions=stamped)
 
     def deliver(
@@ -441,7 +441,7 @@ class RunnerCalls:
     def foreign_preimages(self, task_id: str) -> dict[str, Any]:
         """Pre-images of every path leased by another task: what the isolated view restores."""
         self.tasks.require(task_id)
-        return self.files.foreign_preimages(
+        return self.preimages.foreign_preimages(
             task_id,
             self.leases.holders,
             self.leases.holders_on,

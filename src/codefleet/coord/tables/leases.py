@@ -11,13 +11,13 @@ touched (`reload`), so it is never ahead of the table.
 
 Acquisition is all-or-nothing over the canonical keys of one request, inside the
 caller's transaction; a task's first key on a file captures the file's pre-image
-(through the files part) before its row is inserted, and a whole file granted to a
+(through the pre-images part) before its row is inserted, and a whole file granted to a
 task that held only parts of it moves its pre-image to the file as it now is with
-only its parts as they were (`Files.rebased`), so others' landed changes stay. A denial is an answer (with
+only its parts as they were (`Preimages.rebased`), so others' landed changes stay. A denial is an answer (with
 the holder). A parked request waits in the wait room (`waits`, filled by
 `leasewait`); a freed key is handed to its first waiter that can take all it
 asked, in the transaction that frees it (`_hand_over`), so no other request slips
-in between. Releasing a failed attempt's files asks the files part for restore
+in between. Releasing a failed attempt's files asks the pre-images part for restore
 intents first: every key on those files stays held until they are put back (only
 the parts it held, for a task that held parts).
 
@@ -30,7 +30,7 @@ on the file as it then is). No write of a file can land between another task's
 reading of it for a write and that write, so neither loses the other's part; a
 restore by part waits for it too (`written_by_other`, asked by `restores`), and
 what the server itself reads of the file meanwhile (a landed task's patch, a check's
-view) is the file as the writer found it (`Files.hold_still`), never one its tool
+view) is the file as the writer found it (`Preimages.hold_still`), never one its tool
 has half written.
 """
 
@@ -45,7 +45,7 @@ from codefleet.coord.policy.leaserule import Door, Request, Verdict, decide
 from codefleet.coord.policy.stacks import Stacks
 from codefleet.coord.policy.waits import WaitOutcome, WaitRoom
 from codefleet.coord.storage.store import Store
-from codefleet.coord.tables.preimages import Files
+from codefleet.coord.tables.preimages import Preimages
 from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
 from codefleet.paths import TreeRoot, lease_keys
 from codefleet.resources import is_resource_key
@@ -79,7 +79,7 @@ class LeaseTable:
         store: Store,
         tree: TreeRoot,
         clock: Callable[[], datetime],
-        files: Files,
+        files: Preimages,
         holder_of: HolderOf,
     ) -> None:
         self.store = store

@@ -1,7 +1,7 @@
 """Recovery: memory is never ahead of the database, and a restart loses nothing.
 
 Every transition runs in the engine's `transition()`: one store transaction,
-then (after the outermost COMMIT) the file restores it asked for (`files`).
+then (after the outermost COMMIT) the file restores it asked for (`preimages`).
 When the transaction fails, whatever the reason (a COMMIT refused by a full
 disk, a statement that fails, a bug), SQLite rolls it back and the store
 hands over the keys it had touched; the engine's `reload_touched` has each
