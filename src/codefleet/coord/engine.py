@@ -4,7 +4,7 @@ The engine is composed of parts, each the one writer of its state (docs/
 docs/decisions/0066-the-engine-is-parts-not-mixins.md, "The engine is parts, not mixins"): the task table (`tasks`:
 the live index and `idle_announced`), the agent registry (`agents`), the lease
 mirror (`leases`), the pre-images part (`preimages`) and its restore steps, the checks
-registry, a person's sessions (`person`), limits and the `alive_at` mark. Pieces
+registry, a person's sessions (`person`), limits and the `alive_at` mark (`recovery`). Pieces
 with no state of their own are handed the parts and `transition`: the tick
 (`ticks`), an attempt's report (`outcomes`), a runner's arrival and departure
 (`arrivals`) and the take-back steps they share (`takebacks`).
@@ -55,7 +55,7 @@ from codefleet.coord.tables.messages import OperatorMessages
 from codefleet.coord.tables.persons import InteractiveHolders
 from codefleet.coord.tables.preimages import Preimages
 from codefleet.coord.tables.questions import Questions
-from codefleet.coord.tables.recovery import AliveMark, database_id
+from codefleet.coord.tables.recovery import Recovery, database_id
 from codefleet.coord.tables.restores import Restores
 from codefleet.coord.tables.sequences import Sequences
 from codefleet.coord.tables.tasktable import TaskTable
@@ -104,7 +104,7 @@ class Engine:
         self.limits = FleetLimits(store, Budget(cfg.max_cost, cfg.max_cost_hard))
         self.messages = OperatorMessages(store, clock, self.transition)
         self.questions = Questions(store, clock, self.transition, cfg.question_timeout)
-        self.alive = AliveMark(store, clock, cfg.heartbeat_interval)
+        self.recovery = Recovery(store, clock, cfg.heartbeat_interval)
         self.sequences = Sequences(store, clock)
         parts = self._call_parts()
         # the calls objects every route enters by name (`engine.runner.acquire(...)`), no forwards
@@ -134,7 +134,7 @@ class Engine:
         self.ticks = Ticks(
             parts,
             self.take_backs,
-            alive=self.alive,
+            recovery=self.recovery,
             restores=self.restores,
             interactive=self.person,
             config=cfg,
@@ -178,7 +178,7 @@ class Engine:
         """Rebuild memory from SQLite (after a restart nothing is lost)."""
         self.tasks.load()
         now = self.clock()
-        self.agents.load(now, self.alive.downtime(now))
+        self.agents.load(now, self.recovery.downtime(now))
         self.leases.load()
         self.person.load()
         self.preimages.load()

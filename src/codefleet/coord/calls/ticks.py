@@ -10,7 +10,7 @@ attempt goes through `takebacks`; an assignment takes the task's resources
 with it. When a decision can free work for another, the tick asks for the
 next (`kick`). It owns no state (the engine keeps when the next tick runs); it
 is handed the engine's parts, the take-back steps and the parts a tick alone
-uses (the alive mark, the restores, the interactive holders, the settings).
+uses (recovery's alive mark, the restores, the interactive holders, the settings).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from codefleet.coord.policy.stacks import may_stack
 from codefleet.coord.tables.fleetlimits import ResumeReason
 from codefleet.coord.tables.liveindex import LiveTask
 from codefleet.coord.tables.persons import InteractiveHolders
-from codefleet.coord.tables.recovery import AliveMark
+from codefleet.coord.tables.recovery import Recovery
 from codefleet.coord.tables.restores import Restores
 from codefleet.models import AgentStatus, ErrorKind, ReleaseReason, TaskStatus, to_iso
 
@@ -46,7 +46,7 @@ class Ticks:
         parts: CallParts,
         take_backs: TakeBacks,
         *,
-        alive: AliveMark,
+        recovery: Recovery,
         restores: Restores,
         interactive: InteractiveHolders,
         config: EngineConfig,
@@ -60,14 +60,14 @@ class Ticks:
         self.transition = parts.transition
         self.kick = parts.kick
         self.take_backs = take_backs
-        self.alive = alive
+        self.recovery = recovery
         self.restores = restores
         self.interactive = interactive
         self.config = config
 
     def tick(self) -> list[sched.Decision]:
         """Snapshot, schedule, apply in one transaction; returns what was decided."""
-        self.alive.mark()
+        self.recovery.mark()
         self.restores.finish_due()  # left over when a release could not commit: finish them first
         now = self.clock()
         self.interactive.expire_idle(now)
