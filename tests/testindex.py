@@ -52,7 +52,7 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "codefleet.coord.calls.callparts",
             "codefleet.coord.calls.landingqueue",
             "codefleet.coord.calls.landingsteps",
-            "codefleet.coord.calls.leasewait",
+            "codefleet.coord.calls.leasewaiting",
             "codefleet.coord.calls.operatorcalls",
             "codefleet.coord.calls.outcomes",
             "codefleet.coord.calls.runnercalls",

@@ -37,7 +37,7 @@ from datetime import datetime
 from codefleet.coord.calls.arrivals import Arrivals
 from codefleet.coord.calls.callparts import CallParts
 from codefleet.coord.calls.landingqueue import Landing
-from codefleet.coord.calls.leasewait import LeaseWaiting
+from codefleet.coord.calls.leasewaiting import LeaseWaiting
 from codefleet.coord.calls.operatorcalls import OperatorCalls
 from codefleet.coord.calls.outcomes import Outcomes
 from codefleet.coord.calls.runnercalls import RunnerCalls
@@ -51,7 +51,7 @@ from codefleet.coord.tables.agentregistry import AgentRegistry
 from codefleet.coord.tables.checkregistry import CheckRegistry
 from codefleet.coord.tables.fleetlimits import FleetLimits
 from codefleet.coord.tables.leases import LeaseTable
-from codefleet.coord.tables.messages import OperatorMessages
+from codefleet.coord.tables.messages import Messages
 from codefleet.coord.tables.persons import InteractiveHolders
 from codefleet.coord.tables.preimages import Preimages
 from codefleet.coord.tables.questions import Questions
@@ -102,7 +102,7 @@ class Engine:
         )
         self.checks = CheckRegistry(store, tree)
         self.limits = FleetLimits(store, Budget(cfg.max_cost, cfg.max_cost_hard))
-        self.messages = OperatorMessages(store, clock, self.transition)
+        self.messages = Messages(store, clock, self.transition)
         self.questions = Questions(store, clock, self.transition, cfg.question_timeout)
         self.recovery = Recovery(store, clock, cfg.heartbeat_interval)
         self.sequences = Sequences(store, clock)

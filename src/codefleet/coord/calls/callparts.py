@@ -20,7 +20,7 @@ from codefleet.coord.tables.agentregistry import AgentRegistry
 from codefleet.coord.tables.checkregistry import CheckRegistry
 from codefleet.coord.tables.fleetlimits import FleetLimits
 from codefleet.coord.tables.leases import LeaseTable
-from codefleet.coord.tables.messages import OperatorMessages
+from codefleet.coord.tables.messages import Messages
 from codefleet.coord.tables.preimages import Preimages
 from codefleet.coord.tables.questions import Questions
 from codefleet.coord.tables.restores import Transition
@@ -44,7 +44,7 @@ class CallParts:
     preimages: Preimages
     checks: CheckRegistry
     limits: FleetLimits
-    messages: OperatorMessages
+    messages: Messages
     questions: Questions
     sequences: Sequences
     transition: Transition  # one store transaction, restores after the outermost COMMIT

@@ -15,7 +15,7 @@ caller's transaction; a task's first key on a file captures the file's pre-image
 task that held only parts of it moves its pre-image to the file as it now is with
 only its parts as they were (`Preimages.rebased`), so others' landed changes stay. A denial is an answer (with
 the holder). A parked request waits in the wait room (`waits`, filled by
-`leasewait`); a freed key is handed to its first waiter that can take all it
+`leasewaiting`); a freed key is handed to its first waiter that can take all it
 asked, in the transaction that frees it (`_hand_over`), so no other request slips
 in between. Releasing a failed attempt's files asks the pre-images part for restore
 intents first: every key on those files stays held until they are put back (only
