@@ -52,7 +52,7 @@ from codefleet.coord.tables.checkregistry import CheckRegistry
 from codefleet.coord.tables.fleetlimits import FleetLimits
 from codefleet.coord.tables.leases import LeaseTable
 from codefleet.coord.tables.messages import Messages
-from codefleet.coord.tables.persons import InteractiveHolders
+from codefleet.coord.tables.persons import Persons
 from codefleet.coord.tables.preimages import Preimages
 from codefleet.coord.tables.questions import Questions
 from codefleet.coord.tables.recovery import Recovery, database_id
@@ -90,7 +90,7 @@ class Engine:
         self.preimages = Preimages(store, tree, clock, cfg.rollback, cfg.preimage_max_bytes)
         self.leases = LeaseTable(store, tree, clock, self.preimages, self.holder)
         self.restores = Restores(self.preimages, self.leases, self.tasks, self.transition, clock)
-        self.person = InteractiveHolders(  # a person's calls: a part that is its own calls object
+        self.person = Persons(  # a person's calls: a part that is its own calls object
             store,
             tree,
             clock,
@@ -136,7 +136,7 @@ class Engine:
             self.take_backs,
             recovery=self.recovery,
             restores=self.restores,
-            interactive=self.person,
+            persons=self.person,
             config=cfg,
         )
         self.load()

@@ -31,7 +31,7 @@ from codefleet.coord.policy.stacks import may_stack
 from codefleet.coord.tables.agentregistry import AgentState
 from codefleet.coord.tables.leases import denial
 from codefleet.coord.tables.liveindex import LiveTask
-from codefleet.coord.tables.persons import TASK_PREFIX as INTERACTIVE_TASK_PREFIX
+from codefleet.coord.tables.persons import TASK_PREFIX as PERSON_TASK_PREFIX
 from codefleet.coord.tables.questions import Question
 from codefleet.coord.tables.readevents import emit_read_events
 from codefleet.errors import InvalidState, NotOwner
@@ -352,7 +352,7 @@ class RunnerCalls:
                     "task_id": r["task_id"],
                     "at": r["at"],
                     "sha256": r["sha256"],
-                    "person": str(r["task_id"]).startswith(INTERACTIVE_TASK_PREFIX),
+                    "person": str(r["task_id"]).startswith(PERSON_TASK_PREFIX),
                 }
                 for r in found
             ]
