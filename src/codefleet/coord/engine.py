@@ -52,7 +52,7 @@ from codefleet.coord.tables.checkregistry import CheckRegistry
 from codefleet.coord.tables.fleetlimits import FleetLimits
 from codefleet.coord.tables.leases import LeaseTable
 from codefleet.coord.tables.messages import Messages
-from codefleet.coord.tables.persons import Persons
+from codefleet.coord.tables.persons import PERSON_KIND, Persons
 from codefleet.coord.tables.preimages import Preimages
 from codefleet.coord.tables.questions import Questions
 from codefleet.coord.tables.recovery import Recovery, database_id
@@ -170,7 +170,7 @@ class Engine:
         agent = self.agents.get(agent_id)
         person = self.person.by_agent.get(agent_id)
         name = agent.name if agent is not None else (person.name if person else None)
-        return name, "interactive" if person is not None else "task"
+        return name, PERSON_KIND if person is not None else "task"
 
     # -- start-up and recovery -----------------------------------------------------------
 
@@ -194,7 +194,7 @@ class Engine:
         self.agents.reload(touched.agents)
         self.leases.reload(touched.lease_tasks)
         self.preimages.reload(touched.lease_tasks)
-        if touched.interactive:
+        if touched.person_sessions:
             self.person.load()
         self.limits.load(self.clock())  # a pause is its events: re-read the last one
         self.sequences.load()  # a few names: a rolled-back definition is forgotten

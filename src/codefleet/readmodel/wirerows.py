@@ -66,7 +66,7 @@ def conflict_head(event: Row) -> bytes:
 
 
 def session_row(session: SessionView, workdir: str) -> Row:
-    """A person's interactive session in the shape of a `GET /agents` row, plus its session."""
+    """A person's session in the shape of a `GET /agents` row, plus its session id and state."""
     wrote = to_iso(session.last_write_at)
     return {
         "id": session.agent_id,

@@ -124,7 +124,7 @@ class Persons:
         """Rebuild from SQLite (start-up, and after a rolled-back transaction)."""
         self.by_session = {}
         self.by_agent = {}
-        for row in self.store.interactive_sessions():
+        for row in self.store.person_sessions():
             session = PersonSession(
                 session_id=row["session_id"],
                 agent_id=row["agent_id"],
@@ -286,7 +286,7 @@ class Persons:
         store = self.store
         if session is None:
             session = self._new_session(session_id, user, now)
-            store.upsert_interactive(session.row())
+            store.upsert_person_session(session.row())
             self._index(session)
             store.emit(
                 EventType.AGENT_REGISTERED,
@@ -303,7 +303,7 @@ class Persons:
             session.ended_at = None
             session.end_reason = None
             session.last_write_at = now
-            store.upsert_interactive(session.row())
+            store.upsert_person_session(session.row())
             store.emit(
                 EventType.AGENT_ONLINE,
                 agent_id=session.agent_id,
@@ -336,7 +336,7 @@ class Persons:
 
     def _touch(self, session: PersonSession, now: datetime) -> None:
         session.last_write_at = max(session.last_write_at, now)
-        self.store.upsert_interactive(session.row())
+        self.store.upsert_person_session(session.row())
 
     def _deny_held(
         self, session: PersonSession, held: list[tuple[str, tuple[str, str]]], tool: str
@@ -365,7 +365,7 @@ class Persons:
         session.active = False
         session.ended_at = now
         session.end_reason = reason.value
-        self.store.upsert_interactive(session.row())
+        self.store.upsert_person_session(session.row())
         self.store.emit(
             EventType.AGENT_OFFLINE,
             agent_id=session.agent_id,
