@@ -33,7 +33,7 @@ __all__ = ["CallParts"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallParts:
-    """One engine's record, tree, clock and parts, and its two hooks."""
+    """One engine's record, tree, clock and parts, and its two callbacks."""
 
     store: Store
     tree: TreeRoot

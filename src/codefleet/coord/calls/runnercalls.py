@@ -1,4 +1,4 @@
-"""The runner's and the hook's calls that find the caller's attempt and write one part.
+"""The runner's and its gate's calls that find the caller's attempt and write one part.
 
 `heartbeat`, `assignment` (its long poll, and `handoff` after a report),
 `start`, `acquire` (and `versions`, a clone runner's grant), `record_change`,

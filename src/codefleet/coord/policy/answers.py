@@ -1,4 +1,4 @@
-"""The engine's answers to runner and hook calls, as frozen values.
+"""The engine's answers to the runner's gate and a person's hook, as frozen values.
 
 The engine returns these; the server turns each into its JSON in one place
 (`transport.answerjson`, and `server.person_routes` for a person's session), so the
