@@ -290,7 +290,7 @@ class ReleaseReason(StrEnum):
     AGENT_REREGISTERED = "agent_reregistered"
     DEADLINE = "deadline"
     CANCELLED = "cancelled"
-    SESSION_END = "session_end"  # a person's interactive session ended (its SessionEnd hook)
+    SESSION_END = "session_end"  # a person's session ended (its SessionEnd hook)
     OPERATOR = "operator"  # `codefleet release`
     INTERACTIVE_IDLE = "interactive_idle"  # a person's session wrote nothing for a while
     FLEET_BUDGET = "fleet_budget"  # the fleet's budget ran out and the stop is hard
