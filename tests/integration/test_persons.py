@@ -3,7 +3,7 @@
 The person's side is the real hook code (`codefleet.hook.command.run`, and the
 `codefleet hook` process itself) talking to a `ServerThread` on loopback; the
 fleet's side is the real `FleetClient`, as a runner uses it. The lifecycle:
-a write takes an interactive lease lazily, shown with its kind in `/leases`
+a write takes a lease lazily, shown with its kind (`interactive`) in `/leases`
 and `/agents`; fleet writes to it are vetoed and requeued, and the scheduler
 keeps overlapping tasks away; SessionEnd, `release` or the idle timeout frees
 it, with an event that says which; nothing is ever rolled back.
