@@ -53,7 +53,7 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
             "codefleet.coord.calls.landingoutcomes",
             "codefleet.coord.calls.landingqueue",
             "codefleet.coord.calls.landingsteps",
-            "codefleet.coord.calls.leasewait",
+            "codefleet.coord.calls.leasewaiting",
             "codefleet.coord.calls.operatorcalls",
             "codefleet.coord.calls.outcomes",
             "codefleet.coord.calls.runnercalls",

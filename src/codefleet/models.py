@@ -3,8 +3,8 @@
 This module owns the vocabulary of CodeFleet: task and agent statuses, error
 kinds, event types, lease reasons and the gated write-tool set. Each name is
 defined once here; the store validates event types against `EventType`, the
-scheduler and engine speak in `TaskStatus`, and the hook gates exactly
-`WRITE_TOOLS`.
+scheduler and engine speak in `TaskStatus`, and both doors (the runner's gate, a
+person's hook) check exactly `WRITE_TOOLS`.
 
 Timestamps are timezone-aware UTC everywhere. On the wire and in SQLite they
 are ISO-8601 text with milliseconds and a `Z` suffix; `to_iso` refuses naive
@@ -294,7 +294,7 @@ class Granularity(StrEnum):
 
 
 class DenyReason(StrEnum):
-    """Why a lease request was refused; the hook turns it into an instruction."""
+    """Why a lease request was refused; each door (the gate, the hook) turns it into an instruction."""
 
     HELD = "held"
     OUTSIDE_WORKDIR = "outside_workdir"
@@ -313,7 +313,7 @@ class ReleaseReason(StrEnum):
     AGENT_REREGISTERED = "agent_reregistered"
     DEADLINE = "deadline"
     CANCELLED = "cancelled"
-    SESSION_END = "session_end"  # a person's interactive session ended (its SessionEnd hook)
+    SESSION_END = "session_end"  # a person's session ended (its SessionEnd hook)
     OPERATOR = "operator"  # `codefleet release`
     INTERACTIVE_IDLE = "interactive_idle"  # a person's session wrote nothing for a while
     FLEET_BUDGET = "fleet_budget"  # the fleet's budget ran out and the stop is hard

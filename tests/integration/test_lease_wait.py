@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from fleet_support import Runner, register
 from test_api_runner import take
-from test_interactive import writes
+from test_persons import writes
 
 from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport

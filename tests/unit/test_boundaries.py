@@ -30,7 +30,7 @@ STORE_MODULES = (
 # the engine's pieces: handed the parts they write through, never the engine itself
 ENGINE_PIECES = (
     "codefleet.coord.calls.arrivals",
-    "codefleet.coord.calls.leasewait",
+    "codefleet.coord.calls.leasewaiting",
     "codefleet.coord.calls.operatorcalls",
     "codefleet.coord.calls.outcomes",
     "codefleet.coord.tables.restores",

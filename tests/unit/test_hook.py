@@ -4,7 +4,7 @@ What Claude Code sends on stdin and what the hook prints back: nothing for "no
 objection", THE PreToolUse deny JSON otherwise, exit 0 always. The server is
 reached only for lease decisions; here it is either never asked (the test's
 `post` fails the test if it is), or a loopback port where nothing listens.
-Answers from a real server are in tests/integration/test_interactive.py.
+Answers from a real server are in tests/integration/test_persons.py.
 """
 
 from __future__ import annotations

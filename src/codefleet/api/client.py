@@ -594,7 +594,7 @@ class FleetClient:
         result: dict[str, Any] = await self._json("POST", f"/tasks/{task_id}/retry")
         return result
 
-    async def release_interactive(self, session_id: str | None, every: bool) -> dict[str, Any]:
+    async def release_person(self, session_id: str | None, every: bool) -> dict[str, Any]:
         """Free a person's session's leases (`codefleet release`)."""
         body: dict[str, Any] = {"all": True} if every else {"session_id": session_id}
         result: dict[str, Any] = await self._json("POST", "/interactive/release", body=body)

@@ -3,8 +3,8 @@
 The engine is composed of parts, each the one writer of its state (docs/
 docs/decisions/0066-the-engine-is-parts-not-mixins.md, "The engine is parts, not mixins"): the task table (`tasks`:
 the live index and `idle_announced`), the agent registry (`agents`), the lease
-mirror (`leases`), the files part (`files`) and its restore steps, the checks
-registry, a person's sessions (`person`), limits and the `alive_at` mark. Pieces
+mirror (`leases`), the pre-images part (`preimages`) and its restore steps, the checks
+registry, a person's sessions (`person`), limits and the `alive_at` mark (`recovery`). Pieces
 with no state of their own are handed the parts and `transition`: the tick
 (`ticks`), an attempt's report (`outcomes`), a runner's arrival and departure
 (`arrivals`) and the take-back steps they share (`takebacks`).
@@ -37,7 +37,7 @@ from datetime import datetime
 from codefleet.coord.calls.arrivals import Arrivals
 from codefleet.coord.calls.callparts import CallParts
 from codefleet.coord.calls.landingqueue import LandingQueue
-from codefleet.coord.calls.leasewait import LeaseWaiting
+from codefleet.coord.calls.leasewaiting import LeaseWaiting
 from codefleet.coord.calls.operatorcalls import OperatorCalls
 from codefleet.coord.calls.outcomes import Outcomes
 from codefleet.coord.calls.runnercalls import RunnerCalls
@@ -51,11 +51,11 @@ from codefleet.coord.tables.agentregistry import AgentRegistry
 from codefleet.coord.tables.checkregistry import CheckRegistry
 from codefleet.coord.tables.fleetlimits import FleetLimits
 from codefleet.coord.tables.leases import LeaseTable
-from codefleet.coord.tables.messages import OperatorMessages
-from codefleet.coord.tables.persons import InteractiveHolders
-from codefleet.coord.tables.preimages import Files
+from codefleet.coord.tables.messages import Messages
+from codefleet.coord.tables.persons import PERSON_KIND, Persons
+from codefleet.coord.tables.preimages import Preimages
 from codefleet.coord.tables.questions import Questions
-from codefleet.coord.tables.recovery import AliveMark, database_id
+from codefleet.coord.tables.recovery import Recovery, database_id
 from codefleet.coord.tables.restores import Restores
 from codefleet.coord.tables.sequences import Sequences
 from codefleet.coord.tables.tasktable import TaskTable
@@ -87,10 +87,10 @@ class Engine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.tasks = TaskTable(store, clock, cfg)
         self.agents = AgentRegistry(store, clock)
-        self.files = Files(store, tree, clock, cfg.rollback, cfg.preimage_max_bytes)
-        self.leases = LeaseTable(store, tree, clock, self.files, self.holder)
-        self.restores = Restores(self.files, self.leases, self.tasks, self.transition, clock)
-        self.person = InteractiveHolders(  # a person's calls: a part that is its own calls object
+        self.preimages = Preimages(store, tree, clock, cfg.rollback, cfg.preimage_max_bytes)
+        self.leases = LeaseTable(store, tree, clock, self.preimages, self.holder)
+        self.restores = Restores(self.preimages, self.leases, self.tasks, self.transition, clock)
+        self.person = Persons(  # a person's calls: a part that is its own calls object
             store,
             tree,
             clock,
@@ -102,9 +102,9 @@ class Engine:
         )
         self.checks = CheckRegistry(store, tree)
         self.limits = FleetLimits(store, Budget(cfg.max_cost, cfg.max_cost_hard))
-        self.messages = OperatorMessages(store, clock, self.transition)
+        self.messages = Messages(store, clock, self.transition)
         self.questions = Questions(store, clock, self.transition, cfg.question_timeout)
-        self.alive = AliveMark(store, clock, cfg.heartbeat_interval)
+        self.recovery = Recovery(store, clock, cfg.heartbeat_interval)
         self.sequences = Sequences(store, clock)
         parts = self._call_parts()
         # the calls objects every route enters by name (`engine.runner.acquire(...)`), no forwards
@@ -136,9 +136,9 @@ class Engine:
         self.ticks = Ticks(
             parts,
             self.take_backs,
-            alive=self.alive,
+            recovery=self.recovery,
             restores=self.restores,
-            interactive=self.person,
+            persons=self.person,
             config=cfg,
         )
         self.load()
@@ -155,7 +155,7 @@ class Engine:
             agents=self.agents,
             tasks=self.tasks,
             leases=self.leases,
-            files=self.files,
+            preimages=self.preimages,
             checks=self.checks,
             limits=self.limits,
             messages=self.messages,
@@ -172,7 +172,7 @@ class Engine:
         agent = self.agents.get(agent_id)
         person = self.person.by_agent.get(agent_id)
         name = agent.name if agent is not None else (person.name if person else None)
-        return name, "interactive" if person is not None else "task"
+        return name, PERSON_KIND if person is not None else "task"
 
     # -- start-up and recovery -----------------------------------------------------------
 
@@ -180,10 +180,10 @@ class Engine:
         """Rebuild memory from SQLite (after a restart nothing is lost)."""
         self.tasks.load()
         now = self.clock()
-        self.agents.load(now, self.alive.downtime(now))
+        self.agents.load(now, self.recovery.downtime(now))
         self.leases.load()
         self.person.load()
-        self.files.load()
+        self.preimages.load()
         self.limits.load(self.clock())
         self.messages.load()
         self.questions.load()
@@ -195,8 +195,8 @@ class Engine:
         self.tasks.reload(touched.tasks)
         self.agents.reload(touched.agents)
         self.leases.reload(touched.lease_tasks)
-        self.files.reload(touched.lease_tasks)
-        if touched.interactive:
+        self.preimages.reload(touched.lease_tasks)
+        if touched.person_sessions:
             self.person.load()
         self.limits.load(self.clock())  # a pause is its events: re-read the last one
         self.sequences.load()  # a few names: a rolled-back definition is forgotten

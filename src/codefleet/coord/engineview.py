@@ -58,7 +58,7 @@ class Liveness:
 
 @dataclass(frozen=True, slots=True)
 class SessionView:
-    """A person's interactive session, as the read model shows it."""
+    """A person's session, as the read model shows it."""
 
     session_id: str
     agent_id: str
@@ -214,30 +214,30 @@ class EngineReads:
         return self._engine.agents.deaf_seconds()
 
     def sessions(self) -> Iterator[SessionView]:
-        """People's interactive sessions, by name."""
-        interactive = self._engine.person
-        for holder in sorted(interactive.by_session.values(), key=lambda h: h.name):
+        """People's sessions, by name."""
+        persons = self._engine.person
+        for session in sorted(persons.by_session.values(), key=lambda s: s.name):
             yield SessionView(
-                holder.session_id,
-                holder.agent_id,
-                holder.name,
-                holder.task_id,
-                holder.title,
-                holder.active,
-                holder.started_at,
-                holder.last_write_at,
-                holder.ended_at,
-                holder.end_reason,
-                len(interactive.leases.paths_of(holder.task_id)),
+                session.session_id,
+                session.agent_id,
+                session.name,
+                session.task_id,
+                session.title,
+                session.active,
+                session.started_at,
+                session.last_write_at,
+                session.ended_at,
+                session.end_reason,
+                len(persons.leases.paths_of(session.task_id)),
             )
 
     def holder(self, agent_id: str) -> tuple[str | None, str]:
-        """(name, kind) of a lease holder: a runner's task, or a person's interactive session."""
+        """(name, kind) of a lease holder: a runner's task, or a person's session."""
         return self._engine.holder(agent_id)
 
     def restoring(self, task_id: str) -> dict[str, str | None]:
         """Paths of the task whose ended attempt is not yet put back, with any restore error."""
-        return dict(self._engine.files.restoring.get(task_id, {}))
+        return dict(self._engine.preimages.restoring.get(task_id, {}))
 
     def limits_view(self, now: datetime) -> dict[str, Any]:
         return self._engine.limits.view(now)

@@ -31,7 +31,7 @@ One worker runs beside each runner of `codefleet run` and beside each `codefleet
 runner`; the server hands each free worker a step of its own, up to
 `landing_parallel` at once (docs/decisions/0137-who-runs-landing-checks.md,
 0160-landing-steps-run-in-parallel.md).
-A worker is never the server process and never on the hook's path; it runs
+A worker is never the server process and never on the pre-write path; it runs
 its checks with the isolation every check has.
 """
 

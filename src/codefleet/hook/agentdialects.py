@@ -36,7 +36,7 @@ CLAUDE: Final = "claude"
 AGENTS: Final = (CLAUDE, "codex", "gemini", "copilot")
 GEMINI_TOOLS: Final = {"write_file": "Write", "replace": "Edit", "read_file": "Read"}
 COPILOT_TOOLS: Final = {"edit": "Edit", "create": "Write"}
-# The holder of a Copilot input without `sessionId`: one per tree (a server serves one
+# The session of a Copilot input without `sessionId`: one per tree (a server serves one
 # tree), spelled as the wire's session ids are (no `/`, so not the cwd; was a 422).
 COPILOT_TREE_SESSION: Final = "copilot-tree"
 

@@ -6,7 +6,7 @@ them. Each call reads the hook JSON Claude Code writes on stdin and exits 0:
 
 - `pre-tool-use` canonicalizes every path the write names with the pre-write
   gate's own function (`paths.TreeRoot.canonical`), asks the server for the
-  leases as the session's interactive holder, and prints nothing (no
+  leases for the person's session, and prints nothing (no
   objection) or THE denial (`toolcalls.writepaths.deny_output`) naming the holder and what
   to do. A path the fleet can never lease (outside the tree, protected)
   cannot collide with it: no objection.

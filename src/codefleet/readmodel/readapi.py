@@ -90,7 +90,7 @@ class Reads:
         ]
 
     def agents(self) -> list[Row]:
-        """Runners (`kind: runner`) then people's interactive sessions (`kind: interactive`).
+        """Runners (`kind: runner`) then people's sessions (`kind: interactive`).
 
         `earlier`: a runner of an earlier run, offline and not heard since the last run
         began (the dashboards fold these into one line)."""

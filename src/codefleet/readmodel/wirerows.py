@@ -21,7 +21,7 @@ from codefleet.models import from_iso, to_iso
 __all__ = ["Row", "conflict_head", "decorate", "encode", "session_row"]
 
 Row = dict[str, Any]
-INTERACTIVE: Final = "interactive"  # the `kind` of a person's session's agent row
+PERSON_KIND: Final = "interactive"  # the wire's `kind` of a person's session's agent row
 _ENCODER: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
@@ -66,12 +66,12 @@ def conflict_head(event: Row) -> bytes:
 
 
 def session_row(session: SessionView, workdir: str) -> Row:
-    """A person's interactive session in the shape of a `GET /agents` row, plus its session."""
+    """A person's session in the shape of a `GET /agents` row, plus its session id and state."""
     wrote = to_iso(session.last_write_at)
     return {
         "id": session.agent_id,
         "name": session.name,
-        "kind": INTERACTIVE,
+        "kind": PERSON_KIND,
         "status": "busy" if session.active else "offline",
         "epoch": 0,
         "current_task_id": session.task_id if session.active else None,

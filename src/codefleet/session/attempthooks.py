@@ -100,7 +100,7 @@ class AttemptLog:
 
 
 def write_hook_timeout(hook_timeout: float, gate: WriteGate) -> float:
-    """The pre-write hook's bound: a parked write may wait the gate's `lease_wait_s` on top."""
+    """The `PreToolUse` hook's bound: a parked write may wait the gate's `lease_wait_s` on top."""
     return hook_timeout + gate.lease_wait_s
 
 

@@ -262,9 +262,9 @@ def _on_acquired(replay: _Replay, event: Row) -> None:
                 event,
             )
     task = replay.tasks.get(task_id)
-    interactive = event["payload"].get("kind") == "interactive"  # a person's session: no attempt
+    person = event["payload"].get("kind") == "interactive"  # a person's session: no attempt
     if (
-        not interactive
+        not person
         and not _back_down(task, event)
         and (task is None or task.status not in IN_FLIGHT)
     ):

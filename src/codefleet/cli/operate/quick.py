@@ -267,7 +267,7 @@ def _unhold(at: Address, names: list[str], as_json: bool) -> int:
 
 
 def _session(at: Address, given: str) -> str:
-    """A full session id from an id, a prefix, or the holder's name (`cli.run.join`'s rule)."""
+    """A full session id from an id, a prefix, or the session's name (`cli.run.join`'s rule)."""
     agents = call(at, "GET", "/agents")["agents"]
     sessions = [a for a in agents if a.get("kind") == "interactive"]
     exact = [a for a in sessions if given in (a["session_id"], a["name"])]

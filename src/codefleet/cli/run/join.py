@@ -8,8 +8,8 @@ session started in the tree asks the server for a lease before it writes;
 this module is even imported; it is here for `--help` and for completeness).
 `release` lets the operator free a person's session's leases. `hold NAME`
 lets a person take a named resource (a person migrating the database by
-hand holds `db`: no fleet task that names it runs meanwhile) as an
-interactive holder `hold-<user>`; `release NAME` gives it back.
+hand holds `db`: no fleet task that names it runs meanwhile) as a person's
+session `hold-<user>`; `release NAME` gives it back.
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def release(
     session: Annotated[
         str | None, typer.Option("--session", help="The Claude Code session id (or its prefix).")
     ] = None,
-    all_interactive: Annotated[
+    every_person: Annotated[
         bool, typer.Option("--all-interactive", help="Release every person's session.")
     ] = False,
     server: ServerOpt = None,
@@ -222,11 +222,11 @@ def release(
 
     Two forms. codefleet release NAME... gives back resources a person took with
     codefleet hold NAME (while held, no fleet task that names one runs). codefleet release
-    --session ID (the session's id, a prefix of it or its holder's name, alice@0aeef531) or
+    --session ID (the session's id, a prefix of it or its name, alice@0aeef531) or
     --all-interactive frees the file leases of a person's Claude Code
     session that joined the lock (codefleet join); that session may write again later.
     """
-    if not names and (session is None) == (not all_interactive):
+    if not names and (session is None) == (not every_person):
         raise fail(RELEASE_FORMS, code=2)
     settings = settings_from(server_url=server, token=token)
     if names:
@@ -235,7 +235,7 @@ def release(
 
     async def go(client: Any) -> dict[str, Any]:
         session_id = await _resolve_session(client, session) if session else None
-        result: dict[str, Any] = await client.release_interactive(session_id, all_interactive)
+        result: dict[str, Any] = await client.release_person(session_id, every_person)
         return result
 
     answer = call_server(settings, go)
@@ -263,7 +263,7 @@ def _release_resources(settings: Settings, names: list[str], json_out: bool) -> 
 
 
 async def _resolve_session(client: Any, given: str) -> str:
-    """A full session id from an id, a prefix, or the holder's name (`alice@0aeef531`)."""
+    """A full session id from an id, a prefix, or the session's name (`alice@0aeef531`)."""
     sessions = [a for a in await client.agents() if a.get("kind") == "interactive"]
     exact = [a for a in sessions if given in (a["session_id"], a["name"])]
     found = exact or [a for a in sessions if a["session_id"].startswith(given)]

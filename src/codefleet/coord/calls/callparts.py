@@ -20,8 +20,8 @@ from codefleet.coord.tables.agentregistry import AgentRegistry
 from codefleet.coord.tables.checkregistry import CheckRegistry
 from codefleet.coord.tables.fleetlimits import FleetLimits
 from codefleet.coord.tables.leases import LeaseTable
-from codefleet.coord.tables.messages import OperatorMessages
-from codefleet.coord.tables.preimages import Files
+from codefleet.coord.tables.messages import Messages
+from codefleet.coord.tables.preimages import Preimages
 from codefleet.coord.tables.questions import Questions
 from codefleet.coord.tables.restores import Transition
 from codefleet.coord.tables.sequences import Sequences
@@ -33,7 +33,7 @@ __all__ = ["CallParts"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallParts:
-    """One engine's record, tree, clock and parts, and its two hooks."""
+    """One engine's record, tree, clock and parts, and its two callbacks."""
 
     store: Store
     tree: TreeRoot
@@ -41,10 +41,10 @@ class CallParts:
     agents: AgentRegistry
     tasks: TaskTable
     leases: LeaseTable
-    files: Files
+    preimages: Preimages
     checks: CheckRegistry
     limits: FleetLimits
-    messages: OperatorMessages
+    messages: Messages
     questions: Questions
     sequences: Sequences
     transition: Transition  # one store transaction, restores after the outermost COMMIT

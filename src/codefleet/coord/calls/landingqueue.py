@@ -86,7 +86,7 @@ class LandingQueue:
         self.clock = parts.clock
         self.tasks = parts.tasks
         self.leases = parts.leases
-        self.files = parts.files
+        self._preimages = parts.preimages  # the pre-images part (`preimages` is the step route)
         self.checks = parts.checks
         self.transition = parts.transition
         self.kick = parts.kick
@@ -341,7 +341,7 @@ class LandingQueue:
         self.steps.heard(handed)
         keep = handed.batch
         rows = self.store.preimages_except(keep)
-        files = self.files.view_files(rows, self.leases.holders_on)
+        files = self._preimages.view_files(rows, self.leases.holders_on)
         unrestorable = uncovered(self.leases.holders, files, lambda holder: holder not in keep)
         return {"step": step_id, "files": files, "unrestorable": unrestorable}
 

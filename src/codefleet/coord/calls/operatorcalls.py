@@ -48,7 +48,7 @@ class OperatorCalls:
         self.clock = parts.clock
         self.agents = parts.agents
         self.tasks = parts.tasks
-        self.files = parts.files
+        self.preimages = parts.preimages
         self.checks = parts.checks
         self.limits = parts.limits
         self.messages = parts.messages
@@ -245,7 +245,7 @@ class OperatorCalls:
                 f"only failed or cancelled tasks can be retried; {task_id} is {status}"
             )
         self.restores.finish([task_id])  # a file repaired since can now be put back
-        stuck = self.files.unrestorable_of(task_id)
+        stuck = self.preimages.unrestorable_of(task_id)
         if stuck:
             raise InvalidState(
                 f"{task_id} still holds {', '.join(sorted(stuck))}, which could not be restored "

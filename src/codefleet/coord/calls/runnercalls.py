@@ -1,4 +1,4 @@
-"""The runner's and the hook's calls that find the caller's attempt and write one part.
+"""The runner's and its gate's calls that find the caller's attempt and write one part.
 
 `heartbeat`, `assignment` (its long poll, and `handoff` after a report),
 `start`, `acquire` (and `versions`, a clone runner's grant), `record_change`,
@@ -31,7 +31,7 @@ from codefleet.coord.policy.stacks import may_stack
 from codefleet.coord.tables.agentregistry import AgentState
 from codefleet.coord.tables.leases import denial
 from codefleet.coord.tables.liveindex import LiveTask
-from codefleet.coord.tables.persons import TASK_PREFIX as INTERACTIVE_TASK_PREFIX
+from codefleet.coord.tables.persons import TASK_PREFIX as PERSON_TASK_PREFIX
 from codefleet.coord.tables.questions import Question
 from codefleet.coord.tables.readevents import emit_read_events
 from codefleet.errors import InvalidState, NotOwner
@@ -74,7 +74,7 @@ class RunnerCalls:
         self.agents = parts.agents
         self.tasks = parts.tasks
         self.leases = parts.leases
-        self.files = parts.files
+        self.preimages = parts.preimages
         self.checks = parts.checks
         self.messages = parts.messages
         self.questions = parts.questions
@@ -241,7 +241,7 @@ class RunnerCalls:
         if not answer.allowed or agent is None or agent.workspace != Workspace.CLONE:
             return answer
         files = dict.fromkeys(file_of(key) for key in answer.granted)
-        stamped = tuple((path, state_sha256(self.files.file_now(path))) for path in files)
+        stamped = tuple((path, state_sha256(self.preimages.file_now(path))) for path in files)
         return replace(answer, versions=stamped)
 
     def deliver(
@@ -357,7 +357,7 @@ class RunnerCalls:
                     "task_id": r["task_id"],
                     "at": r["at"],
                     "sha256": r["sha256"],
-                    "person": str(r["task_id"]).startswith(INTERACTIVE_TASK_PREFIX),
+                    "person": str(r["task_id"]).startswith(PERSON_TASK_PREFIX),
                 }
                 for r in found
             ]
@@ -446,7 +446,7 @@ class RunnerCalls:
     def foreign_preimages(self, task_id: str) -> dict[str, Any]:
         """Pre-images of every path leased by another task: what the isolated view restores."""
         self.tasks.require(task_id)
-        return self.files.foreign_preimages(
+        return self.preimages.foreign_preimages(
             task_id,
             self.leases.holders,
             self.leases.holders_on,

@@ -5,7 +5,7 @@ of a stale or overdue runner, a budget stop, a report, a registration that
 replaces an incarnation, a leave, a cancel. Invariants: a take-back bumps the
 owner's epoch exactly once (going offline counts as the bump), so a fenced
 runner can never report for the attempt again; the leases go with the attempt
-(a failed attempt's files are put back first, `files`); the agent is freed only
+(a failed attempt's files are put back first, `preimages`); the agent is freed only
 if it is still on this task. Each step writes inside the caller's transaction
 and opens none. It owns no state; it is handed the agent registry, the task
 table and the lease table (`CallParts`).

@@ -1,7 +1,7 @@
 """The tick: snapshot the fleet, call the pure scheduler, apply its decisions.
 
 A tick first marks the server alive, finishes restores a failed release left
-due and expires idle interactive sessions; then it snapshots the live index,
+due and expires the idle sessions of people; then it snapshots the live index,
 the agents, the leases and the limits (`snapshot`), lets `scheduler` decide,
 and applies every decision in order in ONE `transition`. The state may have
 moved since the snapshot, so each decision is checked again as it is applied
@@ -10,7 +10,7 @@ attempt goes through `takebacks`; an assignment takes the task's resources
 with it. When a decision can free work for another, the tick asks for the
 next (`kick`). It owns no state (the engine keeps when the next tick runs); it
 is handed the engine's parts, the take-back steps and the parts a tick alone
-uses (the alive mark, the restores, the interactive holders, the settings).
+uses (recovery's alive mark, the restores, the persons' sessions, the settings).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from codefleet.coord.policy.engineconfig import EngineConfig
 from codefleet.coord.policy.stacks import may_stack
 from codefleet.coord.tables.fleetlimits import ResumeReason
 from codefleet.coord.tables.liveindex import LiveTask
-from codefleet.coord.tables.persons import InteractiveHolders
-from codefleet.coord.tables.recovery import AliveMark
+from codefleet.coord.tables.persons import Persons
+from codefleet.coord.tables.recovery import Recovery
 from codefleet.coord.tables.restores import Restores
 from codefleet.models import AgentStatus, ErrorKind, ReleaseReason, TaskStatus, to_iso
 
@@ -46,9 +46,9 @@ class Ticks:
         parts: CallParts,
         take_backs: TakeBacks,
         *,
-        alive: AliveMark,
+        recovery: Recovery,
         restores: Restores,
-        interactive: InteractiveHolders,
+        persons: Persons,
         config: EngineConfig,
     ) -> None:
         self.clock = parts.clock
@@ -60,17 +60,17 @@ class Ticks:
         self.transition = parts.transition
         self.kick = parts.kick
         self.take_backs = take_backs
-        self.alive = alive
+        self.recovery = recovery
         self.restores = restores
-        self.interactive = interactive
+        self.persons = persons
         self.config = config
 
     def tick(self) -> list[sched.Decision]:
         """Snapshot, schedule, apply in one transaction; returns what was decided."""
-        self.alive.mark()
+        self.recovery.mark()
         self.restores.finish_due()  # left over when a release could not commit: finish them first
         now = self.clock()
-        self.interactive.expire_idle(now)
+        self.persons.expire_idle(now)
         window = sched.first_window(self.agents.idle_count())
         decisions = sched.schedule_widening(lambda w: self.snapshot(now, w), now, window)
         if not decisions:

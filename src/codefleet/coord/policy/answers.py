@@ -1,4 +1,4 @@
-"""The engine's answers to runner and hook calls, as frozen values.
+"""The engine's answers to the runner's gate and a person's hook, as frozen values.
 
 The engine returns these; the server turns each into its JSON in one place
 (`transport.answerjson`, and `server.person_routes` for a person's session), so the
@@ -45,13 +45,13 @@ class Denial:
     holder_agent_id: str | None = None
     holder_agent_name: str | None = None
     holder_task_id: str | None = None
-    holder_kind: str | None = None  # `task` or `interactive`, for a held path only
+    holder_kind: str | None = None  # `task`, or `interactive`: a person's session (held only)
     holder_task_title: str | None = None  # a person's session's denials name the task too
 
 
 @dataclass(frozen=True, slots=True)
 class HolderRef:
-    """The interactive holder a person's write was granted to."""
+    """The person's session a write of theirs was granted to."""
 
     agent_id: str
     name: str

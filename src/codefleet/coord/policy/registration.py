@@ -29,11 +29,11 @@ from codefleet.errors import NameInUse, WrongTree
 from codefleet.models import AgentStatus, to_iso
 from codefleet.statedir import TreeClaim, tree_mismatch
 
-__all__ = ["Holder", "check_name", "check_tree"]
+__all__ = ["NameHolder", "check_name", "check_tree"]
 
 
 @dataclass(frozen=True, slots=True)
-class Holder:
+class NameHolder:
     """What the server knows about the process that holds a name."""
 
     agent_id: str
@@ -60,7 +60,7 @@ def check_tree(runner: TreeClaim, server: TreeClaim) -> None:
 
 
 def check_name(
-    holder: Holder,
+    holder: NameHolder,
     host: str | None,
     pid: int | None,
     replace: bool,

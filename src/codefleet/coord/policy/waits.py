@@ -3,7 +3,7 @@
 A fleet task's write refused only because another fleet task holds the path
 may park here instead of being vetoed (docs/decisions/0119-waiting-for-a-lease-instead-of-starting-over.md, "Waiting for a
 lease instead of starting over"). The room owns the parked requests (one per
-task: a session's hook asks for one write at a time) and nothing else: who
+task: a runner's gate asks for one write at a time) and nothing else: who
 holds what is the lease mirror's, and the mirror hands a freed path to the
 first waiter of its queue (priority, then arrival) in the transaction that
 frees it. A wait is an edge waiter-task -> holder-task; a request that would

@@ -49,7 +49,7 @@ class Touched:
     tasks: set[str] = field(default_factory=set)
     agents: set[str] = field(default_factory=set)
     lease_tasks: set[str] = field(default_factory=set)  # tasks whose leases or restores changed
-    interactive: bool = False
+    person_sessions: bool = False
     reset: bool = False  # every table was emptied
 
 

@@ -3,7 +3,7 @@
 `Store` is the database (`database`: the connection, its transactions, held
 row updates) with its event log (`eventlog`) and a method per query of every
 other table: tasks and their edges, agents, leases and the change ledger,
-pre-images and patches, restore intents, checks, sequences, interactive
+pre-images and patches, restore intents, checks, sequences, people's
 sessions and the server's own record. A write marks what it `Touched` (a
 task, an agent, a task's leases or restores), so a rollback's re-read and the
 projection's refresh find every changed row. Invariants held by the schema,
@@ -381,13 +381,13 @@ class Store(EventLog):
     def sequences(self) -> list[Row]:
         return [dict(r) for r in self._read(q.SELECT_SEQUENCES)]
 
-    # -- interactive sessions (a person's own Claude Code session) ------------------------
+    # -- people's sessions (a person's own Claude Code session; table `interactive_sessions`) --
 
-    def upsert_interactive(self, session: Row) -> None:
-        self.touched.interactive = True
+    def upsert_person_session(self, session: Row) -> None:
+        self.touched.person_sessions = True
         self._write(q.UPSERT_INTERACTIVE, session)
 
-    def interactive_sessions(self) -> list[Row]:
+    def person_sessions(self) -> list[Row]:
         return [dict(r) for r in self._read(q.SELECT_INTERACTIVE)]
 
     # -- the server's own record ------------------------------------------------------------

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from codefleet.coord.policy.registration import Holder, check_name
+from codefleet.coord.policy.registration import NameHolder, check_name
 from codefleet.coord.policy.scheduler import AgentView
 from codefleet.coord.storage.rows import AgentRow
 from codefleet.coord.storage.store import Store
@@ -56,9 +56,9 @@ class AgentState:
     workspace: str = "tree"  # where it works (`models.Workspace`): the tree, or a clone
     head: str | None = None  # a clone's landed commit, as its last heartbeat said (memory only)
 
-    def holder(self, deaf: float) -> Holder:
+    def holder(self, deaf: float) -> NameHolder:
         heard = self.heard_at(deaf)
-        return Holder(self.id, self.name, self.status, self.host, self.pid, heard)
+        return NameHolder(self.id, self.name, self.status, self.host, self.pid, heard)
 
     def view(self, deaf: float = 0.0) -> AgentView:
         status = (

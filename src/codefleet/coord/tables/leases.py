@@ -11,13 +11,13 @@ touched (`reload`), so it is never ahead of the table.
 
 Acquisition is all-or-nothing over the canonical keys of one request, inside the
 caller's transaction; a task's first key on a file captures the file's pre-image
-(through the files part) before its row is inserted, and a whole file granted to a
+(through the pre-images part) before its row is inserted, and a whole file granted to a
 task that held only parts of it moves its pre-image to the file as it now is with
-only its parts as they were (`Files.rebased`), so others' landed changes stay. A denial is an answer (with
+only its parts as they were (`Preimages.rebased`), so others' landed changes stay. A denial is an answer (with
 the holder). A parked request waits in the wait room (`waits`, filled by
-`leasewait`); a freed key is handed to its first waiter that can take all it
+`leasewaiting`); a freed key is handed to its first waiter that can take all it
 asked, in the transaction that frees it (`_hand_over`), so no other request slips
-in between. Releasing a failed attempt's files asks the files part for restore
+in between. Releasing a failed attempt's files asks the pre-images part for restore
 intents first: every key on those files stays held until they are put back (only
 the parts it held, for a task that held parts).
 
@@ -25,7 +25,7 @@ The write moment is the write latch's (`write_latch`, `coord.policy.writelatch`)
 a grant of parts latches the file to its writer until the write is recorded, so no
 write of a file lands between another task's reading of it for a write and that
 write; what the server itself reads of the file meanwhile (a landed task's patch, a
-check's view) is the file as the writer found it (`Files.hold_still`).
+check's view) is the file as the writer found it (`Preimages.hold_still`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from codefleet.coord.policy.stacks import Stacks
 from codefleet.coord.policy.waits import WaitOutcome, WaitRoom
 from codefleet.coord.policy.writelatch import WriteLatch
 from codefleet.coord.storage.store import Store
-from codefleet.coord.tables.preimages import Files
+from codefleet.coord.tables.preimages import Preimages
 from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
 from codefleet.paths import TreeRoot, lease_keys
 from codefleet.resources import is_resource_key
@@ -72,18 +72,18 @@ class LeaseTable:
         store: Store,
         tree: TreeRoot,
         clock: Callable[[], datetime],
-        files: Files,
+        preimages: Preimages,
         holder_of: HolderOf,
     ) -> None:
         self.store = store
         self.tree = tree
         self.clock = clock
-        self.files = files
+        self.preimages = preimages
         self.holder_of = holder_of
         self.index: KeyIndex[tuple[str, str]] = KeyIndex()  # key -> (agent, task), by file
         self.holders = self.index.held  # every held key -> (agent, task): the index's own dict
         self.of_task: dict[str, set[str]] = {}
-        self.write_latch = WriteLatch(clock, files.hold_still, files.let_go)  # the write moment
+        self.write_latch = WriteLatch(clock, preimages.hold_still, preimages.let_go)  # the write moment
         self.waits = WaitRoom()
         self.stacks = Stacks()  # files passed on by tasks waiting to land (`policy.stacks`)
         self.on_unwound: Unwound = lambda _tasks, _under: None  # set by the engine
@@ -189,7 +189,7 @@ class LeaseTable:
             return Request(door, rejected=tuple(rejected), busy=busy, ours=not (rejected or busy))
         held = tuple(self.held_by_others(keys, task_id))
         stackable = False  # a stack is undone by restores: never without pre-images
-        if held and may_stack is not None and self.files.rollback:
+        if held and may_stack is not None and self.preimages.rollback:
             stackable = may_stack(list(held))
         return Request(door, held=held, stackable=stackable)
 
@@ -245,12 +245,12 @@ class LeaseTable:
                 if not is_resource_key(path) and not self._on_file_of(path, task_id)
             }
         )  # a task's first key on a file captures the file; a resource has no pre-image
-        rebased, refused = self.files.rebased(task_id, self._upgrades(task_id, keys))
+        rebased, refused = self.preimages.rebased(task_id, self._upgrades(task_id, keys))
         if not refused:
-            refused = self.files.capture_preimages(task_id, new_files)
+            refused = self.preimages.capture_preimages(task_id, new_files)
         if refused:
             return LeaseAnswer.deny(refused)
-        self.files.rebase(task_id, rebased)
+        self.preimages.rebase(task_id, rebased)
         for key, (under_agent, under_task) in stacked:
             self._move(key, under_task, (agent_id, task_id), tool, stacked_on=under_task)
             self.stacks.push(key, under_task, under_agent)
@@ -401,16 +401,16 @@ class LeaseTable:
             after = self._passed_on(task_id)
             if after or self.paths_of(task_id):  # a pre-image is of a file held or passed on
                 parts = self.part_names(task_id)
-                self.files.record_patches(task_id, parts, self.holders_on, after)
+                self.preimages.record_patches(task_id, parts, self.holders_on, after)
             self.stacks.landed(task_id)
         else:
             self._unwind(task_id)
-        restoring = self.files.restoring.get(task_id, {})
+        restoring = self.preimages.restoring.get(task_id, {})
         held = {k for k in self.paths_of(task_id) if file_of(k) not in restoring}
         if not held:
             return
         if not succeeded:
-            kept = self.files.request_restores(task_id, {file_of(k) for k in held}, reason)
+            kept = self.preimages.request_restores(task_id, {file_of(k) for k in held}, reason)
             held = {k for k in held if file_of(k) not in kept}
         self.drop(task_id, held, reason)
 
@@ -437,7 +437,7 @@ class LeaseTable:
             top = self.holders[path][1]
             self._move(path, top, (agent_id, task_id), "unwind", unwound=[*above, top])
             for stacked in (*above, top):
-                self.files.forget(stacked, path)
+                self.preimages.forget(stacked, path)
                 if stacked not in victims:
                     victims.append(stacked)
         if victims:

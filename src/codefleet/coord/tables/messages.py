@@ -37,7 +37,7 @@ from codefleet.models import (
     to_iso,
 )
 
-__all__ = ["NEXT_ATTEMPT", "RUNNING", "Message", "OperatorMessages"]
+__all__ = ["NEXT_ATTEMPT", "RUNNING", "Message", "Messages"]
 
 RUNNING: Final = "running"
 NEXT_ATTEMPT: Final = "next_attempt"
@@ -66,7 +66,7 @@ class Message:
         }
 
 
-class OperatorMessages:
+class Messages:
     """Each task's operator messages; the one writer of `operator_message*` events."""
 
     def __init__(self, store: Store, clock: Callable[[], datetime], transition: Transition) -> None:

@@ -1,14 +1,15 @@
-"""Interactive holders: a person's own Claude Code session inside the lock.
+"""Persons: a person's own Claude Code session inside the lock.
 
 A session that ran `codefleet hook pre-tool-use` (installed by `codefleet
-join`) becomes an interactive agent named after the person and the session
-(`alice@0aeef531`) holding an open-ended interactive task (`i-0aeef531`). Its
-leases are rows of `file_leases` under that task id, taken lazily at each
-write like a runner's, so the one primary key keeps excluding everybody: a
-fleet write to a person's file is vetoed and requeued with the path in its
-scope, and the scheduler counts the person's paths as busy.
+join`) becomes a person's session: an agent named after the person and the
+session (`alice@0aeef531`) holding an open-ended task of its own (`i-0aeef531`);
+the wire and the tables call its kind `interactive`. Its leases are rows of
+`file_leases` under that task id, taken lazily at each write like a runner's,
+so the one primary key keeps excluding everybody: a fleet write to a person's
+file is vetoed and requeued with the path in its scope, and the scheduler counts
+the person's paths as busy.
 
-What an interactive holder never is: scheduled (it is not in the agent
+What a person's session never is: scheduled (it is not in the agent
 registry the scheduler sees, and its task is not in the task graph), retried,
 fenced (it has no epoch), or rolled back (no pre-images are taken: its edits
 are the person's). Its leases go, all at once, at `SessionEnd`, by an
@@ -16,7 +17,7 @@ operator's `codefleet release`, or when the session has not written for
 `interactive_idle` seconds; each is one `agent_offline` event with
 `kind: interactive` and the reason, after a `lease_released` per path.
 
-This part owns the holders (`by_session`, `by_agent`); the lease table owns
+This part owns the sessions (`by_session`, `by_agent`); the lease table owns
 the lease mirror, which this part changes only through its `grant` and
 `drop`. It is handed the lease table, the name lookup of lease holders and
 the engine's `kick` and `transition` (every write here is one), never the engine.
@@ -51,11 +52,11 @@ from codefleet.models import (
 from codefleet.paths import TreeRoot, lease_keys
 from codefleet.resources import resource_key
 
-__all__ = ["INTERACTIVE", "Holder", "InteractiveHolders"]
+__all__ = ["PERSON_KIND", "PersonSession", "Persons"]
 
 log = logging.getLogger(__name__)
 
-INTERACTIVE: Final = "interactive"  # the `kind` of an interactive agent, task and lease
+PERSON_KIND: Final = "interactive"  # the wire's `kind` of a person's session's agent, task, lease
 TASK_PREFIX: Final = "i-"
 # Paths the fleet can never lease: a person's write there cannot collide with an agent's
 # (a hard-linked file is one no task may lease either).
@@ -67,7 +68,7 @@ RANDOM_ID: Final = re.compile(r"[0-9a-fA-F-]+")  # a session id a prefix may sta
 
 
 @dataclass(slots=True)
-class Holder:
+class PersonSession:
     session_id: str
     agent_id: str
     name: str
@@ -94,8 +95,8 @@ class Holder:
         }
 
 
-class InteractiveHolders:
-    """The interactive holders of one engine; every method runs on the engine's thread."""
+class Persons:
+    """The sessions of people in one engine; every method runs on the engine's thread."""
 
     def __init__(
         self,
@@ -116,15 +117,15 @@ class InteractiveHolders:
         self.holder_of = holder_of
         self.kick = kick
         self.idle_after = timedelta(seconds=idle_after)
-        self.by_session: dict[str, Holder] = {}
-        self.by_agent: dict[str, Holder] = {}
+        self.by_session: dict[str, PersonSession] = {}
+        self.by_agent: dict[str, PersonSession] = {}
 
     def load(self) -> None:
         """Rebuild from SQLite (start-up, and after a rolled-back transaction)."""
         self.by_session = {}
         self.by_agent = {}
-        for row in self.store.interactive_sessions():
-            holder = Holder(
+        for row in self.store.person_sessions():
+            session = PersonSession(
                 session_id=row["session_id"],
                 agent_id=row["agent_id"],
                 name=row["name"],
@@ -136,11 +137,11 @@ class InteractiveHolders:
                 ended_at=from_iso(row["ended_at"]) if row["ended_at"] else None,
                 end_reason=row["end_reason"],
             )
-            self._index(holder)
+            self._index(session)
 
-    def _index(self, holder: Holder) -> None:
-        self.by_session[holder.session_id] = holder
-        self.by_agent[holder.agent_id] = holder
+    def _index(self, session: PersonSession) -> None:
+        self.by_session[session.session_id] = session
+        self.by_agent[session.agent_id] = session
 
     # -- the hook's calls ----------------------------------------------------------------
 
@@ -149,25 +150,25 @@ class InteractiveHolders:
         keys, skipped, rejected = self._keys(paths)
         if rejected:
             return LeaseAnswer.deny(rejected)
-        if not keys:  # nothing the fleet could ever lease: no holder, no lease
+        if not keys:  # nothing the fleet could ever lease: no session, no lease
             return LeaseAnswer(True, skipped=tuple(skipped))
         now = self.clock()
         with self.transition():
-            holder = self._holder(session_id, user, now)
-            refused = self._take(holder, keys, tool)
+            session = self._session(session_id, user, now)
+            refused = self._take(session, keys, tool)
             if refused is not None:
                 return refused
-            self._touch(holder, now)
-        ref = HolderRef(holder.agent_id, holder.name, holder.task_id)
+            self._touch(session, now)
+        ref = HolderRef(session.agent_id, session.name, session.task_id)
         return LeaseAnswer(True, granted=tuple(keys), skipped=tuple(skipped), holder=ref)
 
-    def _take(self, holder: Holder, keys: list[str], tool: str) -> LeaseAnswer | None:
+    def _take(self, session: PersonSession, keys: list[str], tool: str) -> LeaseAnswer | None:
         """Grant `keys` to the person's session by the lease rule (`policy.leaserule`, the
         person's door: no stack, no pre-image); the denial, or None once granted."""
-        request = self.leases.ask(Door.PERSON, holder.task_id, keys)
+        request = self.leases.ask(Door.PERSON, session.task_id, keys)
         if decide(request) is Verdict.DENY:
-            return self._deny_held(holder, list(request.held), tool)
-        self.leases.grant(keys, holder.agent_id, holder.task_id, tool, kind=INTERACTIVE)
+            return self._deny_held(session, list(request.held), tool)
+        self.leases.grant(keys, session.agent_id, session.task_id, tool, kind=PERSON_KIND)
         return None
 
     def record_change(
@@ -182,26 +183,26 @@ class InteractiveHolders:
             self._record_reads(session_id, keys, tool, sha256, to_iso(now))
             return
         with self.transition():
-            holder = self._holder(session_id, user, now)
+            session = self._session(session_id, user, now)
             for key in keys:
-                self.store.insert_change(holder.task_id, holder.agent_id, key, tool, to_iso(now))
+                self.store.insert_change(session.task_id, session.agent_id, key, tool, to_iso(now))
                 self.store.emit(
                     EventType.FILE_CHANGED,
-                    task_id=holder.task_id,
-                    agent_id=holder.agent_id,
+                    task_id=session.task_id,
+                    agent_id=session.agent_id,
                     path=key,
                     tool=tool,
-                    kind=INTERACTIVE,
+                    kind=PERSON_KIND,
                 )
-            self._touch(holder, now)
+            self._touch(session, now)
 
     def _record_reads(
         self, session_id: str, keys: list[str], tool: str, sha256: str | None, at: str
     ) -> None:
-        """`read` rows, without making a holder of a session that has not written yet."""
-        holder = self.by_session.get(session_id)
-        task_id = holder.task_id if holder else f"{TASK_PREFIX}{session_id[:8]}"
-        agent_id = holder.agent_id if holder else ""
+        """`read` rows, without starting the session of one that has not written yet."""
+        session = self.by_session.get(session_id)
+        task_id = session.task_id if session else f"{TASK_PREFIX}{session_id[:8]}"
+        agent_id = session.agent_id if session else ""
         with self.transition():
             self.store.insert_reads([(task_id, agent_id, k, tool, at, None, sha256) for k in keys])
 
@@ -212,15 +213,15 @@ class InteractiveHolders:
         if every:
             targets = [h for h in self.by_session.values() if h.active]
         else:
-            holder = self.by_session.get(session_id or "")
-            if holder is None and reason is not ReleaseReason.SESSION_END:
+            session = self.by_session.get(session_id or "")
+            if session is None and reason is not ReleaseReason.SESSION_END:
                 raise NotFound(f"no interactive session {session_id}", {"session_id": session_id})
-            targets = [holder] if holder is not None and holder.active else []
+            targets = [session] if session is not None and session.active else []
         now = self.clock()
         released = []
         with self.transition():
-            for holder in sorted(targets, key=lambda h: h.name):
-                released.append(self._end(holder, reason, now))
+            for session in sorted(targets, key=lambda h: h.name):
+                released.append(self._end(session, reason, now))
         if released:
             self.kick()
         return released
@@ -230,12 +231,12 @@ class InteractiveHolders:
         keys = sorted({resource_key(n) for n in names})
         now = self.clock()
         with self.transition():
-            holder = self._holder(session_id, user, now)
-            refused = self._take(holder, keys, "hold")
+            session = self._session(session_id, user, now)
+            refused = self._take(session, keys, "hold")
             if refused is not None:
                 return refused
-            self._touch(holder, now)
-        ref = HolderRef(holder.agent_id, holder.name, holder.task_id)
+            self._touch(session, now)
+        ref = HolderRef(session.agent_id, session.name, session.task_id)
         return LeaseAnswer(True, granted=tuple(keys), holder=ref)
 
     def unhold(self, names: list[str]) -> dict[str, Any]:
@@ -279,40 +280,40 @@ class InteractiveHolders:
         rejected = [denial(raw, err.reason, err.message) for raw, err in found.rejected]
         return found.keys, found.skipped, rejected
 
-    def _holder(self, session_id: str, user: str, now: datetime) -> Holder:
-        """The session's holder, created or brought back (caller's transaction)."""
-        holder = self.by_session.get(session_id)
+    def _session(self, session_id: str, user: str, now: datetime) -> PersonSession:
+        """The person's session, created or brought back (caller's transaction)."""
+        session = self.by_session.get(session_id)
         store = self.store
-        if holder is None:
-            holder = self._new_holder(session_id, user, now)
-            store.upsert_interactive(holder.row())
-            self._index(holder)
+        if session is None:
+            session = self._new_session(session_id, user, now)
+            store.upsert_person_session(session.row())
+            self._index(session)
             store.emit(
                 EventType.AGENT_REGISTERED,
-                agent_id=holder.agent_id,
-                name=holder.name,
+                agent_id=session.agent_id,
+                name=session.name,
                 epoch=0,
                 pid=None,
-                kind=INTERACTIVE,
+                kind=PERSON_KIND,
                 session_id=session_id,
-                interactive_task=holder.task_id,
+                interactive_task=session.task_id,
             )
-        elif not holder.active:
-            holder.active = True
-            holder.ended_at = None
-            holder.end_reason = None
-            holder.last_write_at = now
-            store.upsert_interactive(holder.row())
+        elif not session.active:
+            session.active = True
+            session.ended_at = None
+            session.end_reason = None
+            session.last_write_at = now
+            store.upsert_person_session(session.row())
             store.emit(
                 EventType.AGENT_ONLINE,
-                agent_id=holder.agent_id,
-                name=holder.name,
-                kind=INTERACTIVE,
+                agent_id=session.agent_id,
+                name=session.name,
+                kind=PERSON_KIND,
                 session_id=session_id,
             )
-        return holder
+        return session
 
-    def _new_holder(self, session_id: str, user: str, now: datetime) -> Holder:
+    def _new_session(self, session_id: str, user: str, now: datetime) -> PersonSession:
         person = USER_CHARS.sub("", user)[:32] or "you"
         taken = {h.task_id for h in self.by_session.values()} | {
             h.name for h in self.by_session.values()
@@ -322,7 +323,7 @@ class InteractiveHolders:
             for s in _shorts(session_id)
             if f"{TASK_PREFIX}{s}" not in taken and f"{person}@{s}" not in taken
         )
-        return Holder(
+        return PersonSession(
             session_id=session_id,
             agent_id=new_agent_id(),
             name=f"{person}@{short}",
@@ -333,21 +334,21 @@ class InteractiveHolders:
             last_write_at=now,
         )
 
-    def _touch(self, holder: Holder, now: datetime) -> None:
-        holder.last_write_at = max(holder.last_write_at, now)
-        self.store.upsert_interactive(holder.row())
+    def _touch(self, session: PersonSession, now: datetime) -> None:
+        session.last_write_at = max(session.last_write_at, now)
+        self.store.upsert_person_session(session.row())
 
     def _deny_held(
-        self, holder: Holder, held: list[tuple[str, tuple[str, str]]], tool: str
+        self, session: PersonSession, held: list[tuple[str, tuple[str, str]]], tool: str
     ) -> LeaseAnswer:
         return self.leases.deny_held(
-            holder.agent_id,
-            holder.name,
-            holder.task_id,
+            session.agent_id,
+            session.name,
+            session.task_id,
             held,
             tool,
             title_of=self._holder_title,
-            kind=INTERACTIVE,
+            kind=PERSON_KIND,
         )
 
     def _holder_title(self, holder_agent: str, holder_task: str) -> str | None:
@@ -358,26 +359,26 @@ class InteractiveHolders:
         row = self.store.task(task_id)
         return str(row["title"]) if row else None
 
-    def _end(self, holder: Holder, reason: ReleaseReason, now: datetime) -> Row:
-        paths = sorted(self.leases.paths_of(holder.task_id))
-        self.leases.drop(holder.task_id, paths, reason)  # no pre-images: nothing to restore
-        holder.active = False
-        holder.ended_at = now
-        holder.end_reason = reason.value
-        self.store.upsert_interactive(holder.row())
+    def _end(self, session: PersonSession, reason: ReleaseReason, now: datetime) -> Row:
+        paths = sorted(self.leases.paths_of(session.task_id))
+        self.leases.drop(session.task_id, paths, reason)  # no pre-images: nothing to restore
+        session.active = False
+        session.ended_at = now
+        session.end_reason = reason.value
+        self.store.upsert_person_session(session.row())
         self.store.emit(
             EventType.AGENT_OFFLINE,
-            agent_id=holder.agent_id,
-            name=holder.name,
+            agent_id=session.agent_id,
+            name=session.name,
             reason=reason,
-            kind=INTERACTIVE,
-            session_id=holder.session_id,
+            kind=PERSON_KIND,
+            session_id=session.session_id,
             paths=paths,
         )
         return {
-            "session_id": holder.session_id,
-            "name": holder.name,
-            "task_id": holder.task_id,
+            "session_id": session.session_id,
+            "name": session.name,
+            "task_id": session.task_id,
             "paths": paths,
             "reason": reason.value,
         }

@@ -1,4 +1,4 @@
-"""The files part: pre-images on first grant, restore or patch at attempt end.
+"""The pre-images part: each file as a task first held it, put back or patched at attempt end.
 
 This part owns `restoring` (task -> path -> the restore's last error, None
 while not tried) and every pre-image, restore-intent and patch row; the lease
@@ -71,7 +71,7 @@ from codefleet.paths import TreeRoot
 from codefleet.rollback import PreImage, TooLarge, capture, current_state, make_patch, restore
 from codefleet.toolcalls.leasekeys import file_of
 
-__all__ = ["Files", "HoldersOn", "PutBack", "uncovered"]
+__all__ = ["HoldersOn", "Preimages", "PutBack", "uncovered"]
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class PutBack:
     image: PreImage | None
 
 
-class Files:
+class Preimages:
     """Pre-images, restore intents and patches of one tree; runs on the engine's thread."""
 
     def __init__(

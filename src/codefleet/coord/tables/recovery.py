@@ -1,7 +1,7 @@
 """Recovery: memory is never ahead of the database, and a restart loses nothing.
 
 Every transition runs in the engine's `transition()`: one store transaction,
-then (after the outermost COMMIT) the file restores it asked for (`files`).
+then (after the outermost COMMIT) the file restores it asked for (`preimages`).
 When the transaction fails, whatever the reason (a COMMIT refused by a full
 disk, a statement that fails, a bug), SQLite rolls it back and the store
 hands over the keys it had touched; the engine's `reload_touched` has each
@@ -13,7 +13,7 @@ runner nor hand every agent a fresh stale window. A SQLite error leaves as `Stor
 was granted that is not stored, and the next call works once the disk does.
 
 Restarts: the fence is a column (`agents.fenced`), and the running server
-records `alive_at` every heartbeat interval (`AliveMark`, which owns when
+records `alive_at` every heartbeat interval (`Recovery`, which owns when
 it last did), so a restarted server credits each agent with its own downtime
 (it could not hear heartbeats meanwhile) instead of restarting every stale
 clock from zero. The database's own identity (`database_id`, made at its first
@@ -33,7 +33,7 @@ from codefleet.coord.tables.liveindex import LiveIndex, live_task
 from codefleet.errors import StoreUnavailable
 from codefleet.models import TaskStatus, from_iso, to_iso
 
-__all__ = ["AliveMark", "database_id", "reload_tasks"]
+__all__ = ["Recovery", "database_id", "reload_tasks"]
 
 log = logging.getLogger(__name__)
 ALIVE_KEY = "alive_at"
@@ -78,8 +78,8 @@ def database_id(store: Store) -> str:
     return made
 
 
-class AliveMark:
-    """The server's own `alive_at` record: written while it runs, read at the next start."""
+class Recovery:
+    """What a restart reads of the last run: the `alive_at` mark it wrote while it ran."""
 
     def __init__(self, store: Store, clock: Callable[[], datetime], interval: float) -> None:
         self.store = store

@@ -1,7 +1,7 @@
 """The restore steps: put a failed attempt's files back after COMMIT, then release them.
 
-Steps 2 and 3 of the three in `files` (step 1, the intent, commits with the
-transition that ends the attempt): the files part puts each file back with no
+Steps 2 and 3 of the three in `preimages` (step 1, the intent, commits with the
+transition that ends the attempt): the pre-images part puts each file back with no
 transaction open, then one transaction of its own settles the outcome: the
 lease table releases what was restored, and a file that could not be put back
 fails its task (`infra`) with its lease still held. The engine finishes the due
@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 
 from codefleet.coord.tables.leases import LeaseTable
-from codefleet.coord.tables.preimages import Files
+from codefleet.coord.tables.preimages import Preimages
 from codefleet.coord.tables.tasktable import TaskTable
 from codefleet.models import ErrorKind
 
@@ -32,17 +32,17 @@ Transition = Callable[[], AbstractContextManager[None]]
 
 
 class Restores:
-    """Finishing the restores the files part has due; runs on the engine's thread."""
+    """Finishing the restores the pre-images part has due; runs on the engine's thread."""
 
     def __init__(
         self,
-        files: Files,
+        preimages: Preimages,
         leases: LeaseTable,
         tasks: TaskTable,
         transition: Transition,
         clock: Callable[[], datetime],
     ) -> None:
-        self.files = files
+        self.preimages = preimages
         self.leases = leases
         self.tasks = tasks
         self.transition = transition
@@ -56,7 +56,7 @@ class Restores:
         transition's failure (it is stored), so it is logged and the next tick
         tries again.
         """
-        due = self.files.restores_due()
+        due = self.preimages.restores_due()
         if not due or self.finishing:
             return
         self.finishing = True
@@ -69,14 +69,14 @@ class Restores:
 
     def finish(self, task_ids: Iterable[str] | None = None) -> None:
         """Put back each task's files, then release them (default: every restore not tried)."""
-        restoring = self.files.restoring
+        restoring = self.preimages.restoring
         for task_id in sorted(restoring if task_ids is None else task_ids):
             if task_id in restoring:
                 self._finish_one(task_id)
 
     def _finish_one(self, task_id: str) -> None:
         parts = self.leases.part_names(task_id)
-        outcomes = self.files.put_back(  # file I/O only
+        outcomes = self.preimages.put_back(  # file I/O only
             task_id,
             parts,
             self.leases.holders_on,
@@ -86,11 +86,11 @@ class Restores:
             failed = []
             for outcome in outcomes:
                 if outcome.error is None:
-                    self.files.settle_restored(outcome)
+                    self.preimages.settle_restored(outcome)
                     keys = self.leases.keys_on(task_id, outcome.row.path)
                     self.leases.drop(task_id, keys, outcome.row.reason)
                 else:
-                    failed.append(self.files.settle_unrestorable(outcome))
+                    failed.append(self.preimages.settle_unrestorable(outcome))
             if failed:
                 self._fail_unrestored(task_id, failed)
 

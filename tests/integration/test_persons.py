@@ -3,7 +3,7 @@
 The person's side is the real hook code (`codefleet.hook.command.run`, and the
 `codefleet hook` process itself) talking to a `ServerThread` on loopback; the
 fleet's side is the real `FleetClient`, as a runner uses it. The lifecycle:
-a write takes an interactive lease lazily, shown with its kind in `/leases`
+a write takes a lease lazily, shown with its kind (`interactive`) in `/leases`
 and `/agents`; fleet writes to it are vetoed and requeued, and the scheduler
 keeps overlapping tasks away; SessionEnd, `release` or the idle timeout frees
 it, with an event that says which; nothing is ever rolled back.
@@ -278,17 +278,17 @@ async def test_the_operator_releases_one_session_or_all_of_them(
     assert writes(server, workdir, "a.py", ADA) == ""
     assert writes(server, workdir, "pkg/b.py", BOB) == ""
 
-    one = await client.release_interactive(BOB, every=False)
+    one = await client.release_person(BOB, every=False)
     assert [(r["name"], r["paths"], r["reason"]) for r in one["released"]] == [
         ("bob@1b2c3d4e", ["pkg/b.py"], "operator")
     ]
     assert set(await leases(client)) == {"a.py"}
 
-    rest = await client.release_interactive(None, every=True)
+    rest = await client.release_person(None, every=True)
     assert [r["name"] for r in rest["released"]] == ["ada@0aeef531"]
     assert await leases(client) == {}
     with pytest.raises(NotFound):
-        await client.release_interactive("no-such-session", every=False)
+        await client.release_person("no-such-session", every=False)
 
 
 async def test_an_idle_session_is_released_with_an_event_that_says_so(

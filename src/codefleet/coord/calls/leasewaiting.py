@@ -25,7 +25,7 @@ from pathlib import Path
 from codefleet.coord.calls.callparts import CallParts
 from codefleet.coord.policy.answers import LeaseAnswer, WaitReport
 from codefleet.coord.policy.waits import Contender, Waiter, WaitOutcome, holder_ends_soon
-from codefleet.coord.tables.persons import TASK_PREFIX as INTERACTIVE_TASK_PREFIX
+from codefleet.coord.tables.persons import TASK_PREFIX as PERSON_TASK_PREFIX
 from codefleet.models import EventType
 from codefleet.rollback import content_sha256
 from codefleet.toolcalls.leasekeys import file_of
@@ -157,7 +157,7 @@ class LeaseWaiting:
 
     def _fleet_ends_soon(self, holder_task_id: str) -> bool:
         """A fleet task's attempt expected to end within the bound (never a person's session)."""
-        if holder_task_id.startswith(INTERACTIVE_TASK_PREFIX):
+        if holder_task_id.startswith(PERSON_TASK_PREFIX):
             return False
         holder = self.tasks.index.in_flight.get(holder_task_id)
         if holder is None or holder.assigned_at is None:
