@@ -83,7 +83,8 @@ class LeaseTable:
         self.index: KeyIndex[tuple[str, str]] = KeyIndex()  # key -> (agent, task), by file
         self.holders = self.index.held  # every held key -> (agent, task): the index's own dict
         self.of_task: dict[str, set[str]] = {}
-        self.write_latch = WriteLatch(clock, preimages.hold_still, preimages.let_go)  # the write moment
+        # the write moment (`coord.policy.writelatch`)
+        self.write_latch = WriteLatch(clock, preimages.hold_still, preimages.let_go)
         self.waits = WaitRoom()
         self.stacks = Stacks()  # files passed on by tasks waiting to land (`policy.stacks`)
         self.on_unwound: Unwound = lambda _tasks, _under: None  # set by the engine
