@@ -10,6 +10,7 @@ change fixed in place) and without it (rolled back and redone), and ends green e
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from codefleet.api.client import FleetClient
 from codefleet.fleet.local import FleetOptions, run_fleet
 from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, load_script
+from codefleet.fleet.scriptwaits import LIVENESS_EVERY_S
 from codefleet.server.thread import ServerThread
 
 
@@ -137,6 +139,49 @@ async def test_a_wait_past_its_timeout_gives_up_naming_what_and_the_limit(
         in (a["error"])
     )
     assert "gave up waiting for A to succeed: it is failed" in b["error"]
+
+
+async def test_a_lease_wait_alone_on_the_server_waits_for_a_task_added_later(
+    make_server: Callable[..., ServerThread], workdir: Path, wait_until: Any
+) -> None:
+    """H waits for another task to hold x.txt while it is the only task: none has ended,
+    so it keeps waiting; L, added once H has waited past a liveness poll, takes x.txt."""
+    server = make_server(**FAST)
+    script = {"H": [{"wait_leased": "x.txt"}], "L": [{"write": {"path": "x.txt", "content": "L\n"}}, {"wait_succeeded": "H"}]}  # fmt: skip
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": "H", "title": "h", "description": "h", "max_attempts": 1}]
+        )
+        fleet = asyncio.create_task(drain(server, workdir, script))
+        await wait_until(lambda: _status(client, "H", "running"))
+        await asyncio.sleep(2 * LIVENESS_EVERY_S)  # H's wait has asked who else is alive
+        await client.create_tasks([{"id": "L", "title": "l", "description": "l"}])
+        await fleet
+        statuses = [(await client.task(t))["status"] for t in ("H", "L")]
+
+    assert statuses == ["succeeded", "succeeded"]
+
+
+async def test_a_lease_wait_gives_up_once_every_other_task_has_ended(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    server = make_server(**FAST)
+    tasks = [
+        {"id": "H", "title": "h", "description": "h", "max_attempts": 1},
+        {"id": "O", "title": "o", "description": "o"},
+    ]
+    script = {"H": [{"wait_leased": "x.txt", "timeout": 600}], "O": []}
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(tasks)
+        await drain(server, workdir, script)
+        h = await client.task("H")
+
+    assert h["status"] == "failed"
+    assert "lease on x.txt: every other task has ended" in h["error"]
+
+
+async def _status(client: FleetClient, task_id: str, status: str) -> bool:
+    return bool((await client.task(task_id))["status"] == status)
 
 
 async def drain_steps(server: ServerThread, workdir: Path, script: Any) -> Any:

@@ -4,7 +4,8 @@ A wait on another task (`wait_succeeded`, `wait_landing`) gives up at once when 
 task can no longer get there (it failed, was cancelled, or is past the state waited
 for), and never while it is alive: running, waiting to land, landing, or pending with
 attempts left. A wait on a lease or an event (`wait_leased`, `wait_acquired`,
-`wait_denied`, `wait_parked`) gives up once no other task is alive to cause it. Every
+`wait_denied`, `wait_parked`) gives up once every other task has ended (while there is
+none yet, an operator may still add one, so it waits). Every
 wait also stops at its limit: the step's `timeout: S`, else the script's
 `wait_timeout: S`, else `DEFAULT_WAIT_S` (long enough for a landing: a check, a verify
 and a landing check on a real library took 50 s). The give-up names what it waited
@@ -121,7 +122,7 @@ async def _poll(
         if possible is not None and now - asked >= every:
             asked = now
             if not await possible():
-                return f"gave up waiting for {what}: nothing left that could do it"
+                return f"gave up waiting for {what}: every other task has ended"
         if now - started > limit:
             return (
                 f"gave up waiting for {what} after {limit:g} s, its limit (a step's "
@@ -132,9 +133,10 @@ async def _poll(
 
 
 async def _others_alive(attempt: Attempt) -> bool:
-    """Whether a task other than this attempt's may still take a lease or cause an event."""
-    tasks = await attempt.gate.client.tasks()
-    return any(t["id"] != attempt.task_id and t["status"] not in TERMINAL_STATUSES for t in tasks)
+    """Whether a task other than this attempt's may still take a lease or cause an event:
+    one that has not ended, or none yet (a task added later may)."""
+    others = [t for t in await attempt.gate.client.tasks() if t["id"] != attempt.task_id]
+    return not others or any(t["status"] not in TERMINAL_STATUSES for t in others)
 
 
 async def _heard(attempt: Attempt, text: str) -> bool:
