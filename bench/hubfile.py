@@ -102,6 +102,10 @@ class OneImportBlock:
     """Python's parts as they were before decision 0165: the import statements right after
     the header are one part, `<imports>` (a bench's stand-in mapper, never the product's)."""
 
+    @property
+    def max_bytes(self) -> int:
+        return PYTHON.max_bytes
+
     def index(self, text: str | bytes) -> Index | None:
         index = PYTHON.index(text)
         if index is None:
