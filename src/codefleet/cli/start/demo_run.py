@@ -21,9 +21,8 @@ installed; without it, unsandboxed for the scripted model only (`demo_shell`).
 `--dry-run` plays `demo-script.yaml` through the scripted executor: same
 server, scheduler, leases and veto, no model, deterministic.
 
-`--example typescript` runs another shipped example the same way (`EXAMPLES`): a
-TypeScript repository whose two tasks add a handler each to `src/router.ts` side by
-side (by part, under its integration check), then a third routes both.
+`--example typescript` runs another shipped example (`EXAMPLES`) the same way: two
+tasks add a handler each to one TypeScript file side by side.
 
 `--offline --mixed` makes the last runner a Codex runner (`codex-N`, the real Codex
 CLI against the same scripted model, its writes played as patches) and pins the
