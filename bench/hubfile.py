@@ -14,10 +14,15 @@ each a part of its own (decision 0165), against the one `<imports>` block they
 were before (`part, one import block`: the same parts, the first run of imports
 merged into one part, as `parts.python` mapped it then).
 
+With `--language typescript` or `go` the hub is `hub.ts` or `hub.go` (`Hub`), one
+function per task in that language, its imports in that language's syntax
+(`import * as mod_i from "./mod_i";`, `import "mod_i"`); `part, one import block`
+is Python's only.
+
 Reported per run: makespan (s), attempts, vetoes (`lease_denied`), edits rolled
 back (`file_restored`).
 
-Run: `uv run python -m bench.hubfile --tasks 2 4 8 [--imports]`.
+Run: `uv run python -m bench.hubfile --tasks 2 4 8 [--imports] [--language go]`.
 """
 
 from __future__ import annotations
@@ -51,9 +56,43 @@ class Figures:
     rolled_back: int
 
 
+@dataclass(frozen=True, slots=True)
+class Hub:
+    """A hub module in one language: its file, its text, and the line each task's import follows."""
+
+    path: str
+    header: str  # up to and including the first import statement: each task adds its own below
+    function: str  # one task's function, `{i}` its number; its body returns "r{i}"
+    new_import: str  # the import statement task i adds, `{i}` its number
+
+    def text(self, tasks: int) -> str:
+        return self.header + "".join(self.function.format(i=i) for i in range(tasks))
+
+
+HUBS = {
+    "python": Hub(
+        "hub.py",
+        '"""The hub every task edits."""\n\nimport os\n',
+        '\n\ndef route_{i}(request):\n    return "r{i}"\n',
+        "import mod_{i}\n",
+    ),
+    "typescript": Hub(
+        "hub.ts",
+        '// The hub every task edits.\n\nimport * as os from "node:os";\n',
+        '\nexport function route_{i}(request: string): string {{\n  return "r{i}";\n}}\n',
+        'import * as mod_{i} from "./mod_{i}";\n',
+    ),
+    "go": Hub(
+        "hub.go",
+        '// Package hub is the hub every task edits.\npackage hub\n\nimport "os"\n',
+        '\nfunc Route{i}(request string) string {{\n\treturn "r{i}"\n}}\n',
+        'import "mod_{i}"\n',
+    ),
+}
+
+
 def hub(tasks: int) -> str:
-    body = "".join(f'\n\ndef route_{i}(request):\n    return "r{i}"\n' for i in range(tasks))
-    return '"""The hub every task edits."""\n\nimport os\n' + body
+    return HUBS["python"].text(tasks)
 
 
 ONE_BLOCK = "part, one import block"  # the mode of `OneImportBlock`
@@ -62,6 +101,10 @@ ONE_BLOCK = "part, one import block"  # the mode of `OneImportBlock`
 class OneImportBlock:
     """Python's parts as they were before decision 0165: the import statements right after
     the header are one part, `<imports>` (a bench's stand-in mapper, never the product's)."""
+
+    @property
+    def max_bytes(self) -> int:
+        return PYTHON.max_bytes
 
     def index(self, text: str | bytes) -> Index | None:
         index = PYTHON.index(text)
@@ -82,64 +125,71 @@ class OneImportBlock:
 
 
 def workload(
-    tasks: int, think_s: float = THINK_S, imports: bool = False
+    tasks: int, think_s: float = THINK_S, imports: bool = False, language: str = "python"
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     graph, script = [], {}
+    spec = HUBS[language]
+    anchor = spec.header.splitlines(keepends=True)[-1]  # the first import statement
     for i in range(tasks):
         task_id = f"T{i:02d}"
         graph.append({"id": task_id, "title": task_id, "description": f"change route_{i}"})
         first = (
             {
                 "edit": {
-                    "path": "hub.py",
-                    "old": "import os\n",
-                    "new": f"import os\nimport mod_{i}\n",
+                    "path": spec.path,
+                    "old": anchor,
+                    "new": anchor + spec.new_import.format(i=i),
                 }
             }
             if imports
-            else {"edit": {"path": "hub.py", "old": f'"r{i}"', "new": f'"r{i}-changed"'}}
+            else {"edit": {"path": spec.path, "old": f'"r{i}"', "new": f'"r{i}-changed"'}}
         )
         old = f'"r{i}"' if imports else f'"r{i}-changed"'
         script[task_id] = [
-            {"read": "hub.py"},
+            {"read": spec.path},
             {"sleep": think_s},
             first,
             {"sleep": think_s},
-            {"edit": {"path": "hub.py", "old": old, "new": f'"r{i}-done"'}},
+            {"edit": {"path": spec.path, "old": old, "new": f'"r{i}-done"'}},
         ]
     return graph, script
 
 
-async def one_run(tasks: int, mode: str, imports: bool = False) -> Figures:
-    """One run of the hub graph under `mode`: a granularity, or `ONE_BLOCK`."""
+async def one_run(
+    tasks: int, mode: str, imports: bool = False, language: str = "python"
+) -> Figures:
+    """One run of the hub graph in `language` under `mode`: a granularity, or `ONE_BLOCK`."""
     granularity = Granularity.PART if mode == ONE_BLOCK else Granularity(mode)
     mappers = kinds.MAPPERS
     if mode == ONE_BLOCK:  # the one place the bench swaps the mapper: server and runners alike
         kinds.MAPPERS = (((".py", ".pyi"), OneImportBlock()),)  # type: ignore[misc]
     try:
-        return await _one_run(tasks, granularity, mode, imports)
+        return await _one_run(tasks, granularity, mode, imports, language)
     finally:
         kinds.MAPPERS = mappers  # type: ignore[misc]
 
 
-async def _one_run(tasks: int, granularity: Granularity, mode: str, imports: bool) -> Figures:
-    graph, raw = workload(tasks, imports=imports)
+async def _one_run(
+    tasks: int, granularity: Granularity, mode: str, imports: bool, language: str
+) -> Figures:
+    spec = HUBS[language]
+    graph, raw = workload(tasks, imports=imports, language=language)
     with tempfile.TemporaryDirectory(prefix="cf-hub-") as scratch:
         base = Path(scratch)
         tree = base / "tree"
         tree.mkdir()
-        (tree / "hub.py").write_text(hub(tasks))
+        (tree / spec.path).write_text(spec.text(tasks))
         settings = Settings(
             _env_file=None, host="127.0.0.1", port=0, workdir=tree, db=base / "db.sqlite",  # type: ignore[call-arg]
             run_dir=base / "runs", tick_interval=0.05, max_attempts=50, backoff_base=0.0,
             lease_granularity=granularity,
         )  # fmt: skip
         played = await play(settings, graph, raw, runners=tasks)
-        text = (tree / "hub.py").read_text()
+        text = (tree / spec.path).read_text()
     missing = [
         i
         for i in range(tasks)
-        if f'"r{i}-done"' not in text or (imports and f"import mod_{i}\n" not in text)
+        if f'"r{i}-done"' not in text or (imports and spec.new_import.format(i=i) not in text)
     ]
     done = played.tasks
     if missing or any(t["status"] != "succeeded" for t in done):
@@ -173,13 +223,19 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="each task also adds its own import; adds a run with the one import block",
     )
+    parser.add_argument(
+        "--language",
+        choices=sorted(HUBS),
+        default="python",
+        help="the hub's language: one function per task, imports in its syntax",
+    )
     args = parser.parse_args(argv)
     modes = [Granularity.FILE.value, Granularity.PART.value]
-    modes += [ONE_BLOCK] if args.imports else []
+    modes += [ONE_BLOCK] if args.imports and args.language == "python" else []
     rows: list[Figures] = []
     for tasks in args.tasks:
         for mode in modes:
-            rows.append(asyncio.run(one_run(tasks, mode, args.imports)))
+            rows.append(asyncio.run(one_run(tasks, mode, args.imports, args.language)))
             print(rows[-1], file=sys.stderr, flush=True)
     print(table(rows))
     return 0

@@ -185,6 +185,30 @@ def test_a_part_its_file_does_not_have_is_warned_with_the_nearest_unless_new(tre
     assert "number.py has no part apnumbr; did you mean number.py::apnumber?" in parts[0]["message"]
 
 
+def test_a_new_import_statement_is_named_by_its_text_in_the_description(tree: Path) -> None:
+    (tree / "router.ts").write_text('import { a } from "./a";\n\nexport function f() {}\n')
+    graph = (
+        "integration: test\n"
+        "checks: {test: 'true'}\n"
+        "tasks:\n"
+        "  - id: A\n"
+        "    title: a\n"
+        "    description: 'add `import { b } from \"./b\";` to router.ts'\n"
+        "    file_scope: ['router.ts::<import { b } from \"./b\";>']\n"
+        "  - id: B\n"
+        "    title: b\n"
+        "    description: add an import to router.ts\n"
+        "    file_scope: ['router.ts::<import { c } from \"./c\";>']\n"
+    )
+
+    _, report = check_json(tree, graph)
+
+    parts = [w for w in report["warnings"] if w["code"] == "missing_part"]
+    assert [(w["task"], w["path"]) for w in parts] == [
+        ("B", 'router.ts::<import { c } from "./c";>')
+    ]
+
+
 def test_a_scope_naming_the_old_import_block_is_warned_to_name_a_statement(tree: Path) -> None:
     (tree / "hub.py").write_text("import os\nfrom x import y\n\n\ndef f():\n    pass\n")
     graph = (

@@ -160,7 +160,9 @@ def _part_finding(task: ScopedTask, fact: PathFact) -> Finding | None:
     """A part its file does not have, that the description does not name as new work."""
     assert fact.key is not None
     path, name = split_part_key(fact.key)
-    if name is None or fact.parts is None or name in fact.parts or name in task.description:
+    if name is None or fact.parts is None or name in fact.parts:
+        return None
+    if _named_as_new(task.description, name):
         return None
     near = difflib.get_close_matches(name, fact.parts, n=1, cutoff=0.6)
     shown = ", ".join(fact.parts[:PARTS_SHOWN]) + (", …" if len(fact.parts) > PARTS_SHOWN else "")
@@ -182,6 +184,13 @@ def _part_finding(task: ScopedTask, fact: PathFact) -> Finding | None:
         task.id,
         fact.key,
     )
+
+
+def _named_as_new(description: str, name: str) -> bool:
+    """Does the description name the part: by its name, or a statement's part by the
+    statement's own text (`<import { a } from "./a";>` by `import { a } from "./a";`)?"""
+    statement = name.startswith("<") and name.endswith(">") and " " in name
+    return name in description or (statement and name[1:-1] in description)
 
 
 def _import_block_hint(path: str, parts: tuple[str, ...]) -> str:

@@ -35,6 +35,15 @@ def demo(
             "(T4 is Codex's), the veto firing across them.",
         ),
     ] = False,
+    example: Annotated[
+        str,
+        typer.Option(
+            "--example",
+            help="Which example: python (the default: five tasks, a veto, a landing repair) or "
+            "typescript (two tasks add a handler each to src/router.ts side by side; "
+            "--dry-run or live).",
+        ),
+    ] = "python",
     run_dir: RunDirOpt = None,
     commit: Annotated[
         bool,
@@ -58,8 +67,15 @@ def demo(
     if problem:  # refused before a workspace or a server exists
         raise fail(problem)
     demo_run = import_demo_run()
+    chosen = demo_run.EXAMPLES.get(example)
+    if chosen is None:
+        raise fail(f"--example is one of {', '.join(demo_run.EXAMPLES)}, not {example!r}")
+    if mode == "offline" and chosen.model is None:
+        raise fail(f"the {example} example has no scripted model for --offline: use --dry-run")
     try:
-        ok = demo_run.run_demo(mode, settings.run_dir, runners, console, commit=commit, mixed=mixed)
+        ok = demo_run.run_demo(
+            mode, settings.run_dir, runners, console, commit=commit, mixed=mixed, example=example
+        )
     except NotImplementedError as err:
         raise fail(str(err)) from None
     raise typer.Exit(0 if ok else 1)

@@ -21,6 +21,9 @@ installed; without it, unsandboxed for the scripted model only (`demo_shell`).
 `--dry-run` plays `demo-script.yaml` through the scripted executor: same
 server, scheduler, leases and veto, no model, deterministic.
 
+`--example typescript` runs another shipped example (`EXAMPLES`) the same way: two
+tasks add a handler each to one TypeScript file side by side.
+
 `--offline --mixed` makes the last runner a Codex runner (`codex-N`, the real Codex
 CLI against the same scripted model, its writes played as patches) and pins the
 staged collision across agents: T4 needs Codex, T1 and T3 Claude Code, so T4's
@@ -36,6 +39,7 @@ import secrets
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Final
@@ -63,12 +67,35 @@ from codefleet.ui.dashboard import follow_compact
 from codefleet.ui.outofscope import ScopeWatch
 from codefleet.ui.report import print_result
 
-__all__ = ["examples_dir", "make_workspace", "run_demo"]
+__all__ = ["EXAMPLES", "DemoExample", "examples_dir", "make_workspace", "run_demo"]
 
 DEMO_VERIFY = "-m unittest discover -s tests -q"
-# The graph file says `python -m unittest ...` (readable, and right wherever `python` is the
-# interpreter you want); the demo pins the one running CodeFleet instead of trusting PATH.
-DEMO_CHECKS = {"test": python_command(DEMO_VERIFY)}
+
+
+@dataclass(frozen=True, slots=True)
+class DemoExample:
+    """A shipped example the demo runs: files under `examples_dir()`, and its `test` check."""
+
+    repo: str  # the repository, copied into the workspace
+    tasks: str  # the graph
+    script: str  # the dry run's script
+    verify: str  # the `test` check's arguments to the interpreter running CodeFleet
+    model: str | None = None  # the offline model's script; None: no `--offline`
+
+    def checks(self) -> dict[str, str]:
+        """The graph file says `python ...` (readable, and right wherever `python` is the
+        interpreter you want); the demo pins the one running CodeFleet instead of trusting PATH."""
+        return {"test": python_command(self.verify)}
+
+
+EXAMPLES: Final = {
+    "python": DemoExample(
+        "demo-repo", "demo-tasks.yaml", "demo-script.yaml", DEMO_VERIFY, "demo-model.yaml"
+    ),
+    "typescript": DemoExample(
+        "ts-demo", "ts-demo-tasks.yaml", "ts-demo-script.yaml", "tests/check_router.py"
+    ),
+}
 DEMO_AUTHOR = Author("CodeFleet demo", "demo@codefleet.invalid")  # when git knows nobody
 DEMO_IDENTITY = {
     f"GIT_{role}_{part.upper()}": getattr(DEMO_AUTHOR, part)
@@ -85,12 +112,12 @@ def examples_dir() -> Path:
     return Path(__file__).resolve().parents[4] / "examples"
 
 
-def make_workspace(run_dir: Path) -> Path:
-    """A fresh copy of the demo repository under `run_dir`, as a git repository if git exists."""
+def make_workspace(run_dir: Path, repo: str = "demo-repo") -> Path:
+    """A fresh copy of an example repository under `run_dir`, as a git repository if git exists."""
     prepare_dirs(run_dir)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     workspace = (run_dir / f"demo-{stamp}-{secrets.token_hex(2)}").resolve()
-    shutil.copytree(examples_dir() / "demo-repo", workspace / "tree")
+    shutil.copytree(examples_dir() / repo, workspace / "tree")
     if shutil.which("git") is not None:
         init_repository(workspace / "tree")
     return workspace
@@ -114,10 +141,10 @@ def init_repository(tree: Path) -> None:
         subprocess.run(["git", *args], cwd=tree, env=env, check=True, capture_output=True)
 
 
-def demo_executor(mode: str, examples: Path) -> Executor:
+def demo_executor(mode: str, examples: Path, example: DemoExample = EXAMPLES["python"]) -> Executor:
     """The agents of one demo runner: scripted, real CLI + fake model, or real Claude."""
     if mode == "dry-run":
-        return ScriptedExecutor(load_script(examples / "demo-script.yaml"))
+        return ScriptedExecutor(load_script(examples / example.script))
     from codefleet.session.sdk import (
         SessionExecutor,  # on use: only the chosen agent's executor (and its SDK) loads
     )
@@ -133,8 +160,10 @@ def demo_executor(mode: str, examples: Path) -> Executor:
         # first one's requests (its `wait_for` holds would be met by them at once).
         shared_model.cache_clear()
 
+        if example.model is None:
+            raise NotImplementedError("this example has no scripted model: use --dry-run")
         return model_file_executor(
-            examples / "demo-model.yaml",
+            examples / example.model,
             max_turns=limits.max_turns,
             max_budget_usd=limits.task_budget_usd,
         )
@@ -187,9 +216,10 @@ async def _demo(
     console: Console,
     commit: bool,
     mixed: bool = False,
+    example: DemoExample = EXAMPLES["python"],
 ) -> bool:
     examples = examples_dir()
-    graph = load_graph(examples / "demo-tasks.yaml")
+    graph = load_graph(examples / example.tasks)
     if mixed:
         graph = mixed_graph(graph)
     # The committer's git calls run in a worker thread while this one builds the server's app.
@@ -200,11 +230,11 @@ async def _demo(
     )
     with ServerThread(settings) as server:
         committer = await opening if opening is not None else None
-        await _load_and_announce(server, settings, graph, console, committer)
+        await _load_and_announce(server, settings, graph, example, console, committer)
         stop = asyncio.Event()
         follower = asyncio.create_task(follow_compact(server.url, settings.token, console, stop))
         try:
-            result = await _demo_fleet(server, settings, mode, runners, examples, mixed)
+            result = await _demo_fleet(server, settings, mode, runners, example, mixed)
             history = await committer.finish(server.url, settings.token) if committer else None
         finally:
             stop.set()
@@ -235,12 +265,13 @@ async def _load_and_announce(
     server: ServerThread,
     settings: Settings,
     graph: GraphTasks,
+    example: DemoExample,
     console: Console,
     committer: LiveCommitter | None,
 ) -> None:
     """Load the demo's tasks and checks, say where the server, dashboard and branch are."""
     async with FleetClient(server.url, token=settings.token) as client:
-        await client.create_tasks(graph, {**graph.checks, **DEMO_CHECKS})
+        await client.create_tasks(graph, {**graph.checks, **example.checks()})
     tree = escape(str(settings.workdir))
     console.print(f"[bold]server[/] {server.url}  ·  tree {tree}", markup=True)
     console.print(
@@ -260,11 +291,12 @@ async def _demo_fleet(
     settings: Settings,
     mode: str,
     runners: int,
-    examples: Path,
+    example: DemoExample,
     mixed: bool,
 ) -> FleetResult:
     """The demo's runners until the graph drains; with `mixed` the last is a Codex runner."""
-    executor = demo_executor(mode, examples)  # one for every runner, as `run` shares one
+    examples = examples_dir()
+    executor = demo_executor(mode, examples, example)  # one for every runner, as `run` shares one
     codex = mixed_executor(examples) if mixed else None
 
     def kind(n: int) -> str:
@@ -280,7 +312,7 @@ async def _demo_fleet(
     options = FleetOptions(
         runner,
         runners=runners,
-        verify=python_command(DEMO_VERIFY),
+        verify=python_command(example.verify),
         simulated=mode != "live",
         agent_for=kind,
     )
@@ -299,9 +331,12 @@ def run_demo(
     console: Console | None = None,
     commit: bool = True,
     mixed: bool = False,
+    example: str = "python",
 ) -> bool:
+    """Run the demo on a fresh copy of `example` (a key of `EXAMPLES`); True when it passed."""
     console = console or Console()
-    workspace = make_workspace(run_dir)
+    chosen = EXAMPLES[example]
+    workspace = make_workspace(run_dir, chosen.repo)
     settings = Settings(
         host="127.0.0.1",
         port=0,
@@ -317,5 +352,6 @@ def run_demo(
         verify_before_landing=True,
     )
     label = f"{mode}, mixed: Claude Code + Codex" if mixed else mode
+    label += "" if example == "python" else f", the {example} example"
     console.print(f"[bold]CodeFleet demo[/] ({label}) in {escape(str(workspace))}", markup=True)
-    return asyncio.run(_demo(settings, mode, runners, console, commit, mixed))
+    return asyncio.run(_demo(settings, mode, runners, console, commit, mixed, chosen))
