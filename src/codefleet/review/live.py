@@ -151,12 +151,16 @@ class LiveCommitter:
         self._done.add(task_id)
 
     async def _flush(self, client: FleetClient) -> None:
-        """Record the commits on the server; a failed post is tried again with the next event."""
-        if not self._unrecorded:
+        """Record the commits on the server; a failed post is tried again with the next event.
+        The commits are taken before the post: a flush meanwhile (the follower's, `finish`'s)
+        does not post them twice."""
+        taken, self._unrecorded = self._unrecorded, []
+        if not taken:
             return
-        with contextlib.suppress(ServerUnavailable, DomainError):
-            await client.record_commits(self.branch, self._unrecorded)
-            self._unrecorded = []
+        try:
+            await client.record_commits(self.branch, taken)
+        except (ServerUnavailable, DomainError):
+            self._unrecorded = taken + self._unrecorded
 
     def _commit(self, change: TaskChange) -> Made | None:
         old = self._writer.parent if self.progress.commits else None
