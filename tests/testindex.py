@@ -162,7 +162,6 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "a piece of a run the demo drives end to end (the commit series, `--commit`, the Codex runners)",
         (
             "codefleet.review.commitview",
-            "codefleet.review.live",
             "codefleet.session.codexagents",
         ),
     ),
