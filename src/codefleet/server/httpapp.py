@@ -7,10 +7,11 @@ status, validation problems as 422 (without echoing the input back), an
 oversized body as 413, and anything unexpected as a logged 500.
 
 Handlers are `async` and call the engine synchronously, so each transition
-runs whole on the event loop thread: the engine needs no locks. Routes are
-grouped by the object they call: the runner's (`transport.routes`), the
-operator's and the reads (here), a person's session (`person_routes`), the
-landing queue (`landing_routes`), the landed line (`landed_routes`).
+runs whole on the event loop thread: the engine needs no locks. Each route is
+one row (`transport.routetable.Route`), grouped by the object it calls: the
+runner's (`transport.routes`), the operator's, the reads and the events (here,
+over `Served`), a person's session (`person_routes`), the landing queue
+(`landing_routes`), the landed line (`landed_routes`), the metrics.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from starlette.types import Receive, Scope, Send
 
 from codefleet import __version__
 from codefleet.analysis.graphanalysis import analyse
+from codefleet.api.answermodels import Created, ResetDone
 from codefleet.api.wire import (
     AnswerBody,
     BudgetBody,
@@ -335,7 +337,7 @@ async def _create(s: Served, a: Args) -> Answer:
         engine.landing_queue.set_integration(body.integration)
     made = set(created)
     redefined = [t for t in prepared.ids if t not in made]
-    return 201, {"created": created, "redefined": redefined}
+    return 201, Created(created=created, redefined=redefined)
 
 
 async def _define_checks(s: Served, a: Args) -> Answer:
@@ -369,7 +371,7 @@ async def _questions(s: Served, _: Args) -> Answer:
 # message to a task, an answer to an agent's question, the questions. (Operator actions: the
 # token when the server has one.)
 OPERATOR_TASK_ROUTES: Final = (
-    Route("create", "POST", "/tasks", _create, GraphBody, status=201),
+    Route("create", "POST", "/tasks", _create, GraphBody, status=201, answer=Created),
     Route("define_checks", "POST", "/checks", _define_checks, ChecksBody),
     Route("cancel", "POST", "/tasks/{task_id}/cancel", _cancel),
     Route("retry", "POST", "/tasks/{task_id}/retry", _retry),
@@ -410,7 +412,7 @@ async def _reset(s: Served, _: Args) -> Answer:
     if not s.settings.allow_reset:
         raise Forbidden("reset is disabled; set CODEFLEET_ALLOW_RESET=1 on the server")
     s.engine.reset()
-    return 200, {"reset": True}
+    return 200, ResetDone(reset=True)
 
 
 # The operator's calls on the fleet: a fleet's start and end, its commits, a usage-limit pause
@@ -421,7 +423,7 @@ OPERATOR_FLEET_ROUTES: Final = (
     Route("commits", "POST", "/commits", _commits, CommitsBody),
     Route("resume", "POST", "/fleet/resume", _resume),
     Route("budget", "POST", "/fleet/budget", _budget, BudgetBody),
-    Route("reset", "POST", "/reset", _reset),
+    Route("reset", "POST", "/reset", _reset, answer=ResetDone),
 )
 
 

@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from fastapi import FastAPI
 
+from codefleet.api.answermodels import Acknowledged
 from codefleet.api.landingrecords import CheckRun
 from codefleet.api.wire import (
     IntegrationBody,
@@ -55,7 +56,7 @@ async def _preimages(engine: Engine, a: Args) -> Answer:
 
 async def _started(engine: Engine, a: Args) -> Answer:
     engine.landing_queue.started(a.param, a.body.check)
-    return 200, {"ok": True}
+    return 200, Acknowledged(ok=True)
 
 
 async def _beat(engine: Engine, a: Args) -> Answer:
@@ -93,7 +94,15 @@ STEP = "/landing/steps/{step_id}"
 LANDING_ROUTES: Final = (
     Route("claim", "POST", "/landing/claim", _claim, LandingClaimBody),
     Route("preimages", "GET", f"{STEP}/preimages", _preimages, param_type=int),
-    Route("started", "POST", f"{STEP}/started", _started, LandingStartedBody, param_type=int),
+    Route(
+        "started",
+        "POST",
+        f"{STEP}/started",
+        _started,
+        LandingStartedBody,
+        param_type=int,
+        answer=Acknowledged,
+    ),
     Route("beat", "POST", f"{STEP}/beat", _beat, param_type=int),
     Route("result", "POST", f"{STEP}/result", _result, LandingResultBody, param_type=int),
     Route("state", "GET", "/landing", _state),

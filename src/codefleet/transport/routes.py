@@ -22,6 +22,7 @@ from typing import Annotated, Any, Final, Literal
 from fastapi import FastAPI, Query
 from fastapi.exceptions import RequestValidationError
 
+from codefleet.api.answermodels import Registered
 from codefleet.api.wire import (
     AcquireBody,
     ChangeBody,
@@ -53,12 +54,12 @@ from codefleet.transport.routetable import Answer, Args, Handler, Param, Route, 
 __all__ = [
     "ATTEMPT_ROUTES",
     "HOT_ROUTES",
-    "fenced",
     "install_runner_routes",
+    "runner_row",
 ]
 
 
-def fenced(name: str, method: str, path: str, handler: Handler, *more: Any, **kw: Any) -> Route:
+def runner_row(name: str, method: str, path: str, handler: Handler, *more: Any, **kw: Any) -> Route:
     """A row of the runner's: it reads the agent's epoch (`X-Agent-Epoch`), which fences it."""
     return Route(name, method, path, handler, *more, **{**kw, "epoch": True})
 
@@ -104,7 +105,7 @@ async def _change(engine: Engine, a: Args) -> Answer:
     return 202, {}
 
 
-HEARTBEAT = fenced(
+HEARTBEAT = runner_row(
     "heartbeat",
     "POST",
     "/agents/{agent_id}/heartbeat",
@@ -112,11 +113,13 @@ HEARTBEAT = fenced(
     HeartbeatBody,
     optional_body=True,
 )
-ASSIGNMENT = fenced("assignment", "GET", "/agents/{agent_id}/assignment", _assignment, waits=True)
-START = fenced("start", "POST", "/tasks/{task_id}/start", _start, StartBody)
-ACQUIRE = fenced("acquire", "POST", "/leases/acquire", _acquire, AcquireBody)
-CHANGE = fenced("change", "POST", "/changes", _change, ChangeBody, status=202)
-COMPLETE = fenced("complete", "POST", "/tasks/{task_id}/complete", _complete, CompleteBody)
+ASSIGNMENT = runner_row(
+    "assignment", "GET", "/agents/{agent_id}/assignment", _assignment, waits=True
+)
+START = runner_row("start", "POST", "/tasks/{task_id}/start", _start, StartBody)
+ACQUIRE = runner_row("acquire", "POST", "/leases/acquire", _acquire, AcquireBody)
+CHANGE = runner_row("change", "POST", "/changes", _change, ChangeBody, status=202)
+COMPLETE = runner_row("complete", "POST", "/tasks/{task_id}/complete", _complete, CompleteBody)
 HOT_ROUTES: Final = (HEARTBEAT, ASSIGNMENT, START, ACQUIRE, CHANGE, COMPLETE)
 
 
@@ -169,13 +172,15 @@ async def _next_number(engine: Engine, a: Args) -> Answer:
 # An attempt's reads, checks, commands and a clone's delivery of its files; its questions;
 # a session's calls for things that are not files (a few calls, not one per write).
 ATTEMPT_ROUTES: Final = (
-    fenced("reads", "POST", "/tasks/{task_id}/reads", _reads, ReadsBody),
-    fenced("check_event", "POST", "/tasks/{task_id}/checks", _check_event, CheckEventBody),
-    fenced("command_event", "POST", "/tasks/{task_id}/commands", _command_event, CommandEventBody),
-    fenced("delivery", "POST", "/tasks/{task_id}/delivery", _delivery, DeliveryBody),
-    fenced("ask", "POST", "/tasks/{task_id}/questions", _ask, QuestionBody, status=201),
-    fenced("acquire_resource", "POST", "/resources/acquire", _acquire_resource, ResourceBody),
-    fenced("next_number", "POST", "/sequences/next", _next_number, NumberBody),
+    runner_row("reads", "POST", "/tasks/{task_id}/reads", _reads, ReadsBody),
+    runner_row("check_event", "POST", "/tasks/{task_id}/checks", _check_event, CheckEventBody),
+    runner_row(
+        "command_event", "POST", "/tasks/{task_id}/commands", _command_event, CommandEventBody
+    ),
+    runner_row("delivery", "POST", "/tasks/{task_id}/delivery", _delivery, DeliveryBody),
+    runner_row("ask", "POST", "/tasks/{task_id}/questions", _ask, QuestionBody, status=201),
+    runner_row("acquire_resource", "POST", "/resources/acquire", _acquire_resource, ResourceBody),
+    runner_row("next_number", "POST", "/sequences/next", _next_number, NumberBody),
 )
 
 
@@ -200,7 +205,7 @@ def register_route(settings: Settings) -> Route:
         )
         return 200, registered_json(answer, settings, engine.runner.lease_granularity())
 
-    return Route("register", "POST", "/agents/register", register, RegisterBody)
+    return Route("register", "POST", "/agents/register", register, RegisterBody, answer=Registered)
 
 
 async def _leave(engine: Engine, a: Args) -> Answer:
@@ -213,7 +218,9 @@ async def _foreign_preimages(engine: Engine, a: Args) -> Answer:
 
 
 LEAVE_REASON = Param("reason", Annotated[Literal["interrupted"] | None, Query()], None)
-LEAVE = fenced("leave", "DELETE", "/agents/{agent_id}", _leave, status=204, query=(LEAVE_REASON,))
+LEAVE = runner_row(
+    "leave", "DELETE", "/agents/{agent_id}", _leave, status=204, query=(LEAVE_REASON,)
+)
 FOREIGN_PREIMAGES = Route(
     "foreign_preimages", "GET", "/tasks/{task_id}/foreign-preimages", _foreign_preimages
 )

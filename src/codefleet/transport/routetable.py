@@ -129,6 +129,8 @@ def response(status: int, data: Any) -> Response:
         return data
     if status == 204:
         return Response(status_code=204)
+    if isinstance(data, BaseModel):  # a row's typed answer
+        return JSONResponse(data.model_dump(mode="json"), status)
     wire = getattr(data, "to_wire", None)
     return JSONResponse(wire() if wire is not None else data, status)
 
