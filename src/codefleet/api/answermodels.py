@@ -10,11 +10,13 @@ answer's JSON in `transport.answerjson`) need no model here.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 
 from codefleet.models import AgentStatus
 
-__all__ = ["Acknowledged", "Created", "Registered", "ResetDone"]
+__all__ = ["Acknowledged", "Created", "Health", "LandingHealth", "Registered", "ResetDone"]
 
 
 class _Answer(BaseModel):
@@ -43,6 +45,32 @@ class Created(_Answer):
 
     created: list[str]
     redefined: list[str]
+
+
+class LandingHealth(_Answer):
+    """How many tasks wait to land, and whether landing is halted (and nothing else runs)."""
+
+    queued: int
+    halted: bool
+    stuck: bool
+
+
+class Health(_Answer):
+    """`GET /health`: the server's identity and version, its tree and database, and how it is."""
+
+    status: str
+    version: str
+    workdir: str
+    tree_id: str | None
+    database_id: str
+    last_event_id: int
+    live_tasks: int
+    loop_stalled_s: float
+    server_time: str
+    paused_until: str | None
+    in_flight: int
+    budget: dict[str, Any]
+    landing: LandingHealth
 
 
 class Acknowledged(_Answer):

@@ -31,7 +31,7 @@ from starlette.types import Receive, Scope, Send
 
 from codefleet import __version__
 from codefleet.analysis.graphanalysis import analyse
-from codefleet.api.answermodels import Created, ResetDone
+from codefleet.api.answermodels import Created, Health, ResetDone
 from codefleet.api.wire import (
     AnswerBody,
     BudgetBody,
@@ -510,7 +510,7 @@ async def _state(s: Served, _: Args) -> Answer:
 
 
 async def _health(s: Served, _: Args) -> Answer:
-    return 200, s.reads.health()
+    return 200, Health.model_validate(s.reads.health())
 
 
 FLEET_READS: Final = (
@@ -519,7 +519,7 @@ FLEET_READS: Final = (
     Route("resources", "GET", "/resources", _resources),
     Route("conflicts", "GET", "/conflicts", _conflicts, query=(Param("resolved", bool | None),)),
     Route("state", "GET", "/state", _state),
-    Route("health", "GET", "/health", _health),
+    Route("health", "GET", "/health", _health, answer=Health),
 )
 
 
