@@ -11,7 +11,8 @@ retry/patch), so epochs, agent ids and task ids are real.
 
 The properties, for every response: never a 5xx; every 4xx is the one error
 envelope `{"error": {"code", "message", "detail"}}`; data the schema forbids is
-refused (schemathesis' `negative_data_rejection`). `CODEFLEET_FUZZ_EXAMPLES`
+refused (schemathesis' `negative_data_rejection`); a 2xx answer conforms to the
+answer model its route declares (`response_schema_conformance`). `CODEFLEET_FUZZ_EXAMPLES`
 raises the bound for a longer run by hand, `CODEFLEET_FUZZ_RANDOM=1` draws new
 examples instead of CI's fixed ones, and `CODEFLEET_FUZZ_REPORT=FILE` writes the
 figures (examples, statuses) quoted in docs/history/reliability-log.md.
@@ -33,7 +34,10 @@ import schemathesis
 from fleet_support import server_settings
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import negative_data_rejection
+from schemathesis.specs.openapi.checks import (
+    negative_data_rejection,
+    response_schema_conformance,
+)
 
 from codefleet.config import Settings
 from codefleet.server.httpapp import create_app
@@ -159,6 +163,8 @@ def check_response(response: Any, case: Any, kind: str = "stateless") -> None:
     FIGURES[f"{kind}_examples"] += 1
     FIGURES[f"{response.status_code // 100}xx"] += 1
     case.validate_response(response, checks=[not_a_server_error, negative_data_rejection])
+    if 200 <= response.status_code < 300:  # a typed answer (a row's `answer`) is what it says
+        case.validate_response(response, checks=[response_schema_conformance])
     if 400 <= response.status_code < 500:
         assert_envelope(response)
 

@@ -24,7 +24,8 @@ from fleet_support import server_settings
 from codefleet.coord.engine import Engine
 from codefleet.server.thread import ServerThread
 from codefleet.transport.fastpath import FastPath, compile_table, match
-from codefleet.transport.routes import HOT_ROUTES, Answer, Args, HotRoute
+from codefleet.transport.routes import HOT_ROUTES
+from codefleet.transport.routetable import Answer, Args, Route
 
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT")
 JSON = {"content-type": "application/json"}
@@ -167,8 +168,8 @@ def test_the_served_side_has_the_fast_path_and_the_reference_has_none(
 
 
 def test_the_route_table_matches_as_starlette_does() -> None:
-    start = HotRoute("start", "POST", "/tasks/{task_id}/start", _never)
-    change = HotRoute("change", "POST", "/changes", _never)
+    start = Route("start", "POST", "/tasks/{task_id}/start", _never)
+    change = Route("change", "POST", "/changes", _never)
     table = compile_table([start, change])
     assert match(table, "POST", "/tasks/T1/start") == (start, "T1")
     assert match(table, "POST", "/changes") == (change, "")

@@ -7,10 +7,11 @@ status, validation problems as 422 (without echoing the input back), an
 oversized body as 413, and anything unexpected as a logged 500.
 
 Handlers are `async` and call the engine synchronously, so each transition
-runs whole on the event loop thread: the engine needs no locks. Routes are
-grouped by the object they call: the runner's (`transport.routes`), the
-operator's and the reads (here), a person's session (`person_routes`), the
-landing queue (`landing_routes`), the landed line (`landed_routes`).
+runs whole on the event loop thread: the engine needs no locks. Each route is
+one row (`transport.routetable.Route`), grouped by the object it calls: the
+runner's (`transport.routes`), the operator's, the reads and the events (here,
+over `Served`), a person's session (`person_routes`), the landing queue
+(`landing_routes`), the landed line (`landed_routes`), the metrics.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Final, NamedTuple
 
 from fastapi import FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -30,6 +31,7 @@ from starlette.types import Receive, Scope, Send
 
 from codefleet import __version__
 from codefleet.analysis.graphanalysis import analyse
+from codefleet.api.answermodels import Created, Health, ResetDone
 from codefleet.api.wire import (
     AnswerBody,
     BudgetBody,
@@ -75,6 +77,7 @@ from codefleet.transport.fastpath import FastPath
 from codefleet.transport.guards import Guards
 from codefleet.transport.hostcheck import HostNames
 from codefleet.transport.routes import install_runner_routes
+from codefleet.transport.routetable import Answer, Args, Param, Route, install_routes
 from codefleet.treelock import TreeLock
 
 __all__ = ["FleetApp", "create_app"]
@@ -236,11 +239,9 @@ def create_app(settings: Settings) -> FleetApp:
     # the routes, grouped by the object each calls: the runner's calls (`transport.routes`),
     # the operator's, the reads, the events, a person's session, the landing queue, the line
     install_runner_routes(app, engine, settings)
-    _operator_task_routes(app, engine, reads)
-    _operator_fleet_routes(app, engine, settings)
-    _task_reads(app, reads, settings)
-    _fleet_reads(app, reads)
-    _event_routes(app, reads.engine, hub)
+    served = Served(engine, reads, hub, settings)
+    for rows in (OPERATOR_TASK_ROUTES, OPERATOR_FLEET_ROUTES, TASK_READS, FLEET_READS, EVENT_READS):
+        install_routes(app, served, rows)
     install_interactive(app, engine)
     install_landing_routes(app, engine)
     install_landed_routes(app, follower)
@@ -296,201 +297,263 @@ def _checks_answer(reads: Reads, source: str | None) -> dict[str, Any]:
     return answer
 
 
-def _operator_task_routes(app: FastAPI, engine: Engine, reads: Reads) -> None:
-    """The operator's calls on the graph and its tasks (`engine.operator`): a load, the checks,
-    cancel and retry, a message to a task, an answer to an agent's question, the questions.
-    (Operator actions: the token when the server has one.)"""
+class Served(NamedTuple):
+    """What the operator's and the read rows are installed over: the engine (its operator),
+    the read model, the event hub and the settings a few answers carry."""
 
-    @app.post("/tasks", status_code=201)
-    async def create(body: GraphBody) -> JSONResponse:
-        with collector_off():  # a load's allocations would set off full collections
-            specs = [new_task(spec) for spec in body.tasks]
-        # The heavy half (a stat per scope path) runs off the loop, so heartbeats are still
-        # read meanwhile; the commit re-checks against the state of the moment, on the loop.
-        commands = check_commands(body.checks)
-        known = sorted({str(r["name"]) for r in reads.engine.checks()} | set(commands))
-        if body.integration is not None and body.integration not in known:
-            raise InvalidGraph(
-                f"integration: there is no check named {body.integration!r}; the known "
-                f"checks are: {', '.join(known) or '(none)'}",
-                {"problem": "unknown_check", "check": body.integration, "known": known},
-            )
-        prepared = await asyncio.to_thread(engine.operator.prepare_tasks, specs, commands)
-        starts = await asyncio.to_thread(sequence_starts, engine.tree.root, body.sequences)
-        engine.operator.define_sequences(
-            starts
-        )  # a counter only ever rises: harmless if the load fails
-        with collector_off():
-            created = engine.operator.commit_tasks(prepared, frozenset(body.redefine), body.source)
-        engine.operator.define_check_resources(
-            check_resources(body.checks), check_reuse(body.checks)
+    engine: Engine
+    reads: Reads
+    hub: EventHub
+    settings: Settings
+
+
+# -- the operator's calls on the graph and its tasks (`engine.operator`) ---------------------
+
+
+async def _create(s: Served, a: Args) -> Answer:
+    body: GraphBody = a.body
+    engine = s.engine
+    with collector_off():  # a load's allocations would set off full collections
+        specs = [new_task(spec) for spec in body.tasks]
+    # The heavy half (a stat per scope path) runs off the loop, so heartbeats are still
+    # read meanwhile; the commit re-checks against the state of the moment, on the loop.
+    commands = check_commands(body.checks)
+    known = sorted({str(r["name"]) for r in s.reads.engine.checks()} | set(commands))
+    if body.integration is not None and body.integration not in known:
+        raise InvalidGraph(
+            f"integration: there is no check named {body.integration!r}; the known "
+            f"checks are: {', '.join(known) or '(none)'}",
+            {"problem": "unknown_check", "check": body.integration, "known": known},
         )
-        if body.integration is not None:
-            engine.landing_queue.set_integration(body.integration)
-        made = set(created)
-        redefined = [t for t in prepared.ids if t not in made]
-        return _json({"created": created, "redefined": redefined}, 201)
-
-    @app.post("/checks")
-    async def define_checks(body: ChecksBody) -> JSONResponse:
-        defined = engine.operator.define_checks(check_commands(body.checks), body.source)
-        engine.operator.define_check_resources(
-            check_resources(body.checks), check_reuse(body.checks)
-        )
-        return _json(defined)
-
-    @app.post("/tasks/{task_id}/cancel")
-    async def cancel(task_id: str) -> JSONResponse:
-        return _json(engine.operator.cancel(task_id))
-
-    @app.post("/tasks/{task_id}/retry")
-    async def retry(task_id: str) -> JSONResponse:
-        return _json(engine.operator.retry(task_id))
-
-    @app.post("/tasks/{task_id}/messages", status_code=201)
-    async def say(task_id: str, body: MessageBody) -> JSONResponse:
-        return _json(engine.operator.say(task_id, body.text), 201)
-
-    @app.post("/tasks/{task_id}/answers")
-    async def answer(task_id: str, body: AnswerBody) -> JSONResponse:
-        return _json(engine.operator.answer(task_id, body.text, body.question_id).to_json())
-
-    @app.get("/questions")
-    async def questions() -> JSONResponse:
-        return _json({"questions": [q.to_json() for q in engine.operator.open_questions()]})
+    prepared = await asyncio.to_thread(engine.operator.prepare_tasks, specs, commands)
+    starts = await asyncio.to_thread(sequence_starts, engine.tree.root, body.sequences)
+    engine.operator.define_sequences(
+        starts
+    )  # a counter only ever rises: harmless if the load fails
+    with collector_off():
+        created = engine.operator.commit_tasks(prepared, frozenset(body.redefine), body.source)
+    engine.operator.define_check_resources(check_resources(body.checks), check_reuse(body.checks))
+    if body.integration is not None:
+        engine.landing_queue.set_integration(body.integration)
+    made = set(created)
+    redefined = [t for t in prepared.ids if t not in made]
+    return 201, Created(created=created, redefined=redefined)
 
 
-def _operator_fleet_routes(app: FastAPI, engine: Engine, settings: Settings) -> None:
-    """The operator's calls on the fleet (`engine.operator`; `engine.reset`): a fleet's start
-    and end, its commits, a usage-limit pause lifted by hand, the budget, a reset."""
-
-    @app.post("/fleet/started")
-    async def fleet_started(body: FleetBody) -> JSONResponse:
-        return _json(
-            engine.operator.fleet_event("fleet_started", body.model_dump(exclude_none=True))
-        )
-
-    @app.post("/fleet/finished")
-    async def fleet_finished(body: FleetBody) -> JSONResponse:
-        return _json(
-            engine.operator.fleet_event("run_finished", body.model_dump(exclude_none=True))
-        )
-
-    @app.post("/commits")
-    async def commits(body: CommitsBody) -> JSONResponse:
-        pairs = [(c.task_id, c.commit) for c in body.commits]
-        return _json(engine.operator.record_commits(body.branch, pairs))
-
-    @app.post("/fleet/resume")
-    async def resume() -> JSONResponse:
-        return _json(engine.operator.resume())
-
-    @app.post("/fleet/budget")
-    async def budget(body: BudgetBody) -> JSONResponse:
-        return _json(engine.operator.set_budget(body.max_cost_usd, body.hard))
-
-    @app.post("/reset")
-    async def reset() -> JSONResponse:
-        if not settings.allow_reset:
-            raise Forbidden("reset is disabled; set CODEFLEET_ALLOW_RESET=1 on the server")
-        engine.reset()
-        return _json({"reset": True})
+async def _define_checks(s: Served, a: Args) -> Answer:
+    body: ChecksBody = a.body
+    defined = s.engine.operator.define_checks(check_commands(body.checks), body.source)
+    s.engine.operator.define_check_resources(check_resources(body.checks), check_reuse(body.checks))
+    return 200, defined
 
 
-def _task_reads(app: FastAPI, reads: Reads, settings: Settings) -> None:
-    """Reads of the graph and its tasks (`readmodel.readapi.Reads`)."""
-
-    @app.get("/tasks")
-    async def tasks(
-        status: TaskStatus | None = None,
-        limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
-        offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
-    ) -> JSONResponse:
-        return _json({"tasks": reads.tasks(status, limit, offset)})
-
-    @app.get("/tasks/{task_id}")
-    async def task(task_id: str) -> JSONResponse:
-        return _json(reads.task(task_id))
-
-    @app.get("/tasks/{task_id}/patch", response_model=None)
-    async def patch(
-        task_id: str, format: Annotated[str, Query(pattern="^(text|json)$")] = "text"
-    ) -> Response:
-        found = reads.patch(task_id)
-        if format == "json":
-            return _json(found)
-        text = "".join(f["diff"] for f in found["files"])
-        return Response(text, media_type="text/x-diff")
-
-    @app.get("/checks")
-    async def checks(
-        source: Annotated[str | None, Query(min_length=1, max_length=MAX_PATH_CHARS)] = None,
-    ) -> JSONResponse:
-        return _json(_checks_answer(reads, source))
-
-    @app.get("/graph")
-    async def graph(runners: Annotated[int | None, Query(ge=1, le=256)] = None) -> JSONResponse:
-        """`graph check`'s analysis of the stored graph, computed off the event loop."""
-        planned = reads.planned()  # a snapshot, read on the loop like every other read
-        found = await asyncio.to_thread(analyse, planned, runners or settings.runners)
-        return _json({"runners": runners or settings.runners, **found.to_json()})
-
-    @app.get("/stats")
-    async def stats() -> JSONResponse:
-        """`codefleet stats`' figures for the dashboard: read on the loop, computed off it."""
-        record = reads.record()
-        return _json(await asyncio.to_thread(_stats_of, record))
+async def _cancel(s: Served, a: Args) -> Answer:
+    return 200, s.engine.operator.cancel(a.param)
 
 
-def _fleet_reads(app: FastAPI, reads: Reads) -> None:
-    """Reads of the fleet: its runners, leases, resources, conflicts, the state, its health."""
+async def _retry(s: Served, a: Args) -> Answer:
+    return 200, s.engine.operator.retry(a.param)
 
-    @app.get("/agents")
-    async def agents() -> JSONResponse:
-        return _json({"agents": reads.agents()})
 
-    @app.get("/leases")
-    async def leases() -> JSONResponse:
-        return _json({"leases": reads.leases()})
+async def _say(s: Served, a: Args) -> Answer:
+    return 201, s.engine.operator.say(a.param, a.body.text)
 
-    @app.get("/resources")
-    async def resources() -> JSONResponse:
-        """Named resources' holders and waiters, and the sequences (the operator's read)."""
-        return _json(reads.resources())
 
-    @app.get("/conflicts")
-    async def conflicts(resolved: bool | None = None) -> Response:
-        return _raw_json(await reads.conflicts_json(resolved))
+async def _answer(s: Served, a: Args) -> Answer:
+    return 200, s.engine.operator.answer(a.param, a.body.text, a.body.question_id).to_json()
 
-    @app.get("/state")
-    async def state() -> Response:
-        return PartsResponse(await reads.state_json())
 
-    @app.get("/health")
-    async def health() -> JSONResponse:
-        return _json(reads.health())
+async def _questions(s: Served, _: Args) -> Answer:
+    return 200, {"questions": [q.to_json() for q in s.engine.operator.open_questions()]}
+
+
+# The operator's calls on the graph and its tasks: a load, the checks, cancel and retry, a
+# message to a task, an answer to an agent's question, the questions. (Operator actions: the
+# token when the server has one.)
+OPERATOR_TASK_ROUTES: Final = (
+    Route("create", "POST", "/tasks", _create, GraphBody, status=201, answer=Created),
+    Route("define_checks", "POST", "/checks", _define_checks, ChecksBody),
+    Route("cancel", "POST", "/tasks/{task_id}/cancel", _cancel),
+    Route("retry", "POST", "/tasks/{task_id}/retry", _retry),
+    Route("say", "POST", "/tasks/{task_id}/messages", _say, MessageBody, status=201),
+    Route("answer", "POST", "/tasks/{task_id}/answers", _answer, AnswerBody),
+    Route("questions", "GET", "/questions", _questions),
+)
+
+
+# -- the operator's calls on the fleet (`engine.operator`; `engine.reset`) -------------------
+
+
+async def _fleet_started(s: Served, a: Args) -> Answer:
+    fields = a.body.model_dump(exclude_none=True)
+    return 200, s.engine.operator.fleet_event("fleet_started", fields)
+
+
+async def _fleet_finished(s: Served, a: Args) -> Answer:
+    fields = a.body.model_dump(exclude_none=True)
+    return 200, s.engine.operator.fleet_event("run_finished", fields)
+
+
+async def _commits(s: Served, a: Args) -> Answer:
+    body: CommitsBody = a.body
+    pairs = [(c.task_id, c.commit) for c in body.commits]
+    return 200, s.engine.operator.record_commits(body.branch, pairs)
+
+
+async def _resume(s: Served, _: Args) -> Answer:
+    return 200, s.engine.operator.resume()
+
+
+async def _budget(s: Served, a: Args) -> Answer:
+    return 200, s.engine.operator.set_budget(a.body.max_cost_usd, a.body.hard)
+
+
+async def _reset(s: Served, _: Args) -> Answer:
+    if not s.settings.allow_reset:
+        raise Forbidden("reset is disabled; set CODEFLEET_ALLOW_RESET=1 on the server")
+    s.engine.reset()
+    return 200, ResetDone(reset=True)
+
+
+# The operator's calls on the fleet: a fleet's start and end, its commits, a usage-limit pause
+# lifted by hand, the budget, a reset.
+OPERATOR_FLEET_ROUTES: Final = (
+    Route("fleet_started", "POST", "/fleet/started", _fleet_started, FleetBody),
+    Route("fleet_finished", "POST", "/fleet/finished", _fleet_finished, FleetBody),
+    Route("commits", "POST", "/commits", _commits, CommitsBody),
+    Route("resume", "POST", "/fleet/resume", _resume),
+    Route("budget", "POST", "/fleet/budget", _budget, BudgetBody),
+    Route("reset", "POST", "/reset", _reset, answer=ResetDone),
+)
+
+
+# -- the reads of the graph and its tasks (`readmodel.readapi.Reads`) ------------------------
+
+
+async def _tasks(s: Served, a: Args) -> Answer:
+    q = a.query
+    return 200, {"tasks": s.reads.tasks(q["status"], q["limit"], q["offset"])}
+
+
+async def _task(s: Served, a: Args) -> Answer:
+    return 200, s.reads.task(a.param)
+
+
+async def _patch(s: Served, a: Args) -> Answer:
+    found = s.reads.patch(a.param)
+    if a.query["format"] == "json":
+        return 200, found
+    text = "".join(f["diff"] for f in found["files"])
+    return 200, Response(text, media_type="text/x-diff")
+
+
+async def _checks(s: Served, a: Args) -> Answer:
+    return 200, _checks_answer(s.reads, a.query["source"])
+
+
+async def _graph(s: Served, a: Args) -> Answer:
+    """`graph check`'s analysis of the stored graph, computed off the event loop."""
+    runners = a.query["runners"] or s.settings.runners
+    planned = s.reads.planned()  # a snapshot, read on the loop like every other read
+    found = await asyncio.to_thread(analyse, planned, runners)
+    return 200, {"runners": runners, **found.to_json()}
+
+
+async def _stats(s: Served, _: Args) -> Answer:
+    """`codefleet stats`' figures for the dashboard: read on the loop, computed off it."""
+    record = s.reads.record()
+    return 200, await asyncio.to_thread(_stats_of, record)
+
+
+TASKS_QUERY = (
+    Param("status", TaskStatus | None),
+    Param("limit", Annotated[int, Query(ge=1, le=100_000)], 1000),
+    Param("offset", Annotated[int, Query(ge=0, le=MAX_INT)], 0),
+)
+PATCH_FORMAT = Param("format", Annotated[str, Query(pattern="^(text|json)$")], "text")
+CHECK_SOURCE = Param(
+    "source", Annotated[str | None, Query(min_length=1, max_length=MAX_PATH_CHARS)]
+)
+GRAPH_RUNNERS = Param("runners", Annotated[int | None, Query(ge=1, le=256)])
+TASK_READS: Final = (
+    Route("tasks", "GET", "/tasks", _tasks, query=TASKS_QUERY),
+    Route("task", "GET", "/tasks/{task_id}", _task),
+    Route("patch", "GET", "/tasks/{task_id}/patch", _patch, query=(PATCH_FORMAT,)),
+    Route("checks", "GET", "/checks", _checks, query=(CHECK_SOURCE,)),
+    Route("graph", "GET", "/graph", _graph, query=(GRAPH_RUNNERS,)),
+    Route("stats", "GET", "/stats", _stats),
+)
+
+
+# -- the reads of the fleet: its runners, leases, resources, conflicts, the state, its health --
+
+
+async def _agents(s: Served, _: Args) -> Answer:
+    return 200, {"agents": s.reads.agents()}
+
+
+async def _leases(s: Served, _: Args) -> Answer:
+    return 200, {"leases": s.reads.leases()}
+
+
+async def _resources(s: Served, _: Args) -> Answer:
+    """Named resources' holders and waiters, and the sequences (the operator's read)."""
+    return 200, s.reads.resources()
+
+
+async def _conflicts(s: Served, a: Args) -> Answer:
+    return 200, _raw_json(await s.reads.conflicts_json(a.query["resolved"]))
+
+
+async def _state(s: Served, _: Args) -> Answer:
+    return 200, PartsResponse(await s.reads.state_json())
+
+
+async def _health(s: Served, _: Args) -> Answer:
+    return 200, Health.model_validate(s.reads.health())
+
+
+FLEET_READS: Final = (
+    Route("agents", "GET", "/agents", _agents),
+    Route("leases", "GET", "/leases", _leases),
+    Route("resources", "GET", "/resources", _resources),
+    Route("conflicts", "GET", "/conflicts", _conflicts, query=(Param("resolved", bool | None),)),
+    Route("state", "GET", "/state", _state),
+    Route("health", "GET", "/health", _health, answer=Health),
+)
 
 
 def _stats_of(record: RunRecord) -> dict[str, Any]:
     return stats_json(fleet_stats(run_facts(record)))
 
 
-def _event_routes(app: FastAPI, engine: EngineReads, hub: EventHub) -> None:
-    @app.get("/events")
-    async def events(
-        since: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
-        limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
-        type: EventType | None = None,
-    ) -> JSONResponse:
-        return _json({"events": engine.events(since, limit, type)})
+async def _events(s: Served, a: Args) -> Answer:
+    q = a.query
+    return 200, {"events": s.reads.engine.events(q["since"], q["limit"], q["type"])}
 
-    @app.get("/events/stream")
-    async def stream(
-        request: Request,
-        since: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
-        last_event_id: Annotated[
-            int | None, Header(alias="Last-Event-ID", ge=0, le=MAX_INT)
-        ] = None,
-    ) -> EventStream:
-        cursor = last_event_id if last_event_id is not None else since
-        return EventStream(hub, engine, cursor)
+
+async def _stream(s: Served, a: Args) -> Answer:
+    last = a.query["last_event_id"]
+    cursor = last if last is not None else a.query["since"]
+    return 200, EventStream(s.hub, s.reads.engine, cursor)
+
+
+SINCE = Param("since", Annotated[int, Query(ge=0, le=MAX_INT)], 0)
+LAST_EVENT_ID = Param(
+    "last_event_id", Annotated[int | None, Header(alias="Last-Event-ID", ge=0, le=MAX_INT)]
+)
+# The event log's reads (`EngineReads.events`, the hub): a page of it, and the SSE stream.
+EVENT_READS: Final = (
+    Route(
+        "events",
+        "GET",
+        "/events",
+        _events,
+        query=(
+            SINCE,
+            Param("limit", Annotated[int, Query(ge=1, le=10_000)], 1000),
+            Param("type", EventType | None),
+        ),
+    ),
+    Route("stream", "GET", "/events/stream", _stream, query=(SINCE, LAST_EVENT_ID)),
+)

@@ -4,25 +4,36 @@
 it followed, tasks that could not go on it, or why the tree has none). Under
 `/git/landed.git/` git's own `http-backend` answers fetches and clones
 (`server.gitbackend`); a line that has not started answers 503 with the reason.
-Never on the hook's path: nothing here is a fast-path route.
+`GET /landed` is a row (`transport.routetable.Route`); git's routes hand git the
+raw request (method, query, headers, body) and stay written out. Never on the
+hook's path: nothing here is a fast-path route.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
 from codefleet.server.gitbackend import git_response
 from codefleet.server.linefollower import LineFollower
 from codefleet.transport.guards import envelope
+from codefleet.transport.routetable import Answer, Args, Route, install_route
 
-__all__ = ["install_landed_routes"]
+__all__ = ["LANDED_ROUTE", "install_landed_routes"]
+
+
+async def _landed(follower: LineFollower, _: Args) -> Answer:
+    return 200, follower.state()
+
+
+LANDED_ROUTE: Final = Route("landed", "GET", "/landed", _landed)  # over the `LineFollower`
 
 
 def install_landed_routes(app: FastAPI, follower: LineFollower) -> None:
-    @app.get("/landed")
-    async def landed() -> JSONResponse:
-        return JSONResponse(follower.state())
+    """`GET /landed` from its row; git's two routes written out: they hand git the raw request."""
+    install_route(app, follower, LANDED_ROUTE)
 
     async def git(rest: str, request: Request) -> Response:
         line = follower.line

@@ -10,7 +10,8 @@ heard from for `stale_after` lapses) and posts the verdicts (`POST
 not_owner`. `GET /landing` is the queue as `codefleet landing`
 shows it; `POST /landing/resume` lifts a halt; `POST /landing/integration`
 sets the check every landing must pass (`run --integration`). Never on the
-hook's path: nothing here is a fast-path route.
+hook's path: nothing here is a fast-path route. Each route is a row of
+`LANDING_ROUTES` (`transport.routetable.Route`).
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any
+from typing import Any, Final
 
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse
 
+from codefleet.api.answermodels import Acknowledged
 from codefleet.api.landingrecords import CheckRun
 from codefleet.api.wire import (
     IntegrationBody,
@@ -31,56 +32,85 @@ from codefleet.api.wire import (
     LandingStartedBody,
 )
 from codefleet.coord.engine import Engine
+from codefleet.transport.routetable import Answer, Args, Route, install_routes
 
-__all__ = ["install_landing_routes"]
+__all__ = ["LANDING_ROUTES", "install_landing_routes"]
+
+
+async def _claim(engine: Engine, a: Args) -> Answer:
+    b: LandingClaimBody = a.body
+    deadline = time.monotonic() + b.wait
+    while True:
+        changed = engine.landing_queue.claimable  # taken first: a change after it is not missed
+        step = engine.landing_queue.claim(b.worker, b.timeout_s)
+        left = deadline - time.monotonic()
+        if step is not None or left <= 0 or engine.landing_queue.closing:
+            return 200, {"step": None if step is None else step.to_wire()}
+        with contextlib.suppress(TimeoutError):  # a lapsed claim: the worker's next asks
+            await asyncio.wait_for(changed.wait(), left)
+
+
+async def _preimages(engine: Engine, a: Args) -> Answer:
+    return 200, engine.landing_queue.preimages(a.param)
+
+
+async def _started(engine: Engine, a: Args) -> Answer:
+    engine.landing_queue.started(a.param, a.body.check)
+    return 200, Acknowledged(ok=True)
+
+
+async def _beat(engine: Engine, a: Args) -> Answer:
+    return 200, engine.landing_queue.beat(a.param)
+
+
+async def _result(engine: Engine, a: Args) -> Answer:
+    b: LandingResultBody = a.body
+    results = [CheckRun.from_wire(r.model_dump()) for r in b.results]
+    return 200, engine.landing_queue.result(a.param, results)
+
+
+async def _state(engine: Engine, _: Args) -> Answer:
+    return 200, _with_leases(engine, engine.landing_queue.state())
+
+
+async def _resume(engine: Engine, _: Args) -> Answer:
+    return 200, engine.landing_queue.resume()
+
+
+async def _integration(engine: Engine, a: Args) -> Answer:
+    engine.landing_queue.set_integration(a.body.check)
+    return 200, _with_leases(engine, engine.landing_queue.state())
+
+
+def _with_leases(engine: Engine, state: dict[str, Any]) -> dict[str, Any]:
+    """The landing state and what a write leases by default under it (`auto` resolved)."""
+    chosen = engine.runner.default_granularity
+    leases = {"setting": chosen.value, "resolved": engine.runner.lease_granularity().value}
+    return {**state, "lease_granularity": leases}
+
+
+STEP = "/landing/steps/{step_id}"
+# The landing queue's calls (`engine.landing_queue`): a worker's, then the operator's.
+LANDING_ROUTES: Final = (
+    Route("claim", "POST", "/landing/claim", _claim, LandingClaimBody),
+    Route("preimages", "GET", f"{STEP}/preimages", _preimages, param_type=int),
+    Route(
+        "started",
+        "POST",
+        f"{STEP}/started",
+        _started,
+        LandingStartedBody,
+        param_type=int,
+        answer=Acknowledged,
+    ),
+    Route("beat", "POST", f"{STEP}/beat", _beat, param_type=int),
+    Route("result", "POST", f"{STEP}/result", _result, LandingResultBody, param_type=int),
+    Route("state", "GET", "/landing", _state),
+    Route("resume", "POST", "/landing/resume", _resume),
+    Route("integration", "POST", "/landing/integration", _integration, IntegrationBody),
+)
 
 
 def install_landing_routes(app: FastAPI, engine: Engine) -> None:
-    @app.post("/landing/claim")
-    async def claim(body: LandingClaimBody) -> JSONResponse:
-        deadline = time.monotonic() + body.wait
-        while True:
-            changed = engine.landing_queue.claimable  # taken first: a change after it is not missed
-            step = engine.landing_queue.claim(body.worker, body.timeout_s)
-            left = deadline - time.monotonic()
-            if step is not None or left <= 0 or engine.landing_queue.closing:
-                return JSONResponse({"step": None if step is None else step.to_wire()})
-            with contextlib.suppress(TimeoutError):  # a lapsed claim: the worker's next asks
-                await asyncio.wait_for(changed.wait(), left)
-
-    @app.get("/landing/steps/{step_id}/preimages")
-    async def preimages(step_id: int) -> JSONResponse:
-        return JSONResponse(engine.landing_queue.preimages(step_id))
-
-    @app.post("/landing/steps/{step_id}/started")
-    async def started(step_id: int, body: LandingStartedBody) -> JSONResponse:
-        engine.landing_queue.started(step_id, body.check)
-        return JSONResponse({"ok": True})
-
-    @app.post("/landing/steps/{step_id}/beat")
-    async def beat(step_id: int) -> JSONResponse:
-        return JSONResponse(engine.landing_queue.beat(step_id))
-
-    @app.post("/landing/steps/{step_id}/result")
-    async def result(step_id: int, body: LandingResultBody) -> JSONResponse:
-        results = [CheckRun.from_wire(r.model_dump()) for r in body.results]
-        return JSONResponse(engine.landing_queue.result(step_id, results))
-
-    @app.get("/landing")
-    async def state() -> JSONResponse:
-        return JSONResponse(_with_leases(engine.landing_queue.state()))
-
-    @app.post("/landing/resume")
-    async def resume() -> JSONResponse:
-        return JSONResponse(engine.landing_queue.resume())
-
-    @app.post("/landing/integration")
-    async def integration(body: IntegrationBody) -> JSONResponse:
-        engine.landing_queue.set_integration(body.check)
-        return JSONResponse(_with_leases(engine.landing_queue.state()))
-
-    def _with_leases(state: dict[str, Any]) -> dict[str, Any]:
-        """The landing state and what a write leases by default under it (`auto` resolved)."""
-        chosen = engine.runner.default_granularity
-        leases = {"setting": chosen.value, "resolved": engine.runner.lease_granularity().value}
-        return {**state, "lease_granularity": leases}
+    """Declare the landing queue's routes to FastAPI, each from its row in `LANDING_ROUTES`."""
+    install_routes(app, engine, LANDING_ROUTES)

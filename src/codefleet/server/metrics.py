@@ -23,6 +23,7 @@ the scraper sends it (`authorization` in its scrape config).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Final
 
 from fastapi import FastAPI
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -31,8 +32,9 @@ from starlette.responses import Response
 
 from codefleet.models import TaskStatus
 from codefleet.readmodel.readapi import Reads
+from codefleet.transport.routetable import Answer, Args, Route, install_route
 
-__all__ = ["FleetMetrics", "install_metrics"]
+__all__ = ["METRICS_ROUTE", "FleetMetrics", "install_metrics"]
 
 RUNNER_STATES = ("idle", "busy", "offline")
 
@@ -98,9 +100,13 @@ def _gauge(name: str, text: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, text, value=float(value))
 
 
-def install_metrics(app: FastAPI, reads: Reads) -> None:
-    metrics = FleetMetrics(reads)
+async def _scrape(metrics: FleetMetrics, _: Args) -> Answer:
+    return 200, metrics.response()
 
-    @app.get("/metrics", response_model=None)
-    async def scrape() -> Response:
-        return metrics.response()
+
+METRICS_ROUTE: Final = Route("scrape", "GET", "/metrics", _scrape)  # over a `FleetMetrics`
+
+
+def install_metrics(app: FastAPI, reads: Reads) -> None:
+    """Declare `GET /metrics` to FastAPI from its row, over the fleet's gauges read from `reads`."""
+    install_route(app, FleetMetrics(reads), METRICS_ROUTE)

@@ -11,17 +11,16 @@
   resources (`codefleet hold db`, the answer of `acquire`), and releases them
   (`codefleet release db`; a resource a fleet task holds is refused).
 
-No epoch header: an interactive holder is never fenced (see
-`coord.tables.persons`). Each call enters `engine.person`, and each write there is
-one engine `transition`, like every other route's. The token guard covers these routes like every other.
+No epoch header: a person is never fenced (`coord.tables.persons`). Each route is
+a row of `PERSON_ROUTES` (`transport.routetable.Route`) whose handler enters
+`engine.person`; each write there is one engine `transition`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse
 
 from codefleet.api.wire import (
     InteractiveAcquireBody,
@@ -34,8 +33,9 @@ from codefleet.coord.policy.answers import LeaseAnswer
 from codefleet.errors import DomainError
 from codefleet.models import ReleaseReason
 from codefleet.transport.answerjson import denial_json
+from codefleet.transport.routetable import Answer, Args, Route, install_routes
 
-__all__ = ["install_interactive", "interactive_lease_json"]
+__all__ = ["PERSON_ROUTES", "install_interactive", "interactive_lease_json"]
 
 
 def interactive_lease_json(answer: LeaseAnswer) -> dict[str, Any]:
@@ -54,30 +54,51 @@ def interactive_lease_json(answer: LeaseAnswer) -> dict[str, Any]:
     }
 
 
+async def _acquire(engine: Engine, a: Args) -> Answer:
+    b: InteractiveAcquireBody = a.body
+    return 200, interactive_lease_json(engine.person.acquire(b.session_id, b.user, b.paths, b.tool))
+
+
+async def _changes(engine: Engine, a: Args) -> Answer:
+    b: InteractiveAcquireBody = a.body
+    engine.person.record_change(b.session_id, b.user, b.paths, b.tool, b.sha256)
+    return 202, {}
+
+
+async def _hold(engine: Engine, a: Args) -> Answer:
+    b: InteractiveHoldBody = a.body
+    return 200, interactive_lease_json(engine.person.hold(b.session_id, b.user, b.names))
+
+
+async def _unhold(engine: Engine, a: Args) -> Answer:
+    return 200, engine.person.unhold(a.body.names)
+
+
+async def _release(engine: Engine, a: Args) -> Answer:
+    b: InteractiveReleaseBody = a.body
+    if b.all == (b.session_id is not None):
+        raise DomainError("give exactly one of session_id and all=true")
+    released = engine.person.release(b.session_id, ReleaseReason(b.reason), every=b.all)
+    return 200, {"released": released}
+
+
+# A person's calls (`engine.person`): each a row of the route table, its handler over the engine.
+PERSON_ROUTES: Final = (
+    Route("interactive_acquire", "POST", "/interactive/acquire", _acquire, InteractiveAcquireBody),
+    Route(
+        "interactive_changes",
+        "POST",
+        "/interactive/changes",
+        _changes,
+        InteractiveAcquireBody,
+        status=202,
+    ),
+    Route("interactive_hold", "POST", "/interactive/hold", _hold, InteractiveHoldBody),
+    Route("interactive_unhold", "POST", "/interactive/unhold", _unhold, InteractiveUnholdBody),
+    Route("interactive_release", "POST", "/interactive/release", _release, InteractiveReleaseBody),
+)
+
+
 def install_interactive(app: FastAPI, engine: Engine) -> None:
-    @app.post("/interactive/acquire")
-    async def interactive_acquire(body: InteractiveAcquireBody) -> JSONResponse:
-        answer = engine.person.acquire(body.session_id, body.user, body.paths, body.tool)
-        return JSONResponse(interactive_lease_json(answer))
-
-    @app.post("/interactive/changes", status_code=202)
-    async def interactive_changes(body: InteractiveAcquireBody) -> JSONResponse:
-        engine.person.record_change(body.session_id, body.user, body.paths, body.tool, body.sha256)
-        return JSONResponse({}, 202)
-
-    @app.post("/interactive/hold")
-    async def interactive_hold(body: InteractiveHoldBody) -> JSONResponse:
-        answer = engine.person.hold(body.session_id, body.user, body.names)
-        return JSONResponse(interactive_lease_json(answer))
-
-    @app.post("/interactive/unhold")
-    async def interactive_unhold(body: InteractiveUnholdBody) -> JSONResponse:
-        return JSONResponse(engine.person.unhold(body.names))
-
-    @app.post("/interactive/release")
-    async def interactive_release(body: InteractiveReleaseBody) -> JSONResponse:
-        if body.all == (body.session_id is not None):
-            raise DomainError("give exactly one of session_id and all=true")
-        reason = ReleaseReason(body.reason)
-        released = engine.person.release(body.session_id, reason, every=body.all)
-        return JSONResponse({"released": released})
+    """Declare a person's routes to FastAPI, each from its row in `PERSON_ROUTES`."""
+    install_routes(app, engine, PERSON_ROUTES)

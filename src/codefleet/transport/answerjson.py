@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from codefleet.api import answermodels
 from codefleet.attempt import AssignedTask
 from codefleet.config import Settings
 from codefleet.coord.policy.answers import (
@@ -89,22 +90,22 @@ def task_json(answer: TaskAnswer, handed: AssignedTask | None = None) -> dict[st
 
 def registered_json(
     answer: Registered, settings: Settings, granularity: Granularity
-) -> dict[str, Any]:
+) -> answermodels.Registered:
     """`POST /agents/register`: the agent's id and epoch, the timings its runner keeps, and
     what a write leases by default (`auto` resolved: `part` or `file`)."""
-    return {
-        "agent_id": answer.agent_id,
-        "epoch": answer.epoch,
-        "status": answer.status,
-        "heartbeat_interval_s": settings.heartbeat_interval,
-        "stale_after_s": settings.stale_after,
-        "poll_interval_s": settings.poll_interval,
-        "task_timeout_s": settings.task_timeout,
-        "question_timeout_s": settings.question_timeout,
-        "lease_wait_s": settings.lease_wait,
-        "lease_granularity": granularity.value,
-        "server_time": to_iso(utcnow()),
-    }
+    return answermodels.Registered(
+        agent_id=answer.agent_id,
+        epoch=answer.epoch,
+        status=answer.status,
+        heartbeat_interval_s=settings.heartbeat_interval,
+        stale_after_s=settings.stale_after,
+        poll_interval_s=settings.poll_interval,
+        task_timeout_s=settings.task_timeout,
+        question_timeout_s=settings.question_timeout,
+        lease_wait_s=settings.lease_wait,
+        lease_granularity=granularity.value,
+        server_time=to_iso(utcnow()),
+    )
 
 
 def beat_json(answer: Beat) -> dict[str, Any]:

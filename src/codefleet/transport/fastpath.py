@@ -29,7 +29,8 @@ from starlette.types import Message, Receive, Scope, Send
 
 from codefleet.coord.engine import Engine
 from codefleet.errors import DomainError
-from codefleet.transport.routes import HOT_ROUTES, MAX_WAIT_S, Args, HotRoute
+from codefleet.transport.routes import HOT_ROUTES
+from codefleet.transport.routetable import MAX_WAIT_S, Args, Route
 
 __all__ = ["Call", "FastPath", "compile_table", "match"]
 
@@ -39,7 +40,7 @@ CANONICAL_INT: Final = re.compile(rb"0|-?[1-9][0-9]{0,17}")
 PLAIN_WAIT: Final = re.compile(rb"wait=([0-9]{1,2}(?:\.[0-9]{1,6})?)")
 PARAM: Final = "/"  # the path parameter's place in a table key: no segment contains a slash
 M = TypeVar("M", bound=BaseModel)
-Table = dict[tuple[str, ...], HotRoute]
+Table = dict[tuple[str, ...], Route]
 
 
 class _Pass(Exception):
@@ -81,7 +82,7 @@ class Call:
             raise _Pass
         return float(found[1])
 
-    def args(self, route: HotRoute) -> Args:
+    def args(self, route: Route) -> Args:
         """What `route`'s handler gets, validated as FastAPI would; `_Pass` where it might not."""
         body = None
         if route.body is not None and (self.body or not route.optional_body):
@@ -89,7 +90,7 @@ class Call:
         return Args(self.param, body, self.epoch(), self.wait() if route.waits else 0.0)
 
 
-def compile_table(routes: Iterable[HotRoute]) -> Table:
+def compile_table(routes: Iterable[Route]) -> Table:
     """Key each route by (method, *segments), its one parameter segment as "/" (never a segment)."""
     table: Table = {}
     for route in routes:
@@ -99,7 +100,7 @@ def compile_table(routes: Iterable[HotRoute]) -> Table:
     return table
 
 
-def match(table: Table, method: str, path: str) -> tuple[HotRoute, str] | None:
+def match(table: Table, method: str, path: str) -> tuple[Route, str] | None:
     """The route and path parameter for this request, as Starlette's `[^/]+` would match."""
     segments = path[1:].split("/")
     found = table.get((method, *segments))
@@ -115,7 +116,7 @@ def match(table: Table, method: str, path: str) -> tuple[HotRoute, str] | None:
 class FastPath:
     """The hot runner routes answered from the table: `server.front.Shortcut` for `Front`."""
 
-    def __init__(self, engine: Engine, routes: Iterable[HotRoute] = HOT_ROUTES) -> None:
+    def __init__(self, engine: Engine, routes: Iterable[Route] = HOT_ROUTES) -> None:
         self.engine = engine
         self.table = compile_table(routes)
 

@@ -1,15 +1,15 @@
 """The runner's routes: each declared once, as a row of one table, the hot ones for both paths.
 
 Every runner route is a FastAPI route (the schema, and the reference behaviour
-for every input). The hot ones (acquire, start, complete, assignment,
-heartbeat, changes) are `HotRoute` rows of `HOT_ROUTES`: method, path, body
-model, declared status and one handler over the engine; `install_runner_routes`
-generates each one's FastAPI route from its row, and `fastpath.FastPath`
-compiles the same rows into the table it answers from in front of FastAPI. An
-attempt's other calls (reads, checks, commands, delivery, questions, a
-resource, a sequence's number) are rows of `ATTEMPT_ROUTES`, FastAPI's alone;
-`register`, `leave` and the foreign pre-images are written out. A handler sees
-only `Args` (path parameter, body, epoch, wait), so neither path has a copy of it
+for every input), generated from its `routetable.Route` row: method, path, body
+model, the epoch it is fenced by, declared status and one handler over the
+engine. The hot ones (acquire, start, complete, assignment, heartbeat, changes)
+are `HOT_ROUTES`, which `fastpath.FastPath` also compiles into the table it
+answers from in front of FastAPI. An attempt's other calls (reads, checks,
+commands, delivery, questions, a resource, a sequence's number) are rows of
+`ATTEMPT_ROUTES`, FastAPI's alone, as are `register`, `leave` and the foreign
+pre-images. A handler sees only `Args` (path parameter, body, epoch, wait,
+query), so neither path has a copy of it
 (docs/decisions/0062-hot-routes-a-fast-path-in-front-of-fastapi-that-hands-it.md,
 docs/decisions/0121-the-transports-room.md).
 """
@@ -17,16 +17,12 @@ docs/decisions/0121-the-transports-room.md).
 from __future__ import annotations
 
 import base64
-import inspect
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Annotated, Any, Final, Literal, NamedTuple
+from typing import Annotated, Any, Final, Literal
 
-from fastapi import FastAPI, Header, Query
+from fastapi import FastAPI, Query
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel
 
+from codefleet.api.answermodels import Registered
 from codefleet.api.wire import (
     AcquireBody,
     ChangeBody,
@@ -53,54 +49,19 @@ from codefleet.transport.answerjson import (
     registered_json,
     task_json,
 )
+from codefleet.transport.routetable import Answer, Args, Handler, Param, Route, install_routes
 
 __all__ = [
     "ATTEMPT_ROUTES",
     "HOT_ROUTES",
-    "MAX_WAIT_S",
-    "Answer",
-    "Args",
-    "HotRoute",
     "install_runner_routes",
+    "runner_row",
 ]
 
-MAX_WAIT_S: Final = 30.0  # the long poll's longest wait
-Epoch = Annotated[int, Header(alias="X-Agent-Epoch")]
-Wait = Annotated[float, Query(ge=0, le=MAX_WAIT_S)]
-Answer = tuple[int, Any]  # status and JSON data; (204, None) is an empty answer
 
-
-class Args(NamedTuple):  # a tuple: built once per hot request, cheaper than a frozen dataclass
-    """A hot request's inputs, validated: the same on the fast path and through FastAPI."""
-
-    param: str  # the path parameter; "" when the path has none
-    body: Any  # an instance of the route's body model; None when it has no (or no sent) body
-    epoch: int
-    wait: float
-
-
-Handler = Callable[[Engine, Args], Awaitable[Answer]]
-
-
-@dataclass(frozen=True, slots=True)
-class HotRoute:
-    """One runner route: everything both paths need to answer it (the fast path compiles
-    the rows of `HOT_ROUTES` only; those of `ATTEMPT_ROUTES` FastAPI alone serves)."""
-
-    name: str  # the FastAPI endpoint's name: its operationId and summary in the schema
-    method: str
-    path: str  # FastAPI's template; at most one `{parameter}` segment
-    handler: Handler
-    body: type[BaseModel] | None = None
-    optional_body: bool = False  # the body may be left out (heartbeat)
-    waits: bool = False  # reads `?wait=` (the long poll)
-    status: int = 200  # the declared success status
-
-    @property
-    def param(self) -> str | None:
-        """The path parameter's name, if the path has one."""
-        found = [s[1:-1] for s in self.path.split("/") if s.startswith("{")]
-        return found[0] if found else None
+def runner_row(name: str, method: str, path: str, handler: Handler, *more: Any, **kw: Any) -> Route:
+    """A row of the runner's: it reads the agent's epoch (`X-Agent-Epoch`), which fences it."""
+    return Route(name, method, path, handler, *more, **{**kw, "epoch": True})
 
 
 # -- the hot handlers: each the one answer of its route, on either path ---------------------
@@ -144,7 +105,7 @@ async def _change(engine: Engine, a: Args) -> Answer:
     return 202, {}
 
 
-HEARTBEAT = HotRoute(
+HEARTBEAT = runner_row(
     "heartbeat",
     "POST",
     "/agents/{agent_id}/heartbeat",
@@ -152,11 +113,13 @@ HEARTBEAT = HotRoute(
     HeartbeatBody,
     optional_body=True,
 )
-ASSIGNMENT = HotRoute("assignment", "GET", "/agents/{agent_id}/assignment", _assignment, waits=True)
-START = HotRoute("start", "POST", "/tasks/{task_id}/start", _start, StartBody)
-ACQUIRE = HotRoute("acquire", "POST", "/leases/acquire", _acquire, AcquireBody)
-CHANGE = HotRoute("change", "POST", "/changes", _change, ChangeBody, status=202)
-COMPLETE = HotRoute("complete", "POST", "/tasks/{task_id}/complete", _complete, CompleteBody)
+ASSIGNMENT = runner_row(
+    "assignment", "GET", "/agents/{agent_id}/assignment", _assignment, waits=True
+)
+START = runner_row("start", "POST", "/tasks/{task_id}/start", _start, StartBody)
+ACQUIRE = runner_row("acquire", "POST", "/leases/acquire", _acquire, AcquireBody)
+CHANGE = runner_row("change", "POST", "/changes", _change, ChangeBody, status=202)
+COMPLETE = runner_row("complete", "POST", "/tasks/{task_id}/complete", _complete, CompleteBody)
 HOT_ROUTES: Final = (HEARTBEAT, ASSIGNMENT, START, ACQUIRE, CHANGE, COMPLETE)
 
 
@@ -164,7 +127,7 @@ HOT_ROUTES: Final = (HEARTBEAT, ASSIGNMENT, START, ACQUIRE, CHANGE, COMPLETE)
 
 
 async def _ask(engine: Engine, a: Args) -> Answer:
-    """The owner's session asks the operator (`ask_operator`); answers ride the heartbeat."""
+    # the owner's session asks the operator (`ask_operator`); answers ride the heartbeat
     b: QuestionBody = a.body
     return 201, engine.runner.ask(b.agent_id, a.epoch, a.param, b.text).to_json()
 
@@ -209,59 +172,78 @@ async def _next_number(engine: Engine, a: Args) -> Answer:
 # An attempt's reads, checks, commands and a clone's delivery of its files; its questions;
 # a session's calls for things that are not files (a few calls, not one per write).
 ATTEMPT_ROUTES: Final = (
-    HotRoute("reads", "POST", "/tasks/{task_id}/reads", _reads, ReadsBody),
-    HotRoute("check_event", "POST", "/tasks/{task_id}/checks", _check_event, CheckEventBody),
-    HotRoute(
+    runner_row("reads", "POST", "/tasks/{task_id}/reads", _reads, ReadsBody),
+    runner_row("check_event", "POST", "/tasks/{task_id}/checks", _check_event, CheckEventBody),
+    runner_row(
         "command_event", "POST", "/tasks/{task_id}/commands", _command_event, CommandEventBody
     ),
-    HotRoute("delivery", "POST", "/tasks/{task_id}/delivery", _delivery, DeliveryBody),
-    HotRoute("ask", "POST", "/tasks/{task_id}/questions", _ask, QuestionBody, status=201),
-    HotRoute("acquire_resource", "POST", "/resources/acquire", _acquire_resource, ResourceBody),
-    HotRoute("next_number", "POST", "/sequences/next", _next_number, NumberBody),
+    runner_row("delivery", "POST", "/tasks/{task_id}/delivery", _delivery, DeliveryBody),
+    runner_row("ask", "POST", "/tasks/{task_id}/questions", _ask, QuestionBody, status=201),
+    runner_row("acquire_resource", "POST", "/resources/acquire", _acquire_resource, ResourceBody),
+    runner_row("next_number", "POST", "/sequences/next", _next_number, NumberBody),
 )
 
 
-# -- the FastAPI declarations: the schema, and every answer the fast path leaves to them ----
+# -- the calls that are not hot: a runner's arrival and leave, another task's pre-images ----
+
+
+def register_route(settings: Settings) -> Route:
+    """`POST /agents/register`: its answer carries the timings `settings` give a runner."""
+
+    async def register(engine: Engine, a: Args) -> Answer:
+        b: RegisterBody = a.body
+        answer = engine.arrivals.register(
+            b.name,
+            b.workdir,
+            b.pid,
+            b.host,
+            b.replace,
+            b.agent.value,
+            b.tree_id,
+            b.probe,
+            b.workspace.value,
+        )
+        return 200, registered_json(answer, settings, engine.runner.lease_granularity())
+
+    return Route("register", "POST", "/agents/register", register, RegisterBody, answer=Registered)
+
+
+async def _leave(engine: Engine, a: Args) -> Answer:
+    engine.arrivals.leave(a.param, a.epoch, interrupted=a.query["reason"] == "interrupted")
+    return 204, None
+
+
+async def _foreign_preimages(engine: Engine, a: Args) -> Answer:
+    return 200, engine.runner.foreign_preimages(a.param)
+
+
+LEAVE_REASON = Param("reason", Annotated[Literal["interrupted"] | None, Query()], None)
+LEAVE = runner_row(
+    "leave", "DELETE", "/agents/{agent_id}", _leave, status=204, query=(LEAVE_REASON,)
+)
+FOREIGN_PREIMAGES = Route(
+    "foreign_preimages", "GET", "/tasks/{task_id}/foreign-preimages", _foreign_preimages
+)
 
 
 def install_runner_routes(app: FastAPI, engine: Engine, settings: Settings) -> None:
-    """Declare every runner route to FastAPI, the hot ones generated from `HOT_ROUTES`."""
-
-    @app.post("/agents/register")
-    async def register(body: RegisterBody) -> JSONResponse:
-        answer = engine.arrivals.register(
-            body.name,
-            body.workdir,
-            body.pid,
-            body.host,
-            body.replace,
-            body.agent.value,
-            body.tree_id,
-            body.probe,
-            body.workspace.value,
-        )
-        return JSONResponse(registered_json(answer, settings, engine.runner.lease_granularity()))
-
-    install_hot_route(app, engine, HEARTBEAT)
-
-    @app.delete("/agents/{agent_id}", status_code=204)
-    async def leave(
-        agent_id: str,
-        epoch: Epoch,
-        reason: Annotated[Literal["interrupted"] | None, Query()] = None,
-    ) -> Response:
-        engine.arrivals.leave(agent_id, epoch, interrupted=reason == "interrupted")
-        return Response(status_code=204)
-
-    for route in (ASSIGNMENT, START, ACQUIRE, CHANGE, COMPLETE):  # the schema's order
-        install_hot_route(app, engine, route)
-
-    @app.get("/tasks/{task_id}/foreign-preimages")
-    async def foreign_preimages(task_id: str) -> JSONResponse:
-        return JSONResponse(engine.runner.foreign_preimages(task_id))
-
-    for route in ATTEMPT_ROUTES:
-        install_hot_route(app, engine, route)
+    """Declare every runner route to FastAPI, each from its row, in the schema's order."""
+    install_routes(
+        app,
+        engine,
+        (
+            register_route(settings),
+            HEARTBEAT,
+            LEAVE,
+            ASSIGNMENT,
+            START,
+            ACQUIRE,
+            CHANGE,
+            COMPLETE,
+            FOREIGN_PREIMAGES,
+            *ATTEMPT_ROUTES,
+        ),
+    )
 
 
 def delivered_image(file: DeliveredFile) -> PreImage:
@@ -279,42 +261,3 @@ def delivered_image(file: DeliveredFile) -> PreImage:
             ]
         ) from None
     return PreImage(file.path, file.existed, content if file.existed else b"", file.mode)
-
-
-def install_hot_route(app: FastAPI, engine: Engine, route: HotRoute) -> None:
-    """Declare `route` to FastAPI: its signature says what FastAPI validates, as written out."""
-    param = route.param
-
-    async def endpoint(**values: Any) -> Response:
-        args = Args(
-            values[param] if param else "",
-            values.get("body"),
-            values["epoch"],
-            values.get("wait", 0.0),
-        )
-        status, data = await route.handler(engine, args)
-        return Response(status_code=204) if status == 204 else JSONResponse(data, status)
-
-    endpoint.__signature__ = _signature(route)  # type: ignore[attr-defined]
-    endpoint.__name__ = route.name
-    status = None if route.status == 200 else route.status
-    app.add_api_route(
-        route.path, endpoint, methods=[route.method], status_code=status, name=route.name
-    )
-
-
-def _signature(route: HotRoute) -> inspect.Signature:
-    def keyword(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> Any:
-        return inspect.Parameter(
-            name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
-        )
-
-    params = [keyword(route.param, str)] if route.param else []
-    if route.body is not None and route.optional_body:
-        params.append(keyword("body", route.body | None, None))
-    elif route.body is not None:
-        params.append(keyword("body", route.body))
-    params.append(keyword("epoch", Epoch))
-    if route.waits:
-        params.append(keyword("wait", Wait, 0))
-    return inspect.Signature(params, return_annotation=Response)

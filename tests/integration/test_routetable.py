@@ -1,0 +1,79 @@
+"""The route table: every route is one row but the few written out, and a row's inputs and answer.
+
+The app is built the way the server builds it; a route generated from a row
+(`transport.routetable.install_route`) is told from a written-out one by its
+endpoint. A row on a bare FastAPI app shows what its typed query parameter and
+its typed answer do over HTTP.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import FastAPI, Query
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+
+from codefleet.api.answermodels import Acknowledged
+from codefleet.config import Settings
+from codefleet.server.httpapp import create_app
+from codefleet.transport.routetable import Answer, Args, Param, Route, install_route
+
+ROW_ENDPOINT = "install_route.<locals>.endpoint"
+# git hands its backend the raw request, on two methods; the pages are GET and HEAD, off the schema
+WRITTEN_OUT = {
+    ("GET", "/git/landed.git/{rest:path}"),
+    ("POST", "/git/landed.git/{rest:path}"),
+    ("GET", "/"),
+    ("GET", "/web/{name}"),
+}
+
+
+def _routes() -> list[APIRoute]:
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "tree").mkdir()
+        app = create_app(
+            Settings(
+                _env_file=None,
+                db=Path(tmp) / "db",
+                workdir=Path(tmp) / "tree",
+                run_dir=Path(tmp) / "runs",
+            )  # type: ignore[call-arg]
+        )
+        app.state.engine.store.close()
+    return [r for r in app.routes if isinstance(r, APIRoute)]
+
+
+def test_every_route_but_git_and_the_pages_is_a_row() -> None:
+    routes = _routes()
+    written = {
+        (sorted(r.methods - {"HEAD"})[0], r.path)
+        for r in routes
+        if r.endpoint.__qualname__ != ROW_ENDPOINT
+    }
+    rows = [r for r in routes if r.endpoint.__qualname__ == ROW_ENDPOINT]
+
+    assert written == WRITTEN_OUT
+    assert len(rows) == 58
+    assert all(len(r.methods) == 1 for r in rows), "a row is one method on one path"
+
+
+async def _echo(_: object, a: Args) -> Answer:
+    return 200, Acknowledged(ok=a.query["n"] > 1)
+
+
+def test_a_row_validates_its_typed_query_and_sends_its_typed_answer() -> None:
+    app = FastAPI()
+    n = Param("n", Annotated[int, Query(ge=1, le=9)], 1)
+    install_route(app, None, Route("echo", "GET", "/echo", _echo, query=(n,), answer=Acknowledged))
+    client = TestClient(app)
+
+    assert client.get("/echo?n=2").json() == {"ok": True}
+    assert client.get("/echo").json() == {"ok": False}
+    assert client.get("/echo?n=10").status_code == 422
+    schema = app.openapi()["paths"]["/echo"]["get"]
+    assert schema["parameters"][0]["schema"]["maximum"] == 9
+    answer = schema["responses"]["200"]["content"]["application/json"]["schema"]
+    assert answer == {"$ref": "#/components/schemas/Acknowledged"}
