@@ -39,7 +39,6 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
 )
 
-from codefleet.config import Settings
 from codefleet.server.httpapp import create_app
 from codefleet.server.thread import ServerThread
 
@@ -114,14 +113,7 @@ def _openapi_document() -> dict[str, Any]:
     """The server's OpenAPI document (it does not depend on the settings), built once."""
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "tree").mkdir()
-        app = create_app(
-            Settings(
-                _env_file=None,
-                db=Path(tmp) / "db",
-                workdir=Path(tmp) / "tree",
-                run_dir=Path(tmp) / "runs",
-            )  # type: ignore[call-arg]
-        )
+        app = create_app(server_settings(Path(tmp), Path(tmp) / "tree"))
         document = app.openapi()
         app.state.engine.store.close()
     return document

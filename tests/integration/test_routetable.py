@@ -15,9 +15,9 @@ from typing import Annotated
 from fastapi import FastAPI, Query
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
+from fleet_support import server_settings
 
 from codefleet.api.answermodels import Acknowledged
-from codefleet.config import Settings
 from codefleet.server.httpapp import create_app
 from codefleet.transport.routetable import Answer, Args, Param, Route, install_route
 
@@ -34,14 +34,7 @@ WRITTEN_OUT = {
 def _routes() -> list[APIRoute]:
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "tree").mkdir()
-        app = create_app(
-            Settings(
-                _env_file=None,
-                db=Path(tmp) / "db",
-                workdir=Path(tmp) / "tree",
-                run_dir=Path(tmp) / "runs",
-            )  # type: ignore[call-arg]
-        )
+        app = create_app(server_settings(Path(tmp), Path(tmp) / "tree"))
         app.state.engine.store.close()
     return [r for r in app.routes if isinstance(r, APIRoute)]
 

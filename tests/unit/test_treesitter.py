@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from test_parts import mutated
 
 from codefleet.parts import treesitter
 from codefleet.parts.changes import changed_parts
@@ -136,25 +137,6 @@ REFEREE_BASES = {
         ),
     ),
 }
-
-
-def mutated(rng: random.Random, text: str) -> str:
-    lines = text.splitlines(keepends=True)
-    for _ in range(rng.randint(1, 3)):
-        k = rng.randrange(len(lines))
-        match rng.randrange(5):
-            case 0:
-                del lines[k]
-            case 1:
-                lines.insert(k, lines[rng.randrange(len(lines))])
-            case 2:
-                lines.insert(k, "\n")
-            case 3:
-                lines[k] = lines[k].replace("x", "z", 1)
-            case _:
-                j = rng.randrange(len(lines))
-                lines[k], lines[j] = lines[j], lines[k]
-    return "".join(lines)
 
 
 def bare(text: str) -> str:
