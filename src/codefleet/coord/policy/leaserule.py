@@ -48,8 +48,8 @@ class Verdict(StrEnum):
     TAKE = "take"
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ sets each field through
+class Request:  # object.__setattr__, and one Request is built per lease request (the hot path)
     """One write's keys at one door, and what the lease table sees of them now."""
 
     door: Door
