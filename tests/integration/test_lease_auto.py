@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from test_part_leases_fleet import codefleet_cli
 
 from codefleet.api.client import FleetClient
 from codefleet.fleet.local import FleetOptions, run_fleet
@@ -123,20 +124,6 @@ async def test_without_an_integration_check_the_hub_module_is_leased_whole(
     assert (workdir / "api.py").read_text() == BOTH
 
 
-def codefleet_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The real command line, as a subprocess (none of our CODEFLEET_ settings)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODEFLEET_")}
-    return subprocess.run(
-        [sys.executable, "-m", "codefleet.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**env, "COLUMNS": "300"},
-        check=False,
-    )
-
-
 BY_PART = (
     "leases: by part (lease_granularity: auto; the integration check 'test' runs every two "
     "changes of a file together)"
@@ -161,8 +148,10 @@ def test_run_and_graph_check_state_which_leases_apply(
     landing = {"integration": integration} if integration else {}
     graph.write_text(yaml.safe_dump({"checks": CHECKS, **landing, "tasks": TASKS[:1]}))
 
-    checked = codefleet_cli("graph", "check", str(graph), "--workdir", str(workdir), cwd=workdir)
-    run = codefleet_cli(
+    checked = codefleet_cli_wide(
+        "graph", "check", str(graph), "--workdir", str(workdir), cwd=workdir
+    )
+    run = codefleet_cli_wide(
         *("run", "--dry-run", "--script", str(script), "--graph", str(graph)),
         *("--server", server.url, "--run-dir", str(tmp_path / "runs")),
         cwd=workdir,
@@ -184,7 +173,7 @@ def test_a_runners_own_flag_is_stated_at_the_start_of_a_run(
     graph = tmp_path / "graph.yaml"
     graph.write_text(yaml.safe_dump({"checks": CHECKS, "integration": "test", "tasks": TASKS[:1]}))
 
-    run = codefleet_cli(
+    run = codefleet_cli_wide(
         *("run", "--dry-run", "--script", str(script), "--graph", str(graph)),
         *("--server", server.url, "--run-dir", str(tmp_path / "runs")),
         *("--lease-granularity", "file"),
@@ -236,3 +225,8 @@ def test_a_runner_states_at_its_start_what_decides_its_leases(
 
     assert lines[0].startswith("r1: tree ")
     assert lines[1] == says
+
+
+def codefleet_cli_wide(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`codefleet_cli`, 300 columns wide: the start line and graph check's rows unwrapped."""
+    return codefleet_cli(*args, cwd=cwd, columns=300)

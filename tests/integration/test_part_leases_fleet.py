@@ -86,8 +86,8 @@ async def play(
     return result, events
 
 
-def codefleet_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The real command line, as a subprocess (none of our CODEFLEET_ settings)."""
+def codefleet_cli(*args: str, cwd: Path, columns: int = 200) -> subprocess.CompletedProcess[str]:
+    """The real command line, as a subprocess (none of our CODEFLEET_ settings), `columns` wide."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODEFLEET_")}
     return subprocess.run(
         [sys.executable, "-m", "codefleet.cli", *args],
@@ -95,7 +95,7 @@ def codefleet_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=120,
-        env={**env, "COLUMNS": "200"},
+        env={**env, "COLUMNS": str(columns)},
         check=False,
     )
 
