@@ -23,8 +23,8 @@ from codefleet.fleet.local import FleetOptions, run_fleet
 from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
 from codefleet.review.fetch import fetch_record
-from codefleet.review.report.outcomesections import checks_text
 from codefleet.review.report.runreport import build_report, report_json
+from codefleet.review.report.sparedwork import checks_text, reused_seconds
 from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
@@ -66,6 +66,7 @@ async def run(
         summary = report_json(build_report(await fetch_record(client)))["sections"]["summary"]
     assert summary["checks"]["run"] == sum(e["type"] == "check_finished" for e in events)
     assert summary["checks"]["reused"] == sum(e["type"] == "check_reused" for e in events)
+    assert summary["checks"]["reused_s"] == round(reused_seconds(events), 3)
     [succeeded] = [e for e in events if e["type"] == "task_succeeded"]
     return [e for e in events if e["type"].startswith("check_")], succeeded["payload"]
 
@@ -90,8 +91,10 @@ async def test_a_verify_on_exactly_what_the_agents_check_saw_is_that_check(
     ]
     [reused] = [e for e in events if e["type"] == "check_reused"]
     assert reused["payload"]["reused_from"] == "tool"
-    assert checks_text({"run": 1, "reused": 1, "deferred": 0, "landing": 0}) == (
-        "1 run · 1 reused (passed before on the same content)"
+    [tool] = [e for e in events if e["type"] == "check_finished"]
+    assert reused_seconds(events) == tool["payload"]["duration_ms"] / 1000
+    assert checks_text({"run": 1, "reused": 1, "deferred": 0, "landing": 0, "reused_s": 0.4}) == (
+        "1 run · 1 reused (passed before on the same content: 0.4 s not run)"
     )
     assert "passed on this same content before" in succeeded["summary"]
 

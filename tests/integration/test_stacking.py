@@ -19,6 +19,7 @@ from typing import Any
 from fleet_support import drain as drain_fleet
 
 from codefleet.api.client import FleetClient
+from codefleet.models import from_iso
 from codefleet.review.fetch import fetch_record
 from codefleet.review.report.runreport import build_report, report_json
 from codefleet.server.thread import ServerThread
@@ -67,7 +68,13 @@ async def test_the_next_writer_of_a_file_waiting_to_land_stacks_on_it_and_lands_
         events = await client.all_events()
         patches = {t: (await client.patch(t))["files"] for t in ("T1", "T2")}
         statuses = {t: (await client.task(t))["status"] for t in ("T1", "T2")}
+        summary = report_json(build_report(await fetch_record(client)))["sections"]["summary"]
     assert statuses == {"T1": "succeeded", "T2": "succeeded"}
+    taken = next(e["at"] for e in events if e["payload"].get("stacked_on"))
+    landed = next(e["at"] for e in events if e["type"] == "landed" and e["task_id"] == "T1")
+    not_waited = (from_iso(landed) - from_iso(taken)).total_seconds()
+    assert not_waited > 0  # T1's slow check was still running when T2 took hub.py over
+    assert summary["stacks"] == {"stacked": 1, "undone": 0, "not_waited_s": round(not_waited, 3)}
     assert check_landing(events, "clean") == []
     assert (workdir / "hub.py").read_text() == "A = 1\nB = 2\n"
     assert not [e for e in events if e["type"] == "lease_denied"]  # no veto: it stacked
@@ -103,7 +110,8 @@ async def test_a_task_stacked_on_one_that_breaks_the_check_is_undone_with_it_unc
         events = await client.all_events()
         tasks = {t: await client.task(t) for t in ("T1", "T2")}
         summary = report_json(build_report(await fetch_record(client)))["sections"]["summary"]
-    assert summary["stacks"] == {"stacked": 1, "undone": 1}
+    # undone with T1 before it landed: T1's later landing spared T2 no wait
+    assert summary["stacks"] == {"stacked": 1, "undone": 1, "not_waited_s": 0.0}
     assert {t: row["status"] for t, row in tasks.items()} == {
         "T1": "succeeded",
         "T2": "succeeded",

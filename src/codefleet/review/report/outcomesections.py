@@ -11,9 +11,9 @@ column (the section is `review.report.landingsections`); a run before landing ha
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 from codefleet.models import EventType
 from codefleet.review.facts import LastRun, RunFacts, since_start
@@ -28,6 +28,12 @@ from codefleet.review.report.reportblocks import (
     Table,
     Timeline,
     seconds,
+)
+from codefleet.review.report.sparedwork import (
+    check_counts,
+    checks_text,
+    stack_counts,
+    stacks_text,
 )
 from codefleet.wording import SIMULATED, attempts_text, verify_blame_text
 
@@ -127,61 +133,6 @@ def _summary_items(
         if (blame := verify_blame_text(facts.verify)) is not None:
             items.insert(3, ("verify bisect", blame))
     return items
-
-
-CHECK_KINDS: Final = {
-    EventType.CHECK_FINISHED: "run",
-    EventType.CHECK_REUSED: "reused",
-    EventType.CHECK_DEFERRED: "deferred",
-    EventType.LANDING_CHECK_FINISHED: "landing",
-}
-
-
-def check_counts(facts: RunFacts) -> dict[str, int]:
-    """The attempts' checks run, reused on the same content, left to landing; the landing's."""
-    counts = Counter(
-        CHECK_KINDS[e["type"]] for e in facts.record.events if e["type"] in CHECK_KINDS
-    )
-    return {kind: counts[kind] for kind in CHECK_KINDS.values()}
-
-
-def checks_text(counts: dict[str, int]) -> str | None:
-    """`5 run · 2 reused (the same content) · 1 left to landing · 3 at landing`, or None."""
-    if not any(counts.values()):
-        return None
-    parts = [f"{counts['run']} run"]
-    if counts["reused"]:
-        parts.append(f"{counts['reused']} reused (passed before on the same content)")
-    if counts["deferred"]:
-        parts.append(f"{counts['deferred']} left to the landing check")
-    if counts["landing"]:
-        parts.append(f"{counts['landing']} at landing")
-    return " · ".join(parts)
-
-
-def stack_counts(facts: RunFacts) -> dict[str, int]:
-    """Files taken over from a task waiting to land, and attempts undone with what they built on."""
-    events = facts.record.events
-    return {
-        "stacked": sum(
-            1 for e in events if e["type"] == EventType.LEASE_ACQUIRED and _payload(e, "stacked_on")
-        ),
-        "undone": sum(1 for e in events if e["type"] == EventType.STACK_UNWOUND),
-    }
-
-
-def _payload(event: Mapping[str, Any], key: str) -> Any:
-    return (event.get("payload") or {}).get(key)
-
-
-def stacks_text(counts: dict[str, int]) -> str | None:
-    """`4 files taken over while waiting to land · 1 attempt undone with it`, or None."""
-    if not counts["stacked"]:
-        return None
-    said = f"{counts['stacked']} file(s) taken over from tasks waiting to land (no wait for their landing)"
-    if counts["undone"]:
-        said += f" · {counts['undone']} attempt(s) undone with a task that did not land"
-    return said
 
 
 def _summary_data(
