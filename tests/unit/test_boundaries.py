@@ -356,7 +356,7 @@ REQUIRED = [
         "patch targets and denials from toolcalls.writepaths",
     ),
     (
-        "codefleet.hook.codexbridge",
+        "codefleet.fleet.gate.codexbridge",
         "codefleet.toolcalls.writepaths",
         "the bridge's denial is THE denial",
     ),

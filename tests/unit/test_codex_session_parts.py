@@ -6,7 +6,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from codefleet.hook.codexbridge import ask_gate
+from codefleet.fleet.gate.codexbridge import ask_gate
 from codefleet.models import GATED_TOOLS, WRITE_TOOLS
 from codefleet.session.codexconfig import CODEX_RULES, CodexProvider, config_toml
 from codefleet.toolcalls.writepaths import tool_paths

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from codefleet.hook.readguard import read_refusal
+from codefleet.fleet.gate.readguard import read_refusal
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ Anything unexpected in the hook is a denial; a raised exception, `None`, a
 malformed answer or a timeout is blocked by the CLI itself because of
 `on_failure="block"`. The hook times itself (entry to decision) so the
 coordination overhead can be reported. PreToolUse on Read, Glob and Grep refuses
-reads outside the tree (`hook.readguard`). PostToolUse records the ledger row in
+reads outside the tree (`fleet.gate.readguard`). PostToolUse records the ledger row in
 the background (bounded, never vetoes; `settle` waits for it) and each file read
 in the attempt's read set (`fleet.gate.readset`, in process). `AttemptLog` is what one
 attempt's hooks and its message drain (`session.clistream`) collect.
@@ -27,8 +27,8 @@ from claude_agent_sdk import HookCallback, HookContext, HookInput, HookJSONOutpu
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
 from codefleet.fleet.gate.prewrite import WriteGate
+from codefleet.fleet.gate.readguard import READ_TOOLS, read_refusal
 from codefleet.fleet.gate.readset import READ_RECORDED_TOOLS
-from codefleet.hook.readguard import READ_TOOLS, read_refusal
 from codefleet.models import WRITE_TOOLS
 from codefleet.session.outcome import HookRecord, SessionResult, Spent
 from codefleet.toolcalls.writepaths import deny_output, extract_paths

@@ -33,7 +33,7 @@ from claude_agent_sdk import (
 )
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
-from codefleet.hook.readguard import READ_TOOLS
+from codefleet.fleet.gate.readguard import READ_TOOLS
 from codefleet.models import WRITE_TOOLS, ErrorKind
 from codefleet.session.attempthooks import AttemptLog
 from codefleet.session.outcome import Crash, SessionResult

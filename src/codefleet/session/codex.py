@@ -7,7 +7,7 @@ custom Responses provider, no shell, hooks on `apply_patch`), cwd = the shared t
 and runs the task's prompt (`CODEX_RULES` before the task) as the thread's first turn.
 
 The write gate: Codex hooks are commands, so the attempt serves its `WriteGate` on a
-Unix socket and the hooks run `hook.codexbridge` to reach it. `PreToolUse` receives
+Unix socket and the hooks run `fleet.gate.codexbridge` to reach it. `PreToolUse` receives
 the raw patch (`tool_input.command`); `gate.check("apply_patch", ...)` leases every
 target its headers name (`toolcalls.applypatch`), all or nothing, and the answer is `{}` or THE
 denial. A malformed patch, a non-patch tool, a check that times out: a denial. After a
@@ -341,9 +341,7 @@ class CodexExecutor:
         to the tools' socket) into a fresh CODEX_HOME; the session's environment."""
         home = codex_home(attempt)
         gate_path, tools_path = sockets
-        hook = (
-            f"{shlex.quote(sys.executable)} -m codefleet.hook.codexbridge {shlex.quote(gate_path)}"
-        )
+        hook = f"{shlex.quote(sys.executable)} -m codefleet.fleet.gate.codexbridge {shlex.quote(gate_path)}"
         proxy = (sys.executable, "-m", "codefleet.session.codexread", tools_path)
         timeout = math.ceil(limit + TOOL_MARGIN_S) if limit else None
         (home / "config.toml").write_text(

@@ -17,7 +17,7 @@ holding only this file, so nothing of the user's Codex setup is read or written:
   exposes them, as functions in the `mcp__codefleet` namespace, so the rules say to
   search. `tool_timeout_sec` is the longest call's bound (a check, a question);
 - `PreToolUse` and `PostToolUse` command hooks on `apply_patch`, each running the
-  bridge to the runner's gate (`hook.codexbridge`). Codex runs a hook only once it
+  bridge to the runner's gate (`fleet.gate.codexbridge`). Codex runs a hook only once it
   is trusted; the executor trusts these two through Codex's own RPCs and checks
   that they are before the turn starts (docs/decisions/0111-codex-runners.md, "Codex runners").
 

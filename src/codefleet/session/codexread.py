@@ -3,7 +3,7 @@
 A Codex session's tools are MCP servers it starts itself, so its config starts this
 one (`python -m codefleet.session.codexread SOCKET`). It answers `initialize` and
 `ping` itself and forwards each `tools/list` and `tools/call` as one request over the
-attempt-owned Unix socket (`hook.codexbridge.exchange`, the channel its patch hook
+attempt-owned Unix socket (`fleet.gate.codexbridge.exchange`, the channel its patch hook
 uses too), where the runner's `CodexExecutor` answers from the attempt's own tool table
 (`session.tools`, the same code a Claude Code session's in-process tools run): reads
 land in the attempt's read set, resources, checks, questions and commands on its gate.
@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import IO, Any, Final
 
-from codefleet.hook.codexbridge import exchange
+from codefleet.fleet.gate.codexbridge import exchange
 
 __all__ = ["answer", "main", "serve"]
 

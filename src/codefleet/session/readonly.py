@@ -3,7 +3,7 @@
 The hardened options of the fleet's sessions (`session.sdk`: `dontAsk`, no
 setting sources, strict MCP, cwd = the tree, turn and budget caps) with the
 tools Read, Glob and Grep only, and a PreToolUse hook (`on_failure="block"`)
-that refuses any read outside the tree (`hook.readguard`). One conversation
+that refuses any read outside the tree (`fleet.gate.readguard`). One conversation
 is kept open across messages, so CodeFleet's feedback on an answer is the
 next user message (docs/decisions/0037-plan-one-read-only-session-errors-fed-back-in-the-same.md, "`plan`: one read-only session, errors
 fed back in the same conversation"). With the fleet's session modules
@@ -34,7 +34,7 @@ from claude_agent_sdk import (
 )
 
 from codefleet.attempt import AttemptReport
-from codefleet.hook.readguard import READ_TOOLS, read_refusal
+from codefleet.fleet.gate.readguard import READ_TOOLS, read_refusal
 from codefleet.models import ErrorKind
 from codefleet.session.attempthooks import HOOK_TIMEOUT_S, READ_MATCHER, deny
 from codefleet.session.clistream import classify_crash, session_result

@@ -2,7 +2,7 @@
 
 Codex hooks are commands, not callbacks, so the runner's `CodexExecutor` serves its
 attempt's `WriteGate` on a Unix socket and writes this command into the session's
-Codex config: `python -m codefleet.hook.codexbridge SOCKET`. It copies the hook JSON
+Codex config: `python -m codefleet.fleet.gate.codexbridge SOCKET`. It copies the hook JSON
 Codex writes on stdin to the socket, and the runner's answer (`{}` or THE denial,
 `toolcalls.writepaths.deny_output`) to stdout. Codex honours that denial for `apply_patch`
 (measured with CLI 0.163.0: the patch is not applied and the model reads the reason).
