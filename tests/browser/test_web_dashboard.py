@@ -300,6 +300,29 @@ async def test_a_dropped_stream_resumes_after_the_last_event_it_delivered(
     assert browser.errors == []
 
 
+async def test_a_fresh_server_on_another_record_behind_the_same_address_is_shown_from_its_start(
+    make_server: Callable[..., ServerThread], browser: Browser
+) -> None:
+    """`runs new` and a fresh `serve` on the same port: the open page shows the new record,
+    not the old one's tasks with the new one's events folded on top."""
+    old = make_server(token=TOKEN, **FAST)
+    await load_demo_graph(old)
+    page = await open_dashboard(browser, old)
+    await expect(page.locator('#graph-view [data-node="T1"]')).to_have_count(1)
+    old.stop()
+
+    new = make_server(token=TOKEN, port=old.settings.port, **FAST)  # its own database file
+    async with FleetClient(new.url, token=TOKEN) as client:
+        await client.create_tasks(
+            [{"id": "N1", "title": "new", "description": "on the new record"}]
+        )
+        last = (await client.all_events())[-1]["id"]
+    await expect(page.locator('#graph-view [data-node="N1"]')).to_have_count(1, timeout=20_000)
+    await expect(page.locator('#graph-view [data-node="T1"]')).to_have_count(0)
+    await expect(page.locator("body")).to_have_attribute("data-last-event", str(last))
+    await expect(page.locator("body")).to_have_attribute("data-conn", "live")
+
+
 async def test_a_rolled_back_attempt_is_marked_on_its_runners_lane(
     demo_server: ServerThread, browser: Browser, tmp_path: Path
 ) -> None:

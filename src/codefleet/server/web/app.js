@@ -1,7 +1,8 @@
 // CodeFleet's web dashboard: live over the event stream. It only reads, but for
 // a person's two actions (person.js): tell a task something, answer a question.
 //
-// Each (re)connect: GET /health (the server clock), then the events after the
+// Each (re)connect: GET /health (the server clock; a record other than the one
+// shown, after `runs new` and a fresh `serve`, reloads the page), then the events after the
 // last id held through GET /events, then GET /state (the snapshot, at least as
 // recent as those events), /conflicts, /graph and /stats; paint that, then read
 // /events/stream?since=<last id read> and fold every event into the model. So
@@ -55,6 +56,7 @@ let stats = null; // GET /stats: the contention analytics
 let conn = "connecting";
 let selected = null;
 let clockOffset = 0;
+let database = null; // the `database_id` of the record this page shows
 let frame = 0;
 let analysis = null; // GET /graph: `graph check`'s analysis of the stored graph
 
@@ -183,6 +185,9 @@ async function connect() {
   for (;;) {
     try {
       const health = await api.get("/health");
+      // another record behind the same address (`runs new`, a fresh `serve`): start over on it
+      if (database && health.database_id !== database) return window.location.reload();
+      database = health.database_id;
       clockOffset = Date.parse(health.server_time) - Date.now();
       model.add(await api.eventsAfter(model.lastId));
       await readSnapshot();
