@@ -79,7 +79,8 @@ class Route:
     epoch: bool = False  # reads the runner's `X-Agent-Epoch` header
     query: tuple[Param, ...] = ()
     param_type: type = str  # the path parameter's type
-    answer: Any = None  # the answer's model, for the schema (FastAPI does not re-validate it)
+    answer: Any = None  # the answer's model, for the schema (FastAPI does not re-validate it);
+    # None only for a row answering 204 or a `Response` of its own (`JSON_ANSWERS` says which)
 
     @property
     def param(self) -> str | None:
@@ -129,8 +130,8 @@ def response(status: int, data: Any) -> Response:
         return data
     if status == 204:
         return Response(status_code=204)
-    if isinstance(data, BaseModel):  # a row's typed answer
-        return JSONResponse(data.model_dump(mode="json"), status)
+    if isinstance(data, BaseModel):  # a row's typed answer: the keys its handler set
+        return JSONResponse(data.model_dump(mode="json", exclude_unset=True), status)
     wire = getattr(data, "to_wire", None)
     return JSONResponse(wire() if wire is not None else data, status)
 
