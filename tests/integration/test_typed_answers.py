@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from fleet_support import server_settings
 from pydantic import TypeAdapter, ValidationError
@@ -29,6 +30,7 @@ from test_fleet import drain
 from test_fleet import test_every_event_type_is_emitted_by_a_scripted_fleet as every_event
 
 from codefleet.api.client import FleetClient
+from codefleet.api.readanswers import State
 from codefleet.server.httpapp import create_app
 from codefleet.server.thread import ServerThread
 
@@ -39,12 +41,16 @@ OWN_RESPONSE = {"stream", "scrape"}  # the SSE stream, the metrics' text: no JSO
 NOT_REACHED = {"delivery", "reset", "answer"}
 
 
-def _app_routes() -> list[APIRoute]:
+def _app() -> FastAPI:
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "tree").mkdir()
         app = create_app(server_settings(Path(tmp), Path(tmp) / "tree"))
         app.state.engine.store.close()
-    return [r for r in app.routes if isinstance(r, APIRoute)]
+    return app
+
+
+def _app_routes() -> list[APIRoute]:
+    return [r for r in _app().routes if isinstance(r, APIRoute)]
 
 
 def _rows(routes: list[APIRoute]) -> list[APIRoute]:
@@ -58,6 +64,21 @@ def test_every_row_that_answers_json_declares_its_answer() -> None:
 
     assert untyped == OWN_RESPONSE | empty
     assert empty == {"leave"}
+
+
+def test_the_schema_names_each_rows_answer() -> None:
+    app = _app()
+    paths = app.openapi()["paths"]
+    unnamed = []
+    for row in _rows([r for r in app.routes if isinstance(r, APIRoute)]):
+        (method,) = row.methods
+        answer = paths[row.path][method.lower()]["responses"][str(row.status_code or 200)]
+        if row.response_model is not None and "schema" not in answer["content"]["application/json"]:
+            unnamed.append(row.name)
+
+    assert unnamed == []
+    state = paths["/state"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert state == {"$ref": f"#/components/schemas/{State.__name__}"}
 
 
 @dataclass(frozen=True, slots=True)
