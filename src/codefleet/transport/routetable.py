@@ -9,8 +9,9 @@ operator's and the reads (`server.httpapp`), a person's (`server.person_routes`)
 the landing queue's (`server.landing_routes`), the landed line's
 (`server.landed_routes`). `install_routes` gives FastAPI each row as the signature
 it would have had written out, so the schema and every validation answer are the
-same. A handler sees only `Args`; it answers `(status, data)`, the data JSON, an
-object with `to_wire()`, or a `Response` of its own (docs/decisions/0168-*.md).
+same. A handler sees only `Args`; it answers `(status, data)`: its row's typed
+answer (sent as the keys it set), JSON or an object with `to_wire()` (a hot row's,
+whose `answer` is the schema), or a `Response` of its own (docs/decisions/0168-*.md).
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ class Route:
     query: tuple[Param, ...] = ()
     param_type: type = str  # the path parameter's type
     answer: Any = None  # the answer's model, for the schema (FastAPI does not re-validate it);
-    # None only for a row answering 204 or a `Response` of its own (`JSON_ANSWERS` says which)
+    # None only for a row answering 204 or a `Response` of its own (the stream, the metrics)
 
     @property
     def param(self) -> str | None:
