@@ -229,18 +229,121 @@ class GraphAnalysis(_Answer):
     warnings: list[Finding]
 
 
-class Stats(_Answer):
-    """`GET /stats`: `codefleet stats`' figures (`review.statsjson`); each section's rows are
-    that module's, kept as its plain data."""
+# a figure of `review.statsjson`, rounded: an int stays an int, as its JSON has it
+Figure = int | float | None
 
-    fleet: dict[str, Any]
-    files: list[dict[str, Any]]
-    resources: list[dict[str, Any]]
-    agents: list[dict[str, Any]]
-    tasks: list[dict[str, Any]]
-    landing: dict[str, Any] | None
-    stale_reads: list[dict[str, Any]]
-    lease_waits: list[dict[str, Any]]
+
+class FleetFigures(_Answer):
+    """The fleet's own figures: its runners, how busy, how long, what was lost and spent."""
+
+    runners: int
+    busy_mean: Figure
+    parallelism: Figure
+    makespan_s: Figure
+    critical_path: list[str]
+    critical_path_s: Figure
+    stretch: Figure
+    attempt_s: Figure
+    veto_lost_s: Figure
+    rollback_lost_s: Figure
+    pauses: int
+    paused_s: Figure
+    cost_usd: Figure
+    simulated: bool
+
+
+class FileFigures(_Answer):
+    """A file's vetoes and the time they and rollbacks cost; its parts' rows name their `part`."""
+
+    path: str
+    vetoes: int
+    tasks: list[str]
+    veto_lost_s: Figure
+    rollback_lost_s: Figure
+    rollbacks: int
+    parts: list[FileFigures]
+    part: str | None = None
+
+
+class ResourceFigures(_Answer):
+    """A named resource's vetoes and the time they cost."""
+
+    name: str
+    vetoes: int
+    tasks: list[str]
+    veto_lost_s: Figure
+
+
+class KindFigures(_Answer):
+    """One coding agent's attempts, vetoes and time per attempt."""
+
+    agent: str
+    attempts: int
+    vetoed: int
+    attempt_s: Figure
+
+
+class TaskFigures(_Answer):
+    """One task's attempts, vetoes, waiting and running time, cost and landing."""
+
+    id: str
+    status: str
+    attempts: int
+    uncharged: int
+    vetoed: int
+    waiting_s: Figure
+    running_s: Figure
+    cost_usd: Figure
+    order: int | None
+    landing_s: Figure
+
+
+class LandingFigures(_Answer):
+    """The landing queue's checks, landings, waits, breaks and halts."""
+
+    checks: int
+    landed: int
+    checks_per_landed: Figure
+    waited_s: Figure
+    waited_max_s: Figure
+    breaks: int
+    reworked: int
+    halts: int
+
+
+class StaleReadFigures(_Answer):
+    """Reads of a file another task changed before the reader finished."""
+
+    path: str
+    reader: str
+    changed_by: str
+    count: int
+
+
+class WaitFigures(_Answer):
+    """A file's parked lease waits: how they ended, the time waited and what it kept."""
+
+    path: str
+    waits: int
+    outcomes: dict[str, int]
+    waited_s: Figure
+    kept_s: Figure
+    kept_usd: Figure
+    parts: list[WaitFigures]
+    part: str | None = None
+
+
+class Stats(_Answer):
+    """`GET /stats`: `codefleet stats`' figures (`review.statsjson`)."""
+
+    fleet: FleetFigures
+    files: list[FileFigures]
+    resources: list[ResourceFigures]
+    agents: list[KindFigures]
+    tasks: list[TaskFigures]
+    landing: LandingFigures | None
+    stale_reads: list[StaleReadFigures]
+    lease_waits: list[WaitFigures]
 
 
 # -- the fleet: runners and sessions, leases, resources, events ------------------------------
