@@ -1,9 +1,9 @@
 """Pydantic models of the server's answers: the typed answer a route's row declares.
 
 A route whose row names one of these (`transport.routetable.Route.answer`) builds
-it in its handler, and the route table sends its `model_dump(mode="json",
-exclude_unset=True)`: the model is both what the handler must fill and the
-answer's schema in the OpenAPI document. A field with a default is a key the
+it in its handler, and the route table sends its `model_dump_json(exclude_unset=True)`
+(the bytes `JSONResponse` would render): the model is both what the handler must
+fill and the answer's schema in the OpenAPI document. A field with a default is a key the
 answer may leave out; every other key is always there. Closed answers forbid
 other keys; open data (an event's payload) stays `dict[str, Any]`. Records with
 `to_wire` that are their own JSON (`attempt.AssignedTask`, `api.landingrecords`)

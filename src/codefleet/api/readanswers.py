@@ -2,13 +2,14 @@
 
 Each is the typed answer a read's row declares (`transport.routetable.Route.answer`),
 built by its handler from the read model's rows (`readmodel.readapi.Reads`) and
-sent as `model_dump(mode="json", exclude_unset=True)`, so the JSON is the rows'
-own. `/state` and `/conflicts` send the projection's encoded JSON as it is, and
-declare their model as its schema. A field with a default is a key a row may leave out. A task row is the
-`tasks` table's columns and the fields derived at read time; an agent row is a
-runner's (`kind: runner`) or a person's session (`kind: interactive`); an event's
-payload is open (`dict[str, Any]`: each type has its own fields). The answers of
-the calls that change something are in `api.answermodels`.
+sent as `model_dump_json(exclude_unset=True)`, so the JSON is the rows' own.
+`/state` and `/conflicts` send the projection's encoded JSON as it is, and
+declare their model as its schema. A field with a default is a key a row may
+leave out. A task row is the `tasks` table's columns and the fields derived at
+read time; an agent row is a runner's (`kind: runner`) or a person's session
+(`kind: interactive`); an event's payload is open (`dict[str, Any]`: each type
+has its own fields). The answers of the calls that change something are in
+`api.answermodels`.
 """
 
 from __future__ import annotations
