@@ -17,11 +17,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from codefleet.models import ErrorKind, Granularity, StaleReadPolicy, from_iso, to_iso
 
 __all__ = [
+    "CLOSED",
     "AssignedTask",
     "AttemptReport",
     "OperatorNote",
@@ -31,9 +32,15 @@ __all__ = [
 ]
 
 
+# pydantic's config of a record used as an answer's type (`api.answermodels`): no other key
+CLOSED: Final = {"extra": "forbid"}
+
+
 @dataclass(frozen=True, slots=True)
 class OperatorNote:
     """One operator message to a task (`codefleet say`): its number in the task, and its text."""
+
+    __pydantic_config__ = CLOSED  # as an answer's type, its JSON has no other key
 
     seq: int
     text: str
@@ -49,6 +56,8 @@ class OperatorNote:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AssignedTask:
     """One assignment: the task, its attempt number and the previous attempt's failure."""
+
+    __pydantic_config__ = CLOSED  # as an answer's type, its JSON has no other key
 
     id: str
     title: str

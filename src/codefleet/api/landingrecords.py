@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Final
 
+from codefleet.attempt import CLOSED
 from codefleet.models import CheckVerdict
 
 __all__ = ["CheckRun", "LandingStep", "StepCheck"]
@@ -35,6 +36,8 @@ _OPTIONAL: Final = (
 class StepCheck:
     """One check a step runs: its name and the command it stands for."""
 
+    __pydantic_config__ = CLOSED  # as an answer's type, its JSON has no other key
+
     name: str
     command: str
 
@@ -43,6 +46,8 @@ class StepCheck:
 class LandingStep:
     """A step handed to a worker: the first candidates of a round (`batch`) on `base` landed
     tasks, checked for `purpose` (`landingpolicy`); its worker beats every `beat_s`."""
+
+    __pydantic_config__ = CLOSED  # as an answer's type, its JSON has no other key
 
     step: int
     purpose: str

@@ -16,6 +16,7 @@ from typing import Final
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
+from codefleet.api.answermodels import LandedLine
 from codefleet.server.gitbackend import git_response
 from codefleet.server.linefollower import LineFollower
 from codefleet.transport.guards import envelope
@@ -25,10 +26,12 @@ __all__ = ["LANDED_ROUTE", "install_landed_routes"]
 
 
 async def _landed(follower: LineFollower, _: Args) -> Answer:
-    return 200, follower.state()
+    return 200, LandedLine.model_validate(follower.state())
 
 
-LANDED_ROUTE: Final = Route("landed", "GET", "/landed", _landed)  # over the `LineFollower`
+LANDED_ROUTE: Final = Route(  # over the `LineFollower`
+    "landed", "GET", "/landed", _landed, answer=LandedLine
+)
 
 
 def install_landed_routes(app: FastAPI, follower: LineFollower) -> None:

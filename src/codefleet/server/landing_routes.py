@@ -23,7 +23,15 @@ from typing import Any, Final
 
 from fastapi import FastAPI
 
-from codefleet.api.answermodels import Acknowledged
+from codefleet.api.answermodels import (
+    Acknowledged,
+    Claimed,
+    LandingResumed,
+    LandingState,
+    ResultApplied,
+    StepAlive,
+    StepPreimages,
+)
 from codefleet.api.landingrecords import CheckRun
 from codefleet.api.wire import (
     IntegrationBody,
@@ -45,13 +53,13 @@ async def _claim(engine: Engine, a: Args) -> Answer:
         step = engine.landing_queue.claim(b.worker, b.timeout_s)
         left = deadline - time.monotonic()
         if step is not None or left <= 0 or engine.landing_queue.closing:
-            return 200, {"step": None if step is None else step.to_wire()}
+            return 200, Claimed(step=step)
         with contextlib.suppress(TimeoutError):  # a lapsed claim: the worker's next asks
             await asyncio.wait_for(changed.wait(), left)
 
 
 async def _preimages(engine: Engine, a: Args) -> Answer:
-    return 200, engine.landing_queue.preimages(a.param)
+    return 200, StepPreimages.model_validate(engine.landing_queue.preimages(a.param))
 
 
 async def _started(engine: Engine, a: Args) -> Answer:
@@ -60,13 +68,13 @@ async def _started(engine: Engine, a: Args) -> Answer:
 
 
 async def _beat(engine: Engine, a: Args) -> Answer:
-    return 200, engine.landing_queue.beat(a.param)
+    return 200, StepAlive.model_validate(engine.landing_queue.beat(a.param))
 
 
 async def _result(engine: Engine, a: Args) -> Answer:
     b: LandingResultBody = a.body
     results = [CheckRun.from_wire(r.model_dump()) for r in b.results]
-    return 200, engine.landing_queue.result(a.param, results)
+    return 200, ResultApplied.model_validate(engine.landing_queue.result(a.param, results))
 
 
 async def _state(engine: Engine, _: Args) -> Answer:
@@ -74,7 +82,7 @@ async def _state(engine: Engine, _: Args) -> Answer:
 
 
 async def _resume(engine: Engine, _: Args) -> Answer:
-    return 200, engine.landing_queue.resume()
+    return 200, LandingResumed.model_validate(engine.landing_queue.resume())
 
 
 async def _integration(engine: Engine, a: Args) -> Answer:
@@ -82,18 +90,20 @@ async def _integration(engine: Engine, a: Args) -> Answer:
     return 200, _with_leases(engine, engine.landing_queue.state())
 
 
-def _with_leases(engine: Engine, state: dict[str, Any]) -> dict[str, Any]:
+def _with_leases(engine: Engine, state: dict[str, Any]) -> LandingState:
     """The landing state and what a write leases by default under it (`auto` resolved)."""
     chosen = engine.runner.default_granularity
     leases = {"setting": chosen.value, "resolved": engine.runner.lease_granularity().value}
-    return {**state, "lease_granularity": leases}
+    return LandingState.model_validate({**state, "lease_granularity": leases})
 
 
 STEP = "/landing/steps/{step_id}"
 # The landing queue's calls (`engine.landing_queue`): a worker's, then the operator's.
 LANDING_ROUTES: Final = (
-    Route("claim", "POST", "/landing/claim", _claim, LandingClaimBody),
-    Route("preimages", "GET", f"{STEP}/preimages", _preimages, param_type=int),
+    Route("claim", "POST", "/landing/claim", _claim, LandingClaimBody, answer=Claimed),
+    Route(
+        "preimages", "GET", f"{STEP}/preimages", _preimages, param_type=int, answer=StepPreimages
+    ),
     Route(
         "started",
         "POST",
@@ -103,11 +113,26 @@ LANDING_ROUTES: Final = (
         param_type=int,
         answer=Acknowledged,
     ),
-    Route("beat", "POST", f"{STEP}/beat", _beat, param_type=int),
-    Route("result", "POST", f"{STEP}/result", _result, LandingResultBody, param_type=int),
-    Route("state", "GET", "/landing", _state),
-    Route("resume", "POST", "/landing/resume", _resume),
-    Route("integration", "POST", "/landing/integration", _integration, IntegrationBody),
+    Route("beat", "POST", f"{STEP}/beat", _beat, param_type=int, answer=StepAlive),
+    Route(
+        "result",
+        "POST",
+        f"{STEP}/result",
+        _result,
+        LandingResultBody,
+        param_type=int,
+        answer=ResultApplied,
+    ),
+    Route("state", "GET", "/landing", _state, answer=LandingState),
+    Route("resume", "POST", "/landing/resume", _resume, answer=LandingResumed),
+    Route(
+        "integration",
+        "POST",
+        "/landing/integration",
+        _integration,
+        IntegrationBody,
+        answer=LandingState,
+    ),
 )
 
 

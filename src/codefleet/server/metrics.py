@@ -104,7 +104,8 @@ async def _scrape(metrics: FleetMetrics, _: Args) -> Answer:
     return 200, metrics.response()
 
 
-METRICS_ROUTE: Final = Route("scrape", "GET", "/metrics", _scrape)  # over a `FleetMetrics`
+# over a `FleetMetrics`; it answers Prometheus' text, a `Response` of its own: no answer model
+METRICS_ROUTE: Final = Route("scrape", "GET", "/metrics", _scrape)
 
 
 def install_metrics(app: FastAPI, reads: Reads) -> None:

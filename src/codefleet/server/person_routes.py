@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from fastapi import FastAPI
 
+from codefleet.api.answermodels import Noted, PersonLeaseDecision, Released, Unheld
 from codefleet.api.wire import (
     InteractiveAcquireBody,
     InteractiveHoldBody,
@@ -62,7 +63,7 @@ async def _acquire(engine: Engine, a: Args) -> Answer:
 async def _changes(engine: Engine, a: Args) -> Answer:
     b: InteractiveAcquireBody = a.body
     engine.person.record_change(b.session_id, b.user, b.paths, b.tool, b.sha256)
-    return 202, {}
+    return 202, Noted()
 
 
 async def _hold(engine: Engine, a: Args) -> Answer:
@@ -71,7 +72,7 @@ async def _hold(engine: Engine, a: Args) -> Answer:
 
 
 async def _unhold(engine: Engine, a: Args) -> Answer:
-    return 200, engine.person.unhold(a.body.names)
+    return 200, Unheld.model_validate(engine.person.unhold(a.body.names))
 
 
 async def _release(engine: Engine, a: Args) -> Answer:
@@ -79,12 +80,20 @@ async def _release(engine: Engine, a: Args) -> Answer:
     if b.all == (b.session_id is not None):
         raise DomainError("give exactly one of session_id and all=true")
     released = engine.person.release(b.session_id, ReleaseReason(b.reason), every=b.all)
-    return 200, {"released": released}
+    return 200, Released.model_validate({"released": released})
 
 
 # A person's calls (`engine.person`): each a row of the route table, its handler over the engine.
+# A lease answer is built from the engine's frozen value (`interactive_lease_json`), as the runner's.
 PERSON_ROUTES: Final = (
-    Route("interactive_acquire", "POST", "/interactive/acquire", _acquire, InteractiveAcquireBody),
+    Route(
+        "interactive_acquire",
+        "POST",
+        "/interactive/acquire",
+        _acquire,
+        InteractiveAcquireBody,
+        answer=PersonLeaseDecision,
+    ),
     Route(
         "interactive_changes",
         "POST",
@@ -92,10 +101,32 @@ PERSON_ROUTES: Final = (
         _changes,
         InteractiveAcquireBody,
         status=202,
+        answer=Noted,
     ),
-    Route("interactive_hold", "POST", "/interactive/hold", _hold, InteractiveHoldBody),
-    Route("interactive_unhold", "POST", "/interactive/unhold", _unhold, InteractiveUnholdBody),
-    Route("interactive_release", "POST", "/interactive/release", _release, InteractiveReleaseBody),
+    Route(
+        "interactive_hold",
+        "POST",
+        "/interactive/hold",
+        _hold,
+        InteractiveHoldBody,
+        answer=PersonLeaseDecision,
+    ),
+    Route(
+        "interactive_unhold",
+        "POST",
+        "/interactive/unhold",
+        _unhold,
+        InteractiveUnholdBody,
+        answer=Unheld,
+    ),
+    Route(
+        "interactive_release",
+        "POST",
+        "/interactive/release",
+        _release,
+        InteractiveReleaseBody,
+        answer=Released,
+    ),
 )
 
 

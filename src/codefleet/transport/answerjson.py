@@ -2,8 +2,9 @@
 
 The engine returns frozen values (`coord.policy.answers`); these turn them into the
 wire's JSON, key for key in the order the API has always used, so a route
-never builds an answer's dict itself. A person's session's lease answer has
-its own shape, in `server.person_routes`.
+never builds an answer's dict itself (no model per request on the hot routes);
+each answer's schema is its model in `api.answermodels`, which the rows declare.
+A person's session's lease answer has its own shape, in `server.person_routes`.
 """
 
 from __future__ import annotations

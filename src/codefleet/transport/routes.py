@@ -22,7 +22,23 @@ from typing import Annotated, Any, Final, Literal
 from fastapi import FastAPI, Query
 from fastapi.exceptions import RequestValidationError
 
-from codefleet.api.answermodels import Registered
+from codefleet.api.answermodels import (
+    Assignment,
+    Beat,
+    Completed,
+    Delivered,
+    EventRecorded,
+    ForeignPreimages,
+    LeaseDecision,
+    NextNumber,
+    NoNumber,
+    Noted,
+    Numbered,
+    Question,
+    ReadsRecorded,
+    Registered,
+    TaskStatusNow,
+)
 from codefleet.api.wire import (
     AcquireBody,
     ChangeBody,
@@ -105,6 +121,8 @@ async def _change(engine: Engine, a: Args) -> Answer:
     return 202, {}
 
 
+# The hot rows' answers are built from the engine's frozen values (`transport.answerjson`),
+# no model per request; `answer` is their schema, which the fleet test holds that JSON to.
 HEARTBEAT = runner_row(
     "heartbeat",
     "POST",
@@ -112,14 +130,21 @@ HEARTBEAT = runner_row(
     _heartbeat,
     HeartbeatBody,
     optional_body=True,
+    answer=Beat,
 )
-ASSIGNMENT = runner_row(
-    "assignment", "GET", "/agents/{agent_id}/assignment", _assignment, waits=True
+ASSIGNMENT = runner_row(  # 204 when no task is handed out
+    "assignment", "GET", "/agents/{agent_id}/assignment", _assignment, waits=True, answer=Assignment
 )
-START = runner_row("start", "POST", "/tasks/{task_id}/start", _start, StartBody)
-ACQUIRE = runner_row("acquire", "POST", "/leases/acquire", _acquire, AcquireBody)
-CHANGE = runner_row("change", "POST", "/changes", _change, ChangeBody, status=202)
-COMPLETE = runner_row("complete", "POST", "/tasks/{task_id}/complete", _complete, CompleteBody)
+START = runner_row(
+    "start", "POST", "/tasks/{task_id}/start", _start, StartBody, answer=TaskStatusNow
+)
+ACQUIRE = runner_row(
+    "acquire", "POST", "/leases/acquire", _acquire, AcquireBody, answer=LeaseDecision
+)
+CHANGE = runner_row("change", "POST", "/changes", _change, ChangeBody, status=202, answer=Noted)
+COMPLETE = runner_row(
+    "complete", "POST", "/tasks/{task_id}/complete", _complete, CompleteBody, answer=Completed
+)
 HOT_ROUTES: Final = (HEARTBEAT, ASSIGNMENT, START, ACQUIRE, CHANGE, COMPLETE)
 
 
@@ -129,7 +154,9 @@ HOT_ROUTES: Final = (HEARTBEAT, ASSIGNMENT, START, ACQUIRE, CHANGE, COMPLETE)
 async def _ask(engine: Engine, a: Args) -> Answer:
     # the owner's session asks the operator (`ask_operator`); answers ride the heartbeat
     b: QuestionBody = a.body
-    return 201, engine.runner.ask(b.agent_id, a.epoch, a.param, b.text).to_json()
+    return 201, Question.model_validate(
+        engine.runner.ask(b.agent_id, a.epoch, a.param, b.text).to_json()
+    )
 
 
 async def _reads(engine: Engine, a: Args) -> Answer:
@@ -138,25 +165,29 @@ async def _reads(engine: Engine, a: Args) -> Answer:
     watch = [w.model_dump() for w in b.watch]
     stale = [s.model_dump() for s in b.stale]
     done = b.reconciled.model_dump() if b.reconciled else None
-    return 200, engine.runner.record_reads(
+    changes = engine.runner.record_reads(
         a.param, b.agent_id, a.epoch, b.attempt, rows, watch, stale, done
     )
+    return 200, ReadsRecorded.model_validate(changes)
 
 
 async def _check_event(engine: Engine, a: Args) -> Answer:
     b: CheckEventBody = a.body
-    return 200, engine.runner.record_check(a.param, b.agent_id, a.epoch, b.model_dump())
+    recorded = engine.runner.record_check(a.param, b.agent_id, a.epoch, b.model_dump())
+    return 200, EventRecorded.model_validate(recorded)
 
 
 async def _command_event(engine: Engine, a: Args) -> Answer:
     b: CommandEventBody = a.body
-    return 200, engine.runner.record_command(a.param, b.agent_id, a.epoch, b.model_dump())
+    recorded = engine.runner.record_command(a.param, b.agent_id, a.epoch, b.model_dump())
+    return 200, EventRecorded.model_validate(recorded)
 
 
 async def _delivery(engine: Engine, a: Args) -> Answer:
     b: DeliveryBody = a.body
     files = [delivered_image(f) for f in b.files]
-    return 200, engine.runner.deliver(a.param, b.agent_id, a.epoch, b.attempt, files)
+    delivered = engine.runner.deliver(a.param, b.agent_id, a.epoch, b.attempt, files)
+    return 200, Delivered.model_validate(delivered)
 
 
 async def _acquire_resource(engine: Engine, a: Args) -> Answer:
@@ -166,21 +197,54 @@ async def _acquire_resource(engine: Engine, a: Args) -> Answer:
 
 async def _next_number(engine: Engine, a: Args) -> Answer:
     b: NumberBody = a.body
-    return 200, engine.runner.next_number(b.agent_id, a.epoch, b.task_id, b.sequence)
+    found = engine.runner.next_number(b.agent_id, a.epoch, b.task_id, b.sequence)
+    model = NoNumber if found["value"] is None else Numbered
+    return 200, model.model_validate(found)
 
 
 # An attempt's reads, checks, commands and a clone's delivery of its files; its questions;
 # a session's calls for things that are not files (a few calls, not one per write).
 ATTEMPT_ROUTES: Final = (
-    runner_row("reads", "POST", "/tasks/{task_id}/reads", _reads, ReadsBody),
-    runner_row("check_event", "POST", "/tasks/{task_id}/checks", _check_event, CheckEventBody),
+    runner_row("reads", "POST", "/tasks/{task_id}/reads", _reads, ReadsBody, answer=ReadsRecorded),
     runner_row(
-        "command_event", "POST", "/tasks/{task_id}/commands", _command_event, CommandEventBody
+        "check_event",
+        "POST",
+        "/tasks/{task_id}/checks",
+        _check_event,
+        CheckEventBody,
+        answer=EventRecorded,
     ),
-    runner_row("delivery", "POST", "/tasks/{task_id}/delivery", _delivery, DeliveryBody),
-    runner_row("ask", "POST", "/tasks/{task_id}/questions", _ask, QuestionBody, status=201),
-    runner_row("acquire_resource", "POST", "/resources/acquire", _acquire_resource, ResourceBody),
-    runner_row("next_number", "POST", "/sequences/next", _next_number, NumberBody),
+    runner_row(
+        "command_event",
+        "POST",
+        "/tasks/{task_id}/commands",
+        _command_event,
+        CommandEventBody,
+        answer=EventRecorded,
+    ),
+    runner_row(
+        "delivery", "POST", "/tasks/{task_id}/delivery", _delivery, DeliveryBody, answer=Delivered
+    ),
+    runner_row(
+        "ask",
+        "POST",
+        "/tasks/{task_id}/questions",
+        _ask,
+        QuestionBody,
+        status=201,
+        answer=Question,
+    ),
+    runner_row(  # a lease answer, from the engine's frozen value like the hot acquire's
+        "acquire_resource",
+        "POST",
+        "/resources/acquire",
+        _acquire_resource,
+        ResourceBody,
+        answer=LeaseDecision,
+    ),
+    runner_row(
+        "next_number", "POST", "/sequences/next", _next_number, NumberBody, answer=NextNumber
+    ),
 )
 
 
@@ -214,15 +278,19 @@ async def _leave(engine: Engine, a: Args) -> Answer:
 
 
 async def _foreign_preimages(engine: Engine, a: Args) -> Answer:
-    return 200, engine.runner.foreign_preimages(a.param)
+    return 200, ForeignPreimages.model_validate(engine.runner.foreign_preimages(a.param))
 
 
 LEAVE_REASON = Param("reason", Annotated[Literal["interrupted"] | None, Query()], None)
-LEAVE = runner_row(
+LEAVE = runner_row(  # 204: no answer to declare
     "leave", "DELETE", "/agents/{agent_id}", _leave, status=204, query=(LEAVE_REASON,)
 )
 FOREIGN_PREIMAGES = Route(
-    "foreign_preimages", "GET", "/tasks/{task_id}/foreign-preimages", _foreign_preimages
+    "foreign_preimages",
+    "GET",
+    "/tasks/{task_id}/foreign-preimages",
+    _foreign_preimages,
+    answer=ForeignPreimages,
 )
 
 
