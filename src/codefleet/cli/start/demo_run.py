@@ -70,6 +70,10 @@ from codefleet.ui.report import print_result
 __all__ = ["EXAMPLES", "DemoExample", "examples_dir", "make_workspace", "run_demo"]
 
 DEMO_VERIFY = "-m unittest discover -s tests -q"
+# How often the dry run's scripted waits ask the server at first: every 25 ms, not the
+# executor's 10 ms. The demo's server, runners and landing workers share one process and
+# its interpreter lock, and a poll every 10 ms slowed the checks it waited for.
+DEMO_WAIT_POLL_S: Final = 0.025
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +148,7 @@ def init_repository(tree: Path) -> None:
 def demo_executor(mode: str, examples: Path, example: DemoExample = EXAMPLES["python"]) -> Executor:
     """The agents of one demo runner: scripted, real CLI + fake model, or real Claude."""
     if mode == "dry-run":
-        return ScriptedExecutor(load_script(examples / example.script))
+        return ScriptedExecutor(load_script(examples / example.script), wait_poll=DEMO_WAIT_POLL_S)
     from codefleet.session.sdk import (
         SessionExecutor,  # on use: only the chosen agent's executor (and its SDK) loads
     )
