@@ -84,7 +84,7 @@ from codefleet.fleet.executor import Attempt
 from codefleet.fleet.repair import finish_session, opening
 from codefleet.fleet.scriptfile import STEP_KINDS, ScriptError, Step, load_script, parse_script
 from codefleet.fleet.scriptpatch import FilePatch, PatchError, apply_hunks
-from codefleet.fleet.scriptwaits import DEFAULT_WAIT_S, WAIT_KINDS, wait_until
+from codefleet.fleet.scriptwaits import DEFAULT_WAIT_S, WAIT_KINDS, WAIT_POLL_S, wait_until
 from codefleet.fleet.tools.attemptchecks import CheckResult
 from codefleet.fleet.tools.commandtool import DEFAULT_COMMAND_TIMEOUT_S, CommandResult
 from codefleet.fleet.tools.inbox import hear_operator
@@ -130,9 +130,11 @@ class ScriptedExecutor:
         self,
         script: Mapping[str, Sequence[Step]] | None = None,
         wait_timeout: float = DEFAULT_WAIT_S,
+        wait_poll: float = WAIT_POLL_S,
     ) -> None:
         self.script = dict(script or {})
         self.wait_timeout = wait_timeout
+        self.wait_poll = wait_poll  # how often a young `wait_*` step asks the server (s)
         self.assignments: list[AssignedTask] = []  # every attempt's task, as handed over
         self.check_results: list[tuple[str, int, CheckResult]] = []
         self.command_results: list[tuple[str, int, CommandResult]] = []
@@ -372,7 +374,7 @@ class ScriptedExecutor:
     async def _wait(self, step: Step, attempt: Attempt) -> None:
         """A `wait_*` step (`fleet.scriptwaits`); its give-up ends the attempt."""
         limit = self.wait_timeout if step.timeout is None else step.timeout
-        gave_up = await wait_until(step.kind, str(step.arg), attempt, limit)
+        gave_up = await wait_until(step.kind, str(step.arg), attempt, limit, self.wait_poll)
         if gave_up is not None:
             _give_up(attempt, gave_up)
 

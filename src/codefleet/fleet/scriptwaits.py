@@ -10,7 +10,8 @@ wait also stops at its limit: the step's `timeout: S`, else the script's
 `wait_timeout: S`, else `DEFAULT_WAIT_S` (long enough for a landing: a check, a verify
 and a landing check on a real library took 50 s). The give-up names what it waited
 for and why it stopped (docs/decisions/0166-a-scripted-wait-follows-what-it-waits-for.md).
-The server is asked every `WAIT_POLL_S` for a second, then every `WAIT_POLL_MAX_S`.
+The server is asked every `WAIT_POLL_S` (or the executor's own `poll`, the demo's
+`DEMO_WAIT_POLL_S`) for a second, then every `WAIT_POLL_MAX_S` at least.
 """
 
 from __future__ import annotations
@@ -59,25 +60,43 @@ _EVENT_WAITS: Final = {
 WAIT_KINDS: Final = frozenset({*_TASK_WAITS, *_EVENT_WAITS, "wait_message"})
 
 
-async def wait_until(kind: str, arg: str, attempt: Attempt, limit: float) -> str | None:
-    """Wait as step `kind: arg` says; None once it happened, else why it gave up."""
+async def wait_until(
+    kind: str, arg: str, attempt: Attempt, limit: float, poll: float = WAIT_POLL_S
+) -> str | None:
+    """Wait as step `kind: arg` says, asking every `poll` s at first; None once it happened,
+    else why it gave up."""
     if kind in _TASK_WAITS:
-        return await _wait_for_task(_TASK_WAITS[kind], arg, attempt, limit)
+        return await _wait_for_task(_TASK_WAITS[kind], arg, attempt, _Limits(limit, poll))
     if kind == "wait_message":
         return await _poll(
-            f"an operator message saying {arg!r}", limit, lambda: _heard(attempt, arg), None
+            f"an operator message saying {arg!r}",
+            _Limits(limit, poll),
+            lambda: _heard(attempt, arg),
+            None,
         )
     condition = _EVENT_CONDITIONS[kind]
     return await _poll(
         f"{_EVENT_WAITS[kind]} {arg}",
-        limit,
+        _Limits(limit, poll),
         lambda: condition(attempt, arg),
         lambda: _others_alive(attempt),
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    """A wait's limit (s) and how often it asks while it is young (s)."""
+
+    limit: float
+    poll: float = WAIT_POLL_S
+
+    def pause(self, waited: float) -> float:
+        """The pause before the next ask of a wait `waited` s old."""
+        return self.poll if waited < QUICK_S else max(self.poll, WAIT_POLL_MAX_S)
+
+
 async def _wait_for_task(
-    wait: _TaskWait, task_id: str, attempt: Attempt, limit: float
+    wait: _TaskWait, task_id: str, attempt: Attempt, limits: _Limits
 ) -> str | None:
     """Until `task_id` has the status waited for; at once when it never can."""
     verdict: dict[str, str] = {}
@@ -90,7 +109,7 @@ async def _wait_for_task(
     async def alive() -> bool:
         return _task_verdict(wait.target, verdict.get("status", "")) == _ALIVE
 
-    gave_up = await _poll(f"{task_id} {wait.reads}", limit, reached, alive, every=0.0)
+    gave_up = await _poll(f"{task_id} {wait.reads}", limits, reached, alive, every=0.0)
     if gave_up is not None and verdict.get("status") and not await alive():
         return f"gave up waiting for {task_id} {wait.reads}: it is {verdict['status']} and cannot any more"
     return gave_up
@@ -109,12 +128,13 @@ def _task_verdict(target: TaskStatus, status: str) -> str:
 
 async def _poll(
     what: str,
-    limit: float,
+    limits: _Limits,
     happened: Callable[[], Awaitable[bool]],
     possible: Callable[[], Awaitable[bool]] | None,
     every: float = LIVENESS_EVERY_S,
 ) -> str | None:
-    """Ask `happened` until it says so (None), `possible` says it never will, or `limit` s."""
+    """Ask `happened` until it says so (None), `possible` says it never will, or the limit."""
+    limit = limits.limit
     started = time.monotonic()
     asked = started
     while not await happened():
@@ -128,7 +148,7 @@ async def _poll(
                 f"gave up waiting for {what} after {limit:g} s, its limit (a step's "
                 "`timeout: S` or the script's `wait_timeout: S` sets it)"
             )
-        await asyncio.sleep(WAIT_POLL_S if now - started < QUICK_S else WAIT_POLL_MAX_S)
+        await asyncio.sleep(limits.pause(now - started))
     return None
 
 

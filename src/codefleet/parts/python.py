@@ -12,9 +12,9 @@ Limits: a text that is larger than `MAX_PART_BYTES`, does not parse, is not UTF-
 starts with a byte-order mark, or defines one name in two places that are not
 adjacent has no parts (None), and its caller takes the whole file. The size bound keeps
 each parse, and so each grant, restore, patch and view by part on the server's loop,
-short (docs/decisions/0154-a-big-module-is-leased-whole.md). The last few large texts
-parsed are kept parsed: a file held in parts by several tasks is put back from the same
-pre-images and current text again and again. Standard library only.
+short (docs/decisions/0154-a-big-module-is-leased-whole.md). The last texts parsed are
+kept parsed (`parts.kept`): a file held in parts is put back from the same pre-images
+and current text again and again. Standard library only.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ import ast
 import gc
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final
 
+from codefleet.parts.kept import KeptIndexes
 from codefleet.parts.model import LINE, MAX_NAME_CHARS, Index, PartKind, Unit, statement_name, tile
 
 __all__ = ["HEADER", "MAX_NAME_CHARS", "MAX_PART_BYTES", "PYTHON", "PythonParts"]
@@ -45,15 +45,10 @@ log = logging.getLogger(__name__)
 # 1 ms per KB of dense code on the shared 2-core machine), and every agent's lease answer
 # waits for it; past this bound it waited too long (decision 0154).
 MAX_PART_BYTES: Final = 64_000
-# Texts of at least KEEP_PARSED_BYTES are kept parsed, the last KEEP_PARSED of them (below
-# that, a parse costs a few ms at most and is not worth the memory).
-KEEP_PARSED_BYTES: Final = 16_000
-KEEP_PARSED: Final = 16
 
 HEADER: Final = "<header>"
 
-
-_parsed: OrderedDict[str, Index | None] = OrderedDict()  # text -> its index; under _PARSING
+_KEPT: Final[KeptIndexes[str]] = KeptIndexes()  # text -> its index (decision 0171)
 
 
 class PythonParts:
@@ -69,27 +64,20 @@ PYTHON: Final = PythonParts()
 
 
 def _index(text: str | bytes) -> Index | None:
-    """The parsed text (None: no parts); a large one from `_parsed` when it was parsed lately."""
+    """The parsed text (None: no parts); from `_KEPT` when it was parsed lately."""
     decoded = _within_bound(text)
     if decoded is None:
         return None
-    keep = len(decoded) >= KEEP_PARSED_BYTES
-    if keep:
-        with _PARSING:
-            if decoded in _parsed:
-                _parsed.move_to_end(decoded)
-                return _parsed[decoded]
+    kept, index = _KEPT.get(decoded)
+    if kept:
+        return index
     try:
         with _collector_paused():
             index = _indexed(decoded)
     except SystemError:  # the AST constructor's own fault (above): no parts, the whole file
         log.warning("the parser failed on a module (a CPython fault); it is taken whole")
         return None  # not kept: the same text may parse next time
-    if keep:
-        with _PARSING:
-            _parsed[decoded] = index
-            while len(_parsed) > KEEP_PARSED:
-                _parsed.popitem(last=False)
+    _KEPT.keep(decoded, len(decoded), index)
     return index
 
 

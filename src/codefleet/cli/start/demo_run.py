@@ -55,7 +55,9 @@ from codefleet.fleet.local import FleetOptions, FleetResult, python_command, run
 from codefleet.fleet.runner import RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, load_script
 from codefleet.fleet.tools.commandtool import ShellConfig, host_shell
+from codefleet.fleet.views.layer import shell_support
 from codefleet.fleet.views.layerapply import ShellLimits
+from codefleet.fleet.views.runinview import layer_problem
 from codefleet.review.commit import Author
 from codefleet.review.commitview import print_history
 from codefleet.review.git import GitError, Repo
@@ -70,6 +72,10 @@ from codefleet.ui.report import print_result
 __all__ = ["EXAMPLES", "DemoExample", "examples_dir", "make_workspace", "run_demo"]
 
 DEMO_VERIFY = "-m unittest discover -s tests -q"
+# How often the dry run's scripted waits ask the server at first: every 25 ms, not the
+# executor's 10 ms. The demo's server, runners and landing workers share one process and
+# its interpreter lock, and a poll every 10 ms slowed the checks it waited for.
+DEMO_WAIT_POLL_S: Final = 0.025
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +150,7 @@ def init_repository(tree: Path) -> None:
 def demo_executor(mode: str, examples: Path, example: DemoExample = EXAMPLES["python"]) -> Executor:
     """The agents of one demo runner: scripted, real CLI + fake model, or real Claude."""
     if mode == "dry-run":
-        return ScriptedExecutor(load_script(examples / example.script))
+        return ScriptedExecutor(load_script(examples / example.script), wait_poll=DEMO_WAIT_POLL_S)
     from codefleet.session.sdk import (
         SessionExecutor,  # on use: only the chosen agent's executor (and its SDK) loads
     )
@@ -209,6 +215,14 @@ def demo_committer(tree: Path, console: Console) -> LiveCommitter | None:
         return None
 
 
+def probe_views(tree: Path) -> None:
+    """Probe once, ahead of the fleet, how commands (`shell_support`) and checks
+    (`layer_problem`) run over `tree`: both are kept, so the first command and the first
+    check do not wait for a probe's processes."""
+    shell_support()
+    layer_problem(tree)
+
+
 async def _demo(
     settings: Settings,
     mode: str,
@@ -222,15 +236,17 @@ async def _demo(
     graph = load_graph(examples / example.tasks)
     if mixed:
         graph = mixed_graph(graph)
-    # The committer's git calls run in a worker thread while this one builds the server's app.
+    # The committer's git calls and the probes of how commands and checks run here wait on
+    # processes in worker threads while this one builds the server's app.
+    loop = asyncio.get_running_loop()
     opening = (
-        asyncio.get_running_loop().run_in_executor(None, demo_committer, settings.workdir, console)
-        if commit
-        else None
+        loop.run_in_executor(None, demo_committer, settings.workdir, console) if commit else None
     )
+    probing = loop.run_in_executor(None, probe_views, settings.workdir)
     with ServerThread(settings) as server:
         committer = await opening if opening is not None else None
         await _load_and_announce(server, settings, graph, example, console, committer)
+        await probing
         stop = asyncio.Event()
         follower = asyncio.create_task(follow_compact(server.url, settings.token, console, stop))
         try:
