@@ -24,6 +24,7 @@ from codefleet.models import AgentStatus, DenyReason, TaskStatus
 
 __all__ = [
     "Acknowledged",
+    "Answer",
     "Assignment",
     "Budget",
     "ChecksDefined",
@@ -59,14 +60,17 @@ __all__ = [
 ]
 
 
-class _Answer(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class Answer(BaseModel):
+    """Every answer model's base: closed (no key it does not name) and frozen. Built on first
+    use, not at import: a process that never answers (or sends) a model pays nothing for it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 # -- the runner's calls (`transport.routes`) ------------------------------------------------
 
 
-class Registered(_Answer):
+class Registered(Answer):
     """`POST /agents/register`: the agent's id and epoch, the timings its runner keeps, and
     what a write leases by default (`auto` resolved: `part` or `file`)."""
 
@@ -83,14 +87,14 @@ class Registered(_Answer):
     server_time: str
 
 
-class AnswerNote(_Answer):
+class AnswerNote(Answer):
     """The operator's answer to one of the running attempt's questions."""
 
     question_id: str
     text: str
 
 
-class Beat(_Answer):
+class Beat(Answer):
     """`POST /agents/{id}/heartbeat`: the agent's status and epoch; the running task's
     messages and answers only when it has some waiting."""
 
@@ -100,13 +104,13 @@ class Beat(_Answer):
     answers: list[AnswerNote] = []
 
 
-class Assignment(_Answer):
+class Assignment(Answer):
     """`GET /agents/{id}/assignment`: the task handed to the agent (204 when none is)."""
 
     task: AssignedTask
 
 
-class Waited(_Answer):
+class Waited(Answer):
     """How a parked lease request's wait ended (`granted`, `changed`, `timed_out`, ...)."""
 
     outcome: str
@@ -114,7 +118,7 @@ class Waited(_Answer):
     holder_task_id: str | None
 
 
-class Denial(_Answer):
+class Denial(Answer):
     """One refused path; a held one names its holder's kind (and, to a person, its title)."""
 
     path: str
@@ -127,7 +131,7 @@ class Denial(_Answer):
     message: str
 
 
-class LeaseAllowed(_Answer):
+class LeaseAllowed(Answer):
     """A write's leases granted; a clone's runner also gets each file's version."""
 
     decision: Literal["allow"]
@@ -136,7 +140,7 @@ class LeaseAllowed(_Answer):
     versions: dict[str, str | None] = {}
 
 
-class LeaseDenied(_Answer):
+class LeaseDenied(Answer):
     """A write refused, all or nothing: the rows and why."""
 
     decision: Literal["deny"]
@@ -149,13 +153,13 @@ class LeaseDenied(_Answer):
 LeaseDecision = Annotated[LeaseAllowed | LeaseDenied, Field(discriminator="decision")]
 
 
-class TaskStatusNow(_Answer):
+class TaskStatusNow(Answer):
     """The task's status after the call (`start`, `cancel`, `retry`)."""
 
     status: TaskStatus
 
 
-class Completed(_Answer):
+class Completed(Answer):
     """`POST /tasks/{id}/complete`: the task as stored now, and the caller's next task."""
 
     status: TaskStatus
@@ -165,11 +169,11 @@ class Completed(_Answer):
     next: AssignedTask | None
 
 
-class Noted(_Answer):
+class Noted(Answer):
     """An empty answer, `{}`: a ledger row taken (`202`), never a veto."""
 
 
-class WriteSince(_Answer):
+class WriteSince(Answer):
     """A write to a watched file since the attempt read it."""
 
     task_id: str
@@ -178,26 +182,26 @@ class WriteSince(_Answer):
     person: bool
 
 
-class ReadsRecorded(_Answer):
+class ReadsRecorded(Answer):
     """`POST /tasks/{id}/reads`: each watched path's writes since it was read."""
 
     changes: dict[str, list[WriteSince]]
 
 
-class EventRecorded(_Answer):
+class EventRecorded(Answer):
     """The id of the event the call recorded (a check's, a command's, a fleet's)."""
 
     event_id: int
 
 
-class Delivered(_Answer):
+class Delivered(Answer):
     """`POST /tasks/{id}/delivery`: the files written into the server's tree."""
 
     task_id: str
     written: list[str]
 
 
-class Question(_Answer):
+class Question(Answer):
     """A question an attempt asked the operator, and its answer once there is one."""
 
     question_id: str
@@ -209,14 +213,14 @@ class Question(_Answer):
     by: str | None
 
 
-class Numbered(_Answer):
+class Numbered(Answer):
     """The next number of a sequence, handed out once."""
 
     value: int
     sequence: str
 
 
-class NoNumber(_Answer):
+class NoNumber(Answer):
     """No number: the known sequences, and why."""
 
     value: None
@@ -227,7 +231,7 @@ class NoNumber(_Answer):
 NextNumber = Numbered | NoNumber  # `POST /sequences/next`
 
 
-class ViewFile(_Answer):
+class ViewFile(Answer):
     """A file a check's view puts back: its pre-image under the task that holds it."""
 
     path: str
@@ -238,7 +242,7 @@ class ViewFile(_Answer):
     content_b64: str
 
 
-class ForeignPreimages(_Answer):
+class ForeignPreimages(Answer):
     """`GET /tasks/{id}/foreign-preimages`: what the isolated view restores, and what it cannot."""
 
     task_id: str
@@ -249,21 +253,21 @@ class ForeignPreimages(_Answer):
 # -- the operator's calls (`server.httpapp`) ------------------------------------------------
 
 
-class Created(_Answer):
+class Created(Answer):
     """`POST /tasks`: the ids the load created, and those it redefined."""
 
     created: list[str]
     redefined: list[str]
 
 
-class ChecksDefined(_Answer):
+class ChecksDefined(Answer):
     """`POST /checks`: the checks defined, and those whose command changed."""
 
     defined: list[str]
     changed: list[str]
 
 
-class MessageKept(_Answer):
+class MessageKept(Answer):
     """`POST /tasks/{id}/messages`: the message kept, its number and where it goes."""
 
     task_id: str
@@ -275,19 +279,19 @@ class MessageKept(_Answer):
     arrived: bool
 
 
-class Questions(_Answer):
+class Questions(Answer):
     """`GET /questions`: the questions waiting for the operator."""
 
     questions: list[Question]
 
 
-class CommitsRecorded(_Answer):
+class CommitsRecorded(Answer):
     """`POST /commits`: how many commits were recorded."""
 
     recorded: int
 
 
-class Budget(_Answer):
+class Budget(Answer):
     """The fleet's budget: its limit, whether it is hard, what was spent, and if it ran out."""
 
     max_cost_usd: float | None
@@ -297,7 +301,7 @@ class Budget(_Answer):
     simulated: bool
 
 
-class Pause(_Answer):
+class Pause(Answer):
     """A usage-limit pause: since when, until when, why, and the task that hit it."""
 
     since: str
@@ -307,7 +311,7 @@ class Pause(_Answer):
     remaining_s: float
 
 
-class FleetResumed(_Answer):
+class FleetResumed(Answer):
     """`POST /fleet/resume`: whether a pause was lifted, and which."""
 
     resumed: bool
@@ -315,13 +319,13 @@ class FleetResumed(_Answer):
     was: Pause | None
 
 
-class ResetDone(_Answer):
+class ResetDone(Answer):
     """`POST /reset`: the state is gone."""
 
     reset: bool
 
 
-class LandingHealth(_Answer):
+class LandingHealth(Answer):
     """How many tasks wait to land, and whether landing is halted (and nothing else runs)."""
 
     queued: int
@@ -329,7 +333,7 @@ class LandingHealth(_Answer):
     stuck: bool
 
 
-class Health(_Answer):
+class Health(Answer):
     """`GET /health`: the server's identity and version, its tree and database, and how it is."""
 
     status: str
@@ -350,7 +354,7 @@ class Health(_Answer):
 # -- a person's calls (`server.person_routes`) ----------------------------------------------
 
 
-class Holder(_Answer):
+class Holder(Answer):
     """The person's session that holds a write's leases."""
 
     agent_id: str
@@ -358,7 +362,7 @@ class Holder(_Answer):
     task_id: str
 
 
-class PersonAllowed(_Answer):
+class PersonAllowed(Answer):
     """A person's write allowed: the keys granted, the paths skipped, its session."""
 
     decision: Literal["allow"]
@@ -367,7 +371,7 @@ class PersonAllowed(_Answer):
     holder: Holder | None
 
 
-class PersonDenied(_Answer):
+class PersonDenied(Answer):
     """A person's write refused: the rows (each with its holder's task title) and why."""
 
     decision: Literal["deny"]
@@ -379,14 +383,14 @@ class PersonDenied(_Answer):
 PersonLeaseDecision = Annotated[PersonAllowed | PersonDenied, Field(discriminator="decision")]
 
 
-class Unheld(_Answer):
+class Unheld(Answer):
     """`POST /interactive/unhold`: the resources let go, and those refused (and why)."""
 
     released: list[str]
     refused: dict[str, str]
 
 
-class SessionReleased(_Answer):
+class SessionReleased(Answer):
     """One person's session whose holding ended: its paths, and why."""
 
     session_id: str
@@ -396,7 +400,7 @@ class SessionReleased(_Answer):
     reason: str
 
 
-class Released(_Answer):
+class Released(Answer):
     """`POST /interactive/release`: the sessions released."""
 
     released: list[SessionReleased]
@@ -405,13 +409,13 @@ class Released(_Answer):
 # -- the landing queue (`server.landing_routes`) and the landed line -----------------------
 
 
-class Claimed(_Answer):
+class Claimed(Answer):
     """`POST /landing/claim`: the step the worker runs now, or none."""
 
     step: LandingStep | None
 
 
-class StepPreimages(_Answer):
+class StepPreimages(Answer):
     """`GET /landing/steps/{id}/preimages`: what the step's view puts back, and cannot."""
 
     step: int
@@ -419,25 +423,25 @@ class StepPreimages(_Answer):
     unrestorable: list[str]
 
 
-class Acknowledged(_Answer):
+class Acknowledged(Answer):
     """A call that only says it was taken (`POST /landing/steps/{id}/started`)."""
 
     ok: bool
 
 
-class StepAlive(_Answer):
+class StepAlive(Answer):
     """`POST /landing/steps/{id}/beat`: the step still current."""
 
     step: int
 
 
-class ResultApplied(_Answer):
+class ResultApplied(Answer):
     """`POST /landing/steps/{id}/result`: whether the verdicts were applied."""
 
     applied: bool
 
 
-class ShownStep(_Answer):
+class ShownStep(Answer):
     """A step in progress as `codefleet landing` shows it (its worker while its claim holds)."""
 
     step: int
@@ -448,7 +452,7 @@ class ShownStep(_Answer):
     worker: str | None
 
 
-class Halt(_Answer):
+class Halt(Answer):
     """Why landing halted: the check, why, the last task landed, the output's tail."""
 
     check: str
@@ -457,14 +461,14 @@ class Halt(_Answer):
     output_tail: str
 
 
-class LeaseSetting(_Answer):
+class LeaseSetting(Answer):
     """What a write leases by default: the setting, and `auto` resolved."""
 
     setting: str
     resolved: str
 
 
-class LandingState(_Answer):
+class LandingState(Answer):
     """`GET /landing` (and `POST /landing/integration`): the queue, its steps, its halt."""
 
     integration: str | None
@@ -478,14 +482,14 @@ class LandingState(_Answer):
     lease_granularity: LeaseSetting
 
 
-class LandingResumed(_Answer):
+class LandingResumed(Answer):
     """`POST /landing/resume`: whether a halt was lifted, and which."""
 
     resumed: bool
     was: Halt | None
 
 
-class LandedLine(_Answer):
+class LandedLine(Answer):
     """`GET /landed`: where the landed line is, or why the tree has none."""
 
     branch: str

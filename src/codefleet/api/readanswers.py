@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from codefleet.api.answermodels import Budget, Pause
+from codefleet.api.answermodels import Answer, Budget, Pause
 from codefleet.models import AgentStatus, TaskStatus
 
 __all__ = [
@@ -38,14 +38,10 @@ __all__ = [
 ]
 
 
-class _Answer(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
 # -- tasks ----------------------------------------------------------------------------------
 
 
-class TaskRow(_Answer):
+class TaskRow(Answer):
     """A task as stored (the `tasks` table's columns) and what is derived from it at read time."""
 
     id: str
@@ -91,13 +87,13 @@ class TaskRow(_Answer):
     runnable: bool
 
 
-class Tasks(_Answer):
+class Tasks(Answer):
     """`GET /tasks`: a page of the tasks, by seq."""
 
     tasks: list[TaskRow]
 
 
-class ChangeRow(_Answer):
+class ChangeRow(Answer):
     """One write of the task's attempts, as its runner reported it."""
 
     id: int
@@ -110,7 +106,7 @@ class ChangeRow(_Answer):
     sha256: str | None
 
 
-class HeldLease(_Answer):
+class HeldLease(Answer):
     """A lease the task holds now."""
 
     path: str
@@ -119,7 +115,7 @@ class HeldLease(_Answer):
     acquired_at: str
 
 
-class PatchStats(_Answer):
+class PatchStats(Answer):
     """The size of the task's recorded change."""
 
     files: int
@@ -136,7 +132,7 @@ class TaskDetail(TaskRow):
     patch: PatchStats
 
 
-class PatchFile(_Answer):
+class PatchFile(Answer):
     """One file of a task's change: its git-style diff and its size."""
 
     task_id: str
@@ -147,7 +143,7 @@ class PatchFile(_Answer):
     binary: bool
 
 
-class Patch(_Answer):
+class Patch(Answer):
     """`GET /tasks/{id}/patch?format=json`: the task's change, file by file."""
 
     task_id: str
@@ -159,7 +155,7 @@ class Patch(_Answer):
 # -- checks, the graph, the figures ---------------------------------------------------------
 
 
-class CheckRow(_Answer):
+class CheckRow(Answer):
     """A defined check: its command, when it was defined, what it holds, if it is reused."""
 
     name: str
@@ -169,14 +165,14 @@ class CheckRow(_Answer):
     reuse: bool
 
 
-class Checks(_Answer):
+class Checks(Answer):
     """`GET /checks`: the checks; with `?source=`, the task whose write left that file."""
 
     checks: list[CheckRow]
     written_by: str | None = None
 
 
-class PathFigure(_Answer):
+class PathFigure(Answer):
     """A path through the graph: its tasks, its length, and its minutes when estimated."""
 
     tasks: list[str]
@@ -184,7 +180,7 @@ class PathFigure(_Answer):
     minutes: int | float | None
 
 
-class Parallelism(_Answer):
+class Parallelism(Answer):
     """How many runners the graph keeps busy."""
 
     runners: int
@@ -195,24 +191,24 @@ class Parallelism(_Answer):
     unit: Literal["minutes", "tasks"]
 
 
-class Overlap(_Answer):
+class Overlap(Answer):
     tasks: list[str]
     paths: list[str]
 
 
-class Hotspot(_Answer):
+class Hotspot(Answer):
     path: str
     tasks: list[str]
 
 
-class Finding(_Answer):
+class Finding(Answer):
     code: str
     message: str
     task: str | None
     path: str | None
 
 
-class GraphAnalysis(_Answer):
+class GraphAnalysis(Answer):
     """`GET /graph`: `graph check`'s analysis of the stored graph, for `runners` runners."""
 
     runners: int
@@ -234,7 +230,7 @@ class GraphAnalysis(_Answer):
 Figure = int | float | None
 
 
-class FleetFigures(_Answer):
+class FleetFigures(Answer):
     """The fleet's own figures: its runners, how busy, how long, what was lost and spent."""
 
     runners: int
@@ -253,7 +249,7 @@ class FleetFigures(_Answer):
     simulated: bool
 
 
-class FileFigures(_Answer):
+class FileFigures(Answer):
     """A file's vetoes and the time they and rollbacks cost; its parts' rows name their `part`."""
 
     path: str
@@ -266,7 +262,7 @@ class FileFigures(_Answer):
     part: str | None = None
 
 
-class ResourceFigures(_Answer):
+class ResourceFigures(Answer):
     """A named resource's vetoes and the time they cost."""
 
     name: str
@@ -275,7 +271,7 @@ class ResourceFigures(_Answer):
     veto_lost_s: Figure
 
 
-class KindFigures(_Answer):
+class KindFigures(Answer):
     """One coding agent's attempts, vetoes and time per attempt."""
 
     agent: str
@@ -284,7 +280,7 @@ class KindFigures(_Answer):
     attempt_s: Figure
 
 
-class TaskFigures(_Answer):
+class TaskFigures(Answer):
     """One task's attempts, vetoes, waiting and running time, cost and landing."""
 
     id: str
@@ -299,7 +295,7 @@ class TaskFigures(_Answer):
     landing_s: Figure
 
 
-class LandingFigures(_Answer):
+class LandingFigures(Answer):
     """The landing queue's checks, landings, waits, breaks and halts."""
 
     checks: int
@@ -312,7 +308,7 @@ class LandingFigures(_Answer):
     halts: int
 
 
-class StaleReadFigures(_Answer):
+class StaleReadFigures(Answer):
     """Reads of a file another task changed before the reader finished."""
 
     path: str
@@ -321,7 +317,7 @@ class StaleReadFigures(_Answer):
     count: int
 
 
-class WaitFigures(_Answer):
+class WaitFigures(Answer):
     """A file's parked lease waits: how they ended, the time waited and what it kept."""
 
     path: str
@@ -334,7 +330,7 @@ class WaitFigures(_Answer):
     part: str | None = None
 
 
-class Stats(_Answer):
+class Stats(Answer):
     """`GET /stats`: `codefleet stats`' figures (`review.statsjson`)."""
 
     fleet: FleetFigures
@@ -350,7 +346,7 @@ class Stats(_Answer):
 # -- the fleet: runners and sessions, leases, resources, events ------------------------------
 
 
-class RunnerRow(_Answer):
+class RunnerRow(Answer):
     """A runner as stored, its clone's landed commit, and whether it is stale or of a run before."""
 
     id: str
@@ -380,7 +376,7 @@ class RunnerRow(_Answer):
     stale: bool
 
 
-class PersonRow(_Answer):
+class PersonRow(Answer):
     """A person's session in the shape of a runner's row, with its session id and state."""
 
     id: str
@@ -410,13 +406,13 @@ class PersonRow(_Answer):
     stale: bool
 
 
-class Agents(_Answer):
+class Agents(Answer):
     """`GET /agents`: the runners, then people's sessions."""
 
     agents: list[Annotated[RunnerRow | PersonRow, Field(discriminator="kind")]]
 
 
-class LeaseRow(_Answer):
+class LeaseRow(Answer):
     """A lease, its holder, whether its file is still being put back, and its age."""
 
     path: str
@@ -430,13 +426,13 @@ class LeaseRow(_Answer):
     age_s: float
 
 
-class Leases(_Answer):
+class Leases(Answer):
     """`GET /leases`: every lease, by path."""
 
     leases: list[LeaseRow]
 
 
-class ResourceHolder(_Answer):
+class ResourceHolder(Answer):
     """A held resource: its holder, since when, and the tasks that wait for it."""
 
     name: str
@@ -449,7 +445,7 @@ class ResourceHolder(_Answer):
     waiters: list[str]
 
 
-class SequenceRow(_Answer):
+class SequenceRow(Answer):
     """A sequence: the last value handed out and the next (None: exhausted)."""
 
     name: str
@@ -457,14 +453,14 @@ class SequenceRow(_Answer):
     next: int | None
 
 
-class Resources(_Answer):
+class Resources(Answer):
     """`GET /resources`: who holds each resource and who waits, and the sequences."""
 
     resources: list[ResourceHolder]
     sequences: list[SequenceRow]
 
 
-class EventRow(_Answer):
+class EventRow(Answer):
     """One event of the log; its payload is the event type's own fields."""
 
     id: int
@@ -475,13 +471,13 @@ class EventRow(_Answer):
     payload: dict[str, Any]
 
 
-class Events(_Answer):
+class Events(Answer):
     """`GET /events`: a page of the event log, after `since`."""
 
     events: list[EventRow]
 
 
-class ConflictRow(_Answer):
+class ConflictRow(Answer):
     """A write refused because another task held the file, and whether that is resolved."""
 
     event_id: int
@@ -496,13 +492,13 @@ class ConflictRow(_Answer):
     resolved: bool
 
 
-class Conflicts(_Answer):
+class Conflicts(Answer):
     """`GET /conflicts`: the refused writes (all, or the resolved or open ones)."""
 
     conflicts: list[ConflictRow]
 
 
-class Counters(_Answer):
+class Counters(Answer):
     """The tasks by status, and what every task used."""
 
     tasks: dict[str, int]
@@ -511,7 +507,7 @@ class Counters(_Answer):
     cost_usd: float
 
 
-class State(_Answer):
+class State(Answer):
     """`GET /state`: every task, runner, session and lease, the counters, the pause and the
     budget, at the event `last_event_id` (a client's stream goes on from there)."""
 
