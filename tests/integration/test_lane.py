@@ -1,8 +1,9 @@
-"""The pre-write call's keep-alive lane (`api.lane`): same answers as httpx, fails closed.
+"""The keep-alive lane (`api.lane`): the lease request and every GET, as httpx, fails closed.
 
 Against the real server: an acquire over the lane is the answer httpx gets, a
 stale epoch is `StaleEpoch`, and the runner's write gate allows and denies as
-before. Against a scripted loopback server: one connection serves call after
+before; every GET (its query encoded as httpx does) rides it, and a call that
+changes something does not. Against a scripted loopback server: one connection serves call after
 call; a connection the server closed while idle is replaced without the caller
 seeing it; no server, no answer in time, a cut answer or a chunked one are
 `ServerUnavailable`, which the write gate turns into a denial.
@@ -60,6 +61,29 @@ async def test_the_lane_gets_the_servers_answers_and_errors(server: ServerThread
         assert (await gate.check("Write", {"file_path": str(tree / "b.py")})).allowed
         outside = await gate.check("Write", {"file_path": "/etc/passwd"})
         assert not outside.allowed and "outside the shared working tree" in outside.reason
+
+
+async def test_every_get_rides_the_lane_with_its_query_and_nothing_else_does(
+    server: ServerThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = server.settings.workdir
+    async with FleetClient(server.url, token=TOKEN) as client:
+        agent_id, epoch, task_id = await started_task(client, tree)
+        sent: list[str] = []
+
+        async def through_httpx(method: str, path: str, **_: object) -> None:
+            sent.append(f"{method} {path}")
+            raise AssertionError(f"{method} {path} went through httpx")
+
+        monkeypatch.setattr(client._http, "request", through_httpx)
+        assert (await client.task(task_id))["status"] == "running"
+        assert [t["id"] for t in await client.tasks(status="running")] == [task_id]
+        assert await client.tasks(status="pending") == []  # the query reached the server
+        assert await client.assignment(agent_id, epoch, wait=0) is None  # started: a 204
+        assert (await client.health())["status"] == "ok"
+        with pytest.raises(AssertionError, match="POST /tasks/T1/cancel went through httpx"):
+            await client.cancel(task_id)  # a call that changes something is not sent twice
+        assert sent == [f"POST /tasks/{task_id}/cancel"]
 
 
 # -- a scripted server ------------------------------------------------------------------

@@ -180,8 +180,24 @@ class FleetClient:
         _raise_for(response)
         return response
 
-    async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = await self._call(method, path, **kwargs)
+    async def _json(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        epoch: int | None = None,
+        timeout: float | None = None,
+        body: Any = None,
+    ) -> Any:
+        """A call's JSON answer (None when empty). A GET to a plain http server rides the lane:
+        a read is safe to send again, and httpx costs ten times its client CPU (decision 0172)."""
+        if self._lane is not None and method == "GET":
+            target = f"{path}?{httpx.QueryParams(params)}" if params else path
+            return await self._lane_json(method, target, None, epoch, timeout)
+        response = await self._call(
+            method, path, body=body, epoch=epoch, params=params, timeout=timeout
+        )
         return response.json() if response.content else None
 
     # -- runner-facing ------------------------------------------------------------------
@@ -246,16 +262,14 @@ class FleetClient:
 
     async def assignment(self, agent_id: str, epoch: int, wait: float = 0) -> AssignedTask | None:
         """The assigned task, waiting up to `wait` s for one; None when there is none."""
-        response = await self._call(
+        answer = await self._json(
             "GET",
             f"/agents/{agent_id}/assignment",
             epoch=epoch,
             params={"wait": wait},
             timeout=wait + DEFAULT_TIMEOUT_S,
         )
-        if response.status_code == 204:
-            return None
-        return AssignedTask.from_wire(response.json()["task"])
+        return None if answer is None else AssignedTask.from_wire(answer["task"])
 
     async def start(self, task_id: str, agent_id: str, epoch: int) -> dict[str, Any]:
         result: dict[str, Any] = await self._json(
@@ -306,14 +320,13 @@ class FleetClient:
         return result
 
     async def _lane_json(
-        self, method: str, path: str, body: Any, epoch: int, timeout: float | None = None
+        self, method: str, path: str, body: Any, epoch: int | None, timeout: float | None = None
     ) -> Any:
         """`_json` over the lane: the same errors, the same decoding."""
         assert self._lane is not None
         try:
-            status, content = await self._lane.request(
-                method, path, body, {"X-Agent-Epoch": str(epoch)}, timeout
-            )
+            headers = None if epoch is None else {"X-Agent-Epoch": str(epoch)}
+            status, content = await self._lane.request(method, path, body, headers, timeout)
         except LaneError as err:
             raise ServerUnavailable(f"{method} {path}: {err}") from err
         _raise_for_status(status, content)

@@ -1,9 +1,10 @@
-"""A lean keep-alive HTTP/1.1 lane for the pre-write call, over asyncio streams.
+"""A lean keep-alive HTTP/1.1 lane for the pre-write call and every read, over asyncio streams.
 
-Every write of every agent waits on one `POST /leases/acquire`. Through httpx
-that request costs about 1 ms of client CPU on the project's machine (request,
-URL and header objects, h11, the response wrapper), more than the server's
-answer; over a bare keep-alive socket it costs about a tenth of that. The lane
+Every write of every agent waits on one `POST /leases/acquire`, and every
+check reads the pre-images other tasks hold. Through httpx a call costs about
+0.6 to 1 ms of client CPU on the project's machine (request, URL and header
+objects, h11, the response wrapper), more than the server's answer; over a
+bare keep-alive socket it costs about a tenth of that (decision 0172). The lane
 speaks only what the server's JSON answers need: plain http, one request at a
 time per connection (a small pool of idle connections for concurrent calls),
 `Content-Length` bodies. Anything else it cannot read raises `LaneError`. The
@@ -15,7 +16,7 @@ uses it only for an http:// server it reaches without an injected transport.
 A request sent on a reused connection that the server had closed meanwhile
 (its keep-alive timeout) is sent once more on a fresh connection, only when
 not a byte of an answer came back: the server never read it. The lane's
-callers send idempotent requests (a task re-acquiring its own path is a no-op).
+callers send idempotent requests (a GET, a task re-acquiring its own path).
 """
 
 from __future__ import annotations
@@ -69,7 +70,10 @@ class Lane:
     ) -> tuple[int, bytes]:
         extra = header_lines(headers) if headers else ""
         message = request_bytes(
-            method, self._prefix + path, self._fixed + extra, json.dumps(body).encode()
+            method,
+            self._prefix + path,
+            self._fixed + extra,
+            b"" if body is None else json.dumps(body).encode(),
         )
         bound = self._timeout if timeout is None else timeout
         try:
