@@ -87,13 +87,21 @@ from codefleet.testing.invariants import (
 from codefleet.testing.invariants_content import check_contents, expected_contents
 from codefleet.testing.invariants_landing import check_landing
 from codefleet.testing.invariants_line import check_line, collect_line
+from codefleet.testing.invariants_reuse import check_reuse
 
 HOST = "127.0.0.1"
 # Every landing must pass this check: no file under out/ says BROKEN. A few scripted
 # tasks write one on their first attempt, so landing blames them and they are reworked.
 INTEGRATION = "clean"
 MARKER = "BROKEN"
-CHECKS = {INTEGRATION: f"! grep -rqs {MARKER} out"}
+# Some tasks run VERIFY by `run_check` at their end and verify with it: on the same content
+# the verify reuses that run; after a later write it runs again. FRESH is `reuse: false`.
+VERIFY = "notes"
+FRESH = "stamp"
+CHECKS = {INTEGRATION: f"! grep -rqs {MARKER} out", VERIFY: "test -f README.md", FRESH: "true"}
+REUSE_SHARE = 0.5  # of the tasks: VERIFY by run_check, then verified with it
+REWRITE_SHARE = 0.3  # of those: append to their notes after the check (the verify runs again)
+FRESH_SHARE = 0.1  # of the tasks: FRESH twice on one content (it runs both times)
 BREAKERS_PER = 20  # by default one breaker per this many tasks, at least one
 STOP_WAIT_S = 15.0
 IDENTITY = ("-c", "user.name=chaos", "-c", "user.email=chaos@localhost")
@@ -151,6 +159,7 @@ def build_workload(
     files |= _add_hubs(random.Random(seed + 3), graph, script, hub_modules)
     count = max(1, tasks // BREAKERS_PER) if breakers is None else breakers
     chosen = _add_breakers(random.Random(seed + 2), ids, script, count)
+    _add_reuses(random.Random(seed + 4), graph, script)
     return Workload(graph, script, files, {SEQUENCE: {"start": 1}}, chosen)
 
 
@@ -164,6 +173,23 @@ def _add_breakers(
         write = {"path": f"out/{task_id}/broken.txt", "content": f"{MARKER}\n"}
         script[task_id].insert(1, {"write": write, "attempt": 1})
     return chosen
+
+
+def _add_reuses(
+    rng: random.Random, graph: list[dict[str, Any]], script: dict[str, list[dict[str, Any]]]
+) -> None:
+    """From their own random stream: some tasks end with `check: VERIFY` and verify with it
+    (the verify reuses that run when the content held still), some of them append to their
+    notes after it (the verify runs again), a few run the `reuse: false` FRESH twice."""
+    for spec in graph:
+        task_id, steps = spec["id"], script[spec["id"]]
+        if rng.random() < REUSE_SHARE:
+            spec["verify"] = VERIFY
+            steps.append({"check": VERIFY})
+            if rng.random() < REWRITE_SHARE:
+                steps.append({"append": {"path": f"out/{task_id}/notes.txt", "text": "checked\n"}})
+        if rng.random() < FRESH_SHARE:
+            steps += [{"check": FRESH}, {"check": FRESH}]
 
 
 SEQUENCE = "migrations"
@@ -441,6 +467,8 @@ class Summary:
     stacks: int = 0  # files taken over from tasks waiting to land (`lease_acquired` stacked_on)
     stacks_undone: int = 0  # attempts undone with a task that did not land (`stack_unwound`)
     repairs: int = 0  # failed checks handed back to the session that made the change
+    checks_reused: int = 0  # checks not run: they passed on the same content (`check_reused`)
+    landing_reused: int = 0  # landing checks not run, for the same reason (`view: reused`)
     final_restart_identical: bool = False
     line_commits: int = 0  # landed tasks on the landed line (0: the tree has no line)
     levels: int = 0  # clone grants of a file landed anew since the attempt began (`_levels`)
@@ -537,8 +565,7 @@ class Chaos:
         shutil.copytree(self.tree, self.original)
         (self.base / "script.yaml").write_text(yaml.safe_dump(workload.script, sort_keys=False))
         (self.base / "logs").mkdir()
-        if self.in_clones:  # clones fetch the landed line, which needs a repository
-            _git_init(self.tree)
+        _git_init(self.tree)  # a check's content identity (and the clones' landed line) needs one
 
     def _server_proc(self) -> Proc:
         cmd = [self.exe, "serve", "--port", str(self.port), "--db", str(self.base / "chaos.db")]
@@ -693,8 +720,10 @@ class Chaos:
         await self.wait_up(client)
         self.summary.final_restart_identical = before == await _state(client)
         evidence = await collect(client)
+        _, _, fresh = await client.check_options()  # the checks declared `reuse: false`
         violations = check(evidence, self.observed)
-        violations += check_landing(evidence.events, INTEGRATION)
+        violations += check_landing(evidence.events, INTEGRATION, fresh)
+        violations += check_reuse(evidence.events, fresh)
         violations += self._tree(evidence)
         if self.in_clones:
             violations += await self._line(client, evidence)
@@ -737,6 +766,12 @@ class Chaos:
         s.stacks = sum(1 for e in evidence.events if e["payload"].get("stacked_on"))
         s.stacks_undone = kinds["stack_unwound"]
         s.repairs = kinds["repair_started"]
+        s.checks_reused = kinds["check_reused"]
+        s.landing_reused = sum(
+            1
+            for e in evidence.events
+            if e["type"] == "landing_check_finished" and e["payload"].get("view") == "reused"
+        )
         s.waits = dict(
             Counter(e["payload"]["outcome"] for e in evidence.events if e["type"] == "lease_waited")
         )
@@ -866,6 +901,7 @@ async def run(args: argparse.Namespace) -> Summary:
             chaos.server.start()
             await chaos.wait_up(client)
             graph = GraphTasks(workload.graph, checks=CHECKS, sequences=workload.sequences)
+            graph.check_fresh = frozenset({FRESH})
             await client.create_tasks(graph)
             await client.set_integration(INTEGRATION)
             observer = asyncio.create_task(chaos.observe())
