@@ -35,7 +35,11 @@ succeeded writer hashed right after writing it (`invariants_content`), and the l
 contract (`invariants_landing`): every task lands through the integration check `clean`
 (no file under out/ says BROKEN), which one task in 20 (`--breakers`) breaks on its first attempt, so
 landings are blamed, rolled back and reworked under the same faults; a hot file waiting to
-land is taken over by its next writer (a stack), undone with it when it is blamed. `--duration` bounds
+land is taken over by its next writer (a stack), undone with it when it is blamed. Half the
+tasks end with `run_check notes` and verify with it (reused where the content held still; a
+third of them append after the check, so it runs again), a tenth run the `reuse: false` check
+`stamp` twice; the tree is a git repository so checks have a content identity, and every
+reuse must be proved by the log (`invariants_reuse`). `--duration` bounds
 the whole run; a graph that has not drained by then is a failure.
 
 With `--clones` every runner works in its own clone of the landed line
