@@ -98,6 +98,9 @@ async def test_a_verify_on_exactly_what_the_agents_check_saw_is_that_check(
     said = ("command", "identity")
     assert [reused["payload"][k] for k in said] == [ran["payload"][k] for k in said]
     assert reused["payload"]["command"] == SUITE and len(reused["payload"]["identity"]) == 64
+    moved = {**reused, "payload": {**reused["payload"], "identity": "0" * 64}}
+    tampered = [moved if e is reused else e for e in events]  # the control: it is not asleep
+    assert [v.rule for v in check_reuse(tampered)] == ["check_reuse"]
     assert checks_text({"run": 1, "reused": 1, "deferred": 0, "landing": 0}) == (
         "1 run · 1 reused (passed before on the same content)"
     )
