@@ -35,11 +35,11 @@ succeeded writer hashed right after writing it (`invariants_content`), and the l
 contract (`invariants_landing`): every task lands through the integration check `clean`
 (no file under out/ says BROKEN), which one task in 20 (`--breakers`) breaks on its first attempt, so
 landings are blamed, rolled back and reworked under the same faults; a hot file waiting to
-land is taken over by its next writer (a stack), undone with it when it is blamed. Half the
-tasks end with `run_check notes` and verify with it (reused where the content held still; a
-third of them append after the check, so it runs again), a tenth run the `reuse: false` check
-`stamp` twice; the tree is a git repository so checks have a content identity, and every
-reuse must be proved by the log (`invariants_reuse`). `--duration` bounds
+land is taken over by its next writer (a stack), undone with it when it is blamed. A quarter
+of the tasks end with `run_check notes` and verify with it (reused where the content held
+still; one in four of them appends after the check, so it runs again), one in twenty runs the
+`reuse: false` check `stamp` twice; the tree is a git repository so checks have a content
+identity, and every reuse must be proved by the log (`invariants_reuse`). `--duration` bounds
 the whole run; a graph that has not drained by then is a failure.
 
 With `--clones` every runner works in its own clone of the landed line
@@ -103,9 +103,9 @@ MARKER = "BROKEN"
 VERIFY = "notes"
 FRESH = "stamp"
 CHECKS = {INTEGRATION: f"! grep -rqs {MARKER} out", VERIFY: "test -f README.md", FRESH: "true"}
-REUSE_SHARE = 0.5  # of the tasks: VERIFY by run_check, then verified with it
-REWRITE_SHARE = 0.3  # of those: append to their notes after the check (the verify runs again)
-FRESH_SHARE = 0.1  # of the tasks: FRESH twice on one content (it runs both times)
+REUSE_SHARE = 0.25  # of the tasks (at least one): VERIFY by run_check, then verified with it
+REWRITE_EVERY = 4  # one in 4 of those appends to its notes after the check (it runs again)
+FRESH_SHARE = 0.05  # of the tasks (at least one): FRESH twice on one content (runs both times)
 BREAKERS_PER = 20  # by default one breaker per this many tasks, at least one
 STOP_WAIT_S = 15.0
 IDENTITY = ("-c", "user.name=chaos", "-c", "user.email=chaos@localhost")
@@ -182,18 +182,22 @@ def _add_breakers(
 def _add_reuses(
     rng: random.Random, graph: list[dict[str, Any]], script: dict[str, list[dict[str, Any]]]
 ) -> None:
-    """From their own random stream: some tasks end with `check: VERIFY` and verify with it
-    (the verify reuses that run when the content held still), some of them append to their
-    notes after it (the verify runs again), a few run the `reuse: false` FRESH twice."""
+    """From their own random stream, a fixed share of the tasks each: some end with `check:
+    VERIFY` and verify with it (the verify reuses that run when the content held still), one
+    in REWRITE_EVERY of them appends to its notes after it (the verify runs again), and some
+    run the `reuse: false` FRESH twice (it runs both times)."""
+    ids = [spec["id"] for spec in graph]
+    chosen = rng.sample(ids, max(1, round(len(ids) * REUSE_SHARE)))
+    for n, task_id in enumerate(chosen):
+        script[task_id].append({"check": VERIFY})
+        if n % REWRITE_EVERY == 0:
+            append = {"path": f"out/{task_id}/notes.txt", "text": "checked\n"}
+            script[task_id].append({"append": append})
     for spec in graph:
-        task_id, steps = spec["id"], script[spec["id"]]
-        if rng.random() < REUSE_SHARE:
+        if spec["id"] in chosen:
             spec["verify"] = VERIFY
-            steps.append({"check": VERIFY})
-            if rng.random() < REWRITE_SHARE:
-                steps.append({"append": {"path": f"out/{task_id}/notes.txt", "text": "checked\n"}})
-        if rng.random() < FRESH_SHARE:
-            steps += [{"check": FRESH}, {"check": FRESH}]
+    for task_id in rng.sample(ids, max(1, round(len(ids) * FRESH_SHARE))):
+        script[task_id] += [{"check": FRESH}, {"check": FRESH}]
 
 
 SEQUENCE = "migrations"
