@@ -35,7 +35,11 @@ succeeded writer hashed right after writing it (`invariants_content`), and the l
 contract (`invariants_landing`): every task lands through the integration check `clean`
 (no file under out/ says BROKEN), which one task in 20 (`--breakers`) breaks on its first attempt, so
 landings are blamed, rolled back and reworked under the same faults; a hot file waiting to
-land is taken over by its next writer (a stack), undone with it when it is blamed. `--duration` bounds
+land is taken over by its next writer (a stack), undone with it when it is blamed. A quarter
+of the tasks end with `run_check notes` and verify with it (reused where the content held
+still; one in four of them appends after the check, so it runs again), one in twenty runs the
+`reuse: false` check `stamp` twice; the tree is a git repository so checks have a content
+identity, and every reuse must be proved by the log (`invariants_reuse`). `--duration` bounds
 the whole run; a graph that has not drained by then is a failure.
 
 With `--clones` every runner works in its own clone of the landed line
@@ -87,13 +91,21 @@ from codefleet.testing.invariants import (
 from codefleet.testing.invariants_content import check_contents, expected_contents
 from codefleet.testing.invariants_landing import check_landing
 from codefleet.testing.invariants_line import check_line, collect_line
+from codefleet.testing.invariants_reuse import check_reuse
 
 HOST = "127.0.0.1"
 # Every landing must pass this check: no file under out/ says BROKEN. A few scripted
 # tasks write one on their first attempt, so landing blames them and they are reworked.
 INTEGRATION = "clean"
 MARKER = "BROKEN"
-CHECKS = {INTEGRATION: f"! grep -rqs {MARKER} out"}
+# Some tasks run VERIFY by `run_check` at their end and verify with it: on the same content
+# the verify reuses that run; after a later write it runs again. FRESH is `reuse: false`.
+VERIFY = "notes"
+FRESH = "stamp"
+CHECKS = {INTEGRATION: f"! grep -rqs {MARKER} out", VERIFY: "test -f README.md", FRESH: "true"}
+REUSE_SHARE = 0.25  # of the tasks (at least one): VERIFY by run_check, then verified with it
+REWRITE_EVERY = 4  # one in 4 of those appends to its notes after the check (it runs again)
+FRESH_SHARE = 0.05  # of the tasks (at least one): FRESH twice on one content (runs both times)
 BREAKERS_PER = 20  # by default one breaker per this many tasks, at least one
 STOP_WAIT_S = 15.0
 IDENTITY = ("-c", "user.name=chaos", "-c", "user.email=chaos@localhost")
@@ -151,6 +163,7 @@ def build_workload(
     files |= _add_hubs(random.Random(seed + 3), graph, script, hub_modules)
     count = max(1, tasks // BREAKERS_PER) if breakers is None else breakers
     chosen = _add_breakers(random.Random(seed + 2), ids, script, count)
+    _add_reuses(random.Random(seed + 4), graph, script)
     return Workload(graph, script, files, {SEQUENCE: {"start": 1}}, chosen)
 
 
@@ -164,6 +177,27 @@ def _add_breakers(
         write = {"path": f"out/{task_id}/broken.txt", "content": f"{MARKER}\n"}
         script[task_id].insert(1, {"write": write, "attempt": 1})
     return chosen
+
+
+def _add_reuses(
+    rng: random.Random, graph: list[dict[str, Any]], script: dict[str, list[dict[str, Any]]]
+) -> None:
+    """From their own random stream, a fixed share of the tasks each: some end with `check:
+    VERIFY` and verify with it (the verify reuses that run when the content held still), one
+    in REWRITE_EVERY of them appends to its notes after it (the verify runs again), and some
+    run the `reuse: false` FRESH twice (it runs both times)."""
+    ids = [spec["id"] for spec in graph]
+    chosen = rng.sample(ids, max(1, round(len(ids) * REUSE_SHARE)))
+    for n, task_id in enumerate(chosen):
+        script[task_id].append({"check": VERIFY})
+        if n % REWRITE_EVERY == 0:
+            append = {"path": f"out/{task_id}/notes.txt", "text": "checked\n"}
+            script[task_id].append({"append": append})
+    for spec in graph:
+        if spec["id"] in chosen:
+            spec["verify"] = VERIFY
+    for task_id in rng.sample(ids, max(1, round(len(ids) * FRESH_SHARE))):
+        script[task_id] += [{"check": FRESH}, {"check": FRESH}]
 
 
 SEQUENCE = "migrations"
@@ -441,6 +475,8 @@ class Summary:
     stacks: int = 0  # files taken over from tasks waiting to land (`lease_acquired` stacked_on)
     stacks_undone: int = 0  # attempts undone with a task that did not land (`stack_unwound`)
     repairs: int = 0  # failed checks handed back to the session that made the change
+    checks_reused: int = 0  # checks not run: they passed on the same content (`check_reused`)
+    landing_reused: int = 0  # landing checks not run, for the same reason (`view: reused`)
     final_restart_identical: bool = False
     line_commits: int = 0  # landed tasks on the landed line (0: the tree has no line)
     levels: int = 0  # clone grants of a file landed anew since the attempt began (`_levels`)
@@ -537,8 +573,7 @@ class Chaos:
         shutil.copytree(self.tree, self.original)
         (self.base / "script.yaml").write_text(yaml.safe_dump(workload.script, sort_keys=False))
         (self.base / "logs").mkdir()
-        if self.in_clones:  # clones fetch the landed line, which needs a repository
-            _git_init(self.tree)
+        _git_init(self.tree)  # a check's content identity (and the clones' landed line) needs one
 
     def _server_proc(self) -> Proc:
         cmd = [self.exe, "serve", "--port", str(self.port), "--db", str(self.base / "chaos.db")]
@@ -693,8 +728,10 @@ class Chaos:
         await self.wait_up(client)
         self.summary.final_restart_identical = before == await _state(client)
         evidence = await collect(client)
+        _, _, fresh = await client.check_options()  # the checks declared `reuse: false`
         violations = check(evidence, self.observed)
-        violations += check_landing(evidence.events, INTEGRATION)
+        violations += check_landing(evidence.events, INTEGRATION, fresh)
+        violations += check_reuse(evidence.events, fresh)
         violations += self._tree(evidence)
         if self.in_clones:
             violations += await self._line(client, evidence)
@@ -737,6 +774,12 @@ class Chaos:
         s.stacks = sum(1 for e in evidence.events if e["payload"].get("stacked_on"))
         s.stacks_undone = kinds["stack_unwound"]
         s.repairs = kinds["repair_started"]
+        s.checks_reused = kinds["check_reused"]
+        s.landing_reused = sum(
+            1
+            for e in evidence.events
+            if e["type"] == "landing_check_finished" and e["payload"].get("view") == "reused"
+        )
         s.waits = dict(
             Counter(e["payload"]["outcome"] for e in evidence.events if e["type"] == "lease_waited")
         )
@@ -866,6 +909,7 @@ async def run(args: argparse.Namespace) -> Summary:
             chaos.server.start()
             await chaos.wait_up(client)
             graph = GraphTasks(workload.graph, checks=CHECKS, sequences=workload.sequences)
+            graph.check_fresh = frozenset({FRESH})
             await client.create_tasks(graph)
             await client.set_integration(INTEGRATION)
             observer = asyncio.create_task(chaos.observe())

@@ -26,6 +26,8 @@ from codefleet.review.fetch import fetch_record
 from codefleet.review.report.runreport import build_report, report_json
 from codefleet.review.report.sparedwork import checks_text, reused_seconds
 from codefleet.server.thread import ServerThread
+from codefleet.testing.invariants_landing import check_landing
+from codefleet.testing.invariants_reuse import check_reuse
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
 SUITE = f'"{sys.executable}" -c "import lib; assert lib.VALUE == 2"'
@@ -67,6 +69,7 @@ async def run(
     assert summary["checks"]["run"] == sum(e["type"] == "check_finished" for e in events)
     assert summary["checks"]["reused"] == sum(e["type"] == "check_reused" for e in events)
     assert summary["checks"]["reused_s"] == round(reused_seconds(events), 3)
+    assert check_reuse(events, frozenset() if reuse else {"suite"}) == []  # the log proves it
     [succeeded] = [e for e in events if e["type"] == "task_succeeded"]
     return [e for e in events if e["type"].startswith("check_")], succeeded["payload"]
 
@@ -90,9 +93,16 @@ async def test_a_verify_on_exactly_what_the_agents_check_saw_is_that_check(
         ("check_reused", "verify"),
     ]
     [reused] = [e for e in events if e["type"] == "check_reused"]
+    [ran] = [e for e in events if e["type"] == "check_finished"]
     assert reused["payload"]["reused_from"] == "tool"
-    [tool] = [e for e in events if e["type"] == "check_finished"]
-    assert reused_seconds(events) == tool["payload"]["duration_ms"] / 1000
+    assert reused["payload"]["reused_event"] == ran["id"]  # the run it is, in the log
+    said = ("command", "identity")
+    assert [reused["payload"][k] for k in said] == [ran["payload"][k] for k in said]
+    assert reused["payload"]["command"] == SUITE and len(reused["payload"]["identity"]) == 64
+    moved = {**reused, "payload": {**reused["payload"], "identity": "0" * 64}}
+    tampered = [moved if e is reused else e for e in events]  # the control: it is not asleep
+    assert [v.rule for v in check_reuse(tampered)] == ["check_reuse"]
+    assert reused_seconds(events) == ran["payload"]["duration_ms"] / 1000
     assert checks_text({"run": 1, "reused": 1, "deferred": 0, "landing": 0, "reused_s": 0.4}) == (
         "1 run · 1 reused (passed before on the same content: 0.4 s not run)"
     )
@@ -153,3 +163,5 @@ async def test_a_landing_check_is_not_run_again_on_the_content_it_passed_on(
     assert (base["verdict"], base["view"], base["duration_ms"]) == ("passed", "reused", 0)
     [batch_a] = [p for p in finished if p["batch"] == ["A"]]
     assert batch_a["identity"] == base["identity"] and batch_a.get("view") != "reused"
+    assert base["reused_step"] == batch_a["step"] and base["command"] == batch_a["command"]
+    assert check_landing(events, "test") == []  # the log proves the reuse

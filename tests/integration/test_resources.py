@@ -131,6 +131,21 @@ async def test_the_resource_lease_is_released_when_the_attempt_is_taken_back(
     assert await holders(client) == {}
 
 
+async def test_a_resource_another_task_holds_is_no_file_a_checks_view_could_not_put_back(
+    client: FleetClient, wait_until: Any
+):
+    """A check's view puts back the files other tasks hold; a resource is none, so it is not
+    listed as unrestorable (which would cost the view its content identity, and its reuse)."""
+    agent = await register(client, "runner-1")
+    await client.create_tasks([spec("T1", "db"), spec("T2")])
+    await wait_until(lambda: client.assignment(*agent))
+    assert await holders(client) == {DB: "T1"}
+
+    view = await client.foreign_preimages("T2")
+
+    assert view["files"] == [] and view["unrestorable"] == []
+
+
 # -- a resource taken mid-task -----------------------------------------------------------------
 
 

@@ -5,7 +5,8 @@
 `codefleet serve` process (restarted on the same database), two of runners and
 one runner frozen (SIGSTOP) past a 4 s stale window, plus the final
 kill-and-restart that must reload the state unchanged. Some tasks declare or take
-named resources and take numbers of a sequence. It must drain with every
+named resources and take numbers of a sequence; some verify with the check they
+ran last (a reuse, proved by `invariants_reuse`). It must drain with every
 task succeeded and zero invariant violations, the content oracle included, with
 parking off (every held file a veto) and on (`--lease-wait`: a held file's
 write waits for it), and with leases by part on three shared modules, Python, TypeScript and Go, half
@@ -88,6 +89,7 @@ def test_a_short_chaos_run_with_a_server_kill_and_runner_kills_breaks_no_invaria
     assert summary["contents_checked"] > 0
     if not clones:  # a hot file waiting to land is taken over (clone runners never stack)
         assert summary["stacks"] > 0, summary
+    assert summary["checks_reused"] > 0, summary  # a verify on what its run_check saw
     assert summary["unexpected_exits"] == []
     assert summary["drained"] and summary["statuses"] == {"succeeded": 40}
     assert summary["final_restart_identical"]

@@ -28,6 +28,14 @@ def test_a_reuse_spares_the_last_passing_run_of_its_check_in_its_own_attempt() -
     assert reused_seconds(log) == 1.5
 
 
+def test_a_reuse_that_names_its_run_spares_that_runs_seconds() -> None:
+    first, second = finished("T1", 1, 900), finished("T1", 1, 1500)
+    first["id"], second["id"] = 7, 9
+    named = reused("T1", 1)
+    named["payload"]["reused_event"] = 7
+    assert reused_seconds([first, second, named]) == 0.9
+
+
 def test_a_failed_run_or_another_attempts_run_spares_nothing() -> None:
     assert reused_seconds([finished("T1", 1, 900, passed=False), reused("T1", 1)]) == 0.0
     assert reused_seconds([finished("T1", 1, 900), reused("T1", 2)]) == 0.0

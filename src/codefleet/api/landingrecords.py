@@ -29,6 +29,8 @@ _OPTIONAL: Final = (
     "error",
     "identity",
     "resolution",
+    "command",
+    "reused_step",
 )
 
 
@@ -93,6 +95,8 @@ class CheckRun:
     output_tail: str = ""
     identity: str | None = None  # the view's content identity, where it held still
     resolution: str | None = None  # a `uv run` check: `resolved` or `skipped`
+    command: str | None = None  # the command it ran (or stands for, reused)
+    reused_step: int | None = None  # not run: the step whose passing run of it this is
 
     def to_wire(self) -> dict[str, Any]:
         """The run's JSON: the optional fields only when set."""

@@ -257,6 +257,9 @@ class LandingCheckResult(_Body):
     identity: Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")] | None = None
     # a `uv run` check: uv resolved its lock, or it ran on the one kept (`fleet.views.uvlock`)
     resolution: Literal["resolved", "skipped"] | None = None
+    command: Annotated[StrictStr, Field(max_length=MAX_CHECK_COMMAND)] | None = None
+    # `view: reused`: the earlier step whose passing run on this same content this is
+    reused_step: Annotated[StrictInt, Field(ge=1, le=MAX_INT)] | None = None
 
 
 class LandingResultBody(_Body):
@@ -459,6 +462,10 @@ class CheckEventBody(_Body):
     # repair_started / repair_finished: a failed verify repaired in the same session (0161)
     phase: Literal["started", "finished", "deferred", "reused", "repair_started", "repair_finished"]
     reused_from: CheckPurpose | None = None  # the purpose of the run a reused result is
+    reused_event: Annotated[StrictInt, Field(ge=1, le=MAX_INT)] | None = None  # its check_finished
+    # what a finished or reused run is about: its command and its view's content identity
+    command: Annotated[StrictStr, Field(max_length=MAX_CHECK_COMMAND)] | None = None
+    identity: Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")] | None = None
     purpose: CheckPurpose
     exit_code: StrictInt | None = None
     passed: StrictBool | None = None

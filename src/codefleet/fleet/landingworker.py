@@ -19,9 +19,10 @@ killed when the worker's end of a pipe closes).
 Each check reports its view's content identity (`fleet.views.identity`,
 taken before and after the run, kept when they agree): `run --verify` after
 the drain reuses the last landing check that passed on exactly the tree it
-would run on, and a fleet's workers share the passes (`LandingOptions.passed`):
-a check that passed on a content is not run again on it (the base alone, after
-the batch that landed it), its result says `view: reused`.
+would run on, and a fleet's workers share the passes (`LandingOptions.passed`,
+kept once the server recorded them): a check that passed on a content is not
+run again on it (the base alone, after the batch that landed it), its result
+says `view: reused` and names the step it reuses (`reused_step`).
 
 The view is the one every check gets (`fleet.views.runinview.run_in_view`: an overlay
 layer at the tree's own path, or a copy where layers are unavailable), masked by
@@ -41,7 +42,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -75,9 +76,10 @@ class LandingOptions:
     view_dir: Path | None = None
     wait: float = 1.0  # a claim's long-poll
     locks: LockCache | None = None  # a `uv run` check resolves once per content; None: always
-    # (command, content identity) of the checks that passed in this fleet: not run again on
-    # the same content (the base alone after a batch that just landed it); None: always run
-    passed: set[tuple[str, str]] | None = None
+    # (command, content identity) -> the step of a check that passed in this fleet (its result
+    # recorded): not run again on the same content (the base alone after a batch that just
+    # landed it), the reuse names that step; None: always run
+    passed: dict[tuple[str, str], int] | None = None
 
 
 class LandingWorker:
@@ -128,7 +130,9 @@ class LandingWorker:
         every = step.beat_s or BEAT_S
         beating = asyncio.create_task(self._beat(step_id, every, checks.cancel))
         try:
-            await self.client.landing_result(step_id, await checks)
+            results = await checks
+            await self.client.landing_result(step_id, results)
+            self._keep_passes(step_id, results)
         except NotOwner:
             log.info("%s: landing step %s is over; claiming again", self.options.name, step_id)
         except asyncio.CancelledError:
@@ -147,6 +151,7 @@ class LandingWorker:
         for check in checks:
             await self.client.landing_started(step_id, check.name)
             result = await self._check(step_id, check.name, check.command)
+            result = replace(result, command=check.command)
             results.append(result)
             if result.verdict != CheckVerdict.PASSED:
                 break
@@ -171,8 +176,9 @@ class LandingWorker:
 
         try:
             before = await self._identity(await mask())
-            if self._passed_on(command, before) and await self._reusable(name):
-                return _reused(name, before)
+            reused = self._passed_on(command, before)
+            if reused is not None and await self._reusable(name):
+                return _reused(name, before, reused)
             run = await run_in_view(
                 self.tree.root,
                 mask,
@@ -201,8 +207,6 @@ class LandingWorker:
         if ran.timed_out:
             output += f"\n(timed out after {self.options.check_timeout:g}s)"
         still = before is not None and not run.disturbed and await self._identity(await mask())
-        if verdict is CheckVerdict.PASSED and still == before and self.options.passed is not None:
-            self.options.passed.add((command, str(before)))
         return CheckRun(
             name,
             verdict,
@@ -221,9 +225,22 @@ class LandingWorker:
         _, _, fresh = await self.client.check_options()
         return name not in fresh
 
-    def _passed_on(self, command: str, identity: str | None) -> bool:
+    def _passed_on(self, command: str, identity: str | None) -> int | None:
+        """The step whose recorded run of `command` passed on `identity`, if one did."""
         passed = self.options.passed
-        return passed is not None and identity is not None and (command, identity) in passed
+        if passed is None or identity is None:
+            return None
+        return passed.get((command, identity))
+
+    def _keep_passes(self, step_id: int, results: Sequence[CheckRun]) -> None:
+        """Keep each check the server recorded passing on a content that held still (a reuse
+        names this step: `reused_step`)."""
+        passed = self.options.passed
+        if passed is None:
+            return
+        for run in results:
+            if run.verdict is CheckVerdict.PASSED and run.identity and run.view != REUSED:
+                passed.setdefault((run.command or "", run.identity), step_id)
 
     async def _identity(self, mask: Mask) -> str | None:
         """The step's view's content identity (`fleet.views.identity`; None: none)."""
@@ -232,9 +249,9 @@ class LandingWorker:
         )
 
 
-def _reused(name: str, identity: str | None) -> CheckRun:
-    """A check not run: it passed with the same command on this same content (decision 0158,
-    "A check is not run twice on the same content")."""
+def _reused(name: str, identity: str | None, step: int) -> CheckRun:
+    """A check not run: it passed with the same command on this same content, in `step`
+    (decision 0158, "A check is not run twice on the same content")."""
     said = "not run: this check passed with the same command on this same content"
     return CheckRun(
         name,
@@ -246,6 +263,7 @@ def _reused(name: str, identity: str | None) -> CheckRun:
         output=said,
         output_tail=said,
         identity=identity,
+        reused_step=step,
     )
 
 

@@ -263,7 +263,7 @@ class FleetOptions:
     in_clones: int | None = None
     started_with: Mapping[str, Any] | None = None  # the command's flags (`cli.operate.again`)
     # the landing checks that passed in this fleet, shared by its workers (`LandingOptions`)
-    landing_passes: set[tuple[str, str]] = field(default_factory=set)
+    landing_passes: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def kind(self, n: int) -> str:
         """Runner n's agent kind."""

@@ -26,7 +26,8 @@ replays the event log in id order and reports every `Violation` it finds:
 
 The landing contract (nothing lands twice, nothing succeeds unchecked, a
 waiting task keeps its leases, a blamed task is rolled back and reworked) is
-`invariants_landing.check_landing`, over the same log.
+`invariants_landing.check_landing`, over the same log; a check not run stands
+for a recorded pass on the same content (`invariants_reuse.check_reuse`).
 
 `replay_patches` + `compare_trees` prove the tree: the original tree with the
 succeeded tasks' patches applied in completion order (`git apply`) equals the

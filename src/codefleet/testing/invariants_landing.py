@@ -31,7 +31,12 @@ contract (issue 39) and reports every `Violation`:
   land, is followed by its `task_requeued` (error kind integration_failed) or
   `task_failed` before anything else happens to it, and each file its attempt
   wrote is put back (`file_restored` / `restore_failed`) before its lease is released,
-  like any failed attempt (the lease replay in `invariants` does the rest).
+  like any failed attempt (the lease replay in `invariants` does the rest);
+- `check_reuse`: a landing check not run (`view: reused`) names the step whose
+  passed run it is (`reused_step`): the same check and command, the same content
+  identity, on exactly the same tree (its base plus batch); never for a check
+  declared `reuse: false` (`fresh`). An attempt's `check_reused` is checked by
+  `invariants_reuse.check_reuse`.
 
 A blamed task whose session repairs its change (`repair_started`, cause
 `integration`, decision 0161) is not blamed yet: it stops waiting to land, its
@@ -40,7 +45,7 @@ leases kept, and its repair attempt's success queues it again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -51,6 +56,7 @@ __all__ = ["check_landing"]
 
 Row = dict[str, Any]
 PASSED: Final = "passed"
+REUSED: Final = "reused"  # a landing check's `view` when it was not run (`fleet.landingworker`)
 STACKED: Final = "stacked"  # `ReleaseReason.STACKED`: passed on to the next writer
 RELEASING: Final = frozenset({EventType.LEASE_RELEASED, EventType.RESTORE_REQUESTED})
 WAIT_ENDS: Final = frozenset({EventType.LANDED, EventType.TASK_CANCELLED})
@@ -71,16 +77,20 @@ class _State:
     written: dict[str, set[str]] = field(default_factory=dict)  # task -> its attempt's writes
     stacked_on: dict[str, set[str]] = field(default_factory=dict)  # task -> what it built on
     unwound: set[str] = field(default_factory=set)  # stack_unwound, its requeue not yet seen
+    fresh: frozenset[str] = frozenset()  # the checks declared `reuse: false`
     found: list[Violation] = field(default_factory=list)
 
     def flag(self, rule: str, message: str, event: Row) -> None:
         self.found.append(Violation(rule, message, event.get("id"), event.get("task_id")))
 
 
-def check_landing(events: Sequence[Row], integration: str | None = None) -> list[Violation]:
-    """Every landing-contract violation the event log shows (`integration`: the run's check)."""
+def check_landing(
+    events: Sequence[Row], integration: str | None = None, fresh: Collection[str] = ()
+) -> list[Violation]:
+    """Every landing-contract violation the event log shows (`integration`: the run's check;
+    `fresh`: the checks declared `reuse: false`)."""
     ordered = sorted(events, key=lambda e: int(e["id"]))
-    state = _State(integration)
+    state = _State(integration, fresh=frozenset(fresh))
     for n, event in enumerate(ordered):
         handler = _HANDLERS.get(event["type"])
         if handler is not None and (event.get("task_id") or event["type"] in _TASKLESS):
@@ -108,8 +118,47 @@ def _put_back(state: _State, ordered: Sequence[Row], n: int) -> None:
 
 
 def _finished(state: _State, ordered: Sequence[Row], n: int) -> None:
-    if ordered[n]["payload"].get("verdict") == PASSED:
-        state.passed.append(ordered[n])
+    event = ordered[n]
+    if event["payload"].get("view") == REUSED:
+        _reused(state, event)
+    if event["payload"].get("verdict") == PASSED:
+        state.passed.append(event)
+
+
+def _reused(state: _State, event: Row) -> None:
+    """A landing check not run stands for the passed run of the step it names: the same
+    check, command and content, on exactly the same tree."""
+    body = event["payload"]
+    name, step = body.get("check"), body.get("reused_step")
+    earlier = next(
+        (p["payload"] for p in state.passed
+         if (p["payload"].get("step"), p["payload"].get("check")) == (step, name)
+         and p["payload"].get("view") != REUSED),
+        None,
+    )  # fmt: skip
+    if name in state.fresh:
+        why = "is declared reuse: false"
+    elif earlier is None:
+        why = f"names no passed run of it in step {step}"
+    elif not body.get("identity") or earlier.get("identity") != body.get("identity"):
+        why = f"stands for step {step}'s run on other content"
+    elif earlier.get("command") != body.get("command"):
+        why = f"stands for step {step}'s run of another command"
+    elif (tree := _tree(body, state.order)) is None or _tree(earlier, state.order) != tree:
+        why = f"stands for step {step}'s run on another tree"
+    else:
+        return
+    state.flag("check_reuse", f"landing check {name} reused in step {body.get('step')}: {why}",
+               event)  # fmt: skip
+
+
+def _tree(body: Row, order: list[str]) -> list[str] | None:
+    """What a landing check ran on: the landed tasks under its base, in order, then its batch
+    (None: a base beyond what has landed)."""
+    base = int(body.get("base", -1))
+    if not 0 <= base <= len(order):
+        return None
+    return order[:base] + list(body.get("batch") or ())
 
 
 def _queued(state: _State, ordered: Sequence[Row], n: int) -> None:
@@ -203,13 +252,7 @@ def _passes(finished: Row, name: str, tree: list[str], order: list[str], since: 
     """Whether `finished` passed `name`, after `since`, on exactly `tree` (the landed tasks
     under its base, in order, then its batch)."""
     body = finished["payload"]
-    base = int(body.get("base", -1))
-    return (
-        int(finished["id"]) > since
-        and body.get("check") == name
-        and 0 <= base <= len(order)
-        and order[:base] + list(body.get("batch") or ()) == tree
-    )
+    return int(finished["id"]) > since and body.get("check") == name and _tree(body, order) == tree
 
 
 def _succeeded(state: _State, ordered: Sequence[Row], n: int) -> None:

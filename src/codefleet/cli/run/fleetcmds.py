@@ -205,7 +205,7 @@ async def _one_runner(
         loop.add_signal_handler(sig, stop.set)
     lander = LandingOptions(
         f"landing-{options.name}", options.check_timeout, exclude=options.protected,
-        view_dir=options.check_dir, locks=options.locks(), passed=set(),
+        view_dir=options.check_dir, locks=options.locks(), passed={},
     )  # fmt: skip
 
     def connect() -> FleetClient:

@@ -165,7 +165,8 @@ class LandingOutcomes:
 def finished_fields(run: CheckRun) -> dict[str, Any]:
     """The fields of `landing_check_finished` a worker's run reports, bounded."""
     keys = (
-        "verdict", "exit_code", "duration_ms", "view_ms", "view", "error", "identity", "resolution"
+        "verdict", "exit_code", "duration_ms", "view_ms", "view", "error", "identity", "resolution",
+        "command", "reused_step",
     )  # fmt: skip
     found = {k: getattr(run, k) for k in keys if getattr(run, k) is not None}
     found["output_tail"] = run.output_tail[-TAIL_CHARS:]

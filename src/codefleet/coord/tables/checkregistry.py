@@ -15,7 +15,9 @@ engine's tree (`TreeRoot.protect`) from the load on, across restarts
 
 Runners run checks; the registry only records them (`check_started` carries
 the command from the table, so the log says what ran, not what a runner
-claimed). The engine checks the caller owns the attempt before it records.
+claimed; a `check_finished` and a `check_reused` carry the runner's command and
+content identity, what a reuse must match). The engine checks the caller owns
+the attempt before it records.
 """
 
 from __future__ import annotations
@@ -73,6 +75,9 @@ PHASE_EVENTS: Final = {
     "repair_started": EventType.REPAIR_STARTED,
     "repair_finished": EventType.REPAIR_FINISHED,
 }
+# What a `check_reused` says of the run it stands for: the runner's command and content
+# identity, that run's purpose and its `check_finished` (`testing.invariants_reuse`).
+REUSE_FIELDS: Final = ("reused_from", "reused_event", "command", "identity")
 # The fields a repair turn's events carry beyond a check event's (`fleet.repair`).
 REPAIR_FIELDS: Final = (
     "cause",
@@ -181,7 +186,7 @@ class CheckRegistry:
         if phase == "started":
             extra["command"] = command
         elif phase == "reused":
-            extra["reused_from"] = report.get("reused_from")
+            extra = {k: report[k] for k in REUSE_FIELDS if report.get(k) is not None}
         elif phase in ("repair_started", "repair_finished"):
             extra = {k: report[k] for k in REPAIR_FIELDS if report.get(k) is not None}
         event = self.store.emit(

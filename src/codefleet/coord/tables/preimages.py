@@ -68,6 +68,7 @@ from codefleet.models import DenyReason, EventType, ReleaseReason, to_iso
 from codefleet.parts.kinds import mapper_for
 from codefleet.parts.putback import put_back_parts
 from codefleet.paths import TreeRoot
+from codefleet.resources import is_resource_key
 from codefleet.rollback import PreImage, TooLarge, capture, current_state, make_patch, restore
 from codefleet.toolcalls.leasekeys import file_of
 
@@ -424,11 +425,11 @@ def uncovered(
     files: Sequence[Mapping[str, Any]],
     put_back: Callable[[str], bool],
 ) -> list[str]:
-    """The files a view should put back (held by a task `put_back` names) but has no image of."""
+    """The files a view should put back (held by a task `put_back` names) but has no image of
+    (a resource is no file: a view has nothing of it to put back)."""
     covered = {f["path"] for f in files}
-    return sorted(
-        {file_of(key) for key, (_, holder) in leased.items() if put_back(holder)} - covered
-    )
+    held = {key for key, (_, holder) in leased.items() if put_back(holder)}
+    return sorted({file_of(key) for key in held if not is_resource_key(key)} - covered)
 
 
 def _put_back_one(root: Path, row: RestoreRow, image: PreImage | str | None) -> PutBack:

@@ -19,7 +19,10 @@ ran, and kept only when both agree and no file was newly masked during the
 run), and a later run of the same check and command on a view of that same
 identity is that result, said with `check_reused` instead of run (an agent's
 `run_check` that passed on exactly what its verify sees is the verify). A
-check its operator declared `reuse: false` always runs.
+check its operator declared `reuse: false` always runs. So that the log alone
+proves each reuse (`testing.invariants_reuse`), a `check_finished` carries its
+command and identity, and only a recorded run is reused: its `check_reused`
+names it (`reused_event`) with the same command and identity.
 
 An unknown name is refused locally with the list of known names (nothing
 runs, no event). A check that could not run (server unreachable, view
@@ -108,6 +111,7 @@ class CheckResult:
     unstartable: tuple[tuple[str, str], ...] = ()  # (program, why) on exit 126/127, if found
     identity: str | None = None  # the view's content identity, where it held still for the run
     reused: CheckPurpose | None = None  # not run: the result of this earlier run on the content
+    event_id: int | None = None  # its `check_finished` (a reuse names it: `reused_event`)
     resolution: Resolution | None = None  # a `uv run` check: uv resolved, or the kept lock
 
     @property
@@ -203,6 +207,22 @@ class CheckResult:
             "disturbed": list(self.disturbed[:EVENT_PATHS_MAX]),
             "output_bytes": self.output_bytes,
             "output_tail": self.output[-EVENT_TAIL_CHARS:],
+            "command": self.command or None,
+            "identity": self.identity,
+        }
+
+    def reused_event(self, attempt: int, purpose: CheckPurpose) -> dict[str, Any]:
+        """The `check_reused` that says this passing run stands for one not run: the command,
+        the content identity and the `check_finished` it is (`reused_event`)."""
+        return {
+            "attempt": attempt,
+            "name": self.name,
+            "phase": "reused",
+            "purpose": purpose,
+            "reused_from": self.purpose,
+            "reused_event": self.event_id,
+            "command": self.command,
+            "identity": self.identity,
         }
 
 
@@ -257,8 +277,7 @@ class Checker:
         earlier = self._passed_on(name, command, before)
         if earlier is not None:
             result = replace(earlier, purpose=purpose, reused=earlier.purpose, identity=before)
-            reused = {"attempt": self.attempt, "name": name, "phase": "reused", "purpose": purpose}
-            problem = await self._post({**reused, "reused_from": earlier.purpose})
+            problem = await self._post(earlier.reused_event(self.attempt, purpose))
             if problem is not None:
                 result = CheckResult(name, purpose, command, refused=problem, infra=True)
             self.results.append(result)
@@ -268,12 +287,37 @@ class Checker:
         if problem is not None:
             result = CheckResult(name, purpose, command, refused=problem, infra=True)
         else:
-            result = await self._execute(name, command, purpose, limit)
-            await self._post(result.finished_event(self.attempt))
-            if before is not None and not result.disturbed and await self._identity(name) == before:
-                result = replace(result, identity=before)  # the content held still: reusable
+            result = await self._finish(await self._execute(name, command, purpose, limit), before)
         self.results.append(result)
         return result
+
+    async def _finish(self, result: CheckResult, before: str | None) -> CheckResult:
+        """Record the run's `check_finished`, with its content identity where the content
+        held still for the run; only a recorded run with one may be reused."""
+        held = (
+            before is not None
+            and not result.disturbed
+            and await self._identity(result.name) == before
+        )
+        result = replace(result, identity=before if held else None)
+        event_id = await self._recorded(result.finished_event(self.attempt))
+        if event_id is None:  # not in the log: nothing could name it
+            return replace(result, identity=None)
+        return replace(result, event_id=event_id)
+
+    async def _recorded(self, report: dict[str, Any]) -> int | None:
+        """Record a check event; its id, or None when it was not recorded."""
+        gate = self.gate
+        answer: dict[str, Any] = {}
+
+        async def send() -> None:
+            answer.update(
+                await gate.client.check_event(gate.task_id, gate.agent_id, gate.epoch, report)
+            )
+
+        await post_event(gate, send(), "check")
+        event_id = answer.get("event_id")
+        return event_id if isinstance(event_id, int) else None
 
     def _passed_on(self, name: str, command: str, identity: str | None) -> CheckResult | None:
         """An earlier run of this check and command that passed on a view of `identity`."""

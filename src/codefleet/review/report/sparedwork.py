@@ -52,17 +52,20 @@ def check_counts(facts: RunFacts) -> dict[str, float]:
 
 
 def reused_seconds(events: Iterable[Row]) -> float:
-    """The seconds the reused checks did not take: each reuse's last passing run of that
-    check in the same task and attempt, by its duration."""
+    """The seconds the reused checks did not take: the duration of the run each reuse names
+    (`reused_event`), or, in a log from before reuses named it, the last passing run of that
+    check in the same task and attempt."""
+    took: dict[Any, float] = {}  # a passing run's event id -> its seconds
     last: dict[tuple[Any, Any, Any], float] = {}
     spared = 0.0
     for event in events:
         body = event.get("payload") or {}
         key = (event.get("task_id"), body.get("attempt"), body.get("name"))
         if event["type"] == EventType.CHECK_FINISHED and body.get("passed"):
-            last[key] = int(body.get("duration_ms") or 0) / 1000
+            last[key] = took[event.get("id")] = int(body.get("duration_ms") or 0) / 1000
         elif event["type"] == EventType.CHECK_REUSED:
-            spared += last.get(key, 0.0)
+            named = body.get("reused_event")
+            spared += took.get(named, 0.0) if named is not None else last.get(key, 0.0)
     return spared
 
 
