@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from bench.harness import HOST, BenchError, free_port
+from bench.harness import HOST, BenchError
 from codefleet.fleet.clone import LINE_PATH, Clone
 
 __all__ = ["STEPS", "CloneProbe", "GitMeter", "MeterCounts"]
@@ -63,12 +63,13 @@ class GitMeter:
 
     def __init__(self, target_port: int) -> None:
         ctx = mp.get_context("spawn")
-        self.ports = {step: free_port() for step in METERED}
+        self.ports: dict[str, int] = {}  # known once started: the relay binds its own
+        self._bound = ctx.Array("i", len(METERED))  # the port each step's socket got
         self._totals = ctx.Array("q", 4 * len(METERED))  # per step: connections, requests, bytes
         self._ready = ctx.Event()
         self._proc = ctx.Process(
             target=_relay_main,
-            args=(list(self.ports.values()), target_port, self._totals, self._ready),
+            args=(self._bound, target_port, self._totals, self._ready),
             daemon=True,
         )
 
@@ -79,6 +80,7 @@ class GitMeter:
         self._proc.start()
         if not self._ready.wait(30):
             raise BenchError("the git meter's relay did not start within 30 s")
+        self.ports = dict(zip(METERED, self._bound[:], strict=True))
         return self
 
     def counts(self) -> dict[str, MeterCounts]:
@@ -92,11 +94,13 @@ class GitMeter:
         self._proc.join(timeout=10)
 
 
-def _relay_main(ports: list[int], target: int, totals: Any, ready: Any) -> None:
-    asyncio.run(_relay(ports, target, totals, ready))
+def _relay_main(bound: Any, target: int, totals: Any, ready: Any) -> None:
+    asyncio.run(_relay(bound, target, totals, ready))
 
 
-async def _relay(ports: list[int], target: int, totals: Any, ready: Any) -> None:
+async def _relay(bound: Any, target: int, totals: Any, ready: Any) -> None:
+    """Serve one port per step, each bound here (port 0: no other process can take it between
+    a choice and the bind) and written to `bound`."""
     live: set[asyncio.Task[Any]] = set()  # the loop holds tasks weakly: a connection's is here
 
     def serving(slot: int) -> Callable[..., Any]:
@@ -121,7 +125,9 @@ async def _relay(ports: list[int], target: int, totals: Any, ready: Any) -> None
 
         return connection
 
-    servers = [await asyncio.start_server(serving(i), HOST, p) for i, p in enumerate(ports)]
+    servers = [await asyncio.start_server(serving(i), HOST, 0) for i in range(len(bound))]
+    for i, server in enumerate(servers):
+        bound[i] = server.sockets[0].getsockname()[1]
     ready.set()
     await asyncio.gather(*(server.serve_forever() for server in servers))
 
