@@ -3,7 +3,7 @@
 Two doors stand between a write and the disk: the runner's gate (`prewrite.WriteGate`,
 asked by its session's `PreToolUse` hook, `session`) and a person's hook, the command a
 person's own Claude Code session runs (`hook`, installed by `codefleet join`). Both read a tool call the
-same way (`extract_paths`) and refuse it with the same JSON (`deny_output`),
+same way (`tool_paths`) and refuse it with the same JSON (`deny_output`),
 the exact `PreToolUse` shape Claude Code honours (DESIGN §7): a misspelled key
 is silently ignored by the CLI, so the shape is defined once, here.
 
