@@ -26,7 +26,7 @@ from typing import Any
 from codefleet.attempt import AssignedTask
 from codefleet.coord.calls.callparts import CallParts
 from codefleet.coord.policy.answers import Beat, LeaseAnswer
-from codefleet.coord.policy.leaserule import Door, Verdict, decide
+from codefleet.coord.policy.leaserule import FLEET, OURS, Verdict, decide
 from codefleet.coord.policy.stacks import may_stack
 from codefleet.coord.tables.agentregistry import AgentState
 from codefleet.coord.tables.leases import denial
@@ -210,12 +210,12 @@ class RunnerCalls:
             return LeaseAnswer.deny(refused, f"task {task_id} is not yours")
         keys, rejected = self.leases.canonical_all(paths)
         stack = self._may_stack if self._stacks_for(agent) else None
-        request = self.leases.ask(Door.FLEET, task_id, keys, rejected, stack)
+        request = self.leases.ask(FLEET, task_id, keys, rejected, stack)
         verdict = decide(request)  # the lease rule, the one place it is written
-        if verdict in (Verdict.REFUSE, Verdict.BUSY):
-            return LeaseAnswer.deny([*request.rejected, *request.busy])
-        if verdict is Verdict.OURS:
+        if verdict is OURS:
             answer = LeaseAnswer(True, granted=tuple(keys))  # a re-acquire writes nothing
+        elif verdict is Verdict.REFUSE or verdict is Verdict.BUSY:
+            return LeaseAnswer.deny([*request.rejected, *request.busy])
         else:
             with self.transition():
                 who = (agent_id, agent.name, task_id)

@@ -35,7 +35,14 @@ from datetime import datetime
 from typing import Any
 
 from codefleet.coord.policy.answers import Denial, LeaseAnswer
-from codefleet.coord.policy.leaserule import Door, Request, Verdict, decide
+from codefleet.coord.policy.leaserule import (
+    FLEET,
+    HOLDS_ALL,
+    Door,
+    Request,
+    Verdict,
+    decide,
+)
 from codefleet.coord.policy.stacks import Stacks
 from codefleet.coord.policy.waits import WaitOutcome, WaitRoom
 from codefleet.coord.policy.writelatch import WriteLatch
@@ -159,8 +166,14 @@ class LeaseTable:
         return any(self.holders.get(k, ("", ""))[1] == task_id for k in covering(key))
 
     def all_ours(self, keys: list[str], task_id: str) -> bool:
-        """Does the task already hold every key? (Then a grant has nothing to write.)"""
-        return all(self._covered(k, task_id) for k in keys)
+        """Does the task already hold every key? (Then a grant has nothing to write.) A key it
+        holds itself is one look-up; only another key asks what covers it (`_covered`)."""
+        holders = self.holders
+        for key in keys:
+            holder = holders.get(key)
+            if (holder is None or holder[1] != task_id) and not self._covered(key, task_id):
+                return False
+        return True
 
     def held_by_others(self, keys: list[str], task_id: str) -> list[tuple[str, tuple[str, str]]]:
         """(held key, its holder) for each key another task holds that one of `keys` excludes."""
@@ -184,10 +197,12 @@ class LeaseTable:
     ) -> Request:
         """What the table sees of a request for `keys` by `task_id` now, for `decide`. Who else
         holds them is looked up only when the request does not hold them all already (the
-        re-acquire of the steady state asks nothing more: `decide` answers `OURS` first)."""
-        busy = tuple(self.write_latch.busy(keys, task_id)) if door is Door.FLEET else ()
-        if rejected or busy or self.all_ours(keys, task_id):
-            return Request(door, rejected=tuple(rejected), busy=busy, ours=not (rejected or busy))
+        re-acquire of the steady state builds nothing: the door's shared `HOLDS_ALL`)."""
+        busy = self.write_latch.busy(keys, task_id) if door is FLEET else ()
+        if rejected or busy:
+            return Request(door, rejected=tuple(rejected), busy=tuple(busy))
+        if self.all_ours(keys, task_id):
+            return HOLDS_ALL[door]
         held = tuple(self.held_by_others(keys, task_id))
         stackable = False  # a stack is undone by restores: never without pre-images
         if held and may_stack is not None and self.preimages.rollback:
