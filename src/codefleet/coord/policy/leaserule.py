@@ -30,7 +30,7 @@ from typing import Final
 
 from codefleet.coord.policy.answers import Denial
 
-__all__ = ["FLEET", "HOLDS_ALL", "OURS", "Door", "Request", "Verdict", "decide"]
+__all__ = ["FLEET", "HOLDS_ALL", "OURS", "REFUSED", "Door", "Request", "Verdict", "decide"]
 
 Held = tuple[tuple[str, tuple[str, str]], ...]  # (held key, (its agent, its task))
 
@@ -54,6 +54,7 @@ class Verdict(StrEnum):
 # module name's; `decide` and both its callers meet these on every write (bench/lease_path.py).
 FLEET: Final = Door.FLEET
 OURS: Final = Verdict.OURS
+REFUSED: Final = frozenset({Verdict.REFUSE, Verdict.BUSY})  # answered by the refusal alone
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ sets each field through

@@ -234,7 +234,9 @@ class LeaseTable:
     ) -> LeaseAnswer:
         """Carry out a fleet task's `verdict` on `request` (`who`: agent id, its name, task)."""
         agent_id, agent_name, task_id = who
-        match verdict:
+        match verdict:  # a first grant's TAKE first: each case reads its member off the class
+            case Verdict.TAKE:
+                return self._take(agent_id, task_id, keys, tool)
             case Verdict.REFUSE | Verdict.BUSY:
                 return LeaseAnswer.deny([*request.rejected, *request.busy])
             case Verdict.OURS:
@@ -243,8 +245,6 @@ class LeaseTable:
                 return self._take(agent_id, task_id, keys, tool, stacked=request.held)
             case Verdict.DENY:
                 return self.deny_held(agent_id, agent_name, task_id, list(request.held), tool)
-            case Verdict.TAKE:
-                return self._take(agent_id, task_id, keys, tool)
 
     def _take(
         self,
