@@ -30,7 +30,18 @@ from typing import Final
 
 from codefleet.coord.policy.answers import Denial
 
-__all__ = ["FLEET", "HOLDS_ALL", "OURS", "REFUSED", "Door", "Request", "Verdict", "decide"]
+__all__ = [
+    "ALL_FREE",
+    "FLEET",
+    "HOLDS_ALL",
+    "OURS",
+    "REFUSED",
+    "TAKE",
+    "Door",
+    "Request",
+    "Verdict",
+    "decide",
+]
 
 Held = tuple[tuple[str, tuple[str, str]], ...]  # (held key, (its agent, its task))
 
@@ -54,6 +65,7 @@ class Verdict(StrEnum):
 # module name's; `decide` and both its callers meet these on every write (bench/lease_path.py).
 FLEET: Final = Door.FLEET
 OURS: Final = Verdict.OURS
+TAKE: Final = Verdict.TAKE
 REFUSED: Final = frozenset({Verdict.REFUSE, Verdict.BUSY})  # answered by the refusal alone
 
 
@@ -70,8 +82,10 @@ class Request:  # object.__setattr__, and one Request is built per lease request
 
 
 # What a re-ask for keys the requester holds already sees (nothing refused, nothing busy),
-# at each door: the steady state's every request, one shared request each, never changed.
+# and what an ask for keys nobody holds sees, at each door: the steady state's every
+# request and most first grants, built once each and shared, so never changed.
 HOLDS_ALL: Final[dict[Door, Request]] = {door: Request(door, ours=True) for door in Door}
+ALL_FREE: Final[dict[Door, Request]] = {door: Request(door) for door in Door}
 
 
 def decide(request: Request) -> Verdict:
@@ -85,4 +99,4 @@ def decide(request: Request) -> Verdict:
     if request.held:
         stacks = request.door is Door.FLEET and request.stackable
         return Verdict.STACK if stacks else Verdict.DENY
-    return Verdict.TAKE
+    return TAKE

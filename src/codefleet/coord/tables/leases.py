@@ -36,6 +36,7 @@ from typing import Any
 
 from codefleet.coord.policy.answers import Denial, LeaseAnswer
 from codefleet.coord.policy.leaserule import (
+    ALL_FREE,
     FLEET,
     HOLDS_ALL,
     Door,
@@ -197,17 +198,20 @@ class LeaseTable:
     ) -> Request:
         """What the table sees of a request for `keys` by `task_id` now, for `decide`. Who else
         holds them is looked up only when the request does not hold them all already (the
-        re-acquire of the steady state builds nothing: the door's shared `HOLDS_ALL`)."""
+        re-acquire of the steady state builds nothing: the door's shared `HOLDS_ALL`; an ask for
+        free keys, `ALL_FREE`)."""
         busy = self.write_latch.busy(keys, task_id) if door is FLEET else ()
         if rejected or busy:
             return Request(door, rejected=tuple(rejected), busy=tuple(busy))
         if self.all_ours(keys, task_id):
             return HOLDS_ALL[door]
-        held = tuple(self.held_by_others(keys, task_id))
+        held = self.held_by_others(keys, task_id)
+        if not held:
+            return ALL_FREE[door]
         stackable = False  # a stack is undone by restores: never without pre-images
-        if held and may_stack is not None and self.preimages.rollback:
-            stackable = may_stack(list(held))
-        return Request(door, held=held, stackable=stackable)
+        if may_stack is not None and self.preimages.rollback:
+            stackable = may_stack(held)
+        return Request(door, held=tuple(held), stackable=stackable)
 
     def acquire(
         self,
