@@ -196,10 +196,9 @@ class LeaseTable:
         rejected: Sequence[Denial] = (),
         may_stack: MayStack | None = None,
     ) -> Request:
-        """What the table sees of a request for `keys` by `task_id` now, for `decide`. Who else
-        holds them is looked up only when the request does not hold them all already (the
-        re-acquire of the steady state builds nothing: the door's shared `HOLDS_ALL`; an ask for
-        free keys, `ALL_FREE`)."""
+        """What the table sees of a request for `keys` by `task_id` now, for `decide`: others
+        are looked up only for keys it does not hold; held keys (the steady state's re-acquire)
+        and free ones build nothing, the door's shared `HOLDS_ALL` or `ALL_FREE`."""
         busy = self.write_latch.busy(keys, task_id) if door is FLEET else ()
         if rejected or busy:
             return Request(door, rejected=tuple(rejected), busy=tuple(busy))
