@@ -20,6 +20,7 @@ import it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from typing import Final, Generic, TypeVar
 
 __all__ = [
@@ -36,6 +37,7 @@ V = TypeVar("V")
 
 PART_SEPARATOR: Final = "::"
 RESOURCE_KEY_START: Final = "/"  # a resource key (`resources.RESOURCE_PREFIX`), never a path
+_NONE_HELD: Final[frozenset[str]] = frozenset()  # `KeyIndex.keys_on` a file nobody holds
 
 
 def part_key(path: str, name: str) -> str:
@@ -137,9 +139,10 @@ class KeyIndex(Generic[V]):
         """No key of `keys` conflicts with one held (set-like, for a scope)."""
         return not any(self.conflicts(key) for key in keys)
 
-    def keys_on(self, path: str) -> set[str]:
-        """The keys held on a file: the file itself, its parts."""
-        return self.on_file.get(path, set())
+    def keys_on(self, path: str) -> AbstractSet[str]:
+        """The keys held on a file: the file itself, its parts (read only: none is one shared
+        empty set)."""
+        return self.on_file.get(path, _NONE_HELD)
 
     def __contains__(self, key: object) -> bool:
         return key in self.held

@@ -21,12 +21,12 @@ import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from codefleet.attempt import AssignedTask
 from codefleet.coord.calls.callparts import CallParts
 from codefleet.coord.policy.answers import Beat, LeaseAnswer
-from codefleet.coord.policy.leaserule import Door, Verdict, decide
+from codefleet.coord.policy.leaserule import FLEET, OURS, REFUSED, decide
 from codefleet.coord.policy.stacks import may_stack
 from codefleet.coord.tables.agentregistry import AgentState
 from codefleet.coord.tables.leases import denial
@@ -53,6 +53,8 @@ from codefleet.rollback import PreImage, restore, state_sha256
 from codefleet.toolcalls.leasekeys import file_of
 
 __all__ = ["RunnerCalls"]
+
+CLONE: Final = Workspace.CLONE  # read on every acquire: a module name (see leaserule.FLEET)
 
 
 class RunnerCalls:
@@ -210,12 +212,12 @@ class RunnerCalls:
             return LeaseAnswer.deny(refused, f"task {task_id} is not yours")
         keys, rejected = self.leases.canonical_all(paths)
         stack = self._may_stack if self._stacks_for(agent) else None
-        request = self.leases.ask(Door.FLEET, task_id, keys, rejected, stack)
+        request = self.leases.ask(FLEET, task_id, keys, rejected, stack)
         verdict = decide(request)  # the lease rule, the one place it is written
-        if verdict in (Verdict.REFUSE, Verdict.BUSY):
-            return LeaseAnswer.deny([*request.rejected, *request.busy])
-        if verdict is Verdict.OURS:
+        if verdict is OURS:
             answer = LeaseAnswer(True, granted=tuple(keys))  # a re-acquire writes nothing
+        elif verdict in REFUSED:
+            return LeaseAnswer.deny([*request.rejected, *request.busy])
         else:
             with self.transition():
                 who = (agent_id, agent.name, task_id)
@@ -227,7 +229,7 @@ class RunnerCalls:
     def _stacks_for(self, agent: AgentState) -> bool:
         """Whether a write of this runner may stack on a task waiting to land: a runner in the
         tree, where that change is (a clone has only the landed line, decision 0156)."""
-        return self.landing_stack and agent.workspace != Workspace.CLONE
+        return self.landing_stack and agent.workspace != CLONE
 
     def _may_stack(self, held: list[tuple[str, tuple[str, str]]]) -> bool:
         live = self.tasks.index.live
@@ -238,7 +240,7 @@ class RunnerCalls:
         clone: what its clone must hold before the write (`fleet.clone` fetches it from the
         landed line). A runner in the tree sees the tree itself: its answer is unchanged."""
         agent = self.agents.get(agent_id)
-        if not answer.allowed or agent is None or agent.workspace != Workspace.CLONE:
+        if not answer.allowed or agent is None or agent.workspace != CLONE:
             return answer
         files = dict.fromkeys(file_of(key) for key in answer.granted)
         stamped = tuple((path, state_sha256(self.preimages.file_now(path))) for path in files)

@@ -35,7 +35,15 @@ from datetime import datetime
 from typing import Any
 
 from codefleet.coord.policy.answers import Denial, LeaseAnswer
-from codefleet.coord.policy.leaserule import Door, Request, Verdict, decide
+from codefleet.coord.policy.leaserule import (
+    ALL_FREE,
+    FLEET,
+    HOLDS_ALL,
+    Door,
+    Request,
+    Verdict,
+    decide,
+)
 from codefleet.coord.policy.stacks import Stacks
 from codefleet.coord.policy.waits import WaitOutcome, WaitRoom
 from codefleet.coord.policy.writelatch import WriteLatch
@@ -159,8 +167,14 @@ class LeaseTable:
         return any(self.holders.get(k, ("", ""))[1] == task_id for k in covering(key))
 
     def all_ours(self, keys: list[str], task_id: str) -> bool:
-        """Does the task already hold every key? (Then a grant has nothing to write.)"""
-        return all(self._covered(k, task_id) for k in keys)
+        """Does the task already hold every key? (Then a grant has nothing to write.) A key it
+        holds itself is one look-up; only another key asks what covers it (`_covered`)."""
+        holders = self.holders
+        for key in keys:
+            holder = holders.get(key)
+            if (holder is None or holder[1] != task_id) and not self._covered(key, task_id):
+                return False
+        return True
 
     def held_by_others(self, keys: list[str], task_id: str) -> list[tuple[str, tuple[str, str]]]:
         """(held key, its holder) for each key another task holds that one of `keys` excludes."""
@@ -182,17 +196,21 @@ class LeaseTable:
         rejected: Sequence[Denial] = (),
         may_stack: MayStack | None = None,
     ) -> Request:
-        """What the table sees of a request for `keys` by `task_id` now, for `decide`. Who else
-        holds them is looked up only when the request does not hold them all already (the
-        re-acquire of the steady state asks nothing more: `decide` answers `OURS` first)."""
-        busy = tuple(self.write_latch.busy(keys, task_id)) if door is Door.FLEET else ()
-        if rejected or busy or self.all_ours(keys, task_id):
-            return Request(door, rejected=tuple(rejected), busy=busy, ours=not (rejected or busy))
-        held = tuple(self.held_by_others(keys, task_id))
+        """What the table sees of a request for `keys` by `task_id` now, for `decide`: others
+        are looked up only for keys it does not hold; held keys (the steady state's re-acquire)
+        and free ones build nothing, the door's shared `HOLDS_ALL` or `ALL_FREE`."""
+        busy = self.write_latch.busy(keys, task_id) if door is FLEET else ()
+        if rejected or busy:
+            return Request(door, rejected=tuple(rejected), busy=tuple(busy))
+        if self.all_ours(keys, task_id):
+            return HOLDS_ALL[door]
+        held = self.held_by_others(keys, task_id)
+        if not held:
+            return ALL_FREE[door]
         stackable = False  # a stack is undone by restores: never without pre-images
-        if held and may_stack is not None and self.preimages.rollback:
-            stackable = may_stack(list(held))
-        return Request(door, held=held, stackable=stackable)
+        if may_stack is not None and self.preimages.rollback:
+            stackable = may_stack(held)
+        return Request(door, held=tuple(held), stackable=stackable)
 
     def acquire(
         self,
@@ -219,7 +237,9 @@ class LeaseTable:
     ) -> LeaseAnswer:
         """Carry out a fleet task's `verdict` on `request` (`who`: agent id, its name, task)."""
         agent_id, agent_name, task_id = who
-        match verdict:
+        match verdict:  # a first grant's TAKE first: each case reads its member off the class
+            case Verdict.TAKE:
+                return self._take(agent_id, task_id, keys, tool)
             case Verdict.REFUSE | Verdict.BUSY:
                 return LeaseAnswer.deny([*request.rejected, *request.busy])
             case Verdict.OURS:
@@ -228,8 +248,6 @@ class LeaseTable:
                 return self._take(agent_id, task_id, keys, tool, stacked=request.held)
             case Verdict.DENY:
                 return self.deny_held(agent_id, agent_name, task_id, list(request.held), tool)
-            case Verdict.TAKE:
-                return self._take(agent_id, task_id, keys, tool)
 
     def _take(
         self,
