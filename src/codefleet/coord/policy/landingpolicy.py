@@ -42,7 +42,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Any, Final
 
 from codefleet.models import AgentKind, CheckVerdict, HaltCause, Workspace
 
@@ -165,11 +165,11 @@ def propose(rnd: Round, free: int) -> tuple[Round, tuple[Step, ...], Outcome | N
         step = _wanted(rnd)
         if step is None:
             break
-        rnd = replace(rnd, running=(*rnd.running, step))
         if step.checks:
+            rnd = replace(rnd, running=(*rnd.running, step))
             steps.append(step)
             continue
-        rnd, outcome = record(rnd, step, {})
+        rnd, outcome = _settled(rnd, rnd.running, lo=step.prefix)  # passed: nothing to run
         landed += outcome.land if outcome else ()
     return (
         rnd,
@@ -184,36 +184,38 @@ def record(rnd: Round, step: Step, verdicts: Mapping[str, str]) -> tuple[Round, 
     step that ran all its checks and failed none passed (the caller checks it ran them all)."""
     if step not in rnd.running:
         return rnd, None
-    rnd = replace(rnd, running=tuple(s for s in rnd.running if s != step))
+    running = tuple(s for s in rnd.running if s != step)
     ran = tuple(n for n in step.checks if n in verdicts)
     failed = tuple(n for n in ran if verdicts[n] != PASSED)
     unrunnable = tuple(n for n in failed if verdicts[n] == UNRUNNABLE)
     if step.purpose == BASE:
-        return _after_base(replace(rnd, base_ran=rnd.base_ran + ran), failed, unrunnable)
+        after = replace(rnd, running=running, base_ran=rnd.base_ran + ran)
+        return _after_base(after, failed, unrunnable)
     if step.purpose == CONFIRM:
         return _end(rnd, _after_confirm(rnd, failed))
     if failed:
-        rnd = replace(rnd, hi=step.prefix, failed=failed, unrunnable=unrunnable)
-    else:
-        rnd = replace(rnd, lo=step.prefix)
-    return _settled(rnd)
+        return _settled(rnd, running, hi=step.prefix, failed=failed, unrunnable=unrunnable)
+    return _settled(rnd, running, lo=step.prefix)
 
 
-def _settled(rnd: Round) -> tuple[Round, Outcome | None]:
-    """Drop the steps that can no longer matter, land what is known to pass, say if it is over."""
-    land = rnd.candidates[rnd.landed : rnd.lo]
-    rnd = replace(rnd, landed=rnd.lo)
-    rnd = replace(rnd, running=tuple(s for s in rnd.running if _matters(rnd, s)))
-    rnd = replace(rnd, over=rnd.hi is None and not rnd.running)
+def _settled(rnd: Round, running: tuple[Step, ...], **known: Any) -> tuple[Round, Outcome | None]:
+    """The round once a step made `known` true (a longer passing `lo`, or a failing `hi` and
+    its checks): land what is known to pass, drop the steps that can no longer matter, say if
+    it is over. One new round: a landing with nothing to check takes this path every time."""
+    lo, hi = known.get("lo", rnd.lo), known.get("hi", rnd.hi)
+    land = rnd.candidates[rnd.landed : lo]
+    keep = tuple(s for s in running if _matters(lo, hi, s))
+    rnd = replace(rnd, **known, landed=lo, running=keep, over=hi is None and not keep)
     return rnd, Outcome(land) if land else None
 
 
-def _matters(rnd: Round, step: Step) -> bool:
+def _matters(lo: int, hi: int | None, step: Step) -> bool:
+    """Whether `step`'s answer still matters once `lo` passes (and landed) and `hi` fails."""
     if step.purpose == BASE:
-        return step.prefix == rnd.landed
+        return step.prefix == lo
     if step.purpose == CONFIRM:
-        return step.prefix == rnd.hi
-    return rnd.lo < step.prefix and (rnd.hi is None or step.prefix < rnd.hi)
+        return step.prefix == hi
+    return lo < step.prefix and (hi is None or step.prefix < hi)
 
 
 def _end(rnd: Round, outcome: Outcome) -> tuple[Round, Outcome]:
