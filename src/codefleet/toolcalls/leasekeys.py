@@ -103,8 +103,13 @@ class KeyIndex(Generic[V]):
         self.on_file.setdefault(file_of(key), set()).add(key)
 
     def update(self, keys: Iterable[str], value: V) -> None:
+        """Hold each of `keys` for `value` (`put`, inlined: the scheduler builds its busy index
+        from every claim on every tick)."""
+        held, on_file = self.held, self.on_file
         for key in keys:
-            self.put(key, value)
+            held[key] = value
+            path = key if PART_SEPARATOR not in key else split_part_key(key)[0]
+            on_file.setdefault(path, set()).add(key)
 
     def pop(self, key: str) -> V:
         """Let go of `key`; its value."""
