@@ -80,15 +80,10 @@ class LeaseWaiting:
         started = time.monotonic()
         outcome = await self._sleep(parked)
         keys = parked.waiter.keys
-        if outcome is WaitOutcome.GRANTED and self.leases.all_ours(list(keys), task_id):
-            busy = self.leases.write_latch.busy(
-                list(keys), task_id
-            )  # another part's write under way
-            answer = LeaseAnswer.deny(busy) if busy else LeaseAnswer(True, granted=keys)
-            if answer.allowed:
-                self.leases.write_latch.latch(list(keys), task_id)
-        else:  # timed out, lost a deadlock, or a hand-over a rollback undid: the ordinary answer
-            answer = self.acquire(agent_id, epoch, task_id, paths, tool)
+        # Handed over, timed out, lost a deadlock, or a hand-over a rollback undid: it asks
+        # as any write does (`leaserule.decide`: handed over, the keys are its own, unless
+        # another part's write is under way).
+        answer = self.acquire(agent_id, epoch, task_id, paths, tool)
         if answer.allowed:  # however the lease came, never over content the session did not see
             changed = _changed(self.tree.root, keys, seen)
             outcome = WaitOutcome.CHANGED if changed else WaitOutcome.GRANTED
