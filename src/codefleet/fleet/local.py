@@ -21,13 +21,12 @@ import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.fleet.executor import Executor
 from codefleet.fleet.landingworker import LandingOptions, LandingWorker
 from codefleet.fleet.runner import MAX_RETRY_S, RETRY_START_S, Runner, RunnerOptions
-from codefleet.fleet.verifybisect import VerifyBlame, bisect_verify
 from codefleet.fleet.views.identity import view_identity
 from codefleet.fleet.views.programs import NOT_RUNNABLE, missing_programs, not_started_text
 from codefleet.fleet.views.shell import check_env, run_command
@@ -35,6 +34,9 @@ from codefleet.models import TERMINAL_STATUSES, CheckVerdict, EventType, TaskSta
 from codefleet.paths import TreeRoot
 from codefleet.statedir import STATE_DIR
 from codefleet.wording import halt_cause, spent_text
+
+if TYPE_CHECKING:
+    from codefleet.fleet.verifybisect import VerifyBlame
 
 __all__ = [
     "FleetOptions",
@@ -462,6 +464,8 @@ async def _verify(
         return verified
     tell = say or (lambda _: None)
     tell(f"verify: `{command}` exited {verified.exit_code}; bisecting the landings")
+    from codefleet.fleet.verifybisect import bisect_verify  # on use: only a failed verify bisects
+
     blame = await bisect_verify(
         client,
         command,

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from codefleet import __version__
-from codefleet.analysis.graphanalysis import PlannedTask
 from codefleet.coord.engineview import EngineReads
 from codefleet.errors import NotFound
 from codefleet.models import MAX_INT, TaskStatus, from_iso, to_iso
@@ -24,6 +23,9 @@ from codefleet.readmodel.projection import Cut, Projection
 from codefleet.readmodel.wirerows import Row, decorate, encode, session_row
 from codefleet.resources import is_resource_key, resource_keys, resource_name
 from codefleet.review.runrecord import RunRecord
+
+if TYPE_CHECKING:
+    from codefleet.analysis.graphanalysis import PlannedTask
 
 __all__ = ["Reads"]
 
@@ -79,6 +81,8 @@ class Reads:
 
     def planned(self) -> list[PlannedTask]:
         """The stored graph as `graph check` sees it (scopes as they stand, widened by vetoes)."""
+        from codefleet.analysis.graphanalysis import PlannedTask  # on use: only `/graph` asks
+
         return [
             PlannedTask(
                 t["id"],

@@ -21,7 +21,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Annotated, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, Final, NamedTuple
 
 from fastapi import FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -30,7 +30,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Receive, Scope, Send
 
 from codefleet import __version__
-from codefleet.analysis.graphanalysis import analyse
 from codefleet.api.answermodels import (
     Budget,
     ChecksDefined,
@@ -85,10 +84,7 @@ from codefleet.gcpolicy import collector_off
 from codefleet.models import MAX_INT, EventType, ShellMode, TaskStatus
 from codefleet.paths import MAX_PATH_CHARS, TreeRoot
 from codefleet.readmodel.readapi import Reads
-from codefleet.review.collisionstats import fleet_stats
-from codefleet.review.facts import run_facts
 from codefleet.review.runrecord import RunRecord
-from codefleet.review.statsjson import stats_json
 from codefleet.server.front import Front
 from codefleet.server.landed_routes import install_landed_routes
 from codefleet.server.landing_routes import install_landing_routes
@@ -106,6 +102,9 @@ from codefleet.transport.hostcheck import HostNames
 from codefleet.transport.routes import install_runner_routes
 from codefleet.transport.routetable import Answer, Args, Param, Route, install_routes
 from codefleet.treelock import TreeLock
+
+if TYPE_CHECKING:
+    from codefleet.analysis.graphanalysis import PlannedTask
 
 __all__ = ["FleetApp", "create_app"]
 
@@ -503,8 +502,8 @@ async def _graph(s: Served, a: Args) -> Answer:
     """`graph check`'s analysis of the stored graph, computed off the event loop."""
     runners = a.query["runners"] or s.settings.runners
     planned = s.reads.planned()  # a snapshot, read on the loop like every other read
-    found = await asyncio.to_thread(analyse, planned, runners)
-    return 200, GraphAnalysis.model_validate({"runners": runners, **found.to_json()})
+    found = await asyncio.to_thread(_analysis_of, planned, runners)
+    return 200, GraphAnalysis.model_validate({"runners": runners, **found})
 
 
 async def _stats(s: Served, _: Args) -> Answer:
@@ -581,7 +580,17 @@ FLEET_READS: Final = (
 )
 
 
+def _analysis_of(planned: list[PlannedTask], runners: int) -> dict[str, Any]:
+    from codefleet.analysis.graphanalysis import analyse  # on use: the demo never asks
+
+    return analyse(planned, runners).to_json()
+
+
 def _stats_of(record: RunRecord) -> dict[str, Any]:
+    from codefleet.review.collisionstats import fleet_stats  # on use, as `_analysis_of`
+    from codefleet.review.facts import run_facts
+    from codefleet.review.statsjson import stats_json
+
     return stats_json(fleet_stats(run_facts(record)))
 
 

@@ -23,16 +23,17 @@ the scraper sends it (`authorization` in its scrape config).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from fastapi import FastAPI
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_client.core import CollectorRegistry, GaugeMetricFamily, Metric
 from starlette.responses import Response
 
 from codefleet.models import TaskStatus
 from codefleet.readmodel.readapi import Reads
 from codefleet.transport.routetable import Answer, Args, Route, install_route
+
+if TYPE_CHECKING:  # prometheus-client loads at the first scrape: a server never scraped skips it
+    from prometheus_client.core import CollectorRegistry, GaugeMetricFamily, Metric
 
 __all__ = ["METRICS_ROUTE", "FleetMetrics", "install_metrics"]
 
@@ -44,16 +45,21 @@ class FleetMetrics:
 
     def __init__(self, reads: Reads) -> None:
         self.reads = reads
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(self)
+        self.registry: CollectorRegistry | None = None  # made at the first scrape
 
     def response(self) -> Response:
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+        from prometheus_client.core import CollectorRegistry
+
+        if self.registry is None:
+            self.registry = CollectorRegistry(auto_describe=False)
+            self.registry.register(self)
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
 
     def collect(self) -> Iterator[Metric]:
         record = self.reads.engine
         counts = record.task_counts()
-        tasks = GaugeMetricFamily("codefleet_tasks", "Tasks by status.", labels=["status"])
+        tasks = _family("codefleet_tasks", "Tasks by status.", "status")
         for status in TaskStatus:
             tasks.add_metric([status.value], counts.get(status.value, 0))
         yield tasks
@@ -80,9 +86,7 @@ class FleetMetrics:
 
     def _holders(self) -> Iterator[Metric]:
         agents = self.reads.agents()
-        runners = GaugeMetricFamily(
-            "codefleet_runners", "Registered runners by status.", labels=["status"]
-        )
+        runners = _family("codefleet_runners", "Registered runners by status.", "status")
         seen = dict.fromkeys(RUNNER_STATES, 0)
         for agent in agents:
             if agent["kind"] == "runner":
@@ -97,7 +101,15 @@ class FleetMetrics:
 
 
 def _gauge(name: str, text: str, value: float) -> GaugeMetricFamily:
+    from prometheus_client.core import GaugeMetricFamily
+
     return GaugeMetricFamily(name, text, value=float(value))
+
+
+def _family(name: str, text: str, label: str) -> GaugeMetricFamily:
+    from prometheus_client.core import GaugeMetricFamily
+
+    return GaugeMetricFamily(name, text, labels=[label])
 
 
 async def _scrape(metrics: FleetMetrics, _: Args) -> Answer:
