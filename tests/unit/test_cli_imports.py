@@ -4,12 +4,14 @@ The root group loads a command's module only when that command runs or shows its
 own help (`cli.app.LazyGroup`, decision 0169), so `--help` lists the commands from
 `cli.app.COMMANDS` alone; each row there is held to the command it names (its
 panel, its line), and every command its module registers has a row. The help is
-plain text (`cli.helptext`): Rich loads with the first command that prints.
+plain text (`cli.helptext`): Rich loads with the first command that prints. The demo's
+runner loads no module of a path the dry run never takes (decision 0174).
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import subprocess
 import sys
 
@@ -112,3 +114,34 @@ def test_the_guard_sees_a_module_that_does_load_them() -> None:
     code = "import sys, codefleet.cli.start.demo_run; print(sorted(m for m in ('fastapi', 'httpx') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "['fastapi', 'httpx']"
+
+
+# What the demo's runner (its server, client and fleet) must not load, and the path that
+# does: code a dry-run demo never runs, imported where it runs (decision 0174).
+OFF_THE_DEMOS_PATH = {
+    "prometheus_client": "the first `GET /metrics` (server.metrics)",
+    "codefleet.analysis.graphanalysis": "`GET /graph` and `graph check`",
+    "codefleet.analysis.simulate": "`GET /graph` and `graph check`",
+    "codefleet.review.collisionstats": "`GET /stats` and `codefleet stats`",
+    "codefleet.review.facts": "`GET /stats` and the run report",
+    "codefleet.review.statsjson": "`GET /stats` and `codefleet stats`",
+    "codefleet.fleet.verifybisect": "a final verify that failed, bisected",
+    "tomllib": "a `uv run` check, to read the pyproject.toml (fleet.views.uvlock)",
+    "rich.live": "the live dashboard (`codefleet watch`)",
+}
+
+
+def test_the_demos_runner_loads_no_module_of_a_path_the_dry_run_never_takes() -> None:
+    code = "import sys, codefleet.cli.start.demo_run; print(sorted(sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(ast.literal_eval(done.stdout.strip()))
+    found = [
+        f"{name} (loaded by {why})" for name, why in OFF_THE_DEMOS_PATH.items() if name in loaded
+    ]
+    assert found == [], f"the demo's runner imported {'; '.join(found)}: import it where it runs"
+
+
+def test_each_module_kept_off_the_demos_path_exists() -> None:
+    """The guard above is live: a renamed module would pass it unseen."""
+    missing = [name for name in OFF_THE_DEMOS_PATH if importlib.util.find_spec(name) is None]
+    assert missing == []

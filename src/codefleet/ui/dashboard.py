@@ -31,7 +31,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol
 
 from rich.console import Console
-from rich.live import Live
 from rich.text import Text
 
 from codefleet.api.client import FleetClient, ServerUnavailable
@@ -292,6 +291,8 @@ async def watch(
 
     `on_view` receives every painted view model (tests wait on it).
     """
+    from rich.live import Live  # on use: the demo's compact log never paints the dashboard
+
     stop = stop or asyncio.Event()
     model = _Watch(url)
     with Live(

@@ -22,7 +22,6 @@ import hashlib
 import os
 import re
 import shlex
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -139,6 +138,8 @@ def defining_key(read: Read, command: str, env: Mapping[str, str]) -> str | None
 
 def _self_contained(pyproject: bytes) -> bool:
     """No workspace, no path sources, no dynamic dependencies: the root files define it."""
+    import tomllib  # on use: only a `uv run` check with a pyproject.toml reads it
+
     try:
         data = tomllib.loads(pyproject.decode())
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):
