@@ -3,6 +3,7 @@
 `GET /metrics` answers in Prometheus' text format, written by prometheus-client's
 own encoder from one collector that reads the engine when the scrape comes, on
 the loop like every other read: nothing is counted twice, so nothing can drift.
+prometheus-client loads at the first scrape (a server never scraped, the demo's, skips it).
 An autoscaler (a HorizontalPodAutoscaler through an adapter, or KEDA's Prometheus
 scaler) sizes the runner Deployment on `codefleet_tasks_ready` and
 `codefleet_tasks_in_flight` against `codefleet_runners{status="idle"}`;
@@ -32,7 +33,7 @@ from codefleet.models import TaskStatus
 from codefleet.readmodel.readapi import Reads
 from codefleet.transport.routetable import Answer, Args, Route, install_route
 
-if TYPE_CHECKING:  # prometheus-client loads at the first scrape: a server never scraped skips it
+if TYPE_CHECKING:
     from prometheus_client.core import CollectorRegistry, GaugeMetricFamily, Metric
 
 __all__ = ["METRICS_ROUTE", "FleetMetrics", "install_metrics"]
