@@ -145,3 +145,25 @@ async def test_there_are_no_heartbeat_events(client: FleetClient):
         await client.heartbeat(one["agent_id"], one["epoch"])
 
     assert (await client.state())["last_event_id"] == before
+
+
+async def test_a_read_that_waits_answers_once_an_event_of_its_type_is_logged(
+    client: FleetClient,
+):
+    last = (await client.health())["last_event_id"]
+    waiting = asyncio.create_task(client.events(since=last, type_="task_succeeded", wait=20))
+    await some_activity(client)  # its events are logged one by one; one of them succeeds A
+
+    [succeeded] = await asyncio.wait_for(waiting, READ_TIMEOUT_S * 4)
+
+    assert (succeeded["type"], succeeded["task_id"]) == ("task_succeeded", "A")
+
+
+async def test_a_read_that_waits_for_an_event_none_logs_answers_none_at_its_limit(
+    client: FleetClient,
+):
+    await some_activity(client)
+    last = (await client.health())["last_event_id"]
+
+    assert await client.events(since=last, type_="task_succeeded", wait=0.05) == []
+    assert len(await client.events(since=0, type_="task_succeeded", wait=5)) == 1  # at once

@@ -10,6 +10,7 @@ rollback and a new attempt, as before (decision 0161).
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fleet_support import drain as drain_fleet
+from git_support import make_repository
 
 from codefleet.api.client import FleetClient
 from codefleet.fleet.scripted import ScriptedExecutor
@@ -156,9 +158,15 @@ VERIFY = f'{PY} -c "import lib; assert lib.VALUE == 2, lib.VALUE"'
 
 
 async def verify_repair(
-    make_server: Callable[..., ServerThread], workdir: Path, script: list[dict[str, Any]]
+    make_server: Callable[..., ServerThread],
+    workdir: Path,
+    script: list[dict[str, Any]],
+    repository: bool = False,
 ) -> tuple[list[dict[str, Any]], Any, ScriptedExecutor, Any]:
     (workdir / "lib.py").write_text("VALUE = 1\n")
+    if repository:  # a real git repository: a check's view has a content identity
+        shutil.rmtree(workdir / ".git")
+        make_repository(workdir)
     server = make_server(**FAST)
     async with FleetClient(server.url) as client:
         task = {"id": "T1", "title": "two", "description": "make it 2", "verify": "check"}
@@ -209,8 +217,55 @@ async def test_a_verify_repair_that_fails_too_is_rolled_back_and_retried(
     assert (workdir / "lib.py").read_text() == "VALUE = 2\n"
     [finished] = of(events, "repair_finished", "T1")
     assert finished["payload"]["outcome"] == "failed" and finished["payload"]["attempt"] == 1
+    assert "kept_event" not in finished["payload"]  # the turn wrote: the verify ran again
+    runs = [e for e in of(events, "check_finished", "T1") if e["payload"]["attempt"] == 1]
+    assert [e["payload"]["passed"] for e in runs] == [False, False]
     requeued = of(events, "task_requeued", "T1")
     assert [e["payload"]["error_kind"] for e in requeued] == ["verify_failed"]
     assert [e["payload"]["path"] for e in of(events, "file_restored", "T1")] == ["lib.py"]
     assert evidence.tasks["T1"]["attempts"] == 2
     assert [(t, a) for t, a, _ in executor.followups] == [("T1", 1)]
+
+
+# the repair turn (turn 2) writes nothing: the verify would see the same content
+IDLE_REPAIR = [
+    write("lib.py", "VALUE = 3\n", attempt=1),
+    step("expect_error", "AssertionError: 3", attempt=2),
+    write("lib.py", "VALUE = 2\n", attempt=2),
+]
+
+
+async def test_a_repair_turn_that_changes_nothing_keeps_its_failed_verify(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    events, result, executor, evidence = await verify_repair(
+        make_server, workdir, IDLE_REPAIR, repository=True
+    )
+
+    assert result.ok, result.tasks
+    assert (workdir / "lib.py").read_text() == "VALUE = 2\n"
+    runs = [e for e in of(events, "check_finished", "T1") if e["payload"]["attempt"] == 1]
+    [failed] = runs  # not run again after the repair turn: the same content, the same failure
+    assert of(events, "check_reused", "T1") == []
+    [finished] = of(events, "repair_finished", "T1")
+    body = finished["payload"]
+    assert body["outcome"] == "failed" and body["kept_event"] == failed["id"]
+    assert body["identity"] == failed["payload"]["identity"]
+    [requeued] = of(events, "task_requeued", "T1")
+    assert requeued["payload"]["error_kind"] == "verify_failed"
+    assert "AssertionError: 3" in requeued["payload"]["reason"]
+    assert [e["payload"]["path"] for e in of(events, "file_restored", "T1")] == ["lib.py"]
+    assert evidence.tasks["T1"]["attempts"] == 2
+    assert [(t, a) for t, a, _ in executor.followups] == [("T1", 1)]
+
+
+async def test_without_a_content_identity_a_repair_turn_that_changes_nothing_verifies_again(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    events, result, _, _ = await verify_repair(make_server, workdir, IDLE_REPAIR)  # no git
+
+    assert result.ok, result.tasks
+    runs = [e for e in of(events, "check_finished", "T1") if e["payload"]["attempt"] == 1]
+    assert [e["payload"]["passed"] for e in runs] == [False, False]
+    [finished] = of(events, "repair_finished", "T1")
+    assert finished["payload"]["outcome"] == "failed" and "kept_event" not in finished["payload"]

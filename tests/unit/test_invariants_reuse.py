@@ -140,3 +140,39 @@ def test_a_landing_reuse_of_a_failed_run_is_caught() -> None:
     steps[2][2]["verdict"] = "failed"
     del steps[3:5]  # A's batch failed and did not land; step 2 checks the same tree again
     assert landing_rules(steps) == ["check_reuse"]
+
+
+# -- a repair turn that changed nothing keeps its failed verify (rule repair_kept, 0175) --------
+
+
+def kept_repair(
+    failed: dict[str, Any] | None = None, kept: dict[str, Any] | None = None, write: bool = False
+) -> list[Step]:
+    """T1's verify fails on SEEN (event 4); its repair turn writes nothing and keeps it."""
+    run = {"attempt": 1, "name": "suite", "purpose": "verify", "passed": False, "exit_code": 1}
+    run |= {"command": SUITE, "identity": SEEN}
+    repair = {"attempt": 1, "name": "suite", "purpose": "verify", "turn": 1}
+    turn: list[Step] = [("repair_started", "T1", repair)]
+    if write:
+        turn.append(("file_changed", "T1", {"path": "lib.py", "sha256": "2" * 64}))
+    ended = repair | {"outcome": "failed", "kept_event": 4, "identity": SEEN}
+    return [
+        ("task_assigned", "T1", {"attempt": 1}),
+        ("file_changed", "T1", {"path": "lib.py", "sha256": "1" * 64}),
+        ("check_started", "T1", {"attempt": 1, "name": "suite", "command": SUITE}),
+        ("check_finished", "T1", run | (failed or {})),
+        *turn,
+        ("repair_finished", "T1", ended | (kept or {})),
+    ]
+
+
+def test_a_repair_turn_that_keeps_its_failed_verify_on_the_same_content_is_clean() -> None:
+    assert check_reuse(events_of(kept_repair())) == []
+
+
+def test_a_kept_failure_the_log_does_not_prove_is_caught() -> None:
+    assert rules(kept_repair(kept={"kept_event": 99})) == ["repair_kept"]
+    assert rules(kept_repair(failed={"passed": True})) == ["repair_kept"]
+    assert rules(kept_repair(failed={"purpose": "tool"})) == ["repair_kept"]
+    assert rules(kept_repair(kept={"identity": OTHER})) == ["repair_kept"]
+    assert rules(kept_repair(write=True)) == ["repair_kept"]

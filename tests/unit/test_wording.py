@@ -137,6 +137,10 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
     ("repair_finished", {"turn": 1, "cause": "verify", "outcome": "fixed", "cost_usd": 0.01}),
     ("repair_finished", {"turn": 1, "cause": "integration", "outcome": "landing", "cost_usd": 0}),
     ("repair_finished", {"turn": 1, "cause": "verify", "outcome": "failed", "cost_usd": 0.5}),
+    (
+        "repair_finished",
+        {"turn": 1, "cause": "verify", "outcome": "failed", "cost_usd": 0, "kept_event": 51},
+    ),
     ("operator_message", {"seq": 1, "attempt": 2, "delivered": "running", "text": "use httpx"}),
     ("operator_message", {"seq": 2, "attempt": 1, "delivered": "next_attempt", "text": "x"}),
     ("operator_message_delivered", {"seq": 1, "attempt": 2}),

@@ -647,12 +647,17 @@ class FleetClient:
         return list((await self._json("GET", "/conflicts", params=params))["conflicts"])
 
     async def events(
-        self, since: int = 0, limit: int = 10_000, type_: str | None = None
+        self, since: int = 0, limit: int = 10_000, type_: str | None = None, wait: float = 0.0
     ) -> list[dict[str, Any]]:
+        """Events after `since` (of `type_`); with `wait` > 0 the server holds the answer
+        until one is logged, at most `wait` s (then none)."""
         params: dict[str, Any] = {"since": since, "limit": limit}
         if type_:
             params["type"] = type_
-        return list((await self._json("GET", "/events", params=params))["events"])
+        if wait > 0:
+            params["wait"] = wait
+        timeout = wait + DEFAULT_TIMEOUT_S if wait > 0 else None
+        return list((await self._json("GET", "/events", params=params, timeout=timeout))["events"])
 
     async def all_events(self, since: int = 0) -> list[dict[str, Any]]:
         """Every event after `since`, paging through `/events`."""

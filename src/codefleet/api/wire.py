@@ -483,6 +483,8 @@ class CheckEventBody(_Body):
     cause: RepairCause | None = None  # a repair's: which check it answers
     turn: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None  # the repair turn's number
     outcome: Literal["fixed", "failed"] | None = None  # how a repair turn ended
+    # a repair turn that changed nothing: the failed check_finished that stands (0175)
+    kept_event: Annotated[StrictInt, Field(ge=1, le=MAX_INT)] | None = None
     cost_usd: Annotated[float, Field(ge=0)] | None = None  # ... and what it cost
     spent_usd: Annotated[float, Field(ge=0)] | None = None  # the session before its repair
     input_tokens: Annotated[StrictInt, Field(ge=0, le=MAX_INT)] | None = None

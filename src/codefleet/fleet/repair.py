@@ -18,7 +18,10 @@ repaired-in-the-same-session.md).
 
 A verify's repair turn is said to the server (`repair_started`, `repair_finished`,
 on the check events' route; a landing repair's are the server's own, it knows
-the check and the outcome); its tokens and cost count to the attempt.
+the check and the outcome); its tokens and cost count to the attempt. A repair
+turn that left the verify's view as the failed run saw it (the same content
+identity) keeps that failure: the verify is not run again, and `repair_finished`
+names the kept run (`kept_event`, `identity`; decision 0175).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from codefleet.attempt import AttemptReport, merged_report
 from codefleet.errors import StaleEpoch
 from codefleet.fleet.executor import Attempt
 from codefleet.fleet.reconcile import Turn, settle_reads
+from codefleet.fleet.tools.attemptchecks import CheckResult
 from codefleet.models import CheckPurpose, ErrorKind, RepairCause
 
 __all__ = ["FAILED", "FIXED", "finish_session", "opening", "repair_message"]
@@ -92,6 +96,7 @@ async def _repair(
     """One repair turn after a failed verify: (the session's report, the verified one)."""
     attempt.repairs.turns += 1
     await _said(attempt, "repair_started", "", report)
+    seen = _failed_run(attempt)
     after = await turn(repair_message(RepairCause.VERIFY, failed.error or ""))
     attempt.repairs.cost_usd += after.cost_usd
     merged = merged_report(report, after)
@@ -99,9 +104,33 @@ async def _repair(
         await _said(attempt, "repair_finished", FAILED, after)
         return merged, _usage_of(failed, merged)
     merged = await settle_reads(attempt, merged, turn)
+    if merged.ok and await _unchanged(attempt, seen):  # the same content: the same failure
+        await _said(attempt, "repair_finished", FAILED, after, kept=seen)
+        return merged, _usage_of(failed, merged)
     verified = await attempt.verify(merged) if attempt.verify and merged.ok else merged
     await _said(attempt, "repair_finished", FIXED if verified.ok else FAILED, after)
     return merged, verified
+
+
+def _failed_run(attempt: Attempt) -> CheckResult | None:
+    """The failed verify run a repair turn answers, where its view's identity was recorded
+    (the verify is the attempt's last check when the turn starts)."""
+    results = attempt.checks.results if attempt.checks is not None else []
+    run = results[-1] if results else None
+    if run is None or run.purpose is not CheckPurpose.VERIFY or run.name != attempt.task.verify:
+        return None
+    failed = run.refused is None and not run.timed_out and not run.infra and not run.passed
+    recorded = run.reused is None and run.identity is not None and run.event_id is not None
+    return run if failed and recorded else None
+
+
+async def _unchanged(attempt: Attempt, seen: CheckResult | None) -> bool:
+    """Whether the verify would now see exactly what the failed run `seen` saw: its command
+    on a view of the same content identity (none said: it runs again)."""
+    checks = attempt.checks
+    if seen is None or checks is None or checks.commands.get(seen.name) != seen.command:
+        return False
+    return await checks.identity(seen.name) == seen.identity
 
 
 def _usage_of(failed: AttemptReport, spent: AttemptReport) -> AttemptReport:
@@ -116,9 +145,15 @@ def _usage_of(failed: AttemptReport, spent: AttemptReport) -> AttemptReport:
     )
 
 
-async def _said(attempt: Attempt, phase: str, outcome: str, turn: AttemptReport) -> None:
+async def _said(
+    attempt: Attempt,
+    phase: str,
+    outcome: str,
+    turn: AttemptReport,
+    kept: CheckResult | None = None,
+) -> None:
     """`repair_started` (`turn`: the session so far) / `repair_finished` (`turn`: the repair
-    turn) for this attempt; a record: a lost one is logged."""
+    turn; `kept`: the failed run it left unchanged) for this attempt; a lost one is logged."""
     body: dict[str, Any] = {
         "attempt": attempt.number,
         "name": attempt.task.verify,
@@ -130,6 +165,8 @@ async def _said(attempt: Attempt, phase: str, outcome: str, turn: AttemptReport)
     if phase == "repair_finished":
         body |= {"outcome": outcome, "cost_usd": turn.cost_usd}
         body |= {"input_tokens": turn.input_tokens, "output_tokens": turn.output_tokens}
+        if kept is not None:  # not run again: the log names the failure that stands
+            body |= {"kept_event": kept.event_id, "identity": kept.identity}
     else:  # the session so far: what a rework would spend again
         body["spent_usd"] = turn.cost_usd
     gate = attempt.gate

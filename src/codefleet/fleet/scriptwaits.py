@@ -10,8 +10,12 @@ wait also stops at its limit: the step's `timeout: S`, else the script's
 `wait_timeout: S`, else `DEFAULT_WAIT_S` (long enough for a landing: a check, a verify
 and a landing check on a real library took 50 s). The give-up names what it waited
 for and why it stopped (docs/decisions/0166-a-scripted-wait-follows-what-it-waits-for.md).
-The server is asked every `WAIT_POLL_S` (or the executor's own `poll`, the demo's
-`DEMO_WAIT_POLL_S`) for a second, then every `WAIT_POLL_MAX_S` at least.
+Between two asks a wait on the server sleeps until the event that can make it
+true is logged (`_Doorbell`: `/events?wait=`, e.g. a `lease_acquired` for
+`wait_leased`), so it sees it at once, and at most `BELL_PAUSE_S` (what no such
+event says is still seen). `wait_message` (the runner's own inbox) asks every
+`WAIT_POLL_S` (or the executor's own `poll`, the demo's `DEMO_WAIT_POLL_S`) for a
+second, then every `WAIT_POLL_MAX_S` at least.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ WAIT_POLL_S: Final = 0.01  # the first polls: a staged collision is seen at once
 WAIT_POLL_MAX_S: Final = 0.05  # a long wait (a landing) asks less often, still seen at once
 QUICK_S: Final = 1.0  # a wait this young asks every WAIT_POLL_S (a staged order costs nothing)
 LIVENESS_EVERY_S: Final = 0.5  # how often a lease or event wait asks whether others are alive
+BELL_PAUSE_S: Final = 0.1  # the longest a wait sleeps on its doorbell before it asks again
 
 # A task's status, as far as a wait on it can tell: reached, still possible, or never.
 _REACHED: Final = "reached"
@@ -58,6 +63,15 @@ _EVENT_WAITS: Final = {
     "wait_parked": "some task's write to wait for",
 }
 WAIT_KINDS: Final = frozenset({*_TASK_WAITS, *_EVENT_WAITS, "wait_message"})
+# The event that can make each wait on the server true: its doorbell.
+_BELLS: Final = {
+    "wait_succeeded": EventType.TASK_SUCCEEDED,
+    "wait_landing": EventType.LANDING_QUEUED,
+    "wait_leased": EventType.LEASE_ACQUIRED,
+    "wait_acquired": EventType.LEASE_ACQUIRED,
+    "wait_denied": EventType.LEASE_DENIED,
+    "wait_parked": EventType.LEASE_WAITING,
+}
 
 
 async def wait_until(
@@ -65,8 +79,6 @@ async def wait_until(
 ) -> str | None:
     """Wait as step `kind: arg` says, asking every `poll` s at first; None once it happened,
     else why it gave up."""
-    if kind in _TASK_WAITS:
-        return await _wait_for_task(_TASK_WAITS[kind], arg, attempt, _Limits(limit, poll))
     if kind == "wait_message":
         return await _poll(
             f"an operator message saying {arg!r}",
@@ -74,25 +86,65 @@ async def wait_until(
             lambda: _heard(attempt, arg),
             None,
         )
+    limits = _Limits(limit, poll, _Doorbell(attempt, _BELLS[kind]))
+    if kind in _TASK_WAITS:
+        return await _wait_for_task(_TASK_WAITS[kind], arg, attempt, limits)
     condition = _EVENT_CONDITIONS[kind]
     return await _poll(
         f"{_EVENT_WAITS[kind]} {arg}",
-        _Limits(limit, poll),
+        limits,
         lambda: condition(attempt, arg),
         lambda: _others_alive(attempt),
     )
 
 
+@dataclass(slots=True)
+class _Doorbell:
+    """Sleeps until an event of `kind` is logged after the last it saw (the server holds
+    `/events?wait=`), so the wait asks again at once instead of at its next poll."""
+
+    attempt: Attempt
+    kind: EventType
+    seen: int | None = None  # the last event id it knows of; None: not read yet
+
+    async def ready(self) -> bool:
+        """Take the log's last event id, once (False the first time: ask again before
+        sleeping, so nothing logged before it was taken is missed)."""
+        if self.seen is not None:
+            return True
+        health = await self.attempt.gate.client.health()
+        self.seen = int(health.get("last_event_id") or 0)
+        return False
+
+    async def sleep(self, most: float) -> None:
+        """Until an event of `kind` past the last seen is logged, at most `most` s."""
+        page = await self.attempt.gate.client.events(
+            self.seen or 0, limit=100, type_=self.kind, wait=most
+        )
+        if page:
+            self.seen = int(page[-1]["id"])
+
+
 @dataclass(frozen=True, slots=True)
 class _Limits:
-    """A wait's limit (s) and how often it asks while it is young (s)."""
+    """A wait's limit (s), how often it asks while it is young (s), and its doorbell."""
 
     limit: float
     poll: float = WAIT_POLL_S
+    bell: _Doorbell | None = None
 
     def pause(self, waited: float) -> float:
         """The pause before the next ask of a wait `waited` s old."""
+        if self.bell is not None:
+            return BELL_PAUSE_S
         return self.poll if waited < QUICK_S else max(self.poll, WAIT_POLL_MAX_S)
+
+    async def rest(self, waited: float) -> None:
+        """Sleep until the next ask: on the doorbell where there is one."""
+        if self.bell is None:
+            await asyncio.sleep(self.pause(waited))
+        elif await self.bell.ready():
+            await self.bell.sleep(self.pause(waited))
 
 
 async def _wait_for_task(
@@ -148,7 +200,7 @@ async def _poll(
                 f"gave up waiting for {what} after {limit:g} s, its limit (a step's "
                 "`timeout: S` or the script's `wait_timeout: S` sets it)"
             )
-        await asyncio.sleep(limits.pause(now - started))
+        await limits.rest(now - started)
     return None
 
 

@@ -596,8 +596,24 @@ def _stats_of(record: RunRecord) -> dict[str, Any]:
 
 async def _events(s: Served, a: Args) -> Answer:
     q = a.query
-    events = s.reads.engine.events(q["since"], q["limit"], q["type"])
+    if q["wait"]:
+        events = await _next_events(s, q)
+    else:
+        events = s.reads.engine.events(q["since"], q["limit"], q["type"])
     return 200, Events.model_validate({"events": events})
+
+
+async def _next_events(s: Served, q: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """`/events?wait=S`: the page once an event after `since` (of `type`) is logged, or none
+    after S s (a scripted wait's doorbell: it asks again at once, not at its next poll)."""
+    with s.hub.woken() as wakeup, suppress(TimeoutError):
+        async with asyncio.timeout(q["wait"]):
+            while not s.hub.closed:
+                wakeup.clear()  # before the read: a commit after it wakes the wait below
+                if events := s.reads.engine.events(q["since"], q["limit"], q["type"]):
+                    return events
+                await wakeup.wait()
+    return []
 
 
 async def _stream(s: Served, a: Args) -> Answer:
@@ -607,6 +623,7 @@ async def _stream(s: Served, a: Args) -> Answer:
 
 
 SINCE = Param("since", Annotated[int, Query(ge=0, le=MAX_INT)], 0)
+MAX_EVENTS_WAIT_S: Final = 30.0  # the longest `/events?wait=` holds its answer
 LAST_EVENT_ID = Param(
     "last_event_id", Annotated[int | None, Header(alias="Last-Event-ID", ge=0, le=MAX_INT)]
 )
@@ -621,6 +638,7 @@ EVENT_READS: Final = (
             SINCE,
             Param("limit", Annotated[int, Query(ge=1, le=10_000)], 1000),
             Param("type", EventType | None),
+            Param("wait", Annotated[float, Query(ge=0, le=MAX_EVENTS_WAIT_S)], 0.0),
         ),
         answer=Events,
     ),

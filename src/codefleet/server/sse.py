@@ -69,6 +69,11 @@ class EventHub:
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
 
+    @property
+    def closed(self) -> bool:
+        """The server is stopping: no wait on the hub goes on."""
+        return self._closed
+
     def publish(self, events: list[Row]) -> None:
         for wakeup in self._wakeups:
             wakeup.set()

@@ -12,6 +12,11 @@ pass (its `file_changed` hashes: an oracle the runner's identity takes no part i
 A landing step's reuse (`view: reused`) is checked with the landing contract
 (`invariants_landing.check_landing`, the same rule): it names a passed landing
 check of exactly the same tree and content.
+
+The other way round (rule `repair_kept`, decision 0175): a repair turn that keeps
+its failed verify instead of running it again (`repair_finished` with
+`kept_event`) names that verify's failed `check_finished` of the same task and
+attempt, with its identity, and the task wrote nothing anew since that run.
 """
 
 from __future__ import annotations
@@ -22,10 +27,11 @@ from typing import Any, Final
 from codefleet.models import EventType
 from codefleet.testing.invariants import Violation
 
-__all__ = ["RULE", "check_reuse"]
+__all__ = ["KEPT_RULE", "RULE", "check_reuse"]
 
 Row = dict[str, Any]
 RULE: Final = "check_reuse"
+KEPT_RULE: Final = "repair_kept"
 
 
 def check_reuse(events: Sequence[Row], fresh: Collection[str] = ()) -> list[Violation]:
@@ -50,7 +56,38 @@ def check_reuse(events: Sequence[Row], fresh: Collection[str] = ()) -> list[Viol
                 why = _rewritten(written_then[int(earlier["id"])], writes.get(task_id, {}))
             if why is not None:
                 found.append(Violation(RULE, f"{task_id}: {why}", event.get("id"), task_id))
+        elif kind == EventType.REPAIR_FINISHED and body.get("kept_event") is not None:
+            earlier = finished.get(_int(body.get("kept_event")))
+            why = _unkept(event, earlier)
+            if why is None and earlier is not None:
+                why = _written_since(written_then[int(earlier["id"])], writes.get(task_id, {}))
+            if why is not None:
+                found.append(Violation(KEPT_RULE, f"{task_id}: {why}", event.get("id"), task_id))
     return found
+
+
+def _unkept(kept: Row, earlier: Row | None) -> str | None:
+    """Why `earlier` (the failed run a repair turn kept) does not prove the keep."""
+    body = kept["payload"]
+    if earlier is None:
+        return f"a repair turn kept no recorded check_finished ({body.get('kept_event')})"
+    was = earlier["payload"]
+    same = earlier.get("task_id") == kept.get("task_id") and was.get("attempt") == body.get(
+        "attempt"
+    )
+    if not same or was.get("name") != body.get("name") or was.get("purpose") != "verify":
+        return f"a repair turn kept a run that is not its verify (event {earlier['id']})"
+    if was.get("passed") is not False:
+        return f"a repair turn kept a run that did not fail (event {earlier['id']})"
+    if not body.get("identity") or was.get("identity") != body.get("identity"):
+        return f"a repair turn kept a run on other content (event {earlier['id']})"
+    return None
+
+
+def _written_since(then: Mapping[str, str], now: Mapping[str, str]) -> str | None:
+    """The files the task wrote anew since a run (changed, or new), if any."""
+    changed = sorted(path for path in then.keys() | now.keys() if now.get(path) != then.get(path))
+    return f"kept a failed verify after writing {changed} since it ran" if changed else None
 
 
 def _unproven(reused: Row, earlier: Row | None, fresh: Collection[str]) -> str | None:

@@ -87,6 +87,8 @@ REPAIR_FIELDS: Final = (
     "spent_usd",
     "input_tokens",
     "output_tokens",
+    "kept_event",  # a repair turn that changed nothing: the failed run that stands (0175)
+    "identity",  # ... and the content identity it ran on
 )
 
 

@@ -250,6 +250,10 @@ class Checker:
     def names(self) -> list[str]:
         return sorted(self.commands)
 
+    async def identity(self, name: str) -> str | None:
+        """The content identity of the view check `name` would see now (None: none is said)."""
+        return await self._identity(name)
+
     def unknown(self, name: str) -> str:
         return (
             f"There is no check named {name!r}. The available checks are: "
