@@ -40,8 +40,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
@@ -149,8 +150,15 @@ class LandingWorker:
         """Each check of the step in order, until the first that does not pass."""
         results: list[CheckRun] = []
         for check in checks:
-            await self.client.landing_started(step_id, check.name)
-            result = await self._check(step_id, check.name, check.command)
+            # The view's mask and its content identity are read while the start is recorded.
+            look = asyncio.create_task(self._before(step_id))
+            look.add_done_callback(_collect)
+            try:
+                await self.client.landing_started(step_id, check.name)
+            except BaseException:
+                look.cancel()
+                raise
+            result = await self._check(step_id, check.name, check.command, look)
             result = replace(result, command=check.command)
             results.append(result)
             if result.verdict != CheckVerdict.PASSED:
@@ -170,24 +178,26 @@ class LandingWorker:
             except (ServerUnavailable, DomainError) as err:  # the next beat tries again
                 log.info("%s: beat of landing step %s failed: %s", self.options.name, step_id, err)
 
-    async def _check(self, step_id: int, name: str, command: str) -> CheckRun:
-        async def mask() -> Mask:
-            return Mask.from_answer(await self.client.landing_preimages(step_id))
-
+    async def _check(
+        self, step_id: int, name: str, command: str, look: Awaitable[tuple[Mask, str | None]]
+    ) -> CheckRun:
+        """Run one check of the step (`look`: its view's mask and identity before, fetched once
+        for both, decision 0173), or reuse a pass on the same content."""
         try:
-            before = await self._identity(await mask())
+            first, before = await look
             reused = self._passed_on(command, before)
             if reused is not None and await self._reusable(name):
                 return _reused(name, before, reused)
             run = await run_in_view(
                 self.tree.root,
-                mask,
+                functools.partial(self._mask, step_id),
                 command,
                 timeout=self.options.check_timeout,
                 cap=self.options.output_chars,
                 exclude=self.options.exclude,
                 view_dir=self.options.view_dir,
                 locks=self.options.locks,
+                mask=first,
             )
         except NotOwner:
             raise
@@ -206,7 +216,7 @@ class LandingWorker:
         output = ran.output[-self.options.output_chars :]
         if ran.timed_out:
             output += f"\n(timed out after {self.options.check_timeout:g}s)"
-        still = before is not None and not run.disturbed and await self._identity(await mask())
+        still = before is not None and not run.disturbed and await self._after(step_id, run.after)
         return CheckRun(
             name,
             verdict,
@@ -241,6 +251,20 @@ class LandingWorker:
         for run in results:
             if run.verdict is CheckVerdict.PASSED and run.identity and run.view != REUSED:
                 passed.setdefault((run.command or "", run.identity), step_id)
+
+    async def _mask(self, step_id: int) -> Mask:
+        """What the step's view puts back (`landing_preimages`)."""
+        return Mask.from_answer(await self.client.landing_preimages(step_id))
+
+    async def _before(self, step_id: int) -> tuple[Mask, str | None]:
+        """The step's view's mask, and that view's content identity now."""
+        mask = await self._mask(step_id)
+        return mask, await self._identity(mask)
+
+    async def _after(self, step_id: int, after: Mask | None) -> str | None:
+        """The identity after the run: on the mask the view fetched once it ended (`after`),
+        else on one fetched now."""
+        return await self._identity(after or await self._mask(step_id))
 
     async def _identity(self, mask: Mask) -> str | None:
         """The step's view's content identity (`fleet.views.identity`; None: none)."""

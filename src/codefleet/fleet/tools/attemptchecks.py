@@ -273,31 +273,48 @@ class Checker:
                 result = CheckResult(name, purpose, command, refused=busy)
                 self.results.append(result)
                 return result
-        before = await self._identity(name)
-        earlier = self._passed_on(name, command, before)
-        if earlier is not None:
-            result = replace(earlier, purpose=purpose, reused=earlier.purpose, identity=before)
-            problem = await self._post(earlier.reused_event(self.attempt, purpose))
-            if problem is not None:
-                result = CheckResult(name, purpose, command, refused=problem, infra=True)
-            self.results.append(result)
-            return result
-        started = {"attempt": self.attempt, "name": name, "phase": "started", "purpose": purpose}
-        problem = await self._post(started)
-        if problem is not None:
-            result = CheckResult(name, purpose, command, refused=problem, infra=True)
-        else:
-            result = await self._finish(await self._execute(name, command, purpose, limit), before)
+        result = await self._run(name, command, purpose, limit)
         self.results.append(result)
         return result
 
-    async def _finish(self, result: CheckResult, before: str | None) -> CheckResult:
+    async def _run(
+        self, name: str, command: str, purpose: CheckPurpose, timeout: float
+    ) -> CheckResult:
+        """The earlier pass on this content, else `check_started` and the run. The mask is
+        fetched once for the identity before and the view (decision 0173)."""
+        started = {"attempt": self.attempt, "name": name, "phase": "started", "purpose": purpose}
+        if self._may_reuse(name, command):
+            mask, before = await self._before(name)
+            earlier = self._passed_on(name, command, before)
+            if earlier is not None:
+                return await self._reuse(earlier, purpose, before)
+            problem = await self._post(started)
+        else:  # no earlier pass to reuse: the start is recorded while the content is read
+            (mask, before), problem = await asyncio.gather(self._before(name), self._post(started))
+        if problem is not None:
+            return CheckResult(name, purpose, command, refused=problem, infra=True)
+        result, after = await self._execute(name, command, purpose, timeout, mask)
+        return await self._finish(result, before, after)
+
+    async def _reuse(
+        self, earlier: CheckResult, purpose: CheckPurpose, identity: str | None
+    ) -> CheckResult:
+        """`earlier` standing for this run, said with `check_reused`."""
+        problem = await self._post(earlier.reused_event(self.attempt, purpose))
+        if problem is not None:
+            return CheckResult(earlier.name, purpose, earlier.command, refused=problem, infra=True)
+        return replace(earlier, purpose=purpose, reused=earlier.purpose, identity=identity)
+
+    async def _finish(
+        self, result: CheckResult, before: str | None, after: Mask | None
+    ) -> CheckResult:
         """Record the run's `check_finished`, with its content identity where the content
-        held still for the run; only a recorded run with one may be reused."""
+        held still for the run (`after`: the mask the view fetched once the run ended, else
+        fetched now); only a recorded run with one may be reused."""
         held = (
             before is not None
             and not result.disturbed
-            and await self._identity(result.name) == before
+            and await self._identity(result.name, after or await self._mask()) == before
         )
         result = replace(result, identity=before if held else None)
         event_id = await self._recorded(result.finished_event(self.attempt))
@@ -328,15 +345,31 @@ class Checker:
                 return earlier if earlier.passed and earlier.reused is None else None
         return None
 
-    async def _identity(self, name: str) -> str | None:
-        """The content identity of the view this check would see now (None: not reusable)."""
-        if name in self.fresh:
-            return None
-        gate, limits = self.gate, self.limits
+    def _may_reuse(self, name: str, command: str) -> bool:
+        """Whether an earlier run could stand for this one (`_passed_on`, whatever the content)."""
+        return any(
+            (r.name, r.command) == (name, command) and r.identity is not None for r in self.results
+        )
+
+    async def _before(self, name: str) -> tuple[Mask | None, str | None]:
+        """The mask this run's view shows (None: the view fetches it) and that view's content
+        identity now (None: not reusable)."""
+        mask = await self._mask()
+        return mask, None if mask is None else await self._identity(name, mask)
+
+    async def _mask(self) -> Mask | None:
+        """The files every other in-flight task holds, at their pre-images (None: no answer)."""
+        gate = self.gate
         try:
-            mask = Mask.from_answer(await gate.client.foreign_preimages(gate.task_id))
+            return Mask.from_answer(await gate.client.foreign_preimages(gate.task_id))
         except (ServerUnavailable, DomainError):
             return None
+
+    async def _identity(self, name: str, mask: Mask | None) -> str | None:
+        """The content identity of the view of the tree `mask` shows (None: not reusable)."""
+        if name in self.fresh or mask is None:
+            return None
+        gate, limits = self.gate, self.limits
         return await asyncio.to_thread(
             view_identity, gate.tree.root, mask.images, mask.unrestorable, limits.exclude
         )
@@ -348,8 +381,9 @@ class Checker:
         return await post_event(gate, send, "check")
 
     async def _execute(
-        self, name: str, command: str, purpose: CheckPurpose, timeout: float
-    ) -> CheckResult:
+        self, name: str, command: str, purpose: CheckPurpose, timeout: float, mask: Mask | None
+    ) -> tuple[CheckResult, Mask | None]:
+        """The run in its view, and the mask the view fetched once it ended (None: none)."""
         gate, limits = self.gate, self.limits
         try:
             run = await run_in_view(
@@ -362,12 +396,13 @@ class Checker:
                 view_dir=limits.view_dir,
                 view=limits.view,
                 locks=limits.locks,
+                mask=mask,
             )
         except ViewFailed as err:
             why = f"Check {name} did not run: {err}."
-            return CheckResult(name, purpose, command, refused=why, infra=True)
+            return CheckResult(name, purpose, command, refused=why, infra=True), None
         ran = run.ran
-        return CheckResult(
+        result = CheckResult(
             name,
             purpose,
             command,
@@ -387,6 +422,7 @@ class Checker:
             unstartable=run.unstartable,
             resolution=run.resolution,
         )
+        return result, run.after
 
 
 async def post_event(gate: WriteGate, send: Awaitable[Any], what: str) -> str | None:

@@ -40,7 +40,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar, cast
 
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import DomainError
@@ -74,6 +74,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+A = TypeVar("A")
+B = TypeVar("B")
 
 VIEW_PREFIX: Final = "codefleet-view-"
 # Checks keep their reach (home caches, /tmp, network): bubblewrap's read-only root would
@@ -105,7 +107,8 @@ class Mask:
         return frozenset(self.images) | frozenset(self.unrestorable)
 
 
-# What a caller hands `run_in_view`: called once per view build (twice for a copy).
+# What a caller hands `run_in_view`: called once per view build (twice for a copy), and
+# once after a layer run; not for the first build when the caller hands its answer (`mask`).
 MaskSource = Callable[[], Awaitable[Mask | Mapping[str, PreImage]]]
 
 
@@ -122,6 +125,7 @@ class ViewRun:
     disturbed: tuple[str, ...] = ()  # newly masked during a layer run: it ran again in a copy
     unstartable: tuple[tuple[str, str], ...] = ()  # (program, why) on exit 126/127
     resolution: Resolution | None = None  # a `uv run` check's lock: resolved, or kept (skipped)
+    after: Mask | None = None  # the mask fetched once a layer run ended (None: a copy's)
 
 
 class ViewFailed(Exception):
@@ -166,21 +170,24 @@ async def run_in_view(
     view_dir: Path | None = None,
     view: ViewKind | None = None,
     locks: LockCache | None = None,
+    mask: Mask | None = None,
 ) -> ViewRun:
     """Run `command` in a view of `root` masked by `images`; `view` None: the layer where
     `host_view` says one works, else the copy; `locks`: a `uv run` check resolves once per
-    content (`fleet.views.uvlock`). Raises `ViewFailed`, never for the command."""
+    content (`fleet.views.uvlock`); `mask`: `images`' answer the caller already fetched for
+    this run, shown by the first view instead of a fetch. Raises `ViewFailed`, never for the
+    command."""
     kind = view or await asyncio.to_thread(host_view, root, view_dir)
     run = _Run(command, timeout, cap, locks)
     copy = functools.partial(_copy_run, root, images, run, exclude, view_dir)
     if kind is ViewKind.COPY:
-        return await copy()
-    first = await _layer_run(root, images, run, view_dir)
+        return await copy(mask)
+    first = await _layer_run(root, images, run, view_dir, mask)
     if not first.disturbed:
         return first
     log.info("check view disturbed by new leases on %s: running it again in a copy",
              ", ".join(first.disturbed[:10]))  # fmt: skip
-    return replace(await copy(), disturbed=first.disturbed)
+    return replace(await copy(None), disturbed=first.disturbed)
 
 
 def host_view(root: Path, view_dir: Path | None = None) -> ViewKind:
@@ -227,7 +234,10 @@ def _probe(root: Path, view_dir: Path) -> str | None:
     return None
 
 
-async def _fetch(images: MaskSource) -> Mask:
+async def _fetch(images: MaskSource, fetched: Mask | None = None) -> Mask:
+    """`images`' answer (`fetched`, where the caller already has it for this view)."""
+    if fetched is not None:
+        return fetched
     found = await images()
     return found if isinstance(found, Mask) else Mask(found)
 
@@ -266,14 +276,16 @@ class _Run:
         self.locks.keep(plan, lock, ran.exit_code, still)
 
 
-async def _layer_run(root: Path, images: MaskSource, run: _Run, view_dir: Path | None) -> ViewRun:
+async def _layer_run(
+    root: Path, images: MaskSource, run: _Run, view_dir: Path | None, fetched: Mask | None
+) -> ViewRun:
     """Mask, lay out, run in the namespace, mask again: `disturbed` is what was added."""
     unshare = shell_support().unshare or "unshare"
     base = Path(tempfile.mkdtemp(prefix=VIEW_PREFIX, dir=view_dir))
     step = "the isolated view could not be built"
     env = check_env(root)
     try:
-        mask = await _fetch(images)
+        mask = await _fetch(images, fetched)
         plan = run.plan(view_reader(root, mask.images), env)
         shown = [*mask.images.values(), *([plan.image] if plan and plan.image else [])]
         started = time.perf_counter()
@@ -283,15 +295,14 @@ async def _layer_run(root: Path, images: MaskSource, run: _Run, view_dir: Path |
         argv = layer_argv(layer, run.line(plan), CHECK_SANDBOX, unshare)
         ran = await run.start(shell_line(argv), base, env)
         step = "the view could not be checked after the run"
-        isolated = await asyncio.to_thread(_isolated, root, layer, mask)
-        after = await _fetch(images)
+        (isolated, lock), after = await _looked_back(root, layer, mask, plan, images)
         if plan is not None:
-            lock = await asyncio.to_thread(_upper_lock, layer, plan)
             run.keep(plan, view_reader(root, after.images), lock, env, ran)
     except VIEW_ERRORS as err:
         raise ViewFailed(step, err) from err
     finally:
-        await asyncio.to_thread(shutil.rmtree, base, True)
+        if base.exists():  # else removed with the look back
+            await asyncio.to_thread(shutil.rmtree, base, True)
     return ViewRun(
         ran,
         ViewKind.LAYER,
@@ -302,7 +313,34 @@ async def _layer_run(root: Path, images: MaskSource, run: _Run, view_dir: Path |
         tuple(sorted(after.paths - mask.paths)),
         _unstartable(run.command, root, ran),
         None if plan is None else plan.resolution,
+        after,
     )
+
+
+async def _looked_back(
+    root: Path, layer: Layer, mask: Mask, plan: LockPlan | None, images: MaskSource
+) -> tuple[tuple[tuple[str, ...], bytes | None], Mask]:
+    """After a layer run, at once: what the view reset and the lock it left, the layer then
+    removed (one thread), and the mask fetched again (`disturbed`, the caller's identity)."""
+
+    def look() -> tuple[tuple[str, ...], bytes | None]:
+        try:
+            lock = None if plan is None else _upper_lock(layer, plan)
+            return _isolated(root, layer, mask), lock
+        finally:
+            shutil.rmtree(layer.base, ignore_errors=True)
+
+    return await _both(asyncio.to_thread(look), _fetch(images))
+
+
+async def _both(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
+    """`first` and `second` awaited at once; a failure is raised once both are done (the first
+    one's before the second's), so neither is left running or unretrieved."""
+    one, two = await asyncio.gather(first, second, return_exceptions=True)
+    for outcome in (one, two):
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return cast(A, one), cast(B, two)
 
 
 def _upper_lock(layer: Layer, plan: LockPlan) -> bytes | None:
@@ -328,15 +366,21 @@ def _differs(root: Path, image: PreImage) -> bool:
 
 
 async def _copy_run(
-    root: Path, images: MaskSource, run: _Run, exclude: tuple[Path, ...], view_dir: Path | None
+    root: Path,
+    images: MaskSource,
+    run: _Run,
+    exclude: tuple[Path, ...],
+    view_dir: Path | None,
+    fetched: Mask | None,
 ) -> ViewRun:
-    """Fetch, copy, fetch again, overlay, run in the copy; the copy is deleted."""
+    """Fetch (unless `fetched`), copy, fetch again, overlay, run in the copy; the copy is
+    deleted."""
     base = Path(tempfile.mkdtemp(prefix=VIEW_PREFIX, dir=view_dir))
     view = base / root.name
     step = "the isolated view could not be built"
     env = check_env(view)
     try:
-        before = await _fetch(images)
+        before = await _fetch(images, fetched)
         skipped = (*exclude, base.parent)  # other views, if they are made in the tree
         stats = await asyncio.to_thread(copy_tree, root, view, skipped)
         after = await _fetch(images)
