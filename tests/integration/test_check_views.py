@@ -26,6 +26,7 @@ from codefleet.attempt import AttemptReport
 from codefleet.fleet.local import FleetOptions, run_fleet
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.fleet.views.identity import view_identity
 from codefleet.fleet.views.runinview import Mask, ViewKind, host_view, run_in_view
 from codefleet.rollback import PreImage, capture
 from codefleet.server.thread import ServerThread
@@ -66,6 +67,12 @@ def hold(root: Path, edits: Mapping[str, str | None]) -> dict[str, PreImage]:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(edit)
     return images
+
+
+def git_repository(root: Path) -> None:
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=x", "-c",
+                 "user.email=x@example.invalid", "commit", "-qm", "start"]):  # fmt: skip
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
 
 
 def answers(*masks: Mapping[str, PreImage]) -> Callable[[], Awaitable[Mask]]:
@@ -163,6 +170,7 @@ async def test_a_mask_the_caller_fetched_is_shown_as_is_and_the_view_still_fetch
     says what was leased meanwhile; a new lease then still reruns the check in a copy."""
     root = tmp_path / "tree"
     many_files(root, 10)
+    git_repository(root)
     images = hold(root, {"d000/f00001.txt": "HALF\n"})
     calls: list[int] = []
     late: dict[str, PreImage] = {}
@@ -173,14 +181,16 @@ async def test_a_mask_the_caller_fetched_is_shown_as_is_and_the_view_still_fetch
 
     command = "cat d000/f00001.txt d000/f00002.txt"
     calm = await run_in_view(root, fetch, command, timeout=30, cap=10_000, view_dir=layered,
-                             mask=Mask(images))  # fmt: skip
+                             mask=Mask(images), identify=True)  # fmt: skip
     assert (calm.ran.output, calm.view, calm.disturbed) == ("1\n2\n", ViewKind.LAYER, ())
-    assert len(calls) == 1 and calm.after == Mask(images)  # the one fetch: after the run
+    assert len(calls) == 1  # the one fetch: after the run
+    assert calm.identity is not None and calm.identity == view_identity(root, images)
 
     late.update(hold(root, {"d000/f00002.txt": "HALF\n"}))  # leased after the caller's fetch
     moved = await run_in_view(root, fetch, command, timeout=30, cap=10_000, view_dir=layered,
-                              mask=Mask(images))  # fmt: skip
+                              mask=Mask(images), identify=True)  # fmt: skip
     assert moved.disturbed == ("d000/f00002.txt",) and moved.view is ViewKind.COPY
+    assert moved.identity is None  # disturbed: no identity stands for the run
     assert moved.ran.output == "1\n2\n" and len(calls) == 4  # after the layer, the copy's 2
     assert list(layered.iterdir()) == []
 
@@ -291,9 +301,7 @@ async def test_a_file_leased_while_a_tasks_check_runs_reruns_it_in_a_copy_with_n
     view (decision 0173): a lease another task takes while the command runs still shows in
     the mask fetched after it, so the run is disturbed, runs again in a copy, and its
     `check_finished` has no identity (nothing may reuse it)."""
-    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=x", "-c",
-                 "user.email=x@example.invalid", "commit", "-qm", "start"]):  # fmt: skip
-        subprocess.run(["git", "-C", str(workdir), *args], check=True, capture_output=True)
+    git_repository(workdir)
     server = make_server(**FAST)
     marks = tmp_path / "marks"
     marks.mkdir()

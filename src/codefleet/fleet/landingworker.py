@@ -52,9 +52,8 @@ from codefleet.api.landingrecords import CheckRun, LandingStep, StepCheck
 from codefleet.errors import DomainError, NotOwner
 from codefleet.failuretext import failure_excerpt
 from codefleet.fleet.tools.attemptchecks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS
-from codefleet.fleet.views.identity import view_identity
 from codefleet.fleet.views.programs import NOT_RUNNABLE
-from codefleet.fleet.views.runinview import Mask, ViewFailed, run_in_view
+from codefleet.fleet.views.runinview import Mask, ViewFailed, masked_identity, run_in_view
 from codefleet.fleet.views.uvlock import LockCache
 from codefleet.models import CheckVerdict
 from codefleet.paths import TreeRoot
@@ -198,6 +197,7 @@ class LandingWorker:
                 view_dir=self.options.view_dir,
                 locks=self.options.locks,
                 mask=first,
+                identify=before is not None,
             )
         except NotOwner:
             raise
@@ -216,7 +216,7 @@ class LandingWorker:
         output = ran.output[-self.options.output_chars :]
         if ran.timed_out:
             output += f"\n(timed out after {self.options.check_timeout:g}s)"
-        still = before is not None and not run.disturbed and await self._after(step_id, run.after)
+        still = before is not None and not run.disturbed and run.identity == before
         return CheckRun(
             name,
             verdict,
@@ -226,7 +226,7 @@ class LandingWorker:
             view=run.view,
             output=output,
             output_tail=failure_excerpt(output, TAIL_CHARS),
-            identity=before if still == before else None,
+            identity=before if still else None,
             resolution=run.resolution,
         )
 
@@ -257,20 +257,10 @@ class LandingWorker:
         return Mask.from_answer(await self.client.landing_preimages(step_id))
 
     async def _before(self, step_id: int) -> tuple[Mask, str | None]:
-        """The step's view's mask, and that view's content identity now."""
-        mask = await self._mask(step_id)
-        return mask, await self._identity(mask)
-
-    async def _after(self, step_id: int, after: Mask | None) -> str | None:
-        """The identity after the run: on the mask the view fetched once it ended (`after`),
-        else on one fetched now."""
-        return await self._identity(after or await self._mask(step_id))
-
-    async def _identity(self, mask: Mask) -> str | None:
-        """The step's view's content identity (`fleet.views.identity`; None: none)."""
-        return await asyncio.to_thread(
-            view_identity, self.tree.root, mask.images, mask.unrestorable, self.options.exclude
-        )
+        """The step's view's mask, and that view's content identity now (`fleet.views.identity`;
+        None: none), the tree read while the mask is fetched."""
+        images = functools.partial(self._mask, step_id)
+        return await masked_identity(self.tree.root, images, self.options.exclude)
 
 
 def _reused(name: str, identity: str | None, step: int) -> CheckRun:

@@ -48,7 +48,6 @@ from codefleet.fleet.tools.resourcecalls import (
     ResourceTools,
     wait_for_resources,
 )
-from codefleet.fleet.views.identity import view_identity
 from codefleet.fleet.views.programs import NOT_RUNNABLE, not_started_text
 from codefleet.fleet.views.runinview import (
     Mask,
@@ -56,6 +55,7 @@ from codefleet.fleet.views.runinview import (
     ViewKind,
     decode_preimages,
     foreign_mask,
+    masked_identity,
     run_in_view,
 )
 from codefleet.fleet.views.uvlock import LockCache, Resolution
@@ -293,7 +293,7 @@ class Checker:
             (mask, before), problem = await asyncio.gather(self._before(name), self._post(started))
         if problem is not None:
             return CheckResult(name, purpose, command, refused=problem, infra=True)
-        result, after = await self._execute(name, command, purpose, timeout, mask)
+        result, after = await self._execute(name, command, purpose, timeout, mask, before)
         return await self._finish(result, before, after)
 
     async def _reuse(
@@ -306,16 +306,12 @@ class Checker:
         return replace(earlier, purpose=purpose, reused=earlier.purpose, identity=identity)
 
     async def _finish(
-        self, result: CheckResult, before: str | None, after: Mask | None
+        self, result: CheckResult, before: str | None, after: str | None
     ) -> CheckResult:
         """Record the run's `check_finished`, with its content identity where the content
-        held still for the run (`after`: the mask the view fetched once the run ended, else
-        fetched now); only a recorded run with one may be reused."""
-        held = (
-            before is not None
-            and not result.disturbed
-            and await self._identity(result.name, after or await self._mask()) == before
-        )
+        held still for the run (`after`: the view's once it ran); only a recorded run with
+        one may be reused."""
+        held = before is not None and not result.disturbed and after == before
         result = replace(result, identity=before if held else None)
         event_id = await self._recorded(result.finished_event(self.attempt))
         if event_id is None:  # not in the log: nothing could name it
@@ -353,26 +349,15 @@ class Checker:
 
     async def _before(self, name: str) -> tuple[Mask | None, str | None]:
         """The mask this run's view shows (None: the view fetches it) and that view's content
-        identity now (None: not reusable)."""
-        mask = await self._mask()
-        return mask, None if mask is None else await self._identity(name, mask)
-
-    async def _mask(self) -> Mask | None:
-        """The files every other in-flight task holds, at their pre-images (None: no answer)."""
+        identity now (None: not reusable), the tree read while the mask is fetched."""
         gate = self.gate
         try:
-            return Mask.from_answer(await gate.client.foreign_preimages(gate.task_id))
+            if name in self.fresh:
+                return Mask.from_answer(await gate.client.foreign_preimages(gate.task_id)), None
+            images = foreign_mask(gate.client, gate.task_id)
+            return await masked_identity(gate.tree.root, images, self.limits.exclude)
         except (ServerUnavailable, DomainError):
-            return None
-
-    async def _identity(self, name: str, mask: Mask | None) -> str | None:
-        """The content identity of the view of the tree `mask` shows (None: not reusable)."""
-        if name in self.fresh or mask is None:
-            return None
-        gate, limits = self.gate, self.limits
-        return await asyncio.to_thread(
-            view_identity, gate.tree.root, mask.images, mask.unrestorable, limits.exclude
-        )
+            return None, None
 
     async def _post(self, report: dict[str, Any]) -> str | None:
         """Record a check event; a reason to stop when the server refuses or is unreachable."""
@@ -381,9 +366,15 @@ class Checker:
         return await post_event(gate, send, "check")
 
     async def _execute(
-        self, name: str, command: str, purpose: CheckPurpose, timeout: float, mask: Mask | None
-    ) -> tuple[CheckResult, Mask | None]:
-        """The run in its view, and the mask the view fetched once it ended (None: none)."""
+        self,
+        name: str,
+        command: str,
+        purpose: CheckPurpose,
+        timeout: float,
+        mask: Mask | None,
+        before: str | None,
+    ) -> tuple[CheckResult, str | None]:
+        """The run in its view and, where there is an identity before, the view's after."""
         gate, limits = self.gate, self.limits
         try:
             run = await run_in_view(
@@ -397,6 +388,7 @@ class Checker:
                 view=limits.view,
                 locks=limits.locks,
                 mask=mask,
+                identify=before is not None,
             )
         except ViewFailed as err:
             why = f"Check {name} did not run: {err}."
@@ -422,7 +414,7 @@ class Checker:
             unstartable=run.unstartable,
             resolution=run.resolution,
         )
-        return result, run.after
+        return result, run.identity
 
 
 async def post_event(gate: WriteGate, send: Awaitable[Any], what: str) -> str | None:

@@ -36,7 +36,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
@@ -45,6 +45,7 @@ from typing import Any, Final, TypeVar, cast
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import DomainError
 from codefleet.fleet.views.copyview import copy_tree, overlay, settle
+from codefleet.fleet.views.identity import tree_listing
 from codefleet.fleet.views.layer import (
     MOUNT_UNSAFE,
     PROBE_TIMEOUT_S,
@@ -70,6 +71,7 @@ __all__ = [
     "foreign_mask",
     "host_view",
     "layer_problem",
+    "masked_identity",
     "run_in_view",
 ]
 
@@ -125,7 +127,7 @@ class ViewRun:
     disturbed: tuple[str, ...] = ()  # newly masked during a layer run: it ran again in a copy
     unstartable: tuple[tuple[str, str], ...] = ()  # (program, why) on exit 126/127
     resolution: Resolution | None = None  # a `uv run` check's lock: resolved, or kept (skipped)
-    after: Mask | None = None  # the mask fetched once a layer run ended (None: a copy's)
+    identity: str | None = None  # the content identity once it ran (asked with `identify`)
 
 
 class ViewFailed(Exception):
@@ -171,23 +173,35 @@ async def run_in_view(
     view: ViewKind | None = None,
     locks: LockCache | None = None,
     mask: Mask | None = None,
+    identify: bool = False,
 ) -> ViewRun:
     """Run `command` in a view of `root` masked by `images`; `view` None: the layer where
     `host_view` says one works, else the copy; `locks`: a `uv run` check resolves once per
     content (`fleet.views.uvlock`); `mask`: `images`' answer the caller already fetched for
-    this run, shown by the first view instead of a fetch. Raises `ViewFailed`, never for the
-    command."""
+    this run, shown by the first view instead of a fetch; `identify`: say the view's content
+    identity once it ran (`ViewRun.identity`). Raises `ViewFailed`, never for the command."""
     kind = view or await asyncio.to_thread(host_view, root, view_dir)
-    run = _Run(command, timeout, cap, locks)
-    copy = functools.partial(_copy_run, root, images, run, exclude, view_dir)
+    run = _Run(command, timeout, cap, locks, exclude, identify)
     if kind is ViewKind.COPY:
-        return await copy(mask)
+        return await _copy_run(root, images, run, view_dir, mask)
     first = await _layer_run(root, images, run, view_dir, mask)
     if not first.disturbed:
         return first
     log.info("check view disturbed by new leases on %s: running it again in a copy",
              ", ".join(first.disturbed[:10]))  # fmt: skip
-    return replace(await copy(None), disturbed=first.disturbed)
+    again = replace(run, identify=False)  # disturbed: no identity stands for it
+    return replace(await _copy_run(root, images, again, view_dir, None), disturbed=first.disturbed)
+
+
+async def masked_identity(
+    root: Path, images: MaskSource, exclude: Collection[Path] = ()
+) -> tuple[Mask, str | None]:
+    """`images`' answer now, and the content identity of the view it makes of `root`
+    (`fleet.views.identity`; None: not said): the tree is read while the mask is fetched."""
+    listing, mask = await _both(asyncio.to_thread(tree_listing, root, exclude), _fetch(images))
+    if listing is None or mask.unrestorable:
+        return mask, None
+    return mask, await asyncio.to_thread(listing.identity, mask.images)
 
 
 def host_view(root: Path, view_dir: Path | None = None) -> ViewKind:
@@ -244,12 +258,15 @@ async def _fetch(images: MaskSource, fetched: Mask | None = None) -> Mask:
 
 @dataclass(frozen=True, slots=True)
 class _Run:
-    """What runs in a view: the command, its limits, and the kept locks (None: none)."""
+    """What runs in a view: the command, its limits, the kept locks (None: none), and whether
+    the view's identity is said once it ran (`exclude`: paths not in it)."""
 
     command: str
     timeout: float
     cap: int
     locks: LockCache | None
+    exclude: tuple[Path, ...] = ()
+    identify: bool = False
 
     def plan(self, read: Callable[[str], bytes | None], env: Mapping[str, str]) -> LockPlan | None:
         return None if self.locks is None else self.locks.plan(read, self.command, env)
@@ -295,7 +312,8 @@ async def _layer_run(
         argv = layer_argv(layer, run.line(plan), CHECK_SANDBOX, unshare)
         ran = await run.start(shell_line(argv), base, env)
         step = "the view could not be checked after the run"
-        (isolated, lock), after = await _looked_back(root, layer, mask, plan, images)
+        looked = await _looked_back(root, layer, mask, plan, run, images)
+        (isolated, lock), (after, identity) = looked
         if plan is not None:
             run.keep(plan, view_reader(root, after.images), lock, env, ran)
     except VIEW_ERRORS as err:
@@ -313,15 +331,15 @@ async def _layer_run(
         tuple(sorted(after.paths - mask.paths)),
         _unstartable(run.command, root, ran),
         None if plan is None else plan.resolution,
-        after,
+        identity,
     )
 
 
 async def _looked_back(
-    root: Path, layer: Layer, mask: Mask, plan: LockPlan | None, images: MaskSource
-) -> tuple[tuple[tuple[str, ...], bytes | None], Mask]:
+    root: Path, layer: Layer, mask: Mask, plan: LockPlan | None, run: _Run, images: MaskSource
+) -> tuple[tuple[tuple[str, ...], bytes | None], tuple[Mask, str | None]]:
     """After a layer run, at once: what the view reset and the lock it left, the layer then
-    removed (one thread), and the mask fetched again (`disturbed`, the caller's identity)."""
+    removed (one thread); the mask fetched again (`disturbed`) and the identity (`_after`)."""
 
     def look() -> tuple[tuple[str, ...], bytes | None]:
         try:
@@ -330,7 +348,14 @@ async def _looked_back(
         finally:
             shutil.rmtree(layer.base, ignore_errors=True)
 
-    return await _both(asyncio.to_thread(look), _fetch(images))
+    return await _both(asyncio.to_thread(look), _after(root, images, run))
+
+
+async def _after(root: Path, images: MaskSource, run: _Run) -> tuple[Mask, str | None]:
+    """The mask once the run ended, and the view's identity then if `run` asks for it."""
+    if not run.identify:
+        return await _fetch(images), None
+    return await masked_identity(root, images, run.exclude)
 
 
 async def _both(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
@@ -366,12 +391,7 @@ def _differs(root: Path, image: PreImage) -> bool:
 
 
 async def _copy_run(
-    root: Path,
-    images: MaskSource,
-    run: _Run,
-    exclude: tuple[Path, ...],
-    view_dir: Path | None,
-    fetched: Mask | None,
+    root: Path, images: MaskSource, run: _Run, view_dir: Path | None, fetched: Mask | None
 ) -> ViewRun:
     """Fetch (unless `fetched`), copy, fetch again, overlay, run in the copy; the copy is
     deleted."""
@@ -381,7 +401,7 @@ async def _copy_run(
     env = check_env(view)
     try:
         before = await _fetch(images, fetched)
-        skipped = (*exclude, base.parent)  # other views, if they are made in the tree
+        skipped = (*run.exclude, base.parent)  # other views, if they are made in the tree
         stats = await asyncio.to_thread(copy_tree, root, view, skipped)
         after = await _fetch(images)
         started = time.perf_counter()
@@ -397,6 +417,7 @@ async def _copy_run(
         unstartable = _unstartable(run.command, view, ran)
         if plan is not None:
             run.keep(plan, view_reader(view), view_reader(view)(LOCK), env, ran)
+        identity = await _copy_identity(root, images, run)
     except VIEW_ERRORS as err:
         raise ViewFailed(step, err) from err
     finally:
@@ -410,7 +431,19 @@ async def _copy_run(
         after.unrestorable,
         unstartable=unstartable,
         resolution=None if plan is None else plan.resolution,
+        identity=identity,
     )
+
+
+async def _copy_identity(root: Path, images: MaskSource, run: _Run) -> str | None:
+    """A copy's identity once it ran, if asked (None: the mask could not be fetched)."""
+    if not run.identify:
+        return None
+    try:
+        return (await _after(root, images, run))[1]
+    except VIEW_ERRORS as err:  # the run stands; only its identity is not said
+        log.info("no identity for a check run in a copy: %s", err)
+        return None
 
 
 def _unstartable(command: str, tree: Path, ran: CommandResult) -> tuple[tuple[str, str], ...]:
