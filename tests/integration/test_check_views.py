@@ -324,12 +324,12 @@ async def test_a_file_leased_while_a_tasks_check_runs_reruns_it_in_a_copy_with_n
             "runner-1", workdir, workdir.parent / "runs", poll_wait=0.2, check_dir=layered
         )
         runner = asyncio.create_task(Runner(client, executor, options).run(stop))
-        await wait_until((marks / "running").exists, timeout=10)  # T's command is running
+        await wait_until((marks / "running").exists, timeout=30)  # T's command runs
         granted = await client.acquire(agent, epoch, "H", ["a.py"], "Write")
         assert granted["decision"] == "allow"
         (workdir / "a.py").write_text("A = 'half-done'\n")  # H's edit, during T's run
         (marks / "go").touch()
-        await wait_until(lambda: _succeeded(client, "T"), timeout=10)
+        await wait_until(lambda: _succeeded(client, "T"), timeout=30)
         stop.set()
         await runner
         events = await client.all_events()

@@ -53,7 +53,13 @@ from codefleet.errors import DomainError, NotOwner
 from codefleet.failuretext import failure_excerpt
 from codefleet.fleet.tools.attemptchecks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS
 from codefleet.fleet.views.programs import NOT_RUNNABLE
-from codefleet.fleet.views.runinview import Mask, ViewFailed, masked_identity, run_in_view
+from codefleet.fleet.views.runinview import (
+    Mask,
+    Removals,
+    ViewFailed,
+    masked_identity,
+    run_in_view,
+)
 from codefleet.fleet.views.uvlock import LockCache
 from codefleet.models import CheckVerdict
 from codefleet.paths import TreeRoot
@@ -126,7 +132,8 @@ class LandingWorker:
         """Run the step's checks in order, stopping at the first that does not pass; report.
         A step the server says is over stops at once (its check killed)."""
         step_id = step.step
-        checks = asyncio.create_task(self._run_checks(step_id, step.checks))
+        removals = Removals()  # its views are removed while the worker goes on, then awaited
+        checks = asyncio.create_task(self._run_checks(step_id, step.checks, removals))
         every = step.beat_s or BEAT_S
         beating = asyncio.create_task(self._beat(step_id, every, checks.cancel))
         try:
@@ -143,9 +150,12 @@ class LandingWorker:
             checks.cancel()
             beating.cancel()
             await asyncio.gather(checks, beating, return_exceptions=True)
+            await removals.wait()
         self.steps += 1
 
-    async def _run_checks(self, step_id: int, checks: Sequence[StepCheck]) -> list[CheckRun]:
+    async def _run_checks(
+        self, step_id: int, checks: Sequence[StepCheck], removals: Removals
+    ) -> list[CheckRun]:
         """Each check of the step in order, until the first that does not pass."""
         results: list[CheckRun] = []
         for check in checks:
@@ -157,7 +167,7 @@ class LandingWorker:
             except BaseException:
                 look.cancel()
                 raise
-            result = await self._check(step_id, check.name, check.command, look)
+            result = await self._check(step_id, check.name, check.command, look, removals)
             result = replace(result, command=check.command)
             results.append(result)
             if result.verdict != CheckVerdict.PASSED:
@@ -178,7 +188,12 @@ class LandingWorker:
                 log.info("%s: beat of landing step %s failed: %s", self.options.name, step_id, err)
 
     async def _check(
-        self, step_id: int, name: str, command: str, look: Awaitable[tuple[Mask, str | None]]
+        self,
+        step_id: int,
+        name: str,
+        command: str,
+        look: Awaitable[tuple[Mask, str | None]],
+        removals: Removals,
     ) -> CheckRun:
         """Run one check of the step (`look`: its view's mask and identity before, fetched once
         for both, decision 0173), or reuse a pass on the same content."""
@@ -198,6 +213,7 @@ class LandingWorker:
                 locks=self.options.locks,
                 mask=first,
                 identify=before is not None,
+                removals=removals,
             )
         except NotOwner:
             raise

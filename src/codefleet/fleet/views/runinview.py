@@ -64,6 +64,7 @@ from codefleet.rollback import PreImage, TooLarge, capture
 __all__ = [
     "Mask",
     "MaskSource",
+    "Removals",
     "ViewFailed",
     "ViewKind",
     "ViewRun",
@@ -174,14 +175,17 @@ async def run_in_view(
     locks: LockCache | None = None,
     mask: Mask | None = None,
     identify: bool = False,
+    removals: Removals | None = None,
 ) -> ViewRun:
     """Run `command` in a view of `root` masked by `images`; `view` None: the layer where
     `host_view` says one works, else the copy; `locks`: a `uv run` check resolves once per
     content (`fleet.views.uvlock`); `mask`: `images`' answer the caller already fetched for
     this run, shown by the first view instead of a fetch; `identify`: say the view's content
-    identity once it ran (`ViewRun.identity`). Raises `ViewFailed`, never for the command."""
+    identity once it ran (`ViewRun.identity`); `removals`: the view is removed while the
+    caller goes on (it awaits `Removals.wait`), else before this returns. Raises
+    `ViewFailed`, never for the command."""
     kind = view or await asyncio.to_thread(host_view, root, view_dir)
-    run = _Run(command, timeout, cap, locks, exclude, identify)
+    run = _Run(command, timeout, cap, locks, exclude, identify, removals)
     if kind is ViewKind.COPY:
         return await _copy_run(root, images, run, view_dir, mask)
     first = await _layer_run(root, images, run, view_dir, mask)
@@ -191,6 +195,30 @@ async def run_in_view(
              ", ".join(first.disturbed[:10]))  # fmt: skip
     again = replace(run, identify=False)  # disturbed: no identity stands for it
     return replace(await _copy_run(root, images, again, view_dir, None), disturbed=first.disturbed)
+
+
+class Removals:
+    """Views being removed while their caller goes on (`run_in_view(removals=...)`): the
+    caller awaits `wait` before it is done, so no view outlives it."""
+
+    def __init__(self) -> None:
+        self._pending: list[asyncio.Future[None]] = []
+
+    def remove(self, base: Path) -> None:
+        self._pending.append(asyncio.ensure_future(asyncio.to_thread(shutil.rmtree, base, True)))
+
+    async def wait(self) -> None:
+        """Every view handed over so far is removed."""
+        pending, self._pending = self._pending, []
+        await asyncio.gather(*pending)
+
+
+async def _remove(base: Path, removals: Removals | None) -> None:
+    """Remove a view now (if still there), or hand it to `removals`."""
+    if removals is not None:
+        removals.remove(base)
+    elif base.exists():
+        await asyncio.to_thread(shutil.rmtree, base, True)
 
 
 async def masked_identity(
@@ -258,8 +286,9 @@ async def _fetch(images: MaskSource, fetched: Mask | None = None) -> Mask:
 
 @dataclass(frozen=True, slots=True)
 class _Run:
-    """What runs in a view: the command, its limits, the kept locks (None: none), and whether
-    the view's identity is said once it ran (`exclude`: paths not in it)."""
+    """What runs in a view: the command, its limits, the kept locks (None: none), whether
+    the view's identity is said once it ran (`exclude`: paths not in it), and who removes
+    the view (None: the run, before it returns)."""
 
     command: str
     timeout: float
@@ -267,6 +296,7 @@ class _Run:
     locks: LockCache | None
     exclude: tuple[Path, ...] = ()
     identify: bool = False
+    removals: Removals | None = None
 
     def plan(self, read: Callable[[str], bytes | None], env: Mapping[str, str]) -> LockPlan | None:
         return None if self.locks is None else self.locks.plan(read, self.command, env)
@@ -319,8 +349,7 @@ async def _layer_run(
     except VIEW_ERRORS as err:
         raise ViewFailed(step, err) from err
     finally:
-        if base.exists():  # else removed with the look back
-            await asyncio.to_thread(shutil.rmtree, base, True)
+        await _remove(base, run.removals)  # unless removed with the look back
     return ViewRun(
         ran,
         ViewKind.LAYER,
@@ -339,14 +368,16 @@ async def _looked_back(
     root: Path, layer: Layer, mask: Mask, plan: LockPlan | None, run: _Run, images: MaskSource
 ) -> tuple[tuple[tuple[str, ...], bytes | None], tuple[Mask, str | None]]:
     """After a layer run, at once: what the view reset and the lock it left, the layer then
-    removed (one thread); the mask fetched again (`disturbed`) and the identity (`_after`)."""
+    removed unless `run.removals` will (one thread); the mask fetched again (`disturbed`)
+    and the identity (`_after`)."""
 
     def look() -> tuple[tuple[str, ...], bytes | None]:
         try:
             lock = None if plan is None else _upper_lock(layer, plan)
             return _isolated(root, layer, mask), lock
         finally:
-            shutil.rmtree(layer.base, ignore_errors=True)
+            if run.removals is None:
+                shutil.rmtree(layer.base, ignore_errors=True)
 
     return await _both(asyncio.to_thread(look), _after(root, images, run))
 
@@ -421,7 +452,7 @@ async def _copy_run(
     except VIEW_ERRORS as err:
         raise ViewFailed(step, err) from err
     finally:
-        await asyncio.to_thread(shutil.rmtree, base, True)
+        await _remove(base, run.removals)
     return ViewRun(
         ran,
         ViewKind.COPY,
