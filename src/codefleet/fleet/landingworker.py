@@ -274,7 +274,7 @@ class LandingWorker:
 
     async def _before(self, step_id: int) -> tuple[Mask, str | None]:
         """The step's view's mask, and that view's content identity now (`fleet.views.identity`;
-        None: none), the tree read while the mask is fetched."""
+        None: none)."""
         images = functools.partial(self._mask, step_id)
         return await masked_identity(self.tree.root, images, self.options.exclude)
 

@@ -51,7 +51,6 @@ from codefleet.fleet.tools.resourcecalls import (
 from codefleet.fleet.views.programs import NOT_RUNNABLE, not_started_text
 from codefleet.fleet.views.runinview import (
     Mask,
-    Removals,
     ViewFailed,
     ViewKind,
     decode_preimages,
@@ -274,16 +273,12 @@ class Checker:
                 result = CheckResult(name, purpose, command, refused=busy)
                 self.results.append(result)
                 return result
-        removals = Removals()  # its view is removed while `check_finished` is recorded
-        try:
-            result = await self._run(name, command, purpose, limit, removals)
-        finally:
-            await removals.wait()
+        result = await self._run(name, command, purpose, limit)
         self.results.append(result)
         return result
 
     async def _run(
-        self, name: str, command: str, purpose: CheckPurpose, timeout: float, removals: Removals
+        self, name: str, command: str, purpose: CheckPurpose, timeout: float
     ) -> CheckResult:
         """The earlier pass on this content, else `check_started` and the run. The mask is
         fetched once for the identity before and the view (decision 0173)."""
@@ -298,7 +293,7 @@ class Checker:
             (mask, before), problem = await asyncio.gather(self._before(name), self._post(started))
         if problem is not None:
             return CheckResult(name, purpose, command, refused=problem, infra=True)
-        result, after = await self._execute(name, command, purpose, timeout, mask, before, removals)
+        result, after = await self._execute(name, command, purpose, timeout, mask, before)
         return await self._finish(result, before, after)
 
     async def _reuse(
@@ -354,7 +349,7 @@ class Checker:
 
     async def _before(self, name: str) -> tuple[Mask | None, str | None]:
         """The mask this run's view shows (None: the view fetches it) and that view's content
-        identity now (None: not reusable), the tree read while the mask is fetched."""
+        identity now (None: not reusable)."""
         gate = self.gate
         try:
             if name in self.fresh:
@@ -378,7 +373,6 @@ class Checker:
         timeout: float,
         mask: Mask | None,
         before: str | None,
-        removals: Removals,
     ) -> tuple[CheckResult, str | None]:
         """The run in its view and, where there is an identity before, the view's after."""
         gate, limits = self.gate, self.limits
@@ -395,7 +389,6 @@ class Checker:
                 locks=limits.locks,
                 mask=mask,
                 identify=before is not None,
-                removals=removals,
             )
         except ViewFailed as err:
             why = f"Check {name} did not run: {err}."

@@ -18,9 +18,7 @@ Nothing is written to the repository (no object, no index refresh:
 certain: not a git repository's top level, git missing or failing, a held file
 with no pre-image (the view is not isolated from it). Ignored files are not
 in it: a check whose result depends on them, on the clock or on the network
-is declared `reuse: false` by its operator. The tree's side (`tree_listing`)
-and the mask's are read apart, so a check reads the tree while it fetches its
-mask (`fleet.views.runinview.masked_identity`).
+is declared `reuse: false` by its operator.
 """
 
 from __future__ import annotations
@@ -30,14 +28,13 @@ import os
 import shutil
 import subprocess
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from codefleet.rollback import PreImage
 from codefleet.statedir import STATE_DIR
 
-__all__ = ["TreeListing", "tree_listing", "view_identity"]
+__all__ = ["view_identity"]
 
 GIT_TIMEOUT_S: Final = 120.0
 
@@ -50,44 +47,11 @@ def view_identity(
 ) -> str | None:
     """The identity of the view of `root` with `images` shown at their pre-images; None
     when it cannot be said for certain (see the module docstring)."""
-    if unrestorable:
+    if unrestorable or shutil.which("git") is None:
         return None
-    listing = tree_listing(root, exclude)
-    return None if listing is None else listing.identity(images)
-
-
-@dataclass(frozen=True, slots=True)
-class TreeListing:
-    """The tree's side of an identity, read once: each file's entry as the index and the disk
-    say; the mask's side is applied to it after (`identity`), so the two may be read at once."""
-
-    entries: Mapping[str, str]  # path -> entry: the index's, the disk's changes over it
-    indexed: Mapping[str, str]  # the index's own entries, before the disk's changes
-    skip: tuple[str, ...]  # CodeFleet's own state and the excluded paths: not in the view
-
-    def identity(
-        self, images: Mapping[str, PreImage], unrestorable: Collection[str] = ()
-    ) -> str | None:
-        """This tree's identity with `images` shown at their pre-images (None: a held file
-        has no pre-image, so the view is not isolated from it)."""
-        if unrestorable:
-            return None
-        entries = dict(self.entries)
-        for path, image in images.items():
-            entries[path] = _masked(image, self.indexed.get(path)) if image.existed else ""
-        digest = hashlib.sha256()
-        for path in sorted(entries):
-            if entries[path] and not any(path == s or path.startswith(f"{s}/") for s in self.skip):
-                digest.update(f"{path}\0{entries[path]}\0".encode(errors="surrogateescape"))
-        return digest.hexdigest()
-
-
-def tree_listing(root: Path, exclude: Collection[Path] = ()) -> TreeListing | None:
-    """`root`'s files as `git ls-files -s` and `git status` say them, a changed one hashed
-    from the disk; None where git cannot say (not a repository's top level, no git)."""
-    if shutil.which("git") is None or not _top_level(root.resolve()):
+    if not _top_level(root.resolve()):
         return None
-    skip = tuple(s for s in (STATE_DIR, *(_inside(root, p) for p in exclude)) if s)
+    skip = [STATE_DIR, *(_inside(root, p) for p in exclude)]
     staged, status = _git_both(
         root,
         ("ls-files", "-s", "-z"),
@@ -101,12 +65,18 @@ def tree_listing(root: Path, exclude: Collection[Path] = ()) -> TreeListing | No
             meta, _, name = record.partition(b"\t")
             mode, oid, _stage = meta.split(b" ")
             entries[os.fsdecode(name)] = f"{mode.decode()} {oid.decode()}"
-    indexed = dict(entries)
+    indexed = dict(entries)  # the index's own entries, before the disk's changes
     for record in status.split(b"\0"):
         if len(record) > 3:  # "XY path": differs from the index, or untracked
             changed = os.fsdecode(record[3:])
             entries[changed] = _on_disk(root / changed)
-    return TreeListing(entries, indexed, skip)
+    for path, image in images.items():
+        entries[path] = _masked(image, indexed.get(path)) if image.existed else ""
+    digest = hashlib.sha256()
+    for path in sorted(entries):
+        if entries[path] and not any(path == s or path.startswith(f"{s}/") for s in skip if s):
+            digest.update(f"{path}\0{entries[path]}\0".encode(errors="surrogateescape"))
+    return digest.hexdigest()
 
 
 def _masked(image: PreImage, indexed: str | None) -> str:

@@ -40,12 +40,12 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final
 
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import DomainError
 from codefleet.fleet.views.copyview import copy_tree, overlay, settle
-from codefleet.fleet.views.identity import tree_listing
+from codefleet.fleet.views.identity import view_identity
 from codefleet.fleet.views.layer import (
     MOUNT_UNSAFE,
     PROBE_TIMEOUT_S,
@@ -77,8 +77,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-A = TypeVar("A")
-B = TypeVar("B")
 
 VIEW_PREFIX: Final = "codefleet-view-"
 # Checks keep their reach (home caches, /tmp, network): bubblewrap's read-only root would
@@ -225,11 +223,10 @@ async def masked_identity(
     root: Path, images: MaskSource, exclude: Collection[Path] = ()
 ) -> tuple[Mask, str | None]:
     """`images`' answer now, and the content identity of the view it makes of `root`
-    (`fleet.views.identity`; None: not said): the tree is read while the mask is fetched."""
-    listing, mask = await _both(asyncio.to_thread(tree_listing, root, exclude), _fetch(images))
-    if listing is None or mask.unrestorable:
-        return mask, None
-    return mask, await asyncio.to_thread(listing.identity, mask.images)
+    (`fleet.views.identity`; None: not said)."""
+    mask = await _fetch(images)
+    identity = await asyncio.to_thread(view_identity, root, mask.images, mask.unrestorable, exclude)
+    return mask, identity
 
 
 def host_view(root: Path, view_dir: Path | None = None) -> ViewKind:
@@ -342,8 +339,9 @@ async def _layer_run(
         argv = layer_argv(layer, run.line(plan), CHECK_SANDBOX, unshare)
         ran = await run.start(shell_line(argv), base, env)
         step = "the view could not be checked after the run"
-        looked = await _looked_back(root, layer, mask, plan, run, images)
-        (isolated, lock), (after, identity) = looked
+        remove = run.removals is None
+        isolated, lock = await asyncio.to_thread(_look_back, root, layer, mask, plan, remove)
+        after, identity = await _after(root, images, run)
         if plan is not None:
             run.keep(plan, view_reader(root, after.images), lock, env, ran)
     except VIEW_ERRORS as err:
@@ -364,22 +362,16 @@ async def _layer_run(
     )
 
 
-async def _looked_back(
-    root: Path, layer: Layer, mask: Mask, plan: LockPlan | None, run: _Run, images: MaskSource
-) -> tuple[tuple[tuple[str, ...], bytes | None], tuple[Mask, str | None]]:
-    """After a layer run, at once: what the view reset and the lock it left, the layer then
-    removed unless `run.removals` will (one thread); the mask fetched again (`disturbed`)
-    and the identity (`_after`)."""
-
-    def look() -> tuple[tuple[str, ...], bytes | None]:
-        try:
-            lock = None if plan is None else _upper_lock(layer, plan)
-            return _isolated(root, layer, mask), lock
-        finally:
-            if run.removals is None:
-                shutil.rmtree(layer.base, ignore_errors=True)
-
-    return await _both(asyncio.to_thread(look), _after(root, images, run))
+def _look_back(
+    root: Path, layer: Layer, mask: Mask, plan: LockPlan | None, remove: bool
+) -> tuple[tuple[str, ...], bytes | None]:
+    """After a layer run, in one thread: what the view reset and the lock it left; then the
+    layer removed if `remove` (else the caller's `Removals` removes it)."""
+    try:
+        return _isolated(root, layer, mask), None if plan is None else _upper_lock(layer, plan)
+    finally:
+        if remove:
+            shutil.rmtree(layer.base, ignore_errors=True)
 
 
 async def _after(root: Path, images: MaskSource, run: _Run) -> tuple[Mask, str | None]:
@@ -387,16 +379,6 @@ async def _after(root: Path, images: MaskSource, run: _Run) -> tuple[Mask, str |
     if not run.identify:
         return await _fetch(images), None
     return await masked_identity(root, images, run.exclude)
-
-
-async def _both(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
-    """`first` and `second` awaited at once; a failure is raised once both are done (the first
-    one's before the second's), so neither is left running or unretrieved."""
-    one, two = await asyncio.gather(first, second, return_exceptions=True)
-    for outcome in (one, two):
-        if isinstance(outcome, BaseException):
-            raise outcome
-    return cast(A, one), cast(B, two)
 
 
 def _upper_lock(layer: Layer, plan: LockPlan) -> bytes | None:
