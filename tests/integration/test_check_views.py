@@ -26,6 +26,7 @@ from codefleet.attempt import AttemptReport
 from codefleet.fleet.local import FleetOptions, run_fleet
 from codefleet.fleet.runner import Runner, RunnerOptions
 from codefleet.fleet.scripted import ScriptedExecutor, parse_script
+from codefleet.fleet.views.identity import view_identity
 from codefleet.fleet.views.runinview import Mask, ViewKind, host_view, run_in_view
 from codefleet.rollback import PreImage, capture
 from codefleet.server.thread import ServerThread
@@ -66,6 +67,12 @@ def hold(root: Path, edits: Mapping[str, str | None]) -> dict[str, PreImage]:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(edit)
     return images
+
+
+def git_repository(root: Path) -> None:
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=x", "-c",
+                 "user.email=x@example.invalid", "commit", "-qm", "start"]):  # fmt: skip
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
 
 
 def answers(*masks: Mapping[str, PreImage]) -> Callable[[], Awaitable[Mask]]:
@@ -154,6 +161,38 @@ async def test_a_file_leased_by_another_task_during_a_layer_run_reruns_the_check
     assert run.disturbed == ("d000/f00001.txt",)
     assert run.view is ViewKind.COPY and len(seen) == 4  # layer: 2 fetches, then the copy's 2
     assert run.ran.output == "1\n" and run.isolated == ("d000/f00001.txt",)
+
+
+async def test_a_mask_the_caller_fetched_is_shown_as_is_and_the_view_still_fetches_after(
+    tmp_path: Path, layered: Path
+) -> None:
+    """The check's own fetch (for its identity) is the view's first: one fetch, after the run,
+    says what was leased meanwhile; a new lease then still reruns the check in a copy."""
+    root = tmp_path / "tree"
+    many_files(root, 10)
+    git_repository(root)
+    images = hold(root, {"d000/f00001.txt": "HALF\n"})
+    calls: list[int] = []
+    late: dict[str, PreImage] = {}
+
+    async def fetch() -> Mask:
+        calls.append(1)
+        return Mask({**images, **late})
+
+    command = "cat d000/f00001.txt d000/f00002.txt"
+    calm = await run_in_view(root, fetch, command, timeout=30, cap=10_000, view_dir=layered,
+                             mask=Mask(images), identify=True)  # fmt: skip
+    assert (calm.ran.output, calm.view, calm.disturbed) == ("1\n2\n", ViewKind.LAYER, ())
+    assert len(calls) == 1  # the one fetch: after the run
+    assert calm.identity is not None and calm.identity == view_identity(root, images)
+
+    late.update(hold(root, {"d000/f00002.txt": "HALF\n"}))  # leased after the caller's fetch
+    moved = await run_in_view(root, fetch, command, timeout=30, cap=10_000, view_dir=layered,
+                              mask=Mask(images), identify=True)  # fmt: skip
+    assert moved.disturbed == ("d000/f00002.txt",) and moved.view is ViewKind.COPY
+    assert moved.identity is None  # disturbed: no identity stands for the run
+    assert moved.ran.output == "1\n2\n" and len(calls) == 4  # after the layer, the copy's 2
+    assert list(layered.iterdir()) == []
 
 
 async def test_a_tasks_check_runs_in_a_layer_with_the_other_tasks_file_at_its_pre_image(
@@ -249,3 +288,59 @@ def test_doctor_says_where_checks_run_and_why_a_copy(tmp_path: Path, layered: Pa
     assert layer["ok"] and "overlay layers on the tree's path" in layer["detail"]
     assert not copy["ok"] and copy["required"] is False
     assert "copies of the tree" in copy["detail"] and "inside the tree" in copy["detail"]
+
+
+async def test_a_file_leased_while_a_tasks_check_runs_reruns_it_in_a_copy_with_no_identity(
+    make_server: Callable[..., ServerThread],
+    workdir: Path,
+    wait_until: Callable[..., Awaitable[Any]],
+    layered: Path,
+    tmp_path: Path,
+) -> None:
+    """The check's mask is fetched once, before `check_started`, for its identity and its
+    view (decision 0173): a lease another task takes while the command runs still shows in
+    the mask fetched after it, so the run is disturbed, runs again in a copy, and its
+    `check_finished` has no identity (nothing may reuse it)."""
+    git_repository(workdir)
+    server = make_server(**FAST)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    held = f"touch {marks}/running; while [ ! -e {marks}/go ]; do sleep 0.01; done; cat a.py"
+    async with FleetClient(server.url) as client:
+        await client.create_tasks(
+            [{"id": "H", "title": "holder", "description": "do it", "file_scope": ["a.py"]}]
+        )
+        holder = await client.register("holder", str(workdir), None)
+        agent, epoch = holder["agent_id"], holder["epoch"]
+        assert await client.assignment(agent, epoch, wait=5)
+        await client.start("H", agent, epoch)
+        await client.create_tasks(
+            [{"id": "T", "title": "t", "description": "do it"}], {"held": held}
+        )
+        twice = [{"check": "held"}, {"check": "held"}]  # the second: H held a.py before it
+        executor = ScriptedExecutor(parse_script({"T": twice}))
+        stop = asyncio.Event()
+        options = RunnerOptions(
+            "runner-1", workdir, workdir.parent / "runs", poll_wait=0.2, check_dir=layered
+        )
+        runner = asyncio.create_task(Runner(client, executor, options).run(stop))
+        await wait_until((marks / "running").exists, timeout=30)  # T's command runs
+        granted = await client.acquire(agent, epoch, "H", ["a.py"], "Write")
+        assert granted["decision"] == "allow"
+        (workdir / "a.py").write_text("A = 'half-done'\n")  # H's edit, during T's run
+        (marks / "go").touch()
+        await wait_until(lambda: _succeeded(client, "T"), timeout=30)
+        stop.set()
+        await runner
+        events = await client.all_events()
+        await client.complete("H", agent, epoch, AttemptReport(attempt=1, ok=False, error="stop"))
+
+    checks = [e for e in events if e["type"] in ("check_started", "check_finished")]
+    assert [e["type"] for e in checks] == ["check_started", "check_finished"] * 2
+    disturbed, calm = checks[1]["payload"], checks[3]["payload"]
+    assert disturbed["disturbed"] == ["a.py"] and disturbed["view"] == "copy"
+    assert disturbed["output_tail"] == "A = 1\n"  # the copy shows H's file at its pre-image
+    assert disturbed["passed"] is True and disturbed.get("identity") is None
+    assert (calm["disturbed"], calm["view"], calm["output_tail"]) == ([], "layer", "A = 1\n")
+    assert len(calm["identity"]) == 64  # the control: held still, so it has one
+    assert list(layered.iterdir()) == []

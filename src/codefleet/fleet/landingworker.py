@@ -40,8 +40,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
@@ -51,9 +52,14 @@ from codefleet.api.landingrecords import CheckRun, LandingStep, StepCheck
 from codefleet.errors import DomainError, NotOwner
 from codefleet.failuretext import failure_excerpt
 from codefleet.fleet.tools.attemptchecks import DEFAULT_CHECK_TIMEOUT_S, OUTPUT_CHARS
-from codefleet.fleet.views.identity import view_identity
 from codefleet.fleet.views.programs import NOT_RUNNABLE
-from codefleet.fleet.views.runinview import Mask, ViewFailed, run_in_view
+from codefleet.fleet.views.runinview import (
+    Mask,
+    Removals,
+    ViewFailed,
+    masked_identity,
+    run_in_view,
+)
 from codefleet.fleet.views.uvlock import LockCache
 from codefleet.models import CheckVerdict
 from codefleet.paths import TreeRoot
@@ -126,7 +132,8 @@ class LandingWorker:
         """Run the step's checks in order, stopping at the first that does not pass; report.
         A step the server says is over stops at once (its check killed)."""
         step_id = step.step
-        checks = asyncio.create_task(self._run_checks(step_id, step.checks))
+        removals = Removals()  # its views are removed while the worker goes on, then awaited
+        checks = asyncio.create_task(self._run_checks(step_id, step.checks, removals))
         every = step.beat_s or BEAT_S
         beating = asyncio.create_task(self._beat(step_id, every, checks.cancel))
         try:
@@ -143,14 +150,24 @@ class LandingWorker:
             checks.cancel()
             beating.cancel()
             await asyncio.gather(checks, beating, return_exceptions=True)
+            await removals.wait()
         self.steps += 1
 
-    async def _run_checks(self, step_id: int, checks: Sequence[StepCheck]) -> list[CheckRun]:
+    async def _run_checks(
+        self, step_id: int, checks: Sequence[StepCheck], removals: Removals
+    ) -> list[CheckRun]:
         """Each check of the step in order, until the first that does not pass."""
         results: list[CheckRun] = []
         for check in checks:
-            await self.client.landing_started(step_id, check.name)
-            result = await self._check(step_id, check.name, check.command)
+            # The view's mask and its content identity are read while the start is recorded.
+            look = asyncio.create_task(self._before(step_id))
+            look.add_done_callback(_collect)
+            try:
+                await self.client.landing_started(step_id, check.name)
+            except BaseException:
+                look.cancel()
+                raise
+            result = await self._check(step_id, check.name, check.command, look, removals)
             result = replace(result, command=check.command)
             results.append(result)
             if result.verdict != CheckVerdict.PASSED:
@@ -170,24 +187,33 @@ class LandingWorker:
             except (ServerUnavailable, DomainError) as err:  # the next beat tries again
                 log.info("%s: beat of landing step %s failed: %s", self.options.name, step_id, err)
 
-    async def _check(self, step_id: int, name: str, command: str) -> CheckRun:
-        async def mask() -> Mask:
-            return Mask.from_answer(await self.client.landing_preimages(step_id))
-
+    async def _check(
+        self,
+        step_id: int,
+        name: str,
+        command: str,
+        look: Awaitable[tuple[Mask, str | None]],
+        removals: Removals,
+    ) -> CheckRun:
+        """Run one check of the step (`look`: its view's mask and identity before, fetched once
+        for both, decision 0173), or reuse a pass on the same content."""
         try:
-            before = await self._identity(await mask())
+            first, before = await look
             reused = self._passed_on(command, before)
             if reused is not None and await self._reusable(name):
                 return _reused(name, before, reused)
             run = await run_in_view(
                 self.tree.root,
-                mask,
+                functools.partial(self._mask, step_id),
                 command,
                 timeout=self.options.check_timeout,
                 cap=self.options.output_chars,
                 exclude=self.options.exclude,
                 view_dir=self.options.view_dir,
                 locks=self.options.locks,
+                mask=first,
+                identify=before is not None,
+                removals=removals,
             )
         except NotOwner:
             raise
@@ -206,7 +232,7 @@ class LandingWorker:
         output = ran.output[-self.options.output_chars :]
         if ran.timed_out:
             output += f"\n(timed out after {self.options.check_timeout:g}s)"
-        still = before is not None and not run.disturbed and await self._identity(await mask())
+        still = before is not None and not run.disturbed and run.identity == before
         return CheckRun(
             name,
             verdict,
@@ -216,7 +242,7 @@ class LandingWorker:
             view=run.view,
             output=output,
             output_tail=failure_excerpt(output, TAIL_CHARS),
-            identity=before if still == before else None,
+            identity=before if still else None,
             resolution=run.resolution,
         )
 
@@ -242,11 +268,15 @@ class LandingWorker:
             if run.verdict is CheckVerdict.PASSED and run.identity and run.view != REUSED:
                 passed.setdefault((run.command or "", run.identity), step_id)
 
-    async def _identity(self, mask: Mask) -> str | None:
-        """The step's view's content identity (`fleet.views.identity`; None: none)."""
-        return await asyncio.to_thread(
-            view_identity, self.tree.root, mask.images, mask.unrestorable, self.options.exclude
-        )
+    async def _mask(self, step_id: int) -> Mask:
+        """What the step's view puts back (`landing_preimages`)."""
+        return Mask.from_answer(await self.client.landing_preimages(step_id))
+
+    async def _before(self, step_id: int) -> tuple[Mask, str | None]:
+        """The step's view's mask, and that view's content identity now (`fleet.views.identity`;
+        None: none)."""
+        images = functools.partial(self._mask, step_id)
+        return await masked_identity(self.tree.root, images, self.options.exclude)
 
 
 def _reused(name: str, identity: str | None, step: int) -> CheckRun:

@@ -48,7 +48,6 @@ from codefleet.fleet.tools.resourcecalls import (
     ResourceTools,
     wait_for_resources,
 )
-from codefleet.fleet.views.identity import view_identity
 from codefleet.fleet.views.programs import NOT_RUNNABLE, not_started_text
 from codefleet.fleet.views.runinview import (
     Mask,
@@ -56,6 +55,7 @@ from codefleet.fleet.views.runinview import (
     ViewKind,
     decode_preimages,
     foreign_mask,
+    masked_identity,
     run_in_view,
 )
 from codefleet.fleet.views.uvlock import LockCache, Resolution
@@ -277,32 +277,45 @@ class Checker:
                 result = CheckResult(name, purpose, command, refused=busy)
                 self.results.append(result)
                 return result
-        before = await self._identity(name)
-        earlier = self._passed_on(name, command, before)
-        if earlier is not None:
-            result = replace(earlier, purpose=purpose, reused=earlier.purpose, identity=before)
-            problem = await self._post(earlier.reused_event(self.attempt, purpose))
-            if problem is not None:
-                result = CheckResult(name, purpose, command, refused=problem, infra=True)
-            self.results.append(result)
-            return result
-        started = {"attempt": self.attempt, "name": name, "phase": "started", "purpose": purpose}
-        problem = await self._post(started)
-        if problem is not None:
-            result = CheckResult(name, purpose, command, refused=problem, infra=True)
-        else:
-            result = await self._finish(await self._execute(name, command, purpose, limit), before)
+        result = await self._run(name, command, purpose, limit)
         self.results.append(result)
         return result
 
-    async def _finish(self, result: CheckResult, before: str | None) -> CheckResult:
+    async def _run(
+        self, name: str, command: str, purpose: CheckPurpose, timeout: float
+    ) -> CheckResult:
+        """The earlier pass on this content, else `check_started` and the run. The mask is
+        fetched once for the identity before and the view (decision 0173)."""
+        started = {"attempt": self.attempt, "name": name, "phase": "started", "purpose": purpose}
+        if self._may_reuse(name, command):
+            mask, before = await self._before(name)
+            earlier = self._passed_on(name, command, before)
+            if earlier is not None:
+                return await self._reuse(earlier, purpose, before)
+            problem = await self._post(started)
+        else:  # no earlier pass to reuse: the start is recorded while the content is read
+            (mask, before), problem = await asyncio.gather(self._before(name), self._post(started))
+        if problem is not None:
+            return CheckResult(name, purpose, command, refused=problem, infra=True)
+        result, after = await self._execute(name, command, purpose, timeout, mask, before)
+        return await self._finish(result, before, after)
+
+    async def _reuse(
+        self, earlier: CheckResult, purpose: CheckPurpose, identity: str | None
+    ) -> CheckResult:
+        """`earlier` standing for this run, said with `check_reused`."""
+        problem = await self._post(earlier.reused_event(self.attempt, purpose))
+        if problem is not None:
+            return CheckResult(earlier.name, purpose, earlier.command, refused=problem, infra=True)
+        return replace(earlier, purpose=purpose, reused=earlier.purpose, identity=identity)
+
+    async def _finish(
+        self, result: CheckResult, before: str | None, after: str | None
+    ) -> CheckResult:
         """Record the run's `check_finished`, with its content identity where the content
-        held still for the run; only a recorded run with one may be reused."""
-        held = (
-            before is not None
-            and not result.disturbed
-            and await self._identity(result.name) == before
-        )
+        held still for the run (`after`: the view's once it ran); only a recorded run with
+        one may be reused."""
+        held = before is not None and not result.disturbed and after == before
         result = replace(result, identity=before if held else None)
         event_id = await self._recorded(result.finished_event(self.attempt))
         if event_id is None:  # not in the log: nothing could name it
@@ -332,18 +345,23 @@ class Checker:
                 return earlier if earlier.passed and earlier.reused is None else None
         return None
 
-    async def _identity(self, name: str) -> str | None:
-        """The content identity of the view this check would see now (None: not reusable)."""
-        if name in self.fresh:
-            return None
-        gate, limits = self.gate, self.limits
-        try:
-            mask = Mask.from_answer(await gate.client.foreign_preimages(gate.task_id))
-        except (ServerUnavailable, DomainError):
-            return None
-        return await asyncio.to_thread(
-            view_identity, gate.tree.root, mask.images, mask.unrestorable, limits.exclude
+    def _may_reuse(self, name: str, command: str) -> bool:
+        """Whether an earlier run could stand for this one (`_passed_on`, whatever the content)."""
+        return any(
+            (r.name, r.command) == (name, command) and r.identity is not None for r in self.results
         )
+
+    async def _before(self, name: str) -> tuple[Mask | None, str | None]:
+        """The mask this run's view shows (None: the view fetches it) and that view's content
+        identity now (None: not reusable)."""
+        gate = self.gate
+        try:
+            if name in self.fresh:
+                return Mask.from_answer(await gate.client.foreign_preimages(gate.task_id)), None
+            images = foreign_mask(gate.client, gate.task_id)
+            return await masked_identity(gate.tree.root, images, self.limits.exclude)
+        except (ServerUnavailable, DomainError):
+            return None, None
 
     async def _post(self, report: dict[str, Any]) -> str | None:
         """Record a check event; a reason to stop when the server refuses or is unreachable."""
@@ -352,8 +370,15 @@ class Checker:
         return await post_event(gate, send, "check")
 
     async def _execute(
-        self, name: str, command: str, purpose: CheckPurpose, timeout: float
-    ) -> CheckResult:
+        self,
+        name: str,
+        command: str,
+        purpose: CheckPurpose,
+        timeout: float,
+        mask: Mask | None,
+        before: str | None,
+    ) -> tuple[CheckResult, str | None]:
+        """The run in its view and, where there is an identity before, the view's after."""
         gate, limits = self.gate, self.limits
         try:
             run = await run_in_view(
@@ -366,12 +391,14 @@ class Checker:
                 view_dir=limits.view_dir,
                 view=limits.view,
                 locks=limits.locks,
+                mask=mask,
+                identify=before is not None,
             )
         except ViewFailed as err:
             why = f"Check {name} did not run: {err}."
-            return CheckResult(name, purpose, command, refused=why, infra=True)
+            return CheckResult(name, purpose, command, refused=why, infra=True), None
         ran = run.ran
-        return CheckResult(
+        result = CheckResult(
             name,
             purpose,
             command,
@@ -391,6 +418,7 @@ class Checker:
             unstartable=run.unstartable,
             resolution=run.resolution,
         )
+        return result, run.identity
 
 
 async def post_event(gate: WriteGate, send: Awaitable[Any], what: str) -> str | None:

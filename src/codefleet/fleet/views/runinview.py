@@ -36,7 +36,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
@@ -45,6 +45,7 @@ from typing import Any, Final
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.errors import DomainError
 from codefleet.fleet.views.copyview import copy_tree, overlay, settle
+from codefleet.fleet.views.identity import view_identity
 from codefleet.fleet.views.layer import (
     MOUNT_UNSAFE,
     PROBE_TIMEOUT_S,
@@ -63,6 +64,7 @@ from codefleet.rollback import PreImage, TooLarge, capture
 __all__ = [
     "Mask",
     "MaskSource",
+    "Removals",
     "ViewFailed",
     "ViewKind",
     "ViewRun",
@@ -70,6 +72,7 @@ __all__ = [
     "foreign_mask",
     "host_view",
     "layer_problem",
+    "masked_identity",
     "run_in_view",
 ]
 
@@ -105,7 +108,8 @@ class Mask:
         return frozenset(self.images) | frozenset(self.unrestorable)
 
 
-# What a caller hands `run_in_view`: called once per view build (twice for a copy).
+# What a caller hands `run_in_view`: called once per view build (twice for a copy), and
+# once after a layer run; not for the first build when the caller hands its answer (`mask`).
 MaskSource = Callable[[], Awaitable[Mask | Mapping[str, PreImage]]]
 
 
@@ -122,6 +126,7 @@ class ViewRun:
     disturbed: tuple[str, ...] = ()  # newly masked during a layer run: it ran again in a copy
     unstartable: tuple[tuple[str, str], ...] = ()  # (program, why) on exit 126/127
     resolution: Resolution | None = None  # a `uv run` check's lock: resolved, or kept (skipped)
+    identity: str | None = None  # the content identity once it ran (asked with `identify`)
 
 
 class ViewFailed(Exception):
@@ -166,21 +171,62 @@ async def run_in_view(
     view_dir: Path | None = None,
     view: ViewKind | None = None,
     locks: LockCache | None = None,
+    mask: Mask | None = None,
+    identify: bool = False,
+    removals: Removals | None = None,
 ) -> ViewRun:
     """Run `command` in a view of `root` masked by `images`; `view` None: the layer where
     `host_view` says one works, else the copy; `locks`: a `uv run` check resolves once per
-    content (`fleet.views.uvlock`). Raises `ViewFailed`, never for the command."""
+    content (`fleet.views.uvlock`); `mask`: `images`' answer the caller already fetched for
+    this run, shown by the first view instead of a fetch; `identify`: say the view's content
+    identity once it ran (`ViewRun.identity`); `removals`: the view is removed while the
+    caller goes on (it awaits `Removals.wait`), else before this returns. Raises
+    `ViewFailed`, never for the command."""
     kind = view or await asyncio.to_thread(host_view, root, view_dir)
-    run = _Run(command, timeout, cap, locks)
-    copy = functools.partial(_copy_run, root, images, run, exclude, view_dir)
+    run = _Run(command, timeout, cap, locks, exclude, identify, removals)
     if kind is ViewKind.COPY:
-        return await copy()
-    first = await _layer_run(root, images, run, view_dir)
+        return await _copy_run(root, images, run, view_dir, mask)
+    first = await _layer_run(root, images, run, view_dir, mask)
     if not first.disturbed:
         return first
     log.info("check view disturbed by new leases on %s: running it again in a copy",
              ", ".join(first.disturbed[:10]))  # fmt: skip
-    return replace(await copy(), disturbed=first.disturbed)
+    again = replace(run, identify=False)  # disturbed: no identity stands for it
+    return replace(await _copy_run(root, images, again, view_dir, None), disturbed=first.disturbed)
+
+
+class Removals:
+    """Views being removed while their caller goes on (`run_in_view(removals=...)`): the
+    caller awaits `wait` before it is done, so no view outlives it."""
+
+    def __init__(self) -> None:
+        self._pending: list[asyncio.Future[None]] = []
+
+    def remove(self, base: Path) -> None:
+        self._pending.append(asyncio.ensure_future(asyncio.to_thread(shutil.rmtree, base, True)))
+
+    async def wait(self) -> None:
+        """Every view handed over so far is removed."""
+        pending, self._pending = self._pending, []
+        await asyncio.gather(*pending)
+
+
+async def _remove(base: Path, removals: Removals | None) -> None:
+    """Remove a view now (if still there), or hand it to `removals`."""
+    if removals is not None:
+        removals.remove(base)
+    elif base.exists():
+        await asyncio.to_thread(shutil.rmtree, base, True)
+
+
+async def masked_identity(
+    root: Path, images: MaskSource, exclude: Collection[Path] = ()
+) -> tuple[Mask, str | None]:
+    """`images`' answer now, and the content identity of the view it makes of `root`
+    (`fleet.views.identity`; None: not said)."""
+    mask = await _fetch(images)
+    identity = await asyncio.to_thread(view_identity, root, mask.images, mask.unrestorable, exclude)
+    return mask, identity
 
 
 def host_view(root: Path, view_dir: Path | None = None) -> ViewKind:
@@ -227,19 +273,27 @@ def _probe(root: Path, view_dir: Path) -> str | None:
     return None
 
 
-async def _fetch(images: MaskSource) -> Mask:
+async def _fetch(images: MaskSource, fetched: Mask | None = None) -> Mask:
+    """`images`' answer (`fetched`, where the caller already has it for this view)."""
+    if fetched is not None:
+        return fetched
     found = await images()
     return found if isinstance(found, Mask) else Mask(found)
 
 
 @dataclass(frozen=True, slots=True)
 class _Run:
-    """What runs in a view: the command, its limits, and the kept locks (None: none)."""
+    """What runs in a view: the command, its limits, the kept locks (None: none), whether
+    the view's identity is said once it ran (`exclude`: paths not in it), and who removes
+    the view (None: the run, before it returns)."""
 
     command: str
     timeout: float
     cap: int
     locks: LockCache | None
+    exclude: tuple[Path, ...] = ()
+    identify: bool = False
+    removals: Removals | None = None
 
     def plan(self, read: Callable[[str], bytes | None], env: Mapping[str, str]) -> LockPlan | None:
         return None if self.locks is None else self.locks.plan(read, self.command, env)
@@ -266,14 +320,16 @@ class _Run:
         self.locks.keep(plan, lock, ran.exit_code, still)
 
 
-async def _layer_run(root: Path, images: MaskSource, run: _Run, view_dir: Path | None) -> ViewRun:
+async def _layer_run(
+    root: Path, images: MaskSource, run: _Run, view_dir: Path | None, fetched: Mask | None
+) -> ViewRun:
     """Mask, lay out, run in the namespace, mask again: `disturbed` is what was added."""
     unshare = shell_support().unshare or "unshare"
     base = Path(tempfile.mkdtemp(prefix=VIEW_PREFIX, dir=view_dir))
     step = "the isolated view could not be built"
     env = check_env(root)
     try:
-        mask = await _fetch(images)
+        mask = await _fetch(images, fetched)
         plan = run.plan(view_reader(root, mask.images), env)
         shown = [*mask.images.values(), *([plan.image] if plan and plan.image else [])]
         started = time.perf_counter()
@@ -283,15 +339,15 @@ async def _layer_run(root: Path, images: MaskSource, run: _Run, view_dir: Path |
         argv = layer_argv(layer, run.line(plan), CHECK_SANDBOX, unshare)
         ran = await run.start(shell_line(argv), base, env)
         step = "the view could not be checked after the run"
-        isolated = await asyncio.to_thread(_isolated, root, layer, mask)
-        after = await _fetch(images)
+        remove = run.removals is None
+        isolated, lock = await asyncio.to_thread(_look_back, root, layer, mask, plan, remove)
+        after, identity = await _after(root, images, run)
         if plan is not None:
-            lock = await asyncio.to_thread(_upper_lock, layer, plan)
             run.keep(plan, view_reader(root, after.images), lock, env, ran)
     except VIEW_ERRORS as err:
         raise ViewFailed(step, err) from err
     finally:
-        await asyncio.to_thread(shutil.rmtree, base, True)
+        await _remove(base, run.removals)  # unless removed with the look back
     return ViewRun(
         ran,
         ViewKind.LAYER,
@@ -302,7 +358,27 @@ async def _layer_run(root: Path, images: MaskSource, run: _Run, view_dir: Path |
         tuple(sorted(after.paths - mask.paths)),
         _unstartable(run.command, root, ran),
         None if plan is None else plan.resolution,
+        identity,
     )
+
+
+def _look_back(
+    root: Path, layer: Layer, mask: Mask, plan: LockPlan | None, remove: bool
+) -> tuple[tuple[str, ...], bytes | None]:
+    """After a layer run, in one thread: what the view reset and the lock it left; then the
+    layer removed if `remove` (else the caller's `Removals` removes it)."""
+    try:
+        return _isolated(root, layer, mask), None if plan is None else _upper_lock(layer, plan)
+    finally:
+        if remove:
+            shutil.rmtree(layer.base, ignore_errors=True)
+
+
+async def _after(root: Path, images: MaskSource, run: _Run) -> tuple[Mask, str | None]:
+    """The mask once the run ended, and the view's identity then if `run` asks for it."""
+    if not run.identify:
+        return await _fetch(images), None
+    return await masked_identity(root, images, run.exclude)
 
 
 def _upper_lock(layer: Layer, plan: LockPlan) -> bytes | None:
@@ -328,16 +404,17 @@ def _differs(root: Path, image: PreImage) -> bool:
 
 
 async def _copy_run(
-    root: Path, images: MaskSource, run: _Run, exclude: tuple[Path, ...], view_dir: Path | None
+    root: Path, images: MaskSource, run: _Run, view_dir: Path | None, fetched: Mask | None
 ) -> ViewRun:
-    """Fetch, copy, fetch again, overlay, run in the copy; the copy is deleted."""
+    """Fetch (unless `fetched`), copy, fetch again, overlay, run in the copy; the copy is
+    deleted."""
     base = Path(tempfile.mkdtemp(prefix=VIEW_PREFIX, dir=view_dir))
     view = base / root.name
     step = "the isolated view could not be built"
     env = check_env(view)
     try:
-        before = await _fetch(images)
-        skipped = (*exclude, base.parent)  # other views, if they are made in the tree
+        before = await _fetch(images, fetched)
+        skipped = (*run.exclude, base.parent)  # other views, if they are made in the tree
         stats = await asyncio.to_thread(copy_tree, root, view, skipped)
         after = await _fetch(images)
         started = time.perf_counter()
@@ -353,10 +430,11 @@ async def _copy_run(
         unstartable = _unstartable(run.command, view, ran)
         if plan is not None:
             run.keep(plan, view_reader(view), view_reader(view)(LOCK), env, ran)
+        identity = await _copy_identity(root, images, run)
     except VIEW_ERRORS as err:
         raise ViewFailed(step, err) from err
     finally:
-        await asyncio.to_thread(shutil.rmtree, base, True)
+        await _remove(base, run.removals)
     return ViewRun(
         ran,
         ViewKind.COPY,
@@ -366,7 +444,19 @@ async def _copy_run(
         after.unrestorable,
         unstartable=unstartable,
         resolution=None if plan is None else plan.resolution,
+        identity=identity,
     )
+
+
+async def _copy_identity(root: Path, images: MaskSource, run: _Run) -> str | None:
+    """A copy's identity once it ran, if asked (None: the mask could not be fetched)."""
+    if not run.identify:
+        return None
+    try:
+        return (await _after(root, images, run))[1]
+    except VIEW_ERRORS as err:  # the run stands; only its identity is not said
+        log.info("no identity for a check run in a copy: %s", err)
+        return None
 
 
 def _unstartable(command: str, tree: Path, ran: CommandResult) -> tuple[tuple[str, str], ...]:
