@@ -252,7 +252,7 @@ class Checker:
 
     async def identity(self, name: str) -> str | None:
         """The content identity of the view check `name` would see now (None: none is said)."""
-        return await self._identity(name)
+        return (await self._before(name))[1]
 
     def unknown(self, name: str) -> str:
         return (
