@@ -190,11 +190,12 @@ class FleetClient:
         timeout: float | None = None,
         body: Any = None,
     ) -> Any:
-        """A call's JSON answer (None when empty). A GET to a plain http server rides the lane:
-        a read is safe to send again, and httpx costs ten times its client CPU (decision 0172)."""
-        if self._lane is not None and method == "GET":
+        """A call's JSON answer (None when empty). Every call to a plain http server rides the
+        lane, where httpx costs ten times its client CPU; only a GET may be sent twice
+        (decisions 0172, 0176)."""
+        if self._lane is not None:
             target = f"{path}?{httpx.QueryParams(params)}" if params else path
-            return await self._lane_json(method, target, None, epoch, timeout)
+            return await self._lane_json(method, target, body, epoch, timeout, method == "GET")
         response = await self._call(
             method, path, body=body, epoch=epoch, params=params, timeout=timeout
         )
@@ -256,7 +257,7 @@ class FleetClient:
     ) -> None:
         """Leave the fleet; `interrupted`: the operator stopped us (the attempt is not charged)."""
         params = {"reason": "interrupted"} if interrupted else None
-        await self._call(
+        await self._json(
             "DELETE", f"/agents/{agent_id}", epoch=epoch, timeout=timeout, params=params
         )
 
@@ -320,13 +321,21 @@ class FleetClient:
         return result
 
     async def _lane_json(
-        self, method: str, path: str, body: Any, epoch: int | None, timeout: float | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        epoch: int | None,
+        timeout: float | None = None,
+        resend: bool = True,
     ) -> Any:
-        """`_json` over the lane: the same errors, the same decoding."""
+        """`_json` over the lane: the same errors, the same decoding; `resend` as `Lane.request`."""
         assert self._lane is not None
         try:
             headers = None if epoch is None else {"X-Agent-Epoch": str(epoch)}
-            status, content = await self._lane.request(method, path, body, headers, timeout)
+            status, content = await self._lane.request(
+                method, path, body, headers, timeout, resend=resend
+            )
         except LaneError as err:
             raise ServerUnavailable(f"{method} {path}: {err}") from err
         _raise_for_status(status, content)
@@ -344,7 +353,7 @@ class FleetClient:
         body = {"agent_id": agent_id, "task_id": task_id, "path": path, "tool": tool}
         if sha256 is not None:
             body["sha256"] = sha256
-        await self._call("POST", "/changes", body=body, epoch=epoch)
+        await self._json("POST", "/changes", body=body, epoch=epoch)
 
     async def reads(
         self,
@@ -440,11 +449,11 @@ class FleetClient:
         return result
 
     async def landing_started(self, step_id: int, check: str) -> None:
-        await self._call("POST", f"/landing/steps/{step_id}/started", body={"check": check})
+        await self._json("POST", f"/landing/steps/{step_id}/started", body={"check": check})
 
     async def landing_beat(self, step_id: int) -> None:
         """The worker running step `step_id` is alive; `NotOwner` once the step is over."""
-        await self._call("POST", f"/landing/steps/{step_id}/beat")
+        await self._json("POST", f"/landing/steps/{step_id}/beat")
 
     async def landing_result(self, step_id: int, results: Sequence[CheckRun]) -> dict[str, Any]:
         """A step's check runs, in the order they ran."""
@@ -671,7 +680,7 @@ class FleetClient:
         return result
 
     async def reset(self) -> None:
-        await self._call("POST", "/reset")
+        await self._json("POST", "/reset")
 
     async def resume(self) -> dict[str, Any]:
         """Lift the fleet's usage-limit pause now (`POST /fleet/resume`)."""
@@ -685,15 +694,15 @@ class FleetClient:
         return result
 
     async def fleet_started(self, **payload: Any) -> None:
-        await self._call("POST", "/fleet/started", body=payload)
+        await self._json("POST", "/fleet/started", body=payload)
 
     async def fleet_finished(self, **payload: Any) -> None:
-        await self._call("POST", "/fleet/finished", body=payload)
+        await self._json("POST", "/fleet/finished", body=payload)
 
     async def record_commits(self, branch: str, commits: list[tuple[str, str]]) -> None:
         """Record the commits made for succeeded tasks (`task_committed` events)."""
         body = {"branch": branch, "commits": [{"task_id": t, "commit": c} for t, c in commits]}
-        await self._call("POST", "/commits", body=body)
+        await self._json("POST", "/commits", body=body)
 
     async def stream(self, since: int = 0) -> AsyncIterator[dict[str, Any]]:
         """Events after `since`, replayed then live, parsed from the SSE stream."""

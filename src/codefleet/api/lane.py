@@ -1,10 +1,10 @@
-"""A lean keep-alive HTTP/1.1 lane for the pre-write call and every read, over asyncio streams.
+"""A lean keep-alive HTTP/1.1 lane for every JSON call of the wire API, over asyncio streams.
 
 Every write of every agent waits on one `POST /leases/acquire`, and every
 check reads the pre-images other tasks hold. Through httpx a call costs about
 0.6 to 1 ms of client CPU on the project's machine (request, URL and header
 objects, h11, the response wrapper), more than the server's answer; over a
-bare keep-alive socket it costs about a tenth of that (decision 0172). The lane
+bare keep-alive socket it costs about a tenth of that (decisions 0172, 0176). The lane
 speaks only what the server's JSON answers need: plain http, one request at a
 time per connection (a small pool of idle connections for concurrent calls),
 `Content-Length` bodies. Anything else it cannot read raises `LaneError`. The
@@ -15,8 +15,11 @@ uses it only for an http:// server it reaches without an injected transport.
 
 A request sent on a reused connection that the server had closed meanwhile
 (its keep-alive timeout) is sent once more on a fresh connection, only when
-not a byte of an answer came back: the server never read it. The lane's
-callers send idempotent requests (a GET, a task re-acquiring its own path).
+not a byte of an answer came back and only when the caller says it may be
+(`resend`: a GET, a task re-acquiring its own path). A call that changes
+something is sent once: an idle connection the server is known to have closed
+is skipped, and one that closes under the request is a `LaneError`, as httpx
+fails such a call.
 """
 
 from __future__ import annotations
@@ -45,6 +48,10 @@ class _Connection:
         with contextlib.suppress(OSError, RuntimeError):  # RuntimeError: its loop is closed
             self.writer.close()
 
+    def closed_by_server(self) -> bool:
+        """The server's end of this idle connection is known to be closed."""
+        return self.reader.at_eof() or self.writer.is_closing()
+
 
 class Lane:
     """Keep-alive requests to one http:// origin; `request` returns (status, body bytes)."""
@@ -67,29 +74,33 @@ class Lane:
         body: Any,
         headers: dict[str, str] | None = None,
         timeout: float | None = None,
+        *,
+        resend: bool = True,
     ) -> tuple[int, bytes]:
+        """(status, body) of one call; `resend`: it may go again if a reused connection
+        closes before a byte of the answer (only for a call that changes nothing)."""
         extra = header_lines(headers) if headers else ""
-        message = request_bytes(
-            method,
-            self._prefix + path,
-            self._fixed + extra,
-            b"" if body is None else json.dumps(body).encode(),
-        )
+        message = request_bytes(method, self._prefix + path, self._fixed + extra, json_body(body))
         bound = self._timeout if timeout is None else timeout
         try:
             async with asyncio.timeout(bound):
-                return await self._send(message)
+                return await self._send(message, resend)
         except TimeoutError:
             raise LaneError(f"{method} {path}: no answer in {bound}s") from None
         except (OSError, asyncio.IncompleteReadError, ValueError) as err:
             raise LaneError(f"{method} {path}: {type(err).__name__}: {err}") from err
 
-    async def _send(self, message: bytes) -> tuple[int, bytes]:
+    async def _send(self, message: bytes, resend: bool) -> tuple[int, bytes]:
         while self._idle:
             connection = self._idle.pop()
+            if connection.closed_by_server():
+                connection.close()
+                continue
             try:
                 return await self._exchange(connection, message)
             except _ClosedBeforeAnswer:
+                if not resend:  # it may have been read: a write is never sent twice
+                    raise LaneError("the server closed the connection") from None
                 continue  # the server closed it while idle: it never read this request
         return await self._exchange(await self._open(), message)
 
@@ -114,6 +125,13 @@ class Lane:
         idle, self._idle = self._idle, []
         for connection in idle:
             connection.close()
+
+
+def json_body(body: Any) -> bytes:
+    """A request's JSON body, the bytes httpx sends for `json=body` (none for None)."""
+    if body is None:
+        return b""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 class _ClosedBeforeAnswer(LaneError):
