@@ -21,7 +21,7 @@ import pytest
 from fleet_support import server_settings
 
 from codefleet.api.client import FleetClient, ServerUnavailable
-from codefleet.errors import StaleEpoch
+from codefleet.errors import StaleEpoch, Unauthorized
 from codefleet.fleet.gate.prewrite import WriteGate
 from codefleet.paths import TreeRoot
 from codefleet.server.thread import ServerThread, free_port
@@ -232,3 +232,63 @@ async def test_no_server_is_server_unavailable() -> None:
     async with FleetClient(f"http://127.0.0.1:{free_port()}", token="t") as client:
         with pytest.raises(ServerUnavailable):
             await acquire(client)
+
+
+# -- the event stream over the lane ------------------------------------------------------
+
+STREAM_HEAD = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+)
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+async def test_stream_frames_split_across_chunks_are_read_whole_and_comments_skipped(
+    scripted: Start,
+) -> None:
+    frames = b': connected\n\nid: 1\nevent: a\ndata: {"id":1,"type":"a"}\n\n: ping\n\n'
+    frames += b'id: 2\nevent: b\ndata: {"id":2,"type":"b"}\n\nid: 3\nevent: a\ndata: {"id":3,"type":"a"}\n\n'
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await read_request(reader)
+        assert request.startswith(b"GET /events/stream?since=0 HTTP/1.1\r\n")
+        writer.write(STREAM_HEAD)
+        for at in range(0, len(frames), 7):  # frames cut anywhere, a chunk at a time
+            writer.write(chunk(frames[at : at + 7]))
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")  # the answer ends: so does the stream
+        await writer.drain()
+
+    url = await scripted(handler)
+    async with FleetClient(url, token="t") as client:
+        assert [e["id"] async for e in client.stream(0)] == [1, 2, 3]
+        assert [e["id"] async for e in client.stream(0, {"a"})] == [1, 3]
+
+
+@pytest.mark.parametrize(
+    ("reply", "error"),
+    [
+        (answer(b'{"error":{"code":"unauthorized","message":"no"}}', b""), Unauthorized),
+        (STREAM_HEAD + chunk(b": connected\n\n"), ServerUnavailable),  # then silent
+        (answer(b"{}"), ServerUnavailable),  # a sized answer is no stream
+    ],
+    ids=["refused", "silent", "sized"],
+)
+async def test_a_stream_refused_or_silent_raises_as_the_client_says(
+    scripted: Start, reply: bytes, error: type[Exception], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("codefleet.api.client.STREAM_READ_TIMEOUT_S", 0.3)
+    if error is Unauthorized:
+        reply = reply.replace(b"200 OK", b"401 Unauthorized")
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(reply)
+        await writer.drain()
+        await reader.read()  # until the client hangs up
+
+    async with FleetClient(await scripted(handler), token="t") as client:
+        with pytest.raises(error):
+            await anext(client.stream(0))

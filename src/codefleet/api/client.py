@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import ssl
 import sys
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Container, Iterable, Mapping, Sequence
 from typing import Any
 
 if "httpx" not in sys.modules:
@@ -26,7 +26,7 @@ if "httpx" not in sys.modules:
 import httpx
 
 from codefleet.api.landingrecords import CheckRun, LandingStep
-from codefleet.api.lane import Lane, LaneError
+from codefleet.api.lane import Lane, LaneError, LaneRefused
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.errors import ERRORS_BY_CODE, DomainError
 
@@ -704,8 +704,29 @@ class FleetClient:
         body = {"branch": branch, "commits": [{"task_id": t, "commit": c} for t, c in commits]}
         await self._json("POST", "/commits", body=body)
 
-    async def stream(self, since: int = 0) -> AsyncIterator[dict[str, Any]]:
-        """Events after `since`, replayed then live, parsed from the SSE stream."""
+    async def stream(
+        self, since: int = 0, types: Container[str] | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Events after `since`, replayed then live, parsed from the SSE stream; with `types`,
+        only the events of those types (the others are never parsed)."""
+        if self._lane is None:
+            async for event in self._httpx_stream(since):
+                if types is None or event["type"] in types:
+                    yield event
+            return
+        try:
+            async for kind, data in self._lane.frames(
+                f"/events/stream?since={int(since)}", None, STREAM_READ_TIMEOUT_S
+            ):
+                if types is None or kind in types:
+                    yield json.loads(data)
+        except LaneRefused as err:
+            _raise_for_status(err.status, err.body)
+        except LaneError as err:
+            raise ServerUnavailable(f"event stream: {err}") from err
+
+    async def _httpx_stream(self, since: int) -> AsyncIterator[dict[str, Any]]:
+        """`stream` through httpx: an https server, an injected transport."""
         try:
             async with self._http.stream(
                 "GET",

@@ -20,6 +20,10 @@ not a byte of an answer came back and only when the caller says it may be
 something is sent once: an idle connection the server is known to have closed
 is skipped, and one that closes under the request is a `LaneError`, as httpx
 fails such a call.
+
+`frames` reads the event stream (`GET /events/stream`, a chunked answer of
+server-sent events) on a connection of its own, frame by frame: a follower
+that wants some event types parses only theirs (decision 0176).
 """
 
 from __future__ import annotations
@@ -27,17 +31,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import AsyncIterator
 from typing import Any, Final
 
-from codefleet.api.http1 import Origin, header_lines, parse_head, request_bytes
+from codefleet.api.http1 import Head, Origin, header_lines, parse_head, request_bytes
 
-__all__ = ["Lane", "LaneError"]
+__all__ = ["Frame", "Lane", "LaneError", "LaneRefused"]
 
 MAX_IDLE: Final = 4  # idle connections kept per lane; a runner asks one lease at a time
 
 
+Frame = tuple[str, bytes]  # one server-sent event: its `event:` type, its `data:` lines
+
+
 class LaneError(Exception):
     """The server could not be reached, timed out, or answered outside the lane's subset."""
+
+
+class LaneRefused(LaneError):
+    """The server answered a stream with an error: its status and body (the envelope)."""
+
+    def __init__(self, status: int, body: bytes) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status, self.body = status, body
 
 
 class _Connection:
@@ -121,6 +137,34 @@ class Lane:
                 connection.close()
         return status, payload
 
+    async def frames(
+        self, path: str, headers: dict[str, str] | None, read_timeout: float
+    ) -> AsyncIterator[Frame]:
+        """The server-sent events of `GET path`, on a connection of its own, until the answer
+        ends; silence past `read_timeout` is a `LaneError`, an error answer `LaneRefused`."""
+        extra = header_lines(headers) if headers else ""
+        message = request_bytes("GET", self._prefix + path, self._fixed + extra, b"")
+        connection: _Connection | None = None
+        try:
+            async with asyncio.timeout(self._timeout):
+                connection = await self._open()
+                connection.writer.write(message)
+                await _stream_head(connection.reader)
+            buffer = b""
+            async for chunk in _chunks(connection.reader, read_timeout):
+                buffer += chunk
+                if b"\n\n" in buffer:
+                    found, buffer = _split_frames(buffer)
+                    for frame in found:
+                        yield frame
+        except TimeoutError:
+            raise LaneError(f"GET {path}: silent for {read_timeout}s") from None
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as err:
+            raise LaneError(f"GET {path}: {type(err).__name__}: {err}") from err
+        finally:
+            if connection is not None:
+                connection.close()
+
     async def aclose(self) -> None:
         idle, self._idle = self._idle, []
         for connection in idle:
@@ -139,7 +183,52 @@ class _ClosedBeforeAnswer(LaneError):
 
 
 async def _read_head(reader: asyncio.StreamReader) -> tuple[int, int, bool]:
-    """(status, content length, keep-alive) of the answer's head."""
+    """(status, content length, keep-alive) of a sized answer's head."""
+    parsed = await _head(reader)
+    if parsed.transfer_encoding:
+        raise LaneError(f"transfer-encoding {parsed.transfer_encoding} is not for the lane")
+    return parsed.status, parsed.length or 0, parsed.keep_alive
+
+
+async def _stream_head(reader: asyncio.StreamReader) -> None:
+    """Read a stream's head; an error answer (sized, with its envelope) is `LaneRefused`."""
+    parsed = await _head(reader)
+    if parsed.status >= 400 and not parsed.transfer_encoding:
+        body = await reader.readexactly(parsed.length) if parsed.length else b""
+        raise LaneRefused(parsed.status, body)
+    if parsed.status != 200 or parsed.transfer_encoding != "chunked":
+        raise LaneError(f"HTTP {parsed.status}, {parsed.transfer_encoding or 'sized'}: no stream")
+
+
+async def _chunks(reader: asyncio.StreamReader, read_timeout: float) -> AsyncIterator[bytes]:
+    """The data of each chunk of a chunked body, each waited for at most `read_timeout`."""
+    while True:
+        async with asyncio.timeout(read_timeout):
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            if size == 0:
+                return
+            data = await reader.readexactly(size + 2)
+        yield data[:-2]
+
+
+def _split_frames(buffer: bytes) -> tuple[list[Frame], bytes]:
+    """The whole frames at the head of `buffer` that carry data, and what follows them."""
+    *whole, rest = buffer.split(b"\n\n")
+    frames: list[Frame] = []
+    for text in whole:
+        kind, data = "message", []
+        for line in text.split(b"\n"):
+            if line.startswith(b"data:"):
+                data.append(line[5:].strip())
+            elif line.startswith(b"event:"):
+                kind = line[6:].strip().decode()
+        if data:
+            frames.append((kind, b"\n".join(data)))
+    return frames, rest
+
+
+async def _head(reader: asyncio.StreamReader) -> Head:
+    """The answer's head, parsed."""
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError as err:
@@ -151,9 +240,6 @@ async def _read_head(reader: asyncio.StreamReader) -> tuple[int, int, bool]:
     except asyncio.LimitOverrunError as err:
         raise LaneError(f"unreadable answer: {err}") from None
     try:
-        parsed = parse_head(head)
+        return parse_head(head)
     except ValueError as err:
         raise LaneError(f"unreadable answer: {err}") from None
-    if parsed.transfer_encoding:
-        raise LaneError(f"transfer-encoding {parsed.transfer_encoding} is not for the lane")
-    return parsed.status, parsed.length or 0, parsed.keep_alive
