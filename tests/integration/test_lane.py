@@ -62,6 +62,7 @@ async def test_the_lane_gets_the_servers_answers_and_errors(server: ServerThread
         assert (await gate.check("Write", {"file_path": str(tree / "b.py")})).allowed
         outside = await gate.check("Write", {"file_path": "/etc/passwd"})
         assert not outside.allowed and "outside the shared working tree" in outside.reason
+        assert client._httpx is None, "no httpx client is made for a plain http server"
 
 
 async def test_every_call_rides_the_lane_with_its_query_and_body(

@@ -134,16 +134,24 @@ class FleetClient:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.token = token  # for git, which fetches the landed line with it (`fleet.clone`)
         self.base_url = base_url.rstrip("/")
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=timeout,
-            transport=transport,
-            verify=_needs_tls(self.base_url),
-        )
-        # The pre-write call's own keep-alive lane (see `lane`), for a plain http server.
+        self._httpx_options: dict[str, Any] = {
+            "base_url": self.base_url,
+            "headers": headers,
+            "timeout": timeout,
+            "transport": transport,
+            "verify": _needs_tls(self.base_url),
+        }
+        self._httpx: httpx.AsyncClient | None = None  # made on first use (`_http`)
+        # The keep-alive lane (see `lane`) every call to a plain http server rides.
         plain = transport is None and not _needs_tls(self.base_url)
         self._lane = Lane(self.base_url, headers, timeout) if plain else None
+
+    @property
+    def _http(self) -> httpx.AsyncClient:
+        """httpx, made on first use (about 1 ms): a plain http server's calls never use it."""
+        if self._httpx is None:
+            self._httpx = httpx.AsyncClient(**self._httpx_options)
+        return self._httpx
 
     async def __aenter__(self) -> FleetClient:
         return self
@@ -154,7 +162,8 @@ class FleetClient:
     async def aclose(self) -> None:
         if self._lane is not None:
             await self._lane.aclose()
-        await self._http.aclose()
+        if self._httpx is not None:
+            await self._httpx.aclose()
 
     async def _call(
         self,
