@@ -233,10 +233,6 @@ async def _demo(
     mixed: bool = False,
     example: DemoExample = EXAMPLES["python"],
 ) -> bool:
-    examples = examples_dir()
-    graph = load_graph(examples / example.tasks)
-    if mixed:
-        graph = mixed_graph(graph)
     # The committer's git calls and the probes of how commands and checks run here wait on
     # processes in worker threads while this one builds the server's app.
     loop = asyncio.get_running_loop()
@@ -245,9 +241,11 @@ async def _demo(
     )
     probing = loop.run_in_executor(None, probe_views, settings.workdir)
     server = ServerThread(settings)
-    server.launch()  # it opens its database and landed line while the agents are made here
+    server.launch()  # it opens its database and landed line while the graph and agents load
     with contextlib.ExitStack() as running:
         running.callback(server.stop)  # as leaving `with ServerThread(...)` does
+        graph = load_graph(examples_dir() / example.tasks)
+        graph = mixed_graph(graph) if mixed else graph
         agents = demo_agents(mode, runners, example, mixed)
         server.start()  # it serves from here on
         committer = await opening if opening is not None else None
