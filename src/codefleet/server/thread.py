@@ -35,7 +35,7 @@ class ServerThread:
         if settings.port == 0:
             settings = settings.model_copy(update={"port": free_port(settings.host)})
         self.settings = settings
-        self.app = create_app(settings)
+        self.app = create_app(settings, early_line=True)  # it is served: see `launch`
         config = uvicorn_config(
             self.app,
             settings.host,
