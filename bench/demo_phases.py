@@ -4,7 +4,9 @@ Wraps the demo's pieces (imports, workspace, server start and stop, the
 fleet, the final check, the committer, the printing) and prints when each
 started and how long it took, in ms from this script's start (the
 interpreter's own start and exit are outside it). The demo's output is
-discarded. Run it at real-time priority for the figures an idle machine gives:
+discarded. Last, the CPU each thread spent during `run_fleet` (the main loop: runners,
+clients, followers; the server's thread; the worker threads), from `/proc`. Run it at
+real-time priority for the figures an idle machine gives:
 
     chrt -f 50 .venv/bin/python -m bench.demo_phases /tmp/demo-phases
 """
@@ -34,7 +36,9 @@ import inspect
 import itertools
 import os
 import sys
+import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import uvicorn.lifespan.on
@@ -72,6 +76,39 @@ def wrap(owner: Any, attr: str, name: str) -> None:
     setattr(owner, attr, timed)
 
 
+FLEET_CPU: dict[str, float] = {}
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds so far of each live thread of this process, by name (workers together)."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    tick = os.sysconf("SC_CLK_TCK")
+    found: dict[str, float] = {}
+    for tid in os.listdir("/proc/self/task"):
+        with contextlib.suppress(FileNotFoundError):
+            stat = Path(f"/proc/self/task/{tid}/stat").read_text()
+            fields = stat.rsplit(")", 1)[1].split()
+            name = names.get(int(tid), "other")
+            name = name if name in ("MainThread", "codefleet-server") else "workers"
+            found[name] = found.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return found
+
+
+def measure_fleet_cpu() -> None:
+    """Keep each thread's CPU during `run_fleet` in `FLEET_CPU`."""
+    fleet = demo_run.run_fleet
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        before = thread_cpu()
+        try:
+            return await fleet(*args, **kwargs)
+        finally:
+            after = thread_cpu()
+            FLEET_CPU.update({n: after[n] - before.get(n, 0.0) for n in after})
+
+    demo_run.run_fleet = counted
+
+
 def instrument() -> None:
     thread = codefleet.server.thread.ServerThread
     wrap(demo_run, "make_workspace", "workspace (copytree + git init/commit)")
@@ -95,6 +132,7 @@ def instrument() -> None:
 
 
 def main() -> None:
+    measure_fleet_cpu()
     instrument()
     sys.argv = ["codefleet", "demo", "--dry-run", "--run-dir", sys.argv[1]]
     with (
@@ -109,6 +147,10 @@ def main() -> None:
         print(f"{name:50} {1000 * (before - T0):7.0f} {1000 * (at - before):7.0f}")
     for name, started, ended in sorted(SPANS, key=lambda span: span[1]):
         print(f"  {name:48} {1000 * (started - T0):7.0f} {1000 * (ended - started):7.0f}")
+    print(
+        "CPU during run_fleet, ms: "
+        + ", ".join(f"{n} {1000 * c:.0f}" for n, c in FLEET_CPU.items())
+    )
 
 
 if __name__ == "__main__":

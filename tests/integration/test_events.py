@@ -1,6 +1,8 @@
 """The event log and its SSE stream: replay equals live, cursors resume exactly.
 
-Every stream is opened inside `aclosing` so the server sees the disconnect and
+The `client` fixture reads the stream through httpx (its injected transport);
+a client with none reads it over the lane (`api.lane`), the same events, and
+with `types` only those of the types it names. Every stream is opened inside `aclosing` so the server sees the disconnect and
 can shut down without waiting on an open response.
 """
 
@@ -16,6 +18,7 @@ import httpx
 
 from codefleet.api.client import FleetClient
 from codefleet.attempt import AttemptReport
+from codefleet.server.thread import ServerThread
 
 READ_TIMEOUT_S = 5.0
 
@@ -61,6 +64,33 @@ async def test_the_stream_from_zero_delivers_exactly_what_the_log_holds(client: 
 
     assert streamed == logged
     assert [e["id"] for e in logged] == list(range(1, len(logged) + 1))
+
+
+async def test_over_the_lane_the_stream_is_what_httpx_reads_replay_and_live(
+    client: FleetClient, server: ServerThread
+):
+    await some_activity(client)
+    logged = await client.all_events(0)
+    async with FleetClient(server.url) as lane_client:
+        assert lane_client._lane is not None and client._lane is None, "guard: one of each"
+        async with aclosing(lane_client.stream(0)) as stream:
+            streamed = await read_until(stream, logged[-1]["id"])
+            await client.create_tasks([{"id": "LIVE", "title": "live", "description": "do"}])
+            live = await read_until(stream, logged[-1]["id"] + 1)
+
+    assert streamed == logged
+    assert live == await client.events(since=logged[-1]["id"])
+
+
+async def test_a_stream_of_some_types_yields_only_theirs(client: FleetClient, server: ServerThread):
+    await some_activity(client)
+    wanted = {"task_started", "file_changed", "task_succeeded"}
+    kept = [e for e in await client.all_events(0) if e["type"] in wanted]
+    assert {e["type"] for e in kept} == wanted, "guard: the run emits each"
+    async with FleetClient(server.url) as lane_client:
+        for reader in (lane_client, client):  # over the lane, and through httpx
+            async with aclosing(reader.stream(0, wanted)) as stream:
+                assert await read_until(stream, kept[-1]["id"]) == kept
 
 
 async def test_a_stream_from_a_cursor_starts_right_after_it(client: FleetClient):

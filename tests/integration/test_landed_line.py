@@ -2,11 +2,14 @@
 
 Real runner with a scripted brain, real server and SQLite, the real `git`
 binary (its own `http-backend` on the server's port, and `git clone` / `fetch`
-as a runner or a person would run them).
+as a runner or a person would run them). A new line's repository is what the
+server serves: bare, read-only, on its branch, by the tree's identity; the tree
+read while the app is built starts the line only if the log stood still since.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 from collections.abc import Awaitable, Callable
@@ -14,10 +17,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from fleet_support import drain
+import pytest
+from fleet_support import drain, server_settings
 from git_support import codefleet, git, make_repository, person_state, tree_files
 
 from codefleet.api.client import FleetClient
+from codefleet.coord.engineview import EngineReads
+from codefleet.coord.opening import close_engine
+from codefleet.coord.tables.validation import NewTask
+from codefleet.readmodel.readapi import Reads
+from codefleet.review.landedline import FALLBACK_AUTHOR, LandedLine, line_dir
+from codefleet.server.httpapp import build_engine
+from codefleet.server.linefollower import LineFollower
+from codefleet.server.sse import EventHub
 from codefleet.server.thread import ServerThread
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
@@ -235,3 +247,51 @@ def test_land_line_without_a_line_says_so_and_changes_nothing(tmp_path: Path) ->
     assert refused.returncode == 1
     assert "no landed line at" in refused.stderr and "landed.git" in refused.stderr
     assert person_state(tree) == before
+
+
+def test_a_new_line_is_a_read_only_bare_repository_on_its_branch_by_the_trees_identity(
+    tmp_path: Path,
+) -> None:
+    tree = repo_tree(tmp_path)
+    git(tree, "config", "--add", "user.name", "Second Name")  # two values: the last wins
+    line = LandedLine.open(tree)
+    place = line_dir(tree)
+    assert (line.tip, line.base, line.cursor) == (None, "", 0)  # nothing started, nothing kept
+    assert git(place, "symbolic-ref", "HEAD").strip() == "refs/heads/landed"
+    assert git(place, "config", "http.receivepack").strip() == "false"
+    assert git(place, "config", "http.uploadpack").strip() == "true"
+    name = git(tree, "config", "user.name").strip()
+    assert name == "Second Name" and line.author.name == name
+    assert line.author.email == git(tree, "config", "user.email").strip()
+    again = LandedLine.open(tree)  # opened again: read from the repository
+    assert (again.tip, again.base, again.cursor, again.author) == (None, "", 0, line.author)
+
+
+def test_a_tree_without_a_whole_identity_lines_up_as_codefleet(tmp_path: Path) -> None:
+    tree = repo_tree(tmp_path)
+    git(tree, "config", "user.email", "")  # the tree's own, last: no email, whatever else says
+    assert git(tree, "config", "user.email").strip() == ""
+    assert LandedLine.open(tree).author == FALLBACK_AUTHOR
+
+
+@pytest.mark.parametrize("log_moved", [False, True], ids=["kept", "taken-again"])
+async def test_a_snapshot_taken_while_the_app_is_built_starts_the_line_if_the_log_stood_still(
+    tmp_path: Path, log_moved: bool
+) -> None:
+    tree = repo_tree(tmp_path)
+    settings = server_settings(tmp_path, tree)
+    engine = build_engine(settings, EventHub())
+    try:
+        follower = LineFollower(Reads(EngineReads(engine), 60.0), EventHub(), tree)
+        follower.open_early()
+        assert follower._early is not None
+        await asyncio.wrap_future(follower._early)  # the snapshot is taken: the tree as it was
+        (tree / "a.py").write_text("A = 2\n")  # then the tree changes
+        if log_moved:  # and an event says something may have (here: a task, in one commit)
+            engine.operator.create_tasks([NewTask("t", id="T1")])
+        await follower.open()
+        assert follower.line is not None and follower.line.base
+        based_on = follower.line.repo.run("show", f"{follower.line.base}:a.py")  # the line's
+        assert based_on == ("A = 2\n" if log_moved else "A = 1\n")
+    finally:
+        close_engine(engine)

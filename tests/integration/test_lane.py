@@ -1,11 +1,12 @@
-"""The keep-alive lane (`api.lane`): the lease request and every GET, as httpx, fails closed.
+"""The keep-alive lane (`api.lane`): every JSON call, as httpx, fails closed, writes sent once.
 
 Against the real server: an acquire over the lane is the answer httpx gets, a
 stale epoch is `StaleEpoch`, and the runner's write gate allows and denies as
-before; every GET (its query encoded as httpx does) rides it, and a call that
-changes something does not. Against a scripted loopback server: one connection serves call after
+before; every call rides it, a GET with its query encoded as httpx does, a
+write with the body httpx sends. Against a scripted loopback server: one connection serves call after
 call; a connection the server closed while idle is replaced without the caller
-seeing it; no server, no answer in time, a cut answer or a chunked one are
+seeing it; a write on a connection that closes under it is not sent again; no
+server, no answer in time, a cut answer or a chunked one are
 `ServerUnavailable`, which the write gate turns into a denial.
 """
 
@@ -20,7 +21,7 @@ import pytest
 from fleet_support import server_settings
 
 from codefleet.api.client import FleetClient, ServerUnavailable
-from codefleet.errors import StaleEpoch
+from codefleet.errors import StaleEpoch, Unauthorized
 from codefleet.fleet.gate.prewrite import WriteGate
 from codefleet.paths import TreeRoot
 from codefleet.server.thread import ServerThread, free_port
@@ -61,18 +62,17 @@ async def test_the_lane_gets_the_servers_answers_and_errors(server: ServerThread
         assert (await gate.check("Write", {"file_path": str(tree / "b.py")})).allowed
         outside = await gate.check("Write", {"file_path": "/etc/passwd"})
         assert not outside.allowed and "outside the shared working tree" in outside.reason
+        assert client._httpx is None, "no httpx client is made for a plain http server"
 
 
-async def test_every_get_rides_the_lane_with_its_query_and_nothing_else_does(
+async def test_every_call_rides_the_lane_with_its_query_and_body(
     server: ServerThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tree = server.settings.workdir
     async with FleetClient(server.url, token=TOKEN) as client:
         agent_id, epoch, task_id = await started_task(client, tree)
-        sent: list[str] = []
 
         async def through_httpx(method: str, path: str, **_: object) -> None:
-            sent.append(f"{method} {path}")
             raise AssertionError(f"{method} {path} went through httpx")
 
         monkeypatch.setattr(client._http, "request", through_httpx)
@@ -81,9 +81,13 @@ async def test_every_get_rides_the_lane_with_its_query_and_nothing_else_does(
         assert await client.tasks(status="pending") == []  # the query reached the server
         assert await client.assignment(agent_id, epoch, wait=0) is None  # started: a 204
         assert (await client.health())["status"] == "ok"
-        with pytest.raises(AssertionError, match="POST /tasks/T1/cancel went through httpx"):
-            await client.cancel(task_id)  # a call that changes something is not sent twice
-        assert sent == [f"POST /tasks/{task_id}/cancel"]
+        await client.record_change(agent_id, epoch, task_id, "a.py", "Write")  # a body, answered
+        assert (await client.say(task_id, "naïve ☃"))["text"] == "naïve ☃"  # as httpx: UTF-8
+        with pytest.raises(StaleEpoch):  # the epoch header, and the error envelope decoded
+            await client.record_change(agent_id, epoch + 1, task_id, "b.py", "Write")
+        await client.leave(agent_id, epoch, interrupted=True)  # a DELETE with its query
+        assert (await client.task(task_id))["status"] == "pending"  # interrupted: not charged
+        assert (await client.cancel(task_id))["status"] == "cancelled"  # a body-less POST
 
 
 # -- a scripted server ------------------------------------------------------------------
@@ -159,6 +163,41 @@ async def test_a_connection_closed_while_idle_is_replaced_unseen(scripted: Start
     assert len(served) == 2
 
 
+async def test_a_write_skips_a_connection_the_server_closed_while_idle(scripted: Start) -> None:
+    served: list[bytes] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        served.append(await read_request(reader))
+        writer.write(answer(b"{}"))  # then close: the keep-alive timeout of a real server
+        await writer.drain()
+        writer.close()
+
+    async with FleetClient(await scripted(handler), token="t") as client:
+        for _ in range(2):
+            await client.record_change("a_1", 1, "T1", "a.py", "Write")
+            await asyncio.sleep(0.05)  # let the close arrive (a real idle connection's fate)
+    assert len(served) == 2 and all(r.startswith(b"POST /changes ") for r in served)
+
+
+async def test_a_write_the_connection_closes_under_is_not_sent_again(scripted: Start) -> None:
+    served: list[bytes] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        served.append(await read_request(reader))
+        writer.write(answer(b"{}"))
+        served.append(await read_request(reader))  # read the next one, then close unanswered
+        writer.close()
+
+    async with FleetClient(await scripted(handler), token="t") as client:
+        await client.task("T1")
+        assert await client.task("T1") == {}  # a read the server may have read goes again
+        assert len(served) == 3  # the second connection answered it; it closes on the next
+        with pytest.raises(ServerUnavailable):
+            await client.record_change("a_1", 1, "T1", "b.py", "Write")
+    assert len(served) == 4, "the write the server may have read was not sent again"
+    assert served[-1].startswith(b"POST /changes ") and b'"path":"b.py"' in served[-1]
+
+
 @pytest.mark.parametrize(
     "reply",
     [
@@ -194,3 +233,63 @@ async def test_no_server_is_server_unavailable() -> None:
     async with FleetClient(f"http://127.0.0.1:{free_port()}", token="t") as client:
         with pytest.raises(ServerUnavailable):
             await acquire(client)
+
+
+# -- the event stream over the lane ------------------------------------------------------
+
+STREAM_HEAD = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+)
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+async def test_stream_frames_split_across_chunks_are_read_whole_and_comments_skipped(
+    scripted: Start,
+) -> None:
+    frames = b': connected\n\nid: 1\nevent: a\ndata: {"id":1,"type":"a"}\n\n: ping\n\n'
+    frames += b'id: 2\nevent: b\ndata: {"id":2,"type":"b"}\n\nid: 3\nevent: a\ndata: {"id":3,"type":"a"}\n\n'
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await read_request(reader)
+        assert request.startswith(b"GET /events/stream?since=0 HTTP/1.1\r\n")
+        writer.write(STREAM_HEAD)
+        for at in range(0, len(frames), 7):  # frames cut anywhere, a chunk at a time
+            writer.write(chunk(frames[at : at + 7]))
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")  # the answer ends: so does the stream
+        await writer.drain()
+
+    url = await scripted(handler)
+    async with FleetClient(url, token="t") as client:
+        assert [e["id"] async for e in client.stream(0)] == [1, 2, 3]
+        assert [e["id"] async for e in client.stream(0, {"a"})] == [1, 3]
+
+
+@pytest.mark.parametrize(
+    ("reply", "error"),
+    [
+        (answer(b'{"error":{"code":"unauthorized","message":"no"}}', b""), Unauthorized),
+        (STREAM_HEAD + chunk(b": connected\n\n"), ServerUnavailable),  # then silent
+        (answer(b"{}"), ServerUnavailable),  # a sized answer is no stream
+    ],
+    ids=["refused", "silent", "sized"],
+)
+async def test_a_stream_refused_or_silent_raises_as_the_client_says(
+    scripted: Start, reply: bytes, error: type[Exception], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("codefleet.api.client.STREAM_READ_TIMEOUT_S", 0.3)
+    if error is Unauthorized:
+        reply = reply.replace(b"200 OK", b"401 Unauthorized")
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(reply)
+        await writer.drain()
+        await reader.read()  # until the client hangs up
+
+    async with FleetClient(await scripted(handler), token="t") as client:
+        with pytest.raises(error):
+            await anext(client.stream(0))

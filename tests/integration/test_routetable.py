@@ -3,7 +3,8 @@
 The app is built the way the server builds it; a route generated from a row
 (`transport.routetable.install_route`) is told from a written-out one by its
 endpoint. A row on a bare FastAPI app shows what its typed query parameter and
-its typed answer do over HTTP.
+its typed answer do over HTTP. Each row's place for FastAPI's error messages is
+handed over at install, and is what FastAPI itself would read (the pinned version).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import Annotated
 
+import fastapi
+import fastapi.routing
 from fastapi import FastAPI, Query
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
@@ -19,7 +22,14 @@ from fleet_support import server_settings
 
 from codefleet.api.answermodels import Acknowledged
 from codefleet.server.httpapp import create_app
-from codefleet.transport.routetable import Answer, Args, Param, Route, install_route
+from codefleet.transport.routetable import (
+    FASTAPI_PIN,
+    Answer,
+    Args,
+    Param,
+    Route,
+    install_route,
+)
 
 ROW_ENDPOINT = "install_route.<locals>.endpoint"
 # git hands its backend the raw request, on two methods; the pages are GET and HEAD, off the schema
@@ -51,6 +61,16 @@ def test_every_route_but_git_and_the_pages_is_a_row() -> None:
     assert written == WRITTEN_OUT
     assert len(rows) == 58
     assert all(len(r.methods) == 1 for r in rows), "a row is one method on one path"
+
+
+def test_each_rows_place_is_handed_to_fastapi_as_it_would_read_it() -> None:
+    assert fastapi.__version__ == FASTAPI_PIN, "read transport/routetable.py before upgrading"
+    rows = [r for r in _routes() if r.endpoint.__qualname__ == ROW_ENDPOINT]
+    cache = fastapi.routing._endpoint_context_cache
+    handed = {r.name: cache.pop(id(r.endpoint)) for r in rows}  # as `install_route` left it
+    read = {r.name: fastapi.routing._extract_endpoint_context(r.endpoint) for r in rows}
+    assert handed == read
+    assert handed["acquire"]["function"] == "acquire" and handed["acquire"]["line"] > 0
 
 
 async def _echo(_: object, a: Args) -> Answer:

@@ -1,11 +1,14 @@
-"""Stopping the in-process server: uvicorn's shutdown steps, without its fixed waits."""
+"""The in-process server: launched to start beside the caller's work; stopped in uvicorn's
+shutdown steps, without its fixed waits."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+from fleet_support import server_settings
 
 from codefleet.api.client import FleetClient, ServerUnavailable
 from codefleet.server.thread import ServerThread
@@ -34,3 +37,17 @@ def test_an_exit_asked_twice_and_from_another_thread_stops_once(
     server.request_stop()
     server.stop()
     server.stop()  # joining a stopped server is a no-op
+
+
+async def test_a_launched_server_starts_once_and_start_waits_until_it_serves(
+    tmp_path: Path, workdir: Path
+) -> None:
+    server = ServerThread(server_settings(tmp_path, workdir))
+    server.launch()
+    server.launch()  # one thread: a second launch (or the `start` after it) starts nothing
+    try:
+        assert server.start() is server  # it serves once `start` returns
+        async with FleetClient(server.url) as client:
+            assert (await client.health())["status"] == "ok"
+    finally:
+        server.stop()

@@ -1,4 +1,4 @@
-"""The wire client's connection set-up: what making a `FleetClient` costs, and keeps."""
+"""The wire client's set-up: what making a `FleetClient` costs (httpx only on use), and keeps."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def verify_loads(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 
 async def test_an_http_server_costs_no_certificate_bundle(verify_loads: list[Any]) -> None:
-    async with FleetClient("http://127.0.0.1:8099", token="t"):
-        pass
+    async with FleetClient("http://127.0.0.1:8099", token="t") as client:
+        assert client._httpx is None  # its calls ride the lane: httpx is made on first use
     assert verify_loads == []
 
 

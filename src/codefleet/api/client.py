@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import ssl
 import sys
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Container, Iterable, Mapping, Sequence
 from typing import Any
 
 if "httpx" not in sys.modules:
@@ -26,7 +26,7 @@ if "httpx" not in sys.modules:
 import httpx
 
 from codefleet.api.landingrecords import CheckRun, LandingStep
-from codefleet.api.lane import Lane, LaneError
+from codefleet.api.lane import Lane, LaneError, LaneRefused
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.errors import ERRORS_BY_CODE, DomainError
 
@@ -134,16 +134,24 @@ class FleetClient:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.token = token  # for git, which fetches the landed line with it (`fleet.clone`)
         self.base_url = base_url.rstrip("/")
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=timeout,
-            transport=transport,
-            verify=_needs_tls(self.base_url),
-        )
-        # The pre-write call's own keep-alive lane (see `lane`), for a plain http server.
+        self._httpx_options: dict[str, Any] = {
+            "base_url": self.base_url,
+            "headers": headers,
+            "timeout": timeout,
+            "transport": transport,
+            "verify": _needs_tls(self.base_url),
+        }
+        self._httpx: httpx.AsyncClient | None = None  # made on first use (`_http`)
+        # The keep-alive lane (see `lane`) every call to a plain http server rides.
         plain = transport is None and not _needs_tls(self.base_url)
         self._lane = Lane(self.base_url, headers, timeout) if plain else None
+
+    @property
+    def _http(self) -> httpx.AsyncClient:
+        """httpx, made on first use (about 1 ms): a plain http server's calls never use it."""
+        if self._httpx is None:
+            self._httpx = httpx.AsyncClient(**self._httpx_options)
+        return self._httpx
 
     async def __aenter__(self) -> FleetClient:
         return self
@@ -154,7 +162,8 @@ class FleetClient:
     async def aclose(self) -> None:
         if self._lane is not None:
             await self._lane.aclose()
-        await self._http.aclose()
+        if self._httpx is not None:
+            await self._httpx.aclose()
 
     async def _call(
         self,
@@ -190,11 +199,12 @@ class FleetClient:
         timeout: float | None = None,
         body: Any = None,
     ) -> Any:
-        """A call's JSON answer (None when empty). A GET to a plain http server rides the lane:
-        a read is safe to send again, and httpx costs ten times its client CPU (decision 0172)."""
-        if self._lane is not None and method == "GET":
+        """A call's JSON answer (None when empty). Every call to a plain http server rides the
+        lane, where httpx costs ten times its client CPU; only a GET may be sent twice
+        (decisions 0172, 0176)."""
+        if self._lane is not None:
             target = f"{path}?{httpx.QueryParams(params)}" if params else path
-            return await self._lane_json(method, target, None, epoch, timeout)
+            return await self._lane_json(method, target, body, epoch, timeout, method == "GET")
         response = await self._call(
             method, path, body=body, epoch=epoch, params=params, timeout=timeout
         )
@@ -256,7 +266,7 @@ class FleetClient:
     ) -> None:
         """Leave the fleet; `interrupted`: the operator stopped us (the attempt is not charged)."""
         params = {"reason": "interrupted"} if interrupted else None
-        await self._call(
+        await self._json(
             "DELETE", f"/agents/{agent_id}", epoch=epoch, timeout=timeout, params=params
         )
 
@@ -320,13 +330,21 @@ class FleetClient:
         return result
 
     async def _lane_json(
-        self, method: str, path: str, body: Any, epoch: int | None, timeout: float | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        epoch: int | None,
+        timeout: float | None = None,
+        resend: bool = True,
     ) -> Any:
-        """`_json` over the lane: the same errors, the same decoding."""
+        """`_json` over the lane: the same errors, the same decoding; `resend` as `Lane.request`."""
         assert self._lane is not None
         try:
             headers = None if epoch is None else {"X-Agent-Epoch": str(epoch)}
-            status, content = await self._lane.request(method, path, body, headers, timeout)
+            status, content = await self._lane.request(
+                method, path, body, headers, timeout, resend=resend
+            )
         except LaneError as err:
             raise ServerUnavailable(f"{method} {path}: {err}") from err
         _raise_for_status(status, content)
@@ -344,7 +362,7 @@ class FleetClient:
         body = {"agent_id": agent_id, "task_id": task_id, "path": path, "tool": tool}
         if sha256 is not None:
             body["sha256"] = sha256
-        await self._call("POST", "/changes", body=body, epoch=epoch)
+        await self._json("POST", "/changes", body=body, epoch=epoch)
 
     async def reads(
         self,
@@ -440,11 +458,11 @@ class FleetClient:
         return result
 
     async def landing_started(self, step_id: int, check: str) -> None:
-        await self._call("POST", f"/landing/steps/{step_id}/started", body={"check": check})
+        await self._json("POST", f"/landing/steps/{step_id}/started", body={"check": check})
 
     async def landing_beat(self, step_id: int) -> None:
         """The worker running step `step_id` is alive; `NotOwner` once the step is over."""
-        await self._call("POST", f"/landing/steps/{step_id}/beat")
+        await self._json("POST", f"/landing/steps/{step_id}/beat")
 
     async def landing_result(self, step_id: int, results: Sequence[CheckRun]) -> dict[str, Any]:
         """A step's check runs, in the order they ran."""
@@ -676,7 +694,7 @@ class FleetClient:
         return result
 
     async def reset(self) -> None:
-        await self._call("POST", "/reset")
+        await self._json("POST", "/reset")
 
     async def resume(self) -> dict[str, Any]:
         """Lift the fleet's usage-limit pause now (`POST /fleet/resume`)."""
@@ -690,18 +708,39 @@ class FleetClient:
         return result
 
     async def fleet_started(self, **payload: Any) -> None:
-        await self._call("POST", "/fleet/started", body=payload)
+        await self._json("POST", "/fleet/started", body=payload)
 
     async def fleet_finished(self, **payload: Any) -> None:
-        await self._call("POST", "/fleet/finished", body=payload)
+        await self._json("POST", "/fleet/finished", body=payload)
 
     async def record_commits(self, branch: str, commits: list[tuple[str, str]]) -> None:
         """Record the commits made for succeeded tasks (`task_committed` events)."""
         body = {"branch": branch, "commits": [{"task_id": t, "commit": c} for t, c in commits]}
-        await self._call("POST", "/commits", body=body)
+        await self._json("POST", "/commits", body=body)
 
-    async def stream(self, since: int = 0) -> AsyncIterator[dict[str, Any]]:
-        """Events after `since`, replayed then live, parsed from the SSE stream."""
+    async def stream(
+        self, since: int = 0, types: Container[str] | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Events after `since`, replayed then live, parsed from the SSE stream; with `types`,
+        only the events of those types (the others are never parsed)."""
+        if self._lane is None:
+            async for event in self._httpx_stream(since):
+                if types is None or event["type"] in types:
+                    yield event
+            return
+        try:
+            async for kind, data in self._lane.frames(
+                f"/events/stream?since={int(since)}", None, STREAM_READ_TIMEOUT_S
+            ):
+                if types is None or kind in types:
+                    yield json.loads(data)
+        except LaneRefused as err:
+            _raise_for_status(err.status, err.body)
+        except LaneError as err:
+            raise ServerUnavailable(f"event stream: {err}") from err
+
+    async def _httpx_stream(self, since: int) -> AsyncIterator[dict[str, Any]]:
+        """`stream` through httpx: an https server, an injected transport."""
         try:
             async with self._http.stream(
                 "GET",

@@ -61,6 +61,8 @@ SETTLING = frozenset(
         EventType.TASK_SUCCEEDED,
     }
 )
+# What `wait_drained` reads of the stream; it never parses the other events.
+DRAIN_EVENTS = SETTLING | {EventType.FLEET_IDLE, EventType.LANDING_HALTED}
 SERVER_WAIT_S = 120.0  # how long `run` waits for a server that went away before giving up
 
 
@@ -139,7 +141,7 @@ async def wait_drained(
         halted = bool((health.get("landing") or {}).get("halted"))
         try:
             async for event in client.stream(
-                int(health["last_event_id"]) if cursor is None else cursor
+                int(health["last_event_id"]) if cursor is None else cursor, DRAIN_EVENTS
             ):
                 cursor = int(event["id"])
                 if event["type"] == EventType.FLEET_IDLE:

@@ -41,6 +41,8 @@ LINE_DIR: Final = "landed.git"
 BRANCH: Final = "landed"
 REF: Final = f"refs/heads/{BRANCH}"
 FALLBACK_AUTHOR: Final = Author("CodeFleet", "codefleet@localhost")
+# The line is served read-only (`server.gitbackend`): fetched, never pushed to.
+SERVE_READ_ONLY: Final = "[http]\n\treceivepack = false\n\tuploadpack = true\n"
 START_MESSAGE: Final = (
     "CodeFleet: the tree as the landed line found it\n\n"
     "Files that differed from HEAD (uncommitted or untracked) when the line started.\n"
@@ -63,12 +65,13 @@ class LineStart:
 class LandedLine:
     """The line of one tree: its bare repository, its branch and where it is in the log."""
 
-    def __init__(self, repo: Repo, author: Author) -> None:
+    def __init__(self, repo: Repo, author: Author, fresh: bool = False) -> None:
+        """`fresh`: its repository was just made (no branch, nothing kept): nothing to read."""
         self.repo = repo  # the line's refs and objects; the working tree is the tree
         self.author = author
         self.skipped: list[str] = []  # "T3: why" for each landed task not on the line
-        self.tip = self._head()  # None until the line starts; read here, kept up to date
-        kept = self._config()
+        self.tip = None if fresh else self._head()  # None until the line starts; kept up to date
+        kept = {} if fresh else self._config()
         self.cursor = int(kept.get("codefleet.cursor") or 0)  # the last event passed
         self.base = kept.get("codefleet.base", "")  # the line's first commit
         self._on_line: set[str] | None = None  # its tasks, read once when first needed
@@ -83,10 +86,11 @@ class LandedLine:
         person = Repo.open(tree)
         place = line_dir(tree)
         _refuse_link(place)
-        if not (place / "HEAD").is_file():
+        fresh = not (place / "HEAD").is_file()
+        if fresh:
             _init_bare(person, place)
         line = Repo(person.top, person.prefix, person.object_format, git_dir=place)
-        return cls(line, _identity(person))
+        return cls(line, _identity(person), fresh)
 
     @property
     def place(self) -> Path:
@@ -221,8 +225,9 @@ def _init_bare(person: Repo, place: Path) -> None:
     objects = Path(person.run("rev-parse", "--path-format=absolute", "--git-common-dir").strip())
     fresh = place.with_name(f".{LINE_DIR}.new-{os.getpid()}")
     shutil.rmtree(fresh, ignore_errors=True)
-    done = subprocess.run(
-        ["git", "init", "--quiet", "--bare", f"--object-format={person.object_format}", str(fresh)],
+    init = ["git", "init", "--quiet", "--bare", f"--initial-branch={BRANCH}"]  # a clone
+    done = subprocess.run(  # checks the line out
+        [*init, f"--object-format={person.object_format}", str(fresh)],
         capture_output=True,
         check=False,
         env={**os.environ, "LC_ALL": "C"},
@@ -230,18 +235,18 @@ def _init_bare(person: Repo, place: Path) -> None:
     if done.returncode != 0:
         raise GitError(f"git init: {done.stderr.decode(errors='replace').strip()}")
     (fresh / "objects" / "info" / "alternates").write_text(f"{objects / 'objects'}\n")
-    bare = Repo(person.top, person.prefix, person.object_format, git_dir=fresh)
-    for key, value in (("http.receivepack", "false"), ("http.uploadpack", "true")):
-        bare.run("config", key, value)
-    bare.run("symbolic-ref", "HEAD", REF)  # a clone checks the line out
+    with (fresh / "config").open("a") as config:  # as `git config` adds them to a new file
+        config.write(SERVE_READ_ONLY)
     fresh.rename(place)  # whole or not at all
 
 
 def _identity(person: Repo) -> Author:
-    """Who commits on the line: the tree's own identity, else CodeFleet's."""
+    """Who commits on the line: the tree's own identity, else CodeFleet's (one git reads both;
+    the last value of each wins, as `git config user.name` answers)."""
     try:
-        name = person.run("config", "user.name").strip()
-        email = person.run("config", "user.email").strip()
+        out = person.run("config", "--get-regexp", r"^user\.(name|email)$")
     except GitError:
         return FALLBACK_AUTHOR
+    found = dict(line.partition(" ")[::2] for line in out.splitlines())
+    name, email = found.get("user.name", "").strip(), found.get("user.email", "").strip()
     return Author(name, email) if name and email else FALLBACK_AUTHOR

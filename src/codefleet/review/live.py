@@ -44,6 +44,7 @@ from codefleet.review.indexdir import IndexDir
 __all__ = ["LiveCommitter", "open_committer"]
 
 RECONNECT_S = 0.5
+COMMITTED_ON = frozenset({EventType.TASK_SUCCEEDED})  # all the committer reads of the stream
 
 
 @dataclass(slots=True)
@@ -95,7 +96,7 @@ class LiveCommitter:
         while True:
             try:
                 async with FleetClient(url, token=token) as client:
-                    async for event in client.stream(since=self._cursor):
+                    async for event in client.stream(self._cursor, COMMITTED_ON):
                         await self._on_event(client, event)
             except (ServerUnavailable, DomainError):  # the server restarts or goes: retry
                 await asyncio.sleep(RECONNECT_S)

@@ -221,13 +221,16 @@ def _locked_engine(settings: Settings, hub: EventHub) -> tuple[TreeLock, ServerL
         raise
 
 
-def create_app(settings: Settings) -> FleetApp:
-    """The app over its engine; holds the tree's lock and the database's until shutdown."""
+def create_app(settings: Settings, early_line: bool = False) -> FleetApp:
+    """The app over its engine; holds the tree's lock and the database's until shutdown.
+    `early_line`: the app will be served; its landed line opens while the routes are built."""
     hub = EventHub(max_streams=settings.max_streams)
     _require_dirs(settings)
     tree_lock, lock, engine = _locked_engine(settings, hub)
     reads = Reads(EngineReads(engine), settings.stale_after)
     follower = LineFollower(reads, hub, engine.tree.root, remote=settings.line_remote)
+    if early_line:
+        follower.open_early()
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -8,7 +8,10 @@ after every commit that emitted events, it reads the `task_succeeded` events
 past the line's cursor and the tasks' recorded patches on the loop (the
 record's reads belong to the loop), and commits each one in a thread: git never
 runs on the loop, so no lease waits for it. A tree that is not a git repository
-has no line, and the fleet runs as before (`state` says why).
+has no line, and the fleet runs as before (`state` says why). `open_early`
+opens the line and snapshots the tree in a thread while the app is still being
+built (nobody is served yet, so no lease can be granted meanwhile); the
+snapshot is kept only if the log has not moved since (decision 0176).
 
 With a remote the operator names (`serve --line-remote`), the line's branch is
 pushed there after it moves (in a thread, forced: a line started again starts
@@ -20,6 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+from concurrent.futures import Future
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, Final
@@ -36,7 +41,7 @@ from codefleet.review.history import (
     veto_counts,
     wrote_without_patch,
 )
-from codefleet.review.landedline import BRANCH, LandedLine
+from codefleet.review.landedline import BRANCH, LandedLine, LineStart
 from codefleet.server.sse import EventHub
 
 __all__ = ["LineFollower"]
@@ -46,6 +51,18 @@ log = logging.getLogger(__name__)
 PAGE: Final = 200
 RECHECK_S: Final = 5.0  # a line that could not start or move looks again after this long
 ALL: Final = 1_000_000
+
+
+def _open_and_prepare(tree: Path, since: int | None) -> tuple[LandedLine, LineStart | None]:
+    """The tree's line, and a snapshot for its start after event `since` (None: not now,
+    or it failed: `LineFollower._start` takes it again and says why)."""
+    line = LandedLine.open(tree)
+    if since is None or line.started:
+        return line, None
+    try:
+        return line, line.prepare(since)
+    except GitError:
+        return line, None
 
 
 class LineFollower:
@@ -59,6 +76,22 @@ class LineFollower:
         self.line: LandedLine | None = None
         self.off: str | None = None  # why there is no line (not a git repository, ...)
         self.problem: str | None = None  # the last failure to move the line, until it moves
+        self._early: Future[tuple[LandedLine, LineStart | None]] | None = None  # `open_early`
+
+    def open_early(self) -> None:
+        """Open the line and snapshot the tree for its start in a thread of its own, now,
+        before anyone is served: its git runs while the app is built; `open` takes it."""
+        since = None if self.record.lease_rows() else self.record.last_event_id()
+        early: Future[tuple[LandedLine, LineStart | None]] = Future()
+        self._early = early
+
+        def run() -> None:
+            try:
+                early.set_result(_open_and_prepare(self.tree, since))
+            except BaseException as err:  # handed to `open`, which says a GitError, as before
+                early.set_exception(err)
+
+        threading.Thread(target=run, name="landed-line-open", daemon=True).start()
 
     @property
     def record(self) -> EngineReads:
@@ -67,13 +100,18 @@ class LineFollower:
     async def open(self) -> None:
         """Open the line, and start it if it can start now: before the server serves anyone,
         no lease can be granted while the tree is read, so the line starts at the tree as is."""
+        ready: LineStart | None = None
         try:
-            self.line = await asyncio.to_thread(LandedLine.open, self.tree)
+            if self._early is None:
+                line = await asyncio.to_thread(LandedLine.open, self.tree)
+            else:
+                line, ready = await asyncio.wrap_future(self._early)
         except GitError as err:
             self.off = str(err)
             log.info("no landed line: %s", err)
             return
-        await self._step(self.line)
+        self.line = line
+        await self._step(line, ready)
 
     async def run(self) -> None:
         """Follow until cancelled (after `open`)."""
@@ -90,9 +128,9 @@ class LineFollower:
         finally:
             self.line.close()
 
-    async def _step(self, line: LandedLine) -> None:
+    async def _step(self, line: LandedLine, ready: LineStart | None = None) -> None:
         try:
-            if line.started or await self._start(line):
+            if line.started or await self._start(line, ready):
                 await self._catch_up(line)
                 await self._push(line)
             self.problem = None
@@ -100,12 +138,16 @@ class LineFollower:
             self.problem = str(err)
             log.warning("the landed line did not move: %s", err)
 
-    async def _start(self, line: LandedLine) -> bool:
-        """Start the line from the tree as it is while no lease is held; False: not now."""
+    async def _start(self, line: LandedLine, ready: LineStart | None = None) -> bool:
+        """Start the line from the tree as it is while no lease is held; False: not now.
+        `ready`: a snapshot taken early, kept only if no event came after it."""
         if self.record.lease_rows():
             return False
         since = self.record.last_event_id()
-        start = await asyncio.to_thread(line.prepare, since)
+        if ready is not None and ready.since == since:
+            start = ready
+        else:
+            start = await asyncio.to_thread(line.prepare, since)
         if self.record.events(since, 1, EventType.LEASE_ACQUIRED):
             return False  # a write may have begun while the tree was read
         await asyncio.to_thread(line.begin, start)

@@ -2,9 +2,11 @@
 
 Used by `codefleet demo` (which starts its own server) and by the tests (a
 real server on 127.0.0.1, real SQLite, real HTTP). The thread owns its own
-event loop; `stop()` asks uvicorn to exit and joins it; `request_stop()` only
-asks, so that the caller can work while uvicorn winds down. The server speaks
-no WebSocket (events are SSE), so uvicorn loads no WebSocket protocol. It runs
+event loop; `launch()` starts it without waiting, so that the caller can work
+while it starts, and `start()` waits until it serves; `stop()` asks uvicorn to
+exit and joins it; `request_stop()` only asks, so that the caller can work
+while uvicorn winds down. The server speaks no WebSocket (events are SSE), so
+uvicorn loads no WebSocket protocol. It runs
 `transport.uvicorn_internals.FleetServer`, as `codefleet serve` does.
 """
 
@@ -33,7 +35,7 @@ class ServerThread:
         if settings.port == 0:
             settings = settings.model_copy(update={"port": free_port(settings.host)})
         self.settings = settings
-        self.app = create_app(settings)
+        self.app = create_app(settings, early_line=True)  # it is served: see `launch`
         config = uvicorn_config(
             self.app,
             settings.host,
@@ -52,8 +54,15 @@ class ServerThread:
     def url(self) -> str:
         return self.settings.url
 
+    def launch(self) -> None:
+        """Start the server's thread (once) without waiting: it opens its database and its
+        landed line while the caller works; `start` then waits for it to serve."""
+        if self._thread.ident is None:
+            self._thread.start()
+
     def start(self, timeout: float = 10.0) -> ServerThread:
-        self._thread.start()
+        """Launch it (if not yet) and wait until it serves."""
+        self.launch()
         deadline = time.monotonic() + timeout
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:

@@ -12,6 +12,10 @@ it would have had written out, so the schema and every validation answer are the
 same. A handler sees only `Args`; it answers `(status, data)`: its row's typed
 answer (its JSON the keys it set), JSON or an object with `to_wire()` (a hot row's,
 whose `answer` is the schema), or a `Response` of its own (docs/decisions/0168-*.md).
+
+FastAPI (pinned: `FASTAPI_PIN`) reads an endpoint's source lines on its first
+request, for its error messages; every row's endpoint is the one closure here,
+so `install_route` hands each the place read once (`_known_place`, decision 0176).
 """
 
 from __future__ import annotations
@@ -19,14 +23,17 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
+from types import CodeType, MappingProxyType
 from typing import Annotated, Any, Final, NamedTuple
 
+import fastapi.routing
 from fastapi import FastAPI, Header, Query
+from fastapi.exceptions import EndpointContext
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
 __all__ = [
+    "FASTAPI_PIN",
     "MAX_WAIT_S",
     "Answer",
     "Args",
@@ -37,6 +44,7 @@ __all__ = [
     "install_routes",
 ]
 
+FASTAPI_PIN: Final = "0.163.2"  # `_known_place` fills `fastapi.routing`'s private cache
 MAX_WAIT_S: Final = 30.0  # the long poll's longest wait
 JSON: Final = "application/json"
 Epoch = Annotated[int, Header(alias="X-Agent-Epoch")]
@@ -115,6 +123,7 @@ def install_route(app: FastAPI, target: Any, route: Route) -> None:
     endpoint.__signature__ = _signature(route)  # type: ignore[attr-defined]
     endpoint.__name__ = route.name
     endpoint.__doc__ = route.handler.__doc__  # the schema's description, when it has one
+    _known_place(endpoint)
     status = None if route.status == 200 else route.status
     app.add_api_route(
         route.path,
@@ -124,6 +133,22 @@ def install_route(app: FastAPI, target: Any, route: Route) -> None:
         name=route.name,
         response_model=route.answer,
     )
+
+
+def _known_place(endpoint: Callable[..., Any]) -> None:
+    """Hand FastAPI the endpoint's place as its first request would read it (file, line,
+    name): the source is read once for the one closure, not once per row mid-run."""
+    code = endpoint.__code__
+    if code not in _PLACES:
+        file, line = inspect.getsourcefile(endpoint), inspect.getsourcelines(endpoint)[1]
+        _PLACES[code] = (
+            EndpointContext(line=line) if file is None else EndpointContext(file=file, line=line)
+        )
+    place = EndpointContext(**_PLACES[code], function=endpoint.__name__)
+    fastapi.routing._endpoint_context_cache[id(endpoint)] = place
+
+
+_PLACES: dict[CodeType, EndpointContext] = {}  # a code object's file and line, read once
 
 
 def response(status: int, data: Any) -> Response:

@@ -34,6 +34,7 @@ Code session, holds.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 import shutil
@@ -232,10 +233,6 @@ async def _demo(
     mixed: bool = False,
     example: DemoExample = EXAMPLES["python"],
 ) -> bool:
-    examples = examples_dir()
-    graph = load_graph(examples / example.tasks)
-    if mixed:
-        graph = mixed_graph(graph)
     # The committer's git calls and the probes of how commands and checks run here wait on
     # processes in worker threads while this one builds the server's app.
     loop = asyncio.get_running_loop()
@@ -243,14 +240,21 @@ async def _demo(
         loop.run_in_executor(None, demo_committer, settings.workdir, console) if commit else None
     )
     probing = loop.run_in_executor(None, probe_views, settings.workdir)
-    with ServerThread(settings) as server:
+    server = ServerThread(settings)
+    server.launch()  # it opens its database and landed line while the graph and agents load
+    with contextlib.ExitStack() as running:
+        running.callback(server.stop)  # as leaving `with ServerThread(...)` does
+        graph = load_graph(examples_dir() / example.tasks)
+        graph = mixed_graph(graph) if mixed else graph
+        agents = demo_agents(mode, runners, example, mixed)
+        server.start()  # it serves from here on
         committer = await opening if opening is not None else None
         await _load_and_announce(server, settings, graph, example, console, committer)
         await probing
         stop = asyncio.Event()
         follower = asyncio.create_task(follow_compact(server.url, settings.token, console, stop))
         try:
-            result = await _demo_fleet(server, settings, mode, runners, example, mixed)
+            result = await _demo_fleet(server, settings, mode, runners, agents)
             history = await committer.finish(server.url, settings.token) if committer else None
         finally:
             stop.set()
@@ -302,22 +306,35 @@ async def _load_and_announce(
         committer.start(server.url, settings.token, since=0)
 
 
-async def _demo_fleet(
-    server: ServerThread,
-    settings: Settings,
-    mode: str,
-    runners: int,
-    example: DemoExample,
-    mixed: bool,
-) -> FleetResult:
-    """The demo's runners until the graph drains; with `mixed` the last is a Codex runner."""
+@dataclass(frozen=True, slots=True)
+class DemoAgents:
+    """The demo's agents: one executor every runner shares (as `run` shares one), a Codex one
+    for the last runner of a mixed demo, and the example's verify."""
+
+    executor: Executor
+    codex: Executor | None
+    runners: int
+    verify: str
+
+    def kind(self, n: int) -> str:
+        return "codex" if self.codex is not None and n == self.runners else "claude"
+
+    def for_runner(self, n: int) -> Executor:
+        return self.codex if self.codex is not None and self.kind(n) == "codex" else self.executor
+
+
+def demo_agents(mode: str, runners: int, example: DemoExample, mixed: bool) -> DemoAgents:
+    """The executors of the demo's runners; with `mixed` the last is a Codex runner."""
     examples = examples_dir()
-    executor = demo_executor(mode, examples, example)  # one for every runner, as `run` shares one
+    executor = demo_executor(mode, examples, example)
     codex = mixed_executor(examples) if mixed else None
+    return DemoAgents(executor, codex, runners, example.verify)
 
-    def kind(n: int) -> str:
-        return "codex" if codex is not None and n == runners else "claude"
 
+async def _demo_fleet(
+    server: ServerThread, settings: Settings, mode: str, runners: int, agents: DemoAgents
+) -> FleetResult:
+    """The demo's runners until the graph drains."""
     runner = RunnerOptions(
         "runner",
         settings.workdir,
@@ -328,16 +345,11 @@ async def _demo_fleet(
     options = FleetOptions(
         runner,
         runners=runners,
-        verify=python_command(example.verify),
+        verify=python_command(agents.verify),
         simulated=mode != "live",
-        agent_for=kind,
+        agent_for=agents.kind,
     )
-    return await run_fleet(
-        server.url,
-        lambda n: codex if codex is not None and kind(n) == "codex" else executor,
-        options,
-        token=settings.token,
-    )
+    return await run_fleet(server.url, agents.for_runner, options, token=settings.token)
 
 
 def run_demo(
