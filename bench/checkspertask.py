@@ -19,7 +19,8 @@ Cases, each a fresh tree, server and lock cache:
 
 Reported: checks run per task (agents', verifies and landing checks, counted by
 their `check_finished` / `landing_check_finished` events; reused and deferred
-ones are not run), check-seconds per landed task (those checks' own durations
+ones are not run, and the landing checks not run are counted apart: `view:
+reused`, an earlier step's pass or the task's own, decision 0177), check-seconds per landed task (those checks' own durations
 added up, divided by the tasks that landed), the makespan (wall time of
 `run_fleet`), and how many `uv run` starts skipped the resolution.
 
@@ -54,6 +55,7 @@ from codefleet.server.thread import ServerThread
 
 MODULES = ("strutils", "iterutils", "dictutils", "listutils", "mathutils", "setutils")
 RUN = frozenset({"check_finished", "landing_check_finished"})
+REUSED = "reused"  # a landing check's `view` when it was not run
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,8 @@ class Figures:
     checks: int
     agent: int  # run_check runs
     verify: int  # verifies run at the session's end
-    landing: int  # landing checks
+    landing: int  # landing checks run
+    landing_reused: int  # landing checks not run: they stand for a pass on the same content
     checks_per_task: float
     check_s_per_landed: float
     makespan_s: float
@@ -152,7 +155,8 @@ async def one_run(case: Case, base: Path, archive: Path, lock: bool, runners: in
 
 
 def figures(label: str, events: list[dict[str, Any]], makespan: float) -> Figures:
-    ran = [e for e in events if e["type"] in RUN]
+    ran = [e for e in events if e["type"] in RUN and e["payload"].get("view") != REUSED]
+    reused = sum(1 for e in events if e["type"] in RUN and e["payload"].get("view") == REUSED)
     purposes = [e["payload"].get("purpose") for e in ran if e["type"] == "check_finished"]
     landed = sum(1 for e in events if e["type"] == "task_succeeded")
     seconds = sum(int(e["payload"].get("duration_ms") or 0) for e in ran) / 1000.0
@@ -163,6 +167,7 @@ def figures(label: str, events: list[dict[str, Any]], makespan: float) -> Figure
         purposes.count("tool"),
         purposes.count("verify"),
         len(ran) - len(purposes),
+        reused,
         round(len(ran) / len(MODULES), 2),
         round(seconds / max(landed, 1), 2),
         round(makespan, 2),
@@ -171,7 +176,8 @@ def figures(label: str, events: list[dict[str, Any]], makespan: float) -> Figure
 
 
 HEADER = (
-    f"{'case':<22} {'checks':>6} {'agent':>5} {'verify':>6} {'landing':>7} {'per task':>8} "
+    f"{'case':<22} {'checks':>6} {'agent':>5} {'verify':>6} {'landing':>7} {'reused':>6} "
+    f"{'per task':>8} "
     f"{'check-s/landed':>14} {'makespan s':>10} {'frozen':>6}"
 )
 
@@ -179,6 +185,7 @@ HEADER = (
 def row(f: Figures) -> str:
     return (
         f"{f.label:<22} {f.checks:>6} {f.agent:>5} {f.verify:>6} {f.landing:>7} "
+        f"{f.landing_reused:>6} "
         f"{f.checks_per_task:>8.2f} {f.check_s_per_landed:>14.2f} {f.makespan_s:>10.2f} "
         f"{f.frozen:>6}"
     )

@@ -4,7 +4,8 @@ Real server and runner, SQLite, the real `git`; only the agent's brain is script
 The agent runs its check with `run_check`, then the runner verifies its session with
 the same check: on exactly the content the agent's run saw, the verify is that run
 (`check_reused`); a file written after the run, or a check its operator declared
-`reuse: false`, runs again.
+`reuse: false`, runs again. A landing check on the content the task's own check
+passed on is that run too (`reused_event`, decision 0177).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from codefleet.review.report.sparedwork import checks_text, reused_seconds
 from codefleet.server.thread import ServerThread
 from codefleet.testing.invariants_landing import check_landing
 from codefleet.testing.invariants_reuse import check_reuse
+from codefleet.wording import phrase
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 5.0, "tick_interval": 0.05, "backoff_base": 0.0}
 SUITE = f'"{sys.executable}" -c "import lib; assert lib.VALUE == 2"'
@@ -43,6 +45,21 @@ def repository(tree: Path) -> None:
 async def run(
     make_server: Callable[..., ServerThread], tree: Path, steps: list[Any], reuse: bool = True
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The attempt's check events, and its success's payload."""
+    events = await fleet_events(make_server, tree, steps, reuse)
+    [succeeded] = [e for e in events if e["type"] == "task_succeeded"]
+    return [e for e in events if e["type"].startswith("check_")], succeeded["payload"]
+
+
+async def fleet_events(
+    make_server: Callable[..., ServerThread],
+    tree: Path,
+    steps: list[Any],
+    reuse: bool = True,
+    integration: bool = False,
+) -> list[dict[str, Any]]:
+    """Every event of a fleet that drains T1 (`verify: suite`, the integration check too
+    with `integration`) with `steps`; the report and the invariants agree with the log."""
     repository(tree)
     server = make_server(**FAST, workdir=tree)
     check: dict[str, Any] = {"run": SUITE} if reuse else {"run": SUITE, "reuse": False}
@@ -60,18 +77,23 @@ async def run(
     graph = load_graph(graph_file)
     async with FleetClient(server.url) as client:
         await client.create_tasks(graph)
+        if integration:  # T1's verify is left to its landing (decision 0157)
+            await client.set_integration("suite")
         executor = ScriptedExecutor(parse_script({"T1": steps}))
         options = FleetOptions(RunnerOptions("runner", tree, tree.parent / "runs"))
         result = await run_fleet(server.url, lambda _: executor, options)
         assert result.ok, result.tasks
         events = await client.all_events()
         summary = report_json(build_report(await fetch_record(client)))["sections"]["summary"]
+    fresh = frozenset() if reuse else {"suite"}
     assert summary["checks"]["run"] == sum(e["type"] == "check_finished" for e in events)
-    assert summary["checks"]["reused"] == sum(e["type"] == "check_reused" for e in events)
+    assert summary["checks"]["reused"] == sum(
+        e["type"] == "check_reused" or "reused_event" in e["payload"] for e in events
+    )  # a landing check that stands for the task's pass is a reuse too
     assert summary["checks"]["reused_s"] == round(reused_seconds(events), 3)
-    assert check_reuse(events, frozenset() if reuse else {"suite"}) == []  # the log proves it
-    [succeeded] = [e for e in events if e["type"] == "task_succeeded"]
-    return [e for e in events if e["type"].startswith("check_")], succeeded["payload"]
+    assert check_reuse(events, fresh) == []  # the log proves it
+    assert check_landing(events, "suite" if integration else None, fresh) == []
+    return events
 
 
 WRITE = {"write": {"path": "lib.py", "content": "VALUE = 2\n"}}
@@ -107,6 +129,44 @@ async def test_a_verify_on_exactly_what_the_agents_check_saw_is_that_check(
         "1 run · 1 reused (passed before on the same content: 0.4 s not run)"
     )
     assert "passed on this same content before" in succeeded["summary"]
+
+
+async def test_a_landing_check_on_exactly_what_the_tasks_check_passed_on_is_that_check(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    """T1's own `run_check` passed and nothing moved since: its landing step's check is not
+    run, it names that `check_finished` and says whose it was (decision 0177)."""
+    events = await fleet_events(make_server, workdir, [WRITE, CHECK], integration=True)
+
+    attempt = [e["type"] for e in events if e["type"].startswith("check_")]
+    assert attempt[-3:] == ["check_started", "check_finished", "check_deferred"]  # its only run
+    [ran] = [e for e in events if e["type"] == "check_finished"]
+    [landing] = [e for e in events if e["type"] == "landing_check_finished"]
+    body = landing["payload"]
+    assert (body["verdict"], body["view"], body["duration_ms"]) == ("passed", "reused", 0)
+    assert (body["reused_event"], body["reused_task"], body["reused_purpose"]) == (
+        ran["id"], "T1", "tool",
+    )  # fmt: skip
+    assert "reused_step" not in body and body["batch"] == ["T1"]
+    said = ("command", "identity")
+    assert [body[k] for k in said] == [ran["payload"][k] for k in said]
+    assert phrase("landing_check_finished", body) == (
+        "landing check suite: T1 (batch) passed, not run: T1's run_check of suite passed with "
+        "this command on this same content"
+    )
+    assert reused_seconds(events) == ran["payload"]["duration_ms"] / 1000
+    moved = {**landing, "payload": {**body, "identity": "0" * 64}}
+    tampered = [moved if e is landing else e for e in events]  # the control: it is not asleep
+    assert [v.rule for v in check_landing(tampered, "suite")] == ["check_reuse"]
+
+
+async def test_a_landing_check_of_a_check_declared_reuse_false_runs(
+    make_server: Callable[..., ServerThread], workdir: Path
+) -> None:
+    events = await fleet_events(make_server, workdir, [WRITE, CHECK], reuse=False, integration=True)
+
+    [landing] = [e for e in events if e["type"] == "landing_check_finished"]
+    assert landing["payload"]["view"] != "reused" and "reused_event" not in landing["payload"]
 
 
 async def test_a_file_written_after_the_agents_check_makes_the_verify_run_again(

@@ -29,6 +29,8 @@ from codefleet.fleet.tools.commandtool import host_shell
 from codefleet.fleet.views.layerapply import ShellLimits
 from codefleet.models import EventType
 from codefleet.server.thread import ServerThread
+from codefleet.testing.invariants_landing import check_landing
+from codefleet.testing.invariants_reuse import check_reuse
 
 FAST = {"heartbeat_interval": 0.1, "stale_after": 1.0, "tick_interval": 0.05, "backoff_base": 0.0}
 
@@ -423,8 +425,9 @@ async def test_every_event_type_is_emitted_by_a_scripted_fleet(
         await client.record_commits("codefleet/t", [("hold", "a" * 40)])  # what `commit` posts
         await client.set_budget(0.005)  # below what "limited" spent: fleet_budget_exhausted
         await wait_until(lambda: events_of(client, "fleet_budget_exhausted"), timeout=5)
-        seen = {e["type"] for e in await client.all_events()}
-    assert seen == {t.value for t in EventType}
+        events = await client.all_events()
+    assert {e["type"] for e in events} == {t.value for t in EventType}
+    assert check_reuse(events) == [] and check_landing(events) == []  # each reuse is proved
 
 
 async def _land_a_break_and_a_halt(

@@ -40,6 +40,8 @@ WRITE = {"write": {"path": "lib.py", "content": "VALUE = 2\n"}}
 CHECK = {"check": "suite"}
 NOTE = {"write": {"path": "notes.txt", "content": "new content: not the same view\n"}}
 EDIT = {"write": {"path": "pyproject.toml", "content": PYPROJECT + "# edited\n"}}
+# after the agent's last check: its landing check is on other content, so it runs (0177)
+LATE = {"write": {"path": "late.txt", "content": "written after the last check\n"}}
 
 
 @pytest.fixture
@@ -61,7 +63,8 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 async def run(
     make_server: Callable[..., ServerThread], tree: Path, steps: list[Any], cache: bool = True
 ) -> list[dict[str, Any]]:
-    """Drain one task under `steps` with `suite` as its landing check; the check events."""
+    """Drain one task under `steps` with `suite` as its landing check; the events of the
+    checks that ran."""
     server = make_server(**FAST, workdir=tree)
     task = {"id": "T1", "title": "two", "description": "make it 2", "verify": "suite"}
     async with FleetClient(server.url) as client:
@@ -72,7 +75,8 @@ async def run(
         result = await run_fleet(server.url, lambda _: executor, FleetOptions(runner))
         assert result.ok, result.tasks
         events = await client.all_events()
-    return [e for e in events if e["type"] in ("check_finished", "landing_check_finished")]
+    ran = [e for e in events if e["type"] in ("check_finished", "landing_check_finished")]
+    return [e for e in ran if e["payload"].get("view") != "reused"]  # the checks that ran
 
 
 def started(events: list[dict[str, Any]]) -> list[tuple[str, str | None, str]]:
@@ -90,7 +94,7 @@ def started(events: list[dict[str, Any]]) -> list[tuple[str, str | None, str]]:
 async def test_a_second_uv_run_check_on_the_same_project_files_skips_the_resolution(
     make_server: Callable[..., ServerThread], tree: Path
 ) -> None:
-    events = await run(make_server, tree, [WRITE, CHECK, NOTE, CHECK])
+    events = await run(make_server, tree, [WRITE, CHECK, NOTE, CHECK, LATE])
 
     assert started(events) == [
         ("check_finished", "resolved", "resolving"),
@@ -105,7 +109,7 @@ async def test_a_second_uv_run_check_on_the_same_project_files_skips_the_resolut
 async def test_an_edit_to_pyproject_between_two_checks_makes_uv_resolve_again(
     make_server: Callable[..., ServerThread], tree: Path
 ) -> None:
-    events = await run(make_server, tree, [WRITE, CHECK, EDIT, CHECK])
+    events = await run(make_server, tree, [WRITE, CHECK, EDIT, CHECK, LATE])
 
     assert started(events) == [
         ("check_finished", "resolved", "resolving"),
@@ -126,7 +130,7 @@ async def test_an_edit_to_the_lock_between_two_checks_makes_uv_resolve_again(
 async def test_with_the_cache_off_every_check_resolves(
     make_server: Callable[..., ServerThread], tree: Path
 ) -> None:
-    events = await run(make_server, tree, [WRITE, CHECK, NOTE, CHECK], cache=False)
+    events = await run(make_server, tree, [WRITE, CHECK, NOTE, CHECK, LATE], cache=False)
 
     assert started(events) == [
         ("check_finished", None, "resolving"),

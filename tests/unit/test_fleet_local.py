@@ -48,3 +48,13 @@ def test_without_agent_for_every_runner_is_claude_and_the_landing_worker_follows
     assert (lander.name, lander.check_timeout) == ("landing-x", 9.0)
     assert fleet.landing(2).name == "landing-2-x"  # one beside each runner
     assert (lander.exclude, lander.view_dir) == ((tmp_path / "db",), tmp_path / "views")
+
+
+def test_every_runner_and_landing_worker_of_a_fleet_share_one_map_of_the_tasks_passes(
+    tmp_path: Path,
+) -> None:
+    fleet = FleetOptions(RunnerOptions("runner", tmp_path, tmp_path / "runs"), runners=2)
+
+    passes = {id(fleet.runner_options(n).check_passes) for n in (1, 2)}
+    passes |= {id(fleet.landing(n).attempt_passes) for n in (1, 2)}
+    assert passes == {id(fleet.attempt_passes)}  # what a runner keeps, every worker reads

@@ -3,8 +3,9 @@
 A clean attempt writes a file, runs its check (`check_finished`, passed, with its
 command and content identity) and its verify reuses that run (`check_reused`
 naming it); a clean landing passes a batch, lands it, and checks the base alone by
-reusing that pass (`view: reused`, naming its step). Each test breaks one thing and
-expects rule `check_reuse` to fire, and the clean logs to prove every rule.
+reusing that pass (`view: reused`, naming its step); a task's passing verify stands
+for its batch's landing check (naming its `check_finished`). Each test breaks one
+thing and expects rule `check_reuse` to fire, and the clean logs to prove every rule.
 """
 
 from __future__ import annotations
@@ -176,3 +177,57 @@ def test_a_kept_failure_the_log_does_not_prove_is_caught() -> None:
     assert rules(kept_repair(failed={"purpose": "tool"})) == ["repair_kept"]
     assert rules(kept_repair(kept={"identity": OTHER})) == ["repair_kept"]
     assert rules(kept_repair(write=True)) == ["repair_kept"]
+
+
+# -- a landing step that stands for a task's own pass (decision 0177) ---------------------------
+
+
+def task_pass(
+    run: dict[str, Any] | None = None, reused: dict[str, Any] | None = None
+) -> list[Step]:
+    """T1's verify passes on SEEN (event 2); its batch's landing check, on that same content,
+    is not run and names that `check_finished`."""
+    verify = {"attempt": 1, "name": "test", "purpose": "verify", "passed": True, "exit_code": 0}
+    verify |= {"command": SUITE, "identity": SEEN}
+    step = {"check": "test", "command": SUITE, "step": 1, "purpose": "batch", "batch": ["T1"]}
+    step |= {"base": 0, "verdict": "passed", "view": "reused", "identity": SEEN}
+    step |= {"reused_event": 2, "reused_task": "T1", "reused_purpose": "verify"}
+    return [
+        ("task_assigned", "T1", {"attempt": 1}),
+        ("check_finished", "T1", verify | (run or {})),
+        ("landing_queued", "T1", {"attempt": 1, "checks": ["test"], "position": 1}),
+        ("landing_check_finished", None, step | (reused or {})),
+        ("landed", "T1", {"order": 1, "checks": ["test"], "batch": ["T1"], "base": 0}),
+        ("task_succeeded", "T1", {"attempt": 1, "order": 1}),
+    ]
+
+
+def test_a_landing_check_standing_for_a_tasks_pass_on_the_same_content_is_clean() -> None:
+    assert check_landing(events_of(task_pass()), "test") == []
+
+
+def test_a_landing_reuse_naming_no_earlier_check_finished_is_caught() -> None:
+    assert landing_rules(task_pass(reused={"reused_event": 99})) == ["check_reuse"]
+    assert landing_rules(task_pass(reused={"reused_event": 3})) == ["check_reuse"]  # not one
+    later = task_pass(reused={"reused_event": 4})
+    later.insert(3, later.pop(1))  # the run it names (now event 4) comes after the reuse
+    assert landing_rules(later) == ["check_reuse"]
+    assert landing_rules(task_pass(reused={"reused_step": 1})) == ["check_reuse"]  # both named
+
+
+def test_a_landing_reuse_of_a_tasks_failed_run_or_another_checks_is_caught() -> None:
+    assert landing_rules(task_pass(run={"passed": False, "exit_code": 1})) == ["check_reuse"]
+    assert landing_rules(task_pass(run={"name": "lint"})) == ["check_reuse"]
+
+
+def test_a_landing_reuse_of_a_tasks_run_of_another_command_or_content_is_caught() -> None:
+    assert landing_rules(task_pass(run={"command": "pytest -x"})) == ["check_reuse"]
+    assert landing_rules(task_pass(reused={"identity": OTHER})) == ["check_reuse"]
+    assert landing_rules(task_pass(run={"identity": None}, reused={"identity": None})) == [
+        "check_reuse"
+    ]
+
+
+def test_a_landing_reuse_of_a_tasks_run_of_a_fresh_check_is_caught() -> None:
+    assert landing_rules(task_pass(), fresh=frozenset({"test"})) == ["check_reuse"]
+    assert landing_rules(task_pass(), fresh=frozenset({"lint"})) == []

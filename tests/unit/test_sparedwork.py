@@ -72,3 +72,12 @@ def test_the_summary_line_says_the_seconds_only_when_there_are_some() -> None:
     )
     assert stacks_text({"stacked": 0, "undone": 0, "not_waited_s": 0.0}) is None
     assert "not waited" not in str(stacks_text({"stacked": 1, "undone": 1, "not_waited_s": 0.0}))
+
+
+def test_a_landing_check_that_names_a_tasks_pass_spares_that_runs_seconds() -> None:
+    verify = finished("T1", 1, 1200)
+    verify["id"] = 7
+    landing = event("landing_check_finished", "", check="test", view="reused", reused_event=7)
+    landing["task_id"] = None
+    assert reused_seconds([verify, landing]) == 1.2
+    assert reused_seconds([verify, {**landing, "payload": {"check": "test"}}]) == 0.0

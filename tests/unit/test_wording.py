@@ -172,6 +172,32 @@ CORPUS: list[tuple[str, dict[str, Any]]] = [
         "landing_check_finished",
         {"check": "test", "batch": [], "purpose": "base", "verdict": "passed", "duration_ms": 9},
     ),
+    (
+        "landing_check_finished",
+        {
+            "check": "test",
+            "batch": ["T1"],
+            "purpose": "batch",
+            "verdict": "passed",
+            "duration_ms": 0,
+            "reused_event": 77,
+            "reused_task": "T1",
+            "reused_purpose": "verify",
+        },
+    ),
+    (
+        "landing_check_finished",
+        {
+            "check": "test",
+            "batch": ["T1"],
+            "purpose": "batch",
+            "verdict": "passed",
+            "duration_ms": 0,
+            "reused_event": 75,
+            "reused_task": "T1",
+            "reused_purpose": "tool",
+        },
+    ),
     ("landed", {"order": 4, "checks": ["test"]}),
     ("landed", {"order": 1, "checks": []}),
     ("lease_released", {"path": "hub.py", "reason": "stacked", "to_task_id": "T2"}),
@@ -379,3 +405,15 @@ def test_a_flaky_halt_says_flaky_and_a_halt_without_a_cause_reads_as_the_tree_fa
         == halt_cause("test", "something else")
         == ("the landed tree alone fails test")
     )
+
+
+def test_a_landing_check_not_run_says_whose_pass_it_stands_for() -> None:
+    body = {"check": "test", "batch": ["T1"], "purpose": "batch", "verdict": "passed",
+            "duration_ms": 0, "reused_event": 77, "reused_task": "T1"}  # fmt: skip
+    said = phrase("landing_check_finished", {**body, "reused_purpose": "verify"})
+    assert said == (
+        "landing check test: T1 (batch) passed, not run: T1's verify check test passed with "
+        "this command on this same content"
+    )
+    tool = phrase("landing_check_finished", {**body, "reused_purpose": "tool"})
+    assert "not run: T1's run_check of test passed" in str(tool)

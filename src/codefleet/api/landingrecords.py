@@ -31,6 +31,7 @@ _OPTIONAL: Final = (
     "resolution",
     "command",
     "reused_step",
+    "reused_event",
 )
 
 
@@ -97,6 +98,7 @@ class CheckRun:
     resolution: str | None = None  # a `uv run` check: `resolved` or `skipped`
     command: str | None = None  # the command it ran (or stands for, reused)
     reused_step: int | None = None  # not run: the step whose passing run of it this is
+    reused_event: int | None = None  # ... or the task's `check_finished` whose pass it is
 
     def to_wire(self) -> dict[str, Any]:
         """The run's JSON: the optional fields only when set."""

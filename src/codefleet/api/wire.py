@@ -260,6 +260,8 @@ class LandingCheckResult(_Body):
     command: Annotated[StrictStr, Field(max_length=MAX_CHECK_COMMAND)] | None = None
     # `view: reused`: the earlier step whose passing run on this same content this is
     reused_step: Annotated[StrictInt, Field(ge=1, le=MAX_INT)] | None = None
+    # ... or a task's own passing run on it: its `check_finished` (decision 0177)
+    reused_event: Annotated[StrictInt, Field(ge=1, le=MAX_INT)] | None = None
 
 
 class LandingResultBody(_Body):

@@ -22,7 +22,10 @@ the drain reuses the last landing check that passed on exactly the tree it
 would run on, and a fleet's workers share the passes (`LandingOptions.passed`,
 kept once the server recorded them): a check that passed on a content is not
 run again on it (the base alone, after the batch that landed it), its result
-says `view: reused` and names the step it reuses (`reused_step`).
+says `view: reused` and names the step it reuses (`reused_step`). A task's own
+check that passed on that content (`LandingOptions.attempt_passes`, kept by the
+fleet's runners once the server recorded it) stands for it too: the result
+names that `check_finished` (`reused_event`; decision 0177).
 
 The view is the one every check gets (`fleet.views.runinview.run_in_view`: an overlay
 layer at the tree's own path, or a copy where layers are unavailable), masked by
@@ -86,6 +89,9 @@ class LandingOptions:
     # recorded): not run again on the same content (the base alone after a batch that just
     # landed it), the reuse names that step; None: always run
     passed: dict[tuple[str, str], int] | None = None
+    # (command, content identity) -> the `check_finished` of a task's check that passed in
+    # this fleet (`fleet.tools.attemptchecks`): a landing check on that content names it
+    attempt_passes: dict[tuple[str, str], int] | None = None
 
 
 class LandingWorker:
@@ -202,6 +208,9 @@ class LandingWorker:
             reused = self._passed_on(command, before)
             if reused is not None and await self._reusable(name):
                 return _reused(name, before, reused)
+            task_pass = self._task_passed_on(command, before)
+            if task_pass is not None and await self._reusable(name):
+                return _reused_task_pass(name, before, task_pass)
             run = await run_in_view(
                 self.tree.root,
                 functools.partial(self._mask, step_id),
@@ -258,6 +267,14 @@ class LandingWorker:
             return None
         return passed.get((command, identity))
 
+    def _task_passed_on(self, command: str, identity: str | None) -> int | None:
+        """The `check_finished` of a task's recorded run of `command` that passed on
+        `identity`, if one did."""
+        passes = self.options.attempt_passes
+        if passes is None or identity is None:
+            return None
+        return passes.get((command, identity))
+
     def _keep_passes(self, step_id: int, results: Sequence[CheckRun]) -> None:
         """Keep each check the server recorded passing on a content that held still (a reuse
         names this step: `reused_step`)."""
@@ -294,6 +311,24 @@ def _reused(name: str, identity: str | None, step: int) -> CheckRun:
         output_tail=said,
         identity=identity,
         reused_step=step,
+    )
+
+
+def _reused_task_pass(name: str, identity: str | None, event: int) -> CheckRun:
+    """A check not run: a task's own run of it (its `check_finished` `event`) passed with the
+    same command on this same content (decision 0177)."""
+    said = "not run: a task's own run of this check passed with the same command on this content"
+    return CheckRun(
+        name,
+        CheckVerdict.PASSED,
+        exit_code=0,
+        duration_ms=0,
+        view_ms=0,
+        view=REUSED,
+        output=said,
+        output_tail=said,
+        identity=identity,
+        reused_event=event,
     )
 
 

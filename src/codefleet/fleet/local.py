@@ -268,6 +268,8 @@ class FleetOptions:
     started_with: Mapping[str, Any] | None = None  # the command's flags (`cli.operate.again`)
     # the landing checks that passed in this fleet, shared by its workers (`LandingOptions`)
     landing_passes: dict[tuple[str, str], int] = field(default_factory=dict)
+    # the tasks' checks that passed, kept by its runners for its workers (decision 0177)
+    attempt_passes: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def kind(self, n: int) -> str:
         """Runner n's agent kind."""
@@ -277,7 +279,7 @@ class FleetOptions:
         """Runner n's options: the fleet's, under its own name and agent kind."""
         kind = self.kind(n)
         name = f"{_prefix(kind)}-{n}{self.name_suffix}"
-        own = replace(self.runner, name=name, agent=kind)
+        own = replace(self.runner, name=name, agent=kind, check_passes=self.attempt_passes)
         if self.clones is None or (self.in_clones is not None and n > self.in_clones):
             return own
         root = self.clones / name
@@ -297,6 +299,7 @@ class FleetOptions:
         return LandingOptions(
             f"{name}{self.name_suffix}", runner.check_timeout, exclude=runner.protected,
             view_dir=runner.check_dir, locks=runner.locks(), passed=self.landing_passes,
+            attempt_passes=self.attempt_passes,
         )  # fmt: skip
 
 

@@ -161,6 +161,8 @@ class RunnerOptions:
     lease_granularity: Granularity | None = None
     clone: bool = False  # `workdir` is this runner's own clone of the landed line (`fleet.clone`)
     line: str | None = None  # ... fetched from this remote, not the server (`serve --line-remote`)
+    # the fleet's checks that passed, shared with its landing workers (`Checker.passes`)
+    check_passes: dict[tuple[str, str], int] | None = None
 
     def locks(self) -> LockCache | None:
         """The locks `uv run` checks keep (`fleet.views.uvlock`), or None when turned off."""
@@ -634,7 +636,7 @@ class Runner:
             resource_wait=opts.resource_wait,
             locks=opts.locks(),
         )
-        return Checker(gate, commands, attempt, limits, resources, fresh)
+        return Checker(gate, commands, attempt, limits, resources, fresh, opts.check_passes)
 
     def _commands(self, gate: WriteGate, task: AssignedTask) -> CommandRunner | None:
         """The attempt's run_command tool: the task's `shell` mode, else the fleet's default."""

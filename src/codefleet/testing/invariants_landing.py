@@ -35,7 +35,9 @@ contract (issue 39) and reports every `Violation`:
 - `check_reuse`: a landing check not run (`view: reused`) names the step whose
   passed run it is (`reused_step`): the same check and command, the same content
   identity, on exactly the same tree (its base plus batch); never for a check
-  declared `reuse: false` (`fresh`). An attempt's `check_reused` is checked by
+  declared `reuse: false` (`fresh`); or it names (`reused_event`) an earlier
+  `check_finished` of a task that passed, of the same check, command and content
+  identity (decision 0177). An attempt's `check_reused` is checked by
   `invariants_reuse.check_reuse`.
 
 A blamed task whose session repairs its change (`repair_started`, cause
@@ -72,6 +74,7 @@ class _State:
     queued: dict[str, int] = field(default_factory=dict)  # waiting task -> its landing_queued id
     landed_tasks: set[str] = field(default_factory=set)  # landed since its last retry
     passed: list[Row] = field(default_factory=list)  # landing_check_finished, verdict passed
+    task_runs: dict[int, Row] = field(default_factory=dict)  # check_finished by id, so far
     blamed: set[str] = field(default_factory=set)  # integration_failed, rework not yet seen
     rolling_back: dict[str, set[str]] = field(default_factory=dict)  # task -> paths not put back
     written: dict[str, set[str]] = field(default_factory=dict)  # task -> its attempt's writes
@@ -125,10 +128,44 @@ def _finished(state: _State, ordered: Sequence[Row], n: int) -> None:
         state.passed.append(event)
 
 
+def _task_run(state: _State, ordered: Sequence[Row], n: int) -> None:
+    state.task_runs[int(ordered[n]["id"])] = ordered[n]
+
+
+def _reused_task_run(state: _State, event: Row) -> None:
+    """A landing check not run that names a task's `check_finished` stands for it: an
+    earlier run that passed, of the same check and command, on the same content."""
+    body = event["payload"]
+    name, named = body.get("check"), body.get("reused_event")
+    earlier = state.task_runs.get(named) if isinstance(named, int) else None
+    was = earlier["payload"] if earlier is not None else {}
+    if name in state.fresh:
+        why = "is declared reuse: false"
+    elif earlier is None:
+        why = f"names no earlier check_finished ({named})"
+    elif body.get("reused_step") is not None:
+        why = f"names both step {body.get('reused_step')} and event {named}"
+    elif was.get("passed") is not True:
+        why = f"stands for a run that did not pass (event {named})"
+    elif was.get("name") != name:
+        why = f"stands for a run of {was.get('name')} (event {named})"
+    elif not body.get("command") or was.get("command") != body.get("command"):
+        why = f"stands for a run of another command (event {named})"
+    elif not body.get("identity") or was.get("identity") != body.get("identity"):
+        why = f"stands for a run on other content (event {named})"
+    else:
+        return
+    state.flag("check_reuse", f"landing check {name} reused in step {body.get('step')}: {why}",
+               event)  # fmt: skip
+
+
 def _reused(state: _State, event: Row) -> None:
     """A landing check not run stands for the passed run of the step it names: the same
     check, command and content, on exactly the same tree."""
     body = event["payload"]
+    if body.get("reused_event") is not None:
+        _reused_task_run(state, event)
+        return
     name, step = body.get("check"), body.get("reused_step")
     earlier = next(
         (p["payload"] for p in state.passed
@@ -332,6 +369,7 @@ _HANDLERS: Final[dict[str, Handler]] = {
     EventType.FILE_RESTORED: _put_back,
     EventType.RESTORE_FAILED: _put_back,
     EventType.LANDING_CHECK_FINISHED: _finished,
+    EventType.CHECK_FINISHED: _task_run,
     EventType.LANDING_QUEUED: _queued,
     EventType.LANDED: _landed,
     EventType.TASK_SUCCEEDED: _succeeded,

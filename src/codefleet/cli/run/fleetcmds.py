@@ -203,9 +203,11 @@ async def _one_runner(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    passes: dict[tuple[str, str], int] = {}  # the runner's passes, for its worker (0177)
+    options = dataclasses.replace(options, check_passes=passes)
     lander = LandingOptions(
         f"landing-{options.name}", options.check_timeout, exclude=options.protected,
-        view_dir=options.check_dir, locks=options.locks(), passed={},
+        view_dir=options.check_dir, locks=options.locks(), passed={}, attempt_passes=passes,
     )  # fmt: skip
 
     def connect() -> FleetClient:

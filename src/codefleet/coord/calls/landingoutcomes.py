@@ -10,7 +10,9 @@ attempt) and it is requeued as `integration_failed`, its error naming the tasks
 that landed since its attempt started and the failing output (`rework_text`). A
 halt is recorded (`landing_halted`, its `why` a `models.HaltCause`) for the
 queue to stop on. What a worker's check run says in `landing_check_finished`,
-and the tail of its output a person and a blamed task are shown, are said here.
+and the tail of its output a person and a blamed task are shown, are said here;
+a run that stands for a task's own pass says whose, read from the log
+(`reused_source`).
 """
 
 from __future__ import annotations
@@ -161,12 +163,23 @@ class LandingOutcomes:
         self.store.emit(EventType.LANDING_HALTED, **halted)
         return halted
 
+    def reused_source(self, run: CheckRun) -> dict[str, Any]:
+        """Whose pass a run not run stands for (`reused_event`), as the log recorded it: the
+        task and purpose of that `check_finished` (none when it is no such event)."""
+        if run.reused_event is None:
+            return {}
+        named = self.store.events(since=run.reused_event - 1, limit=1)
+        event = named[0] if named else {}
+        if (event.get("id"), event.get("type")) != (run.reused_event, EventType.CHECK_FINISHED):
+            return {}
+        return {"reused_task": event["task_id"], "reused_purpose": event["payload"]["purpose"]}
+
 
 def finished_fields(run: CheckRun) -> dict[str, Any]:
     """The fields of `landing_check_finished` a worker's run reports, bounded."""
     keys = (
         "verdict", "exit_code", "duration_ms", "view_ms", "view", "error", "identity", "resolution",
-        "command", "reused_step",
+        "command", "reused_step", "reused_event",
     )  # fmt: skip
     found = {k: getattr(run, k) for k in keys if getattr(run, k) is not None}
     found["output_tail"] = run.output_tail[-TAIL_CHARS:]

@@ -353,6 +353,7 @@ class LandingQueue:
         with self.transition():
             for r in results:
                 fields = {**handed.fields(), "check": r.check}
+                fields.update(self.outcomes.reused_source(r))
                 self.store.emit(EventType.LANDING_CHECK_FINISHED, **fields, **finished_fields(r))
             if any(v == DID_NOT_RUN for v in verdicts.values()):
                 return self._could_not_run(handed, results)

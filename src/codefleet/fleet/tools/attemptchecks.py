@@ -22,7 +22,10 @@ identity is that result, said with `check_reused` instead of run (an agent's
 check its operator declared `reuse: false` always runs. So that the log alone
 proves each reuse (`testing.invariants_reuse`), a `check_finished` carries its
 command and identity, and only a recorded run is reused: its `check_reused`
-names it (`reused_event`) with the same command and identity.
+names it (`reused_event`) with the same command and identity. A fleet's
+runners share their passes with its landing workers (`passes`: (command,
+identity) -> the `check_finished`, kept once the server recorded it): a landing
+check on that same content is that run (`fleet.landingworker`, decision 0177).
 
 An unknown name is refused locally with the list of known names (nothing
 runs, no event). A check that could not run (server unreachable, view
@@ -237,6 +240,7 @@ class Checker:
         limits: CheckLimits,
         resources: Mapping[str, list[str]] | None = None,
         fresh: Collection[str] = (),
+        passes: dict[tuple[str, str], int] | None = None,
     ) -> None:
         self.gate = gate
         self.commands = dict(commands)
@@ -245,6 +249,7 @@ class Checker:
         self.attempt = attempt
         self.limits = limits
         self.results: list[CheckResult] = []
+        self.passes = passes  # the fleet's recorded passes, for its landing checks to reuse
 
     @property
     def names(self) -> list[str]:
@@ -278,6 +283,7 @@ class Checker:
                 self.results.append(result)
                 return result
         result = await self._run(name, command, purpose, limit)
+        self._keep_pass(result)
         self.results.append(result)
         return result
 
@@ -308,6 +314,14 @@ class Checker:
         if problem is not None:
             return CheckResult(earlier.name, purpose, earlier.command, refused=problem, infra=True)
         return replace(earlier, purpose=purpose, reused=earlier.purpose, identity=identity)
+
+    def _keep_pass(self, result: CheckResult) -> None:
+        """Share a run the server recorded passing on a content that held still (never a
+        `reuse: false` check's), so a landing check on that content names it."""
+        if self.passes is None or result.name in self.fresh or result.reused is not None:
+            return
+        if result.passed and result.identity and result.event_id is not None:
+            self.passes.setdefault((result.command, result.identity), result.event_id)
 
     async def _finish(
         self, result: CheckResult, before: str | None, after: str | None

@@ -4,7 +4,8 @@ Issue 53's promise is about one check per task and a hot file that keeps
 moving, so the report says both in figures from the event log alone:
 
 - `check_counts`: checks run in attempts, reused on the same content
-  (`check_reused`), left to the landing check (`check_deferred`) and run at
+  (`check_reused`, and a landing check that stands for a task's own pass:
+  `reused_event`), left to the landing check (`check_deferred`) and run at
   landing, and the seconds the reused ones did not take (the duration of the
   passing run each reused);
 - `stack_counts`: files taken over from a task waiting to land, attempts undone
@@ -45,16 +46,30 @@ CHECK_KINDS: Final = {
 def check_counts(facts: RunFacts) -> dict[str, float]:
     """The attempts' checks run, reused, left to landing; the landing's; the seconds reused."""
     events = facts.record.events
-    counts = Counter(CHECK_KINDS[e["type"]] for e in events if e["type"] in CHECK_KINDS)
+    counts = Counter(_check_kind(e) for e in events if e["type"] in CHECK_KINDS)
     spared: dict[str, float] = {kind: counts[kind] for kind in CHECK_KINDS.values()}
     spared["reused_s"] = round(reused_seconds(events), 3)
     return spared
 
 
+def _check_kind(event: Row) -> str:
+    """What a check event counts as; a landing check that names a task's pass is a reuse."""
+    if _names_a_task_pass(event):
+        return "reused"
+    return CHECK_KINDS[event["type"]]
+
+
+def _names_a_task_pass(event: Row) -> bool:
+    body = event.get("payload") or {}
+    return (
+        event["type"] == EventType.LANDING_CHECK_FINISHED and body.get("reused_event") is not None
+    )
+
+
 def reused_seconds(events: Iterable[Row]) -> float:
     """The seconds the reused checks did not take: the duration of the run each reuse names
-    (`reused_event`), or, in a log from before reuses named it, the last passing run of that
-    check in the same task and attempt."""
+    (`reused_event`, an attempt's or a landing's), or, in a log from before reuses named it,
+    the last passing run of that check in the same task and attempt."""
     took: dict[Any, float] = {}  # a passing run's event id -> its seconds
     last: dict[tuple[Any, Any, Any], float] = {}
     spared = 0.0
@@ -66,6 +81,8 @@ def reused_seconds(events: Iterable[Row]) -> float:
         elif event["type"] == EventType.CHECK_REUSED:
             named = body.get("reused_event")
             spared += took.get(named, 0.0) if named is not None else last.get(key, 0.0)
+        elif _names_a_task_pass(event):
+            spared += took.get(body["reused_event"], 0.0)
     return spared
 
 
