@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
 from fleet_support import server_settings
 
-from codefleet.api.client import FleetClient, ServerUnavailable
+from codefleet.api.client import FleetClient, ServerUnavailable, query_string
 from codefleet.errors import StaleEpoch, Unauthorized
 from codefleet.fleet.gate.prewrite import WriteGate
 from codefleet.paths import TreeRoot
@@ -88,6 +90,38 @@ async def test_every_call_rides_the_lane_with_its_query_and_body(
         await client.leave(agent_id, epoch, interrupted=True)  # a DELETE with its query
         assert (await client.task(task_id))["status"] == "pending"  # interrupted: not charged
         assert (await client.cancel(task_id))["status"] == "cancelled"  # a body-less POST
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"since": 0},
+        {"status": "running", "limit": 50},
+        {"type": ["task_succeeded", "landed"], "wait": 0.1},
+        {"interrupted": True, "replace": False, "note": None},
+        {"path": "src/a b/ü&=?.py", "task_id": "T1#2"},
+        {"ids": ("T1", "T2"), "empty": [], "n": -3},
+    ],
+)
+def test_a_query_is_encoded_as_httpx_encodes_it(params: dict[str, object]) -> None:
+    """The lane's query (`query_string`) is byte for byte httpx's, without importing it."""
+    import httpx
+
+    assert query_string(params) == str(httpx.QueryParams(params))  # type: ignore[arg-type]
+
+
+def test_a_plain_http_client_never_imports_httpx() -> None:
+    """Every call to an http server rides the lane: httpx loads only for https or a transport."""
+    code = (
+        "import asyncio, sys\n"
+        "from codefleet.api.client import FleetClient, query_string\n"
+        "client = FleetClient('http://127.0.0.1:9')\n"
+        "query_string({'a': 1})\n"
+        "asyncio.run(client.aclose())\n"
+        "print(sorted(m for m in ('httpx', 'httpcore', 'h11') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 # -- a scripted server ------------------------------------------------------------------

@@ -111,9 +111,9 @@ def test_an_unknown_command_is_met_with_the_names_it_resembles() -> None:
 
 def test_the_guard_sees_a_module_that_does_load_them() -> None:
     """The check is live: the demo's runner needs the server and the client, and has them."""
-    code = "import sys, codefleet.cli.start.demo_run; print(sorted(m for m in ('fastapi', 'httpx') if m in sys.modules))"
+    code = "import sys, codefleet.cli.start.demo_run; print(sorted(m for m in ('fastapi', 'codefleet.api.client') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "['fastapi', 'httpx']"
+    assert done.stdout.strip() == "['codefleet.api.client', 'fastapi']"
 
 
 # What the demo's runner (its server, client and fleet) must not load, and the path that
@@ -128,6 +128,8 @@ OFF_THE_DEMOS_PATH = {
     "codefleet.fleet.verifybisect": "a final verify that failed, bisected",
     "tomllib": "a `uv run` check, to read the pyproject.toml (fleet.views.uvlock)",
     "rich.live": "the live dashboard (`codefleet watch`)",
+    "httpx": "an https server or an injected transport (api.client: http rides the lane)",
+    "httpcore": "httpx",
 }
 
 

@@ -15,20 +15,17 @@ import json
 import ssl
 import sys
 from collections.abc import AsyncIterator, Container, Iterable, Mapping, Sequence
-from typing import Any
-
-if "httpx" not in sys.modules:
-    # `import httpx` also imports its command-line client (`httpx._main`: click, Rich's
-    # syntax highlighting, pygments; ~200 ms here) whenever those happen to be installed.
-    # A None entry makes that import fail, and httpx falls back to its stub `main`.
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-
-import httpx
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from codefleet.api.landingrecords import CheckRun, LandingStep
 from codefleet.api.lane import Lane, LaneError, LaneRefused
 from codefleet.attempt import AssignedTask, AttemptReport
 from codefleet.errors import ERRORS_BY_CODE, DomainError
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["ApiError", "FleetClient", "ServerUnavailable", "UntrustedServer", "handed_task"]
 
@@ -87,6 +84,36 @@ def handed_task(answer: Mapping[str, Any]) -> AssignedTask | None:
     """The next assignment a `complete` answer carries (`next`), or None (an older server)."""
     handed = answer.get("next")
     return AssignedTask.from_wire(handed) if handed else None
+
+
+def _httpx() -> ModuleType:
+    """httpx, imported on first use: only an https server, an injected transport or their
+    event stream use it (every call to a plain http server rides the lane, decision 0176)."""
+    if "httpx" not in sys.modules:
+        # `import httpx` also imports its command-line client (`httpx._main`: click, Rich's
+        # syntax highlighting, pygments; ~200 ms here) whenever those happen to be installed.
+        # A None entry makes that import fail, and httpx falls back to its stub `main`.
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    import httpx
+
+    return httpx
+
+
+def query_string(params: Mapping[str, Any]) -> str:
+    """`params` as httpx encodes a query (`httpx.QueryParams`): a list or tuple value is one
+    pair per item, True/False are `true`/`false`, None is empty."""
+    pairs = [
+        (str(key), _query_value(item))
+        for key, value in params.items()
+        for item in (value if isinstance(value, list | tuple) else (value,))
+    ]
+    return urlencode(pairs)
+
+
+def _query_value(value: Any) -> str:
+    if value is True or value is False:
+        return "true" if value else "false"
+    return "" if value is None else str(value)
 
 
 def _raise_for(response: httpx.Response) -> None:
@@ -150,7 +177,7 @@ class FleetClient:
     def _http(self) -> httpx.AsyncClient:
         """httpx, made on first use (about 1 ms): a plain http server's calls never use it."""
         if self._httpx is None:
-            self._httpx = httpx.AsyncClient(**self._httpx_options)
+            self._httpx = _httpx().AsyncClient(**self._httpx_options)
         return self._httpx
 
     async def __aenter__(self) -> FleetClient:
@@ -177,6 +204,7 @@ class FleetClient:
     ) -> httpx.Response:
         headers = {"X-Agent-Epoch": str(epoch)} if epoch is not None else None
         extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        httpx = _httpx()
         try:
             response = await self._http.request(
                 method, path, json=body, headers=headers, params=params, **extra
@@ -203,7 +231,7 @@ class FleetClient:
         lane, where httpx costs ten times its client CPU; only a GET may be sent twice
         (decisions 0172, 0176)."""
         if self._lane is not None:
-            target = f"{path}?{httpx.QueryParams(params)}" if params else path
+            target = f"{path}?{query_string(params)}" if params else path
             return await self._lane_json(method, target, body, epoch, timeout, method == "GET")
         response = await self._call(
             method, path, body=body, epoch=epoch, params=params, timeout=timeout
@@ -741,6 +769,7 @@ class FleetClient:
 
     async def _httpx_stream(self, since: int) -> AsyncIterator[dict[str, Any]]:
         """`stream` through httpx: an https server, an injected transport."""
+        httpx = _httpx()
         try:
             async with self._http.stream(
                 "GET",
