@@ -84,6 +84,18 @@ async def register(client: FleetClient, name: str, pid: int | None = 1234) -> Ru
     return Runner(name, answer["agent_id"], answer["epoch"])
 
 
+async def started_holder(client: FleetClient, workdir: Path) -> tuple[str, int]:
+    """Task H (scope a.py) created, assigned to runner "holder" and started: its agent, epoch."""
+    await client.create_tasks(
+        [{"id": "H", "title": "holder", "description": "do it", "file_scope": ["a.py"]}]
+    )
+    holder = await client.register("holder", str(workdir), None)
+    agent, epoch = holder["agent_id"], holder["epoch"]
+    assert await client.assignment(agent, epoch, wait=5)
+    await client.start("H", agent, epoch)
+    return agent, epoch
+
+
 async def events_of(fleet: FleetClient | str, type_: str) -> list[dict[str, Any]]:
     """Every event of type `type_`, oldest first; a URL opens a client for this one read."""
     if isinstance(fleet, str):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fleet_support import started_holder
 from tool_support import unavailable
 
 from codefleet.api.client import FleetClient
@@ -208,13 +209,7 @@ async def test_a_tasks_check_runs_in_a_layer_with_the_other_tasks_file_at_its_pr
     )
     script = {"T": [{"write": {"path": "own.py", "content": "OWN = 1\n"}}, {"check": "snap"}]}
     async with FleetClient(server.url) as client:
-        await client.create_tasks(
-            [{"id": "H", "title": "holder", "description": "do it", "file_scope": ["a.py"]}]
-        )
-        holder = await client.register("holder", str(workdir), None)
-        agent, epoch = holder["agent_id"], holder["epoch"]
-        assert await client.assignment(agent, epoch, wait=5)
-        await client.start("H", agent, epoch)
+        agent, epoch = await started_holder(client, workdir)
         granted = await client.acquire(agent, epoch, "H", ["a.py", "pkg/extra.py"], "Write")
         assert granted["decision"] == "allow"
         (workdir / "a.py").write_text("A = 'half-done'\n")  # H's unfinished work
@@ -307,13 +302,7 @@ async def test_a_file_leased_while_a_tasks_check_runs_reruns_it_in_a_copy_with_n
     marks.mkdir()
     held = f"touch {marks}/running; while [ ! -e {marks}/go ]; do sleep 0.01; done; cat a.py"
     async with FleetClient(server.url) as client:
-        await client.create_tasks(
-            [{"id": "H", "title": "holder", "description": "do it", "file_scope": ["a.py"]}]
-        )
-        holder = await client.register("holder", str(workdir), None)
-        agent, epoch = holder["agent_id"], holder["epoch"]
-        assert await client.assignment(agent, epoch, wait=5)
-        await client.start("H", agent, epoch)
+        agent, epoch = await started_holder(client, workdir)
         await client.create_tasks(
             [{"id": "T", "title": "t", "description": "do it"}], {"held": held}
         )

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fleet_support import drain
+from fleet_support import drain, started_holder
 from typer.testing import CliRunner
 
 from codefleet.api.client import FleetClient
@@ -77,13 +77,7 @@ async def test_the_view_has_the_tasks_own_edits_but_not_another_running_tasks(
     snap = "cat a.py own.py; test -e pkg/extra.py && echo EXTRA || echo NO-EXTRA"
     script = {"T": [{"write": {"path": "own.py", "content": "OWN = 1\n"}}, {"check": "snap"}]}
     async with FleetClient(server.url) as client:
-        await client.create_tasks(
-            [{"id": "H", "title": "holder", "description": "do it", "file_scope": ["a.py"]}]
-        )
-        holder = await client.register("holder", str(workdir), None)
-        agent, epoch = holder["agent_id"], holder["epoch"]
-        assert await client.assignment(agent, epoch, wait=5)
-        await client.start("H", agent, epoch)
+        agent, epoch = await started_holder(client, workdir)
         granted = await client.acquire(agent, epoch, "H", ["a.py", "pkg/extra.py"], "Write")
         assert granted["decision"] == "allow"
         (workdir / "a.py").write_text("A = 'half-done'\n")  # H's unfinished work

@@ -207,10 +207,10 @@ class LandingWorker:
             first, before = await look
             reused = self._passed_on(command, before)
             if reused is not None and await self._reusable(name):
-                return _reused(name, before, reused)
+                return _reused(name, before, step=reused)
             task_pass = self._task_passed_on(command, before)
             if task_pass is not None and await self._reusable(name):
-                return _reused_task_pass(name, before, task_pass)
+                return _reused(name, before, event=task_pass)
             run = await run_in_view(
                 self.tree.root,
                 functools.partial(self._mask, step_id),
@@ -296,10 +296,13 @@ class LandingWorker:
         return await masked_identity(self.tree.root, images, self.options.exclude)
 
 
-def _reused(name: str, identity: str | None, step: int) -> CheckRun:
-    """A check not run: it passed with the same command on this same content, in `step`
-    (decision 0158, "A check is not run twice on the same content")."""
-    said = "not run: this check passed with the same command on this same content"
+def _reused(
+    name: str, identity: str | None, *, step: int | None = None, event: int | None = None
+) -> CheckRun:
+    """A check not run: it passed with the same command on this same content, in landing
+    `step` (decision 0158) or in a task's own run, its `check_finished` `event` (0177)."""
+    whose = "this check" if event is None else "a task's own run of this check"
+    said = f"not run: {whose} passed with the same command on this same content"
     return CheckRun(
         name,
         CheckVerdict.PASSED,
@@ -311,23 +314,6 @@ def _reused(name: str, identity: str | None, step: int) -> CheckRun:
         output_tail=said,
         identity=identity,
         reused_step=step,
-    )
-
-
-def _reused_task_pass(name: str, identity: str | None, event: int) -> CheckRun:
-    """A check not run: a task's own run of it (its `check_finished` `event`) passed with the
-    same command on this same content (decision 0177)."""
-    said = "not run: a task's own run of this check passed with the same command on this content"
-    return CheckRun(
-        name,
-        CheckVerdict.PASSED,
-        exit_code=0,
-        duration_ms=0,
-        view_ms=0,
-        view=REUSED,
-        output=said,
-        output_tail=said,
-        identity=identity,
         reused_event=event,
     )
 
