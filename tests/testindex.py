@@ -89,7 +89,6 @@ THROUGH: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "codefleet.server.httpapp",
         HTTP_PART,
         (
-            "codefleet.coord.opening",
             "codefleet.server.front",
             "codefleet.server.landing_routes",
             "codefleet.server.person_routes",
