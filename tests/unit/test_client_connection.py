@@ -41,9 +41,10 @@ async def test_an_https_server_is_still_verified(verify_loads: list[Any]) -> Non
 
 
 def test_importing_the_client_skips_httpxs_command_line() -> None:
-    """`httpx._main` (click, pygments, Rich's syntax) is httpx's CLI, never ours: not loaded."""
+    """`httpx._main` (click, pygments, Rich's syntax) is httpx's CLI, never ours: not loaded
+    when the client imports httpx (on first use: an https server, an injected transport)."""
     code = (
-        "import sys, codefleet.api.client, httpx; "
+        "import sys, codefleet.api.client as client; httpx = client._httpx(); "
         "print(sorted(m for m in ('httpx._main', 'pygments', 'click') if sys.modules.get(m) is not None), "
         "callable(httpx.main))"
     )
