@@ -117,15 +117,18 @@ def run_once(case: Case) -> tuple[float, float]:
     """
     with tempfile.TemporaryDirectory(prefix="cf-startup-") as tmp:
         argv = [*case.argv, "--run-dir", tmp] if case.demo else list(case.argv)
+        out = Path(tmp, "stdout.txt")
         cpu = _children_cpu()
         start = time.perf_counter()
-        done = subprocess.run(
-            argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp, env=environment(case)
-        )
+        with out.open("wb") as stdout:  # a file, as cheap as /dev/null, read only on failure
+            done = subprocess.run(
+                argv, stdout=stdout, stderr=subprocess.PIPE, cwd=tmp, env=environment(case)
+            )
         elapsed = time.perf_counter() - start
         cpu = _children_cpu() - cpu
-    if done.returncode != (1 if case.asks_server else 0):
-        raise SystemExit(f"{case.label} exited {done.returncode}: {done.stderr.decode()[-2000:]}")
+        if done.returncode != (1 if case.asks_server else 0):
+            said = out.read_text(errors="replace")[-3000:] + done.stderr.decode()[-2000:]
+            raise SystemExit(f"{case.label} exited {done.returncode}:\n{said}")
     return elapsed, cpu
 
 
