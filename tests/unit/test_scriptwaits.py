@@ -155,16 +155,3 @@ def test_the_dry_run_demo_paces_its_waits_at_25_ms() -> None:
     assert isinstance(executor, ScriptedExecutor)
     assert executor.wait_poll == DEMO_WAIT_POLL_S == 0.025
     assert ScriptedExecutor().wait_poll == WAIT_POLL_S  # every other dry run: as before
-
-
-def test_a_wait_for_a_queued_task_is_met_by_one_that_already_landed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """`wait_queued` cannot come too late: a task that landed before the wait began meets it,
-    where `wait_landing` (a task still waiting to land) gives up at once, saying why."""
-    paused(monkeypatch)
-    landed = cast(Attempt, SimpleNamespace(gate=SimpleNamespace(client=_Client(until=1))))
-
-    assert run(wait_until("wait_queued", "T3", landed, 600.0)) is None
-    gave_up = run(wait_until("wait_landing", "T3", landed, 600.0))
-    assert gave_up == "gave up waiting for T3 to wait to land: it is succeeded and cannot any more"

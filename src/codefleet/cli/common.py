@@ -250,7 +250,6 @@ wait_timeout: S, else 600 s. The give-up names what it waited for and the limit.
   read: PATH                       read a file (recorded in the attempt's read set)
   wait_succeeded: TASK             wait until another task succeeded
   wait_landing: TASK               wait until another task waits to land (its session over)
-  wait_queued: TASK                wait until another task waits to land, or has landed
   expect_followup: TEXT            fail unless the follow-up message (reconcile, repair) says TEXT
   wait_message: TEXT               wait until an operator message (codefleet say) says TEXT
   ask: QUESTION                    ask the operator (ask_operator) and wait for the answer

@@ -18,7 +18,7 @@ once per session), and on a wait, `timeout: S` (`fleet.scriptwaits`):
     expect_answer: TEXT         command: CMD | {run: CMD, timeout_s: S}
     wait_parked: PATH           acquire_resource: NAME      allocate_port: null
     next_number: SEQUENCE or {sequence, write: PATH with {number}, content}
-    wait_acquired: PATH         wait_landing: TASK          wait_queued: TASK
+    wait_acquired: PATH         wait_landing: TASK
 
 Every file change goes through the attempt's `WriteGate` first, exactly as a
 real session's hook does; a denied write ends the attempt as a veto naming the
@@ -43,8 +43,7 @@ restore.
 `total_cost_usd` would (how the fleet's budget is tested without a model).
 `read` reads a file as the session's `Read` tool does (recorded in the
 attempt's read set); `wait_succeeded` waits until another task succeeded,
-`wait_landing` until it waits to land (its session over, its landing check not passed),
-`wait_queued` until it waits to land or has landed (a wait that cannot come too late);
+`wait_landing` until it waits to land (its session over, its landing check not passed);
 `expect_followup` ends the turn as an agent error unless the follow-up message
 it answers contains TEXT (how the scripted tier observes a reconcile turn);
 `wait_message` waits until the runner's heartbeat brought an operator message

@@ -45,7 +45,6 @@ STEP_KINDS: Final = frozenset(
         "read",
         "wait_succeeded",
         "wait_landing",
-        "wait_queued",
         "expect_followup",
         "wait_message",
         "ask",

@@ -1,6 +1,6 @@
 """A dry-run script's `wait_*` steps: each waits as long as what it waits for can still happen.
 
-A wait on another task (`wait_succeeded`, `wait_landing`, `wait_queued`) gives up at once when that
+A wait on another task (`wait_succeeded`, `wait_landing`) gives up at once when that
 task can no longer get there (it failed, was cancelled, or is past the state waited
 for), and never while it is alive: running, waiting to land, landing, or pending with
 attempts left. A wait on a lease or an event (`wait_leased`, `wait_acquired`,
@@ -50,13 +50,11 @@ class _TaskWait:
 
     target: TaskStatus
     reads: str  # "to succeed"
-    also: TaskStatus | None = None  # a later status that satisfies it too (landed, for queued)
 
 
 _TASK_WAITS: Final = {
     "wait_succeeded": _TaskWait(TaskStatus.SUCCEEDED, "to succeed"),
     "wait_landing": _TaskWait(TaskStatus.LANDING, "to wait to land"),
-    "wait_queued": _TaskWait(TaskStatus.LANDING, "to wait to land or land", TaskStatus.SUCCEEDED),
 }
 _EVENT_WAITS: Final = {
     "wait_leased": "another task to hold the lease on",
@@ -69,7 +67,6 @@ WAIT_KINDS: Final = frozenset({*_TASK_WAITS, *_EVENT_WAITS, "wait_message"})
 _BELLS: Final = {
     "wait_succeeded": EventType.TASK_SUCCEEDED,
     "wait_landing": EventType.LANDING_QUEUED,
-    "wait_queued": EventType.LANDING_QUEUED,
     "wait_leased": EventType.LEASE_ACQUIRED,
     "wait_acquired": EventType.LEASE_ACQUIRED,
     "wait_denied": EventType.LEASE_DENIED,
@@ -159,10 +156,10 @@ async def _wait_for_task(
     async def reached() -> bool:
         task = await attempt.gate.client.task(task_id)
         verdict["status"] = str(task["status"])
-        return _task_verdict(wait, verdict["status"]) == _REACHED
+        return _task_verdict(wait.target, verdict["status"]) == _REACHED
 
     async def alive() -> bool:
-        return _task_verdict(wait, verdict.get("status", "")) == _ALIVE
+        return _task_verdict(wait.target, verdict.get("status", "")) == _ALIVE
 
     gave_up = await _poll(f"{task_id} {wait.reads}", limits, reached, alive, every=0.0)
     if gave_up is not None and verdict.get("status") and not await alive():
@@ -170,14 +167,14 @@ async def _wait_for_task(
     return gave_up
 
 
-def _task_verdict(wait: _TaskWait, status: str) -> str:
-    """Whether a task in `status` has reached what `wait` waits for, may still, or never will."""
-    if status in (wait.target, wait.also):
+def _task_verdict(target: TaskStatus, status: str) -> str:
+    """Whether a task in `status` has reached `target`, may still, or never will."""
+    if status == target:
         return _REACHED
     if status in TERMINAL_STATUSES:
         return "never"
-    if wait.target is TaskStatus.LANDING and status == TaskStatus.SUCCEEDED:
-        return "never"  # past waiting to land (`wait_queued` took it as reached above)
+    if target is TaskStatus.LANDING and status == TaskStatus.SUCCEEDED:
+        return "never"
     return _ALIVE
 
 
