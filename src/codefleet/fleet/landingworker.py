@@ -205,12 +205,9 @@ class LandingWorker:
         for both, decision 0173), or reuse a pass on the same content."""
         try:
             first, before = await look
-            reused = self._passed_on(command, before)
-            if reused is not None and await self._reusable(name):
-                return _reused(name, before, step=reused)
-            task_pass = self._task_passed_on(command, before)
-            if task_pass is not None and await self._reusable(name):
-                return _reused(name, before, event=task_pass)
+            earlier = self._earlier_pass(command, before)
+            if earlier is not None and await self._reusable(name):
+                return _reused(name, before, **earlier)
             run = await run_in_view(
                 self.tree.root,
                 functools.partial(self._mask, step_id),
@@ -260,20 +257,17 @@ class LandingWorker:
         _, _, fresh = await self.client.check_options()
         return name not in fresh
 
-    def _passed_on(self, command: str, identity: str | None) -> int | None:
-        """The step whose recorded run of `command` passed on `identity`, if one did."""
-        passed = self.options.passed
-        if passed is None or identity is None:
+    def _earlier_pass(self, command: str, identity: str | None) -> dict[str, int] | None:
+        """Where `command` passed on `identity` in this fleet, if it did: a landing step
+        (`step`, kept first), else a task's own recorded run (`event`, decision 0177)."""
+        if identity is None:
             return None
-        return passed.get((command, identity))
-
-    def _task_passed_on(self, command: str, identity: str | None) -> int | None:
-        """The `check_finished` of a task's recorded run of `command` that passed on
-        `identity`, if one did."""
-        passes = self.options.attempt_passes
-        if passes is None or identity is None:
-            return None
-        return passes.get((command, identity))
+        key = (command, identity)
+        if (step := (self.options.passed or {}).get(key)) is not None:
+            return {"step": step}
+        if (event := (self.options.attempt_passes or {}).get(key)) is not None:
+            return {"event": event}
+        return None
 
     def _keep_passes(self, step_id: int, results: Sequence[CheckRun]) -> None:
         """Keep each check the server recorded passing on a content that held still (a reuse
